@@ -1,0 +1,115 @@
+package savepoint
+
+import (
+	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
+	"fmt"
+	"io"
+
+	dsbzip2 "github.com/dsnet/compress/bzip2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+	"github.com/ulikunitz/xz"
+)
+
+// Whole-file compressions recognised by their magic bytes. Archives keep
+// savepoints this way; clink itself never writes them.
+const (
+	CompressNone  = ""
+	CompressGzip  = "gzip"
+	CompressZstd  = "zstd"
+	CompressLZ4   = "lz4"
+	CompressBzip2 = "bzip2"
+	CompressXZ    = "xz"
+)
+
+var magics = []struct {
+	name  string
+	magic []byte
+}{
+	{CompressGzip, []byte{0x1f, 0x8b}},
+	{CompressZstd, []byte{0x28, 0xb5, 0x2f, 0xfd}},
+	{CompressLZ4, []byte{0x04, 0x22, 0x4d, 0x18}},
+	{CompressBzip2, []byte("BZh")},
+	{CompressXZ, []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}},
+}
+
+// DetectCompression names the whole-file compression of data from its magic
+// bytes, or CompressNone. An Arrow IPC stream starts with 0xFFFFFFFF (or a
+// legacy length) and a CLMB frame with "CLMB", neither of which collides.
+func DetectCompression(data []byte) string {
+	for _, m := range magics {
+		if bytes.HasPrefix(data, m.magic) {
+			return m.name
+		}
+	}
+	return CompressNone
+}
+
+// Decompress returns data decompressed as a stream according to its magic
+// bytes, with the name of the compression, or data itself when it is not
+// compressed.
+func Decompress(data []byte) ([]byte, string, error) {
+	name := DetectCompression(data)
+	if name == CompressNone {
+		return data, name, nil
+	}
+	r, err := newDecompressor(name, bytes.NewReader(data))
+	if err != nil {
+		return nil, name, fmt.Errorf("open %s stream: %w", name, err)
+	}
+	var out bytes.Buffer
+	if _, err := io.Copy(&out, r); err != nil {
+		return nil, name, fmt.Errorf("decompress %s stream: %w", name, err)
+	}
+	if c, ok := r.(io.Closer); ok {
+		c.Close()
+	}
+	return out.Bytes(), name, nil
+}
+
+func newDecompressor(name string, r io.Reader) (io.Reader, error) {
+	switch name {
+	case CompressGzip:
+		return gzip.NewReader(r)
+	case CompressZstd:
+		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		return d.IOReadCloser(), nil
+	case CompressLZ4:
+		return lz4.NewReader(r), nil
+	case CompressBzip2:
+		return bzip2.NewReader(r), nil
+	case CompressXZ:
+		return xz.NewReader(r)
+	}
+	return nil, fmt.Errorf("unknown compression %q", name)
+}
+
+// NewCompressor wraps w so that what is written to it is compressed with the
+// named whole-file compression; Close flushes the compressed stream (it does
+// not close w). CompressNone returns a no-op wrapper.
+func NewCompressor(name string, w io.Writer) (io.WriteCloser, error) {
+	switch name {
+	case CompressNone:
+		return nopWriteCloser{w}, nil
+	case CompressGzip:
+		return gzip.NewWriter(w), nil
+	case CompressZstd:
+		return zstd.NewWriter(w, zstd.WithEncoderConcurrency(1))
+	case CompressLZ4:
+		return lz4.NewWriter(w), nil
+	case CompressBzip2:
+		return dsbzip2.NewWriter(w, &dsbzip2.WriterConfig{Level: dsbzip2.DefaultCompression})
+	case CompressXZ:
+		return xz.NewWriter(w)
+	}
+	return nil, fmt.Errorf("unknown compression %q", name)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

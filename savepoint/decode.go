@@ -1,0 +1,275 @@
+package savepoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// ReadOptions control how a snapshot is decoded.
+type ReadOptions struct {
+	// Resolve returns the bytes of an external materialisation handle
+	// (changelog row_kind 3). Nil means handles cannot be resolved, which is
+	// an error when a file holds a non-empty handle.
+	Resolve func(handle string) ([]byte, error)
+}
+
+// clmbMagic starts a multi-blob changelog frame (section 1.7).
+var clmbMagic = []byte("CLMB")
+
+// Changelog row kinds (section 1.7).
+const (
+	rowKindMaterialised = 0
+	rowKindPut          = 1
+	rowKindErase        = 2
+	rowKindHandle       = 3
+)
+
+// DecodeSnapshot decodes one snapshot held in data (already decompressed if
+// the file was compressed as a whole): a 0-byte input is empty state; a
+// CLMB-framed or four-column stream is the changelog variant, replayed; a
+// three-column stream is canonical. Errors name the byte offset or row.
+func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
+	if len(data) == 0 {
+		return &Snapshot{Variant: Empty}, nil
+	}
+	if bytes.HasPrefix(data, clmbMagic) {
+		blobs, err := splitCLMB(data)
+		if err != nil {
+			return nil, err
+		}
+		return replayChangelog(blobs, opts)
+	}
+	rs, err := readStream(data)
+	if err != nil {
+		return nil, err
+	}
+	fs := rs.schema.Fields()
+	if len(fs) == 4 && fs[0].Name == "row_kind" {
+		return replayChangelog([][]byte{data}, opts)
+	}
+	return canonicalFromStream(rs)
+}
+
+func canonicalFromStream(rs *rawStream) (*Snapshot, error) {
+	if err := checkFields(rs.schema, canonicalFields); err != nil {
+		return nil, fmt.Errorf("%w; expected %s", err, CanonicalSchemaString)
+	}
+	s := &Snapshot{Variant: Canonical, Metadata: rs.meta, Compression: rs.compression, TrailingBytes: rs.trailing}
+	if v, ok := rs.meta.Get(MetaStateVersions); ok {
+		vm, err := ParseVersionMap(v)
+		if err != nil {
+			return nil, fmt.Errorf("schema metadata %s: %w", MetaStateVersions, err)
+		}
+		s.Versions = vm
+	}
+	total := 0
+	for _, rec := range rs.batches {
+		total += int(rec.NumRows())
+	}
+	s.Rows = make([]Row, 0, total)
+	for bi, rec := range rs.batches {
+		if err := validateBatch(rec); err != nil {
+			return nil, fmt.Errorf("record batch %d: %w", bi, err)
+		}
+		ops := rec.Column(0).(*array.Uint64).Values()
+		keys := rec.Column(1).(*array.Binary)
+		vals := rec.Column(2).(*array.Binary)
+		for i := range ops {
+			s.Rows = append(s.Rows, Row{Op: ops[i], Key: keys.Value(i), Value: vals.Value(i)})
+		}
+		s.BatchRows = append(s.BatchRows, int(rec.NumRows()))
+	}
+	return s, nil
+}
+
+// splitCLMB unpacks the multi-blob framing: "CLMB" | u32 count | {u32 len | blob}*.
+func splitCLMB(data []byte) ([][]byte, error) {
+	if len(data) < 8 {
+		return nil, &offsetError{4, "truncated CLMB frame: no blob count"}
+	}
+	n := binary.LittleEndian.Uint32(data[4:])
+	off := int64(8)
+	if uint64(n) > uint64(len(data))/4 {
+		return nil, &offsetError{4, fmt.Sprintf("CLMB frame declares %d blobs, more than the file can hold", n)}
+	}
+	blobs := make([][]byte, 0, n)
+	for i := uint32(0); i < n; i++ {
+		if off+4 > int64(len(data)) {
+			return nil, &offsetError{off, fmt.Sprintf("truncated CLMB frame: blob %d length missing", i)}
+		}
+		l := int64(binary.LittleEndian.Uint32(data[off:]))
+		off += 4
+		if off+l > int64(len(data)) {
+			return nil, &offsetError{off, fmt.Sprintf("truncated CLMB frame: blob %d needs %d bytes, %d left", i, l, int64(len(data))-off)}
+		}
+		blobs = append(blobs, data[off:off+l])
+		off += l
+	}
+	if off != int64(len(data)) {
+		return nil, &offsetError{off, fmt.Sprintf("%d bytes after the last CLMB blob", int64(len(data))-off)}
+	}
+	return blobs, nil
+}
+
+// changelogState replays changelog blobs: puts and erases over the
+// materialised state, keyed by (op, key).
+type changelogState struct {
+	idx  map[string]int
+	rows []Row
+	dead []bool
+}
+
+func (c *changelogState) key(op uint64, k []byte) string {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], op)
+	return string(b[:]) + string(k)
+}
+
+// restore loads materialised rows with the restore's duplicate rules.
+func (c *changelogState) restore(r Row) {
+	k := c.key(r.Op, r.Key)
+	if i, ok := c.idx[k]; ok && !c.dead[i] {
+		c.rows[i] = MergeDuplicate(c.rows[i], r)
+		return
+	}
+	c.put(r)
+}
+
+func (c *changelogState) put(r Row) {
+	k := c.key(r.Op, r.Key)
+	if i, ok := c.idx[k]; ok {
+		c.rows[i], c.dead[i] = r, false
+		return
+	}
+	c.idx[k] = len(c.rows)
+	c.rows = append(c.rows, r)
+	c.dead = append(c.dead, false)
+}
+
+func (c *changelogState) erase(op uint64, key []byte) {
+	if i, ok := c.idx[c.key(op, key)]; ok {
+		c.dead[i] = true
+	}
+}
+
+func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
+	st := &changelogState{idx: map[string]int{}}
+	s := &Snapshot{Variant: Changelog, Changelog: &ChangelogInfo{Blobs: len(blobs)}}
+	var metaSet bool
+	for bi, blob := range blobs {
+		where := ""
+		if len(blobs) > 1 {
+			where = fmt.Sprintf("CLMB blob %d: ", bi)
+		}
+		rs, err := readStream(blob)
+		if err != nil {
+			return nil, fmt.Errorf("%schangelog stream: %w", where, err)
+		}
+		if err := checkFields(rs.schema, changelogFields); err != nil {
+			return nil, fmt.Errorf("%schangelog %w", where, err)
+		}
+		if rs.compression != "" {
+			s.Compression = rs.compression
+		}
+		first := true
+		for ri, rec := range rs.batches {
+			if err := validateBatch(rec); err != nil {
+				return nil, fmt.Errorf("%srecord batch %d: %w", where, ri, err)
+			}
+			s.BatchRows = append(s.BatchRows, int(rec.NumRows()))
+			kinds := rec.Column(0).(*array.Uint8).Values()
+			ops := rec.Column(1).(*array.Uint64).Values()
+			keys := rec.Column(2).(*array.Binary)
+			vals := rec.Column(3).(*array.Binary)
+			for i, kind := range kinds {
+				if first {
+					first = false
+					mat, err := materialisation(kind, vals.Value(i), opts, s.Changelog)
+					if err != nil {
+						return nil, fmt.Errorf("%srow 0: %w", where, err)
+					}
+					if mat != nil {
+						if !metaSet && len(mat.Metadata) > 0 {
+							s.Metadata, s.Versions, metaSet = mat.Metadata, mat.Versions, true
+						}
+						for _, r := range mat.Rows {
+							st.restore(r)
+						}
+					}
+					continue
+				}
+				r := Row{Op: ops[i], Key: keys.Value(i), Value: vals.Value(i)}
+				s.Changelog.LogRows++
+				switch kind {
+				case rowKindErase:
+					s.Changelog.Erases++
+					st.erase(r.Op, r.Key)
+				case rowKindMaterialised, rowKindHandle:
+					return nil, fmt.Errorf("%slog row %d has row_kind %d, which is only valid in row 0", where, i, kind)
+				default: // 1, and any unknown kind, replay as a put (as clink does)
+					s.Changelog.Puts++
+					st.put(r)
+				}
+			}
+		}
+		if first {
+			return nil, fmt.Errorf("%schangelog snapshot is malformed: no materialisation row (row_kind 0 or 3)", where)
+		}
+	}
+	rows := make([]Row, 0, len(st.rows))
+	for i, r := range st.rows {
+		if !st.dead[i] {
+			rows = append(rows, r)
+		}
+	}
+	s.Rows = Logical(rows)
+	return s, nil
+}
+
+// materialisation decodes the changelog's row 0.
+func materialisation(kind uint8, value []byte, opts ReadOptions, info *ChangelogInfo) (*Snapshot, error) {
+	switch kind {
+	case rowKindMaterialised:
+		info.InBlob = append(info.InBlob, true)
+		info.Handles = append(info.Handles, "")
+		if len(value) == 0 {
+			return nil, nil
+		}
+		rs, err := readStream(value)
+		if err != nil {
+			return nil, fmt.Errorf("inline materialisation: %w", err)
+		}
+		mat, err := canonicalFromStream(rs)
+		if err != nil {
+			return nil, fmt.Errorf("inline materialisation: %w", err)
+		}
+		return mat, nil
+	case rowKindHandle:
+		handle := string(value)
+		info.InBlob = append(info.InBlob, false)
+		info.Handles = append(info.Handles, handle)
+		if handle == "" {
+			return nil, nil
+		}
+		if opts.Resolve == nil {
+			return nil, fmt.Errorf("external materialisation handle %q cannot be resolved here", handle)
+		}
+		data, err := opts.Resolve(handle)
+		if err != nil {
+			return nil, fmt.Errorf("materialisation handle %q: %w", handle, err)
+		}
+		mat, err := DecodeSnapshot(data, ReadOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("materialisation %q: %w", handle, err)
+		}
+		if mat.Variant == Changelog {
+			return nil, fmt.Errorf("materialisation %q is itself a changelog stream", handle)
+		}
+		return mat, nil
+	}
+	return nil, fmt.Errorf("changelog snapshot is malformed: row 0 has row_kind %d, expected 0 (inline materialisation) or 3 (external handle)", kind)
+}
+

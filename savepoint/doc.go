@@ -1,0 +1,20 @@
+// Package savepoint reads and writes the state snapshots of the clink stream
+// engine: single snapshot files (the canonical three-column Arrow IPC stream
+// and the changelog variant) and whole checkpoint trees
+// (v<generation>/<subtask>/checkpoint-<id>.snap with CRC-32C sidecars and
+// COMPLETED markers).
+//
+// Everything about the bytes follows clink's own reader: the format-version
+// gate, the exact schema check (names, order, types, nullability), the key
+// layout and FNV-1a key groups, the version-map packing, the sidecar CRC and
+// the restore rules that decide which copy of a row is authoritative.
+//
+// The reader accepts every form clink writes in practice (0..N record batches,
+// LZ4/ZSTD bodies, 0-byte files, changelog blobs with CLMB framing and
+// external materialisation handles, whole-file gzip/zstd/lz4/bzip2/xz
+// compression). The writer emits one canonical form: the exact schema, the
+// metadata keys in clink's order followed by any unknown keys of the input,
+// rows sorted by (op, key bytes), one record batch unless a column would pass
+// the 2 GiB binary limit, published atomically (temporary name, fsync,
+// rename, directory fsync), payload before sidecar.
+package savepoint

@@ -1,0 +1,596 @@
+package savepoint
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// OpenOptions control Open.
+type OpenOptions struct {
+	// Checkpoint selects the checkpoint id of a tree; 0 picks the newest one
+	// with a COMPLETED marker, else the newest present in every subtask directory.
+	Checkpoint uint64
+	// Groups gives the chain groups of a tree explicitly (in subtask order,
+	// covering every subtask directory). Nil infers them (see InferGroups).
+	Groups []Group
+}
+
+// Open reads a savepoint: a snapshot file, a checkpoint directory
+// (v<gen>/<subtask>/..., _jobs/...) or a generation directory v<gen>. Every
+// file of the selected checkpoint is read, verified against its sidecar and
+// decoded. An unreadable or undecodable file is an error naming it; integrity
+// verdicts other than valid are recorded on the File, not returned.
+func Open(path string, opts OpenOptions) (*Savepoint, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open savepoint: %w", err)
+	}
+	if !st.IsDir() {
+		return openFile(path)
+	}
+	sp := &Savepoint{Path: path}
+	genDir := ""
+	if g, ok := parseGeneration(filepath.Base(filepath.Clean(path))); ok && hasNumericSubdir(path) {
+		sp.Kind, sp.Generation, sp.Root, genDir = InputGeneration, g, filepath.Dir(filepath.Clean(path)), path
+	} else {
+		sp.Kind, sp.Root = InputTree, path
+		gens, err := generations(path)
+		if err != nil {
+			return nil, err
+		}
+		if len(gens) == 0 {
+			return nil, fmt.Errorf("open savepoint %s: not a checkpoint directory: no v<generation> directory in it (give a snapshot file, a checkpoint directory or a v<generation> directory)", path)
+		}
+		sp.Generation = gens[len(gens)-1]
+		genDir = filepath.Join(path, "v"+strconv.Itoa(sp.Generation))
+		for _, g := range gens[:len(gens)-1] {
+			sp.Notes = append(sp.Notes, fmt.Sprintf("older generation v%d ignored (the highest, v%d, is read)", g, sp.Generation))
+		}
+	}
+	if err := sp.openGeneration(genDir, opts); err != nil {
+		return nil, err
+	}
+	return sp, nil
+}
+
+func openFile(path string) (*Savepoint, error) {
+	sp := &Savepoint{Path: path, Root: filepath.Dir(path), Kind: InputFile, Backend: BackendFile}
+	f := &File{Subtask: -1, Path: path, Rel: filepath.Base(path)}
+	if err := readSnapshotFile(f, true, ReadOptions{Resolve: func(h string) ([]byte, error) {
+		return resolveHandle(filepath.Join(filepath.Dir(path), "..", ".."), h)
+	}}); err != nil {
+		return nil, err
+	}
+	if ck, ok := checkpointOfName(filepath.Base(path)); ok {
+		sp.Checkpoint = ck
+	}
+	sp.Files = []*File{f}
+	return sp, nil
+}
+
+// parseGeneration parses "v<N>" with N >= 0.
+func parseGeneration(name string) (int, bool) {
+	if len(name) < 2 || name[0] != 'v' {
+		return 0, false
+	}
+	n, err := strconv.Atoi(name[1:])
+	if err != nil || n < 0 || strings.ContainsAny(name[1:], "+-") {
+		return 0, false
+	}
+	return n, true
+}
+
+func hasNumericSubdir(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if _, ok := subtaskIndex(e.Name()); ok && isDir(filepath.Join(dir, e.Name())) {
+			return true
+		}
+	}
+	return false
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p) // follows symlinked subtask directories, as clink does
+	return err == nil && st.IsDir()
+}
+
+func subtaskIndex(name string) (int, bool) {
+	if name == "" {
+		return 0, false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < '0' || name[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(name)
+	return n, err == nil
+}
+
+func generations(root string) ([]int, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("open savepoint: %w", err)
+	}
+	var gens []int
+	for _, e := range ents {
+		if g, ok := parseGeneration(e.Name()); ok && isDir(filepath.Join(root, e.Name())) {
+			gens = append(gens, g)
+		}
+	}
+	sort.Ints(gens)
+	return gens, nil
+}
+
+// checkpointOfName parses checkpoint-<id>.snap and changelog-<id>.snap.
+func checkpointOfName(name string) (uint64, bool) {
+	for _, p := range []string{"checkpoint-", "changelog-"} {
+		if strings.HasPrefix(name, p) && strings.HasSuffix(name, ".snap") {
+			id, err := strconv.ParseUint(name[len(p):len(name)-len(".snap")], 10, 64)
+			return id, err == nil
+		}
+	}
+	return 0, false
+}
+
+type subtaskDir struct {
+	index int
+	name  string
+	ckpts map[uint64]string // checkpoint id -> file name
+}
+
+func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
+	ents, err := os.ReadDir(genDir)
+	if err != nil {
+		return fmt.Errorf("open savepoint: %w", err)
+	}
+	var dirs []*subtaskDir
+	seen := map[int]string{}
+	for _, e := range ents {
+		idx, ok := subtaskIndex(e.Name())
+		if !ok || !isDir(filepath.Join(genDir, e.Name())) {
+			continue
+		}
+		if prev, dup := seen[idx]; dup {
+			return fmt.Errorf("open savepoint %s: directories %q and %q both name subtask %d", genDir, prev, e.Name(), idx)
+		}
+		seen[idx] = e.Name()
+		sd := &subtaskDir{index: idx, name: e.Name(), ckpts: map[uint64]string{}}
+		files, err := os.ReadDir(filepath.Join(genDir, e.Name()))
+		if err != nil {
+			return fmt.Errorf("open savepoint: %w", err)
+		}
+		for _, f := range files {
+			if id, ok := checkpointOfName(f.Name()); ok {
+				if other, dup := sd.ckpts[id]; dup {
+					return fmt.Errorf("open savepoint: subtask directory %s holds both %s and %s", filepath.Join(genDir, e.Name()), other, f.Name())
+				}
+				sd.ckpts[id] = f.Name()
+			}
+		}
+		dirs = append(dirs, sd)
+	}
+	if len(dirs) == 0 {
+		return fmt.Errorf("open savepoint %s: no subtask directories in it", genDir)
+	}
+	slices.SortFunc(dirs, func(a, b *subtaskDir) int { return a.index - b.index })
+
+	markers, err := completedMarkers(sp.Root)
+	if err != nil {
+		return err
+	}
+	if err := sp.selectCheckpoint(dirs, markers, opts.Checkpoint); err != nil {
+		return err
+	}
+	// Every subtask directory must hold the selected checkpoint's file.
+	var missing []string
+	for _, d := range dirs {
+		if _, ok := d.ckpts[sp.Checkpoint]; !ok {
+			missing = append(missing, d.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("open savepoint %s: checkpoint %d is missing from subtask director%s %s (clink refuses to restore a subtask with no state)", genDir, sp.Checkpoint, plural(len(missing), "y", "ies"), strings.Join(missing, ", "))
+	}
+	if sp.Completed != nil && sp.Completed.HasSubtasks {
+		for _, i := range sp.Completed.Subtasks {
+			if _, ok := seen[i]; !ok {
+				return fmt.Errorf("open savepoint: %s lists subtask %d but %s has no directory %d", sp.CompletedRel, i, genDir, i)
+			}
+		}
+	}
+
+	backends := map[Backend]bool{}
+	for _, d := range dirs {
+		name := d.ckpts[sp.Checkpoint]
+		b := BackendFile
+		if strings.HasPrefix(name, "changelog-") {
+			b = BackendChangelogFile
+		}
+		backends[b] = true
+		sp.Backend = b
+		path := filepath.Join(genDir, d.name, name)
+		rel, _ := filepath.Rel(sp.Root, path)
+		f := &File{Subtask: d.index, Path: path, Rel: rel}
+		resolve := func(h string) ([]byte, error) {
+			data, relMat, err := resolveHandleRel(sp.Root, h)
+			if err == nil {
+				f.Materializations = append(f.Materializations, relMat)
+			}
+			return data, err
+		}
+		if err := readSnapshotFile(f, b == BackendFile, ReadOptions{Resolve: resolve}); err != nil {
+			return err
+		}
+		sp.Files = append(sp.Files, f)
+	}
+	if len(backends) > 1 {
+		return fmt.Errorf("open savepoint %s: checkpoint %d mixes checkpoint-%d.snap and changelog-%d.snap files", genDir, sp.Checkpoint, sp.Checkpoint, sp.Checkpoint)
+	}
+	if opts.Groups != nil {
+		if err := sp.checkGroups(opts.Groups); err != nil {
+			return err
+		}
+		sp.Groups = opts.Groups
+	} else {
+		sp.Groups, sp.GroupsInferred = InferGroups(sp.Files), true
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+type marker struct {
+	rel string
+	c   Completed
+}
+
+// completedMarkers reads every _jobs/<job>/COMPLETED-<id> under root.
+func completedMarkers(root string) (map[uint64][]marker, error) {
+	out := map[uint64][]marker{}
+	jobs, err := os.ReadDir(filepath.Join(root, "_jobs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("open savepoint: %w", err)
+	}
+	for _, j := range jobs {
+		if !j.IsDir() {
+			continue
+		}
+		ents, err := os.ReadDir(filepath.Join(root, "_jobs", j.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("open savepoint: %w", err)
+		}
+		for _, e := range ents {
+			rest, ok := strings.CutPrefix(e.Name(), "COMPLETED-")
+			if !ok {
+				continue
+			}
+			id, err := strconv.ParseUint(rest, 10, 64)
+			if err != nil {
+				continue
+			}
+			rel := filepath.Join("_jobs", j.Name(), e.Name())
+			b, err := os.ReadFile(filepath.Join(root, rel))
+			if err != nil {
+				return nil, fmt.Errorf("read marker: %w", err)
+			}
+			c, err := ParseCompleted(b)
+			if err != nil {
+				return nil, fmt.Errorf("marker %s: %w", rel, err)
+			}
+			if c.Job == "" {
+				c.Job = j.Name()
+			}
+			out[id] = append(out[id], marker{rel, c})
+		}
+	}
+	return out, nil
+}
+
+// selectCheckpoint applies sptool's rule: the checkpoint asked for, else the
+// newest with a COMPLETED marker of this generation, else the newest present
+// in every subtask directory.
+func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]marker, want uint64) error {
+	all := map[uint64]int{}
+	for _, d := range dirs {
+		for id := range d.ckpts {
+			all[id]++
+		}
+	}
+	pick := func(id uint64) {
+		sp.Checkpoint = id
+		if ms := markers[id]; len(ms) > 0 {
+			m := ms[0]
+			if len(ms) > 1 {
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%d COMPLETED-%d markers found; %s is used", len(ms), id, m.rel))
+			}
+			sp.Completed, sp.CompletedRel, sp.Job = &m.c, m.rel, m.c.Job
+		}
+	}
+	if want != 0 {
+		if all[want] == 0 {
+			return fmt.Errorf("open savepoint: checkpoint %d is not in generation v%d (present: %s)", want, sp.Generation, idList(all))
+		}
+		pick(want)
+		return nil
+	}
+	var best uint64
+	found := false
+	for id, ms := range markers {
+		if all[id] == 0 {
+			continue
+		}
+		for _, m := range ms {
+			if m.c.Generation == 0 || m.c.Generation == sp.Generation {
+				if !found || id > best {
+					best, found = id, true
+				}
+			}
+		}
+	}
+	if !found {
+		for id, n := range all {
+			if n == len(dirs) && (!found || id > best) {
+				best, found = id, true
+			}
+		}
+		if found {
+			sp.Notes = append(sp.Notes, fmt.Sprintf("no COMPLETED marker for generation v%d; checkpoint %d is the newest present in every subtask directory", sp.Generation, best))
+		}
+	}
+	if !found {
+		if len(all) == 0 {
+			return fmt.Errorf("open savepoint: generation v%d holds no checkpoint-<id>.snap or changelog-<id>.snap file", sp.Generation)
+		}
+		return fmt.Errorf("open savepoint: no checkpoint of generation v%d has a COMPLETED marker or a file in every subtask directory (present: %s); choose one with --checkpoint", sp.Generation, idList(all))
+	}
+	pick(best)
+	for id := range all {
+		if id != best {
+			sp.Notes = append(sp.Notes, fmt.Sprintf("checkpoint %d also present in v%d; %d is read", id, sp.Generation, best))
+		}
+	}
+	slices.Sort(sp.Notes)
+	return nil
+}
+
+func idList(m map[uint64]int) string {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatUint(id, 10)
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// readSnapshotFile reads, verifies and decodes one payload. It fails when the
+// file changes while it is read.
+func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
+	before, err := os.Stat(f.Path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", f.Path, err)
+	}
+	if before.IsDir() {
+		return fmt.Errorf("read %s: is a directory, not a snapshot file", f.Path)
+	}
+	data, err := os.ReadFile(f.Path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", f.Path, err)
+	}
+	after, err := os.Stat(f.Path)
+	if err != nil || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) || int64(len(data)) != after.Size() {
+		return fmt.Errorf("read %s: the file changed while it was being read", f.Path)
+	}
+	f.Size, f.CRC32C = int64(len(data)), CRC32C(data)
+	if wantSidecar {
+		sc, err := os.ReadFile(f.Path + ".meta")
+		if errors.Is(err, fs.ErrNotExist) {
+			sc = nil
+		} else if err != nil {
+			return fmt.Errorf("read sidecar: %w", err)
+		}
+		f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, sc)
+	}
+	plain, comp, err := Decompress(data)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", f.Path, err)
+	}
+	f.Compression = comp
+	snap, err := DecodeSnapshot(plain, ro)
+	if err != nil {
+		where := ""
+		if comp != CompressNone {
+			where = " (offsets in the " + comp + "-decompressed stream)"
+		}
+		return fmt.Errorf("read %s%s: %w", f.Path, where, err)
+	}
+	f.Snapshot = snap
+	return nil
+}
+
+// resolveHandle reads a changelog materialisation handle within root.
+func resolveHandle(root, handle string) ([]byte, error) {
+	data, _, err := resolveHandleRel(root, handle)
+	return data, err
+}
+
+// resolveHandleRel locates a materialisation handle inside the tree at root.
+// Handles are paths written by the job (<base>/v<gen>/<idx>/materializations/
+// mat-<id>.bin, absolute when the job's base was): the tail from the
+// v<gen>/ component on locates the file within the copied tree. The handle
+// itself is read only when it is relative to root.
+func resolveHandleRel(root, handle string) ([]byte, string, error) {
+	parts := strings.Split(filepath.ToSlash(handle), "/")
+	for i := 0; i+2 < len(parts); i++ {
+		if _, ok := parseGeneration(parts[i]); !ok {
+			continue
+		}
+		if _, ok := subtaskIndex(parts[i+1]); !ok {
+			continue
+		}
+		rel := filepath.Join(parts[i:]...)
+		data, err := os.ReadFile(filepath.Join(root, rel))
+		if err == nil {
+			return data, rel, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, "", err
+		}
+	}
+	if !filepath.IsAbs(handle) {
+		if data, err := os.ReadFile(filepath.Join(root, handle)); err == nil {
+			return data, handle, nil
+		}
+	}
+	return nil, "", fmt.Errorf("materialisation not found in the tree at %s (looked for the path from its v<generation>/ component on)", root)
+}
+
+// InferGroups infers the chain groups of a tree from which operators hold
+// keyed rows (first key byte below 128) in each subtask file: consecutive
+// subtasks whose operators overlap belong to one group; a subtask without
+// keyed rows joins the group before it. A tree of one chain group yields one
+// group of all subtasks. Trees whose groups cannot be told apart this way
+// (adjacent groups both without keyed state) need the groups given.
+func InferGroups(files []*File) []Group {
+	var groups []Group
+	var cur map[uint64]bool
+	for _, f := range files {
+		ops := map[uint64]bool{}
+		if f.Snapshot != nil {
+			for _, r := range f.Snapshot.Rows {
+				if len(r.Key) > 0 && r.Key[0] < NumKeyGroups {
+					ops[r.Op] = true
+				}
+			}
+		}
+		joins := len(groups) > 0 && (len(ops) == 0 || overlaps(cur, ops))
+		if joins {
+			groups[len(groups)-1].Count++
+			for op := range ops {
+				cur[op] = true
+			}
+			continue
+		}
+		groups = append(groups, Group{First: f.Subtask, Count: 1})
+		cur = ops
+	}
+	return groups
+}
+
+func overlaps(a, b map[uint64]bool) bool {
+	for k := range b {
+		if a[k] {
+			return true
+		}
+	}
+	return false
+}
+
+func (sp *Savepoint) checkGroups(gs []Group) error {
+	next := 0
+	if len(sp.Files) > 0 {
+		next = sp.Files[0].Subtask
+	}
+	for _, g := range gs {
+		if g.Count < 1 || g.First != next {
+			return fmt.Errorf("chain groups %s do not match the tree: its subtask directories are %s", FormatGroups(gs), sp.subtaskList())
+		}
+		next = g.First + g.Count
+	}
+	if len(sp.Files) == 0 || next != sp.Files[len(sp.Files)-1].Subtask+1 || len(sp.Files) != next-sp.Files[0].Subtask {
+		return fmt.Errorf("chain groups %s do not match the tree: its subtask directories are %s", FormatGroups(gs), sp.subtaskList())
+	}
+	return nil
+}
+
+func (sp *Savepoint) subtaskList() string {
+	s := make([]string, len(sp.Files))
+	for i, f := range sp.Files {
+		s[i] = strconv.Itoa(f.Subtask)
+	}
+	return strings.Join(s, ",")
+}
+
+// FormatGroups renders groups as "0-2,3-4".
+func FormatGroups(gs []Group) string {
+	s := make([]string, len(gs))
+	for i, g := range gs {
+		if g.Count == 1 {
+			s[i] = strconv.Itoa(g.First)
+		} else {
+			s[i] = fmt.Sprintf("%d-%d", g.First, g.First+g.Count-1)
+		}
+	}
+	return strings.Join(s, ",")
+}
+
+// ParseGroups parses "0-2,3-4" (each group a subtask range "a-b" or a single "a").
+func ParseGroups(s string) ([]Group, error) {
+	var out []Group
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		a, b, isRange := strings.Cut(part, "-")
+		lo, err1 := strconv.Atoi(a)
+		hi := lo
+		var err2 error
+		if isRange {
+			hi, err2 = strconv.Atoi(b)
+		}
+		if err1 != nil || err2 != nil || lo < 0 || hi < lo {
+			return nil, fmt.Errorf("bad chain group %q: want a subtask range like 0-2 or a single subtask", part)
+		}
+		if len(out) > 0 {
+			prev := out[len(out)-1]
+			if lo != prev.First+prev.Count {
+				return nil, fmt.Errorf("chain group %q does not start right after the previous one (%d)", part, prev.First+prev.Count)
+			}
+		}
+		out = append(out, Group{First: lo, Count: hi - lo + 1})
+	}
+	return out, nil
+}
+
+// GroupOf returns the chain group holding global subtask i.
+func (sp *Savepoint) GroupOf(i int) (Group, bool) {
+	for _, g := range sp.Groups {
+		if g.Contains(i) {
+			return g, true
+		}
+	}
+	return Group{}, false
+}
+
+// File returns the file of subtask i, or nil.
+func (sp *Savepoint) File(i int) *File {
+	for _, f := range sp.Files {
+		if f.Subtask == i {
+			return f
+		}
+	}
+	return nil
+}

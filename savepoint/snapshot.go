@@ -1,0 +1,205 @@
+package savepoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+)
+
+// Metadata keys clink writes into a snapshot's schema.
+const (
+	// MetaFormatVersion is the snapshot format version key; sptool always writes "1".
+	MetaFormatVersion = "clink.format_version"
+	// MetaStateVersions holds the packed state version map (section 4 of the format).
+	MetaStateVersions = "clink.state_versions"
+	// MetaProvenance is sptool's own key: the digests of the input and the rules that produced a file.
+	MetaProvenance = "sptool.provenance"
+)
+
+// Row is one stored entry of a snapshot: the operator id, the full stored key
+// (key-group byte, slot, separator and user key for keyed state) and the
+// stored value (TTL prefix included). The byte slices may alias the input
+// buffers; treat them as read-only.
+type Row struct {
+	Op    uint64
+	Key   []byte
+	Value []byte
+}
+
+// Compare orders rows canonically: by operator id, then key bytes.
+func (r Row) Compare(o Row) int {
+	if r.Op != o.Op {
+		if r.Op < o.Op {
+			return -1
+		}
+		return 1
+	}
+	return bytes.Compare(r.Key, o.Key)
+}
+
+// IsOperatorState reports whether restore treats the row as operator state:
+// its first key byte is 128 or more (never filtered by key group).
+func (r Row) IsOperatorState() bool { return len(r.Key) > 0 && r.Key[0] >= NumKeyGroups }
+
+// MetaEntry is one schema metadata key/value pair.
+type MetaEntry struct {
+	Key   string
+	Value string
+}
+
+// Metadata is a schema's key/value metadata in stream order. Duplicate keys
+// are kept; lookups return the first occurrence, as clink's FindKey does.
+type Metadata []MetaEntry
+
+// Get returns the value of the first entry named key.
+func (m Metadata) Get(key string) (string, bool) {
+	for _, e := range m {
+		if e.Key == key {
+			return e.Value, true
+		}
+	}
+	return "", false
+}
+
+// With returns a copy of m where the first entry named key has value v (or a
+// new entry is appended) and later duplicates of key are removed.
+func (m Metadata) With(key, v string) Metadata {
+	out := make(Metadata, 0, len(m)+1)
+	found := false
+	for _, e := range m {
+		if e.Key == key {
+			if found {
+				continue
+			}
+			found = true
+			e.Value = v
+		}
+		out = append(out, e)
+	}
+	if !found {
+		out = append(out, MetaEntry{key, v})
+	}
+	return out
+}
+
+// Without returns a copy of m with every entry named key removed.
+func (m Metadata) Without(key string) Metadata {
+	out := make(Metadata, 0, len(m))
+	for _, e := range m {
+		if e.Key != key {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Variant says which stream layout a snapshot file used.
+type Variant uint8
+
+const (
+	// Canonical is the three-column stream (op_id, key_bytes, value_bytes).
+	Canonical Variant = iota
+	// Changelog is the four-column changelog stream (row_kind first), replayed on read.
+	Changelog
+	// Empty is a 0-byte file: empty state, accepted everywhere by clink.
+	Empty
+)
+
+func (v Variant) String() string {
+	switch v {
+	case Canonical:
+		return "canonical"
+	case Changelog:
+		return "changelog"
+	case Empty:
+		return "empty"
+	}
+	return "unknown"
+}
+
+// Snapshot is the decoded content of one snapshot file.
+//
+// For a canonical stream Rows are the stored rows in stream order (duplicates
+// kept, as stored). For a changelog stream Rows are the result of replaying
+// the materialisation and the log, in canonical order.
+type Snapshot struct {
+	Variant Variant
+	// Metadata is the schema metadata of the canonical stream (for a changelog
+	// file: of its materialisation, if any).
+	Metadata Metadata
+	// Versions is the parsed clink.state_versions map (empty when absent).
+	Versions VersionMap
+	// BatchRows lists the row count of each record batch as stored.
+	BatchRows []int
+	// Compression names the IPC body compression ("", "lz4", "zstd").
+	Compression string
+	// Rows are the entries (see the type comment for their order).
+	Rows []Row
+	// Changelog describes the changelog structure when Variant is Changelog.
+	Changelog *ChangelogInfo
+	// TrailingBytes counts bytes after the end-of-stream marker (clink ignores them).
+	TrailingBytes int64
+}
+
+// ChangelogInfo describes a changelog file as stored.
+type ChangelogInfo struct {
+	// Blobs is the number of blobs (more than one only with CLMB framing).
+	Blobs int
+	// Handles are the external materialisation handles (row_kind 3), in blob order; "" = none yet.
+	Handles []string
+	// InBlob reports, per blob, whether the materialisation was stored inline (row_kind 0).
+	InBlob []bool
+	// LogRows counts the log entries (row_kind 1, 2 and unknown kinds replayed as puts).
+	LogRows int
+	// Puts and Erases count the log entries by kind.
+	Puts, Erases int
+}
+
+// Sorted reports whether rows are in strictly increasing canonical order
+// (sorted and free of duplicate (op, key) pairs).
+func Sorted(rows []Row) bool {
+	for i := 1; i < len(rows); i++ {
+		if rows[i-1].Compare(rows[i]) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Logical returns the state a restore of these rows would hold: sorted by
+// (op, key) with one row per key. Duplicates are resolved as clink's reference
+// restore does (section 1.6): for keyed rows the last one in stream order wins;
+// for operator-state rows the greater signed int64 wins when both values are
+// exactly 8 bytes, else the later one. The input slice is not modified.
+func Logical(rows []Row) []Row {
+	if Sorted(rows) {
+		return rows
+	}
+	out := slices.Clone(rows)
+	slices.SortStableFunc(out, Row.Compare)
+	w := 0
+	for i := 0; i < len(out); i++ {
+		if w > 0 && out[w-1].Op == out[i].Op && bytes.Equal(out[w-1].Key, out[i].Key) {
+			out[w-1] = MergeDuplicate(out[w-1], out[i])
+			continue
+		}
+		out[w] = out[i]
+		w++
+	}
+	return out[:w]
+}
+
+// MergeDuplicate resolves two rows with the same (op, key), existing first in
+// stream order, as clink's restore does: operator-state rows whose values are
+// both 8 bytes keep the greater signed int64 (the existing one on a tie);
+// everything else keeps the incoming row.
+func MergeDuplicate(existing, incoming Row) Row {
+	if existing.IsOperatorState() && len(existing.Value) == 8 && len(incoming.Value) == 8 {
+		a := int64(binary.LittleEndian.Uint64(existing.Value))
+		b := int64(binary.LittleEndian.Uint64(incoming.Value))
+		if a >= b {
+			return existing
+		}
+	}
+	return incoming
+}

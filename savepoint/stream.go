@@ -1,0 +1,404 @@
+package savepoint
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	flatbuffers "github.com/google/flatbuffers/go"
+)
+
+// continuation is the marker written before every IPC message (non-legacy framing).
+const continuation = 0xFFFFFFFF
+
+// maxMetadataLen bounds a single message's flatbuffer metadata. clink's
+// metadata messages are a few hundred bytes; the bound protects against a
+// corrupt length making the reader allocate or scan gigabytes.
+const maxMetadataLen = 64 << 20
+
+// sliceMessageReader is an ipc.MessageReader over an in-memory stream. Unlike
+// arrow-go's stream reader it does not copy message bodies (column buffers
+// alias data), it bounds-checks every length against the data, it reports the
+// byte offset of every problem, and it requires the end-of-stream marker.
+type sliceMessageReader struct {
+	data []byte
+	off  int64 // offset of the next message
+	cur  int64 // offset of the message returned last
+	msg  *ipc.Message
+	eos  bool
+	// codecs records the body compression of each record batch message.
+	codecs []int8
+}
+
+var _ ipc.MessageReader = (*sliceMessageReader)(nil)
+
+func (r *sliceMessageReader) Retain()  {}
+func (r *sliceMessageReader) Release() {}
+
+// Message returns the next message, io.EOF at the end-of-stream marker, or an
+// *offsetError describing what is wrong with the bytes.
+func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			msg, err = nil, &offsetError{r.cur, fmt.Sprintf("invalid message metadata (%v)", p)}
+		}
+	}()
+	if r.eos {
+		return nil, io.EOF
+	}
+	r.cur = r.off
+	rest := r.data[r.off:]
+	if len(rest) == 0 {
+		return nil, &offsetError{r.off, "stream ends without the end-of-stream marker (truncated file?)"}
+	}
+	if len(rest) < 4 {
+		return nil, &offsetError{r.off, fmt.Sprintf("truncated message header: %d bytes left", len(rest))}
+	}
+	hdr := int64(4)
+	metaLen := int64(int32(binary.LittleEndian.Uint32(rest)))
+	if binary.LittleEndian.Uint32(rest) == continuation {
+		if len(rest) < 8 {
+			return nil, &offsetError{r.off, "truncated message length after the continuation marker"}
+		}
+		metaLen = int64(int32(binary.LittleEndian.Uint32(rest[4:])))
+		hdr = 8
+	}
+	if metaLen == 0 {
+		r.eos = true
+		r.off += hdr
+		return nil, io.EOF
+	}
+	if metaLen < 0 || metaLen > maxMetadataLen {
+		return nil, &offsetError{r.off, fmt.Sprintf("invalid message metadata length %d", metaLen)}
+	}
+	if hdr+metaLen > int64(len(rest)) {
+		return nil, &offsetError{r.off, fmt.Sprintf("truncated message metadata: needs %d bytes, %d left", metaLen, int64(len(rest))-hdr)}
+	}
+	meta := rest[hdr : hdr+metaLen]
+	info, err := peekMessage(meta)
+	if err != nil {
+		return nil, &offsetError{r.off, err.Error()}
+	}
+	bodyStart := hdr + metaLen
+	if info.bodyLen < 0 || info.bodyLen > int64(len(rest))-bodyStart {
+		return nil, &offsetError{r.off + bodyStart, fmt.Sprintf("truncated message body: needs %d bytes, %d left", info.bodyLen, int64(len(rest))-bodyStart)}
+	}
+	body := rest[bodyStart : bodyStart+info.bodyLen]
+	r.off += bodyStart + info.bodyLen
+	if info.typ == msgRecordBatch {
+		r.codecs = append(r.codecs, info.codec)
+	}
+	if r.msg != nil {
+		r.msg.Release()
+	}
+	r.msg = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body))
+	return r.msg, nil
+}
+
+// offsetError is a problem found at a byte offset of a stream.
+type offsetError struct {
+	Offset int64
+	Msg    string
+}
+
+func (e *offsetError) Error() string { return fmt.Sprintf("byte offset %d: %s", e.Offset, e.Msg) }
+
+// Flatbuffer message header types (Message.header_type) used here.
+const (
+	msgSchema      = 1
+	msgDictionary  = 2
+	msgRecordBatch = 3
+)
+
+type messageInfo struct {
+	typ     byte
+	bodyLen int64
+	codec   int8 // -1 none, 0 LZ4 frame, 1 ZSTD
+}
+
+// peekMessage reads the few fields of an IPC Message flatbuffer the reader
+// needs before handing it to arrow-go: header type, body length and, for a
+// record batch, its body compression. Every offset is bounds-checked.
+func peekMessage(meta []byte) (info messageInfo, err error) {
+	info.codec = -1
+	if len(meta) < 4 {
+		return info, errors.New("message metadata too short")
+	}
+	root := int(binary.LittleEndian.Uint32(meta))
+	t, err := fbTable(meta, root)
+	if err != nil {
+		return info, fmt.Errorf("message metadata: %w", err)
+	}
+	info.typ = byte(fbUint(t, 1, 1))
+	info.bodyLen = int64(fbUint(t, 3, 8))
+	if info.typ == msgRecordBatch {
+		hdr, ok, err := fbSubTable(t, 2)
+		if err != nil {
+			return info, fmt.Errorf("record batch header: %w", err)
+		}
+		if ok {
+			comp, ok, err := fbSubTable(hdr, 3)
+			if err != nil {
+				return info, fmt.Errorf("record batch compression: %w", err)
+			}
+			if ok {
+				info.codec = int8(fbUint(comp, 0, 1))
+			}
+		}
+	}
+	return info, nil
+}
+
+// fbTable validates that a flatbuffer table and its vtable lie inside buf.
+func fbTable(buf []byte, pos int) (flatbuffers.Table, error) {
+	if pos < 0 || pos+4 > len(buf) {
+		return flatbuffers.Table{}, fmt.Errorf("table offset %d out of range", pos)
+	}
+	vt := pos - int(int32(binary.LittleEndian.Uint32(buf[pos:])))
+	if vt < 0 || vt+4 > len(buf) {
+		return flatbuffers.Table{}, fmt.Errorf("vtable offset %d out of range", vt)
+	}
+	vtLen := int(binary.LittleEndian.Uint16(buf[vt:]))
+	if vtLen < 4 || vt+vtLen > len(buf) || vtLen%2 != 0 {
+		return flatbuffers.Table{}, fmt.Errorf("vtable length %d invalid", vtLen)
+	}
+	tLen := int(binary.LittleEndian.Uint16(buf[vt+2:]))
+	if pos+tLen > len(buf) {
+		return flatbuffers.Table{}, fmt.Errorf("table length %d out of range", tLen)
+	}
+	return flatbuffers.Table{Bytes: buf, Pos: flatbuffers.UOffsetT(pos)}, nil
+}
+
+// fbField returns the absolute position of field i of t, or 0 when absent.
+func fbField(t flatbuffers.Table, i int, size int) int {
+	vt := int(t.Pos) - int(int32(binary.LittleEndian.Uint32(t.Bytes[t.Pos:])))
+	vtLen := int(binary.LittleEndian.Uint16(t.Bytes[vt:]))
+	slot := 4 + 2*i
+	if slot+2 > vtLen {
+		return 0
+	}
+	off := int(binary.LittleEndian.Uint16(t.Bytes[vt+slot:]))
+	if off == 0 || int(t.Pos)+off+size > len(t.Bytes) {
+		return 0
+	}
+	return int(t.Pos) + off
+}
+
+func fbUint(t flatbuffers.Table, i, size int) uint64 {
+	p := fbField(t, i, size)
+	if p == 0 {
+		return 0
+	}
+	switch size {
+	case 1:
+		return uint64(t.Bytes[p])
+	case 8:
+		return binary.LittleEndian.Uint64(t.Bytes[p:])
+	}
+	return 0
+}
+
+func fbSubTable(t flatbuffers.Table, i int) (flatbuffers.Table, bool, error) {
+	p := fbField(t, i, 4)
+	if p == 0 {
+		return flatbuffers.Table{}, false, nil
+	}
+	sub, err := fbTable(t.Bytes, p+int(binary.LittleEndian.Uint32(t.Bytes[p:])))
+	return sub, err == nil, err
+}
+
+// The exact schemas clink writes and reads (section 1.2 and 1.7).
+var (
+	canonicalFields = []arrow.Field{
+		{Name: "op_id", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "key_bytes", Type: arrow.BinaryTypes.Binary},
+		{Name: "value_bytes", Type: arrow.BinaryTypes.Binary},
+	}
+	changelogFields = []arrow.Field{
+		{Name: "row_kind", Type: arrow.PrimitiveTypes.Uint8},
+		{Name: "op_id", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "key_bytes", Type: arrow.BinaryTypes.Binary},
+		{Name: "value_bytes", Type: arrow.BinaryTypes.Binary},
+	}
+)
+
+// CanonicalSchemaString is the schema clink expects, as its error messages print it.
+const CanonicalSchemaString = "[op_id:uint64, key_bytes:binary, value_bytes:binary] (all non-nullable)"
+
+// checkFields compares a stream's fields with the expected ones exactly:
+// names, order, types and nullability (field metadata is ignored, as clink's
+// Schema::Equals(check_metadata=false) does).
+func checkFields(got *arrow.Schema, want []arrow.Field) error {
+	fs := got.Fields()
+	if len(fs) != len(want) {
+		return fmt.Errorf("schema mismatch: expected %d columns, got %d: %s", len(want), len(fs), describeFields(fs))
+	}
+	for i, f := range fs {
+		w := want[i]
+		switch {
+		case f.Name != w.Name:
+			return fmt.Errorf("schema mismatch: column %d is named %q, expected %q", i, f.Name, w.Name)
+		case !arrow.TypeEqual(f.Type, w.Type):
+			return fmt.Errorf("schema mismatch: column %q has type %s, expected %s", f.Name, f.Type, w.Type)
+		case f.Nullable:
+			return fmt.Errorf("schema mismatch: column %q is nullable; clink requires non-nullable fields", f.Name)
+		}
+	}
+	return nil
+}
+
+func describeFields(fs []arrow.Field) string {
+	s := "["
+	for i, f := range fs {
+		if i > 0 {
+			s += ", "
+		}
+		s += f.Name + ":" + f.Type.String()
+		if f.Nullable {
+			s += "?"
+		}
+	}
+	return s + "]"
+}
+
+// CheckFormatVersion applies clink's format-version gate (section 1.4): an
+// absent key reads as version 1; the value must be 1 to 9 ASCII digits, not
+// 0, and at most 1.
+func CheckFormatVersion(md Metadata) error {
+	v, ok := md.Get(MetaFormatVersion)
+	if !ok {
+		return nil
+	}
+	if len(v) < 1 || len(v) > 9 {
+		return fmt.Errorf("snapshot format version is not a plain decimal number (%q); the stream is corrupt, or was not written by clink", v)
+	}
+	n := 0
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < '0' || c > '9' {
+			return fmt.Errorf("snapshot format version is not a plain decimal number (%q); the stream is corrupt, or was not written by clink", v)
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n == 0 {
+		return errors.New("snapshot declares format version 0, which does not exist")
+	}
+	if n > 1 {
+		return fmt.Errorf("snapshot is format version %d but this build reads at most version 1", n)
+	}
+	return nil
+}
+
+func metadataOf(s *arrow.Schema) Metadata {
+	md := s.Metadata()
+	keys, vals := md.Keys(), md.Values()
+	out := make(Metadata, len(keys))
+	for i := range keys {
+		out[i] = MetaEntry{keys[i], vals[i]}
+	}
+	return out
+}
+
+var codecNames = map[int8]string{-1: "", 0: "lz4", 1: "zstd"}
+
+// rawStream is a decoded IPC stream: its schema, metadata and batches.
+type rawStream struct {
+	schema      *arrow.Schema
+	meta        Metadata
+	batches     []arrow.RecordBatch
+	compression string
+	trailing    int64
+}
+
+// readStream decodes an Arrow IPC stream held in data. The format-version gate
+// runs before the schema is returned; the caller checks the fields. Column
+// buffers of uncompressed bodies alias data.
+func readStream(data []byte) (rs *rawStream, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rs, err = nil, fmt.Errorf("malformed Arrow IPC stream (%v)", p)
+		}
+	}()
+	mr := &sliceMessageReader{data: data}
+	rdr, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(memory.DefaultAllocator))
+	if err != nil {
+		return nil, unwrapIPC(err, mr)
+	}
+	defer rdr.Release()
+	rs = &rawStream{schema: rdr.Schema(), meta: metadataOf(rdr.Schema())}
+	if err := CheckFormatVersion(rs.meta); err != nil {
+		return nil, err
+	}
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		rec.Retain()
+		rs.batches = append(rs.batches, rec)
+	}
+	if err := rdr.Err(); err != nil {
+		return nil, unwrapIPC(err, mr)
+	}
+	if !mr.eos {
+		// arrow-go stops quietly at a short read; the stream must end with EOS.
+		return nil, &offsetError{mr.off, "stream ends without the end-of-stream marker (truncated file?)"}
+	}
+	for _, c := range mr.codecs {
+		if c > 1 {
+			return nil, fmt.Errorf("record batch uses unknown body compression codec %d", c)
+		}
+		if c >= 0 {
+			rs.compression = codecNames[c]
+		}
+	}
+	rs.trailing = int64(len(data)) - mr.off
+	return rs, nil
+}
+
+// unwrapIPC prefers the message reader's own error (with its byte offset) to
+// arrow-go's wrapping of it.
+func unwrapIPC(err error, mr *sliceMessageReader) error {
+	var oe *offsetError
+	if errors.As(err, &oe) {
+		return oe
+	}
+	return &offsetError{mr.cur, fmt.Sprintf("cannot decode message: %v", err)}
+}
+
+// validateBatch runs arrow's full validation on every column of a batch and
+// checks that no column holds nulls.
+func validateBatch(rec arrow.RecordBatch) error {
+	for i, col := range rec.Columns() {
+		var err error
+		switch c := col.(type) {
+		case interface{ ValidateFull() error }:
+			err = c.ValidateFull()
+		case *array.Uint64:
+			if len(c.Values()) != c.Len() {
+				err = fmt.Errorf("data buffer holds %d values for %d rows", len(c.Values()), c.Len())
+			}
+		case *array.Uint8:
+			if len(c.Values()) != c.Len() {
+				err = fmt.Errorf("data buffer holds %d values for %d rows", len(c.Values()), c.Len())
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("column %q: %w", rec.ColumnName(i), err)
+		}
+		if col.NullN() != 0 {
+			return fmt.Errorf("column %q has %d null values; clink never writes nulls", rec.ColumnName(i), col.NullN())
+		}
+		if col.Len() != int(rec.NumRows()) {
+			return fmt.Errorf("column %q has %d rows, the batch %d", rec.ColumnName(i), col.Len(), rec.NumRows())
+		}
+	}
+	return nil
+}
+
+// maxBinaryData is the most data one binary column of one batch may hold
+// (int32 offsets).
+const maxBinaryData = math.MaxInt32

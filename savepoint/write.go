@@ -1,0 +1,272 @@
+package savepoint
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// maxColumnBytes is the most data one binary column of one record batch may
+// hold. clink's reader uses int32 offsets; arrow-go wraps silently past it,
+// so the writer starts a new batch before a column would exceed it. A
+// variable so tests can exercise the split with small data.
+var maxColumnBytes int64 = maxBinaryData
+
+// CanonicalMetadata returns the schema metadata sptool writes: the format
+// version "1" first, the packed version map when it is non-empty, then every
+// other key of in, in its order (unknown keys are carried over; duplicates of
+// the two clink keys are dropped).
+func CanonicalMetadata(in Metadata, versions VersionMap) Metadata {
+	out := Metadata{{MetaFormatVersion, "1"}}
+	if versions.Len() > 0 {
+		out = append(out, MetaEntry{MetaStateVersions, versions.Pack()})
+	}
+	for _, e := range in {
+		if e.Key == MetaFormatVersion || e.Key == MetaStateVersions {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// EncodeStream writes rows as one canonical Arrow IPC stream to w: the exact
+// schema of section 1.2 with the metadata md in the given order, the rows in
+// canonical order with duplicates resolved as clink's restore does (Logical),
+// one record batch (several only when a column would pass the 2 GiB binary
+// limit; a zero-row batch for empty state), and the end-of-stream marker.
+func EncodeStream(w io.Writer, md Metadata, rows []Row) error {
+	rows = Logical(rows)
+	keys, vals := make([]string, len(md)), make([]string, len(md))
+	for i, e := range md {
+		keys[i], vals[i] = e.Key, e.Value
+	}
+	meta := arrow.NewMetadata(keys, vals)
+	schema := arrow.NewSchema(canonicalFields, &meta)
+	iw := ipc.NewWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+	start := 0
+	for {
+		end, err := batchEnd(rows, start)
+		if err != nil {
+			return err
+		}
+		rec := buildBatch(schema, rows[start:end])
+		err = iw.Write(rec)
+		rec.Release()
+		if err != nil {
+			return fmt.Errorf("write record batch: %w", err)
+		}
+		start = end
+		if start >= len(rows) {
+			break
+		}
+	}
+	if err := iw.Close(); err != nil {
+		return fmt.Errorf("close stream: %w", err)
+	}
+	return nil
+}
+
+// batchEnd returns the end of the batch starting at start: as many rows as fit
+// under maxColumnBytes in both binary columns.
+func batchEnd(rows []Row, start int) (int, error) {
+	var k, v int64
+	for i := start; i < len(rows); i++ {
+		k += int64(len(rows[i].Key))
+		v += int64(len(rows[i].Value))
+		if k > maxColumnBytes || v > maxColumnBytes {
+			if i == start {
+				return 0, fmt.Errorf("row (op %d, key %x...) alone exceeds the %d-byte binary column limit", rows[i].Op, prefix(rows[i].Key, 16), maxColumnBytes)
+			}
+			return i, nil
+		}
+	}
+	return len(rows), nil
+}
+
+func prefix(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+// buildBatch assembles the three columns' buffers directly (no builders).
+func buildBatch(schema *arrow.Schema, rows []Row) arrow.RecordBatch {
+	n := len(rows)
+	ops := make([]byte, 8*n)
+	kOff := make([]byte, 4*(n+1))
+	vOff := make([]byte, 4*(n+1))
+	var kLen, vLen int
+	for _, r := range rows {
+		kLen += len(r.Key)
+		vLen += len(r.Value)
+	}
+	kData := make([]byte, 0, kLen)
+	vData := make([]byte, 0, vLen)
+	for i, r := range rows {
+		binary.LittleEndian.PutUint64(ops[8*i:], r.Op)
+		kData = append(kData, r.Key...)
+		vData = append(vData, r.Value...)
+		binary.LittleEndian.PutUint32(kOff[4*(i+1):], uint32(len(kData)))
+		binary.LittleEndian.PutUint32(vOff[4*(i+1):], uint32(len(vData)))
+	}
+	opArr := array.NewData(arrow.PrimitiveTypes.Uint64, n, []*memory.Buffer{nil, memory.NewBufferBytes(ops)}, nil, 0, 0)
+	kArr := array.NewData(arrow.BinaryTypes.Binary, n, []*memory.Buffer{nil, memory.NewBufferBytes(kOff), memory.NewBufferBytes(kData)}, nil, 0, 0)
+	vArr := array.NewData(arrow.BinaryTypes.Binary, n, []*memory.Buffer{nil, memory.NewBufferBytes(vOff), memory.NewBufferBytes(vData)}, nil, 0, 0)
+	cols := []arrow.Array{array.MakeFromData(opArr), array.MakeFromData(kArr), array.MakeFromData(vArr)}
+	opArr.Release()
+	kArr.Release()
+	vArr.Release()
+	rec := array.NewRecordBatch(schema, cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+// FileInfo is what was written: the payload's size and CRC-32C.
+type FileInfo struct {
+	Size   int64
+	CRC32C uint32
+}
+
+// SnapshotOptions control WriteSnapshotFile.
+type SnapshotOptions struct {
+	// Compression compresses the whole file (CompressNone for a plain stream).
+	Compression string
+	// Sidecar writes <path>.meta for CheckpointID after the payload.
+	Sidecar      bool
+	CheckpointID uint64
+}
+
+// WriteSnapshotFile writes rows as a canonical stream to path atomically
+// (temporary file, fsync, rename, directory fsync), then, if asked, its
+// sidecar the same way. An existing file at path is replaced.
+func WriteSnapshotFile(path string, md Metadata, rows []Row, opts SnapshotOptions) (FileInfo, error) {
+	var info FileInfo
+	err := WriteFileAtomic(path, func(w io.Writer) error {
+		cw := &countingWriter{w: w, h: NewCRC32C()}
+		zw, err := NewCompressor(opts.Compression, cw)
+		if err != nil {
+			return err
+		}
+		if err := EncodeStream(zw, md, rows); err != nil {
+			return err
+		}
+		if err := zw.Close(); err != nil {
+			return fmt.Errorf("finish %s stream: %w", opts.Compression, err)
+		}
+		info = FileInfo{Size: cw.n, CRC32C: cw.h.Sum32()}
+		return nil
+	})
+	if err != nil {
+		return info, err
+	}
+	if opts.Sidecar {
+		sc := Sidecar{Version: 1, HasVersion: true, CheckpointID: opts.CheckpointID, PayloadBytes: uint64(info.Size), PayloadCRC32C: info.CRC32C}
+		if err := WriteBytesAtomic(path+".meta", sc.Marshal()); err != nil {
+			return info, err
+		}
+	}
+	return info, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	h hash.Hash32
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.h.Write(p[:n])
+	c.n += int64(n)
+	return n, err
+}
+
+var tempSeq atomic.Uint64
+
+// syncEnabled is false when CLINK_STATE_FSYNC=0|false, as clink honours it;
+// fsyncs are skipped then (tests and benchmarks on throwaway disks).
+var syncEnabled = os.Getenv("CLINK_STATE_FSYNC") != "0" && os.Getenv("CLINK_STATE_FSYNC") != "false"
+
+// hookBeforeRename, when set (tests), runs after a temporary file is complete
+// and before it is renamed into place.
+var hookBeforeRename func(tmp, final string)
+
+// WriteFileAtomic creates path through a temporary file in the same
+// directory: write fills it through a buffer, then it is flushed, fsynced,
+// renamed over path and the directory is fsynced. On any error the temporary
+// file is removed and path is untouched.
+func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
+	tmp := path + ".part." + strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(tempSeq.Add(1), 10)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err = write(bw); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = bw.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if syncEnabled {
+		if err = f.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", tmp, err)
+		}
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if hookBeforeRename != nil {
+		hookBeforeRename(tmp, path)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("publish %s: %w", path, err)
+	}
+	return SyncDir(dir)
+}
+
+// WriteBytesAtomic writes b to path atomically (see WriteFileAtomic).
+func WriteBytesAtomic(path string, b []byte) error {
+	return WriteFileAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// SyncDir fsyncs a directory so that renames into it are durable.
+func SyncDir(dir string) error {
+	if !syncEnabled {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,318 @@
+package savepoint
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// TreeWriter writes a checkpoint tree. Everything is written into a staging
+// directory beside the output and renamed into place by Commit, so a crash or
+// kill at any moment leaves either no output or a complete one.
+type TreeWriter struct {
+	final, stage string
+	gen          int
+	ckpt         uint64
+	backend      Backend
+	stateBase    string
+	force        bool
+	subtasks     []int
+	committed    bool
+}
+
+// TreeOptions describe the tree to write.
+type TreeOptions struct {
+	Generation int
+	Checkpoint uint64
+	Backend    Backend
+	// StateBase is the base path the job will restore from, used in the
+	// materialisation handles of a changelog+file tree (default: the
+	// output directory's absolute path).
+	StateBase string
+	// Force replaces an existing output directory.
+	Force bool
+}
+
+// CreateTree starts writing a tree at out. It refuses an existing out unless
+// opts.Force is set.
+func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
+	if _, err := os.Lstat(out); err == nil && !opts.Force {
+		return nil, fmt.Errorf("output %s exists (use --force to replace it)", out)
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", out, err)
+	}
+	if opts.Backend == "" {
+		opts.Backend = BackendFile
+	}
+	if opts.StateBase == "" {
+		opts.StateBase = abs
+	}
+	stage := abs + ".sptool-tmp-" + strconv.Itoa(os.Getpid())
+	if err := os.RemoveAll(stage); err != nil {
+		return nil, fmt.Errorf("clear staging directory %s: %w", stage, err)
+	}
+	if err := os.MkdirAll(filepath.Join(stage, "v"+strconv.Itoa(opts.Generation)), 0o755); err != nil {
+		return nil, fmt.Errorf("create staging directory: %w", err)
+	}
+	return &TreeWriter{final: abs, stage: stage, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force}, nil
+}
+
+// Stage returns the staging directory (for tests and progress messages).
+func (t *TreeWriter) Stage() string { return t.stage }
+
+func (t *TreeWriter) subtaskDir(i int) (string, error) {
+	d := filepath.Join(t.stage, "v"+strconv.Itoa(t.gen), strconv.Itoa(i))
+	if slices.Contains(t.subtasks, i) {
+		return "", fmt.Errorf("subtask %d written twice", i)
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", fmt.Errorf("create subtask directory: %w", err)
+	}
+	t.subtasks = append(t.subtasks, i)
+	return d, nil
+}
+
+// PayloadName is the file name of a subtask's payload in this tree.
+func (t *TreeWriter) PayloadName() string {
+	if t.backend == BackendChangelogFile {
+		return "changelog-" + strconv.FormatUint(t.ckpt, 10) + ".snap"
+	}
+	return "checkpoint-" + strconv.FormatUint(t.ckpt, 10) + ".snap"
+}
+
+// WriteSubtask writes subtask i's state as a canonical stream (file backend:
+// payload then sidecar; changelog+file backend: the materialisation, then a
+// changelog holding only its handle).
+func (t *TreeWriter) WriteSubtask(i int, md Metadata, rows []Row, compression string) (FileInfo, error) {
+	d, err := t.subtaskDir(i)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	if t.backend == BackendChangelogFile {
+		matName := "mat-" + strconv.FormatUint(t.ckpt, 10) + ".bin"
+		if err := os.MkdirAll(filepath.Join(d, "materializations"), 0o755); err != nil {
+			return FileInfo{}, fmt.Errorf("create materializations directory: %w", err)
+		}
+		if _, err := WriteSnapshotFile(filepath.Join(d, "materializations", matName), md, rows, SnapshotOptions{Compression: compression}); err != nil {
+			return FileInfo{}, err
+		}
+		handle := t.stateBase + "/v" + strconv.Itoa(t.gen) + "/" + strconv.Itoa(i) + "/materializations/" + matName
+		var info FileInfo
+		err := WriteFileAtomic(filepath.Join(d, t.PayloadName()), func(w io.Writer) error {
+			cw := &countingWriter{w: w, h: NewCRC32C()}
+			if err := EncodeChangelogHandle(cw, handle); err != nil {
+				return err
+			}
+			info = FileInfo{Size: cw.n, CRC32C: cw.h.Sum32()}
+			return nil
+		})
+		return info, err
+	}
+	return WriteSnapshotFile(filepath.Join(d, t.PayloadName()), md, rows, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt})
+}
+
+// CopySubtask copies an unchanged input file byte for byte (with its sidecar,
+// and for a changelog+file payload the materialisations it references) as
+// subtask i. The copy is verified against the size and CRC read at open.
+func (t *TreeWriter) CopySubtask(i int, src *File, root string) error {
+	d, err := t.subtaskDir(i)
+	if err != nil {
+		return err
+	}
+	if err := copyVerified(src.Path, filepath.Join(d, t.PayloadName()), src.Size, src.CRC32C); err != nil {
+		return err
+	}
+	if t.backend == BackendFile {
+		if _, err := os.Stat(src.Path + ".meta"); err == nil {
+			if err := copyVerified(src.Path+".meta", filepath.Join(d, t.PayloadName()+".meta"), -1, 0); err != nil {
+				return err
+			}
+		}
+	}
+	for _, rel := range src.Materializations {
+		dst := filepath.Join(t.stage, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("create directory: %w", err)
+		}
+		if err := copyVerified(filepath.Join(root, rel), dst, -1, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyVerified copies src to dst atomically; with size >= 0 it checks that
+// the bytes copied have that size and CRC-32C (the input did not change since
+// it was read).
+func copyVerified(src, dst string, size int64, crc uint32) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	defer in.Close()
+	return WriteFileAtomic(dst, func(w io.Writer) error {
+		h := NewCRC32C()
+		n, err := io.Copy(io.MultiWriter(w, h), in)
+		if err != nil {
+			return fmt.Errorf("copy %s: %w", src, err)
+		}
+		if size >= 0 && (n != size || h.Sum32() != crc) {
+			return fmt.Errorf("copy %s: the file changed since it was read (size %d, crc %d; read as %d, %d)", src, n, h.Sum32(), size, crc)
+		}
+		return nil
+	})
+}
+
+// Commit writes the COMPLETED marker listing every subtask written (and
+// copies of the given extra control files), then renames the staging
+// directory into place. job "" writes no marker.
+func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
+	slices.Sort(t.subtasks)
+	if job != "" {
+		c := Completed{Job: job, Checkpoint: t.ckpt, Generation: t.gen, Subtasks: t.subtasks, HasSubtasks: true}
+		dir := filepath.Join(t.stage, "_jobs", job)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		if err := WriteBytesAtomic(filepath.Join(dir, "COMPLETED-"+strconv.FormatUint(t.ckpt, 10)), c.Marshal()); err != nil {
+			return err
+		}
+	}
+	for rel, b := range extra {
+		p := filepath.Join(t.stage, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("create directory: %w", err)
+		}
+		if err := WriteBytesAtomic(p, b); err != nil {
+			return err
+		}
+	}
+	if err := syncTree(t.stage); err != nil {
+		return err
+	}
+	old := ""
+	if _, err := os.Lstat(t.final); err == nil {
+		if !t.force {
+			return fmt.Errorf("output %s appeared while writing (use --force to replace it)", t.final)
+		}
+		old = t.final + ".sptool-old-" + strconv.Itoa(os.Getpid())
+		if err := os.Rename(t.final, old); err != nil {
+			return fmt.Errorf("move aside %s: %w", t.final, err)
+		}
+	}
+	if err := os.Rename(t.stage, t.final); err != nil {
+		return fmt.Errorf("publish %s: %w", t.final, err)
+	}
+	t.committed = true
+	if err := SyncDir(filepath.Dir(t.final)); err != nil {
+		return err
+	}
+	if old != "" {
+		if err := os.RemoveAll(old); err != nil {
+			return fmt.Errorf("remove replaced output %s: %w", old, err)
+		}
+	}
+	return nil
+}
+
+// Abort removes the staging directory; it is a no-op after Commit.
+func (t *TreeWriter) Abort() {
+	if !t.committed {
+		os.RemoveAll(t.stage)
+	}
+}
+
+// syncTree fsyncs every directory under root (files were fsynced when written).
+func syncTree(root string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return SyncDir(p)
+		}
+		return nil
+	})
+}
+
+// EncodeChangelogHandle writes a changelog stream (section 1.7) holding only
+// its materialisation row: row_kind 3 with the handle, no log entries, no
+// schema metadata, as clink's changelog+file backend writes right after a
+// materialisation.
+func EncodeChangelogHandle(w io.Writer, handle string) error {
+	schema := arrow.NewSchema(changelogFields, nil)
+	mem := memory.DefaultAllocator
+	kb := array.NewUint8Builder(mem)
+	ob := array.NewUint64Builder(mem)
+	keyB := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	valB := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	kb.Append(rowKindHandle)
+	ob.Append(0)
+	keyB.Append([]byte{})
+	valB.Append([]byte(handle))
+	cols := []arrow.Array{kb.NewArray(), ob.NewArray(), keyB.NewArray(), valB.NewArray()}
+	rec := array.NewRecordBatch(schema, cols, 1)
+	defer rec.Release()
+	iw := ipc.NewWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	if err := iw.Write(rec); err != nil {
+		return fmt.Errorf("write changelog: %w", err)
+	}
+	return iw.Close()
+}
+
+// FrameCLMB packs several changelog blobs with clink's multi-blob framing.
+func FrameCLMB(blobs [][]byte) []byte {
+	out := append([]byte{}, clmbMagic...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(blobs)))
+	for _, b := range blobs {
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(b)))
+		out = append(out, b...)
+	}
+	return out
+}
+
+// ErrOutputIsInput is returned when an output path names the input.
+var ErrOutputIsInput = errors.New("the output must not be the input")
+
+// CheckOutputPath refuses an output that is the input, lies inside it, or
+// contains it.
+func CheckOutputPath(in, out string) error {
+	ai, err1 := filepath.Abs(in)
+	ao, err2 := filepath.Abs(out)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("resolve paths: %w", errors.Join(err1, err2))
+	}
+	if ri, err := filepath.EvalSymlinks(ai); err == nil {
+		ai = ri
+	}
+	if ro, err := filepath.EvalSymlinks(ao); err == nil {
+		ao = ro
+	}
+	if ai == ao {
+		return fmt.Errorf("%w (%s)", ErrOutputIsInput, out)
+	}
+	if rel, err := filepath.Rel(ai, ao); err == nil && rel != ".." && !filepath.IsAbs(rel) && !startsWithDotDot(rel) {
+		return fmt.Errorf("output %s lies inside the input %s", out, in)
+	}
+	if rel, err := filepath.Rel(ao, ai); err == nil && !startsWithDotDot(rel) {
+		return fmt.Errorf("output %s contains the input %s", out, in)
+	}
+	return nil
+}
+
+func startsWithDotDot(rel string) bool {
+	return rel == ".." || len(rel) >= 3 && rel[:3] == ".."+string(filepath.Separator)
+}
