@@ -20,6 +20,12 @@ type OpenOptions struct {
 	// Groups gives the chain groups of a tree explicitly (in subtask order,
 	// covering every subtask directory). Nil infers them (see InferGroups).
 	Groups []Group
+	// RequireValid refuses a payload whose sidecar verdict is not valid, as
+	// clink's restore does (inspect and validate report verdicts instead).
+	RequireValid bool
+	// AllowMissingSidecar accepts a payload without a sidecar even with
+	// RequireValid, as clink does with CLINK_ALLOW_UNVERIFIED_CHECKPOINTS.
+	AllowMissingSidecar bool
 }
 
 // Open reads a savepoint: a snapshot file, a checkpoint directory
@@ -33,7 +39,14 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 		return nil, fmt.Errorf("open savepoint: %w", err)
 	}
 	if !st.IsDir() {
-		return openFile(path)
+		sp, err := openFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if err := sp.checkVerdicts(opts); err != nil {
+			return nil, err
+		}
+		return sp, nil
 	}
 	sp := &Savepoint{Path: path}
 	genDir := ""
@@ -57,7 +70,34 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 	if err := sp.openGeneration(genDir, opts); err != nil {
 		return nil, err
 	}
+	if err := sp.checkVerdicts(opts); err != nil {
+		return nil, err
+	}
 	return sp, nil
+}
+
+// checkVerdicts applies OpenOptions.RequireValid to a tree's payloads. A
+// single file without a sidecar is always accepted: snapshot files outside a
+// tree (clink's own exports, archives) have none.
+func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
+	if !opts.RequireValid || sp.Backend != BackendFile {
+		return nil
+	}
+	for _, f := range sp.Files {
+		if f.Verdict == VerdictValid {
+			continue
+		}
+		noSidecar := f.Sidecar == nil && f.Verdict == VerdictIncomplete
+		if noSidecar && (opts.AllowMissingSidecar || sp.Kind == InputFile) {
+			continue
+		}
+		hint := ""
+		if noSidecar {
+			hint = " (--allow-unverified accepts payloads without a sidecar)"
+		}
+		return fmt.Errorf("%s: integrity check %s: %s; clink would refuse to restore it%s", f.Path, f.Verdict, f.VerdictDetail, hint)
+	}
+	return nil
 }
 
 func openFile(path string) (*Savepoint, error) {

@@ -137,12 +137,39 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 	}
 	info.typ = byte(fbUint(t, 1, 1))
 	info.bodyLen = int64(fbUint(t, 3, 8))
+	// Message.custom_metadata (field 4): a vector of KeyValue tables.
+	if _, err := fbVector(t, 4, 4, -1); err != nil {
+		return info, fmt.Errorf("message metadata: %w", err)
+	}
+	if info.typ == msgSchema {
+		// arrow-go allocates by the declared field counts before reading
+		// them; bound them (a clink schema has 3 or 4 fields).
+		hdr, ok, err := fbSubTable(t, 2)
+		if err != nil {
+			return info, fmt.Errorf("schema header: %w", err)
+		}
+		if ok {
+			if err := checkSchemaFB(hdr, 0); err != nil {
+				return info, fmt.Errorf("schema: %w", err)
+			}
+		}
+	}
 	if info.typ == msgRecordBatch {
 		hdr, ok, err := fbSubTable(t, 2)
 		if err != nil {
 			return info, fmt.Errorf("record batch header: %w", err)
 		}
 		if ok {
+			// RecordBatch.nodes and .buffers: vectors of 16-byte structs.
+			if _, err := fbVector(hdr, 1, 16, -1); err != nil {
+				return info, fmt.Errorf("record batch nodes: %w", err)
+			}
+			if _, err := fbVector(hdr, 2, 16, -1); err != nil {
+				return info, fmt.Errorf("record batch buffers: %w", err)
+			}
+			if _, err := fbVector(hdr, 4, 8, -1); err != nil {
+				return info, fmt.Errorf("record batch variadic counts: %w", err)
+			}
 			comp, ok, err := fbSubTable(hdr, 3)
 			if err != nil {
 				return info, fmt.Errorf("record batch compression: %w", err)
@@ -153,6 +180,74 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 		}
 	}
 	return info, nil
+}
+
+// maxSchemaFields bounds the fields (and children of a field) a schema may
+// declare; clink's schemas have 3 or 4 flat fields.
+const maxSchemaFields = 64
+
+// checkSchemaFB bounds the vectors of a Schema table (fields 1 and 2) and,
+// recursively, of its Field tables (children 5, custom_metadata 6).
+func checkSchemaFB(schema flatbuffers.Table, depth int) error {
+	n, err := fbVector(schema, 1, 4, maxSchemaFields)
+	if err != nil {
+		return fmt.Errorf("fields: %w", err)
+	}
+	if _, err := fbVector(schema, 2, 4, -1); err != nil {
+		return fmt.Errorf("custom metadata: %w", err)
+	}
+	return checkFieldsFB(schema, 1, n, depth)
+}
+
+func checkFieldsFB(t flatbuffers.Table, field, n, depth int) error {
+	if n == 0 {
+		return nil
+	}
+	if depth > 8 {
+		return errors.New("fields nested too deeply")
+	}
+	p := fbField(t, field, 4)
+	vec := p + int(binary.LittleEndian.Uint32(t.Bytes[p:])) + 4
+	for i := 0; i < n; i++ {
+		ep := vec + 4*i
+		f, err := fbTable(t.Bytes, ep+int(binary.LittleEndian.Uint32(t.Bytes[ep:])))
+		if err != nil {
+			return fmt.Errorf("field %d: %w", i, err)
+		}
+		kids, err := fbVector(f, 5, 4, maxSchemaFields)
+		if err != nil {
+			return fmt.Errorf("field %d children: %w", i, err)
+		}
+		if _, err := fbVector(f, 6, 4, -1); err != nil {
+			return fmt.Errorf("field %d metadata: %w", i, err)
+		}
+		if err := checkFieldsFB(f, 5, kids, depth+1); err != nil {
+			return fmt.Errorf("field %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// fbVector checks that vector field i of t (elements of elemSize bytes) lies
+// inside the buffer and has at most max elements (max < 0: no bound beyond
+// the buffer), and returns its length (0 when absent).
+func fbVector(t flatbuffers.Table, i, elemSize, max int) (int, error) {
+	p := fbField(t, i, 4)
+	if p == 0 {
+		return 0, nil
+	}
+	vec := p + int(binary.LittleEndian.Uint32(t.Bytes[p:]))
+	if vec < 0 || vec+4 > len(t.Bytes) {
+		return 0, fmt.Errorf("vector offset %d out of range", vec)
+	}
+	n := int(binary.LittleEndian.Uint32(t.Bytes[vec:]))
+	if n < 0 || int64(n)*int64(elemSize) > int64(len(t.Bytes)-vec-4) {
+		return 0, fmt.Errorf("vector of %d elements does not fit in the metadata", n)
+	}
+	if max >= 0 && n > max {
+		return 0, fmt.Errorf("%d elements, at most %d allowed", n, max)
+	}
+	return n, nil
 }
 
 // fbTable validates that a flatbuffer table and its vtable lie inside buf.

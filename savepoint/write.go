@@ -47,7 +47,27 @@ func CanonicalMetadata(in Metadata, versions VersionMap) Metadata {
 // one record batch (several only when a column would pass the 2 GiB binary
 // limit; a zero-row batch for empty state), and the end-of-stream marker.
 func EncodeStream(w io.Writer, md Metadata, rows []Row) error {
-	rows = Logical(rows)
+	return encodeStream(w, md, Logical(rows), nil)
+}
+
+// EncodeStreamAsIs writes rows exactly as given: their order, duplicates and,
+// when batches is non-nil, the row count of each record batch (which must add
+// up to len(rows)). It exists to produce inputs shaped like what clink's
+// merges and hash-map iteration write; sptool's outputs use EncodeStream.
+func EncodeStreamAsIs(w io.Writer, md Metadata, rows []Row, batches []int) error {
+	if batches != nil {
+		n := 0
+		for _, b := range batches {
+			n += b
+		}
+		if n != len(rows) {
+			return fmt.Errorf("batch sizes add up to %d, not %d rows", n, len(rows))
+		}
+	}
+	return encodeStream(w, md, rows, batches)
+}
+
+func encodeStream(w io.Writer, md Metadata, rows []Row, batches []int) error {
 	keys, vals := make([]string, len(md)), make([]string, len(md))
 	for i, e := range md {
 		keys[i], vals[i] = e.Key, e.Value
@@ -56,9 +76,15 @@ func EncodeStream(w io.Writer, md Metadata, rows []Row) error {
 	schema := arrow.NewSchema(canonicalFields, &meta)
 	iw := ipc.NewWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
 	start := 0
-	for {
-		end, err := batchEnd(rows, start)
-		if err != nil {
+	for bi := 0; ; bi++ {
+		var end int
+		var err error
+		if batches != nil {
+			if bi == len(batches) {
+				break
+			}
+			end = start + batches[bi]
+		} else if end, err = batchEnd(rows, start); err != nil {
 			return err
 		}
 		rec := buildBatch(schema, rows[start:end])
@@ -68,7 +94,7 @@ func EncodeStream(w io.Writer, md Metadata, rows []Row) error {
 			return fmt.Errorf("write record batch: %w", err)
 		}
 		start = end
-		if start >= len(rows) {
+		if batches == nil && start >= len(rows) {
 			break
 		}
 	}
@@ -149,6 +175,10 @@ type SnapshotOptions struct {
 	// Sidecar writes <path>.meta for CheckpointID after the payload.
 	Sidecar      bool
 	CheckpointID uint64
+	// AsIs writes the rows in the order given, duplicates included, split
+	// into Batches when non-nil (see EncodeStreamAsIs). For test inputs only.
+	AsIs    bool
+	Batches []int
 }
 
 // WriteSnapshotFile writes rows as a canonical stream to path atomically
@@ -162,7 +192,11 @@ func WriteSnapshotFile(path string, md Metadata, rows []Row, opts SnapshotOption
 		if err != nil {
 			return err
 		}
-		if err := EncodeStream(zw, md, rows); err != nil {
+		encode := EncodeStream
+		if opts.AsIs {
+			encode = func(w io.Writer, md Metadata, rows []Row) error { return EncodeStreamAsIs(w, md, rows, opts.Batches) }
+		}
+		if err := encode(zw, md, rows); err != nil {
 			return err
 		}
 		if err := zw.Close(); err != nil {

@@ -1,0 +1,297 @@
+package savepoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// The bad-input corpus lives in testdata/bad (regenerated with -update from
+// the definitions below). Every file must fail to decode with a message that
+// names what is wrong; none may panic.
+const badDir = "../testdata/bad"
+
+// fixtureRows are the rows of clink's snapshot-v1.snap (format section 8).
+var fixtureRows = []Row{
+	{42, hexBytes("24636f756e74737c0100000000000000"), hexBytes("6400000000000000")},
+	{42, hexBytes("07636f756e74737c0200000000000000"), hexBytes("c800000000000000")},
+	{42, hexBytes("62636f756e74737c0700000000000000"), hexBytes("bc02000000000000")},
+}
+
+// streamOf writes the fixture rows under an arbitrary schema, for wrong-schema cases.
+func streamOf(t testing.TB, fields []arrow.Field, md map[string]string, batches int) []byte {
+	t.Helper()
+	var keys, vals []string
+	for _, k := range sortedKeys(md) {
+		keys, vals = append(keys, k), append(vals, md[k])
+	}
+	var meta *arrow.Metadata
+	if md != nil {
+		m := arrow.NewMetadata(keys, vals)
+		meta = &m
+	}
+	schema := arrow.NewSchema(fields, meta)
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	for b := 0; b < batches; b++ {
+		rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		for _, r := range fixtureRows {
+			for i, f := range fields {
+				switch bld := rb.Field(i).(type) {
+				case *array.Uint64Builder:
+					bld.Append(r.Op)
+				case *array.Int64Builder:
+					bld.Append(int64(r.Op))
+				case *array.Uint8Builder:
+					bld.Append(1)
+				case *array.BinaryBuilder:
+					bld.Append(pick(f.Name, r))
+				case *array.StringBuilder:
+					bld.Append(string(pick(f.Name, r)))
+				default:
+					t.Fatalf("unsupported builder %T", bld)
+				}
+			}
+		}
+		rec := rb.NewRecordBatch()
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		rb.Release()
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func pick(name string, r Row) []byte {
+	if strings.Contains(name, "value") {
+		return r.Value
+	}
+	return r.Key
+}
+
+func sortedKeys(m map[string]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	for i := range ks {
+		for j := i + 1; j < len(ks); j++ {
+			if ks[j] < ks[i] {
+				ks[i], ks[j] = ks[j], ks[i]
+			}
+		}
+	}
+	return ks
+}
+
+var (
+	u64  = arrow.PrimitiveTypes.Uint64
+	bin  = arrow.BinaryTypes.Binary
+	lbin = arrow.BinaryTypes.LargeBinary
+	fv1  = map[string]string{MetaFormatVersion: "1"}
+)
+
+func fields(nullable bool, types ...arrow.DataType) []arrow.Field {
+	names := []string{"op_id", "key_bytes", "value_bytes", "extra"}
+	out := make([]arrow.Field, len(types))
+	for i, ty := range types {
+		out[i] = arrow.Field{Name: names[i], Type: ty, Nullable: nullable}
+	}
+	return out
+}
+
+type badCase struct {
+	name string
+	make func(t testing.TB, fixture []byte) []byte
+	want string // substring of the error
+}
+
+var badCases = []badCase{
+	{"truncated-body.snap", func(t testing.TB, fx []byte) []byte { return fx[:600] }, "truncated message body"},
+	{"truncated-header.snap", func(t testing.TB, fx []byte) []byte { return fx[:100] }, "truncated message metadata"},
+	{"truncated-eos.snap", func(t testing.TB, fx []byte) []byte { return fx[:len(fx)-8] }, "without the end-of-stream marker"},
+	{"truncated-2-bytes.snap", func(t testing.TB, fx []byte) []byte { return fx[:2] }, "truncated message header"},
+	{"bitflip-key-offsets.snap", func(t testing.TB, fx []byte) []byte {
+		// key offsets live at body+24 (section 8); make them decrease.
+		b := bytes.Clone(fx)
+		binary.LittleEndian.PutUint32(b[568+24+8:], 1000)
+		return b
+	}, `column "key_bytes"`},
+	{"bitflip-metadata-length.snap", func(t testing.TB, fx []byte) []byte {
+		b := bytes.Clone(fx)
+		binary.LittleEndian.PutUint32(b[4:], 0x7fff0000)
+		return b
+	}, "invalid message metadata length"},
+	{"bitflip-body-length.snap", func(t testing.TB, fx []byte) []byte {
+		b := bytes.Clone(fx)
+		// the record batch header's body length: make the body claim more bytes than the file has.
+		i := bytes.Index(b[8+288:], []byte{128, 0, 0, 0, 0, 0, 0, 0})
+		if i < 0 {
+			t.Fatal("body length not found")
+		}
+		binary.LittleEndian.PutUint64(b[8+288+i:], 1<<40)
+		return b
+	}, "truncated message body"},
+	{"not-arrow.snap", func(t testing.TB, fx []byte) []byte { return []byte("op_id,key_bytes,value_bytes\n42,abc,def\n") }, "invalid message metadata length"},
+	{"wrong-names.snap", func(t testing.TB, fx []byte) []byte {
+		f := fields(false, u64, bin, bin)
+		f[1].Name = "key"
+		return streamOf(t, f, fv1, 1)
+	}, `column 1 is named "key", expected "key_bytes"`},
+	{"wrong-type-utf8.snap", func(t testing.TB, fx []byte) []byte {
+		return streamOf(t, fields(false, u64, arrow.BinaryTypes.String, bin), fv1, 1)
+	}, `column "key_bytes" has type utf8, expected binary`},
+	{"wrong-type-int64.snap", func(t testing.TB, fx []byte) []byte {
+		return streamOf(t, fields(false, arrow.PrimitiveTypes.Int64, bin, bin), fv1, 1)
+	}, `column "op_id" has type int64, expected uint64`},
+	{"extra-column.snap", func(t testing.TB, fx []byte) []byte {
+		return streamOf(t, fields(false, u64, bin, bin, bin), fv1, 1)
+	}, "expected 3 columns, got 4"},
+	{"nullable.snap", func(t testing.TB, fx []byte) []byte {
+		return streamOf(t, fields(true, u64, bin, bin), fv1, 1)
+	}, `column "op_id" is nullable`},
+	{"large-binary.snap", func(t testing.TB, fx []byte) []byte {
+		return streamOf(t, fields(false, u64, lbin, lbin), fv1, 1)
+	}, `column "key_bytes" has type large_binary, expected binary`},
+	{"polars-style.snap", func(t testing.TB, fx []byte) []byte {
+		// what nodejs-polars writes: LargeBinary, nullable, 20 batches, no metadata.
+		return streamOf(t, fields(true, u64, lbin, lbin), nil, 20)
+	}, `column "op_id" is nullable`},
+	{"format-version-2.snap", func(t testing.TB, fx []byte) []byte {
+		return streamOf(t, fields(false, u64, bin, bin), map[string]string{MetaFormatVersion: "2"}, 1)
+	}, "format version 2 but this build reads at most version 1"},
+	{"format-version-1.0.snap", func(t testing.TB, fx []byte) []byte {
+		return streamOf(t, fields(false, u64, bin, bin), map[string]string{MetaFormatVersion: "1.0"}, 1)
+	}, `not a plain decimal number ("1.0")`},
+	{"format-version-empty.snap", func(t testing.TB, fx []byte) []byte {
+		return streamOf(t, fields(false, u64, bin, bin), map[string]string{MetaFormatVersion: ""}, 1)
+	}, `not a plain decimal number ("")`},
+	{"format-version-0.snap", func(t testing.TB, fx []byte) []byte {
+		return streamOf(t, fields(false, u64, bin, bin), map[string]string{MetaFormatVersion: "0"}, 1)
+	}, "format version 0, which does not exist"},
+	{"corrupt-version-map.snap", func(t testing.TB, fx []byte) []byte {
+		return streamOf(t, fields(false, u64, bin, bin), map[string]string{MetaFormatVersion: "1", MetaStateVersions: "42|counts"}, 1)
+	}, "clink.state_versions"},
+	{"conflicting-version-map.snap", func(t testing.TB, fx []byte) []byte {
+		return streamOf(t, fields(false, u64, bin, bin), map[string]string{MetaFormatVersion: "1", MetaStateVersions: "42|T|1|a\n42|T|2|b"}, 1)
+	}, "already bound to slot"},
+	{"changelog-no-materialisation.snap", func(t testing.TB, fx []byte) []byte {
+		f := []arrow.Field{{Name: "row_kind", Type: arrow.PrimitiveTypes.Uint8}, {Name: "op_id", Type: u64}, {Name: "key_bytes", Type: bin}, {Name: "value_bytes", Type: bin}}
+		return streamOf(t, f, nil, 1) // row_kind 1 in row 0
+	}, "row 0 has row_kind 1, expected 0 (inline materialisation) or 3"},
+	{"clmb-truncated.snap", func(t testing.TB, fx []byte) []byte {
+		return FrameCLMB([][]byte{fx})[:200]
+	}, "truncated CLMB frame"},
+}
+
+func TestBadCorpus(t *testing.T) {
+	fixture, err := os.ReadFile("../testdata/clink/snapshot-v1.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		os.MkdirAll(badDir, 0o755)
+		for _, c := range badCases {
+			if err := os.WriteFile(filepath.Join(badDir, c.name), c.make(t, fixture), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range badCases {
+		t.Run(c.name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(badDir, c.name))
+			if err != nil {
+				t.Fatalf("%v (run go test ./savepoint -run TestBadCorpus -update)", err)
+			}
+			if !bytes.Equal(data, c.make(t, fixture)) {
+				t.Fatalf("%s differs from its definition; regenerate with -update", c.name)
+			}
+			_, err = Open(filepath.Join(badDir, c.name), OpenOptions{})
+			if err == nil {
+				t.Fatal("decoded without error")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not contain %q", err, c.want)
+			}
+			if !strings.Contains(err.Error(), c.name) {
+				t.Fatalf("error %q does not name the file", err)
+			}
+		})
+	}
+}
+
+// FuzzDecodeSnapshot feeds arbitrary bytes to the decoder: it must return rows
+// or an error, never panic; whatever decodes must re-encode and decode to the
+// same logical state.
+func FuzzDecodeSnapshot(f *testing.F) {
+	fixture, err := os.ReadFile("../testdata/clink/snapshot-v1.snap")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(fixture)
+	f.Add([]byte{})
+	f.Add(FrameCLMB([][]byte{fixture, fixture}))
+	for _, c := range badCases {
+		f.Add(c.make(f, fixture))
+	}
+	if ents, err := filepath.Glob("../testdata/independent/*/v*/*/*.snap"); err == nil {
+		for _, p := range ents {
+			if b, err := os.ReadFile(p); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		snap, err := DecodeSnapshot(data, ReadOptions{Resolve: func(string) ([]byte, error) { return fixture, nil }})
+		if err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		if err := EncodeStream(&buf, CanonicalMetadata(snap.Metadata, snap.Versions), snap.Rows); err != nil {
+			if strings.Contains(err.Error(), "binary column limit") {
+				return
+			}
+			t.Fatalf("re-encode: %v", err)
+		}
+		again, err := DecodeSnapshot(buf.Bytes(), ReadOptions{})
+		if err != nil {
+			t.Fatalf("decode of re-encoded stream: %v", err)
+		}
+		if !rowsEqual(Logical(snap.Rows), again.Rows) {
+			t.Fatal("logical state changed through a write")
+		}
+	})
+}
+
+func rowsEqual(a, b []Row) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Op != b[i].Op || !bytes.Equal(a[i].Key, b[i].Key) || !bytes.Equal(a[i].Value, b[i].Value) {
+			return false
+		}
+	}
+	return true
+}
+
+func hexBytes(s string) []byte {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
