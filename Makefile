@@ -1,0 +1,88 @@
+# sptool: offline processing of clink savepoints.
+# `make` lists the targets.
+
+GO        ?= go
+BIN       := bin/sptool
+PKGS      := ./...
+FUZZTIME  ?= 60s
+EXAMPLE   := testdata/example
+DEMO_OUT  := $(or $(TMPDIR),/tmp)/sptool-demo
+
+.PHONY: all help build test test-short race cover ci lint fmt-check vet fuzz golden demo bench example interop clean
+
+all help:
+	@echo "targets:"
+	@echo "  build      build bin/sptool"
+	@echo "  test       run every test (unit, golden, CLI scripts, fixtures)"
+	@echo "  ci         what CI runs: lint, tests, short fuzzing, interop with independent readers"
+	@echo "  demo       build and run sptool on the bundled example savepoint"
+	@echo "  bench      benchmarks against cp on generated savepoints (see BENCHMARKS.md)"
+	@echo "  fuzz       fuzz the readers and parsers (FUZZTIME=$(FUZZTIME) each)"
+	@echo "  golden     regenerate golden files (review the diff!)"
+	@echo "  lint       gofmt and go vet"
+	@echo "  example    regenerate the bundled example tree $(EXAMPLE)"
+	@echo "  interop    check sptool's outputs with independent readers (npm apache-arrow, DuckDB)"
+
+build:
+	$(GO) build -o $(BIN) ./cmd/sptool
+
+test:
+	$(GO) test $(PKGS)
+
+test-short:
+	$(GO) test -short $(PKGS)
+
+race:
+	$(GO) test -race -short $(PKGS)
+
+cover:
+	$(GO) test -coverprofile=cover.out $(PKGS) && $(GO) tool cover -func=cover.out | tail -1
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+lint: fmt-check vet
+
+# Each fuzz target runs for FUZZTIME; `go test -fuzz` takes one target at a time.
+FUZZ_TARGETS := \
+	./savepoint:FuzzDecodeSnapshot \
+	./savepoint:FuzzParseVersionMap \
+	./savepoint:FuzzParseSidecar \
+	./savepoint/codec:FuzzCodecRoundTrip \
+	./rules:FuzzParse
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
+	done
+
+golden:
+	$(GO) test $(PKGS) -update
+
+example:
+	rm -rf $(EXAMPLE)
+	CLINK_STATE_FSYNC=0 $(GO) run ./internal/gen/spgen example $(EXAMPLE)
+
+demo: build
+	@echo "== sptool inspect $(EXAMPLE)"
+	$(BIN) inspect $(EXAMPLE)
+	@echo "== sptool validate $(EXAMPLE)"
+	$(BIN) validate $(EXAMPLE)
+
+bench: build
+	./scripts/bench.sh
+
+interop: build
+	./interop/run.sh
+
+ci: lint test
+	$(MAKE) fuzz FUZZTIME=10s
+	@if [ -x interop/run.sh ]; then $(MAKE) interop; fi
+
+clean:
+	rm -rf bin cover.out

@@ -1,0 +1,150 @@
+// Package cli implements the sptool command line. cmd/sptool only calls Main;
+// every command writes to the streams it is given, never to os.Stdout, so the
+// commands are testable in-process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit codes shared by every command (see `sptool help`).
+const (
+	// ExitOK: success; for validate, no errors; for diff, no difference.
+	ExitOK = 0
+	// ExitFindings: the command worked and found problems or differences
+	// (validate: errors; lint: rule problems; diff: the inputs differ).
+	ExitFindings = 1
+	// ExitError: unreadable input, bad usage, or the command failed; nothing was written.
+	ExitError = 2
+)
+
+// Streams are the standard streams a command uses.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// ErrIsTerminal enables progress output on Err.
+	ErrIsTerminal bool
+}
+
+type command struct {
+	name     string
+	synopsis string
+	usage    string // the argument pattern after the name
+	run      func(ctx context.Context, s *Streams, args []string) int
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// Main runs sptool with args (without the program name) and returns the exit code.
+func Main(ctx context.Context, args []string, s *Streams) int {
+	if len(args) == 0 {
+		printHelp(s.Err)
+		return ExitError
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				return c.run(ctx, s, []string{"--help"})
+			}
+			fmt.Fprintf(s.Err, "sptool: unknown command %q\nTry: sptool help\n", args[1])
+			return ExitError
+		}
+		printHelp(s.Out)
+		return ExitOK
+	case "version", "--version":
+		fmt.Fprintln(s.Out, "sptool", Version)
+		return ExitOK
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(s.Err, "sptool: unknown command %q\nTry: sptool help\n", args[0])
+		return ExitError
+	}
+	return c.run(ctx, s, args[1:])
+}
+
+// Version is the sptool version, set at build time with -ldflags.
+var Version = "dev"
+
+func printHelp(w io.Writer) {
+	fmt.Fprint(w, `sptool processes clink savepoints offline: inspect, validate, transform with
+YAML rules, rescale, diff and export.
+
+Usage: sptool <command> [flags] [args]
+
+Commands:
+`)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].synopsis)
+	}
+	fmt.Fprint(w, `
+PATH is a snapshot file (checkpoint-<id>.snap, possibly gzip/zstd/lz4/bzip2/xz
+compressed), a checkpoint directory (v<gen>/<subtask>/..., _jobs/...) or a
+generation directory v<gen>.
+
+Exit codes:
+  0  success (validate: no errors; diff: identical)
+  1  findings (validate: errors; lint: problems; diff: differences)
+  2  error: unreadable input, bad usage, or failure (nothing written)
+
+Run 'sptool help <command>' or 'sptool <command> --help' for a command's flags.
+`)
+}
+
+// flagSet makes a command's flag set; usage errors are reported by parse.
+func flagSet(c *command) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("sptool "+c.name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	return fs
+}
+
+// parse parses args; it returns done=true with the exit code when the
+// command should stop (help printed, or a usage error reported).
+func parse(c *command, fs *pflag.FlagSet, s *Streams, args []string, nargs func(int) bool) (done bool, code int) {
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		commandHelp(c, fs, s.Out)
+		return true, ExitOK
+	}
+	if err == nil && !nargs(fs.NArg()) {
+		err = fmt.Errorf("wrong number of arguments (%d)", fs.NArg())
+	}
+	if err != nil {
+		fmt.Fprintf(s.Err, "sptool %s: %v\nUsage: sptool %s %s\nTry: sptool %s --help\n", c.name, err, c.name, c.usage, c.name)
+		return true, ExitError
+	}
+	return false, 0
+}
+
+func commandHelp(c *command, fs *pflag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, "Usage: sptool %s %s\n\n%s\n", c.name, c.usage, c.synopsis)
+	if fu := fs.FlagUsages(); strings.TrimSpace(fu) != "" {
+		fmt.Fprintf(w, "\nFlags:\n%s", fu)
+	}
+}
+
+func exactly(n int) func(int) bool { return func(k int) bool { return k == n } }
+
+// fail reports err for command name on stderr and returns ExitError.
+func fail(s *Streams, name string, err error) int {
+	fmt.Fprintf(s.Err, "sptool %s: %v\n", name, err)
+	return ExitError
+}
+
+func errNegative(flag string) error { return fmt.Errorf("%s must not be negative", flag) }

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/sptool/sptool/savepoint"
+)
+
+func init() {
+	register(&command{
+		name:     "inspect",
+		synopsis: "summarise a savepoint: operators, slots, sizes, key-group histogram and skew, version map, sidecars",
+		usage:    "PATH [--json] [--checkpoint ID] [--groups 0-2,3-4]",
+		run:      runInspect,
+	})
+	register(&command{
+		name:     "validate",
+		synopsis: "check a savepoint against clink's format and restore contract (exit 1 on errors)",
+		usage:    "PATH [--json] [--parallelism M] [--checkpoint ID] [--groups 0-2,3-4]",
+		run:      runValidate,
+	})
+}
+
+// openFlags are the flags every command reading a savepoint shares.
+type openFlags struct {
+	checkpoint *uint64
+	groups     *string
+}
+
+func addOpenFlags(fs interface {
+	Uint64(string, uint64, string) *uint64
+	String(string, string, string) *string
+}) openFlags {
+	return openFlags{
+		checkpoint: fs.Uint64("checkpoint", 0, "checkpoint id to read from a tree (default: the newest with a COMPLETED marker)"),
+		groups:     fs.String("groups", "", "chain groups of the tree as subtask ranges, e.g. 0-2,3-4 (default: inferred)"),
+	}
+}
+
+func (o openFlags) open(path string) (*savepoint.Savepoint, error) {
+	return o.openWith(path, savepoint.OpenOptions{})
+}
+
+// openWith opens path with base options plus the shared flags.
+func (o openFlags) openWith(path string, opts savepoint.OpenOptions) (*savepoint.Savepoint, error) {
+	opts.Checkpoint = *o.checkpoint
+	if *o.groups != "" {
+		gs, err := savepoint.ParseGroups(*o.groups)
+		if err != nil {
+			return nil, err
+		}
+		opts.Groups = gs
+	}
+	return savepoint.Open(path, opts)
+}
+
+func runInspect(ctx context.Context, s *Streams, args []string) int {
+	c := commands["inspect"]
+	fs := flagSet(c)
+	asJSON := fs.Bool("json", false, "print the summary as JSON (stable format, see the README)")
+	of := addOpenFlags(fs)
+	if done, code := parse(c, fs, s, args, exactly(1)); done {
+		return code
+	}
+	sp, err := of.open(fs.Arg(0))
+	if err != nil {
+		return fail(s, c.name, err)
+	}
+	sum := savepoint.Summarize(sp)
+	if *asJSON {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(sum); err != nil {
+			return fail(s, c.name, err)
+		}
+		return ExitOK
+	}
+	if err := sum.WriteText(s.Out); err != nil {
+		return fail(s, c.name, err)
+	}
+	return ExitOK
+}
+
+func runValidate(ctx context.Context, s *Streams, args []string) int {
+	c := commands["validate"]
+	fs := flagSet(c)
+	asJSON := fs.Bool("json", false, "print the findings as JSON (stable format, see the README)")
+	par := fs.Int("parallelism", 0, "also check that every keyed row lies in its subtask's key-group range at this parallelism")
+	of := addOpenFlags(fs)
+	if done, code := parse(c, fs, s, args, exactly(1)); done {
+		return code
+	}
+	if *par < 0 {
+		return usageError(s, c, errNegative("--parallelism"))
+	}
+	sp, err := of.open(fs.Arg(0))
+	if err != nil {
+		return fail(s, c.name, err)
+	}
+	rep := savepoint.Validate(sp, savepoint.ValidateOptions{Parallelism: *par})
+	if *asJSON {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rep); err != nil {
+			return fail(s, c.name, err)
+		}
+	} else if err := rep.WriteText(s.Out); err != nil {
+		return fail(s, c.name, err)
+	}
+	if rep.Errors() > 0 {
+		return ExitFindings
+	}
+	return ExitOK
+}

@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/expr-lang/expr/vm"
+	"github.com/spf13/pflag"
+
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/transform"
+)
+
+func init() {
+	register(&command{
+		name:     "lint",
+		synopsis: "check a rule file without reading state (exit 1 on problems)",
+		usage:    "RULES",
+		run:      runLint,
+	})
+	register(&command{
+		name:     "plan",
+		synopsis: "dry run: apply a rule file and report what would change, writing nothing",
+		usage:    "-r RULES PATH [--json]",
+		run:      func(ctx context.Context, s *Streams, args []string) int { return runTransform(ctx, s, args, true) },
+	})
+	register(&command{
+		name:     "apply",
+		synopsis: "apply a rule file and write the transformed savepoint atomically",
+		usage:    "-r RULES PATH -o OUT [--force] [--report FILE] [--json]",
+		run:      func(ctx context.Context, s *Streams, args []string) int { return runTransform(ctx, s, args, false) },
+	})
+	newRowFilter = rulesRowFilter
+}
+
+func runLint(ctx context.Context, s *Streams, args []string) int {
+	c := commands["lint"]
+	fs := flagSet(c)
+	if done, code := parse(c, fs, s, args, exactly(1)); done {
+		return code
+	}
+	set, err := rules.Load(fs.Arg(0))
+	var rerrs *rules.Errors
+	if errors.As(err, &rerrs) {
+		for _, e := range rerrs.List {
+			fmt.Fprintln(s.Out, e)
+		}
+		fmt.Fprintf(s.Out, "%d problem(s)\n", rerrs.Len())
+		return ExitFindings
+	}
+	if err != nil {
+		return fail(s, c.name, err)
+	}
+	for _, w := range set.Warnings {
+		fmt.Fprintf(s.Out, "warning: %s\n", w)
+	}
+	fmt.Fprintf(s.Out, "%s: ok (%d rules, %d slot declarations, %d warnings)\n", fs.Arg(0), len(set.Rules), len(set.Slots), len(set.Warnings))
+	return ExitOK
+}
+
+// transformFlags are the flags of plan and apply.
+type transformFlags struct {
+	rules, out, report, stateBase *string
+	force, asJSON, allowUnverif   *bool
+	jobs                          *int
+	open                          openFlags
+}
+
+func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
+	f := transformFlags{rules: fs.StringP("rules", "r", "", "rule file (required)")}
+	if !dry {
+		f.out = fs.StringP("out", "o", "", "output path: a file for a file input, a directory for a tree (required; never the input)")
+		f.force = fs.Bool("force", false, "replace an existing output")
+		f.report = fs.String("report", "", "also write the report as JSON to this file")
+		f.stateBase = fs.String("state-base", "", "changelog+file trees: the path the job will restore from (default: the output's absolute path)")
+	}
+	f.asJSON = fs.Bool("json", false, "print the report as JSON (stable format, see the README)")
+	f.jobs = fs.Int("jobs", 0, "files processed at once (default: the number of CPUs)")
+	f.allowUnverif = fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
+	f.open = addOpenFlags(fs)
+	return f
+}
+
+func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int {
+	name := "apply"
+	if dry {
+		name = "plan"
+	}
+	c := commands[name]
+	fs := flagSet(c)
+	tf := addTransformFlags(fs, dry)
+	if done, code := parse(c, fs, s, args, exactly(1)); done {
+		return code
+	}
+	if *tf.rules == "" {
+		return usageError(s, c, errors.New("-r/--rules is required"))
+	}
+	if !dry && *tf.out == "" {
+		return usageError(s, c, errors.New("-o/--out is required"))
+	}
+	set, err := rules.Load(*tf.rules)
+	if err != nil {
+		return fail(s, c.name, err)
+	}
+	sp, err := tf.open.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *tf.allowUnverif})
+	if err != nil {
+		return fail(s, c.name, err)
+	}
+	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version}
+	if !dry {
+		opts.Out, opts.Force, opts.StateBase = *tf.out, *tf.force, *tf.stateBase
+	}
+	rep, err := transform.Run(ctx, sp, set, opts)
+	if err != nil {
+		return fail(s, c.name, err)
+	}
+	if !dry && *tf.report != "" {
+		if err := writeJSONFile(*tf.report, rep); err != nil {
+			return fail(s, c.name, fmt.Errorf("the savepoint was written to %s, but the report was not: %w", *tf.out, err))
+		}
+	}
+	if *tf.asJSON {
+		if err := writeJSON(s.Out, rep); err != nil {
+			return fail(s, c.name, err)
+		}
+	} else if err := rep.WriteText(s.Out); err != nil {
+		return fail(s, c.name, err)
+	}
+	return ExitOK
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func writeJSONFile(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return savepoint.WriteFileAtomic(path, func(w io.Writer) error { return writeJSON(w, v) })
+}
+
+// rulesRowFilter compiles cat's --where with the codecs of --rules.
+func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, error), func(savepoint.Row, int) (*decode, error), error) {
+	if rulesPath == "" && where == "" {
+		return nil, nil, nil
+	}
+	src := "version: 1\n"
+	var set *rules.Set
+	var err error
+	if rulesPath != "" {
+		set, err = rules.Load(rulesPath)
+	} else {
+		set, err = rules.Parse("(no rule file)", []byte(src))
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var pred *rules.Predicate
+	if where != "" {
+		if pred, err = set.CompileFilter(where); err != nil {
+			return nil, nil, fmt.Errorf("--where: %w", err)
+		}
+	}
+	var m vm.VM
+	var env rules.Env
+	filter := func(r savepoint.Row, subtask int) (bool, error) {
+		if pred == nil {
+			return true, nil
+		}
+		if err := set.FillEnv(&env, r, subtask); err != nil {
+			return false, err
+		}
+		return pred.Eval(&m, &env)
+	}
+	var decoder func(savepoint.Row, int) (*decode, error)
+	if rulesPath != "" {
+		var denv rules.Env
+		decoder = func(r savepoint.Row, subtask int) (*decode, error) {
+			if err := set.FillEnv(&denv, r, subtask); err != nil {
+				return nil, err
+			}
+			d := &decode{Key: jsonable(denv.Key), Value: jsonable(denv.Value)}
+			if v, ok := denv.ExpireAt.(int64); ok {
+				d.ExpireAt = &v
+			}
+			return d, nil
+		}
+	}
+	return filter, decoder, nil
+}
+
+// jsonable renders byte slices as text when printable, else as hex.
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		return savepoint.RenderBytes(x, 0)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonable(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonable(e)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,244 @@
+package transform
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Report is what a run did: per rule, per file, per operator and slot, the
+// version-map changes and the erasure audit. Its JSON form (snake_case) is a
+// stable interface: fields are only ever added.
+type Report struct {
+	// DryRun is true for `plan`: nothing was written.
+	DryRun bool `json:"dry_run"`
+	// Input describes what was read, with a digest of every payload.
+	Input Input `json:"input"`
+	// Output describes what was written (nil for a dry run).
+	Output *Output `json:"output,omitempty"`
+	// Rules identifies the rule file.
+	Rules RulesInfo `json:"rules"`
+	// RowsIn is every row read (for changelog files: the replayed state).
+	// RowsIn = RowsOut + RowsDropped + DuplicatesResolved, always.
+	RowsIn  int64 `json:"rows_in"`
+	RowsOut int64 `json:"rows_out"`
+	// RowsDropped sums the rows dropped by every rule.
+	RowsDropped int64 `json:"rows_dropped"`
+	// DuplicatesResolved counts rows that became duplicates of another row's
+	// (op, key) (a remap with merge, a rename onto an existing slot, or
+	// duplicates stored in a rewritten input file) and were resolved as
+	// clink's restore does.
+	DuplicatesResolved int64 `json:"duplicates_resolved"`
+	// PerRule has one entry per rule, in file order.
+	PerRule []*RuleStats `json:"per_rule"`
+	// Slots counts rows per operator and slot before and after.
+	Slots []*SlotStats `json:"slots"`
+	// Files reports each input file's fate.
+	Files []*FileStats `json:"files"`
+	// VersionMap lists the version-map entries that changed (job-wide view).
+	VersionMap []VersionChange `json:"version_map_changes"`
+	// Warnings are things the user should know (none make the run fail).
+	Warnings []string `json:"warnings"`
+}
+
+// Input describes the savepoint read.
+type Input struct {
+	Path       string `json:"path"`
+	Kind       string `json:"kind"`
+	Backend    string `json:"backend"`
+	Generation int    `json:"generation,omitempty"`
+	Checkpoint uint64 `json:"checkpoint,omitempty"`
+	Files      int    `json:"files"`
+	Bytes      int64  `json:"bytes"`
+	// Digest is "crc32c:" followed by the CRC-32C of every payload's CRC in
+	// file order: it changes when any input byte changes.
+	Digest string `json:"digest"`
+}
+
+// Output describes what was written.
+type Output struct {
+	Path   string `json:"path"`
+	Files  int    `json:"files"`
+	Bytes  int64  `json:"bytes"`
+	Digest string `json:"digest"`
+}
+
+// RulesInfo identifies the rule file.
+type RulesInfo struct {
+	Source string `json:"source"`
+	Digest string `json:"digest"`
+}
+
+// RuleStats counts what one rule did. Matched counts rows the rule applied
+// to (its scope and condition held); Dropped and Changed what it did to
+// them.
+type RuleStats struct {
+	Index   int    `json:"index"`
+	Name    string `json:"name,omitempty"`
+	Kind    string `json:"kind"`
+	Label   string `json:"label"`
+	Matched int64  `json:"matched"`
+	Dropped int64  `json:"dropped"`
+	Changed int64  `json:"changed"`
+	// Purge is the erasure audit of a purge_keys rule.
+	Purge *PurgeAudit `json:"purge,omitempty"`
+	// Expired details a purge_expired rule.
+	Expired *ExpiredInfo `json:"expired,omitempty"`
+	// VersionEntries counts files whose version map the rule changed.
+	VersionEntries int64 `json:"version_map_files_changed,omitempty"`
+}
+
+// PurgeAudit is the record of an erasure: every listed key, whether rows of
+// it were found and removed, and how many.
+type PurgeAudit struct {
+	KeysListed int          `json:"keys_listed"`
+	KeysFile   string       `json:"keys_file,omitempty"`
+	KeysDigest string       `json:"keys_file_sha256,omitempty"`
+	Found      []KeyFound   `json:"found"`
+	NotFound   []string     `json:"not_found"`
+	Remaining  int64        `json:"rows_remaining"`
+	Scope      string       `json:"scope"`
+	found      map[int]*int64
+}
+
+// KeyFound is a purged key and the rows removed for it.
+type KeyFound struct {
+	Key  string `json:"key"`
+	Rows int64  `json:"rows"`
+}
+
+// ExpiredInfo details a purge_expired rule.
+type ExpiredInfo struct {
+	AsOf      string `json:"as_of"`
+	AsOfMs    int64  `json:"as_of_ms"`
+	AsOfIsNow bool   `json:"as_of_is_now"`
+	// ShortValues counts rows of TTL slots whose value has no 8-byte stamp
+	// (left alone, as clink does).
+	ShortValues int64    `json:"short_values_left"`
+	Slots       []string `json:"slots"`
+}
+
+// SlotStats counts rows of one (operator, slot) before and after.
+type SlotStats struct {
+	Op     uint64 `json:"op"`
+	Slot   string `json:"slot"`
+	Before int64  `json:"before"`
+	After  int64  `json:"after"`
+}
+
+// FileStats is one input file's fate.
+type FileStats struct {
+	Subtask int    `json:"subtask"`
+	Input   string `json:"input"`
+	Output  string `json:"output,omitempty"`
+	RowsIn  int64  `json:"rows_in"`
+	RowsOut int64  `json:"rows_out"`
+	// Action is "rewrite" (re-encoded canonically) or "copy" (byte for byte:
+	// no rule changed anything in it).
+	Action string `json:"action"`
+}
+
+// VersionChange is one version-map entry before and after ("" = absent).
+type VersionChange struct {
+	Op        uint64 `json:"op"`
+	StateType string `json:"state_type"`
+	Before    string `json:"before"`
+	After     string `json:"after"`
+}
+
+// WriteText renders the report for a terminal.
+func (r *Report) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	mode := "apply"
+	if r.DryRun {
+		mode = "plan (dry run: nothing written)"
+	}
+	ew.printf("%s: %s %s", mode, r.Input.Kind, r.Input.Path)
+	if r.Input.Kind != "file" {
+		ew.printf(" (generation %d, checkpoint %d, %d files, %s backend)", r.Input.Generation, r.Input.Checkpoint, r.Input.Files, r.Input.Backend)
+	}
+	ew.printf("\nrules: %s (sha256 %s)\n", r.Rules.Source, short(r.Rules.Digest))
+	ew.printf("rows: %d in, %d out, %d dropped", r.RowsIn, r.RowsOut, r.RowsDropped)
+	if r.DuplicatesResolved > 0 {
+		ew.printf(", %d duplicates resolved", r.DuplicatesResolved)
+	}
+	ew.printf("\n\n")
+	ew.printf("%-4s %-44s %10s %10s %10s\n", "#", "rule", "matched", "dropped", "changed")
+	for _, rs := range r.PerRule {
+		ew.printf("%-4d %-44s %10d %10d %10d\n", rs.Index, clip(strings.TrimPrefix(rs.Label, fmt.Sprintf("rule %d ", rs.Index)), 44), rs.Matched, rs.Dropped, rs.Changed)
+		if p := rs.Purge; p != nil {
+			ew.printf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; rows of listed keys remaining: %d\n", p.KeysListed, len(p.Found), rs.Dropped, len(p.NotFound), p.Remaining)
+		}
+		if e := rs.Expired; e != nil {
+			now := ""
+			if e.AsOfIsNow {
+				now = " (as_of: now, the time of this run)"
+			}
+			ew.printf("     expired as of %s%s in %s", e.AsOf, now, strings.Join(e.Slots, ", "))
+			if e.ShortValues > 0 {
+				ew.printf("; %d values without a stamp left alone", e.ShortValues)
+			}
+			ew.printf("\n")
+		}
+		if rs.VersionEntries > 0 {
+			ew.printf("     version map changed in %d file(s)\n", rs.VersionEntries)
+		}
+	}
+	if len(r.VersionMap) > 0 {
+		ew.printf("\nversion map:\n")
+		for _, v := range r.VersionMap {
+			ew.printf("  op %d %q: %s -> %s\n", v.Op, v.StateType, orAbsent(v.Before), orAbsent(v.After))
+		}
+	}
+	ew.printf("\n%-22s %-28s %10s %10s\n", "op", "slot", "before", "after")
+	for _, s := range r.Slots {
+		mark := ""
+		if s.Before != s.After {
+			mark = " *"
+		}
+		ew.printf("%-22d %-28s %10d %10d%s\n", s.Op, clip(s.Slot, 28), s.Before, s.After, mark)
+	}
+	ew.printf("\nfiles:\n")
+	for _, f := range r.Files {
+		ew.printf("  %-36s %-8s %8d -> %d rows\n", f.Input, f.Action, f.RowsIn, f.RowsOut)
+	}
+	if r.Output != nil {
+		ew.printf("\nwritten: %s (%d files, %d bytes, %s)\n", r.Output.Path, r.Output.Files, r.Output.Bytes, r.Output.Digest)
+	}
+	for _, w := range r.Warnings {
+		ew.printf("warning: %s\n", w)
+	}
+	return ew.err
+}
+
+func orAbsent(s string) string {
+	if s == "" {
+		return "(absent)"
+	}
+	return s
+}
+
+func short(d string) string {
+	if len(d) > 16 {
+		return d[:16]
+	}
+	return d
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	return s
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}

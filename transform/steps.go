@@ -1,0 +1,200 @@
+package transform
+
+import (
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+)
+
+// step is one compiled rule. apply transforms a row (nil for rules that only
+// touch the version map); versions transforms a file's version map (nil for
+// rules that only touch rows).
+type step struct {
+	rule     *rules.Rule
+	apply    func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error)
+	versions func(savepoint.VersionMap) (savepoint.VersionMap, error)
+}
+
+// compile turns each rule into a step. The rule set is already validated,
+// so every spec pointer named by a rule's kind is set.
+func compile(set *rules.Set) []step {
+	steps := make([]step, len(set.Rules))
+	for i, r := range set.Rules {
+		s := step{rule: r}
+		switch {
+		case r.Keep != nil:
+			s.apply = filterStep(r.Keep, true)
+		case r.Drop != nil:
+			s.apply = filterStep(r.Drop, false)
+		case r.DropOperator != nil:
+			op := r.DropOperator.Op.ID
+			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+				if row.Op != op {
+					return row, true, nil
+				}
+				w.res.rules[i].matched++
+				return row, false, nil
+			}
+			s.versions = func(vm savepoint.VersionMap) (savepoint.VersionMap, error) {
+				for _, e := range vm.Entries() {
+					if e.Op == op {
+						vm.Delete(e.Op, e.StateType)
+					}
+				}
+				return vm, nil
+			}
+		case r.RemapOperator != nil:
+			from, to := r.RemapOperator.From.ID, r.RemapOperator.To.ID
+			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+				if row.Op != from {
+					return row, true, nil
+				}
+				w.res.rules[i].matched++
+				w.res.rules[i].changed++
+				row.Op = to
+				return row, true, nil
+			}
+			s.versions = func(vm savepoint.VersionMap) (savepoint.VersionMap, error) {
+				err := vm.RemapOp(from, to)
+				return vm, err
+			}
+		case r.RenameSlot != nil:
+			spec := r.RenameSlot
+			op, from, to := spec.Op.ID, spec.From, []byte(spec.To)
+			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+				if row.Op != op || !k.HasSlot || string(k.Slot) != from {
+					return row, true, nil
+				}
+				w.res.rules[i].matched++
+				w.res.rules[i].changed++
+				key := make([]byte, 0, 2+len(to)+len(k.UserKey))
+				key = append(key, row.Key[0])
+				key = append(key, to...)
+				key = append(key, '|')
+				key = append(key, k.UserKey...)
+				row.Key = key
+				return row, true, nil
+			}
+			s.versions = func(vm savepoint.VersionMap) (savepoint.VersionMap, error) {
+				vm.RenameSlot(op, from, spec.To)
+				return vm, nil
+			}
+		case r.DropSlot != nil:
+			op, slot := r.DropSlot.Op.ID, r.DropSlot.Slot
+			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+				if row.Op != op || !k.HasSlot || string(k.Slot) != slot {
+					return row, true, nil
+				}
+				w.res.rules[i].matched++
+				return row, false, nil
+			}
+		case r.PurgeKeys != nil:
+			s.apply = purgeStep(r.PurgeKeys)
+		case r.PurgeExpired != nil:
+			p := r.PurgeExpired
+			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+				if k.Kind != savepoint.KindKeyed || !p.Scope.Match(row.Op, k.Slot, k.HasSlot) || !p.Applies(row.Op, k.Slot) {
+					return row, true, nil
+				}
+				exp, _, ok := savepoint.SplitTTL(row.Value)
+				if !ok {
+					w.res.short[i]++
+					return row, true, nil
+				}
+				if !p.Expired(exp) {
+					return row, true, nil
+				}
+				w.res.rules[i].matched++
+				return row, false, nil
+			}
+		case r.SetValue != nil:
+			sv := r.SetValue
+			op, slot := sv.Op.ID, sv.Slot
+			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+				if row.Op != op || k.Kind != savepoint.KindKeyed || string(k.Slot) != slot {
+					return row, true, nil
+				}
+				w.res.rules[i].matched++
+				if err := w.fill(row); err != nil {
+					return row, false, err
+				}
+				v, err := sv.Apply(&w.vm, &w.env)
+				if err != nil {
+					return row, false, err
+				}
+				if string(v) != string(row.Value) {
+					w.res.rules[i].changed++
+					row.Value = v
+				}
+				return row, true, nil
+			}
+		case r.SetVersion != nil:
+			sv := r.SetVersion
+			s.versions = func(vm savepoint.VersionMap) (savepoint.VersionMap, error) {
+				slot := sv.Slot
+				if !sv.HasSlot {
+					if old, ok := vm.Get(sv.Op.ID, sv.StateType); ok {
+						slot = old.Slot
+					}
+				}
+				err := vm.Put(savepoint.VersionEntry{Op: sv.Op.ID, StateType: sv.StateType, Version: sv.Version, Slot: slot})
+				return vm, err
+			}
+		case r.DropVersion != nil:
+			dv := r.DropVersion
+			s.versions = func(vm savepoint.VersionMap) (savepoint.VersionMap, error) {
+				vm.Delete(dv.Op.ID, dv.StateType)
+				return vm, nil
+			}
+		}
+		steps[i] = s
+	}
+	return steps
+}
+
+// filterStep compiles keep (keepIf=true) and drop rules.
+func filterStep(f *rules.FilterSpec, keepIf bool) func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+	konst, isConst := f.Predicate.Constant()
+	return func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+		if !f.Scope.All() && !f.Scope.Match(r.Op, k.Slot, k.HasSlot) {
+			return r, true, nil
+		}
+		v := konst
+		if !isConst {
+			if err := w.fill(r); err != nil {
+				return r, false, err
+			}
+			var err error
+			if v, err = f.Predicate.Eval(&w.vm, &w.env); err != nil {
+				return r, false, err
+			}
+		}
+		if v == keepIf {
+			if !keepIf {
+				w.res.rules[i].matched++
+			}
+			return r, true, nil
+		}
+		if keepIf {
+			w.res.rules[i].matched++
+		}
+		return r, false, nil
+	}
+}
+
+// purgeStep compiles purge_keys: keyed rows in scope whose user key is a
+// listed key (or, in composite slots, starts with one followed by 0x1F).
+func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+	return func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+		if k.Kind != savepoint.KindKeyed || !p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
+			return r, true, nil
+		}
+		j, ok := p.Match(k.UserKey, w.e.composite(r.Op, k.Slot))
+		if !ok {
+			return r, true, nil
+		}
+		w.res.rules[i].matched++
+		w.res.purged[i][j]++
+		return r, false, nil
+	}
+}
+

@@ -1,0 +1,480 @@
+// Package transform applies a compiled rule set (package rules) to an opened
+// savepoint (package savepoint): one ordered pipeline of steps over every
+// row of every file, with per-rule counters, the same code path for a dry run
+// (plan) and a real one (apply), and an accounting check at the end of every
+// run: rows in = rows out + rows dropped + duplicates resolved.
+package transform
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+)
+
+// Options control a run.
+type Options struct {
+	// DryRun runs the whole pipeline and writes nothing (plan).
+	DryRun bool
+	// Out is the output path: a file for a file input, a directory for a tree.
+	Out string
+	// Force replaces an existing output.
+	Force bool
+	// StateBase is the base path a changelog+file tree's handles point to
+	// (default: the output directory's absolute path).
+	StateBase string
+	// Jobs bounds how many files are processed at once (default: the number
+	// of CPUs).
+	Jobs int
+	// Tool identifies the writer in the provenance metadata key.
+	Tool string
+}
+
+// ErrAccounting is returned when a run's counts do not add up; it means a
+// bug, and nothing is written.
+var ErrAccounting = errors.New("row accounting does not add up")
+
+// Run applies set to sp. With opts.DryRun it only reports; otherwise it
+// writes the result to opts.Out atomically (a tree is staged and renamed into
+// place; a file is written to a temporary name and renamed, then its
+// sidecar). The input is never modified.
+func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {
+	if set.Rescale() != nil {
+		return nil, fmt.Errorf("%s: rescale is not supported by this version of the engine", set.Rules[len(set.Rules)-1].Label())
+	}
+	if !opts.DryRun {
+		if opts.Out == "" {
+			return nil, errors.New("no output path")
+		}
+		if err := savepoint.CheckOutputPath(sp.Path, opts.Out); err != nil {
+			return nil, err
+		}
+		if _, err := os.Lstat(opts.Out); err == nil && !opts.Force {
+			return nil, fmt.Errorf("output %s exists (use --force to replace it)", opts.Out)
+		}
+	}
+	if err := checkRemaps(sp, set); err != nil {
+		return nil, err
+	}
+	rep := newReport(sp, set, opts.DryRun)
+	eng := &engine{set: set, steps: compile(set)}
+
+	results := make([]*fileResult, len(sp.Files))
+	jobs := opts.Jobs
+	if jobs <= 0 {
+		jobs = runtime.NumCPU()
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, jobs)
+	for i, f := range sp.Files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i] = eng.processFile(ctx, f)
+		}()
+	}
+	wg.Wait()
+	for i, res := range results {
+		if res.err != nil {
+			return nil, fmt.Errorf("%s: %w", sp.Files[i].Path, res.err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep.merge(sp, eng, results)
+	if got := rep.RowsOut + rep.RowsDropped + rep.DuplicatesResolved; got != rep.RowsIn {
+		return nil, fmt.Errorf("%w: %d in, %d out + %d dropped + %d duplicates resolved = %d", ErrAccounting, rep.RowsIn, rep.RowsOut, rep.RowsDropped, rep.DuplicatesResolved, got)
+	}
+	if opts.DryRun {
+		return rep, nil
+	}
+	if err := write(ctx, sp, set, results, rep, opts); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// checkRemaps refuses a remap_operator into an operator that already has
+// state, unless the rule says merge: true (or an earlier rule dropped it).
+func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
+	present := map[uint64]int64{}
+	for _, f := range sp.Files {
+		for _, r := range f.Snapshot.Rows {
+			present[r.Op]++
+		}
+	}
+	dropped := map[uint64]bool{}
+	for _, r := range set.Rules {
+		switch {
+		case r.DropOperator != nil:
+			dropped[r.DropOperator.Op.ID] = true
+		case r.RemapOperator != nil:
+			s := r.RemapOperator
+			if n := present[s.To.ID]; n > 0 && !dropped[s.To.ID] && !s.Merge {
+				return fmt.Errorf("%s: operator %s already has state (%d rows); remapping %s into it would merge the two (set 'merge: true' to do that)", r.Label(), s.To, n, s.From)
+			}
+			if present[s.From.ID] > 0 {
+				present[s.To.ID] += present[s.From.ID]
+				present[s.From.ID] = 0
+			}
+			dropped[s.To.ID] = false
+		}
+	}
+	return nil
+}
+
+// fileResult is one file's outcome.
+type fileResult struct {
+	err      error
+	rows     []savepoint.Row // output rows (canonical after Logical)
+	changed  bool            // some row changed or was dropped, or the version map changed
+	versions savepoint.VersionMap
+	rowsIn   int64
+	dupes    int64
+	rules    []ruleCounts
+	before   map[slotKey]int64
+	after    map[slotKey]int64
+	purged   [][]int64 // per purge rule: rows per key index
+	short    []int64   // per rule: TTL values without a stamp
+	remain   []int64   // per purge rule: output rows still matching its keys
+	vmRules  []bool    // per rule: changed this file's version map
+}
+
+type ruleCounts struct{ matched, dropped, changed int64 }
+
+type slotKey struct {
+	op   uint64
+	slot string
+}
+
+// engine holds the compiled steps; it is shared by the file workers.
+type engine struct {
+	set   *rules.Set
+	steps []step
+}
+
+// processFile runs every row of f through the steps.
+func (e *engine) processFile(ctx context.Context, f *savepoint.File) *fileResult {
+	res := &fileResult{
+		rules:   make([]ruleCounts, len(e.steps)),
+		before:  map[slotKey]int64{},
+		after:   map[slotKey]int64{},
+		purged:  make([][]int64, len(e.steps)),
+		short:   make([]int64, len(e.steps)),
+		vmRules: make([]bool, len(e.steps)),
+	}
+	for i, st := range e.steps {
+		if st.rule.PurgeKeys != nil {
+			res.purged[i] = make([]int64, st.rule.PurgeKeys.Len())
+		}
+	}
+	in := f.Snapshot.Rows
+	res.rowsIn = int64(len(in))
+	out := make([]savepoint.Row, 0, len(in))
+	w := &worker{e: e, res: res, subtask: f.Subtask}
+	for i, r := range in {
+		if i&0xFFFF == 0 && ctx.Err() != nil {
+			res.err = ctx.Err()
+			return res
+		}
+		k := savepoint.ParseKey(r.Key)
+		res.before[slotKey{r.Op, k.SlotName()}]++
+		nr, keep, err := w.row(r, k)
+		if err != nil {
+			res.err = fmt.Errorf("row %d (op %d, slot %q, key %s): %w", i, r.Op, k.SlotName(), savepoint.RenderBytes(k.UserKey, 32), err)
+			return res
+		}
+		if !keep {
+			res.changed = true
+			continue
+		}
+		if nr.Op != r.Op || !bytes.Equal(nr.Key, r.Key) || !bytes.Equal(nr.Value, r.Value) {
+			res.changed = true
+		}
+		out = append(out, nr)
+	}
+	// The version map: job-wide, stamped in every file; rules apply per file.
+	res.versions = f.Snapshot.Versions
+	for i, st := range e.steps {
+		if st.versions == nil {
+			continue
+		}
+		before := res.versions.Pack()
+		v, err := st.versions(res.versions)
+		if err != nil {
+			res.err = fmt.Errorf("%s: version map: %w", st.rule.Label(), err)
+			return res
+		}
+		res.versions = v
+		if v.Pack() != before {
+			res.vmRules[i] = true
+			res.changed = true
+		}
+	}
+	if res.changed {
+		logical := savepoint.Logical(out)
+		res.dupes = int64(len(out) - len(logical))
+		out = logical
+	}
+	res.remain = make([]int64, len(e.steps))
+	for _, r := range out {
+		k := savepoint.ParseKey(r.Key)
+		res.after[slotKey{r.Op, k.SlotName()}]++
+		for i, st := range e.steps {
+			// The erasure audit: no row of a purged key may remain in the output.
+			if p := st.rule.PurgeKeys; p != nil && k.Kind == savepoint.KindKeyed && p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
+				if _, ok := p.Match(k.UserKey, e.composite(r.Op, k.Slot)); ok {
+					res.remain[i]++
+				}
+			}
+		}
+	}
+	res.rows = out
+	return res
+}
+
+// composite reports whether (op, slot) is declared a composite-key slot.
+func (e *engine) composite(op uint64, slot []byte) bool {
+	d := e.set.SlotDecl(op, string(slot))
+	return d != nil && d.Composite
+}
+
+// worker evaluates the steps for the rows of one file; it owns the VM and the
+// expression environment (neither is safe for concurrent use).
+type worker struct {
+	e       *engine
+	res     *fileResult
+	subtask int
+	vm      vm.VM
+	env     rules.Env
+	envRow  savepoint.Row
+	envOK   bool
+}
+
+// fill prepares the expression environment for r once per row version.
+func (w *worker) fill(r savepoint.Row) error {
+	if w.envOK && w.envRow.Op == r.Op && sameSlice(w.envRow.Key, r.Key) && sameSlice(w.envRow.Value, r.Value) {
+		return nil
+	}
+	w.envRow, w.envOK = r, true
+	return w.e.set.FillEnv(&w.env, r, w.subtask)
+}
+
+func sameSlice(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// row runs r through every step; it returns the row as transformed and
+// whether it is kept.
+func (w *worker) row(r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+	w.envOK = false
+	for i := range w.e.steps {
+		st := &w.e.steps[i]
+		if st.apply == nil {
+			continue
+		}
+		out, keep, err := st.apply(w, i, r, k)
+		if err != nil {
+			return r, false, fmt.Errorf("%s: %w", st.rule.Label(), err)
+		}
+		if !keep {
+			w.res.rules[i].dropped++
+			return r, false, nil
+		}
+		if out.Op != r.Op || !sameSlice(out.Key, r.Key) {
+			k = savepoint.ParseKey(out.Key)
+		}
+		r = out
+	}
+	return r, true, nil
+}
+
+// newReport fills the input side of a report.
+func newReport(sp *savepoint.Savepoint, set *rules.Set, dry bool) *Report {
+	rep := &Report{
+		DryRun: dry,
+		Input: Input{
+			Path: sp.Path, Kind: sp.Kind.String(), Backend: string(sp.Backend),
+			Generation: sp.Generation, Checkpoint: sp.Checkpoint, Files: len(sp.Files),
+		},
+		Rules:    RulesInfo{Source: set.Source, Digest: set.Digest},
+		Warnings: []string{},
+	}
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	for _, f := range sp.Files {
+		rep.Input.Bytes += f.Size
+		var b [4]byte
+		b[0], b[1], b[2], b[3] = byte(f.CRC32C), byte(f.CRC32C>>8), byte(f.CRC32C>>16), byte(f.CRC32C>>24)
+		h.Write(b[:])
+	}
+	rep.Input.Digest = "crc32c:" + strconv.FormatUint(uint64(h.Sum32()), 10)
+	for _, w := range set.Warnings {
+		rep.Warnings = append(rep.Warnings, w.String())
+	}
+	return rep
+}
+
+// merge adds the per-file results to the report.
+func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResult) {
+	before, after := map[slotKey]int64{}, map[slotKey]int64{}
+	for i, st := range e.steps {
+		rs := &RuleStats{Index: st.rule.Index, Name: st.rule.Name, Kind: string(st.rule.Kind), Label: st.rule.Label()}
+		var purged []int64
+		if p := st.rule.PurgeKeys; p != nil {
+			purged = make([]int64, p.Len())
+		}
+		for _, res := range results {
+			rc := res.rules[i]
+			rs.Matched += rc.matched
+			rs.Dropped += rc.dropped
+			rs.Changed += rc.changed
+			if res.vmRules[i] {
+				rs.VersionEntries++
+			}
+			for j, n := range res.purged[i] {
+				purged[j] += n
+			}
+			if rs.Expired == nil && st.rule.PurgeExpired != nil {
+				rs.Expired = expiredInfo(st.rule.PurgeExpired)
+			}
+			if rs.Expired != nil {
+				rs.Expired.ShortValues += res.short[i]
+			}
+		}
+		if p := st.rule.PurgeKeys; p != nil {
+			rs.Purge = purgeAudit(p, purged)
+			for _, res := range results {
+				rs.Purge.Remaining += res.remain[i]
+			}
+		}
+		rep.RowsDropped += rs.Dropped
+		rep.PerRule = append(rep.PerRule, rs)
+	}
+	for i, res := range results {
+		f := sp.Files[i]
+		rep.RowsIn += res.rowsIn
+		rep.RowsOut += int64(len(res.rows))
+		rep.DuplicatesResolved += res.dupes
+		action := "copy"
+		if res.changed || sp.Backend == savepoint.BackendChangelogFile {
+			action = "rewrite"
+		}
+		rep.Files = append(rep.Files, &FileStats{Subtask: f.Subtask, Input: f.Rel, RowsIn: res.rowsIn, RowsOut: int64(len(res.rows)), Action: action})
+		for k, n := range res.before {
+			before[k] += n
+		}
+		for k, n := range res.after {
+			after[k] += n
+		}
+	}
+	keys := map[slotKey]bool{}
+	for k := range before {
+		keys[k] = true
+	}
+	for k := range after {
+		keys[k] = true
+	}
+	for k := range keys {
+		rep.Slots = append(rep.Slots, &SlotStats{Op: k.op, Slot: k.slot, Before: before[k], After: after[k]})
+	}
+	slices.SortFunc(rep.Slots, func(a, b *SlotStats) int {
+		if a.Op != b.Op {
+			if a.Op < b.Op {
+				return -1
+			}
+			return 1
+		}
+		return bytes.Compare([]byte(a.Slot), []byte(b.Slot))
+	})
+	rep.VersionMap = versionChanges(sp, results)
+	if rep.DuplicatesResolved > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d rows had the same (op, key) as another row after the rules ran (or were stored twice); each was resolved as clink's restore does (keyed: the later row; operator state: the greater 8-byte value)", rep.DuplicatesResolved))
+	}
+}
+
+// versionChanges compares the job-wide version map before and after: the
+// union over files (first file wins, as clink's merge keeps the first
+// non-empty map).
+func versionChanges(sp *savepoint.Savepoint, results []*fileResult) []VersionChange {
+	var before, after savepoint.VersionMap
+	for i, f := range sp.Files {
+		if before.Len() == 0 {
+			before = f.Snapshot.Versions
+		}
+		if after.Len() == 0 {
+			after = results[i].versions
+		}
+	}
+	type k struct {
+		op uint64
+		t  string
+	}
+	render := func(e savepoint.VersionEntry) string {
+		s := "v" + strconv.FormatUint(uint64(e.Version), 10)
+		if e.Slot != "" {
+			s += " slot " + strconv.Quote(e.Slot)
+		}
+		return s
+	}
+	all := map[k][2]string{}
+	for _, e := range before.Entries() {
+		v := all[k{e.Op, e.StateType}]
+		v[0] = render(e)
+		all[k{e.Op, e.StateType}] = v
+	}
+	for _, e := range after.Entries() {
+		v := all[k{e.Op, e.StateType}]
+		v[1] = render(e)
+		all[k{e.Op, e.StateType}] = v
+	}
+	var out []VersionChange
+	for key, v := range all {
+		if v[0] != v[1] {
+			out = append(out, VersionChange{Op: key.op, StateType: key.t, Before: v[0], After: v[1]})
+		}
+	}
+	slices.SortFunc(out, func(a, b VersionChange) int {
+		if a.Op != b.Op {
+			if a.Op < b.Op {
+				return -1
+			}
+			return 1
+		}
+		return bytes.Compare([]byte(a.StateType), []byte(b.StateType))
+	})
+	return out
+}
+
+func expiredInfo(p *rules.PurgeExpiredSpec) *ExpiredInfo {
+	e := &ExpiredInfo{AsOf: p.AsOf.UTC().Format("2006-01-02T15:04:05.000Z07:00"), AsOfMs: p.AsOfMs, AsOfIsNow: p.Now}
+	for _, t := range p.Targets {
+		e.Slots = append(e.Slots, fmt.Sprintf("op %d slot %q", t.Op, t.Slot))
+	}
+	return e
+}
+
+func purgeAudit(p *rules.PurgeKeysSpec, rows []int64) *PurgeAudit {
+	a := &PurgeAudit{KeysListed: p.Len(), KeysFile: p.KeysFile, KeysDigest: p.FileDigest, Found: []KeyFound{}, NotFound: []string{}, Scope: p.Scope.String()}
+	for i, n := range rows {
+		if n > 0 {
+			a.Found = append(a.Found, KeyFound{Key: p.Display(i), Rows: n})
+		} else {
+			a.NotFound = append(a.NotFound, p.Display(i))
+		}
+	}
+	return a
+}

@@ -1,0 +1,155 @@
+package transform
+
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+)
+
+// provenance is the value of the sptool.provenance metadata key of a
+// rewritten file: which tool, rules and input produced it. It holds no clock
+// reading, so the same input and rules give the same bytes.
+func provenance(tool string, set *rules.Set, f *savepoint.File) string {
+	return fmt.Sprintf("tool=%s;rules_sha256=%s;input=%s;input_crc32c=%d", tool, set.Digest, filepath.ToSlash(f.Rel), f.CRC32C)
+}
+
+// write publishes the results.
+func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, results []*fileResult, rep *Report, opts Options) error {
+	tool := opts.Tool
+	if tool == "" {
+		tool = "sptool"
+	}
+	meta := func(i int) savepoint.Metadata {
+		f := sp.Files[i]
+		md := savepoint.CanonicalMetadata(f.Snapshot.Metadata, results[i].versions)
+		return md.With(savepoint.MetaProvenance, provenance(tool, set, f))
+	}
+	out := &Output{Path: opts.Out}
+	digest := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	addDigest := func(crc uint32) {
+		digest.Write([]byte{byte(crc), byte(crc >> 8), byte(crc >> 16), byte(crc >> 24)})
+	}
+	if sp.Kind == savepoint.InputFile {
+		f, res := sp.Files[0], results[0]
+		if err := os.MkdirAll(filepath.Dir(opts.Out), 0o755); err != nil {
+			return fmt.Errorf("create output directory: %w", err)
+		}
+		ckpt, _ := checkpointOf(f.Rel)
+		if !res.changed {
+			if err := copyFile(f, opts.Out, ckpt); err != nil {
+				return err
+			}
+			addDigest(f.CRC32C)
+			out.Files, out.Bytes = 1, f.Size
+		} else {
+			info, err := savepoint.WriteSnapshotFile(opts.Out, meta(0), res.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt})
+			if err != nil {
+				return err
+			}
+			addDigest(info.CRC32C)
+			out.Files, out.Bytes = 1, info.Size
+		}
+		rep.Files[0].Output = filepath.Base(opts.Out)
+		out.Digest = "crc32c:" + strconv.FormatUint(uint64(digest.Sum32()), 10)
+		rep.Output = out
+		return nil
+	}
+
+	tw, err := savepoint.CreateTree(opts.Out, savepoint.TreeOptions{
+		Generation: sp.Generation, Checkpoint: sp.Checkpoint, Backend: sp.Backend,
+		StateBase: opts.StateBase, Force: opts.Force,
+	})
+	if err != nil {
+		return err
+	}
+	defer tw.Abort()
+	for i, f := range sp.Files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res := results[i]
+		if !res.changed && sp.Backend == savepoint.BackendFile {
+			if err := tw.CopySubtask(f.Subtask, f, sp.Root); err != nil {
+				return err
+			}
+			addDigest(f.CRC32C)
+			out.Bytes += f.Size
+		} else {
+			info, err := tw.WriteSubtask(f.Subtask, meta(i), res.rows, f.Compression)
+			if err != nil {
+				return err
+			}
+			addDigest(info.CRC32C)
+			out.Bytes += info.Size
+		}
+		out.Files++
+		rep.Files[i].Output = filepath.Join("v"+strconv.Itoa(sp.Generation), strconv.Itoa(f.Subtask), tw.PayloadName())
+	}
+	job := sp.Job
+	if job == "" {
+		rep.Warnings = append(rep.Warnings, "the input has no COMPLETED marker, so none was written (clink does not need one to restore)")
+	}
+	extra, err := controlFiles(sp)
+	if err != nil {
+		return err
+	}
+	if err := tw.Commit(job, extra); err != nil {
+		return err
+	}
+	out.Digest = "crc32c:" + strconv.FormatUint(uint64(digest.Sum32()), 10)
+	rep.Output = out
+	return nil
+}
+
+// controlFiles returns the checkpoint's other control records that the
+// output keeps (CONFIRMED-<id> for jobs with 2PC sinks).
+func controlFiles(sp *savepoint.Savepoint) (map[string][]byte, error) {
+	extra := map[string][]byte{}
+	if sp.Job == "" {
+		return extra, nil
+	}
+	rel := filepath.Join("_jobs", sp.Job, "CONFIRMED-"+strconv.FormatUint(sp.Checkpoint, 10))
+	b, err := os.ReadFile(filepath.Join(sp.Root, rel))
+	if err == nil {
+		extra[rel] = b
+	} else if !os.IsNotExist(err) {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	return extra, nil
+}
+
+// copyFile copies an unchanged single-file input with a sidecar.
+func copyFile(f *savepoint.File, out string, ckpt uint64) error {
+	data, err := os.ReadFile(f.Path)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", f.Path, err)
+	}
+	if int64(len(data)) != f.Size || savepoint.CRC32C(data) != f.CRC32C {
+		return fmt.Errorf("copy %s: the file changed since it was read", f.Path)
+	}
+	if err := savepoint.WriteBytesAtomic(out, data); err != nil {
+		return err
+	}
+	return savepoint.WriteBytesAtomic(out+".meta", savepoint.NewSidecar(ckpt, data).Marshal())
+}
+
+// checkpointOf parses the checkpoint id from checkpoint-<id>.snap[...].
+func checkpointOf(name string) (uint64, bool) {
+	base := filepath.Base(name)
+	for _, p := range []string{"checkpoint-", "changelog-"} {
+		if rest, ok := strings.CutPrefix(base, p); ok {
+			if i := strings.IndexByte(rest, '.'); i > 0 {
+				id, err := strconv.ParseUint(rest[:i], 10, 64)
+				return id, err == nil
+			}
+		}
+	}
+	return 0, false
+}
