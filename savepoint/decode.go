@@ -272,4 +272,3 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 	}
 	return nil, fmt.Errorf("changelog snapshot is malformed: row 0 has row_kind %d, expected 0 (inline materialisation) or 3 (external handle)", kind)
 }
-

@@ -289,7 +289,9 @@ func TestRoundTripTrees(t *testing.T) {
 // TestOperatorDuplicates pins clink's restore rule for operator-state rows:
 // both 8 bytes: the greater signed int64 wins; otherwise the later row.
 func TestOperatorDuplicates(t *testing.T) {
-	le := func(v int64) []byte { return []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24), byte(v >> 32), byte(v >> 40), byte(v >> 48), byte(v >> 56)} }
+	le := func(v int64) []byte {
+		return []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24), byte(v >> 32), byte(v >> 40), byte(v >> 48), byte(v >> 56)}
+	}
 	k := []byte("\xff__file_source_offset__")
 	cases := []struct {
 		name string

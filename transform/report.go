@@ -91,13 +91,13 @@ type RuleStats struct {
 // PurgeAudit is the record of an erasure: every listed key, whether rows of
 // it were found and removed, and how many.
 type PurgeAudit struct {
-	KeysListed int          `json:"keys_listed"`
-	KeysFile   string       `json:"keys_file,omitempty"`
-	KeysDigest string       `json:"keys_file_sha256,omitempty"`
-	Found      []KeyFound   `json:"found"`
-	NotFound   []string     `json:"not_found"`
-	Remaining  int64        `json:"rows_remaining"`
-	Scope      string       `json:"scope"`
+	KeysListed int        `json:"keys_listed"`
+	KeysFile   string     `json:"keys_file,omitempty"`
+	KeysDigest string     `json:"keys_file_sha256,omitempty"`
+	Found      []KeyFound `json:"found"`
+	NotFound   []string   `json:"not_found"`
+	Remaining  int64      `json:"rows_remaining"`
+	Scope      string     `json:"scope"`
 	found      map[int]*int64
 }
 

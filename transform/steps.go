@@ -197,4 +197,3 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 		return r, false, nil
 	}
 }
-
