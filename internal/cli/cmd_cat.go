@@ -145,10 +145,11 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 				}
 				cw.Write([]string{strconv.Itoa(cr.Subtask), strconv.FormatUint(cr.Op, 10), cr.Kind, strconv.Itoa(cr.KeyGroup), cr.Slot, cr.KeyHex, cr.ValueHex, key, val, vi})
 			default:
-				if h := fmt.Sprintf("%s (subtask %d)", f.Rel, f.Subtask); h != lastHeader {
-					if f.Subtask < 0 {
-						h = f.Rel
-					}
+				h := f.Rel
+				if f.Subtask >= 0 {
+					h = fmt.Sprintf("%s (subtask %d)", f.Rel, f.Subtask)
+				}
+				if h != lastHeader {
 					fmt.Fprintf(bw, "# %s\n", h)
 					lastHeader = h
 				}

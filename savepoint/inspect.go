@@ -1,0 +1,781 @@
+package savepoint
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Summary describes what a savepoint holds: its files, operators and slots,
+// how its keyed state is spread over key groups, its version map and
+// metadata. It is what `sptool inspect` prints; Summarize builds it and
+// WriteText renders it for a terminal.
+//
+// Its JSON form (the snake_case tags below) is a stable interface. Row
+// counts come in two views:
+//
+//   - stored: every row as stored, file by file (a row held by several
+//     files counts once per file; a changelog file counts its replayed
+//     rows). Files, Operators and Totals use this view.
+//   - logical: the keyed state a restore at the tree's own layout sees:
+//     each keyed row (kind keyed) once, the owner subtask's copy within its
+//     chain group (section 10.1). KeyGroups uses this view.
+type Summary struct {
+	// Input identifies what was read.
+	Input InputSummary `json:"input"`
+	// Files lists every snapshot file, in subtask order.
+	Files []FileSummary `json:"files"`
+	// Operators lists every operator id, ascending, with its slots.
+	Operators []OperatorSummary `json:"operators"`
+	// KeyGroups is the key-group histogram of the logical keyed rows.
+	KeyGroups KeyGroupSummary `json:"key_groups"`
+	// VersionMap is the job's state version map and whether files disagree on it.
+	VersionMap VersionMapSummary `json:"version_map"`
+	// UnknownMetadata lists schema metadata keys other than clink's own two,
+	// sorted by key and value, with the files carrying them.
+	UnknownMetadata []MetadataSummary `json:"unknown_metadata"`
+	// Totals adds up the files (stored view).
+	Totals TotalsSummary `json:"totals"`
+	// Notes are the observations made while opening (older checkpoints or
+	// generations ignored, groups inferred, ...).
+	Notes []string `json:"notes"`
+}
+
+// InputSummary identifies the input of a Summary.
+type InputSummary struct {
+	// Path is the path as given to Open.
+	Path string `json:"path"`
+	// Kind is "file", "tree" or "generation".
+	Kind string `json:"kind"`
+	// Backend is "file" or "changelog+file".
+	Backend string `json:"backend"`
+	// Generation and Checkpoint identify the checkpoint read (0 when unknown).
+	Generation int    `json:"generation"`
+	Checkpoint uint64 `json:"checkpoint"`
+	// Job is the job id of the COMPLETED marker ("" without one).
+	Job string `json:"job"`
+	// CompletedMarker is the marker's path relative to the root ("" without one);
+	// CompletedSubtasks its subtasks= list (null when it has none).
+	CompletedMarker   string `json:"completed_marker"`
+	CompletedSubtasks []int  `json:"completed_subtasks"`
+	// Groups are the chain groups (empty for a single file); GroupsInferred
+	// reports that they were inferred rather than given.
+	Groups         []GroupSummary `json:"groups"`
+	GroupsInferred bool           `json:"groups_inferred"`
+}
+
+// GroupSummary is one chain group.
+type GroupSummary struct {
+	// Subtasks is the block of global subtask indices, e.g. "0-3".
+	Subtasks string `json:"subtasks"`
+	// FirstSubtask and Parallelism define the block.
+	FirstSubtask int `json:"first_subtask"`
+	Parallelism  int `json:"parallelism"`
+}
+
+// FileSummary describes one snapshot file.
+type FileSummary struct {
+	// Rel is the path relative to the root; Subtask the global subtask index (-1 for a file input).
+	Rel     string `json:"rel"`
+	Subtask int    `json:"subtask"`
+	// Size is the payload size in bytes, CRC32C its checksum.
+	Size   int64  `json:"size"`
+	CRC32C uint32 `json:"crc32c"`
+	// Variant is "canonical", "changelog" or "empty".
+	Variant string `json:"variant"`
+	// BodyCompression is the record-batch body codec ("" none, "lz4", "zstd");
+	// FileCompression the whole-file compression ("" none, "gzip", "zstd", ...).
+	BodyCompression string `json:"body_compression"`
+	FileCompression string `json:"file_compression"`
+	// Batches lists the row count of each record batch as stored.
+	Batches []int `json:"batches"`
+	// Rows counts the rows (stored view), by kind; KeyBytes and ValueBytes
+	// add up their key and value lengths.
+	Rows       int   `json:"rows"`
+	Keyed      int   `json:"keyed"`
+	Operator   int   `json:"operator"`
+	Raw        int   `json:"raw"`
+	KeyBytes   int64 `json:"key_bytes"`
+	ValueBytes int64 `json:"value_bytes"`
+	// TrailingBytes counts bytes after the end-of-stream marker.
+	TrailingBytes int64 `json:"trailing_bytes"`
+	// Sidecar is the integrity verdict; null when the backend writes no sidecar (changelog+file).
+	Sidecar *SidecarSummary `json:"sidecar"`
+	// MetadataKeys lists the schema metadata keys in stream order.
+	MetadataKeys []string `json:"metadata_keys"`
+	// VersionEntries is the number of entries of the file's version map.
+	VersionEntries int `json:"version_entries"`
+	// Changelog describes a changelog file; null for other variants.
+	Changelog *ChangelogSummary `json:"changelog"`
+}
+
+// SidecarSummary is a file's integrity verdict.
+type SidecarSummary struct {
+	// Verdict is clink's verdict: "valid", "incomplete", "corrupt", "unsupported", "missing".
+	Verdict string `json:"verdict"`
+	// Detail explains a verdict other than valid.
+	Detail string `json:"detail"`
+}
+
+// ChangelogSummary describes a changelog file as stored.
+type ChangelogSummary struct {
+	// Blobs is the number of blobs (more than one with CLMB framing).
+	Blobs int `json:"blobs"`
+	// Materialization says, per blob, how row 0 holds the materialisation:
+	// "inline" (row_kind 0, possibly empty), "handle" (row_kind 3) or
+	// "handle-empty" (row_kind 3 with an empty handle: nothing materialised yet).
+	Materialization []string `json:"materialization"`
+	// Handles are the external handles, per blob ("" for none or inline).
+	Handles []string `json:"handles"`
+	// Materializations are the materialisation files the handles resolved to, relative to the root.
+	Materializations []string `json:"materializations"`
+	// LogRows counts the log entries; Puts and Erases split them by kind.
+	LogRows int `json:"log_rows"`
+	Puts    int `json:"puts"`
+	Erases  int `json:"erases"`
+}
+
+// OperatorSummary describes the rows of one operator id (stored view).
+type OperatorSummary struct {
+	Op         uint64 `json:"op"`
+	Rows       int    `json:"rows"`
+	Keyed      int    `json:"keyed"`
+	Operator   int    `json:"operator"`
+	Raw        int    `json:"raw"`
+	KeyBytes   int64  `json:"key_bytes"`
+	ValueBytes int64  `json:"value_bytes"`
+	// Slots lists the operator's slots: named ones by slot bytes, then the
+	// "<raw>" pseudo-slot of keys without a separator.
+	Slots []SlotSummary `json:"slots"`
+	// Subtasks gives the operator's row count in each file holding it.
+	Subtasks []SubtaskRows `json:"subtasks"`
+}
+
+// SlotSummary describes one slot of an operator (stored view). Keyed rows
+// and operator rows with a separator (broadcast state) carry a slot; keys
+// without one fall under the "<raw>" pseudo-slot.
+type SlotSummary struct {
+	// Slot is the slot name as a string ("<raw>" for the pseudo-slot; may
+	// hold invalid UTF-8, see SlotHex); SlotHex its bytes in hex; HasSlot
+	// is false for the pseudo-slot.
+	Slot    string `json:"slot"`
+	SlotHex string `json:"slot_hex"`
+	HasSlot bool   `json:"has_slot"`
+	// Display is the name as WriteText shows it: quoted when printable, else 0x hex.
+	Display    string `json:"display"`
+	Rows       int    `json:"rows"`
+	Keyed      int    `json:"keyed"`
+	Operator   int    `json:"operator"`
+	Raw        int    `json:"raw"`
+	KeyBytes   int64  `json:"key_bytes"`
+	ValueBytes int64  `json:"value_bytes"`
+}
+
+// SubtaskRows is a row count of one subtask file.
+type SubtaskRows struct {
+	Subtask int `json:"subtask"`
+	Rows    int `json:"rows"`
+}
+
+// KeyGroupSummary is the key-group histogram of the logical keyed rows:
+// each keyed row (kind keyed) counted once, in the key group its stored
+// first byte names, taking the copy of the subtask that owns that key group
+// within its chain group. Copies in other subtasks' files are counted in
+// StaleCopies when the owner holds the row too, else in Lost (no subtask
+// restores them). For a single file every keyed row counts, once per
+// (op, key).
+type KeyGroupSummary struct {
+	// Counts holds the 128 buckets.
+	Counts [NumKeyGroups]int `json:"counts"`
+	// Rows is the number of logical keyed rows (the sum of Counts).
+	Rows int `json:"rows"`
+	// NonEmpty is the number of key groups holding at least one row.
+	NonEmpty int `json:"non_empty"`
+	// Max is the largest bucket and MaxKeyGroup the first key group holding it.
+	Max         int `json:"max"`
+	MaxKeyGroup int `json:"max_key_group"`
+	// Mean is Rows / 128.
+	Mean float64 `json:"mean"`
+	// Skew is Max / Mean over the 128 buckets (1 = perfectly even, 128 =
+	// everything in one key group); 0 when there are no keyed rows.
+	Skew float64 `json:"skew"`
+	// StaleCopies and Lost count keyed copies outside their owner's file (see the type comment).
+	StaleCopies int `json:"stale_copies"`
+	Lost        int `json:"lost"`
+}
+
+// VersionMapSummary describes the version maps of the files.
+type VersionMapSummary struct {
+	// Entries is the map of the first file carrying a non-empty one (the
+	// one clink's merge keeps), in packed order.
+	Entries []VersionEntrySummary `json:"entries"`
+	// Disagree reports that the files do not all carry the same map (a file
+	// without a map counts as carrying the empty map).
+	Disagree bool `json:"disagree"`
+	// Variants lists each distinct map with the files carrying it, in file order.
+	Variants []VersionMapVariant `json:"variants"`
+}
+
+// VersionEntrySummary is one version-map entry.
+type VersionEntrySummary struct {
+	Op        uint64 `json:"op"`
+	StateType string `json:"state_type"`
+	Version   uint32 `json:"version"`
+	Slot      string `json:"slot"`
+}
+
+// VersionMapVariant is one distinct version map and the files carrying it.
+type VersionMapVariant struct {
+	Entries int      `json:"entries"`
+	Packed  string   `json:"packed"`
+	Files   []string `json:"files"`
+}
+
+// MetadataSummary is one unknown schema metadata key/value and the files carrying it.
+type MetadataSummary struct {
+	Key   string   `json:"key"`
+	Value string   `json:"value"`
+	Files []string `json:"files"`
+}
+
+// TotalsSummary adds up the files (stored view).
+type TotalsSummary struct {
+	Files      int   `json:"files"`
+	Bytes      int64 `json:"bytes"`
+	Rows       int   `json:"rows"`
+	Keyed      int   `json:"keyed"`
+	Operator   int   `json:"operator"`
+	Raw        int   `json:"raw"`
+	KeyBytes   int64 `json:"key_bytes"`
+	ValueBytes int64 `json:"value_bytes"`
+	Operators  int   `json:"operators"`
+	Slots      int   `json:"slots"`
+}
+
+type inspCounts struct {
+	rows, keyed, operator, raw int
+	keyBytes, valueBytes       int64
+}
+
+func (c *inspCounts) add(r Row, k Kind) {
+	c.rows++
+	switch k {
+	case KindKeyed:
+		c.keyed++
+	case KindOperator:
+		c.operator++
+	default:
+		c.raw++
+	}
+	c.keyBytes += int64(len(r.Key))
+	c.valueBytes += int64(len(r.Value))
+}
+
+type inspSlotKey struct {
+	has  bool
+	name string
+}
+
+type inspOp struct {
+	inspCounts
+	slots    map[inspSlotKey]*inspCounts
+	subtasks map[int]int
+}
+
+// Summarize describes an opened savepoint (see Summary). It reads only what
+// Open decoded; it does not touch the disk.
+func Summarize(sp *Savepoint) *Summary {
+	s := &Summary{
+		Input: InputSummary{
+			Path: sp.Path, Kind: sp.Kind.String(), Backend: string(sp.Backend),
+			Generation: sp.Generation, Checkpoint: sp.Checkpoint, Job: sp.Job,
+			CompletedMarker: sp.CompletedRel, GroupsInferred: sp.GroupsInferred && len(sp.Groups) > 0,
+			Groups: []GroupSummary{},
+		},
+		Files:           []FileSummary{},
+		Operators:       []OperatorSummary{},
+		UnknownMetadata: []MetadataSummary{},
+		Notes:           append([]string{}, sp.Notes...),
+	}
+	if sp.Completed != nil && sp.Completed.HasSubtasks {
+		s.Input.CompletedSubtasks = append([]int{}, sp.Completed.Subtasks...)
+	}
+	for _, g := range sp.Groups {
+		s.Input.Groups = append(s.Input.Groups, GroupSummary{FormatGroups([]Group{g}), g.First, g.Count})
+	}
+	if s.Input.GroupsInferred && len(sp.Groups) > 1 {
+		s.Notes = append(s.Notes, "chain groups "+FormatGroups(sp.Groups)+" were inferred from which operators hold keyed rows in each subtask file")
+	}
+
+	ops := map[uint64]*inspOp{}
+	type metaKV struct{ k, v string }
+	meta := map[metaKV][]string{}
+	var vmVariants []VersionMapVariant
+	vmIndex := map[string]int{}
+	for _, f := range sp.Files {
+		fs := FileSummary{Rel: f.Rel, Subtask: f.Subtask, Size: f.Size, CRC32C: f.CRC32C, FileCompression: f.Compression, Batches: []int{}, MetadataKeys: []string{}}
+		if f.Verdict != "" {
+			fs.Sidecar = &SidecarSummary{Verdict: string(f.Verdict), Detail: f.VerdictDetail}
+		}
+		snap := f.Snapshot
+		if snap == nil {
+			snap = &Snapshot{Variant: Empty}
+		}
+		fs.Variant = snap.Variant.String()
+		fs.BodyCompression = snap.Compression
+		fs.Batches = append(fs.Batches, snap.BatchRows...)
+		fs.TrailingBytes = snap.TrailingBytes
+		fs.VersionEntries = snap.Versions.Len()
+		for _, e := range snap.Metadata {
+			fs.MetadataKeys = append(fs.MetadataKeys, e.Key)
+			if e.Key != MetaFormatVersion && e.Key != MetaStateVersions {
+				kv := metaKV{e.Key, e.Value}
+				if fl := meta[kv]; len(fl) == 0 || fl[len(fl)-1] != f.Rel {
+					meta[kv] = append(fl, f.Rel)
+				}
+			}
+		}
+		if cl := snap.Changelog; cl != nil {
+			cs := &ChangelogSummary{Blobs: cl.Blobs, Materialization: []string{}, Handles: []string{}, Materializations: append([]string{}, f.Materializations...), LogRows: cl.LogRows, Puts: cl.Puts, Erases: cl.Erases}
+			for i, inBlob := range cl.InBlob {
+				h := ""
+				if i < len(cl.Handles) {
+					h = cl.Handles[i]
+				}
+				switch {
+				case inBlob:
+					cs.Materialization = append(cs.Materialization, "inline")
+				case h == "":
+					cs.Materialization = append(cs.Materialization, "handle-empty")
+				default:
+					cs.Materialization = append(cs.Materialization, "handle")
+				}
+				cs.Handles = append(cs.Handles, h)
+			}
+			fs.Changelog = cs
+		}
+		p := snap.Versions.Pack()
+		if i, ok := vmIndex[p]; ok {
+			vmVariants[i].Files = append(vmVariants[i].Files, f.Rel)
+		} else {
+			vmIndex[p] = len(vmVariants)
+			vmVariants = append(vmVariants, VersionMapVariant{Entries: snap.Versions.Len(), Packed: p, Files: []string{f.Rel}})
+			if len(s.VersionMap.Entries) == 0 {
+				for _, e := range snap.Versions.Entries() {
+					s.VersionMap.Entries = append(s.VersionMap.Entries, VersionEntrySummary{e.Op, e.StateType, e.Version, e.Slot})
+				}
+			}
+		}
+
+		var fc inspCounts
+		for _, r := range snap.Rows {
+			k := ParseKey(r.Key)
+			fc.add(r, k.Kind)
+			o := ops[r.Op]
+			if o == nil {
+				o = &inspOp{slots: map[inspSlotKey]*inspCounts{}, subtasks: map[int]int{}}
+				ops[r.Op] = o
+			}
+			o.add(r, k.Kind)
+			o.subtasks[f.Subtask]++
+			sk := inspSlotKey{k.HasSlot, string(k.Slot)}
+			sc := o.slots[sk]
+			if sc == nil {
+				sc = &inspCounts{}
+				o.slots[sk] = sc
+			}
+			sc.add(r, k.Kind)
+		}
+		fs.Rows, fs.Keyed, fs.Operator, fs.Raw, fs.KeyBytes, fs.ValueBytes = fc.rows, fc.keyed, fc.operator, fc.raw, fc.keyBytes, fc.valueBytes
+		s.Files = append(s.Files, fs)
+
+		t := &s.Totals
+		t.Files++
+		t.Bytes += f.Size
+		t.Rows += fc.rows
+		t.Keyed += fc.keyed
+		t.Operator += fc.operator
+		t.Raw += fc.raw
+		t.KeyBytes += fc.keyBytes
+		t.ValueBytes += fc.valueBytes
+	}
+	if s.VersionMap.Entries == nil {
+		s.VersionMap.Entries = []VersionEntrySummary{}
+	}
+	if vmVariants == nil {
+		vmVariants = []VersionMapVariant{}
+	}
+	s.VersionMap.Variants = vmVariants
+	s.VersionMap.Disagree = len(vmVariants) > 1
+
+	opIDs := make([]uint64, 0, len(ops))
+	for id := range ops {
+		opIDs = append(opIDs, id)
+	}
+	slices.Sort(opIDs)
+	for _, id := range opIDs {
+		o := ops[id]
+		osum := OperatorSummary{Op: id, Rows: o.rows, Keyed: o.keyed, Operator: o.operator, Raw: o.raw, KeyBytes: o.keyBytes, ValueBytes: o.valueBytes, Slots: []SlotSummary{}, Subtasks: []SubtaskRows{}}
+		sks := make([]inspSlotKey, 0, len(o.slots))
+		for sk := range o.slots {
+			sks = append(sks, sk)
+		}
+		slices.SortFunc(sks, func(a, b inspSlotKey) int {
+			if a.has != b.has {
+				return boolCmp(!a.has, !b.has)
+			}
+			return strings.Compare(a.name, b.name)
+		})
+		for _, sk := range sks {
+			c := o.slots[sk]
+			ss := SlotSummary{Slot: RawSlot, HasSlot: sk.has, Display: RawSlot, Rows: c.rows, Keyed: c.keyed, Operator: c.operator, Raw: c.raw, KeyBytes: c.keyBytes, ValueBytes: c.valueBytes}
+			if sk.has {
+				ss.Slot, ss.SlotHex, ss.Display = sk.name, hex.EncodeToString([]byte(sk.name)), renderSlot([]byte(sk.name), true)
+			}
+			osum.Slots = append(osum.Slots, ss)
+		}
+		subs := make([]int, 0, len(o.subtasks))
+		for st := range o.subtasks {
+			subs = append(subs, st)
+		}
+		slices.Sort(subs)
+		for _, st := range subs {
+			osum.Subtasks = append(osum.Subtasks, SubtaskRows{st, o.subtasks[st]})
+		}
+		s.Operators = append(s.Operators, osum)
+		s.Totals.Slots += len(osum.Slots)
+	}
+	s.Totals.Operators = len(s.Operators)
+
+	kvs := make([]metaKV, 0, len(meta))
+	for kv := range meta {
+		kvs = append(kvs, kv)
+	}
+	slices.SortFunc(kvs, func(a, b metaKV) int {
+		if c := strings.Compare(a.k, b.k); c != 0 {
+			return c
+		}
+		return strings.Compare(a.v, b.v)
+	})
+	for _, kv := range kvs {
+		s.UnknownMetadata = append(s.UnknownMetadata, MetadataSummary{kv.k, kv.v, meta[kv]})
+	}
+
+	s.KeyGroups = keyGroupHistogram(sp)
+	return s
+}
+
+// keyGroupHistogram counts the logical keyed rows per key group. Each file's
+// rows are visited in (op, key) order through an index (no copy of the
+// rows), so a key stored twice in one file counts once.
+func keyGroupHistogram(sp *Savepoint) KeyGroupSummary {
+	var h KeyGroupSummary
+	tree := sp.Kind != InputFile
+	idx := map[*File]*valRowIndex{}
+	index := func(f *File) *valRowIndex {
+		ix := idx[f]
+		if ix == nil {
+			ix = newValRowIndex(f.Snapshot.Rows)
+			idx[f] = ix
+		}
+		return ix
+	}
+	for _, f := range sp.Files {
+		if f.Snapshot == nil {
+			continue
+		}
+		g, grouped := sp.GroupOf(f.Subtask)
+		var rng KeyGroupRange
+		if grouped {
+			rng = g.Range(f.Subtask)
+		}
+		rows := f.Snapshot.Rows
+		ix := index(f)
+		prev := -1
+		for j := 0; j < ix.len(); j++ {
+			i := ix.at(j)
+			r := rows[i]
+			dup := prev >= 0 && rows[prev].Compare(r) == 0
+			prev = i
+			if dup || ParseKey(r.Key).Kind != KindKeyed {
+				continue
+			}
+			kg := int(r.Key[0])
+			if tree && grouped && !rng.Contains(kg) {
+				if of := sp.File(g.Owner(kg)); of != nil && of != f && of.Snapshot != nil && index(of).has(r.Op, r.Key) {
+					h.StaleCopies++
+				} else {
+					h.Lost++
+				}
+				continue
+			}
+			h.Counts[kg]++
+		}
+	}
+	for kg, c := range h.Counts {
+		h.Rows += c
+		if c > 0 {
+			h.NonEmpty++
+		}
+		if c > h.Max {
+			h.Max, h.MaxKeyGroup = c, kg
+		}
+	}
+	if h.Rows > 0 {
+		h.Mean = float64(h.Rows) / NumKeyGroups
+		h.Skew = float64(h.Max) / h.Mean
+	}
+	return h
+}
+
+// renderSlot renders a slot name: quoted when it is valid UTF-8 made of
+// printable characters (quotes optional), else 0x followed by its hex.
+func renderSlot(slot []byte, quote bool) string {
+	if utf8.Valid(slot) && isPrintableText(string(slot)) {
+		if quote {
+			return strconv.Quote(string(slot))
+		}
+		return string(slot)
+	}
+	return "0x" + hex.EncodeToString(slot)
+}
+
+func isPrintableText(s string) bool {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// histogramBlocks are the bar glyphs of the key-group chart, lowest first.
+var histogramBlocks = []rune("▁▂▃▄▅▆▇█")
+
+// WriteText renders the summary for a terminal: a header, the file table
+// (with sidecar verdicts), the operator and slot table, the key-group
+// histogram as 8 lines of 16 key groups drawn with block characters (each
+// scaled to the largest bucket; '·' marks an empty key group) with the skew,
+// the version map, unknown metadata and notes. The output is deterministic.
+func (s *Summary) WriteText(w io.Writer) error {
+	var b bytes.Buffer
+	in := s.Input
+	fmt.Fprintf(&b, "savepoint %s\n", in.Path)
+	head := "  " + in.Kind
+	if in.Kind == InputFile.String() {
+		head = "  snapshot file"
+	}
+	if in.Kind != InputFile.String() || in.Checkpoint != 0 {
+		head += fmt.Sprintf(", backend %s", in.Backend)
+		if in.Kind != InputFile.String() {
+			head += fmt.Sprintf(", generation %d", in.Generation)
+		}
+		head += fmt.Sprintf(", checkpoint %d", in.Checkpoint)
+	}
+	if in.Job != "" {
+		head += ", job " + in.Job
+	}
+	b.WriteString(head + "\n")
+	if in.CompletedMarker != "" {
+		subs := "no subtasks= line"
+		if in.CompletedSubtasks != nil {
+			subs = "subtasks " + joinInts(in.CompletedSubtasks, ",")
+		}
+		fmt.Fprintf(&b, "  marker %s (%s)\n", in.CompletedMarker, subs)
+	} else if in.Kind != InputFile.String() {
+		b.WriteString("  no COMPLETED marker\n")
+	}
+	if len(in.Groups) > 0 {
+		gs := make([]string, len(in.Groups))
+		for i, g := range in.Groups {
+			gs[i] = fmt.Sprintf("%s (parallelism %d)", g.Subtasks, g.Parallelism)
+		}
+		how := "given"
+		if in.GroupsInferred {
+			how = "inferred"
+		}
+		fmt.Fprintf(&b, "  chain groups %s, %s\n", strings.Join(gs, ", "), how)
+	}
+	t := s.Totals
+	fmt.Fprintf(&b, "  %d file%s, %d bytes; %d rows (keyed %d, operator %d, raw %d), %d key bytes, %d value bytes; %d operator%s, %d slot%s\n",
+		t.Files, plural(t.Files, "", "s"), t.Bytes, t.Rows, t.Keyed, t.Operator, t.Raw, t.KeyBytes, t.ValueBytes,
+		t.Operators, plural(t.Operators, "", "s"), t.Slots, plural(t.Slots, "", "s"))
+
+	b.WriteString("\nFiles\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SUBTASK\tFILE\tBYTES\tCRC32C\tVARIANT\tCOMPRESSION\tBATCHES\tROWS\tKEYED\tOPERATOR\tRAW\tSIDECAR")
+	for _, f := range s.Files {
+		comp := "-"
+		switch {
+		case f.FileCompression != "" && f.BodyCompression != "":
+			comp = f.FileCompression + "+" + f.BodyCompression + " body"
+		case f.FileCompression != "":
+			comp = f.FileCompression
+		case f.BodyCompression != "":
+			comp = f.BodyCompression + " body"
+		}
+		batches := "-"
+		if len(f.Batches) > 0 {
+			batches = joinInts(f.Batches, "+")
+		}
+		sc := "none (changelog+file)"
+		if f.Sidecar != nil {
+			sc = f.Sidecar.Verdict
+		}
+		sub := strconv.Itoa(f.Subtask)
+		if f.Subtask < 0 {
+			sub = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", sub, f.Rel, f.Size, f.CRC32C, f.Variant, comp, batches, f.Rows, f.Keyed, f.Operator, f.Raw, sc)
+	}
+	tw.Flush()
+	for _, f := range s.Files {
+		if f.Sidecar != nil && f.Sidecar.Detail != "" {
+			fmt.Fprintf(&b, "  %s: sidecar %s: %s\n", f.Rel, f.Sidecar.Verdict, f.Sidecar.Detail)
+		}
+		if f.TrailingBytes > 0 {
+			fmt.Fprintf(&b, "  %s: %d bytes after the end-of-stream marker\n", f.Rel, f.TrailingBytes)
+		}
+		if c := f.Changelog; c != nil {
+			mats := make([]string, len(c.Materialization))
+			for i, m := range c.Materialization {
+				switch m {
+				case "handle":
+					mats[i] = "handle " + c.Handles[i]
+				case "handle-empty":
+					mats[i] = "empty handle (nothing materialised yet)"
+				default:
+					mats[i] = "inline materialisation"
+				}
+			}
+			line := fmt.Sprintf("  %s: changelog, %d blob%s, %s; %d log rows (%d puts, %d erases)", f.Rel, c.Blobs, plural(c.Blobs, "", "s"), strings.Join(mats, ", "), c.LogRows, c.Puts, c.Erases)
+			if len(c.Materializations) > 0 {
+				line += "; materialisation " + strings.Join(c.Materializations, ", ")
+			}
+			b.WriteString(line + "\n")
+		}
+	}
+	b.WriteString("  metadata keys:\n")
+	for _, f := range s.Files {
+		keys := "(none)"
+		if len(f.MetadataKeys) > 0 {
+			keys = strings.Join(f.MetadataKeys, ", ")
+		}
+		fmt.Fprintf(&b, "    %s: %s\n", f.Rel, keys)
+	}
+
+	b.WriteString("\nOperators\n")
+	if len(s.Operators) == 0 {
+		b.WriteString("  (no rows)\n")
+	} else {
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  OP\tSLOT\tROWS\tKEYED\tOPERATOR\tRAW\tKEY BYTES\tVALUE BYTES\tROWS PER SUBTASK")
+		for _, o := range s.Operators {
+			per := make([]string, len(o.Subtasks))
+			for i, st := range o.Subtasks {
+				if st.Subtask < 0 {
+					per[i] = strconv.Itoa(st.Rows)
+				} else {
+					per[i] = fmt.Sprintf("%d:%d", st.Subtask, st.Rows)
+				}
+			}
+			fmt.Fprintf(tw, "  %d\t(all)\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", o.Op, o.Rows, o.Keyed, o.Operator, o.Raw, o.KeyBytes, o.ValueBytes, strings.Join(per, " "))
+			for _, sl := range o.Slots {
+				fmt.Fprintf(tw, "  \t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", sl.Display, sl.Rows, sl.Keyed, sl.Operator, sl.Raw, sl.KeyBytes, sl.ValueBytes)
+			}
+		}
+		tw.Flush()
+	}
+
+	kg := s.KeyGroups
+	view := "each keyed row counted once: the owner subtask's copy"
+	if in.Kind == InputFile.String() {
+		view = "each keyed row counted once"
+	}
+	fmt.Fprintf(&b, "\nKey groups (%d keyed rows, %s)\n", kg.Rows, view)
+	if kg.Rows == 0 {
+		b.WriteString("  (no keyed rows)\n")
+	} else {
+		fmt.Fprintf(&b, "  %d of 128 key groups hold rows; max %d (key group %d), mean %.2f, skew %.2f (max / mean)\n", kg.NonEmpty, kg.Max, kg.MaxKeyGroup, kg.Mean, kg.Skew)
+		for row := 0; row < NumKeyGroups/16; row++ {
+			var bar strings.Builder
+			sum := 0
+			for i := row * 16; i < row*16+16; i++ {
+				c := kg.Counts[i]
+				sum += c
+				if c == 0 {
+					bar.WriteRune('·')
+					continue
+				}
+				lvl := int(math.Ceil(float64(c)*float64(len(histogramBlocks))/float64(kg.Max))) - 1
+				bar.WriteRune(histogramBlocks[max(0, min(lvl, len(histogramBlocks)-1))])
+			}
+			fmt.Fprintf(&b, "  %3d-%3d %s %6d\n", row*16, row*16+15, bar.String(), sum)
+		}
+		fmt.Fprintf(&b, "  (█ = %d row%s; · = empty)\n", kg.Max, plural(kg.Max, "", "s"))
+	}
+	if kg.StaleCopies > 0 || kg.Lost > 0 {
+		fmt.Fprintf(&b, "  not counted: %d stale keyed cop%s (the owner holds the row), %d keyed row%s no subtask restores\n", kg.StaleCopies, plural(kg.StaleCopies, "y", "ies"), kg.Lost, plural(kg.Lost, "", "s"))
+	}
+
+	vm := s.VersionMap
+	agree := "all files agree"
+	switch {
+	case len(vm.Variants) <= 1 && s.Totals.Files <= 1:
+		agree = ""
+	case vm.Disagree:
+		agree = "FILES DISAGREE"
+	}
+	title := fmt.Sprintf("\nVersion map (%d entr%s", len(vm.Entries), plural(len(vm.Entries), "y", "ies"))
+	if len(vm.Entries) == 0 && agree != "FILES DISAGREE" {
+		title = "\nVersion map: none (no clink.state_versions"
+	}
+	if agree != "" {
+		title += "; " + agree
+	}
+	b.WriteString(title + ")\n")
+	if len(vm.Entries) > 0 {
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  OP\tSTATE TYPE\tVERSION\tSLOT")
+		for _, e := range vm.Entries {
+			slot := "(every row of the op)"
+			if e.Slot != "" {
+				slot = renderSlot([]byte(e.Slot), true)
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\n", e.Op, renderSlot([]byte(e.StateType), true), e.Version, slot)
+		}
+		tw.Flush()
+	}
+	if vm.Disagree {
+		for i, v := range vm.Variants {
+			what := fmt.Sprintf("map %c (%d entr%s)", 'A'+rune(i%26), v.Entries, plural(v.Entries, "y", "ies"))
+			if v.Entries == 0 {
+				what = "no map"
+			}
+			fmt.Fprintf(&b, "  %s: %s\n", what, strings.Join(v.Files, ", "))
+		}
+	}
+
+	if len(s.UnknownMetadata) > 0 {
+		b.WriteString("\nUnknown metadata\n")
+		for _, m := range s.UnknownMetadata {
+			fmt.Fprintf(&b, "  %s = %s (%s)\n", m.Key, renderBytesShort([]byte(m.Value), 64), strings.Join(m.Files, ", "))
+		}
+	}
+	if len(s.Notes) > 0 {
+		b.WriteString("\nNotes\n")
+		for _, n := range s.Notes {
+			fmt.Fprintf(&b, "  - %s\n", n)
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}

@@ -1,0 +1,298 @@
+package savepoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// TestInspectGolden compares WriteText with testdata/golden/*.txt
+// (regenerate with `go test ./savepoint -run TestInspectGolden -update`).
+func TestInspectGolden(t *testing.T) {
+	for _, c := range []struct{ name, path string }{
+		{"inspect-clink-fixture", filepath.Join("..", "testdata", "clink", "snapshot-v1.snap")},
+		{"inspect-mixed-p4", vtFixturePath("mixed-p4")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sum := Summarize(vtOpen(t, c.path, OpenOptions{}))
+			var got bytes.Buffer
+			if err := sum.WriteText(&got); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "golden", c.name+".txt")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Errorf("%s differs (run with -update after checking the change):\n%s", golden, got.String())
+			}
+			// Deterministic: a second rendering is identical.
+			var again bytes.Buffer
+			if err := Summarize(vtOpen(t, c.path, OpenOptions{})).WriteText(&again); err != nil || !bytes.Equal(again.Bytes(), got.Bytes()) {
+				t.Error("two renderings differ")
+			}
+		})
+	}
+}
+
+func TestSummarizeClinkFixture(t *testing.T) {
+	sum := Summarize(vtOpen(t, filepath.Join("..", "testdata", "clink", "snapshot-v1.snap"), OpenOptions{}))
+	if sum.Input.Kind != "file" || sum.Input.Backend != "file" || len(sum.Input.Groups) != 0 {
+		t.Errorf("input %+v", sum.Input)
+	}
+	if len(sum.Files) != 1 {
+		t.Fatalf("files %+v", sum.Files)
+	}
+	f := sum.Files[0]
+	if f.Rel != "snapshot-v1.snap" || f.Subtask != -1 || f.Size != 704 || f.CRC32C != 3978191169 || f.Variant != "canonical" ||
+		!slices.Equal(f.Batches, []int{3}) || f.Rows != 3 || f.Keyed != 3 || f.KeyBytes != 48 || f.ValueBytes != 24 ||
+		!slices.Equal(f.MetadataKeys, []string{MetaFormatVersion}) || f.Sidecar == nil || f.Sidecar.Verdict != "incomplete" || f.Changelog != nil {
+		t.Errorf("file %+v", f)
+	}
+	if len(sum.Operators) != 1 || sum.Operators[0].Op != 42 || len(sum.Operators[0].Slots) != 1 {
+		t.Fatalf("operators %+v", sum.Operators)
+	}
+	sl := sum.Operators[0].Slots[0]
+	if sl.Slot != "counts" || sl.SlotHex != "636f756e7473" || !sl.HasSlot || sl.Display != `"counts"` || sl.Rows != 3 || sl.Keyed != 3 {
+		t.Errorf("slot %+v", sl)
+	}
+	kg := sum.KeyGroups
+	var want [NumKeyGroups]int
+	want[36], want[7], want[98] = 1, 1, 1 // section 8: int64 keys 1, 2, 7
+	if kg.Counts != want || kg.Rows != 3 || kg.NonEmpty != 3 || kg.Max != 1 || kg.MaxKeyGroup != 7 ||
+		math.Abs(kg.Mean-3.0/128) > 1e-12 || math.Abs(kg.Skew-128.0/3) > 1e-9 {
+		t.Errorf("key groups %+v", kg)
+	}
+	if len(sum.VersionMap.Entries) != 0 || sum.VersionMap.Disagree || len(sum.VersionMap.Variants) != 1 {
+		t.Errorf("version map %+v", sum.VersionMap)
+	}
+}
+
+func TestSummarizeIndependentFixtures(t *testing.T) {
+	for _, name := range vtFixtures {
+		t.Run(name, func(t *testing.T) {
+			tr := vtLoadTruth(t, name)
+			sp := vtOpen(t, vtFixturePath(name), OpenOptions{})
+			sum := Summarize(sp)
+
+			in := sum.Input
+			if in.Kind != "tree" || in.Generation != tr.Generation || strconv.FormatUint(in.Checkpoint, 10) != tr.Checkpoint || in.Job != tr.Job {
+				t.Errorf("input %+v", in)
+			}
+			if len(in.Groups) != len(tr.Layout.Groups) {
+				t.Fatalf("groups %+v, truth %+v", in.Groups, tr.Layout.Groups)
+			}
+			for i, g := range tr.Layout.Groups {
+				if in.Groups[i].FirstSubtask != g.FirstSubtask || in.Groups[i].Parallelism != g.Parallelism {
+					t.Errorf("group %d %+v, truth %+v", i, in.Groups[i], g)
+				}
+			}
+
+			// Totals against the truth counts.
+			tot := sum.Totals
+			if tot.Rows != tr.Counts.Entries || tot.Keyed != tr.Counts.Keyed || tot.Operator != tr.Counts.Operator || tot.Raw != tr.Counts.Raw {
+				t.Errorf("totals %+v, truth counts %+v", tot, tr.Counts)
+			}
+
+			// Per file and kind, per operator: counted from the truth entries.
+			type sk struct {
+				subtask int
+				kind    string
+			}
+			perFile := map[sk]int{}
+			perOp := map[uint64]int{}
+			perOpSub := map[uint64]map[int]int{}
+			for _, e := range tr.Entries {
+				perFile[sk{e.Subtask, e.Kind}]++
+				op := e.op(t)
+				perOp[op]++
+				if perOpSub[op] == nil {
+					perOpSub[op] = map[int]int{}
+				}
+				perOpSub[op][e.Subtask]++
+			}
+			for i, f := range sum.Files {
+				tf := tr.Files[i]
+				if f.Subtask != tf.Subtask || filepath.ToSlash(f.Rel) != tf.Path {
+					t.Fatalf("file %d is %s (subtask %d), truth %s (subtask %d)", i, f.Rel, f.Subtask, tf.Path, tf.Subtask)
+				}
+				if f.Keyed != perFile[sk{f.Subtask, "keyed"}] || f.Operator != perFile[sk{f.Subtask, "operator"}] || f.Raw != perFile[sk{f.Subtask, "raw"}] ||
+					f.Rows != f.Keyed+f.Operator+f.Raw {
+					t.Errorf("%s: rows %d keyed %d operator %d raw %d; truth keyed %d operator %d raw %d", f.Rel, f.Rows, f.Keyed, f.Operator, f.Raw,
+						perFile[sk{f.Subtask, "keyed"}], perFile[sk{f.Subtask, "operator"}], perFile[sk{f.Subtask, "raw"}])
+				}
+				if f.Variant == "canonical" && !slices.Equal(f.Batches, tf.Batches) {
+					t.Errorf("%s batches %v, truth %v", f.Rel, f.Batches, tf.Batches)
+				}
+				if f.Variant == "canonical" && !slices.Equal(f.MetadataKeys, tf.MetadataKeys) {
+					t.Errorf("%s metadata keys %v, truth %v", f.Rel, f.MetadataKeys, tf.MetadataKeys)
+				}
+				if sp.Backend == BackendFile && (f.Sidecar == nil || f.Sidecar.Verdict != "valid") {
+					t.Errorf("%s sidecar %+v", f.Rel, f.Sidecar)
+				}
+				if sp.Backend == BackendChangelogFile {
+					if f.Sidecar != nil || f.Changelog == nil {
+						t.Errorf("%s sidecar %+v changelog %+v", f.Rel, f.Sidecar, f.Changelog)
+					} else if want := tf.Materialisation; (want == nil) != (len(f.Changelog.Materializations) == 0) ||
+						want != nil && filepath.ToSlash(f.Changelog.Materializations[0]) != *want {
+						t.Errorf("%s materialisations %v, truth %v", f.Rel, f.Changelog.Materializations, want)
+					}
+				}
+			}
+			if len(sum.Operators) != len(perOp) {
+				t.Errorf("%d operators, truth %d", len(sum.Operators), len(perOp))
+			}
+			for _, o := range sum.Operators {
+				if o.Rows != perOp[o.Op] || o.Rows != o.Keyed+o.Operator+o.Raw {
+					t.Errorf("op %d: %d rows, truth %d", o.Op, o.Rows, perOp[o.Op])
+				}
+				slotRows := 0
+				for _, s := range o.Slots {
+					slotRows += s.Rows
+				}
+				if slotRows != o.Rows {
+					t.Errorf("op %d: slots add up to %d rows, not %d", o.Op, slotRows, o.Rows)
+				}
+				for _, st := range o.Subtasks {
+					if st.Rows != perOpSub[o.Op][st.Subtask] {
+						t.Errorf("op %d subtask %d: %d rows, truth %d", o.Op, st.Subtask, st.Rows, perOpSub[o.Op][st.Subtask])
+					}
+				}
+			}
+
+			// The histogram: each keyed entry once, stale copies left out.
+			var want [NumKeyGroups]int
+			for _, e := range tr.Entries {
+				if e.Kind == "keyed" && (e.Authoritative == nil || *e.Authoritative) {
+					want[*e.KeyGroup]++
+				}
+			}
+			kg := sum.KeyGroups
+			if kg.Counts != want {
+				t.Errorf("histogram\n got %v\nwant %v", kg.Counts, want)
+			}
+			if kg.StaleCopies != tr.Counts.StaleKeyedCopies || kg.Lost != 0 || kg.Rows != tr.Counts.Keyed-tr.Counts.StaleKeyedCopies {
+				t.Errorf("key groups: rows %d stale %d lost %d; truth keyed %d stale %d", kg.Rows, kg.StaleCopies, kg.Lost, tr.Counts.Keyed, tr.Counts.StaleKeyedCopies)
+			}
+			maxC, maxKG := 0, 0
+			for i, c := range want {
+				if c > maxC {
+					maxC, maxKG = c, i
+				}
+			}
+			if kg.Max != maxC || kg.MaxKeyGroup != maxKG || math.Abs(kg.Skew-float64(maxC)*128/float64(kg.Rows)) > 1e-9 {
+				t.Errorf("max %d at %d, skew %v; want %d at %d", kg.Max, kg.MaxKeyGroup, kg.Skew, maxC, maxKG)
+			}
+
+			// The version map is the truth's job-wide map.
+			var vm VersionMap
+			for _, e := range sum.VersionMap.Entries {
+				if err := vm.Set(VersionEntry{e.Op, e.StateType, e.Version, e.Slot}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if vm.Pack() != tr.VersionMap[0].Packed {
+				t.Errorf("version map %q, truth %q", vm.Pack(), tr.VersionMap[0].Packed)
+			}
+			if sum.VersionMap.Disagree != (len(vtNoMapFiles[name]) > 0) {
+				t.Errorf("disagree = %v", sum.VersionMap.Disagree)
+			}
+			if v := sum.VersionMap.Variants[0]; v.Packed != tr.VersionMap[0].Packed {
+				t.Errorf("first variant %+v", v)
+			}
+
+			// Unknown metadata: the generator's future key, where the truth lists it.
+			var withKey []string
+			for _, tf := range tr.Files {
+				if slices.Contains(tf.MetadataKeys, "clink.x_unknown_future_key") && sum.Files[slices.IndexFunc(sum.Files, func(f FileSummary) bool { return f.Subtask == tf.Subtask })].Variant == "canonical" {
+					withKey = append(withKey, tf.Path)
+				}
+			}
+			if len(withKey) > 0 {
+				um := sum.UnknownMetadata
+				if len(um) != 1 || um[0].Key != "clink.x_unknown_future_key" || um[0].Value != "ignore-me" {
+					t.Fatalf("unknown metadata %+v", um)
+				}
+				for _, p := range withKey {
+					if !slices.Contains(um[0].Files, filepath.FromSlash(p)) {
+						t.Errorf("unknown metadata files %v lack %s", um[0].Files, p)
+					}
+				}
+			}
+
+			// The JSON form: snake_case keys, 128 buckets.
+			b, err := json.Marshal(sum)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"input", "files", "operators", "key_groups", "version_map", "unknown_metadata", "totals", "notes"} {
+				if _, ok := m[k]; !ok {
+					t.Errorf("JSON lacks %q", k)
+				}
+			}
+			if c := m["key_groups"].(map[string]any)["counts"].([]any); len(c) != NumKeyGroups {
+				t.Errorf("%d buckets in JSON", len(c))
+			}
+			if f0 := m["files"].([]any)[0].(map[string]any); f0["rel"] == nil || f0["metadata_keys"] == nil || f0["body_compression"] == nil {
+				t.Errorf("file JSON %v", f0)
+			}
+			var back Summary
+			if err := json.Unmarshal(b, &back); err != nil || back.Totals != sum.Totals || back.KeyGroups != sum.KeyGroups {
+				t.Errorf("JSON round trip: %v", err)
+			}
+		})
+	}
+}
+
+func TestSummarizeSlotRendering(t *testing.T) {
+	rows := []Row{
+		vtKeyed(7, "ok", []byte("a"), "1"),
+		vtKeyed(7, "", []byte("b"), "2"),
+		vtKeyed(7, "\xfe\x01", []byte("c"), "3"),
+		vtOperator(7, "__clink_timers", []byte("t")),
+		vtOperator(7, "rules|", []byte("r")),
+	}
+	path := filepath.Join(t.TempDir(), "x.snap")
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sum := Summarize(vtOpen(t, path, OpenOptions{}))
+	var got []string
+	for _, s := range sum.Operators[0].Slots {
+		got = append(got, s.Display+"/"+strconv.Itoa(s.Keyed)+"/"+strconv.Itoa(s.Operator))
+	}
+	want := []string{`""/1/0`, `"ok"/1/0`, `"rules"/0/1`, "0xfe01/1/0", "<raw>/0/1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("slots %q, want %q", got, want)
+	}
+	if sum.Totals.Slots != 5 || sum.Totals.Operators != 1 || sum.Totals.Rows != 5 {
+		t.Errorf("totals %+v", sum.Totals)
+	}
+	var b bytes.Buffer
+	if err := sum.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, frag := range []string{"0xfe01", `"ok"`, "<raw>", "no integrity sidecar"} {
+		if !bytes.Contains(b.Bytes(), []byte(frag)) {
+			t.Errorf("text lacks %q:\n%s", frag, b.String())
+		}
+	}
+}

@@ -1,0 +1,1045 @@
+package savepoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Severity ranks a validation finding.
+//
+//   - SeverityError: clink would refuse the input or lose state on restore
+//     (a misplaced row with no owner copy, a bad sidecar, a wrong key-group
+//     byte, ...). sptool validate exits 1.
+//   - SeverityWarning: what real clink trees carry and clink tolerates
+//     (stale copies, replicated operator rows with differing values,
+//     unsorted rows, ...).
+//   - SeverityInfo: facts worth knowing that need no action.
+type Severity string
+
+// The severities of a Finding.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+	SeverityInfo    Severity = "info"
+)
+
+// The stable identifiers of Validate's checks (Finding.Check). Each check's
+// doc comment gives its severities.
+const (
+	// CheckSidecar: a file-backend payload whose integrity verdict is not
+	// valid (error; a single-file input without a sidecar is info), and the
+	// missing sidecars of changelog+file payloads (info).
+	CheckSidecar = "sidecar"
+	// CheckFormat: a payload compressed as a whole (error: clink reads only a
+	// bare Arrow IPC stream), a 0-byte payload in a tree (error: the file
+	// backend treats it as absent and refuses to restore the subtask), a
+	// 0-byte single file (info), compressed record-batch bodies (info).
+	CheckFormat = "format"
+	// CheckMetadata: a schema metadata key stored more than once (warning:
+	// clink reads the first, apache-arrow JS the last).
+	CheckMetadata = "metadata"
+	// CheckTrailingBytes: bytes after the end-of-stream marker (warning).
+	CheckTrailingBytes = "trailing-bytes"
+	// CheckKeyGroup: a keyed row whose stored key-group byte differs from
+	// KeyGroupOf(user key) (error: the key's records are routed elsewhere,
+	// so the row is never read).
+	CheckKeyGroup = "key-group"
+	// CheckSlotName: a keyed row whose slot name contains '\n' (warning:
+	// clink's KeyedState refuses such a name, so no operator can open the
+	// slot; the rows are restored but unreachable).
+	CheckSlotName = "slot-name"
+	// CheckZeroLengthKey: a row with an empty key (info: never filtered by
+	// key group and not operator state; every restore of the file keeps it).
+	CheckZeroLengthKey = "zero-length-key"
+	// CheckMisplacedRow: a keyed row (first key byte < 128, legacy raw keys
+	// included) outside its subtask's key-group range whose owner subtask
+	// holds no copy (error: no subtask restores it, section 10.1).
+	CheckMisplacedRow = "misplaced-row"
+	// CheckStaleCopy: a keyed row outside its subtask's range whose owner
+	// subtask holds the same (op, key) (warning: the owner's copy is the one
+	// restored).
+	CheckStaleCopy = "stale-copy"
+	// CheckDuplicate: an (op, key) stored more than once in one file
+	// (warning; the message says which copy restore keeps).
+	CheckDuplicate = "duplicate"
+	// CheckUnsorted: a file whose rows are not in (op, key) order (warning,
+	// once per file: clink reads rows in any order).
+	CheckUnsorted = "unsorted"
+	// CheckOperatorDivergence: an operator-state key held by several
+	// subtask files with differing values. Warning when a value is not 8
+	// bytes (clink picks in directory order, section 10.4); info when all
+	// are 8 bytes (greater-wins) and the key is not a fixed-key source
+	// offset.
+	CheckOperatorDivergence = "operator-divergence"
+	// CheckOffsetDivergence: a fixed-key source offset (…_source_offset__)
+	// with differing 8-byte values (warning: greater-wins hands every
+	// subtask the furthest position any of them reached, section 10.4).
+	CheckOffsetDivergence = "offset-divergence"
+	// CheckOperatorReplica: how many operator-state keys are replicated over
+	// several subtask files (info, one per tree; section 10.3).
+	CheckOperatorReplica = "operator-replica"
+	// CheckVersionMapDisagreement: files of one tree carrying different
+	// version maps, or some none (warning, section 10.6).
+	CheckVersionMapDisagreement = "version-map-disagreement"
+	// CheckCompleted: the COMPLETED marker. A listed subtask without a
+	// directory is an error; a subtask directory not listed, or a marker
+	// whose checkpoint or generation differs from the tree's, a warning; no
+	// marker, or no subtasks= line, info.
+	CheckCompleted = "completed"
+	// CheckChangelogOnFileBackend: a changelog payload stored as
+	// checkpoint-<id>.snap in a file-backend tree (warning: clink's file
+	// backend refuses it, its state tools read it).
+	CheckChangelogOnFileBackend = "changelog-on-file-backend"
+	// CheckChangelogMode: a changelog materialisation row of the wrong mode
+	// for the tree's backend: row_kind 0 (inline) in a changelog+file tree
+	// (error: the restore throws) or row_kind 3 (external handle) in a
+	// file-backend tree (warning).
+	CheckChangelogMode = "changelog-mode"
+	// CheckUnreferencedMaterialization: a materializations/mat-<id>.bin no
+	// changelog of the checkpoint references (info: left over; clink's
+	// restore ignores it).
+	CheckUnreferencedMaterialization = "unreferenced-materialization"
+	// CheckParallelism: with ValidateOptions.Parallelism M, a chain group
+	// whose file count is not M, or a keyed row outside its subtask's range
+	// at M with no copy in the file that owns it at M (error); a row outside
+	// its range at M whose owner-at-M file holds a copy (warning).
+	CheckParallelism = "parallelism"
+)
+
+// DefaultFindingLimit is how many findings of one check, severity and file
+// Validate lists before summarising the rest in one finding (see
+// ValidateOptions.Limit).
+const DefaultFindingLimit = 20
+
+// ValidateOptions control Validate.
+type ValidateOptions struct {
+	// Parallelism, when > 0, also checks the input against a job at that
+	// parallelism resubmitted from it (clink-format.md section 6.2: subtask
+	// i reads only its own file v<G>/<i> and filters it by its new range).
+	// Subtask i of the tree is taken as new subtask i. Every chain group is
+	// checked on its own: its file count must be Parallelism and every keyed
+	// row of its k-th file (k = subtask - the group's first subtask) must
+	// lie in KeyGroupRangeForSubtask(k, Parallelism). For a multi-group tree
+	// this therefore asks "can every chain group run at this parallelism";
+	// a group already at it is covered by the misplaced-row and stale-copy
+	// checks and not checked twice. A single-file input is taken as
+	// subtask 0. 0 skips the check.
+	Parallelism int
+	// Limit is how many findings of one (check, severity, file) are listed
+	// before the rest are summarised in one finding carrying their count in
+	// Omitted. 0 means DefaultFindingLimit; a negative value lists all.
+	Limit int
+}
+
+// Finding is one result of Validate.
+//
+// Its JSON form is a stable interface:
+//
+//	{"severity": "error"|"warning"|"info",
+//	 "check":    stable identifier (the Check* constants),
+//	 "file":     the payload path relative to the savepoint root ("" for a finding about the whole tree),
+//	 "subtask":  the global subtask index (-1 for a single-file input or a tree-level finding),
+//	 "row":      the row's index in the file's rows (-1 when the finding is not about one row),
+//	 "op":       the operator id (0 when not about one operator),
+//	 "key":      the stored key in lowercase hex (absent when not about one key),
+//	 "message":  a human-readable explanation,
+//	 "omitted":  on a summary finding, how many further findings of this check, severity and file were not listed (absent otherwise)}
+//
+// Row indexes count a canonical file's rows in stream order (batches
+// concatenated, duplicates kept); for a changelog file they index the
+// replayed rows in canonical order.
+type Finding struct {
+	Severity Severity
+	Check    string
+	File     string
+	Subtask  int
+	Row      int
+	Op       uint64
+	Key      []byte
+	Message  string
+	// Omitted is set on a summary finding: the number of findings of this
+	// check, severity and file that were not listed (see ValidateOptions.Limit).
+	Omitted int
+}
+
+type findingJSON struct {
+	Severity Severity `json:"severity"`
+	Check    string   `json:"check"`
+	File     string   `json:"file"`
+	Subtask  int      `json:"subtask"`
+	Row      int      `json:"row"`
+	Op       uint64   `json:"op"`
+	Key      *string  `json:"key,omitempty"`
+	Message  string   `json:"message"`
+	Omitted  int      `json:"omitted,omitempty"`
+}
+
+// MarshalJSON writes the documented JSON form (the key in lowercase hex).
+func (f Finding) MarshalJSON() ([]byte, error) {
+	j := findingJSON{f.Severity, f.Check, f.File, f.Subtask, f.Row, f.Op, nil, f.Message, f.Omitted}
+	if f.Key != nil {
+		h := hex.EncodeToString(f.Key)
+		j.Key = &h
+	}
+	return marshalJSONNoEscape(j)
+}
+
+// marshalJSONNoEscape marshals v without HTML escaping ("<raw>" stays
+// readable); an enclosing encoder still escapes if it is asked to.
+func marshalJSONNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (f *Finding) UnmarshalJSON(b []byte) error {
+	var j findingJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*f = Finding{Severity: j.Severity, Check: j.Check, File: j.File, Subtask: j.Subtask, Row: j.Row, Op: j.Op, Message: j.Message, Omitted: j.Omitted}
+	if j.Key != nil {
+		k, err := hex.DecodeString(*j.Key)
+		if err != nil {
+			return fmt.Errorf("finding key: %w", err)
+		}
+		f.Key = k
+	}
+	return nil
+}
+
+// count is how many problems the finding stands for.
+func (f Finding) count() int {
+	if f.Omitted > 0 {
+		return f.Omitted
+	}
+	return 1
+}
+
+// Report is the result of Validate: every finding, in a stable order (the
+// tree-level findings first, then per file in subtask order: file-level
+// findings, then by row, then by check; summaries of omitted findings last).
+//
+// Its JSON form is {"errors": n, "warnings": n, "infos": n, "findings":
+// [Finding...]} where the counts include omitted findings.
+type Report struct {
+	Findings []Finding `json:"findings"`
+}
+
+// MarshalJSON writes the documented JSON form.
+func (r Report) MarshalJSON() ([]byte, error) {
+	fs := r.Findings
+	if fs == nil {
+		fs = []Finding{}
+	}
+	return marshalJSONNoEscape(struct {
+		Errors   int       `json:"errors"`
+		Warnings int       `json:"warnings"`
+		Infos    int       `json:"infos"`
+		Findings []Finding `json:"findings"`
+	}{r.Errors(), r.Warnings(), r.Infos(), fs})
+}
+
+func (r *Report) countOf(s Severity) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == s {
+			n += f.count()
+		}
+	}
+	return n
+}
+
+// Errors returns the number of errors, omitted ones included.
+func (r *Report) Errors() int { return r.countOf(SeverityError) }
+
+// Warnings returns the number of warnings, omitted ones included.
+func (r *Report) Warnings() int { return r.countOf(SeverityWarning) }
+
+// Infos returns the number of infos, omitted ones included.
+func (r *Report) Infos() int { return r.countOf(SeverityInfo) }
+
+// WriteText renders the report for a terminal: the errors, the warnings
+// and the infos listed apart, each finding on one line as
+// "<file> row <n> [<check>] <key>: <message>" ("tree" for findings about the
+// whole input), then a count line.
+func (r *Report) WriteText(w io.Writer) error {
+	var b bytes.Buffer
+	for _, sev := range []Severity{SeverityError, SeverityWarning, SeverityInfo} {
+		var lines []string
+		for _, f := range r.Findings {
+			if f.Severity != sev {
+				continue
+			}
+			where := "tree"
+			if f.File != "" {
+				where = f.File
+			}
+			if f.Row >= 0 {
+				where += " row " + strconv.Itoa(f.Row)
+			}
+			what := ""
+			if f.Key != nil && f.Row >= 0 {
+				what = fmt.Sprintf(" op %d key %s", f.Op, renderKey(f.Key))
+			}
+			lines = append(lines, fmt.Sprintf("  %s [%s]%s: %s\n", where, f.Check, what, f.Message))
+		}
+		if len(lines) == 0 {
+			continue
+		}
+		title := map[Severity]string{SeverityError: "Errors", SeverityWarning: "Warnings", SeverityInfo: "Info"}[sev]
+		fmt.Fprintf(&b, "%s (%d)\n", title, r.countOf(sev))
+		for _, l := range lines {
+			b.WriteString(l)
+		}
+		b.WriteByte('\n')
+	}
+	e, wn, in := r.Errors(), r.Warnings(), r.Infos()
+	verdict := "valid"
+	if e > 0 {
+		verdict = "INVALID"
+	}
+	fmt.Fprintf(&b, "%s: %d error%s, %d warning%s, %d info%s\n", verdict, e, plural(e, "", "s"), wn, plural(wn, "", "s"), in, plural(in, "", "s"))
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// ByCheck returns the listed findings of one check, in report order.
+func (r *Report) ByCheck(check string) []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Check == check {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Validate runs every contract check of clink-format.md over an opened
+// savepoint and returns the findings (see the Check* constants for what is
+// checked and at which severity). Errors mean clink would refuse the input
+// or lose state on restore; warnings are what real clink trees carry and
+// clink tolerates.
+//
+// Findings are capped: at most opts.Limit (default 20) per check, severity
+// and file are listed, then one summary finding carries the count of the
+// rest, so a tree with millions of bad rows gives a short report while
+// Errors and Warnings still count every problem.
+//
+// Row placement is judged with sp.Groups (given to Open or inferred): a
+// keyed row of global subtask i belongs in Group.Range(i) of i's chain
+// group, and its owner is Group.Owner(kg) within that group. A single-file
+// input has no placement to check.
+func Validate(sp *Savepoint, opts ValidateOptions) *Report {
+	v := &validator{sp: sp, opts: opts, limit: opts.Limit, idx: map[*File]*valRowIndex{}, counts: map[valCapKey]int{}}
+	if v.limit == 0 {
+		v.limit = DefaultFindingLimit
+	}
+	v.run()
+	return v.report()
+}
+
+type valCapKey struct {
+	check, file string
+	sev         Severity
+	subtask     int
+}
+
+type validator struct {
+	sp       *Savepoint
+	opts     ValidateOptions
+	limit    int
+	findings []Finding
+	counts   map[valCapKey]int
+	idx      map[*File]*valRowIndex
+}
+
+func (v *validator) isTree() bool { return v.sp.Kind != InputFile }
+
+// add records a finding unless its (check, severity, file) is over the cap.
+func (v *validator) add(f Finding) {
+	k := valCapKey{f.Check, f.File, f.Severity, f.Subtask}
+	v.counts[k]++
+	if v.limit > 0 && v.counts[k] > v.limit {
+		return
+	}
+	v.findings = append(v.findings, f)
+}
+
+func (v *validator) fileFinding(f *File, sev Severity, check, msg string) {
+	v.add(Finding{Severity: sev, Check: check, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: msg})
+}
+
+func (v *validator) rowFinding(f *File, i int, sev Severity, check, msg string) {
+	r := f.Snapshot.Rows[i]
+	v.add(Finding{Severity: sev, Check: check, File: f.Rel, Subtask: f.Subtask, Row: i, Op: r.Op, Key: r.Key, Message: msg})
+}
+
+func (v *validator) treeFinding(sev Severity, check string, op uint64, key []byte, msg string) {
+	v.add(Finding{Severity: sev, Check: check, Subtask: -1, Row: -1, Op: op, Key: key, Message: msg})
+}
+
+func (v *validator) report() *Report {
+	for k, n := range v.counts {
+		if v.limit > 0 && n > v.limit {
+			v.findings = append(v.findings, Finding{
+				Severity: k.sev, Check: k.check, File: k.file, Subtask: k.subtask, Row: -1, Omitted: n - v.limit,
+				Message: fmt.Sprintf("%d more %s %s finding%s not listed (at most %d per check and file)", n-v.limit, k.check, k.sev, plural(n-v.limit, "", "s"), v.limit),
+			})
+		}
+	}
+	sevRank := map[Severity]int{SeverityError: 0, SeverityWarning: 1, SeverityInfo: 2}
+	slices.SortStableFunc(v.findings, func(a, b Finding) int {
+		if c := boolCmp(a.File != "", b.File != ""); c != 0 {
+			return c
+		}
+		if a.Subtask != b.Subtask {
+			return a.Subtask - b.Subtask
+		}
+		if c := strings.Compare(a.File, b.File); c != 0 {
+			return c
+		}
+		if c := boolCmp(a.Omitted > 0, b.Omitted > 0); c != 0 {
+			return c
+		}
+		if a.Row != b.Row {
+			return a.Row - b.Row
+		}
+		if c := strings.Compare(a.Check, b.Check); c != 0 {
+			return c
+		}
+		if c := sevRank[a.Severity] - sevRank[b.Severity]; c != 0 {
+			return c
+		}
+		if a.Op != b.Op {
+			if a.Op < b.Op {
+				return -1
+			}
+			return 1
+		}
+		if c := bytes.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Message, b.Message)
+	})
+	return &Report{Findings: v.findings}
+}
+
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+func (v *validator) run() {
+	for _, f := range v.sp.Files {
+		v.checkFileLevel(f)
+		v.checkRows(f)
+	}
+	if v.isTree() {
+		v.checkSidecarlessChangelogs()
+		v.checkOperatorRows()
+		v.checkVersionMaps()
+		v.checkCompleted()
+		v.checkUnreferencedMaterializations()
+	}
+	if v.opts.Parallelism > 0 {
+		v.checkParallelism(v.opts.Parallelism)
+	}
+}
+
+// checkFileLevel covers the sidecar, the container and the metadata of one file.
+func (v *validator) checkFileLevel(f *File) {
+	sp := v.sp
+	s := f.Snapshot
+	// Sidecar.
+	if sp.Kind == InputFile {
+		switch {
+		case f.Verdict == VerdictValid:
+		case f.Verdict == VerdictIncomplete && f.Sidecar == nil:
+			v.fileFinding(f, SeverityInfo, CheckSidecar, "no .meta sidecar beside the file: clink's file backend refuses a payload without one (until `clink checkpoint-verify --repair` mints it); sptool writes one with every output")
+		case f.Verdict != "":
+			v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("sidecar verdict %s: %s", f.Verdict, f.VerdictDetail))
+		}
+	} else if sp.Backend == BackendFile && f.Verdict != VerdictValid {
+		v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("sidecar verdict %s: %s; clink's restore refuses this payload", f.Verdict, f.VerdictDetail))
+	}
+	// Container.
+	if f.Compression != "" {
+		v.fileFinding(f, SeverityError, CheckFormat, fmt.Sprintf("the payload is %s-compressed as a whole: clink reads only a bare Arrow IPC stream and refuses it (sptool reads it; decompress it, or write it with sptool)", f.Compression))
+	}
+	if s == nil {
+		return
+	}
+	switch {
+	case s.Variant == Empty && v.isTree():
+		v.fileFinding(f, SeverityError, CheckFormat, fmt.Sprintf("0-byte payload: clink's restore treats it as absent and refuses to restore subtask %d with empty state (section 5.3) unless CLINK_ALLOW_MISSING_RESTORE_STATE is set; write a zero-row stream instead", f.Subtask))
+	case s.Variant == Empty:
+		v.fileFinding(f, SeverityInfo, CheckFormat, "0-byte file: empty state (clink accepts it as such everywhere, but its file backend treats a 0-byte checkpoint payload as absent)")
+	}
+	if s.Compression != "" {
+		v.fileFinding(f, SeverityInfo, CheckFormat, fmt.Sprintf("record-batch bodies are %s-compressed: clink's writer never compresses them, and its reader needs an Arrow build with that codec", s.Compression))
+	}
+	if s.TrailingBytes > 0 {
+		v.fileFinding(f, SeverityWarning, CheckTrailingBytes, fmt.Sprintf("%d byte%s after the end-of-stream marker: clink ignores them, sptool does not write them", s.TrailingBytes, plural(int(s.TrailingBytes), "", "s")))
+	}
+	seen := map[string]int{}
+	var order []string
+	for _, e := range s.Metadata {
+		if seen[e.Key] == 0 {
+			order = append(order, e.Key)
+		}
+		seen[e.Key]++
+	}
+	for _, k := range order {
+		if n := seen[k]; n > 1 {
+			v.fileFinding(f, SeverityWarning, CheckMetadata, fmt.Sprintf("schema metadata key %q appears %d times: clink and arrow-go read the first value, apache-arrow JS the last; sptool keeps the first", k, n))
+		}
+	}
+	// Changelog payloads.
+	if s.Variant == Changelog && s.Changelog != nil && v.isTree() {
+		cl := s.Changelog
+		if sp.Backend == BackendFile {
+			msg := fmt.Sprintf("changelog payload stored as %s: clink's file backend refuses changelog payloads under checkpoint-<id>.snap (section 1.7: its restore expects the three-column schema); its state tools read them", filepath.Base(f.Rel))
+			if cl.Blobs > 1 {
+				msg += fmt.Sprintf(" except when CLMB-framed, as this one is (%d blobs): canonicalise needs a single IPC stream", cl.Blobs)
+			}
+			v.fileFinding(f, SeverityWarning, CheckChangelogOnFileBackend, msg)
+		}
+		for b, inBlob := range cl.InBlob {
+			where := ""
+			if cl.Blobs > 1 {
+				where = fmt.Sprintf("blob %d: ", b)
+			}
+			switch {
+			case inBlob && sp.Backend == BackendChangelogFile:
+				v.fileFinding(f, SeverityError, CheckChangelogMode, where+"row 0 holds an inline materialisation (row_kind 0), but the changelog+file backend restores with an external materialisation store and throws on this mode mismatch (section 1.7)")
+			case !inBlob && sp.Backend == BackendFile:
+				v.fileFinding(f, SeverityWarning, CheckChangelogMode, where+"row 0 is an external materialisation handle (row_kind 3), the changelog+file backend's form: an in-memory changelog restore (no external store) throws on this mode mismatch, and clink's tools resolve it only with --materialisation-store")
+			}
+		}
+	}
+}
+
+// checkSidecarlessChangelogs notes once per tree that changelog+file payloads carry no sidecar.
+func (v *validator) checkSidecarlessChangelogs() {
+	if v.sp.Backend != BackendChangelogFile {
+		return
+	}
+	n := 0
+	for _, f := range v.sp.Files {
+		if f.Verdict == "" {
+			n++
+		}
+	}
+	if n > 0 {
+		v.treeFinding(SeverityInfo, CheckSidecar, 0, nil, fmt.Sprintf("%d changelog+file payload%s carry no .meta sidecar: this backend writes none and does not verify its payloads on restore (section 1.7)", n, plural(n, "", "s")))
+	}
+}
+
+// valRowIndex finds (op, key) pairs in a file's rows.
+type valRowIndex struct {
+	rows  []Row
+	order []int // rows' indexes sorted by (op, key), stable; nil when rows are already in order
+}
+
+func newValRowIndex(rows []Row) *valRowIndex {
+	ix := &valRowIndex{rows: rows}
+	if slices.IsSortedFunc(rows, Row.Compare) {
+		return ix
+	}
+	ix.order = make([]int, len(rows))
+	for i := range ix.order {
+		ix.order[i] = i
+	}
+	slices.SortStableFunc(ix.order, func(a, b int) int { return rows[a].Compare(rows[b]) })
+	return ix
+}
+
+func (ix *valRowIndex) len() int { return len(ix.rows) }
+
+// at returns the stream index of the i-th row in (op, key) order.
+func (ix *valRowIndex) at(i int) int {
+	if ix.order == nil {
+		return i
+	}
+	return ix.order[i]
+}
+
+func (ix *valRowIndex) has(op uint64, key []byte) bool {
+	probe := Row{Op: op, Key: key}
+	lo, hi := 0, ix.len()
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ix.rows[ix.at(m)].Compare(probe) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < ix.len() && ix.rows[ix.at(lo)].Compare(probe) == 0
+}
+
+func (v *validator) index(f *File) *valRowIndex {
+	if ix, ok := v.idx[f]; ok {
+		return ix
+	}
+	var rows []Row
+	if f.Snapshot != nil {
+		rows = f.Snapshot.Rows
+	}
+	ix := newValRowIndex(rows)
+	v.idx[f] = ix
+	return ix
+}
+
+// holds reports whether file f stores a row (op, key).
+func (v *validator) holds(f *File, op uint64, key []byte) bool {
+	return f != nil && f.Snapshot != nil && v.index(f).has(op, key)
+}
+
+// checkRows covers every row of one file: key layout, placement, duplicates, order.
+func (v *validator) checkRows(f *File) {
+	s := f.Snapshot
+	if s == nil {
+		return
+	}
+	var group Group
+	var rng KeyGroupRange
+	placed := false
+	if v.isTree() {
+		if g, ok := v.sp.GroupOf(f.Subtask); ok {
+			group, rng, placed = g, g.Range(f.Subtask), true
+		}
+	}
+	for i, r := range s.Rows {
+		if len(r.Key) == 0 {
+			v.rowFinding(f, i, SeverityInfo, CheckZeroLengthKey, "zero-length key: never filtered by key group and not operator state; every restore of this file keeps it")
+			continue
+		}
+		k := ParseKey(r.Key)
+		if k.Kind == KindKeyed {
+			if want := KeyGroupOf(k.UserKey); want != k.KeyGroup {
+				v.rowFinding(f, i, SeverityError, CheckKeyGroup, fmt.Sprintf("stored key-group byte %d, but the user key hashes to key group %d: clink routes the key's records by %d, so this row is never read (a narrowed restore files it under %d)", k.KeyGroup, want, want, k.KeyGroup))
+			}
+			if bytes.IndexByte(k.Slot, '\n') >= 0 {
+				v.rowFinding(f, i, SeverityWarning, CheckSlotName, fmt.Sprintf("slot name %s contains '\\n': clink's KeyedState refuses such a name, so no operator can open this slot (the row is restored but unreachable)", renderSlot(k.Slot, true)))
+			}
+		}
+		kg, filtered := RestoreKeyGroup(r.Key)
+		if !filtered || !placed || rng.Contains(kg) {
+			continue
+		}
+		owner := group.Owner(kg)
+		what := fmt.Sprintf("key group %d", kg)
+		if k.Kind == KindRaw {
+			what += " (a legacy raw key, filtered by its first byte)"
+		}
+		if of := v.sp.File(owner); of != f && v.holds(of, r.Op, r.Key) {
+			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner's copy in subtask %d is restored", what, f.Subtask, rng, owner))
+		} else {
+			v.rowFinding(f, i, SeverityError, CheckMisplacedRow, fmt.Sprintf("lost on restore: %s lies outside subtask %d's range %s and its owner, subtask %d, holds no copy: no subtask restores this row (section 10.1)", what, f.Subtask, rng, owner))
+		}
+	}
+	v.checkOrder(f)
+}
+
+// checkOrder reports duplicate (op, key) rows and unsorted rows of a canonical file.
+func (v *validator) checkOrder(f *File) {
+	s := f.Snapshot
+	if s.Variant != Canonical || Sorted(s.Rows) {
+		return
+	}
+	rows := s.Rows
+	for i := 1; i < len(rows); i++ {
+		if rows[i-1].Compare(rows[i]) > 0 {
+			v.fileFinding(f, SeverityWarning, CheckUnsorted, fmt.Sprintf("rows are not in (op, key) order (first out of order: row %d): clink reads rows in any order; sptool writes them sorted", i))
+			break
+		}
+	}
+	ix := v.index(f)
+	for a := 0; a < ix.len(); {
+		b := a + 1
+		for b < ix.len() && rows[ix.at(a)].Compare(rows[ix.at(b)]) == 0 {
+			b++
+		}
+		if b-a > 1 {
+			idxs := make([]int, 0, b-a)
+			for j := a; j < b; j++ {
+				idxs = append(idxs, ix.at(j))
+			}
+			kept := idxs[0]
+			for _, j := range idxs[1:] {
+				if keepsIncoming(rows[kept], rows[j]) {
+					kept = j
+				}
+			}
+			rule := "keyed rows: the last in stream order wins"
+			if rows[kept].IsOperatorState() {
+				rule = "operator state: the greater int64 when both values are 8 bytes, else the later row"
+			}
+			v.rowFinding(f, idxs[0], SeverityWarning, CheckDuplicate, fmt.Sprintf("(op, key) stored %d times in this file (rows %s); restore keeps row %d (%s)", len(idxs), joinInts(idxs, ", "), kept, rule))
+		}
+		a = b
+	}
+}
+
+// keepsIncoming reports whether clink's restore replaces existing with
+// incoming (see MergeDuplicate).
+func keepsIncoming(existing, incoming Row) bool {
+	if existing.IsOperatorState() && len(existing.Value) == 8 && len(incoming.Value) == 8 {
+		return int64(binary.LittleEndian.Uint64(existing.Value)) < int64(binary.LittleEndian.Uint64(incoming.Value))
+	}
+	return true
+}
+
+func joinInts(xs []int, sep string) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, sep)
+}
+
+// isSourceOffsetKey reports whether an operator-state logical key is a
+// fixed-key source offset (__vector_source_offset__, __file_source_offset__,
+// __directory_file_source_offset__, __parquet_source_offset__, ...).
+func isSourceOffsetKey(logical []byte) bool {
+	return bytes.Contains(logical, []byte("source_offset"))
+}
+
+type valOpCopy struct {
+	subtask int
+	value   []byte
+}
+
+// checkOperatorRows compares the operator-state rows replicated over the tree's files.
+func (v *validator) checkOperatorRows() {
+	type entry struct {
+		op     uint64
+		key    []byte
+		copies []valOpCopy
+	}
+	byKey := map[string]*entry{}
+	var keys []string
+	for _, f := range v.sp.Files {
+		if f.Snapshot == nil {
+			continue
+		}
+		var ops []Row
+		for _, r := range f.Snapshot.Rows {
+			if r.IsOperatorState() {
+				ops = append(ops, r)
+			}
+		}
+		for _, r := range Logical(ops) {
+			k := string(binary.BigEndian.AppendUint64(nil, r.Op)) + string(r.Key)
+			e := byKey[k]
+			if e == nil {
+				e = &entry{op: r.Op, key: r.Key}
+				byKey[k] = e
+				keys = append(keys, k)
+			}
+			e.copies = append(e.copies, valOpCopy{f.Subtask, r.Value})
+		}
+	}
+	slices.Sort(keys)
+	replicated, diverging := 0, 0
+	for _, k := range keys {
+		e := byKey[k]
+		if len(e.copies) < 2 {
+			continue
+		}
+		replicated++
+		distinct := map[string]bool{}
+		all8 := true
+		for _, c := range e.copies {
+			distinct[string(c.value)] = true
+			all8 = all8 && len(c.value) == 8
+		}
+		if len(distinct) < 2 {
+			continue
+		}
+		diverging++
+		desc := describeCopies(e.copies, all8)
+		unions := v.sp.Backend != BackendChangelogFile
+		logical := e.key[1:]
+		if all8 {
+			best := e.copies[0]
+			for _, c := range e.copies[1:] {
+				if int64(binary.LittleEndian.Uint64(c.value)) > int64(binary.LittleEndian.Uint64(best.value)) {
+					best = c
+				}
+			}
+			bestV := int64(binary.LittleEndian.Uint64(best.value))
+			if isSourceOffsetKey(logical) {
+				v.treeFinding(SeverityWarning, CheckOffsetDivergence, e.op, e.key, fmt.Sprintf("op %d source offset %s differs across subtasks (%s): a merge (scale-down restore, rescale) keeps the greatest, %d (subtask %d), handing every subtask the furthest position any of them reached (section 10.4)", e.op, renderKey(e.key), desc, bestV, best.subtask))
+			} else {
+				v.treeFinding(SeverityInfo, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has different 8-byte values across subtasks (%s): merges (scale-down restore, rescale) keep the greatest signed int64, %d (subtask %d) (section 6.3)", e.op, renderKey(e.key), desc, bestV, best.subtask))
+			}
+			continue
+		}
+		last := e.copies[len(e.copies)-1]
+		how := "clink resolves such non-8-byte collisions in directory order, which is unspecified (section 10.4)"
+		if !unions {
+			how = "this backend's restore unions no operator rows (each subtask keeps its own), but a merge (rescale, export) must pick one"
+		}
+		v.treeFinding(SeverityWarning, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has %d different values across subtasks (%s): %s; merged in subtask order, subtask %d's copy wins", e.op, renderKey(e.key), len(distinct), desc, how, last.subtask))
+	}
+	if replicated > 0 {
+		why := "every restore replicates operator rows into every subtask, section 10.3"
+		if v.sp.Backend == BackendChangelogFile {
+			why = "each subtask's own: the changelog+file restore unions no operator rows"
+		}
+		v.treeFinding(SeverityInfo, CheckOperatorReplica, 0, nil, fmt.Sprintf("%d operator-state key%s held by several subtask files (%s); %d of them with differing values", replicated, plural(replicated, " is", "s are"), why, diverging))
+	}
+}
+
+// describeCopies lists which subtasks hold which value.
+func describeCopies(copies []valOpCopy, all8 bool) string {
+	var order []string
+	subs := map[string][]int{}
+	for _, c := range copies {
+		k := string(c.value)
+		if _, ok := subs[k]; !ok {
+			order = append(order, k)
+		}
+		subs[k] = append(subs[k], c.subtask)
+	}
+	parts := make([]string, len(order))
+	for i, k := range order {
+		var val string
+		if all8 {
+			val = strconv.FormatInt(int64(binary.LittleEndian.Uint64([]byte(k))), 10)
+		} else {
+			val = fmt.Sprintf("%d bytes %s", len(k), renderBytesShort([]byte(k), 12))
+		}
+		parts[i] = fmt.Sprintf("%s %s: %s", plural(len(subs[k]), "subtask", "subtasks"), joinInts(subs[k], ","), val)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// checkVersionMaps compares the version maps of the tree's files.
+func (v *validator) checkVersionMaps() {
+	var order []string
+	files := map[string][]string{}
+	counts := map[string]int{}
+	for _, f := range v.sp.Files {
+		if f.Snapshot == nil {
+			continue
+		}
+		p := f.Snapshot.Versions.Pack()
+		if _, ok := files[p]; !ok {
+			order = append(order, p)
+			counts[p] = f.Snapshot.Versions.Len()
+		}
+		files[p] = append(files[p], f.Rel)
+	}
+	if len(order) < 2 {
+		return
+	}
+	parts := make([]string, len(order))
+	for i, p := range order {
+		what := fmt.Sprintf("map %c (%d entr%s)", 'A'+rune(i%26), counts[p], plural(counts[p], "y", "ies"))
+		if p == "" {
+			what = "no map"
+		}
+		parts[i] = fmt.Sprintf("%s: %s", what, strings.Join(files[p], ", "))
+	}
+	v.treeFinding(SeverityWarning, CheckVersionMapDisagreement, 0, nil, fmt.Sprintf("the files disagree on the job-wide version map (%s): merging keeps the first non-empty input's map (section 10.6), and a subtask restored from a file without the map reads every stamp as version 1", strings.Join(parts, "; ")))
+}
+
+// checkCompleted compares the COMPLETED marker with the tree.
+func (v *validator) checkCompleted() {
+	sp := v.sp
+	c := sp.Completed
+	if c == nil {
+		v.treeFinding(SeverityInfo, CheckCompleted, 0, nil, fmt.Sprintf("no COMPLETED-%d marker: restore does not need one, but without its subtasks= line clink unions operator rows from every subtask directory", sp.Checkpoint))
+		return
+	}
+	if c.Checkpoint != sp.Checkpoint {
+		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s says checkpoint=%d, but it marks checkpoint %d", sp.CompletedRel, c.Checkpoint, sp.Checkpoint))
+	}
+	if c.Generation != sp.Generation {
+		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s says generation=%d, but the checkpoint was read from generation v%d", sp.CompletedRel, c.Generation, sp.Generation))
+	}
+	if !c.HasSubtasks {
+		v.treeFinding(SeverityInfo, CheckCompleted, 0, nil, fmt.Sprintf("%s has no subtasks= line: clink unions operator rows from every subtask directory", sp.CompletedRel))
+		return
+	}
+	present := map[int]bool{}
+	for _, f := range sp.Files {
+		present[f.Subtask] = true
+	}
+	listed := map[int]bool{}
+	for _, i := range c.Subtasks {
+		if listed[i] {
+			continue
+		}
+		listed[i] = true
+		if !present[i] {
+			v.treeFinding(SeverityError, CheckCompleted, 0, nil, fmt.Sprintf("%s lists subtask %d, but v%d has no directory %d: a job restoring that subtask finds no state and refuses to start", sp.CompletedRel, i, sp.Generation, i))
+		}
+	}
+	for _, f := range sp.Files {
+		if listed[f.Subtask] {
+			continue
+		}
+		if sp.Backend == BackendChangelogFile {
+			v.add(Finding{Severity: SeverityInfo, Check: CheckCompleted, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: fmt.Sprintf("subtask %d is not listed in %s (the changelog+file restore unions no operator rows, so only tools read the listing)", f.Subtask, sp.CompletedRel)})
+			continue
+		}
+		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: fmt.Sprintf("subtask %d is not listed in %s: clink's restore does not union its operator rows into the other subtasks (section 5.3)", f.Subtask, sp.CompletedRel)})
+	}
+}
+
+// checkUnreferencedMaterializations lists materialisation files of a
+// changelog+file tree that no changelog of the checkpoint references.
+func (v *validator) checkUnreferencedMaterializations() {
+	if v.sp.Backend != BackendChangelogFile {
+		return
+	}
+	for _, f := range v.sp.Files {
+		dir := filepath.Join(filepath.Dir(f.Path), "materializations")
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		relDir := filepath.Join(filepath.Dir(f.Rel), "materializations")
+		for _, e := range ents {
+			if e.IsDir() || !strings.HasPrefix(e.Name(), "mat-") {
+				continue
+			}
+			rel := filepath.Join(relDir, e.Name())
+			if slices.Contains(f.Materializations, rel) {
+				continue
+			}
+			v.add(Finding{Severity: SeverityInfo, Check: CheckUnreferencedMaterialization, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: fmt.Sprintf("%s is referenced by no changelog of checkpoint %d (left over from an earlier one; clink's restore ignores it, sptool does not copy it)", filepath.ToSlash(rel), v.sp.Checkpoint)})
+		}
+	}
+}
+
+// checkParallelism checks the input against a job resubmitted at parallelism m.
+func (v *validator) checkParallelism(m int) {
+	sp := v.sp
+	type block struct {
+		g     Group
+		files []*File
+	}
+	var blocks []block
+	if !v.isTree() {
+		blocks = []block{{Group{First: -1, Count: 1}, sp.Files}}
+	} else {
+		for _, g := range sp.Groups {
+			b := block{g: g}
+			for _, f := range sp.Files {
+				if g.Contains(f.Subtask) {
+					b.files = append(b.files, f)
+				}
+			}
+			blocks = append(blocks, b)
+		}
+	}
+	for _, b := range blocks {
+		if len(b.files) != m {
+			what := "the input has 1 file"
+			switch {
+			case v.isTree() && len(sp.Groups) == 1:
+				what = fmt.Sprintf("the tree has %d subtask file%s", len(b.files), plural(len(b.files), "", "s"))
+			case v.isTree():
+				what = fmt.Sprintf("chain group %s has %d subtask file%s", FormatGroups([]Group{b.g}), len(b.files), plural(len(b.files), "", "s"))
+			}
+			v.treeFinding(SeverityError, CheckParallelism, 0, nil, fmt.Sprintf("%s; a job at parallelism %d restores %d (each subtask reads only its own file, section 6.2)", what, m, m))
+		}
+		if v.isTree() && b.g.Count == m {
+			continue // the misplaced-row and stale-copy checks already judged this layout
+		}
+		for k, f := range b.files {
+			if f.Snapshot == nil {
+				continue
+			}
+			rng := KeyGroupRangeForSubtask(k, m)
+			for i, r := range f.Snapshot.Rows {
+				kg, filtered := RestoreKeyGroup(r.Key)
+				if !filtered || rng.Contains(kg) {
+					continue
+				}
+				j := SubtaskForKeyGroup(kg, m)
+				var of *File // the file that is subtask j of this group, if the group has one
+				if v.isTree() && j < len(b.files) {
+					of = b.files[j]
+				}
+				where := fmt.Sprintf("outside subtask %d's range %s at parallelism %d", k, rng, m)
+				if k >= m {
+					where = fmt.Sprintf("in subtask %d, which does not exist at parallelism %d", k, m)
+				}
+				if of != nil && of != f && v.holds(of, r.Op, r.Key) {
+					v.rowFinding(f, i, SeverityWarning, CheckParallelism, fmt.Sprintf("stale copy at parallelism %d: key group %d lies %s; subtask %d, which owns it there, holds a copy", m, kg, where, j))
+					continue
+				}
+				v.rowFinding(f, i, SeverityError, CheckParallelism, fmt.Sprintf("key group %d lies %s, and subtask %d, which owns it there, holds no copy: a job resubmitted at parallelism %d loses this row", kg, where, j, m))
+			}
+		}
+	}
+}
+
+// renderBytesShort renders b as clink's tools do: "text" when every byte is
+// printable ASCII, else 0x<hex>; longer than max bytes it is cut with "…".
+func renderBytesShort(b []byte, max int) string {
+	cut := b
+	if len(cut) > max {
+		cut = cut[:max]
+	}
+	var s string
+	if isPrintableASCII(cut) {
+		s = strconv.Quote(string(cut))
+	} else {
+		s = "0x" + hex.EncodeToString(cut)
+	}
+	if len(b) > max {
+		s += "…"
+	}
+	return s
+}
+
+func isPrintableASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// renderKey renders a stored key for a message: operator keys as 0xff
+// followed by the logical key, keyed keys as kg/slot/user key.
+func renderKey(key []byte) string {
+	k := ParseKey(key)
+	switch {
+	case len(key) == 0:
+		return `""`
+	case k.Kind == KindOperator:
+		return fmt.Sprintf("0x%02x+%s", key[0], renderBytesShort(key[1:], 48))
+	case k.Kind == KindKeyed:
+		return fmt.Sprintf("kg %d slot %s key %s", k.KeyGroup, renderSlot(k.Slot, true), renderBytesShort(k.UserKey, 32))
+	}
+	return renderBytesShort(key, 48)
+}

@@ -1,0 +1,990 @@
+package savepoint
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// ---- the independent fixture trees and their truth files ----
+
+// vtFixtures are the trees of testdata/independent (see its README.md).
+var vtFixtures = []string{"mixed-p4", "changelog-p4", "two-groups", "gen3-stale", "changelog-file"}
+
+type vtTruthFile struct {
+	Subtask                      int      `json:"subtask"`
+	Path                         string   `json:"path"`
+	Variant                      string   `json:"variant"`
+	Batches                      []int    `json:"batches"`
+	MetadataKeys                 []string `json:"metadata_keys"`
+	Materialisation              *string  `json:"materialisation"`
+	UnreferencedMaterialisations []string `json:"unreferenced_materialisations"`
+}
+
+type vtTruthEntry struct {
+	Subtask       int    `json:"subtask"`
+	OpID          string `json:"op_id"`
+	Kind          string `json:"kind"`
+	KeyHex        string `json:"key_hex"`
+	KeyGroup      *int   `json:"key_group"`
+	ValueHex      string `json:"value_hex"`
+	Origin        string `json:"origin"`
+	Duplicate     bool   `json:"duplicate"`
+	Authoritative *bool  `json:"authoritative"`
+}
+
+func (e vtTruthEntry) op(t testing.TB) uint64 {
+	op, err := strconv.ParseUint(e.OpID, 10, 64)
+	if err != nil {
+		t.Fatalf("truth op_id %q: %v", e.OpID, err)
+	}
+	return op
+}
+
+type vtTruth struct {
+	Generation int    `json:"generation"`
+	Checkpoint string `json:"checkpoint"`
+	Job        string `json:"job"`
+	VersionMap []struct {
+		Packed string `json:"packed"`
+	} `json:"version_map"`
+	Files  []vtTruthFile `json:"files"`
+	Layout struct {
+		Groups []struct {
+			FirstSubtask int `json:"first_subtask"`
+			Parallelism  int `json:"parallelism"`
+		} `json:"groups"`
+	} `json:"layout"`
+	Counts struct {
+		Entries                int `json:"entries"`
+		Keyed                  int `json:"keyed"`
+		Operator               int `json:"operator"`
+		Raw                    int `json:"raw"`
+		ReplicaOperatorRows    int `json:"replica_operator_rows"`
+		StaleKeyedCopies       int `json:"stale_keyed_copies"`
+		NonAuthoritativeCopies int `json:"non_authoritative_copies"`
+	} `json:"counts"`
+	Entries []vtTruthEntry `json:"entries"`
+}
+
+func vtLoadTruth(t testing.TB, name string) *vtTruth {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "independent", name+".truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr vtTruth
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatalf("%s truth: %v", name, err)
+	}
+	return &tr
+}
+
+func vtOpen(t testing.TB, path string, opts OpenOptions) *Savepoint {
+	t.Helper()
+	sp, err := Open(path, opts)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	return sp
+}
+
+func vtFixturePath(name string) string { return filepath.Join("..", "testdata", "independent", name) }
+
+// vtNoMapFiles are the files of each fixture that carry no version map:
+// changelog files whose materialisation is empty (log only) or absent. The
+// truth describes them by their variant ("empty materialisation, log
+// only", "changelog+file (log)", "changelog+file (empty)"); a changelog's
+// map lives in its materialisation, so they cannot carry one.
+var vtNoMapFiles = map[string][]string{
+	"changelog-p4":   {"v1/2/checkpoint-17.snap"},
+	"changelog-file": {"v1/2/changelog-17.snap", "v1/3/changelog-17.snap"},
+}
+
+type vtFindingKey struct {
+	check   string
+	sev     Severity
+	subtask int
+	op      uint64
+	key     string
+}
+
+func vtKeys(fs []Finding) []vtFindingKey {
+	out := make([]vtFindingKey, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, vtFindingKey{f.Check, f.Severity, f.Subtask, f.Op, hex.EncodeToString(f.Key)})
+	}
+	slices.SortFunc(out, vtCompareKey)
+	return out
+}
+
+func vtCompareKey(a, b vtFindingKey) int {
+	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}
+
+func vtDump(r *Report) string {
+	var b strings.Builder
+	for _, f := range r.Findings {
+		fmt.Fprintf(&b, "  %s %s %s row %d: %s\n", f.Severity, f.Check, f.File, f.Row, f.Message)
+	}
+	return b.String()
+}
+
+func TestValidateIndependentFixtures(t *testing.T) {
+	for _, name := range vtFixtures {
+		t.Run(name, func(t *testing.T) {
+			tr := vtLoadTruth(t, name)
+			sp := vtOpen(t, vtFixturePath(name), OpenOptions{})
+			rep := Validate(sp, ValidateOptions{})
+			if rep.Errors() != 0 {
+				t.Fatalf("%d errors, want 0:\n%s", rep.Errors(), vtDump(rep))
+			}
+			// The chain groups the validation judged placement by are the truth's.
+			var groups []Group
+			for _, g := range tr.Layout.Groups {
+				groups = append(groups, Group{First: g.FirstSubtask, Count: g.Parallelism})
+			}
+			if !slices.Equal(sp.Groups, groups) {
+				t.Fatalf("groups %v, truth %v", sp.Groups, groups)
+			}
+
+			// Stale copies: exactly the truth's non-authoritative copies.
+			var wantStale []vtFindingKey
+			staleKeyed := 0
+			for _, e := range tr.Entries {
+				if e.Authoritative != nil && !*e.Authoritative {
+					wantStale = append(wantStale, vtFindingKey{CheckStaleCopy, SeverityWarning, e.Subtask, e.op(t), e.KeyHex})
+					if e.Kind == "keyed" {
+						staleKeyed++
+					}
+				}
+			}
+			slices.SortFunc(wantStale, vtCompareKey)
+			gotStale := rep.ByCheck(CheckStaleCopy)
+			if got := vtKeys(gotStale); !slices.Equal(got, wantStale) {
+				t.Errorf("stale copies:\n got %v\nwant %v", got, wantStale)
+			}
+			if len(gotStale) != tr.Counts.NonAuthoritativeCopies {
+				t.Errorf("%d stale-copy findings, truth counts %d non-authoritative copies", len(gotStale), tr.Counts.NonAuthoritativeCopies)
+			}
+			keyed := 0
+			for _, f := range gotStale {
+				if ParseKey(f.Key).Kind == KindKeyed {
+					keyed++
+				}
+				if !strings.Contains(f.Message, "the owner's copy in subtask") {
+					t.Errorf("stale-copy message %q does not name the owner", f.Message)
+				}
+			}
+			if keyed != tr.Counts.StaleKeyedCopies || staleKeyed != tr.Counts.StaleKeyedCopies {
+				t.Errorf("stale keyed copies: %d findings, %d in the truth entries, truth counts %d", keyed, staleKeyed, tr.Counts.StaleKeyedCopies)
+			}
+
+			// Replicated operator rows: computed from the truth entries.
+			type opKey struct {
+				op  uint64
+				key string
+			}
+			vals := map[opKey]map[string]bool{}
+			holders := map[opKey]int{}
+			for _, e := range tr.Entries {
+				if e.Kind != "operator" {
+					continue
+				}
+				k := opKey{e.op(t), e.KeyHex}
+				if vals[k] == nil {
+					vals[k] = map[string]bool{}
+				}
+				vals[k][e.ValueHex] = true
+				holders[k]++
+			}
+			var wantDiv []vtFindingKey
+			replicated, diverging := 0, 0
+			divWarnings, divInfos := 0, 0
+			for k, vs := range vals {
+				if holders[k] > 1 {
+					replicated++
+				}
+				if len(vs) < 2 {
+					continue
+				}
+				diverging++
+				all8 := true
+				for v := range vs {
+					all8 = all8 && len(v) == 16
+				}
+				key, _ := hex.DecodeString(k.key)
+				fk := vtFindingKey{CheckOperatorDivergence, SeverityWarning, -1, k.op, k.key}
+				switch {
+				case all8 && bytes.Contains(key, []byte("source_offset")):
+					fk.check = CheckOffsetDivergence
+					divWarnings++
+				case all8:
+					fk.sev = SeverityInfo
+					divInfos++
+				default:
+					divWarnings++
+				}
+				wantDiv = append(wantDiv, fk)
+			}
+			slices.SortFunc(wantDiv, vtCompareKey)
+			gotDiv := vtKeys(append(rep.ByCheck(CheckOperatorDivergence), rep.ByCheck(CheckOffsetDivergence)...))
+			if !slices.Equal(gotDiv, wantDiv) {
+				t.Errorf("operator divergence:\n got %v\nwant %v", gotDiv, wantDiv)
+			}
+			if rs := rep.ByCheck(CheckOperatorReplica); len(rs) != 1 || rs[0].Severity != SeverityInfo ||
+				!strings.HasPrefix(rs[0].Message, fmt.Sprintf("%d operator-state keys are held by several subtask files", replicated)) ||
+				!strings.HasSuffix(rs[0].Message, fmt.Sprintf("; %d of them with differing values", diverging)) {
+				t.Errorf("operator-replica findings %v, want one info for %d keys, %d diverging", rs, replicated, diverging)
+			}
+
+			// Version maps: every file carrying one carries the truth's.
+			for _, f := range sp.Files {
+				if p := f.Snapshot.Versions.Pack(); p != "" && p != tr.VersionMap[0].Packed {
+					t.Errorf("%s version map %q, truth %q", f.Rel, p, tr.VersionMap[0].Packed)
+				}
+			}
+			vm := rep.ByCheck(CheckVersionMapDisagreement)
+			if noMap := vtNoMapFiles[name]; len(noMap) > 0 {
+				want := "no map: " + strings.Join(noMap, ", ") + ")"
+				if len(vm) != 1 || vm[0].Severity != SeverityWarning || !strings.Contains(vm[0].Message, want) {
+					t.Errorf("version-map findings %v, want one warning containing %q", vm, want)
+				}
+			} else if len(vm) != 0 {
+				t.Errorf("unexpected version-map findings %v", vm)
+			}
+
+			// Changelog payloads under checkpoint-<id>.snap.
+			var wantCl []string
+			wantUnref := 0
+			for _, f := range tr.Files {
+				if sp.Backend == BackendFile && strings.HasPrefix(f.Variant, "changelog") {
+					wantCl = append(wantCl, f.Path)
+				}
+				wantUnref += len(f.UnreferencedMaterialisations)
+			}
+			var gotCl []string
+			for _, f := range rep.ByCheck(CheckChangelogOnFileBackend) {
+				if f.Severity != SeverityWarning || !strings.Contains(f.Message, "clink's file backend refuses changelog payloads under checkpoint-<id>.snap") {
+					t.Errorf("changelog finding %+v", f)
+				}
+				gotCl = append(gotCl, f.File)
+			}
+			if !slices.Equal(gotCl, wantCl) {
+				t.Errorf("changelog-on-file-backend files %v, want %v", gotCl, wantCl)
+			}
+			unref := rep.ByCheck(CheckUnreferencedMaterialization)
+			if len(unref) != wantUnref {
+				t.Errorf("%d unreferenced-materialization findings, truth lists %d", len(unref), wantUnref)
+			}
+			for _, f := range tr.Files {
+				for _, u := range f.UnreferencedMaterialisations {
+					if !slices.ContainsFunc(unref, func(x Finding) bool { return strings.HasPrefix(x.Message, u+" ") }) {
+						t.Errorf("no finding for the unreferenced %s", u)
+					}
+				}
+			}
+
+			// Unsorted canonical files, judged independently from the rows.
+			var wantUnsorted []string
+			for _, f := range sp.Files {
+				if f.Snapshot.Variant != Canonical {
+					continue
+				}
+				rows := f.Snapshot.Rows
+				for i := 1; i < len(rows); i++ {
+					if rows[i-1].Op > rows[i].Op || rows[i-1].Op == rows[i].Op && bytes.Compare(rows[i-1].Key, rows[i].Key) > 0 {
+						wantUnsorted = append(wantUnsorted, f.Rel)
+						break
+					}
+				}
+			}
+			var gotUnsorted []string
+			for _, f := range rep.ByCheck(CheckUnsorted) {
+				gotUnsorted = append(gotUnsorted, f.File)
+			}
+			if !slices.Equal(gotUnsorted, wantUnsorted) {
+				t.Errorf("unsorted files %v, want %v", gotUnsorted, wantUnsorted)
+			}
+
+			// Sidecars: the changelog+file tree carries none (one info).
+			sc := rep.ByCheck(CheckSidecar)
+			if sp.Backend == BackendChangelogFile {
+				if len(sc) != 1 || sc[0].Severity != SeverityInfo || !strings.HasPrefix(sc[0].Message, "4 changelog+file payloads carry no .meta sidecar") {
+					t.Errorf("sidecar findings %v", sc)
+				}
+			} else if len(sc) != 0 {
+				t.Errorf("sidecar findings %v", sc)
+			}
+
+			// Nothing else: the warnings and infos add up.
+			wantWarnings := len(wantStale) + divWarnings + len(wantCl) + len(wantUnsorted)
+			wantInfos := divInfos + 1 + wantUnref
+			if len(vtNoMapFiles[name]) > 0 {
+				wantWarnings++
+			}
+			if sp.Backend == BackendChangelogFile {
+				wantInfos++
+			}
+			if rep.Warnings() != wantWarnings || rep.Infos() != wantInfos {
+				t.Errorf("%d warnings, %d infos; want %d, %d:\n%s", rep.Warnings(), rep.Infos(), wantWarnings, wantInfos, vtDump(rep))
+			}
+
+			// At its own parallelism the layout check adds nothing.
+			if len(sp.Groups) == 1 {
+				again := Validate(sp, ValidateOptions{Parallelism: sp.Groups[0].Count})
+				if len(again.ByCheck(CheckParallelism)) != 0 || len(again.Findings) != len(rep.Findings) {
+					t.Errorf("parallelism %d adds findings:\n%s", sp.Groups[0].Count, vtDump(again))
+				}
+			}
+		})
+	}
+}
+
+func TestValidateFixtureOrderIsStable(t *testing.T) {
+	sp := vtOpen(t, vtFixturePath("two-groups"), OpenOptions{})
+	a, b := Validate(sp, ValidateOptions{}), Validate(sp, ValidateOptions{})
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if !bytes.Equal(ja, jb) {
+		t.Fatal("two validations of one savepoint differ")
+	}
+	// Tree-level findings first, then files in subtask order, rows ascending.
+	seenFile := false
+	lastSub, lastRow := -2, -2
+	lastFile := ""
+	for _, f := range a.Findings {
+		if f.File == "" {
+			if seenFile {
+				t.Fatalf("tree-level finding after a file finding: %+v", f)
+			}
+			continue
+		}
+		seenFile = true
+		if f.Subtask < lastSub || f.Subtask == lastSub && f.File == lastFile && f.Row < lastRow {
+			t.Fatalf("out of order: %+v after subtask %d row %d", f, lastSub, lastRow)
+		}
+		lastSub, lastRow, lastFile = f.Subtask, f.Row, f.File
+	}
+}
+
+// ---- constructed trees ----
+
+// vtKeysIn returns n distinct string user keys whose key group lies in [lo, hi).
+func vtKeysIn(t testing.TB, lo, hi, n int) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for i := 0; len(out) < n && i < 1_000_000; i++ {
+		k := []byte("user-" + strconv.Itoa(i))
+		if kg := KeyGroupOf(k); kg >= lo && kg < hi {
+			out = append(out, k)
+		}
+	}
+	if len(out) < n {
+		t.Fatalf("no %d keys in key groups [%d,%d)", n, lo, hi)
+	}
+	return out
+}
+
+func vtKeyed(op uint64, slot string, userKey []byte, value string) Row {
+	return Row{Op: op, Key: EncodeKeyedKey([]byte(slot), userKey), Value: []byte(value)}
+}
+
+func vtOperator(op uint64, logical string, value []byte) Row {
+	return Row{Op: op, Key: append([]byte{0xff}, logical...), Value: value}
+}
+
+func vtI64(v int64) []byte {
+	b := make([]byte, 8)
+	for i := range b {
+		b[i] = byte(uint64(v) >> (8 * i))
+	}
+	return b
+}
+
+// vtWriteTree writes a file-backend tree v1/<i>/checkpoint-7.snap for the
+// given subtasks (0..len-1) with a COMPLETED marker of job "job1".
+func vtWriteTree(t testing.TB, files [][]Row, versions []VersionMap) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "tree")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rows := range files {
+		var vm VersionMap
+		if versions != nil {
+			vm = versions[i]
+		}
+		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, vm), rows, CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func vtPayload(tree string, i int) string {
+	return filepath.Join(tree, "v1", strconv.Itoa(i), "checkpoint-7.snap")
+}
+
+// vtRawStream encodes rows as a canonical stream exactly as given (no
+// sorting, duplicates kept), with format version metadata.
+func vtRawStream(t testing.TB, rows []Row) []byte {
+	t.Helper()
+	md := arrow.NewMetadata([]string{MetaFormatVersion}, []string{"1"})
+	schema := arrow.NewSchema(canonicalFields, &md)
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer rb.Release()
+	for _, r := range rows {
+		rb.Field(0).(*array.Uint64Builder).Append(r.Op)
+		rb.Field(1).(*array.BinaryBuilder).Append(r.Key)
+		rb.Field(2).(*array.BinaryBuilder).Append(r.Value)
+	}
+	return vtWriteRecord(t, schema, rb)
+}
+
+// vtChangelogStream encodes a changelog blob: kinds[i] is row i's row_kind.
+func vtChangelogStream(t testing.TB, kinds []uint8, rows []Row) []byte {
+	t.Helper()
+	schema := arrow.NewSchema(changelogFields, nil)
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer rb.Release()
+	for i, r := range rows {
+		rb.Field(0).(*array.Uint8Builder).Append(kinds[i])
+		rb.Field(1).(*array.Uint64Builder).Append(r.Op)
+		rb.Field(2).(*array.BinaryBuilder).Append(r.Key)
+		rb.Field(3).(*array.BinaryBuilder).Append(r.Value)
+	}
+	return vtWriteRecord(t, schema, rb)
+}
+
+func vtWriteRecord(t testing.TB, schema *arrow.Schema, rb *array.RecordBuilder) []byte {
+	rec := rb.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// vtReplace writes data as path with a valid sidecar for checkpoint 7.
+func vtReplace(t testing.TB, path string, data []byte, sidecar bool) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if sidecar {
+		if err := os.WriteFile(path+".meta", NewSidecar(7, data).Marshal(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// vtRowIndex returns the index of (op, key) in file f's rows.
+func vtRowIndex(t testing.TB, f *File, op uint64, key []byte) int {
+	t.Helper()
+	for i, r := range f.Snapshot.Rows {
+		if r.Op == op && bytes.Equal(r.Key, key) {
+			return i
+		}
+	}
+	t.Fatalf("%s holds no row (%d, %x)", f.Rel, op, key)
+	return -1
+}
+
+// vtOnly fails unless the report's findings are exactly want (compared on
+// severity, check, file, row, op and key) and each message contains the
+// given fragments.
+type vtWant struct {
+	sev   Severity
+	check string
+	file  string
+	row   int
+	op    uint64
+	key   []byte
+	frags []string
+}
+
+func vtExpect(t testing.TB, rep *Report, want []vtWant) {
+	t.Helper()
+	if len(rep.Findings) != len(want) {
+		t.Fatalf("%d findings, want %d:\n%s", len(rep.Findings), len(want), vtDump(rep))
+	}
+	for i, w := range want {
+		f := rep.Findings[i]
+		if f.Severity != w.sev || f.Check != w.check || f.File != w.file || f.Row != w.row || f.Op != w.op || !bytes.Equal(f.Key, w.key) {
+			t.Errorf("finding %d = %s %s %s row %d op %d key %x; want %s %s %s row %d op %d key %x\n%s",
+				i, f.Severity, f.Check, f.File, f.Row, f.Op, f.Key, w.sev, w.check, w.file, w.row, w.op, w.key, vtDump(rep))
+			continue
+		}
+		for _, fr := range w.frags {
+			if !strings.Contains(f.Message, fr) {
+				t.Errorf("finding %d message %q lacks %q", i, f.Message, fr)
+			}
+		}
+	}
+}
+
+func TestValidateMisplacedAndStaleRows(t *testing.T) {
+	const op = 7
+	low := vtKeysIn(t, 0, 64, 2)
+	high := vtKeysIn(t, 64, 128, 3)
+	lost := vtKeyed(op, "agg", high[0], "lost")
+	stale := vtKeyed(op, "agg", high[1], "old")
+	owner := vtKeyed(op, "agg", high[1], "new")
+	inflight := Row{Op: 42, Key: []byte("__broadcast_main_inflight__"), Value: []byte("buf")}
+	tree := vtWriteTree(t, [][]Row{
+		{vtKeyed(op, "agg", low[0], "a"), vtKeyed(op, "agg", low[1], "b"), lost, stale, inflight},
+		{owner, vtKeyed(op, "agg", high[2], "c")},
+	}, nil)
+	sp := vtOpen(t, tree, OpenOptions{Groups: []Group{{First: 0, Count: 2}}})
+	f0 := sp.File(0)
+	rep := Validate(sp, ValidateOptions{})
+	want := []vtWant{
+		{SeverityError, CheckMisplacedRow, "v1/0/checkpoint-7.snap", vtRowIndex(t, f0, op, lost.Key), op, lost.Key,
+			[]string{"lost on restore", fmt.Sprintf("key group %d lies outside subtask 0's range [0,64)", KeyGroupOf(high[0])), "its owner, subtask 1, holds no copy"}},
+		{SeverityWarning, CheckStaleCopy, "v1/0/checkpoint-7.snap", vtRowIndex(t, f0, op, stale.Key), op, stale.Key,
+			[]string{"stale copy", "the owner's copy in subtask 1 is restored"}},
+		{SeverityError, CheckMisplacedRow, "v1/0/checkpoint-7.snap", vtRowIndex(t, f0, 42, inflight.Key), 42, inflight.Key,
+			[]string{"key group 95 (a legacy raw key, filtered by its first byte)", "no subtask restores this row"}},
+	}
+	slices.SortStableFunc(want, func(a, b vtWant) int { return a.row - b.row })
+	vtExpect(t, rep, want)
+	if rep.Errors() != 2 || rep.Warnings() != 1 {
+		t.Errorf("errors %d warnings %d, want 2 and 1", rep.Errors(), rep.Warnings())
+	}
+
+	// The histogram leaves both copies outside their owner's range out.
+	if kg := Summarize(sp).KeyGroups; kg.Rows != 4 || kg.StaleCopies != 1 || kg.Lost != 1 {
+		t.Errorf("histogram rows %d stale %d lost %d, want 4, 1, 1", kg.Rows, kg.StaleCopies, kg.Lost)
+	}
+
+	// A single file has no placement to check.
+	single := vtOpen(t, vtPayload(tree, 0), OpenOptions{})
+	if got := Validate(single, ValidateOptions{}); got.Errors() != 0 || len(got.ByCheck(CheckStaleCopy)) != 0 {
+		t.Errorf("single file:\n%s", vtDump(got))
+	}
+}
+
+func TestValidateKeyGroupByte(t *testing.T) {
+	good := vtKeyed(7, "agg", []byte("alpha"), "1") // kg 43
+	bad := vtKeyed(7, "agg", []byte("beta"), "2")   // kg 39, stored as 40
+	bad.Key = bytes.Clone(bad.Key)
+	bad.Key[0] = 40
+	path := filepath.Join(t.TempDir(), "checkpoint-7.snap")
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), []Row{good, bad}, SnapshotOptions{Sidecar: true, CheckpointID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, path, OpenOptions{})
+	rep := Validate(sp, ValidateOptions{})
+	vtExpect(t, rep, []vtWant{
+		{SeverityError, CheckKeyGroup, "checkpoint-7.snap", vtRowIndex(t, sp.Files[0], 7, bad.Key), 7, bad.Key,
+			[]string{"stored key-group byte 40", "hashes to key group 39"}},
+	})
+}
+
+func TestValidateSidecars(t *testing.T) {
+	rows := [][]Row{{vtKeyed(7, "agg", vtKeysIn(t, 0, 64, 1)[0], "a")}, {vtKeyed(7, "agg", vtKeysIn(t, 64, 128, 1)[0], "b")}}
+	tree := vtWriteTree(t, rows, nil)
+	// Subtask 0: a sidecar declaring the wrong checksum; subtask 1: none.
+	data, err := os.ReadFile(vtPayload(tree, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := NewSidecar(7, data)
+	sc.PayloadCRC32C++
+	if err := os.WriteFile(vtPayload(tree, 0)+".meta", sc.Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(vtPayload(tree, 1) + ".meta"); err != nil {
+		t.Fatal(err)
+	}
+	rep := Validate(vtOpen(t, tree, OpenOptions{}), ValidateOptions{})
+	vtExpect(t, rep, []vtWant{
+		{SeverityError, CheckSidecar, "v1/0/checkpoint-7.snap", -1, 0, nil, []string{"sidecar verdict corrupt", "checksum mismatch", "clink's restore refuses this payload"}},
+		{SeverityError, CheckSidecar, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{"sidecar verdict incomplete", "no integrity sidecar"}},
+	})
+
+	// A single file: no sidecar is info, a bad one an error.
+	single := vtOpen(t, vtPayload(tree, 1), OpenOptions{})
+	vtExpect(t, Validate(single, ValidateOptions{}), []vtWant{
+		{SeverityInfo, CheckSidecar, "checkpoint-7.snap", -1, 0, nil, []string{"no .meta sidecar"}},
+	})
+	single = vtOpen(t, vtPayload(tree, 0), OpenOptions{})
+	vtExpect(t, Validate(single, ValidateOptions{}), []vtWant{
+		{SeverityError, CheckSidecar, "checkpoint-7.snap", -1, 0, nil, []string{"sidecar verdict corrupt"}},
+	})
+}
+
+func TestValidateCompletedMarker(t *testing.T) {
+	rows := [][]Row{{vtKeyed(7, "agg", vtKeysIn(t, 0, 64, 1)[0], "a")}, {vtKeyed(7, "agg", vtKeysIn(t, 64, 128, 1)[0], "b")}}
+	tree := vtWriteTree(t, rows, nil)
+	marker := filepath.Join(tree, "_jobs", "job1", "COMPLETED-7")
+
+	// As written: the marker lists both subtasks; nothing to say.
+	sp := vtOpen(t, tree, OpenOptions{})
+	if rep := Validate(sp, ValidateOptions{}); len(rep.Findings) != 0 {
+		t.Fatalf("clean tree:\n%s", vtDump(rep))
+	}
+
+	// A listed subtask with no directory (Open refuses such a marker, so
+	// the Savepoint is changed after opening).
+	c := *sp.Completed
+	c.Subtasks = []int{0, 1, 2}
+	sp.Completed = &c
+	vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
+		{SeverityError, CheckCompleted, "", -1, 0, nil, []string{"_jobs/job1/COMPLETED-7 lists subtask 2, but v1 has no directory 2"}},
+	})
+
+	// A present subtask not listed, and a generation that differs.
+	if err := os.WriteFile(marker, []byte("job=job1\ncheckpoint=7\ngeneration=2\nsubtasks=0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vtExpect(t, Validate(vtOpen(t, tree, OpenOptions{}), ValidateOptions{}), []vtWant{
+		{SeverityWarning, CheckCompleted, "", -1, 0, nil, []string{"generation=2", "generation v1"}},
+		{SeverityWarning, CheckCompleted, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{"subtask 1 is not listed", "does not union its operator rows"}},
+	})
+
+	// No marker at all.
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	vtExpect(t, Validate(vtOpen(t, tree, OpenOptions{}), ValidateOptions{}), []vtWant{
+		{SeverityInfo, CheckCompleted, "", -1, 0, nil, []string{"no COMPLETED-7 marker"}},
+	})
+}
+
+func TestValidateParallelism(t *testing.T) {
+	const op = 7
+	q := [4][][]byte{vtKeysIn(t, 0, 32, 1), vtKeysIn(t, 32, 64, 1), vtKeysIn(t, 64, 96, 1), vtKeysIn(t, 96, 128, 1)}
+	r := func(i int) Row { return vtKeyed(op, "agg", q[i][0], "v") }
+	// A tree laid out at parallelism 2: subtask 0 holds [0,64), subtask 1 [64,128).
+	tree := vtWriteTree(t, [][]Row{{r(0), r(1)}, {r(2), r(3)}}, nil)
+	sp := vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}}})
+	f0, f1 := sp.File(0), sp.File(1)
+	f0n, f1n := "v1/0/checkpoint-7.snap", "v1/1/checkpoint-7.snap"
+
+	if rep := Validate(sp, ValidateOptions{Parallelism: 2}); len(rep.Findings) != 0 {
+		t.Fatalf("at its own parallelism:\n%s", vtDump(rep))
+	}
+
+	// At 4: two files too few; subtask 0 keeps only [0,32), subtask 1 only [32,64).
+	rep := Validate(sp, ValidateOptions{Parallelism: 4})
+	want := []vtWant{
+		{SeverityError, CheckParallelism, "", -1, 0, nil, []string{"the tree has 2 subtask files; a job at parallelism 4 restores 4"}},
+		{SeverityError, CheckParallelism, f0n, vtRowIndex(t, f0, op, r(1).Key), op, r(1).Key, []string{"outside subtask 0's range [0,32) at parallelism 4", "subtask 1, which owns it there, holds no copy"}},
+		{SeverityError, CheckParallelism, f1n, vtRowIndex(t, f1, op, r(2).Key), op, r(2).Key, []string{"outside subtask 1's range [32,64) at parallelism 4", "subtask 2, which owns it there"}},
+		{SeverityError, CheckParallelism, f1n, vtRowIndex(t, f1, op, r(3).Key), op, r(3).Key, []string{"outside subtask 1's range [32,64) at parallelism 4", "subtask 3, which owns it there"}},
+	}
+	slices.SortStableFunc(want[1:], func(a, b vtWant) int {
+		if a.file != b.file {
+			return strings.Compare(a.file, b.file)
+		}
+		return a.row - b.row
+	})
+	vtExpect(t, rep, want)
+
+	// At 1: subtask 1 does not exist any more and subtask 0 holds none of its rows.
+	rep = Validate(sp, ValidateOptions{Parallelism: 1})
+	want = []vtWant{
+		{SeverityError, CheckParallelism, "", -1, 0, nil, []string{"the tree has 2 subtask files; a job at parallelism 1 restores 1"}},
+		{SeverityError, CheckParallelism, f1n, vtRowIndex(t, f1, op, r(2).Key), op, r(2).Key, []string{"in subtask 1, which does not exist at parallelism 1"}},
+		{SeverityError, CheckParallelism, f1n, vtRowIndex(t, f1, op, r(3).Key), op, r(3).Key, []string{"in subtask 1, which does not exist at parallelism 1"}},
+	}
+	slices.SortStableFunc(want[1:], func(a, b vtWant) int { return a.row - b.row })
+	vtExpect(t, rep, want)
+
+	// A copy in the file that owns the row at the target parallelism is a stale copy there.
+	tree = vtWriteTree(t, [][]Row{{r(0), r(1)}, {r(1), r(2), r(3)}}, nil)
+	sp = vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}}})
+	rep = Validate(sp, ValidateOptions{Parallelism: 4})
+	var par []Finding
+	for _, f := range rep.ByCheck(CheckParallelism) {
+		if f.File == f0n {
+			par = append(par, f)
+		}
+	}
+	if len(par) != 1 || par[0].Severity != SeverityWarning || !strings.Contains(par[0].Message, "stale copy at parallelism 4") {
+		t.Errorf("subtask 0 findings at parallelism 4: %v", par)
+	}
+
+	// Several chain groups: each is checked on its own.
+	tree = vtWriteTree(t, [][]Row{{r(0), r(1)}, {r(2), r(3)}, {r(0), r(1)}, {r(2), r(3)}}, nil)
+	sp = vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 2}}})
+	if rep := Validate(sp, ValidateOptions{Parallelism: 2}); len(rep.ByCheck(CheckParallelism)) != 0 {
+		t.Errorf("two groups at parallelism 2:\n%s", vtDump(rep))
+	}
+	rep = Validate(sp, ValidateOptions{Parallelism: 4})
+	var groupErrs []string
+	for _, f := range rep.ByCheck(CheckParallelism) {
+		if f.File == "" {
+			groupErrs = append(groupErrs, f.Message)
+		}
+	}
+	if len(groupErrs) != 2 || !strings.HasPrefix(groupErrs[0], "chain group 0-1 has 2 subtask files") || !strings.HasPrefix(groupErrs[1], "chain group 2-3 has 2 subtask files") {
+		t.Errorf("group findings at parallelism 4: %q", groupErrs)
+	}
+	if rep.Errors() != 2+6 {
+		t.Errorf("%d errors at parallelism 4, want 8 (2 groups + 3 rows each):\n%s", rep.Errors(), vtDump(rep))
+	}
+}
+
+func TestValidateDuplicatesOrderAndOddKeys(t *testing.T) {
+	a := vtKeyed(7, "agg", []byte("alpha"), "first")   // kg 43
+	a2 := vtKeyed(7, "agg", []byte("alpha"), "second") // same key
+	b := vtKeyed(7, "agg", []byte("a"), "x")           // kg 12, sorts before a
+	nl := vtKeyed(7, "bad\nslot", []byte("beta"), "y")
+	empty := Row{Op: 7, Key: []byte{}, Value: []byte("e")}
+	off9 := vtOperator(9, "__vector_source_offset__", vtI64(9))
+	off5 := vtOperator(9, "__vector_source_offset__", vtI64(5))
+	rows := []Row{a, off9, a2, off5, b, nl, empty}
+	data := append(vtRawStream(t, rows), "junk"...)
+	path := filepath.Join(t.TempDir(), "checkpoint-7.snap")
+	vtReplace(t, path, data, true)
+	sp := vtOpen(t, path, OpenOptions{})
+	rep := Validate(sp, ValidateOptions{})
+	if kg := Summarize(sp).KeyGroups; kg.Rows != 3 || kg.Counts[43] != 1 {
+		t.Errorf("histogram counts the duplicate twice: %+v", kg)
+	}
+	const f = "checkpoint-7.snap"
+	vtExpect(t, rep, []vtWant{
+		{SeverityWarning, CheckTrailingBytes, f, -1, 0, nil, []string{"4 bytes after the end-of-stream marker"}},
+		{SeverityWarning, CheckUnsorted, f, -1, 0, nil, []string{"first out of order: row 2"}},
+		{SeverityWarning, CheckDuplicate, f, 0, 7, a.Key, []string{"stored 2 times in this file (rows 0, 2); restore keeps row 2 (keyed rows: the last in stream order wins)"}},
+		{SeverityWarning, CheckDuplicate, f, 1, 9, off9.Key, []string{"stored 2 times in this file (rows 1, 3); restore keeps row 1 (operator state: the greater int64"}},
+		{SeverityWarning, CheckSlotName, f, 5, 7, nl.Key, []string{`slot name 0x6261640a736c6f74 contains '\n'`}},
+		{SeverityInfo, CheckZeroLengthKey, f, 6, 7, []byte{}, []string{"never filtered by key group"}},
+	})
+}
+
+func TestValidateCapsRepeatedFindings(t *testing.T) {
+	var rows []Row
+	for _, k := range vtKeysIn(t, 0, 127, 25) {
+		r := vtKeyed(7, "agg", k, "v")
+		r.Key[0]++ // every stored key-group byte off by one
+		rows = append(rows, r)
+	}
+	path := filepath.Join(t.TempDir(), "checkpoint-7.snap")
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, path, OpenOptions{})
+
+	rep := Validate(sp, ValidateOptions{})
+	if len(rep.Findings) != DefaultFindingLimit+1 || rep.Errors() != 25 {
+		t.Fatalf("%d findings, %d errors; want %d and 25:\n%s", len(rep.Findings), rep.Errors(), DefaultFindingLimit+1, vtDump(rep))
+	}
+	last := rep.Findings[len(rep.Findings)-1]
+	if last.Omitted != 5 || last.Check != CheckKeyGroup || last.Severity != SeverityError || last.Row != -1 || last.File != "checkpoint-7.snap" ||
+		last.Message != "5 more key-group error findings not listed (at most 20 per check and file)" {
+		t.Errorf("summary finding %+v", last)
+	}
+	for _, f := range rep.Findings[:DefaultFindingLimit] {
+		if f.Omitted != 0 || f.Row < 0 {
+			t.Errorf("listed finding %+v", f)
+		}
+	}
+
+	if rep := Validate(sp, ValidateOptions{Limit: -1}); len(rep.Findings) != 25 || rep.Errors() != 25 {
+		t.Errorf("unlimited: %d findings, %d errors", len(rep.Findings), rep.Errors())
+	}
+	if rep := Validate(sp, ValidateOptions{Limit: 3}); len(rep.Findings) != 4 || rep.Findings[3].Omitted != 22 || rep.Errors() != 25 {
+		t.Errorf("limit 3:\n%s", vtDump(rep))
+	}
+}
+
+func TestValidateOperatorRowDivergence(t *testing.T) {
+	k0, k1 := vtKeysIn(t, 0, 64, 1)[0], vtKeysIn(t, 64, 128, 1)[0]
+	const src, agg, bc = 11, 12, 13
+	file := func(i int, off, kafka int64, timers string) []Row {
+		k := k0
+		if i == 1 {
+			k = k1
+		}
+		return []Row{
+			vtKeyed(agg, "agg", k, "v"),
+			vtOperator(src, "__file_source_offset__", vtI64(off)),
+			vtOperator(src, "__kafka_off__:0", vtI64(kafka)),
+			vtOperator(agg, "__clink_timers", []byte(timers)),
+			vtOperator(bc, "rules|", []byte("same")),
+		}
+	}
+	tree := vtWriteTree(t, [][]Row{file(0, 100, 50, "t0"), file(1, 700, 40, "t1")}, nil)
+	rep := Validate(vtOpen(t, tree, OpenOptions{}), ValidateOptions{})
+	offKey := append([]byte{0xff}, "__file_source_offset__"...)
+	kafkaKey := append([]byte{0xff}, "__kafka_off__:0"...)
+	timersKey := append([]byte{0xff}, "__clink_timers"...)
+	vtExpect(t, rep, []vtWant{
+		{SeverityWarning, CheckOffsetDivergence, "", -1, src, offKey, []string{"subtask 0: 100; subtask 1: 700", "keeps the greatest, 700 (subtask 1)", "furthest position"}},
+		{SeverityWarning, CheckOperatorDivergence, "", -1, agg, timersKey, []string{"2 different values", `subtask 0: 2 bytes "t0"; subtask 1: 2 bytes "t1"`, "directory order", "subtask 1's copy wins"}},
+		{SeverityInfo, CheckOperatorDivergence, "", -1, src, kafkaKey, []string{"subtask 0: 50; subtask 1: 40", "greatest signed int64, 50 (subtask 0)"}},
+		{SeverityInfo, CheckOperatorReplica, "", -1, 0, nil, []string{"4 operator-state keys are held by several subtask files", "3 of them with differing values"}},
+	})
+}
+
+func TestValidateVersionMapDisagreement(t *testing.T) {
+	var a, b VersionMap
+	if err := a.Set(VersionEntry{Op: 7, StateType: "agg_sum", Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Set(VersionEntry{Op: 7, StateType: "agg_sum", Version: 2}); err != nil {
+		t.Fatal(err)
+	}
+	rows := [][]Row{{vtKeyed(7, "agg", vtKeysIn(t, 0, 64, 1)[0], "a")}, {vtKeyed(7, "agg", vtKeysIn(t, 64, 128, 1)[0], "b")}, {vtKeyed(7, "agg", vtKeysIn(t, 64, 128, 1)[0], "b")}}
+	tree := vtWriteTree(t, rows[:2], []VersionMap{a, b})
+	vtExpect(t, Validate(vtOpen(t, tree, OpenOptions{}), ValidateOptions{}), []vtWant{
+		{SeverityWarning, CheckVersionMapDisagreement, "", -1, 0, nil, []string{"map A (1 entry): v1/0/checkpoint-7.snap; map B (1 entry): v1/1/checkpoint-7.snap", "first non-empty input's map"}},
+	})
+	tree = vtWriteTree(t, rows[:2], []VersionMap{a, {}})
+	vtExpect(t, Validate(vtOpen(t, tree, OpenOptions{}), ValidateOptions{}), []vtWant{
+		{SeverityWarning, CheckVersionMapDisagreement, "", -1, 0, nil, []string{"map A (1 entry): v1/0/checkpoint-7.snap; no map: v1/1/checkpoint-7.snap", "reads every stamp as version 1"}},
+	})
+}
+
+func TestValidateFormat(t *testing.T) {
+	k0, k1 := vtKeysIn(t, 0, 64, 1)[0], vtKeysIn(t, 64, 128, 1)[0]
+	out := filepath.Join(t.TempDir(), "tree")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.WriteSubtask(0, CanonicalMetadata(nil, VersionMap{}), []Row{vtKeyed(7, "agg", k0, "a")}, CompressGzip); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.WriteSubtask(1, CanonicalMetadata(nil, VersionMap{}), []Row{vtKeyed(7, "agg", k1, "b")}, CompressNone); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	vtReplace(t, vtPayload(out, 1), nil, true) // a 0-byte payload with a valid sidecar
+	vtExpect(t, Validate(vtOpen(t, out, OpenOptions{Groups: []Group{{0, 2}}}), ValidateOptions{}), []vtWant{
+		{SeverityError, CheckFormat, "v1/0/checkpoint-7.snap", -1, 0, nil, []string{"gzip-compressed as a whole", "refuses it"}},
+		{SeverityError, CheckFormat, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{"0-byte payload", "refuses to restore subtask 1 with empty state"}},
+	})
+}
+
+func TestValidateChangelogPayloads(t *testing.T) {
+	k0, k1 := vtKeysIn(t, 0, 64, 1)[0], vtKeysIn(t, 64, 128, 1)[0]
+	put := vtKeyed(7, "agg", k1, "b")
+
+	// A file-backend tree holding a changelog with an external handle (row_kind 3, empty).
+	tree := vtWriteTree(t, [][]Row{{vtKeyed(7, "agg", k0, "a")}, {put}}, nil)
+	vtReplace(t, vtPayload(tree, 1), vtChangelogStream(t, []uint8{3, 1}, []Row{{}, put}), true)
+	vtExpect(t, Validate(vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}}}), ValidateOptions{}), []vtWant{
+		{SeverityWarning, CheckChangelogMode, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{"external materialisation handle (row_kind 3)", "throws on this mode mismatch"}},
+		{SeverityWarning, CheckChangelogOnFileBackend, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{"clink's file backend refuses changelog payloads under checkpoint-<id>.snap (section 1.7", "its state tools read them"}},
+	})
+
+	// A changelog+file tree holding an inline materialisation (row_kind 0).
+	out := filepath.Join(t.TempDir(), "cl")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7, Backend: BackendChangelogFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rows := range [][]Row{{vtKeyed(7, "agg", k0, "a")}, {put}} {
+		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), rows, CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	cl1 := filepath.Join(out, "v1", "1", "changelog-7.snap")
+	vtReplace(t, cl1, vtChangelogStream(t, []uint8{0, 1}, []Row{{}, put}), false)
+	sp := vtOpen(t, out, OpenOptions{Groups: []Group{{0, 2}}})
+	if sp.Backend != BackendChangelogFile {
+		t.Fatalf("backend %s", sp.Backend)
+	}
+	vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
+		{SeverityInfo, CheckSidecar, "", -1, 0, nil, []string{"2 changelog+file payloads carry no .meta sidecar"}},
+		{SeverityError, CheckChangelogMode, "v1/1/changelog-7.snap", -1, 0, nil, []string{"inline materialisation (row_kind 0)", "throws on this mode mismatch"}},
+		{SeverityInfo, CheckUnreferencedMaterialization, "v1/1/changelog-7.snap", -1, 0, nil, []string{"v1/1/materializations/mat-7.bin is referenced by no changelog of checkpoint 7"}},
+	})
+}
+
+func TestReportJSON(t *testing.T) {
+	rep := &Report{Findings: []Finding{
+		{Severity: SeverityError, Check: CheckMisplacedRow, File: "v1/0/checkpoint-7.snap", Subtask: 0, Row: 3, Op: 18088258576788386267, Key: []byte{0x5f, 0x7c, 0x01}, Message: "lost <raw> & gone"},
+		{Severity: SeverityWarning, Check: CheckUnsorted, File: "v1/0/checkpoint-7.snap", Subtask: 0, Row: -1, Message: "m"},
+		{Severity: SeverityError, Check: CheckKeyGroup, File: "v1/0/checkpoint-7.snap", Subtask: 0, Row: -1, Message: "more", Omitted: 4},
+	}}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as the CLI encodes it
+	if err := enc.Encode(rep); err != nil {
+		t.Fatal(err)
+	}
+	b := bytes.TrimSpace(buf.Bytes())
+	want := `{"errors":5,"warnings":1,"infos":0,"findings":[` +
+		`{"severity":"error","check":"misplaced-row","file":"v1/0/checkpoint-7.snap","subtask":0,"row":3,"op":18088258576788386267,"key":"5f7c01","message":"lost <raw> & gone"},` +
+		`{"severity":"warning","check":"unsorted","file":"v1/0/checkpoint-7.snap","subtask":0,"row":-1,"op":0,"message":"m"},` +
+		`{"severity":"error","check":"key-group","file":"v1/0/checkpoint-7.snap","subtask":0,"row":-1,"op":0,"message":"more","omitted":4}]}`
+	if string(b) != want {
+		t.Fatalf("JSON\n got %s\nwant %s", b, want)
+	}
+	escaped, err := json.Marshal(rep) // HTML-escaped, same content
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(escaped, []byte(`lost \u003craw\u003e \u0026 gone`)) {
+		t.Errorf("json.Marshal form %s", escaped)
+	}
+	var back Report
+	if err := json.Unmarshal(escaped, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Findings) != 3 || !bytes.Equal(back.Findings[0].Key, rep.Findings[0].Key) || back.Findings[1].Key != nil ||
+		back.Findings[0].Op != 18088258576788386267 || back.Findings[2].Omitted != 4 || back.Errors() != 5 {
+		t.Fatalf("round trip: %+v", back)
+	}
+	if b, _ := json.Marshal(&Report{}); string(b) != `{"errors":0,"warnings":0,"infos":0,"findings":[]}` {
+		t.Errorf("empty report JSON %s", b)
+	}
+}
+
+func TestReportWriteText(t *testing.T) {
+	rep := &Report{Findings: []Finding{
+		{Severity: SeverityInfo, Check: CheckCompleted, Subtask: -1, Row: -1, Message: "no marker"},
+		{Severity: SeverityError, Check: CheckKeyGroup, File: "x.snap", Subtask: -1, Row: 2, Op: 7, Key: EncodeKeyedKey([]byte("agg"), []byte("alpha")), Message: "bad"},
+		{Severity: SeverityWarning, Check: CheckUnsorted, File: "x.snap", Subtask: -1, Row: -1, Message: "unsorted"},
+	}}
+	var b bytes.Buffer
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "Errors (1)\n" +
+		"  x.snap row 2 [key-group] op 7 key kg 43 slot \"agg\" key \"alpha\": bad\n\n" +
+		"Warnings (1)\n" +
+		"  x.snap [unsorted]: unsorted\n\n" +
+		"Info (1)\n" +
+		"  tree [completed]: no marker\n\n" +
+		"INVALID: 1 error, 1 warning, 1 info\n"
+	if b.String() != want {
+		t.Fatalf("text\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := (&Report{}).WriteText(&b); err != nil || b.String() != "valid: 0 errors, 0 warnings, 0 infos\n" {
+		t.Fatalf("empty report text %q", b.String())
+	}
+}
