@@ -68,11 +68,21 @@ example:
 	rm -rf $(EXAMPLE)
 	CLINK_STATE_FSYNC=0 $(GO) run ./internal/gen/spgen example $(EXAMPLE)
 
+# The main job on the bundled example: inspect and validate it, plan and apply
+# a GDPR erasure, validate the result and show that the subjects are gone.
 demo: build
 	@echo "== sptool inspect $(EXAMPLE)"
 	$(BIN) inspect $(EXAMPLE)
-	@echo "== sptool validate $(EXAMPLE)"
+	@echo; echo "== sptool validate $(EXAMPLE)"
 	$(BIN) validate $(EXAMPLE)
+	@echo; echo "== sptool plan -r examples/rules/gdpr-erasure.yaml $(EXAMPLE)"
+	$(BIN) plan -r examples/rules/gdpr-erasure.yaml $(EXAMPLE)
+	@echo; echo "== sptool apply -r examples/rules/gdpr-erasure.yaml $(EXAMPLE) -o $(DEMO_OUT) --force --report $(DEMO_OUT).report.json"
+	$(BIN) apply -r examples/rules/gdpr-erasure.yaml $(EXAMPLE) -o $(DEMO_OUT) --force --report $(DEMO_OUT).report.json
+	@echo; echo "== sptool validate $(DEMO_OUT)"
+	$(BIN) validate $(DEMO_OUT)
+	@echo; echo "== rows of user-42 left in the output (expect none):"
+	@$(BIN) cat $(DEMO_OUT) --where 'key == "user-42" || key startsWith "user-42\x1f"' | grep -v '^#' || echo "   none"
 
 bench: build
 	./scripts/bench.sh

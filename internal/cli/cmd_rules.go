@@ -154,7 +154,7 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 	if rulesPath == "" && where == "" {
 		return nil, nil, nil
 	}
-	src := "version: 1\n"
+	src := "version: 1\nrules: []\n"
 	var set *rules.Set
 	var err error
 	if rulesPath != "" {
