@@ -294,7 +294,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			what := ""
 			if f.Key != nil && f.Row >= 0 {
-				what = fmt.Sprintf(" op %d key %s", f.Op, renderKey(f.Key))
+				what = fmt.Sprintf(" op %d key %s", f.Op, RenderKey(f.Key))
 			}
 			lines = append(lines, fmt.Sprintf("  %s [%s]%s: %s\n", where, f.Check, what, f.Message))
 		}
@@ -791,9 +791,9 @@ func (v *validator) checkOperatorRows() {
 			}
 			bestV := int64(binary.LittleEndian.Uint64(best.value))
 			if isSourceOffsetKey(logical) {
-				v.treeFinding(SeverityWarning, CheckOffsetDivergence, e.op, e.key, fmt.Sprintf("op %d source offset %s differs across subtasks (%s): a merge (scale-down restore, rescale) keeps the greatest, %d (subtask %d), handing every subtask the furthest position any of them reached (section 10.4)", e.op, renderKey(e.key), desc, bestV, best.subtask))
+				v.treeFinding(SeverityWarning, CheckOffsetDivergence, e.op, e.key, fmt.Sprintf("op %d source offset %s differs across subtasks (%s): a merge (scale-down restore, rescale) keeps the greatest, %d (subtask %d), handing every subtask the furthest position any of them reached (section 10.4)", e.op, RenderKey(e.key), desc, bestV, best.subtask))
 			} else {
-				v.treeFinding(SeverityInfo, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has different 8-byte values across subtasks (%s): merges (scale-down restore, rescale) keep the greatest signed int64, %d (subtask %d) (section 6.3)", e.op, renderKey(e.key), desc, bestV, best.subtask))
+				v.treeFinding(SeverityInfo, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has different 8-byte values across subtasks (%s): merges (scale-down restore, rescale) keep the greatest signed int64, %d (subtask %d) (section 6.3)", e.op, RenderKey(e.key), desc, bestV, best.subtask))
 			}
 			continue
 		}
@@ -802,7 +802,7 @@ func (v *validator) checkOperatorRows() {
 		if !unions {
 			how = "this backend's restore unions no operator rows (each subtask keeps its own), but a merge (rescale, export) must pick one"
 		}
-		v.treeFinding(SeverityWarning, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has %d different values across subtasks (%s): %s; merged in subtask order, subtask %d's copy wins", e.op, renderKey(e.key), len(distinct), desc, how, last.subtask))
+		v.treeFinding(SeverityWarning, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has %d different values across subtasks (%s): %s; merged in subtask order, subtask %d's copy wins", e.op, RenderKey(e.key), len(distinct), desc, how, last.subtask))
 	}
 	if replicated > 0 {
 		why := "every restore replicates operator rows into every subtask, section 10.3"
@@ -1009,7 +1009,7 @@ func renderBytesShort(b []byte, max int) string {
 		cut = cut[:max]
 	}
 	var s string
-	if isPrintableASCII(cut) {
+	if Printable(cut) {
 		s = strconv.Quote(string(cut))
 	} else {
 		s = "0x" + hex.EncodeToString(cut)
@@ -1020,18 +1020,10 @@ func renderBytesShort(b []byte, max int) string {
 	return s
 }
 
-func isPrintableASCII(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c > 0x7e {
-			return false
-		}
-	}
-	return true
-}
 
-// renderKey renders a stored key for a message: operator keys as 0xff
+// RenderKey renders a stored key for a message: operator keys as 0xff
 // followed by the logical key, keyed keys as kg/slot/user key.
-func renderKey(key []byte) string {
+func RenderKey(key []byte) string {
 	k := ParseKey(key)
 	switch {
 	case len(key) == 0:

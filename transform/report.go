@@ -37,6 +37,8 @@ type Report struct {
 	Files []*FileStats `json:"files"`
 	// VersionMap lists the version-map entries that changed (job-wide view).
 	VersionMap []VersionChange `json:"version_map_changes"`
+	// Rescale details a rescale (nil without one).
+	Rescale *RescaleReport `json:"rescale,omitempty"`
 	// Warnings are things the user should know (none make the run fail).
 	Warnings []string `json:"warnings"`
 }
@@ -182,6 +184,17 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		if rs.VersionEntries > 0 {
 			ew.printf("     version map changed in %d file(s)\n", rs.VersionEntries)
+		}
+	}
+	if rr := r.Rescale; rr != nil {
+		ew.printf("\nrescale: %s\n", describeLayout(rr))
+		ew.printf("  keyed rows: %d in, %d written, %d stale copies dropped (the owner's copy kept)\n", rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
+		ew.printf("  operator rows: %d copies in, %d distinct after merging, %d written (each into every new file of its group)\n", rr.OperatorIn, rr.OperatorDistinct, rr.OperatorOut)
+		if rr.TimersIn > 0 {
+			ew.printf("  timers: %d in, %d written, %d stale or duplicate copies dropped\n", rr.TimersIn, rr.TimersOut, rr.TimersStale)
+		}
+		for _, m := range rr.Merges {
+			ew.printf("  merged op %d key %s: %d values, %s, from old subtask %d\n", m.Op, m.Key, m.Values, m.Rule, m.FromOld)
 		}
 	}
 	if len(r.VersionMap) > 0 {

@@ -39,6 +39,11 @@ type Options struct {
 	Jobs int
 	// Tool identifies the writer in the provenance metadata key.
 	Tool string
+	// Generation and Checkpoint, when not zero, replace the input tree's
+	// generation and checkpoint id in the output (directory names, sidecars,
+	// COMPLETED marker).
+	Generation int
+	Checkpoint uint64
 }
 
 // ErrAccounting is returned when a run's counts do not add up; it means a
@@ -50,9 +55,6 @@ var ErrAccounting = errors.New("row accounting does not add up")
 // place; a file is written to a temporary name and renamed, then its
 // sidecar). The input is never modified.
 func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {
-	if set.Rescale() != nil {
-		return nil, fmt.Errorf("%s: rescale is not supported by this version of the engine", set.Rules[len(set.Rules)-1].Label())
-	}
 	if !opts.DryRun {
 		if opts.Out == "" {
 			return nil, errors.New("no output path")
@@ -96,16 +98,84 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	rep.merge(sp, eng, results)
-	if got := rep.RowsOut + rep.RowsDropped + rep.DuplicatesResolved; got != rep.RowsIn {
-		return nil, fmt.Errorf("%w: %d in, %d out + %d dropped + %d duplicates resolved = %d", ErrAccounting, rep.RowsIn, rep.RowsOut, rep.RowsDropped, rep.DuplicatesResolved, got)
+	var files []*newFile
+	if spec := set.Rescale(); spec != nil {
+		var err error
+		if files, err = rescale(sp, spec, results, rep); err != nil {
+			return nil, fmt.Errorf("%s: %w", set.Rules[len(set.Rules)-1].Label(), err)
+		}
+		rep.recountAfterRescale(files)
+	} else {
+		for i, f := range sp.Files {
+			files = append(files, sameLayoutFile(f, results[i], f.Subtask))
+		}
+	}
+	if err := rep.checkAccounting(); err != nil {
+		return nil, err
 	}
 	if opts.DryRun {
 		return rep, nil
 	}
-	if err := write(ctx, sp, set, results, rep, opts); err != nil {
+	if err := write(ctx, sp, set, files, rep, opts); err != nil {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// recountAfterRescale makes the report's output side describe the rescaled
+// files: rows out, rows per operator and slot after, and the fate of the
+// input files of rescaled groups.
+func (rep *Report) recountAfterRescale(files []*newFile) {
+	rep.RowsOut = 0
+	after := map[slotKey]int64{}
+	for _, f := range files {
+		rep.RowsOut += int64(len(f.rows))
+		for _, r := range f.rows {
+			after[slotKey{r.Op, savepoint.ParseKey(r.Key).SlotName()}]++
+		}
+	}
+	seen := map[slotKey]bool{}
+	for _, s := range rep.Slots {
+		k := slotKey{s.Op, s.Slot}
+		s.After, seen[k] = after[k], true
+	}
+	for k, n := range after {
+		if !seen[k] {
+			rep.Slots = append(rep.Slots, &SlotStats{Op: k.op, Slot: k.slot, After: n})
+		}
+	}
+	sortSlots(rep.Slots)
+	for _, fs := range rep.Files {
+		for _, g := range rep.Rescale.Groups {
+			if g.Action == "rescale" && fs.Subtask >= g.OldFirst && fs.Subtask < g.OldFirst+g.OldParallelism {
+				fs.Action = "rescale"
+			}
+		}
+	}
+	last := rep.PerRule[len(rep.PerRule)-1]
+	last.Matched = rep.Rescale.KeyedIn + rep.Rescale.OperatorIn
+}
+
+// checkAccounting verifies that every row is accounted for: rows in = rows
+// out + dropped + duplicates resolved, and for a rescale + stale copies
+// dropped + operator rows merged away - operator rows replicated.
+func (rep *Report) checkAccounting() error {
+	got := rep.RowsOut + rep.RowsDropped + rep.DuplicatesResolved
+	extra := ""
+	if r := rep.Rescale; r != nil {
+		got += r.StaleCopies + r.OperatorIn - r.OperatorOut
+		if r.KeyedIn != r.KeyedOut+r.StaleCopies {
+			return fmt.Errorf("%w: rescale: %d keyed rows in, %d out + %d stale copies", ErrAccounting, r.KeyedIn, r.KeyedOut, r.StaleCopies)
+		}
+		if r.TimersIn != r.TimersOut+r.TimersStale {
+			return fmt.Errorf("%w: rescale: %d timers in, %d out + %d stale", ErrAccounting, r.TimersIn, r.TimersOut, r.TimersStale)
+		}
+		extra = fmt.Sprintf(" + %d stale copies + %d operator rows in - %d operator rows written", r.StaleCopies, r.OperatorIn, r.OperatorOut)
+	}
+	if got != rep.RowsIn {
+		return fmt.Errorf("%w: %d in, %d out + %d dropped + %d duplicates resolved%s = %d", ErrAccounting, rep.RowsIn, rep.RowsOut, rep.RowsDropped, rep.DuplicatesResolved, extra, got)
+	}
+	return nil
 }
 
 // checkRemaps refuses a remap_operator into an operator that already has
@@ -391,7 +461,15 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 	for k := range keys {
 		rep.Slots = append(rep.Slots, &SlotStats{Op: k.op, Slot: k.slot, Before: before[k], After: after[k]})
 	}
-	slices.SortFunc(rep.Slots, func(a, b *SlotStats) int {
+	sortSlots(rep.Slots)
+	rep.VersionMap = versionChanges(sp, results)
+	if rep.DuplicatesResolved > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d rows had the same (op, key) as another row after the rules ran (or were stored twice); each was resolved as clink's restore does (keyed: the later row; operator state: the greater 8-byte value)", rep.DuplicatesResolved))
+	}
+}
+
+func sortSlots(s []*SlotStats) {
+	slices.SortFunc(s, func(a, b *SlotStats) int {
 		if a.Op != b.Op {
 			if a.Op < b.Op {
 				return -1
@@ -400,10 +478,6 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 		}
 		return bytes.Compare([]byte(a.Slot), []byte(b.Slot))
 	})
-	rep.VersionMap = versionChanges(sp, results)
-	if rep.DuplicatesResolved > 0 {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d rows had the same (op, key) as another row after the rules ran (or were stored twice); each was resolved as clink's restore does (keyed: the later row; operator state: the greater 8-byte value)", rep.DuplicatesResolved))
-	}
 }
 
 // versionChanges compares the job-wide version map before and after: the

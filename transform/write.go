@@ -16,19 +16,22 @@ import (
 // provenance is the value of the sptool.provenance metadata key of a
 // rewritten file: which tool, rules and input produced it. It holds no clock
 // reading, so the same input and rules give the same bytes.
-func provenance(tool string, set *rules.Set, f *savepoint.File) string {
-	return fmt.Sprintf("tool=%s;rules_sha256=%s;input=%s;input_crc32c=%d", tool, set.Digest, filepath.ToSlash(f.Rel), f.CRC32C)
+func provenance(tool string, set *rules.Set, f *newFile) string {
+	s := fmt.Sprintf("tool=%s;rules_sha256=%s;input=%s", tool, set.Digest, filepath.ToSlash(f.from))
+	if f.inputCRC != 0 || f.copyOf != nil {
+		s += fmt.Sprintf(";input_crc32c=%d", f.inputCRC)
+	}
+	return s
 }
 
-// write publishes the results.
-func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, results []*fileResult, rep *Report, opts Options) error {
+// write publishes the output files.
+func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files []*newFile, rep *Report, opts Options) error {
 	tool := opts.Tool
 	if tool == "" {
 		tool = "sptool"
 	}
-	meta := func(i int) savepoint.Metadata {
-		f := sp.Files[i]
-		md := savepoint.CanonicalMetadata(f.Snapshot.Metadata, results[i].versions)
+	meta := func(f *newFile) savepoint.Metadata {
+		md := savepoint.CanonicalMetadata(f.md, f.versions)
 		return md.With(savepoint.MetaProvenance, provenance(tool, set, f))
 	}
 	out := &Output{Path: opts.Out}
@@ -37,19 +40,19 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, results
 		digest.Write([]byte{byte(crc), byte(crc >> 8), byte(crc >> 16), byte(crc >> 24)})
 	}
 	if sp.Kind == savepoint.InputFile {
-		f, res := sp.Files[0], results[0]
+		f, nf := sp.Files[0], files[0]
 		if err := os.MkdirAll(filepath.Dir(opts.Out), 0o755); err != nil {
 			return fmt.Errorf("create output directory: %w", err)
 		}
 		ckpt, _ := checkpointOf(f.Rel)
-		if !res.changed {
+		if nf.copyOf != nil {
 			if err := copyFile(f, opts.Out, ckpt); err != nil {
 				return err
 			}
 			addDigest(f.CRC32C)
 			out.Files, out.Bytes = 1, f.Size
 		} else {
-			info, err := savepoint.WriteSnapshotFile(opts.Out, meta(0), res.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt})
+			info, err := savepoint.WriteSnapshotFile(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt})
 			if err != nil {
 				return err
 			}
@@ -62,27 +65,34 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, results
 		return nil
 	}
 
+	gen, ckpt := sp.Generation, sp.Checkpoint
+	if opts.Generation > 0 {
+		gen = opts.Generation
+	}
+	if opts.Checkpoint > 0 {
+		ckpt = opts.Checkpoint
+	}
 	tw, err := savepoint.CreateTree(opts.Out, savepoint.TreeOptions{
-		Generation: sp.Generation, Checkpoint: sp.Checkpoint, Backend: sp.Backend,
+		Generation: gen, Checkpoint: ckpt, Backend: sp.Backend,
 		StateBase: opts.StateBase, Force: opts.Force,
 	})
 	if err != nil {
 		return err
 	}
 	defer tw.Abort()
-	for i, f := range sp.Files {
+	outRel := map[*savepoint.File]string{}
+	for _, nf := range files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		res := results[i]
-		if !res.changed && sp.Backend == savepoint.BackendFile {
-			if err := tw.CopySubtask(f.Subtask, f, sp.Root); err != nil {
+		if nf.copyOf != nil && sp.Backend == savepoint.BackendFile {
+			if err := tw.CopySubtask(nf.subtask, nf.copyOf, sp.Root); err != nil {
 				return err
 			}
-			addDigest(f.CRC32C)
-			out.Bytes += f.Size
+			addDigest(nf.copyOf.CRC32C)
+			out.Bytes += nf.copyOf.Size
 		} else {
-			info, err := tw.WriteSubtask(f.Subtask, meta(i), res.rows, f.Compression)
+			info, err := tw.WriteSubtask(nf.subtask, meta(nf), nf.rows, nf.compression)
 			if err != nil {
 				return err
 			}
@@ -90,7 +100,16 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, results
 			out.Bytes += info.Size
 		}
 		out.Files++
-		rep.Files[i].Output = filepath.Join("v"+strconv.Itoa(sp.Generation), strconv.Itoa(f.Subtask), tw.PayloadName())
+		if nf.copyOf != nil || rep.Rescale == nil {
+			for _, f := range sp.Files {
+				if nf.from == f.Rel {
+					outRel[f] = filepath.Join("v"+strconv.Itoa(gen), strconv.Itoa(nf.subtask), tw.PayloadName())
+				}
+			}
+		}
+	}
+	for i, f := range sp.Files {
+		rep.Files[i].Output = outRel[f]
 	}
 	job := sp.Job
 	if job == "" {
@@ -99,6 +118,13 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, results
 	extra, err := controlFiles(sp)
 	if err != nil {
 		return err
+	}
+	if ckpt != sp.Checkpoint {
+		// CONFIRMED-<id> belongs to the input's checkpoint id; rename it along.
+		for rel, b := range extra {
+			delete(extra, rel)
+			extra[filepath.Join(filepath.Dir(rel), "CONFIRMED-"+strconv.FormatUint(ckpt, 10))] = b
+		}
 	}
 	if err := tw.Commit(job, extra); err != nil {
 		return err

@@ -68,7 +68,8 @@ func runLint(ctx context.Context, s *Streams, args []string) int {
 type transformFlags struct {
 	rules, out, report, stateBase *string
 	force, asJSON, allowUnverif   *bool
-	jobs                          *int
+	jobs, generation              *int
+	checkpointID                  *uint64
 	open                          openFlags
 }
 
@@ -79,6 +80,8 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 		f.force = fs.Bool("force", false, "replace an existing output")
 		f.report = fs.String("report", "", "also write the report as JSON to this file")
 		f.stateBase = fs.String("state-base", "", "changelog+file trees: the path the job will restore from (default: the output's absolute path)")
+		f.generation = fs.Int("generation", 0, "write the output tree under this generation (default: the input's)")
+		f.checkpointID = fs.Uint64("checkpoint-id", 0, "write the output tree as this checkpoint id (default: the input's)")
 	}
 	f.asJSON = fs.Bool("json", false, "print the report as JSON (stable format, see the README)")
 	f.jobs = fs.Int("jobs", 0, "files processed at once (default: the number of CPUs)")
@@ -108,6 +111,11 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 	if err != nil {
 		return fail(s, c.name, err)
 	}
+	return transformWith(ctx, s, c, fs, tf, set, dry)
+}
+
+// transformWith runs plan or apply of set on the PATH argument.
+func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSet, tf transformFlags, set *rules.Set, dry bool) int {
 	sp, err := tf.open.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *tf.allowUnverif})
 	if err != nil {
 		return fail(s, c.name, err)
@@ -115,6 +123,7 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version}
 	if !dry {
 		opts.Out, opts.Force, opts.StateBase = *tf.out, *tf.force, *tf.stateBase
+		opts.Generation, opts.Checkpoint = *tf.generation, *tf.checkpointID
 	}
 	rep, err := transform.Run(ctx, sp, set, opts)
 	if err != nil {

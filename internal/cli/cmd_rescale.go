@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sptool/sptool/rules"
+)
+
+func init() {
+	register(&command{
+		name:     "rescale",
+		synopsis: "re-partition a checkpoint tree by key group for a new parallelism (shorthand for a one-rule rescale)",
+		usage:    "PATH -o OUT (--parallelism M | --group-parallelism 0-2=5,3-4=1) [--force] [--dry-run] [--report FILE] [--json]",
+		run:      runRescale,
+	})
+}
+
+func runRescale(ctx context.Context, s *Streams, args []string) int {
+	c := commands["rescale"]
+	fs := flagSet(c)
+	par := fs.Int("parallelism", 0, "the new parallelism of a tree with one chain group (1..128; more leaves subtasks without keyed state)")
+	groups := fs.String("group-parallelism", "", "the new parallelism of each chain group, as old subtask ranges: 0-2=5,3-4=1")
+	dry := fs.Bool("dry-run", false, "report what would be written, write nothing")
+	tf := addTransformFlags(fs, false)
+	fs.MarkHidden("rules")
+	if done, code := parse(c, fs, s, args, exactly(1)); done {
+		return code
+	}
+	if (*par == 0) == (*groups == "") {
+		return usageError(s, c, errors.New("give exactly one of --parallelism and --group-parallelism"))
+	}
+	if *tf.rules != "" {
+		return usageError(s, c, errors.New("rescale takes no rule file; use `sptool apply -r` with a rescale rule to combine it with other rules"))
+	}
+	if !*dry && *tf.out == "" {
+		return usageError(s, c, errors.New("-o/--out is required"))
+	}
+	src, err := rescaleRuleFile(*par, *groups)
+	if err != nil {
+		return usageError(s, c, err)
+	}
+	set, err := rules.Parse("(sptool rescale)", []byte(src))
+	if err != nil {
+		return fail(s, c.name, err)
+	}
+	return transformWith(ctx, s, c, fs, tf, set, *dry)
+}
+
+// rescaleRuleFile writes the one-rule file the flags stand for.
+func rescaleRuleFile(par int, groups string) (string, error) {
+	if par != 0 {
+		return fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d}\n", par), nil
+	}
+	var b strings.Builder
+	b.WriteString("version: 1\nrules:\n  - rescale:\n      groups:\n")
+	for _, part := range strings.Split(groups, ",") {
+		rng, p, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.Atoi(p)
+		if !ok || err != nil {
+			return "", fmt.Errorf("--group-parallelism: %q is not RANGE=M (like 0-2=5)", part)
+		}
+		fmt.Fprintf(&b, "        - {subtasks: %q, parallelism: %d}\n", rng, n)
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,437 @@
+package transform
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+)
+
+// RescaleReport details a rescale: the layout before and after, and every
+// row's fate.
+type RescaleReport struct {
+	Groups []RescaleGroupReport `json:"groups"`
+	// KeyedIn counts keyed rows (first key byte below 128, legacy raw keys
+	// included) entering the rescale; KeyedOut those written. KeyedIn =
+	// KeyedOut + StaleCopies.
+	KeyedIn  int64 `json:"keyed_in"`
+	KeyedOut int64 `json:"keyed_out"`
+	// StaleCopies are keyed rows found in a file other than the one of the
+	// subtask that owned their key group: restore would not have restored
+	// them; the owner's copy is kept (format section 10.1).
+	StaleCopies int64 `json:"stale_copies_dropped"`
+	// OperatorIn counts operator-state rows read (every copy in every old
+	// file); OperatorDistinct the distinct (op, key) after merging; OperatorOut
+	// the rows written (every distinct row into every new file of its group).
+	OperatorIn       int64 `json:"operator_in"`
+	OperatorDistinct int64 `json:"operator_distinct"`
+	OperatorOut      int64 `json:"operator_out"`
+	// TimersIn and TimersOut count the timers of the timer blobs of each
+	// group's own operators; TimersStale those dropped because they sat in
+	// the blob of a subtask that did not own their key's group.
+	TimersIn    int64 `json:"timers_in"`
+	TimersOut   int64 `json:"timers_out"`
+	TimersStale int64 `json:"timers_stale_dropped"`
+	// Merges lists every operator-state key whose copies differed, and the
+	// value chosen.
+	Merges []MergeChoice `json:"merges"`
+}
+
+// RescaleGroupReport is one chain group before and after.
+type RescaleGroupReport struct {
+	OldFirst       int    `json:"old_first"`
+	OldParallelism int    `json:"old_parallelism"`
+	NewFirst       int    `json:"new_first"`
+	NewParallelism int    `json:"new_parallelism"`
+	Action         string `json:"action"` // "copy" (parallelism unchanged) or "rescale"
+}
+
+// MergeChoice is one operator-state key whose copies differed across the old
+// subtasks of a group.
+type MergeChoice struct {
+	Op       uint64 `json:"op"`
+	Key      string `json:"key"`
+	Values   int    `json:"distinct_values"`
+	Rule     string `json:"rule"` // "greater-int64" or "highest-subtask"
+	FromOld  int    `json:"chosen_from_subtask"`
+	Warning  string `json:"warning,omitempty"`
+}
+
+// newFile is one file of the output tree.
+type newFile struct {
+	subtask  int
+	rows     []savepoint.Row
+	md       savepoint.Metadata
+	versions savepoint.VersionMap
+	// copyOf is set when the file is an input file carried over byte for
+	// byte (no rule changed it).
+	copyOf *savepoint.File
+	// from names the input the file was made of, for the provenance key.
+	from        string
+	inputCRC    uint32
+	compression string
+}
+
+// sameLayoutFile is the output file of an input file whose place in the
+// layout does not change (no rescale, or its group keeps its parallelism).
+func sameLayoutFile(f *savepoint.File, res *fileResult, subtask int) *newFile {
+	nf := &newFile{subtask: subtask, rows: res.rows, md: f.Snapshot.Metadata, versions: res.versions,
+		from: f.Rel, inputCRC: f.CRC32C, compression: f.Compression}
+	if !res.changed {
+		nf.copyOf = f
+	}
+	return nf
+}
+
+// rescaleGroups resolves the rescale spec against the tree's groups.
+func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoint.Group, []int, []string, error) {
+	if sp.Kind == savepoint.InputFile {
+		return nil, nil, nil, fmt.Errorf("rescale needs a checkpoint tree (a v<generation> directory of subtask directories), not a single file")
+	}
+	var warnings []string
+	if spec.Groups == nil {
+		if len(sp.Groups) != 1 {
+			return nil, nil, nil, fmt.Errorf("the tree has %d chain groups (subtasks %s); give each its parallelism (rule: 'rescale: {groups: [{subtasks: \"a-b\", parallelism: M}, ...]}'; command: --group-parallelism 0-2=M,3-4=N)", len(sp.Groups), savepoint.FormatGroups(sp.Groups))
+		}
+		return sp.Groups, []int{spec.Parallelism}, nil, nil
+	}
+	var groups []savepoint.Group
+	var pars []int
+	for _, g := range spec.Groups {
+		groups = append(groups, savepoint.Group{First: g.First, Count: g.Count()})
+		pars = append(pars, g.Parallelism)
+	}
+	first, last := sp.Files[0].Subtask, sp.Files[len(sp.Files)-1].Subtask
+	next := first
+	for i, g := range groups {
+		if g.First != next {
+			return nil, nil, nil, fmt.Errorf("rescale group %d (subtasks %s) does not match the tree: its groups must tile its subtasks %d-%d in order (the tree's inferred chain groups are %s)", i+1, spec.Groups[i].Subtasks, first, last, savepoint.FormatGroups(sp.Groups))
+		}
+		next = g.First + g.Count
+	}
+	if next != last+1 || len(sp.Files) != last-first+1 {
+		return nil, nil, nil, fmt.Errorf("rescale groups %s do not cover the tree's subtasks %d-%d (its inferred chain groups are %s)", savepoint.FormatGroups(groups), first, last, savepoint.FormatGroups(sp.Groups))
+	}
+	if sp.GroupsInferred && savepoint.FormatGroups(groups) != savepoint.FormatGroups(sp.Groups) {
+		warnings = append(warnings, fmt.Sprintf("the rescale groups %s differ from the chain groups inferred from the tree (%s); the rescale groups are used", savepoint.FormatGroups(groups), savepoint.FormatGroups(sp.Groups)))
+	}
+	return groups, pars, warnings, nil
+}
+
+// rescale re-partitions the per-file results into the files of the new
+// layout. Keyed rows move to the subtask owning their key group at the new
+// parallelism; operator rows are merged across the group's old subtasks and
+// written into every new file of the group; the timer blobs of the group's
+// own operators are split by key group.
+func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileResult, rep *Report) ([]*newFile, error) {
+	groups, pars, warns, err := rescaleGroups(sp, spec)
+	if err != nil {
+		return nil, err
+	}
+	rep.Warnings = append(rep.Warnings, warns...)
+	rr := &RescaleReport{Merges: []MergeChoice{}}
+	rep.Rescale = rr
+	byIndex := map[int]int{}
+	for i, f := range sp.Files {
+		byIndex[f.Subtask] = i
+	}
+	var out []*newFile
+	newFirst := 0
+	for gi, g := range groups {
+		m := pars[gi]
+		gr := RescaleGroupReport{OldFirst: g.First, OldParallelism: g.Count, NewFirst: newFirst, NewParallelism: m, Action: "rescale"}
+		if m > savepoint.NumKeyGroups {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("group %s: parallelism %d is above %d: subtasks with an empty key-group range get only operator state", savepoint.FormatGroups([]savepoint.Group{g}), m, savepoint.NumKeyGroups))
+		}
+		if m == g.Count {
+			gr.Action = "copy"
+			for i := 0; i < g.Count; i++ {
+				fi := byIndex[g.First+i]
+				res := results[fi]
+				out = append(out, sameLayoutFile(sp.Files[fi], res, newFirst+i))
+			}
+		} else {
+			files, err := rescaleGroup(sp, g, newFirst, m, byIndex, results, rr)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, files...)
+		}
+		rr.Groups = append(rr.Groups, gr)
+		newFirst += m
+	}
+	for _, mc := range rr.Merges {
+		if mc.Warning != "" {
+			rep.Warnings = append(rep.Warnings, mc.Warning)
+		}
+	}
+	return out, nil
+}
+
+// timerPrefix starts the key of an operator's timer blob (format 3.4).
+var timerPrefix = []byte("\xff__clink_timers")
+
+func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, byIndex map[int]int, results []*fileResult, rr *RescaleReport) ([]*newFile, error) {
+	files := make([]*newFile, m)
+	for i := range files {
+		files[i] = &newFile{subtask: newFirst + i}
+	}
+	newG := savepoint.Group{First: newFirst, Count: m}
+	// Operators with keyed rows in this group's files are its own operators:
+	// their timer blobs are split; other operators' blobs are frozen copies.
+	own := map[uint64]bool{}
+	opRows := map[string][]opCopy{} // op+key -> copies in old subtask order
+	var opOrder []savepoint.Row
+	var meta savepoint.Metadata
+	var versions savepoint.VersionMap
+	haveMeta := false
+	for i := 0; i < g.Count; i++ {
+		old := g.First + i
+		fi := byIndex[old]
+		res := results[fi]
+		f := sp.Files[fi]
+		if !haveMeta && (res.versions.Len() > 0 || len(f.Snapshot.Metadata) > 0) {
+			meta, versions, haveMeta = f.Snapshot.Metadata, res.versions, true
+		}
+		for _, r := range res.rows {
+			if len(r.Key) > 0 && r.Key[0] < savepoint.NumKeyGroups {
+				own[r.Op] = true
+				rr.KeyedIn++
+				kg := int(r.Key[0])
+				if g.Owner(kg) != old {
+					rr.StaleCopies++
+					continue
+				}
+				dst := files[newG.Owner(kg)-newFirst]
+				dst.rows = append(dst.rows, r)
+				rr.KeyedOut++
+				continue
+			}
+			// Operator state (first byte >= 128) and zero-length keys, which
+			// restore never filters: merged, then written into every new file.
+			rr.OperatorIn++
+			k := opKey(r)
+			if _, ok := opRows[k]; !ok {
+				opOrder = append(opOrder, savepoint.Row{Op: r.Op, Key: r.Key})
+			}
+			opRows[k] = append(opRows[k], opCopy{old, r.Value})
+		}
+	}
+	for _, id := range opOrder {
+		copies := opRows[opKey(id)]
+		if own[id.Op] && bytes.HasPrefix(id.Key, timerPrefix) {
+			blobs := make([][]byte, m)
+			if err := splitTimers(id, copies, g, newG, blobs, rr); err != nil {
+				return nil, err
+			}
+			for i := range files {
+				files[i].rows = append(files[i].rows, savepoint.Row{Op: id.Op, Key: id.Key, Value: blobs[i]})
+			}
+			rr.OperatorDistinct++
+			rr.OperatorOut += int64(m)
+			continue
+		}
+		value, choice := mergeOperator(id, copies)
+		if choice != nil {
+			rr.Merges = append(rr.Merges, *choice)
+		}
+		for i := range files {
+			files[i].rows = append(files[i].rows, savepoint.Row{Op: id.Op, Key: id.Key, Value: value})
+		}
+		rr.OperatorDistinct++
+		rr.OperatorOut += int64(m)
+	}
+	from := fmt.Sprintf("rescaled from subtasks %d-%d of v%d", g.First, g.First+g.Count-1, sp.Generation)
+	for _, f := range files {
+		f.md, f.versions, f.from = meta, versions, from
+		f.rows = savepoint.Logical(f.rows)
+	}
+	return files, nil
+}
+
+// opCopy is one old subtask's copy of an operator-state row.
+type opCopy struct {
+	old   int
+	value []byte
+}
+
+func opKey(r savepoint.Row) string {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], r.Op)
+	return string(b[:]) + string(r.Key)
+}
+
+// mergeOperator applies clink's merge rule to the copies of one
+// operator-state key: all equal, that value; all 8 bytes, the greatest signed
+// int64; otherwise the copy of the highest old subtask (what clink's
+// scale-down restore keeps: the last parent). A choice between differing
+// values is returned for the report.
+func mergeOperator(id savepoint.Row, copies []opCopy) ([]byte, *MergeChoice) {
+	distinct := map[string]bool{}
+	all8 := true
+	for _, c := range copies {
+		distinct[string(c.value)] = true
+		all8 = all8 && len(c.value) == 8
+	}
+	last := copies[len(copies)-1]
+	if len(distinct) == 1 {
+		return last.value, nil
+	}
+	mc := &MergeChoice{Op: id.Op, Key: savepoint.RenderKey(id.Key), Values: len(distinct)}
+	if all8 {
+		best := copies[0]
+		for _, c := range copies[1:] {
+			if int64(binary.LittleEndian.Uint64(c.value)) > int64(binary.LittleEndian.Uint64(best.value)) {
+				best = c
+			}
+		}
+		mc.Rule, mc.FromOld = "greater-int64", best.old
+		if isSourceOffset(id.Key) {
+			mc.Warning = fmt.Sprintf("op %d key %s: the source offsets of the old subtasks differ; the greatest (%d, subtask %d) is kept, as clink's merge does, which hands every new subtask the furthest position any old one reached (format 10.4)", id.Op, mc.Key, int64(binary.LittleEndian.Uint64(best.value)), best.old)
+		}
+		return best.value, mc
+	}
+	mc.Rule, mc.FromOld = "highest-subtask", last.old
+	mc.Warning = fmt.Sprintf("op %d key %s: %d different values across the old subtasks (not all 8 bytes); the copy of subtask %d (the highest) is kept, where clink would pick one in directory order (format 10.4)", id.Op, mc.Key, len(distinct), last.old)
+	return last.value, mc
+}
+
+// isSourceOffset recognises the fixed-key source offsets of clink's sources
+// (format 2.1), for which greater-wins is a silent skip.
+func isSourceOffset(key []byte) bool {
+	return bytes.Contains(key, []byte("source_offset")) || bytes.Contains(key, []byte("_cdc_pos")) || bytes.Contains(key, []byte("source.cursor"))
+}
+
+// timer is one timer of a blob.
+type timer struct {
+	ts  int64
+	key []byte
+}
+
+// parseTimers decodes a timer blob (format 3.4): u32 n_proc {i64 ts, u32
+// klen, key}*n, then u32 n_event {...}, little-endian.
+func parseTimers(b []byte) (proc, event []timer, err error) {
+	off := 0
+	read := func(what string) ([]timer, error) {
+		if off+4 > len(b) {
+			return nil, fmt.Errorf("truncated %s timer count at byte %d", what, off)
+		}
+		n := int(binary.LittleEndian.Uint32(b[off:]))
+		off += 4
+		if n > (len(b)-off)/12 {
+			return nil, fmt.Errorf("%s timer count %d does not fit in %d bytes", what, n, len(b)-off)
+		}
+		ts := make([]timer, 0, n)
+		for i := 0; i < n; i++ {
+			if off+12 > len(b) {
+				return nil, fmt.Errorf("truncated %s timer %d at byte %d", what, i, off)
+			}
+			t := int64(binary.LittleEndian.Uint64(b[off:]))
+			kl := int(binary.LittleEndian.Uint32(b[off+8:]))
+			off += 12
+			if kl < 0 || kl > len(b)-off {
+				return nil, fmt.Errorf("%s timer %d key length %d runs past the blob", what, i, kl)
+			}
+			ts = append(ts, timer{t, b[off : off+kl]})
+			off += kl
+		}
+		return ts, nil
+	}
+	if proc, err = read("processing-time"); err != nil {
+		return nil, nil, err
+	}
+	if event, err = read("event-time"); err != nil {
+		return nil, nil, err
+	}
+	if off != len(b) {
+		return nil, nil, fmt.Errorf("%d bytes after the event-time timers", len(b)-off)
+	}
+	return proc, event, nil
+}
+
+func encodeTimers(proc, event []timer) []byte {
+	var b []byte
+	for _, list := range [][]timer{proc, event} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(list)))
+		for _, t := range list {
+			b = binary.LittleEndian.AppendUint64(b, uint64(t.ts))
+			b = binary.LittleEndian.AppendUint32(b, uint32(len(t.key)))
+			b = append(b, t.key...)
+		}
+	}
+	return b
+}
+
+// splitTimers merges the timer blobs of one operator from every old subtask
+// of a group and splits them by the key group of each timer's key: each new
+// subtask gets exactly the timers of its range. A timer in the blob of an old
+// subtask that did not own its key's group is a stale copy (left by an
+// unfiltered restore of a chained subtask, format 10.2) and is dropped;
+// identical timers are kept once, so none fires twice.
+func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blobs [][]byte, rr *RescaleReport) error {
+	type dk struct {
+		event bool
+		ts    int64
+		key   string
+	}
+	seen := map[dk]bool{}
+	proc := make([][]timer, len(blobs))
+	event := make([][]timer, len(blobs))
+	for _, c := range copies {
+		p, e, err := parseTimers(c.value)
+		if err != nil {
+			return fmt.Errorf("op %d timer blob %s of old subtask %d: %w", id.Op, savepoint.RenderKey(id.Key), c.old, err)
+		}
+		for domain, list := range [][]timer{p, e} {
+			for _, t := range list {
+				rr.TimersIn++
+				kg := savepoint.KeyGroupOf(t.key)
+				if g.Owner(kg) != c.old {
+					rr.TimersStale++
+					continue
+				}
+				k := dk{domain == 1, t.ts, string(t.key)}
+				if seen[k] {
+					rr.TimersStale++
+					continue
+				}
+				seen[k] = true
+				dst := newG.Owner(kg) - newG.First
+				if domain == 0 {
+					proc[dst] = append(proc[dst], t)
+				} else {
+					event[dst] = append(event[dst], t)
+				}
+				rr.TimersOut++
+			}
+		}
+	}
+	for i := range blobs {
+		for _, list := range [][]timer{proc[i], event[i]} {
+			slices.SortStableFunc(list, func(a, b timer) int {
+				if a.ts != b.ts {
+					if a.ts < b.ts {
+						return -1
+					}
+					return 1
+				}
+				return bytes.Compare(a.key, b.key)
+			})
+		}
+		blobs[i] = encodeTimers(proc[i], event[i])
+	}
+	return nil
+}
+
+// describeLayout renders groups and parallelisms for messages.
+func describeLayout(rr *RescaleReport) string {
+	var parts []string
+	for _, g := range rr.Groups {
+		parts = append(parts, fmt.Sprintf("%d-%d (p=%d) -> %d-%d (p=%d)", g.OldFirst, g.OldFirst+g.OldParallelism-1, g.OldParallelism, g.NewFirst, g.NewFirst+g.NewParallelism-1, g.NewParallelism))
+	}
+	return strings.Join(parts, ", ")
+}
