@@ -1020,7 +1020,6 @@ func renderBytesShort(b []byte, max int) string {
 	return s
 }
 
-
 // RenderKey renders a stored key for a message: operator keys as 0xff
 // followed by the logical key, keyed keys as kg/slot/user key.
 func RenderKey(key []byte) string {

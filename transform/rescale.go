@@ -53,12 +53,12 @@ type RescaleGroupReport struct {
 // MergeChoice is one operator-state key whose copies differed across the old
 // subtasks of a group.
 type MergeChoice struct {
-	Op       uint64 `json:"op"`
-	Key      string `json:"key"`
-	Values   int    `json:"distinct_values"`
-	Rule     string `json:"rule"` // "greater-int64" or "highest-subtask"
-	FromOld  int    `json:"chosen_from_subtask"`
-	Warning  string `json:"warning,omitempty"`
+	Op      uint64 `json:"op"`
+	Key     string `json:"key"`
+	Values  int    `json:"distinct_values"`
+	Rule    string `json:"rule"` // "greater-int64" or "highest-subtask"
+	FromOld int    `json:"chosen_from_subtask"`
+	Warning string `json:"warning,omitempty"`
 }
 
 // newFile is one file of the output tree.
