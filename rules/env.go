@@ -1,0 +1,118 @@
+package rules
+
+import (
+	"fmt"
+
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/sptool/sptool/savepoint"
+)
+
+// FillEnv fills env from a stored row, overwriting every field:
+//
+//   - op, kind, key_group, slot, key_bytes and value_bytes come from the row
+//     (savepoint.ParseKey); subtask is the argument (-1 for a single file).
+//   - For a keyed row of a declared slot (SlotDecl), key is the user key
+//     decoded with the key codec (string for string and bytes codecs and
+//     when no key codec is declared; the whole composite key as a string in
+//     'composite: true' slots), and value is the value decoded with the
+//     value codec ([]byte when none is declared). In 'ttl: true' slots
+//     expire_at is the 8-byte stamp and value is decoded after it; a value
+//     shorter than 8 bytes leaves expire_at and value nil (clink treats it
+//     as missing).
+//   - Every other row: key is the user key as a string, value the raw value
+//     bytes, expire_at nil.
+//
+// A value or key the declared codec cannot decode yields a *DecodeError
+// naming the operator and slot; env is then filled except for that field.
+// key_bytes and value_bytes alias the row; key is a fresh string.
+func (s *Set) FillEnv(env *Env, row savepoint.Row, subtask int) error {
+	k := savepoint.ParseKey(row.Key)
+	env.Op = row.Op
+	env.Kind = k.Kind.String()
+	env.KeyGroup = k.KeyGroup
+	env.Slot = k.SlotName()
+	env.KeyBytes = k.UserKey
+	env.ValueBytes = row.Value
+	env.ExpireAt = nil
+	env.Subtask = subtask
+
+	var d *SlotDecl
+	if k.Kind == savepoint.KindKeyed {
+		d = s.slotDeclBytes(row.Op, k.Slot)
+	}
+	if d == nil {
+		env.Key = string(k.UserKey)
+		env.Value = row.Value
+		return nil
+	}
+
+	var err error
+	switch {
+	case d.KeyCodec == nil || d.Composite || d.keyType == stringType:
+		env.Key = string(k.UserKey)
+	default:
+		v, kerr := d.KeyCodec.Decode(k.UserKey)
+		if kerr != nil {
+			env.Key = string(k.UserKey)
+			err = &DecodeError{Op: row.Op, Slot: d.Slot, Part: "key", Codec: d.KeyCodec.String(), Err: kerr}
+		} else {
+			env.Key = v
+		}
+	}
+
+	payload := row.Value
+	if d.TTL {
+		at, p, ok := savepoint.SplitTTL(row.Value)
+		if !ok {
+			env.Value = nil
+			return err
+		}
+		env.ExpireAt = at
+		payload = p
+	}
+	if d.ValueCodec == nil {
+		env.Value = payload
+		return err
+	}
+	v, verr := d.ValueCodec.Decode(payload)
+	if verr != nil {
+		env.Value = nil
+		if err == nil {
+			err = &DecodeError{Op: row.Op, Slot: d.Slot, Part: "value", Codec: d.ValueCodec.String(), Err: verr}
+		}
+		return err
+	}
+	env.Value = v
+	return err
+}
+
+// Apply evaluates the set_value expression on env (filled by Set.FillEnv
+// from the row) and returns the new stored value: the result encoded with
+// the slot's value codec, behind the row's original 8-byte TTL stamp in
+// 'ttl: true' slots. Errors (a runtime failure, a result the codec cannot
+// encode, a TTL value without its stamp) are *EvalError values naming the
+// rule's expression; the engine reports them with the row.
+func (s *SetValueSpec) Apply(m *vm.VM, env *Env) ([]byte, error) {
+	wrap := func(err error) error { return &EvalError{Rule: s.label, Expr: s.Expr, Err: err} }
+	if s.Decl.TTL && len(env.ValueBytes) < savepoint.TTLPrefixLen {
+		return nil, wrap(fmt.Errorf("value of %d bytes has no 8-byte TTL stamp", len(env.ValueBytes)))
+	}
+	out, err := s.Program.Eval(m, env)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	if out == nil && s.Decl.valueType != nil {
+		return nil, wrap(errNilValue)
+	}
+	enc, err := s.Decl.ValueCodec.Encode(out)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	if !s.Decl.TTL {
+		return enc, nil
+	}
+	b := make([]byte, 0, savepoint.TTLPrefixLen+len(enc))
+	b = append(b, env.ValueBytes[:savepoint.TTLPrefixLen]...)
+	return append(b, enc...), nil
+}

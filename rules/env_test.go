@@ -1,0 +1,418 @@
+package rules
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/savepoint/codec"
+)
+
+func le64(v int64) []byte {
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint64(b, uint64(v))
+	return b
+}
+
+func ttlValue(at int64, payload []byte) []byte { return append(le64(at), payload...) }
+
+const envRules = `version: 1
+slots:
+  - {op: 7, slot: agg, key: int64, value: int64}
+  - {op: 7, slot: name, key: bytes, value: string}
+  - {op: 7, slot: seen, key: string, value: "list<int64>", ttl: true}
+  - {op: 7, slot: cart, key: string, ttl: true, composite: true}
+  - {op: 7, slot: small, value: uint32}
+rules:
+  - keep: {op: 7, slot: agg, expr: 'value > 5 && key != 13'}
+  - drop: 'expire_at != nil && expire_at <= 1000'
+  - set_value: {op: 7, slot: agg, expr: 'value * 100'}
+  - set_value: {op: 7, slot: name, expr: 'upper(value) + "!"'}
+  - set_value: {op: 7, slot: seen, expr: 'map(value, # + 1)'}
+  - set_value: {op: 7, slot: small, expr: 'value * 100000000'}
+`
+
+func TestFillEnv(t *testing.T) {
+	set := parseOne(t, envRules)
+	i64 := codec.MustParse("int64")
+	aggKey, _ := i64.Encode(int64(42))
+	list, _ := codec.MustParse("list<int64>").Encode([]any{int64(1), int64(2)})
+	cases := []struct {
+		name    string
+		row     savepoint.Row
+		subtask int
+		want    Env
+	}{
+		{"declared int64", savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), aggKey), Value: le64(9)}, 3,
+			Env{Op: 7, Kind: "keyed", KeyGroup: savepoint.KeyGroupOf(aggKey), Slot: "agg", Key: int64(42), KeyBytes: aggKey, Value: int64(9), ValueBytes: le64(9), Subtask: 3}},
+		{"bytes key codec shows a string", savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("name"), []byte("k1")), Value: []byte("bob")}, -1,
+			Env{Op: 7, Kind: "keyed", KeyGroup: savepoint.KeyGroupOf([]byte("k1")), Slot: "name", Key: "k1", KeyBytes: []byte("k1"), Value: "bob", ValueBytes: []byte("bob"), Subtask: -1}},
+		{"ttl list", savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), []byte("u")), Value: ttlValue(1000, list)}, 0,
+			Env{Op: 7, Kind: "keyed", KeyGroup: savepoint.KeyGroupOf([]byte("u")), Slot: "seen", Key: "u", KeyBytes: []byte("u"), Value: []any{int64(1), int64(2)}, ValueBytes: ttlValue(1000, list), ExpireAt: int64(1000)}},
+		{"ttl value too short", savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), []byte("u")), Value: []byte{1, 2}}, 0,
+			Env{Op: 7, Kind: "keyed", KeyGroup: savepoint.KeyGroupOf([]byte("u")), Slot: "seen", Key: "u", KeyBytes: []byte("u"), Value: nil, ValueBytes: []byte{1, 2}}},
+		{"composite key is the whole key", savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("cart"), []byte("user1\x1fitemA")), Value: ttlValue(5, []byte("x"))}, 0,
+			Env{Op: 7, Kind: "keyed", KeyGroup: savepoint.KeyGroupOf([]byte("user1\x1fitemA")), Slot: "cart", Key: "user1\x1fitemA", KeyBytes: []byte("user1\x1fitemA"), Value: []byte("x"), ValueBytes: ttlValue(5, []byte("x")), ExpireAt: int64(5)}},
+		{"undeclared slot", savepoint.Row{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte("k")), Value: []byte("v")}, 1,
+			Env{Op: 8, Kind: "keyed", KeyGroup: savepoint.KeyGroupOf([]byte("k")), Slot: "agg", Key: "k", KeyBytes: []byte("k"), Value: []byte("v"), ValueBytes: []byte("v"), Subtask: 1}},
+		{"operator row", savepoint.Row{Op: 7, Key: []byte("\xff__kafka_off__:3"), Value: le64(77)}, 2,
+			Env{Op: 7, Kind: "operator", KeyGroup: -1, Slot: "<raw>", Key: "__kafka_off__:3", KeyBytes: []byte("__kafka_off__:3"), Value: le64(77), ValueBytes: le64(77), Subtask: 2}},
+		{"broadcast row of a declared slot name is not decoded", savepoint.Row{Op: 7, Key: []byte("\xffagg|"), Value: []byte("zz")}, 2,
+			Env{Op: 7, Kind: "operator", KeyGroup: -1, Slot: "agg", Key: "", KeyBytes: []byte{}, Value: []byte("zz"), ValueBytes: []byte("zz"), Subtask: 2}},
+		{"raw row", savepoint.Row{Op: 7, Key: []byte("_legacy"), Value: nil}, 0,
+			Env{Op: 7, Kind: "raw", KeyGroup: -1, Slot: "<raw>", Key: "_legacy", KeyBytes: []byte("_legacy"), Value: []byte(nil)}},
+	}
+	env := &Env{ExpireAt: int64(-5), Value: "stale"} // every field is overwritten
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := set.FillEnv(env, tc.row, tc.subtask); err != nil {
+				t.Fatal(err)
+			}
+			got := *env
+			if len(got.KeyBytes) == 0 && len(tc.want.KeyBytes) == 0 {
+				got.KeyBytes, tc.want.KeyBytes = nil, nil
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("env:\n got %#v\nwant %#v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFillEnvDecodeError(t *testing.T) {
+	set := parseOne(t, envRules)
+	var env Env
+	err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte("short")), Value: le64(1)}, 0)
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Op != 7 || de.Slot != "agg" || de.Part != "key" || de.Codec != "int64" {
+		t.Fatalf("err = %#v", err)
+	}
+	if !strings.Contains(err.Error(), `decode key of op 7 slot "agg" with codec int64`) {
+		t.Errorf("message = %v", err)
+	}
+	if env.Value != int64(1) || env.Key != "short" {
+		t.Errorf("the rest of env is filled: %#v", env)
+	}
+	err = set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: []byte("xyz")}, 0)
+	if !errors.As(err, &de) || de.Part != "value" || env.Value != nil {
+		t.Fatalf("err = %v, value %v", err, env.Value)
+	}
+}
+
+func TestPredicates(t *testing.T) {
+	set := parseOne(t, envRules)
+	keep, drop := set.Rules[0].Keep, set.Rules[1].Drop
+	if keep.Decl != set.Slots[0] || drop.Decl != nil {
+		t.Fatalf("decls %v %v", keep.Decl, drop.Decl)
+	}
+	var m vm.VM
+	var env Env
+	row := func(k int64, v int64) savepoint.Row {
+		kb := le64(k)
+		return savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), kb), Value: le64(v)}
+	}
+	for _, tc := range []struct {
+		row  savepoint.Row
+		keep bool
+	}{{row(1, 6), true}, {row(1, 5), false}, {row(13, 100), false}, {row(2, 1<<40), true}} {
+		if err := set.FillEnv(&env, tc.row, 0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := keep.Predicate.Eval(&m, &env)
+		if err != nil || got != tc.keep {
+			t.Errorf("keep on %v = %v, %v; want %v", env.Value, got, err, tc.keep)
+		}
+	}
+	seen := savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), []byte("u")), Value: ttlValue(1000, []byte{0, 0, 0, 0})}
+	for _, tc := range []struct {
+		at   int64
+		drop bool
+	}{{999, true}, {1000, true}, {1001, false}} {
+		seen.Value = ttlValue(tc.at, []byte{0, 0, 0, 0})
+		if err := set.FillEnv(&env, seen, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := drop.Predicate.Eval(&m, &env); err != nil || got != tc.drop {
+			t.Errorf("drop at %d = %v, %v", tc.at, got, err)
+		}
+	}
+	// Rows without a TTL stamp: expire_at is nil.
+	if err := set.FillEnv(&env, row(1, 1), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := drop.Predicate.Eval(&m, &env); err != nil || got {
+		t.Errorf("drop without stamp = %v, %v", got, err)
+	}
+	if _, ok := keep.Predicate.Constant(); ok {
+		t.Error("keep is not constant")
+	}
+	if keep.Predicate.Program() == nil || keep.Predicate.Source != "value > 5 && key != 13" {
+		t.Error("Program/Source")
+	}
+	// Compiled against Env{} (a value): fields are loaded by index, not by
+	// name through reflection (go-libraries.md section 4).
+	if dis := drop.Predicate.Program().Disassemble(); !strings.Contains(dis, "OpLoadField") || strings.Contains(dis, "OpLoadConst") {
+		t.Errorf("disassembly:\n%s", dis)
+	}
+}
+
+func TestPredicateRuntimeError(t *testing.T) {
+	set := parseOne(t, "version: 1\nrules:\n  - drop: 'value > 5'\n")
+	var env Env
+	if err := set.FillEnv(&env, savepoint.Row{Op: 1, Key: []byte("\x01s|k"), Value: []byte("x")}, 0); err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	if _, err := set.Rules[0].Drop.Predicate.Eval(&m, &env); err == nil {
+		t.Error("comparing bytes with an int did not fail at run time")
+	}
+}
+
+func TestTypedEnvChecks(t *testing.T) {
+	base := "version: 1\nslots:\n  - {op: 7, slot: agg, key: int64, value: int64}\n  - {op: 7, slot: s, value: string}\n  - {op: 7, slot: raw}\n  - {op: 7, slot: f, value: double}\nrules:\n"
+	cases := []struct {
+		rule string
+		ok   bool
+	}{
+		{"  - keep: {op: 7, slot: agg, expr: 'value > 5'}", true},
+		{"  - keep: {op: 7, slot: agg, expr: 'value == \"x\"'}", false},
+		{"  - keep: {op: 7, slot: agg, expr: 'key > 5'}", true},
+		{"  - keep: {op: 7, slot: agg, expr: 'key startsWith \"x\"'}", false},
+		{"  - keep: {op: 7, slot: s, expr: 'value startsWith \"x\"'}", true},
+		{"  - keep: {op: 7, slot: s, expr: 'value > 5'}", false},
+		{"  - keep: {op: 7, slot: raw, expr: 'len(value) > 5'}", true},
+		{"  - keep: {op: 7, slot: raw, expr: 'value == \"x\"'}", false},
+		{"  - keep: {op: 7, slot: undeclared, expr: 'value == \"x\"'}", true}, // untyped: any
+		{"  - keep: 'value + \"x\" == \"y\"'", true},                          // untyped: any
+		{"  - set_value: {op: 7, slot: agg, expr: 'value * 100'}", true},
+		{"  - set_value: {op: 7, slot: agg, expr: 'value + \"x\"'}", false},
+		{"  - set_value: {op: 7, slot: agg, expr: '\"x\"'}", false},
+		{"  - set_value: {op: 7, slot: s, expr: 'value + \"x\"'}", true},
+		{"  - set_value: {op: 7, slot: s, expr: '42'}", false},
+		{"  - set_value: {op: 7, slot: f, expr: 'value * 2'}", true},
+		{"  - set_value: {op: 7, slot: f, expr: '2'}", true},
+		{"  - set_value: {op: 7, slot: f, expr: 'true'}", false},
+	}
+	for _, tc := range cases {
+		_, err := Parse("t.yaml", []byte(base+tc.rule+"\n"))
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: ok=%v, err=%v", tc.rule, tc.ok, err)
+		}
+	}
+}
+
+func TestSetValueApply(t *testing.T) {
+	set := parseOne(t, envRules)
+	var m vm.VM
+	var env Env
+	apply := func(rule int, row savepoint.Row) ([]byte, error) {
+		t.Helper()
+		if err := set.FillEnv(&env, row, 0); err != nil {
+			t.Fatal(err)
+		}
+		return set.Rules[rule].SetValue.Apply(&m, &env)
+	}
+	out, err := apply(2, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: le64(7)})
+	if err != nil || !bytes.Equal(out, le64(700)) {
+		t.Errorf("agg: %x, %v", out, err)
+	}
+	out, err = apply(3, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("name"), []byte("k")), Value: []byte("bob")})
+	if err != nil || string(out) != "BOB!" {
+		t.Errorf("name: %q, %v", out, err)
+	}
+	list, _ := codec.MustParse("list<int64>").Encode([]any{int64(1), int64(2)})
+	want, _ := codec.MustParse("list<int64>").Encode([]any{int64(2), int64(3)})
+	out, err = apply(4, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), []byte("u")), Value: ttlValue(123, list)})
+	if err != nil || !bytes.Equal(out, ttlValue(123, want)) {
+		t.Errorf("seen (TTL stamp kept): %x, %v", out, err)
+	}
+	_, err = apply(4, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), []byte("u")), Value: []byte{1}})
+	var ee *EvalError
+	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "no 8-byte TTL stamp") {
+		t.Errorf("short TTL value: %v", err)
+	}
+	// uint32: 100 * 100000000 does not fit, the codec refuses at run time.
+	small := make([]byte, 4)
+	binary.LittleEndian.PutUint32(small, 100)
+	_, err = apply(5, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("small"), []byte("k")), Value: small})
+	if !errors.As(err, &ee) || ee.Rule != "rule 6 (set_value)" || ee.Expr != "value * 100000000" {
+		t.Errorf("overflow: %#v", err)
+	}
+}
+
+func TestPurgeKeysMatch(t *testing.T) {
+	set := parseOne(t, "version: 1\nrules:\n  - purge_keys: {keys: [user1, \"a\\x1fb\", \"\"]}\n  - purge_keys: {codec: int64, keys: [31, -1]}\n")
+	p := set.Rules[0].PurgeKeys
+	for _, tc := range []struct {
+		key       string
+		composite bool
+		idx       int
+		ok        bool
+	}{
+		{"user1", false, 0, true},
+		{"user1\x1fitemA", false, 0, false},
+		{"user1\x1fitemA", true, 0, true},
+		{"user10\x1fitemA", true, 0, false},
+		{"a\x1fb\x1fc", true, 1, true}, // the key itself contains 0x1F
+		{"a\x1fb", false, 1, true},
+		{"", false, 2, true},
+		{"\x1fx", true, 2, true},
+		{"nobody", true, 0, false},
+	} {
+		i, ok := p.Match([]byte(tc.key), tc.composite)
+		if ok != tc.ok || (ok && i != tc.idx) {
+			t.Errorf("Match(%q, %v) = %d, %v", tc.key, tc.composite, i, ok)
+		}
+	}
+	if i, ok := p.Lookup([]byte("user1\x1fx")); ok {
+		t.Errorf("Lookup matched a composite key: %d", i)
+	}
+	q := set.Rules[1].PurgeKeys
+	// int64 31 is 0x1F 00.. : a composite K ++ 0x1F split must not confuse it.
+	if i, ok := q.Match(append(le64(31), 0x1f, 'x'), true); !ok || i != 0 {
+		t.Errorf("int64 composite: %d %v", i, ok)
+	}
+	if q.Display(1) != "-1" || q.Display(0) != "31" || p.Display(0) != "user1" {
+		t.Errorf("Display: %q %q", q.Display(1), q.Display(0))
+	}
+}
+
+func TestKeysFileFormat(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("s.txt", "\xef\xbb\xbfalice\r\n\r\n# comment\r\n   # indented comment\r\nbob \r\n  carol\nlast-without-newline")
+	write("i.txt", "1\n +2\n\t-3\t\n")
+	write("e.txt", "")
+	src := "version: 1\nrules:\n  - purge_keys: {keys_file: s.txt}\n  - purge_keys: {keys_file: i.txt, codec: int64}\n  - purge_keys: {keys_file: e.txt}\n"
+	set, err := ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte(src), testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := set.Rules[0].PurgeKeys
+	if !reflect.DeepEqual(s.Keys, []string{"alice", "bob ", "  carol", "last-without-newline"}) || !reflect.DeepEqual(s.Lines, []int{1, 5, 6, 7}) {
+		t.Errorf("string keys %q lines %v", s.Keys, s.Lines)
+	}
+	i := set.Rules[1].PurgeKeys
+	if !reflect.DeepEqual(i.Keys, []string{int64Key(1), int64Key(2), int64Key(-3)}) {
+		t.Errorf("int64 keys %q", i.Keys)
+	}
+	var msgs []string
+	for _, w := range set.Warnings {
+		msgs = append(msgs, w.String())
+	}
+	all := strings.Join(msgs, "\n")
+	if !strings.Contains(all, `keys file "s.txt" line 5 starts or ends with blanks`) || !strings.Contains(all, "rule 3: purge_keys lists no keys") {
+		t.Errorf("warnings:\n%s", all)
+	}
+	// More than maxKeyErrors bad lines: the rest are counted.
+	write("bad.txt", strings.Repeat("x\n", 25))
+	_, err = ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys_file: bad.txt, codec: int64}\n"), testOpts())
+	var errs *Errors
+	if !errors.As(err, &errs) || errs.Len() != maxKeyErrors+1 || !strings.Contains(err.Error(), "15 more invalid int64 keys not listed (25 in all)") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// TestMillionKeys loads a keys file of a million keys; it must take well
+// under a second.
+func TestMillionKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	dir := t.TempDir()
+	for _, c := range []string{"string", "int64"} {
+		path := filepath.Join(dir, c+".txt")
+		var b bytes.Buffer
+		for i := 0; i < 1_000_000; i++ {
+			if c == "string" {
+				fmt.Fprintf(&b, "customer-%08d\n", i)
+			} else {
+				fmt.Fprintf(&b, "%d\n", int64(i)*7919-3_000_000)
+			}
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		src := fmt.Sprintf("version: 1\nrules:\n  - purge_keys: {keys_file: %s, codec: %s}\n", filepath.Base(path), c)
+		start := time.Now()
+		set, err := ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte(src), testOpts())
+		elapsed := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := set.Rules[0].PurgeKeys
+		if p.Len() != 1_000_000 || p.Lines[999_999] != 1_000_000 {
+			t.Fatalf("%d keys", p.Len())
+		}
+		if i, ok := p.Lookup([]byte(p.Keys[123456])); !ok || i != 123456 {
+			t.Errorf("lookup: %d %v", i, ok)
+		}
+		t.Logf("%s: 1M keys loaded in %v", c, elapsed)
+		if limit := time.Second; elapsed > limit && !raceEnabled {
+			t.Errorf("%s: 1M keys took %v (limit %v)", c, elapsed, limit)
+		}
+	}
+}
+
+func BenchmarkLoadMillionKeys(b *testing.B) {
+	dir := b.TempDir()
+	var buf bytes.Buffer
+	for i := 0; i < 1_000_000; i++ {
+		fmt.Fprintf(&buf, "customer-%08d\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "k.txt"), buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	src := []byte("version: 1\nrules:\n  - purge_keys: {keys_file: k.txt}\n")
+	for b.Loop() {
+		if _, err := ParseWithOptions(filepath.Join(dir, "r.yaml"), src, testOpts()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPredicateEval(b *testing.B) {
+	set, err := Parse("b.yaml", []byte("version: 1\nrules:\n  - drop: 'slot == \"agg\" && key_group < 64 && op != 3'\n"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := set.Rules[0].Drop.Predicate
+	var env Env
+	if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(5)), Value: le64(1)}, 0); err != nil {
+		b.Fatal(err)
+	}
+	var m vm.VM
+	for b.Loop() {
+		if _, err := p.Eval(&m, &env); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFillEnv(b *testing.B) {
+	set, err := Parse("b.yaml", []byte(envRules))
+	if err != nil {
+		b.Fatal(err)
+	}
+	row := savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(5)), Value: le64(1)}
+	var env Env
+	for b.Loop() {
+		if err := set.FillEnv(&env, row, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package rules
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Error is one problem found in a rule file, with its position.
+//
+// Its text has the form
+//
+//	rules.yaml:12:7: rule 3 ("purge-old"): unknown key 'wehre' in 'drop_slot'
+//
+// File:Line:Col is the position of the offending key or value (1-based
+// line and column). The context that follows names the rule by its 1-based
+// index in 'rules:' and its name when it has one, or the slot declaration by
+// its 1-based index in 'slots:'. Keys are quoted as spelled in the file with
+// single quotes; values are quoted with %q.
+type Error struct {
+	// File is the rule file's name as given to Parse or Load (or the keys
+	// file's path for a problem inside a keys file).
+	File string
+	// Line and Col are the 1-based position of the problem; 0 when unknown.
+	Line, Col int
+	// Rule is the 1-based index of the rule in 'rules:', 0 outside a rule.
+	Rule int
+	// RuleName is the rule's 'name:', "" when it has none.
+	RuleName string
+	// Slot is the 1-based index of the declaration in 'slots:', 0 outside
+	// one.
+	Slot int
+	// Key is the YAML key the problem is about, as spelled; "" when none.
+	Key string
+	// Msg describes the problem.
+	Msg string
+
+	// sortLine and sortCol order the problem within its rule file: the
+	// problem's own position, or that of the key naming the keys file.
+	sortLine, sortCol int
+}
+
+// Error formats the problem on one line (see the type's documentation).
+func (e *Error) Error() string {
+	return formatDiag(e.File, e.Line, e.Col, e.Rule, e.RuleName, e.Slot, e.Msg)
+}
+
+func formatDiag(file string, line, col, rule int, name string, slot int, msg string) string {
+	var b strings.Builder
+	b.WriteString(file)
+	if line > 0 {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(line))
+		if col > 0 {
+			b.WriteByte(':')
+			b.WriteString(strconv.Itoa(col))
+		}
+	}
+	b.WriteString(": ")
+	switch {
+	case rule > 0 && name != "":
+		fmt.Fprintf(&b, "rule %d (%q): ", rule, name)
+	case rule > 0:
+		fmt.Fprintf(&b, "rule %d: ", rule)
+	case slot > 0:
+		fmt.Fprintf(&b, "slot %d: ", slot)
+	}
+	b.WriteString(msg)
+	return b.String()
+}
+
+// Errors is every problem found in one rule file. Parse and Load return it
+// (as an error) when the file has at least one problem; use errors.As to
+// get the list.
+type Errors struct {
+	// List holds the problems in file order (by line, then column).
+	List []*Error
+	// Warnings holds the lint findings made before the problems stopped
+	// the load; they are not part of Error's text.
+	Warnings []*Warning
+}
+
+// Error returns one line per problem.
+func (e *Errors) Error() string {
+	lines := make([]string, len(e.List))
+	for i, x := range e.List {
+		lines[i] = x.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns the problems as a []error, for errors.Is and errors.As.
+func (e *Errors) Unwrap() []error {
+	out := make([]error, len(e.List))
+	for i, x := range e.List {
+		out[i] = x
+	}
+	return out
+}
+
+// Len returns the number of problems.
+func (e *Errors) Len() int { return len(e.List) }
+
+func (e *Errors) sort() {
+	slices.SortStableFunc(e.List, func(a, b *Error) int {
+		return cmp.Or(cmp.Compare(a.sortLine, b.sortLine), cmp.Compare(a.sortCol, b.sortCol))
+	})
+}
+
+// Warning is a lint finding: the file is valid, but a rule is suspicious
+// (it can match nothing, it matches everything, a rule after it can never
+// match, and so on). Its text has the same form as Error's.
+type Warning struct {
+	// File, Line and Col give the position, as in Error.
+	File      string
+	Line, Col int
+	// Rule is the 1-based index of the rule, 0 outside a rule.
+	Rule int
+	// RuleName is the rule's name, "" when it has none.
+	RuleName string
+	// Slot is the 1-based index of the slot declaration, 0 outside one.
+	Slot int
+	// Msg describes the finding.
+	Msg string
+}
+
+// String formats the warning on one line.
+func (w *Warning) String() string {
+	return formatDiag(w.File, w.Line, w.Col, w.Rule, w.RuleName, w.Slot, w.Msg)
+}
+
+// DecodeError reports a key or value of a stored row that the codec declared
+// for its slot cannot decode (Set.FillEnv).
+type DecodeError struct {
+	// Op and Slot name the declared slot.
+	Op   uint64
+	Slot string
+	// Part is "key" or "value".
+	Part string
+	// Codec is the codec's spec, e.g. "int64".
+	Codec string
+	// Err is the codec's error.
+	Err error
+}
+
+// Error names the operator, slot, part and codec.
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("decode %s of op %d slot %q with codec %s: %v", e.Part, e.Op, e.Slot, e.Codec, e.Err)
+}
+
+// Unwrap returns the codec's error.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// EvalError reports an expression that failed on a row at run time (a
+// runtime type error, a division by zero, a result the slot's codec cannot
+// encode).
+type EvalError struct {
+	// Rule is the rule's label (Rule.Label).
+	Rule string
+	// Expr is the expression's source.
+	Expr string
+	// Err is the underlying error.
+	Err error
+}
+
+// Error names the rule and the expression.
+func (e *EvalError) Error() string {
+	return fmt.Sprintf("%s: evaluate %q: %v", e.Rule, e.Expr, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *EvalError) Unwrap() error { return e.Err }

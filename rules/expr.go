@@ -1,0 +1,263 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Env is the row as expressions see it: the row model of sptool.md. The
+// expr tags are the names an expression uses.
+//
+// Programs are compiled against Env{} (a value, so that the VM loads fields
+// by index) and run on a *Env the caller owns and refills for every row
+// (Set.FillEnv).
+type Env struct {
+	// Op is the operator id ('op').
+	Op uint64 `expr:"op"`
+	// Kind is "keyed", "operator" or "raw" ('kind').
+	Kind string `expr:"kind"`
+	// KeyGroup is 0..127 for keyed rows, -1 otherwise ('key_group').
+	KeyGroup int `expr:"key_group"`
+	// Slot is the slot name, "<raw>" for keys without a separator ('slot').
+	Slot string `expr:"slot"`
+	// Key is the user key decoded with the slot's key codec; by default the
+	// raw bytes as a string ('key').
+	Key any `expr:"key"`
+	// KeyBytes is the user key's bytes ('key_bytes').
+	KeyBytes []byte `expr:"key_bytes"`
+	// Value is the value decoded with the slot's value codec, TTL prefix
+	// removed; by default the raw bytes ('value').
+	Value any `expr:"value"`
+	// ValueBytes is the stored value, TTL prefix included ('value_bytes').
+	ValueBytes []byte `expr:"value_bytes"`
+	// ExpireAt is the TTL stamp in epoch ms (int64) for rows of slots
+	// declared 'ttl: true' whose value has the 8-byte prefix, else nil
+	// ('expire_at').
+	ExpireAt any `expr:"expire_at"`
+	// Subtask is the subtask directory the row came from, -1 for a single
+	// file ('subtask').
+	Subtask int `expr:"subtask"`
+}
+
+// DefaultMaxExprNodes bounds the size of one expression (expr.MaxNodes);
+// ParseOptions.MaxExprNodes overrides it.
+const DefaultMaxExprNodes = 10000
+
+var (
+	envType     = reflect.TypeOf(Env{})
+	stringType  = reflect.TypeOf("")
+	bytesType   = reflect.TypeOf([]byte(nil))
+	anyType     = reflect.TypeOf((*any)(nil)).Elem()
+	typedEnvs   sync.Map // typedEnvKey -> reflect.Type
+	errNotBool  = errors.New("expression is not boolean")
+	errNilValue = errors.New("expression returned nil")
+)
+
+type typedEnvKey struct{ key, value reflect.Type }
+
+// typedEnv returns a struct type laid out like Env, with the same expr tags,
+// whose 'key' and 'value' fields have the given types (nil keeps any). It
+// is used only to type-check expressions scoped to one declared slot; the
+// program that runs is compiled against Env.
+func typedEnv(key, value reflect.Type) reflect.Type {
+	if key == nil {
+		key = anyType
+	}
+	if value == nil {
+		value = anyType
+	}
+	k := typedEnvKey{key, value}
+	if t, ok := typedEnvs.Load(k); ok {
+		return t.(reflect.Type)
+	}
+	fields := make([]reflect.StructField, envType.NumField())
+	for i := range fields {
+		f := envType.Field(i)
+		switch f.Tag.Get("expr") {
+		case "key":
+			f.Type = key
+		case "value":
+			f.Type = value
+		}
+		fields[i] = reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag}
+	}
+	t := reflect.StructOf(fields)
+	typedEnvs.Store(k, t)
+	return t
+}
+
+// Predicate is a compiled boolean expression (keep, drop).
+type Predicate struct {
+	// Source is the expression as written.
+	Source string
+	prog   *vm.Program
+	konst  int8 // 0: not constant, 1: always true, -1: always false
+}
+
+// Eval runs the predicate on env with m, a VM the caller owns (one per
+// goroutine, reused across rows; a zero vm.VM is ready to use).
+func (p *Predicate) Eval(m *vm.VM, env *Env) (bool, error) {
+	switch p.konst {
+	case 1:
+		return true, nil
+	case -1:
+		return false, nil
+	}
+	out, err := m.Run(p.prog, env)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.(bool)
+	if !ok {
+		return false, fmt.Errorf("%w: got %T", errNotBool, out)
+	}
+	return b, nil
+}
+
+// Constant reports whether the expression is a constant (after expr's
+// constant folding) and its value.
+func (p *Predicate) Constant() (value, ok bool) { return p.konst == 1, p.konst != 0 }
+
+// Program returns the compiled expr program (for Disassemble, or to run
+// with expr.Run).
+func (p *Predicate) Program() *vm.Program { return p.prog }
+
+// ValueProgram is a compiled set_value expression.
+type ValueProgram struct {
+	// Source is the expression as written.
+	Source string
+	// ResultType is the result's static type from the type check; nil when
+	// it is only known at run time.
+	ResultType reflect.Type
+	prog       *vm.Program
+}
+
+// Eval runs the expression on env with m (see Predicate.Eval) and returns
+// its result, not yet encoded.
+func (p *ValueProgram) Eval(m *vm.VM, env *Env) (any, error) {
+	return m.Run(p.prog, env)
+}
+
+// Program returns the compiled expr program.
+func (p *ValueProgram) Program() *vm.Program { return p.prog }
+
+// compiled is the outcome of compileExpr.
+type compiled struct {
+	prog       *vm.Program
+	resultType reflect.Type // nil when unknown (interface)
+	konst      int8
+}
+
+// exprErr is an expression error at a rune offset of the expression.
+type exprErr struct {
+	off     int
+	msg     string
+	notBool bool // AsBool refused a non-boolean result
+}
+
+// compileExpr type-checks src against typed (a typedEnv type, nil for Env)
+// and compiles it against Env for execution.
+func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c *compiled, e *exprErr) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, e = nil, &exprErr{msg: fmt.Sprintf("expression compiler failed: %v", r)}
+		}
+	}()
+	opts := func(env any) []expr.Option {
+		o := []expr.Option{expr.Env(env), expr.MaxNodes(maxNodes)}
+		if asBool {
+			o = append(o, expr.AsBool())
+		}
+		return o
+	}
+	var checkedNode ast.Node
+	if typed != nil && typed != envType {
+		p, err := expr.Compile(src, opts(reflect.New(typed).Elem().Interface())...)
+		if err != nil {
+			return nil, toExprErr(err)
+		}
+		checkedNode = p.Node()
+	}
+	p, err := expr.Compile(src, opts(Env{})...)
+	if err != nil {
+		return nil, toExprErr(err)
+	}
+	if checkedNode == nil {
+		checkedNode = p.Node()
+	}
+	c = &compiled{prog: p}
+	if t := checkedNode.Type(); t != nil && t.Kind() != reflect.Interface {
+		c.resultType = t
+	}
+	if b, ok := p.Node().(*ast.BoolNode); ok {
+		c.konst = -1
+		if b.Value {
+			c.konst = 1
+		}
+	}
+	return c, nil
+}
+
+func toExprErr(err error) *exprErr {
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		return &exprErr{off: max(fe.From, 0), msg: fe.Message}
+	}
+	msg := err.Error()
+	return &exprErr{off: 0, msg: msg, notBool: strings.HasPrefix(msg, "expected bool")}
+}
+
+// goTypeOf probes a codec's decoded Go type by decoding the shortest
+// encodings of its scalar types and of empty collections. It returns nil
+// when the type varies (optional<T>) or cannot be probed.
+func goTypeOf(dec func([]byte) (any, error)) reflect.Type {
+	for _, probe := range [][]byte{{}, make([]byte, 4), make([]byte, 8)} {
+		v, err := dec(probe)
+		if err == nil {
+			if v == nil {
+				return nil
+			}
+			return reflect.TypeOf(v)
+		}
+	}
+	return nil
+}
+
+// resultFits reports whether a set_value result of static type res can be
+// encoded by a codec whose decoded type is want. Unknown types (nil) fit.
+func resultFits(res, want reflect.Type) bool {
+	if res == nil || want == nil {
+		return true
+	}
+	if res == want {
+		return true
+	}
+	isInt := func(t reflect.Type) bool {
+		switch t.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			return true
+		}
+		return false
+	}
+	isFloat := func(t reflect.Type) bool { return t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64 }
+	switch {
+	case isInt(want):
+		return isInt(res)
+	case isFloat(want):
+		return isInt(res) || isFloat(res)
+	case want == stringType || want == bytesType:
+		return res == stringType || res == bytesType
+	case want.Kind() == reflect.Slice:
+		return res.Kind() == reflect.Slice || res.Kind() == reflect.Array || res.Kind() == reflect.Map
+	}
+	return true
+}

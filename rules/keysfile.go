@@ -1,0 +1,99 @@
+package rules
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// maxKeyErrors bounds the invalid lines of one keys file reported one by
+// one; the rest are counted.
+const maxKeyErrors = 10
+
+// loadKeysFile reads spec.KeysFile (relative to ParseOptions.Dir): one key
+// per line, blank lines and lines starting with '#' skipped, CRLF line ends
+// and a UTF-8 byte order mark tolerated. String keys are the line's bytes
+// exactly (leading and trailing blanks included, with a warning); int64
+// keys are decimal, surrounding blanks ignored, parsed strictly, and
+// encoded as 8 bytes little-endian. n is the 'keys_file' value node.
+func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) bool {
+	path := spec.KeysFile
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(p.opts.Dir, path)
+	}
+	spec.Path = path
+	data, err := p.opts.ReadFile(path)
+	if err != nil {
+		p.errAt(n, "keys_file", "read keys file %q: %v", spec.KeysFile, err)
+		return false
+	}
+	sum := sha256.Sum256(data)
+	spec.FileDigest = hex.EncodeToString(sum[:])
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+
+	est := bytes.Count(data, []byte{'\n'}) + 1
+	spec.index = make(map[string]int32, est)
+	spec.Keys = make([]string, 0, est)
+	spec.Lines = make([]int, 0, est)
+	isInt := spec.Codec == "int64"
+	all := string(data) // one copy; string keys are substrings of it
+	bad, wsLine, lineNo := 0, 0, 0
+	for start := 0; start < len(all); {
+		var ln string
+		if end := strings.IndexByte(all[start:], '\n'); end >= 0 {
+			ln, start = all[start:start+end], start+end+1
+		} else {
+			ln, start = all[start:], len(all)
+		}
+		lineNo++
+		if len(ln) > 0 && ln[len(ln)-1] == '\r' {
+			ln = ln[:len(ln)-1]
+		}
+		t := strings.TrimSpace(ln)
+		if t == "" || t[0] == '#' {
+			continue
+		}
+		enc := ln
+		if isInt {
+			v, err := strconv.ParseInt(t, 10, 64)
+			if err != nil {
+				bad++
+				if bad <= maxKeyErrors {
+					why := "not a decimal integer"
+					if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+						why = "out of int64 range"
+					}
+					p.keysErr(n, path, lineNo, strings.Index(ln, t)+1, fmt.Sprintf("invalid int64 key %q: %s", t, why))
+				}
+				continue
+			}
+			enc = int64Key(v)
+		} else if len(t) != len(ln) && wsLine == 0 {
+			wsLine = lineNo
+		}
+		spec.add(enc, lineNo)
+	}
+	if bad > maxKeyErrors {
+		p.keysErr(n, path, lineNo, 1, fmt.Sprintf("%d more invalid int64 keys not listed (%d in all)", bad-maxKeyErrors, bad))
+	}
+	if wsLine > 0 {
+		p.warnAt(n, "keys file %q line %d starts or ends with blanks, which are part of the key", spec.KeysFile, wsLine)
+	}
+	return bad == 0
+}
+
+// keysErr reports a problem at a line of a keys file; it sorts with the
+// 'keys_file' value node n that names the file.
+func (p *parser) keysErr(n *yaml.Node, path string, line, col int, msg string) {
+	p.errs = append(p.errs, &Error{
+		File: path, Line: line, Col: col,
+		Rule: p.rule, RuleName: p.ruleName,
+		Key: "keys_file", Msg: msg, sortLine: n.Line, sortCol: n.Column,
+	})
+}

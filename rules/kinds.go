@@ -1,0 +1,836 @@
+package rules
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/savepoint/codec"
+)
+
+var operatorIDFromUID = savepoint.OperatorIDFromUID
+
+// kindKeys are the keys of each kind's mapping.
+var kindKeys = map[Kind][]string{
+	KindKeep:          {"op", "uid", "slot", "expr"},
+	KindDrop:          {"op", "uid", "slot", "expr"},
+	KindDropOperator:  {"op", "uid"},
+	KindRemapOperator: {"from", "from_uid", "to", "to_uid", "merge"},
+	KindRenameSlot:    {"op", "uid", "from", "to"},
+	KindDropSlot:      {"op", "uid", "slot"},
+	KindPurgeKeys:     {"keys", "keys_file", "codec", "op", "uid", "slot"},
+	KindPurgeExpired:  {"as_of", "op", "uid", "slot"},
+	KindSetValue:      {"op", "uid", "slot", "expr"},
+	KindSetVersion:    {"op", "uid", "state_type", "version", "slot"},
+	KindDropVersion:   {"op", "uid", "state_type"},
+	KindRescale:       {"parallelism", "groups"},
+}
+
+var slotDeclKeys = []string{"op", "uid", "slot", "key", "value", "ttl", "composite"}
+
+// parseSlots reads the 'slots:' declarations.
+func (p *parser) parseSlots(n *yaml.Node) {
+	if n.Kind != yaml.SequenceNode {
+		if !(n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null") {
+			p.errAt(n, "slots", "'slots' must be a list of slot declarations, got %s", describe(n))
+		}
+		return
+	}
+	seen := map[slotName]*SlotDecl{}
+	for i, dn := range n.Content {
+		p.slot = i + 1
+		m := p.mapping(dn, nil, "slot declaration", slotDeclKeys)
+		if dn.Kind != yaml.MappingNode {
+			continue
+		}
+		d := &SlotDecl{Index: i + 1, Line: dn.Line, Col: dn.Column}
+		ok := true
+		op, opOK := m.opRef(dn, "op", "uid", true)
+		ok = ok && opOK
+		if op != nil {
+			d.Op = *op
+		}
+		if s, sok := m.reqStr(dn, "slot"); sok {
+			if err := savepoint.ValidSlotName([]byte(s)); err != nil {
+				p.errAt(m.get("slot"), "slot", "'slot': %v", err)
+				ok = false
+			}
+			d.Slot = s
+		} else {
+			ok = false
+		}
+		if kn := m.get("key"); kn != nil {
+			c, cok := p.codecValue(kn, "key")
+			d.KeyCodec, ok = c, ok && cok
+		}
+		if vn := m.get("value"); vn != nil {
+			c, cok := p.codecValue(vn, "value")
+			d.ValueCodec, ok = c, ok && cok
+		}
+		var bok bool
+		d.TTL, bok = m.boolean("ttl", false)
+		ok = ok && bok
+		d.Composite, bok = m.boolean("composite", false)
+		ok = ok && bok
+		if !ok {
+			continue
+		}
+		d.keyType, d.valueType = declTypes(d)
+		k := slotName{d.Op.ID, d.Slot}
+		if first := seen[k]; first != nil {
+			p.errAt(m.get("slot"), "slot", "slot %q of op %s is already declared (slot %d, line %d)", d.Slot, d.Op, first.Index, first.Line)
+			continue
+		}
+		seen[k] = d
+		p.set.Slots = append(p.set.Slots, d)
+		p.indexSlot(d.Op.ID, d.Slot, d)
+	}
+	p.slot = 0
+}
+
+// declTypes returns the Go types 'key' and 'value' have in expressions on a
+// declared slot.
+func declTypes(d *SlotDecl) (key, value reflect.Type) {
+	key = stringType
+	if d.KeyCodec != nil && !d.Composite {
+		key = goTypeOf(d.KeyCodec.Decode)
+		if key == bytesType {
+			key = stringType
+		}
+	}
+	value = bytesType
+	if d.ValueCodec != nil {
+		value = goTypeOf(d.ValueCodec.Decode)
+	}
+	return key, value
+}
+
+func (p *parser) indexSlot(op uint64, slot string, d *SlotDecl) {
+	m := p.set.slotIndex[op]
+	if m == nil {
+		m = map[string]*SlotDecl{}
+		p.set.slotIndex[op] = m
+	}
+	m[slot] = d
+}
+
+// codecValue parses a codec spec.
+func (p *parser) codecValue(n *yaml.Node, key string) (codec.Codec, bool) {
+	s, ok := p.stringValue(n, key)
+	if !ok {
+		return nil, false
+	}
+	c, err := codec.Parse(s)
+	if err != nil {
+		p.errAt(n, key, "bad codec in '%s': %v", key, err)
+		return nil, false
+	}
+	return c, true
+}
+
+// parseRules reads 'rules:'.
+func (p *parser) parseRules(n, keyNode *yaml.Node) {
+	if n.Kind != yaml.SequenceNode {
+		p.errAt(n, "rules", "'rules' must be a list of rules, got %s", describe(n))
+		return
+	}
+	if len(n.Content) == 0 {
+		p.warnAt(keyNode, "'rules' is empty: the file changes nothing")
+	}
+	for i, rn := range n.Content {
+		p.rule, p.ruleName = i+1, ""
+		if r := p.parseRule(rn, i+1); r != nil {
+			p.set.Rules = append(p.set.Rules, r)
+		}
+	}
+	// Validation across rules: rescale must be last.
+	for _, r := range p.set.Rules {
+		if r.Kind == KindRescale && r.Index < len(n.Content) {
+			p.rule, p.ruleName = r.Index, r.Name
+			next := n.Content[r.Index]
+			p.addErr(r.Line, r.Col, string(KindRescale), fmt.Sprintf("rescale must be the last rule (rule %d follows it at line %d)", r.Index+1, next.Line))
+		}
+	}
+}
+
+// parseRule reads one rule: a mapping with an optional 'name' and exactly
+// one kind key. It returns nil when the rule has problems (reported).
+func (p *parser) parseRule(rn *yaml.Node, index int) *Rule {
+	if rn.Kind == yaml.AliasNode {
+		return nil
+	}
+	if rn.Kind != yaml.MappingNode {
+		p.errAt(rn, "", "a rule must be a mapping with an optional 'name' and one kind key (%s), got %s", kindList(), describe(rn))
+		return nil
+	}
+	// The name first, so that every other error carries it.
+	for i := 0; i+1 < len(rn.Content); i += 2 {
+		if kn := rn.Content[i]; kn.Kind == yaml.ScalarNode && kn.Value == "name" {
+			if name, ok := p.stringValue(rn.Content[i+1], "name"); ok {
+				p.ruleName = name
+			}
+			break
+		}
+	}
+	allowed := []string{"name"}
+	for _, k := range AllKinds {
+		allowed = append(allowed, string(k))
+	}
+	e0 := len(p.errs)
+	m := p.mapping(rn, nil, "a rule", allowed)
+	var kinds []string
+	for _, k := range m.order {
+		if k != "name" {
+			kinds = append(kinds, k)
+		}
+	}
+	switch {
+	case len(kinds) == 0:
+		if len(p.errs) == e0 {
+			p.errAt(rn, "", "rule has no kind: give one of %s", kindList())
+		}
+		return nil
+	case len(kinds) > 1:
+		p.errAt(m.keys[kinds[1]], kinds[1], "rule has two kinds, '%s' and '%s'; a rule has exactly one (split it into two rules)", kinds[0], kinds[1])
+		return nil
+	}
+	kind := Kind(kinds[0])
+	kn, vn := m.keys[kinds[0]], m.vals[kinds[0]]
+	r := &Rule{Index: index, Name: p.ruleName, Kind: kind, Line: kn.Line, Col: kn.Column}
+	if vn.Kind == yaml.AliasNode {
+		return nil
+	}
+	switch kind {
+	case KindKeep:
+		r.Keep = p.parseFilter(kn, vn, kind)
+	case KindDrop:
+		r.Drop = p.parseFilter(kn, vn, kind)
+	case KindDropOperator:
+		r.DropOperator = p.parseDropOperator(kn, vn)
+	case KindRemapOperator:
+		r.RemapOperator = p.parseRemapOperator(kn, vn)
+	case KindRenameSlot:
+		r.RenameSlot = p.parseRenameSlot(kn, vn)
+	case KindDropSlot:
+		r.DropSlot = p.parseDropSlot(kn, vn)
+	case KindPurgeKeys:
+		r.PurgeKeys = p.parsePurgeKeys(kn, vn)
+	case KindPurgeExpired:
+		r.PurgeExpired = p.parsePurgeExpired(kn, vn)
+	case KindSetValue:
+		r.SetValue = p.parseSetValue(kn, vn, r)
+	case KindSetVersion:
+		r.SetVersion = p.parseSetVersion(kn, vn)
+	case KindDropVersion:
+		r.DropVersion = p.parseDropVersion(kn, vn)
+	case KindRescale:
+		r.Rescale = p.parseRescale(kn, vn)
+	}
+	if len(p.errs) > e0 || reflect.ValueOf(r.Spec()).IsNil() {
+		return nil
+	}
+	return r
+}
+
+func kindList() string {
+	q := make([]string, len(AllKinds))
+	for i, k := range AllKinds {
+		q[i] = "'" + string(k) + "'"
+	}
+	return strings.Join(q, ", ")
+}
+
+// kindMapping checks a kind's value is a mapping with the kind's keys.
+func (p *parser) kindMapping(kn, vn *yaml.Node) *mapping {
+	return p.mapping(vn, kn, "'"+kn.Value+"'", kindKeys[Kind(kn.Value)])
+}
+
+// parseFilter reads keep/drop: an expression, or the scoped form
+// {op|uid, slot, expr}.
+func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
+	key := string(kind)
+	if vn.Kind == yaml.ScalarNode {
+		src, ok := p.stringValue(vn, key)
+		if !ok {
+			return nil
+		}
+		c := p.compile(vn, key, src, nil, true)
+		if c == nil {
+			return nil
+		}
+		return &FilterSpec{Expr: src, Predicate: &Predicate{Source: src, prog: c.prog, konst: c.konst}}
+	}
+	m := p.kindMapping(kn, vn)
+	if vn.Kind != yaml.MappingNode {
+		return nil
+	}
+	sc, ok := m.scope(kn)
+	src, eok := m.reqStr(kn, "expr")
+	if !ok || !eok {
+		return nil
+	}
+	f := &FilterSpec{Expr: src, Scope: sc}
+	var typed reflect.Type
+	if sc.Op != nil && sc.Slot != nil {
+		if d := p.view[slotName{sc.Op.ID, *sc.Slot}]; d != nil {
+			f.Decl = d
+			typed = typedEnv(d.keyType, d.valueType)
+		}
+	}
+	c := p.compile(m.get("expr"), "expr", src, typed, true)
+	if c == nil {
+		return nil
+	}
+	f.Predicate = &Predicate{Source: src, prog: c.prog, konst: c.konst}
+	return f
+}
+
+// compile compiles an expression held by node n and reports its errors at
+// their position inside the YAML.
+func (p *parser) compile(n *yaml.Node, key, src string, typed reflect.Type, asBool bool) *compiled {
+	c, e := compileExpr(src, typed, asBool, p.opts.MaxExprNodes)
+	if e == nil {
+		return c
+	}
+	line, col := p.exprPos(n, e.off)
+	msg := fmt.Sprintf("bad expression in '%s': %s", key, e.msg)
+	if e.notBool {
+		msg = fmt.Sprintf("'%s' must be a boolean expression: %s", key, e.msg)
+	}
+	p.addErr(line, col, key, msg)
+	return nil
+}
+
+func (p *parser) parseDropOperator(kn, vn *yaml.Node) *DropOperatorSpec {
+	m := p.kindMapping(kn, vn)
+	if vn.Kind != yaml.MappingNode {
+		return nil
+	}
+	op, ok := m.opRef(kn, "op", "uid", true)
+	if !ok {
+		return nil
+	}
+	return &DropOperatorSpec{Op: *op}
+}
+
+func (p *parser) parseRemapOperator(kn, vn *yaml.Node) *RemapOperatorSpec {
+	m := p.kindMapping(kn, vn)
+	if vn.Kind != yaml.MappingNode {
+		return nil
+	}
+	from, fok := m.opRef(kn, "from", "from_uid", true)
+	to, tok := m.opRef(kn, "to", "to_uid", true)
+	merge, mok := m.boolean("merge", DefaultMerge)
+	if !fok || !tok || !mok {
+		return nil
+	}
+	if from.ID == to.ID {
+		at := m.keys["to"]
+		if at == nil {
+			at = m.keys["to_uid"]
+		}
+		p.errAt(at, at.Value, "'from' and 'to' are the same operator (%d); nothing to remap", from.ID)
+		return nil
+	}
+	// Declarations of the old operator follow it.
+	var moved []SlotTarget
+	for k, d := range p.view {
+		if k.op == from.ID {
+			moved = append(moved, SlotTarget{Op: to.ID, Slot: k.slot, Decl: d})
+		}
+	}
+	sortTargets(moved)
+	for _, t := range moved {
+		p.alias(kn, slotName{t.Op, t.Slot}, t.Decl)
+	}
+	return &RemapOperatorSpec{From: *from, To: *to, Merge: merge}
+}
+
+// alias makes declaration d also apply to the name k (after a rename or a
+// remap). A different declaration already bound to k is a conflict.
+func (p *parser) alias(at *yaml.Node, k slotName, d *SlotDecl) {
+	if old := p.view[k]; old != nil && old != d && !equivalentDecl(old, d) {
+		p.errAt(at, at.Value, "after this rule slot %q of op %d would have two declarations that disagree (slot %d at line %d and slot %d at line %d); declare it once", k.slot, k.op, old.Index, old.Line, d.Index, d.Line)
+		return
+	}
+	if old := p.view[k]; old != nil {
+		return
+	}
+	p.view[k] = d
+	if cur := p.set.SlotDecl(k.op, k.slot); cur == nil {
+		p.indexSlot(k.op, k.slot, d)
+	} else if cur != d && !equivalentDecl(cur, d) {
+		p.errAt(at, at.Value, "slot %q of op %d is declared differently before and after this rule (slot %d at line %d and slot %d at line %d); declare it once", k.slot, k.op, cur.Index, cur.Line, d.Index, d.Line)
+	}
+}
+
+func equivalentDecl(a, b *SlotDecl) bool {
+	spec := func(c codec.Codec) string {
+		if c == nil {
+			return ""
+		}
+		return c.String()
+	}
+	return spec(a.KeyCodec) == spec(b.KeyCodec) && spec(a.ValueCodec) == spec(b.ValueCodec) &&
+		a.TTL == b.TTL && a.Composite == b.Composite
+}
+
+func (p *parser) parseRenameSlot(kn, vn *yaml.Node) *RenameSlotSpec {
+	m := p.kindMapping(kn, vn)
+	if vn.Kind != yaml.MappingNode {
+		return nil
+	}
+	op, ok := m.opRef(kn, "op", "uid", true)
+	from, fok := m.reqStr(kn, "from")
+	to, tok := m.reqStr(kn, "to")
+	if fok {
+		if err := savepoint.ValidSlotName([]byte(from)); err != nil {
+			p.errAt(m.get("from"), "from", "'from' can never match a slot: %v", err)
+			fok = false
+		}
+	}
+	if tok {
+		if err := savepoint.ValidSlotName([]byte(to)); err != nil {
+			p.errAt(m.get("to"), "to", "'to': %v", err)
+			tok = false
+		}
+	}
+	if !ok || !fok || !tok {
+		return nil
+	}
+	if from == to {
+		p.errAt(m.get("to"), "to", "'from' and 'to' are the same slot %q; nothing to rename", to)
+		return nil
+	}
+	if d := p.view[slotName{op.ID, from}]; d != nil {
+		p.alias(kn, slotName{op.ID, to}, d)
+	}
+	return &RenameSlotSpec{Op: *op, From: from, To: to}
+}
+
+func (p *parser) parseDropSlot(kn, vn *yaml.Node) *DropSlotSpec {
+	m := p.kindMapping(kn, vn)
+	if vn.Kind != yaml.MappingNode {
+		return nil
+	}
+	op, ok := m.opRef(kn, "op", "uid", true)
+	slot, sok := m.reqStr(kn, "slot")
+	if !ok || !sok {
+		return nil
+	}
+	return &DropSlotSpec{Op: *op, Slot: slot}
+}
+
+func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
+	m := p.kindMapping(kn, vn)
+	if vn.Kind != yaml.MappingNode {
+		return nil
+	}
+	sc, ok := m.scope(kn)
+	spec := &PurgeKeysSpec{Scope: sc, Codec: DefaultPurgeCodec}
+	if m.present("codec") {
+		c, cok := m.str("codec")
+		if cok && c != "string" && c != "int64" {
+			p.errAt(m.get("codec"), "codec", "'codec' must be 'string' or 'int64', got %q", c)
+			cok = false
+		}
+		ok = ok && cok
+		spec.Codec = c
+	}
+	hasKeys, hasFile := m.present("keys"), m.present("keys_file")
+	switch {
+	case hasKeys && hasFile:
+		p.errAt(m.keys["keys_file"], "keys_file", "both 'keys' and 'keys_file' given in 'purge_keys'; use one")
+		return nil
+	case !hasKeys && !hasFile:
+		m.missing(kn, "keys", " (give 'keys: [...]' or 'keys_file: <path>')")
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	if hasKeys {
+		if !p.inlineKeys(m.get("keys"), spec) {
+			return nil
+		}
+	} else {
+		fn := m.get("keys_file")
+		if fn == nil {
+			return nil
+		}
+		f, fok := p.stringValue(fn, "keys_file")
+		if !fok {
+			return nil
+		}
+		if f == "" {
+			p.errAt(fn, "keys_file", "'keys_file' must not be empty")
+			return nil
+		}
+		spec.KeysFile = f
+		if !p.loadKeysFile(fn, spec) {
+			return nil
+		}
+	}
+	if len(spec.Keys) == 0 {
+		p.warnAt(kn, "purge_keys lists no keys: it matches nothing")
+	}
+	if spec.Duplicates > 0 {
+		p.warnAt(kn, "purge_keys lists %d duplicate key(s); each key is purged once", spec.Duplicates)
+	}
+	if sc.Op != nil && sc.Slot != nil {
+		if d := p.view[slotName{sc.Op.ID, *sc.Slot}]; d != nil && d.KeyCodec != nil {
+			if kc := d.KeyCodec.String(); (kc == "int64") != (spec.Codec == "int64") && !(kc == "bytes" && spec.Codec == "string") {
+				p.warnAt(kn, "slot %q of op %s declares key codec %s but purge_keys encodes keys with %s: they cannot match", *sc.Slot, sc.Op, kc, spec.Codec)
+			}
+		}
+	}
+	return spec
+}
+
+// inlineKeys reads an inline 'keys' list into spec.
+func (p *parser) inlineKeys(n *yaml.Node, spec *PurgeKeysSpec) bool {
+	if n == nil {
+		return false
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.errAt(n, "keys", "'keys' must be a list of keys, got %s", describe(n))
+		return false
+	}
+	spec.index = make(map[string]int32, len(n.Content))
+	ok := true
+	for i, kn := range n.Content {
+		s, sok := p.stringValue(kn, "keys")
+		if !sok {
+			ok = false
+			continue
+		}
+		enc := s
+		if spec.Codec == "int64" {
+			v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			if err != nil || kn.ShortTag() != "!!int" && kn.ShortTag() != "!!str" {
+				p.errAt(kn, "keys", "key %d is not a decimal int64: %q", i+1, s)
+				ok = false
+				continue
+			}
+			enc = int64Key(v)
+		}
+		spec.add(enc, i+1)
+	}
+	return ok
+}
+
+func (s *PurgeKeysSpec) add(enc string, line int) {
+	if _, dup := s.index[enc]; dup {
+		s.Duplicates++
+		return
+	}
+	s.index[enc] = int32(len(s.Keys))
+	s.Keys = append(s.Keys, enc)
+	s.Lines = append(s.Lines, line)
+}
+
+// int64Key encodes an int64 user key as clink's int64_codec does: 8 bytes
+// little-endian two's complement.
+func int64Key(v int64) string {
+	var b [8]byte
+	u := uint64(v)
+	for i := range b {
+		b[i] = byte(u >> (8 * i))
+	}
+	return string(b[:])
+}
+
+func (p *parser) parsePurgeExpired(kn, vn *yaml.Node) *PurgeExpiredSpec {
+	m := p.kindMapping(kn, vn)
+	if vn.Kind != yaml.MappingNode {
+		return nil
+	}
+	sc, ok := m.scope(kn)
+	spec := &PurgeExpiredSpec{Scope: sc}
+	an := m.get("as_of")
+	switch {
+	case !m.present("as_of"):
+		m.missing(kn, "as_of", ` (an RFC 3339 time such as "2026-11-29T00:00:00Z", epoch milliseconds, or "now")`)
+		return nil
+	case an == nil:
+		return nil
+	}
+	if !p.asOf(an, spec) || !ok {
+		return nil
+	}
+	for k, d := range p.view {
+		if d.TTL && sc.MatchOp(k.op) && (sc.Slot == nil || *sc.Slot == k.slot) {
+			spec.Targets = append(spec.Targets, SlotTarget{Op: k.op, Slot: k.slot, Decl: d})
+		}
+	}
+	sortTargets(spec.Targets)
+	if len(spec.Targets) == 0 {
+		switch {
+		case sc.Op != nil && sc.Slot != nil && p.view[slotName{sc.Op.ID, *sc.Slot}] != nil:
+			p.errAt(kn, "purge_expired", "slot %q of op %s is not declared 'ttl: true'; purge_expired only affects slots declared with 'ttl: true' under 'slots:'", *sc.Slot, sc.Op)
+		case sc.All():
+			p.errAt(kn, "purge_expired", "no slot is declared 'ttl: true'; purge_expired only affects slots declared with 'ttl: true' under 'slots:'")
+		default:
+			p.errAt(kn, "purge_expired", "no slot declared 'ttl: true' is in scope (%s); purge_expired only affects slots declared with 'ttl: true' under 'slots:'", sc)
+		}
+		return nil
+	}
+	return spec
+}
+
+func sortTargets(t []SlotTarget) {
+	for i := 1; i < len(t); i++ {
+		for j := i; j > 0 && (t[j].Op < t[j-1].Op || t[j].Op == t[j-1].Op && t[j].Slot < t[j-1].Slot); j-- {
+			t[j], t[j-1] = t[j-1], t[j]
+		}
+	}
+}
+
+// asOf reads 'as_of': "now", an RFC 3339 time, or epoch milliseconds.
+func (p *parser) asOf(n *yaml.Node, spec *PurgeExpiredSpec) bool {
+	bad := func() bool {
+		p.errAt(n, "as_of", `'as_of' must be an RFC 3339 time such as "2026-11-29T00:00:00Z", epoch milliseconds, or "now"; got %s`, describe(n))
+		return false
+	}
+	if n.Kind != yaml.ScalarNode {
+		return bad()
+	}
+	spec.AsOfText = n.Value
+	switch n.ShortTag() {
+	case "!!int":
+		ms, ok := p.intValue(n, "as_of", 64)
+		if !ok {
+			return false
+		}
+		spec.AsOfMs = ms
+		spec.AsOf = time.UnixMilli(ms).UTC()
+		return true
+	case "!!str", "!!timestamp":
+		if n.Value == "now" {
+			t := p.opts.Now()
+			spec.Now = true
+			spec.AsOf = t
+			spec.AsOfMs = t.UnixMilli()
+			return true
+		}
+		t, err := time.Parse(time.RFC3339Nano, n.Value)
+		if err != nil {
+			return bad()
+		}
+		spec.AsOf = t
+		spec.AsOfMs = t.UnixMilli()
+		return true
+	}
+	return bad()
+}
+
+func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
+	m := p.kindMapping(kn, vn)
+	if vn.Kind != yaml.MappingNode {
+		return nil
+	}
+	op, ok := m.opRef(kn, "op", "uid", true)
+	slot, sok := m.reqStr(kn, "slot")
+	src, eok := m.reqStr(kn, "expr")
+	if !ok || !sok || !eok {
+		return nil
+	}
+	d := p.view[slotName{op.ID, slot}]
+	if d == nil {
+		p.errAt(m.get("slot"), "slot", "slot %q of op %s is not declared under 'slots:'; set_value needs its value codec", slot, op)
+		return nil
+	}
+	if d.ValueCodec == nil {
+		p.errAt(m.get("slot"), "slot", "slot %q of op %s is declared without a 'value' codec (slot %d, line %d); set_value needs one", slot, op, d.Index, d.Line)
+		return nil
+	}
+	en := m.get("expr")
+	c := p.compile(en, "expr", src, typedEnv(d.keyType, d.valueType), false)
+	if c == nil {
+		return nil
+	}
+	if !resultFits(c.resultType, d.valueType) {
+		hint := ""
+		if c.resultType.Kind() == reflect.Float64 {
+			hint = " (wrap it in int() or round())"
+		}
+		line, col := p.exprPos(en, 0)
+		p.addErr(line, col, "expr", fmt.Sprintf("'expr' yields %s but slot %q stores %s (codec %s)%s", c.resultType, slot, d.valueType, d.ValueCodec, hint))
+		return nil
+	}
+	return &SetValueSpec{
+		Op: *op, Slot: slot, Expr: src, Decl: d,
+		Program: &ValueProgram{Source: src, ResultType: c.resultType, prog: c.prog},
+		label:   ruleLabel(r.Index, p.ruleName, KindSetValue),
+	}
+}
+
+func ruleLabel(i int, name string, k Kind) string {
+	r := Rule{Index: i, Name: name, Kind: k}
+	return r.Label()
+}
+
+// stateType reads a version-map state type: no '|' or '\n' (clink's
+// StateVersionMap::set rejects them).
+func (m *mapping) stateType(at *yaml.Node) (string, bool) {
+	st, ok := m.reqStr(at, "state_type")
+	if ok && strings.ContainsAny(st, "|\n") {
+		m.p.errAt(m.get("state_type"), "state_type", "'state_type' must not contain '|' or a newline, got %q", st)
+		return "", false
+	}
+	return st, ok
+}
+
+func (p *parser) parseSetVersion(kn, vn *yaml.Node) *SetVersionSpec {
+	m := p.kindMapping(kn, vn)
+	if vn.Kind != yaml.MappingNode {
+		return nil
+	}
+	op, ok := m.opRef(kn, "op", "uid", true)
+	st, sok := m.stateType(kn)
+	spec := &SetVersionSpec{StateType: st}
+	vok := false
+	if vnode := m.get("version"); vnode != nil {
+		var v uint64
+		v, vok = p.uintValue(vnode, "version", 32)
+		spec.Version = uint32(v)
+	} else if !m.present("version") {
+		m.missing(kn, "version", "")
+	}
+	slotOK := true
+	if m.present("slot") {
+		spec.Slot, slotOK = m.str("slot")
+		spec.HasSlot = slotOK
+		if slotOK {
+			if err := savepoint.ValidSlotName([]byte(spec.Slot)); err != nil {
+				p.errAt(m.get("slot"), "slot", "'slot': %v", err)
+				slotOK = false
+			}
+		}
+	}
+	if !ok || !sok || !vok || !slotOK {
+		return nil
+	}
+	spec.Op = *op
+	return spec
+}
+
+func (p *parser) parseDropVersion(kn, vn *yaml.Node) *DropVersionSpec {
+	m := p.kindMapping(kn, vn)
+	if vn.Kind != yaml.MappingNode {
+		return nil
+	}
+	op, ok := m.opRef(kn, "op", "uid", true)
+	st, sok := m.stateType(kn)
+	if !ok || !sok {
+		return nil
+	}
+	return &DropVersionSpec{Op: *op, StateType: st}
+}
+
+var subtasksRE = regexp.MustCompile(`^([0-9]+)(?:-([0-9]+))?$`)
+
+func (p *parser) parseRescale(kn, vn *yaml.Node) *RescaleSpec {
+	m := p.kindMapping(kn, vn)
+	if vn.Kind != yaml.MappingNode {
+		return nil
+	}
+	hasP, hasG := m.present("parallelism"), m.present("groups")
+	switch {
+	case hasP && hasG:
+		p.errAt(m.keys["groups"], "groups", "both 'parallelism' and 'groups' given in 'rescale'; use one")
+		return nil
+	case !hasP && !hasG:
+		m.missing(kn, "parallelism", " (give 'parallelism: M' or 'groups: [{subtasks: \"0-3\", parallelism: M}, ...]')")
+		return nil
+	case hasP:
+		n := m.get("parallelism")
+		if n == nil {
+			return nil
+		}
+		par, ok := p.parallelism(n)
+		if !ok {
+			return nil
+		}
+		return &RescaleSpec{Parallelism: par}
+	}
+	gn := m.get("groups")
+	if gn == nil {
+		return nil
+	}
+	if gn.Kind != yaml.SequenceNode || len(gn.Content) == 0 {
+		p.errAt(gn, "groups", "'groups' must be a non-empty list of {subtasks, parallelism}, got %s", describe(gn))
+		return nil
+	}
+	spec := &RescaleSpec{}
+	ok := true
+	for i, g := range gn.Content {
+		gm := p.mapping(g, nil, fmt.Sprintf("rescale group %d", i+1), []string{"subtasks", "parallelism"})
+		if g.Kind != yaml.MappingNode {
+			ok = false
+			continue
+		}
+		grp := RescaleGroup{Line: g.Line, Col: g.Column}
+		s, sok := gm.reqStr(g, "subtasks")
+		if sok {
+			mm := subtasksRE.FindStringSubmatch(strings.TrimSpace(s))
+			var a, b int
+			var err1, err2 error
+			if mm != nil {
+				a, err1 = strconv.Atoi(mm[1])
+				b = a
+				if mm[2] != "" {
+					b, err2 = strconv.Atoi(mm[2])
+				}
+			}
+			if mm == nil || err1 != nil || err2 != nil || b < a || a > 1<<20 || b > 1<<20 {
+				p.errAt(gm.get("subtasks"), "subtasks", `bad 'subtasks' %q: want "a-b" or "a" (old global subtask indices, a <= b)`, s)
+				sok = false
+			} else {
+				grp.Subtasks, grp.First, grp.Last = s, a, b
+			}
+		}
+		pok := false
+		if pn := gm.get("parallelism"); pn != nil {
+			grp.Parallelism, pok = p.parallelism(pn)
+		} else if !gm.present("parallelism") {
+			gm.missing(g, "parallelism", "")
+		}
+		if !sok || !pok {
+			ok = false
+			continue
+		}
+		if n := len(spec.Groups); n > 0 && grp.First <= spec.Groups[n-1].Last {
+			prev := spec.Groups[n-1]
+			p.errAt(gm.get("subtasks"), "subtasks", "subtasks %q overlap or precede the previous group's %q (line %d); groups must be in increasing order without overlap", grp.Subtasks, prev.Subtasks, prev.Line)
+			ok = false
+			continue
+		}
+		spec.Groups = append(spec.Groups, grp)
+	}
+	if !ok {
+		return nil
+	}
+	return spec
+}
+
+func (p *parser) parallelism(n *yaml.Node) (int, bool) {
+	v, ok := p.intValue(n, "parallelism", 64)
+	if !ok {
+		return 0, false
+	}
+	if v < 1 || v > MaxParallelism {
+		p.errAt(n, "parallelism", "'parallelism' must be in 1..%d, got %d", MaxParallelism, v)
+		return 0, false
+	}
+	if v > WarnParallelism {
+		p.warnAt(n, "parallelism %d is above %d: clink has %d key groups, so %d subtasks get no keyed state", v, WarnParallelism, savepoint.NumKeyGroups, v-WarnParallelism)
+	}
+	return int(v), true
+}

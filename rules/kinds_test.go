@@ -1,0 +1,435 @@
+package rules
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sptool/sptool/savepoint"
+)
+
+func strp(s string) *string { return &s }
+
+// normalize copies a spec with its compiled parts (programs, declarations,
+// indexes) cleared, for comparison with a literal.
+func normalize(spec any) any {
+	switch s := spec.(type) {
+	case *FilterSpec:
+		c := *s
+		c.Predicate, c.Decl = nil, nil
+		return &c
+	case *PurgeKeysSpec:
+		c := *s
+		c.index = nil
+		c.Path, c.FileDigest = "", ""
+		return &c
+	case *PurgeExpiredSpec:
+		c := *s
+		c.Targets = nil
+		for _, t := range s.Targets {
+			c.Targets = append(c.Targets, SlotTarget{Op: t.Op, Slot: t.Slot})
+		}
+		return &c
+	case *SetValueSpec:
+		c := *s
+		c.Program, c.Decl, c.label = nil, nil, ""
+		return &c
+	}
+	return spec
+}
+
+func parseOne(t *testing.T, src string) *Set {
+	t.Helper()
+	set, err := ParseWithOptions("t.yaml", []byte(src), ParseOptions{Now: func() time.Time { return fixedNow }, Dir: corpusDir})
+	if err != nil {
+		t.Fatalf("parse:\n%s\n%v", src, err)
+	}
+	return set
+}
+
+const decls = `version: 1
+slots:
+  - {op: 7, slot: agg, key: int64, value: int64}
+  - {op: 7, slot: seen, key: string, value: bytes, ttl: true}
+  - {uid: enricher, slot: cart, key: string, ttl: true, composite: true}
+rules:
+`
+
+func TestRuleKinds(t *testing.T) {
+	enricher := savepoint.OperatorIDFromUID("enricher")
+	cases := []struct {
+		name string
+		rule string // one rule, indented as a list item under 'rules:'
+		kind Kind
+		want any
+	}{
+		{"keep", `  - keep: 'op != 99'`, KindKeep, &FilterSpec{Expr: "op != 99"}},
+		{"drop", `  - drop: 'slot == "cache" && key_group >= 64'`, KindDrop, &FilterSpec{Expr: `slot == "cache" && key_group >= 64`}},
+		{"drop scoped", `  - drop: {uid: enricher, slot: cart, expr: 'len(key) > 3'}`, KindDrop,
+			&FilterSpec{Expr: "len(key) > 3", Scope: Scope{Op: &OpRef{ID: enricher, UID: "enricher"}, Slot: strp("cart")}}},
+		{"keep scoped op only", `  - keep: {op: 7, expr: 'kind == "keyed"'}`, KindKeep,
+			&FilterSpec{Expr: `kind == "keyed"`, Scope: Scope{Op: &OpRef{ID: 7}}}},
+		{"drop_operator", `  - drop_operator: {op: 12}`, KindDropOperator, &DropOperatorSpec{Op: OpRef{ID: 12}}},
+		{"drop_operator uid", `  - drop_operator: {uid: enricher}`, KindDropOperator, &DropOperatorSpec{Op: OpRef{ID: enricher, UID: "enricher"}}},
+		{"drop_operator big id", `  - drop_operator: {op: 18088258576788386267}`, KindDropOperator, &DropOperatorSpec{Op: OpRef{ID: 18088258576788386267}}},
+		{"remap_operator", `  - remap_operator: {from: 13, to: 14}`, KindRemapOperator,
+			&RemapOperatorSpec{From: OpRef{ID: 13}, To: OpRef{ID: 14}, Merge: DefaultMerge}},
+		{"remap_operator uids merge", `  - remap_operator: {from_uid: enricher, to_uid: enricher-v2, merge: true}`, KindRemapOperator,
+			&RemapOperatorSpec{From: OpRef{ID: enricher, UID: "enricher"}, To: OpRef{ID: savepoint.OperatorIDFromUID("enricher-v2"), UID: "enricher-v2"}, Merge: true}},
+		{"rename_slot", `  - rename_slot: {op: 7, from: agg, to: agg_v2}`, KindRenameSlot, &RenameSlotSpec{Op: OpRef{ID: 7}, From: "agg", To: "agg_v2"}},
+		{"rename_slot to empty", `  - rename_slot: {op: 7, from: agg, to: ""}`, KindRenameSlot, &RenameSlotSpec{Op: OpRef{ID: 7}, From: "agg", To: ""}},
+		{"drop_slot", `  - drop_slot: {op: 7, slot: tmp}`, KindDropSlot, &DropSlotSpec{Op: OpRef{ID: 7}, Slot: "tmp"}},
+		{"purge_keys inline", `  - purge_keys: {keys: [user-42, "user-43", 7, user-42]}`, KindPurgeKeys,
+			&PurgeKeysSpec{Codec: "string", Keys: []string{"user-42", "user-43", "7"}, Lines: []int{1, 2, 3}, Duplicates: 1}},
+		{"purge_keys int64 scoped", `  - purge_keys: {op: 7, slot: agg, codec: int64, keys: [1, -1]}`, KindPurgeKeys,
+			&PurgeKeysSpec{Scope: Scope{Op: &OpRef{ID: 7}, Slot: strp("agg")}, Codec: "int64",
+				Keys: []string{"\x01\x00\x00\x00\x00\x00\x00\x00", "\xff\xff\xff\xff\xff\xff\xff\xff"}, Lines: []int{1, 2}}},
+		{"purge_keys file", `  - purge_keys: {keys_file: erasure.txt}`, KindPurgeKeys,
+			&PurgeKeysSpec{Codec: "string", KeysFile: "erasure.txt", Keys: []string{"user-42", "user-43", "user-7"}, Lines: []int{1, 2, 6}}},
+		{"purge_keys int64 file", `  - purge_keys: {keys_file: int64-keys.txt, codec: int64}`, KindPurgeKeys,
+			&PurgeKeysSpec{Codec: "int64", KeysFile: "int64-keys.txt", Keys: []string{int64Key(42), int64Key(7), int64Key(-1)}, Lines: []int{2, 3, 5}, Duplicates: 1}},
+		{"purge_expired rfc3339", `  - purge_expired: {as_of: "2026-11-29T00:00:00Z"}`, KindPurgeExpired,
+			&PurgeExpiredSpec{AsOfText: "2026-11-29T00:00:00Z", AsOf: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), AsOfMs: 1795910400000,
+				Targets: []SlotTarget{{Op: 7, Slot: "seen"}, {Op: enricher, Slot: "cart"}}}},
+		{"purge_expired unquoted timestamp", `  - purge_expired: {as_of: 2026-11-29T01:00:00+01:00, op: 7}`, KindPurgeExpired,
+			&PurgeExpiredSpec{Scope: Scope{Op: &OpRef{ID: 7}}, AsOfText: "2026-11-29T01:00:00+01:00",
+				AsOf: time.Date(2026, 11, 29, 1, 0, 0, 0, time.FixedZone("", 3600)), AsOfMs: 1795910400000,
+				Targets: []SlotTarget{{Op: 7, Slot: "seen"}}}},
+		{"purge_expired epoch ms", `  - purge_expired: {as_of: 1795910400000, uid: enricher, slot: cart}`, KindPurgeExpired,
+			&PurgeExpiredSpec{Scope: Scope{Op: &OpRef{ID: enricher, UID: "enricher"}, Slot: strp("cart")}, AsOfText: "1795910400000",
+				AsOf: time.UnixMilli(1795910400000).UTC(), AsOfMs: 1795910400000, Targets: []SlotTarget{{Op: enricher, Slot: "cart"}}}},
+		{"purge_expired now", `  - purge_expired: {as_of: now}`, KindPurgeExpired,
+			&PurgeExpiredSpec{AsOfText: "now", AsOf: fixedNow, AsOfMs: fixedNow.UnixMilli(), Now: true,
+				Targets: []SlotTarget{{Op: 7, Slot: "seen"}, {Op: enricher, Slot: "cart"}}}},
+		{"set_value", `  - set_value: {op: 7, slot: agg, expr: 'value * 100'}`, KindSetValue, &SetValueSpec{Op: OpRef{ID: 7}, Slot: "agg", Expr: "value * 100"}},
+		{"set_version", `  - set_version: {op: 7, state_type: UserCounter, version: 2, slot: agg_v2}`, KindSetVersion,
+			&SetVersionSpec{Op: OpRef{ID: 7}, StateType: "UserCounter", Version: 2, Slot: "agg_v2", HasSlot: true}},
+		{"set_version no slot max", `  - set_version: {op: 7, state_type: T, version: 4294967295}`, KindSetVersion,
+			&SetVersionSpec{Op: OpRef{ID: 7}, StateType: "T", Version: 4294967295}},
+		{"drop_version", `  - drop_version: {op: 12, state_type: Dedup}`, KindDropVersion, &DropVersionSpec{Op: OpRef{ID: 12}, StateType: "Dedup"}},
+		{"rescale", `  - rescale: {parallelism: 8}`, KindRescale, &RescaleSpec{Parallelism: 8}},
+		{"rescale groups", "  - rescale:\n      groups:\n        - {subtasks: \"0-2\", parallelism: 5}\n        - {subtasks: 3, parallelism: 1}", KindRescale,
+			&RescaleSpec{Groups: []RescaleGroup{
+				{Subtasks: "0-2", First: 0, Last: 2, Parallelism: 5, Line: 10, Col: 11},
+				{Subtasks: "3", First: 3, Last: 3, Parallelism: 1, Line: 11, Col: 11}}}},
+	}
+	seen := map[Kind]bool{}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			set := parseOne(t, decls+"  - name: the rule\n"+strings.Replace(tc.rule, "  - ", "    ", 1)+"\n")
+			if len(set.Rules) != 1 {
+				t.Fatalf("%d rules", len(set.Rules))
+			}
+			r := set.Rules[0]
+			if r.Kind != tc.kind || r.Index != 1 || r.Name != "the rule" || r.Line != 8 || r.Col != 5 {
+				t.Errorf("rule = %+v", r)
+			}
+			if got := normalize(r.Spec()); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("spec:\n got %#v\nwant %#v", got, tc.want)
+			}
+			// Exactly one spec pointer is set.
+			v := reflect.ValueOf(*r)
+			n := 0
+			for i := 0; i < v.NumField(); i++ {
+				if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d spec pointers set", n)
+			}
+			if want := `rule 1 "the rule" (` + string(tc.kind) + `)`; r.Label() != want {
+				t.Errorf("Label() = %q, want %q", r.Label(), want)
+			}
+			seen[tc.kind] = true
+		})
+	}
+	for _, k := range AllKinds {
+		if !seen[k] {
+			t.Errorf("no case for kind %s", k)
+		}
+	}
+}
+
+func TestLabelWithoutName(t *testing.T) {
+	set := parseOne(t, "version: 1\nrules:\n  - keep: 'true'\n  - drop_slot: {op: 1, slot: x}\n")
+	if got := set.Rules[1].Label(); got != "rule 2 (drop_slot)" {
+		t.Errorf("Label() = %q", got)
+	}
+}
+
+func TestSpecExample(t *testing.T) {
+	set, err := LoadWithOptions(corpusDir+"/spec-example.good.yaml", testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Slots) != 3 || len(set.Rules) != 12 || set.Version != 1 {
+		t.Fatalf("%d slots, %d rules", len(set.Slots), len(set.Rules))
+	}
+	wantKinds := []Kind{KindDropOperator, KindRemapOperator, KindRenameSlot, KindDropSlot, KindPurgeKeys, KindPurgeExpired,
+		KindDrop, KindKeep, KindSetValue, KindSetVersion, KindDropVersion, KindRescale}
+	for i, r := range set.Rules {
+		if r.Kind != wantKinds[i] {
+			t.Errorf("rule %d kind %s, want %s", i+1, r.Kind, wantKinds[i])
+		}
+	}
+	if set.Rules[0].Name != "drop the retired dedup operator" || set.Rules[4].Name != "erasure request 2026-11-28" {
+		t.Errorf("names: %q %q", set.Rules[0].Name, set.Rules[4].Name)
+	}
+	cart := set.Slots[2]
+	if cart.Op.UID != "enricher" || cart.Op.ID != savepoint.OperatorIDFromUID("enricher") || !cart.TTL || !cart.Composite || cart.ValueCodec != nil {
+		t.Errorf("cart decl = %+v", cart)
+	}
+	// set_value on agg_v2 finds agg's declaration through the rename.
+	sv := set.Rules[8].SetValue
+	if sv.Decl != set.Slots[0] || sv.Program.ResultType == nil || sv.Program.ResultType.Kind() != reflect.Int {
+		t.Errorf("set_value decl %v, result %v", sv.Decl, sv.Program.ResultType)
+	}
+	if set.SlotDecl(7, "agg_v2") != set.Slots[0] || set.SlotDecl(7, "agg") != set.Slots[0] || set.SlotDecl(7, "tmp") != nil {
+		t.Error("SlotDecl does not follow the rename")
+	}
+	if set.Rescale() == nil || set.Rescale().Parallelism != 8 {
+		t.Error("Rescale()")
+	}
+	pk := set.Rules[4].PurgeKeys
+	if pk.Len() != 3 || pk.Display(2) != "user-7" || !strings.HasSuffix(pk.Path, "testdata/rules/erasure.txt") || len(pk.FileDigest) != 64 {
+		t.Errorf("purge_keys = %+v", pk)
+	}
+	pe := set.Rules[5].PurgeExpired
+	if pe.Now || len(pe.Targets) != 2 || !pe.Applies(7, []byte("seen")) || pe.Applies(7, []byte("agg")) {
+		t.Errorf("purge_expired = %+v", pe)
+	}
+}
+
+func TestNowIsInjectedAndRecorded(t *testing.T) {
+	calls := 0
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	src := "version: 1\nslots:\n  - {op: 1, slot: s, ttl: true}\nrules:\n  - purge_expired: {as_of: now}\n  - purge_expired: {as_of: now}\n"
+	set, err := ParseWithOptions("t.yaml", []byte(src), ParseOptions{Now: func() time.Time { calls++; return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range set.Rules {
+		pe := r.PurgeExpired
+		if !pe.Now || !pe.AsOf.Equal(at) || pe.AsOfMs != at.UnixMilli() || pe.AsOfText != "now" {
+			t.Errorf("%+v", pe)
+		}
+		if !pe.Expired(at.UnixMilli()) || pe.Expired(at.UnixMilli()+1) {
+			t.Error("Expired is not inclusive at as_of")
+		}
+	}
+	if calls != 2 {
+		t.Errorf("clock called %d times", calls)
+	}
+	// Without options, time.Now is used.
+	set, err = Parse("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(set.Rules[0].PurgeExpired.AsOf); d < 0 || d > time.Minute {
+		t.Errorf("as_of now resolved to %v", set.Rules[0].PurgeExpired.AsOf)
+	}
+}
+
+func TestErrorType(t *testing.T) {
+	src := "version: 1\nrules:\n  - name: purge-old\n    drop_slot: {op: 7, slot: tmp, wehre: 1}\n  - keep: 'op +'\n"
+	_, err := Parse("rules.yaml", []byte(src))
+	var errs *Errors
+	if !errors.As(err, &errs) || errs.Len() != 2 {
+		t.Fatalf("err = %v", err)
+	}
+	e := errs.List[0]
+	want := Error{File: "rules.yaml", Line: 4, Col: 35, Rule: 1, RuleName: "purge-old", Key: "wehre"}
+	if e.File != want.File || e.Line != want.Line || e.Col != want.Col || e.Rule != want.Rule || e.RuleName != want.RuleName || e.Key != want.Key {
+		t.Errorf("first = %+v", e)
+	}
+	if got := e.Error(); got != `rules.yaml:4:35: rule 1 ("purge-old"): unknown key 'wehre' in 'drop_slot' (want 'op', 'uid', 'slot')` {
+		t.Errorf("Error() = %s", got)
+	}
+	// errors.As reaches each *Error through Unwrap() []error.
+	var one *Error
+	if !errors.As(err, &one) || one != e {
+		t.Error("errors.As(*Error) failed")
+	}
+	if u := errs.Unwrap(); len(u) != 2 || u[1] != errs.List[1] {
+		t.Errorf("Unwrap = %v", u)
+	}
+	if errs.List[1].Rule != 2 || errs.List[1].RuleName != "" || errs.List[1].Key != "keep" {
+		t.Errorf("second = %+v", errs.List[1])
+	}
+	if lines := strings.Split(err.Error(), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[1], "rules.yaml:5:") {
+		t.Errorf("Error() lines = %q", lines)
+	}
+}
+
+func TestErrorsSortedAndKeysFileLast(t *testing.T) {
+	// A keys-file problem sorts at the position of its 'keys_file' key.
+	src := "version: 1\nrules:\n  - purge_keys: {keys_file: bad-int64-keys.txt, codec: int64}\n  - keep: 'op +'\n  - drop: 'x'\n"
+	_, err := ParseWithOptions(corpusDir+"/x.yaml", []byte(src), testOpts())
+	var errs *Errors
+	if !errors.As(err, &errs) {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range errs.List {
+		files = append(files, e.File)
+	}
+	if len(errs.List) != 4 || !strings.HasSuffix(files[0], "bad-int64-keys.txt") || !strings.HasSuffix(files[1], "bad-int64-keys.txt") ||
+		errs.List[2].Line != 4 || errs.List[3].Line != 5 {
+		t.Errorf("order:\n%v", err)
+	}
+}
+
+func TestSyntaxErrorLines(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"version: 1\nrules:\n\t- keep: 'true'\n", "t.yaml:3:1: YAML syntax error: found character that cannot start any token"},
+		{"version: 1\nrules: [1, 2]]\n", "t.yaml:2:1: YAML syntax error: did not find expected key"},
+		{"version: 1\nrules:\n  c: 1\n d: 2\n", "t.yaml:4:2: YAML syntax error: did not find expected key"},
+		{"version: 1\nrules: x: y\n", "t.yaml:2:1: YAML syntax error: mapping values are not allowed in this context"},
+		{"version: 1\nrules: []\n--- [\n", "t.yaml:4:1: YAML syntax error: did not find expected node content"},
+	}
+	for _, tc := range cases {
+		_, err := Parse("t.yaml", []byte(tc.src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.src, err, tc.want)
+		}
+	}
+}
+
+func TestExprPositions(t *testing.T) {
+	// Each expression has one type error at the marked column ('==' against
+	// the string "s" on a number).
+	cases := []struct {
+		name, yaml string
+		line, col  int
+	}{
+		{"plain", "  - drop: op == 1 && \"s\" == 1", 3, 26},
+		{"single quoted", "  - drop: 'op == 1 && \"s\" == 1'", 3, 27},
+		{"single quoted with ''", "  - drop: 'slot == ''a'' && \"s\" == 1'", 3, 33},
+		{"double quoted with escapes", "  - drop: \"slot == \\\"a\\\" && \\u0022s\\u0022 == 1\"", 3, 43},
+		{"flow mapping", "  - drop: {op: 1, expr: 'op == 1 && \"s\" == 1'}", 3, 41},
+		{"literal block", "  - drop: |\n      op == 1 &&\n        \"s\" == 1", 5, 13},
+		{"literal block keep", "  - drop: |+\n\n      op == 1 &&\n      \"s\" == 1\n", 6, 11},
+		{"folded block", "  - drop: >\n      op == 1 &&\n      \"s\" == 1", 5, 11},
+		{"plain multi-line", "  - drop: op == 1 &&\n      \"s\" == 1", 4, 11},
+		{"non-ASCII", "  - drop: 'slot == \"é\" && \"s\" == 1'", 3, 31},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte("version: 1\nrules:\n"+tc.yaml+"\n"))
+			var errs *Errors
+			if !errors.As(err, &errs) || errs.Len() != 1 {
+				t.Fatalf("err = %v", err)
+			}
+			e := errs.List[0]
+			if e.Line != tc.line || e.Col != tc.col || !strings.Contains(e.Msg, "mismatched types string and int") {
+				t.Errorf("got %d:%d %s, want %d:%d", e.Line, e.Col, e.Msg, tc.line, tc.col)
+			}
+		})
+	}
+}
+
+func TestDeclarationFollowsRemapAndRename(t *testing.T) {
+	set := parseOne(t, `version: 1
+slots:
+  - {op: 13, slot: agg, key: string, value: int64}
+rules:
+  - remap_operator: {from: 13, to: 14}
+  - rename_slot: {op: 14, from: agg, to: total}
+  - set_value: {op: 14, slot: total, expr: 'value + 1'}
+`)
+	d := set.Slots[0]
+	for _, k := range []struct {
+		op   uint64
+		slot string
+	}{{13, "agg"}, {14, "agg"}, {14, "total"}} {
+		if set.SlotDecl(k.op, k.slot) != d {
+			t.Errorf("SlotDecl(%d, %q) is not the declaration", k.op, k.slot)
+		}
+	}
+	if set.Rules[2].SetValue.Decl != d {
+		t.Error("set_value did not find the declaration")
+	}
+	// A rename onto a slot declared differently is a conflict.
+	_, err := Parse("t.yaml", []byte(`version: 1
+slots:
+  - {op: 7, slot: a, value: int64}
+  - {op: 7, slot: b, value: string}
+rules:
+  - rename_slot: {op: 7, from: a, to: b}
+`))
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:6:5: rule 1: after this rule slot \"b\" of op 7 would have two declarations that disagree") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	cases := []struct {
+		name, rules string
+		want        []string
+	}{
+		{"keep true", "  - keep: 'true'\n", []string{"t.yaml:3:5: rule 1: keep: 'true' is constant: the rule does nothing"}},
+		{"drop false folded", "  - drop: '1 == 2'\n", []string{"rule 1: drop: '1 == 2' is constant: the rule does nothing"}},
+		{"drop everything", "  - drop: 'true'\n  - name: late\n    drop_slot: {op: 1, slot: x}\n", []string{
+			"t.yaml:3:5: rule 1: drop: 'true' is constant: the rule drops every row",
+			`t.yaml:5:5: rule 2 ("late"): rule 1 drops every row: this rule and every later one can match nothing`}},
+		{"scoped keep false", "  - keep: {op: 3, expr: 'false'}\n", []string{"rule 1: keep: 'false' is constant: the rule drops every row of op 3"}},
+		{"dropped op", "  - drop_operator: {op: 12}\n  - drop_slot: {op: 12, slot: x}\n", []string{
+			"t.yaml:4:5: rule 2: op 12 has no rows any more (rule 1 moved or dropped them): this rule can match nothing"}},
+		{"remapped op", "  - remap_operator: {from: 1, to: 2}\n  - purge_keys: {op: 1, keys: [a]}\n  - purge_keys: {op: 2, keys: [a]}\n", []string{
+			"t.yaml:4:5: rule 2: op 1 has no rows any more (rule 1 moved or dropped them)"}},
+		{"renamed slot", "  - rename_slot: {op: 7, from: a, to: b}\n  - drop_slot: {op: 7, slot: a}\n", []string{
+			`t.yaml:4:5: rule 2: slot "a" of op 7 has no rows any more (rule 1 renamed or dropped it)`}},
+		{"duplicate name", "  - name: x\n    keep: 'op != 1'\n  - name: x\n    keep: 'op != 2'\n", []string{`rule 2 ("x"): name "x" is also used by rule 1`}},
+		{"empty keys", "  - purge_keys: {keys: []}\n", []string{"rule 1: purge_keys lists no keys: it matches nothing"}},
+		{"duplicate keys", "  - purge_keys: {keys: [a, b, a]}\n", []string{"rule 1: purge_keys lists 1 duplicate key(s)"}},
+		{"big parallelism", "  - rescale: {parallelism: 300}\n", []string{"t.yaml:3:28: rule 1: parallelism 300 is above 128"}},
+		{"no rules", "", []string{"t.yaml:2:1: 'rules' is empty"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rules := tc.rules
+			if rules == "" {
+				rules = "[]\n"
+			} else {
+				rules = "\n" + rules
+			}
+			set, err := Parse("t.yaml", []byte("version: 1\nrules: "+rules))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range set.Warnings {
+				got = append(got, w.String())
+			}
+			all := strings.Join(got, "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("missing warning %q in:\n%s", w, all)
+				}
+			}
+		})
+	}
+	// A clean file has no warnings.
+	set := parseOne(t, decls+"  - keep: 'op != 99'\n  - purge_keys: {keys: [a]}\n")
+	if len(set.Warnings) != 0 {
+		t.Errorf("unexpected warnings: %v", set.Warnings[0])
+	}
+}
+
+func TestWarningsKeptWithErrors(t *testing.T) {
+	_, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - purge_keys: {keys: []}\n  - keep: 1 +\n"))
+	var errs *Errors
+	if !errors.As(err, &errs) || len(errs.Warnings) != 1 {
+		t.Fatalf("err = %v, warnings %v", err, errs)
+	}
+}
+
+func TestPurgeKeysCodecMismatchWarning(t *testing.T) {
+	set := parseOne(t, decls+"  - purge_keys: {op: 7, slot: agg, keys: [a]}\n")
+	if len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0].Msg, "declares key codec int64 but purge_keys encodes keys with string") {
+		t.Errorf("warnings = %v", set.Warnings)
+	}
+}

@@ -1,0 +1,110 @@
+package rules
+
+import "go.yaml.in/yaml/v3"
+
+// lint records warnings about a valid rule list: rules that do nothing,
+// rules after which nothing can match, rules that name an operator or slot
+// an earlier rule removed, reused names.
+func (p *parser) lint() {
+	deadOps := map[uint64]int{}
+	deadSlots := map[slotName]int{}
+	names := map[string]int{}
+	for _, r := range p.set.Rules {
+		p.rule, p.ruleName = r.Index, r.Name
+		at := &yaml.Node{Line: r.Line, Column: r.Col}
+		if r.Name != "" {
+			if first, dup := names[r.Name]; dup {
+				p.warnAt(at, "name %q is also used by rule %d", r.Name, first)
+			} else {
+				names[r.Name] = r.Index
+			}
+		}
+		ops, slots := refs(r)
+		for _, op := range ops {
+			if by, dead := deadOps[op]; dead {
+				p.warnAt(at, "op %d has no rows any more (rule %d moved or dropped them): this rule can match nothing", op, by)
+			}
+		}
+		for _, s := range slots {
+			if by, dead := deadSlots[s]; dead {
+				p.warnAt(at, "slot %q of op %d has no rows any more (rule %d renamed or dropped it): this rule can match nothing", s.slot, s.op, by)
+			}
+		}
+		if f := filterOf(r); f != nil {
+			if v, ok := f.Predicate.Constant(); ok {
+				keepAll := (r.Kind == KindKeep) == v
+				switch {
+				case keepAll:
+					p.warnAt(at, "%s: '%s' is constant: the rule does nothing", r.Kind, f.Expr)
+				case f.Scope.All():
+					p.warnAt(at, "%s: '%s' is constant: the rule drops every row", r.Kind, f.Expr)
+					if r.Index < len(p.set.Rules) {
+						next := p.set.Rules[r.Index]
+						p.rule, p.ruleName = next.Index, next.Name
+						p.warnAt(&yaml.Node{Line: next.Line, Column: next.Col}, "rule %d drops every row: this rule and every later one can match nothing", r.Index)
+					}
+					p.rule, p.ruleName = 0, ""
+					return
+				default:
+					p.warnAt(at, "%s: '%s' is constant: the rule drops every row of %s", r.Kind, f.Expr, f.Scope)
+				}
+			}
+		}
+		switch r.Kind {
+		case KindDropOperator:
+			deadOps[r.DropOperator.Op.ID] = r.Index
+		case KindRemapOperator:
+			deadOps[r.RemapOperator.From.ID] = r.Index
+			delete(deadOps, r.RemapOperator.To.ID)
+		case KindRenameSlot:
+			s := r.RenameSlot
+			deadSlots[slotName{s.Op.ID, s.From}] = r.Index
+			delete(deadSlots, slotName{s.Op.ID, s.To})
+		case KindDropSlot:
+			deadSlots[slotName{r.DropSlot.Op.ID, r.DropSlot.Slot}] = r.Index
+		}
+	}
+	p.rule, p.ruleName = 0, ""
+}
+
+func filterOf(r *Rule) *FilterSpec {
+	if r.Keep != nil {
+		return r.Keep
+	}
+	return r.Drop
+}
+
+// refs returns the operators and (op, slot) pairs a rule names explicitly
+// as the rows it works on.
+func refs(r *Rule) (ops []uint64, slots []slotName) {
+	scope := func(s Scope) {
+		if s.Op != nil {
+			ops = append(ops, s.Op.ID)
+			if s.Slot != nil {
+				slots = append(slots, slotName{s.Op.ID, *s.Slot})
+			}
+		}
+	}
+	switch r.Kind {
+	case KindKeep, KindDrop:
+		scope(filterOf(r).Scope)
+	case KindDropOperator:
+		ops = append(ops, r.DropOperator.Op.ID)
+	case KindRemapOperator:
+		ops = append(ops, r.RemapOperator.From.ID)
+	case KindRenameSlot:
+		ops = append(ops, r.RenameSlot.Op.ID)
+		slots = append(slots, slotName{r.RenameSlot.Op.ID, r.RenameSlot.From})
+	case KindDropSlot:
+		ops = append(ops, r.DropSlot.Op.ID)
+		slots = append(slots, slotName{r.DropSlot.Op.ID, r.DropSlot.Slot})
+	case KindPurgeKeys:
+		scope(r.PurgeKeys.Scope)
+	case KindPurgeExpired:
+		scope(r.PurgeExpired.Scope)
+	case KindSetValue:
+		ops = append(ops, r.SetValue.Op.ID)
+		slots = append(slots, slotName{r.SetValue.Op.ID, r.SetValue.Slot})
+	}
+	return ops, slots
+}

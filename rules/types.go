@@ -1,0 +1,493 @@
+package rules
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/sptool/sptool/savepoint/codec"
+)
+
+// SupportedVersion is the only rule-file 'version' this package reads.
+const SupportedVersion = 1
+
+// DefaultMerge is the default of remap_operator's 'merge': refuse to merge
+// into an operator that already has state.
+const DefaultMerge = false
+
+// DefaultPurgeCodec is the default of purge_keys' 'codec'.
+const DefaultPurgeCodec = "string"
+
+// MaxParallelism is the largest parallelism rescale accepts. Parallelisms
+// above WarnParallelism are accepted with a warning: clink has 128 key
+// groups, so the subtasks above 128 get no keyed state.
+const (
+	MaxParallelism  = 65535
+	WarnParallelism = 128
+)
+
+// Set is a compiled rule file: every expression compiled, every codec
+// parsed, every keys file loaded. A Set is immutable after Parse returns
+// and safe for concurrent use; evaluation state lives in the caller's
+// *vm.VM.
+type Set struct {
+	// Version is the file's 'version' (always SupportedVersion).
+	Version int
+	// Slots are the 'slots:' declarations in file order.
+	Slots []*SlotDecl
+	// Rules are the rules in file order (Rules[i].Index == i+1).
+	Rules []*Rule
+	// Digest is the hex SHA-256 of the rule file's bytes.
+	Digest string
+	// Source is the rule file's name as given to Parse or Load.
+	Source string
+	// Warnings are the lint findings; they do not make the file invalid.
+	Warnings []*Warning
+
+	slotIndex map[uint64]map[string]*SlotDecl
+}
+
+// Rescale returns the rescale rule's spec, or nil when the file has none.
+// A rescale rule is always the last rule.
+func (s *Set) Rescale() *RescaleSpec {
+	if n := len(s.Rules); n > 0 {
+		return s.Rules[n-1].Rescale
+	}
+	return nil
+}
+
+// SlotDecl returns the declaration of (op, slot), or nil when the slot is
+// not declared. A declaration follows its slot through rename_slot and
+// remap_operator rules: after `rename_slot: {op: 7, from: agg, to: agg_v2}`
+// the declaration of (7, "agg") is also returned for (7, "agg_v2").
+func (s *Set) SlotDecl(op uint64, slot string) *SlotDecl {
+	return s.slotIndex[op][slot]
+}
+
+// slotDeclBytes is SlotDecl for a slot name held in bytes (no allocation).
+func (s *Set) slotDeclBytes(op uint64, slot []byte) *SlotDecl {
+	m := s.slotIndex[op]
+	if m == nil {
+		return nil
+	}
+	return m[string(slot)]
+}
+
+// OpRef names an operator by numeric id or by uid.
+type OpRef struct {
+	// ID is the operator id; for a uid it is savepoint.OperatorIDFromUID(UID).
+	ID uint64
+	// UID is the uid as written, "" when the id was given.
+	UID string
+}
+
+// String returns "7", or `uid "enricher" (op 123…)` for a uid.
+func (o OpRef) String() string {
+	if o.UID != "" {
+		return fmt.Sprintf("uid %q (op %d)", o.UID, o.ID)
+	}
+	return strconv.FormatUint(o.ID, 10)
+}
+
+// Scope restricts a rule to one operator and/or one slot. The zero Scope
+// matches every row.
+type Scope struct {
+	// Op is the operator, nil for every operator.
+	Op *OpRef
+	// Slot is the slot name, nil for every slot. A slot scope matches only
+	// rows that have a slot (keyed rows and slotted operator rows).
+	Slot *string
+}
+
+// All reports whether the scope matches every row.
+func (s Scope) All() bool { return s.Op == nil && s.Slot == nil }
+
+// MatchOp reports whether op is in scope.
+func (s Scope) MatchOp(op uint64) bool { return s.Op == nil || s.Op.ID == op }
+
+// Match reports whether a row of op whose key has the given slot (hasSlot
+// false for keys without a separator) is in scope.
+func (s Scope) Match(op uint64, slot []byte, hasSlot bool) bool {
+	if s.Op != nil && s.Op.ID != op {
+		return false
+	}
+	if s.Slot != nil && (!hasSlot || string(slot) != *s.Slot) {
+		return false
+	}
+	return true
+}
+
+// String describes the scope: "every row", "op 7", "op 7 slot \"agg\"",
+// "slot \"agg\"".
+func (s Scope) String() string {
+	switch {
+	case s.Op != nil && s.Slot != nil:
+		return fmt.Sprintf("op %s slot %q", s.Op, *s.Slot)
+	case s.Op != nil:
+		return "op " + s.Op.String()
+	case s.Slot != nil:
+		return fmt.Sprintf("slot %q", *s.Slot)
+	}
+	return "every row"
+}
+
+// SlotDecl is one 'slots:' declaration: the codecs and TTL-ness of a
+// keyed-state slot, which the snapshot does not record.
+type SlotDecl struct {
+	// Index is the 1-based position in 'slots:'.
+	Index int
+	// Line and Col locate the declaration in the rule file.
+	Line, Col int
+	// Op is the operator ('op' or 'uid').
+	Op OpRef
+	// Slot is the slot name.
+	Slot string
+	// KeyCodec decodes the user key; nil when not declared ('key' then is
+	// the user key's raw bytes as a string).
+	KeyCodec codec.Codec
+	// ValueCodec decodes the value (after the TTL prefix); nil when not
+	// declared ('value' then is the raw bytes).
+	ValueCodec codec.Codec
+	// TTL reports 'ttl: true': values carry an 8-byte expire-at prefix.
+	TTL bool
+	// Composite reports 'composite: true': the user key is K 0x1F element
+	// (ExpiringMapState/ExpiringListState), so purge_keys also matches keys
+	// that start with a listed key followed by 0x1F, and 'key' in
+	// expressions is the whole composite key as a string.
+	Composite bool
+
+	keyType, valueType reflect.Type
+}
+
+// String returns `op 7 slot "agg"`.
+func (d *SlotDecl) String() string { return fmt.Sprintf("op %s slot %q", d.Op, d.Slot) }
+
+// KeyType returns the Go type 'key' has in expressions on this slot:
+// string for undeclared, string, bytes and composite keys, else the key
+// codec's decoded type (int64 for int64, …).
+func (d *SlotDecl) KeyType() reflect.Type { return d.keyType }
+
+// ValueType returns the Go type 'value' has in expressions on this slot:
+// []byte when no value codec is declared, else the codec's decoded type
+// (nil when it varies, as for optional<T>).
+func (d *SlotDecl) ValueType() reflect.Type { return d.valueType }
+
+// Rule is one compiled rule. Exactly one of the spec pointers is set: the
+// one named by Kind.
+type Rule struct {
+	// Index is the 1-based position in 'rules:'.
+	Index int
+	// Name is the rule's 'name:', "" when it has none.
+	Name string
+	// Kind is the rule's kind.
+	Kind Kind
+	// Line and Col locate the rule's kind key in the rule file.
+	Line, Col int
+
+	// Keep is set for KindKeep.
+	Keep *FilterSpec
+	// Drop is set for KindDrop.
+	Drop *FilterSpec
+	// DropOperator is set for KindDropOperator.
+	DropOperator *DropOperatorSpec
+	// RemapOperator is set for KindRemapOperator.
+	RemapOperator *RemapOperatorSpec
+	// RenameSlot is set for KindRenameSlot.
+	RenameSlot *RenameSlotSpec
+	// DropSlot is set for KindDropSlot.
+	DropSlot *DropSlotSpec
+	// PurgeKeys is set for KindPurgeKeys.
+	PurgeKeys *PurgeKeysSpec
+	// PurgeExpired is set for KindPurgeExpired.
+	PurgeExpired *PurgeExpiredSpec
+	// SetValue is set for KindSetValue.
+	SetValue *SetValueSpec
+	// SetVersion is set for KindSetVersion.
+	SetVersion *SetVersionSpec
+	// DropVersion is set for KindDropVersion.
+	DropVersion *DropVersionSpec
+	// Rescale is set for KindRescale.
+	Rescale *RescaleSpec
+}
+
+// Label identifies the rule in reports and errors: `rule 3 "purge-old"
+// (purge_keys)`, or `rule 3 (purge_keys)` without a name.
+func (r *Rule) Label() string {
+	if r.Name != "" {
+		return fmt.Sprintf("rule %d %q (%s)", r.Index, r.Name, r.Kind)
+	}
+	return fmt.Sprintf("rule %d (%s)", r.Index, r.Kind)
+}
+
+// Spec returns the rule's spec pointer (the field named by Kind).
+func (r *Rule) Spec() any {
+	switch r.Kind {
+	case KindKeep:
+		return r.Keep
+	case KindDrop:
+		return r.Drop
+	case KindDropOperator:
+		return r.DropOperator
+	case KindRemapOperator:
+		return r.RemapOperator
+	case KindRenameSlot:
+		return r.RenameSlot
+	case KindDropSlot:
+		return r.DropSlot
+	case KindPurgeKeys:
+		return r.PurgeKeys
+	case KindPurgeExpired:
+		return r.PurgeExpired
+	case KindSetValue:
+		return r.SetValue
+	case KindSetVersion:
+		return r.SetVersion
+	case KindDropVersion:
+		return r.DropVersion
+	case KindRescale:
+		return r.Rescale
+	}
+	return nil
+}
+
+// FilterSpec is a keep or drop rule: `keep: EXPR`, or the scoped form
+// `keep: {op|uid, slot, expr: EXPR}`. A scoped keep drops only the rows in
+// scope for which the expression is false; rows out of scope pass
+// untouched. A scoped drop drops rows in scope for which it is true.
+type FilterSpec struct {
+	// Expr is the expression's source.
+	Expr string `yaml:"expr"`
+	// Scope restricts the rule (scoped form only).
+	Scope Scope `yaml:"-"`
+	// Decl is the declaration of the scope's (op, slot) when both are given
+	// and declared; the expression was then type-checked with 'key' and
+	// 'value' of the slot's codec types.
+	Decl *SlotDecl `yaml:"-"`
+	// Predicate is the compiled expression.
+	Predicate *Predicate `yaml:"-"`
+}
+
+// DropOperatorSpec is `drop_operator: {op|uid}`.
+type DropOperatorSpec struct {
+	// Op is the operator whose rows and version-map entries are dropped.
+	Op OpRef `yaml:"op"`
+}
+
+// RemapOperatorSpec is `remap_operator: {from|from_uid, to|to_uid, merge}`.
+type RemapOperatorSpec struct {
+	// From is the operator whose rows move.
+	From OpRef `yaml:"from"`
+	// To is the operator id they move to.
+	To OpRef `yaml:"to"`
+	// Merge allows moving into an operator that already has state
+	// (DefaultMerge: false). The engine enforces it; the rule carries it.
+	Merge bool `yaml:"merge"`
+}
+
+// RenameSlotSpec is `rename_slot: {op|uid, from, to}`.
+type RenameSlotSpec struct {
+	// Op is the operator.
+	Op OpRef `yaml:"op"`
+	// From is the current slot name.
+	From string `yaml:"from"`
+	// To is the new slot name; it passes savepoint.ValidSlotName and differs
+	// from From.
+	To string `yaml:"to"`
+}
+
+// DropSlotSpec is `drop_slot: {op|uid, slot}`.
+type DropSlotSpec struct {
+	// Op is the operator.
+	Op OpRef `yaml:"op"`
+	// Slot is the slot whose rows are dropped.
+	Slot string `yaml:"slot"`
+}
+
+// PurgeKeysSpec is `purge_keys: {keys | keys_file, codec, op|uid, slot}`:
+// drop every keyed row (in scope) whose user key is one of Keys, scanning
+// every key group; in composite slots also the rows whose user key starts
+// with a listed key followed by 0x1F.
+type PurgeKeysSpec struct {
+	// Scope restricts the purge; the zero scope purges everywhere.
+	Scope Scope `yaml:"-"`
+	// Codec is "string" or "int64" (DefaultPurgeCodec: "string").
+	Codec string `yaml:"codec"`
+	// KeysFile is 'keys_file' as written, "" for an inline 'keys' list.
+	KeysFile string `yaml:"keys_file"`
+	// Path is the keys file's path, resolved against the rule file's
+	// directory; "" for an inline list.
+	Path string `yaml:"-"`
+	// FileDigest is the hex SHA-256 of the keys file, "" for an inline list.
+	FileDigest string `yaml:"-"`
+	// Keys are the encoded user keys (int64: 8 bytes little-endian) in file
+	// order, each once (Duplicates counts the repeats that were dropped).
+	Keys []string `yaml:"-"`
+	// Lines[i] is the 1-based line of Keys[i] in the keys file, or its
+	// 1-based position in an inline list.
+	Lines []int `yaml:"-"`
+	// Duplicates is the number of listed keys that repeated an earlier one.
+	Duplicates int `yaml:"-"`
+
+	index map[string]int32
+}
+
+// Len returns the number of distinct keys.
+func (p *PurgeKeysSpec) Len() int { return len(p.Keys) }
+
+// Display returns key i as written: the string itself, or the decimal
+// int64.
+func (p *PurgeKeysSpec) Display(i int) string {
+	k := p.Keys[i]
+	if p.Codec == "int64" && len(k) == 8 {
+		var u uint64
+		for j := 7; j >= 0; j-- {
+			u = u<<8 | uint64(k[j])
+		}
+		return strconv.FormatInt(int64(u), 10)
+	}
+	return k
+}
+
+// Lookup returns the index in Keys of a user key equal to userKey.
+func (p *PurgeKeysSpec) Lookup(userKey []byte) (int, bool) {
+	i, ok := p.index[string(userKey)]
+	return int(i), ok
+}
+
+// Match returns the index in Keys of the key that userKey matches: equal
+// to it, or, when composite is true, equal to the bytes before some 0x1F
+// byte of userKey (the composite key K 0x1F element of clink's expiring
+// collections; K may itself contain 0x1F, so every 0x1F is tried).
+func (p *PurgeKeysSpec) Match(userKey []byte, composite bool) (int, bool) {
+	if i, ok := p.index[string(userKey)]; ok {
+		return int(i), true
+	}
+	if composite {
+		for j, c := range userKey {
+			if c == CompositeSeparator {
+				if i, ok := p.index[string(userKey[:j])]; ok {
+					return int(i), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// CompositeSeparator is the byte between the logical key and the element
+// of a composite user key (clink-format 3.3).
+const CompositeSeparator = 0x1F
+
+// PurgeExpiredSpec is `purge_expired: {as_of, op|uid, slot}`: drop the rows
+// of declared TTL slots (in scope) whose expire-at stamp is <= AsOfMs.
+type PurgeExpiredSpec struct {
+	// Scope restricts the purge to one operator and/or slot.
+	Scope Scope `yaml:"-"`
+	// AsOfText is 'as_of' as written ("now", an RFC 3339 time, or epoch ms).
+	AsOfText string `yaml:"as_of"`
+	// AsOf is the instant, resolved at load time ("now" through
+	// ParseOptions.Now).
+	AsOf time.Time `yaml:"-"`
+	// AsOfMs is AsOf in epoch milliseconds, the unit of TTL stamps.
+	AsOfMs int64 `yaml:"-"`
+	// Now reports 'as_of: now': the instant is the load time, which a report
+	// should say.
+	Now bool `yaml:"-"`
+	// Targets are the declared TTL slots in scope, under the names they
+	// have at this rule (after earlier rename_slot and remap_operator
+	// rules); never empty.
+	Targets []SlotTarget `yaml:"-"`
+}
+
+// SlotTarget is a declared slot under the (op, slot) name it has at some
+// rule.
+type SlotTarget struct {
+	// Op and Slot are the names at the rule.
+	Op   uint64
+	Slot string
+	// Decl is the declaration.
+	Decl *SlotDecl
+}
+
+// Applies reports whether rows of (op, slot) are subject to the purge: the
+// slot is one of Targets.
+func (p *PurgeExpiredSpec) Applies(op uint64, slot []byte) bool {
+	for _, t := range p.Targets {
+		if t.Op == op && t.Slot == string(slot) {
+			return true
+		}
+	}
+	return false
+}
+
+// Expired reports whether a stamp is expired as of AsOfMs (inclusive, as
+// clink decides).
+func (p *PurgeExpiredSpec) Expired(expireAt int64) bool { return expireAt <= p.AsOfMs }
+
+// SetValueSpec is `set_value: {op|uid, slot, expr}`.
+type SetValueSpec struct {
+	// Op is the operator.
+	Op OpRef `yaml:"op"`
+	// Slot is the slot; it is declared with a value codec.
+	Slot string `yaml:"slot"`
+	// Expr is the expression's source.
+	Expr string `yaml:"expr"`
+	// Decl is the slot's declaration.
+	Decl *SlotDecl `yaml:"-"`
+	// Program is the compiled expression, type-checked with 'key' and
+	// 'value' of the slot's codec types.
+	Program *ValueProgram `yaml:"-"`
+
+	label string // the rule's Label, for run-time errors
+}
+
+// SetVersionSpec is `set_version: {op|uid, state_type, version, slot}`.
+type SetVersionSpec struct {
+	// Op is the operator.
+	Op OpRef `yaml:"op"`
+	// StateType is the version-map state type.
+	StateType string `yaml:"state_type"`
+	// Version is the version to record.
+	Version uint32 `yaml:"version"`
+	// Slot binds the entry to a slot; "" when HasSlot is false.
+	Slot string `yaml:"slot"`
+	// HasSlot reports that 'slot' was given.
+	HasSlot bool `yaml:"-"`
+}
+
+// DropVersionSpec is `drop_version: {op|uid, state_type}`.
+type DropVersionSpec struct {
+	// Op is the operator.
+	Op OpRef `yaml:"op"`
+	// StateType is the version-map state type whose entry is removed.
+	StateType string `yaml:"state_type"`
+}
+
+// RescaleSpec is `rescale: {parallelism: M}` or
+// `rescale: {groups: [{subtasks: "a-b", parallelism: M}, ...]}`.
+type RescaleSpec struct {
+	// Parallelism is the new parallelism of the single-group form; 0 when
+	// Groups is used.
+	Parallelism int `yaml:"parallelism"`
+	// Groups are the chain groups of the groups form, in order of their
+	// subtask ranges, which do not overlap.
+	Groups []RescaleGroup `yaml:"groups"`
+}
+
+// RescaleGroup is one chain group of a rescale: the old global subtask
+// indices First..Last (inclusive) are re-partitioned to Parallelism
+// subtasks.
+type RescaleGroup struct {
+	// Subtasks is the range as written ("0-2" or "3").
+	Subtasks string `yaml:"subtasks"`
+	// First and Last are the inclusive bounds of the range.
+	First, Last int `yaml:"-"`
+	// Parallelism is the group's new parallelism.
+	Parallelism int `yaml:"parallelism"`
+	// Line and Col locate the group in the rule file.
+	Line, Col int `yaml:"-"`
+}
+
+// Count returns the number of old subtasks in the group.
+func (g RescaleGroup) Count() int { return g.Last - g.First + 1 }
