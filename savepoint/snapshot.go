@@ -3,7 +3,6 @@ package savepoint
 import (
 	"bytes"
 	"encoding/binary"
-	"slices"
 )
 
 // Metadata keys clink writes into a snapshot's schema.
@@ -175,18 +174,16 @@ func Logical(rows []Row) []Row {
 	if Sorted(rows) {
 		return rows
 	}
-	out := slices.Clone(rows)
-	slices.SortStableFunc(out, Row.Compare)
-	w := 0
-	for i := 0; i < len(out); i++ {
-		if w > 0 && out[w-1].Op == out[i].Op && bytes.Equal(out[w-1].Key, out[i].Key) {
-			out[w-1] = MergeDuplicate(out[w-1], out[i])
+	out := make([]Row, 0, len(rows))
+	for _, i := range SortRows(rows) {
+		r := rows[i]
+		if n := len(out); n > 0 && out[n-1].Op == r.Op && bytes.Equal(out[n-1].Key, r.Key) {
+			out[n-1] = MergeDuplicate(out[n-1], r)
 			continue
 		}
-		out[w] = out[i]
-		w++
+		out = append(out, r)
 	}
-	return out[:w]
+	return out
 }
 
 // MergeDuplicate resolves two rows with the same (op, key), existing first in

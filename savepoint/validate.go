@@ -558,7 +558,7 @@ func (v *validator) checkSidecarlessChangelogs() {
 // valRowIndex finds (op, key) pairs in a file's rows.
 type valRowIndex struct {
 	rows  []Row
-	order []int // rows' indexes sorted by (op, key), stable; nil when rows are already in order
+	order []uint32 // rows' indexes sorted by (op, key), stable; nil when rows are already in order
 }
 
 func newValRowIndex(rows []Row) *valRowIndex {
@@ -566,11 +566,7 @@ func newValRowIndex(rows []Row) *valRowIndex {
 	if slices.IsSortedFunc(rows, Row.Compare) {
 		return ix
 	}
-	ix.order = make([]int, len(rows))
-	for i := range ix.order {
-		ix.order[i] = i
-	}
-	slices.SortStableFunc(ix.order, func(a, b int) int { return rows[a].Compare(rows[b]) })
+	ix.order = SortRows(rows)
 	return ix
 }
 
@@ -581,7 +577,7 @@ func (ix *valRowIndex) at(i int) int {
 	if ix.order == nil {
 		return i
 	}
-	return ix.order[i]
+	return int(ix.order[i])
 }
 
 func (ix *valRowIndex) has(op uint64, key []byte) bool {

@@ -2,7 +2,6 @@ package savepoint
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"hash"
 	"io"
@@ -11,10 +10,6 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // maxColumnBytes is the most data one binary column of one record batch may
@@ -68,57 +63,7 @@ func EncodeStreamAsIs(w io.Writer, md Metadata, rows []Row, batches []int) error
 }
 
 func encodeStream(w io.Writer, md Metadata, rows []Row, batches []int) error {
-	keys, vals := make([]string, len(md)), make([]string, len(md))
-	for i, e := range md {
-		keys[i], vals[i] = e.Key, e.Value
-	}
-	meta := arrow.NewMetadata(keys, vals)
-	schema := arrow.NewSchema(canonicalFields, &meta)
-	iw := ipc.NewWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
-	start := 0
-	for bi := 0; ; bi++ {
-		var end int
-		var err error
-		if batches != nil {
-			if bi == len(batches) {
-				break
-			}
-			end = start + batches[bi]
-		} else if end, err = batchEnd(rows, start); err != nil {
-			return err
-		}
-		rec := buildBatch(schema, rows[start:end])
-		err = iw.Write(rec)
-		rec.Release()
-		if err != nil {
-			return fmt.Errorf("write record batch: %w", err)
-		}
-		start = end
-		if batches == nil && start >= len(rows) {
-			break
-		}
-	}
-	if err := iw.Close(); err != nil {
-		return fmt.Errorf("close stream: %w", err)
-	}
-	return nil
-}
-
-// batchEnd returns the end of the batch starting at start: as many rows as fit
-// under maxColumnBytes in both binary columns.
-func batchEnd(rows []Row, start int) (int, error) {
-	var k, v int64
-	for i := start; i < len(rows); i++ {
-		k += int64(len(rows[i].Key))
-		v += int64(len(rows[i].Value))
-		if k > maxColumnBytes || v > maxColumnBytes {
-			if i == start {
-				return 0, fmt.Errorf("row (op %d, key %x...) alone exceeds the %d-byte binary column limit", rows[i].Op, prefix(rows[i].Key, 16), maxColumnBytes)
-			}
-			return i, nil
-		}
-	}
-	return len(rows), nil
+	return writeStream(w, md, RowSlice(rows), batches)
 }
 
 func prefix(b []byte, n int) []byte {
@@ -126,40 +71,6 @@ func prefix(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return b
-}
-
-// buildBatch assembles the three columns' buffers directly (no builders).
-func buildBatch(schema *arrow.Schema, rows []Row) arrow.RecordBatch {
-	n := len(rows)
-	ops := make([]byte, 8*n)
-	kOff := make([]byte, 4*(n+1))
-	vOff := make([]byte, 4*(n+1))
-	var kLen, vLen int
-	for _, r := range rows {
-		kLen += len(r.Key)
-		vLen += len(r.Value)
-	}
-	kData := make([]byte, 0, kLen)
-	vData := make([]byte, 0, vLen)
-	for i, r := range rows {
-		binary.LittleEndian.PutUint64(ops[8*i:], r.Op)
-		kData = append(kData, r.Key...)
-		vData = append(vData, r.Value...)
-		binary.LittleEndian.PutUint32(kOff[4*(i+1):], uint32(len(kData)))
-		binary.LittleEndian.PutUint32(vOff[4*(i+1):], uint32(len(vData)))
-	}
-	opArr := array.NewData(arrow.PrimitiveTypes.Uint64, n, []*memory.Buffer{nil, memory.NewBufferBytes(ops)}, nil, 0, 0)
-	kArr := array.NewData(arrow.BinaryTypes.Binary, n, []*memory.Buffer{nil, memory.NewBufferBytes(kOff), memory.NewBufferBytes(kData)}, nil, 0, 0)
-	vArr := array.NewData(arrow.BinaryTypes.Binary, n, []*memory.Buffer{nil, memory.NewBufferBytes(vOff), memory.NewBufferBytes(vData)}, nil, 0, 0)
-	cols := []arrow.Array{array.MakeFromData(opArr), array.MakeFromData(kArr), array.MakeFromData(vArr)}
-	opArr.Release()
-	kArr.Release()
-	vArr.Release()
-	rec := array.NewRecordBatch(schema, cols, int64(n))
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec
 }
 
 // FileInfo is what was written: the payload's size and CRC-32C.

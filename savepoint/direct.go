@@ -1,0 +1,281 @@
+package savepoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	flatbuffers "github.com/google/flatbuffers/go"
+)
+
+// RowSource gives the stream writer random access to the rows it writes, in
+// the order they are written. Row must be cheap: the writer calls it several
+// times per row (once per column) so the output is never held in memory.
+type RowSource interface {
+	Len() int
+	Row(i int) Row
+}
+
+// RowSlice is a RowSource over rows in memory.
+type RowSlice []Row
+
+// Len returns the number of rows.
+func (s RowSlice) Len() int { return len(s) }
+
+// Row returns row i.
+func (s RowSlice) Row(i int) Row { return s[i] }
+
+// WriteStream writes src as one canonical Arrow IPC stream to w, streaming
+// each column straight from the source rows (two passes: sizes first, then
+// the buffers), so memory does not grow with the output. The rows must
+// already be in the order wanted (EncodeStream sorts and resolves
+// duplicates first). One record batch, several only where a binary column
+// would pass the 2 GiB limit; a zero-row batch for empty state. The bytes are
+// identical to what arrow-go's IPC writer produces for the same batches.
+func WriteStream(w io.Writer, md Metadata, src RowSource) error {
+	return writeStream(w, md, src, nil)
+}
+
+func writeStream(w io.Writer, md Metadata, src RowSource, batches []int) error {
+	schemaMsg, err := schemaMessage(md)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(schemaMsg); err != nil {
+		return err
+	}
+	n := src.Len()
+	start := 0
+	for bi := 0; ; bi++ {
+		var end int
+		var kLen, vLen int64
+		if batches != nil {
+			if bi == len(batches) {
+				break
+			}
+			end = start + batches[bi]
+			for i := start; i < end; i++ {
+				r := src.Row(i)
+				kLen += int64(len(r.Key))
+				vLen += int64(len(r.Value))
+			}
+			if kLen > maxColumnBytes || vLen > maxColumnBytes {
+				return fmt.Errorf("batch %d: a binary column would hold more than %d bytes", bi, maxColumnBytes)
+			}
+		} else if end, kLen, vLen, err = nextBatch(src, start); err != nil {
+			return err
+		}
+		if err := writeBatch(w, src, start, end, kLen, vLen); err != nil {
+			return err
+		}
+		start = end
+		if batches == nil && start >= n {
+			break
+		}
+	}
+	_, err = w.Write([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0})
+	return err
+}
+
+// nextBatch returns the end of the batch starting at start (as many rows as
+// fit under maxColumnBytes in both binary columns) and its data sizes.
+func nextBatch(src RowSource, start int) (end int, kLen, vLen int64, err error) {
+	n := src.Len()
+	for i := start; i < n; i++ {
+		r := src.Row(i)
+		k, v := kLen+int64(len(r.Key)), vLen+int64(len(r.Value))
+		if k > maxColumnBytes || v > maxColumnBytes {
+			if i == start {
+				return 0, 0, 0, fmt.Errorf("row (op %d, key %x...) alone exceeds the %d-byte binary column limit", r.Op, prefix(r.Key, 16), maxColumnBytes)
+			}
+			return i, kLen, vLen, nil
+		}
+		kLen, vLen = k, v
+	}
+	return n, kLen, vLen, nil
+}
+
+var schemaCache sync.Map // metadata rendering -> schema message bytes
+
+// schemaMessage returns the framed schema message arrow-go writes for the
+// canonical schema with metadata md.
+func schemaMessage(md Metadata) ([]byte, error) {
+	var sb bytes.Buffer
+	for _, e := range md {
+		fmt.Fprintf(&sb, "%d:%s%d:%s", len(e.Key), e.Key, len(e.Value), e.Value)
+	}
+	if b, ok := schemaCache.Load(sb.String()); ok {
+		return b.([]byte), nil
+	}
+	keys, vals := make([]string, len(md)), make([]string, len(md))
+	for i, e := range md {
+		keys[i], vals[i] = e.Key, e.Value
+	}
+	meta := arrow.NewMetadata(keys, vals)
+	var buf bytes.Buffer
+	iw := ipc.NewWriter(&buf, ipc.WithSchema(arrow.NewSchema(canonicalFields, &meta)))
+	if err := iw.Close(); err != nil {
+		return nil, fmt.Errorf("encode schema: %w", err)
+	}
+	b := buf.Bytes()
+	b = b[:len(b)-8] // the stream of a schema alone ends with EOS
+	schemaCache.Store(sb.String(), b)
+	return b, nil
+}
+
+func pad8(n int64) int64 { return (n + 7) &^ 7 }
+
+// writeBatch writes rows [start, end) as one record batch message and body.
+func writeBatch(w io.Writer, src RowSource, start, end int, kLen, vLen int64) error {
+	n := int64(end - start)
+	offLen := 4 * (n + 1) // arrow-go writes the single 0 offset even for zero rows
+	// Buffers in body order: op validity, op data, key validity, key
+	// offsets, key data, value validity, value offsets, value data.
+	lens := [8]int64{0, 8 * n, 0, offLen, kLen, 0, offLen, vLen}
+	var offs [8]int64
+	var body int64
+	for i, l := range lens {
+		offs[i] = body
+		body += pad8(l)
+	}
+	if err := writeMessageFrame(w, recordBatchHeader(n, offs, lens, body)); err != nil {
+		return err
+	}
+	out := &sink{w: w, buf: make([]byte, 0, sinkSize)}
+	for i := start; i < end; i++ {
+		out.buf = binary.LittleEndian.AppendUint64(out.buf, src.Row(i).Op)
+		out.maybeFlush()
+	}
+	for col := 0; col < 2; col++ {
+		value := col == 1
+		var off uint32
+		out.buf = binary.LittleEndian.AppendUint32(out.buf, 0)
+		for i := start; i < end; i++ {
+			r := src.Row(i)
+			if value {
+				off += uint32(len(r.Value))
+			} else {
+				off += uint32(len(r.Key))
+			}
+			out.buf = binary.LittleEndian.AppendUint32(out.buf, off)
+			out.maybeFlush()
+		}
+		out.pad(offLen)
+		for i := start; i < end; i++ {
+			r := src.Row(i)
+			b := r.Key
+			if value {
+				b = r.Value
+			}
+			out.write(b)
+		}
+		if value {
+			out.pad(vLen)
+		} else {
+			out.pad(kLen)
+		}
+	}
+	return out.flush()
+}
+
+// sinkSize is the write buffer of the stream writer.
+const sinkSize = 1 << 20
+
+// sink buffers the body so that the per-row appends are plain slice appends.
+type sink struct {
+	w   io.Writer
+	buf []byte
+	err error
+}
+
+func (s *sink) maybeFlush() {
+	if len(s.buf) >= sinkSize-16 {
+		s.flush()
+	}
+}
+
+func (s *sink) flush() error {
+	if s.err == nil && len(s.buf) > 0 {
+		_, s.err = s.w.Write(s.buf)
+	}
+	s.buf = s.buf[:0]
+	return s.err
+}
+
+func (s *sink) write(b []byte) {
+	if len(s.buf)+len(b) > sinkSize {
+		s.flush()
+		if len(b) > sinkSize {
+			if s.err == nil {
+				_, s.err = s.w.Write(b)
+			}
+			return
+		}
+	}
+	s.buf = append(s.buf, b...)
+}
+
+// pad writes the zero bytes that align a buffer of length l to 8 bytes.
+func (s *sink) pad(l int64) {
+	var zeros [8]byte
+	s.write(zeros[:pad8(l)-l])
+}
+
+// recordBatchHeader builds the RecordBatch message flatbuffer with the same
+// builder calls, in the same order, as arrow-go's writer (recordToFB and
+// writeMessageFB), so the bytes match.
+func recordBatchHeader(n int64, offs, lens [8]int64, body int64) []byte {
+	b := flatbuffers.NewBuilder(0)
+	// nodes: three fields, no nulls
+	b.StartVector(16, 3, 8)
+	for i := 0; i < 3; i++ {
+		b.Prep(8, 16)
+		b.PrependInt64(0) // null count
+		b.PrependInt64(n) // length
+	}
+	nodes := b.EndVector(3)
+	b.StartVector(16, 8, 8)
+	for i := 7; i >= 0; i-- {
+		b.Prep(8, 16)
+		b.PrependInt64(lens[i])
+		b.PrependInt64(offs[i])
+	}
+	buffers := b.EndVector(8)
+	b.StartObject(5) // RecordBatch
+	b.PrependInt64Slot(0, n, 0)
+	b.PrependUOffsetTSlot(1, nodes, 0)
+	b.PrependUOffsetTSlot(2, buffers, 0)
+	rec := b.EndObject()
+	b.StartObject(5)                        // Message
+	b.PrependInt16Slot(0, 4, 0)             // MetadataVersion V5
+	b.PrependByteSlot(1, msgRecordBatch, 0) // header type
+	b.PrependUOffsetTSlot(2, rec, 0)        // header
+	b.PrependInt64Slot(3, body, 0)          // body length
+	b.PrependUOffsetTSlot(4, 0, 0)          // no custom metadata
+	msg := b.EndObject()
+	b.Finish(msg)
+	return b.FinishedBytes()
+}
+
+// writeMessageFrame writes a flatbuffer message with the continuation marker,
+// its padded length and the padding (8-byte alignment), as arrow-go does.
+func writeMessageFrame(w io.Writer, fb []byte) error {
+	padded := int64(len(fb)) + 8
+	padded = pad8(padded)
+	var hdr [8]byte
+	binary.LittleEndian.PutUint32(hdr[:], continuation)
+	binary.LittleEndian.PutUint32(hdr[4:], uint32(padded-8))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(fb); err != nil {
+		return err
+	}
+	var zeros [8]byte
+	_, err := w.Write(zeros[:padded-8-int64(len(fb))])
+	return err
+}

@@ -1,0 +1,152 @@
+package savepoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"runtime"
+	"slices"
+	"sync"
+)
+
+// sortEnt is a row's position with its sort key precomputed: the operator id
+// and the first 16 key bytes big-endian (key-group byte, slot and separator
+// take most of the first 8), so most comparisons are integer compares and
+// only rows sharing all three look at the rest of the key.
+type sortEnt struct {
+	op, p0, p1 uint64
+	idx        uint32
+}
+
+func keyPrefix(k []byte) (uint64, uint64) {
+	if len(k) >= 16 {
+		return binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:])
+	}
+	var b [16]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:]), binary.BigEndian.Uint64(b[8:])
+}
+
+// SortOrder returns the indexes of rows in canonical (op, key) order, stable:
+// rows with equal (op, key) keep their stream order. It sorts in parallel on
+// large inputs. at(i) returns the i-th row; n is the row count (at most
+// 2^32-1).
+func SortOrder(n int, at func(i int) (op uint64, key []byte)) []uint32 {
+	ents := make([]sortEnt, n)
+	for i := range ents {
+		op, k := at(i)
+		p0, p1 := keyPrefix(k)
+		ents[i] = sortEnt{op, p0, p1, uint32(i)}
+	}
+	cmp := func(a, b sortEnt) int {
+		switch {
+		case a.op != b.op:
+			if a.op < b.op {
+				return -1
+			}
+			return 1
+		case a.p0 != b.p0:
+			if a.p0 < b.p0 {
+				return -1
+			}
+			return 1
+		case a.p1 != b.p1:
+			if a.p1 < b.p1 {
+				return -1
+			}
+			return 1
+		}
+		_, ka := at(int(a.idx))
+		_, kb := at(int(b.idx))
+		if c := bytes.Compare(ka, kb); c != 0 {
+			return c
+		}
+		if a.idx < b.idx {
+			return -1
+		}
+		if a.idx > b.idx {
+			return 1
+		}
+		return 0
+	}
+	parts := runtime.GOMAXPROCS(0)
+	if n < 1<<16 || parts < 2 {
+		slices.SortFunc(ents, cmp)
+	} else {
+		ents = parallelSort(ents, parts, cmp)
+	}
+	out := make([]uint32, n)
+	for i, e := range ents {
+		out[i] = e.idx
+	}
+	return out
+}
+
+// parallelSort sorts parts chunks concurrently, then merges them pairwise.
+func parallelSort(ents []sortEnt, parts int, cmp func(a, b sortEnt) int) []sortEnt {
+	n := len(ents)
+	var chunks [][]sortEnt
+	for p := 0; p < parts; p++ {
+		chunks = append(chunks, ents[p*n/parts:(p+1)*n/parts])
+	}
+	var wg sync.WaitGroup
+	for _, c := range chunks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slices.SortFunc(c, cmp)
+		}()
+	}
+	wg.Wait()
+	buf := make([]sortEnt, n)
+	for len(chunks) > 1 {
+		var next [][]sortEnt
+		off := 0
+		var mw sync.WaitGroup
+		for i := 0; i < len(chunks); i += 2 {
+			if i+1 == len(chunks) {
+				dst := buf[off : off+len(chunks[i])]
+				copy(dst, chunks[i])
+				next = append(next, dst)
+				off += len(dst)
+				continue
+			}
+			a, b := chunks[i], chunks[i+1]
+			dst := buf[off : off+len(a)+len(b)]
+			off += len(dst)
+			next = append(next, dst)
+			mw.Add(1)
+			go func() {
+				defer mw.Done()
+				mergeEnts(dst, a, b, cmp)
+			}()
+		}
+		mw.Wait()
+		// The merged chunks live in buf; the old backing array becomes the
+		// next round's buffer.
+		oldBase := ents
+		ents, buf = buf, oldBase
+		chunks = next
+	}
+	return chunks[0]
+}
+
+func mergeEnts(dst, a, b []sortEnt, cmp func(a, b sortEnt) int) {
+	i, j, k := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		if cmp(b[j], a[i]) < 0 {
+			dst[k] = b[j]
+			j++
+		} else {
+			dst[k] = a[i]
+			i++
+		}
+		k++
+	}
+	k += copy(dst[k:], a[i:])
+	copy(dst[k:], b[j:])
+}
+
+// SortRows returns the canonical order of rows (see SortOrder).
+func SortRows(rows []Row) []uint32 {
+	return SortOrder(len(rows), func(i int) (uint64, []byte) { return rows[i].Op, rows[i].Key })
+}
