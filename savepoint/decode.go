@@ -14,6 +14,9 @@ type ReadOptions struct {
 	// (changelog row_kind 3). Nil means handles cannot be resolved, which is
 	// an error when a file holds a non-empty handle.
 	Resolve func(handle string) ([]byte, error)
+	// Columnar leaves Snapshot.Rows nil for canonical streams: rows are read
+	// through Snapshot.Batches, which alias the input (no per-row memory).
+	Columnar bool
 }
 
 // clmbMagic starts a multi-blob changelog frame (section 1.7).
@@ -50,10 +53,10 @@ func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
 	if len(fs) == 4 && fs[0].Name == "row_kind" {
 		return replayChangelog([][]byte{data}, opts)
 	}
-	return canonicalFromStream(rs)
+	return canonicalFromStream(rs, opts.Columnar)
 }
 
-func canonicalFromStream(rs *rawStream) (*Snapshot, error) {
+func canonicalFromStream(rs *rawStream, columnar bool) (*Snapshot, error) {
 	if err := checkFields(rs.schema, canonicalFields); err != nil {
 		return nil, fmt.Errorf("%w; expected %s", err, CanonicalSchemaString)
 	}
@@ -69,18 +72,22 @@ func canonicalFromStream(rs *rawStream) (*Snapshot, error) {
 	for _, rec := range rs.batches {
 		total += int(rec.NumRows())
 	}
-	s.Rows = make([]Row, 0, total)
+	s.Batches = make([]Batch, 0, len(rs.batches))
 	for bi, rec := range rs.batches {
 		if err := validateBatch(rec); err != nil {
 			return nil, fmt.Errorf("record batch %d: %w", bi, err)
 		}
-		ops := rec.Column(0).(*array.Uint64).Values()
-		keys := rec.Column(1).(*array.Binary)
-		vals := rec.Column(2).(*array.Binary)
-		for i := range ops {
-			s.Rows = append(s.Rows, Row{Op: ops[i], Key: keys.Value(i), Value: vals.Value(i)})
-		}
+		s.Batches = append(s.Batches, batchOf(rec))
 		s.BatchRows = append(s.BatchRows, int(rec.NumRows()))
+	}
+	if !columnar {
+		s.Rows = make([]Row, 0, total)
+		for bi := range s.Batches {
+			b := &s.Batches[bi]
+			for i := 0; i < b.Len(); i++ {
+				s.Rows = append(s.Rows, b.Row(i))
+			}
+		}
 	}
 	return s, nil
 }
@@ -242,7 +249,7 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 		if err != nil {
 			return nil, fmt.Errorf("inline materialisation: %w", err)
 		}
-		mat, err := canonicalFromStream(rs)
+		mat, err := canonicalFromStream(rs, false)
 		if err != nil {
 			return nil, fmt.Errorf("inline materialisation: %w", err)
 		}

@@ -20,6 +20,30 @@ type RowSource interface {
 	Row(i int) Row
 }
 
+// ColumnSource is a RowSource that can also return one column of a row
+// without touching the others; the writer uses it when available, so each
+// column pass reads only that column's memory.
+type ColumnSource interface {
+	RowSource
+	Op(i int) uint64
+	Key(i int) []byte
+	Value(i int) []byte
+}
+
+// columns adapts any RowSource to a ColumnSource.
+func columns(src RowSource) ColumnSource {
+	if cs, ok := src.(ColumnSource); ok {
+		return cs
+	}
+	return rowColumns{src}
+}
+
+type rowColumns struct{ RowSource }
+
+func (r rowColumns) Op(i int) uint64    { return r.Row(i).Op }
+func (r rowColumns) Key(i int) []byte   { return r.Row(i).Key }
+func (r rowColumns) Value(i int) []byte { return r.Row(i).Value }
+
 // RowSlice is a RowSource over rows in memory.
 type RowSlice []Row
 
@@ -40,7 +64,8 @@ func WriteStream(w io.Writer, md Metadata, src RowSource) error {
 	return writeStream(w, md, src, nil)
 }
 
-func writeStream(w io.Writer, md Metadata, src RowSource, batches []int) error {
+func writeStream(w io.Writer, md Metadata, rs RowSource, batches []int) error {
+	src := columns(rs)
 	schemaMsg, err := schemaMessage(md)
 	if err != nil {
 		return err
@@ -59,9 +84,8 @@ func writeStream(w io.Writer, md Metadata, src RowSource, batches []int) error {
 			}
 			end = start + batches[bi]
 			for i := start; i < end; i++ {
-				r := src.Row(i)
-				kLen += int64(len(r.Key))
-				vLen += int64(len(r.Value))
+				kLen += int64(len(src.Key(i)))
+				vLen += int64(len(src.Value(i)))
 			}
 			if kLen > maxColumnBytes || vLen > maxColumnBytes {
 				return fmt.Errorf("batch %d: a binary column would hold more than %d bytes", bi, maxColumnBytes)
@@ -83,14 +107,14 @@ func writeStream(w io.Writer, md Metadata, src RowSource, batches []int) error {
 
 // nextBatch returns the end of the batch starting at start (as many rows as
 // fit under maxColumnBytes in both binary columns) and its data sizes.
-func nextBatch(src RowSource, start int) (end int, kLen, vLen int64, err error) {
+func nextBatch(rs RowSource, start int) (end int, kLen, vLen int64, err error) {
+	src := columns(rs)
 	n := src.Len()
 	for i := start; i < n; i++ {
-		r := src.Row(i)
-		k, v := kLen+int64(len(r.Key)), vLen+int64(len(r.Value))
+		k, v := kLen+int64(len(src.Key(i))), vLen+int64(len(src.Value(i)))
 		if k > maxColumnBytes || v > maxColumnBytes {
 			if i == start {
-				return 0, 0, 0, fmt.Errorf("row (op %d, key %x...) alone exceeds the %d-byte binary column limit", r.Op, prefix(r.Key, 16), maxColumnBytes)
+				return 0, 0, 0, fmt.Errorf("row (op %d, key %x...) alone exceeds the %d-byte binary column limit", src.Op(i), prefix(src.Key(i), 16), maxColumnBytes)
 			}
 			return i, kLen, vLen, nil
 		}
@@ -130,7 +154,7 @@ func schemaMessage(md Metadata) ([]byte, error) {
 func pad8(n int64) int64 { return (n + 7) &^ 7 }
 
 // writeBatch writes rows [start, end) as one record batch message and body.
-func writeBatch(w io.Writer, src RowSource, start, end int, kLen, vLen int64) error {
+func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64) error {
 	n := int64(end - start)
 	offLen := 4 * (n + 1) // arrow-go writes the single 0 offset even for zero rows
 	// Buffers in body order: op validity, op data, key validity, key
@@ -147,31 +171,25 @@ func writeBatch(w io.Writer, src RowSource, start, end int, kLen, vLen int64) er
 	}
 	out := &sink{w: w, buf: make([]byte, 0, sinkSize)}
 	for i := start; i < end; i++ {
-		out.buf = binary.LittleEndian.AppendUint64(out.buf, src.Row(i).Op)
+		out.buf = binary.LittleEndian.AppendUint64(out.buf, src.Op(i))
 		out.maybeFlush()
 	}
 	for col := 0; col < 2; col++ {
 		value := col == 1
 		var off uint32
 		out.buf = binary.LittleEndian.AppendUint32(out.buf, 0)
+		col := src.Key
+		if value {
+			col = src.Value
+		}
 		for i := start; i < end; i++ {
-			r := src.Row(i)
-			if value {
-				off += uint32(len(r.Value))
-			} else {
-				off += uint32(len(r.Key))
-			}
+			off += uint32(len(col(i)))
 			out.buf = binary.LittleEndian.AppendUint32(out.buf, off)
 			out.maybeFlush()
 		}
 		out.pad(offLen)
 		for i := start; i < end; i++ {
-			r := src.Row(i)
-			b := r.Key
-			if value {
-				b = r.Value
-			}
-			out.write(b)
+			out.write(col(i))
 		}
 		if value {
 			out.pad(vLen)

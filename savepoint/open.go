@@ -3,6 +3,7 @@ package savepoint
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,6 +27,11 @@ type OpenOptions struct {
 	// AllowMissingSidecar accepts a payload without a sidecar even with
 	// RequireValid, as clink does with CLINK_ALLOW_UNVERIFIED_CHECKPOINTS.
 	AllowMissingSidecar bool
+	// Columnar memory-maps uncompressed payloads and leaves Snapshot.Rows nil
+	// for canonical streams: rows are read through Snapshot.Batches straight
+	// from the mapping, so memory does not grow with the input. Call
+	// Savepoint.Close when done.
+	Columnar bool
 }
 
 // Open reads a savepoint: a snapshot file, a checkpoint directory
@@ -39,7 +45,7 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 		return nil, fmt.Errorf("open savepoint: %w", err)
 	}
 	if !st.IsDir() {
-		sp, err := openFile(path)
+		sp, err := openFile(path, opts.Columnar)
 		if err != nil {
 			return nil, err
 		}
@@ -100,10 +106,10 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 	return nil
 }
 
-func openFile(path string) (*Savepoint, error) {
+func openFile(path string, columnar bool) (*Savepoint, error) {
 	sp := &Savepoint{Path: path, Root: filepath.Dir(path), Kind: InputFile, Backend: BackendFile}
 	f := &File{Subtask: -1, Path: path, Rel: filepath.Base(path)}
-	if err := readSnapshotFile(f, true, ReadOptions{Resolve: func(h string) ([]byte, error) {
+	if err := readSnapshotFile(f, true, ReadOptions{Columnar: columnar, Resolve: func(h string) ([]byte, error) {
 		return resolveHandle(filepath.Join(filepath.Dir(path), "..", ".."), h)
 	}}); err != nil {
 		return nil, err
@@ -270,7 +276,8 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			}
 			return data, err
 		}
-		if err := readSnapshotFile(f, b == BackendFile, ReadOptions{Resolve: resolve}); err != nil {
+		if err := readSnapshotFile(f, b == BackendFile, ReadOptions{Resolve: resolve, Columnar: opts.Columnar}); err != nil {
+			sp.Close()
 			return err
 		}
 		sp.Files = append(sp.Files, f)
@@ -429,24 +436,45 @@ func idList(m map[uint64]int) string {
 }
 
 // readSnapshotFile reads, verifies and decodes one payload. It fails when the
-// file changes while it is read.
+// file changes while it is read. With ro.Columnar an uncompressed payload is
+// memory-mapped and decoded in place.
 func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
-	before, err := os.Stat(f.Path)
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", f.Path, err)
+	}
+	defer fh.Close()
+	before, err := fh.Stat()
 	if err != nil {
 		return fmt.Errorf("read %s: %w", f.Path, err)
 	}
 	if before.IsDir() {
 		return fmt.Errorf("read %s: is a directory, not a snapshot file", f.Path)
 	}
-	data, err := os.ReadFile(f.Path)
-	if err != nil {
+	f.modTime = before.ModTime()
+	var data []byte
+	if ro.Columnar {
+		if data, err = mapFile(fh, before.Size()); err != nil {
+			return fmt.Errorf("read %s: %w", f.Path, err)
+		}
+		f.mapping = data
+	} else {
+		data = make([]byte, before.Size())
+		if _, err := io.ReadFull(fh, data); err != nil {
+			return fmt.Errorf("read %s: %w", f.Path, err)
+		}
+	}
+	if err := Guard(func() error {
+		f.Size, f.CRC32C = int64(len(data)), CRC32C(data)
+		return nil
+	}); err != nil {
 		return fmt.Errorf("read %s: %w", f.Path, err)
 	}
+	releasePages(f.mapping) // the checksum touched every page; they stay cached
 	after, err := os.Stat(f.Path)
-	if err != nil || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) || int64(len(data)) != after.Size() {
-		return fmt.Errorf("read %s: the file changed while it was being read", f.Path)
+	if err != nil || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+		return fmt.Errorf("read %s: %w", f.Path, ErrInputChanged)
 	}
-	f.Size, f.CRC32C = int64(len(data)), CRC32C(data)
 	if wantSidecar {
 		sc, err := os.ReadFile(f.Path + ".meta")
 		if errors.Is(err, fs.ErrNotExist) {
@@ -460,8 +488,17 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", f.Path, err)
 	}
+	if comp != CompressNone && f.mapping != nil {
+		// the decompressed copy is on the heap; the mapping is not needed.
+		unmapFile(f.mapping)
+		f.mapping = nil
+	}
 	f.Compression = comp
-	snap, err := DecodeSnapshot(plain, ro)
+	var snap *Snapshot
+	err = Guard(func() (err error) {
+		snap, err = DecodeSnapshot(plain, ro)
+		return err
+	})
 	if err != nil {
 		where := ""
 		if comp != CompressNone {
@@ -470,6 +507,45 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		return fmt.Errorf("read %s%s: %w", f.Path, where, err)
 	}
 	f.Snapshot = snap
+	return nil
+}
+
+// Close releases the memory maps of a savepoint opened with
+// OpenOptions.Columnar. The rows of its snapshots must not be used after.
+func (sp *Savepoint) Close() error {
+	var errs []error
+	for _, f := range sp.Files {
+		if f.mapping != nil {
+			errs = append(errs, unmapFile(f.mapping))
+			f.mapping = nil
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ReleasePages drops the pages of the savepoint's memory maps from the
+// process's resident set (they stay in the page cache and fault back in when
+// read again). Long passes call it to keep memory bounded on inputs larger
+// than memory.
+func (sp *Savepoint) ReleasePages() {
+	for _, f := range sp.Files {
+		releasePages(f.mapping)
+	}
+}
+
+// CheckUnchanged reports ErrInputChanged when any payload's size or
+// modification time differs from when it was opened: a writer must not
+// publish a mix of old and new input.
+func (sp *Savepoint) CheckUnchanged() error {
+	for _, f := range sp.Files {
+		st, err := os.Stat(f.Path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Path, err)
+		}
+		if st.Size() != f.Size || !st.ModTime().Equal(f.modTime) {
+			return fmt.Errorf("%s: %w", f.Path, ErrInputChanged)
+		}
+	}
 	return nil
 }
 
@@ -522,11 +598,13 @@ func InferGroups(files []*File) []Group {
 	for _, f := range files {
 		ops := map[uint64]bool{}
 		if f.Snapshot != nil {
-			for _, r := range f.Snapshot.Rows {
+			// EachRow: a columnar snapshot (OpenOptions.Columnar) has no Rows.
+			f.Snapshot.EachRow(func(_ int, r Row) bool {
 				if len(r.Key) > 0 && r.Key[0] < NumKeyGroups {
 					ops[r.Op] = true
 				}
-			}
+				return true
+			})
 		}
 		joins := len(groups) > 0 && (len(ops) == 0 || overlaps(cur, ops))
 		if joins {

@@ -132,8 +132,12 @@ type Snapshot struct {
 	BatchRows []int
 	// Compression names the IPC body compression ("", "lz4", "zstd").
 	Compression string
-	// Rows are the entries (see the type comment for their order).
+	// Rows are the entries (see the type comment for their order). Nil for a
+	// canonical stream opened with OpenOptions.Columnar: see Batches.
 	Rows []Row
+	// Batches are the record batches of a canonical stream as columns (nil
+	// for the changelog variant and 0-byte files).
+	Batches []Batch
 	// Changelog describes the changelog structure when Variant is Changelog.
 	Changelog *ChangelogInfo
 	// TrailingBytes counts bytes after the end-of-stream marker (clink ignores them).
@@ -191,12 +195,18 @@ func Logical(rows []Row) []Row {
 // both 8 bytes keep the greater signed int64 (the existing one on a tie);
 // everything else keeps the incoming row.
 func MergeDuplicate(existing, incoming Row) Row {
+	if IncomingWins(existing, incoming) {
+		return incoming
+	}
+	return existing
+}
+
+// IncomingWins reports whether MergeDuplicate keeps incoming.
+func IncomingWins(existing, incoming Row) bool {
 	if existing.IsOperatorState() && len(existing.Value) == 8 && len(incoming.Value) == 8 {
 		a := int64(binary.LittleEndian.Uint64(existing.Value))
 		b := int64(binary.LittleEndian.Uint64(incoming.Value))
-		if a >= b {
-			return existing
-		}
+		return b > a
 	}
-	return incoming
+	return true
 }

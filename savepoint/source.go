@@ -1,5 +1,7 @@
 package savepoint
 
+import "time"
+
 // InputKind says what a PATH given to Open pointed at.
 type InputKind uint8
 
@@ -78,6 +80,9 @@ type File struct {
 	Materializations []string
 	// Snapshot is the decoded content.
 	Snapshot *Snapshot
+
+	mapping []byte    // the payload's memory map (OpenOptions.Columnar)
+	modTime time.Time // the payload's modification time when opened
 }
 
 // Savepoint is an opened input: one file, or the files of one checkpoint of a tree.

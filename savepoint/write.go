@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
-
 )
 
 // maxColumnBytes is the most data one binary column of one record batch may
@@ -96,6 +95,20 @@ type SnapshotOptions struct {
 // (temporary file, fsync, rename, directory fsync), then, if asked, its
 // sidecar the same way. An existing file at path is replaced.
 func WriteSnapshotFile(path string, md Metadata, rows []Row, opts SnapshotOptions) (FileInfo, error) {
+	if opts.AsIs {
+		return writeSnapshot(path, opts, func(w io.Writer) error { return EncodeStreamAsIs(w, md, rows, opts.Batches) })
+	}
+	return writeSnapshot(path, opts, func(w io.Writer) error { return EncodeStream(w, md, rows) })
+}
+
+// WriteSnapshotFrom is WriteSnapshotFile for rows that are already in
+// canonical order (sorted by (op, key), no duplicates), streamed from src
+// without holding the output in memory.
+func WriteSnapshotFrom(path string, md Metadata, src RowSource, opts SnapshotOptions) (FileInfo, error) {
+	return writeSnapshot(path, opts, func(w io.Writer) error { return WriteStream(w, md, src) })
+}
+
+func writeSnapshot(path string, opts SnapshotOptions, encode func(io.Writer) error) (FileInfo, error) {
 	var info FileInfo
 	err := WriteFileAtomic(path, func(w io.Writer) error {
 		cw := &countingWriter{w: w, h: NewCRC32C()}
@@ -103,11 +116,7 @@ func WriteSnapshotFile(path string, md Metadata, rows []Row, opts SnapshotOption
 		if err != nil {
 			return err
 		}
-		encode := EncodeStream
-		if opts.AsIs {
-			encode = func(w io.Writer, md Metadata, rows []Row) error { return EncodeStreamAsIs(w, md, rows, opts.Batches) }
-		}
-		if err := encode(zw, md, rows); err != nil {
+		if err := Guard(func() error { return encode(zw) }); err != nil {
 			return err
 		}
 		if err := zw.Close(); err != nil {

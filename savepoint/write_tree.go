@@ -97,6 +97,12 @@ func (t *TreeWriter) PayloadName() string {
 // payload then sidecar; changelog+file backend: the materialisation, then a
 // changelog holding only its handle).
 func (t *TreeWriter) WriteSubtask(i int, md Metadata, rows []Row, compression string) (FileInfo, error) {
+	return t.WriteSubtaskFrom(i, md, RowSlice(Logical(rows)), compression)
+}
+
+// WriteSubtaskFrom is WriteSubtask for rows already in canonical order,
+// streamed from src.
+func (t *TreeWriter) WriteSubtaskFrom(i int, md Metadata, src RowSource, compression string) (FileInfo, error) {
 	d, err := t.subtaskDir(i)
 	if err != nil {
 		return FileInfo{}, err
@@ -106,7 +112,7 @@ func (t *TreeWriter) WriteSubtask(i int, md Metadata, rows []Row, compression st
 		if err := os.MkdirAll(filepath.Join(d, "materializations"), 0o755); err != nil {
 			return FileInfo{}, fmt.Errorf("create materializations directory: %w", err)
 		}
-		if _, err := WriteSnapshotFile(filepath.Join(d, "materializations", matName), md, rows, SnapshotOptions{Compression: compression}); err != nil {
+		if _, err := WriteSnapshotFrom(filepath.Join(d, "materializations", matName), md, src, SnapshotOptions{Compression: compression}); err != nil {
 			return FileInfo{}, err
 		}
 		handle := t.stateBase + "/v" + strconv.Itoa(t.gen) + "/" + strconv.Itoa(i) + "/materializations/" + matName
@@ -121,7 +127,7 @@ func (t *TreeWriter) WriteSubtask(i int, md Metadata, rows []Row, compression st
 		})
 		return info, err
 	}
-	return WriteSnapshotFile(filepath.Join(d, t.PayloadName()), md, rows, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt})
+	return WriteSnapshotFrom(filepath.Join(d, t.PayloadName()), md, src, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt})
 }
 
 // CopySubtask copies an unchanged input file byte for byte (with its sidecar,

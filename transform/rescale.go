@@ -64,7 +64,7 @@ type MergeChoice struct {
 // newFile is one file of the output tree.
 type newFile struct {
 	subtask  int
-	rows     []savepoint.Row
+	rows     savepoint.RowSource // in canonical order
 	md       savepoint.Metadata
 	versions savepoint.VersionMap
 	// copyOf is set when the file is an input file carried over byte for
@@ -79,7 +79,7 @@ type newFile struct {
 // sameLayoutFile is the output file of an input file whose place in the
 // layout does not change (no rescale, or its group keeps its parallelism).
 func sameLayoutFile(f *savepoint.File, res *fileResult, subtask int) *newFile {
-	nf := &newFile{subtask: subtask, rows: res.rows, md: f.Snapshot.Metadata, versions: res.versions,
+	nf := &newFile{subtask: subtask, rows: res.out, md: f.Snapshot.Metadata, versions: res.versions,
 		from: f.Rel, inputCRC: f.CRC32C, compression: f.Compression}
 	if !res.changed {
 		nf.copyOf = f
@@ -155,6 +155,19 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 				out = append(out, sameLayoutFile(sp.Files[fi], res, newFirst+i))
 			}
 		} else {
+			// A row stored twice in one file (clink's merges write such
+			// files): restore keeps one (format 1.6), and so does the rescale.
+			var dupes int64
+			for i := 0; i < g.Count; i++ {
+				res := results[byIndex[g.First+i]]
+				if !res.out.canonical() {
+					dupes += res.out.canonicalise(nil)
+				}
+			}
+			if dupes > 0 {
+				rep.DuplicatesResolved += dupes
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("group %s: %d rows were stored twice in one file; each was resolved as clink's restore does (keyed: the later row; operator state: the greater 8-byte value)", savepoint.FormatGroups([]savepoint.Group{g}), dupes))
+			}
 			files, err := rescaleGroup(sp, g, newFirst, m, byIndex, results, rr)
 			if err != nil {
 				return nil, err
@@ -177,12 +190,16 @@ var timerPrefix = []byte("\xff__clink_timers")
 
 func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, byIndex map[int]int, results []*fileResult, rr *RescaleReport) ([]*newFile, error) {
 	files := make([]*newFile, m)
+	rows := make([][]savepoint.Row, m)
 	for i := range files {
 		files[i] = &newFile{subtask: newFirst + i}
 	}
 	newG := savepoint.Group{First: newFirst, Count: m}
 	// Operators with keyed rows in this group's files are its own operators:
 	// their timer blobs are split; other operators' blobs are frozen copies.
+	// A group that is the whole tree runs every operator in it (one with
+	// timers but no keyed state included).
+	wholeTree := g.Count == len(sp.Files)
 	own := map[uint64]bool{}
 	opRows := map[string][]opCopy{} // op+key -> copies in old subtask order
 	var opOrder []savepoint.Row
@@ -197,7 +214,8 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		if !haveMeta && (res.versions.Len() > 0 || len(f.Snapshot.Metadata) > 0) {
 			meta, versions, haveMeta = f.Snapshot.Metadata, res.versions, true
 		}
-		for _, r := range res.rows {
+		for j := 0; j < res.out.Len(); j++ {
+			r := res.out.Row(j)
 			if len(r.Key) > 0 && r.Key[0] < savepoint.NumKeyGroups {
 				own[r.Op] = true
 				rr.KeyedIn++
@@ -206,8 +224,8 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 					rr.StaleCopies++
 					continue
 				}
-				dst := files[newG.Owner(kg)-newFirst]
-				dst.rows = append(dst.rows, r)
+				dst := newG.Owner(kg) - newFirst
+				rows[dst] = append(rows[dst], r)
 				rr.KeyedOut++
 				continue
 			}
@@ -223,13 +241,13 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	}
 	for _, id := range opOrder {
 		copies := opRows[opKey(id)]
-		if own[id.Op] && bytes.HasPrefix(id.Key, timerPrefix) {
+		if (wholeTree || own[id.Op]) && bytes.HasPrefix(id.Key, timerPrefix) {
 			blobs := make([][]byte, m)
 			if err := splitTimers(id, copies, g, newG, blobs, rr); err != nil {
 				return nil, err
 			}
 			for i := range files {
-				files[i].rows = append(files[i].rows, savepoint.Row{Op: id.Op, Key: id.Key, Value: blobs[i]})
+				rows[i] = append(rows[i], savepoint.Row{Op: id.Op, Key: id.Key, Value: blobs[i]})
 			}
 			rr.OperatorDistinct++
 			rr.OperatorOut += int64(m)
@@ -240,15 +258,15 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 			rr.Merges = append(rr.Merges, *choice)
 		}
 		for i := range files {
-			files[i].rows = append(files[i].rows, savepoint.Row{Op: id.Op, Key: id.Key, Value: value})
+			rows[i] = append(rows[i], savepoint.Row{Op: id.Op, Key: id.Key, Value: value})
 		}
 		rr.OperatorDistinct++
 		rr.OperatorOut += int64(m)
 	}
 	from := fmt.Sprintf("rescaled from subtasks %d-%d of v%d", g.First, g.First+g.Count-1, sp.Generation)
-	for _, f := range files {
+	for i, f := range files {
 		f.md, f.versions, f.from = meta, versions, from
-		f.rows = savepoint.Logical(f.rows)
+		f.rows = savepoint.RowSlice(savepoint.Logical(rows[i]))
 	}
 	return files, nil
 }
@@ -267,8 +285,10 @@ func opKey(r savepoint.Row) string {
 
 // mergeOperator applies clink's merge rule to the copies of one
 // operator-state key: all equal, that value; all 8 bytes, the greatest signed
-// int64; otherwise the copy of the highest old subtask (what clink's
-// scale-down restore keeps: the last parent). A choice between differing
+// int64; otherwise clink's pairwise rule folded in old subtask order, as its
+// scale-down restore merges the parents: the later copy, unless both are 8
+// bytes (then the greater) — the highest old subtask's copy unless 8-byte
+// copies follow the last longer or shorter one. A choice between differing
 // values is returned for the report.
 func mergeOperator(id savepoint.Row, copies []opCopy) ([]byte, *MergeChoice) {
 	distinct := map[string]bool{}
@@ -295,9 +315,19 @@ func mergeOperator(id savepoint.Row, copies []opCopy) ([]byte, *MergeChoice) {
 		}
 		return best.value, mc
 	}
-	mc.Rule, mc.FromOld = "highest-subtask", last.old
-	mc.Warning = fmt.Sprintf("op %d key %s: %d different values across the old subtasks (not all 8 bytes); the copy of subtask %d (the highest) is kept, where clink would pick one in directory order (format 10.4)", id.Op, mc.Key, len(distinct), last.old)
-	return last.value, mc
+	best := copies[0]
+	for _, c := range copies[1:] {
+		if len(best.value) == 8 && len(c.value) == 8 && int64(binary.LittleEndian.Uint64(best.value)) >= int64(binary.LittleEndian.Uint64(c.value)) {
+			continue
+		}
+		best = c
+	}
+	mc.Rule, mc.FromOld = "highest-subtask", best.old
+	if best.old != last.old {
+		mc.Rule = "greater-int64"
+	}
+	mc.Warning = fmt.Sprintf("op %d key %s: %d different values across the old subtasks (not all 8 bytes); the copy of subtask %d is kept (clink's merge in subtask order: the later copy, the greater of two 8-byte ones), where clink would pick one in directory order (format 10.4)", id.Op, mc.Key, len(distinct), best.old)
+	return best.value, mc
 }
 
 // isSourceOffset recognises the fixed-key source offsets of clink's sources

@@ -169,14 +169,11 @@ func filterStep(f *rules.FilterSpec, keepIf bool) func(w *worker, i int, r savep
 			}
 		}
 		if v == keepIf {
-			if !keepIf {
-				w.res.rules[i].matched++
-			}
 			return r, true, nil
 		}
-		if keepIf {
-			w.res.rules[i].matched++
-		}
+		// Matched counts the rows the filter drops: drop's expression
+		// held, or keep's did not.
+		w.res.rules[i].matched++
 		return r, false, nil
 	}
 }

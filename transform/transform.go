@@ -59,7 +59,14 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if opts.Out == "" {
 			return nil, errors.New("no output path")
 		}
-		if err := savepoint.CheckOutputPath(sp.Path, opts.Out); err != nil {
+		// A generation directory's input is its whole checkpoint
+		// directory: an output beside v<gen> (say v<gen+1>) would change
+		// which generation the input restores.
+		in := sp.Path
+		if sp.Kind == savepoint.InputGeneration {
+			in = sp.Root
+		}
+		if err := savepoint.CheckOutputPath(in, opts.Out); err != nil {
 			return nil, err
 		}
 		if _, err := os.Lstat(opts.Out); err == nil && !opts.Force {
@@ -71,6 +78,11 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	}
 	rep := newReport(sp, set, opts.DryRun)
 	eng := &engine{set: set, steps: compile(set)}
+	for i, st := range eng.steps {
+		if st.rule.PurgeKeys != nil {
+			eng.purges = append(eng.purges, i)
+		}
+	}
 
 	results := make([]*fileResult, len(sp.Files))
 	jobs := opts.Jobs
@@ -129,8 +141,9 @@ func (rep *Report) recountAfterRescale(files []*newFile) {
 	rep.RowsOut = 0
 	after := map[slotKey]int64{}
 	for _, f := range files {
-		rep.RowsOut += int64(len(f.rows))
-		for _, r := range f.rows {
+		rep.RowsOut += int64(f.rows.Len())
+		for i := 0; i < f.rows.Len(); i++ {
+			r := f.rows.Row(i)
 			after[slotKey{r.Op, savepoint.ParseKey(r.Key).SlotName()}]++
 		}
 	}
@@ -210,14 +223,14 @@ func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 // fileResult is one file's outcome.
 type fileResult struct {
 	err      error
-	rows     []savepoint.Row // output rows (canonical after Logical)
-	changed  bool            // some row changed or was dropped, or the version map changed
+	out      *outRows // the output rows
+	changed  bool     // some row changed or was dropped, or the version map changed
 	versions savepoint.VersionMap
 	rowsIn   int64
 	dupes    int64
 	rules    []ruleCounts
-	before   map[slotKey]int64
-	after    map[slotKey]int64
+	before   slotCounts
+	after    slotCounts
 	purged   [][]int64 // per purge rule: rows per key index
 	short    []int64   // per rule: TTL values without a stamp
 	remain   []int64   // per purge rule: output rows still matching its keys
@@ -235,50 +248,78 @@ type slotKey struct {
 type engine struct {
 	set   *rules.Set
 	steps []step
+	// purges are the indexes of the purge_keys steps.
+	purges []int
 }
 
-// processFile runs every row of f through the steps.
+// processFile runs every row of f through the steps. It records the
+// outcome compactly (the index of each kept row in output order, and the
+// rows a rule modified) rather than copying rows, so memory does not grow
+// with the input for a columnar snapshot.
 func (e *engine) processFile(ctx context.Context, f *savepoint.File) *fileResult {
 	res := &fileResult{
 		rules:   make([]ruleCounts, len(e.steps)),
-		before:  map[slotKey]int64{},
-		after:   map[slotKey]int64{},
+		before:  slotCounts{},
+		after:   slotCounts{},
 		purged:  make([][]int64, len(e.steps)),
 		short:   make([]int64, len(e.steps)),
 		vmRules: make([]bool, len(e.steps)),
+		remain:  make([]int64, len(e.steps)),
 	}
 	for i, st := range e.steps {
 		if st.rule.PurgeKeys != nil {
 			res.purged[i] = make([]int64, st.rule.PurgeKeys.Len())
 		}
 	}
-	in := f.Snapshot.Rows
-	res.rowsIn = int64(len(in))
-	out := make([]savepoint.Row, 0, len(in))
+	snap := f.Snapshot
+	n := snap.NumRows()
+	res.rowsIn = int64(n)
+	out := &outRows{cur: snap.NewCursor(), order: make([]uint32, 0, n)}
+	res.out = out
 	w := &worker{e: e, res: res, subtask: f.Subtask}
-	for i, r := range in {
-		if i&0xFFFF == 0 && ctx.Err() != nil {
-			res.err = ctx.Err()
-			return res
-		}
-		k := savepoint.ParseKey(r.Key)
-		res.before[slotKey{r.Op, k.SlotName()}]++
-		nr, keep, err := w.row(r, k)
-		if err != nil {
-			res.err = fmt.Errorf("row %d (op %d, slot %q, key %s): %w", i, r.Op, k.SlotName(), savepoint.RenderBytes(k.UserKey, 32), err)
-			return res
-		}
-		if !keep {
-			res.changed = true
-			continue
-		}
-		if nr.Op != r.Op || !bytes.Equal(nr.Key, r.Key) || !bytes.Equal(nr.Value, r.Value) {
-			res.changed = true
-		}
-		out = append(out, nr)
+	sorted := true
+	var prev savepoint.Row
+	err := savepoint.Guard(func() error {
+		var err error
+		snap.EachRow(func(i int, r savepoint.Row) bool {
+			if i&0xFFFF == 0 && ctx.Err() != nil {
+				err = ctx.Err()
+				return false
+			}
+			k := savepoint.ParseKey(r.Key)
+			res.before.add(r.Op, k.Slot, k.HasSlot)
+			nr, keep, rerr := w.row(r, k)
+			if rerr != nil {
+				err = fmt.Errorf("row %d (op %d, slot %q, key %s): %w", i, r.Op, k.SlotName(), savepoint.RenderBytes(k.UserKey, 32), rerr)
+				return false
+			}
+			if !keep {
+				res.changed = true
+				return true
+			}
+			if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) || !sameSlice(nr.Value, r.Value) {
+				res.changed = true
+				out.modify(len(out.order), nr)
+				if !sameSlice(nr.Key, r.Key) {
+					k = savepoint.ParseKey(nr.Key)
+				}
+			}
+			e.countOut(res, nr, k, 1)
+			if len(out.order) > 0 && sorted && nr.Compare(prev) <= 0 {
+				sorted = false
+			}
+			prev = nr
+			out.order = append(out.order, uint32(i))
+			return true
+		})
+		return err
+	})
+	if err != nil {
+		res.err = err
+		return res
 	}
 	// The version map: job-wide, stamped in every file; rules apply per file.
-	res.versions = f.Snapshot.Versions
+	res.versions = snap.Versions
 	for i, st := range e.steps {
 		if st.versions == nil {
 			continue
@@ -295,26 +336,179 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File) *fileResult
 			res.changed = true
 		}
 	}
-	if res.changed {
-		logical := savepoint.Logical(out)
-		res.dupes = int64(len(out) - len(logical))
-		out = logical
+	if res.changed && !sorted {
+		res.dupes = out.canonicalise(func(r savepoint.Row) { e.countOut(res, r, savepoint.ParseKey(r.Key), -1) })
 	}
-	res.remain = make([]int64, len(e.steps))
-	for _, r := range out {
-		k := savepoint.ParseKey(r.Key)
-		res.after[slotKey{r.Op, k.SlotName()}]++
-		for i, st := range e.steps {
-			// The erasure audit: no row of a purged key may remain in the output.
-			if p := st.rule.PurgeKeys; p != nil && k.Kind == savepoint.KindKeyed && p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
-				if _, ok := p.Match(k.UserKey, e.composite(r.Op, k.Slot)); ok {
-					res.remain[i]++
-				}
+	return res
+}
+
+// countOut counts an output row (delta 1), or takes back the count of a row
+// removed as a duplicate (delta -1): rows per slot after, and the erasure
+// audit (no row of a purged key may remain in the output).
+func (e *engine) countOut(res *fileResult, r savepoint.Row, k savepoint.Key, delta int64) {
+	res.after.addN(r.Op, k.Slot, k.HasSlot, delta)
+	if k.Kind != savepoint.KindKeyed {
+		return
+	}
+	for _, j := range e.purges {
+		p := e.steps[j].rule.PurgeKeys
+		if p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
+			if _, ok := p.Match(k.UserKey, e.composite(r.Op, k.Slot)); ok {
+				res.remain[j] += delta
 			}
 		}
 	}
-	res.rows = out
-	return res
+}
+
+// outRows is a file's output: the input rows kept, in output order, with
+// the rows some rule modified. It is a savepoint.RowSource for the writer.
+type outRows struct {
+	cur   *savepoint.Cursor
+	order []uint32 // input row index of each output row
+	// mod maps an output position to its modified row; nil when no rule
+	// modified a row.
+	mod map[uint32]savepoint.Row
+}
+
+// Len returns the number of output rows.
+func (o *outRows) Len() int { return len(o.order) }
+
+// Op returns the operator of output row i.
+func (o *outRows) Op(i int) uint64 {
+	if o.mod != nil {
+		if r, ok := o.mod[uint32(i)]; ok {
+			return r.Op
+		}
+	}
+	return o.cur.Op(int(o.order[i]))
+}
+
+// Key returns the key of output row i.
+func (o *outRows) Key(i int) []byte {
+	if o.mod != nil {
+		if r, ok := o.mod[uint32(i)]; ok {
+			return r.Key
+		}
+	}
+	return o.cur.Key(int(o.order[i]))
+}
+
+// Value returns the value of output row i.
+func (o *outRows) Value(i int) []byte {
+	if o.mod != nil {
+		if r, ok := o.mod[uint32(i)]; ok {
+			return r.Value
+		}
+	}
+	return o.cur.Value(int(o.order[i]))
+}
+
+// Row returns output row i.
+func (o *outRows) Row(i int) savepoint.Row {
+	if o.mod != nil {
+		if r, ok := o.mod[uint32(i)]; ok {
+			return r
+		}
+	}
+	return o.cur.Row(int(o.order[i]))
+}
+
+func (o *outRows) modify(pos int, r savepoint.Row) {
+	if o.mod == nil {
+		o.mod = map[uint32]savepoint.Row{}
+	}
+	o.mod[uint32(pos)] = r
+}
+
+// canonical reports whether the output rows are strictly increasing in
+// (op, key) order: sorted, without duplicates.
+func (o *outRows) canonical() bool {
+	for i := 1; i < o.Len(); i++ {
+		if o.Row(i-1).Compare(o.Row(i)) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalise sorts the output rows by (op, key) and resolves duplicates as
+// clink's restore does; it returns how many duplicates it resolved, after
+// calling dropped (if not nil) with each row removed.
+func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
+	order := savepoint.SortOrder(o.Len(), func(i int) (uint64, []byte) { return o.Op(i), o.Key(i) })
+	newOrder := make([]uint32, 0, len(order))
+	var newMod map[uint32]savepoint.Row
+	setMod := func(at int, pos uint32) {
+		if m, ok := o.mod[pos]; ok {
+			if newMod == nil {
+				newMod = map[uint32]savepoint.Row{}
+			}
+			newMod[uint32(at)] = m
+		} else if newMod != nil {
+			delete(newMod, uint32(at))
+		}
+	}
+	var prevOp uint64
+	var prevKey []byte
+	var prevPos uint32 // the output position of the row that holds newOrder's last place
+	for _, pos := range order {
+		op, key := o.Op(int(pos)), o.Key(int(pos))
+		if n := len(newOrder); n > 0 && prevOp == op && bytes.Equal(prevKey, key) {
+			held, r := o.Row(int(prevPos)), o.Row(int(pos))
+			if savepoint.IncomingWins(held, r) {
+				// the later row wins: it takes the earlier one's place
+				if dropped != nil {
+					dropped(held)
+				}
+				newOrder[n-1] = o.order[pos]
+				setMod(n-1, pos)
+				prevPos = pos
+			} else if dropped != nil {
+				dropped(r)
+			}
+			continue
+		}
+		setMod(len(newOrder), pos)
+		newOrder = append(newOrder, o.order[pos])
+		prevOp, prevKey, prevPos = op, key, pos
+	}
+	dupes := int64(len(o.order) - len(newOrder))
+	o.order, o.mod = newOrder, newMod
+	return dupes
+}
+
+// slotCounts counts rows per operator and slot without allocating per row.
+type slotCounts map[uint64]map[string]*int64
+
+func (c slotCounts) add(op uint64, slot []byte, hasSlot bool) { c.addN(op, slot, hasSlot, 1) }
+
+func (c slotCounts) addN(op uint64, slot []byte, hasSlot bool, delta int64) {
+	inner := c[op]
+	if inner == nil {
+		inner = map[string]*int64{}
+		c[op] = inner
+	}
+	name := slot
+	if !hasSlot {
+		name = rawSlotName
+	}
+	if p, ok := inner[string(name)]; ok {
+		*p += delta
+		return
+	}
+	v := delta
+	inner[string(name)] = &v
+}
+
+var rawSlotName = []byte(savepoint.RawSlot)
+
+// each calls fn for every (op, slot) count.
+func (c slotCounts) each(fn func(k slotKey, n int64)) {
+	for op, inner := range c {
+		for slot, n := range inner {
+			fn(slotKey{op, slot}, *n)
+		}
+	}
 }
 
 // composite reports whether (op, slot) is declared a composite-key slot.
@@ -359,6 +553,10 @@ func (w *worker) row(r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, err
 		}
 		out, keep, err := st.apply(w, i, r, k)
 		if err != nil {
+			var named *rules.EvalError
+			if errors.As(err, &named) {
+				return r, false, err // it names the rule already
+			}
 			return r, false, fmt.Errorf("%s: %w", st.rule.Label(), err)
 		}
 		if !keep {
@@ -437,19 +635,15 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 	for i, res := range results {
 		f := sp.Files[i]
 		rep.RowsIn += res.rowsIn
-		rep.RowsOut += int64(len(res.rows))
+		rep.RowsOut += int64(res.out.Len())
 		rep.DuplicatesResolved += res.dupes
 		action := "copy"
 		if res.changed || sp.Backend == savepoint.BackendChangelogFile {
 			action = "rewrite"
 		}
-		rep.Files = append(rep.Files, &FileStats{Subtask: f.Subtask, Input: f.Rel, RowsIn: res.rowsIn, RowsOut: int64(len(res.rows)), Action: action})
-		for k, n := range res.before {
-			before[k] += n
-		}
-		for k, n := range res.after {
-			after[k] += n
-		}
+		rep.Files = append(rep.Files, &FileStats{Subtask: f.Subtask, Input: f.Rel, RowsIn: res.rowsIn, RowsOut: int64(res.out.Len()), Action: action})
+		res.before.each(func(k slotKey, n int64) { before[k] += n })
+		res.after.each(func(k slotKey, n int64) { after[k] += n })
 	}
 	keys := map[slotKey]bool{}
 	for k := range before {

@@ -52,12 +52,17 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			addDigest(f.CRC32C)
 			out.Files, out.Bytes = 1, f.Size
 		} else {
-			info, err := savepoint.WriteSnapshotFile(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt})
+			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt})
 			if err != nil {
 				return err
 			}
 			addDigest(info.CRC32C)
 			out.Files, out.Bytes = 1, info.Size
+		}
+		if err := sp.CheckUnchanged(); err != nil {
+			os.Remove(opts.Out + ".meta")
+			os.Remove(opts.Out)
+			return err
 		}
 		rep.Files[0].Output = filepath.Base(opts.Out)
 		out.Digest = "crc32c:" + strconv.FormatUint(uint64(digest.Sum32()), 10)
@@ -92,7 +97,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			addDigest(nf.copyOf.CRC32C)
 			out.Bytes += nf.copyOf.Size
 		} else {
-			info, err := tw.WriteSubtask(nf.subtask, meta(nf), nf.rows, nf.compression)
+			info, err := tw.WriteSubtaskFrom(nf.subtask, meta(nf), nf.rows, nf.compression)
 			if err != nil {
 				return err
 			}
@@ -125,6 +130,9 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			delete(extra, rel)
 			extra[filepath.Join(filepath.Dir(rel), "CONFIRMED-"+strconv.FormatUint(ckpt, 10))] = b
 		}
+	}
+	if err := sp.CheckUnchanged(); err != nil {
+		return err
 	}
 	if err := tw.Commit(job, extra); err != nil {
 		return err

@@ -116,10 +116,11 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 
 // transformWith runs plan or apply of set on the PATH argument.
 func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSet, tf transformFlags, set *rules.Set, dry bool) int {
-	sp, err := tf.open.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *tf.allowUnverif})
+	sp, err := tf.open.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *tf.allowUnverif, Columnar: true})
 	if err != nil {
 		return fail(s, c.name, err)
 	}
+	defer sp.Close()
 	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version}
 	if !dry {
 		opts.Out, opts.Force, opts.StateBase = *tf.out, *tf.force, *tf.stateBase

@@ -170,6 +170,8 @@ func WriteBig(path string, o BigOptions) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	_, err := savepoint.WriteSnapshotFile(path, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), BigRows(o), savepoint.SnapshotOptions{AsIs: true})
+	// Sorted: canonical order, as sptool writes (and RocksDB exports);
+	// otherwise the rows stay shuffled, as clink's hash-map order leaves them.
+	_, err := savepoint.WriteSnapshotFile(path, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), BigRows(o), savepoint.SnapshotOptions{AsIs: !o.Sorted})
 	return err
 }

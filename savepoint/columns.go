@@ -1,0 +1,196 @@
+package savepoint
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Batch is one record batch of a canonical stream as columns. For an
+// uncompressed file opened with OpenOptions.Columnar the slices alias the
+// file's memory map: nothing is copied.
+type Batch struct {
+	Ops     []uint64
+	KeyOffs []int32 // len(Ops)+1 offsets into Keys
+	Keys    []byte
+	ValOffs []int32 // len(Ops)+1 offsets into Vals
+	Vals    []byte
+}
+
+// Len returns the number of rows of the batch.
+func (b *Batch) Len() int { return len(b.Ops) }
+
+// Row returns row i of the batch (slices alias the batch's data).
+func (b *Batch) Row(i int) Row {
+	k0, k1 := b.KeyOffs[i], b.KeyOffs[i+1]
+	v0, v1 := b.ValOffs[i], b.ValOffs[i+1]
+	return Row{Op: b.Ops[i], Key: b.Keys[k0:k1:k1], Value: b.Vals[v0:v1:v1]}
+}
+
+// batchOf returns the columns of a validated canonical record batch.
+func batchOf(rec arrow.RecordBatch) Batch {
+	keys := rec.Column(1).(*array.Binary)
+	vals := rec.Column(2).(*array.Binary)
+	return Batch{
+		Ops:     rec.Column(0).(*array.Uint64).Values(),
+		KeyOffs: keys.ValueOffsets(),
+		Keys:    binaryData(keys),
+		ValOffs: vals.ValueOffsets(),
+		Vals:    binaryData(vals),
+	}
+}
+
+// binaryData is the whole data buffer of a binary column (ValueOffsets are
+// offsets into it; ValueBytes would be sliced from the first offset).
+func binaryData(a *array.Binary) []byte {
+	if b := a.Data().Buffers()[2]; b != nil {
+		return b.Bytes()
+	}
+	return nil
+}
+
+// NumRows returns the number of rows of the snapshot: its batches' rows for
+// a columnar snapshot, else len(Rows).
+func (s *Snapshot) NumRows() int {
+	if s.Rows != nil || s.Batches == nil {
+		return len(s.Rows)
+	}
+	n := 0
+	for i := range s.Batches {
+		n += s.Batches[i].Len()
+	}
+	return n
+}
+
+// Columnar reports whether the snapshot's rows are only in Batches (it was
+// opened with OpenOptions.Columnar): Rows is nil then.
+func (s *Snapshot) Columnar() bool { return s.Rows == nil && s.Batches != nil }
+
+// EachRow calls fn for every row in stream order (batches in order), with
+// the row's index; it stops when fn returns false.
+func (s *Snapshot) EachRow(fn func(i int, r Row) bool) {
+	if !s.Columnar() {
+		for i, r := range s.Rows {
+			if !fn(i, r) {
+				return
+			}
+		}
+		return
+	}
+	i := 0
+	for bi := range s.Batches {
+		b := &s.Batches[bi]
+		for j := 0; j < b.Len(); j++ {
+			if !fn(i, b.Row(j)) {
+				return
+			}
+			i++
+		}
+	}
+}
+
+// Cursor gives random access to the rows of a columnar snapshot by stream
+// index; it is cheap for a single batch and for increasing indexes.
+type Cursor struct {
+	s     *Snapshot
+	start []int // first row index of each batch
+	cur   int
+}
+
+// NewCursor returns a Cursor over s.
+func (s *Snapshot) NewCursor() *Cursor {
+	c := &Cursor{s: s}
+	n := 0
+	for i := range s.Batches {
+		c.start = append(c.start, n)
+		n += s.Batches[i].Len()
+	}
+	return c
+}
+
+// Op returns the operator id of row i.
+func (c *Cursor) Op(i int) uint64 {
+	if !c.s.Columnar() {
+		return c.s.Rows[i].Op
+	}
+	b, j := c.locate(i)
+	return b.Ops[j]
+}
+
+// Key returns the key of row i.
+func (c *Cursor) Key(i int) []byte {
+	if !c.s.Columnar() {
+		return c.s.Rows[i].Key
+	}
+	b, j := c.locate(i)
+	k0, k1 := b.KeyOffs[j], b.KeyOffs[j+1]
+	return b.Keys[k0:k1:k1]
+}
+
+// Value returns the value of row i.
+func (c *Cursor) Value(i int) []byte {
+	if !c.s.Columnar() {
+		return c.s.Rows[i].Value
+	}
+	b, j := c.locate(i)
+	v0, v1 := b.ValOffs[j], b.ValOffs[j+1]
+	return b.Vals[v0:v1:v1]
+}
+
+// locate returns the batch holding row i and the row's index in it.
+func (c *Cursor) locate(i int) (*Batch, int) {
+	if len(c.start) == 1 {
+		return &c.s.Batches[0], i
+	}
+	c.seek(i)
+	return &c.s.Batches[c.cur], i - c.start[c.cur]
+}
+
+func (c *Cursor) seek(i int) {
+	if c.cur >= len(c.start) || i < c.start[c.cur] || (c.cur+1 < len(c.start) && i >= c.start[c.cur+1]) {
+		lo, hi := 0, len(c.start)
+		for lo < hi {
+			m := (lo + hi) / 2
+			if c.start[m] <= i {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		c.cur = lo - 1
+	}
+}
+
+// Row returns row i.
+func (c *Cursor) Row(i int) Row {
+	if !c.s.Columnar() {
+		return c.s.Rows[i]
+	}
+	b, j := c.locate(i)
+	return b.Row(j)
+}
+
+// ErrInputChanged is returned when a memory-mapped input file shrank while
+// it was being read (the access faulted).
+var ErrInputChanged = errors.New("an input file changed while it was being read")
+
+// Guard runs fn with memory faults turned into an ErrInputChanged error: a
+// memory-mapped input truncated by another process raises SIGBUS on access,
+// which would otherwise crash the process.
+func Guard(fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if p := recover(); p != nil {
+			if re, ok := p.(interface{ Addr() uintptr }); ok {
+				err = fmt.Errorf("%w (fault at %#x)", ErrInputChanged, re.Addr())
+				return
+			}
+			panic(p)
+		}
+	}()
+	return fn()
+}

@@ -1,0 +1,40 @@
+//go:build unix
+
+package savepoint
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// mapFile maps a file read-only. A zero-length file maps to nil.
+func mapFile(f *os.File, size int64) ([]byte, error) {
+	if size == 0 {
+		return nil, nil
+	}
+	if int64(int(size)) != size {
+		return nil, fmt.Errorf("file of %d bytes is too large to map", size)
+	}
+	b, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: %w", err)
+	}
+	return b, nil
+}
+
+func unmapFile(b []byte) error {
+	if b == nil {
+		return nil
+	}
+	return syscall.Munmap(b)
+}
+
+// releasePages tells the kernel the process no longer needs these pages of a
+// mapping resident: they stay in the page cache, but leave the process's
+// resident set (they fault back in if touched again).
+func releasePages(b []byte) {
+	if len(b) > 0 {
+		syscall.Madvise(b, syscall.MADV_DONTNEED)
+	}
+}

@@ -1,0 +1,369 @@
+package savepoint
+
+import (
+	"bytes"
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"iter"
+	"slices"
+	"strconv"
+)
+
+// UnionRow is one row of a savepoint's logical view (see Savepoint.Union):
+// the row and the subtask whose copy it is.
+type UnionRow struct {
+	Row Row
+	// Subtask is the global subtask index of the file the row was taken
+	// from (-1 for a single-file input).
+	Subtask int
+}
+
+// UnionStats describes how a union resolved the rows held by several files.
+// Its counts are complete once the iteration has ended.
+type UnionStats struct {
+	// Files is the number of files read; StoredRows the rows they hold.
+	Files      int
+	StoredRows int
+	// Rows is the number of logical rows produced.
+	Rows int
+	// FileDuplicates counts rows stored twice (same op and key) within one
+	// file, resolved as clink's restore does (Logical).
+	FileDuplicates int
+	// StaleCopies counts keyed copies held by a subtask that does not own
+	// their key group while the owner's file holds the row too: the owner's
+	// copy is the one a restore keeps (format section 10.1).
+	StaleCopies int
+	// Lost counts keyed copies outside their owner's file whose owner lacks
+	// them: a narrowed restore at the tree's layout drops them, so they are
+	// left out.
+	Lost int
+	// OperatorShared counts operator-state keys held by several files.
+	OperatorShared int
+	// OperatorGreater counts shared operator keys whose 8-byte values
+	// differ: the greatest signed int64 is kept (clink's rule, section 6.3).
+	OperatorGreater int
+	// OperatorConflicts counts shared operator keys with differing values
+	// that are not all 8 bytes long: the fold in subtask order keeps the
+	// later copy (the highest subtask index), reported in Warnings.
+	OperatorConflicts int
+	// Warnings say what was resolved and how, one line each.
+	Warnings []string
+}
+
+// maxConflictWarnings bounds the per-key operator conflict warnings; the
+// rest are summarised in one line.
+const maxConflictWarnings = 20
+
+// Union returns the logical state of the savepoint: the state as a restore at
+// the tree's own layout sees it, one row per (op, key), sorted canonically by
+// (op, key bytes). It is what diff compares and export writes.
+//
+//   - A single file: Logical(rows) (duplicates resolved as clink's restore
+//     does), Subtask -1.
+//   - Keyed rows (first key byte below 128, including legacy raw keys such
+//     as the '_'-prefixed in-flight buffers, which restore filters as that
+//     key group): the copy of the subtask that owns the row's key group
+//     within its chain group (Savepoint.GroupOf, Group.Owner). Copies in
+//     other files are stale and counted; a row held only outside its
+//     owner's file is left out and counted as lost (no restore holds it).
+//   - Operator rows (first byte 128 or more) and the empty key: merged over
+//     every file with clink's rule, folding MergeDuplicate in subtask order:
+//     two 8-byte values keep the greater signed int64, anything else keeps
+//     the later copy (the highest subtask index); such choices between
+//     differing values are reported as warnings.
+//
+// The warnings say what was resolved (stale copies, lost rows, operator
+// conflicts). Union merges the files' sorted rows in one k-way pass; see
+// UnionSeq to visit the rows without holding them all.
+func (sp *Savepoint) Union() ([]UnionRow, []string) {
+	rows, st := sp.UnionWithStats()
+	return rows, st.Warnings
+}
+
+// UnionWithStats is Union with the full statistics.
+func (sp *Savepoint) UnionWithStats() ([]UnionRow, UnionStats) {
+	var st UnionStats
+	n := 0
+	for _, f := range sp.Files {
+		if f.Snapshot != nil {
+			n += len(f.Snapshot.Rows)
+		}
+	}
+	out := make([]UnionRow, 0, n)
+	for r := range sp.UnionSeq(&st) {
+		out = append(out, r)
+	}
+	return out, st
+}
+
+// UnionSeq returns the rows of Union as an iterator, in canonical order,
+// without collecting them. st, when not nil, is reset and filled as the
+// iteration proceeds; it is complete when the iteration ends (stopping early
+// leaves it partial). Each file's rows are sorted once (a file already in
+// canonical order is not copied) and the files are merged with a heap.
+func (sp *Savepoint) UnionSeq(st *UnionStats) iter.Seq[UnionRow] {
+	return func(yield func(UnionRow) bool) {
+		if st == nil {
+			st = &UnionStats{}
+		}
+		*st = UnionStats{}
+		u := &unioner{sp: sp, st: st, tree: sp.Kind != InputFile}
+		u.run(true, yield)
+		u.finish()
+	}
+}
+
+// StoredSeq visits every stored row of every file (no union: copies held by
+// several files and duplicates within a file are all kept), merged in
+// canonical order (op, key), copies of one key in subtask order and, within
+// a file, in stream order. It is export's --per-file view.
+func (sp *Savepoint) StoredSeq() iter.Seq[UnionRow] {
+	return func(yield func(UnionRow) bool) {
+		u := &unioner{sp: sp, st: &UnionStats{}, tree: sp.Kind != InputFile}
+		u.run(false, yield)
+	}
+}
+
+// unionCursor walks one file's sorted rows.
+type unionCursor struct {
+	rows    []Row
+	i       int
+	subtask int
+	order   int // the file's position in sp.Files: ties between files break on it
+}
+
+func (c *unionCursor) row() Row { return c.rows[c.i] }
+
+// cursorHeap is a min-heap of cursors by (current row, file order).
+type cursorHeap []*unionCursor
+
+func (h cursorHeap) Len() int { return len(h) }
+func (h cursorHeap) Less(i, j int) bool {
+	if c := h[i].row().Compare(h[j].row()); c != 0 {
+		return c < 0
+	}
+	return h[i].order < h[j].order
+}
+func (h cursorHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *cursorHeap) Push(x any)   { *h = append(*h, x.(*unionCursor)) }
+func (h *cursorHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+type unionCopy struct {
+	row     Row
+	subtask int
+}
+
+type unioner struct {
+	sp        *Savepoint
+	st        *UnionStats
+	tree      bool
+	conflicts []string
+}
+
+// sortedRows returns a file's rows in canonical order: deduplicated as
+// clink's restore does (Logical) when dedup is set, else every row in a
+// stable sort (stream order kept among equal keys).
+func sortedRows(rows []Row, dedup bool) []Row {
+	if dedup {
+		return Logical(rows)
+	}
+	if slices.IsSortedFunc(rows, Row.Compare) {
+		return rows
+	}
+	out := make([]Row, len(rows))
+	for i, j := range SortRows(rows) {
+		out[i] = rows[j]
+	}
+	return out
+}
+
+// run merges the files. With dedup each (op, key) is resolved to one row;
+// without, every copy is yielded.
+func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
+	var h cursorHeap
+	for i, f := range u.sp.Files {
+		u.st.Files++
+		if f.Snapshot == nil || len(f.Snapshot.Rows) == 0 {
+			continue
+		}
+		u.st.StoredRows += len(f.Snapshot.Rows)
+		rows := sortedRows(f.Snapshot.Rows, dedup)
+		u.st.FileDuplicates += len(f.Snapshot.Rows) - len(rows)
+		h = append(h, &unionCursor{rows: rows, subtask: f.Subtask, order: i})
+	}
+	if !dedup {
+		// Every copy, in (op, key, file order); no resolution.
+		heap.Init(&h)
+		for h.Len() > 0 {
+			c := h[0]
+			if !yield(UnionRow{Row: c.row(), Subtask: c.subtask}) {
+				return
+			}
+			c.i++
+			if c.i == len(c.rows) {
+				heap.Pop(&h)
+			} else {
+				heap.Fix(&h, 0)
+			}
+		}
+		return
+	}
+	if len(h) == 1 {
+		// One file with rows: each key is held once; only ownership applies.
+		c := h[0]
+		for _, r := range c.rows {
+			if !u.resolveOne(unionCopy{r, c.subtask}, yield) {
+				return
+			}
+		}
+		return
+	}
+	heap.Init(&h)
+	copies := make([]unionCopy, 0, len(h))
+	for h.Len() > 0 {
+		copies = copies[:0]
+		first := h[0].row()
+		for h.Len() > 0 {
+			c := h[0]
+			r := c.row()
+			if r.Op != first.Op || !bytes.Equal(r.Key, first.Key) {
+				break
+			}
+			copies = append(copies, unionCopy{r, c.subtask})
+			c.i++
+			if c.i == len(c.rows) {
+				heap.Pop(&h)
+			} else {
+				heap.Fix(&h, 0)
+			}
+		}
+		var ok bool
+		if len(copies) == 1 {
+			ok = u.resolveOne(copies[0], yield)
+		} else {
+			ok = u.resolveMany(copies, yield)
+		}
+		if !ok {
+			return
+		}
+	}
+}
+
+// owned reports whether the file of subtask holds the authoritative copy of
+// a key-group-filtered row of key group kg. Rows of a single-file input and
+// of a subtask outside every chain group are taken as they are.
+func (u *unioner) owned(kg, subtask int) bool {
+	if !u.tree {
+		return true
+	}
+	g, ok := u.sp.GroupOf(subtask)
+	return !ok || g.Owner(kg) == subtask
+}
+
+func (u *unioner) emit(c unionCopy, yield func(UnionRow) bool) bool {
+	u.st.Rows++
+	return yield(UnionRow{Row: c.row, Subtask: c.subtask})
+}
+
+// resolveOne handles a key held by one file.
+func (u *unioner) resolveOne(c unionCopy, yield func(UnionRow) bool) bool {
+	if kg, filtered := RestoreKeyGroup(c.row.Key); filtered && !u.owned(kg, c.subtask) {
+		u.st.Lost++
+		return true
+	}
+	return u.emit(c, yield)
+}
+
+// resolveMany handles a key held by several files (copies in file order).
+func (u *unioner) resolveMany(copies []unionCopy, yield func(UnionRow) bool) bool {
+	if kg, filtered := RestoreKeyGroup(copies[0].row.Key); filtered {
+		owner := -1
+		for i, c := range copies {
+			if u.owned(kg, c.subtask) {
+				owner = i
+				break
+			}
+		}
+		if owner < 0 {
+			u.st.Lost += len(copies)
+			return true
+		}
+		u.st.StaleCopies += len(copies) - 1
+		return u.emit(copies[owner], yield)
+	}
+	// Operator state and the empty key: fold clink's rule in subtask order.
+	u.st.OperatorShared++
+	best := copies[0]
+	all8, differ := len(best.row.Value) == 8, false
+	for _, c := range copies[1:] {
+		all8 = all8 && len(c.row.Value) == 8
+		differ = differ || !bytes.Equal(c.row.Value, copies[0].row.Value)
+		if unionKeepsIncoming(best.row, c.row) {
+			best = c
+		}
+	}
+	switch {
+	case !differ:
+	case all8:
+		u.st.OperatorGreater++
+	default:
+		u.st.OperatorConflicts++
+		if len(u.conflicts) < maxConflictWarnings {
+			u.conflicts = append(u.conflicts, fmt.Sprintf("op %d operator key %s: %d subtasks (%s) hold different values, not all of 8 bytes; subtask %d's copy is used (clink's fold in subtask order keeps the later one)",
+				best.row.Op, renderOperatorKey(best.row.Key), len(copies), subtaskList(copies), best.subtask))
+		}
+	}
+	return u.emit(best, yield)
+}
+
+// unionKeepsIncoming reports whether MergeDuplicate(existing, incoming)
+// keeps incoming: unless both are 8-byte operator values and existing's
+// signed int64 is greater or equal.
+func unionKeepsIncoming(existing, incoming Row) bool {
+	if existing.IsOperatorState() && len(existing.Value) == 8 && len(incoming.Value) == 8 {
+		return int64(binary.LittleEndian.Uint64(existing.Value)) < int64(binary.LittleEndian.Uint64(incoming.Value))
+	}
+	return true
+}
+
+// renderOperatorKey shows an operator-state key as its marker byte in hex
+// followed by the quoted logical key when that is printable, e.g.
+// 0xff+"__clink_timers"; otherwise as RenderBytes does.
+func renderOperatorKey(key []byte) string {
+	if len(key) > 1 && key[0] >= NumKeyGroups && Printable(key[1:]) {
+		return fmt.Sprintf("0x%02x+%s", key[0], RenderBytes(key[1:], 40))
+	}
+	return RenderBytes(key, 40)
+}
+
+func subtaskList(copies []unionCopy) string {
+	var b []byte
+	for i, c := range copies {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(c.subtask), 10)
+	}
+	return string(b)
+}
+
+// finish writes the summary warnings.
+func (u *unioner) finish() {
+	st := u.st
+	if st.StaleCopies > 0 {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("%d stale keyed cop%s ignored: held by a subtask that does not own the row's key group while the owner's file holds the row too; the owner's copy is the one a restore keeps (format section 10.1)", st.StaleCopies, plural(st.StaleCopies, "y", "ies")))
+	}
+	if st.Lost > 0 {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("%d keyed row%s left out: held only outside the file of the subtask owning their key group, so a restore at this layout drops them (sptool validate reports them)", st.Lost, plural(st.Lost, "", "s")))
+	}
+	st.Warnings = append(st.Warnings, u.conflicts...)
+	if more := st.OperatorConflicts - len(u.conflicts); more > 0 {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("... and %d more operator keys with differing values not all of 8 bytes (the highest subtask's copy used)", more))
+	}
+}

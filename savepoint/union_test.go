@@ -1,0 +1,342 @@
+package savepoint
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// utTruthEntry is the part of an independent fixture's truth entry the
+// union tests read.
+type utTruthEntry struct {
+	Subtask       int    `json:"subtask"`
+	Op            string `json:"op_id"`
+	KeyHex        string `json:"key_hex"`
+	ValueHex      string `json:"value_hex"`
+	Duplicate     bool   `json:"duplicate"`
+	Authoritative *bool  `json:"authoritative"`
+	Origin        string `json:"origin"`
+}
+
+type utTruth struct {
+	Counts struct {
+		StaleKeyedCopies int `json:"stale_keyed_copies"`
+	} `json:"counts"`
+	Entries []utTruthEntry `json:"entries"`
+}
+
+func utHex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestUnionIndependentFixtures checks Union against the truth of the trees
+// written by an independent implementation: per (op, key) the authoritative
+// copy for keyed rows (the owner's), clink's fold for operator rows.
+func TestUnionIndependentFixtures(t *testing.T) {
+	for _, name := range []string{"mixed-p4", "changelog-p4", "two-groups", "gen3-stale", "changelog-file"} {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("..", "testdata", "independent", name+".truth.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tr utTruth
+			if err := json.Unmarshal(b, &tr); err != nil {
+				t.Fatal(err)
+			}
+			// Expected logical rows, from the truth alone.
+			type group struct {
+				op      uint64
+				key     []byte
+				entries []utTruthEntry
+			}
+			groups := map[string]*group{}
+			for _, e := range tr.Entries {
+				op, err := strconv.ParseUint(e.Op, 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				k := e.Op + "/" + e.KeyHex
+				g := groups[k]
+				if g == nil {
+					g = &group{op: op, key: utHex(t, e.KeyHex)}
+					groups[k] = g
+				}
+				g.entries = append(g.entries, e)
+			}
+			want := map[string]UnionRow{}
+			stale := 0
+			for k, g := range groups {
+				slices.SortStableFunc(g.entries, func(a, b utTruthEntry) int { return a.Subtask - b.Subtask })
+				if len(g.key) > 0 && g.key[0] < NumKeyGroups {
+					var pick *utTruthEntry
+					for i := range g.entries {
+						e := &g.entries[i]
+						if len(g.entries) == 1 || (e.Authoritative != nil && *e.Authoritative) {
+							pick = e
+						}
+					}
+					if pick == nil {
+						t.Fatalf("%s: no authoritative copy in the truth", k)
+					}
+					want[k] = UnionRow{Row{g.op, g.key, utHex(t, pick.ValueHex)}, pick.Subtask}
+					for _, e := range g.entries {
+						if e.Origin == "stale-copy" {
+							stale++
+						}
+					}
+					continue
+				}
+				best := UnionRow{Row{g.op, g.key, utHex(t, g.entries[0].ValueHex)}, g.entries[0].Subtask}
+				for _, e := range g.entries[1:] {
+					in := Row{g.op, g.key, utHex(t, e.ValueHex)}
+					both8 := len(best.Row.Value) == 8 && len(in.Value) == 8
+					if !both8 || int64(le64(in.Value)) > int64(le64(best.Row.Value)) {
+						best = UnionRow{in, e.Subtask}
+					}
+				}
+				want[k] = best
+			}
+			if stale != tr.Counts.StaleKeyedCopies {
+				t.Fatalf("truth: %d stale-copy entries, counts say %d", stale, tr.Counts.StaleKeyedCopies)
+			}
+
+			sp, err := Open(filepath.Join("..", "testdata", "independent", name), OpenOptions{RequireValid: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, st := sp.UnionWithStats()
+			if !slices.IsSortedFunc(got, func(a, b UnionRow) int { return a.Row.Compare(b.Row) }) {
+				t.Error("union not in canonical order")
+			}
+			for i := 1; i < len(got); i++ {
+				if got[i-1].Row.Compare(got[i].Row) == 0 {
+					t.Errorf("key %x of op %d twice", got[i].Row.Key, got[i].Row.Op)
+				}
+			}
+			if len(got) != len(want) || st.Rows != len(want) {
+				t.Errorf("%d rows (stats %d), truth %d", len(got), st.Rows, len(want))
+			}
+			for _, r := range got {
+				k := strconv.FormatUint(r.Row.Op, 10) + "/" + hex.EncodeToString(r.Row.Key)
+				w, ok := want[k]
+				if !ok {
+					t.Errorf("unexpected row %s", k)
+					continue
+				}
+				if !bytes.Equal(w.Row.Value, r.Row.Value) {
+					t.Errorf("row %s: value %x from subtask %d, truth %x from subtask %d", k, r.Row.Value, r.Subtask, w.Row.Value, w.Subtask)
+				}
+				if r.Row.Key[0] < NumKeyGroups && w.Subtask != r.Subtask {
+					t.Errorf("row %s: from subtask %d, truth's owner copy is in %d", k, r.Subtask, w.Subtask)
+				}
+			}
+			if st.StaleCopies < stale {
+				t.Errorf("stale copies %d, truth has at least %d", st.StaleCopies, stale)
+			}
+			if st.Lost != 0 {
+				t.Errorf("lost %d, want 0", st.Lost)
+			}
+			if st.StoredRows != len(tr.Entries) {
+				t.Errorf("stored rows %d, truth %d", st.StoredRows, len(tr.Entries))
+			}
+			// Union's warnings are the stats' warnings.
+			_, warns := sp.Union()
+			if fmt.Sprint(warns) != fmt.Sprint(st.Warnings) {
+				t.Errorf("warnings %q vs stats %q", warns, st.Warnings)
+			}
+			if st.StaleCopies > 0 && !strings.Contains(strings.Join(warns, "\n"), "stale keyed cop") {
+				t.Errorf("no stale-copy warning in %q", warns)
+			}
+		})
+	}
+}
+
+func TestUnionSingleFileIsLogical(t *testing.T) {
+	sp, err := Open(filepath.Join("..", "testdata", "clink", "snapshot-v1.snap"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, warns := sp.Union()
+	want := Logical(sp.Files[0].Snapshot.Rows)
+	if len(warns) != 0 || len(got) != len(want) {
+		t.Fatalf("got %d rows, warnings %q; want %d rows", len(got), warns, len(want))
+	}
+	for i := range want {
+		if got[i].Subtask != -1 || got[i].Row.Compare(want[i]) != 0 || !bytes.Equal(got[i].Row.Value, want[i].Value) {
+			t.Errorf("row %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// utRef is a straightforward (map-based) implementation of Union's rules,
+// the reference for the k-way merge.
+func utRef(sp *Savepoint) ([]UnionRow, UnionStats) {
+	type copyOf struct {
+		row Row
+		sub int
+	}
+	all := map[string][]copyOf{}
+	var st UnionStats
+	for _, f := range sp.Files {
+		st.StoredRows += len(f.Snapshot.Rows)
+		l := Logical(f.Snapshot.Rows)
+		st.FileDuplicates += len(f.Snapshot.Rows) - len(l)
+		for _, r := range l {
+			k := strconv.FormatUint(r.Op, 10) + "/" + string(r.Key)
+			all[k] = append(all[k], copyOf{r, f.Subtask})
+		}
+	}
+	var out []UnionRow
+	for _, cs := range all {
+		key := cs[0].row.Key
+		if len(key) > 0 && key[0] < NumKeyGroups {
+			kg := int(key[0])
+			found := -1
+			for i, c := range cs {
+				g, ok := sp.GroupOf(c.sub)
+				if sp.Kind == InputFile || !ok || g.Owner(kg) == c.sub {
+					found = i
+					break
+				}
+			}
+			if found < 0 {
+				st.Lost += len(cs)
+				continue
+			}
+			st.StaleCopies += len(cs) - 1
+			out = append(out, UnionRow{cs[found].row, cs[found].sub})
+			continue
+		}
+		best := cs[0]
+		for _, c := range cs[1:] {
+			if len(best.row.Value) == 8 && len(c.row.Value) == 8 && best.row.IsOperatorState() {
+				a, b := int64(le64(best.row.Value)), int64(le64(c.row.Value))
+				if b > a {
+					best = c
+				}
+				continue
+			}
+			best = c
+		}
+		out = append(out, UnionRow{best.row, best.sub})
+	}
+	slices.SortFunc(out, func(a, b UnionRow) int { return a.Row.Compare(b.Row) })
+	st.Rows = len(out)
+	return out, st
+}
+
+func le64(b []byte) uint64 {
+	var v uint64
+	for i := 7; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
+
+// TestUnionMatchesReference compares the k-way merge with the map-based
+// reference on random trees: several chain groups, unsorted files with
+// duplicates, stale and misplaced keyed rows, shared operator rows of 8 and
+// other lengths, raw legacy keys, the empty key.
+func TestUnionMatchesReference(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		r := rand.New(rand.NewPCG(seed, 3))
+		groups := []Group{{0, 1 + r.IntN(4)}}
+		if r.IntN(2) == 0 {
+			groups = append(groups, Group{groups[0].Count, 1 + r.IntN(3)})
+		}
+		last := groups[len(groups)-1]
+		n := last.First + last.Count
+		sp := &Savepoint{Kind: InputTree, Groups: groups}
+		keys := [][]byte{{}, []byte("__inflight__"), {0xff, 't'}, {0xfe, 'o', '|', 'x'}}
+		for i := 0; i < 30; i++ {
+			keys = append(keys, EncodeKeyedKey([]byte{'s', byte('a' + r.IntN(3))}, []byte(strconv.Itoa(r.IntN(50)))))
+		}
+		for sub := 0; sub < n; sub++ {
+			var rows []Row
+			for j := r.IntN(60); j > 0; j-- {
+				val := make([]byte, []int{0, 8, 8, 9}[r.IntN(4)])
+				for i := range val {
+					val[i] = byte(r.IntN(4))
+				}
+				rows = append(rows, Row{Op: uint64(1 + r.IntN(3)), Key: keys[r.IntN(len(keys))], Value: val})
+			}
+			sp.Files = append(sp.Files, &File{Subtask: sub, Snapshot: &Snapshot{Rows: rows}})
+		}
+		want, wst := utRef(sp)
+		got, st := sp.UnionWithStats()
+		if len(got) != len(want) {
+			t.Fatalf("seed %d: %d rows, reference %d", seed, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Subtask != want[i].Subtask || got[i].Row.Compare(want[i].Row) != 0 || !bytes.Equal(got[i].Row.Value, want[i].Row.Value) {
+				t.Fatalf("seed %d row %d: got op %d key %x = %x (subtask %d), reference op %d key %x = %x (subtask %d)", seed, i,
+					got[i].Row.Op, got[i].Row.Key, got[i].Row.Value, got[i].Subtask, want[i].Row.Op, want[i].Row.Key, want[i].Row.Value, want[i].Subtask)
+			}
+		}
+		if st.Lost != wst.Lost || st.StaleCopies != wst.StaleCopies || st.FileDuplicates != wst.FileDuplicates || st.StoredRows != wst.StoredRows || st.Rows != wst.Rows {
+			t.Errorf("seed %d: stats %+v, reference %+v", seed, st, wst)
+		}
+		// The stored view yields every row once, in canonical order.
+		var stored []UnionRow
+		for u := range sp.StoredSeq() {
+			stored = append(stored, u)
+		}
+		if len(stored) != st.StoredRows || !slices.IsSortedFunc(stored, func(a, b UnionRow) int {
+			if c := a.Row.Compare(b.Row); c != 0 {
+				return c
+			}
+			return a.Subtask - b.Subtask
+		}) {
+			t.Errorf("seed %d: stored view %d rows (want %d) or out of order", seed, len(stored), st.StoredRows)
+		}
+	}
+}
+
+func TestUnionSeqStopsEarly(t *testing.T) {
+	sp, err := Open(filepath.Join("..", "testdata", "example"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for range sp.UnionSeq(nil) {
+		n++
+		if n == 10 {
+			break
+		}
+	}
+	if n != 10 {
+		t.Fatalf("visited %d", n)
+	}
+}
+
+func TestUnionOperatorConflictWarning(t *testing.T) {
+	sp := &Savepoint{Kind: InputTree, Groups: []Group{{0, 3}}}
+	timer := []byte{0xff, 't'}
+	off := []byte{0xff, 'o'}
+	for sub := 0; sub < 3; sub++ {
+		sp.Files = append(sp.Files, &File{Subtask: sub, Snapshot: &Snapshot{Rows: []Row{
+			{Op: 1, Key: timer, Value: []byte("blob-" + strconv.Itoa(sub))},
+			{Op: 1, Key: off, Value: []byte{byte(10 - sub), 0, 0, 0, 0, 0, 0, 0}},
+		}}})
+	}
+	got, st := sp.UnionWithStats()
+	if len(got) != 2 || string(got[0].Row.Value) != "\x0a\x00\x00\x00\x00\x00\x00\x00" || got[0].Subtask != 0 || string(got[1].Row.Value) != "blob-2" || got[1].Subtask != 2 {
+		t.Fatalf("got %+v", got)
+	}
+	if st.OperatorShared != 2 || st.OperatorGreater != 1 || st.OperatorConflicts != 1 || len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], "subtask 2's copy is used") {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -1,0 +1,204 @@
+package transform_test
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/sptool/sptool/internal/gen"
+	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/transform"
+)
+
+// TestGDPRErasure purges a list of data subjects from a four-subtask tree of
+// several operators and checks the erasure end to end: no row of a subject
+// is left in any output file, every other row is stored exactly as before
+// (same operator, key, value and subtask), and the audit report names
+// exactly the keys found (with their row counts) and not found.
+func TestGDPRErasure(t *testing.T) {
+	const parallelism = 4
+	var (
+		opAgg      = savepoint.OperatorIDFromUID("agg")
+		opEnricher = savepoint.OperatorIDFromUID("enricher")
+		opSrc      = savepoint.OperatorIDFromUID("src")
+		opDedup    = uint64(12)
+	)
+	// Subjects: string keys (user-1 must not take user-10..user-19 with
+	// it), int64 ids, and keys that are in no row.
+	subjects := []string{"user-7", "user-42", "user-1", "user-150", "ghost"}
+	ids := []int64{7, 42, 5000}
+
+	files := map[int][]savepoint.Row{}
+	addKeyed := func(op uint64, slot string, uk, v []byte) {
+		r := savepoint.Row{Op: op, Key: savepoint.EncodeKeyedKey([]byte(slot), uk), Value: v}
+		s := savepoint.SubtaskForKeyGroup(int(r.Key[0]), parallelism)
+		files[s] = append(files[s], r)
+	}
+	var timerKeys [parallelism][][]byte
+	for i := 1; i <= 200; i++ {
+		uk := []byte("user-" + strconv.Itoa(i))
+		addKeyed(opAgg, "counts", i64(int64(i)), i64(int64(i*3)))
+		if i%2 == 0 {
+			addKeyed(opAgg, "seen", uk, ttl(gen.Now+int64(i), []byte("web")))
+		}
+		addKeyed(opEnricher, "profile", uk, []byte(fmt.Sprintf(`{"n":%d}`, i)))
+		for item := 0; item < i%4; item++ {
+			ck := append(append(bytes.Clone(uk), 0x1F), "sku-"+strconv.Itoa(item)...)
+			addKeyed(opEnricher, "cart", ck, ttl(gen.Now, i64(int64(item))))
+		}
+		if i%5 == 0 {
+			addKeyed(opDedup, "ids", uk, []byte{1})
+		}
+		if i%10 == 0 {
+			s := savepoint.SubtaskForKeyGroup(savepoint.KeyGroupOf(uk), parallelism)
+			timerKeys[s] = append(timerKeys[s], uk)
+		}
+	}
+	// user-42's cart: the expiring map stores its elements under their own
+	// key groups, so they scatter over subtasks.
+	for _, item := range []string{"sku-a", "sku-b", "sku-c", "sku-d", "sku-e", "sku-f"} {
+		addKeyed(opEnricher, "cart", []byte("user-42\x1f"+item), ttl(gen.Now, i64(9)))
+	}
+	// A raw in-flight buffer (first byte '_': key group 95).
+	raw := savepoint.Row{Op: opAgg, Key: []byte("__iterate_inflight__"), Value: []byte("buffered")}
+	files[savepoint.SubtaskForKeyGroup(int('_'), parallelism)] = append(files[savepoint.SubtaskForKeyGroup(int('_'), parallelism)], raw)
+	for s := range parallelism {
+		for p := range 2 {
+			files[s] = append(files[s], operatorRow(opSrc, "__kafka_off__:"+strconv.Itoa(p), i64(int64(100*p+s))))
+		}
+		files[s] = append(files[s], operatorRow(opAgg, "__clink_timers", gen.TimerBlob(timerKeys[s], gen.Now)))
+	}
+	var vm savepoint.VersionMap
+	if err := vm.Set(savepoint.VersionEntry{Op: opAgg, StateType: "Counter", Version: 2, Slot: "counts"}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	in := writeTree(t, filepath.Join(dir, "in"), 11, "job-9", files, vm, savepoint.CompressNone)
+	inputRows := readRows(t, in)
+
+	// Independent oracle: which rows belong to a subject.
+	isSubject := func(l located) (string, bool) {
+		k := savepoint.ParseKey(l.Key)
+		if k.Kind != savepoint.KindKeyed {
+			return "", false
+		}
+		for _, s := range subjects {
+			if string(k.UserKey) == s || bytes.HasPrefix(k.UserKey, []byte(s+"\x1f")) {
+				return s, true
+			}
+		}
+		for _, id := range ids {
+			if bytes.Equal(k.UserKey, i64(id)) {
+				return strconv.FormatInt(id, 10), true
+			}
+		}
+		return "", false
+	}
+	perKey := map[string]int64{}
+	subtasksOf := map[string]map[int]bool{}
+	var want []located
+	for _, l := range inputRows {
+		if s, ok := isSubject(l); ok {
+			perKey[s]++
+			if subtasksOf[s] == nil {
+				subtasksOf[s] = map[int]bool{}
+			}
+			subtasksOf[s][l.Subtask] = true
+			continue
+		}
+		want = append(want, l)
+	}
+	if len(subtasksOf["user-42"]) < 3 {
+		t.Fatalf("test setup: user-42's rows are in %d subtasks only, want them scattered", len(subtasksOf["user-42"]))
+	}
+	if perKey["user-1"] == 0 || perKey["user-150"] == 0 || perKey["ghost"] != 0 || perKey["5000"] != 0 {
+		t.Fatalf("test setup: rows per subject %v", perKey)
+	}
+
+	set := parseRules(t, `version: 1
+slots:
+  - {uid: agg, slot: counts, key: int64, value: int64}
+  - {uid: agg, slot: seen, key: string, value: string, ttl: true}
+  - {uid: enricher, slot: cart, key: string, value: int64, ttl: true, composite: true}
+rules:
+  - name: erasure request PRIV-1
+    purge_keys: {keys_file: subjects.txt}
+  - name: erasure request PRIV-1 (numeric ids)
+    purge_keys: {keys_file: ids.txt, codec: int64}
+`, map[string]string{
+		"subjects.txt": "# PRIV-1\nuser-7\nuser-42\nuser-1\nuser-150\nghost\nuser-7\n",
+		"ids.txt":      "7\n42\n5000\n",
+	})
+	out := filepath.Join(dir, "out")
+	rep, err := run(t, in, set, transform.Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// 1. No row of a subject remains in any output file.
+	sp := open(t, out)
+	if len(sp.Files) != parallelism {
+		t.Fatalf("output has %d files, want %d", len(sp.Files), parallelism)
+	}
+	got := rowsOf(sp)
+	for _, l := range got {
+		if s, ok := isSubject(l); ok {
+			t.Errorf("row of subject %s remains: %s", s, l)
+		}
+	}
+	// 2. Every other row is unchanged, in the same subtask.
+	sameRows(t, "output", got, want)
+	if vr := savepoint.Validate(sp, savepoint.ValidateOptions{}); vr.Errors() != 0 {
+		t.Errorf("output has %d validation errors", vr.Errors())
+	}
+	for _, f := range sp.Files {
+		if f.Snapshot.Versions.Pack() != vm.Pack() {
+			t.Errorf("subtask %d: version map %q, want %q", f.Subtask, f.Snapshot.Versions.Pack(), vm.Pack())
+		}
+	}
+
+	// 3. The audit lists exactly the keys found, with their rows, and the
+	// keys not found, in keys-file order.
+	checkAccounting(t, rep, len(inputRows), len(got))
+	for i, tc := range []struct {
+		keys     []string
+		notFound []string
+	}{
+		{[]string{"user-7", "user-42", "user-1", "user-150"}, []string{"ghost"}},
+		{[]string{"7", "42"}, []string{"5000"}},
+	} {
+		rs := ruleStats(t, rep, i+1)
+		p := rs.Purge
+		if p == nil {
+			t.Fatalf("rule %d has no purge audit", i+1)
+		}
+		var wantFound []transform.KeyFound
+		var total int64
+		for _, k := range tc.keys {
+			wantFound = append(wantFound, transform.KeyFound{Key: k, Rows: perKey[k]})
+			total += perKey[k]
+		}
+		if !reflect.DeepEqual(p.Found, wantFound) {
+			t.Errorf("rule %d found %+v, want %+v", i+1, p.Found, wantFound)
+		}
+		if !reflect.DeepEqual(p.NotFound, tc.notFound) {
+			t.Errorf("rule %d not found %q, want %q", i+1, p.NotFound, tc.notFound)
+		}
+		if p.Remaining != 0 {
+			t.Errorf("rule %d: %d rows of listed keys remaining", i+1, p.Remaining)
+		}
+		if p.KeysListed != len(tc.keys)+len(tc.notFound) {
+			t.Errorf("rule %d: %d keys listed, want %d (duplicates counted once)", i+1, p.KeysListed, len(tc.keys)+len(tc.notFound))
+		}
+		if rs.Matched != total || rs.Dropped != total || rs.Changed != 0 {
+			t.Errorf("rule %d: matched %d dropped %d changed %d, want %d, %d, 0", i+1, rs.Matched, rs.Dropped, rs.Changed, total, total)
+		}
+	}
+	if rep.RowsDropped != int64(len(inputRows)-len(want)) {
+		t.Errorf("RowsDropped = %d, want %d", rep.RowsDropped, len(inputRows)-len(want))
+	}
+}
