@@ -27,15 +27,31 @@ import (
 // naming the operator and slot; env is then filled except for that field.
 // key_bytes and value_bytes alias the row; key is a fresh string.
 func (s *Set) FillEnv(env *Env, row savepoint.Row, subtask int) error {
+	return s.FillEnvFields(env, row, subtask, AllFields)
+}
+
+// FillEnvFields is FillEnv for the fields in need only (the others keep
+// stale values): the engine passes Set.Fields, so rows are not decoded for
+// expressions that never read key or value.
+func (s *Set) FillEnvFields(env *Env, row savepoint.Row, subtask int, need Fields) error {
 	k := savepoint.ParseKey(row.Key)
 	env.Op = row.Op
 	env.Kind = k.Kind.String()
 	env.KeyGroup = k.KeyGroup
-	env.Slot = k.SlotName()
+	if need&FieldSlot != 0 {
+		if k.HasSlot {
+			env.Slot = env.internSlot(k.Slot)
+		} else {
+			env.Slot = rawSlot
+		}
+	}
 	env.KeyBytes = k.UserKey
 	env.ValueBytes = row.Value
 	env.ExpireAt = nil
 	env.Subtask = subtask
+	if need&(FieldKey|FieldValue|FieldExpireAt) == 0 {
+		return nil
+	}
 
 	var d *SlotDecl
 	if k.Kind == savepoint.KindKeyed {

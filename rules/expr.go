@@ -45,6 +45,8 @@ type Env struct {
 	// Subtask is the subtask directory the row came from, -1 for a single
 	// file ('subtask').
 	Subtask int `expr:"subtask"`
+
+	slots map[string]string // interned slot names (see internSlot)
 }
 
 // DefaultMaxExprNodes bounds the size of one expression (expr.MaxNodes);
@@ -78,16 +80,19 @@ func typedEnv(key, value reflect.Type) reflect.Type {
 	if t, ok := typedEnvs.Load(k); ok {
 		return t.(reflect.Type)
 	}
-	fields := make([]reflect.StructField, envType.NumField())
-	for i := range fields {
+	fields := make([]reflect.StructField, 0, envType.NumField())
+	for i := range envType.NumField() {
 		f := envType.Field(i)
+		if !f.IsExported() {
+			continue
+		}
 		switch f.Tag.Get("expr") {
 		case "key":
 			f.Type = key
 		case "value":
 			f.Type = value
 		}
-		fields[i] = reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag}
+		fields = append(fields, reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag})
 	}
 	t := reflect.StructOf(fields)
 	typedEnvs.Store(k, t)
@@ -100,6 +105,7 @@ type Predicate struct {
 	Source string
 	prog   *vm.Program
 	konst  int8 // 0: not constant, 1: always true, -1: always false
+	fields Fields
 }
 
 // Eval runs the predicate on env with m, a VM the caller owns (one per
@@ -138,6 +144,7 @@ type ValueProgram struct {
 	// it is only known at run time.
 	ResultType reflect.Type
 	prog       *vm.Program
+	fields     Fields
 }
 
 // Eval runs the expression on env with m (see Predicate.Eval) and returns
@@ -151,6 +158,7 @@ func (p *ValueProgram) Program() *vm.Program { return p.prog }
 
 // compiled is the outcome of compileExpr.
 type compiled struct {
+	fields     Fields
 	prog       *vm.Program
 	resultType reflect.Type // nil when unknown (interface)
 	konst      int8
@@ -193,7 +201,7 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 	if checkedNode == nil {
 		checkedNode = p.Node()
 	}
-	c = &compiled{prog: p}
+	c = &compiled{prog: p, fields: fieldsOf(p.Node())}
 	if t := checkedNode.Type(); t != nil && t.Kind() != reflect.Interface {
 		c.resultType = t
 	}

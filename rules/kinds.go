@@ -264,7 +264,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 		if c == nil {
 			return nil
 		}
-		return &FilterSpec{Expr: src, Predicate: &Predicate{Source: src, prog: c.prog, konst: c.konst}}
+		return &FilterSpec{Expr: src, Predicate: &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields}}
 	}
 	m := p.kindMapping(kn, vn)
 	if vn.Kind != yaml.MappingNode {
@@ -287,7 +287,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 	if c == nil {
 		return nil
 	}
-	f.Predicate = &Predicate{Source: src, prog: c.prog, konst: c.konst}
+	f.Predicate = &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields}
 	return f
 }
 
@@ -666,7 +666,7 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 	}
 	return &SetValueSpec{
 		Op: *op, Slot: slot, Expr: src, Decl: d,
-		Program: &ValueProgram{Source: src, ResultType: c.resultType, prog: c.prog},
+		Program: &ValueProgram{Source: src, ResultType: c.resultType, prog: c.prog, fields: c.fields},
 		label:   ruleLabel(r.Index, p.ruleName, KindSetValue),
 	}
 }

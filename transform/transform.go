@@ -77,7 +77,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	rep := newReport(sp, set, opts.DryRun)
-	eng := &engine{set: set, steps: compile(set)}
+	eng := &engine{set: set, steps: compile(set), fields: set.Fields()}
 	for i, st := range eng.steps {
 		if st.rule.PurgeKeys != nil {
 			eng.purges = append(eng.purges, i)
@@ -196,9 +196,10 @@ func (rep *Report) checkAccounting() error {
 func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 	present := map[uint64]int64{}
 	for _, f := range sp.Files {
-		for _, r := range f.Snapshot.Rows {
+		f.Snapshot.EachRow(func(_ int, r savepoint.Row) bool {
 			present[r.Op]++
-		}
+			return true
+		})
 	}
 	dropped := map[uint64]bool{}
 	for _, r := range set.Rules {
@@ -250,6 +251,8 @@ type engine struct {
 	steps []step
 	// purges are the indexes of the purge_keys steps.
 	purges []int
+	// fields are the row-model fields the expressions read.
+	fields rules.Fields
 }
 
 // processFile runs every row of f through the steps. It records the
@@ -535,7 +538,7 @@ func (w *worker) fill(r savepoint.Row) error {
 		return nil
 	}
 	w.envRow, w.envOK = r, true
-	return w.e.set.FillEnv(&w.env, r, w.subtask)
+	return w.e.set.FillEnvFields(&w.env, r, w.subtask, w.e.fields)
 }
 
 func sameSlice(a, b []byte) bool {

@@ -1,0 +1,95 @@
+package rules
+
+import (
+	"github.com/expr-lang/expr/ast"
+
+	"github.com/sptool/sptool/savepoint"
+)
+
+// Fields is a set of row-model fields (the names of Env).
+type Fields uint16
+
+// The row-model fields an expression may use.
+const (
+	FieldOp Fields = 1 << iota
+	FieldKind
+	FieldKeyGroup
+	FieldSlot
+	FieldKey
+	FieldKeyBytes
+	FieldValue
+	FieldValueBytes
+	FieldExpireAt
+	FieldSubtask
+
+	// AllFields is every field of the row model.
+	AllFields Fields = 1<<iota - 1
+)
+
+var fieldNames = map[string]Fields{
+	"op": FieldOp, "kind": FieldKind, "key_group": FieldKeyGroup, "slot": FieldSlot,
+	"key": FieldKey, "key_bytes": FieldKeyBytes, "value": FieldValue, "value_bytes": FieldValueBytes,
+	"expire_at": FieldExpireAt, "subtask": FieldSubtask,
+}
+
+// fieldsOf returns the row-model fields an expression's AST names. Anything
+// it cannot see through (the $env variable) makes it AllFields.
+func fieldsOf(node ast.Node) Fields {
+	v := &fieldVisitor{}
+	ast.Walk(&node, v)
+	return v.f
+}
+
+type fieldVisitor struct{ f Fields }
+
+func (v *fieldVisitor) Visit(n *ast.Node) {
+	if id, ok := (*n).(*ast.IdentifierNode); ok {
+		if f, ok := fieldNames[id.Value]; ok {
+			v.f |= f
+		} else if id.Value == "$env" {
+			v.f = AllFields
+		}
+	}
+}
+
+// Fields returns the row-model fields the predicate reads.
+func (p *Predicate) Fields() Fields { return p.fields }
+
+// Fields returns the row-model fields the expression reads.
+func (p *ValueProgram) Fields() Fields { return p.fields }
+
+// Fields returns the row-model fields any expression of the set reads: what
+// FillEnvFields must fill for the rules to run.
+func (s *Set) Fields() Fields {
+	var f Fields
+	for _, r := range s.Rules {
+		switch {
+		case r.Keep != nil:
+			f |= r.Keep.Predicate.fields
+		case r.Drop != nil:
+			f |= r.Drop.Predicate.fields
+		case r.SetValue != nil:
+			// Apply keeps the TTL stamp from value_bytes.
+			f |= r.SetValue.Program.fields | FieldValueBytes
+		}
+	}
+	return f
+}
+
+// internSlot returns slot as a string, reusing the string of an earlier
+// call, so filling the environment does not allocate per row.
+func (env *Env) internSlot(slot []byte) string {
+	if s, ok := env.slots[string(slot)]; ok {
+		return s
+	}
+	if env.slots == nil {
+		env.slots = map[string]string{}
+	}
+	s := string(slot)
+	if len(env.slots) < 4096 {
+		env.slots[s] = s
+	}
+	return s
+}
+
+var rawSlot = savepoint.RawSlot

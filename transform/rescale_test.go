@@ -1,0 +1,2210 @@
+package transform_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sptool/sptool/internal/cli"
+	"github.com/sptool/sptool/internal/gen"
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/transform"
+)
+
+// Tests of the rescale rule (transform/rescale.go) against clink's restore
+// semantics (clink-format.md 5.3, 6, 10). Helpers are prefixed rs so they do
+// not collide with the helpers of the other test files of this package.
+
+// ---------------------------------------------------------------------------
+// Small encoders.
+
+func rsI64(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(v)) }
+
+func rsLE(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) }
+
+// rsKey identifies a row by (op, stored key).
+func rsKey(op uint64, key []byte) string { return strconv.FormatUint(op, 10) + "/" + string(key) }
+
+// rsSplitKey undoes rsKey (for messages).
+func rsSplitKey(k string) (uint64, []byte) {
+	a, b, _ := strings.Cut(k, "/")
+	op, _ := strconv.ParseUint(a, 10, 64)
+	return op, []byte(b)
+}
+
+func rsShow(k string) string {
+	op, key := rsSplitKey(k)
+	return fmt.Sprintf("op %d key %s", op, savepoint.RenderKey(key))
+}
+
+// rsIsOperator: first byte >= 128, what restore treats as operator state.
+func rsIsOperator(key []byte) bool { return len(key) > 0 && key[0] >= savepoint.NumKeyGroups }
+
+// rsIsFiltered: a non-empty key whose first byte is below 128: restore
+// filters it by key group (keyed rows and legacy raw keys alike).
+func rsIsFiltered(key []byte) bool { return len(key) > 0 && key[0] < savepoint.NumKeyGroups }
+
+// ---------------------------------------------------------------------------
+// Timer blobs (format 3.4): u32 n_proc {i64 ts, u32 klen, key} * n_proc,
+// u32 n_event {...}, little-endian. Written and parsed here independently of
+// transform's own codec.
+
+const rsTimerBlobKey = "\xff__clink_timers"
+
+type rsTimer struct {
+	Event bool
+	TS    int64
+	Key   string
+}
+
+func (t rsTimer) String() string {
+	d := "proc"
+	if t.Event {
+		d = "event"
+	}
+	return fmt.Sprintf("%s@%d key %s (kg %d)", d, t.TS, savepoint.RenderBytes([]byte(t.Key), 0), savepoint.KeyGroupOf([]byte(t.Key)))
+}
+
+func rsEncodeTimers(ts []rsTimer) []byte {
+	var b []byte
+	for _, event := range []bool{false, true} {
+		n := 0
+		for _, t := range ts {
+			if t.Event == event {
+				n++
+			}
+		}
+		b = binary.LittleEndian.AppendUint32(b, uint32(n))
+		for _, t := range ts {
+			if t.Event == event {
+				b = binary.LittleEndian.AppendUint64(b, uint64(t.TS))
+				b = binary.LittleEndian.AppendUint32(b, uint32(len(t.Key)))
+				b = append(b, t.Key...)
+			}
+		}
+	}
+	return b
+}
+
+func rsParseTimers(b []byte) ([]rsTimer, error) {
+	var out []rsTimer
+	off := 0
+	for _, event := range []bool{false, true} {
+		if off+4 > len(b) {
+			return nil, fmt.Errorf("truncated count at %d", off)
+		}
+		n := int(binary.LittleEndian.Uint32(b[off:]))
+		off += 4
+		for i := 0; i < n; i++ {
+			if off+12 > len(b) {
+				return nil, fmt.Errorf("truncated timer at %d", off)
+			}
+			ts := int64(binary.LittleEndian.Uint64(b[off:]))
+			kl := int(binary.LittleEndian.Uint32(b[off+8:]))
+			off += 12
+			if off+kl > len(b) {
+				return nil, fmt.Errorf("timer key runs past the blob at %d", off)
+			}
+			out = append(out, rsTimer{event, ts, string(b[off : off+kl])})
+			off += kl
+		}
+	}
+	if off != len(b) {
+		return nil, fmt.Errorf("%d trailing bytes", len(b)-off)
+	}
+	return out, nil
+}
+
+// ---------------------------------------------------------------------------
+// The simulated clink restore (format 5.3, 6.2, 6.3, 10.2), followed
+// literally:
+//  1. the assigned part is the subtask's own file v<G>/<i> (a resubmit at a
+//     new parallelism sets no parent mapping, 6.2);
+//  2. with union (file backend), every other subtask file of the generation
+//     (those listed by the COMPLETED marker, if it lists any) contributes its
+//     operator rows (first byte >= 128) whose (op, key) the own file does not
+//     hold ("own wins"), appended in subtask order;
+//  3. the parts are restored in order: a row whose first byte is below 128 is
+//     dropped when narrowed and its key group lies outside the subtask's
+//     range, else kept (the last copy wins); the empty key is always kept;
+//     operator rows resolve duplicates with the greater-int64 rule when both
+//     values are 8 bytes, else the later row wins. Keyed rows are never taken
+//     from the other files.
+//  4. timers: the restored timer blob of each of the subtask's operators is
+//     filtered per timer by kg(timer key) against the range
+//     (restore_timer_service).
+
+type rsRestored struct {
+	Subtask int
+	Range   savepoint.KeyGroupRange
+	Keyed   map[string][]byte // first byte < 128, and the empty key
+	Oper    map[string][]byte // first byte >= 128
+	Dropped int               // rows filtered out by the key-group range
+	HasFile bool
+}
+
+func rsRestore(sp *savepoint.Savepoint, layout []savepoint.Group, narrowed, union bool) map[int]*rsRestored {
+	out := map[int]*rsRestored{}
+	for _, g := range layout {
+		for i := g.First; i < g.First+g.Count; i++ {
+			rng := g.Range(i)
+			res := &rsRestored{Subtask: i, Range: rng, Keyed: map[string][]byte{}, Oper: map[string][]byte{}}
+			out[i] = res
+			var parts []savepoint.Row
+			if own := sp.File(i); own != nil && own.Snapshot != nil {
+				res.HasFile = true
+				parts = append(parts, own.Snapshot.Rows...)
+			}
+			if union {
+				ownOps := map[string]bool{}
+				for _, r := range parts {
+					if rsIsOperator(r.Key) {
+						ownOps[rsKey(r.Op, r.Key)] = true
+					}
+				}
+				for _, f := range sp.Files {
+					if f.Subtask == i || f.Snapshot == nil {
+						continue
+					}
+					if sp.Completed != nil && sp.Completed.HasSubtasks && !sp.Completed.HasSubtask(f.Subtask) {
+						continue
+					}
+					for _, r := range f.Snapshot.Rows {
+						if rsIsOperator(r.Key) && !ownOps[rsKey(r.Op, r.Key)] {
+							parts = append(parts, r)
+						}
+					}
+				}
+			}
+			for _, r := range parts {
+				k := rsKey(r.Op, r.Key)
+				switch {
+				case rsIsOperator(r.Key):
+					if old, ok := res.Oper[k]; ok && len(old) == 8 && len(r.Value) == 8 && rsLE(old) >= rsLE(r.Value) {
+						continue
+					}
+					res.Oper[k] = r.Value
+				case len(r.Key) > 0 && narrowed && !rng.Contains(int(r.Key[0])):
+					res.Dropped++
+				default:
+					res.Keyed[k] = r.Value
+				}
+			}
+		}
+	}
+	return out
+}
+
+// rsRestoredTimers returns the timers subtask res restores for op: those of
+// every timer blob of op whose key's group lies in the range.
+func rsRestoredTimers(t *testing.T, res *rsRestored, op uint64) map[rsTimerID]int {
+	t.Helper()
+	out := map[rsTimerID]int{}
+	for k, v := range res.Oper {
+		o, key := rsSplitKey(k)
+		if o != op || !bytes.HasPrefix(key, []byte(rsTimerBlobKey)) {
+			continue
+		}
+		ts, err := rsParseTimers(v)
+		if err != nil {
+			t.Errorf("subtask %d: op %d timer blob %s does not parse: %v", res.Subtask, op, savepoint.RenderKey(key), err)
+			continue
+		}
+		for _, tm := range ts {
+			if res.Range.Contains(savepoint.KeyGroupOf([]byte(tm.Key))) {
+				out[rsTimerID{op, string(key), tm}]++
+			}
+		}
+	}
+	return out
+}
+
+// ---------------------------------------------------------------------------
+// Random trees.
+
+type rsGroup struct {
+	First, N    int // the old block
+	NewFirst, M int // the new block
+	OpA         uint64
+	OpB         uint64
+	Src         uint64
+}
+
+func (g rsGroup) old() savepoint.Group { return savepoint.Group{First: g.First, Count: g.N} }
+func (g rsGroup) new() savepoint.Group { return savepoint.Group{First: g.NewFirst, Count: g.M} }
+
+type rsTimerID struct {
+	Op   uint64
+	Blob string
+	rsTimer
+}
+
+type rsAuth struct {
+	Group int
+	Row   savepoint.Row
+}
+
+// rsCase is a generated tree and the truth about it.
+type rsCase struct {
+	Seed   uint64
+	Groups []rsGroup
+	Files  map[int][]savepoint.Row // by old global subtask
+	VM     savepoint.VersionMap
+	// Keyed holds the authoritative copy of every row restore filters by key
+	// group (keyed rows and legacy raw keys): the one in the file of the
+	// subtask owning its key group within its chain group.
+	Keyed map[string]rsAuth
+	// Stale counts, per group, copies of such rows in other files.
+	Stale []int64
+	// Timers are the authoritative timers (in the blob of the subtask owning
+	// kg(timer key)), with their group; TimersIn and TimersStale count, per
+	// group, every timer of the group's own blobs and the copies in blobs of
+	// non-owners.
+	Timers      map[rsTimerID]int
+	TimersIn    []int64
+	TimersStale []int64
+	// TimerOps are the operators whose blobs are split, per group.
+	TimerOps []uint64
+}
+
+func (c *rsCase) layoutOld() []savepoint.Group {
+	var gs []savepoint.Group
+	for _, g := range c.Groups {
+		gs = append(gs, g.old())
+	}
+	return gs
+}
+
+func (c *rsCase) layoutNew() []savepoint.Group {
+	var gs []savepoint.Group
+	for _, g := range c.Groups {
+		gs = append(gs, g.new())
+	}
+	return gs
+}
+
+func (c *rsCase) String() string {
+	var parts []string
+	for _, g := range c.Groups {
+		parts = append(parts, fmt.Sprintf("%d->%d", g.N, g.M))
+	}
+	return fmt.Sprintf("seed%d_%s", c.Seed, strings.Join(parts, "+"))
+}
+
+// rsNewParallelisms are the targets drawn: 1, primes, powers of two; every
+// twentieth case takes one of rsWideParallelisms (128 and around it: many
+// files, so kept rare to bound the test's time).
+var (
+	rsNewParallelisms  = []int{1, 1, 2, 3, 4, 5, 6, 7, 8, 11, 13, 16, 17, 31, 37}
+	rsWideParallelisms = []int{64, 127, 128, 131}
+)
+
+var rsOldParallelisms = []int{1, 1, 2, 2, 3, 3, 4, 5, 6, 7, 8, 11, 13, 16}
+
+func rsBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.UintN(256))
+	}
+	return b
+}
+
+// rsGenerate builds a random tree: one chain group (sometimes two), several
+// operators and slots, int64 and string keys (plain, composite K 0x1F MK,
+// empty and non-ASCII slot names), stale keyed copies with older values in
+// non-owner files, a legacy raw key '_...' (key group 95) in every subtask of
+// a group, a timer blob per subtask (two for a chained inner operator) with
+// processing- and event-time timers and some stale ones, operator rows
+// replicated in every file with equal and differing values of 8 bytes and
+// not (including a key whose copies mix both sizes), frozen copies of the
+// other group's operator rows and timer blob, and zero-row files (sparse
+// cases).
+func rsGenerate(seed uint64) *rsCase {
+	r := rand.New(rand.NewPCG(seed, 0x7265736361))
+	c := &rsCase{Seed: seed, Files: map[int][]savepoint.Row{}, Keyed: map[string]rsAuth{}, Timers: map[rsTimerID]int{}}
+	nGroups := 1
+	if r.IntN(5) == 0 {
+		nGroups = 2
+	}
+	sparse := r.IntN(6) == 0
+	first, newFirst := 0, 0
+	for gi := 0; gi < nGroups; gi++ {
+		n := rsOldParallelisms[r.IntN(len(rsOldParallelisms))]
+		m := rsNewParallelisms[r.IntN(len(rsNewParallelisms))]
+		switch r.IntN(4) {
+		case 0:
+			m = n * (2 + r.IntN(3)) // an integer factor up
+		case 1:
+			m = max(1, n/(1+r.IntN(3))) // down
+		}
+		if gi == 0 && seed%20 == 0 {
+			m = rsWideParallelisms[(seed/20)%uint64(len(rsWideParallelisms))]
+		}
+		if m == n && (nGroups == 1 || r.IntN(2) == 0) {
+			m = n + 1 + r.IntN(5)
+		}
+		base := uint64(100 * (gi + 1))
+		c.Groups = append(c.Groups, rsGroup{First: first, N: n, NewFirst: newFirst, M: m, OpA: base + 1, OpB: base + 2, Src: base + 3})
+		for i := first; i < first+n; i++ {
+			c.Files[i] = nil // every subtask has a file, maybe with no rows
+		}
+		first += n
+		newFirst += m
+	}
+	c.Stale = make([]int64, nGroups)
+	c.TimersIn = make([]int64, nGroups)
+	c.TimersStale = make([]int64, nGroups)
+	c.TimerOps = make([]uint64, nGroups)
+	type opCopies struct {
+		key    string
+		values map[int][]byte // old subtask -> value
+	}
+	groupOps := make([][]opCopies, nGroups)
+	for gi, g := range c.Groups {
+		add := func(i int, r savepoint.Row) { c.Files[i] = append(c.Files[i], r) }
+		other := func(i int) int { return g.First + (i-g.First+1+r.IntN(g.N-1))%g.N }
+		owner := func(kg int) int { return g.old().Owner(kg) }
+
+		// Keyed rows.
+		k := r.IntN(150)
+		if sparse {
+			k = r.IntN(4)
+		}
+		haveA := false
+		for j := 0; j < k; j++ {
+			var op uint64
+			var slot string
+			var uk []byte
+			switch r.IntN(6) {
+			case 0:
+				op, slot, uk = g.OpA, "counts", rsI64(int64(r.IntN(1000))-200)
+			case 1:
+				op, slot, uk = g.OpA, "agg", rsI64(r.Int64())
+			case 2:
+				op, slot, uk = g.OpB, "profile", []byte("user-"+strconv.Itoa(r.IntN(500)))
+			case 3:
+				op, slot, uk = g.OpB, "cart", []byte(fmt.Sprintf("user-%d\x1fsku-%d", r.IntN(100), r.IntN(5)))
+			case 4:
+				op, slot, uk = g.OpB, "", []byte("k"+strconv.Itoa(r.IntN(300)))
+			default:
+				op, slot, uk = g.OpB, "zähler·計数", rsBytes(r, 1+r.IntN(6))
+			}
+			row := savepoint.Row{Op: op, Key: savepoint.EncodeKeyedKey([]byte(slot), uk), Value: rsBytes(r, r.IntN(12))}
+			id := rsKey(row.Op, row.Key)
+			if _, dup := c.Keyed[id]; dup {
+				continue
+			}
+			haveA = haveA || op == g.OpA
+			o := owner(int(row.Key[0]))
+			c.Keyed[id] = rsAuth{gi, row}
+			if g.N > 1 && r.IntN(7) == 0 {
+				// A stale copy with an older value in a sibling's file,
+				// before or after the owner's copy in file order.
+				stale := savepoint.Row{Op: row.Op, Key: row.Key, Value: append([]byte("old-"), rsBytes(r, 3)...)}
+				add(other(o), stale)
+				c.Stale[gi]++
+			}
+			add(o, row)
+		}
+		if sparse {
+			continue
+		}
+
+		// A legacy raw key: first byte '_' (95), no separator; one per
+		// subtask with its own value (unaligned-checkpoint in-flight
+		// buffers, format 10.1).
+		if r.IntN(2) == 0 {
+			key := []byte("__iterate_inflight__")
+			for i := g.First; i < g.First+g.N; i++ {
+				row := savepoint.Row{Op: g.OpB, Key: key, Value: []byte(fmt.Sprintf("buf-%d-%x", i, rsBytes(r, 4)))}
+				add(i, row)
+				if i == owner(95) {
+					c.Keyed[rsKey(row.Op, row.Key)] = rsAuth{gi, row}
+				} else {
+					c.Stale[gi]++
+				}
+			}
+		}
+
+		// Timer blobs of operator A, one per subtask (a second one, slot
+		// suffix 1, for a chained inner operator).
+		if r.IntN(4) != 0 {
+			if !haveA {
+				row := savepoint.Row{Op: g.OpA, Key: savepoint.EncodeKeyedKey([]byte("counts"), rsI64(7)), Value: rsI64(700)}
+				c.Keyed[rsKey(row.Op, row.Key)] = rsAuth{gi, row}
+				add(owner(int(row.Key[0])), row)
+			}
+			c.TimerOps[gi] = g.OpA
+			blobs := []string{rsTimerBlobKey}
+			if r.IntN(3) == 0 {
+				blobs = append(blobs, rsTimerBlobKey+"1")
+			}
+			for _, bk := range blobs {
+				per := map[int][]rsTimer{}
+				seen := map[rsTimer]bool{}
+				for j := r.IntN(30); j > 0; j-- {
+					var key []byte
+					if r.IntN(2) == 0 {
+						key = rsI64(int64(r.IntN(1000)) - 200)
+					} else {
+						key = []byte("user-" + strconv.Itoa(r.IntN(500)))
+					}
+					tm := rsTimer{Event: r.IntN(2) == 0, TS: gen.Now + int64(r.IntN(5))*1000 - 2000, Key: string(key)}
+					if seen[tm] {
+						continue
+					}
+					seen[tm] = true
+					o := owner(savepoint.KeyGroupOf(key))
+					per[o] = append(per[o], tm)
+					c.Timers[rsTimerID{g.OpA, bk, tm}] = gi
+					if g.N > 1 && r.IntN(6) == 0 {
+						s := other(o)
+						per[s] = append(per[s], tm)
+						c.TimersStale[gi]++
+					}
+				}
+				for i := g.First; i < g.First+g.N; i++ {
+					list := per[i]
+					r.Shuffle(len(list), func(a, b int) { list[a], list[b] = list[b], list[a] })
+					c.TimersIn[gi] += int64(len(list))
+					add(i, savepoint.Row{Op: g.OpA, Key: []byte(bk), Value: rsEncodeTimers(list)})
+				}
+			}
+		}
+
+		// Operator rows, replicated in every file of the group (10.3), with
+		// equal and differing values.
+		var ops []opCopies
+		put := func(op uint64, key []byte, value func(i int) []byte, only func(i int) bool) {
+			oc := opCopies{key: rsKey(op, key), values: map[int][]byte{}}
+			for i := g.First; i < g.First+g.N; i++ {
+				if only != nil && !only(i) {
+					continue
+				}
+				oc.values[i] = value(i)
+				add(i, savepoint.Row{Op: op, Key: key, Value: oc.values[i]})
+			}
+			if len(oc.values) > 0 {
+				ops = append(ops, oc)
+			}
+		}
+		mode := func() (func(i int) []byte, func(i int) bool) {
+			switch r.IntN(4) {
+			case 0: // equal everywhere
+				v := rsI64(r.Int64N(1 << 40))
+				return func(int) []byte { return v }, nil
+			case 1: // present in some files only
+				vs, in := map[int][]byte{}, map[int]bool{}
+				for i := g.First; i < g.First+g.N; i++ {
+					vs[i], in[i] = rsI64(r.Int64N(1<<40)-(1<<39)), r.IntN(2) == 0
+				}
+				return func(i int) []byte { return vs[i] }, func(i int) bool { return in[i] }
+			default: // differing, negative ones included
+				vs := map[int][]byte{}
+				for i := g.First; i < g.First+g.N; i++ {
+					vs[i] = rsI64(r.Int64N(1<<40) - (1 << 39))
+				}
+				return func(i int) []byte { return vs[i] }, nil
+			}
+		}
+		for p := 0; p < 1+r.IntN(3); p++ {
+			v, only := mode()
+			put(g.Src, []byte("\xff__kafka_off__:"+strconv.Itoa(p)), v, only)
+		}
+		v, only := mode()
+		put(g.Src, []byte("\xff__file_source_offset__"), v, only)
+		wm := map[int][]byte{}
+		equalWM := r.IntN(3) == 0
+		w0 := rsBytes(r, 9)
+		for i := g.First; i < g.First+g.N; i++ {
+			wm[i] = rsBytes(r, 9)
+			if equalWM {
+				wm[i] = w0
+			}
+		}
+		put(g.OpA, []byte("\xffwinrow.wm"), func(i int) []byte { return wm[i] }, nil)
+		bc := []byte(`{"threshold":6}`)
+		put(g.OpB, []byte("\xffrules|"), func(int) []byte { return bc }, nil)
+		for i := g.First; i < g.First+g.N; i++ {
+			put(g.Src, []byte(fmt.Sprintf("\xff_xo_pending_sub%d_15", i)), func(int) []byte { return []byte("txn-" + strconv.Itoa(i)) }, func(j int) bool { return j == i })
+		}
+		mixed := map[int][]byte{}
+		for i := g.First; i < g.First+g.N; i++ {
+			mixed[i] = rsI64(r.Int64N(1000) - 500)
+			if r.IntN(3) == 0 {
+				mixed[i] = rsBytes(r, 1+r.IntN(12))
+			}
+		}
+		put(g.OpA, []byte("\xffmixed"), func(i int) []byte { return mixed[i] }, nil)
+		hi := map[int][]byte{}
+		for i := g.First; i < g.First+g.N; i++ {
+			hi[i] = rsI64(r.Int64N(100))
+		}
+		put(g.OpB, []byte("\x80hi"), func(i int) []byte { return hi[i] }, nil)
+		groupOps[gi] = ops
+	}
+
+	// Frozen copies of the other group's operator rows, its timer blobs
+	// included (10.3): the values as the copy of one of its subtasks.
+	if nGroups == 2 && !sparse {
+		for gi, g := range c.Groups {
+			h := c.Groups[1-gi]
+			var hOps []opCopies
+			hOps = append(hOps, groupOps[1-gi]...)
+			blobs := map[string]map[int][]byte{}
+			for i := h.First; i < h.First+h.N; i++ {
+				for _, row := range c.Files[i] {
+					if row.Op == h.OpA && bytes.HasPrefix(row.Key, []byte(rsTimerBlobKey)) {
+						k := rsKey(row.Op, row.Key)
+						if blobs[k] == nil {
+							blobs[k] = map[int][]byte{}
+						}
+						blobs[k][i] = row.Value
+					}
+				}
+			}
+			for k, vs := range blobs {
+				hOps = append(hOps, opCopies{key: k, values: vs})
+			}
+			slices.SortFunc(hOps, func(a, b opCopies) int { return strings.Compare(a.key, b.key) })
+			for _, oc := range hOps {
+				var from []int
+				for i := range oc.values {
+					from = append(from, i)
+				}
+				slices.Sort(from)
+				op, key := rsSplitKey(oc.key)
+				for i := g.First; i < g.First+g.N; i++ {
+					if r.IntN(10) == 0 {
+						continue
+					}
+					c.Files[i] = append(c.Files[i], savepoint.Row{Op: op, Key: key, Value: oc.values[from[r.IntN(len(from))]]})
+				}
+			}
+		}
+	}
+	// Shuffle each file: clink writes hash-map order. (Files in subtask
+	// order, so that a seed always gives the same tree.)
+	for i := 0; i < first; i++ {
+		rows := c.Files[i]
+		r.Shuffle(len(rows), func(a, b int) { rows[a], rows[b] = rows[b], rows[a] })
+	}
+	for _, g := range c.Groups {
+		if err := c.VM.Set(savepoint.VersionEntry{Op: g.OpA, StateType: "Agg", Version: 2, Slot: "agg"}); err != nil {
+			panic(err)
+		}
+	}
+	return c
+}
+
+// rsWriteTree writes files as a file-backend tree (generation 1, checkpoint
+// 17, job 42, every file stamped with vm).
+func rsWriteTree(t testing.TB, dir string, files map[int][]savepoint.Row, vm savepoint.VersionMap) string {
+	t.Helper()
+	tw, err := savepoint.CreateTree(dir, savepoint.TreeOptions{Generation: 1, Checkpoint: 17})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Abort()
+	md := savepoint.CanonicalMetadata(nil, vm)
+	subs := make([]int, 0, len(files))
+	for s := range files {
+		subs = append(subs, s)
+	}
+	slices.Sort(subs)
+	for _, s := range subs {
+		if _, err := tw.WriteSubtask(s, md, files[s], savepoint.CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("42", nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// rsTempDir is a fresh directory removed at the end of the test, on a tmpfs
+// when the machine has one (sptool fsyncs every file it writes, which on a
+// disk makes the random cases slow), else t.TempDir().
+func rsTempDir(t testing.TB) string {
+	t.Helper()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "sptool-rescale-test-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		}
+	}
+	return t.TempDir()
+}
+
+func rsOpen(t testing.TB, path string, groups []savepoint.Group) *savepoint.Savepoint {
+	t.Helper()
+	sp, err := savepoint.Open(path, savepoint.OpenOptions{RequireValid: true, Groups: groups})
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	return sp
+}
+
+func rsRules(t testing.TB, src string) *rules.Set {
+	t.Helper()
+	set, err := rules.Parse("rescale.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("rules: %v\n%s", err, src)
+	}
+	return set
+}
+
+// rsRuleFor is the rescale rule of a layout: the single form for one group,
+// the groups form otherwise.
+func rsRuleFor(groups []rsGroup) string {
+	if len(groups) == 1 {
+		return fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d}\n", groups[0].M)
+	}
+	var b strings.Builder
+	b.WriteString("version: 1\nrules:\n  - rescale:\n      groups:\n")
+	for _, g := range groups {
+		fmt.Fprintf(&b, "        - {subtasks: \"%d-%d\", parallelism: %d}\n", g.First, g.First+g.N-1, g.M)
+	}
+	return b.String()
+}
+
+// rsFold merges copies of one operator-state key as clink's restore does when
+// several parts hold it (format 6.3, the pairwise rule applied in old subtask
+// order): both values 8 bytes, the greater signed int64 (the earlier on a
+// tie); otherwise the later one. It returns the value and the subtask it
+// came from.
+func rsFold(copies map[int][]byte) ([]byte, int) {
+	subs := make([]int, 0, len(copies))
+	for s := range copies {
+		subs = append(subs, s)
+	}
+	slices.Sort(subs)
+	best := subs[0]
+	for _, s := range subs[1:] {
+		a, b := copies[best], copies[s]
+		if len(a) == 8 && len(b) == 8 && rsLE(a) >= rsLE(b) {
+			continue
+		}
+		best = s
+	}
+	return copies[best], best
+}
+
+// ---------------------------------------------------------------------------
+// The property test.
+
+// TestRescaleProperty rescales random trees N -> M and checks, against the
+// generator's truth and a simulated clink restore:
+//   - the output has one file per new subtask, each keyed row in the file of
+//     the subtask owning its key group at M, the union of keyed rows equal
+//     to the input's authoritative rows (each exactly once), the operator
+//     rows of every old file merged with clink's rule into every new file;
+//   - each new timer blob holds exactly the timers of its range, every
+//     authoritative timer survives exactly once, in its domain;
+//   - a simulated restore at M (own file filtered by range, operator rows
+//     unioned from the others with own wins, keyed rows never from others)
+//     restores every keyed row and timer of the input, and what a simulated
+//     restore of the input at N restores;
+//   - the report's accounting holds and lists every merge between differing
+//     values; validate at M finds no error.
+func TestRescaleProperty(t *testing.T) {
+	cases := 60
+	if testing.Short() {
+		cases = 40
+	}
+	start := time.Now()
+	dir := rsTempDir(t)
+	seen := map[string]int{} // what the cases covered
+	if a, b := rsGenerate(7), rsGenerate(7); fmt.Sprint(a.Files) != fmt.Sprint(b.Files) {
+		t.Fatal("rsGenerate is not deterministic: a failing seed could not be replayed")
+	}
+	for i := 0; i < cases; i++ {
+		c := rsGenerate(uint64(i + 1))
+		rsCoverage(c, seen)
+		t.Run(c.String(), func(t *testing.T) {
+			in := rsWriteTree(t, filepath.Join(dir, fmt.Sprintf("in-%d", i)), c.Files, c.VM)
+			out := filepath.Join(dir, fmt.Sprintf("out-%d", i))
+			sp := rsOpen(t, in, c.layoutOld())
+			rsCheckInputTruth(t, c, sp)
+			// Every other case runs on the input opened as the command line
+			// opens it (columnar, memory-mapped).
+			run := sp
+			if c.Seed%2 == 1 {
+				var err error
+				if run, err = savepoint.Open(in, savepoint.OpenOptions{RequireValid: true, Groups: c.layoutOld(), Columnar: true}); err != nil {
+					t.Fatal(err)
+				}
+				defer run.Close()
+			}
+			rep, err := transform.Run(context.Background(), run, rsRules(t, rsRuleFor(c.Groups)), transform.Options{Out: out})
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			rsCheckCase(t, c, sp, rep, out)
+		})
+		if t.Failed() {
+			break
+		}
+	}
+	t.Logf("%d cases in %v; covered %v", cases, time.Since(start).Round(time.Millisecond), seen)
+	if !t.Failed() && !testing.Short() {
+		for _, what := range []string{"M=1", "M>N", "M<N", "M prime", "M=128", "M>128", "two groups", "unchanged group", "zero-row file",
+			"stale keyed copy", "legacy raw key", "stale timer", "chained timer blob", "mixed-size operator values", "string keys", "int64 keys", "composite keys"} {
+			if seen[what] == 0 {
+				t.Errorf("no random case covered %s", what)
+			}
+		}
+	}
+}
+
+// rsCoverage records what a generated case holds.
+func rsCoverage(c *rsCase, seen map[string]int) {
+	if len(c.Groups) > 1 {
+		seen["two groups"]++
+	}
+	for gi, g := range c.Groups {
+		switch {
+		case g.M == g.N:
+			seen["unchanged group"]++
+		case g.M > g.N:
+			seen["M>N"]++
+		default:
+			seen["M<N"]++
+		}
+		switch {
+		case g.M == 1:
+			seen["M=1"]++
+		case g.M == 128:
+			seen["M=128"]++
+		case g.M > 128:
+			seen["M>128"]++
+		}
+		if slices.Contains([]int{2, 3, 5, 7, 11, 13, 17, 31, 37, 127, 131}, g.M) {
+			seen["M prime"]++
+		}
+		if c.Stale[gi] > 0 {
+			seen["stale keyed copy"]++
+		}
+		if c.TimersStale[gi] > 0 {
+			seen["stale timer"]++
+		}
+	}
+	for _, rows := range c.Files {
+		if len(rows) == 0 {
+			seen["zero-row file"]++
+		}
+		for _, r := range rows {
+			k := savepoint.ParseKey(r.Key)
+			switch {
+			case len(r.Key) > 0 && r.Key[0] == '_':
+				seen["legacy raw key"]++
+			case string(r.Key) == rsTimerBlobKey+"1":
+				seen["chained timer blob"]++
+			case k.Kind == savepoint.KindKeyed && bytes.Contains(k.UserKey, []byte{0x1f}):
+				seen["composite keys"]++
+			case k.Kind == savepoint.KindKeyed && len(k.UserKey) == 8 && string(k.Slot) != "zähler·計数":
+				seen["int64 keys"]++
+			case k.Kind == savepoint.KindKeyed:
+				seen["string keys"]++
+			}
+		}
+	}
+	for _, g := range c.Groups {
+		sizes := map[int]bool{}
+		for i := g.First; i < g.First+g.N; i++ {
+			for _, r := range c.Files[i] {
+				if r.Op == g.OpA && string(r.Key) == "\xffmixed" {
+					sizes[len(r.Value)] = true
+				}
+			}
+		}
+		if sizes[8] && len(sizes) > 1 {
+			seen["mixed-size operator values"]++
+		}
+	}
+}
+
+// rsCheckInputTruth checks the generator against a simulated restore of the
+// input at its own layout: what it restores is the authoritative truth.
+func rsCheckInputTruth(t *testing.T, c *rsCase, sp *savepoint.Savepoint) {
+	t.Helper()
+	got := map[string][]byte{}
+	timers := map[rsTimerID]int{}
+	for _, res := range rsRestore(sp, c.layoutOld(), true, true) {
+		for k, v := range res.Keyed {
+			got[k] = v
+		}
+		gi := rsGroupOf(c.layoutOld(), res.Subtask)
+		if op := c.TimerOps[gi]; op != 0 {
+			for id, n := range rsRestoredTimers(t, res, op) {
+				timers[id] += n
+			}
+		}
+	}
+	rsSameKeyed(t, "restore of the input at its own layout vs the generator's truth", got, c.Keyed)
+	rsSameTimers(t, "timers restored from the input", timers, c.Timers)
+}
+
+func rsGroupOf(layout []savepoint.Group, i int) int {
+	for gi, g := range layout {
+		if g.Contains(i) {
+			return gi
+		}
+	}
+	return -1
+}
+
+func rsSameKeyed(t *testing.T, what string, got map[string][]byte, want map[string]rsAuth) {
+	t.Helper()
+	var bad []string
+	for k, a := range want {
+		v, ok := got[k]
+		switch {
+		case !ok:
+			bad = append(bad, "missing "+rsShow(k))
+		case !bytes.Equal(v, a.Row.Value):
+			bad = append(bad, fmt.Sprintf("%s = %x, want %x", rsShow(k), v, a.Row.Value))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			bad = append(bad, "unexpected "+rsShow(k))
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		t.Errorf("%s: %d differences:\n  %s", what, len(bad), strings.Join(bad[:min(len(bad), 20)], "\n  "))
+	}
+}
+
+func rsSameTimers(t *testing.T, what string, got map[rsTimerID]int, want map[rsTimerID]int) {
+	t.Helper()
+	var bad []string
+	for id := range want {
+		if got[id] != 1 {
+			bad = append(bad, fmt.Sprintf("op %d blob %q %s: %d times, want once", id.Op, id.Blob, id.rsTimer, got[id]))
+		}
+	}
+	for id, n := range got {
+		if _, ok := want[id]; !ok {
+			bad = append(bad, fmt.Sprintf("unexpected op %d blob %q %s (%d times)", id.Op, id.Blob, id.rsTimer, n))
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		t.Errorf("%s: %d differences:\n  %s", what, len(bad), strings.Join(bad[:min(len(bad), 20)], "\n  "))
+	}
+}
+
+func rsCheckCase(t *testing.T, c *rsCase, sp *savepoint.Savepoint, rep *transform.Report, out string) {
+	t.Helper()
+	newLayout := c.layoutNew()
+	outSP := rsOpen(t, out, newLayout)
+
+	// One file per new subtask, 0 .. sum(M)-1, listed by the marker.
+	total := 0
+	for _, g := range c.Groups {
+		total += g.M
+	}
+	if len(outSP.Files) != total {
+		t.Fatalf("output has %d files, want %d", len(outSP.Files), total)
+	}
+	for i, f := range outSP.Files {
+		if f.Subtask != i {
+			t.Fatalf("output file %d is subtask %d", i, f.Subtask)
+		}
+	}
+	if outSP.Completed == nil || len(outSP.Completed.Subtasks) != total || outSP.Generation != 1 || outSP.Checkpoint != 17 {
+		t.Errorf("output marker %+v, generation %d, checkpoint %d", outSP.Completed, outSP.Generation, outSP.Checkpoint)
+	}
+
+	// Per group: a copied group is the input byte for byte; a rescaled group
+	// holds exactly its keyed rows, by owner at M, and the merged operator
+	// rows in every file.
+	var wantRowsOut int64
+	for gi, g := range c.Groups {
+		if g.M == g.N {
+			for k := 0; k < g.N; k++ {
+				a, b := sp.File(g.First+k), outSP.File(g.NewFirst+k)
+				if a.CRC32C != b.CRC32C || a.Size != b.Size {
+					t.Errorf("group %d kept its parallelism: subtask %d -> %d is not a byte copy", gi, g.First+k, g.NewFirst+k)
+				}
+				wantRowsOut += int64(len(a.Snapshot.Rows))
+			}
+			continue
+		}
+		rsCheckGroupFiles(t, c, gi, sp, outSP)
+		for k := 0; k < g.M; k++ {
+			wantRowsOut += int64(len(outSP.File(g.NewFirst + k).Snapshot.Rows))
+		}
+	}
+
+	// The simulated restore at M: every keyed row and timer of the input,
+	// each restored by exactly one subtask; unfiltered (chained) restores
+	// see the same keyed rows, since no file holds rows outside its range
+	// (copied groups aside, which keep their stale copies).
+	restored := map[string][]byte{}
+	timers := map[rsTimerID]int{}
+	narrow := rsRestore(outSP, newLayout, true, true)
+	wide := rsRestore(outSP, newLayout, false, true)
+	allOpKeys := map[string]bool{}
+	for _, f := range sp.Files {
+		for _, r := range f.Snapshot.Rows {
+			if rsIsOperator(r.Key) {
+				allOpKeys[rsKey(r.Op, r.Key)] = true
+			}
+		}
+	}
+	for i := 0; i < total; i++ {
+		res := narrow[i]
+		gi := rsGroupOf(newLayout, i)
+		if !res.HasFile {
+			t.Errorf("new subtask %d has no file: clink refuses to restore it", i)
+		}
+		for k, v := range res.Keyed {
+			if _, dup := restored[k]; dup {
+				t.Errorf("%s restored by two subtasks", rsShow(k))
+			}
+			restored[k] = v
+		}
+		if g := c.Groups[gi]; g.M != g.N && (res.Dropped != 0 || len(wide[i].Keyed) != len(res.Keyed)) {
+			t.Errorf("new subtask %d: %d rows outside its range %s", i, res.Dropped, res.Range)
+		}
+		if op := c.TimerOps[gi]; op != 0 {
+			for id, n := range rsRestoredTimers(t, res, op) {
+				timers[id] += n
+			}
+		}
+		// Every subtask restores every operator key of the tree.
+		for k := range allOpKeys {
+			if _, ok := res.Oper[k]; !ok {
+				t.Errorf("new subtask %d does not restore %s", i, rsShow(k))
+			}
+		}
+	}
+	rsSameKeyed(t, "keyed rows restored at the new layout", restored, c.Keyed)
+	rsSameTimers(t, "timers restored at the new layout", timers, c.Timers)
+
+	// Validate: no errors, and at M every group is where it must be.
+	vopts := savepoint.ValidateOptions{}
+	if len(c.Groups) == 1 {
+		vopts.Parallelism = c.Groups[0].M
+	}
+	if vr := savepoint.Validate(outSP, vopts); vr.Errors() > 0 {
+		var b strings.Builder
+		_ = vr.WriteText(&b)
+		t.Errorf("validate of the output: %d errors\n%s", vr.Errors(), b.String())
+	}
+
+	// The report.
+	rsCheckReport(t, c, sp, rep, wantRowsOut)
+}
+
+// rsCheckGroupFiles checks the files of a rescaled group against the truth.
+func rsCheckGroupFiles(t *testing.T, c *rsCase, gi int, sp, outSP *savepoint.Savepoint) {
+	t.Helper()
+	g := c.Groups[gi]
+	// Expected operator rows: every (op, key) held by an old file of the
+	// group, merged with clink's rule; the group's own timer blobs aside.
+	copies := map[string]map[int][]byte{}
+	for i := g.First; i < g.First+g.N; i++ {
+		for _, r := range sp.File(i).Snapshot.Rows {
+			if rsIsFiltered(r.Key) {
+				continue
+			}
+			k := rsKey(r.Op, r.Key)
+			if copies[k] == nil {
+				copies[k] = map[int][]byte{}
+			}
+			copies[k][i] = r.Value
+		}
+	}
+	keyedSeen := map[string]bool{}
+	for j := g.NewFirst; j < g.NewFirst+g.M; j++ {
+		f := outSP.File(j)
+		rng := g.new().Range(j)
+		ops := map[string][]byte{}
+		for _, r := range f.Snapshot.Rows {
+			k := rsKey(r.Op, r.Key)
+			if rsIsFiltered(r.Key) {
+				kg := int(r.Key[0])
+				if !rng.Contains(kg) {
+					t.Errorf("new subtask %d holds %s of key group %d outside its range %s", j, rsShow(k), kg, rng)
+				}
+				a, ok := c.Keyed[k]
+				switch {
+				case !ok || a.Group != gi:
+					t.Errorf("new subtask %d holds %s, which is no authoritative row of group %d", j, rsShow(k), gi)
+				case !bytes.Equal(a.Row.Value, r.Value):
+					t.Errorf("new subtask %d holds %s = %x, want the owner's copy %x", j, rsShow(k), r.Value, a.Row.Value)
+				}
+				if keyedSeen[k] {
+					t.Errorf("%s written twice", rsShow(k))
+				}
+				keyedSeen[k] = true
+				continue
+			}
+			if _, dup := ops[k]; dup {
+				t.Errorf("new subtask %d holds %s twice", j, rsShow(k))
+			}
+			ops[k] = r.Value
+		}
+		for k, cs := range copies {
+			v, ok := ops[k]
+			if !ok {
+				t.Errorf("new subtask %d lacks %s", j, rsShow(k))
+				continue
+			}
+			op, key := rsSplitKey(k)
+			if op == c.TimerOps[gi] && bytes.HasPrefix(key, []byte(rsTimerBlobKey)) {
+				ts, err := rsParseTimers(v)
+				if err != nil {
+					t.Errorf("new subtask %d: timer blob %s: %v", j, rsShow(k), err)
+					continue
+				}
+				for _, tm := range ts {
+					if kg := savepoint.KeyGroupOf([]byte(tm.Key)); !rng.Contains(kg) {
+						t.Errorf("new subtask %d: timer blob %s holds %s outside its range %s", j, rsShow(k), tm, rng)
+					}
+				}
+				continue
+			}
+			if want, _ := rsFold(cs); !bytes.Equal(v, want) {
+				t.Errorf("new subtask %d: %s = %x, want %x (clink's merge of %d copies)", j, rsShow(k), v, want, len(cs))
+			}
+		}
+		if len(ops) != len(copies) {
+			t.Errorf("new subtask %d holds %d operator rows, want %d", j, len(ops), len(copies))
+		}
+		if !f.Snapshot.Versions.Equal(c.VM) {
+			t.Errorf("new subtask %d: version map %q, want %q", j, f.Snapshot.Versions.Pack(), c.VM.Pack())
+		}
+	}
+	for k, a := range c.Keyed {
+		if a.Group == gi && !keyedSeen[k] {
+			t.Errorf("group %d: %s was not written", gi, rsShow(k))
+		}
+	}
+}
+
+// rsCheckReport checks the report's rescale section against the truth.
+func rsCheckReport(t *testing.T, c *rsCase, sp *savepoint.Savepoint, rep *transform.Report, rowsOut int64) {
+	t.Helper()
+	var rowsIn int64
+	for _, f := range sp.Files {
+		rowsIn += int64(len(f.Snapshot.Rows))
+	}
+	rr := rep.Rescale
+	if rr == nil {
+		t.Fatal("no rescale report")
+	}
+	if rep.RowsIn != rowsIn || rep.RowsOut != rowsOut {
+		t.Errorf("report rows %d in / %d out, want %d / %d", rep.RowsIn, rep.RowsOut, rowsIn, rowsOut)
+	}
+	if got := rep.RowsOut + rep.RowsDropped + rep.DuplicatesResolved + rr.StaleCopies + rr.OperatorIn - rr.OperatorOut; got != rep.RowsIn {
+		t.Errorf("accounting: %d out + %d dropped + %d dupes + %d stale + %d operator in - %d operator out = %d, want %d in",
+			rep.RowsOut, rep.RowsDropped, rep.DuplicatesResolved, rr.StaleCopies, rr.OperatorIn, rr.OperatorOut, got, rep.RowsIn)
+	}
+	var keyedIn, stale, keyedOut, opIn, opDistinct, opOut, tIn, tStale, tOut int64
+	wantMerges := map[string]transform.MergeChoice{}
+	for gi, g := range c.Groups {
+		if want := (transform.RescaleGroupReport{OldFirst: g.First, OldParallelism: g.N, NewFirst: g.NewFirst, NewParallelism: g.M, Action: map[bool]string{true: "copy", false: "rescale"}[g.M == g.N]}); gi >= len(rr.Groups) || rr.Groups[gi] != want {
+			t.Errorf("report group %d: %+v, want %+v", gi, rr.Groups, want)
+		}
+		if g.M == g.N {
+			continue
+		}
+		copies := map[string]map[int][]byte{}
+		for i := g.First; i < g.First+g.N; i++ {
+			for _, r := range sp.File(i).Snapshot.Rows {
+				if rsIsFiltered(r.Key) {
+					keyedIn++
+					continue
+				}
+				opIn++
+				k := rsKey(r.Op, r.Key)
+				if copies[k] == nil {
+					copies[k] = map[int][]byte{}
+				}
+				copies[k][i] = r.Value
+			}
+		}
+		stale += c.Stale[gi]
+		for _, a := range c.Keyed {
+			if a.Group == gi {
+				keyedOut++
+			}
+		}
+		opDistinct += int64(len(copies))
+		opOut += int64(len(copies) * g.M)
+		tIn += c.TimersIn[gi]
+		tStale += c.TimersStale[gi]
+		for _, tg := range c.Timers {
+			if tg == gi {
+				tOut++
+			}
+		}
+		for k, cs := range copies {
+			op, key := rsSplitKey(k)
+			if op == c.TimerOps[gi] && bytes.HasPrefix(key, []byte(rsTimerBlobKey)) {
+				continue
+			}
+			distinct := map[string]bool{}
+			for _, v := range cs {
+				distinct[string(v)] = true
+			}
+			if len(distinct) > 1 {
+				_, from := rsFold(cs)
+				wantMerges[fmt.Sprintf("%d %d %s", gi, op, savepoint.RenderKey(key))] = transform.MergeChoice{Op: op, Key: savepoint.RenderKey(key), Values: len(distinct), FromOld: from}
+			}
+		}
+	}
+	got := [][2]int64{{rr.KeyedIn, keyedIn}, {rr.StaleCopies, stale}, {rr.KeyedOut, keyedOut}, {rr.OperatorIn, opIn}, {rr.OperatorDistinct, opDistinct}, {rr.OperatorOut, opOut}, {rr.TimersIn, tIn}, {rr.TimersStale, tStale}, {rr.TimersOut, tOut}}
+	names := []string{"keyed in", "stale copies", "keyed out", "operator in", "operator distinct", "operator out", "timers in", "timers stale", "timers out"}
+	for i, p := range got {
+		if p[0] != p[1] {
+			t.Errorf("report: %s = %d, want %d", names[i], p[0], p[1])
+		}
+	}
+	gotMerges := map[string]transform.MergeChoice{}
+	for _, m := range rr.Merges {
+		k := fmt.Sprintf("%d %d %s", rsGroupOf(c.layoutOld(), m.FromOld), m.Op, m.Key)
+		if _, dup := gotMerges[k]; dup {
+			t.Errorf("report lists the merge of %s twice", k)
+		}
+		gotMerges[k] = m
+	}
+	for k, w := range wantMerges {
+		m, ok := gotMerges[k]
+		if !ok {
+			t.Errorf("report lists no merge of %s (%d different values)", k, w.Values)
+			continue
+		}
+		if m.Values != w.Values || m.FromOld != w.FromOld {
+			t.Errorf("merge of %s: %d values from old subtask %d (%s), want %d values from old subtask %d", k, m.Values, m.FromOld, m.Rule, w.Values, w.FromOld)
+		}
+	}
+	for k := range gotMerges {
+		if _, ok := wantMerges[k]; !ok {
+			t.Errorf("report lists a merge of %s, whose copies are equal", k)
+		}
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range rr.Merges {
+		if line := fmt.Sprintf("merged op %d key %s: %d values", m.Op, m.Key, m.Values); !strings.Contains(text.String(), line) {
+			t.Errorf("text report lacks %q", line)
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Fixtures from the independent writer.
+
+// rsTruthEntry is one entry of a testdata/independent/<tree>.truth.json.
+type rsTruthEntry struct {
+	Subtask       int    `json:"subtask"`
+	Op            string `json:"op_id"`
+	Kind          string `json:"kind"`
+	KeyHex        string `json:"key_hex"`
+	ValueHex      string `json:"value_hex"`
+	Origin        string `json:"origin"`
+	Duplicate     bool   `json:"duplicate"`
+	Authoritative bool   `json:"authoritative"`
+}
+
+// rsTruthKeyed returns the authoritative keyed and raw rows of a truth file
+// (the copy restore keeps), by op+key, with the subtask holding it.
+func rsTruthKeyed(t *testing.T, name string) (map[string]rsAuth, []rsTruthEntry) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "independent", name+".truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var truth struct {
+		Entries []rsTruthEntry `json:"entries"`
+	}
+	if err := json.Unmarshal(b, &truth); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]rsAuth{}
+	for _, e := range truth.Entries {
+		if e.Kind == "operator" || (e.Duplicate && !e.Authoritative) {
+			continue
+		}
+		op, err := strconv.ParseUint(e.Op, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err1 := hex.DecodeString(e.KeyHex)
+		val, err2 := hex.DecodeString(e.ValueHex)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		out[rsKey(op, key)] = rsAuth{Group: e.Subtask, Row: savepoint.Row{Op: op, Key: key, Value: val}}
+	}
+	return out, truth.Entries
+}
+
+// rsFixture is the path of a testdata tree.
+func rsFixture(parts ...string) string {
+	return filepath.Join(append([]string{"..", "testdata"}, parts...)...)
+}
+
+// rsRun applies a rule file to in and writes out.
+func rsRun(t *testing.T, sp *savepoint.Savepoint, src, out string) *transform.Report {
+	t.Helper()
+	rep, err := transform.Run(context.Background(), sp, rsRules(t, src), transform.Options{Out: out})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return rep
+}
+
+// rsKeyedOf returns the key-group-filtered rows of every file of sp, by
+// op+key, failing on a row held twice.
+func rsKeyedOf(t *testing.T, sp *savepoint.Savepoint) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, f := range sp.Files {
+		for _, r := range f.Snapshot.Rows {
+			if rsIsFiltered(r.Key) {
+				k := rsKey(r.Op, r.Key)
+				if _, dup := out[k]; dup {
+					t.Errorf("%s held twice in the output", rsShow(k))
+				}
+				out[k] = r.Value
+			}
+		}
+	}
+	return out
+}
+
+// rsCheckPlacement fails unless every key-group-filtered row of sp lies in
+// the file of the subtask owning its key group within its group of layout.
+func rsCheckPlacement(t *testing.T, sp *savepoint.Savepoint, layout []savepoint.Group) {
+	t.Helper()
+	for _, f := range sp.Files {
+		gi := rsGroupOf(layout, f.Subtask)
+		if gi < 0 {
+			t.Errorf("subtask %d is in no group of %s", f.Subtask, savepoint.FormatGroups(layout))
+			continue
+		}
+		for _, r := range f.Snapshot.Rows {
+			if rsIsFiltered(r.Key) && layout[gi].Owner(int(r.Key[0])) != f.Subtask {
+				t.Errorf("subtask %d holds %s of key group %d, owned by subtask %d", f.Subtask, rsShow(rsKey(r.Op, r.Key)), r.Key[0], layout[gi].Owner(int(r.Key[0])))
+			}
+		}
+	}
+}
+
+// rsAuthOf returns the authoritative copies of the key-group-filtered rows
+// of sp at layout (the owner's), and the number of other copies.
+func rsAuthOf(sp *savepoint.Savepoint, layout []savepoint.Group) (map[string]rsAuth, int) {
+	out := map[string]rsAuth{}
+	stale := 0
+	for _, f := range sp.Files {
+		gi := rsGroupOf(layout, f.Subtask)
+		for _, r := range f.Snapshot.Rows {
+			if !rsIsFiltered(r.Key) {
+				continue
+			}
+			if layout[gi].Owner(int(r.Key[0])) != f.Subtask {
+				stale++
+				continue
+			}
+			out[rsKey(r.Op, r.Key)] = rsAuth{Group: gi, Row: r}
+		}
+	}
+	return out, stale
+}
+
+// rsTimersOf returns the timers of op's blobs in the files of sp in group g
+// that lie in each file's own range (the authoritative ones), and how many
+// others there are.
+func rsTimersOf(t *testing.T, sp *savepoint.Savepoint, g savepoint.Group, op uint64) (map[rsTimerID]int, int) {
+	t.Helper()
+	out := map[rsTimerID]int{}
+	stale := 0
+	for i := g.First; i < g.First+g.Count; i++ {
+		for _, r := range sp.File(i).Snapshot.Rows {
+			if r.Op != op || !bytes.HasPrefix(r.Key, []byte(rsTimerBlobKey)) {
+				continue
+			}
+			ts, err := rsParseTimers(r.Value)
+			if err != nil {
+				t.Fatalf("subtask %d: %v", i, err)
+			}
+			for _, tm := range ts {
+				if g.Owner(savepoint.KeyGroupOf([]byte(tm.Key))) == i {
+					out[rsTimerID{op, string(r.Key), tm}]++
+				} else {
+					stale++
+				}
+			}
+		}
+	}
+	return out, stale
+}
+
+func rsValueIn(sp *savepoint.Savepoint, subtask int, op uint64, key string) ([]byte, bool) {
+	for _, r := range sp.File(subtask).Snapshot.Rows {
+		if r.Op == op && string(r.Key) == key {
+			return r.Value, true
+		}
+	}
+	return nil, false
+}
+
+// The operators of the independent trees (truth files' "operators").
+const (
+	rsOpSrc  uint64 = 18088258576788386267
+	rsOpAgg  uint64 = 11678514624188656593
+	rsOpProf uint64 = 9978822733527292523
+	rsOpBC   uint64 = 42
+	rsOpSink uint64 = 7
+)
+
+// TestRescaleTwoGroups rescales the independent two-group tree (groups 0-2
+// and 3-4) group by group and checks the block renumbering, the frozen copy
+// of the other group's timer blob, byte copies of unchanged groups, and the
+// errors for group ranges that do not match the tree.
+func TestRescaleTwoGroups(t *testing.T) {
+	in := rsFixture("independent", "two-groups")
+	truth, _ := rsTruthKeyed(t, "two-groups")
+	oldLayout := []savepoint.Group{{First: 0, Count: 3}, {First: 3, Count: 2}}
+	sp := rsOpen(t, in, nil)
+	if got := savepoint.FormatGroups(sp.Groups); got != "0-2,3-4" {
+		t.Fatalf("inferred groups %s, want 0-2,3-4", got)
+	}
+	// The command line opens trees columnar (memory-mapped, no Rows): the
+	// groups must be inferred the same way.
+	if col, err := savepoint.Open(in, savepoint.OpenOptions{RequireValid: true, Columnar: true}); err != nil {
+		t.Fatal(err)
+	} else {
+		if got := savepoint.FormatGroups(col.Groups); got != "0-2,3-4" {
+			t.Errorf("groups inferred from the columnar open: %s, want 0-2,3-4", got)
+		}
+		col.Close()
+	}
+	auth, stale := rsAuthOf(sp, oldLayout)
+	rsSameKeyed(t, "owner copies of the input vs the truth file", func() map[string][]byte {
+		m := map[string][]byte{}
+		for k, a := range auth {
+			m[k] = a.Row.Value
+		}
+		return m
+	}(), truth)
+	groupOf := func(k string) int { return auth[k].Group }
+
+	t.Run("0-2=5,3-4=1", func(t *testing.T) {
+		out := filepath.Join(rsTempDir(t), "out")
+		rep := rsRun(t, sp, "version: 1\nrules:\n  - rescale:\n      groups:\n        - {subtasks: \"0-2\", parallelism: 5}\n        - {subtasks: \"3-4\", parallelism: 1}\n", out)
+		want := []transform.RescaleGroupReport{
+			{OldFirst: 0, OldParallelism: 3, NewFirst: 0, NewParallelism: 5, Action: "rescale"},
+			{OldFirst: 3, OldParallelism: 2, NewFirst: 5, NewParallelism: 1, Action: "rescale"},
+		}
+		if !slices.Equal(rep.Rescale.Groups, want) {
+			t.Errorf("report groups %+v, want %+v", rep.Rescale.Groups, want)
+		}
+		if rep.Rescale.StaleCopies != int64(stale) || rep.Rescale.KeyedOut != int64(len(truth)) {
+			t.Errorf("report: %d keyed written, %d stale; want %d, %d", rep.Rescale.KeyedOut, rep.Rescale.StaleCopies, len(truth), stale)
+		}
+		newLayout := []savepoint.Group{{First: 0, Count: 5}, {First: 5, Count: 1}}
+		outSP := rsOpen(t, out, newLayout)
+		if len(outSP.Files) != 6 || outSP.Files[5].Rel != filepath.Join("v1", "5", "checkpoint-17.snap") {
+			t.Fatalf("output files: %d, last %s", len(outSP.Files), outSP.Files[len(outSP.Files)-1].Rel)
+		}
+		if got := fmt.Sprint(outSP.Completed.Subtasks); got != "[0 1 2 3 4 5]" {
+			t.Errorf("marker lists %s", got)
+		}
+		rsCheckPlacement(t, outSP, newLayout)
+		got := rsKeyedOf(t, outSP)
+		rsSameKeyed(t, "keyed rows of the output vs the truth", got, truth)
+		// The second group's rows all land in v1/5, the first group's in 0-4.
+		for _, f := range outSP.Files {
+			for _, r := range f.Snapshot.Rows {
+				k := rsKey(r.Op, r.Key)
+				if !rsIsFiltered(r.Key) {
+					continue
+				}
+				if wantB := groupOf(k) == 1; wantB != (f.Subtask == 5) {
+					t.Errorf("%s of group %d landed in subtask %d", rsShow(k), groupOf(k), f.Subtask)
+				}
+			}
+		}
+		// Group A's own timer blob (agg) is split by key group over 0-4; the
+		// frozen copy in group B's files is merged as a plain row: subtask
+		// 4's copy (both differ, not 8 bytes: the later), byte for byte.
+		wantTimers, staleTimers := rsTimersOf(t, sp, oldLayout[0], rsOpAgg)
+		if len(wantTimers) == 0 {
+			t.Fatal("the fixture has no timers of agg")
+		}
+		if rep.Rescale.TimersOut != int64(len(wantTimers)) || rep.Rescale.TimersStale != int64(staleTimers) {
+			t.Errorf("report timers: %d out, %d stale; want %d, %d", rep.Rescale.TimersOut, rep.Rescale.TimersStale, len(wantTimers), staleTimers)
+		}
+		gotTimers, outStale := rsTimersOf(t, outSP, newLayout[0], rsOpAgg)
+		if outStale != 0 {
+			t.Errorf("%d timers outside their file's range", outStale)
+		}
+		rsSameTimers(t, "agg's timers after the rescale", gotTimers, wantTimers)
+		frozen3, _ := rsValueIn(sp, 3, rsOpAgg, rsTimerBlobKey)
+		frozen4, _ := rsValueIn(sp, 4, rsOpAgg, rsTimerBlobKey)
+		if bytes.Equal(frozen3, frozen4) {
+			t.Fatal("the fixture's frozen copies are equal; the test needs them to differ")
+		}
+		if v, ok := rsValueIn(outSP, 5, rsOpAgg, rsTimerBlobKey); !ok || !bytes.Equal(v, frozen4) {
+			t.Errorf("v1/5's frozen copy of agg's timer blob = %x, want subtask 4's copy %x unchanged", v, frozen4)
+		}
+		found := false
+		for _, m := range rep.Rescale.Merges {
+			if m.Op == rsOpAgg && m.Key == savepoint.RenderKey([]byte(rsTimerBlobKey)) {
+				found = found || (m.FromOld == 4 && m.Rule == "highest-subtask")
+			}
+		}
+		if !found {
+			t.Errorf("report lists no merge of group B's frozen copies of agg's timer blob: %+v", rep.Rescale.Merges)
+		}
+		// Restore at the new layout.
+		restored := map[string][]byte{}
+		for _, res := range rsRestore(outSP, newLayout, true, true) {
+			for k, v := range res.Keyed {
+				restored[k] = v
+			}
+		}
+		rsSameKeyed(t, "restore of the output", restored, truth)
+		if vr := savepoint.Validate(outSP, savepoint.ValidateOptions{}); vr.Errors() > 0 {
+			var b strings.Builder
+			_ = vr.WriteText(&b)
+			t.Errorf("validate: %s", b.String())
+		}
+	})
+
+	t.Run("unchanged group shifts", func(t *testing.T) {
+		out := filepath.Join(rsTempDir(t), "out")
+		rep := rsRun(t, sp, "version: 1\nrules:\n  - rescale:\n      groups:\n        - {subtasks: \"0-2\", parallelism: 4}\n        - {subtasks: \"3-4\", parallelism: 2}\n", out)
+		if g := rep.Rescale.Groups[1]; g.Action != "copy" || g.NewFirst != 4 {
+			t.Errorf("group 2: %+v, want a copy to 4-5", g)
+		}
+		for old, nw := range map[int]int{3: 4, 4: 5} {
+			for _, suffix := range []string{"", ".meta"} {
+				a, err1 := os.ReadFile(filepath.Join(in, "v1", strconv.Itoa(old), "checkpoint-17.snap"+suffix))
+				b, err2 := os.ReadFile(filepath.Join(out, "v1", strconv.Itoa(nw), "checkpoint-17.snap"+suffix))
+				if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+					t.Errorf("v1/%d/checkpoint-17.snap%s is not a byte copy of v1/%d's (%v, %v)", nw, suffix, old, err1, err2)
+				}
+			}
+		}
+		newLayout := []savepoint.Group{{First: 0, Count: 4}, {First: 4, Count: 2}}
+		outSP := rsOpen(t, out, newLayout)
+		restored := map[string][]byte{}
+		for _, res := range rsRestore(outSP, newLayout, true, true) {
+			for k, v := range res.Keyed {
+				restored[k] = v
+			}
+		}
+		rsSameKeyed(t, "restore of the output", restored, truth)
+	})
+
+	t.Run("unchanged first group", func(t *testing.T) {
+		out := filepath.Join(rsTempDir(t), "out")
+		rep := rsRun(t, sp, "version: 1\nrules:\n  - rescale:\n      groups:\n        - {subtasks: \"0-2\", parallelism: 3}\n        - {subtasks: \"3-4\", parallelism: 1}\n", out)
+		if g := rep.Rescale.Groups[0]; g.Action != "copy" {
+			t.Errorf("group 1: %+v, want a copy", g)
+		}
+		for i := 0; i < 3; i++ {
+			a, _ := os.ReadFile(filepath.Join(in, "v1", strconv.Itoa(i), "checkpoint-17.snap"))
+			b, _ := os.ReadFile(filepath.Join(out, "v1", strconv.Itoa(i), "checkpoint-17.snap"))
+			if len(a) == 0 || !bytes.Equal(a, b) {
+				t.Errorf("v1/%d changed", i)
+			}
+		}
+		outSP := rsOpen(t, out, []savepoint.Group{{First: 0, Count: 3}, {First: 3, Count: 1}})
+		if len(outSP.Files) != 4 {
+			t.Errorf("%d files, want 4", len(outSP.Files))
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		for _, tc := range []struct{ rule, want string }{
+			{"rescale: {parallelism: 4}", "the tree has 2 chain groups (subtasks 0-2,3-4)"},
+			{"rescale: {groups: [{subtasks: \"0-2\", parallelism: 5}, {subtasks: \"4\", parallelism: 1}]}", "rescale group 2 (subtasks 4) does not match the tree: its groups must tile its subtasks 0-4 in order (the tree's inferred chain groups are 0-2,3-4)"},
+			{"rescale: {groups: [{subtasks: \"1-2\", parallelism: 5}, {subtasks: \"3-4\", parallelism: 1}]}", "rescale group 1 (subtasks 1-2) does not match the tree"},
+			{"rescale: {groups: [{subtasks: \"0-2\", parallelism: 5}]}", "rescale groups 0-2 do not cover the tree's subtasks 0-4 (its inferred chain groups are 0-2,3-4)"},
+			{"rescale: {groups: [{subtasks: \"0-2\", parallelism: 5}, {subtasks: \"3-5\", parallelism: 1}]}", "do not cover the tree's subtasks 0-4 (its inferred chain groups are 0-2,3-4)"},
+		} {
+			out := filepath.Join(rsTempDir(t), "out")
+			_, err := transform.Run(context.Background(), sp, rsRules(t, "version: 1\nrules:\n  - "+tc.rule+"\n"), transform.Options{Out: out})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: error %v, want one containing %q", tc.rule, err, tc.want)
+			}
+			if _, err := os.Lstat(out); err == nil {
+				t.Errorf("%s: output written", tc.rule)
+			}
+		}
+		// Groups that tile the subtasks but differ from the inferred ones
+		// are used, with a warning naming both.
+		rep, err := transform.Run(context.Background(), sp, rsRules(t, "version: 1\nrules:\n  - rescale: {groups: [{subtasks: \"0-1\", parallelism: 1}, {subtasks: \"2-4\", parallelism: 1}]}\n"), transform.Options{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(rep.Warnings, func(w string) bool {
+			return strings.Contains(w, "the rescale groups 0-1,2-4 differ from the chain groups inferred from the tree (0-2,3-4)")
+		}) {
+			t.Errorf("no warning about the groups: %q", rep.Warnings)
+		}
+	})
+}
+
+// rsTimerTree builds a tree of two chain groups: group A (subtasks 0-2,
+// operator 1 with keyed rows and a timer blob per subtask: processing- and
+// event-time timers, one key with a timer of the same time in both domains,
+// a stale copy of a timer and a stale timer in non-owners' blobs) and group
+// B (subtasks 3-4, operator 2) whose files hold frozen copies of A's blob.
+func rsTimerTree(t *testing.T, dir string) (map[rsTimerID]int, []byte, []byte) {
+	t.Helper()
+	a := savepoint.Group{First: 0, Count: 3}
+	files := map[int][]savepoint.Row{0: nil, 1: nil, 2: nil, 3: nil, 4: nil}
+	per := map[int][]rsTimer{}
+	want := map[rsTimerID]int{}
+	for i := 0; i < 40; i++ {
+		uk := []byte("user-" + strconv.Itoa(i))
+		key := savepoint.EncodeKeyedKey([]byte("s"), uk)
+		files[a.Owner(int(key[0]))] = append(files[a.Owner(int(key[0]))], savepoint.Row{Op: 1, Key: key, Value: rsI64(int64(i))})
+		var ts []rsTimer
+		switch i % 3 {
+		case 0:
+			ts = []rsTimer{{Event: true, TS: 1000 + int64(i), Key: string(uk)}}
+		case 1:
+			ts = []rsTimer{{Event: false, TS: 2000 + int64(i), Key: string(uk)}}
+		default: // the same time in both domains: two timers
+			ts = []rsTimer{{Event: false, TS: 7, Key: string(uk)}, {Event: true, TS: 7, Key: string(uk)}}
+		}
+		o := a.Owner(savepoint.KeyGroupOf(uk))
+		for _, tm := range ts {
+			per[o] = append(per[o], tm)
+			want[rsTimerID{1, rsTimerBlobKey, tm}] = 0
+		}
+	}
+	// Stale: a copy of user-0's timer and a timer of user-1 nobody owns, in
+	// blobs of subtasks that do not own their key group.
+	for _, uk := range []string{"user-0", "user-1"} {
+		o := a.Owner(savepoint.KeyGroupOf([]byte(uk)))
+		other := (o + 1) % 3
+		per[other] = append(per[other], rsTimer{Event: true, TS: 1000, Key: uk})
+	}
+	for i := 0; i < 3; i++ {
+		files[i] = append(files[i], savepoint.Row{Op: 1, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[i])})
+	}
+	b := savepoint.Group{First: 3, Count: 2}
+	for i := 0; i < 20; i++ {
+		key := savepoint.EncodeKeyedKey([]byte("t"), rsI64(int64(i)))
+		files[b.Owner(int(key[0]))] = append(files[b.Owner(int(key[0]))], savepoint.Row{Op: 2, Key: key, Value: []byte("v")})
+	}
+	frozen3, frozen4 := rsEncodeTimers(per[0]), rsEncodeTimers(per[2])
+	files[3] = append(files[3], savepoint.Row{Op: 1, Key: []byte(rsTimerBlobKey), Value: frozen3})
+	files[4] = append(files[4], savepoint.Row{Op: 1, Key: []byte(rsTimerBlobKey), Value: frozen4})
+	rsWriteTree(t, dir, files, savepoint.VersionMap{})
+	return want, frozen3, frozen4
+}
+
+// TestRescaleTimers checks the timer merge: every timer of every old subtask
+// survives into exactly one new subtask (the one owning kg(timer key) at M),
+// none is duplicated, processing- and event-time timers stay in their
+// domain, stale timers are dropped and counted, and a frozen copy of another
+// group's timer blob is merged as a plain operator row, not split.
+func TestRescaleTimers(t *testing.T) {
+	dir := rsTempDir(t)
+	in := filepath.Join(dir, "in")
+	want, _, frozen4 := rsTimerTree(t, in)
+	for _, m := range []int{1, 2, 5, 7, 64} {
+		t.Run("M="+strconv.Itoa(m), func(t *testing.T) {
+			sp := rsOpen(t, in, nil)
+			if got := savepoint.FormatGroups(sp.Groups); got != "0-2,3-4" {
+				t.Fatalf("groups %s", got)
+			}
+			out := filepath.Join(dir, fmt.Sprintf("out-%d", m))
+			rep := rsRun(t, sp, fmt.Sprintf("version: 1\nrules:\n  - rescale: {groups: [{subtasks: \"0-2\", parallelism: %d}, {subtasks: \"3-4\", parallelism: 1}]}\n", m), out)
+			rr := rep.Rescale
+			if rr.TimersIn != int64(len(want)+2) || rr.TimersOut != int64(len(want)) || rr.TimersStale != 2 {
+				t.Errorf("report timers: %d in, %d out, %d stale; want %d, %d, 2", rr.TimersIn, rr.TimersOut, rr.TimersStale, len(want)+2, len(want))
+			}
+			newA := savepoint.Group{First: 0, Count: m}
+			outSP := rsOpen(t, out, []savepoint.Group{newA, {First: m, Count: 1}})
+			got := map[rsTimerID]int{}
+			for j := 0; j < m; j++ {
+				v, ok := rsValueIn(outSP, j, 1, rsTimerBlobKey)
+				if !ok {
+					t.Errorf("new subtask %d has no timer blob", j)
+					continue
+				}
+				ts, err := rsParseTimers(v)
+				if err != nil {
+					t.Fatalf("new subtask %d: %v", j, err)
+				}
+				for _, tm := range ts {
+					if o := newA.Owner(savepoint.KeyGroupOf([]byte(tm.Key))); o != j {
+						t.Errorf("new subtask %d holds %s, owned by %d", j, tm, o)
+					}
+					got[rsTimerID{1, rsTimerBlobKey, tm}]++
+				}
+			}
+			// rsTimer carries its domain: a processing-time timer that moved
+			// to the event-time list would be missing and unexpected here.
+			rsSameTimers(t, "timers after the rescale", got, want)
+			// The restore at the new layout fires each timer on one subtask.
+			restored := map[rsTimerID]int{}
+			for j, res := range rsRestore(outSP, []savepoint.Group{newA, {First: m, Count: 1}}, true, true) {
+				if j < m {
+					for id, n := range rsRestoredTimers(t, res, 1) {
+						restored[id] += n
+					}
+				}
+			}
+			rsSameTimers(t, "timers restored", restored, want)
+			// Group B's frozen copies: merged (subtask 4's, the later), not split.
+			if v, _ := rsValueIn(outSP, m, 1, rsTimerBlobKey); !bytes.Equal(v, frozen4) {
+				t.Errorf("group B's frozen copy of the timer blob was changed: %x, want %x", v, frozen4)
+			}
+		})
+	}
+}
+
+// TestRescaleTimerOnlyOperator: in a tree of one chain group every operator
+// runs in the group, so the timer blob of an operator without keyed state
+// (a process function that only keeps timers) is split like any other.
+func TestRescaleTimerOnlyOperator(t *testing.T) {
+	dir := rsTempDir(t)
+	g := savepoint.Group{First: 0, Count: 2}
+	files := map[int][]savepoint.Row{}
+	want := map[rsTimerID]int{}
+	per := map[int][]rsTimer{}
+	for i := 0; i < 30; i++ {
+		key := savepoint.EncodeKeyedKey([]byte("s"), rsI64(int64(i)))
+		files[g.Owner(int(key[0]))] = append(files[g.Owner(int(key[0]))], savepoint.Row{Op: 1, Key: key, Value: rsI64(1)})
+		tm := rsTimer{Event: i%2 == 0, TS: int64(i), Key: "k" + strconv.Itoa(i)}
+		o := g.Owner(savepoint.KeyGroupOf([]byte(tm.Key)))
+		per[o] = append(per[o], tm)
+		want[rsTimerID{9, rsTimerBlobKey, tm}] = 0
+	}
+	for i := 0; i < 2; i++ {
+		files[i] = append(files[i], savepoint.Row{Op: 9, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[i])})
+	}
+	in := rsWriteTree(t, filepath.Join(dir, "in"), files, savepoint.VersionMap{})
+	out := filepath.Join(dir, "out")
+	rep := rsRun(t, rsOpen(t, in, nil), "version: 1\nrules:\n  - rescale: {parallelism: 3}\n", out)
+	newG := savepoint.Group{First: 0, Count: 3}
+	restored := map[rsTimerID]int{}
+	for _, res := range rsRestore(rsOpen(t, out, nil), []savepoint.Group{newG}, true, true) {
+		for id, n := range rsRestoredTimers(t, res, 9) {
+			restored[id] += n
+		}
+	}
+	rsSameTimers(t, "timers of the timer-only operator restored at 3", restored, want)
+	if rep.Rescale.TimersOut != int64(len(want)) {
+		t.Errorf("report: %d timers written, want %d", rep.Rescale.TimersOut, len(want))
+	}
+}
+
+// TestRescaleDuplicateRows: a file may hold a row twice (clink's restore
+// keeps the later keyed row, section 1.6); the rescale keeps what restore
+// keeps and its accounting holds.
+func TestRescaleDuplicateRows(t *testing.T) {
+	dir := rsTempDir(t)
+	k := savepoint.EncodeKeyedKey([]byte("s"), []byte("alpha"))
+	g := savepoint.Group{First: 0, Count: 2}
+	o := g.Owner(int(k[0]))
+	files := map[int][]savepoint.Row{0: nil, 1: nil}
+	files[o] = append(files[o], savepoint.Row{Op: 1, Key: k, Value: []byte("first")}, savepoint.Row{Op: 1, Key: k, Value: []byte("second")})
+	k2 := savepoint.EncodeKeyedKey([]byte("s"), []byte("beta"))
+	files[g.Owner(int(k2[0]))] = append(files[g.Owner(int(k2[0]))], savepoint.Row{Op: 1, Key: k2, Value: []byte("b")})
+	off := []byte("\xff__kafka_off__:0")
+	files[0] = append(files[0], savepoint.Row{Op: 2, Key: off, Value: rsI64(9)}, savepoint.Row{Op: 2, Key: off, Value: rsI64(5)})
+	files[1] = append(files[1], savepoint.Row{Op: 2, Key: off, Value: rsI64(7)})
+	// Written as stored (the tree writer would canonicalise the rows).
+	in := filepath.Join(dir, "in")
+	for i, rows := range files {
+		var b bytes.Buffer
+		if err := savepoint.EncodeStreamAsIs(&b, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, nil); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(in, "v1", strconv.Itoa(i), "checkpoint-17.snap")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p+".meta", savepoint.NewSidecar(17, b.Bytes()).Marshal(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "out")
+	rep, err := transform.Run(context.Background(), rsOpen(t, in, nil), rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 3}\n"), transform.Options{Out: out})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	got := rsKeyedOf(t, rsOpen(t, out, nil))
+	if v := got[rsKey(1, k)]; string(v) != "second" {
+		t.Errorf("alpha = %q, want the later copy", v)
+	}
+	for j := 0; j < 3; j++ {
+		if v, _ := rsValueIn(rsOpen(t, out, nil), j, 2, string(off)); rsLE(v) != 9 {
+			t.Errorf("new subtask %d: offset %d, want 9", j, rsLE(v))
+		}
+	}
+	rr := rep.Rescale
+	if rep.RowsIn != 6 || rep.RowsOut != 5 || rep.DuplicatesResolved != 2 || rr.KeyedIn != 2 || rr.OperatorIn != 2 || rr.OperatorOut != 3 {
+		t.Errorf("rows %d in, %d out, %d duplicates resolved; keyed in %d, operator in %d, out %d", rep.RowsIn, rep.RowsOut, rep.DuplicatesResolved, rr.KeyedIn, rr.OperatorIn, rr.OperatorOut)
+	}
+}
+
+// rsExampleAuth returns the bundled example tree opened and its
+// authoritative keyed rows.
+func rsExample(t *testing.T) (*savepoint.Savepoint, map[string]rsAuth) {
+	t.Helper()
+	sp := rsOpen(t, rsFixture("example"), nil)
+	auth, stale := rsAuthOf(sp, sp.Groups)
+	if stale != 0 || len(auth) != 1100 {
+		t.Fatalf("example: %d keyed rows, %d stale; want 1100, 0", len(auth), stale)
+	}
+	return sp, auth
+}
+
+// rsRestoredUnion restores sp at layout and returns the union of keyed rows,
+// failing on a row restored by two subtasks or a subtask without a file.
+func rsRestoredUnion(t *testing.T, sp *savepoint.Savepoint, layout []savepoint.Group, union bool) (map[string][]byte, map[int]*rsRestored) {
+	t.Helper()
+	all := rsRestore(sp, layout, true, union)
+	got := map[string][]byte{}
+	for i, res := range all {
+		if !res.HasFile {
+			t.Errorf("subtask %d has no file", i)
+		}
+		for k, v := range res.Keyed {
+			if _, dup := got[k]; dup {
+				t.Errorf("%s restored twice", rsShow(k))
+			}
+			got[k] = v
+		}
+	}
+	return got, all
+}
+
+// TestRescaleAbove128: at a parallelism above 128 some subtasks have an empty
+// key-group range: allowed with a warning, and every new subtask still gets
+// a file with the operator rows (and an empty timer blob).
+func TestRescaleAbove128(t *testing.T) {
+	sp, auth := rsExample(t)
+	out := filepath.Join(rsTempDir(t), "out")
+	const m = 130
+	rep := rsRun(t, sp, fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d}\n", m), out)
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "above 128") }) {
+		t.Errorf("no warning about the parallelism above 128: %q", rep.Warnings)
+	}
+	outSP := rsOpen(t, out, nil)
+	if len(outSP.Files) != m {
+		t.Fatalf("%d files, want %d", len(outSP.Files), m)
+	}
+	layout := []savepoint.Group{{First: 0, Count: m}}
+	empty := 0
+	for _, f := range outSP.Files {
+		rng := savepoint.KeyGroupRangeForSubtask(f.Subtask, m)
+		var keyed, oper int
+		for _, r := range f.Snapshot.Rows {
+			if rsIsFiltered(r.Key) {
+				keyed++
+			} else {
+				oper++
+			}
+		}
+		if oper != 3 {
+			t.Errorf("subtask %d: %d operator rows, want 3 (two Kafka offsets, the timer blob)", f.Subtask, oper)
+		}
+		if rng.Empty() {
+			empty++
+			if keyed != 0 {
+				t.Errorf("subtask %d has the empty range %s but %d keyed rows", f.Subtask, rng, keyed)
+			}
+			if v, _ := rsValueIn(outSP, f.Subtask, gen.OpAgg, rsTimerBlobKey); len(v) != 8 {
+				t.Errorf("subtask %d: timer blob of %d bytes, want an empty one", f.Subtask, len(v))
+			}
+		}
+	}
+	if empty != m-savepoint.NumKeyGroups {
+		t.Errorf("%d subtasks with an empty range, want %d", empty, m-savepoint.NumKeyGroups)
+	}
+	rsCheckPlacement(t, outSP, layout)
+	got, _ := rsRestoredUnion(t, outSP, layout, true)
+	rsSameKeyed(t, "restore at 130", got, auth)
+	if vr := savepoint.Validate(outSP, savepoint.ValidateOptions{Parallelism: m}); vr.Errors() > 0 {
+		var b strings.Builder
+		_ = vr.WriteText(&b)
+		t.Errorf("validate --parallelism %d: %s", m, b.String())
+	}
+}
+
+// TestRescaleAfterPurge composes purge_keys and rescale in one rule file:
+// the purged keys are gone from every operator and slot (composite keys of
+// the expiring map included), everything else is rescaled.
+func TestRescaleAfterPurge(t *testing.T) {
+	sp, auth := rsExample(t)
+	purged := []string{"user-1", "user-2", "user-30", "user-299"}
+	src := `version: 1
+slots:
+  - {uid: enricher, slot: cart, key: string, composite: true}
+rules:
+  - name: erasure
+    purge_keys: {keys: ["user-1", "user-2", "user-30", "user-299"], codec: string}
+  - rescale: {parallelism: 3}
+`
+	want := map[string]rsAuth{}
+	removed := 0
+	for k, a := range auth {
+		uk := savepoint.ParseKey(a.Row.Key).UserKey
+		hit := false
+		for _, p := range purged {
+			hit = hit || string(uk) == p || (a.Row.Op == gen.OpEnricher && bytes.HasPrefix(uk, []byte(p+"\x1f")))
+		}
+		if hit {
+			removed++
+			continue
+		}
+		want[k] = a
+	}
+	if removed < 8 {
+		t.Fatalf("only %d rows match the purged keys", removed)
+	}
+	out := filepath.Join(rsTempDir(t), "out")
+	rep := rsRun(t, sp, src, out)
+	if rs := rep.PerRule[0]; rs.Dropped != int64(removed) || rs.Purge == nil || rs.Purge.Remaining != 0 || len(rs.Purge.Found) != len(purged) {
+		t.Errorf("purge: %d dropped (want %d), audit %+v", rs.Dropped, removed, rs.Purge)
+	}
+	if rep.Rescale.KeyedIn != int64(len(want)) || rep.Rescale.KeyedOut != int64(len(want)) {
+		t.Errorf("rescale saw %d keyed rows, wrote %d; want %d", rep.Rescale.KeyedIn, rep.Rescale.KeyedOut, len(want))
+	}
+	layout := []savepoint.Group{{First: 0, Count: 3}}
+	outSP := rsOpen(t, out, layout)
+	if len(outSP.Files) != 3 {
+		t.Fatalf("%d files", len(outSP.Files))
+	}
+	rsCheckPlacement(t, outSP, layout)
+	rsSameKeyed(t, "output after purge and rescale", rsKeyedOf(t, outSP), want)
+	got, _ := rsRestoredUnion(t, outSP, layout, true)
+	rsSameKeyed(t, "restore after purge and rescale", got, want)
+}
+
+// TestRescaleChangelogFile rescales a changelog+file tree: the output has the
+// same form (changelog-<id>.snap holding a row_kind 3 handle into the output
+// tree, the state in materializations/mat-<id>.bin, no sidecars) and reads
+// back equal to the input's restorable state.
+func TestRescaleChangelogFile(t *testing.T) {
+	in := rsFixture("independent", "changelog-file")
+	truth, _ := rsTruthKeyed(t, "changelog-file")
+	sp := rsOpen(t, in, nil)
+	if sp.Backend != savepoint.BackendChangelogFile {
+		t.Fatalf("backend %s", sp.Backend)
+	}
+	auth, stale := rsAuthOf(sp, sp.Groups)
+	inKeyed := map[string][]byte{}
+	for k, a := range auth {
+		inKeyed[k] = a.Row.Value
+	}
+	rsSameKeyed(t, "the input's owner copies vs the truth file", inKeyed, truth)
+	// What the input's subtasks restore (this backend unions nothing).
+	inRestored, _ := rsRestoredUnion(t, sp, sp.Groups, false)
+	rsSameKeyed(t, "restore of the input", inRestored, truth)
+	inOps := map[string]map[int][]byte{}
+	for _, f := range sp.Files {
+		for _, r := range f.Snapshot.Rows {
+			if !rsIsFiltered(r.Key) {
+				k := rsKey(r.Op, r.Key)
+				if inOps[k] == nil {
+					inOps[k] = map[int][]byte{}
+				}
+				inOps[k][f.Subtask] = r.Value
+			}
+		}
+	}
+	for _, tc := range []struct {
+		m    int
+		base string
+	}{{3, ""}, {2, "/srv/clink/state/9001"}, {8, ""}} {
+		t.Run(fmt.Sprintf("M=%d", tc.m), func(t *testing.T) {
+			out := filepath.Join(rsTempDir(t), "out")
+			rep, err := transform.Run(context.Background(), sp, rsRules(t, fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d}\n", tc.m)), transform.Options{Out: out, StateBase: tc.base})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Rescale.StaleCopies != int64(stale) {
+				t.Errorf("%d stale copies, want %d", rep.Rescale.StaleCopies, stale)
+			}
+			abs, _ := filepath.Abs(out)
+			base := tc.base
+			if base == "" {
+				base = abs
+			}
+			// The layout on disk.
+			var files []string
+			_ = filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					rel, _ := filepath.Rel(out, p)
+					files = append(files, filepath.ToSlash(rel))
+				}
+				return err
+			})
+			wantFiles := []string{"_jobs/7105/COMPLETED-17"}
+			for i := 0; i < tc.m; i++ {
+				wantFiles = append(wantFiles, fmt.Sprintf("v1/%d/changelog-17.snap", i), fmt.Sprintf("v1/%d/materializations/mat-17.bin", i))
+			}
+			slices.Sort(files)
+			slices.Sort(wantFiles)
+			if !slices.Equal(files, wantFiles) {
+				t.Errorf("output files:\n  %s\nwant:\n  %s", strings.Join(files, "\n  "), strings.Join(wantFiles, "\n  "))
+			}
+			layout := []savepoint.Group{{First: 0, Count: tc.m}}
+			outSP := rsOpen(t, out, layout)
+			if outSP.Backend != savepoint.BackendChangelogFile {
+				t.Errorf("output backend %s", outSP.Backend)
+			}
+			for _, f := range outSP.Files {
+				ci := f.Snapshot.Changelog
+				wantHandle := fmt.Sprintf("%s/v1/%d/materializations/mat-17.bin", base, f.Subtask)
+				if f.Snapshot.Variant != savepoint.Changelog || ci == nil || len(ci.Handles) != 1 || ci.Handles[0] != wantHandle || ci.LogRows != 0 {
+					t.Errorf("subtask %d: variant %s, changelog %+v; want one row_kind 3 handle %s and no log", f.Subtask, f.Snapshot.Variant, ci, wantHandle)
+				}
+				// The materialisation is the canonical stream of the state.
+				b, err := os.ReadFile(filepath.Join(out, "v1", strconv.Itoa(f.Subtask), "materializations", "mat-17.bin"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				mat, err := savepoint.DecodeSnapshot(b, savepoint.ReadOptions{})
+				if err != nil || mat.Variant != savepoint.Canonical {
+					t.Fatalf("subtask %d materialisation: %v", f.Subtask, err)
+				}
+				if !slices.EqualFunc(mat.Rows, f.Snapshot.Rows, func(a, b savepoint.Row) bool { return a.Compare(b) == 0 && bytes.Equal(a.Value, b.Value) }) {
+					t.Errorf("subtask %d: the materialisation's rows differ from the changelog's", f.Subtask)
+				}
+				// Operator rows: the input's, merged, in every file.
+				n := 0
+				for _, r := range f.Snapshot.Rows {
+					if rsIsFiltered(r.Key) {
+						continue
+					}
+					n++
+					k := rsKey(r.Op, r.Key)
+					if bytes.HasPrefix(r.Key, []byte(rsTimerBlobKey)) {
+						continue // split by key group (checked by TestRescaleTimers)
+					}
+					if want, _ := rsFold(inOps[k]); !bytes.Equal(r.Value, want) {
+						t.Errorf("subtask %d: %s = %x, want %x", f.Subtask, rsShow(k), r.Value, want)
+					}
+				}
+				if n != len(inOps) {
+					t.Errorf("subtask %d: %d operator rows, want %d", f.Subtask, n, len(inOps))
+				}
+			}
+			rsCheckPlacement(t, outSP, layout)
+			rsSameKeyed(t, "read back", rsKeyedOf(t, outSP), truth)
+			got, _ := rsRestoredUnion(t, outSP, layout, false)
+			rsSameKeyed(t, "restore of the output", got, truth)
+			if vr := savepoint.Validate(outSP, savepoint.ValidateOptions{Parallelism: tc.m}); vr.Errors() > 0 {
+				var b strings.Builder
+				_ = vr.WriteText(&b)
+				t.Errorf("validate: %s", b.String())
+			}
+		})
+	}
+}
+
+// TestRescaleReport checks the report of a handcrafted rescale: the
+// accounting, and every merge that had to choose between differing values
+// (with clink's rule and the subtask chosen), and only those.
+func TestRescaleReport(t *testing.T) {
+	dir := rsTempDir(t)
+	g := savepoint.Group{First: 0, Count: 3}
+	files := map[int][]savepoint.Row{0: nil, 1: nil, 2: nil}
+	var keyed int
+	for i := 0; i < 60; i++ {
+		key := savepoint.EncodeKeyedKey([]byte("c"), rsI64(int64(i)))
+		files[g.Owner(int(key[0]))] = append(files[g.Owner(int(key[0]))], savepoint.Row{Op: 1, Key: key, Value: rsI64(int64(i))})
+		keyed++
+	}
+	// One stale copy.
+	sk := savepoint.EncodeKeyedKey([]byte("c"), rsI64(0))
+	files[(g.Owner(int(sk[0]))+1)%3] = append(files[(g.Owner(int(sk[0]))+1)%3], savepoint.Row{Op: 1, Key: sk, Value: rsI64(-1)})
+	ops := []struct {
+		key    string
+		values [3][]byte // nil: absent from that subtask
+	}{
+		{"\xff__kafka_off__:0", [3][]byte{rsI64(100), rsI64(700), rsI64(300)}},
+		{"\xff__file_source_offset__", [3][]byte{rsI64(-5), rsI64(10), rsI64(3)}},
+		{"\xffneg", [3][]byte{rsI64(-1), rsI64(1), rsI64(-100)}},
+		{"\xffwinrow.wm", [3][]byte{[]byte("wm-000000"), []byte("wm-000002"), []byte("wm-000001")}},
+		{"\xffmixed", [3][]byte{[]byte("nine-byte"), rsI64(5), rsI64(3)}},
+		{"\xffrules|", [3][]byte{[]byte("{}"), []byte("{}"), []byte("{}")}},
+		{"\xff_xo_pending_sub1_15", [3][]byte{nil, []byte("txn"), nil}},
+		{"\xff__kafka_off__:1", [3][]byte{rsI64(4), nil, rsI64(4)}},
+	}
+	var opRows int
+	for _, o := range ops {
+		for i, v := range o.values {
+			if v != nil {
+				files[i] = append(files[i], savepoint.Row{Op: 2, Key: []byte(o.key), Value: v})
+				opRows++
+			}
+		}
+	}
+	in := rsWriteTree(t, filepath.Join(dir, "in"), files, savepoint.VersionMap{})
+	out := filepath.Join(dir, "out")
+	rep := rsRun(t, rsOpen(t, in, nil), "version: 1\nrules:\n  - rescale: {parallelism: 2}\n", out)
+	rr := rep.Rescale
+	wantMerges := map[string]transform.MergeChoice{
+		"\xff__kafka_off__:0":        {Values: 3, Rule: "greater-int64", FromOld: 1},
+		"\xff__file_source_offset__": {Values: 3, Rule: "greater-int64", FromOld: 1},
+		"\xffneg":                    {Values: 3, Rule: "greater-int64", FromOld: 1},
+		"\xffwinrow.wm":              {Values: 3, Rule: "highest-subtask", FromOld: 2},
+		// clink's pairwise rule in subtask order: 9 bytes, then 5 (not both
+		// 8 bytes: the later), then 3 (both 8 bytes: the greater, 5).
+		"\xffmixed": {Values: 3, Rule: "greater-int64", FromOld: 1},
+	}
+	got := map[string]transform.MergeChoice{}
+	for _, m := range rr.Merges {
+		got[m.Key] = m
+	}
+	for k, w := range wantMerges {
+		m, ok := got[savepoint.RenderKey([]byte(k))]
+		if !ok || m.Op != 2 || m.Values != w.Values || m.Rule != w.Rule || m.FromOld != w.FromOld {
+			t.Errorf("merge of %q: %+v, want %+v", k, m, w)
+		}
+	}
+	if len(rr.Merges) != len(wantMerges) {
+		t.Errorf("%d merges listed, want %d: %+v", len(rr.Merges), len(wantMerges), rr.Merges)
+	}
+	outSP := rsOpen(t, out, nil)
+	for k, want := range map[string][]byte{"\xff__kafka_off__:0": rsI64(700), "\xffneg": rsI64(1), "\xffmixed": rsI64(5), "\xffwinrow.wm": []byte("wm-000001"), "\xff__kafka_off__:1": rsI64(4), "\xff_xo_pending_sub1_15": []byte("txn")} {
+		for j := 0; j < 2; j++ {
+			if v, _ := rsValueIn(outSP, j, 2, k); !bytes.Equal(v, want) {
+				t.Errorf("new subtask %d: %q = %x, want %x", j, k, v, want)
+			}
+		}
+	}
+	// Warnings: the file source offset (furthest position) and the 9-byte
+	// watermark; not the Kafka offsets.
+	var warned []string
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, "op 2 key") {
+			warned = append(warned, w)
+		}
+	}
+	if len(warned) != 3 || !strings.Contains(strings.Join(warned, "\n"), "__file_source_offset__") || !strings.Contains(strings.Join(warned, "\n"), "furthest position") {
+		t.Errorf("merge warnings: %q", warned)
+	}
+	// Accounting.
+	if rep.RowsIn != int64(keyed+1+opRows) || rr.KeyedIn != int64(keyed+1) || rr.KeyedOut != int64(keyed) || rr.StaleCopies != 1 ||
+		rr.OperatorIn != int64(opRows) || rr.OperatorDistinct != int64(len(ops)) || rr.OperatorOut != int64(2*len(ops)) || rep.RowsOut != int64(keyed+2*len(ops)) {
+		t.Errorf("accounting: rows %d in %d out; rescale %+v", rep.RowsIn, rep.RowsOut, rr)
+	}
+	if rep.RowsIn != rep.RowsOut+rep.RowsDropped+rep.DuplicatesResolved+rr.StaleCopies+rr.OperatorIn-rr.OperatorOut {
+		t.Errorf("rows in != out + dropped + duplicates + stale + operator in - operator out")
+	}
+	var before, after int64
+	for _, s := range rep.Slots {
+		before += s.Before
+		after += s.After
+	}
+	if before != rep.RowsIn || after != rep.RowsOut {
+		t.Errorf("slot counts add up to %d / %d, want %d / %d", before, after, rep.RowsIn, rep.RowsOut)
+	}
+	// The text and JSON forms list the merges.
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"rescale: 0-2 (p=3) -> 0-1 (p=2)",
+		fmt.Sprintf("keyed rows: %d in, %d written, 1 stale copies dropped", keyed+1, keyed),
+		`merged op 2 key 0xff+"winrow.wm": 3 values, highest-subtask, from old subtask 2`,
+		`merged op 2 key 0xff+"mixed": 3 values, greater-int64, from old subtask 1`,
+	} {
+		if !strings.Contains(text.String(), line) {
+			t.Errorf("text report lacks %q:\n%s", line, text.String())
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Rescale struct {
+			Merges []transform.MergeChoice `json:"merges"`
+			Stale  int64                   `json:"stale_copies_dropped"`
+		} `json:"rescale"`
+	}
+	if err := json.Unmarshal(b, &back); err != nil || len(back.Rescale.Merges) != len(wantMerges) || back.Rescale.Stale != 1 {
+		t.Errorf("JSON report: %v, %+v", err, back.Rescale)
+	}
+}
+
+// rsSptool runs the sptool command line in-process.
+func rsSptool(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = cli.Main(context.Background(), args, &cli.Streams{In: strings.NewReader(""), Out: &o, Err: &e})
+	return code, o.String(), e.String()
+}
+
+// TestRescaleValidate: `sptool validate OUT --parallelism M` exits 0 on the
+// rescaled output and 1 on the input when M differs (rows outside their
+// ranges: a resubmit at M would lose them); the rescale command's exit codes.
+func TestRescaleValidate(t *testing.T) {
+	in := rsFixture("example")
+	dir := rsTempDir(t)
+	out := filepath.Join(dir, "p7")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string // in stdout+stderr
+	}{
+		{[]string{"rescale", "--help"}, cli.ExitOK, "Usage: sptool rescale PATH -o OUT (--parallelism M | --group-parallelism 0-2=5,3-4=1)"},
+		{[]string{"rescale", in, "-o", out}, cli.ExitError, "give exactly one of --parallelism and --group-parallelism"},
+		{[]string{"rescale", in, "-o", out, "--parallelism", "7", "--group-parallelism", "0-3=7"}, cli.ExitError, "give exactly one of --parallelism and --group-parallelism"},
+		{[]string{"rescale", in, "--parallelism", "7"}, cli.ExitError, "-o/--out is required"},
+		{[]string{"rescale", in, "-o", out, "--group-parallelism", "0-3"}, cli.ExitError, `"0-3" is not RANGE=M`},
+		{[]string{"rescale", rsFixture("independent", "two-groups"), "-o", out, "--parallelism", "3"}, cli.ExitError, "the tree has 2 chain groups (subtasks 0-2,3-4)"},
+		{[]string{"rescale", in, "-o", out, "--parallelism", "7"}, cli.ExitOK, "rescale: 0-3 (p=4) -> 0-6 (p=7)"},
+		{[]string{"rescale", in, "-o", out, "--parallelism", "7"}, cli.ExitError, "exists (use --force to replace it)"},
+		{[]string{"validate", out, "--parallelism", "7"}, cli.ExitOK, "valid: 0 errors"},
+		{[]string{"validate", in, "--parallelism", "7"}, cli.ExitFindings, "INVALID"},
+		{[]string{"validate", in, "--parallelism", "4"}, cli.ExitOK, "valid: 0 errors"},
+		{[]string{"validate", out, "--parallelism", "4"}, cli.ExitFindings, "the tree has 7 subtask files; a job at parallelism 4 restores 4"},
+	} {
+		code, o, e := rsSptool(tc.args...)
+		if code != tc.code || !strings.Contains(o+e, tc.want) {
+			t.Errorf("sptool %s: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", strings.Join(tc.args, " "), code, tc.code, tc.want, o, e)
+		}
+	}
+	// The library view of the same checks.
+	outSP := rsOpen(t, out, nil)
+	if vr := savepoint.Validate(outSP, savepoint.ValidateOptions{Parallelism: 7}); vr.Errors() != 0 {
+		t.Errorf("validate output at 7: %d errors", vr.Errors())
+	}
+	vr := savepoint.Validate(rsOpen(t, in, nil), savepoint.ValidateOptions{Parallelism: 7})
+	if n := len(vr.ByCheck(savepoint.CheckParallelism)); vr.Errors() == 0 || n == 0 {
+		t.Errorf("validate input at 7: %d errors, %d parallelism findings", vr.Errors(), n)
+	}
+}
