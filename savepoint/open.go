@@ -465,12 +465,11 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		}
 	}
 	if err := Guard(func() error {
-		f.Size, f.CRC32C = int64(len(data)), CRC32C(data)
+		f.Size, f.CRC32C = int64(len(data)), checksum(data, f.mapping != nil)
 		return nil
 	}); err != nil {
 		return fmt.Errorf("read %s: %w", f.Path, err)
 	}
-	releasePages(f.mapping) // the checksum touched every page; they stay cached
 	after, err := os.Stat(f.Path)
 	if err != nil || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
 		return fmt.Errorf("read %s: %w", f.Path, ErrInputChanged)
@@ -507,7 +506,25 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		return fmt.Errorf("read %s%s: %w", f.Path, where, err)
 	}
 	f.Snapshot = snap
+	releasePages(f.mapping) // validation read every offset; keep them cached, not resident
 	return nil
+}
+
+// checksum computes the CRC-32C of data; for a memory map it goes in chunks
+// and drops each chunk's pages from the resident set once read (they stay in
+// the page cache), so verifying a file does not make it all resident.
+func checksum(data []byte, mapped bool) uint32 {
+	if !mapped {
+		return CRC32C(data)
+	}
+	const chunk = 16 << 20 // a multiple of the page size: chunks stay page-aligned
+	h := NewCRC32C()
+	for off := 0; off < len(data); off += chunk {
+		part := data[off:min(off+chunk, len(data))]
+		h.Write(part)
+		releasePages(part)
+	}
+	return h.Sum32()
 }
 
 // Close releases the memory maps of a savepoint opened with
@@ -522,6 +539,10 @@ func (sp *Savepoint) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// ReleasePages drops the pages of the file's memory map from the process's
+// resident set (see Savepoint.ReleasePages).
+func (f *File) ReleasePages() { releasePages(f.mapping) }
 
 // ReleasePages drops the pages of the savepoint's memory maps from the
 // process's resident set (they stay in the page cache and fault back in when

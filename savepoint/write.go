@@ -89,7 +89,14 @@ type SnapshotOptions struct {
 	// into Batches when non-nil (see EncodeStreamAsIs). For test inputs only.
 	AsIs    bool
 	Batches []int
+	// Progress, when set, is called after every ReleaseEvery bytes written
+	// with the bytes written so far; streaming writers use it to release
+	// the input pages they have read and to report progress.
+	Progress func(written int64)
 }
+
+// ReleaseEvery is how many bytes a writer writes between Progress calls.
+const ReleaseEvery = 16 << 20
 
 // WriteSnapshotFile writes rows as a canonical stream to path atomically
 // (temporary file, fsync, rename, directory fsync), then, if asked, its
@@ -111,7 +118,7 @@ func WriteSnapshotFrom(path string, md Metadata, src RowSource, opts SnapshotOpt
 func writeSnapshot(path string, opts SnapshotOptions, encode func(io.Writer) error) (FileInfo, error) {
 	var info FileInfo
 	err := WriteFileAtomic(path, func(w io.Writer) error {
-		cw := &countingWriter{w: w, h: NewCRC32C()}
+		cw := &countingWriter{w: w, h: NewCRC32C(), progress: opts.Progress, next: ReleaseEvery}
 		zw, err := NewCompressor(opts.Compression, cw)
 		if err != nil {
 			return err
@@ -138,15 +145,21 @@ func writeSnapshot(path string, opts SnapshotOptions, encode func(io.Writer) err
 }
 
 type countingWriter struct {
-	w io.Writer
-	h hash.Hash32
-	n int64
+	w        io.Writer
+	h        hash.Hash32
+	n        int64
+	progress func(int64)
+	next     int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.h.Write(p[:n])
 	c.n += int64(n)
+	if c.progress != nil && c.n >= c.next {
+		c.progress(c.n)
+		c.next = c.n + ReleaseEvery
+	}
 	return n, err
 }
 

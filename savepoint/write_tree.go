@@ -103,6 +103,13 @@ func (t *TreeWriter) WriteSubtask(i int, md Metadata, rows []Row, compression st
 // WriteSubtaskFrom is WriteSubtask for rows already in canonical order,
 // streamed from src.
 func (t *TreeWriter) WriteSubtaskFrom(i int, md Metadata, src RowSource, compression string) (FileInfo, error) {
+	return t.WriteSubtaskWith(i, md, src, SnapshotOptions{Compression: compression})
+}
+
+// WriteSubtaskWith is WriteSubtaskFrom with the options of the payload
+// (compression, progress); sidecar and checkpoint id are the tree's.
+func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts SnapshotOptions) (FileInfo, error) {
+	compression := opts.Compression
 	d, err := t.subtaskDir(i)
 	if err != nil {
 		return FileInfo{}, err
@@ -112,7 +119,7 @@ func (t *TreeWriter) WriteSubtaskFrom(i int, md Metadata, src RowSource, compres
 		if err := os.MkdirAll(filepath.Join(d, "materializations"), 0o755); err != nil {
 			return FileInfo{}, fmt.Errorf("create materializations directory: %w", err)
 		}
-		if _, err := WriteSnapshotFrom(filepath.Join(d, "materializations", matName), md, src, SnapshotOptions{Compression: compression}); err != nil {
+		if _, err := WriteSnapshotFrom(filepath.Join(d, "materializations", matName), md, src, SnapshotOptions{Compression: compression, Progress: opts.Progress}); err != nil {
 			return FileInfo{}, err
 		}
 		handle := t.stateBase + "/v" + strconv.Itoa(t.gen) + "/" + strconv.Itoa(i) + "/materializations/" + matName
@@ -127,7 +134,7 @@ func (t *TreeWriter) WriteSubtaskFrom(i int, md Metadata, src RowSource, compres
 		})
 		return info, err
 	}
-	return WriteSnapshotFrom(filepath.Join(d, t.PayloadName()), md, src, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt})
+	return WriteSnapshotFrom(filepath.Join(d, t.PayloadName()), md, src, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt, Progress: opts.Progress})
 }
 
 // CopySubtask copies an unchanged input file byte for byte (with its sidecar,

@@ -89,6 +89,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
 	}
+	// A file gets several workers over ranges of its rows when there are
+	// fewer files than jobs.
+	parts := max(1, jobs/max(1, len(sp.Files)))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, jobs)
 	for i, f := range sp.Files {
@@ -97,7 +100,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i] = eng.processFile(ctx, f)
+			results[i] = eng.processFile(ctx, f, parts)
 		}()
 	}
 	wg.Wait()
@@ -259,68 +262,37 @@ type engine struct {
 // outcome compactly (the index of each kept row in output order, and the
 // rows a rule modified) rather than copying rows, so memory does not grow
 // with the input for a columnar snapshot.
-func (e *engine) processFile(ctx context.Context, f *savepoint.File) *fileResult {
-	res := &fileResult{
-		rules:   make([]ruleCounts, len(e.steps)),
-		before:  slotCounts{},
-		after:   slotCounts{},
-		purged:  make([][]int64, len(e.steps)),
-		short:   make([]int64, len(e.steps)),
-		vmRules: make([]bool, len(e.steps)),
-		remain:  make([]int64, len(e.steps)),
-	}
-	for i, st := range e.steps {
-		if st.rule.PurgeKeys != nil {
-			res.purged[i] = make([]int64, st.rule.PurgeKeys.Len())
-		}
-	}
+func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) *fileResult {
 	snap := f.Snapshot
 	n := snap.NumRows()
+	if n < minRowsPerPart*2 {
+		parts = 1
+	}
+	parts = min(parts, n/minRowsPerPart+1)
+	ranges := make([]*rangeResult, parts)
+	// One index array for the whole file: each part fills the region of
+	// its own rows, and the merge compacts the regions in place.
+	order := make([]uint32, n)
+	if parts == 1 {
+		ranges[0] = e.processRange(ctx, f, 0, n, order)
+	} else {
+		var wg sync.WaitGroup
+		for p := range ranges {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lo, hi := p*n/parts, (p+1)*n/parts
+				ranges[p] = e.processRange(ctx, f, lo, hi, order[lo:hi])
+			}()
+		}
+		wg.Wait()
+	}
+	res, sorted := e.mergeRanges(ranges)
 	res.rowsIn = int64(n)
-	out := &outRows{cur: snap.NewCursor(), order: make([]uint32, 0, n)}
-	res.out = out
-	w := &worker{e: e, res: res, subtask: f.Subtask}
-	sorted := true
-	var prev savepoint.Row
-	err := savepoint.Guard(func() error {
-		var err error
-		snap.EachRow(func(i int, r savepoint.Row) bool {
-			if i&0xFFFF == 0 && ctx.Err() != nil {
-				err = ctx.Err()
-				return false
-			}
-			k := savepoint.ParseKey(r.Key)
-			res.before.add(r.Op, k.Slot, k.HasSlot)
-			nr, keep, rerr := w.row(r, k)
-			if rerr != nil {
-				err = fmt.Errorf("row %d (op %d, slot %q, key %s): %w", i, r.Op, k.SlotName(), savepoint.RenderBytes(k.UserKey, 32), rerr)
-				return false
-			}
-			if !keep {
-				res.changed = true
-				return true
-			}
-			if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) || !sameSlice(nr.Value, r.Value) {
-				res.changed = true
-				out.modify(len(out.order), nr)
-				if !sameSlice(nr.Key, r.Key) {
-					k = savepoint.ParseKey(nr.Key)
-				}
-			}
-			e.countOut(res, nr, k, 1)
-			if len(out.order) > 0 && sorted && nr.Compare(prev) <= 0 {
-				sorted = false
-			}
-			prev = nr
-			out.order = append(out.order, uint32(i))
-			return true
-		})
-		return err
-	})
-	if err != nil {
-		res.err = err
+	if res.err != nil {
 		return res
 	}
+	out := res.out
 	// The version map: job-wide, stamped in every file; rules apply per file.
 	res.versions = snap.Versions
 	for i, st := range e.steps {
@@ -343,6 +315,129 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File) *fileResult
 		res.dupes = out.canonicalise(func(r savepoint.Row) { e.countOut(res, r, savepoint.ParseKey(r.Key), -1) })
 	}
 	return res
+}
+
+// releaseRows: every this many rows (a power of two minus one) a worker
+// drops the input's mapped pages from the resident set.
+const releaseRows = 1<<18 - 1
+
+// minRowsPerPart is the fewest rows a parallel part of one file gets.
+var minRowsPerPart = 1 << 18
+
+// rangeResult is the outcome of a range of a file's rows.
+type rangeResult struct {
+	res         *fileResult
+	sorted      bool // the kept rows are strictly increasing
+	first, last savepoint.Row
+}
+
+func (e *engine) newResult() *fileResult {
+	res := &fileResult{
+		rules:   make([]ruleCounts, len(e.steps)),
+		before:  slotCounts{},
+		after:   slotCounts{},
+		purged:  make([][]int64, len(e.steps)),
+		short:   make([]int64, len(e.steps)),
+		vmRules: make([]bool, len(e.steps)),
+		remain:  make([]int64, len(e.steps)),
+	}
+	for i, st := range e.steps {
+		if st.rule.PurgeKeys != nil {
+			res.purged[i] = make([]int64, st.rule.PurgeKeys.Len())
+		}
+	}
+	return res
+}
+
+// processRange runs rows [lo, hi) of f through the steps, with its own
+// worker (VM and environment); it records the kept rows' indexes in order
+// (which has room for hi-lo).
+func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int, order []uint32) *rangeResult {
+	res := e.newResult()
+	snap := f.Snapshot
+	out := &outRows{cur: snap.NewCursor(), order: order[:0]}
+	res.out = out
+	rr := &rangeResult{res: res, sorted: true}
+	w := &worker{e: e, res: res, subtask: f.Subtask}
+	cur := snap.NewCursor()
+	res.err = savepoint.Guard(func() error {
+		for i := lo; i < hi; i++ {
+			if i&0xFFFF == 0 {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if i&releaseRows == 0 {
+					f.ReleasePages() // what was read stays cached but leaves the resident set
+				}
+			}
+			r := cur.Row(i)
+			k := savepoint.ParseKey(r.Key)
+			res.before.add(r.Op, k.Slot, k.HasSlot)
+			nr, keep, err := w.row(r, k)
+			if err != nil {
+				return fmt.Errorf("row %d (op %d, slot %q, key %s): %w", i, r.Op, k.SlotName(), savepoint.RenderBytes(k.UserKey, 32), err)
+			}
+			if !keep {
+				res.changed = true
+				continue
+			}
+			if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) || !sameSlice(nr.Value, r.Value) {
+				res.changed = true
+				out.modify(len(out.order), nr)
+				if !sameSlice(nr.Key, r.Key) {
+					k = savepoint.ParseKey(nr.Key)
+				}
+			}
+			e.countOut(res, nr, k, 1)
+			if len(out.order) == 0 {
+				rr.first = nr
+			} else if rr.sorted && nr.Compare(rr.last) <= 0 {
+				rr.sorted = false
+			}
+			rr.last = nr
+			out.order = append(out.order, uint32(i))
+		}
+		return nil
+	})
+	return rr
+}
+
+// mergeRanges joins the results of consecutive ranges of one file, in order.
+func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
+	res := ranges[0].res
+	sorted := ranges[0].sorted
+	last, have := ranges[0].last, ranges[0].res.out.Len() > 0
+	for _, rr := range ranges[1:] {
+		p := rr.res
+		if p.err != nil && res.err == nil {
+			res.err = p.err
+		}
+		res.changed = res.changed || p.changed
+		for i := range res.rules {
+			res.rules[i].matched += p.rules[i].matched
+			res.rules[i].dropped += p.rules[i].dropped
+			res.rules[i].changed += p.rules[i].changed
+			res.short[i] += p.short[i]
+			res.remain[i] += p.remain[i]
+			for j, c := range p.purged[i] {
+				res.purged[i][j] += c
+			}
+		}
+		p.before.each(func(k slotKey, n int64) { res.before.addN(k.op, []byte(k.slot), true, n) })
+		p.after.each(func(k slotKey, n int64) { res.after.addN(k.op, []byte(k.slot), true, n) })
+		offset := uint32(res.out.Len())
+		for pos, r := range p.out.mod {
+			res.out.modify(int(pos+offset), r)
+		}
+		// The parts' regions are consecutive in one array: move this one
+		// down behind the previous ones (no new allocation).
+		res.out.order = append(res.out.order, p.out.order...)
+		if p.out.Len() > 0 {
+			sorted = sorted && rr.sorted && (!have || rr.first.Compare(last) > 0)
+			last, have = rr.last, true
+		}
+	}
+	return res, sorted
 }
 
 // countOut counts an output row (delta 1), or takes back the count of a row
