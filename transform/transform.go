@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/expr-lang/expr/vm"
 
@@ -39,6 +40,11 @@ type Options struct {
 	Jobs int
 	// Tool identifies the writer in the provenance metadata key.
 	Tool string
+	// Progress, when set, is called as the run advances: stage "rows" with
+	// the rows processed of all rows, then "write" with the bytes written
+	// (total -1: not known in advance). It may be called from several
+	// goroutines at once.
+	Progress func(stage string, done, total int64)
 	// Generation and Checkpoint, when not zero, replace the input tree's
 	// generation and checkpoint id in the output (directory names, sidecars,
 	// COMPLETED marker).
@@ -77,7 +83,10 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	rep := newReport(sp, set, opts.DryRun)
-	eng := &engine{set: set, steps: compile(set), fields: set.Fields()}
+	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress}
+	for _, f := range sp.Files {
+		eng.total += int64(f.Snapshot.NumRows())
+	}
 	for i, st := range eng.steps {
 		if st.rule.PurgeKeys != nil {
 			eng.purges = append(eng.purges, i)
@@ -256,6 +265,10 @@ type engine struct {
 	purges []int
 	// fields are the row-model fields the expressions read.
 	fields rules.Fields
+	// progress reports rows processed (see Options.Progress).
+	progress func(stage string, done, total int64)
+	done     atomic.Int64
+	total    int64
 }
 
 // processFile runs every row of f through the steps. It records the
@@ -368,6 +381,9 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 				}
 				if i&releaseRows == 0 {
 					f.ReleasePages() // what was read stays cached but leaves the resident set
+				}
+				if e.progress != nil && i > lo {
+					e.progress("rows", e.done.Add(0x10000), e.total)
 				}
 			}
 			r := cur.Row(i)

@@ -52,7 +52,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			addDigest(f.CRC32C)
 			out.Files, out.Bytes = 1, f.Size
 		} else {
-			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt, Progress: release(sp)})
+			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt, Progress: release(sp, opts.Progress, 0)})
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			addDigest(nf.copyOf.CRC32C)
 			out.Bytes += nf.copyOf.Size
 		} else {
-			info, err := tw.WriteSubtaskWith(nf.subtask, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: nf.compression, Progress: release(sp)})
+			info, err := tw.WriteSubtaskWith(nf.subtask, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: nf.compression, Progress: release(sp, opts.Progress, out.Bytes)})
 			if err != nil {
 				return err
 			}
@@ -145,8 +145,13 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 // release returns a writer progress hook that keeps the input's pages out of
 // the resident set: the writer streams from the memory maps, and what it has
 // read is not needed again (the pages stay in the page cache).
-func release(sp *savepoint.Savepoint) func(int64) {
-	return func(int64) { sp.ReleasePages() }
+func release(sp *savepoint.Savepoint, progress func(string, int64, int64), before int64) func(int64) {
+	return func(n int64) {
+		sp.ReleasePages()
+		if progress != nil {
+			progress("write", before+n, -1)
+		}
+	}
 }
 
 // controlFiles returns the checkpoint's other control records that the

@@ -68,6 +68,7 @@ func runLint(ctx context.Context, s *Streams, args []string) int {
 type transformFlags struct {
 	rules, out, report, stateBase *string
 	force, asJSON, allowUnverif   *bool
+	quiet                         *bool
 	jobs, generation              *int
 	checkpointID                  *uint64
 	open                          openFlags
@@ -86,6 +87,7 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	f.asJSON = fs.Bool("json", false, "print the report as JSON (stable format, see the README)")
 	f.jobs = fs.Int("jobs", 0, "files processed at once (default: the number of CPUs)")
 	f.allowUnverif = fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
+	f.quiet = fs.BoolP("quiet", "q", false, "no progress on stderr (it is shown only when stderr is a terminal)")
 	f.open = addOpenFlags(fs)
 	return f
 }
@@ -122,6 +124,11 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	}
 	defer sp.Close()
 	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version}
+	if s.ErrIsTerminal && !*tf.quiet {
+		p := newProgress(s.Err)
+		defer p.finish()
+		opts.Progress = p.update
+	}
 	if !dry {
 		opts.Out, opts.Force, opts.StateBase = *tf.out, *tf.force, *tf.stateBase
 		opts.Generation, opts.Checkpoint = *tf.generation, *tf.checkpointID
