@@ -362,10 +362,8 @@ func TestMillionKeys(t *testing.T) {
 		if i, ok := p.Lookup([]byte(p.Keys[123456])); !ok || i != 123456 {
 			t.Errorf("lookup: %d %v", i, ok)
 		}
+		// The time is logged, not asserted: BenchmarkLoadMillionKeys measures it.
 		t.Logf("%s: 1M keys loaded in %v", c, elapsed)
-		if limit := time.Second; elapsed > limit && !raceEnabled {
-			t.Errorf("%s: 1M keys took %v (limit %v)", c, elapsed, limit)
-		}
 	}
 }
 

@@ -106,6 +106,7 @@ type Predicate struct {
 	prog   *vm.Program
 	konst  int8 // 0: not constant, 1: always true, -1: always false
 	fields Fields
+	fast   FastPredicate
 }
 
 // Eval runs the predicate on env with m, a VM the caller owns (one per
@@ -158,6 +159,7 @@ func (p *ValueProgram) Program() *vm.Program { return p.prog }
 
 // compiled is the outcome of compileExpr.
 type compiled struct {
+	fast       FastPredicate
 	fields     Fields
 	prog       *vm.Program
 	resultType reflect.Type // nil when unknown (interface)
@@ -202,6 +204,9 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 		checkedNode = p.Node()
 	}
 	c = &compiled{prog: p, fields: fieldsOf(p.Node())}
+	if asBool {
+		c.fast = compileFast(p.Node())
+	}
 	if t := checkedNode.Type(); t != nil && t.Kind() != reflect.Interface {
 		c.resultType = t
 	}

@@ -13,5 +13,5 @@ func (s *Set) CompileFilter(src string) (*Predicate, error) {
 		}
 		return nil, fmt.Errorf("column %d: %s", e.off+1, e.msg)
 	}
-	return &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields}, nil
+	return &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}, nil
 }

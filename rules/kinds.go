@@ -264,7 +264,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 		if c == nil {
 			return nil
 		}
-		return &FilterSpec{Expr: src, Predicate: &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields}}
+		return &FilterSpec{Expr: src, Predicate: &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}}
 	}
 	m := p.kindMapping(kn, vn)
 	if vn.Kind != yaml.MappingNode {
@@ -287,7 +287,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 	if c == nil {
 		return nil
 	}
-	f.Predicate = &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields}
+	f.Predicate = &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}
 	return f
 }
 

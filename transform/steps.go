@@ -154,12 +154,16 @@ func compile(set *rules.Set) []step {
 // filterStep compiles keep (keepIf=true) and drop rules.
 func filterStep(f *rules.FilterSpec, keepIf bool) func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 	konst, isConst := f.Predicate.Constant()
+	fast := f.Predicate.Fast()
 	return func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 		if !f.Scope.All() && !f.Scope.Match(r.Op, k.Slot, k.HasSlot) {
 			return r, true, nil
 		}
 		v := konst
-		if !isConst {
+		if fast != nil && !isConst {
+			w.view = rules.RowView{Op: r.Op, Key: k, Subtask: w.subtask}
+			v = fast(&w.view)
+		} else if !isConst {
 			if err := w.fill(r); err != nil {
 				return r, false, err
 			}

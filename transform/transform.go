@@ -242,8 +242,8 @@ type fileResult struct {
 	rowsIn   int64
 	dupes    int64
 	rules    []ruleCounts
-	before   slotCounts
-	after    slotCounts
+	before   *slotCounts
+	after    *slotCounts
 	purged   [][]int64 // per purge rule: rows per key index
 	short    []int64   // per rule: TTL values without a stamp
 	remain   []int64   // per purge rule: output rows still matching its keys
@@ -347,8 +347,8 @@ type rangeResult struct {
 func (e *engine) newResult() *fileResult {
 	res := &fileResult{
 		rules:   make([]ruleCounts, len(e.steps)),
-		before:  slotCounts{},
-		after:   slotCounts{},
+		before:  &slotCounts{},
+		after:   &slotCounts{},
 		purged:  make([][]int64, len(e.steps)),
 		short:   make([]int64, len(e.steps)),
 		vmRules: make([]bool, len(e.steps)),
@@ -591,34 +591,49 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
 	return dupes
 }
 
-// slotCounts counts rows per operator and slot without allocating per row.
-type slotCounts map[uint64]map[string]*int64
+// slotCounts counts rows per operator and slot without allocating per row;
+// the last counter used is cached, as rows in canonical order come grouped
+// by operator, key group and slot.
+type slotCounts struct {
+	m        map[uint64]map[string]*int64
+	lastOp   uint64
+	lastSlot []byte
+	last     *int64
+}
 
-func (c slotCounts) add(op uint64, slot []byte, hasSlot bool) { c.addN(op, slot, hasSlot, 1) }
+func (c *slotCounts) add(op uint64, slot []byte, hasSlot bool) { c.addN(op, slot, hasSlot, 1) }
 
-func (c slotCounts) addN(op uint64, slot []byte, hasSlot bool, delta int64) {
-	inner := c[op]
-	if inner == nil {
-		inner = map[string]*int64{}
-		c[op] = inner
-	}
+func (c *slotCounts) addN(op uint64, slot []byte, hasSlot bool, delta int64) {
 	name := slot
 	if !hasSlot {
 		name = rawSlotName
 	}
-	if p, ok := inner[string(name)]; ok {
-		*p += delta
+	if c.last != nil && c.lastOp == op && bytes.Equal(c.lastSlot, name) {
+		*c.last += delta
 		return
 	}
-	v := delta
-	inner[string(name)] = &v
+	if c.m == nil {
+		c.m = map[uint64]map[string]*int64{}
+	}
+	inner := c.m[op]
+	if inner == nil {
+		inner = map[string]*int64{}
+		c.m[op] = inner
+	}
+	p, ok := inner[string(name)]
+	if !ok {
+		p = new(int64)
+		inner[string(name)] = p
+	}
+	*p += delta
+	c.lastOp, c.lastSlot, c.last = op, name, p
 }
 
 var rawSlotName = []byte(savepoint.RawSlot)
 
 // each calls fn for every (op, slot) count.
-func (c slotCounts) each(fn func(k slotKey, n int64)) {
-	for op, inner := range c {
+func (c *slotCounts) each(fn func(k slotKey, n int64)) {
+	for op, inner := range c.m {
 		for slot, n := range inner {
 			fn(slotKey{op, slot}, *n)
 		}
@@ -639,6 +654,7 @@ type worker struct {
 	subtask int
 	vm      vm.VM
 	env     rules.Env
+	view    rules.RowView
 	envRow  savepoint.Row
 	envOK   bool
 }

@@ -175,3 +175,27 @@ func WriteBig(path string, o BigOptions) error {
 	_, err := savepoint.WriteSnapshotFile(path, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), BigRows(o), savepoint.SnapshotOptions{AsIs: !o.Sorted})
 	return err
 }
+
+// WriteBigTree writes o.Rows synthetic rows as a checkpoint tree of p
+// subtasks (generation 1, checkpoint 1, job 1), each row in the subtask that
+// owns its key group, each file in canonical order.
+func WriteBigTree(dir string, o BigOptions, p int) error {
+	rows := BigRows(o)
+	parts := make([][]savepoint.Row, p)
+	for _, r := range rows {
+		s := savepoint.SubtaskForKeyGroup(int(r.Key[0]), p)
+		parts[s] = append(parts[s], r)
+	}
+	tw, err := savepoint.CreateTree(dir, savepoint.TreeOptions{Generation: 1, Checkpoint: 1})
+	if err != nil {
+		return err
+	}
+	defer tw.Abort()
+	md := savepoint.CanonicalMetadata(nil, savepoint.VersionMap{})
+	for i, part := range parts {
+		if _, err := tw.WriteSubtask(i, md, part, savepoint.CompressNone); err != nil {
+			return err
+		}
+	}
+	return tw.Commit("1", nil)
+}

@@ -3,6 +3,7 @@
 //
 //	go run ./internal/gen/spgen example DIR
 //	go run ./internal/gen/spgen big FILE ROWS [--sorted]
+//	go run ./internal/gen/spgen bigtree DIR ROWS SUBTASKS
 package main
 
 import (
@@ -36,6 +37,16 @@ func run(args []string) error {
 			return fmt.Errorf("ROWS must be a non-negative integer, not %q", args[2])
 		}
 		return gen.WriteBig(args[1], gen.BigOptions{Rows: n, Seed: 1, Sorted: len(args) > 3 && args[3] == "--sorted"})
+	case "bigtree":
+		if len(args) < 4 {
+			return fmt.Errorf("usage: spgen bigtree DIR ROWS SUBTASKS")
+		}
+		n, err1 := strconv.Atoi(args[2])
+		p, err2 := strconv.Atoi(args[3])
+		if err1 != nil || err2 != nil || n < 0 || p < 1 {
+			return fmt.Errorf("ROWS and SUBTASKS must be positive integers")
+		}
+		return gen.WriteBigTree(args[1], gen.BigOptions{Rows: n, Seed: 1}, p)
 	}
-	return fmt.Errorf("unknown kind %q (example or big)", args[0])
+	return fmt.Errorf("unknown kind %q (example, big or bigtree)", args[0])
 }
