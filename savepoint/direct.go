@@ -30,8 +30,8 @@ type ColumnSource interface {
 	Value(i int) []byte
 }
 
-// columns adapts any RowSource to a ColumnSource.
-func columns(src RowSource) ColumnSource {
+// Columns adapts any RowSource to a ColumnSource.
+func Columns(src RowSource) ColumnSource {
 	if cs, ok := src.(ColumnSource); ok {
 		return cs
 	}
@@ -65,7 +65,7 @@ func WriteStream(w io.Writer, md Metadata, src RowSource) error {
 }
 
 func writeStream(w io.Writer, md Metadata, rs RowSource, batches []int) error {
-	src := columns(rs)
+	src := Columns(rs)
 	schemaMsg, err := schemaMessage(md)
 	if err != nil {
 		return err
@@ -108,7 +108,7 @@ func writeStream(w io.Writer, md Metadata, rs RowSource, batches []int) error {
 // nextBatch returns the end of the batch starting at start (as many rows as
 // fit under maxColumnBytes in both binary columns) and its data sizes.
 func nextBatch(rs RowSource, start int) (end int, kLen, vLen int64, err error) {
-	src := columns(rs)
+	src := Columns(rs)
 	n := src.Len()
 	for i := start; i < n; i++ {
 		k, v := kLen+int64(len(src.Key(i))), vLen+int64(len(src.Value(i)))

@@ -626,6 +626,7 @@ func InferGroups(files []*File) []Group {
 				}
 				return true
 			})
+			f.ReleasePages() // keep the pages read cached, not resident
 		}
 		joins := len(groups) > 0 && (len(ops) == 0 || overlaps(cur, ops))
 		if joins {

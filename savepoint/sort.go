@@ -31,6 +31,19 @@ func keyPrefix(k []byte) (uint64, uint64) {
 // large inputs. at(i) returns the i-th row; n is the row count (at most
 // 2^32-1).
 func SortOrder(n int, at func(i int) (op uint64, key []byte)) []uint32 {
+	order, _ := sortOrder(n, at, false)
+	return order
+}
+
+// SortOrderTies is SortOrder that also returns, for each position of the
+// order, whether its row has the same operator and first 16 key bytes as
+// the row before it: only such rows can be duplicates, so a dedupe pass
+// compares full keys for those alone (no random access for the others).
+func SortOrderTies(n int, at func(i int) (op uint64, key []byte)) (order []uint32, tie []bool) {
+	return sortOrder(n, at, true)
+}
+
+func sortOrder(n int, at func(i int) (op uint64, key []byte), ties bool) ([]uint32, []bool) {
 	ents := make([]sortEnt, n)
 	for i := range ents {
 		op, k := at(i)
@@ -75,10 +88,18 @@ func SortOrder(n int, at func(i int) (op uint64, key []byte)) []uint32 {
 		ents = parallelSort(ents, parts, cmp)
 	}
 	out := make([]uint32, n)
+	var tie []bool
+	if ties {
+		tie = make([]bool, n)
+	}
 	for i, e := range ents {
 		out[i] = e.idx
+		if ties && i > 0 {
+			p := ents[i-1]
+			tie[i] = p.op == e.op && p.p0 == e.p0 && p.p1 == e.p1
+		}
 	}
-	return out
+	return out, tie
 }
 
 // parallelSort sorts parts chunks concurrently, then merges them pairwise.

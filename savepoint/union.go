@@ -104,11 +104,12 @@ func (sp *Savepoint) UnionWithStats() ([]UnionRow, UnionStats) {
 // canonical order is not copied) and the files are merged with a heap.
 func (sp *Savepoint) UnionSeq(st *UnionStats) iter.Seq[UnionRow] {
 	return func(yield func(UnionRow) bool) {
-		if st == nil {
-			st = &UnionStats{}
+		s := st
+		if s == nil {
+			s = &UnionStats{}
 		}
-		*st = UnionStats{}
-		u := &unioner{sp: sp, st: st, tree: sp.Kind != InputFile}
+		*s = UnionStats{}
+		u := &unioner{sp: sp, st: s, tree: sp.Kind != InputFile}
 		u.run(true, yield)
 		u.finish()
 	}

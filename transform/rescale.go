@@ -190,9 +190,15 @@ var timerPrefix = []byte("\xff__clink_timers")
 
 func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, byIndex map[int]int, results []*fileResult, rr *RescaleReport) ([]*newFile, error) {
 	files := make([]*newFile, m)
+	// Keyed rows are not copied: pos[j][o] lists, in order, the positions
+	// in old file o's output of the rows that go to new file j (4 bytes a
+	// row); operator rows, few and merged, are collected as rows.
+	pos := make([][][]uint32, m)
+	olds := make([]*outRows, g.Count)
 	rows := make([][]savepoint.Row, m)
 	for i := range files {
 		files[i] = &newFile{subtask: newFirst + i}
+		pos[i] = make([][]uint32, g.Count)
 	}
 	newG := savepoint.Group{First: newFirst, Count: m}
 	// Operators with keyed rows in this group's files are its own operators:
@@ -214,21 +220,26 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		if !haveMeta && (res.versions.Len() > 0 || len(f.Snapshot.Metadata) > 0) {
 			meta, versions, haveMeta = f.Snapshot.Metadata, res.versions, true
 		}
+		olds[i] = res.out
 		for j := 0; j < res.out.Len(); j++ {
-			r := res.out.Row(j)
-			if len(r.Key) > 0 && r.Key[0] < savepoint.NumKeyGroups {
-				own[r.Op] = true
+			if j&releaseRows == 0 {
+				f.ReleasePages()
+			}
+			key := res.out.Key(j)
+			if len(key) > 0 && key[0] < savepoint.NumKeyGroups {
+				own[res.out.Op(j)] = true
 				rr.KeyedIn++
-				kg := int(r.Key[0])
+				kg := int(key[0])
 				if g.Owner(kg) != old {
 					rr.StaleCopies++
 					continue
 				}
 				dst := newG.Owner(kg) - newFirst
-				rows[dst] = append(rows[dst], r)
+				pos[dst][i] = append(pos[dst][i], uint32(j))
 				rr.KeyedOut++
 				continue
 			}
+			r := res.out.Row(j)
 			// Operator state (first byte >= 128) and zero-length keys, which
 			// restore never filters: merged, then written into every new file.
 			rr.OperatorIn++
@@ -266,9 +277,117 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	from := fmt.Sprintf("rescaled from subtasks %d-%d of v%d", g.First, g.First+g.Count-1, sp.Generation)
 	for i, f := range files {
 		f.md, f.versions, f.from = meta, versions, from
-		f.rows = savepoint.RowSlice(savepoint.Logical(rows[i]))
+		f.rows = mergeSorted(olds, pos[i], savepoint.Logical(rows[i]), sp.ReleasePages)
+		pos[i] = nil
 	}
 	return files, nil
+}
+
+// mergedRows is a new file of a rescale: references to rows of the old
+// files' outputs and to its operator rows, in canonical order. It is a
+// savepoint.ColumnSource, so the writer streams it from the inputs.
+type mergedRows struct {
+	olds []*outRows
+	ops  []savepoint.Row
+	refs []uint64 // source << 32 | position; source len(olds) means ops
+}
+
+func (m *mergedRows) Len() int { return len(m.refs) }
+
+func (m *mergedRows) at(i int) (*outRows, int) {
+	ref := m.refs[i]
+	return m.source(int(ref >> 32)), int(uint32(ref))
+}
+
+func (m *mergedRows) source(s int) *outRows {
+	if s < len(m.olds) {
+		return m.olds[s]
+	}
+	return nil
+}
+
+// Row returns row i.
+func (m *mergedRows) Row(i int) savepoint.Row {
+	if o, p := m.at(i); o != nil {
+		return o.Row(p)
+	}
+	return m.ops[uint32(m.refs[i])]
+}
+
+// Op returns the operator of row i.
+func (m *mergedRows) Op(i int) uint64 {
+	if o, p := m.at(i); o != nil {
+		return o.Op(p)
+	}
+	return m.ops[uint32(m.refs[i])].Op
+}
+
+// Key returns the key of row i.
+func (m *mergedRows) Key(i int) []byte {
+	if o, p := m.at(i); o != nil {
+		return o.Key(p)
+	}
+	return m.ops[uint32(m.refs[i])].Key
+}
+
+// Value returns the value of row i.
+func (m *mergedRows) Value(i int) []byte {
+	if o, p := m.at(i); o != nil {
+		return o.Value(p)
+	}
+	return m.ops[uint32(m.refs[i])].Value
+}
+
+// mergeSorted merges sorted sequences (the positions of each old output,
+// in order, and the canonical operator rows) into one canonical sequence of
+// references. The sequences hold no duplicates of each other: keyed rows
+// come from their key group's single owner, and operator keys are merged.
+func mergeSorted(olds []*outRows, pos [][]uint32, ops []savepoint.Row, release func()) *mergedRows {
+	total := len(ops)
+	for _, p := range pos {
+		total += len(p)
+	}
+	m := &mergedRows{olds: olds, ops: ops, refs: make([]uint64, 0, total)}
+	next := make([]int, len(olds)+1) // cursor per sequence
+	key := func(s int) (uint64, []byte, bool) {
+		if s < len(olds) {
+			if next[s] >= len(pos[s]) {
+				return 0, nil, false
+			}
+			p := int(pos[s][next[s]])
+			return olds[s].Op(p), olds[s].Key(p), true
+		}
+		if next[s] >= len(ops) {
+			return 0, nil, false
+		}
+		return ops[next[s]].Op, ops[next[s]].Key, true
+	}
+	for {
+		best := -1
+		var bOp uint64
+		var bKey []byte
+		for s := range next {
+			op, k, ok := key(s)
+			if !ok {
+				continue
+			}
+			if best < 0 || op < bOp || op == bOp && bytes.Compare(k, bKey) < 0 {
+				best, bOp, bKey = s, op, k
+			}
+		}
+		if best < 0 {
+			return m
+		}
+		p := uint64(next[best])
+		if best < len(olds) {
+			p = uint64(pos[best][next[best]])
+		}
+		m.refs = append(m.refs, uint64(best)<<32|p)
+		next[best]++
+		if len(m.refs)&releaseRows == 0 {
+			release() // the keys compared stay cached, not resident
+		}
+	}
 }
 
 // opCopy is one old subtask's copy of an operator-state row.

@@ -128,7 +128,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if files, err = rescale(sp, spec, results, rep); err != nil {
 			return nil, fmt.Errorf("%s: %w", set.Rules[len(set.Rules)-1].Label(), err)
 		}
-		rep.recountAfterRescale(files)
+		rep.recountAfterRescale(files, sp.ReleasePages)
 	} else {
 		for i, f := range sp.Files {
 			files = append(files, sameLayoutFile(f, results[i], f.Subtask))
@@ -149,16 +149,22 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 // recountAfterRescale makes the report's output side describe the rescaled
 // files: rows out, rows per operator and slot after, and the fate of the
 // input files of rescaled groups.
-func (rep *Report) recountAfterRescale(files []*newFile) {
+func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 	rep.RowsOut = 0
-	after := map[slotKey]int64{}
+	counts := &slotCounts{}
 	for _, f := range files {
 		rep.RowsOut += int64(f.rows.Len())
-		for i := 0; i < f.rows.Len(); i++ {
-			r := f.rows.Row(i)
-			after[slotKey{r.Op, savepoint.ParseKey(r.Key).SlotName()}]++
+		src := savepoint.Columns(f.rows)
+		for i := 0; i < src.Len(); i++ {
+			if i&releaseRows == 0 {
+				release()
+			}
+			k := savepoint.ParseKey(src.Key(i))
+			counts.add(src.Op(i), k.Slot, k.HasSlot)
 		}
 	}
+	after := map[slotKey]int64{}
+	counts.each(func(k slotKey, n int64) { after[k] += n })
 	seen := map[slotKey]bool{}
 	for _, s := range rep.Slots {
 		k := slotKey{s.Op, s.Slot}
@@ -368,7 +374,7 @@ func (e *engine) newResult() *fileResult {
 func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int, order []uint32) *rangeResult {
 	res := e.newResult()
 	snap := f.Snapshot
-	out := &outRows{cur: snap.NewCursor(), order: order[:0]}
+	out := &outRows{cur: snap.NewCursor(), order: order[:0], release: f.ReleasePages}
 	res.out = out
 	rr := &rangeResult{res: res, sorted: true}
 	w := &worker{e: e, res: res, subtask: f.Subtask}
@@ -477,8 +483,11 @@ func (e *engine) countOut(res *fileResult, r savepoint.Row, k savepoint.Key, del
 // outRows is a file's output: the input rows kept, in output order, with
 // the rows some rule modified. It is a savepoint.RowSource for the writer.
 type outRows struct {
-	cur   *savepoint.Cursor
-	order []uint32 // input row index of each output row
+	cur *savepoint.Cursor
+	// release drops the input's mapped pages from the resident set (long
+	// passes call it now and then).
+	release func()
+	order   []uint32 // input row index of each output row
 	// mod maps an output position to its modified row; nil when no rule
 	// modified a row.
 	mod map[uint32]savepoint.Row
@@ -538,6 +547,9 @@ func (o *outRows) modify(pos int, r savepoint.Row) {
 // (op, key) order: sorted, without duplicates.
 func (o *outRows) canonical() bool {
 	for i := 1; i < o.Len(); i++ {
+		if i&releaseRows == 0 && o.release != nil {
+			o.release()
+		}
 		if o.Row(i-1).Compare(o.Row(i)) >= 0 {
 			return false
 		}
@@ -549,7 +561,7 @@ func (o *outRows) canonical() bool {
 // clink's restore does; it returns how many duplicates it resolved, after
 // calling dropped (if not nil) with each row removed.
 func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
-	order := savepoint.SortOrder(o.Len(), func(i int) (uint64, []byte) { return o.Op(i), o.Key(i) })
+	order, tie := savepoint.SortOrderTies(o.Len(), func(i int) (uint64, []byte) { return o.Op(i), o.Key(i) })
 	newOrder := make([]uint32, 0, len(order))
 	var newMod map[uint32]savepoint.Row
 	setMod := func(at int, pos uint32) {
@@ -564,9 +576,26 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
 	}
 	var prevOp uint64
 	var prevKey []byte
-	var prevPos uint32 // the output position of the row that holds newOrder's last place
-	for _, pos := range order {
+	var prevPos uint32  // the output position of the row that holds newOrder's last place
+	prevLoaded := false // prevOp and prevKey are prevPos's
+	if o.release != nil {
+		o.release() // the sort read every key
+	}
+	for j, pos := range order {
+		if j&releaseRows == 0 && o.release != nil {
+			o.release()
+		}
+		if !tie[j] {
+			// not even the sort prefix equals the previous row's: no duplicate
+			setMod(len(newOrder), pos)
+			newOrder = append(newOrder, o.order[pos])
+			prevPos, prevLoaded = pos, false
+			continue
+		}
 		op, key := o.Op(int(pos)), o.Key(int(pos))
+		if !prevLoaded {
+			prevOp, prevKey, prevLoaded = o.Op(int(prevPos)), o.Key(int(prevPos)), true
+		}
 		if n := len(newOrder); n > 0 && prevOp == op && bytes.Equal(prevKey, key) {
 			held, r := o.Row(int(prevPos)), o.Row(int(pos))
 			if savepoint.IncomingWins(held, r) {
@@ -584,7 +613,7 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
 		}
 		setMod(len(newOrder), pos)
 		newOrder = append(newOrder, o.order[pos])
-		prevOp, prevKey, prevPos = op, key, pos
+		prevOp, prevKey, prevPos, prevLoaded = op, key, pos, true
 	}
 	dupes := int64(len(o.order) - len(newOrder))
 	o.order, o.mod = newOrder, newMod
