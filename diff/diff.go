@@ -1,0 +1,670 @@
+// Package diff compares the logical state of two savepoints: what a restore
+// of each would hold (savepoint.Union), per operator and slot, plus their
+// version maps and schema metadata.
+//
+// Both sides are merged in canonical order (op, key bytes) in one pass; no
+// side is loaded into a map. Per operator and slot the result counts the
+// rows added (only in B), removed (only in A), changed (same key, different
+// value bytes) and unchanged, with up to Options.Limit samples of each kind,
+// rendered as clink's state tools render bytes and decoded with the codecs
+// of a rule file's slot declarations when one is given.
+//
+// What counts as a difference (Result.Identical is false, `sptool diff`
+// exits 1): any added, removed or changed row; any version-map change (per
+// operator and state type: version or slot); any change of a schema
+// metadata key other than clink's own two (whose content is compared as the
+// version map, or is always "1") and sptool.provenance. sptool.provenance
+// records which tool, rules and input produced a file; it changes whenever
+// sptool rewrites a file, so its changes are reported but do not make two
+// savepoints differ. The layout (parallelism, files, batches, compression,
+// sidecars) is not state and is not compared; the sides' summaries show it.
+//
+// The JSON form of Result (snake_case tags) is a stable interface.
+package diff
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sptool/sptool/export"
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+)
+
+// DefaultLimit is the default number of samples per slot and change kind.
+const DefaultLimit = 5
+
+// Options control a comparison.
+type Options struct {
+	// Limit is the number of samples kept per slot for each of added,
+	// removed and changed (0: none).
+	Limit int
+	// Rules, when set, decodes the samples' keys and values with its slot
+	// declarations (its rules are not applied).
+	Rules *rules.Set
+}
+
+// Result is the outcome of a comparison.
+type Result struct {
+	// A and B describe the two inputs.
+	A Side `json:"a"`
+	B Side `json:"b"`
+	// Identical reports that nothing counted as a difference (see the package comment).
+	Identical bool `json:"identical"`
+	// Summary adds up the differences.
+	Summary Summary `json:"summary"`
+	// Operators lists every operator present on either side, ascending,
+	// with every slot, changed or not.
+	Operators []Operator `json:"operators"`
+	// Versions lists the version-map changes per (op, state type).
+	Versions []VersionChange `json:"versions"`
+	// Metadata lists the schema metadata keys whose values differ.
+	Metadata []MetadataChange `json:"metadata"`
+	// Warnings are the sides' union warnings (prefixed "A: " or "B: ").
+	Warnings []string `json:"warnings"`
+}
+
+// Side describes one input.
+type Side struct {
+	Path       string `json:"path"`
+	Kind       string `json:"kind"`
+	Backend    string `json:"backend"`
+	Generation int    `json:"generation"`
+	Checkpoint uint64 `json:"checkpoint"`
+	// Files is the number of snapshot files; Groups the chain groups ("0-3").
+	Files  int    `json:"files"`
+	Groups string `json:"groups"`
+	// StoredRows counts the rows as stored; Rows the logical rows compared.
+	StoredRows int `json:"stored_rows"`
+	Rows       int `json:"rows"`
+	// StaleCopies and Lost are the union's counts (see savepoint.UnionStats).
+	StaleCopies int `json:"stale_copies"`
+	Lost        int `json:"lost"`
+}
+
+// Counts are the rows of a slot, an operator or the whole comparison by outcome.
+type Counts struct {
+	Added     int64 `json:"added"`
+	Removed   int64 `json:"removed"`
+	Changed   int64 `json:"changed"`
+	Unchanged int64 `json:"unchanged"`
+}
+
+// Differs reports whether any row was added, removed or changed.
+func (c Counts) Differs() bool { return c.Added+c.Removed+c.Changed > 0 }
+
+func (c *Counts) add(o Counts) {
+	c.Added += o.Added
+	c.Removed += o.Removed
+	c.Changed += o.Changed
+	c.Unchanged += o.Unchanged
+}
+
+// Summary adds up a Result.
+type Summary struct {
+	Counts
+	// OperatorsChanged and SlotsChanged count those with an added, removed
+	// or changed row.
+	OperatorsChanged int `json:"operators_changed"`
+	SlotsChanged     int `json:"slots_changed"`
+	// VersionChanges is len(Versions); MetadataChanges the metadata changes
+	// that count as differences (all but sptool.provenance).
+	VersionChanges  int `json:"version_changes"`
+	MetadataChanges int `json:"metadata_changes"`
+}
+
+// Operator is one operator's comparison.
+type Operator struct {
+	Op uint64 `json:"op"`
+	Counts
+	// Slots lists the slots: named ones by slot bytes, then "<raw>".
+	Slots []Slot `json:"slots"`
+}
+
+// Slot is one slot's comparison.
+type Slot struct {
+	// Slot is the name ("<raw>" for keys without a separator), SlotHex its
+	// bytes, HasSlot false for "<raw>", Display the name as text output
+	// shows it (quoted, or 0x hex when not printable).
+	Slot    string `json:"slot"`
+	SlotHex string `json:"slot_hex"`
+	HasSlot bool   `json:"has_slot"`
+	Display string `json:"display"`
+	Counts
+	// Samples holds up to Options.Limit rows of each outcome, in canonical order.
+	Samples Samples `json:"samples"`
+}
+
+// Samples are example rows of a slot by outcome.
+type Samples struct {
+	Added   []Sample `json:"added"`
+	Removed []Sample `json:"removed"`
+	Changed []Sample `json:"changed"`
+}
+
+// Sample is one added, removed or changed row.
+type Sample struct {
+	// Kind is the row model's kind; KeyGroup its key group (-1 unless keyed).
+	Kind     string `json:"kind"`
+	KeyGroup int    `json:"key_group"`
+	// Key is the user key rendered as clink's tools do (cut at 32 bytes);
+	// KeyHex the whole stored key in hex.
+	Key    string `json:"key"`
+	KeyHex string `json:"key_hex"`
+	// DecodedKey is the user key decoded with the slot's declared key codec
+	// (null when the slot is not declared).
+	DecodedKey any `json:"decoded_key"`
+	// A and B are the value on each side (null where the row is absent).
+	A *Value `json:"a"`
+	B *Value `json:"b"`
+}
+
+// Value is a row's value on one side.
+type Value struct {
+	// Value is rendered as clink's tools do (cut at 64 bytes); Hex is the
+	// whole stored value.
+	Value string `json:"value"`
+	Hex   string `json:"hex"`
+	// Decoded is the value decoded with the slot's declared value codec,
+	// TTL stamp removed (null when not declared or not decodable);
+	// ExpireAt the TTL stamp of a 'ttl: true' slot (else null).
+	Decoded  any    `json:"decoded"`
+	ExpireAt *int64 `json:"expire_at"`
+	// Subtask is the subtask whose copy this is (-1 for a single file).
+	Subtask int `json:"subtask"`
+}
+
+// VersionChange is a version-map entry that differs.
+type VersionChange struct {
+	Op        uint64 `json:"op"`
+	StateType string `json:"state_type"`
+	// A and B are the entry on each side (null when absent).
+	A *VersionEntry `json:"a"`
+	B *VersionEntry `json:"b"`
+}
+
+// VersionEntry is a version-map entry's version and slot ("" = every row of the op).
+type VersionEntry struct {
+	Version uint32 `json:"version"`
+	Slot    string `json:"slot"`
+}
+
+// MetadataChange is a schema metadata key whose values differ.
+type MetadataChange struct {
+	Key string `json:"key"`
+	// A and B are the distinct values the side's files carry, sorted (empty when absent).
+	A []string `json:"a"`
+	B []string `json:"b"`
+	// CountsAsDifference is false for sptool.provenance (see the package comment).
+	CountsAsDifference bool `json:"counts_as_difference"`
+}
+
+type slotKey struct {
+	op   uint64
+	has  bool
+	name string
+}
+
+type differ struct {
+	opts  Options
+	slots map[slotKey]*Slot
+	env   rules.Env
+}
+
+// Compare compares the logical state of a and b.
+func Compare(a, b *savepoint.Savepoint, opts Options) *Result {
+	res := &Result{Operators: []Operator{}, Versions: []VersionChange{}, Metadata: []MetadataChange{}, Warnings: []string{}}
+	d := &differ{opts: opts, slots: map[slotKey]*Slot{}}
+	var sa, sb savepoint.UnionStats
+	nextA, stopA := iter.Pull(a.UnionSeq(&sa))
+	defer stopA()
+	nextB, stopB := iter.Pull(b.UnionSeq(&sb))
+	defer stopB()
+	ra, okA := nextA()
+	rb, okB := nextB()
+	for okA || okB {
+		c := 0
+		switch {
+		case !okA:
+			c = 1
+		case !okB:
+			c = -1
+		default:
+			c = ra.Row.Compare(rb.Row)
+		}
+		switch {
+		case c < 0:
+			d.removed(ra)
+			ra, okA = nextA()
+		case c > 0:
+			d.added(rb)
+			rb, okB = nextB()
+		default:
+			d.both(ra, rb)
+			ra, okA = nextA()
+			rb, okB = nextB()
+		}
+	}
+	res.A, res.B = side(a, sa), side(b, sb)
+	for _, w := range sa.Warnings {
+		res.Warnings = append(res.Warnings, "A: "+w)
+	}
+	for _, w := range sb.Warnings {
+		res.Warnings = append(res.Warnings, "B: "+w)
+	}
+	d.collect(res)
+	res.Versions = versionChanges(a, b, res)
+	res.Metadata = metadataChanges(a, b)
+	res.Summary.VersionChanges = len(res.Versions)
+	for _, m := range res.Metadata {
+		if m.CountsAsDifference {
+			res.Summary.MetadataChanges++
+		}
+	}
+	res.Identical = !res.Summary.Differs() && res.Summary.VersionChanges == 0 && res.Summary.MetadataChanges == 0
+	return res
+}
+
+func side(sp *savepoint.Savepoint, st savepoint.UnionStats) Side {
+	return Side{
+		Path: sp.Path, Kind: sp.Kind.String(), Backend: string(sp.Backend), Generation: sp.Generation, Checkpoint: sp.Checkpoint,
+		Files: len(sp.Files), Groups: savepoint.FormatGroups(sp.Groups), StoredRows: st.StoredRows, Rows: st.Rows,
+		StaleCopies: st.StaleCopies, Lost: st.Lost,
+	}
+}
+
+func (d *differ) slot(r savepoint.Row) (*Slot, savepoint.Key) {
+	k := savepoint.ParseKey(r.Key)
+	sk := slotKey{r.Op, k.HasSlot, string(k.Slot)}
+	s := d.slots[sk]
+	if s == nil {
+		s = &Slot{Slot: savepoint.RawSlot, Display: savepoint.RawSlot, Samples: Samples{Added: []Sample{}, Removed: []Sample{}, Changed: []Sample{}}}
+		if k.HasSlot {
+			s.Slot, s.HasSlot, s.SlotHex, s.Display = sk.name, true, hex.EncodeToString(k.Slot), displaySlot(k.Slot)
+		}
+		d.slots[sk] = s
+	}
+	return s, k
+}
+
+// displaySlot quotes a printable slot name, else shows 0x hex.
+func displaySlot(b []byte) string {
+	if savepoint.Printable(b) {
+		return strconv.Quote(string(b))
+	}
+	return "0x" + hex.EncodeToString(b)
+}
+
+func (d *differ) sample(u savepoint.UnionRow, k savepoint.Key) (Sample, *Value) {
+	s := Sample{Kind: k.Kind.String(), KeyGroup: k.KeyGroup, Key: savepoint.RenderBytes(k.UserKey, 32), KeyHex: hex.EncodeToString(u.Row.Key)}
+	v := &Value{Value: savepoint.RenderBytes(u.Row.Value, 64), Hex: hex.EncodeToString(u.Row.Value), Subtask: u.Subtask}
+	if d.opts.Rules != nil {
+		dec, _ := export.DecodeRow(d.opts.Rules, &d.env, u.Row, u.Subtask)
+		if dec.Declared {
+			if dec.KeyOK {
+				s.DecodedKey = export.JSONValue(dec.Key)
+			}
+			if dec.ValueOK {
+				v.Decoded = export.JSONValue(dec.Value)
+			}
+			if dec.HasExpireAt {
+				at := dec.ExpireAt
+				v.ExpireAt = &at
+			}
+		}
+	}
+	return s, v
+}
+
+func (d *differ) removed(u savepoint.UnionRow) {
+	s, k := d.slot(u.Row)
+	s.Removed++
+	if len(s.Samples.Removed) < d.opts.Limit {
+		smp, v := d.sample(u, k)
+		smp.A = v
+		s.Samples.Removed = append(s.Samples.Removed, smp)
+	}
+}
+
+func (d *differ) added(u savepoint.UnionRow) {
+	s, k := d.slot(u.Row)
+	s.Added++
+	if len(s.Samples.Added) < d.opts.Limit {
+		smp, v := d.sample(u, k)
+		smp.B = v
+		s.Samples.Added = append(s.Samples.Added, smp)
+	}
+}
+
+func (d *differ) both(a, b savepoint.UnionRow) {
+	s, k := d.slot(a.Row)
+	if bytes.Equal(a.Row.Value, b.Row.Value) {
+		s.Unchanged++
+		return
+	}
+	s.Changed++
+	if len(s.Samples.Changed) < d.opts.Limit {
+		smp, va := d.sample(a, k)
+		_, vb := d.sample(b, k)
+		smp.A, smp.B = va, vb
+		s.Samples.Changed = append(s.Samples.Changed, smp)
+	}
+}
+
+// collect sorts the slots into operators and adds up the counts.
+func (d *differ) collect(res *Result) {
+	keys := make([]slotKey, 0, len(d.slots))
+	for k := range d.slots {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b slotKey) int {
+		if a.op != b.op {
+			if a.op < b.op {
+				return -1
+			}
+			return 1
+		}
+		if a.has != b.has {
+			if a.has {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	for _, k := range keys {
+		s := d.slots[k]
+		if n := len(res.Operators); n == 0 || res.Operators[n-1].Op != k.op {
+			res.Operators = append(res.Operators, Operator{Op: k.op, Slots: []Slot{}})
+		}
+		op := &res.Operators[len(res.Operators)-1]
+		op.Slots = append(op.Slots, *s)
+		op.Counts.add(s.Counts)
+		res.Summary.Counts.add(s.Counts)
+		if s.Differs() {
+			res.Summary.SlotsChanged++
+		}
+	}
+	for _, op := range res.Operators {
+		if op.Differs() {
+			res.Summary.OperatorsChanged++
+		}
+	}
+}
+
+// jobVersions returns a side's job-wide version map: the first non-empty
+// one, as clink's merge keeps it, with a warning when the files disagree.
+func jobVersions(sp *savepoint.Savepoint) (savepoint.VersionMap, bool) {
+	var vm savepoint.VersionMap
+	distinct := map[string]bool{}
+	for _, f := range sp.Files {
+		if f.Snapshot == nil {
+			continue
+		}
+		distinct[f.Snapshot.Versions.Pack()] = true
+		if vm.Len() == 0 {
+			vm = f.Snapshot.Versions
+		}
+	}
+	return vm, len(distinct) > 1
+}
+
+func versionChanges(a, b *savepoint.Savepoint, res *Result) []VersionChange {
+	va, disA := jobVersions(a)
+	vb, disB := jobVersions(b)
+	if disA {
+		res.Warnings = append(res.Warnings, "A: the files carry different version maps; the first non-empty one is compared (as clink's merge keeps it)")
+	}
+	if disB {
+		res.Warnings = append(res.Warnings, "B: the files carry different version maps; the first non-empty one is compared (as clink's merge keeps it)")
+	}
+	type key struct {
+		op uint64
+		t  string
+	}
+	entries := map[key]*VersionChange{}
+	for i, vm := range []savepoint.VersionMap{va, vb} {
+		for _, e := range vm.Entries() {
+			k := key{e.Op, e.StateType}
+			c := entries[k]
+			if c == nil {
+				c = &VersionChange{Op: e.Op, StateType: e.StateType}
+				entries[k] = c
+			}
+			ve := &VersionEntry{Version: e.Version, Slot: e.Slot}
+			if i == 0 {
+				c.A = ve
+			} else {
+				c.B = ve
+			}
+		}
+	}
+	out := []VersionChange{}
+	for _, c := range entries {
+		if c.A == nil || c.B == nil || *c.A != *c.B {
+			out = append(out, *c)
+		}
+	}
+	slices.SortFunc(out, func(x, y VersionChange) int {
+		if x.Op != y.Op {
+			if x.Op < y.Op {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x.StateType, y.StateType)
+	})
+	return out
+}
+
+// metadataValues returns, per metadata key other than clink's two, the
+// distinct values the files carry, sorted.
+func metadataValues(sp *savepoint.Savepoint) map[string][]string {
+	out := map[string][]string{}
+	for _, f := range sp.Files {
+		if f.Snapshot == nil {
+			continue
+		}
+		for _, e := range f.Snapshot.Metadata {
+			if e.Key == savepoint.MetaFormatVersion || e.Key == savepoint.MetaStateVersions {
+				continue
+			}
+			if !slices.Contains(out[e.Key], e.Value) {
+				out[e.Key] = append(out[e.Key], e.Value)
+			}
+		}
+	}
+	for k := range out {
+		slices.Sort(out[k])
+	}
+	return out
+}
+
+func metadataChanges(a, b *savepoint.Savepoint) []MetadataChange {
+	ma, mb := metadataValues(a), metadataValues(b)
+	keys := map[string]bool{}
+	for k := range ma {
+		keys[k] = true
+	}
+	for k := range mb {
+		keys[k] = true
+	}
+	out := []MetadataChange{}
+	for k := range keys {
+		if slices.Equal(ma[k], mb[k]) {
+			continue
+		}
+		va, vb := ma[k], mb[k]
+		if va == nil {
+			va = []string{}
+		}
+		if vb == nil {
+			vb = []string{}
+		}
+		out = append(out, MetadataChange{Key: k, A: va, B: vb, CountsAsDifference: k != savepoint.MetaProvenance})
+	}
+	slices.SortFunc(out, func(x, y MetadataChange) int { return strings.Compare(x.Key, y.Key) })
+	return out
+}
+
+// WriteText renders r for a terminal, in the manner of clink's state-diff:
+// a header naming both sides, one line per slot that differs with its
+// samples, the version-map and metadata changes, and a closing verdict.
+func (r *Result) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sptool diff\n  A: %s\n  B: %s\n", sideLabel(r.A), sideLabel(r.B))
+	for _, op := range r.Operators {
+		for _, s := range op.Slots {
+			if !s.Differs() {
+				continue
+			}
+			fmt.Fprintf(&b, "op %d slot %s: +%d -%d ~%d (%d unchanged)\n", op.Op, s.Display, s.Added, s.Removed, s.Changed, s.Unchanged)
+			for _, x := range s.Samples.Removed {
+				fmt.Fprintf(&b, "  - %s was %s%s\n", sampleKey(x), x.A.Value, decodedNote(x, x.A, nil))
+			}
+			more(&b, s.Removed, len(s.Samples.Removed), "removed")
+			for _, x := range s.Samples.Added {
+				fmt.Fprintf(&b, "  + %s -> %s%s\n", sampleKey(x), x.B.Value, decodedNote(x, nil, x.B))
+			}
+			more(&b, s.Added, len(s.Samples.Added), "added")
+			for _, x := range s.Samples.Changed {
+				fmt.Fprintf(&b, "  ~ %s %s -> %s%s\n", sampleKey(x), x.A.Value, x.B.Value, decodedNote(x, x.A, x.B))
+			}
+			more(&b, s.Changed, len(s.Samples.Changed), "changed")
+		}
+	}
+	for _, v := range r.Versions {
+		fmt.Fprintf(&b, "version: op %d type %q: %s -> %s\n", v.Op, v.StateType, versionText(v.A), versionText(v.B))
+	}
+	for _, m := range r.Metadata {
+		note := ""
+		if !m.CountsAsDifference {
+			note = " (provenance; not a state difference)"
+		}
+		fmt.Fprintf(&b, "metadata: %q: %s -> %s%s\n", m.Key, metaText(m.A), metaText(m.B), note)
+	}
+	s := r.Summary
+	if r.Identical {
+		fmt.Fprintf(&b, "identical: no state, version-map or metadata differences (%d logical rows)\n", s.Unchanged)
+	} else {
+		fmt.Fprintf(&b, "different: %d added, %d removed, %d changed, %d unchanged rows (%d slot%s of %d operator%s differ); %d version-map change%s; %d metadata change%s\n",
+			s.Added, s.Removed, s.Changed, s.Unchanged, s.SlotsChanged, plural(s.SlotsChanged), s.OperatorsChanged, plural(s.OperatorsChanged),
+			s.VersionChanges, plural(s.VersionChanges), s.MetadataChanges, plural(s.MetadataChanges))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func sideLabel(s Side) string {
+	var parts []string
+	parts = append(parts, s.Kind)
+	if s.Kind != "file" {
+		parts = append(parts, "generation "+strconv.Itoa(s.Generation), "checkpoint "+strconv.FormatUint(s.Checkpoint, 10), fmt.Sprintf("%d files", s.Files))
+	}
+	parts = append(parts, fmt.Sprintf("%d logical rows", s.Rows))
+	return fmt.Sprintf("%s (%s)", s.Path, strings.Join(parts, ", "))
+}
+
+func sampleKey(x Sample) string {
+	if x.KeyGroup >= 0 {
+		return fmt.Sprintf("kg=%d key %s", x.KeyGroup, x.Key)
+	}
+	return fmt.Sprintf("%s key %s", x.Kind, x.Key)
+}
+
+func more(b *strings.Builder, n int64, shown int, what string) {
+	if n > int64(shown) {
+		fmt.Fprintf(b, "  ... %d more %s (raise --limit)\n", n-int64(shown), what)
+	}
+}
+
+// decodedNote shows the decoded key and values in brackets, when decoded.
+func decodedNote(x Sample, a, b *Value) string {
+	var parts []string
+	if x.DecodedKey != nil {
+		parts = append(parts, "key="+textOf(x.DecodedKey))
+	}
+	val := func(v *Value) (string, bool) {
+		if v == nil || v.Decoded == nil {
+			return "", false
+		}
+		s := textOf(v.Decoded)
+		if v.ExpireAt != nil {
+			s += " expire_at=" + strconv.FormatInt(*v.ExpireAt, 10)
+		}
+		return s, true
+	}
+	sa, okA := val(a)
+	sb, okB := val(b)
+	switch {
+	case okA && okB:
+		parts = append(parts, "value="+sa+" -> "+sb)
+	case okA:
+		parts = append(parts, "value="+sa)
+	case okB:
+		parts = append(parts, "value="+sb)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "  [" + strings.Join(parts, " ") + "]"
+}
+
+func textOf(v any) string {
+	s, _ := export.Text(v)
+	return s
+}
+
+func versionText(e *VersionEntry) string {
+	if e == nil {
+		return "absent"
+	}
+	s := "v" + strconv.FormatUint(uint64(e.Version), 10)
+	if e.Slot != "" {
+		s += " slot " + strconv.Quote(e.Slot)
+	}
+	return s
+}
+
+// metaText shows a key's values: absent, one quoted value, or the first
+// and how many distinct values the files carry.
+func metaText(vs []string) string {
+	switch len(vs) {
+	case 0:
+		return "absent"
+	case 1:
+		return strconv.Quote(vs[0])
+	}
+	return fmt.Sprintf("%s and %d other value%s", strconv.Quote(vs[0]), len(vs)-1, plural(len(vs)-1))
+}
+
+// TextWarnings returns the warnings for a terminal: a warning both sides
+// give is shown once, prefixed "A and B: ".
+func (r *Result) TextWarnings() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range r.Warnings {
+		if rest, ok := strings.CutPrefix(w, "A: "); ok && slices.Contains(r.Warnings, "B: "+rest) {
+			out = append(out, "A and B: "+rest)
+			seen["B: "+rest] = true
+			continue
+		}
+		if !seen[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}

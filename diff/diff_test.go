@@ -1,0 +1,323 @@
+package diff
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/transform"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+var exampleTree = filepath.Join("..", "testdata", "example")
+
+var (
+	opAgg      = savepoint.OperatorIDFromUID("agg")
+	opEnricher = savepoint.OperatorIDFromUID("enricher")
+)
+
+func open(t testing.TB, path string) *savepoint.Savepoint {
+	t.Helper()
+	sp, err := savepoint.Open(path, savepoint.OpenOptions{RequireValid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+func parse(t testing.TB, src string) *rules.Set {
+	t.Helper()
+	set, err := rules.Parse("rules.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// apply runs a rule file over the example tree with the transform engine
+// and returns the output tree's path.
+func apply(t testing.TB, src string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := transform.Run(context.Background(), open(t, exampleTree), parse(t, src), transform.Options{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func slotOf(r *Result, op uint64, slot string) *Slot {
+	for i := range r.Operators {
+		if r.Operators[i].Op != op {
+			continue
+		}
+		for j := range r.Operators[i].Slots {
+			if s := &r.Operators[i].Slots[j]; s.Slot == slot {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+func TestDiffIdentical(t *testing.T) {
+	a, b := open(t, exampleTree), open(t, exampleTree)
+	r := Compare(a, b, Options{Limit: DefaultLimit})
+	rows, _ := a.Union()
+	if !r.Identical || r.Summary.Unchanged != int64(len(rows)) || r.Summary.Differs() || len(r.Versions) != 0 || len(r.Metadata) != 0 {
+		t.Fatalf("identical trees: %+v", r.Summary)
+	}
+	if r.A.Rows != len(rows) || r.B.Rows != len(rows) || r.A.StoredRows != 1112 {
+		t.Errorf("sides %+v %+v", r.A, r.B)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "identical: no state, version-map or metadata differences") {
+		t.Errorf("text:\n%s", text.String())
+	}
+}
+
+// TestDiffPurge: a purge of two users' keys reports exactly the removed rows.
+func TestDiffPurge(t *testing.T) {
+	out := apply(t, `version: 1
+slots:
+  - {uid: enricher, slot: cart, key: string, value: int64, ttl: true, composite: true}
+rules:
+  - purge_keys: {keys: [user-1, user-2], codec: string}
+`)
+	a, b := open(t, exampleTree), open(t, out)
+	// Expected: every row of a whose user key is user-1 or user-2, or starts
+	// with one of them followed by 0x1F in the composite cart slot.
+	union, _ := a.Union()
+	want := map[string]int64{}
+	var total int64
+	for _, u := range union {
+		k := savepoint.ParseKey(u.Row.Key)
+		if k.Kind != savepoint.KindKeyed {
+			continue
+		}
+		uk := string(k.UserKey)
+		if i := strings.IndexByte(uk, 0x1F); i >= 0 && string(k.Slot) == "cart" {
+			uk = uk[:i]
+		}
+		if uk == "user-1" || uk == "user-2" {
+			want[fmt.Sprintf("%d/%s", u.Row.Op, k.Slot)]++
+			total++
+		}
+	}
+	r := Compare(a, b, Options{Limit: 100})
+	if r.Identical || r.Summary.Removed != total || r.Summary.Added != 0 || r.Summary.Changed != 0 || int(r.Summary.Unchanged) != len(union)-int(total) {
+		t.Fatalf("summary %+v, want %d removed", r.Summary, total)
+	}
+	for _, op := range r.Operators {
+		for _, s := range op.Slots {
+			if s.Removed != want[fmt.Sprintf("%d/%s", op.Op, s.Slot)] {
+				t.Errorf("op %d slot %s: %d removed, want %d", op.Op, s.Slot, s.Removed, want[fmt.Sprintf("%d/%s", op.Op, s.Slot)])
+			}
+			if int64(len(s.Samples.Removed)) != s.Removed {
+				t.Errorf("op %d slot %s: %d samples of %d", op.Op, s.Slot, len(s.Samples.Removed), s.Removed)
+			}
+			for _, x := range s.Samples.Removed {
+				kh := x.KeyHex
+				if x.A == nil || x.B != nil || !strings.Contains(kh, "757365722d31") && !strings.Contains(kh, "757365722d32") { // user-1, user-2
+					t.Errorf("sample %+v", x)
+				}
+			}
+		}
+	}
+	// The rewritten files carry sptool.provenance: reported, not counted.
+	if len(r.Metadata) != 1 || r.Metadata[0].Key != savepoint.MetaProvenance || r.Metadata[0].CountsAsDifference || r.Summary.MetadataChanges != 0 {
+		t.Errorf("metadata %+v", r.Metadata)
+	}
+	// The reverse direction: the same rows added.
+	back := Compare(b, a, Options{})
+	if back.Summary.Added != total || back.Summary.Removed != 0 {
+		t.Errorf("reverse: %+v", back.Summary)
+	}
+}
+
+// TestDiffRename: a renamed slot shows its rows removed under the old name
+// and added under the new one, and the version-map entry's slot change.
+func TestDiffRename(t *testing.T) {
+	src := `version: 1
+slots:
+  - {uid: agg, slot: counts, key: int64, value: int64}
+rules:
+  - rename_slot: {uid: agg, from: counts, to: counts_v2}
+  - set_version: {uid: agg, state_type: UserCounter, version: 2, slot: counts_v2}
+`
+	out := apply(t, src)
+	r := Compare(open(t, exampleTree), open(t, out), Options{Limit: 2, Rules: parse(t, src)})
+	old, nu := slotOf(r, opAgg, "counts"), slotOf(r, opAgg, "counts_v2")
+	if old == nil || nu == nil {
+		t.Fatalf("slots %+v", r.Operators)
+	}
+	if old.Removed != 300 || old.Added != 0 || old.Unchanged != 0 || nu.Added != 300 || nu.Removed != 0 {
+		t.Errorf("counts %+v, counts_v2 %+v", old.Counts, nu.Counts)
+	}
+	if r.Summary.Removed != 300 || r.Summary.Added != 300 || r.Summary.Changed != 0 || r.Summary.SlotsChanged != 2 || r.Summary.OperatorsChanged != 1 {
+		t.Errorf("summary %+v", r.Summary)
+	}
+	// Samples are decoded with the declaration (which follows the rename).
+	for _, x := range append(old.Samples.Removed, nu.Samples.Added...) {
+		v := x.A
+		if v == nil {
+			v = x.B
+		}
+		if _, ok := x.DecodedKey.(int64); !ok || v.Decoded == nil {
+			t.Errorf("sample not decoded: %+v", x)
+		}
+	}
+	if len(r.Versions) != 1 {
+		t.Fatalf("versions %+v", r.Versions)
+	}
+	v := r.Versions[0]
+	if v.Op != opAgg || v.StateType != "UserCounter" || *v.A != (VersionEntry{1, "counts"}) || *v.B != (VersionEntry{2, "counts_v2"}) {
+		t.Errorf("version change %+v a=%+v b=%+v", v, v.A, v.B)
+	}
+}
+
+// TestDiffVersionOnly: a version bump alone is a difference with no row changes.
+func TestDiffVersionOnly(t *testing.T) {
+	out := apply(t, `version: 1
+rules:
+  - set_version: {uid: enricher, state_type: Profile, version: 3, slot: profile}
+  - set_version: {uid: enricher, state_type: Fresh, version: 1}
+`)
+	r := Compare(open(t, exampleTree), open(t, out), Options{Limit: DefaultLimit})
+	if r.Identical || r.Summary.Differs() || r.Summary.VersionChanges != 2 {
+		t.Fatalf("summary %+v identical %v", r.Summary, r.Identical)
+	}
+	want := `[{"op":3714747266114981297,"state_type":"Fresh","a":null,"b":{"version":1,"slot":""}},{"op":3714747266114981297,"state_type":"Profile","a":{"version":2,"slot":"profile"},"b":{"version":3,"slot":"profile"}}]`
+	got, _ := json.Marshal(r.Versions)
+	if string(got) != want {
+		t.Errorf("versions\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestDiffChangedValues: set_value changes every count; samples show both sides.
+func TestDiffChangedValues(t *testing.T) {
+	src := `version: 1
+slots:
+  - {uid: agg, slot: counts, key: int64, value: int64}
+rules:
+  - set_value: {uid: agg, slot: counts, expr: 'value == 0 ? 0 : value * 100'}
+`
+	out := apply(t, src)
+	r := Compare(open(t, exampleTree), open(t, out), Options{Limit: 3, Rules: parse(t, src)})
+	s := slotOf(r, opAgg, "counts")
+	if s.Changed+s.Unchanged != 300 || s.Changed < 290 || len(s.Samples.Changed) != 3 {
+		t.Fatalf("counts %+v", s.Counts)
+	}
+	for _, x := range s.Samples.Changed {
+		a, b := x.A.Decoded.(int64), x.B.Decoded.(int64)
+		if b != a*100 || x.A.Hex == x.B.Hex {
+			t.Errorf("sample %+v", x)
+		}
+		var raw [8]byte
+		binary.LittleEndian.PutUint64(raw[:], uint64(b))
+		if x.B.Value != savepoint.RenderBytes(raw[:], 64) {
+			t.Errorf("sample rendering %q", x.B.Value)
+		}
+	}
+	var text bytes.Buffer
+	r.WriteText(&text)
+	if !strings.Contains(text.String(), "~ kg=") || !strings.Contains(text.String(), "... ") {
+		t.Errorf("text:\n%s", text.String())
+	}
+}
+
+// TestDiffStaleCopiesIgnored: stale keyed copies do not make a difference;
+// only the owner's copy is compared.
+func TestDiffStaleCopiesIgnored(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, extra []savepoint.Row) *savepoint.Savepoint {
+		tw, err := savepoint.CreateTree(filepath.Join(dir, name), savepoint.TreeOptions{Generation: 1, Checkpoint: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := savepoint.EncodeKeyedKey([]byte("s"), []byte("user-42")) // key group 75: subtask 1 of 2
+		for i := 0; i < 2; i++ {
+			rows := []savepoint.Row{{Op: 9, Key: []byte{0xff, 'o'}, Value: []byte{byte(i + 1), 0, 0, 0, 0, 0, 0, 0}}}
+			if i == 1 {
+				rows = append(rows, savepoint.Row{Op: 9, Key: k, Value: []byte("owner")})
+			} else {
+				rows = append(rows, extra...)
+			}
+			if _, err := tw.WriteSubtask(i, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.CompressNone); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Commit("1", nil); err != nil {
+			t.Fatal(err)
+		}
+		return open(t, filepath.Join(dir, name))
+	}
+	k := savepoint.EncodeKeyedKey([]byte("s"), []byte("user-42"))
+	a := write("a", nil)
+	b := write("b", []savepoint.Row{{Op: 9, Key: k, Value: []byte("stale")}})
+	r := Compare(a, b, Options{})
+	if !r.Identical || r.B.StaleCopies != 1 || len(r.Warnings) != 1 || !strings.HasPrefix(r.Warnings[0], "B: 1 stale keyed copy") {
+		t.Fatalf("identical %v, B %+v, warnings %q", r.Identical, r.B, r.Warnings)
+	}
+}
+
+// TestDiffGolden pins the text and JSON output of a small diff.
+func TestDiffGolden(t *testing.T) {
+	src := `version: 1
+slots:
+  - {uid: agg, slot: counts, key: int64, value: int64}
+  - {uid: enricher, slot: profile, key: string, value: string}
+rules:
+  - purge_keys: {keys: [user-7], codec: string, uid: enricher, slot: profile}
+  - set_value: {uid: agg, slot: counts, expr: 'key == 3 ? value + 1 : value'}
+  - rename_slot: {uid: enricher, from: cart, to: basket}
+  - set_version: {uid: enricher, state_type: Cart, version: 1, slot: basket}
+`
+	out := apply(t, src)
+	r := Compare(open(t, exampleTree), open(t, out), Options{Limit: 1, Rules: parse(t, src)})
+	r.A.Path, r.B.Path = "A", "B"
+	// sptool.provenance is the transform engine's business: pin only its presence.
+	for i, m := range r.Metadata {
+		if m.Key == savepoint.MetaProvenance {
+			for j := range m.B {
+				r.Metadata[i].B[j] = fmt.Sprintf("<provenance of file %d>", j)
+			}
+		}
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][]byte{"diff.txt": text.Bytes(), "diff.json": append(js, '\n')} {
+		path := filepath.Join("testdata", "golden", name)
+		if *update {
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run go test ./diff -update)", err)
+		}
+		if !bytes.Equal(want, got) {
+			t.Errorf("%s differs (check, then go test ./diff -update):\n%s", path, got)
+		}
+	}
+}

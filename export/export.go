@@ -1,0 +1,1458 @@
+// Package export writes the analytics projections of a savepoint's logical
+// state: Parquet (clink's canonical projection, or a query projection with
+// decoded keys and values), JSON Lines and CSV.
+//
+// # Rows
+//
+// By default the rows are the savepoint's logical view (savepoint.Union):
+// one row per (op, key), as a restore at the tree's own layout sees it. With
+// Options.PerFile every stored row of every file is written instead (copies
+// held by several files included), with its subtask.
+//
+// Rows are written in the order of clink's Parquet projection: operator id
+// ascending, then slot (the "<raw>" pseudo-slot compared as that string),
+// then user key (both bytewise), then subtask. Each operator's rows are
+// sorted as they come out of the k-way merge of the files, so memory is
+// bounded by the largest operator, not by the savepoint.
+//
+// # Canonical Parquet projection
+//
+// Exactly the columns of clink's write_state_parquet (format section 7.1),
+// all non-nullable:
+//
+//	op_id        uint64   operator id
+//	key_group    uint8    see below
+//	slot         utf8     slot name; "<raw>" for keys without a separator
+//	user_key     binary   bytes after the separator; the whole stored key for "<raw>" rows
+//	value_bytes  binary   the stored value (TTL prefix included)
+//
+// plus, with PerFile only, subtask int32 (the file the row was read from).
+// The stored key is lossless: op_id, key_group, slot and user_key give it
+// back (keyed: key_group, slot, '|', user_key; "<raw>": user_key).
+//
+// key_group: clink writes 0 for every "<raw>" row, which puts operator
+// state, timer blobs and the legacy in-flight buffers into key group 0 and
+// skews any key-group query. sptool writes the first byte of the stored key
+// instead, for every row: 0..127 is the key group a narrowed restore filters
+// the row by (keyed rows, and legacy raw keys such as '_'-prefixed in-flight
+// buffers, which restore treats as key group 95); 128..255 marks rows a
+// restore never filters (operator state: 255 for clink's 0xFF prefix, and
+// for the empty key, which has no first byte). So `WHERE key_group < 128`
+// selects exactly the key-grouped rows.
+//
+// Slot names that are not valid UTF-8 (clink allows any bytes but '|' and
+// '\n') are written as "0x" followed by their hex, since the column is utf8.
+//
+// File key-value metadata: clink.state_versions (the packed version map of
+// the first file carrying a non-empty one, as clink's merge keeps it) only
+// when non-empty, as clink writes it; sptool.projection, sptool.view and
+// sptool.provenance (no clock reading: the same input gives the same
+// bytes). clink.format_version is not written: it marks a restorable
+// snapshot stream, which a projection is not, and clink's projection does
+// not carry it either.
+//
+// Writer settings: row groups of up to Options.RowGroupRows rows (default
+// 1 Mi) filled with pqarrow's WriteBuffered, Snappy compression by default,
+// dictionary encoding only for the low-cardinality columns (op_id,
+// key_group, slot, and in the query projection kind), no statistics for the
+// key and value columns (min/max over random bytes cost ~40% of the write
+// time and prune nothing). The canonical columns are built directly from
+// buffers, not appended row by row.
+//
+// # Query Parquet projection
+//
+// clink's state-query columns (section 7.1), all nullable, then sptool's:
+//
+//	event_time   int64    always null (clink's leading column)
+//	op_id        int64    operator id bit-cast to signed
+//	key_group    int64    first key byte when below 128 (keyed rows and legacy raw keys), else null
+//	slot         utf8     as in the canonical projection
+//	user_key     utf8     the canonical user_key, printable (0x20..0x7e) verbatim, else 0x + hex
+//	key_int      int64    the user key's 8-byte little-endian reading, else null
+//	value        utf8     the decoded value for slots declared with a value codec (TTL stamp removed;
+//	                      scalars as text, collections as JSON), else the stored value rendered like user_key
+//	value_int    int64    the decoded value when it is an integer, else (undeclared) the stored value's
+//	                      8-byte reading, else null
+//	kind         utf8     keyed, operator or raw (sptool's row model)
+//	key          utf8     the user key decoded with the slot's key codec, else rendered like user_key
+//	                      (row model: for operator rows without a separator, the logical key after 0xFF)
+//	expire_at    int64    the TTL stamp (epoch ms) in slots declared ttl: true, else null
+//	subtask      int64    the subtask the row was taken from; null for a single file
+//
+// so that `SELECT key, value FROM 'state.parquet'` shows decoded keys and
+// values when a rule file declares the slots.
+//
+// # JSON Lines and CSV
+//
+// One object (line) per row with op, kind, key_group (the row model: 0..127
+// for keyed rows, -1 otherwise), slot, key and value (decoded as typed JSON
+// when declared: numbers, strings, arrays; else rendered like user_key),
+// key_hex (the whole stored key), value_hex (the stored value), expire_at
+// and subtask (-1 for a single file). CSV has the same columns in the same
+// order, with collections as JSON text and null as the empty string.
+package export
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+)
+
+// Format is an output format.
+type Format string
+
+const (
+	// Parquet writes a Parquet file (Options.Projection chooses the columns).
+	Parquet Format = "parquet"
+	// JSONL writes one JSON object per row.
+	JSONL Format = "jsonl"
+	// CSV writes a header line and one line per row.
+	CSV Format = "csv"
+)
+
+// Projection chooses the columns of a Parquet export.
+type Projection string
+
+const (
+	// Canonical is clink's write_state_parquet projection (bytes, non-nullable).
+	Canonical Projection = "canonical"
+	// Query is clink's state-query projection plus decoded columns.
+	Query Projection = "query"
+)
+
+// Parquet writer defaults.
+const (
+	// DefaultRowGroupRows is the default maximum number of rows per row group.
+	DefaultRowGroupRows = 1 << 20
+	// DefaultCompression is the default Parquet compression codec.
+	DefaultCompression = "snappy"
+)
+
+// batchRows is the number of rows handed to pqarrow per WriteBuffered call,
+// and maxBatchBytes bounds the data of one binary column per record batch
+// (arrow's binary type has int32 offsets). Variables so that tests can
+// exercise many batches per row group.
+var (
+	batchRows     = 1 << 16
+	maxBatchBytes = 1 << 30
+)
+
+// Options control an export.
+type Options struct {
+	// Format is the output format (default Parquet).
+	Format Format
+	// Projection chooses the Parquet columns (default Canonical).
+	Projection Projection
+	// Rules, when set, decodes keys and values of declared slots (query
+	// projection, JSONL, CSV). Only its slot declarations are used.
+	Rules *rules.Set
+	// PerFile writes every stored row of every file instead of the union.
+	PerFile bool
+	// Compression is the Parquet codec: "snappy" (default), "zstd", "gzip",
+	// "lz4raw" or "none".
+	Compression string
+	// RowGroupRows is the maximum number of rows per row group (default 1 Mi).
+	RowGroupRows int
+	// Tool names the writer in the provenance metadata (default "sptool").
+	Tool string
+	// Allocator is used for Arrow buffers (default memory.DefaultAllocator).
+	Allocator memory.Allocator
+}
+
+// Result says what was written.
+type Result struct {
+	// Rows is the number of rows written; Operators and Slots the distinct
+	// operators and (operator, slot) pairs among them.
+	Rows      int64
+	Operators int
+	Slots     int
+	// RowGroups is the number of Parquet row groups (0 for other formats).
+	RowGroups int
+	// Bytes is the size of the output.
+	Bytes int64
+	// Union describes how the union resolved shared rows (zero with PerFile).
+	Union savepoint.UnionStats
+	// Warnings are the union's warnings, version-map disagreements and
+	// values the declared codecs could not decode.
+	Warnings []string
+}
+
+// ErrExists is returned by WriteFile when the output exists and force is not set.
+var ErrExists = errors.New("output exists (use --force to replace it)")
+
+// Codecs maps Options.Compression names to Parquet codecs.
+var Codecs = map[string]compress.Compression{
+	"snappy": compress.Codecs.Snappy,
+	"zstd":   compress.Codecs.Zstd,
+	"gzip":   compress.Codecs.Gzip,
+	"lz4raw": compress.Codecs.Lz4Raw,
+	"none":   compress.Codecs.Uncompressed,
+}
+
+func (o *Options) defaults() error {
+	if o.Format == "" {
+		o.Format = Parquet
+	}
+	if o.Projection == "" {
+		o.Projection = Canonical
+	}
+	if o.Compression == "" {
+		o.Compression = DefaultCompression
+	}
+	if o.RowGroupRows <= 0 {
+		o.RowGroupRows = DefaultRowGroupRows
+	}
+	if o.Tool == "" {
+		o.Tool = "sptool"
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	switch o.Format {
+	case Parquet, JSONL, CSV:
+	default:
+		return fmt.Errorf("unknown format %q (want parquet, jsonl or csv)", o.Format)
+	}
+	if o.Projection != Canonical && o.Projection != Query {
+		return fmt.Errorf("unknown projection %q (want canonical or query)", o.Projection)
+	}
+	if _, ok := Codecs[o.Compression]; !ok {
+		return fmt.Errorf("unknown compression %q (want snappy, zstd, gzip, lz4raw or none)", o.Compression)
+	}
+	return nil
+}
+
+// WriteFile exports sp to path atomically (temporary file, fsync, rename,
+// directory fsync). An existing path is refused unless force is set; the
+// output must not be, lie in or contain the input.
+func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts Options, force bool) (*Result, error) {
+	if err := savepoint.CheckOutputPath(sp.Path, path); err != nil {
+		return nil, err
+	}
+	if st, err := os.Lstat(path); err == nil {
+		if !force {
+			return nil, fmt.Errorf("%s: %w", path, ErrExists)
+		}
+		if st.IsDir() {
+			return nil, fmt.Errorf("%s is a directory; the export is one file", path)
+		}
+	}
+	var res *Result
+	err := savepoint.WriteFileAtomic(path, func(w io.Writer) error {
+		var err error
+		res, err = Write(ctx, w, sp, opts)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(path); err == nil {
+		res.Bytes = st.Size()
+	}
+	return res, nil
+}
+
+// Write exports sp to w (see the package comment).
+func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Options) (*Result, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	cw := &countWriter{w: w}
+	res := &Result{}
+	versions, vmWarn := versionMap(sp)
+	dec := newDecoder(opts.Rules)
+	var s sink
+	var err error
+	switch opts.Format {
+	case Parquet:
+		s, err = newParquetSink(cw, sp, opts, versions, dec)
+	case JSONL:
+		s = newJSONLSink(cw, dec)
+	case CSV:
+		s, err = newCSVSink(cw, dec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := &pipeline{sink: s, res: res, ctx: ctx}
+	if f := singleFile(sp); f != nil && singleFileFastPath {
+		err = p.single(f, opts.PerFile, &res.Union)
+	} else {
+		var seq func(func(savepoint.UnionRow) bool)
+		if opts.PerFile {
+			seq = sp.StoredSeq()
+		} else {
+			seq = sp.UnionSeq(&res.Union)
+		}
+		for u := range seq {
+			if err = p.add(u); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = p.flush()
+		}
+	}
+	if cerr := s.close(err); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Bytes = cw.n
+	if ps, ok := s.(*parquetSink); ok {
+		res.RowGroups = ps.rowGroups
+	}
+	if !opts.PerFile {
+		res.Warnings = append(res.Warnings, res.Union.Warnings...)
+	}
+	if vmWarn != "" {
+		res.Warnings = append(res.Warnings, vmWarn)
+	}
+	res.Warnings = append(res.Warnings, dec.warnings()...)
+	return res, nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// versionMap returns the map of the first file carrying a non-empty one (the
+// one clink's merge keeps) and a warning when the files disagree.
+func versionMap(sp *savepoint.Savepoint) (savepoint.VersionMap, string) {
+	var vm savepoint.VersionMap
+	distinct := map[string]bool{}
+	for _, f := range sp.Files {
+		if f.Snapshot == nil {
+			continue
+		}
+		distinct[f.Snapshot.Versions.Pack()] = true
+		if vm.Len() == 0 {
+			vm = f.Snapshot.Versions
+		}
+	}
+	if len(distinct) > 1 {
+		return vm, fmt.Sprintf("the files carry %d different version maps; clink.state_versions is the first non-empty one (as clink's merge keeps it); see sptool inspect", len(distinct))
+	}
+	return vm, ""
+}
+
+// RawSlot is the slot value of keys without a separator.
+var rawSlot = []byte(savepoint.RawSlot)
+
+// entry is one row waiting in its operator's buffer.
+type entry struct {
+	key, value []byte
+	subtask    int32
+	sep        int32 // index of the slot separator, -1 for "<raw>" rows
+}
+
+func (e *entry) slot() []byte {
+	if e.sep < 0 {
+		return rawSlot
+	}
+	return e.key[1:e.sep]
+}
+
+// userKey is clink's collect_entries user key: the bytes after the
+// separator, or the whole stored key for "<raw>" rows.
+func (e *entry) userKey() []byte {
+	if e.sep < 0 {
+		return e.key
+	}
+	return e.key[e.sep+1:]
+}
+
+// separator returns the index of the first '|' at index 1 or later in keys
+// of two bytes or more (clink's collect_entries), or -1.
+func separator(key []byte) int32 {
+	if len(key) < 2 {
+		return -1
+	}
+	i := bytes.IndexByte(key[1:], savepoint.KeySeparator)
+	if i < 0 {
+		return -1
+	}
+	return int32(i + 1)
+}
+
+func compareEntries(a, b entry) int {
+	if c := bytes.Compare(a.slot(), b.slot()); c != 0 {
+		return c
+	}
+	if c := bytes.Compare(a.userKey(), b.userKey()); c != 0 {
+		return c
+	}
+	if c := bytes.Compare(a.key, b.key); c != 0 {
+		return c
+	}
+	return int(a.subtask) - int(b.subtask)
+}
+
+// sink receives the rows in output order.
+type sink interface {
+	add(op uint64, e *entry) error
+	// close finishes the output; failed says an earlier error ends the export.
+	close(failed error) error
+}
+
+// pipeline buffers one operator's rows, sorts them and hands them to the sink.
+type pipeline struct {
+	sink sink
+	res  *Result
+	ctx  context.Context
+	op   uint64
+	buf  []entry
+	keys []sortKey
+	n    int
+	// warmed is written by warm so that its loads are not optimised away.
+	warmed byte
+}
+
+func (p *pipeline) add(u savepoint.UnionRow) error {
+	if len(p.buf) > 0 && u.Row.Op != p.op {
+		if err := p.flush(); err != nil {
+			return err
+		}
+	}
+	p.n++
+	if p.n&0xFFFF == 0 && p.ctx.Err() != nil {
+		return p.ctx.Err()
+	}
+	p.op = u.Row.Op
+	// The sort key is computed here, while the row's key is in cache.
+	e := entry{key: u.Row.Key, value: u.Row.Value, subtask: int32(u.Subtask), sep: separator(u.Row.Key)}
+	p.keys = append(p.keys, sortKey{slotPrefix(e.slot()), ukPrefix(e.userKey()), uint32(len(p.buf))})
+	p.buf = append(p.buf, e)
+	return nil
+}
+
+func (p *pipeline) flush() error {
+	if len(p.buf) == 0 {
+		return nil
+	}
+	sortEntries(p.buf, p.keys)
+	p.res.Operators++
+	warmed := 0
+	for i, k := range p.keys {
+		if i >= warmed {
+			warmed = p.warmEntries(i)
+		}
+		e := &p.buf[k.idx]
+		// A new slot: the slot prefix changes, or (names of 7 bytes or
+		// more share a prefix) the names differ.
+		if i == 0 || k.slot != p.keys[i-1].slot || k.slot&0xFF >= 7 && !bytes.Equal(p.buf[p.keys[i-1].idx].slot(), e.slot()) {
+			p.res.Slots++
+		}
+		if err := p.sink.add(p.op, e); err != nil {
+			return err
+		}
+	}
+	p.res.Rows += int64(len(p.buf))
+	clear(p.buf)
+	p.buf, p.keys = p.buf[:0], p.keys[:0]
+	return nil
+}
+
+// sortKey is an entry's position with the first bytes of its slot and user
+// key precomputed, so that most comparisons are two integer compares.
+type sortKey struct {
+	slot, uk uint64
+	idx      uint32
+}
+
+// slotPrefix packs the first 7 bytes of a slot name (zero-padded) and its
+// length (capped at 255) so that for names of at most 7 bytes the integers
+// order exactly as the names do bytewise (a name sorts before its
+// extensions); longer names compare in full on a tie.
+func slotPrefix(s []byte) uint64 {
+	var b [8]byte
+	copy(b[:7], s)
+	b[7] = byte(min(len(s), 255))
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// ukPrefix is the first 8 bytes of a user key, zero-padded: different
+// prefixes order as the keys do; equal prefixes compare the keys in full.
+func ukPrefix(k []byte) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// sortEntries sorts keys (one per entry of buf) into export order
+// (compareEntries).
+func sortEntries(buf []entry, keys []sortKey) {
+	for i := 1; i < len(keys); i++ {
+		if compareSortKeys(buf, keys[i-1], keys[i]) > 0 {
+			slices.SortFunc(keys, func(a, b sortKey) int { return compareSortKeys(buf, a, b) })
+			return
+		}
+	}
+}
+
+func compareSortKeys(buf []entry, a, b sortKey) int {
+	if a.slot != b.slot {
+		if a.slot < b.slot {
+			return -1
+		}
+		return 1
+	}
+	if a.uk != b.uk {
+		if a.uk < b.uk {
+			return -1
+		}
+		return 1
+	}
+	if c := compareEntries(buf[a.idx], buf[b.idx]); c != 0 {
+		return c
+	}
+	return int(a.idx) - int(b.idx) // arrival order among copies of one key
+}
+
+// singleFileFastPath enables pipeline.single (tests compare both paths).
+var singleFileFastPath = true
+
+// singleFile returns the file of a savepoint made of one file whose rows a
+// restore takes as they are (a file input, or a tree of one subtask, which
+// owns every key group), else nil.
+func singleFile(sp *savepoint.Savepoint) *savepoint.File {
+	if len(sp.Files) != 1 || sp.Files[0].Snapshot == nil {
+		return nil
+	}
+	f := sp.Files[0]
+	if sp.Kind != savepoint.InputFile {
+		if g, ok := sp.GroupOf(f.Subtask); !ok || g.Count != 1 {
+			return nil
+		}
+	}
+	return f
+}
+
+// flatKey is a row of a single file with its export sort key.
+type flatKey struct {
+	op, slot, uk uint64
+	idx          uint32
+	sep          int32
+}
+
+// single exports one file's rows without the k-way merge: one sort of the
+// file's rows straight into export order, the sort keys computed in stream
+// order (sequential memory), then one pass that resolves duplicate (op,
+// key) rows as Logical does (they are adjacent, in stream order) and hands
+// the rows to the sink. The rows are exactly Union's (or, perFile, every
+// stored row) in the order the k-way path writes them.
+func (p *pipeline) single(f *savepoint.File, perFile bool, st *savepoint.UnionStats) error {
+	rows := f.Snapshot.Rows
+	if !perFile {
+		*st = savepoint.UnionStats{Files: 1, StoredRows: len(rows)}
+	}
+	keys := make([]flatKey, len(rows))
+	for i := range rows {
+		k := rows[i].Key
+		e := entry{key: k, sep: separator(k)}
+		keys[i] = flatKey{rows[i].Op, slotPrefix(e.slot()), ukPrefix(e.userKey()), uint32(i), e.sep}
+	}
+	ent := func(k flatKey) entry {
+		r := &rows[k.idx]
+		return entry{key: r.Key, value: r.Value, subtask: int32(f.Subtask), sep: k.sep}
+	}
+	cmp := func(a, b flatKey) int {
+		switch {
+		case a.op != b.op:
+			if a.op < b.op {
+				return -1
+			}
+			return 1
+		case a.slot != b.slot:
+			if a.slot < b.slot {
+				return -1
+			}
+			return 1
+		case a.uk != b.uk:
+			if a.uk < b.uk {
+				return -1
+			}
+			return 1
+		}
+		if c := compareEntries(ent(a), ent(b)); c != 0 {
+			return c
+		}
+		return int(a.idx) - int(b.idx) // stream order among duplicates
+	}
+	if err := p.ctx.Err(); err != nil {
+		return err
+	}
+	if !slices.IsSortedFunc(keys, cmp) {
+		slices.SortFunc(keys, cmp)
+	}
+	hdr := make([]savepoint.Row, gatherBlock)
+	warmed := 0
+	e := new(entry) // one allocation: the sink takes a pointer
+
+	for i := 0; i < len(keys); {
+		if i&0xFFFF == 0 && p.ctx.Err() != nil {
+			return p.ctx.Err()
+		}
+		if i >= warmed {
+			warmed = p.warm(rows, keys, i, hdr)
+		}
+		k := keys[i]
+		*e = ent(k)
+		j := i + 1
+		if !perFile {
+			// Duplicates of (op, key), in stream order: clink's restore rule.
+			// Equal keys have equal prefixes, so only those are compared.
+			best := rows[k.idx]
+			for ; j < len(keys) && keys[j].op == k.op && keys[j].slot == k.slot && keys[j].uk == k.uk && bytes.Equal(rows[keys[j].idx].Key, e.key); j++ {
+				best = savepoint.MergeDuplicate(best, rows[keys[j].idx])
+			}
+			st.FileDuplicates += j - i - 1
+			e.value = best.Value
+		}
+		newOp := i == 0 || k.op != keys[i-1].op
+		if newOp {
+			p.res.Operators++
+		}
+		if newOp || k.slot != keys[i-1].slot || k.slot&0xFF >= 7 && !bytes.Equal(separatorSlot(rows[keys[i-1].idx].Key, keys[i-1].sep), e.slot()) {
+			p.res.Slots++
+		}
+		if err := p.sink.add(k.op, e); err != nil {
+			return err
+		}
+		p.res.Rows++
+		i = j
+	}
+	if !perFile {
+		st.Rows = int(p.res.Rows)
+	}
+	return nil
+}
+
+// gatherBlock is the number of rows pipeline.warm loads ahead.
+const gatherBlock = 512
+
+// warm loads the rows keys[from:from+gatherBlock] point to, their headers
+// and the first and last bytes of their keys and values, in loops whose
+// loads do not depend on each other, so that the CPU overlaps the cache and
+// TLB misses of the random gather that follows (in sort order the rows sit
+// anywhere in the input) instead of taking them one at a time. It returns
+// the end of the block.
+func (p *pipeline) warm(rows []savepoint.Row, keys []flatKey, from int, hdr []savepoint.Row) int {
+	end := min(from+len(hdr), len(keys))
+	h := hdr[:end-from]
+	for b := range h {
+		h[b] = rows[keys[from+b].idx]
+	}
+	var x byte
+	for b := range h {
+		if n := len(h[b].Key); n > 0 {
+			x ^= h[b].Key[0] ^ h[b].Key[n-1]
+		}
+		if n := len(h[b].Value); n > 0 {
+			x ^= h[b].Value[0] ^ h[b].Value[n-1]
+		}
+	}
+	p.warmed ^= x // keeps the loads
+	return end
+}
+
+// warmEntries is warm for the operator buffer of the k-way path: it loads
+// the entries p.keys[from:from+gatherBlock] point to and the ends of their
+// keys and values.
+func (p *pipeline) warmEntries(from int) int {
+	end := min(from+gatherBlock, len(p.keys))
+	var x byte
+	for _, k := range p.keys[from:end] {
+		e := &p.buf[k.idx]
+		if n := len(e.key); n > 0 {
+			x ^= e.key[0] ^ e.key[n-1]
+		}
+		if n := len(e.value); n > 0 {
+			x ^= e.value[0] ^ e.value[n-1]
+		}
+	}
+	p.warmed ^= x
+	return end
+}
+
+// separatorSlot is entry.slot for a stored key and its separator index.
+func separatorSlot(key []byte, sep int32) []byte {
+	e := entry{key: key, sep: sep}
+	return e.slot()
+}
+
+// slotText renders a slot name for a utf8 column: the name when it is valid
+// UTF-8, else 0x followed by its hex.
+func slotText(slot []byte) string {
+	if utf8.Valid(slot) {
+		return string(slot)
+	}
+	return "0x" + hex.EncodeToString(slot)
+}
+
+// appendSlotText appends slotText(slot) to b.
+func appendSlotText(b, slot []byte) []byte {
+	if utf8.Valid(slot) {
+		return append(b, slot...)
+	}
+	b = append(b, "0x"...)
+	return hex.AppendEncode(b, slot)
+}
+
+// Render renders bytes as the query projection does: printable ASCII
+// (0x20..0x7e) verbatim, anything else as 0x followed by lowercase hex.
+func Render(b []byte) string {
+	if savepoint.Printable(b) {
+		return string(b)
+	}
+	return "0x" + hex.EncodeToString(b)
+}
+
+// Text renders a value decoded by a codec as text: strings verbatim (0x hex
+// when not valid UTF-8), bytes as Render, numbers in decimal, collections as
+// JSON (see JSONValue). ok is false for nil (optional none, no value).
+func Text(v any) (s string, ok bool) {
+	switch x := v.(type) {
+	case nil:
+		return "", false
+	case string:
+		if utf8.ValidString(x) {
+			return x, true
+		}
+		return "0x" + hex.EncodeToString([]byte(x)), true
+	case []byte:
+		return Render(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	case int:
+		return strconv.Itoa(x), true
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), true
+	case bool:
+		return strconv.FormatBool(x), true
+	}
+	b, err := json.Marshal(JSONValue(v))
+	if err != nil {
+		return fmt.Sprint(v), true
+	}
+	return string(b), true
+}
+
+// JSONValue converts a decoded value to one encoding/json renders faithfully:
+// bytes as Render, strings that are not valid UTF-8 as 0x hex, non-finite
+// floats as strings, recursively through lists and map entries.
+func JSONValue(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		return Render(x)
+	case string:
+		if utf8.ValidString(x) {
+			return x
+		}
+		return "0x" + hex.EncodeToString([]byte(x))
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return strconv.FormatFloat(x, 'g', -1, 64)
+		}
+		return x
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = JSONValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = JSONValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// Decoded is a row's key and value as the rule file's slot declarations
+// decode them.
+type Decoded struct {
+	// Declared reports that the row is a keyed row of a declared slot.
+	Declared bool
+	// Key is the decoded user key (string for string, bytes, composite and
+	// undeclared key codecs); KeyOK is false when the key codec failed.
+	Key   any
+	KeyOK bool
+	// Value is the decoded value (TTL stamp removed); ValueOK is false when
+	// the value codec failed, the slot has no value codec, or a TTL value is
+	// shorter than its 8-byte stamp.
+	Value   any
+	ValueOK bool
+	// ExpireAt is the TTL stamp of a 'ttl: true' slot.
+	ExpireAt    int64
+	HasExpireAt bool
+}
+
+type slotID struct {
+	op   uint64
+	slot string
+}
+
+type decodeFailure struct {
+	n     int
+	first string
+}
+
+// decoder decodes rows with a rule set's slot declarations and counts failures.
+type decoder struct {
+	set      *rules.Set
+	env      rules.Env
+	failures map[slotID]*decodeFailure
+	order    []slotID
+}
+
+func newDecoder(set *rules.Set) *decoder {
+	return &decoder{set: set, failures: map[slotID]*decodeFailure{}}
+}
+
+// DecodeRow decodes a row with set's declarations (nil set: nothing is
+// declared). env is the caller's reusable environment.
+func DecodeRow(set *rules.Set, env *rules.Env, r savepoint.Row, subtask int) (Decoded, error) {
+	if set == nil {
+		return Decoded{}, nil
+	}
+	k := savepoint.ParseKey(r.Key)
+	if k.Kind != savepoint.KindKeyed {
+		return Decoded{}, nil
+	}
+	decl := set.SlotDecl(r.Op, string(k.Slot))
+	if decl == nil {
+		return Decoded{}, nil
+	}
+	err := set.FillEnv(env, r, subtask)
+	d := Decoded{Declared: true, Key: env.Key, KeyOK: true}
+	var de *rules.DecodeError
+	if errors.As(err, &de) && de.Part == "key" {
+		d.KeyOK = false
+	}
+	if at, ok := env.ExpireAt.(int64); ok {
+		d.ExpireAt, d.HasExpireAt = at, true
+	}
+	switch {
+	case decl.ValueCodec == nil:
+	case decl.TTL && !d.HasExpireAt:
+	case errors.As(err, &de) && de.Part == "value":
+	default:
+		d.Value, d.ValueOK = env.Value, true
+	}
+	return d, err
+}
+
+func (d *decoder) decode(op uint64, e *entry) Decoded {
+	if d.set == nil {
+		return Decoded{}
+	}
+	r := savepoint.Row{Op: op, Key: e.key, Value: e.value}
+	dd, err := DecodeRow(d.set, &d.env, r, int(e.subtask))
+	if err != nil {
+		id := slotID{op, string(e.slot())}
+		f := d.failures[id]
+		if f == nil {
+			f = &decodeFailure{first: err.Error()}
+			d.failures[id] = f
+			d.order = append(d.order, id)
+		}
+		f.n++
+	}
+	return dd
+}
+
+func (d *decoder) warnings() []string {
+	var out []string
+	for _, id := range d.order {
+		f := d.failures[id]
+		out = append(out, fmt.Sprintf("op %d slot %q: %d row%s the declared codecs could not decode (written undecoded); first: %s", id.op, slotText([]byte(id.slot)), f.n, plural(f.n), f.first))
+	}
+	return out
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// keyText is the row model's key as text: decoded when declared, else the
+// ParseKey user key rendered.
+func keyText(k savepoint.Key, d Decoded) string {
+	if d.Declared && d.KeyOK {
+		if s, ok := Text(d.Key); ok {
+			return s
+		}
+	}
+	return Render(k.UserKey)
+}
+
+func int64Of(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case uint64:
+		if x <= math.MaxInt64 {
+			return int64(x), true
+		}
+	case int:
+		return int64(x), true
+	}
+	return 0, false
+}
+
+// ---------------------------------------------------------------- JSONL / CSV
+
+// Record is one row of the JSONL and CSV exports.
+type Record struct {
+	Op       uint64 `json:"op"`
+	Kind     string `json:"kind"`
+	KeyGroup int    `json:"key_group"`
+	Slot     string `json:"slot"`
+	Key      any    `json:"key"`
+	Value    any    `json:"value"`
+	KeyHex   string `json:"key_hex"`
+	ValueHex string `json:"value_hex"`
+	ExpireAt *int64 `json:"expire_at"`
+	Subtask  int    `json:"subtask"`
+}
+
+// CSVHeader is the CSV export's header line.
+var CSVHeader = []string{"op", "kind", "key_group", "slot", "key", "value", "key_hex", "value_hex", "expire_at", "subtask"}
+
+func record(op uint64, e *entry, d Decoded) Record {
+	k := savepoint.ParseKey(e.key)
+	rec := Record{
+		Op: op, Kind: k.Kind.String(), KeyGroup: k.KeyGroup, Slot: slotText(e.slot()),
+		Key: Render(k.UserKey), Value: Render(e.value),
+		KeyHex: hex.EncodeToString(e.key), ValueHex: hex.EncodeToString(e.value),
+		Subtask: int(e.subtask),
+	}
+	if d.Declared {
+		if d.KeyOK {
+			rec.Key = JSONValue(d.Key)
+		}
+		if d.ValueOK {
+			rec.Value = JSONValue(d.Value)
+		}
+		if d.HasExpireAt {
+			at := d.ExpireAt
+			rec.ExpireAt = &at
+		}
+	}
+	return rec
+}
+
+type jsonlSink struct {
+	enc *json.Encoder
+	dec *decoder
+}
+
+func newJSONLSink(w io.Writer, dec *decoder) *jsonlSink {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return &jsonlSink{enc: enc, dec: dec}
+}
+
+func (s *jsonlSink) add(op uint64, e *entry) error {
+	return s.enc.Encode(record(op, e, s.dec.decode(op, e)))
+}
+
+func (s *jsonlSink) close(error) error { return nil }
+
+type csvSink struct {
+	w   *csv.Writer
+	dec *decoder
+	row []string
+}
+
+func newCSVSink(w io.Writer, dec *decoder) (*csvSink, error) {
+	s := &csvSink{w: csv.NewWriter(w), dec: dec, row: make([]string, len(CSVHeader))}
+	return s, s.w.Write(CSVHeader)
+}
+
+func (s *csvSink) add(op uint64, e *entry) error {
+	rec := record(op, e, s.dec.decode(op, e))
+	cell := func(v any) string {
+		t, _ := Text(v)
+		return t
+	}
+	s.row[0] = strconv.FormatUint(rec.Op, 10)
+	s.row[1] = rec.Kind
+	s.row[2] = strconv.Itoa(rec.KeyGroup)
+	s.row[3] = rec.Slot
+	s.row[4] = cell(rec.Key)
+	s.row[5] = cell(rec.Value)
+	s.row[6] = rec.KeyHex
+	s.row[7] = rec.ValueHex
+	s.row[8] = ""
+	if rec.ExpireAt != nil {
+		s.row[8] = strconv.FormatInt(*rec.ExpireAt, 10)
+	}
+	s.row[9] = strconv.Itoa(rec.Subtask)
+	return s.w.Write(s.row)
+}
+
+func (s *csvSink) close(error) error {
+	s.w.Flush()
+	return s.w.Error()
+}
+
+// ---------------------------------------------------------------- Parquet
+
+// CanonicalSchema returns the canonical projection's Arrow schema (with a
+// subtask column when perFile is set).
+func CanonicalSchema(perFile bool) *arrow.Schema {
+	fields := []arrow.Field{
+		{Name: "op_id", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "key_group", Type: arrow.PrimitiveTypes.Uint8},
+		{Name: "slot", Type: arrow.BinaryTypes.String},
+		{Name: "user_key", Type: arrow.BinaryTypes.Binary},
+		{Name: "value_bytes", Type: arrow.BinaryTypes.Binary},
+	}
+	if perFile {
+		fields = append(fields, arrow.Field{Name: "subtask", Type: arrow.PrimitiveTypes.Int32})
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// QuerySchema returns the query projection's Arrow schema.
+func QuerySchema() *arrow.Schema {
+	i64 := arrow.PrimitiveTypes.Int64
+	str := arrow.BinaryTypes.String
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "event_time", Type: i64, Nullable: true},
+		{Name: "op_id", Type: i64, Nullable: true},
+		{Name: "key_group", Type: i64, Nullable: true},
+		{Name: "slot", Type: str, Nullable: true},
+		{Name: "user_key", Type: str, Nullable: true},
+		{Name: "key_int", Type: i64, Nullable: true},
+		{Name: "value", Type: str, Nullable: true},
+		{Name: "value_int", Type: i64, Nullable: true},
+		{Name: "kind", Type: str, Nullable: true},
+		{Name: "key", Type: str, Nullable: true},
+		{Name: "expire_at", Type: i64, Nullable: true},
+		{Name: "subtask", Type: i64, Nullable: true},
+	}, nil)
+}
+
+// Metadata keys sptool adds to a Parquet export.
+const (
+	// MetaProjection is "canonical" or "query".
+	MetaProjection = "sptool.projection"
+	// MetaView is "union" (the logical view) or "per-file" (every stored row).
+	MetaView = "sptool.view"
+)
+
+// provenance describes the input without paths or clock readings.
+func provenance(sp *savepoint.Savepoint, opts Options) string {
+	var crc [4]byte
+	h := savepoint.NewCRC32C()
+	for _, f := range sp.Files {
+		binary.LittleEndian.PutUint32(crc[:], f.CRC32C)
+		h.Write(crc[:])
+	}
+	s := fmt.Sprintf("tool=%s;input_kind=%s;generation=%d;checkpoint=%d;files=%d;input_crc32c=%d", opts.Tool, sp.Kind, sp.Generation, sp.Checkpoint, len(sp.Files), h.Sum32())
+	if opts.Rules != nil && opts.Projection == Query {
+		s += ";rules_sha256=" + opts.Rules.Digest
+	}
+	return s
+}
+
+// ParquetMetadata returns the file key-value metadata of an export, in order.
+func ParquetMetadata(sp *savepoint.Savepoint, opts Options, versions savepoint.VersionMap) savepoint.Metadata {
+	var md savepoint.Metadata
+	if versions.Len() > 0 {
+		md = append(md, savepoint.MetaEntry{Key: savepoint.MetaStateVersions, Value: versions.Pack()})
+	}
+	view := "union"
+	if opts.PerFile {
+		view = "per-file"
+	}
+	return append(md,
+		savepoint.MetaEntry{Key: MetaProjection, Value: string(opts.Projection)},
+		savepoint.MetaEntry{Key: MetaView, Value: view},
+		savepoint.MetaEntry{Key: savepoint.MetaProvenance, Value: provenance(sp, opts)},
+	)
+}
+
+// writerProperties are the Parquet writer settings of a projection.
+func writerProperties(opts Options) *parquet.WriterProperties {
+	props := []parquet.WriterProperty{
+		parquet.WithCompression(Codecs[opts.Compression]),
+		parquet.WithMaxRowGroupLength(int64(opts.RowGroupRows)),
+		parquet.WithDictionaryDefault(false),
+		parquet.WithDictionaryFor("op_id", true),
+		parquet.WithDictionaryFor("key_group", true),
+		parquet.WithDictionaryFor("slot", true),
+		parquet.WithAllocator(opts.Allocator),
+	}
+	if opts.Projection == Canonical {
+		props = append(props,
+			parquet.WithStatsFor("user_key", false),
+			parquet.WithStatsFor("value_bytes", false))
+		if opts.PerFile {
+			props = append(props, parquet.WithDictionaryFor("subtask", true))
+		}
+	} else {
+		props = append(props,
+			parquet.WithDictionaryFor("kind", true),
+			parquet.WithDictionaryFor("subtask", true),
+			parquet.WithStatsFor("user_key", false),
+			parquet.WithStatsFor("value", false),
+			parquet.WithStatsFor("key", false))
+	}
+	return parquet.NewWriterProperties(props...)
+}
+
+type parquetSink struct {
+	fw        *pqarrow.FileWriter
+	schema    *arrow.Schema
+	opts      Options
+	dec       *decoder
+	canon     *canonBatch
+	query     *queryBatch
+	rowGroups int
+}
+
+func newParquetSink(w io.Writer, sp *savepoint.Savepoint, opts Options, versions savepoint.VersionMap, dec *decoder) (*parquetSink, error) {
+	var schema *arrow.Schema
+	if opts.Projection == Canonical {
+		schema = CanonicalSchema(opts.PerFile)
+	} else {
+		schema = QuerySchema()
+	}
+	md := ParquetMetadata(sp, opts, versions)
+	keys, vals := make([]string, len(md)), make([]string, len(md))
+	for i, e := range md {
+		keys[i], vals[i] = e.Key, e.Value
+	}
+	meta := arrow.NewMetadata(keys, vals)
+	schema = arrow.NewSchema(schema.Fields(), &meta)
+	fw, err := pqarrow.NewFileWriter(schema, w, writerProperties(opts), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Allocator)))
+	if err != nil {
+		return nil, fmt.Errorf("create parquet writer: %w", err)
+	}
+	s := &parquetSink{fw: fw, schema: schema, opts: opts, dec: dec}
+	if opts.Projection == Canonical {
+		s.canon = newCanonBatch(opts.PerFile)
+	} else {
+		s.query = newQueryBatch(opts.Allocator)
+	}
+	return s, nil
+}
+
+func (s *parquetSink) add(op uint64, e *entry) error {
+	if s.canon != nil {
+		if s.canon.full(e) {
+			if err := s.flushBatch(); err != nil {
+				return err
+			}
+		}
+		s.canon.add(op, e)
+		return nil
+	}
+	if s.query.full(e) {
+		if err := s.flushBatch(); err != nil {
+			return err
+		}
+	}
+	s.query.add(op, e, s.dec.decode(op, e))
+	return nil
+}
+
+// flushBatch hands the current batch to pqarrow; row groups fill up to
+// RowGroupRows rows.
+func (s *parquetSink) flushBatch() error {
+	var rec arrow.RecordBatch
+	if s.canon != nil {
+		if s.canon.n == 0 {
+			return nil
+		}
+		rec = s.canon.record(s.schema)
+	} else {
+		if s.query.n == 0 {
+			return nil
+		}
+		rec = s.query.record(s.schema)
+	}
+	defer rec.Release()
+	if err := s.fw.WriteBuffered(rec); err != nil {
+		return fmt.Errorf("write parquet: %w", err)
+	}
+	return nil
+}
+
+func (s *parquetSink) close(failed error) error {
+	if failed == nil {
+		if err := s.flushBatch(); err != nil {
+			s.fw.Close()
+			return err
+		}
+	}
+	if s.query != nil {
+		s.query.release()
+	}
+	if err := s.fw.Close(); err != nil && failed == nil {
+		return fmt.Errorf("finish parquet: %w", err)
+	}
+	if md, err := s.fw.FileMetadata(); err == nil {
+		s.rowGroups = md.NumRowGroups()
+	}
+	return nil
+}
+
+// canonBatch builds the canonical columns directly in Go slices.
+type canonBatch struct {
+	perFile                   bool
+	n                         int
+	ops                       []uint64
+	kgs                       []byte
+	subs                      []int32
+	slotOff, keyOff, valOff   []int32
+	slotData, keyData, valDat []byte
+}
+
+func newCanonBatch(perFile bool) *canonBatch {
+	b := &canonBatch{perFile: perFile}
+	b.reset()
+	return b
+}
+
+// reset empties the batch, keeping its memory: pqarrow copies what it
+// keeps (encoded pages, dictionary entries, statistics) before WriteBuffered
+// returns, and the record is released by then.
+func (b *canonBatch) reset() {
+	b.n = 0
+	if b.ops == nil {
+		b.ops = make([]uint64, 0, batchRows)
+		b.kgs = make([]byte, 0, batchRows)
+		b.subs = make([]int32, 0, batchRows)
+		b.slotOff = make([]int32, 0, batchRows+1)
+		b.keyOff = make([]int32, 0, batchRows+1)
+		b.valOff = make([]int32, 0, batchRows+1)
+		b.slotData = make([]byte, 0, 8*batchRows)
+		b.keyData = make([]byte, 0, 16*batchRows)
+		b.valDat = make([]byte, 0, 16*batchRows)
+	}
+	b.ops, b.kgs, b.subs = b.ops[:0], b.kgs[:0], b.subs[:0]
+	b.slotOff, b.keyOff, b.valOff = append(b.slotOff[:0], 0), append(b.keyOff[:0], 0), append(b.valOff[:0], 0)
+	b.slotData, b.keyData, b.valDat = b.slotData[:0], b.keyData[:0], b.valDat[:0]
+}
+
+func (b *canonBatch) full(e *entry) bool {
+	return b.n > 0 && (b.n >= batchRows ||
+		len(b.keyData)+len(e.key) > maxBatchBytes || len(b.valDat)+len(e.value) > maxBatchBytes)
+}
+
+// canonicalKeyGroup is the key_group column's value: the stored key's first
+// byte, 255 for the empty key (see the package comment).
+func canonicalKeyGroup(key []byte) byte {
+	if len(key) == 0 {
+		return 0xFF
+	}
+	return key[0]
+}
+
+func (b *canonBatch) add(op uint64, e *entry) {
+	b.n++
+	b.ops = append(b.ops, op)
+	b.kgs = append(b.kgs, canonicalKeyGroup(e.key))
+	if b.perFile {
+		b.subs = append(b.subs, e.subtask)
+	}
+	b.slotData = appendSlotText(b.slotData, e.slot())
+	b.slotOff = append(b.slotOff, int32(len(b.slotData)))
+	b.keyData = append(b.keyData, e.userKey()...)
+	b.keyOff = append(b.keyOff, int32(len(b.keyData)))
+	b.valDat = append(b.valDat, e.value...)
+	b.valOff = append(b.valOff, int32(len(b.valDat)))
+}
+
+func bufOf(b []byte) *memory.Buffer { return memory.NewBufferBytes(b) }
+
+// record wraps the slices as Arrow arrays (no copy) and starts a new batch.
+func (b *canonBatch) record(schema *arrow.Schema) arrow.RecordBatch {
+	n := b.n
+	mk := func(t arrow.DataType, bufs ...*memory.Buffer) arrow.Array {
+		d := array.NewData(t, n, append([]*memory.Buffer{nil}, bufs...), nil, 0, 0)
+		defer d.Release()
+		return array.MakeFromData(d)
+	}
+	cols := []arrow.Array{
+		mk(arrow.PrimitiveTypes.Uint64, bufOf(arrow.Uint64Traits.CastToBytes(b.ops))),
+		mk(arrow.PrimitiveTypes.Uint8, bufOf(b.kgs)),
+		mk(arrow.BinaryTypes.String, bufOf(arrow.Int32Traits.CastToBytes(b.slotOff)), bufOf(b.slotData)),
+		mk(arrow.BinaryTypes.Binary, bufOf(arrow.Int32Traits.CastToBytes(b.keyOff)), bufOf(b.keyData)),
+		mk(arrow.BinaryTypes.Binary, bufOf(arrow.Int32Traits.CastToBytes(b.valOff)), bufOf(b.valDat)),
+	}
+	if b.perFile {
+		cols = append(cols, mk(arrow.PrimitiveTypes.Int32, bufOf(arrow.Int32Traits.CastToBytes(b.subs))))
+	}
+	rec := array.NewRecordBatch(schema, cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	b.reset()
+	return rec
+}
+
+// queryBatch builds the query projection's columns with builders.
+type queryBatch struct {
+	mem                                                   memory.Allocator
+	n                                                     int
+	bytes                                                 int
+	eventTime, opID, keyGroup, keyInt, valueInt, expireAt *array.Int64Builder
+	subtask                                               *array.Int64Builder
+	slot, userKey, value, kind, key                       *array.StringBuilder
+}
+
+func newQueryBatch(mem memory.Allocator) *queryBatch {
+	q := &queryBatch{mem: mem}
+	q.reset()
+	return q
+}
+
+func (q *queryBatch) reset() {
+	q.n, q.bytes = 0, 0
+	q.eventTime = array.NewInt64Builder(q.mem)
+	q.opID = array.NewInt64Builder(q.mem)
+	q.keyGroup = array.NewInt64Builder(q.mem)
+	q.keyInt = array.NewInt64Builder(q.mem)
+	q.valueInt = array.NewInt64Builder(q.mem)
+	q.expireAt = array.NewInt64Builder(q.mem)
+	q.subtask = array.NewInt64Builder(q.mem)
+	q.slot = array.NewStringBuilder(q.mem)
+	q.userKey = array.NewStringBuilder(q.mem)
+	q.value = array.NewStringBuilder(q.mem)
+	q.kind = array.NewStringBuilder(q.mem)
+	q.key = array.NewStringBuilder(q.mem)
+}
+
+func (q *queryBatch) builders() []array.Builder {
+	return []array.Builder{q.eventTime, q.opID, q.keyGroup, q.slot, q.userKey, q.keyInt, q.value, q.valueInt, q.kind, q.key, q.expireAt, q.subtask}
+}
+
+func (q *queryBatch) release() {
+	for _, b := range q.builders() {
+		b.Release()
+	}
+}
+
+func (q *queryBatch) full(e *entry) bool {
+	// Rendering at most doubles a value (hex); the key appears twice.
+	return q.n > 0 && (q.n >= batchRows || q.bytes+4*len(e.key)+2*len(e.value)+64 > maxBatchBytes)
+}
+
+func le64(b []byte) (int64, bool) {
+	if len(b) != 8 {
+		return 0, false
+	}
+	return int64(binary.LittleEndian.Uint64(b)), true
+}
+
+func (q *queryBatch) add(op uint64, e *entry, d Decoded) {
+	q.n++
+	q.bytes += 4*len(e.key) + 2*len(e.value) + 64
+	k := savepoint.ParseKey(e.key)
+	q.eventTime.AppendNull()
+	q.opID.Append(int64(op))
+	if len(e.key) > 0 && e.key[0] < savepoint.NumKeyGroups {
+		q.keyGroup.Append(int64(e.key[0]))
+	} else {
+		q.keyGroup.AppendNull()
+	}
+	q.slot.Append(slotText(e.slot()))
+	uk := e.userKey()
+	q.userKey.Append(Render(uk))
+	if v, ok := le64(uk); ok {
+		q.keyInt.Append(v)
+	} else {
+		q.keyInt.AppendNull()
+	}
+	switch {
+	case d.Declared && d.ValueOK:
+		if s, ok := Text(d.Value); ok {
+			q.value.Append(s)
+		} else {
+			q.value.AppendNull()
+		}
+		if v, ok := int64Of(d.Value); ok {
+			q.valueInt.Append(v)
+		} else {
+			q.valueInt.AppendNull()
+		}
+	default:
+		q.value.Append(Render(e.value))
+		if v, ok := le64(e.value); ok {
+			q.valueInt.Append(v)
+		} else {
+			q.valueInt.AppendNull()
+		}
+	}
+	q.kind.Append(k.Kind.String())
+	q.key.Append(keyText(k, d))
+	if d.HasExpireAt {
+		q.expireAt.Append(d.ExpireAt)
+	} else {
+		q.expireAt.AppendNull()
+	}
+	if e.subtask >= 0 {
+		q.subtask.Append(int64(e.subtask))
+	} else {
+		q.subtask.AppendNull()
+	}
+}
+
+func (q *queryBatch) record(schema *arrow.Schema) arrow.RecordBatch {
+	bs := q.builders()
+	cols := make([]arrow.Array, len(bs))
+	for i, b := range bs {
+		cols[i] = b.NewArray()
+	}
+	rec := array.NewRecordBatch(schema, cols, int64(q.n))
+	for _, c := range cols {
+		c.Release()
+	}
+	q.release()
+	q.reset()
+	return rec
+}

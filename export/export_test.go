@@ -1,0 +1,628 @@
+package export
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+var (
+	exampleTree = filepath.Join("..", "testdata", "example")
+	mixedP4     = filepath.Join("..", "testdata", "independent", "mixed-p4")
+)
+
+// exampleRules declares the example's slots (see internal/gen).
+const exampleRules = `version: 1
+slots:
+  - {uid: agg, slot: counts, key: int64, value: int64}
+  - {uid: agg, slot: seen, key: string, value: string, ttl: true}
+  - {uid: enricher, slot: profile, key: string, value: string}
+  - {uid: enricher, slot: cart, key: string, value: int64, ttl: true, composite: true}
+rules: []
+`
+
+func openSP(t testing.TB, path string) *savepoint.Savepoint {
+	t.Helper()
+	sp, err := savepoint.Open(path, savepoint.OpenOptions{RequireValid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+func parseRules(t testing.TB, src string) *rules.Set {
+	t.Helper()
+	set, err := rules.Parse("example.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// export runs Write with a checked allocator and returns the bytes.
+func export(t testing.TB, sp *savepoint.Savepoint, opts Options) ([]byte, *Result) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	if tb, ok := t.(*testing.T); ok {
+		defer mem.AssertSize(tb, 0)
+	}
+	opts.Allocator = mem
+	var buf bytes.Buffer
+	res, err := Write(context.Background(), &buf, sp, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bytes != int64(buf.Len()) {
+		t.Errorf("result says %d bytes, wrote %d", res.Bytes, buf.Len())
+	}
+	return buf.Bytes(), res
+}
+
+// dumpParquet describes a Parquet file as text: the Parquet schema, the
+// Arrow schema pqarrow reads back, the key-value metadata and the layout of
+// the first row group's column chunks.
+func dumpParquet(t testing.TB, data []byte) string {
+	t.Helper()
+	pr, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	md := pr.MetaData()
+	var b strings.Builder
+	fmt.Fprintf(&b, "created_by: %s\nrows: %d\nrow groups: %d\n\nparquet schema:\n", md.GetCreatedBy(), md.NumRows, md.NumRowGroups())
+	schema.PrintSchema(md.Schema.Root(), &b, 2)
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := fr.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.WriteString("\narrow schema (as pqarrow reads it):\n")
+	for _, f := range as.Fields() {
+		fmt.Fprintf(&b, "  %s: %s nullable=%v\n", f.Name, f.Type, f.Nullable)
+	}
+	b.WriteString("\nkey-value metadata:\n")
+	kv := md.KeyValueMetadata()
+	for i, k := range kv.Keys() {
+		fmt.Fprintf(&b, "  %s = %q\n", k, kv.Values()[i])
+	}
+	if md.NumRowGroups() > 0 {
+		b.WriteString("\ncolumn chunks (row group 0):\n")
+		rg := md.RowGroup(0)
+		for i := 0; i < rg.NumColumns(); i++ {
+			cc, err := rg.ColumnChunk(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stats, _ := cc.StatsSet()
+			fmt.Fprintf(&b, "  %s: %s, encodings %v, dictionary page %v, statistics %v\n", cc.PathInSchema(), cc.Compression(), cc.Encodings(), cc.HasDictionaryPage(), stats)
+		}
+	}
+	return b.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".txt")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./export -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (check the change, then run go test ./export -update):\n%s", path, got)
+	}
+}
+
+// TestExportParquetSchemaGolden pins the schemas, metadata and writer
+// settings of every projection (text dumps in testdata/golden).
+func TestExportParquetSchemaGolden(t *testing.T) {
+	set := parseRules(t, exampleRules)
+	for _, c := range []struct {
+		name string
+		path string
+		opts Options
+	}{
+		{"canonical-example", exampleTree, Options{}},
+		{"canonical-per-file-example", exampleTree, Options{PerFile: true}},
+		{"query-example", exampleTree, Options{Projection: Query}},
+		{"query-rules-example", exampleTree, Options{Projection: Query, Rules: set}},
+		{"canonical-mixed-p4", mixedP4, Options{Compression: "zstd"}},
+		{"canonical-clink-fixture", filepath.Join("..", "testdata", "clink", "snapshot-v1.snap"), Options{Compression: "none"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data, _ := export(t, openSP(t, c.path), c.opts)
+			got := dumpParquet(t, data)
+			golden(t, c.name, got)
+			// Deterministic: the same input gives the same bytes.
+			again, _ := export(t, openSP(t, c.path), c.opts)
+			if !bytes.Equal(data, again) {
+				t.Error("two exports of the same input differ")
+			}
+		})
+	}
+}
+
+// parquetRow is one row of a canonical export read back.
+type parquetRow struct {
+	op       uint64
+	kg       uint8
+	slot     string
+	userKey  []byte
+	value    []byte
+	subtask  int32
+	storedAs []byte // the stored key rebuilt from the columns
+}
+
+func readCanonical(t testing.TB, data []byte) ([]parquetRow, *arrow.Schema) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	pr, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1 << 12}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	tr := array.NewTableReader(tbl, 1<<12)
+	defer tr.Release()
+	var out []parquetRow
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		ops := rec.Column(0).(*array.Uint64)
+		kgs := rec.Column(1).(*array.Uint8)
+		slots := rec.Column(2).(*array.String)
+		uks := rec.Column(3).(*array.Binary)
+		vals := rec.Column(4).(*array.Binary)
+		var subs *array.Int32
+		if rec.NumCols() > 5 {
+			subs = rec.Column(5).(*array.Int32)
+		}
+		for i := 0; i < int(rec.NumRows()); i++ {
+			r := parquetRow{op: ops.Value(i), kg: kgs.Value(i), slot: slots.Value(i), userKey: bytes.Clone(uks.Value(i)), value: bytes.Clone(vals.Value(i)), subtask: -1}
+			if subs != nil {
+				r.subtask = subs.Value(i)
+			}
+			if r.slot == savepoint.RawSlot {
+				r.storedAs = r.userKey
+			} else {
+				r.storedAs = append(append(append([]byte{r.kg}, r.slot...), '|'), r.userKey...)
+			}
+			out = append(out, r)
+		}
+	}
+	return out, tbl.Schema()
+}
+
+// compareOrder is the export order: op, slot, user key (bytewise), subtask.
+func compareOrder(a, b parquetRow) int {
+	if a.op != b.op {
+		if a.op < b.op {
+			return -1
+		}
+		return 1
+	}
+	if c := strings.Compare(a.slot, b.slot); c != 0 {
+		return c
+	}
+	if c := bytes.Compare(a.userKey, b.userKey); c != 0 {
+		return c
+	}
+	return int(a.subtask - b.subtask)
+}
+
+// TestExportRoundTrip exports the canonical projection and reads it back
+// with pqarrow: the same rows as Union(), non-nullable columns of the exact
+// types, rows in (op, slot, user_key) order, key_group the first key byte.
+func TestExportRoundTrip(t *testing.T) {
+	// Small batches and row groups exercise the buffering: many record
+	// batches per row group, batches split across row groups, reused buffers.
+	defer func(n int) { batchRows = n }(batchRows)
+	batchRows = 7
+	for _, path := range []string{exampleTree, mixedP4, filepath.Join("..", "testdata", "independent", "two-groups"), filepath.Join("..", "testdata", "independent", "changelog-file")} {
+		for _, perFile := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/per-file=%v", filepath.Base(path), perFile), func(t *testing.T) {
+				sp := openSP(t, path)
+				data, res := export(t, sp, Options{PerFile: perFile, RowGroupRows: 100})
+				got, sch := readCanonical(t, data)
+				wantFields := "op_id:uint64 key_group:uint8 slot:utf8 user_key:binary value_bytes:binary"
+				if perFile {
+					wantFields += " subtask:int32"
+				}
+				var fields []string
+				for _, f := range sch.Fields() {
+					if f.Nullable {
+						t.Errorf("field %s is nullable", f.Name)
+					}
+					fields = append(fields, f.Name+":"+f.Type.String())
+				}
+				if strings.Join(fields, " ") != wantFields {
+					t.Errorf("fields %s, want %s", strings.Join(fields, " "), wantFields)
+				}
+				var want []savepoint.UnionRow
+				if perFile {
+					for u := range sp.StoredSeq() {
+						want = append(want, u)
+					}
+				} else {
+					want, _ = sp.Union()
+				}
+				if len(got) != len(want) || res.Rows != int64(len(want)) {
+					t.Fatalf("%d rows read back (result %d), want %d", len(got), res.Rows, len(want))
+				}
+				if res.RowGroups != (len(want)+99)/100 {
+					t.Errorf("%d row groups, want %d", res.RowGroups, (len(want)+99)/100)
+				}
+				if !slices.IsSortedFunc(got, compareOrder) {
+					t.Error("rows are not in (op, slot, user_key) order")
+				}
+				// Same multiset of (op, stored key, value, subtask).
+				key := func(op uint64, k, v []byte, sub int) string {
+					return fmt.Sprintf("%d/%x/%x/%d", op, k, v, sub)
+				}
+				var a, b []string
+				for _, r := range got {
+					sub := int(r.subtask)
+					if !perFile {
+						sub = 0
+					}
+					a = append(a, key(r.op, r.storedAs, r.value, sub))
+					wantKG := uint8(0xFF)
+					if len(r.storedAs) > 0 {
+						wantKG = r.storedAs[0]
+					}
+					if r.kg != wantKG {
+						t.Errorf("row op %d key %x: key_group %d, want the first key byte %d", r.op, r.storedAs, r.kg, wantKG)
+					}
+				}
+				for _, u := range want {
+					sub := u.Subtask
+					if !perFile {
+						sub = 0
+					}
+					b = append(b, key(u.Row.Op, u.Row.Key, u.Row.Value, sub))
+				}
+				slices.Sort(a)
+				slices.Sort(b)
+				if !slices.Equal(a, b) {
+					t.Errorf("rows read back differ from the union")
+				}
+			})
+		}
+	}
+}
+
+// TestExportRawKeyGroup pins the <raw> decision: the first byte of the
+// stored key, 255 for the empty key.
+func TestExportRawKeyGroup(t *testing.T) {
+	sp := &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: []savepoint.Row{
+		{Op: 1, Key: []byte("__inflight__"), Value: []byte("a")},
+		{Op: 1, Key: append([]byte{0xFF}, "__kafka_off__:0"...), Value: make([]byte, 8)},
+		{Op: 1, Key: []byte{0xFF, 'b', 'c', '|'}, Value: []byte("bc")},
+		{Op: 1, Key: []byte{}, Value: []byte("empty")},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k")), Value: []byte("v")},
+	}}}}}
+	data, _ := export(t, sp, Options{})
+	got, _ := readCanonical(t, data)
+	var lines []string
+	for _, r := range got {
+		lines = append(lines, fmt.Sprintf("kg=%d slot=%s uk=%x", r.kg, r.slot, r.userKey))
+	}
+	kgS := savepoint.KeyGroupOf([]byte("k"))
+	want := []string{
+		"kg=255 slot=<raw> uk=",
+		"kg=95 slot=<raw> uk=5f5f696e666c696768745f5f",
+		"kg=255 slot=<raw> uk=ff5f5f6b61666b615f6f66665f5f3a30",
+		"kg=255 slot=bc uk=",
+		fmt.Sprintf("kg=%d slot=s uk=6b", kgS),
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func readQuery(t testing.TB, data []byte) []map[string]any {
+	t.Helper()
+	pr, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	tr := array.NewTableReader(tbl, 1<<12)
+	defer tr.Release()
+	var out []map[string]any
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			m := map[string]any{}
+			for c, f := range rec.Schema().Fields() {
+				col := rec.Column(c)
+				if col.IsNull(i) {
+					m[f.Name] = nil
+					continue
+				}
+				switch a := col.(type) {
+				case *array.Int64:
+					m[f.Name] = a.Value(i)
+				case *array.String:
+					m[f.Name] = a.Value(i)
+				default:
+					t.Fatalf("column %s: unexpected type %s", f.Name, col.DataType())
+				}
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestExportQueryProjection checks the query projection with the example's
+// declarations: decoded keys and values, TTL stamps, and clink's columns.
+func TestExportQueryProjection(t *testing.T) {
+	sp := openSP(t, exampleTree)
+	union, _ := sp.Union()
+	data, res := export(t, sp, Options{Projection: Query, Rules: parseRules(t, exampleRules)})
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `0xff+"__clink_timers"`) {
+		t.Errorf("warnings %q, want the timer-blob merge only", res.Warnings)
+	}
+	rows := readQuery(t, data)
+	if len(rows) != len(union) {
+		t.Fatalf("%d rows, want %d", len(rows), len(union))
+	}
+	bySlot := map[string]int{}
+	for _, r := range rows {
+		bySlot[r["slot"].(string)]++
+		if r["event_time"] != nil {
+			t.Fatalf("event_time %v, want null", r["event_time"])
+		}
+		switch r["slot"] {
+		case "counts":
+			// key and value decoded with int64, key_int/value_int the 8-byte readings.
+			if r["key"] != strconv.FormatInt(r["key_int"].(int64), 10) || r["value"] != strconv.FormatInt(r["value_int"].(int64), 10) || r["kind"] != "keyed" {
+				t.Fatalf("counts row %v", r)
+			}
+			if r["key_group"].(int64) != int64(savepoint.KeyGroupOf(binary.LittleEndian.AppendUint64(nil, uint64(r["key_int"].(int64))))) {
+				t.Fatalf("counts row %v: key group", r)
+			}
+		case "seen":
+			if r["value"] != "web" || r["expire_at"] == nil || r["value_int"] != nil || r["key"] != r["user_key"] {
+				t.Fatalf("seen row %v", r)
+			}
+		case "cart":
+			if r["expire_at"] == nil || r["value_int"] == nil || r["value"] != strconv.FormatInt(r["value_int"].(int64), 10) {
+				t.Fatalf("cart row %v", r)
+			}
+		case "profile":
+			if !strings.HasPrefix(r["value"].(string), `{"tier":`) {
+				t.Fatalf("profile row %v", r)
+			}
+		case "<raw>":
+			if r["kind"] != "operator" || r["key_group"] != nil || !strings.HasPrefix(r["user_key"].(string), "0xff") {
+				t.Fatalf("raw row %v", r)
+			}
+			if r["user_key"] == "0xff5f5f6b61666b615f6f66665f5f3a30" && (r["key"] != "__kafka_off__:0" || r["value_int"] != int64(1003)) {
+				t.Fatalf("kafka offset row %v (want the greatest of the subtasks' offsets, 1003)", r)
+			}
+		}
+		if sub, ok := r["subtask"].(int64); !ok || sub < 0 || sub > 3 {
+			t.Fatalf("row %v: subtask", r)
+		}
+	}
+	if fmt.Sprint(bySlot) != "map[<raw>:3 cart:300 counts:300 profile:300 seen:200]" {
+		t.Errorf("rows per slot %v", bySlot)
+	}
+
+	// Without declarations value is the stored value rendered, key the user key.
+	rows = readQuery(t, func() []byte { d, _ := export(t, sp, Options{Projection: Query}); return d }())
+	for _, r := range rows {
+		if r["slot"] == "counts" && (r["value"] != "0x"+fmt.Sprintf("%016x", bits(r["value_int"].(int64))) || r["key"] != r["user_key"]) {
+			t.Fatalf("undeclared counts row %v", r)
+		}
+	}
+}
+
+// bits returns v's 8 little-endian bytes as a big-endian number, so that
+// %016x prints them in stored order.
+func bits(v int64) uint64 {
+	return binary.BigEndian.Uint64(binary.LittleEndian.AppendUint64(nil, uint64(v)))
+}
+
+func TestExportJSONLAndCSV(t *testing.T) {
+	sp := openSP(t, exampleTree)
+	union, _ := sp.Union()
+	set := parseRules(t, exampleRules)
+	data, res := export(t, sp, Options{Format: JSONL, Rules: set})
+	if res.Rows != int64(len(union)) || res.RowGroups != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	var recs []Record
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.UseNumber()
+		var r Record
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("%s: %v", sc.Text(), err)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) != len(union) {
+		t.Fatalf("%d lines, want %d", len(recs), len(union))
+	}
+	want := map[string]string{}
+	for _, u := range union {
+		want[fmt.Sprintf("%d/%x", u.Row.Op, u.Row.Key)] = hex.EncodeToString(u.Row.Value)
+	}
+	for _, r := range recs {
+		if want[fmt.Sprintf("%d/%s", r.Op, r.KeyHex)] != r.ValueHex {
+			t.Fatalf("record %+v not in the union", r)
+		}
+		if r.Slot == "counts" {
+			if _, ok := r.Key.(json.Number); !ok {
+				t.Fatalf("counts key %v is not a number", r.Key)
+			}
+			v, _ := hex.DecodeString(r.ValueHex)
+			if r.Value.(json.Number).String() != strconv.FormatInt(int64(binary.LittleEndian.Uint64(v)), 10) {
+				t.Fatalf("counts record %+v", r)
+			}
+		}
+		if r.Slot == "seen" && (r.ExpireAt == nil || r.Value != "web") {
+			t.Fatalf("seen record %+v", r)
+		}
+		if r.Kind == "operator" && r.KeyGroup != -1 {
+			t.Fatalf("operator record %+v", r)
+		}
+	}
+
+	data, _ = export(t, sp, Options{Format: CSV, Rules: set})
+	cr, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cr[0], ",") != strings.Join(CSVHeader, ",") || len(cr) != len(union)+1 {
+		t.Fatalf("csv header %v, %d lines", cr[0], len(cr))
+	}
+	for i, line := range cr[1:] {
+		r := recs[i]
+		if line[0] != strconv.FormatUint(r.Op, 10) || line[6] != r.KeyHex || line[7] != r.ValueHex || line[3] != r.Slot {
+			t.Fatalf("csv line %d %v, jsonl %+v", i, line, r)
+		}
+	}
+}
+
+func TestExportWriteFile(t *testing.T) {
+	sp := openSP(t, exampleTree)
+	out := filepath.Join(t.TempDir(), "state.parquet")
+	ctx := context.Background()
+	res, err := WriteFile(ctx, out, sp, Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(out)
+	if err != nil || st.Size() != res.Bytes {
+		t.Fatalf("stat %v, result %d bytes", err, res.Bytes)
+	}
+	if _, err := WriteFile(ctx, out, sp, Options{}, false); !errors.Is(err, ErrExists) {
+		t.Fatalf("second export: %v, want ErrExists", err)
+	}
+	if _, err := WriteFile(ctx, out, sp, Options{Format: CSV}, true); err != nil {
+		t.Fatalf("--force: %v", err)
+	}
+	if b, _ := os.ReadFile(out); !bytes.HasPrefix(b, []byte("op,kind,")) {
+		t.Fatalf("not replaced: %q", b[:16])
+	}
+	ents, _ := os.ReadDir(filepath.Dir(out))
+	if len(ents) != 1 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+	if _, err := WriteFile(ctx, filepath.Join(exampleTree, "x.parquet"), sp, Options{}, false); err == nil {
+		t.Error("an output inside the input was accepted")
+	}
+	if _, err := Write(ctx, &bytes.Buffer{}, sp, Options{Compression: "brotli"}); err == nil {
+		t.Error("unknown compression accepted")
+	}
+}
+
+func TestExportCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	sp := &savepoint.Savepoint{Kind: savepoint.InputFile}
+	rows := make([]savepoint.Row, 1<<17)
+	for i := range rows {
+		rows[i] = savepoint.Row{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), binary.LittleEndian.AppendUint64(nil, uint64(i))), Value: []byte("v")}
+	}
+	sp.Files = []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: rows}}}
+	if _, err := Write(ctx, &bytes.Buffer{}, sp, Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+}
+
+// TestExportSingleFileFastPath: the single-file path writes exactly what the
+// k-way merge path writes, for the union and per-file views, on random
+// files with duplicates, operator rows, raw keys and the empty key.
+func TestExportSingleFileFastPath(t *testing.T) {
+	defer func() { singleFileFastPath = true }()
+	for seed := uint64(1); seed <= 20; seed++ {
+		r := rand.New(rand.NewPCG(seed, 9))
+		keys := [][]byte{{}, []byte("__inflight__"), {0xff, 't'}, {0xfe, 'o', '|', 'x'}, {0xff, 's', 'l', 'o', 't', 'n', 'a', 'm', 'e', 'x', '|'}}
+		for i := 0; i < 40; i++ {
+			slot := []string{"a", "ab", "a\x00", "longslotname1", "longslotname2", ""}[r.IntN(6)]
+			keys = append(keys, savepoint.EncodeKeyedKey([]byte(slot), []byte(strconv.Itoa(r.IntN(30)))))
+		}
+		var rows []savepoint.Row
+		for j := 200 + r.IntN(200); j > 0; j-- {
+			val := make([]byte, []int{0, 8, 8, 3}[r.IntN(4)])
+			for i := range val {
+				val[i] = byte(r.IntN(3))
+			}
+			rows = append(rows, savepoint.Row{Op: uint64(1 + r.IntN(3)), Key: keys[r.IntN(len(keys))], Value: val})
+		}
+		sp := &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: rows}}}}
+		for _, perFile := range []bool{false, true} {
+			for _, format := range []Format{JSONL, Parquet} {
+				opts := Options{Format: format, PerFile: perFile}
+				singleFileFastPath = true
+				fast, fr := export(t, sp, opts)
+				singleFileFastPath = false
+				slow, sr := export(t, sp, opts)
+				if !bytes.Equal(fast, slow) {
+					t.Fatalf("seed %d per-file %v %s: the fast path writes other bytes", seed, perFile, format)
+				}
+				fr.Bytes, sr.Bytes = 0, 0
+				if fmt.Sprintf("%+v", fr) != fmt.Sprintf("%+v", sr) {
+					t.Fatalf("seed %d per-file %v: results differ:\n%+v\n%+v", seed, perFile, fr, sr)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/sptool/sptool/diff"
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+)
+
+func init() {
+	register(&command{
+		name:     "diff",
+		synopsis: "compare the logical state of two savepoints per operator and slot, and their version maps (exit 1 if they differ)",
+		usage:    "A B [--json] [--rules FILE] [--limit N]",
+		run:      runDiff,
+	})
+}
+
+func runDiff(ctx context.Context, s *Streams, args []string) int {
+	c := commands["diff"]
+	fs := flagSet(c)
+	asJSON := fs.Bool("json", false, "print the comparison as JSON (stable format, see docs/diff-export.md)")
+	rulesPath := fs.String("rules", "", "rule file whose slots: declarations decode the samples' keys and values (its rules are not applied)")
+	limit := fs.Int("limit", diff.DefaultLimit, "samples shown per slot for each of added, removed and changed (0: none)")
+	ckA := fs.Uint64("checkpoint-a", 0, "checkpoint id to read from tree A (default: the newest with a COMPLETED marker)")
+	ckB := fs.Uint64("checkpoint-b", 0, "checkpoint id to read from tree B (default: the newest with a COMPLETED marker)")
+	groupsA := fs.String("groups-a", "", "chain groups of tree A as subtask ranges, e.g. 0-2,3-4 (default: inferred)")
+	groupsB := fs.String("groups-b", "", "chain groups of tree B (default: inferred)")
+	allowUnverified := fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
+	if done, code := parse(c, fs, s, args, exactly(2)); done {
+		return code
+	}
+	if *limit < 0 {
+		return usageError(s, c, errNegative("--limit"))
+	}
+	opts := diff.Options{Limit: *limit}
+	if *rulesPath != "" {
+		set, err := rules.Load(*rulesPath)
+		if err != nil {
+			return fail(s, c.name, err)
+		}
+		opts.Rules = set
+	}
+	open := func(path string, ck uint64, groups string) (*savepoint.Savepoint, error) {
+		o := savepoint.OpenOptions{Checkpoint: ck, RequireValid: true, AllowMissingSidecar: *allowUnverified}
+		if groups != "" {
+			gs, err := savepoint.ParseGroups(groups)
+			if err != nil {
+				return nil, err
+			}
+			o.Groups = gs
+		}
+		return savepoint.Open(path, o)
+	}
+	a, err := open(fs.Arg(0), *ckA, *groupsA)
+	if err != nil {
+		return fail(s, c.name, fmt.Errorf("A: %w", err))
+	}
+	b, err := open(fs.Arg(1), *ckB, *groupsB)
+	if err != nil {
+		return fail(s, c.name, fmt.Errorf("B: %w", err))
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(s, c.name, err)
+	}
+	res := diff.Compare(a, b, opts)
+	if *asJSON {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(res); err != nil {
+			return fail(s, c.name, err)
+		}
+	} else {
+		for _, w := range res.TextWarnings() {
+			fmt.Fprintf(s.Err, "sptool diff: warning: %s\n", w)
+		}
+		if err := res.WriteText(s.Out); err != nil {
+			return fail(s, c.name, err)
+		}
+	}
+	if !res.Identical {
+		return ExitFindings
+	}
+	return ExitOK
+}
