@@ -398,30 +398,13 @@ func (d *differ) collect(res *Result) {
 	}
 }
 
-// jobVersions returns a side's job-wide version map: the first non-empty
-// one, as clink's merge keeps it, with a warning when the files disagree.
-func jobVersions(sp *savepoint.Savepoint) (savepoint.VersionMap, bool) {
-	var vm savepoint.VersionMap
-	distinct := map[string]bool{}
-	for _, f := range sp.Files {
-		if f.Snapshot == nil {
-			continue
-		}
-		distinct[f.Snapshot.Versions.Pack()] = true
-		if vm.Len() == 0 {
-			vm = f.Snapshot.Versions
-		}
-	}
-	return vm, len(distinct) > 1
-}
-
 func versionChanges(a, b *savepoint.Savepoint, res *Result) []VersionChange {
-	va, disA := jobVersions(a)
-	vb, disB := jobVersions(b)
-	if disA {
+	va, na := a.JobVersions()
+	vb, nb := b.JobVersions()
+	if na > 1 {
 		res.Warnings = append(res.Warnings, "A: the files carry different version maps; the first non-empty one is compared (as clink's merge keeps it)")
 	}
-	if disB {
+	if nb > 1 {
 		res.Warnings = append(res.Warnings, "B: the files carry different version maps; the first non-empty one is compared (as clink's merge keeps it)")
 	}
 	type key struct {

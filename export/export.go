@@ -345,22 +345,12 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// versionMap returns the map of the first file carrying a non-empty one (the
-// one clink's merge keeps) and a warning when the files disagree.
+// versionMap returns the job-wide version map and a warning when the
+// files disagree on it.
 func versionMap(sp *savepoint.Savepoint) (savepoint.VersionMap, string) {
-	var vm savepoint.VersionMap
-	distinct := map[string]bool{}
-	for _, f := range sp.Files {
-		if f.Snapshot == nil {
-			continue
-		}
-		distinct[f.Snapshot.Versions.Pack()] = true
-		if vm.Len() == 0 {
-			vm = f.Snapshot.Versions
-		}
-	}
-	if len(distinct) > 1 {
-		return vm, fmt.Sprintf("the files carry %d different version maps; clink.state_versions is the first non-empty one (as clink's merge keeps it); see sptool inspect", len(distinct))
+	vm, n := sp.JobVersions()
+	if n > 1 {
+		return vm, fmt.Sprintf("the files carry %d different version maps; clink.state_versions is the first non-empty one (as clink's merge keeps it); see sptool inspect", n)
 	}
 	return vm, ""
 }

@@ -715,6 +715,25 @@ func ParseGroups(s string) ([]Group, error) {
 	return out, nil
 }
 
+// JobVersions returns the job-wide version map: the map of the first file
+// carrying a non-empty one, as clink's merge keeps it (the map is stamped in
+// every file), and how many different maps the files carry (a file without
+// a map counts as carrying the empty one).
+func (sp *Savepoint) JobVersions() (VersionMap, int) {
+	var vm VersionMap
+	distinct := map[string]bool{}
+	for _, f := range sp.Files {
+		if f.Snapshot == nil {
+			continue
+		}
+		distinct[f.Snapshot.Versions.Pack()] = true
+		if vm.Len() == 0 {
+			vm = f.Snapshot.Versions
+		}
+	}
+	return vm, len(distinct)
+}
+
 // GroupOf returns the chain group holding global subtask i.
 func (sp *Savepoint) GroupOf(i int) (Group, bool) {
 	for _, g := range sp.Groups {

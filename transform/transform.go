@@ -837,13 +837,11 @@ func sortSlots(s []*SlotStats) {
 // union over files (first file wins, as clink's merge keeps the first
 // non-empty map).
 func versionChanges(sp *savepoint.Savepoint, results []*fileResult) []VersionChange {
-	var before, after savepoint.VersionMap
-	for i, f := range sp.Files {
-		if before.Len() == 0 {
-			before = f.Snapshot.Versions
-		}
+	before, _ := sp.JobVersions()
+	var after savepoint.VersionMap
+	for _, res := range results {
 		if after.Len() == 0 {
-			after = results[i].versions
+			after = res.versions
 		}
 	}
 	type k struct {

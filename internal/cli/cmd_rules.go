@@ -12,6 +12,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 	"github.com/spf13/pflag"
 
+	"github.com/sptool/sptool/export"
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/transform"
@@ -206,7 +207,7 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 			if err := set.FillEnv(&denv, r, subtask); err != nil {
 				return nil, err
 			}
-			d := &decode{Key: jsonable(denv.Key), Value: jsonable(denv.Value)}
+			d := &decode{Key: export.JSONValue(denv.Key), Value: export.JSONValue(denv.Value)}
 			if v, ok := denv.ExpireAt.(int64); ok {
 				d.ExpireAt = &v
 			}
@@ -214,25 +215,4 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 		}
 	}
 	return filter, decoder, nil
-}
-
-// jsonable renders byte slices as text when printable, else as hex.
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case []byte:
-		return savepoint.RenderBytes(x, 0)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = jsonable(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = jsonable(e)
-		}
-		return out
-	}
-	return v
 }
