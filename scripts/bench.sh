@@ -10,6 +10,8 @@
 #   BENCH_SIZES="1000000 10000000 30000000"  sizes in rows
 #   BENCH_DIR=/tmp/sptool-bench               where inputs and outputs go
 #   BENCH_KEEP=1                              keep the generated inputs
+#   BENCH_LARGE=1                             also a snapshot whose key column passes 2 GiB
+#                                             (about 2.7 GB on disk), processed in bounded memory
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +35,8 @@ version: 1
 rules:
   - purge_keys: {keys_file: keys.txt, codec: int64}
 EOF
+# No rules: plan reads and checks every row and writes nothing (the read path).
+printf 'version: 1\nrules: []\n' > "$DIR/read.yaml"
 
 # measure LABEL CMD...: prints "seconds peak_kb"
 measure() {
@@ -64,8 +68,12 @@ bench_file() { # label path
 	bytes=$(stat -c %s "$in")
 	read -r cp_s cp_kb < <(measure cp "$in" "$DIR/copy.snap")
 	rm -f "$DIR/copy.snap"
+	read -r cat_s cat_kb < <(measure sh -c 'cat "$1" > /dev/null' sh "$in")
 	header "$label ($(numfmt --to=iec "$bytes")B)"
 	row "cp" "$cp_s" "$cp_kb" "$cp_s" "$bytes"
+	row "cat > /dev/null" "$cat_s" "$cat_kb" "$cp_s" "$bytes"
+	read -r s kb < <(measure "$BIN" plan -r "$DIR/read.yaml" "$in")
+	row "read every row (plan, no rules)" "$s" "$kb" "$cp_s" "$bytes"
 	for op in inspect validate; do
 		read -r s kb < <(measure "$BIN" "$op" "$in")
 		row "sptool $op" "$s" "$kb" "$cp_s" "$bytes"
@@ -77,12 +85,27 @@ bench_file() { # label path
 	read -r s kb < <(measure "$BIN" apply -r "$DIR/purge.yaml" "$in" -o "$DIR/out.snap")
 	row "apply purge_keys (100,000 keys)" "$s" "$kb" "$cp_s" "$bytes"
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
-	if "$BIN" help 2>/dev/null | grep -q '^  export'; then
-		rm -f "$DIR/out.parquet"
-		read -r s kb < <(measure "$BIN" export "$in" -o "$DIR/out.parquet" --format parquet)
-		row "export parquet" "$s" "$kb" "$cp_s" "$bytes"
-		rm -f "$DIR/out.parquet"
-	fi
+	rm -f "$DIR/out.parquet"
+	read -r s kb < <(measure "$BIN" export "$in" -o "$DIR/out.parquet" --format parquet)
+	row "export parquet" "$s" "$kb" "$cp_s" "$bytes"
+	rm -f "$DIR/out.parquet"
+}
+
+bench_large() { # a key column over 2 GiB: the writer splits batches, memory stays bounded
+	local in="$DIR/large.snap" bytes cp_s
+	[ -f "$in" ] || "$DIR/spgen" big "$in" 20000000 --sorted --key-pad 104
+	bytes=$(stat -c %s "$in")
+	read -r cp_s cp_kb < <(measure cp "$in" "$DIR/copy.snap")
+	rm -f "$DIR/copy.snap"
+	header "20000000 rows with 120-byte keys: the key column passes 2 GiB ($(numfmt --to=iec "$bytes")B)"
+	row "cp" "$cp_s" "$cp_kb" "$cp_s" "$bytes"
+	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
+	read -r s kb < <(measure "$BIN" apply -r "$DIR/drop.yaml" "$in" -o "$DIR/out.snap")
+	row "apply drop (expression)" "$s" "$kb" "$cp_s" "$bytes"
+	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
+	read -r s kb < <(measure "$BIN" apply -r "$DIR/purge.yaml" "$in" -o "$DIR/out.snap")
+	row "apply purge_keys (100,000 keys)" "$s" "$kb" "$cp_s" "$bytes"
+	rm -f "$DIR/out.snap" "$DIR/out.snap.meta" "$in"
 }
 
 bench_tree() { # label dir
@@ -122,4 +145,5 @@ for n in $SIZES; do
 		bench_tree "$n rows in a 4-subtask tree" "$t"
 	fi
 done
+[ -z "${BENCH_LARGE:-}" ] || bench_large
 [ -n "${BENCH_KEEP:-}" ] || rm -rf "$DIR"

@@ -137,6 +137,9 @@ type BigOptions struct {
 	// Sorted writes rows in canonical order (as sptool writes); false
 	// shuffles them as clink's hash-map iteration does.
 	Sorted bool
+	// KeyPad appends this many bytes to each 8-byte user key (large
+	// columns without more rows).
+	KeyPad int
 }
 
 // BigRows returns n synthetic rows: 5 operators, int64 user keys spread over
@@ -146,9 +149,13 @@ func BigRows(o BigOptions) []savepoint.Row {
 	slots := [][]byte{[]byte("agg"), []byte("count"), []byte("window"), []byte("timers")}
 	ops := []uint64{OpSource, OpAgg, OpEnricher, 42, 7}
 	rows := make([]savepoint.Row, o.Rows)
-	arena := make([]byte, 0, o.Rows*32)
+	arena := make([]byte, 0, o.Rows*(32+o.KeyPad))
+	pad := make([]byte, o.KeyPad)
+	for i := range pad {
+		pad[i] = 'a' + byte(i%26)
+	}
 	for i := range rows {
-		uk := Int64Key(int64(i))
+		uk := append(Int64Key(int64(i)), pad...)
 		start := len(arena)
 		slot := slots[i%len(slots)]
 		arena = append(arena, byte(savepoint.KeyGroupOf(uk)))

@@ -2,7 +2,7 @@
 // (testdata/example) and large snapshots for benchmarks.
 //
 //	go run ./internal/gen/spgen example DIR
-//	go run ./internal/gen/spgen big FILE ROWS [--sorted]
+//	go run ./internal/gen/spgen big FILE ROWS [--sorted] [--key-pad N]
 //	go run ./internal/gen/spgen bigtree DIR ROWS SUBTASKS
 package main
 
@@ -36,7 +36,24 @@ func run(args []string) error {
 		if err != nil || n < 0 {
 			return fmt.Errorf("ROWS must be a non-negative integer, not %q", args[2])
 		}
-		return gen.WriteBig(args[1], gen.BigOptions{Rows: n, Seed: 1, Sorted: len(args) > 3 && args[3] == "--sorted"})
+		o := gen.BigOptions{Rows: n, Seed: 1}
+		for i := 3; i < len(args); i++ {
+			switch args[i] {
+			case "--sorted":
+				o.Sorted = true
+			case "--key-pad":
+				if i+1 == len(args) {
+					return fmt.Errorf("--key-pad needs a byte count")
+				}
+				if o.KeyPad, err = strconv.Atoi(args[i+1]); err != nil || o.KeyPad < 0 {
+					return fmt.Errorf("--key-pad %q is not a byte count", args[i+1])
+				}
+				i++
+			default:
+				return fmt.Errorf("unknown option %q", args[i])
+			}
+		}
+		return gen.WriteBig(args[1], o)
 	case "bigtree":
 		if len(args) < 4 {
 			return fmt.Errorf("usage: spgen bigtree DIR ROWS SUBTASKS")
