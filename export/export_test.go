@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -68,7 +69,7 @@ func parseRules(t testing.TB, src string) *rules.Set {
 // export runs Write with a checked allocator and returns the bytes.
 func export(t testing.TB, sp *savepoint.Savepoint, opts Options) ([]byte, *Result) {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memory.NewCheckedAllocator(newPoolAllocator())
 	if tb, ok := t.(*testing.T); ok {
 		defer mem.AssertSize(tb, 0)
 	}
@@ -465,15 +466,15 @@ func TestExportQueryProjection(t *testing.T) {
 	// Without declarations value is the stored value rendered, key the user key.
 	rows = readQuery(t, func() []byte { d, _ := export(t, sp, Options{Projection: Query}); return d }())
 	for _, r := range rows {
-		if r["slot"] == "counts" && (r["value"] != "0x"+fmt.Sprintf("%016x", bits(r["value_int"].(int64))) || r["key"] != r["user_key"]) {
+		if r["slot"] == "counts" && (r["value"] != "0x"+fmt.Sprintf("%016x", leBits(r["value_int"].(int64))) || r["key"] != r["user_key"]) {
 			t.Fatalf("undeclared counts row %v", r)
 		}
 	}
 }
 
-// bits returns v's 8 little-endian bytes as a big-endian number, so that
+// leBits returns v's 8 little-endian bytes as a big-endian number, so that
 // %016x prints them in stored order.
-func bits(v int64) uint64 {
+func leBits(v int64) uint64 {
 	return binary.BigEndian.Uint64(binary.LittleEndian.AppendUint64(nil, uint64(v)))
 }
 
@@ -624,5 +625,33 @@ func TestExportSingleFileFastPath(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestPoolAllocator(t *testing.T) {
+	a := newPoolAllocator()
+	for _, n := range []int{0, 1, 63, 4096, 4097, 70000, 1 << 20, 1<<26 + 1} {
+		b := a.Allocate(n)
+		if len(b) != n {
+			t.Fatalf("Allocate(%d): len %d", n, len(b))
+		}
+		if n > 0 && uintptr(unsafe.Pointer(&b[0]))%64 != 0 {
+			t.Fatalf("Allocate(%d): not 64-byte aligned", n)
+		}
+		for i := range b {
+			b[i] = 0xAB
+		}
+		a.Free(b)
+		c := a.Allocate(n) // possibly the same buffer: must come back zeroed
+		for i, x := range c {
+			if x != 0 {
+				t.Fatalf("Allocate(%d) after Free: byte %d is %#x", n, i, x)
+			}
+		}
+		r := a.Reallocate(2*n+1, c)
+		if len(r) != 2*n+1 {
+			t.Fatalf("Reallocate: len %d", len(r))
+		}
+		a.Free(r)
 	}
 }
