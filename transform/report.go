@@ -99,8 +99,11 @@ type PurgeAudit struct {
 	Found      []KeyFound `json:"found"`
 	NotFound   []string   `json:"not_found"`
 	Remaining  int64      `json:"rows_remaining"`
-	Scope      string     `json:"scope"`
-	found      map[int]*int64
+	// TimersRemoved counts the timers of listed keys removed from operators'
+	// timer blobs (a timer of an erased key would fire for it after restore).
+	TimersRemoved int64  `json:"timers_removed"`
+	Scope         string `json:"scope"`
+	found         map[int]*int64
 }
 
 // KeyFound is a purged key and the rows removed for it.
@@ -170,6 +173,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		ew.printf("%-4d %-44s %10d %10d %10d\n", rs.Index, clip(strings.TrimPrefix(rs.Label, fmt.Sprintf("rule %d ", rs.Index)), 44), rs.Matched, rs.Dropped, rs.Changed)
 		if p := rs.Purge; p != nil {
 			ew.printf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; rows of listed keys remaining: %d\n", p.KeysListed, len(p.Found), rs.Dropped, len(p.NotFound), p.Remaining)
+			if p.TimersRemoved > 0 {
+				ew.printf("     %d timers of listed keys removed from timer blobs\n", p.TimersRemoved)
+			}
 		}
 		if e := rs.Expired; e != nil {
 			now := ""

@@ -1,6 +1,9 @@
 package transform
 
 import (
+	"bytes"
+	"fmt"
+
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 )
@@ -186,6 +189,23 @@ func filterStep(f *rules.FilterSpec, keepIf bool) func(w *worker, i int, r savep
 // listed key (or, in composite slots, starts with one followed by 0x1F).
 func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 	return func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+		if k.Kind == savepoint.KindOperator && p.Scope.Slot == nil && p.Scope.MatchOp(r.Op) && bytes.HasPrefix(r.Key, timerPrefix) {
+			// A timer blob holds timers keyed by user key: an erased subject's
+			// timers go with its state (they would fire for it after restore).
+			v, removed, err := purgeTimers(r.Value, func(key []byte) bool {
+				_, ok := p.Match(key, false)
+				return ok
+			})
+			if err != nil {
+				return r, false, fmt.Errorf("timer blob %s: %w", savepoint.RenderKey(r.Key), err)
+			}
+			if removed > 0 {
+				w.res.rules[i].changed++
+				w.res.timers[i] += int64(removed)
+				r.Value = v
+			}
+			return r, true, nil
+		}
 		if k.Kind != savepoint.KindKeyed || !p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
 			return r, true, nil
 		}
@@ -197,4 +217,30 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 		w.res.purged[i][j]++
 		return r, false, nil
 	}
+}
+
+// purgeTimers removes from a timer blob the timers whose key matches; it
+// returns the blob unchanged when none does.
+func purgeTimers(blob []byte, match func(key []byte) bool) ([]byte, int, error) {
+	proc, event, err := parseTimers(blob)
+	if err != nil {
+		return nil, 0, err
+	}
+	removed := 0
+	keep := func(ts []timer) []timer {
+		out := ts[:0]
+		for _, t := range ts {
+			if match(t.key) {
+				removed++
+				continue
+			}
+			out = append(out, t)
+		}
+		return out
+	}
+	proc, event = keep(proc), keep(event)
+	if removed == 0 {
+		return blob, 0, nil
+	}
+	return encodeTimers(proc, event), removed, nil
 }

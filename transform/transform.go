@@ -253,6 +253,7 @@ type fileResult struct {
 	purged   [][]int64 // per purge rule: rows per key index
 	short    []int64   // per rule: TTL values without a stamp
 	remain   []int64   // per purge rule: output rows still matching its keys
+	timers   []int64   // per purge rule: timers removed from timer blobs
 	vmRules  []bool    // per rule: changed this file's version map
 }
 
@@ -359,6 +360,7 @@ func (e *engine) newResult() *fileResult {
 		short:   make([]int64, len(e.steps)),
 		vmRules: make([]bool, len(e.steps)),
 		remain:  make([]int64, len(e.steps)),
+		timers:  make([]int64, len(e.steps)),
 	}
 	for i, st := range e.steps {
 		if st.rule.PurgeKeys != nil {
@@ -441,6 +443,7 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 			res.rules[i].changed += p.rules[i].changed
 			res.short[i] += p.short[i]
 			res.remain[i] += p.remain[i]
+			res.timers[i] += p.timers[i]
 			for j, c := range p.purged[i] {
 				res.purged[i][j] += c
 			}
@@ -467,6 +470,18 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 // audit (no row of a purged key may remain in the output).
 func (e *engine) countOut(res *fileResult, r savepoint.Row, k savepoint.Key, delta int64) {
 	res.after.addN(r.Op, k.Slot, k.HasSlot, delta)
+	if k.Kind == savepoint.KindOperator && len(e.purges) > 0 && bytes.HasPrefix(r.Key, timerPrefix) {
+		for _, j := range e.purges {
+			p := e.steps[j].rule.PurgeKeys
+			if p.Scope.Slot != nil || !p.Scope.MatchOp(r.Op) {
+				continue
+			}
+			if _, n, err := purgeTimers(r.Value, func(key []byte) bool { _, ok := p.Match(key, false); return ok }); err == nil {
+				res.remain[j] += delta * int64(n)
+			}
+		}
+		return
+	}
 	if k.Kind != savepoint.KindKeyed {
 		return
 	}
@@ -786,6 +801,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			rs.Purge = purgeAudit(p, purged)
 			for _, res := range results {
 				rs.Purge.Remaining += res.remain[i]
+				rs.Purge.TimersRemoved += res.timers[i]
 			}
 		}
 		rep.RowsDropped += rs.Dropped

@@ -1,0 +1,75 @@
+package transform
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+)
+
+// TestPurgeRemovesTimers: a GDPR purge also removes the erased keys' timers
+// from the operators' timer blobs (they would fire for the subject after a
+// restore), keeps every other timer, and the audit counts them.
+func TestPurgeRemovesTimers(t *testing.T) {
+	dir := t.TempDir()
+	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys: [user-30, user-31]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := savepoint.Open("../testdata/example", savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	timersOf := func(sp *savepoint.Savepoint) map[string]int {
+		keys := map[string]int{}
+		for _, f := range sp.Files {
+			f.Snapshot.EachRow(func(_ int, r savepoint.Row) bool {
+				if bytes.HasPrefix(r.Key, timerPrefix) {
+					proc, event, err := parseTimers(r.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, tm := range append(proc, event...) {
+						keys[string(tm.key)]++
+					}
+				}
+				return true
+			})
+		}
+		return keys
+	}
+	before := timersOf(in)
+	if before["user-30"] != 1 || len(before) < 20 {
+		t.Fatalf("the example should hold one timer of user-30 among many: %v", before)
+	}
+	out := filepath.Join(dir, "out")
+	rep, err := Run(context.Background(), in, set, Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.PerRule[0].Purge
+	if p.TimersRemoved != 1 || p.Remaining != 0 {
+		t.Fatalf("timers removed %d, remaining %d; want 1 and 0", p.TimersRemoved, p.Remaining)
+	}
+	sp, err := savepoint.Open(out, savepoint.OpenOptions{RequireValid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := timersOf(sp)
+	if after["user-30"] != 0 {
+		t.Fatal("user-30's timer survived the purge")
+	}
+	delete(before, "user-30")
+	if len(after) != len(before) {
+		t.Fatalf("%d other timers before, %d after", len(before), len(after))
+	}
+	for k, n := range before {
+		if after[k] != n {
+			t.Errorf("timer of %q: %d before, %d after", k, n, after[k])
+		}
+	}
+}
