@@ -145,12 +145,12 @@ func (t *TreeWriter) CopySubtask(i int, src *File, root string) error {
 	if err != nil {
 		return err
 	}
-	if err := copyVerified(src.Path, filepath.Join(d, t.PayloadName()), src.Size, src.CRC32C); err != nil {
+	if err := CopyVerified(src.Path, filepath.Join(d, t.PayloadName()), src.Size, src.CRC32C); err != nil {
 		return err
 	}
 	if t.backend == BackendFile {
 		if _, err := os.Stat(src.Path + ".meta"); err == nil {
-			if err := copyVerified(src.Path+".meta", filepath.Join(d, t.PayloadName()+".meta"), -1, 0); err != nil {
+			if err := CopyVerified(src.Path+".meta", filepath.Join(d, t.PayloadName()+".meta"), -1, 0); err != nil {
 				return err
 			}
 		}
@@ -160,33 +160,66 @@ func (t *TreeWriter) CopySubtask(i int, src *File, root string) error {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return fmt.Errorf("create directory: %w", err)
 		}
-		if err := copyVerified(filepath.Join(root, rel), dst, -1, 0); err != nil {
+		if err := CopyVerified(filepath.Join(root, rel), dst, -1, 0); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// copyVerified copies src to dst atomically; with size >= 0 it checks that
-// the bytes copied have that size and CRC-32C (the input did not change since
-// it was read).
-func copyVerified(src, dst string, size int64, crc uint32) error {
+// CopyVerified copies src to dst atomically (temporary file, fsync, rename,
+// directory fsync) with copy_file_range, so the kernel copies (or, on
+// filesystems with reflinks, shares) the blocks without the data passing
+// through the process. With size >= 0 the copy is then read back and must
+// have that size and CRC-32C: the input did not change since it was read.
+func CopyVerified(src, dst string, size int64, crc uint32) (err error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
 	defer in.Close()
-	return WriteFileAtomic(dst, func(w io.Writer) error {
-		h := NewCRC32C()
-		n, err := io.Copy(io.MultiWriter(w, h), in)
+	tmp := dst + ".part." + strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(tempSeq.Add(1), 10)
+	out, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	defer func() {
 		if err != nil {
-			return fmt.Errorf("copy %s: %w", src, err)
+			out.Close()
+			os.Remove(tmp)
 		}
-		if size >= 0 && (n != size || h.Sum32() != crc) {
-			return fmt.Errorf("copy %s: the file changed since it was read (size %d, crc %d; read as %d, %d)", src, n, h.Sum32(), size, crc)
+	}()
+	n, err := io.Copy(out, in) // *os.File to *os.File: copy_file_range on Linux
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	if size >= 0 {
+		h := NewCRC32C()
+		if _, err = out.Seek(0, io.SeekStart); err == nil {
+			_, err = io.Copy(h, out)
 		}
-		return nil
-	})
+		if err != nil {
+			return fmt.Errorf("verify copy of %s: %w", src, err)
+		}
+		if n != size || h.Sum32() != crc {
+			return fmt.Errorf("copy %s: %w (size %d, crc %d; read as %d, %d)", src, ErrInputChanged, n, h.Sum32(), size, crc)
+		}
+	}
+	if syncEnabled {
+		if err = out.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %w", tmp, err)
+		}
+	}
+	if err = out.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if hookBeforeRename != nil {
+		hookBeforeRename(tmp, dst)
+	}
+	if err = os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("publish %s: %w", dst, err)
+	}
+	return SyncDir(filepath.Dir(dst))
 }
 
 // Commit writes the COMPLETED marker listing every subtask written (and

@@ -171,19 +171,14 @@ func controlFiles(sp *savepoint.Savepoint) (map[string][]byte, error) {
 	return extra, nil
 }
 
-// copyFile copies an unchanged single-file input with a sidecar.
+// copyFile copies an unchanged single-file input (streamed, verified) and
+// writes its sidecar.
 func copyFile(f *savepoint.File, out string, ckpt uint64) error {
-	data, err := os.ReadFile(f.Path)
-	if err != nil {
-		return fmt.Errorf("copy %s: %w", f.Path, err)
-	}
-	if int64(len(data)) != f.Size || savepoint.CRC32C(data) != f.CRC32C {
-		return fmt.Errorf("copy %s: the file changed since it was read", f.Path)
-	}
-	if err := savepoint.WriteBytesAtomic(out, data); err != nil {
+	if err := savepoint.CopyVerified(f.Path, out, f.Size, f.CRC32C); err != nil {
 		return err
 	}
-	return savepoint.WriteBytesAtomic(out+".meta", savepoint.NewSidecar(ckpt, data).Marshal())
+	sc := savepoint.Sidecar{Version: 1, HasVersion: true, CheckpointID: ckpt, PayloadBytes: uint64(f.Size), PayloadCRC32C: f.CRC32C}
+	return savepoint.WriteBytesAtomic(out+".meta", sc.Marshal())
 }
 
 // checkpointOf parses the checkpoint id from checkpoint-<id>.snap[...].
