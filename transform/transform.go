@@ -212,6 +212,9 @@ func (rep *Report) checkAccounting() error {
 // checkRemaps refuses a remap_operator into an operator that already has
 // state, unless the rule says merge: true (or an earlier rule dropped it).
 func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
+	if !slices.ContainsFunc(set.Rules, func(r *rules.Rule) bool { return r.RemapOperator != nil }) {
+		return nil // no remap: no need to read every row for the operators present
+	}
 	present := map[uint64]int64{}
 	for _, f := range sp.Files {
 		f.Snapshot.EachRow(func(_ int, r savepoint.Row) bool {
@@ -309,6 +312,8 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 	}
 	res, sorted := e.mergeRanges(ranges)
 	res.rowsIn = int64(n)
+	// res.after holds the changes to the counts: add the counts before.
+	res.before.each(func(k slotKey, n int64) { res.after.addN(k.op, []byte(k.slot), true, n) })
 	if res.err != nil {
 		return res
 	}
@@ -332,7 +337,11 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 		}
 	}
 	if res.changed && !sorted {
-		res.dupes = out.canonicalise(func(r savepoint.Row) { e.countOut(res, r, savepoint.ParseKey(r.Key), -1) })
+		res.dupes = out.canonicalise(func(r savepoint.Row) {
+			k := savepoint.ParseKey(r.Key)
+			res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
+			e.auditOut(res, r, k, -1)
+		})
 	}
 	return res
 }
@@ -403,16 +412,21 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 			}
 			if !keep {
 				res.changed = true
+				res.after.addN(r.Op, k.Slot, k.HasSlot, -1) // after = before - dropped
 				continue
 			}
 			if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) || !sameSlice(nr.Value, r.Value) {
 				res.changed = true
 				out.modify(len(out.order), nr)
-				if !sameSlice(nr.Key, r.Key) {
-					k = savepoint.ParseKey(nr.Key)
+				if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) {
+					res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
+					if !sameSlice(nr.Key, r.Key) {
+						k = savepoint.ParseKey(nr.Key)
+					}
+					res.after.addN(nr.Op, k.Slot, k.HasSlot, 1)
 				}
 			}
-			e.countOut(res, nr, k, 1)
+			e.auditOut(res, nr, k, 1)
 			if len(out.order) == 0 {
 				rr.first = nr
 			} else if rr.sorted && nr.Compare(rr.last) <= 0 {
@@ -465,11 +479,13 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 	return res, sorted
 }
 
-// countOut counts an output row (delta 1), or takes back the count of a row
-// removed as a duplicate (delta -1): rows per slot after, and the erasure
-// audit (no row of a purged key may remain in the output).
-func (e *engine) countOut(res *fileResult, r savepoint.Row, k savepoint.Key, delta int64) {
-	res.after.addN(r.Op, k.Slot, k.HasSlot, delta)
+// auditOut is the erasure audit of an output row (delta 1), or takes it back
+// for a row removed as a duplicate (delta -1): no row (or timer) of a purged
+// key may remain in the output.
+func (e *engine) auditOut(res *fileResult, r savepoint.Row, k savepoint.Key, delta int64) {
+	if len(e.purges) == 0 {
+		return
+	}
 	if k.Kind == savepoint.KindOperator && len(e.purges) > 0 && bytes.HasPrefix(r.Key, timerPrefix) {
 		for _, j := range e.purges {
 			p := e.steps[j].rule.PurgeKeys
