@@ -183,6 +183,7 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 	}()
 	opts := func(env any) []expr.Option {
 		o := []expr.Option{expr.Env(env), expr.MaxNodes(maxNodes)}
+		o = append(o, exprFunctions...)
 		if asBool {
 			o = append(o, expr.AsBool())
 		}
@@ -202,6 +203,9 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 	}
 	if checkedNode == nil {
 		checkedNode = p.Node()
+	}
+	if e := checkCalls(p.Node()); e != nil {
+		return nil, e
 	}
 	c = &compiled{prog: p, fields: fieldsOf(p.Node())}
 	if asBool {

@@ -91,8 +91,17 @@ func fastCompare(n *ast.BinaryNode) (FastPredicate, bool) {
 		}
 	}
 	ident, ok := id.(*ast.IdentifierNode)
-	if !ok {
-		return nil, false
+	if !ok || fieldNames[ident.Value] == 0 {
+		return nil, false // a function name, or not a row-model field
+	}
+	if call, ok := lit.(*ast.CallNode); ok && ident.Value == "op" {
+		// op against uid("…")/opid("…"): expr's VM compares two uint64 as
+		// int (ids of 2^63 and above order as negative numbers); so do we.
+		c, ok := constOpID(call)
+		if !ok {
+			return nil, false
+		}
+		return intCompare(op, func(r *RowView) int64 { return int64(r.Op) }, int64(c))
 	}
 	switch ident.Value {
 	case "op", "key_group", "subtask":

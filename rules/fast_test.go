@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/expr-lang/expr/vm"
@@ -36,6 +37,13 @@ func TestFastMatchesVM(t *testing.T) {
 			}
 			return fmt.Sprintf("%s %s %d", f, c, v)
 		}
+		if r.IntN(5) == 0 {
+			fn := []string{`uid("src")`, `uid("agg")`, `opid("42")`, `opid("18446744073709551615")`, `opid("9223372036854775808")`}[r.IntN(5)]
+			if r.IntN(2) == 0 {
+				return fmt.Sprintf("op %s %s", cmps[r.IntN(6)], fn)
+			}
+			return fmt.Sprintf("%s %s op", fn, cmps[r.IntN(6)])
+		}
 		return fmt.Sprintf("%s %s %s", strs[r.IntN(2)], sops[r.IntN(5)], svals[r.IntN(len(svals))])
 	}
 	keys := [][]byte{
@@ -47,7 +55,7 @@ func TestFastMatchesVM(t *testing.T) {
 		[]byte("__legacy__"),
 		{},
 	}
-	ops := []uint64{0, 7, 42, 1 << 63, 1<<64 - 1, 11678514624188656593}
+	ops := []uint64{0, 7, 42, 1 << 63, 1<<64 - 1, 11678514624188656593, savepoint.OperatorIDFromUID("src")}
 	set, err := Parse("t.yaml", []byte("version: 1\nrules: []\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -84,5 +92,37 @@ func TestFastMatchesVM(t *testing.T) {
 	}
 	if compiled < 1000 {
 		t.Fatalf("only %d predicates compiled to closures", compiled)
+	}
+}
+
+// TestOpIDFunctions: uid() hashes as clink does, opid() reads a full 64-bit
+// id, and a bad opid literal is a compile error with its column.
+func TestOpIDFunctions(t *testing.T) {
+	set, err := Parse("t.yaml", []byte("version: 1\nrules: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	var env Env
+	row := savepoint.Row{Op: 18088258576788386267, Key: []byte("\xff__kafka_off__:0")}
+	if err := set.FillEnv(&env, row, 0); err != nil {
+		t.Fatal(err)
+	}
+	// (ordering compares as signed int64, as expr's VM does: this id is
+	// negative, so it is below 42)
+	for _, src := range []string{`op == uid("src")`, `op == opid("18088258576788386267")`, `uid("src") == op`, `op < opid("42")`} {
+		p, err := set.CompileFilter(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if v, err := p.Eval(&m, &env); err != nil || !v {
+			t.Errorf("%s on op %d: %v %v, want true", src, row.Op, v, err)
+		}
+		if f := p.Fast(); f == nil || !f(&RowView{Op: row.Op, Key: savepoint.ParseKey(row.Key)}) {
+			t.Errorf("%s: closure missing or false", src)
+		}
+	}
+	if _, err := set.CompileFilter(`op == opid("12x")`); err == nil || !strings.Contains(err.Error(), `opid("12x"): not an operator id`) || !strings.Contains(err.Error(), "column 12") {
+		t.Errorf("bad opid: %v", err)
 	}
 }

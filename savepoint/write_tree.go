@@ -350,6 +350,11 @@ func CheckOutputPath(in, out string) error {
 	if ai == ao {
 		return fmt.Errorf("%w (%s)", ErrOutputIsInput, out)
 	}
+	// A file output comes with a sidecar: neither may be the input's file
+	// or its sidecar.
+	if ao == ai+".meta" || ao+".meta" == ai {
+		return fmt.Errorf("%w: %s and %s are a payload and its sidecar", ErrOutputIsInput, in, out)
+	}
 	if rel, err := filepath.Rel(ai, ao); err == nil && rel != ".." && !filepath.IsAbs(rel) && !startsWithDotDot(rel) {
 		return fmt.Errorf("output %s lies inside the input %s", out, in)
 	}
