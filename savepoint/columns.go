@@ -111,6 +111,18 @@ func (s *Snapshot) NewCursor() *Cursor {
 	return c
 }
 
+// Len returns the number of rows of the snapshot.
+func (c *Cursor) Len() int {
+	if !c.s.Columnar() {
+		return len(c.s.Rows)
+	}
+	n := 0
+	for i := range c.s.Batches {
+		n += c.s.Batches[i].Len()
+	}
+	return n
+}
+
 // Op returns the operator id of row i.
 func (c *Cursor) Op(i int) uint64 {
 	if !c.s.Columnar() {

@@ -376,24 +376,40 @@ func Summarize(sp *Savepoint) *Summary {
 		}
 
 		var fc inspCounts
-		for _, r := range snap.Rows {
+		// The last (op, slot) counters are cached: rows come grouped by
+		// operator and slot, and a map key from the slot bytes would
+		// allocate a string per row.
+		var lastOp uint64
+		var lastSlot []byte
+		var lastHas, haveLast bool
+		var o *inspOp
+		var sc *inspCounts
+		snap.EachRow(func(i int, r Row) bool {
+			if i&releaseEvery == 0 {
+				f.ReleasePages()
+			}
 			k := ParseKey(r.Key)
 			fc.add(r, k.Kind)
-			o := ops[r.Op]
-			if o == nil {
-				o = &inspOp{slots: map[inspSlotKey]*inspCounts{}, subtasks: map[int]int{}}
-				ops[r.Op] = o
+			if !haveLast || r.Op != lastOp || k.HasSlot != lastHas || !bytes.Equal(k.Slot, lastSlot) {
+				o = ops[r.Op]
+				if o == nil {
+					o = &inspOp{slots: map[inspSlotKey]*inspCounts{}, subtasks: map[int]int{}}
+					ops[r.Op] = o
+				}
+				sk := inspSlotKey{k.HasSlot, string(k.Slot)}
+				sc = o.slots[sk]
+				if sc == nil {
+					sc = &inspCounts{}
+					o.slots[sk] = sc
+				}
+				lastOp, lastSlot, lastHas, haveLast = r.Op, k.Slot, k.HasSlot, true
 			}
 			o.add(r, k.Kind)
 			o.subtasks[f.Subtask]++
-			sk := inspSlotKey{k.HasSlot, string(k.Slot)}
-			sc := o.slots[sk]
-			if sc == nil {
-				sc = &inspCounts{}
-				o.slots[sk] = sc
-			}
 			sc.add(r, k.Kind)
-		}
+			return true
+		})
+		f.ReleasePages()
 		fs.Rows, fs.Keyed, fs.Operator, fs.Raw, fs.KeyBytes, fs.ValueBytes = fc.rows, fc.keyed, fc.operator, fc.raw, fc.keyBytes, fc.valueBytes
 		s.Files = append(s.Files, fs)
 
@@ -483,7 +499,7 @@ func keyGroupHistogram(sp *Savepoint) KeyGroupSummary {
 	index := func(f *File) *valRowIndex {
 		ix := idx[f]
 		if ix == nil {
-			ix = newValRowIndex(f.Snapshot.Rows)
+			ix = newValRowIndex(f)
 			idx[f] = ix
 		}
 		return ix
@@ -497,14 +513,15 @@ func keyGroupHistogram(sp *Savepoint) KeyGroupSummary {
 		if grouped {
 			rng = g.Range(f.Subtask)
 		}
-		rows := f.Snapshot.Rows
 		ix := index(f)
-		prev := -1
+		var prev Row
 		for j := 0; j < ix.len(); j++ {
-			i := ix.at(j)
-			r := rows[i]
-			dup := prev >= 0 && rows[prev].Compare(r) == 0
-			prev = i
+			if j&releaseEvery == 0 {
+				f.ReleasePages()
+			}
+			r := ix.row(j)
+			dup := j > 0 && prev.Compare(r) == 0
+			prev = r
 			if dup || ParseKey(r.Key).Kind != KindKeyed {
 				continue
 			}

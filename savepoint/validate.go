@@ -385,7 +385,7 @@ func (v *validator) fileFinding(f *File, sev Severity, check, msg string) {
 }
 
 func (v *validator) rowFinding(f *File, i int, sev Severity, check, msg string) {
-	r := f.Snapshot.Rows[i]
+	r := f.Snapshot.NewCursor().Row(i)
 	v.add(Finding{Severity: sev, Check: check, File: f.Rel, Subtask: f.Subtask, Row: i, Op: r.Op, Key: r.Key, Message: msg})
 }
 
@@ -555,22 +555,37 @@ func (v *validator) checkSidecarlessChangelogs() {
 	}
 }
 
+// releaseEvery: every this many rows (a power of two minus one) a check
+// drops the file's mapped pages from the resident set.
+const releaseEvery = 1<<18 - 1
+
 // valRowIndex finds (op, key) pairs in a file's rows.
 type valRowIndex struct {
-	rows  []Row
+	rows  *Cursor
+	n     int
 	order []uint32 // rows' indexes sorted by (op, key), stable; nil when rows are already in order
 }
 
-func newValRowIndex(rows []Row) *valRowIndex {
-	ix := &valRowIndex{rows: rows}
-	if slices.IsSortedFunc(rows, Row.Compare) {
-		return ix
+func newValRowIndex(f *File) *valRowIndex {
+	if f == nil || f.Snapshot == nil {
+		return &valRowIndex{}
 	}
-	ix.order = SortRows(rows)
+	defer f.ReleasePages()
+	ix := &valRowIndex{rows: f.Snapshot.NewCursor()}
+	ix.n = ix.rows.Len()
+	for i := 1; i < ix.n; i++ {
+		if i&releaseEvery == 0 {
+			f.ReleasePages()
+		}
+		if ix.rows.Row(i-1).Compare(ix.rows.Row(i)) > 0 {
+			ix.order = SortOrder(ix.n, func(i int) (uint64, []byte) { return ix.rows.Op(i), ix.rows.Key(i) })
+			break
+		}
+	}
 	return ix
 }
 
-func (ix *valRowIndex) len() int { return len(ix.rows) }
+func (ix *valRowIndex) len() int { return ix.n }
 
 // at returns the stream index of the i-th row in (op, key) order.
 func (ix *valRowIndex) at(i int) int {
@@ -580,29 +595,28 @@ func (ix *valRowIndex) at(i int) int {
 	return int(ix.order[i])
 }
 
+// row returns the i-th row in (op, key) order.
+func (ix *valRowIndex) row(i int) Row { return ix.rows.Row(ix.at(i)) }
+
 func (ix *valRowIndex) has(op uint64, key []byte) bool {
 	probe := Row{Op: op, Key: key}
 	lo, hi := 0, ix.len()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if ix.rows[ix.at(m)].Compare(probe) < 0 {
+		if ix.row(m).Compare(probe) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	return lo < ix.len() && ix.rows[ix.at(lo)].Compare(probe) == 0
+	return lo < ix.len() && ix.row(lo).Compare(probe) == 0
 }
 
 func (v *validator) index(f *File) *valRowIndex {
 	if ix, ok := v.idx[f]; ok {
 		return ix
 	}
-	var rows []Row
-	if f.Snapshot != nil {
-		rows = f.Snapshot.Rows
-	}
-	ix := newValRowIndex(rows)
+	ix := newValRowIndex(f)
 	v.idx[f] = ix
 	return ix
 }
@@ -626,10 +640,13 @@ func (v *validator) checkRows(f *File) {
 			group, rng, placed = g, g.Range(f.Subtask), true
 		}
 	}
-	for i, r := range s.Rows {
+	s.EachRow(func(i int, r Row) bool {
+		if i&releaseEvery == 0 {
+			f.ReleasePages()
+		}
 		if len(r.Key) == 0 {
 			v.rowFinding(f, i, SeverityInfo, CheckZeroLengthKey, "zero-length key: never filtered by key group and not operator state; every restore of this file keeps it")
-			continue
+			return true
 		}
 		k := ParseKey(r.Key)
 		if k.Kind == KindKeyed {
@@ -642,7 +659,7 @@ func (v *validator) checkRows(f *File) {
 		}
 		kg, filtered := RestoreKeyGroup(r.Key)
 		if !filtered || !placed || rng.Contains(kg) {
-			continue
+			return true
 		}
 		owner := group.Owner(kg)
 		what := fmt.Sprintf("key group %d", kg)
@@ -654,27 +671,43 @@ func (v *validator) checkRows(f *File) {
 		} else {
 			v.rowFinding(f, i, SeverityError, CheckMisplacedRow, fmt.Sprintf("lost on restore: %s lies outside subtask %d's range %s and its owner, subtask %d, holds no copy: no subtask restores this row (section 10.1)", what, f.Subtask, rng, owner))
 		}
-	}
+		return true
+	})
+	f.ReleasePages()
 	v.checkOrder(f)
 }
 
 // checkOrder reports duplicate (op, key) rows and unsorted rows of a canonical file.
 func (v *validator) checkOrder(f *File) {
 	s := f.Snapshot
-	if s.Variant != Canonical || Sorted(s.Rows) {
+	if s.Variant != Canonical {
 		return
 	}
-	rows := s.Rows
-	for i := 1; i < len(rows); i++ {
-		if rows[i-1].Compare(rows[i]) > 0 {
+	ix := v.index(f)
+	defer f.ReleasePages()
+	if ix.order == nil && func() bool { // sorted: no duplicates either when strictly increasing
+		for i := 1; i < ix.len(); i++ {
+			if i&releaseEvery == 0 {
+				f.ReleasePages()
+			}
+			if ix.rows.Row(i-1).Compare(ix.rows.Row(i)) >= 0 {
+				return false
+			}
+		}
+		return true
+	}() {
+		return
+	}
+	rows := ix.rows
+	for i := 1; i < ix.len(); i++ {
+		if rows.Row(i-1).Compare(rows.Row(i)) > 0 {
 			v.fileFinding(f, SeverityWarning, CheckUnsorted, fmt.Sprintf("rows are not in (op, key) order (first out of order: row %d): clink reads rows in any order; sptool writes them sorted", i))
 			break
 		}
 	}
-	ix := v.index(f)
 	for a := 0; a < ix.len(); {
 		b := a + 1
-		for b < ix.len() && rows[ix.at(a)].Compare(rows[ix.at(b)]) == 0 {
+		for b < ix.len() && ix.row(a).Compare(ix.row(b)) == 0 {
 			b++
 		}
 		if b-a > 1 {
@@ -684,12 +717,12 @@ func (v *validator) checkOrder(f *File) {
 			}
 			kept := idxs[0]
 			for _, j := range idxs[1:] {
-				if keepsIncoming(rows[kept], rows[j]) {
+				if keepsIncoming(rows.Row(kept), rows.Row(j)) {
 					kept = j
 				}
 			}
 			rule := "keyed rows: the last in stream order wins"
-			if rows[kept].IsOperatorState() {
+			if rows.Row(kept).IsOperatorState() {
 				rule = "operator state: the greater int64 when both values are 8 bytes, else the later row"
 			}
 			v.rowFinding(f, idxs[0], SeverityWarning, CheckDuplicate, fmt.Sprintf("(op, key) stored %d times in this file (rows %s); restore keeps row %d (%s)", len(idxs), joinInts(idxs, ", "), kept, rule))
@@ -741,11 +774,13 @@ func (v *validator) checkOperatorRows() {
 			continue
 		}
 		var ops []Row
-		for _, r := range f.Snapshot.Rows {
+		f.Snapshot.EachRow(func(_ int, r Row) bool {
 			if r.IsOperatorState() {
 				ops = append(ops, r)
 			}
-		}
+			return true
+		})
+		f.ReleasePages()
 		for _, r := range Logical(ops) {
 			k := string(binary.BigEndian.AppendUint64(nil, r.Op)) + string(r.Key)
 			e := byKey[k]
@@ -973,10 +1008,10 @@ func (v *validator) checkParallelism(m int) {
 				continue
 			}
 			rng := KeyGroupRangeForSubtask(k, m)
-			for i, r := range f.Snapshot.Rows {
+			f.Snapshot.EachRow(func(i int, r Row) bool {
 				kg, filtered := RestoreKeyGroup(r.Key)
 				if !filtered || rng.Contains(kg) {
-					continue
+					return true
 				}
 				j := SubtaskForKeyGroup(kg, m)
 				var of *File // the file that is subtask j of this group, if the group has one
@@ -989,10 +1024,12 @@ func (v *validator) checkParallelism(m int) {
 				}
 				if of != nil && of != f && v.holds(of, r.Op, r.Key) {
 					v.rowFinding(f, i, SeverityWarning, CheckParallelism, fmt.Sprintf("stale copy at parallelism %d: key group %d lies %s; subtask %d, which owns it there, holds a copy", m, kg, where, j))
-					continue
+					return true
 				}
 				v.rowFinding(f, i, SeverityError, CheckParallelism, fmt.Sprintf("key group %d lies %s, and subtask %d, which owns it there, holds no copy: a job resubmitted at parallelism %d loses this row", kg, where, j, m))
-			}
+				return true
+			})
+			f.ReleasePages()
 		}
 	}
 }

@@ -92,12 +92,17 @@ func vtLoadTruth(t testing.TB, name string) *vtTruth {
 	return &tr
 }
 
+// vtOpen opens path as the CLI does for inspect and validate: memory-mapped
+// and columnar (the rows read through batches, not Rows). The savepoint is
+// closed when the test ends.
 func vtOpen(t testing.TB, path string, opts OpenOptions) *Savepoint {
 	t.Helper()
+	opts.Columnar = true
 	sp, err := Open(path, opts)
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}
+	t.Cleanup(func() { sp.Close() })
 	return sp
 }
 
@@ -303,7 +308,7 @@ func TestValidateIndependentFixtures(t *testing.T) {
 				if f.Snapshot.Variant != Canonical {
 					continue
 				}
-				rows := f.Snapshot.Rows
+				rows := vtRows(f)
 				for i := 1; i < len(rows); i++ {
 					if rows[i-1].Op > rows[i].Op || rows[i-1].Op == rows[i].Op && bytes.Compare(rows[i-1].Key, rows[i].Key) > 0 {
 						wantUnsorted = append(wantUnsorted, f.Rel)
@@ -503,13 +508,23 @@ func vtReplace(t testing.TB, path string, data []byte, sidecar bool) {
 // vtRowIndex returns the index of (op, key) in file f's rows.
 func vtRowIndex(t testing.TB, f *File, op uint64, key []byte) int {
 	t.Helper()
-	for i, r := range f.Snapshot.Rows {
+	for i, r := range vtRows(f) {
 		if r.Op == op && bytes.Equal(r.Key, key) {
 			return i
 		}
 	}
 	t.Fatalf("%s holds no row (%d, %x)", f.Rel, op, key)
 	return -1
+}
+
+// vtRows returns a file's stored rows, in stream order.
+func vtRows(f *File) []Row {
+	var rows []Row
+	f.Snapshot.EachRow(func(_ int, r Row) bool {
+		rows = append(rows, r)
+		return true
+	})
+	return rows
 }
 
 // vtOnly fails unless the report's findings are exactly want (compared on

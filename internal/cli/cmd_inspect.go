@@ -39,7 +39,7 @@ func addOpenFlags(fs interface {
 }
 
 func (o openFlags) open(path string) (*savepoint.Savepoint, error) {
-	return o.openWith(path, savepoint.OpenOptions{})
+	return o.openWith(path, savepoint.OpenOptions{Columnar: true})
 }
 
 // openWith opens path with base options plus the shared flags.
@@ -67,6 +67,7 @@ func runInspect(ctx context.Context, s *Streams, args []string) int {
 	if err != nil {
 		return fail(s, c.name, err)
 	}
+	defer sp.Close()
 	sum := savepoint.Summarize(sp)
 	if *asJSON {
 		enc := json.NewEncoder(s.Out)
@@ -99,6 +100,7 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	if err != nil {
 		return fail(s, c.name, err)
 	}
+	defer sp.Close()
 	rep := savepoint.Validate(sp, savepoint.ValidateOptions{Parallelism: *par})
 	if *asJSON {
 		enc := json.NewEncoder(s.Out)
