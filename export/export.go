@@ -568,18 +568,20 @@ type flatKey struct {
 // the rows to the sink. The rows are exactly Union's (or, perFile, every
 // stored row) in the order the k-way path writes them.
 func (p *pipeline) single(f *savepoint.File, perFile bool, st *savepoint.UnionStats) error {
-	rows := f.Snapshot.Rows
+	rows := f.Snapshot.NewCursor() // the rows in place (memory-mapped columns when opened so)
+	n := rows.Len()
 	if !perFile {
-		*st = savepoint.UnionStats{Files: 1, StoredRows: len(rows)}
+		*st = savepoint.UnionStats{Files: 1, StoredRows: n}
 	}
-	keys := make([]flatKey, len(rows))
-	for i := range rows {
-		k := rows[i].Key
+	keys := make([]flatKey, n)
+	for i := range keys {
+		k := rows.Key(i)
 		e := entry{key: k, sep: separator(k)}
-		keys[i] = flatKey{rows[i].Op, slotPrefix(e.slot()), ukPrefix(e.userKey()), uint32(i), e.sep}
+		keys[i] = flatKey{rows.Op(i), slotPrefix(e.slot()), ukPrefix(e.userKey()), uint32(i), e.sep}
 	}
+	f.ReleasePages()
 	ent := func(k flatKey) entry {
-		r := &rows[k.idx]
+		r := rows.Row(int(k.idx))
 		return entry{key: r.Key, value: r.Value, subtask: int32(f.Subtask), sep: k.sep}
 	}
 	cmp := func(a, b flatKey) int {
@@ -616,8 +618,13 @@ func (p *pipeline) single(f *savepoint.File, perFile bool, st *savepoint.UnionSt
 	e := new(entry) // one allocation: the sink takes a pointer
 
 	for i := 0; i < len(keys); {
-		if i&0xFFFF == 0 && p.ctx.Err() != nil {
-			return p.ctx.Err()
+		if i&0xFFFF == 0 {
+			if p.ctx.Err() != nil {
+				return p.ctx.Err()
+			}
+			if i&(1<<18-1) == 0 {
+				f.ReleasePages() // what was read stays cached, not resident
+			}
 		}
 		if i >= warmed {
 			warmed = p.warm(rows, keys, i, hdr)
@@ -628,9 +635,9 @@ func (p *pipeline) single(f *savepoint.File, perFile bool, st *savepoint.UnionSt
 		if !perFile {
 			// Duplicates of (op, key), in stream order: clink's restore rule.
 			// Equal keys have equal prefixes, so only those are compared.
-			best := rows[k.idx]
-			for ; j < len(keys) && keys[j].op == k.op && keys[j].slot == k.slot && keys[j].uk == k.uk && bytes.Equal(rows[keys[j].idx].Key, e.key); j++ {
-				best = savepoint.MergeDuplicate(best, rows[keys[j].idx])
+			best := rows.Row(int(k.idx))
+			for ; j < len(keys) && keys[j].op == k.op && keys[j].slot == k.slot && keys[j].uk == k.uk && bytes.Equal(rows.Key(int(keys[j].idx)), e.key); j++ {
+				best = savepoint.MergeDuplicate(best, rows.Row(int(keys[j].idx)))
 			}
 			st.FileDuplicates += j - i - 1
 			e.value = best.Value
@@ -639,7 +646,7 @@ func (p *pipeline) single(f *savepoint.File, perFile bool, st *savepoint.UnionSt
 		if newOp {
 			p.res.Operators++
 		}
-		if newOp || k.slot != keys[i-1].slot || k.slot&0xFF >= 7 && !bytes.Equal(separatorSlot(rows[keys[i-1].idx].Key, keys[i-1].sep), e.slot()) {
+		if newOp || k.slot != keys[i-1].slot || k.slot&0xFF >= 7 && !bytes.Equal(separatorSlot(rows.Key(int(keys[i-1].idx)), keys[i-1].sep), e.slot()) {
 			p.res.Slots++
 		}
 		if err := p.sink.add(k.op, e); err != nil {
@@ -663,11 +670,11 @@ const gatherBlock = 512
 // TLB misses of the random gather that follows (in sort order the rows sit
 // anywhere in the input) instead of taking them one at a time. It returns
 // the end of the block.
-func (p *pipeline) warm(rows []savepoint.Row, keys []flatKey, from int, hdr []savepoint.Row) int {
+func (p *pipeline) warm(rows *savepoint.Cursor, keys []flatKey, from int, hdr []savepoint.Row) int {
 	end := min(from+len(hdr), len(keys))
 	h := hdr[:end-from]
 	for b := range h {
-		h[b] = rows[keys[from+b].idx]
+		h[b] = rows.Row(int(keys[from+b].idx))
 	}
 	var x byte
 	for b := range h {

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
-	"slices"
 	"strconv"
 )
 
@@ -87,7 +86,7 @@ func (sp *Savepoint) UnionWithStats() ([]UnionRow, UnionStats) {
 	n := 0
 	for _, f := range sp.Files {
 		if f.Snapshot != nil {
-			n += len(f.Snapshot.Rows)
+			n += f.Snapshot.NumRows()
 		}
 	}
 	out := make([]UnionRow, 0, n)
@@ -126,15 +125,33 @@ func (sp *Savepoint) StoredSeq() iter.Seq[UnionRow] {
 	}
 }
 
-// unionCursor walks one file's sorted rows.
+// unionCursor walks one file's rows in canonical order, by index into the
+// file's rows (which may be memory-mapped columns): nothing is copied.
 type unionCursor struct {
-	rows    []Row
+	rows    *Cursor
+	idx     []uint32 // stream index of each position; nil: the rows are in order
+	n       int
 	i       int
 	subtask int
 	order   int // the file's position in sp.Files: ties between files break on it
+	file    *File
 }
 
-func (c *unionCursor) row() Row { return c.rows[c.i] }
+func (c *unionCursor) row() Row {
+	if c.idx != nil {
+		return c.rows.Row(int(c.idx[c.i]))
+	}
+	return c.rows.Row(c.i)
+}
+
+// advance moves to the next row; it drops the file's mapped pages from the
+// resident set now and then (they stay in the page cache).
+func (c *unionCursor) advance() {
+	c.i++
+	if c.i&(1<<18-1) == 0 {
+		c.file.ReleasePages()
+	}
+}
 
 // cursorHeap is a min-heap of cursors by (current row, file order).
 type cursorHeap []*unionCursor
@@ -167,21 +184,38 @@ type unioner struct {
 	conflicts []string
 }
 
-// sortedRows returns a file's rows in canonical order: deduplicated as
-// clink's restore does (Logical) when dedup is set, else every row in a
+// sortedIndex returns the stream indexes of a file's rows in canonical
+// order (nil when they already are), and how many there are: deduplicated
+// as clink's restore does (Logical) when dedup is set, else every row in a
 // stable sort (stream order kept among equal keys).
-func sortedRows(rows []Row, dedup bool) []Row {
-	if dedup {
-		return Logical(rows)
+func sortedIndex(c *Cursor, dedup bool) ([]uint32, int) {
+	n := c.Len()
+	inOrder := true
+	for i := 1; i < n && inOrder; i++ {
+		cmp := c.Row(i - 1).Compare(c.Row(i))
+		inOrder = cmp < 0 || !dedup && cmp == 0
 	}
-	if slices.IsSortedFunc(rows, Row.Compare) {
-		return rows
+	if inOrder {
+		return nil, n
 	}
-	out := make([]Row, len(rows))
-	for i, j := range SortRows(rows) {
-		out[i] = rows[j]
+	order, tie := SortOrderTies(n, func(i int) (uint64, []byte) { return c.Op(i), c.Key(i) })
+	if !dedup {
+		return order, n
 	}
-	return out
+	out := order[:0] // compacted in place: out never overtakes the reading position
+	for j, pos := range order {
+		if j > 0 && tie[j] {
+			held, r := c.Row(int(out[len(out)-1])), c.Row(int(pos))
+			if held.Op == r.Op && bytes.Equal(held.Key, r.Key) {
+				if IncomingWins(held, r) {
+					out[len(out)-1] = pos
+				}
+				continue
+			}
+		}
+		out = append(out, pos)
+	}
+	return out, len(out)
 }
 
 // run merges the files. With dedup each (op, key) is resolved to one row;
@@ -190,13 +224,16 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 	var h cursorHeap
 	for i, f := range u.sp.Files {
 		u.st.Files++
-		if f.Snapshot == nil || len(f.Snapshot.Rows) == 0 {
+		if f.Snapshot == nil || f.Snapshot.NumRows() == 0 {
 			continue
 		}
-		u.st.StoredRows += len(f.Snapshot.Rows)
-		rows := sortedRows(f.Snapshot.Rows, dedup)
-		u.st.FileDuplicates += len(f.Snapshot.Rows) - len(rows)
-		h = append(h, &unionCursor{rows: rows, subtask: f.Subtask, order: i})
+		stored := f.Snapshot.NumRows()
+		u.st.StoredRows += stored
+		cur := f.Snapshot.NewCursor()
+		idx, n := sortedIndex(cur, dedup)
+		f.ReleasePages()
+		u.st.FileDuplicates += stored - n
+		h = append(h, &unionCursor{rows: cur, idx: idx, n: n, subtask: f.Subtask, order: i, file: f})
 	}
 	if !dedup {
 		// Every copy, in (op, key, file order); no resolution.
@@ -206,8 +243,8 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 			if !yield(UnionRow{Row: c.row(), Subtask: c.subtask}) {
 				return
 			}
-			c.i++
-			if c.i == len(c.rows) {
+			c.advance()
+			if c.i == c.n {
 				heap.Pop(&h)
 			} else {
 				heap.Fix(&h, 0)
@@ -218,8 +255,8 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 	if len(h) == 1 {
 		// One file with rows: each key is held once; only ownership applies.
 		c := h[0]
-		for _, r := range c.rows {
-			if !u.resolveOne(unionCopy{r, c.subtask}, yield) {
+		for ; c.i < c.n; c.advance() {
+			if !u.resolveOne(unionCopy{c.row(), c.subtask}, yield) {
 				return
 			}
 		}
@@ -237,8 +274,8 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 				break
 			}
 			copies = append(copies, unionCopy{r, c.subtask})
-			c.i++
-			if c.i == len(c.rows) {
+			c.advance()
+			if c.i == c.n {
 				heap.Pop(&h)
 			} else {
 				heap.Fix(&h, 0)

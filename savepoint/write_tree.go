@@ -267,11 +267,34 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		return err
 	}
 	if old != "" {
-		if err := os.RemoveAll(old); err != nil {
+		if err := removeTree(old); err != nil {
 			return fmt.Errorf("remove replaced output %s: %w", old, err)
 		}
 	}
 	return nil
+}
+
+// removeTree deletes a checkpoint tree so that, if interrupted, what is left
+// never looks complete: first its control records (the COMPLETED marker),
+// then every sidecar (a payload without one is refused by clink), then the
+// rest.
+func removeTree(dir string) error {
+	if err := os.RemoveAll(filepath.Join(dir, "_jobs")); err != nil {
+		return err
+	}
+	if err := SyncDir(dir); err != nil {
+		return err
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Ext(p) == ".meta" {
+			err = os.Remove(p)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
 }
 
 // Abort removes the staging directory; it is a no-op after Commit.

@@ -45,7 +45,7 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 		opts.Rules = set
 	}
 	open := func(path string, ck uint64, groups string) (*savepoint.Savepoint, error) {
-		o := savepoint.OpenOptions{Checkpoint: ck, RequireValid: true, AllowMissingSidecar: *allowUnverified}
+		o := savepoint.OpenOptions{Checkpoint: ck, RequireValid: true, AllowMissingSidecar: *allowUnverified, Columnar: true}
 		if groups != "" {
 			gs, err := savepoint.ParseGroups(groups)
 			if err != nil {
@@ -59,10 +59,12 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 	if err != nil {
 		return fail(s, c.name, fmt.Errorf("A: %w", err))
 	}
+	defer a.Close()
 	b, err := open(fs.Arg(1), *ckB, *groupsB)
 	if err != nil {
 		return fail(s, c.name, fmt.Errorf("B: %w", err))
 	}
+	defer b.Close()
 	if err := ctx.Err(); err != nil {
 		return fail(s, c.name, err)
 	}

@@ -85,10 +85,11 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 		}
 		opts.Rules = set
 	}
-	sp, err := of.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *allowUnverified})
+	sp, err := of.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *allowUnverified, Columnar: true})
 	if err != nil {
 		return fail(s, c.name, err)
 	}
+	defer sp.Close()
 	var res *export.Result
 	if *out == "-" {
 		res, err = export.Write(ctx, s.Out, sp, opts)
