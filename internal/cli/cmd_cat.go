@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 
 	"github.com/sptool/sptool/savepoint"
@@ -78,10 +77,11 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	if err != nil {
 		return fail(s, c.name, err)
 	}
-	sp, err := of.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *allowUnverified})
+	sp, err := of.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *allowUnverified, Columnar: true})
 	if err != nil {
 		return fail(s, c.name, err)
 	}
+	defer sp.Close()
 	bw := bufio.NewWriterSize(s.Out, 1<<16)
 	defer bw.Flush()
 	var cw *csv.Writer
@@ -95,9 +95,10 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	printed := 0
 	lastHeader := ""
 	for _, f := range sp.Files {
-		rows := slices.Clone(f.Snapshot.Rows)
-		slices.SortStableFunc(rows, savepoint.Row.Compare)
-		for _, r := range rows {
+		cur := f.Snapshot.NewCursor()
+		order := savepoint.SortOrder(cur.Len(), func(i int) (uint64, []byte) { return cur.Op(i), cur.Key(i) })
+		for _, i := range order {
+			r := cur.Row(int(i))
 			if ctx.Err() != nil {
 				return fail(s, c.name, ctx.Err())
 			}
