@@ -111,6 +111,9 @@ func (s *Snapshot) NewCursor() *Cursor {
 	return c
 }
 
+// Columnar reports whether the cursor reads batches (not Rows).
+func (c *Cursor) Columnar() bool { return c.s.Columnar() }
+
 // Len returns the number of rows of the snapshot.
 func (c *Cursor) Len() int {
 	if !c.s.Columnar() {
@@ -150,6 +153,14 @@ func (c *Cursor) Value(i int) []byte {
 	b, j := c.locate(i)
 	v0, v1 := b.ValOffs[j], b.ValOffs[j+1]
 	return b.Vals[v0:v1:v1]
+}
+
+// Locate returns the batch holding row i of a columnar snapshot, the row's
+// index in it, and how many rows of the batch follow from there (the row
+// included).
+func (c *Cursor) Locate(i int) (*Batch, int, int) {
+	b, j := c.locate(i)
+	return b, j, b.Len() - j
 }
 
 // locate returns the batch holding row i and the row's index in it.

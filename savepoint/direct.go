@@ -30,6 +30,18 @@ type ColumnSource interface {
 	Value(i int) []byte
 }
 
+// RunSource is a ColumnSource that can tell which output rows are
+// consecutive, unmodified rows of one input batch; the writer then copies
+// each column of such a run at once instead of row by row.
+type RunSource interface {
+	ColumnSource
+	// Run returns the batch holding output row i and the batch-local range
+	// [lo, lo+n) of the rows i, i+1, ..., i+n-1 when they are consecutive
+	// rows of that batch as stored; ok is false when row i is not one
+	// (a modified row).
+	Run(i int) (b *Batch, lo, n int, ok bool)
+}
+
 // Columns adapts any RowSource to a ColumnSource.
 func Columns(src RowSource) ColumnSource {
 	if cs, ok := src.(ColumnSource); ok {
@@ -170,26 +182,71 @@ func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64)
 		return err
 	}
 	out := &sink{w: w, buf: make([]byte, 0, sinkSize)}
-	for i := start; i < end; i++ {
+	runs, _ := src.(RunSource)
+	// run returns the run of output rows starting at i, clipped to end.
+	run := func(i int) (*Batch, int, int, bool) {
+		if runs == nil {
+			return nil, 0, 0, false
+		}
+		b, lo, n, ok := runs.Run(i)
+		return b, lo, min(n, end-i), ok && n > 0
+	}
+	for i := start; i < end; {
+		if b, lo, k, ok := run(i); ok {
+			for _, op := range b.Ops[lo : lo+k] {
+				out.buf = binary.LittleEndian.AppendUint64(out.buf, op)
+			}
+			out.maybeFlush()
+			i += k
+			continue
+		}
 		out.buf = binary.LittleEndian.AppendUint64(out.buf, src.Op(i))
 		out.maybeFlush()
+		i++
 	}
 	for col := 0; col < 2; col++ {
 		value := col == 1
 		var off uint32
 		out.buf = binary.LittleEndian.AppendUint32(out.buf, 0)
-		col := src.Key
+		get := src.Key
 		if value {
-			col = src.Value
+			get = src.Value
 		}
-		for i := start; i < end; i++ {
-			off += uint32(len(col(i)))
+		cols := func(b *Batch) ([]int32, []byte) {
+			if value {
+				return b.ValOffs, b.Vals
+			}
+			return b.KeyOffs, b.Keys
+		}
+		for i := start; i < end; {
+			if b, lo, k, ok := run(i); ok {
+				offsets, _ := cols(b)
+				base := offsets[lo]
+				for _, o := range offsets[lo+1 : lo+k+1] {
+					out.buf = binary.LittleEndian.AppendUint32(out.buf, off+uint32(o-base))
+					if len(out.buf) >= sinkSize-16 {
+						out.flush()
+					}
+				}
+				off += uint32(offsets[lo+k] - base)
+				i += k
+				continue
+			}
+			off += uint32(len(get(i)))
 			out.buf = binary.LittleEndian.AppendUint32(out.buf, off)
 			out.maybeFlush()
+			i++
 		}
 		out.pad(offLen)
-		for i := start; i < end; i++ {
-			out.write(col(i))
+		for i := start; i < end; {
+			if b, lo, k, ok := run(i); ok {
+				offsets, data := cols(b)
+				out.write(data[offsets[lo]:offsets[lo+k]])
+				i += k
+				continue
+			}
+			out.write(get(i))
+			i++
 		}
 		if value {
 			out.pad(vLen)

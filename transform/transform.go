@@ -527,6 +527,30 @@ type outRows struct {
 // Len returns the number of output rows.
 func (o *outRows) Len() int { return len(o.order) }
 
+// Run returns the run of output rows from i on that are consecutive,
+// unmodified rows of one input batch (see savepoint.RunSource).
+func (o *outRows) Run(i int) (*savepoint.Batch, int, int, bool) {
+	if !o.cur.Columnar() {
+		return nil, 0, 0, false
+	}
+	if o.mod != nil {
+		if _, ok := o.mod[uint32(i)]; ok {
+			return nil, 0, 0, false
+		}
+	}
+	b, lo, left := o.cur.Locate(int(o.order[i]))
+	n := 1
+	for n < left && i+n < len(o.order) && o.order[i+n] == o.order[i]+uint32(n) {
+		if o.mod != nil {
+			if _, ok := o.mod[uint32(i+n)]; ok {
+				break
+			}
+		}
+		n++
+	}
+	return b, lo, n, true
+}
+
 // Op returns the operator of output row i.
 func (o *outRows) Op(i int) uint64 {
 	if o.mod != nil {
