@@ -104,6 +104,7 @@ const (
 	Empty
 )
 
+// String returns "canonical", "changelog" or "empty".
 func (v Variant) String() string {
 	switch v {
 	case Canonical:

@@ -14,6 +14,7 @@ const (
 	InputGeneration
 )
 
+// String returns "file", "tree" or "generation".
 func (k InputKind) String() string {
 	switch k {
 	case InputFile:
