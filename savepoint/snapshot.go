@@ -179,14 +179,10 @@ func Logical(rows []Row) []Row {
 	if Sorted(rows) {
 		return rows
 	}
-	out := make([]Row, 0, len(rows))
-	for _, i := range SortRows(rows) {
-		r := rows[i]
-		if n := len(out); n > 0 && out[n-1].Op == r.Op && bytes.Equal(out[n-1].Key, r.Key) {
-			out[n-1] = MergeDuplicate(out[n-1], r)
-			continue
-		}
-		out = append(out, r)
+	pos := CanonicalPositions(Columns(RowSlice(rows)), nil, nil)
+	out := make([]Row, len(pos))
+	for i, p := range pos {
+		out[i] = rows[p]
 	}
 	return out
 }

@@ -171,3 +171,40 @@ func mergeEnts(dst, a, b []sortEnt, cmp func(a, b sortEnt) int) {
 func SortRows(rows []Row) []uint32 {
 	return SortOrder(len(rows), func(i int) (uint64, []byte) { return rows[i].Op, rows[i].Key })
 }
+
+// CanonicalPositions returns the positions of src's rows in canonical order
+// with duplicates of (op, key) resolved as clink's restore does: of rows
+// with equal keys, kept in stream order, the survivor is decided pairwise by
+// IncomingWins. dropped, when not nil, is called with the position of each
+// row that loses. Only rows whose sort prefix equals their neighbour's are
+// compared in full, so rows without duplicates are not read again. release,
+// when not nil, is called now and then (long passes over memory maps use it
+// to drop read pages from the resident set).
+func CanonicalPositions(src ColumnSource, dropped func(pos uint32), release func()) []uint32 {
+	order, tie := SortOrderTies(src.Len(), func(i int) (uint64, []byte) { return src.Op(i), src.Key(i) })
+	if release != nil {
+		release() // the sort read every key
+	}
+	out := order[:0] // compacted in place: out never overtakes the reading position
+	for j, pos := range order {
+		if release != nil && j&(1<<18-1) == 0 {
+			release()
+		}
+		if j > 0 && tie[j] {
+			held := out[len(out)-1]
+			if src.Op(int(held)) == src.Op(int(pos)) && bytes.Equal(src.Key(int(held)), src.Key(int(pos))) {
+				if IncomingWins(src.Row(int(held)), src.Row(int(pos))) {
+					out[len(out)-1] = pos
+					if dropped != nil {
+						dropped(held)
+					}
+				} else if dropped != nil {
+					dropped(pos)
+				}
+				continue
+			}
+		}
+		out = append(out, pos)
+	}
+	return out
+}

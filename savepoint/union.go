@@ -198,23 +198,10 @@ func sortedIndex(c *Cursor, dedup bool) ([]uint32, int) {
 	if inOrder {
 		return nil, n
 	}
-	order, tie := SortOrderTies(n, func(i int) (uint64, []byte) { return c.Op(i), c.Key(i) })
 	if !dedup {
-		return order, n
+		return SortOrder(n, func(i int) (uint64, []byte) { return c.Op(i), c.Key(i) }), n
 	}
-	out := order[:0] // compacted in place: out never overtakes the reading position
-	for j, pos := range order {
-		if j > 0 && tie[j] {
-			held, r := c.Row(int(out[len(out)-1])), c.Row(int(pos))
-			if held.Op == r.Op && bytes.Equal(held.Key, r.Key) {
-				if IncomingWins(held, r) {
-					out[len(out)-1] = pos
-				}
-				continue
-			}
-		}
-		out = append(out, pos)
-	}
+	out := CanonicalPositions(c, nil, nil)
 	return out, len(out)
 }
 

@@ -616,59 +616,21 @@ func (o *outRows) canonical() bool {
 // clink's restore does; it returns how many duplicates it resolved, after
 // calling dropped (if not nil) with each row removed.
 func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
-	order, tie := savepoint.SortOrderTies(o.Len(), func(i int) (uint64, []byte) { return o.Op(i), o.Key(i) })
-	newOrder := make([]uint32, 0, len(order))
+	var lost func(pos uint32)
+	if dropped != nil {
+		lost = func(pos uint32) { dropped(o.Row(int(pos))) }
+	}
+	keep := savepoint.CanonicalPositions(o, lost, o.release)
+	newOrder := make([]uint32, len(keep))
 	var newMod map[uint32]savepoint.Row
-	setMod := func(at int, pos uint32) {
+	for at, pos := range keep {
+		newOrder[at] = o.order[pos]
 		if m, ok := o.mod[pos]; ok {
 			if newMod == nil {
 				newMod = map[uint32]savepoint.Row{}
 			}
 			newMod[uint32(at)] = m
-		} else if newMod != nil {
-			delete(newMod, uint32(at))
 		}
-	}
-	var prevOp uint64
-	var prevKey []byte
-	var prevPos uint32  // the output position of the row that holds newOrder's last place
-	prevLoaded := false // prevOp and prevKey are prevPos's
-	if o.release != nil {
-		o.release() // the sort read every key
-	}
-	for j, pos := range order {
-		if j&releaseRows == 0 && o.release != nil {
-			o.release()
-		}
-		if !tie[j] {
-			// not even the sort prefix equals the previous row's: no duplicate
-			setMod(len(newOrder), pos)
-			newOrder = append(newOrder, o.order[pos])
-			prevPos, prevLoaded = pos, false
-			continue
-		}
-		op, key := o.Op(int(pos)), o.Key(int(pos))
-		if !prevLoaded {
-			prevOp, prevKey, prevLoaded = o.Op(int(prevPos)), o.Key(int(prevPos)), true
-		}
-		if n := len(newOrder); n > 0 && prevOp == op && bytes.Equal(prevKey, key) {
-			held, r := o.Row(int(prevPos)), o.Row(int(pos))
-			if savepoint.IncomingWins(held, r) {
-				// the later row wins: it takes the earlier one's place
-				if dropped != nil {
-					dropped(held)
-				}
-				newOrder[n-1] = o.order[pos]
-				setMod(n-1, pos)
-				prevPos = pos
-			} else if dropped != nil {
-				dropped(r)
-			}
-			continue
-		}
-		setMod(len(newOrder), pos)
-		newOrder = append(newOrder, o.order[pos])
-		prevOp, prevKey, prevPos, prevLoaded = op, key, pos, true
 	}
 	dupes := int64(len(o.order) - len(newOrder))
 	o.order, o.mod = newOrder, newMod
