@@ -466,7 +466,15 @@ func unwrapIPC(err error, mr *sliceMessageReader) error {
 
 // validateBatch runs arrow's full validation on every column of a batch and
 // checks that no column holds nulls.
-func validateBatch(rec arrow.RecordBatch) error {
+func validateBatch(rec arrow.RecordBatch) (err error) {
+	// arrow-go's accessors trust the batch header (a declared null count
+	// with no validity bitmap panics in NullN): a malformed batch is an
+	// error, not a crash.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("malformed record batch (%v)", p)
+		}
+	}()
 	for i, col := range rec.Columns() {
 		var err error
 		switch c := col.(type) {
