@@ -112,7 +112,7 @@ func splitCLMB(data []byte) ([][]byte, error) {
 		if off+l > int64(len(data)) {
 			return nil, &offsetError{off, fmt.Sprintf("truncated CLMB frame: blob %d needs %d bytes, %d left", i, l, int64(len(data))-off)}
 		}
-		blobs = append(blobs, data[off:off+l])
+		blobs = append(blobs, data[off:off+l:off+l])
 		off += l
 	}
 	if off != int64(len(data)) {

@@ -80,7 +80,10 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 	if hdr+metaLen > int64(len(rest)) {
 		return nil, &offsetError{r.off, fmt.Sprintf("truncated message metadata: needs %d bytes, %d left", metaLen, int64(len(rest))-hdr)}
 	}
-	meta := rest[hdr : hdr+metaLen]
+	// Full slice expressions: flatbuffers and arrow-go slice by lengths read
+	// from the bytes; capped capacities make a length that runs past the
+	// message fail instead of reading the bytes that follow it.
+	meta := rest[hdr : hdr+metaLen : hdr+metaLen]
 	info, err := peekMessage(meta)
 	if err != nil {
 		return nil, &offsetError{r.off, err.Error()}
@@ -89,7 +92,7 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 	if info.bodyLen < 0 || info.bodyLen > int64(len(rest))-bodyStart {
 		return nil, &offsetError{r.off + bodyStart, fmt.Sprintf("truncated message body: needs %d bytes, %d left", info.bodyLen, int64(len(rest))-bodyStart)}
 	}
-	body := rest[bodyStart : bodyStart+info.bodyLen]
+	body := rest[bodyStart : bodyStart+info.bodyLen : bodyStart+info.bodyLen]
 	r.off += bodyStart + info.bodyLen
 	if info.typ == msgRecordBatch {
 		r.codecs = append(r.codecs, info.codec)
@@ -420,7 +423,7 @@ func readStream(data []byte) (rs *rawStream, err error) {
 			rs, err = nil, fmt.Errorf("malformed Arrow IPC stream (%v)", p)
 		}
 	}()
-	mr := &sliceMessageReader{data: data}
+	mr := &sliceMessageReader{data: data[:len(data):len(data)]}
 	rdr, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
 		return nil, unwrapIPC(err, mr)
