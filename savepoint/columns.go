@@ -115,16 +115,7 @@ func (s *Snapshot) NewCursor() *Cursor {
 func (c *Cursor) Columnar() bool { return c.s.Columnar() }
 
 // Len returns the number of rows of the snapshot.
-func (c *Cursor) Len() int {
-	if !c.s.Columnar() {
-		return len(c.s.Rows)
-	}
-	n := 0
-	for i := range c.s.Batches {
-		n += c.s.Batches[i].Len()
-	}
-	return n
-}
+func (c *Cursor) Len() int { return c.s.NumRows() }
 
 // Op returns the operator id of row i.
 func (c *Cursor) Op(i int) uint64 {

@@ -167,11 +167,6 @@ func mergeEnts(dst, a, b []sortEnt, cmp func(a, b sortEnt) int) {
 	copy(dst[k:], b[j:])
 }
 
-// SortRows returns the canonical order of rows (see SortOrder).
-func SortRows(rows []Row) []uint32 {
-	return SortOrder(len(rows), func(i int) (uint64, []byte) { return rows[i].Op, rows[i].Key })
-}
-
 // CanonicalPositions returns the positions of src's rows in canonical order
 // with duplicates of (op, key) resolved as clink's restore does: of rows
 // with equal keys, kept in stream order, the survivor is decided pairwise by

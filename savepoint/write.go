@@ -136,12 +136,19 @@ func writeSnapshot(path string, opts SnapshotOptions, encode func(io.Writer) err
 		return info, err
 	}
 	if opts.Sidecar {
-		sc := Sidecar{Version: 1, HasVersion: true, CheckpointID: opts.CheckpointID, PayloadBytes: uint64(info.Size), PayloadCRC32C: info.CRC32C}
-		if err := WriteBytesAtomic(path+".meta", sc.Marshal()); err != nil {
+		if err := WriteSidecar(path, opts.CheckpointID, info); err != nil {
 			return info, err
 		}
 	}
 	return info, nil
+}
+
+// WriteSidecar writes the sidecar of the payload at path (checkpoint id,
+// size and CRC-32C of info) atomically, as <path>.meta. Publish the payload
+// first: a sidecar must never describe a payload that is not in place.
+func WriteSidecar(path string, checkpointID uint64, info FileInfo) error {
+	sc := Sidecar{Version: 1, HasVersion: true, CheckpointID: checkpointID, PayloadBytes: uint64(info.Size), PayloadCRC32C: info.CRC32C}
+	return WriteBytesAtomic(path+SidecarSuffix, sc.Marshal())
 }
 
 type countingWriter struct {
@@ -178,11 +185,9 @@ var hookBeforeRename func(tmp, final string)
 // renamed over path and the directory is fsynced. On any error the temporary
 // file is removed and path is untouched.
 func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	tmp := path + ".part." + strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(tempSeq.Add(1), 10)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, tmp, err := createTemp(path, os.O_WRONLY)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -197,21 +202,38 @@ func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 	if err = bw.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	return publish(f, tmp, path)
+}
+
+// createTemp creates the temporary file a payload is written to before it
+// is published at path: in the same directory, named <path>.part.<pid>.<seq>.
+func createTemp(path string, mode int) (*os.File, string, error) {
+	tmp := path + ".part." + strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(tempSeq.Add(1), 10)
+	f, err := os.OpenFile(tmp, mode|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, "", fmt.Errorf("create %s: %w", tmp, err)
+	}
+	return f, tmp, nil
+}
+
+// publish makes a complete temporary file the file at path: fsync, close,
+// rename, directory fsync. On error the caller removes tmp.
+func publish(f *os.File, tmp, path string) error {
 	if syncEnabled {
-		if err = f.Sync(); err != nil {
+		if err := f.Sync(); err != nil {
 			return fmt.Errorf("fsync %s: %w", tmp, err)
 		}
 	}
-	if err = f.Close(); err != nil {
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
 	if hookBeforeRename != nil {
 		hookBeforeRename(tmp, path)
 	}
-	if err = os.Rename(tmp, path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("publish %s: %w", path, err)
 	}
-	return SyncDir(dir)
+	return SyncDir(filepath.Dir(path))
 }
 
 // WriteBytesAtomic writes b to path atomically (see WriteFileAtomic).

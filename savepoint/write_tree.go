@@ -178,10 +178,9 @@ func CopyVerified(src, dst string, size int64, crc uint32) (err error) {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
 	defer in.Close()
-	tmp := dst + ".part." + strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(tempSeq.Add(1), 10)
-	out, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	out, tmp, err := createTemp(dst, os.O_RDWR)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -205,21 +204,7 @@ func CopyVerified(src, dst string, size int64, crc uint32) (err error) {
 			return fmt.Errorf("copy %s: %w (size %d, crc %d; read as %d, %d)", src, ErrInputChanged, n, h.Sum32(), size, crc)
 		}
 	}
-	if syncEnabled {
-		if err = out.Sync(); err != nil {
-			return fmt.Errorf("fsync %s: %w", tmp, err)
-		}
-	}
-	if err = out.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if hookBeforeRename != nil {
-		hookBeforeRename(tmp, dst)
-	}
-	if err = os.Rename(tmp, dst); err != nil {
-		return fmt.Errorf("publish %s: %w", dst, err)
-	}
-	return SyncDir(filepath.Dir(dst))
+	return publish(out, tmp, dst)
 }
 
 // Commit writes the COMPLETED marker listing every subtask written (and

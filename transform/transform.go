@@ -389,7 +389,7 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 	res.out = out
 	rr := &rangeResult{res: res, sorted: true}
 	w := &worker{e: e, res: res, subtask: f.Subtask}
-	cur := snap.NewCursor()
+	cur := out.cur
 	res.err = savepoint.Guard(func() error {
 		for i := lo; i < hi; i++ {
 			if i&0xFFFF == 0 {

@@ -177,8 +177,7 @@ func copyFile(f *savepoint.File, out string, ckpt uint64) error {
 	if err := savepoint.CopyVerified(f.Path, out, f.Size, f.CRC32C); err != nil {
 		return err
 	}
-	sc := savepoint.Sidecar{Version: 1, HasVersion: true, CheckpointID: ckpt, PayloadBytes: uint64(f.Size), PayloadCRC32C: f.CRC32C}
-	return savepoint.WriteBytesAtomic(out+".meta", sc.Marshal())
+	return savepoint.WriteSidecar(out, ckpt, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C})
 }
 
 // checkpointOf parses the checkpoint id from checkpoint-<id>.snap[...].
