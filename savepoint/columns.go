@@ -18,6 +18,8 @@ type Batch struct {
 	Keys    []byte
 	ValOffs []int32 // len(Ops)+1 offsets into Vals
 	Vals    []byte
+
+	file *mappedFile // the file the slices map, if they do
 }
 
 // Len returns the number of rows of the batch.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -121,8 +122,22 @@ func writeStream(w io.Writer, md Metadata, rs RowSource, batches []int) error {
 // fit under maxColumnBytes in both binary columns) and its data sizes.
 func nextBatch(rs RowSource, start int) (end int, kLen, vLen int64, err error) {
 	src := Columns(rs)
+	runs, _ := src.(RunSource)
 	n := src.Len()
-	for i := start; i < n; i++ {
+	for i := start; i < n; {
+		if runs != nil {
+			// A whole run at once when it fits.
+			if b, lo, m, ok := runs.Run(i); ok && m > 1 {
+				m = min(m, n-i)
+				k := kLen + int64(b.KeyOffs[lo+m]-b.KeyOffs[lo])
+				v := vLen + int64(b.ValOffs[lo+m]-b.ValOffs[lo])
+				if k <= maxColumnBytes && v <= maxColumnBytes {
+					kLen, vLen = k, v
+					i += m
+					continue
+				}
+			}
+		}
 		k, v := kLen+int64(len(src.Key(i))), vLen+int64(len(src.Value(i)))
 		if k > maxColumnBytes || v > maxColumnBytes {
 			if i == start {
@@ -131,6 +146,7 @@ func nextBatch(rs RowSource, start int) (end int, kLen, vLen int64, err error) {
 			return i, kLen, vLen, nil
 		}
 		kLen, vLen = k, v
+		i++
 	}
 	return n, kLen, vLen, nil
 }
@@ -181,7 +197,8 @@ func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64)
 	if err := writeMessageFrame(w, recordBatchHeader(n, offs, lens, body)); err != nil {
 		return err
 	}
-	out := &sink{w: w, buf: make([]byte, 0, sinkSize)}
+	out := newSink(w, body)
+	defer out.free()
 	runs, _ := src.(RunSource)
 	// run returns the run of output rows starting at i, clipped to end.
 	run := func(i int) (*Batch, int, int, bool) {
@@ -193,10 +210,7 @@ func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64)
 	}
 	for i := start; i < end; {
 		if b, lo, k, ok := run(i); ok {
-			for _, op := range b.Ops[lo : lo+k] {
-				out.buf = binary.LittleEndian.AppendUint64(out.buf, op)
-			}
-			out.maybeFlush()
+			out.writeOps(b.file, b.Ops[lo:lo+k])
 			i += k
 			continue
 		}
@@ -221,14 +235,7 @@ func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64)
 		for i := start; i < end; {
 			if b, lo, k, ok := run(i); ok {
 				offsets, _ := cols(b)
-				base := offsets[lo]
-				for _, o := range offsets[lo+1 : lo+k+1] {
-					out.buf = binary.LittleEndian.AppendUint32(out.buf, off+uint32(o-base))
-					if len(out.buf) >= sinkSize-16 {
-						out.flush()
-					}
-				}
-				off += uint32(offsets[lo+k] - base)
+				off = out.writeOffsets(b.file, offsets[lo:lo+k+1], off)
 				i += k
 				continue
 			}
@@ -241,7 +248,7 @@ func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64)
 		for i := start; i < end; {
 			if b, lo, k, ok := run(i); ok {
 				offsets, data := cols(b)
-				out.write(data[offsets[lo]:offsets[lo+k]])
+				out.writeFrom(b.file, data[offsets[lo]:offsets[lo+k]])
 				i += k
 				continue
 			}
@@ -257,14 +264,132 @@ func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64)
 	return out.flush()
 }
 
-// sinkSize is the write buffer of the stream writer.
+// sinkSize is the write buffer of the stream writer: larger than the
+// file's buffer (WriteFileAtomic), so that a full sink goes to the file
+// without another copy.
 const sinkSize = 1 << 20
+
+// littleEndian is whether this machine stores integers as Arrow does, so
+// that a column of them can be written as it is in memory.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// writeOps writes operator ids as little-endian uint64s; m is the mapped
+// file ops lie in, if any.
+func (s *sink) writeOps(m *mappedFile, ops []uint64) {
+	if littleEndian && len(ops) > 0 {
+		s.writeFrom(m, unsafe.Slice((*byte)(unsafe.Pointer(&ops[0])), 8*len(ops)))
+		return
+	}
+	for _, op := range ops {
+		s.buf = binary.LittleEndian.AppendUint64(s.buf, op)
+		s.maybeFlush()
+	}
+}
+
+// writeOffsets writes the end offsets of a run of binary values whose
+// offsets in their batch are offsets (its start, then one end per value;
+// a slice of m's map, if m is not nil), moved so that the run starts at
+// off; it returns the run's end there.
+func (s *sink) writeOffsets(m *mappedFile, offsets []int32, off uint32) uint32 {
+	if !littleEndian {
+		m = nil // the bytes are read as int32s below
+	}
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&offsets[0])), 4*len(offsets))
+	first, err := s.win.view(m, raw[:4])
+	s.setErr(err)
+	base := binary.LittleEndian.Uint32(first)
+	raw = raw[4:]
+	end := off
+	for len(raw) > 0 {
+		room := (cap(s.buf) - len(s.buf)) / 4
+		if room == 0 {
+			s.flush()
+			continue
+		}
+		n := min(room, len(raw)/4, windowSize/4)
+		src, err := s.win.view(m, raw[:4*n])
+		s.setErr(err)
+		at := len(s.buf)
+		s.buf = s.buf[:at+4*n]
+		dst := s.buf[at:]
+		for j := 0; j < n; j++ {
+			end = binary.LittleEndian.Uint32(src[4*j:]) - base + off
+			binary.LittleEndian.PutUint32(dst[4*j:], end)
+		}
+		raw = raw[4*n:]
+	}
+	return end
+}
+
+// writeFrom writes b, which lies in the map of m if m is not nil: large
+// runs are read from the file straight into the buffer, small ones through
+// a window of the file.
+func (s *sink) writeFrom(m *mappedFile, b []byte) {
+	off, ok := m.offsetOf(b)
+	if !ok {
+		s.write(b)
+		return
+	}
+	if len(b) <= windowSize/4 {
+		v, err := s.win.view(m, b)
+		s.setErr(err)
+		s.write(v)
+		return
+	}
+	for len(b) > 0 {
+		if cap(s.buf)-len(s.buf) < 64<<10 {
+			s.flush()
+		}
+		n := min(len(b), cap(s.buf)-len(s.buf))
+		at := len(s.buf)
+		s.buf = s.buf[:at+n]
+		s.setErr(m.readAt(s.buf[at:], off))
+		b, off = b[n:], off+int64(n)
+	}
+}
+
+// bufPool holds the sink and window buffers between files: large fresh
+// allocations cost more than reuse.
+var bufPool sync.Pool
+
+// newSink returns a sink to w for a body of the given size.
+func newSink(w io.Writer, body int64) *sink {
+	s := &sink{w: w}
+	if body >= sinkSize/4 {
+		if b, ok := bufPool.Get().(*[]byte); ok {
+			s.buf = (*b)[:0]
+		} else {
+			s.buf = make([]byte, 0, sinkSize)
+		}
+	} else {
+		s.buf = make([]byte, 0, max(body, 64<<10))
+	}
+	return s
+}
+
+// free returns the sink's large buffers to the pool.
+func (s *sink) free() {
+	for _, b := range [][]byte{s.buf, s.win.buf} {
+		if cap(b) == sinkSize {
+			b = b[:0]
+			bufPool.Put(&b)
+		}
+	}
+	s.buf, s.win.buf = nil, nil
+}
+
+func (s *sink) setErr(err error) {
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+}
 
 // sink buffers the body so that the per-row appends are plain slice appends.
 type sink struct {
 	w   io.Writer
 	buf []byte
 	err error
+	win window // the input file's bytes, for runs read with pread
 }
 
 func (s *sink) maybeFlush() {

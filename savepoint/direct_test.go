@@ -3,9 +3,12 @@ package savepoint
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -191,5 +194,68 @@ func TestWriteStreamRuns(t *testing.T) {
 				t.Fatalf("limit %d: runs differ from rows\n%s", limit, firstDiff(a.Bytes(), b.Bytes()))
 			}
 		}()
+	}
+}
+
+// TestWriteStreamFromFile: runs of a memory-mapped input are read from the
+// file (pread, through a window) rather than the map; the bytes are those
+// of writing the same rows from memory, whether the rows are read forward
+// with gaps or in a shuffled order (where the window gives up), whatever
+// the window's size. A file cut short while it is written from is an
+// ErrInputChanged, not a crash.
+func TestWriteStreamFromFile(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	rows := make([]Row, 5000)
+	for i := range rows {
+		rows[i] = Row{Op: uint64(i / 1000), Key: []byte(fmt.Sprintf("k%06d", i)), Value: bytes.Repeat([]byte{byte(i)}, r.IntN(40))}
+	}
+	path := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{2000, 3000}}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(path, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	snap := sp.Files[0].Snapshot
+	if snap.Batches[0].file == nil {
+		t.Fatal("the batches of a mapped file do not know their file")
+	}
+	var gaps, shuffled []int
+	for i := range rows {
+		if r.IntN(10) < 8 {
+			gaps = append(gaps, i)
+		}
+	}
+	shuffled = r.Perm(len(rows))
+	for _, win := range []int{sinkSize, 4096, 64} {
+		func() {
+			defer func(v int) { windowSize = v }(windowSize)
+			windowSize = win
+			for name, idx := range map[string][]int{"gaps": gaps, "shuffled": shuffled} {
+				plain := make(RowSlice, len(idx))
+				for i, j := range idx {
+					plain[i] = rows[j]
+				}
+				var a, b bytes.Buffer
+				if err := WriteStream(&a, nil, selection{cur: snap.NewCursor(), idx: idx}); err != nil {
+					t.Fatal(err)
+				}
+				if err := WriteStream(&b, nil, plain); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(a.Bytes(), b.Bytes()) {
+					t.Fatalf("window %d, %s: mapped runs differ from rows\n%s", win, name, firstDiff(a.Bytes(), b.Bytes()))
+				}
+			}
+		}()
+	}
+	if err := os.Truncate(path, 1000); err != nil {
+		t.Fatal(err)
+	}
+	_, err = WriteSnapshotFrom(filepath.Join(t.TempDir(), "out.snap"), nil, selection{cur: snap.NewCursor(), idx: gaps}, SnapshotOptions{})
+	if !errors.Is(err, ErrInputChanged) {
+		t.Fatalf("writing from a truncated input: %v, want ErrInputChanged", err)
 	}
 }

@@ -443,7 +443,11 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", f.Path, err)
 	}
-	defer fh.Close()
+	defer func() {
+		if f.mapped == nil || f.mapped.f != fh {
+			fh.Close()
+		}
+	}()
 	before, err := fh.Stat()
 	if err != nil {
 		return fmt.Errorf("read %s: %w", f.Path, err)
@@ -464,10 +468,13 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 			return fmt.Errorf("read %s: %w", f.Path, err)
 		}
 	}
-	if err := Guard(func() error {
-		f.Size, f.CRC32C = int64(len(data)), checksum(data, f.mapping != nil)
-		return nil
-	}); err != nil {
+	f.Size = int64(len(data))
+	if f.mapping != nil {
+		f.CRC32C, err = checksumFile(fh, f.Size)
+	} else {
+		f.CRC32C = CRC32C(data)
+	}
+	if err != nil {
 		return fmt.Errorf("read %s: %w", f.Path, err)
 	}
 	after, err := os.Stat(f.Path)
@@ -506,25 +513,36 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		return fmt.Errorf("read %s%s: %w", f.Path, where, err)
 	}
 	f.Snapshot = snap
+	if f.mapping != nil {
+		// The writer reads long runs of the batches from the file.
+		f.mapped = &mappedFile{f: fh, data: f.mapping}
+		for i := range snap.Batches {
+			snap.Batches[i].file = f.mapped
+		}
+	}
 	releasePages(f.mapping) // validation read every offset; keep them cached, not resident
 	return nil
 }
 
-// checksum computes the CRC-32C of data; for a memory map it goes in chunks
-// and drops each chunk's pages from the resident set once read (they stay in
-// the page cache), so verifying a file does not make it all resident.
-func checksum(data []byte, mapped bool) uint32 {
-	if !mapped {
-		return CRC32C(data)
-	}
-	const chunk = 16 << 20 // a multiple of the page size: chunks stay page-aligned
+// checksumFile computes the CRC-32C of the size bytes of a file that is
+// also memory-mapped. It reads the file rather than the map: the first
+// touch of each mapped page costs more than the copy of read(2), and
+// reading leaves nothing in the resident set.
+func checksumFile(fh *os.File, size int64) (uint32, error) {
+	buf := make([]byte, min(size, 4<<20))
 	h := NewCRC32C()
-	for off := 0; off < len(data); off += chunk {
-		part := data[off:min(off+chunk, len(data))]
-		h.Write(part)
-		releasePages(part)
+	for off := int64(0); off < size; {
+		n, err := fh.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		h.Write(buf[:n])
+		off += int64(n)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0, fmt.Errorf("%w (it ended at byte %d of %d)", ErrInputChanged, off, size)
+			}
+			return 0, err
+		}
 	}
-	return h.Sum32()
+	return h.Sum32(), nil
 }
 
 // Close releases the memory maps of a savepoint opened with
@@ -535,6 +553,10 @@ func (sp *Savepoint) Close() error {
 		if f.mapping != nil {
 			errs = append(errs, unmapFile(f.mapping))
 			f.mapping = nil
+		}
+		if f.mapped != nil {
+			errs = append(errs, f.mapped.f.Close())
+			f.mapped = nil
 		}
 	}
 	return errors.Join(errs...)

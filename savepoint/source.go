@@ -82,8 +82,9 @@ type File struct {
 	// Snapshot is the decoded content.
 	Snapshot *Snapshot
 
-	mapping []byte    // the payload's memory map (OpenOptions.Columnar)
-	modTime time.Time // the payload's modification time when opened
+	mapping []byte      // the payload's memory map (OpenOptions.Columnar)
+	mapped  *mappedFile // the open file behind mapping
+	modTime time.Time   // the payload's modification time when opened
 }
 
 // Savepoint is an opened input: one file, or the files of one checkpoint of a tree.
