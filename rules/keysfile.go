@@ -38,7 +38,7 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) bool {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 
 	est := bytes.Count(data, []byte{'\n'}) + 1
-	spec.index = make(map[string]int32, est)
+	spec.initIndex(est)
 	spec.Keys = make([]string, 0, est)
 	spec.Lines = make([]int, 0, est)
 	isInt := spec.Codec == "int64"

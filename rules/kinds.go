@@ -502,7 +502,7 @@ func (p *parser) inlineKeys(n *yaml.Node, spec *PurgeKeysSpec) bool {
 		p.errAt(n, "keys", "'keys' must be a list of keys, got %s", describe(n))
 		return false
 	}
-	spec.index = make(map[string]int32, len(n.Content))
+	spec.initIndex(len(n.Content))
 	ok := true
 	for i, kn := range n.Content {
 		s, sok := p.stringValue(kn, "keys")
@@ -531,6 +531,7 @@ func (s *PurgeKeysSpec) add(enc string, line int) {
 		return
 	}
 	s.index[enc] = int32(len(s.Keys))
+	s.filter.add(enc)
 	s.Keys = append(s.Keys, enc)
 	s.Lines = append(s.Lines, line)
 }

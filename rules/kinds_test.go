@@ -22,7 +22,7 @@ func normalize(spec any) any {
 		return &c
 	case *PurgeKeysSpec:
 		c := *s
-		c.index = nil
+		c.index, c.filter = nil, keyFilter{}
 		c.Path, c.FileDigest = "", ""
 		return &c
 	case *PurgeExpiredSpec:

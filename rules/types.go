@@ -329,7 +329,14 @@ type PurgeKeysSpec struct {
 	// Duplicates is the number of listed keys that repeated an earlier one.
 	Duplicates int `yaml:"-"`
 
-	index map[string]int32
+	index  map[string]int32
+	filter keyFilter
+}
+
+// initIndex makes room for about n keys.
+func (p *PurgeKeysSpec) initIndex(n int) {
+	p.index = make(map[string]int32, n)
+	p.filter = newKeyFilter(n)
 }
 
 // Len returns the number of distinct keys.
@@ -351,23 +358,30 @@ func (p *PurgeKeysSpec) Display(i int) string {
 
 // Lookup returns the index in Keys of a user key equal to userKey.
 func (p *PurgeKeysSpec) Lookup(userKey []byte) (int, bool) {
+	if !p.filter.mayHave(userKey) {
+		return 0, false
+	}
 	i, ok := p.index[string(userKey)]
 	return int(i), ok
 }
+
+// MayMatch reports false when userKey is surely not a listed key (a
+// Bloom filter: no map lookup); true means it may be.
+func (p *PurgeKeysSpec) MayMatch(userKey []byte) bool { return p.filter.mayHave(userKey) }
 
 // Match returns the index in Keys of the key that userKey matches: equal
 // to it, or, when composite is true, equal to the bytes before some 0x1F
 // byte of userKey (the composite key K 0x1F element of clink's expiring
 // collections; K may itself contain 0x1F, so every 0x1F is tried).
 func (p *PurgeKeysSpec) Match(userKey []byte, composite bool) (int, bool) {
-	if i, ok := p.index[string(userKey)]; ok {
-		return int(i), true
+	if i, ok := p.Lookup(userKey); ok {
+		return i, true
 	}
 	if composite {
 		for j, c := range userKey {
 			if c == CompositeSeparator {
-				if i, ok := p.index[string(userKey[:j])]; ok {
-					return int(i), true
+				if i, ok := p.Lookup(userKey[:j]); ok {
+					return i, true
 				}
 			}
 		}

@@ -1,0 +1,33 @@
+package rules
+
+import (
+	"strconv"
+	"testing"
+)
+
+// The filter never rules out a listed key, and rules out most others.
+func TestKeyFilter(t *testing.T) {
+	const n = 10000
+	f := newKeyFilter(n)
+	for i := range n {
+		f.add("user-" + strconv.Itoa(i))
+	}
+	for i := range n {
+		if !f.mayHave([]byte("user-" + strconv.Itoa(i))) {
+			t.Fatalf("listed key user-%d ruled out", i)
+		}
+	}
+	through := 0
+	for i := n; i < 11*n; i++ {
+		if f.mayHave([]byte("user-" + strconv.Itoa(i))) {
+			through++
+		}
+	}
+	if rate := float64(through) / (10 * n); rate > 0.03 {
+		t.Errorf("%.2f%% of unlisted keys get through, want under 3%%", 100*rate)
+	}
+	var empty keyFilter
+	if !empty.mayHave([]byte("x")) {
+		t.Error("an unbuilt filter must let every key through")
+	}
+}
