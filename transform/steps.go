@@ -11,10 +11,35 @@ import (
 // step is one compiled rule. apply transforms a row (nil for rules that only
 // touch the version map); versions transforms a file's version map (nil for
 // rules that only touch rows).
+//
+// prefix tells, for the keyed rows of one prefix (operator, key group and
+// slot), what apply would do to every one of them without looking at the
+// user key or the value (see prefixPlan); nil means apply must see each
+// row. rekeys marks steps that may change a row's operator or key.
 type step struct {
 	rule     *rules.Rule
 	apply    func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error)
 	versions func(savepoint.VersionMap) (savepoint.VersionMap, error)
+	prefix   func(op uint64, k savepoint.Key, subtask int) verdict
+	rekeys   bool
+}
+
+// verdict is what a step does to every keyed row of one prefix.
+type verdict uint8
+
+const (
+	pass    verdict = iota // leaves every row as it is
+	dropAll                // drops every row that reaches it
+	eachRow                // depends on the user key or the value
+)
+
+// when is the verdict of a step that acts on the rows of a prefix iff
+// match: act, else pass.
+func when(match bool, act verdict) verdict {
+	if match {
+		return act
+	}
+	return pass
 }
 
 // compile turns each rule into a step. The rule set is already validated,
@@ -25,11 +50,12 @@ func compile(set *rules.Set) []step {
 		s := step{rule: r}
 		switch {
 		case r.Keep != nil:
-			s.apply = filterStep(r.Keep, true)
+			s.apply, s.prefix = filterStep(r.Keep, true)
 		case r.Drop != nil:
-			s.apply = filterStep(r.Drop, false)
+			s.apply, s.prefix = filterStep(r.Drop, false)
 		case r.DropOperator != nil:
 			op := r.DropOperator.Op.ID
+			s.prefix = func(o uint64, _ savepoint.Key, _ int) verdict { return when(o == op, dropAll) }
 			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 				if row.Op != op {
 					return row, true, nil
@@ -47,6 +73,8 @@ func compile(set *rules.Set) []step {
 			}
 		case r.RemapOperator != nil:
 			from, to := r.RemapOperator.From.ID, r.RemapOperator.To.ID
+			s.prefix = func(o uint64, _ savepoint.Key, _ int) verdict { return when(o == from, eachRow) }
+			s.rekeys = true
 			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 				if row.Op != from {
 					return row, true, nil
@@ -63,6 +91,10 @@ func compile(set *rules.Set) []step {
 		case r.RenameSlot != nil:
 			spec := r.RenameSlot
 			op, from, to := spec.Op.ID, spec.From, []byte(spec.To)
+			s.prefix = func(o uint64, k savepoint.Key, _ int) verdict {
+				return when(o == op && string(k.Slot) == from, eachRow)
+			}
+			s.rekeys = true
 			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 				if row.Op != op || !k.HasSlot || string(k.Slot) != from {
 					return row, true, nil
@@ -83,6 +115,9 @@ func compile(set *rules.Set) []step {
 			}
 		case r.DropSlot != nil:
 			op, slot := r.DropSlot.Op.ID, r.DropSlot.Slot
+			s.prefix = func(o uint64, k savepoint.Key, _ int) verdict {
+				return when(o == op && string(k.Slot) == slot, dropAll)
+			}
 			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 				if row.Op != op || !k.HasSlot || string(k.Slot) != slot {
 					return row, true, nil
@@ -92,8 +127,15 @@ func compile(set *rules.Set) []step {
 			}
 		case r.PurgeKeys != nil:
 			s.apply = purgeStep(r.PurgeKeys)
+			scope := r.PurgeKeys.Scope
+			s.prefix = func(o uint64, k savepoint.Key, _ int) verdict {
+				return when(scope.Match(o, k.Slot, k.HasSlot), eachRow)
+			}
 		case r.PurgeExpired != nil:
 			p := r.PurgeExpired
+			s.prefix = func(o uint64, k savepoint.Key, _ int) verdict {
+				return when(p.Scope.Match(o, k.Slot, k.HasSlot) && p.Applies(o, k.Slot), eachRow)
+			}
 			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 				if k.Kind != savepoint.KindKeyed || !p.Scope.Match(row.Op, k.Slot, k.HasSlot) || !p.Applies(row.Op, k.Slot) {
 					return row, true, nil
@@ -112,6 +154,9 @@ func compile(set *rules.Set) []step {
 		case r.SetValue != nil:
 			sv := r.SetValue
 			op, slot := sv.Op.ID, sv.Slot
+			s.prefix = func(o uint64, k savepoint.Key, _ int) verdict {
+				return when(o == op && string(k.Slot) == slot, eachRow)
+			}
 			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 				if row.Op != op || k.Kind != savepoint.KindKeyed || string(k.Slot) != slot {
 					return row, true, nil
@@ -154,11 +199,12 @@ func compile(set *rules.Set) []step {
 	return steps
 }
 
-// filterStep compiles keep (keepIf=true) and drop rules.
-func filterStep(f *rules.FilterSpec, keepIf bool) func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+// filterStep compiles keep (keepIf=true) and drop rules: the row function
+// and, for a constant or fast predicate, the prefix verdict.
+func filterStep(f *rules.FilterSpec, keepIf bool) (func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error), func(uint64, savepoint.Key, int) verdict) {
 	konst, isConst := f.Predicate.Constant()
 	fast := f.Predicate.Fast()
-	return func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+	apply := func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 		if !f.Scope.All() && !f.Scope.Match(r.Op, k.Slot, k.HasSlot) {
 			return r, true, nil
 		}
@@ -183,6 +229,20 @@ func filterStep(f *rules.FilterSpec, keepIf bool) func(w *worker, i int, r savep
 		w.res.rules[i].matched++
 		return r, false, nil
 	}
+	if !isConst && fast == nil {
+		return apply, nil // the VM may read the user key or the value
+	}
+	prefix := func(op uint64, k savepoint.Key, subtask int) verdict {
+		if !f.Scope.All() && !f.Scope.Match(op, k.Slot, k.HasSlot) {
+			return pass
+		}
+		v := konst
+		if !isConst {
+			v = fast(&rules.RowView{Op: op, Key: k, Subtask: subtask})
+		}
+		return when(v != keepIf, dropAll)
+	}
+	return apply, prefix
 }
 
 // purgeStep compiles purge_keys: keyed rows in scope whose user key is a
@@ -209,7 +269,7 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 		if k.Kind != savepoint.KindKeyed || !p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
 			return r, true, nil
 		}
-		j, ok := p.Match(k.UserKey, w.e.composite(r.Op, k.Slot))
+		j, ok := p.Match(k.UserKey, w.comp.of(r.Op, k.Slot))
 		if !ok {
 			return r, true, nil
 		}

@@ -293,11 +293,8 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 	}
 	parts = min(parts, n/minRowsPerPart+1)
 	ranges := make([]*rangeResult, parts)
-	// One index array for the whole file: each part fills the region of
-	// its own rows, and the merge compacts the regions in place.
-	order := make([]uint32, n)
 	if parts == 1 {
-		ranges[0] = e.processRange(ctx, f, 0, n, order)
+		ranges[0] = e.processRange(ctx, f, 0, n)
 	} else {
 		var wg sync.WaitGroup
 		for p := range ranges {
@@ -305,7 +302,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 			go func() {
 				defer wg.Done()
 				lo, hi := p*n/parts, (p+1)*n/parts
-				ranges[p] = e.processRange(ctx, f, lo, hi, order[lo:hi])
+				ranges[p] = e.processRange(ctx, f, lo, hi)
 			}()
 		}
 		wg.Wait()
@@ -337,10 +334,11 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 		}
 	}
 	if res.changed && !sorted {
+		comp := &compositeMemo{e: e}
 		res.dupes = out.canonicalise(func(r savepoint.Row) {
 			k := savepoint.ParseKey(r.Key)
 			res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
-			e.auditOut(res, r, k, -1)
+			e.auditOut(res, r, k, -1, comp)
 		})
 	}
 	return res
@@ -380,64 +378,108 @@ func (e *engine) newResult() *fileResult {
 }
 
 // processRange runs rows [lo, hi) of f through the steps, with its own
-// worker (VM and environment); it records the kept rows' indexes in order
-// (which has room for hi-lo).
-func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int, order []uint32) *rangeResult {
+// worker (VM and environment); it records the kept rows' indexes. Keyed rows go a run at a time: consecutive
+// rows of one prefix share what the steps do to them (see prefixPlan), so
+// a run that every step passes or one step drops whole costs a scan of its
+// keys.
+func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int) *rangeResult {
 	res := e.newResult()
 	snap := f.Snapshot
-	out := &outRows{cur: snap.NewCursor(), order: order[:0], release: f.ReleasePages}
+	out := &outRows{cur: snap.NewCursor(), release: f.ReleasePages}
 	res.out = out
 	rr := &rangeResult{res: res, sorted: true}
-	w := &worker{e: e, res: res, subtask: f.Subtask}
+	w := &worker{e: e, res: res, subtask: f.Subtask, rr: rr, comp: compositeMemo{e: e}}
 	cur := out.cur
 	res.err = savepoint.Guard(func() error {
-		for i := lo; i < hi; i++ {
-			if i&0xFFFF == 0 {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				if i&releaseRows == 0 {
-					f.ReleasePages() // what was read stays cached but leaves the resident set
-				}
-				if e.progress != nil && i > lo {
-					e.progress("rows", e.done.Add(0x10000), e.total)
-				}
+		for c := lo; c < hi; {
+			// Every 64K rows: cancellation, progress and the resident set.
+			end := min(hi, (c|0xFFFF)+1)
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			r := cur.Row(i)
-			k := savepoint.ParseKey(r.Key)
-			res.before.add(r.Op, k.Slot, k.HasSlot)
-			nr, keep, err := w.row(r, k)
-			if err != nil {
-				return fmt.Errorf("row %d (op %d, slot %q, key %s): %w", i, r.Op, k.SlotName(), savepoint.RenderBytes(k.UserKey, 32), err)
+			if c&releaseRows == 0 && c > lo {
+				f.ReleasePages() // what was read stays cached but leaves the resident set
 			}
-			if !keep {
-				res.changed = true
-				res.after.addN(r.Op, k.Slot, k.HasSlot, -1) // after = before - dropped
-				continue
-			}
-			if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) || !sameSlice(nr.Value, r.Value) {
-				res.changed = true
-				out.modify(len(out.order), nr)
-				if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) {
-					res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
-					if !sameSlice(nr.Key, r.Key) {
-						k = savepoint.ParseKey(nr.Key)
+			for i := c; i < end; {
+				r := cur.Row(i)
+				k := savepoint.ParseKey(r.Key)
+				if k.Kind == savepoint.KindKeyed && !rowByRow {
+					if p := w.planFor(r, k); !p.generic {
+						n, err := w.run(i, end, r, k, p)
+						if err != nil {
+							return err
+						}
+						i += n
+						continue
 					}
-					res.after.addN(nr.Op, k.Slot, k.HasSlot, 1)
 				}
+				if err := w.one(i, r, k); err != nil {
+					return err
+				}
+				i++
 			}
-			e.auditOut(res, nr, k, 1)
-			if len(out.order) == 0 {
-				rr.first = nr
-			} else if rr.sorted && nr.Compare(rr.last) <= 0 {
-				rr.sorted = false
+			if e.progress != nil {
+				e.progress("rows", e.done.Add(int64(end-c)), e.total)
 			}
-			rr.last = nr
-			out.order = append(out.order, uint32(i))
+			c = end
 		}
 		return nil
 	})
 	return rr
+}
+
+// rowByRow turns runs off: every row takes the general path (tests compare
+// the two).
+var rowByRow = false
+
+// rowError names the row a step failed on.
+func rowError(i int, r savepoint.Row, k savepoint.Key, err error) error {
+	return fmt.Errorf("row %d (op %d, slot %q, key %s): %w", i, r.Op, k.SlotName(), savepoint.RenderBytes(k.UserKey, 32), err)
+}
+
+// one runs row i through every step.
+func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
+	res, out := w.res, w.res.out
+	res.before.add(r.Op, k.Slot, k.HasSlot)
+	nr, keep, err := w.row(r, k)
+	if err != nil {
+		return rowError(i, r, k, err)
+	}
+	if !keep {
+		res.changed = true
+		res.after.addN(r.Op, k.Slot, k.HasSlot, -1) // after = before - dropped
+		return nil
+	}
+	if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) || !sameSlice(nr.Value, r.Value) {
+		res.changed = true
+		out.modify(out.Len(), nr)
+		if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) {
+			res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
+			if !sameSlice(nr.Key, r.Key) {
+				k = savepoint.ParseKey(nr.Key)
+			}
+			res.after.addN(nr.Op, k.Slot, k.HasSlot, 1)
+		}
+	}
+	w.e.auditOut(res, nr, k, 1, &w.comp)
+	w.keepRun(i, 1, nr, nr, true)
+	return nil
+}
+
+// keepRun appends input rows [i, i+n) to the output and keeps track of
+// whether the output so far is strictly increasing: first and last are the
+// first and last of the rows as written, inc that they strictly increase
+// among themselves.
+func (w *worker) keepRun(i, n int, first, last savepoint.Row, inc bool) {
+	rr, out := w.rr, w.res.out
+	if out.Len() == 0 {
+		rr.first = first
+	} else if rr.sorted && first.Compare(rr.last) <= 0 {
+		rr.sorted = false
+	}
+	rr.sorted = rr.sorted && inc
+	rr.last = last
+	out.idx.appendRun(i, n)
 }
 
 // mergeRanges joins the results of consecutive ranges of one file, in order.
@@ -468,9 +510,7 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 		for pos, r := range p.out.mod {
 			res.out.modify(int(pos+offset), r)
 		}
-		// The parts' regions are consecutive in one array: move this one
-		// down behind the previous ones (no new allocation).
-		res.out.order = append(res.out.order, p.out.order...)
+		res.out.idx.appendIndex(&p.out.idx)
 		if p.out.Len() > 0 {
 			sorted = sorted && rr.sorted && (!have || rr.first.Compare(last) > 0)
 			last, have = rr.last, true
@@ -482,7 +522,7 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 // auditOut is the erasure audit of an output row (delta 1), or takes it back
 // for a row removed as a duplicate (delta -1): no row (or timer) of a purged
 // key may remain in the output.
-func (e *engine) auditOut(res *fileResult, r savepoint.Row, k savepoint.Key, delta int64) {
+func (e *engine) auditOut(res *fileResult, r savepoint.Row, k savepoint.Key, delta int64, comp *compositeMemo) {
 	if len(e.purges) == 0 {
 		return
 	}
@@ -504,7 +544,7 @@ func (e *engine) auditOut(res *fileResult, r savepoint.Row, k savepoint.Key, del
 	for _, j := range e.purges {
 		p := e.steps[j].rule.PurgeKeys
 		if p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
-			if _, ok := p.Match(k.UserKey, e.composite(r.Op, k.Slot)); ok {
+			if _, ok := p.Match(k.UserKey, comp.of(r.Op, k.Slot)); ok {
 				res.remain[j] += delta
 			}
 		}
@@ -518,14 +558,14 @@ type outRows struct {
 	// release drops the input's mapped pages from the resident set (long
 	// passes call it now and then).
 	release func()
-	order   []uint32 // input row index of each output row
+	idx     rowIndex // the input row of each output row
 	// mod maps an output position to its modified row; nil when no rule
 	// modified a row.
 	mod map[uint32]savepoint.Row
 }
 
 // Len returns the number of output rows.
-func (o *outRows) Len() int { return len(o.order) }
+func (o *outRows) Len() int { return o.idx.Len() }
 
 // Run returns the run of output rows from i on that are consecutive,
 // unmodified rows of one input batch (see savepoint.RunSource).
@@ -538,15 +578,16 @@ func (o *outRows) Run(i int) (*savepoint.Batch, int, int, bool) {
 			return nil, 0, 0, false
 		}
 	}
-	b, lo, left := o.cur.Locate(int(o.order[i]))
-	n := 1
-	for n < left && i+n < len(o.order) && o.order[i+n] == o.order[i]+uint32(n) {
-		if o.mod != nil {
-			if _, ok := o.mod[uint32(i+n)]; ok {
+	start, n := o.idx.run(i)
+	b, lo, left := o.cur.Locate(start)
+	n = min(n, left)
+	if o.mod != nil {
+		for j := 1; j < n; j++ {
+			if _, ok := o.mod[uint32(i+j)]; ok {
+				n = j
 				break
 			}
 		}
-		n++
 	}
 	return b, lo, n, true
 }
@@ -558,7 +599,7 @@ func (o *outRows) Op(i int) uint64 {
 			return r.Op
 		}
 	}
-	return o.cur.Op(int(o.order[i]))
+	return o.cur.Op(o.idx.at(i))
 }
 
 // Key returns the key of output row i.
@@ -568,7 +609,7 @@ func (o *outRows) Key(i int) []byte {
 			return r.Key
 		}
 	}
-	return o.cur.Key(int(o.order[i]))
+	return o.cur.Key(o.idx.at(i))
 }
 
 // Value returns the value of output row i.
@@ -578,7 +619,7 @@ func (o *outRows) Value(i int) []byte {
 			return r.Value
 		}
 	}
-	return o.cur.Value(int(o.order[i]))
+	return o.cur.Value(o.idx.at(i))
 }
 
 // Row returns output row i.
@@ -588,7 +629,7 @@ func (o *outRows) Row(i int) savepoint.Row {
 			return r
 		}
 	}
-	return o.cur.Row(int(o.order[i]))
+	return o.cur.Row(o.idx.at(i))
 }
 
 func (o *outRows) modify(pos int, r savepoint.Row) {
@@ -624,7 +665,7 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
 	newOrder := make([]uint32, len(keep))
 	var newMod map[uint32]savepoint.Row
 	for at, pos := range keep {
-		newOrder[at] = o.order[pos]
+		newOrder[at] = uint32(o.idx.at(int(pos)))
 		if m, ok := o.mod[pos]; ok {
 			if newMod == nil {
 				newMod = map[uint32]savepoint.Row{}
@@ -632,8 +673,9 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
 			newMod[uint32(at)] = m
 		}
 	}
-	dupes := int64(len(o.order) - len(newOrder))
-	o.order, o.mod = newOrder, newMod
+	dupes := int64(o.Len() - len(newOrder))
+	o.idx = rowIndex{dense: newOrder}
+	o.mod = newMod
 	return dupes
 }
 
@@ -697,7 +739,10 @@ func (e *engine) composite(op uint64, slot []byte) bool {
 type worker struct {
 	e       *engine
 	res     *fileResult
+	rr      *rangeResult
 	subtask int
+	plans   planCache
+	comp    compositeMemo
 	vm      vm.VM
 	env     rules.Env
 	view    rules.RowView
@@ -729,11 +774,7 @@ func (w *worker) row(r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, err
 		}
 		out, keep, err := st.apply(w, i, r, k)
 		if err != nil {
-			var named *rules.EvalError
-			if errors.As(err, &named) {
-				return r, false, err // it names the rule already
-			}
-			return r, false, fmt.Errorf("%s: %w", st.rule.Label(), err)
+			return r, false, w.e.stepError(i, err)
 		}
 		if !keep {
 			w.res.rules[i].dropped++
@@ -745,6 +786,15 @@ func (w *worker) row(r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, err
 		r = out
 	}
 	return r, true, nil
+}
+
+// stepError names the rule of step i in err, unless it does already.
+func (e *engine) stepError(i int, err error) error {
+	var named *rules.EvalError
+	if errors.As(err, &named) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", e.steps[i].rule.Label(), err)
 }
 
 // newReport fills the input side of a report.

@@ -1,0 +1,100 @@
+package transform
+
+import (
+	"sort"
+	"sync/atomic"
+)
+
+// rowIndex maps the output rows of a file to the input rows they are: the
+// input index of each output row. Processing keeps a subsequence of the
+// input in order, so it is stored as runs of consecutive input rows (a
+// filter over millions of sorted rows leaves a few runs); a file whose rows
+// had to be sorted gets one index per row.
+type rowIndex struct {
+	spans []span   // runs of consecutive input rows, in output order
+	ends  []uint32 // ends[k]: the output position just after spans[k]
+	dense []uint32 // when not nil: the input index of each output row
+	hint  atomic.Int32
+}
+
+type span struct{ start, n uint32 }
+
+// Len returns the number of output rows.
+func (x *rowIndex) Len() int {
+	if x.dense != nil {
+		return len(x.dense)
+	}
+	if len(x.ends) == 0 {
+		return 0
+	}
+	return int(x.ends[len(x.ends)-1])
+}
+
+// appendRun appends input rows [start, start+n) to the output.
+func (x *rowIndex) appendRun(start, n int) {
+	if n == 0 {
+		return
+	}
+	end := uint32(x.Len() + n)
+	if k := len(x.spans) - 1; k >= 0 && int(x.spans[k].start+x.spans[k].n) == start {
+		x.spans[k].n += uint32(n)
+		x.ends[k] = end
+		return
+	}
+	x.spans = append(x.spans, span{uint32(start), uint32(n)})
+	x.ends = append(x.ends, end)
+}
+
+// appendIndex appends the output rows of y (which has no dense index).
+func (x *rowIndex) appendIndex(y *rowIndex) {
+	for _, s := range y.spans {
+		x.appendRun(int(s.start), int(s.n))
+	}
+}
+
+// span returns the span holding output row i, remembering it: access is
+// mostly sequential.
+func (x *rowIndex) span(i int) int {
+	k := int(x.hint.Load())
+	if k < len(x.ends) && uint32(i) < x.ends[k] && (k == 0 || uint32(i) >= x.ends[k-1]) {
+		return k
+	}
+	if k+1 < len(x.ends) && uint32(i) >= x.ends[k] && uint32(i) < x.ends[k+1] {
+		k++
+	} else {
+		k = sort.Search(len(x.ends), func(j int) bool { return x.ends[j] > uint32(i) })
+	}
+	x.hint.Store(int32(k))
+	return k
+}
+
+// at returns the input index of output row i.
+func (x *rowIndex) at(i int) int {
+	if x.dense != nil {
+		return int(x.dense[i])
+	}
+	k := x.span(i)
+	return int(x.spans[k].start) + i - x.spanStart(k)
+}
+
+func (x *rowIndex) spanStart(k int) int {
+	if k == 0 {
+		return 0
+	}
+	return int(x.ends[k-1])
+}
+
+// run returns the input index of output row i and how many output rows
+// from i are consecutive input rows.
+func (x *rowIndex) run(i int) (start, n int) {
+	if x.dense != nil {
+		n = 1
+		for i+n < len(x.dense) && x.dense[i+n] == x.dense[i]+uint32(n) {
+			n++
+		}
+		return int(x.dense[i]), n
+	}
+	k := x.span(i)
+	off := i - x.spanStart(k)
+	return int(x.spans[k].start) + off, int(x.spans[k].n) - off
+}

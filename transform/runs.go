@@ -1,0 +1,292 @@
+package transform
+
+import (
+	"bytes"
+
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+)
+
+// prefixPlan is what the steps do to the keyed rows of one prefix: an
+// operator and the stored key up to and including the slot separator (key
+// group and slot). Most steps decide on those alone (a filter on op, slot
+// or key_group, a slot or operator drop, a rule scoped to another slot), so
+// the plan is made once per prefix and every row of a run of that prefix
+// follows it: only the steps in live look at each row.
+type prefixPlan struct {
+	op     uint64
+	prefix []byte // aliases the input
+	// dropBy is the step that drops every row reaching it, or -1.
+	dropBy int
+	// live are the steps before dropBy (or all, when it is -1) that must
+	// see each row; the others pass every row of the prefix.
+	live []int
+	// generic is set when a live step may change a row's operator or key:
+	// the prefix's rows then take the general path, one at a time.
+	generic bool
+	// purges are the key lists of the live steps when every live step is
+	// a purge_keys of a slot that is not composite and no step drops the
+	// prefix: a row whose user key none of them may hold passes every step
+	// untouched (and the erasure audit, which looks the key up in the same
+	// lists, finds nothing).
+	purges []*rules.PurgeKeysSpec
+}
+
+// unlisted reports whether no purge list of the plan may hold userKey.
+func (p *prefixPlan) unlisted(userKey []byte) bool {
+	if p.purges == nil {
+		return false
+	}
+	for _, l := range p.purges {
+		if l.MayMatch(userKey) {
+			return false
+		}
+	}
+	return true
+}
+
+// planCacheMax bounds the plans a worker keeps (one per prefix met).
+const planCacheMax = 4096
+
+// planCache holds a worker's plans: the last one used, and a map by
+// operator and prefix for input that is not grouped by prefix.
+type planCache struct {
+	last    *prefixPlan
+	byKey   map[string]*prefixPlan
+	scratch []byte
+}
+
+// planFor returns the plan for the prefix of the keyed row r (k parsed).
+func (w *worker) planFor(r savepoint.Row, k savepoint.Key) *prefixPlan {
+	c := &w.plans
+	plen := len(r.Key) - len(k.UserKey)
+	if p := c.last; p != nil && p.op == r.Op && bytes.Equal(p.prefix, r.Key[:plen]) {
+		return p
+	}
+	c.scratch = append(appendOp(c.scratch[:0], r.Op), r.Key[:plen]...)
+	if p, ok := c.byKey[string(c.scratch)]; ok {
+		c.last = p
+		return p
+	}
+	p := w.e.newPlan(r.Op, r.Key[:plen:plen], k, w.subtask)
+	if c.byKey == nil {
+		c.byKey = map[string]*prefixPlan{}
+	}
+	if len(c.byKey) < planCacheMax {
+		c.byKey[string(c.scratch)] = p
+	}
+	c.last = p
+	return p
+}
+
+func appendOp(b []byte, op uint64) []byte {
+	for i := 0; i < 8; i++ {
+		b = append(b, byte(op>>(8*i)))
+	}
+	return b
+}
+
+// newPlan asks each step what it does to the rows of a prefix.
+func (e *engine) newPlan(op uint64, prefix []byte, k savepoint.Key, subtask int) *prefixPlan {
+	p := &prefixPlan{op: op, prefix: prefix, dropBy: -1}
+	for i := range e.steps {
+		st := &e.steps[i]
+		if st.apply == nil {
+			continue
+		}
+		v := eachRow
+		if st.prefix != nil {
+			v = st.prefix(op, k, subtask)
+		}
+		switch v {
+		case dropAll:
+			p.dropBy = i
+			return p
+		case eachRow:
+			p.live = append(p.live, i)
+			if st.rekeys {
+				p.generic = true
+				return p
+			}
+		}
+	}
+	return p.withPurges(e, op, k)
+}
+
+// withPurges sets p.purges when the live steps are all purge_keys steps and
+// the slot is not composite (p.dropBy is -1).
+func (p *prefixPlan) withPurges(e *engine, op uint64, k savepoint.Key) *prefixPlan {
+	if len(p.live) == 0 || e.composite(op, k.Slot) {
+		return p
+	}
+	var lists []*rules.PurgeKeysSpec
+	for _, i := range p.live {
+		pk := e.steps[i].rule.PurgeKeys
+		if pk == nil {
+			return p
+		}
+		lists = append(lists, pk)
+	}
+	p.purges = lists
+	return p
+}
+
+// run processes the run of rows from i (before end) that share row r's
+// operator and prefix, following plan p; it returns how many rows it
+// took (at least one).
+func (w *worker) run(i, end int, r savepoint.Row, k savepoint.Key, p *prefixPlan) (int, error) {
+	res := w.res
+	cur := res.out.cur
+	n, inc := scanRun(cur, i, end, r.Op, p.prefix)
+	res.before.addN(r.Op, k.Slot, true, int64(n))
+	if len(p.live) == 0 {
+		if p.dropBy >= 0 {
+			c := &res.rules[p.dropBy]
+			c.matched += int64(n)
+			c.dropped += int64(n)
+			res.changed = true
+			res.after.addN(r.Op, k.Slot, true, -int64(n))
+			return n, nil
+		}
+		w.keepRun(i, n, r, cur.Row(i+n-1), inc)
+		return n, nil
+	}
+	// Some steps must see each row: the user keys differ, the prefix
+	// (and so op, key group and slot) does not. Kept rows are appended a
+	// streak of consecutive ones at a time.
+	plen := len(p.prefix)
+	dropped := int64(0)
+	streak := 0 // unmodified kept rows before j not appended yet
+	flush := func(j int) {
+		if streak > 0 {
+			w.keepRun(j-streak, streak, cur.Row(j-streak), cur.Row(j-1), true)
+			streak = 0
+		}
+	}
+	var keyOffs []int32
+	var keys []byte
+	var lo int
+	if cur.Columnar() {
+		var b *savepoint.Batch
+		b, lo, _ = cur.Locate(i) // a run lies in one batch
+		keyOffs, keys = b.KeyOffs, b.Keys
+	}
+	for j := i; j < i+n; j++ {
+		if keyOffs != nil && p.purges != nil {
+			x := lo + j - i
+			if p.unlisted(keys[int(keyOffs[x])+plen : keyOffs[x+1]]) {
+				streak++
+				continue
+			}
+		}
+		row := r
+		if j > i {
+			row = cur.Row(j)
+			k.UserKey = row.Key[plen:]
+		}
+		nr, ok, err := w.live(p, row, k)
+		if err != nil {
+			return 0, rowError(j, row, k, err)
+		}
+		if !ok {
+			dropped++
+			flush(j)
+			continue
+		}
+		if !sameSlice(nr.Value, row.Value) {
+			flush(j)
+			res.changed = true
+			res.out.modify(res.out.Len(), nr)
+			w.keepRun(j, 1, nr, nr, true)
+		} else {
+			streak++
+		}
+		w.e.auditOut(res, nr, k, 1, &w.comp)
+	}
+	flush(i + n)
+	if dropped > 0 {
+		res.changed = true
+		res.after.addN(r.Op, k.Slot, true, -dropped)
+	}
+	// The kept rows of a strictly increasing run strictly increase.
+	w.rr.sorted = w.rr.sorted && inc
+	return n, nil
+}
+
+// live runs a row through the live steps of its plan, then the step that
+// drops the rest of the prefix, if any.
+func (w *worker) live(p *prefixPlan, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+	w.envOK = false
+	for _, i := range p.live {
+		out, keep, err := w.e.steps[i].apply(w, i, r, k)
+		if err != nil {
+			return r, false, w.e.stepError(i, err)
+		}
+		if !keep {
+			w.res.rules[i].dropped++
+			return r, false, nil
+		}
+		r = out // the value only: a plan with a step that rekeys is generic
+	}
+	if p.dropBy >= 0 {
+		w.res.rules[p.dropBy].matched++
+		w.res.rules[p.dropBy].dropped++
+		return r, false, nil
+	}
+	return r, true, nil
+}
+
+// scanRun returns how many rows from i (included) before end have operator
+// op and a key starting with prefix, and whether their keys strictly
+// increase.
+func scanRun(cur *savepoint.Cursor, i, end int, op uint64, prefix []byte) (int, bool) {
+	inc := true
+	if !cur.Columnar() {
+		prev := cur.Key(i)
+		j := i + 1
+		for ; j < end; j++ {
+			r := cur.Row(j)
+			if r.Op != op || !bytes.HasPrefix(r.Key, prefix) {
+				break
+			}
+			inc = inc && bytes.Compare(prev, r.Key) < 0
+			prev = r.Key
+		}
+		return j - i, inc
+	}
+	b, lo, left := cur.Locate(i)
+	m := min(left, end-i)
+	ops, offs, keys := b.Ops[lo:lo+m], b.KeyOffs[lo:lo+m+1], b.Keys
+	prev := keys[offs[0]:offs[1]]
+	j := 1
+	for ; j < m; j++ {
+		if ops[j] != op {
+			break
+		}
+		key := keys[offs[j]:offs[j+1]]
+		if !bytes.HasPrefix(key, prefix) {
+			break
+		}
+		inc = inc && bytes.Compare(prev, key) < 0
+		prev = key
+	}
+	return j, inc
+}
+
+// compositeMemo answers engine.composite, remembering the last answer: rows
+// come grouped by operator and slot.
+type compositeMemo struct {
+	e    *engine
+	ok   bool
+	op   uint64
+	slot []byte
+	v    bool
+}
+
+func (m *compositeMemo) of(op uint64, slot []byte) bool {
+	if m.ok && m.op == op && bytes.Equal(m.slot, slot) {
+		return m.v
+	}
+	m.ok, m.op, m.slot, m.v = true, op, slot, m.e.composite(op, slot)
+	return m.v
+}
