@@ -641,13 +641,7 @@ func InferGroups(files []*File) []Group {
 	for _, f := range files {
 		ops := map[uint64]bool{}
 		if f.Snapshot != nil {
-			// EachRow: a columnar snapshot (OpenOptions.Columnar) has no Rows.
-			f.Snapshot.EachRow(func(_ int, r Row) bool {
-				if len(r.Key) > 0 && r.Key[0] < NumKeyGroups {
-					ops[r.Op] = true
-				}
-				return true
-			})
+			keyedOps(f.Snapshot, ops)
 			f.ReleasePages() // keep the pages read cached, not resident
 		}
 		joins := len(groups) > 0 && (len(ops) == 0 || overlaps(cur, ops))
@@ -662,6 +656,33 @@ func InferGroups(files []*File) []Group {
 		cur = ops
 	}
 	return groups
+}
+
+// keyedOps adds to ops the operators with keyed rows (first key byte below
+// NumKeyGroups) in s. Once an operator is known to have one, its other rows
+// need no look at their keys: mostly only the operator column is read.
+func keyedOps(s *Snapshot, ops map[uint64]bool) {
+	if !s.Columnar() {
+		for _, r := range s.Rows {
+			if len(r.Key) > 0 && r.Key[0] < NumKeyGroups {
+				ops[r.Op] = true
+			}
+		}
+		return
+	}
+	for bi := range s.Batches {
+		b := &s.Batches[bi]
+		known, have := uint64(0), false
+		for x, op := range b.Ops {
+			if have && op == known {
+				continue
+			}
+			if k0, k1 := b.KeyOffs[x], b.KeyOffs[x+1]; k1 > k0 && b.Keys[k0] < NumKeyGroups {
+				ops[op] = true
+				known, have = op, true
+			}
+		}
+	}
 }
 
 func overlaps(a, b map[uint64]bool) bool {

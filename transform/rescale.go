@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
@@ -160,8 +162,9 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 			var dupes int64
 			for i := 0; i < g.Count; i++ {
 				res := results[byIndex[g.First+i]]
-				if !res.out.canonical() {
+				if !res.canonical {
 					dupes += res.out.canonicalise(nil)
+					res.canonical = true
 				}
 			}
 			if dupes > 0 {
@@ -190,15 +193,16 @@ var timerPrefix = []byte("\xff__clink_timers")
 
 func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, byIndex map[int]int, results []*fileResult, rr *RescaleReport) ([]*newFile, error) {
 	files := make([]*newFile, m)
-	// Keyed rows are not copied: pos[j][o] lists, in order, the positions
-	// in old file o's output of the rows that go to new file j (4 bytes a
-	// row); operator rows, few and merged, are collected as rows.
-	pos := make([][][]uint32, m)
+	// Keyed rows are not copied: pos[j][o] lists, in order, the spans of
+	// positions in old file o's output of the rows that go to new file j
+	// (rows of one key group are consecutive); operator rows, few and
+	// merged, are collected as rows.
+	pos := make([][]rowIndex, m)
 	olds := make([]*outRows, g.Count)
 	rows := make([][]savepoint.Row, m)
 	for i := range files {
 		files[i] = &newFile{subtask: newFirst + i}
-		pos[i] = make([][]uint32, g.Count)
+		pos[i] = make([]rowIndex, g.Count)
 	}
 	newG := savepoint.Group{First: newFirst, Count: m}
 	// Operators with keyed rows in this group's files are its own operators:
@@ -221,22 +225,24 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 			meta, versions, haveMeta = f.Snapshot.Metadata, res.versions, true
 		}
 		olds[i] = res.out
+		next := 0
 		for j := 0; j < res.out.Len(); j++ {
-			if j&releaseRows == 0 {
+			if j >= next {
 				f.ReleasePages()
+				next = j + releaseRows + 1
 			}
-			key := res.out.Key(j)
-			if len(key) > 0 && key[0] < savepoint.NumKeyGroups {
-				own[res.out.Op(j)] = true
-				rr.KeyedIn++
-				kg := int(key[0])
+			if n, op, kg, keyed := res.out.keyedRun(j); keyed {
+				own[op] = true
+				rr.KeyedIn += int64(n)
 				if g.Owner(kg) != old {
-					rr.StaleCopies++
+					rr.StaleCopies += int64(n)
+					j += n - 1
 					continue
 				}
 				dst := newG.Owner(kg) - newFirst
-				pos[dst][i] = append(pos[dst][i], uint32(j))
-				rr.KeyedOut++
+				pos[dst][i].appendRun(j, n)
+				rr.KeyedOut += int64(n)
+				j += n - 1
 				continue
 			}
 			r := res.out.Row(j)
@@ -283,109 +289,192 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	return files, nil
 }
 
-// mergedRows is a new file of a rescale: references to rows of the old
-// files' outputs and to its operator rows, in canonical order. It is a
-// savepoint.ColumnSource, so the writer streams it from the inputs.
+// mergedRows is a new file of a rescale: references to runs of rows of the
+// old files' outputs and to its operator rows, in canonical order. It is a
+// savepoint.RunSource, so the writer streams it from the inputs, a run at
+// a time.
 type mergedRows struct {
 	olds []*outRows
 	ops  []savepoint.Row
-	refs []uint64 // source << 32 | position; source len(olds) means ops
+	refs []mref
+	ends []int // ends[k]: the row just after refs[k]
+	hint atomic.Int32
 }
 
-func (m *mergedRows) Len() int { return len(m.refs) }
+// mref is a run of n rows: positions pos.. of old output src, or, for
+// src == len(olds), operator rows pos.. of ops.
+type mref struct {
+	src    int32
+	pos, n uint32
+}
+
+func (m *mergedRows) Len() int {
+	if len(m.ends) == 0 {
+		return 0
+	}
+	return m.ends[len(m.ends)-1]
+}
+
+func (m *mergedRows) add(src, pos, n int) {
+	if n == 0 {
+		return
+	}
+	if k := len(m.refs) - 1; k >= 0 && int(m.refs[k].src) == src && int(m.refs[k].pos+m.refs[k].n) == pos {
+		m.refs[k].n += uint32(n)
+		m.ends[k] += n
+		return
+	}
+	m.refs = append(m.refs, mref{int32(src), uint32(pos), uint32(n)})
+	m.ends = append(m.ends, m.Len()+n)
+}
+
+// ref returns the run holding row i and i's offset in it.
+func (m *mergedRows) ref(i int) (mref, int) {
+	k := int(m.hint.Load())
+	if !(k < len(m.ends) && i < m.ends[k] && (k == 0 || i >= m.ends[k-1])) {
+		k = sort.SearchInts(m.ends, i+1)
+		m.hint.Store(int32(k))
+	}
+	start := 0
+	if k > 0 {
+		start = m.ends[k-1]
+	}
+	return m.refs[k], i - start
+}
 
 func (m *mergedRows) at(i int) (*outRows, int) {
-	ref := m.refs[i]
-	return m.source(int(ref >> 32)), int(uint32(ref))
-}
-
-func (m *mergedRows) source(s int) *outRows {
-	if s < len(m.olds) {
-		return m.olds[s]
+	r, off := m.ref(i)
+	if int(r.src) < len(m.olds) {
+		return m.olds[r.src], int(r.pos) + off
 	}
-	return nil
+	return nil, int(r.pos) + off
 }
 
 // Row returns row i.
 func (m *mergedRows) Row(i int) savepoint.Row {
-	if o, p := m.at(i); o != nil {
+	o, p := m.at(i)
+	if o != nil {
 		return o.Row(p)
 	}
-	return m.ops[uint32(m.refs[i])]
+	return m.ops[p]
 }
 
 // Op returns the operator of row i.
 func (m *mergedRows) Op(i int) uint64 {
-	if o, p := m.at(i); o != nil {
+	o, p := m.at(i)
+	if o != nil {
 		return o.Op(p)
 	}
-	return m.ops[uint32(m.refs[i])].Op
+	return m.ops[p].Op
 }
 
 // Key returns the key of row i.
 func (m *mergedRows) Key(i int) []byte {
-	if o, p := m.at(i); o != nil {
+	o, p := m.at(i)
+	if o != nil {
 		return o.Key(p)
 	}
-	return m.ops[uint32(m.refs[i])].Key
+	return m.ops[p].Key
 }
 
 // Value returns the value of row i.
 func (m *mergedRows) Value(i int) []byte {
-	if o, p := m.at(i); o != nil {
+	o, p := m.at(i)
+	if o != nil {
 		return o.Value(p)
 	}
-	return m.ops[uint32(m.refs[i])].Value
+	return m.ops[p].Value
 }
 
-// mergeSorted merges sorted sequences (the positions of each old output,
-// in order, and the canonical operator rows) into one canonical sequence of
-// references. The sequences hold no duplicates of each other: keyed rows
-// come from their key group's single owner, and operator keys are merged.
-func mergeSorted(olds []*outRows, pos [][]uint32, ops []savepoint.Row, release func()) *mergedRows {
-	total := len(ops)
-	for _, p := range pos {
-		total += len(p)
+// Run returns the rows from i on that are consecutive unmodified rows of
+// one input batch (see savepoint.RunSource).
+func (m *mergedRows) Run(i int) (*savepoint.Batch, int, int, bool) {
+	r, off := m.ref(i)
+	if int(r.src) >= len(m.olds) {
+		return nil, 0, 0, false
 	}
-	m := &mergedRows{olds: olds, ops: ops, refs: make([]uint64, 0, total)}
-	next := make([]int, len(olds)+1) // cursor per sequence
-	key := func(s int) (uint64, []byte, bool) {
+	b, lo, n, ok := m.olds[r.src].Run(int(r.pos) + off)
+	return b, lo, min(n, int(r.n)-off), ok
+}
+
+// mergeSorted merges sorted sequences (the spans of positions of each old
+// output, in order, and the canonical operator rows) into one canonical
+// sequence of runs. The sequences hold no duplicates of each other: keyed
+// rows come from their key group's single owner, and operator keys are
+// merged. Each step takes from the sequence with the least next row all its
+// rows (of the current span) below the least next row of the others.
+func mergeSorted(olds []*outRows, pos []rowIndex, ops []savepoint.Row, release func()) *mergedRows {
+	m := &mergedRows{olds: olds, ops: ops}
+	type cursor struct {
+		spans []span
+		k     int // current span
+		off   int // rows of it taken
+	}
+	seqs := make([]cursor, len(olds)+1)
+	for s := range olds {
+		seqs[s].spans = pos[s].spans
+	}
+	if len(ops) > 0 {
+		seqs[len(olds)].spans = []span{{0, uint32(len(ops))}}
+	}
+	row := func(s, p int) (uint64, []byte) {
 		if s < len(olds) {
-			if next[s] >= len(pos[s]) {
-				return 0, nil, false
-			}
-			p := int(pos[s][next[s]])
-			return olds[s].Op(p), olds[s].Key(p), true
+			return olds[s].Op(p), olds[s].Key(p)
 		}
-		if next[s] >= len(ops) {
+		return ops[p].Op, ops[p].Key
+	}
+	less := func(aOp uint64, aKey []byte, bOp uint64, bKey []byte) bool {
+		return aOp < bOp || aOp == bOp && bytes.Compare(aKey, bKey) < 0
+	}
+	head := func(s int) (uint64, []byte, bool) {
+		c := &seqs[s]
+		if c.k >= len(c.spans) {
 			return 0, nil, false
 		}
-		return ops[next[s]].Op, ops[next[s]].Key, true
+		op, key := row(s, int(c.spans[c.k].start)+c.off)
+		return op, key, true
 	}
+	next := 0
 	for {
-		best := -1
-		var bOp uint64
-		var bKey []byte
-		for s := range next {
-			op, k, ok := key(s)
+		best, second := -1, -1
+		var bOp, sOp uint64
+		var bKey, sKey []byte
+		for s := range seqs {
+			op, k, ok := head(s)
 			if !ok {
 				continue
 			}
-			if best < 0 || op < bOp || op == bOp && bytes.Compare(k, bKey) < 0 {
+			switch {
+			case best < 0 || less(op, k, bOp, bKey):
+				second, sOp, sKey = best, bOp, bKey
 				best, bOp, bKey = s, op, k
+			case second < 0 || less(op, k, sOp, sKey):
+				second, sOp, sKey = s, op, k
 			}
 		}
 		if best < 0 {
 			return m
 		}
-		p := uint64(next[best])
-		if best < len(olds) {
-			p = uint64(pos[best][next[best]])
+		c := &seqs[best]
+		sp := c.spans[c.k]
+		from := int(sp.start) + c.off
+		left := int(sp.n) - c.off
+		n := left
+		if second >= 0 {
+			// The rows of a span are sorted: the first one not below the
+			// other sequences' least row ends the take.
+			n = 1 + sort.Search(left-1, func(x int) bool {
+				op, key := row(best, from+1+x)
+				return !less(op, key, sOp, sKey)
+			})
 		}
-		m.refs = append(m.refs, uint64(best)<<32|p)
-		next[best]++
-		if len(m.refs)&releaseRows == 0 {
+		m.add(best, from, n)
+		if c.off += n; c.off == int(sp.n) {
+			c.k, c.off = c.k+1, 0
+		}
+		if m.Len() >= next {
 			release() // the keys compared stay cached, not resident
+			next = m.Len() + releaseRows + 1
 		}
 	}
 }

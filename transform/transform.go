@@ -152,16 +152,24 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 	rep.RowsOut = 0
 	counts := &slotCounts{}
-	for _, f := range files {
+	// Files are counted in parallel, each into its own counts.
+	per := make([]*slotCounts, len(files))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.NumCPU())
+	for i, f := range files {
 		rep.RowsOut += int64(f.rows.Len())
-		src := savepoint.Columns(f.rows)
-		for i := 0; i < src.Len(); i++ {
-			if i&releaseRows == 0 {
-				release()
-			}
-			k := savepoint.ParseKey(src.Key(i))
-			counts.add(src.Op(i), k.Slot, k.HasSlot)
-		}
+		per[i] = &slotCounts{}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			countSlots(f.rows, per[i], release)
+		}()
+	}
+	wg.Wait()
+	for _, c := range per {
+		c.each(func(k slotKey, n int64) { counts.addN(k.op, []byte(k.slot), true, n) })
 	}
 	after := map[slotKey]int64{}
 	counts.each(func(k slotKey, n int64) { after[k] += n })
@@ -244,20 +252,22 @@ func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 
 // fileResult is one file's outcome.
 type fileResult struct {
-	err      error
-	out      *outRows // the output rows
-	changed  bool     // some row changed or was dropped, or the version map changed
-	versions savepoint.VersionMap
-	rowsIn   int64
-	dupes    int64
-	rules    []ruleCounts
-	before   *slotCounts
-	after    *slotCounts
-	purged   [][]int64 // per purge rule: rows per key index
-	short    []int64   // per rule: TTL values without a stamp
-	remain   []int64   // per purge rule: output rows still matching its keys
-	timers   []int64   // per purge rule: timers removed from timer blobs
-	vmRules  []bool    // per rule: changed this file's version map
+	err     error
+	out     *outRows // the output rows
+	changed bool     // some row changed or was dropped, or the version map changed
+	// canonical: the output rows strictly increase (sorted, no duplicates).
+	canonical bool
+	versions  savepoint.VersionMap
+	rowsIn    int64
+	dupes     int64
+	rules     []ruleCounts
+	before    *slotCounts
+	after     *slotCounts
+	purged    [][]int64 // per purge rule: rows per key index
+	short     []int64   // per rule: TTL values without a stamp
+	remain    []int64   // per purge rule: output rows still matching its keys
+	timers    []int64   // per purge rule: timers removed from timer blobs
+	vmRules   []bool    // per rule: changed this file's version map
 }
 
 type ruleCounts struct{ matched, dropped, changed int64 }
@@ -309,6 +319,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 	}
 	res, sorted := e.mergeRanges(ranges)
 	res.rowsIn = int64(n)
+	res.canonical = sorted
 	// res.after holds the changes to the counts: add the counts before.
 	res.before.each(func(k slotKey, n int64) { res.after.addN(k.op, []byte(k.slot), true, n) })
 	if res.err != nil {
@@ -340,6 +351,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 			res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
 			e.auditOut(res, r, k, -1, comp)
 		})
+		res.canonical = true
 	}
 	return res
 }
@@ -639,18 +651,35 @@ func (o *outRows) modify(pos int, r savepoint.Row) {
 	o.mod[uint32(pos)] = r
 }
 
-// canonical reports whether the output rows are strictly increasing in
-// (op, key) order: sorted, without duplicates.
-func (o *outRows) canonical() bool {
-	for i := 1; i < o.Len(); i++ {
-		if i&releaseRows == 0 && o.release != nil {
-			o.release()
+// keyedRun returns how many output rows from j are keyed rows (first key
+// byte below 128) of one operator and key group, read as one run of an
+// input batch (at least one when row j is keyed); keyed is false when row
+// j is not a keyed row.
+func (o *outRows) keyedRun(j int) (n int, op uint64, kg int, keyed bool) {
+	b, lo, m, ok := o.Run(j)
+	if !ok {
+		key := o.Key(j)
+		if len(key) == 0 || key[0] >= savepoint.NumKeyGroups {
+			return 1, 0, -1, false
 		}
-		if o.Row(i-1).Compare(o.Row(i)) >= 0 {
-			return false
-		}
+		return 1, o.Op(j), int(key[0]), true
 	}
-	return true
+	op = b.Ops[lo]
+	first := func(x int) int { // the first key byte of batch row x, or -1
+		if b.KeyOffs[x] == b.KeyOffs[x+1] {
+			return -1
+		}
+		return int(b.Keys[b.KeyOffs[x]])
+	}
+	kg = first(lo)
+	if kg < 0 || kg >= savepoint.NumKeyGroups {
+		return 1, op, -1, false
+	}
+	n = 1
+	for n < m && b.Ops[lo+n] == op && first(lo+n) == kg {
+		n++
+	}
+	return n, op, kg, true
 }
 
 // canonicalise sorts the output rows by (op, key) and resolves duplicates as
@@ -677,6 +706,61 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
 	o.idx = rowIndex{dense: newOrder}
 	o.mod = newMod
 	return dupes
+}
+
+// countSlots adds the rows of src to counts, a prefix at a time where src
+// gives runs of input rows.
+func countSlots(rs savepoint.RowSource, counts *slotCounts, release func()) {
+	src := savepoint.Columns(rs)
+	runs, _ := src.(savepoint.RunSource)
+	next := 0
+	for i := 0; i < src.Len(); {
+		if i >= next {
+			release()
+			next = i + releaseRows + 1
+		}
+		if runs != nil {
+			if b, lo, n, ok := runs.Run(i); ok && n > 1 {
+				countBatchSlots(b, lo, n, counts)
+				i += n
+				continue
+			}
+		}
+		k := savepoint.ParseKey(src.Key(i))
+		counts.add(src.Op(i), k.Slot, k.HasSlot)
+		i++
+	}
+}
+
+// countBatchSlots adds rows [lo, lo+n) of b to counts: consecutive rows of
+// one operator whose keys share the prefix up to the slot separator are in
+// one slot.
+func countBatchSlots(b *savepoint.Batch, lo, n int, counts *slotCounts) {
+	var prefix []byte
+	var k savepoint.Key
+	var op uint64
+	same := int64(0) // rows of the current prefix not counted yet
+	for x := lo; x < lo+n; x++ {
+		key := b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]]
+		if same > 0 && b.Ops[x] == op && bytes.HasPrefix(key, prefix) {
+			same++
+			continue
+		}
+		if same > 0 {
+			counts.addN(op, k.Slot, k.HasSlot, same)
+		}
+		op, k, same = b.Ops[x], savepoint.ParseKey(key), 1
+		prefix = nil
+		if k.HasSlot {
+			prefix = key[:len(key)-len(k.UserKey)]
+		} else {
+			counts.addN(op, k.Slot, k.HasSlot, 1) // no prefix to share
+			same = 0
+		}
+	}
+	if same > 0 {
+		counts.addN(op, k.Slot, k.HasSlot, same)
+	}
 }
 
 // slotCounts counts rows per operator and slot without allocating per row;
