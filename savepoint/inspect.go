@@ -514,13 +514,14 @@ func keyGroupHistogram(sp *Savepoint) KeyGroupSummary {
 			rng = g.Range(f.Subtask)
 		}
 		ix := index(f)
+		_, strict := f.Snapshot.Order() // no duplicates to skip
 		var prev Row
 		for j := 0; j < ix.len(); j++ {
 			if j&releaseEvery == 0 {
 				f.ReleasePages()
 			}
 			r := ix.row(j)
-			dup := j > 0 && prev.Compare(r) == 0
+			dup := !strict && j > 0 && prev.Compare(r) == 0
 			prev = r
 			if dup || ParseKey(r.Key).Kind != KindKeyed {
 				continue

@@ -143,6 +143,8 @@ type Snapshot struct {
 	Changelog *ChangelogInfo
 	// TrailingBytes counts bytes after the end-of-stream marker (clink ignores them).
 	TrailingBytes int64
+
+	order orderInfo // see Order
 }
 
 // ChangelogInfo describes a changelog file as stored.

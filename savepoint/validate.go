@@ -573,14 +573,8 @@ func newValRowIndex(f *File) *valRowIndex {
 	defer f.ReleasePages()
 	ix := &valRowIndex{rows: f.Snapshot.NewCursor()}
 	ix.n = ix.rows.Len()
-	for i := 1; i < ix.n; i++ {
-		if i&releaseEvery == 0 {
-			f.ReleasePages()
-		}
-		if ix.rows.Row(i-1).Compare(ix.rows.Row(i)) > 0 {
-			ix.order = SortOrder(ix.n, func(i int) (uint64, []byte) { return ix.rows.Op(i), ix.rows.Key(i) })
-			break
-		}
+	if sorted, _ := f.Snapshot.Order(); !sorted {
+		ix.order = SortOrder(ix.n, func(i int) (uint64, []byte) { return ix.rows.Op(i), ix.rows.Key(i) })
 	}
 	return ix
 }
@@ -685,17 +679,7 @@ func (v *validator) checkOrder(f *File) {
 	}
 	ix := v.index(f)
 	defer f.ReleasePages()
-	if ix.order == nil && func() bool { // sorted: no duplicates either when strictly increasing
-		for i := 1; i < ix.len(); i++ {
-			if i&releaseEvery == 0 {
-				f.ReleasePages()
-			}
-			if ix.rows.Row(i-1).Compare(ix.rows.Row(i)) >= 0 {
-				return false
-			}
-		}
-		return true
-	}() {
+	if _, strict := s.Order(); strict { // sorted, and no duplicates
 		return
 	}
 	rows := ix.rows

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/sptool/sptool/savepoint"
 )
 
 // Exit codes shared by every command (see `sptool help`).
@@ -70,7 +72,13 @@ func Main(ctx context.Context, args []string, s *Streams) int {
 		fmt.Fprintf(s.Err, "sptool: unknown command %q\nTry: sptool help\n", args[0])
 		return ExitError
 	}
-	return c.run(ctx, s, args[1:])
+	// An input memory-mapped by a command and cut short by another process
+	// faults when read: an error naming the cause, not a crash.
+	code := ExitError
+	if err := savepoint.Guard(func() error { code = c.run(ctx, s, args[1:]); return nil }); err != nil {
+		return fail(s, c.name, err)
+	}
+	return code
 }
 
 // Version is the sptool version, set at build time with -ldflags.
