@@ -201,12 +201,15 @@ func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64)
 	defer out.free()
 	runs, _ := src.(RunSource)
 	// run returns the run of output rows starting at i, clipped to end.
+	// A single row is cheaper to copy on its own (rows written in another
+	// order than stored come one at a time).
 	run := func(i int) (*Batch, int, int, bool) {
 		if runs == nil {
 			return nil, 0, 0, false
 		}
 		b, lo, n, ok := runs.Run(i)
-		return b, lo, min(n, end-i), ok && n > 0
+		n = min(n, end-i)
+		return b, lo, n, ok && n > 1
 	}
 	for i := start; i < end; {
 		if b, lo, k, ok := run(i); ok {

@@ -98,3 +98,17 @@ func (x *rowIndex) run(i int) (start, n int) {
 	off := i - x.spanStart(k)
 	return int(x.spans[k].start) + off, int(x.spans[k].n) - off
 }
+
+// makeDense gives x one index per row, for random access by output row.
+func (x *rowIndex) makeDense() {
+	if x.dense != nil {
+		return
+	}
+	d := make([]uint32, 0, x.Len())
+	for _, s := range x.spans {
+		for j := range s.n {
+			d = append(d, s.start+j)
+		}
+	}
+	x.dense, x.spans, x.ends = d, nil, nil
+}

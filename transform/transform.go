@@ -691,6 +691,7 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
 		lost = func(pos uint32) { dropped(o.Row(int(pos))) }
 	}
 	keep := savepoint.CanonicalPositions(o, lost, o.release)
+	o.idx.makeDense() // the positions kept come in random order
 	newOrder := make([]uint32, len(keep))
 	var newMod map[uint32]savepoint.Row
 	for at, pos := range keep {
