@@ -523,6 +523,11 @@ func compareSortKeys(buf []entry, a, b sortKey) int {
 		}
 		return 1
 	}
+	if a.slot&0xFF >= 7 { // names sharing their first 7 bytes: the whole names first
+		if c := bytes.Compare(buf[a.idx].slot(), buf[b.idx].slot()); c != 0 {
+			return c
+		}
+	}
 	if a.uk != b.uk {
 		if a.uk < b.uk {
 			return -1
@@ -568,6 +573,9 @@ type flatKey struct {
 // the rows to the sink. The rows are exactly Union's (or, perFile, every
 // stored row) in the order the k-way path writes them.
 func (p *pipeline) single(f *savepoint.File, perFile bool, st *savepoint.UnionStats) error {
+	if done, err := p.singleMerged(f, perFile, st); done {
+		return err
+	}
 	rows := f.Snapshot.NewCursor() // the rows in place (memory-mapped columns when opened so)
 	n := rows.Len()
 	if !perFile {
@@ -596,7 +604,13 @@ func (p *pipeline) single(f *savepoint.File, perFile bool, st *savepoint.UnionSt
 				return -1
 			}
 			return 1
-		case a.uk != b.uk:
+		case a.slot&0xFF >= 7: // names sharing their first 7 bytes: the whole names first
+			ea, eb := ent(a), ent(b)
+			if c := bytes.Compare(ea.slot(), eb.slot()); c != 0 {
+				return c
+			}
+		}
+		if a.uk != b.uk {
 			if a.uk < b.uk {
 				return -1
 			}

@@ -1,0 +1,203 @@
+package export
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/sptool/sptool/savepoint"
+)
+
+// keyRun is a stretch of consecutive stored rows of one operator that are
+// already in export order among themselves: rows of one key group and
+// slot (sorted by user key, as the stored keys share the prefix), or rows
+// without a slot separator (slot "<raw>", sorted by the whole key).
+type keyRun struct {
+	op         uint64
+	start, end int    // stream rows [start, end)
+	slot       []byte // as entry.slot gives it
+	sep        bool   // the rows have a separator (their slot is a real one)
+}
+
+// mergeRuns returns the runs of a strictly sorted snapshot, or nil when
+// there are so many (short runs, little to gain) that sorting is better.
+func mergeRuns(rows *savepoint.Cursor, n int) []keyRun {
+	var runs []keyRun
+	limit := max(1024, n/16)
+	for i := 0; i < n; {
+		op, key := rows.Op(i), rows.Key(i)
+		sep := separator(key)
+		r := keyRun{op: op, start: i, sep: sep >= 0}
+		e := entry{key: key, sep: sep}
+		r.slot = e.slot()
+		prefix := key[:max(sep+1, 0)]
+		j := i + 1
+		for ; j < n && rows.Op(j) == op; j++ {
+			k := rows.Key(j)
+			if r.sep {
+				if !bytes.HasPrefix(k, prefix) {
+					break
+				}
+			} else if separator(k) >= 0 {
+				break
+			}
+		}
+		r.end = j
+		runs = append(runs, r)
+		if len(runs) > limit {
+			return nil
+		}
+		i = j
+	}
+	return runs
+}
+
+// singleMerged is single for a file whose rows are strictly increasing in
+// (op, key), so it holds no duplicates: instead of sorting every row into
+// export order it merges, operator by operator and slot by slot, the runs
+// of rows already in that order (one a key group), reading each row once in
+// place. It returns false, having done nothing, when the file is not such a
+// file or its runs are too many.
+func (p *pipeline) singleMerged(f *savepoint.File, perFile bool, st *savepoint.UnionStats) (bool, error) {
+	if _, strict := f.Snapshot.Order(); !strict {
+		return false, nil
+	}
+	rows := f.Snapshot.NewCursor()
+	n := rows.Len()
+	runs := mergeRuns(rows, n)
+	if runs == nil && n > 0 {
+		return false, nil
+	}
+	f.ReleasePages()
+	if !perFile {
+		*st = savepoint.UnionStats{Files: 1, StoredRows: n}
+	}
+	e := new(entry) // one allocation: the sink takes a pointer
+	e.subtask = int32(f.Subtask)
+	var h runHeap
+	h.rows = rows
+	emitted := 0
+	for lo := 0; lo < len(runs); {
+		hi := lo + 1
+		for hi < len(runs) && runs[hi].op == runs[lo].op {
+			hi++
+		}
+		p.res.Operators++
+		op := runs[lo:hi]
+		// Export order within an operator: slot, user key, key.
+		slices.SortStableFunc(op, func(a, b keyRun) int { return bytes.Compare(a.slot, b.slot) })
+		for g := 0; g < len(op); {
+			h2 := g + 1
+			for h2 < len(op) && bytes.Equal(op[h2].slot, op[g].slot) {
+				h2++
+			}
+			p.res.Slots++
+			h.reset(op[g:h2])
+			for h.len() > 0 {
+				i := h.pop()
+				if emitted&0xFFFF == 0 {
+					if err := p.ctx.Err(); err != nil {
+						return true, err
+					}
+					if emitted&(1<<18-1) == 0 {
+						f.ReleasePages() // what was read stays cached, not resident
+					}
+				}
+				r := rows.Row(i)
+				e.key, e.value, e.sep = r.Key, r.Value, separator(r.Key)
+				if err := p.sink.add(r.Op, e); err != nil {
+					return true, err
+				}
+				p.res.Rows++
+				emitted++
+			}
+			g = h2
+		}
+		lo = hi
+	}
+	if !perFile {
+		st.Rows = int(p.res.Rows)
+	}
+	return true, nil
+}
+
+// runHeap merges runs of one slot: a min-heap of the runs' next rows by
+// (user key, key).
+type runHeap struct {
+	rows *savepoint.Cursor
+	next []int // per heap slot: the run's next row
+	end  []int // per heap slot: the run's end
+	uk   [][]byte
+	key  [][]byte
+}
+
+func (h *runHeap) reset(runs []keyRun) {
+	h.next, h.end, h.uk, h.key = h.next[:0], h.end[:0], h.uk[:0], h.key[:0]
+	for _, r := range runs {
+		h.next = append(h.next, r.start)
+		h.end = append(h.end, r.end)
+		h.uk = append(h.uk, nil)
+		h.key = append(h.key, nil)
+		h.load(len(h.next) - 1)
+	}
+	for i := len(h.next)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *runHeap) len() int { return len(h.next) }
+
+// load reads the keys of slot i's next row.
+func (h *runHeap) load(i int) {
+	k := h.rows.Key(h.next[i])
+	e := entry{key: k, sep: separator(k)}
+	h.key[i], h.uk[i] = k, e.userKey()
+}
+
+func (h *runHeap) less(i, j int) bool {
+	if c := bytes.Compare(h.uk[i], h.uk[j]); c != 0 {
+		return c < 0
+	}
+	return bytes.Compare(h.key[i], h.key[j]) < 0
+}
+
+func (h *runHeap) swap(i, j int) {
+	h.next[i], h.next[j] = h.next[j], h.next[i]
+	h.end[i], h.end[j] = h.end[j], h.end[i]
+	h.uk[i], h.uk[j] = h.uk[j], h.uk[i]
+	h.key[i], h.key[j] = h.key[j], h.key[i]
+}
+
+func (h *runHeap) down(i int) {
+	n := len(h.next)
+	for {
+		m := i
+		if l := 2*i + 1; l < n && h.less(l, m) {
+			m = l
+		}
+		if r := 2*i + 2; r < n && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
+
+// pop returns the least next row and advances its run.
+func (h *runHeap) pop() int {
+	row := h.next[0]
+	h.next[0]++
+	if h.next[0] < h.end[0] {
+		h.load(0)
+	} else {
+		last := len(h.next) - 1
+		h.swap(0, last)
+		h.next, h.end, h.uk, h.key = h.next[:last], h.end[:last], h.uk[:last], h.key[:last]
+	}
+	if len(h.next) > 0 {
+		h.down(0)
+	}
+	return row
+}
