@@ -12,6 +12,8 @@
 #   BENCH_KEEP=1                              keep the generated inputs
 #   BENCH_LARGE=1                             also a snapshot whose key column passes 2 GiB
 #                                             (about 2.7 GB on disk), processed in bounded memory
+#   BENCH_PEERS=0                             skip the peer (nodejs-polars, installed with npm
+#                                             into scripts/peers) that runs the same filter
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,21 +39,41 @@ rules:
 EOF
 # No rules: plan reads and checks every row and writes nothing (the read path).
 printf 'version: 1\nrules: []\n' > "$DIR/read.yaml"
+# The filter the peer runs too: keep the rows whose key starts with a byte below 64.
+printf "version: 1\nrules:\n  - keep: 'key_group < 64'\n" > "$DIR/keep.yaml"
 
-# measure LABEL CMD...: prints "seconds peak_kb"
+PEER=""
+if [ "${BENCH_PEERS:-1}" != 0 ] && command -v node >/dev/null && command -v npm >/dev/null; then
+	if [ -d scripts/peers/node_modules/nodejs-polars-linux-x64-gnu ] || npm install --prefix scripts/peers --no-save --no-audit --no-fund --loglevel=error >/dev/null 2>&1; then
+		PEER="node scripts/peers/polars-filter.mjs"
+	else
+		echo "note: npm could not install nodejs-polars; the peer rows are left out" >&2
+	fi
+fi
+
+# growth NAME SIZE VALUE KB: remembered for the table of growth at the end.
+declare -A GROWTH_S GROWTH_KB
+growth() { GROWTH_S["$1,$2"]=$3; GROWTH_KB["$1,$2"]=$4; }
+ratio() { awk -v s="$1" -v c="$2" 'BEGIN { printf "%.1f", (c > 0) ? s / c : 0 }'; }
+
+# measure CMD...: prints "seconds peak_kb" (wall time to the microsecond
+# from the shell's clock, peak resident memory from time(1)).
 measure() {
-	if ! /usr/bin/time -o "$DIR/time.out" -f "%e %M" "$@" >/dev/null 2>"$DIR/stderr.out"; then
+	local t0 t1
+	t0=$EPOCHREALTIME
+	if ! /usr/bin/time -o "$DIR/time.out" -f "%M" "$@" >/dev/null 2>"$DIR/stderr.out"; then
 		echo "FAILED: $* ($(tail -1 "$DIR/stderr.out"))" >&2
 		echo "0 0"
 		return
 	fi
-	tail -1 "$DIR/time.out"
+	t1=$EPOCHREALTIME
+	awk -v a="$t0" -v b="$t1" -v kb="$(tail -1 "$DIR/time.out")" 'BEGIN { printf "%.3f %d\n", b - a, kb }'
 }
 
 row() { # name seconds kb cp_seconds input_bytes
 	awk -v n="$1" -v s="$2" -v k="$3" -v c="$4" -v b="$5" 'BEGIN {
 		r = (c > 0) ? s / c : 0
-		printf "| %-34s | %8.2f | %7.1fx | %8.0f | %5.2f |\n", n, s, r, k / 1024, (k * 1024) / b
+		printf "| %-34s | %8.3f | %7.1fx | %8.0f | %5.2f |\n", n, s, r, k / 1024, (k * 1024) / b
 	}'
 }
 
@@ -63,8 +85,8 @@ header() {
 	echo "|---|---:|---:|---:|---:|"
 }
 
-bench_file() { # label path
-	local label=$1 in=$2 bytes cp_s
+bench_file() { # label path [size, for the growth table]
+	local label=$1 in=$2 size=${3:-} bytes cp_s
 	bytes=$(stat -c %s "$in")
 	read -r cp_s cp_kb < <(measure cp "$in" "$DIR/copy.snap")
 	rm -f "$DIR/copy.snap"
@@ -74,6 +96,7 @@ bench_file() { # label path
 	row "cat > /dev/null" "$cat_s" "$cat_kb" "$cp_s" "$bytes"
 	read -r s kb < <(measure "$BIN" plan -r "$DIR/read.yaml" "$in")
 	row "read every row (plan, no rules)" "$s" "$kb" "$cp_s" "$bytes"
+	[ -z "$size" ] || growth read "$size" "$(ratio "$s" "$cp_s")" "$kb"
 	for op in inspect validate; do
 		read -r s kb < <(measure "$BIN" "$op" "$in")
 		row "sptool $op" "$s" "$kb" "$cp_s" "$bytes"
@@ -81,14 +104,25 @@ bench_file() { # label path
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
 	read -r s kb < <(measure "$BIN" apply -r "$DIR/drop.yaml" "$in" -o "$DIR/out.snap")
 	row "apply drop (expression)" "$s" "$kb" "$cp_s" "$bytes"
+	[ -z "$size" ] || growth drop "$size" "$(ratio "$s" "$cp_s")" "$kb"
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
 	read -r s kb < <(measure "$BIN" apply -r "$DIR/purge.yaml" "$in" -o "$DIR/out.snap")
 	row "apply purge_keys (100,000 keys)" "$s" "$kb" "$cp_s" "$bytes"
+	[ -z "$size" ] || growth purge "$size" "$(ratio "$s" "$cp_s")" "$kb"
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
 	rm -f "$DIR/out.parquet"
 	read -r s kb < <(measure "$BIN" export "$in" -o "$DIR/out.parquet" --format parquet)
 	row "export parquet" "$s" "$kb" "$cp_s" "$bytes"
+	[ -z "$size" ] || growth export "$size" "$s" "$kb"
 	rm -f "$DIR/out.parquet"
+	if [ -n "$PEER" ]; then
+		read -r s kb < <(measure "$BIN" apply -r "$DIR/keep.yaml" "$in" -o "$DIR/out.snap")
+		row "apply keep key_group < 64" "$s" "$kb" "$cp_s" "$bytes"
+		rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
+		read -r s kb < <(measure $PEER "$in" "$DIR/out.arrow")
+		row "nodejs-polars, the same filter (1)" "$s" "$kb" "$cp_s" "$bytes"
+		rm -f "$DIR/out.arrow"
+	fi
 }
 
 bench_large() { # a key column over 2 GiB: the writer splits batches, memory stays bounded
@@ -135,7 +169,7 @@ echo "$(date -u +%Y-%m-%d), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB"
 for n in $SIZES; do
 	f="$DIR/sorted-$n.snap"
 	[ -f "$f" ] || "$DIR/spgen" big "$f" "$n" --sorted
-	bench_file "$n rows, canonical order" "$f"
+	bench_file "$n rows, canonical order" "$f" "$n"
 	if [ "$n" = 10000000 ]; then
 		u="$DIR/shuffled-$n.snap"
 		[ -f "$u" ] || "$DIR/spgen" big "$u" "$n"
@@ -146,4 +180,28 @@ for n in $SIZES; do
 	fi
 done
 [ -z "${BENCH_LARGE:-}" ] || bench_large
+
+echo
+echo "### Growth with size (canonical order)"
+echo
+echo "Each cell: time as a multiple of cp of the same file (export: seconds), and peak MB."
+echo
+printf "| operation |"
+for n in $SIZES; do printf " %s rows |" "$n"; done
+echo
+printf "|---|"
+for n in $SIZES; do printf -- "---:|"; done
+echo
+for op in read drop purge export; do
+	unit="x cp"
+	[ "$op" = export ] && unit="s"
+	printf "| %s |" "$op"
+	for n in $SIZES; do printf " %s %s, %s MB |" "${GROWTH_S[$op,$n]:-?}" "$unit" "$(( ${GROWTH_KB[$op,$n]:-0} / 1024 ))"; done
+	echo
+done
+if [ -n "$PEER" ]; then
+	echo
+	echo "(1) nodejs-polars $(node -p 'require("./scripts/peers/node_modules/nodejs-polars/package.json").version') reads the stream, filters with SQL (key_bytes < X'40') and writes"
+	echo "Arrow IPC. Its output is not a clink snapshot (nullable fields, LargeBinary, no metadata): sptool inspect rejects it."
+fi
 [ -n "${BENCH_KEEP:-}" ] || rm -rf "$DIR"
