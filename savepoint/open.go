@@ -469,13 +469,23 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		}
 	}
 	f.Size = int64(len(data))
+	// The checksum of a mapped file is read with pread while the stream is
+	// decoded from the map: the two passes overlap.
+	var crcErr error
+	crcDone := make(chan struct{})
 	if f.mapping != nil {
-		f.CRC32C, err = checksumFile(fh, f.Size)
+		go func() {
+			defer close(crcDone)
+			f.CRC32C, crcErr = checksumFile(fh, f.Size)
+		}()
 	} else {
 		f.CRC32C = CRC32C(data)
+		close(crcDone)
 	}
-	if err != nil {
-		return fmt.Errorf("read %s: %w", f.Path, err)
+	snap, comp, decodeErr := decodeFile(f, data, ro)
+	<-crcDone
+	if crcErr != nil {
+		return fmt.Errorf("read %s: %w", f.Path, crcErr)
 	}
 	after, err := os.Stat(f.Path)
 	if err != nil || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
@@ -490,27 +500,9 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		}
 		f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, sc)
 	}
-	plain, comp, err := Decompress(data)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", f.Path, err)
-	}
-	if comp != CompressNone && f.mapping != nil {
-		// the decompressed copy is on the heap; the mapping is not needed.
-		unmapFile(f.mapping)
-		f.mapping = nil
-	}
 	f.Compression = comp
-	var snap *Snapshot
-	err = Guard(func() (err error) {
-		snap, err = DecodeSnapshot(plain, ro)
-		return err
-	})
-	if err != nil {
-		where := ""
-		if comp != CompressNone {
-			where = " (offsets in the " + comp + "-decompressed stream)"
-		}
-		return fmt.Errorf("read %s%s: %w", f.Path, where, err)
+	if decodeErr != nil {
+		return decodeErr
 	}
 	f.Snapshot = snap
 	if f.mapping != nil {
@@ -522,6 +514,32 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	}
 	releasePages(f.mapping) // validation read every offset; keep them cached, not resident
 	return nil
+}
+
+// decodeFile decompresses (if need be) and decodes a payload's bytes. A
+// compressed payload's map is dropped: the decompressed copy is on the heap.
+func decodeFile(f *File, data []byte, ro ReadOptions) (*Snapshot, string, error) {
+	plain, comp, err := Decompress(data)
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", f.Path, err)
+	}
+	if comp != CompressNone && f.mapping != nil {
+		unmapFile(f.mapping)
+		f.mapping = nil
+	}
+	var snap *Snapshot
+	err = Guard(func() (err error) {
+		snap, err = DecodeSnapshot(plain, ro)
+		return err
+	})
+	if err != nil {
+		where := ""
+		if comp != CompressNone {
+			where = " (offsets in the " + comp + "-decompressed stream)"
+		}
+		return nil, comp, fmt.Errorf("read %s%s: %w", f.Path, where, err)
+	}
+	return snap, comp, nil
 }
 
 // checksumFile computes the CRC-32C of the size bytes of a file that is
