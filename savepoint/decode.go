@@ -17,6 +17,10 @@ type ReadOptions struct {
 	// Columnar leaves Snapshot.Rows nil for canonical streams: rows are read
 	// through Snapshot.Batches, which alias the input (no per-row memory).
 	Columnar bool
+
+	// release, when set, drops pages of the input (a memory map) from the
+	// resident set once validation has read them.
+	release func(b []byte)
 }
 
 // clmbMagic starts a multi-blob changelog frame (section 1.7).
@@ -53,10 +57,10 @@ func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
 	if len(fs) == 4 && fs[0].Name == "row_kind" {
 		return replayChangelog([][]byte{data}, opts)
 	}
-	return canonicalFromStream(rs, opts.Columnar)
+	return canonicalFromStream(rs, opts.Columnar, opts.release)
 }
 
-func canonicalFromStream(rs *rawStream, columnar bool) (*Snapshot, error) {
+func canonicalFromStream(rs *rawStream, columnar bool, release func([]byte)) (*Snapshot, error) {
 	if err := checkFields(rs.schema, canonicalFields); err != nil {
 		return nil, fmt.Errorf("%w; expected %s", err, CanonicalSchemaString)
 	}
@@ -74,7 +78,7 @@ func canonicalFromStream(rs *rawStream, columnar bool) (*Snapshot, error) {
 	}
 	s.Batches = make([]Batch, 0, len(rs.batches))
 	for bi, rec := range rs.batches {
-		if err := validateBatch(rec); err != nil {
+		if err := validateBatch(rec, release); err != nil {
 			return nil, fmt.Errorf("record batch %d: %w", bi, err)
 		}
 		s.Batches = append(s.Batches, batchOf(rec))
@@ -183,7 +187,7 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		}
 		first := true
 		for ri, rec := range rs.batches {
-			if err := validateBatch(rec); err != nil {
+			if err := validateBatch(rec, nil); err != nil {
 				return nil, fmt.Errorf("%srecord batch %d: %w", where, ri, err)
 			}
 			s.BatchRows = append(s.BatchRows, int(rec.NumRows()))
@@ -249,7 +253,7 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 		if err != nil {
 			return nil, fmt.Errorf("inline materialisation: %w", err)
 		}
-		mat, err := canonicalFromStream(rs, false)
+		mat, err := canonicalFromStream(rs, false, nil)
 		if err != nil {
 			return nil, fmt.Errorf("inline materialisation: %w", err)
 		}

@@ -125,11 +125,13 @@ func nextBatch(rs RowSource, start int) (end int, kLen, vLen int64, err error) {
 	runs, _ := src.(RunSource)
 	n := src.Len()
 	warm := &warmer{src: src, end: n}
+	var release mapRelease
 	for i := start; i < n; {
 		if runs != nil {
 			// A whole run at once when it fits.
 			if b, lo, m, ok := runs.Run(i); ok && m > 1 {
 				m = min(m, n-i)
+				release.tick(b, m)
 				k := kLen + int64(b.KeyOffs[lo+m]-b.KeyOffs[lo])
 				v := vLen + int64(b.ValOffs[lo+m]-b.ValOffs[lo])
 				if k <= maxColumnBytes && v <= maxColumnBytes {
@@ -215,6 +217,7 @@ func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64)
 		return b, lo, n, ok && n > 1
 	}
 	warm := &warmer{src: src, end: end}
+	var release mapRelease
 	for i := start; i < end; {
 		if b, lo, k, ok := run(i); ok {
 			out.writeOps(b.file, b.Ops[lo:lo+k])
@@ -257,6 +260,7 @@ func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64)
 		out.pad(offLen)
 		for i := start; i < end; {
 			if b, lo, k, ok := run(i); ok {
+				release.tick(b, k)
 				offsets, data := cols(b)
 				out.writeFrom(b.file, data[offsets[lo]:offsets[lo+k]])
 				i += k
@@ -273,6 +277,20 @@ func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64)
 		}
 	}
 	return out.flush()
+}
+
+// mapRelease drops a mapped input's pages from the resident set every
+// 256K rows of runs. Reading a run's first and last offsets through the map
+// faults in the pages around them too (the kernel maps up to 64 KiB at a
+// fault), so the runs of a large file would otherwise leave a large part of
+// its offset columns resident.
+type mapRelease struct{ rows int }
+
+func (r *mapRelease) tick(b *Batch, rows int) {
+	if r.rows += rows; r.rows >= 1<<18 && b.file != nil {
+		releasePages(b.file.data)
+		r.rows = 0
+	}
 }
 
 // warmer loads, ahead of the writer, the rows it is about to copy one at a

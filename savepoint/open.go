@@ -527,6 +527,11 @@ func decodeFile(f *File, data []byte, ro ReadOptions) (*Snapshot, string, error)
 		unmapFile(f.mapping)
 		f.mapping = nil
 	}
+	if m := f.mapping; m != nil {
+		// Validation reads every offset: the pages leave the resident set
+		// as it goes, so a large file's offsets are never all resident.
+		ro.release = func(b []byte) { releaseWithin(m, b) }
+	}
 	var snap *Snapshot
 	err = Guard(func() (err error) {
 		snap, err = DecodeSnapshot(plain, ro)

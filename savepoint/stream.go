@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -468,8 +469,9 @@ func unwrapIPC(err error, mr *sliceMessageReader) error {
 }
 
 // validateBatch runs arrow's full validation on every column of a batch and
-// checks that no column holds nulls.
-func validateBatch(rec arrow.RecordBatch) (err error) {
+// checks that no column holds nulls. Binary offsets are checked here, a
+// chunk at a time, calling release (if not nil) on each chunk read.
+func validateBatch(rec arrow.RecordBatch, release func([]byte)) (err error) {
 	// arrow-go's accessors trust the batch header (a declared null count
 	// with no validity bitmap panics in NullN): a malformed batch is an
 	// error, not a crash.
@@ -481,6 +483,8 @@ func validateBatch(rec arrow.RecordBatch) (err error) {
 	for i, col := range rec.Columns() {
 		var err error
 		switch c := col.(type) {
+		case *array.Binary:
+			err = validateBinary(c, release)
 		case interface{ ValidateFull() error }:
 			err = c.ValidateFull()
 		case *array.Uint64:
@@ -501,6 +505,40 @@ func validateBatch(rec arrow.RecordBatch) (err error) {
 		if col.Len() != int(rec.NumRows()) {
 			return fmt.Errorf("column %q has %d rows, the batch %d", rec.ColumnName(i), col.Len(), rec.NumRows())
 		}
+	}
+	return nil
+}
+
+// validateBinary is arrow's ValidateFull for a binary column: buffer sizes
+// (Validate), then offsets that start at or above 0, never decrease and end
+// within the data. The offsets are read in chunks, each handed to release.
+func validateBinary(c *array.Binary, release func([]byte)) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	offs := c.ValueOffsets()
+	if len(offs) == 0 {
+		return nil
+	}
+	if offs[0] < 0 {
+		return fmt.Errorf("binary offsets start at %d, below 0", offs[0])
+	}
+	const chunk = 1 << 18
+	prev := offs[0]
+	for lo := 1; lo < len(offs); lo += chunk {
+		part := offs[lo:min(lo+chunk, len(offs))]
+		for j, o := range part {
+			if o < prev {
+				return fmt.Errorf("binary offsets are not monotonically non-decreasing at index %d: %d < %d", lo+j-1, o, prev)
+			}
+			prev = o
+		}
+		if release != nil {
+			release(unsafe.Slice((*byte)(unsafe.Pointer(&part[0])), 4*len(part)))
+		}
+	}
+	if data := binaryData(c); int(prev) > len(data) {
+		return fmt.Errorf("binary offsets end at %d, past the %d bytes of data", prev, len(data))
 	}
 	return nil
 }
