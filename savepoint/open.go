@@ -7,10 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // OpenOptions control Open.
@@ -258,7 +260,12 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	}
 
 	backends := map[Backend]bool{}
-	for _, d := range dirs {
+	files := make([]*File, len(dirs))
+	errs := make([]error, len(dirs))
+	// The files are read concurrently (checksum and decode), a few at a time.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.NumCPU())
+	for i, d := range dirs {
 		name := d.ckpts[sp.Checkpoint]
 		b := BackendFile
 		if strings.HasPrefix(name, "changelog-") {
@@ -276,11 +283,23 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			}
 			return data, err
 		}
-		if err := readSnapshotFile(f, b == BackendFile, ReadOptions{Resolve: resolve, Columnar: opts.Columnar}); err != nil {
+		files[i] = f
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = readSnapshotFile(f, b == BackendFile, ReadOptions{Resolve: resolve, Columnar: opts.Columnar})
+		}()
+	}
+	wg.Wait()
+	sp.Files = files
+	for _, err := range errs {
+		if err != nil { // the first in subtask order
 			sp.Close()
+			sp.Files = nil
 			return err
 		}
-		sp.Files = append(sp.Files, f)
 	}
 	if len(backends) > 1 {
 		return fmt.Errorf("open savepoint %s: checkpoint %d mixes checkpoint-%d.snap and changelog-%d.snap files", genDir, sp.Checkpoint, sp.Checkpoint, sp.Checkpoint)

@@ -72,6 +72,9 @@ type newFile struct {
 	// copyOf is set when the file is an input file carried over byte for
 	// byte (no rule changed it).
 	copyOf *savepoint.File
+	// canonical: rows are in canonical order (all but copies of unsorted
+	// inputs).
+	canonical bool
 	// from names the input the file was made of, for the provenance key.
 	from        string
 	inputCRC    uint32
@@ -82,7 +85,7 @@ type newFile struct {
 // layout does not change (no rescale, or its group keeps its parallelism).
 func sameLayoutFile(f *savepoint.File, res *fileResult, subtask int) *newFile {
 	nf := &newFile{subtask: subtask, rows: res.out, md: f.Snapshot.Metadata, versions: res.versions,
-		from: f.Rel, inputCRC: f.CRC32C, compression: f.Compression}
+		from: f.Rel, inputCRC: f.CRC32C, compression: f.Compression, canonical: res.canonical}
 	if !res.changed {
 		nf.copyOf = f
 	}
@@ -283,7 +286,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	from := fmt.Sprintf("rescaled from subtasks %d-%d of v%d", g.First, g.First+g.Count-1, sp.Generation)
 	for i, f := range files {
 		f.md, f.versions, f.from = meta, versions, from
-		f.rows = mergeSorted(olds, pos[i], savepoint.Logical(rows[i]), sp.ReleasePages)
+		f.rows, f.canonical = mergeSorted(olds, pos[i], savepoint.Logical(rows[i]), sp.ReleasePages), true
 		pos[i] = nil
 	}
 	return files, nil

@@ -931,6 +931,19 @@ func rsCheckCase(t *testing.T, c *rsCase, sp *savepoint.Savepoint, rep *transfor
 		t.Errorf("output marker %+v, generation %d, checkpoint %d", outSP.Completed, outSP.Generation, outSP.Checkpoint)
 	}
 
+	// The report's rows per operator and slot after are the output's.
+	stored := map[string]int64{}
+	for _, f := range outSP.Files {
+		for _, r := range f.Snapshot.Rows {
+			stored[fmt.Sprintf("%d/%s", r.Op, savepoint.ParseKey(r.Key).SlotName())]++
+		}
+	}
+	for _, sl := range rep.Slots {
+		if k := fmt.Sprintf("%d/%s", sl.Op, sl.Slot); sl.After != stored[k] {
+			t.Errorf("report: %d rows of op %d slot %q after, the output holds %d", sl.After, sl.Op, sl.Slot, stored[k])
+		}
+	}
+
 	// Per group: a copied group is the input byte for byte; a rescaled group
 	// holds exactly its keyed rows, by owner at M, and the merged operator
 	// rows in every file.
@@ -2206,5 +2219,58 @@ func TestRescaleValidate(t *testing.T) {
 	vr := savepoint.Validate(rsOpen(t, in, nil), savepoint.ValidateOptions{Parallelism: 7})
 	if n := len(vr.ByCheck(savepoint.CheckParallelism)); vr.Errors() == 0 || n == 0 {
 		t.Errorf("validate input at 7: %d errors, %d parallelism findings", vr.Errors(), n)
+	}
+}
+
+// A group kept at its parallelism is copied as it is, in clink's hash-map
+// order when it came so; the report's rows per slot after must still be
+// the output's (the recount goes by prefix runs, and only sorted files may
+// be searched for their ends).
+func TestRescaleSlotCountsUnsortedCopy(t *testing.T) {
+	dir := t.TempDir()
+	var a, b []savepoint.Row // group 0-1 (op 1, rescaled 2 -> 3); group 2 (op 2, kept, unsorted)
+	for i := 0; i < 4000; i++ {
+		uk := []byte(fmt.Sprintf("user-%05d", i))
+		slot := []string{"agg", "count", "window"}[i%3]
+		key := savepoint.EncodeKeyedKey([]byte(slot), uk)
+		a = append(a, savepoint.Row{Op: 1, Key: key, Value: []byte{byte(i)}})
+		b = append(b, savepoint.Row{Op: 2, Key: key, Value: []byte{byte(i)}})
+	}
+	shuffled := savepoint.Logical(b)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	files := map[int][]savepoint.Row{2: shuffled}
+	for _, r := range savepoint.Logical(a) {
+		s := savepoint.SubtaskForKeyGroup(int(r.Key[0]), 2)
+		files[s] = append(files[s], r)
+	}
+	in := writeTreeAsIs(t, filepath.Join(dir, "in"), 5, files, savepoint.VersionMap{})
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{RequireValid: true, Columnar: true, Groups: []savepoint.Group{{First: 0, Count: 2}, {First: 2, Count: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	out := filepath.Join(dir, "out")
+	set := parseRules(t, "version: 1\nrules:\n  - rescale: {groups: [{subtasks: \"0-1\", parallelism: 3}, {subtasks: \"2\", parallelism: 1}]}\n", nil)
+	rep, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outSP, err := savepoint.Open(out, savepoint.OpenOptions{Groups: []savepoint.Group{{First: 0, Count: 3}, {First: 3, Count: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]int64{}
+	for _, f := range outSP.Files {
+		for _, r := range f.Snapshot.Rows {
+			stored[fmt.Sprintf("%d/%s", r.Op, savepoint.ParseKey(r.Key).SlotName())]++
+		}
+	}
+	if len(rep.Slots) != 6 {
+		t.Fatalf("%d slots in the report, want 6", len(rep.Slots))
+	}
+	for _, sl := range rep.Slots {
+		if k := fmt.Sprintf("%d/%s", sl.Op, sl.Slot); sl.After != stored[k] || sl.After == 0 {
+			t.Errorf("report: %d rows of op %d slot %q after, the output holds %d", sl.After, sl.Op, sl.Slot, stored[k])
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -164,7 +165,7 @@ func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			countSlots(f.rows, per[i], release)
+			countSlots(f.rows, f.canonical, per[i], release)
 		}()
 	}
 	wg.Wait()
@@ -654,7 +655,9 @@ func (o *outRows) modify(pos int, r savepoint.Row) {
 // keyedRun returns how many output rows from j are keyed rows (first key
 // byte below 128) of one operator and key group, read as one run of an
 // input batch (at least one when row j is keyed); keyed is false when row
-// j is not a keyed row.
+// j is not a keyed row. The output must be canonical: within a run the
+// operator and then the first key byte never decrease, so the end of the
+// key group is found by binary search.
 func (o *outRows) keyedRun(j int) (n int, op uint64, kg int, keyed bool) {
 	b, lo, m, ok := o.Run(j)
 	if !ok {
@@ -675,10 +678,7 @@ func (o *outRows) keyedRun(j int) (n int, op uint64, kg int, keyed bool) {
 	if kg < 0 || kg >= savepoint.NumKeyGroups {
 		return 1, op, -1, false
 	}
-	n = 1
-	for n < m && b.Ops[lo+n] == op && first(lo+n) == kg {
-		n++
-	}
+	n = 1 + sort.Search(m-1, func(x int) bool { return b.Ops[lo+1+x] != op || first(lo+1+x) != kg })
 	return n, op, kg, true
 }
 
@@ -710,8 +710,8 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
 }
 
 // countSlots adds the rows of src to counts, a prefix at a time where src
-// gives runs of input rows.
-func countSlots(rs savepoint.RowSource, counts *slotCounts, release func()) {
+// gives runs of input rows; sorted says the rows are in canonical order.
+func countSlots(rs savepoint.RowSource, sorted bool, counts *slotCounts, release func()) {
 	src := savepoint.Columns(rs)
 	runs, _ := src.(savepoint.RunSource)
 	next := 0
@@ -722,7 +722,7 @@ func countSlots(rs savepoint.RowSource, counts *slotCounts, release func()) {
 		}
 		if runs != nil {
 			if b, lo, n, ok := runs.Run(i); ok && n > 1 {
-				countBatchSlots(b, lo, n, counts)
+				countBatchSlots(b, lo, n, sorted, counts)
 				i += n
 				continue
 			}
@@ -735,32 +735,29 @@ func countSlots(rs savepoint.RowSource, counts *slotCounts, release func()) {
 
 // countBatchSlots adds rows [lo, lo+n) of b to counts: consecutive rows of
 // one operator whose keys share the prefix up to the slot separator are in
-// one slot.
-func countBatchSlots(b *savepoint.Batch, lo, n int, counts *slotCounts) {
-	var prefix []byte
-	var k savepoint.Key
-	var op uint64
-	same := int64(0) // rows of the current prefix not counted yet
-	for x := lo; x < lo+n; x++ {
-		key := b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]]
-		if same > 0 && b.Ops[x] == op && bytes.HasPrefix(key, prefix) {
-			same++
+// one slot. In sorted rows those are all the prefix's rows, and the end of
+// each is found by binary search; otherwise by a scan.
+func countBatchSlots(b *savepoint.Batch, lo, n int, sorted bool, counts *slotCounts) {
+	key := func(x int) []byte { return b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]] }
+	for x := lo; x < lo+n; {
+		op, k := b.Ops[x], savepoint.ParseKey(key(x))
+		if !k.HasSlot {
+			counts.add(op, k.Slot, false) // no prefix to share
+			x++
 			continue
 		}
-		if same > 0 {
-			counts.addN(op, k.Slot, k.HasSlot, same)
-		}
-		op, k, same = b.Ops[x], savepoint.ParseKey(key), 1
-		prefix = nil
-		if k.HasSlot {
-			prefix = key[:len(key)-len(k.UserKey)]
+		prefix := key(x)[:len(key(x))-len(k.UserKey)]
+		other := func(z int) bool { return b.Ops[z] != op || !bytes.HasPrefix(key(z), prefix) }
+		end := x + 1
+		if sorted {
+			end += sort.Search(lo+n-end, func(y int) bool { return other(end + y) })
 		} else {
-			counts.addN(op, k.Slot, k.HasSlot, 1) // no prefix to share
-			same = 0
+			for end < lo+n && !other(end) {
+				end++
+			}
 		}
-	}
-	if same > 0 {
-		counts.addN(op, k.Slot, k.HasSlot, same)
+		counts.addN(op, k.Slot, true, int64(end-x))
+		x = end
 	}
 }
 
