@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"slices"
+	"sort"
 
 	"github.com/sptool/sptool/savepoint"
 )
@@ -20,25 +21,32 @@ type keyRun struct {
 
 // mergeRuns returns the runs of a strictly sorted snapshot, or nil when
 // there are so many (short runs, little to gain) that sorting is better.
-func mergeRuns(rows *savepoint.Cursor, n int) []keyRun {
+// In sorted rows the keys sharing a prefix up to the slot separator are
+// consecutive, so the end of such a run is found by binary search; rows
+// without a separator are scanned. release is called every so many rows.
+func mergeRuns(rows *savepoint.Cursor, n int, release func()) []keyRun {
 	var runs []keyRun
 	limit := max(1024, n/16)
+	next := 0
 	for i := 0; i < n; {
+		if i >= next {
+			release()
+			next = i + 1<<18
+		}
 		op, key := rows.Op(i), rows.Key(i)
 		sep := separator(key)
 		r := keyRun{op: op, start: i, sep: sep >= 0}
 		e := entry{key: key, sep: sep}
 		r.slot = e.slot()
-		prefix := key[:max(sep+1, 0)]
 		j := i + 1
-		for ; j < n && rows.Op(j) == op; j++ {
-			k := rows.Key(j)
-			if r.sep {
-				if !bytes.HasPrefix(k, prefix) {
-					break
-				}
-			} else if separator(k) >= 0 {
-				break
+		if r.sep {
+			prefix := key[:sep+1]
+			j += sort.Search(n-j, func(x int) bool {
+				return rows.Op(j+x) != op || !bytes.HasPrefix(rows.Key(j+x), prefix)
+			})
+		} else {
+			for j < n && rows.Op(j) == op && separator(rows.Key(j)) < 0 {
+				j++
 			}
 		}
 		r.end = j
@@ -63,7 +71,7 @@ func (p *pipeline) singleMerged(f *savepoint.File, perFile bool, st *savepoint.U
 	}
 	rows := f.Snapshot.NewCursor()
 	n := rows.Len()
-	runs := mergeRuns(rows, n)
+	runs := mergeRuns(rows, n, f.ReleasePages)
 	if runs == nil && n > 0 {
 		return false, nil
 	}
