@@ -11,7 +11,8 @@
 #   BENCH_DIR=/tmp/sptool-bench               where inputs and outputs go
 #   BENCH_KEEP=1                              keep the generated inputs
 #   BENCH_LARGE=1                             also a snapshot whose key column passes 2 GiB
-#                                             (about 2.7 GB on disk), processed in bounded memory
+#                                             (about 2.7 GB on disk) and a tree of three such
+#                                             files (about 8.5 GB), processed in bounded memory
 #   BENCH_PEERS=0                             skip the peer (nodejs-polars, installed with npm
 #                                             into scripts/peers) that runs the same filter
 set -euo pipefail
@@ -150,6 +151,19 @@ bench_large() { # a key column over 2 GiB: the writer splits batches, memory sta
 	read -r s kb < <(measure "$BIN" apply -r "$DIR/purge.yaml" "$in" -o "$DIR/out.snap")
 	row "apply purge_keys (100,000 keys)" "$s" "$kb" "$cp_s" "$bytes"
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta" "$in"
+
+	# A tree of three such files (about 8.5 GB): 57M rows, 19M a subtask.
+	local t="$DIR/large-tree"
+	[ -d "$t" ] || "$DIR/spgen" bigtree "$t" 57000000 3 --key-pad 104
+	bytes=$(du -sb "$t" | cut -f1)
+	read -r cp_s cp_kb < <(measure cp -r "$t" "$DIR/copy-tree")
+	header "57000000 rows with 120-byte keys in a 3-subtask tree, each key column over 2 GiB ($(numfmt --to=iec "$bytes")B)"
+	row "cp -r" "$cp_s" "$cp_kb" "$cp_s" "$bytes"
+	read -r s kb < <(measure "$BIN" apply -r "$DIR/drop.yaml" "$t" -o "$DIR/out-tree")
+	row "apply drop (expression)" "$s" "$kb" "$cp_s" "$bytes"
+	read -r s kb < <(measure "$BIN" rescale "$t" -o "$DIR/out-tree" --parallelism 4)
+	row "rescale 3 -> 4" "$s" "$kb" "$cp_s" "$bytes"
+	rm -rf "$DIR/copy-tree" "$DIR/out-tree" "$t"
 }
 
 bench_tree() { # label dir

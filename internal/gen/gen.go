@@ -140,6 +140,10 @@ type BigOptions struct {
 	// KeyPad appends this many bytes to each 8-byte user key (large
 	// columns without more rows).
 	KeyPad int
+	// Keep, when set, keeps only the rows of the key groups it accepts
+	// (the others are generated and dropped, so the kept rows are the same
+	// as in the whole set).
+	Keep func(kg int) bool
 }
 
 // BigRows returns n synthetic rows: 5 operators, int64 user keys spread over
@@ -148,23 +152,36 @@ func BigRows(o BigOptions) []savepoint.Row {
 	r := rand.New(rand.NewPCG(o.Seed, 11))
 	slots := [][]byte{[]byte("agg"), []byte("count"), []byte("window"), []byte("timers")}
 	ops := []uint64{OpSource, OpAgg, OpEnricher, 42, 7}
-	rows := make([]savepoint.Row, o.Rows)
-	arena := make([]byte, 0, o.Rows*(32+o.KeyPad))
+	rows := make([]savepoint.Row, 0, o.Rows)
+	if o.Keep != nil {
+		rows = nil
+	}
+	// The bytes go in arenas of up to 64 MiB (a row never spans two).
+	const arenaSize = 64 << 20
+	var arena []byte
 	pad := make([]byte, o.KeyPad)
 	for i := range pad {
 		pad[i] = 'a' + byte(i%26)
 	}
-	for i := range rows {
+	for i := 0; i < o.Rows; i++ {
 		uk := append(Int64Key(int64(i)), pad...)
+		kg := savepoint.KeyGroupOf(uk)
+		value := r.Uint64()
+		if o.Keep != nil && !o.Keep(kg) {
+			continue
+		}
+		if need := 32 + len(uk); cap(arena)-len(arena) < need {
+			arena = make([]byte, 0, max(arenaSize, need))
+		}
 		start := len(arena)
 		slot := slots[i%len(slots)]
-		arena = append(arena, byte(savepoint.KeyGroupOf(uk)))
+		arena = append(arena, byte(kg))
 		arena = append(arena, slot...)
 		arena = append(arena, '|')
 		arena = append(arena, uk...)
 		kEnd := len(arena)
-		arena = binary.LittleEndian.AppendUint64(arena, r.Uint64())
-		rows[i] = savepoint.Row{Op: ops[i%len(ops)], Key: arena[start:kEnd:kEnd], Value: arena[kEnd:len(arena):len(arena)]}
+		arena = binary.LittleEndian.AppendUint64(arena, value)
+		rows = append(rows, savepoint.Row{Op: ops[i%len(ops)], Key: arena[start:kEnd:kEnd], Value: arena[kEnd:len(arena):len(arena)]})
 	}
 	if !o.Sorted {
 		r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
@@ -187,20 +204,16 @@ func WriteBig(path string, o BigOptions) error {
 // subtasks (generation 1, checkpoint 1, job 1), each row in the subtask that
 // owns its key group, each file in canonical order.
 func WriteBigTree(dir string, o BigOptions, p int) error {
-	rows := BigRows(o)
-	parts := make([][]savepoint.Row, p)
-	for _, r := range rows {
-		s := savepoint.SubtaskForKeyGroup(int(r.Key[0]), p)
-		parts[s] = append(parts[s], r)
-	}
 	tw, err := savepoint.CreateTree(dir, savepoint.TreeOptions{Generation: 1, Checkpoint: 1})
 	if err != nil {
 		return err
 	}
 	defer tw.Abort()
 	md := savepoint.CanonicalMetadata(nil, savepoint.VersionMap{})
-	for i, part := range parts {
-		if _, err := tw.WriteSubtask(i, md, part, savepoint.CompressNone); err != nil {
+	// One subtask at a time: only its rows are in memory.
+	for s := 0; s < p; s++ {
+		o.Keep = func(kg int) bool { return savepoint.SubtaskForKeyGroup(kg, p) == s }
+		if _, err := tw.WriteSubtask(s, md, BigRows(o), savepoint.CompressNone); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,7 @@
 //
 //	go run ./internal/gen/spgen example DIR
 //	go run ./internal/gen/spgen big FILE ROWS [--sorted] [--key-pad N]
-//	go run ./internal/gen/spgen bigtree DIR ROWS SUBTASKS
+//	go run ./internal/gen/spgen bigtree DIR ROWS SUBTASKS [--key-pad N]
 package main
 
 import (
@@ -37,21 +37,8 @@ func run(args []string) error {
 			return fmt.Errorf("ROWS must be a non-negative integer, not %q", args[2])
 		}
 		o := gen.BigOptions{Rows: n, Seed: 1}
-		for i := 3; i < len(args); i++ {
-			switch args[i] {
-			case "--sorted":
-				o.Sorted = true
-			case "--key-pad":
-				if i+1 == len(args) {
-					return fmt.Errorf("--key-pad needs a byte count")
-				}
-				if o.KeyPad, err = strconv.Atoi(args[i+1]); err != nil || o.KeyPad < 0 {
-					return fmt.Errorf("--key-pad %q is not a byte count", args[i+1])
-				}
-				i++
-			default:
-				return fmt.Errorf("unknown option %q", args[i])
-			}
+		if err := bigFlags(args[3:], &o, true); err != nil {
+			return err
 		}
 		return gen.WriteBig(args[1], o)
 	case "bigtree":
@@ -63,7 +50,35 @@ func run(args []string) error {
 		if err1 != nil || err2 != nil || n < 0 || p < 1 {
 			return fmt.Errorf("ROWS and SUBTASKS must be positive integers")
 		}
-		return gen.WriteBigTree(args[1], gen.BigOptions{Rows: n, Seed: 1}, p)
+		o := gen.BigOptions{Rows: n, Seed: 1}
+		if err := bigFlags(args[4:], &o, false); err != nil {
+			return err
+		}
+		return gen.WriteBigTree(args[1], o, p)
 	}
 	return fmt.Errorf("unknown kind %q (example, big or bigtree)", args[0])
+}
+
+// bigFlags parses --key-pad N and, for a file, --sorted (a tree's files are
+// always written in canonical order).
+func bigFlags(args []string, o *gen.BigOptions, file bool) error {
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "--sorted" && file:
+			o.Sorted = true
+		case args[i] == "--key-pad":
+			if i+1 == len(args) {
+				return fmt.Errorf("--key-pad needs a byte count")
+			}
+			n, err := strconv.Atoi(args[i+1])
+			if err != nil || n < 0 {
+				return fmt.Errorf("--key-pad %q is not a byte count", args[i+1])
+			}
+			o.KeyPad = n
+			i++
+		default:
+			return fmt.Errorf("unknown option %q", args[i])
+		}
+	}
+	return nil
 }
