@@ -51,6 +51,7 @@ lint: fmt-check vet
 # FUZZTIME ends during it `go test` fails with "context deadline exceeded".
 FUZZ_TARGETS := \
 	./savepoint:FuzzDecodeSnapshot \
+	./savepoint:FuzzOpenMapped \
 	./savepoint:FuzzParseVersionMap \
 	./savepoint:FuzzParseSidecar \
 	./savepoint/codec:FuzzCodecRoundTrip \
