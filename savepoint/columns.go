@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -209,4 +210,41 @@ func Guard(fn func() error) (err error) {
 		}
 	}()
 	return fn()
+}
+
+// Faults runs goroutines that read memory-mapped input. A fault in one of
+// them (the input cut short by another process) or any other panic is
+// handed to the goroutine that calls Wait, where Guard turns a fault into
+// ErrInputChanged; without it the process would die of the fault.
+type Faults struct {
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	first any
+}
+
+// Go runs fn in a new goroutine.
+func (f *Faults) Go(fn func()) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if p := recover(); p != nil {
+				f.mu.Lock()
+				if f.first == nil {
+					f.first = p
+				}
+				f.mu.Unlock()
+			}
+		}()
+		fn()
+	}()
+}
+
+// Wait waits for the goroutines and re-raises the first panic among them.
+func (f *Faults) Wait() {
+	f.wg.Wait()
+	if f.first != nil {
+		panic(f.first)
+	}
 }

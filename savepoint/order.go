@@ -3,7 +3,6 @@ package savepoint
 import (
 	"bytes"
 	"runtime"
-	"runtime/debug"
 	"sync"
 )
 
@@ -28,31 +27,19 @@ func (s *Snapshot) computeOrder() (sorted, strict bool) {
 		return true, true
 	}
 	parts := min(runtime.NumCPU(), max(1, n/(1<<16)))
-	type result struct {
-		sorted, strict bool
-		fault          any
-	}
+	type result struct{ sorted, strict bool }
 	res := make([]result, parts)
-	var wg sync.WaitGroup
+	var ranges Faults
 	for p := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// A fault reading a mapped input that was cut short is handed
-			// to the calling goroutine (see Guard).
-			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-			defer func() { res[p].fault = recover() }()
+		ranges.Go(func() {
 			// Rows [lo, hi) are compared with the row before each.
 			lo, hi := max(1, p*n/parts), (p+1)*n/parts
 			res[p].sorted, res[p].strict = s.rangeOrder(lo, hi)
-		}()
+		})
 	}
-	wg.Wait()
+	ranges.Wait()
 	sorted, strict = true, true
 	for _, r := range res {
-		if r.fault != nil {
-			panic(r.fault)
-		}
 		sorted, strict = sorted && r.sorted, strict && r.strict
 	}
 	return sorted, strict

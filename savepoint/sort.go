@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"runtime"
 	"slices"
-	"sync"
 )
 
 // sortEnt is a row's position with its sort key precomputed: the operator id
@@ -109,20 +108,16 @@ func parallelSort(ents []sortEnt, parts int, cmp func(a, b sortEnt) int) []sortE
 	for p := 0; p < parts; p++ {
 		chunks = append(chunks, ents[p*n/parts:(p+1)*n/parts])
 	}
-	var wg sync.WaitGroup
+	var sorts Faults // cmp reads keys of the input on prefix ties
 	for _, c := range chunks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slices.SortFunc(c, cmp)
-		}()
+		sorts.Go(func() { slices.SortFunc(c, cmp) })
 	}
-	wg.Wait()
+	sorts.Wait()
 	buf := make([]sortEnt, n)
 	for len(chunks) > 1 {
 		var next [][]sortEnt
 		off := 0
-		var mw sync.WaitGroup
+		var merges Faults
 		for i := 0; i < len(chunks); i += 2 {
 			if i+1 == len(chunks) {
 				dst := buf[off : off+len(chunks[i])]
@@ -135,13 +130,9 @@ func parallelSort(ents []sortEnt, parts int, cmp func(a, b sortEnt) int) []sortE
 			dst := buf[off : off+len(a)+len(b)]
 			off += len(dst)
 			next = append(next, dst)
-			mw.Add(1)
-			go func() {
-				defer mw.Done()
-				mergeEnts(dst, a, b, cmp)
-			}()
+			merges.Go(func() { mergeEnts(dst, a, b, cmp) })
 		}
-		mw.Wait()
+		merges.Wait()
 		// The merged chunks live in buf; the old backing array becomes the
 		// next round's buffer.
 		oldBase := ents

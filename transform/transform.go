@@ -155,20 +155,18 @@ func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 	counts := &slotCounts{}
 	// Files are counted in parallel, each into its own counts.
 	per := make([]*slotCounts, len(files))
-	var wg sync.WaitGroup
+	var counting savepoint.Faults // the rows are read from the input's map
 	sem := make(chan struct{}, runtime.NumCPU())
 	for i, f := range files {
 		rep.RowsOut += int64(f.rows.Len())
 		per[i] = &slotCounts{}
-		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
+		counting.Go(func() {
 			defer func() { <-sem }()
 			countSlots(f.rows, f.canonical, per[i], release)
-		}()
+		})
 	}
-	wg.Wait()
+	counting.Wait()
 	for _, c := range per {
 		c.each(func(k slotKey, n int64) { counts.addN(k.op, []byte(k.slot), true, n) })
 	}
