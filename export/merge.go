@@ -3,7 +3,6 @@ package export
 import (
 	"bytes"
 	"slices"
-	"sort"
 
 	"github.com/sptool/sptool/savepoint"
 )
@@ -41,7 +40,7 @@ func mergeRuns(rows *savepoint.Cursor, n int, release func()) []keyRun {
 		j := i + 1
 		if r.sep {
 			prefix := key[:sep+1]
-			j += sort.Search(n-j, func(x int) bool {
+			j += savepoint.Gallop(n-j, func(x int) bool {
 				return rows.Op(j+x) != op || !bytes.HasPrefix(rows.Key(j+x), prefix)
 			})
 		} else {

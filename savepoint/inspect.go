@@ -265,18 +265,19 @@ type inspCounts struct {
 	keyBytes, valueBytes       int64
 }
 
-func (c *inspCounts) add(r Row, k Kind) {
-	c.rows++
+// add counts n rows of kind k holding keyBytes and valueBytes.
+func (c *inspCounts) add(k Kind, n int, keyBytes, valueBytes int64) {
+	c.rows += n
 	switch k {
 	case KindKeyed:
-		c.keyed++
+		c.keyed += n
 	case KindOperator:
-		c.operator++
+		c.operator += n
 	default:
-		c.raw++
+		c.raw += n
 	}
-	c.keyBytes += int64(len(r.Key))
-	c.valueBytes += int64(len(r.Value))
+	c.keyBytes += keyBytes
+	c.valueBytes += valueBytes
 }
 
 type inspSlotKey struct {
@@ -384,12 +385,10 @@ func Summarize(sp *Savepoint) *Summary {
 		var lastHas, haveLast bool
 		var o *inspOp
 		var sc *inspCounts
-		snap.EachRow(func(i int, r Row) bool {
-			if i&releaseEvery == 0 {
-				f.ReleasePages()
-			}
+		// A group of rows shares the operator, the kind and the slot.
+		snap.eachRun(f.ReleasePages, func(_ int, r Row, n int, kb, vb int64) {
 			k := ParseKey(r.Key)
-			fc.add(r, k.Kind)
+			fc.add(k.Kind, n, kb, vb)
 			if !haveLast || r.Op != lastOp || k.HasSlot != lastHas || !bytes.Equal(k.Slot, lastSlot) {
 				o = ops[r.Op]
 				if o == nil {
@@ -404,10 +403,9 @@ func Summarize(sp *Savepoint) *Summary {
 				}
 				lastOp, lastSlot, lastHas, haveLast = r.Op, k.Slot, k.HasSlot, true
 			}
-			o.add(r, k.Kind)
-			o.subtasks[f.Subtask]++
-			sc.add(r, k.Kind)
-			return true
+			o.add(k.Kind, n, kb, vb)
+			o.subtasks[f.Subtask] += n
+			sc.add(k.Kind, n, kb, vb)
 		})
 		f.ReleasePages()
 		fs.Rows, fs.Keyed, fs.Operator, fs.Raw, fs.KeyBytes, fs.ValueBytes = fc.rows, fc.keyed, fc.operator, fc.raw, fc.keyBytes, fc.valueBytes
@@ -513,19 +511,7 @@ func keyGroupHistogram(sp *Savepoint) KeyGroupSummary {
 		if grouped {
 			rng = g.Range(f.Subtask)
 		}
-		ix := index(f)
-		_, strict := f.Snapshot.Order() // no duplicates to skip
-		var prev Row
-		for j := 0; j < ix.len(); j++ {
-			if j&releaseEvery == 0 {
-				f.ReleasePages()
-			}
-			r := ix.row(j)
-			dup := !strict && j > 0 && prev.Compare(r) == 0
-			prev = r
-			if dup || ParseKey(r.Key).Kind != KindKeyed {
-				continue
-			}
+		count := func(r Row) { // a keyed row of this file, stored once
 			kg := int(r.Key[0])
 			if tree && grouped && !rng.Contains(kg) {
 				if of := sp.File(g.Owner(kg)); of != nil && of != f && of.Snapshot != nil && index(of).has(r.Op, r.Key) {
@@ -533,9 +519,40 @@ func keyGroupHistogram(sp *Savepoint) KeyGroupSummary {
 				} else {
 					h.Lost++
 				}
-				continue
+				return
 			}
 			h.Counts[kg]++
+		}
+		if _, strict := f.Snapshot.Order(); strict {
+			// No duplicates, and rows of a key group and slot come in runs.
+			cur := f.Snapshot.NewCursor()
+			f.Snapshot.eachRun(f.ReleasePages, func(i int, r Row, n int, _, _ int64) {
+				if ParseKey(r.Key).Kind != KindKeyed {
+					return
+				}
+				if kg := int(r.Key[0]); !tree || !grouped || rng.Contains(kg) {
+					h.Counts[kg] += n
+					return
+				}
+				for j := i; j < i+n; j++ {
+					count(cur.Row(j))
+				}
+			})
+			continue
+		}
+		ix := index(f)
+		var prev Row
+		for j := 0; j < ix.len(); j++ {
+			if j&releaseEvery == 0 {
+				f.ReleasePages()
+			}
+			r := ix.row(j)
+			dup := j > 0 && prev.Compare(r) == 0
+			prev = r
+			if dup || ParseKey(r.Key).Kind != KindKeyed {
+				continue
+			}
+			count(r)
 		}
 	}
 	for kg, c := range h.Counts {

@@ -3,6 +3,7 @@ package savepoint
 import (
 	"bytes"
 	"runtime"
+	"sort"
 	"sync"
 )
 
@@ -91,4 +92,65 @@ func (s *Snapshot) rangeOrder(lo, hi int) (sorted, strict bool) {
 		i += m
 	}
 	return sorted, strict
+}
+
+// eachRun calls fn for the rows of s in stream order, a group at a time:
+// when the rows are strictly increasing and read in place, a group is a run
+// of rows of one operator whose keys share the prefix up to the slot
+// separator (so one kind and one slot), its end found by binary search;
+// otherwise, and for keys without a separator, a group is one row. fn gets
+// the stream index and the first row of the group, its row count and the
+// sums of its key and value lengths. release is called now and then.
+func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyBytes, valueBytes int64)) {
+	if _, strict := s.Order(); !strict || !s.Columnar() {
+		s.EachRow(func(i int, r Row) bool {
+			if i&releaseEvery == 0 {
+				release()
+			}
+			fn(i, r, 1, int64(len(r.Key)), int64(len(r.Value)))
+			return true
+		})
+		return
+	}
+	i, next := 0, 0
+	for bi := range s.Batches {
+		b := &s.Batches[bi]
+		key := func(x int) []byte { return b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]] }
+		for x := 0; x < b.Len(); {
+			if i >= next {
+				release()
+				next = i + releaseEvery + 1
+			}
+			k := key(x)
+			end := x + 1
+			if sep := separatorIndex(k); sep >= 0 {
+				op, prefix := b.Ops[x], k[:sep+1]
+				end += Gallop(b.Len()-end, func(y int) bool {
+					return b.Ops[end+y] != op || !bytes.HasPrefix(key(end+y), prefix)
+				})
+			}
+			fn(i, b.Row(x), end-x, int64(b.KeyOffs[end]-b.KeyOffs[x]), int64(b.ValOffs[end]-b.ValOffs[x]))
+			i += end - x
+			x = end
+		}
+	}
+}
+
+// Gallop is sort.Search for answers expected near the start: it returns the
+// least i in [0, n) for which pred is true (n when there is none), pred
+// being false then true over the range. It probes 0, 1, 3, 7, ... and then
+// searches the last gap, so a run of m rows costs about 2 log2(m) probes
+// that stay near its start in memory, whatever n.
+func Gallop(n int, pred func(int) bool) int {
+	lo, step := 0, 1
+	for {
+		hi := lo + step - 1
+		if hi >= n {
+			return lo + sort.Search(n-lo, func(i int) bool { return pred(lo + i) })
+		}
+		if pred(hi) {
+			return lo + sort.Search(hi-lo, func(i int) bool { return pred(lo + i) })
+		}
+		lo, step = hi+1, step*2
+	}
 }

@@ -86,3 +86,22 @@ func TestOrderFaultReachesGuard(t *testing.T) {
 		t.Fatalf("Order on a truncated mapped input: %v, want ErrInputChanged", err)
 	}
 }
+
+// Gallop finds what sort.Search finds.
+func TestGallop(t *testing.T) {
+	for n := 0; n < 70; n++ {
+		for want := 0; want <= n; want++ {
+			probes := 0
+			got := Gallop(n, func(i int) bool {
+				probes++
+				if i < 0 || i >= n {
+					t.Fatalf("n %d: probe %d out of range", n, i)
+				}
+				return i >= want
+			})
+			if got != want {
+				t.Fatalf("n %d, want %d: got %d", n, want, got)
+			}
+		}
+	}
+}

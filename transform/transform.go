@@ -14,7 +14,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -676,7 +675,7 @@ func (o *outRows) keyedRun(j int) (n int, op uint64, kg int, keyed bool) {
 	if kg < 0 || kg >= savepoint.NumKeyGroups {
 		return 1, op, -1, false
 	}
-	n = 1 + sort.Search(m-1, func(x int) bool { return b.Ops[lo+1+x] != op || first(lo+1+x) != kg })
+	n = 1 + savepoint.Gallop(m-1, func(x int) bool { return b.Ops[lo+1+x] != op || first(lo+1+x) != kg })
 	return n, op, kg, true
 }
 
@@ -748,7 +747,7 @@ func countBatchSlots(b *savepoint.Batch, lo, n int, sorted bool, counts *slotCou
 		other := func(z int) bool { return b.Ops[z] != op || !bytes.HasPrefix(key(z), prefix) }
 		end := x + 1
 		if sorted {
-			end += sort.Search(lo+n-end, func(y int) bool { return other(end + y) })
+			end += savepoint.Gallop(lo+n-end, func(y int) bool { return other(end + y) })
 		} else {
 			for end < lo+n && !other(end) {
 				end++
