@@ -2,10 +2,7 @@ package savepoint
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 )
@@ -58,32 +55,6 @@ func TestOrder(t *testing.T) {
 				t.Errorf("%s (columnar %v): sorted %v strict %v, want %v %v", tc.name, columnar, sorted, strict, tc.sorted, tc.strict)
 			}
 		}
-	}
-}
-
-// A mapped input cut short faults in Order's goroutines; the fault reaches
-// the caller's Guard as ErrInputChanged.
-func TestOrderFaultReachesGuard(t *testing.T) {
-	rows := make([]Row, 300_000)
-	for i := range rows {
-		rows[i] = Row{Op: 1, Key: []byte(fmt.Sprintf("k%07d", i)), Value: []byte("v")}
-	}
-	path := filepath.Join(t.TempDir(), "in.snap")
-	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := Open(path, OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
-	sp.ReleasePages()
-	if err := os.Truncate(path, 4096); err != nil {
-		t.Fatal(err)
-	}
-	err = Guard(func() error { sp.Files[0].Snapshot.Order(); return nil })
-	if !errors.Is(err, ErrInputChanged) {
-		t.Fatalf("Order on a truncated mapped input: %v, want ErrInputChanged", err)
 	}
 }
 
