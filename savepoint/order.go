@@ -115,25 +115,40 @@ func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyB
 	i, next := 0, 0
 	for bi := range s.Batches {
 		b := &s.Batches[bi]
-		key := func(x int) []byte { return b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]] }
 		for x := 0; x < b.Len(); {
 			if i >= next {
 				release()
 				next = i + releaseEvery + 1
 			}
-			k := key(x)
-			end := x + 1
-			if sep := separatorIndex(k); sep >= 0 {
-				op, prefix := b.Ops[x], k[:sep+1]
-				end += Gallop(b.Len()-end, func(y int) bool {
-					return b.Ops[end+y] != op || !bytes.HasPrefix(key(end+y), prefix)
-				})
-			}
+			end := b.PrefixRunEnd(x, b.Len(), true)
 			fn(i, b.Row(x), end-x, int64(b.KeyOffs[end]-b.KeyOffs[x]), int64(b.ValOffs[end]-b.ValOffs[x]))
 			i += end - x
 			x = end
 		}
 	}
+}
+
+// PrefixRunEnd returns the end of the run of rows from x (before hi) of
+// row x's operator whose keys share its prefix up to the slot separator:
+// rows of one key group (or operator-state marker) and slot. A key without
+// a separator is a run of one. In sorted rows such a run holds all of the
+// prefix's rows and its end is found by galloping; otherwise by a scan.
+func (b *Batch) PrefixRunEnd(x, hi int, sorted bool) int {
+	key := func(y int) []byte { return b.Keys[b.KeyOffs[y]:b.KeyOffs[y+1]] }
+	sep := separatorIndex(key(x))
+	if sep < 0 {
+		return x + 1
+	}
+	op, prefix := b.Ops[x], key(x)[:sep+1]
+	other := func(y int) bool { return b.Ops[y] != op || !bytes.HasPrefix(key(y), prefix) }
+	end := x + 1
+	if sorted {
+		return end + Gallop(hi-end, func(y int) bool { return other(end + y) })
+	}
+	for end < hi && !other(end) {
+		end++
+	}
+	return end
 }
 
 // Gallop is sort.Search for answers expected near the start: it returns the

@@ -730,30 +730,13 @@ func countSlots(rs savepoint.RowSource, sorted bool, counts *slotCounts, release
 	}
 }
 
-// countBatchSlots adds rows [lo, lo+n) of b to counts: consecutive rows of
-// one operator whose keys share the prefix up to the slot separator are in
-// one slot. In sorted rows those are all the prefix's rows, and the end of
-// each is found by binary search; otherwise by a scan.
+// countBatchSlots adds rows [lo, lo+n) of b to counts a prefix run at a
+// time (Batch.PrefixRunEnd): the rows of a run are in one slot.
 func countBatchSlots(b *savepoint.Batch, lo, n int, sorted bool, counts *slotCounts) {
-	key := func(x int) []byte { return b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]] }
 	for x := lo; x < lo+n; {
-		op, k := b.Ops[x], savepoint.ParseKey(key(x))
-		if !k.HasSlot {
-			counts.add(op, k.Slot, false) // no prefix to share
-			x++
-			continue
-		}
-		prefix := key(x)[:len(key(x))-len(k.UserKey)]
-		other := func(z int) bool { return b.Ops[z] != op || !bytes.HasPrefix(key(z), prefix) }
-		end := x + 1
-		if sorted {
-			end += savepoint.Gallop(lo+n-end, func(y int) bool { return other(end + y) })
-		} else {
-			for end < lo+n && !other(end) {
-				end++
-			}
-		}
-		counts.addN(op, k.Slot, true, int64(end-x))
+		k := savepoint.ParseKey(b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]])
+		end := b.PrefixRunEnd(x, lo+n, sorted) // x+1 for a key without a separator
+		counts.addN(b.Ops[x], k.Slot, k.HasSlot, int64(end-x))
 		x = end
 	}
 }
