@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -96,11 +97,12 @@ func (s *Snapshot) EachRow(fn func(i int, r Row) bool) {
 }
 
 // Cursor gives random access to the rows of a columnar snapshot by stream
-// index; it is cheap for a single batch and for increasing indexes.
+// index; it is cheap for a single batch and for increasing indexes. It is
+// safe for concurrent use.
 type Cursor struct {
 	s     *Snapshot
-	start []int // first row index of each batch
-	cur   int
+	start []int        // first row index of each batch
+	hint  atomic.Int32 // the batch of the last row located
 }
 
 // NewCursor returns a Cursor over s.
@@ -162,23 +164,27 @@ func (c *Cursor) locate(i int) (*Batch, int) {
 	if len(c.start) == 1 {
 		return &c.s.Batches[0], i
 	}
-	c.seek(i)
-	return &c.s.Batches[c.cur], i - c.start[c.cur]
+	k := c.seek(i)
+	return &c.s.Batches[k], i - c.start[k]
 }
 
-func (c *Cursor) seek(i int) {
-	if c.cur >= len(c.start) || i < c.start[c.cur] || (c.cur+1 < len(c.start) && i >= c.start[c.cur+1]) {
-		lo, hi := 0, len(c.start)
-		for lo < hi {
-			m := (lo + hi) / 2
-			if c.start[m] <= i {
-				lo = m + 1
-			} else {
-				hi = m
-			}
-		}
-		c.cur = lo - 1
+// seek returns the batch holding row i.
+func (c *Cursor) seek(i int) int {
+	k := int(c.hint.Load())
+	if k < len(c.start) && i >= c.start[k] && (k+1 == len(c.start) || i < c.start[k+1]) {
+		return k
 	}
+	lo, hi := 0, len(c.start)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if c.start[m] <= i {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	c.hint.Store(int32(lo - 1))
+	return lo - 1
 }
 
 // Row returns row i.
