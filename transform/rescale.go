@@ -166,7 +166,11 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 			for i := 0; i < g.Count; i++ {
 				res := results[byIndex[g.First+i]]
 				if !res.canonical {
-					dupes += res.out.canonicalise(nil)
+					n, err := res.out.canonicalise(nil)
+					if err != nil {
+						return nil, fmt.Errorf("%s: %w", sp.Files[byIndex[g.First+i]].Path, err)
+					}
+					dupes += n
 					res.canonical = true
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -50,6 +51,12 @@ type Options struct {
 	// COMPLETED marker).
 	Generation int
 	Checkpoint uint64
+	// TempDir is where a file whose output rows must be sorted, and are too
+	// many to sort in memory, is sorted through temporary files (about twice
+	// its kept rows' bytes while it runs; unlinked at once). Default: the
+	// nearest existing directory above Out (so the output's filesystem, not
+	// a /tmp that may be memory), or os.TempDir() for a dry run.
+	TempDir string
 }
 
 // ErrAccounting is returned when a run's counts do not add up; it means a
@@ -83,7 +90,8 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	rep := newReport(sp, set, opts.DryRun)
-	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress}
+	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts)}
+	defer eng.spill.close()
 	for _, f := range sp.Files {
 		eng.total += int64(f.Snapshot.NumRows())
 	}
@@ -287,6 +295,7 @@ type engine struct {
 	progress func(stage string, done, total int64)
 	done     atomic.Int64
 	total    int64
+	spill    *spiller
 }
 
 // processFile runs every row of f through the steps. It records the
@@ -344,7 +353,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 	}
 	if res.changed && !sorted {
 		comp := &compositeMemo{e: e}
-		res.dupes = out.canonicalise(func(r savepoint.Row) {
+		res.dupes, res.err = out.canonicalise(func(r savepoint.Row) {
 			k := savepoint.ParseKey(r.Key)
 			res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
 			e.auditOut(res, r, k, -1, comp)
@@ -395,7 +404,7 @@ func (e *engine) newResult() *fileResult {
 func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int) *rangeResult {
 	res := e.newResult()
 	snap := f.Snapshot
-	out := &outRows{cur: snap.NewCursor(), release: f.ReleasePages}
+	out := &outRows{cur: snap.NewCursor(), release: f.ReleasePages, spill: e.spill}
 	res.out = out
 	rr := &rangeResult{res: res, sorted: true}
 	w := &worker{e: e, res: res, subtask: f.Subtask, rr: rr, comp: compositeMemo{e: e}}
@@ -572,6 +581,8 @@ type outRows struct {
 	// mod maps an output position to its modified row; nil when no rule
 	// modified a row.
 	mod map[uint32]savepoint.Row
+	// spill sorts outputs too large to sort in memory (nil: never).
+	spill *spiller
 }
 
 // Len returns the number of output rows.
@@ -681,8 +692,12 @@ func (o *outRows) keyedRun(j int) (n int, op uint64, kg int, keyed bool) {
 
 // canonicalise sorts the output rows by (op, key) and resolves duplicates as
 // clink's restore does; it returns how many duplicates it resolved, after
-// calling dropped (if not nil) with each row removed.
-func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
+// calling dropped (if not nil) with each row removed. Outputs of at least
+// spill.minRows rows are sorted through temporary files (see spiller).
+func (o *outRows) canonicalise(dropped func(savepoint.Row)) (int64, error) {
+	if o.spill != nil && o.Len() >= o.spill.minRows {
+		return o.canonicaliseSpilled(dropped)
+	}
 	var lost func(pos uint32)
 	if dropped != nil {
 		lost = func(pos uint32) { dropped(o.Row(int(pos))) }
@@ -703,7 +718,100 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) int64 {
 	dupes := int64(o.Len() - len(newOrder))
 	o.idx = rowIndex{dense: newOrder}
 	o.mod = newMod
-	return dupes
+	return dupes, nil
+}
+
+// canonicaliseSpilled is canonicalise through savepoint.SortSpilled: the
+// output rows become the rows of the sorted temporary file, one run.
+func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (int64, error) {
+	var dupes int64
+	sp, err := savepoint.SortSpilled(o, savepoint.SpillOptions{
+		Dir:     o.spill.dir,
+		Budget:  spillBudget,
+		Release: o.release,
+		Dropped: func(r savepoint.Row) {
+			dupes++
+			if dropped != nil {
+				// The slot counts remember the last slot seen: the row
+				// must outlive the sort's buffer.
+				dropped(savepoint.Row{Op: r.Op, Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)})
+			}
+		},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sort the output rows: %w", err)
+	}
+	o.spill.keep(sp)
+	spillCount.Add(1)
+	sorted := sp.Snapshot()
+	release := o.release
+	o.cur = sorted.NewCursor()
+	o.release = func() {
+		release()
+		sp.ReleasePages()
+	}
+	o.idx = rowIndex{}
+	o.idx.appendRun(0, sorted.NumRows())
+	o.mod = nil
+	return dupes, nil
+}
+
+// spiller holds what sorting through temporary files needs in a run, and
+// the sorted files until the run ends.
+type spiller struct {
+	dir     string
+	minRows int
+	mu      sync.Mutex
+	open    []*savepoint.Spilled
+}
+
+// minSpillRows is the fewest output rows sorted through temporary files:
+// below it the in-memory sort (about 36 bytes a row, and random reads of
+// the input when writing) costs little. A variable so tests can lower it.
+var minSpillRows = 1 << 20
+
+// spillBudget is SpillOptions.Budget (0: the default); tests lower it.
+var spillBudget = 0
+
+// spillCount counts the outputs sorted through temporary files (tests
+// check that they took that path).
+var spillCount atomic.Int64
+
+func newSpiller(opts Options) *spiller {
+	s := &spiller{dir: opts.TempDir, minRows: minSpillRows}
+	if s.dir == "" && opts.Out != "" {
+		// The nearest existing directory above the output.
+		d, err := filepath.Abs(opts.Out)
+		for err == nil {
+			d = filepath.Dir(d)
+			var fi os.FileInfo
+			if fi, err = os.Stat(d); err == nil && fi.IsDir() {
+				s.dir = d
+				break
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+			err = nil
+		}
+	}
+	return s
+}
+
+func (s *spiller) keep(sp *savepoint.Spilled) {
+	s.mu.Lock()
+	s.open = append(s.open, sp)
+	s.mu.Unlock()
+}
+
+// close closes the sorted files (they were unlinked when created).
+func (s *spiller) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sp := range s.open {
+		sp.Close()
+	}
+	s.open = nil
 }
 
 // countSlots adds the rows of src to counts, a prefix at a time where src

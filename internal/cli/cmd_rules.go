@@ -68,6 +68,7 @@ func runLint(ctx context.Context, s *Streams, args []string) int {
 // transformFlags are the flags of plan and apply.
 type transformFlags struct {
 	rules, out, report, stateBase *string
+	tempDir                       *string
 	force, asJSON, allowUnverif   *bool
 	quiet                         *bool
 	jobs, generation              *int
@@ -89,6 +90,7 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	f.jobs = fs.Int("jobs", 0, "files processed at once (default: the number of CPUs)")
 	f.allowUnverif = fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
 	f.quiet = fs.BoolP("quiet", "q", false, "no progress on stderr (it is shown only when stderr is a terminal)")
+	f.tempDir = fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, through temporary files (default: the output's directory)")
 	f.open = addOpenFlags(fs)
 	return f
 }
@@ -124,7 +126,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		return fail(s, c.name, err)
 	}
 	defer sp.Close()
-	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version}
+	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version, TempDir: *tf.tempDir}
 	if s.ErrIsTerminal && !*tf.quiet {
 		p := newProgress(s.Err)
 		defer p.finish()

@@ -1,0 +1,663 @@
+package savepoint
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"unsafe"
+)
+
+// External canonical sort.
+//
+// CanonicalPositions sorts an index of every row in memory (about 32 bytes a
+// row) and leaves the rows where they are, so writing them in that order
+// reads the input at random: for a large file in clink's own (hash-map)
+// order that means memory in proportion to the rows and a cache miss or
+// more per row and column. SortSpilled sorts the way databases sort more
+// than fits in memory:
+//
+//  1. One pass over the rows in stream order appends each row to a bucket
+//     by its operator and first key byte (the key group of a keyed row).
+//     Buckets fill small buffers that are flushed, as chunks, to one
+//     temporary file.
+//  2. Buckets are taken in canonical order. A bucket is read back and
+//     sorted in memory with CanonicalPositions, which resolves its
+//     duplicates; one larger than the budget is split again on the first
+//     key byte where its keys differ, and one whose keys are all the same
+//     is folded to its surviving row without being held.
+//  3. The sorted rows are appended, column by column, to a second
+//     temporary file as record batches, which is then mapped: the result
+//     is a canonical Snapshot that long passes read in order (and the
+//     writer copies a run at a time).
+//
+// Memory is bounded by the budget, not by the rows; the temporary files
+// hold the rows twice over while the sort runs and are unlinked as soon as
+// they are created, so nothing is left behind whatever happens to the
+// process.
+
+// DefaultSpillBudget is how many bytes of rows SortSpilled holds in memory
+// at once when SpillOptions.Budget is zero.
+const DefaultSpillBudget = 16 << 20
+
+// maxSpillBudget bounds SpillOptions.Budget: a bucket read back is indexed
+// with 32-bit offsets.
+const maxSpillBudget = 1 << 30
+
+// SpillOptions control SortSpilled.
+type SpillOptions struct {
+	// Dir is where the temporary files are created ("" for os.TempDir()). It
+	// needs room for about twice the rows' bytes while the sort runs.
+	Dir string
+	// Budget bounds the bytes of rows held in memory at once (0:
+	// DefaultSpillBudget).
+	Budget int
+	// Dropped, when not nil, is called with each row that loses to a
+	// duplicate, resolved as CanonicalPositions does. The row's slices are
+	// valid only during the call.
+	Dropped func(Row)
+	// Release, when not nil, is called now and then during the pass over the
+	// source (long passes over memory maps use it to drop read pages from
+	// the resident set).
+	Release func()
+}
+
+// Spilled is a canonical copy of rows in an unlinked temporary file, mapped
+// as the record batches of a Snapshot.
+type Spilled struct {
+	snap *Snapshot
+	m    *mappedFile
+}
+
+// Snapshot returns the sorted rows as a columnar snapshot (metadata and
+// version map empty).
+func (s *Spilled) Snapshot() *Snapshot { return s.snap }
+
+// ReleasePages drops the file's mapped pages from the resident set.
+func (s *Spilled) ReleasePages() {
+	if s.m != nil {
+		releasePages(s.m.data)
+	}
+}
+
+// Close unmaps and closes the temporary file; the Snapshot must not be used
+// after.
+func (s *Spilled) Close() error {
+	if s.m == nil {
+		return nil
+	}
+	err := errors.Join(unmapFile(s.m.data), s.m.f.Close())
+	s.m = nil
+	return err
+}
+
+// SortSpilled returns the rows of src in canonical order, with duplicates
+// of (op, key) resolved as CanonicalPositions resolves them, sorted through
+// temporary files in opts.Dir so that memory stays within opts.Budget
+// whatever the number of rows (see the comment above).
+func SortSpilled(src ColumnSource, opts SpillOptions) (_ *Spilled, err error) {
+	budget := opts.Budget
+	if budget <= 0 {
+		budget = DefaultSpillBudget
+	}
+	budget = min(budget, maxSpillBudget)
+	chunks, err := createTempFile(opts.Dir, "spill")
+	if err != nil {
+		return nil, err
+	}
+	defer chunks.Close()
+	cw := &chunkWriter{f: chunks, w: bufio.NewWriterSize(chunks, 1<<20)}
+	top := newPartition(cw, 0, budget)
+	if err := top.addAll(src, opts.Release); err != nil {
+		return nil, err
+	}
+	cols, err := createTempFile(opts.Dir, "sorted")
+	if err != nil {
+		return nil, err
+	}
+	out := &colWriter{f: cols, limit: budget}
+	defer func() {
+		if err != nil {
+			cols.Close()
+		}
+	}()
+	s := &spillSorter{chunks: cw, out: out, budget: budget, dropped: opts.Dropped}
+	if err := s.drain(top); err != nil {
+		return nil, err
+	}
+	return out.finish()
+}
+
+// createTempFile creates a temporary file in dir and unlinks it at once.
+func createTempFile(dir, what string) (*os.File, error) {
+	f, err := os.CreateTemp(dir, ".sptool-"+what+"-*")
+	if err != nil {
+		return nil, fmt.Errorf("create a temporary file for the sort: %w", err)
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("unlink temporary file: %w", err)
+	}
+	return f, nil
+}
+
+// A record, as buckets hold rows: op (8 bytes), key length and value
+// length (4 bytes each, little-endian), key, value.
+const recordHeader = 16
+
+func appendRecord(b []byte, op uint64, key, value []byte) []byte {
+	b = binary.LittleEndian.AppendUint64(b, op)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(key)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(value)))
+	b = append(b, key...)
+	return append(b, value...)
+}
+
+// nextRecord returns the record at the start of b and its length.
+func nextRecord(b []byte) (Row, int) {
+	k := int(binary.LittleEndian.Uint32(b[8:]))
+	v := int(binary.LittleEndian.Uint32(b[12:]))
+	ke := recordHeader + k
+	ve := ke + v
+	return Row{Op: binary.LittleEndian.Uint64(b), Key: b[recordHeader:ke:ke], Value: b[ke:ve:ve]}, ve
+}
+
+// chunkWriter appends chunks of records to the spill file.
+type chunkWriter struct {
+	f    *os.File
+	w    *bufio.Writer
+	size int64
+	buf  []byte // for reading chunks back
+}
+
+type chunk struct {
+	off int64
+	n   int
+}
+
+func (c *chunkWriter) write(b []byte) (chunk, error) {
+	if _, err := c.w.Write(b); err != nil {
+		return chunk{}, fmt.Errorf("write the sort's temporary file: %w", err)
+	}
+	ch := chunk{c.size, len(b)}
+	c.size += int64(len(b))
+	return ch, nil
+}
+
+// flush writes the buffered chunks to the file.
+func (c *chunkWriter) flush() error {
+	if err := c.w.Flush(); err != nil {
+		return fmt.Errorf("write the sort's temporary file: %w", err)
+	}
+	return nil
+}
+
+// read returns the bytes of ch (valid until the next read).
+func (c *chunkWriter) read(ch chunk) ([]byte, error) {
+	if err := c.flush(); err != nil {
+		return nil, err
+	}
+	c.buf = slices.Grow(c.buf[:0], ch.n)[:ch.n]
+	if _, err := c.f.ReadAt(c.buf, ch.off); err != nil {
+		return nil, fmt.Errorf("read the sort's temporary file: %w", err)
+	}
+	return c.buf, nil
+}
+
+// bucket holds the records of rows that share an operator and, at a
+// partition's depth d, their first d key bytes and the next one (or that
+// are d bytes long: all the same key then).
+type bucket struct {
+	chunks []chunk // flushed records, in order
+	tail   []byte  // records not flushed yet, after the chunks
+	size   int64   // bytes of records in all
+	rows   int
+}
+
+// records calls fn with the bucket's records in order, a chunk at a time.
+func (b *bucket) records(c *chunkWriter, fn func(recs []byte) error) error {
+	for _, ch := range b.chunks {
+		recs, err := c.read(ch)
+		if err != nil {
+			return err
+		}
+		if err := fn(recs); err != nil {
+			return err
+		}
+	}
+	return fn(b.tail)
+}
+
+// eachRow calls fn with each row of the bucket in order.
+func (b *bucket) eachRow(c *chunkWriter, fn func(Row) error) error {
+	return b.records(c, func(recs []byte) error {
+		for len(recs) > 0 {
+			r, n := nextRecord(recs)
+			if err := fn(r); err != nil {
+				return err
+			}
+			recs = recs[n:]
+		}
+		return nil
+	})
+}
+
+// partition routes rows to buckets by operator and the key byte at depth
+// (index 0: keys depth bytes long; 1+b: key byte b).
+type partition struct {
+	c      *chunkWriter
+	depth  int
+	budget int
+	ops    map[uint64]*[257]*bucket
+	lastOp uint64
+	last   *[257]*bucket
+	n      int // buckets
+}
+
+func newPartition(c *chunkWriter, depth, budget int) *partition {
+	return &partition{c: c, depth: depth, budget: budget, ops: map[uint64]*[257]*bucket{}}
+}
+
+// chunkLimit is how many bytes a bucket buffers before flushing: the
+// budget shared by the buckets, between 4 KiB and 1 MiB.
+func (p *partition) chunkLimit() int {
+	return max(4<<10, min(1<<20, p.budget/max(1, p.n)))
+}
+
+func (p *partition) add(r Row) error {
+	t := p.last
+	if t == nil || r.Op != p.lastOp {
+		if t = p.ops[r.Op]; t == nil {
+			t = new([257]*bucket)
+			p.ops[r.Op] = t
+		}
+		p.last, p.lastOp = t, r.Op
+	}
+	k := 0
+	if len(r.Key) > p.depth {
+		k = 1 + int(r.Key[p.depth])
+	}
+	b := t[k]
+	if b == nil {
+		b = &bucket{}
+		t[k] = b
+		p.n++
+	}
+	rec := recordHeader + len(r.Key) + len(r.Value)
+	if limit := p.chunkLimit(); len(b.tail) > 0 && len(b.tail)+rec > limit {
+		ch, err := p.c.write(b.tail)
+		if err != nil {
+			return err
+		}
+		b.chunks = append(b.chunks, ch)
+		b.tail = b.tail[:0]
+		if cap(b.tail) > 2*limit {
+			b.tail = nil // a large row grew it
+		}
+	}
+	b.tail = appendRecord(b.tail, r.Op, r.Key, r.Value)
+	b.size += int64(rec)
+	b.rows++
+	return nil
+}
+
+// addAll routes every row of src, in order.
+func (p *partition) addAll(src ColumnSource, release func()) error {
+	runs, _ := src.(RunSource)
+	n := src.Len()
+	next := 0
+	for i := 0; i < n; {
+		if release != nil && i >= next {
+			release()
+			next = i + 1<<18
+		}
+		if runs != nil {
+			if b, lo, m, ok := runs.Run(i); ok {
+				m = min(m, n-i)
+				for j := lo; j < lo+m; j++ {
+					if err := p.add(b.Row(j)); err != nil {
+						return err
+					}
+				}
+				i += m
+				continue
+			}
+		}
+		if err := p.add(Row{Op: src.Op(i), Key: src.Key(i), Value: src.Value(i)}); err != nil {
+			return err
+		}
+		i++
+	}
+	return nil
+}
+
+// spillSorter takes buckets in canonical order to the output.
+type spillSorter struct {
+	chunks  *chunkWriter
+	out     *colWriter
+	budget  int
+	dropped func(Row)
+	sets    []*sortSet // buffers of the buckets being sorted, reused
+}
+
+// sortSet is a bucket read back and sorted: its records, their offsets,
+// the order of the survivors and the rows that lost to a duplicate.
+type sortSet struct {
+	buf         []byte
+	at          []uint32
+	order, lost []uint32
+	err         error
+	done        chan struct{}
+}
+
+// What drain does with a bucket.
+const (
+	bucketSort  = iota // read it back and sort it in memory
+	bucketFold         // every key is the same: keep the survivor
+	bucketSplit        // larger than the budget: partition it again
+)
+
+type drainItem struct {
+	b    *bucket
+	what int
+	set  *sortSet // when its sort has started
+}
+
+// drain sorts the buckets of p, in order, to the output. Buckets to sort in
+// memory are read back and sorted by goroutines up to the number of CPUs
+// ahead of the one being written out; a bucket that is split is drained
+// with nothing in flight, so the buffers of each level are its own.
+func (s *spillSorter) drain(p *partition) error {
+	if err := s.chunks.flush(); err != nil {
+		return err
+	}
+	ops := make([]uint64, 0, len(p.ops))
+	for op := range p.ops {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	var items []drainItem
+	for _, op := range ops {
+		for k, b := range p.ops[op] {
+			switch {
+			case b == nil:
+			case k == 0:
+				items = append(items, drainItem{b: b, what: bucketFold}) // every key is the same
+			case b.size > int64(s.budget):
+				items = append(items, drainItem{b: b, what: bucketSplit})
+			default:
+				items = append(items, drainItem{b: b, what: bucketSort})
+			}
+		}
+	}
+	p.ops = nil
+	ahead := max(1, runtime.GOMAXPROCS(0))
+	if len(s.sets) < ahead+1 {
+		s.sets = make([]*sortSet, ahead+1)
+		for i := range s.sets {
+			s.sets[i] = &sortSet{}
+		}
+	}
+	// Items [i, started) have been looked at; those sorted in memory have
+	// a goroutine. None starts past a bucket that is folded or split
+	// before that bucket is done.
+	started := 0
+	var err error
+	for i := range items {
+		for ; started < len(items) && started <= i+ahead && err == nil; started++ {
+			if started > i && items[started-1].what != bucketSort {
+				break
+			}
+			if items[started].what == bucketSort {
+				set := s.sets[started%len(s.sets)]
+				set.done = make(chan struct{})
+				items[started].set = set
+				go s.sortBucket(items[started].b, set)
+			}
+		}
+		it := &items[i]
+		switch {
+		case it.set != nil:
+			<-it.set.done // also after an error: the goroutine uses the set
+			if err == nil {
+				err = s.emit(it.set)
+			}
+		case err != nil:
+		case it.what == bucketFold:
+			err = s.fold(it.b)
+		case it.what == bucketSplit:
+			err = s.split(it.b, p.depth)
+		}
+	}
+	return err
+}
+
+// sortBucket reads bucket b into set and sorts it (in a goroutine of its
+// own: it reads only chunks already flushed, with its own buffers).
+func (s *spillSorter) sortBucket(b *bucket, set *sortSet) {
+	defer close(set.done)
+	set.buf, set.at, set.lost, set.err = set.buf[:0], set.at[:0], set.lost[:0], nil
+	set.buf = slices.Grow(set.buf, int(b.size))
+	for _, ch := range b.chunks {
+		at := len(set.buf)
+		set.buf = set.buf[:at+ch.n]
+		if _, err := s.chunks.f.ReadAt(set.buf[at:], ch.off); err != nil {
+			set.err = fmt.Errorf("read the sort's temporary file: %w", err)
+			return
+		}
+	}
+	set.buf = append(set.buf, b.tail...)
+	for off := 0; off < len(set.buf); {
+		set.at = append(set.at, uint32(off))
+		_, n := nextRecord(set.buf[off:])
+		off += n
+	}
+	set.order = CanonicalPositions(recordView{set.buf, set.at}, func(pos uint32) { set.lost = append(set.lost, pos) }, nil)
+}
+
+// emit writes a sorted bucket to the output and reports its losers.
+func (s *spillSorter) emit(set *sortSet) error {
+	if set.err != nil {
+		return set.err
+	}
+	v := recordView{set.buf, set.at}
+	if s.dropped != nil {
+		for _, pos := range set.lost {
+			s.dropped(v.Row(int(pos)))
+		}
+	}
+	for _, pos := range set.order {
+		s.out.add(v.Row(int(pos)))
+	}
+	return s.out.err
+}
+
+// fold resolves a bucket of rows that all have the same operator and key
+// to its surviving row, pairwise in stream order as CanonicalPositions
+// does, holding one row at a time.
+func (s *spillSorter) fold(b *bucket) error {
+	var held []byte // the surviving row so far, as a record
+	err := b.eachRow(s.chunks, func(r Row) error {
+		if held == nil {
+			held = appendRecord(nil, r.Op, r.Key, r.Value)
+			return nil
+		}
+		h, _ := nextRecord(held)
+		if IncomingWins(h, r) {
+			if s.dropped != nil {
+				s.dropped(h)
+			}
+			held = appendRecord(held[:0], r.Op, r.Key, r.Value)
+		} else if s.dropped != nil {
+			s.dropped(r)
+		}
+		return nil
+	})
+	if err != nil || held == nil {
+		return err
+	}
+	h, _ := nextRecord(held)
+	s.out.add(h)
+	return s.out.err
+}
+
+// split partitions a bucket larger than the budget on the first key byte
+// where its keys differ (past depth, which they all share) and drains the
+// parts. Each part is smaller: at that byte at least two differ.
+func (s *spillSorter) split(b *bucket, depth int) error {
+	var first []byte
+	common := -1
+	err := b.eachRow(s.chunks, func(r Row) error {
+		if common < 0 {
+			first = bytes.Clone(r.Key)
+			common = len(first)
+			return nil
+		}
+		n := min(common, len(r.Key))
+		i := depth
+		for i < n && first[i] == r.Key[i] {
+			i++
+		}
+		common = i
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p := newPartition(s.chunks, common, s.budget)
+	if err := b.eachRow(s.chunks, p.add); err != nil {
+		return err
+	}
+	return s.drain(p)
+}
+
+// recordView is the ColumnSource of a bucket read back.
+type recordView struct {
+	buf []byte
+	at  []uint32
+}
+
+func (v recordView) Len() int { return len(v.at) }
+
+func (v recordView) Row(i int) Row {
+	r, _ := nextRecord(v.buf[v.at[i]:])
+	return r
+}
+
+func (v recordView) Op(i int) uint64 { return binary.LittleEndian.Uint64(v.buf[v.at[i]:]) }
+
+func (v recordView) Key(i int) []byte { return v.Row(i).Key }
+
+func (v recordView) Value(i int) []byte { return v.Row(i).Value }
+
+// colWriter appends sorted rows to a temporary file as record batches of
+// about limit bytes: each column of a batch in turn, in native byte order,
+// 8-byte aligned, to be mapped as a Batch.
+type colWriter struct {
+	f       *os.File
+	limit   int
+	size    int64
+	ops     []uint64
+	koffs   []int32
+	keys    []byte
+	voffs   []int32
+	vals    []byte
+	batches []colBatch
+	err     error
+}
+
+// colBatch is where a batch's columns lie in the file.
+type colBatch struct {
+	rows                       int
+	ops, koffs, keys, voffs, v int64
+	klen, vlen                 int
+}
+
+func (w *colWriter) add(r Row) {
+	if w.err != nil {
+		return
+	}
+	if len(w.ops) > 0 && (len(w.keys)+len(w.vals)+16*len(w.ops) >= w.limit ||
+		int64(len(w.keys)+len(r.Key)) > maxColumnBytes || int64(len(w.vals)+len(r.Value)) > maxColumnBytes) {
+		w.flush()
+	}
+	if len(w.koffs) == 0 {
+		w.koffs = append(w.koffs, 0)
+		w.voffs = append(w.voffs, 0)
+	}
+	w.ops = append(w.ops, r.Op)
+	w.keys = append(w.keys, r.Key...)
+	w.koffs = append(w.koffs, int32(len(w.keys)))
+	w.vals = append(w.vals, r.Value...)
+	w.voffs = append(w.voffs, int32(len(w.vals)))
+}
+
+// put writes b 8-byte aligned and returns its offset.
+func (w *colWriter) put(b []byte) int64 {
+	at := w.size
+	if w.err == nil {
+		_, w.err = w.f.Write(b)
+	}
+	var zeros [8]byte
+	pad := pad8(int64(len(b))) - int64(len(b))
+	if w.err == nil && pad > 0 {
+		_, w.err = w.f.Write(zeros[:pad])
+	}
+	w.size += int64(len(b)) + pad
+	return at
+}
+
+func bytesOf[T uint64 | int32](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+func (w *colWriter) flush() {
+	if len(w.ops) == 0 {
+		return
+	}
+	cb := colBatch{rows: len(w.ops), klen: len(w.keys), vlen: len(w.vals)}
+	cb.ops = w.put(bytesOf(w.ops))
+	cb.koffs = w.put(bytesOf(w.koffs))
+	cb.keys = w.put(w.keys)
+	cb.voffs = w.put(bytesOf(w.voffs))
+	cb.v = w.put(w.vals)
+	w.batches = append(w.batches, cb)
+	w.ops, w.koffs, w.keys, w.voffs, w.vals = w.ops[:0], w.koffs[:0], w.keys[:0], w.voffs[:0], w.vals[:0]
+	if w.err != nil {
+		w.err = fmt.Errorf("write the sort's temporary file: %w", w.err)
+	}
+}
+
+// finish writes what is buffered and maps the file as batches.
+func (w *colWriter) finish() (*Spilled, error) {
+	w.flush()
+	if w.err != nil {
+		return nil, w.err
+	}
+	w.ops, w.koffs, w.keys, w.voffs, w.vals = nil, nil, nil, nil, nil
+	data, err := mapFile(w.f, w.size)
+	if err != nil {
+		return nil, fmt.Errorf("map the sort's temporary file: %w", err)
+	}
+	m := &mappedFile{f: w.f, data: data}
+	snap := &Snapshot{Variant: Canonical, Batches: make([]Batch, 0, len(w.batches))}
+	for _, cb := range w.batches {
+		snap.Batches = append(snap.Batches, Batch{
+			Ops:     unsafe.Slice((*uint64)(unsafe.Pointer(&data[cb.ops])), cb.rows),
+			KeyOffs: unsafe.Slice((*int32)(unsafe.Pointer(&data[cb.koffs])), cb.rows+1),
+			Keys:    data[cb.keys : cb.keys+int64(cb.klen) : cb.keys+int64(cb.klen)],
+			ValOffs: unsafe.Slice((*int32)(unsafe.Pointer(&data[cb.voffs])), cb.rows+1),
+			Vals:    data[cb.v : cb.v+int64(cb.vlen) : cb.v+int64(cb.vlen)],
+			file:    m,
+		})
+		snap.BatchRows = append(snap.BatchRows, cb.rows)
+	}
+	return &Spilled{snap: snap, m: m}, nil
+}

@@ -1,0 +1,127 @@
+package savepoint
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+)
+
+// spillRows returns n rows in random order with the shapes that stress the
+// external sort: few operators, duplicates (keyed, and operator state with
+// 8-byte values, which keep the greater), empty keys, one key group much
+// larger than the rest, keys that share long prefixes, and keys that are
+// prefixes of others.
+func spillRows(r *rand.Rand, n int) []Row {
+	rows := make([]Row, n)
+	long := bytes.Repeat([]byte("s"), 40)
+	for i := range rows {
+		var k []byte
+		switch c := r.IntN(10); {
+		case c == 0:
+			k = nil
+		case c < 4: // the big key group, with a long shared prefix
+			k = append([]byte{7}, long[:r.IntN(len(long))]...)
+			k = append(k, byte(r.IntN(4)))
+		case c < 6: // operator state and timers
+			k = []byte{0xff, byte(r.IntN(3))}
+		default:
+			k = make([]byte, 1+r.IntN(6))
+			for j := range k {
+				k[j] = byte(r.IntN(130))
+			}
+		}
+		v := make([]byte, r.IntN(3)*4)
+		for j := range v {
+			v[j] = byte(r.Uint32())
+		}
+		if r.IntN(3) == 0 {
+			v = v[:0]
+			v = append(v, byte(r.Uint32()), 0, 0, 0, 0, 0, 0, byte(r.IntN(2))<<7)
+		}
+		rows[i] = Row{Op: r.Uint64N(3) * 1e18, Key: k, Value: v}
+	}
+	return rows
+}
+
+// rowString renders a row for comparisons.
+func rowString(r Row) string { return fmt.Sprintf("%d/%x/%x", r.Op, r.Key, r.Value) }
+
+// TestSortSpilled: the external sort gives the rows, and drops the
+// duplicates, that CanonicalPositions does, at budgets that make it split
+// buckets down to single keys, and the writer writes the same bytes from
+// either.
+func TestSortSpilled(t *testing.T) {
+	for _, c := range []struct {
+		n, budget int
+	}{
+		{0, 0}, {1, 0}, {5000, 0}, {5000, 1 << 10}, {5000, 64}, {20000, 4 << 10},
+	} {
+		t.Run(fmt.Sprintf("%d rows budget %d", c.n, c.budget), func(t *testing.T) {
+			rows := spillRows(rand.New(rand.NewPCG(uint64(c.n), uint64(c.budget))), c.n)
+			var wantLost []string
+			pos := CanonicalPositions(Columns(RowSlice(rows)), func(p uint32) { wantLost = append(wantLost, rowString(rows[p])) }, nil)
+			want := make([]Row, len(pos))
+			for i, p := range pos {
+				want[i] = rows[p]
+			}
+			var gotLost []string
+			sp, err := SortSpilled(Columns(RowSlice(rows)), SpillOptions{Dir: t.TempDir(), Budget: c.budget, Dropped: func(r Row) { gotLost = append(gotLost, rowString(r)) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sp.Close()
+			got := sp.Snapshot()
+			if got.NumRows() != len(want) {
+				t.Fatalf("%d rows, want %d", got.NumRows(), len(want))
+			}
+			cur := got.NewCursor()
+			for i, w := range want {
+				if g := cur.Row(i); rowString(g) != rowString(w) {
+					t.Fatalf("row %d: %s, want %s", i, rowString(g), rowString(w))
+				}
+			}
+			slices.Sort(wantLost)
+			slices.Sort(gotLost)
+			if !slices.Equal(gotLost, wantLost) {
+				t.Fatalf("dropped %d rows, want %d:\n%v\n%v", len(gotLost), len(wantLost), gotLost, wantLost)
+			}
+			if c.budget > 0 && c.n > 1000 && len(got.Batches) < 2 {
+				t.Errorf("%d batches: a small budget should cut the sorted rows into several", len(got.Batches))
+			}
+			var a, b bytes.Buffer
+			if err := WriteStream(&a, nil, RowSlice(want)); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteStream(&b, nil, cur); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(a.Bytes(), b.Bytes()) {
+				t.Fatalf("written from the spilled rows: %s", firstDiff(b.Bytes(), a.Bytes()))
+			}
+		})
+	}
+}
+
+// TestSortSpilledLeavesNothing: the temporary files are unlinked at once,
+// and an unusable directory is an error that names what failed.
+func TestSortSpilledLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	rows := spillRows(rand.New(rand.NewPCG(9, 9)), 3000)
+	sp, err := SortSpilled(Columns(RowSlice(rows)), SpillOptions{Dir: dir, Budget: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("%d files left in the temporary directory while the sort's result is open", len(ents))
+	}
+	if err := sp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = SortSpilled(Columns(RowSlice(rows)), SpillOptions{Dir: dir + "/missing"})
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("temporary file")) {
+		t.Fatalf("missing directory: %v", err)
+	}
+}

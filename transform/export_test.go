@@ -1,0 +1,12 @@
+package transform
+
+// SetSpill sets the fewest output rows sorted through temporary files and
+// the sort's memory budget; it returns a function that restores them.
+func SetSpill(minRows, budget int) (restore func()) {
+	m, b := minSpillRows, spillBudget
+	minSpillRows, spillBudget = minRows, budget
+	return func() { minSpillRows, spillBudget = m, b }
+}
+
+// Spills returns how many outputs were sorted through temporary files.
+func Spills() int64 { return spillCount.Load() }

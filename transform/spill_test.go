@@ -1,0 +1,128 @@
+package transform_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sptool/sptool/internal/gen"
+	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/transform"
+)
+
+// TestSpilledSortAgrees: sorting the output through temporary files (as
+// large files in clink's hash-map order are) writes the same bytes and the
+// same report as the in-memory sort, duplicates and rewritten rows
+// included, for a file and for a tree that is rescaled, and leaves nothing
+// in the temporary directory.
+func TestSpilledSortAgrees(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	rows := gen.BigRows(gen.BigOptions{Rows: 12000, Seed: 3})
+	for i := 0; i < 400; i++ { // keyed duplicates: the later row wins
+		d := rows[r.IntN(len(rows))]
+		rows = append(rows, savepoint.Row{Op: d.Op, Key: d.Key, Value: []byte{byte(i)}})
+	}
+	for i := 0; i < 300; i++ { // operator state: the greater 8-byte value wins
+		v := binary.LittleEndian.AppendUint64(nil, uint64(r.IntN(1000)))
+		rows = append(rows, savepoint.Row{Op: gen.OpAgg, Key: []byte{0xfe, byte(r.IntN(20))}, Value: v})
+	}
+	r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	dir := t.TempDir()
+	file := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(file, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{AsIs: true}); err != nil {
+		t.Fatal(err)
+	}
+	files := map[int][]savepoint.Row{}
+	for _, row := range rows {
+		s := 0
+		if !row.IsOperatorState() {
+			s = savepoint.SubtaskForKeyGroup(int(row.Key[0]), 2)
+		}
+		files[s] = append(files[s], row)
+	}
+	tree := writeTreeAsIs(t, filepath.Join(dir, "tree"), 5, files, savepoint.VersionMap{})
+	sets := map[string]string{
+		"drop":    "rules:\n  - drop: 'key_group < 64 && slot == \"agg\"'\n",
+		"purge":   "rules:\n  - purge_keys: {keys: [1, 2, 3, 50, 700, 9000], codec: int64}\n  - drop: 'key_group >= 100'\n",
+		"rekey":   "rules:\n  - rename_slot: {op: 7, from: count, to: count_v2}\n  - remap_operator: {from: 7, to: 8}\n",
+		"rescale": "rules:\n  - drop: 'slot == \"window\"'\n  - rescale: {parallelism: 3}\n",
+	}
+	for name, src := range sets {
+		set := parseRules(t, "version: 1\n"+src, nil)
+		for _, in := range []string{file, tree} {
+			if name == "rescale" && in == file {
+				continue
+			}
+			run := func(spill bool) (map[string][]byte, []byte) {
+				if spill {
+					defer transform.SetSpill(0, 2048)()
+				} else {
+					defer transform.SetSpill(1<<30, 0)()
+				}
+				sp, err := savepoint.Open(in, savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: true, Columnar: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sp.Close()
+				tmp := filepath.Join(dir, "tmp")
+				os.RemoveAll(tmp)
+				if err := os.Mkdir(tmp, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				out := filepath.Join(dir, "out")
+				if in == file {
+					out += ".snap"
+				}
+				rep, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out, Force: true, TempDir: tmp})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+					t.Errorf("%s: %d files left in the temporary directory", name, len(ents))
+				}
+				got := map[string][]byte{}
+				filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+					if err == nil && !d.IsDir() {
+						b, _ := os.ReadFile(p)
+						rel, _ := filepath.Rel(out, p)
+						got[rel] = b
+					}
+					return err
+				})
+				os.RemoveAll(out)
+				os.Remove(out + ".meta")
+				rep.Output = nil
+				js, _ := json.Marshal(rep)
+				return got, js
+			}
+			mem, memRep := run(false)
+			before := transform.Spills()
+			spilled, spilledRep := run(true)
+			if transform.Spills() == before {
+				t.Fatalf("%s on %s: nothing was sorted through temporary files", name, filepath.Base(in))
+			}
+			if len(mem) == 0 || len(mem) != len(spilled) {
+				t.Fatalf("%s on %s: %d files written in memory, %d spilled", name, filepath.Base(in), len(mem), len(spilled))
+			}
+			for p, b := range mem {
+				if !bytes.Equal(spilled[p], b) {
+					t.Errorf("%s on %s: %s differs (%d bytes spilled, %d in memory)", name, filepath.Base(in), p, len(spilled[p]), len(b))
+				}
+			}
+			if !bytes.Equal(memRep, spilledRep) {
+				t.Errorf("%s on %s: reports differ:\n in memory %s\n spilled   %s", name, filepath.Base(in), memRep, spilledRep)
+			}
+			var rep transform.Report
+			json.Unmarshal(memRep, &rep)
+			if rep.DuplicatesResolved == 0 {
+				t.Errorf("%s on %s: no duplicates resolved; the test input has some", name, filepath.Base(in))
+			}
+		}
+	}
+}
