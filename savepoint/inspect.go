@@ -511,17 +511,17 @@ func keyGroupHistogram(sp *Savepoint) KeyGroupSummary {
 		if grouped {
 			rng = g.Range(f.Subtask)
 		}
-		count := func(r Row) { // a keyed row of this file, stored once
+		count := func(r Row, d int) { // a keyed row of this file, stored once (d 1) or taken back (d -1)
 			kg := int(r.Key[0])
 			if tree && grouped && !rng.Contains(kg) {
 				if of := sp.File(g.Owner(kg)); of != nil && of != f && of.Snapshot != nil && index(of).has(r.Op, r.Key) {
-					h.StaleCopies++
+					h.StaleCopies += d
 				} else {
-					h.Lost++
+					h.Lost += d
 				}
 				return
 			}
-			h.Counts[kg]++
+			h.Counts[kg] += d
 		}
 		if _, strict := f.Snapshot.Order(); strict {
 			// No duplicates, and rows of a key group and slot come in runs.
@@ -535,24 +535,32 @@ func keyGroupHistogram(sp *Savepoint) KeyGroupSummary {
 					return
 				}
 				for j := i; j < i+n; j++ {
-					count(cur.Row(j))
+					count(cur.Row(j), 1)
 				}
 			})
 			continue
 		}
+		// Every keyed row in stream order, then each duplicate taken back:
+		// the sorted order is read only where a row's sort prefix ties.
+		f.Snapshot.EachRow(func(i int, r Row) bool {
+			if i&releaseEvery == 0 {
+				f.ReleasePages()
+			}
+			if ParseKey(r.Key).Kind == KindKeyed {
+				count(r, 1)
+			}
+			return true
+		})
 		ix := index(f)
-		var prev Row
-		for j := 0; j < ix.len(); j++ {
+		for j := 1; j < ix.len(); j++ {
 			if j&releaseEvery == 0 {
 				f.ReleasePages()
 			}
-			r := ix.row(j)
-			dup := j > 0 && prev.Compare(r) == 0
-			prev = r
-			if dup || ParseKey(r.Key).Kind != KindKeyed {
-				continue
+			if ix.sameAsPrev(j) {
+				if r := ix.row(j); ParseKey(r.Key).Kind == KindKeyed {
+					count(r, -1)
+				}
 			}
-			count(r)
 		}
 	}
 	for kg, c := range h.Counts {

@@ -30,26 +30,46 @@ func keyPrefix(k []byte) (uint64, uint64) {
 // large inputs. at(i) returns the i-th row; n is the row count (at most
 // 2^32-1).
 func SortOrder(n int, at func(i int) (op uint64, key []byte)) []uint32 {
-	order, _ := sortOrder(n, at, false)
+	order, _ := sortOrder(n, at, false, nil)
 	return order
 }
 
 // SortOrderTies is SortOrder that also returns, for each position of the
-// order, whether its row has the same operator and first 16 key bytes as
-// the row before it: only such rows can be duplicates, so a dedupe pass
-// compares full keys for those alone (no random access for the others).
+// order, whether its row may have the same (op, key) as the row before it:
+// true for every such row, false for every row whose operator or first 16
+// key bytes differ from its predecessor's, so a dedupe pass compares full
+// keys for the rows marked alone (no random access for the others).
 func SortOrderTies(n int, at func(i int) (op uint64, key []byte)) (order []uint32, tie []bool) {
-	return sortOrder(n, at, true)
+	return sortOrder(n, at, true, nil)
 }
 
-func sortOrder(n int, at func(i int) (op uint64, key []byte), ties bool) ([]uint32, []bool) {
+// sortOrder is SortOrder, with ties when asked; release, when not nil, is
+// called between the passes over the rows of a large input (to drop mapped
+// pages from the resident set).
+func sortOrder(n int, at func(i int) (op uint64, key []byte), ties bool, release func()) ([]uint32, []bool) {
+	if n > sortGroupRows {
+		return sortOrderGrouped(n, at, ties, release)
+	}
 	ents := make([]sortEnt, n)
 	for i := range ents {
 		op, k := at(i)
 		p0, p1 := keyPrefix(k)
 		ents[i] = sortEnt{op, p0, p1, uint32(i)}
 	}
-	cmp := func(a, b sortEnt) int {
+	ents = sortEnts(ents, entCmp(at))
+	out := make([]uint32, n)
+	var tie []bool
+	if ties {
+		tie = make([]bool, n)
+	}
+	fillOrder(out, tie, ents)
+	return out, tie
+}
+
+// entCmp orders entries by operator, key and stream position, reading the
+// keys of at when their first 16 bytes tie.
+func entCmp(at func(i int) (op uint64, key []byte)) func(a, b sortEnt) int {
+	return func(a, b sortEnt) int {
 		switch {
 		case a.op != b.op:
 			if a.op < b.op {
@@ -80,29 +100,180 @@ func sortOrder(n int, at func(i int) (op uint64, key []byte), ties bool) ([]uint
 		}
 		return 0
 	}
+}
+
+// sortEnts sorts ents, in parallel when there are many; the result may use
+// another backing array.
+func sortEnts(ents []sortEnt, cmp func(a, b sortEnt) int) []sortEnt {
 	parts := runtime.GOMAXPROCS(0)
-	if n < 1<<16 || parts < 2 {
+	if len(ents) < 1<<16 || parts < 2 {
 		slices.SortFunc(ents, cmp)
-	} else {
-		ents = parallelSort(ents, parts, cmp)
+		return ents
+	}
+	return parallelSort(ents, parts, cmp, nil)
+}
+
+// fillOrder stores the positions of sorted entries in out and, when tie
+// is not nil, whether each shares its operator and key prefix with the one
+// before.
+func fillOrder(out []uint32, tie []bool, ents []sortEnt) {
+	for i, e := range ents {
+		out[i] = e.idx
+		if tie != nil && i > 0 {
+			p := ents[i-1]
+			tie[i] = p.op == e.op && p.p0 == e.p0 && p.p1 == e.p1
+		}
+	}
+}
+
+// sortGroupRows is how many rows sortOrder sorts at once; larger inputs are
+// sorted a group of buckets at a time (a variable so tests can lower it).
+var sortGroupRows = 1 << 20
+
+// sortOrderGrouped is sortOrder in bounded memory: entries of 32 bytes a
+// row (and as much again to merge them) would be 64 bytes a row in all.
+// A first pass counts the rows of each bucket, an operator and a first key
+// byte (or an empty key), which are in canonical order as buckets go; then
+// buckets are taken in groups of at most sortGroupRows rows (a larger
+// bucket alone), and each group's entries are made, from a pass over the
+// rows that picks the group's, sorted and stored at the group's place in
+// the order. The bucket of each row is remembered (2 bytes a row) when
+// there are few operators, so that the later passes read only the rows
+// they pick. The order is the same as sorting every row at once. release
+// is called every 256K rows of each pass: a group's rows lie all over the
+// input, so each pass reads most of its pages, and keeping them would make
+// the resident set the size of the columns read.
+func sortOrderGrouped(n int, at func(i int) (op uint64, key []byte), ties bool, release func()) ([]uint32, []bool) {
+	if release == nil {
+		release = func() {}
+	}
+	// Operators get ids in order of appearance, then ranks by value.
+	ids := map[uint64]int{}
+	var ops []uint64
+	lastOp, lastID := uint64(0), -1
+	idOf := func(op uint64) int {
+		if lastID >= 0 && op == lastOp {
+			return lastID
+		}
+		id, ok := ids[op]
+		if !ok {
+			id = len(ops)
+			ids[op] = id
+			ops = append(ops, op)
+		}
+		lastOp, lastID = op, id
+		return id
+	}
+	const perOp = 257
+	bucketOf := func(id int, key []byte) int {
+		if len(key) == 0 {
+			return id * perOp
+		}
+		return id*perOp + 1 + int(key[0])
+	}
+	var counts []int
+	small := make([]uint16, n) // the bucket of each row, while there are few
+	for i := 0; i < n; i++ {
+		if i&(1<<18-1) == 0 {
+			release()
+		}
+		op, k := at(i)
+		b := bucketOf(idOf(op), k)
+		if b >= len(counts) {
+			counts = append(counts, make([]int, (len(ops))*perOp-len(counts))...)
+		}
+		counts[b]++
+		if small != nil {
+			if b > 0xffff {
+				small = nil
+			} else {
+				small[i] = uint16(b)
+			}
+		}
+	}
+	release()
+	// The buckets in canonical order, and where each starts in the order.
+	byValue := make([]int, len(ops)) // ids by operator value
+	for i := range byValue {
+		byValue[i] = i
+	}
+	slices.SortFunc(byValue, func(a, b int) int {
+		if ops[a] < ops[b] {
+			return -1
+		}
+		return 1
+	})
+	var buckets []int
+	for _, id := range byValue {
+		for k := 0; k < perOp; k++ {
+			if counts[id*perOp+k] > 0 {
+				buckets = append(buckets, id*perOp+k)
+			}
+		}
 	}
 	out := make([]uint32, n)
 	var tie []bool
 	if ties {
 		tie = make([]bool, n)
 	}
-	for i, e := range ents {
-		out[i] = e.idx
-		if ties && i > 0 {
-			p := ents[i-1]
-			tie[i] = p.op == e.op && p.p0 == e.p0 && p.p1 == e.p1
+	cmp := entCmp(at)
+	inGroup := make([]bool, len(counts))
+	var ents, scratch []sortEnt // reused by every group
+	parts := runtime.GOMAXPROCS(0)
+	pos := 0
+	for g := 0; g < len(buckets); {
+		rows, end := 0, g
+		for end < len(buckets) && (end == g || rows+counts[buckets[end]] <= sortGroupRows) {
+			rows += counts[buckets[end]]
+			inGroup[buckets[end]] = true
+			end++
 		}
+		ents = slices.Grow(ents[:0], rows)
+		for i := 0; i < n; i++ {
+			if i&(1<<18-1) == 0 {
+				release()
+			}
+			var b int
+			if small != nil {
+				if b = int(small[i]); !inGroup[b] {
+					continue
+				}
+			}
+			op, k := at(i)
+			if small == nil {
+				if b = bucketOf(idOf(op), k); !inGroup[b] {
+					continue
+				}
+			}
+			p0, p1 := keyPrefix(k)
+			ents = append(ents, sortEnt{op, p0, p1, uint32(i)})
+		}
+		release()
+		sorted := ents
+		if len(ents) < 1<<16 || parts < 2 {
+			slices.SortFunc(ents, cmp)
+		} else {
+			scratch = slices.Grow(scratch[:0], len(ents))[:len(ents)]
+			sorted = parallelSort(ents, parts, cmp, scratch)
+		}
+		var gtie []bool
+		if tie != nil {
+			gtie = tie[pos : pos+rows]
+		}
+		fillOrder(out[pos:pos+rows], gtie, sorted)
+		pos += rows
+		for _, b := range buckets[g:end] {
+			inGroup[b] = false
+		}
+		g = end
 	}
 	return out, tie
 }
 
-// parallelSort sorts parts chunks concurrently, then merges them pairwise.
-func parallelSort(ents []sortEnt, parts int, cmp func(a, b sortEnt) int) []sortEnt {
+// parallelSort sorts parts chunks concurrently, then merges them pairwise
+// through buf (allocated when shorter than ents); the result lies in ents
+// or in buf.
+func parallelSort(ents []sortEnt, parts int, cmp func(a, b sortEnt) int, buf []sortEnt) []sortEnt {
 	n := len(ents)
 	var chunks [][]sortEnt
 	for p := 0; p < parts; p++ {
@@ -113,7 +284,9 @@ func parallelSort(ents []sortEnt, parts int, cmp func(a, b sortEnt) int) []sortE
 		sorts.Go(func() { slices.SortFunc(c, cmp) })
 	}
 	sorts.Wait()
-	buf := make([]sortEnt, n)
+	if len(buf) < n {
+		buf = make([]sortEnt, n)
+	}
 	for len(chunks) > 1 {
 		var next [][]sortEnt
 		off := 0

@@ -125,3 +125,36 @@ func TestSortSpilledLeavesNothing(t *testing.T) {
 		t.Fatalf("missing directory: %v", err)
 	}
 }
+
+// TestSortOrderGrouped: sorting a group of buckets at a time gives the
+// order of sorting every row at once, with and without the remembered
+// buckets (more than 255 operators turn them off), and marks every
+// duplicate as a tie.
+func TestSortOrderGrouped(t *testing.T) {
+	for _, manyOps := range []bool{false, true} {
+		r := rand.New(rand.NewPCG(4, 2))
+		rows := spillRows(r, 20000)
+		if manyOps {
+			for i := range rows {
+				rows[i].Op = r.Uint64N(400)
+			}
+		}
+		at := func(i int) (uint64, []byte) { return rows[i].Op, rows[i].Key }
+		want, wantTie := sortOrder(len(rows), at, true, nil)
+		defer func(v int) { sortGroupRows = v }(sortGroupRows)
+		for _, g := range []int{1, 50, 3000} {
+			sortGroupRows = g
+			got, tie := sortOrder(len(rows), at, true, func() {})
+			sortGroupRows = 1 << 20
+			if !slices.Equal(got, want) {
+				t.Fatalf("many ops %v, groups of %d: order differs", manyOps, g)
+			}
+			for j := 1; j < len(got); j++ {
+				a, b := rows[got[j-1]], rows[got[j]]
+				if same := a.Op == b.Op && bytes.Equal(a.Key, b.Key); (same && !tie[j]) || (tie[j] && !wantTie[j]) {
+					t.Fatalf("many ops %v, groups of %d: position %d: tie %v (at once: %v), same key %v", manyOps, g, j, tie[j], wantTie[j], same)
+				}
+			}
+		}
+	}
+}
