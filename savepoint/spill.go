@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"sync"
 	"unsafe"
 )
 
@@ -111,8 +112,8 @@ func SortSpilled(src ColumnSource, opts SpillOptions) (_ *Spilled, err error) {
 	}
 	defer chunks.Close()
 	cw := &chunkWriter{f: chunks, w: bufio.NewWriterSize(chunks, 1<<20)}
-	top := newPartition(cw, 0, budget)
-	if err := top.addAll(src, opts.Release); err != nil {
+	top, err := partitionAll(cw, src, budget, opts.Release)
+	if err != nil {
 		return nil, err
 	}
 	cols, err := createTempFile(opts.Dir, "sorted")
@@ -169,6 +170,7 @@ func nextRecord(b []byte) (Row, int) {
 // chunkWriter appends chunks of records to the spill file.
 type chunkWriter struct {
 	f    *os.File
+	mu   sync.Mutex // partitions of parts of the rows write at once
 	w    *bufio.Writer
 	size int64
 	buf  []byte // for reading chunks back
@@ -180,6 +182,8 @@ type chunk struct {
 }
 
 func (c *chunkWriter) write(b []byte) (chunk, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if _, err := c.w.Write(b); err != nil {
 		return chunk{}, fmt.Errorf("write the sort's temporary file: %w", err)
 	}
@@ -190,6 +194,8 @@ func (c *chunkWriter) write(b []byte) (chunk, error) {
 
 // flush writes the buffered chunks to the file.
 func (c *chunkWriter) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err := c.w.Flush(); err != nil {
 		return fmt.Errorf("write the sort's temporary file: %w", err)
 	}
@@ -305,20 +311,76 @@ func (p *partition) add(r Row) error {
 	return nil
 }
 
-// addAll routes every row of src, in order.
-func (p *partition) addAll(src ColumnSource, release func()) error {
-	runs, _ := src.(RunSource)
+// spillPartRows is the fewest rows a part of the first pass gets (a
+// variable so tests can lower it).
+var spillPartRows = 1 << 18
+
+// partitionAll routes every row of src to buckets by operator and first key
+// byte. Parts of the rows are routed at once, one per CPU, each to buckets
+// of its own; the buckets of the parts are then joined in the parts' order,
+// so each bucket still holds its rows in stream order.
+func partitionAll(c *chunkWriter, src ColumnSource, budget int, release func()) (*partition, error) {
 	n := src.Len()
-	next := 0
-	for i := 0; i < n; {
+	parts := max(1, min(runtime.GOMAXPROCS(0), n/spillPartRows))
+	ps := make([]*partition, parts)
+	errs := make([]error, parts)
+	var faults Faults // the parts read the source, maybe a memory map
+	for i := range ps {
+		ps[i] = newPartition(c, 0, budget/parts)
+		faults.Go(func() { errs[i] = ps[i].addRange(src, i*n/parts, (i+1)*n/parts, release) })
+	}
+	faults.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if parts == 1 {
+		return ps[0], nil
+	}
+	top := newPartition(c, 0, budget)
+	for _, p := range ps {
+		for op, t := range p.ops {
+			into := top.ops[op]
+			if into == nil {
+				into = new([257]*bucket)
+				top.ops[op] = into
+			}
+			for k, b := range t {
+				if b == nil {
+					continue
+				}
+				if len(b.tail) > 0 {
+					ch, err := c.write(b.tail)
+					if err != nil {
+						return nil, err
+					}
+					b.chunks, b.tail = append(b.chunks, ch), nil
+				}
+				if into[k] == nil {
+					into[k] = &bucket{}
+				}
+				m := into[k]
+				m.chunks = append(m.chunks, b.chunks...)
+				m.size += b.size
+				m.rows += b.rows
+			}
+		}
+	}
+	return top, nil
+}
+
+// addRange routes rows [lo, hi) of src, in order.
+func (p *partition) addRange(src ColumnSource, lo, hi int, release func()) error {
+	runs, _ := src.(RunSource)
+	next := lo
+	for i := lo; i < hi; {
 		if release != nil && i >= next {
 			release()
 			next = i + 1<<18
 		}
 		if runs != nil {
-			if b, lo, m, ok := runs.Run(i); ok {
-				m = min(m, n-i)
-				for j := lo; j < lo+m; j++ {
+			if b, blo, m, ok := runs.Run(i); ok {
+				m = min(m, hi-i)
+				for j := blo; j < blo+m; j++ {
 					if err := p.add(b.Row(j)); err != nil {
 						return err
 					}

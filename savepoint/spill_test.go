@@ -51,15 +51,18 @@ func rowString(r Row) string { return fmt.Sprintf("%d/%x/%x", r.Op, r.Key, r.Val
 
 // TestSortSpilled: the external sort gives the rows, and drops the
 // duplicates, that CanonicalPositions does, at budgets that make it split
-// buckets down to single keys, and the writer writes the same bytes from
-// either.
+// buckets down to single keys, with the first pass in one part or several,
+// and the writer writes the same bytes from either.
 func TestSortSpilled(t *testing.T) {
+	defer func(v int) { spillPartRows = v }(spillPartRows)
 	for _, c := range []struct {
-		n, budget int
+		n, budget, partRows int
 	}{
-		{0, 0}, {1, 0}, {5000, 0}, {5000, 1 << 10}, {5000, 64}, {20000, 4 << 10},
+		{0, 0, 1}, {1, 0, 1}, {5000, 0, 1 << 18}, {5000, 0, 700}, {5000, 1 << 10, 1000}, {5000, 64, 1 << 18},
+		{20000, 4 << 10, 1 << 18}, {20000, 4 << 10, 3000},
 	} {
-		t.Run(fmt.Sprintf("%d rows budget %d", c.n, c.budget), func(t *testing.T) {
+		spillPartRows = c.partRows
+		t.Run(fmt.Sprintf("%d rows budget %d parts of %d", c.n, c.budget, c.partRows), func(t *testing.T) {
 			rows := spillRows(rand.New(rand.NewPCG(uint64(c.n), uint64(c.budget))), c.n)
 			var wantLost []string
 			pos := CanonicalPositions(Columns(RowSlice(rows)), func(p uint32) { wantLost = append(wantLost, rowString(rows[p])) }, nil)
