@@ -2,6 +2,7 @@ package transform
 
 import (
 	"bytes"
+	"encoding/binary"
 
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
@@ -257,6 +258,7 @@ func scanRun(cur *savepoint.Cursor, i, end int, op uint64, prefix []byte) (int, 
 	b, lo, left := cur.Locate(i)
 	m := min(left, end-i)
 	ops, offs, keys := b.Ops[lo:lo+m], b.KeyOffs[lo:lo+m+1], b.Keys
+	pl := len(prefix)
 	prev := keys[offs[0]:offs[1]]
 	j := 1
 	for ; j < m; j++ {
@@ -267,7 +269,15 @@ func scanRun(cur *savepoint.Cursor, i, end int, op uint64, prefix []byte) (int, 
 		if !bytes.HasPrefix(key, prefix) {
 			break
 		}
-		inc = inc && bytes.Compare(prev, key) < 0
+		// Both keys start with prefix: compare what follows, as integers
+		// when it is 8 bytes (an int64 or uint64 user key).
+		if inc {
+			if a, c := prev[pl:], key[pl:]; len(a) == 8 && len(c) == 8 {
+				inc = binary.BigEndian.Uint64(a) < binary.BigEndian.Uint64(c)
+			} else {
+				inc = bytes.Compare(a, c) < 0
+			}
+		}
 		prev = key
 	}
 	return j, inc

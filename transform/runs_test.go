@@ -120,3 +120,50 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// A run of one prefix whose user keys do not increase (8-byte keys, where
+// scanRun compares integers, and longer ones) is noticed: the output is
+// sorted, not copied in stored order.
+func TestScanRunNoticesDisorder(t *testing.T) {
+	for _, width := range []int{8, 11} {
+		var rows []savepoint.Row
+		slot := []byte("agg")
+		for _, u := range []int{5, 9, 7, 300, 2} {
+			uk := make([]byte, width)
+			uk[width-1], uk[width-2] = byte(u), byte(u>>8)
+			rows = append(rows, savepoint.Row{Op: 1, Key: savepoint.EncodeKeyedKey(slot, uk), Value: []byte{byte(u)}})
+		}
+		// The same key group for all: the rows form one run.
+		kg := rows[0].Key[0]
+		for i := range rows {
+			rows[i].Key[0] = kg
+		}
+		rows = append(rows, savepoint.Row{Op: 2, Key: []byte{0xfe, 1}, Value: []byte{1}})
+		dir := t.TempDir()
+		in := filepath.Join(dir, "in.snap")
+		if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{AsIs: true}); err != nil {
+			t.Fatal(err)
+		}
+		sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - drop_operator: {op: 2}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out.snap")
+		if _, err := Run(context.Background(), sp, set, Options{Out: out}); err != nil {
+			t.Fatal(err)
+		}
+		sp.Close()
+		res, err := savepoint.Open(out, savepoint.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sorted, _ := res.Files[0].Snapshot.Order(); !sorted || len(res.Files[0].Snapshot.Rows) != 5 {
+			t.Errorf("user keys of %d bytes: output sorted %v, %d rows", width, sorted, len(res.Files[0].Snapshot.Rows))
+		}
+		res.Close()
+	}
+}
