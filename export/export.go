@@ -182,6 +182,12 @@ type Options struct {
 	// Allocator is used for Arrow and Parquet buffers (default: a pool that
 	// recycles the writer's page buffers, see newPoolAllocator).
 	Allocator memory.Allocator
+	// TempDir is where a large single file in clink's hash-map order is put
+	// in canonical order first, through temporary files (about twice its
+	// bytes while the export runs; unlinked at once). Default: for
+	// WriteFile the nearest existing directory above the output, for Write
+	// os.TempDir().
+	TempDir string
 }
 
 // Result says what was written.
@@ -262,6 +268,9 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 			return nil, fmt.Errorf("%s is a directory; the export is one file", path)
 		}
 	}
+	if opts.TempDir == "" {
+		opts.TempDir = savepoint.TempDirFor(path)
+	}
 	var res *Result
 	err := savepoint.WriteFileAtomic(path, func(w io.Writer) error {
 		var err error
@@ -299,7 +308,7 @@ func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Optio
 	if err != nil {
 		return nil, err
 	}
-	p := &pipeline{sink: s, res: res, ctx: ctx}
+	p := &pipeline{sink: s, res: res, ctx: ctx, tempDir: opts.TempDir}
 	if f := singleFile(sp); f != nil && singleFileFastPath {
 		err = p.single(f, opts.PerFile, &res.Union)
 	} else {
@@ -429,6 +438,8 @@ type pipeline struct {
 	n    int
 	// warmed is written by warm so that its loads are not optimised away.
 	warmed byte
+	// tempDir is Options.TempDir.
+	tempDir string
 }
 
 func (p *pipeline) add(u savepoint.UnionRow) error {
@@ -576,6 +587,14 @@ func (p *pipeline) single(f *savepoint.File, perFile bool, st *savepoint.UnionSt
 	if done, err := p.singleMerged(f, perFile, st); done {
 		return err
 	}
+	if done, err := p.singleSpilled(f, perFile, st); done {
+		return err
+	}
+	return p.singleSorted(f, perFile, st)
+}
+
+// singleSorted is single by sorting every row of f into export order.
+func (p *pipeline) singleSorted(f *savepoint.File, perFile bool, st *savepoint.UnionStats) error {
 	rows := f.Snapshot.NewCursor() // the rows in place (memory-mapped columns when opened so)
 	n := rows.Len()
 	if !perFile {
@@ -673,6 +692,42 @@ func (p *pipeline) single(f *savepoint.File, perFile bool, st *savepoint.UnionSt
 		st.Rows = int(p.res.Rows)
 	}
 	return nil
+}
+
+// spillRows is the fewest rows of a file in clink's hash-map order that
+// single puts in canonical order through temporary files (a variable so
+// tests can lower it).
+var spillRows = 1 << 20
+
+// singleSpilled is single for a large file in clink's hash-map order:
+// sorting every row into export order would hold 32 bytes a row, and
+// writing them would gather rows from all over the input. It puts the rows
+// in canonical order through temporary files instead
+// (savepoint.SortSpilled, which resolves duplicates as Logical does), then
+// exports the sorted copy with singleMerged. It returns false, having done
+// nothing, for other files, and for perFile (which keeps duplicates).
+func (p *pipeline) singleSpilled(f *savepoint.File, perFile bool, st *savepoint.UnionStats) (bool, error) {
+	n := f.Snapshot.NumRows()
+	if perFile || n < spillRows {
+		return false, nil
+	}
+	dupes := 0
+	sorted, err := savepoint.SortSpilled(f.Snapshot.NewCursor(), savepoint.SpillOptions{
+		Dir:     p.tempDir,
+		Release: f.ReleasePages,
+		Dropped: func(savepoint.Row) { dupes++ },
+	})
+	if err != nil {
+		return true, fmt.Errorf("%s: sort the rows: %w", f.Path, err)
+	}
+	defer sorted.Close()
+	sf := sorted.File(f)
+	done, err := p.singleMerged(sf, false, st)
+	if !done { // runs too short to merge
+		err = p.singleSorted(sf, false, st)
+	}
+	st.StoredRows, st.FileDuplicates = n, dupes
+	return true, err
 }
 
 // gatherBlock is the number of rows pipeline.warm loads ahead.

@@ -591,9 +591,12 @@ func TestExportCancel(t *testing.T) {
 // TestExportSingleFileFastPath: the single-file path writes exactly what the
 // k-way merge path writes, for the union and per-file views, on random
 // files with duplicates, operator rows, raw keys and the empty key, and on
-// the same files made canonical.
+// the same files made canonical; also when the rows are put in canonical
+// order through temporary files first (as large files in clink's order
+// are).
 func TestExportSingleFileFastPath(t *testing.T) {
 	defer func() { singleFileFastPath = true }()
+	defer func(v int) { spillRows = v }(spillRows)
 	for seed := uint64(1); seed <= 20; seed++ {
 		r := rand.New(rand.NewPCG(seed, 9))
 		keys := [][]byte{{}, []byte("__inflight__"), {0xff, 't'}, {0xfe, 'o', '|', 'x'}, {0xff, 's', 'l', 'o', 't', 'n', 'a', 'm', 'e', 'x', '|'}}
@@ -615,21 +618,25 @@ func TestExportSingleFileFastPath(t *testing.T) {
 			sp := &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: rows}}}}
 			for _, perFile := range []bool{false, true} {
 				for _, format := range []Format{JSONL, Parquet} {
-					opts := Options{Format: format, PerFile: perFile}
-					singleFileFastPath = true
-					fast, fr := export(t, sp, opts)
+					opts := Options{Format: format, PerFile: perFile, TempDir: t.TempDir()}
 					singleFileFastPath = false
 					slow, sr := export(t, sp, opts)
 					if format == JSONL {
 						checkGroupedBySlot(t, slow)
 					}
-					if !bytes.Equal(fast, slow) {
-						t.Fatalf("seed %d per-file %v %s: the fast path writes other bytes", seed, perFile, format)
+					singleFileFastPath = true
+					for _, spill := range []int{1 << 20, 0} {
+						spillRows = spill
+						fast, fr := export(t, sp, opts)
+						if !bytes.Equal(fast, slow) {
+							t.Fatalf("seed %d per-file %v %s spill from %d rows: the fast path writes other bytes", seed, perFile, format, spill)
+						}
+						fr.Bytes, sr.Bytes = 0, 0
+						if fmt.Sprintf("%+v", fr) != fmt.Sprintf("%+v", sr) {
+							t.Fatalf("seed %d per-file %v spill from %d rows: results differ:\n%+v\n%+v", seed, perFile, spill, fr, sr)
+						}
 					}
-					fr.Bytes, sr.Bytes = 0, 0
-					if fmt.Sprintf("%+v", fr) != fmt.Sprintf("%+v", sr) {
-						t.Fatalf("seed %d per-file %v: results differ:\n%+v\n%+v", seed, perFile, fr, sr)
-					}
+					spillRows = 1 << 20
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -722,4 +723,43 @@ func (w *colWriter) finish() (*Spilled, error) {
 		snap.BatchRows = append(snap.BatchRows, cb.rows)
 	}
 	return &Spilled{snap: snap, m: m}, nil
+}
+
+// File returns a File whose Snapshot is the sorted rows, described as like
+// (subtask, paths, sizes, metadata and version map of the file they came
+// from), for code that takes a File; ReleasePages on it releases the
+// sorted rows' pages.
+func (s *Spilled) File(like *File) *File {
+	f := *like
+	snap := &Snapshot{Variant: s.snap.Variant, BatchRows: s.snap.BatchRows, Batches: s.snap.Batches}
+	if like.Snapshot != nil {
+		snap.Metadata, snap.Versions = like.Snapshot.Metadata, like.Snapshot.Versions
+	}
+	f.Snapshot = snap
+	f.mapping, f.mapped = s.m.data, s.m
+	return &f
+}
+
+// TempDirFor returns the directory temporary files for an output at out
+// go to by default: the nearest existing directory above it (the output's
+// filesystem, which must have room for it anyway, rather than a /tmp that
+// may be memory), or "" (os.TempDir()) when there is none or out is "".
+func TempDirFor(out string) string {
+	if out == "" {
+		return ""
+	}
+	d, err := filepath.Abs(out)
+	if err != nil {
+		return ""
+	}
+	for {
+		parent := filepath.Dir(d)
+		if fi, err := os.Stat(parent); err == nil && fi.IsDir() {
+			return parent
+		}
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
 }

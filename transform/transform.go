@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -778,24 +777,11 @@ var spillBudget = 0
 var spillCount atomic.Int64
 
 func newSpiller(opts Options) *spiller {
-	s := &spiller{dir: opts.TempDir, minRows: minSpillRows}
-	if s.dir == "" && opts.Out != "" {
-		// The nearest existing directory above the output.
-		d, err := filepath.Abs(opts.Out)
-		for err == nil {
-			d = filepath.Dir(d)
-			var fi os.FileInfo
-			if fi, err = os.Stat(d); err == nil && fi.IsDir() {
-				s.dir = d
-				break
-			}
-			if d == filepath.Dir(d) {
-				break
-			}
-			err = nil
-		}
+	dir := opts.TempDir
+	if dir == "" {
+		dir = savepoint.TempDirFor(opts.Out)
 	}
-	return s
+	return &spiller{dir: dir, minRows: minSpillRows}
 }
 
 func (s *spiller) keep(sp *savepoint.Spilled) {

@@ -47,6 +47,7 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 	rowGroup := fs.Int("row-group-rows", export.DefaultRowGroupRows, "maximum rows per Parquet row group")
 	force := fs.Bool("force", false, "replace an existing output")
 	allowUnverified := fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
+	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, through temporary files (default: the output's directory)")
 	of := addOpenFlags(fs)
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
@@ -54,7 +55,7 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 	if *out == "" {
 		return usageError(s, c, errors.New("-o/--out is required"))
 	}
-	opts := export.Options{Format: export.Format(*format), Projection: export.Projection(*projection), PerFile: *perFile, Compression: *compression, RowGroupRows: *rowGroup, Tool: "sptool/" + Version}
+	opts := export.Options{Format: export.Format(*format), Projection: export.Projection(*projection), PerFile: *perFile, Compression: *compression, RowGroupRows: *rowGroup, Tool: "sptool/" + Version, TempDir: *tempDir}
 	if opts.Format == "" {
 		opts.Format = exportFormatOf(*out)
 	}
