@@ -98,6 +98,10 @@ func (p *pipeline) singleMerged(f *savepoint.File, perFile bool, st *savepoint.U
 				h2++
 			}
 			p.res.Slots++
+			// The runs of the slot before hold pages in every column
+			// (the kernel maps 64 KiB around each read): release them
+			// before this slot's runs map theirs.
+			f.ReleasePages()
 			h.reset(op[g:h2])
 			for h.len() > 0 {
 				i := h.pop()
