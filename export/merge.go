@@ -61,8 +61,10 @@ func mergeRuns(rows *savepoint.Cursor, n int, release func()) []keyRun {
 // singleMerged is single for a file whose rows are strictly increasing in
 // (op, key), so it holds no duplicates: instead of sorting every row into
 // export order it merges, operator by operator and slot by slot, the runs
-// of rows already in that order (one a key group), reading each row once in
-// place. It returns false, having done nothing, when the file is not such a
+// of rows already in that order (one a key group), reading each run's rows
+// in order through a savepoint.RowReader of its own (through the map, the
+// runs of a slot advancing together would keep a large part of the file
+// resident). It returns false, having done nothing, when the file is not such a
 // file or its runs are too many.
 func (p *pipeline) singleMerged(f *savepoint.File, perFile bool, st *savepoint.UnionStats) (bool, error) {
 	if _, strict := f.Snapshot.Order(); !strict {
@@ -98,13 +100,10 @@ func (p *pipeline) singleMerged(f *savepoint.File, perFile bool, st *savepoint.U
 				h2++
 			}
 			p.res.Slots++
-			// The runs of the slot before hold pages in every column
-			// (the kernel maps 64 KiB around each read): release them
-			// before this slot's runs map theirs.
-			f.ReleasePages()
-			h.reset(op[g:h2])
+			if err := h.reset(op[g:h2]); err != nil {
+				return true, err
+			}
 			for h.len() > 0 {
-				i := h.pop()
 				if emitted&0xFFFF == 0 {
 					if err := p.ctx.Err(); err != nil {
 						return true, err
@@ -113,9 +112,12 @@ func (p *pipeline) singleMerged(f *savepoint.File, perFile bool, st *savepoint.U
 						f.ReleasePages() // what was read stays cached, not resident
 					}
 				}
-				r := rows.Row(i)
+				r := h.peek()
 				e.key, e.value, e.sep = r.Key, r.Value, separator(r.Key)
 				if err := p.sink.add(r.Op, e); err != nil {
+					return true, err
+				}
+				if err := h.advance(); err != nil {
 					return true, err
 				}
 				p.res.Rows++
@@ -132,50 +134,64 @@ func (p *pipeline) singleMerged(f *savepoint.File, perFile bool, st *savepoint.U
 }
 
 // runHeap merges runs of one slot: a min-heap of the runs' next rows by
-// (user key, key).
+// (user key, key). Each run is read through a RowReader of its own.
 type runHeap struct {
-	rows *savepoint.Cursor
-	next []int // per heap slot: the run's next row
-	end  []int // per heap slot: the run's end
-	uk   [][]byte
-	key  [][]byte
+	rows    *savepoint.Cursor
+	next    []int // per heap slot: the run's next row
+	end     []int // per heap slot: the run's end
+	head    []savepoint.Row
+	uk      [][]byte
+	readers []*savepoint.RowReader
+	pool    []*savepoint.RowReader // every reader made, for the next slot
 }
 
-func (h *runHeap) reset(runs []keyRun) {
-	h.next, h.end, h.uk, h.key = h.next[:0], h.end[:0], h.uk[:0], h.key[:0]
-	for _, r := range runs {
+func (h *runHeap) reset(runs []keyRun) error {
+	h.next, h.end, h.head, h.uk, h.readers = h.next[:0], h.end[:0], h.head[:0], h.uk[:0], h.readers[:0]
+	for k, r := range runs {
+		if k == len(h.pool) {
+			h.pool = append(h.pool, new(savepoint.RowReader))
+		}
 		h.next = append(h.next, r.start)
 		h.end = append(h.end, r.end)
+		h.head = append(h.head, savepoint.Row{})
 		h.uk = append(h.uk, nil)
-		h.key = append(h.key, nil)
-		h.load(len(h.next) - 1)
+		h.readers = append(h.readers, h.pool[k])
+		if err := h.load(len(h.next) - 1); err != nil {
+			return err
+		}
 	}
 	for i := len(h.next)/2 - 1; i >= 0; i-- {
 		h.down(i)
 	}
+	return nil
 }
 
 func (h *runHeap) len() int { return len(h.next) }
 
-// load reads the keys of slot i's next row.
-func (h *runHeap) load(i int) {
-	k := h.rows.Key(h.next[i])
-	e := entry{key: k, sep: separator(k)}
-	h.key[i], h.uk[i] = k, e.userKey()
+// load reads slot i's next row.
+func (h *runHeap) load(i int) error {
+	r, err := h.readers[i].Row(h.rows, h.next[i])
+	if err != nil {
+		return err
+	}
+	e := entry{key: r.Key, sep: separator(r.Key)}
+	h.head[i], h.uk[i] = r, e.userKey()
+	return nil
 }
 
 func (h *runHeap) less(i, j int) bool {
 	if c := bytes.Compare(h.uk[i], h.uk[j]); c != 0 {
 		return c < 0
 	}
-	return bytes.Compare(h.key[i], h.key[j]) < 0
+	return bytes.Compare(h.head[i].Key, h.head[j].Key) < 0
 }
 
 func (h *runHeap) swap(i, j int) {
 	h.next[i], h.next[j] = h.next[j], h.next[i]
 	h.end[i], h.end[j] = h.end[j], h.end[i]
+	h.head[i], h.head[j] = h.head[j], h.head[i]
 	h.uk[i], h.uk[j] = h.uk[j], h.uk[i]
-	h.key[i], h.key[j] = h.key[j], h.key[i]
+	h.readers[i], h.readers[j] = h.readers[j], h.readers[i]
 }
 
 func (h *runHeap) down(i int) {
@@ -196,19 +212,23 @@ func (h *runHeap) down(i int) {
 	}
 }
 
-// pop returns the least next row and advances its run.
-func (h *runHeap) pop() int {
-	row := h.next[0]
+// peek returns the least next row (valid until advance).
+func (h *runHeap) peek() savepoint.Row { return h.head[0] }
+
+// advance moves past the least next row.
+func (h *runHeap) advance() error {
 	h.next[0]++
 	if h.next[0] < h.end[0] {
-		h.load(0)
+		if err := h.load(0); err != nil {
+			return err
+		}
 	} else {
 		last := len(h.next) - 1
 		h.swap(0, last)
-		h.next, h.end, h.uk, h.key = h.next[:last], h.end[:last], h.uk[:last], h.key[:last]
+		h.next, h.end, h.head, h.uk, h.readers = h.next[:last], h.end[:last], h.head[:last], h.uk[:last], h.readers[:last]
 	}
 	if len(h.next) > 0 {
 		h.down(0)
 	}
-	return row
+	return nil
 }

@@ -259,3 +259,67 @@ func TestWriteStreamFromFile(t *testing.T) {
 		t.Fatalf("writing from a truncated input: %v, want ErrInputChanged", err)
 	}
 }
+
+// TestRowReader: RowReaders over a mapped file, several advancing at once
+// through runs that cross batch ends, hand out the rows the batches hold;
+// rows in memory too; and a file whose offsets changed since open is an
+// error, not a panic.
+func TestRowReader(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	rows := make([]Row, 3000)
+	for i := range rows {
+		rows[i] = Row{Op: uint64(i / 700), Key: bytes.Repeat([]byte{byte(i)}, r.IntN(12)), Value: bytes.Repeat([]byte{byte(i >> 3)}, r.IntN(9))}
+	}
+	path := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{1000, 2000}}); err != nil {
+		t.Fatal(err)
+	}
+	mapped, err := Open(path, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mapped.Close()
+	inMemory, err := Open(path, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inMemory.Close()
+	defer func(v int) { rowReaderRows = v }(rowReaderRows)
+	for _, sp := range []*Savepoint{mapped, inMemory} {
+		cur := sp.Files[0].Snapshot.NewCursor()
+		for _, n := range []int{1, 7, 2048} {
+			rowReaderRows = n
+			// Three runs read in turns, as a merge does.
+			starts := []int{0, 990, 2500}
+			readers := make([]RowReader, len(starts))
+			for step := 0; step < 500; step++ {
+				k := r.IntN(len(starts))
+				i := starts[k]
+				got, err := readers[k].Row(cur, i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := rows[i]; got.Op != want.Op || !bytes.Equal(got.Key, want.Key) || !bytes.Equal(got.Value, want.Value) {
+					t.Fatalf("%d rows at once: row %d: %+v, want %+v", n, i, got, want)
+				}
+				starts[k] = (i + 1) % len(rows)
+			}
+		}
+	}
+	// Offsets rewritten behind the map's back.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &mapped.Files[0].Snapshot.Batches[1]
+	off, _ := b.file.offsetOf(bytesOf(b.ValOffs[100:200]))
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xff, 0xff, 0xff, 0x7f}, 100), off); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	rowReaderRows = 2048
+	var rd RowReader
+	if _, err := rd.Row(mapped.Files[0].Snapshot.NewCursor(), 1000); !errors.Is(err, ErrInputChanged) {
+		t.Fatalf("changed offsets: %v, want ErrInputChanged", err)
+	}
+}

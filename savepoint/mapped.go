@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"unsafe"
 )
 
@@ -102,4 +103,93 @@ func (w *window) view(m *mappedFile, b []byte) ([]byte, error) {
 		return w.buf[:len(b)], err
 	}
 	return w.buf[:len(b)], nil
+}
+
+// RowReader reads rows of a snapshot that come in order, such as a run of
+// a sorted file, through buffers filled with pread when the rows are
+// memory-mapped. Reading through the map instead maps, at each fault, the
+// page cache's whole folio around the row (up to a megabyte or more on
+// some kernels), so that a pass that advances through many runs at once
+// would keep a large part of the file resident; the buffers hold a
+// bounded number of rows. For rows in memory it reads them in place. Each
+// run read at once needs its own RowReader.
+type RowReader struct {
+	b        *Batch
+	lo, hi   int // the batch rows held
+	base     int // the stream index of the batch's first row
+	ops      []uint64
+	koffs    []int32
+	voffs    []int32
+	keys     []byte
+	vals     []byte
+	k0, v0   int32 // the batch offsets keys and vals start at
+	fromFile bool
+}
+
+// rowReaderRows is how many rows a RowReader reads at once (a variable so
+// tests can make it small).
+var rowReaderRows = 2048
+
+// Row returns row i of cur's snapshot. Its slices stay valid until the next
+// call on this reader. Reading a file that changed since it was opened is
+// an error (ErrInputChanged).
+func (r *RowReader) Row(cur *Cursor, i int) (Row, error) {
+	if !cur.Columnar() {
+		return cur.Row(i), nil
+	}
+	if r.b == nil || i-r.base < r.lo || i-r.base >= r.hi {
+		b, lo, left := cur.Locate(i)
+		if err := r.load(b, lo, lo+min(left, rowReaderRows)); err != nil {
+			return Row{}, err
+		}
+		r.base = i - lo
+	}
+	x := i - r.base
+	if !r.fromFile {
+		return r.b.Row(x), nil
+	}
+	j := x - r.lo
+	k0, k1 := r.koffs[j]-r.k0, r.koffs[j+1]-r.k0
+	v0, v1 := r.voffs[j]-r.v0, r.voffs[j+1]-r.v0
+	return Row{Op: r.ops[j], Key: r.keys[k0:k1:k1], Value: r.vals[v0:v1:v1]}, nil
+}
+
+// load reads rows [lo, hi) of b.
+func (r *RowReader) load(b *Batch, lo, hi int) error {
+	r.b, r.lo, r.hi = nil, 0, 0
+	if b.file == nil || !littleEndian {
+		r.b, r.lo, r.hi, r.fromFile = b, lo, hi, false
+		return nil
+	}
+	n := hi - lo
+	r.ops = slices.Grow(r.ops[:0], n)[:n]
+	r.koffs = slices.Grow(r.koffs[:0], n+1)[:n+1]
+	r.voffs = slices.Grow(r.voffs[:0], n+1)[:n+1]
+	m := b.file
+	read := func(dst, src []byte) error {
+		if off, ok := m.offsetOf(src); ok {
+			return m.readAt(dst, off)
+		}
+		copy(dst, src)
+		return nil
+	}
+	if err := errors.Join(read(bytesOf(r.ops), bytesOf(b.Ops[lo:hi])),
+		read(bytesOf(r.koffs), bytesOf(b.KeyOffs[lo:hi+1])),
+		read(bytesOf(r.voffs), bytesOf(b.ValOffs[lo:hi+1]))); err != nil {
+		return err
+	}
+	// Validated through the map at open, the offsets read again must
+	// still be valid, or the file changed.
+	r.k0, r.v0 = r.koffs[0], r.voffs[0]
+	k1, v1 := r.koffs[n], r.voffs[n]
+	if r.k0 < 0 || r.v0 < 0 || int(k1) > len(b.Keys) || int(v1) > len(b.Vals) || !slices.IsSorted(r.koffs) || !slices.IsSorted(r.voffs) {
+		return fmt.Errorf("%w (the offsets of rows %d-%d differ from those read at open)", ErrInputChanged, lo, hi)
+	}
+	r.keys = slices.Grow(r.keys[:0], int(k1-r.k0))[:k1-r.k0]
+	r.vals = slices.Grow(r.vals[:0], int(v1-r.v0))[:v1-r.v0]
+	if err := errors.Join(read(r.keys, b.Keys[r.k0:k1]), read(r.vals, b.Vals[r.v0:v1])); err != nil {
+		return err
+	}
+	r.b, r.lo, r.hi, r.fromFile = b, lo, hi, true
+	return nil
 }
