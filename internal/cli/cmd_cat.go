@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 
 	"github.com/sptool/sptool/savepoint"
@@ -192,6 +193,18 @@ func writeTextRow(w io.Writer, cr catRow, r savepoint.Row, k savepoint.Key) {
 		fmt.Fprint(w, "]")
 	}
 	fmt.Fprintln(w)
+}
+
+// checkTempDir refuses a --temp-dir that is not an existing directory
+// before any work, rather than when a sort first needs it.
+func checkTempDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--temp-dir %s: not an existing directory", dir)
+	}
+	return nil
 }
 
 func usageError(s *Streams, c *command, err error) int {

@@ -55,6 +55,9 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 	if *out == "" {
 		return usageError(s, c, errors.New("-o/--out is required"))
 	}
+	if err := checkTempDir(*tempDir); err != nil {
+		return usageError(s, c, err)
+	}
 	opts := export.Options{Format: export.Format(*format), Projection: export.Projection(*projection), PerFile: *perFile, Compression: *compression, RowGroupRows: *rowGroup, Tool: "sptool/" + Version, TempDir: *tempDir}
 	if opts.Format == "" {
 		opts.Format = exportFormatOf(*out)

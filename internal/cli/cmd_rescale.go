@@ -39,6 +39,9 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	if !*dry && *tf.out == "" {
 		return usageError(s, c, errors.New("-o/--out is required"))
 	}
+	if err := checkTempDir(*tf.tempDir); err != nil {
+		return usageError(s, c, err)
+	}
 	src, err := rescaleRuleFile(*par, *groups)
 	if err != nil {
 		return usageError(s, c, err)

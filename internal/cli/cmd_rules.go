@@ -112,6 +112,9 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 	if !dry && *tf.out == "" {
 		return usageError(s, c, errors.New("-o/--out is required"))
 	}
+	if err := checkTempDir(*tf.tempDir); err != nil {
+		return usageError(s, c, err)
+	}
 	set, err := rules.Load(*tf.rules)
 	if err != nil {
 		return fail(s, c.name, err)
