@@ -167,3 +167,19 @@ func TestScanRunNoticesDisorder(t *testing.T) {
 		res.Close()
 	}
 }
+
+// slotCounts keeps its own copy of the last slot it counted: callers pass
+// slices of buffers they reuse (the external sort's), and a memo that
+// aliased one would count a later slot under the earlier one.
+func TestSlotCountsCopyLastSlot(t *testing.T) {
+	var c slotCounts
+	buf := []byte("agg")
+	c.addN(1, buf, true, 5)
+	copy(buf, "cnt") // the caller reuses its buffer
+	c.addN(1, []byte("cnt"), true, 2)
+	got := map[string]int64{}
+	c.each(func(k slotKey, n int64) { got[k.slot] = n })
+	if got["agg"] != 5 || got["cnt"] != 2 {
+		t.Fatalf("counts %v, want agg 5, cnt 2", got)
+	}
+}

@@ -731,9 +731,7 @@ func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (int64, error
 		Dropped: func(r savepoint.Row) {
 			dupes++
 			if dropped != nil {
-				// The slot counts remember the last slot seen: the row
-				// must outlive the sort's buffer.
-				dropped(savepoint.Row{Op: r.Op, Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)})
+				dropped(r)
 			}
 		},
 	})
@@ -870,7 +868,9 @@ func (c *slotCounts) addN(op uint64, slot []byte, hasSlot bool, delta int64) {
 		inner[string(name)] = p
 	}
 	*p += delta
-	c.lastOp, c.lastSlot, c.last = op, name, p
+	// A copy: callers pass slices of buffers they reuse (the external
+	// sort's, for rows removed as duplicates).
+	c.lastOp, c.lastSlot, c.last = op, append(c.lastSlot[:0], name...), p
 }
 
 var rawSlotName = []byte(savepoint.RawSlot)
