@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"runtime"
 	"slices"
@@ -56,7 +57,7 @@ func sortOrder(n int, at func(i int) (op uint64, key []byte), ties bool, release
 		p0, p1 := keyPrefix(k)
 		ents[i] = sortEnt{op, p0, p1, uint32(i)}
 	}
-	ents = sortEnts(ents, entCmp(at))
+	ents = sortEnts(ents, entCmp(at), nil)
 	out := make([]uint32, n)
 	var tie []bool
 	if ties {
@@ -102,15 +103,15 @@ func entCmp(at func(i int) (op uint64, key []byte)) func(a, b sortEnt) int {
 	}
 }
 
-// sortEnts sorts ents, in parallel when there are many; the result may use
-// another backing array.
-func sortEnts(ents []sortEnt, cmp func(a, b sortEnt) int) []sortEnt {
+// sortEnts sorts ents, in parallel when there are many; the result may lie
+// in scratch (grown when shorter than ents) instead.
+func sortEnts(ents []sortEnt, cmp func(a, b sortEnt) int, scratch []sortEnt) []sortEnt {
 	parts := runtime.GOMAXPROCS(0)
 	if len(ents) < 1<<16 || parts < 2 {
 		slices.SortFunc(ents, cmp)
 		return ents
 	}
-	return parallelSort(ents, parts, cmp, nil)
+	return parallelSort(ents, parts, cmp, scratch)
 }
 
 // fillOrder stores the positions of sorted entries in out and, when tie
@@ -192,17 +193,12 @@ func sortOrderGrouped(n int, at func(i int) (op uint64, key []byte), ties bool, 
 		}
 	}
 	release()
-	// The buckets in canonical order, and where each starts in the order.
+	// The buckets in canonical order.
 	byValue := make([]int, len(ops)) // ids by operator value
 	for i := range byValue {
 		byValue[i] = i
 	}
-	slices.SortFunc(byValue, func(a, b int) int {
-		if ops[a] < ops[b] {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(byValue, func(a, b int) int { return cmp.Compare(ops[a], ops[b]) })
 	var buckets []int
 	for _, id := range byValue {
 		for k := 0; k < perOp; k++ {
@@ -216,10 +212,9 @@ func sortOrderGrouped(n int, at func(i int) (op uint64, key []byte), ties bool, 
 	if ties {
 		tie = make([]bool, n)
 	}
-	cmp := entCmp(at)
+	compare := entCmp(at)
 	inGroup := make([]bool, len(counts))
 	var ents, scratch []sortEnt // reused by every group
-	parts := runtime.GOMAXPROCS(0)
 	pos := 0
 	for g := 0; g < len(buckets); {
 		rows, end := 0, g
@@ -249,13 +244,8 @@ func sortOrderGrouped(n int, at func(i int) (op uint64, key []byte), ties bool, 
 			ents = append(ents, sortEnt{op, p0, p1, uint32(i)})
 		}
 		release()
-		sorted := ents
-		if len(ents) < 1<<16 || parts < 2 {
-			slices.SortFunc(ents, cmp)
-		} else {
-			scratch = slices.Grow(scratch[:0], len(ents))[:len(ents)]
-			sorted = parallelSort(ents, parts, cmp, scratch)
-		}
+		scratch = slices.Grow(scratch[:0], len(ents))[:len(ents)]
+		sorted := sortEnts(ents, compare, scratch)
 		var gtie []bool
 		if tie != nil {
 			gtie = tie[pos : pos+rows]

@@ -505,6 +505,7 @@ func (s *spillSorter) sortBucket(b *bucket, set *sortSet) {
 	defer close(set.done)
 	set.buf, set.at, set.lost, set.err = set.buf[:0], set.at[:0], set.lost[:0], nil
 	set.buf = slices.Grow(set.buf, int(b.size))
+	set.at = slices.Grow(set.at, b.rows)
 	for _, ch := range b.chunks {
 		at := len(set.buf)
 		set.buf = set.buf[:at+ch.n]
