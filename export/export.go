@@ -711,6 +711,9 @@ func (p *pipeline) singleSpilled(f *savepoint.File, perFile bool, st *savepoint.
 	if perFile || n < spillRows {
 		return false, nil
 	}
+	if _, strict := f.Snapshot.Order(); strict {
+		return false, nil // sorted already, with runs too short to merge
+	}
 	dupes := 0
 	sorted, err := savepoint.SortSpilled(f.Snapshot.NewCursor(), savepoint.SpillOptions{
 		Dir:     p.tempDir,
