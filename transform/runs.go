@@ -297,6 +297,6 @@ func (m *compositeMemo) of(op uint64, slot []byte) bool {
 	if m.ok && m.op == op && bytes.Equal(m.slot, slot) {
 		return m.v
 	}
-	m.ok, m.op, m.slot, m.v = true, op, slot, m.e.composite(op, slot)
+	m.ok, m.op, m.slot, m.v = true, op, append(m.slot[:0], slot...), m.e.composite(op, slot)
 	return m.v
 }

@@ -183,3 +183,21 @@ func TestSlotCountsCopyLastSlot(t *testing.T) {
 		t.Fatalf("counts %v, want agg 5, cnt 2", got)
 	}
 }
+
+// compositeMemo, like slotCounts, keeps its own copy of the slot it
+// answered for.
+func TestCompositeMemoCopiesSlot(t *testing.T) {
+	set, err := rules.Parse("r.yaml", []byte("version: 1\nslots:\n  - {op: 1, slot: cart, key: string, value: int64, composite: true}\nrules:\n  - drop_operator: {op: 9}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := compositeMemo{e: &engine{set: set}}
+	buf := []byte("cart")
+	if !m.of(1, buf) {
+		t.Fatal("slot cart is declared composite")
+	}
+	copy(buf, "bart") // the caller reuses its buffer
+	if m.of(1, []byte("bart")) {
+		t.Fatal("slot bart answered from the memo of cart")
+	}
+}
