@@ -91,7 +91,7 @@ bench: build
 interop: build
 	./interop/run.sh
 
-ci: lint test
+ci: lint test race
 	$(MAKE) fuzz FUZZTIME=10s
 	@if [ -x interop/run.sh ]; then $(MAKE) interop; fi
 
