@@ -209,10 +209,19 @@ func (c *chunkWriter) read(ch chunk) ([]byte, error) {
 		return nil, err
 	}
 	c.buf = slices.Grow(c.buf[:0], ch.n)[:ch.n]
-	if _, err := c.f.ReadAt(c.buf, ch.off); err != nil {
-		return nil, fmt.Errorf("read the sort's temporary file: %w", err)
+	if err := c.readInto(c.buf, ch); err != nil {
+		return nil, err
 	}
 	return c.buf, nil
+}
+
+// readInto reads the bytes of ch, already flushed, into dst (len ch.n). It
+// is safe for concurrent use: the sorting goroutines read with it.
+func (c *chunkWriter) readInto(dst []byte, ch chunk) error {
+	if _, err := c.f.ReadAt(dst, ch.off); err != nil {
+		return fmt.Errorf("read the sort's temporary file: %w", err)
+	}
+	return nil
 }
 
 // bucket holds the records of rows that share an operator and, at a
@@ -509,8 +518,7 @@ func (s *spillSorter) sortBucket(b *bucket, set *sortSet) {
 	for _, ch := range b.chunks {
 		at := len(set.buf)
 		set.buf = set.buf[:at+ch.n]
-		if _, err := s.chunks.f.ReadAt(set.buf[at:], ch.off); err != nil {
-			set.err = fmt.Errorf("read the sort's temporary file: %w", err)
+		if set.err = s.chunks.readInto(set.buf[at:], ch); set.err != nil {
 			return
 		}
 	}
