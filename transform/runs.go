@@ -241,8 +241,8 @@ func (w *worker) live(p *prefixPlan, r savepoint.Row, k savepoint.Key) (savepoin
 // op and a key starting with prefix, and whether their keys strictly
 // increase.
 func scanRun(cur *savepoint.Cursor, i, end int, op uint64, prefix []byte) (int, bool) {
-	inc := true
 	if !cur.Columnar() {
+		inc := true
 		prev := cur.Key(i)
 		j := i + 1
 		for ; j < end; j++ {
@@ -257,11 +257,92 @@ func scanRun(cur *savepoint.Cursor, i, end int, op uint64, prefix []byte) (int, 
 	}
 	b, lo, left := cur.Locate(i)
 	m := min(left, end-i)
-	ops, offs, keys := b.Ops[lo:lo+m], b.KeyOffs[lo:lo+m+1], b.Keys
+	ops, offs := b.Ops[lo:lo+m], b.KeyOffs[lo:lo+m+1]
+	return scanColumns(ops, offs, b.Keys, op, prefix)
+}
+
+// scanColumns is scanRun over the columns of a batch, from its first row.
+//
+// In a sorted batch the rows of one operator and prefix are consecutive, so
+// it first finds where they would end by galloping and bisecting (a few
+// probes), then checks that the rows up to there strictly increase: if they
+// do, every one of them has the operator and the prefix too (keys between
+// two keys with a prefix have it), and the run is exactly that. Only when
+// they do not does it walk the rows one by one. The check compares keys of
+// 8 to 16 bytes as two big-endian words each.
+func scanColumns(ops []uint64, offs []int32, keys []byte, op uint64, prefix []byte) (int, bool) {
+	in := func(j int) bool {
+		return ops[j] == op && bytes.HasPrefix(keys[offs[j]:offs[j+1]], prefix)
+	}
+	m := len(ops)
+	// Gallop: in(good) holds, bad is the first probe past it that fails.
+	good, bad := 0, m
+	for step := 1; good+step < m; step *= 2 {
+		if !in(good + step) {
+			bad = good + step
+			break
+		}
+		good += step
+	}
+	for bad-good > 1 {
+		mid := int(uint(good+bad) >> 1)
+		if in(mid) {
+			good = mid
+		} else {
+			bad = mid
+		}
+	}
+	if increasing(ops[:bad], offs[:bad+1], keys, op) {
+		return bad, true
+	}
+	return scanLinear(ops, offs, keys, op, prefix)
+}
+
+// increasing reports whether the rows of the columns all have operator op
+// and strictly increasing keys.
+func increasing(ops []uint64, offs []int32, keys []byte, op uint64) bool {
+	if l := offs[1] - offs[0]; l >= 8 && l <= 16 {
+		// The common case, keys of one length: as two words, the first 8
+		// bytes and the last 8 (they overlap below 16 bytes, where the
+		// bytes in common are equal if the first words are).
+		at := func(j int) (uint64, uint64) {
+			s := offs[j]
+			return binary.BigEndian.Uint64(keys[s : s+8]), binary.BigEndian.Uint64(keys[s+l-8 : s+l])
+		}
+		ph, pl := at(0)
+		j := 1
+		for ; j < len(ops); j++ {
+			if ops[j] != op || offs[j+1]-offs[j] != l {
+				break
+			}
+			h, lw := at(j)
+			if h < ph || h == ph && lw <= pl {
+				return false
+			}
+			ph, pl = h, lw
+		}
+		if j == len(ops) {
+			return true
+		}
+	}
+	for j := 1; j < len(ops); j++ {
+		if ops[j] != op || bytes.Compare(keys[offs[j-1]:offs[j]], keys[offs[j]:offs[j+1]]) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// scanLinear is scanColumns one row at a time: the rows from the first
+// while they have operator op and keys starting with prefix, and whether
+// their keys strictly increase (compared after the prefix, as integers for
+// 8-byte user keys).
+func scanLinear(ops []uint64, offs []int32, keys []byte, op uint64, prefix []byte) (int, bool) {
+	inc := true
 	pl := len(prefix)
 	prev := keys[offs[0]:offs[1]]
 	j := 1
-	for ; j < m; j++ {
+	for ; j < len(ops); j++ {
 		if ops[j] != op {
 			break
 		}
@@ -269,8 +350,6 @@ func scanRun(cur *savepoint.Cursor, i, end int, op uint64, prefix []byte) (int, 
 		if !bytes.HasPrefix(key, prefix) {
 			break
 		}
-		// Both keys start with prefix: compare what follows, as integers
-		// when it is 8 bytes (an int64 or uint64 user key).
 		if inc {
 			if a, c := prev[pl:], key[pl:]; len(a) == 8 && len(c) == 8 {
 				inc = binary.BigEndian.Uint64(a) < binary.BigEndian.Uint64(c)

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -199,5 +201,67 @@ func TestCompositeMemoCopiesSlot(t *testing.T) {
 	copy(buf, "bart") // the caller reuses its buffer
 	if m.of(1, []byte("bart")) {
 		t.Fatal("slot bart answered from the memo of cart")
+	}
+}
+
+// scanColumns (gallop, then check the rows increase) finds the same run and
+// the same order as scanLinear (row by row) on batches sorted, nearly
+// sorted and shuffled, with keys of one length and of several, runs of
+// every length, and prefixes that share bytes.
+func TestScanColumnsAgreesWithLinear(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	prefixes := [][]byte{[]byte("\x05agg|"), []byte("\x05ag|"), []byte("\x05agh|"), []byte("\x06agg|")}
+	for trial := 0; trial < 3000; trial++ {
+		n := 1 + rng.IntN(200)
+		widths := []int{8}
+		if trial%3 == 1 {
+			widths = []int{3, 8, 11, 12}
+		} else if trial%3 == 2 {
+			widths = []int{11}
+		}
+		type row struct {
+			op  uint64
+			key []byte
+		}
+		rows := make([]row, n)
+		for i := range rows {
+			uk := make([]byte, widths[rng.IntN(len(widths))])
+			for j := range uk {
+				uk[j] = byte(rng.IntN(3)) // few values: duplicates happen
+			}
+			rows[i] = row{op: uint64(1 + rng.IntN(2)), key: append(append([]byte{}, prefixes[rng.IntN(len(prefixes))]...), uk...)}
+			if trial%4 == 0 {
+				rows[i].op = 1
+			}
+		}
+		if trial%5 != 4 {
+			sort.Slice(rows, func(a, b int) bool {
+				if rows[a].op != rows[b].op {
+					return rows[a].op < rows[b].op
+				}
+				return bytes.Compare(rows[a].key, rows[b].key) < 0
+			})
+		}
+		if trial%5 == 3 { // nearly sorted
+			a, b := rng.IntN(n), rng.IntN(n)
+			rows[a], rows[b] = rows[b], rows[a]
+		}
+		ops := make([]uint64, n)
+		offs := make([]int32, n+1)
+		var keys []byte
+		for i, r := range rows {
+			ops[i] = r.op
+			keys = append(keys, r.key...)
+			offs[i+1] = int32(len(keys))
+		}
+		for i := 0; i < n; i++ {
+			key := keys[offs[i]:offs[i+1]]
+			prefix := key[:bytes.IndexByte(key, '|')+1]
+			gotN, gotInc := scanColumns(ops[i:], offs[i:], keys, ops[i], prefix)
+			wantN, wantInc := scanLinear(ops[i:], offs[i:], keys, ops[i], prefix)
+			if gotN != wantN || gotInc != wantInc {
+				t.Fatalf("trial %d, row %d of %d: scanColumns %d rows, increasing %v; scanLinear %d, %v", trial, i, n, gotN, gotInc, wantN, wantInc)
+			}
+		}
 	}
 }
