@@ -103,7 +103,7 @@ func writeStream(w io.Writer, md Metadata, rs RowSource, batches []int) error {
 			if kLen > maxColumnBytes || vLen > maxColumnBytes {
 				return fmt.Errorf("batch %d: a binary column would hold more than %d bytes", bi, maxColumnBytes)
 			}
-		} else if end, kLen, vLen, err = nextBatch(src, start); err != nil {
+		} else if end, kLen, vLen, _, err = nextBatch(src, start, 0); err != nil {
 			return err
 		}
 		if err := writeBatch(w, src, start, end, kLen, vLen); err != nil {
@@ -118,22 +118,47 @@ func writeStream(w io.Writer, md Metadata, rs RowSource, batches []int) error {
 	return err
 }
 
+// rowCut is a row of a batch and the sizes of the key and value data of the
+// batch's rows before it.
+type rowCut struct {
+	row        int
+	kLen, vLen int64
+}
+
 // nextBatch returns the end of the batch starting at start (as many rows as
-// fit under maxColumnBytes in both binary columns) and its data sizes.
-func nextBatch(rs RowSource, start int) (end int, kLen, vLen int64, err error) {
+// fit under maxColumnBytes in both binary columns) and its data sizes. With
+// every > 0 it also returns cuts of the batch about every rows apart (at
+// the start of a run), after start and before end.
+func nextBatch(rs RowSource, start, every int) (end int, kLen, vLen int64, cuts []rowCut, err error) {
 	src := Columns(rs)
 	runs, _ := src.(RunSource)
 	n := src.Len()
 	warm := &warmer{src: src, end: n}
 	var release mapRelease
+	// The offsets that bound runs, read with pread (see window.offset).
+	var kw, vw window
+	defer kw.free()
+	defer vw.free()
+	nextCut := start + every
 	for i := start; i < n; {
+		if every > 0 && i >= nextCut {
+			cuts = append(cuts, rowCut{i, kLen, vLen})
+			nextCut = i + every
+		}
 		if runs != nil {
 			// A whole run at once when it fits.
 			if b, lo, m, ok := runs.Run(i); ok && m > 1 {
 				m = min(m, n-i)
 				release.tick(b, m)
-				k := kLen + int64(b.KeyOffs[lo+m]-b.KeyOffs[lo])
-				v := vLen + int64(b.ValOffs[lo+m]-b.ValOffs[lo])
+				k0, k1, err := kw.span(b, b.KeyOffs, b.Keys, lo, m)
+				if err != nil {
+					return 0, 0, 0, nil, err
+				}
+				v0, v1, err := vw.span(b, b.ValOffs, b.Vals, lo, m)
+				if err != nil {
+					return 0, 0, 0, nil, err
+				}
+				k, v := kLen+int64(k1-k0), vLen+int64(v1-v0)
 				if k <= maxColumnBytes && v <= maxColumnBytes {
 					kLen, vLen = k, v
 					i += m
@@ -146,14 +171,17 @@ func nextBatch(rs RowSource, start int) (end int, kLen, vLen int64, err error) {
 		k, v := kLen+int64(len(src.Key(i))), vLen+int64(len(src.Value(i)))
 		if k > maxColumnBytes || v > maxColumnBytes {
 			if i == start {
-				return 0, 0, 0, fmt.Errorf("row (op %d, key %x...) alone exceeds the %d-byte binary column limit", src.Op(i), prefix(src.Key(i), 16), maxColumnBytes)
+				return 0, 0, 0, nil, fmt.Errorf("row (op %d, key %x...) alone exceeds the %d-byte binary column limit", src.Op(i), prefix(src.Key(i), 16), maxColumnBytes)
 			}
-			return i, kLen, vLen, nil
+			if len(cuts) > 0 && cuts[len(cuts)-1].row == i {
+				cuts = cuts[:len(cuts)-1]
+			}
+			return i, kLen, vLen, cuts, nil
 		}
 		kLen, vLen = k, v
 		i++
 	}
-	return n, kLen, vLen, nil
+	return n, kLen, vLen, cuts, nil
 }
 
 var schemaCache sync.Map // metadata rendering -> schema message bytes
@@ -186,97 +214,161 @@ func schemaMessage(md Metadata) ([]byte, error) {
 
 func pad8(n int64) int64 { return (n + 7) &^ 7 }
 
+// batchLayout is where each buffer of a record batch's body lies. Buffers
+// in body order: op validity, op data, key validity, key offsets, key data,
+// value validity, value offsets, value data.
+type batchLayout struct {
+	rows       int64
+	offs, lens [8]int64 // in the body
+	body       int64
+}
+
+// Buffers of a batch's body (see batchLayout).
+const (
+	bufOps     = 1
+	bufKeyOffs = 3
+	bufKeys    = 4
+	bufValOffs = 6
+	bufVals    = 7
+)
+
+func layoutOf(rows int, kLen, vLen int64) batchLayout {
+	n := int64(rows)
+	offLen := 4 * (n + 1) // arrow-go writes the single 0 offset even for zero rows
+	l := batchLayout{rows: n, lens: [8]int64{0, 8 * n, 0, offLen, kLen, 0, offLen, vLen}}
+	for i, b := range l.lens {
+		l.offs[i] = l.body
+		l.body += pad8(b)
+	}
+	return l
+}
+
+// header returns the batch's framed message.
+func (l batchLayout) header() []byte {
+	return messageFrame(recordBatchHeader(l.rows, l.offs, l.lens, l.body))
+}
+
 // writeBatch writes rows [start, end) as one record batch message and body.
 func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64) error {
-	n := int64(end - start)
-	offLen := 4 * (n + 1) // arrow-go writes the single 0 offset even for zero rows
-	// Buffers in body order: op validity, op data, key validity, key
-	// offsets, key data, value validity, value offsets, value data.
-	lens := [8]int64{0, 8 * n, 0, offLen, kLen, 0, offLen, vLen}
-	var offs [8]int64
-	var body int64
-	for i, l := range lens {
-		offs[i] = body
-		body += pad8(l)
-	}
-	if err := writeMessageFrame(w, recordBatchHeader(n, offs, lens, body)); err != nil {
+	l := layoutOf(end-start, kLen, vLen)
+	if _, err := w.Write(l.header()); err != nil {
 		return err
 	}
-	out := newSink(w, body)
+	out := newSink(w, l.body)
 	defer out.free()
-	runs, _ := src.(RunSource)
-	// run returns the run of output rows starting at i, clipped to end.
-	// A single row is cheaper to copy on its own (rows written in another
-	// order than stored come one at a time).
-	run := func(i int) (*Batch, int, int, bool) {
-		if runs == nil {
-			return nil, 0, 0, false
-		}
-		b, lo, n, ok := runs.Run(i)
-		n = min(n, end-i)
-		return b, lo, n, ok && n > 1
+	rw := newRangeWriter(src, end)
+	defer rw.free()
+	rw.ops(out, start, end)
+	for col, buf := range [2]int{bufKeyOffs, bufValOffs} {
+		out.buf = binary.LittleEndian.AppendUint32(out.buf, 0)
+		rw.offsets(out, col == 1, start, end, 0)
+		out.pad(l.lens[buf])
+		rw.data(out, col == 1, start, end)
+		out.pad(l.lens[buf+1])
 	}
-	warm := &warmer{src: src, end: end}
-	var release mapRelease
-	for i := start; i < end; {
-		if b, lo, k, ok := run(i); ok {
+	return out.flush()
+}
+
+// rangeWriter writes the columns of ranges of a source's rows, each column
+// of a run of consecutive input rows at once.
+type rangeWriter struct {
+	src     ColumnSource
+	runs    RunSource // src, when it is one
+	warm    warmer
+	release mapRelease
+	bounds  window // the offsets that bound runs (see window.offset)
+}
+
+// free returns the writer's buffers to the pool.
+func (rw *rangeWriter) free() { rw.bounds.free() }
+
+// newRangeWriter returns a writer of rows of src before end.
+func newRangeWriter(src ColumnSource, end int) *rangeWriter {
+	runs, _ := src.(RunSource)
+	return &rangeWriter{src: src, runs: runs, warm: warmer{src: src, end: end}}
+}
+
+// run returns the run of output rows starting at i, clipped to end. A
+// single row is cheaper to copy on its own (rows written in another order
+// than stored come one at a time).
+func (rw *rangeWriter) run(i, end int) (*Batch, int, int, bool) {
+	if rw.runs == nil {
+		return nil, 0, 0, false
+	}
+	b, lo, n, ok := rw.runs.Run(i)
+	n = min(n, end-i)
+	return b, lo, n, ok && n > 1
+}
+
+// ops writes the operators of rows [i, end).
+func (rw *rangeWriter) ops(out *sink, i, end int) {
+	for i < end {
+		if b, lo, k, ok := rw.run(i, end); ok {
 			out.writeOps(b.file, b.Ops[lo:lo+k])
 			i += k
 			continue
 		}
-		warm.ahead(i, warmOps)
-		out.buf = binary.LittleEndian.AppendUint64(out.buf, src.Op(i))
+		rw.warm.ahead(i, warmOps)
+		out.buf = binary.LittleEndian.AppendUint64(out.buf, rw.src.Op(i))
 		out.maybeFlush()
 		i++
 	}
-	for col := 0; col < 2; col++ {
-		value := col == 1
-		var off uint32
-		out.buf = binary.LittleEndian.AppendUint32(out.buf, 0)
-		get := src.Key
-		what := warmKeys
-		if value {
-			get, what = src.Value, warmValues
-		}
-		cols := func(b *Batch) ([]int32, []byte) {
-			if value {
-				return b.ValOffs, b.Vals
-			}
-			return b.KeyOffs, b.Keys
-		}
-		for i := start; i < end; {
-			if b, lo, k, ok := run(i); ok {
-				offsets, _ := cols(b)
-				off = out.writeOffsets(b.file, offsets[lo:lo+k+1], off)
-				i += k
-				continue
-			}
-			warm.ahead(i, what)
-			off += uint32(len(get(i)))
-			out.buf = binary.LittleEndian.AppendUint32(out.buf, off)
-			out.maybeFlush()
-			i++
-		}
-		out.pad(offLen)
-		for i := start; i < end; {
-			if b, lo, k, ok := run(i); ok {
-				release.tick(b, k)
-				offsets, data := cols(b)
-				out.writeFrom(b.file, data[offsets[lo]:offsets[lo+k]])
-				i += k
-				continue
-			}
-			warm.ahead(i, what|warmData)
-			out.write(get(i))
-			i++
-		}
-		if value {
-			out.pad(vLen)
-		} else {
-			out.pad(kLen)
-		}
+}
+
+// column returns a batch's offsets and data of keys, or of values.
+func column(b *Batch, value bool) ([]int32, []byte) {
+	if value {
+		return b.ValOffs, b.Vals
 	}
-	return out.flush()
+	return b.KeyOffs, b.Keys
+}
+
+// offsets writes the end offsets of the keys (or values) of rows [i, end),
+// counted from off, the offset of row i's; it returns the last.
+func (rw *rangeWriter) offsets(out *sink, value bool, i, end int, off uint32) uint32 {
+	get, what := rw.src.Key, warmKeys
+	if value {
+		get, what = rw.src.Value, warmValues
+	}
+	for i < end {
+		if b, lo, k, ok := rw.run(i, end); ok {
+			offsets, _ := column(b, value)
+			off = out.writeOffsets(b.file, offsets[lo:lo+k+1], off)
+			i += k
+			continue
+		}
+		rw.warm.ahead(i, what)
+		off += uint32(len(get(i)))
+		out.buf = binary.LittleEndian.AppendUint32(out.buf, off)
+		out.maybeFlush()
+		i++
+	}
+	return off
+}
+
+// data writes the key (or value) bytes of rows [i, end).
+func (rw *rangeWriter) data(out *sink, value bool, i, end int) {
+	get, what := rw.src.Key, warmKeys
+	if value {
+		get, what = rw.src.Value, warmValues
+	}
+	for i < end {
+		if b, lo, k, ok := rw.run(i, end); ok {
+			rw.release.tick(b, k)
+			offsets, data := column(b, value)
+			from, to, err := rw.bounds.span(b, offsets, data, lo, k)
+			if err != nil {
+				out.setErr(err)
+				return
+			}
+			out.writeFrom(b.file, data[from:to])
+			i += k
+			continue
+		}
+		rw.warm.ahead(i, what|warmData)
+		out.write(get(i))
+		i++
+	}
 }
 
 // mapRelease drops a mapped input's pages from the resident set every
@@ -297,11 +389,17 @@ func (r *mapRelease) tick(b *Batch, rows int) {
 // time: rows written in another order than stored sit anywhere in the
 // input, and loads that do not depend on each other let the CPU overlap
 // their cache and TLB misses instead of taking them one after the other.
+// It loads only once two consecutive rows came one at a time: the rows
+// after a single row among runs (a modified one) are mostly runs, which are
+// read with pread, and loading them through the map would fault in their
+// pages for nothing.
 type warmer struct {
 	src  ColumnSource
 	end  int
 	next [warmData << 1]int // per kind of pass: the first row not loaded yet
-	x    byte               // keeps the loads
+	// after, per kind of pass: the row after the last one asked for.
+	after [warmData << 1]int
+	x     byte // keeps the loads
 }
 
 // What a pass reads of a row.
@@ -315,9 +413,12 @@ const (
 // warmBlock is how many rows warmer loads at once.
 const warmBlock = 256
 
-// ahead loads rows [i, i+warmBlock) for a pass of kind what, unless done.
+// ahead loads rows [i, i+warmBlock) for a pass of kind what, unless done
+// or row i-1 did not come one at a time.
 func (w *warmer) ahead(i, what int) {
-	if i < w.next[what] {
+	follows := w.after[what] == i
+	w.after[what] = i + 1
+	if i < w.next[what] || !follows {
 		return
 	}
 	to := min(i+warmBlock, w.end)
@@ -542,21 +643,14 @@ func recordBatchHeader(n int64, offs, lens [8]int64, body int64) []byte {
 	return b.FinishedBytes()
 }
 
-// writeMessageFrame writes a flatbuffer message with the continuation marker,
-// its padded length and the padding (8-byte alignment), as arrow-go does.
-func writeMessageFrame(w io.Writer, fb []byte) error {
-	padded := int64(len(fb)) + 8
-	padded = pad8(padded)
-	var hdr [8]byte
-	binary.LittleEndian.PutUint32(hdr[:], continuation)
-	binary.LittleEndian.PutUint32(hdr[4:], uint32(padded-8))
-	if _, err := w.Write(hdr[:]); err != nil {
-		return err
-	}
-	if _, err := w.Write(fb); err != nil {
-		return err
-	}
-	var zeros [8]byte
-	_, err := w.Write(zeros[:padded-8-int64(len(fb))])
-	return err
+// messageFrame returns a flatbuffer message framed as arrow-go writes it:
+// the continuation marker, its padded length, the message and the padding
+// (8-byte alignment).
+func messageFrame(fb []byte) []byte {
+	padded := pad8(int64(len(fb)) + 8)
+	b := make([]byte, padded)
+	binary.LittleEndian.PutUint32(b, continuation)
+	binary.LittleEndian.PutUint32(b[4:], uint32(padded-8))
+	copy(b[8:], fb)
+	return b
 }

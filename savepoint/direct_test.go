@@ -30,7 +30,7 @@ func arrowGoStream(t *testing.T, w io.Writer, md Metadata, rows []Row) {
 	iw := ipc.NewWriter(w, ipc.WithSchema(schema))
 	src := RowSlice(rows)
 	for start := 0; ; {
-		end, _, _, err := nextBatch(src, start)
+		end, _, _, _, err := nextBatch(src, start, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

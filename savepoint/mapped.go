@@ -1,6 +1,7 @@
 package savepoint
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -56,14 +57,56 @@ type window struct {
 	m   *mappedFile
 	off int64
 	buf []byte // the file's bytes [off, off+len(buf))
-	// refills and served: windows read, bytes served from them.
-	refills, served int64
+	// refills, served and views: windows read, bytes served from them,
+	// and views served.
+	refills, served, views int64
 }
 
 // useful reports whether reading another window is worth it: the first few
-// are, then only while each served a good part of what it read on average.
+// are, then only while each served a good part of what it read on average,
+// or many small views (the offsets that bound runs).
 func (w *window) useful() bool {
-	return w.refills < 4 || w.served/w.refills >= int64(windowSize/16)
+	return w.refills < 4 || w.served/w.refills >= int64(windowSize/16) || w.views/w.refills >= 256
+}
+
+// free returns the window's buffer to the pool.
+func (w *window) free() {
+	if cap(w.buf) == sinkSize {
+		b := w.buf[:0]
+		bufPool.Put(&b)
+	}
+	w.m, w.buf = nil, nil
+}
+
+// offset returns offsets[x], a validated offset of b's keys or values
+// (data), read through the window rather than the map; an offset read
+// that is not within data means the file changed since it was opened.
+func (w *window) offset(b *Batch, offsets []int32, data []byte, x int) (int, error) {
+	if b.file == nil || !littleEndian {
+		return int(offsets[x]), nil
+	}
+	v, err := w.view(b.file, bytesOf(offsets[x:x+1]))
+	if err != nil {
+		return 0, err
+	}
+	o := int(int32(binary.LittleEndian.Uint32(v)))
+	if o < 0 || o > len(data) {
+		return 0, fmt.Errorf("%w (an offset differs from the one read at open)", ErrInputChanged)
+	}
+	return o, nil
+}
+
+// span returns the bounds in data of b's rows [lo, lo+n) (see offset).
+func (w *window) span(b *Batch, offsets []int32, data []byte, lo, n int) (int, int, error) {
+	a, err := w.offset(b, offsets, data, lo)
+	if err != nil {
+		return 0, 0, err
+	}
+	e, err := w.offset(b, offsets, data, lo+n)
+	if err == nil && e < a {
+		err = fmt.Errorf("%w (offsets differ from those read at open)", ErrInputChanged)
+	}
+	return a, e, err
 }
 
 // view returns the bytes of b, a slice of the map of m (nil m: b is
@@ -78,6 +121,7 @@ func (w *window) view(m *mappedFile, b []byte) ([]byte, error) {
 	end := off + int64(len(b))
 	if w.m == m && off >= w.off && end <= w.off+int64(len(w.buf)) {
 		w.served += int64(len(b))
+		w.views++
 		return w.buf[off-w.off : end-w.off], nil
 	}
 	if !w.useful() {
@@ -85,6 +129,7 @@ func (w *window) view(m *mappedFile, b []byte) ([]byte, error) {
 	}
 	w.refills++
 	w.served += int64(len(b))
+	w.views++
 	n := min(int64(windowSize), int64(len(m.data))-off)
 	if n < int64(len(b)) {
 		n = int64(len(b)) // windowSize changed by a test

@@ -91,8 +91,12 @@ type SnapshotOptions struct {
 	Batches []int
 	// Progress, when set, is called after every ReleaseEvery bytes written
 	// with the bytes written so far; streaming writers use it to release
-	// the input pages they have read and to report progress.
+	// the input pages they have read and to report progress. Calls never
+	// overlap, but may come from different goroutines.
 	Progress func(written int64)
+	// Jobs bounds the goroutines that write one file at once
+	// (WriteSnapshotFrom; 0: the number of CPUs).
+	Jobs int
 }
 
 // ReleaseEvery is how many bytes a writer writes between Progress calls.
@@ -110,27 +114,51 @@ func WriteSnapshotFile(path string, md Metadata, rows []Row, opts SnapshotOption
 
 // WriteSnapshotFrom is WriteSnapshotFile for rows that are already in
 // canonical order (sorted by (op, key), no duplicates), streamed from src
-// without holding the output in memory.
+// without holding the output in memory. An uncompressed output of many
+// rows is written by several goroutines at once (SnapshotOptions.Jobs).
 func WriteSnapshotFrom(path string, md Metadata, src RowSource, opts SnapshotOptions) (FileInfo, error) {
+	if jobs := writeJobs(opts, src.Len()); jobs > 1 {
+		return writeSnapshotWith(path, opts, func(f *os.File) (info FileInfo, err error) {
+			err = Guard(func() (err error) {
+				info, err = writeStreamParallel(f, md, src, jobs, opts.Progress)
+				return err
+			})
+			return info, err
+		})
+	}
 	return writeSnapshot(path, opts, func(w io.Writer) error { return WriteStream(w, md, src) })
 }
 
+// writeSnapshot writes the payload that encode streams (compressed as
+// asked), then its sidecar.
 func writeSnapshot(path string, opts SnapshotOptions, encode func(io.Writer) error) (FileInfo, error) {
-	var info FileInfo
-	err := WriteFileAtomic(path, func(w io.Writer) error {
-		cw := &countingWriter{w: w, h: NewCRC32C(), progress: opts.Progress, next: ReleaseEvery}
+	return writeSnapshotWith(path, opts, func(f *os.File) (FileInfo, error) {
+		bw := bufio.NewWriterSize(f, 1<<20)
+		cw := &countingWriter{w: bw, h: NewCRC32C(), progress: opts.Progress, next: ReleaseEvery}
 		zw, err := NewCompressor(opts.Compression, cw)
 		if err != nil {
-			return err
+			return FileInfo{}, err
 		}
 		if err := Guard(func() error { return encode(zw) }); err != nil {
-			return err
+			return FileInfo{}, err
 		}
 		if err := zw.Close(); err != nil {
-			return fmt.Errorf("finish %s stream: %w", opts.Compression, err)
+			return FileInfo{}, fmt.Errorf("finish %s stream: %w", opts.Compression, err)
 		}
-		info = FileInfo{Size: cw.n, CRC32C: cw.h.Sum32()}
-		return nil
+		if err := bw.Flush(); err != nil {
+			return FileInfo{}, err
+		}
+		return FileInfo{Size: cw.n, CRC32C: cw.h.Sum32()}, nil
+	})
+}
+
+// writeSnapshotWith publishes the payload that fill writes to a temporary
+// file at path (see WriteFileAtomic), then, if asked, its sidecar.
+func writeSnapshotWith(path string, opts SnapshotOptions, fill func(*os.File) (FileInfo, error)) (FileInfo, error) {
+	var info FileInfo
+	err := writeAtomic(path, func(f *os.File) (err error) {
+		info, err = fill(f)
+		return err
 	})
 	if err != nil {
 		return info, err
@@ -184,7 +212,19 @@ var hookBeforeRename func(tmp, final string)
 // directory: write fills it through a buffer, then it is flushed, fsynced,
 // renamed over path and the directory is fsynced. On any error the temporary
 // file is removed and path is untouched.
-func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
+func WriteFileAtomic(path string, write func(io.Writer) error) error {
+	return writeAtomic(path, func(f *os.File) error {
+		bw := bufio.NewWriterSize(f, 1<<20)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+}
+
+// writeAtomic is WriteFileAtomic for a write that fills the temporary file
+// itself.
+func writeAtomic(path string, write func(*os.File) error) (err error) {
 	f, tmp, err := createTemp(path, os.O_WRONLY)
 	if err != nil {
 		return err
@@ -195,11 +235,7 @@ func WriteFileAtomic(path string, write func(io.Writer) error) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = write(bw); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = bw.Flush(); err != nil {
+	if err = write(f); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return publish(f, tmp, path)

@@ -107,7 +107,7 @@ func (t *TreeWriter) WriteSubtaskFrom(i int, md Metadata, src RowSource, compres
 }
 
 // WriteSubtaskWith is WriteSubtaskFrom with the options of the payload
-// (compression, progress); sidecar and checkpoint id are the tree's.
+// (compression, progress, jobs); sidecar and checkpoint id are the tree's.
 func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts SnapshotOptions) (FileInfo, error) {
 	compression := opts.Compression
 	d, err := t.subtaskDir(i)
@@ -119,7 +119,7 @@ func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts Sn
 		if err := os.MkdirAll(filepath.Join(d, "materializations"), 0o755); err != nil {
 			return FileInfo{}, fmt.Errorf("create materializations directory: %w", err)
 		}
-		if _, err := WriteSnapshotFrom(filepath.Join(d, "materializations", matName), md, src, SnapshotOptions{Compression: compression, Progress: opts.Progress}); err != nil {
+		if _, err := WriteSnapshotFrom(filepath.Join(d, "materializations", matName), md, src, SnapshotOptions{Compression: compression, Progress: opts.Progress, Jobs: opts.Jobs}); err != nil {
 			return FileInfo{}, err
 		}
 		handle := t.stateBase + "/v" + strconv.Itoa(t.gen) + "/" + strconv.Itoa(i) + "/materializations/" + matName
@@ -134,7 +134,7 @@ func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts Sn
 		})
 		return info, err
 	}
-	return WriteSnapshotFrom(filepath.Join(d, t.PayloadName()), md, src, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt, Progress: opts.Progress})
+	return WriteSnapshotFrom(filepath.Join(d, t.PayloadName()), md, src, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt, Progress: opts.Progress, Jobs: opts.Jobs})
 }
 
 // CopySubtask copies an unchanged input file byte for byte (with its sidecar,

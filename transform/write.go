@@ -52,7 +52,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			addDigest(f.CRC32C)
 			out.Files, out.Bytes = 1, f.Size
 		} else {
-			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt, Progress: release(sp, opts.Progress, 0)})
+			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt, Progress: release(sp, opts.Progress, 0), Jobs: opts.Jobs})
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			addDigest(nf.copyOf.CRC32C)
 			out.Bytes += nf.copyOf.Size
 		} else {
-			info, err := tw.WriteSubtaskWith(nf.subtask, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: nf.compression, Progress: release(sp, opts.Progress, out.Bytes)})
+			info, err := tw.WriteSubtaskWith(nf.subtask, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: nf.compression, Progress: release(sp, opts.Progress, out.Bytes), Jobs: opts.Jobs})
 			if err != nil {
 				return err
 			}
