@@ -18,9 +18,10 @@ type ReadOptions struct {
 	// through Snapshot.Batches, which alias the input (no per-row memory).
 	Columnar bool
 
-	// release, when set, drops pages of the input (a memory map) from the
-	// resident set once validation has read them.
-	release func(b []byte)
+	// readMapped, when set, reads bytes of the input (a memory map) with
+	// pread: validation reads every offset through it rather than the map
+	// (see mappedFile).
+	readMapped func(dst, src []byte) error
 }
 
 // clmbMagic starts a multi-blob changelog frame (section 1.7).
@@ -57,10 +58,10 @@ func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
 	if len(fs) == 4 && fs[0].Name == "row_kind" {
 		return replayChangelog([][]byte{data}, opts)
 	}
-	return canonicalFromStream(rs, opts.Columnar, opts.release)
+	return canonicalFromStream(rs, opts.Columnar, opts.readMapped)
 }
 
-func canonicalFromStream(rs *rawStream, columnar bool, release func([]byte)) (*Snapshot, error) {
+func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src []byte) error) (*Snapshot, error) {
 	if err := checkFields(rs.schema, canonicalFields); err != nil {
 		return nil, fmt.Errorf("%w; expected %s", err, CanonicalSchemaString)
 	}
@@ -78,7 +79,7 @@ func canonicalFromStream(rs *rawStream, columnar bool, release func([]byte)) (*S
 	}
 	s.Batches = make([]Batch, 0, len(rs.batches))
 	for bi, rec := range rs.batches {
-		if err := validateBatch(rec, release); err != nil {
+		if err := validateBatch(rec, readMapped); err != nil {
 			return nil, fmt.Errorf("record batch %d: %w", bi, err)
 		}
 		s.Batches = append(s.Batches, batchOf(rec))

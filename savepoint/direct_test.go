@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -321,5 +322,61 @@ func TestRowReader(t *testing.T) {
 	var rd RowReader
 	if _, err := rd.Row(mapped.Files[0].Snapshot.NewCursor(), 1000); !errors.Is(err, ErrInputChanged) {
 		t.Fatalf("changed offsets: %v, want ErrInputChanged", err)
+	}
+}
+
+// Key and value offsets that go below 0, decrease, or end past the data are
+// refused at open, whether the file is memory-mapped (its offsets read with
+// pread) or read into memory, and in a chunk after the first too.
+func TestOpenRefusesBadOffsets(t *testing.T) {
+	rows := make([]Row, 300000) // more offsets than validation reads at once
+	for i := range rows {
+		rows[i] = Row{Op: 1, Key: []byte(fmt.Sprintf("k%07d", i)), Value: []byte{byte(i)}}
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.snap")
+	if _, err := WriteSnapshotFile(good, nil, rows, SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(good, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := sp.Files[0]
+	b := &f.Snapshot.Batches[0]
+	keyOffs, _ := f.mapped.offsetOf(bytesOf(b.KeyOffs))
+	valOffs, _ := f.mapped.offsetOf(bytesOf(b.ValOffs))
+	sp.Close()
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		at   int64 // byte of the file
+		v    int32
+		want string
+	}{
+		{"negative first key offset", keyOffs, -1, "start at -1, below 0"},
+		{"key offsets decrease", keyOffs + 4*5, 1, "not monotonically non-decreasing at index 4"},
+		{"value offsets decrease in the second chunk", valOffs + 4*(1<<18+3), 2, "not monotonically non-decreasing at index 262146"},
+		{"last value offset past the data", valOffs + 4*int64(len(rows)), 1 << 30, "out of bounds of data buffer"},
+	}
+	for _, c := range cases {
+		bad := bytes.Clone(data)
+		binary.LittleEndian.PutUint32(bad[c.at:], uint32(c.v))
+		path := filepath.Join(dir, "bad.snap")
+		if err := os.WriteFile(path, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, columnar := range []bool{true, false} {
+			sp, err := Open(path, OpenOptions{Columnar: columnar})
+			if err == nil {
+				sp.Close()
+				t.Errorf("%s (columnar %v): opened", c.name, columnar)
+			} else if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s (columnar %v): %v, want %q", c.name, columnar, err, c.want)
+			}
+		}
 	}
 }

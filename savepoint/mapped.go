@@ -44,6 +44,16 @@ func (m *mappedFile) readAt(b []byte, off int64) error {
 	return err
 }
 
+// readInto fills dst with the bytes of src, a slice of the map of m, read
+// from the file (src's own bytes when it is not in the map).
+func (m *mappedFile) readInto(dst, src []byte) error {
+	if off, ok := m.offsetOf(src); ok {
+		return m.readAt(dst, off)
+	}
+	copy(dst, src)
+	return nil
+}
+
 // windowSize is how much of a mapped file the writer reads at once (the
 // size of the sink's buffer, so that they share a pool). A variable so
 // tests can make windows small.
@@ -210,14 +220,7 @@ func (r *RowReader) load(b *Batch, lo, hi int) error {
 	r.ops = slices.Grow(r.ops[:0], n)[:n]
 	r.koffs = slices.Grow(r.koffs[:0], n+1)[:n+1]
 	r.voffs = slices.Grow(r.voffs[:0], n+1)[:n+1]
-	m := b.file
-	read := func(dst, src []byte) error {
-		if off, ok := m.offsetOf(src); ok {
-			return m.readAt(dst, off)
-		}
-		copy(dst, src)
-		return nil
-	}
+	read := b.file.readInto
 	if err := errors.Join(read(bytesOf(r.ops), bytesOf(b.Ops[lo:hi])),
 		read(bytesOf(r.koffs), bytesOf(b.KeyOffs[lo:hi+1])),
 		read(bytesOf(r.voffs), bytesOf(b.ValOffs[lo:hi+1]))); err != nil {

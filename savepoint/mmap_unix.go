@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"syscall"
-	"unsafe"
 )
 
 // mapFile maps a file read-only. A zero-length file maps to nil.
@@ -37,22 +36,5 @@ func unmapFile(b []byte) error {
 func releasePages(b []byte) {
 	if len(b) > 0 {
 		syscall.Madvise(b, syscall.MADV_DONTNEED)
-	}
-}
-
-// releaseWithin releases the whole pages of b, a slice of the mapping m
-// (madvise takes page-aligned ranges; the partial pages at the ends stay).
-func releaseWithin(m, b []byte) {
-	if len(b) == 0 || len(m) == 0 {
-		return
-	}
-	page := uintptr(os.Getpagesize())
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - base
-	end := start + uintptr(len(b))
-	start = (start + page - 1) &^ (page - 1)
-	end &^= page - 1
-	if end > start && end <= uintptr(len(m)) {
-		syscall.Madvise(m[start:end], syscall.MADV_DONTNEED)
 	}
 }

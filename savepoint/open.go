@@ -501,7 +501,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		f.CRC32C = CRC32C(data)
 		close(crcDone)
 	}
-	snap, comp, decodeErr := decodeFile(f, data, ro)
+	snap, comp, decodeErr := decodeFile(f, fh, data, ro)
 	<-crcDone
 	if crcErr != nil {
 		return fmt.Errorf("read %s: %w", f.Path, crcErr)
@@ -537,7 +537,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 
 // decodeFile decompresses (if need be) and decodes a payload's bytes. A
 // compressed payload's map is dropped: the decompressed copy is on the heap.
-func decodeFile(f *File, data []byte, ro ReadOptions) (*Snapshot, string, error) {
+func decodeFile(f *File, fh *os.File, data []byte, ro ReadOptions) (*Snapshot, string, error) {
 	plain, comp, err := Decompress(data)
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s: %w", f.Path, err)
@@ -547,9 +547,10 @@ func decodeFile(f *File, data []byte, ro ReadOptions) (*Snapshot, string, error)
 		f.mapping = nil
 	}
 	if m := f.mapping; m != nil {
-		// Validation reads every offset: the pages leave the resident set
-		// as it goes, so a large file's offsets are never all resident.
-		ro.release = func(b []byte) { releaseWithin(m, b) }
+		// Validation reads every offset: with pread, so that a large
+		// file's offsets never enter the resident set, and so that no
+		// mapped page is touched for them (see mappedFile).
+		ro.readMapped = (&mappedFile{f: fh, data: m}).readInto
 	}
 	var snap *Snapshot
 	err = Guard(func() (err error) {

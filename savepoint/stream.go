@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -470,8 +469,8 @@ func unwrapIPC(err error, mr *sliceMessageReader) error {
 
 // validateBatch runs arrow's full validation on every column of a batch and
 // checks that no column holds nulls. Binary offsets are checked here, a
-// chunk at a time, calling release (if not nil) on each chunk read.
-func validateBatch(rec arrow.RecordBatch, release func([]byte)) (err error) {
+// chunk at a time, read with readMapped when it is not nil.
+func validateBatch(rec arrow.RecordBatch, readMapped func(dst, src []byte) error) (err error) {
 	// arrow-go's accessors trust the batch header (a declared null count
 	// with no validity bitmap panics in NullN): a malformed batch is an
 	// error, not a crash.
@@ -484,7 +483,7 @@ func validateBatch(rec arrow.RecordBatch, release func([]byte)) (err error) {
 		var err error
 		switch c := col.(type) {
 		case *array.Binary:
-			err = validateBinary(c, release)
+			err = validateBinary(c, readMapped)
 		case interface{ ValidateFull() error }:
 			err = c.ValidateFull()
 		case *array.Uint64:
@@ -511,8 +510,10 @@ func validateBatch(rec arrow.RecordBatch, release func([]byte)) (err error) {
 
 // validateBinary is arrow's ValidateFull for a binary column: buffer sizes
 // (Validate), then offsets that start at or above 0, never decrease and end
-// within the data. The offsets are read in chunks, each handed to release.
-func validateBinary(c *array.Binary, release func([]byte)) error {
+// within the data. The offsets are read in chunks, with readMapped when it
+// is not nil (a memory-mapped column is then read with pread, not through
+// the map).
+func validateBinary(c *array.Binary, readMapped func(dst, src []byte) error) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -520,21 +521,31 @@ func validateBinary(c *array.Binary, release func([]byte)) error {
 	if len(offs) == 0 {
 		return nil
 	}
-	if offs[0] < 0 {
-		return fmt.Errorf("binary offsets start at %d, below 0", offs[0])
-	}
 	const chunk = 1 << 18
-	prev := offs[0]
-	for lo := 1; lo < len(offs); lo += chunk {
+	var buf []int32
+	if readMapped != nil {
+		buf = make([]int32, min(chunk, len(offs)))
+	}
+	prev := int32(0)
+	for lo := 0; lo < len(offs); lo += chunk {
 		part := offs[lo:min(lo+chunk, len(offs))]
+		if readMapped != nil {
+			if err := readMapped(bytesOf(buf[:len(part)]), bytesOf(part)); err != nil {
+				return err
+			}
+			part = buf[:len(part)]
+		}
+		if lo == 0 {
+			if part[0] < 0 {
+				return fmt.Errorf("binary offsets start at %d, below 0", part[0])
+			}
+			prev = part[0]
+		}
 		for j, o := range part {
 			if o < prev {
 				return fmt.Errorf("binary offsets are not monotonically non-decreasing at index %d: %d < %d", lo+j-1, o, prev)
 			}
 			prev = o
-		}
-		if release != nil {
-			release(unsafe.Slice((*byte)(unsafe.Pointer(&part[0])), 4*len(part)))
 		}
 	}
 	if data := binaryData(c); int(prev) > len(data) {
