@@ -140,6 +140,7 @@ func nextBatch(rs RowSource, start, every int) (end int, kLen, vLen int64, cuts 
 	defer kw.free()
 	defer vw.free()
 	nextCut := start + every
+	single := false
 	for i := start; i < n; {
 		if every > 0 && i >= nextCut {
 			cuts = append(cuts, rowCut{i, kLen, vLen})
@@ -147,7 +148,7 @@ func nextBatch(rs RowSource, start, every int) (end int, kLen, vLen int64, cuts 
 		}
 		if runs != nil {
 			// A whole run at once when it fits.
-			if b, lo, m, ok := runs.Run(i); ok && m > 1 {
+			if b, lo, m, ok := runs.Run(i); runOrSingle(ok, min(m, n-i), &single) {
 				m = min(m, n-i)
 				release.tick(b, m)
 				k0, k1, err := kw.span(b, b.KeyOffs, b.Keys, lo, m)
@@ -277,6 +278,7 @@ type rangeWriter struct {
 	warm    warmer
 	release mapRelease
 	bounds  window // the offsets that bound runs (see window.offset)
+	single  bool   // the last row was copied on its own (see runOrSingle)
 }
 
 // free returns the writer's buffers to the pool.
@@ -288,20 +290,32 @@ func newRangeWriter(src ColumnSource, end int) *rangeWriter {
 	return &rangeWriter{src: src, runs: runs, warm: warmer{src: src, end: end}}
 }
 
-// run returns the run of output rows starting at i, clipped to end. A
-// single row is cheaper to copy on its own (rows written in another order
-// than stored come one at a time).
+// run returns the run of output rows starting at i, clipped to end (see
+// runOrSingle).
 func (rw *rangeWriter) run(i, end int) (*Batch, int, int, bool) {
 	if rw.runs == nil {
 		return nil, 0, 0, false
 	}
 	b, lo, n, ok := rw.runs.Run(i)
 	n = min(n, end-i)
-	return b, lo, n, ok && n > 1
+	return b, lo, n, runOrSingle(ok, n, &rw.single)
+}
+
+// runOrSingle reports whether a run of n rows (ok: rows as stored) is
+// copied as a run rather than row by row, and tracks in single whether the
+// last row was copied on its own. Rows written in another order than
+// stored come one at a time and are cheaper to copy so (the warmer loads
+// them ahead); but a lone row among runs is copied as a run too, through
+// the same pread window as its neighbours, not through the map.
+func runOrSingle(ok bool, n int, single *bool) bool {
+	run := ok && (n > 1 || !*single)
+	*single = !ok || n == 1
+	return run
 }
 
 // ops writes the operators of rows [i, end).
 func (rw *rangeWriter) ops(out *sink, i, end int) {
+	rw.single = false
 	for i < end {
 		if b, lo, k, ok := rw.run(i, end); ok {
 			out.writeOps(b.file, b.Ops[lo:lo+k])
@@ -326,6 +340,7 @@ func column(b *Batch, value bool) ([]int32, []byte) {
 // offsets writes the end offsets of the keys (or values) of rows [i, end),
 // counted from off, the offset of row i's; it returns the last.
 func (rw *rangeWriter) offsets(out *sink, value bool, i, end int, off uint32) uint32 {
+	rw.single = false
 	get, what := rw.src.Key, warmKeys
 	if value {
 		get, what = rw.src.Value, warmValues
@@ -348,6 +363,7 @@ func (rw *rangeWriter) offsets(out *sink, value bool, i, end int, off uint32) ui
 
 // data writes the key (or value) bytes of rows [i, end).
 func (rw *rangeWriter) data(out *sink, value bool, i, end int) {
+	rw.single = false
 	get, what := rw.src.Key, warmKeys
 	if value {
 		get, what = rw.src.Value, warmValues

@@ -380,3 +380,59 @@ func TestOpenRefusesBadOffsets(t *testing.T) {
 		}
 	}
 }
+
+// KeyColumns holds the operators and keys of the rows asked for, read with
+// pread from a mapped file or sliced from memory; a mapped file cut short
+// since it was opened is an ErrInputChanged.
+func TestKeyColumns(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	rows := make([]Row, 3000)
+	for i := range rows {
+		rows[i] = Row{Op: uint64(i / 1000), Key: bytes.Repeat([]byte{byte(i)}, 1+r.IntN(20)), Value: []byte{byte(i)}}
+	}
+	path := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{1200, 1800}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, columnar := range []bool{true, false} {
+		sp, err := Open(path, OpenOptions{Columnar: columnar})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := sp.Files[0].Snapshot
+		var kc KeyColumns
+		for trial := 0; trial < 200; trial++ {
+			bi := r.IntN(len(snap.Batches))
+			b := &snap.Batches[bi]
+			lo := r.IntN(b.Len())
+			hi := lo + 1 + r.IntN(b.Len()-lo)
+			if err := kc.Load(b, lo, hi); err != nil {
+				t.Fatal(err)
+			}
+			for x := lo; x < hi; x++ {
+				want := b.Row(x)
+				if !kc.Holds(b, x) || kc.Ops[x-kc.Lo] != want.Op || !bytes.Equal(kc.Key(x), want.Key) {
+					t.Fatalf("columnar %v, batch %d row %d: op %d key %x, want %d %x", columnar, bi, x, kc.Ops[x-kc.Lo], kc.Key(x), want.Op, want.Key)
+				}
+			}
+			if kc.Holds(b, hi) || kc.Holds(b, lo-1) {
+				t.Fatalf("rows %d-%d held: says it holds %d or %d", lo, hi, lo-1, hi)
+			}
+		}
+		if columnar {
+			b := &snap.Batches[1]
+			if err := os.Truncate(path, 2000); err != nil {
+				t.Fatal(err)
+			}
+			if err := kc.Load(b, 0, b.Len()); !errors.Is(err, ErrInputChanged) {
+				t.Fatalf("loading from a truncated file: %v, want ErrInputChanged", err)
+			}
+			sp.Close()
+			if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{1200, 1800}}); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		sp.Close()
+	}
+}

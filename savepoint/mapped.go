@@ -241,3 +241,70 @@ func (r *RowReader) load(b *Batch, lo, hi int) error {
 	r.b, r.lo, r.hi, r.fromFile = b, lo, hi, true
 	return nil
 }
+
+// KeyColumns holds the operators and keys of consecutive rows of a batch,
+// for passes that read every key of a file in order. From a memory-mapped
+// file they are read with pread into buffers that are used again, rather
+// than through the map: the first touch of a mapped page costs more than
+// read's copy (several times more on some virtual machines), and a pass
+// through the map fills the resident set.
+type KeyColumns struct {
+	// Batch, Lo and Hi say which rows are held: Lo to Hi (excluded) of
+	// Batch.
+	Batch  *Batch
+	Lo, Hi int
+	// Ops and Offs hold the rows' operators and key offsets: row Lo+j has
+	// operator Ops[j] and key Keys[Offs[j]:Offs[j+1]]. The bytes are
+	// valid until the next Load.
+	Ops  []uint64
+	Offs []int32
+	Keys []byte
+	// buffers for rows read from a file
+	ops  []uint64
+	offs []int32
+	keys []byte
+}
+
+// Holds reports whether row x of b is held.
+func (kc *KeyColumns) Holds(b *Batch, x int) bool {
+	return kc.Batch == b && x >= kc.Lo && x < kc.Hi
+}
+
+// Key returns the key of row x of the batch held.
+func (kc *KeyColumns) Key(x int) []byte {
+	j := x - kc.Lo
+	return kc.Keys[kc.Offs[j]:kc.Offs[j+1]]
+}
+
+// Load makes kc hold rows [lo, hi) of b. A file that changed since it was
+// opened (offsets that differ from those validated then) is an error.
+func (kc *KeyColumns) Load(b *Batch, lo, hi int) error {
+	kc.Batch = nil
+	if b.file == nil || !littleEndian {
+		kc.Batch, kc.Lo, kc.Hi = b, lo, hi
+		kc.Ops, kc.Offs, kc.Keys = b.Ops[lo:hi], b.KeyOffs[lo:hi+1], b.Keys
+		return nil
+	}
+	n := hi - lo
+	kc.ops = slices.Grow(kc.ops[:0], n)[:n]
+	kc.offs = slices.Grow(kc.offs[:0], n+1)[:n+1]
+	m := b.file
+	if err := errors.Join(m.readInto(bytesOf(kc.ops), bytesOf(b.Ops[lo:hi])),
+		m.readInto(bytesOf(kc.offs), bytesOf(b.KeyOffs[lo:hi+1]))); err != nil {
+		return err
+	}
+	k0, k1 := kc.offs[0], kc.offs[n]
+	if k0 < 0 || int(k1) > len(b.Keys) || !slices.IsSorted(kc.offs) {
+		return fmt.Errorf("%w (the key offsets of rows %d-%d differ from those read at open)", ErrInputChanged, lo, hi)
+	}
+	for j := range kc.offs {
+		kc.offs[j] -= k0
+	}
+	kc.keys = slices.Grow(kc.keys[:0], int(k1-k0))[:k1-k0]
+	if err := m.readInto(kc.keys, b.Keys[k0:k1]); err != nil {
+		return err
+	}
+	kc.Batch, kc.Lo, kc.Hi = b, lo, hi
+	kc.Ops, kc.Offs, kc.Keys = kc.ops, kc.offs, kc.keys
+	return nil
+}

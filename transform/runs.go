@@ -16,7 +16,7 @@ import (
 // follows it: only the steps in live look at each row.
 type prefixPlan struct {
 	op     uint64
-	prefix []byte // aliases the input
+	prefix []byte // a copy
 	// dropBy is the step that drops every row reaching it, or -1.
 	dropBy int
 	// live are the steps before dropBy (or all, when it is -1) that must
@@ -69,7 +69,7 @@ func (w *worker) planFor(r savepoint.Row, k savepoint.Key) *prefixPlan {
 		c.last = p
 		return p
 	}
-	p := w.e.newPlan(r.Op, r.Key[:plen:plen], k, w.subtask)
+	p := w.e.newPlan(r.Op, bytes.Clone(r.Key[:plen]), k, w.subtask)
 	if c.byKey == nil {
 		c.byKey = map[string]*prefixPlan{}
 	}
@@ -134,11 +134,19 @@ func (p *prefixPlan) withPurges(e *engine, op uint64, k savepoint.Key) *prefixPl
 
 // run processes the run of rows from i (before end) that share row r's
 // operator and prefix, following plan p; it returns how many rows it
-// took (at least one).
-func (w *worker) run(i, end int, r savepoint.Row, k savepoint.Key, p *prefixPlan) (int, error) {
+// took (at least one). r holds row i's operator and key only, its key
+// perhaps read into w.keys (see scanRow).
+func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 	res := w.res
 	cur := res.out.cur
-	n, inc := scanRun(cur, i, end, r.Op, p.prefix)
+	// The scan reads on into w.keys: keep row i's key.
+	w.runFirst = append(w.runFirst[:0], r.Key...)
+	r.Key = w.runFirst
+	k := savepoint.ParseKey(r.Key)
+	n, inc, err := w.scanRun(i, end, r.Op, p.prefix)
+	if err != nil {
+		return 0, err
+	}
 	res.before.addN(r.Op, k.Slot, true, int64(n))
 	if len(p.live) == 0 {
 		if p.dropBy >= 0 {
@@ -149,7 +157,11 @@ func (w *worker) run(i, end int, r savepoint.Row, k savepoint.Key, p *prefixPlan
 			res.after.addN(r.Op, k.Slot, true, -int64(n))
 			return n, nil
 		}
-		w.keepRun(i, n, r, cur.Row(i+n-1), inc)
+		last, err := w.scanRow(i + n - 1)
+		if err != nil {
+			return 0, err
+		}
+		w.keepRun(i, n, r, last, inc)
 		return n, nil
 	}
 	// Some steps must see each row: the user keys differ, the prefix
@@ -158,44 +170,57 @@ func (w *worker) run(i, end int, r savepoint.Row, k savepoint.Key, p *prefixPlan
 	plen := len(p.prefix)
 	dropped := int64(0)
 	streak := 0 // unmodified kept rows before j not appended yet
-	flush := func(j int) {
-		if streak > 0 {
-			w.keepRun(j-streak, streak, cur.Row(j-streak), cur.Row(j-1), true)
-			streak = 0
+	flush := func(j int) error {
+		if streak == 0 {
+			return nil
 		}
+		err := w.keepRows(j-streak, streak)
+		streak = 0
+		return err
 	}
-	var keyOffs []int32
-	var keys []byte
+	// The live steps of a plan with purge lists are all purge_keys of keyed
+	// rows, which look at the user key only: they get the rows' keys from
+	// w.keys, without values.
+	keysOnly := p.purges != nil && cur.Columnar()
+	var b *savepoint.Batch
 	var lo int
-	if cur.Columnar() {
-		var b *savepoint.Batch
+	if keysOnly {
 		b, lo, _ = cur.Locate(i) // a run lies in one batch
-		keyOffs, keys = b.KeyOffs, b.Keys
 	}
+	kc := &w.keys
 	for j := i; j < i+n; j++ {
-		if keyOffs != nil && p.purges != nil {
+		var row savepoint.Row
+		if keysOnly {
 			x := lo + j - i
-			if p.unlisted(keys[int(keyOffs[x])+plen : keyOffs[x+1]]) {
+			if !kc.Holds(b, x) {
+				if err := kc.Load(b, x, min(b.Len(), x+scanBlock)); err != nil {
+					return 0, err
+				}
+			}
+			row = savepoint.Row{Op: r.Op, Key: kc.Key(x)}
+			if p.unlisted(row.Key[plen:]) {
 				streak++
 				continue
 			}
-		}
-		row := r
-		if j > i {
+		} else {
 			row = cur.Row(j)
-			k.UserKey = row.Key[plen:]
 		}
+		k.UserKey = row.Key[plen:]
 		nr, ok, err := w.live(p, row, k)
 		if err != nil {
 			return 0, rowError(j, row, k, err)
 		}
 		if !ok {
 			dropped++
-			flush(j)
+			if err := flush(j); err != nil {
+				return 0, err
+			}
 			continue
 		}
 		if !sameSlice(nr.Value, row.Value) {
-			flush(j)
+			if err := flush(j); err != nil {
+				return 0, err
+			}
 			res.changed = true
 			res.out.modify(res.out.Len(), nr)
 			w.keepRun(j, 1, nr, nr, true)
@@ -204,7 +229,9 @@ func (w *worker) run(i, end int, r savepoint.Row, k savepoint.Key, p *prefixPlan
 		}
 		w.e.auditOut(res, nr, k, 1, &w.comp)
 	}
-	flush(i + n)
+	if err := flush(i + n); err != nil {
+		return 0, err
+	}
 	if dropped > 0 {
 		res.changed = true
 		res.after.addN(r.Op, k.Slot, true, -dropped)
@@ -212,6 +239,41 @@ func (w *worker) run(i, end int, r savepoint.Row, k savepoint.Key, p *prefixPlan
 	// The kept rows of a strictly increasing run strictly increase.
 	w.rr.sorted = w.rr.sorted && inc
 	return n, nil
+}
+
+// scanRow returns the operator and key of row i, not its value. From a
+// mapped file the key is read into w.keys, a block of rows at a time, and
+// is valid until w.keys reads on (the next scanRow or scanRun).
+func (w *worker) scanRow(i int) (savepoint.Row, error) {
+	cur := w.res.out.cur
+	if !cur.Columnar() {
+		return cur.Row(i), nil
+	}
+	b, x, _ := cur.Locate(i)
+	kc := &w.keys
+	if !kc.Holds(b, x) {
+		if err := kc.Load(b, x, min(b.Len(), x+scanBlock)); err != nil {
+			return savepoint.Row{}, err
+		}
+	}
+	return savepoint.Row{Op: kc.Ops[x-kc.Lo], Key: kc.Key(x)}, nil
+}
+
+// keepRows appends input rows [i, i+n), unmodified and strictly
+// increasing, to the output (see keepRun).
+func (w *worker) keepRows(i, n int) error {
+	first, err := w.scanRow(i)
+	if err != nil {
+		return err
+	}
+	w.streakFirst = append(w.streakFirst[:0], first.Key...) // the next scanRow may read over it
+	first.Key = w.streakFirst
+	last, err := w.scanRow(i + n - 1)
+	if err != nil {
+		return err
+	}
+	w.keepRun(i, n, first, last, true)
+	return nil
 }
 
 // live runs a row through the live steps of its plan, then the step that
@@ -237,10 +299,16 @@ func (w *worker) live(p *prefixPlan, r savepoint.Row, k savepoint.Key) (savepoin
 	return r, true, nil
 }
 
+// scanBlock is how many rows of a batch are read into a worker's
+// KeyColumns at once (a variable so tests can make it small).
+var scanBlock = 4096
+
 // scanRun returns how many rows from i (included) before end have operator
 // op and a key starting with prefix, and whether their keys strictly
-// increase.
-func scanRun(cur *savepoint.Cursor, i, end int, op uint64, prefix []byte) (int, bool) {
+// increase. The keys of a mapped file are read into w.keys a block of rows
+// at a time (see savepoint.KeyColumns).
+func (w *worker) scanRun(i, end int, op uint64, prefix []byte) (int, bool, error) {
+	cur := w.res.out.cur
 	if !cur.Columnar() {
 		inc := true
 		prev := cur.Key(i)
@@ -253,12 +321,39 @@ func scanRun(cur *savepoint.Cursor, i, end int, op uint64, prefix []byte) (int, 
 			inc = inc && bytes.Compare(prev, r.Key) < 0
 			prev = r.Key
 		}
-		return j - i, inc
+		return j - i, inc, nil
 	}
 	b, lo, left := cur.Locate(i)
 	m := min(left, end-i)
-	ops, offs := b.Ops[lo:lo+m], b.KeyOffs[lo:lo+m+1]
-	return scanColumns(ops, offs, b.Keys, op, prefix)
+	kc := &w.keys
+	n, inc := 0, true
+	for n < m {
+		x := lo + n
+		if !kc.Holds(b, x) {
+			if err := kc.Load(b, x, min(b.Len(), x+scanBlock)); err != nil {
+				return 0, false, err
+			}
+		}
+		j := x - kc.Lo
+		avail := min(kc.Hi, lo+m) - x
+		ops, offs := kc.Ops[j:j+avail], kc.Offs[j:j+avail+1]
+		if n > 0 {
+			// The run goes on past a block: does its next row belong?
+			key := kc.Keys[offs[0]:offs[1]]
+			if ops[0] != op || !bytes.HasPrefix(key, prefix) {
+				break
+			}
+			inc = inc && bytes.Compare(w.lastKey, key) < 0
+		}
+		k, kInc := scanColumns(ops, offs, kc.Keys, op, prefix)
+		inc = inc && kInc
+		n += k
+		if k < avail {
+			break
+		}
+		w.lastKey = append(w.lastKey[:0], kc.Keys[offs[k-1]:offs[k]]...)
+	}
+	return n, inc, nil
 }
 
 // scanColumns is scanRun over the columns of a batch, from its first row.

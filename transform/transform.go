@@ -371,8 +371,10 @@ var minRowsPerPart = 1 << 18
 
 // rangeResult is the outcome of a range of a file's rows.
 type rangeResult struct {
-	res         *fileResult
-	sorted      bool // the kept rows are strictly increasing
+	res    *fileResult
+	sorted bool // the kept rows are strictly increasing
+	// first and last are the operator and key of the first and last kept
+	// rows (copies: keepRun is given keys that do not last).
 	first, last savepoint.Row
 }
 
@@ -419,18 +421,26 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 				f.ReleasePages() // what was read stays cached but leaves the resident set
 			}
 			for i := c; i < end; {
-				r := cur.Row(i)
-				k := savepoint.ParseKey(r.Key)
-				if k.Kind == savepoint.KindKeyed && !rowByRow {
-					if p := w.planFor(r, k); !p.generic {
-						n, err := w.run(i, end, r, k, p)
-						if err != nil {
-							return err
+				if !rowByRow {
+					// Operator and key only, read with pread from a
+					// mapped file (see scanRow).
+					r, err := w.scanRow(i)
+					if err != nil {
+						return err
+					}
+					if k := savepoint.ParseKey(r.Key); k.Kind == savepoint.KindKeyed {
+						if p := w.planFor(r, k); !p.generic {
+							n, err := w.run(i, end, r, p)
+							if err != nil {
+								return err
+							}
+							i += n
+							continue
 						}
-						i += n
-						continue
 					}
 				}
+				r := cur.Row(i)
+				k := savepoint.ParseKey(r.Key)
 				if err := w.one(i, r, k); err != nil {
 					return err
 				}
@@ -491,12 +501,12 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 func (w *worker) keepRun(i, n int, first, last savepoint.Row, inc bool) {
 	rr, out := w.rr, w.res.out
 	if out.Len() == 0 {
-		rr.first = first
+		rr.first = savepoint.Row{Op: first.Op, Key: bytes.Clone(first.Key)}
 	} else if rr.sorted && first.Compare(rr.last) <= 0 {
 		rr.sorted = false
 	}
 	rr.sorted = rr.sorted && inc
-	rr.last = last
+	rr.last = savepoint.Row{Op: last.Op, Key: append(rr.last.Key[:0], last.Key...)}
 	out.idx.appendRun(i, n)
 }
 
@@ -904,6 +914,11 @@ type worker struct {
 	view    rules.RowView
 	envRow  savepoint.Row
 	envOK   bool
+	// keys holds the operators and keys of the rows being scanned (see
+	// scanRow); runFirst, streakFirst and lastKey are copies of keys read
+	// there that must outlive the next read.
+	keys                           savepoint.KeyColumns
+	runFirst, streakFirst, lastKey []byte
 }
 
 // fill prepares the expression environment for r once per row version.
