@@ -134,13 +134,25 @@ func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyB
 // a separator is a run of one. In sorted rows such a run holds all of the
 // prefix's rows and its end is found by galloping; otherwise by a scan.
 func (b *Batch) PrefixRunEnd(x, hi int, sorted bool) int {
-	key := func(y int) []byte { return b.Keys[b.KeyOffs[y]:b.KeyOffs[y+1]] }
+	return prefixRunEnd(b.Ops, b.KeyOffs, b.Keys, x, hi, sorted)
+}
+
+// PrefixRunEnd is Batch.PrefixRunEnd over the rows held: x and hi are rows
+// of the batch, Lo <= x < hi <= Hi.
+func (kc *KeyColumns) PrefixRunEnd(x, hi int, sorted bool) int {
+	return kc.Lo + prefixRunEnd(kc.Ops, kc.Offs, kc.Keys, x-kc.Lo, hi-kc.Lo, sorted)
+}
+
+// prefixRunEnd is PrefixRunEnd over columns: row y has operator ops[y] and
+// key keys[offs[y]:offs[y+1]].
+func prefixRunEnd(ops []uint64, offs []int32, keys []byte, x, hi int, sorted bool) int {
+	key := func(y int) []byte { return keys[offs[y]:offs[y+1]] }
 	sep := separatorIndex(key(x))
 	if sep < 0 {
 		return x + 1
 	}
-	op, prefix := b.Ops[x], key(x)[:sep+1]
-	other := func(y int) bool { return b.Ops[y] != op || !bytes.HasPrefix(key(y), prefix) }
+	op, prefix := ops[x], key(x)[:sep+1]
+	other := func(y int) bool { return ops[y] != op || !bytes.HasPrefix(key(y), prefix) }
 	end := x + 1
 	if sorted {
 		return end + Gallop(hi-end, func(y int) bool { return other(end + y) })

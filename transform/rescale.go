@@ -232,13 +232,18 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 			meta, versions, haveMeta = f.Snapshot.Metadata, res.versions, true
 		}
 		olds[i] = res.out
+		var kc savepoint.KeyColumns
 		next := 0
 		for j := 0; j < res.out.Len(); j++ {
 			if j >= next {
 				f.ReleasePages()
 				next = j + releaseRows + 1
 			}
-			if n, op, kg, keyed := res.out.keyedRun(j); keyed {
+			n, op, kg, keyed, err := res.out.keyedRun(j, &kc)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f.Path, err)
+			}
+			if keyed {
 				own[op] = true
 				rr.KeyedIn += int64(n)
 				if g.Owner(kg) != old {

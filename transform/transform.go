@@ -674,29 +674,46 @@ func (o *outRows) modify(pos int, r savepoint.Row) {
 // input batch (at least one when row j is keyed); keyed is false when row
 // j is not a keyed row. The output must be canonical: within a run the
 // operator and then the first key byte never decrease, so the end of the
-// key group is found by binary search.
-func (o *outRows) keyedRun(j int) (n int, op uint64, kg int, keyed bool) {
+// key group is found by galloping. The keys of a run are read into kc, a
+// block of rows at a time (see savepoint.KeyColumns).
+func (o *outRows) keyedRun(j int, kc *savepoint.KeyColumns) (n int, op uint64, kg int, keyed bool, err error) {
 	b, lo, m, ok := o.Run(j)
 	if !ok {
 		key := o.Key(j)
 		if len(key) == 0 || key[0] >= savepoint.NumKeyGroups {
-			return 1, 0, -1, false
+			return 1, 0, -1, false, nil
 		}
-		return 1, o.Op(j), int(key[0]), true
+		return 1, o.Op(j), int(key[0]), true, nil
 	}
-	op = b.Ops[lo]
-	first := func(x int) int { // the first key byte of batch row x, or -1
-		if b.KeyOffs[x] == b.KeyOffs[x+1] {
+	for n < m {
+		x := lo + n
+		if !kc.Holds(b, x) {
+			if err := kc.Load(b, x, min(b.Len(), x+scanBlock)); err != nil {
+				return 0, 0, 0, false, err
+			}
+		}
+		first := func(y int) int { // the first key byte of batch row y, or -1
+			if key := kc.Key(y); len(key) > 0 {
+				return int(key[0])
+			}
 			return -1
 		}
-		return int(b.Keys[b.KeyOffs[x]])
+		if n == 0 {
+			op, kg = kc.Ops[x-kc.Lo], first(x)
+			if kg < 0 || kg >= savepoint.NumKeyGroups {
+				return 1, op, -1, false, nil
+			}
+		} else if kc.Ops[x-kc.Lo] != op || first(x) != kg {
+			break
+		}
+		avail := min(kc.Hi, lo+m) - x
+		k := 1 + savepoint.Gallop(avail-1, func(y int) bool { return kc.Ops[x+1+y-kc.Lo] != op || first(x+1+y) != kg })
+		n += k
+		if k < avail {
+			break
+		}
 	}
-	kg = first(lo)
-	if kg < 0 || kg >= savepoint.NumKeyGroups {
-		return 1, op, -1, false
-	}
-	n = 1 + savepoint.Gallop(m-1, func(x int) bool { return b.Ops[lo+1+x] != op || first(lo+1+x) != kg })
-	return n, op, kg, true
+	return n, op, kg, true, nil
 }
 
 // canonicalise sorts the output rows by (op, key) and resolves duplicates as
@@ -813,6 +830,7 @@ func (s *spiller) close() {
 func countSlots(rs savepoint.RowSource, sorted bool, counts *slotCounts, release func()) {
 	src := savepoint.Columns(rs)
 	runs, _ := src.(savepoint.RunSource)
+	var kc savepoint.KeyColumns
 	next := 0
 	for i := 0; i < src.Len(); {
 		if i >= next {
@@ -821,7 +839,9 @@ func countSlots(rs savepoint.RowSource, sorted bool, counts *slotCounts, release
 		}
 		if runs != nil {
 			if b, lo, n, ok := runs.Run(i); ok && n > 1 {
-				countBatchSlots(b, lo, n, sorted, counts)
+				if n < 64 || !countKeyColumns(b, lo, n, sorted, counts, &kc) {
+					countBatchSlots(b, lo, n, sorted, counts)
+				}
 				i += n
 				continue
 			}
@@ -830,6 +850,40 @@ func countSlots(rs savepoint.RowSource, sorted bool, counts *slotCounts, release
 		counts.add(src.Op(i), k.Slot, k.HasSlot)
 		i++
 	}
+}
+
+// countKeyColumns is countBatchSlots reading the keys into kc, a block of
+// rows at a time (see savepoint.KeyColumns): a run's gallop then probes
+// memory already read rather than pages of the map. It reports false,
+// having counted nothing, when the file cannot be read as it was at open.
+func countKeyColumns(b *savepoint.Batch, lo, n int, sorted bool, counts *slotCounts, kc *savepoint.KeyColumns) bool {
+	type run struct {
+		op   uint64
+		slot string
+		has  bool
+		n    int64
+	}
+	var found []run // counted only once every block was read
+	for x := lo; x < lo+n; {
+		hi := min(lo+n, x+scanBlock)
+		if kc.Load(b, x, hi) != nil {
+			return false
+		}
+		for x < hi {
+			k := savepoint.ParseKey(kc.Key(x))
+			end := kc.PrefixRunEnd(x, hi, sorted)
+			if l := len(found) - 1; l >= 0 && found[l].op == kc.Ops[x-kc.Lo] && found[l].has == k.HasSlot && found[l].slot == string(k.Slot) {
+				found[l].n += int64(end - x)
+			} else {
+				found = append(found, run{kc.Ops[x-kc.Lo], string(k.Slot), k.HasSlot, int64(end - x)})
+			}
+			x = end
+		}
+	}
+	for _, r := range found {
+		counts.addN(r.op, []byte(r.slot), r.has, r.n)
+	}
+	return true
 }
 
 // countBatchSlots adds rows [lo, lo+n) of b to counts a prefix run at a
