@@ -1,7 +1,10 @@
 package savepoint
 
 import (
+	"errors"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -30,5 +33,36 @@ func TestCRC32CCombine(t *testing.T) {
 	a, b := CRC32C(data[:3]), CRC32C(data[3:])
 	if got, want := crc32cCombine(a, b, int64(len(data)-3)), CRC32C(data); got != want {
 		t.Fatalf("combined %08x, want %08x", got, want)
+	}
+}
+
+// checksumFile reads a large file in parts on several goroutines and
+// combines their CRCs into the file's; a file shorter than its size is an
+// ErrInputChanged.
+func TestChecksumFileInParts(t *testing.T) {
+	defer func(v int) { checksumBlock = v }(checksumBlock)
+	checksumBlock = 64
+	r := rand.New(rand.NewPCG(3, 3))
+	path := filepath.Join(t.TempDir(), "f")
+	for _, size := range []int{0, 1, 63, 64*32 - 1, 64 * 32, 64*32*2 + 7, 100000} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crc, err := checksumFile(f, int64(size))
+		if err != nil || crc != CRC32C(data) {
+			t.Errorf("%d bytes: CRC %08x, %v; want %08x", size, crc, err, CRC32C(data))
+		}
+		if _, err := checksumFile(f, int64(size)+1); !errors.Is(err, ErrInputChanged) {
+			t.Errorf("%d bytes read as %d: %v, want ErrInputChanged", size, size+1, err)
+		}
+		f.Close()
 	}
 }

@@ -3,6 +3,7 @@ package savepoint
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -570,22 +571,60 @@ func decodeFile(f *File, fh *os.File, data []byte, ro ReadOptions) (*Snapshot, s
 // checksumFile computes the CRC-32C of the size bytes of a file that is
 // also memory-mapped. It reads the file rather than the map: the first
 // touch of each mapped page costs more than the copy of read(2), and
-// reading leaves nothing in the resident set.
+// reading leaves nothing in the resident set. A large file is read in parts
+// by one goroutine per CPU, and the parts' CRCs combined.
 func checksumFile(fh *os.File, size int64) (uint32, error) {
-	buf := make([]byte, min(size, 4<<20))
-	h := NewCRC32C()
-	for off := int64(0); off < size; {
-		n, err := fh.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
-		h.Write(buf[:n])
+	block := int64(checksumBlock)
+	parts := int(min(int64(runtime.NumCPU()), size/(16*block)))
+	if parts <= 1 {
+		return checksumRange(fh, 0, size)
+	}
+	per := ((size+int64(parts)-1)/int64(parts) + block - 1) / block * block // parts*per >= size
+	crcs := make([]uint32, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lo := min(size, int64(p)*per)
+			crcs[p], errs[p] = checksumRange(fh, lo, min(size, lo+per))
+		}()
+	}
+	wg.Wait()
+	crc := CRC32C(nil)
+	for p := range parts {
+		if errs[p] != nil {
+			return 0, errs[p]
+		}
+		lo := min(size, int64(p)*per)
+		crc = crc32cCombine(crc, crcs[p], min(size, lo+per)-lo)
+	}
+	return crc, nil
+}
+
+// checksumBlock is how much checksumFile reads at once (a variable so tests
+// can make it small); a file of fewer than 32 blocks is read by one
+// goroutine.
+var checksumBlock = 4 << 20
+
+// checksumRange returns the CRC-32C of bytes [lo, hi) of a file (see
+// checksumFile).
+func checksumRange(fh *os.File, lo, hi int64) (uint32, error) {
+	buf := make([]byte, min(hi-lo, int64(checksumBlock)))
+	var crc uint32
+	for off := lo; off < hi; {
+		n, err := fh.ReadAt(buf[:min(int64(len(buf)), hi-off)], off)
+		crc = crc32.Update(crc, castagnoli, buf[:n])
 		off += int64(n)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return 0, fmt.Errorf("%w (it ended at byte %d of %d)", ErrInputChanged, off, size)
+				return 0, fmt.Errorf("%w (it ended at byte %d, before byte %d)", ErrInputChanged, off, hi)
 			}
 			return 0, err
 		}
 	}
-	return h.Sum32(), nil
+	return crc, nil
 }
 
 // Close releases the memory maps of a savepoint opened with
