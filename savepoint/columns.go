@@ -96,6 +96,47 @@ func (s *Snapshot) EachRow(fn func(i int, r Row) bool) {
 	}
 }
 
+// EachKey calls fn with the stream index, operator and key of each row, in
+// stream order, until fn returns false. The keys of a columnar snapshot are
+// read a block of rows at a time with pread (see KeyColumns), not through
+// the map: a key is valid only during the call.
+func (s *Snapshot) EachKey(fn func(i int, op uint64, key []byte) bool) {
+	if !s.Columnar() {
+		for i, r := range s.Rows {
+			if !fn(i, r.Op, r.Key) {
+				return
+			}
+		}
+		return
+	}
+	var kc KeyColumns
+	i := 0
+	for bi := range s.Batches {
+		b := &s.Batches[bi]
+		for x := 0; x < b.Len(); x += keyBlock {
+			hi := min(b.Len(), x+keyBlock)
+			if kc.Load(b, x, hi) != nil {
+				// The file changed since it was opened: read through the
+				// map, which faults if it was cut short.
+				kc.Batch = nil
+				for y := x; y < hi; y++ {
+					if !fn(i, b.Ops[y], b.Keys[b.KeyOffs[y]:b.KeyOffs[y+1]]) {
+						return
+					}
+					i++
+				}
+				continue
+			}
+			for y := x; y < hi; y++ {
+				if !fn(i, kc.Ops[y-x], kc.Key(y)) {
+					return
+				}
+				i++
+			}
+		}
+	}
+}
+
 // Cursor gives random access to the rows of a columnar snapshot by stream
 // index; it is cheap for a single batch and for increasing indexes. It is
 // safe for concurrent use.

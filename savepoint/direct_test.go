@@ -436,3 +436,39 @@ func TestKeyColumns(t *testing.T) {
 		sp.Close()
 	}
 }
+
+// EachKey hands out the operator and key of every row in stream order, as
+// EachRow does, for a mapped file read in blocks of a few rows (across
+// batch ends too), and stops when asked.
+func TestEachKey(t *testing.T) {
+	defer func(v int) { keyBlock = v }(keyBlock)
+	rows := make([]Row, 1000)
+	for i := range rows {
+		rows[i] = Row{Op: uint64(i / 300), Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte{byte(i)}}
+	}
+	path := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{400, 0, 600}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, block := range []int{4096, 3} {
+		keyBlock = block
+		for _, columnar := range []bool{true, false} {
+			sp, err := Open(path, OpenOptions{Columnar: columnar})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			sp.Files[0].Snapshot.EachKey(func(i int, op uint64, key []byte) bool {
+				if i != n || op != rows[i].Op || !bytes.Equal(key, rows[i].Key) {
+					t.Fatalf("block %d, columnar %v: row %d (call %d): op %d key %q, want %d %q", block, columnar, i, n, op, key, rows[i].Op, rows[i].Key)
+				}
+				n++
+				return i < 700
+			})
+			if n != 701 {
+				t.Errorf("block %d, columnar %v: %d calls, want 701 (the last for row 700)", block, columnar, n)
+			}
+			sp.Close()
+		}
+	}
+}

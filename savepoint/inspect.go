@@ -401,7 +401,7 @@ func Summarize(sp *Savepoint) *Summary {
 					sc = &inspCounts{}
 					o.slots[sk] = sc
 				}
-				lastOp, lastSlot, lastHas, haveLast = r.Op, k.Slot, k.HasSlot, true
+				lastOp, lastSlot, lastHas, haveLast = r.Op, append(lastSlot[:0], k.Slot...), k.HasSlot, true // r's key does not last
 			}
 			o.add(k.Kind, n, kb, vb)
 			o.subtasks[f.Subtask] += n

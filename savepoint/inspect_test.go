@@ -303,6 +303,14 @@ func TestSummarizeSlotRendering(t *testing.T) {
 // same file read row by row (non-columnar), for a file and for a tree whose
 // subtask holds key groups it does not own.
 func TestSummarizeRunsAgreeWithRows(t *testing.T) {
+	defer func(v int) { keyBlock = v }(keyBlock)
+	for _, block := range []int{4096, 5} {
+		keyBlock = block // runs read in blocks of this many rows, reported in parts
+		testSummarizeRunsAgreeWithRows(t)
+	}
+}
+
+func testSummarizeRunsAgreeWithRows(t *testing.T) {
 	var rows []Row
 	for op := uint64(1); op <= 3; op++ {
 		for i := 0; i < 3000; i++ {

@@ -263,6 +263,16 @@ type KeyColumns struct {
 	ops  []uint64
 	offs []int32
 	keys []byte
+	// values, when set before Load, has the value offsets of the rows
+	// read too (see ValueBytes).
+	values bool
+	voffs  []int32 // row Lo+j's value ends at voffs[j+1]
+}
+
+// ValueBytes returns the size of the values of rows [x, end) of the batch
+// held, Lo <= x <= end <= Hi (value offsets must have been read).
+func (kc *KeyColumns) ValueBytes(x, end int) int64 {
+	return int64(kc.voffs[end-kc.Lo] - kc.voffs[x-kc.Lo])
 }
 
 // Holds reports whether row x of b is held.
@@ -283,6 +293,9 @@ func (kc *KeyColumns) Load(b *Batch, lo, hi int) error {
 	if b.file == nil || !littleEndian {
 		kc.Batch, kc.Lo, kc.Hi = b, lo, hi
 		kc.Ops, kc.Offs, kc.Keys = b.Ops[lo:hi], b.KeyOffs[lo:hi+1], b.Keys
+		if kc.values {
+			kc.voffs = b.ValOffs[lo : hi+1]
+		}
 		return nil
 	}
 	n := hi - lo
@@ -303,6 +316,15 @@ func (kc *KeyColumns) Load(b *Batch, lo, hi int) error {
 	kc.keys = slices.Grow(kc.keys[:0], int(k1-k0))[:k1-k0]
 	if err := m.readInto(kc.keys, b.Keys[k0:k1]); err != nil {
 		return err
+	}
+	if kc.values {
+		kc.voffs = slices.Grow(kc.voffs[:0], n+1)[:n+1]
+		if err := m.readInto(bytesOf(kc.voffs), bytesOf(b.ValOffs[lo:hi+1])); err != nil {
+			return err
+		}
+		if kc.voffs[0] < 0 || int(kc.voffs[n]) > len(b.Vals) || !slices.IsSorted(kc.voffs) {
+			return fmt.Errorf("%w (the value offsets of rows %d-%d differ from those read at open)", ErrInputChanged, lo, hi)
+		}
 	}
 	kc.Batch, kc.Lo, kc.Hi = b, lo, hi
 	kc.Ops, kc.Offs, kc.Keys = kc.ops, kc.offs, kc.keys

@@ -74,21 +74,37 @@ func (s *Snapshot) rangeOrder(lo, hi int) (sorted, strict bool) {
 		}
 		return sorted, strict
 	}
+	// The keys are read a block at a time with pread (see KeyColumns);
+	// prev keeps a copy of the last key of a block.
 	c := s.NewCursor()
-	prevOp, prevKey := c.Op(lo-1), c.Key(lo-1)
-	for i := lo; i < hi; {
+	var kc KeyColumns
+	var prevOp uint64
+	var prev []byte
+	for i := lo - 1; i < hi; {
 		b, j, left := c.Locate(i)
-		m := min(left, hi-i)
-		for x := j; x < j+m; x++ {
-			if x&releaseEvery == 0 && b.file != nil {
-				releasePages(b.file.data) // keep what was read cached, not resident
+		m := min(left, hi-i, keyBlock)
+		if kc.Load(b, j, j+m) != nil {
+			// The file changed since it was opened: compare through the
+			// map, which faults if it was cut short.
+			for x := j; x < j+m; x++ {
+				key := b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]]
+				if i+x-j >= lo && !check(prevOp, prev, b.Ops[x], key) {
+					return sorted, strict
+				}
+				prevOp, prev = b.Ops[x], append(prev[:0], key...)
 			}
-			key := b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]]
-			if !check(prevOp, prevKey, b.Ops[x], key) {
+			i += m
+			continue
+		}
+		if i >= lo && !check(prevOp, prev, kc.Ops[0], kc.Key(j)) {
+			return sorted, strict
+		}
+		for x := j; x+1 < j+m; x++ {
+			if !check(kc.Ops[x-j], kc.Key(x), kc.Ops[x+1-j], kc.Key(x+1)) {
 				return sorted, strict
 			}
-			prevOp, prevKey = b.Ops[x], key
 		}
+		prevOp, prev = kc.Ops[m-1], append(prev[:0], kc.Key(j+m-1)...)
 		i += m
 	}
 	return sorted, strict
@@ -101,6 +117,11 @@ func (s *Snapshot) rangeOrder(lo, hi int) (sorted, strict bool) {
 // otherwise, and for keys without a separator, a group is one row. fn gets
 // the stream index and the first row of the group, its row count and the
 // sums of its key and value lengths. release is called now and then.
+//
+// Runs are found in the keys of blocks of keyBlock rows read with pread
+// (see KeyColumns): a run that goes on past a block is reported in parts,
+// and the first row of a run has its operator and key only, the key valid
+// only during the call.
 func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyBytes, valueBytes int64)) {
 	if _, strict := s.Order(); !strict || !s.Columnar() {
 		s.EachRow(func(i int, r Row) bool {
@@ -112,6 +133,7 @@ func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyB
 		})
 		return
 	}
+	kc := KeyColumns{values: true}
 	i, next := 0, 0
 	for bi := range s.Batches {
 		b := &s.Batches[bi]
@@ -120,13 +142,30 @@ func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyB
 				release()
 				next = i + releaseEvery + 1
 			}
-			end := b.PrefixRunEnd(x, b.Len(), true)
-			fn(i, b.Row(x), end-x, int64(b.KeyOffs[end]-b.KeyOffs[x]), int64(b.ValOffs[end]-b.ValOffs[x]))
+			if !kc.Holds(b, x) {
+				if kc.Load(b, x, min(b.Len(), x+keyBlock)) != nil {
+					// The file changed since it was opened: read the rest
+					// through the map, which faults if it was cut short.
+					kc.Batch = nil
+					end := b.PrefixRunEnd(x, b.Len(), true)
+					fn(i, Row{Op: b.Ops[x], Key: b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]]}, end-x, int64(b.KeyOffs[end]-b.KeyOffs[x]), int64(b.ValOffs[end]-b.ValOffs[x]))
+					i += end - x
+					x = end
+					continue
+				}
+			}
+			// A run that goes on past the block is reported in parts.
+			end := kc.PrefixRunEnd(x, kc.Hi, true)
+			fn(i, Row{Op: kc.Ops[x-kc.Lo], Key: kc.Key(x)}, end-x, int64(kc.Offs[end-kc.Lo]-kc.Offs[x-kc.Lo]), kc.ValueBytes(x, end))
 			i += end - x
 			x = end
 		}
 	}
 }
+
+// keyBlock is how many rows of a batch passes over every key read into a
+// KeyColumns at once (a variable so tests can make it small).
+var keyBlock = 4096
 
 // PrefixRunEnd returns the end of the run of rows from x (before hi) of
 // row x's operator whose keys share its prefix up to the slot separator:

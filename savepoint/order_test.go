@@ -10,6 +10,14 @@ import (
 // Order finds the one inversion or duplicate wherever it is: inside a part,
 // at a batch boundary, at the boundary between the parallel parts.
 func TestOrder(t *testing.T) {
+	defer func(v int) { keyBlock = v }(keyBlock)
+	for _, block := range []int{4096, 7} {
+		keyBlock = block // keys read in blocks of this many rows
+		testOrder(t)
+	}
+}
+
+func testOrder(t *testing.T) {
 	const n = 200_000
 	base := func() []Row {
 		rows := make([]Row, n)
@@ -35,6 +43,8 @@ func TestOrder(t *testing.T) {
 		{"inversion inside", swap(1234), false, false},
 		{"inversion at the batch boundary", swap(70_000), false, false},
 		{"inversion at the part boundary", swap(boundary), false, false},
+		{"inversion at a block boundary", swap(keyBlock * 3), false, false},
+		{"duplicate at a block boundary", dup(keyBlock * 5), true, false},
 		{"operator out of order", func(r []Row) { r[n-1].Op = 0 }, false, false},
 		{"duplicate", dup(99_999), true, false},
 		{"duplicate at the part boundary", dup(boundary), true, false},

@@ -645,10 +645,11 @@ func (v *validator) checkRows(f *File) {
 			group, rng, placed = g, g.Range(f.Subtask), true
 		}
 	}
-	s.EachRow(func(i int, r Row) bool {
+	s.EachKey(func(i int, op uint64, key []byte) bool {
 		if i&releaseEvery == 0 {
 			f.ReleasePages()
 		}
+		r := Row{Op: op, Key: key} // valid during the call only
 		if len(r.Key) == 0 {
 			v.rowFinding(f, i, SeverityInfo, CheckZeroLengthKey, "zero-length key: never filtered by key group and not operator state; every restore of this file keeps it")
 			return true
