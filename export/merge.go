@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 
 	"github.com/sptool/sptool/savepoint"
@@ -134,100 +135,109 @@ func (p *pipeline) singleMerged(f *savepoint.File, perFile bool, st *savepoint.U
 }
 
 // runHeap merges runs of one slot: a min-heap of the runs' next rows by
-// (user key, key). Each run is read through a RowReader of its own.
+// (user key, key). Each run is read through a RowReader of its own. The
+// heap holds run numbers, so a sift moves one int per level; each run's
+// next row caches the first 8 bytes of its user key as an integer, which
+// decides most comparisons (8-byte keys: all but ties).
 type runHeap struct {
-	rows    *savepoint.Cursor
-	next    []int // per heap slot: the run's next row
-	end     []int // per heap slot: the run's end
-	head    []savepoint.Row
-	uk      [][]byte
-	readers []*savepoint.RowReader
-	pool    []*savepoint.RowReader // every reader made, for the next slot
+	rows *savepoint.Cursor
+	heap []int32 // run numbers, a min-heap
+	runs []mergeRun
+	pool []*savepoint.RowReader // every reader made, for the next slot
+}
+
+// mergeRun is a run being merged and its next row.
+type mergeRun struct {
+	next, end int // the next row and the run's end
+	head      savepoint.Row
+	uk        []byte // head's user key
+	ukp       uint64 // uk's first 8 bytes, big-endian, zero-padded
+	reader    *savepoint.RowReader
 }
 
 func (h *runHeap) reset(runs []keyRun) error {
-	h.next, h.end, h.head, h.uk, h.readers = h.next[:0], h.end[:0], h.head[:0], h.uk[:0], h.readers[:0]
+	h.heap, h.runs = h.heap[:0], h.runs[:0]
 	for k, r := range runs {
 		if k == len(h.pool) {
 			h.pool = append(h.pool, new(savepoint.RowReader))
 		}
-		h.next = append(h.next, r.start)
-		h.end = append(h.end, r.end)
-		h.head = append(h.head, savepoint.Row{})
-		h.uk = append(h.uk, nil)
-		h.readers = append(h.readers, h.pool[k])
-		if err := h.load(len(h.next) - 1); err != nil {
+		h.runs = append(h.runs, mergeRun{next: r.start, end: r.end, reader: h.pool[k]})
+		h.heap = append(h.heap, int32(k))
+		if err := h.load(&h.runs[k]); err != nil {
 			return err
 		}
 	}
-	for i := len(h.next)/2 - 1; i >= 0; i-- {
+	for i := len(h.heap)/2 - 1; i >= 0; i-- {
 		h.down(i)
 	}
 	return nil
 }
 
-func (h *runHeap) len() int { return len(h.next) }
+func (h *runHeap) len() int { return len(h.heap) }
 
-// load reads slot i's next row.
-func (h *runHeap) load(i int) error {
-	r, err := h.readers[i].Row(h.rows, h.next[i])
+// load reads run m's next row.
+func (h *runHeap) load(m *mergeRun) error {
+	r, err := m.reader.Row(h.rows, m.next)
 	if err != nil {
 		return err
 	}
 	e := entry{key: r.Key, sep: separator(r.Key)}
-	h.head[i], h.uk[i] = r, e.userKey()
+	m.head, m.uk = r, e.userKey()
+	var b [8]byte
+	copy(b[:], m.uk)
+	m.ukp = binary.BigEndian.Uint64(b[:])
 	return nil
 }
 
-func (h *runHeap) less(i, j int) bool {
-	if c := bytes.Compare(h.uk[i], h.uk[j]); c != 0 {
+// less orders runs a and b by their next rows. Zero-padded prefixes that
+// differ order the user keys as bytes.Compare does; equal ones are
+// compared in full.
+func (h *runHeap) less(a, b int32) bool {
+	x, y := &h.runs[a], &h.runs[b]
+	if x.ukp != y.ukp {
+		return x.ukp < y.ukp
+	}
+	if c := bytes.Compare(x.uk, y.uk); c != 0 {
 		return c < 0
 	}
-	return bytes.Compare(h.head[i].Key, h.head[j].Key) < 0
-}
-
-func (h *runHeap) swap(i, j int) {
-	h.next[i], h.next[j] = h.next[j], h.next[i]
-	h.end[i], h.end[j] = h.end[j], h.end[i]
-	h.head[i], h.head[j] = h.head[j], h.head[i]
-	h.uk[i], h.uk[j] = h.uk[j], h.uk[i]
-	h.readers[i], h.readers[j] = h.readers[j], h.readers[i]
+	return bytes.Compare(x.head.Key, y.head.Key) < 0
 }
 
 func (h *runHeap) down(i int) {
-	n := len(h.next)
+	n := len(h.heap)
 	for {
 		m := i
-		if l := 2*i + 1; l < n && h.less(l, m) {
+		if l := 2*i + 1; l < n && h.less(h.heap[l], h.heap[m]) {
 			m = l
 		}
-		if r := 2*i + 2; r < n && h.less(r, m) {
+		if r := 2*i + 2; r < n && h.less(h.heap[r], h.heap[m]) {
 			m = r
 		}
 		if m == i {
 			return
 		}
-		h.swap(i, m)
+		h.heap[i], h.heap[m] = h.heap[m], h.heap[i]
 		i = m
 	}
 }
 
 // peek returns the least next row (valid until advance).
-func (h *runHeap) peek() savepoint.Row { return h.head[0] }
+func (h *runHeap) peek() savepoint.Row { return h.runs[h.heap[0]].head }
 
 // advance moves past the least next row.
 func (h *runHeap) advance() error {
-	h.next[0]++
-	if h.next[0] < h.end[0] {
-		if err := h.load(0); err != nil {
+	m := &h.runs[h.heap[0]]
+	m.next++
+	if m.next < m.end {
+		if err := h.load(m); err != nil {
 			return err
 		}
 	} else {
-		last := len(h.next) - 1
-		h.swap(0, last)
-		h.next, h.end, h.head, h.uk, h.readers = h.next[:last], h.end[:last], h.head[:last], h.uk[:last], h.readers[:last]
+		last := len(h.heap) - 1
+		h.heap[0] = h.heap[last]
+		h.heap = h.heap[:last]
 	}
-	if len(h.next) > 0 {
+	if len(h.heap) > 0 {
 		h.down(0)
 	}
 	return nil
