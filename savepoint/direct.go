@@ -337,14 +337,20 @@ func column(b *Batch, value bool) ([]int32, []byte) {
 	return b.KeyOffs, b.Keys
 }
 
+// startPass starts a pass over the keys (or values): it returns how to get a
+// row's and what the warmer loads for it.
+func (rw *rangeWriter) startPass(value bool) (func(int) []byte, int) {
+	rw.single = false
+	if value {
+		return rw.src.Value, warmValues
+	}
+	return rw.src.Key, warmKeys
+}
+
 // offsets writes the end offsets of the keys (or values) of rows [i, end),
 // counted from off, the offset of row i's; it returns the last.
 func (rw *rangeWriter) offsets(out *sink, value bool, i, end int, off uint32) uint32 {
-	rw.single = false
-	get, what := rw.src.Key, warmKeys
-	if value {
-		get, what = rw.src.Value, warmValues
-	}
+	get, what := rw.startPass(value)
 	for i < end {
 		if b, lo, k, ok := rw.run(i, end); ok {
 			offsets, _ := column(b, value)
@@ -363,11 +369,7 @@ func (rw *rangeWriter) offsets(out *sink, value bool, i, end int, off uint32) ui
 
 // data writes the key (or value) bytes of rows [i, end).
 func (rw *rangeWriter) data(out *sink, value bool, i, end int) {
-	rw.single = false
-	get, what := rw.src.Key, warmKeys
-	if value {
-		get, what = rw.src.Value, warmValues
-	}
+	get, what := rw.startPass(value)
 	for i < end {
 		if b, lo, k, ok := rw.run(i, end); ok {
 			rw.release.tick(b, k)
