@@ -9,11 +9,14 @@ package savepoint
 // crc32cPoly is the Castagnoli polynomial, bit-reversed (as hash/crc32).
 const crc32cPoly = 0x82f63b78
 
-// x2nModP[k] is x^(2^k) modulo the polynomial.
-var x2nModP = func() (t [32]uint32) {
+// x2nModP[k] is x^(2^k) modulo the polynomial, for every k xPow8nModP
+// uses (3 to 65 for an int64 length). zlib's table has 32 entries and
+// wraps k modulo 32, which holds for its polynomial but not for
+// Castagnoli's: x^(2^32) is not x modulo it.
+var x2nModP = func() (t [67]uint32) {
 	p := uint32(1) << 30 // x^1
 	t[0] = p
-	for k := 1; k < 32; k++ {
+	for k := 1; k < len(t); k++ {
 		p = multModP(p, p)
 		t[k] = p
 	}
@@ -46,7 +49,7 @@ func xPow8nModP(n int64) uint32 {
 	p := uint32(1) << 31 // x^0
 	for k := 3; n != 0; n, k = n>>1, k+1 {
 		if n&1 != 0 {
-			p = multModP(x2nModP[k&31], p)
+			p = multModP(x2nModP[k], p)
 		}
 	}
 	return p
