@@ -113,22 +113,22 @@ func (s *Snapshot) EachKey(fn func(i int, op uint64, key []byte) bool) {
 	i := 0
 	for bi := range s.Batches {
 		b := &s.Batches[bi]
-		for x := 0; x < b.Len(); x += keyBlock {
+		for x := 0; x < b.Len(); {
 			hi := min(b.Len(), x+keyBlock)
 			if kc.Load(b, x, hi) != nil {
 				// The file changed since it was opened: read through the
 				// map, which faults if it was cut short.
 				kc.Batch = nil
-				for y := x; y < hi; y++ {
-					if !fn(i, b.Ops[y], b.Keys[b.KeyOffs[y]:b.KeyOffs[y+1]]) {
+				for ; x < hi; x++ {
+					if !fn(i, b.Ops[x], b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]]) {
 						return
 					}
 					i++
 				}
 				continue
 			}
-			for y := x; y < hi; y++ {
-				if !fn(i, kc.Ops[y-x], kc.Key(y)) {
+			for lo := x; x < kc.Hi; x++ {
+				if !fn(i, kc.Ops[x-lo], kc.Key(x)) {
 					return
 				}
 				i++

@@ -385,6 +385,14 @@ func TestOpenRefusesBadOffsets(t *testing.T) {
 // pread from a mapped file or sliced from memory; a mapped file cut short
 // since it was opened is an ErrInputChanged.
 func TestKeyColumns(t *testing.T) {
+	defer func(v int64) { keyColumnsBytes = v }(keyColumnsBytes)
+	for _, budget := range []int64{4 << 20, 30, 1} {
+		keyColumnsBytes = budget // fewer rows than asked for when their keys pass it
+		testKeyColumns(t)
+	}
+}
+
+func testKeyColumns(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	rows := make([]Row, 3000)
 	for i := range rows {
@@ -409,6 +417,10 @@ func TestKeyColumns(t *testing.T) {
 			if err := kc.Load(b, lo, hi); err != nil {
 				t.Fatal(err)
 			}
+			if kc.Lo != lo || kc.Hi <= lo || kc.Hi > hi || (!columnar || keyColumnsBytes > 1<<20) && kc.Hi != hi {
+				t.Fatalf("columnar %v, budget %d: asked for rows %d-%d, holds %d-%d", columnar, keyColumnsBytes, lo, hi, kc.Lo, kc.Hi)
+			}
+			hi = kc.Hi
 			for x := lo; x < hi; x++ {
 				want := b.Row(x)
 				if !kc.Holds(b, x) || kc.Ops[x-kc.Lo] != want.Op || !bytes.Equal(kc.Key(x), want.Key) {
@@ -442,6 +454,14 @@ func TestKeyColumns(t *testing.T) {
 // batch ends too), and stops when asked.
 func TestEachKey(t *testing.T) {
 	defer func(v int) { keyBlock = v }(keyBlock)
+	defer func(v int64) { keyColumnsBytes = v }(keyColumnsBytes)
+	for _, budget := range []int64{4 << 20, 10} {
+		keyColumnsBytes = budget
+		testEachKey(t)
+	}
+}
+
+func testEachKey(t *testing.T) {
 	rows := make([]Row, 1000)
 	for i := range rows {
 		rows[i] = Row{Op: uint64(i / 300), Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte{byte(i)}}

@@ -304,9 +304,14 @@ func TestSummarizeSlotRendering(t *testing.T) {
 // subtask holds key groups it does not own.
 func TestSummarizeRunsAgreeWithRows(t *testing.T) {
 	defer func(v int) { keyBlock = v }(keyBlock)
+	defer func(v int64) { keyColumnsBytes = v }(keyColumnsBytes)
 	for _, block := range []int{4096, 5} {
-		keyBlock = block // runs read in blocks of this many rows, reported in parts
-		testSummarizeRunsAgreeWithRows(t)
+		for _, budget := range []int64{4 << 20, 40} {
+			// Runs read in blocks of this many rows (fewer when their
+			// keys pass the budget), reported in parts.
+			keyBlock, keyColumnsBytes = block, budget
+			testSummarizeRunsAgreeWithRows(t)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sort"
 	"unsafe"
 )
 
@@ -286,8 +287,14 @@ func (kc *KeyColumns) Key(x int) []byte {
 	return kc.Keys[kc.Offs[j]:kc.Offs[j+1]]
 }
 
-// Load makes kc hold rows [lo, hi) of b. A file that changed since it was
-// opened (offsets that differ from those validated then) is an error.
+// keyColumnsBytes bounds the key bytes a KeyColumns reads at once (a
+// variable so tests can make it small).
+var keyColumnsBytes int64 = 4 << 20
+
+// Load makes kc hold rows [lo, hi) of b, or fewer from a mapped file when
+// their keys would pass keyColumnsBytes (but row lo at least): Hi says
+// where they end. A file that changed since it was opened (offsets that
+// differ from those validated then) is an error.
 func (kc *KeyColumns) Load(b *Batch, lo, hi int) error {
 	kc.Batch = nil
 	if b.file == nil || !littleEndian {
@@ -309,6 +316,12 @@ func (kc *KeyColumns) Load(b *Batch, lo, hi int) error {
 	k0, k1 := kc.offs[0], kc.offs[n]
 	if k0 < 0 || int(k1) > len(b.Keys) || !slices.IsSorted(kc.offs) {
 		return fmt.Errorf("%w (the key offsets of rows %d-%d differ from those read at open)", ErrInputChanged, lo, hi)
+	}
+	if int64(k1-k0) > keyColumnsBytes {
+		// Fewer rows, so that the keys held stay bounded (one row at least).
+		n = max(1, sort.Search(n+1, func(j int) bool { return int64(kc.offs[j]-k0) > keyColumnsBytes })-1)
+		hi, k1 = lo+n, kc.offs[n]
+		kc.ops, kc.offs = kc.ops[:n], kc.offs[:n+1]
 	}
 	for j := range kc.offs {
 		kc.offs[j] -= k0

@@ -83,7 +83,10 @@ func (s *Snapshot) rangeOrder(lo, hi int) (sorted, strict bool) {
 	for i := lo - 1; i < hi; {
 		b, j, left := c.Locate(i)
 		m := min(left, hi-i, keyBlock)
-		if kc.Load(b, j, j+m) != nil {
+		err := kc.Load(b, j, j+m)
+		if err == nil {
+			m = kc.Hi - j // fewer rows when their keys are large
+		} else {
 			// The file changed since it was opened: compare through the
 			// map, which faults if it was cut short.
 			for x := j; x < j+m; x++ {

@@ -865,11 +865,10 @@ func countKeyColumns(b *savepoint.Batch, lo, n int, sorted bool, counts *slotCou
 	}
 	var found []run // counted only once every block was read
 	for x := lo; x < lo+n; {
-		hi := min(lo+n, x+scanBlock)
-		if kc.Load(b, x, hi) != nil {
+		if kc.Load(b, x, min(lo+n, x+scanBlock)) != nil {
 			return false
 		}
-		for x < hi {
+		for hi := kc.Hi; x < hi; {
 			k := savepoint.ParseKey(kc.Key(x))
 			end := kc.PrefixRunEnd(x, hi, sorted)
 			if l := len(found) - 1; l >= 0 && found[l].op == kc.Ops[x-kc.Lo] && found[l].has == k.HasSlot && found[l].slot == string(k.Slot) {
