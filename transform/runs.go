@@ -49,24 +49,43 @@ func (p *prefixPlan) unlisted(userKey []byte) bool {
 // planCacheMax bounds the plans a worker keeps (one per prefix met).
 const planCacheMax = 4096
 
-// planCache holds a worker's plans: the last one used, and a map by
-// operator and prefix for input that is not grouped by prefix.
+// planCache holds a worker's plans: the last one used, a direct-mapped
+// table by a hash of operator and prefix, and a map by operator and
+// prefix behind it, for input that is not grouped by prefix (clink's
+// hash-map order, where nearly every row has another prefix than the one
+// before).
 type planCache struct {
 	last    *prefixPlan
+	recent  [planCacheMax]*prefixPlan
 	byKey   map[string]*prefixPlan
 	scratch []byte
+}
+
+// planSlot returns where in planCache.recent the plan of op and prefix goes.
+func planSlot(op uint64, prefix []byte) int {
+	h := op*0x9e3779b97f4a7c15 ^ uint64(len(prefix))
+	for _, c := range prefix {
+		h = (h ^ uint64(c)) * 0x100000001b3
+	}
+	return int(h>>32) & (planCacheMax - 1)
 }
 
 // planFor returns the plan for the prefix of the keyed row r (k parsed).
 func (w *worker) planFor(r savepoint.Row, k savepoint.Key) *prefixPlan {
 	c := &w.plans
 	plen := len(r.Key) - len(k.UserKey)
-	if p := c.last; p != nil && p.op == r.Op && bytes.Equal(p.prefix, r.Key[:plen]) {
+	prefix := r.Key[:plen]
+	if p := c.last; p != nil && p.op == r.Op && bytes.Equal(p.prefix, prefix) {
 		return p
 	}
-	c.scratch = append(appendOp(c.scratch[:0], r.Op), r.Key[:plen]...)
-	if p, ok := c.byKey[string(c.scratch)]; ok {
+	slot := planSlot(r.Op, prefix)
+	if p := c.recent[slot]; p != nil && p.op == r.Op && bytes.Equal(p.prefix, prefix) {
 		c.last = p
+		return p
+	}
+	c.scratch = append(appendOp(c.scratch[:0], r.Op), prefix...)
+	if p, ok := c.byKey[string(c.scratch)]; ok {
+		c.last, c.recent[slot] = p, p
 		return p
 	}
 	p := w.e.newPlan(r.Op, bytes.Clone(r.Key[:plen]), k, w.subtask)
@@ -76,7 +95,7 @@ func (w *worker) planFor(r savepoint.Row, k savepoint.Key) *prefixPlan {
 	if len(c.byKey) < planCacheMax {
 		c.byKey[string(c.scratch)] = p
 	}
-	c.last = p
+	c.last, c.recent[slot] = p, p
 	return p
 }
 
