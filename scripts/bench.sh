@@ -12,7 +12,8 @@
 #   BENCH_KEEP=1                              keep the generated inputs
 #   BENCH_LARGE=1                             also a snapshot whose key column passes 2 GiB
 #                                             (about 2.7 GB on disk) and a tree of three such
-#                                             files (about 8.5 GB), processed in bounded memory
+#                                             files (about 8.5 GB), processed in bounded memory;
+#                                             BENCH_SIZES=" " BENCH_LARGE=1 runs those alone
 #   BENCH_PEERS=0                             skip the peer (nodejs-polars, installed with npm
 #                                             into scripts/peers) that runs the same filter
 set -euo pipefail
@@ -205,6 +206,7 @@ for n in $SIZES; do
 done
 [ -z "${BENCH_LARGE:-}" ] || bench_large
 
+if [ -n "${SIZES// /}" ]; then
 echo
 echo "### Growth with size (canonical order)"
 echo
@@ -223,6 +225,7 @@ for op in read drop purge export; do
 	for n in $SIZES; do printf " %s %s, %s MB |" "${GROWTH_S[$op,$n]:-?}" "$unit" "$(( ${GROWTH_KB[$op,$n]:-0} / 1024 ))"; done
 	echo
 done
+fi
 if [ -n "$PEER" ]; then
 	echo
 	echo "(1) nodejs-polars $(node -p 'require("./scripts/peers/node_modules/nodejs-polars/package.json").version') reads the stream, filters with SQL (key_bytes < X'40') and writes"
