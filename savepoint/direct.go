@@ -390,10 +390,10 @@ func (rw *rangeWriter) data(out *sink, value bool, i, end int) {
 }
 
 // mapRelease drops a mapped input's pages from the resident set every
-// 256K rows of runs. Reading a run's first and last offsets through the map
-// faults in the pages around them too (the kernel maps up to 64 KiB at a
-// fault), so the runs of a large file would otherwise leave a large part of
-// its offset columns resident.
+// 256K rows of runs. Runs are read with pread, but rows copied one at a
+// time between them, and the warmer's loads ahead of those, go through the
+// map, whose faults map the pages around them too (up to 64 KiB): a long
+// write would otherwise leave them resident.
 type mapRelease struct{ rows int }
 
 func (r *mapRelease) tick(b *Batch, rows int) {
