@@ -114,19 +114,7 @@ func (s *Snapshot) EachKey(fn func(i int, op uint64, key []byte) bool) {
 	for bi := range s.Batches {
 		b := &s.Batches[bi]
 		for x := 0; x < b.Len(); {
-			hi := min(b.Len(), x+keyBlock)
-			if kc.Load(b, x, hi) != nil {
-				// The file changed since it was opened: read through the
-				// map, which faults if it was cut short.
-				kc.Batch = nil
-				for ; x < hi; x++ {
-					if !fn(i, b.Ops[x], b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]]) {
-						return
-					}
-					i++
-				}
-				continue
-			}
+			kc.LoadOrMap(b, x, min(b.Len(), x+keyBlock))
 			for lo := x; x < kc.Hi; x++ {
 				if !fn(i, kc.Ops[x-lo], kc.Key(x)) {
 					return

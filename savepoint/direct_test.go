@@ -439,6 +439,12 @@ func testKeyColumns(t *testing.T) {
 			if err := kc.Load(b, 0, b.Len()); !errors.Is(err, ErrInputChanged) {
 				t.Fatalf("loading from a truncated file: %v, want ErrInputChanged", err)
 			}
+			// LoadOrMap holds the rows in place in the map instead (reading
+			// them would fault: the file was cut short).
+			kc.LoadOrMap(b, 10, 20)
+			if !kc.Holds(b, 10) || kc.Hi != 20 || len(kc.Keys) == 0 || &kc.Keys[0] != &b.Keys[0] {
+				t.Fatalf("LoadOrMap of a truncated file: holds %d-%d, not the map's rows 10-20", kc.Lo, kc.Hi)
+			}
 			sp.Close()
 			if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{1200, 1800}}); err != nil {
 				t.Fatal(err)

@@ -45,6 +45,13 @@ func (m *mappedFile) readAt(b []byte, off int64) error {
 	return err
 }
 
+// validOffsets reports whether offsets read again from a file still bound
+// rows of data, as those validated at open did: they start at 0 or after,
+// never decrease and end within data.
+func validOffsets(offs []int32, data []byte) bool {
+	return offs[0] >= 0 && int(offs[len(offs)-1]) <= len(data) && slices.IsSorted(offs)
+}
+
 // readInto fills dst with the bytes of src, a slice of the map of m, read
 // from the file (src's own bytes when it is not in the map).
 func (m *mappedFile) readInto(dst, src []byte) error {
@@ -231,7 +238,7 @@ func (r *RowReader) load(b *Batch, lo, hi int) error {
 	// still be valid, or the file changed.
 	r.k0, r.v0 = r.koffs[0], r.voffs[0]
 	k1, v1 := r.koffs[n], r.voffs[n]
-	if r.k0 < 0 || r.v0 < 0 || int(k1) > len(b.Keys) || int(v1) > len(b.Vals) || !slices.IsSorted(r.koffs) || !slices.IsSorted(r.voffs) {
+	if !validOffsets(r.koffs, b.Keys) || !validOffsets(r.voffs, b.Vals) {
 		return fmt.Errorf("%w (the offsets of rows %d-%d differ from those read at open)", ErrInputChanged, lo, hi)
 	}
 	r.keys = slices.Grow(r.keys[:0], int(k1-r.k0))[:k1-r.k0]
@@ -287,6 +294,26 @@ func (kc *KeyColumns) Key(x int) []byte {
 	return kc.Keys[kc.Offs[j]:kc.Offs[j+1]]
 }
 
+// LoadOrMap is Load for passes that cannot report an error: when the file
+// cannot be read as it was at open, kc holds the rows in place in the map
+// instead, as a pass through the map would read them (they fault if the
+// file was cut short, and every command checks its input again before it
+// publishes anything).
+func (kc *KeyColumns) LoadOrMap(b *Batch, lo, hi int) {
+	if kc.Load(b, lo, hi) != nil {
+		kc.inPlace(b, lo, hi)
+	}
+}
+
+// inPlace makes kc hold rows [lo, hi) of b as slices of its columns.
+func (kc *KeyColumns) inPlace(b *Batch, lo, hi int) {
+	kc.Batch, kc.Lo, kc.Hi = b, lo, hi
+	kc.Ops, kc.Offs, kc.Keys = b.Ops[lo:hi], b.KeyOffs[lo:hi+1], b.Keys
+	if kc.values {
+		kc.voffs = b.ValOffs[lo : hi+1]
+	}
+}
+
 // keyColumnsBytes bounds the key bytes a KeyColumns reads at once (a
 // variable so tests can make it small).
 var keyColumnsBytes int64 = 4 << 20
@@ -298,11 +325,7 @@ var keyColumnsBytes int64 = 4 << 20
 func (kc *KeyColumns) Load(b *Batch, lo, hi int) error {
 	kc.Batch = nil
 	if b.file == nil || !littleEndian {
-		kc.Batch, kc.Lo, kc.Hi = b, lo, hi
-		kc.Ops, kc.Offs, kc.Keys = b.Ops[lo:hi], b.KeyOffs[lo:hi+1], b.Keys
-		if kc.values {
-			kc.voffs = b.ValOffs[lo : hi+1]
-		}
+		kc.inPlace(b, lo, hi)
 		return nil
 	}
 	n := hi - lo
@@ -314,7 +337,7 @@ func (kc *KeyColumns) Load(b *Batch, lo, hi int) error {
 		return err
 	}
 	k0, k1 := kc.offs[0], kc.offs[n]
-	if k0 < 0 || int(k1) > len(b.Keys) || !slices.IsSorted(kc.offs) {
+	if !validOffsets(kc.offs, b.Keys) {
 		return fmt.Errorf("%w (the key offsets of rows %d-%d differ from those read at open)", ErrInputChanged, lo, hi)
 	}
 	if int64(k1-k0) > keyColumnsBytes {
@@ -335,7 +358,7 @@ func (kc *KeyColumns) Load(b *Batch, lo, hi int) error {
 		if err := m.readInto(bytesOf(kc.voffs), bytesOf(b.ValOffs[lo:hi+1])); err != nil {
 			return err
 		}
-		if kc.voffs[0] < 0 || int(kc.voffs[n]) > len(b.Vals) || !slices.IsSorted(kc.voffs) {
+		if !validOffsets(kc.voffs, b.Vals) {
 			return fmt.Errorf("%w (the value offsets of rows %d-%d differ from those read at open)", ErrInputChanged, lo, hi)
 		}
 	}

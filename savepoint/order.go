@@ -82,23 +82,8 @@ func (s *Snapshot) rangeOrder(lo, hi int) (sorted, strict bool) {
 	var prev []byte
 	for i := lo - 1; i < hi; {
 		b, j, left := c.Locate(i)
-		m := min(left, hi-i, keyBlock)
-		err := kc.Load(b, j, j+m)
-		if err == nil {
-			m = kc.Hi - j // fewer rows when their keys are large
-		} else {
-			// The file changed since it was opened: compare through the
-			// map, which faults if it was cut short.
-			for x := j; x < j+m; x++ {
-				key := b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]]
-				if i+x-j >= lo && !check(prevOp, prev, b.Ops[x], key) {
-					return sorted, strict
-				}
-				prevOp, prev = b.Ops[x], append(prev[:0], key...)
-			}
-			i += m
-			continue
-		}
+		kc.LoadOrMap(b, j, j+min(left, hi-i, keyBlock))
+		m := kc.Hi - j // fewer rows than asked when their keys are large
 		if i >= lo && !check(prevOp, prev, kc.Ops[0], kc.Key(j)) {
 			return sorted, strict
 		}
@@ -146,16 +131,7 @@ func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyB
 				next = i + releaseEvery + 1
 			}
 			if !kc.Holds(b, x) {
-				if kc.Load(b, x, min(b.Len(), x+keyBlock)) != nil {
-					// The file changed since it was opened: read the rest
-					// through the map, which faults if it was cut short.
-					kc.Batch = nil
-					end := b.PrefixRunEnd(x, b.Len(), true)
-					fn(i, Row{Op: b.Ops[x], Key: b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]]}, end-x, int64(b.KeyOffs[end]-b.KeyOffs[x]), int64(b.ValOffs[end]-b.ValOffs[x]))
-					i += end - x
-					x = end
-					continue
-				}
+				kc.LoadOrMap(b, x, min(b.Len(), x+keyBlock))
 			}
 			// A run that goes on past the block is reported in parts.
 			end := kc.PrefixRunEnd(x, kc.Hi, true)

@@ -839,8 +839,10 @@ func countSlots(rs savepoint.RowSource, sorted bool, counts *slotCounts, release
 		}
 		if runs != nil {
 			if b, lo, n, ok := runs.Run(i); ok && n > 1 {
-				if n < 64 || !countKeyColumns(b, lo, n, sorted, counts, &kc) {
+				if n < 64 {
 					countBatchSlots(b, lo, n, sorted, counts)
+				} else {
+					countKeyColumns(b, lo, n, sorted, counts, &kc)
 				}
 				i += n
 				continue
@@ -854,35 +856,17 @@ func countSlots(rs savepoint.RowSource, sorted bool, counts *slotCounts, release
 
 // countKeyColumns is countBatchSlots reading the keys into kc, a block of
 // rows at a time (see savepoint.KeyColumns): a run's gallop then probes
-// memory already read rather than pages of the map. It reports false,
-// having counted nothing, when the file cannot be read as it was at open.
-func countKeyColumns(b *savepoint.Batch, lo, n int, sorted bool, counts *slotCounts, kc *savepoint.KeyColumns) bool {
-	type run struct {
-		op   uint64
-		slot string
-		has  bool
-		n    int64
-	}
-	var found []run // counted only once every block was read
+// memory already read rather than pages of the map.
+func countKeyColumns(b *savepoint.Batch, lo, n int, sorted bool, counts *slotCounts, kc *savepoint.KeyColumns) {
 	for x := lo; x < lo+n; {
-		if kc.Load(b, x, min(lo+n, x+scanBlock)) != nil {
-			return false
-		}
+		kc.LoadOrMap(b, x, min(lo+n, x+scanBlock))
 		for hi := kc.Hi; x < hi; {
 			k := savepoint.ParseKey(kc.Key(x))
 			end := kc.PrefixRunEnd(x, hi, sorted)
-			if l := len(found) - 1; l >= 0 && found[l].op == kc.Ops[x-kc.Lo] && found[l].has == k.HasSlot && found[l].slot == string(k.Slot) {
-				found[l].n += int64(end - x)
-			} else {
-				found = append(found, run{kc.Ops[x-kc.Lo], string(k.Slot), k.HasSlot, int64(end - x)})
-			}
+			counts.addN(kc.Ops[x-kc.Lo], k.Slot, k.HasSlot, int64(end-x))
 			x = end
 		}
 	}
-	for _, r := range found {
-		counts.addN(r.op, []byte(r.slot), r.has, r.n)
-	}
-	return true
 }
 
 // countBatchSlots adds rows [lo, lo+n) of b to counts a prefix run at a
