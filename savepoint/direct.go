@@ -136,7 +136,7 @@ func nextBatch(rs RowSource, start, every int) (end int, kLen, vLen int64, cuts 
 	warm := &warmer{src: src, end: n}
 	var release mapRelease
 	// The offsets that bound runs, read with pread (see window.offset).
-	var kw, vw window
+	kw, vw := window{bounds: true}, window{bounds: true}
 	defer kw.free()
 	defer vw.free()
 	nextCut := start + every
@@ -287,7 +287,7 @@ func (rw *rangeWriter) free() { rw.bounds.free() }
 // newRangeWriter returns a writer of rows of src before end.
 func newRangeWriter(src ColumnSource, end int) *rangeWriter {
 	runs, _ := src.(RunSource)
-	return &rangeWriter{src: src, runs: runs, warm: warmer{src: src, end: end}}
+	return &rangeWriter{src: src, runs: runs, warm: warmer{src: src, end: end}, bounds: window{bounds: true}}
 }
 
 // run returns the run of output rows starting at i, clipped to end (see

@@ -498,3 +498,36 @@ func testEachKey(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundsWindowSize: a window of run bounds starts at a page, doubles
+// while each read serves many views (bounds close together), up to the
+// window size, and halves back to a page when reads serve few.
+func TestBoundsWindowSize(t *testing.T) {
+	w := window{bounds: true}
+	steps := []struct {
+		views int64 // views served by the read before
+		want  int64
+	}{
+		{0, boundsWindow},
+		{20, 2 * boundsWindow},
+		{16, 4 * boundsWindow},
+		{10, 4 * boundsWindow},
+		{4, 2 * boundsWindow},
+		{1, boundsWindow},
+		{1, boundsWindow},
+	}
+	for i, s := range steps {
+		w.views += s.views
+		if got := w.boundsSize(); got != s.want {
+			t.Fatalf("step %d: after %d views, size %d, want %d", i, s.views, got, s.want)
+		}
+		w.size = s.want
+	}
+	for range 20 {
+		w.views += 100
+		w.size = w.boundsSize()
+	}
+	if w.size != int64(windowSize) {
+		t.Fatalf("dense bounds: size %d, want the window size %d", w.size, windowSize)
+	}
+}
