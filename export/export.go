@@ -51,13 +51,16 @@
 // snapshot stream, which a projection is not, and clink's projection does
 // not carry it either.
 //
-// Writer settings: row groups of up to Options.RowGroupRows rows (default
-// 1 Mi) filled with pqarrow's WriteBuffered, Snappy compression by default,
+// Writer settings: row groups of Options.RowGroupRows rows (default 1 Mi;
+// the last one fewer) written with the Parquet column writers in batches of
+// 64 Ki rows, Snappy compression by default,
 // dictionary encoding only for the low-cardinality columns (op_id,
 // key_group, slot, and in the query projection kind), no statistics for the
 // key and value columns (min/max over random bytes cost ~40% of the write
 // time and prune nothing). The canonical columns are built directly from
-// buffers, not appended row by row.
+// buffers, not appended row by row. The file writer is used directly, not
+// through pqarrow: the columns are Go slices already, and pqarrow would link
+// in Arrow Flight and gRPC, a third of the command's start-up time.
 //
 // # Query Parquet projection
 //
@@ -112,11 +115,12 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
@@ -152,9 +156,9 @@ const (
 	DefaultCompression = "snappy"
 )
 
-// batchRows is the number of rows handed to pqarrow per WriteBuffered call,
-// and maxBatchBytes bounds the data of one binary column per record batch
-// (arrow's binary type has int32 offsets). Variables so that tests can
+// batchRows is the number of rows written to the column writers at once,
+// and maxBatchBytes bounds the data of one binary column per batch (its
+// offsets are int32s). Variables so that tests can
 // exercise many batches per row group.
 var (
 	batchRows     = 1 << 16
@@ -1217,8 +1221,9 @@ func writerProperties(opts Options) *parquet.WriterProperties {
 }
 
 type parquetSink struct {
-	fw        *pqarrow.FileWriter
-	schema    *arrow.Schema
+	fw        *file.Writer
+	rg        file.BufferedRowGroupWriter
+	rgRows    int // rows in rg
 	opts      Options
 	dec       *decoder
 	canon     *canonBatch
@@ -1226,36 +1231,78 @@ type parquetSink struct {
 	rowGroups int
 }
 
+// parquetRoot returns the Parquet schema of a projection's Arrow schema, as
+// pqarrow converts it (field ids -1; unsigned and narrow integers as
+// annotated INT32/INT64; utf8 as a String-annotated BYTE_ARRAY), so that
+// Arrow readers get the projection's types back.
+func parquetRoot(as *arrow.Schema) (*schema.GroupNode, error) {
+	fields := make(schema.FieldList, 0, as.NumFields())
+	for _, f := range as.Fields() {
+		rep := parquet.Repetitions.Required
+		if f.Nullable {
+			rep = parquet.Repetitions.Optional
+		}
+		var (
+			n   schema.Node
+			err error
+		)
+		switch f.Type.ID() {
+		case arrow.UINT64:
+			n, err = schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewIntLogicalType(64, false), parquet.Types.Int64, -1, -1)
+		case arrow.INT64:
+			n, err = schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewIntLogicalType(64, true), parquet.Types.Int64, -1, -1)
+		case arrow.UINT8:
+			n, err = schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewIntLogicalType(8, false), parquet.Types.Int32, -1, -1)
+		case arrow.INT32:
+			n, err = schema.NewPrimitiveNodeLogical(f.Name, rep, schema.NewIntLogicalType(32, true), parquet.Types.Int32, -1, -1)
+		case arrow.STRING:
+			n, err = schema.NewPrimitiveNodeLogical(f.Name, rep, schema.StringLogicalType{}, parquet.Types.ByteArray, -1, -1)
+		case arrow.BINARY:
+			n, err = schema.NewPrimitiveNode(f.Name, rep, parquet.Types.ByteArray, -1, -1)
+		default:
+			err = fmt.Errorf("no Parquet type for %s", f.Type)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", f.Name, err)
+		}
+		fields = append(fields, n)
+	}
+	return schema.NewGroupNode("schema", parquet.Repetitions.Required, fields, -1)
+}
+
 func newParquetSink(w io.Writer, sp *savepoint.Savepoint, opts Options, versions savepoint.VersionMap, dec *decoder) (*parquetSink, error) {
-	var schema *arrow.Schema
+	var as *arrow.Schema
 	if opts.Projection == Canonical {
-		schema = CanonicalSchema(opts.PerFile)
+		as = CanonicalSchema(opts.PerFile)
 	} else {
-		schema = QuerySchema()
+		as = QuerySchema()
 	}
-	md := ParquetMetadata(sp, opts, versions)
-	keys, vals := make([]string, len(md)), make([]string, len(md))
-	for i, e := range md {
-		keys[i], vals[i] = e.Key, e.Value
-	}
-	meta := arrow.NewMetadata(keys, vals)
-	schema = arrow.NewSchema(schema.Fields(), &meta)
-	fw, err := pqarrow.NewFileWriter(schema, w, writerProperties(opts), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Allocator)))
+	root, err := parquetRoot(as)
 	if err != nil {
 		return nil, fmt.Errorf("create parquet writer: %w", err)
 	}
-	s := &parquetSink{fw: fw, schema: schema, opts: opts, dec: dec}
+	kv := metadata.NewKeyValueMetadata()
+	for _, e := range ParquetMetadata(sp, opts, versions) {
+		if err := kv.Append(e.Key, e.Value); err != nil {
+			return nil, fmt.Errorf("create parquet writer: %w", err)
+		}
+	}
+	fw, err := file.NewParquetWriterWithError(w, root, file.WithWriterProps(writerProperties(opts)), file.WithWriteMetadata(kv))
+	if err != nil {
+		return nil, fmt.Errorf("create parquet writer: %w", err)
+	}
+	s := &parquetSink{fw: fw, opts: opts, dec: dec}
 	if opts.Projection == Canonical {
 		s.canon = newCanonBatch(opts.PerFile)
 	} else {
-		s.query = newQueryBatch(opts.Allocator)
+		s.query = newQueryBatch()
 	}
 	return s, nil
 }
 
 func (s *parquetSink) add(op uint64, e *entry) error {
 	if s.canon != nil {
-		if s.canon.full(e) {
+		if s.canon.full(e) || s.rgRows+s.canon.n >= s.opts.RowGroupRows {
 			if err := s.flushBatch(); err != nil {
 				return err
 			}
@@ -1263,7 +1310,7 @@ func (s *parquetSink) add(op uint64, e *entry) error {
 		s.canon.add(op, e)
 		return nil
 	}
-	if s.query.full(e) {
+	if s.query.full(e) || s.rgRows+s.query.n >= s.opts.RowGroupRows {
 		if err := s.flushBatch(); err != nil {
 			return err
 		}
@@ -1272,25 +1319,36 @@ func (s *parquetSink) add(op uint64, e *entry) error {
 	return nil
 }
 
-// flushBatch hands the current batch to pqarrow; row groups fill up to
-// RowGroupRows rows.
+// flushBatch writes the current batch into the current row group, after
+// starting a new one when it is full: a batch never crosses a row group,
+// and row groups hold RowGroupRows rows (the last one fewer).
 func (s *parquetSink) flushBatch() error {
-	var rec arrow.RecordBatch
+	n := 0
 	if s.canon != nil {
-		if s.canon.n == 0 {
-			return nil
-		}
-		rec = s.canon.record(s.schema)
+		n = s.canon.n
 	} else {
-		if s.query.n == 0 {
-			return nil
-		}
-		rec = s.query.record(s.schema)
+		n = s.query.n
 	}
-	defer rec.Release()
-	if err := s.fw.WriteBuffered(rec); err != nil {
+	if n == 0 {
+		return nil
+	}
+	if s.rg == nil || s.rgRows >= s.opts.RowGroupRows {
+		rg, err := s.fw.AppendBufferedRowGroupChecked()
+		if err != nil {
+			return fmt.Errorf("write parquet: %w", err)
+		}
+		s.rg, s.rgRows = rg, 0
+	}
+	var err error
+	if s.canon != nil {
+		err = s.canon.write(s.rg)
+	} else {
+		err = s.query.write(s.rg)
+	}
+	if err != nil {
 		return fmt.Errorf("write parquet: %w", err)
 	}
+	s.rgRows += n
 	return nil
 }
 
@@ -1301,27 +1359,56 @@ func (s *parquetSink) close(failed error) error {
 			return err
 		}
 	}
-	if s.query != nil {
-		s.query.release()
-	}
 	if err := s.fw.Close(); err != nil && failed == nil {
 		return fmt.Errorf("finish parquet: %w", err)
 	}
-	if md, err := s.fw.FileMetadata(); err == nil {
-		s.rowGroups = md.NumRowGroups()
-	}
+	s.rowGroups = s.fw.NumRowGroups()
 	return nil
+}
+
+// batchWriter is a typed Parquet column writer.
+type batchWriter[V any] interface {
+	WriteBatch(values []V, defLevels, repLevels []int16) (int64, error)
+}
+
+// writeColumn writes the values of column i of a batch (def: definition
+// levels of an optional column, one per row; values then holds the
+// non-null ones).
+func writeColumn[W batchWriter[V], V any](rg file.BufferedRowGroupWriter, i int, values []V, def []int16) error {
+	cw, err := rg.Column(i)
+	if err != nil {
+		return err
+	}
+	w, ok := cw.(W)
+	if !ok {
+		return fmt.Errorf("internal error: column %d has a %T", i, cw)
+	}
+	_, err = w.WriteBatch(values, def, nil)
+	return err
+}
+
+// byteArrays returns the values of a column stored as data with end
+// offsets ends (the first value starts at 0), reusing dst.
+func byteArrays[O int32 | int](dst []parquet.ByteArray, data []byte, ends []O) []parquet.ByteArray {
+	dst = dst[:0]
+	from := O(0)
+	for _, e := range ends {
+		dst = append(dst, data[from:e:e])
+		from = e
+	}
+	return dst
 }
 
 // canonBatch builds the canonical columns directly in Go slices.
 type canonBatch struct {
 	perFile                   bool
 	n                         int
-	ops                       []uint64
-	kgs                       []byte
+	ops                       []int64 // op ids, as the INT64 column stores them
+	kgs                       []int32
 	subs                      []int32
-	slotOff, keyOff, valOff   []int32
+	slotEnd, keyEnd, valEnd   []int32
 	slotData, keyData, valDat []byte
+	values                    []parquet.ByteArray // for write
 }
 
 func newCanonBatch(perFile bool) *canonBatch {
@@ -1330,24 +1417,24 @@ func newCanonBatch(perFile bool) *canonBatch {
 	return b
 }
 
-// reset empties the batch, keeping its memory: pqarrow copies what it
-// keeps (encoded pages, dictionary entries, statistics) before WriteBuffered
-// returns, and the record is released by then.
+// reset empties the batch, keeping its memory: the column writers copy what
+// they keep (encoded pages, dictionary entries, statistics) before
+// WriteBatch returns.
 func (b *canonBatch) reset() {
 	b.n = 0
 	if b.ops == nil {
-		b.ops = make([]uint64, 0, batchRows)
-		b.kgs = make([]byte, 0, batchRows)
+		b.ops = make([]int64, 0, batchRows)
+		b.kgs = make([]int32, 0, batchRows)
 		b.subs = make([]int32, 0, batchRows)
-		b.slotOff = make([]int32, 0, batchRows+1)
-		b.keyOff = make([]int32, 0, batchRows+1)
-		b.valOff = make([]int32, 0, batchRows+1)
+		b.slotEnd = make([]int32, 0, batchRows)
+		b.keyEnd = make([]int32, 0, batchRows)
+		b.valEnd = make([]int32, 0, batchRows)
 		b.slotData = make([]byte, 0, 8*batchRows)
 		b.keyData = make([]byte, 0, 16*batchRows)
 		b.valDat = make([]byte, 0, 16*batchRows)
 	}
 	b.ops, b.kgs, b.subs = b.ops[:0], b.kgs[:0], b.subs[:0]
-	b.slotOff, b.keyOff, b.valOff = append(b.slotOff[:0], 0), append(b.keyOff[:0], 0), append(b.valOff[:0], 0)
+	b.slotEnd, b.keyEnd, b.valEnd = b.slotEnd[:0], b.keyEnd[:0], b.valEnd[:0]
 	b.slotData, b.keyData, b.valDat = b.slotData[:0], b.keyData[:0], b.valDat[:0]
 }
 
@@ -1367,87 +1454,96 @@ func canonicalKeyGroup(key []byte) byte {
 
 func (b *canonBatch) add(op uint64, e *entry) {
 	b.n++
-	b.ops = append(b.ops, op)
-	b.kgs = append(b.kgs, canonicalKeyGroup(e.key))
+	b.ops = append(b.ops, int64(op))
+	b.kgs = append(b.kgs, int32(canonicalKeyGroup(e.key)))
 	if b.perFile {
 		b.subs = append(b.subs, e.subtask)
 	}
 	b.slotData = appendSlotText(b.slotData, e.slot())
-	b.slotOff = append(b.slotOff, int32(len(b.slotData)))
+	b.slotEnd = append(b.slotEnd, int32(len(b.slotData)))
 	b.keyData = append(b.keyData, e.userKey()...)
-	b.keyOff = append(b.keyOff, int32(len(b.keyData)))
+	b.keyEnd = append(b.keyEnd, int32(len(b.keyData)))
 	b.valDat = append(b.valDat, e.value...)
-	b.valOff = append(b.valOff, int32(len(b.valDat)))
+	b.valEnd = append(b.valEnd, int32(len(b.valDat)))
 }
 
-func bufOf(b []byte) *memory.Buffer { return memory.NewBufferBytes(b) }
-
-// record wraps the slices as Arrow arrays (no copy) and starts a new batch.
-func (b *canonBatch) record(schema *arrow.Schema) arrow.RecordBatch {
-	n := b.n
-	mk := func(t arrow.DataType, bufs ...*memory.Buffer) arrow.Array {
-		d := array.NewData(t, n, append([]*memory.Buffer{nil}, bufs...), nil, 0, 0)
-		defer d.Release()
-		return array.MakeFromData(d)
+// write writes the batch's columns into rg and starts a new batch.
+func (b *canonBatch) write(rg file.BufferedRowGroupWriter) error {
+	err := writeColumn[*file.Int64ColumnChunkWriter](rg, 0, b.ops, nil)
+	if err == nil {
+		err = writeColumn[*file.Int32ColumnChunkWriter](rg, 1, b.kgs, nil)
 	}
-	cols := []arrow.Array{
-		mk(arrow.PrimitiveTypes.Uint64, bufOf(arrow.Uint64Traits.CastToBytes(b.ops))),
-		mk(arrow.PrimitiveTypes.Uint8, bufOf(b.kgs)),
-		mk(arrow.BinaryTypes.String, bufOf(arrow.Int32Traits.CastToBytes(b.slotOff)), bufOf(b.slotData)),
-		mk(arrow.BinaryTypes.Binary, bufOf(arrow.Int32Traits.CastToBytes(b.keyOff)), bufOf(b.keyData)),
-		mk(arrow.BinaryTypes.Binary, bufOf(arrow.Int32Traits.CastToBytes(b.valOff)), bufOf(b.valDat)),
+	for i, c := range []struct {
+		data []byte
+		ends []int32
+	}{{b.slotData, b.slotEnd}, {b.keyData, b.keyEnd}, {b.valDat, b.valEnd}} {
+		if err == nil {
+			b.values = byteArrays(b.values, c.data, c.ends)
+			err = writeColumn[*file.ByteArrayColumnChunkWriter](rg, 2+i, b.values, nil)
+		}
 	}
-	if b.perFile {
-		cols = append(cols, mk(arrow.PrimitiveTypes.Int32, bufOf(arrow.Int32Traits.CastToBytes(b.subs))))
-	}
-	rec := array.NewRecordBatch(schema, cols, int64(n))
-	for _, c := range cols {
-		c.Release()
+	if err == nil && b.perFile {
+		err = writeColumn[*file.Int32ColumnChunkWriter](rg, 5, b.subs, nil)
 	}
 	b.reset()
-	return rec
+	return err
 }
 
-// queryBatch builds the query projection's columns with builders.
+// optInt64 is an optional INT64 column of a batch: the non-null values and
+// a definition level per row.
+type optInt64 struct {
+	vals []int64
+	def  []int16
+}
+
+func (c *optInt64) add(v int64) { c.vals, c.def = append(c.vals, v), append(c.def, 1) }
+func (c *optInt64) null()       { c.def = append(c.def, 0) }
+func (c *optInt64) reset()      { c.vals, c.def = c.vals[:0], c.def[:0] }
+
+// optString is an optional string column of a batch: the non-null values
+// (data and end offsets) and a definition level per row.
+type optString struct {
+	data []byte
+	ends []int
+	def  []int16
+}
+
+func (c *optString) add(s string) {
+	c.data = append(c.data, s...)
+	c.ends, c.def = append(c.ends, len(c.data)), append(c.def, 1)
+}
+func (c *optString) null()  { c.def = append(c.def, 0) }
+func (c *optString) reset() { c.data, c.ends, c.def = c.data[:0], c.ends[:0], c.def[:0] }
+
+// queryBatch builds the query projection's columns in Go slices.
 type queryBatch struct {
-	mem                                                   memory.Allocator
 	n                                                     int
 	bytes                                                 int
-	eventTime, opID, keyGroup, keyInt, valueInt, expireAt *array.Int64Builder
-	subtask                                               *array.Int64Builder
-	slot, userKey, value, kind, key                       *array.StringBuilder
+	eventTime, opID, keyGroup, keyInt, valueInt, expireAt optInt64
+	subtask                                               optInt64
+	slot, userKey, value, kind, key                       optString
+	values                                                []parquet.ByteArray // for write
 }
 
-func newQueryBatch(mem memory.Allocator) *queryBatch {
-	q := &queryBatch{mem: mem}
-	q.reset()
-	return q
-}
+func newQueryBatch() *queryBatch { return &queryBatch{} }
 
 func (q *queryBatch) reset() {
 	q.n, q.bytes = 0, 0
-	q.eventTime = array.NewInt64Builder(q.mem)
-	q.opID = array.NewInt64Builder(q.mem)
-	q.keyGroup = array.NewInt64Builder(q.mem)
-	q.keyInt = array.NewInt64Builder(q.mem)
-	q.valueInt = array.NewInt64Builder(q.mem)
-	q.expireAt = array.NewInt64Builder(q.mem)
-	q.subtask = array.NewInt64Builder(q.mem)
-	q.slot = array.NewStringBuilder(q.mem)
-	q.userKey = array.NewStringBuilder(q.mem)
-	q.value = array.NewStringBuilder(q.mem)
-	q.kind = array.NewStringBuilder(q.mem)
-	q.key = array.NewStringBuilder(q.mem)
-}
-
-func (q *queryBatch) builders() []array.Builder {
-	return []array.Builder{q.eventTime, q.opID, q.keyGroup, q.slot, q.userKey, q.keyInt, q.value, q.valueInt, q.kind, q.key, q.expireAt, q.subtask}
-}
-
-func (q *queryBatch) release() {
-	for _, b := range q.builders() {
-		b.Release()
+	for _, c := range q.ints() {
+		c.reset()
 	}
+	for _, c := range q.strings() {
+		c.reset()
+	}
+}
+
+// ints and strings return the columns in schema order.
+func (q *queryBatch) ints() []*optInt64 {
+	return []*optInt64{&q.eventTime, &q.opID, &q.keyGroup, &q.keyInt, &q.valueInt, &q.expireAt, &q.subtask}
+}
+
+func (q *queryBatch) strings() []*optString {
+	return []*optString{&q.slot, &q.userKey, &q.value, &q.kind, &q.key}
 }
 
 func (q *queryBatch) full(e *entry) bool {
@@ -1466,68 +1562,80 @@ func (q *queryBatch) add(op uint64, e *entry, d Decoded) {
 	q.n++
 	q.bytes += 4*len(e.key) + 2*len(e.value) + 64
 	k := savepoint.ParseKey(e.key)
-	q.eventTime.AppendNull()
-	q.opID.Append(int64(op))
+	q.eventTime.null()
+	q.opID.add(int64(op))
 	if len(e.key) > 0 && e.key[0] < savepoint.NumKeyGroups {
-		q.keyGroup.Append(int64(e.key[0]))
+		q.keyGroup.add(int64(e.key[0]))
 	} else {
-		q.keyGroup.AppendNull()
+		q.keyGroup.null()
 	}
-	q.slot.Append(slotText(e.slot()))
+	q.slot.add(slotText(e.slot()))
 	uk := e.userKey()
-	q.userKey.Append(Render(uk))
+	q.userKey.add(Render(uk))
 	if v, ok := le64(uk); ok {
-		q.keyInt.Append(v)
+		q.keyInt.add(v)
 	} else {
-		q.keyInt.AppendNull()
+		q.keyInt.null()
 	}
 	switch {
 	case d.Declared && d.ValueOK:
 		if s, ok := Text(d.Value); ok {
-			q.value.Append(s)
+			q.value.add(s)
 		} else {
-			q.value.AppendNull()
+			q.value.null()
 		}
 		if v, ok := int64Of(d.Value); ok {
-			q.valueInt.Append(v)
+			q.valueInt.add(v)
 		} else {
-			q.valueInt.AppendNull()
+			q.valueInt.null()
 		}
 	default:
-		q.value.Append(Render(e.value))
+		q.value.add(Render(e.value))
 		if v, ok := le64(e.value); ok {
-			q.valueInt.Append(v)
+			q.valueInt.add(v)
 		} else {
-			q.valueInt.AppendNull()
+			q.valueInt.null()
 		}
 	}
-	q.kind.Append(k.Kind.String())
-	q.key.Append(keyText(k, d))
+	q.kind.add(k.Kind.String())
+	q.key.add(keyText(k, d))
 	if d.HasExpireAt {
-		q.expireAt.Append(d.ExpireAt)
+		q.expireAt.add(d.ExpireAt)
 	} else {
-		q.expireAt.AppendNull()
+		q.expireAt.null()
 	}
 	if e.subtask >= 0 {
-		q.subtask.Append(int64(e.subtask))
+		q.subtask.add(int64(e.subtask))
 	} else {
-		q.subtask.AppendNull()
+		q.subtask.null()
 	}
 }
 
-func (q *queryBatch) record(schema *arrow.Schema) arrow.RecordBatch {
-	bs := q.builders()
-	cols := make([]arrow.Array, len(bs))
-	for i, b := range bs {
-		cols[i] = b.NewArray()
+// queryColumns is the query schema's column order: an int64 column (index
+// into ints) or a string column (index into strings).
+var queryColumns = []struct {
+	str bool
+	i   int
+}{{false, 0}, {false, 1}, {false, 2}, {true, 0}, {true, 1}, {false, 3}, {true, 2}, {false, 4}, {true, 3}, {true, 4}, {false, 5}, {false, 6}}
+
+// write writes the batch's columns into rg and starts a new batch.
+func (q *queryBatch) write(rg file.BufferedRowGroupWriter) error {
+	ints, strs := q.ints(), q.strings()
+	var err error
+	for col, c := range queryColumns {
+		if c.str {
+			s := strs[c.i]
+			q.values = byteArrays(q.values, s.data, s.ends)
+			err = writeColumn[*file.ByteArrayColumnChunkWriter](rg, col, q.values, s.def)
+		} else {
+			err = writeColumn[*file.Int64ColumnChunkWriter](rg, col, ints[c.i].vals, ints[c.i].def)
+		}
+		if err != nil {
+			break
+		}
 	}
-	rec := array.NewRecordBatch(schema, cols, int64(q.n))
-	for _, c := range cols {
-		c.Release()
-	}
-	q.release()
 	q.reset()
-	return rec
+	return err
 }
 
 // poolAllocator is a memory.Allocator that recycles freed buffers by size

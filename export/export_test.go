@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -462,6 +463,20 @@ func TestExportQueryProjection(t *testing.T) {
 	if fmt.Sprint(bySlot) != "map[<raw>:3 cart:300 counts:300 profile:300 seen:200]" {
 		t.Errorf("rows per slot %v", bySlot)
 	}
+
+	// Small batches and row groups: the same rows, nulls where they were,
+	// and row groups of 100 rows.
+	func() {
+		defer func(n int) { batchRows = n }(batchRows)
+		batchRows = 7
+		d, res := export(t, sp, Options{Projection: Query, Rules: parseRules(t, exampleRules), RowGroupRows: 100})
+		if small := readQuery(t, d); !reflect.DeepEqual(small, rows) {
+			t.Errorf("batches of 7 rows, row groups of 100: rows differ from one batch's")
+		}
+		if res.RowGroups != (len(rows)+99)/100 {
+			t.Errorf("%d row groups, want %d", res.RowGroups, (len(rows)+99)/100)
+		}
+	}()
 
 	// Without declarations value is the stored value rendered, key the user key.
 	rows = readQuery(t, func() []byte { d, _ := export(t, sp, Options{Projection: Query}); return d }())
