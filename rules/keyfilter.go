@@ -7,7 +7,7 @@ import (
 
 // keyFilter is a Bloom filter over the keys of a purge list, two bits a key
 // in about 16 bits a key: most user keys of a savepoint are not listed, and
-// it rules those out without a map lookup (about 1 in 70 gets through
+// it rules those out without an index lookup (about 1 in 70 gets through
 // anyway and is looked up).
 type keyFilter struct {
 	bits []uint64
@@ -24,8 +24,11 @@ func (f *keyFilter) positions(h uint64) (uint64, uint64) {
 	return h & f.mask, (h * 0x9e3779b97f4a7c15 >> 23) & f.mask
 }
 
-func (f *keyFilter) add(key string) {
-	a, b := f.positions(keyHash(key))
+func (f *keyFilter) add(key string) { f.addHash(keyHash(key)) }
+
+// addHash adds the key of hash h (keyHash).
+func (f *keyFilter) addHash(h uint64) {
+	a, b := f.positions(h)
 	f.bits[a/64] |= 1 << (a % 64)
 	f.bits[b/64] |= 1 << (b % 64)
 }
@@ -36,7 +39,12 @@ func (f *keyFilter) mayHave(key []byte) bool {
 	if f.bits == nil {
 		return true
 	}
-	a, b := f.positions(keyHash(key))
+	return f.mayHaveHash(keyHash(key))
+}
+
+// mayHaveHash is mayHave of the key of hash h (keyHash) in a built filter.
+func (f *keyFilter) mayHaveHash(h uint64) bool {
+	a, b := f.positions(h)
 	return f.bits[a/64]&(1<<(a%64)) != 0 && f.bits[b/64]&(1<<(b%64)) != 0
 }
 

@@ -526,14 +526,15 @@ func (p *parser) inlineKeys(n *yaml.Node, spec *PurgeKeysSpec) bool {
 }
 
 func (s *PurgeKeysSpec) add(enc string, line int) {
-	if _, dup := s.index[enc]; dup {
+	h := keyHash(enc)
+	if i, _ := find(&s.index, s.Keys, enc, h); i >= 0 {
 		s.Duplicates++
 		return
 	}
-	s.index[enc] = int32(len(s.Keys))
-	s.filter.add(enc)
 	s.Keys = append(s.Keys, enc)
 	s.Lines = append(s.Lines, line)
+	s.index.insert(s.Keys, len(s.Keys)-1, h)
+	s.filter.addHash(h)
 }
 
 // int64Key encodes an int64 user key as clink's int64_codec does: 8 bytes

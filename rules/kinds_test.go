@@ -22,7 +22,7 @@ func normalize(spec any) any {
 		return &c
 	case *PurgeKeysSpec:
 		c := *s
-		c.index, c.filter = nil, keyFilter{}
+		c.index, c.filter = keyIndex{}, keyFilter{}
 		c.Path, c.FileDigest = "", ""
 		return &c
 	case *PurgeExpiredSpec:

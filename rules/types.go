@@ -329,13 +329,13 @@ type PurgeKeysSpec struct {
 	// Duplicates is the number of listed keys that repeated an earlier one.
 	Duplicates int `yaml:"-"`
 
-	index  map[string]int32
+	index  keyIndex
 	filter keyFilter
 }
 
 // initIndex makes room for about n keys.
 func (p *PurgeKeysSpec) initIndex(n int) {
-	p.index = make(map[string]int32, n)
+	p.index = newKeyIndex(n)
 	p.filter = newKeyFilter(n)
 }
 
@@ -358,11 +358,15 @@ func (p *PurgeKeysSpec) Display(i int) string {
 
 // Lookup returns the index in Keys of a user key equal to userKey.
 func (p *PurgeKeysSpec) Lookup(userKey []byte) (int, bool) {
-	if !p.filter.mayHave(userKey) {
+	if p.filter.bits == nil {
+		return 0, false // no keys
+	}
+	h := keyHash(userKey)
+	if !p.filter.mayHaveHash(h) {
 		return 0, false
 	}
-	i, ok := p.index[string(userKey)]
-	return int(i), ok
+	i, _ := find(&p.index, p.Keys, userKey, h)
+	return i, i >= 0
 }
 
 // MayMatch reports false when userKey is surely not a listed key (a
