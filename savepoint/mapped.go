@@ -191,9 +191,6 @@ func (w *window) view(m *mappedFile, b []byte) ([]byte, error) {
 	if n < int64(len(b)) {
 		n = int64(len(b)) // windowSize changed by a test
 	}
-	if w.bounds && int64(cap(w.buf)) < n {
-		w.buf = make([]byte, 0, n)
-	}
 	if int64(cap(w.buf)) < n {
 		if b, ok := bufPool.Get().(*[]byte); ok && cap(*b) >= int(n) {
 			w.buf = (*b)[:0]
