@@ -121,10 +121,7 @@ func (w *window) useful() bool {
 
 // free returns the window's buffer to the pool.
 func (w *window) free() {
-	if cap(w.buf) == sinkSize {
-		b := w.buf[:0]
-		bufPool.Put(&b)
-	}
+	putBuf(w.buf)
 	w.m, w.buf = nil, nil
 }
 
@@ -192,10 +189,10 @@ func (w *window) view(m *mappedFile, b []byte) ([]byte, error) {
 		n = int64(len(b)) // windowSize changed by a test
 	}
 	if int64(cap(w.buf)) < n {
-		if b, ok := bufPool.Get().(*[]byte); ok && cap(*b) >= int(n) {
-			w.buf = (*b)[:0]
+		if n <= sinkSize {
+			w.buf = poolBuf()
 		} else {
-			w.buf = make([]byte, 0, min(windowSize, len(m.data)))
+			w.buf = make([]byte, 0, n) // windowSize changed by a test
 		}
 	}
 	w.m, w.off, w.buf = m, off, w.buf[:n]

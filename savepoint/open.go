@@ -613,7 +613,13 @@ var checksumBlock = 256 << 10
 // checksumRange returns the CRC-32C of bytes [lo, hi) of a file (see
 // checksumFile).
 func checksumRange(fh *os.File, lo, hi int64) (uint32, error) {
-	buf := make([]byte, min(hi-lo, int64(checksumBlock)))
+	var buf []byte
+	if n := min(hi-lo, int64(checksumBlock)); n <= sinkSize {
+		buf = poolBuf()[:n]
+		defer putBuf(buf)
+	} else {
+		buf = make([]byte, n)
+	}
 	var crc uint32
 	for off := lo; off < hi; {
 		n, err := fh.ReadAt(buf[:min(int64(len(buf)), hi-off)], off)

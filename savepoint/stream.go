@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -521,10 +522,12 @@ func validateBinary(c *array.Binary, readMapped func(dst, src []byte) error) err
 	if len(offs) == 0 {
 		return nil
 	}
-	const chunk = 1 << 18
+	const chunk = sinkSize / 4 // offsets read at once: one pooled buffer
 	var buf []int32
 	if readMapped != nil {
-		buf = make([]int32, min(chunk, len(offs)))
+		raw := poolBuf()[:4*min(chunk, len(offs))]
+		defer putBuf(raw)
+		buf = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(raw))), len(raw)/4)
 	}
 	prev := int32(0)
 	for lo := 0; lo < len(offs); lo += chunk {
