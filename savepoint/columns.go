@@ -101,26 +101,35 @@ func (s *Snapshot) EachRow(fn func(i int, r Row) bool) {
 // read a block of rows at a time with pread (see KeyColumns), not through
 // the map: a key is valid only during the call.
 func (s *Snapshot) EachKey(fn func(i int, op uint64, key []byte) bool) {
+	s.EachKeyIn(0, s.NumRows(), fn)
+}
+
+// EachKeyIn is EachKey over the rows [lo, hi) only. Calls over disjoint
+// ranges may run concurrently.
+func (s *Snapshot) EachKeyIn(lo, hi int, fn func(i int, op uint64, key []byte) bool) {
 	if !s.Columnar() {
-		for i, r := range s.Rows {
-			if !fn(i, r.Op, r.Key) {
+		for i := lo; i < hi; i++ {
+			if !fn(i, s.Rows[i].Op, s.Rows[i].Key) {
 				return
 			}
 		}
 		return
 	}
 	var kc KeyColumns
-	i := 0
+	start := 0 // the stream index of batch bi's first row
 	for bi := range s.Batches {
 		b := &s.Batches[bi]
-		for x := 0; x < b.Len(); {
-			kc.LoadOrMap(b, x, min(b.Len(), x+keyBlock))
-			for lo := x; x < kc.Hi; x++ {
-				if !fn(i, kc.Ops[x-lo], kc.Key(x)) {
+		from, to := max(lo-start, 0), min(hi-start, b.Len())
+		for x := from; x < to; {
+			kc.LoadOrMap(b, x, min(to, x+keyBlock))
+			for first := x; x < kc.Hi; x++ {
+				if !fn(start+x, kc.Ops[x-first], kc.Key(x)) {
 					return
 				}
-				i++
 			}
+		}
+		if start += b.Len(); start >= hi {
+			return
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -645,42 +646,116 @@ func (v *validator) checkRows(f *File) {
 			group, rng, placed = g, g.Range(f.Subtask), true
 		}
 	}
-	s.EachKey(func(i int, op uint64, key []byte) bool {
+	// check reports what is wrong with row i through note; the placement
+	// of a row outside the subtask's range (tree files only) looks at the
+	// owner's file and goes to v directly.
+	check := func(i int, op uint64, key []byte, note func(i int, sev Severity, check, msg string)) {
 		if i&releaseEvery == 0 {
 			f.ReleasePages()
 		}
-		r := Row{Op: op, Key: key} // valid during the call only
-		if len(r.Key) == 0 {
-			v.rowFinding(f, i, SeverityInfo, CheckZeroLengthKey, "zero-length key: never filtered by key group and not operator state; every restore of this file keeps it")
-			return true
+		if len(key) == 0 {
+			note(i, SeverityInfo, CheckZeroLengthKey, "zero-length key: never filtered by key group and not operator state; every restore of this file keeps it")
+			return
 		}
-		k := ParseKey(r.Key)
+		k := ParseKey(key)
 		if k.Kind == KindKeyed {
 			if want := KeyGroupOf(k.UserKey); want != k.KeyGroup {
-				v.rowFinding(f, i, SeverityError, CheckKeyGroup, fmt.Sprintf("stored key-group byte %d, but the user key hashes to key group %d: clink routes the key's records by %d, so this row is never read (a narrowed restore files it under %d)", k.KeyGroup, want, want, k.KeyGroup))
+				note(i, SeverityError, CheckKeyGroup, fmt.Sprintf("stored key-group byte %d, but the user key hashes to key group %d: clink routes the key's records by %d, so this row is never read (a narrowed restore files it under %d)", k.KeyGroup, want, want, k.KeyGroup))
 			}
 			if bytes.IndexByte(k.Slot, '\n') >= 0 {
-				v.rowFinding(f, i, SeverityWarning, CheckSlotName, fmt.Sprintf("slot name %s contains '\\n': clink's KeyedState refuses such a name, so no operator can open this slot (the row is restored but unreachable)", renderSlot(k.Slot, true)))
+				note(i, SeverityWarning, CheckSlotName, fmt.Sprintf("slot name %s contains '\\n': clink's KeyedState refuses such a name, so no operator can open this slot (the row is restored but unreachable)", renderSlot(k.Slot, true)))
 			}
 		}
-		kg, filtered := RestoreKeyGroup(r.Key)
+		kg, filtered := RestoreKeyGroup(key)
 		if !filtered || !placed || rng.Contains(kg) {
-			return true
+			return
 		}
 		owner := group.Owner(kg)
 		what := fmt.Sprintf("key group %d", kg)
 		if k.Kind == KindRaw {
 			what += " (a legacy raw key, filtered by its first byte)"
 		}
-		if of := v.sp.File(owner); of != f && v.holds(of, r.Op, r.Key) {
+		if of := v.sp.File(owner); of != f && v.holds(of, op, key) {
 			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner's copy in subtask %d is restored", what, f.Subtask, rng, owner))
 		} else {
 			v.rowFinding(f, i, SeverityError, CheckMisplacedRow, fmt.Sprintf("lost on restore: %s lies outside subtask %d's range %s and its owner, subtask %d, holds no copy: no subtask restores this row (section 10.1)", what, f.Subtask, rng, owner))
 		}
-		return true
-	})
+	}
+	direct := func(i int, sev Severity, check, msg string) { v.rowFinding(f, i, sev, check, msg) }
+	n := s.NumRows()
+	parts := min(runtime.NumCPU(), n/checkRowsPart)
+	if placed || parts < 2 {
+		s.EachKey(func(i int, op uint64, key []byte) bool {
+			check(i, op, key, direct)
+			return true
+		})
+	} else {
+		// A file outside a tree's groups (nothing looks at other files):
+		// its rows are checked in parts at once, and the parts' findings
+		// added in row order, so the same ones are listed.
+		notes := make([]rowNotes, parts)
+		var faults Faults
+		for p := range parts {
+			notes[p] = rowNotes{limit: v.limit, counts: map[rowNoteKey]int{}}
+			faults.Go(func() {
+				s.EachKeyIn(p*n/parts, (p+1)*n/parts, func(i int, op uint64, key []byte) bool {
+					check(i, op, key, notes[p].note)
+					return true
+				})
+			})
+		}
+		faults.Wait()
+		for p := range notes {
+			notes[p].addTo(v, f)
+		}
+	}
 	f.ReleasePages()
 	v.checkOrder(f)
+}
+
+// checkRowsPart is the fewest rows checkRows gives a goroutine.
+var checkRowsPart = 1 << 19
+
+// rowNote is a finding about row i, held until the findings of the rows
+// before it are added.
+type rowNote struct {
+	i          int
+	sev        Severity
+	check, msg string
+}
+
+type rowNoteKey struct {
+	check string
+	sev   Severity
+}
+
+// rowNotes holds a part of a file's row findings: the first limit of each
+// check and severity (the rest only counted), so that adding the parts in
+// row order lists the findings one pass would, in bounded memory.
+type rowNotes struct {
+	limit  int
+	notes  []rowNote
+	counts map[rowNoteKey]int
+}
+
+func (r *rowNotes) note(i int, sev Severity, check, msg string) {
+	k := rowNoteKey{check, sev}
+	r.counts[k]++
+	if r.limit <= 0 || r.counts[k] <= r.limit {
+		r.notes = append(r.notes, rowNote{i, sev, check, msg})
+	}
+}
+
+// addTo adds the part's findings about file f to v, in row order.
+func (r *rowNotes) addTo(v *validator, f *File) {
+	listed := map[rowNoteKey]int{}
+	for _, n := range r.notes {
+		v.rowFinding(f, n.i, n.sev, n.check, n.msg)
+		listed[rowNoteKey{n.check, n.sev}]++
+	}
+	for k, c := range r.counts {
+		v.counts[valCapKey{k.check, f.Rel, k.sev, f.Subtask}] += c - listed[k]
+	}
 }
 
 // checkOrder reports duplicate (op, key) rows and unsorted rows of a canonical file.

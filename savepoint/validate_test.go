@@ -1003,3 +1003,39 @@ func TestReportWriteText(t *testing.T) {
 		t.Fatalf("empty report text %q", b.String())
 	}
 }
+
+// TestValidateRowsInParts: a file's rows checked in parts at once give the
+// findings of one pass, in the same order, under every finding limit.
+func TestValidateRowsInParts(t *testing.T) {
+	var rows []Row
+	for i, k := range vtKeysIn(t, 0, 127, 300) {
+		r := vtKeyed(7, "agg", k, "v")
+		switch i % 7 {
+		case 1, 4:
+			r.Key[0]++ // a wrong key-group byte
+		case 5:
+			r = vtKeyed(7, "bad\nslot", k, "v")
+		}
+		rows = append(rows, r)
+	}
+	rows = append(rows, Row{Op: 7, Key: []byte{}, Value: []byte("e")})
+	path := filepath.Join(t.TempDir(), "checkpoint-7.snap")
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, path, OpenOptions{Columnar: true})
+	defer func(n int) { checkRowsPart = n }(checkRowsPart)
+	for _, limit := range []int{0, -1, 3} {
+		checkRowsPart = 1 << 30
+		one := vtDump(Validate(sp, ValidateOptions{Limit: limit}))
+		checkRowsPart = 16
+		parts := vtDump(Validate(sp, ValidateOptions{Limit: limit}))
+
+		if parts != one {
+			t.Errorf("limit %d: in parts\n%s\nin one pass\n%s", limit, parts, one)
+		}
+		if !strings.Contains(one, CheckSlotName) || !strings.Contains(one, CheckKeyGroup) || !strings.Contains(one, CheckZeroLengthKey) {
+			t.Errorf("limit %d: findings missing:\n%s", limit, one)
+		}
+	}
+}
