@@ -500,8 +500,8 @@ func testEachKey(t *testing.T) {
 }
 
 // TestBoundsWindowSize: a window of run bounds starts at a page, doubles
-// while each read serves many views (bounds close together), up to the
-// window size, and halves back to a page when reads serve few.
+// while each read serves many views (bounds close together), up to
+// boundsWindowMax, and halves back to a page when reads serve few.
 func TestBoundsWindowSize(t *testing.T) {
 	w := window{bounds: true}
 	steps := []struct {
@@ -527,7 +527,7 @@ func TestBoundsWindowSize(t *testing.T) {
 		w.views += 100
 		w.size = w.boundsSize()
 	}
-	if w.size != int64(windowSize) {
-		t.Fatalf("dense bounds: size %d, want the window size %d", w.size, windowSize)
+	if want := min(int64(windowSize), boundsWindowMax); w.size != want {
+		t.Fatalf("dense bounds: size %d, want %d", w.size, want)
 	}
 }

@@ -74,8 +74,12 @@ var windowSize = sinkSize
 // a 10M-row filter's 0.35 s). A page read with pread is cheaper than
 // either. Short runs (a purge's) have their bounds close together, and a
 // page would serve only a few: the window doubles while each read serves
-// many views, and halves back when one serves few.
+// many views (up to boundsWindowMax), and halves back when one serves few.
 const boundsWindow = 4 << 10
+
+// boundsWindowMax is the most a window of run bounds reads at once: a read
+// that fits in the CPU's cache is still there when the offsets are loaded.
+const boundsWindowMax = 64 << 10
 
 // boundsSize returns how much a bounds window reads next, and notes the
 // views served so far.
@@ -87,7 +91,7 @@ func (w *window) boundsSize() int64 {
 	case w.size == 0:
 		return least
 	case served >= 16:
-		return min(2*w.size, int64(windowSize))
+		return min(2*w.size, int64(windowSize), boundsWindowMax)
 	case served <= 4:
 		return max(w.size/2, least)
 	}
