@@ -294,6 +294,7 @@ type inspOp struct {
 // Summarize describes an opened savepoint (see Summary). It reads only what
 // Open decoded; it does not touch the disk.
 func Summarize(sp *Savepoint) *Summary {
+	kgPre := map[*File]*kgRuns{}
 	s := &Summary{
 		Input: InputSummary{
 			Path: sp.Path, Kind: sp.Kind.String(), Backend: string(sp.Backend),
@@ -377,6 +378,18 @@ func Summarize(sp *Savepoint) *Summary {
 		}
 
 		var fc inspCounts
+		// A strictly ordered file's key-group histogram is counted from the
+		// same runs (see keyGroupHistogram); out of range of its subtask,
+		// rows need the owner's file, and the histogram reads them again.
+		_, strict := snap.Order()
+		pre := &kgRuns{usable: strict}
+		var rng KeyGroupRange
+		g, grouped := sp.GroupOf(f.Subtask)
+		grouped = grouped && sp.Kind != InputFile
+		if grouped {
+			rng = g.Range(f.Subtask)
+		}
+		kgPre[f] = pre
 		// The last (op, slot) counters are cached: rows come grouped by
 		// operator and slot, and a map key from the slot bytes would
 		// allocate a string per row.
@@ -389,6 +402,13 @@ func Summarize(sp *Savepoint) *Summary {
 		snap.eachRun(f.ReleasePages, func(_ int, r Row, n int, kb, vb int64) {
 			k := ParseKey(r.Key)
 			fc.add(k.Kind, n, kb, vb)
+			if pre.usable && k.Kind == KindKeyed {
+				if kg := int(r.Key[0]); !grouped || rng.Contains(kg) {
+					pre.counts[kg] += n
+				} else {
+					pre.usable = false
+				}
+			}
 			if !haveLast || r.Op != lastOp || k.HasSlot != lastHas || !bytes.Equal(k.Slot, lastSlot) {
 				o = ops[r.Op]
 				if o == nil {
@@ -483,14 +503,22 @@ func Summarize(sp *Savepoint) *Summary {
 		s.UnknownMetadata = append(s.UnknownMetadata, MetadataSummary{kv.k, kv.v, meta[kv]})
 	}
 
-	s.KeyGroups = keyGroupHistogram(sp)
+	s.KeyGroups = keyGroupHistogram(sp, kgPre)
 	return s
+}
+
+// kgRuns is a file's keyed rows per key group, counted from its runs while
+// summarising it: usable when the file is strictly ordered and every run
+// lay in its subtask's range, which is what keyGroupHistogram would count.
+type kgRuns struct {
+	usable bool
+	counts [NumKeyGroups]int
 }
 
 // keyGroupHistogram counts the logical keyed rows per key group. Each file's
 // rows are visited in (op, key) order through an index (no copy of the
 // rows), so a key stored twice in one file counts once.
-func keyGroupHistogram(sp *Savepoint) KeyGroupSummary {
+func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 	var h KeyGroupSummary
 	tree := sp.Kind != InputFile
 	idx := map[*File]*valRowIndex{}
@@ -504,6 +532,12 @@ func keyGroupHistogram(sp *Savepoint) KeyGroupSummary {
 	}
 	for _, f := range sp.Files {
 		if f.Snapshot == nil {
+			continue
+		}
+		if p := pre[f]; p != nil && p.usable {
+			for kg, n := range p.counts {
+				h.Counts[kg] += n
+			}
 			continue
 		}
 		g, grouped := sp.GroupOf(f.Subtask)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -360,7 +361,13 @@ func testSummarizeRunsAgreeWithRows(t *testing.T) {
 			if sorted, strict := sp.Files[0].Snapshot.Order(); !sorted || !strict {
 				t.Fatal("the file is not strictly sorted")
 			}
-			b, _ := json.Marshal(Summarize(sp))
+			sum := Summarize(sp)
+			// The histogram counted from the summary's runs is the one a
+			// pass of its own counts.
+			if own := keyGroupHistogram(sp, nil); !reflect.DeepEqual(own, sum.KeyGroups) {
+				t.Errorf("%s (columnar %v): histogram from the runs\n%+v\nfrom a pass of its own\n%+v", path, columnar, sum.KeyGroups, own)
+			}
+			b, _ := json.Marshal(sum)
 			got[i] = string(b)
 			sp.Close()
 		}
