@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -224,48 +225,45 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	var versions savepoint.VersionMap
 	haveMeta := false
 	for i := 0; i < g.Count; i++ {
-		old := g.First + i
-		fi := byIndex[old]
-		res := results[fi]
-		f := sp.Files[fi]
+		fi := byIndex[g.First+i]
+		res, f := results[fi], sp.Files[fi]
 		if !haveMeta && (res.versions.Len() > 0 || len(f.Snapshot.Metadata) > 0) {
 			meta, versions, haveMeta = f.Snapshot.Metadata, res.versions, true
 		}
 		olds[i] = res.out
-		var kc savepoint.KeyColumns
-		next := 0
-		for j := 0; j < res.out.Len(); j++ {
-			if j >= next {
-				f.ReleasePages()
-				next = j + releaseRows + 1
-			}
-			n, op, kg, keyed, err := res.out.keyedRun(j, &kc)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", f.Path, err)
-			}
-			if keyed {
-				own[op] = true
-				rr.KeyedIn += int64(n)
-				if g.Owner(kg) != old {
-					rr.StaleCopies += int64(n)
-					j += n - 1
-					continue
-				}
-				dst := newG.Owner(kg) - newFirst
-				pos[dst][i].appendRun(j, n)
-				rr.KeyedOut += int64(n)
-				j += n - 1
-				continue
-			}
-			r := res.out.Row(j)
-			// Operator state (first byte >= 128) and zero-length keys, which
-			// restore never filters: merged, then written into every new file.
-			rr.OperatorIn++
+	}
+	// The old files' rows are sorted out at once, each into its own part
+	// (its spans of pos, counts and operator rows), then merged in old
+	// subtask order: the result is that of one pass over the files in turn.
+	parts := make([]rescalePart, g.Count)
+	var sorting savepoint.Faults
+	sem := make(chan struct{}, runtime.NumCPU())
+	for i := range parts {
+		sem <- struct{}{}
+		sorting.Go(func() {
+			defer func() { <-sem }()
+			fi := byIndex[g.First+i]
+			parts[i] = sortOut(sp.Files[fi], results[fi].out, g, newG, g.First+i, pos, i)
+		})
+	}
+	sorting.Wait()
+	for i, p := range parts {
+		if p.err != nil {
+			return nil, fmt.Errorf("%s: %w", sp.Files[byIndex[g.First+i]].Path, p.err)
+		}
+		for op := range p.own {
+			own[op] = true
+		}
+		rr.KeyedIn += p.keyedIn
+		rr.StaleCopies += p.stale
+		rr.KeyedOut += p.keyedOut
+		rr.OperatorIn += int64(len(p.opRows))
+		for _, r := range p.opRows {
 			k := opKey(r)
 			if _, ok := opRows[k]; !ok {
 				opOrder = append(opOrder, savepoint.Row{Op: r.Op, Key: r.Key})
 			}
-			opRows[k] = append(opRows[k], opCopy{old, r.Value})
+			opRows[k] = append(opRows[k], opCopy{g.First + i, r.Value})
 		}
 	}
 	for _, id := range opOrder {
@@ -299,6 +297,51 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		pos[i] = nil
 	}
 	return files, nil
+}
+
+// rescalePart is what sortOut found in one old file of a rescale group.
+type rescalePart struct {
+	own                      map[uint64]bool // operators with keyed rows
+	keyedIn, stale, keyedOut int64
+	opRows                   []savepoint.Row // operator rows, in order
+	err                      error
+}
+
+// sortOut sorts the rows of out, the output of old subtask old (the i-th of
+// group g), into the new group newG: each run of keyed rows of one key group
+// owned by old is appended to pos[new file][i], one not owned by old is a
+// stale copy, and operator rows are collected. It touches only pos[*][i].
+func sortOut(f *savepoint.File, out *outRows, g, newG savepoint.Group, old int, pos [][]rowIndex, i int) rescalePart {
+	p := rescalePart{own: map[uint64]bool{}}
+	var kc savepoint.KeyColumns
+	next := 0
+	for j := 0; j < out.Len(); j++ {
+		if j >= next {
+			f.ReleasePages()
+			next = j + releaseRows + 1
+		}
+		n, op, kg, keyed, err := out.keyedRun(j, &kc)
+		if err != nil {
+			p.err = err
+			return p
+		}
+		if keyed {
+			p.own[op] = true
+			p.keyedIn += int64(n)
+			if g.Owner(kg) != old {
+				p.stale += int64(n)
+			} else {
+				pos[newG.Owner(kg)-newG.First][i].appendRun(j, n)
+				p.keyedOut += int64(n)
+			}
+			j += n - 1
+			continue
+		}
+		// Operator state (first byte >= 128) and zero-length keys, which
+		// restore never filters: merged, then written into every new file.
+		p.opRows = append(p.opRows, out.Row(j))
+	}
+	return p
 }
 
 // mergedRows is a new file of a rescale: references to runs of rows of the
