@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // OpenOptions control Open.
@@ -726,14 +727,27 @@ func resolveHandleRel(root, handle string) ([]byte, string, error) {
 // group of all subtasks. Trees whose groups cannot be told apart this way
 // (adjacent groups both without keyed state) need the groups given.
 func InferGroups(files []*File) []Group {
+	// The files' operators are found at once, one goroutine per CPU.
+	keyed := make([]map[uint64]bool, len(files))
+	var finding Faults
+	sem := make(chan struct{}, runtime.NumCPU())
+	for i, f := range files {
+		keyed[i] = map[uint64]bool{}
+		if f.Snapshot == nil {
+			continue
+		}
+		sem <- struct{}{}
+		finding.Go(func() {
+			defer func() { <-sem }()
+			keyedOps(f.Snapshot, keyed[i])
+			f.ReleasePages() // keep the pages read cached, not resident
+		})
+	}
+	finding.Wait()
 	var groups []Group
 	var cur map[uint64]bool
-	for _, f := range files {
-		ops := map[uint64]bool{}
-		if f.Snapshot != nil {
-			keyedOps(f.Snapshot, ops)
-			f.ReleasePages() // keep the pages read cached, not resident
-		}
+	for i, f := range files {
+		ops := keyed[i]
 		joins := len(groups) > 0 && (len(ops) == 0 || overlaps(cur, ops))
 		if joins {
 			groups[len(groups)-1].Count++
@@ -750,7 +764,10 @@ func InferGroups(files []*File) []Group {
 
 // keyedOps adds to ops the operators with keyed rows (first key byte below
 // NumKeyGroups) in s. Once an operator is known to have one, its other rows
-// need no look at their keys: mostly only the operator column is read.
+// need no look at their keys: mostly only the operator column is read, a
+// block at a time with pread (through the map, each page's first touch
+// would cost more than the read), and a block's keys only when it holds
+// an operator not known yet.
 func keyedOps(s *Snapshot, ops map[uint64]bool) {
 	if !s.Columnar() {
 		for _, r := range s.Rows {
@@ -760,16 +777,34 @@ func keyedOps(s *Snapshot, ops map[uint64]bool) {
 		}
 		return
 	}
+	raw := poolBuf()[:8*min(keyBlock, sinkSize/8)]
+	defer putBuf(raw)
+	block := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(raw))), len(raw)/8)
+	var kc KeyColumns
 	for bi := range s.Batches {
 		b := &s.Batches[bi]
 		known, have := uint64(0), false
-		for x, op := range b.Ops {
-			if have && op == known {
-				continue
+		for lo := 0; lo < b.Len(); lo += len(block) {
+			hi := min(b.Len(), lo+len(block))
+			blockOps := b.Ops[lo:hi]
+			if b.file != nil && littleEndian {
+				// On a failed read the map is read instead, as LoadOrMap
+				// does: a file cut short faults there (see Guard).
+				if b.file.readInto(bytesOf(block[:hi-lo]), bytesOf(b.Ops[lo:hi])) == nil {
+					blockOps = block[:hi-lo]
+				}
 			}
-			if k0, k1 := b.KeyOffs[x], b.KeyOffs[x+1]; k1 > k0 && b.Keys[k0] < NumKeyGroups {
-				ops[op] = true
-				known, have = op, true
+			for j, op := range blockOps {
+				if have && op == known || ops[op] {
+					continue
+				}
+				if !kc.Holds(b, lo+j) {
+					kc.LoadOrMap(b, lo+j, hi)
+				}
+				if key := kc.Key(lo + j); len(key) > 0 && key[0] < NumKeyGroups {
+					ops[op] = true
+					known, have = op, true
+				}
 			}
 		}
 	}
