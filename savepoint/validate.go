@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Severity ranks a validation finding.
@@ -346,7 +347,7 @@ func (r *Report) ByCheck(check string) []Finding {
 // group, and its owner is Group.Owner(kg) within that group. A single-file
 // input has no placement to check.
 func Validate(sp *Savepoint, opts ValidateOptions) *Report {
-	v := &validator{sp: sp, opts: opts, limit: opts.Limit, idx: map[*File]*valRowIndex{}, counts: map[valCapKey]int{}}
+	v := &validator{sp: sp, opts: opts, limit: opts.Limit, idx: map[*File]*valIndexEntry{}, counts: map[valCapKey]int{}}
 	if v.limit == 0 {
 		v.limit = DefaultFindingLimit
 	}
@@ -361,18 +362,30 @@ type valCapKey struct {
 }
 
 type validator struct {
-	sp       *Savepoint
-	opts     ValidateOptions
-	limit    int
+	sp    *Savepoint
+	opts  ValidateOptions
+	limit int
+
+	// Files are checked at once: mu guards findings, counts and idx.
+	mu       sync.Mutex
 	findings []Finding
 	counts   map[valCapKey]int
-	idx      map[*File]*valRowIndex
+	idx      map[*File]*valIndexEntry
+}
+
+// valIndexEntry is a file's row index, built once by whichever check needs
+// it first.
+type valIndexEntry struct {
+	once sync.Once
+	ix   *valRowIndex
 }
 
 func (v *validator) isTree() bool { return v.sp.Kind != InputFile }
 
 // add records a finding unless its (check, severity, file) is over the cap.
 func (v *validator) add(f Finding) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	k := valCapKey{f.Check, f.File, f.Severity, f.Subtask}
 	v.counts[k]++
 	if v.limit > 0 && v.counts[k] > v.limit {
@@ -451,10 +464,20 @@ func boolCmp(a, b bool) int {
 }
 
 func (v *validator) run() {
+	// Files are checked at once, one goroutine per CPU. Each file's
+	// findings are added in its own order, and the per-file caps count
+	// them per file, so the report is the one of a pass file after file.
+	var checking Faults
+	sem := make(chan struct{}, runtime.NumCPU())
 	for _, f := range v.sp.Files {
-		v.checkFileLevel(f)
-		v.checkRows(f)
+		sem <- struct{}{}
+		checking.Go(func() {
+			defer func() { <-sem }()
+			v.checkFileLevel(f)
+			v.checkRows(f)
+		})
 	}
+	checking.Wait()
 	if v.isTree() {
 		v.checkSidecarlessChangelogs()
 		v.checkOperatorRows()
@@ -619,12 +642,15 @@ func (ix *valRowIndex) has(op uint64, key []byte) bool {
 }
 
 func (v *validator) index(f *File) *valRowIndex {
-	if ix, ok := v.idx[f]; ok {
-		return ix
+	v.mu.Lock()
+	e := v.idx[f]
+	if e == nil {
+		e = &valIndexEntry{}
+		v.idx[f] = e
 	}
-	ix := newValRowIndex(f)
-	v.idx[f] = ix
-	return ix
+	v.mu.Unlock()
+	e.once.Do(func() { e.ix = newValRowIndex(f) })
+	return e.ix
 }
 
 // holds reports whether file f stores a row (op, key).
@@ -753,6 +779,8 @@ func (r *rowNotes) addTo(v *validator, f *File) {
 		v.rowFinding(f, n.i, n.sev, n.check, n.msg)
 		listed[rowNoteKey{n.check, n.sev}]++
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	for k, c := range r.counts {
 		v.counts[valCapKey{k.check, f.Rel, k.sev, f.Subtask}] += c - listed[k]
 	}
@@ -840,19 +868,32 @@ func (v *validator) checkOperatorRows() {
 	}
 	byKey := map[string]*entry{}
 	var keys []string
-	for _, f := range v.sp.Files {
+	// Each file's operator rows are found at once, its keys read in blocks
+	// (only an operator row's value is read, in place); they are then
+	// gathered in file order.
+	perFile := make([][]Row, len(v.sp.Files))
+	var finding Faults
+	sem := make(chan struct{}, runtime.NumCPU())
+	for i, f := range v.sp.Files {
 		if f.Snapshot == nil {
 			continue
 		}
-		var ops []Row
-		f.Snapshot.EachRow(func(_ int, r Row) bool {
-			if r.IsOperatorState() {
-				ops = append(ops, r)
-			}
-			return true
+		sem <- struct{}{}
+		finding.Go(func() {
+			defer func() { <-sem }()
+			cur := f.Snapshot.NewCursor()
+			f.Snapshot.EachKey(func(j int, op uint64, key []byte) bool {
+				if len(key) > 0 && key[0] >= NumKeyGroups {
+					perFile[i] = append(perFile[i], cur.Row(j))
+				}
+				return true
+			})
+			f.ReleasePages()
 		})
-		f.ReleasePages()
-		for _, r := range Logical(ops) {
+	}
+	finding.Wait()
+	for i, f := range v.sp.Files {
+		for _, r := range Logical(perFile[i]) {
 			k := string(binary.BigEndian.AppendUint64(nil, r.Op)) + string(r.Key)
 			e := byKey[k]
 			if e == nil {
