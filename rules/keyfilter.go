@@ -24,8 +24,6 @@ func (f *keyFilter) positions(h uint64) (uint64, uint64) {
 	return h & f.mask, (h * 0x9e3779b97f4a7c15 >> 23) & f.mask
 }
 
-func (f *keyFilter) add(key string) { f.addHash(keyHash(key)) }
-
 // addHash adds the key of hash h (keyHash).
 func (f *keyFilter) addHash(h uint64) {
 	a, b := f.positions(h)

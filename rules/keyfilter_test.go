@@ -10,7 +10,7 @@ func TestKeyFilter(t *testing.T) {
 	const n = 10000
 	f := newKeyFilter(n)
 	for i := range n {
-		f.add("user-" + strconv.Itoa(i))
+		f.addHash(keyHash("user-" + strconv.Itoa(i)))
 	}
 	for i := range n {
 		if !f.mayHave([]byte("user-" + strconv.Itoa(i))) {
