@@ -181,11 +181,9 @@ func (w *window) view(m *mappedFile, b []byte) ([]byte, error) {
 	w.refills++
 	w.served += int64(len(b))
 	w.views++
-	if w.bounds {
-		w.size = w.boundsSize()
-	}
 	size := int64(windowSize)
 	if w.bounds {
+		w.size = w.boundsSize()
 		size = w.size
 	}
 	n := min(size, int64(len(m.data))-off)
