@@ -3,6 +3,7 @@ package savepoint
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -291,4 +292,20 @@ func (f *Faults) Wait() {
 	if f.first != nil {
 		panic(f.first)
 	}
+}
+
+// ForEach calls fn(0) to fn(n-1), each in its own goroutine, at most one
+// per CPU at once, and returns when all have returned. A fault or panic in
+// any is re-raised in the caller, as Faults.Wait does.
+func ForEach(n int, fn func(i int)) {
+	var f Faults
+	sem := make(chan struct{}, runtime.NumCPU())
+	for i := range n {
+		sem <- struct{}{}
+		f.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	f.Wait()
 }

@@ -729,21 +729,13 @@ func resolveHandleRel(root, handle string) ([]byte, string, error) {
 func InferGroups(files []*File) []Group {
 	// The files' operators are found at once, one goroutine per CPU.
 	keyed := make([]map[uint64]bool, len(files))
-	var finding Faults
-	sem := make(chan struct{}, runtime.NumCPU())
-	for i, f := range files {
+	ForEach(len(files), func(i int) {
 		keyed[i] = map[uint64]bool{}
-		if f.Snapshot == nil {
-			continue
-		}
-		sem <- struct{}{}
-		finding.Go(func() {
-			defer func() { <-sem }()
+		if f := files[i]; f.Snapshot != nil {
 			keyedOps(f.Snapshot, keyed[i])
 			f.ReleasePages() // keep the pages read cached, not resident
-		})
-	}
-	finding.Wait()
+		}
+	})
 	var groups []Group
 	var cur map[uint64]bool
 	for i, f := range files {

@@ -467,17 +467,10 @@ func (v *validator) run() {
 	// Files are checked at once, one goroutine per CPU. Each file's
 	// findings are added in its own order, and the per-file caps count
 	// them per file, so the report is the one of a pass file after file.
-	var checking Faults
-	sem := make(chan struct{}, runtime.NumCPU())
-	for _, f := range v.sp.Files {
-		sem <- struct{}{}
-		checking.Go(func() {
-			defer func() { <-sem }()
-			v.checkFileLevel(f)
-			v.checkRows(f)
-		})
-	}
-	checking.Wait()
+	ForEach(len(v.sp.Files), func(i int) {
+		v.checkFileLevel(v.sp.Files[i])
+		v.checkRows(v.sp.Files[i])
+	})
 	if v.isTree() {
 		v.checkSidecarlessChangelogs()
 		v.checkOperatorRows()
@@ -872,26 +865,20 @@ func (v *validator) checkOperatorRows() {
 	// (only an operator row's value is read, in place); they are then
 	// gathered in file order.
 	perFile := make([][]Row, len(v.sp.Files))
-	var finding Faults
-	sem := make(chan struct{}, runtime.NumCPU())
-	for i, f := range v.sp.Files {
+	ForEach(len(v.sp.Files), func(i int) {
+		f := v.sp.Files[i]
 		if f.Snapshot == nil {
-			continue
+			return
 		}
-		sem <- struct{}{}
-		finding.Go(func() {
-			defer func() { <-sem }()
-			cur := f.Snapshot.NewCursor()
-			f.Snapshot.EachKey(func(j int, op uint64, key []byte) bool {
-				if len(key) > 0 && key[0] >= NumKeyGroups {
-					perFile[i] = append(perFile[i], cur.Row(j))
-				}
-				return true
-			})
-			f.ReleasePages()
+		cur := f.Snapshot.NewCursor()
+		f.Snapshot.EachKey(func(j int, op uint64, key []byte) bool {
+			if len(key) > 0 && key[0] >= NumKeyGroups {
+				perFile[i] = append(perFile[i], cur.Row(j))
+			}
+			return true
 		})
-	}
-	finding.Wait()
+		f.ReleasePages()
+	})
 	for i, f := range v.sp.Files {
 		for _, r := range Logical(perFile[i]) {
 			k := string(binary.BigEndian.AppendUint64(nil, r.Op)) + string(r.Key)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -236,17 +235,10 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	// (its spans of pos, counts and operator rows), then merged in old
 	// subtask order: the result is that of one pass over the files in turn.
 	parts := make([]rescalePart, g.Count)
-	var sorting savepoint.Faults
-	sem := make(chan struct{}, runtime.NumCPU())
-	for i := range parts {
-		sem <- struct{}{}
-		sorting.Go(func() {
-			defer func() { <-sem }()
-			fi := byIndex[g.First+i]
-			parts[i] = sortOut(sp.Files[fi], results[fi].out, g, newG, g.First+i, pos, i)
-		})
-	}
-	sorting.Wait()
+	savepoint.ForEach(g.Count, func(i int) {
+		fi := byIndex[g.First+i]
+		parts[i] = sortOut(sp.Files[fi], results[fi].out, g, newG, g.First+i, pos, i)
+	})
 	for i, p := range parts {
 		if p.err != nil {
 			return nil, fmt.Errorf("%s: %w", sp.Files[byIndex[g.First+i]].Path, p.err)

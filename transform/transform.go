@@ -161,18 +161,13 @@ func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 	counts := &slotCounts{}
 	// Files are counted in parallel, each into its own counts.
 	per := make([]*slotCounts, len(files))
-	var counting savepoint.Faults // the rows are read from the input's map
-	sem := make(chan struct{}, runtime.NumCPU())
-	for i, f := range files {
+	for _, f := range files {
 		rep.RowsOut += int64(f.rows.Len())
-		per[i] = &slotCounts{}
-		sem <- struct{}{}
-		counting.Go(func() {
-			defer func() { <-sem }()
-			countSlots(f.rows, f.canonical, per[i], release)
-		})
 	}
-	counting.Wait()
+	savepoint.ForEach(len(files), func(i int) { // the rows are read from the input's map
+		per[i] = &slotCounts{}
+		countSlots(files[i].rows, files[i].canonical, per[i], release)
+	})
 	for _, c := range per {
 		c.each(func(k slotKey, n int64) { counts.addN(k.op, []byte(k.slot), true, n) })
 	}
