@@ -79,6 +79,9 @@ type newFile struct {
 	from        string
 	inputCRC    uint32
 	compression string
+	// counts, if set, are the rows per operator and slot (a rescale's new
+	// file counted as it was sorted out; see recountAfterRescale).
+	counts *slotCounts
 }
 
 // sameLayoutFile is the output file of an input file whose place in the
@@ -239,6 +242,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		fi := byIndex[g.First+i]
 		parts[i] = sortOut(sp.Files[fi], results[fi].out, g, newG, g.First+i, pos, i)
 	})
+	counts := newFileCounts(parts, m)
 	for i, p := range parts {
 		if p.err != nil {
 			return nil, fmt.Errorf("%s: %w", sp.Files[byIndex[g.First+i]].Path, p.err)
@@ -287,6 +291,10 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		f.md, f.versions, f.from = meta, versions, from
 		f.rows, f.canonical = mergeSorted(olds, pos[i], savepoint.Logical(rows[i]), sp.ReleasePages), true
 		pos[i] = nil
+		if counts != nil {
+			countSlots(savepoint.RowSlice(rows[i]), true, counts[i], func() {})
+			f.counts = counts[i]
+		}
 	}
 	return files, nil
 }
@@ -296,7 +304,10 @@ type rescalePart struct {
 	own                      map[uint64]bool // operators with keyed rows
 	keyedIn, stale, keyedOut int64
 	opRows                   []savepoint.Row // operator rows, in order
-	err                      error
+	// counts, when the old file's output has a runLog, are the rows per
+	// operator and slot it gives each new file (nil otherwise).
+	counts []*slotCounts
+	err    error
 }
 
 // sortOut sorts the rows of out, the output of old subtask old (the i-th of
@@ -304,6 +315,9 @@ type rescalePart struct {
 // owned by old is appended to pos[new file][i], one not owned by old is a
 // stale copy, and operator rows are collected. It touches only pos[*][i].
 func sortOut(f *savepoint.File, out *outRows, g, newG savepoint.Group, old int, pos [][]rowIndex, i int) rescalePart {
+	if out.log.describes(out.Len()) {
+		return sortOutLogged(out, g, newG, old, pos, i)
+	}
 	p := rescalePart{own: map[uint64]bool{}}
 	var kc savepoint.KeyColumns
 	next := 0
@@ -332,6 +346,56 @@ func sortOut(f *savepoint.File, out *outRows, g, newG savepoint.Group, old int, 
 		// Operator state (first byte >= 128) and zero-length keys, which
 		// restore never filters: merged, then written into every new file.
 		p.opRows = append(p.opRows, out.Row(j))
+	}
+	return p
+}
+
+// newFileCounts adds up the parts' rows per operator and slot of each of
+// the m new files; nil unless every part counted them.
+func newFileCounts(parts []rescalePart, m int) []*slotCounts {
+	for _, p := range parts {
+		if p.counts == nil {
+			return nil
+		}
+	}
+	counts := make([]*slotCounts, m)
+	for x := range counts {
+		counts[x] = &slotCounts{}
+		for _, p := range parts {
+			p.counts[x].each(func(k slotKey, n int64) { counts[x].addN(k.op, []byte(k.slot), true, n) })
+		}
+	}
+	return counts
+}
+
+// sortOutLogged is sortOut from the output's runLog: the keys are not read,
+// and the rows each new file gets are counted by operator and slot.
+func sortOutLogged(out *outRows, g, newG savepoint.Group, old int, pos [][]rowIndex, i int) rescalePart {
+	runLogUses.Add(1)
+	p := rescalePart{own: map[uint64]bool{}, counts: make([]*slotCounts, newG.Count)}
+	for x := range p.counts {
+		p.counts[x] = &slotCounts{}
+	}
+	j := 0
+	for _, r := range out.log.runs {
+		switch {
+		case r.kg < 0:
+			for k := j; k < j+r.n; k++ {
+				p.opRows = append(p.opRows, out.Row(k))
+			}
+		case g.Owner(r.kg) != old:
+			p.own[r.op] = true
+			p.keyedIn += int64(r.n)
+			p.stale += int64(r.n)
+		default:
+			p.own[r.op] = true
+			p.keyedIn += int64(r.n)
+			x := newG.Owner(r.kg) - newG.First
+			pos[x][i].appendRun(j, r.n)
+			p.counts[x].addN(r.op, r.slot, r.hasSlot, int64(r.n))
+			p.keyedOut += int64(r.n)
+		}
+		j += r.n
 	}
 	return p
 }

@@ -17,6 +17,10 @@ import (
 type prefixPlan struct {
 	op     uint64
 	prefix []byte // a copy
+	// slot and kg are the prefix's slot (a copy) and key group (see
+	// keyGroupOf), for the output's runLog.
+	slot []byte
+	kg   int
 	// dropBy is the step that drops every row reaching it, or -1.
 	dropBy int
 	// live are the steps before dropBy (or all, when it is -1) that must
@@ -108,7 +112,7 @@ func appendOp(b []byte, op uint64) []byte {
 
 // newPlan asks each step what it does to the rows of a prefix.
 func (e *engine) newPlan(op uint64, prefix []byte, k savepoint.Key, subtask int) *prefixPlan {
-	p := &prefixPlan{op: op, prefix: prefix, dropBy: -1}
+	p := &prefixPlan{op: op, prefix: prefix, dropBy: -1, slot: bytes.Clone(k.Slot), kg: keyGroupOf(prefix)}
 	for i := range e.steps {
 		st := &e.steps[i]
 		if st.apply == nil {

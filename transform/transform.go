@@ -164,9 +164,11 @@ func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 	for _, f := range files {
 		rep.RowsOut += int64(f.rows.Len())
 	}
-	savepoint.ForEach(len(files), func(i int) { // the rows are read from the input's map
-		per[i] = &slotCounts{}
-		countSlots(files[i].rows, files[i].canonical, per[i], release)
+	savepoint.ForEach(len(files), func(i int) { // the rows are read from the input
+		if per[i] = files[i].counts; per[i] == nil {
+			per[i] = &slotCounts{}
+			countSlots(files[i].rows, files[i].canonical, per[i], release)
+		}
 	})
 	for _, c := range per {
 		c.each(func(k slotKey, n int64) { counts.addN(k.op, []byte(k.slot), true, n) })
@@ -425,10 +427,12 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 					}
 					if k := savepoint.ParseKey(r.Key); k.Kind == savepoint.KindKeyed {
 						if p := w.planFor(r, k); !p.generic {
+							at := out.Len()
 							n, err := w.run(i, end, r, p)
 							if err != nil {
 								return err
 							}
+							out.log.add(p.op, p.kg, p.slot, true, out.Len()-at, false)
 							i += n
 							continue
 						}
@@ -486,6 +490,7 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 	}
 	w.e.auditOut(res, nr, k, 1, &w.comp)
 	w.keepRun(i, 1, nr, nr, true)
+	out.log.add(nr.Op, keyGroupOf(nr.Key), k.Slot, k.HasSlot, 1, true)
 	return nil
 }
 
@@ -534,6 +539,7 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 			res.out.modify(int(pos+offset), r)
 		}
 		res.out.idx.appendIndex(&p.out.idx)
+		res.out.log.appendLog(&p.out.log)
 		if p.out.Len() > 0 {
 			sorted = sorted && rr.sorted && (!have || rr.first.Compare(last) > 0)
 			last, have = rr.last, true
@@ -587,6 +593,8 @@ type outRows struct {
 	mod map[uint32]savepoint.Row
 	// spill sorts outputs too large to sort in memory (nil: never).
 	spill *spiller
+	// log describes the rows by operator, key group and slot (see runLog).
+	log runLog
 }
 
 // Len returns the number of output rows.
@@ -739,6 +747,7 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) (int64, error) {
 	dupes := int64(o.Len() - len(newOrder))
 	o.idx = rowIndex{dense: newOrder}
 	o.mod = newMod
+	o.log.drop()
 	return dupes, nil
 }
 
@@ -772,6 +781,7 @@ func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (int64, error
 	o.idx = rowIndex{}
 	o.idx.appendRun(0, sorted.NumRows())
 	o.mod = nil
+	o.log.drop()
 	return dupes, nil
 }
 
