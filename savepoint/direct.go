@@ -511,14 +511,29 @@ func (s *sink) writeOffsets(m *mappedFile, offsets []int32, off uint32) uint32 {
 		s.setErr(err)
 		at := len(s.buf)
 		s.buf = s.buf[:at+4*n]
-		dst := s.buf[at:]
-		for j := 0; j < n; j++ {
-			end = binary.LittleEndian.Uint32(src[4*j:]) - base + off
-			binary.LittleEndian.PutUint32(dst[4*j:], end)
-		}
+		end = moveOffsets(s.buf[at:], src[:4*n], off-base)
 		raw = raw[4*n:]
 	}
 	return end
+}
+
+// moveOffsets writes to dst the little-endian uint32s of src (at least one)
+// plus delta, modulo 2^32, and returns the last. Both are read and written
+// as []uint32 when they are aligned (the common case).
+func moveOffsets(dst, src []byte, delta uint32) uint32 {
+	dst = dst[:len(src)]
+	if littleEndian && uintptr(unsafe.Pointer(&dst[0]))%4 == 0 && uintptr(unsafe.Pointer(&src[0]))%4 == 0 {
+		from := unsafe.Slice((*uint32)(unsafe.Pointer(&src[0])), len(src)/4)
+		to := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), len(from))
+		for j, v := range from {
+			to[j] = v + delta
+		}
+		return to[len(to)-1]
+	}
+	for j := 0; j+4 <= len(src); j += 4 {
+		binary.LittleEndian.PutUint32(dst[j:j+4], binary.LittleEndian.Uint32(src[j:j+4])+delta)
+	}
+	return binary.LittleEndian.Uint32(dst[len(src)-4:])
 }
 
 // writeFrom writes b, which lies in the map of m if m is not nil: runs of

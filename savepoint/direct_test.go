@@ -531,3 +531,29 @@ func TestBoundsWindowSize(t *testing.T) {
 		t.Fatalf("dense bounds: size %d, want %d", w.size, want)
 	}
 }
+
+// moveOffsets gives the same result whether its buffers are aligned (read
+// as []uint32) or not, and wraps modulo 2^32 as offsets moved down do.
+func TestMoveOffsets(t *testing.T) {
+	src := make([]byte, 4*9+3)
+	dst := make([]byte, 4*9+3)
+	for shiftSrc := 0; shiftSrc < 4; shiftSrc++ {
+		for shiftDst := 0; shiftDst < 4; shiftDst++ {
+			for _, delta := range []uint32{0, 7, 1 << 31, ^uint32(99)} {
+				s, d := src[shiftSrc:shiftSrc+36], dst[shiftDst:shiftDst+36]
+				for j := 0; j < 9; j++ {
+					binary.LittleEndian.PutUint32(s[4*j:], uint32(j*1000+50))
+				}
+				last := moveOffsets(d, s, delta)
+				for j := 0; j < 9; j++ {
+					if got, want := binary.LittleEndian.Uint32(d[4*j:]), uint32(j*1000+50)+delta; got != want {
+						t.Fatalf("shifts %d/%d, delta %d: offset %d is %d, want %d", shiftSrc, shiftDst, delta, j, got, want)
+					}
+				}
+				if want := uint32(8050) + delta; last != want {
+					t.Errorf("shifts %d/%d, delta %d: returned %d, want %d", shiftSrc, shiftDst, delta, last, want)
+				}
+			}
+		}
+	}
+}
