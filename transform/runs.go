@@ -166,7 +166,10 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 	w.runFirst = append(w.runFirst[:0], r.Key...)
 	r.Key = w.runFirst
 	k := savepoint.ParseKey(r.Key)
-	n, inc, err := w.scanRun(i, end, r.Op, p.prefix)
+	if p.purges != nil && cur.Columnar() {
+		return w.purgeRun(i, end, r, k, p)
+	}
+	n, inc, err := w.scanRun(i, end, r.Op, p.prefix, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -201,33 +204,8 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 		streak = 0
 		return err
 	}
-	// The live steps of a plan with purge lists are all purge_keys of keyed
-	// rows, which look at the user key only: they get the rows' keys from
-	// w.keys, without values.
-	keysOnly := p.purges != nil && cur.Columnar()
-	var b *savepoint.Batch
-	var lo int
-	if keysOnly {
-		b, lo, _ = cur.Locate(i) // a run lies in one batch
-	}
-	kc := &w.keys
 	for j := i; j < i+n; j++ {
-		var row savepoint.Row
-		if keysOnly {
-			x := lo + j - i
-			if !kc.Holds(b, x) {
-				if err := kc.Load(b, x, min(b.Len(), x+scanBlock)); err != nil {
-					return 0, err
-				}
-			}
-			row = savepoint.Row{Op: r.Op, Key: kc.Key(x)}
-			if p.unlisted(row.Key[plen:]) {
-				streak++
-				continue
-			}
-		} else {
-			row = cur.Row(j)
-		}
+		row := cur.Row(j)
 		k.UserKey = row.Key[plen:]
 		nr, ok, err := w.live(p, row, k)
 		if err != nil {
@@ -263,6 +241,103 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 	w.rr.sorted = w.rr.sorted && inc
 	return n, nil
 }
+
+// purgeRun is run for a plan whose live steps are all purge_keys (see
+// prefixPlan.purges), from a mapped file. The purge lists' filter sees each
+// row's user key as the scan reads it; only the rows it lets through (a
+// few in a hundred) are read whole and go through the steps, and the rows
+// between them are appended as they are, their keys not read again.
+func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefixPlan) (int, error) {
+	res := w.res
+	cur := res.out.cur
+	plen := len(p.prefix)
+	w.listed, w.listedKeys = w.listed[:0], w.listedKeys[:0]
+	n, inc, err := w.scanRun(i, end, r.Op, p.prefix, func(kc *savepoint.KeyColumns, j, m, row int) {
+		for t := j; t < j+m; t++ {
+			if !p.unlisted(kc.Keys[kc.Offs[t]+int32(plen) : kc.Offs[t+1]]) {
+				w.listedKeys = append(w.listedKeys, kc.Keys[kc.Offs[t]:kc.Offs[t+1]]...)
+				w.listed = append(w.listed, listedRow{row + t - j, len(w.listedKeys)})
+			}
+		}
+		w.runLast = append(w.runLast[:0], kc.Keys[kc.Offs[j+m-1]:kc.Offs[j+m]]...)
+	})
+	if err != nil {
+		return 0, err
+	}
+	res.before.addN(r.Op, k.Slot, true, int64(n))
+	// The rows kept are appended a stretch at a time: the rows up to a
+	// listed one that is dropped or modified.
+	empty := res.out.Len() == 0
+	first, last := -1, -1 // the first and last row kept
+	next := i             // the first row not appended yet
+	appendTo := func(j int) {
+		if j > next {
+			res.out.idx.appendRun(next, j-next)
+			if first < 0 {
+				first = next
+			}
+			last = j - 1
+		}
+	}
+	var dropped int64
+	from := 0
+	for _, l := range w.listed {
+		// The steps look at the user key only: the row goes without its
+		// value, its key copied as the scan read it.
+		j := l.row
+		row := savepoint.Row{Op: r.Op, Key: w.listedKeys[from:l.keyEnd:l.keyEnd]}
+		from = l.keyEnd
+		k.UserKey = row.Key[plen:]
+		nr, ok, err := w.live(p, row, k)
+		if err != nil {
+			return 0, rowError(j, row, k, err)
+		}
+		if ok && sameSlice(nr.Value, row.Value) {
+			w.e.auditOut(res, nr, k, 1, &w.comp)
+			continue // kept as it is, with the rows around it
+		}
+		appendTo(j)
+		next = j + 1
+		if !ok {
+			dropped++
+			continue
+		}
+		res.changed = true
+		res.out.modify(res.out.Len(), nr)
+		res.out.idx.appendRun(j, 1)
+		if first < 0 {
+			first = j
+		}
+		last = j
+		w.e.auditOut(res, nr, k, 1, &w.comp)
+	}
+	appendTo(i + n)
+	if dropped > 0 {
+		res.changed = true
+		res.after.addN(r.Op, k.Slot, true, -dropped)
+	}
+	if first < 0 {
+		return n, nil // all dropped
+	}
+	// The order of what was kept: as keepRun would have tracked it, a
+	// stretch at a time (the rows of a strictly increasing run strictly
+	// increase, so only the first is compared with what came before).
+	key := func(j int) []byte {
+		switch j {
+		case i:
+			return w.runFirst
+		case i + n - 1:
+			return w.runLast
+		}
+		return cur.Key(j)
+	}
+	w.track(empty, savepoint.Row{Op: r.Op, Key: key(first)}, savepoint.Row{Op: r.Op, Key: key(last)}, inc)
+	return n, nil
+}
+
+// listedRow is a row of a run the purge lists may hold: its key ends at
+// keyEnd in worker.listedKeys, after the previous one's.
+type listedRow struct{ row, keyEnd int }
 
 // scanRow returns the operator and key of row i, not its value. From a
 // mapped file the key is read into w.keys, a block of rows at a time, and
@@ -329,8 +404,10 @@ var scanBlock = 4096
 // scanRun returns how many rows from i (included) before end have operator
 // op and a key starting with prefix, and whether their keys strictly
 // increase. The keys of a mapped file are read into w.keys a block of rows
-// at a time (see savepoint.KeyColumns).
-func (w *worker) scanRun(i, end int, op uint64, prefix []byte) (int, bool, error) {
+// at a time (see savepoint.KeyColumns); each, if set, is called with the
+// rows of the run in each block as it is read: m rows from index j of
+// kc's, the first of which is row row.
+func (w *worker) scanRun(i, end int, op uint64, prefix []byte, each func(kc *savepoint.KeyColumns, j, m, row int)) (int, bool, error) {
 	cur := w.res.out.cur
 	if !cur.Columnar() {
 		inc := true
@@ -370,6 +447,9 @@ func (w *worker) scanRun(i, end int, op uint64, prefix []byte) (int, bool, error
 		}
 		k, kInc := scanColumns(ops, offs, kc.Keys, op, prefix)
 		inc = inc && kInc
+		if each != nil {
+			each(kc, j, k, i+n)
+		}
 		n += k
 		if k < avail {
 			break

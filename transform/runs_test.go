@@ -25,6 +25,7 @@ import (
 // steps that rewrite values, steps that rekey, expressions the VM runs.
 func TestRunsAgreeWithRows(t *testing.T) {
 	defer func(v bool) { rowByRow = v }(rowByRow)
+	defer func(v int) { scanBlock = v }(scanBlock)
 	var keys []string
 	for i := 0; i < 20000; i += 37 {
 		keys = append(keys, fmt.Sprint(i))
@@ -99,17 +100,21 @@ rules:
 					js, _ := json.Marshal(rep)
 					return b, js
 				}
-				runsOut, runsRep := run(false)
 				rowsOut, rowsRep := run(true)
-				what := fmt.Sprintf("%s (sorted %v, columnar %v)", name, sorted, columnar)
-				if !bytes.Equal(runsOut, rowsOut) {
-					t.Errorf("%s: outputs differ", what)
+				// Runs read in blocks of 7 rows cross block ends.
+				for _, block := range []int{4096, 7} {
+					scanBlock = block
+					runsOut, runsRep := run(false)
+					what := fmt.Sprintf("%s (sorted %v, columnar %v, blocks of %d)", name, sorted, columnar, block)
+					if !bytes.Equal(runsOut, rowsOut) {
+						t.Errorf("%s: outputs differ", what)
+					}
+					if !bytes.Equal(runsRep, rowsRep) {
+						t.Errorf("%s: reports differ:\nruns %.2000s\nrows %.2000s", what, runsRep, rowsRep)
+					}
 				}
-				if !bytes.Equal(runsRep, rowsRep) {
-					t.Errorf("%s: reports differ:\nruns %.2000s\nrows %.2000s", what, runsRep, rowsRep)
-				}
-				if bytes.Equal(runsOut, mustRead(t, in)) {
-					t.Errorf("%s: the rules changed nothing", what)
+				if bytes.Equal(rowsOut, mustRead(t, in)) {
+					t.Errorf("%s (sorted %v, columnar %v): the rules changed nothing", name, sorted, columnar)
 				}
 			}
 		}

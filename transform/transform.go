@@ -499,15 +499,21 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 // first and last of the rows as written, inc that they strictly increase
 // among themselves.
 func (w *worker) keepRun(i, n int, first, last savepoint.Row, inc bool) {
-	rr, out := w.rr, w.res.out
-	if out.Len() == 0 {
+	w.track(w.res.out.Len() == 0, first, last, inc)
+	w.res.out.idx.appendRun(i, n)
+}
+
+// track is keepRun's bookkeeping of order for rows first to last appended
+// after the output so far (empty: none).
+func (w *worker) track(empty bool, first, last savepoint.Row, inc bool) {
+	rr := w.rr
+	if empty {
 		rr.first = savepoint.Row{Op: first.Op, Key: bytes.Clone(first.Key)}
 	} else if rr.sorted && first.Compare(rr.last) <= 0 {
 		rr.sorted = false
 	}
 	rr.sorted = rr.sorted && inc
 	rr.last = savepoint.Row{Op: last.Op, Key: append(rr.last.Key[:0], last.Key...)}
-	out.idx.appendRun(i, n)
 }
 
 // mergeRanges joins the results of consecutive ranges of one file, in order.
@@ -957,10 +963,14 @@ type worker struct {
 	envRow  savepoint.Row
 	envOK   bool
 	// keys holds the operators and keys of the rows being scanned (see
-	// scanRow); runFirst, streakFirst and lastKey are copies of keys read
-	// there that must outlive the next read.
-	keys                           savepoint.KeyColumns
-	runFirst, streakFirst, lastKey []byte
+	// scanRow); runFirst, runLast, streakFirst and lastKey are copies of
+	// keys read there that must outlive the next read.
+	keys                                    savepoint.KeyColumns
+	runFirst, runLast, streakFirst, lastKey []byte
+	// listed are the rows of a run the purge lists may hold, and
+	// listedKeys their keys (purgeRun).
+	listed     []listedRow
+	listedKeys []byte
 }
 
 // fill prepares the expression environment for r once per row version.
