@@ -699,10 +699,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		case f.BodyCompression != "":
 			comp = f.BodyCompression + " body"
 		}
-		batches := "-"
-		if len(f.Batches) > 0 {
-			batches = joinInts(f.Batches, "+")
-		}
+		batches := batchSizes(f.Batches)
 		sc := "none (changelog+file)"
 		if f.Sidecar != nil {
 			sc = f.Sidecar.Verdict
@@ -856,3 +853,22 @@ func (s *Summary) WriteText(w io.Writer) error {
 	_, err := w.Write(b.Bytes())
 	return err
 }
+
+// batchSizes renders the rows of a file's batches for the Files table:
+// each (58+0+87) when there are few, else their number and the least and
+// most rows of one ("9766 of 1-1024"): a file of many small batches
+// would otherwise make a line of thousands of numbers. The JSON lists
+// every batch.
+func batchSizes(rows []int) string {
+	switch {
+	case len(rows) == 0:
+		return "-"
+	case len(rows) <= maxBatchesListed:
+		return joinInts(rows, "+")
+	}
+	return fmt.Sprintf("%d of %d-%d", len(rows), slices.Min(rows), slices.Max(rows))
+}
+
+// maxBatchesListed is the most batches whose rows the Files table lists
+// one by one.
+const maxBatchesListed = 4

@@ -406,3 +406,22 @@ func groupsFor(path, tree string) []Group {
 	}
 	return nil
 }
+
+// The Files table lists the rows of a few batches one by one, and sums up
+// many.
+func TestBatchSizes(t *testing.T) {
+	for _, c := range []struct {
+		rows []int
+		want string
+	}{
+		{nil, "-"},
+		{[]int{3}, "3"},
+		{[]int{58, 0, 87}, "58+0+87"},
+		{[]int{1024, 1024, 1024, 7}, "1024+1024+1024+7"},
+		{[]int{1024, 1024, 1024, 1024, 7}, "5 of 7-1024"},
+	} {
+		if got := batchSizes(c.rows); got != c.want {
+			t.Errorf("%v: %q, want %q", c.rows, got, c.want)
+		}
+	}
+}
