@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/sptool/sptool/internal/gen"
@@ -128,7 +129,7 @@ func TestRescaleRunLog(t *testing.T) {
 				if mode == "no log" && uses != 0 {
 					t.Errorf("%s: %s: %d files sorted out from logs", what, mode, uses)
 				}
-				if !equalTrees(logOut, o) {
+				if !reflect.DeepEqual(logOut, o) {
 					t.Errorf("%s: %s: the files differ", what, mode)
 				}
 				if !bytes.Equal(logRep, r) {
@@ -163,16 +164,4 @@ func readTree(t *testing.T, dir string) map[string][]byte {
 		t.Fatal(err)
 	}
 	return files
-}
-
-func equalTrees(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
-			return false
-		}
-	}
-	return true
 }

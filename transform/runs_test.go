@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -302,15 +301,7 @@ func TestRescaleAcrossKeyBlocks(t *testing.T) {
 		}
 		rep.Output = nil
 		js, _ := json.Marshal(rep)
-		files := map[string][]byte{}
-		filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				rel, _ := filepath.Rel(out, p)
-				files[rel] = mustRead(t, p)
-			}
-			return err
-		})
-		return files, js
+		return readTree(t, out), js
 	}
 	wantFiles, wantRep := run(4096)
 	gotFiles, gotRep := run(5)
