@@ -272,10 +272,12 @@ func publish(f *os.File, tmp, path string) error {
 	return SyncDir(filepath.Dir(path))
 }
 
-// WriteBytesAtomic writes b to path atomically (see WriteFileAtomic).
+// WriteBytesAtomic writes b to path atomically (see WriteFileAtomic), in
+// one write: no buffer (a sidecar is some 40 bytes, and WriteFileAtomic's
+// buffer is 1 MiB of fresh memory).
 func WriteBytesAtomic(path string, b []byte) error {
-	return WriteFileAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(b)
+	return writeAtomic(path, func(f *os.File) error {
+		_, err := f.Write(b)
 		return err
 	})
 }
