@@ -106,8 +106,11 @@ func entCmp(at func(i int) (op uint64, key []byte)) func(a, b sortEnt) int {
 // sortEnts sorts ents, in parallel when there are many; the result may lie
 // in scratch (grown when shorter than ents) instead.
 func sortEnts(ents []sortEnt, cmp func(a, b sortEnt) int, scratch []sortEnt) []sortEnt {
+	if len(ents) <= radixMax {
+		return radixSortEnts(ents, scratch, cmp)
+	}
 	parts := runtime.GOMAXPROCS(0)
-	if len(ents) < 1<<16 || parts < 2 {
+	if parts < 2 {
 		slices.SortFunc(ents, cmp)
 		return ents
 	}

@@ -1,0 +1,78 @@
+package savepoint
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// The radix sort gives exactly the order of a comparison sort with entCmp:
+// over operators, key prefixes that tie in 16 bytes (longer keys, keys
+// that differ only in length, equal keys), entries in and out of position
+// order, and sizes around one entry.
+func TestRadixSortEnts(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	for trial := 0; trial < 300; trial++ {
+		n := r.IntN(3000)
+		if trial < 4 {
+			n = trial
+		}
+		ops := []uint64{7, 42, 1 << 40, 3714747266114981297}[:1+r.IntN(4)]
+		keys := make([][]byte, n)
+		rowOps := make([]uint64, n)
+		for i := range keys {
+			rowOps[i] = ops[r.IntN(len(ops))]
+			switch r.IntN(4) {
+			case 0: // short, often equal or equal but for a trailing zero
+				keys[i] = []byte{byte(r.IntN(3)), 'a', byte(r.IntN(2))}[:2+r.IntN(2)]
+			case 1: // 16-byte prefix shared, longer keys
+				keys[i] = append([]byte("0123456789abcdef"), byte(r.IntN(4)), byte(r.IntN(3)))
+			default: // keyed rows: key group, slot, separator, 8-byte key
+				keys[i] = append([]byte{byte(r.IntN(128))}, []byte("agg|")...)
+				keys[i] = append(keys[i], byte(r.IntN(256)), byte(r.IntN(4)), 0, 0, 0, 0, 0, byte(r.IntN(2)))
+			}
+		}
+		at := func(i int) (uint64, []byte) { return rowOps[i], keys[i] }
+		ents := make([]sortEnt, n)
+		for i := range ents {
+			p0, p1 := keyPrefix(keys[i])
+			ents[i] = sortEnt{rowOps[i], p0, p1, uint32(i)}
+		}
+		if trial%3 == 1 {
+			r.Shuffle(n, func(i, j int) { ents[i], ents[j] = ents[j], ents[i] })
+		}
+		want := slices.Clone(ents)
+		slices.SortFunc(want, entCmp(at))
+		var scratch []sortEnt
+		if trial%2 == 0 {
+			scratch = make([]sortEnt, n+3)
+		}
+		got := radixSortEnts(slices.Clone(ents), scratch, entCmp(at))
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("trial %d (%d entries): radix order differs from the comparison sort's", trial, n)
+		}
+	}
+}
+
+// sortEnts takes the radix sort up to radixMax entries and the parallel
+// comparison sort beyond: both give entCmp's order.
+func TestSortEntsEitherSide(t *testing.T) {
+	defer func(v int) { radixMax = v }(radixMax)
+	r := rand.New(rand.NewPCG(9, 9))
+	n := 5000
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = []byte{byte(r.IntN(4)), 's', '|', byte(r.IntN(256)), byte(r.IntN(256))}
+	}
+	at := func(i int) (uint64, []byte) { return uint64(i % 3), keys[i] }
+	var orders []string
+	for _, max := range []int{n, 100} {
+		radixMax = max
+		order, _ := sortOrder(n, at, false, nil)
+		orders = append(orders, fmt.Sprint(order))
+	}
+	if orders[0] != orders[1] {
+		t.Error("the radix and the comparison sorts order the rows differently")
+	}
+}
