@@ -21,6 +21,11 @@ type prefixPlan struct {
 	// keyGroupOf), for the output's runLog.
 	slot []byte
 	kg   int
+	// before and after are the worker's counts of the prefix's operator
+	// and slot (see worker.counts): rows in clink's hash-map order take a
+	// plan nearly every row, and finding the counts in their maps each
+	// time cost more than the plan.
+	before, after *int64
 	// dropBy is the step that drops every row reaching it, or -1.
 	dropBy int
 	// live are the steps before dropBy (or all, when it is -1) that must
@@ -173,14 +178,15 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	res.before.addN(r.Op, k.Slot, true, int64(n))
+	before, after := w.counts(p)
+	*before += int64(n)
 	if len(p.live) == 0 {
 		if p.dropBy >= 0 {
 			c := &res.rules[p.dropBy]
 			c.matched += int64(n)
 			c.dropped += int64(n)
 			res.changed = true
-			res.after.addN(r.Op, k.Slot, true, -int64(n))
+			*after -= int64(n)
 			return n, nil
 		}
 		last, err := w.scanRow(i + n - 1)
@@ -235,7 +241,7 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 	}
 	if dropped > 0 {
 		res.changed = true
-		res.after.addN(r.Op, k.Slot, true, -dropped)
+		*after -= dropped
 	}
 	// The kept rows of a strictly increasing run strictly increase.
 	w.rr.sorted = w.rr.sorted && inc
@@ -264,7 +270,8 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 	if err != nil {
 		return 0, err
 	}
-	res.before.addN(r.Op, k.Slot, true, int64(n))
+	before, after := w.counts(p)
+	*before += int64(n)
 	// The rows kept are appended a stretch at a time: the rows up to a
 	// listed one that is dropped or modified.
 	empty := res.out.Len() == 0
@@ -314,7 +321,7 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 	appendTo(i + n)
 	if dropped > 0 {
 		res.changed = true
-		res.after.addN(r.Op, k.Slot, true, -dropped)
+		*after -= dropped
 	}
 	if first < 0 {
 		return n, nil // all dropped
@@ -333,6 +340,16 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 	}
 	w.track(empty, savepoint.Row{Op: r.Op, Key: key(first)}, savepoint.Row{Op: r.Op, Key: key(last)}, inc)
 	return n, nil
+}
+
+// counts returns the worker's counts before and after of the operator and
+// slot of plan p's prefix (plans are the worker's own).
+func (w *worker) counts(p *prefixPlan) (before, after *int64) {
+	if p.before == nil {
+		p.before = w.res.before.counter(p.op, p.slot, true)
+		p.after = w.res.after.counter(p.op, p.slot, true)
+	}
+	return p.before, p.after
 }
 
 // listedRow is a row of a run the purge lists may hold: its key ends at

@@ -904,13 +904,19 @@ type slotCounts struct {
 func (c *slotCounts) add(op uint64, slot []byte, hasSlot bool) { c.addN(op, slot, hasSlot, 1) }
 
 func (c *slotCounts) addN(op uint64, slot []byte, hasSlot bool, delta int64) {
+	*c.counter(op, slot, hasSlot) += delta
+}
+
+// counter returns the count of (op, slot), made zero if new. It stays
+// valid: callers that count a prefix again and again keep it (see
+// prefixPlan.counts).
+func (c *slotCounts) counter(op uint64, slot []byte, hasSlot bool) *int64 {
 	name := slot
 	if !hasSlot {
 		name = rawSlotName
 	}
 	if c.last != nil && c.lastOp == op && bytes.Equal(c.lastSlot, name) {
-		*c.last += delta
-		return
+		return c.last
 	}
 	if c.m == nil {
 		c.m = map[uint64]map[string]*int64{}
@@ -925,10 +931,10 @@ func (c *slotCounts) addN(op uint64, slot []byte, hasSlot bool, delta int64) {
 		p = new(int64)
 		inner[string(name)] = p
 	}
-	*p += delta
 	// A copy: callers pass slices of buffers they reuse (the external
 	// sort's, for rows removed as duplicates).
 	c.lastOp, c.lastSlot, c.last = op, append(c.lastSlot[:0], name...), p
+	return p
 }
 
 var rawSlotName = []byte(savepoint.RawSlot)
