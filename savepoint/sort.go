@@ -48,8 +48,17 @@ func SortOrderTies(n int, at func(i int) (op uint64, key []byte)) (order []uint3
 // called between the passes over the rows of a large input (to drop mapped
 // pages from the resident set).
 func sortOrder(n int, at func(i int) (op uint64, key []byte), ties bool, release func()) ([]uint32, []bool) {
+	return sortOrderEach(n, at, nil, ties, release)
+}
+
+// sortOrderEach is sortOrder for rows that each, when not nil, can also
+// visit in stream order (Snapshot.EachKey: keys read in blocks with pread):
+// the passes of a large input over every row go through it rather than
+// through at, whose reads of a memory-mapped file fault page after page,
+// once for every group of buckets.
+func sortOrderEach(n int, at func(i int) (op uint64, key []byte), each func(fn func(i int, op uint64, key []byte) bool), ties bool, release func()) ([]uint32, []bool) {
 	if n > sortGroupRows {
-		return sortOrderGrouped(n, at, ties, release)
+		return sortOrderGrouped(n, at, each, ties, release)
 	}
 	ents := make([]sortEnt, n)
 	for i := range ents {
@@ -147,9 +156,32 @@ var sortGroupRows = 1 << 20
 // is called every 256K rows of each pass: a group's rows lie all over the
 // input, so each pass reads most of its pages, and keeping them would make
 // the resident set the size of the columns read.
-func sortOrderGrouped(n int, at func(i int) (op uint64, key []byte), ties bool, release func()) ([]uint32, []bool) {
+func sortOrderGrouped(n int, at func(i int) (op uint64, key []byte), each func(fn func(i int, op uint64, key []byte) bool), ties bool, release func()) ([]uint32, []bool) {
 	if release == nil {
 		release = func() {}
+	}
+	// visit calls fn with every row that want accepts (nil: every row).
+	visit := func(want func(i int) bool, fn func(i int, op uint64, key []byte)) {
+		if each != nil {
+			each(func(i int, op uint64, key []byte) bool {
+				if want == nil || want(i) {
+					fn(i, op, key)
+				}
+				return true
+			})
+			release()
+			return
+		}
+		for i := 0; i < n; i++ {
+			if i&(1<<18-1) == 0 {
+				release()
+			}
+			if want == nil || want(i) {
+				op, k := at(i)
+				fn(i, op, k)
+			}
+		}
+		release()
 	}
 	// Operators get ids in order of appearance, then ranks by value.
 	ids := map[uint64]int{}
@@ -177,11 +209,7 @@ func sortOrderGrouped(n int, at func(i int) (op uint64, key []byte), ties bool, 
 	}
 	var counts []int
 	small := make([]uint16, n) // the bucket of each row, while there are few
-	for i := 0; i < n; i++ {
-		if i&(1<<18-1) == 0 {
-			release()
-		}
-		op, k := at(i)
+	visit(nil, func(i int, op uint64, k []byte) {
 		b := bucketOf(idOf(op), k)
 		if b >= len(counts) {
 			counts = append(counts, make([]int, (len(ops))*perOp-len(counts))...)
@@ -194,8 +222,7 @@ func sortOrderGrouped(n int, at func(i int) (op uint64, key []byte), ties bool, 
 				small[i] = uint16(b)
 			}
 		}
-	}
-	release()
+	})
 	// The buckets in canonical order.
 	byValue := make([]int, len(ops)) // ids by operator value
 	for i := range byValue {
@@ -227,26 +254,17 @@ func sortOrderGrouped(n int, at func(i int) (op uint64, key []byte), ties bool, 
 			end++
 		}
 		ents = slices.Grow(ents[:0], rows)
-		for i := 0; i < n; i++ {
-			if i&(1<<18-1) == 0 {
-				release()
-			}
-			var b int
-			if small != nil {
-				if b = int(small[i]); !inGroup[b] {
-					continue
-				}
-			}
-			op, k := at(i)
-			if small == nil {
-				if b = bucketOf(idOf(op), k); !inGroup[b] {
-					continue
-				}
+		var want func(i int) bool
+		if small != nil {
+			want = func(i int) bool { return inGroup[small[i]] }
+		}
+		visit(want, func(i int, op uint64, k []byte) {
+			if small == nil && !inGroup[bucketOf(idOf(op), k)] {
+				return
 			}
 			p0, p1 := keyPrefix(k)
 			ents = append(ents, sortEnt{op, p0, p1, uint32(i)})
-		}
-		release()
+		})
 		scratch = slices.Grow(scratch[:0], len(ents))[:len(ents)]
 		sorted := sortEnts(ents, compare, scratch)
 		var gtie []bool

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -145,12 +146,34 @@ func TestSortOrderGrouped(t *testing.T) {
 		at := func(i int) (uint64, []byte) { return rows[i].Op, rows[i].Key }
 		want, wantTie := sortOrder(len(rows), at, true, nil)
 		defer func(v int) { sortGroupRows = v }(sortGroupRows)
-		for _, g := range []int{1, 50, 3000} {
+		// The rows also from a memory-mapped file, visited in blocks.
+		path := filepath.Join(t.TempDir(), "rows.snap")
+		if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true}); err != nil {
+			t.Fatal(err)
+		}
+		sp, err := Open(path, OpenOptions{Columnar: true, AllowMissingSidecar: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sp.Close()
+		snap := sp.Files[0].Snapshot
+		each := func(fn func(i int, op uint64, key []byte) bool) { snap.EachKey(fn) }
+		for _, c := range []struct {
+			g    int
+			each bool
+		}{{1, false}, {50, false}, {3000, false}, {50, true}, {3000, true}} {
+			g := c.g
 			sortGroupRows = g
-			got, tie := sortOrder(len(rows), at, true, func() {})
+			var got []uint32
+			var tie []bool
+			if c.each {
+				got, tie = sortOrderEach(len(rows), at, each, true, func() {})
+			} else {
+				got, tie = sortOrder(len(rows), at, true, func() {})
+			}
 			sortGroupRows = 1 << 20
 			if !slices.Equal(got, want) {
-				t.Fatalf("many ops %v, groups of %d: order differs", manyOps, g)
+				t.Fatalf("many ops %v, groups of %d, rows visited from the file %v: order differs", manyOps, g, c.each)
 			}
 			for j := 1; j < len(got); j++ {
 				a, b := rows[got[j-1]], rows[got[j]]

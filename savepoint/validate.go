@@ -592,7 +592,9 @@ func newValRowIndex(f *File) *valRowIndex {
 	ix := &valRowIndex{rows: f.Snapshot.NewCursor()}
 	ix.n = ix.rows.Len()
 	if sorted, _ := f.Snapshot.Order(); !sorted {
-		ix.order, ix.tie = sortOrder(ix.n, func(i int) (uint64, []byte) { return ix.rows.Op(i), ix.rows.Key(i) }, true, f.ReleasePages)
+		at := func(i int) (uint64, []byte) { return ix.rows.Op(i), ix.rows.Key(i) }
+		each := func(fn func(i int, op uint64, key []byte) bool) { f.Snapshot.EachKey(fn) }
+		ix.order, ix.tie = sortOrderEach(ix.n, at, each, true, f.ReleasePages)
 	}
 	return ix
 }
