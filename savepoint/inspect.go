@@ -289,6 +289,29 @@ type inspOp struct {
 	inspCounts
 	slots    map[inspSlotKey]*inspCounts
 	subtasks map[int]int
+	// byName indexes slots by name, without a slot (0) and with one (1):
+	// a lookup by a slot's bytes allocates nothing, where one by
+	// inspSlotKey makes a string (rows in clink's hash-map order change
+	// slot nearly every row).
+	byName [2]map[string]*inspCounts
+}
+
+// slot returns the counts of a slot of o, made if new.
+func (o *inspOp) slot(hasSlot bool, name []byte) *inspCounts {
+	h := 0
+	if hasSlot {
+		h = 1
+	}
+	if sc := o.byName[h][string(name)]; sc != nil {
+		return sc
+	}
+	sc := &inspCounts{}
+	if o.byName[h] == nil {
+		o.byName[h] = map[string]*inspCounts{}
+	}
+	o.byName[h][string(name)] = sc
+	o.slots[inspSlotKey{hasSlot, string(name)}] = sc
+	return sc
 }
 
 // Summarize describes an opened savepoint (see Summary). It reads only what
@@ -415,12 +438,7 @@ func Summarize(sp *Savepoint) *Summary {
 					o = &inspOp{slots: map[inspSlotKey]*inspCounts{}, subtasks: map[int]int{}}
 					ops[r.Op] = o
 				}
-				sk := inspSlotKey{k.HasSlot, string(k.Slot)}
-				sc = o.slots[sk]
-				if sc == nil {
-					sc = &inspCounts{}
-					o.slots[sk] = sc
-				}
+				sc = o.slot(k.HasSlot, k.Slot)
 				lastOp, lastSlot, lastHas, haveLast = r.Op, append(lastSlot[:0], k.Slot...), k.HasSlot, true // r's key does not last
 			}
 			o.add(k.Kind, n, kb, vb)
