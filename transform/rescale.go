@@ -240,7 +240,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	parts := make([]rescalePart, g.Count)
 	savepoint.ForEach(g.Count, func(i int) {
 		fi := byIndex[g.First+i]
-		parts[i] = sortOut(sp.Files[fi], results[fi].out, g, newG, g.First+i, pos, i)
+		parts[i] = sortOut(sp.Files[fi], results[fi].out, oldFile{g: g, newG: newG, i: i, pos: pos})
 	})
 	counts := newFileCounts(parts, m)
 	for i, p := range parts {
@@ -310,13 +310,22 @@ type rescalePart struct {
 	err    error
 }
 
-// sortOut sorts the rows of out, the output of old subtask old (the i-th of
-// group g), into the new group newG: each run of keyed rows of one key group
-// owned by old is appended to pos[new file][i], one not owned by old is a
-// stale copy, and operator rows are collected. It touches only pos[*][i].
-func sortOut(f *savepoint.File, out *outRows, g, newG savepoint.Group, old int, pos [][]rowIndex, i int) rescalePart {
+// oldFile is the i-th old file of rescale group g, whose rows go to the
+// new group newG: pos[x][i] lists the spans of its output that go to new
+// file x (see sortOut).
+type oldFile struct {
+	g, newG savepoint.Group
+	i       int
+	pos     [][]rowIndex
+}
+
+// sortOut sorts the rows of out, the output of old file o, into the new
+// group: each run of keyed rows of one key group the old subtask owns is
+// appended to o.pos[new file][o.i], one it does not own is a stale copy,
+// and operator rows are collected. It touches only o.pos[*][o.i].
+func sortOut(f *savepoint.File, out *outRows, o oldFile) rescalePart {
 	if out.log.describes(out.Len()) {
-		return sortOutLogged(out, g, newG, old, pos, i)
+		return sortOutLogged(out, o)
 	}
 	p := rescalePart{own: map[uint64]bool{}}
 	var kc savepoint.KeyColumns
@@ -332,14 +341,7 @@ func sortOut(f *savepoint.File, out *outRows, g, newG savepoint.Group, old int, 
 			return p
 		}
 		if keyed {
-			p.own[op] = true
-			p.keyedIn += int64(n)
-			if g.Owner(kg) != old {
-				p.stale += int64(n)
-			} else {
-				pos[newG.Owner(kg)-newG.First][i].appendRun(j, n)
-				p.keyedOut += int64(n)
-			}
+			o.keyed(&p, op, kg, j, n)
 			j += n - 1
 			continue
 		}
@@ -348,6 +350,23 @@ func sortOut(f *savepoint.File, out *outRows, g, newG savepoint.Group, old int, 
 		p.opRows = append(p.opRows, out.Row(j))
 	}
 	return p
+}
+
+// keyed takes into p the n keyed rows of operator op and key group kg at
+// output position j of o: a stale copy when o's subtask does not own kg,
+// else appended to the spans of the new file x that does. It returns x,
+// or -1 for a stale copy.
+func (o oldFile) keyed(p *rescalePart, op uint64, kg, j, n int) int {
+	p.own[op] = true
+	p.keyedIn += int64(n)
+	if o.g.Owner(kg) != o.g.First+o.i {
+		p.stale += int64(n)
+		return -1
+	}
+	x := o.newG.Owner(kg) - o.newG.First
+	o.pos[x][o.i].appendRun(j, n)
+	p.keyedOut += int64(n)
+	return x
 }
 
 // newFileCounts adds up the parts' rows per operator and slot of each of
@@ -370,9 +389,9 @@ func newFileCounts(parts []rescalePart, m int) []*slotCounts {
 
 // sortOutLogged is sortOut from the output's runLog: the keys are not read,
 // and the rows each new file gets are counted by operator and slot.
-func sortOutLogged(out *outRows, g, newG savepoint.Group, old int, pos [][]rowIndex, i int) rescalePart {
+func sortOutLogged(out *outRows, o oldFile) rescalePart {
 	runLogUses.Add(1)
-	p := rescalePart{own: map[uint64]bool{}, counts: make([]*slotCounts, newG.Count)}
+	p := rescalePart{own: map[uint64]bool{}, counts: make([]*slotCounts, o.newG.Count)}
 	for x := range p.counts {
 		p.counts[x] = &slotCounts{}
 	}
@@ -383,17 +402,10 @@ func sortOutLogged(out *outRows, g, newG savepoint.Group, old int, pos [][]rowIn
 			for k := j; k < j+r.n; k++ {
 				p.opRows = append(p.opRows, out.Row(k))
 			}
-		case g.Owner(r.kg) != old:
-			p.own[r.op] = true
-			p.keyedIn += int64(r.n)
-			p.stale += int64(r.n)
 		default:
-			p.own[r.op] = true
-			p.keyedIn += int64(r.n)
-			x := newG.Owner(r.kg) - newG.First
-			pos[x][i].appendRun(j, r.n)
-			p.counts[x].addN(r.op, r.slot, r.hasSlot, int64(r.n))
-			p.keyedOut += int64(r.n)
+			if x := o.keyed(&p, r.op, r.kg, j, r.n); x >= 0 {
+				p.counts[x].addN(r.op, r.slot, r.hasSlot, int64(r.n))
+			}
 		}
 		j += r.n
 	}

@@ -909,7 +909,7 @@ func (c *slotCounts) addN(op uint64, slot []byte, hasSlot bool, delta int64) {
 
 // counter returns the count of (op, slot), made zero if new. It stays
 // valid: callers that count a prefix again and again keep it (see
-// prefixPlan.counts).
+// worker.counts).
 func (c *slotCounts) counter(op uint64, slot []byte, hasSlot bool) *int64 {
 	name := slot
 	if !hasSlot {
