@@ -152,10 +152,13 @@ var sortGroupRows = 1 << 20
 // rows that picks the group's, sorted and stored at the group's place in
 // the order. The bucket of each row is remembered (2 bytes a row) when
 // there are few operators, so that the later passes read only the rows
-// they pick. The order is the same as sorting every row at once. release
-// is called every 256K rows of each pass: a group's rows lie all over the
-// input, so each pass reads most of its pages, and keeping them would make
-// the resident set the size of the columns read.
+// they pick (through at; through each, when given, every row is read, in
+// blocks, which costs less than faulting in nearly every page of a mapped
+// file). The order is the same as sorting every row at once. release is
+// called every 256K rows of each pass through at, and after each pass: a
+// group's rows lie all over the input, so each pass reads most of its
+// pages, and keeping them would make the resident set the size of the
+// columns read.
 func sortOrderGrouped(n int, at func(i int) (op uint64, key []byte), each func(fn func(i int, op uint64, key []byte) bool), ties bool, release func()) ([]uint32, []bool) {
 	if release == nil {
 		release = func() {}
