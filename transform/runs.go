@@ -55,8 +55,12 @@ func (p *prefixPlan) unlisted(userKey []byte) bool {
 	return true
 }
 
-// planCacheMax bounds the plans a worker keeps (one per prefix met).
-const planCacheMax = 4096
+// planCacheMax bounds the plans a worker keeps (one per prefix met), and
+// is the size of its direct-mapped table.
+const (
+	planCacheBits = 12
+	planCacheMax  = 1 << planCacheBits
+)
 
 // planCache holds a worker's plans: the last one used, a direct-mapped
 // table by a hash of operator and prefix, and a map by operator and
@@ -65,18 +69,35 @@ const planCacheMax = 4096
 // before).
 type planCache struct {
 	last    *prefixPlan
-	recent  [planCacheMax]*prefixPlan
+	recent  [planCacheMax]planEntry
 	byKey   map[string]*prefixPlan
 	scratch []byte
 }
 
-// planSlot returns where in planCache.recent the plan of op and prefix goes.
-func planSlot(op uint64, prefix []byte) int {
-	h := op*0x9e3779b97f4a7c15 ^ uint64(len(prefix))
-	for _, c := range prefix {
-		h = (h ^ uint64(c)) * 0x100000001b3
-	}
-	return int(h>>32) & (planCacheMax - 1)
+// planEntry is a slot of planCache.recent: a plan with its operator and
+// prefix (length and first 16 bytes, zero-padded, as two words), so that
+// a lookup compares words in the table instead of following the plan's
+// pointers (in hash-map order, a cache miss or two a row).
+type planEntry struct {
+	op     uint64
+	w0, w1 uint64
+	plen   int
+	p      *prefixPlan
+}
+
+// prefixWords returns the first 16 bytes of prefix, zero-padded, as two
+// little-endian words.
+func prefixWords(prefix []byte) (uint64, uint64) {
+	var b [16]byte
+	copy(b[:], prefix)
+	return binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])
+}
+
+// planSlot returns where in planCache.recent the plan of op and a prefix
+// of plen bytes starting with words w0 and w1 goes.
+func planSlot(op, w0, w1 uint64, plen int) int {
+	h := (op ^ w0*0x9e3779b97f4a7c15 ^ w1*0xc2b2ae3d27d4eb4f ^ uint64(plen)) * 0xff51afd7ed558ccd
+	return int(h >> (64 - planCacheBits))
 }
 
 // planFor returns the plan for the prefix of the keyed row r (k parsed).
@@ -87,24 +108,25 @@ func (w *worker) planFor(r savepoint.Row, k savepoint.Key) *prefixPlan {
 	if p := c.last; p != nil && p.op == r.Op && bytes.Equal(p.prefix, prefix) {
 		return p
 	}
-	slot := planSlot(r.Op, prefix)
-	if p := c.recent[slot]; p != nil && p.op == r.Op && bytes.Equal(p.prefix, prefix) {
-		c.last = p
-		return p
+	w0, w1 := prefixWords(prefix)
+	slot := planSlot(r.Op, w0, w1, plen)
+	if e := &c.recent[slot]; e.p != nil && e.op == r.Op && e.plen == plen && e.w0 == w0 && e.w1 == w1 &&
+		(plen <= 16 || bytes.Equal(e.p.prefix, prefix)) {
+		c.last = e.p
+		return e.p
 	}
 	c.scratch = append(appendOp(c.scratch[:0], r.Op), prefix...)
-	if p, ok := c.byKey[string(c.scratch)]; ok {
-		c.last, c.recent[slot] = p, p
-		return p
+	p, ok := c.byKey[string(c.scratch)]
+	if !ok {
+		p = w.e.newPlan(r.Op, bytes.Clone(r.Key[:plen]), k, w.subtask)
+		if c.byKey == nil {
+			c.byKey = map[string]*prefixPlan{}
+		}
+		if len(c.byKey) < planCacheMax {
+			c.byKey[string(c.scratch)] = p
+		}
 	}
-	p := w.e.newPlan(r.Op, bytes.Clone(r.Key[:plen]), k, w.subtask)
-	if c.byKey == nil {
-		c.byKey = map[string]*prefixPlan{}
-	}
-	if len(c.byKey) < planCacheMax {
-		c.byKey[string(c.scratch)] = p
-	}
-	c.last, c.recent[slot] = p, p
+	c.last, c.recent[slot] = p, planEntry{op: r.Op, w0: w0, w1: w1, plen: plen, p: p}
 	return p
 }
 

@@ -312,3 +312,64 @@ func TestRescaleAcrossKeyBlocks(t *testing.T) {
 		t.Errorf("blocks of 5 rows: report\n%.3000s\nwant\n%.3000s", gotRep, wantRep)
 	}
 }
+
+// planFor gives one plan per operator and prefix, whichever of its caches
+// answers: prefixes that differ only in length (a trailing zero byte, which
+// the table's words pad with), prefixes that share their first 16 bytes,
+// and operators, all in an order that changes prefix every row; and a
+// plan's buffer is its own.
+func TestPlanForDistinguishesPrefixes(t *testing.T) {
+	set, err := rules.Parse("r.yaml", []byte("version: 1\nrules:\n  - drop: 'slot == \"agg\"'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &engine{set: set, steps: compile(set)}
+	w := &worker{e: e}
+	long := strings.Repeat("s", 20)
+	slots := []string{"agg", "ag", "agg\x00", long + "x", long + "y", "count"}
+	type id struct {
+		op  uint64
+		key string
+	}
+	plans := map[id]*prefixPlan{}
+	for round := 0; round < 3; round++ {
+		for _, op := range []uint64{1, 1 << 40} {
+			for kg := 0; kg < 128; kg += 5 {
+				for _, slot := range slots {
+					key := savepoint.EncodeKeyedKey([]byte(slot), []byte{byte(round), 7})
+					key[0] = byte(kg)
+					buf := bytes.Clone(key)
+					k := savepoint.ParseKey(buf)
+					p := w.planFor(savepoint.Row{Op: op, Key: buf}, k)
+					clear(buf) // the caller's buffer changes; the plan keeps its own
+					want := id{op, string(key[:len(key)-len(k.UserKey)])}
+					if p.op != op || string(p.prefix) != want.key {
+						t.Fatalf("op %d slot %q key group %d: plan of op %d prefix %q", op, slot, kg, p.op, p.prefix)
+					}
+					if q, ok := plans[want]; ok && q != p {
+						t.Fatalf("op %d slot %q key group %d: a second plan for one prefix", op, slot, kg)
+					}
+					plans[want] = p
+				}
+			}
+		}
+	}
+	if len(plans) != 2*26*len(slots) {
+		t.Errorf("%d plans, want %d", len(plans), 2*26*len(slots))
+	}
+	// Two operators whose plans of one prefix take the same slot of the
+	// table, asked for in turn.
+	key := savepoint.EncodeKeyedKey([]byte("agg"), []byte{1})
+	k := savepoint.ParseKey(key)
+	w0, w1 := prefixWords(key[:len(key)-len(k.UserKey)])
+	plen := len(key) - len(k.UserKey)
+	other := uint64(2)
+	for planSlot(other, w0, w1, plen) != planSlot(1, w0, w1, plen) {
+		other++
+	}
+	for _, op := range []uint64{1, other, 1, other} {
+		if p := w.planFor(savepoint.Row{Op: op, Key: key}, k); p.op != op {
+			t.Fatalf("op %d: the plan of op %d, which shares its slot", op, p.op)
+		}
+	}
+}
