@@ -3,8 +3,6 @@ package transform
 import (
 	"bytes"
 	"sync/atomic"
-
-	"github.com/sptool/sptool/savepoint"
 )
 
 // runLog describes the output rows of a file (or of a range of its rows) in
@@ -21,8 +19,8 @@ type runLog struct {
 }
 
 // loggedRun is a stretch of n output rows of operator op whose keys are in
-// key group kg (-1: not keyed, that is operator state or an empty key; see
-// keyGroupOf) and slot.
+// key group kg (-1: not keyed, that is operator state or an empty key, as
+// savepoint.RestoreKeyGroup says) and slot.
 type loggedRun struct {
 	op      uint64
 	slot    []byte // shared, never modified
@@ -87,13 +85,3 @@ var noRunLog = false
 // runLogUses counts the old files a rescale sorted out from their logs
 // (tests check which path ran).
 var runLogUses atomic.Int64
-
-// keyGroupOf returns the key group a stored key's first byte names, or -1
-// for operator state and empty keys (which restore never filters by key
-// group).
-func keyGroupOf(key []byte) int {
-	if len(key) == 0 || key[0] >= savepoint.NumKeyGroups {
-		return -1
-	}
-	return int(key[0])
-}

@@ -59,9 +59,6 @@ func TestRunLog(t *testing.T) {
 	if !g.describes(2 * runLogMin * runLogRows) {
 		t.Errorf("a log of stretches of %d rows was dropped", runLogRows)
 	}
-	if keyGroupOf(nil) != -1 || keyGroupOf([]byte{127, 'a'}) != 127 || keyGroupOf([]byte{128}) != -1 {
-		t.Error("keyGroupOf")
-	}
 }
 
 // A rescale sorted out from the process pass's logs writes the same files

@@ -17,8 +17,8 @@ import (
 type prefixPlan struct {
 	op     uint64
 	prefix []byte // a copy
-	// slot and kg are the prefix's slot (a copy) and key group (see
-	// keyGroupOf), for the output's runLog.
+	// slot and kg are the prefix's slot (a copy) and key group (a keyed
+	// row's first byte), for the output's runLog.
 	slot []byte
 	kg   int
 	// before and after are the worker's counts of the prefix's operator
@@ -139,7 +139,7 @@ func appendOp(b []byte, op uint64) []byte {
 
 // newPlan asks each step what it does to the rows of a prefix.
 func (e *engine) newPlan(op uint64, prefix []byte, k savepoint.Key, subtask int) *prefixPlan {
-	p := &prefixPlan{op: op, prefix: prefix, dropBy: -1, slot: bytes.Clone(k.Slot), kg: keyGroupOf(prefix)}
+	p := &prefixPlan{op: op, prefix: prefix, dropBy: -1, slot: bytes.Clone(k.Slot), kg: k.KeyGroup}
 	for i := range e.steps {
 		st := &e.steps[i]
 		if st.apply == nil {

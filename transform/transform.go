@@ -490,7 +490,8 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 	}
 	w.e.auditOut(res, nr, k, 1, &w.comp)
 	w.keepRun(i, 1, nr, nr, true)
-	out.log.add(nr.Op, keyGroupOf(nr.Key), k.Slot, k.HasSlot, 1, true)
+	kg, _ := savepoint.RestoreKeyGroup(nr.Key)
+	out.log.add(nr.Op, kg, k.Slot, k.HasSlot, 1, true)
 	return nil
 }
 
@@ -688,11 +689,11 @@ func (o *outRows) modify(pos int, r savepoint.Row) {
 func (o *outRows) keyedRun(j int, kc *savepoint.KeyColumns) (n int, op uint64, kg int, keyed bool, err error) {
 	b, lo, m, ok := o.Run(j)
 	if !ok {
-		key := o.Key(j)
-		if len(key) == 0 || key[0] >= savepoint.NumKeyGroups {
+		kg, keyed := savepoint.RestoreKeyGroup(o.Key(j))
+		if !keyed {
 			return 1, 0, -1, false, nil
 		}
-		return 1, o.Op(j), int(key[0]), true, nil
+		return 1, o.Op(j), kg, true, nil
 	}
 	for n < m {
 		x := lo + n
