@@ -287,31 +287,32 @@ type inspSlotKey struct {
 
 type inspOp struct {
 	inspCounts
-	slots    map[inspSlotKey]*inspCounts
+	// slots are the counts of the rows without a slot (0) and of each
+	// slot by name (1): a lookup by a slot's bytes allocates nothing
+	// (rows in clink's hash-map order change slot nearly every row).
+	slots    [2]map[string]*inspCounts
 	subtasks map[int]int
-	// byName indexes slots by name, without a slot (0) and with one (1):
-	// a lookup by a slot's bytes allocates nothing, where one by
-	// inspSlotKey makes a string (rows in clink's hash-map order change
-	// slot nearly every row).
-	byName [2]map[string]*inspCounts
 }
 
 // slot returns the counts of a slot of o, made if new.
 func (o *inspOp) slot(hasSlot bool, name []byte) *inspCounts {
-	h := 0
-	if hasSlot {
-		h = 1
-	}
-	if sc := o.byName[h][string(name)]; sc != nil {
+	m := &o.slots[b2i(hasSlot)]
+	if sc := (*m)[string(name)]; sc != nil {
 		return sc
 	}
-	sc := &inspCounts{}
-	if o.byName[h] == nil {
-		o.byName[h] = map[string]*inspCounts{}
+	if *m == nil {
+		*m = map[string]*inspCounts{}
 	}
-	o.byName[h][string(name)] = sc
-	o.slots[inspSlotKey{hasSlot, string(name)}] = sc
+	sc := &inspCounts{}
+	(*m)[string(name)] = sc
 	return sc
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Summarize describes an opened savepoint (see Summary). It reads only what
@@ -435,7 +436,7 @@ func Summarize(sp *Savepoint) *Summary {
 			if !haveLast || r.Op != lastOp || k.HasSlot != lastHas || !bytes.Equal(k.Slot, lastSlot) {
 				o = ops[r.Op]
 				if o == nil {
-					o = &inspOp{slots: map[inspSlotKey]*inspCounts{}, subtasks: map[int]int{}}
+					o = &inspOp{subtasks: map[int]int{}}
 					ops[r.Op] = o
 				}
 				sc = o.slot(k.HasSlot, k.Slot)
@@ -476,9 +477,11 @@ func Summarize(sp *Savepoint) *Summary {
 	for _, id := range opIDs {
 		o := ops[id]
 		osum := OperatorSummary{Op: id, Rows: o.rows, Keyed: o.keyed, Operator: o.operator, Raw: o.raw, KeyBytes: o.keyBytes, ValueBytes: o.valueBytes, Slots: []SlotSummary{}, Subtasks: []SubtaskRows{}}
-		sks := make([]inspSlotKey, 0, len(o.slots))
-		for sk := range o.slots {
-			sks = append(sks, sk)
+		sks := make([]inspSlotKey, 0, len(o.slots[0])+len(o.slots[1]))
+		for h, m := range o.slots {
+			for name := range m {
+				sks = append(sks, inspSlotKey{h == 1, name})
+			}
 		}
 		slices.SortFunc(sks, func(a, b inspSlotKey) int {
 			if a.has != b.has {
@@ -487,7 +490,7 @@ func Summarize(sp *Savepoint) *Summary {
 			return strings.Compare(a.name, b.name)
 		})
 		for _, sk := range sks {
-			c := o.slots[sk]
+			c := o.slots[b2i(sk.has)][sk.name]
 			ss := SlotSummary{Slot: RawSlot, HasSlot: sk.has, Display: RawSlot, Rows: c.rows, Keyed: c.keyed, Operator: c.operator, Raw: c.raw, KeyBytes: c.keyBytes, ValueBytes: c.valueBytes}
 			if sk.has {
 				ss.Slot, ss.SlotHex, ss.Display = sk.name, hex.EncodeToString([]byte(sk.name)), renderSlot([]byte(sk.name), true)

@@ -874,7 +874,7 @@ func (v *validator) checkOperatorRows() {
 		}
 		cur := f.Snapshot.NewCursor()
 		f.Snapshot.EachKey(func(j int, op uint64, key []byte) bool {
-			if len(key) > 0 && key[0] >= NumKeyGroups {
+			if (Row{Key: key}).IsOperatorState() {
 				perFile[i] = append(perFile[i], cur.Row(j))
 			}
 			return true
