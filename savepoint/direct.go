@@ -477,7 +477,7 @@ var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 // file ops lie in, if any.
 func (s *sink) writeOps(m *mappedFile, ops []uint64) {
 	if littleEndian && len(ops) > 0 {
-		s.writeFrom(m, unsafe.Slice((*byte)(unsafe.Pointer(&ops[0])), 8*len(ops)))
+		s.writeFrom(m, bytesOf(ops))
 		return
 	}
 	for _, op := range ops {
@@ -494,7 +494,7 @@ func (s *sink) writeOffsets(m *mappedFile, offsets []int32, off uint32) uint32 {
 	if !littleEndian {
 		m = nil // the bytes are read as int32s below
 	}
-	raw := unsafe.Slice((*byte)(unsafe.Pointer(&offsets[0])), 4*len(offsets))
+	raw := bytesOf(offsets)
 	first, err := s.win.view(m, raw[:4])
 	s.setErr(err)
 	base := binary.LittleEndian.Uint32(first)
@@ -523,8 +523,8 @@ func (s *sink) writeOffsets(m *mappedFile, offsets []int32, off uint32) uint32 {
 func moveOffsets(dst, src []byte, delta uint32) uint32 {
 	dst = dst[:len(src)]
 	if littleEndian && uintptr(unsafe.Pointer(&dst[0]))%4 == 0 && uintptr(unsafe.Pointer(&src[0]))%4 == 0 {
-		from := unsafe.Slice((*uint32)(unsafe.Pointer(&src[0])), len(src)/4)
-		to := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), len(from))
+		from, to := wordsOf[uint32](src), wordsOf[uint32](dst)
+		to = to[:len(from)]
 		for j, v := range from {
 			to[j] = v + delta
 		}

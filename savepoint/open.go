@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 )
 
 // OpenOptions control Open.
@@ -771,7 +770,7 @@ func keyedOps(s *Snapshot, ops map[uint64]bool) {
 	}
 	raw := poolBuf()[:8*min(keyBlock, sinkSize/8)]
 	defer putBuf(raw)
-	block := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(raw))), len(raw)/8)
+	block := wordsOf[uint64](raw)
 	var kc KeyColumns
 	for bi := range s.Batches {
 		b := &s.Batches[bi]

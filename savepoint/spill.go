@@ -683,11 +683,22 @@ func (w *colWriter) put(b []byte) int64 {
 	return at
 }
 
-func bytesOf[T uint64 | int32](s []T) []byte {
+// bytesOf returns the memory of s as bytes (in the machine's byte order).
+func bytesOf[T uint64 | uint32 | int32](s []T) []byte {
 	if len(s) == 0 {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+// wordsOf is bytesOf the other way: the memory of b as whole words, which
+// b must be aligned for (the pool's buffers are).
+func wordsOf[T uint64 | uint32 | int32](b []byte) []T {
+	var w T
+	if len(b) < int(unsafe.Sizeof(w)) {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/int(unsafe.Sizeof(w)))
 }
 
 func (w *colWriter) flush() {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -527,7 +526,7 @@ func validateBinary(c *array.Binary, readMapped func(dst, src []byte) error) err
 	if readMapped != nil {
 		raw := poolBuf()[:4*min(chunk, len(offs))]
 		defer putBuf(raw)
-		buf = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(raw))), len(raw)/4)
+		buf = wordsOf[int32](raw)
 	}
 	prev := int32(0)
 	for lo := 0; lo < len(offs); lo += chunk {
