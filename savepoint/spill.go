@@ -683,11 +683,11 @@ func (w *colWriter) add(r Row) {
 		w.koffs = append(w.koffs, 0)
 		w.voffs = append(w.voffs, 0)
 	}
-	w.ops = append(w.ops, r.Op)
-	w.keys = append(w.keys, r.Key...)
-	w.koffs = append(w.koffs, int32(len(w.keys)))
-	w.vals = append(w.vals, r.Value...)
-	w.voffs = append(w.voffs, int32(len(w.vals)))
+	w.ops = append(Grow(w.ops, 1), r.Op)
+	w.keys = append(Grow(w.keys, len(r.Key)), r.Key...)
+	w.koffs = append(Grow(w.koffs, 1), int32(len(w.keys)))
+	w.vals = append(Grow(w.vals, len(r.Value)), r.Value...)
+	w.voffs = append(Grow(w.voffs, 1), int32(len(w.vals)))
 }
 
 // put writes b 8-byte aligned and returns its offset.
@@ -703,6 +703,17 @@ func (w *colWriter) put(b []byte) int64 {
 	}
 	w.size += int64(len(b)) + pad
 	return at
+}
+
+// Grow makes room in s for n more elements, doubling its capacity when it
+// grows. append grows a large slice by a quarter at a time, copying it each
+// time: for slices that grow to many megabytes a row at a time those copies,
+// into memory touched for the first time, cost more than the appends.
+func Grow[S ~[]E, E any](s S, n int) S {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(n, len(s), 64))
 }
 
 // bytesOf returns the memory of s as bytes (in the machine's byte order).

@@ -1,8 +1,11 @@
 package transform
 
 import (
+	"slices"
 	"sort"
 	"sync/atomic"
+
+	"github.com/sptool/sptool/savepoint"
 )
 
 // rowIndex maps the output rows of a file to the input rows they are: the
@@ -41,14 +44,27 @@ func (x *rowIndex) appendRun(start, n int) {
 		x.ends[k] = end
 		return
 	}
+	// Input out of order makes a span of nearly every row: double, as
+	// append grows a large slice by a quarter at a time, and the copies
+	// (into memory touched for the first time) would cost more than the
+	// spans.
+	x.spans = savepoint.Grow(x.spans, 1)
+	x.ends = savepoint.Grow(x.ends, 1)
 	x.spans = append(x.spans, span{uint32(start), uint32(n)})
 	x.ends = append(x.ends, end)
 }
 
 // appendIndex appends the output rows of y (which has no dense index).
 func (x *rowIndex) appendIndex(y *rowIndex) {
-	for _, s := range y.spans {
-		x.appendRun(int(s.start), int(s.n))
+	if len(y.spans) == 0 {
+		return
+	}
+	x.appendRun(int(y.spans[0].start), int(y.spans[0].n)) // may extend x's last span
+	base := uint32(x.Len()) - y.ends[0]
+	x.spans = append(x.spans, y.spans[1:]...)
+	x.ends = slices.Grow(x.ends, len(y.ends)-1)
+	for _, e := range y.ends[1:] {
+		x.ends = append(x.ends, e+base)
 	}
 }
 
