@@ -88,9 +88,22 @@ type planEntry struct {
 // prefixWords returns the first 16 bytes of prefix, zero-padded, as two
 // little-endian words.
 func prefixWords(prefix []byte) (uint64, uint64) {
-	var b [16]byte
-	copy(b[:], prefix)
-	return binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])
+	switch {
+	case len(prefix) >= 16:
+		return binary.LittleEndian.Uint64(prefix), binary.LittleEndian.Uint64(prefix[8:])
+	case len(prefix) >= 8:
+		return binary.LittleEndian.Uint64(prefix), partialWord(prefix[8:])
+	}
+	return partialWord(prefix), 0
+}
+
+// partialWord is the little-endian word of b (up to 8 bytes), zero-padded.
+func partialWord(b []byte) uint64 {
+	var w uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		w = w<<8 | uint64(b[i])
+	}
+	return w
 }
 
 // planSlot returns where in planCache.recent the plan of op and a prefix

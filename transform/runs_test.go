@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -370,6 +371,20 @@ func TestPlanForDistinguishesPrefixes(t *testing.T) {
 	for _, op := range []uint64{1, other, 1, other} {
 		if p := w.planFor(savepoint.Row{Op: op, Key: key}, k); p.op != op {
 			t.Fatalf("op %d: the plan of op %d, which shares its slot", op, p.op)
+		}
+	}
+}
+
+// prefixWords reads the first 16 bytes of a prefix of any length, padded
+// with zeros, as two little-endian words.
+func TestPrefixWords(t *testing.T) {
+	b := []byte("0123456789abcdefghij")
+	for n := 0; n <= len(b); n++ {
+		var pad [16]byte
+		copy(pad[:], b[:n])
+		w0, w1 := prefixWords(b[:n])
+		if w0 != binary.LittleEndian.Uint64(pad[:8]) || w1 != binary.LittleEndian.Uint64(pad[8:]) {
+			t.Errorf("%d bytes: %#x %#x, want the words of %q", n, w0, w1, pad)
 		}
 	}
 }
