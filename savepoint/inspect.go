@@ -596,16 +596,21 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 			continue
 		}
 		// Every keyed row in stream order, then each duplicate taken back:
-		// the sorted order is read only where a row's sort prefix ties.
-		f.Snapshot.EachRow(func(i int, r Row) bool {
+		// the sorted order is read only where a row's sort prefix ties,
+		// and not at all when the rows' hashes show there are none.
+		f.Snapshot.EachKey(func(i int, op uint64, key []byte) bool {
 			if i&releaseEvery == 0 {
 				f.ReleasePages()
 			}
-			if ParseKey(r.Key).Kind == KindKeyed {
-				count(r, 1)
+			if ParseKey(key).Kind == KindKeyed {
+				count(Row{Op: op, Key: key}, 1)
 			}
 			return true
 		})
+		f.ReleasePages()
+		if distinctKeys(f.Snapshot, distinctBudget(f)) {
+			continue
+		}
 		ix := index(f)
 		for j := 1; j < ix.len(); j++ {
 			if j&releaseEvery == 0 {

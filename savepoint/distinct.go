@@ -1,0 +1,131 @@
+package savepoint
+
+import (
+	"bytes"
+	"hash/maphash"
+	"runtime"
+	"slices"
+)
+
+// Showing that a file stores no (op, key) twice without sorting it.
+//
+// A file in clink's own order is a dump of a hash map, so it has no two rows
+// with the same operator and key; but showing that by sorting its rows (an
+// index of them, through the key column again and again) costs more than
+// everything else inspect and validate do with it. A 64-bit hash of each
+// row's operator and key shows it in one pass over the keys: rows whose
+// hashes differ differ. The hashes are sorted, and those that occur twice
+// are looked at again with their rows' keys; a true duplicate sends the
+// caller back to the sort, which says which row restore keeps.
+
+// distinctMaxCollisions is the most hashes seen twice that distinctKeys
+// checks against the keys; past it, it leaves the question to the sort.
+const distinctMaxCollisions = 1 << 16
+
+// distinctKeys reports whether no two rows of s have the same operator and
+// key, as far as it can tell with maxBytes of memory (8 bytes a row):
+// false means that two do, or that it did not look.
+func distinctKeys(s *Snapshot, maxBytes int64) bool {
+	n := s.NumRows()
+	if n < 2 {
+		return true
+	}
+	if int64(n)*8 > maxBytes {
+		return false
+	}
+	seed := maphash.MakeSeed()
+	hashes := make([]uint64, n)
+	parts := min(runtime.GOMAXPROCS(0), 8, max(1, n>>16))
+	ForEach(parts, func(p int) {
+		lo, hi := p*n/parts, (p+1)*n/parts
+		s.EachKeyIn(lo, hi, func(i int, op uint64, key []byte) bool {
+			hashes[i] = distinctHash(seed, op, key)
+			return true
+		})
+	})
+	chunks := make([][]uint64, parts)
+	for p := range chunks {
+		chunks[p] = hashes[p*n/parts : (p+1)*n/parts]
+	}
+	ForEach(parts, func(p int) { slices.Sort(chunks[p]) })
+	twice := repeated(chunks, distinctMaxCollisions)
+	if twice == nil {
+		return false // too many to check
+	}
+	if len(twice) == 0 {
+		return true
+	}
+	// The rows of hashes seen twice: are their keys the same?
+	type opKey struct {
+		op  uint64
+		key []byte
+	}
+	seen := make(map[uint64][]opKey, len(twice))
+	for _, h := range twice {
+		seen[h] = nil
+	}
+	dup := false
+	s.EachKey(func(_ int, op uint64, key []byte) bool {
+		h := distinctHash(seed, op, key)
+		rows, ok := seen[h]
+		if !ok {
+			return true
+		}
+		for _, r := range rows {
+			if r.op == op && bytes.Equal(r.key, key) {
+				dup = true
+				return false
+			}
+		}
+		seen[h] = append(rows, opKey{op, bytes.Clone(key)})
+		return true
+	})
+	return !dup
+}
+
+// distinctBudget is the memory distinctKeys may use for file f: a quarter
+// of its bytes, or 64 MiB for a smaller one.
+func distinctBudget(f *File) int64 {
+	return max(64<<20, f.Size/4)
+}
+
+// distinctHash is the hash distinctKeys uses (a variable so tests can make
+// hashes collide).
+var distinctHash = rowHash
+
+// rowHash is a 64-bit hash of a row's operator and key.
+func rowHash(seed maphash.Seed, op uint64, key []byte) uint64 {
+	h := maphash.Bytes(seed, key) ^ op*0x9e3779b97f4a7c15
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	return h ^ h>>32
+}
+
+// repeated returns the values that occur more than once in the sorted
+// chunks (each value once), or nil when there are more than max of them.
+func repeated(chunks [][]uint64, max int) []uint64 {
+	twice := []uint64{}
+	var last uint64
+	have := false
+	for {
+		// The least head of the chunks (a few: a linear scan).
+		best := -1
+		for c, ch := range chunks {
+			if len(ch) > 0 && (best < 0 || ch[0] < chunks[best][0]) {
+				best = c
+			}
+		}
+		if best < 0 {
+			return twice
+		}
+		v := chunks[best][0]
+		chunks[best] = chunks[best][1:]
+		if have && v == last && (len(twice) == 0 || twice[len(twice)-1] != v) {
+			if len(twice) == max {
+				return nil
+			}
+			twice = append(twice, v)
+		}
+		last, have = v, true
+	}
+}
