@@ -161,6 +161,11 @@ func (c *Cursor) Columnar() bool { return c.s.Columnar() }
 // Len returns the number of rows of the snapshot.
 func (c *Cursor) Len() int { return c.s.NumRows() }
 
+// EachKeyIn is Snapshot.EachKeyIn of the cursor's snapshot.
+func (c *Cursor) EachKeyIn(lo, hi int, fn func(i int, op uint64, key []byte) bool) {
+	c.s.EachKeyIn(lo, hi, fn)
+}
+
 // Op returns the operator id of row i.
 func (c *Cursor) Op(i int) uint64 {
 	if !c.s.Columnar() {

@@ -23,10 +23,18 @@ import (
 const distinctMaxCollisions = 1 << 16
 
 // distinctKeys reports whether no two rows of s have the same operator and
-// key, as far as it can tell with maxBytes of memory (8 bytes a row):
-// false means that two do, or that it did not look.
+// key, as far as it can tell with maxBytes of memory (see DistinctKeys).
 func distinctKeys(s *Snapshot, maxBytes int64) bool {
-	n := s.NumRows()
+	return DistinctKeys(s.NumRows(), s.EachKeyIn, maxBytes)
+}
+
+// DistinctKeys reports whether no two of n rows have the same operator and
+// key, as far as it can tell with maxBytes of memory (8 bytes a row): false
+// means that two do, or that it did not look. eachIn calls fn with the
+// operator and key of each row of [lo, hi) in turn (the key valid during the
+// call only) until fn returns false; calls over disjoint ranges may run at
+// once. It is for rows in no order (in order, duplicates are neighbours).
+func DistinctKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key []byte) bool), maxBytes int64) bool {
 	if n < 2 {
 		return true
 	}
@@ -38,7 +46,7 @@ func distinctKeys(s *Snapshot, maxBytes int64) bool {
 	parts := min(runtime.GOMAXPROCS(0), 8, max(1, n>>16))
 	ForEach(parts, func(p int) {
 		lo, hi := p*n/parts, (p+1)*n/parts
-		s.EachKeyIn(lo, hi, func(i int, op uint64, key []byte) bool {
+		eachIn(lo, hi, func(i int, op uint64, key []byte) bool {
 			hashes[i] = distinctHash(seed, op, key)
 			return true
 		})
@@ -65,7 +73,7 @@ func distinctKeys(s *Snapshot, maxBytes int64) bool {
 		seen[h] = nil
 	}
 	dup := false
-	s.EachKey(func(_ int, op uint64, key []byte) bool {
+	eachIn(0, n, func(_ int, op uint64, key []byte) bool {
 		h := distinctHash(seed, op, key)
 		rows, ok := seen[h]
 		if !ok {

@@ -1,8 +1,12 @@
 package transform
 
 import (
+	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/sptool/sptool/savepoint"
 )
 
 // A row index built from runs, and joined to another, maps every output
@@ -61,5 +65,51 @@ func TestRowIndexRuns(t *testing.T) {
 				t.Fatalf("rows %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// outRows.eachKeyIn visits the output rows of a range (kept input rows,
+// some modified) with the operator and key Op and Key give them, in order,
+// from a mapped file and from rows in memory, and stops when told.
+func TestOutRowsEachKeyIn(t *testing.T) {
+	var rows []savepoint.Row
+	for i := range 3000 {
+		rows = append(rows, savepoint.Row{Op: uint64(1 + i%3), Key: savepoint.EncodeKeyedKey([]byte("s"), fmt.Appendf(nil, "k%05d", i)), Value: []byte{1}})
+	}
+	path := filepath.Join(t.TempDir(), "f.snap")
+	if _, err := savepoint.WriteSnapshotFile(path, nil, rows, savepoint.SnapshotOptions{AsIs: true}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(path, savepoint.OpenOptions{Columnar: true, AllowMissingSidecar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	for _, snap := range []*savepoint.Snapshot{sp.Files[0].Snapshot, {Rows: rows}} {
+		o := &outRows{cur: snap.NewCursor()}
+		for i := 0; i < len(rows); i += 7 { // runs of 5 kept, 2 dropped
+			o.idx.appendRun(i, min(5, len(rows)-i))
+		}
+		o.modify(3, savepoint.Row{Op: 99, Key: []byte("renamed")})
+		o.modify(o.Len()-1, savepoint.Row{Op: 98, Key: []byte("last")})
+		for _, r := range [][2]int{{0, o.Len()}, {2, 3}, {4, 1000}, {o.Len() - 1, o.Len()}, {10, 10}} {
+			var got []string
+			o.eachKeyIn(r[0], r[1], func(i int, op uint64, key []byte) bool {
+				got = append(got, fmt.Sprintf("%d:%d:%s", i, op, key))
+				return true
+			})
+			var want []string
+			for i := r[0]; i < r[1]; i++ {
+				want = append(want, fmt.Sprintf("%d:%d:%s", i, o.Op(i), o.Key(i)))
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("columnar %v, rows %v: %d visited, want %d; first difference in\n%v\n%v", snap.Columnar(), r, len(got), len(want), got[:min(5, len(got))], want[:min(5, len(want))])
+			}
+		}
+		n := 0
+		o.eachKeyIn(0, o.Len(), func(int, uint64, []byte) bool { n++; return n < 4 })
+		if n != 4 {
+			t.Errorf("went on for %d rows after being told to stop at 4", n)
+		}
 	}
 }

@@ -89,7 +89,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	rep := newReport(sp, set, opts.DryRun)
-	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts)}
+	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts), dry: opts.DryRun}
 	defer eng.spill.close()
 	for _, f := range sp.Files {
 		eng.total += int64(f.Snapshot.NumRows())
@@ -292,6 +292,7 @@ type engine struct {
 	done     atomic.Int64
 	total    int64
 	spill    *spiller
+	dry      bool // a plan: nothing is written
 }
 
 // processFile runs every row of f through the steps. It records the
@@ -348,6 +349,11 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 		}
 	}
 	if res.changed && !sorted {
+		if e.dry && savepoint.DistinctKeys(out.Len(), out.eachKeyIn, max(64<<20, f.Size/4)) {
+			// A plan writes nothing, and with no duplicate to take back
+			// sorting the rows would change no count.
+			return res
+		}
 		comp := &compositeMemo{e: e}
 		res.dupes, res.err = out.canonicalise(func(r savepoint.Row) {
 			k := savepoint.ParseKey(r.Key)
@@ -670,6 +676,44 @@ func (o *outRows) Row(i int) savepoint.Row {
 		}
 	}
 	return o.cur.Row(o.idx.at(i))
+}
+
+// eachKeyIn calls fn with the operator and key of output rows [lo, hi) in
+// turn until it returns false (see savepoint.DistinctKeys). Before the
+// rows are sorted they are a subsequence of the input in order: the input
+// rows from the first to the last are read in blocks, those dropped
+// skipped.
+func (o *outRows) eachKeyIn(lo, hi int, fn func(i int, op uint64, key []byte) bool) {
+	if lo >= hi {
+		return
+	}
+	visit := func(p int, op uint64, key []byte) bool {
+		if o.mod != nil {
+			if r, ok := o.mod[uint32(p)]; ok {
+				op, key = r.Op, r.Key
+			}
+		}
+		return fn(p, op, key)
+	}
+	x := &o.idx
+	if x.dense != nil {
+		for p := lo; p < hi; p++ {
+			if !visit(p, o.Op(p), o.Key(p)) {
+				return
+			}
+		}
+		return
+	}
+	k := x.span(lo)
+	o.cur.EachKeyIn(x.at(lo), x.at(hi-1)+1, func(j int, op uint64, key []byte) bool {
+		for j >= int(x.spans[k].start+x.spans[k].n) {
+			k++
+		}
+		if j < int(x.spans[k].start) {
+			return true // dropped
+		}
+		return visit(x.spanStart(k)+j-int(x.spans[k].start), op, key)
+	})
 }
 
 func (o *outRows) modify(pos int, r savepoint.Row) {
