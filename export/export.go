@@ -1223,14 +1223,31 @@ func writerProperties(opts Options) *parquet.WriterProperties {
 	return parquet.NewWriterProperties(props...)
 }
 
+// parquetSink writes the exported rows as Parquet, a batch of rows at a
+// time, batches filling row groups of Options.RowGroupRows rows.
+//
+// Building a batch (reading and merging rows, rendering the query
+// projection) and encoding it (dictionaries, pages, compression) take about
+// as long as each other, so they overlap: a full batch is handed to a
+// goroutine that encodes it while the rows of the next fill the other
+// batch. One batch is encoded at a time, in order, and only that goroutine
+// touches the Parquet writer until close; the batches hold copies of the
+// rows' bytes, never the input's memory.
 type parquetSink struct {
-	fw        *file.Writer
-	rg        file.BufferedRowGroupWriter
-	rgRows    int // rows in rg
-	opts      Options
-	dec       *decoder
-	canon     *canonBatch
-	query     *queryBatch
+	fw     *file.Writer
+	rg     file.BufferedRowGroupWriter // the writing goroutine's
+	haveRG bool
+	rgRows int // rows given to the current row group
+	opts   Options
+	dec    *decoder
+	// canon or query is the batch being filled; spare is the other one
+	// (being encoded, or free).
+	canon, spareCanon *canonBatch
+	query, spareQuery *queryBatch
+	// writing is the encoding in flight, if any (a panic in it is raised
+	// again in wait), writeErr its error.
+	writing   *savepoint.Faults
+	writeErr  error
 	rowGroups int
 }
 
@@ -1335,33 +1352,68 @@ func (s *parquetSink) flushBatch() error {
 	if n == 0 {
 		return nil
 	}
-	if s.rg == nil || s.rgRows >= s.opts.RowGroupRows {
-		rg, err := s.fw.AppendBufferedRowGroupChecked()
-		if err != nil {
-			return fmt.Errorf("write parquet: %w", err)
-		}
-		s.rg, s.rgRows = rg, 0
+	if err := s.wait(); err != nil { // the spare batch is free
+		return err
 	}
-	var err error
-	if s.canon != nil {
-		err = s.canon.write(s.rg)
-	} else {
-		err = s.query.write(s.rg)
-	}
-	if err != nil {
-		return fmt.Errorf("write parquet: %w", err)
+	newRG := !s.haveRG || s.rgRows >= s.opts.RowGroupRows
+	if newRG {
+		s.haveRG, s.rgRows = true, 0
 	}
 	s.rgRows += n
+	var b interface {
+		write(file.BufferedRowGroupWriter) error
+	}
+	if s.canon != nil {
+		if s.spareCanon == nil {
+			s.spareCanon = newCanonBatch(s.canon.perFile)
+		}
+		b, s.canon, s.spareCanon = s.canon, s.spareCanon, s.canon
+	} else {
+		if s.spareQuery == nil {
+			s.spareQuery = newQueryBatch()
+		}
+		b, s.query, s.spareQuery = s.query, s.spareQuery, s.query
+	}
+	s.writing = new(savepoint.Faults)
+	s.writing.Go(func() {
+		if newRG {
+			rg, err := s.fw.AppendBufferedRowGroupChecked()
+			if err != nil {
+				s.writeErr = fmt.Errorf("write parquet: %w", err)
+				return
+			}
+			s.rg = rg
+		}
+		if err := b.write(s.rg); err != nil {
+			s.writeErr = fmt.Errorf("write parquet: %w", err)
+		}
+	})
 	return nil
+}
+
+// wait waits for the batch being encoded, if any, and returns its error.
+func (s *parquetSink) wait() error {
+	if s.writing == nil {
+		return nil
+	}
+	w := s.writing
+	s.writing = nil
+	w.Wait()
+	return s.writeErr
 }
 
 func (s *parquetSink) close(failed error) error {
 	if failed == nil {
-		if err := s.flushBatch(); err != nil {
+		failed = s.flushBatch()
+		if err := s.wait(); failed == nil {
+			failed = err
+		}
+		if failed != nil {
 			s.fw.Close()
-			return err
+			return failed
 		}
 	}
+	s.wait()
 	if err := s.fw.Close(); err != nil && failed == nil {
 		return fmt.Errorf("finish parquet: %w", err)
 	}

@@ -711,3 +711,47 @@ func checkGroupedBySlot(t *testing.T, jsonl []byte) {
 		prev = r
 	}
 }
+
+// failAfter is a writer that fails once it has taken n bytes.
+type failAfter struct{ n int }
+
+var errDiskFull = errors.New("disk full")
+
+func (w *failAfter) Write(b []byte) (int, error) {
+	if len(b) > w.n {
+		n := w.n
+		w.n = 0
+		return n, errDiskFull
+	}
+	w.n -= len(b)
+	return len(b), nil
+}
+
+// A Parquet export whose output fails part way (in a row group encoded
+// while the next batch is built, or at the footer) returns the writer's
+// error, for both projections, and writes the same bytes to a writer that
+// does not fail.
+func TestExportWriteFails(t *testing.T) {
+	sp := &savepoint.Savepoint{Kind: savepoint.InputFile}
+	rows := make([]savepoint.Row, 3<<16)
+	for i := range rows {
+		rows[i] = savepoint.Row{Op: 1 + uint64(i%2), Key: savepoint.EncodeKeyedKey([]byte("s"), binary.LittleEndian.AppendUint64(nil, uint64(i))), Value: []byte("value")}
+	}
+	sp.Files = []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: rows}}}
+	for _, proj := range []Projection{Canonical, Query} {
+		opts := Options{Projection: proj, RowGroupRows: 1 << 15}
+		var whole bytes.Buffer
+		if _, err := Write(context.Background(), &whole, sp, opts); err != nil {
+			t.Fatal(err)
+		}
+		var again bytes.Buffer
+		if _, err := Write(context.Background(), &again, sp, opts); err != nil || !bytes.Equal(again.Bytes(), whole.Bytes()) {
+			t.Fatalf("%s: a second export differs (%v)", proj, err)
+		}
+		for _, at := range []int{0, 100, whole.Len() / 3, whole.Len() - 10} {
+			if _, err := Write(context.Background(), &failAfter{n: at}, sp, opts); !errors.Is(err, errDiskFull) {
+				t.Errorf("%s, failing after %d of %d bytes: %v, want the writer's error", proj, at, whole.Len(), err)
+			}
+		}
+	}
+}
