@@ -377,6 +377,27 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 	return n, nil
 }
 
+// runOfOne is run for row i alone (r its operator and key, p its plan),
+// without looking at the rows after it: the same counts, index and order
+// bookkeeping as a run of one row.
+func (w *worker) runOfOne(i int, r savepoint.Row, p *prefixPlan) (int, error) {
+	if len(p.live) > 0 || p.purges != nil {
+		return w.run(i, i+1, r, p)
+	}
+	before, after := w.counts(p)
+	*before++
+	if p.dropBy >= 0 {
+		c := &w.res.rules[p.dropBy]
+		c.matched++
+		c.dropped++
+		w.res.changed = true
+		*after--
+		return 1, nil
+	}
+	w.keepRun(i, 1, r, r, true)
+	return 1, nil
+}
+
 // counts returns the worker's counts before and after of the operator and
 // slot of plan p's prefix (plans are the worker's own).
 func (w *worker) counts(p *prefixPlan) (before, after *int64) {

@@ -423,6 +423,7 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 			if c&releaseRows == 0 && c > lo {
 				f.ReleasePages() // what was read stays cached but leaves the resident set
 			}
+			ones := 0 // runs of one row in a row, this block
 			for i := c; i < end; {
 				if !rowByRow {
 					// Operator and key only, read with pread from a
@@ -434,9 +435,19 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 					if k := savepoint.ParseKey(r.Key); k.Kind == savepoint.KindKeyed {
 						if p := w.planFor(r, k); !p.generic {
 							at := out.Len()
-							n, err := w.run(i, end, r, p)
+							var n int
+							if ones >= onesAlone {
+								n, err = w.runOfOne(i, r, p)
+							} else {
+								n, err = w.run(i, end, r, p)
+							}
 							if err != nil {
 								return err
+							}
+							if n == 1 {
+								ones++
+							} else {
+								ones = 0
 							}
 							out.log.add(p.op, p.kg, p.slot, true, out.Len()-at, false)
 							i += n
@@ -460,6 +471,12 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 	})
 	return rr
 }
+
+// onesAlone is how many runs of one row in a row make processRange take
+// each row as a run of its own without looking for the rest of its run, to
+// the end of its block of rows: in clink's hash-map order nearly every row
+// has another prefix than the one before.
+const onesAlone = 8
 
 // rowByRow turns runs off: every row takes the general path (tests compare
 // the two).
