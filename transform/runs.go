@@ -55,34 +55,36 @@ func (p *prefixPlan) unlisted(userKey []byte) bool {
 	return true
 }
 
-// planCacheMax bounds the plans a worker keeps (one per prefix met), and
-// is the size of its direct-mapped table.
-const (
-	planCacheBits = 12
-	planCacheMax  = 1 << planCacheBits
-)
+// planCacheMax bounds the plans a worker keeps in its map (one per prefix
+// met).
+const planCacheMax = 1 << 12
 
-// planCache holds a worker's plans: the last one used, a direct-mapped
-// table by a hash of operator and prefix, and a map by operator and
-// prefix behind it, for input that is not grouped by prefix (clink's
-// hash-map order, where nearly every row has another prefix than the one
-// before).
+// slotTableBits sets the size of planCache.bySlot.
+const slotTableBits = 8
+
+// planCache holds a worker's plans: the last one used, a table of them by
+// operator and slot, then key group, and a map by operator and prefix
+// behind it, for input that is not grouped by prefix (clink's hash-map
+// order, where nearly every row has another prefix than the one before,
+// among a few operators and slots and up to 128 key groups).
 type planCache struct {
 	last    *prefixPlan
-	recent  [planCacheMax]planEntry
+	bySlot  [1 << slotTableBits]slotPlans
 	byKey   map[string]*prefixPlan
 	scratch []byte
 }
 
-// planEntry is a slot of planCache.recent: a plan with its operator and
-// prefix (length and first 16 bytes, zero-padded, as two words), so that
-// a lookup compares words in the table instead of following the plan's
-// pointers (in hash-map order, a cache miss or two a row).
-type planEntry struct {
+// slotPlans is an entry of planCache.bySlot: the plans of one operator's
+// prefixes with one slot part (a keyed row's prefix is its key-group byte,
+// then the slot part: its slot name and the separator), by key group. The
+// slot part's length and first 16 bytes (zero-padded, as two words) are in
+// the entry, so that a lookup compares words instead of following the
+// plans' pointers (in hash-map order, a cache miss or two a row).
+type slotPlans struct {
 	op     uint64
 	w0, w1 uint64
-	plen   int
-	p      *prefixPlan
+	slen   int
+	plans  *[savepoint.NumKeyGroups]*prefixPlan
 }
 
 // prefixWords returns the first 16 bytes of prefix, zero-padded, as two
@@ -106,11 +108,11 @@ func partialWord(b []byte) uint64 {
 	return w
 }
 
-// planSlot returns where in planCache.recent the plan of op and a prefix
-// of plen bytes starting with words w0 and w1 goes.
-func planSlot(op, w0, w1 uint64, plen int) int {
-	h := (op ^ w0*0x9e3779b97f4a7c15 ^ w1*0xc2b2ae3d27d4eb4f ^ uint64(plen)) * 0xff51afd7ed558ccd
-	return int(h >> (64 - planCacheBits))
+// planSlot returns where in planCache.bySlot the plans of op and a slot
+// part of slen bytes starting with words w0 and w1 go.
+func planSlot(op, w0, w1 uint64, slen int) int {
+	h := (op ^ w0*0x9e3779b97f4a7c15 ^ w1*0xc2b2ae3d27d4eb4f ^ uint64(slen)) * 0xff51afd7ed558ccd
+	return int(h >> (64 - slotTableBits))
 }
 
 // planFor returns the plan for the prefix of the keyed row r (k parsed).
@@ -121,17 +123,27 @@ func (w *worker) planFor(r savepoint.Row, k savepoint.Key) *prefixPlan {
 	if p := c.last; p != nil && p.op == r.Op && bytes.Equal(p.prefix, prefix) {
 		return p
 	}
-	w0, w1 := prefixWords(prefix)
-	slot := planSlot(r.Op, w0, w1, plen)
-	if e := &c.recent[slot]; e.p != nil && e.op == r.Op && e.plen == plen && e.w0 == w0 && e.w1 == w1 &&
-		(plen <= 16 || bytes.Equal(e.p.prefix, prefix)) {
-		c.last = e.p
-		return e.p
+	kg, part := k.KeyGroup, prefix[1:] // a keyed row's key group is below 128
+	w0, w1 := prefixWords(part)
+	e := &c.bySlot[planSlot(r.Op, w0, w1, len(part))]
+	if e.plans != nil && e.op == r.Op && e.slen == len(part) && e.w0 == w0 && e.w1 == w1 {
+		if p := e.plans[kg]; p != nil && (len(part) <= 16 || bytes.Equal(p.prefix[1:], part)) {
+			c.last = p
+			return p
+		}
+	} else {
+		// Another operator or slot held the entry: it starts over.
+		if e.plans == nil {
+			e.plans = new([savepoint.NumKeyGroups]*prefixPlan)
+		} else {
+			clear(e.plans[:])
+		}
+		e.op, e.w0, e.w1, e.slen = r.Op, w0, w1, len(part)
 	}
 	c.scratch = append(appendOp(c.scratch[:0], r.Op), prefix...)
 	p, ok := c.byKey[string(c.scratch)]
 	if !ok {
-		p = w.e.newPlan(r.Op, bytes.Clone(r.Key[:plen]), k, w.subtask)
+		p = w.e.newPlan(r.Op, bytes.Clone(prefix), k, w.subtask)
 		if c.byKey == nil {
 			c.byKey = map[string]*prefixPlan{}
 		}
@@ -139,7 +151,7 @@ func (w *worker) planFor(r savepoint.Row, k savepoint.Key) *prefixPlan {
 			c.byKey[string(c.scratch)] = p
 		}
 	}
-	c.last, c.recent[slot] = p, planEntry{op: r.Op, w0: w0, w1: w1, plen: plen, p: p}
+	c.last, e.plans[kg] = p, p
 	return p
 }
 

@@ -362,10 +362,10 @@ func TestPlanForDistinguishesPrefixes(t *testing.T) {
 	// table, asked for in turn.
 	key := savepoint.EncodeKeyedKey([]byte("agg"), []byte{1})
 	k := savepoint.ParseKey(key)
-	w0, w1 := prefixWords(key[:len(key)-len(k.UserKey)])
-	plen := len(key) - len(k.UserKey)
+	part := key[1 : len(key)-len(k.UserKey)]
+	w0, w1 := prefixWords(part)
 	other := uint64(2)
-	for planSlot(other, w0, w1, plen) != planSlot(1, w0, w1, plen) {
+	for planSlot(other, w0, w1, len(part)) != planSlot(1, w0, w1, len(part)) {
 		other++
 	}
 	for _, op := range []uint64{1, other, 1, other} {
