@@ -18,9 +18,10 @@ import (
 // are looked at again with their rows' keys; a true duplicate sends the
 // caller back to the sort, which says which row restore keeps.
 
-// distinctMaxCollisions is the most hashes seen twice that distinctKeys
-// checks against the keys; past it, it leaves the question to the sort.
-const distinctMaxCollisions = 1 << 16
+// distinctMaxCollisions is the most hashes seen twice that DistinctKeys
+// checks against the keys; past it, it leaves the question to the sort (a
+// variable so tests can lower it).
+var distinctMaxCollisions = 1 << 16
 
 // distinctKeys reports whether no two rows of s have the same operator and
 // key, as far as it can tell with maxBytes of memory (see DistinctKeys).
@@ -51,13 +52,24 @@ func DistinctKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 			return true
 		})
 	})
-	chunks := make([][]uint64, parts)
-	for p := range chunks {
-		chunks[p] = hashes[p*n/parts : (p+1)*n/parts]
+	// Sorted a bucket of the top byte at a time, the hashes seen twice are
+	// neighbours.
+	starts := partitionTopByte(hashes)
+	var repeats [256][]uint64
+	ForEach(256, func(b int) {
+		bucket := hashes[starts[b]:starts[b+1]]
+		slices.Sort(bucket)
+		for i := 1; i < len(bucket); i++ {
+			if bucket[i] == bucket[i-1] && (i == 1 || bucket[i-2] != bucket[i]) {
+				repeats[b] = append(repeats[b], bucket[i])
+			}
+		}
+	})
+	var twice []uint64
+	for _, r := range repeats {
+		twice = append(twice, r...)
 	}
-	ForEach(parts, func(p int) { slices.Sort(chunks[p]) })
-	twice := repeated(chunks, distinctMaxCollisions)
-	if twice == nil {
+	if len(twice) > distinctMaxCollisions {
 		return false // too many to check
 	}
 	if len(twice) == 0 {
@@ -109,31 +121,30 @@ func rowHash(seed maphash.Seed, op uint64, key []byte) uint64 {
 	return h ^ h>>32
 }
 
-// repeated returns the values that occur more than once in the sorted
-// chunks (each value once), or nil when there are more than max of them.
-func repeated(chunks [][]uint64, max int) []uint64 {
-	twice := []uint64{}
-	var last uint64
-	have := false
-	for {
-		// The least head of the chunks (a few: a linear scan).
-		best := -1
-		for c, ch := range chunks {
-			if len(ch) > 0 && (best < 0 || ch[0] < chunks[best][0]) {
-				best = c
-			}
-		}
-		if best < 0 {
-			return twice
-		}
-		v := chunks[best][0]
-		chunks[best] = chunks[best][1:]
-		if have && v == last && (len(twice) == 0 || twice[len(twice)-1] != v) {
-			if len(twice) == max {
-				return nil
-			}
-			twice = append(twice, v)
-		}
-		last, have = v, true
+// partitionTopByte puts a's values in order of their top byte, in place
+// (each moved at most once, as in an American flag sort), and returns where
+// each byte's values start: those of byte b are a[starts[b]:starts[b+1]].
+func partitionTopByte(a []uint64) (starts [257]int) {
+	var count [256]int
+	for _, v := range a {
+		count[v>>56]++
 	}
+	for b := range 256 {
+		starts[b+1] = starts[b] + count[b]
+	}
+	next := [256]int(starts[:256])
+	for b := range 256 {
+		for next[b] < starts[b+1] {
+			v := a[next[b]]
+			// Carry v to its bucket, taking the value there on, until one
+			// that belongs here comes back.
+			for d := int(v >> 56); d != b; d = int(v >> 56) {
+				a[next[d]], v = v, a[next[d]]
+				next[d]++
+			}
+			a[next[b]] = v
+			next[b]++
+		}
+	}
+	return starts
 }

@@ -3,6 +3,7 @@ package savepoint
 import (
 	"fmt"
 	"hash/maphash"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -63,18 +64,56 @@ func TestDistinctKeys(t *testing.T) {
 	}
 }
 
-// repeated finds the values that occur more than once across sorted
-// chunks, once each, and gives up past its limit.
-func TestRepeated(t *testing.T) {
-	chunks := func() [][]uint64 { return [][]uint64{{1, 3, 3, 7, 9}, {2, 3, 8, 9, 9}, {}, {10}} }
-	if got := repeated(chunks(), 10); !slices.Equal(got, []uint64{3, 9}) {
-		t.Errorf("repeated: %v, want [3 9]", got)
+// Past distinctMaxCollisions hashes seen twice, DistinctKeys does not
+// look at the keys and says it cannot tell.
+func TestDistinctKeysTooManyCollisions(t *testing.T) {
+	defer func(h func(maphash.Seed, uint64, []byte) uint64, m int) { distinctHash, distinctMaxCollisions = h, m }(distinctHash, distinctMaxCollisions)
+	distinctHash = func(_ maphash.Seed, op uint64, key []byte) uint64 { return uint64(len(key)) }
+	var rows []Row
+	for i := range 200 { // keys of 2 and 3 bytes: two hashes, each seen many times
+		rows = append(rows, Row{Op: 1, Key: fmt.Appendf(nil, "%d", i+10)})
 	}
-	if got := repeated(chunks(), 1); got != nil {
-		t.Errorf("repeated past the limit: %v, want nil", got)
+	s := &Snapshot{Rows: rows}
+	for _, tc := range []struct {
+		max  int
+		want bool
+	}{{2, true}, {1, false}} {
+		distinctMaxCollisions = tc.max
+		if got := distinctKeys(s, 1<<20); got != tc.want {
+			t.Errorf("at most %d hashes seen twice: %v, want %v", tc.max, got, tc.want)
+		}
 	}
-	if got := repeated([][]uint64{{1, 2}, {3}}, 10); got == nil || len(got) != 0 {
-		t.Errorf("repeated with none: %v, want empty", got)
+}
+
+// partitionTopByte orders values by their top byte in place, keeping each
+// value, and says where each byte's values start.
+func TestPartitionTopByte(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 2, 255, 10000} {
+		a := make([]uint64, n)
+		for i := range a {
+			a[i] = r.Uint64()
+			if i%3 == 0 {
+				a[i] &= 0x03ffffffffffffff // crowd a few buckets
+			}
+		}
+		want := slices.Clone(a)
+		slices.Sort(want)
+		starts := partitionTopByte(a)
+		if starts[0] != 0 || starts[256] != n {
+			t.Fatalf("%d values: starts %d..%d", n, starts[0], starts[256])
+		}
+		for b := range 256 {
+			for i := starts[b]; i < starts[b+1]; i++ {
+				if int(a[i]>>56) != b {
+					t.Fatalf("%d values: value %#x at %d, in the bucket of byte %d", n, a[i], i, b)
+				}
+			}
+		}
+		slices.Sort(a)
+		if !slices.Equal(a, want) {
+			t.Fatalf("%d values: not the same values", n)
+		}
 	}
 }
 
