@@ -439,7 +439,7 @@ type spillSorter struct {
 type sortSet struct {
 	op          uint64
 	buf         []byte
-	at          []uint32
+	at          []uint32 // three offsets a row (see recordView)
 	order, lost []uint32
 	err         error
 	done        chan struct{}
@@ -533,7 +533,7 @@ func (s *spillSorter) sortBucket(b *bucket, set *sortSet) {
 	defer close(set.done)
 	set.buf, set.at, set.lost, set.err = set.buf[:0], set.at[:0], set.lost[:0], nil
 	set.buf = slices.Grow(set.buf, int(b.size))
-	set.at = slices.Grow(set.at, b.rows)
+	set.at = slices.Grow(set.at, 3*b.rows)
 	for _, ch := range b.chunks {
 		at := len(set.buf)
 		set.buf = set.buf[:at+ch.n]
@@ -543,8 +543,10 @@ func (s *spillSorter) sortBucket(b *bucket, set *sortSet) {
 	}
 	set.buf = append(set.buf, b.tail...)
 	for off := 0; off < len(set.buf); {
-		set.at = append(set.at, uint32(off))
-		_, n := nextRecord(set.buf[off:], b.op)
+		r, n := nextRecord(set.buf[off:], b.op)
+		ks := off + n - len(r.Value) - len(r.Key)
+		ke := ks + len(r.Key)
+		set.at = append(set.at, uint32(ks), uint32(ke), uint32(off+n))
 		off += n
 	}
 	set.op = b.op
@@ -628,23 +630,28 @@ func (s *spillSorter) split(b *bucket, depth int) error {
 }
 
 // recordView is the ColumnSource of a bucket read back: its records, where
-// each starts, and its operator.
+// each one's key starts and ends and its value ends (three offsets a row,
+// read once, so that the sort's comparisons decode no lengths), and its
+// operator.
 type recordView struct {
 	buf []byte
 	at  []uint32
 	op  uint64
 }
 
-func (v recordView) Len() int { return len(v.at) }
+func (v recordView) Len() int { return len(v.at) / 3 }
 
 func (v recordView) Row(i int) Row {
-	r, _ := nextRecord(v.buf[v.at[i]:], v.op)
-	return r
+	ks, ke, ve := v.at[3*i], v.at[3*i+1], v.at[3*i+2]
+	return Row{Op: v.op, Key: v.buf[ks:ke:ke], Value: v.buf[ke:ve:ve]}
 }
 
 func (v recordView) Op(int) uint64 { return v.op }
 
-func (v recordView) Key(i int) []byte { return v.Row(i).Key }
+func (v recordView) Key(i int) []byte {
+	ks, ke := v.at[3*i], v.at[3*i+1]
+	return v.buf[ks:ke:ke]
+}
 
 func (v recordView) Value(i int) []byte { return v.Row(i).Value }
 
