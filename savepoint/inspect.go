@@ -287,11 +287,51 @@ type inspSlotKey struct {
 
 type inspOp struct {
 	inspCounts
+	fileRows int // rows of the file being summarised, for subtasks
 	// slots are the counts of the rows without a slot (0) and of each
 	// slot by name (1): a lookup by a slot's bytes allocates nothing
 	// (rows in clink's hash-map order change slot nearly every row).
 	slots    [2]map[string]*inspCounts
 	subtasks map[int]int
+}
+
+// slotCache is a small direct-mapped cache of the counters of (op, slot)
+// pairs met, by the pair's operator and slot (length and first 16 bytes,
+// as two words).
+type slotCache [64]struct {
+	op      uint64
+	w0, w1  uint64
+	slen    int
+	hasSlot bool
+	slot    []byte // the slot, when longer than 16 bytes
+	o       *inspOp
+	sc      *inspCounts
+}
+
+// get returns the counters of operator op and the slot (hasSlot, name),
+// from the cache or else from make.
+func (c *slotCache) get(op uint64, hasSlot bool, name []byte, make func() (*inspOp, *inspCounts)) (*inspOp, *inspCounts) {
+	w0, w1 := slotWords(name)
+	h := (op ^ w0*0x9e3779b97f4a7c15 ^ w1*0xc2b2ae3d27d4eb4f ^ uint64(len(name))) * 0xff51afd7ed558ccd
+	e := &c[h>>58]
+	if e.o != nil && e.op == op && e.hasSlot == hasSlot && e.slen == len(name) && e.w0 == w0 && e.w1 == w1 &&
+		(len(name) <= 16 || bytes.Equal(e.slot, name)) {
+		return e.o, e.sc
+	}
+	o, sc := make()
+	e.op, e.w0, e.w1, e.slen, e.hasSlot, e.o, e.sc = op, w0, w1, len(name), hasSlot, o, sc
+	e.slot = append(e.slot[:0], name...) // name does not last
+	return o, sc
+}
+
+// slotWords returns the first 16 bytes of b, zero-padded, as two
+// little-endian words.
+func slotWords(b []byte) (uint64, uint64) {
+	var w [2]uint64
+	for i, c := range b[:min(len(b), 16)] {
+		w[i/8] |= uint64(c) << (8 * (i % 8))
+	}
+	return w[0], w[1]
 }
 
 // slot returns the counts of a slot of o, made if new.
@@ -402,11 +442,12 @@ func Summarize(sp *Savepoint) *Summary {
 		}
 
 		var fc inspCounts
-		// A strictly ordered file's key-group histogram is counted from the
-		// same runs (see keyGroupHistogram); out of range of its subtask,
-		// rows need the owner's file, and the histogram reads them again.
+		// A file's key-group histogram is counted from the same runs when
+		// it holds no (op, key) twice (see keyGroupHistogram); out of range
+		// of its subtask, rows need the owner's file, and the histogram
+		// reads them again.
 		_, strict := snap.Order()
-		pre := &kgRuns{usable: strict}
+		pre := &kgRuns{strict: strict, complete: true}
 		var rng KeyGroupRange
 		g, grouped := sp.GroupOf(f.Subtask)
 		grouped = grouped && sp.Kind != InputFile
@@ -414,38 +455,42 @@ func Summarize(sp *Savepoint) *Summary {
 			rng = g.Range(f.Subtask)
 		}
 		kgPre[f] = pre
-		// The last (op, slot) counters are cached: rows come grouped by
-		// operator and slot, and a map key from the slot bytes would
-		// allocate a string per row.
-		var lastOp uint64
-		var lastSlot []byte
-		var lastHas, haveLast bool
-		var o *inspOp
-		var sc *inspCounts
+		// The counters of recent (op, slot) pairs are cached: rows come
+		// grouped by operator and slot, or (in clink's hash-map order)
+		// change pair nearly every row among a few, and a lookup by the
+		// slot's bytes costs a map lookup or two.
+		var cache slotCache
+		var fileOps []*inspOp // the operators of this file, whose rows it counts
 		// A group of rows shares the operator, the kind and the slot.
 		snap.eachRun(f.ReleasePages, func(_ int, r Row, n int, kb, vb int64) {
 			k := ParseKey(r.Key)
 			fc.add(k.Kind, n, kb, vb)
-			if pre.usable && k.Kind == KindKeyed {
+			if pre.complete && k.Kind == KindKeyed {
 				if kg := int(r.Key[0]); !grouped || rng.Contains(kg) {
 					pre.counts[kg] += n
 				} else {
-					pre.usable = false
+					pre.complete = false
 				}
 			}
-			if !haveLast || r.Op != lastOp || k.HasSlot != lastHas || !bytes.Equal(k.Slot, lastSlot) {
-				o = ops[r.Op]
+			o, sc := cache.get(r.Op, k.HasSlot, k.Slot, func() (*inspOp, *inspCounts) {
+				o := ops[r.Op]
 				if o == nil {
 					o = &inspOp{subtasks: map[int]int{}}
 					ops[r.Op] = o
 				}
-				sc = o.slot(k.HasSlot, k.Slot)
-				lastOp, lastSlot, lastHas, haveLast = r.Op, append(lastSlot[:0], k.Slot...), k.HasSlot, true // r's key does not last
-			}
+				if o.fileRows == 0 {
+					fileOps = append(fileOps, o)
+				}
+				return o, o.slot(k.HasSlot, k.Slot)
+			})
 			o.add(k.Kind, n, kb, vb)
-			o.subtasks[f.Subtask] += n
+			o.fileRows += n
 			sc.add(k.Kind, n, kb, vb)
 		})
+		for _, o := range fileOps {
+			o.subtasks[f.Subtask] += o.fileRows
+			o.fileRows = 0
+		}
 		f.ReleasePages()
 		fs.Rows, fs.Keyed, fs.Operator, fs.Raw, fs.KeyBytes, fs.ValueBytes = fc.rows, fc.keyed, fc.operator, fc.raw, fc.keyBytes, fc.valueBytes
 		s.Files = append(s.Files, fs)
@@ -529,11 +574,12 @@ func Summarize(sp *Savepoint) *Summary {
 }
 
 // kgRuns is a file's keyed rows per key group, counted from its runs while
-// summarising it: usable when the file is strictly ordered and every run
-// lay in its subtask's range, which is what keyGroupHistogram would count.
+// summarising it; complete when every run lay in its subtask's range. Then
+// they are what keyGroupHistogram would count if the file holds no (op,
+// key) twice: when it is strictly ordered, or its rows' hashes show it.
 type kgRuns struct {
-	usable bool
-	counts [NumKeyGroups]int
+	strict, complete bool
+	counts           [NumKeyGroups]int
 }
 
 // keyGroupHistogram counts the logical keyed rows per key group. Each file's
@@ -555,7 +601,7 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 		if f.Snapshot == nil {
 			continue
 		}
-		if p := pre[f]; p != nil && p.usable {
+		if p := pre[f]; p != nil && p.complete && (p.strict || distinctKeys(f.Snapshot, distinctBudget(f))) {
 			for kg, n := range p.counts {
 				h.Counts[kg] += n
 			}

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -423,5 +424,40 @@ func TestBatchSizes(t *testing.T) {
 		if got := batchSizes(c.rows); got != c.want {
 			t.Errorf("%v: %q, want %q", c.rows, got, c.want)
 		}
+	}
+}
+
+// The (op, slot) cache of Summarize tells apart slots that share their
+// first 16 bytes, a slot from no slot, and operators, in an order that
+// changes pair every row (more pairs than it holds: make finds the
+// evicted ones again, as Summarize's maps do).
+func TestSlotCache(t *testing.T) {
+	var c slotCache
+	long := strings.Repeat("s", 16)
+	type pair struct {
+		op   uint64
+		has  bool
+		name string
+	}
+	made := map[pair]*inspCounts{}
+	for round := 0; round < 3; round++ {
+		for op := uint64(1); op <= 40; op++ {
+			for _, p := range []pair{{op, true, "agg"}, {op, true, long + "x"}, {op, true, long + "y"}, {op, false, ""}, {op, true, ""}, {op, true, "agg\x00"}} {
+				name := []byte(p.name)
+				_, sc := c.get(p.op, p.has, name, func() (*inspOp, *inspCounts) {
+					if made[p] == nil {
+						made[p] = &inspCounts{}
+					}
+					return &inspOp{}, made[p]
+				})
+				clear(name) // the caller's bytes change; the cache keeps its own
+				if sc != made[p] {
+					t.Fatalf("round %d, %+v: the counters of another pair", round, p)
+				}
+			}
+		}
+	}
+	if len(made) != 40*6 {
+		t.Errorf("%d pairs, want %d", len(made), 40*6)
 	}
 }
