@@ -9,6 +9,17 @@ import (
 	"testing"
 )
 
+// openAsIs writes rows to a file in the order given and opens it memory-mapped,
+// as the CLI does (vtOpen).
+func openAsIs(t *testing.T, rows []Row) *Savepoint {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "f.snap")
+	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true}); err != nil {
+		t.Fatal(err)
+	}
+	return vtOpen(t, path, OpenOptions{AllowMissingSidecar: true})
+}
+
 // distinctKeys tells rows that share (op, key) from rows that only share a
 // hash, and leaves to the sort what it has no memory for.
 func TestDistinctKeys(t *testing.T) {
@@ -45,16 +56,7 @@ func TestDistinctKeys(t *testing.T) {
 			for _, columnar := range []bool{false, true} {
 				s := &Snapshot{Rows: tc.rows}
 				if columnar {
-					path := filepath.Join(t.TempDir(), "f.snap")
-					if _, err := WriteSnapshotFile(path, nil, tc.rows, SnapshotOptions{AsIs: true}); err != nil {
-						t.Fatal(err)
-					}
-					sp, err := Open(path, OpenOptions{Columnar: true, AllowMissingSidecar: true})
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer sp.Close()
-					s = sp.Files[0].Snapshot
+					s = openAsIs(t, tc.rows).Files[0].Snapshot
 				}
 				if got := distinctKeys(s, tc.maxBytes); got != tc.want {
 					t.Errorf("columnar %v: %v, want %v", columnar, got, tc.want)
@@ -134,15 +136,7 @@ func TestKeyGroupHistogramUnsorted(t *testing.T) {
 		{"a key stored twice", append(slices.Clone(rows), rows[1234]), 5000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "f.snap")
-			if _, err := WriteSnapshotFile(path, nil, tc.rows, SnapshotOptions{AsIs: true}); err != nil {
-				t.Fatal(err)
-			}
-			sp, err := Open(path, OpenOptions{Columnar: true, AllowMissingSidecar: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sp.Close()
+			sp := openAsIs(t, tc.rows)
 			if sorted, _ := sp.Files[0].Snapshot.Order(); sorted {
 				t.Fatal("the file is sorted")
 			}

@@ -311,9 +311,8 @@ type slotCache [64]struct {
 // get returns the counters of operator op and the slot (hasSlot, name),
 // from the cache or else from make.
 func (c *slotCache) get(op uint64, hasSlot bool, name []byte, make func() (*inspOp, *inspCounts)) (*inspOp, *inspCounts) {
-	w0, w1 := slotWords(name)
-	h := (op ^ w0*0x9e3779b97f4a7c15 ^ w1*0xc2b2ae3d27d4eb4f ^ uint64(len(name))) * 0xff51afd7ed558ccd
-	e := &c[h>>58]
+	w0, w1 := PrefixWords(name)
+	e := &c[PrefixHash(op, w0, w1, len(name))>>58]
 	if e.o != nil && e.op == op && e.hasSlot == hasSlot && e.slen == len(name) && e.w0 == w0 && e.w1 == w1 &&
 		(len(name) <= 16 || bytes.Equal(e.slot, name)) {
 		return e.o, e.sc
@@ -322,16 +321,6 @@ func (c *slotCache) get(op uint64, hasSlot bool, name []byte, make func() (*insp
 	e.op, e.w0, e.w1, e.slen, e.hasSlot, e.o, e.sc = op, w0, w1, len(name), hasSlot, o, sc
 	e.slot = append(e.slot[:0], name...) // name does not last
 	return o, sc
-}
-
-// slotWords returns the first 16 bytes of b, zero-padded, as two
-// little-endian words.
-func slotWords(b []byte) (uint64, uint64) {
-	var w [2]uint64
-	for i, c := range b[:min(len(b), 16)] {
-		w[i/8] |= uint64(c) << (8 * (i % 8))
-	}
-	return w[0], w[1]
 }
 
 // slot returns the counts of a slot of o, made if new.

@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 )
@@ -250,4 +251,33 @@ func RestoreKeyGroup(stored []byte) (kg int, filtered bool) {
 		return -1, false
 	}
 	return int(stored[0]), true
+}
+
+// PrefixWords returns the first 16 bytes of b, zero-padded, as two
+// little-endian words: a short prefix of a key (a slot name, a key group
+// and slot) compared, or hashed, as two words instead of as bytes.
+func PrefixWords(b []byte) (uint64, uint64) {
+	switch {
+	case len(b) >= 16:
+		return binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+	case len(b) >= 8:
+		return binary.LittleEndian.Uint64(b), partialWord(b[8:])
+	}
+	return partialWord(b), 0
+}
+
+// partialWord is the little-endian word of b (up to 8 bytes), zero-padded.
+func partialWord(b []byte) uint64 {
+	var w uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		w = w<<8 | uint64(b[i])
+	}
+	return w
+}
+
+// PrefixHash mixes an operator and a prefix of n bytes whose PrefixWords
+// are w0 and w1 into 64 bits, for tables looked up by (op, prefix): their
+// top bits pick an entry.
+func PrefixHash(op, w0, w1 uint64, n int) uint64 {
+	return (op ^ w0*0x9e3779b97f4a7c15 ^ w1*0xc2b2ae3d27d4eb4f ^ uint64(n)) * 0xff51afd7ed558ccd
 }

@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"strconv"
 	"strings"
@@ -337,5 +338,19 @@ func TestKeyGroupRangeMethods(t *testing.T) {
 	}
 	if !(KeyGroupRange{5, 3}).Empty() {
 		t.Fatal("inverted range not empty")
+	}
+}
+
+// PrefixWords reads the first 16 bytes of a prefix of any length, padded
+// with zeros, as two little-endian words.
+func TestPrefixWords(t *testing.T) {
+	b := []byte("0123456789abcdefghij")
+	for n := 0; n <= len(b); n++ {
+		var pad [16]byte
+		copy(pad[:], b[:n])
+		w0, w1 := PrefixWords(b[:n])
+		if w0 != binary.LittleEndian.Uint64(pad[:8]) || w1 != binary.LittleEndian.Uint64(pad[8:]) {
+			t.Errorf("%d bytes: %#x %#x, want the words of %q", n, w0, w1, pad)
+		}
 	}
 }

@@ -87,32 +87,10 @@ type slotPlans struct {
 	plans  *[savepoint.NumKeyGroups]*prefixPlan
 }
 
-// prefixWords returns the first 16 bytes of prefix, zero-padded, as two
-// little-endian words.
-func prefixWords(prefix []byte) (uint64, uint64) {
-	switch {
-	case len(prefix) >= 16:
-		return binary.LittleEndian.Uint64(prefix), binary.LittleEndian.Uint64(prefix[8:])
-	case len(prefix) >= 8:
-		return binary.LittleEndian.Uint64(prefix), partialWord(prefix[8:])
-	}
-	return partialWord(prefix), 0
-}
-
-// partialWord is the little-endian word of b (up to 8 bytes), zero-padded.
-func partialWord(b []byte) uint64 {
-	var w uint64
-	for i := len(b) - 1; i >= 0; i-- {
-		w = w<<8 | uint64(b[i])
-	}
-	return w
-}
-
 // planSlot returns where in planCache.bySlot the plans of op and a slot
 // part of slen bytes starting with words w0 and w1 go.
 func planSlot(op, w0, w1 uint64, slen int) int {
-	h := (op ^ w0*0x9e3779b97f4a7c15 ^ w1*0xc2b2ae3d27d4eb4f ^ uint64(slen)) * 0xff51afd7ed558ccd
-	return int(h >> (64 - slotTableBits))
+	return int(savepoint.PrefixHash(op, w0, w1, slen) >> (64 - slotTableBits))
 }
 
 // planFor returns the plan for the prefix of the keyed row r (k parsed).
@@ -124,7 +102,7 @@ func (w *worker) planFor(r savepoint.Row, k savepoint.Key) *prefixPlan {
 		return p
 	}
 	kg, part := k.KeyGroup, prefix[1:] // a keyed row's key group is below 128
-	w0, w1 := prefixWords(part)
+	w0, w1 := savepoint.PrefixWords(part)
 	e := &c.bySlot[planSlot(r.Op, w0, w1, len(part))]
 	if e.plans != nil && e.op == r.Op && e.slen == len(part) && e.w0 == w0 && e.w1 == w1 {
 		if p := e.plans[kg]; p != nil && (len(part) <= 16 || bytes.Equal(p.prefix[1:], part)) {

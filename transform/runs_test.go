@@ -3,7 +3,6 @@ package transform
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -363,7 +362,7 @@ func TestPlanForDistinguishesPrefixes(t *testing.T) {
 	key := savepoint.EncodeKeyedKey([]byte("agg"), []byte{1})
 	k := savepoint.ParseKey(key)
 	part := key[1 : len(key)-len(k.UserKey)]
-	w0, w1 := prefixWords(part)
+	w0, w1 := savepoint.PrefixWords(part)
 	other := uint64(2)
 	for planSlot(other, w0, w1, len(part)) != planSlot(1, w0, w1, len(part)) {
 		other++
@@ -371,20 +370,6 @@ func TestPlanForDistinguishesPrefixes(t *testing.T) {
 	for _, op := range []uint64{1, other, 1, other} {
 		if p := w.planFor(savepoint.Row{Op: op, Key: key}, k); p.op != op {
 			t.Fatalf("op %d: the plan of op %d, which shares its slot", op, p.op)
-		}
-	}
-}
-
-// prefixWords reads the first 16 bytes of a prefix of any length, padded
-// with zeros, as two little-endian words.
-func TestPrefixWords(t *testing.T) {
-	b := []byte("0123456789abcdefghij")
-	for n := 0; n <= len(b); n++ {
-		var pad [16]byte
-		copy(pad[:], b[:n])
-		w0, w1 := prefixWords(b[:n])
-		if w0 != binary.LittleEndian.Uint64(pad[:8]) || w1 != binary.LittleEndian.Uint64(pad[8:]) {
-			t.Errorf("%d bytes: %#x %#x, want the words of %q", n, w0, w1, pad)
 		}
 	}
 }
