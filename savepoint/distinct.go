@@ -103,9 +103,10 @@ func DistinctKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 	return !dup
 }
 
-// distinctBudget is the memory distinctKeys may use for file f: a quarter
-// of its bytes, or 64 MiB for a smaller one.
-func distinctBudget(f *File) int64 {
+// DistinctBudget is the memory DistinctKeys may use for the rows of file f
+// (or rows taken from it): a quarter of its bytes, or 64 MiB for a smaller
+// one.
+func DistinctBudget(f *File) int64 {
 	return max(64<<20, f.Size/4)
 }
 

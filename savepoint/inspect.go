@@ -590,7 +590,7 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 		if f.Snapshot == nil {
 			continue
 		}
-		if p := pre[f]; p != nil && p.complete && (p.strict || distinctKeys(f.Snapshot, distinctBudget(f))) {
+		if p := pre[f]; p != nil && p.complete && (p.strict || distinctKeys(f.Snapshot, DistinctBudget(f))) {
 			for kg, n := range p.counts {
 				h.Counts[kg] += n
 			}
@@ -643,7 +643,7 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 			return true
 		})
 		f.ReleasePages()
-		if distinctKeys(f.Snapshot, distinctBudget(f)) {
+		if distinctKeys(f.Snapshot, DistinctBudget(f)) {
 			continue
 		}
 		ix := index(f)

@@ -798,7 +798,7 @@ func (v *validator) checkOrder(f *File) {
 			break
 		}
 	}
-	if distinctKeys(s, distinctBudget(f)) {
+	if distinctKeys(s, DistinctBudget(f)) {
 		return // no duplicates, shown without sorting
 	}
 	ix := v.index(f)

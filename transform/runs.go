@@ -203,24 +203,18 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	before, after := w.counts(p)
-	*before += int64(n)
 	if len(p.live) == 0 {
-		if p.dropBy >= 0 {
-			c := &res.rules[p.dropBy]
-			c.matched += int64(n)
-			c.dropped += int64(n)
-			res.changed = true
-			*after -= int64(n)
-			return n, nil
+		last := r
+		if p.dropBy < 0 && n > 1 {
+			if last, err = w.scanRow(i + n - 1); err != nil {
+				return 0, err
+			}
 		}
-		last, err := w.scanRow(i + n - 1)
-		if err != nil {
-			return 0, err
-		}
-		w.keepRun(i, n, r, last, inc)
+		w.wholeRun(i, n, r, last, inc, p)
 		return n, nil
 	}
+	before, after := w.counts(p)
+	*before += int64(n)
 	// Some steps must see each row: the user keys differ, the prefix
 	// (and so op, key group and slot) does not. Kept rows are appended a
 	// streak of consecutive ones at a time.
@@ -367,24 +361,30 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 	return n, nil
 }
 
+// wholeRun counts the n rows of a run that plan p decides whole (no step
+// sees each row) and drops them, or keeps them: first and last are the
+// run's first and last rows, inc whether its keys strictly increase.
+func (w *worker) wholeRun(i, n int, first, last savepoint.Row, inc bool, p *prefixPlan) {
+	before, after := w.counts(p)
+	*before += int64(n)
+	if p.dropBy >= 0 {
+		c := &w.res.rules[p.dropBy]
+		c.matched += int64(n)
+		c.dropped += int64(n)
+		w.res.changed = true
+		*after -= int64(n)
+		return
+	}
+	w.keepRun(i, n, first, last, inc)
+}
+
 // runOfOne is run for row i alone (r its operator and key, p its plan),
-// without looking at the rows after it: the same counts, index and order
-// bookkeeping as a run of one row.
+// without looking at the rows after it.
 func (w *worker) runOfOne(i int, r savepoint.Row, p *prefixPlan) (int, error) {
 	if len(p.live) > 0 || p.purges != nil {
 		return w.run(i, i+1, r, p)
 	}
-	before, after := w.counts(p)
-	*before++
-	if p.dropBy >= 0 {
-		c := &w.res.rules[p.dropBy]
-		c.matched++
-		c.dropped++
-		w.res.changed = true
-		*after--
-		return 1, nil
-	}
-	w.keepRun(i, 1, r, r, true)
+	w.wholeRun(i, 1, r, r, true, p)
 	return 1, nil
 }
 

@@ -349,7 +349,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 		}
 	}
 	if res.changed && !sorted {
-		if e.dry && savepoint.DistinctKeys(out.Len(), out.eachKeyIn, max(64<<20, f.Size/4)) {
+		if e.dry && savepoint.DistinctKeys(out.Len(), out.eachKeyIn, savepoint.DistinctBudget(f)) {
 			// A plan writes nothing, and with no duplicate to take back
 			// sorting the rows would change no count.
 			return res
@@ -715,7 +715,7 @@ func (o *outRows) eachKeyIn(lo, hi int, fn func(i int, op uint64, key []byte) bo
 	x := &o.idx
 	if x.dense != nil {
 		for p := lo; p < hi; p++ {
-			if !visit(p, o.Op(p), o.Key(p)) {
+			if !fn(p, o.Op(p), o.Key(p)) {
 				return
 			}
 		}
