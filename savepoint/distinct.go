@@ -11,8 +11,9 @@ import (
 //
 // A file in clink's own order is a dump of a hash map, so it has no two rows
 // with the same operator and key; but showing that by sorting its rows (an
-// index of them, through the key column again and again) costs more than
-// everything else inspect and validate do with it. A 64-bit hash of each
+// index of them, through the key column again and again, or through
+// temporary files) costs more than everything else inspect, validate and
+// plan do with it. A 64-bit hash of each
 // row's operator and key shows it in one pass over the keys: rows whose
 // hashes differ differ. The hashes are sorted, and those that occur twice
 // are looked at again with their rows' keys; a true duplicate sends the
