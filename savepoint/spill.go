@@ -343,6 +343,10 @@ func (p *partition) add(r Row) error {
 // variable so tests can lower it).
 var spillPartRows = 1 << 18
 
+// spillReleaseRows: the first pass calls SpillOptions.Release every this
+// many rows of a part (a variable so tests can lower it).
+var spillReleaseRows = 1 << 18
+
 // partitionAll routes every row of src to buckets by operator and first key
 // byte. Parts of the rows are routed at once, one per CPU, each to buckets
 // of its own; the buckets of the parts are then joined in the parts' order,
@@ -358,6 +362,9 @@ func partitionAll(c *chunkWriter, src ColumnSource, budget int, release func()) 
 		faults.Go(func() { errs[i] = ps[i].addRange(src, i*n/parts, (i+1)*n/parts, release) })
 	}
 	faults.Wait()
+	if release != nil {
+		release() // the rows read since each part's last release
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -403,11 +410,17 @@ func (p *partition) addRange(src ColumnSource, lo, hi int, release func()) error
 	for i := lo; i < hi; {
 		if release != nil && i >= next {
 			release()
-			next = i + 1<<18
+			next = i + spillReleaseRows
 		}
 		if runs != nil {
 			if b, blo, m, ok := runs.Run(i); ok {
 				m = min(m, hi-i)
+				if release != nil {
+					// A run can be every row (rules that keep them
+					// all): it stops at the next release, or the pages
+					// it read would all stay resident.
+					m = min(m, next-i)
+				}
 				for j := blo; j < blo+m; j++ {
 					if err := p.add(b.Row(j)); err != nil {
 						return err

@@ -184,3 +184,32 @@ func TestSortOrderGrouped(t *testing.T) {
 		}
 	}
 }
+
+// The first pass of the external sort calls Release every spillReleaseRows
+// rows, also inside one run of every row (a rescale keeps them all), and
+// once at its end, so that the pages of a mapped input it has read leave
+// the resident set as it goes and none stay after.
+func TestSortSpilledReleasesWithinARun(t *testing.T) {
+	defer func(p, r int) { spillPartRows, spillReleaseRows = p, r }(spillPartRows, spillReleaseRows)
+	spillPartRows, spillReleaseRows = 1<<20, 100 // one part
+	rows := spillRows(rand.New(rand.NewPCG(5, 6)), 1000)
+	sp := openAsIs(t, rows)
+	cur := sp.Files[0].Snapshot.NewCursor()
+	all := selection{cur: cur}
+	for i := range rows {
+		all.idx = append(all.idx, i)
+	}
+	if _, _, n, _ := all.Run(0); n != len(rows) {
+		t.Fatalf("a run of %d rows, want all %d", n, len(rows))
+	}
+	releases := 0
+	s, err := SortSpilled(all, SpillOptions{Dir: t.TempDir(), Release: func() { releases++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// One at the start of each 100 rows, and one after the last.
+	if want := len(rows)/100 + 1; s.Snapshot().NumRows() == 0 || releases != want {
+		t.Errorf("%d releases over %d rows, want %d: one every 100 rows and one at the end", releases, len(rows), want)
+	}
+}
