@@ -596,7 +596,13 @@ func mergeSorted(olds []*outRows, pos []rowIndex, ops []savepoint.Row, release f
 			c.k, c.off = c.k+1, 0
 		}
 		if m.Len() >= next {
-			release() // the keys compared stay cached, not resident
+			// The keys compared stay cached, not resident: those of the
+			// input (release) and those of the old outputs, which are
+			// sorted copies of the inputs that were out of order.
+			release()
+			for _, o := range olds {
+				o.release()
+			}
 			next = m.Len() + releaseRows + 1
 		}
 	}

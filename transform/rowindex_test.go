@@ -113,3 +113,39 @@ func TestOutRowsEachKeyIn(t *testing.T) {
 		}
 	}
 }
+
+// A rescale's merge compares keys through the old outputs, which for inputs
+// out of order are sorted copies in mapped temporary files: it releases
+// their pages as it goes, as it does the input's, or they would all stay
+// resident (a shuffled tree's rescale held more than its own size).
+func TestMergeSortedReleasesOldOutputs(t *testing.T) {
+	var olds []*outRows
+	pos := make([]rowIndex, 2)
+	released := make([]int, 2)
+	for s := range 2 {
+		var rows []savepoint.Row
+		for i := range 50 {
+			rows = append(rows, savepoint.Row{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), fmt.Appendf(nil, "k%03d", 2*i+s))})
+		}
+		slices.SortFunc(rows, func(a, b savepoint.Row) int { return a.Compare(b) })
+		o := &outRows{cur: (&savepoint.Snapshot{Rows: rows}).NewCursor(), release: func() { released[s]++ }}
+		o.idx.appendRun(0, len(rows)) // its output: every row, in order
+		olds = append(olds, o)
+		pos[s].appendRun(0, len(rows)) // all go to the new file
+	}
+	inputReleases := 0
+	m := mergeSorted(olds, pos, nil, func() { inputReleases++ })
+	if m.Len() != 100 {
+		t.Fatalf("%d rows merged, want 100", m.Len())
+	}
+	for i := 1; i < m.Len(); i++ {
+		a, ai := m.at(i - 1)
+		b, bi := m.at(i)
+		if a.Row(ai).Compare(b.Row(bi)) >= 0 {
+			t.Fatalf("row %d not after row %d", i, i-1)
+		}
+	}
+	if inputReleases == 0 || released[0] == 0 || released[1] == 0 {
+		t.Errorf("releases: input %d, old outputs %v; want each at least once", inputReleases, released)
+	}
+}
