@@ -107,7 +107,8 @@ func (t *TreeWriter) WriteSubtaskFrom(i int, md Metadata, src RowSource, compres
 }
 
 // WriteSubtaskWith is WriteSubtaskFrom with the options of the payload
-// (compression, progress, jobs); sidecar and checkpoint id are the tree's.
+// (compression, progress, jobs, and AsIs for a file-backend payload of rows
+// in any order); sidecar and checkpoint id are the tree's.
 func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts SnapshotOptions) (FileInfo, error) {
 	compression := opts.Compression
 	d, err := t.subtaskDir(i)
@@ -134,7 +135,7 @@ func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts Sn
 		})
 		return info, err
 	}
-	return WriteSnapshotFrom(filepath.Join(d, t.PayloadName()), md, src, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt, Progress: opts.Progress, Jobs: opts.Jobs})
+	return WriteSnapshotFrom(filepath.Join(d, t.PayloadName()), md, src, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt, Progress: opts.Progress, Jobs: opts.Jobs, AsIs: opts.AsIs})
 }
 
 // CopySubtask copies an unchanged input file byte for byte (with its sidecar,

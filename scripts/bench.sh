@@ -3,7 +3,7 @@
 #
 # For each size it generates a snapshot in canonical order (as sptool writes
 # and RocksDB exports), and at 10M rows also one in clink's hash-map order
-# (shuffled) and a 4-subtask tree, then times each operation and its peak
+# (shuffled) and 4-subtask trees in both orders, then times each operation and its peak
 # resident memory next to `cp` of the same input. Ratios are what to
 # compare: absolute times drift between machines and with load.
 #
@@ -202,6 +202,10 @@ for n in $SIZES; do
 		t="$DIR/tree-$n"
 		[ -d "$t" ] || "$DIR/spgen" bigtree "$t" "$n" 4
 		bench_tree "$n rows in a 4-subtask tree" "$t"
+		# A tree as clink writes it: every file in hash-map order.
+		t="$DIR/shuffled-tree-$n"
+		[ -d "$t" ] || "$DIR/spgen" bigtree "$t" "$n" 4 --shuffled
+		bench_tree "$n rows in a 4-subtask tree, clink's hash-map order" "$t"
 	fi
 done
 [ -z "${BENCH_LARGE:-}" ] || bench_large

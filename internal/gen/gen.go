@@ -140,6 +140,9 @@ type BigOptions struct {
 	// KeyPad appends this many bytes to each 8-byte user key (large
 	// columns without more rows).
 	KeyPad int
+	// ShuffledTree writes the files of WriteBigTree in clink's hash-map
+	// order too (its files are otherwise canonical, whatever Sorted says).
+	ShuffledTree bool
 	// Keep, when set, keeps only the rows of the key groups it accepts
 	// (the others are generated and dropped, so the kept rows are the same
 	// as in the whole set).
@@ -213,7 +216,14 @@ func WriteBigTree(dir string, o BigOptions, p int) error {
 	// One subtask at a time: only its rows are in memory.
 	for s := 0; s < p; s++ {
 		o.Keep = func(kg int) bool { return savepoint.SubtaskForKeyGroup(kg, p) == s }
-		if _, err := tw.WriteSubtask(s, md, BigRows(o), savepoint.CompressNone); err != nil {
+		var err error
+		if o.ShuffledTree {
+			o.Sorted = false
+			_, err = tw.WriteSubtaskWith(s, md, savepoint.RowSlice(BigRows(o)), savepoint.SnapshotOptions{AsIs: true})
+		} else {
+			_, err = tw.WriteSubtask(s, md, BigRows(o), savepoint.CompressNone)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,7 @@
 //
 //	go run ./internal/gen/spgen example DIR
 //	go run ./internal/gen/spgen big FILE ROWS [--sorted] [--key-pad N]
-//	go run ./internal/gen/spgen bigtree DIR ROWS SUBTASKS [--key-pad N]
+//	go run ./internal/gen/spgen bigtree DIR ROWS SUBTASKS [--shuffled] [--key-pad N]
 package main
 
 import (
@@ -43,7 +43,7 @@ func run(args []string) error {
 		return gen.WriteBig(args[1], o)
 	case "bigtree":
 		if len(args) < 4 {
-			return fmt.Errorf("usage: spgen bigtree DIR ROWS SUBTASKS")
+			return fmt.Errorf("usage: spgen bigtree DIR ROWS SUBTASKS [--shuffled]")
 		}
 		n, err1 := strconv.Atoi(args[2])
 		p, err2 := strconv.Atoi(args[3])
@@ -59,13 +59,16 @@ func run(args []string) error {
 	return fmt.Errorf("unknown kind %q (example, big or bigtree)", args[0])
 }
 
-// bigFlags parses --key-pad N and, for a file, --sorted (a tree's files are
-// always written in canonical order).
+// bigFlags parses --key-pad N and, for a file, --sorted (a file is
+// otherwise in clink's hash-map order), for a tree --shuffled (a tree's
+// files are otherwise canonical).
 func bigFlags(args []string, o *gen.BigOptions, file bool) error {
 	for i := 0; i < len(args); i++ {
 		switch {
 		case args[i] == "--sorted" && file:
 			o.Sorted = true
+		case args[i] == "--shuffled" && !file:
+			o.ShuffledTree = true
 		case args[i] == "--key-pad":
 			if i+1 == len(args) {
 				return fmt.Errorf("--key-pad needs a byte count")
