@@ -320,19 +320,30 @@ func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Optio
 		err = p.single(f, opts.PerFile, &res.Union)
 	} else {
 		var seq func(func(savepoint.UnionRow) bool)
+		dupes := 0
 		if opts.PerFile {
 			seq = sp.StoredSeq()
 		} else {
-			seq = sp.UnionSeq(&res.Union)
+			var u *savepoint.Savepoint
+			var done func()
+			if u, dupes, done, err = p.spillUnsorted(sp); err == nil {
+				defer done()
+				seq = u.UnionSeq(&res.Union)
+			}
 		}
-		for u := range seq {
-			if err = p.add(u); err != nil {
-				break
+		if err == nil {
+			for u := range seq {
+				if err = p.add(u); err != nil {
+					break
+				}
 			}
 		}
 		if err == nil {
 			err = p.flush()
 		}
+		// The rows the sorts dropped as duplicates were stored rows.
+		res.Union.StoredRows += dupes
+		res.Union.FileDuplicates += dupes
 	}
 	if cerr := s.close(err); err == nil {
 		err = cerr
@@ -738,6 +749,52 @@ func (p *pipeline) singleSpilled(f *savepoint.File, perFile bool, st *savepoint.
 	}
 	st.StoredRows, st.FileDuplicates = n, dupes
 	return true, err
+}
+
+// spillUnsorted returns sp with each file of spillRows rows or more that is
+// not strictly in canonical order replaced by a sorted copy in a temporary
+// file (as singleSpilled sorts a single file), the rows those sorts dropped
+// as duplicates, and a function that removes the copies. The union of a
+// tree then reads each file in order, instead of gathering its rows, in
+// sort order, from all over its map: the whole file resident, and a fault
+// for nearly every row once its pages are released.
+func (p *pipeline) spillUnsorted(sp *savepoint.Savepoint) (*savepoint.Savepoint, int, func(), error) {
+	var copies []*savepoint.Spilled
+	done := func() {
+		for _, c := range copies {
+			c.Close()
+		}
+	}
+	var files []*savepoint.File
+	dupes := 0
+	for i, f := range sp.Files {
+		if f.Snapshot == nil || f.Snapshot.NumRows() < spillRows {
+			continue
+		}
+		if _, strict := f.Snapshot.Order(); strict {
+			continue
+		}
+		sorted, err := savepoint.SortSpilled(f.Snapshot.NewCursor(), savepoint.SpillOptions{
+			Dir:     p.tempDir,
+			Release: f.ReleasePages,
+			Dropped: func(savepoint.Row) { dupes++ },
+		})
+		if err != nil {
+			done()
+			return nil, 0, nil, fmt.Errorf("%s: sort the rows: %w", f.Path, err)
+		}
+		copies = append(copies, sorted)
+		if files == nil {
+			files = slices.Clone(sp.Files)
+		}
+		files[i] = sorted.File(f)
+	}
+	if files == nil {
+		return sp, 0, done, nil
+	}
+	u := *sp
+	u.Files = files
+	return &u, dupes, done, nil
 }
 
 // gatherBlock is the number of rows pipeline.warm loads ahead.
