@@ -190,12 +190,9 @@ type unioner struct {
 // stable sort (stream order kept among equal keys).
 func sortedIndex(c *Cursor, dedup bool) ([]uint32, int) {
 	n := c.Len()
-	inOrder := true
-	for i := 1; i < n && inOrder; i++ {
-		cmp := c.Row(i - 1).Compare(c.Row(i))
-		inOrder = cmp < 0 || !dedup && cmp == 0
-	}
-	if inOrder {
+	// The order check reads the keys with pread, a block at a time (see
+	// Snapshot.Order): through the map it left the whole file resident.
+	if sorted, strict := c.s.Order(); strict || sorted && !dedup {
 		return nil, n
 	}
 	if !dedup {
