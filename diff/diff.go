@@ -48,7 +48,14 @@ type Options struct {
 	// Rules, when set, decodes the samples' keys and values with its slot
 	// declarations (its rules are not applied).
 	Rules *rules.Set
+	// TempDir is where files of a million rows or more in clink's hash-map
+	// order are sorted, through temporary files ("" for os.TempDir()).
+	TempDir string
 }
+
+// sortRows is the fewest rows of a file out of order that Compare reads
+// through a sorted copy (a variable so tests can lower it).
+var sortRows = 1 << 20
 
 // Result is the outcome of a comparison.
 type Result struct {
@@ -222,9 +229,23 @@ func Compare(a, b *savepoint.Savepoint, opts Options) *Result {
 	res := &Result{Operators: []Operator{}, Versions: []VersionChange{}, Metadata: []MetadataChange{}, Warnings: []string{}}
 	d := &differ{opts: opts, slots: map[slotKey]*Slot{}}
 	var sa, sb savepoint.UnionStats
-	nextA, stopA := iter.Pull(a.UnionSeq(&sa))
+	// Large files out of order are read through sorted copies; should that
+	// fail (no room for them), in place, as smaller ones are.
+	inOrder := func(sp *savepoint.Savepoint, name string) (*savepoint.Savepoint, int, func()) {
+		v, dropped, done, err := sp.InOrder(opts.TempDir, sortRows)
+		if err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %v; its files are read in place", name, err))
+			return sp, 0, func() {}
+		}
+		return v, dropped, done
+	}
+	va, droppedA, doneA := inOrder(a, "A")
+	defer doneA()
+	vb, droppedB, doneB := inOrder(b, "B")
+	defer doneB()
+	nextA, stopA := iter.Pull(va.UnionSeq(&sa))
 	defer stopA()
-	nextB, stopB := iter.Pull(b.UnionSeq(&sb))
+	nextB, stopB := iter.Pull(vb.UnionSeq(&sb))
 	defer stopB()
 	ra, okA := nextA()
 	rb, okB := nextB()
@@ -251,6 +272,9 @@ func Compare(a, b *savepoint.Savepoint, opts Options) *Result {
 			rb, okB = nextB()
 		}
 	}
+	// The rows the sorts dropped as duplicates were stored rows.
+	sa.StoredRows, sa.FileDuplicates = sa.StoredRows+droppedA, sa.FileDuplicates+droppedA
+	sb.StoredRows, sb.FileDuplicates = sb.StoredRows+droppedB, sb.FileDuplicates+droppedB
 	res.A, res.B = side(a, sa), side(b, sb)
 	for _, w := range sa.Warnings {
 		res.Warnings = append(res.Warnings, "A: "+w)

@@ -326,7 +326,8 @@ func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Optio
 		} else {
 			var u *savepoint.Savepoint
 			var done func()
-			if u, dupes, done, err = p.spillUnsorted(sp); err == nil {
+			// Files out of order are read through sorted copies.
+			if u, dupes, done, err = sp.InOrder(p.tempDir, spillRows); err == nil {
 				defer done()
 				seq = u.UnionSeq(&res.Union)
 			}
@@ -749,52 +750,6 @@ func (p *pipeline) singleSpilled(f *savepoint.File, perFile bool, st *savepoint.
 	}
 	st.StoredRows, st.FileDuplicates = n, dupes
 	return true, err
-}
-
-// spillUnsorted returns sp with each file of spillRows rows or more that is
-// not strictly in canonical order replaced by a sorted copy in a temporary
-// file (as singleSpilled sorts a single file), the rows those sorts dropped
-// as duplicates, and a function that removes the copies. The union of a
-// tree then reads each file in order, instead of gathering its rows, in
-// sort order, from all over its map: the whole file resident, and a fault
-// for nearly every row once its pages are released.
-func (p *pipeline) spillUnsorted(sp *savepoint.Savepoint) (*savepoint.Savepoint, int, func(), error) {
-	var copies []*savepoint.Spilled
-	done := func() {
-		for _, c := range copies {
-			c.Close()
-		}
-	}
-	var files []*savepoint.File
-	dupes := 0
-	for i, f := range sp.Files {
-		if f.Snapshot == nil || f.Snapshot.NumRows() < spillRows {
-			continue
-		}
-		if _, strict := f.Snapshot.Order(); strict {
-			continue
-		}
-		sorted, err := savepoint.SortSpilled(f.Snapshot.NewCursor(), savepoint.SpillOptions{
-			Dir:     p.tempDir,
-			Release: f.ReleasePages,
-			Dropped: func(savepoint.Row) { dupes++ },
-		})
-		if err != nil {
-			done()
-			return nil, 0, nil, fmt.Errorf("%s: sort the rows: %w", f.Path, err)
-		}
-		copies = append(copies, sorted)
-		if files == nil {
-			files = slices.Clone(sp.Files)
-		}
-		files[i] = sorted.File(f)
-	}
-	if files == nil {
-		return sp, 0, done, nil
-	}
-	u := *sp
-	u.Files = files
-	return &u, dupes, done, nil
 }
 
 // gatherBlock is the number of rows pipeline.warm loads ahead.

@@ -813,6 +813,54 @@ func (s *Spilled) File(like *File) *File {
 	return &f
 }
 
+// InOrder returns a view of sp in which each file of minRows rows or more
+// that is not strictly in canonical order is replaced by a sorted copy in
+// a temporary file in dir (SortSpilled, which resolves duplicates as
+// Logical does), the number of rows those sorts dropped as duplicates
+// (stored rows the view's union no longer sees), and a function that
+// removes the copies. The union of the view (UnionSeq) then reads each
+// file in order, a block at a time, instead of sorting an index of it and
+// gathering its rows from all over its map. Without such files it returns
+// sp itself.
+func (sp *Savepoint) InOrder(dir string, minRows int) (*Savepoint, int, func(), error) {
+	var copies []*Spilled
+	done := func() {
+		for _, c := range copies {
+			c.Close()
+		}
+	}
+	var files []*File
+	dropped := 0
+	for i, f := range sp.Files {
+		if f.Snapshot == nil || f.Snapshot.NumRows() < minRows {
+			continue
+		}
+		if _, strict := f.Snapshot.Order(); strict {
+			continue
+		}
+		sorted, err := SortSpilled(f.Snapshot.NewCursor(), SpillOptions{
+			Dir:     dir,
+			Release: f.ReleasePages,
+			Dropped: func(Row) { dropped++ },
+		})
+		if err != nil {
+			done()
+			return nil, 0, nil, fmt.Errorf("%s: sort the rows: %w", f.Path, err)
+		}
+		copies = append(copies, sorted)
+		if files == nil {
+			files = slices.Clone(sp.Files)
+		}
+		files[i] = sorted.File(f)
+	}
+	if files == nil {
+		return sp, 0, done, nil
+	}
+	v := *sp
+	v.Files = files
+	return &v, dropped, done, nil
+}
+
 // TempDirFor returns the directory temporary files for an output at out
 // go to by default: the nearest existing directory above it (the output's
 // filesystem, which must have room for it anyway, rather than a /tmp that

@@ -30,13 +30,17 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 	groupsA := fs.String("groups-a", "", "chain groups of tree A as subtask ranges, e.g. 0-2,3-4 (default: inferred)")
 	groupsB := fs.String("groups-b", "", "chain groups of tree B (default: inferred)")
 	allowUnverified := fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
+	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, through temporary files (default: the system's temporary directory)")
 	if done, code := parse(c, fs, s, args, exactly(2)); done {
 		return code
 	}
 	if *limit < 0 {
 		return usageError(s, c, errNegative("--limit"))
 	}
-	opts := diff.Options{Limit: *limit}
+	if err := checkTempDir(*tempDir); err != nil {
+		return usageError(s, c, err)
+	}
+	opts := diff.Options{Limit: *limit, TempDir: *tempDir}
 	if *rulesPath != "" {
 		set, err := rules.Load(*rulesPath)
 		if err != nil {
