@@ -149,3 +149,49 @@ func TestMergeSortedReleasesOldOutputs(t *testing.T) {
 		t.Errorf("releases: input %d, old outputs %v; want each at least once", inputReleases, released)
 	}
 }
+
+// modRows finds the rewritten rows by position, whether they were set in
+// order (as the engine does) or not, and says where the next one is.
+func TestModRows(t *testing.T) {
+	row := func(p uint32) savepoint.Row { return savepoint.Row{Op: uint64(p), Key: []byte{byte(p)}} }
+	for _, order := range [][]uint32{{2, 5, 6, 40, 41, 100}, {41, 2, 100, 6, 40, 5}} {
+		m := &modRows{}
+		for _, p := range order {
+			m.set(p, row(999))
+			m.set(p, row(p)) // set again: replaced
+		}
+		if m.len() != 6 {
+			t.Fatalf("%v: %d rows, want 6", order, m.len())
+		}
+		want := []uint32{2, 5, 6, 40, 41, 100}
+		var got []uint32
+		m.each(func(p uint32, r savepoint.Row) {
+			if r.Op != uint64(p) {
+				t.Fatalf("%v: row %d holds %d", order, p, r.Op)
+			}
+			got = append(got, p)
+		})
+		if !slices.Equal(got, want) {
+			t.Fatalf("%v: positions %v, want %v", order, got, want)
+		}
+		for _, p := range []uint32{0, 2, 3, 6, 7, 41, 99, 100, 101, 5, 4, 40} { // forward and back
+			r, ok := m.get(p)
+			wantOK := slices.Contains(want, p)
+			if ok != wantOK || ok && r.Op != uint64(p) {
+				t.Fatalf("%v: get(%d) = %v, %v", order, p, r.Op, ok)
+			}
+			next, ok := m.next(p)
+			k, _ := slices.BinarySearch(want, p)
+			if ok != (k < len(want)) || ok && next != want[k] {
+				t.Fatalf("%v: next(%d) = %d, %v", order, p, next, ok)
+			}
+		}
+	}
+	var none *modRows
+	if _, ok := none.get(3); ok || none.len() != 0 {
+		t.Fatal("a nil modRows holds rows")
+	}
+	if _, ok := none.next(0); ok {
+		t.Fatal("a nil modRows has a next row")
+	}
+}

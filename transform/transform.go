@@ -565,9 +565,7 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 		p.before.each(func(k slotKey, n int64) { res.before.addN(k.op, []byte(k.slot), true, n) })
 		p.after.each(func(k slotKey, n int64) { res.after.addN(k.op, []byte(k.slot), true, n) })
 		offset := uint32(res.out.Len())
-		for pos, r := range p.out.mod {
-			res.out.modify(int(pos+offset), r)
-		}
+		p.out.mod.each(func(pos uint32, r savepoint.Row) { res.out.modify(int(pos+offset), r) })
 		res.out.idx.appendIndex(&p.out.idx)
 		res.out.log.appendLog(&p.out.log)
 		if p.out.Len() > 0 {
@@ -618,9 +616,9 @@ type outRows struct {
 	// passes call it now and then).
 	release func()
 	idx     rowIndex // the input row of each output row
-	// mod maps an output position to its modified row; nil when no rule
-	// modified a row.
-	mod map[uint32]savepoint.Row
+	// mod holds the rows the rules rewrote, by output position; nil when
+	// no rule rewrote a row.
+	mod *modRows
 	// spill sorts outputs too large to sort in memory (nil: never).
 	spill *spiller
 	// log describes the rows by operator, key group and slot (see runLog).
@@ -636,61 +634,47 @@ func (o *outRows) Run(i int) (*savepoint.Batch, int, int, bool) {
 	if !o.cur.Columnar() {
 		return nil, 0, 0, false
 	}
-	if o.mod != nil {
-		if _, ok := o.mod[uint32(i)]; ok {
-			return nil, 0, 0, false
-		}
+	next, modified := o.mod.next(uint32(i))
+	if modified && next == uint32(i) {
+		return nil, 0, 0, false
 	}
 	start, n := o.idx.run(i)
 	b, lo, left := o.cur.Locate(start)
 	n = min(n, left)
-	if o.mod != nil {
-		for j := 1; j < n; j++ {
-			if _, ok := o.mod[uint32(i+j)]; ok {
-				n = j
-				break
-			}
-		}
+	if modified {
+		n = min(n, int(next)-i) // up to the next rewritten row
 	}
 	return b, lo, n, true
 }
 
 // Op returns the operator of output row i.
 func (o *outRows) Op(i int) uint64 {
-	if o.mod != nil {
-		if r, ok := o.mod[uint32(i)]; ok {
-			return r.Op
-		}
+	if r, ok := o.mod.get(uint32(i)); ok {
+		return r.Op
 	}
 	return o.cur.Op(o.idx.at(i))
 }
 
 // Key returns the key of output row i.
 func (o *outRows) Key(i int) []byte {
-	if o.mod != nil {
-		if r, ok := o.mod[uint32(i)]; ok {
-			return r.Key
-		}
+	if r, ok := o.mod.get(uint32(i)); ok {
+		return r.Key
 	}
 	return o.cur.Key(o.idx.at(i))
 }
 
 // Value returns the value of output row i.
 func (o *outRows) Value(i int) []byte {
-	if o.mod != nil {
-		if r, ok := o.mod[uint32(i)]; ok {
-			return r.Value
-		}
+	if r, ok := o.mod.get(uint32(i)); ok {
+		return r.Value
 	}
 	return o.cur.Value(o.idx.at(i))
 }
 
 // Row returns output row i.
 func (o *outRows) Row(i int) savepoint.Row {
-	if o.mod != nil {
-		if r, ok := o.mod[uint32(i)]; ok {
-			return r
-		}
+	if r, ok := o.mod.get(uint32(i)); ok {
+		return r
 	}
 	return o.cur.Row(o.idx.at(i))
 }
@@ -705,10 +689,8 @@ func (o *outRows) eachKeyIn(lo, hi int, fn func(i int, op uint64, key []byte) bo
 		return
 	}
 	visit := func(p int, op uint64, key []byte) bool {
-		if o.mod != nil {
-			if r, ok := o.mod[uint32(p)]; ok {
-				op, key = r.Op, r.Key
-			}
+		if r, ok := o.mod.get(uint32(p)); ok {
+			op, key = r.Op, r.Key
 		}
 		return fn(p, op, key)
 	}
@@ -735,9 +717,9 @@ func (o *outRows) eachKeyIn(lo, hi int, fn func(i int, op uint64, key []byte) bo
 
 func (o *outRows) modify(pos int, r savepoint.Row) {
 	if o.mod == nil {
-		o.mod = map[uint32]savepoint.Row{}
+		o.mod = &modRows{}
 	}
-	o.mod[uint32(pos)] = r
+	o.mod.set(uint32(pos), r)
 }
 
 // keyedRun returns how many output rows from j are keyed rows (first key
@@ -802,14 +784,14 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) (int64, error) {
 	keep := savepoint.CanonicalPositions(o, lost, o.release)
 	o.idx.makeDense() // the positions kept come in random order
 	newOrder := make([]uint32, len(keep))
-	var newMod map[uint32]savepoint.Row
+	var newMod *modRows
 	for at, pos := range keep {
 		newOrder[at] = uint32(o.idx.at(int(pos)))
-		if m, ok := o.mod[pos]; ok {
+		if m, ok := o.mod.get(pos); ok {
 			if newMod == nil {
-				newMod = map[uint32]savepoint.Row{}
+				newMod = &modRows{}
 			}
-			newMod[uint32(at)] = m
+			newMod.set(uint32(at), m)
 		}
 	}
 	dupes := int64(o.Len() - len(newOrder))
