@@ -11,9 +11,13 @@
 //
 // Rows are written in the order of clink's Parquet projection: operator id
 // ascending, then slot (the "<raw>" pseudo-slot compared as that string),
-// then user key (both bytewise), then subtask. Each operator's rows are
-// sorted as they come out of the k-way merge of the files, so memory is
-// bounded by the largest operator, not by the savepoint.
+// then user key (both bytewise), then subtask. Rows of one operator, key
+// group and slot are consecutive in a file's canonical order and already in
+// that order, so the export merges such runs of every file with a heap,
+// slot by slot, resolving the copies several files hold as the union does:
+// memory holds the runs and a row group, not the rows. (When the runs are
+// too many to be worth it, each operator's rows are buffered and sorted as
+// they come out of the union instead.)
 //
 // # Canonical Parquet projection
 //
@@ -319,28 +323,31 @@ func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Optio
 	if f := singleFile(sp); f != nil && singleFileFastPath {
 		err = p.single(f, opts.PerFile, &res.Union)
 	} else {
-		var seq func(func(savepoint.UnionRow) bool)
-		dupes := 0
-		if opts.PerFile {
-			seq = sp.StoredSeq()
-		} else {
-			var u *savepoint.Savepoint
+		u, dupes := sp, 0
+		if !opts.PerFile {
+			// Large files out of order are read through sorted copies.
 			var done func()
-			// Files out of order are read through sorted copies.
 			if u, dupes, done, err = sp.InOrder(p.tempDir, spillRows); err == nil {
 				defer done()
-				seq = u.UnionSeq(&res.Union)
 			}
 		}
-		if err == nil {
-			for u := range seq {
-				if err = p.add(u); err != nil {
+		merged := false
+		if err == nil && treeMergeEnabled {
+			merged, err = p.treeMerged(u, opts.PerFile, &res.Union)
+		}
+		if err == nil && !merged {
+			seq := u.StoredSeq()
+			if !opts.PerFile {
+				seq = u.UnionSeq(&res.Union)
+			}
+			for r := range seq {
+				if err = p.add(r); err != nil {
 					break
 				}
 			}
-		}
-		if err == nil {
-			err = p.flush()
+			if err == nil {
+				err = p.flush()
+			}
 		}
 		// The rows the sorts dropped as duplicates were stored rows.
 		res.Union.StoredRows += dupes
@@ -570,8 +577,9 @@ func compareSortKeys(buf []entry, a, b sortKey) int {
 	return int(a.idx) - int(b.idx) // arrival order among copies of one key
 }
 
-// singleFileFastPath enables pipeline.single (tests compare both paths).
-var singleFileFastPath = true
+// singleFileFastPath enables pipeline.single, and treeMergeEnabled
+// pipeline.treeMerged (tests compare the paths).
+var singleFileFastPath, treeMergeEnabled = true, true
 
 // singleFile returns the file of a savepoint made of one file whose rows a
 // restore takes as they are (a file input, or a tree of one subtask, which

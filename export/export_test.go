@@ -610,7 +610,7 @@ func TestExportCancel(t *testing.T) {
 // order through temporary files first (as large files in clink's order
 // are).
 func TestExportSingleFileFastPath(t *testing.T) {
-	defer func() { singleFileFastPath = true }()
+	defer func() { singleFileFastPath, treeMergeEnabled = true, true }()
 	defer func(v int) { spillRows = v }(spillRows)
 	for seed := uint64(1); seed <= 20; seed++ {
 		r := rand.New(rand.NewPCG(seed, 9))
@@ -634,8 +634,15 @@ func TestExportSingleFileFastPath(t *testing.T) {
 			for _, perFile := range []bool{false, true} {
 				for _, format := range []Format{JSONL, Parquet} {
 					opts := Options{Format: format, PerFile: perFile, TempDir: t.TempDir()}
-					singleFileFastPath = false
+					singleFileFastPath, treeMergeEnabled = false, false
 					slow, sr := export(t, sp, opts)
+					// The run merge of trees, given one file, writes the same.
+					treeMergeEnabled = true
+					merged, mr := export(t, sp, opts)
+					mr.Bytes = sr.Bytes
+					if !bytes.Equal(merged, slow) || fmt.Sprintf("%+v", mr) != fmt.Sprintf("%+v", sr) {
+						t.Fatalf("seed %d per-file %v %s: the run merge writes other bytes or results", seed, perFile, format)
+					}
 					if format == JSONL {
 						checkGroupedBySlot(t, slow)
 					}
@@ -756,44 +763,68 @@ func TestExportWriteFails(t *testing.T) {
 	}
 }
 
-// The union of a tree reads large files out of order through sorted copies
-// in temporary files: the bytes and the result (stored rows and duplicates
-// dropped within files included) are those of the union that sorts an
-// index of each file, for both formats, with stale copies and lost rows
-// between the files.
-func TestExportTreeSpilled(t *testing.T) {
-	defer func(v int) { spillRows = v }(spillRows)
-	for seed := uint64(1); seed <= 6; seed++ {
+// A tree exports by merging the key groups' runs of every file
+// (treeMerged), not by buffering each operator's rows: the bytes and the
+// result (stale copies, lost rows, operator conflicts, duplicates within
+// files, stored rows) are those of the buffered union, for both formats and
+// the per-file view, with files in stream order (read through an index),
+// files in canonical order, an empty file, and large files read through
+// sorted copies in temporary files.
+func TestExportTreeMerged(t *testing.T) {
+	defer func(v int) { spillRows, treeMergeEnabled = v, true }(spillRows)
+	for seed := uint64(1); seed <= 8; seed++ {
 		r := rand.New(rand.NewPCG(seed, 17))
 		var files []*savepoint.File
-		for s := 0; s < 3; s++ {
+		for s := 0; s < 4; s++ {
 			var rows []savepoint.Row
-			for j := 300 + r.IntN(300); j > 0; j-- {
+			for j := 300 + r.IntN(300); j > 0 && s != 3; j-- {
 				uk := []byte(strconv.Itoa(r.IntN(200)))
 				key := savepoint.EncodeKeyedKey([]byte([]string{"a", "bb", "window"}[r.IntN(3)]), uk)
-				if r.IntN(8) == 0 {
+				switch r.IntN(16) {
+				case 0, 1:
 					key = []byte{0xff, 'o', byte(r.IntN(4))} // operator state, held by every file
+				case 2:
+					key = []byte{byte(r.IntN(128)), 'r', byte(r.IntN(3))} // no separator: "<raw>"
 				}
-				rows = append(rows, savepoint.Row{Op: uint64(1 + r.IntN(2)), Key: key, Value: []byte{byte(s), byte(j)}})
+				val := []byte{byte(s), byte(j)}
+				if r.IntN(3) == 0 {
+					val = binary.LittleEndian.AppendUint64(nil, uint64(r.IntN(5))) // operator values compared as int64
+				}
+				rows = append(rows, savepoint.Row{Op: uint64(1 + r.IntN(2)), Key: key, Value: val})
+			}
+			if s == 0 {
+				// A slot, and an operator, whose rows are all lost (held in
+				// a key group subtask 2 owns): neither is counted.
+				kg := byte(savepoint.KeyGroupRangeForSubtask(2, 4).First)
+				rows = append(rows, savepoint.Row{Op: 1, Key: []byte{kg, 'l', 'o', 's', 't', '|', 'x'}}, savepoint.Row{Op: 9, Key: []byte{kg, 'a', '|', 'x'}})
+			}
+			if s == 1 {
+				rows = savepoint.Logical(rows) // in canonical order: read through RowReaders
 			}
 			files = append(files, &savepoint.File{Subtask: s, Snapshot: &savepoint.Snapshot{Rows: rows}})
 		}
-		sp := &savepoint.Savepoint{Kind: savepoint.InputTree, Files: files, Groups: []savepoint.Group{{First: 0, Count: 3}}}
-		for _, format := range []Format{JSONL, Parquet} {
-			opts := Options{Format: format, TempDir: t.TempDir()}
-			spillRows = 1 << 20
-			want, wr := export(t, sp, opts)
-			spillRows = 0
-			got, gr := export(t, sp, opts)
-			if !bytes.Equal(got, want) {
-				t.Fatalf("seed %d %s: through sorted copies, other bytes", seed, format)
-			}
-			gr.Bytes, wr.Bytes = 0, 0
-			if fmt.Sprintf("%+v", gr) != fmt.Sprintf("%+v", wr) {
-				t.Fatalf("seed %d %s: results differ:\n%+v\n%+v", seed, format, gr, wr)
-			}
-			if wr.Union.FileDuplicates == 0 || wr.Union.StaleCopies+wr.Union.Lost == 0 {
-				t.Fatalf("seed %d: no duplicates within files (%d) or no stale or lost copies: the test covers nothing", seed, wr.Union.FileDuplicates)
+		sp := &savepoint.Savepoint{Kind: savepoint.InputTree, Files: files, Groups: []savepoint.Group{{First: 0, Count: 4}}}
+		for _, perFile := range []bool{false, true} {
+			for _, format := range []Format{JSONL, Parquet} {
+				opts := Options{Format: format, PerFile: perFile, TempDir: t.TempDir()}
+				spillRows, treeMergeEnabled = 1<<20, false
+				want, wr := export(t, sp, opts)
+				wr.Bytes = 0
+				treeMergeEnabled = true
+				for _, spill := range []int{1 << 20, 0} {
+					spillRows = spill
+					got, gr := export(t, sp, opts)
+					if !bytes.Equal(got, want) {
+						t.Fatalf("seed %d per-file %v %s spill from %d rows: the run merge writes other bytes", seed, perFile, format, spill)
+					}
+					gr.Bytes = 0
+					if fmt.Sprintf("%+v", gr) != fmt.Sprintf("%+v", wr) {
+						t.Fatalf("seed %d per-file %v %s spill from %d rows: results differ:\n%+v\n%+v", seed, perFile, format, spill, gr, wr)
+					}
+				}
+				if !perFile && (wr.Union.FileDuplicates == 0 || wr.Union.StaleCopies == 0 || wr.Union.Lost == 0 || wr.Union.OperatorConflicts+wr.Union.OperatorGreater == 0) {
+					t.Fatalf("seed %d: %+v: the test does not cover duplicates, stale copies, lost rows and operator merges", seed, wr.Union)
+				}
 			}
 		}
 	}

@@ -2,50 +2,78 @@ package export
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"slices"
 
 	"github.com/sptool/sptool/savepoint"
 )
 
-// keyRun is a stretch of consecutive stored rows of one operator that are
-// already in export order among themselves: rows of one key group and
-// slot (sorted by user key, as the stored keys share the prefix), or rows
-// without a slot separator (slot "<raw>", sorted by the whole key).
+// keyRun is a stretch of consecutive rows of one operator in one source's
+// canonical order that are already in export order among themselves: rows
+// of one key group and slot (sorted by user key, as the keys share the
+// prefix), or rows without a slot separator (slot "<raw>", sorted by the
+// whole key).
 type keyRun struct {
 	op         uint64
-	start, end int    // stream rows [start, end)
+	src        int    // the source (mergeSource) the rows are in
+	start, end int    // its positions [start, end)
 	slot       []byte // as entry.slot gives it
 	sep        bool   // the rows have a separator (their slot is a real one)
 }
 
-// mergeRuns returns the runs of a strictly sorted snapshot, or nil when
-// there are so many (short runs, little to gain) that sorting is better.
-// In sorted rows the keys sharing a prefix up to the slot separator are
-// consecutive, so the end of such a run is found by binary search; rows
-// without a separator are scanned. release is called every so many rows.
-func mergeRuns(rows *savepoint.Cursor, n int, release func()) []keyRun {
-	var runs []keyRun
-	limit := max(1024, n/16)
+// mergeSource is one file's rows in canonical order (op, key): the stream
+// rows themselves when they are in that order, read through a
+// savepoint.RowReader per run, or the positions of an index into them.
+type mergeSource struct {
+	file *savepoint.File
+	rows *savepoint.Cursor
+	idx  []uint32 // stream row of each position; nil: positions are stream rows
+	n    int      // positions
+}
+
+func (s *mergeSource) op(pos int) uint64 {
+	if s.idx != nil {
+		return s.rows.Op(int(s.idx[pos]))
+	}
+	return s.rows.Op(pos)
+}
+
+func (s *mergeSource) key(pos int) []byte {
+	if s.idx != nil {
+		return s.rows.Key(int(s.idx[pos]))
+	}
+	return s.rows.Key(pos)
+}
+
+// appendRuns appends the runs of source src to runs and returns them, or
+// nil when they pass limit (short runs, little to gain: sorting is
+// better). In canonical order the keys sharing a prefix up to the slot
+// separator are consecutive, so the end of such a run is found by binary
+// search; rows without a separator are scanned. The source's file pages are
+// released every so many rows. The runs' slot names are slots' copies: a
+// name in the map would fault its page (and, through fault-around, its
+// neighbours) back in whenever the runs are sorted.
+func appendRuns(runs []keyRun, s *mergeSource, src, limit int, slots slotNames) []keyRun {
 	next := 0
-	for i := 0; i < n; {
+	for i := 0; i < s.n; {
 		if i >= next {
-			release()
+			s.file.ReleasePages()
 			next = i + 1<<18
 		}
-		op, key := rows.Op(i), rows.Key(i)
+		op, key := s.op(i), s.key(i)
 		sep := separator(key)
-		r := keyRun{op: op, start: i, sep: sep >= 0}
+		r := keyRun{op: op, src: src, start: i, sep: sep >= 0}
 		e := entry{key: key, sep: sep}
-		r.slot = e.slot()
+		r.slot = slots.intern(e.slot())
 		j := i + 1
 		if r.sep {
 			prefix := key[:sep+1]
-			j += savepoint.Gallop(n-j, func(x int) bool {
-				return rows.Op(j+x) != op || !bytes.HasPrefix(rows.Key(j+x), prefix)
+			j += savepoint.Gallop(s.n-j, func(x int) bool {
+				return s.op(j+x) != op || !bytes.HasPrefix(s.key(j+x), prefix)
 			})
 		} else {
-			for j < n && rows.Op(j) == op && separator(rows.Key(j)) < 0 {
+			for j < s.n && s.op(j) == op && separator(s.key(j)) < 0 {
 				j++
 			}
 		}
@@ -59,88 +87,207 @@ func mergeRuns(rows *savepoint.Cursor, n int, release func()) []keyRun {
 	return runs
 }
 
+// slotNames interns slot names.
+type slotNames map[string][]byte
+
+func (m slotNames) intern(b []byte) []byte {
+	if s, ok := m[string(b)]; ok {
+		return s
+	}
+	s := bytes.Clone(b)
+	m[string(s)] = s
+	return s
+}
+
+// runLimit is the most runs merged for n rows: beyond it the runs are so
+// short that sorting is better.
+func runLimit(n int) int { return max(1024, n/16) }
+
 // singleMerged is single for a file whose rows are strictly increasing in
 // (op, key), so it holds no duplicates: instead of sorting every row into
-// export order it merges, operator by operator and slot by slot, the runs
-// of rows already in that order (one a key group), reading each run's rows
-// in order through a savepoint.RowReader of its own (through the map, the
-// runs of a slot advancing together would keep a large part of the file
-// resident). It returns false, having done nothing, when the file is not such a
-// file or its runs are too many.
+// export order it merges the runs of rows already in that order (merged).
+// It returns false, having done nothing, when the file is not such a file
+// or its runs are too many.
 func (p *pipeline) singleMerged(f *savepoint.File, perFile bool, st *savepoint.UnionStats) (bool, error) {
 	if _, strict := f.Snapshot.Order(); !strict {
 		return false, nil
 	}
 	rows := f.Snapshot.NewCursor()
-	n := rows.Len()
-	runs := mergeRuns(rows, n, f.ReleasePages)
-	if runs == nil && n > 0 {
+	src := []mergeSource{{file: f, rows: rows, n: rows.Len()}}
+	runs := appendRuns(nil, &src[0], 0, runLimit(src[0].n), slotNames{})
+	if runs == nil && src[0].n > 0 {
 		return false, nil
 	}
 	f.ReleasePages()
 	if !perFile {
-		*st = savepoint.UnionStats{Files: 1, StoredRows: n}
+		*st = savepoint.UnionStats{Files: 1, StoredRows: src[0].n}
 	}
+	err := p.merged(src, runs, nil)
+	if !perFile {
+		st.Rows = int(p.res.Rows)
+	}
+	return true, err
+}
+
+// treeMerged exports the files of sp (a tree, or a file of a tree that its
+// subtask does not wholly own) by merging runs, as singleMerged does for one
+// file: the runs of every file are merged slot by slot, the copies of one
+// (op, key) that several files hold meet in the merge and are resolved as
+// Union resolves them (or, perFile, all written, in file order). A file
+// whose stream rows are not in canonical order is read through an index in
+// that order (4 bytes a row). Nothing else is held but the runs, so a tree
+// larger than memory exports in bounded memory where buffering an
+// operator's rows would hold all of them. It returns false, having done
+// nothing, when the runs are too many.
+func (p *pipeline) treeMerged(sp *savepoint.Savepoint, perFile bool, st *savepoint.UnionStats) (bool, error) {
+	var srcs []mergeSource
+	var stats savepoint.UnionStats
+	total := 0
+	for _, f := range sp.Files {
+		stats.Files++
+		if f.Snapshot == nil || f.Snapshot.NumRows() == 0 {
+			continue
+		}
+		stored := f.Snapshot.NumRows()
+		total += stored
+		stats.StoredRows += stored
+		rows := f.Snapshot.NewCursor()
+		idx, n := savepoint.CanonicalIndex(rows, !perFile)
+		f.ReleasePages()
+		stats.FileDuplicates += stored - n
+		srcs = append(srcs, mergeSource{file: f, rows: rows, idx: idx, n: n})
+	}
+	var runs []keyRun
+	limit, slots := runLimit(total), slotNames{}
+	for i := range srcs {
+		if runs = appendRuns(runs, &srcs[i], i, limit, slots); runs == nil {
+			return false, nil
+		}
+	}
+	var res *savepoint.Resolver
+	if !perFile {
+		*st = stats
+		res = savepoint.NewResolver(sp, st)
+	}
+	err := p.merged(srcs, runs, res)
+	if res != nil {
+		res.Finish()
+	}
+	return true, err
+}
+
+// merged writes the rows of runs (each source's in order) in export order:
+// operator by operator and slot by slot it merges the slot's runs,
+// reading each run's rows in order through a savepoint.RowReader of its
+// own (through the map, the runs of a slot advancing together would keep a
+// large part of the file resident). With res, the copies of one (op, key)
+// (one a source) are resolved by it; without, every row is written.
+func (p *pipeline) merged(srcs []mergeSource, runs []keyRun, res *savepoint.Resolver) error {
+	// The runs of each operator, in slot order; a stable sort keeps file
+	// order among the runs of one slot, which breaks the merge's ties.
+	slices.SortStableFunc(runs, func(a, b keyRun) int {
+		if c := cmp.Compare(a.op, b.op); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.slot, b.slot)
+	})
 	e := new(entry) // one allocation: the sink takes a pointer
-	e.subtask = int32(f.Subtask)
-	var h runHeap
-	h.rows = rows
+	h := runHeap{srcs: srcs}
+	var copies []savepoint.UnionRow
+	var taken []int32
 	emitted := 0
+	release := func() {
+		for i := range srcs {
+			srcs[i].file.ReleasePages() // what was read stays cached, not resident
+		}
+	}
 	for lo := 0; lo < len(runs); {
 		hi := lo + 1
 		for hi < len(runs) && runs[hi].op == runs[lo].op {
 			hi++
 		}
-		p.res.Operators++
-		op := runs[lo:hi]
-		// Export order within an operator: slot, user key, key.
-		slices.SortStableFunc(op, func(a, b keyRun) int { return bytes.Compare(a.slot, b.slot) })
-		for g := 0; g < len(op); {
-			h2 := g + 1
-			for h2 < len(op) && bytes.Equal(op[h2].slot, op[g].slot) {
-				h2++
+		opRows := p.res.Rows
+		for g := lo; g < hi; {
+			g2 := g + 1
+			for g2 < hi && bytes.Equal(runs[g2].slot, runs[g].slot) {
+				g2++
 			}
-			p.res.Slots++
-			if err := h.reset(op[g:h2]); err != nil {
-				return true, err
+			slotRows := p.res.Rows
+			if err := h.reset(runs[g:g2]); err != nil {
+				return err
 			}
 			for h.len() > 0 {
 				if emitted&0xFFFF == 0 {
 					if err := p.ctx.Err(); err != nil {
-						return true, err
+						return err
 					}
 					if emitted&(1<<18-1) == 0 {
-						f.ReleasePages() // what was read stays cached, not resident
+						release()
 					}
 				}
-				r := h.peek()
-				e.key, e.value, e.sep = r.Key, r.Value, separator(r.Key)
-				if err := p.sink.add(r.Op, e); err != nil {
-					return true, err
-				}
-				if err := h.advance(); err != nil {
-					return true, err
-				}
-				p.res.Rows++
 				emitted++
+				if res == nil || !h.tied() {
+					m := h.top()
+					keep := true
+					if res != nil {
+						_, keep = res.Resolve(append(copies[:0], savepoint.UnionRow{Row: m.head, Subtask: m.subtask}))
+					}
+					if keep {
+						e.key, e.value, e.sep, e.subtask = m.head.Key, m.head.Value, separator(m.head.Key), int32(m.subtask)
+						if err := p.sink.add(m.head.Op, e); err != nil {
+							return err
+						}
+						p.res.Rows++
+					}
+					if err := h.advance(); err != nil {
+						return err
+					}
+					continue
+				}
+				// Copies of one key in several sources: take them all off
+				// the heap (their rows stay valid), resolve, then put back
+				// the runs that go on. The heap breaks ties on the source,
+				// so copies is in file order.
+				taken, copies = taken[:0], copies[:0]
+				key := h.top().head.Key
+				for h.len() > 0 && bytes.Equal(h.top().head.Key, key) {
+					m := h.top()
+					taken = append(taken, h.pop())
+					copies = append(copies, savepoint.UnionRow{Row: m.head, Subtask: m.subtask})
+				}
+				if c, ok := res.Resolve(copies); ok {
+					e.key, e.value, e.sep, e.subtask = c.Row.Key, c.Row.Value, separator(c.Row.Key), int32(c.Subtask)
+					if err := p.sink.add(c.Row.Op, e); err != nil {
+						return err
+					}
+					p.res.Rows++
+				}
+				for _, k := range taken {
+					if err := h.next(k); err != nil {
+						return err
+					}
+				}
 			}
-			g = h2
+			if p.res.Rows > slotRows {
+				p.res.Slots++
+			}
+			g = g2
+		}
+		if p.res.Rows > opRows {
+			p.res.Operators++
 		}
 		lo = hi
 	}
-	if !perFile {
-		st.Rows = int(p.res.Rows)
-	}
-	return true, nil
+	return nil
 }
 
 // runHeap merges runs of one slot: a min-heap of the runs' next rows by
-// (user key, key). Each run is read through a RowReader of its own. The
-// heap holds run numbers, so a sift moves one int per level; each run's
+// (user key, key, source). Each run is read through a RowReader of its own.
+// The heap holds run numbers, so a sift moves one int per level; each run's
 // next row caches the first 8 bytes of its user key as an integer, which
 // decides most comparisons (8-byte keys: all but ties).
 type runHeap struct {
-	rows *savepoint.Cursor
+	srcs []mergeSource
 	heap []int32 // run numbers, a min-heap
 	runs []mergeRun
 	pool []*savepoint.RowReader // every reader made, for the next slot
@@ -148,7 +295,9 @@ type runHeap struct {
 
 // mergeRun is a run being merged and its next row.
 type mergeRun struct {
-	next, end int // the next row and the run's end
+	src       int
+	subtask   int
+	next, end int // the next position and the run's end
 	head      savepoint.Row
 	uk        []byte // head's user key
 	ukp       uint64 // uk's first 8 bytes, big-endian, zero-padded
@@ -161,7 +310,7 @@ func (h *runHeap) reset(runs []keyRun) error {
 		if k == len(h.pool) {
 			h.pool = append(h.pool, new(savepoint.RowReader))
 		}
-		h.runs = append(h.runs, mergeRun{next: r.start, end: r.end, reader: h.pool[k]})
+		h.runs = append(h.runs, mergeRun{src: r.src, subtask: h.srcs[r.src].file.Subtask, next: r.start, end: r.end, reader: h.pool[k]})
 		h.heap = append(h.heap, int32(k))
 		if err := h.load(&h.runs[k]); err != nil {
 			return err
@@ -177,9 +326,15 @@ func (h *runHeap) len() int { return len(h.heap) }
 
 // load reads run m's next row.
 func (h *runHeap) load(m *mergeRun) error {
-	r, err := m.reader.Row(h.rows, m.next)
-	if err != nil {
-		return err
+	s := &h.srcs[m.src]
+	var r savepoint.Row
+	if s.idx != nil {
+		r = s.rows.Row(int(s.idx[m.next]))
+	} else {
+		var err error
+		if r, err = m.reader.Row(s.rows, m.next); err != nil {
+			return err
+		}
 	}
 	e := entry{key: r.Key, sep: separator(r.Key)}
 	m.head, m.uk = r, e.userKey()
@@ -191,7 +346,7 @@ func (h *runHeap) load(m *mergeRun) error {
 
 // less orders runs a and b by their next rows. Zero-padded prefixes that
 // differ order the user keys as bytes.Compare does; equal ones are
-// compared in full.
+// compared in full. Equal keys order by source.
 func (h *runHeap) less(a, b int32) bool {
 	x, y := &h.runs[a], &h.runs[b]
 	if x.ukp != y.ukp {
@@ -200,7 +355,10 @@ func (h *runHeap) less(a, b int32) bool {
 	if c := bytes.Compare(x.uk, y.uk); c != 0 {
 		return c < 0
 	}
-	return bytes.Compare(x.head.Key, y.head.Key) < 0
+	if c := bytes.Compare(x.head.Key, y.head.Key); c != 0 {
+		return c < 0
+	}
+	return x.src < y.src
 }
 
 func (h *runHeap) down(i int) {
@@ -221,12 +379,36 @@ func (h *runHeap) down(i int) {
 	}
 }
 
-// peek returns the least next row (valid until advance).
-func (h *runHeap) peek() savepoint.Row { return h.runs[h.heap[0]].head }
+func (h *runHeap) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h.less(h.heap[i], h.heap[parent]) {
+			return
+		}
+		h.heap[i], h.heap[parent] = h.heap[parent], h.heap[i]
+		i = parent
+	}
+}
 
-// advance moves past the least next row.
+// top returns the run with the least next row (its head is valid until the
+// run advances).
+func (h *runHeap) top() *mergeRun { return &h.runs[h.heap[0]] }
+
+// tied reports whether another run's next row has the top's key: the
+// second least row is a child of the root.
+func (h *runHeap) tied() bool {
+	key := h.top().head.Key
+	for c := 1; c <= 2 && c < len(h.heap); c++ {
+		if bytes.Equal(h.runs[h.heap[c]].head.Key, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// advance moves the top run past its next row.
 func (h *runHeap) advance() error {
-	m := &h.runs[h.heap[0]]
+	m := h.top()
 	m.next++
 	if m.next < m.end {
 		if err := h.load(m); err != nil {
@@ -240,5 +422,33 @@ func (h *runHeap) advance() error {
 	if len(h.heap) > 0 {
 		h.down(0)
 	}
+	return nil
+}
+
+// pop takes the top run off the heap without advancing it (its head stays
+// valid) and returns its number.
+func (h *runHeap) pop() int32 {
+	k := h.heap[0]
+	last := len(h.heap) - 1
+	h.heap[0] = h.heap[last]
+	h.heap = h.heap[:last]
+	if last > 0 {
+		h.down(0)
+	}
+	return k
+}
+
+// next advances run k, taken off by pop, and puts it back unless it ended.
+func (h *runHeap) next(k int32) error {
+	m := &h.runs[k]
+	m.next++
+	if m.next == m.end {
+		return nil
+	}
+	if err := h.load(m); err != nil {
+		return err
+	}
+	h.heap = append(h.heap, k)
+	h.up(len(h.heap) - 1)
 	return nil
 }

@@ -263,7 +263,7 @@ func TestWriteStreamFromFile(t *testing.T) {
 
 // TestRowReader: RowReaders over a mapped file, several advancing at once
 // through runs that cross batch ends, hand out the rows the batches hold;
-// rows in memory too; and a file whose offsets changed since open is an
+// rows in memory too; a reader moved to another file reads that file; and a file whose offsets changed since open is an
 // error, not a panic.
 func TestRowReader(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
@@ -305,6 +305,31 @@ func TestRowReader(t *testing.T) {
 				}
 				starts[k] = (i + 1) % len(rows)
 			}
+		}
+	}
+	// A reader moved to another file's rows reads that file's rows, not
+	// the rows it holds at the same index.
+	other := make([]Row, len(rows))
+	for i := range other {
+		other[i] = Row{Op: 9, Key: []byte{byte(i), 'o'}, Value: []byte{byte(i)}}
+	}
+	otherPath := filepath.Join(t.TempDir(), "other.snap")
+	if _, err := WriteSnapshotFile(otherPath, nil, other, SnapshotOptions{AsIs: true}); err != nil {
+		t.Fatal(err)
+	}
+	otherSP, err := Open(otherPath, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer otherSP.Close()
+	var moved RowReader
+	for _, sp := range []*Savepoint{mapped, otherSP, inMemory, otherSP} {
+		want := rows[5]
+		if sp == otherSP {
+			want = other[5]
+		}
+		if got, err := moved.Row(sp.Files[0].Snapshot.NewCursor(), 5); err != nil || !bytes.Equal(got.Key, want.Key) {
+			t.Fatalf("a reader moved between files: row 5 %+v (%v), want %+v", got, err, want)
 		}
 	}
 	// Offsets rewritten behind the map's back.

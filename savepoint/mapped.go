@@ -215,6 +215,7 @@ func (w *window) view(m *mappedFile, b []byte) ([]byte, error) {
 // bounded number of rows. For rows in memory it reads them in place. Each
 // run read at once needs its own RowReader.
 type RowReader struct {
+	s        *Snapshot // whose rows it holds
 	b        *Batch
 	lo, hi   int // the batch rows held
 	base     int // the stream index of the batch's first row
@@ -238,7 +239,8 @@ func (r *RowReader) Row(cur *Cursor, i int) (Row, error) {
 	if !cur.Columnar() {
 		return cur.Row(i), nil
 	}
-	if r.b == nil || i-r.base < r.lo || i-r.base >= r.hi {
+	if r.b == nil || r.s != cur.s || i-r.base < r.lo || i-r.base >= r.hi {
+		r.s = cur.s
 		b, lo, left := cur.Locate(i)
 		if err := r.load(b, lo, lo+min(left, rowReaderRows)); err != nil {
 			return Row{}, err

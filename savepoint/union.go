@@ -172,11 +172,6 @@ func (h *cursorHeap) Pop() any {
 	return c
 }
 
-type unionCopy struct {
-	row     Row
-	subtask int
-}
-
 type unioner struct {
 	sp        *Savepoint
 	st        *UnionStats
@@ -184,11 +179,46 @@ type unioner struct {
 	conflicts []string
 }
 
-// sortedIndex returns the stream indexes of a file's rows in canonical
+// A Resolver applies Union's rules to the copies of one (op, key) held by
+// the files of a savepoint, for code that merges the files' rows itself
+// (in another order than Union's) and must keep the rows Union keeps and
+// count them the same way.
+type Resolver struct{ u unioner }
+
+// NewResolver returns a Resolver for sp that counts into st (Rows,
+// StaleCopies, Lost and the operator counts; the caller fills Files,
+// StoredRows and FileDuplicates).
+func NewResolver(sp *Savepoint, st *UnionStats) *Resolver {
+	return &Resolver{unioner{sp: sp, st: st, tree: sp.Kind != InputFile}}
+}
+
+// Resolve returns the copy a restore at the savepoint's layout keeps of
+// copies (every stored copy of one (op, key), one per file, in the order of
+// sp.Files), and false when it keeps none.
+func (r *Resolver) Resolve(copies []UnionRow) (UnionRow, bool) {
+	var c UnionRow
+	var ok bool
+	if len(copies) == 1 {
+		c, ok = r.u.resolveOne(copies[0])
+	} else {
+		c, ok = r.u.resolveMany(copies)
+	}
+	if ok {
+		r.u.st.Rows++
+	}
+	return c, ok
+}
+
+// Finish adds Union's summary warnings to the stats once every key is
+// resolved.
+func (r *Resolver) Finish() { r.u.finish() }
+
+// CanonicalIndex returns the stream indexes of a file's rows in canonical
 // order (nil when they already are), and how many there are: deduplicated
 // as clink's restore does (Logical) when dedup is set, else every row in a
-// stable sort (stream order kept among equal keys).
-func sortedIndex(c *Cursor, dedup bool) ([]uint32, int) {
+// stable sort (stream order kept among equal keys). It is how Union and
+// StoredSeq read each file.
+func CanonicalIndex(c *Cursor, dedup bool) ([]uint32, int) {
 	n := c.Len()
 	// The order check reads the keys with pread, a block at a time (see
 	// Snapshot.Order): through the map it left the whole file resident.
@@ -214,7 +244,7 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 		stored := f.Snapshot.NumRows()
 		u.st.StoredRows += stored
 		cur := f.Snapshot.NewCursor()
-		idx, n := sortedIndex(cur, dedup)
+		idx, n := CanonicalIndex(cur, dedup)
 		f.ReleasePages()
 		u.st.FileDuplicates += stored - n
 		h = append(h, &unionCursor{rows: cur, idx: idx, n: n, subtask: f.Subtask, order: i, file: f})
@@ -240,14 +270,14 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 		// One file with rows: each key is held once; only ownership applies.
 		c := h[0]
 		for ; c.i < c.n; c.advance() {
-			if !u.resolveOne(unionCopy{c.row(), c.subtask}, yield) {
+			if r, ok := u.resolveOne(UnionRow{c.row(), c.subtask}); ok && !u.emit(r, yield) {
 				return
 			}
 		}
 		return
 	}
 	heap.Init(&h)
-	copies := make([]unionCopy, 0, len(h))
+	copies := make([]UnionRow, 0, len(h))
 	for h.Len() > 0 {
 		copies = copies[:0]
 		first := h[0].row()
@@ -257,7 +287,7 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 			if r.Op != first.Op || !bytes.Equal(r.Key, first.Key) {
 				break
 			}
-			copies = append(copies, unionCopy{r, c.subtask})
+			copies = append(copies, UnionRow{r, c.subtask})
 			c.advance()
 			if c.i == c.n {
 				heap.Pop(&h)
@@ -265,13 +295,14 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 				heap.Fix(&h, 0)
 			}
 		}
+		var r UnionRow
 		var ok bool
 		if len(copies) == 1 {
-			ok = u.resolveOne(copies[0], yield)
+			r, ok = u.resolveOne(copies[0])
 		} else {
-			ok = u.resolveMany(copies, yield)
+			r, ok = u.resolveMany(copies)
 		}
-		if !ok {
+		if ok && !u.emit(r, yield) {
 			return
 		}
 	}
@@ -288,45 +319,47 @@ func (u *unioner) owned(kg, subtask int) bool {
 	return !ok || g.Owner(kg) == subtask
 }
 
-func (u *unioner) emit(c unionCopy, yield func(UnionRow) bool) bool {
+func (u *unioner) emit(c UnionRow, yield func(UnionRow) bool) bool {
 	u.st.Rows++
-	return yield(UnionRow{Row: c.row, Subtask: c.subtask})
+	return yield(c)
 }
 
-// resolveOne handles a key held by one file.
-func (u *unioner) resolveOne(c unionCopy, yield func(UnionRow) bool) bool {
-	if kg, filtered := RestoreKeyGroup(c.row.Key); filtered && !u.owned(kg, c.subtask) {
+// resolveOne handles a key held by one file: it returns the copy and
+// whether a restore keeps it.
+func (u *unioner) resolveOne(c UnionRow) (UnionRow, bool) {
+	if kg, filtered := RestoreKeyGroup(c.Row.Key); filtered && !u.owned(kg, c.Subtask) {
 		u.st.Lost++
-		return true
+		return c, false
 	}
-	return u.emit(c, yield)
+	return c, true
 }
 
-// resolveMany handles a key held by several files (copies in file order).
-func (u *unioner) resolveMany(copies []unionCopy, yield func(UnionRow) bool) bool {
-	if kg, filtered := RestoreKeyGroup(copies[0].row.Key); filtered {
+// resolveMany handles a key held by several files (copies in file order):
+// it returns the copy a restore keeps, if any.
+func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
+	if kg, filtered := RestoreKeyGroup(copies[0].Row.Key); filtered {
 		owner := -1
 		for i, c := range copies {
-			if u.owned(kg, c.subtask) {
+			if u.owned(kg, c.Subtask) {
 				owner = i
 				break
 			}
 		}
 		if owner < 0 {
 			u.st.Lost += len(copies)
-			return true
+			return UnionRow{}, false
 		}
 		u.st.StaleCopies += len(copies) - 1
-		return u.emit(copies[owner], yield)
+		return copies[owner], true
 	}
 	// Operator state and the empty key: fold clink's rule in subtask order.
 	u.st.OperatorShared++
 	best := copies[0]
-	all8, differ := len(best.row.Value) == 8, false
+	all8, differ := len(best.Row.Value) == 8, false
 	for _, c := range copies[1:] {
-		all8 = all8 && len(c.row.Value) == 8
-		differ = differ || !bytes.Equal(c.row.Value, copies[0].row.Value)
-		if unionKeepsIncoming(best.row, c.row) {
+		all8 = all8 && len(c.Row.Value) == 8
+		differ = differ || !bytes.Equal(c.Row.Value, copies[0].Row.Value)
+		if unionKeepsIncoming(best.Row, c.Row) {
 			best = c
 		}
 	}
@@ -338,10 +371,10 @@ func (u *unioner) resolveMany(copies []unionCopy, yield func(UnionRow) bool) boo
 		u.st.OperatorConflicts++
 		if len(u.conflicts) < maxConflictWarnings {
 			u.conflicts = append(u.conflicts, fmt.Sprintf("op %d operator key %s: %d subtasks (%s) hold different values, not all of 8 bytes; subtask %d's copy is used (clink's fold in subtask order keeps the later one)",
-				best.row.Op, renderOperatorKey(best.row.Key), len(copies), subtaskList(copies), best.subtask))
+				best.Row.Op, renderOperatorKey(best.Row.Key), len(copies), subtaskList(copies), best.Subtask))
 		}
 	}
-	return u.emit(best, yield)
+	return best, true
 }
 
 // unionKeepsIncoming reports whether MergeDuplicate(existing, incoming)
@@ -364,13 +397,13 @@ func renderOperatorKey(key []byte) string {
 	return RenderBytes(key, 40)
 }
 
-func subtaskList(copies []unionCopy) string {
+func subtaskList(copies []UnionRow) string {
 	var b []byte
 	for i, c := range copies {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, int64(c.subtask), 10)
+		b = strconv.AppendInt(b, int64(c.Subtask), 10)
 	}
 	return string(b)
 }
