@@ -185,6 +185,9 @@ bench_tree() { # label dir
 	read -r s kb < <(measure "$BIN" rescale "$in" -o "$DIR/out-tree" --parallelism 7)
 	row "rescale 4 -> 7" "$s" "$kb" "$cp_s" "$bytes"
 	rm -rf "$DIR/out-tree"
+	read -r s kb < <(measure "$BIN" export "$in" -o "$DIR/out.parquet" --format parquet)
+	row "export parquet" "$s" "$kb" "$cp_s" "$bytes"
+	rm -f "$DIR/out.parquet"
 }
 
 echo "## sptool benchmarks"
