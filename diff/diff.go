@@ -232,7 +232,7 @@ func Compare(a, b *savepoint.Savepoint, opts Options) *Result {
 	// Large files out of order are read through sorted copies; should that
 	// fail (no room for them), in place, as smaller ones are.
 	inOrder := func(sp *savepoint.Savepoint, name string) (*savepoint.Savepoint, int, func()) {
-		v, dropped, done, err := sp.InOrder(opts.TempDir, sortRows)
+		v, dropped, done, err := sp.InOrder(opts.TempDir, sortRows, false)
 		if err != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %v; its files are read in place", name, err))
 			return sp, 0, func() {}

@@ -323,13 +323,12 @@ func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Optio
 	if f := singleFile(sp); f != nil && singleFileFastPath {
 		err = p.single(f, opts.PerFile, &res.Union)
 	} else {
-		u, dupes := sp, 0
-		if !opts.PerFile {
-			// Large files out of order are read through sorted copies.
-			var done func()
-			if u, dupes, done, err = sp.InOrder(p.tempDir, spillRows); err == nil {
-				defer done()
-			}
+		// Large files out of order are read through sorted copies.
+		var u *savepoint.Savepoint
+		var dupes int
+		var done func()
+		if u, dupes, done, err = sp.InOrder(p.tempDir, spillRows, opts.PerFile); err == nil {
+			defer done()
 		}
 		merged := false
 		if err == nil && treeMergeEnabled {
@@ -735,28 +734,31 @@ var spillRows = 1 << 20
 // nothing, for other files, and for perFile (which keeps duplicates).
 func (p *pipeline) singleSpilled(f *savepoint.File, perFile bool, st *savepoint.UnionStats) (bool, error) {
 	n := f.Snapshot.NumRows()
-	if perFile || n < spillRows {
+	if n < spillRows {
 		return false, nil
 	}
-	if _, strict := f.Snapshot.Order(); strict {
-		return false, nil // sorted already, with runs too short to merge
+	if sorted, strict := f.Snapshot.Order(); strict || perFile && sorted {
+		return false, nil // in order already, with runs too short to merge
 	}
 	dupes := 0
 	sorted, err := savepoint.SortSpilled(f.Snapshot.NewCursor(), savepoint.SpillOptions{
-		Dir:     p.tempDir,
-		Release: f.ReleasePages,
-		Dropped: func(savepoint.Row) { dupes++ },
+		Dir:            p.tempDir,
+		Release:        f.ReleasePages,
+		Dropped:        func(savepoint.Row) { dupes++ },
+		KeepDuplicates: perFile,
 	})
 	if err != nil {
 		return true, fmt.Errorf("%s: sort the rows: %w", f.Path, err)
 	}
 	defer sorted.Close()
 	sf := sorted.File(f)
-	done, err := p.singleMerged(sf, false, st)
+	done, err := p.singleMerged(sf, perFile, st)
 	if !done { // runs too short to merge
-		err = p.singleSorted(sf, false, st)
+		err = p.singleSorted(sf, perFile, st)
 	}
-	st.StoredRows, st.FileDuplicates = n, dupes
+	if !perFile {
+		st.StoredRows, st.FileDuplicates = n, dupes
+	}
 	return true, err
 }
 

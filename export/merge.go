@@ -104,12 +104,14 @@ func (m slotNames) intern(b []byte) []byte {
 func runLimit(n int) int { return max(1024, n/16) }
 
 // singleMerged is single for a file whose rows are strictly increasing in
-// (op, key), so it holds no duplicates: instead of sorting every row into
+// (op, key), so it holds no duplicates (perFile: increasing): instead of sorting every row into
 // export order it merges the runs of rows already in that order (merged).
 // It returns false, having done nothing, when the file is not such a file
 // or its runs are too many.
 func (p *pipeline) singleMerged(f *savepoint.File, perFile bool, st *savepoint.UnionStats) (bool, error) {
-	if _, strict := f.Snapshot.Order(); !strict {
+	// perFile keeps duplicates: they are adjacent in a sorted file, in one
+	// run, in stream order.
+	if sorted, strict := f.Snapshot.Order(); !strict && !(perFile && sorted) {
 		return false, nil
 	}
 	rows := f.Snapshot.NewCursor()

@@ -67,6 +67,9 @@ type SpillOptions struct {
 	// source (long passes over memory maps use it to drop read pages from
 	// the resident set).
 	Release func()
+	// KeepDuplicates keeps every row: rows of one (op, key) stay in
+	// stream order (a stable sort, as SortOrder), none is dropped.
+	KeepDuplicates bool
 }
 
 // Spilled is a canonical copy of rows in an unlinked temporary file, mapped
@@ -99,7 +102,8 @@ func (s *Spilled) Close() error {
 }
 
 // SortSpilled returns the rows of src in canonical order, with duplicates
-// of (op, key) resolved as CanonicalPositions resolves them, sorted through
+// of (op, key) resolved as CanonicalPositions resolves them (or all kept,
+// in stream order: SpillOptions.KeepDuplicates), sorted through
 // temporary files in opts.Dir so that memory stays within opts.Budget
 // whatever the number of rows (see the comment above).
 func SortSpilled(src ColumnSource, opts SpillOptions) (_ *Spilled, err error) {
@@ -128,7 +132,7 @@ func SortSpilled(src ColumnSource, opts SpillOptions) (_ *Spilled, err error) {
 			cols.Close()
 		}
 	}()
-	s := &spillSorter{chunks: cw, out: out, budget: budget, dropped: opts.Dropped}
+	s := &spillSorter{chunks: cw, out: out, budget: budget, dropped: opts.Dropped, keep: opts.KeepDuplicates}
 	if err := s.drain(top); err != nil {
 		return nil, err
 	}
@@ -444,6 +448,7 @@ type spillSorter struct {
 	out     *colWriter
 	budget  int
 	dropped func(Row)
+	keep    bool       // SpillOptions.KeepDuplicates
 	sets    []*sortSet // buffers of the buckets being sorted, reused
 }
 
@@ -563,7 +568,12 @@ func (s *spillSorter) sortBucket(b *bucket, set *sortSet) {
 		off += n
 	}
 	set.op = b.op
-	set.order = CanonicalPositions(recordView{set.buf, set.at, b.op}, func(pos uint32) { set.lost = append(set.lost, pos) }, nil)
+	v := recordView{set.buf, set.at, b.op}
+	if s.keep {
+		set.order = SortOrder(v.Len(), func(i int) (uint64, []byte) { return b.op, v.Key(i) })
+		return
+	}
+	set.order = CanonicalPositions(v, func(pos uint32) { set.lost = append(set.lost, pos) }, nil)
 }
 
 // emit writes a sorted bucket to the output and reports its losers.
@@ -585,8 +595,14 @@ func (s *spillSorter) emit(set *sortSet) error {
 
 // fold resolves a bucket of rows that all have the same operator and key
 // to its surviving row, pairwise in stream order as CanonicalPositions
-// does, holding one row at a time.
+// does, holding one row at a time (with keep, writes them all).
 func (s *spillSorter) fold(b *bucket) error {
+	if s.keep { // every row, in stream order
+		return b.eachRow(s.chunks, func(r Row) error {
+			s.out.add(r)
+			return s.out.err
+		})
+	}
 	var held []byte // the surviving row so far, as a record
 	err := b.eachRow(s.chunks, func(r Row) error {
 		if held == nil {
@@ -816,13 +832,14 @@ func (s *Spilled) File(like *File) *File {
 // InOrder returns a view of sp in which each file of minRows rows or more
 // that is not strictly in canonical order is replaced by a sorted copy in
 // a temporary file in dir (SortSpilled, which resolves duplicates as
-// Logical does), the number of rows those sorts dropped as duplicates
-// (stored rows the view's union no longer sees), and a function that
-// removes the copies. The union of the view (UnionSeq) then reads each
+// Logical does; with keep, a file merely not sorted is, and its duplicates
+// are all kept, in stream order, for StoredSeq), the number of rows those
+// sorts dropped as duplicates (stored rows the view's union no longer
+// sees), and a function that removes the copies. The union of the view (UnionSeq) then reads each
 // file in order, a block at a time, instead of sorting an index of it and
 // gathering its rows from all over its map. Without such files it returns
 // sp itself.
-func (sp *Savepoint) InOrder(dir string, minRows int) (*Savepoint, int, func(), error) {
+func (sp *Savepoint) InOrder(dir string, minRows int, keep bool) (*Savepoint, int, func(), error) {
 	var copies []*Spilled
 	done := func() {
 		for _, c := range copies {
@@ -835,13 +852,14 @@ func (sp *Savepoint) InOrder(dir string, minRows int) (*Savepoint, int, func(), 
 		if f.Snapshot == nil || f.Snapshot.NumRows() < minRows {
 			continue
 		}
-		if _, strict := f.Snapshot.Order(); strict {
+		if sorted, strict := f.Snapshot.Order(); strict || keep && sorted {
 			continue
 		}
 		sorted, err := SortSpilled(f.Snapshot.NewCursor(), SpillOptions{
-			Dir:     dir,
-			Release: f.ReleasePages,
-			Dropped: func(Row) { dropped++ },
+			Dir:            dir,
+			Release:        f.ReleasePages,
+			Dropped:        func(Row) { dropped++ },
+			KeepDuplicates: keep,
 		})
 		if err != nil {
 			done()

@@ -64,46 +64,51 @@ func TestSortSpilled(t *testing.T) {
 	} {
 		spillPartRows = c.partRows
 		t.Run(fmt.Sprintf("%d rows budget %d parts of %d", c.n, c.budget, c.partRows), func(t *testing.T) {
-			rows := spillRows(rand.New(rand.NewPCG(uint64(c.n), uint64(c.budget))), c.n)
-			var wantLost []string
-			pos := CanonicalPositions(Columns(RowSlice(rows)), func(p uint32) { wantLost = append(wantLost, rowString(rows[p])) }, nil)
-			want := make([]Row, len(pos))
-			for i, p := range pos {
-				want[i] = rows[p]
-			}
-			var gotLost []string
-			sp, err := SortSpilled(Columns(RowSlice(rows)), SpillOptions{Dir: t.TempDir(), Budget: c.budget, Dropped: func(r Row) { gotLost = append(gotLost, rowString(r)) }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sp.Close()
-			got := sp.Snapshot()
-			if got.NumRows() != len(want) {
-				t.Fatalf("%d rows, want %d", got.NumRows(), len(want))
-			}
-			cur := got.NewCursor()
-			for i, w := range want {
-				if g := cur.Row(i); rowString(g) != rowString(w) {
-					t.Fatalf("row %d: %s, want %s", i, rowString(g), rowString(w))
+			for _, keep := range []bool{false, true} {
+				rows := spillRows(rand.New(rand.NewPCG(uint64(c.n), uint64(c.budget))), c.n)
+				var wantLost []string
+				pos := CanonicalPositions(Columns(RowSlice(rows)), func(p uint32) { wantLost = append(wantLost, rowString(rows[p])) }, nil)
+				if keep { // every row, a stable sort
+					pos, wantLost = SortOrder(len(rows), func(i int) (uint64, []byte) { return rows[i].Op, rows[i].Key }), nil
 				}
-			}
-			slices.Sort(wantLost)
-			slices.Sort(gotLost)
-			if !slices.Equal(gotLost, wantLost) {
-				t.Fatalf("dropped %d rows, want %d:\n%v\n%v", len(gotLost), len(wantLost), gotLost, wantLost)
-			}
-			if c.budget > 0 && c.n > 1000 && len(got.Batches) < 2 {
-				t.Errorf("%d batches: a small budget should cut the sorted rows into several", len(got.Batches))
-			}
-			var a, b bytes.Buffer
-			if err := WriteStream(&a, nil, RowSlice(want)); err != nil {
-				t.Fatal(err)
-			}
-			if err := WriteStream(&b, nil, cur); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(a.Bytes(), b.Bytes()) {
-				t.Fatalf("written from the spilled rows: %s", firstDiff(b.Bytes(), a.Bytes()))
+				want := make([]Row, len(pos))
+				for i, p := range pos {
+					want[i] = rows[p]
+				}
+				var gotLost []string
+				sp, err := SortSpilled(Columns(RowSlice(rows)), SpillOptions{Dir: t.TempDir(), Budget: c.budget, KeepDuplicates: keep, Dropped: func(r Row) { gotLost = append(gotLost, rowString(r)) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sp.Close()
+				got := sp.Snapshot()
+				if got.NumRows() != len(want) {
+					t.Fatalf("%d rows, want %d", got.NumRows(), len(want))
+				}
+				cur := got.NewCursor()
+				for i, w := range want {
+					if g := cur.Row(i); rowString(g) != rowString(w) {
+						t.Fatalf("row %d: %s, want %s", i, rowString(g), rowString(w))
+					}
+				}
+				slices.Sort(wantLost)
+				slices.Sort(gotLost)
+				if !slices.Equal(gotLost, wantLost) {
+					t.Fatalf("dropped %d rows, want %d:\n%v\n%v", len(gotLost), len(wantLost), gotLost, wantLost)
+				}
+				if c.budget > 0 && c.n > 1000 && len(got.Batches) < 2 {
+					t.Errorf("%d batches: a small budget should cut the sorted rows into several", len(got.Batches))
+				}
+				var a, b bytes.Buffer
+				if err := WriteStream(&a, nil, RowSlice(want)); err != nil {
+					t.Fatal(err)
+				}
+				if err := WriteStream(&b, nil, cur); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(a.Bytes(), b.Bytes()) {
+					t.Fatalf("written from the spilled rows: %s", firstDiff(b.Bytes(), a.Bytes()))
+				}
 			}
 		})
 	}
