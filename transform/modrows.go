@@ -1,75 +1,191 @@
 package transform
 
 import (
-	"slices"
-	"sort"
-	"sync/atomic"
+	"math"
+	"math/bits"
 
 	"github.com/sptool/sptool/savepoint"
 )
 
 // modRows holds the output rows the rules rewrote, by output position. Rows
 // are rewritten as they are appended to the output, so positions come in
-// order: they are kept in two slices searched by position (60 bytes a row,
-// no rehashing as they grow) rather than a map (100 bytes or more a row, and
-// a remap of an operator rewrites every row of it).
+// order; a remap of an operator rewrites every row of it, so the rows are
+// kept compact and found without a search:
+//
+//   - A bitmap of the positions, with the count of rows before each word,
+//     finds a row's index in O(1) (read-only: the writer's goroutines look
+//     rows up at once).
+//   - The positions and rows are in chunks: growing never copies them nor
+//     holds them twice.
+//   - No pointers: the garbage collector does not scan them. A rewritten row
+//     is its operator and where its key and value are, the input row's own
+//     (a remap keeps both, a slot rename the value) or bytes copied into an
+//     arena, itself in chunks.
+//
+// That is about 36 bytes a row plus the bytes rewritten.
 type modRows struct {
-	pos  []uint32
-	rows []savepoint.Row
-	hint atomic.Int32 // where the last search ended: access is mostly in order
+	pos   [][]uint32   // positions in increasing order, in chunks of modChunk
+	ents  [][]modEntry // the rows, likewise
+	n     int
+	bits  []uint64 // bit p%64 of word p/64: position p holds a row
+	ranks []uint32 // rows at positions below 64*w, for each word w
+	arena [][]byte // the rows' own bytes, in chunks of at least arenaChunk
 }
+
+// modChunk is the number of rows of a chunk; arenaChunk the least bytes.
+const (
+	modChunkBits = 15
+	modChunk     = 1 << modChunkBits
+	arenaChunk   = 1 << 20
+)
+
+// modEntry is a rewritten row.
+type modEntry struct {
+	op         uint64
+	key, value bytesRef
+}
+
+// bytesRef is where a rewritten row's key or value is: n bytes at offset
+// off&0xFFFFFFFF of arena chunk off>>32, or, when n is fromInput, the input
+// row's.
+type bytesRef struct {
+	off uint64
+	n   uint32
+}
+
+// fromInput marks a bytesRef of the input row's bytes.
+const fromInput = math.MaxUint32
 
 func (m *modRows) len() int {
 	if m == nil {
 		return 0
 	}
-	return len(m.pos)
+	return m.n
 }
 
-// set records r as the row at position p.
-func (m *modRows) set(p uint32, r savepoint.Row) {
-	if n := len(m.pos); n == 0 || m.pos[n-1] < p {
-		m.pos = savepoint.Grow(m.pos, 1)
-		m.rows = savepoint.Grow(m.rows, 1)
-		m.pos, m.rows = append(m.pos, p), append(m.rows, r)
-		return
+// ref returns where b, the bytes of a rewritten row whose input row's are
+// in, is: in the input row, or copied to the arena.
+func (m *modRows) ref(b, in []byte) bytesRef {
+	switch {
+	case len(b) == 0:
+		return bytesRef{}
+	case sameSlice(b, in):
+		return bytesRef{n: fromInput}
 	}
-	k := m.find(p)
-	if k < len(m.pos) && m.pos[k] == p {
-		m.rows[k] = r
-		return
+	c := len(m.arena) - 1
+	if c < 0 || cap(m.arena[c])-len(m.arena[c]) < len(b) {
+		m.arena = append(m.arena, make([]byte, 0, max(arenaChunk, len(b))))
+		c++
 	}
-	m.pos, m.rows = slices.Insert(m.pos, k, p), slices.Insert(m.rows, k, r)
+	off := len(m.arena[c])
+	m.arena[c] = append(m.arena[c], b...)
+	return bytesRef{off: uint64(c)<<32 | uint64(off), n: uint32(len(b))}
 }
 
-// find returns the index of the first position at or after p.
-func (m *modRows) find(p uint32) int {
-	n := len(m.pos)
-	k := min(int(m.hint.Load()), n)
-	for range 2 { // the hint, then the one after it
-		if (k == 0 || m.pos[k-1] < p) && (k == n || m.pos[k] >= p) {
-			m.hint.Store(int32(k))
-			return k
-		}
-		if k == n || m.pos[k] >= p {
-			break
-		}
-		k++
+// bytes returns the bytes of r; input returns the input row's.
+func (m *modRows) bytes(r bytesRef, input func() []byte) []byte {
+	if r.n == fromInput {
+		return input()
 	}
-	k = sort.Search(n, func(j int) bool { return m.pos[j] >= p })
-	m.hint.Store(int32(k))
-	return k
+	if r.n == 0 {
+		return nil
+	}
+	c, off := r.off>>32, r.off&0xFFFFFFFF
+	end := off + uint64(r.n)
+	return m.arena[c][off:end:end]
+}
+
+// set records r as the row at position p; in is the input row it was
+// rewritten from (r's key or value that is in's own slice is not copied).
+func (m *modRows) set(p uint32, r, in savepoint.Row) {
+	m.put(p, modEntry{op: r.Op, key: m.ref(r.Key, in.Key), value: m.ref(r.Value, in.Value)})
+}
+
+// put records e, whose bytes are in m's arena, at position p. Positions
+// come in increasing order from the engine; one before the last replaces
+// the row there or, new, is inserted by building the index again (O(rows)).
+func (m *modRows) put(p uint32, e modEntry) {
+	if m.n > 0 && p <= m.posAt(m.n-1) {
+		if k, ok := m.index(p); ok {
+			*m.ent(k) = e // the bytes it replaces stay in the arena
+			return
+		}
+		m.insert(p, e)
+		return
+	}
+	if m.n&(modChunk-1) == 0 {
+		m.pos = append(m.pos, make([]uint32, 0, modChunk))
+		m.ents = append(m.ents, make([]modEntry, 0, modChunk))
+	}
+	c := len(m.pos) - 1
+	m.pos[c], m.ents[c] = append(m.pos[c], p), append(m.ents[c], e)
+	w := int(p >> 6)
+	for len(m.bits) <= w {
+		m.bits = append(m.bits, 0)
+		m.ranks = append(m.ranks, uint32(m.n))
+	}
+	m.bits[w] |= 1 << (p & 63)
+	m.n++
+}
+
+// copyFrom records the entry e of src at position p of m.
+func (m *modRows) copyFrom(p uint32, e modEntry, src *modRows) {
+	for _, r := range []*bytesRef{&e.key, &e.value} {
+		if r.n != fromInput {
+			*r = m.ref(src.bytes(*r, nil), nil)
+		}
+	}
+	m.put(p, e)
+}
+
+// insert puts e at position p, before the last row.
+func (m *modRows) insert(p uint32, e modEntry) {
+	var pos []uint32
+	var ents []modEntry
+	m.each(func(q uint32, f modEntry) {
+		if p < q && (len(pos) == 0 || pos[len(pos)-1] < p) {
+			pos, ents = append(pos, p), append(ents, e)
+		}
+		pos, ents = append(pos, q), append(ents, f)
+	})
+	arena := m.arena
+	*m = modRows{arena: arena}
+	for k, q := range pos {
+		m.put(q, ents[k])
+	}
+}
+
+func (m *modRows) posAt(k int) uint32  { return m.pos[k>>modChunkBits][k&(modChunk-1)] }
+func (m *modRows) ent(k int) *modEntry { return &m.ents[k>>modChunkBits][k&(modChunk-1)] }
+
+// rank returns the number of rows at positions below p.
+func (m *modRows) rank(p uint32) int {
+	w := int(p >> 6)
+	if w >= len(m.bits) {
+		return m.n
+	}
+	return int(m.ranks[w]) + bits.OnesCount64(m.bits[w]&(1<<(p&63)-1))
+}
+
+// index returns the index of the row at position p, if any.
+func (m *modRows) index(p uint32) (int, bool) {
+	w := int(p >> 6)
+	if w >= len(m.bits) || m.bits[w]&(1<<(p&63)) == 0 {
+		return 0, false
+	}
+	return m.rank(p), true
 }
 
 // get returns the rewritten row at position p, if any.
-func (m *modRows) get(p uint32) (savepoint.Row, bool) {
+func (m *modRows) get(p uint32) (modEntry, bool) {
 	if m.len() == 0 {
-		return savepoint.Row{}, false
+		return modEntry{}, false
 	}
-	if k := m.find(p); k < len(m.pos) && m.pos[k] == p {
-		return m.rows[k], true
+	k, ok := m.index(p)
+	if !ok {
+		return modEntry{}, false
 	}
-	return savepoint.Row{}, false
+	return *m.ent(k), true
 }
 
 // next returns the first position at or after p that holds a rewritten
@@ -78,18 +194,20 @@ func (m *modRows) next(p uint32) (uint32, bool) {
 	if m.len() == 0 {
 		return 0, false
 	}
-	if k := m.find(p); k < len(m.pos) {
-		return m.pos[k], true
+	if k := m.rank(p); k < m.n {
+		return m.posAt(k), true
 	}
 	return 0, false
 }
 
 // each calls fn with every rewritten row, in order of position.
-func (m *modRows) each(fn func(p uint32, r savepoint.Row)) {
+func (m *modRows) each(fn func(p uint32, e modEntry)) {
 	if m == nil {
 		return
 	}
-	for k, p := range m.pos {
-		fn(p, m.rows[k])
+	for c, pos := range m.pos {
+		for k, p := range pos {
+			fn(p, m.ents[c][k])
+		}
 	}
 }

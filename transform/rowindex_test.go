@@ -1,7 +1,10 @@
 package transform
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -90,8 +93,8 @@ func TestOutRowsEachKeyIn(t *testing.T) {
 		for i := 0; i < len(rows); i += 7 { // runs of 5 kept, 2 dropped
 			o.idx.appendRun(i, min(5, len(rows)-i))
 		}
-		o.modify(3, savepoint.Row{Op: 99, Key: []byte("renamed")})
-		o.modify(o.Len()-1, savepoint.Row{Op: 98, Key: []byte("last")})
+		o.modify(3, savepoint.Row{Op: 99, Key: []byte("renamed")}, o.Row(3))
+		o.modify(o.Len()-1, savepoint.Row{Op: 98, Key: []byte("last")}, o.Row(o.Len()-1))
 		for _, r := range [][2]int{{0, o.Len()}, {2, 3}, {4, 1000}, {o.Len() - 1, o.Len()}, {10, 10}} {
 			var got []string
 			o.eachKeyIn(r[0], r[1], func(i int, op uint64, key []byte) bool {
@@ -151,34 +154,65 @@ func TestMergeSortedReleasesOldOutputs(t *testing.T) {
 }
 
 // modRows finds the rewritten rows by position, whether they were set in
-// order (as the engine does) or not, and says where the next one is.
+// order (as the engine does) or not, and says where the next one is; a row
+// keeps the input's key or value only where it is the input's own slice,
+// other bytes are copied (the caller's may change), and rows copied to
+// another modRows keep their bytes.
 func TestModRows(t *testing.T) {
-	row := func(p uint32) savepoint.Row { return savepoint.Row{Op: uint64(p), Key: []byte{byte(p)}} }
+	input := savepoint.Row{Key: []byte("input key"), Value: []byte("input value")}
+	row := func(p uint32) savepoint.Row {
+		r := savepoint.Row{Op: uint64(p), Key: []byte{byte(p)}, Value: input.Value}
+		if p%2 == 0 {
+			r.Key, r.Value = input.Key, []byte{byte(p), 'v'}
+		}
+		return r
+	}
+	check := func(m *modRows, p uint32, e modEntry) {
+		t.Helper()
+		want := row(p)
+		in := func() []byte { return []byte("from input") }
+		key, val := m.bytes(e.key, in), m.bytes(e.value, in)
+		if p%2 == 0 && string(key) != "from input" || p%2 == 1 && !bytes.Equal(key, want.Key) {
+			t.Fatalf("row %d: key %q, want %q", p, key, want.Key)
+		}
+		if p%2 == 1 && string(val) != "from input" || p%2 == 0 && !bytes.Equal(val, want.Value) {
+			t.Fatalf("row %d: value %q, want %q", p, val, want.Value)
+		}
+	}
 	for _, order := range [][]uint32{{2, 5, 6, 40, 41, 100}, {41, 2, 100, 6, 40, 5}} {
 		m := &modRows{}
 		for _, p := range order {
-			m.set(p, row(999))
-			m.set(p, row(p)) // set again: replaced
+			m.set(p, row(999), input)
+			r := row(p)
+			m.set(p, r, input) // set again: replaced
+			if p%2 == 1 {
+				r.Key[0] = 'x' // the caller's bytes change: the copy does not
+			}
 		}
 		if m.len() != 6 {
 			t.Fatalf("%v: %d rows, want 6", order, m.len())
 		}
 		want := []uint32{2, 5, 6, 40, 41, 100}
 		var got []uint32
-		m.each(func(p uint32, r savepoint.Row) {
-			if r.Op != uint64(p) {
-				t.Fatalf("%v: row %d holds %d", order, p, r.Op)
+		copied := &modRows{}
+		m.each(func(p uint32, e modEntry) {
+			if e.op != uint64(p) {
+				t.Fatalf("%v: row %d holds %d", order, p, e.op)
 			}
+			check(m, p, e)
+			copied.copyFrom(p+1000, e, m)
 			got = append(got, p)
 		})
 		if !slices.Equal(got, want) {
 			t.Fatalf("%v: positions %v, want %v", order, got, want)
 		}
+		m.arena = nil // the copies hold their own bytes
+		copied.each(func(p uint32, e modEntry) { check(copied, p-1000, e) })
 		for _, p := range []uint32{0, 2, 3, 6, 7, 41, 99, 100, 101, 5, 4, 40} { // forward and back
-			r, ok := m.get(p)
+			e, ok := m.get(p)
 			wantOK := slices.Contains(want, p)
-			if ok != wantOK || ok && r.Op != uint64(p) {
-				t.Fatalf("%v: get(%d) = %v, %v", order, p, r.Op, ok)
+			if ok != wantOK || ok && e.op != uint64(p) {
+				t.Fatalf("%v: get(%d) = %v, %v", order, p, e.op, ok)
 			}
 			next, ok := m.next(p)
 			k, _ := slices.BinarySearch(want, p)
@@ -193,5 +227,35 @@ func TestModRows(t *testing.T) {
 	}
 	if _, ok := none.next(0); ok {
 		t.Fatal("a nil modRows has a next row")
+	}
+}
+
+// modRows over many chunks and bitmap words: get and next agree with a
+// plain list of the positions, and arena bytes stay put as chunks fill.
+func TestModRowsMany(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	m := &modRows{}
+	var want []uint32
+	p := uint32(0)
+	for len(want) < 3*modChunk+17 {
+		p += uint32(1 + r.IntN([]int{1, 3, 200}[r.IntN(3)]))
+		want = append(want, p)
+		n := 1 + r.IntN(40)
+		if len(want)%20000 == 0 {
+			n = arenaChunk + 1 // larger than a chunk: one of its own
+		}
+		m.set(p, savepoint.Row{Op: uint64(p), Key: binary.BigEndian.AppendUint32(nil, p), Value: bytes.Repeat([]byte{byte(p)}, n)}, savepoint.Row{})
+	}
+	for probe := 0; probe < 20000; probe++ {
+		q := uint32(r.IntN(int(p) + 100))
+		k, found := slices.BinarySearch(want, q)
+		e, ok := m.get(q)
+		if ok != found || ok && (e.op != uint64(q) || binary.BigEndian.Uint32(m.bytes(e.key, nil)) != q || m.bytes(e.value, nil)[0] != byte(q)) {
+			t.Fatalf("get(%d) = %+v, %v; want found %v", q, e, ok, found)
+		}
+		next, ok := m.next(q)
+		if ok != (k < len(want)) || ok && next != want[k] {
+			t.Fatalf("next(%d) = %d, %v", q, next, ok)
+		}
 	}
 }

@@ -248,7 +248,7 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 				return 0, err
 			}
 			res.changed = true
-			res.out.modify(res.out.Len(), nr)
+			res.out.modify(res.out.Len(), nr, row)
 			w.keepRun(j, 1, nr, nr, true)
 		} else {
 			streak++
@@ -329,7 +329,8 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 			continue
 		}
 		res.changed = true
-		res.out.modify(res.out.Len(), nr)
+		// row's key is a copy (the scan's): nr's is copied whatever it is.
+		res.out.modify(res.out.Len(), nr, savepoint.Row{})
 		res.out.idx.appendRun(j, 1)
 		if first < 0 {
 			first = j

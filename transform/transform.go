@@ -502,7 +502,7 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 	}
 	if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) || !sameSlice(nr.Value, r.Value) {
 		res.changed = true
-		out.modify(out.Len(), nr)
+		out.modify(out.Len(), nr, r)
 		if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) {
 			res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
 			if !sameSlice(nr.Key, r.Key) {
@@ -565,7 +565,10 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 		p.before.each(func(k slotKey, n int64) { res.before.addN(k.op, []byte(k.slot), true, n) })
 		p.after.each(func(k slotKey, n int64) { res.after.addN(k.op, []byte(k.slot), true, n) })
 		offset := uint32(res.out.Len())
-		p.out.mod.each(func(pos uint32, r savepoint.Row) { res.out.modify(int(pos+offset), r) })
+		if p.out.mod.len() > 0 && res.out.mod == nil {
+			res.out.mod = &modRows{}
+		}
+		p.out.mod.each(func(pos uint32, e modEntry) { res.out.mod.copyFrom(pos+offset, e, p.out.mod) })
 		res.out.idx.appendIndex(&p.out.idx)
 		res.out.log.appendLog(&p.out.log)
 		if p.out.Len() > 0 {
@@ -649,32 +652,36 @@ func (o *outRows) Run(i int) (*savepoint.Batch, int, int, bool) {
 
 // Op returns the operator of output row i.
 func (o *outRows) Op(i int) uint64 {
-	if r, ok := o.mod.get(uint32(i)); ok {
-		return r.Op
+	if e, ok := o.mod.get(uint32(i)); ok {
+		return e.op
 	}
 	return o.cur.Op(o.idx.at(i))
 }
 
 // Key returns the key of output row i.
 func (o *outRows) Key(i int) []byte {
-	if r, ok := o.mod.get(uint32(i)); ok {
-		return r.Key
+	if e, ok := o.mod.get(uint32(i)); ok {
+		return o.mod.bytes(e.key, func() []byte { return o.cur.Key(o.idx.at(i)) })
 	}
 	return o.cur.Key(o.idx.at(i))
 }
 
 // Value returns the value of output row i.
 func (o *outRows) Value(i int) []byte {
-	if r, ok := o.mod.get(uint32(i)); ok {
-		return r.Value
+	if e, ok := o.mod.get(uint32(i)); ok {
+		return o.mod.bytes(e.value, func() []byte { return o.cur.Value(o.idx.at(i)) })
 	}
 	return o.cur.Value(o.idx.at(i))
 }
 
 // Row returns output row i.
 func (o *outRows) Row(i int) savepoint.Row {
-	if r, ok := o.mod.get(uint32(i)); ok {
-		return r
+	if e, ok := o.mod.get(uint32(i)); ok {
+		return savepoint.Row{
+			Op:    e.op,
+			Key:   o.mod.bytes(e.key, func() []byte { return o.cur.Key(o.idx.at(i)) }),
+			Value: o.mod.bytes(e.value, func() []byte { return o.cur.Value(o.idx.at(i)) }),
+		}
 	}
 	return o.cur.Row(o.idx.at(i))
 }
@@ -689,8 +696,9 @@ func (o *outRows) eachKeyIn(lo, hi int, fn func(i int, op uint64, key []byte) bo
 		return
 	}
 	visit := func(p int, op uint64, key []byte) bool {
-		if r, ok := o.mod.get(uint32(p)); ok {
-			op, key = r.Op, r.Key
+		if e, ok := o.mod.get(uint32(p)); ok {
+			in := key
+			op, key = e.op, o.mod.bytes(e.key, func() []byte { return in })
 		}
 		return fn(p, op, key)
 	}
@@ -715,11 +723,12 @@ func (o *outRows) eachKeyIn(lo, hi int, fn func(i int, op uint64, key []byte) bo
 	})
 }
 
-func (o *outRows) modify(pos int, r savepoint.Row) {
+// modify records r as output row pos, rewritten from the input row in.
+func (o *outRows) modify(pos int, r, in savepoint.Row) {
 	if o.mod == nil {
 		o.mod = &modRows{}
 	}
-	o.mod.set(uint32(pos), r)
+	o.mod.set(uint32(pos), r, in)
 }
 
 // keyedRun returns how many output rows from j are keyed rows (first key
@@ -791,7 +800,7 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) (int64, error) {
 			if newMod == nil {
 				newMod = &modRows{}
 			}
-			newMod.set(uint32(at), m)
+			newMod.copyFrom(uint32(at), m, o.mod)
 		}
 	}
 	dupes := int64(o.Len() - len(newOrder))

@@ -29,7 +29,9 @@ import (
 )
 
 func main() {
-	// SPTOOL_CPUPROFILE=FILE writes a CPU profile of the run (for `go tool pprof`).
+	// SPTOOL_CPUPROFILE=FILE writes a CPU profile of the run, and
+	// SPTOOL_MEMPROFILE=FILE a heap profile at its end (its alloc_space
+	// shows what allocated most), for `go tool pprof`.
 	// The engine's heap is small and mostly garbage from expression
 	// evaluation; a tighter GC target keeps the resident set bounded (the
 	// input is memory-mapped and released as it is read). GOGC overrides.
@@ -45,6 +47,12 @@ func main() {
 	code := run()
 	if profiling {
 		pprof.StopCPUProfile()
+	}
+	if path := os.Getenv("SPTOOL_MEMPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
 	}
 	os.Exit(code)
 }
