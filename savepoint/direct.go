@@ -43,6 +43,24 @@ type RunSource interface {
 	Run(i int) (b *Batch, lo, n int, ok bool)
 }
 
+// KeyValueRunSource is a RunSource some of whose rows have another
+// operator than the stored rows they were read from, with the stored key
+// and value (an operator remap). Run treats such rows as modified;
+// KeyValueRun is Run for the key and value columns alone, which it copies
+// as runs.
+type KeyValueRunSource interface {
+	RunSource
+	KeyValueRun(i int) (b *Batch, lo, n int, ok bool)
+}
+
+// keyValueRun returns KeyValueRun of src, or its Run, for row i.
+func keyValueRun(src RunSource, i int) (b *Batch, lo, n int, ok bool) {
+	if kv, isKV := src.(KeyValueRunSource); isKV {
+		return kv.KeyValueRun(i)
+	}
+	return src.Run(i)
+}
+
 // Columns adapts any RowSource to a ColumnSource.
 func Columns(src RowSource) ColumnSource {
 	if cs, ok := src.(ColumnSource); ok {
@@ -148,7 +166,7 @@ func nextBatch(rs RowSource, start, every int) (end int, kLen, vLen int64, cuts 
 		}
 		if runs != nil {
 			// A whole run at once when it fits.
-			if b, lo, m, ok := runs.Run(i); runOrSingle(ok, min(m, n-i), &single) {
+			if b, lo, m, ok := keyValueRun(runs, i); runOrSingle(ok, min(m, n-i), &single) {
 				m = min(m, n-i)
 				release.tick(b, m)
 				k0, k1, err := kw.span(b, b.KeyOffs, b.Keys, lo, m)
@@ -275,6 +293,7 @@ func writeBatch(w io.Writer, src ColumnSource, start, end int, kLen, vLen int64)
 type rangeWriter struct {
 	src     ColumnSource
 	runs    RunSource // src, when it is one
+	kv      bool      // a pass over keys or values: runs of KeyValueRun
 	warm    warmer
 	release mapRelease
 	bounds  window // the offsets that bound runs (see window.offset)
@@ -296,7 +315,14 @@ func (rw *rangeWriter) run(i, end int) (*Batch, int, int, bool) {
 	if rw.runs == nil {
 		return nil, 0, 0, false
 	}
-	b, lo, n, ok := rw.runs.Run(i)
+	var b *Batch
+	var lo, n int
+	var ok bool
+	if rw.kv {
+		b, lo, n, ok = keyValueRun(rw.runs, i)
+	} else {
+		b, lo, n, ok = rw.runs.Run(i)
+	}
 	n = min(n, end-i)
 	return b, lo, n, runOrSingle(ok, n, &rw.single)
 }
@@ -315,7 +341,7 @@ func runOrSingle(ok bool, n int, single *bool) bool {
 
 // ops writes the operators of rows [i, end).
 func (rw *rangeWriter) ops(out *sink, i, end int) {
-	rw.single = false
+	rw.single, rw.kv = false, false
 	for i < end {
 		if b, lo, k, ok := rw.run(i, end); ok {
 			out.writeOps(b.file, b.Ops[lo:lo+k])
@@ -340,7 +366,7 @@ func column(b *Batch, value bool) ([]int32, []byte) {
 // startPass starts a pass over the keys (or values): it returns how to get a
 // row's and what the warmer loads for it.
 func (rw *rangeWriter) startPass(value bool) (func(int) []byte, int) {
-	rw.single = false
+	rw.single, rw.kv = false, true
 	if value {
 		return rw.src.Value, warmValues
 	}

@@ -72,8 +72,9 @@ func TestRowIndexRuns(t *testing.T) {
 }
 
 // outRows.eachKeyIn visits the output rows of a range (kept input rows,
-// some modified) with the operator and key Op and Key give them, in order,
-// from a mapped file and from rows in memory, and stops when told.
+// some modified, some remapped) with the operator and key Op and Key give
+// them, in order, from a mapped file and from rows in memory, and stops
+// when told; written, the output rows are the rows Row gives.
 func TestOutRowsEachKeyIn(t *testing.T) {
 	var rows []savepoint.Row
 	for i := range 3000 {
@@ -95,6 +96,11 @@ func TestOutRowsEachKeyIn(t *testing.T) {
 		}
 		o.modify(3, savepoint.Row{Op: 99, Key: []byte("renamed")}, o.Row(3))
 		o.modify(o.Len()-1, savepoint.Row{Op: 98, Key: []byte("last")}, o.Row(o.Len()-1))
+		// Rows whose operator alone changed (a remap): spans of them.
+		for p := 5; p < 40; p++ {
+			o.ops.set(uint32(p), uint64(70+p/20))
+		}
+		o.ops.set(100, 80)
 		for _, r := range [][2]int{{0, o.Len()}, {2, 3}, {4, 1000}, {o.Len() - 1, o.Len()}, {10, 10}} {
 			var got []string
 			o.eachKeyIn(r[0], r[1], func(i int, op uint64, key []byte) bool {
@@ -107,6 +113,37 @@ func TestOutRowsEachKeyIn(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("columnar %v, rows %v: %d visited, want %d; first difference in\n%v\n%v", snap.Columnar(), r, len(got), len(want), got[:min(5, len(got))], want[:min(5, len(want))])
+			}
+		}
+		// Written, the output is the rows Row gives, the remapped rows'
+		// keys and values copied as runs (KeyValueRun), not their
+		// operators (Run).
+		want := make(savepoint.RowSlice, o.Len())
+		for i := range want {
+			want[i] = o.Row(i)
+		}
+		if want[6].Op != 70 || want[25].Op != 71 || want[100].Op != 80 || want[101].Op == 80 || want[3].Op != 99 {
+			t.Fatalf("Row does not give the operators set: %d %d %d %d %d", want[6].Op, want[25].Op, want[100].Op, want[101].Op, want[3].Op)
+		}
+		var a, b bytes.Buffer
+		if err := savepoint.WriteStream(&a, nil, want); err != nil {
+			t.Fatal(err)
+		}
+		if err := savepoint.WriteStream(&b, nil, o); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Fatalf("columnar %v: written, the output rows differ from Row's", snap.Columnar())
+		}
+		if snap.Columnar() {
+			if _, _, n, ok := o.Run(4); !ok || n != 1 {
+				t.Errorf("Run(4): %d rows, %v; want 1, stopping before the remapped rows", n, ok)
+			}
+			if _, _, _, ok := o.Run(6); ok {
+				t.Error("Run(6), a remapped row: a run of stored rows")
+			}
+			if _, _, n, ok := o.KeyValueRun(6); !ok || n < 2 {
+				t.Errorf("KeyValueRun(6): %d rows, %v; want a run of the remapped rows' keys and values", n, ok)
 			}
 		}
 		n := 0
@@ -257,5 +294,55 @@ func TestModRowsMany(t *testing.T) {
 		if ok != (k < len(want)) || ok && next != want[k] {
 			t.Fatalf("next(%d) = %d, %v", q, next, ok)
 		}
+	}
+}
+
+// opSpans gives each position the operator last set for it, and the next
+// position with one, as a plain map does; spans appended shifted join
+// their neighbours.
+func TestOpSpans(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	var s opSpans
+	want := map[uint32]uint64{}
+	p := uint32(0)
+	for range 3*modChunk + 5000 { // spans over several chunks
+		p += uint32(1 + r.IntN(3)*r.IntN(3))
+		op := uint64(r.IntN(3))
+		s.set(p, op)
+		want[p] = op
+	}
+	if s.n >= 3*modChunk+5000 || s.n < 2*modChunk {
+		t.Fatalf("%d spans for %d positions: consecutive ones are not joined, or the test spans too few chunks", s.n, 3*modChunk+5000)
+	}
+	for q := uint32(0); q < p+3; q++ {
+		op, ok := s.at(q)
+		if w, has := want[q]; ok != has || ok && op != w {
+			t.Fatalf("at(%d) = %d, %v; want %d, %v", q, op, ok, w, has)
+		}
+		next, ok := s.next(q)
+		wantNext := q
+		for ; wantNext <= p; wantNext++ {
+			if _, has := want[wantNext]; has {
+				break
+			}
+		}
+		if ok != (wantNext <= p) || ok && next != wantNext {
+			t.Fatalf("next(%d) = %d, %v; want %d", q, next, ok, wantNext)
+		}
+	}
+	var a, b, joined opSpans
+	a.add(opSpan{pos: 0, n: 2, op: 5})
+	b.add(opSpan{pos: 0, n: 3, op: 5})
+	b.add(opSpan{pos: 4, n: 1, op: 5})
+	joined.appendShifted(&a, 0)
+	joined.appendShifted(&b, 2)
+	if joined.n != 2 || *joined.span(0) != (opSpan{pos: 0, n: 5, op: 5}) || *joined.span(1) != (opSpan{pos: 6, n: 1, op: 5}) {
+		t.Fatalf("appendShifted: %+v", joined.chunks)
+	}
+	if op, ok := joined.at(4); !ok || op != 5 {
+		t.Fatalf("appendShifted: at(4) = %d, %v", op, ok)
+	}
+	if _, ok := joined.at(5); ok {
+		t.Fatal("appendShifted: at(5) set")
 	}
 }

@@ -502,7 +502,11 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 	}
 	if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) || !sameSlice(nr.Value, r.Value) {
 		res.changed = true
-		out.modify(out.Len(), nr, r)
+		if sameSlice(nr.Key, r.Key) && sameSlice(nr.Value, r.Value) {
+			out.ops.set(uint32(out.Len()), nr.Op) // a remap: the key and value are copied as they are
+		} else {
+			out.modify(out.Len(), nr, r)
+		}
 		if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) {
 			res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
 			if !sameSlice(nr.Key, r.Key) {
@@ -569,6 +573,7 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 			res.out.mod = &modRows{}
 		}
 		p.out.mod.each(func(pos uint32, e modEntry) { res.out.mod.copyFrom(pos+offset, e, p.out.mod) })
+		res.out.ops.appendShifted(&p.out.ops, offset)
 		res.out.idx.appendIndex(&p.out.idx)
 		res.out.log.appendLog(&p.out.log)
 		if p.out.Len() > 0 {
@@ -622,6 +627,9 @@ type outRows struct {
 	// mod holds the rows the rules rewrote, by output position; nil when
 	// no rule rewrote a row.
 	mod *modRows
+	// ops holds the operators of rows that only their operator changed
+	// (not in mod): their keys and values are the input's, copied as runs.
+	ops opSpans
 	// spill sorts outputs too large to sort in memory (nil: never).
 	spill *spiller
 	// log describes the rows by operator, key group and slot (see runLog).
@@ -637,7 +645,26 @@ func (o *outRows) Run(i int) (*savepoint.Batch, int, int, bool) {
 	if !o.cur.Columnar() {
 		return nil, 0, 0, false
 	}
+	return o.run(i, true)
+}
+
+// KeyValueRun is Run for the keys and values alone: rows whose operator
+// alone changed are as stored (see savepoint.KeyValueRunSource).
+func (o *outRows) KeyValueRun(i int) (*savepoint.Batch, int, int, bool) {
+	if !o.cur.Columnar() {
+		return nil, 0, 0, false
+	}
+	return o.run(i, false)
+}
+
+// run is Run; withOps, rows with another operator are modified rows.
+func (o *outRows) run(i int, withOps bool) (*savepoint.Batch, int, int, bool) {
 	next, modified := o.mod.next(uint32(i))
+	if withOps {
+		if p, ok := o.ops.next(uint32(i)); ok && (!modified || p < next) {
+			next, modified = p, true
+		}
+	}
 	if modified && next == uint32(i) {
 		return nil, 0, 0, false
 	}
@@ -654,6 +681,9 @@ func (o *outRows) Run(i int) (*savepoint.Batch, int, int, bool) {
 func (o *outRows) Op(i int) uint64 {
 	if e, ok := o.mod.get(uint32(i)); ok {
 		return e.op
+	}
+	if op, ok := o.ops.at(uint32(i)); ok {
+		return op
 	}
 	return o.cur.Op(o.idx.at(i))
 }
@@ -683,7 +713,11 @@ func (o *outRows) Row(i int) savepoint.Row {
 			Value: o.mod.bytes(e.value, func() []byte { return o.cur.Value(o.idx.at(i)) }),
 		}
 	}
-	return o.cur.Row(o.idx.at(i))
+	r := o.cur.Row(o.idx.at(i))
+	if op, ok := o.ops.at(uint32(i)); ok {
+		r.Op = op
+	}
+	return r
 }
 
 // eachKeyIn calls fn with the operator and key of output rows [lo, hi) in
@@ -699,6 +733,8 @@ func (o *outRows) eachKeyIn(lo, hi int, fn func(i int, op uint64, key []byte) bo
 		if e, ok := o.mod.get(uint32(p)); ok {
 			in := key
 			op, key = e.op, o.mod.bytes(e.key, func() []byte { return in })
+		} else if o2, ok := o.ops.at(uint32(p)); ok {
+			op = o2
 		}
 		return fn(p, op, key)
 	}
@@ -794,6 +830,7 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) (int64, error) {
 	o.idx.makeDense() // the positions kept come in random order
 	newOrder := make([]uint32, len(keep))
 	var newMod *modRows
+	var newOps opSpans
 	for at, pos := range keep {
 		newOrder[at] = uint32(o.idx.at(int(pos)))
 		if m, ok := o.mod.get(pos); ok {
@@ -801,11 +838,13 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) (int64, error) {
 				newMod = &modRows{}
 			}
 			newMod.copyFrom(uint32(at), m, o.mod)
+		} else if op, ok := o.ops.at(pos); ok {
+			newOps.set(uint32(at), op)
 		}
 	}
 	dupes := int64(o.Len() - len(newOrder))
 	o.idx = rowIndex{dense: newOrder}
-	o.mod = newMod
+	o.mod, o.ops = newMod, newOps
 	o.log.drop()
 	return dupes, nil
 }
@@ -839,7 +878,7 @@ func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (int64, error
 	}
 	o.idx = rowIndex{}
 	o.idx.appendRun(0, sorted.NumRows())
-	o.mod = nil
+	o.mod, o.ops = nil, opSpans{}
 	o.log.drop()
 	return dupes, nil
 }
