@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -133,6 +134,46 @@ func (s *Snapshot) EachKeyIn(lo, hi int, fn func(i int, op uint64, key []byte) b
 			return
 		}
 	}
+}
+
+// CountOps adds the number of rows of each operator to counts. From a
+// memory-mapped file it reads the operator column alone, with pread in
+// blocks (not the keys and values, nor through the map); a file that
+// changed since it was opened is an error.
+func (s *Snapshot) CountOps(counts map[uint64]int64) error {
+	add := func(ops []uint64) {
+		for i := 0; i < len(ops); {
+			j := i + 1
+			for j < len(ops) && ops[j] == ops[i] {
+				j++
+			}
+			counts[ops[i]] += int64(j - i)
+			i = j
+		}
+	}
+	if !s.Columnar() {
+		for _, r := range s.Rows {
+			counts[r.Op]++
+		}
+		return nil
+	}
+	var buf []uint64
+	for bi := range s.Batches {
+		b := &s.Batches[bi]
+		for lo := 0; lo < b.Len(); lo += keyBlock {
+			hi := min(b.Len(), lo+keyBlock)
+			if b.file == nil || !littleEndian {
+				add(b.Ops[lo:hi])
+				continue
+			}
+			buf = slices.Grow(buf[:0], hi-lo)[:hi-lo]
+			if err := b.file.readInto(bytesOf(buf), bytesOf(b.Ops[lo:hi])); err != nil {
+				return err
+			}
+			add(buf)
+		}
+	}
+	return nil
 }
 
 // Cursor gives random access to the rows of a columnar snapshot by stream

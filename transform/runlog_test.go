@@ -90,6 +90,8 @@ func TestRescaleRunLog(t *testing.T) {
 		{"purge and set_value", `
   - purge_keys: {keys: ` + purge + `, codec: int64}
   - set_value: {op: 42, slot: agg, expr: 'value % 1000'}`, true},
+		{"remap keeping the order", `
+  - remap_operator: {from: 7, to: 8}`, true},
 		{"rekeying", `
   - rename_slot: {op: 7, from: count, to: a_count}
   - remap_operator: {from: 42, to: 3}`, false},

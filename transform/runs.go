@@ -26,6 +26,14 @@ type prefixPlan struct {
 	// plan nearly every row, and finding the counts in their maps each
 	// time cost more than the plan.
 	before, after *int64
+	// remaps are the remap_operator steps that every row of the prefix
+	// takes before any step that must see each row: outOp is the operator
+	// the rows leave them with (op when there are none), and the steps
+	// after them are asked about outOp.
+	remaps []int
+	outOp  uint64
+	// afterOut is counts' after for outOp when it is not op.
+	afterOut *int64
 	// dropBy is the step that drops every row reaching it, or -1.
 	dropBy int
 	// live are the steps before dropBy (or all, when it is -1) that must
@@ -142,21 +150,34 @@ func appendOp(b []byte, op uint64) []byte {
 
 // newPlan asks each step what it does to the rows of a prefix.
 func (e *engine) newPlan(op uint64, prefix []byte, k savepoint.Key, subtask int) *prefixPlan {
-	p := &prefixPlan{op: op, prefix: prefix, dropBy: -1, slot: bytes.Clone(k.Slot), kg: k.KeyGroup}
+	p := &prefixPlan{op: op, outOp: op, prefix: prefix, dropBy: -1, slot: bytes.Clone(k.Slot), kg: k.KeyGroup}
 	for i := range e.steps {
 		st := &e.steps[i]
 		if st.apply == nil {
 			continue
 		}
+		if st.remap != nil && st.remap.from == p.outOp && len(p.live) == 0 {
+			// Every row reaching it is remapped alike: a span of the
+			// output, the steps after it asked about the new operator.
+			p.remaps = append(p.remaps, i)
+			p.outOp = st.remap.to
+			continue
+		}
 		v := eachRow
 		if st.prefix != nil {
-			v = st.prefix(op, k, subtask)
+			v = st.prefix(p.outOp, k, subtask)
 		}
 		switch v {
 		case dropAll:
 			p.dropBy = i
 			return p
 		case eachRow:
+			if len(p.remaps) > 0 {
+				// A step sees each row after a remap: the general path
+				// runs them all, row by row, from the first step.
+				p.remaps, p.outOp, p.generic = nil, op, true
+				return p
+			}
 			p.live = append(p.live, i)
 			if st.rekeys {
 				p.generic = true
@@ -368,6 +389,11 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 func (w *worker) wholeRun(i, n int, first, last savepoint.Row, inc bool, p *prefixPlan) {
 	before, after := w.counts(p)
 	*before += int64(n)
+	for _, s := range p.remaps {
+		c := &w.res.rules[s]
+		c.matched += int64(n)
+		c.changed += int64(n)
+	}
 	if p.dropBy >= 0 {
 		c := &w.res.rules[p.dropBy]
 		c.matched += int64(n)
@@ -375,6 +401,17 @@ func (w *worker) wholeRun(i, n int, first, last savepoint.Row, inc bool, p *pref
 		w.res.changed = true
 		*after -= int64(n)
 		return
+	}
+	if p.outOp != p.op {
+		out := w.res.out
+		w.res.changed = true
+		if p.afterOut == nil {
+			p.afterOut = w.res.after.counter(p.outOp, p.slot, true)
+		}
+		*after -= int64(n)
+		*p.afterOut += int64(n)
+		first.Op, last.Op = p.outOp, p.outOp
+		out.ops.add(opSpan{pos: uint32(out.Len()), n: uint32(n), op: p.outOp})
 	}
 	w.keepRun(i, n, first, last, inc)
 }

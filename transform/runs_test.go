@@ -59,6 +59,27 @@ slots:
 rules:
   - drop: 'op == 42 && slot == "window" && key % 5 == 0'
   - purge_keys: {keys: ` + purge + `, codec: int64}`,
+		"remap alone": `
+rules:
+  - remap_operator: {from: 7, to: 8}`,
+		"remaps, then whole drops of the new operators": `
+rules:
+  - remap_operator: {from: 7, to: 8}
+  - remap_operator: {from: 8, to: 9}
+  - remap_operator: {from: 42, to: 43}
+  - drop_slot: {op: 43, slot: count}
+  - drop_operator: {op: 9}`,
+		"remap onto another operator": `
+rules:
+  - remap_operator: {from: 7, to: 42, merge: true}`,
+		"remap, then a filter of the new operator": `
+rules:
+  - remap_operator: {from: 7, to: 8}
+  - drop: 'op == 8 && key_group < 10'`,
+		"filter, then remap": `
+rules:
+  - drop: 'key_group < 10'
+  - remap_operator: {from: 7, to: 8}`,
 		"rekeying": `
 rules:
   - drop: 'key_group < 20 && slot == "window"'

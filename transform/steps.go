@@ -22,6 +22,9 @@ type step struct {
 	versions func(savepoint.VersionMap) (savepoint.VersionMap, error)
 	prefix   func(op uint64, k savepoint.Key, subtask int) verdict
 	rekeys   bool
+	// remap is set for a remap_operator step: every row of operator from
+	// becomes a row of operator to, its key and value kept.
+	remap *struct{ from, to uint64 }
 }
 
 // verdict is what a step does to every keyed row of one prefix.
@@ -75,6 +78,7 @@ func compile(set *rules.Set) []step {
 			from, to := r.RemapOperator.From.ID, r.RemapOperator.To.ID
 			s.prefix = func(o uint64, _ savepoint.Key, _ int) verdict { return when(o == from, eachRow) }
 			s.rekeys = true
+			s.remap = &struct{ from, to uint64 }{from, to}
 			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 				if row.Op != from {
 					return row, true, nil

@@ -227,10 +227,9 @@ func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 	}
 	present := map[uint64]int64{}
 	for _, f := range sp.Files {
-		f.Snapshot.EachRow(func(_ int, r savepoint.Row) bool {
-			present[r.Op]++
-			return true
-		})
+		if err := f.Snapshot.CountOps(present); err != nil {
+			return fmt.Errorf("%s: %w", f.Path, err)
+		}
 	}
 	dropped := map[uint64]bool{}
 	for _, r := range set.Rules {
@@ -449,7 +448,7 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 							} else {
 								ones = 0
 							}
-							out.log.add(p.op, p.kg, p.slot, true, out.Len()-at, false)
+							out.log.add(p.outOp, p.kg, p.slot, true, out.Len()-at, false)
 							i += n
 							continue
 						}
