@@ -244,6 +244,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	f.Add(fixture)
 	f.Add([]byte{})
 	f.Add(FrameCLMB([][]byte{fixture, fixture}))
+	f.Add(zstdStream(f, 50)) // compressed buffers
 	for _, c := range badCases {
 		f.Add(c.make(f, fixture))
 	}
@@ -309,6 +310,7 @@ func FuzzOpenMapped(f *testing.F) {
 	}
 	f.Add(fixture)
 	f.Add([]byte{})
+	f.Add(zstdStream(f, 50)) // compressed buffers: the copying reader
 	for _, c := range badCases {
 		f.Add(c.make(f, fixture))
 	}

@@ -93,6 +93,11 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 		return nil, &offsetError{r.off + bodyStart, fmt.Sprintf("truncated message body: needs %d bytes, %d left", info.bodyLen, int64(len(rest))-bodyStart)}
 	}
 	body := rest[bodyStart : bodyStart+info.bodyLen : bodyStart+info.bodyLen]
+	if info.typ == msgRecordBatch && info.codec >= 0 {
+		if err := checkCompressedBuffers(meta, info, body); err != nil {
+			return nil, &offsetError{r.off + bodyStart, err.Error()}
+		}
+	}
 	r.off += bodyStart + info.bodyLen
 	if info.typ == msgRecordBatch {
 		r.codecs = append(r.codecs, info.codec)
@@ -102,6 +107,36 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 	}
 	r.msg = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(body))
 	return r.msg, nil
+}
+
+// maxExpansion bounds how many times its compressed size a buffer of a
+// compressed record batch may declare uncompressed: a ZSTD block of at most
+// 128 KiB takes at least 4 bytes (an RLE block), an LZ4 frame expands
+// about 255 times at most.
+const maxExpansion = 1 << 15
+
+// checkCompressedBuffers checks the buffers of a compressed record batch
+// before arrow-go reads them: each lies in the body and declares (its first
+// 8 bytes) no more bytes uncompressed than its compressed bytes can hold.
+// arrow-go allocates each buffer by that declared length before
+// decompressing it: a corrupt length would ask for any amount of memory.
+func checkCompressedBuffers(meta []byte, info messageInfo, body []byte) error {
+	for i := 0; i < info.nbuf; i++ {
+		e := info.bufs + 16*i
+		off := int64(binary.LittleEndian.Uint64(meta[e:]))
+		n := int64(binary.LittleEndian.Uint64(meta[e+8:]))
+		if n == 0 {
+			continue
+		}
+		if off < 0 || n < 8 || off > int64(len(body))-n {
+			return fmt.Errorf("compressed buffer %d (%d bytes at %d) does not fit in the %d-byte body", i, n, off, len(body))
+		}
+		size := int64(binary.LittleEndian.Uint64(body[off:]))
+		if size != -1 && (size < 0 || size > maxExpansion*(n-8)+1<<16) {
+			return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed from %d compressed bytes", i, size, n-8)
+		}
+	}
+	return nil
 }
 
 // offsetError is a problem found at a byte offset of a stream.
@@ -123,6 +158,9 @@ type messageInfo struct {
 	typ     byte
 	bodyLen int64
 	codec   int8 // -1 none, 0 LZ4 frame, 1 ZSTD
+	// bufs is where a record batch's buffers (16-byte structs: offset and
+	// length in the body) start in the metadata; nbuf how many there are.
+	bufs, nbuf int
 }
 
 // peekMessage reads the few fields of an IPC Message flatbuffer the reader
@@ -167,11 +205,25 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 			if _, err := fbVector(hdr, 1, 16, -1); err != nil {
 				return info, fmt.Errorf("record batch nodes: %w", err)
 			}
-			if _, err := fbVector(hdr, 2, 16, -1); err != nil {
+			nbuf, err := fbVector(hdr, 2, 16, -1)
+			if err != nil {
 				return info, fmt.Errorf("record batch buffers: %w", err)
 			}
-			if _, err := fbVector(hdr, 4, 8, -1); err != nil {
+			if nbuf > 0 {
+				p := fbField(hdr, 2, 4)
+				info.bufs, info.nbuf = p+int(binary.LittleEndian.Uint32(hdr.Bytes[p:]))+4, nbuf
+			}
+			nvar, err := fbVector(hdr, 4, 8, -1)
+			if err != nil {
 				return info, fmt.Errorf("record batch variadic counts: %w", err)
+			}
+			// arrow-go allocates a view column's buffer list by its
+			// declared variadic count before reading the buffers; each
+			// variadic buffer is one of the message's.
+			for j := 0; j < nvar; j++ {
+				if c := fbVectorInt64(hdr, 4, j); c < 0 || c > int64(nbuf) {
+					return info, fmt.Errorf("record batch declares %d variadic buffers for a column; the message has %d buffers", c, nbuf)
+				}
 			}
 			comp, ok, err := fbSubTable(hdr, 3)
 			if err != nil {
@@ -251,6 +303,14 @@ func fbVector(t flatbuffers.Table, i, elemSize, max int) (int, error) {
 		return 0, fmt.Errorf("%d elements, at most %d allowed", n, max)
 	}
 	return n, nil
+}
+
+// fbVectorInt64 returns element j of vector field i of t, a vector of
+// int64 that fbVector has checked.
+func fbVectorInt64(t flatbuffers.Table, i, j int) int64 {
+	p := fbField(t, i, 4)
+	vec := p + int(binary.LittleEndian.Uint32(t.Bytes[p:]))
+	return int64(binary.LittleEndian.Uint64(t.Bytes[vec+4+8*j:]))
 }
 
 // fbTable validates that a flatbuffer table and its vtable lie inside buf.
