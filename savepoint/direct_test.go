@@ -18,6 +18,27 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
+// arrowGoBatch is rows as a record batch of schema (the canonical fields)
+// built with arrow-go's own arrays.
+func arrowGoBatch(schema *arrow.Schema, rows []Row) arrow.RecordBatch {
+	n := len(rows)
+	ops := make([]byte, 8*n)
+	kOff, vOff := make([]byte, 4*(n+1)), make([]byte, 4*(n+1))
+	var kData, vData []byte
+	for i, r := range rows {
+		binary.LittleEndian.PutUint64(ops[8*i:], r.Op)
+		kData, vData = append(kData, r.Key...), append(vData, r.Value...)
+		binary.LittleEndian.PutUint32(kOff[4*(i+1):], uint32(len(kData)))
+		binary.LittleEndian.PutUint32(vOff[4*(i+1):], uint32(len(vData)))
+	}
+	cols := []arrow.Array{
+		array.MakeFromData(array.NewData(arrow.PrimitiveTypes.Uint64, n, []*memory.Buffer{nil, memory.NewBufferBytes(ops)}, nil, 0, 0)),
+		array.MakeFromData(array.NewData(arrow.BinaryTypes.Binary, n, []*memory.Buffer{nil, memory.NewBufferBytes(kOff), memory.NewBufferBytes(kData)}, nil, 0, 0)),
+		array.MakeFromData(array.NewData(arrow.BinaryTypes.Binary, n, []*memory.Buffer{nil, memory.NewBufferBytes(vOff), memory.NewBufferBytes(vData)}, nil, 0, 0)),
+	}
+	return array.NewRecordBatch(schema, cols, int64(n))
+}
+
 // arrowGoStream is the reference: the same rows encoded with arrow-go's own
 // IPC writer, batches split where the direct writer splits them.
 func arrowGoStream(t *testing.T, w io.Writer, md Metadata, rows []Row) {
@@ -35,23 +56,7 @@ func arrowGoStream(t *testing.T, w io.Writer, md Metadata, rows []Row) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		part := rows[start:end]
-		n := len(part)
-		ops := make([]byte, 8*n)
-		kOff, vOff := make([]byte, 4*(n+1)), make([]byte, 4*(n+1))
-		var kData, vData []byte
-		for i, r := range part {
-			binary.LittleEndian.PutUint64(ops[8*i:], r.Op)
-			kData, vData = append(kData, r.Key...), append(vData, r.Value...)
-			binary.LittleEndian.PutUint32(kOff[4*(i+1):], uint32(len(kData)))
-			binary.LittleEndian.PutUint32(vOff[4*(i+1):], uint32(len(vData)))
-		}
-		cols := []arrow.Array{
-			array.MakeFromData(array.NewData(arrow.PrimitiveTypes.Uint64, n, []*memory.Buffer{nil, memory.NewBufferBytes(ops)}, nil, 0, 0)),
-			array.MakeFromData(array.NewData(arrow.BinaryTypes.Binary, n, []*memory.Buffer{nil, memory.NewBufferBytes(kOff), memory.NewBufferBytes(kData)}, nil, 0, 0)),
-			array.MakeFromData(array.NewData(arrow.BinaryTypes.Binary, n, []*memory.Buffer{nil, memory.NewBufferBytes(vOff), memory.NewBufferBytes(vData)}, nil, 0, 0)),
-		}
-		if err := iw.Write(array.NewRecordBatch(schema, cols, int64(n))); err != nil {
+		if err := iw.Write(arrowGoBatch(schema, rows[start:end])); err != nil {
 			t.Fatal(err)
 		}
 		if start = end; start >= len(rows) {

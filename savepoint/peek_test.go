@@ -9,9 +9,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
@@ -124,21 +122,7 @@ func zstdStream(t testing.TB, n int) []byte {
 	schema := arrow.NewSchema(canonicalFields, &meta)
 	var buf bytes.Buffer
 	iw := ipc.NewWriter(&buf, ipc.WithSchema(schema), ipc.WithZstd())
-	ops := make([]byte, 8*n)
-	kOff, vOff := make([]byte, 4*(n+1)), make([]byte, 4*(n+1))
-	var kData, vData []byte
-	for i, r := range rows {
-		binary.LittleEndian.PutUint64(ops[8*i:], r.Op)
-		kData, vData = append(kData, r.Key...), append(vData, r.Value...)
-		binary.LittleEndian.PutUint32(kOff[4*(i+1):], uint32(len(kData)))
-		binary.LittleEndian.PutUint32(vOff[4*(i+1):], uint32(len(vData)))
-	}
-	cols := []arrow.Array{
-		array.MakeFromData(array.NewData(arrow.PrimitiveTypes.Uint64, n, []*memory.Buffer{nil, memory.NewBufferBytes(ops)}, nil, 0, 0)),
-		array.MakeFromData(array.NewData(arrow.BinaryTypes.Binary, n, []*memory.Buffer{nil, memory.NewBufferBytes(kOff), memory.NewBufferBytes(kData)}, nil, 0, 0)),
-		array.MakeFromData(array.NewData(arrow.BinaryTypes.Binary, n, []*memory.Buffer{nil, memory.NewBufferBytes(vOff), memory.NewBufferBytes(vData)}, nil, 0, 0)),
-	}
-	if err := iw.Write(array.NewRecordBatch(schema, cols, int64(n))); err != nil {
+	if err := iw.Write(arrowGoBatch(schema, rows)); err != nil {
 		t.Fatal(err)
 	}
 	if err := iw.Close(); err != nil {
