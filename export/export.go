@@ -728,36 +728,26 @@ var spillRows = 1 << 20
 // singleSpilled is single for a large file in clink's hash-map order:
 // sorting every row into export order would hold 32 bytes a row, and
 // writing them would gather rows from all over the input. It puts the rows
-// in canonical order through temporary files instead
-// (savepoint.SortSpilled, which resolves duplicates as Logical does), then
-// exports the sorted copy with singleMerged. It returns false, having done
-// nothing, for other files, and for perFile (which keeps duplicates).
+// in canonical order through temporary files instead (Savepoint.InOrder:
+// duplicates resolved as Logical does, or, perFile, all kept in stream
+// order), then exports the sorted copy with singleMerged. It returns
+// false, having done nothing, for other files.
 func (p *pipeline) singleSpilled(f *savepoint.File, perFile bool, st *savepoint.UnionStats) (bool, error) {
-	n := f.Snapshot.NumRows()
-	if n < spillRows {
-		return false, nil
-	}
-	if sorted, strict := f.Snapshot.Order(); strict || perFile && sorted {
-		return false, nil // in order already, with runs too short to merge
-	}
-	dupes := 0
-	sorted, err := savepoint.SortSpilled(f.Snapshot.NewCursor(), savepoint.SpillOptions{
-		Dir:            p.tempDir,
-		Release:        f.ReleasePages,
-		Dropped:        func(savepoint.Row) { dupes++ },
-		KeepDuplicates: perFile,
-	})
+	v, dupes, done, err := (&savepoint.Savepoint{Files: []*savepoint.File{f}}).InOrder(p.tempDir, spillRows, perFile)
 	if err != nil {
-		return true, fmt.Errorf("%s: sort the rows: %w", f.Path, err)
+		return true, err
 	}
-	defer sorted.Close()
-	sf := sorted.File(f)
-	done, err := p.singleMerged(sf, perFile, st)
-	if !done { // runs too short to merge
+	defer done()
+	sf := v.Files[0]
+	if sf == f {
+		return false, nil // small, or in order already with runs too short to merge
+	}
+	merged, err := p.singleMerged(sf, perFile, st)
+	if !merged { // runs too short to merge
 		err = p.singleSorted(sf, perFile, st)
 	}
 	if !perFile {
-		st.StoredRows, st.FileDuplicates = n, dupes
+		st.StoredRows, st.FileDuplicates = f.Snapshot.NumRows(), dupes
 	}
 	return true, err
 }

@@ -104,10 +104,10 @@ func (m slotNames) intern(b []byte) []byte {
 func runLimit(n int) int { return max(1024, n/16) }
 
 // singleMerged is single for a file whose rows are strictly increasing in
-// (op, key), so it holds no duplicates (perFile: increasing): instead of sorting every row into
-// export order it merges the runs of rows already in that order (merged).
-// It returns false, having done nothing, when the file is not such a file
-// or its runs are too many.
+// (op, key), so it holds no duplicates (perFile: increasing): instead of
+// sorting every row into export order it merges the runs of rows already
+// in that order (merged). It returns false, having done nothing, when the
+// file is not such a file or its runs are too many.
 func (p *pipeline) singleMerged(f *savepoint.File, perFile bool, st *savepoint.UnionStats) (bool, error) {
 	// perFile keeps duplicates: they are adjacent in a sorted file, in one
 	// run, in stream order.
@@ -194,6 +194,11 @@ func (p *pipeline) merged(srcs []mergeSource, runs []keyRun, res *savepoint.Reso
 		return bytes.Compare(a.slot, b.slot)
 	})
 	e := new(entry) // one allocation: the sink takes a pointer
+	emit := func(r savepoint.Row, subtask int) error {
+		e.key, e.value, e.sep, e.subtask = r.Key, r.Value, separator(r.Key), int32(subtask)
+		p.res.Rows++
+		return p.sink.add(r.Op, e)
+	}
 	h := runHeap{srcs: srcs}
 	var copies []savepoint.UnionRow
 	var taken []int32
@@ -235,11 +240,9 @@ func (p *pipeline) merged(srcs []mergeSource, runs []keyRun, res *savepoint.Reso
 						_, keep = res.Resolve(append(copies[:0], savepoint.UnionRow{Row: m.head, Subtask: m.subtask}))
 					}
 					if keep {
-						e.key, e.value, e.sep, e.subtask = m.head.Key, m.head.Value, separator(m.head.Key), int32(m.subtask)
-						if err := p.sink.add(m.head.Op, e); err != nil {
+						if err := emit(m.head, m.subtask); err != nil {
 							return err
 						}
-						p.res.Rows++
 					}
 					if err := h.advance(); err != nil {
 						return err
@@ -258,11 +261,9 @@ func (p *pipeline) merged(srcs []mergeSource, runs []keyRun, res *savepoint.Reso
 					copies = append(copies, savepoint.UnionRow{Row: m.head, Subtask: m.subtask})
 				}
 				if c, ok := res.Resolve(copies); ok {
-					e.key, e.value, e.sep, e.subtask = c.Row.Key, c.Row.Value, separator(c.Row.Key), int32(c.Subtask)
-					if err := p.sink.add(c.Row.Op, e); err != nil {
+					if err := emit(c.Row, c.Subtask); err != nil {
 						return err
 					}
-					p.res.Rows++
 				}
 				for _, k := range taken {
 					if err := h.next(k); err != nil {
