@@ -22,6 +22,9 @@ type ReadOptions struct {
 	// pread: validation reads every offset through it rather than the map
 	// (see mappedFile).
 	readMapped func(dst, src []byte) error
+	// deferOffsets, with readMapped, leaves the walk over the binary
+	// offsets to the caller (verifyMapped, or validateOffsetsOf).
+	deferOffsets bool
 }
 
 // clmbMagic starts a multi-blob changelog frame (section 1.7).
@@ -58,10 +61,10 @@ func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
 	if len(fs) == 4 && fs[0].Name == "row_kind" {
 		return replayChangelog([][]byte{data}, opts)
 	}
-	return canonicalFromStream(rs, opts.Columnar, opts.readMapped)
+	return canonicalFromStream(rs, opts.Columnar, opts.readMapped, opts.deferOffsets)
 }
 
-func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src []byte) error) (*Snapshot, error) {
+func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src []byte) error, deferOffsets bool) (*Snapshot, error) {
 	if err := checkFields(rs.schema, canonicalFields); err != nil {
 		return nil, fmt.Errorf("%w; expected %s", err, CanonicalSchemaString)
 	}
@@ -79,7 +82,7 @@ func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src 
 	}
 	s.Batches = make([]Batch, 0, len(rs.batches))
 	for bi, rec := range rs.batches {
-		if err := validateBatch(rec, readMapped); err != nil {
+		if err := validateBatch(rec, readMapped, deferOffsets && readMapped != nil); err != nil {
 			return nil, fmt.Errorf("record batch %d: %w", bi, err)
 		}
 		s.Batches = append(s.Batches, batchOf(rec))
@@ -188,7 +191,7 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		}
 		first := true
 		for ri, rec := range rs.batches {
-			if err := validateBatch(rec, nil); err != nil {
+			if err := validateBatch(rec, nil, false); err != nil {
 				return nil, fmt.Errorf("%srecord batch %d: %w", where, ri, err)
 			}
 			s.BatchRows = append(s.BatchRows, int(rec.NumRows()))
@@ -254,7 +257,7 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 		if err != nil {
 			return nil, fmt.Errorf("inline materialisation: %w", err)
 		}
-		mat, err := canonicalFromStream(rs, false, nil)
+		mat, err := canonicalFromStream(rs, false, nil, false)
 		if err != nil {
 			return nil, fmt.Errorf("inline materialisation: %w", err)
 		}

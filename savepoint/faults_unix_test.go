@@ -42,8 +42,9 @@ func TestFaultsReachGuard(t *testing.T) {
 	}
 }
 
-// A mapped input cut short faults in Order's goroutines; the fault reaches
-// the caller's Guard as ErrInputChanged.
+// A mapped input cut short faults in the goroutines of Order's own pass
+// (when the pass at open left the order unknown); the fault reaches the
+// caller's Guard as ErrInputChanged.
 func TestOrderFaultReachesGuard(t *testing.T) {
 	rows := make([]Row, 300_000)
 	for i := range rows {
@@ -62,7 +63,7 @@ func TestOrderFaultReachesGuard(t *testing.T) {
 	if err := os.Truncate(path, 4096); err != nil {
 		t.Fatal(err)
 	}
-	err = Guard(func() error { sp.Files[0].Snapshot.Order(); return nil })
+	err = Guard(func() error { sp.Files[0].Snapshot.computeOrder(); return nil })
 	if !errors.Is(err, ErrInputChanged) {
 		t.Fatalf("Order on a truncated mapped input: %v, want ErrInputChanged", err)
 	}

@@ -489,21 +489,28 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		}
 	}
 	f.Size = int64(len(data))
-	// The checksum of a mapped file is read with pread while the stream is
-	// decoded from the map: the two passes overlap.
-	var crcErr error
-	crcDone := make(chan struct{})
+	var snap *Snapshot
+	var comp string
+	var crcErr, decodeErr error
 	if f.mapping != nil {
-		go func() {
-			defer close(crcDone)
+		// A mapped canonical file is checksummed, validated and put in
+		// order in one pass (verifyMapped); when it gives up, or the file
+		// is another kind, the checksum is read on its own.
+		snap, comp, decodeErr = decodeFile(f, fh, data, ro)
+		verified := false
+		if decodeErr == nil && f.mapping != nil && snap.Variant == Canonical && snap.Rows == nil {
+			f.CRC32C, verified = verifyMapped(fh, f.Size, f.mapping, snap)
+		}
+		if !verified {
 			f.CRC32C, crcErr = checksumFile(fh, f.Size)
-		}()
+			if decodeErr == nil && f.mapping != nil {
+				decodeErr = validateOffsetsOf(f, fh, snap)
+			}
+		}
 	} else {
 		f.CRC32C = CRC32C(data)
-		close(crcDone)
+		snap, comp, decodeErr = decodeFile(f, fh, data, ro)
 	}
-	snap, comp, decodeErr := decodeFile(f, fh, data, ro)
-	<-crcDone
 	if crcErr != nil {
 		return fmt.Errorf("read %s: %w", f.Path, crcErr)
 	}
@@ -548,10 +555,12 @@ func decodeFile(f *File, fh *os.File, data []byte, ro ReadOptions) (*Snapshot, s
 		f.mapping = nil
 	}
 	if m := f.mapping; m != nil {
-		// Validation reads every offset: with pread, so that a large
-		// file's offsets never enter the resident set, and so that no
-		// mapped page is touched for them (see mappedFile).
+		// The offsets are validated after decoding (verifyMapped, or
+		// validateOffsetsOf), read with pread: a large file's offsets never
+		// enter the resident set, and no mapped page is touched for them
+		// (see mappedFile).
 		ro.readMapped = (&mappedFile{f: fh, data: m}).readInto
+		ro.deferOffsets = true
 	}
 	var snap *Snapshot
 	err = Guard(func() (err error) {
@@ -566,6 +575,26 @@ func decodeFile(f *File, fh *os.File, data []byte, ro ReadOptions) (*Snapshot, s
 		return nil, comp, fmt.Errorf("read %s%s: %w", f.Path, where, err)
 	}
 	return snap, comp, nil
+}
+
+// validateOffsetsOf checks the binary offsets of a mapped canonical
+// snapshot whose decoding left them (ReadOptions.deferOffsets), as
+// validateBatch would have.
+func validateOffsetsOf(f *File, fh *os.File, snap *Snapshot) error {
+	readMapped := (&mappedFile{f: fh, data: f.mapping}).readInto
+	for bi := range snap.Batches {
+		b := &snap.Batches[bi]
+		for _, c := range [2]struct {
+			name string
+			offs []int32
+			data []byte
+		}{{"key_bytes", b.KeyOffs, b.Keys}, {"value_bytes", b.ValOffs, b.Vals}} {
+			if err := validateOffsets(c.offs, len(c.data), readMapped); err != nil {
+				return fmt.Errorf("read %s: record batch %d: column %q: %w", f.Path, bi, c.name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // checksumFile computes the CRC-32C of the size bytes of a file that is

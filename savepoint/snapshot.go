@@ -144,7 +144,8 @@ type Snapshot struct {
 	// TrailingBytes counts bytes after the end-of-stream marker (clink ignores them).
 	TrailingBytes int64
 
-	order orderInfo // see Order
+	order orderInfo   // see Order
+	runs  *PrefixRuns // see Runs
 }
 
 // ChangelogInfo describes a changelog file as stored.

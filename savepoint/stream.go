@@ -529,8 +529,9 @@ func unwrapIPC(err error, mr *sliceMessageReader) error {
 
 // validateBatch runs arrow's full validation on every column of a batch and
 // checks that no column holds nulls. Binary offsets are checked here, a
-// chunk at a time, read with readMapped when it is not nil.
-func validateBatch(rec arrow.RecordBatch, readMapped func(dst, src []byte) error) (err error) {
+// chunk at a time, read with readMapped when it is not nil, unless
+// deferOffsets leaves that walk to the caller (see validateOffsetsOf).
+func validateBatch(rec arrow.RecordBatch, readMapped func(dst, src []byte) error, deferOffsets bool) (err error) {
 	// arrow-go's accessors trust the batch header (a declared null count
 	// with no validity bitmap panics in NullN): a malformed batch is an
 	// error, not a crash.
@@ -543,7 +544,9 @@ func validateBatch(rec arrow.RecordBatch, readMapped func(dst, src []byte) error
 		var err error
 		switch c := col.(type) {
 		case *array.Binary:
-			err = validateBinary(c, readMapped)
+			if err = c.Validate(); err == nil && !deferOffsets {
+				err = validateOffsets(c.ValueOffsets(), len(binaryData(c)), readMapped)
+			}
 		case interface{ ValidateFull() error }:
 			err = c.ValidateFull()
 		case *array.Uint64:
@@ -568,16 +571,12 @@ func validateBatch(rec arrow.RecordBatch, readMapped func(dst, src []byte) error
 	return nil
 }
 
-// validateBinary is arrow's ValidateFull for a binary column: buffer sizes
-// (Validate), then offsets that start at or above 0, never decrease and end
-// within the data. The offsets are read in chunks, with readMapped when it
-// is not nil (a memory-mapped column is then read with pread, not through
-// the map).
-func validateBinary(c *array.Binary, readMapped func(dst, src []byte) error) error {
-	if err := c.Validate(); err != nil {
-		return err
-	}
-	offs := c.ValueOffsets()
+// validateOffsets is the rest of arrow's ValidateFull for a binary column
+// (after Validate, which checks the buffers' sizes): offsets that start at
+// or above 0, never decrease and end within the dataLen bytes of data.
+// They are read in chunks, with readMapped when it is not nil (a
+// memory-mapped column is then read with pread, not through the map).
+func validateOffsets(offs []int32, dataLen int, readMapped func(dst, src []byte) error) error {
 	if len(offs) == 0 {
 		return nil
 	}
@@ -610,8 +609,8 @@ func validateBinary(c *array.Binary, readMapped func(dst, src []byte) error) err
 			prev = o
 		}
 	}
-	if data := binaryData(c); int(prev) > len(data) {
-		return fmt.Errorf("binary offsets end at %d, past the %d bytes of data", prev, len(data))
+	if int(prev) > dataLen {
+		return fmt.Errorf("binary offsets end at %d, past the %d bytes of data", prev, dataLen)
 	}
 	return nil
 }

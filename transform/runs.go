@@ -227,7 +227,7 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 	if len(p.live) == 0 {
 		last := r
 		if p.dropBy < 0 && n > 1 {
-			if last, err = w.scanRow(i + n - 1); err != nil {
+			if last, err = w.lastOf(i, n); err != nil {
 				return 0, err
 			}
 		}
@@ -510,6 +510,9 @@ var scanBlock = 4096
 // kc's, the first of which is row row.
 func (w *worker) scanRun(i, end int, op uint64, prefix []byte, each func(kc *savepoint.KeyColumns, j, m, row int)) (int, bool, error) {
 	cur := w.res.out.cur
+	if w.hasKnown && w.known.Start <= i && i < w.known.End {
+		return w.knownRun(i, min(end, w.known.End)-i, each)
+	}
 	if !cur.Columnar() {
 		inc := true
 		prev := cur.Key(i)
@@ -558,6 +561,38 @@ func (w *worker) scanRun(i, end int, op uint64, prefix []byte, each func(kc *sav
 		w.lastKey = append(w.lastKey[:0], kc.Keys[offs[k-1]:offs[k]]...)
 	}
 	return n, inc, nil
+}
+
+// knownRun is scanRun for the n rows from i of a prefix run of the
+// input's index (worker.known): they are the run, and strictly increase.
+// Their keys are read only when each wants them.
+func (w *worker) knownRun(i, n int, each func(kc *savepoint.KeyColumns, j, m, row int)) (int, bool, error) {
+	if each == nil {
+		return n, true, nil
+	}
+	b, lo, _ := w.res.out.cur.Locate(i)
+	kc := &w.keys
+	for t := 0; t < n; {
+		x := lo + t
+		if !kc.Holds(b, x) {
+			if err := kc.Load(b, x, min(b.Len(), x+scanBlock)); err != nil {
+				return 0, false, err
+			}
+		}
+		m := min(kc.Hi, lo+n) - x
+		each(kc, x-kc.Lo, m, i+t)
+		t += m
+	}
+	return n, true, nil
+}
+
+// lastOf returns the operator and key of the last of the n rows from i,
+// from the input's index when they end its run.
+func (w *worker) lastOf(i, n int) (savepoint.Row, error) {
+	if w.hasKnown && i+n == w.known.End {
+		return savepoint.Row{Op: w.known.Op, Key: w.known.Last}, nil
+	}
+	return w.scanRow(i + n - 1)
 }
 
 // scanColumns is scanRun over the columns of a batch, from its first row.

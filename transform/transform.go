@@ -412,6 +412,10 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 	rr := &rangeResult{res: res, sorted: true}
 	w := &worker{e: e, res: res, subtask: f.Subtask, rr: rr, comp: compositeMemo{e: e}}
 	cur := out.cur
+	var runs *savepoint.PrefixRuns
+	if cur.Columnar() && !rowByRow {
+		runs = snap.Runs()
+	}
 	res.err = savepoint.Guard(func() error {
 		for c := lo; c < hi; {
 			// Every 64K rows: cancellation, progress and the resident set.
@@ -423,11 +427,13 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 				f.ReleasePages() // what was read stays cached but leaves the resident set
 			}
 			ones := 0 // runs of one row in a row, this block
-			for i := c; i < end; {
+			i := c
+			for i < end {
 				if !rowByRow {
-					// Operator and key only, read with pread from a
-					// mapped file (see scanRow).
-					r, err := w.scanRow(i)
+					// Operator and key only: from the input's index of
+					// prefix runs, or read with pread from a mapped file
+					// (see scanRow).
+					r, err := w.runAt(runs, i)
 					if err != nil {
 						return err
 					}
@@ -435,9 +441,14 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 						if p := w.planFor(r, k); !p.generic {
 							at := out.Len()
 							var n int
-							if ones >= onesAlone {
+							switch {
+							case w.hasKnown:
+								// The run's end is known: it may go on
+								// past the block.
+								n, err = w.run(i, hi, r, p)
+							case ones >= onesAlone:
 								n, err = w.runOfOne(i, r, p)
-							} else {
+							default:
 								n, err = w.run(i, end, r, p)
 							}
 							if err != nil {
@@ -462,13 +473,31 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 				i++
 			}
 			if e.progress != nil {
-				e.progress("rows", e.done.Add(int64(end-c)), e.total)
+				e.progress("rows", e.done.Add(int64(i-c)), e.total)
 			}
-			c = end
+			c = i
 		}
 		return nil
 	})
 	return rr
+}
+
+// runAt returns the operator and key of row i, and sets w.known to the
+// keyed prefix run holding it when runs (the input's index, if any) has
+// one: the run's first key is then the row's own when i starts it, and
+// nothing is read.
+func (w *worker) runAt(runs *savepoint.PrefixRuns, i int) (savepoint.Row, error) {
+	w.hasKnown = false
+	if runs != nil {
+		run := runs.Run(runs.Find(i))
+		if run.Slotted && run.Prefix[0] < savepoint.NumKeyGroups {
+			w.known, w.hasKnown = run, true
+			if i == run.Start {
+				return savepoint.Row{Op: run.Op, Key: run.First}, nil
+			}
+		}
+	}
+	return w.scanRow(i)
 }
 
 // onesAlone is how many runs of one row in a row make processRange take
@@ -1068,6 +1097,11 @@ type worker struct {
 	// listedKeys their keys (purgeRun).
 	listed     []listedRow
 	listedKeys []byte
+	// known is the prefix run of the input's index (savepoint.PrefixRuns)
+	// that the run being processed lies in, when there is one: its end
+	// and its last key need no reading.
+	known    savepoint.PrefixRun
+	hasKnown bool
 }
 
 // fill prepares the expression environment for r once per row version.

@@ -1,0 +1,682 @@
+package savepoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"unsafe"
+)
+
+// Verifying a memory-mapped canonical file in one pass.
+//
+// Opening a mapped file needs three things of its bytes: the CRC-32C of
+// all of them, binary offsets that bound their data, and the order of the
+// rows (Snapshot.Order), which every rule, rescale and export asks for.
+// Each used to be a pass of its own, and the rules read every key once
+// more to find the runs of rows that share an operator and prefix. They
+// read a 10M-row file nearly three times over.
+//
+// verifyMapped reads it once. The rows of each batch are cut into ranges,
+// one goroutine each; a range is read as five spans of the file, one per
+// buffer (operators, key offsets, keys, value offsets, values), each in
+// order through a window of its own, so that the operator, offsets and key
+// of a row are in hand together. Each span is checksummed as it is read;
+// the bytes no span holds (headers, padding) are read on their own, and
+// the spans' CRCs combine into the file's, as the parallel writer's
+// pieces do. While it reads, a range checks its offsets, compares each row
+// with the one before, and notes where the prefix runs start
+// (PrefixRuns), so that the rules need not read the keys to find them.
+//
+// Anything unexpected (offsets that are not valid, buffers outside the
+// map or overlapping, a read that fails) makes it give up: the caller
+// then checksums and validates the file the old way, which says exactly
+// what is wrong.
+
+// verifyChunk is how many rows a range reads from its operator and offset
+// spans at a time (a variable so tests can make it small).
+var verifyChunk = 2048
+
+// verifyMinRows is the fewest rows a range of a batch gets.
+var verifyMinRows = 1 << 16
+
+// errGiveUp makes verifyMapped leave the file to the old passes.
+var errGiveUp = errors.New("verify: give up")
+
+// spanReader reads bytes [at, end) of a file in order through a window,
+// checksumming each byte as it is read. The slice next returns is valid
+// until the next call, which moves it and returns it again as the slice
+// before (a row's key is compared with the key before it).
+type spanReader struct {
+	fh        *os.File
+	start     int64 // the span's first byte
+	at, end   int64 // the next byte to read and the span's end
+	buf       []byte
+	keep, pos int // buf[keep:pos] was returned last; buf[pos:] is unread
+	crc       uint32
+	pooled    bool
+}
+
+func (s *spanReader) init(fh *os.File, lo, hi int64) {
+	*s = spanReader{fh: fh, start: lo, at: lo, end: hi}
+	if hi > lo {
+		s.buf, s.pooled = poolBuf(), true
+	}
+}
+
+// free returns the window to the pool.
+func (s *spanReader) free() {
+	if s.pooled {
+		putBuf(s.buf)
+	}
+	s.buf, s.pooled = nil, false
+}
+
+// next returns the next n bytes of the span, and the bytes the call before
+// returned (wherever the window moved them).
+func (s *spanReader) next(n int) (b, before []byte, err error) {
+	if len(s.buf)-s.pos < n {
+		if err := s.fill(n); err != nil {
+			return nil, nil, err
+		}
+	}
+	before = s.buf[s.keep:s.pos:s.pos]
+	b = s.buf[s.pos : s.pos+n : s.pos+n]
+	s.keep, s.pos = s.pos, s.pos+n
+	return b, before, nil
+}
+
+// fill reads on until n unread bytes are in the window, keeping the last
+// slice returned.
+func (s *spanReader) fill(n int) error {
+	kept := copy(s.buf[:cap(s.buf)], s.buf[s.keep:])
+	s.buf, s.pos, s.keep = s.buf[:kept], s.pos-s.keep, 0
+	if need := s.pos + n; need > cap(s.buf) {
+		grown := make([]byte, kept, need+checksumBlock)
+		copy(grown, s.buf)
+		if s.pooled {
+			putBuf(s.buf)
+		}
+		s.buf, s.pooled = grown, false
+	}
+	for len(s.buf)-s.pos < n {
+		// A block at a time, so that it is still in the CPU's cache when
+		// the CRC and the checks read it (see checksumBlock).
+		want := min(int64(cap(s.buf)-len(s.buf)), s.end-s.at, int64(max(checksumBlock, n)))
+		if want <= 0 {
+			return errGiveUp // the span ends before the bytes asked for
+		}
+		l := len(s.buf)
+		k, err := s.fh.ReadAt(s.buf[l:l+int(want)], s.at)
+		s.crc = crc32.Update(s.crc, castagnoli, s.buf[l:l+k])
+		s.buf, s.at = s.buf[:l+k], s.at+int64(k)
+		if k < int(want) {
+			if err == nil || errors.Is(err, io.EOF) {
+				return errGiveUp
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// finish reads (and checksums) what is left of the span and returns it as
+// a piece.
+func (s *spanReader) finish() (piece, error) {
+	for s.at < s.end {
+		s.buf, s.pos, s.keep = s.buf[:0], 0, 0
+		if err := s.fill(int(min(s.end-s.at, int64(checksumBlock)))); err != nil {
+			return piece{}, err
+		}
+	}
+	return piece{at: s.start, n: s.end - s.start, crc: s.crc}, nil
+}
+
+// verifyRange is the work and the outcome of one range of rows of a batch.
+type verifyRange struct {
+	batch  int
+	b      *Batch
+	offset int // the batch's first row in the snapshot
+	lo, hi int // rows of the batch
+	// kLo, kHi and vLo, vHi are the key and value offsets of rows lo and
+	// hi, read before the pass.
+	kLo, kHi, vLo, vHi int32
+
+	pieces         []piece
+	sorted, strict bool
+	firstOp        uint64
+	firstKey       []byte
+	lastOp         uint64
+	lastKey        []byte
+	runs           PrefixRuns // row numbers are the snapshot's
+	tooMany        bool       // more runs than maxRuns: no index
+	maxRuns        int
+
+	// cur is the prefix run the last row is in; fast is set by row.
+	cur struct {
+		op      uint64
+		slotted bool
+		plen    int
+	}
+	fast bool
+}
+
+// verifyMapped checksums, validates and orders the batches of snap, a
+// canonical stream decoded from data (the map of fh, size bytes) with its
+// binary offsets not yet checked. It returns the file's CRC-32C; false
+// means it gave up, and the caller must checksum and validate the file
+// itself. On success the snapshot's order is known and, when its rows
+// strictly increase, its prefix runs.
+func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot) (uint32, bool) {
+	m := &mappedFile{f: fh, data: data}
+	rows := snap.NumRows()
+	maxRuns := max(4096, rows/32)
+	var ranges []*verifyRange
+	row := 0
+	for bi := range snap.Batches {
+		b := &snap.Batches[bi]
+		n := b.Len()
+		parts := max(1, min(runtime.NumCPU(), n/verifyMinRows))
+		bounds := make([]int, parts+1)
+		for p := range bounds {
+			bounds[p] = p * n / parts
+		}
+		kb, err := readOffsets(m, b.KeyOffs, bounds, len(b.Keys))
+		if err != nil {
+			return 0, false
+		}
+		vb, err := readOffsets(m, b.ValOffs, bounds, len(b.Vals))
+		if err != nil {
+			return 0, false
+		}
+		for p := 0; p < parts; p++ {
+			if bounds[p] == bounds[p+1] && n > 0 {
+				continue
+			}
+			ranges = append(ranges, &verifyRange{batch: bi, b: b, offset: row, lo: bounds[p], hi: bounds[p+1],
+				kLo: kb[p], kHi: kb[p+1], vLo: vb[p], vHi: vb[p+1], maxRuns: maxRuns})
+		}
+		row += n
+	}
+	work := make(chan *verifyRange, len(ranges))
+	for _, r := range ranges {
+		work <- r
+	}
+	close(work)
+	var failed error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range min(runtime.NumCPU(), len(ranges)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range work {
+				err := Guard(func() error { return r.verify(m) })
+				if err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed != nil {
+		return 0, false
+	}
+	var pieces []piece
+	for _, r := range ranges {
+		pieces = append(pieces, r.pieces...)
+	}
+	crc, err := tileCRC(fh, size, pieces)
+	if err != nil {
+		return 0, false
+	}
+	sorted, strict := true, true
+	var runs PrefixRuns
+	indexed := true
+	for i, r := range ranges {
+		sorted, strict = sorted && r.sorted, strict && r.strict
+		if i > 0 && r.lo < r.hi {
+			p := ranges[i-1]
+			c := compareRows(p.lastOp, p.lastKey, r.firstOp, r.firstKey)
+			sorted, strict = sorted && c <= 0, strict && c < 0
+		}
+		indexed = indexed && !r.tooMany
+		if indexed && strict {
+			runs.join(&r.runs, i > 0 && ranges[i-1].batch == r.batch)
+		}
+	}
+	snap.order.once.Do(func() { snap.order.sorted, snap.order.strict = sorted, strict })
+	if strict && indexed && len(runs.runs) <= maxRuns {
+		runs.rows = rows
+		snap.runs = &runs
+	}
+	return crc, true
+}
+
+// readOffsets reads the offsets at the rows bounds of a batch and checks
+// that they could bound its data: at or above 0, not decreasing, at most
+// dataLen.
+func readOffsets(m *mappedFile, offs []int32, bounds []int, dataLen int) ([]int32, error) {
+	if len(offs) == 0 {
+		return nil, errGiveUp
+	}
+	raw := bytesOf(offs)
+	out := make([]int32, len(bounds))
+	var b [4]byte
+	for p, x := range bounds {
+		if err := m.readInto(b[:], raw[4*x:4*x+4]); err != nil {
+			return nil, err
+		}
+		out[p] = int32(binary.LittleEndian.Uint32(b[:]))
+		if out[p] < 0 || int(out[p]) > dataLen || p > 0 && out[p] < out[p-1] {
+			return nil, errGiveUp
+		}
+	}
+	return out, nil
+}
+
+// tileCRC checks that the pieces do not overlap, checksums the bytes of
+// the file between them, and returns the CRC-32C of the size bytes.
+func tileCRC(fh *os.File, size int64, pieces []piece) (uint32, error) {
+	slices.SortFunc(pieces, func(a, b piece) int { return cmpInt64(a.at, b.at) })
+	crc := CRC32C(nil)
+	var at int64
+	gap := func(to int64) error {
+		if to > at {
+			c, err := checksumRange(fh, at, to)
+			if err != nil {
+				return err
+			}
+			crc = crc32cCombine(crc, c, to-at)
+		}
+		return nil
+	}
+	for _, pc := range pieces {
+		if pc.at < at || pc.at+pc.n > size {
+			return 0, errGiveUp
+		}
+		if err := gap(pc.at); err != nil {
+			return 0, err
+		}
+		crc = crc32cCombine(crc, pc.crc, pc.n)
+		at = pc.at + pc.n
+	}
+	if err := gap(size); err != nil {
+		return 0, err
+	}
+	return crc, nil
+}
+
+// verify reads the range's spans.
+func (r *verifyRange) verify(m *mappedFile) error {
+	b := r.b
+	where := func(s []byte) (int64, error) {
+		if len(s) == 0 {
+			return 0, nil
+		}
+		off, ok := m.offsetOf(s)
+		if !ok {
+			return 0, errGiveUp
+		}
+		return off, nil
+	}
+	// The offsets of rows lo+1..hi (and of row 0 in the first range):
+	// the spans of all ranges tile each buffer.
+	kFrom, vFrom := r.lo+1, r.lo+1
+	if r.lo == 0 {
+		kFrom, vFrom = 0, 0
+	}
+	var sp [5]spanReader
+	defer func() {
+		for i := range sp {
+			sp[i].free()
+		}
+	}()
+	spans := [5]struct {
+		buf    []byte
+		lo, hi int
+	}{
+		{bytesOf(b.Ops), 8 * r.lo, 8 * r.hi},
+		{bytesOf(b.KeyOffs), 4 * kFrom, 4 * (r.hi + 1)},
+		{b.Keys, int(r.kLo), int(r.kHi)},
+		{bytesOf(b.ValOffs), 4 * vFrom, 4 * (r.hi + 1)},
+		{b.Vals, int(r.vLo), int(r.vHi)},
+	}
+	for i, s := range spans {
+		if s.lo == s.hi {
+			continue
+		}
+		off, err := where(s.buf[s.lo:s.hi])
+		if err != nil {
+			return err
+		}
+		sp[i].init(m.f, off, off+int64(s.hi-s.lo))
+	}
+	ops, kOffs, keys, vOffs := &sp[0], &sp[1], &sp[2], &sp[3] // sp[4], the values, is only checksummed
+	if r.lo == 0 {
+		// Row 0's start offsets: the first bytes of the offset spans.
+		for _, o := range [2]struct {
+			s    *spanReader
+			want int32
+		}{{kOffs, r.kLo}, {vOffs, r.vLo}} {
+			v, _, err := o.s.next(4)
+			if err != nil {
+				return err
+			}
+			if int32(binary.LittleEndian.Uint32(v)) != o.want {
+				return errGiveUp
+			}
+		}
+	}
+	r.sorted, r.strict = true, true
+	var prevOp uint64
+	var prev []byte
+	kAt, vAt := r.kLo, r.vLo
+	for x := r.lo; x < r.hi; {
+		c := min(verifyChunk, r.hi-x)
+		opb, _, err := ops.next(8 * c)
+		if err != nil {
+			return err
+		}
+		kb, _, err := kOffs.next(4 * c)
+		if err != nil {
+			return err
+		}
+		vb, _, err := vOffs.next(4 * c)
+		if err != nil {
+			return err
+		}
+		vEnds, okV := int32s(vb)
+		if !okV || !ascending(vEnds, vAt, r.vHi) {
+			return errGiveUp
+		}
+		vAt = vEnds[c-1]
+		kEnds, okK := int32s(kb)
+		if !okK || !ascending(kEnds, kAt, r.kHi) {
+			return errGiveUp
+		}
+		opv := uint64s(opb)
+		// The chunk's keys, and the previous chunk's (the last of which
+		// is prev), wherever the window moved them.
+		chunk, before, err := keys.next(int(kEnds[c-1] - kAt))
+		if err != nil {
+			return err
+		}
+		if x > r.lo {
+			prev = before[len(before)-len(prev):]
+		}
+		base := kAt
+		fast, shift := r.fast, uint(64-8*r.cur.plen)
+		for j, e := range kEnds {
+			key := chunk[kAt-base : e-base : e-base]
+			kAt = e
+			op := opv[j]
+			if fast && op == prevOp {
+				// The common case: keys of one length, from 8 to 16 bytes,
+				// increasing within a run whose prefix is at most 8 bytes,
+				// compared as two big-endian words (see compareRows).
+				if l := len(key); l == len(prev) && l >= 8 && l <= 16 {
+					ah, bh := binary.BigEndian.Uint64(prev), binary.BigEndian.Uint64(key)
+					if (ah < bh || ah == bh && binary.BigEndian.Uint64(prev[l-8:]) < binary.BigEndian.Uint64(key[l-8:])) &&
+						(ah^bh)>>shift == 0 {
+						prev = key
+						continue
+					}
+				}
+			}
+			r.row(x+j, op, key, prevOp, prev)
+			fast, shift = r.fast, uint(64-8*r.cur.plen)
+			prevOp, prev = op, key
+		}
+		x += c
+	}
+	if r.lo < r.hi {
+		r.lastOp, r.lastKey = prevOp, bytes.Clone(prev)
+		if r.strict && !r.tooMany {
+			r.runs.end(prev)
+		}
+	}
+	if kAt != r.kHi || vAt != r.vHi {
+		return errGiveUp
+	}
+	for i := range sp {
+		if sp[i].end == sp[i].start {
+			continue
+		}
+		pc, err := sp[i].finish()
+		if err != nil {
+			return err
+		}
+		r.pieces = append(r.pieces, pc)
+	}
+	return nil
+}
+
+// row checks the order of row x of the batch (operator op, key key)
+// after the row before it and notes whether it starts a prefix run. It
+// sets fast when the next rows may take verify's shortcut: the rows so far
+// strictly increase, the runs are tracked, and the current run's prefix
+// is slotted and at most 8 bytes long.
+func (r *verifyRange) row(x int, op uint64, key []byte, prevOp uint64, prev []byte) {
+	if x == r.lo {
+		r.firstOp, r.firstKey = op, bytes.Clone(key)
+	} else if r.sorted {
+		if c := compareRows(prevOp, prev, op, key); c >= 0 {
+			r.strict = false
+			if c > 0 {
+				r.sorted = false
+			}
+		}
+	}
+	r.fast = false
+	if !r.strict || r.tooMany {
+		return
+	}
+	// A new run unless the row has the operator and the slotted prefix of
+	// the one before (or, unslotted, the operator of an unslotted run).
+	cur := &r.cur
+	same := x > r.lo && op == cur.op
+	if same && cur.slotted {
+		same = len(key) >= cur.plen && bytes.Equal(key[:cur.plen], prev[:cur.plen])
+	} else if same {
+		same = separatorIndex(key) < 0
+	}
+	if !same {
+		if x > r.lo {
+			r.runs.end(prev)
+		}
+		sep := separatorIndex(key)
+		cur.op, cur.slotted, cur.plen = op, sep >= 0, sep+1
+		r.runs.start(r.offset+x, op, cur.slotted, key, max(0, cur.plen))
+		r.tooMany = len(r.runs.runs) > r.maxRuns
+	}
+	r.fast = cur.slotted && cur.plen <= 8 && !r.tooMany
+}
+
+// ascending reports whether offsets, following from, never decrease and
+// end at most at max.
+func ascending(offs []int32, from, max int32) bool {
+	for _, o := range offs {
+		if o < from {
+			return false
+		}
+		from = o
+	}
+	return from <= max
+}
+
+// int32s returns the little-endian int32s of b as a slice of its memory,
+// or a copy when b is not aligned for them or the machine is big-endian;
+// false when b's length is not a multiple of 4.
+func int32s(b []byte) ([]int32, bool) {
+	if len(b)%4 != 0 {
+		return nil, false
+	}
+	if littleEndian && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 == 0 {
+		return wordsOf[int32](b), true
+	}
+	out := make([]int32, len(b)/4)
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out, true
+}
+
+// uint64s is int32s for little-endian uint64s.
+func uint64s(b []byte) []uint64 {
+	if littleEndian && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%8 == 0 {
+		return wordsOf[uint64](b)
+	}
+	out := make([]uint64, len(b)/8)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return out
+}
+
+// compareRows compares rows by (op, key): -1, 0 or +1. Keys of one length
+// from 8 to 16 bytes, the common case, are compared as two big-endian
+// words (the first 8 bytes and the last 8, which overlap below 16: the
+// bytes in common are equal when the first words are).
+func compareRows(aOp uint64, a []byte, bOp uint64, b []byte) int {
+	switch {
+	case aOp < bOp:
+		return -1
+	case aOp > bOp:
+		return 1
+	}
+	if l := len(a); l == len(b) && l >= 8 && l <= 16 {
+		ah, bh := binary.BigEndian.Uint64(a), binary.BigEndian.Uint64(b)
+		if ah != bh {
+			if ah < bh {
+				return -1
+			}
+			return 1
+		}
+		al, bl := binary.BigEndian.Uint64(a[l-8:]), binary.BigEndian.Uint64(b[l-8:])
+		switch {
+		case al < bl:
+			return -1
+		case al > bl:
+			return 1
+		}
+		return 0
+	}
+	return bytes.Compare(a, b)
+}
+
+// PrefixRuns are the prefix runs of a columnar snapshot whose rows strictly
+// increase, found when it was opened: the longest stretches of rows of
+// one batch with one operator whose keys share the prefix up to and
+// including the slot separator (so one key group, or operator-state
+// marker, and one slot). Rows whose keys have no separator make runs too,
+// of one operator each, that are not slotted: their keys share nothing.
+type PrefixRuns struct {
+	runs []prefixRun
+	keys []byte // the runs' first and last keys
+	rows int    // the snapshot's rows
+}
+
+type prefixRun struct {
+	start       int // the run's first row
+	op          uint64
+	slotted     bool
+	plen        int    // the prefix's length in the first key
+	first, last [2]int // the first and last keys, in keys
+}
+
+// PrefixRun is one run of PrefixRuns: rows [Start, End).
+type PrefixRun struct {
+	Start, End int
+	Op         uint64
+	// Slotted is whether the keys have a slot separator: they share
+	// Prefix, the first key up to and including it.
+	Slotted bool
+	Prefix  []byte
+	// First and Last are the keys of rows Start and End-1.
+	First, Last []byte
+}
+
+func (x *PrefixRuns) start(row int, op uint64, slotted bool, key []byte, plen int) {
+	at := len(x.keys)
+	x.keys = append(x.keys, key...)
+	x.runs = append(x.runs, prefixRun{start: row, op: op, slotted: slotted, plen: plen, first: [2]int{at, len(x.keys)}})
+}
+
+func (x *PrefixRuns) end(key []byte) {
+	at := len(x.keys)
+	x.keys = append(x.keys, key...)
+	x.runs[len(x.runs)-1].last = [2]int{at, len(x.keys)}
+}
+
+// join appends the runs of the next range, merging its first run into the
+// last one when they go on in the same batch with the same operator and
+// slotted prefix (or are both unslotted, of one operator).
+func (x *PrefixRuns) join(y *PrefixRuns, sameBatch bool) {
+	rs := y.runs
+	if len(rs) > 0 && len(x.runs) > 0 && sameBatch {
+		a, b := x.Run(len(x.runs)-1), y.Run(0)
+		if a.Op == b.Op && a.Slotted == b.Slotted && (!a.Slotted || bytes.Equal(a.Prefix, b.Prefix)) {
+			at := len(x.keys)
+			x.keys = append(x.keys, b.Last...)
+			x.runs[len(x.runs)-1].last = [2]int{at, len(x.keys)}
+			rs = rs[1:]
+		}
+	}
+	shift := len(x.keys)
+	x.keys = append(x.keys, y.keys...)
+	for _, r := range rs {
+		r.first[0], r.first[1] = r.first[0]+shift, r.first[1]+shift
+		r.last[0], r.last[1] = r.last[0]+shift, r.last[1]+shift
+		x.runs = append(x.runs, r)
+	}
+}
+
+// Len returns the number of runs.
+func (x *PrefixRuns) Len() int { return len(x.runs) }
+
+// Run returns run i.
+func (x *PrefixRuns) Run(i int) PrefixRun {
+	r := &x.runs[i]
+	end := x.rows
+	if i+1 < len(x.runs) {
+		end = x.runs[i+1].start
+	}
+	first := x.keys[r.first[0]:r.first[1]:r.first[1]]
+	return PrefixRun{Start: r.start, End: end, Op: r.op, Slotted: r.slotted, Prefix: first[:r.plen:r.plen],
+		First: first, Last: x.keys[r.last[0]:r.last[1]:r.last[1]]}
+}
+
+// Find returns the index of the run holding row i.
+func (x *PrefixRuns) Find(i int) int {
+	j, _ := slices.BinarySearchFunc(x.runs, i, func(r prefixRun, i int) int { return cmpInt64(int64(r.start), int64(i)) })
+	if j == len(x.runs) || x.runs[j].start > i {
+		j--
+	}
+	return j
+}
+
+// Runs returns the prefix runs found when the snapshot was opened (see
+// PrefixRuns): only for a columnar snapshot of a file read in one pass
+// whose rows strictly increase, and whose runs are not too many (at most
+// one per 32 rows, or 4096); nil otherwise.
+func (s *Snapshot) Runs() *PrefixRuns { return s.runs }
+
+// String describes the runs for tests and debugging.
+func (x *PrefixRuns) String() string {
+	var b bytes.Buffer
+	for i := range x.runs {
+		r := x.Run(i)
+		fmt.Fprintf(&b, "[%d,%d) op %d slotted %v prefix %q first %q last %q\n", r.Start, r.End, r.Op, r.Slotted, r.Prefix, r.First, r.Last)
+	}
+	return b.String()
+}

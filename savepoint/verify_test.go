@@ -1,0 +1,157 @@
+package savepoint
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// wantRuns lists the prefix runs of rows, batch by batch, as PrefixRuns
+// describes them (see PrefixRuns.String).
+func wantRuns(rows []Row, batches []int) string {
+	var b strings.Builder
+	start := 0
+	for _, n := range batches {
+		for i := start; i < start+n; {
+			r := rows[i]
+			sep := separatorIndex(r.Key)
+			j := i + 1
+			for ; j < start+n; j++ {
+				s := rows[j]
+				if s.Op != r.Op {
+					break
+				}
+				if sep >= 0 && !bytes.HasPrefix(s.Key, r.Key[:sep+1]) || sep < 0 && separatorIndex(s.Key) >= 0 {
+					break
+				}
+			}
+			fmt.Fprintf(&b, "[%d,%d) op %d slotted %v prefix %q first %q last %q\n", i, j, r.Op, sep >= 0, r.Key[:max(0, sep+1)], r.Key, rows[j-1].Key)
+			i = j
+		}
+		start += n
+	}
+	return b.String()
+}
+
+// The one pass at open finds the CRC, the order and the prefix runs that
+// the separate passes find, whatever the ranges, chunks and windows it
+// cuts the file into: keys longer than a window, empty keys, keys without
+// a separator, several batches, rows out of order or repeated.
+func TestVerifyMapped(t *testing.T) {
+	defer func(a, b, c int) { verifyMinRows, verifyChunk, checksumBlock = a, b, c }(verifyMinRows, verifyChunk, checksumBlock)
+	r := rand.New(rand.NewPCG(3, 4))
+	var sorted []Row
+	for op := uint64(1); op <= 3; op++ {
+		for kg := 0; kg < 5; kg++ {
+			for _, slot := range []string{"a", "count", "window-of-a-long-name"} {
+				for k := range 40 + r.IntN(40) {
+					key := fmt.Appendf(nil, "%c%s|%08d", kg, slot, k)
+					sorted = append(sorted, Row{Op: op, Key: key, Value: bytes.Repeat([]byte{'v'}, r.IntN(12))})
+				}
+			}
+		}
+		// Operator-state and raw rows: runs without a shared prefix.
+		sorted = append(sorted, Row{Op: op, Key: []byte{200, 'x'}}, Row{Op: op, Key: []byte{201, 'x', '|', 'y'}}, Row{Op: op, Key: []byte("\xffzz")})
+	}
+	slices.SortFunc(sorted, func(a, b Row) int { return a.Compare(b) })
+	long := slices.Clone(sorted)
+	long[100].Key = append(slices.Clone(long[100].Key), bytes.Repeat([]byte{'~'}, 3000)...) // past a window, still in order
+	empty := append([]Row{{Op: 0, Key: nil, Value: nil}}, sorted...)
+	swapped := slices.Clone(sorted)
+	swapped[500], swapped[501] = swapped[501], swapped[500]
+	repeated := slices.Clone(sorted)
+	repeated[700] = repeated[699]
+	n := len(sorted)
+	cases := []struct {
+		name    string
+		rows    []Row
+		batches []int
+	}{
+		{"sorted", sorted, []int{n}},
+		{"batches", sorted, []int{1, n/3 - 1, n / 3, n - 2*(n/3)}},
+		{"long key", long, []int{n}},
+		{"empty key", empty, []int{n + 1}},
+		{"out of order", swapped, []int{n}},
+		{"repeated", repeated, []int{n}},
+	}
+	for _, c := range cases {
+		path := filepath.Join(t.TempDir(), "in.snap")
+		if _, err := WriteSnapshotFile(path, nil, c.rows, SnapshotOptions{AsIs: true, Batches: c.batches}); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cut := range []struct{ minRows, chunk, block int }{{1 << 16, 2048, 256 << 10}, {7, 3, 64}, {100, 16, 1000}} {
+			verifyMinRows, verifyChunk, checksumBlock = cut.minRows, cut.chunk, cut.block
+			name := fmt.Sprintf("%s/%d-%d-%d", c.name, cut.minRows, cut.chunk, cut.block)
+			sp, err := Open(path, OpenOptions{Columnar: true})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			f := sp.Files[0]
+			if f.CRC32C != CRC32C(data) {
+				t.Errorf("%s: CRC %d, want %d", name, f.CRC32C, CRC32C(data))
+			}
+			// The pass again, on a snapshot of the same batches whose
+			// order is not known: it must not give up.
+			fresh := &Snapshot{Variant: Canonical, Batches: f.Snapshot.Batches}
+			crc, ok := verifyMapped(f.mapped.f, f.Size, f.mapping, fresh)
+			if !ok || crc != CRC32C(data) {
+				t.Errorf("%s: verifyMapped = %d, %v; want %d, true", name, crc, ok, CRC32C(data))
+			}
+			gotSorted, gotStrict := fresh.Order()
+			wantSorted, wantStrict := f.Snapshot.computeOrder()
+			if gotSorted != wantSorted || gotStrict != wantStrict {
+				t.Errorf("%s: order %v %v, want %v %v", name, gotSorted, gotStrict, wantSorted, wantStrict)
+			}
+			switch runs := fresh.Runs(); {
+			case !wantStrict && runs != nil:
+				t.Errorf("%s: rows out of order have prefix runs", name)
+			case wantStrict && runs == nil:
+				t.Errorf("%s: no prefix runs", name)
+			case wantStrict:
+				if got, want := runs.String(), wantRuns(c.rows, c.batches); got != want {
+					t.Errorf("%s: runs\n%s\nwant\n%s", name, got, want)
+				}
+				for _, i := range []int{0, 1, 99, 100, len(c.rows) - 1} {
+					if run := runs.Run(runs.Find(i)); i < run.Start || i >= run.End {
+						t.Errorf("%s: Find(%d) gives run [%d,%d)", name, i, run.Start, run.End)
+					}
+				}
+			}
+			sp.Close()
+		}
+	}
+}
+
+// Too many runs (a run for nearly every row) leave no index, and the
+// order is still found.
+func TestVerifyMappedTooManyRuns(t *testing.T) {
+	var rows []Row
+	for i := range 10000 {
+		rows = append(rows, Row{Op: uint64(i), Key: []byte{1, 'a', '|', byte(i)}})
+	}
+	path := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(path, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	snap := sp.Files[0].Snapshot
+	if snap.Runs() != nil {
+		t.Errorf("%d runs for %d rows: indexed", snap.Runs().Len(), len(rows))
+	}
+	if sorted, strict := snap.Order(); !sorted || !strict {
+		t.Errorf("order %v %v, want strictly increasing", sorted, strict)
+	}
+}
