@@ -105,10 +105,14 @@ func (s *spanReader) fill(n int) error {
 		}
 		s.buf, s.pooled = grown, false
 	}
+	// The window holds at most two blocks, or what n needs: the pooled
+	// buffer's other pages are not touched (a fresh page costs more than
+	// the read that fills it).
+	limit := min(cap(s.buf), max(2*checksumBlock, s.pos+n))
 	for len(s.buf)-s.pos < n {
 		// A block at a time, so that it is still in the CPU's cache when
 		// the CRC and the checks read it (see checksumBlock).
-		want := min(int64(cap(s.buf)-len(s.buf)), s.end-s.at, int64(max(checksumBlock, n)))
+		want := min(int64(limit-len(s.buf)), s.end-s.at, int64(max(checksumBlock, n)))
 		if want <= 0 {
 			return errGiveUp // the span ends before the bytes asked for
 		}

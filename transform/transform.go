@@ -417,14 +417,16 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 		runs = snap.Runs()
 	}
 	res.err = savepoint.Guard(func() error {
+		release := lo + releaseRows + 1
 		for c := lo; c < hi; {
 			// Every 64K rows: cancellation, progress and the resident set.
 			end := min(hi, (c|0xFFFF)+1)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if c&releaseRows == 0 && c > lo {
+			if c >= release {
 				f.ReleasePages() // what was read stays cached but leaves the resident set
+				release = c + releaseRows + 1
 			}
 			ones := 0 // runs of one row in a row, this block
 			i := c
