@@ -783,15 +783,24 @@ func InferGroups(files []*File) []Group {
 }
 
 // keyedOps adds to ops the operators with keyed rows (first key byte below
-// NumKeyGroups) in s. Once an operator is known to have one, its other rows
-// need no look at their keys: mostly only the operator column is read, a
-// block at a time with pread (through the map, each page's first touch
-// would cost more than the read), and a block's keys only when it holds
-// an operator not known yet.
+// NumKeyGroups) in s. The prefix runs found at open (Snapshot.Runs) say it
+// without reading. Otherwise, once an operator is known to have one, its
+// other rows need no look at their keys: mostly only the operator column
+// is read, a block at a time with pread (through the map, each page's
+// first touch would cost more than the read), and a block's keys only when
+// it holds an operator not known yet.
 func keyedOps(s *Snapshot, ops map[uint64]bool) {
 	if !s.Columnar() {
 		for _, r := range s.Rows {
 			if len(r.Key) > 0 && r.Key[0] < NumKeyGroups {
+				ops[r.Op] = true
+			}
+		}
+		return
+	}
+	if runs := s.Runs(); runs != nil {
+		for i := range runs.Len() {
+			if r := runs.Run(i); r.KeyGroupByte {
 				ops[r.Op] = true
 			}
 		}

@@ -9,7 +9,8 @@ import (
 )
 
 // TestKeyedOps: the operators with keyed rows are found whether the rows
-// are read in place or in blocks with pread, across block ends, including
+// are read in place, in blocks with pread, across block ends, or told by
+// the prefix runs found at open, including
 // an operator whose only keyed row comes after many of its operator rows,
 // and not an operator that has operator rows only.
 func TestKeyedOps(t *testing.T) {
@@ -25,23 +26,35 @@ func TestKeyedOps(t *testing.T) {
 	}
 	rows = append(rows, Row{Op: 3, Key: EncodeKeyedKey([]byte("s"), []byte("late")), Value: []byte("v")},
 		Row{Op: 4, Key: []byte{}, Value: []byte("empty key")})
-	path := filepath.Join(t.TempDir(), "checkpoint-1.snap")
-	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{60, 72}}); err != nil {
+	// As they come (the keys of operator 1 are not in order), and sorted:
+	// a columnar open then finds the prefix runs, which say it.
+	dir := t.TempDir()
+	asIs, sorted := filepath.Join(dir, "as-is.snap"), filepath.Join(dir, "sorted.snap")
+	if _, err := WriteSnapshotFile(asIs, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{60, 72}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteSnapshotFile(sorted, nil, rows, SnapshotOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	defer func(v int) { keyBlock = v }(keyBlock)
-	for _, block := range []int{4096, 7} {
-		keyBlock = block
-		for _, columnar := range []bool{true, false} {
-			sp, err := Open(path, OpenOptions{Columnar: columnar})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ops := map[uint64]bool{}
-			keyedOps(sp.Files[0].Snapshot, ops)
-			sp.Close()
-			if got := slices.Sorted(maps.Keys(ops)); !slices.Equal(got, []uint64{1, 3}) {
-				t.Errorf("block %d, columnar %v: keyed operators %v, want [1 3]", block, columnar, got)
+	for _, path := range []string{asIs, sorted} {
+		for _, block := range []int{4096, 7} {
+			keyBlock = block
+			for _, columnar := range []bool{true, false} {
+				sp, err := Open(path, OpenOptions{Columnar: columnar})
+				if err != nil {
+					t.Fatal(err)
+				}
+				snap := sp.Files[0].Snapshot
+				if indexed := snap.Runs() != nil; indexed != (columnar && path == sorted) {
+					t.Errorf("%s, columnar %v: prefix runs %v", filepath.Base(path), columnar, indexed)
+				}
+				ops := map[uint64]bool{}
+				keyedOps(snap, ops)
+				sp.Close()
+				if got := slices.Sorted(maps.Keys(ops)); !slices.Equal(got, []uint64{1, 3}) {
+					t.Errorf("%s, block %d, columnar %v: keyed operators %v, want [1 3]", filepath.Base(path), block, columnar, got)
+				}
 			}
 		}
 	}

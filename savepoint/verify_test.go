@@ -20,6 +20,7 @@ func wantRuns(rows []Row, batches []int) string {
 		for i := start; i < start+n; {
 			r := rows[i]
 			sep := separatorIndex(r.Key)
+			kgByte := len(r.Key) > 0 && r.Key[0] < NumKeyGroups
 			j := i + 1
 			for ; j < start+n; j++ {
 				s := rows[j]
@@ -29,8 +30,9 @@ func wantRuns(rows []Row, batches []int) string {
 				if sep >= 0 && !bytes.HasPrefix(s.Key, r.Key[:sep+1]) || sep < 0 && separatorIndex(s.Key) >= 0 {
 					break
 				}
+				kgByte = kgByte || len(s.Key) > 0 && s.Key[0] < NumKeyGroups
 			}
-			fmt.Fprintf(&b, "[%d,%d) op %d slotted %v prefix %q first %q last %q\n", i, j, r.Op, sep >= 0, r.Key[:max(0, sep+1)], r.Key, rows[j-1].Key)
+			fmt.Fprintf(&b, "[%d,%d) op %d slotted %v prefix %q kg byte %v first %q last %q\n", i, j, r.Op, sep >= 0, r.Key[:max(0, sep+1)], kgByte, r.Key, rows[j-1].Key)
 			i = j
 		}
 		start += n
@@ -43,7 +45,7 @@ func wantRuns(rows []Row, batches []int) string {
 // cuts the file into: keys longer than a window, empty keys, keys without
 // a separator, several batches, rows out of order or repeated.
 func TestVerifyMapped(t *testing.T) {
-	defer func(a, b, c int) { verifyMinRows, verifyChunk, checksumBlock = a, b, c }(verifyMinRows, verifyChunk, checksumBlock)
+	defer func(a, b, c int) { verifyMinRows, verifyChunk, verifyBlock = a, b, c }(verifyMinRows, verifyChunk, verifyBlock)
 	r := rand.New(rand.NewPCG(3, 4))
 	var sorted []Row
 	for op := uint64(1); op <= 3; op++ {
@@ -56,7 +58,8 @@ func TestVerifyMapped(t *testing.T) {
 			}
 		}
 		// Operator-state and raw rows: runs without a shared prefix.
-		sorted = append(sorted, Row{Op: op, Key: []byte{200, 'x'}}, Row{Op: op, Key: []byte{201, 'x', '|', 'y'}}, Row{Op: op, Key: []byte("\xffzz")})
+		sorted = append(sorted, Row{Op: op, Key: []byte{200, 'x'}}, Row{Op: op, Key: []byte{201, 'x', '|', 'y'}}, Row{Op: op, Key: []byte("\xffzz")},
+			Row{Op: op, Key: []byte{130}}, Row{Op: op, Key: []byte{7}}) // unslotted, one with a key-group byte
 	}
 	slices.SortFunc(sorted, func(a, b Row) int { return a.Compare(b) })
 	long := slices.Clone(sorted)
@@ -89,7 +92,7 @@ func TestVerifyMapped(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, cut := range []struct{ minRows, chunk, block int }{{1 << 16, 2048, 256 << 10}, {7, 3, 64}, {100, 16, 1000}} {
-			verifyMinRows, verifyChunk, checksumBlock = cut.minRows, cut.chunk, cut.block
+			verifyMinRows, verifyChunk, verifyBlock = cut.minRows, cut.chunk, cut.block
 			name := fmt.Sprintf("%s/%d-%d-%d", c.name, cut.minRows, cut.chunk, cut.block)
 			sp, err := Open(path, OpenOptions{Columnar: true})
 			if err != nil {

@@ -718,6 +718,24 @@ func (o *outRows) Op(i int) uint64 {
 	return o.cur.Op(o.idx.at(i))
 }
 
+// opKey returns the operator and key of output row i, as Op and Key do,
+// but reads an input row's with pread into kc, where the key stays valid
+// until kc's next load.
+func (o *outRows) opKey(i int, kc *savepoint.KeyColumns) (uint64, []byte) {
+	if _, ok := o.mod.get(uint32(i)); ok || !o.cur.Columnar() {
+		return o.Op(i), o.Key(i)
+	}
+	b, x, _ := o.cur.Locate(o.idx.at(i))
+	if !kc.Holds(b, x) && kc.Load(b, x, x+1) != nil {
+		return o.Op(i), o.Key(i) // the map says what is wrong (see savepoint.Guard)
+	}
+	op := kc.Ops[x-kc.Lo]
+	if v, ok := o.ops.at(uint32(i)); ok {
+		op = v
+	}
+	return op, kc.Key(x)
+}
+
 // Key returns the key of output row i.
 func (o *outRows) Key(i int) []byte {
 	if e, ok := o.mod.get(uint32(i)); ok {
