@@ -8,7 +8,7 @@ FUZZTIME  ?= 60s
 EXAMPLE   := testdata/example
 DEMO_OUT  := $(or $(TMPDIR),/tmp)/sptool-demo
 
-.PHONY: all help build test test-short race cover ci lint fmt-check vet fuzz golden demo bench example interop clean
+.PHONY: all help build test test-short race cover ci lint fmt-check vet cross fuzz golden demo bench example interop clean
 
 all help:
 	@echo "targets:"
@@ -19,7 +19,7 @@ all help:
 	@echo "  bench      benchmarks against cp on generated savepoints (see BENCHMARKS.md)"
 	@echo "  fuzz       fuzz the readers and parsers (FUZZTIME=$(FUZZTIME) each)"
 	@echo "  golden     regenerate golden files (review the diff!)"
-	@echo "  lint       gofmt and go vet"
+	@echo "  lint       gofmt, go vet, and a build for other systems (cross)"
 	@echo "  example    regenerate the bundled example tree $(EXAMPLE)"
 	@echo "  interop    check sptool's outputs with independent readers (npm apache-arrow, DuckDB)"
 
@@ -44,7 +44,13 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-lint: fmt-check vet
+lint: fmt-check vet cross
+
+# The memory maps and the signals differ by system: build for the others too.
+CROSS := darwin/arm64 freebsd/amd64 windows/amd64
+
+cross:
+	@for p in $(CROSS); do echo "build $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build $(PKGS) || exit 1; done
 
 # Each fuzz target runs for FUZZTIME; `go test -fuzz` takes one target at a time.
 # Minimising a new input is bounded too: by default it may take 60s, and when

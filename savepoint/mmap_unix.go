@@ -4,8 +4,8 @@ package savepoint
 
 import (
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
-	"syscall"
 )
 
 // mapFile maps a file read-only. A zero-length file maps to nil.
@@ -16,7 +16,7 @@ func mapFile(f *os.File, size int64) ([]byte, error) {
 	if int64(int(size)) != size {
 		return nil, fmt.Errorf("file of %d bytes is too large to map", size)
 	}
-	b, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mmap: %w", err)
 	}
@@ -27,7 +27,7 @@ func unmapFile(b []byte) error {
 	if b == nil {
 		return nil
 	}
-	return syscall.Munmap(b)
+	return unix.Munmap(b)
 }
 
 // releasePages tells the kernel the process no longer needs these pages of a
@@ -35,6 +35,6 @@ func unmapFile(b []byte) error {
 // resident set (they fault back in if touched again).
 func releasePages(b []byte) {
 	if len(b) > 0 {
-		syscall.Madvise(b, syscall.MADV_DONTNEED)
+		unix.Madvise(b, unix.MADV_DONTNEED)
 	}
 }
