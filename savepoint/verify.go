@@ -167,8 +167,9 @@ type verifyRange struct {
 	lastOp         uint64
 	lastKey        []byte
 	runs           PrefixRuns // row numbers are the snapshot's
-	tooMany        bool       // more runs than maxRuns: no index
+	tooMany        bool       // more runs than maxRuns, or keys than maxKeys: no index
 	maxRuns        int
+	maxKeys        int // bytes of the runs' first and last keys
 
 	// cur is the prefix run the last row is in; fast is set by row.
 	cur struct {
@@ -212,7 +213,8 @@ func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot) (uint32,
 				continue
 			}
 			ranges = append(ranges, &verifyRange{batch: bi, b: b, offset: row, lo: bounds[p], hi: bounds[p+1],
-				kLo: kb[p], kHi: kb[p+1], vLo: vb[p], vHi: vb[p+1], maxRuns: maxRuns})
+				kLo: kb[p], kHi: kb[p+1], vLo: vb[p], vHi: vb[p+1], maxRuns: maxRuns,
+				maxKeys: max(64<<10, int(kb[p+1]-kb[p])/64)})
 		}
 		row += n
 	}
@@ -509,7 +511,7 @@ func (r *verifyRange) row(x int, op uint64, key []byte, prevOp uint64, prev []by
 		sep := separatorIndex(key)
 		cur.op, cur.slotted, cur.plen = op, sep >= 0, sep+1
 		r.runs.start(r.offset+x, op, cur.slotted, key, max(0, cur.plen))
-		r.tooMany = len(r.runs.runs) > r.maxRuns
+		r.tooMany = len(r.runs.runs) > r.maxRuns || len(r.runs.keys) > r.maxKeys
 	}
 	if len(key) > 0 && key[0] < NumKeyGroups && !r.tooMany {
 		// (A slotted run's keys share their first byte: its first row
@@ -690,7 +692,8 @@ func (x *PrefixRuns) Find(i int) int {
 // Runs returns the prefix runs found when the snapshot was opened (see
 // PrefixRuns): only for a columnar snapshot of a file read in one pass
 // whose rows strictly increase, and whose runs are not too many (at most
-// one per 32 rows, or 4096); nil otherwise.
+// one per 32 rows, or 4096, their first and last keys at most 1/64 of the
+// key bytes, or 64 KiB a range of rows); nil otherwise.
 func (s *Snapshot) Runs() *PrefixRuns { return s.runs }
 
 // String describes the runs for tests and debugging.

@@ -134,27 +134,42 @@ func TestVerifyMapped(t *testing.T) {
 	}
 }
 
-// Too many runs (a run for nearly every row) leave no index, and the
-// order is still found.
+// Too many runs (a run for nearly every row), or runs whose first and
+// last keys would take too much memory, leave no index, and the order is
+// still found; a few long keys do not.
 func TestVerifyMappedTooManyRuns(t *testing.T) {
-	var rows []Row
-	for i := range 10000 {
-		rows = append(rows, Row{Op: uint64(i), Key: []byte{1, 'a', '|', byte(i)}})
+	many := func(n, keyLen int) []Row {
+		var rows []Row
+		for i := range n {
+			key := append([]byte{1, 'a', '|'}, bytes.Repeat([]byte{byte(i)}, keyLen)...)
+			rows = append(rows, Row{Op: uint64(i), Key: key})
+		}
+		return rows
 	}
-	path := filepath.Join(t.TempDir(), "in.snap")
-	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := Open(path, OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
-	snap := sp.Files[0].Snapshot
-	if snap.Runs() != nil {
-		t.Errorf("%d runs for %d rows: indexed", snap.Runs().Len(), len(rows))
-	}
-	if sorted, strict := snap.Order(); !sorted || !strict {
-		t.Errorf("order %v %v, want strictly increasing", sorted, strict)
+	for _, c := range []struct {
+		name    string
+		rows    []Row
+		indexed bool
+	}{
+		{"a run a row", many(10000, 1), false},
+		{"long keys", many(3000, 1000), false},
+		{"few runs of long keys", many(30, 1000), true},
+	} {
+		path := filepath.Join(t.TempDir(), "in.snap")
+		if _, err := WriteSnapshotFile(path, nil, c.rows, SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		sp, err := Open(path, OpenOptions{Columnar: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := sp.Files[0].Snapshot
+		if indexed := snap.Runs() != nil; indexed != c.indexed {
+			t.Errorf("%s: indexed %v, want %v", c.name, indexed, c.indexed)
+		}
+		if sorted, strict := snap.Order(); !sorted || !strict {
+			t.Errorf("%s: order %v %v, want strictly increasing", c.name, sorted, strict)
+		}
+		sp.Close()
 	}
 }
