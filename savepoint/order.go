@@ -106,10 +106,11 @@ func (s *Snapshot) rangeOrder(lo, hi int) (sorted, strict bool) {
 // the stream index and the first row of the group, its row count and the
 // sums of its key and value lengths. release is called now and then.
 //
-// Runs are found in the keys of blocks of keyBlock rows read with pread
-// (see KeyColumns): a run that goes on past a block is reported in parts,
-// and the first row of a run has its operator and key only, the key valid
-// only during the call.
+// The runs are those found at open (Snapshot.Runs), when it found them.
+// Otherwise they are found in the keys of blocks of keyBlock rows read
+// with pread (see KeyColumns): a run that goes on past a block is reported
+// in parts. The first row of a run has its operator and key only, the key
+// valid only during the call.
 func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyBytes, valueBytes int64)) {
 	if _, strict := s.Order(); !strict || !s.Columnar() {
 		s.EachRow(func(i int, r Row) bool {
@@ -122,10 +123,11 @@ func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyB
 		return
 	}
 	kc := KeyColumns{values: true}
-	i, next := 0, 0
-	for bi := range s.Batches {
-		b := &s.Batches[bi]
-		for x := 0; x < b.Len(); {
+	next := 0
+	// group reports rows [x, to) of batch b, the first of which is row i,
+	// a group at a time, reading their keys.
+	group := func(b *Batch, x, to, i int) {
+		for x < to {
 			if i >= next {
 				release()
 				next = i + releaseEvery + 1
@@ -134,11 +136,32 @@ func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyB
 				kc.LoadOrMap(b, x, min(b.Len(), x+keyBlock))
 			}
 			// A run that goes on past the block is reported in parts.
-			end := kc.PrefixRunEnd(x, kc.Hi, true)
+			end := kc.PrefixRunEnd(x, min(to, kc.Hi), true)
 			fn(i, Row{Op: kc.Ops[x-kc.Lo], Key: kc.Key(x)}, end-x, int64(kc.Offs[end-kc.Lo]-kc.Offs[x-kc.Lo]), kc.ValueBytes(x, end))
 			i += end - x
 			x = end
 		}
+	}
+	if runs := s.Runs(); runs != nil {
+		// The runs found at open: only the rows of runs without a slot
+		// (a group each) are read.
+		c := s.NewCursor()
+		for k := range runs.Len() {
+			r := runs.Run(k)
+			if r.Slotted {
+				fn(r.Start, Row{Op: r.Op, Key: r.First}, r.End-r.Start, r.KeyBytes, r.ValueBytes)
+				continue
+			}
+			b, x, _ := c.Locate(r.Start)
+			group(b, x, x+r.End-r.Start, r.Start)
+		}
+		return
+	}
+	i := 0
+	for bi := range s.Batches {
+		b := &s.Batches[bi]
+		group(b, 0, b.Len(), i)
+		i += b.Len()
 	}
 }
 

@@ -413,6 +413,7 @@ func (r *verifyRange) verify(m *mappedFile) error {
 		if !okV || !ascending(vEnds, vAt, r.vHi) {
 			return errGiveUp
 		}
+		vFrom := vAt // the chunk's first value starts there
 		vAt = vEnds[c-1]
 		kEnds, okK := int32s(kb)
 		if !okK || !ascending(kEnds, kAt, r.kHi) {
@@ -447,7 +448,11 @@ func (r *verifyRange) verify(m *mappedFile) error {
 					}
 				}
 			}
-			r.row(x+j, op, key, prevOp, prev)
+			vStart := vFrom
+			if j > 0 {
+				vStart = vEnds[j-1]
+			}
+			r.row(x+j, op, key, prevOp, prev, e-int32(len(key)), vStart)
 			fast, shift = r.fast, uint(64-8*r.cur.plen)
 			prevOp, prev = op, key
 		}
@@ -456,7 +461,7 @@ func (r *verifyRange) verify(m *mappedFile) error {
 	if r.lo < r.hi {
 		r.lastOp, r.lastKey = prevOp, bytes.Clone(prev)
 		if r.strict && !r.tooMany {
-			r.runs.end(prev)
+			r.runs.end(prev, r.kHi, r.vHi)
 		}
 	}
 	if kAt != r.kHi || vAt != r.vHi {
@@ -475,12 +480,13 @@ func (r *verifyRange) verify(m *mappedFile) error {
 	return nil
 }
 
-// row checks the order of row x of the batch (operator op, key key)
-// after the row before it and notes whether it starts a prefix run. It
+// row checks the order of row x of the batch (operator op, key key, whose
+// key and value start at kStart and vStart in the batch's data) after the
+// row before it and notes whether it starts a prefix run. It
 // sets fast when the next rows may take verify's shortcut: the rows so far
 // strictly increase, the runs are tracked, and the current run's prefix
 // is slotted and at most 8 bytes long.
-func (r *verifyRange) row(x int, op uint64, key []byte, prevOp uint64, prev []byte) {
+func (r *verifyRange) row(x int, op uint64, key []byte, prevOp uint64, prev []byte, kStart, vStart int32) {
 	if x == r.lo {
 		r.firstOp, r.firstKey = op, bytes.Clone(key)
 	} else if r.sorted {
@@ -506,11 +512,11 @@ func (r *verifyRange) row(x int, op uint64, key []byte, prevOp uint64, prev []by
 	}
 	if !same {
 		if x > r.lo {
-			r.runs.end(prev)
+			r.runs.end(prev, kStart, vStart)
 		}
 		sep := separatorIndex(key)
 		cur.op, cur.slotted, cur.plen = op, sep >= 0, sep+1
-		r.runs.start(r.offset+x, op, cur.slotted, key, max(0, cur.plen))
+		r.runs.start(r.offset+x, op, cur.slotted, key, max(0, cur.plen), kStart, vStart)
 		r.tooMany = len(r.runs.runs) > r.maxRuns || len(r.runs.keys) > r.maxKeys
 	}
 	if len(key) > 0 && key[0] < NumKeyGroups && !r.tooMany {
@@ -612,6 +618,9 @@ type prefixRun struct {
 	kgByte      bool   // see PrefixRun.KeyGroupByte
 	plen        int    // the prefix's length in the first key
 	first, last [2]int // the first and last keys, in keys
+	// kStart, kEnd, vStart and vEnd bound the run's keys and values in
+	// its batch's data.
+	kStart, kEnd, vStart, vEnd int32
 }
 
 // PrefixRun is one run of PrefixRuns: rows [Start, End).
@@ -627,18 +636,24 @@ type PrefixRun struct {
 	KeyGroupByte bool
 	// First and Last are the keys of rows Start and End-1.
 	First, Last []byte
+	// KeyBytes and ValueBytes are the lengths of the run's keys and values.
+	KeyBytes, ValueBytes int64
 }
 
-func (x *PrefixRuns) start(row int, op uint64, slotted bool, key []byte, plen int) {
+func (x *PrefixRuns) start(row int, op uint64, slotted bool, key []byte, plen int, kStart, vStart int32) {
 	at := len(x.keys)
 	x.keys = append(x.keys, key...)
-	x.runs = append(x.runs, prefixRun{start: row, op: op, slotted: slotted, plen: plen, first: [2]int{at, len(x.keys)}})
+	x.runs = append(x.runs, prefixRun{start: row, op: op, slotted: slotted, plen: plen, first: [2]int{at, len(x.keys)},
+		kStart: kStart, vStart: vStart})
 }
 
-func (x *PrefixRuns) end(key []byte) {
+// end ends the last run: key is its last key, and its keys and values end
+// at kEnd and vEnd.
+func (x *PrefixRuns) end(key []byte, kEnd, vEnd int32) {
 	at := len(x.keys)
 	x.keys = append(x.keys, key...)
-	x.runs[len(x.runs)-1].last = [2]int{at, len(x.keys)}
+	r := &x.runs[len(x.runs)-1]
+	r.last, r.kEnd, r.vEnd = [2]int{at, len(x.keys)}, kEnd, vEnd
 }
 
 // join appends the runs of the next range, merging its first run into the
@@ -649,10 +664,11 @@ func (x *PrefixRuns) join(y *PrefixRuns, sameBatch bool) {
 	if len(rs) > 0 && len(x.runs) > 0 && sameBatch {
 		a, b := x.Run(len(x.runs)-1), y.Run(0)
 		if a.Op == b.Op && a.Slotted == b.Slotted && (!a.Slotted || bytes.Equal(a.Prefix, b.Prefix)) {
+			last := &x.runs[len(x.runs)-1]
 			at := len(x.keys)
 			x.keys = append(x.keys, b.Last...)
-			x.runs[len(x.runs)-1].last = [2]int{at, len(x.keys)}
-			x.runs[len(x.runs)-1].kgByte = a.KeyGroupByte || b.KeyGroupByte
+			last.last, last.kEnd, last.vEnd = [2]int{at, len(x.keys)}, rs[0].kEnd, rs[0].vEnd
+			last.kgByte = a.KeyGroupByte || b.KeyGroupByte
 			rs = rs[1:]
 		}
 	}
@@ -677,7 +693,8 @@ func (x *PrefixRuns) Run(i int) PrefixRun {
 	}
 	first := x.keys[r.first[0]:r.first[1]:r.first[1]]
 	return PrefixRun{Start: r.start, End: end, Op: r.op, Slotted: r.slotted, Prefix: first[:r.plen:r.plen],
-		KeyGroupByte: r.kgByte, First: first, Last: x.keys[r.last[0]:r.last[1]:r.last[1]]}
+		KeyGroupByte: r.kgByte, First: first, Last: x.keys[r.last[0]:r.last[1]:r.last[1]],
+		KeyBytes: int64(r.kEnd - r.kStart), ValueBytes: int64(r.vEnd - r.vStart)}
 }
 
 // Find returns the index of the run holding row i.
@@ -701,7 +718,7 @@ func (x *PrefixRuns) String() string {
 	var b bytes.Buffer
 	for i := range x.runs {
 		r := x.Run(i)
-		fmt.Fprintf(&b, "[%d,%d) op %d slotted %v prefix %q kg byte %v first %q last %q\n", r.Start, r.End, r.Op, r.Slotted, r.Prefix, r.KeyGroupByte, r.First, r.Last)
+		fmt.Fprintf(&b, "[%d,%d) op %d slotted %v prefix %q kg byte %v first %q last %q bytes %d+%d\n", r.Start, r.End, r.Op, r.Slotted, r.Prefix, r.KeyGroupByte, r.First, r.Last, r.KeyBytes, r.ValueBytes)
 	}
 	return b.String()
 }

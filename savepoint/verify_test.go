@@ -32,7 +32,11 @@ func wantRuns(rows []Row, batches []int) string {
 				}
 				kgByte = kgByte || len(s.Key) > 0 && s.Key[0] < NumKeyGroups
 			}
-			fmt.Fprintf(&b, "[%d,%d) op %d slotted %v prefix %q kg byte %v first %q last %q\n", i, j, r.Op, sep >= 0, r.Key[:max(0, sep+1)], kgByte, r.Key, rows[j-1].Key)
+			var kb, vb int
+			for _, s := range rows[i:j] {
+				kb, vb = kb+len(s.Key), vb+len(s.Value)
+			}
+			fmt.Fprintf(&b, "[%d,%d) op %d slotted %v prefix %q kg byte %v first %q last %q bytes %d+%d\n", i, j, r.Op, sep >= 0, r.Key[:max(0, sep+1)], kgByte, r.Key, rows[j-1].Key, kb, vb)
 			i = j
 		}
 		start += n
