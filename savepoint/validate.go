@@ -681,7 +681,7 @@ func (v *validator) checkRows(f *File) {
 		k := ParseKey(key)
 		if k.Kind == KindKeyed {
 			if want := KeyGroupOf(k.UserKey); want != k.KeyGroup {
-				note(i, SeverityError, CheckKeyGroup, fmt.Sprintf("stored key-group byte %d, but the user key hashes to key group %d: clink routes the key's records by %d, so this row is never read (a narrowed restore files it under %d)", k.KeyGroup, want, want, k.KeyGroup))
+				note(i, SeverityError, CheckKeyGroup, keyGroupMismatch(k.KeyGroup, want))
 			}
 			if bytes.IndexByte(k.Slot, '\n') >= 0 {
 				note(i, SeverityWarning, CheckSlotName, fmt.Sprintf("slot name %s contains '\\n': clink's KeyedState refuses such a name, so no operator can open this slot (the row is restored but unreachable)", renderSlot(k.Slot, true)))
@@ -702,10 +702,18 @@ func (v *validator) checkRows(f *File) {
 			v.rowFinding(f, i, SeverityError, CheckMisplacedRow, fmt.Sprintf("lost on restore: %s lies outside subtask %d's range %s and its owner, subtask %d, holds no copy: no subtask restores this row (section 10.1)", what, f.Subtask, rng, owner))
 		}
 	}
+	// rowCheck returns the test of one row for a goroutine's rows in order.
+	rowCheck := func() rowTest {
+		if runs := s.Runs(); runs != nil {
+			return checkByRun(runs, placed, rng, check)
+		}
+		return check
+	}
 	direct := func(i int, sev Severity, check, msg string) { v.rowFinding(f, i, sev, check, msg) }
 	n := s.NumRows()
 	parts := min(runtime.NumCPU(), n/checkRowsPart)
 	if placed || parts < 2 {
+		check := rowCheck()
 		s.EachKey(func(i int, op uint64, key []byte) bool {
 			check(i, op, key, direct)
 			return true
@@ -718,9 +726,10 @@ func (v *validator) checkRows(f *File) {
 		var faults Faults
 		for p := range parts {
 			notes[p] = rowNotes{limit: v.limit, counts: map[rowNoteKey]int{}}
+			check, note := rowCheck(), notes[p].note // (a method value made per row would be allocated per row)
 			faults.Go(func() {
 				s.EachKeyIn(p*n/parts, (p+1)*n/parts, func(i int, op uint64, key []byte) bool {
-					check(i, op, key, notes[p].note)
+					check(i, op, key, note)
 					return true
 				})
 			})
@@ -732,6 +741,48 @@ func (v *validator) checkRows(f *File) {
 	}
 	f.ReleasePages()
 	v.checkOrder(f)
+}
+
+// rowTest reports what is wrong with row i (operator op, key key) through
+// note.
+type rowTest func(i int, op uint64, key []byte, note func(i int, sev Severity, check, msg string))
+
+// keyGroupMismatch describes a keyed row whose stored key-group byte is
+// stored, where its user key hashes to want.
+func keyGroupMismatch(stored, want int) string {
+	return fmt.Sprintf("stored key-group byte %d, but the user key hashes to key group %d: clink routes the key's records by %d, so this row is never read (a narrowed restore files it under %d)", stored, want, want, stored)
+}
+
+// checkByRun wraps check, checkRows' test of one row, for a file whose
+// prefix runs were found at open (runs): the rows of a keyed run whose
+// slot name is clean and whose key group lies in the subtask's range
+// (placed: the file has one) differ only in their user keys, and need
+// only their key group checked; the others go to check. The function it
+// returns is meant for the rows in order, by one goroutine.
+func checkByRun(runs *PrefixRuns, placed bool, rng KeyGroupRange, check rowTest) rowTest {
+	start, end, fast, kg, plen := 0, 0, false, 0, 0
+	return func(i int, op uint64, key []byte, note func(int, Severity, string, string)) {
+		if i < start || i >= end {
+			r := runs.Run(runs.Find(i))
+			start, end = r.Start, r.End
+			fast = r.Slotted && len(r.Prefix) >= 2 && int(r.Prefix[0]) < NumKeyGroups
+			if fast {
+				kg, plen = int(r.Prefix[0]), len(r.Prefix)
+				fast = bytes.IndexByte(r.Prefix[1:plen-1], '\n') < 0 && (!placed || rng.Contains(kg))
+			}
+		}
+		if !fast {
+			check(i, op, key, note)
+			return
+		}
+		if i&releaseEvery == 0 {
+			check(i, op, key, note) // (which releases the pages, as every row's would)
+			return
+		}
+		if want := KeyGroupOf(key[plen:]); want != kg {
+			note(i, SeverityError, CheckKeyGroup, keyGroupMismatch(kg, want))
+		}
+	}
 }
 
 // checkRowsPart is the fewest rows checkRows gives a goroutine.
