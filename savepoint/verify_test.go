@@ -80,7 +80,7 @@ func TestVerifyMapped(t *testing.T) {
 		batches []int
 	}{
 		{"sorted", sorted, []int{n}},
-		{"batches", sorted, []int{1, n/3 - 1, n / 3, n - 2*(n/3)}},
+		{"batches", sorted, []int{1, n/3 - 1, 0, n / 3, n - 2*(n/3)}},
 		{"long key", long, []int{n}},
 		{"empty key", empty, []int{n + 1}},
 		{"out of order", swapped, []int{n}},
