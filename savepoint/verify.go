@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"sync"
 	"unsafe"
 )
 
@@ -218,31 +217,9 @@ func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot) (uint32,
 		}
 		row += n
 	}
-	work := make(chan *verifyRange, len(ranges))
-	for _, r := range ranges {
-		work <- r
-	}
-	close(work)
-	var failed error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range min(runtime.NumCPU(), len(ranges)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range work {
-				err := Guard(func() error { return r.verify(m) })
-				if err != nil {
-					mu.Lock()
-					failed = err
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if failed != nil {
+	errs := make([]error, len(ranges))
+	ForEach(len(ranges), func(i int) { errs[i] = Guard(func() error { return ranges[i].verify(m) }) })
+	if errors.Join(errs...) != nil {
 		return 0, false
 	}
 	var pieces []piece
