@@ -145,8 +145,8 @@ type rowCut struct {
 
 // nextBatch returns the end of the batch starting at start (as many rows as
 // fit under maxColumnBytes in both binary columns) and its data sizes. With
-// every > 0 it also returns cuts of the batch about every rows apart (at
-// the start of a run), after start and before end.
+// every > 0 it also returns cuts of the batch every rows apart, after
+// start and before end.
 func nextBatch(rs RowSource, start, every int) (end int, kLen, vLen int64, cuts []rowCut, err error) {
 	src := Columns(rs)
 	runs, _ := src.(RunSource)
@@ -168,6 +168,9 @@ func nextBatch(rs RowSource, start, every int) (end int, kLen, vLen int64, cuts 
 			// A whole run at once when it fits.
 			if b, lo, m, ok := keyValueRun(runs, i); runOrSingle(ok, min(m, n-i), &single) {
 				m = min(m, n-i)
+				if every > 0 {
+					m = min(m, nextCut-i) // a cut may fall inside a run
+				}
 				release.tick(b, m)
 				k0, k1, err := kw.span(b, b.KeyOffs, b.Keys, lo, m)
 				if err != nil {

@@ -71,7 +71,9 @@ func writeStreamParallel(f *os.File, md Metadata, rs RowSource, jobs int, progre
 	p := &parallelWrite{f: f, progress: progress, next: ReleaseEvery}
 	p.fixed(0, schemaMsg)
 	pos := int64(len(schemaMsg))
-	every := max(parallelChunkRows, src.Len()/(4*jobs))
+	// Four ranges a goroutine, of equal rows (cuts fall inside runs too), so
+	// that none is left to finish alone, nor a range of a few rows.
+	every := max(parallelChunkRows, (src.Len()+4*jobs-1)/(4*jobs))
 	var ranges []rowRange
 	var zeros [8]byte
 	for start, n := 0, src.Len(); ; {

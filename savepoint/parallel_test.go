@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 )
@@ -121,6 +122,37 @@ func TestWriteStreamParallelInputChanged(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "out.snap*")); len(left) > 0 {
 		t.Fatalf("left behind: %v", left)
+	}
+}
+
+// The writer's ranges have equal rows, cut inside runs as well as between
+// them, so that no goroutine is left with a long range to finish alone.
+func TestNextBatchCutsRuns(t *testing.T) {
+	rows := make([]Row, 1000)
+	for i := range rows {
+		rows[i] = Row{Op: 1, Key: []byte(fmt.Sprintf("k%06d", i)), Value: []byte{byte(i)}}
+	}
+	var in bytes.Buffer
+	if err := EncodeStreamAsIs(&in, nil, rows, []int{len(rows)}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := DecodeSnapshot(in.Bytes(), ReadOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := make([]int, 0, len(rows))
+	for i := range rows {
+		if i != 500 { // two runs: 0-499 and 501-999
+			idx = append(idx, i)
+		}
+	}
+	end, kLen, vLen, cuts, err := nextBatch(selection{cur: snap.NewCursor(), idx: idx}, 0, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []rowCut{{300, 300 * 7, 300}, {600, 600 * 7, 600}, {900, 900 * 7, 900}}
+	if end != len(idx) || kLen != int64(7*len(idx)) || vLen != int64(len(idx)) || !slices.Equal(cuts, want) {
+		t.Fatalf("nextBatch: end %d, sizes %d+%d, cuts %v; want %d, %d+%d, %v", end, kLen, vLen, cuts, len(idx), 7*len(idx), len(idx), want)
 	}
 }
 
