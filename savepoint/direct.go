@@ -524,6 +524,9 @@ func (s *sink) writeOffsets(m *mappedFile, offsets []int32, off uint32) uint32 {
 		m = nil // the bytes are read as int32s below
 	}
 	raw := bytesOf(offsets)
+	if at, ok := m.offsetOf(raw); ok && len(raw) > directMin {
+		return s.directOffsets(m, at, len(offsets), off)
+	}
 	first, err := s.win.view(m, raw[:4])
 	s.setErr(err)
 	base := binary.LittleEndian.Uint32(first)
@@ -546,9 +549,41 @@ func (s *sink) writeOffsets(m *mappedFile, offsets []int32, off uint32) uint32 {
 	return end
 }
 
+// directOffsets is writeOffsets for a long run of offsets, n of them at
+// byte at of m's file: they are read straight into the buffer and moved
+// there, not through the window (whose buffer a long run would fill for
+// one use).
+func (s *sink) directOffsets(m *mappedFile, at int64, n int, off uint32) uint32 {
+	end, start := off, true
+	var delta uint32
+	for n > 0 {
+		room := (cap(s.buf) - len(s.buf)) / 4
+		if room < 2 {
+			s.flush()
+			continue
+		}
+		k := min(room, n)
+		p := len(s.buf)
+		got := s.buf[p : p+4*k]
+		s.setErr(m.readAt(got, at))
+		at, n = at+int64(4*k), n-k
+		if start {
+			// The run's start offset is not written: the ends are moved
+			// down over it.
+			// (room and n are at least 2: an end follows.)
+			delta, start = off-binary.LittleEndian.Uint32(got), false
+			got, k = got[4:], k-1
+		}
+		end = moveOffsets(s.buf[p:p+4*k], got, delta)
+		s.buf = s.buf[:p+4*k]
+	}
+	return end
+}
+
 // moveOffsets writes to dst the little-endian uint32s of src (at least one)
 // plus delta, modulo 2^32, and returns the last. Both are read and written
-// as []uint32 when they are aligned (the common case).
+// as []uint32 when they are aligned (the common case). dst may overlap src
+// if it starts at or before it.
 func moveOffsets(dst, src []byte, delta uint32) uint32 {
 	dst = dst[:len(src)]
 	if littleEndian && uintptr(unsafe.Pointer(&dst[0]))%4 == 0 && uintptr(unsafe.Pointer(&src[0]))%4 == 0 {

@@ -266,6 +266,58 @@ func TestWriteStreamFromFile(t *testing.T) {
 	}
 }
 
+// TestWriteOffsetsDirect: the offsets of runs longer than directMin bytes
+// are read from the file straight into the writer's buffer and moved
+// there; the bytes are those of writing the rows from memory, whether the
+// buffer fills in the middle of a run (the sequential writer, whose buffer
+// holds the operators before) or not (the parallel one), and whether the
+// run starts the batch or not.
+func TestWriteOffsetsDirect(t *testing.T) {
+	const n = 300_000
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = Row{Op: uint64(i / 100_000), Key: []byte(fmt.Sprintf("k%07d", i)), Value: bytes.Repeat([]byte{byte(i)}, i%7)}
+	}
+	path := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{n}}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(path, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	snap := sp.Files[0].Snapshot
+	var idx []int
+	for i := range rows {
+		if i%50_000 != 7 && (i < 120_000 || i > 120_003) { // long runs, and one of 4097 rows
+			idx = append(idx, i)
+		}
+	}
+	plain := make(RowSlice, len(idx))
+	for i, j := range idx {
+		plain[i] = rows[j]
+	}
+	var want bytes.Buffer
+	if err := WriteStream(&want, nil, plain); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if err := WriteStream(&got, nil, selection{cur: snap.NewCursor(), idx: idx}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatalf("sequential: mapped runs differ from rows\n%s", firstDiff(got.Bytes(), want.Bytes()))
+	}
+	out := filepath.Join(t.TempDir(), "out.snap")
+	if _, err := WriteSnapshotFrom(out, nil, selection{cur: snap.NewCursor(), idx: idx}, SnapshotOptions{Jobs: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if b := mustReadFile(t, out); !bytes.Equal(b, want.Bytes()) {
+		t.Fatalf("parallel: mapped runs differ from rows\n%s", firstDiff(b, want.Bytes()))
+	}
+}
+
 // TestRowReader: RowReaders over a mapped file, several advancing at once
 // through runs that cross batch ends, hand out the rows the batches hold;
 // rows in memory too; a reader moved to another file reads that file; and a file whose offsets changed since open is an
