@@ -5,36 +5,38 @@ import (
 	"math/bits"
 )
 
-// keyFilter is a Bloom filter over the keys of a purge list, two bits a key
-// in about 16 bits a key: most user keys of a savepoint are not listed, and
-// it rules those out without an index lookup (about 1 in 70 gets through
-// anyway and is looked up).
+// keyFilter is a Bloom filter over the keys of a purge list, blocked: a
+// key sets four bits of one 64-bit word, in about 16 bits a key. Most user
+// keys of a savepoint are not listed, and it rules those out without an
+// index lookup, with one memory access; about 1 in 400 gets through anyway
+// and is looked up (two bits in two words, as before, let 1 in 120 through
+// with two accesses).
 type keyFilter struct {
-	bits []uint64
-	mask uint64 // number of bits - 1 (a power of two)
+	words []uint64
+	shift uint // 64 - log2(len(words))
 }
 
 func newKeyFilter(n int) keyFilter {
-	m := uint64(1) << max(10, bits.Len64(uint64(n)*16))
-	return keyFilter{bits: make([]uint64, m/64), mask: m - 1}
+	lg := max(4, bits.Len64(uint64(n)*16)-6)
+	return keyFilter{words: make([]uint64, 1<<lg), shift: uint(64 - lg)}
 }
 
-// positions returns the two bits of a key hash.
-func (f *keyFilter) positions(h uint64) (uint64, uint64) {
-	return h & f.mask, (h * 0x9e3779b97f4a7c15 >> 23) & f.mask
+// at returns the word of a key hash (its top bits) and the key's bits in
+// it (from its low 24 bits).
+func (f *keyFilter) at(h uint64) (uint64, uint64) {
+	return h >> f.shift, 1<<(h&63) | 1<<(h>>6&63) | 1<<(h>>12&63) | 1<<(h>>18&63)
 }
 
 // addHash adds the key of hash h (keyHash).
 func (f *keyFilter) addHash(h uint64) {
-	a, b := f.positions(h)
-	f.bits[a/64] |= 1 << (a % 64)
-	f.bits[b/64] |= 1 << (b % 64)
+	w, m := f.at(h)
+	f.words[w] |= m
 }
 
 // mayHave reports false when key is surely not in the list. A filter that
 // was never built lets every key through.
 func (f *keyFilter) mayHave(key []byte) bool {
-	if f.bits == nil {
+	if f.words == nil {
 		return true
 	}
 	return f.mayHaveHash(keyHash(key))
@@ -42,8 +44,8 @@ func (f *keyFilter) mayHave(key []byte) bool {
 
 // mayHaveHash is mayHave of the key of hash h (keyHash) in a built filter.
 func (f *keyFilter) mayHaveHash(h uint64) bool {
-	a, b := f.positions(h)
-	return f.bits[a/64]&(1<<(a%64)) != 0 && f.bits[b/64]&(1<<(b%64)) != 0
+	w, m := f.at(h)
+	return f.words[w]&m == m
 }
 
 // keyHash is a 64-bit hash of a key, inlined for the short keys of

@@ -358,7 +358,7 @@ func (p *PurgeKeysSpec) Display(i int) string {
 
 // Lookup returns the index in Keys of a user key equal to userKey.
 func (p *PurgeKeysSpec) Lookup(userKey []byte) (int, bool) {
-	if p.filter.bits == nil {
+	if p.filter.words == nil {
 		return 0, false // no keys
 	}
 	h := keyHash(userKey)
