@@ -24,7 +24,7 @@ DIR=${BENCH_DIR:-${TMPDIR:-/tmp}/sptool-bench}
 BIN=$PWD/bin/sptool
 export CLINK_STATE_FSYNC=${CLINK_STATE_FSYNC:-0} # measure the work, not the disk's fsync
 mkdir -p "$DIR"
-go build -o "$BIN" ./cmd/sptool
+CGO_ENABLED=0 go build -o "$BIN" ./cmd/sptool # as make build
 go build -o "$DIR/spgen" ./internal/gen/spgen
 
 cat > "$DIR/drop.yaml" <<'EOF'
