@@ -46,11 +46,7 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	if err != nil {
 		return usageError(s, c, err)
 	}
-	set, err := rules.Parse("(sptool rescale)", []byte(src))
-	if err != nil {
-		return fail(s, c.name, err)
-	}
-	return transformWith(ctx, s, c, fs, tf, set, *dry)
+	return transformWith(ctx, s, c, fs, tf, func() (*rules.Set, error) { return rules.Parse("(sptool rescale)", []byte(src)) }, *dry)
 }
 
 // rescaleRuleFile writes the one-rule file the flags stand for.
