@@ -156,6 +156,23 @@ func (s selection) Run(i int) (*Batch, int, int, bool) {
 	return b, lo, n, true
 }
 
+// writeMapped writes rows as they are, in batches of the given sizes, to a
+// file of a new temporary directory, and opens it memory-mapped (closed at
+// the test's end); it returns the savepoint and the file's path.
+func writeMapped(t *testing.T, rows []Row, batches []int) (*Savepoint, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true, Batches: batches}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(path, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.Close() })
+	return sp, path
+}
+
 // TestWriteStreamRuns: copying runs of consecutive input rows column by
 // column gives exactly the bytes of writing the same rows one by one,
 // including where runs cross the writer's batch splits and the input's
@@ -215,15 +232,7 @@ func TestWriteStreamFromFile(t *testing.T) {
 	for i := range rows {
 		rows[i] = Row{Op: uint64(i / 1000), Key: []byte(fmt.Sprintf("k%06d", i)), Value: bytes.Repeat([]byte{byte(i)}, r.IntN(40))}
 	}
-	path := filepath.Join(t.TempDir(), "in.snap")
-	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{2000, 3000}}); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := Open(path, OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
+	sp, path := writeMapped(t, rows, []int{2000, 3000})
 	snap := sp.Files[0].Snapshot
 	if snap.Batches[0].file == nil {
 		t.Fatal("the batches of a mapped file do not know their file")
@@ -260,7 +269,7 @@ func TestWriteStreamFromFile(t *testing.T) {
 	if err := os.Truncate(path, 1000); err != nil {
 		t.Fatal(err)
 	}
-	_, err = WriteSnapshotFrom(filepath.Join(t.TempDir(), "out.snap"), nil, selection{cur: snap.NewCursor(), idx: gaps}, SnapshotOptions{})
+	_, err := WriteSnapshotFrom(filepath.Join(t.TempDir(), "out.snap"), nil, selection{cur: snap.NewCursor(), idx: gaps}, SnapshotOptions{})
 	if !errors.Is(err, ErrInputChanged) {
 		t.Fatalf("writing from a truncated input: %v, want ErrInputChanged", err)
 	}
@@ -278,15 +287,7 @@ func TestWriteOffsetsDirect(t *testing.T) {
 	for i := range rows {
 		rows[i] = Row{Op: uint64(i / 100_000), Key: []byte(fmt.Sprintf("k%07d", i)), Value: bytes.Repeat([]byte{byte(i)}, i%7)}
 	}
-	path := filepath.Join(t.TempDir(), "in.snap")
-	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{n}}); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := Open(path, OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
+	sp, _ := writeMapped(t, rows, []int{n})
 	snap := sp.Files[0].Snapshot
 	var idx []int
 	for i := range rows {
@@ -328,15 +329,7 @@ func TestRowReader(t *testing.T) {
 	for i := range rows {
 		rows[i] = Row{Op: uint64(i / 700), Key: bytes.Repeat([]byte{byte(i)}, r.IntN(12)), Value: bytes.Repeat([]byte{byte(i >> 3)}, r.IntN(9))}
 	}
-	path := filepath.Join(t.TempDir(), "in.snap")
-	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{1000, 2000}}); err != nil {
-		t.Fatal(err)
-	}
-	mapped, err := Open(path, OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mapped.Close()
+	mapped, path := writeMapped(t, rows, []int{1000, 2000})
 	inMemory, err := Open(path, OpenOptions{})
 	if err != nil {
 		t.Fatal(err)

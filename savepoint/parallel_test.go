@@ -26,16 +26,8 @@ func TestWriteStreamParallelMatches(t *testing.T) {
 	for i := range rows {
 		rows[i] = Row{Op: uint64(i / 1000), Key: []byte(fmt.Sprintf("k%06d", i)), Value: bytes.Repeat([]byte{byte(i)}, r.IntN(30))}
 	}
+	sp, _ := writeMapped(t, rows, []int{1500, 2500})
 	dir := t.TempDir()
-	in := filepath.Join(dir, "in.snap")
-	if _, err := WriteSnapshotFile(in, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{1500, 2500}}); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := Open(in, OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
 	snap := sp.Files[0].Snapshot
 	var gaps []int
 	for i := range rows {
