@@ -569,8 +569,7 @@ func (s *sink) directOffsets(m *mappedFile, at int64, n int, off uint32) uint32 
 		at, n = at+int64(4*k), n-k
 		if start {
 			// The run's start offset is not written: the ends are moved
-			// down over it.
-			// (room and n are at least 2: an end follows.)
+			// down over it (room and n are at least 2, so an end follows).
 			delta, start = off-binary.LittleEndian.Uint32(got), false
 			got, k = got[4:], k-1
 		}
