@@ -72,7 +72,8 @@ func writeStreamParallel(f *os.File, md Metadata, rs RowSource, jobs int, progre
 	p.fixed(0, schemaMsg)
 	pos := int64(len(schemaMsg))
 	// Four ranges a goroutine, of equal rows (cuts fall inside runs too), so
-	// that none is left to finish alone, nor a range of a few rows.
+	// that none is left to finish alone, nor a range of a few rows (but for
+	// the last of a batch that the column limit ends).
 	every := max(parallelChunkRows, (src.Len()+4*jobs-1)/(4*jobs))
 	var ranges []rowRange
 	var zeros [8]byte

@@ -126,17 +126,21 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 // then closes the savepoint when it is done.
 func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSet, tf transformFlags, load func() (*rules.Set, error), dry bool) int {
 	type opened struct {
-		sp  *savepoint.Savepoint
-		err error
+		sp       *savepoint.Savepoint
+		err      error
+		panicked any // a panic of the open, raised again where it is waited for
 	}
 	open := make(chan opened, 1)
 	go func() {
 		var o opened
+		defer func() {
+			o.panicked = recover()
+			open <- o
+		}()
 		o.err = savepoint.Guard(func() error {
 			o.sp, o.err = tf.open.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *tf.allowUnverif, Columnar: true})
 			return o.err
 		})
-		open <- o
 	}()
 	set, err := load()
 	if err != nil {
@@ -148,6 +152,9 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		return fail(s, c.name, err)
 	}
 	o := <-open
+	if o.panicked != nil {
+		panic(o.panicked)
+	}
 	if o.err != nil {
 		return fail(s, c.name, o.err)
 	}
