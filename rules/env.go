@@ -57,16 +57,27 @@ func (s *Set) FillEnvFields(env *Env, row savepoint.Row, subtask int, need Field
 	if k.Kind == savepoint.KindKeyed {
 		d = s.slotDeclBytes(row.Op, k.Slot)
 	}
+	// key is a fresh string, and value a slice boxed in an interface: both
+	// allocate, so each is filled only when an expression reads it (a drop
+	// on len(value) over 10M rows: 2.84 -> 2.04 s). A key or value the
+	// declared codec must decode is decoded anyway: a row it cannot decode
+	// is an error whatever the expressions read.
 	if d == nil {
-		env.Key = string(k.UserKey)
-		env.Value = row.Value
+		if need&FieldKey != 0 {
+			env.Key = string(k.UserKey)
+		}
+		if need&FieldValue != 0 {
+			env.Value = row.Value
+		}
 		return nil
 	}
 
 	var err error
 	switch {
 	case d.KeyCodec == nil || d.Composite || d.keyType == stringType:
-		env.Key = string(k.UserKey)
+		if need&FieldKey != 0 {
+			env.Key = string(k.UserKey)
+		}
 	default:
 		v, kerr := d.KeyCodec.Decode(k.UserKey)
 		if kerr != nil {

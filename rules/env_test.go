@@ -110,6 +110,35 @@ func TestFillEnvDecodeError(t *testing.T) {
 	}
 }
 
+// FillEnvFields fills key and value only when asked for them (each
+// allocates), but decodes a declared key or value all the same: a row the
+// codec cannot decode is an error whatever the expressions read.
+func TestFillEnvFieldsNeed(t *testing.T) {
+	set := parseOne(t, envRules)
+	env := Env{Key: "stale", Value: "stale"}
+	undeclared := savepoint.Row{Op: 9, Key: savepoint.EncodeKeyedKey([]byte("other"), []byte("k1")), Value: []byte("v1")}
+	if err := set.FillEnvFields(&env, undeclared, 0, FieldValueBytes); err != nil {
+		t.Fatal(err)
+	}
+	if env.Key != "stale" || env.Value != "stale" || string(env.ValueBytes) != "v1" || string(env.KeyBytes) != "k1" {
+		t.Fatalf("key and value filled though not asked for: %#v", env)
+	}
+	if n := testing.AllocsPerRun(100, func() { set.FillEnvFields(&env, undeclared, 0, FieldValueBytes|FieldKeyBytes) }); n != 0 {
+		t.Errorf("%v allocations a row for the bytes fields alone", n)
+	}
+	if err := set.FillEnvFields(&env, undeclared, 0, FieldKey); err != nil || env.Key != "k1" || env.Value != "stale" {
+		t.Fatalf("key asked for: %v, %#v", err, env)
+	}
+	if err := set.FillEnvFields(&env, undeclared, 0, FieldValue); err != nil || !bytes.Equal(env.Value.([]byte), []byte("v1")) {
+		t.Fatalf("value asked for: %v, %#v", err, env)
+	}
+	badKey := savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte("short")), Value: le64(1)}
+	var de *DecodeError
+	if err := set.FillEnvFields(&env, badKey, 0, FieldValue); !errors.As(err, &de) || de.Part != "key" {
+		t.Fatalf("an undecodable key, value asked for: %v", err)
+	}
+}
+
 func TestPredicates(t *testing.T) {
 	set := parseOne(t, envRules)
 	keep, drop := set.Rules[0].Keep, set.Rules[1].Drop
