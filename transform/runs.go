@@ -251,7 +251,15 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 		return err
 	}
 	for j := i; j < i+n; j++ {
-		row := cur.Row(j)
+		// Read with pread, a block of rows at a time, rather than through
+		// the map: each first touch of a mapped page costs more than
+		// read's copy (a drop on len(value) over 10M rows took 8,600 page
+		// faults more than a drop on the key group). The row's bytes are
+		// valid until the next block: modify copies what it keeps of them.
+		row, err := w.rows.Row(cur, j)
+		if err != nil {
+			return 0, err
+		}
 		k.UserKey = row.Key[plen:]
 		nr, ok, err := w.live(p, row, k)
 		if err != nil {

@@ -469,7 +469,10 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 						}
 					}
 				}
-				r := cur.Row(i)
+				r, err := w.rows.Row(cur, i) // see worker.run
+				if err != nil {
+					return err
+				}
 				k := savepoint.ParseKey(r.Key)
 				if err := w.one(i, r, k); err != nil {
 					return err
@@ -1124,6 +1127,9 @@ type worker struct {
 	// and its last key need no reading.
 	known    savepoint.PrefixRun
 	hasKnown bool
+	// rows reads the rows of a run whose steps look at each row (see
+	// worker.run).
+	rows savepoint.RowReader
 }
 
 // fill prepares the expression environment for r once per row version.
