@@ -158,7 +158,7 @@ func nextBatch(rs RowSource, start, every int) (end int, kLen, vLen int64, cuts 
 	defer kw.free()
 	defer vw.free()
 	nextCut := start + every
-	single := false
+	var choice runChoice
 	for i := start; i < n; {
 		if every > 0 && i >= nextCut {
 			cuts = append(cuts, rowCut{i, kLen, vLen})
@@ -166,11 +166,12 @@ func nextBatch(rs RowSource, start, every int) (end int, kLen, vLen int64, cuts 
 		}
 		if runs != nil {
 			// A whole run at once when it fits.
-			if b, lo, m, ok := keyValueRun(runs, i); runOrSingle(ok, min(m, n-i), &single) {
-				m = min(m, n-i)
-				if every > 0 {
-					m = min(m, nextCut-i) // a cut may fall inside a run
-				}
+			b, lo, m, ok := keyValueRun(runs, i)
+			m = min(m, n-i)
+			if every > 0 {
+				m = min(m, nextCut-i) // a cut may fall inside a run
+			}
+			if choice.run(ok, b, lo, m) {
 				release.tick(b, m)
 				k0, k1, err := kw.span(b, b.KeyOffs, b.Keys, lo, m)
 				if err != nil {
@@ -300,7 +301,7 @@ type rangeWriter struct {
 	warm    warmer
 	release mapRelease
 	bounds  window // the offsets that bound runs (see window.offset)
-	single  bool   // the last row was copied on its own (see runOrSingle)
+	choice  runChoice
 }
 
 // free returns the writer's buffers to the pool.
@@ -313,7 +314,7 @@ func newRangeWriter(src ColumnSource, end int) *rangeWriter {
 }
 
 // run returns the run of output rows starting at i, clipped to end (see
-// runOrSingle).
+// runChoice).
 func (rw *rangeWriter) run(i, end int) (*Batch, int, int, bool) {
 	if rw.runs == nil {
 		return nil, 0, 0, false
@@ -327,24 +328,43 @@ func (rw *rangeWriter) run(i, end int) (*Batch, int, int, bool) {
 		b, lo, n, ok = rw.runs.Run(i)
 	}
 	n = min(n, end-i)
-	return b, lo, n, runOrSingle(ok, n, &rw.single)
+	return b, lo, n, rw.choice.run(ok, b, lo, n)
 }
 
-// runOrSingle reports whether a run of n rows (ok: rows as stored) is
-// copied as a run rather than row by row, and tracks in single whether the
-// last row was copied on its own. Rows written in another order than
-// stored come one at a time and are cheaper to copy so (the warmer loads
-// them ahead); but a lone row among runs is copied as a run too, through
-// the same pread window as its neighbours, not through the map.
-func runOrSingle(ok bool, n int, single *bool) bool {
-	run := ok && (n > 1 || !*single)
-	*single = !ok || n == 1
+// runChoice chooses, run after run, between copying a run of rows at once
+// (through a pread window) and row by row (see run).
+type runChoice struct {
+	single bool   // the last row was copied on its own
+	b      *Batch // the batch of the last run copied as a run
+	end    int    // the batch row after it
+}
+
+// nearRows is how far in its batch a row may follow the run copied before
+// it to be copied as a run itself.
+const nearRows = 64
+
+// run reports whether a run of n rows from row lo of b (ok: rows as
+// stored) is copied as a run rather than row by row. Rows written in
+// another order than stored come one at a time and are cheaper to copy so
+// (the warmer loads them ahead through the map). But a lone row among runs
+// is copied as a run, through the same window as its neighbours, and so
+// is a row that follows the run before it closely in its batch: rows kept
+// in order between dropped ones (a TTL purge, a filter on the value),
+// which the window holding the rows before holds too. Through the map each
+// first touch of a page costs more than read's copy on some machines.
+func (c *runChoice) run(ok bool, b *Batch, lo, n int) bool {
+	near := ok && b == c.b && lo >= c.end && lo-c.end <= nearRows
+	run := ok && (n > 1 || !c.single || near)
+	c.single = !ok || n == 1
+	if run {
+		c.b, c.end = b, lo+n
+	}
 	return run
 }
 
 // ops writes the operators of rows [i, end).
 func (rw *rangeWriter) ops(out *sink, i, end int) {
-	rw.single, rw.kv = false, false
+	rw.choice, rw.kv = runChoice{}, false
 	for i < end {
 		if b, lo, k, ok := rw.run(i, end); ok {
 			out.writeOps(b.file, b.Ops[lo:lo+k])
@@ -369,7 +389,7 @@ func column(b *Batch, value bool) ([]int32, []byte) {
 // startPass starts a pass over the keys (or values): it returns how to get a
 // row's and what the warmer loads for it.
 func (rw *rangeWriter) startPass(value bool) (func(int) []byte, int) {
-	rw.single, rw.kv = false, true
+	rw.choice, rw.kv = runChoice{}, true
 	if value {
 		return rw.src.Value, warmValues
 	}

@@ -173,6 +173,35 @@ func writeMapped(t *testing.T, rows []Row, batches []int) (*Savepoint, string) {
 	return sp, path
 }
 
+// runChoice copies a run of rows at once, and a row by itself as a run
+// when it follows the run before closely in its batch or comes alone among
+// runs; rows out of order, one after another, go row by row.
+func TestRunChoice(t *testing.T) {
+	var b1, b2 Batch
+	type step struct {
+		ok    bool
+		b     *Batch
+		lo, n int
+		want  bool
+	}
+	for name, steps := range map[string][]step{
+		"runs":               {{true, &b1, 0, 5, true}, {true, &b1, 9, 3, true}},
+		"kept between holes": {{true, &b1, 0, 1, true}, {true, &b1, 2, 1, true}, {true, &b1, 4, 1, true}, {true, &b1, 4 + 1 + nearRows, 1, true}},
+		"far apart":          {{true, &b1, 0, 1, true}, {true, &b1, 2 + nearRows, 1, false}, {true, &b1, 5 + 2*nearRows, 1, false}},
+		"out of order":       {{true, &b1, 100, 1, true}, {true, &b1, 7, 1, false}, {true, &b1, 50, 1, false}},
+		"another batch":      {{true, &b1, 0, 1, true}, {true, &b2, 1, 1, false}},
+		"lone among runs":    {{true, &b1, 0, 1, true}, {true, &b1, 500, 1, false}, {true, &b1, 600, 9, true}, {true, &b1, 900, 1, true}},
+		"modified rows":      {{false, nil, 0, 1, false}, {true, &b1, 3, 1, false}, {true, &b1, 4, 5, true}, {false, nil, 0, 1, false}, {true, &b1, 11, 1, true}},
+	} {
+		var c runChoice
+		for k, st := range steps {
+			if got := c.run(st.ok, st.b, st.lo, st.n); got != st.want {
+				t.Errorf("%s, step %d (rows %d+%d): run %v, want %v", name, k, st.lo, st.n, got, st.want)
+			}
+		}
+	}
+}
+
 // TestWriteStreamRuns: copying runs of consecutive input rows column by
 // column gives exactly the bytes of writing the same rows one by one,
 // including where runs cross the writer's batch splits and the input's
