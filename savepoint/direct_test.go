@@ -367,11 +367,16 @@ func TestRowReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inMemory.Close()
-	defer func(v int) { rowReaderRows = v }(rowReaderRows)
+	defer func(v, b int) { rowReaderRows, rowReaderBytes = v, b }(rowReaderRows, rowReaderBytes)
 	for _, sp := range []*Savepoint{mapped, inMemory} {
 		cur := sp.Files[0].Snapshot.NewCursor()
-		for _, n := range []int{1, 7, 2048} {
-			rowReaderRows = n
+		for _, n := range []int{1, 7, 2048, -40} {
+			// n < 0: 2048 rows, but at most -n bytes of keys and values
+			// (about three rows).
+			rowReaderRows, rowReaderBytes = n, 4<<20
+			if n < 0 {
+				rowReaderRows, rowReaderBytes = 2048, -n
+			}
 			// Three runs read in turns, as a merge does.
 			starts := []int{0, 990, 2500}
 			readers := make([]RowReader, len(starts))
@@ -384,6 +389,9 @@ func TestRowReader(t *testing.T) {
 				}
 				if want := rows[i]; got.Op != want.Op || !bytes.Equal(got.Key, want.Key) || !bytes.Equal(got.Value, want.Value) {
 					t.Fatalf("%d rows at once: row %d: %+v, want %+v", n, i, got, want)
+				}
+				if rd := &readers[k]; rd.fromFile && (rd.hi-rd.lo > rowReaderRows || rd.hi-rd.lo > 1 && len(rd.keys)+len(rd.vals) > rowReaderBytes) {
+					t.Fatalf("%d rows at once: holds rows %d-%d, %d bytes", n, rd.lo, rd.hi, len(rd.keys)+len(rd.vals))
 				}
 				starts[k] = (i + 1) % len(rows)
 			}

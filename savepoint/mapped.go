@@ -228,9 +228,15 @@ type RowReader struct {
 	fromFile bool
 }
 
-// rowReaderRows is how many rows a RowReader reads at once (a variable so
-// tests can make it small).
-var rowReaderRows = 2048
+// rowReaderRows is how many rows a RowReader reads at once, and
+// rowReaderBytes how many bytes of keys and values at most (but for a
+// single row larger than that): rows of large values would otherwise make
+// its buffers as large as rowReaderRows of them. Variables so tests can
+// make them small.
+var (
+	rowReaderRows  = 2048
+	rowReaderBytes = 4 << 20
+)
 
 // Row returns row i of cur's snapshot. Its slices stay valid until the next
 // call on this reader. Reading a file that changed since it was opened is
@@ -277,10 +283,16 @@ func (r *RowReader) load(b *Batch, lo, hi int) error {
 	// Validated through the map at open, the offsets read again must
 	// still be valid, or the file changed.
 	r.k0, r.v0 = r.koffs[0], r.voffs[0]
-	k1, v1 := r.koffs[n], r.voffs[n]
 	if !validOffsets(r.koffs, b.Keys) || !validOffsets(r.voffs, b.Vals) {
 		return fmt.Errorf("%w (the offsets of rows %d-%d differ from those read at open)", ErrInputChanged, lo, hi)
 	}
+	// As many of the rows as fit rowReaderBytes, at least one.
+	n = 1 + sort.Search(n-1, func(m int) bool {
+		return int64(r.koffs[m+2]-r.k0)+int64(r.voffs[m+2]-r.v0) > int64(rowReaderBytes)
+	})
+	hi = lo + n
+	r.ops, r.koffs, r.voffs = r.ops[:n], r.koffs[:n+1], r.voffs[:n+1]
+	k1, v1 := r.koffs[n], r.voffs[n]
 	r.keys = slices.Grow(r.keys[:0], int(k1-r.k0))[:k1-r.k0]
 	r.vals = slices.Grow(r.vals[:0], int(v1-r.v0))[:v1-r.v0]
 	if err := errors.Join(read(r.keys, b.Keys[r.k0:k1]), read(r.vals, b.Vals[r.v0:v1])); err != nil {
