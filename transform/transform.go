@@ -444,11 +444,11 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 							at := out.Len()
 							var n int
 							switch {
-							case w.hasKnown && (len(p.live) == 0 || p.purges != nil):
+							case w.hasKnown:
 								// The run's end is known, and its rows are
-								// not read through the map (where the
-								// block's end releases their pages): it
-								// may go on past the block.
+								// read with pread, not through the map
+								// (whose pages the block's end releases):
+								// it may go on past the block.
 								n, err = w.run(i, hi, r, p)
 							case ones >= onesAlone:
 								n, err = w.runOfOne(i, r, p)
