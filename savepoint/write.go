@@ -117,7 +117,7 @@ func WriteSnapshotFile(path string, md Metadata, rows []Row, opts SnapshotOption
 // without holding the output in memory. An uncompressed output of many
 // rows is written by several goroutines at once (SnapshotOptions.Jobs).
 func WriteSnapshotFrom(path string, md Metadata, src RowSource, opts SnapshotOptions) (FileInfo, error) {
-	if jobs := writeJobs(opts, src.Len()); jobs > 1 {
+	if jobs := writeJobs(opts, src.Len()); jobs > 0 {
 		return writeSnapshotWith(path, opts, func(f *os.File) (info FileInfo, err error) {
 			err = Guard(func() (err error) {
 				info, err = writeStreamParallel(f, md, src, jobs, opts.Progress)
