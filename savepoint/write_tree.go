@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -19,7 +20,8 @@ import (
 
 // TreeWriter writes a checkpoint tree. Everything is written into a staging
 // directory beside the output and renamed into place by Commit, so a crash or
-// kill at any moment leaves either no output or a complete one.
+// kill at any moment leaves either no output or a complete one. Subtasks may
+// be written (WriteSubtask*, CopySubtask) from several goroutines at once.
 type TreeWriter struct {
 	final, stage string
 	gen          int
@@ -27,6 +29,7 @@ type TreeWriter struct {
 	backend      Backend
 	stateBase    string
 	force        bool
+	mu           sync.Mutex // guards subtasks
 	subtasks     []int
 	committed    bool
 }
@@ -75,6 +78,8 @@ func (t *TreeWriter) Stage() string { return t.stage }
 
 func (t *TreeWriter) subtaskDir(i int) (string, error) {
 	d := filepath.Join(t.stage, "v"+strconv.Itoa(t.gen), strconv.Itoa(i))
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if slices.Contains(t.subtasks, i) {
 		return "", fmt.Errorf("subtask %d written twice", i)
 	}

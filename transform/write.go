@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
@@ -52,7 +53,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			addDigest(f.CRC32C)
 			out.Files, out.Bytes = 1, f.Size
 		} else {
-			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt, Progress: release(sp, opts.Progress, 0), Jobs: opts.Jobs})
+			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt, Progress: (&writeProgress{sp: sp, progress: opts.Progress}).file(), Jobs: opts.Jobs})
 			if err != nil {
 				return err
 			}
@@ -85,25 +86,24 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 		return err
 	}
 	defer tw.Abort()
-	outRel := map[*savepoint.File]string{}
-	for _, nf := range files {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	prog := &writeProgress{sp: sp, progress: opts.Progress}
+	written := writeFiles(ctx, files, opts.Jobs, func(nf *newFile, jobs int) (savepoint.FileInfo, error) {
 		if nf.copyOf != nil && sp.Backend == savepoint.BackendFile {
 			if err := tw.CopySubtask(nf.subtask, nf.copyOf, sp.Root); err != nil {
-				return err
+				return savepoint.FileInfo{}, err
 			}
-			addDigest(nf.copyOf.CRC32C)
-			out.Bytes += nf.copyOf.Size
-		} else {
-			info, err := tw.WriteSubtaskWith(nf.subtask, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: nf.compression, Progress: release(sp, opts.Progress, out.Bytes), Jobs: opts.Jobs})
-			if err != nil {
-				return err
-			}
-			addDigest(info.CRC32C)
-			out.Bytes += info.Size
+			prog.file()(nf.copyOf.Size)
+			return savepoint.FileInfo{Size: nf.copyOf.Size, CRC32C: nf.copyOf.CRC32C}, nil
 		}
+		return tw.WriteSubtaskWith(nf.subtask, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: nf.compression, Progress: prog.file(), Jobs: jobs})
+	})
+	if err := firstError(written); err != nil {
+		return err
+	}
+	outRel := map[*savepoint.File]string{}
+	for i, nf := range files {
+		addDigest(written[i].info.CRC32C)
+		out.Bytes += written[i].info.Size
 		out.Files++
 		if nf.copyOf != nil || rep.Rescale == nil {
 			for _, f := range sp.Files {
@@ -142,14 +142,30 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	return nil
 }
 
-// release returns a writer progress hook that keeps the input's pages out of
-// the resident set: the writer streams from the memory maps, and what it has
+// writeProgress reports the bytes written of the output's files, which
+// may be written several at once, and keeps the input's pages out of the
+// resident set: the writer streams from the memory maps, and what it has
 // read is not needed again (the pages stay in the page cache).
-func release(sp *savepoint.Savepoint, progress func(string, int64, int64), before int64) func(int64) {
+type writeProgress struct {
+	sp       *savepoint.Savepoint
+	progress func(string, int64, int64)
+	mu       sync.Mutex
+	written  int64
+}
+
+// file returns the progress hook of one file (see
+// savepoint.SnapshotOptions.Progress: the bytes of the file written so
+// far).
+func (w *writeProgress) file() func(int64) {
+	var last int64
 	return func(n int64) {
-		sp.ReleasePages()
-		if progress != nil {
-			progress("write", before+n, -1)
+		w.sp.ReleasePages()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.written += n - last
+		last = n
+		if w.progress != nil {
+			w.progress("write", w.written, -1)
 		}
 	}
 }
