@@ -497,7 +497,8 @@ func TestOpenRefusesBadOffsets(t *testing.T) {
 }
 
 // KeyColumns holds the operators and keys of the rows asked for, read with
-// pread from a mapped file or sliced from memory; a mapped file cut short
+// pread from a mapped file or sliced from memory (LoadKeys: the keys alone,
+// and it does not claim to hold the operators); a mapped file cut short
 // since it was opened is an ErrInputChanged.
 func TestKeyColumns(t *testing.T) {
 	defer func(v int64) { keyColumnsBytes = v }(keyColumnsBytes)
@@ -529,7 +530,11 @@ func testKeyColumns(t *testing.T) {
 			b := &snap.Batches[bi]
 			lo := r.IntN(b.Len())
 			hi := lo + 1 + r.IntN(b.Len()-lo)
-			if err := kc.Load(b, lo, hi); err != nil {
+			load, keysOnly := kc.Load, trial%2 == 1
+			if keysOnly {
+				load = kc.LoadKeys
+			}
+			if err := load(b, lo, hi); err != nil {
 				t.Fatal(err)
 			}
 			if kc.Lo != lo || kc.Hi <= lo || kc.Hi > hi || (!columnar || keyColumnsBytes > 1<<20) && kc.Hi != hi {
@@ -538,6 +543,13 @@ func testKeyColumns(t *testing.T) {
 			hi = kc.Hi
 			for x := lo; x < hi; x++ {
 				want := b.Row(x)
+				if keysOnly && columnar {
+					// The operators were not read: Holds says so.
+					if kc.Holds(b, x) || kc.Ops != nil || !kc.HoldsKeys(b, x) || !bytes.Equal(kc.Key(x), want.Key) {
+						t.Fatalf("batch %d row %d: keys alone loaded, but Holds %v, HoldsKeys %v, key %x, want %x", bi, x, kc.Holds(b, x), kc.HoldsKeys(b, x), kc.Key(x), want.Key)
+					}
+					continue
+				}
 				if !kc.Holds(b, x) || kc.Ops[x-kc.Lo] != want.Op || !bytes.Equal(kc.Key(x), want.Key) {
 					t.Fatalf("columnar %v, batch %d row %d: op %d key %x, want %d %x", columnar, bi, x, kc.Ops[x-kc.Lo], kc.Key(x), want.Op, want.Key)
 				}

@@ -327,6 +327,8 @@ type KeyColumns struct {
 	// read too (see ValueBytes).
 	values bool
 	voffs  []int32 // row Lo+j's value ends at voffs[j+1]
+	// noOps is set when Ops was not read (LoadKeys).
+	noOps bool
 }
 
 // ValueBytes returns the size of the values of rows [x, end) of the batch
@@ -337,6 +339,12 @@ func (kc *KeyColumns) ValueBytes(x, end int) int64 {
 
 // Holds reports whether row x of b is held.
 func (kc *KeyColumns) Holds(b *Batch, x int) bool {
+	return kc.HoldsKeys(b, x) && !kc.noOps
+}
+
+// HoldsKeys reports whether the key of row x of b is held (by Load or
+// LoadKeys).
+func (kc *KeyColumns) HoldsKeys(b *Batch, x int) bool {
 	return kc.Batch == b && x >= kc.Lo && x < kc.Hi
 }
 
@@ -374,8 +382,15 @@ var keyColumnsBytes int64 = 4 << 20
 // their keys would pass keyColumnsBytes (but row lo at least): Hi says
 // where they end. A file that changed since it was opened (offsets that
 // differ from those validated then) is an error.
-func (kc *KeyColumns) Load(b *Batch, lo, hi int) error {
-	kc.Batch = nil
+func (kc *KeyColumns) Load(b *Batch, lo, hi int) error { return kc.load(b, lo, hi, true) }
+
+// LoadKeys is Load without the operators, for rows whose operator is
+// known (a prefix run of the input's index): from a mapped file Ops is
+// left nil, and Holds reports false until the next Load.
+func (kc *KeyColumns) LoadKeys(b *Batch, lo, hi int) error { return kc.load(b, lo, hi, false) }
+
+func (kc *KeyColumns) load(b *Batch, lo, hi int, withOps bool) error {
+	kc.Batch, kc.noOps = nil, false
 	if b.file == nil || !littleEndian {
 		kc.inPlace(b, lo, hi)
 		return nil
@@ -384,8 +399,11 @@ func (kc *KeyColumns) Load(b *Batch, lo, hi int) error {
 	kc.ops = slices.Grow(kc.ops[:0], n)[:n]
 	kc.offs = slices.Grow(kc.offs[:0], n+1)[:n+1]
 	m := b.file
-	if err := errors.Join(m.readInto(bytesOf(kc.ops), bytesOf(b.Ops[lo:hi])),
-		m.readInto(bytesOf(kc.offs), bytesOf(b.KeyOffs[lo:hi+1]))); err != nil {
+	var opsErr error
+	if withOps {
+		opsErr = m.readInto(bytesOf(kc.ops), bytesOf(b.Ops[lo:hi]))
+	}
+	if err := errors.Join(opsErr, m.readInto(bytesOf(kc.offs), bytesOf(b.KeyOffs[lo:hi+1]))); err != nil {
 		return err
 	}
 	k0, k1 := kc.offs[0], kc.offs[n]
@@ -416,5 +434,8 @@ func (kc *KeyColumns) Load(b *Batch, lo, hi int) error {
 	}
 	kc.Batch, kc.Lo, kc.Hi = b, lo, hi
 	kc.Ops, kc.Offs, kc.Keys = kc.ops, kc.offs, kc.keys
+	if !withOps {
+		kc.Ops, kc.noOps = nil, true
+	}
 	return nil
 }

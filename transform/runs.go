@@ -582,8 +582,9 @@ func (w *worker) knownRun(i, n int, each func(kc *savepoint.KeyColumns, j, m, ro
 	kc := &w.keys
 	for t := 0; t < n; {
 		x := lo + t
-		if !kc.Holds(b, x) {
-			if err := kc.Load(b, x, min(b.Len(), x+scanBlock)); err != nil {
+		if !kc.HoldsKeys(b, x) {
+			// The run's operator is known: its rows' are not read.
+			if err := kc.LoadKeys(b, x, min(b.Len(), x+scanBlock)); err != nil {
 				return 0, false, err
 			}
 		}
