@@ -35,7 +35,7 @@ func (m *mappedFile) offsetOf(b []byte) (int64, bool) {
 
 // readAt fills b with the file's bytes from off.
 func (m *mappedFile) readAt(b []byte, off int64) error {
-	n, err := m.f.ReadAt(b, off)
+	n, err := readFileAt(m.f, b, off)
 	if n == len(b) {
 		return nil
 	}

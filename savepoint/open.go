@@ -651,7 +651,7 @@ func checksumRange(fh *os.File, lo, hi int64) (uint32, error) {
 	}
 	var crc uint32
 	for off := lo; off < hi; {
-		n, err := fh.ReadAt(buf[:min(int64(len(buf)), hi-off)], off)
+		n, err := readFileAt(fh, buf[:min(int64(len(buf)), hi-off)], off)
 		crc = crc32.Update(crc, castagnoli, buf[:n])
 		off += int64(n)
 		if err != nil {

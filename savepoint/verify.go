@@ -124,7 +124,7 @@ func (s *spanReader) fill(n int) error {
 			return errGiveUp // the span ends before the bytes asked for
 		}
 		l := len(s.buf)
-		k, err := s.fh.ReadAt(s.buf[l:l+int(want)], s.at)
+		k, err := readFileAt(s.fh, s.buf[l:l+int(want)], s.at)
 		s.crc = crc32.Update(s.crc, castagnoli, s.buf[l:l+k])
 		s.buf, s.at = s.buf[:l+k], s.at+int64(k)
 		if k < int(want) {

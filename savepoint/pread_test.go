@@ -1,0 +1,50 @@
+package savepoint
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// readFileAt reads what ReadAt reads: the bytes asked for, or those up to
+// the end of the file with io.EOF.
+func TestReadFileAt(t *testing.T) {
+	data := make([]byte, 300<<10)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	testReadFileAt(t, f, data)
+}
+
+func testReadFileAt(t *testing.T, f *os.File, data []byte) {
+	t.Helper()
+	size := int64(len(data))
+	for _, c := range []struct{ off, n int64 }{
+		{0, 0}, {0, 1}, {0, 64 << 10}, {12345, 200 << 10}, {size - 10, 10},
+		{size - 10, 20}, {size, 5}, {size + 100, 5}, {0, size}, {0, size + 1},
+	} {
+		b := make([]byte, c.n)
+		n, err := readFileAt(f, b, c.off)
+		want := data[min(c.off, size):min(c.off+c.n, size)]
+		if n != len(want) || !bytes.Equal(b[:n], want) {
+			t.Errorf("%d bytes at %d: read %d, want %d (bytes equal: %v)", c.n, c.off, n, len(want), bytes.Equal(b[:n], want))
+		}
+		if wantEOF := int64(len(want)) < c.n; wantEOF != errors.Is(err, io.EOF) || !wantEOF && err != nil {
+			t.Errorf("%d bytes at %d: error %v, want EOF: %v", c.n, c.off, err, wantEOF)
+		}
+	}
+}
