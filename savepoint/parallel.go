@@ -177,7 +177,7 @@ func (p *parallelWrite) fixed(at int64, b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	_, err := p.f.WriteAt(b, at)
+	_, err := writeFileAt(p.f, b, at)
 	p.fail(err)
 	p.done(piece{at: at, n: int64(len(b)), crc: CRC32C(b)})
 }
@@ -275,7 +275,7 @@ type pieceWriter struct {
 }
 
 func (w *pieceWriter) Write(b []byte) (int, error) {
-	n, err := w.p.f.WriteAt(b, w.at+w.n)
+	n, err := writeFileAt(w.p.f, b, w.at+w.n)
 	w.crc = crc32.Update(w.crc, castagnoli, b[:n])
 	w.n += int64(n)
 	return n, err

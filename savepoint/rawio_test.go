@@ -48,3 +48,40 @@ func testReadFileAt(t *testing.T, f *os.File, data []byte) {
 		}
 	}
 }
+
+// writeFileAt writes at the offsets asked for, past the end too (leaving a
+// hole of zeros); writing to a file opened read-only is an error.
+func TestWriteFileAt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := make([]byte, 0, 3<<20)
+	for i, c := range []struct {
+		off int64
+		n   int
+	}{{0, 1000}, {1000, 1 << 20}, {3<<20 - 5, 5}, {1<<20 + 1000, 1 << 20}} {
+		b := bytes.Repeat([]byte{byte('a' + i)}, c.n)
+		if n, err := writeFileAt(f, b, c.off); n != c.n || err != nil {
+			t.Fatalf("%d bytes at %d: wrote %d, %v", c.n, c.off, n, err)
+		}
+		if end := int(c.off) + c.n; end > len(want) {
+			want = want[:end]
+		}
+		copy(want[c.off:], b)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("file of %d bytes (%v), want %d; equal: %v", len(got), err, len(want), bytes.Equal(got, want))
+	}
+	ro, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if n, err := writeFileAt(ro, []byte("x"), 0); n != 0 || err == nil {
+		t.Fatalf("write to a read-only file: %d, %v; want an error", n, err)
+	}
+}
