@@ -199,15 +199,12 @@ func CopyVerified(src, dst string, size int64, crc uint32) (err error) {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
 	if size >= 0 {
-		h := NewCRC32C()
-		if _, err = out.Seek(0, io.SeekStart); err == nil {
-			_, err = io.Copy(h, out)
-		}
+		got, err := checksumFile(out, n)
 		if err != nil {
 			return fmt.Errorf("verify copy of %s: %w", src, err)
 		}
-		if n != size || h.Sum32() != crc {
-			return fmt.Errorf("copy %s: %w (size %d, crc %d; read as %d, %d)", src, ErrInputChanged, n, h.Sum32(), size, crc)
+		if n != size || got != crc {
+			return fmt.Errorf("copy %s: %w (size %d, crc %d; read as %d, %d)", src, ErrInputChanged, n, got, size, crc)
 		}
 	}
 	return publish(out, tmp, dst)

@@ -1,0 +1,50 @@
+package savepoint
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// CopyVerified publishes a copy whose bytes have the size and CRC read at
+// open; a copy that differs (the input changed since) is ErrInputChanged,
+// and nothing is left behind. Small files and large ones (checksummed in
+// parts by several goroutines) alike.
+func TestCopyVerified(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, size := range []int{0, 1000, 9 << 20} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		src := filepath.Join(dir, "src")
+		if err := os.WriteFile(src, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, "dst")
+		if err := CopyVerified(src, dst, int64(size), CRC32C(data)); err != nil {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+		if got, err := os.ReadFile(dst); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes: the copy differs (%v)", size, err)
+		}
+		os.Remove(dst)
+		for _, c := range []struct {
+			name string
+			size int64
+			crc  uint32
+		}{{"another CRC", int64(size), CRC32C(data) ^ 1}, {"another size", int64(size) + 1, CRC32C(data)}} {
+			err := CopyVerified(src, dst, c.size, c.crc)
+			if !errors.Is(err, ErrInputChanged) {
+				t.Errorf("%d bytes, %s: %v, want ErrInputChanged", size, c.name, err)
+			}
+			if left, _ := filepath.Glob(dst + "*"); len(left) > 0 {
+				t.Errorf("%d bytes, %s: left behind %v", size, c.name, left)
+			}
+		}
+	}
+}
