@@ -41,6 +41,10 @@ type Report struct {
 	Rescale *RescaleReport `json:"rescale,omitempty"`
 	// Warnings are things the user should know (none make the run fail).
 	Warnings []string `json:"warnings"`
+
+	// pending are the parts of the report merge leaves to be put together
+	// while the output is written (see Report.finish).
+	pending []func()
 }
 
 // Input describes the savepoint read.
