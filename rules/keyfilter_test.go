@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -31,5 +32,44 @@ func TestKeyFilter(t *testing.T) {
 	var empty keyFilter
 	if !empty.mayHave([]byte("x")) {
 		t.Error("an unbuilt filter must let every key through")
+	}
+}
+
+// MayMatchColumn lets through, in order, the keys of a column (from any
+// row on) that MayMatch lets through, with their prefixes left out; an
+// unbuilt filter lets all through.
+func TestMayMatchColumn(t *testing.T) {
+	p := &PurgeKeysSpec{}
+	p.initIndex(1000)
+	for i := range 1000 {
+		p.add("user-"+strconv.Itoa(3*i), i+1)
+	}
+	var keys []byte
+	offs := []int32{0}
+	for i := range 3000 {
+		keys = append(keys, "ab:user-"+strconv.Itoa(i)...)
+		offs = append(offs, int32(len(keys)))
+	}
+	for _, c := range []struct {
+		skip    int32
+		from    int
+		atLeast int // the listed keys among them
+	}{{3, 0, 1000}, {3, 2400, 200}, {0, 0, 0}} {
+		var want, got []int
+		for t := c.from; t < 3000; t++ {
+			if p.MayMatch(keys[offs[t]+c.skip : offs[t+1]]) {
+				want = append(want, t)
+			}
+		}
+		p.MayMatchColumn(keys, offs[c.from:], c.skip, func(t int) { got = append(got, c.from+t) })
+		if !slices.Equal(got, want) || len(got) < c.atLeast {
+			t.Errorf("skip %d from row %d: let through %d keys, want %d (at least %d)", c.skip, c.from, len(got), len(want), c.atLeast)
+		}
+	}
+	var unbuilt PurgeKeysSpec
+	n := 0
+	unbuilt.MayMatchColumn(keys, offs, 3, func(int) { n++ })
+	if n != 3000 {
+		t.Errorf("an unbuilt filter let %d of 3000 keys through", n)
 	}
 }

@@ -373,6 +373,21 @@ func (p *PurgeKeysSpec) Lookup(userKey []byte) (int, bool) {
 // Bloom filter: no map lookup); true means it may be.
 func (p *PurgeKeysSpec) MayMatch(userKey []byte) bool { return p.filter.mayHave(userKey) }
 
+// MayMatchColumn calls fn(t) for each key t of a column of keys that may
+// be listed, as MayMatch says, in order: key t is keys[offs[t]+skip :
+// offs[t+1]] (skip bytes of prefix left out), for t from 0 to len(offs)-2.
+// It asks the filter in one loop, without a call a key: the scan of a
+// purge asks it of every row.
+func (p *PurgeKeysSpec) MayMatchColumn(keys []byte, offs []int32, skip int32, fn func(t int)) {
+	f := &p.filter
+	for t := 0; t+1 < len(offs); t++ {
+		key := keys[offs[t]+skip : offs[t+1]]
+		if f.words == nil || f.mayHaveHash(keyHash(key)) {
+			fn(t)
+		}
+	}
+}
+
 // Match returns the index in Keys of the key that userKey matches: equal
 // to it, or, when composite is true, equal to the bytes before some 0x1F
 // byte of userKey (the composite key K 0x1F element of clink's expiring

@@ -307,10 +307,17 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 	plen := len(p.prefix)
 	w.listed, w.listedKeys = w.listed[:0], w.listedKeys[:0]
 	n, inc, err := w.scanRun(i, end, r.Op, p.prefix, func(kc *savepoint.KeyColumns, j, m, row int) {
-		for t := j; t < j+m; t++ {
-			if !p.unlisted(kc.Keys[kc.Offs[t]+int32(plen) : kc.Offs[t+1]]) {
-				w.listedKeys = append(w.listedKeys, kc.Keys[kc.Offs[t]:kc.Offs[t+1]]...)
-				w.listed = append(w.listed, listedRow{row + t - j, len(w.listedKeys)})
+		list := func(t int) {
+			w.listedKeys = append(w.listedKeys, kc.Keys[kc.Offs[t]:kc.Offs[t+1]]...)
+			w.listed = append(w.listed, listedRow{row + t - j, len(w.listedKeys)})
+		}
+		if len(p.purges) == 1 {
+			p.purges[0].MayMatchColumn(kc.Keys, kc.Offs[j:j+m+1], int32(plen), func(t int) { list(j + t) })
+		} else {
+			for t := j; t < j+m; t++ {
+				if !p.unlisted(kc.Keys[kc.Offs[t]+int32(plen) : kc.Offs[t+1]]) {
+					list(t)
+				}
 			}
 		}
 		w.runLast = append(w.runLast[:0], kc.Keys[kc.Offs[j+m-1]:kc.Offs[j+m]]...)
