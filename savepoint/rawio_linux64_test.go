@@ -4,8 +4,6 @@ package savepoint
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -16,15 +14,7 @@ import (
 // for the disk go the usual way).
 func TestReadFileAtFallback(t *testing.T) {
 	data := bytes.Repeat([]byte("0123456789abcdef"), 300<<6)
-	path := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openWith(t, data)
 
 	defer func(v bool) { noWaitRefused.Store(v) }(noWaitRefused.Load())
 	noWaitRefused.Store(true)

@@ -18,6 +18,13 @@ func TestReadFileAt(t *testing.T) {
 	for i := range data {
 		data[i] = byte(r.Uint32())
 	}
+	testReadFileAt(t, openWith(t, data), data)
+}
+
+// openWith writes data to a new file and opens it for reading until the
+// test ends.
+func openWith(t *testing.T, data []byte) *os.File {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -26,8 +33,8 @@ func TestReadFileAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	testReadFileAt(t, f, data)
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 func testReadFileAt(t *testing.T, f *os.File, data []byte) {
