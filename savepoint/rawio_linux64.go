@@ -75,8 +75,10 @@ func readCached(f *os.File, b []byte, off int64) int {
 // write that must wait (dirty pages over the kernel's limit pause a writer
 // for up to 200 ms) holds its processor meanwhile, and other goroutines
 // wait for that write at most (the writer's goroutines are as many as
-// --jobs, one per CPU by default). A write that fails or stops short goes
-// again the usual way, which says what is wrong.
+// --jobs, one per CPU by default). On a file system that hangs (an NFS
+// server gone), writes that hold every processor hold the signal handler
+// too: an interrupt is handled when a write returns. A write that fails or
+// stops short goes again the usual way, which says what is wrong.
 func writeFileAt(f *os.File, b []byte, off int64) (int, error) {
 	n := 0
 	if rc, err := f.SyscallConn(); err == nil && len(b) > 0 {
