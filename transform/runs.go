@@ -311,6 +311,8 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 			w.listedKeys = append(w.listedKeys, kc.Keys[kc.Offs[t]:kc.Offs[t+1]]...)
 			w.listed = append(w.listed, listedRow{row + t - j, len(w.listedKeys)})
 		}
+		// One list, the common case, is asked a block at a time, without
+		// a call per key; several are asked key by key.
 		if len(p.purges) == 1 {
 			p.purges[0].MayMatchColumn(kc.Keys, kc.Offs[j:j+m+1], int32(plen), func(t int) { list(j + t) })
 		} else {

@@ -1212,12 +1212,10 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 	for i, st := range e.steps {
 		rs := &RuleStats{Index: st.rule.Index, Name: st.rule.Name, Kind: string(st.rule.Kind), Label: st.rule.Label()}
 		var purged []int64
-		if st.rule.PurgeKeys != nil {
-			// The first file's counts take the others' (nothing reads them
-			// after).
-			purged = results[0].purged[i]
+		if p := st.rule.PurgeKeys; p != nil {
+			purged = make([]int64, p.Len())
 		}
-		for k, res := range results {
+		for _, res := range results {
 			rc := res.rules[i]
 			rs.Matched += rc.matched
 			rs.Dropped += rc.dropped
@@ -1225,10 +1223,8 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			if res.vmRules[i] {
 				rs.VersionEntries++
 			}
-			if k > 0 {
-				for j, n := range res.purged[i] {
-					purged[j] += n
-				}
+			for j, n := range res.purged[i] {
+				purged[j] += n
 			}
 			if rs.Expired == nil && st.rule.PurgeExpired != nil {
 				rs.Expired = expiredInfo(st.rule.PurgeExpired)
