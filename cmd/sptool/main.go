@@ -26,6 +26,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sptool/sptool/internal/cli"
+	// Maps the executable's code in at once, before most packages
+	// initialise (Linux; see the package).
+	_ "github.com/sptool/sptool/internal/prefault"
 )
 
 func main() {

@@ -1,0 +1,20 @@
+// Package prefault maps the pages of the running executable's code and
+// read-only data in at start-up, in one system call, where the kernel
+// would otherwise take a page fault for each range of them that start-up
+// touches.
+//
+// sptool's executable holds about 33 MB of code, and its packages'
+// initialisation (Arrow's compute kernels, Parquet, the expression
+// language, the compressors) touches pages all over it: about 600 page
+// faults before main on a virtual machine where each costs tens of
+// microseconds. Mapping the pages the page cache already holds with
+// MADV_POPULATE_READ costs about 1.3 ms and saves 3-4 ms of every run
+// (start-up 24 -> 21 ms on the benchmark machine). Pages the page cache
+// does not hold (the first run after a boot) are left to be faulted in as
+// they are touched: populating them would read the whole executable from
+// disk.
+//
+// Importing the package does it (in its init, which runs early: it
+// imports only the system call packages); elsewhere than Linux it does
+// nothing.
+package prefault

@@ -1,0 +1,163 @@
+//go:build linux
+
+package prefault
+
+import (
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+// It imports only syscall and unsafe, so that it runs before most other
+// packages' initialisation.
+func init() { populate() }
+
+// madvPopulateRead is MADV_POPULATE_READ (Linux 5.14); older kernels
+// refuse it with EINVAL, and nothing is done.
+const madvPopulateRead = 22
+
+// populate maps in the executable's read-only mappings that the page cache
+// holds whole, and returns how many bytes it mapped.
+func populate() uintptr {
+	fd, err := syscall.Open("/proc/self/maps", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	// The executable's mappings come first; a static Go binary's list is
+	// short.
+	buf := make([]byte, 16<<10)
+	n, _ := syscall.Read(fd, buf)
+	syscall.Close(fd)
+	var done uintptr
+	for _, s := range segments(buf[:max(n, 0)]) {
+		if resident(s.lo, s.hi) && madvise(s.lo, s.hi, madvPopulateRead) == nil {
+			done += s.hi - s.lo
+		}
+	}
+	return done
+}
+
+// segment is a range of addresses [lo, hi).
+type segment struct{ lo, hi uintptr }
+
+// segments returns the mappings of maps (the text of /proc/<pid>/maps)
+// that belong to the file of its first line, are readable and not
+// writable. Lines it cannot parse end the list.
+func segments(maps []byte) []segment {
+	var out []segment
+	var file []byte
+	for len(maps) > 0 {
+		line := maps
+		if i := indexByte(maps, '\n'); i >= 0 {
+			line, maps = maps[:i], maps[i+1:]
+		} else {
+			maps = nil
+		}
+		// address perms offset dev inode path (which may hold spaces)
+		f, path := fields(line, 5)
+		if len(f) < 5 || len(path) == 0 || path[0] != '/' {
+			if file == nil {
+				return nil
+			}
+			continue
+		}
+		if file == nil {
+			file = path
+		} else if string(path) != string(file) {
+			continue
+		}
+		lo, hi, ok := addressRange(f[0])
+		if !ok {
+			return out
+		}
+		if perms := f[1]; len(perms) >= 2 && perms[0] == 'r' && perms[1] != 'w' {
+			out = append(out, segment{lo, hi})
+		}
+	}
+	return out
+}
+
+// addressRange parses "lo-hi" in hexadecimal.
+func addressRange(b []byte) (lo, hi uintptr, ok bool) {
+	i := indexByte(b, '-')
+	if i <= 0 || i == len(b)-1 {
+		return 0, 0, false
+	}
+	lo, ok1 := hex(b[:i])
+	hi, ok2 := hex(b[i+1:])
+	return lo, hi, ok1 && ok2 && lo < hi
+}
+
+func hex(b []byte) (uintptr, bool) {
+	if len(b) == 0 || len(b) > 2*int(unsafe.Sizeof(uintptr(0))) {
+		return 0, false
+	}
+	var v uintptr
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | uintptr(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | uintptr(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+// resident reports whether the page cache holds every page of [lo, hi).
+func resident(lo, hi uintptr) bool {
+	page := uintptr(syscall.Getpagesize())
+	vec := make([]byte, (hi-lo+page-1)/page)
+	_, _, e := syscall.Syscall(syscall.SYS_MINCORE, lo, hi-lo, uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
+	runtime.KeepAlive(vec)
+	if e != 0 {
+		return false
+	}
+	for _, v := range vec {
+		if v&1 == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func madvise(lo, hi uintptr, advice int) error {
+	if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, lo, hi-lo, uintptr(advice)); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// indexByte is bytes.IndexByte, which the package does without so as to
+// run early.
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// fields returns the first n fields of b separated by spaces, and the rest
+// of b after them with its leading spaces removed.
+func fields(b []byte, n int) ([][]byte, []byte) {
+	var out [][]byte
+	i := 0
+	for {
+		for i < len(b) && b[i] == ' ' {
+			i++
+		}
+		if len(out) == n || i == len(b) {
+			return out, b[i:]
+		}
+		j := i
+		for j < len(b) && b[j] != ' ' {
+			j++
+		}
+		out = append(out, b[i:j])
+		i = j
+	}
+}
