@@ -659,13 +659,24 @@ const directMin = 16 << 10
 // machines, 4 ms a megabyte).
 var bufPool sync.Pool
 
-// poolBuf returns an empty buffer of sinkSize bytes' capacity.
-func poolBuf() []byte {
-	if b, ok := bufPool.Get().(*[]byte); ok {
-		return (*b)[:0]
+// poolBuf returns an empty buffer of sinkSize bytes' capacity whose first
+// use bytes (the most the caller will write) are mapped in (prefault): a
+// new buffer's pages, and the pages of a pooled one that its earlier user
+// left untouched, would otherwise take a page fault each as they are
+// written.
+func poolBuf(use int) []byte {
+	b, ok := bufPool.Get().(*[]byte)
+	if !ok {
+		nb := make([]byte, 0, sinkSize)
+		b = &nb
 	}
-	return make([]byte, 0, sinkSize)
+	prefault((*b)[:min(use, sinkSize)])
+	return (*b)[:0]
 }
+
+// prefaultMin is the least poolBuf maps in ahead: below it the faults cost
+// about what the system call does.
+const prefaultMin = 64 << 10
 
 // putBuf returns b to the pool if it is one of poolBuf's; b must not be
 // used after.
@@ -680,7 +691,7 @@ func putBuf(b []byte) {
 func newSink(w io.Writer, body int64) *sink {
 	s := &sink{w: w}
 	if body >= sinkSize/4 {
-		s.buf = poolBuf()
+		s.buf = poolBuf(sinkSize)
 	} else {
 		s.buf = make([]byte, 0, max(body, 64<<10))
 	}

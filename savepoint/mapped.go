@@ -192,7 +192,11 @@ func (w *window) view(m *mappedFile, b []byte) ([]byte, error) {
 	}
 	if int64(cap(w.buf)) < n {
 		if n <= sinkSize {
-			w.buf = poolBuf()
+			use := sinkSize
+			if w.bounds {
+				use = boundsWindowMax
+			}
+			w.buf = poolBuf(use)
 		} else {
 			w.buf = make([]byte, 0, n) // windowSize changed by a test
 		}

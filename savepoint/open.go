@@ -644,7 +644,7 @@ var checksumBlock = 256 << 10
 func checksumRange(fh *os.File, lo, hi int64) (uint32, error) {
 	var buf []byte
 	if n := min(hi-lo, int64(checksumBlock)); n <= sinkSize {
-		buf = poolBuf()[:n]
+		buf = poolBuf(int(n))[:n]
 		defer putBuf(buf)
 	} else {
 		buf = make([]byte, n)
@@ -806,7 +806,7 @@ func keyedOps(s *Snapshot, ops map[uint64]bool) {
 		}
 		return
 	}
-	raw := poolBuf()[:8*min(keyBlock, sinkSize/8)]
+	raw := poolBuf(8 * min(keyBlock, sinkSize/8))[:8*min(keyBlock, sinkSize/8)]
 	defer putBuf(raw)
 	block := wordsOf[uint64](raw)
 	var kc KeyColumns

@@ -583,7 +583,7 @@ func validateOffsets(offs []int32, dataLen int, readMapped func(dst, src []byte)
 	const chunk = sinkSize / 4 // offsets read at once: one pooled buffer
 	var buf []int32
 	if readMapped != nil {
-		raw := poolBuf()[:4*min(chunk, len(offs))]
+		raw := poolBuf(4 * min(chunk, len(offs)))[:4*min(chunk, len(offs))]
 		defer putBuf(raw)
 		buf = wordsOf[int32](raw)
 	}
