@@ -16,8 +16,9 @@ func init() { populate() }
 // refuse it with EINVAL, and nothing is done.
 const madvPopulateRead = 22
 
-// populate maps in the executable's code mappings that the page cache
-// holds whole, and returns how many bytes it mapped.
+// populate maps in the pages of the executable's code that the page cache
+// holds, in runs of at least minRun pages, and returns how many bytes it
+// mapped.
 func populate() uintptr {
 	fd, err := syscall.Open("/proc/self/maps", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -28,13 +29,47 @@ func populate() uintptr {
 	buf := make([]byte, 16<<10)
 	n, _ := syscall.Read(fd, buf)
 	syscall.Close(fd)
+	page := uintptr(syscall.Getpagesize())
 	var done uintptr
 	for _, s := range segments(buf[:max(n, 0)]) {
-		if resident(s.lo, s.hi) && madvise(s.lo, s.hi, madvPopulateRead) == nil {
-			done += s.hi - s.lo
+		vec, ok := resident(s.lo, s.hi)
+		if !ok {
+			continue
+		}
+		for _, r := range residentRuns(vec, minRun) {
+			lo, hi := s.lo+uintptr(r[0])*page, min(s.hi, s.lo+uintptr(r[1])*page)
+			if madvise(lo, hi, madvPopulateRead) != nil {
+				return done
+			}
+			done += hi - lo
 		}
 	}
 	return done
+}
+
+// minRun is the fewest pages populate maps in at once: a fault maps the
+// pages around it that the page cache holds too (16 by default).
+const minRun = 16
+
+// residentRuns returns the runs [from, to) of at least least pages that
+// vec (mincore's: bit 0 of each byte set for a page the page cache holds)
+// says are resident.
+func residentRuns(vec []byte, least int) [][2]int {
+	var runs [][2]int
+	from := -1
+	for i := 0; i <= len(vec); i++ {
+		in := i < len(vec) && vec[i]&1 != 0
+		switch {
+		case in && from < 0:
+			from = i
+		case !in && from >= 0:
+			if i-from >= least {
+				runs = append(runs, [2]int{from, i})
+			}
+			from = -1
+		}
+	}
+	return runs
 }
 
 // segment is a range of addresses [lo, hi).
@@ -108,21 +143,14 @@ func hex(b []byte) (uintptr, bool) {
 	return v, true
 }
 
-// resident reports whether the page cache holds every page of [lo, hi).
-func resident(lo, hi uintptr) bool {
+// resident returns mincore's vector for the pages of [lo, hi): bit 0 of
+// each byte is set for a page the page cache holds.
+func resident(lo, hi uintptr) ([]byte, bool) {
 	page := uintptr(syscall.Getpagesize())
 	vec := make([]byte, (hi-lo+page-1)/page)
 	_, _, e := syscall.Syscall(syscall.SYS_MINCORE, lo, hi-lo, uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
 	runtime.KeepAlive(vec)
-	if e != 0 {
-		return false
-	}
-	for _, v := range vec {
-		if v&1 == 0 {
-			return false
-		}
-	}
-	return true
+	return vec, e == 0
 }
 
 func madvise(lo, hi uintptr, advice int) error {

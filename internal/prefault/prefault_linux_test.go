@@ -48,8 +48,32 @@ func TestSegments(t *testing.T) {
 	}
 }
 
-// TestPopulate maps in this test binary's read-only mappings: those the
-// page cache holds whole (a binary just linked and run usually is).
+func TestResidentRuns(t *testing.T) {
+	for _, c := range []struct {
+		vec   string // 1: resident
+		least int
+		want  [][2]int
+	}{
+		{"", 1, nil},
+		{"0000", 1, nil},
+		{"1111", 1, [][2]int{{0, 4}}},
+		{"1111", 5, nil},
+		{"0110111001", 2, [][2]int{{1, 3}, {4, 7}}},
+		{"0110111001", 3, [][2]int{{4, 7}}},
+		{"1000000001", 1, [][2]int{{0, 1}, {9, 10}}},
+	} {
+		vec := make([]byte, len(c.vec))
+		for i := range c.vec {
+			vec[i] = (c.vec[i] - '0') | 0x80 // only bit 0 counts
+		}
+		if got := residentRuns(vec, c.least); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("residentRuns(%s, %d) = %v, want %v", c.vec, c.least, got, c.want)
+		}
+	}
+}
+
+// TestPopulate maps in this test binary's code: the pages the page cache
+// holds (a binary just linked and run holds nearly all of them).
 func TestPopulate(t *testing.T) {
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
@@ -59,16 +83,20 @@ func TestPopulate(t *testing.T) {
 	if len(segs) < 1 {
 		t.Fatalf("found no code mapping of the executable:\n%s", maps)
 	}
+	page := uintptr(os.Getpagesize())
 	var want uintptr
 	for _, s := range segs {
-		if resident(s.lo, s.hi) {
-			want += s.hi - s.lo
+		vec, ok := resident(s.lo, s.hi)
+		if !ok {
+			t.Fatalf("mincore of %#x-%#x failed", s.lo, s.hi)
+		}
+		for _, r := range residentRuns(vec, minRun) {
+			want += uintptr(r[1]-r[0]) * page
 		}
 	}
 	// The page of the code running now is resident.
-	page := uintptr(os.Getpagesize())
 	pc := reflect.ValueOf(TestPopulate).Pointer() &^ (page - 1)
-	if !resident(pc, pc+page) {
+	if vec, ok := resident(pc, pc+page); !ok || vec[0]&1 == 0 {
 		t.Errorf("the page of TestPopulate's code (%#x) is not resident, says mincore", pc)
 	}
 	// The pages of a file's hole are not: the page cache holds none.
@@ -85,10 +113,11 @@ func TestPopulate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Munmap(m)
-	if at := uintptr(unsafe.Pointer(&m[0])); resident(at, at+16*page) {
+	at := uintptr(unsafe.Pointer(&m[0]))
+	if vec, ok := resident(at, at+16*page); !ok || len(residentRuns(vec, 1)) != 0 {
 		t.Errorf("the map of a file's hole is resident, says mincore")
 	}
-	if got := populate(); got != want {
-		t.Errorf("populate mapped %d bytes, want %d (the resident mappings)", got, want)
+	if got := populate(); got != want || got == 0 {
+		t.Errorf("populate mapped %d bytes, want %d (the resident runs), not 0", got, want)
 	}
 }
