@@ -8,8 +8,8 @@ import (
 	"unsafe"
 )
 
-// It imports only syscall and unsafe, so that it runs before most other
-// packages' initialisation.
+// The package imports only runtime, syscall and unsafe, so that this runs
+// before most other packages' initialisation.
 func init() { populate() }
 
 // madvPopulateRead is MADV_POPULATE_READ (Linux 5.14); older kernels
