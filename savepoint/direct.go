@@ -674,10 +674,6 @@ func poolBuf(use int) []byte {
 	return (*b)[:0]
 }
 
-// prefaultMin is the least poolBuf maps in ahead: below it the faults cost
-// about what the system call does.
-const prefaultMin = 64 << 10
-
 // putBuf returns b to the pool if it is one of poolBuf's; b must not be
 // used after.
 func putBuf(b []byte) {

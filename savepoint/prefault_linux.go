@@ -10,6 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// prefaultMin is the smallest buffer prefault maps in: below it the faults
+// cost about what the system call does.
+const prefaultMin = 64 << 10
+
 // prefaultOff is set when the kernel refuses MADV_POPULATE_WRITE (before
 // Linux 5.14), so that it is asked once.
 var prefaultOff atomic.Bool
