@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"encoding/binary"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
@@ -71,5 +73,48 @@ func TestMayMatchColumn(t *testing.T) {
 	unbuilt.MayMatchColumn(keys, offs, 3, func(int) { n++ })
 	if n != 3000 {
 		t.Errorf("an unbuilt filter let %d of 3000 keys through", n)
+	}
+}
+
+// keyHash8 is keyHash of the 8 bytes of its argument, little-endian, and
+// MayMatchColumn's path for 8-byte keys lets through what MayMatch does.
+func TestKeyHash8(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	vals := []uint64{0, 1, 0xFF, 1 << 63, ^uint64(0), 0x0102030405060708}
+	for range 10000 {
+		vals = append(vals, r.Uint64())
+	}
+	for _, v := range vals {
+		if got, want := keyHash8(v), keyHash(binary.LittleEndian.AppendUint64(nil, v)); got != want {
+			t.Fatalf("keyHash8(%#x) = %#x, keyHash of its bytes %#x", v, got, want)
+		}
+	}
+
+	// int64 keys, every third listed, in a column with a 2-byte prefix
+	// and a 9-byte key now and then.
+	p := &PurgeKeysSpec{}
+	p.initIndex(1000)
+	for i := range 1000 {
+		p.add(int64Key(int64(3*i)), i+1)
+	}
+	var keys []byte
+	offs := []int32{0}
+	for i := range 3000 {
+		keys = append(keys, 0, 9)
+		keys = binary.LittleEndian.AppendUint64(keys, uint64(i))
+		if i%100 == 99 {
+			keys = append(keys, 0)
+		}
+		offs = append(offs, int32(len(keys)))
+	}
+	var want, got []int
+	for t := range 3000 {
+		if p.MayMatch(keys[offs[t]+2 : offs[t+1]]) {
+			want = append(want, t)
+		}
+	}
+	p.MayMatchColumn(keys, offs, 2, func(t int) { got = append(got, t) })
+	if !slices.Equal(got, want) || len(got) < 990 {
+		t.Errorf("let through %d keys, want %d (the 990 listed among them)", len(got), len(want))
 	}
 }
