@@ -1,6 +1,9 @@
 package rules
 
-import "math/bits"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
 // keyIndex finds a purge list's keys by their hash: open addressing with
 // linear probing, one int32 a slot, at most half the slots used. A Go map
@@ -56,4 +59,47 @@ func (x *keyIndex) insert(keys []string, i int, h uint64) {
 	_, s := find(x, keys, keys[i], h)
 	x.slots[s] = int32(i + 1)
 	x.n++
+}
+
+// prefetchBatch is how many keys PrefetchLookups takes a step further at
+// once: enough for the loads of one step to overlap, few enough that what
+// they bring in is still in the cache when the lookups come.
+const prefetchBatch = 64
+
+// prefetchSink keeps PrefetchLookups' loads from being left out as unused.
+var prefetchSink atomic.Uint64
+
+// PrefetchLookups reads, for each of n user keys (key(i)), the memory
+// that Lookup of it will read, so that the lookups that follow find it in
+// the CPU's cache. A lookup reads an index slot, then the listed key the
+// slot names, then that key's bytes, each one a cache miss when the index
+// is cold, and each waiting for the one before. A purge's scan streams
+// the whole input through the cache, which leaves the index cold: a
+// lookup there took 400-600 ns, against 35 ns in a loop of its own. Here
+// each step is taken for a batch of keys before the next, and the loads
+// of different keys overlap. It changes nothing.
+func (p *PurgeKeysSpec) PrefetchLookups(n int, key func(i int) []byte) {
+	x := &p.index
+	if len(x.slots) == 0 {
+		return
+	}
+	var vs [prefetchBatch]int32
+	var sink uint64
+	for lo := 0; lo < n; lo += prefetchBatch {
+		m := min(prefetchBatch, n-lo)
+		for i := range m {
+			vs[i] = x.slots[x.slot(keyHash(key(lo+i)))]
+		}
+		for i := range m {
+			if v := vs[i]; v != 0 {
+				sink += uint64(len(p.Keys[v-1]))
+			}
+		}
+		for i := range m {
+			if v := vs[i]; v != 0 && len(p.Keys[v-1]) > 0 {
+				sink += uint64(p.Keys[v-1][0])
+			}
+		}
+	}
+	prefetchSink.Add(sink)
 }

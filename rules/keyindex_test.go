@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -42,4 +43,46 @@ func TestKeyIndex(t *testing.T) {
 	if _, ok := empty.Lookup(key); ok {
 		t.Error("a spec without keys found one")
 	}
+}
+
+// PrefetchLookups changes nothing: the index and every lookup are as they
+// were, for listed, unlisted and empty keys, over more than one batch; it
+// does nothing for a spec without keys, and allocates nothing.
+func TestPrefetchLookups(t *testing.T) {
+	var spec PurgeKeysSpec
+	spec.initIndex(100)
+	for i := range 100 {
+		spec.add("user-"+strconv.Itoa(i), i+1)
+	}
+	var asked [][]byte
+	for i := 50; i < 50+3*prefetchBatch; i++ {
+		asked = append(asked, []byte("user-"+strconv.Itoa(i)))
+	}
+	asked = append(asked, nil, []byte{})
+	type found struct {
+		i  int
+		ok bool
+	}
+	var before []found
+	for _, k := range asked {
+		i, ok := spec.Lookup(k)
+		before = append(before, found{i, ok})
+	}
+	slots := slices.Clone(spec.index.slots)
+	key := func(i int) []byte { return asked[i] }
+	spec.PrefetchLookups(len(asked), key)
+	spec.PrefetchLookups(0, key)
+	if !slices.Equal(slots, spec.index.slots) {
+		t.Fatal("PrefetchLookups changed the index")
+	}
+	for x, k := range asked {
+		if i, ok := spec.Lookup(k); (found{i, ok}) != before[x] {
+			t.Errorf("%q: Lookup gives %d, %v after PrefetchLookups; %d, %v before", k, i, ok, before[x].i, before[x].ok)
+		}
+	}
+	if a := testing.AllocsPerRun(10, func() { spec.PrefetchLookups(len(asked), key) }); a != 0 {
+		t.Errorf("PrefetchLookups allocates %v times", a)
+	}
+	var empty PurgeKeysSpec
+	empty.PrefetchLookups(len(asked), key)
 }

@@ -344,6 +344,17 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 		}
 	}
 	var dropped int64
+	if len(p.purges) == 1 {
+		// The lookups' cache misses overlap when they are asked for first,
+		// together (see PrefetchLookups); one by one, each waits for its own.
+		p.purges[0].PrefetchLookups(len(w.listed), func(t int) []byte {
+			from := 0
+			if t > 0 {
+				from = w.listed[t-1].keyEnd
+			}
+			return w.listedKeys[from+plen : w.listed[t].keyEnd]
+		})
+	}
 	from := 0
 	for _, l := range w.listed {
 		// The steps look at the user key only: the row goes without its
