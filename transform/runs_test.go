@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -391,6 +392,27 @@ func TestPlanForDistinguishesPrefixes(t *testing.T) {
 	for _, op := range []uint64{1, other, 1, other} {
 		if p := w.planFor(savepoint.Row{Op: op, Key: key}, k); p.op != op {
 			t.Fatalf("op %d: the plan of op %d, which shares its slot", op, p.op)
+		}
+	}
+}
+
+// A purge rule's found keys are counted whether or not their log filled
+// up (hitsMax) on the way, each once, under its own rule.
+func TestHitsCounted(t *testing.T) {
+	for _, n := range []int{0, 1, hitsMax - 1, hitsMax, 3*hitsMax + 5} {
+		res := &fileResult{purged: [][]int64{nil, make([]int64, 10)}, hits: make([][]int32, 2)}
+		want := make([]int64, 10)
+		for x := range n {
+			res.hit(1, x%7)
+			want[x%7]++
+		}
+		res.countHits()
+		if !slices.Equal(res.purged[1], want) || len(res.hits[1]) != 0 || res.purged[0] != nil {
+			t.Errorf("%d hits: counts %v, %d left in the log; want %v", n, res.purged[1], len(res.hits[1]), want)
+		}
+		res.countHits() // nothing left to count twice
+		if !slices.Equal(res.purged[1], want) {
+			t.Errorf("%d hits: counted again: %v", n, res.purged[1])
 		}
 	}
 }

@@ -278,7 +278,7 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 			return r, true, nil
 		}
 		w.res.rules[i].matched++
-		w.res.purged[i][j]++
+		w.res.hit(i, j)
 		return r, false, nil
 	}
 }

@@ -267,6 +267,7 @@ type fileResult struct {
 	before    *slotCounts
 	after     *slotCounts
 	purged    [][]int64 // per purge rule: rows per key index
+	hits      [][]int32 // per purge rule: key indexes found, not yet counted in purged
 	short     []int64   // per rule: TTL values without a stamp
 	remain    []int64   // per purge rule: output rows still matching its keys
 	timers    []int64   // per purge rule: timers removed from timer blobs
@@ -388,6 +389,7 @@ func (e *engine) newResult() *fileResult {
 		before:  &slotCounts{},
 		after:   &slotCounts{},
 		purged:  make([][]int64, len(e.steps)),
+		hits:    make([][]int32, len(e.steps)),
 		short:   make([]int64, len(e.steps)),
 		vmRules: make([]bool, len(e.steps)),
 		remain:  make([]int64, len(e.steps)),
@@ -488,7 +490,40 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 		}
 		return nil
 	})
+	res.countHits()
 	return rr
+}
+
+// hitsMax is how many found keys a purge rule's log holds before they are
+// counted.
+const hitsMax = 1 << 14
+
+// hit records that purge rule i found key j in a row. The count per key
+// is a cache miss when it is written as each row is found (the index of
+// 100,000 keys and their counts are cold in a scan); logged, a batch of
+// counts is written at once, and their misses overlap.
+func (res *fileResult) hit(i, j int) {
+	h := append(res.hits[i], int32(j))
+	if len(h) == hitsMax {
+		res.countHit(i, h)
+		h = h[:0]
+	}
+	res.hits[i] = h
+}
+
+// countHits counts the keys logged by hit.
+func (res *fileResult) countHits() {
+	for i, h := range res.hits {
+		res.countHit(i, h)
+		res.hits[i] = h[:0]
+	}
+}
+
+func (res *fileResult) countHit(i int, h []int32) {
+	c := res.purged[i]
+	for _, j := range h {
+		c[j]++
+	}
 }
 
 // runAt returns the operator and key of row i, and sets w.known to the
