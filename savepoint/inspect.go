@@ -749,7 +749,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 
 	b.WriteString("\nFiles\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  SUBTASK\tFILE\tBYTES\tCRC32C\tVARIANT\tCOMPRESSION\tBATCHES\tROWS\tKEYED\tOPERATOR\tRAW\tSIDECAR")
+	fmt.Fprintln(tw, "  SUBTASK\tFILE\tBYTES\tCRC32C\tVARIANT\tCOMPRESSION\tBATCH ROWS\tROWS\tKEYED\tOPERATOR\tRAW\tSIDECAR")
 	for _, f := range s.Files {
 		comp := "-"
 		switch {
