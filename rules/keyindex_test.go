@@ -86,3 +86,31 @@ func TestPrefetchLookups(t *testing.T) {
 	var empty PurgeKeysSpec
 	empty.PrefetchLookups(len(asked), key)
 }
+
+// Keys added through a batch (as a keys file's are) end up as added one
+// by one: the same list in the same order, lines, duplicates and index,
+// across batch boundaries and with a batch left to flush.
+func TestKeyBatch(t *testing.T) {
+	var one, batched PurgeKeysSpec
+	one.initIndex(10)
+	batched.initIndex(10) // both grow
+	var b keyBatch
+	n := 3*prefetchBatch + 5
+	for i := range n {
+		k := "k" + strconv.Itoa(i%(n-40)) // the last 40 repeat earlier ones
+		one.add(k, i+1)
+		b.add(&batched, k, i+1)
+	}
+	if b.n == 0 {
+		t.Fatal("nothing left in the batch to flush: the test does not test that")
+	}
+	b.flush(&batched)
+	if !slices.Equal(one.Keys, batched.Keys) || !slices.Equal(one.Lines, batched.Lines) || one.Duplicates != batched.Duplicates || one.Duplicates != 40 {
+		t.Fatalf("batched: %d keys, %d duplicates; one by one: %d, %d (want 40 duplicates)", batched.Len(), batched.Duplicates, one.Len(), one.Duplicates)
+	}
+	for i, k := range one.Keys {
+		if j, ok := batched.Lookup([]byte(k)); !ok || j != i {
+			t.Fatalf("%q: %d, %v; want %d", k, j, ok, i)
+		}
+	}
+}

@@ -52,6 +52,7 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) bool {
 	}
 	all := string(data) // one copy; string keys are substrings of it
 	bad, wsLine, lineNo := 0, 0, 0
+	var batch keyBatch
 	for start := 0; start < len(all); {
 		var ln string
 		if end := strings.IndexByte(all[start:], '\n'); end >= 0 {
@@ -90,8 +91,9 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) bool {
 		} else if len(t) != len(ln) && wsLine == 0 {
 			wsLine = lineNo
 		}
-		spec.add(enc, lineNo)
+		batch.add(spec, enc, lineNo)
 	}
+	batch.flush(spec)
 	if bad > maxKeyErrors {
 		p.keysErr(n, path, lineNo, 1, fmt.Sprintf("%d more invalid int64 keys not listed (%d in all)", bad-maxKeyErrors, bad))
 	}
