@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/sptool/sptool/internal/prefault"
 	"io"
 	"sync"
 	"unsafe"
@@ -660,7 +661,8 @@ const directMin = 16 << 10
 var bufPool sync.Pool
 
 // poolBuf returns an empty buffer of sinkSize bytes' capacity whose first
-// use bytes (the most the caller will write) are mapped in (prefault): a
+// use bytes (the most the caller will write) are mapped in (see
+// prefault.Writable): a
 // new buffer's pages, and the pages of a pooled one that its earlier user
 // left untouched, would otherwise take a page fault each as they are
 // written.
@@ -670,7 +672,7 @@ func poolBuf(use int) []byte {
 		nb := make([]byte, 0, sinkSize)
 		b = &nb
 	}
-	prefault((*b)[:min(use, sinkSize)])
+	prefault.Writable((*b)[:min(use, sinkSize)])
 	return (*b)[:0]
 }
 

@@ -16,6 +16,9 @@
 // touched, since populating them would read them from disk.
 //
 // Importing the package does it (in its init, which runs early: it
-// imports only the system call packages); elsewhere than Linux it does
-// nothing.
+// imports only the system call packages and sync/atomic); elsewhere than
+// Linux it does nothing.
+//
+// Writable and Slice do the same for memory the program is about to fill:
+// a pooled buffer, the arrays of a large purge list.
 package prefault

@@ -8,8 +8,8 @@ import (
 	"unsafe"
 )
 
-// The package imports only runtime, syscall and unsafe, so that this runs
-// before most other packages' initialisation.
+// The package imports only runtime, sync/atomic, syscall and unsafe, so
+// that this runs before most other packages' initialisation.
 func init() { populate() }
 
 // madvPopulateRead is MADV_POPULATE_READ (Linux 5.14); older kernels
