@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sptool/sptool/internal/prefault"
 )
 
 // maxKeyErrors bounds the invalid lines of one keys file reported one by
@@ -43,12 +45,15 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) bool {
 	spec.initIndex(est)
 	spec.Keys = make([]string, 0, est)
 	spec.Lines = make([]int, 0, est)
+	prefault.Slice(spec.Keys)
+	prefault.Slice(spec.Lines)
 	isInt := spec.Codec == "int64"
 	// The int64 keys' encodings share one buffer, written once and never
 	// changed: one allocation instead of one per key.
 	var encoded []byte
 	if isInt {
 		encoded = make([]byte, 0, 8*est)
+		prefault.Slice(encoded)
 	}
 	all := string(data) // one copy; string keys are substrings of it
 	bad, wsLine, lineNo := 0, 0, 0

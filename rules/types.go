@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sptool/sptool/internal/prefault"
 	"github.com/sptool/sptool/savepoint/codec"
 )
 
@@ -338,6 +339,9 @@ type PurgeKeysSpec struct {
 func (p *PurgeKeysSpec) initIndex(n int) {
 	p.index = newKeyIndex(n)
 	p.filter = newKeyFilter(n)
+	// Filled at random: fresh pages would each fault when first written.
+	prefault.Slice(p.index.slots)
+	prefault.Slice(p.filter.words)
 }
 
 // Len returns the number of distinct keys.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/sptool/sptool/internal/prefault"
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 )
@@ -398,6 +399,7 @@ func (e *engine) newResult() *fileResult {
 	for i, st := range e.steps {
 		if st.rule.PurgeKeys != nil {
 			res.purged[i] = make([]int64, st.rule.PurgeKeys.Len())
+			prefault.Slice(res.purged[i]) // counted at random
 		}
 	}
 	return res
