@@ -108,6 +108,51 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) bool {
 	return bad == 0
 }
 
+// keyBatch holds keys read from a keys file until there are enough of them
+// to add together (see flush).
+type keyBatch struct {
+	n    int
+	keys [prefetchBatch]struct {
+		enc  string
+		line int
+		h    uint64
+	}
+}
+
+// add adds key enc (from line) to the batch, and the batch to s when it
+// is full.
+func (b *keyBatch) add(s *PurgeKeysSpec, enc string, line int) {
+	b.keys[b.n].enc, b.keys[b.n].line = enc, line
+	if b.n++; b.n == len(b.keys) {
+		b.flush(s)
+	}
+}
+
+// flush adds the keys of the batch to s, in order, and empties it. Each
+// key's place in the index and the filter is read for all of them first,
+// so that the cache misses of the fresh, randomly accessed index overlap
+// rather than come one after the other.
+func (b *keyBatch) flush(s *PurgeKeysSpec) {
+	var sink uint64
+	for i := range b.n {
+		k := &b.keys[i]
+		k.h = keyHash(k.enc)
+		if len(s.index.slots) > 0 {
+			sink += uint64(s.index.slots[s.index.slot(k.h)])
+		}
+		if s.filter.words != nil {
+			w, _ := s.filter.at(k.h)
+			sink += s.filter.words[w]
+		}
+	}
+	prefetchSink.Add(sink)
+	for i := range b.n {
+		k := &b.keys[i]
+		s.addHashed(k.enc, k.line, k.h)
+	}
+	b.n = 0
+}
+
 // keysErr reports a problem at a line of a keys file; it sorts with the
 // 'keys_file' value node n that names the file.
 func (p *parser) keysErr(n *yaml.Node, path string, line, col int, msg string) {

@@ -525,6 +525,8 @@ func (p *parser) inlineKeys(n *yaml.Node, spec *PurgeKeysSpec) bool {
 	return ok
 }
 
+// add adds the encoded key enc (from line) to the list, or counts it as a
+// duplicate when the list holds it already.
 func (s *PurgeKeysSpec) add(enc string, line int) { s.addHashed(enc, line, keyHash(enc)) }
 
 // addHashed is add of a key whose keyHash is h.
@@ -538,51 +540,6 @@ func (s *PurgeKeysSpec) addHashed(enc string, line int, h uint64) {
 	s.Lines = append(s.Lines, line)
 	s.index.insertAt(s.Keys, len(s.Keys)-1, h, slot)
 	s.filter.addHash(h)
-}
-
-// keyBatch holds keys read from a keys file until there are enough of them
-// to add together (see addBatch).
-type keyBatch struct {
-	n    int
-	keys [prefetchBatch]struct {
-		enc  string
-		line int
-		h    uint64
-	}
-}
-
-// add adds key enc (from line) to the batch, and the batch to s when it
-// is full.
-func (b *keyBatch) add(s *PurgeKeysSpec, enc string, line int) {
-	b.keys[b.n].enc, b.keys[b.n].line = enc, line
-	if b.n++; b.n == len(b.keys) {
-		b.flush(s)
-	}
-}
-
-// flush adds the keys of the batch to s, in order, and empties it. Each
-// key's place in the index and the filter is read for all of them first,
-// so that the cache misses of the fresh, randomly accessed index overlap
-// rather than come one after the other.
-func (b *keyBatch) flush(s *PurgeKeysSpec) {
-	var sink uint64
-	for i := range b.n {
-		k := &b.keys[i]
-		k.h = keyHash(k.enc)
-		if len(s.index.slots) > 0 {
-			sink += uint64(s.index.slots[s.index.slot(k.h)])
-		}
-		if s.filter.words != nil {
-			w, _ := s.filter.at(k.h)
-			sink += s.filter.words[w]
-		}
-	}
-	prefetchSink.Add(sink)
-	for i := range b.n {
-		k := &b.keys[i]
-		s.addHashed(k.enc, k.line, k.h)
-	}
-	b.n = 0
 }
 
 // int64Key encodes an int64 user key as clink's int64_codec does: 8 bytes

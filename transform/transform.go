@@ -521,6 +521,7 @@ func (res *fileResult) countHits() {
 	}
 }
 
+// countHit adds the keys of log h to purge rule i's counts.
 func (res *fileResult) countHit(i int, h []int32) {
 	c := res.purged[i]
 	for _, j := range h {

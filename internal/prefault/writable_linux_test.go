@@ -5,6 +5,7 @@ package prefault
 import (
 	"bytes"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,7 +13,7 @@ import (
 // mappedIn returns how many pages of b the process has mapped in.
 func mappedIn(t *testing.T, b []byte) int {
 	t.Helper()
-	at := uintptr(unsafeAddr(b))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	vec, ok := resident(at, at+uintptr(len(b)))
 	if !ok {
 		t.Fatal("mincore failed")
@@ -73,7 +74,7 @@ func TestWritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Munmap(m2)
-	s := unsafeSlice[uint64](m2, 0, 32*page/8)
+	s := unsafe.Slice((*uint64)(unsafe.Pointer(&m2[0])), 32*page/8)[:0]
 	if !Slice(s) {
 		t.Fatal("Slice did not map a large slice in")
 	}
