@@ -676,6 +676,22 @@ func poolBuf(use int) []byte {
 	return (*b)[:0]
 }
 
+// smallBufMax is the largest buffer sizedBuf makes rather than takes from
+// the pool.
+const smallBufMax = 64 << 10
+
+// sizedBuf returns an empty buffer for reads of up to n bytes at a time:
+// poolBuf(use) when n is large, else a buffer of n bytes. A small file's
+// reads (its spans at open, the bytes between them) each took a pooled
+// megabyte, and the collector's cycles that those set off cost as much as
+// the rest of inspecting it. It reports whether the buffer is pooled.
+func sizedBuf(n int64, use int) ([]byte, bool) {
+	if n > smallBufMax {
+		return poolBuf(use), true
+	}
+	return make([]byte, 0, n), false
+}
+
 // putBuf returns b to the pool if it is one of poolBuf's; b must not be
 // used after.
 func putBuf(b []byte) {

@@ -684,3 +684,19 @@ func TestMoveOffsets(t *testing.T) {
 		}
 	}
 }
+
+// sizedBuf gives a small read a buffer of its size and a large one a
+// pooled buffer.
+func TestSizedBuf(t *testing.T) {
+	for _, c := range []struct {
+		n      int64
+		pooled bool
+		cap    int
+	}{{1, false, 1}, {704, false, 704}, {smallBufMax, false, smallBufMax}, {smallBufMax + 1, true, sinkSize}, {sinkSize, true, sinkSize}} {
+		b, pooled := sizedBuf(c.n, int(c.n))
+		if pooled != c.pooled || cap(b) != c.cap || len(b) != 0 {
+			t.Errorf("sizedBuf(%d): len %d cap %d pooled %v; want cap %d pooled %v", c.n, len(b), cap(b), pooled, c.cap, c.pooled)
+		}
+		putBuf(b)
+	}
+}

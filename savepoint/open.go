@@ -644,7 +644,8 @@ var checksumBlock = 256 << 10
 func checksumRange(fh *os.File, lo, hi int64) (uint32, error) {
 	var buf []byte
 	if n := min(hi-lo, int64(checksumBlock)); n <= sinkSize {
-		buf = poolBuf(int(n))[:n]
+		buf, _ = sizedBuf(n, int(n))
+		buf = buf[:n]
 		defer putBuf(buf)
 	} else {
 		buf = make([]byte, n)

@@ -73,7 +73,7 @@ type spanReader struct {
 func (s *spanReader) init(fh *os.File, lo, hi int64) {
 	*s = spanReader{fh: fh, start: lo, at: lo, end: hi}
 	if hi > lo {
-		s.buf, s.pooled = poolBuf(2*verifyBlock), true // (see fill)
+		s.buf, s.pooled = sizedBuf(hi-lo, 2*verifyBlock) // (see fill)
 	}
 }
 
