@@ -76,8 +76,9 @@ func TestMayMatchColumn(t *testing.T) {
 	}
 }
 
-// keyHash8 is keyHash of the 8 bytes of its argument, little-endian, and
-// MayMatchColumn's path for 8-byte keys lets through what MayMatch does.
+// keyHash8, keyHash's path for 8-byte keys, is the hash its loops give
+// every other length (hashLoop, written out here), and the column scan
+// over 8-byte keys and others lets through what MayMatch does.
 func TestKeyHash8(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	vals := []uint64{0, 1, 0xFF, 1 << 63, ^uint64(0), 0x0102030405060708}
@@ -85,8 +86,8 @@ func TestKeyHash8(t *testing.T) {
 		vals = append(vals, r.Uint64())
 	}
 	for _, v := range vals {
-		if got, want := keyHash8(v), keyHash(binary.LittleEndian.AppendUint64(nil, v)); got != want {
-			t.Fatalf("keyHash8(%#x) = %#x, keyHash of its bytes %#x", v, got, want)
+		if got, want := keyHash8(v), hashLoop(binary.LittleEndian.AppendUint64(nil, v)); got != want {
+			t.Fatalf("keyHash8(%#x) = %#x, the loops over its bytes %#x", v, got, want)
 		}
 	}
 
@@ -116,5 +117,27 @@ func TestKeyHash8(t *testing.T) {
 	p.MayMatchColumn(keys, offs, 2, func(t int) { got = append(got, t) })
 	if !slices.Equal(got, want) || len(got) < 990 {
 		t.Errorf("let through %d keys, want %d (the 990 listed among them)", len(got), len(want))
+	}
+}
+
+// hashLoop is keyHash for keys whose length is not 8.
+func hashLoop(k []byte) uint64 {
+	h := uint64(len(k)) * 0x9e3779b97f4a7c15
+	for ; len(k) >= 8; k = k[8:] {
+		h = keyMix(h, binary.LittleEndian.Uint64(k))
+	}
+	var tail uint64
+	for i := len(k) - 1; i >= 0; i-- {
+		tail = tail<<8 | uint64(k[i])
+	}
+	return keyFinish(h ^ tail)
+}
+
+// hashLoop is keyHash's own loop for other lengths.
+func TestHashLoop(t *testing.T) {
+	for _, k := range []string{"", "a", "user-42", "customer-00000001", "123456789"} {
+		if got, want := keyHash(k), hashLoop([]byte(k)); got != want {
+			t.Errorf("keyHash(%q) = %#x, hashLoop %#x", k, got, want)
+		}
 	}
 }
