@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"github.com/sptool/sptool/internal/prefault"
 	"io"
 	"sync"
 	"unsafe"
@@ -12,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/sptool/sptool/internal/prefault"
 )
 
 // RowSource gives the stream writer random access to the rows it writes, in
@@ -662,10 +663,9 @@ var bufPool sync.Pool
 
 // poolBuf returns an empty buffer of sinkSize bytes' capacity whose first
 // use bytes (the most the caller will write) are mapped in (see
-// prefault.Writable): a
-// new buffer's pages, and the pages of a pooled one that its earlier user
-// left untouched, would otherwise take a page fault each as they are
-// written.
+// prefault.Writable): a new buffer's pages, and the pages of a pooled one
+// that its earlier user left untouched, would otherwise take a page fault
+// each as they are written.
 func poolBuf(use int) []byte {
 	b, ok := bufPool.Get().(*[]byte)
 	if !ok {
