@@ -700,3 +700,68 @@ func TestSizedBuf(t *testing.T) {
 		putBuf(b)
 	}
 }
+
+// TestRunSpans: the pass over a column's bytes takes the bounds of its runs
+// from the pass over its offsets before it, without reading the offsets
+// again; past maxSpans runs it reads them, and either way the bytes are
+// those of the rows. Runs that cross a batch's end are two runs.
+func TestRunSpans(t *testing.T) {
+	const n = 20_000
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = Row{Op: 1, Key: []byte(fmt.Sprintf("k%06d", i)), Value: bytes.Repeat([]byte{byte(i)}, i%5)}
+	}
+	sp, _ := writeMapped(t, rows, []int{n / 2, n / 2})
+	snap := sp.Files[0].Snapshot
+	var idx []int // every seventh row dropped: about 2,900 runs
+	for i := range rows {
+		if i%7 != 3 {
+			idx = append(idx, i)
+		}
+	}
+	src := selection{cur: snap.NewCursor(), idx: idx}
+	for _, c := range []struct {
+		max         int
+		wantRefills bool
+	}{{1 << 16, false}, {100, true}} {
+		old := maxSpans
+		maxSpans = c.max
+		for _, value := range []bool{false, true} {
+			var want bytes.Buffer
+			off := uint32(0)
+			for _, j := range idx {
+				b := rows[j].Key
+				if value {
+					b = rows[j].Value
+				}
+				off += uint32(len(b))
+				want.Write(binary.LittleEndian.AppendUint32(nil, off))
+			}
+			for _, j := range idx {
+				if value {
+					want.Write(rows[j].Value)
+				} else {
+					want.Write(rows[j].Key)
+				}
+			}
+			var got bytes.Buffer
+			out := newSink(&got, 0)
+			rw := newRangeWriter(src, len(idx))
+			rw.offsets(out, value, 0, len(idx), 0)
+			refills := rw.bounds.refills
+			rw.data(out, value, 0, len(idx))
+			if err := out.flush(); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Fatalf("maxSpans %d, values %v: %s", c.max, value, firstDiff(got.Bytes(), want.Bytes()))
+			}
+			if read := rw.bounds.refills > refills; read != c.wantRefills {
+				t.Errorf("maxSpans %d, values %v: the bytes' pass read run bounds: %v, want %v", c.max, value, read, c.wantRefills)
+			}
+			rw.free()
+			out.free()
+		}
+		maxSpans = old
+	}
+}
