@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -302,7 +303,8 @@ func hexBytes(s string) []byte {
 // validated and released a chunk at a time), checks the order, and writes
 // the rows back from the map (runs read with pread through a window): it
 // must return an error or bytes identical to writing the same rows from
-// memory, never panic or fault.
+// memory, never panic or fault. A key probe asked at open lets through
+// exactly the keys it should (see KeyHits).
 func FuzzOpenMapped(f *testing.F) {
 	fixture, err := os.ReadFile("../testdata/clink/snapshot-v1.snap")
 	if err != nil {
@@ -311,6 +313,12 @@ func FuzzOpenMapped(f *testing.F) {
 	f.Add(fixture)
 	f.Add([]byte{})
 	f.Add(zstdStream(f, 50)) // compressed buffers: the copying reader
+	var keyed bytes.Buffer   // sorted keyed rows: runs, and hits
+	rows, _ := probeRows(300, modProbe{3})
+	if err := WriteStream(&keyed, nil, RowSlice(rows)); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(keyed.Bytes())
 	for _, c := range badCases {
 		f.Add(c.make(f, fixture))
 	}
@@ -319,7 +327,10 @@ func FuzzOpenMapped(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		sp, err := Open(path, OpenOptions{Columnar: true})
+		slot := &ProbeSlot{}
+		probe := modProbe{3}
+		slot.Set(probe)
+		sp, err := Open(path, OpenOptions{Columnar: true, Probe: slot})
 		if err != nil {
 			return
 		}
@@ -327,6 +338,20 @@ func FuzzOpenMapped(f *testing.F) {
 		snap := sp.Files[0].Snapshot
 		if snap.Variant != Canonical || !snap.Columnar() {
 			return
+		}
+		if h := snap.KeyHits(); h != nil {
+			cur := snap.NewCursor()
+			for _, st := range h.stretches {
+				var want []int
+				for i := st.from; i < st.to; i++ {
+					if k := cur.Key(i); separatorIndex(k) >= 0 && probe.may(k[separatorIndex(k)+1:]) {
+						want = append(want, i)
+					}
+				}
+				if got, _, _, ok := h.Hits(st.from, st.to); !ok || !slices.Equal(got, want) {
+					t.Fatalf("rows %d-%d: hits %v, want %v", st.from, st.to, got, want)
+				}
+			}
 		}
 		sorted, strict := snap.Order()
 		if strict && !sorted {

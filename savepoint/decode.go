@@ -25,6 +25,8 @@ type ReadOptions struct {
 	// deferOffsets, with readMapped, leaves the walk over the binary
 	// offsets to the caller (verifyMapped, or validateOffsetsOf).
 	deferOffsets bool
+	// probe is OpenOptions.Probe.
+	probe *ProbeSlot
 }
 
 // clmbMagic starts a multi-blob changelog frame (section 1.7).

@@ -35,6 +35,10 @@ type OpenOptions struct {
 	// from the mapping, so memory does not grow with the input. Call
 	// Savepoint.Close when done.
 	Columnar bool
+	// Probe, with Columnar, has the pass at open ask a KeyProbe of the
+	// keys of mapped canonical files, once the slot holds one, and keep
+	// the rows it lets through (Snapshot.KeyHits).
+	Probe *ProbeSlot
 }
 
 // Open reads a savepoint: a snapshot file, a checkpoint directory
@@ -48,7 +52,7 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 		return nil, fmt.Errorf("open savepoint: %w", err)
 	}
 	if !st.IsDir() {
-		sp, err := openFile(path, opts.Columnar)
+		sp, err := openFile(path, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -109,10 +113,10 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 	return nil
 }
 
-func openFile(path string, columnar bool) (*Savepoint, error) {
+func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 	sp := &Savepoint{Path: path, Root: filepath.Dir(path), Kind: InputFile, Backend: BackendFile}
 	f := &File{Subtask: -1, Path: path, Rel: filepath.Base(path)}
-	if err := readSnapshotFile(f, true, ReadOptions{Columnar: columnar, Resolve: func(h string) ([]byte, error) {
+	if err := readSnapshotFile(f, true, ReadOptions{Columnar: opts.Columnar, probe: opts.Probe, Resolve: func(h string) ([]byte, error) {
 		return resolveHandle(filepath.Join(filepath.Dir(path), "..", ".."), h)
 	}}); err != nil {
 		return nil, err
@@ -290,7 +294,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[i] = readSnapshotFile(f, b == BackendFile, ReadOptions{Resolve: resolve, Columnar: opts.Columnar})
+			errs[i] = readSnapshotFile(f, b == BackendFile, ReadOptions{Resolve: resolve, Columnar: opts.Columnar, probe: opts.Probe})
 		}()
 	}
 	wg.Wait()
@@ -499,7 +503,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		snap, comp, decodeErr = decodeFile(f, fh, data, ro)
 		verified := false
 		if decodeErr == nil && f.mapping != nil && snap.Variant == Canonical && snap.Rows == nil {
-			f.CRC32C, verified = verifyMapped(fh, f.Size, f.mapping, snap)
+			f.CRC32C, verified = verifyMapped(fh, f.Size, f.mapping, snap, ro.probe)
 		}
 		if !verified {
 			f.CRC32C, crcErr = checksumFile(fh, f.Size)

@@ -146,6 +146,7 @@ type Snapshot struct {
 
 	order orderInfo   // see Order
 	runs  *PrefixRuns // see Runs
+	hits  *KeyHits    // see KeyHits
 }
 
 // ChangelogInfo describes a changelog file as stored.

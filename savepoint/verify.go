@@ -169,6 +169,7 @@ type verifyRange struct {
 	tooMany        bool       // more runs than maxRuns, or keys than maxKeys: no index
 	maxRuns        int
 	maxKeys        int // bytes of the runs' first and last keys
+	probe          rangeProbe
 
 	// cur is the prefix run the last row is in; fast is set by row.
 	cur struct {
@@ -185,7 +186,7 @@ type verifyRange struct {
 // means it gave up, and the caller must checksum and validate the file
 // itself. On success the snapshot's order is known and, when its rows
 // strictly increase, its prefix runs.
-func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot) (uint32, bool) {
+func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot, slot *ProbeSlot) (uint32, bool) {
 	m := &mappedFile{f: fh, data: data}
 	rows := snap.NumRows()
 	maxRuns := max(4096, rows/32)
@@ -213,7 +214,8 @@ func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot) (uint32,
 			}
 			ranges = append(ranges, &verifyRange{batch: bi, b: b, offset: row, lo: bounds[p], hi: bounds[p+1],
 				kLo: kb[p], kHi: kb[p+1], vLo: vb[p], vHi: vb[p+1], maxRuns: maxRuns,
-				maxKeys: max(64<<10, int(kb[p+1]-kb[p])/64)})
+				maxKeys: max(64<<10, int(kb[p+1]-kb[p])/64),
+				probe:   rangeProbe{slot: slot, off: slot == nil, max: max(4096, (bounds[p+1]-bounds[p])/16)}})
 		}
 		row += n
 	}
@@ -249,6 +251,16 @@ func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot) (uint32,
 	if strict && indexed && len(runs.runs) <= maxRuns {
 		runs.rows = rows
 		snap.runs = &runs
+		var hits KeyHits
+		for _, r := range ranges {
+			if h, ok := r.probe.stretch(r.offset, r.hi); ok {
+				hits.Probe = r.probe.probe
+				hits.stretches = append(hits.stretches, h)
+			}
+		}
+		if hits.stretches != nil {
+			snap.hits = &hits
+		}
 	}
 	return crc, true
 }
@@ -433,6 +445,7 @@ func (r *verifyRange) verify(m *mappedFile) error {
 			fast, shift = r.fast, uint(64-8*r.cur.plen)
 			prevOp, prev = op, key
 		}
+		r.probeChunk(x, chunk, base, kEnds)
 		x += c
 	}
 	if r.lo < r.hi {

@@ -109,7 +109,7 @@ func TestVerifyMapped(t *testing.T) {
 			// The pass again, on a snapshot of the same batches whose
 			// order is not known: it must not give up.
 			fresh := &Snapshot{Variant: Canonical, Batches: f.Snapshot.Batches}
-			crc, ok := verifyMapped(f.mapped.f, f.Size, f.mapping, fresh)
+			crc, ok := verifyMapped(f.mapped.f, f.Size, f.mapping, fresh, nil)
 			if !ok || crc != CRC32C(data) {
 				t.Errorf("%s: verifyMapped = %d, %v; want %d, true", name, crc, ok, CRC32C(data))
 			}

@@ -303,27 +303,26 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 // between them are appended as they are, their keys not read again.
 func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefixPlan) (int, error) {
 	res := w.res
-	cur := res.out.cur
 	plen := len(p.prefix)
 	w.listed, w.listedKeys = w.listed[:0], w.listedKeys[:0]
-	n, inc, err := w.scanRun(i, end, r.Op, p.prefix, func(kc *savepoint.KeyColumns, j, m, row int) {
-		list := func(t int) {
-			w.listedKeys = append(w.listedKeys, kc.Keys[kc.Offs[t]:kc.Offs[t+1]]...)
-			w.listed = append(w.listed, listedRow{row + t - j, len(w.listedKeys)})
-		}
-		// One list, the common case, is asked a block at a time, without
-		// a call per key; several are asked key by key.
-		if len(p.purges) == 1 {
-			p.purges[0].MayMatchColumn(kc.Keys, kc.Offs[j:j+m+1], int32(plen), func(t int) { list(j + t) })
-		} else {
-			for t := j; t < j+m; t++ {
-				if !p.unlisted(kc.Keys[kc.Offs[t]+int32(plen) : kc.Offs[t+1]]) {
-					list(t)
-				}
+	n, inc, err := 0, true, error(nil)
+	if w.hasKnown && w.known.End <= end {
+		// The pass at open may have found the run's listed rows already.
+		if rows, keys, ends, ok := w.hits.Hits(i, w.known.End); ok {
+			for t, row := range rows {
+				w.listedKeys = append(w.listedKeys, keys[ends[t]:ends[t+1]]...)
+				w.listed = append(w.listed, listedRow{row, len(w.listedKeys)})
+			}
+			w.runLast = append(w.runLast[:0], w.known.Last...)
+			n = w.known.End - i
+			if hitsUsed != nil {
+				hitsUsed()
 			}
 		}
-		w.runLast = append(w.runLast[:0], kc.Keys[kc.Offs[j+m-1]:kc.Offs[j+m]]...)
-	})
+	}
+	if n == 0 {
+		n, inc, err = w.purgeScan(i, end, r, p)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -332,15 +331,12 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 	// The rows kept are appended a stretch at a time: the rows up to a
 	// listed one that is dropped or modified.
 	empty := res.out.Len() == 0
-	first, last := -1, -1 // the first and last row kept
-	next := i             // the first row not appended yet
+	kept := false // some row was
+	next := i     // the first row not appended yet
 	appendTo := func(j int) {
 		if j > next {
 			res.out.idx.appendRun(next, j-next)
-			if first < 0 {
-				first = next
-			}
-			last = j - 1
+			kept = true
 		}
 	}
 	var dropped int64
@@ -381,10 +377,7 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 		// row's key is a copy (the scan's): nr's is copied whatever it is.
 		res.out.modify(res.out.Len(), nr, savepoint.Row{})
 		res.out.idx.appendRun(j, 1)
-		if first < 0 {
-			first = j
-		}
-		last = j
+		kept = true
 		w.e.auditOut(res, nr, k, 1, &w.comp)
 	}
 	appendTo(i + n)
@@ -392,23 +385,48 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 		res.changed = true
 		*after -= dropped
 	}
-	if first < 0 {
+	if !kept {
 		return n, nil // all dropped
 	}
-	// The order of what was kept: as keepRun would have tracked it, a
-	// stretch at a time (the rows of a strictly increasing run strictly
-	// increase, so only the first is compared with what came before).
-	key := func(j int) []byte {
-		switch j {
-		case i:
-			return w.runFirst
-		case i + n - 1:
-			return w.runLast
-		}
-		return cur.Key(j)
-	}
-	w.track(empty, savepoint.Row{Op: r.Op, Key: key(first)}, savepoint.Row{Op: r.Op, Key: key(last)}, inc)
+	// The order of what was kept, as keepRun would track it, with the
+	// run's first and last rows standing for the first and last kept: in
+	// a strictly increasing run they bound them (the verdict is the same
+	// for sorted input, and at worst "not sorted" for a run that follows
+	// rows out of order), and a run that is not makes its range unsorted
+	// whatever the keys. Reading the kept ones would fault their pages in
+	// through the map.
+	w.track(empty, savepoint.Row{Op: r.Op, Key: w.runFirst}, savepoint.Row{Op: r.Op, Key: w.runLast}, inc)
 	return n, nil
+}
+
+// hitsUsed, when set (by tests), is called for each run whose listed rows
+// came from the pass at open.
+var hitsUsed func()
+
+// purgeScan finds the rows of the run of row i (before end) that the purge
+// lists of plan p may hold, reading the run's keys: it fills w.listed and
+// w.listedKeys, sets w.runLast, and returns the run's length and whether
+// its keys strictly increase.
+func (w *worker) purgeScan(i, end int, r savepoint.Row, p *prefixPlan) (int, bool, error) {
+	plen := len(p.prefix)
+	return w.scanRun(i, end, r.Op, p.prefix, func(kc *savepoint.KeyColumns, j, m, row int) {
+		list := func(t int) {
+			w.listedKeys = append(w.listedKeys, kc.Keys[kc.Offs[t]:kc.Offs[t+1]]...)
+			w.listed = append(w.listed, listedRow{row + t - j, len(w.listedKeys)})
+		}
+		// One list, the common case, is asked a block at a time, without
+		// a call per key; several are asked key by key.
+		if len(p.purges) == 1 {
+			p.purges[0].MayMatchColumn(kc.Keys, kc.Offs[j:j+m+1], int32(plen), func(t int) { list(j + t) })
+		} else {
+			for t := j; t < j+m; t++ {
+				if !p.unlisted(kc.Keys[kc.Offs[t]+int32(plen) : kc.Offs[t+1]]) {
+					list(t)
+				}
+			}
+		}
+		w.runLast = append(w.runLast[:0], kc.Keys[kc.Offs[j+m-1]:kc.Offs[j+m]]...)
+	})
 }
 
 // wholeRun counts the n rows of a run that plan p decides whole (no step

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sptool/sptool/internal/gen"
@@ -100,9 +101,14 @@ rules:
 				t.Fatalf("%s: %v", name, err)
 			}
 			for _, columnar := range []bool{true, false} {
-				run := func(byRow bool) ([]byte, []byte) {
+				run := func(byRow bool, probe savepoint.KeyProbe) ([]byte, []byte) {
 					rowByRow = byRow
-					sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: columnar})
+					opts := savepoint.OpenOptions{Columnar: columnar}
+					if probe != nil {
+						opts.Probe = &savepoint.ProbeSlot{}
+						opts.Probe.Set(probe)
+					}
+					sp, err := savepoint.Open(in, opts)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -121,12 +127,18 @@ rules:
 					js, _ := json.Marshal(rep)
 					return b, js
 				}
-				rowsOut, rowsRep := run(true)
-				// Runs read in blocks of 7 rows cross block ends.
-				for _, block := range []int{4096, 7} {
-					scanBlock = block
-					runsOut, runsRep := run(false)
-					what := fmt.Sprintf("%s (sorted %v, columnar %v, blocks of %d)", name, sorted, columnar, block)
+				rowsOut, rowsRep := run(true, nil)
+				// Runs read in blocks of 7 rows cross block ends. The
+				// purge lists may be asked at open (Probe; TestProbedPurge
+				// has an input large enough for the pass at open to index
+				// its runs, which the probe needs).
+				for _, c := range []struct {
+					block int
+					probe savepoint.KeyProbe
+				}{{4096, nil}, {7, nil}, {7, Probe(set)}} {
+					scanBlock = c.block
+					runsOut, runsRep := run(false, c.probe)
+					what := fmt.Sprintf("%s (sorted %v, columnar %v, blocks of %d, probe %v)", name, sorted, columnar, c.block, c.probe != nil)
 					if !bytes.Equal(runsOut, rowsOut) {
 						t.Errorf("%s: outputs differ", what)
 					}
@@ -413,6 +425,93 @@ func TestHitsCounted(t *testing.T) {
 		res.countHits() // nothing left to count twice
 		if !slices.Equal(res.purged[1], want) {
 			t.Errorf("%d hits: counted again: %v", n, res.purged[1])
+		}
+	}
+}
+
+// A purge over a snapshot whose purge lists were asked at open (Probe)
+// takes the listed rows found there instead of reading every key again,
+// and gives the bytes and report of a purge that reads them: for one list,
+// two lists (one scoped), and a purge with another rule. The probe of
+// another set of rules is not used (its lists are others, even with the
+// same keys).
+func TestProbedPurge(t *testing.T) {
+	var keys []string
+	for i := 0; i < 200_000; i += 37 {
+		keys = append(keys, fmt.Sprint(i))
+	}
+	purge := "[" + strings.Join(keys, ", ") + "]"
+	sets := map[string]string{
+		"purge":                  "  - purge_keys: {keys: " + purge + ", codec: int64}",
+		"two purges, one scoped": "  - purge_keys: {keys: [5, 17, 40, 41, 42, 43], codec: int64, op: 42}\n  - purge_keys: {keys: " + purge + ", codec: int64, slot: agg}",
+		"purge then drop":        "  - purge_keys: {keys: " + purge + ", codec: int64}\n  - drop: 'key_group >= 100'",
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	if err := gen.WriteBig(in, gen.BigOptions{Rows: 200_000, Seed: 9, Sorted: true}); err != nil {
+		t.Fatal(err)
+	}
+	parse := func(name, src string) *rules.Set {
+		set, err := rules.Parse(filepath.Join(dir, name+".yaml"), []byte("version: 1\nrules:\n"+src+"\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return set
+	}
+	other := parse("other", sets["purge"])
+	var used atomic.Int64
+	hitsUsed = func() { used.Add(1) }
+	defer func() { hitsUsed = nil }()
+	for name, src := range sets {
+		set := parse(name, src)
+		run := func(probe savepoint.KeyProbe) ([]byte, []byte) {
+			opts := savepoint.OpenOptions{Columnar: true}
+			if probe != nil {
+				opts.Probe = &savepoint.ProbeSlot{}
+				opts.Probe.Set(probe)
+			}
+			sp, err := savepoint.Open(in, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sp.Close()
+			if sp.Files[0].Snapshot.Runs() == nil {
+				t.Fatal("no index of prefix runs: the input is too small")
+			}
+			out := filepath.Join(dir, "out", "out.snap")
+			os.RemoveAll(filepath.Dir(out))
+			rep, err := Run(context.Background(), sp, set, Options{Out: out, Jobs: 2})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			rep.Output = nil
+			js, _ := json.Marshal(rep)
+			return mustRead(t, out), js
+		}
+		used.Store(0)
+		wantOut, wantRep := run(nil)
+		if used.Load() != 0 {
+			t.Fatalf("%s: listed rows from the pass at open without a probe", name)
+		}
+		if bytes.Equal(wantOut, mustRead(t, in)) {
+			t.Fatalf("%s: the rules changed nothing", name)
+		}
+		for _, c := range []struct {
+			what  string
+			probe savepoint.KeyProbe
+			use   bool
+		}{{"its probe", Probe(set), true}, {"the probe of another set of rules", Probe(other), false}} {
+			used.Store(0)
+			out, rep := run(c.probe)
+			if !bytes.Equal(out, wantOut) {
+				t.Errorf("%s, %s: outputs differ", name, c.what)
+			}
+			if !bytes.Equal(rep, wantRep) {
+				t.Errorf("%s, %s: reports differ:\n%.2000s\n%.2000s", name, c.what, rep, wantRep)
+			}
+			if got := used.Load() > 0; got != c.use {
+				t.Errorf("%s, %s: listed rows from the pass at open: %v, want %v", name, c.what, got, c.use)
+			}
 		}
 	}
 }

@@ -421,6 +421,7 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 	var runs *savepoint.PrefixRuns
 	if cur.Columnar() && !rowByRow {
 		runs = snap.Runs()
+		w.hits = e.keyHits(snap)
 	}
 	res.err = savepoint.Guard(func() error {
 		release := lo + releaseRows + 1
@@ -1167,6 +1168,9 @@ type worker struct {
 	// and its last key need no reading.
 	known    savepoint.PrefixRun
 	hasKnown bool
+	// hits are the rows the pass at open found a purge list may hold
+	// (see Probe), or nil.
+	hits *savepoint.KeyHits
 	// rows reads the rows of a run whose steps look at each row (see
 	// worker.run).
 	rows savepoint.RowReader

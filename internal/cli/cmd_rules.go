@@ -131,6 +131,9 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		panicked any // a panic of the open, raised again where it is waited for
 	}
 	open := make(chan opened, 1)
+	// The pass at open asks the purge lists of the rules, once they are
+	// loaded, for the rows they may hold (see transform.Probe).
+	var probe savepoint.ProbeSlot
 	go func() {
 		var o opened
 		defer func() {
@@ -138,12 +141,13 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 			open <- o
 		}()
 		o.err = savepoint.Guard(func() error {
-			o.sp, o.err = tf.open.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *tf.allowUnverif, Columnar: true})
+			o.sp, o.err = tf.open.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *tf.allowUnverif, Columnar: true, Probe: &probe})
 			return o.err
 		})
 	}()
 	set, err := load()
 	if err != nil {
+		probe.Set(nil)
 		go func() {
 			if o := <-open; o.sp != nil {
 				o.sp.Close()
@@ -151,6 +155,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		}()
 		return fail(s, c.name, err)
 	}
+	probe.Set(transform.Probe(set))
 	o := <-open
 	if o.panicked != nil {
 		panic(o.panicked)

@@ -1,0 +1,204 @@
+package savepoint
+
+import (
+	"sort"
+	"sync/atomic"
+
+	"github.com/sptool/sptool/internal/prefault"
+)
+
+// KeyProbe picks out, from a column of keyed rows' keys, the rows whose
+// user keys a purge may be after: a filter that may let through keys it
+// does not hold, never the reverse. The pass at open (see ProbeSlot) asks
+// it of each run of rows of one prefix while the keys are in the CPU's
+// cache, so that a purge need not read every key again. rules.PurgeKeysSpec
+// is one.
+type KeyProbe interface {
+	// MayMatchColumn calls fn(t), in increasing t, for each key t that may
+	// be held: key t is keys[offs[t]+skip : offs[t+1]], for t from 0 to
+	// len(offs)-2. It is called from several goroutines at once.
+	MayMatchColumn(keys []byte, offs []int32, skip int32, fn func(t int))
+}
+
+// ProbeSlot hands a KeyProbe to the opening of a savepoint that starts
+// before the probe is ready (the open and the loading of a purge list run
+// side by side). The pass at open asks the slot at each block of rows: the
+// rows it reads once the probe is there are probed (see KeyHits), those
+// before are not. A nil slot, or one set to nil, probes nothing.
+type ProbeSlot struct{ p atomic.Pointer[probeSet] }
+
+type probeSet struct{ probe KeyProbe }
+
+// Set gives the slot its probe (nil: none). Only the first call counts.
+func (s *ProbeSlot) Set(p KeyProbe) { s.p.CompareAndSwap(nil, &probeSet{p}) }
+
+// get returns the slot's probe and whether it was set.
+func (s *ProbeSlot) get() (KeyProbe, bool) {
+	if s == nil {
+		return nil, true
+	}
+	ps := s.p.Load()
+	if ps == nil {
+		return nil, false
+	}
+	return ps.probe, true
+}
+
+// KeyHits are the rows of a snapshot that a KeyProbe let through when the
+// snapshot was opened, with their keys: for each stretch of rows that the
+// pass at open probed, every row the probe would let through, and no
+// other. Rows outside the stretches were not probed.
+type KeyHits struct {
+	// Probe is the probe that picked the rows.
+	Probe     KeyProbe
+	stretches []hitStretch
+}
+
+// hitStretch is a stretch of rows [from, to) that were probed, and the
+// rows the probe let through: key t of rows[t] is keys[ends[t]:ends[t+1]].
+type hitStretch struct {
+	from, to int
+	rows     []int
+	ends     []int32
+	keys     []byte
+}
+
+// Hits returns the rows of [i, j) that the probe let through, in order,
+// and their keys (that of rows[t] is keys[ends[t]:ends[t+1]]), if every row
+// of [i, j) was probed; ok is false otherwise.
+func (h *KeyHits) Hits(i, j int) (rows []int, keys []byte, ends []int32, ok bool) {
+	if h == nil {
+		return nil, nil, nil, false
+	}
+	s := sort.Search(len(h.stretches), func(k int) bool { return h.stretches[k].to > i })
+	if s == len(h.stretches) {
+		return nil, nil, nil, false
+	}
+	st := &h.stretches[s]
+	if i < st.from || j > st.to {
+		return nil, nil, nil, false
+	}
+	a := sort.SearchInts(st.rows, i)
+	b := a + sort.SearchInts(st.rows[a:], j)
+	return st.rows[a:b], st.keys, st.ends[a : b+1], true
+}
+
+// KeyHits returns the rows its probe let through when the snapshot was
+// opened (see OpenOptions.Probe), or nil when none was probed.
+func (s *Snapshot) KeyHits() *KeyHits { return s.hits }
+
+// probeChunkHook, when set (by tests), is called before each block of
+// rows is probed.
+var probeChunkHook func(*ProbeSlot)
+
+// rangeProbe is what one range of the pass at open probes.
+type rangeProbe struct {
+	slot  *ProbeSlot
+	probe KeyProbe
+	off   bool // nothing (more) to probe: no probe, or too many hits
+	from  int  // the batch row the probing started at
+	run   int  // the index of the range's run that the next block starts in
+	max   int  // the most hits kept
+	rel   []int32
+	hits  hitStretch
+}
+
+// chunk probes the rows [x, x+len(ends)) of r's batch, whose keys are
+// keys (the first starting at keys[0], the rest at the end of the one
+// before; ends are their ends, counted from base). It is called in row
+// order, after the rows' runs were noted.
+func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
+	p := &r.probe
+	if p.off {
+		return
+	}
+	if probeChunkHook != nil {
+		probeChunkHook(p.slot)
+	}
+	if p.probe == nil {
+		probe, set := p.slot.get()
+		if !set {
+			return // not ready yet: later blocks
+		}
+		if probe == nil {
+			p.off = true
+			return
+		}
+		p.probe, p.from = probe, x
+		p.hits.ends = append(p.hits.ends[:0], 0)
+	}
+	if !r.strict || r.tooMany {
+		p.stop() // no runs: the hits would not be used
+		return
+	}
+	runs := r.runs.runs
+	c := len(ends)
+	first := r.offset + x // the chunk's rows, as the snapshot's
+	for j := 0; j < c; {
+		for p.run+1 < len(runs) && runs[p.run+1].start <= first+j {
+			p.run++
+		}
+		run := &runs[p.run]
+		k := c - j // the rows of the chunk in this run
+		if p.run+1 < len(runs) {
+			k = min(k, runs[p.run+1].start-(first+j))
+		}
+		if run.slotted {
+			// Room for every row of the run to be a hit, and its key.
+			p.hits.rows = reserve(p.hits.rows, k)
+			p.hits.ends = reserve(p.hits.ends, k)
+			p.hits.keys = reserve(p.hits.keys, int(ends[j+k-1]-base))
+			rel := p.rel[:0]
+			start := int32(0)
+			if j > 0 {
+				start = ends[j-1] - base
+			}
+			rel = append(rel, start)
+			for _, e := range ends[j : j+k] {
+				rel = append(rel, e-base)
+			}
+			p.rel = rel
+			row := first + j
+			p.probe.MayMatchColumn(keys, rel, int32(run.plen), func(t int) {
+				p.hits.rows = append(p.hits.rows, row+t)
+				p.hits.keys = append(p.hits.keys, keys[rel[t]:rel[t+1]]...)
+				p.hits.ends = append(p.hits.ends, int32(len(p.hits.keys)))
+			})
+			if len(p.hits.rows) > p.max {
+				p.stop()
+				return
+			}
+		}
+		j += k
+	}
+}
+
+// reserve returns s with room for n more elements: grown twofold at
+// least, its new memory mapped in at once (see prefault.Slice), since the
+// pass at open that fills it is short of nothing so much as page faults.
+func reserve[T any](s []T, n int) []T {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	t := make([]T, len(s), max(2*cap(s), len(s)+n, 4096))
+	prefault.Slice(t)
+	copy(t, s)
+	return t
+}
+
+// stop ends the range's probing, its hits dropped.
+func (p *rangeProbe) stop() {
+	p.off, p.probe, p.hits = true, nil, hitStretch{}
+}
+
+// stretch returns the range's probed rows and hits, if it probed any; the
+// range is rows [lo, hi) of its batch, the first of which is the
+// snapshot's row offset.
+func (p *rangeProbe) stretch(offset, hi int) (hitStretch, bool) {
+	if p.probe == nil {
+		return hitStretch{}, false
+	}
+	h := p.hits
+	h.from, h.to = offset+p.from, offset+hi
+	return h, true
+}

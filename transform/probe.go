@@ -1,0 +1,72 @@
+package transform
+
+import (
+	"slices"
+
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+)
+
+// Probe returns a probe of the purge lists of set for the pass at open
+// (savepoint.OpenOptions.Probe), or nil when set purges no keys. A
+// snapshot opened with it gives Run the rows whose user keys any of the
+// lists may hold, so that a purge does not read every key a second time
+// to find them: Run uses the hits of a snapshot only when they come from a
+// probe of every list of its rules.
+func Probe(set *rules.Set) savepoint.KeyProbe {
+	var lists []*rules.PurgeKeysSpec
+	for _, r := range set.Rules {
+		if r.PurgeKeys != nil {
+			lists = append(lists, r.PurgeKeys)
+		}
+	}
+	if lists == nil {
+		return nil
+	}
+	return &purgeProbe{lists: lists}
+}
+
+// purgeProbe lets through the keys that any of its lists may hold.
+type purgeProbe struct {
+	lists []*rules.PurgeKeysSpec
+}
+
+// MayMatchColumn implements savepoint.KeyProbe.
+func (p *purgeProbe) MayMatchColumn(keys []byte, offs []int32, skip int32, fn func(t int)) {
+	if len(p.lists) == 1 {
+		p.lists[0].MayMatchColumn(keys, offs, skip, fn)
+		return
+	}
+	for t := 0; t+1 < len(offs); t++ {
+		k := keys[offs[t]+skip : offs[t+1]]
+		for _, l := range p.lists {
+			if l.MayMatch(k) {
+				fn(t)
+				break
+			}
+		}
+	}
+}
+
+// covers reports whether the probe asks every purge list of the steps.
+func (p *purgeProbe) covers(steps []step) bool {
+	for i := range steps {
+		if l := steps[i].rule.PurgeKeys; l != nil && !slices.Contains(p.lists, l) {
+			return false
+		}
+	}
+	return true
+}
+
+// keyHits returns the hits of snap when a probe of every purge list of
+// the engine's steps found them, or nil.
+func (e *engine) keyHits(snap *savepoint.Snapshot) *savepoint.KeyHits {
+	h := snap.KeyHits()
+	if h == nil {
+		return nil
+	}
+	if p, ok := h.Probe.(*purgeProbe); ok && p.covers(e.steps) {
+		return h
+	}
+	return nil
+}
