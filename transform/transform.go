@@ -1420,6 +1420,8 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows []int64) *PurgeAudit {
 	// twice the memory, and fresh pages are slow on some machines.
 	a := &PurgeAudit{KeysListed: p.Len(), KeysFile: p.KeysFile, KeysDigest: p.FileDigest,
 		Found: make([]KeyFound, 0, found), NotFound: make([]string, 0, len(rows)-found), Scope: p.Scope.String()}
+	prefault.Slice(a.Found) // 2.4 MB for 100,000 keys, filled at once
+	prefault.Slice(a.NotFound)
 	for i, n := range rows {
 		if n > 0 {
 			a.Found = append(a.Found, KeyFound{Key: p.Display(i), Rows: n})
