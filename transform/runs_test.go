@@ -103,29 +103,7 @@ rules:
 			for _, columnar := range []bool{true, false} {
 				run := func(byRow bool, probe savepoint.KeyProbe) ([]byte, []byte) {
 					rowByRow = byRow
-					opts := savepoint.OpenOptions{Columnar: columnar}
-					if probe != nil {
-						opts.Probe = &savepoint.ProbeSlot{}
-						opts.Probe.Set(probe)
-					}
-					sp, err := savepoint.Open(in, opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer sp.Close()
-					out := filepath.Join(dir, fmt.Sprintf("by-row-%v", byRow), "out.snap")
-					os.RemoveAll(filepath.Dir(out))
-					rep, err := Run(context.Background(), sp, set, Options{Out: out, Jobs: 2})
-					if err != nil {
-						t.Fatalf("%s: %v", name, err)
-					}
-					b, err := os.ReadFile(out)
-					if err != nil {
-						t.Fatal(err)
-					}
-					rep.Output = nil // it names the output directory
-					js, _ := json.Marshal(rep)
-					return b, js
+					return applyOnce(t, in, columnar, probe, set, filepath.Join(dir, fmt.Sprintf("by-row-%v", byRow), "out.snap"), nil)
 				}
 				rowsOut, rowsRep := run(true, nil)
 				// Runs read in blocks of 7 rows cross block ends. The
@@ -465,28 +443,11 @@ func TestProbedPurge(t *testing.T) {
 	for name, src := range sets {
 		set := parse(name, src)
 		run := func(probe savepoint.KeyProbe) ([]byte, []byte) {
-			opts := savepoint.OpenOptions{Columnar: true}
-			if probe != nil {
-				opts.Probe = &savepoint.ProbeSlot{}
-				opts.Probe.Set(probe)
-			}
-			sp, err := savepoint.Open(in, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sp.Close()
-			if sp.Files[0].Snapshot.Runs() == nil {
-				t.Fatal("no index of prefix runs: the input is too small")
-			}
-			out := filepath.Join(dir, "out", "out.snap")
-			os.RemoveAll(filepath.Dir(out))
-			rep, err := Run(context.Background(), sp, set, Options{Out: out, Jobs: 2})
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			rep.Output = nil
-			js, _ := json.Marshal(rep)
-			return mustRead(t, out), js
+			return applyOnce(t, in, true, probe, set, filepath.Join(dir, "out", "out.snap"), func(snap *savepoint.Snapshot) {
+				if snap.Runs() == nil {
+					t.Fatal("no index of prefix runs: the input is too small")
+				}
+			})
 		}
 		used.Store(0)
 		wantOut, wantRep := run(nil)
@@ -514,4 +475,36 @@ func TestProbedPurge(t *testing.T) {
 			}
 		}
 	}
+}
+
+// applyOnce opens in (memory-mapped or not, its keys probed at open by
+// probe if not nil), checks the snapshot with check if not nil, applies set
+// to it into out, and returns the output's bytes and the report as JSON,
+// without the output's name.
+func applyOnce(t *testing.T, in string, columnar bool, probe savepoint.KeyProbe, set *rules.Set, out string, check func(*savepoint.Snapshot)) ([]byte, []byte) {
+	t.Helper()
+	opts := savepoint.OpenOptions{Columnar: columnar}
+	if probe != nil {
+		opts.Probe = &savepoint.ProbeSlot{}
+		opts.Probe.Set(probe)
+	}
+	sp, err := savepoint.Open(in, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if check != nil {
+		check(sp.Files[0].Snapshot)
+	}
+	os.RemoveAll(filepath.Dir(out))
+	rep, err := Run(context.Background(), sp, set, Options{Out: out, Jobs: 2})
+	if err != nil {
+		t.Fatalf("%s: %v", set.Source, err)
+	}
+	rep.Output = nil // it names the output directory
+	js, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mustRead(t, out), js
 }
