@@ -304,27 +304,7 @@ type rangeWriter struct {
 	release mapRelease
 	bounds  window // the offsets that bound runs (see window.offset)
 	choice  runChoice
-	// spans are the bounds of the runs of keys (or values) that a pass
-	// over their offsets wrote, in order, for the pass over their bytes
-	// that follows it, which then need not read them again (a purge's
-	// output has a run between each two rows it drops: 100,000 of them
-	// took a second read of both offset columns); next is the first not
-	// used yet. At most maxSpans are kept, the rest read as before.
-	spans []runSpan
-	next  int
 }
-
-// runSpan is where a run of rows copied as a run starts in its batch (b,
-// lo) and where its keys' (or values') bytes lie in the batch's data.
-type runSpan struct {
-	b        *Batch
-	lo       int
-	from, to int32
-}
-
-// maxSpans bounds rangeWriter.spans: 1.5 MiB, the bounds of 65,536 runs
-// (a variable so tests can make it small).
-var maxSpans = 1 << 16
 
 // free returns the writer's buffers to the pool.
 func (rw *rangeWriter) free() { rw.bounds.free() }
@@ -422,15 +402,10 @@ func (rw *rangeWriter) startPass(value bool) (func(int) []byte, int) {
 // counted from off, the offset of row i's; it returns the last.
 func (rw *rangeWriter) offsets(out *sink, value bool, i, end int, off uint32) uint32 {
 	get, what := rw.startPass(value)
-	rw.spans, rw.next = rw.spans[:0], 0
 	for i < end {
 		if b, lo, k, ok := rw.run(i, end); ok {
 			offsets, _ := column(b, value)
-			next, from := out.writeOffsets(b.file, offsets[lo:lo+k+1], off)
-			if len(rw.spans) < maxSpans {
-				rw.spans = append(rw.spans, runSpan{b, lo, int32(from), int32(from + (next - off))})
-			}
-			off = next
+			off = out.writeOffsets(b.file, offsets[lo:lo+k+1], off)
 			i += k
 			continue
 		}
@@ -450,7 +425,7 @@ func (rw *rangeWriter) data(out *sink, value bool, i, end int) {
 		if b, lo, k, ok := rw.run(i, end); ok {
 			rw.release.tick(b, k)
 			offsets, data := column(b, value)
-			from, to, err := rw.span(b, offsets, data, lo, k)
+			from, to, err := rw.bounds.span(b, offsets, data, lo, k)
 			if err != nil {
 				out.setErr(err)
 				return
@@ -463,23 +438,6 @@ func (rw *rangeWriter) data(out *sink, value bool, i, end int) {
 		out.write(get(i))
 		i++
 	}
-}
-
-// span returns where the bytes of the run of k rows from row lo of b lie
-// in data: as the pass over their offsets found them, or read again.
-func (rw *rangeWriter) span(b *Batch, offsets []int32, data []byte, lo, k int) (int, int, error) {
-	if rw.next < len(rw.spans) {
-		sp := rw.spans[rw.next]
-		rw.next++
-		if sp.b == b && sp.lo == lo {
-			if sp.from < 0 || sp.to < sp.from || int(sp.to) > len(data) {
-				return 0, 0, fmt.Errorf("%w (offsets differ from those read at open)", ErrInputChanged)
-			}
-			return int(sp.from), int(sp.to), nil
-		}
-		rw.spans = rw.spans[:0] // out of step: read the rest
-	}
-	return rw.bounds.span(b, offsets, data, lo, k)
 }
 
 // mapRelease drops a mapped input's pages from the resident set every
@@ -582,8 +540,8 @@ func (s *sink) writeOps(m *mappedFile, ops []uint64) {
 // writeOffsets writes the end offsets of a run of binary values whose
 // offsets in their batch are offsets (its start, then one end per value;
 // a slice of m's map, if m is not nil), moved so that the run starts at
-// off; it returns the run's end there, and its start as read.
-func (s *sink) writeOffsets(m *mappedFile, offsets []int32, off uint32) (end, start uint32) {
+// off; it returns the run's end there.
+func (s *sink) writeOffsets(m *mappedFile, offsets []int32, off uint32) uint32 {
 	if !littleEndian {
 		m = nil // the bytes are read as int32s below
 	}
@@ -595,7 +553,7 @@ func (s *sink) writeOffsets(m *mappedFile, offsets []int32, off uint32) (end, st
 	s.setErr(err)
 	base := binary.LittleEndian.Uint32(first)
 	raw = raw[4:]
-	end = off
+	end := off
 	for len(raw) > 0 {
 		room := (cap(s.buf) - len(s.buf)) / 4
 		if room == 0 {
@@ -610,15 +568,16 @@ func (s *sink) writeOffsets(m *mappedFile, offsets []int32, off uint32) (end, st
 		end = moveOffsets(s.buf[at:], src[:4*n], off-base)
 		raw = raw[4*n:]
 	}
-	return end, base
+	return end
 }
 
 // directOffsets is writeOffsets for a long run of offsets, n of them at
 // byte at of m's file: they are read straight into the buffer and moved
 // there, not through the window (whose buffer a long run would fill for
-// one use). It returns what writeOffsets does.
-func (s *sink) directOffsets(m *mappedFile, at int64, n int, off uint32) (end, base uint32) {
+// one use).
+func (s *sink) directOffsets(m *mappedFile, at int64, n int, off uint32) uint32 {
 	end, start := off, true
+	var delta uint32
 	for n > 0 {
 		room := (cap(s.buf) - len(s.buf)) / 4
 		if room < 2 {
@@ -633,13 +592,13 @@ func (s *sink) directOffsets(m *mappedFile, at int64, n int, off uint32) (end, b
 		if start {
 			// The run's start offset is not written: the ends are moved
 			// down over it (room and n are at least 2, so an end follows).
-			base, start = binary.LittleEndian.Uint32(got), false
+			delta, start = off-binary.LittleEndian.Uint32(got), false
 			got, k = got[4:], k-1
 		}
-		end = moveOffsets(s.buf[p:p+4*k], got, off-base)
+		end = moveOffsets(s.buf[p:p+4*k], got, delta)
 		s.buf = s.buf[:p+4*k]
 	}
-	return end, base
+	return end
 }
 
 // moveOffsets writes to dst the little-endian uint32s of src (at least one)
