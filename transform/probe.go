@@ -31,7 +31,9 @@ type purgeProbe struct {
 	lists []*rules.PurgeKeysSpec
 }
 
-// MayMatchColumn implements savepoint.KeyProbe.
+// MayMatchColumn implements savepoint.KeyProbe. One list, the common
+// case, is asked a block at a time, without a call per key; several are
+// asked key by key.
 func (p *purgeProbe) MayMatchColumn(keys []byte, offs []int32, skip int32, fn func(t int)) {
 	if len(p.lists) == 1 {
 		p.lists[0].MayMatchColumn(keys, offs, skip, fn)

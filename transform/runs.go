@@ -50,19 +50,6 @@ type prefixPlan struct {
 	purges []*rules.PurgeKeysSpec
 }
 
-// unlisted reports whether no purge list of the plan may hold userKey.
-func (p *prefixPlan) unlisted(userKey []byte) bool {
-	if p.purges == nil {
-		return false
-	}
-	for _, l := range p.purges {
-		if l.MayMatch(userKey) {
-			return false
-		}
-	}
-	return true
-}
-
 // planCacheMax bounds the plans a worker keeps in its map (one per prefix
 // met).
 const planCacheMax = 1 << 12
@@ -414,17 +401,8 @@ func (w *worker) purgeScan(i, end int, r savepoint.Row, p *prefixPlan) (int, boo
 			w.listedKeys = append(w.listedKeys, kc.Keys[kc.Offs[t]:kc.Offs[t+1]]...)
 			w.listed = append(w.listed, listedRow{row + t - j, len(w.listedKeys)})
 		}
-		// One list, the common case, is asked a block at a time, without
-		// a call per key; several are asked key by key.
-		if len(p.purges) == 1 {
-			p.purges[0].MayMatchColumn(kc.Keys, kc.Offs[j:j+m+1], int32(plen), func(t int) { list(j + t) })
-		} else {
-			for t := j; t < j+m; t++ {
-				if !p.unlisted(kc.Keys[kc.Offs[t]+int32(plen) : kc.Offs[t+1]]) {
-					list(t)
-				}
-			}
-		}
+		probe := purgeProbe{lists: p.purges}
+		probe.MayMatchColumn(kc.Keys, kc.Offs[j:j+m+1], int32(plen), func(t int) { list(j + t) })
 		w.runLast = append(w.runLast[:0], kc.Keys[kc.Offs[j+m-1]:kc.Offs[j+m]]...)
 	})
 }
