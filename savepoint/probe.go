@@ -103,7 +103,7 @@ type rangeProbe struct {
 	hits  hitStretch
 }
 
-// chunk probes the rows [x, x+len(ends)) of r's batch, whose keys are
+// probeChunk probes the rows [x, x+len(ends)) of r's batch, whose keys are
 // keys (the first starting at keys[0], the rest at the end of the one
 // before; ends are their ends, counted from base). It is called in row
 // order, after the rows' runs were noted.
@@ -144,10 +144,6 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 			k = min(k, runs[p.run+1].start-(first+j))
 		}
 		if run.slotted {
-			// Room for every row of the run to be a hit, and its key.
-			p.hits.rows = reserve(p.hits.rows, k)
-			p.hits.ends = reserve(p.hits.ends, k)
-			p.hits.keys = reserve(p.hits.keys, int(ends[j+k-1]-base))
 			rel := p.rel[:0]
 			start := int32(0)
 			if j > 0 {
@@ -158,6 +154,10 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 				rel = append(rel, e-base)
 			}
 			p.rel = rel
+			// Room for every row of the segment to be a hit, and its key.
+			p.hits.rows = reserve(p.hits.rows, k)
+			p.hits.ends = reserve(p.hits.ends, k)
+			p.hits.keys = reserve(p.hits.keys, int(rel[k]-rel[0]))
 			row := first + j
 			p.probe.MayMatchColumn(keys, rel, int32(run.plen), func(t int) {
 				p.hits.rows = append(p.hits.rows, row+t)
