@@ -76,3 +76,31 @@ func TestSortEntsEitherSide(t *testing.T) {
 		t.Error("the radix and the comparison sorts order the rows differently")
 	}
 }
+
+// Sorts through one scratch, larger then smaller then larger, with and
+// without ties and across the radix sort's limit, give the order and ties
+// of sorts of their own: nothing of one sort shows through in the next
+// (ties left set by a larger sort, entries of a longer one).
+func TestSortScratchReuse(t *testing.T) {
+	defer func(v int) { radixMax = v }(radixMax)
+	radixMax = 1500 // the larger sorts go through parallelSort
+	r := rand.New(rand.NewPCG(7, 11))
+	var sc sortScratch
+	for trial, n := range []int{2000, 3, 700, 0, 1, 2500, 40, 1200} {
+		keys := make([][]byte, n)
+		for i := range keys {
+			// Few distinct keys in the larger sorts: many ties.
+			keys[i] = []byte{byte(r.IntN(2)), 's', '|', byte(r.IntN(1 + n/50)), byte(r.IntN(4))}
+		}
+		at := func(i int) (uint64, []byte) { return uint64(i % 2), keys[i] }
+		ties := trial%2 == 0
+		wantOrder, wantTie := sortOrder(n, at, ties, nil)
+		order, tie := sc.sortOrder(n, at, ties)
+		if !slices.Equal(order, wantOrder) {
+			t.Fatalf("sort %d (%d rows): order %v through the scratch, want %v", trial, n, order, wantOrder)
+		}
+		if !slices.Equal(tie, wantTie) {
+			t.Fatalf("sort %d (%d rows): ties %v through the scratch, want %v", trial, n, tie, wantTie)
+		}
+	}
+}

@@ -459,6 +459,7 @@ type sortSet struct {
 	buf         []byte
 	at          []uint32 // three offsets a row (see recordView)
 	order, lost []uint32
+	sort        sortScratch // the buffers order is sorted in
 	err         error
 	done        chan struct{}
 }
@@ -569,11 +570,18 @@ func (s *spillSorter) sortBucket(b *bucket, set *sortSet) {
 	}
 	set.op = b.op
 	v := recordView{set.buf, set.at, b.op}
-	if s.keep {
-		set.order = SortOrder(v.Len(), func(i int) (uint64, []byte) { return b.op, v.Key(i) })
-		return
+	at := func(i int) (uint64, []byte) { return b.op, v.Key(i) }
+	lost := func(pos uint32) { set.lost = append(set.lost, pos) }
+	switch {
+	case v.Len() > sortGroupRows && s.keep: // sorted in groups, in buffers of their own
+		set.order = SortOrder(v.Len(), at)
+	case v.Len() > sortGroupRows:
+		set.order = CanonicalPositions(v, lost, nil)
+	case s.keep:
+		set.order, _ = set.sort.sortOrder(v.Len(), at, false)
+	default:
+		set.order = canonicalPositions(v, lost, &set.sort)
 	}
-	set.order = CanonicalPositions(v, func(pos uint32) { set.lost = append(set.lost, pos) }, nil)
 }
 
 // emit writes a sorted bucket to the output and reports its losers.
