@@ -55,11 +55,11 @@ func DistinctKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 	})
 	// Sorted a bucket of the top byte at a time, the hashes seen twice are
 	// neighbours.
-	starts := partitionTopByte(hashes)
+	starts := partitionByte(hashes, 56)
 	var repeats [256][]uint64
 	ForEach(256, func(b int) {
 		bucket := hashes[starts[b]:starts[b+1]]
-		slices.Sort(bucket)
+		sortHashes(bucket)
 		for i := 1; i < len(bucket); i++ {
 			if bucket[i] == bucket[i-1] && (i == 1 || bucket[i-2] != bucket[i]) {
 				repeats[b] = append(repeats[b], bucket[i])
@@ -123,13 +123,30 @@ func rowHash(seed maphash.Seed, op uint64, key []byte) uint64 {
 	return h ^ h>>32
 }
 
-// partitionTopByte puts a's values in order of their top byte, in place
-// (each moved at most once, as in an American flag sort), and returns where
-// each byte's values start: those of byte b are a[starts[b]:starts[b+1]].
-func partitionTopByte(a []uint64) (starts [257]int) {
+// sortHashes sorts a bucket of hashes that share their top byte. A large
+// one is partitioned by the next byte first and each part sorted on its
+// own: the hashes are uniform, so the parts are small, and the bucket (in
+// the CPU's cache) is read twice more where a comparison sort of all of it
+// goes over it about log2(len) times.
+func sortHashes(bucket []uint64) {
+	if len(bucket) < 4096 {
+		slices.Sort(bucket)
+		return
+	}
+	starts := partitionByte(bucket, 48)
+	for b := range 256 {
+		slices.Sort(bucket[starts[b]:starts[b+1]])
+	}
+}
+
+// partitionByte puts a's values in order of their byte at shift (56: the
+// top byte), in place (each moved at most once, as in an American flag
+// sort), and returns where each byte's values start: those of byte b are
+// a[starts[b]:starts[b+1]].
+func partitionByte(a []uint64, shift uint) (starts [257]int) {
 	var count [256]int
 	for _, v := range a {
-		count[v>>56]++
+		count[byte(v>>shift)]++
 	}
 	for b := range 256 {
 		starts[b+1] = starts[b] + count[b]
@@ -140,7 +157,7 @@ func partitionTopByte(a []uint64) (starts [257]int) {
 			v := a[next[b]]
 			// Carry v to its bucket, taking the value there on, until one
 			// that belongs here comes back.
-			for d := int(v >> 56); d != b; d = int(v >> 56) {
+			for d := int(byte(v >> shift)); d != b; d = int(byte(v >> shift)) {
 				a[next[d]], v = v, a[next[d]]
 				next[d]++
 			}

@@ -87,9 +87,10 @@ func TestDistinctKeysTooManyCollisions(t *testing.T) {
 	}
 }
 
-// partitionTopByte orders values by their top byte in place, keeping each
-// value, and says where each byte's values start.
-func TestPartitionTopByte(t *testing.T) {
+// partitionByte orders values by their top byte (or another) in place,
+// keeping each value, and says where each byte's values start; sortHashes
+// sorts.
+func TestPartitionByte(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{0, 1, 2, 255, 10000} {
 		a := make([]uint64, n)
@@ -101,20 +102,37 @@ func TestPartitionTopByte(t *testing.T) {
 		}
 		want := slices.Clone(a)
 		slices.Sort(want)
-		starts := partitionTopByte(a)
-		if starts[0] != 0 || starts[256] != n {
-			t.Fatalf("%d values: starts %d..%d", n, starts[0], starts[256])
-		}
-		for b := range 256 {
-			for i := starts[b]; i < starts[b+1]; i++ {
-				if int(a[i]>>56) != b {
-					t.Fatalf("%d values: value %#x at %d, in the bucket of byte %d", n, a[i], i, b)
+		for _, shift := range []uint{56, 48, 0} {
+			starts := partitionByte(a, shift)
+			if starts[0] != 0 || starts[256] != n {
+				t.Fatalf("%d values, shift %d: starts %d..%d", n, shift, starts[0], starts[256])
+			}
+			for b := range 256 {
+				for i := starts[b]; i < starts[b+1]; i++ {
+					if int(byte(a[i]>>shift)) != b {
+						t.Fatalf("%d values, shift %d: value %#x at %d, in the bucket of byte %d", n, shift, a[i], i, b)
+					}
 				}
 			}
+			got := slices.Clone(a)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d values, shift %d: not the same values", n, shift)
+			}
 		}
-		slices.Sort(a)
-		if !slices.Equal(a, want) {
-			t.Fatalf("%d values: not the same values", n)
+		// A bucket of one top byte, large enough to be partitioned again,
+		// with values repeated.
+		bucket := make([]uint64, n)
+		for i := range bucket {
+			bucket[i] = 0x7f<<56 | r.Uint64()>>8
+			if i%5 == 0 && i > 0 {
+				bucket[i] = bucket[i/2]
+			}
+		}
+		sorted := slices.Clone(bucket)
+		slices.Sort(sorted)
+		if sortHashes(bucket); !slices.Equal(bucket, sorted) {
+			t.Fatalf("%d values: sortHashes did not sort them", n)
 		}
 	}
 }
