@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"runtime"
 	"slices"
+	"sync"
 )
 
 // Showing that a file stores no (op, key) twice without sorting it.
@@ -55,7 +56,9 @@ func DistinctKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 	})
 	// Sorted a bucket of the top byte at a time, the hashes seen twice are
 	// neighbours.
-	starts := partitionByte(hashes, 56)
+	var count [256]int
+	var starts [257]int
+	partitionBits(hashes, 56, count[:], starts[:])
 	var repeats [256][]uint64
 	ForEach(256, func(b int) {
 		bucket := hashes[starts[b]:starts[b+1]]
@@ -124,46 +127,68 @@ func rowHash(seed maphash.Seed, op uint64, key []byte) uint64 {
 }
 
 // sortHashes sorts a bucket of hashes that share their top byte. A large
-// one is partitioned by the next byte first and each part sorted on its
-// own: the hashes are uniform, so the parts are small, and the bucket (in
-// the CPU's cache) is read twice more where a comparison sort of all of it
-// goes over it about log2(len) times.
+// one is partitioned in place by its next 12 bits first, and each part
+// sorted by insertion: the hashes are uniform, so the parts are of about 10
+// hashes, and the bucket (in the CPU's cache) is read twice more where a
+// comparison sort of all of it goes over it about log2(len) times (a bucket
+// of 39K hashes, the 10M rows of a file: 3.7x faster than slices.Sort).
 func sortHashes(bucket []uint64) {
 	if len(bucket) < 4096 {
 		slices.Sort(bucket)
 		return
 	}
-	starts := partitionByte(bucket, 48)
-	for b := range 256 {
-		slices.Sort(bucket[starts[b]:starts[b+1]])
+	t := hashTables.Get().(*hashSortTables)
+	defer hashTables.Put(t)
+	partitionBits(bucket, 44, t.count[:], t.starts[:])
+	for b := range len(t.count) {
+		part := bucket[t.starts[b]:t.starts[b+1]]
+		for i := 1; i < len(part); i++ {
+			v, j := part[i], i
+			for ; j > 0 && part[j-1] > v; j-- {
+				part[j] = part[j-1]
+			}
+			part[j] = v
+		}
 	}
 }
 
-// partitionByte puts a's values in order of their byte at shift (56: the
-// top byte), in place (each moved at most once, as in an American flag
-// sort), and returns where each byte's values start: those of byte b are
-// a[starts[b]:starts[b+1]].
-func partitionByte(a []uint64, shift uint) (starts [257]int) {
-	var count [256]int
+// hashSortTables are sortHashes' tables, pooled: 64 KiB, more than a
+// goroutine's stack should grow by for each bucket.
+type hashSortTables struct {
+	count  [1 << 12]int
+	starts [1<<12 + 1]int
+}
+
+var hashTables = sync.Pool{New: func() any { return new(hashSortTables) }}
+
+// partitionBits puts a's values in order of their len(count) bits at shift
+// (len(count) a power of two; 8 bits at 56: the top byte), in place (each
+// moved at most once, as in an American flag sort), and sets where each
+// digit's values start: those of digit d are a[starts[d]:starts[d+1]].
+// starts has one more element than count.
+func partitionBits(a []uint64, shift uint, count, starts []int) {
+	mask := uint64(len(count) - 1)
+	clear(count)
 	for _, v := range a {
-		count[byte(v>>shift)]++
+		count[v>>shift&mask]++
 	}
-	for b := range 256 {
-		starts[b+1] = starts[b] + count[b]
+	starts[0] = 0
+	for d, c := range count {
+		starts[d+1] = starts[d] + c
 	}
-	next := [256]int(starts[:256])
-	for b := range 256 {
-		for next[b] < starts[b+1] {
-			v := a[next[b]]
-			// Carry v to its bucket, taking the value there on, until one
+	next := count // the next place in each digit's part
+	copy(next, starts)
+	for d := range next {
+		for next[d] < starts[d+1] {
+			v := a[next[d]]
+			// Carry v to its part, taking the value there on, until one
 			// that belongs here comes back.
-			for d := int(byte(v >> shift)); d != b; d = int(byte(v >> shift)) {
-				a[next[d]], v = v, a[next[d]]
-				next[d]++
+			for e := int(v >> shift & mask); e != d; e = int(v >> shift & mask) {
+				a[next[e]], v = v, a[next[e]]
+				next[e]++
 			}
-			a[next[b]] = v
-			next[b]++
+			a[next[d]] = v
+			next[d]++
 		}
 	}
-	return starts
 }

@@ -87,10 +87,10 @@ func TestDistinctKeysTooManyCollisions(t *testing.T) {
 	}
 }
 
-// partitionByte orders values by their top byte (or another) in place,
-// keeping each value, and says where each byte's values start; sortHashes
+// partitionBits orders values by their top byte (or other bits) in place,
+// keeping each value, and says where each digit's values start; sortHashes
 // sorts.
-func TestPartitionByte(t *testing.T) {
+func TestPartitionBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{0, 1, 2, 255, 10000} {
 		a := make([]uint64, n)
@@ -102,15 +102,17 @@ func TestPartitionByte(t *testing.T) {
 		}
 		want := slices.Clone(a)
 		slices.Sort(want)
-		for _, shift := range []uint{56, 48, 0} {
-			starts := partitionByte(a, shift)
-			if starts[0] != 0 || starts[256] != n {
-				t.Fatalf("%d values, shift %d: starts %d..%d", n, shift, starts[0], starts[256])
+		for _, tc := range []struct{ shift, bits uint }{{56, 8}, {48, 8}, {0, 8}, {44, 12}, {3, 1}} {
+			shift, nd := tc.shift, 1<<tc.bits
+			count, starts := make([]int, nd), make([]int, nd+1)
+			partitionBits(a, shift, count, starts)
+			if starts[0] != 0 || starts[nd] != n {
+				t.Fatalf("%d values, shift %d: starts %d..%d", n, shift, starts[0], starts[nd])
 			}
-			for b := range 256 {
-				for i := starts[b]; i < starts[b+1]; i++ {
-					if int(byte(a[i]>>shift)) != b {
-						t.Fatalf("%d values, shift %d: value %#x at %d, in the bucket of byte %d", n, shift, a[i], i, b)
+			for d := range nd {
+				for i := starts[d]; i < starts[d+1]; i++ {
+					if int(a[i]>>shift&uint64(nd-1)) != d {
+						t.Fatalf("%d values, %d bits at %d: value %#x at %d, in the part of %d", n, tc.bits, shift, a[i], i, d)
 					}
 				}
 			}
