@@ -460,8 +460,13 @@ type sortSet struct {
 	at          []uint32 // three offsets a row (see recordView)
 	order, lost []uint32
 	sort        sortScratch // the buffers order is sorted in
-	err         error
-	done        chan struct{}
+	// sorted: the rows of order as columns, when sortBucket gathered them
+	// (gathered), so that emit, which runs one bucket at a time, need
+	// only append them.
+	sorted   colBuf
+	gathered bool
+	err      error
+	done     chan struct{}
 }
 
 // What drain does with a bucket.
@@ -582,7 +587,19 @@ func (s *spillSorter) sortBucket(b *bucket, set *sortSet) {
 	default:
 		set.order = canonicalPositions(v, lost, &set.sort)
 	}
+	set.sorted.reset()
+	if set.gathered = len(set.buf) <= s.budget/gatherShare; set.gathered {
+		for _, pos := range set.order {
+			set.sorted.add(v.Row(int(pos)))
+		}
+	}
 }
+
+// gatherShare: sortBucket gathers the sorted rows of a bucket of at most
+// budget/gatherShare bytes, so that the sets in flight hold at most about
+// that much more each. Buckets are much smaller as a rule (the 10M-row
+// file of the benchmarks: 640 buckets of 350-400 KB; the budget is 16 MiB).
+const gatherShare = 4
 
 // emit writes a sorted bucket to the output and reports its losers.
 func (s *spillSorter) emit(set *sortSet) error {
@@ -594,6 +611,10 @@ func (s *spillSorter) emit(set *sortSet) error {
 		for _, pos := range set.lost {
 			s.dropped(v.Row(int(pos)))
 		}
+	}
+	if set.gathered {
+		s.out.addAll(&set.sorted)
+		return s.out.err
 	}
 	for _, pos := range set.order {
 		s.out.add(v.Row(int(pos)))
@@ -696,16 +717,71 @@ func (v recordView) Value(i int) []byte { return v.Row(i).Value }
 // about limit bytes: each column of a batch in turn, in native byte order,
 // 8-byte aligned, to be mapped as a Batch.
 type colWriter struct {
-	f       *os.File
-	limit   int
-	size    int64
-	ops     []uint64
-	koffs   []int32
-	keys    []byte
-	voffs   []int32
-	vals    []byte
+	f     *os.File
+	limit int
+	size  int64
+	colBuf
 	batches []colBatch
 	err     error
+}
+
+// colBuf holds rows as the columns of a batch: operators, key offsets
+// (from 0), keys, value offsets and values.
+type colBuf struct {
+	ops   []uint64
+	koffs []int32
+	keys  []byte
+	voffs []int32
+	vals  []byte
+}
+
+// add appends r.
+func (c *colBuf) add(r Row) {
+	if len(c.koffs) == 0 {
+		c.koffs = append(c.koffs, 0)
+		c.voffs = append(c.voffs, 0)
+	}
+	c.ops = append(Grow(c.ops, 1), r.Op)
+	c.keys = append(Grow(c.keys, len(r.Key)), r.Key...)
+	c.koffs = append(Grow(c.koffs, 1), int32(len(c.keys)))
+	c.vals = append(Grow(c.vals, len(r.Value)), r.Value...)
+	c.voffs = append(Grow(c.voffs, 1), int32(len(c.vals)))
+}
+
+// appendAll appends the rows of d, whose columns are not too long to
+// join c's.
+func (c *colBuf) appendAll(d *colBuf) {
+	if len(c.koffs) == 0 {
+		c.koffs = append(c.koffs, 0)
+		c.voffs = append(c.voffs, 0)
+	}
+	c.ops = append(c.ops, d.ops...)
+	for _, o := range [2]struct {
+		offs *[]int32
+		add  []int32
+		base int32
+	}{{&c.koffs, d.koffs, int32(len(c.keys))}, {&c.voffs, d.voffs, int32(len(c.vals))}} {
+		at := len(*o.offs)
+		*o.offs = slices.Grow(*o.offs, len(o.add)-1)[:at+len(o.add)-1]
+		for j, v := range o.add[1:] {
+			(*o.offs)[at+j] = o.base + v
+		}
+	}
+	c.keys = append(c.keys, d.keys...)
+	c.vals = append(c.vals, d.vals...)
+}
+
+// row returns row i.
+func (c *colBuf) row(i int) Row {
+	return Row{Op: c.ops[i], Key: c.keys[c.koffs[i]:c.koffs[i+1]], Value: c.vals[c.voffs[i]:c.voffs[i+1]]}
+}
+
+// size is the bytes of the columns, as colWriter counts them.
+func (c *colBuf) size() int { return len(c.keys) + len(c.vals) + 16*len(c.ops) }
+
+// reset empties c, keeping its memory.
+func (c *colBuf) reset() {
+	c.ops, c.koffs, c.keys, c.voffs, c.vals = c.ops[:0], c.koffs[:0], c.keys[:0], c.voffs[:0], c.vals[:0]
 }
 
 // colBatch is where a batch's columns lie in the file.
@@ -719,19 +795,29 @@ func (w *colWriter) add(r Row) {
 	if w.err != nil {
 		return
 	}
-	if len(w.ops) > 0 && (len(w.keys)+len(w.vals)+16*len(w.ops) >= w.limit ||
+	if len(w.ops) > 0 && (w.colBuf.size() >= w.limit ||
 		int64(len(w.keys)+len(r.Key)) > maxColumnBytes || int64(len(w.vals)+len(r.Value)) > maxColumnBytes) {
 		w.flush()
 	}
-	if len(w.koffs) == 0 {
-		w.koffs = append(w.koffs, 0)
-		w.voffs = append(w.voffs, 0)
+	w.colBuf.add(r)
+}
+
+// addAll appends the rows of c, at once when their columns fit in a batch.
+func (w *colWriter) addAll(c *colBuf) {
+	if w.err != nil || len(c.ops) == 0 {
+		return
 	}
-	w.ops = append(Grow(w.ops, 1), r.Op)
-	w.keys = append(Grow(w.keys, len(r.Key)), r.Key...)
-	w.koffs = append(Grow(w.koffs, 1), int32(len(w.keys)))
-	w.vals = append(Grow(w.vals, len(r.Value)), r.Value...)
-	w.voffs = append(Grow(w.voffs, 1), int32(len(w.vals)))
+	if int64(len(c.keys)) > maxColumnBytes || int64(len(c.vals)) > maxColumnBytes {
+		for i := range c.ops {
+			w.add(c.row(i))
+		}
+		return
+	}
+	if len(w.ops) > 0 && (w.colBuf.size() >= w.limit ||
+		int64(len(w.keys)+len(c.keys)) > maxColumnBytes || int64(len(w.vals)+len(c.vals)) > maxColumnBytes) {
+		w.flush()
+	}
+	w.colBuf.appendAll(c)
 }
 
 // put writes b 8-byte aligned and returns its offset.
@@ -789,7 +875,7 @@ func (w *colWriter) flush() {
 	cb.voffs = w.put(bytesOf(w.voffs))
 	cb.v = w.put(w.vals)
 	w.batches = append(w.batches, cb)
-	w.ops, w.koffs, w.keys, w.voffs, w.vals = w.ops[:0], w.koffs[:0], w.keys[:0], w.voffs[:0], w.vals[:0]
+	w.reset()
 	if w.err != nil {
 		w.err = fmt.Errorf("write the sort's temporary file: %w", w.err)
 	}
@@ -801,7 +887,7 @@ func (w *colWriter) finish() (*Spilled, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	w.ops, w.koffs, w.keys, w.voffs, w.vals = nil, nil, nil, nil, nil
+	w.colBuf = colBuf{}
 	data, err := mapFile(w.f, w.size)
 	if err != nil {
 		return nil, fmt.Errorf("map the sort's temporary file: %w", err)

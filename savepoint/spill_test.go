@@ -53,17 +53,26 @@ func rowString(r Row) string { return fmt.Sprintf("%d/%x/%x", r.Op, r.Key, r.Val
 // TestSortSpilled: the external sort gives the rows, and drops the
 // duplicates, that CanonicalPositions does, at budgets that make it split
 // buckets down to single keys, with the first pass in one part or several,
-// and the writer writes the same bytes from either.
+// with sorted buckets gathered in columns or not, and the writer writes the
+// same bytes from either. No batch of the sorted rows has a column longer
+// than the limit (maxCol, when lowered).
 func TestSortSpilled(t *testing.T) {
 	defer func(v int) { spillPartRows = v }(spillPartRows)
+	defer func(v int64) { maxColumnBytes = v }(maxColumnBytes)
 	for _, c := range []struct {
 		n, budget, partRows int
+		maxCol              int64
 	}{
-		{0, 0, 1}, {1, 0, 1}, {5000, 0, 1 << 18}, {5000, 0, 700}, {5000, 1 << 10, 1000}, {5000, 64, 1 << 18},
-		{20000, 4 << 10, 1 << 18}, {20000, 4 << 10, 3000},
+		{0, 0, 1, 0}, {1, 0, 1, 0}, {5000, 0, 1 << 18, 0}, {5000, 0, 700, 0}, {5000, 1 << 10, 1000, 0}, {5000, 64, 1 << 18, 0},
+		{20000, 4 << 10, 1 << 18, 0}, {20000, 4 << 10, 3000, 0},
+		{5000, 0, 1 << 18, 300}, {20000, 4 << 10, 1 << 18, 700},
 	} {
 		spillPartRows = c.partRows
-		t.Run(fmt.Sprintf("%d rows budget %d parts of %d", c.n, c.budget, c.partRows), func(t *testing.T) {
+		maxColumnBytes = maxBinaryData
+		if c.maxCol > 0 {
+			maxColumnBytes = c.maxCol
+		}
+		t.Run(fmt.Sprintf("%d rows budget %d parts of %d columns of %d", c.n, c.budget, c.partRows, c.maxCol), func(t *testing.T) {
 			for _, keep := range []bool{false, true} {
 				rows := spillRows(rand.New(rand.NewPCG(uint64(c.n), uint64(c.budget))), c.n)
 				var wantLost []string
@@ -98,6 +107,11 @@ func TestSortSpilled(t *testing.T) {
 				}
 				if c.budget > 0 && c.n > 1000 && len(got.Batches) < 2 {
 					t.Errorf("%d batches: a small budget should cut the sorted rows into several", len(got.Batches))
+				}
+				for i, b := range got.Batches {
+					if int64(len(b.Keys)) > maxColumnBytes || int64(len(b.Vals)) > maxColumnBytes {
+						t.Fatalf("batch %d: %d bytes of keys and %d of values, more than %d", i, len(b.Keys), len(b.Vals), maxColumnBytes)
+					}
 				}
 				var a, b bytes.Buffer
 				if err := WriteStream(&a, nil, RowSlice(want)); err != nil {
