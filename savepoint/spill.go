@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"unsafe"
+
+	"github.com/sptool/sptool/internal/prefault"
 )
 
 // External canonical sort.
@@ -863,12 +865,20 @@ func (w *colWriter) put(b []byte) int64 {
 // Grow makes room in s for n more elements, doubling its capacity when it
 // grows. append grows a large slice by a quarter at a time, copying it each
 // time: for slices that grow to many megabytes a row at a time those copies,
-// into memory touched for the first time, cost more than the appends.
+// into memory touched for the first time, cost more than the appends. The
+// new memory is mapped in at once (prefault.Slice) before the elements are
+// copied to it, rather than a page fault at a time as they are copied and
+// appended: the elements copied and as many again as a quarter of them
+// (or n, if more), so that the resident set does not take the whole new
+// capacity before it is used.
 func Grow[S ~[]E, E any](s S, n int) S {
 	if len(s)+n <= cap(s) {
 		return s
 	}
-	return slices.Grow(s, max(n, len(s), 64))
+	t := make(S, len(s), len(s)+max(n, len(s), 64))
+	prefault.Slice(t[:len(s):len(s)+max(n, len(s)/4)])
+	copy(t, s)
+	return t
 }
 
 // bytesOf returns the memory of s as bytes (in the machine's byte order).
