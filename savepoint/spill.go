@@ -361,7 +361,7 @@ func (p *partition) add(r Row) error {
 			b.tail = nil // a large row grew it
 		}
 	}
-	b.tail = appendRecord(b.tail, r.Key, r.Value)
+	b.tail = appendRecord(Grow(b.tail, rec), r.Key, r.Value)
 	b.size += int64(rec)
 	b.rows++
 	return nil

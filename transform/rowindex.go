@@ -1,7 +1,6 @@
 package transform
 
 import (
-	"slices"
 	"sort"
 	"sync/atomic"
 
@@ -61,8 +60,11 @@ func (x *rowIndex) appendIndex(y *rowIndex) {
 	}
 	x.appendRun(int(y.spans[0].start), int(y.spans[0].n)) // may extend x's last span
 	base := uint32(x.Len()) - y.ends[0]
-	x.spans = append(x.spans, y.spans[1:]...)
-	x.ends = slices.Grow(x.ends, len(y.ends)-1)
+	// Grown by Grow: a range of rows in clink's hash-map order has about a
+	// span a row, and append's growth a quarter at a time copies them into
+	// pages faulted in one at a time.
+	x.spans = append(savepoint.Grow(x.spans, len(y.spans)-1), y.spans[1:]...)
+	x.ends = savepoint.Grow(x.ends, len(y.ends)-1)
 	for _, e := range y.ends[1:] {
 		x.ends = append(x.ends, e+base)
 	}
