@@ -876,7 +876,7 @@ func Grow[S ~[]E, E any](s S, n int) S {
 		return s
 	}
 	t := make(S, len(s), len(s)+max(n, len(s), 64))
-	prefault.Slice(t[:len(s):len(s)+max(n, len(s)/4)])
+	prefault.Slice(t[: len(s) : len(s)+max(n, len(s)/4)])
 	copy(t, s)
 	return t
 }
