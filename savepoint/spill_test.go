@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -230,5 +231,26 @@ func TestSortSpilledReleasesWithinARun(t *testing.T) {
 	// One at the start of each 100 rows, and one after the last.
 	if want := len(rows)/100 + 1; s.Snapshot().NumRows() == 0 || releases != want {
 		t.Errorf("%d releases over %d rows, want %d: one every 100 rows and one at the end", releases, len(rows), want)
+	}
+}
+
+// A write of the sorted file that fails (written by a goroutine of its own
+// while the next batch fills) makes the rows after it go nowhere and
+// finish return the error, naming the temporary file.
+func TestColWriterWriteError(t *testing.T) {
+	f, err := os.Open(filepath.Join(t.TempDir(), "..")) // a directory: writes fail
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := &colWriter{f: f, limit: 64}
+	for i := range 100 {
+		w.add(Row{Op: 1, Key: []byte{byte(i)}, Value: []byte("v")})
+	}
+	if _, err := w.finish(); err == nil || !strings.Contains(err.Error(), "write the sort's temporary file") {
+		t.Fatalf("finish: %v, want the write's error", err)
+	}
+	if w.pending != nil {
+		t.Error("a write still under way after finish")
 	}
 }
