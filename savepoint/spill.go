@@ -1,7 +1,6 @@
 package savepoint
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -119,7 +118,7 @@ func SortSpilled(src ColumnSource, opts SpillOptions) (_ *Spilled, err error) {
 		return nil, err
 	}
 	defer chunks.Close()
-	cw := &chunkWriter{f: chunks, w: bufio.NewWriterSize(chunks, 1<<20)}
+	cw := &chunkWriter{f: chunks}
 	top, err := partitionAll(cw, src, budget, opts.Release)
 	if err != nil {
 		return nil, err
@@ -217,14 +216,26 @@ func nextRecord(b []byte, op uint64) (Row, int) {
 	return Row{Op: op, Key: b[ks:ke:ke], Value: b[ke:ve:ve]}, ve
 }
 
-// chunkWriter appends chunks of records to the spill file.
+// chunkWriter appends chunks of records to the spill file. The parts of
+// the first pass append at once: a chunk is copied to a buffer under the
+// lock, and a full buffer is written at its offset (pwrite) once the lock
+// is let go, so that one part's write does not hold up the other's appends
+// (each 1 MiB write through a bufio.Writer held the lock: 50-260 ms of
+// waiting in the first pass over 10M rows).
 type chunkWriter struct {
-	f    *os.File
-	mu   sync.Mutex // partitions of parts of the rows write at once
-	w    *bufio.Writer
-	size int64
-	buf  []byte // for reading chunks back
+	f      *os.File
+	mu     sync.Mutex
+	pend   []byte // chunks not written yet: the file's bytes from at
+	at     int64
+	size   int64
+	spare  [][]byte       // buffers written, to fill again
+	writes sync.WaitGroup // writes of full buffers under way
+	err    error
+	buf    []byte // for reading chunks back
 }
+
+// chunkBufSize is the size of chunkWriter's buffers.
+const chunkBufSize = 1 << 20
 
 type chunk struct {
 	off int64
@@ -233,23 +244,65 @@ type chunk struct {
 
 func (c *chunkWriter) write(b []byte) (chunk, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, err := c.w.Write(b); err != nil {
-		return chunk{}, fmt.Errorf("write the sort's temporary file: %w", err)
+	if c.err != nil {
+		defer c.mu.Unlock()
+		return chunk{}, c.err
 	}
 	ch := chunk{c.size, len(b)}
 	c.size += int64(len(b))
+	var full []byte
+	var fullAt int64
+	if len(c.pend) > 0 && len(c.pend)+len(b) > chunkBufSize {
+		full, fullAt = c.pend, c.at
+		c.pend = c.takeSpare()
+		c.writes.Add(1)
+	}
+	if len(c.pend) == 0 {
+		c.at = ch.off
+	}
+	c.pend = append(c.pend, b...)
+	c.mu.Unlock()
+	if full != nil {
+		c.writeFull(full, fullAt)
+	}
 	return ch, nil
 }
 
-// flush writes the buffered chunks to the file.
-func (c *chunkWriter) flush() error {
+// takeSpare returns an empty buffer (c.mu held).
+func (c *chunkWriter) takeSpare() []byte {
+	if n := len(c.spare); n > 0 {
+		b := c.spare[n-1]
+		c.spare = c.spare[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, chunkBufSize)
+}
+
+// writeFull writes buffer b at offset at, outside the lock.
+func (c *chunkWriter) writeFull(b []byte, at int64) {
+	defer c.writes.Done()
+	_, err := c.f.WriteAt(b, at)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.w.Flush(); err != nil {
-		return fmt.Errorf("write the sort's temporary file: %w", err)
+	if err != nil && c.err == nil {
+		c.err = fmt.Errorf("write the sort's temporary file: %w", err)
 	}
-	return nil
+	c.spare = append(c.spare, b)
+}
+
+// flush writes the buffered chunks to the file, once the writes under way
+// are done (no chunk is written meanwhile).
+func (c *chunkWriter) flush() error {
+	c.writes.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil && len(c.pend) > 0 {
+		if _, err := c.f.WriteAt(c.pend, c.at); err != nil {
+			c.err = fmt.Errorf("write the sort's temporary file: %w", err)
+		}
+		c.pend = c.pend[:0]
+	}
+	return c.err
 }
 
 // read returns the bytes of ch (valid until the next read).

@@ -254,3 +254,30 @@ func TestColWriterWriteError(t *testing.T) {
 		t.Error("a write still under way after finish")
 	}
 }
+
+// A chunk write that fails, whether of a full buffer (outside the lock)
+// or at flush, is the error of the writes and flushes after it.
+func TestChunkWriterWriteError(t *testing.T) {
+	for _, n := range []int{10, 3 * chunkBufSize / 1000} { // flushed only; full buffers too
+		f, err := os.Open(t.TempDir()) // a directory: writes fail
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &chunkWriter{f: f}
+		var werr error
+		for i := 0; i < n && werr == nil; i++ {
+			_, werr = c.write(make([]byte, 1000))
+			if i == chunkBufSize/1000+1 {
+				c.writes.Wait() // the first full buffer's write is done
+			}
+		}
+		if n > 10 && werr == nil {
+			t.Errorf("%d chunks: the writes after a full buffer's failed write succeeded", n)
+		}
+		ferr := c.flush()
+		f.Close()
+		if ferr == nil || !strings.Contains(ferr.Error(), "write the sort's temporary file") {
+			t.Fatalf("%d chunks: flush: %v, want the write's error", n, ferr)
+		}
+	}
+}
