@@ -827,12 +827,17 @@ type colBuf struct {
 	vals  []byte
 }
 
-// add appends r.
-func (c *colBuf) add(r Row) {
+// start gives an empty c the first offsets of its columns.
+func (c *colBuf) start() {
 	if len(c.koffs) == 0 {
 		c.koffs = append(c.koffs, 0)
 		c.voffs = append(c.voffs, 0)
 	}
+}
+
+// add appends r.
+func (c *colBuf) add(r Row) {
+	c.start()
 	c.ops = append(Grow(c.ops, 1), r.Op)
 	c.keys = append(Grow(c.keys, len(r.Key)), r.Key...)
 	c.koffs = append(Grow(c.koffs, 1), int32(len(c.keys)))
@@ -843,10 +848,7 @@ func (c *colBuf) add(r Row) {
 // appendAll appends the rows of d, whose columns are not too long to
 // join c's.
 func (c *colBuf) appendAll(d *colBuf) {
-	if len(c.koffs) == 0 {
-		c.koffs = append(c.koffs, 0)
-		c.voffs = append(c.voffs, 0)
-	}
+	c.start()
 	c.ops = append(Grow(c.ops, len(d.ops)), d.ops...)
 	for _, o := range [2]struct {
 		offs *[]int32
@@ -868,8 +870,9 @@ func (c *colBuf) row(i int) Row {
 	return Row{Op: c.ops[i], Key: c.keys[c.koffs[i]:c.koffs[i+1]], Value: c.vals[c.voffs[i]:c.voffs[i+1]]}
 }
 
-// size is the bytes of the columns, as colWriter counts them.
-func (c *colBuf) size() int { return len(c.keys) + len(c.vals) + 16*len(c.ops) }
+// bytes is the size of the columns, as colWriter counts it against its
+// limit.
+func (c *colBuf) bytes() int { return len(c.keys) + len(c.vals) + 16*len(c.ops) }
 
 // reset empties c, keeping its memory.
 func (c *colBuf) reset() {
@@ -887,11 +890,17 @@ func (w *colWriter) add(r Row) {
 	if w.err != nil {
 		return
 	}
-	if len(w.ops) > 0 && (w.colBuf.size() >= w.limit ||
-		int64(len(w.keys)+len(r.Key)) > maxColumnBytes || int64(len(w.vals)+len(r.Value)) > maxColumnBytes) {
+	w.flushFor(len(r.Key), len(r.Value))
+	w.colBuf.add(r)
+}
+
+// flushFor flushes the rows buffered when they fill a batch, or when keys
+// and values of klen and vlen bytes more would pass the column limit.
+func (w *colWriter) flushFor(klen, vlen int) {
+	if len(w.ops) > 0 && (w.colBuf.bytes() >= w.limit ||
+		int64(len(w.keys)+klen) > maxColumnBytes || int64(len(w.vals)+vlen) > maxColumnBytes) {
 		w.flush()
 	}
-	w.colBuf.add(r)
 }
 
 // addAll appends the rows of c, at once when their columns fit in a batch.
@@ -905,10 +914,7 @@ func (w *colWriter) addAll(c *colBuf) {
 		}
 		return
 	}
-	if len(w.ops) > 0 && (w.colBuf.size() >= w.limit ||
-		int64(len(w.keys)+len(c.keys)) > maxColumnBytes || int64(len(w.vals)+len(c.vals)) > maxColumnBytes) {
-		w.flush()
-	}
+	w.flushFor(len(c.keys), len(c.vals))
 	w.colBuf.appendAll(c)
 }
 

@@ -40,14 +40,20 @@ func (p *purgeProbe) MayMatchColumn(keys []byte, offs []int32, skip int32, fn fu
 		return
 	}
 	for t := 0; t+1 < len(offs); t++ {
-		k := keys[offs[t]+skip : offs[t+1]]
-		for _, l := range p.lists {
-			if l.MayMatch(k) {
-				fn(t)
-				break
-			}
+		if p.mayMatch(keys[offs[t]+skip : offs[t+1]]) {
+			fn(t)
 		}
 	}
+}
+
+// mayMatch reports whether any of the lists may hold userKey.
+func (p *purgeProbe) mayMatch(userKey []byte) bool {
+	for _, l := range p.lists {
+		if l.MayMatch(userKey) {
+			return true
+		}
+	}
+	return false
 }
 
 // covers reports whether the probe asks every purge list of the steps.

@@ -443,12 +443,12 @@ func (w *worker) wholeRun(i, n int, first, last savepoint.Row, inc bool, p *pref
 // runOfOne is run for row i alone (r its operator and key, p its plan),
 // without looking at the rows after it.
 func (w *worker) runOfOne(i int, r savepoint.Row, p *prefixPlan) (int, error) {
-	if p.purges != nil && !mayBeListed(p, r.Key) {
-		// It passes every step untouched, as purgeRun would find; in
-		// clink's hash-map order, where each row is a run of its own,
-		// without purgeRun's copies of its key and scan of its run (the
-		// purge of 100,000 keys from 10M rows: 1.40 -> s of its
-		// processing).
+	if probe := (purgeProbe{lists: p.purges}); p.purges != nil && !probe.mayMatch(r.Key[len(p.prefix):]) {
+		// No purge list may hold its user key: it passes every step
+		// untouched, as purgeRun would find; in clink's hash-map order,
+		// where each row is a run of its own, without purgeRun's copies of
+		// its key and scan of its run (the purge of 100,000 keys from 10M
+		// rows: 1.40 -> 0.97 s of its processing).
 		w.wholeRun(i, 1, r, r, true, p)
 		return 1, nil
 	}
@@ -457,18 +457,6 @@ func (w *worker) runOfOne(i int, r savepoint.Row, p *prefixPlan) (int, error) {
 	}
 	w.wholeRun(i, 1, r, r, true, p)
 	return 1, nil
-}
-
-// mayBeListed reports whether a purge list of plan p (p.purges) may hold
-// the user key of key, a row of p's prefix.
-func mayBeListed(p *prefixPlan, key []byte) bool {
-	user := key[len(p.prefix):]
-	for _, l := range p.purges {
-		if l.MayMatch(user) {
-			return true
-		}
-	}
-	return false
 }
 
 // counts returns the worker's counts before and after of the operator and
