@@ -3,8 +3,6 @@ package savepoint
 import (
 	"sort"
 	"sync/atomic"
-
-	"github.com/sptool/sptool/internal/prefault"
 )
 
 // KeyProbe picks out, from a column of keyed rows' keys, the rows whose
@@ -155,9 +153,9 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 			}
 			p.rel = rel
 			// Room for every row of the segment to be a hit, and its key.
-			p.hits.rows = reserve(p.hits.rows, k)
-			p.hits.ends = reserve(p.hits.ends, k)
-			p.hits.keys = reserve(p.hits.keys, int(rel[k]-rel[0]))
+			p.hits.rows = Grow(p.hits.rows, k)
+			p.hits.ends = Grow(p.hits.ends, k)
+			p.hits.keys = Grow(p.hits.keys, int(rel[k]-rel[0]))
 			row := first + j
 			p.probe.MayMatchColumn(keys, rel, int32(run.plen), func(t int) {
 				p.hits.rows = append(p.hits.rows, row+t)
@@ -171,19 +169,6 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 		}
 		j += k
 	}
-}
-
-// reserve returns s with room for n more elements: grown twofold at
-// least, its new memory mapped in at once (see prefault.Slice), since the
-// pass at open that fills it is short of nothing so much as page faults.
-func reserve[T any](s []T, n int) []T {
-	if len(s)+n <= cap(s) {
-		return s
-	}
-	t := make([]T, len(s), max(2*cap(s), len(s)+n, 4096))
-	prefault.Slice(t)
-	copy(t, s)
-	return t
 }
 
 // stop ends the range's probing, its hits dropped.
