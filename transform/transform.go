@@ -438,6 +438,18 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 			ones := 0 // runs of one row in a row, this block
 			i := c
 			for i < end {
+				if ones >= onesAlone && runs == nil && !w.rr.sorted {
+					// clink's hash-map order: the rows that pass or
+					// drop whole, without the run machinery.
+					at := i
+					var err error
+					if i, err = w.alone(i, end); err != nil {
+						return err
+					}
+					if i > at {
+						continue
+					}
+				}
 				if !rowByRow {
 					// Operator and key only: from the input's index of
 					// prefix runs, or read with pread from a mapped file
@@ -611,9 +623,15 @@ func (w *worker) keepRun(i, n int, first, last savepoint.Row, inc bool) {
 // after the output so far (empty: none).
 func (w *worker) track(empty bool, first, last savepoint.Row, inc bool) {
 	rr := w.rr
+	if !rr.sorted {
+		// The range is out of order for good: its first and last rows no
+		// longer matter (see mergeRanges), and in clink's hash-map order
+		// copying each row's key as the last cost a copy a row.
+		return
+	}
 	if empty {
 		rr.first = savepoint.Row{Op: first.Op, Key: bytes.Clone(first.Key)}
-	} else if rr.sorted && first.Compare(rr.last) <= 0 {
+	} else if first.Compare(rr.last) <= 0 {
 		rr.sorted = false
 	}
 	rr.sorted = rr.sorted && inc
