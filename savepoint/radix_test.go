@@ -1,6 +1,7 @@
 package savepoint
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -102,5 +103,28 @@ func TestSortScratchReuse(t *testing.T) {
 		if !slices.Equal(tie, wantTie) {
 			t.Fatalf("sort %d (%d rows): ties %v through the scratch, want %v", trial, n, tie, wantTie)
 		}
+	}
+}
+
+// BenchmarkRadixSortEnts sorts a bucket of the external sort: 16K keyed
+// rows of one key group, four slots, random 8-byte keys.
+func BenchmarkRadixSortEnts(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	slots := []string{"agg|", "count|", "window|", "timers|"}
+	const n = 16 << 10
+	keys := make([][]byte, n)
+	ents := make([]sortEnt, n)
+	for i := range keys {
+		k := append([]byte{5}, slots[r.IntN(len(slots))]...)
+		keys[i] = binary.BigEndian.AppendUint64(k, r.Uint64())
+		p0, p1 := keyPrefix(keys[i])
+		ents[i] = sortEnt{42, p0, p1, uint32(i)}
+	}
+	cmp := entCmp(func(i int) (uint64, []byte) { return 42, keys[i] })
+	work, scratch := make([]sortEnt, n), make([]sortEnt, n)
+	b.ResetTimer()
+	for range b.N {
+		copy(work, ents)
+		radixSortEnts(work, scratch, cmp)
 	}
 }
