@@ -673,9 +673,7 @@ func (s *spillSorter) sortBucket(b *bucket, set *sortSet) {
 	}
 	set.sorted.reset()
 	if set.gathered = len(set.buf) <= s.budget/gatherShare; set.gathered {
-		for _, pos := range set.order {
-			set.sorted.add(v.Row(int(pos)))
-		}
+		set.sorted.gather(v, set.order)
 	}
 }
 
@@ -863,6 +861,30 @@ func (c *colBuf) appendAll(d *colBuf) {
 	}
 	c.keys = append(Grow(c.keys, len(d.keys)), d.keys...)
 	c.vals = append(Grow(c.vals, len(d.vals)), d.vals...)
+}
+
+// gather appends the rows of v at positions order, in that order: the
+// columns grown once for all of them (at most v's bytes each), then each
+// row's key and value copied, without add's checks a row (a sorted
+// bucket's rows, 640 buckets of 14K rows for 10M rows).
+func (c *colBuf) gather(v recordView, order []uint32) {
+	c.start()
+	n := len(order)
+	at := len(c.ops)
+	c.ops = Grow(c.ops, n)[:at+n]
+	for j := range c.ops[at:] {
+		c.ops[at+j] = v.op
+	}
+	keys, vals := Grow(c.keys, len(v.buf)), Grow(c.vals, len(v.buf))
+	koffs, voffs := Grow(c.koffs, n), Grow(c.voffs, n)
+	for _, pos := range order {
+		b := v.at[3*pos : 3*pos+3 : 3*pos+3]
+		keys = append(keys, v.buf[b[0]:b[1]]...)
+		koffs = append(koffs, int32(len(keys)))
+		vals = append(vals, v.buf[b[1]:b[2]]...)
+		voffs = append(voffs, int32(len(vals)))
+	}
+	c.keys, c.vals, c.koffs, c.voffs = keys, vals, koffs, voffs
 }
 
 // row returns row i.
