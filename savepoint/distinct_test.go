@@ -32,6 +32,7 @@ func TestDistinctKeys(t *testing.T) {
 		return rs
 	}
 	weak := func(_ maphash.Seed, op uint64, key []byte) uint64 { return uint64(len(key)) } // every row of a length collides
+	coarse := func(seed maphash.Seed, op uint64, key []byte) uint64 { return rowHash(seed, op, key) >> 44 << 44 }
 	for _, tc := range []struct {
 		name     string
 		rows     []Row
@@ -49,6 +50,10 @@ func TestDistinctKeys(t *testing.T) {
 		{"the same key under two operators, hashes colliding", append(rows(300), Row{Op: 9, Key: rows(300)[5].Key}), weak, 1 << 30, true},
 		{"a key stored twice among colliding hashes", append(rows(300), rows(300)[0]), weak, 1 << 30, false},
 		{"too little memory to look", rows(1000), rowHash, 8*1000 - 1, false},
+		// 200,000 rows are hashed in parts: hashes of 20 bits collide
+		// within and across parts, and are checked against the keys.
+		{"distinct, hashes colliding across parts", rows(200000), coarse, 1 << 30, true},
+		{"a key stored twice far apart, hashes colliding across parts", append(rows(200000), rows(200000)[3]), coarse, 1 << 30, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func(h func(maphash.Seed, uint64, []byte) uint64) { distinctHash = h }(distinctHash)
