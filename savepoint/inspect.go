@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -280,6 +281,16 @@ func (c *inspCounts) add(k Kind, n int, keyBytes, valueBytes int64) {
 	c.valueBytes += valueBytes
 }
 
+// merge adds d's counts to c.
+func (c *inspCounts) merge(d inspCounts) {
+	c.rows += d.rows
+	c.keyed += d.keyed
+	c.operator += d.operator
+	c.raw += d.raw
+	c.keyBytes += d.keyBytes
+	c.valueBytes += d.valueBytes
+}
+
 type inspSlotKey struct {
 	has  bool
 	name string
@@ -293,6 +304,86 @@ type inspOp struct {
 	// (rows in clink's hash-map order change slot nearly every row).
 	slots    [2]map[string]*inspCounts
 	subtasks map[int]int
+}
+
+// tallyPartRows is the fewest rows a part of a file's rows in no order
+// that Summarize counts on a goroutine of its own (a variable so tests can
+// lower it).
+var tallyPartRows = 1 << 18
+
+// fileTally counts the rows of a file, or of a part of them: by kind and
+// bytes, by key group (keyed rows in its subtask's range), and by
+// operator and slot, on the counters of ops.
+type fileTally struct {
+	fc      inspCounts
+	pre     kgRuns
+	grouped bool // the key groups of the file's subtask are rng
+	rng     KeyGroupRange
+	ops     map[uint64]*inspOp
+	fileOps []*inspOp // the operators of ops with rows of the file counted here
+	// The counters of recent (op, slot) pairs are cached: rows come
+	// grouped by operator and slot, or (in clink's hash-map order) change
+	// pair nearly every row among a few, and a lookup by the slot's bytes
+	// costs a map lookup or two.
+	cache slotCache
+}
+
+func newFileTally(ops map[uint64]*inspOp) *fileTally {
+	return &fileTally{pre: kgRuns{complete: true}, ops: ops}
+}
+
+// add counts a group of n rows that share the operator, the kind and the
+// slot of r, their keys and values of kb and vb bytes.
+func (t *fileTally) add(r Row, n int, kb, vb int64) {
+	k := ParseKey(r.Key)
+	t.fc.add(k.Kind, n, kb, vb)
+	if t.pre.complete && k.Kind == KindKeyed {
+		if kg := int(r.Key[0]); !t.grouped || t.rng.Contains(kg) {
+			t.pre.counts[kg] += n
+		} else {
+			t.pre.complete = false
+		}
+	}
+	o, sc := t.cache.get(r.Op, k.HasSlot, k.Slot, func() (*inspOp, *inspCounts) {
+		o := t.op(r.Op)
+		return o, o.slot(k.HasSlot, k.Slot)
+	})
+	o.add(k.Kind, n, kb, vb)
+	o.fileRows += n
+	sc.add(k.Kind, n, kb, vb)
+}
+
+// op returns the counters of operator op, made if new, and notes it among
+// the file's operators.
+func (t *fileTally) op(op uint64) *inspOp {
+	o := t.ops[op]
+	if o == nil {
+		o = &inspOp{subtasks: map[int]int{}}
+		t.ops[op] = o
+	}
+	if o.fileRows == 0 {
+		t.fileOps = append(t.fileOps, o)
+	}
+	return o
+}
+
+// merge adds the counts of u, a part of the file's rows, to t.
+func (t *fileTally) merge(u *fileTally) {
+	t.fc.merge(u.fc)
+	t.pre.complete = t.pre.complete && u.pre.complete
+	for kg, n := range u.pre.counts {
+		t.pre.counts[kg] += n
+	}
+	for id, uo := range u.ops {
+		o := t.op(id)
+		o.inspCounts.merge(uo.inspCounts)
+		o.fileRows += uo.fileRows
+		for h, m := range uo.slots {
+			for name, c := range m {
+				o.slot(h == 1, []byte(name)).merge(*c)
+			}
+		}
+	}
 }
 
 // slotCache is a small direct-mapped cache of the counters of (op, slot)
@@ -371,6 +462,7 @@ func Summarize(sp *Savepoint) *Summary {
 	}
 
 	ops := map[uint64]*inspOp{}
+	var total inspCounts // of every file
 	type metaKV struct{ k, v string }
 	meta := map[metaKV][]string{}
 	var vmVariants []VersionMapVariant
@@ -430,70 +522,49 @@ func Summarize(sp *Savepoint) *Summary {
 			}
 		}
 
-		var fc inspCounts
 		// A file's key-group histogram is counted from the same runs when
 		// it holds no (op, key) twice (see keyGroupHistogram); out of range
 		// of its subtask, rows need the owner's file, and the histogram
 		// reads them again.
 		_, strict := snap.Order()
-		pre := &kgRuns{strict: strict, complete: true}
-		var rng KeyGroupRange
-		g, grouped := sp.GroupOf(f.Subtask)
-		grouped = grouped && sp.Kind != InputFile
-		if grouped {
-			rng = g.Range(f.Subtask)
+		ft := newFileTally(ops)
+		ft.pre.strict = strict
+		if g, grouped := sp.GroupOf(f.Subtask); grouped && sp.Kind != InputFile {
+			ft.grouped, ft.rng = true, g.Range(f.Subtask)
 		}
-		kgPre[f] = pre
-		// The counters of recent (op, slot) pairs are cached: rows come
-		// grouped by operator and slot, or (in clink's hash-map order)
-		// change pair nearly every row among a few, and a lookup by the
-		// slot's bytes costs a map lookup or two.
-		var cache slotCache
-		var fileOps []*inspOp // the operators of this file, whose rows it counts
-		// A group of rows shares the operator, the kind and the slot.
-		snap.eachRun(f.ReleasePages, func(_ int, r Row, n int, kb, vb int64) {
-			k := ParseKey(r.Key)
-			fc.add(k.Kind, n, kb, vb)
-			if pre.complete && k.Kind == KindKeyed {
-				if kg := int(r.Key[0]); !grouped || rng.Contains(kg) {
-					pre.counts[kg] += n
-				} else {
-					pre.complete = false
-				}
-			}
-			o, sc := cache.get(r.Op, k.HasSlot, k.Slot, func() (*inspOp, *inspCounts) {
-				o := ops[r.Op]
-				if o == nil {
-					o = &inspOp{subtasks: map[int]int{}}
-					ops[r.Op] = o
-				}
-				if o.fileRows == 0 {
-					fileOps = append(fileOps, o)
-				}
-				return o, o.slot(k.HasSlot, k.Slot)
+		kgPre[f] = &ft.pre
+		if n := snap.NumRows(); !strict && snap.Columnar() && n >= 2*tallyPartRows {
+			// Rows in no order come a group of one at a time: parts of
+			// them are counted at once, each on counters of its own.
+			parts := min(runtime.GOMAXPROCS(0), n/tallyPartRows)
+			tallies := make([]*fileTally, parts)
+			ForEach(parts, func(p int) {
+				pt := newFileTally(map[uint64]*inspOp{})
+				pt.grouped, pt.rng = ft.grouped, ft.rng
+				snap.eachRunIn(p*n/parts, (p+1)*n/parts, f.ReleasePages, func(_ int, r Row, n int, kb, vb int64) { pt.add(r, n, kb, vb) })
+				tallies[p] = pt
 			})
-			o.add(k.Kind, n, kb, vb)
-			o.fileRows += n
-			sc.add(k.Kind, n, kb, vb)
-		})
-		for _, o := range fileOps {
+			for _, pt := range tallies {
+				ft.merge(pt)
+			}
+		} else {
+			snap.eachRun(f.ReleasePages, func(_ int, r Row, n int, kb, vb int64) { ft.add(r, n, kb, vb) })
+		}
+		for _, o := range ft.fileOps {
 			o.subtasks[f.Subtask] += o.fileRows
 			o.fileRows = 0
 		}
+		fc := ft.fc
 		f.ReleasePages()
 		fs.Rows, fs.Keyed, fs.Operator, fs.Raw, fs.KeyBytes, fs.ValueBytes = fc.rows, fc.keyed, fc.operator, fc.raw, fc.keyBytes, fc.valueBytes
 		s.Files = append(s.Files, fs)
 
-		t := &s.Totals
-		t.Files++
-		t.Bytes += f.Size
-		t.Rows += fc.rows
-		t.Keyed += fc.keyed
-		t.Operator += fc.operator
-		t.Raw += fc.raw
-		t.KeyBytes += fc.keyBytes
-		t.ValueBytes += fc.valueBytes
+		s.Totals.Files++
+		s.Totals.Bytes += f.Size
+		total.merge(fc)
 	}
+	t := &s.Totals
+	t.Rows, t.Keyed, t.Operator, t.Raw, t.KeyBytes, t.ValueBytes = total.rows, total.keyed, total.operator, total.raw, total.keyBytes, total.valueBytes
 	if s.VersionMap.Entries == nil {
 		s.VersionMap.Entries = []VersionEntrySummary{}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -312,12 +313,28 @@ func TestSummarizeRunsAgreeWithRows(t *testing.T) {
 			// Runs read in blocks of this many rows (fewer when their
 			// keys pass the budget), reported in parts.
 			keyBlock, keyColumnsBytes = block, budget
-			testSummarizeRunsAgreeWithRows(t)
+			testSummarizeRunsAgreeWithRows(t, false)
 		}
 	}
 }
 
-func testSummarizeRunsAgreeWithRows(t *testing.T) {
+// Rows in no order (clink's hash-map order) are counted in parts on
+// goroutines of their own, each part on counters of its own, then added
+// up: the same summary as the file read row by row, for the file and the
+// tree whose subtask holds key groups it does not own (the parts' key-group
+// histograms are then incomplete, and another pass counts it).
+func TestSummarizePartsAgreeWithRows(t *testing.T) {
+	defer func(v int) { keyBlock = v }(keyBlock)
+	defer func(v int) { tallyPartRows = v }(tallyPartRows)
+	for _, part := range []int{1000, 2500} { // 9006 rows: 4 parts when 4 CPUs, 3
+		for _, block := range []int{4096, 5} {
+			tallyPartRows, keyBlock = part, block
+			testSummarizeRunsAgreeWithRows(t, true)
+		}
+	}
+}
+
+func testSummarizeRunsAgreeWithRows(t *testing.T, shuffled bool) {
 	var rows []Row
 	for op := uint64(1); op <= 3; op++ {
 		for i := 0; i < 3000; i++ {
@@ -326,9 +343,14 @@ func testSummarizeRunsAgreeWithRows(t *testing.T) {
 		}
 		rows = append(rows, Row{Op: op, Key: []byte("\xff__offset"), Value: []byte("12345678")}, Row{Op: op, Key: []byte("raw-key"), Value: nil})
 	}
+	if shuffled {
+		r := rand.New(rand.NewPCG(7, 11))
+		r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	}
+	write := SnapshotOptions{AsIs: shuffled}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "one.snap")
-	if _, err := WriteSnapshotFile(file, nil, rows, SnapshotOptions{}); err != nil {
+	if _, err := WriteSnapshotFile(file, nil, rows, write); err != nil {
 		t.Fatal(err)
 	}
 	// A tree of two subtasks whose first file holds every row: the key
@@ -345,7 +367,10 @@ func testSummarizeRunsAgreeWithRows(t *testing.T) {
 		}
 	}
 	for s, rs := range [][]Row{rows, second} {
-		if _, err := tw.WriteSubtask(s, nil, rs, CompressNone); err != nil {
+		if !shuffled {
+			rs = Logical(rs)
+		}
+		if _, err := tw.WriteSubtaskWith(s, nil, RowSlice(rs), write); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -359,8 +384,8 @@ func testSummarizeRunsAgreeWithRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sorted, strict := sp.Files[0].Snapshot.Order(); !sorted || !strict {
-				t.Fatal("the file is not strictly sorted")
+			if sorted, strict := sp.Files[0].Snapshot.Order(); sorted == shuffled || strict == shuffled {
+				t.Fatalf("the file is sorted %v, strictly %v; want %v", sorted, strict, !shuffled)
 			}
 			sum := Summarize(sp)
 			// The histogram counted from the summary's runs is the one a

@@ -99,10 +99,12 @@ func (s *Snapshot) rangeOrder(lo, hi int) (sorted, strict bool) {
 }
 
 // eachRun calls fn for the rows of s in stream order, a group at a time:
-// when the rows are strictly increasing and read in place, a group is a run
-// of rows of one operator whose keys share the prefix up to the slot
-// separator (so one kind and one slot), its end found by binary search;
-// otherwise, and for keys without a separator, a group is one row. fn gets
+// a group is a run of consecutive rows of one operator whose keys share
+// the prefix up to the slot separator (so one kind and one slot), its end
+// found by binary search when the rows are strictly increasing, by a scan
+// otherwise (in clink's hash-map order nearly every group is one row); a
+// key without a separator, and every row of a snapshot not read in place,
+// is a group of its own. fn gets
 // the stream index and the first row of the group, its row count and the
 // sums of its key and value lengths. release is called now and then.
 //
@@ -112,7 +114,7 @@ func (s *Snapshot) rangeOrder(lo, hi int) (sorted, strict bool) {
 // in parts. The first row of a run has its operator and key only, the key
 // valid only during the call.
 func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyBytes, valueBytes int64)) {
-	if _, strict := s.Order(); !strict || !s.Columnar() {
+	if !s.Columnar() {
 		s.EachRow(func(i int, r Row) bool {
 			if i&releaseEvery == 0 {
 				release()
@@ -122,46 +124,75 @@ func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyB
 		})
 		return
 	}
-	kc := KeyColumns{values: true}
-	next := 0
-	// group reports rows [x, to) of batch b, the first of which is row i,
-	// a group at a time, reading their keys.
-	group := func(b *Batch, x, to, i int) {
-		for x < to {
-			if i >= next {
-				release()
-				next = i + releaseEvery + 1
-			}
-			if !kc.Holds(b, x) {
-				kc.LoadOrMap(b, x, min(b.Len(), x+keyBlock))
-			}
-			// A run that goes on past the block is reported in parts.
-			end := kc.PrefixRunEnd(x, min(to, kc.Hi), true)
-			fn(i, Row{Op: kc.Ops[x-kc.Lo], Key: kc.Key(x)}, end-x, int64(kc.Offs[end-kc.Lo]-kc.Offs[x-kc.Lo]), kc.ValueBytes(x, end))
-			i += end - x
-			x = end
-		}
-	}
-	if runs := s.Runs(); runs != nil {
-		// The runs found at open: only the rows of runs without a slot
-		// (a group each) are read.
-		c := s.NewCursor()
-		for k := range runs.Len() {
-			r := runs.Run(k)
-			if r.Slotted {
-				fn(r.Start, Row{Op: r.Op, Key: r.First}, r.End-r.Start, r.KeyBytes, r.ValueBytes)
-				continue
-			}
-			b, x, _ := c.Locate(r.Start)
-			group(b, x, x+r.End-r.Start, r.Start)
-		}
+	runs := s.Runs()
+	if runs == nil {
+		s.eachRunIn(0, s.NumRows(), release, fn)
 		return
 	}
-	i := 0
+	// The runs found at open: only the rows of runs without a slot (a
+	// group each) are read.
+	w := s.newRunWalk(release, fn)
+	c := s.NewCursor()
+	for k := range runs.Len() {
+		r := runs.Run(k)
+		if r.Slotted {
+			fn(r.Start, Row{Op: r.Op, Key: r.First}, r.End-r.Start, r.KeyBytes, r.ValueBytes)
+			continue
+		}
+		b, x, _ := c.Locate(r.Start)
+		w.group(b, x, x+r.End-r.Start, r.Start)
+	}
+}
+
+// eachRunIn is eachRun over rows [lo, hi) of a columnar snapshot, its
+// groups found in the keys read in blocks (not in the runs found at open).
+// Calls over disjoint ranges may run at once.
+func (s *Snapshot) eachRunIn(lo, hi int, release func(), fn func(i int, first Row, n int, keyBytes, valueBytes int64)) {
+	w := s.newRunWalk(release, fn)
+	w.next = lo
+	start := 0 // the stream index of batch bi's first row
 	for bi := range s.Batches {
 		b := &s.Batches[bi]
-		group(b, 0, b.Len(), i)
-		i += b.Len()
+		if from, to := max(lo-start, 0), min(hi-start, b.Len()); from < to {
+			w.group(b, from, to, start+from)
+		}
+		if start += b.Len(); start >= hi {
+			return
+		}
+	}
+}
+
+// runWalk is eachRun's reading of groups of rows from their keys.
+type runWalk struct {
+	kc      KeyColumns
+	next    int  // the row at which release is called next
+	sorted  bool // the rows are strictly increasing: runs end where a binary search says
+	release func()
+	fn      func(i int, first Row, n int, keyBytes, valueBytes int64)
+}
+
+func (s *Snapshot) newRunWalk(release func(), fn func(i int, first Row, n int, keyBytes, valueBytes int64)) *runWalk {
+	_, strict := s.Order()
+	return &runWalk{kc: KeyColumns{values: true}, sorted: strict, release: release, fn: fn}
+}
+
+// group reports rows [x, to) of batch b, the first of which is row i, a
+// group at a time, reading their keys.
+func (w *runWalk) group(b *Batch, x, to, i int) {
+	kc := &w.kc
+	for x < to {
+		if i >= w.next {
+			w.release()
+			w.next = i + releaseEvery + 1
+		}
+		if !kc.Holds(b, x) {
+			kc.LoadOrMap(b, x, min(b.Len(), x+keyBlock))
+		}
+		// A run that goes on past the block is reported in parts.
+		end := kc.PrefixRunEnd(x, min(to, kc.Hi), w.sorted)
+		w.fn(i, Row{Op: kc.Ops[x-kc.Lo], Key: kc.Key(x)}, end-x, int64(kc.Offs[end-kc.Lo]-kc.Offs[x-kc.Lo]), kc.ValueBytes(x, end))
+		i += end - x
+		x = end
 	}
 }
 
