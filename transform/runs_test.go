@@ -508,3 +508,54 @@ func applyOnce(t *testing.T, in string, columnar bool, probe savepoint.KeyProbe,
 	}
 	return mustRead(t, out), js
 }
+
+// Operators and slots whose entries of the plan table collide each keep an
+// entry of their own, up to slotProbes of them; one more takes the first
+// entry, emptied. Slot parts that differ in their first 8 bytes, and parts
+// that differ only after them.
+func TestPlanCacheEntries(t *testing.T) {
+	for _, format := range []string{"s%d|", "a_long_slot_%d|"} {
+		testPlanCacheEntries(t, format)
+	}
+}
+
+func testPlanCacheEntries(t *testing.T, format string) {
+	const op = 42
+	type pair struct {
+		w0, w1 uint64
+		slen   int
+	}
+	var colliding []pair
+	want := -1
+	for i := 0; len(colliding) < slotProbes+1; i++ {
+		part := []byte(fmt.Sprintf(format, i))
+		w0, w1 := savepoint.PrefixWords(part)
+		h := planSlot(op, w0, w1, len(part))
+		if want < 0 {
+			want = h
+		}
+		if h == want {
+			colliding = append(colliding, pair{w0, w1, len(part)})
+		}
+	}
+	var c planCache
+	var entries []*slotPlans
+	for k, p := range colliding[:slotProbes] {
+		e := c.entry(op, p.w0, p.w1, p.slen)
+		if slices.Contains(entries, e) {
+			t.Fatalf("%s: pair %d took the entry of another", format, k)
+		}
+		e.plans[3] = &prefixPlan{kg: k}
+		entries = append(entries, e)
+	}
+	for k, p := range colliding[:slotProbes] {
+		if e := c.entry(op, p.w0, p.w1, p.slen); e != entries[k] || e.plans[3] == nil || e.plans[3].kg != k {
+			t.Fatalf("%s: pair %d: its entry or plans were lost", format, k)
+		}
+	}
+	last := colliding[slotProbes]
+	e := c.entry(op, last.w0, last.w1, last.slen)
+	if e != entries[0] || e.plans[3] != nil || e.w0 != last.w0 || e.w1 != last.w1 || e.slen != last.slen {
+		t.Fatalf("%s: one pair more: entry %p (first %p), plans kept %v", format, e, entries[0], e.plans[3] != nil)
+	}
+}
