@@ -435,10 +435,11 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 				f.ReleasePages() // what was read stays cached but leaves the resident set
 				release = c + releaseRows + 1
 			}
-			ones := 0 // runs of one row in a row, this block
+			ones := 0    // runs of one row in a row, this block
+			aloneAt := c // where alone may be asked next
 			i := c
 			for i < end {
-				if ones >= onesAlone && runs == nil && !w.rr.sorted {
+				if ones >= onesAlone && runs == nil && !w.rr.sorted && i >= aloneAt {
 					// clink's hash-map order: the rows that pass or
 					// drop whole, without the run machinery.
 					at := i
@@ -449,6 +450,10 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 					if i > at {
 						continue
 					}
+					// A row it could not take has read, parsed and
+					// planned it for nothing; so will the rows after it
+					// when a step must see each of them.
+					aloneAt = i + aloneBackoff
 				}
 				if !rowByRow {
 					// Operator and key only: from the input's index of
@@ -559,6 +564,12 @@ func (w *worker) runAt(runs *savepoint.PrefixRuns, i int) (savepoint.Row, error)
 	}
 	return w.scanRow(i)
 }
+
+// aloneBackoff is how many rows processRange takes the general way after
+// a row worker.alone could not take, before it asks alone again: with a
+// step that must see every row (a filter on the key, say), asking at each
+// row read each row twice (8% more CPU for such a filter over 10M rows).
+const aloneBackoff = 64
 
 // onesAlone is how many runs of one row in a row make processRange take
 // each row as a run of its own without looking for the rest of its run, to
