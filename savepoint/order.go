@@ -104,9 +104,9 @@ func (s *Snapshot) rangeOrder(lo, hi int) (sorted, strict bool) {
 // found by binary search when the rows are strictly increasing, by a scan
 // otherwise (in clink's hash-map order nearly every group is one row); a
 // key without a separator, and every row of a snapshot not read in place,
-// is a group of its own. fn gets
-// the stream index and the first row of the group, its row count and the
-// sums of its key and value lengths. release is called now and then.
+// is a group of its own. fn gets the stream index and the first row of the
+// group, its row count and the sums of its key and value lengths. release
+// is called now and then.
 //
 // The runs are those found at open (Snapshot.Runs), when it found them.
 // Otherwise they are found in the keys of blocks of keyBlock rows read
