@@ -243,9 +243,9 @@ func Compare(a, b *savepoint.Savepoint, opts Options) *Result {
 	defer doneA()
 	vb, droppedB, doneB := inOrder(b, "B")
 	defer doneB()
-	nextA, stopA := iter.Pull(va.UnionSeq(&sa))
+	nextA, stopA := pullBatched(va.UnionSeq(&sa))
 	defer stopA()
-	nextB, stopB := iter.Pull(vb.UnionSeq(&sb))
+	nextB, stopB := pullBatched(vb.UnionSeq(&sb))
 	defer stopB()
 	ra, okA := nextA()
 	rb, okB := nextB()
@@ -293,6 +293,48 @@ func Compare(a, b *savepoint.Savepoint, opts Options) *Result {
 	}
 	res.Identical = !res.Summary.Differs() && res.Summary.VersionChanges == 0 && res.Summary.MetadataChanges == 0
 	return res
+}
+
+// pullBatch is how many rows pullBatched takes from its sequence at a
+// time.
+const pullBatch = 512
+
+// pullBatched is iter.Pull for a sequence of rows, which it takes
+// pullBatch rows at a time: each switch between the sequence and its
+// caller costs about as much as a row's comparison (iter.Pull's switches
+// were 11% of the CPU of a diff of two 10M-row savepoints). The rows'
+// bytes are the savepoints' (their columns or memory maps), not a buffer
+// of the sequence's, so a row stays valid after the next.
+func pullBatched(seq iter.Seq[savepoint.UnionRow]) (next func() (savepoint.UnionRow, bool), stop func()) {
+	batches := func(yield func([]savepoint.UnionRow) bool) {
+		buf := make([]savepoint.UnionRow, 0, pullBatch)
+		for r := range seq {
+			if buf = append(buf, r); len(buf) == pullBatch {
+				if !yield(buf) {
+					return
+				}
+				buf = buf[:0]
+			}
+		}
+		if len(buf) > 0 {
+			yield(buf)
+		}
+	}
+	nextBatch, stop := iter.Pull(batches)
+	var held []savepoint.UnionRow
+	next = func() (savepoint.UnionRow, bool) {
+		if len(held) == 0 {
+			b, ok := nextBatch()
+			if !ok {
+				return savepoint.UnionRow{}, false
+			}
+			held = b
+		}
+		r := held[0]
+		held = held[1:]
+		return r, true
+	}
+	return next, stop
 }
 
 func side(sp *savepoint.Savepoint, st savepoint.UnionStats) Side {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -359,5 +360,41 @@ func TestDiffThroughSortedCopies(t *testing.T) {
 		if s := inPlace.A; s.StoredRows == s.Rows+s.StaleCopies+s.Lost || s.StaleCopies+s.Lost == 0 || inPlace.Summary.Changed == 0 {
 			t.Fatalf("seed %d: no duplicates within files, no stale or lost copies, or no change: the test covers nothing (%+v)", seed, s)
 		}
+	}
+}
+
+// pullBatched hands out every row of its sequence in order, whatever the
+// count against its batch, and stopping it early stops the sequence.
+func TestPullBatched(t *testing.T) {
+	seq := func(n int, made *int) iter.Seq[savepoint.UnionRow] {
+		return func(yield func(savepoint.UnionRow) bool) {
+			for i := range n {
+				*made = i + 1
+				if !yield(savepoint.UnionRow{Row: savepoint.Row{Op: uint64(i)}, Subtask: i % 3}) {
+					return
+				}
+			}
+		}
+	}
+	for _, n := range []int{0, 1, pullBatch - 1, pullBatch, pullBatch + 1, 3*pullBatch + 7} {
+		var made int
+		next, stop := pullBatched(seq(n, &made))
+		for i := range n {
+			r, ok := next()
+			if !ok || r.Row.Op != uint64(i) || r.Subtask != i%3 {
+				t.Fatalf("%d rows: row %d is %+v, %v", n, i, r, ok)
+			}
+		}
+		if r, ok := next(); ok {
+			t.Fatalf("%d rows: a row more: %+v", n, r)
+		}
+		stop()
+	}
+	var made int
+	next, stop := pullBatched(seq(10*pullBatch, &made))
+	next()
+	stop()
+	if made > pullBatch+1 {
+		t.Errorf("stopped after one row, the sequence made %d", made)
 	}
 }
