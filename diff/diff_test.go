@@ -363,9 +363,9 @@ func TestDiffThroughSortedCopies(t *testing.T) {
 	}
 }
 
-// pullBatched hands out every row of its sequence in order, whatever the
+// pullAhead hands out every row of its sequence in order, whatever the
 // count against its batch, and stopping it early stops the sequence.
-func TestPullBatched(t *testing.T) {
+func TestPullAhead(t *testing.T) {
 	seq := func(n int, made *int) iter.Seq[savepoint.UnionRow] {
 		return func(yield func(savepoint.UnionRow) bool) {
 			for i := range n {
@@ -378,7 +378,8 @@ func TestPullBatched(t *testing.T) {
 	}
 	for _, n := range []int{0, 1, pullBatch - 1, pullBatch, pullBatch + 1, 3*pullBatch + 7} {
 		var made int
-		next, stop := pullBatched(seq(n, &made))
+		var faults savepoint.Faults
+		next, stop := pullAhead(seq(n, &made), &faults)
 		for i := range n {
 			r, ok := next()
 			if !ok || r.Row.Op != uint64(i) || r.Subtask != i%3 {
@@ -389,12 +390,51 @@ func TestPullBatched(t *testing.T) {
 			t.Fatalf("%d rows: a row more: %+v", n, r)
 		}
 		stop()
+		faults.Wait()
+		if made != n {
+			t.Fatalf("%d rows: the sequence made %d", n, made)
+		}
 	}
 	var made int
-	next, stop := pullBatched(seq(10*pullBatch, &made))
+	var faults savepoint.Faults
+	next, stop := pullAhead(seq(10*pullBatch, &made), &faults)
 	next()
 	stop()
-	if made > pullBatch+1 {
+	faults.Wait()
+	// Three buffers of rows and the one being made when stopped, at most.
+	if made > 3*pullBatch+1 {
 		t.Errorf("stopped after one row, the sequence made %d", made)
 	}
+}
+
+// A panic of pullAhead's sequence (a fault reading a mapped input cut short)
+// ends its rows, and Wait raises it in the caller.
+func TestPullAheadPanic(t *testing.T) {
+	seq := func(yield func(savepoint.UnionRow) bool) {
+		for i := range 3 * pullBatch {
+			if i == pullBatch+100 {
+				panic("input cut short")
+			}
+			if !yield(savepoint.UnionRow{Row: savepoint.Row{Op: uint64(i)}}) {
+				return
+			}
+		}
+	}
+	var faults savepoint.Faults
+	next, stop := pullAhead(seq, &faults)
+	n := 0
+	for _, ok := next(); ok; _, ok = next() {
+		n++
+	}
+	stop()
+	if n > pullBatch {
+		t.Errorf("%d rows handed over, from a sequence that failed at %d", n, pullBatch+100)
+	}
+	defer func() {
+		if p := recover(); p != "input cut short" {
+			t.Errorf("Wait raised %v", p)
+		}
+	}()
+	faults.Wait()
+	t.Error("Wait raised nothing")
 }
