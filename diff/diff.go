@@ -349,19 +349,14 @@ func pullAhead(seq iter.Seq[savepoint.UnionRow], faults *savepoint.Faults) (next
 		}
 	})
 	var held, cur []savepoint.UnionRow
-	done := false
 	next = func() (savepoint.UnionRow, bool) {
 		if len(held) == 0 {
 			if cur != nil {
 				free <- cur[:0]
 				cur = nil
 			}
-			if done {
-				return savepoint.UnionRow{}, false
-			}
-			b, ok := <-full
+			b, ok := <-full // closed: at the end, every time
 			if !ok {
-				done = true
 				return savepoint.UnionRow{}, false
 			}
 			cur, held = b, b
