@@ -66,7 +66,8 @@ FUZZ_TARGETS := \
 	./savepoint:FuzzParseVersionMap \
 	./savepoint:FuzzParseSidecar \
 	./savepoint/codec:FuzzCodecRoundTrip \
-	./rules:FuzzParse
+	./rules:FuzzParse \
+	./internal/rowtext:FuzzAppendJSONString
 
 fuzz:
 	@GO=$(GO) FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh $(FUZZ_TARGETS)

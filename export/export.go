@@ -103,7 +103,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -1071,61 +1070,6 @@ func record(op uint64, e *entry, d Decoded) Record {
 		}
 	}
 	return rec
-}
-
-type jsonlSink struct {
-	enc *json.Encoder
-	dec *decoder
-}
-
-func newJSONLSink(w io.Writer, dec *decoder) *jsonlSink {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return &jsonlSink{enc: enc, dec: dec}
-}
-
-func (s *jsonlSink) add(op uint64, e *entry) error {
-	return s.enc.Encode(record(op, e, s.dec.decode(op, e)))
-}
-
-func (s *jsonlSink) close(error) error { return nil }
-
-type csvSink struct {
-	w   *csv.Writer
-	dec *decoder
-	row []string
-}
-
-func newCSVSink(w io.Writer, dec *decoder) (*csvSink, error) {
-	s := &csvSink{w: csv.NewWriter(w), dec: dec, row: make([]string, len(CSVHeader))}
-	return s, s.w.Write(CSVHeader)
-}
-
-func (s *csvSink) add(op uint64, e *entry) error {
-	rec := record(op, e, s.dec.decode(op, e))
-	cell := func(v any) string {
-		t, _ := Text(v)
-		return t
-	}
-	s.row[0] = strconv.FormatUint(rec.Op, 10)
-	s.row[1] = rec.Kind
-	s.row[2] = strconv.Itoa(rec.KeyGroup)
-	s.row[3] = rec.Slot
-	s.row[4] = cell(rec.Key)
-	s.row[5] = cell(rec.Value)
-	s.row[6] = rec.KeyHex
-	s.row[7] = rec.ValueHex
-	s.row[8] = ""
-	if rec.ExpireAt != nil {
-		s.row[8] = strconv.FormatInt(*rec.ExpireAt, 10)
-	}
-	s.row[9] = strconv.Itoa(rec.Subtask)
-	return s.w.Write(s.row)
-}
-
-func (s *csvSink) close(error) error {
-	s.w.Flush()
-	return s.w.Error()
 }
 
 // ---------------------------------------------------------------- Parquet

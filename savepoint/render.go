@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"strconv"
-	"strings"
 )
 
 // RenderBytes renders b as clink's state tools do (render_bytes): bytes all in
@@ -12,28 +11,32 @@ import (
 // 8-byte input gets " (int64 N)" with its little-endian signed reading; input
 // longer than max (max > 0) is cut there with "... [N bytes]". Empty is "0x".
 func RenderBytes(b []byte, max int) string {
-	var sb strings.Builder
+	return string(AppendRenderBytes(nil, b, max))
+}
+
+// AppendRenderBytes appends RenderBytes(b, max) to dst.
+func AppendRenderBytes(dst, b []byte, max int) []byte {
 	shown := b
 	if max > 0 && len(b) > max {
 		shown = b[:max]
 	}
 	if len(b) > 0 && Printable(b) {
-		sb.WriteString(strconv.Quote(string(shown)))
+		dst = strconv.AppendQuote(dst, string(shown))
 	} else {
-		sb.WriteString("0x")
-		sb.WriteString(hex.EncodeToString(shown))
+		dst = append(dst, "0x"...)
+		dst = hex.AppendEncode(dst, shown)
 	}
 	if len(shown) < len(b) {
-		sb.WriteString("... [")
-		sb.WriteString(strconv.Itoa(len(b)))
-		sb.WriteString(" bytes]")
+		dst = append(dst, "... ["...)
+		dst = strconv.AppendInt(dst, int64(len(b)), 10)
+		dst = append(dst, " bytes]"...)
 	}
 	if len(b) == 8 {
-		sb.WriteString(" (int64 ")
-		sb.WriteString(strconv.FormatInt(int64(binary.LittleEndian.Uint64(b)), 10))
-		sb.WriteString(")")
+		dst = append(dst, " (int64 "...)
+		dst = strconv.AppendInt(dst, int64(binary.LittleEndian.Uint64(b)), 10)
+		dst = append(dst, ')')
 	}
-	return sb.String()
+	return dst
 }
 
 // Printable reports whether every byte of b is in 0x20..0x7E.

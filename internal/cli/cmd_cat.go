@@ -6,12 +6,12 @@ import (
 	"encoding/binary"
 	"encoding/csv"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 
+	"github.com/sptool/sptool/internal/rowtext"
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -91,10 +91,16 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		cw.Write([]string{"subtask", "op", "kind", "key_group", "slot", "key_hex", "value_hex", "key", "value", "value_int64"})
 		defer cw.Flush()
 	}
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
+	// JSON lines are built by appendCatJSON and written on a goroutine of
+	// their own while the next are built.
+	var lines *rowtext.LineWriter
+	if *format == "jsonl" {
+		lines = rowtext.NewLineWriter(s.Out)
+		defer lines.Close(true) // what was printed before a failure stays printed
+	}
 	printed := 0
 	lastHeader := ""
+	var scratch []byte
 	for _, f := range sp.Files {
 		cur := f.Snapshot.NewCursor()
 		order := savepoint.SortOrder(cur.Len(), func(i int) (uint64, []byte) { return cur.Op(i), cur.Key(i) })
@@ -120,22 +126,30 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 				}
 			}
 			if *limit > 0 && printed >= *limit {
-				return ExitOK
+				return catDone(s, c.name, lines)
 			}
 			printed++
-			cr := newCatRow(r, k, f.Subtask)
+			var dec *decode
 			if decoder != nil {
 				d, err := decoder(r, f.Subtask)
 				if err != nil {
 					return fail(s, c.name, fmt.Errorf("%s: %w", f.Rel, err))
 				}
-				cr.Decoded = d
+				dec = d
 			}
-			switch *format {
-			case "jsonl":
-				if err := enc.Encode(cr); err != nil {
+			if lines != nil {
+				var err error
+				if lines.Buf, scratch, err = appendCatJSON(lines.Buf, scratch, r, k, f.Subtask, dec); err != nil {
+					return fail(s, c.name, fmt.Errorf("%s: %w", f.Rel, err))
+				}
+				if err := lines.MaybeFlush(); err != nil {
 					return fail(s, c.name, err)
 				}
+				continue
+			}
+			cr := newCatRow(r, k, f.Subtask)
+			cr.Decoded = dec
+			switch *format {
 			case "csv":
 				vi := ""
 				if cr.ValueInt64 != nil {
@@ -159,7 +173,62 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 			}
 		}
 	}
+	return catDone(s, c.name, lines)
+}
+
+// catDone ends a cat that printed what it should: the JSON lines still
+// buffered are written, and a failed write is an error.
+func catDone(s *Streams, name string, lines *rowtext.LineWriter) int {
+	if lines != nil {
+		if err := lines.Close(true); err != nil {
+			return fail(s, name, err)
+		}
+	}
 	return ExitOK
+}
+
+// appendCatJSON appends to b the line encoding/json writes for the catRow
+// of r (HTML characters unescaped; TestAppendCatJSON compares them), and
+// returns it with scratch, a buffer it reuses.
+func appendCatJSON(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask int, dec *decode) ([]byte, []byte, error) {
+	start := len(b)
+	b = append(b, `{"subtask":`...)
+	b = strconv.AppendInt(b, int64(subtask), 10)
+	b = append(b, `,"op":`...)
+	b = strconv.AppendUint(b, r.Op, 10)
+	b = append(b, `,"kind":`...)
+	b = rowtext.AppendJSONString(b, k.Kind.String())
+	b = append(b, `,"key_group":`...)
+	b = strconv.AppendInt(b, int64(k.KeyGroup), 10)
+	b = append(b, `,"slot":`...)
+	if k.HasSlot {
+		b = rowtext.AppendJSONString(b, k.Slot)
+	} else {
+		b = rowtext.AppendJSONString(b, savepoint.RawSlot)
+	}
+	b = append(b, `,"key":`...)
+	scratch = savepoint.AppendRenderBytes(scratch[:0], k.UserKey, 0)
+	b = rowtext.AppendJSONString(b, scratch)
+	b = append(b, `,"key_hex":"`...)
+	b = hex.AppendEncode(b, r.Key)
+	b = append(b, `","value":`...)
+	scratch = savepoint.AppendRenderBytes(scratch[:0], r.Value, 0)
+	b = rowtext.AppendJSONString(b, scratch)
+	b = append(b, `,"value_hex":"`...)
+	b = hex.AppendEncode(b, r.Value)
+	b = append(b, '"')
+	if len(r.Value) == 8 {
+		b = append(b, `,"value_int64":`...)
+		b = strconv.AppendInt(b, int64(binary.LittleEndian.Uint64(r.Value)), 10)
+	}
+	if dec != nil {
+		var err error
+		b = append(b, `,"decoded":`...)
+		if b, err = rowtext.AppendJSONValue(b, dec); err != nil {
+			return b[:start], scratch, fmt.Errorf("op %d key %s: %w", r.Op, hex.EncodeToString(r.Key), err)
+		}
+	}
+	return append(b, "}\n"...), scratch, nil
 }
 
 func newCatRow(r savepoint.Row, k savepoint.Key, subtask int) catRow {

@@ -1,0 +1,132 @@
+package export
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// encodeRecord is the line encoding/json writes for a Record, as the JSON
+// Lines export wrote its rows before appendRecord.
+func encodeRecord(t testing.TB, r Record) string {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		t.Fatalf("encoding/json: %v", err)
+	}
+	return buf.String()
+}
+
+// randomRows returns n rows (operator, entry, decoding) whose keys,
+// values and decoded values hold every class of byte and value the JSON
+// and CSV writers tell apart: the slot separator, printable ASCII with
+// the characters JSON and CSV escape, controls, spaces, UTF-8 valid and
+// not, U+2028; keyed rows, 8-byte printable keys, keys of any bytes; and
+// decoded strings, numbers (NaN too), bytes, lists and maps.
+func randomRows(seed uint64, n int) []testRow {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	alphabet := []byte("a|Z ,\"\\<&>\x00\n\r\t\x1f\x7f\xc2\xa0\xc3\xa9\xe2\x80\xa8\xff")
+	randBytes := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		return b
+	}
+	decodedValues := []any{nil, "text", " lead", "a,b", "q\"q", "<&>\u2028", "\xff bad", int64(-3), uint64(1 << 63), 12,
+		2.5, 1e-9, math.NaN(), math.Inf(-1), true, []byte{0, 1}, []byte("print,able"),
+		[]any{int64(1), "x,y", []byte{9}}, map[string]any{"k": 1.5}}
+	rows := make([]testRow, n)
+	for i := range rows {
+		var key []byte
+		switch i % 4 {
+		case 0: // keyed: key group, slot, separator, user key
+			key = append(append(append([]byte{byte(r.IntN(128))}, randBytes(r.IntN(5))...), '|'), randBytes(r.IntN(10))...)
+		case 1: // a printable user key of 8 bytes, as most are
+			key = append([]byte{byte(r.IntN(128)), 'a', 'g', 'g', '|'}, "user-001"...)
+		default:
+			key = randBytes(r.IntN(8))
+		}
+		e := &entry{key: key, value: randBytes(r.IntN(10)), subtask: int32(r.IntN(5) - 1)}
+		e.sep = separator(e.key)
+		var d Decoded
+		if i%3 == 0 {
+			d = Decoded{Declared: true, KeyOK: r.IntN(4) > 0, ValueOK: r.IntN(4) > 0, HasExpireAt: r.IntN(2) == 0,
+				Key: decodedValues[r.IntN(len(decodedValues))], Value: decodedValues[r.IntN(len(decodedValues))],
+				ExpireAt: r.Int64() - r.Int64()}
+		}
+		rows[i] = testRow{op: r.Uint64() >> r.IntN(64), e: e, d: d}
+	}
+	return rows
+}
+
+type testRow struct {
+	op uint64
+	e  *entry
+	d  Decoded
+}
+
+func TestAppendRecordMatchesEncodingJSON(t *testing.T) {
+	for _, row := range randomRows(5, 5000) {
+		got, err := appendRecord([]byte("prev\n"), row.op, row.e, row.d)
+		if err != nil {
+			t.Fatalf("appendRecord(%q, %q, %+v): %v", row.e.key, row.e.value, row.d, err)
+		}
+		if want := "prev\n" + encodeRecord(t, record(row.op, row.e, row.d)); string(got) != want {
+			t.Fatalf("appendRecord(%q, %q, %+v) =\n%s\nwant\n%s", row.e.key, row.e.value, row.d, got, want)
+		}
+	}
+}
+
+// A value encoding/json refuses fails the row, and leaves the buffer as it
+// was.
+func TestAppendRecordRefusesUnencodable(t *testing.T) {
+	e := &entry{key: []byte("\x05agg|k"), value: []byte("v")}
+	e.sep = separator(e.key)
+	d := Decoded{Declared: true, KeyOK: true, Key: "k", ValueOK: true, Value: make(chan int)}
+	got, err := appendRecord([]byte("before"), 7, e, d)
+	var ute *json.UnsupportedTypeError
+	if !errors.As(err, &ute) || string(got) != "before" || !strings.Contains(err.Error(), "op 7 key 05616767") {
+		t.Fatalf("appendRecord = %q, %v; want \"before\" and an unsupported type error naming the row", got, err)
+	}
+}
+
+func TestAppendCSVRecordMatchesEncodingCSV(t *testing.T) {
+	for _, row := range randomRows(11, 5000) {
+		got := appendCSVRecord([]byte("prev\n"), row.op, row.e, row.d)
+		if want := "prev\n" + csvOfRecord(t, record(row.op, row.e, row.d)); string(got) != want {
+			t.Fatalf("appendCSVRecord(%q, %q, %+v) =\n%q\nwant\n%q", row.e.key, row.e.value, row.d, got, want)
+		}
+	}
+}
+
+// csvOfRecord is the line the CSV export wrote for a Record through
+// encoding/csv before appendCSVRecord.
+func csvOfRecord(t testing.TB, rec Record) string {
+	t.Helper()
+	cell := func(v any) string {
+		s, _ := Text(v)
+		return s
+	}
+	at := ""
+	if rec.ExpireAt != nil {
+		at = strconv.FormatInt(*rec.ExpireAt, 10)
+	}
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	w.Write([]string{strconv.FormatUint(rec.Op, 10), rec.Kind, strconv.Itoa(rec.KeyGroup), rec.Slot, cell(rec.Key),
+		cell(rec.Value), rec.KeyHex, rec.ValueHex, at, strconv.Itoa(rec.Subtask)})
+	w.Flush()
+	if err := w.Error(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}

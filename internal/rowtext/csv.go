@@ -1,0 +1,45 @@
+package rowtext
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// AppendCSVField appends field as encoding/csv's Writer (comma ',', lines
+// ended by "\n") writes it: as it is, or quoted, with its quotes doubled,
+// when it holds a comma, a quote, a carriage return or a line feed, starts
+// with a space (unicode.IsSpace), or is exactly \. (which PostgreSQL reads
+// as the end of its data).
+func AppendCSVField[S string | []byte](dst []byte, field S) []byte {
+	if !csvNeedsQuotes(field) {
+		return append(dst, field...)
+	}
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(field); i++ {
+		if field[i] == '"' {
+			dst = append(dst, field[start:i+1]...)
+			dst = append(dst, '"')
+			start = i + 1
+		}
+	}
+	dst = append(dst, field[start:]...)
+	return append(dst, '"')
+}
+
+func csvNeedsQuotes[S string | []byte](field S) bool {
+	if len(field) == 0 {
+		return false
+	}
+	if string(field) == `\.` {
+		return true
+	}
+	for i := 0; i < len(field); i++ {
+		switch field[i] {
+		case '\n', '\r', '"', ',':
+			return true
+		}
+	}
+	r, _ := utf8.DecodeRuneInString(string(field[:min(len(field), utf8.UTFMax)]))
+	return unicode.IsSpace(r)
+}

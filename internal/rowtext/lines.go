@@ -1,0 +1,81 @@
+package rowtext
+
+import "io"
+
+// LineWriterSize is the size of a LineWriter's buffers.
+const LineWriterSize = 1 << 20
+
+// LineWriter writes buffers of lines to w on a goroutine of its own, one
+// at a time, while the caller fills the other buffer: a JSON Lines export
+// of 10M rows writes 2.2 GB, and the writes (the kernel's copy into the
+// page cache) take about as long as building the lines.
+type LineWriter struct {
+	w io.Writer
+	// Buf is the buffer being filled: the caller appends lines to it and
+	// then calls MaybeFlush.
+	Buf []byte
+	// spare is the other buffer, free once the write in flight (writing,
+	// its error in writeErr) is waited for.
+	spare    []byte
+	writing  chan struct{}
+	writeErr error
+	err      error // the first write error seen by the caller
+}
+
+// NewLineWriter returns a LineWriter that writes to w.
+func NewLineWriter(w io.Writer) *LineWriter {
+	return &LineWriter{w: w, Buf: make([]byte, 0, LineWriterSize+LineWriterSize/8), spare: make([]byte, 0, LineWriterSize+LineWriterSize/8)}
+}
+
+// MaybeFlush hands the buffer to the writing goroutine once it holds
+// LineWriterSize bytes or more, and returns an error of an earlier write.
+func (l *LineWriter) MaybeFlush() error {
+	if len(l.Buf) < LineWriterSize {
+		return l.err
+	}
+	return l.flush()
+}
+
+// flush waits for the write in flight, then starts writing the buffer.
+func (l *LineWriter) flush() error {
+	if err := l.wait(); err != nil {
+		return err
+	}
+	if len(l.Buf) == 0 {
+		return nil
+	}
+	full := l.Buf
+	l.Buf, l.spare = l.spare[:0], nil
+	l.writing = make(chan struct{})
+	go func() {
+		defer close(l.writing)
+		_, l.writeErr = l.w.Write(full)
+		l.spare = full
+	}()
+	return nil
+}
+
+// wait waits for the write in flight, if any, and returns the first write
+// error.
+func (l *LineWriter) wait() error {
+	if l.writing != nil {
+		<-l.writing
+		l.writing = nil
+		if l.err == nil {
+			l.err = l.writeErr
+		}
+	}
+	return l.err
+}
+
+// Close writes what is buffered (unless write is false: the output
+// failed and is abandoned) and waits for every write; it returns the
+// first write error.
+func (l *LineWriter) Close(write bool) error {
+	if write {
+		if err := l.flush(); err != nil {
+			return err
+		}
+	}
+	return l.wait()
+}
