@@ -1419,7 +1419,7 @@ type canonBatch struct {
 	subs                      []int32
 	slotEnd, keyEnd, valEnd   []int32
 	slotData, keyData, valDat []byte
-	values                    []parquet.ByteArray // for write
+	values                    [][]parquet.ByteArray // for write, a scratch slice a column
 }
 
 func newCanonBatch(perFile bool) *canonBatch {
@@ -1480,24 +1480,55 @@ func (b *canonBatch) add(op uint64, e *entry) {
 
 // write writes the batch's columns into rg and starts a new batch.
 func (b *canonBatch) write(rg file.BufferedRowGroupWriter) error {
-	err := writeColumn[*file.Int64ColumnChunkWriter](rg, 0, b.ops, nil)
-	if err == nil {
-		err = writeColumn[*file.Int32ColumnChunkWriter](rg, 1, b.kgs, nil)
+	cols := 5
+	if b.perFile {
+		cols = 6
 	}
-	for i, c := range []struct {
+	binary := [3]struct {
 		data []byte
 		ends []int32
-	}{{b.slotData, b.slotEnd}, {b.keyData, b.keyEnd}, {b.valDat, b.valEnd}} {
-		if err == nil {
-			b.values = byteArrays(b.values, c.data, c.ends)
-			err = writeColumn[*file.ByteArrayColumnChunkWriter](rg, 2+i, b.values, nil)
+	}{{b.slotData, b.slotEnd}, {b.keyData, b.keyEnd}, {b.valDat, b.valEnd}}
+	err := encodeColumns(cols, &b.values, func(col int, values *[]parquet.ByteArray) error {
+		switch col {
+		case 0:
+			return writeColumn[*file.Int64ColumnChunkWriter](rg, 0, b.ops, nil)
+		case 1:
+			return writeColumn[*file.Int32ColumnChunkWriter](rg, 1, b.kgs, nil)
+		case 5:
+			return writeColumn[*file.Int32ColumnChunkWriter](rg, 5, b.subs, nil)
 		}
-	}
-	if err == nil && b.perFile {
-		err = writeColumn[*file.Int32ColumnChunkWriter](rg, 5, b.subs, nil)
-	}
+		c := binary[col-2]
+		*values = byteArrays(*values, c.data, c.ends)
+		return writeColumn[*file.ByteArrayColumnChunkWriter](rg, col, *values, nil)
+	})
 	b.reset()
 	return err
+}
+
+// encodeColumns calls write for each of a batch's cols columns, each on a
+// goroutine of its own, and returns the error of the first column that
+// failed. A column writer of a buffered row group keeps its pages to
+// itself until the row group ends, so columns encode (dictionaries,
+// statistics, compression) at once, and the file is the same whatever
+// their order: a Parquet export of 10M rows spent three quarters of its
+// time encoding, one column after another, while the rows of the next
+// batch waited. values holds a scratch slice per column for its write.
+func encodeColumns(cols int, values *[][]parquet.ByteArray, write func(col int, values *[]parquet.ByteArray) error) error {
+	if len(*values) < cols {
+		*values = make([][]parquet.ByteArray, cols)
+	}
+	errs := make([]error, cols)
+	var f savepoint.Faults
+	for col := range cols {
+		f.Go(func() { errs[col] = write(col, &(*values)[col]) })
+	}
+	f.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // optInt64 is an optional INT64 column of a batch: the non-null values and
@@ -1533,7 +1564,7 @@ type queryBatch struct {
 	eventTime, opID, keyGroup, keyInt, valueInt, expireAt optInt64
 	subtask                                               optInt64
 	slot, userKey, value, kind, key                       optString
-	values                                                []parquet.ByteArray // for write
+	values                                                [][]parquet.ByteArray // for write, a scratch slice a column
 }
 
 func newQueryBatch() *queryBatch { return &queryBatch{} }
@@ -1632,19 +1663,15 @@ var queryColumns = []struct {
 // write writes the batch's columns into rg and starts a new batch.
 func (q *queryBatch) write(rg file.BufferedRowGroupWriter) error {
 	ints, strs := q.ints(), q.strings()
-	var err error
-	for col, c := range queryColumns {
+	err := encodeColumns(len(queryColumns), &q.values, func(col int, values *[]parquet.ByteArray) error {
+		c := queryColumns[col]
 		if c.str {
 			s := strs[c.i]
-			q.values = byteArrays(q.values, s.data, s.ends)
-			err = writeColumn[*file.ByteArrayColumnChunkWriter](rg, col, q.values, s.def)
-		} else {
-			err = writeColumn[*file.Int64ColumnChunkWriter](rg, col, ints[c.i].vals, ints[c.i].def)
+			*values = byteArrays(*values, s.data, s.ends)
+			return writeColumn[*file.ByteArrayColumnChunkWriter](rg, col, *values, s.def)
 		}
-		if err != nil {
-			break
-		}
-	}
+		return writeColumn[*file.Int64ColumnChunkWriter](rg, col, ints[c.i].vals, ints[c.i].def)
+	})
 	q.reset()
 	return err
 }
