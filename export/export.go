@@ -313,7 +313,7 @@ func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Optio
 	case JSONL:
 		s = newJSONLSink(cw, dec)
 	case CSV:
-		s, err = newCSVSink(cw, dec)
+		s = newCSVSink(cw, dec)
 	}
 	if err != nil {
 		return nil, err
@@ -1032,7 +1032,9 @@ func int64Of(v any) (int64, bool) {
 
 // ---------------------------------------------------------------- JSONL / CSV
 
-// Record is one row of the JSONL and CSV exports.
+// Record is one row of the JSONL and CSV exports: a JSON Lines export writes
+// each row as encoding/json writes its Record, and a CSV export its fields
+// in CSVHeader's order (a decoded key or value as Text gives it).
 type Record struct {
 	Op       uint64 `json:"op"`
 	Kind     string `json:"kind"`
@@ -1048,29 +1050,6 @@ type Record struct {
 
 // CSVHeader is the CSV export's header line.
 var CSVHeader = []string{"op", "kind", "key_group", "slot", "key", "value", "key_hex", "value_hex", "expire_at", "subtask"}
-
-func record(op uint64, e *entry, d Decoded) Record {
-	k := savepoint.ParseKey(e.key)
-	rec := Record{
-		Op: op, Kind: k.Kind.String(), KeyGroup: k.KeyGroup, Slot: slotText(e.slot()),
-		Key: Render(k.UserKey), Value: Render(e.value),
-		KeyHex: hex.EncodeToString(e.key), ValueHex: hex.EncodeToString(e.value),
-		Subtask: int(e.subtask),
-	}
-	if d.Declared {
-		if d.KeyOK {
-			rec.Key = JSONValue(d.Key)
-		}
-		if d.ValueOK {
-			rec.Value = JSONValue(d.Value)
-		}
-		if d.HasExpireAt {
-			at := d.ExpireAt
-			rec.ExpireAt = &at
-		}
-	}
-	return rec
-}
 
 // ---------------------------------------------------------------- Parquet
 
@@ -1484,7 +1463,7 @@ func (b *canonBatch) write(rg file.BufferedRowGroupWriter) error {
 	if b.perFile {
 		cols = 6
 	}
-	binary := [3]struct {
+	byteCols := [3]struct {
 		data []byte
 		ends []int32
 	}{{b.slotData, b.slotEnd}, {b.keyData, b.keyEnd}, {b.valDat, b.valEnd}}
@@ -1497,7 +1476,7 @@ func (b *canonBatch) write(rg file.BufferedRowGroupWriter) error {
 		case 5:
 			return writeColumn[*file.Int32ColumnChunkWriter](rg, 5, b.subs, nil)
 		}
-		c := binary[col-2]
+		c := byteCols[col-2]
 		*values = byteArrays(*values, c.data, c.ends)
 		return writeColumn[*file.ByteArrayColumnChunkWriter](rg, col, *values, nil)
 	})

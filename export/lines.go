@@ -125,7 +125,7 @@ func appendHexJSON(b, v []byte) []byte {
 // rowtext.LineWriter.
 type csvSink struct{ lineSink }
 
-func newCSVSink(w io.Writer, dec *decoder) (*csvSink, error) {
+func newCSVSink(w io.Writer, dec *decoder) *csvSink {
 	s := &csvSink{newLineSink(w, dec)}
 	for i, h := range CSVHeader {
 		if i > 0 {
@@ -134,7 +134,7 @@ func newCSVSink(w io.Writer, dec *decoder) (*csvSink, error) {
 		s.out.Buf = rowtext.AppendCSVField(s.out.Buf, h)
 	}
 	s.out.Buf = append(s.out.Buf, '\n')
-	return s, nil
+	return s
 }
 
 func (s *csvSink) add(op uint64, e *entry) error {

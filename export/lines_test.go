@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sptool/sptool/savepoint"
 )
 
 // encodeRecord is the line encoding/json writes for a Record, as the JSON
@@ -129,4 +132,30 @@ func csvOfRecord(t testing.TB, rec Record) string {
 		t.Fatal(err)
 	}
 	return buf.String()
+}
+
+// record is the Record of a row, as the exports built it for encoding/json and
+// encoding/csv before the appenders: the oracle the appenders are tested
+// against.
+func record(op uint64, e *entry, d Decoded) Record {
+	k := savepoint.ParseKey(e.key)
+	rec := Record{
+		Op: op, Kind: k.Kind.String(), KeyGroup: k.KeyGroup, Slot: slotText(e.slot()),
+		Key: Render(k.UserKey), Value: Render(e.value),
+		KeyHex: hex.EncodeToString(e.key), ValueHex: hex.EncodeToString(e.value),
+		Subtask: int(e.subtask),
+	}
+	if d.Declared {
+		if d.KeyOK {
+			rec.Key = JSONValue(d.Key)
+		}
+		if d.ValueOK {
+			rec.Value = JSONValue(d.Value)
+		}
+		if d.HasExpireAt {
+			at := d.ExpireAt
+			rec.ExpireAt = &at
+		}
+	}
+	return rec
 }
