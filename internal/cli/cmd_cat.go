@@ -19,7 +19,7 @@ func init() {
 	register(&command{
 		name:     "cat",
 		synopsis: "print a savepoint's rows as stored, file by file, readably (text, jsonl or csv)",
-		usage:    "PATH [--op N] [--slot S] [--where EXPR --rules FILE] [--format text|jsonl|csv] [--limit N]",
+		usage:    "PATH [--op N] [--slot S] [--where EXPR --rules FILE] [--format text|jsonl|csv] [--limit N] [--temp-dir DIR]",
 		run:      runCat,
 	})
 }
@@ -56,6 +56,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	where := fs.String("where", "", "only rows for which this expr-lang expression is true (see the row model in the README)")
 	rulesPath := fs.String("rules", "", "rule file whose slots: declarations decode keys and values")
 	allowUnverified := fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
+	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, through temporary files (default: the system's temporary directory)")
 	of := addOpenFlags(fs)
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
@@ -65,6 +66,9 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	}
 	if *limit < 0 {
 		return usageError(s, c, fmt.Errorf("--limit must be 0 or more"))
+	}
+	if err := checkTempDir(*tempDir); err != nil {
+		return usageError(s, c, err)
 	}
 	var opID uint64
 	if *op != "" {
@@ -83,6 +87,14 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		return fail(s, c.name, err)
 	}
 	defer sp.Close()
+	// A large file out of canonical order is read through a sorted copy
+	// (every row kept, duplicates in stream order), sequentially, in
+	// bounded memory; a smaller one through an index sorted in memory.
+	view, _, removeCopies, err := sp.InOrder(*tempDir, catSpillRows, true)
+	if err != nil {
+		return fail(s, c.name, err)
+	}
+	defer removeCopies()
 	bw := bufio.NewWriterSize(s.Out, 1<<16)
 	defer bw.Flush()
 	var cw *csv.Writer
@@ -101,11 +113,25 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	printed := 0
 	lastHeader := ""
 	var scratch []byte
-	for _, f := range sp.Files {
+	for _, f := range view.Files {
 		cur := f.Snapshot.NewCursor()
-		order := savepoint.SortOrder(cur.Len(), func(i int) (uint64, []byte) { return cur.Op(i), cur.Key(i) })
-		for _, i := range order {
-			r := cur.Row(int(i))
+		// A file in canonical order (as sptool writes them) is printed as
+		// stored, its pages released as it goes; any other through an
+		// index sorted into that order (4 bytes a row), read where the
+		// index points.
+		var order []uint32
+		sorted, _ := f.Snapshot.Order()
+		if !sorted {
+			order = savepoint.SortOrder(cur.Len(), func(i int) (uint64, []byte) { return cur.Op(i), cur.Key(i) })
+		}
+		for at := range cur.Len() {
+			i := at
+			if order != nil {
+				i = int(order[at])
+			} else if at&(1<<18-1) == 0 {
+				f.ReleasePages() // what was printed stays cached, not resident
+			}
+			r := cur.Row(i)
 			if ctx.Err() != nil {
 				return fail(s, c.name, ctx.Err())
 			}
@@ -175,6 +201,10 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	}
 	return catDone(s, c.name, lines)
 }
+
+// catSpillRows is the fewest rows of a file out of canonical order that cat
+// reads through a sorted copy (a variable so tests can lower it).
+var catSpillRows = 1 << 20
 
 // catDone ends a cat that printed what it should: the JSON lines still
 // buffered are written, and a failed write is an error.
