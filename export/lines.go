@@ -127,13 +127,7 @@ type csvSink struct{ lineSink }
 
 func newCSVSink(w io.Writer, dec *decoder) *csvSink {
 	s := &csvSink{newLineSink(w, dec)}
-	for i, h := range CSVHeader {
-		if i > 0 {
-			s.out.Buf = append(s.out.Buf, ',')
-		}
-		s.out.Buf = rowtext.AppendCSVField(s.out.Buf, h)
-	}
-	s.out.Buf = append(s.out.Buf, '\n')
+	s.out.Buf = rowtext.AppendCSVLine(s.out.Buf, CSVHeader...)
 	return s
 }
 

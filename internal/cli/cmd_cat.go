@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
-	"encoding/csv"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 
@@ -22,21 +19,6 @@ func init() {
 		usage:    "PATH [--op N] [--slot S] [--where EXPR --rules FILE] [--format text|jsonl|csv] [--limit N] [--temp-dir DIR]",
 		run:      runCat,
 	})
-}
-
-// catRow is one row as cat prints it.
-type catRow struct {
-	Subtask    int     `json:"subtask"`
-	Op         uint64  `json:"op"`
-	Kind       string  `json:"kind"`
-	KeyGroup   int     `json:"key_group"`
-	Slot       string  `json:"slot"`
-	Key        string  `json:"key"`
-	KeyHex     string  `json:"key_hex"`
-	Value      string  `json:"value"`
-	ValueHex   string  `json:"value_hex"`
-	ValueInt64 *int64  `json:"value_int64,omitempty"`
-	Decoded    *decode `json:"decoded,omitempty"`
 }
 
 // decode holds a row's key and value decoded with a rules file's codecs.
@@ -95,25 +77,22 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		return fail(s, c.name, err)
 	}
 	defer removeCopies()
-	bw := bufio.NewWriterSize(s.Out, 1<<16)
-	defer bw.Flush()
-	var cw *csv.Writer
+	// Every line is built by an appender (appendCatText, appendCatJSON,
+	// appendCatCSV) and written on a goroutine of its own while the next
+	// are built.
+	lines := rowtext.NewLineWriter(s.Out)
+	defer lines.Close(true) // what was printed before a failure stays printed
 	if *format == "csv" {
-		cw = csv.NewWriter(bw)
-		cw.Write([]string{"subtask", "op", "kind", "key_group", "slot", "key_hex", "value_hex", "key", "value", "value_int64"})
-		defer cw.Flush()
-	}
-	// JSON lines are built by appendCatJSON and written on a goroutine of
-	// their own while the next are built.
-	var lines *rowtext.LineWriter
-	if *format == "jsonl" {
-		lines = rowtext.NewLineWriter(s.Out)
-		defer lines.Close(true) // what was printed before a failure stays printed
+		lines.Buf = rowtext.AppendCSVLine(lines.Buf, catCSVHeader...)
 	}
 	printed := 0
 	lastHeader := ""
 	var scratch []byte
 	for _, f := range view.Files {
+		header := f.Rel
+		if f.Subtask >= 0 {
+			header = fmt.Sprintf("%s (subtask %d)", f.Rel, f.Subtask)
+		}
 		cur := f.Snapshot.NewCursor()
 		// A file in canonical order (as sptool writes them) is printed as
 		// stored, its pages released as it goes; any other through an
@@ -139,7 +118,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 				continue
 			}
 			k := savepoint.ParseKey(r.Key)
-			if *slot != "" && k.SlotName() != *slot {
+			if *slot != "" && !slotIs(k, *slot) {
 				continue
 			}
 			if filter != nil {
@@ -163,39 +142,24 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 				}
 				dec = d
 			}
-			if lines != nil {
-				var err error
-				if lines.Buf, scratch, err = appendCatJSON(lines.Buf, scratch, r, k, f.Subtask, dec); err != nil {
-					return fail(s, c.name, fmt.Errorf("%s: %w", f.Rel, err))
-				}
-				if err := lines.MaybeFlush(); err != nil {
-					return fail(s, c.name, err)
-				}
-				continue
-			}
-			cr := newCatRow(r, k, f.Subtask)
-			cr.Decoded = dec
+			var err error
 			switch *format {
+			case "jsonl":
+				lines.Buf, scratch, err = appendCatJSON(lines.Buf, scratch, r, k, f.Subtask, dec)
 			case "csv":
-				vi := ""
-				if cr.ValueInt64 != nil {
-					vi = strconv.FormatInt(*cr.ValueInt64, 10)
-				}
-				key, val := cr.Key, cr.Value
-				if cr.Decoded != nil {
-					key, val = fmt.Sprint(cr.Decoded.Key), fmt.Sprint(cr.Decoded.Value)
-				}
-				cw.Write([]string{strconv.Itoa(cr.Subtask), strconv.FormatUint(cr.Op, 10), cr.Kind, strconv.Itoa(cr.KeyGroup), cr.Slot, cr.KeyHex, cr.ValueHex, key, val, vi})
+				lines.Buf, scratch = appendCatCSV(lines.Buf, scratch, r, k, f.Subtask, dec)
 			default:
-				h := f.Rel
-				if f.Subtask >= 0 {
-					h = fmt.Sprintf("%s (subtask %d)", f.Rel, f.Subtask)
+				if header != lastHeader {
+					lines.Buf = append(append(append(lines.Buf, "# "...), header...), '\n')
+					lastHeader = header
 				}
-				if h != lastHeader {
-					fmt.Fprintf(bw, "# %s\n", h)
-					lastHeader = h
-				}
-				writeTextRow(bw, cr, r, k)
+				lines.Buf = appendCatText(lines.Buf, r, k, dec)
+			}
+			if err != nil {
+				return fail(s, c.name, fmt.Errorf("%s: %w", f.Rel, err))
+			}
+			if err := lines.MaybeFlush(); err != nil {
+				return fail(s, c.name, err)
 			}
 		}
 	}
@@ -261,37 +225,92 @@ func appendCatJSON(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask 
 	return append(b, "}\n"...), scratch, nil
 }
 
-func newCatRow(r savepoint.Row, k savepoint.Key, subtask int) catRow {
-	cr := catRow{
-		Subtask: subtask, Op: r.Op, Kind: k.Kind.String(), KeyGroup: k.KeyGroup, Slot: k.SlotName(),
-		Key: savepoint.RenderBytes(k.UserKey, 0), KeyHex: hex.EncodeToString(r.Key),
-		Value: savepoint.RenderBytes(r.Value, 0), ValueHex: hex.EncodeToString(r.Value),
+// catCSVHeader is the header line of cat --format csv.
+var catCSVHeader = []string{"subtask", "op", "kind", "key_group", "slot", "key_hex", "value_hex", "key", "value", "value_int64"}
+
+// slotIs reports whether k's slot is name ("<raw>" for keys without a
+// separator), without making a string of it.
+func slotIs(k savepoint.Key, name string) bool {
+	if !k.HasSlot {
+		return name == savepoint.RawSlot
 	}
-	if len(r.Value) == 8 {
-		v := int64(binary.LittleEndian.Uint64(r.Value))
-		cr.ValueInt64 = &v
-	}
-	return cr
+	return string(k.Slot) == name
 }
 
-func writeTextRow(w io.Writer, cr catRow, r savepoint.Row, k savepoint.Key) {
-	kg := ""
+// appendCatText appends to b r's line of cat's text format (clink's
+// state-cat rendering: the user key cut at 32 bytes, the value at 64; the
+// decoded key and value after them, as fmt's %v prints them).
+func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []byte {
+	b = append(b, "op="...)
+	b = strconv.AppendUint(b, r.Op, 10)
+	b = append(b, ' ')
+	b = append(b, k.Kind.String()...)
 	if k.KeyGroup >= 0 {
-		kg = fmt.Sprintf(" kg=%d", k.KeyGroup)
+		b = append(b, " kg="...)
+		b = strconv.AppendInt(b, int64(k.KeyGroup), 10)
 	}
-	slot := savepoint.RenderBytes([]byte(cr.Slot), 0)
-	if !k.HasSlot {
-		slot = savepoint.RawSlot
+	b = append(b, " slot="...)
+	if k.HasSlot {
+		b = savepoint.AppendRenderBytes(b, k.Slot, 0)
+	} else {
+		b = append(b, savepoint.RawSlot...)
 	}
-	fmt.Fprintf(w, "op=%d %s%s slot=%s key %s = %s", r.Op, cr.Kind, kg, slot, savepoint.RenderBytes(k.UserKey, 32), savepoint.RenderBytes(r.Value, 64))
-	if cr.Decoded != nil {
-		fmt.Fprintf(w, "  [key=%v value=%v", cr.Decoded.Key, cr.Decoded.Value)
-		if cr.Decoded.ExpireAt != nil {
-			fmt.Fprintf(w, " expire_at=%d", *cr.Decoded.ExpireAt)
+	b = append(b, " key "...)
+	b = savepoint.AppendRenderBytes(b, k.UserKey, 32)
+	b = append(b, " = "...)
+	b = savepoint.AppendRenderBytes(b, r.Value, 64)
+	if dec != nil {
+		b = fmt.Appendf(b, "  [key=%v value=%v", dec.Key, dec.Value)
+		if dec.ExpireAt != nil {
+			b = append(b, " expire_at="...)
+			b = strconv.AppendInt(b, *dec.ExpireAt, 10)
 		}
-		fmt.Fprint(w, "]")
+		b = append(b, ']')
 	}
-	fmt.Fprintln(w)
+	return append(b, '\n')
+}
+
+// appendCatCSV appends to b r's line of cat's CSV format (the fields of
+// catCSVHeader, as encoding/csv writes them; the decoded key and value as
+// fmt's %v prints them instead of the rendered ones), and returns it with
+// scratch, a buffer it reuses.
+func appendCatCSV(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask int, dec *decode) ([]byte, []byte) {
+	b = strconv.AppendInt(b, int64(subtask), 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, r.Op, 10)
+	b = append(b, ',')
+	b = append(b, k.Kind.String()...)
+	b = append(b, ',')
+	b = strconv.AppendInt(b, int64(k.KeyGroup), 10)
+	b = append(b, ',')
+	if k.HasSlot {
+		b = rowtext.AppendCSVField(b, k.Slot)
+	} else {
+		b = rowtext.AppendCSVField(b, savepoint.RawSlot)
+	}
+	b = append(b, ',')
+	b = hex.AppendEncode(b, r.Key)
+	b = append(b, ',')
+	b = hex.AppendEncode(b, r.Value)
+	b = append(b, ',')
+	if dec != nil {
+		scratch = fmt.Append(scratch[:0], dec.Key)
+		b = rowtext.AppendCSVField(b, scratch)
+		b = append(b, ',')
+		scratch = fmt.Append(scratch[:0], dec.Value)
+		b = rowtext.AppendCSVField(b, scratch)
+	} else {
+		scratch = savepoint.AppendRenderBytes(scratch[:0], k.UserKey, 0)
+		b = rowtext.AppendCSVField(b, scratch)
+		b = append(b, ',')
+		scratch = savepoint.AppendRenderBytes(scratch[:0], r.Value, 0)
+		b = rowtext.AppendCSVField(b, scratch)
+	}
+	b = append(b, ',')
+	if len(r.Value) == 8 {
+		b = strconv.AppendInt(b, int64(binary.LittleEndian.Uint64(r.Value)), 10)
+	}
+	return append(b, '\n'), scratch
 }
 
 // checkTempDir refuses a --temp-dir that is not an existing directory

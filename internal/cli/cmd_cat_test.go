@@ -3,57 +3,169 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/csv"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sptool/sptool/savepoint"
 )
 
-// appendCatJSON writes what encoding/json wrote for a catRow, for every
-// kind of key and value, decoded or not.
-func TestAppendCatJSON(t *testing.T) {
+// catSample is a row of catSamples.
+type catSample struct {
+	row     savepoint.Row
+	k       savepoint.Key
+	subtask int
+	dec     *decode
+}
+
+// catSamples pairs stored keys (keyed rows with slots and user keys that
+// JSON or CSV escape, that are not UTF-8, longer than the text format's
+// 32 bytes; keys without a separator) with values (printable or not, 8
+// bytes or not, longer than the text format's 64), some decoded.
+func catSamples() []catSample {
 	at := int64(1700000000000)
 	decodes := []*decode{nil, {Key: "k", Value: int64(3)}, {Key: []byte{1, 2}, Value: map[string]any{"<": 1.5}, ExpireAt: &at},
-		{Key: nil, Value: []any{"x", uint64(7)}}}
-	// Stored keys: keyed rows (key group, slot, '|', user key) with slots
-	// and user keys that JSON escapes or that are not UTF-8, and keys
-	// without a separator; values printable or not, 8 bytes or not.
+		{Key: nil, Value: []any{"x,y", uint64(7)}}}
 	keys := [][]byte{[]byte("\x05agg|user-001"), []byte("\x7fwin\"dow|k\\ey"), []byte("\x00\xff\xfe|\x00\n\x1f"),
 		[]byte("\x03sl\u2028ot|\xc3\xa9<&>"), []byte("\x09|"), []byte("raw-key"), []byte("\xff"), nil,
-		[]byte("\x01a|12345678")}
+		[]byte("\x01a|12345678"), []byte("\x02s, t|" + strings.Repeat("long user key ", 4)), []byte("\x04 lead| lead")}
 	values := [][]byte{nil, []byte("v"), []byte("8 bytes!"), []byte("\x00\x01\x02\x03\x04\x05\x06\x07"), []byte("quote\"back\\slash"),
-		[]byte("\xe2\x80\xa9 and more than eight")}
-	var scratch []byte
+		[]byte("\xe2\x80\xa9 and more than eight"), bytes.Repeat([]byte("0123456789"), 8), []byte("a,b\nc")}
+	var out []catSample
 	for i, key := range keys {
 		for j, value := range values {
 			row := savepoint.Row{Op: uint64(i * j * 1000003), Key: key, Value: value}
-			k := savepoint.ParseKey(row.Key)
-			subtask := (i+j)%3 - 1
-			dec := decodes[(i*len(values)+j)%len(decodes)]
-			var got []byte
-			var err error
-			got, scratch, err = appendCatJSON([]byte("prev\n"), scratch, row, k, subtask, dec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cr := newCatRow(row, k, subtask)
-			cr.Decoded = dec
-			var want bytes.Buffer
-			want.WriteString("prev\n")
-			enc := json.NewEncoder(&want)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(cr); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want.Bytes()) {
-				t.Fatalf("row %q = %q:\n%s\nwant\n%s", row.Key, row.Value, got, want.Bytes())
-			}
+			out = append(out, catSample{row, savepoint.ParseKey(row.Key), (i+j)%3 - 1, decodes[(i*len(values)+j)%len(decodes)]})
 		}
 	}
+	return out
+}
+
+// appendCatJSON writes what encoding/json wrote for a catRow, for every
+// kind of key and value, decoded or not.
+func TestAppendCatJSON(t *testing.T) {
+	var scratch []byte
+	for _, c := range catSamples() {
+		var got []byte
+		var err error
+		got, scratch, err = appendCatJSON([]byte("prev\n"), scratch, c.row, c.k, c.subtask, c.dec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := newCatRow(c.row, c.k, c.subtask)
+		cr.Decoded = c.dec
+		var want bytes.Buffer
+		want.WriteString("prev\n")
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(cr); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("row %q = %q:\n%s\nwant\n%s", c.row.Key, c.row.Value, got, want.Bytes())
+		}
+	}
+}
+
+// appendCatText writes what writeTextRow wrote.
+func TestAppendCatText(t *testing.T) {
+	for _, c := range catSamples() {
+		got := appendCatText([]byte("prev\n"), c.row, c.k, c.dec)
+		cr := newCatRow(c.row, c.k, c.subtask)
+		cr.Decoded = c.dec
+		var want bytes.Buffer
+		want.WriteString("prev\n")
+		writeTextRow(&want, cr, c.row, c.k)
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("row %q = %q:\n%q\nwant\n%q", c.row.Key, c.row.Value, got, want.Bytes())
+		}
+	}
+}
+
+// appendCatCSV writes what encoding/csv wrote for cat's fields.
+func TestAppendCatCSV(t *testing.T) {
+	var scratch []byte
+	for _, c := range catSamples() {
+		var got []byte
+		got, scratch = appendCatCSV([]byte("prev\n"), scratch, c.row, c.k, c.subtask, c.dec)
+		cr := newCatRow(c.row, c.k, c.subtask)
+		vi := ""
+		if cr.ValueInt64 != nil {
+			vi = strconv.FormatInt(*cr.ValueInt64, 10)
+		}
+		key, val := cr.Key, cr.Value
+		if c.dec != nil {
+			key, val = fmt.Sprint(c.dec.Key), fmt.Sprint(c.dec.Value)
+		}
+		var want bytes.Buffer
+		want.WriteString("prev\n")
+		w := csv.NewWriter(&want)
+		w.Write([]string{strconv.Itoa(cr.Subtask), strconv.FormatUint(cr.Op, 10), cr.Kind, strconv.Itoa(cr.KeyGroup), cr.Slot, cr.KeyHex, cr.ValueHex, key, val, vi})
+		w.Flush()
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("row %q = %q:\n%q\nwant\n%q", c.row.Key, c.row.Value, got, want.Bytes())
+		}
+	}
+}
+
+// catRow is one row as cat's JSON Lines format prints it (the oracle of
+// appendCatJSON: cat built its lines from it through encoding/json).
+type catRow struct {
+	Subtask    int     `json:"subtask"`
+	Op         uint64  `json:"op"`
+	Kind       string  `json:"kind"`
+	KeyGroup   int     `json:"key_group"`
+	Slot       string  `json:"slot"`
+	Key        string  `json:"key"`
+	KeyHex     string  `json:"key_hex"`
+	Value      string  `json:"value"`
+	ValueHex   string  `json:"value_hex"`
+	ValueInt64 *int64  `json:"value_int64,omitempty"`
+	Decoded    *decode `json:"decoded,omitempty"`
+}
+
+// newCatRow is the catRow of r.
+func newCatRow(r savepoint.Row, k savepoint.Key, subtask int) catRow {
+	cr := catRow{
+		Subtask: subtask, Op: r.Op, Kind: k.Kind.String(), KeyGroup: k.KeyGroup, Slot: k.SlotName(),
+		Key: savepoint.RenderBytes(k.UserKey, 0), KeyHex: hex.EncodeToString(r.Key),
+		Value: savepoint.RenderBytes(r.Value, 0), ValueHex: hex.EncodeToString(r.Value),
+	}
+	if len(r.Value) == 8 {
+		v := int64(binary.LittleEndian.Uint64(r.Value))
+		cr.ValueInt64 = &v
+	}
+	return cr
+}
+
+// writeTextRow writes cr's line of the text format (the oracle of
+// appendCatText).
+func writeTextRow(w io.Writer, cr catRow, r savepoint.Row, k savepoint.Key) {
+	kg := ""
+	if k.KeyGroup >= 0 {
+		kg = fmt.Sprintf(" kg=%d", k.KeyGroup)
+	}
+	slot := savepoint.RenderBytes([]byte(cr.Slot), 0)
+	if !k.HasSlot {
+		slot = savepoint.RawSlot
+	}
+	fmt.Fprintf(w, "op=%d %s%s slot=%s key %s = %s", r.Op, cr.Kind, kg, slot, savepoint.RenderBytes(k.UserKey, 32), savepoint.RenderBytes(r.Value, 64))
+	if cr.Decoded != nil {
+		fmt.Fprintf(w, "  [key=%v value=%v", cr.Decoded.Key, cr.Decoded.Value)
+		if cr.Decoded.ExpireAt != nil {
+			fmt.Fprintf(w, " expire_at=%d", *cr.Decoded.ExpireAt)
+		}
+		fmt.Fprint(w, "]")
+	}
+	fmt.Fprintln(w)
 }
 
 // cat prints the same bytes whether a file out of canonical order goes

@@ -43,3 +43,16 @@ func csvNeedsQuotes[S string | []byte](field S) bool {
 	r, _ := utf8.DecodeRuneInString(string(field[:min(len(field), utf8.UTFMax)]))
 	return unicode.IsSpace(r)
 }
+
+// AppendCSVLine appends fields as encoding/csv's Writer writes them as one
+// record: each as AppendCSVField gives it, separated by commas, ended by
+// "\n".
+func AppendCSVLine(dst []byte, fields ...string) []byte {
+	for i, f := range fields {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendCSVField(dst, f)
+	}
+	return append(dst, '\n')
+}

@@ -19,22 +19,11 @@ func csvLine(t testing.TB, fields []string) string {
 	return buf.String()
 }
 
-// appendCSVLine is csvLine by AppendCSVField.
-func appendCSVLine(dst []byte, fields []string) []byte {
-	for i, f := range fields {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = AppendCSVField(dst, f)
-	}
-	return append(dst, '\n')
-}
-
 func TestAppendCSVFieldMatchesEncodingCSV(t *testing.T) {
 	fixed := []string{"", "a", `\.`, `\.x`, " lead", "\tlead", "\u00a0nbsp", "\u2003em space", "trail ", `say "hi"`,
 		"a,b", "line\nfeed", "carriage\rreturn", "\r\n", `""`, "é", "\xff", "0x00ff"}
 	for _, f := range fixed {
-		if got, want := string(appendCSVLine(nil, []string{f, "x"})), csvLine(t, []string{f, "x"}); got != want {
+		if got, want := string(AppendCSVLine(nil, f, "x")), csvLine(t, []string{f, "x"}); got != want {
 			t.Errorf("field %q: %q, want %q", f, got, want)
 		}
 		if got, want := string(AppendCSVField(nil, []byte(f))), string(AppendCSVField(nil, f)); got != want {
@@ -52,7 +41,7 @@ func TestAppendCSVFieldMatchesEncodingCSV(t *testing.T) {
 			}
 			fields[i] = string(b)
 		}
-		if got, want := string(appendCSVLine(nil, fields)), csvLine(t, fields); got != want {
+		if got, want := string(AppendCSVLine(nil, fields...)), csvLine(t, fields); got != want {
 			t.Fatalf("fields %q: %q, want %q", fields, got, want)
 		}
 	}
