@@ -44,11 +44,10 @@ func (l *LineWriter) flush() error {
 	if len(l.Buf) == 0 {
 		return nil
 	}
-	full := l.Buf
-	l.Buf, l.spare = l.spare[:0], nil
-	l.writing = make(chan struct{})
+	full, done := l.Buf, make(chan struct{})
+	l.Buf, l.spare, l.writing = l.spare[:0], nil, done
 	go func() {
-		defer close(l.writing)
+		defer close(done)
 		_, l.writeErr = l.w.Write(full)
 		l.spare = full
 	}()
