@@ -265,7 +265,8 @@ func (o *Options) defaults() error {
 
 // WriteFile exports sp to path atomically (temporary file, fsync, rename,
 // directory fsync). An existing path is refused unless force is set; the
-// output must not be, lie in or contain the input.
+// output must not be, lie in or contain the input; an input that changed
+// while it was read (ErrInputChanged) leaves nothing.
 func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts Options, force bool) (*Result, error) {
 	if err := savepoint.CheckOutputPath(sp.Path, path); err != nil {
 		return nil, err
@@ -284,8 +285,12 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	var res *Result
 	err := savepoint.WriteFileAtomic(path, func(w io.Writer) error {
 		var err error
-		res, err = Write(ctx, w, sp, opts)
-		return err
+		if res, err = Write(ctx, w, sp, opts); err != nil {
+			return err
+		}
+		// Before the export is put in place: the input did not change
+		// while it was read.
+		return sp.CheckUnchanged()
 	})
 	if err != nil {
 		return nil, err

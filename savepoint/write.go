@@ -2,9 +2,12 @@ package savepoint
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -97,6 +100,11 @@ type SnapshotOptions struct {
 	// Jobs bounds the goroutines that write one file at once
 	// (WriteSnapshotFrom; 0: the number of CPUs).
 	Jobs int
+	// BeforePublish, when set, runs once the payload and its sidecar are
+	// complete and durable under temporary names, before either is renamed
+	// into place. An error leaves nothing published and is returned (a
+	// check that the input did not change while it was read).
+	BeforePublish func() error
 }
 
 // ReleaseEvery is how many bytes a writer writes between Progress calls.
@@ -153,30 +161,84 @@ func writeSnapshot(path string, opts SnapshotOptions, encode func(io.Writer) err
 }
 
 // writeSnapshotWith publishes the payload that fill writes to a temporary
-// file at path (see WriteFileAtomic), then, if asked, its sidecar.
-func writeSnapshotWith(path string, opts SnapshotOptions, fill func(*os.File) (FileInfo, error)) (FileInfo, error) {
-	var info FileInfo
-	err := writeAtomic(path, func(f *os.File) (err error) {
-		info, err = fill(f)
-		return err
-	})
+// file at path, then, if asked, its sidecar. Both are written and fsynced
+// under temporary names first, so that a failure to write the sidecar
+// publishes nothing. When it replaces a file, the old sidecar is removed
+// before the new payload is renamed over the old one: a kill at any moment
+// leaves the old pair, a payload without a sidecar (which clink refuses to
+// restore as unpublished), or the new pair, never a payload beside a
+// sidecar that describes another.
+func writeSnapshotWith(path string, opts SnapshotOptions, fill func(*os.File) (FileInfo, error)) (info FileInfo, err error) {
+	f, tmp, err := createTemp(path, os.O_WRONLY)
 	if err != nil {
+		return FileInfo{}, err
+	}
+	sideTmp := ""
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+			if sideTmp != "" {
+				os.Remove(sideTmp)
+			}
+		}
+	}()
+	if info, err = fill(f); err != nil {
+		return info, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = closeDurable(f, tmp); err != nil {
 		return info, err
 	}
 	if opts.Sidecar {
-		if err := WriteSidecar(path, opts.CheckpointID, info); err != nil {
+		if sideTmp, err = writeTemp(path+SidecarSuffix, sidecarBytes(opts.CheckpointID, info)); err != nil {
 			return info, err
 		}
 	}
-	return info, nil
+	return info, publishPair(tmp, path, sideTmp, opts.BeforePublish)
+}
+
+// publishPair renames the complete, durable temporary payload tmp to path
+// and then, if sideTmp is not "", the temporary sidecar sideTmp beside it,
+// after before (if set) allows it. The sidecar of a file it replaces is
+// removed first, so that the new payload never sits beside the old one's
+// sidecar; if the new sidecar cannot be put in place, the new payload is
+// removed too. On error the caller removes tmp and sideTmp.
+func publishPair(tmp, path, sideTmp string, before func() error) error {
+	if before != nil {
+		if err := before(); err != nil {
+			return err
+		}
+	}
+	side := path + SidecarSuffix
+	if sideTmp != "" {
+		if err := os.Remove(side); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove the sidecar %s of the file replaced: %w", side, err)
+		}
+	}
+	if err := rename(tmp, path); err != nil {
+		return err
+	}
+	if sideTmp != "" {
+		if err := rename(sideTmp, side); err != nil {
+			os.Remove(path)
+			return err
+		}
+	}
+	return nil
+}
+
+// sidecarBytes returns the sidecar of a payload (checkpoint id, size and
+// CRC-32C of info).
+func sidecarBytes(checkpointID uint64, info FileInfo) []byte {
+	sc := Sidecar{Version: 1, HasVersion: true, CheckpointID: checkpointID, PayloadBytes: uint64(info.Size), PayloadCRC32C: info.CRC32C}
+	return sc.Marshal()
 }
 
 // WriteSidecar writes the sidecar of the payload at path (checkpoint id,
 // size and CRC-32C of info) atomically, as <path>.meta. Publish the payload
 // first: a sidecar must never describe a payload that is not in place.
 func WriteSidecar(path string, checkpointID uint64, info FileInfo) error {
-	sc := Sidecar{Version: 1, HasVersion: true, CheckpointID: checkpointID, PayloadBytes: uint64(info.Size), PayloadCRC32C: info.CRC32C}
-	return WriteBytesAtomic(path+SidecarSuffix, sc.Marshal())
+	return WriteBytesAtomic(path+SidecarSuffix, sidecarBytes(checkpointID, info))
 }
 
 type countingWriter struct {
@@ -241,10 +303,33 @@ func writeAtomic(path string, write func(*os.File) error) (err error) {
 	return publish(f, tmp, path)
 }
 
+// writeTemp writes b to a new temporary file for path (see createTemp),
+// fsynced and closed, and returns its name.
+func writeTemp(path string, b []byte) (string, error) {
+	f, tmp, err := createTemp(path, os.O_WRONLY)
+	if err != nil {
+		return "", err
+	}
+	if _, err = f.Write(b); err == nil {
+		err = closeDurable(f, tmp)
+	} else {
+		err = fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
 // createTemp creates the temporary file a payload is written to before it
-// is published at path: in the same directory, named <path>.part.<pid>.<seq>.
+// is published at path: in the same directory, named
+// <path>.part.<pid>.<seq>.<random>. The random part keeps a run from
+// colliding with what a killed run left behind: in a container every run
+// may have the same process id.
 func createTemp(path string, mode int) (*os.File, string, error) {
-	tmp := path + ".part." + strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(tempSeq.Add(1), 10)
+	tmp := path + ".part." + tempSuffix()
 	f, err := os.OpenFile(tmp, mode|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, "", fmt.Errorf("create %s: %w", tmp, err)
@@ -252,9 +337,22 @@ func createTemp(path string, mode int) (*os.File, string, error) {
 	return f, tmp, nil
 }
 
+// tempSuffix returns <pid>.<seq>.<random>, unique to this call.
+func tempSuffix() string {
+	return strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(tempSeq.Add(1), 10) + "." + strconv.FormatUint(uint64(rand.Uint32()), 36)
+}
+
 // publish makes a complete temporary file the file at path: fsync, close,
 // rename, directory fsync. On error the caller removes tmp.
 func publish(f *os.File, tmp, path string) error {
+	if err := closeDurable(f, tmp); err != nil {
+		return err
+	}
+	return rename(tmp, path)
+}
+
+// closeDurable fsyncs and closes the temporary file tmp.
+func closeDurable(f *os.File, tmp string) error {
 	if syncEnabled {
 		if err := f.Sync(); err != nil {
 			return fmt.Errorf("fsync %s: %w", tmp, err)
@@ -263,6 +361,12 @@ func publish(f *os.File, tmp, path string) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
+	return nil
+}
+
+// rename renames the complete temporary file tmp to path and fsyncs the
+// directory.
+func rename(tmp, path string) error {
 	if hookBeforeRename != nil {
 		hookBeforeRename(tmp, path)
 	}

@@ -63,11 +63,21 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 	if opts.StateBase == "" {
 		opts.StateBase = abs
 	}
-	stage := abs + ".sptool-tmp-" + strconv.Itoa(os.Getpid())
-	if err := os.RemoveAll(stage); err != nil {
-		return nil, fmt.Errorf("clear staging directory %s: %w", stage, err)
+	if opts.Force {
+		if err := CheckReplaceable(abs, true); err != nil {
+			return nil, err
+		}
 	}
-	if err := os.MkdirAll(filepath.Join(stage, "v"+strconv.Itoa(opts.Generation)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("create output directory: %w", err)
+	}
+	// Mkdir, not MkdirAll: the staging directory is this run's alone.
+	stage := abs + ".sptool-tmp-" + tempSuffix()
+	if err := os.Mkdir(stage, 0o755); err != nil {
+		return nil, fmt.Errorf("create staging directory: %w", err)
+	}
+	if err := os.Mkdir(filepath.Join(stage, "v"+strconv.Itoa(opts.Generation)), 0o755); err != nil {
+		os.RemoveAll(stage)
 		return nil, fmt.Errorf("create staging directory: %w", err)
 	}
 	return &TreeWriter{final: abs, stage: stage, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force}, nil
@@ -143,23 +153,25 @@ func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts Sn
 	return WriteSnapshotFrom(filepath.Join(d, t.PayloadName()), md, src, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt, Progress: opts.Progress, Jobs: opts.Jobs, AsIs: opts.AsIs})
 }
 
-// CopySubtask copies an unchanged input file byte for byte (with its sidecar,
-// and for a changelog+file payload the materialisations it references) as
-// subtask i. The copy is verified against the size and CRC read at open.
+// CopySubtask copies an unchanged input file byte for byte as subtask i: a
+// file-backend payload with a sidecar for the tree's checkpoint id, a
+// changelog+file payload with the materialisations it references. The
+// copy is verified against the size and CRC read at open.
 func (t *TreeWriter) CopySubtask(i int, src *File, root string) error {
 	d, err := t.subtaskDir(i)
 	if err != nil {
 		return err
 	}
-	if err := CopyVerified(src.Path, filepath.Join(d, t.PayloadName()), src.Size, src.CRC32C); err != nil {
-		return err
-	}
+	dst := filepath.Join(d, t.PayloadName())
 	if t.backend == BackendFile {
-		if _, err := os.Stat(src.Path + ".meta"); err == nil {
-			if err := CopyVerified(src.Path+".meta", filepath.Join(d, t.PayloadName()+".meta"), -1, 0); err != nil {
-				return err
-			}
-		}
+		// A sidecar of the tree's checkpoint id, whether or not the input
+		// had one (--allow-unverified): clink refuses a payload without.
+		err = CopySnapshotFile(src.Path, dst, FileInfo{Size: src.Size, CRC32C: src.CRC32C}, t.ckpt, nil)
+	} else {
+		err = CopyVerified(src.Path, dst, src.Size, src.CRC32C)
+	}
+	if err != nil {
+		return err
 	}
 	for _, rel := range src.Materializations {
 		dst := filepath.Join(t.stage, rel)
@@ -178,15 +190,53 @@ func (t *TreeWriter) CopySubtask(i int, src *File, root string) error {
 // filesystems with reflinks, shares) the blocks without the data passing
 // through the process. With size >= 0 the copy is then read back and must
 // have that size and CRC-32C: the input did not change since it was read.
-func CopyVerified(src, dst string, size int64, crc uint32) (err error) {
+func CopyVerified(src, dst string, size int64, crc uint32) error {
+	tmp, err := copyToTemp(src, dst, size, crc)
+	if err != nil {
+		return err
+	}
+	if err := rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// CopySnapshotFile copies the payload src, whose size and CRC-32C were
+// read as info, to dst with a new sidecar for checkpoint ckpt, as
+// WriteSnapshotFrom publishes a payload and its sidecar (see
+// SnapshotOptions.BeforePublish for before).
+func CopySnapshotFile(src, dst string, info FileInfo, ckpt uint64, before func() error) (err error) {
+	tmp, err := copyToTemp(src, dst, info.Size, info.CRC32C)
+	if err != nil {
+		return err
+	}
+	sideTmp := ""
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+			if sideTmp != "" {
+				os.Remove(sideTmp)
+			}
+		}
+	}()
+	if sideTmp, err = writeTemp(dst+SidecarSuffix, sidecarBytes(ckpt, info)); err != nil {
+		return err
+	}
+	return publishPair(tmp, dst, sideTmp, before)
+}
+
+// copyToTemp copies src to a new temporary file for dst (see CopyVerified),
+// fsynced and closed, and returns its name.
+func copyToTemp(src, dst string, size int64, crc uint32) (_ string, err error) {
 	in, err := os.Open(src)
 	if err != nil {
-		return fmt.Errorf("copy %s: %w", src, err)
+		return "", fmt.Errorf("copy %s: %w", src, err)
 	}
 	defer in.Close()
 	out, tmp, err := createTemp(dst, os.O_RDWR)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer func() {
 		if err != nil {
@@ -196,18 +246,21 @@ func CopyVerified(src, dst string, size int64, crc uint32) (err error) {
 	}()
 	n, err := io.Copy(out, in) // *os.File to *os.File: copy_file_range on Linux
 	if err != nil {
-		return fmt.Errorf("copy %s: %w", src, err)
+		return "", fmt.Errorf("copy %s: %w", src, err)
 	}
 	if size >= 0 {
 		got, err := checksumFile(out, n)
 		if err != nil {
-			return fmt.Errorf("verify copy of %s: %w", src, err)
+			return "", fmt.Errorf("verify copy of %s: %w", src, err)
 		}
 		if n != size || got != crc {
-			return fmt.Errorf("copy %s: %w (size %d, crc %d; read as %d, %d)", src, ErrInputChanged, n, got, size, crc)
+			return "", fmt.Errorf("copy %s: %w (size %d, crc %d; read as %d, %d)", src, ErrInputChanged, n, got, size, crc)
 		}
 	}
-	return publish(out, tmp, dst)
+	if err := closeDurable(out, tmp); err != nil {
+		return "", err
+	}
+	return tmp, nil
 }
 
 // Commit writes the COMPLETED marker listing every subtask written (and
@@ -242,12 +295,20 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		if !t.force {
 			return fmt.Errorf("output %s appeared while writing (use --force to replace it)", t.final)
 		}
-		old = t.final + ".sptool-old-" + strconv.Itoa(os.Getpid())
+		if err := CheckReplaceable(t.final, true); err != nil {
+			return err
+		}
+		old = t.final + ".sptool-old-" + tempSuffix()
 		if err := os.Rename(t.final, old); err != nil {
 			return fmt.Errorf("move aside %s: %w", t.final, err)
 		}
 	}
 	if err := os.Rename(t.stage, t.final); err != nil {
+		if old != "" {
+			if rerr := os.Rename(old, t.final); rerr != nil {
+				return fmt.Errorf("publish %s: %w (and the output it was to replace is left at %s: %v)", t.final, err, old, rerr)
+			}
+		}
 		return fmt.Errorf("publish %s: %w", t.final, err)
 	}
 	t.committed = true
@@ -341,23 +402,56 @@ func FrameCLMB(blobs [][]byte) []byte {
 	return out
 }
 
+// CheckReplaceable refuses to replace (with --force) an existing output
+// that does not look like one: a tree output (tree true) must replace a
+// checkpoint tree, a directory holding nothing but v<generation>
+// directories and _jobs (or nothing); a file output must not replace a
+// directory. A mistyped -o with --force then cannot delete a directory of
+// other files. A path that does not exist is fine.
+func CheckReplaceable(path string, tree bool) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("output %s: %w", path, err)
+	}
+	if !tree {
+		if st.IsDir() {
+			return fmt.Errorf("output %s is a directory, which a snapshot file will not replace", path)
+		}
+		return nil
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("output %s is not a directory: a checkpoint tree will not replace it", path)
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return fmt.Errorf("output %s: %w", path, err)
+	}
+	for _, e := range entries {
+		if _, isGen := parseGeneration(e.Name()); !e.IsDir() || !isGen && e.Name() != "_jobs" {
+			return fmt.Errorf("refusing to replace %s: it holds %s, which is not part of a checkpoint tree (only v<generation>/ and _jobs/ are); remove it yourself or choose another output", path, e.Name())
+		}
+	}
+	return nil
+}
+
 // ErrOutputIsInput is returned when an output path names the input.
 var ErrOutputIsInput = errors.New("the output must not be the input")
 
 // CheckOutputPath refuses an output that is the input, lies inside it, or
-// contains it.
+// contains it. Symbolic links are resolved, in the output's case through
+// its deepest existing directory (the output itself need not exist), and
+// the directories above each path are compared by identity too (a bind
+// mount, a case-insensitive file system), not only by name.
 func CheckOutputPath(in, out string) error {
 	ai, err1 := filepath.Abs(in)
 	ao, err2 := filepath.Abs(out)
 	if err1 != nil || err2 != nil {
 		return fmt.Errorf("resolve paths: %w", errors.Join(err1, err2))
 	}
-	if ri, err := filepath.EvalSymlinks(ai); err == nil {
-		ai = ri
-	}
-	if ro, err := filepath.EvalSymlinks(ao); err == nil {
-		ao = ro
-	}
+	ai, ao = resolvePath(ai), resolvePath(ao)
 	if ai == ao {
 		return fmt.Errorf("%w (%s)", ErrOutputIsInput, out)
 	}
@@ -372,7 +466,51 @@ func CheckOutputPath(in, out string) error {
 	if rel, err := filepath.Rel(ao, ai); err == nil && !startsWithDotDot(rel) {
 		return fmt.Errorf("output %s contains the input %s", out, in)
 	}
+	if at, ok := sameAsAncestor(ao, ai); ok {
+		if at == ao {
+			return fmt.Errorf("%w (%s)", ErrOutputIsInput, out)
+		}
+		return fmt.Errorf("output %s lies inside the input %s (%s is the input)", out, in, at)
+	}
+	if at, ok := sameAsAncestor(ai, ao); ok && at != ai {
+		return fmt.Errorf("output %s contains the input %s (%s is the output)", out, in, at)
+	}
 	return nil
+}
+
+// resolvePath returns the absolute path p with its symbolic links resolved
+// as far as it exists: the rest is appended to its deepest existing
+// directory, resolved.
+func resolvePath(p string) string {
+	rest := ""
+	for q := p; ; {
+		if r, err := filepath.EvalSymlinks(q); err == nil {
+			return filepath.Join(r, rest)
+		}
+		up := filepath.Dir(q)
+		if up == q {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(q), rest)
+		q = up
+	}
+}
+
+// sameAsAncestor returns the first of p and the directories above it that
+// is the same file as target (os.SameFile), if any.
+func sameAsAncestor(p, target string) (string, bool) {
+	tst, err := os.Stat(target)
+	if err != nil {
+		return "", false
+	}
+	for q := p; ; q = filepath.Dir(q) {
+		if st, err := os.Stat(q); err == nil && os.SameFile(st, tst) {
+			return q, true
+		}
+		if filepath.Dir(q) == q {
+			return "", false
+		}
+	}
 }
 
 func startsWithDotDot(rel string) bool {

@@ -19,7 +19,11 @@ type Report struct {
 	// Rules identifies the rule file.
 	Rules RulesInfo `json:"rules"`
 	// RowsIn is every row read (for changelog files: the replayed state).
-	// RowsIn = RowsOut + RowsDropped + DuplicatesResolved, always.
+	// RowsIn = RowsOut + RowsDropped + DuplicatesResolved, always; with a
+	// rescale, + Rescale.StaleCopies + Rescale.OperatorIn -
+	// Rescale.OperatorOut too (stale keyed copies are dropped, operator
+	// rows merged and written into every new file). A run whose counts do
+	// not add up fails with ErrAccounting and writes nothing.
 	RowsIn  int64 `json:"rows_in"`
 	RowsOut int64 `json:"rows_out"`
 	// RowsDropped sums the rows dropped by every rule.

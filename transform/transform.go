@@ -85,6 +85,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if _, err := os.Lstat(opts.Out); err == nil && !opts.Force {
 			return nil, fmt.Errorf("output %s exists (use --force to replace it)", opts.Out)
 		}
+		if err := savepoint.CheckReplaceable(opts.Out, sp.Kind != savepoint.InputFile); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkRemaps(sp, set); err != nil {
 		return nil, err

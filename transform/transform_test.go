@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
@@ -1147,11 +1148,19 @@ func TestOutputRefused(t *testing.T) {
 	set := parseRules(t, slotDecls+"  - drop_slot: {op: 7, slot: tmp}\n", nil)
 	inSums := checksums(t, in)
 
+	// An earlier output (a tree), and a directory of other files.
 	existing := filepath.Join(dir, "existing")
-	if err := os.MkdirAll(filepath.Join(existing, "v9"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(existing, "v9", "0"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(existing, "keep.txt"), []byte("mine"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(existing, "v9", "0", "checkpoint-1.snap"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	others := filepath.Join(dir, "others")
+	if err := os.MkdirAll(filepath.Join(others, "v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(others, "keep.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	existingFile := filepath.Join(dir, "existing.snap")
@@ -1185,12 +1194,26 @@ func TestOutputRefused(t *testing.T) {
 		})
 	}
 
+	t.Run("force replaces only an earlier output", func(t *testing.T) {
+		before := checksums(t, dir)
+		for _, c := range []struct{ in, out, want string }{
+			{in, others, "it holds keep.txt, which is not part of a checkpoint tree"},
+			{in, existingFile, "is not a directory: a checkpoint tree will not replace it"},
+			{file, existing, "is a directory, which a snapshot file will not replace"},
+		} {
+			if _, err := run(t, c.in, set, transform.Options{Out: c.out, Force: true}); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s over %s: error %v, want one containing %q", filepath.Base(c.in), filepath.Base(c.out), err, c.want)
+			}
+		}
+		sameChecksums(t, "after the refusals", checksums(t, dir), before)
+	})
+
 	t.Run("force replaces", func(t *testing.T) {
 		rep, err := run(t, in, set, transform.Options{Out: existing, Force: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if exists(filepath.Join(existing, "keep.txt")) || exists(filepath.Join(existing, "v9")) {
+		if exists(filepath.Join(existing, "v9")) {
 			t.Error("the replaced output's old content survived")
 		}
 		sameRows(t, "forced output", readRows(t, existing), placeAll(except(baseRows, rT1, rT2)))
@@ -1266,5 +1289,53 @@ func TestStoredDuplicates(t *testing.T) {
 			t.Errorf("%s: DuplicatesResolved = %d, want %d", tc.rules, rep.DuplicatesResolved, tc.dupes)
 		}
 		checkAccounting(t, rep, 6, len(got))
+	}
+}
+
+// TestInputChangedWhileRunning: an input file changed while it was read
+// (here, its modification time moved on), or a run cancelled, publishes
+// nothing: the check runs before the output is renamed into place.
+func TestInputChangedWhileRunning(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "checkpoint-3.snap")
+	if _, err := savepoint.WriteSnapshotFile(file, nil, baseRows, savepoint.SnapshotOptions{Sidecar: true, CheckpointID: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rule := range []string{"  - drop_slot: {op: 7, slot: tmp}\n", "  - keep: 'true'\n"} {
+		set := parseRules(t, slotDecls+rule, nil)
+		for _, how := range []string{"changed", "cancelled"} {
+			out := filepath.Join(dir, "out.snap")
+			ctx, cancel := context.WithCancel(context.Background())
+			sp := open(t, file)
+			calls := 0
+			_, err := transform.Run(ctx, sp, set, transform.Options{Out: out, Jobs: 1, Progress: func(stage string, done, total int64) {
+				if calls++; calls > 1 {
+					return
+				}
+				if how == "cancelled" {
+					cancel()
+					return
+				}
+				later := time.Now().Add(time.Hour)
+				if err := os.Chtimes(file, later, later); err != nil {
+					t.Error(err)
+				}
+			}})
+			cancel()
+			sp.Close()
+			want := savepoint.ErrInputChanged
+			if how == "cancelled" {
+				want = context.Canceled
+			}
+			if calls == 0 {
+				t.Fatalf("%s%s: no progress call to act in", rule, how)
+			}
+			if !errors.Is(err, want) {
+				t.Errorf("%s%s: error %v, want %v", rule, how, err, want)
+			}
+			if left, _ := filepath.Glob(out + "*"); len(left) > 0 {
+				t.Errorf("%s%s: left %v", rule, how, left)
+			}
+		}
 	}
 }

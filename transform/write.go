@@ -46,24 +46,27 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			return fmt.Errorf("create output directory: %w", err)
 		}
 		ckpt, _ := checkpointOf(f.Rel)
+		// The run must not have been interrupted, nor the input changed
+		// while it was read: checked before anything is put in place.
+		beforePublish := func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return sp.CheckUnchanged()
+		}
 		if nf.copyOf != nil {
-			if err := copyFile(f, opts.Out, ckpt); err != nil {
+			if err := savepoint.CopySnapshotFile(f.Path, opts.Out, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}, ckpt, beforePublish); err != nil {
 				return err
 			}
 			addDigest(f.CRC32C)
 			out.Files, out.Bytes = 1, f.Size
 		} else {
-			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt, Progress: (&writeProgress{sp: sp, progress: opts.Progress}).file(), Jobs: opts.Jobs})
+			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt, Progress: (&writeProgress{sp: sp, progress: opts.Progress}).file(), Jobs: opts.Jobs, BeforePublish: beforePublish})
 			if err != nil {
 				return err
 			}
 			addDigest(info.CRC32C)
 			out.Files, out.Bytes = 1, info.Size
-		}
-		if err := sp.CheckUnchanged(); err != nil {
-			os.Remove(opts.Out + ".meta")
-			os.Remove(opts.Out)
-			return err
 		}
 		rep.Files[0].Output = filepath.Base(opts.Out)
 		out.Digest = "crc32c:" + strconv.FormatUint(uint64(digest.Sum32()), 10)
@@ -131,6 +134,9 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			extra[filepath.Join(filepath.Dir(rel), "CONFIRMED-"+strconv.FormatUint(ckpt, 10))] = b
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := sp.CheckUnchanged(); err != nil {
 		return err
 	}
@@ -185,15 +191,6 @@ func controlFiles(sp *savepoint.Savepoint) (map[string][]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
 	return extra, nil
-}
-
-// copyFile copies an unchanged single-file input (streamed, verified) and
-// writes its sidecar.
-func copyFile(f *savepoint.File, out string, ckpt uint64) error {
-	if err := savepoint.CopyVerified(f.Path, out, f.Size, f.CRC32C); err != nil {
-		return err
-	}
-	return savepoint.WriteSidecar(out, ckpt, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C})
 }
 
 // checkpointOf parses the checkpoint id from checkpoint-<id>.snap[...].

@@ -61,7 +61,14 @@ func main() {
 }
 
 func run() int {
+	// The first SIGINT or SIGTERM cancels the run, which then removes what
+	// it wrote and publishes nothing; a second one ends the process at once
+	// (the default action, restored by stop).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	code := cli.Main(ctx, os.Args[1:], &cli.Streams{
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
 		ErrIsTerminal: term.IsTerminal(int(os.Stderr.Fd())),

@@ -1,0 +1,270 @@
+package savepoint
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// leftovers returns the temporary files and staging directories left in
+// dir.
+func leftovers(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".part.") || strings.Contains(e.Name(), ".sptool-") {
+			left = append(left, e.Name())
+		}
+	}
+	return left
+}
+
+// A payload and its sidecar are put in place only after BeforePublish
+// allows it; when it refuses, nothing is published, the file replaced is
+// untouched, and no temporary file is left.
+func TestBeforePublishRefuses(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "checkpoint-3.snap")
+	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
+	old, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldPayload, _ := os.ReadFile(path)
+	oldSidecar, _ := os.ReadFile(path + SidecarSuffix)
+	refused := errors.New("the input changed")
+	calls := 0
+	_, err = WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), append(rows, Row{Op: 2, Key: []byte{0, 0, 'x'}}), SnapshotOptions{
+		Sidecar: true, CheckpointID: 3,
+		BeforePublish: func() error {
+			calls++
+			if left := leftovers(t, dir); len(left) != 2 {
+				t.Errorf("before publishing: temporary files %v, want the payload's and the sidecar's", left)
+			}
+			return refused
+		},
+	})
+	if !errors.Is(err, refused) || calls != 1 {
+		t.Fatalf("err %v after %d calls, want the refusal after 1", err, calls)
+	}
+	if p, _ := os.ReadFile(path); !bytes.Equal(p, oldPayload) {
+		t.Error("the payload replaced changed")
+	}
+	if s, _ := os.ReadFile(path + SidecarSuffix); !bytes.Equal(s, oldSidecar) {
+		t.Error("the sidecar replaced changed")
+	}
+	if left := leftovers(t, dir); len(left) > 0 {
+		t.Errorf("left behind %v", left)
+	}
+	if info, err := readSidecarInfo(path); err != nil || info != old {
+		t.Errorf("sidecar %+v (%v), want %+v", info, err, old)
+	}
+}
+
+// readSidecarInfo parses the sidecar of path.
+func readSidecarInfo(path string) (FileInfo, error) {
+	b, err := os.ReadFile(path + SidecarSuffix)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	sc, err := ParseSidecar(b)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return FileInfo{Size: int64(sc.PayloadBytes), CRC32C: sc.PayloadCRC32C}, nil
+}
+
+// Replacing a payload and its sidecar never leaves the new payload beside
+// the old sidecar: the old sidecar is gone before the payload is renamed,
+// and the new sidecar is renamed last, for a file written and for a copy.
+func TestReplacePairOrder(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "checkpoint-3.snap")
+	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 3}); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "other.snap")
+	srcInfo, err := WriteSnapshotFile(src, CanonicalMetadata(nil, VersionMap{}), append(rows, Row{Op: 9, Key: []byte{0, 1, 'z'}}), SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var renames []string
+	hookBeforeRename = func(tmp, final string) {
+		_, err := os.Stat(path + SidecarSuffix)
+		renames = append(renames, filepath.Base(final)+" sidecar-present="+map[bool]string{true: "yes", false: "no"}[err == nil])
+	}
+	defer func() { hookBeforeRename = nil }()
+	want := []string{"checkpoint-3.snap sidecar-present=no", "checkpoint-3.snap.meta sidecar-present=no"}
+
+	info, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), append(rows, Row{Op: 2, Key: []byte{0, 0, 'x'}}), SnapshotOptions{Sidecar: true, CheckpointID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(renames, "; ") != strings.Join(want, "; ") {
+		t.Errorf("write: renames %q, want %q", renames, want)
+	}
+	if got, err := readSidecarInfo(path); err != nil || got != info {
+		t.Errorf("write: sidecar %+v (%v), want %+v", got, err, info)
+	}
+
+	renames = nil
+	if err := CopySnapshotFile(src, path, srcInfo, 4, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(renames, "; ") != strings.Join(want, "; ") {
+		t.Errorf("copy: renames %q, want %q", renames, want)
+	}
+	if got, err := readSidecarInfo(path); err != nil || got != srcInfo {
+		t.Errorf("copy: sidecar %+v (%v), want %+v", got, err, srcInfo)
+	}
+	if left := leftovers(t, dir); len(left) > 0 {
+		t.Errorf("left behind %v", left)
+	}
+}
+
+// An unchanged file copied into a tree gets a sidecar of the tree's
+// checkpoint id, even when the input had none (--allow-unverified): clink
+// refuses a payload without one.
+func TestCopySubtaskMintsSidecar(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "checkpoint-3.snap")
+	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
+	if _, err := WriteSnapshotFile(src, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(src, OpenOptions{AllowMissingSidecar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	out := filepath.Join(dir, "out")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.CopySubtask(0, sp.Files[0], dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Commit("", nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "v1", "0", "checkpoint-8.snap.meta"))
+	if err != nil {
+		t.Fatalf("no sidecar: %v", err)
+	}
+	sc, err := ParseSidecar(b)
+	if err != nil || sc.CheckpointID != 8 || int64(sc.PayloadBytes) != sp.Files[0].Size || sc.PayloadCRC32C != sp.Files[0].CRC32C {
+		t.Errorf("sidecar %+v (%v), want checkpoint 8, %d bytes, crc %d", sc, err, sp.Files[0].Size, sp.Files[0].CRC32C)
+	}
+	again, err := Open(out, OpenOptions{RequireValid: true})
+	if err != nil {
+		t.Fatalf("the tree does not open as valid: %v", err)
+	}
+	again.Close()
+}
+
+// CheckReplaceable lets --force replace only what looks like an earlier
+// output: a checkpoint tree (or an empty directory) for a tree, anything
+// but a directory for a file.
+func TestCheckReplaceable(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(rel string, isDir bool) string {
+		p := filepath.Join(dir, rel)
+		if isDir {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	tree := mk("tree", true)
+	mk("tree/v1/0", true)
+	mk("tree/v12", true)
+	mk("tree/_jobs/5", true)
+	empty := mk("empty", true)
+	home := mk("home", true)
+	mk("home/v1", true)
+	mk("home/notes.txt", false)
+	fileAtV := mk("odd", true)
+	mk("odd/v2", false) // a file named like a generation
+	file := mk("out.snap", false)
+	cases := []struct {
+		path string
+		tree bool
+		ok   bool
+	}{
+		{filepath.Join(dir, "missing"), true, true},
+		{filepath.Join(dir, "missing"), false, true},
+		{tree, true, true},
+		{empty, true, true},
+		{home, true, false},
+		{fileAtV, true, false},
+		{file, true, false},
+		{file, false, true},
+		{tree, false, false},
+	}
+	for _, c := range cases {
+		err := CheckReplaceable(c.path, c.tree)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckReplaceable(%s, tree=%v) = %v, want ok=%v", filepath.Base(c.path), c.tree, err, c.ok)
+		}
+	}
+	// A tree writer with Force refuses too, before writing anything.
+	if _, err := CreateTree(home, TreeOptions{Generation: 1, Checkpoint: 1, Force: true}); err == nil || !strings.Contains(err.Error(), "notes.txt") {
+		t.Errorf("CreateTree over a directory of other files: %v", err)
+	}
+	if left := leftovers(t, dir); len(left) > 0 {
+		t.Errorf("left behind %v", left)
+	}
+}
+
+// An output reached through a symbolic link to the input, or to a
+// directory inside it, is inside the input even when it does not exist
+// yet.
+func TestCheckOutputPathThroughLinks(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need privileges on Windows")
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "ckpt")
+	if err := os.MkdirAll(filepath.Join(in, "v1", "0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(in, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(in, "v1"), filepath.Join(dir, "gen")); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{
+		filepath.Join(dir, "link"),
+		filepath.Join(dir, "link", "v2"),
+		filepath.Join(dir, "link", "v2", "deeper"),
+		filepath.Join(dir, "gen", "new"),
+	} {
+		if err := CheckOutputPath(in, out); err == nil {
+			t.Errorf("CheckOutputPath(%s, %s) = nil, want a refusal", in, out)
+		}
+	}
+	// The input through a link to a directory above the output.
+	if err := CheckOutputPath(filepath.Join(dir, "gen", "0"), filepath.Join(in, "v1")); err == nil {
+		t.Error("an output that contains the input reached through a link: not refused")
+	}
+	if err := CheckOutputPath(in, filepath.Join(dir, "elsewhere", "out")); err != nil {
+		t.Errorf("an output beside the input: %v", err)
+	}
+}
