@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 
@@ -130,6 +131,11 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		err      error
 		panicked any // a panic of the open, raised again where it is waited for
 	}
+	if !dry && *tf.report != "" {
+		if err := checkReportPath(fs.Arg(0), *tf.out, *tf.report, *tf.force); err != nil {
+			return fail(s, c.name, err)
+		}
+	}
 	open := make(chan opened, 1)
 	// The pass at open asks the purge lists of the rules, once they are
 	// loaded, for the rows they may hold (see transform.Probe).
@@ -199,6 +205,32 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// checkReportPath refuses, before any work, a --report path that would
+// overwrite or lie in the input or the output, or replace an existing file
+// without --force, or that cannot be written: the report is written after
+// the savepoint, which should not then be published without it.
+func checkReportPath(in, out, report string, force bool) error {
+	for _, p := range []struct{ what, path string }{{"input", in}, {"output", out}} {
+		if err := savepoint.CheckOutputPath(p.path, report); err != nil {
+			return fmt.Errorf("--report %s: the report must be a file apart from the %s %s, neither it, in it, nor holding it", report, p.what, p.path)
+		}
+	}
+	st, err := os.Stat(report)
+	switch {
+	case err == nil && st.IsDir():
+		return fmt.Errorf("--report %s is a directory", report)
+	case err == nil && !force:
+		return fmt.Errorf("--report %s exists (use --force to replace it)", report)
+	case err != nil && !errors.Is(err, iofs.ErrNotExist):
+		return fmt.Errorf("--report %s: %w", report, err)
+	}
+	dir := filepath.Dir(report)
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("--report %s: %s is not a directory", report, dir)
+	}
+	return nil
 }
 
 func writeJSONFile(path string, v any) error {
