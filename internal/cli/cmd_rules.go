@@ -131,8 +131,13 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		err      error
 		panicked any // a panic of the open, raised again where it is waited for
 	}
-	if !dry && *tf.report != "" {
-		if err := checkReportPath(fs.Arg(0), *tf.out, *tf.report, *tf.force); err != nil {
+	// plan has no --report; rescale --dry-run writes its report too.
+	report, out, force := "", "", false
+	if tf.report != nil {
+		report, out, force = *tf.report, *tf.out, *tf.force
+	}
+	if report != "" {
+		if err := checkReportPath(fs.Arg(0), out, report, force); err != nil {
 			return fail(s, c.name, err)
 		}
 	}
@@ -185,9 +190,12 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	if err != nil {
 		return fail(s, c.name, err)
 	}
-	if !dry && *tf.report != "" {
-		if err := writeJSONFile(*tf.report, rep); err != nil {
-			return fail(s, c.name, fmt.Errorf("the savepoint was written to %s, but the report was not: %w", *tf.out, err))
+	if report != "" {
+		if err := writeJSONFile(report, rep); err != nil {
+			if dry {
+				return fail(s, c.name, fmt.Errorf("write the report: %w", err))
+			}
+			return fail(s, c.name, fmt.Errorf("the savepoint was written to %s, but the report was not: %w", out, err))
 		}
 	}
 	if *tf.asJSON {
@@ -213,6 +221,9 @@ func writeJSON(w io.Writer, v any) error {
 // the savepoint, which should not then be published without it.
 func checkReportPath(in, out, report string, force bool) error {
 	for _, p := range []struct{ what, path string }{{"input", in}, {"output", out}} {
+		if p.path == "" {
+			continue // a dry run without -o
+		}
 		if err := savepoint.CheckOutputPath(p.path, report); err != nil {
 			return fmt.Errorf("--report %s: the report must be a file apart from the %s %s, neither it, in it, nor holding it", report, p.what, p.path)
 		}
