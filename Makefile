@@ -63,6 +63,7 @@ cross:
 FUZZ_TARGETS := \
 	./savepoint:FuzzDecodeSnapshot \
 	./savepoint:FuzzOpenMapped \
+	./savepoint:FuzzOpenTree \
 	./savepoint:FuzzParseVersionMap \
 	./savepoint:FuzzParseSidecar \
 	./savepoint/codec:FuzzCodecRoundTrip \

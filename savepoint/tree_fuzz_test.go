@@ -1,0 +1,131 @@
+package savepoint
+
+import (
+	"encoding/binary"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// treeFile is a file of an archived tree.
+type treeFile struct {
+	name string // slash-separated, relative
+	data []byte
+}
+
+// treeArchive packs the files under dir into the archive FuzzOpenTree
+// reads a checkpoint tree from: for each file, a byte of name length, the
+// name, 4 bytes (little-endian) of data length, the data.
+func treeArchive(tb testing.TB, dir string) []byte {
+	tb.Helper()
+	var ar []byte
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		name := filepath.ToSlash(rel)
+		ar = append(append(ar, byte(len(name))), name...)
+		ar = append(binary.LittleEndian.AppendUint32(ar, uint32(len(b))), b...)
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ar
+}
+
+// parseTreeArchive reads treeArchive's form; a truncated length takes what
+// is left.
+func parseTreeArchive(ar []byte) []treeFile {
+	var files []treeFile
+	for len(ar) > 0 {
+		n := min(int(ar[0]), len(ar)-1)
+		name := string(ar[1 : 1+n])
+		ar = ar[1+n:]
+		size := len(ar)
+		if len(ar) >= 4 {
+			size = min(int(binary.LittleEndian.Uint32(ar)), len(ar)-4)
+			ar = ar[4:]
+		}
+		size = min(size, len(ar))
+		files = append(files, treeFile{name, ar[:size]})
+		ar = ar[size:]
+	}
+	return files
+}
+
+// treeSeeds returns small checkpoint trees as archives: file backend with
+// a COMPLETED marker, and changelog+file with its materialisations.
+func treeSeeds(tb testing.TB) [][]byte {
+	tb.Helper()
+	var seeds [][]byte
+	for _, backend := range []Backend{BackendFile, BackendChangelogFile} {
+		dir := filepath.Join(tb.TempDir(), "ckpt")
+		tw, err := CreateTree(dir, TreeOptions{Generation: 1, Checkpoint: 4, Backend: backend, StateBase: "/state"})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for sub := range 2 {
+			rows := []Row{
+				{Op: 7, Key: append([]byte{byte(sub * 64)}, "\x05counta"...), Value: []byte{1, 0, 0, 0, 0, 0, 0, 0}},
+				{Op: 7, Key: append([]byte{byte(sub*64 + 1)}, "\x05countb"...), Value: []byte("v")},
+				{Op: 9, Key: []byte{0x80, 1}, Value: []byte{2, 0, 0, 0, 0, 0, 0, 0}},
+			}
+			if _, err := tw.WriteSubtask(sub, CanonicalMetadata(nil, VersionMap{}), rows, CompressNone); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := tw.Commit("77", nil); err != nil {
+			tb.Fatal(err)
+		}
+		seeds = append(seeds, treeArchive(tb, dir))
+	}
+	return seeds
+}
+
+// FuzzOpenTree opens arbitrary checkpoint trees (an archive of the files
+// of one, see treeArchive, written to a directory) with the options the commands use,
+// and summarises and validates what opens: the tree's markers, sidecars,
+// handles and directory names are untrusted input too. It must return an
+// error or a savepoint, never panic, hang or run out of memory.
+func FuzzOpenTree(f *testing.F) {
+	for _, s := range treeSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		files := parseTreeArchive(data)
+		if len(files) == 0 || len(files) > 24 {
+			return
+		}
+		dir := filepath.Join(t.TempDir(), "ckpt")
+		for _, file := range files {
+			name := filepath.FromSlash(file.name)
+			if !filepath.IsLocal(name) {
+				return
+			}
+			p := filepath.Join(dir, name)
+			if os.MkdirAll(filepath.Dir(p), 0o755) != nil || os.WriteFile(p, file.data, 0o644) != nil {
+				return // a file where a directory is wanted, or the reverse
+			}
+		}
+		for _, opts := range []OpenOptions{
+			{},
+			{RequireValid: true},
+			{Columnar: true, AllowMissingSidecar: true},
+		} {
+			sp, err := Open(dir, opts)
+			if err != nil {
+				continue
+			}
+			Summarize(sp)
+			Validate(sp, ValidateOptions{})
+			sp.Close()
+		}
+	})
+}
