@@ -37,16 +37,35 @@ func (b *Batch) Row(i int) Row {
 }
 
 // batchOf returns the columns of a validated canonical record batch.
-func batchOf(rec arrow.RecordBatch) Batch {
+// arrow-go's accessors trust the batch header: one they cannot follow is
+// an error, not a crash.
+func batchOf(rec arrow.RecordBatch) (b Batch, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			b, err = Batch{}, fmt.Errorf("malformed record batch (%v)", p)
+		}
+	}()
 	keys := rec.Column(1).(*array.Binary)
 	vals := rec.Column(2).(*array.Binary)
 	return Batch{
 		Ops:     rec.Column(0).(*array.Uint64).Values(),
-		KeyOffs: keys.ValueOffsets(),
+		KeyOffs: binaryOffsets(keys),
 		Keys:    binaryData(keys),
-		ValOffs: vals.ValueOffsets(),
+		ValOffs: binaryOffsets(vals),
 		Vals:    binaryData(vals),
+	}, nil
+}
+
+// binaryOffsets is ValueOffsets of a binary column, but a column of no
+// rows may have an empty offsets buffer (Arrow Java writes one for an
+// empty batch; ValueOffsets panics on it): its offsets are then [0].
+func binaryOffsets(a *array.Binary) []int32 {
+	if a.Len() == 0 {
+		if offs := a.Data().Buffers()[1]; offs == nil || offs.Len() < 4 {
+			return []int32{0}
+		}
 	}
+	return a.ValueOffsets()
 }
 
 // binaryData is the whole data buffer of a binary column (ValueOffsets are

@@ -246,6 +246,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(FrameCLMB([][]byte{fixture, fixture}))
 	f.Add(zstdStream(f, 50)) // compressed buffers
+	f.Add(emptyOffsetsStream(f))
 	for _, c := range badCases {
 		f.Add(c.make(f, fixture))
 	}
@@ -319,6 +320,7 @@ func FuzzOpenMapped(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(keyed.Bytes())
+	f.Add(emptyOffsetsStream(f))
 	for _, c := range badCases {
 		f.Add(c.make(f, fixture))
 	}

@@ -87,7 +87,11 @@ func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src 
 		if err := validateBatch(rec, readMapped, deferOffsets && readMapped != nil); err != nil {
 			return nil, fmt.Errorf("record batch %d: %w", bi, err)
 		}
-		s.Batches = append(s.Batches, batchOf(rec))
+		b, err := batchOf(rec)
+		if err != nil {
+			return nil, fmt.Errorf("record batch %d: %w", bi, err)
+		}
+		s.Batches = append(s.Batches, b)
 		s.BatchRows = append(s.BatchRows, int(rec.NumRows()))
 	}
 	if !columnar {

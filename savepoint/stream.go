@@ -545,7 +545,7 @@ func validateBatch(rec arrow.RecordBatch, readMapped func(dst, src []byte) error
 		switch c := col.(type) {
 		case *array.Binary:
 			if err = c.Validate(); err == nil && !deferOffsets {
-				err = validateOffsets(c.ValueOffsets(), len(binaryData(c)), readMapped)
+				err = validateOffsets(binaryOffsets(c), len(binaryData(c)), readMapped)
 			}
 		case interface{ ValidateFull() error }:
 			err = c.ValidateFull()
