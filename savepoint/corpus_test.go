@@ -246,7 +246,9 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(FrameCLMB([][]byte{fixture, fixture}))
 	f.Add(zstdStream(f, 50)) // compressed buffers
-	f.Add(emptyOffsetsStream(f))
+	for _, b := range hostileSeeds(f) {
+		f.Add(b)
+	}
 	for _, c := range badCases {
 		f.Add(c.make(f, fixture))
 	}
@@ -320,7 +322,9 @@ func FuzzOpenMapped(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(keyed.Bytes())
-	f.Add(emptyOffsetsStream(f))
+	for _, b := range hostileSeeds(f) {
+		f.Add(b)
+	}
 	for _, c := range badCases {
 		f.Add(c.make(f, fixture))
 	}

@@ -2,14 +2,18 @@ package savepoint
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	flatbuffers "github.com/google/flatbuffers/go"
 )
 
 // emptyOffsetsStream is a canonical stream of one zero-row record batch
@@ -36,6 +40,14 @@ func emptyOffsetsStream(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// hostileSeeds are the inputs of the tests below, for the fuzz targets.
+func hostileSeeds(t testing.TB) [][]byte {
+	return [][]byte{
+		emptyOffsetsStream(t),
+		hostileStream(t, schemaShape{nest: 8, children: 64}),
+	}
 }
 
 // A zero-row batch whose binary columns declare empty offsets buffers is a
@@ -68,5 +80,175 @@ func TestEmptyBatchWithoutOffsets(t *testing.T) {
 			t.Fatalf("columnar %v: rows %v", columnar, got)
 		}
 		sp.Close()
+	}
+}
+
+// schemaShape shapes a hand-built schema message (see hostileStream): each
+// count is of vector entries that all point at one table, as no writer
+// lays them out but a flatbuffer allows.
+type schemaShape struct {
+	nest, children int  // op_id becomes nest levels of structs of that many children
+	dictionary     bool // key_bytes is dictionary-encoded
+	// entries of the schema's, value_bytes's and the message's metadata,
+	// with values of valueLen bytes
+	schemaMeta, fieldMeta, msgMeta, valueLen int
+	sameField                                int // fields, all op_id (named of nameLen bytes)
+	nameLen                                  int
+}
+
+// shapedSchema builds the metadata of a schema message of the canonical
+// fields, shaped by s.
+func shapedSchema(s schemaShape) []byte {
+	b := flatbuffers.NewBuilder(1024)
+	same := func(t flatbuffers.UOffsetT, n int) flatbuffers.UOffsetT {
+		if n == 0 {
+			return 0
+		}
+		b.StartVector(4, n, 4)
+		for range n {
+			b.PrependUOffsetT(t)
+		}
+		return b.EndVector(n)
+	}
+	kvs := func(n int) flatbuffers.UOffsetT {
+		if n == 0 {
+			return 0
+		}
+		k, v := b.CreateString("k"), b.CreateByteString(bytes.Repeat([]byte{'v'}, s.valueLen))
+		b.StartObject(2)
+		b.PrependUOffsetTSlot(0, k, 0)
+		b.PrependUOffsetTSlot(1, v, 0)
+		return same(b.EndObject(), n)
+	}
+	intType := func(bits int32, signed bool) flatbuffers.UOffsetT {
+		b.StartObject(2)
+		b.PrependInt32Slot(0, bits, 0)
+		b.PrependBoolSlot(1, signed, false)
+		return b.EndObject()
+	}
+	const typeInt, typeBinary, typeStruct = 2, 4, 13
+	field := func(name string, typ byte, t, dict, children, meta flatbuffers.UOffsetT) flatbuffers.UOffsetT {
+		n := b.CreateString(name)
+		b.StartObject(7)
+		b.PrependUOffsetTSlot(0, n, 0)
+		b.PrependByteSlot(2, typ, 0)
+		b.PrependUOffsetTSlot(3, t, 0)
+		b.PrependUOffsetTSlot(4, dict, 0)
+		b.PrependUOffsetTSlot(5, children, 0)
+		b.PrependUOffsetTSlot(6, meta, 0)
+		return b.EndObject()
+	}
+	empty := func() flatbuffers.UOffsetT { b.StartObject(0); return b.EndObject() }
+
+	name := "op_id"
+	if s.nameLen > 0 {
+		name = strings.Repeat("o", s.nameLen)
+	}
+	op := field(name, typeInt, intType(64, false), 0, 0, 0)
+	for range s.nest {
+		op = field("s", typeStruct, empty(), 0, same(op, s.children), 0)
+	}
+	var dict flatbuffers.UOffsetT
+	if s.dictionary {
+		idx := intType(32, true)
+		b.StartObject(4)
+		b.PrependUOffsetTSlot(1, idx, 0)
+		dict = b.EndObject()
+	}
+	key := field("key_bytes", typeBinary, empty(), dict, 0, 0)
+	val := field("value_bytes", typeBinary, empty(), 0, 0, kvs(s.fieldMeta))
+	var fs flatbuffers.UOffsetT
+	if s.sameField > 0 {
+		fs = same(op, s.sameField)
+	} else {
+		b.StartVector(4, 3, 4)
+		b.PrependUOffsetT(val)
+		b.PrependUOffsetT(key)
+		b.PrependUOffsetT(op)
+		fs = b.EndVector(3)
+	}
+	md := kvs(s.schemaMeta)
+	b.StartObject(4) // Schema
+	b.PrependUOffsetTSlot(1, fs, 0)
+	b.PrependUOffsetTSlot(2, md, 0)
+	schema := b.EndObject()
+	mmd := kvs(s.msgMeta)
+	b.StartObject(5) // Message
+	b.PrependInt16Slot(0, 4, 0)
+	b.PrependByteSlot(1, msgSchema, 0)
+	b.PrependUOffsetTSlot(2, schema, 0)
+	b.PrependUOffsetTSlot(4, mmd, 0)
+	b.Finish(b.EndObject())
+	return b.FinishedBytes()
+}
+
+// frame frames IPC message metadata (continuation, length, metadata padded
+// to 8 bytes) followed by its body.
+func frame(meta, body []byte) []byte {
+	padded := append(bytes.Clone(meta), make([]byte, (8-len(meta)%8)%8)...)
+	out := binary.LittleEndian.AppendUint32(nil, continuation)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(padded)))
+	return append(append(out, padded...), body...)
+}
+
+// hostileStream is the fixture's rows as arrow-go writes them, with the
+// schema message replaced by one shaped by s.
+func hostileStream(t testing.TB, s schemaShape) []byte {
+	t.Helper()
+	fx := streamOf(t, fields(false, u64, bin, bin), fv1, 1)
+	rest := fx[8+binary.LittleEndian.Uint32(fx[4:]):]
+	return append(frame(shapedSchema(s), nil), rest...)
+}
+
+// openBytes writes data to a file named name and opens it, columnar or not;
+// a decode that takes longer than a minute fails the test.
+func openBytes(t *testing.T, name string, data []byte, columnar bool) error {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		sp, err := Open(path, OpenOptions{Columnar: columnar, AllowMissingSidecar: true})
+		if err == nil {
+			sp.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil && !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not name the file", err)
+		}
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: still decoding after a minute", name)
+		return nil
+	}
+}
+
+// The hand-built schema message decodes like arrow-go's own.
+func TestHostileStreamBaseline(t *testing.T) {
+	if err := openBytes(t, "baseline.snap", hostileStream(t, schemaShape{}), false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// clink's schemas are flat: a field with children is refused before
+// arrow-go reads the schema, and before children entries that all point at
+// one table make the pre-check visit 64^8 fields.
+func TestNestedFieldsRefused(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		shape schemaShape
+	}{
+		{"struct.snap", schemaShape{nest: 1, children: 1}},
+		{"fan-out.snap", schemaShape{nest: 8, children: 64}},
+	} {
+		err := openBytes(t, c.name, hostileStream(t, c.shape), false)
+		if err == nil || !strings.Contains(err.Error(), "field 0 has 1 children") && !strings.Contains(err.Error(), "field 0 has 64 children") {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
 }

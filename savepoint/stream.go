@@ -190,7 +190,7 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 			return info, fmt.Errorf("schema header: %w", err)
 		}
 		if ok {
-			if err := checkSchemaFB(hdr, 0); err != nil {
+			if err := checkSchemaFB(hdr); err != nil {
 				return info, fmt.Errorf("schema: %w", err)
 			}
 		}
@@ -237,13 +237,15 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 	return info, nil
 }
 
-// maxSchemaFields bounds the fields (and children of a field) a schema may
-// declare; clink's schemas have 3 or 4 flat fields.
+// maxSchemaFields bounds the fields a schema may declare; clink's schemas
+// have 3 or 4.
 const maxSchemaFields = 64
 
-// checkSchemaFB bounds the vectors of a Schema table (fields 1 and 2) and,
-// recursively, of its Field tables (children 5, custom_metadata 6).
-func checkSchemaFB(schema flatbuffers.Table, depth int) error {
+// checkSchemaFB bounds the vectors of a Schema table (fields 1 and 2) and
+// of its Field tables (children 5, custom_metadata 6), and refuses nested
+// fields: clink's schemas are flat, and children entries that all point at
+// one table would have a walk visit fields without end.
+func checkSchemaFB(schema flatbuffers.Table) error {
 	n, err := fbVector(schema, 1, 4, maxSchemaFields)
 	if err != nil {
 		return fmt.Errorf("fields: %w", err)
@@ -251,33 +253,26 @@ func checkSchemaFB(schema flatbuffers.Table, depth int) error {
 	if _, err := fbVector(schema, 2, 4, -1); err != nil {
 		return fmt.Errorf("custom metadata: %w", err)
 	}
-	return checkFieldsFB(schema, 1, n, depth)
-}
-
-func checkFieldsFB(t flatbuffers.Table, field, n, depth int) error {
 	if n == 0 {
 		return nil
 	}
-	if depth > 8 {
-		return errors.New("fields nested too deeply")
-	}
-	p := fbField(t, field, 4)
-	vec := p + int(binary.LittleEndian.Uint32(t.Bytes[p:])) + 4
+	p := fbField(schema, 1, 4)
+	vec := p + int(binary.LittleEndian.Uint32(schema.Bytes[p:])) + 4
 	for i := 0; i < n; i++ {
 		ep := vec + 4*i
-		f, err := fbTable(t.Bytes, ep+int(binary.LittleEndian.Uint32(t.Bytes[ep:])))
+		f, err := fbTable(schema.Bytes, ep+int(binary.LittleEndian.Uint32(schema.Bytes[ep:])))
 		if err != nil {
 			return fmt.Errorf("field %d: %w", i, err)
 		}
-		kids, err := fbVector(f, 5, 4, maxSchemaFields)
+		kids, err := fbVector(f, 5, 4, -1)
 		if err != nil {
 			return fmt.Errorf("field %d children: %w", i, err)
 		}
+		if kids > 0 {
+			return fmt.Errorf("field %d has %d children; clink's schemas have no nested fields", i, kids)
+		}
 		if _, err := fbVector(f, 6, 4, -1); err != nil {
 			return fmt.Errorf("field %d metadata: %w", i, err)
-		}
-		if err := checkFieldsFB(f, 5, kids, depth+1); err != nil {
-			return fmt.Errorf("field %d: %w", i, err)
 		}
 	}
 	return nil
