@@ -47,6 +47,10 @@ func hostileSeeds(t testing.TB) [][]byte {
 	return [][]byte{
 		emptyOffsetsStream(t),
 		hostileStream(t, schemaShape{nest: 8, children: 64}),
+		hostileStream(t, schemaShape{schemaMeta: 1100}),
+		hostileStream(t, schemaShape{fieldMeta: 100, valueLen: 1 << 10}),
+		hostileStream(t, schemaShape{sameField: 64, nameLen: 1 << 10}),
+		batchMetadataStream(100, 1<<10),
 	}
 }
 
@@ -249,6 +253,86 @@ func TestNestedFieldsRefused(t *testing.T) {
 		err := openBytes(t, c.name, hostileStream(t, c.shape), false)
 		if err == nil || !strings.Contains(err.Error(), "field 0 has 1 children") && !strings.Contains(err.Error(), "field 0 has 64 children") {
 			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+// emptyBatchMessage builds the metadata of a zero-row canonical record
+// batch (all buffers empty) whose custom metadata has n entries, all one
+// KeyValue with a value of valueLen bytes.
+func emptyBatchMessage(n, valueLen int) []byte {
+	b := flatbuffers.NewBuilder(1024)
+	k, v := b.CreateString("k"), b.CreateByteString(bytes.Repeat([]byte{'v'}, valueLen))
+	b.StartObject(2)
+	b.PrependUOffsetTSlot(0, k, 0)
+	b.PrependUOffsetTSlot(1, v, 0)
+	kv := b.EndObject()
+	b.StartVector(4, n, 4)
+	for range n {
+		b.PrependUOffsetT(kv)
+	}
+	md := b.EndVector(n)
+	b.StartVector(16, 3, 8) // nodes: length and null count
+	for range 3 {
+		b.Prep(8, 16)
+		b.PrependInt64(0)
+		b.PrependInt64(0)
+	}
+	nodes := b.EndVector(3)
+	b.StartVector(16, 8, 8) // buffers: offset and length
+	for range 8 {
+		b.Prep(8, 16)
+		b.PrependInt64(0)
+		b.PrependInt64(0)
+	}
+	bufs := b.EndVector(8)
+	b.StartObject(5) // RecordBatch
+	b.PrependUOffsetTSlot(1, nodes, 0)
+	b.PrependUOffsetTSlot(2, bufs, 0)
+	rb := b.EndObject()
+	b.StartObject(5) // Message
+	b.PrependInt16Slot(0, 4, 0)
+	b.PrependByteSlot(1, msgRecordBatch, 0)
+	b.PrependUOffsetTSlot(2, rb, 0)
+	b.PrependUOffsetTSlot(4, md, 0)
+	b.Finish(b.EndObject())
+	return b.FinishedBytes()
+}
+
+// batchMetadataStream is a canonical stream of one zero-row batch whose
+// message metadata has n entries, all one KeyValue (see emptyBatchMessage).
+func batchMetadataStream(n, valueLen int) []byte {
+	out := frame(shapedSchema(schemaShape{}), nil)
+	out = append(out, frame(emptyBatchMessage(n, valueLen), nil)...)
+	return binary.LittleEndian.AppendUint64(out, continuation)
+}
+
+// Metadata vectors whose entries all point at one KeyValue made arrow-go
+// copy its strings once an entry: entries times value bytes, from a few
+// kilobytes of file. Too many entries, or more string bytes than the
+// message's metadata holds, are refused; so are fields that all point at
+// one long name.
+func TestMetadataFanOutRefused(t *testing.T) {
+	if err := openBytes(t, "batch-metadata.snap", batchMetadataStream(1, 16), false); err != nil {
+		t.Fatalf("a batch with custom metadata: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"schema-entries.snap", hostileStream(t, schemaShape{schemaMeta: 2000, valueLen: 16}), "schema: custom metadata: 2000 entries, at most 1024 allowed"},
+		{"schema-bytes.snap", hostileStream(t, schemaShape{schemaMeta: 1000, valueLen: 8 << 10}), "schema: custom metadata: entry 1: more string bytes than the"},
+		{"field-bytes.snap", hostileStream(t, schemaShape{fieldMeta: 1000, valueLen: 8 << 10}), "schema: field 2 metadata: entry 1: more string bytes than the"},
+		{"message-bytes.snap", hostileStream(t, schemaShape{msgMeta: 1000, valueLen: 8 << 10}), "message custom metadata: entry 1: more string bytes than the"},
+		{"batch-bytes.snap", batchMetadataStream(1000, 8<<10), "message custom metadata: entry 1: more string bytes than the"},
+		{"batch-entries.snap", batchMetadataStream(5000, 0), "message custom metadata: 5000 entries, at most 1024 allowed"},
+		{"field-names.snap", hostileStream(t, schemaShape{sameField: 64, nameLen: 64 << 10}), "schema: field 1 name: more string bytes than the"},
+	} {
+		for _, columnar := range []bool{false, true} {
+			if err := openBytes(t, c.name, c.data, columnar); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s (columnar %v): %v, want %q", c.name, columnar, err, c.want)
+			}
 		}
 	}
 }

@@ -178,9 +178,12 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 	}
 	info.typ = byte(fbUint(t, 1, 1))
 	info.bodyLen = int64(fbUint(t, 3, 8))
+	// The strings arrow-go copies out of the message may not add up to
+	// more bytes than the message holds (see fbString).
+	strBytes := len(meta)
 	// Message.custom_metadata (field 4): a vector of KeyValue tables.
-	if _, err := fbVector(t, 4, 4, -1); err != nil {
-		return info, fmt.Errorf("message metadata: %w", err)
+	if err := checkMetadataFB(t, 4, &strBytes); err != nil {
+		return info, fmt.Errorf("message custom metadata: %w", err)
 	}
 	if info.typ == msgSchema {
 		// arrow-go allocates by the declared field counts before reading
@@ -190,7 +193,7 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 			return info, fmt.Errorf("schema header: %w", err)
 		}
 		if ok {
-			if err := checkSchemaFB(hdr); err != nil {
+			if err := checkSchemaFB(hdr, &strBytes); err != nil {
 				return info, fmt.Errorf("schema: %w", err)
 			}
 		}
@@ -244,13 +247,14 @@ const maxSchemaFields = 64
 // checkSchemaFB bounds the vectors of a Schema table (fields 1 and 2) and
 // of its Field tables (children 5, custom_metadata 6), and refuses nested
 // fields: clink's schemas are flat, and children entries that all point at
-// one table would have a walk visit fields without end.
-func checkSchemaFB(schema flatbuffers.Table) error {
+// one table would have a walk visit fields without end. The field names
+// and metadata strings are taken from *strBytes (see fbString).
+func checkSchemaFB(schema flatbuffers.Table, strBytes *int) error {
 	n, err := fbVector(schema, 1, 4, maxSchemaFields)
 	if err != nil {
 		return fmt.Errorf("fields: %w", err)
 	}
-	if _, err := fbVector(schema, 2, 4, -1); err != nil {
+	if err := checkMetadataFB(schema, 2, strBytes); err != nil {
 		return fmt.Errorf("custom metadata: %w", err)
 	}
 	if n == 0 {
@@ -271,9 +275,71 @@ func checkSchemaFB(schema flatbuffers.Table) error {
 		if kids > 0 {
 			return fmt.Errorf("field %d has %d children; clink's schemas have no nested fields", i, kids)
 		}
-		if _, err := fbVector(f, 6, 4, -1); err != nil {
+		if err := fbString(f, 0, strBytes); err != nil {
+			return fmt.Errorf("field %d name: %w", i, err)
+		}
+		if err := checkMetadataFB(f, 6, strBytes); err != nil {
 			return fmt.Errorf("field %d metadata: %w", i, err)
 		}
+	}
+	return nil
+}
+
+// maxMetadataEntries bounds the entries of one metadata vector; clink
+// writes at most 2.
+const maxMetadataEntries = 1024
+
+// checkMetadataFB checks the metadata vector field i of t (KeyValue
+// tables): at most maxMetadataEntries entries, each a table whose key and
+// value strings lie in the buffer, their bytes taken from *strBytes.
+func checkMetadataFB(t flatbuffers.Table, i int, strBytes *int) error {
+	n, err := fbVector(t, i, 4, -1)
+	if err != nil {
+		return err
+	}
+	if n > maxMetadataEntries {
+		return fmt.Errorf("%d entries, at most %d allowed", n, maxMetadataEntries)
+	}
+	if n == 0 {
+		return nil
+	}
+	p := fbField(t, i, 4)
+	vec := p + int(binary.LittleEndian.Uint32(t.Bytes[p:])) + 4
+	for j := 0; j < n; j++ {
+		ep := vec + 4*j
+		kv, err := fbTable(t.Bytes, ep+int(binary.LittleEndian.Uint32(t.Bytes[ep:])))
+		if err == nil {
+			err = fbString(kv, 0, strBytes)
+		}
+		if err == nil {
+			err = fbString(kv, 1, strBytes)
+		}
+		if err != nil {
+			return fmt.Errorf("entry %d: %w", j, err)
+		}
+	}
+	return nil
+}
+
+// fbString checks that string field i of t lies in the buffer and takes
+// its length from *strBytes, which starts at the buffer's length: arrow-go
+// copies every string it reads, and entries that all point at one table
+// (or string) would have it copy the same bytes again and again.
+func fbString(t flatbuffers.Table, i int, strBytes *int) error {
+	p := fbField(t, i, 4)
+	if p == 0 {
+		return nil
+	}
+	at := p + int(binary.LittleEndian.Uint32(t.Bytes[p:]))
+	if at < 0 || at+4 > len(t.Bytes) {
+		return fmt.Errorf("string offset %d out of range", at)
+	}
+	n := int(binary.LittleEndian.Uint32(t.Bytes[at:]))
+	if n < 0 || n > len(t.Bytes)-at-4 {
+		return fmt.Errorf("string of %d bytes does not fit in the metadata", n)
+	}
+	if *strBytes -= n; *strBytes < 0 {
+		return fmt.Errorf("more string bytes than the %d-byte metadata holds (entries share strings)", len(t.Bytes))
 	}
 	return nil
 }
