@@ -51,6 +51,8 @@ func hostileSeeds(t testing.TB) [][]byte {
 		hostileStream(t, schemaShape{fieldMeta: 100, valueLen: 1 << 10}),
 		hostileStream(t, schemaShape{sameField: 64, nameLen: 1 << 10}),
 		batchMetadataStream(100, 1<<10),
+		hostileStream(t, schemaShape{dictionary: true}),
+		dictionaryBatchStream(t, 1<<46),
 	}
 }
 
@@ -328,6 +330,125 @@ func TestMetadataFanOutRefused(t *testing.T) {
 		{"batch-bytes.snap", batchMetadataStream(1000, 8<<10), "message custom metadata: entry 1: more string bytes than the"},
 		{"batch-entries.snap", batchMetadataStream(5000, 0), "message custom metadata: 5000 entries, at most 1024 allowed"},
 		{"field-names.snap", hostileStream(t, schemaShape{sameField: 64, nameLen: 64 << 10}), "schema: field 1 name: more string bytes than the"},
+	} {
+		for _, columnar := range []bool{false, true} {
+			if err := openBytes(t, c.name, c.data, columnar); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s (columnar %v): %v, want %q", c.name, columnar, err, c.want)
+			}
+		}
+	}
+}
+
+// streamMessage is where one message of a stream lies: its metadata from
+// meta, its body from body to end.
+type streamMessage struct{ start, meta, body, end int }
+
+// messagesOf splits a well-formed stream into its messages (the
+// end-of-stream marker excluded).
+func messagesOf(t testing.TB, data []byte) []streamMessage {
+	t.Helper()
+	var out []streamMessage
+	for at := 0; ; {
+		n := int(binary.LittleEndian.Uint32(data[at+4:]))
+		if n == 0 {
+			return out
+		}
+		meta := data[at+8 : at+8+n]
+		msg, err := fbTable(meta, int(binary.LittleEndian.Uint32(meta)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := streamMessage{start: at, meta: at + 8, body: at + 8 + n}
+		m.end = m.body + int(fbUint(msg, 3, 8))
+		out = append(out, m)
+		at = m.end
+	}
+}
+
+// batchTable returns the RecordBatch table of a record batch message, or of
+// a dictionary batch message's batch, over data from the message's metadata.
+func batchTable(t testing.TB, data []byte, m streamMessage) flatbuffers.Table {
+	t.Helper()
+	meta := data[m.meta:m.body]
+	msg, err := fbTable(meta, int(binary.LittleEndian.Uint32(meta)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr, _, err := fbSubTable(msg, 2)
+	if err == nil && fbUint(msg, 1, 1) == msgDictionary {
+		hdr, _, err = fbSubTable(hdr, 1)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hdr
+}
+
+// sizePrefix returns where in data the uncompressed size of buffer i of a
+// compressed batch message lies.
+func sizePrefix(t testing.TB, data []byte, m streamMessage, i int) int {
+	t.Helper()
+	rb := batchTable(t, data, m)
+	p := fbField(rb, 2, 4)
+	entry := p + int(binary.LittleEndian.Uint32(rb.Bytes[p:])) + 4 + 16*i
+	return m.body + int(binary.LittleEndian.Uint64(rb.Bytes[entry:]))
+}
+
+// dictionaryStream is the fixture's rows with key_bytes dictionary-encoded,
+// written by arrow-go with ZSTD; the dictionary's data buffer declares
+// declared bytes uncompressed. It returns the stream and its messages.
+func dictionaryStream(t testing.TB, declared int64) ([]byte, []streamMessage) {
+	t.Helper()
+	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: bin}
+	fs := fields(false, u64, dt, bin)
+	meta := arrow.NewMetadata([]string{MetaFormatVersion}, []string{"1"})
+	schema := arrow.NewSchema(fs, &meta)
+	n := len(fixtureRows)
+	rec := arrowGoBatch(arrow.NewSchema(canonicalFields, nil), fixtureRows)
+	db := array.NewBinaryBuilder(memory.DefaultAllocator, bin)
+	db.Append(bytes.Repeat([]byte{'k'}, 1000))
+	dict := db.NewArray()
+	idx := array.NewInt32Builder(memory.DefaultAllocator)
+	idx.AppendValues(make([]int32, n), nil)
+	keys := array.NewDictionaryArray(dt, idx.NewArray(), dict)
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema), ipc.WithZstd())
+	if err := w.Write(array.NewRecordBatch(schema, []arrow.Array{rec.Column(0), keys, rec.Column(2)}, int64(n))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	msgs := messagesOf(t, data)
+	binary.LittleEndian.PutUint64(data[sizePrefix(t, data, msgs[1], 2):], uint64(declared))
+	return data, msgs
+}
+
+// dictionaryBatchStream is the fixture's canonical stream with the
+// dictionary batch of dictionaryStream(declared) after its schema.
+func dictionaryBatchStream(t testing.TB, declared int64) []byte {
+	t.Helper()
+	dict, msgs := dictionaryStream(t, declared)
+	fx := streamOf(t, fields(false, u64, bin, bin), fv1, 1)
+	end := messagesOf(t, fx)[0].end
+	return append(append(bytes.Clone(fx[:end]), dict[msgs[1].start:msgs[1].end]...), fx[end:]...)
+}
+
+// clink never writes dictionaries. A dictionary-encoded field, or a
+// dictionary batch, is refused before arrow-go reads the batch (whose
+// compressed buffers were not size-checked: one declaring 2^46 bytes
+// had arrow-go allocate that much).
+func TestDictionariesRefused(t *testing.T) {
+	dict, _ := dictionaryStream(t, 1<<28)
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"dictionary-field.snap", hostileStream(t, schemaShape{dictionary: true}), "schema: field 1 is dictionary-encoded"},
+		{"dictionary-zstd.snap", dict, "schema: field 1 is dictionary-encoded"},
+		{"dictionary-batch.snap", dictionaryBatchStream(t, 1<<28), "a dictionary batch; clink streams have no dictionaries"},
 	} {
 		for _, columnar := range []bool{false, true} {
 			if err := openBytes(t, c.name, c.data, columnar); err == nil || !strings.Contains(err.Error(), c.want) {

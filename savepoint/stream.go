@@ -165,7 +165,8 @@ type messageInfo struct {
 
 // peekMessage reads the few fields of an IPC Message flatbuffer the reader
 // needs before handing it to arrow-go: header type, body length and, for a
-// record batch, its body compression. Every offset is bounds-checked.
+// record batch, its body compression. Every offset is bounds-checked; a
+// dictionary batch is refused.
 func peekMessage(meta []byte) (info messageInfo, err error) {
 	info.codec = -1
 	if len(meta) < 4 {
@@ -184,6 +185,11 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 	// Message.custom_metadata (field 4): a vector of KeyValue tables.
 	if err := checkMetadataFB(t, 4, &strBytes); err != nil {
 		return info, fmt.Errorf("message custom metadata: %w", err)
+	}
+	if info.typ == msgDictionary {
+		// arrow-go would read (and decompress) it before the schema is
+		// checked.
+		return info, errors.New("a dictionary batch; clink streams have no dictionaries")
 	}
 	if info.typ == msgSchema {
 		// arrow-go allocates by the declared field counts before reading
@@ -246,8 +252,10 @@ const maxSchemaFields = 64
 
 // checkSchemaFB bounds the vectors of a Schema table (fields 1 and 2) and
 // of its Field tables (children 5, custom_metadata 6), and refuses nested
-// fields: clink's schemas are flat, and children entries that all point at
-// one table would have a walk visit fields without end. The field names
+// fields (clink's schemas are flat, and children entries that all point at
+// one table would have a walk visit fields without end) and dictionary
+// encoded ones (field 4; clink writes no dictionaries, and arrow-go reads
+// dictionary batches before the schema is checked). The field names
 // and metadata strings are taken from *strBytes (see fbString).
 func checkSchemaFB(schema flatbuffers.Table, strBytes *int) error {
 	n, err := fbVector(schema, 1, 4, maxSchemaFields)
@@ -274,6 +282,9 @@ func checkSchemaFB(schema flatbuffers.Table, strBytes *int) error {
 		}
 		if kids > 0 {
 			return fmt.Errorf("field %d has %d children; clink's schemas have no nested fields", i, kids)
+		}
+		if fbField(f, 4, 4) != 0 {
+			return fmt.Errorf("field %d is dictionary-encoded; clink streams have no dictionaries", i)
 		}
 		if err := fbString(f, 0, strBytes); err != nil {
 			return fmt.Errorf("field %d name: %w", i, err)
