@@ -3,6 +3,7 @@ package savepoint
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,7 @@ func hostileSeeds(t testing.TB) [][]byte {
 		batchMetadataStream(100, 1<<10),
 		hostileStream(t, schemaShape{dictionary: true}),
 		dictionaryBatchStream(t, 1<<46),
+		unknownCodecStream(t, 0x80),
 	}
 }
 
@@ -454,6 +456,37 @@ func TestDictionariesRefused(t *testing.T) {
 			if err := openBytes(t, c.name, c.data, columnar); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s (columnar %v): %v, want %q", c.name, columnar, err, c.want)
 			}
+		}
+	}
+}
+
+// codecAt returns where in data the compression codec of a compressed
+// record batch message lies.
+func codecAt(t testing.TB, data []byte, m streamMessage) int {
+	t.Helper()
+	comp, ok, err := fbSubTable(batchTable(t, data, m), 3)
+	if !ok || err != nil {
+		t.Fatalf("no body compression: %v", err)
+	}
+	return m.meta + fbField(comp, 0, 1)
+}
+
+// unknownCodecStream is zstdStream(50) with its batch's codec set to c.
+func unknownCodecStream(t testing.TB, c byte) []byte {
+	t.Helper()
+	data := zstdStream(t, 50)
+	data[codecAt(t, data, messagesOf(t, data)[1])] = c
+	return data
+}
+
+// A codec byte other than LZ4 frame (0) and ZSTD (1) is refused, naming it
+// (bytes from 0x80 read as a negative codec skipped the buffer checks, and
+// arrow-go's missing decompressor panicked).
+func TestUnknownCompressionCodec(t *testing.T) {
+	for _, c := range []byte{2, 0x7f, 0x80, 0xff} {
+		err := openBytes(t, "codec.snap", unknownCodecStream(t, c), false)
+		if want := fmt.Sprintf("unknown compression codec %d", c); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("codec %d: %v, want %q", c, err, want)
 		}
 	}
 }

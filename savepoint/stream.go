@@ -239,7 +239,14 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 				return info, fmt.Errorf("record batch compression: %w", err)
 			}
 			if ok {
-				info.codec = int8(fbUint(comp, 0, 1))
+				// Only LZ4 frame and ZSTD exist: arrow-go has no
+				// decompressor for another byte (and it must not read
+				// as "none": the buffers would go unchecked).
+				c := fbUint(comp, 0, 1)
+				if c > 1 {
+					return info, fmt.Errorf("record batch uses unknown compression codec %d", c)
+				}
+				info.codec = int8(c)
 			}
 		}
 	}
@@ -578,9 +585,6 @@ func readStream(data []byte) (rs *rawStream, err error) {
 		return nil, &offsetError{mr.off, "stream ends without the end-of-stream marker (truncated file?)"}
 	}
 	for _, c := range mr.codecs {
-		if c > 1 {
-			return nil, fmt.Errorf("record batch uses unknown body compression codec %d", c)
-		}
 		if c >= 0 {
 			rs.compression = codecNames[c]
 		}
