@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	flatbuffers "github.com/google/flatbuffers/go"
+	"github.com/klauspost/compress/zstd"
 )
 
 // emptyOffsetsStream is a canonical stream of one zero-row record batch
@@ -55,6 +56,8 @@ func hostileSeeds(t testing.TB) [][]byte {
 		hostileStream(t, schemaShape{dictionary: true}),
 		dictionaryBatchStream(t, 1<<46),
 		unknownCodecStream(t, 0x80),
+		declaring(t, fixtureRows, 1, 1000),
+		overlappingStream(t),
 	}
 }
 
@@ -261,53 +264,76 @@ func TestNestedFieldsRefused(t *testing.T) {
 	}
 }
 
-// emptyBatchMessage builds the metadata of a zero-row canonical record
-// batch (all buffers empty) whose custom metadata has n entries, all one
-// KeyValue with a value of valueLen bytes.
-func emptyBatchMessage(n, valueLen int) []byte {
+// batchShape shapes a hand-built record batch message of the canonical
+// columns (see batchMessage).
+type batchShape struct {
+	rows    int64      // each column's
+	bufs    [][2]int64 // offset and length in the body; 8 empty when nil
+	bodyLen int64
+	zstd    bool
+	// entries of the message's custom metadata, all one KeyValue with a
+	// value of valueLen bytes
+	meta, valueLen int
+}
+
+// batchMessage builds the metadata of a record batch message shaped by s.
+func batchMessage(s batchShape) []byte {
 	b := flatbuffers.NewBuilder(1024)
-	k, v := b.CreateString("k"), b.CreateByteString(bytes.Repeat([]byte{'v'}, valueLen))
+	k, v := b.CreateString("k"), b.CreateByteString(bytes.Repeat([]byte{'v'}, s.valueLen))
 	b.StartObject(2)
 	b.PrependUOffsetTSlot(0, k, 0)
 	b.PrependUOffsetTSlot(1, v, 0)
 	kv := b.EndObject()
-	b.StartVector(4, n, 4)
-	for range n {
+	b.StartVector(4, s.meta, 4)
+	for range s.meta {
 		b.PrependUOffsetT(kv)
 	}
-	md := b.EndVector(n)
+	md := b.EndVector(s.meta)
 	b.StartVector(16, 3, 8) // nodes: length and null count
 	for range 3 {
 		b.Prep(8, 16)
 		b.PrependInt64(0)
-		b.PrependInt64(0)
+		b.PrependInt64(s.rows)
 	}
 	nodes := b.EndVector(3)
-	b.StartVector(16, 8, 8) // buffers: offset and length
-	for range 8 {
-		b.Prep(8, 16)
-		b.PrependInt64(0)
-		b.PrependInt64(0)
+	bs := s.bufs
+	if bs == nil {
+		bs = make([][2]int64, 8)
 	}
-	bufs := b.EndVector(8)
+	b.StartVector(16, len(bs), 8) // buffers: offset and length
+	for i := len(bs) - 1; i >= 0; i-- {
+		b.Prep(8, 16)
+		b.PrependInt64(bs[i][1])
+		b.PrependInt64(bs[i][0])
+	}
+	bufs := b.EndVector(len(bs))
+	var comp flatbuffers.UOffsetT
+	if s.zstd {
+		b.StartObject(2) // BodyCompression
+		b.PrependByteSlot(0, 1, 0)
+		comp = b.EndObject()
+	}
 	b.StartObject(5) // RecordBatch
+	b.PrependInt64Slot(0, s.rows, 0)
 	b.PrependUOffsetTSlot(1, nodes, 0)
 	b.PrependUOffsetTSlot(2, bufs, 0)
+	b.PrependUOffsetTSlot(3, comp, 0)
 	rb := b.EndObject()
 	b.StartObject(5) // Message
 	b.PrependInt16Slot(0, 4, 0)
 	b.PrependByteSlot(1, msgRecordBatch, 0)
 	b.PrependUOffsetTSlot(2, rb, 0)
+	b.PrependInt64Slot(3, s.bodyLen, 0)
 	b.PrependUOffsetTSlot(4, md, 0)
 	b.Finish(b.EndObject())
 	return b.FinishedBytes()
 }
 
 // batchMetadataStream is a canonical stream of one zero-row batch whose
-// message metadata has n entries, all one KeyValue (see emptyBatchMessage).
+// message metadata has n entries, all one KeyValue (see batchMessage).
 func batchMetadataStream(n, valueLen int) []byte {
 	out := frame(shapedSchema(schemaShape{}), nil)
-	out = append(out, frame(emptyBatchMessage(n, valueLen), nil)...)
+	out = append(out, frame(batchMessage(batchShape{meta: n, valueLen: valueLen}), nil)...)
 	return binary.LittleEndian.AppendUint64(out, continuation)
 }
 
@@ -488,5 +514,103 @@ func TestUnknownCompressionCodec(t *testing.T) {
 		if want := fmt.Sprintf("unknown compression codec %d", c); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("codec %d: %v, want %q", c, err, want)
 		}
+	}
+}
+
+// setBuffer points buffer i of a batch message at the given offset and
+// length in its body.
+func setBuffer(t testing.TB, data []byte, m streamMessage, i int, off, n int64) {
+	t.Helper()
+	rb := batchTable(t, data, m)
+	p := fbField(rb, 2, 4)
+	entry := m.meta + p + int(binary.LittleEndian.Uint32(rb.Bytes[p:])) + 4 + 16*i
+	binary.LittleEndian.PutUint64(data[entry:], uint64(off))
+	binary.LittleEndian.PutUint64(data[entry+8:], uint64(n))
+}
+
+// buffer returns the offset and length of buffer i of a batch message.
+func buffer(t testing.TB, data []byte, m streamMessage, i int) (off, n int64) {
+	t.Helper()
+	rb := batchTable(t, data, m)
+	p := fbField(rb, 2, 4)
+	entry := p + int(binary.LittleEndian.Uint32(rb.Bytes[p:])) + 4 + 16*i
+	return int64(binary.LittleEndian.Uint64(rb.Bytes[entry:])), int64(binary.LittleEndian.Uint64(rb.Bytes[entry+8:]))
+}
+
+// declaring is zstdStreamOf(rows) with buffer i declaring size bytes
+// uncompressed.
+func declaring(t testing.TB, rows []Row, i int, size int64) []byte {
+	t.Helper()
+	data := zstdStreamOf(t, rows)
+	binary.LittleEndian.PutUint64(data[sizePrefix(t, data, messagesOf(t, data)[1], i):], uint64(size))
+	return data
+}
+
+// overlappingStream is a canonical stream of one ZSTD batch of 2^24 rows
+// whose five data buffers all are the one compressed buffer of its body,
+// declaring 2^15 times its compressed size (as much as one buffer may).
+func overlappingStream(t testing.TB) []byte {
+	t.Helper()
+	var z bytes.Buffer
+	zw, err := zstd.NewWriter(&z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Write(make([]byte, 1<<20))
+	zw.Close()
+	body := binary.LittleEndian.AppendUint64(nil, uint64(maxExpansion*z.Len()))
+	body = append(body, z.Bytes()...)
+	n := int64(len(body))
+	body = append(body, make([]byte, (8-len(body)%8)%8)...)
+	one := [2]int64{0, n}
+	rb := batchMessage(batchShape{rows: 1 << 24, bufs: [][2]int64{{}, one, {}, one, one, {}, one, one}, bodyLen: int64(len(body)), zstd: true})
+	out := frame(shapedSchema(schemaShape{}), nil)
+	out = append(out, frame(rb, body)...)
+	return binary.LittleEndian.AppendUint64(out, continuation)
+}
+
+// A compressed buffer may declare no more bytes uncompressed than its role
+// in the batch allows (arrow-go allocates them before decompressing), and
+// all of a batch's together no more than its body can hold (buffers may
+// overlap: each within its own bounds, together they asked for any
+// multiple of the body).
+func TestCompressedBufferCaps(t *testing.T) {
+	const n = 1000
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = Row{Op: 7, Key: EncodeKeyedKey([]byte("s"), []byte{byte(i >> 8), byte(i)}), Value: []byte{byte(i)}}
+	}
+	// 128 KiB of values ZSTD cannot shrink: a value buffer that may
+	// declare more than 2^31 bytes by its compressed size.
+	noise := make([]Row, 1<<10)
+	x := uint64(1)
+	for i := range noise {
+		v := make([]byte, 128)
+		for j := range v {
+			x = x*6364136223846793005 + 1442695040888963407
+			v[j] = byte(x >> 56)
+		}
+		noise[i] = Row{Op: 7, Key: []byte{byte(i >> 8), byte(i)}, Value: v}
+	}
+	validity := zstdStreamOf(t, rows) // buffer 0 (no nulls: empty) made the ops buffer
+	m := messagesOf(t, validity)[1]
+	off, ln := buffer(t, validity, m, 1)
+	setBuffer(t, validity, m, 0, off, ln)
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"ops", declaring(t, rows, 1, 8*n+200), "compressed buffer 1 declares 8200 bytes uncompressed; the values buffer of column 0 (1000 rows) holds at most 8000 bytes"},
+		{"key-offsets", declaring(t, rows, 3, 8*n), "compressed buffer 3 declares 8000 bytes uncompressed; the offsets buffer of column 1 (1000 rows) holds at most 4032 bytes"},
+		{"validity", validity, "compressed buffer 0 declares 8000 bytes uncompressed; the validity bitmap of column 0 (1000 rows) holds at most 128 bytes"},
+		{"value-data", declaring(t, noise, 7, 1<<31), "compressed buffer 7 declares 2147483648 bytes uncompressed; the data buffer of column 2 (1024 rows) holds at most 2147483647 bytes"},
+		{"overlapping", overlappingStream(t), "bytes uncompressed in all, more than their"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := openBytes(t, c.name+".snap", c.data, false); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v, want %q", err, c.want)
+			}
+		})
 	}
 }

@@ -112,7 +112,13 @@ func zstdStream(t testing.TB, n int) []byte {
 	for i := range rows {
 		rows[i] = Row{Op: 7, Key: EncodeKeyedKey([]byte("s"), []byte{byte(i >> 8), byte(i)}), Value: []byte{byte(i)}}
 	}
-	rows = Logical(rows)
+	return zstdStreamOf(t, Logical(rows))
+}
+
+// zstdStreamOf is a snapshot of rows in one record batch whose buffers
+// arrow-go compressed with ZSTD.
+func zstdStreamOf(t testing.TB, rows []Row) []byte {
+	t.Helper()
 	md := CanonicalMetadata(nil, VersionMap{})
 	keys, vals := make([]string, len(md)), make([]string, len(md))
 	for i, e := range md {

@@ -34,6 +34,9 @@ type sliceMessageReader struct {
 	eos  bool
 	// codecs records the body compression of each record batch message.
 	codecs []int8
+	// cols are the columns of the stream's schema, for the bounds of
+	// compressed buffers (nil: relative bounds only).
+	cols []columnKind
 }
 
 var _ ipc.MessageReader = (*sliceMessageReader)(nil)
@@ -93,8 +96,11 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 		return nil, &offsetError{r.off + bodyStart, fmt.Sprintf("truncated message body: needs %d bytes, %d left", info.bodyLen, int64(len(rest))-bodyStart)}
 	}
 	body := rest[bodyStart : bodyStart+info.bodyLen : bodyStart+info.bodyLen]
+	if info.typ == msgSchema {
+		r.cols = info.cols
+	}
 	if info.typ == msgRecordBatch && info.codec >= 0 {
-		if err := checkCompressedBuffers(meta, info, body); err != nil {
+		if err := checkCompressedBuffers(meta, info, body, r.cols); err != nil {
 			return nil, &offsetError{r.off + bodyStart, err.Error()}
 		}
 	}
@@ -115,13 +121,27 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 // about 255 times at most.
 const maxExpansion = 1 << 15
 
+// maxBodyExpansion bounds how many times the size of its body all the
+// buffers of a compressed record batch may declare uncompressed together:
+// maxExpansion, plus the 64 KiB each buffer may declare beyond it, for at
+// most one buffer in 8 body bytes (each takes at least 8). Only buffers
+// that overlap, as no writer lays them out, declare more.
+const maxBodyExpansion = maxExpansion + 1<<13
+
 // checkCompressedBuffers checks the buffers of a compressed record batch
 // before arrow-go reads them: each lies in the body and declares (its first
-// 8 bytes) no more bytes uncompressed than its compressed bytes can hold.
-// arrow-go allocates each buffer by that declared length before
-// decompressing it: a corrupt length would ask for any amount of memory.
-func checkCompressedBuffers(meta []byte, info messageInfo, body []byte) error {
-	for i := 0; i < info.nbuf; i++ {
+// 8 bytes) no more bytes uncompressed than its compressed bytes can hold,
+// nor than its role in a column of cols allows (cols may be nil); all of
+// them together no more than maxBodyExpansion times the body. arrow-go
+// allocates each buffer by that declared length before decompressing it:
+// a corrupt length would ask for any amount of memory.
+func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind) error {
+	var total int64
+	col, j := 0, 0 // buffer i is buffer j of column col
+	for i := 0; i < info.nbuf; i, j = i+1, j+1 {
+		if col < len(cols) && j == cols[col].buffers() {
+			col, j = col+1, 0
+		}
 		e := info.bufs + 16*i
 		off := int64(binary.LittleEndian.Uint64(meta[e:]))
 		n := int64(binary.LittleEndian.Uint64(meta[e+8:]))
@@ -132,11 +152,57 @@ func checkCompressedBuffers(meta []byte, info messageInfo, body []byte) error {
 			return fmt.Errorf("compressed buffer %d (%d bytes at %d) does not fit in the %d-byte body", i, n, off, len(body))
 		}
 		size := int64(binary.LittleEndian.Uint64(body[off:]))
-		if size != -1 && (size < 0 || size > maxExpansion*(n-8)+1<<16) {
+		if size == -1 {
+			continue // stored uncompressed: arrow-go slices the body
+		}
+		if size < 0 || size > maxExpansion*(n-8)+1<<16 {
 			return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed from %d compressed bytes", i, size, n-8)
+		}
+		if col < len(cols) && col < info.nnode {
+			rows := int64(binary.LittleEndian.Uint64(meta[info.nodes+16*col:]))
+			if most, role := cols[col].bound(j, rows); size > most {
+				return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed; the %s of column %d (%d rows) holds at most %d bytes", i, size, role, col, rows, most)
+			}
+		}
+		if total += size; total > maxBodyExpansion*int64(len(body)) {
+			return fmt.Errorf("compressed buffers 0-%d declare %d bytes uncompressed in all, more than their %d-byte body can hold (buffers overlap)", i, total, len(body))
 		}
 	}
 	return nil
+}
+
+// columnKind is how a column of a flat schema lays out its buffers.
+type columnKind struct {
+	width  int64 // bytes of a value, or of an offset of a binary column
+	binary bool  // validity, offsets and data; else validity and values
+}
+
+// buffers returns how many buffers a column of kind k has.
+func (k columnKind) buffers() int {
+	if k.binary {
+		return 3
+	}
+	return 2
+}
+
+// bound returns the most bytes buffer j of a column of kind k and rows
+// rows holds, rounded up to 64 (writers may pad), and the buffer's role.
+func (k columnKind) bound(j int, rows int64) (int64, string) {
+	if rows < 0 || rows > math.MaxInt64/16 {
+		return math.MaxInt64, "buffer"
+	}
+	pad := func(n int64) int64 { return (n + 63) &^ 63 }
+	switch {
+	case j == 0:
+		return pad(rows/8 + 1), "validity bitmap"
+	case !k.binary:
+		return pad(k.width * rows), "values buffer"
+	case j == 1:
+		return pad(k.width * (rows + 1)), "offsets buffer"
+	case k.width == 4:
+		return maxBinaryData, "data buffer" // int32 offsets
+	}
+	return math.MaxInt64, "data buffer"
 }
 
 // offsetError is a problem found at a byte offset of a stream.
@@ -161,6 +227,11 @@ type messageInfo struct {
 	// bufs is where a record batch's buffers (16-byte structs: offset and
 	// length in the body) start in the metadata; nbuf how many there are.
 	bufs, nbuf int
+	// nodes is where a record batch's field nodes (16-byte structs: length
+	// and null count) start; nnode how many there are.
+	nodes, nnode int
+	// cols are a schema's columns (nil unless all are of known kinds).
+	cols []columnKind
 }
 
 // peekMessage reads the few fields of an IPC Message flatbuffer the reader
@@ -199,7 +270,7 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 			return info, fmt.Errorf("schema header: %w", err)
 		}
 		if ok {
-			if err := checkSchemaFB(hdr, &strBytes); err != nil {
+			if info.cols, err = checkSchemaFB(hdr, &strBytes); err != nil {
 				return info, fmt.Errorf("schema: %w", err)
 			}
 		}
@@ -211,8 +282,13 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 		}
 		if ok {
 			// RecordBatch.nodes and .buffers: vectors of 16-byte structs.
-			if _, err := fbVector(hdr, 1, 16, -1); err != nil {
+			nnode, err := fbVector(hdr, 1, 16, -1)
+			if err != nil {
 				return info, fmt.Errorf("record batch nodes: %w", err)
+			}
+			if nnode > 0 {
+				p := fbField(hdr, 1, 4)
+				info.nodes, info.nnode = p+int(binary.LittleEndian.Uint32(hdr.Bytes[p:]))+4, nnode
 			}
 			nbuf, err := fbVector(hdr, 2, 16, -1)
 			if err != nil {
@@ -263,44 +339,81 @@ const maxSchemaFields = 64
 // one table would have a walk visit fields without end) and dictionary
 // encoded ones (field 4; clink writes no dictionaries, and arrow-go reads
 // dictionary batches before the schema is checked). The field names
-// and metadata strings are taken from *strBytes (see fbString).
-func checkSchemaFB(schema flatbuffers.Table, strBytes *int) error {
+// and metadata strings are taken from *strBytes (see fbString). It returns
+// the kinds of the columns, or nil if one is of another type.
+func checkSchemaFB(schema flatbuffers.Table, strBytes *int) ([]columnKind, error) {
 	n, err := fbVector(schema, 1, 4, maxSchemaFields)
 	if err != nil {
-		return fmt.Errorf("fields: %w", err)
+		return nil, fmt.Errorf("fields: %w", err)
 	}
 	if err := checkMetadataFB(schema, 2, strBytes); err != nil {
-		return fmt.Errorf("custom metadata: %w", err)
+		return nil, fmt.Errorf("custom metadata: %w", err)
 	}
 	if n == 0 {
-		return nil
+		return nil, nil
 	}
+	cols := make([]columnKind, 0, n)
 	p := fbField(schema, 1, 4)
 	vec := p + int(binary.LittleEndian.Uint32(schema.Bytes[p:])) + 4
 	for i := 0; i < n; i++ {
 		ep := vec + 4*i
 		f, err := fbTable(schema.Bytes, ep+int(binary.LittleEndian.Uint32(schema.Bytes[ep:])))
 		if err != nil {
-			return fmt.Errorf("field %d: %w", i, err)
+			return nil, fmt.Errorf("field %d: %w", i, err)
 		}
 		kids, err := fbVector(f, 5, 4, -1)
 		if err != nil {
-			return fmt.Errorf("field %d children: %w", i, err)
+			return nil, fmt.Errorf("field %d children: %w", i, err)
 		}
 		if kids > 0 {
-			return fmt.Errorf("field %d has %d children; clink's schemas have no nested fields", i, kids)
+			return nil, fmt.Errorf("field %d has %d children; clink's schemas have no nested fields", i, kids)
 		}
 		if fbField(f, 4, 4) != 0 {
-			return fmt.Errorf("field %d is dictionary-encoded; clink streams have no dictionaries", i)
+			return nil, fmt.Errorf("field %d is dictionary-encoded; clink streams have no dictionaries", i)
 		}
 		if err := fbString(f, 0, strBytes); err != nil {
-			return fmt.Errorf("field %d name: %w", i, err)
+			return nil, fmt.Errorf("field %d name: %w", i, err)
 		}
 		if err := checkMetadataFB(f, 6, strBytes); err != nil {
-			return fmt.Errorf("field %d metadata: %w", i, err)
+			return nil, fmt.Errorf("field %d metadata: %w", i, err)
+		}
+		if k, ok := fieldKind(f); ok && cols != nil {
+			cols = append(cols, k)
+		} else {
+			cols = nil
 		}
 	}
-	return nil
+	return cols, nil
+}
+
+// Flatbuffer type tags (Field.type_type) of the columns fieldKind knows.
+const (
+	typeInt         = 2
+	typeBinary      = 4
+	typeUtf8        = 5
+	typeLargeBinary = 19
+	typeLargeUtf8   = 20
+)
+
+// fieldKind returns the kind of a field's column: an integer, or binary or
+// UTF-8 (large or not); false for any other type.
+func fieldKind(f flatbuffers.Table) (columnKind, bool) {
+	switch fbUint(f, 2, 1) {
+	case typeInt:
+		t, ok, err := fbSubTable(f, 3)
+		if !ok || err != nil {
+			return columnKind{}, false
+		}
+		switch bits := fbUint(t, 0, 4); bits {
+		case 8, 16, 32, 64:
+			return columnKind{width: int64(bits / 8)}, true
+		}
+	case typeBinary, typeUtf8:
+		return columnKind{width: 4, binary: true}, true
+	case typeLargeBinary, typeLargeUtf8:
+		return columnKind{width: 8, binary: true}, true
+	}
+	return columnKind{}, false
 }
 
 // maxMetadataEntries bounds the entries of one metadata vector; clink
@@ -435,6 +548,8 @@ func fbUint(t flatbuffers.Table, i, size int) uint64 {
 	switch size {
 	case 1:
 		return uint64(t.Bytes[p])
+	case 4:
+		return uint64(binary.LittleEndian.Uint32(t.Bytes[p:]))
 	case 8:
 		return binary.LittleEndian.Uint64(t.Bytes[p:])
 	}
