@@ -46,6 +46,7 @@ func emptyOffsetsStream(t testing.TB) []byte {
 
 // hostileSeeds are the inputs of the tests below, for the fuzz targets.
 func hostileSeeds(t testing.TB) [][]byte {
+	t.Helper()
 	return [][]byte{
 		emptyOffsetsStream(t),
 		hostileStream(t, schemaShape{nest: 8, children: 64}),
@@ -103,8 +104,8 @@ type schemaShape struct {
 	// entries of the schema's, value_bytes's and the message's metadata,
 	// with values of valueLen bytes
 	schemaMeta, fieldMeta, msgMeta, valueLen int
-	sameField                                int // fields, all op_id (named of nameLen bytes)
-	nameLen                                  int
+	// fields, all op_id, with a name of nameLen bytes when it is not 0
+	sameField, nameLen int
 }
 
 // shapedSchema builds the metadata of a schema message of the canonical
