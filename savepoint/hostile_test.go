@@ -615,3 +615,17 @@ func TestCompressedBufferCaps(t *testing.T) {
 		})
 	}
 }
+
+// A file of more rows than 32-bit row positions can number is refused,
+// naming the count, before anything is sized by it.
+func TestTooManyRowsRefused(t *testing.T) {
+	data := frame(shapedSchema(schemaShape{}), nil)
+	data = append(data, frame(batchMessage(batchShape{rows: MaxFileRows + 1}), nil)...)
+	data = binary.LittleEndian.AppendUint64(data, continuation)
+	for _, columnar := range []bool{false, true} {
+		err := openBytes(t, "many.snap", data, columnar)
+		if err == nil || !strings.Contains(err.Error(), "record batches of more than 4294967295 rows; sptool handles at most that many rows a file") {
+			t.Errorf("columnar %v: %v, want the row limit", columnar, err)
+		}
+	}
+}

@@ -37,7 +37,14 @@ type sliceMessageReader struct {
 	// cols are the columns of the stream's schema, for the bounds of
 	// compressed buffers (nil: relative bounds only).
 	cols []columnKind
+	// rows counts the rows the record batches read so far declare.
+	rows int64
 }
+
+// MaxFileRows is the most rows a snapshot file may hold: sorting,
+// filtering and writing number a file's rows with 32-bit positions. (At
+// 16 bytes of operator and offsets a row, such a file is over 64 GiB.)
+const MaxFileRows = math.MaxUint32
 
 var _ ipc.MessageReader = (*sliceMessageReader)(nil)
 
@@ -98,6 +105,15 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 	body := rest[bodyStart : bodyStart+info.bodyLen : bodyStart+info.bodyLen]
 	if info.typ == msgSchema {
 		r.cols = info.cols
+	}
+	if info.typ == msgRecordBatch {
+		if info.rows < 0 {
+			return nil, &offsetError{r.cur, fmt.Sprintf("record batch declares %d rows", info.rows)}
+		}
+		if info.rows > MaxFileRows-r.rows {
+			return nil, &offsetError{r.cur, fmt.Sprintf("record batches of more than %d rows; sptool handles at most that many rows a file", int64(MaxFileRows))}
+		}
+		r.rows += info.rows
 	}
 	if info.typ == msgRecordBatch && info.codec >= 0 {
 		if err := checkCompressedBuffers(meta, info, body, r.cols); err != nil {
@@ -227,6 +243,8 @@ type messageInfo struct {
 	// bufs is where a record batch's buffers (16-byte structs: offset and
 	// length in the body) start in the metadata; nbuf how many there are.
 	bufs, nbuf int
+	// rows is a record batch's declared length.
+	rows int64
 	// nodes is where a record batch's field nodes (16-byte structs: length
 	// and null count) start; nnode how many there are.
 	nodes, nnode int
@@ -281,6 +299,7 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 			return info, fmt.Errorf("record batch header: %w", err)
 		}
 		if ok {
+			info.rows = int64(fbUint(hdr, 0, 8)) // RecordBatch.length
 			// RecordBatch.nodes and .buffers: vectors of 16-byte structs.
 			nnode, err := fbVector(hdr, 1, 16, -1)
 			if err != nil {
