@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"math"
 
 	dsbzip2 "github.com/dsnet/compress/bzip2"
 	"github.com/klauspost/compress/zstd"
@@ -47,9 +48,30 @@ func DetectCompression(data []byte) string {
 	return CompressNone
 }
 
+// Whole-file decompression is bounded: a few megabytes of gzip can expand to
+// gigabytes, and running out of memory is fatal to a Go program. A payload
+// may decompress to at most decompressRatio times its compressed size
+// (deflate tops out near 1032:1; real savepoints compress far less), or
+// decompressFloor bytes for small files, and never to more than
+// decompressCeiling, the machine's physical memory (see physicalMemory).
+// Variables so tests can lower them.
+var (
+	decompressRatio   int64 = 1024
+	decompressFloor   int64 = 64 << 20
+	decompressCeiling       = physicalMemory()
+)
+
+// decompressLimit returns how many bytes a payload of n compressed bytes may
+// decompress to (less than math.MaxInt64: Decompress reads one byte more).
+func decompressLimit(n int) int64 {
+	return min(max(int64(n)*decompressRatio, decompressFloor), decompressCeiling, math.MaxInt64-1)
+}
+
 // Decompress returns data decompressed as a stream according to its magic
 // bytes, with the name of the compression, or data itself when it is not
-// compressed.
+// compressed. Data that decompresses to more than 1024 times its size or 64
+// MiB, whichever is more, or to more than the machine's physical memory, is
+// an error: it is no savepoint, or one too large to hold in memory.
 func Decompress(data []byte) ([]byte, string, error) {
 	name := DetectCompression(data)
 	if name == CompressNone {
@@ -59,12 +81,17 @@ func Decompress(data []byte) ([]byte, string, error) {
 	if err != nil {
 		return nil, name, fmt.Errorf("open %s stream: %w", name, err)
 	}
+	if c, ok := r.(io.Closer); ok {
+		defer c.Close()
+	}
+	limit := decompressLimit(len(data))
 	var out bytes.Buffer
-	if _, err := io.Copy(&out, r); err != nil {
+	if _, err := io.Copy(&out, io.LimitReader(r, limit+1)); err != nil {
 		return nil, name, fmt.Errorf("decompress %s stream: %w", name, err)
 	}
-	if c, ok := r.(io.Closer); ok {
-		c.Close()
+	if int64(out.Len()) > limit {
+		return nil, name, fmt.Errorf("decompress %s stream: decompressed size exceeds %d bytes, the limit for %d compressed bytes (%d times their size, at least %d MiB, at most the machine's physical memory)",
+			name, limit, len(data), decompressRatio, decompressFloor>>20)
 	}
 	return out.Bytes(), name, nil
 }
@@ -113,3 +140,7 @@ func NewCompressor(name string, w io.Writer) (io.WriteCloser, error) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// fixedMemoryCap stands for the machine's physical memory where it is not
+// known (see physicalMemory): 16 GiB, or the most a slice can hold.
+const fixedMemoryCap = min(16<<30, math.MaxInt)

@@ -1,0 +1,77 @@
+package savepoint
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gzipZeros returns n zero bytes compressed with gzip (deflate's best case,
+// about 1030:1).
+func gzipZeros(t *testing.T, n int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, err := NewCompressor(CompressGzip, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zw.Write(make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// A compressed payload that expands past the decompression limit is an
+// error naming the file, through both ways of reading it, not a
+// decompression into memory without end.
+func TestDecompressLimit(t *testing.T) {
+	defer func(r, f, c int64) { decompressRatio, decompressFloor, decompressCeiling = r, f, c }(decompressRatio, decompressFloor, decompressCeiling)
+	z := gzipZeros(t, 4<<20)
+	path := filepath.Join(t.TempDir(), "bomb.snap.gz")
+	if err := os.WriteFile(path, z, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name                  string
+		ratio, floor, ceiling int64
+	}{
+		{"ratio", 100, 0, 1 << 40},
+		{"ceiling", 1 << 20, 0, 1 << 20},
+	} {
+		decompressRatio, decompressFloor, decompressCeiling = c.ratio, c.floor, c.ceiling
+		if _, _, err := Decompress(z); err == nil || !strings.Contains(err.Error(), "decompressed size exceeds") {
+			t.Errorf("%s: Decompress of %d bytes of gzip to 4 MiB: %v, want the size limit", c.name, len(z), err)
+		}
+		for _, columnar := range []bool{false, true} {
+			_, err := Open(path, OpenOptions{Columnar: columnar})
+			if err == nil || !strings.Contains(err.Error(), "decompressed size exceeds") || !strings.Contains(err.Error(), path) {
+				t.Errorf("%s, columnar %v: Open: %v, want the size limit naming %s", c.name, columnar, err, path)
+			}
+		}
+	}
+	// Within the limits: the floor lets small files expand more than the
+	// ratio says.
+	decompressRatio, decompressFloor, decompressCeiling = 100, 4<<20, 1<<40
+	if plain, _, err := Decompress(z); err != nil || len(plain) != 4<<20 {
+		t.Errorf("within the floor: %d bytes, %v", len(plain), err)
+	}
+	decompressRatio, decompressFloor = 1<<20, 0
+	if plain, _, err := Decompress(z); err != nil || len(plain) != 4<<20 {
+		t.Errorf("within the ratio: %d bytes, %v", len(plain), err)
+	}
+}
+
+// The default limit allows a payload no larger than the machine's memory.
+func TestDecompressLimitDefault(t *testing.T) {
+	if decompressCeiling <= 0 || decompressCeiling > physicalMemory() {
+		t.Errorf("ceiling %d, physical memory %d", decompressCeiling, physicalMemory())
+	}
+	if got := decompressLimit(1 << 30); got > decompressCeiling || got < decompressFloor && decompressFloor <= decompressCeiling {
+		t.Errorf("limit for 1 GiB: %d (floor %d, ceiling %d)", got, decompressFloor, decompressCeiling)
+	}
+}
