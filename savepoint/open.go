@@ -463,6 +463,12 @@ func idList(m map[uint64]int) string {
 // file changes while it is read. With ro.Columnar an uncompressed payload is
 // memory-mapped and decoded in place.
 func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
+	// Stat first: opening a named pipe would block.
+	if st, err := os.Stat(f.Path); err != nil {
+		return fmt.Errorf("read %s: %w", f.Path, err)
+	} else if !st.Mode().IsRegular() {
+		return fmt.Errorf("read %s: is %s, not a snapshot file", f.Path, fileKind(st.Mode()))
+	}
 	fh, err := os.Open(f.Path)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", f.Path, err)
@@ -476,8 +482,8 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", f.Path, err)
 	}
-	if before.IsDir() {
-		return fmt.Errorf("read %s: is a directory, not a snapshot file", f.Path)
+	if !before.Mode().IsRegular() { // replaced since the Stat above
+		return fmt.Errorf("read %s: is %s, not a snapshot file", f.Path, fileKind(before.Mode()))
 	}
 	f.modTime = before.ModTime()
 	var data []byte
