@@ -12,24 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// smallTree writes a tree of one subtask file (checkpoint 7, generation 1,
-// sidecar and COMPLETED marker) and returns its root.
-func smallTree(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "tree")
-	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.WriteSubtask(0, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 1, Key: []byte("k"), Value: []byte("v")}}, CompressNone); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Commit("job1", nil); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // mkfifo replaces path with a named pipe. A reader left blocked on it is
 // released when the test ends.
 func mkfifo(t *testing.T, path string) {
@@ -85,6 +67,37 @@ func TestOpenPayloadNotRegular(t *testing.T) {
 				err := openTimed(t, path, OpenOptions{Columnar: columnar})
 				if err == nil || !strings.Contains(err.Error(), payload) || !strings.Contains(err.Error(), c.want) {
 					t.Errorf("%s payload, columnar %v, Open %s: %v, want an error naming %s: %s", c.name, columnar, path, err, payload, c.want)
+				}
+			}
+		}
+	}
+}
+
+// A sidecar or COMPLETED marker that is a named pipe or a device is an
+// error naming it, not a read that blocks or never ends.
+func TestControlFilesNotRegular(t *testing.T) {
+	for _, which := range []string{"sidecar", "marker"} {
+		for _, kind := range []struct{ name, want string }{{"device", "is a character device"}, {"fifo", "is a named pipe"}} {
+			root := smallTree(t)
+			payload := filepath.Join(root, "v1", "0", "checkpoint-7.snap")
+			path := payload + ".meta"
+			opens := []string{root, payload}
+			if which == "marker" {
+				path = filepath.Join(root, "_jobs", "job1", "COMPLETED-7")
+				opens = opens[:1]
+			}
+			if kind.name == "fifo" {
+				mkfifo(t, path)
+			} else {
+				os.Remove(path)
+				if err := os.Symlink("/dev/null", path); err != nil {
+					t.Skipf("symlink: %v", err)
+				}
+			}
+			for _, p := range opens {
+				err := openTimed(t, p, OpenOptions{})
+				if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), kind.want) {
+					t.Errorf("%s that is a %s, Open %s: %v, want an error naming %s: %s", which, kind.name, p, err, path, kind.want)
 				}
 			}
 		}
