@@ -53,8 +53,9 @@ func DetectCompression(data []byte) string {
 // may decompress to at most decompressRatio times its compressed size
 // (deflate tops out near 1032:1; real savepoints compress far less), or
 // decompressFloor bytes for small files, and never to more than
-// decompressCeiling, the machine's physical memory (see physicalMemory).
-// Variables so tests can lower them.
+// decompressCeiling, the machine's physical memory (see physicalMemory),
+// which also bounds a materialisation file (read whole). Variables so tests
+// can lower them.
 var (
 	decompressRatio   int64 = 1024
 	decompressFloor   int64 = 64 << 20

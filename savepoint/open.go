@@ -731,8 +731,11 @@ func resolveHandle(root, handle string) ([]byte, error) {
 // resolveHandleRel locates a materialisation handle inside the tree at root.
 // Handles are paths written by the job (<base>/v<gen>/<idx>/materializations/
 // mat-<id>.bin, absolute when the job's base was): the tail from the
-// v<gen>/ component on locates the file within the copied tree. The handle
-// itself is read only when it is relative to root.
+// v<gen>/ component on locates the file within the copied tree, and must
+// stay within its subtask directory v<gen>/<idx> (see readWithin). The
+// handle itself is read only when it is relative to root, and must stay
+// within root. The file must be a regular file no larger than
+// decompressCeiling.
 func resolveHandleRel(root, handle string) ([]byte, string, error) {
 	parts := strings.Split(filepath.ToSlash(handle), "/")
 	for i := 0; i+2 < len(parts); i++ {
@@ -742,18 +745,21 @@ func resolveHandleRel(root, handle string) ([]byte, string, error) {
 		if _, ok := subtaskIndex(parts[i+1]); !ok {
 			continue
 		}
-		rel := filepath.Join(parts[i:]...)
-		data, err := os.ReadFile(filepath.Join(root, rel))
+		data, err := readWithin(filepath.Join(root, parts[i], parts[i+1]), filepath.Join(parts[i+2:]...), decompressCeiling)
 		if err == nil {
-			return data, rel, nil
+			return data, filepath.Join(parts[i:]...), nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, "", err
 		}
 	}
 	if !filepath.IsAbs(handle) {
-		if data, err := os.ReadFile(filepath.Join(root, handle)); err == nil {
+		data, err := readWithin(root, handle, decompressCeiling)
+		if err == nil {
 			return data, handle, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, "", err
 		}
 	}
 	return nil, "", fmt.Errorf("materialisation not found in the tree at %s (looked for the path from its v<generation>/ component on)", root)

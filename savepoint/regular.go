@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // maxControlFileSize bounds the size of a sidecar or a COMPLETED marker
@@ -63,4 +64,43 @@ func readRegularFile(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return data, nil
+}
+
+// readWithin reads the regular file at dir/rel (see readRegularFile), which
+// must lie within dir both as named (".." components) and once its symbolic
+// links are resolved (those of dir itself are followed). rel comes from a
+// file being read, and must not lead elsewhere on the machine.
+func readWithin(dir, rel string, max int64) ([]byte, error) {
+	path := filepath.Join(dir, rel)
+	if !within(dir, path) {
+		return nil, fmt.Errorf("%s lies outside %s", path, dir)
+	}
+	real, err := realPath(path)
+	if err != nil {
+		return nil, err
+	}
+	realDir, err := realPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !within(realDir, real) {
+		return nil, fmt.Errorf("%s leads through a symbolic link to %s, outside %s", path, real, dir)
+	}
+	return readRegularFile(real, max)
+}
+
+// within reports whether path lies within dir (both clean, or both to be
+// cleaned alike).
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && !filepath.IsAbs(rel) && !startsWithDotDot(rel)
+}
+
+// realPath returns the absolute path of p with its symbolic links resolved.
+func realPath(p string) (string, error) {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(r)
 }

@@ -103,3 +103,25 @@ func TestControlFilesNotRegular(t *testing.T) {
 		}
 	}
 }
+
+// A materialisation that is a named pipe, or a symbolic link to a device, is
+// an error naming it, not a read that blocks or never ends.
+func TestMaterializationNotRegular(t *testing.T) {
+	for _, kind := range []struct{ name, want string }{{"device", "leads through a symbolic link to /dev/null, outside"}, {"fifo", "is a named pipe"}} {
+		root, payload, mat := changelogTree(t)
+		if kind.name == "fifo" {
+			mkfifo(t, mat)
+		} else {
+			os.Remove(mat)
+			if err := os.Symlink("/dev/null", mat); err != nil {
+				t.Skipf("symlink: %v", err)
+			}
+		}
+		for _, p := range []string{root, payload} {
+			err := openTimed(t, p, OpenOptions{})
+			if err == nil || !strings.Contains(err.Error(), payload) || !strings.Contains(err.Error(), kind.want) {
+				t.Errorf("materialisation that is a %s, Open %s: %v, want an error naming %s: %s", kind.name, p, err, payload, kind.want)
+			}
+		}
+	}
+}

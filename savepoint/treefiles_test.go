@@ -1,8 +1,10 @@
 package savepoint
 
 import (
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,4 +55,143 @@ func TestControlFilesTooLarge(t *testing.T) {
 			}
 		}
 	}
+}
+
+// changelogTree writes a changelog+file tree of one subtask (checkpoint 7,
+// generation 1) and returns its root, its changelog payload and its
+// materialisation.
+func changelogTree(t *testing.T) (root, payload, mat string) {
+	t.Helper()
+	root = filepath.Join(t.TempDir(), "cl")
+	tw, err := CreateTree(root, TreeOptions{Generation: 1, Checkpoint: 7, Backend: BackendChangelogFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.WriteSubtask(0, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 1, Key: []byte("k"), Value: []byte("v")}}, CompressNone); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	return root, filepath.Join(root, "v1", "0", "changelog-7.snap"), filepath.Join(root, "v1", "0", "materializations", "mat-7.bin")
+}
+
+// setHandle rewrites a changelog payload to hold only the given
+// materialisation handle.
+func setHandle(t *testing.T, payload, handle string) {
+	t.Helper()
+	if err := WriteFileAtomic(payload, func(w io.Writer) error { return EncodeChangelogHandle(w, handle) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A materialisation handle is read only within the tree: a handle whose
+// ".." components, or a materialisation whose symbolic link, lead out of
+// it is an error naming the handle, not a read of the file outside.
+func TestMaterializationOutsideTree(t *testing.T) {
+	root, payload, mat := changelogTree(t)
+	outside := filepath.Join(filepath.Dir(root), "outside.snap")
+	b, err := os.ReadFile(mat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(outside, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what, handle, want string) {
+		t.Helper()
+		for _, p := range []string{root, payload} {
+			sp, err := Open(p, OpenOptions{})
+			if err == nil {
+				sp.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), payload) || !strings.Contains(err.Error(), handle) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s, Open %s: %v, want an error naming %s and handle %q: %s", what, p, err, payload, handle, want)
+			}
+		}
+	}
+	for _, h := range []string{"v1/0/../../../outside.snap", "../outside.snap", root + "/v1/0/../../../outside.snap"} {
+		setHandle(t, payload, h)
+		check("handle "+h, h, "outside")
+	}
+
+	// A materialisation that is a symbolic link out of the tree; one to a
+	// file within the tree is read.
+	setHandle(t, payload, root+"/v1/0/materializations/mat-7.bin")
+	real := filepath.Join(filepath.Dir(mat), "real.bin")
+	if err := os.Rename(mat, real); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, mat); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	check("symlink out of the tree", "mat-7.bin", "outside")
+	os.Remove(mat)
+	if err := os.Symlink("real.bin", mat); err != nil {
+		t.Fatal(err)
+	}
+	// An absolute link, and the tree named by a relative path.
+	abs := filepath.Join(t.TempDir(), "abs")
+	if err := os.Symlink(real, abs); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Dir(root))
+	for _, target := range []string{"real.bin", real, abs} {
+		os.Remove(mat)
+		if err := os.Symlink(target, mat); err != nil {
+			t.Fatal(err)
+		}
+		sp, err := Open(filepath.Base(root), OpenOptions{})
+		if err != nil {
+			t.Fatalf("materialisation symlinked to %s within the tree: %v", target, err)
+		}
+		if n := sp.Files[0].Snapshot.NumRows(); n != 1 || !slices.Equal(sp.Files[0].Materializations, []string{filepath.Join("v1", "0", "materializations", "mat-7.bin")}) {
+			t.Errorf("materialisation symlinked to %s within the tree: %d rows, materialisations %q", target, n, sp.Files[0].Materializations)
+		}
+		sp.Close()
+	}
+}
+
+// A subtask directory that is a symbolic link is followed (as clink does),
+// and the materialisation in it read.
+func TestMaterializationInSymlinkedSubtask(t *testing.T) {
+	root, _, _ := changelogTree(t)
+	sub := filepath.Join(root, "v1", "0")
+	elsewhere := filepath.Join(t.TempDir(), "0")
+	if err := os.Rename(sub, elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, sub); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	sp, err := Open(root, OpenOptions{})
+	if err != nil {
+		t.Fatalf("symlinked subtask directory: %v", err)
+	}
+	if n := sp.Files[0].Snapshot.NumRows(); n != 1 {
+		t.Errorf("symlinked subtask directory: %d rows, want 1", n)
+	}
+	sp.Close()
+}
+
+// A materialisation larger than the machine's memory (decompressCeiling,
+// lowered here) is an error naming it, not read whole.
+func TestMaterializationTooLarge(t *testing.T) {
+	defer func(c int64) { decompressCeiling = c }(decompressCeiling)
+	root, payload, mat := changelogTree(t)
+	st, err := os.Stat(mat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decompressCeiling = st.Size() - 1
+	_, err = Open(root, OpenOptions{})
+	if err == nil || !strings.Contains(err.Error(), payload) || !strings.Contains(err.Error(), "mat-7.bin is") || !strings.Contains(err.Error(), "bytes allowed") {
+		t.Errorf("materialisation over the limit: %v", err)
+	}
+	decompressCeiling = st.Size()
+	sp, err := Open(root, OpenOptions{})
+	if err != nil {
+		t.Fatalf("materialisation at the limit: %v", err)
+	}
+	sp.Close()
 }
