@@ -57,6 +57,7 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 			return nil, err
 		}
 		if err := sp.checkVerdicts(opts); err != nil {
+			sp.Close()
 			return nil, err
 		}
 		return sp, nil
@@ -81,9 +82,11 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 		}
 	}
 	if err := sp.openGeneration(genDir, opts); err != nil {
+		sp.Close()
 		return nil, err
 	}
 	if err := sp.checkVerdicts(opts); err != nil {
+		sp.Close()
 		return nil, err
 	}
 	return sp, nil
@@ -119,6 +122,8 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 	if err := readSnapshotFile(f, true, ReadOptions{Columnar: opts.Columnar, probe: opts.Probe, Resolve: func(h string) ([]byte, error) {
 		return resolveHandle(filepath.Join(filepath.Dir(path), "..", ".."), h)
 	}}); err != nil {
+		sp.Files = []*File{f}
+		sp.Close() // the map and file of a payload read before the error
 		return nil, err
 	}
 	if ck, ok := checkpointOfName(filepath.Base(path)); ok {
