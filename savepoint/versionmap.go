@@ -84,12 +84,21 @@ func (m *VersionMap) Set(e VersionEntry) error {
 		return fmt.Errorf("set version of op %d: %w", e.Op, err)
 	}
 	if i, found := m.find(e.Op, e.StateType); found {
-		existing := m.entries[i].Slot
-		if existing != "" && e.Slot != "" && existing != e.Slot {
-			return fmt.Errorf("state_type %q is already bound to slot %q: %w", e.StateType, existing, ErrSlotConflict)
+		if err := checkSlot(m.entries[i], e); err != nil {
+			return err
 		}
 	}
 	m.put(e)
+	return nil
+}
+
+// checkSlot applies Set's slot rule to e replacing the entry existing of the
+// same key: an error wrapping ErrSlotConflict when both have a slot and
+// the slots differ.
+func checkSlot(existing, e VersionEntry) error {
+	if existing.Slot != "" && e.Slot != "" && existing.Slot != e.Slot {
+		return fmt.Errorf("state_type %q is already bound to slot %q: %w", e.StateType, existing.Slot, ErrSlotConflict)
+	}
 	return nil
 }
 
@@ -256,28 +265,79 @@ func parseFromChars(s string, bits int) (uint64, error) {
 //     differ, which is an error.
 //
 // Errors name the 1-based line number and quote the line.
+//
+// The lines are collected, sorted by key once (line order within a key),
+// and the rules applied in one pass: Set line by line would copy the map
+// for each new key, in time quadratic in the number of entries.
 func ParseVersionMap(packed string) (VersionMap, error) {
-	var m VersionMap
+	type line struct {
+		e    VersionEntry
+		no   int
+		text string
+	}
+	var lines []line
+	var bad error // the first malformed line: Set would never see those after it
 	lineNo := 0
 	for rest := packed; rest != ""; {
 		lineNo++
-		line, after, found := strings.Cut(rest, "\n")
+		text, after, found := strings.Cut(rest, "\n")
 		if !found {
 			after = ""
 		}
 		rest = after
-		if line == "" {
+		if text == "" {
 			continue
 		}
-		e, err := parseVersionLine(line)
+		e, err := parseVersionLine(text)
 		if err == nil {
-			err = m.Set(e)
+			if err = validateVersionEntry(e); err != nil {
+				err = fmt.Errorf("set version of op %d: %w", e.Op, err)
+			}
 		}
 		if err != nil {
-			return VersionMap{}, fmt.Errorf("parse version map line %d %q: %w", lineNo, line, err)
+			bad = fmt.Errorf("parse version map line %d %q: %w", lineNo, text, err)
+			break
 		}
+		lines = append(lines, line{e, lineNo, text})
 	}
-	return m, nil
+	slices.SortFunc(lines, func(a, b line) int {
+		if c := compareEntryKey(a.e, b.e.Op, b.e.StateType); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.no, b.no)
+	})
+	// Each key's lines in order, as Set would see them: the last one wins,
+	// unless one conflicts with the entry it replaces. The earliest
+	// conflict, in line order, is the error Set would have stopped at.
+	var entries []VersionEntry
+	var conflict error
+	conflictNo := 0
+	for i := 0; i < len(lines); {
+		j := i + 1 // lines[i:j] share a key
+		for j < len(lines) && compareEntryKey(lines[j].e, lines[i].e.Op, lines[i].e.StateType) == 0 {
+			j++
+		}
+		cur := lines[i].e
+		for _, l := range lines[i+1 : j] {
+			if err := checkSlot(cur, l.e); err != nil {
+				if conflict == nil || l.no < conflictNo {
+					conflict = fmt.Errorf("parse version map line %d %q: %w", l.no, l.text, err)
+					conflictNo = l.no
+				}
+				break
+			}
+			cur = l.e
+		}
+		entries = append(entries, cur)
+		i = j
+	}
+	if conflict != nil {
+		return VersionMap{}, conflict
+	}
+	if bad != nil {
+		return VersionMap{}, bad
+	}
+	return VersionMap{entries: slices.Clip(entries)}, nil
 }
 
 func parseVersionLine(line string) (VersionEntry, error) {
