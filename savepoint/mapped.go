@@ -362,12 +362,47 @@ func (kc *KeyColumns) Key(x int) []byte {
 // cannot be read as it was at open, kc holds the rows in place in the map
 // instead, as a pass through the map would read them (they fault if the
 // file was cut short, and every command checks its input again before it
-// publishes anything).
+// publishes anything). When the offsets read differ from those validated
+// at open (the file was rewritten in place), the map's would bound keys
+// out of range: LoadOrMap panics with an error wrapping ErrInputChanged
+// and naming the file, which Guard turns into ErrInputChanged as it does
+// a fault (see inputChangedPanic).
 func (kc *KeyColumns) LoadOrMap(b *Batch, lo, hi int) {
-	if kc.Load(b, lo, hi) != nil {
-		kc.inPlace(b, lo, hi)
+	err := kc.Load(b, lo, hi)
+	if err == nil {
+		return
 	}
+	if _, ok := errors.AsType[*changedOffsets](err); ok {
+		panic(inputChangedPanic{fmt.Errorf("%s: %w", b.file.f.Name(), err)})
+	}
+	kc.inPlace(b, lo, hi)
 }
+
+// changedOffsets is Load's error for offsets read again from a file that
+// differ from those validated at open: the file was rewritten in place.
+type changedOffsets struct {
+	what   string // "key offsets" or "value offsets"
+	lo, hi int    // the rows
+}
+
+func (e *changedOffsets) Error() string {
+	return fmt.Sprintf("%v (the %s of rows %d-%d differ from those read at open)", ErrInputChanged, e.what, e.lo, e.hi)
+}
+
+func (e *changedOffsets) Unwrap() error { return ErrInputChanged }
+
+// inputChangedPanic is the panic of a pass that cannot report an error
+// (LoadOrMap) when a mapped file changed under it. Its Addr method, that
+// of the runtime error of a memory fault, has Guard turn it into
+// ErrInputChanged, as it does the fault of a file cut short (Faults hands
+// it on to Guard as any panic).
+type inputChangedPanic struct{ err error }
+
+func (p inputChangedPanic) Error() string { return p.err.Error() }
+func (p inputChangedPanic) Unwrap() error { return p.err }
+
+// Addr returns 0: no address faulted.
+func (inputChangedPanic) Addr() uintptr { return 0 }
 
 // inPlace makes kc hold rows [lo, hi) of b as slices of its columns.
 func (kc *KeyColumns) inPlace(b *Batch, lo, hi int) {
@@ -412,7 +447,7 @@ func (kc *KeyColumns) load(b *Batch, lo, hi int, withOps bool) error {
 	}
 	k0, k1 := kc.offs[0], kc.offs[n]
 	if !validOffsets(kc.offs, b.Keys) {
-		return fmt.Errorf("%w (the key offsets of rows %d-%d differ from those read at open)", ErrInputChanged, lo, hi)
+		return &changedOffsets{"key offsets", lo, hi}
 	}
 	if int64(k1-k0) > keyColumnsBytes {
 		// Fewer rows, so that the keys held stay bounded (one row at least).
@@ -433,7 +468,7 @@ func (kc *KeyColumns) load(b *Batch, lo, hi int, withOps bool) error {
 			return err
 		}
 		if !validOffsets(kc.voffs, b.Vals) {
-			return fmt.Errorf("%w (the value offsets of rows %d-%d differ from those read at open)", ErrInputChanged, lo, hi)
+			return &changedOffsets{"value offsets", lo, hi}
 		}
 	}
 	kc.Batch, kc.Lo, kc.Hi = b, lo, hi
