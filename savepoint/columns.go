@@ -312,6 +312,10 @@ func Guard(fn func() error) (err error) {
 	defer func() {
 		debug.SetPanicOnFault(old)
 		if p := recover(); p != nil {
+			if e, ok := p.(error); ok && errors.Is(e, ErrInputChanged) {
+				err = e // a reader that found the file rewritten, naming it
+				return
+			}
 			if re, ok := p.(interface{ Addr() uintptr }); ok {
 				err = fmt.Errorf("%w (fault at %#x)", ErrInputChanged, re.Addr())
 				return

@@ -268,3 +268,35 @@ func TestCheckOutputPathThroughLinks(t *testing.T) {
 		t.Errorf("an output beside the input: %v", err)
 	}
 }
+
+// A changelog+file tree's materialisation is written as a plain stream
+// whatever compression is asked for: clink, and Open, read it as one.
+func TestChangelogMaterialisationUncompressed(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 5, Backend: BackendChangelogFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
+	if _, err := tw.WriteSubtaskWith(0, CanonicalMetadata(nil, VersionMap{}), RowSlice(rows), SnapshotOptions{Compression: CompressGzip}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Commit("", nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "v1", "0", "materializations", "mat-5.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := DetectCompression(b); c != CompressNone {
+		t.Errorf("materialisation compressed with %s", c)
+	}
+	sp, err := Open(out, OpenOptions{RequireValid: true})
+	if err != nil {
+		t.Fatalf("the tree does not open: %v", err)
+	}
+	defer sp.Close()
+	if n := sp.Files[0].Snapshot.NumRows(); n != 1 {
+		t.Errorf("%d rows, want 1", n)
+	}
+}

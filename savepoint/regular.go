@@ -33,6 +33,13 @@ func fileKind(m fs.FileMode) string {
 	return "not a regular file"
 }
 
+// ReadControlFile reads a small control file of a tree (a COMPLETED or
+// CONFIRMED marker, a sidecar): a regular file of at most 64 KiB (see
+// readRegularFile).
+func ReadControlFile(path string) ([]byte, error) {
+	return readRegularFile(path, maxControlFileSize)
+}
+
 // readRegularFile reads the file at path (symbolic links followed), which
 // must be a regular file of at most max bytes. It reads the size the file
 // had when opened. A file that does not exist is an error wrapping

@@ -62,8 +62,8 @@ func TestLoadOrMapRewrittenInput(t *testing.T) {
 			return nil
 		})
 	}()
-	if !errors.Is(err, ErrInputChanged) {
-		t.Fatalf("EachKey over a rewritten input (%d keys): %v, want ErrInputChanged", n, err)
+	if !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("EachKey over a rewritten input (%d keys): %v, want ErrInputChanged naming %s", n, err, path)
 	}
 
 	// The panic Guard turns into the error says which file changed.

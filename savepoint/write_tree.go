@@ -135,7 +135,9 @@ func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts Sn
 		if err := os.MkdirAll(filepath.Join(d, "materializations"), 0o755); err != nil {
 			return FileInfo{}, fmt.Errorf("create materializations directory: %w", err)
 		}
-		if _, err := WriteSnapshotFrom(filepath.Join(d, "materializations", matName), md, src, SnapshotOptions{Compression: compression, Progress: opts.Progress, Jobs: opts.Jobs}); err != nil {
+		// Uncompressed whatever the compression asked: clink reads a
+		// materialisation as a plain stream, and so does Open.
+		if _, err := WriteSnapshotFrom(filepath.Join(d, "materializations", matName), md, src, SnapshotOptions{Progress: opts.Progress, Jobs: opts.Jobs}); err != nil {
 			return FileInfo{}, err
 		}
 		handle := t.stateBase + "/v" + strconv.Itoa(t.gen) + "/" + strconv.Itoa(i) + "/materializations/" + matName

@@ -2,8 +2,10 @@ package transform
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -184,10 +186,10 @@ func controlFiles(sp *savepoint.Savepoint) (map[string][]byte, error) {
 		return extra, nil
 	}
 	rel := filepath.Join("_jobs", sp.Job, "CONFIRMED-"+strconv.FormatUint(sp.Checkpoint, 10))
-	b, err := os.ReadFile(filepath.Join(sp.Root, rel))
+	b, err := savepoint.ReadControlFile(filepath.Join(sp.Root, rel))
 	if err == nil {
 		extra[rel] = b
-	} else if !os.IsNotExist(err) {
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
 	return extra, nil
