@@ -498,6 +498,11 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		}
 		f.mapping = data
 	} else {
+		// Read whole: a file larger than the machine's memory (a sparse
+		// one costs nothing on disk) would end the process.
+		if before.Size() > decompressCeiling {
+			return fmt.Errorf("read %s: %d bytes, more than this machine's %d bytes of memory; open it memory-mapped (the commands do)", f.Path, before.Size(), decompressCeiling)
+		}
 		data = make([]byte, before.Size())
 		if _, err := io.ReadFull(fh, data); err != nil {
 			return fmt.Errorf("read %s: %w", f.Path, err)

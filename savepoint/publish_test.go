@@ -300,3 +300,21 @@ func TestChangelogMaterialisationUncompressed(t *testing.T) {
 		t.Errorf("%d rows, want 1", n)
 	}
 }
+
+// A file read whole (not memory-mapped) may not be larger than the
+// machine's memory: a sparse file of any size costs nothing on disk.
+func TestReadWholeBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "checkpoint-1.snap")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 2<<20); err != nil { // sparse
+		t.Fatal(err)
+	}
+	defer func(old int64) { decompressCeiling = old }(decompressCeiling)
+	decompressCeiling = 1 << 20
+	_, err := Open(path, OpenOptions{AllowMissingSidecar: true})
+	if err == nil || !strings.Contains(err.Error(), "more than this machine's 1048576 bytes of memory") {
+		t.Errorf("open read whole: %v, want the memory bound", err)
+	}
+}
