@@ -464,6 +464,10 @@ func idList(m map[uint64]int) string {
 	return strings.Join(s, ", ")
 }
 
+// wholeReadCeiling bounds a payload read whole rather than memory-mapped:
+// the machine's physical memory (a variable so tests can lower it).
+var wholeReadCeiling = physicalMemory()
+
 // readSnapshotFile reads, verifies and decodes one payload. It fails when the
 // file changes while it is read. With ro.Columnar an uncompressed payload is
 // memory-mapped and decoded in place.
@@ -500,8 +504,8 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	} else {
 		// Read whole: a file larger than the machine's memory (a sparse
 		// one costs nothing on disk) would end the process.
-		if before.Size() > decompressCeiling {
-			return fmt.Errorf("read %s: %d bytes, more than this machine's %d bytes of memory; open it memory-mapped (the commands do)", f.Path, before.Size(), decompressCeiling)
+		if before.Size() > wholeReadCeiling {
+			return fmt.Errorf("read %s: %d bytes, more than this machine's %d bytes of memory; open it memory-mapped (the commands do)", f.Path, before.Size(), wholeReadCeiling)
 		}
 		data = make([]byte, before.Size())
 		if _, err := io.ReadFull(fh, data); err != nil {

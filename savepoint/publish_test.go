@@ -311,8 +311,8 @@ func TestReadWholeBounded(t *testing.T) {
 	if err := os.Truncate(path, 2<<20); err != nil { // sparse
 		t.Fatal(err)
 	}
-	defer func(old int64) { decompressCeiling = old }(decompressCeiling)
-	decompressCeiling = 1 << 20
+	defer func(old int64) { wholeReadCeiling = old }(wholeReadCeiling)
+	wholeReadCeiling = 1 << 20
 	_, err := Open(path, OpenOptions{AllowMissingSidecar: true})
 	if err == nil || !strings.Contains(err.Error(), "more than this machine's 1048576 bytes of memory") {
 		t.Errorf("open read whole: %v, want the memory bound", err)
