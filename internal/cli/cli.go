@@ -23,7 +23,9 @@ const (
 	// ExitFindings: the command worked and found problems or differences
 	// (validate: errors; lint: rule problems; diff: the inputs differ).
 	ExitFindings = 1
-	// ExitError: unreadable input, bad usage, or the command failed; nothing was written.
+	// ExitError: unreadable input, bad usage, or the command failed; nothing
+	// was written (but for a --report that failed after the savepoint was
+	// published, which the message says).
 	ExitError = 2
 )
 
@@ -108,7 +110,9 @@ generation directory v<gen>.
 Exit codes:
   0  success (validate: no errors; diff: identical)
   1  findings (validate: errors; lint: problems; diff: differences)
-  2  error: unreadable input, bad usage, or failure (nothing written)
+  2  error: unreadable input, bad usage, or failure (nothing written; but
+     when apply's --report cannot be written after the savepoint was, the
+     message says so)
 
 Run 'sptool help <command>' or 'sptool <command> --help' for a command's flags.
 `)
