@@ -3,6 +3,7 @@ package savepoint
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -117,7 +118,7 @@ func TestReplacePairOrder(t *testing.T) {
 	}
 
 	renames = nil
-	if err := CopySnapshotFile(src, path, srcInfo, 4, nil); err != nil {
+	if err := CopySnapshotFile(src, path, srcInfo, SidecarFor(4, srcInfo), nil); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(renames, "; ") != strings.Join(want, "; ") {
@@ -316,5 +317,47 @@ func TestReadWholeBounded(t *testing.T) {
 	_, err := Open(path, OpenOptions{AllowMissingSidecar: true})
 	if err == nil || !strings.Contains(err.Error(), "more than this machine's 1048576 bytes of memory") {
 		t.Errorf("open read whole: %v, want the memory bound", err)
+	}
+}
+
+// An unchanged file copied into a tree of the same checkpoint id keeps its
+// own sidecar byte for byte (keys clink may add later included); under
+// another checkpoint id it gets a new one.
+func TestCopySubtaskKeepsSidecar(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "checkpoint-8.snap")
+	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
+	info, err := WriteSnapshotFile(src, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := append(SidecarFor(8, info), "a_key_from_the_future=7\n"...)
+	if err := os.WriteFile(src+SidecarSuffix, own, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(src, OpenOptions{RequireValid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	for _, c := range []struct {
+		ckpt uint64
+		want []byte
+	}{{8, own}, {9, SidecarFor(9, info)}} {
+		out := filepath.Join(dir, fmt.Sprintf("out%d", c.ckpt))
+		tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: c.ckpt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.CopySubtask(0, sp.Files[0], dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.Commit("", nil); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(out, "v1", "0", fmt.Sprintf("checkpoint-%d.snap.meta", c.ckpt)))
+		if err != nil || !bytes.Equal(got, c.want) {
+			t.Errorf("checkpoint %d: sidecar %q (%v), want %q", c.ckpt, got, err, c.want)
+		}
 	}
 }

@@ -190,7 +190,7 @@ func writeSnapshotWith(path string, opts SnapshotOptions, fill func(*os.File) (F
 		return info, err
 	}
 	if opts.Sidecar {
-		if sideTmp, err = writeTemp(path+SidecarSuffix, sidecarBytes(opts.CheckpointID, info)); err != nil {
+		if sideTmp, err = writeTemp(path+SidecarSuffix, SidecarFor(opts.CheckpointID, info)); err != nil {
 			return info, err
 		}
 	}
@@ -227,9 +227,9 @@ func publishPair(tmp, path, sideTmp string, before func() error) error {
 	return nil
 }
 
-// sidecarBytes returns the sidecar of a payload (checkpoint id, size and
-// CRC-32C of info).
-func sidecarBytes(checkpointID uint64, info FileInfo) []byte {
+// SidecarFor returns the sidecar of a payload: checkpoint id, size and
+// CRC-32C of info.
+func SidecarFor(checkpointID uint64, info FileInfo) []byte {
 	sc := Sidecar{Version: 1, HasVersion: true, CheckpointID: checkpointID, PayloadBytes: uint64(info.Size), PayloadCRC32C: info.CRC32C}
 	return sc.Marshal()
 }
@@ -238,7 +238,7 @@ func sidecarBytes(checkpointID uint64, info FileInfo) []byte {
 // size and CRC-32C of info) atomically, as <path>.meta. Publish the payload
 // first: a sidecar must never describe a payload that is not in place.
 func WriteSidecar(path string, checkpointID uint64, info FileInfo) error {
-	return WriteBytesAtomic(path+SidecarSuffix, sidecarBytes(checkpointID, info))
+	return WriteBytesAtomic(path+SidecarSuffix, SidecarFor(checkpointID, info))
 }
 
 type countingWriter struct {

@@ -156,7 +156,7 @@ func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts Sn
 }
 
 // CopySubtask copies an unchanged input file byte for byte as subtask i: a
-// file-backend payload with a sidecar for the tree's checkpoint id, a
+// file-backend payload with its sidecar (see copiedSidecar), a
 // changelog+file payload with the materialisations it references. The
 // copy is verified against the size and CRC read at open.
 func (t *TreeWriter) CopySubtask(i int, src *File, root string) error {
@@ -166,9 +166,7 @@ func (t *TreeWriter) CopySubtask(i int, src *File, root string) error {
 	}
 	dst := filepath.Join(d, t.PayloadName())
 	if t.backend == BackendFile {
-		// A sidecar of the tree's checkpoint id, whether or not the input
-		// had one (--allow-unverified): clink refuses a payload without.
-		err = CopySnapshotFile(src.Path, dst, FileInfo{Size: src.Size, CRC32C: src.CRC32C}, t.ckpt, nil)
+		err = CopySnapshotFile(src.Path, dst, FileInfo{Size: src.Size, CRC32C: src.CRC32C}, t.copiedSidecar(src), nil)
 	} else {
 		err = CopyVerified(src.Path, dst, src.Size, src.CRC32C)
 	}
@@ -204,11 +202,27 @@ func CopyVerified(src, dst string, size int64, crc uint32) error {
 	return nil
 }
 
+// copiedSidecar returns the sidecar of an unchanged payload copied into
+// the tree: the input's own, byte for byte, when it has one that verified
+// it and the tree keeps its checkpoint id; else a new one for the tree's
+// checkpoint id (an input without one, --allow-unverified: clink refuses a
+// payload without a sidecar).
+func (t *TreeWriter) copiedSidecar(src *File) []byte {
+	if id, ok := checkpointOfName(filepath.Base(src.Path)); ok && id == t.ckpt && src.Verdict == VerdictValid {
+		if b, err := ReadControlFile(src.Path + SidecarSuffix); err == nil {
+			if sc, err := ParseSidecar(b); err == nil && int64(sc.PayloadBytes) == src.Size && sc.PayloadCRC32C == src.CRC32C {
+				return b
+			}
+		}
+	}
+	return SidecarFor(t.ckpt, FileInfo{Size: src.Size, CRC32C: src.CRC32C})
+}
+
 // CopySnapshotFile copies the payload src, whose size and CRC-32C were
-// read as info, to dst with a new sidecar for checkpoint ckpt, as
-// WriteSnapshotFrom publishes a payload and its sidecar (see
-// SnapshotOptions.BeforePublish for before).
-func CopySnapshotFile(src, dst string, info FileInfo, ckpt uint64, before func() error) (err error) {
+// read as info, to dst with the given sidecar, as WriteSnapshotFrom
+// publishes a payload and its sidecar (see SnapshotOptions.BeforePublish
+// for before).
+func CopySnapshotFile(src, dst string, info FileInfo, sidecar []byte, before func() error) (err error) {
 	tmp, err := copyToTemp(src, dst, info.Size, info.CRC32C)
 	if err != nil {
 		return err
@@ -222,7 +236,7 @@ func CopySnapshotFile(src, dst string, info FileInfo, ckpt uint64, before func()
 			}
 		}
 	}()
-	if sideTmp, err = writeTemp(dst+SidecarSuffix, sidecarBytes(ckpt, info)); err != nil {
+	if sideTmp, err = writeTemp(dst+SidecarSuffix, sidecar); err != nil {
 		return err
 	}
 	return publishPair(tmp, dst, sideTmp, before)

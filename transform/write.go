@@ -57,7 +57,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			return sp.CheckUnchanged()
 		}
 		if nf.copyOf != nil {
-			if err := savepoint.CopySnapshotFile(f.Path, opts.Out, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}, ckpt, beforePublish); err != nil {
+			if err := savepoint.CopySnapshotFile(f.Path, opts.Out, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}, savepoint.SidecarFor(ckpt, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}), beforePublish); err != nil {
 				return err
 			}
 			addDigest(f.CRC32C)
