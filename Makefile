@@ -68,6 +68,7 @@ FUZZ_TARGETS := \
 	./savepoint:FuzzParseSidecar \
 	./savepoint/codec:FuzzCodecRoundTrip \
 	./rules:FuzzParse \
+	./transform:FuzzApply \
 	./internal/rowtext:FuzzAppendJSONString
 
 fuzz:

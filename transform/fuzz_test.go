@@ -1,0 +1,151 @@
+package transform_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/transform"
+)
+
+// fuzzOps are the operators fuzzed rows take, by their first byte.
+var fuzzOps = []uint64{7, 8, 9, 12, 13}
+
+// rowsBlob encodes rows for FuzzApply: per row, a byte choosing its
+// operator (fuzzOps; other operators are left out), and the key and value
+// each as a length byte then the bytes.
+func rowsBlob(rows []savepoint.Row) []byte {
+	var b []byte
+	for _, r := range rows {
+		i := 0
+		for i < len(fuzzOps) && fuzzOps[i] != r.Op {
+			i++
+		}
+		if i == len(fuzzOps) || len(r.Key) > 255 || len(r.Value) > 255 {
+			continue
+		}
+		b = append(b, byte(i), byte(len(r.Key)))
+		b = append(b, r.Key...)
+		b = append(b, byte(len(r.Value)))
+		b = append(b, r.Value...)
+	}
+	return b
+}
+
+// blobRows decodes rowsBlob's form; what is cut short is left out.
+func blobRows(b []byte) []savepoint.Row {
+	var rows []savepoint.Row
+	for len(b) >= 3 {
+		op := fuzzOps[int(b[0])%len(fuzzOps)]
+		kl := int(b[1])
+		if len(b) < 2+kl+1 {
+			break
+		}
+		key := b[2 : 2+kl]
+		b = b[2+kl:]
+		vl := int(b[0])
+		if len(b) < 1+vl {
+			break
+		}
+		rows = append(rows, savepoint.Row{Op: op, Key: key, Value: b[1 : 1+vl]})
+		b = b[1+vl:]
+	}
+	return rows
+}
+
+// FuzzApply runs rule files on snapshot files of arbitrary rows (in any
+// order, duplicates included): a plan, then an apply whose output must open
+// as a canonical snapshot holding as many rows as the report says, valid
+// when the input is, or, when no rule changed the file, be a byte-for-byte
+// copy of it.
+// Rule files that do not parse and inputs that are refused are skipped; a
+// panic, a row the accounting misses (ErrAccounting) or an output that is
+// not valid fails.
+func FuzzApply(f *testing.F) {
+	blob := rowsBlob(baseRows)
+	for _, rule := range []string{
+		"  - drop: 'slot == \"agg\" && key_group % 2 == 0'\n",
+		"  - keep: {op: 8, slot: profile, expr: 'value contains \"a\"'}\n",
+		"  - purge_keys: {keys: [1, 3, 99], codec: int64}\n  - purge_keys: {keys: [alice, nobody]}\n",
+		"  - purge_expired: {as_of: 2000}\n",
+		"  - rename_slot: {op: 7, from: agg, to: counts}\n",
+		"  - rename_slot: {op: 7, from: seen, to: seen2}\n  - purge_expired: {as_of: 1000, op: 7}\n",
+		"  - set_value: {op: 7, slot: agg, expr: 'value * 100'}\n  - set_value: {op: 8, slot: cart, expr: 'value + 10'}\n",
+		"  - set_version: {op: 7, state_type: UserCounter, version: 2}\n  - drop_version: {op: 7, state_type: SeenTtl}\n",
+		"  - remap_operator: {from: 12, to: 13, merge: true}\n",
+		"  - drop_operator: {op: 9}\n  - drop_slot: {op: 7, slot: tmp}\n",
+	} {
+		f.Add(slotDecls+rule, blob)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, src string, blob []byte) {
+		set, err := rules.Parse(filepath.Join(dir, "rules.yaml"), []byte(src))
+		if err != nil || set.Rescale() != nil {
+			return // a rescale needs a tree
+		}
+		rows := blobRows(blob)
+		tmp := t.TempDir()
+		in := filepath.Join(tmp, "checkpoint-3.snap")
+		if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{AsIs: true, Sidecar: true, CheckpointID: 3}); err != nil {
+			return
+		}
+		sp, err := savepoint.Open(in, savepoint.OpenOptions{RequireValid: true, Columnar: true})
+		if err != nil {
+			return
+		}
+		defer sp.Close()
+		ctx := context.Background()
+		if _, err := transform.Run(ctx, sp, set, transform.Options{DryRun: true, Jobs: 2}); errors.Is(err, transform.ErrAccounting) {
+			t.Fatalf("plan: %v", err)
+		}
+		out := filepath.Join(tmp, "out.snap")
+		rep, err := transform.Run(ctx, sp, set, transform.Options{Out: out, Jobs: 2})
+		if errors.Is(err, transform.ErrAccounting) {
+			t.Fatalf("apply: %v", err)
+		}
+		if err != nil {
+			if left, _ := filepath.Glob(out + "*"); len(left) > 0 {
+				t.Fatalf("apply failed (%v) and left %v", err, left)
+			}
+			return
+		}
+		got, err := savepoint.Open(out, savepoint.OpenOptions{RequireValid: true, Columnar: true})
+		if err != nil {
+			t.Fatalf("the output does not open: %v", err)
+		}
+		defer got.Close()
+		snap := got.Files[0].Snapshot
+		if n := int64(snap.NumRows()); n != rep.RowsOut {
+			t.Fatalf("the output holds %d rows, the report says %d", n, rep.RowsOut)
+		}
+		if rep.Files[0].Action == "copy" {
+			// No rule changed the file: copied byte for byte, in whatever
+			// order it came.
+			a, _ := os.ReadFile(in)
+			if b, _ := os.ReadFile(out); !bytes.Equal(a, b) {
+				t.Fatal("a file no rule changed was not copied byte for byte")
+			}
+			return
+		}
+		if sorted, strict := snap.Order(); !sorted || !strict {
+			t.Fatalf("the output is not in canonical order (sorted %v, no duplicates %v)", sorted, strict)
+		}
+		// The rules must not make a valid input invalid (an input that is
+		// not valid may stay so).
+		if savepoint.Validate(sp, savepoint.ValidateOptions{}).Errors() > 0 {
+			return
+		}
+		if r := savepoint.Validate(got, savepoint.ValidateOptions{}); r.Errors() > 0 {
+			var b strings.Builder
+			r.WriteText(&b)
+			t.Fatalf("the output does not validate:\n%s", b.String())
+		}
+		os.Remove(out)
+	})
+}
