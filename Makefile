@@ -69,6 +69,7 @@ FUZZ_TARGETS := \
 	./savepoint/codec:FuzzCodecRoundTrip \
 	./rules:FuzzParse \
 	./transform:FuzzApply \
+	./transform:FuzzRescale \
 	./internal/rowtext:FuzzAppendJSONString
 
 fuzz:
