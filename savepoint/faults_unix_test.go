@@ -4,7 +4,6 @@ package savepoint
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,24 +45,13 @@ func TestFaultsReachGuard(t *testing.T) {
 // (when the pass at open left the order unknown); the fault reaches the
 // caller's Guard as ErrInputChanged.
 func TestOrderFaultReachesGuard(t *testing.T) {
-	rows := make([]Row, 300_000)
-	for i := range rows {
-		rows[i] = Row{Op: 1, Key: []byte(fmt.Sprintf("k%07d", i)), Value: []byte("v")}
-	}
-	path := filepath.Join(t.TempDir(), "in.snap")
-	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := Open(path, OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp, path := openCountedRows(t, 300_000)
 	defer sp.Close()
 	sp.ReleasePages()
 	if err := os.Truncate(path, 4096); err != nil {
 		t.Fatal(err)
 	}
-	err = Guard(func() error { sp.Files[0].Snapshot.computeOrder(); return nil })
+	err := Guard(func() error { sp.Files[0].Snapshot.computeOrder(); return nil })
 	if !errors.Is(err, ErrInputChanged) {
 		t.Fatalf("Order on a truncated mapped input: %v, want ErrInputChanged", err)
 	}

@@ -132,6 +132,22 @@ func TestReplacePairOrder(t *testing.T) {
 	}
 }
 
+// copyIntoTree writes a tree at out, of checkpoint ckpt, holding f copied
+// unchanged as subtask 0 (root: the directory f was read from).
+func copyIntoTree(t *testing.T, out string, ckpt uint64, f *File, root string) {
+	t.Helper()
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: ckpt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.CopySubtask(0, f, root); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Commit("", nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // An unchanged file copied into a tree gets a sidecar of the tree's
 // checkpoint id, even when the input had none (--allow-unverified): clink
 // refuses a payload without one.
@@ -148,16 +164,7 @@ func TestCopySubtaskMintsSidecar(t *testing.T) {
 	}
 	defer sp.Close()
 	out := filepath.Join(dir, "out")
-	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.CopySubtask(0, sp.Files[0], dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Commit("", nil); err != nil {
-		t.Fatal(err)
-	}
+	copyIntoTree(t, out, 8, sp.Files[0], dir)
 	b, err := os.ReadFile(filepath.Join(out, "v1", "0", "checkpoint-8.snap.meta"))
 	if err != nil {
 		t.Fatalf("no sidecar: %v", err)
@@ -345,16 +352,7 @@ func TestCopySubtaskKeepsSidecar(t *testing.T) {
 		want []byte
 	}{{8, own}, {9, SidecarFor(9, info)}} {
 		out := filepath.Join(dir, fmt.Sprintf("out%d", c.ckpt))
-		tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: c.ckpt})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tw.CopySubtask(0, sp.Files[0], dir); err != nil {
-			t.Fatal(err)
-		}
-		if err := tw.Commit("", nil); err != nil {
-			t.Fatal(err)
-		}
+		copyIntoTree(t, out, c.ckpt, sp.Files[0], dir)
 		got, err := os.ReadFile(filepath.Join(out, "v1", "0", fmt.Sprintf("checkpoint-%d.snap.meta", c.ckpt)))
 		if err != nil || !bytes.Equal(got, c.want) {
 			t.Errorf("checkpoint %d: sidecar %q (%v), want %q", c.ckpt, got, err, c.want)

@@ -17,18 +17,7 @@ func TestLoadOrMapRewrittenInput(t *testing.T) {
 	if !littleEndian {
 		t.Skip("offsets are read with pread on little-endian machines only")
 	}
-	rows := make([]Row, 1000)
-	for i := range rows {
-		rows[i] = Row{Op: 1, Key: []byte(fmt.Sprintf("k%05d", i)), Value: []byte("v")}
-	}
-	path := filepath.Join(t.TempDir(), "in.snap")
-	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := Open(path, OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp, path := openCountedRows(t, 1000)
 	defer sp.Close()
 	f := sp.Files[0]
 	b := &f.Snapshot.Batches[0]
@@ -76,4 +65,24 @@ func TestLoadOrMapRewrittenInput(t *testing.T) {
 	if e, ok := p.(error); !ok || !errors.Is(e, ErrInputChanged) || !strings.Contains(e.Error(), path) {
 		t.Errorf("LoadOrMap of a rewritten input: panic %v, want an error wrapping ErrInputChanged naming %s", p, path)
 	}
+}
+
+// openCountedRows writes a snapshot of n rows of operator 1, keys k0000000,
+// k0000001, ..., and opens it memory-mapped; it returns the savepoint and
+// the file's path.
+func openCountedRows(t *testing.T, n int) (*Savepoint, string) {
+	t.Helper()
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = Row{Op: 1, Key: []byte(fmt.Sprintf("k%07d", i)), Value: []byte("v")}
+	}
+	path := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(path, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp, path
 }

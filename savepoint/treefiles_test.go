@@ -13,8 +13,14 @@ import (
 // sidecar and COMPLETED marker) and returns its root.
 func smallTree(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "tree")
-	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7})
+	return oneRowTree(t, filepath.Join(t.TempDir(), "tree"), BackendFile)
+}
+
+// oneRowTree writes at out a tree of one subtask holding one row
+// (generation 1, checkpoint 7, job "job1") kept by backend.
+func oneRowTree(t *testing.T, out string, backend Backend) string {
+	t.Helper()
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7, Backend: backend})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,17 +68,7 @@ func TestControlFilesTooLarge(t *testing.T) {
 // materialisation.
 func changelogTree(t *testing.T) (root, payload, mat string) {
 	t.Helper()
-	root = filepath.Join(t.TempDir(), "cl")
-	tw, err := CreateTree(root, TreeOptions{Generation: 1, Checkpoint: 7, Backend: BackendChangelogFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.WriteSubtask(0, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 1, Key: []byte("k"), Value: []byte("v")}}, CompressNone); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Commit("job1", nil); err != nil {
-		t.Fatal(err)
-	}
+	root = oneRowTree(t, filepath.Join(t.TempDir(), "cl"), BackendChangelogFile)
 	return root, filepath.Join(root, "v1", "0", "changelog-7.snap"), filepath.Join(root, "v1", "0", "materializations", "mat-7.bin")
 }
 
