@@ -288,8 +288,11 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 		if res, err = Write(ctx, w, sp, opts); err != nil {
 			return err
 		}
-		// Before the export is put in place: the input did not change
-		// while it was read.
+		// Before the export is put in place: the run was not cancelled,
+		// and the input did not change while it was read.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		return sp.CheckUnchanged()
 	})
 	if err != nil {

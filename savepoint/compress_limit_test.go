@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -70,6 +72,18 @@ func TestDecompressLimit(t *testing.T) {
 func TestDecompressLimitDefault(t *testing.T) {
 	if decompressCeiling <= 0 || decompressCeiling > physicalMemory() {
 		t.Errorf("ceiling %d, physical memory %d", decompressCeiling, physicalMemory())
+	}
+	// On Linux, physicalMemory is the kernel's MemTotal.
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil && runtime.GOOS == "linux" {
+		var kb int64
+		for _, l := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+				kb, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			}
+		}
+		if got := physicalMemory(); kb == 0 || got < kb<<10*98/100 || got > kb<<10*102/100 {
+			t.Errorf("physical memory %d bytes, MemTotal %d kB", got, kb)
+		}
 	}
 	if got := decompressLimit(1 << 30); got > decompressCeiling || got < decompressFloor && decompressFloor <= decompressCeiling {
 		t.Errorf("limit for 1 GiB: %d (floor %d, ceiling %d)", got, decompressFloor, decompressCeiling)

@@ -64,7 +64,7 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 	}
 	sp := &Savepoint{Path: path}
 	genDir := ""
-	if g, ok := parseGeneration(filepath.Base(filepath.Clean(path))); ok && hasNumericSubdir(path) {
+	if g, ok := generationDir(path); ok {
 		sp.Kind, sp.Generation, sp.Root, genDir = InputGeneration, g, filepath.Dir(filepath.Clean(path)), path
 	} else {
 		sp.Kind, sp.Root = InputTree, path
@@ -90,6 +90,25 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 		return nil, err
 	}
 	return sp, nil
+}
+
+// generationDir reports whether the directory path is a generation
+// directory v<gen> of a tree (it holds subtask directories), and its
+// generation.
+func generationDir(path string) (int, bool) {
+	g, ok := parseGeneration(filepath.Base(filepath.Clean(path)))
+	return g, ok && hasNumericSubdir(path)
+}
+
+// InputRoot returns what a savepoint read from path spans on disk: for a
+// generation directory v<gen>, the checkpoint directory above it (a file
+// put beside v<gen>, such as a v<gen+1>, changes what the tree restores);
+// else path itself. Outputs must stay out of it.
+func InputRoot(path string) string {
+	if _, ok := generationDir(path); ok {
+		return filepath.Dir(filepath.Clean(path))
+	}
+	return path
 }
 
 // checkVerdicts applies OpenOptions.RequireValid to a tree's payloads. A

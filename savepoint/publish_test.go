@@ -272,6 +272,19 @@ func TestCheckOutputPathThroughLinks(t *testing.T) {
 	if err := CheckOutputPath(filepath.Join(dir, "gen", "0"), filepath.Join(in, "v1")); err == nil {
 		t.Error("an output that contains the input reached through a link: not refused")
 	}
+	// ".." after a link is taken where the link leads, as the system takes
+	// it: sub/../0/f is the input's v1/0/f, not a 0/f beside the link.
+	file := filepath.Join(in, "v1", "0", "checkpoint-1.snap")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(in, "v1", "0"), filepath.Join(dir, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	raw := dir + string(filepath.Separator) + strings.Join([]string{"sub", "..", "0", "checkpoint-1.snap"}, string(filepath.Separator))
+	if err := CheckOutputPath(file, raw); !errors.Is(err, ErrOutputIsInput) {
+		t.Errorf("CheckOutputPath(%s, %s) = %v, want ErrOutputIsInput", file, raw, err)
+	}
 	if err := CheckOutputPath(in, filepath.Join(dir, "elsewhere", "out")); err != nil {
 		t.Errorf("an output beside the input: %v", err)
 	}

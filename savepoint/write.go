@@ -216,12 +216,15 @@ func publishPair(tmp, path, sideTmp string, before func() error) error {
 		}
 	}
 	if err := rename(tmp, path); err != nil {
+		if sideTmp != "" {
+			return fmt.Errorf("%w (%s has no sidecar now: incomplete)", err, path)
+		}
 		return err
 	}
 	if sideTmp != "" {
 		if err := rename(sideTmp, side); err != nil {
 			os.Remove(path)
-			return err
+			return fmt.Errorf("%w (the payload put in place before it was removed again)", err)
 		}
 	}
 	return nil

@@ -462,12 +462,11 @@ var ErrOutputIsInput = errors.New("the output must not be the input")
 // the directories above each path are compared by identity too (a bind
 // mount, a case-insensitive file system), not only by name.
 func CheckOutputPath(in, out string) error {
-	ai, err1 := filepath.Abs(in)
-	ao, err2 := filepath.Abs(out)
+	ai, err1 := resolvePath(in)
+	ao, err2 := resolvePath(out)
 	if err1 != nil || err2 != nil {
 		return fmt.Errorf("resolve paths: %w", errors.Join(err1, err2))
 	}
-	ai, ao = resolvePath(ai), resolvePath(ao)
 	if ai == ao {
 		return fmt.Errorf("%w (%s)", ErrOutputIsInput, out)
 	}
@@ -494,22 +493,48 @@ func CheckOutputPath(in, out string) error {
 	return nil
 }
 
-// resolvePath returns the absolute path p with its symbolic links resolved
-// as far as it exists: the rest is appended to its deepest existing
-// directory, resolved.
-func resolvePath(p string) string {
+// resolvePath returns the absolute path the system reaches by p: its
+// symbolic links resolved as far as it exists, and the rest appended to
+// its deepest existing directory. The ".." of p are taken after the links
+// before them, as the system takes them ("link/../x" is x beside the
+// link's target, not beside the link): p is not cleaned first.
+func resolvePath(p string) (string, error) {
 	rest := ""
 	for q := p; ; {
 		if r, err := filepath.EvalSymlinks(q); err == nil {
-			return filepath.Join(r, rest)
+			abs, err := filepath.Abs(r)
+			return filepath.Join(abs, rest), err
 		}
-		up := filepath.Dir(q)
-		if up == q {
-			return p
+		dir, base := splitLast(q)
+		if dir == q {
+			return filepath.Abs(p)
 		}
-		rest = filepath.Join(filepath.Base(q), rest)
-		q = up
+		rest = filepath.Join(base, rest)
+		q = dir
 	}
+}
+
+// splitLast splits p before its last element, without cleaning it: dir is
+// "." for a lone element, and p itself when nothing is left to split.
+func splitLast(p string) (dir, base string) {
+	vol := len(filepath.VolumeName(p))
+	end := len(p)
+	for end > vol+1 && os.IsPathSeparator(p[end-1]) {
+		end-- // trailing separators
+	}
+	i := end - 1
+	for i >= vol && !os.IsPathSeparator(p[i]) {
+		i--
+	}
+	switch {
+	case i < vol && end > vol:
+		return p[:vol] + ".", p[vol:end] // a lone element
+	case i < vol || end <= i+1:
+		return p, "" // a root, or nothing
+	case i == vol:
+		return p[:vol+1], p[i+1 : end] // an element under the root
+	}
+	return p[:i], p[i+1 : end]
 }
 
 // sameAsAncestor returns the first of p and the directories above it that

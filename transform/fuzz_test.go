@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
@@ -81,12 +83,22 @@ func FuzzApply(f *testing.F) {
 		"  - set_version: {op: 7, state_type: UserCounter, version: 2}\n  - drop_version: {op: 7, state_type: SeenTtl}\n",
 		"  - remap_operator: {from: 12, to: 13, merge: true}\n",
 		"  - drop_operator: {op: 9}\n  - drop_slot: {op: 7, slot: tmp}\n",
+		"  - purge_keys: {keys_file: keys.txt, codec: int64, op: 7}\n  - purge_expired: {as_of: now}\n",
 	} {
 		f.Add(slotDecls+rule, blob)
 	}
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, src string, blob []byte) {
-		set, err := rules.Parse(filepath.Join(dir, "rules.yaml"), []byte(src))
+		// Keys files come from memory: a rule file may name any path.
+		set, err := rules.ParseWithOptions(filepath.Join(dir, "rules.yaml"), []byte(src), rules.ParseOptions{
+			Now: func() time.Time { return time.UnixMilli(1500) },
+			ReadFile: func(name string) ([]byte, error) {
+				if filepath.Base(name) == "keys.txt" {
+					return []byte("1\n3\nalice\n"), nil
+				}
+				return nil, fs.ErrNotExist
+			},
+		})
 		if err != nil || set.Rescale() != nil {
 			return // a rescale needs a tree
 		}

@@ -137,7 +137,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		report, out, force = *tf.report, *tf.out, *tf.force
 	}
 	if report != "" {
-		if err := checkReportPath(fs.Arg(0), out, report, force); err != nil {
+		if err := checkReportPath(savepoint.InputRoot(fs.Arg(0)), out, report, force); err != nil {
 			return fail(s, c.name, err)
 		}
 	}
