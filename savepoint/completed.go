@@ -3,6 +3,7 @@ package savepoint
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 )
@@ -54,6 +55,20 @@ func parseDecimal(s string, bits int) (uint64, error) {
 	return v, nil
 }
 
+// textLines yields the lines of s that are not empty, '\n'-terminated or
+// not, with their 1-based line numbers.
+func textLines(s string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		for no := 1; s != ""; no++ {
+			line, rest, _ := strings.Cut(s, "\n")
+			s = rest
+			if line != "" && !yield(no, line) {
+				return
+			}
+		}
+	}
+}
+
 // ParseCompleted parses a completion marker. Lines are split on '\n'
 // (empty lines, including the one after the final newline, are skipped);
 // each must be key=value. job, checkpoint and generation are required;
@@ -64,17 +79,7 @@ func parseDecimal(s string, bits int) (uint64, error) {
 func ParseCompleted(b []byte) (Completed, error) {
 	var c Completed
 	seen := map[string]bool{}
-	lineNo := 0
-	for rest := string(b); rest != ""; {
-		lineNo++
-		line, after, found := strings.Cut(rest, "\n")
-		if !found {
-			after = ""
-		}
-		rest = after
-		if line == "" {
-			continue
-		}
+	for lineNo, line := range textLines(string(b)) {
 		fail := func(err error) (Completed, error) {
 			return Completed{}, fmt.Errorf("parse completed marker line %d %q: %w", lineNo, line, err)
 		}

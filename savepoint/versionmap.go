@@ -277,17 +277,7 @@ func ParseVersionMap(packed string) (VersionMap, error) {
 	}
 	var lines []line
 	var bad error // the first malformed line: Set would never see those after it
-	lineNo := 0
-	for rest := packed; rest != ""; {
-		lineNo++
-		text, after, found := strings.Cut(rest, "\n")
-		if !found {
-			after = ""
-		}
-		rest = after
-		if text == "" {
-			continue
-		}
+	for lineNo, text := range textLines(packed) {
 		e, err := parseVersionLine(text)
 		if err == nil {
 			if err = validateVersionEntry(e); err != nil {

@@ -13,17 +13,7 @@ import (
 // line through Set, in order. ParseVersionMap must agree with it.
 func parseVersionMapBySet(packed string) (VersionMap, error) {
 	var m VersionMap
-	lineNo := 0
-	for rest := packed; rest != ""; {
-		lineNo++
-		line, after, found := strings.Cut(rest, "\n")
-		if !found {
-			after = ""
-		}
-		rest = after
-		if line == "" {
-			continue
-		}
+	for lineNo, line := range textLines(packed) {
 		e, err := parseVersionLine(line)
 		if err == nil {
 			err = m.Set(e)
