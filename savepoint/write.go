@@ -161,67 +161,74 @@ func writeSnapshot(path string, opts SnapshotOptions, encode func(io.Writer) err
 }
 
 // writeSnapshotWith publishes the payload that fill writes to a temporary
-// file at path, then, if asked, its sidecar. Both are written and fsynced
-// under temporary names first, so that a failure to write the sidecar
-// publishes nothing. When it replaces a file, the old sidecar is removed
-// before the new payload is renamed over the old one: a kill at any moment
-// leaves the old pair, a payload without a sidecar (which clink refuses to
-// restore as unpublished), or the new pair, never a payload beside a
-// sidecar that describes another.
-func writeSnapshotWith(path string, opts SnapshotOptions, fill func(*os.File) (FileInfo, error)) (info FileInfo, err error) {
-	f, tmp, err := createTemp(path, os.O_WRONLY)
+// file at path, with its sidecar if asked (see publishPair).
+func writeSnapshotWith(path string, opts SnapshotOptions, fill func(*os.File) (FileInfo, error)) (FileInfo, error) {
+	var info FileInfo
+	tmp, err := fillTemp(path, os.O_WRONLY, func(f *os.File) (err error) {
+		if info, err = fill(f); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return FileInfo{}, err
+		return info, err
 	}
+	var sidecar []byte
+	if opts.Sidecar {
+		sidecar = SidecarFor(opts.CheckpointID, info)
+	}
+	return info, publishPair(tmp, path, sidecar, opts.BeforePublish)
+}
+
+// publishPair puts the complete, durable temporary payload tmp in place at
+// path and, unless sidecar is nil, the sidecar beside it. The sidecar is
+// written and fsynced under a temporary name first, so that a failure to
+// write it publishes nothing; then before (if set) may still refuse. The
+// sidecar of a file it replaces is removed before the payload is renamed
+// over the old one, and the new sidecar is renamed last: a kill at any
+// moment leaves the old pair, a payload without a sidecar (which clink
+// refuses to restore as unpublished), or the new pair, never a payload
+// beside a sidecar that describes another. If the new sidecar cannot be put
+// in place, the new payload is removed too. On error the temporary files
+// are removed.
+func publishPair(tmp, path string, sidecar []byte, before func() error) (err error) {
 	sideTmp := ""
 	defer func() {
 		if err != nil {
-			f.Close()
 			os.Remove(tmp)
 			if sideTmp != "" {
 				os.Remove(sideTmp)
 			}
 		}
 	}()
-	if info, err = fill(f); err != nil {
-		return info, fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = closeDurable(f, tmp); err != nil {
-		return info, err
-	}
-	if opts.Sidecar {
-		if sideTmp, err = writeTemp(path+SidecarSuffix, SidecarFor(opts.CheckpointID, info)); err != nil {
-			return info, err
+	side := path + SidecarSuffix
+	if sidecar != nil {
+		if sideTmp, err = fillTemp(side, os.O_WRONLY, func(f *os.File) error {
+			if _, err := f.Write(sidecar); err != nil {
+				return fmt.Errorf("write %s: %w", side, err)
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
 	}
-	return info, publishPair(tmp, path, sideTmp, opts.BeforePublish)
-}
-
-// publishPair renames the complete, durable temporary payload tmp to path
-// and then, if sideTmp is not "", the temporary sidecar sideTmp beside it,
-// after before (if set) allows it. The sidecar of a file it replaces is
-// removed first, so that the new payload never sits beside the old one's
-// sidecar; if the new sidecar cannot be put in place, the new payload is
-// removed too. On error the caller removes tmp and sideTmp.
-func publishPair(tmp, path, sideTmp string, before func() error) error {
 	if before != nil {
 		if err := before(); err != nil {
 			return err
 		}
 	}
-	side := path + SidecarSuffix
-	if sideTmp != "" {
+	if sidecar != nil {
 		if err := os.Remove(side); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove the sidecar %s of the file replaced: %w", side, err)
 		}
 	}
 	if err := rename(tmp, path); err != nil {
-		if sideTmp != "" {
+		if sidecar != nil {
 			return fmt.Errorf("%w (%s has no sidecar now: incomplete)", err, path)
 		}
 		return err
 	}
-	if sideTmp != "" {
+	if sidecar != nil {
 		if err := rename(sideTmp, side); err != nil {
 			os.Remove(path)
 			return fmt.Errorf("%w (the payload put in place before it was removed again)", err)
@@ -289,37 +296,32 @@ func WriteFileAtomic(path string, write func(io.Writer) error) error {
 
 // writeAtomic is WriteFileAtomic for a write that fills the temporary file
 // itself.
-func writeAtomic(path string, write func(*os.File) error) (err error) {
-	f, tmp, err := createTemp(path, os.O_WRONLY)
+func writeAtomic(path string, write func(*os.File) error) error {
+	tmp, err := fillTemp(path, os.O_WRONLY, func(f *os.File) error {
+		if err := write(f); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = write(f); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return publish(f, tmp, path)
+	return publishPair(tmp, path, nil, nil)
 }
 
-// writeTemp writes b to a new temporary file for path (see createTemp),
-// fsynced and closed, and returns its name.
-func writeTemp(path string, b []byte) (string, error) {
-	f, tmp, err := createTemp(path, os.O_WRONLY)
+// fillTemp creates a temporary file for path (see createTemp, with mode),
+// has fill write it, fsyncs and closes it, and returns its name. On error
+// the file is removed and fill's error returned as it is.
+func fillTemp(path string, mode int, fill func(*os.File) error) (string, error) {
+	f, tmp, err := createTemp(path, mode)
 	if err != nil {
 		return "", err
 	}
-	if _, err = f.Write(b); err == nil {
+	if err = fill(f); err == nil {
 		err = closeDurable(f, tmp)
-	} else {
-		err = fmt.Errorf("write %s: %w", tmp, err)
 	}
 	if err != nil {
-		f.Close()
+		f.Close() // (again, if closeDurable's close failed: no harm)
 		os.Remove(tmp)
 		return "", err
 	}
@@ -343,15 +345,6 @@ func createTemp(path string, mode int) (*os.File, string, error) {
 // tempSuffix returns <pid>.<seq>.<random>, unique to this call.
 func tempSuffix() string {
 	return strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(tempSeq.Add(1), 10) + "." + strconv.FormatUint(uint64(rand.Uint32()), 36)
-}
-
-// publish makes a complete temporary file the file at path: fsync, close,
-// rename, directory fsync. On error the caller removes tmp.
-func publish(f *os.File, tmp, path string) error {
-	if err := closeDurable(f, tmp); err != nil {
-		return err
-	}
-	return rename(tmp, path)
 }
 
 // closeDurable fsyncs and closes the temporary file tmp.

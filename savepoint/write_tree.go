@@ -195,11 +195,7 @@ func CopyVerified(src, dst string, size int64, crc uint32) error {
 	if err != nil {
 		return err
 	}
-	if err := rename(tmp, dst); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return publishPair(tmp, dst, nil, nil)
 }
 
 // copiedSidecar returns the sidecar of an unchanged payload copied into
@@ -222,61 +218,39 @@ func (t *TreeWriter) copiedSidecar(src *File) []byte {
 // read as info, to dst with the given sidecar, as WriteSnapshotFrom
 // publishes a payload and its sidecar (see SnapshotOptions.BeforePublish
 // for before).
-func CopySnapshotFile(src, dst string, info FileInfo, sidecar []byte, before func() error) (err error) {
+func CopySnapshotFile(src, dst string, info FileInfo, sidecar []byte, before func() error) error {
 	tmp, err := copyToTemp(src, dst, info.Size, info.CRC32C)
 	if err != nil {
 		return err
 	}
-	sideTmp := ""
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-			if sideTmp != "" {
-				os.Remove(sideTmp)
-			}
-		}
-	}()
-	if sideTmp, err = writeTemp(dst+SidecarSuffix, sidecar); err != nil {
-		return err
-	}
-	return publishPair(tmp, dst, sideTmp, before)
+	return publishPair(tmp, dst, sidecar, before)
 }
 
 // copyToTemp copies src to a new temporary file for dst (see CopyVerified),
 // fsynced and closed, and returns its name.
-func copyToTemp(src, dst string, size int64, crc uint32) (_ string, err error) {
+func copyToTemp(src, dst string, size int64, crc uint32) (string, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return "", fmt.Errorf("copy %s: %w", src, err)
 	}
 	defer in.Close()
-	out, tmp, err := createTemp(dst, os.O_RDWR)
-	if err != nil {
-		return "", err
-	}
-	defer func() {
+	return fillTemp(dst, os.O_RDWR, func(out *os.File) error {
+		n, err := io.Copy(out, in) // *os.File to *os.File: copy_file_range on Linux
 		if err != nil {
-			out.Close()
-			os.Remove(tmp)
+			return fmt.Errorf("copy %s: %w", src, err)
 		}
-	}()
-	n, err := io.Copy(out, in) // *os.File to *os.File: copy_file_range on Linux
-	if err != nil {
-		return "", fmt.Errorf("copy %s: %w", src, err)
-	}
-	if size >= 0 {
+		if size < 0 {
+			return nil
+		}
 		got, err := checksumFile(out, n)
 		if err != nil {
-			return "", fmt.Errorf("verify copy of %s: %w", src, err)
+			return fmt.Errorf("verify copy of %s: %w", src, err)
 		}
 		if n != size || got != crc {
-			return "", fmt.Errorf("copy %s: %w (size %d, crc %d; read as %d, %d)", src, ErrInputChanged, n, got, size, crc)
+			return fmt.Errorf("copy %s: %w (size %d, crc %d; read as %d, %d)", src, ErrInputChanged, n, got, size, crc)
 		}
-	}
-	if err := closeDurable(out, tmp); err != nil {
-		return "", err
-	}
-	return tmp, nil
+		return nil
+	})
 }
 
 // Commit writes the COMPLETED marker listing every subtask written (and
