@@ -20,9 +20,9 @@ type Report struct {
 	Rules RulesInfo `json:"rules"`
 	// RowsIn is every row read (for changelog files: the replayed state).
 	// RowsIn = RowsOut + RowsDropped + DuplicatesResolved, always; with a
-	// rescale, + Rescale.StaleCopies + Rescale.OperatorIn -
-	// Rescale.OperatorOut too (stale keyed copies are dropped, operator
-	// rows merged and written into every new file). A run whose counts do
+	// rescale, + Rescale.StaleCopies + Rescale.Lost + Rescale.OperatorIn -
+	// Rescale.OperatorOut too (stale and lost keyed copies are dropped,
+	// operator rows merged and written into every new file). A run whose counts do
 	// not add up fails with ErrAccounting and writes nothing.
 	RowsIn  int64 `json:"rows_in"`
 	RowsOut int64 `json:"rows_out"`
@@ -202,7 +202,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if rr := r.Rescale; rr != nil {
 		ew.printf("\nrescale: %s\n", describeLayout(rr))
-		ew.printf("  keyed rows: %d in, %d written, %d stale copies dropped (the owner's copy kept)\n", rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
+		ew.printf("  keyed rows: %d in, %d written, %d stale copies dropped (the owner's copy kept)", rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
+		if rr.Lost > 0 {
+			ew.printf(", %d lost rows dropped (held only outside their owner's file: no restore at the old layout holds them)", rr.Lost)
+		}
+		ew.printf("\n")
+		for _, l := range rr.LostExamples {
+			ew.printf("    lost: op %d key group %d key %s in %s (subtask %d; owner %d)\n", l.Op, l.KeyGroup, l.Key, l.File, l.Subtask, l.Owner)
+		}
 		ew.printf("  operator rows: %d copies in, %d distinct after merging, %d written (each into every new file of its group)\n", rr.OperatorIn, rr.OperatorDistinct, rr.OperatorOut)
 		if rr.TimersIn > 0 {
 			ew.printf("  timers: %d in, %d written, %d stale or duplicate copies dropped\n", rr.TimersIn, rr.TimersOut, rr.TimersStale)

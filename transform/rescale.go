@@ -2,7 +2,9 @@ package transform
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"sort"
@@ -19,13 +21,20 @@ type RescaleReport struct {
 	Groups []RescaleGroupReport `json:"groups"`
 	// KeyedIn counts keyed rows (first key byte below 128, legacy raw keys
 	// included) entering the rescale; KeyedOut those written. KeyedIn =
-	// KeyedOut + StaleCopies.
+	// KeyedOut + StaleCopies + Lost.
 	KeyedIn  int64 `json:"keyed_in"`
 	KeyedOut int64 `json:"keyed_out"`
 	// StaleCopies are keyed rows found in a file other than the one of the
-	// subtask that owned their key group: restore would not have restored
-	// them; the owner's copy is kept (format section 10.1).
+	// subtask that owned their key group, whose owner's file holds the row
+	// too: restore would not have restored them; the owner's copy is kept
+	// (format section 10.1).
 	StaleCopies int64 `json:"stale_copies_dropped"`
+	// Lost are keyed rows found only outside their owner's file (each such
+	// copy counted): no restore at the old layout holds them, and the
+	// rescale drops them too, as Savepoint.Union and validate count them.
+	Lost int64 `json:"lost_dropped"`
+	// LostExamples names up to maxLostExamples of the Lost rows.
+	LostExamples []LostRow `json:"lost_examples,omitempty"`
 	// OperatorIn counts operator-state rows read (every copy in every old
 	// file); OperatorDistinct the distinct (op, key) after merging; OperatorOut
 	// the rows written (every distinct row into every new file of its group).
@@ -42,6 +51,23 @@ type RescaleReport struct {
 	// value chosen.
 	Merges []MergeChoice `json:"merges"`
 }
+
+// LostRow is a keyed row a rescale dropped because only a subtask that did
+// not own its key group held it.
+type LostRow struct {
+	// File is the snapshot file holding the copy; Subtask its old subtask
+	// and Owner the old subtask owning the key group.
+	File     string `json:"file"`
+	Subtask  int    `json:"subtask"`
+	Owner    int    `json:"owner"`
+	Op       uint64 `json:"op"`
+	KeyGroup int    `json:"key_group"`
+	// Key is the row's key, hex-encoded.
+	Key string `json:"key"`
+}
+
+// maxLostExamples bounds RescaleReport.LostExamples.
+const maxLostExamples = 5
 
 // RescaleGroupReport is one chain group before and after.
 type RescaleGroupReport struct {
@@ -190,6 +216,9 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 		rr.Groups = append(rr.Groups, gr)
 		newFirst += m
 	}
+	if rr.Lost > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("lost keyed rows dropped: %d, held only outside the file of the subtask owning their key group, so no restore at the old layout holds them (the report lists the first; sptool validate reports them all)", rr.Lost))
+	}
 	for _, mc := range rr.Merges {
 		if mc.Warning != "" {
 			rep.Warnings = append(rep.Warnings, mc.Warning)
@@ -250,8 +279,10 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		for op := range p.own {
 			own[op] = true
 		}
+		lost := countLost(sp.Files[byIndex[g.First+i]].Path, g.First+i, g.First, olds, i, p.staleRuns, rr)
 		rr.KeyedIn += p.keyedIn
-		rr.StaleCopies += p.stale
+		rr.StaleCopies += p.stale - lost
+		rr.Lost += lost
 		rr.KeyedOut += p.keyedOut
 		rr.OperatorIn += int64(len(p.opRows))
 		for _, r := range p.opRows {
@@ -303,7 +334,10 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 type rescalePart struct {
 	own                      map[uint64]bool // operators with keyed rows
 	keyedIn, stale, keyedOut int64
-	opRows                   []savepoint.Row // operator rows, in order
+	// staleRuns are the runs of keyed rows whose key group the old subtask
+	// did not own, in output order.
+	staleRuns []staleRun
+	opRows    []savepoint.Row // operator rows, in order
 	// counts, when the old file's output has a runLog, are the rows per
 	// operator and slot it gives each new file (nil otherwise).
 	counts []*slotCounts
@@ -359,14 +393,61 @@ func sortOut(f *savepoint.File, out *outRows, o oldFile) rescalePart {
 func (o oldFile) keyed(p *rescalePart, op uint64, kg, j, n int) int {
 	p.own[op] = true
 	p.keyedIn += int64(n)
-	if o.g.Owner(kg) != o.g.First+o.i {
+	if owner := o.g.Owner(kg); owner != o.g.First+o.i {
 		p.stale += int64(n)
+		p.staleRuns = append(p.staleRuns, staleRun{j: j, n: n, owner: owner - o.g.First, kg: kg})
 		return -1
 	}
 	x := o.newG.Owner(kg) - o.newG.First
 	o.pos[x][o.i].appendRun(j, n)
 	p.keyedOut += int64(n)
 	return x
+}
+
+// staleRun is a run of n keyed rows of one operator and key group kg at
+// output position j of an old file that did not own kg; owner is the index
+// in the group of the old file that did.
+type staleRun struct{ j, n, owner, kg int }
+
+// countLost returns how many rows of the stale runs of old file i of a
+// group (olds holds the group's outputs, each in canonical order) the
+// owner's output lacks, and records the first of them in rr.LostExamples.
+// Each run is merged with the owner's rows from the first not below the
+// run's first row, so the work is linear in the runs and in the owner's rows
+// of their operators and key groups.
+func countLost(path string, subtask, first int, olds []*outRows, i int, runs []staleRun, rr *RescaleReport) int64 {
+	src := olds[i]
+	var lost int64
+	for _, r := range runs {
+		owner := olds[r.owner]
+		op0, key0 := src.Op(r.j), bytes.Clone(src.Key(r.j))
+		x := sort.Search(owner.Len(), func(y int) bool { return compareRow(owner.Op(y), owner.Key(y), op0, key0) >= 0 })
+		for k := r.j; k < r.j+r.n; k++ {
+			op, key := src.Op(k), bytes.Clone(src.Key(k))
+			c := 1
+			for ; x < owner.Len(); x++ {
+				if c = compareRow(owner.Op(x), owner.Key(x), op, key); c >= 0 {
+					break
+				}
+			}
+			if c == 0 {
+				continue
+			}
+			lost++
+			if len(rr.LostExamples) < maxLostExamples {
+				rr.LostExamples = append(rr.LostExamples, LostRow{File: path, Subtask: subtask, Owner: first + r.owner, Op: op, KeyGroup: r.kg, Key: hex.EncodeToString(key)})
+			}
+		}
+	}
+	return lost
+}
+
+// compareRow orders rows canonically: by operator, then by key bytes.
+func compareRow(aOp uint64, a []byte, bOp uint64, b []byte) int {
+	if c := cmp.Compare(aOp, bOp); c != 0 {
+		return c
+	}
+	return bytes.Compare(a, b)
 }
 
 // newFileCounts adds up the parts' rows per operator and slot of each of

@@ -2274,3 +2274,102 @@ func TestRescaleSlotCountsUnsortedCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestRescaleLostRows checks that a keyed row held only outside its owner's
+// file is reported as lost, apart from the stale copies whose owner holds
+// the row, with the same count as Savepoint.Union's, and is not written.
+func TestRescaleLostRows(t *testing.T) {
+	dir := rsTempDir(t)
+	g := savepoint.Group{First: 0, Count: 3}
+	files := map[int][]savepoint.Row{0: nil, 1: nil, 2: nil}
+	for i := 0; i < 60; i++ {
+		key := savepoint.EncodeKeyedKey([]byte("c"), rsI64(int64(i)))
+		files[g.Owner(int(key[0]))] = append(files[g.Owner(int(key[0]))], savepoint.Row{Op: 1, Key: key, Value: rsI64(int64(i))})
+	}
+	others := func(key []byte) (int, int, int) {
+		o := g.Owner(int(key[0]))
+		return o, (o + 1) % 3, (o + 2) % 3
+	}
+	// A stale copy: the owner holds key 0 too.
+	sk := savepoint.EncodeKeyedKey([]byte("c"), rsI64(0))
+	_, a, _ := others(sk)
+	files[a] = append(files[a], savepoint.Row{Op: 1, Key: sk, Value: rsI64(-1)})
+	// Lost: key 1000 in one other file, key 1001 in both others.
+	l1 := savepoint.EncodeKeyedKey([]byte("c"), rsI64(1000))
+	o1, a1, _ := others(l1)
+	files[a1] = append(files[a1], savepoint.Row{Op: 1, Key: l1, Value: rsI64(1)})
+	l2 := savepoint.EncodeKeyedKey([]byte("c"), rsI64(1001))
+	o2, a2, b2 := others(l2)
+	files[a2] = append(files[a2], savepoint.Row{Op: 1, Key: l2, Value: rsI64(2)})
+	files[b2] = append(files[b2], savepoint.Row{Op: 1, Key: l2, Value: rsI64(3)})
+	// Lost though the owner holds the key under another operator (one the
+	// owner has no rows of); and lost
+	// past the owner's last row.
+	l3 := savepoint.EncodeKeyedKey([]byte("c"), rsI64(1002))
+	o3, a3, _ := others(l3)
+	files[o3] = append(files[o3], savepoint.Row{Op: 3, Key: l3, Value: rsI64(4)})
+	files[a3] = append(files[a3], savepoint.Row{Op: 2, Key: l3, Value: rsI64(5)})
+	l4 := savepoint.EncodeKeyedKey([]byte("c"), rsI64(5))
+	o4, a4, _ := others(l4)
+	files[a4] = append(files[a4], savepoint.Row{Op: 9, Key: l4, Value: rsI64(6)})
+	// Operator 99, the last of every file: a stale copy, then in the same
+	// run a row past the owner's last one.
+	l5a := savepoint.EncodeKeyedKey([]byte("c"), rsI64(2000))
+	l5b := l5a
+	for i := int64(2001); l5b[0] != l5a[0] || bytes.Compare(l5b, l5a) <= 0; i++ {
+		l5b = savepoint.EncodeKeyedKey([]byte("c"), rsI64(i))
+	}
+	o5, a5, _ := others(l5a)
+	files[o5] = append(files[o5], savepoint.Row{Op: 99, Key: l5a, Value: rsI64(7)})
+	files[a5] = append(files[a5], savepoint.Row{Op: 99, Key: l5a, Value: rsI64(8)}, savepoint.Row{Op: 99, Key: l5b, Value: rsI64(9)})
+	in := rsWriteTree(t, filepath.Join(dir, "in"), files, savepoint.VersionMap{})
+	sp := rsOpen(t, in, nil)
+	_, ust := sp.UnionWithStats()
+	out := filepath.Join(dir, "out")
+	rep := rsRun(t, sp, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n", out)
+	rr := rep.Rescale
+	if rr.StaleCopies != 2 || rr.Lost != 6 || int64(ust.Lost) != rr.Lost || rr.KeyedIn != 70 || rr.KeyedOut != 62 {
+		t.Fatalf("stale %d, lost %d (union: %d), keyed %d in %d out; want 2, 6 (6), 70, 62", rr.StaleCopies, rr.Lost, ust.Lost, rr.KeyedIn, rr.KeyedOut)
+	}
+	want := map[string]transform.LostRow{}
+	for _, l := range []struct {
+		op             uint64
+		key            []byte
+		subtask, owner int
+	}{{1, l1, a1, o1}, {1, l2, a2, o2}, {1, l2, b2, o2}, {2, l3, a3, o3}, {9, l4, a4, o4}, {99, l5b, a5, o5}} {
+		want[fmt.Sprintf("%x@%d", l.key, l.subtask)] = transform.LostRow{Subtask: l.subtask, Owner: l.owner, Op: l.op, KeyGroup: int(l.key[0]), Key: fmt.Sprintf("%x", l.key)}
+	}
+	for _, e := range rr.LostExamples {
+		k := e.Key + "@" + fmt.Sprint(e.Subtask)
+		w, ok := want[k]
+		if !ok || !strings.Contains(e.File, filepath.Join("v1", fmt.Sprint(e.Subtask))) {
+			t.Errorf("unexpected lost row %+v", e)
+			continue
+		}
+		w.File = e.File
+		if e != w {
+			t.Errorf("lost row %+v, want %+v", e, w)
+		}
+		delete(want, k)
+	}
+	if len(rr.LostExamples) != 5 || len(want) != 1 {
+		t.Errorf("%d lost rows listed, want 5 of 6; not listed: %v", len(rr.LostExamples), want)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "lost keyed rows dropped: 6") }) {
+		t.Errorf("no warning of the lost rows: %q", rep.Warnings)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"2 stale copies dropped (the owner's copy kept), 6 lost rows dropped", fmt.Sprintf("lost: op 1 key group %d key %x", l1[0], l1)} {
+		if !strings.Contains(text.String(), line) {
+			t.Errorf("text report lacks %q:\n%s", line, text.String())
+		}
+	}
+	for k := range rsKeyedOf(t, rsOpen(t, out, nil)) {
+		if k == rsKey(1, l1) || k == rsKey(1, l2) || k == rsKey(2, l3) || k == rsKey(9, l4) || k == rsKey(99, l5b) {
+			t.Errorf("lost row %q written", k)
+		}
+	}
+}

@@ -205,19 +205,20 @@ func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 
 // checkAccounting verifies that every row is accounted for: rows in = rows
 // out + dropped + duplicates resolved, and for a rescale + stale copies
-// dropped + operator rows merged away - operator rows replicated.
+// and lost rows dropped + operator rows merged away - operator rows
+// replicated.
 func (rep *Report) checkAccounting() error {
 	got := rep.RowsOut + rep.RowsDropped + rep.DuplicatesResolved
 	extra := ""
 	if r := rep.Rescale; r != nil {
-		got += r.StaleCopies + r.OperatorIn - r.OperatorOut
-		if r.KeyedIn != r.KeyedOut+r.StaleCopies {
-			return fmt.Errorf("%w: rescale: %d keyed rows in, %d out + %d stale copies", ErrAccounting, r.KeyedIn, r.KeyedOut, r.StaleCopies)
+		got += r.StaleCopies + r.Lost + r.OperatorIn - r.OperatorOut
+		if r.KeyedIn != r.KeyedOut+r.StaleCopies+r.Lost {
+			return fmt.Errorf("%w: rescale: %d keyed rows in, %d out + %d stale copies + %d lost", ErrAccounting, r.KeyedIn, r.KeyedOut, r.StaleCopies, r.Lost)
 		}
 		if r.TimersIn != r.TimersOut+r.TimersStale {
 			return fmt.Errorf("%w: rescale: %d timers in, %d out + %d stale", ErrAccounting, r.TimersIn, r.TimersOut, r.TimersStale)
 		}
-		extra = fmt.Sprintf(" + %d stale copies + %d operator rows in - %d operator rows written", r.StaleCopies, r.OperatorIn, r.OperatorOut)
+		extra = fmt.Sprintf(" + %d stale copies + %d lost + %d operator rows in - %d operator rows written", r.StaleCopies, r.Lost, r.OperatorIn, r.OperatorOut)
 	}
 	if got != rep.RowsIn {
 		return fmt.Errorf("%w: %d in, %d out + %d dropped + %d duplicates resolved%s = %d", ErrAccounting, rep.RowsIn, rep.RowsOut, rep.RowsDropped, rep.DuplicatesResolved, extra, got)
