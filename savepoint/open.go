@@ -6,6 +6,9 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"maps"
+	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -798,60 +801,188 @@ func resolveHandleRel(root, handle string) ([]byte, string, error) {
 	return nil, "", fmt.Errorf("materialisation not found in the tree at %s (looked for the path from its v<generation>/ component on)", root)
 }
 
-// InferGroups infers the chain groups of a tree from which operators hold
-// keyed rows (first key byte below 128) in each subtask file: consecutive
-// subtasks whose operators overlap belong to one group; a subtask without
-// keyed rows joins the group before it. A tree of one chain group yields one
-// group of all subtasks. Trees whose groups cannot be told apart this way
-// (adjacent groups both without keyed state) need the groups given.
+// InferGroups infers the chain groups of a tree from its keyed rows (first
+// key byte below 128): which operators hold them in each subtask file, and
+// in which key groups.
+//
+// An operator runs in one chain group, so the files from the first to the
+// last that hold its keyed rows are in one group. Within those bounds the
+// tree is cut into the blocks that best explain where the keyed rows lie:
+// in a group of N subtasks the k-th file holds the key groups of
+// KeyGroupRangeForSubtask(k, N), so each distinct key group a file holds
+// inside its range scores log(128/size of the range), and each outside it (a
+// stale copy) costs log(128). Of the cuts scoring the most, the one with the
+// fewest groups is taken. So a group whose files share no operator (a sparse
+// tree: few keys per operator) is still found whole, and a group without
+// keyed state is told apart from the group before it when the rows of that
+// group fit its own ranges better. A tree without keyed rows is one group.
+// Trees of more than maxInferFiles files are cut by operators alone (a file
+// without keyed rows joining the group before it).
 func InferGroups(files []*File) []Group {
-	// The files' operators are found at once, one goroutine per CPU.
-	keyed := make([]map[uint64]bool, len(files))
+	// The files are read at once, one goroutine per CPU.
+	ev := make([]groupEvidence, len(files))
 	ForEach(len(files), func(i int) {
-		keyed[i] = map[uint64]bool{}
+		ev[i].ops = map[uint64]bool{}
 		if f := files[i]; f.Snapshot != nil {
-			keyedOps(f.Snapshot, keyed[i])
+			keyedEvidence(f.Snapshot, &ev[i], len(files) <= maxInferFiles)
 			f.ReleasePages() // keep the pages read cached, not resident
 		}
 	})
-	var groups []Group
-	var cur map[uint64]bool
-	for i, f := range files {
-		ops := keyed[i]
-		joins := len(groups) > 0 && (len(ops) == 0 || overlaps(cur, ops))
-		if joins {
-			groups[len(groups)-1].Count++
-			for op := range ops {
-				cur[op] = true
-			}
-			continue
-		}
-		groups = append(groups, Group{First: f.Subtask, Count: 1})
-		cur = ops
+	var sizes []int
+	if len(files) <= maxInferFiles {
+		sizes = cutByKeyGroups(ev)
+	} else {
+		sizes = cutByOperators(ev)
+	}
+	groups := make([]Group, 0, len(sizes))
+	at := 0
+	for _, n := range sizes {
+		groups = append(groups, Group{First: files[at].Subtask, Count: n})
+		at += n
 	}
 	return groups
 }
 
-// keyedOps adds to ops the operators with keyed rows (first key byte below
-// NumKeyGroups) in s. The prefix runs found at open (Snapshot.Runs) say it
-// without reading. Otherwise, once an operator is known to have one, its
+// maxInferFiles bounds the trees whose groups InferGroups finds from key
+// groups: the search takes time cubic in the number of files.
+const maxInferFiles = 512
+
+// groupEvidence is what InferGroups reads of a file: the operators with
+// keyed rows, and (when asked for) the key groups of those rows.
+type groupEvidence struct {
+	ops map[uint64]bool
+	kgs [NumKeyGroups / 64]uint64
+}
+
+// cutByOperators cuts the files where consecutive files share no keyed
+// operator (a file without keyed rows joins the group before it) and
+// returns the sizes of the groups.
+func cutByOperators(ev []groupEvidence) []int {
+	var sizes []int
+	var cur map[uint64]bool
+	for i, e := range ev {
+		if i > 0 && (len(e.ops) == 0 || overlaps(cur, e.ops)) {
+			sizes[len(sizes)-1]++
+			for op := range e.ops {
+				cur[op] = true
+			}
+			continue
+		}
+		sizes = append(sizes, 1)
+		cur = maps.Clone(e.ops)
+	}
+	return sizes
+}
+
+// cutByKeyGroups returns the sizes of the groups of the best cut of the
+// files (see InferGroups).
+func cutByKeyGroups(ev []groupEvidence) []int {
+	n := len(ev)
+	// canCut[i]: no operator holds keyed rows both before file i and from
+	// it on.
+	last := map[uint64]int{}
+	for i, e := range ev {
+		for op := range e.ops {
+			last[op] = i
+		}
+	}
+	reach := make([]int, n+1) // reach[i]: the last file of an operator seen in files < i
+	for i := range n {
+		reach[i+1] = reach[i]
+		for op := range ev[i].ops {
+			reach[i+1] = max(reach[i+1], last[op])
+		}
+	}
+	canCut := func(i int) bool { return i == n || reach[i] < i }
+	// best[i] is the best score of files i.. and groups[i] its number of
+	// groups; next[i] the end of its first group.
+	best := make([]float64, n+1)
+	groups := make([]int, n+1)
+	next := make([]int, n+1)
+	const eps = 1e-9
+	for i := n - 1; i >= 0; i-- {
+		best[i], groups[i] = math.Inf(-1), 0
+		for j := i + 1; j <= n; j++ {
+			if !canCut(j) {
+				continue
+			}
+			sc := blockScore(ev[i:j]) + best[j]
+			if sc > best[i]+eps || sc > best[i]-eps && groups[j]+1 < groups[i] {
+				best[i], groups[i], next[i] = sc, groups[j]+1, j
+			}
+		}
+	}
+	var sizes []int
+	for i := 0; i < n; i = next[i] {
+		sizes = append(sizes, next[i]-i)
+	}
+	return sizes
+}
+
+// blockScore scores the files of block as one group (see InferGroups).
+func blockScore(block []groupEvidence) float64 {
+	var sc float64
+	stale := math.Log(NumKeyGroups)
+	for k := range block {
+		r := KeyGroupRangeForSubtask(k, len(block))
+		var mask [NumKeyGroups / 64]uint64
+		for kg := r.First; kg < r.Last; kg++ {
+			mask[kg/64] |= 1 << (kg % 64)
+		}
+		in, all := 0, 0
+		for w := range mask {
+			in += bits.OnesCount64(block[k].kgs[w] & mask[w])
+			all += bits.OnesCount64(block[k].kgs[w])
+		}
+		if in > 0 {
+			sc += float64(in) * math.Log(float64(NumKeyGroups)/float64(r.Last-r.First))
+		}
+		sc -= float64(all-in) * stale
+	}
+	return sc
+}
+
+// keyedEvidence adds to e.ops the operators with keyed rows (first key byte
+// below NumKeyGroups) in s, and with keyGroups the key groups of those rows
+// to e.kgs. The prefix runs found at open (Snapshot.Runs) say it without
+// reading, when each run's keyed rows share their first byte. Otherwise,
+// for the operators alone, once an operator is known to have one, its
 // other rows need no look at their keys: mostly only the operator column
 // is read, a block at a time with pread (through the map, each page's
 // first touch would cost more than the read), and a block's keys only when
-// it holds an operator not known yet.
-func keyedOps(s *Snapshot, ops map[uint64]bool) {
+// it holds an operator not known yet. The key groups need every key read,
+// a block at a time.
+func keyedEvidence(s *Snapshot, e *groupEvidence, keyGroups bool) {
+	ops := e.ops
+	note := func(op uint64, key []byte) {
+		if len(key) > 0 && key[0] < NumKeyGroups {
+			ops[op] = true
+			e.kgs[key[0]/64] |= 1 << (key[0] % 64)
+		}
+	}
 	if !s.Columnar() {
 		for _, r := range s.Rows {
-			if len(r.Key) > 0 && r.Key[0] < NumKeyGroups {
-				ops[r.Op] = true
+			note(r.Op, r.Key)
+		}
+		return
+	}
+	if runs := s.Runs(); runs != nil && (!keyGroups || runsShareFirstByte(runs)) {
+		for i := range runs.Len() {
+			if r := runs.Run(i); r.KeyGroupByte {
+				note(r.Op, r.First)
 			}
 		}
 		return
 	}
-	if runs := s.Runs(); runs != nil {
-		for i := range runs.Len() {
-			if r := runs.Run(i); r.KeyGroupByte {
-				ops[r.Op] = true
+	if keyGroups {
+		var kc KeyColumns
+		for bi := range s.Batches {
+			b := &s.Batches[bi]
+			for x := 0; x < b.Len(); x = kc.Hi {
+				kc.LoadOrMap(b, x, min(b.Len(), x+keyBlock))
+				for y := kc.Lo; y < kc.Hi; y++ {
+					note(kc.Ops[y-kc.Lo], kc.Key(y))
+				}
 			}
 		}
 		return
@@ -887,6 +1018,18 @@ func keyedOps(s *Snapshot, ops map[uint64]bool) {
 			}
 		}
 	}
+}
+
+// runsShareFirstByte reports whether the keyed rows of each run start with
+// the same byte (the run's first and last keys do, and every key between
+// lies between them).
+func runsShareFirstByte(runs *PrefixRuns) bool {
+	for i := range runs.Len() {
+		if r := runs.Run(i); r.KeyGroupByte && (len(r.First) == 0 || len(r.Last) == 0 || r.First[0] != r.Last[0]) {
+			return false
+		}
+	}
+	return true
 }
 
 func overlaps(a, b map[uint64]bool) bool {

@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// TestKeyedOps: the operators with keyed rows are found whether the rows
-// are read in place, in blocks with pread, across block ends, or told by
-// the prefix runs found at open, including
-// an operator whose only keyed row comes after many of its operator rows,
-// and not an operator that has operator rows only.
+// TestKeyedOps: the operators with keyed rows, and their key groups, are
+// found whether the rows are read in place, in blocks with pread, across
+// block ends, or told by the prefix runs found at open, including an
+// operator whose only keyed row comes after many of its operator rows, and
+// not an operator that has operator rows only.
 func TestKeyedOps(t *testing.T) {
 	var rows []Row
 	for i := range 50 {
@@ -24,13 +24,24 @@ func TestKeyedOps(t *testing.T) {
 	for i := range 30 {
 		rows = append(rows, Row{Op: 3, Key: []byte(fmt.Sprintf("\xff__offset_%d", i)), Value: []byte("v")})
 	}
+	// Raw keys without a slot separator, of several first bytes: one prefix
+	// run whose first and last keys do not say every key group.
+	for _, k := range []string{"\x05raw", "\x40raw", "\x41raw", "\x70raw"} {
+		rows = append(rows, Row{Op: 5, Key: []byte(k), Value: []byte("v")})
+	}
 	rows = append(rows, Row{Op: 3, Key: EncodeKeyedKey([]byte("s"), []byte("late")), Value: []byte("v")},
 		Row{Op: 4, Key: []byte{}, Value: []byte("empty key")})
+	var wantKGs [NumKeyGroups / 64]uint64
+	for _, r := range rows {
+		if len(r.Key) > 0 && r.Key[0] < NumKeyGroups {
+			wantKGs[r.Key[0]/64] |= 1 << (r.Key[0] % 64)
+		}
+	}
 	// As they come (the keys of operator 1 are not in order), and sorted:
 	// a columnar open then finds the prefix runs, which say it.
 	dir := t.TempDir()
 	asIs, sorted := filepath.Join(dir, "as-is.snap"), filepath.Join(dir, "sorted.snap")
-	if _, err := WriteSnapshotFile(asIs, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{60, 72}}); err != nil {
+	if _, err := WriteSnapshotFile(asIs, nil, rows, SnapshotOptions{AsIs: true, Batches: []int{60, 76}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := WriteSnapshotFile(sorted, nil, rows, SnapshotOptions{}); err != nil {
@@ -49,12 +60,17 @@ func TestKeyedOps(t *testing.T) {
 				if indexed := snap.Runs() != nil; indexed != (columnar && path == sorted) {
 					t.Errorf("%s, columnar %v: prefix runs %v", filepath.Base(path), columnar, indexed)
 				}
-				ops := map[uint64]bool{}
-				keyedOps(snap, ops)
-				sp.Close()
-				if got := slices.Sorted(maps.Keys(ops)); !slices.Equal(got, []uint64{1, 3}) {
-					t.Errorf("%s, block %d, columnar %v: keyed operators %v, want [1 3]", filepath.Base(path), block, columnar, got)
+				for _, kgs := range []bool{false, true} {
+					e := groupEvidence{ops: map[uint64]bool{}}
+					keyedEvidence(snap, &e, kgs)
+					if got := slices.Sorted(maps.Keys(e.ops)); !slices.Equal(got, []uint64{1, 3, 5}) {
+						t.Errorf("%s, block %d, columnar %v, key groups %v: keyed operators %v, want [1 3 5]", filepath.Base(path), block, columnar, kgs, got)
+					}
+					if kgs && e.kgs != wantKGs {
+						t.Errorf("%s, block %d, columnar %v: key groups %x, want %x", filepath.Base(path), block, columnar, e.kgs, wantKGs)
+					}
 				}
+				sp.Close()
 			}
 		}
 	}

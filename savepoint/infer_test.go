@@ -1,0 +1,124 @@
+package savepoint
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// subtaskKeys returns n user keys whose keyed keys (slot "s") lie in
+// subtask k's key-group range at parallelism p, each in another key group
+// when the range allows.
+func subtaskKeys(k, p, n int) [][]byte {
+	r := KeyGroupRangeForSubtask(k, p)
+	var keys [][]byte
+	seen := map[byte]bool{}
+	for i := 0; len(keys) < n && i < 1<<20; i++ {
+		key := EncodeKeyedKey([]byte("s"), fmt.Appendf(nil, "u%d", i))
+		if r.Contains(int(key[0])) && (!seen[key[0]] || len(seen) >= r.Last-r.First) {
+			seen[key[0]] = true
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// evidence builds a file's groupEvidence from its operators and keys.
+func evidence(ops []uint64, keys ...[]byte) groupEvidence {
+	e := groupEvidence{ops: map[uint64]bool{}}
+	for _, op := range ops {
+		e.ops[op] = true
+	}
+	for _, k := range keys {
+		e.kgs[k[0]/64] |= 1 << (k[0] % 64)
+	}
+	return e
+}
+
+func TestCutByKeyGroups(t *testing.T) {
+	in := func(k, p, n int) [][]byte { return subtaskKeys(k, p, n) }
+	stale := EncodeKeyedKey([]byte("s"), []byte("stale"))
+	for _, tc := range []struct {
+		name string
+		ev   []groupEvidence
+		want string // groups of subtasks 0..
+	}{
+		{"no keyed rows", []groupEvidence{evidence(nil), evidence(nil), evidence(nil)}, "0-2"},
+		{"dense, one group", []groupEvidence{evidence([]uint64{1, 2}, in(0, 3, 20)...), evidence([]uint64{1, 2}, in(1, 3, 20)...), evidence([]uint64{1, 2}, in(2, 3, 20)...)}, "0-2"},
+		{"sparse: no operator shared, two groups", []groupEvidence{
+			evidence([]uint64{1}, in(0, 3, 2)...), evidence([]uint64{2}, in(1, 3, 2)...), evidence([]uint64{3}, in(2, 3, 2)...),
+			evidence([]uint64{4}, in(0, 2, 2)...), evidence([]uint64{5}, in(1, 2, 2)...),
+		}, "0-2,3-4"},
+		{"a group without keyed rows after one with", []groupEvidence{
+			evidence([]uint64{1}, in(0, 3, 10)...), evidence([]uint64{1}, in(1, 3, 10)...), evidence([]uint64{1}, in(2, 3, 10)...),
+			evidence(nil), evidence(nil),
+		}, "0-2,3-4"},
+		{"a stale copy in a sparse group", []groupEvidence{
+			evidence([]uint64{1}, in(0, 3, 8)...), evidence([]uint64{2}, append(in(1, 3, 8), in(0, 3, 1)...)...), evidence([]uint64{3}, in(2, 3, 8)...),
+		}, "0-2"},
+		{"an operator in files 0 and 2 holds 0-2 together", []groupEvidence{
+			evidence([]uint64{1}, stale), evidence([]uint64{9}, stale), evidence([]uint64{1}, stale), evidence([]uint64{4}, stale),
+		}, "0-2,3"},
+		{"two singletons holding every key group", []groupEvidence{evidence([]uint64{1}, in(0, 1, 128)...), evidence([]uint64{2}, in(0, 1, 128)...)}, "0,1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := FormatGroups(sizesGroups(cutByKeyGroups(tc.ev))); got != tc.want {
+				t.Errorf("groups %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestInferSparseTree opens a tree of two chain groups whose files share no
+// operator (one key each): the groups are found from where the keys lie,
+// which the operators alone cannot tell.
+func TestInferSparseTree(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "tree")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7, Backend: BackendFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := []struct{ k, p int }{{0, 3}, {1, 3}, {2, 3}, {0, 2}, {1, 2}}
+	var ev []groupEvidence
+	for i, l := range layout {
+		keys := subtaskKeys(l.k, l.p, 3)
+		rows := []Row{{Op: 1 << 40, Key: []byte("\xffoffsets"), Value: []byte{1}}}
+		for _, k := range keys {
+			rows = append(rows, Row{Op: uint64(i + 1), Key: k, Value: []byte("v")})
+		}
+		ev = append(ev, evidence([]uint64{uint64(i + 1)}, keys...))
+		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), rows, CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := FormatGroups(sizesGroups(cutByOperators(ev))); got != "0,1,2,3,4" {
+		t.Fatalf("the operators alone give %s: the test does not test the key groups", got)
+	}
+	for _, columnar := range []bool{false, true} {
+		sp, err := Open(out, OpenOptions{Columnar: columnar})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := FormatGroups(sp.Groups); got != "0-2,3-4" || !sp.GroupsInferred {
+			t.Errorf("columnar %v: groups %s (inferred %v), want 0-2,3-4", columnar, got, sp.GroupsInferred)
+		}
+		if r := Validate(sp, ValidateOptions{}); r.Errors() > 0 {
+			t.Errorf("columnar %v: validate finds %d errors", columnar, r.Errors())
+		}
+		sp.Close()
+	}
+}
+
+// sizesGroups turns group sizes into groups from subtask 0.
+func sizesGroups(sizes []int) []Group {
+	var gs []Group
+	at := 0
+	for _, n := range sizes {
+		gs = append(gs, Group{First: at, Count: n})
+		at += n
+	}
+	return gs
+}
