@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"maps"
 	"math"
-	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -894,6 +893,18 @@ func cutByKeyGroups(ev []groupEvidence) []int {
 		}
 	}
 	canCut := func(i int) bool { return i == n || reach[i] < i }
+	// below[i][kg] counts file i's key groups below kg; all[i] all of them.
+	below := make([][NumKeyGroups + 1]uint8, n)
+	all := make([]int, n)
+	for i, e := range ev {
+		for kg := range NumKeyGroups {
+			below[i][kg+1] = below[i][kg]
+			if e.kgs[kg/64]&(1<<(kg%64)) != 0 {
+				below[i][kg+1]++
+			}
+		}
+		all[i] = int(below[i][NumKeyGroups])
+	}
 	// best[i] is the best score of files i.. and groups[i] its number of
 	// groups; next[i] the end of its first group.
 	best := make([]float64, n+1)
@@ -906,7 +917,7 @@ func cutByKeyGroups(ev []groupEvidence) []int {
 			if !canCut(j) {
 				continue
 			}
-			sc := blockScore(ev[i:j]) + best[j]
+			sc := blockScore(below[i:j], all[i:j]) + best[j]
 			if sc > best[i]+eps || sc > best[i]-eps && groups[j]+1 < groups[i] {
 				best[i], groups[i], next[i] = sc, groups[j]+1, j
 			}
@@ -919,28 +930,30 @@ func cutByKeyGroups(ev []groupEvidence) []int {
 	return sizes
 }
 
-// blockScore scores the files of block as one group (see InferGroups).
-func blockScore(block []groupEvidence) float64 {
+// blockScore scores the files of block as one group (see InferGroups);
+// below[k][kg] is the number of file k's key groups below kg.
+func blockScore(below [][NumKeyGroups + 1]uint8, all []int) float64 {
 	var sc float64
-	stale := math.Log(NumKeyGroups)
-	for k := range block {
-		r := KeyGroupRangeForSubtask(k, len(block))
-		var mask [NumKeyGroups / 64]uint64
-		for kg := r.First; kg < r.Last; kg++ {
-			mask[kg/64] |= 1 << (kg % 64)
-		}
-		in, all := 0, 0
-		for w := range mask {
-			in += bits.OnesCount64(block[k].kgs[w] & mask[w])
-			all += bits.OnesCount64(block[k].kgs[w])
-		}
+	n := len(below)
+	for k := range below {
+		r := KeyGroupRangeForSubtask(k, n)
+		in := int(below[k][r.Last]) - int(below[k][r.First])
 		if in > 0 {
-			sc += float64(in) * math.Log(float64(NumKeyGroups)/float64(r.Last-r.First))
+			sc += float64(in) * logGain[r.Last-r.First]
 		}
-		sc -= float64(all-in) * stale
+		sc -= float64(all[k]-in) * logGain[1]
 	}
 	return sc
 }
+
+// logGain[n] is log(128/n): what a key group inside a range of n key
+// groups scores; logGain[1], log(128), is what one outside costs.
+var logGain = func() (g [NumKeyGroups + 1]float64) {
+	for n := 1; n <= NumKeyGroups; n++ {
+		g[n] = math.Log(float64(NumKeyGroups) / float64(n))
+	}
+	return g
+}()
 
 // keyedEvidence adds to e.ops the operators with keyed rows (first key byte
 // below NumKeyGroups) in s, and with keyGroups the key groups of those rows
