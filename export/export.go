@@ -213,8 +213,9 @@ type Result struct {
 	Bytes int64
 	// Union describes how the union resolved shared rows (zero with PerFile).
 	Union savepoint.UnionStats
-	// Warnings are the union's warnings, version-map disagreements and
-	// values the declared codecs could not decode.
+	// Warnings are the union's warnings, version-map disagreements,
+	// values the declared codecs could not decode, and (WriteFile) what
+	// interrupted runs left beside the output (see savepoint.Leftovers).
 	Warnings []string
 }
 
@@ -282,6 +283,7 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	if opts.TempDir == "" {
 		opts.TempDir = savepoint.TempDirFor(path)
 	}
+	leftovers := savepoint.Leftovers(path)
 	var res *Result
 	err := savepoint.WriteFileAtomic(path, func(w io.Writer) error {
 		var err error
@@ -301,6 +303,7 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	if st, err := os.Stat(path); err == nil {
 		res.Bytes = st.Size()
 	}
+	res.Warnings = append(res.Warnings, leftovers...)
 	return res, nil
 }
 

@@ -93,6 +93,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	rep := newReport(sp, set, opts.DryRun)
+	if !opts.DryRun {
+		rep.Warnings = append(rep.Warnings, savepoint.Leftovers(opts.Out)...)
+	}
 	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts), dry: opts.DryRun}
 	defer eng.spill.close()
 	for _, f := range sp.Files {

@@ -1,0 +1,56 @@
+package savepoint
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// leftoverName matches, after an output's base name, the temporary names
+// of a run writing it: a payload or sidecar being written
+// (.part.<suffix>, .meta.part.<suffix>), a tree being staged
+// (.sptool-tmp-<suffix>) and an output a --force run moved aside
+// (.sptool-old-<suffix>), the suffix being tempSuffix's.
+var leftoverName = regexp.MustCompile(`^(?:(\.meta)?\.part\.|\.sptool-(tmp|old)-)([0-9]+)\.[0-9]+\.[0-9a-z]+$`)
+
+// Leftovers returns a warning for each entry beside the output path out
+// that a run writing out left behind when it was killed, saying what it is
+// and what to do with it; entries of a process still running (the process
+// id in the name) are left out, since that run may be writing them. clink
+// never restores from these names, but they take space, and an output
+// moved aside by a --force run that was killed before the new one took
+// its place may be the only copy of that output. A directory that cannot
+// be listed gives no warnings.
+func Leftovers(out string) []string {
+	dir, base := filepath.Split(filepath.Clean(out))
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var warns []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), base)
+		if !ok {
+			continue
+		}
+		m := leftoverName.FindStringSubmatch(rest)
+		if m == nil || processRunning(m[3]) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		switch m[2] {
+		case "old":
+			warns = append(warns, fmt.Sprintf("%s holds what was at %s before a --force run that was interrupted: rename it back to %s if that run's output is not in place, else delete it", p, out, out))
+		case "tmp":
+			warns = append(warns, fmt.Sprintf("%s is the staging tree of an interrupted run (never restored from): delete it", p))
+		default:
+			warns = append(warns, fmt.Sprintf("%s is a temporary file of an interrupted run (never restored from): delete it", p))
+		}
+	}
+	return warns
+}

@@ -1,0 +1,62 @@
+package savepoint
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestLeftovers: the names a killed run leaves beside an output are
+// reported, each with what to do, and nothing else: not names of a process
+// still running, not other outputs' names.
+func TestLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	dead := "999999999" // above any pid_max
+	self := strconv.Itoa(os.Getpid())
+	live := strconv.Itoa(os.Getppid())
+	files := map[string]string{
+		"out.part." + dead + ".1.abc":         "temporary file",
+		"out.meta.part." + dead + ".2.x9":     "temporary file",
+		"out.part." + self + ".3.z":           "temporary file", // a killed run of the same id (a container)
+		"out.part." + live + ".4.a":           "",               // a running process's
+		"out.partial":                         "",
+		"out2.part." + dead + ".5.a":          "",
+		"other.part." + dead + ".6.a":         "",
+		"out.part." + dead + ".7.ABC":         "", // not a suffix sptool writes
+		"out.sptool-tmp-" + dead + ".8.q":     "staging tree",
+		"out.sptool-old-" + dead + ".9.r":     "before a --force run that was interrupted: rename it back to " + out,
+		"out.sptool-old-" + dead + ".10.r/v1": "",
+	}
+	for name := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := Leftovers(out)
+	var want []string
+	for name, what := range files {
+		if what != "" {
+			want = append(want, name)
+		}
+	}
+	if len(got) != len(want)+1 { // and out.sptool-old-*.10.r
+		t.Errorf("%d warnings, want %d: %q", len(got), len(want)+1, got)
+	}
+	for _, name := range want {
+		i := slices.IndexFunc(got, func(w string) bool { return strings.HasPrefix(w, filepath.Join(dir, name)+" ") })
+		if i < 0 || !strings.Contains(got[i], files[name]) {
+			t.Errorf("%s: warnings %q, want one saying %q", name, got, files[name])
+		}
+	}
+	if got := Leftovers(filepath.Join(dir, "missing", "out")); got != nil {
+		t.Errorf("an output in a directory that does not exist: %q", got)
+	}
+}
