@@ -49,10 +49,11 @@ func TestCutByKeyGroups(t *testing.T) {
 			evidence([]uint64{1}, in(0, 3, 2)...), evidence([]uint64{2}, in(1, 3, 2)...), evidence([]uint64{3}, in(2, 3, 2)...),
 			evidence([]uint64{4}, in(0, 2, 2)...), evidence([]uint64{5}, in(1, 2, 2)...),
 		}, "0-2,3-4"},
-		{"a group without keyed rows after one with", []groupEvidence{
+		{"files without keyed rows join the group before them", []groupEvidence{
 			evidence([]uint64{1}, in(0, 3, 10)...), evidence([]uint64{1}, in(1, 3, 10)...), evidence([]uint64{1}, in(2, 3, 10)...),
 			evidence(nil), evidence(nil),
-		}, "0-2,3-4"},
+		}, "0-4"},
+		{"a chained group with stale copies and a file without keyed rows yet", chainedStale(), "0-3"},
 		{"a stale copy in a sparse group", []groupEvidence{
 			evidence([]uint64{1}, in(0, 3, 8)...), evidence([]uint64{2}, append(in(1, 3, 8), in(0, 3, 1)...)...), evidence([]uint64{3}, in(2, 3, 8)...),
 		}, "0-2"},
@@ -121,4 +122,21 @@ func sizesGroups(sizes []int) []Group {
 		at += n
 	}
 	return gs
+}
+
+// chainedStale is the evidence of a chained group at parallelism 4 restored
+// from one at 3, each subtask from its old file unfiltered (format 6.2,
+// 10.2): files 0-2 hold their old range and their new one, for two
+// operators; file 3 has no keyed rows yet.
+func chainedStale() []groupEvidence {
+	var ev []groupEvidence
+	for i := range 3 {
+		old, nw := KeyGroupRangeForSubtask(i, 3), KeyGroupRangeForSubtask(i, 4)
+		e := evidence([]uint64{11, 12})
+		for kg := min(old.First, nw.First); kg < max(old.Last, nw.Last); kg++ {
+			e.kgs[kg/64] |= 1 << (kg % 64)
+		}
+		ev = append(ev, e)
+	}
+	return append(ev, evidence(nil))
 }

@@ -458,7 +458,7 @@ func Summarize(sp *Savepoint) *Summary {
 		s.Input.Groups = append(s.Input.Groups, GroupSummary{FormatGroups([]Group{g}), g.First, g.Count})
 	}
 	if s.Input.GroupsInferred && len(sp.Groups) > 1 {
-		s.Notes = append(s.Notes, "chain groups "+FormatGroups(sp.Groups)+" were inferred from which operators hold keyed rows in each subtask file")
+		s.Notes = append(s.Notes, "chain groups "+FormatGroups(sp.Groups)+" were inferred from the keyed rows of each subtask file (their operators and key groups); --groups states them")
 	}
 
 	ops := map[uint64]*inspOp{}

@@ -805,18 +805,17 @@ func resolveHandleRel(root, handle string) ([]byte, string, error) {
 // in which key groups.
 //
 // An operator runs in one chain group, so the files from the first to the
-// last that hold its keyed rows are in one group. Within those bounds the
-// tree is cut into the blocks that best explain where the keyed rows lie:
-// in a group of N subtasks the k-th file holds the key groups of
+// last that hold its keyed rows are in one group, and a file without keyed
+// rows joins the group before it. Within those bounds the tree is cut into
+// the blocks that best explain where the keyed rows lie: in a group of N
+// subtasks the k-th file holds the key groups of
 // KeyGroupRangeForSubtask(k, N), so each distinct key group a file holds
-// inside its range scores log(128/size of the range), and each outside it (a
-// stale copy) costs log(128). Of the cuts scoring the most, the one with the
-// fewest groups is taken. So a group whose files share no operator (a sparse
-// tree: few keys per operator) is still found whole, and a group without
-// keyed state is told apart from the group before it when the rows of that
-// group fit its own ranges better. A tree without keyed rows is one group.
-// Trees of more than maxInferFiles files are cut by operators alone (a file
-// without keyed rows joining the group before it).
+// inside its range scores log(128/size of the range), and each outside it
+// (a stale copy) costs log(128). Of the cuts scoring the most, the one with
+// the fewest groups is taken. So a group whose files share no operator (a
+// sparse tree: few keys per operator) is still found whole. A tree without
+// keyed rows is one group, and so are adjacent groups without keyed state.
+// Trees of more than maxInferFiles files are cut by operators alone.
 func InferGroups(files []*File) []Group {
 	// The files are read at once, one goroutine per CPU.
 	ev := make([]groupEvidence, len(files))
@@ -827,19 +826,47 @@ func InferGroups(files []*File) []Group {
 			f.ReleasePages() // keep the pages read cached, not resident
 		}
 	})
-	var sizes []int
-	if len(files) <= maxInferFiles {
-		sizes = cutByKeyGroups(ev)
-	} else {
-		sizes = cutByOperators(ev)
-	}
-	groups := make([]Group, 0, len(sizes))
-	at := 0
-	for _, n := range sizes {
-		groups = append(groups, Group{First: files[at].Subtask, Count: n})
-		at += n
+	// A group is consecutive subtasks: no group spans a missing one (see
+	// Savepoint.MissingSubtasks).
+	var groups []Group
+	for lo := 0; lo < len(files); {
+		hi := lo + 1
+		for hi < len(files) && files[hi].Subtask == files[hi-1].Subtask+1 {
+			hi++
+		}
+		var sizes []int
+		if len(files) <= maxInferFiles {
+			sizes = cutByKeyGroups(ev[lo:hi])
+		} else {
+			sizes = cutByOperators(ev[lo:hi])
+		}
+		at := lo
+		for _, n := range sizes {
+			groups = append(groups, Group{First: files[at].Subtask, Count: n})
+			at += n
+		}
+		lo = hi
 	}
 	return groups
+}
+
+// MissingSubtasks returns the subtasks below the tree's highest that have
+// no directory of the checkpoint read: a job restoring at this layout
+// refuses to start such a subtask (format 5.3), and the tree's chain groups
+// cannot span them. Nil for a file input.
+func (sp *Savepoint) MissingSubtasks() []int {
+	if sp.Kind == InputFile || len(sp.Files) == 0 {
+		return nil
+	}
+	var missing []int
+	next := 0
+	for _, f := range sp.Files {
+		for ; next < f.Subtask; next++ {
+			missing = append(missing, next)
+		}
+		next = f.Subtask + 1
+	}
+	return missing
 }
 
 // maxInferFiles bounds the trees whose groups InferGroups finds from key
@@ -892,7 +919,10 @@ func cutByKeyGroups(ev []groupEvidence) []int {
 			reach[i+1] = max(reach[i+1], last[op])
 		}
 	}
-	canCut := func(i int) bool { return i == n || reach[i] < i }
+	// A file without keyed rows joins the group before it: stale copies
+	// in that group's files (chained subtasks leave them) could otherwise
+	// make a smaller group explain them better.
+	canCut := func(i int) bool { return i == n || reach[i] < i && len(ev[i].ops) > 0 }
 	// below[i][kg] counts file i's key groups below kg; all[i] all of them.
 	below := make([][NumKeyGroups + 1]uint8, n)
 	all := make([]int, n)
@@ -918,7 +948,8 @@ func cutByKeyGroups(ev []groupEvidence) []int {
 				continue
 			}
 			sc := blockScore(below[i:j], all[i:j]) + best[j]
-			if sc > best[i]+eps || sc > best[i]-eps && groups[j]+1 < groups[i] {
+			tol := eps * max(1, math.Abs(sc))
+			if sc > best[i]+tol || sc > best[i]-tol && groups[j]+1 < groups[i] {
 				best[i], groups[i], next[i] = sc, groups[j]+1, j
 			}
 		}
@@ -1061,17 +1092,18 @@ func (sp *Savepoint) checkGroups(gs []Group) error {
 	}
 	for _, g := range gs {
 		if g.Count < 1 || g.First != next {
-			return fmt.Errorf("chain groups %s do not match the tree: its subtask directories are %s", FormatGroups(gs), sp.subtaskList())
+			return fmt.Errorf("chain groups %s do not match the tree: its subtask directories are %s", FormatGroups(gs), sp.SubtaskList())
 		}
 		next = g.First + g.Count
 	}
 	if len(sp.Files) == 0 || next != sp.Files[len(sp.Files)-1].Subtask+1 || len(sp.Files) != next-sp.Files[0].Subtask {
-		return fmt.Errorf("chain groups %s do not match the tree: its subtask directories are %s", FormatGroups(gs), sp.subtaskList())
+		return fmt.Errorf("chain groups %s do not match the tree: its subtask directories are %s", FormatGroups(gs), sp.SubtaskList())
 	}
 	return nil
 }
 
-func (sp *Savepoint) subtaskList() string {
+// SubtaskList returns the subtasks of the tree's files, as "0,1,2".
+func (sp *Savepoint) SubtaskList() string {
 	s := make([]string, len(sp.Files))
 	for i, f := range sp.Files {
 		s[i] = strconv.Itoa(f.Subtask)

@@ -97,6 +97,11 @@ const (
 	// whose checkpoint or generation differs from the tree's, a warning; no
 	// marker, or no subtasks= line, info.
 	CheckCompleted = "completed"
+	// CheckSubtasks: subtasks below the tree's highest with no directory
+	// of the checkpoint (error, one per tree: a job restoring at this
+	// layout refuses to start them, section 5.3; no chain group is
+	// inferred across them, and a rescale refuses the tree).
+	CheckSubtasks = "subtasks"
 	// CheckChangelogOnFileBackend: a changelog payload stored as
 	// checkpoint-<id>.snap in a file-backend tree (warning: clink's file
 	// backend refuses it, its state tools read it).
@@ -476,6 +481,7 @@ func (v *validator) run() {
 		v.checkOperatorRows()
 		v.checkVersionMaps()
 		v.checkCompleted()
+		v.checkSubtasks()
 		v.checkUnreferencedMaterializations()
 	}
 	if v.opts.Parallelism > 0 {
@@ -1095,6 +1101,29 @@ func (v *validator) checkCompleted() {
 		}
 		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: fmt.Sprintf("subtask %d is not listed in %s: clink's restore does not union its operator rows into the other subtasks (section 5.3)", f.Subtask, sp.CompletedRel)})
 	}
+}
+
+// checkSubtasks reports the subtasks missing below the tree's highest.
+func (v *validator) checkSubtasks() {
+	missing := v.sp.MissingSubtasks()
+	if len(missing) == 0 {
+		return
+	}
+	v.treeFinding(SeverityError, CheckSubtasks, 0, nil, fmt.Sprintf("v%d has no directory for %s %s of checkpoint %d (it holds subtasks %s): a job restoring at this layout refuses to start a subtask without state (section 5.3), and no chain group is inferred across the gap",
+		v.sp.Generation, plural(len(missing), "subtask", "subtasks"), FormatGroups(runsOf(missing)), v.sp.Checkpoint, v.sp.SubtaskList()))
+}
+
+// runsOf returns the sorted, distinct ints xs as runs of consecutive ones.
+func runsOf(xs []int) []Group {
+	var gs []Group
+	for _, x := range xs {
+		if n := len(gs); n > 0 && gs[n-1].First+gs[n-1].Count == x {
+			gs[n-1].Count++
+			continue
+		}
+		gs = append(gs, Group{First: x, Count: 1})
+	}
+	return gs
 }
 
 // checkUnreferencedMaterializations lists materialisation files of a

@@ -689,6 +689,47 @@ func TestValidateCompletedMarker(t *testing.T) {
 	})
 }
 
+// TestValidateMissingSubtasks: a tree whose subtasks have a gap is an
+// error naming the missing ones, and no chain group spans the gap.
+func TestValidateMissingSubtasks(t *testing.T) {
+	var files [][]Row
+	for i := range 5 {
+		r := KeyGroupRangeForSubtask(i, 5)
+		files = append(files, []Row{vtKeyed(7, "agg", vtKeysIn(t, r.First, r.Last, 1)[0], "v")})
+	}
+	tree := vtWriteTree(t, files, nil)
+	for _, i := range []int{2, 3} {
+		if err := os.RemoveAll(filepath.Join(tree, "v1", strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tree, "_jobs", "job1", "COMPLETED-7"), []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0,1,4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, tree, OpenOptions{})
+	if got := sp.MissingSubtasks(); !slices.Equal(got, []int{2, 3}) {
+		t.Errorf("missing subtasks %v, want [2 3]", got)
+	}
+	for _, g := range sp.Groups {
+		if g.Contains(1) && g.Contains(4) {
+			t.Errorf("group %s spans the missing subtasks", FormatGroups([]Group{g}))
+		}
+	}
+	rep := Validate(sp, ValidateOptions{})
+	var found bool
+	for _, f := range rep.Findings {
+		if f.Check == CheckSubtasks {
+			found = f.Severity == SeverityError && strings.Contains(f.Message, "no directory for subtasks 2-3 of checkpoint 7 (it holds subtasks 0,1,4)")
+		}
+	}
+	if !found {
+		t.Errorf("no error naming the missing subtasks:\n%s", vtDump(rep))
+	}
+	if got := vtOpen(t, vtWriteTree(t, files, nil), OpenOptions{}).MissingSubtasks(); got != nil {
+		t.Errorf("a whole tree: missing %v", got)
+	}
+}
+
 func TestValidateParallelism(t *testing.T) {
 	const op = 7
 	q := [4][][]byte{vtKeysIn(t, 0, 32, 1), vtKeysIn(t, 32, 64, 1), vtKeysIn(t, 64, 96, 1), vtKeysIn(t, 96, 128, 1)}

@@ -31,7 +31,10 @@ type RescaleReport struct {
 	StaleCopies int64 `json:"stale_copies_dropped"`
 	// Lost are keyed rows found only outside their owner's file (each such
 	// copy counted): no restore at the old layout holds them, and the
-	// rescale drops them too, as Savepoint.Union and validate count them.
+	// rescale drops them too. Whether the owner holds a row is asked of its
+	// input, as Savepoint.Union and validate ask it: a copy whose owner's
+	// copy a rule dropped is a stale copy. Rows a rule dropped are counted
+	// by the rule, not here.
 	Lost int64 `json:"lost_dropped"`
 	// LostExamples names up to maxLostExamples of the Lost rows.
 	LostExamples []LostRow `json:"lost_examples,omitempty"`
@@ -55,14 +58,17 @@ type RescaleReport struct {
 // LostRow is a keyed row a rescale dropped because only a subtask that did
 // not own its key group held it.
 type LostRow struct {
-	// File is the snapshot file holding the copy; Subtask its old subtask
-	// and Owner the old subtask owning the key group.
+	// File is the snapshot file holding the copy, relative to the
+	// savepoint's root, and Row its row there; Subtask its old subtask and
+	// Owner the old subtask owning the key group.
 	File     string `json:"file"`
+	Row      int    `json:"row"`
 	Subtask  int    `json:"subtask"`
 	Owner    int    `json:"owner"`
 	Op       uint64 `json:"op"`
 	KeyGroup int    `json:"key_group"`
-	// Key is the row's key, hex-encoded.
+	// Key is the row's key, hex-encoded. Op and Key are as stored in the
+	// input (before any rule).
 	Key string `json:"key"`
 }
 
@@ -125,6 +131,9 @@ func sameLayoutFile(f *savepoint.File, res *fileResult, subtask int) *newFile {
 func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoint.Group, []int, []string, error) {
 	if sp.Kind == savepoint.InputFile {
 		return nil, nil, nil, fmt.Errorf("rescale needs a checkpoint tree (a v<generation> directory of subtask directories), not a single file")
+	}
+	if missing := sp.MissingSubtasks(); len(missing) > 0 {
+		return nil, nil, nil, fmt.Errorf("the tree's subtasks are not consecutive (it holds %s; subtask %d has no directory): its chain groups cannot be told, and a job does not restore it (sptool validate says more)", sp.SubtaskList(), missing[0])
 	}
 	var warnings []string
 	if spec.Groups == nil {
@@ -238,6 +247,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	// merged, are collected as rows.
 	pos := make([][]rowIndex, m)
 	olds := make([]*outRows, g.Count)
+	groupFiles := make([]*savepoint.File, g.Count)
 	rows := make([][]savepoint.Row, m)
 	for i := range files {
 		files[i] = &newFile{subtask: newFirst + i}
@@ -262,6 +272,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 			meta, versions, haveMeta = f.Snapshot.Metadata, res.versions, true
 		}
 		olds[i] = res.out
+		groupFiles[i] = f
 	}
 	// The old files' rows are sorted out at once, each into its own part
 	// (its spans of pos, counts and operator rows), then merged in old
@@ -279,7 +290,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		for op := range p.own {
 			own[op] = true
 		}
-		lost := countLost(sp.Files[byIndex[g.First+i]].Path, g.First+i, g.First, olds, i, p.staleRuns, rr)
+		lost := countLost(groupFiles, g.First, olds, i, p.staleRuns, rr)
 		rr.KeyedIn += p.keyedIn
 		rr.StaleCopies += p.stale - lost
 		rr.Lost += lost
@@ -410,14 +421,27 @@ func (o oldFile) keyed(p *rescalePart, op uint64, kg, j, n int) int {
 type staleRun struct{ j, n, owner, kg int }
 
 // countLost returns how many rows of the stale runs of old file i of a
-// group (olds holds the group's outputs, each in canonical order) the
-// owner's output lacks, and records the first of them in rr.LostExamples.
-// Each run is merged with the owner's rows from the first not below the
-// run's first row, so the work is linear in the runs and in the owner's rows
-// of their operators and key groups.
-func countLost(path string, subtask, first int, olds []*outRows, i int, runs []staleRun, rr *RescaleReport) int64 {
+// group are lost, and records the first of them in rr.LostExamples: rows
+// whose operator and key, as stored in the input, the owner's input file
+// does not hold (olds holds the group's outputs, each in canonical order;
+// files their input files). So the split between stale and lost rows is
+// that of the input, as Savepoint.Union and validate count it, whatever the
+// rules dropped. A row whose owner's output holds its operator and key is
+// stale: each run is merged with the owner's output from the first row not
+// below the run's first, linear in the runs and the owner's rows of their
+// operators and key groups. The others are looked up in the owner's input
+// (see ownerHolds).
+func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs []staleRun, rr *RescaleReport) int64 {
 	src := olds[i]
-	var lost int64
+	type candidate struct {
+		op     uint64
+		key    []byte
+		owner  int
+		kg     int
+		inRow  int
+		isLost bool
+	}
+	var cands []candidate
 	for _, r := range runs {
 		owner := olds[r.owner]
 		op0, key0 := src.Op(r.j), bytes.Clone(src.Key(r.j))
@@ -433,13 +457,73 @@ func countLost(path string, subtask, first int, olds []*outRows, i int, runs []s
 			if c == 0 {
 				continue
 			}
-			lost++
-			if len(rr.LostExamples) < maxLostExamples {
-				rr.LostExamples = append(rr.LostExamples, LostRow{File: path, Subtask: subtask, Owner: first + r.owner, Op: op, KeyGroup: r.kg, Key: hex.EncodeToString(key)})
-			}
+			in := src.idx.at(k)
+			cands = append(cands, candidate{op: src.cur.Op(in), key: bytes.Clone(src.cur.Key(in)), owner: r.owner, kg: r.kg, inRow: in})
+		}
+	}
+	if len(cands) == 0 {
+		return 0
+	}
+	// The candidates' owners, each asked once.
+	byOwner := map[int][]int{}
+	for ci, c := range cands {
+		byOwner[c.owner] = append(byOwner[c.owner], ci)
+	}
+	for owner, cis := range byOwner {
+		ids := make([]savepoint.Row, len(cis))
+		for j, ci := range cis {
+			ids[j] = savepoint.Row{Op: cands[ci].op, Key: cands[ci].key}
+		}
+		held := ownerHolds(files[owner].Snapshot, ids)
+		for j, ci := range cis {
+			cands[ci].isLost = !held[j]
+		}
+	}
+	var lost int64
+	for _, c := range cands {
+		if !c.isLost {
+			continue
+		}
+		lost++
+		if len(rr.LostExamples) < maxLostExamples {
+			rr.LostExamples = append(rr.LostExamples, LostRow{File: files[i].Rel, Row: c.inRow, Subtask: first + i, Owner: first + c.owner, Op: c.op, KeyGroup: c.kg, Key: hex.EncodeToString(c.key)})
 		}
 	}
 	return lost
+}
+
+// ownerHolds reports for each of ids whether the input snapshot s holds a
+// row of its operator and key: by binary search when s is strictly
+// ordered, else in one pass over its keys.
+func ownerHolds(s *savepoint.Snapshot, ids []savepoint.Row) []bool {
+	held := make([]bool, len(ids))
+	cur := s.NewCursor()
+	if _, strict := s.Order(); strict {
+		for j, id := range ids {
+			x := sort.Search(cur.Len(), func(y int) bool { return compareRow(cur.Op(y), cur.Key(y), id.Op, id.Key) >= 0 })
+			held[j] = x < cur.Len() && compareRow(cur.Op(x), cur.Key(x), id.Op, id.Key) == 0
+		}
+		return held
+	}
+	want := map[uint64]map[string][]int{} // by operator and key (looked up without a copy)
+	left := len(ids)
+	for j, id := range ids {
+		if want[id.Op] == nil {
+			want[id.Op] = map[string][]int{}
+		}
+		want[id.Op][string(id.Key)] = append(want[id.Op][string(id.Key)], j)
+	}
+	cur.EachKeyIn(0, cur.Len(), func(_ int, op uint64, key []byte) bool {
+		if js, ok := want[op][string(key)]; ok {
+			for _, j := range js {
+				held[j] = true
+			}
+			delete(want[op], string(key))
+			left -= len(js)
+		}
+		return left > 0
+	})
+	return held
 }
 
 // compareRow orders rows canonically: by operator, then by key bytes.

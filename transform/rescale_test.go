@@ -2342,11 +2342,15 @@ func TestRescaleLostRows(t *testing.T) {
 	for _, e := range rr.LostExamples {
 		k := e.Key + "@" + fmt.Sprint(e.Subtask)
 		w, ok := want[k]
-		if !ok || !strings.Contains(e.File, filepath.Join("v1", fmt.Sprint(e.Subtask))) {
+		if !ok || !strings.HasPrefix(e.File, fmt.Sprintf("v1/%d/", e.Subtask)) {
 			t.Errorf("unexpected lost row %+v", e)
 			continue
 		}
-		w.File = e.File
+		// The row named is the copy, as stored in the input.
+		if r := sp.Files[e.Subtask].Snapshot.NewCursor().Row(e.Row); r.Op != e.Op || fmt.Sprintf("%x", r.Key) != e.Key {
+			t.Errorf("lost row %+v: row %d of %s is op %d key %x", e, e.Row, e.File, r.Op, r.Key)
+		}
+		w.File, w.Row = e.File, e.Row
 		if e != w {
 			t.Errorf("lost row %+v, want %+v", e, w)
 		}
@@ -2371,5 +2375,80 @@ func TestRescaleLostRows(t *testing.T) {
 		if k == rsKey(1, l1) || k == rsKey(1, l2) || k == rsKey(2, l3) || k == rsKey(9, l4) || k == rsKey(99, l5b) {
 			t.Errorf("lost row %q written", k)
 		}
+	}
+}
+
+// TestRescaleLostAgainstInput: whether the owner holds a stale row is asked
+// of the owner's input, not of what the rules left of it: a copy whose
+// owner's copy a rule dropped is stale, not lost. The owner's file is
+// stored in order, then out of order (looked up in one pass).
+func TestRescaleLostAgainstInput(t *testing.T) {
+	g := savepoint.Group{First: 0, Count: 2}
+	key := func(i int64) []byte { return savepoint.EncodeKeyedKey([]byte("c"), rsI64(i)) }
+	// Key 7: the owner's copy has value 0, the stale copy 5. Key 8: held
+	// only outside its owner (lost).
+	k7, k8 := key(7), key(8)
+	for _, asIs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("owner as-is %v", asIs), func(t *testing.T) {
+			files := map[int][]savepoint.Row{0: nil, 1: nil}
+			for i := int64(100); i < 140; i++ {
+				k := key(i)
+				files[g.Owner(int(k[0]))] = append(files[g.Owner(int(k[0]))], savepoint.Row{Op: 1, Key: k, Value: rsI64(i)})
+			}
+			o7 := g.Owner(int(k7[0]))
+			files[o7] = append(files[o7], savepoint.Row{Op: 1, Key: k7, Value: rsI64(0)})
+			files[1-o7] = append(files[1-o7], savepoint.Row{Op: 1, Key: k7, Value: rsI64(5)})
+			o8 := g.Owner(int(k8[0]))
+			files[1-o8] = append(files[1-o8], savepoint.Row{Op: 1, Key: k8, Value: rsI64(6)})
+			dir := rsTempDir(t)
+			tw, err := savepoint.CreateTree(filepath.Join(dir, "in"), savepoint.TreeOptions{Generation: 1, Checkpoint: 17})
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := savepoint.CanonicalMetadata(nil, savepoint.VersionMap{})
+			for s := range 2 {
+				rows := savepoint.Logical(files[s])
+				opts := savepoint.SnapshotOptions{}
+				if asIs {
+					slices.Reverse(rows)
+					opts.AsIs = true
+				}
+				if _, err := tw.WriteSubtaskWith(s, md, savepoint.RowSlice(rows), opts); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tw.Commit("42", nil); err != nil {
+				t.Fatal(err)
+			}
+			sp := rsOpen(t, filepath.Join(dir, "in"), []savepoint.Group{g})
+			_, ust := sp.UnionWithStats()
+			rep := rsRun(t, sp, "version: 1\nslots:\n  - {op: 1, slot: c, key: int64, value: int64}\nrules:\n  - drop: 'op == 1 && value == 0'\n  - rescale: {parallelism: 1}\n", filepath.Join(dir, "out"))
+			rr := rep.Rescale
+			if rep.PerRule[0].Dropped != 1 || rr.StaleCopies != 1 || rr.Lost != 1 || ust.StaleCopies != 1 || ust.Lost != 1 {
+				t.Errorf("dropped %d, stale %d, lost %d (union: %d, %d); want 1, 1, 1 (1, 1)", rep.PerRule[0].Dropped, rr.StaleCopies, rr.Lost, ust.StaleCopies, ust.Lost)
+			}
+			if len(rr.LostExamples) != 1 || rr.LostExamples[0].Key != fmt.Sprintf("%x", k8) {
+				t.Errorf("lost rows listed: %+v, want key %x", rr.LostExamples, k8)
+			}
+		})
+	}
+}
+
+// TestRescaleMissingSubtasks: a tree whose subtasks have a gap is refused,
+// naming it: its chain groups cannot be told.
+func TestRescaleMissingSubtasks(t *testing.T) {
+	dir := rsTempDir(t)
+	files := map[int][]savepoint.Row{}
+	for _, s := range []int{0, 1, 3} {
+		files[s] = []savepoint.Row{{Op: 1, Key: []byte("\xffoffsets"), Value: rsI64(int64(s))}}
+	}
+	sp := rsOpen(t, rsWriteTree(t, filepath.Join(dir, "in"), files, savepoint.VersionMap{}), nil)
+	out := filepath.Join(dir, "out")
+	_, err := transform.Run(context.Background(), sp, rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n"), transform.Options{Out: out})
+	if err == nil || !strings.Contains(err.Error(), "the tree's subtasks are not consecutive (it holds 0,1,3; subtask 2 has no directory)") {
+		t.Errorf("rescale of subtasks 0,1,3: %v", err)
+	}
+	if _, serr := os.Stat(out); serr == nil {
+		t.Errorf("an output was written")
 	}
 }
