@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sptool/sptool/rules"
@@ -52,6 +54,9 @@ func TestPurgeRemovesTimers(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := rep.PerRule[0].Purge
+	if p.TimersKept != 0 {
+		t.Errorf("timers kept %d by a purge not scoped to a slot", p.TimersKept)
+	}
 	if p.TimersRemoved != 1 || p.Remaining != 0 {
 		t.Fatalf("timers removed %d, remaining %d; want 1 and 0", p.TimersRemoved, p.Remaining)
 	}
@@ -71,5 +76,36 @@ func TestPurgeRemovesTimers(t *testing.T) {
 		if after[k] != n {
 			t.Errorf("timer of %q: %d before, %d after", k, n, after[k])
 		}
+	}
+}
+
+// TestSlotScopedPurgeKeepsTimers: a purge scoped to a slot leaves the
+// listed keys' timers (a timer belongs to the key, whose other slots keep
+// their state), counts them and warns.
+func TestSlotScopedPurgeKeepsTimers(t *testing.T) {
+	dir := t.TempDir()
+	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys: [user-30], codec: string, uid: agg, slot: seen}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := savepoint.Open("../testdata/example", savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	rep, err := Run(context.Background(), in, set, Options{Out: filepath.Join(dir, "out")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.PerRule[0].Purge
+	if p.TimersRemoved != 0 || p.TimersKept != 1 {
+		t.Errorf("timers removed %d, kept %d; want 0 and 1", p.TimersRemoved, p.TimersKept)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "1 timers of listed keys were left") }) {
+		t.Errorf("no warning of the timers left: %q", rep.Warnings)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "1 timers of listed keys left in timer blobs (the rule is scoped to a slot)") {
+		t.Errorf("text report (%v):\n%s", err, text.String())
 	}
 }

@@ -109,9 +109,12 @@ type PurgeAudit struct {
 	Remaining  int64      `json:"rows_remaining"`
 	// TimersRemoved counts the timers of listed keys removed from operators'
 	// timer blobs (a timer of an erased key would fire for it after restore).
-	TimersRemoved int64  `json:"timers_removed"`
-	Scope         string `json:"scope"`
-	found         map[int]*int64
+	TimersRemoved int64 `json:"timers_removed"`
+	// TimersKept counts, for a rule scoped to a slot, the timers of listed
+	// keys left in timer blobs (a timer belongs to the key, not to a slot).
+	TimersKept int64  `json:"timers_kept,omitempty"`
+	Scope      string `json:"scope"`
+	found      map[int]*int64
 }
 
 // KeyFound is a purged key and the rows removed for it.
@@ -183,6 +186,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			ew.printf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; rows of listed keys remaining: %d\n", p.KeysListed, len(p.Found), rs.Dropped, len(p.NotFound), p.Remaining)
 			if p.TimersRemoved > 0 {
 				ew.printf("     %d timers of listed keys removed from timer blobs\n", p.TimersRemoved)
+			}
+			if p.TimersKept > 0 {
+				ew.printf("     %d timers of listed keys left in timer blobs (the rule is scoped to a slot)\n", p.TimersKept)
 			}
 		}
 		if e := rs.Expired; e != nil {

@@ -279,7 +279,10 @@ type fileResult struct {
 	short     []int64   // per rule: TTL values without a stamp
 	remain    []int64   // per purge rule: output rows still matching its keys
 	timers    []int64   // per purge rule: timers removed from timer blobs
-	vmRules   []bool    // per rule: changed this file's version map
+	// timersKept, per purge rule scoped to a slot: timers of listed keys
+	// left in timer blobs.
+	timersKept []int64
+	vmRules    []bool // per rule: changed this file's version map
 }
 
 type ruleCounts struct{ matched, dropped, changed int64 }
@@ -358,6 +361,12 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 			res.changed = true
 		}
 	}
+	if f.Size == 0 {
+		// A 0-byte payload (clink reads it as an absent file) is written
+		// as the canonical empty stream, never copied: sptool writes no
+		// 0-byte .snap (format 1.1).
+		res.changed = true
+	}
 	if res.changed && !sorted {
 		if e.dry && savepoint.DistinctKeys(out.Len(), out.eachKeyIn, savepoint.DistinctBudget(f)) {
 			// A plan writes nothing, and with no duplicate to take back
@@ -393,15 +402,16 @@ type rangeResult struct {
 
 func (e *engine) newResult() *fileResult {
 	res := &fileResult{
-		rules:   make([]ruleCounts, len(e.steps)),
-		before:  &slotCounts{},
-		after:   &slotCounts{},
-		purged:  make([][]int64, len(e.steps)),
-		hits:    make([][]int32, len(e.steps)),
-		short:   make([]int64, len(e.steps)),
-		vmRules: make([]bool, len(e.steps)),
-		remain:  make([]int64, len(e.steps)),
-		timers:  make([]int64, len(e.steps)),
+		rules:      make([]ruleCounts, len(e.steps)),
+		before:     &slotCounts{},
+		after:      &slotCounts{},
+		purged:     make([][]int64, len(e.steps)),
+		hits:       make([][]int32, len(e.steps)),
+		short:      make([]int64, len(e.steps)),
+		vmRules:    make([]bool, len(e.steps)),
+		remain:     make([]int64, len(e.steps)),
+		timers:     make([]int64, len(e.steps)),
+		timersKept: make([]int64, len(e.steps)),
 	}
 	for i, st := range e.steps {
 		if st.rule.PurgeKeys != nil {
@@ -674,6 +684,7 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 			res.short[i] += p.short[i]
 			res.remain[i] += p.remain[i]
 			res.timers[i] += p.timers[i]
+			res.timersKept[i] += p.timersKept[i]
 			for j, c := range p.purged[i] {
 				res.purged[i][j] += c
 			}
@@ -1312,10 +1323,14 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			}
 		}
 		if p := st.rule.PurgeKeys; p != nil {
-			var remaining, timers int64
+			var remaining, timers, kept int64
 			for _, res := range results {
 				remaining += res.remain[i]
 				timers += res.timers[i]
+				kept += res.timersKept[i]
+			}
+			if kept > 0 {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: %d timers of listed keys were left in the operators' timer blobs: the rule is scoped to a slot, and a timer belongs to the key, not to one slot (they fire for the key after a restore; purge without 'slot' to remove them)", st.rule.Label(), kept))
 			}
 			// The audit lists every key listed, found or not (100,000
 			// keys: 4 MB of fresh memory, about 20 ms on one core), and
@@ -1323,7 +1338,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			// together while the output is written (see Report.finish).
 			rep.pending = append(rep.pending, func() {
 				rs.Purge = purgeAudit(p, purged)
-				rs.Purge.Remaining, rs.Purge.TimersRemoved = remaining, timers
+				rs.Purge.Remaining, rs.Purge.TimersRemoved, rs.Purge.TimersKept = remaining, timers, kept
 			})
 		}
 		rep.RowsDropped += rs.Dropped

@@ -968,6 +968,65 @@ func TestUnchangedFilesAreCopied(t *testing.T) {
 	}
 }
 
+// TestZeroBytePayloadRewritten: a 0-byte payload, which clink reads as an
+// absent file, is written as the canonical empty stream even when no rule
+// changes it: sptool writes no 0-byte .snap (format 1.1).
+func TestZeroBytePayloadRewritten(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "empty.snap")
+	if err := os.WriteFile(in, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.snap")
+	rep, err := run(t, in, parseRules(t, "version: 1\nrules: []\n", nil), transform.Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Files) != 1 || rep.Files[0].Action != "rewrite" {
+		t.Errorf("files %+v, want one rewrite", rep.Files)
+	}
+	st, err := os.Stat(out)
+	if err != nil || st.Size() == 0 {
+		t.Fatalf("output %v, %v: want a non-empty payload", st, err)
+	}
+	sp := open(t, out)
+	if n := sp.Files[0].Snapshot.NumRows(); n != 0 || sp.Files[0].Verdict != savepoint.VerdictValid {
+		t.Errorf("output: %d rows, sidecar %s; want 0 rows and a valid sidecar", n, sp.Files[0].Verdict)
+	}
+	if v, _ := sp.Files[0].Snapshot.Metadata.Get(savepoint.MetaFormatVersion); v != "1" {
+		t.Errorf("output format version %q", v)
+	}
+}
+
+// TestConfirmedMarkerCarried: a CONFIRMED marker is carried over, byte for
+// byte at the same checkpoint id, and renamed with its checkpoint= line
+// rewritten at another (--checkpoint-id).
+func TestConfirmedMarkerCarried(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTree(t, filepath.Join(dir, "in"), 5, "j", threeSubtasks(), baseVersions(t), "")
+	body := "job=j\r\ncheckpoint=5\r\nextra=1"
+	if err := os.WriteFile(filepath.Join(in, "_jobs", "j", "CONFIRMED-5"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nrules: []\n", nil)
+	for _, tc := range []struct {
+		ckpt       uint64
+		name, want string
+	}{
+		{0, "CONFIRMED-5", body},
+		{9, "CONFIRMED-9", "job=j\r\ncheckpoint=9\r\nextra=1"},
+	} {
+		out := filepath.Join(dir, fmt.Sprint("out", tc.ckpt))
+		if _, err := run(t, in, set, transform.Options{Out: out, Checkpoint: tc.ckpt}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(out, "_jobs", "j", tc.name))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("checkpoint %d: %s = %q, %v; want %q", tc.ckpt, tc.name, got, err, tc.want)
+		}
+	}
+}
+
 // TestPlanEqualsApply: a dry run reports exactly what apply does and
 // writes nothing.
 func TestPlanEqualsApply(t *testing.T) {

@@ -130,10 +130,11 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 		return err
 	}
 	if ckpt != sp.Checkpoint {
-		// CONFIRMED-<id> belongs to the input's checkpoint id; rename it along.
+		// CONFIRMED-<id> belongs to the input's checkpoint id; rename it
+		// along, and its body's checkpoint= line with it.
 		for rel, b := range extra {
 			delete(extra, rel)
-			extra[filepath.Join(filepath.Dir(rel), "CONFIRMED-"+strconv.FormatUint(ckpt, 10))] = b
+			extra[filepath.Join(filepath.Dir(rel), "CONFIRMED-"+strconv.FormatUint(ckpt, 10))] = retargetConfirmed(b, ckpt)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -193,6 +194,20 @@ func controlFiles(sp *savepoint.Savepoint) (map[string][]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
 	return extra, nil
+}
+
+// retargetConfirmed returns the body of a CONFIRMED marker (lines
+// job=<id>, checkpoint=<ckpt>; format 5.5) with its checkpoint= line saying
+// ckpt; the other lines, and their order and line ends, are kept.
+func retargetConfirmed(b []byte, ckpt uint64) []byte {
+	lines := strings.SplitAfter(string(b), "\n")
+	for i, l := range lines {
+		body := strings.TrimRight(l, "\r\n")
+		if strings.HasPrefix(body, "checkpoint=") {
+			lines[i] = "checkpoint=" + strconv.FormatUint(ckpt, 10) + l[len(body):]
+		}
+	}
+	return []byte(strings.Join(lines, ""))
 }
 
 // checkpointOf parses the checkpoint id from checkpoint-<id>.snap[...].
