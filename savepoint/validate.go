@@ -87,7 +87,8 @@ const (
 	// subtask the furthest position any of them reached, section 10.4).
 	CheckOffsetDivergence = "offset-divergence"
 	// CheckOperatorReplica: how many operator-state keys are replicated over
-	// several subtask files (info, one per tree; section 10.3).
+	// several subtask files (warning, one per tree, as the contract lists
+	// them: what real trees carry and clink tolerates; section 10.3).
 	CheckOperatorReplica = "operator-replica"
 	// CheckVersionMapDisagreement: files of one tree carrying different
 	// version maps, or some none (warning, section 10.6).
@@ -1001,7 +1002,7 @@ func (v *validator) checkOperatorRows() {
 		if v.sp.Backend == BackendChangelogFile {
 			why = "each subtask's own: the changelog+file restore unions no operator rows"
 		}
-		v.treeFinding(SeverityInfo, CheckOperatorReplica, 0, nil, fmt.Sprintf("%d operator-state key%s held by several subtask files (%s); %d of them with differing values", replicated, plural(replicated, " is", "s are"), why, diverging))
+		v.treeFinding(SeverityWarning, CheckOperatorReplica, 0, nil, fmt.Sprintf("%d operator-state key%s held by several subtask files (%s); %d of them with differing values", replicated, plural(replicated, " is", "s are"), why, diverging))
 	}
 }
 

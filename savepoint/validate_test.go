@@ -249,7 +249,7 @@ func TestValidateIndependentFixtures(t *testing.T) {
 			if !slices.Equal(gotDiv, wantDiv) {
 				t.Errorf("operator divergence:\n got %v\nwant %v", gotDiv, wantDiv)
 			}
-			if rs := rep.ByCheck(CheckOperatorReplica); len(rs) != 1 || rs[0].Severity != SeverityInfo ||
+			if rs := rep.ByCheck(CheckOperatorReplica); len(rs) != 1 || rs[0].Severity != SeverityWarning ||
 				!strings.HasPrefix(rs[0].Message, fmt.Sprintf("%d operator-state keys are held by several subtask files", replicated)) ||
 				!strings.HasSuffix(rs[0].Message, fmt.Sprintf("; %d of them with differing values", diverging)) {
 				t.Errorf("operator-replica findings %v, want one info for %d keys, %d diverging", rs, replicated, diverging)
@@ -335,8 +335,8 @@ func TestValidateIndependentFixtures(t *testing.T) {
 			}
 
 			// Nothing else: the warnings and infos add up.
-			wantWarnings := len(wantStale) + divWarnings + len(wantCl) + len(wantUnsorted)
-			wantInfos := divInfos + 1 + wantUnref
+			wantWarnings := len(wantStale) + divWarnings + len(wantCl) + len(wantUnsorted) + 1 // + operator-replica
+			wantInfos := divInfos + wantUnref
 			if len(vtNoMapFiles[name]) > 0 {
 				wantWarnings++
 			}
@@ -894,7 +894,7 @@ func TestValidateOperatorRowDivergence(t *testing.T) {
 		{SeverityWarning, CheckOffsetDivergence, "", -1, src, offKey, []string{"subtask 0: 100; subtask 1: 700", "keeps the greatest, 700 (subtask 1)", "furthest position"}},
 		{SeverityWarning, CheckOperatorDivergence, "", -1, agg, timersKey, []string{"2 different values", `subtask 0: 2 bytes "t0"; subtask 1: 2 bytes "t1"`, "directory order", "subtask 1's copy wins"}},
 		{SeverityInfo, CheckOperatorDivergence, "", -1, src, kafkaKey, []string{"subtask 0: 50; subtask 1: 40", "greatest signed int64, 50 (subtask 0)"}},
-		{SeverityInfo, CheckOperatorReplica, "", -1, 0, nil, []string{"4 operator-state keys are held by several subtask files", "3 of them with differing values"}},
+		{SeverityWarning, CheckOperatorReplica, "", -1, 0, nil, []string{"4 operator-state keys are held by several subtask files", "3 of them with differing values"}},
 	})
 }
 
