@@ -91,7 +91,11 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	f.jobs = fs.Int("jobs", 0, "files processed at once (default: the number of CPUs)")
 	f.allowUnverif = fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
 	f.quiet = fs.BoolP("quiet", "q", false, "no progress on stderr (it is shown only when stderr is a terminal)")
-	f.tempDir = fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, through temporary files (default: the output's directory)")
+	tempDefault := "the output's directory; for a dry run, the system's temporary directory"
+	if dry {
+		tempDefault = "the system's temporary directory"
+	}
+	f.tempDir = fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, through temporary files (default: "+tempDefault+")")
 	f.open = addOpenFlags(fs)
 	return f
 }
