@@ -273,11 +273,14 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 		return nil, err
 	}
 	if st, err := os.Lstat(path); err == nil {
-		if !force {
-			return nil, fmt.Errorf("%s: %w", path, ErrExists)
-		}
 		if st.IsDir() {
 			return nil, fmt.Errorf("%s is a directory; the export is one file", path)
+		}
+		if err := savepoint.CheckReplaceable(path, false); err != nil {
+			return nil, fmt.Errorf("%w (use -o - for standard output)", err)
+		}
+		if !force {
+			return nil, fmt.Errorf("%s: %w", path, ErrExists)
 		}
 	}
 	if opts.TempDir == "" {

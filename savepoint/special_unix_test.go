@@ -125,3 +125,38 @@ func TestMaterializationNotRegular(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckReplaceableSpecial: a file output replaces a regular file, or a
+// link to one, never a named pipe or a device, nor a link to one: sptool
+// renames its output into place, which would put a file where they were.
+func TestCheckReplaceableSpecial(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	mkfifo(t, fifo)
+	regular := filepath.Join(dir, "regular")
+	if err := os.WriteFile(regular, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []struct{ name, to string }{{"to-fifo", fifo}, {"to-regular", regular}, {"to-null", "/dev/null"}} {
+		if err := os.Symlink(l.to, filepath.Join(dir, l.name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		path, want string // want: "" for no error
+	}{
+		{regular, ""},
+		{filepath.Join(dir, "to-regular"), ""},
+		{filepath.Join(dir, "missing"), ""},
+		{fifo, "is not a regular file (a named pipe)"},
+		{filepath.Join(dir, "to-fifo"), "is not a regular file (a named pipe)"},
+		{"/dev/null", "is not a regular file (a character device)"},
+		{filepath.Join(dir, "to-null"), "is not a regular file (a character device)"},
+		{dir, "is a directory"},
+	} {
+		err := CheckReplaceable(tc.path, false)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.path, err, tc.want)
+		}
+	}
+}

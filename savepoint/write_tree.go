@@ -395,9 +395,11 @@ func FrameCLMB(blobs [][]byte) []byte {
 // CheckReplaceable refuses to replace (with --force) an existing output
 // that does not look like one: a tree output (tree true) must replace a
 // checkpoint tree, a directory holding nothing but v<generation>
-// directories and _jobs (or nothing); a file output must not replace a
-// directory. A mistyped -o with --force then cannot delete a directory of
-// other files. A path that does not exist is fine.
+// directories and _jobs (or nothing); a file output must replace a regular
+// file (or a link to one), not a directory, a device, a named pipe or a
+// socket. A mistyped -o with --force then cannot delete a directory of
+// other files, and `--report /dev/null --force` does not put a file in the
+// place of the device. A path that does not exist is fine.
 func CheckReplaceable(path string, tree bool) error {
 	st, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -407,8 +409,16 @@ func CheckReplaceable(path string, tree bool) error {
 		return fmt.Errorf("output %s: %w", path, err)
 	}
 	if !tree {
-		if st.IsDir() {
-			return fmt.Errorf("output %s is a directory, which a snapshot file will not replace", path)
+		if st.Mode()&fs.ModeSymlink != 0 {
+			if target, err := os.Stat(path); err == nil {
+				st = target
+			}
+		}
+		switch {
+		case st.IsDir():
+			return fmt.Errorf("output %s is a directory, which a file will not replace", path)
+		case st.Mode()&fs.ModeSymlink == 0 && !st.Mode().IsRegular():
+			return fmt.Errorf("output %s is not a regular file (%s), which sptool will not replace: it writes files under a temporary name and renames them into place", path, fileKind(st.Mode()))
 		}
 		return nil
 	}

@@ -1258,7 +1258,7 @@ func TestOutputRefused(t *testing.T) {
 		for _, c := range []struct{ in, out, want string }{
 			{in, others, "it holds keep.txt, which is not part of a checkpoint tree"},
 			{in, existingFile, "is not a directory: a checkpoint tree will not replace it"},
-			{file, existing, "is a directory, which a snapshot file will not replace"},
+			{file, existing, "is a directory, which a file will not replace"},
 		} {
 			if _, err := run(t, c.in, set, transform.Options{Out: c.out, Force: true}); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s over %s: error %v, want one containing %q", filepath.Base(c.in), filepath.Base(c.out), err, c.want)

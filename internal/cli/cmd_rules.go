@@ -233,6 +233,11 @@ func checkReportPath(in, out, report string, force bool) error {
 		}
 	}
 	st, err := os.Stat(report)
+	if err == nil && !st.IsDir() && !st.Mode().IsRegular() {
+		if rerr := savepoint.CheckReplaceable(report, false); rerr != nil {
+			return fmt.Errorf("--report: %w (use --json for the report on stdout)", rerr)
+		}
+	}
 	switch {
 	case err == nil && st.IsDir():
 		return fmt.Errorf("--report %s is a directory", report)
