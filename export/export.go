@@ -277,7 +277,7 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 			return nil, fmt.Errorf("%s is a directory; the export is one file", path)
 		}
 		if err := savepoint.CheckReplaceable(path, false); err != nil {
-			return nil, fmt.Errorf("%w (use -o - for standard output)", err)
+			return nil, fmt.Errorf("%w (-o - writes JSON Lines and CSV to standard output)", err)
 		}
 		if !force {
 			return nil, fmt.Errorf("%s: %w", path, ErrExists)

@@ -108,4 +108,50 @@ func TestSlotScopedPurgeKeepsTimers(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "1 timers of listed keys left in timer blobs (the rule is scoped to a slot)") {
 		t.Errorf("text report (%v):\n%s", err, text.String())
 	}
+
+	// Counted on the output: a later rule that removes the timers leaves
+	// none to report.
+	for _, later := range []string{"  - purge_keys: {keys: [user-30], codec: string}\n", "  - drop_operator: {uid: agg}\n"} {
+		set, err := rules.Parse(filepath.Join(dir, "r2.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys: [user-30], codec: string, uid: agg, slot: seen}\n"+later))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), in, set, Options{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := rep.PerRule[0].Purge; p.TimersKept != 0 || slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "timers of listed keys were left") }) {
+			t.Errorf("then %s: timers kept %d, warnings %q", strings.TrimSpace(later), p.TimersKept, rep.Warnings)
+		}
+	}
+}
+
+// TestSlotScopedPurgeUnreadableBlob: a purge scoped to a slot leaves the
+// timer blobs alone, so one it cannot read does not fail the run.
+func TestSlotScopedPurgeUnreadableBlob(t *testing.T) {
+	dir := t.TempDir()
+	rows := []savepoint.Row{
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("c"), []byte("x")), Value: []byte("v")},
+		{Op: 1, Key: []byte("\xff__clink_timers"), Value: []byte("garbage!")},
+	}
+	in := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys: [x], codec: string, op: 1, slot: c}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), sp, set, Options{Out: filepath.Join(dir, "out.snap")})
+	if err != nil {
+		t.Fatalf("a slot-scoped purge failed on a timer blob it leaves: %v", err)
+	}
+	if rep.RowsDropped != 1 {
+		t.Errorf("%d rows dropped, want 1", rep.RowsDropped)
+	}
 }

@@ -111,7 +111,8 @@ type PurgeAudit struct {
 	// timer blobs (a timer of an erased key would fire for it after restore).
 	TimersRemoved int64 `json:"timers_removed"`
 	// TimersKept counts, for a rule scoped to a slot, the timers of listed
-	// keys left in timer blobs (a timer belongs to the key, not to a slot).
+	// keys in the output's timer blobs of the operators in scope (a timer
+	// belongs to the key, not to a slot, so such a rule leaves them).
 	TimersKept int64  `json:"timers_kept,omitempty"`
 	Scope      string `json:"scope"`
 	found      map[int]*int64
@@ -214,7 +215,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		ew.printf("\n")
 		for _, l := range rr.LostExamples {
-			ew.printf("    lost: op %d key group %d key %s in %s (subtask %d; owner %d)\n", l.Op, l.KeyGroup, l.Key, l.File, l.Subtask, l.Owner)
+			at := l.File
+			if l.Row >= 0 {
+				at = fmt.Sprintf("%s row %d", l.File, l.Row)
+			}
+			ew.printf("    lost: op %d key group %d key %s in %s (subtask %d; owner %d)\n", l.Op, l.KeyGroup, l.Key, at, l.Subtask, l.Owner)
 		}
 		ew.printf("  operator rows: %d copies in, %d distinct after merging, %d written (each into every new file of its group)\n", rr.OperatorIn, rr.OperatorDistinct, rr.OperatorOut)
 		if rr.TimersIn > 0 {

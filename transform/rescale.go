@@ -59,7 +59,8 @@ type RescaleReport struct {
 // not own its key group held it.
 type LostRow struct {
 	// File is the snapshot file holding the copy, relative to the
-	// savepoint's root, and Row its row there; Subtask its old subtask and
+	// savepoint's root, and Row its row there (-1 when not known: the file
+	// was sorted through temporary files); Subtask its old subtask and
 	// Owner the old subtask owning the key group.
 	File     string `json:"file"`
 	Row      int    `json:"row"`
@@ -68,7 +69,7 @@ type LostRow struct {
 	Op       uint64 `json:"op"`
 	KeyGroup int    `json:"key_group"`
 	// Key is the row's key, hex-encoded. Op and Key are as stored in the
-	// input (before any rule).
+	// input (before any rule), or after the rules when Row is -1.
 	Key string `json:"key"`
 }
 
@@ -426,7 +427,10 @@ type staleRun struct{ j, n, owner, kg int }
 // does not hold (olds holds the group's outputs, each in canonical order;
 // files their input files). So the split between stale and lost rows is
 // that of the input, as Savepoint.Union and validate count it, whatever the
-// rules dropped. A row whose owner's output holds its operator and key is
+// rules dropped. Of a file sorted through temporary files the input row of
+// an output row is not known, and its operator and key after the rules are
+// looked up (a row a rule renamed or remapped, whose owner's copy a rule
+// dropped, then counts as lost). A row whose owner's output holds its operator and key is
 // stale: each run is merged with the owner's output from the first row not
 // below the run's first, linear in the runs and the owner's rows of their
 // operators and key groups. The others are looked up in the owner's input
@@ -457,8 +461,12 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 			if c == 0 {
 				continue
 			}
-			in := src.idx.at(k)
-			cands = append(cands, candidate{op: src.cur.Op(in), key: bytes.Clone(src.cur.Key(in)), owner: r.owner, kg: r.kg, inRow: in})
+			cd := candidate{op: op, key: key, owner: r.owner, kg: r.kg, inRow: -1}
+			if !src.spilled {
+				in := src.idx.at(k)
+				cd.op, cd.key, cd.inRow = src.cur.Op(in), bytes.Clone(src.cur.Key(in)), in
+			}
+			cands = append(cands, cd)
 		}
 	}
 	if len(cands) == 0 {

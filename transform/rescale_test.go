@@ -2381,15 +2381,20 @@ func TestRescaleLostRows(t *testing.T) {
 // TestRescaleLostAgainstInput: whether the owner holds a stale row is asked
 // of the owner's input, not of what the rules left of it: a copy whose
 // owner's copy a rule dropped is stale, not lost. The owner's file is
-// stored in order, then out of order (looked up in one pass).
+// stored in order, then out of order (looked up in one pass), and then
+// sorted through temporary files.
 func TestRescaleLostAgainstInput(t *testing.T) {
 	g := savepoint.Group{First: 0, Count: 2}
 	key := func(i int64) []byte { return savepoint.EncodeKeyedKey([]byte("c"), rsI64(i)) }
 	// Key 7: the owner's copy has value 0, the stale copy 5. Key 8: held
 	// only outside its owner (lost).
 	k7, k8 := key(7), key(8)
-	for _, asIs := range []bool{false, true} {
-		t.Run(fmt.Sprintf("owner as-is %v", asIs), func(t *testing.T) {
+	for _, tc := range []struct{ asIs, spill bool }{{false, false}, {true, false}, {true, true}} {
+		asIs := tc.asIs
+		t.Run(fmt.Sprintf("as-is %v spill %v", tc.asIs, tc.spill), func(t *testing.T) {
+			if tc.spill {
+				defer transform.SetSpill(0, 2048)()
+			}
 			files := map[int][]savepoint.Row{0: nil, 1: nil}
 			for i := int64(100); i < 140; i++ {
 				k := key(i)
@@ -2428,7 +2433,17 @@ func TestRescaleLostAgainstInput(t *testing.T) {
 				t.Errorf("dropped %d, stale %d, lost %d (union: %d, %d); want 1, 1, 1 (1, 1)", rep.PerRule[0].Dropped, rr.StaleCopies, rr.Lost, ust.StaleCopies, ust.Lost)
 			}
 			if len(rr.LostExamples) != 1 || rr.LostExamples[0].Key != fmt.Sprintf("%x", k8) {
-				t.Errorf("lost rows listed: %+v, want key %x", rr.LostExamples, k8)
+				t.Fatalf("lost rows listed: %+v, want key %x", rr.LostExamples, k8)
+			}
+			// The row is named in the input, unless the file was sorted
+			// through temporary files.
+			e := rr.LostExamples[0]
+			if tc.spill {
+				if e.Row != -1 {
+					t.Errorf("spilled: lost row %+v, want row -1", e)
+				}
+			} else if r := sp.Files[e.Subtask].Snapshot.NewCursor().Row(e.Row); fmt.Sprintf("%x", r.Key) != e.Key {
+				t.Errorf("lost row %+v: row %d holds key %x", e, e.Row, r.Key)
 			}
 		})
 	}

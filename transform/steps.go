@@ -270,20 +270,6 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 			}
 			return r, true, nil
 		}
-		if k.Kind == savepoint.KindOperator && p.Scope.Slot != nil && p.Scope.MatchOp(r.Op) && bytes.HasPrefix(r.Key, timerPrefix) {
-			// Scoped to a slot, the purge leaves the timers: a timer belongs
-			// to the key, not to one slot, and the key's other slots keep
-			// their state. They are counted, for the report to say so.
-			n, err := countTimers(r.Value, func(key []byte) bool {
-				_, ok := p.Match(key, false)
-				return ok
-			})
-			if err != nil {
-				return r, false, fmt.Errorf("timer blob %s: %w", savepoint.RenderKey(r.Key), err)
-			}
-			w.res.timersKept[i] += int64(n)
-			return r, true, nil
-		}
 		if k.Kind != savepoint.KindKeyed || !p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
 			return r, true, nil
 		}

@@ -82,15 +82,28 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if err := savepoint.CheckOutputPath(in, opts.Out); err != nil {
 			return nil, err
 		}
-		if _, err := os.Lstat(opts.Out); err == nil && !opts.Force {
-			return nil, fmt.Errorf("output %s exists (use --force to replace it)", opts.Out)
+		outs := []string{opts.Out}
+		if sp.Kind == savepoint.InputFile {
+			outs = append(outs, opts.Out+".meta") // the output's sidecar
 		}
-		if err := savepoint.CheckReplaceable(opts.Out, sp.Kind != savepoint.InputFile); err != nil {
-			return nil, err
+		for _, o := range outs {
+			if _, err := os.Lstat(o); err == nil && !opts.Force {
+				return nil, fmt.Errorf("output %s exists (use --force to replace it)", o)
+			}
+			if err := savepoint.CheckReplaceable(o, o == opts.Out && sp.Kind != savepoint.InputFile); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := checkRemaps(sp, set); err != nil {
 		return nil, err
+	}
+	if spec := set.Rescale(); spec != nil {
+		// The layout is checked before any row is read (and again, with
+		// its warnings, when the rows are sorted out).
+		if _, _, _, err := rescaleGroups(sp, spec); err != nil {
+			return nil, fmt.Errorf("%s: %w", set.Rules[len(set.Rules)-1].Label(), err)
+		}
 	}
 	rep := newReport(sp, set, opts.DryRun)
 	if !opts.DryRun {
@@ -280,7 +293,7 @@ type fileResult struct {
 	remain    []int64   // per purge rule: output rows still matching its keys
 	timers    []int64   // per purge rule: timers removed from timer blobs
 	// timersKept, per purge rule scoped to a slot: timers of listed keys
-	// left in timer blobs.
+	// in the output's timer blobs (see auditOut).
 	timersKept []int64
 	vmRules    []bool // per rule: changed this file's version map
 }
@@ -717,10 +730,18 @@ func (e *engine) auditOut(res *fileResult, r savepoint.Row, k savepoint.Key, del
 	if k.Kind == savepoint.KindOperator && len(e.purges) > 0 && bytes.HasPrefix(r.Key, timerPrefix) {
 		for _, j := range e.purges {
 			p := e.steps[j].rule.PurgeKeys
-			if p.Scope.Slot != nil || !p.Scope.MatchOp(r.Op) {
+			if !p.Scope.MatchOp(r.Op) {
 				continue
 			}
-			if _, n, err := purgeTimers(r.Value, func(key []byte) bool { _, ok := p.Match(key, false); return ok }); err == nil {
+			n, err := countTimers(r.Value, func(key []byte) bool { _, ok := p.Match(key, false); return ok })
+			switch {
+			case err != nil: // (a blob a purge could not read failed the run; one it leaves is not counted)
+			case p.Scope.Slot != nil:
+				// Scoped to a slot, the purge leaves the timers: a timer
+				// belongs to the key, not to one slot, and the key's other
+				// slots keep their state. They are counted, for the report.
+				res.timersKept[j] += delta * int64(n)
+			default:
 				res.remain[j] += delta * int64(n)
 			}
 		}
@@ -757,6 +778,9 @@ type outRows struct {
 	spill *spiller
 	// log describes the rows by operator, key group and slot (see runLog).
 	log runLog
+	// spilled is set once the rows were sorted through temporary files:
+	// cur then reads the sorted rows, no longer the input's.
+	spilled bool
 }
 
 // Len returns the number of output rows.
@@ -1021,6 +1045,7 @@ func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (int64, error
 	o.idx.appendRun(0, sorted.NumRows())
 	o.mod, o.ops = nil, opSpans{}
 	o.log.drop()
+	o.spilled = true
 	return dupes, nil
 }
 
