@@ -27,6 +27,20 @@ func mkfifo(t *testing.T, path string) {
 	})
 }
 
+// replaceSpecial replaces path with a named pipe (fifo) or a symbolic link
+// to /dev/null.
+func replaceSpecial(t *testing.T, path string, fifo bool) {
+	t.Helper()
+	if fifo {
+		mkfifo(t, path)
+		return
+	}
+	os.Remove(path)
+	if err := os.Symlink("/dev/null", path); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+}
+
 // openTimed opens path, failing the test if Open does not return within a
 // few seconds (it would block on a named pipe).
 func openTimed(t *testing.T, path string, opts OpenOptions) error {
@@ -55,14 +69,7 @@ func TestOpenPayloadNotRegular(t *testing.T) {
 		for _, columnar := range []bool{false, true} {
 			root := smallTree(t)
 			payload := filepath.Join(root, "v1", "0", "checkpoint-7.snap")
-			if c.name == "fifo" {
-				mkfifo(t, payload)
-			} else {
-				os.Remove(payload)
-				if err := os.Symlink("/dev/null", payload); err != nil {
-					t.Skipf("symlink: %v", err)
-				}
-			}
+			replaceSpecial(t, payload, c.name == "fifo")
 			for _, path := range []string{root, payload} {
 				err := openTimed(t, path, OpenOptions{Columnar: columnar})
 				if err == nil || !strings.Contains(err.Error(), payload) || !strings.Contains(err.Error(), c.want) {
@@ -109,14 +116,7 @@ func TestControlFilesNotRegular(t *testing.T) {
 func TestMaterializationNotRegular(t *testing.T) {
 	for _, kind := range []struct{ name, want string }{{"device", "leads through a symbolic link to /dev/null, outside"}, {"fifo", "is a named pipe"}} {
 		root, payload, mat := changelogTree(t)
-		if kind.name == "fifo" {
-			mkfifo(t, mat)
-		} else {
-			os.Remove(mat)
-			if err := os.Symlink("/dev/null", mat); err != nil {
-				t.Skipf("symlink: %v", err)
-			}
-		}
+		replaceSpecial(t, mat, kind.name == "fifo")
 		for _, p := range []string{root, payload} {
 			err := openTimed(t, p, OpenOptions{})
 			if err == nil || !strings.Contains(err.Error(), payload) || !strings.Contains(err.Error(), kind.want) {

@@ -17,15 +17,7 @@ import (
 // restore), keeps every other timer, and the audit counts them.
 func TestPurgeRemovesTimers(t *testing.T) {
 	dir := t.TempDir()
-	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys: [user-30, user-31]}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := savepoint.Open("../testdata/example", savepoint.OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	set, in := exampleWith(t, "  - purge_keys: {keys: [user-30, user-31]}\n")
 	timersOf := func(sp *savepoint.Savepoint) map[string]int {
 		keys := map[string]int{}
 		for _, f := range sp.Files {
@@ -84,15 +76,7 @@ func TestPurgeRemovesTimers(t *testing.T) {
 // their state), counts them and warns.
 func TestSlotScopedPurgeKeepsTimers(t *testing.T) {
 	dir := t.TempDir()
-	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys: [user-30], codec: string, uid: agg, slot: seen}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := savepoint.Open("../testdata/example", savepoint.OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	set, in := exampleWith(t, "  - purge_keys: {keys: [user-30], codec: string, uid: agg, slot: seen}\n")
 	rep, err := Run(context.Background(), in, set, Options{Out: filepath.Join(dir, "out")})
 	if err != nil {
 		t.Fatal(err)
@@ -112,10 +96,7 @@ func TestSlotScopedPurgeKeepsTimers(t *testing.T) {
 	// Counted on the output: a later rule that removes the timers leaves
 	// none to report.
 	for _, later := range []string{"  - purge_keys: {keys: [user-30], codec: string}\n", "  - drop_operator: {uid: agg}\n"} {
-		set, err := rules.Parse(filepath.Join(dir, "r2.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys: [user-30], codec: string, uid: agg, slot: seen}\n"+later))
-		if err != nil {
-			t.Fatal(err)
-		}
+		set, _ := exampleWith(t, "  - purge_keys: {keys: [user-30], codec: string, uid: agg, slot: seen}\n"+later)
 		rep, err := Run(context.Background(), in, set, Options{DryRun: true})
 		if err != nil {
 			t.Fatal(err)
@@ -154,4 +135,20 @@ func TestSlotScopedPurgeUnreadableBlob(t *testing.T) {
 	if rep.RowsDropped != 1 {
 		t.Errorf("%d rows dropped, want 1", rep.RowsDropped)
 	}
+}
+
+// exampleWith parses a rule file of the given rules and opens the bundled
+// example tree (closed when the test ends).
+func exampleWith(t *testing.T, rulesYAML string) (*rules.Set, *savepoint.Savepoint) {
+	t.Helper()
+	set, err := rules.Parse(filepath.Join(t.TempDir(), "r.yaml"), []byte("version: 1\nrules:\n"+rulesYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := savepoint.Open("../testdata/example", savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return set, in
 }
