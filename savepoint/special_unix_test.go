@@ -160,3 +160,30 @@ func TestCheckReplaceableSpecial(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishRefusesSpecialAtLastMoment: a named pipe put at the output or
+// its sidecar path while the file was written is not replaced: what is in
+// place is looked at again just before the rename.
+func TestPublishRefusesSpecialAtLastMoment(t *testing.T) {
+	for _, which := range []string{"payload", "sidecar"} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out.snap")
+		target := out
+		if which == "sidecar" {
+			target = out + SidecarSuffix
+		}
+		_, err := WriteSnapshotFile(out, nil, []Row{{Op: 1, Key: []byte("k"), Value: []byte("v")}}, SnapshotOptions{Sidecar: true,
+			BeforePublish: func() error { mkfifo(t, target); return nil },
+		})
+		if err == nil || !strings.Contains(err.Error(), "is not a regular file (a named pipe)") {
+			t.Errorf("%s: %v, want a refusal naming the named pipe", which, err)
+		}
+		if st, serr := os.Lstat(target); serr != nil || st.Mode()&os.ModeNamedPipe == 0 {
+			t.Errorf("%s: the named pipe was replaced (%v)", which, serr)
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 1 {
+			t.Errorf("%s: the directory holds %d entries, want the pipe alone", which, len(entries))
+		}
+	}
+}

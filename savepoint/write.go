@@ -217,7 +217,16 @@ func publishPair(tmp, path string, sidecar []byte, before func() error) (err err
 			return err
 		}
 	}
+	// What is in place is looked at again just before it is replaced (the
+	// commands check it before they start): a device or a named pipe that
+	// appeared meanwhile is not replaced.
+	if err := CheckReplaceable(path, false); err != nil {
+		return err
+	}
 	if sidecar != nil {
+		if err := CheckReplaceable(side, false); err != nil {
+			return err
+		}
 		if err := os.Remove(side); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove the sidecar %s of the file replaced: %w", side, err)
 		}
