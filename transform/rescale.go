@@ -449,7 +449,7 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 	for _, r := range runs {
 		owner := olds[r.owner]
 		op0, key0 := src.Op(r.j), bytes.Clone(src.Key(r.j))
-		x := sort.Search(owner.Len(), func(y int) bool { return compareRow(owner.Op(y), owner.Key(y), op0, key0) >= 0 })
+		x := lowerBound(owner, op0, key0)
 		for k := r.j; k < r.j+r.n; k++ {
 			op, key := src.Op(k), bytes.Clone(src.Key(k))
 			c := 1
@@ -508,7 +508,7 @@ func ownerHolds(s *savepoint.Snapshot, ids []savepoint.Row) []bool {
 	cur := s.NewCursor()
 	if _, strict := s.Order(); strict {
 		for j, id := range ids {
-			x := sort.Search(cur.Len(), func(y int) bool { return compareRow(cur.Op(y), cur.Key(y), id.Op, id.Key) >= 0 })
+			x := lowerBound(cur, id.Op, id.Key)
 			held[j] = x < cur.Len() && compareRow(cur.Op(x), cur.Key(x), id.Op, id.Key) == 0
 		}
 		return held
@@ -532,6 +532,19 @@ func ownerHolds(s *savepoint.Snapshot, ids []savepoint.Row) []bool {
 		return left > 0
 	})
 	return held
+}
+
+// sortedRows is what lowerBound searches: rows in canonical order (an
+// output's or an input's).
+type sortedRows interface {
+	Len() int
+	Op(i int) uint64
+	Key(i int) []byte
+}
+
+// lowerBound returns the first row of rs not below (op, key).
+func lowerBound(rs sortedRows, op uint64, key []byte) int {
+	return sort.Search(rs.Len(), func(y int) bool { return compareRow(rs.Op(y), rs.Key(y), op, key) >= 0 })
 }
 
 // compareRow orders rows canonically: by operator, then by key bytes.
