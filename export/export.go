@@ -288,7 +288,11 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	}
 	leftovers := savepoint.Leftovers(path)
 	var res *Result
-	err := savepoint.WriteFileAtomic(path, func(w io.Writer) error {
+	write := savepoint.CreateFileAtomic // an export that appears meanwhile is kept
+	if force {
+		write = savepoint.WriteFileAtomic
+	}
+	err := write(path, func(w io.Writer) error {
 		var err error
 		if res, err = Write(ctx, w, sp, opts); err != nil {
 			return err

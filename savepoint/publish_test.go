@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -118,7 +119,7 @@ func TestReplacePairOrder(t *testing.T) {
 	}
 
 	renames = nil
-	if err := CopySnapshotFile(src, path, srcInfo, SidecarFor(4, srcInfo), nil); err != nil {
+	if err := CopySnapshotFile(src, path, srcInfo, SidecarFor(4, srcInfo), PublishOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(renames, "; ") != strings.Join(want, "; ") {
@@ -370,5 +371,70 @@ func TestCopySubtaskKeepsSidecar(t *testing.T) {
 		if err != nil || !bytes.Equal(got, c.want) {
 			t.Errorf("checkpoint %d: sidecar %q (%v), want %q", c.ckpt, got, err, c.want)
 		}
+	}
+}
+
+// Without replacing (SnapshotOptions.NoReplace), an output that appears
+// while the run writes its own is kept, whether the payload or its sidecar
+// appears, and whether the kernel's exclusive rename or the fallback does
+// it; nothing of the run's is left behind.
+func TestNoReplaceKeepsWhatAppeared(t *testing.T) {
+	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
+	for _, fallback := range []bool{false, true} {
+		for _, appears := range []string{"", SidecarSuffix} {
+			t.Run(fmt.Sprintf("fallback=%v/appears=%q", fallback, appears), func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, "checkpoint-3.snap")
+				intruder := []byte("someone else's file")
+				hookBeforeRename = func(tmp, final string) {
+					if final == path+appears {
+						if err := os.WriteFile(final, intruder, 0o644); err != nil {
+							t.Error(err)
+						}
+					}
+				}
+				defer func() { hookBeforeRename = nil }()
+				if fallback {
+					renameExclusiveHook = renameExclusiveFallback
+					defer func() { renameExclusiveHook = nil }()
+				}
+				_, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 3, NoReplace: true})
+				if !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), "appeared while writing (use --force") {
+					t.Fatalf("err %v, want the output that appeared named", err)
+				}
+				if b, _ := os.ReadFile(path + appears); !bytes.Equal(b, intruder) {
+					t.Errorf("%s holds %q, want what appeared there", path+appears, b)
+				}
+				other := path
+				if appears == "" {
+					other += SidecarSuffix
+				}
+				if _, err := os.Lstat(other); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("%s published beside what appeared (%v)", other, err)
+				}
+				if left := leftovers(t, dir); len(left) > 0 {
+					t.Errorf("left behind %v", left)
+				}
+			})
+		}
+	}
+	// With nothing in the way the pair is published, and a directory is
+	// renamed exclusively too.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "checkpoint-4.snap")
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 4, NoReplace: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readSidecarInfo(path); err != nil {
+		t.Error(err)
+	}
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := renameExclusive(a, b); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("directory renamed onto an empty one: %v", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 )
@@ -105,6 +104,21 @@ type SnapshotOptions struct {
 	// into place. An error leaves nothing published and is returned (a
 	// check that the input did not change while it was read).
 	BeforePublish func() error
+	// NoReplace leaves a file (or sidecar) that is at path when the output
+	// is put in place, and fails with an fs.ErrExist: a command that was
+	// not told to replace its output checks that none is there when it
+	// starts, and this keeps one that appeared since.
+	NoReplace bool
+}
+
+// PublishOptions control how a complete payload is put in place (see
+// SnapshotOptions: its BeforePublish and NoReplace).
+type PublishOptions struct {
+	// Before runs before anything is put in place; its error publishes
+	// nothing.
+	Before func() error
+	// NoReplace leaves what is at the path, and its sidecar's, in place.
+	NoReplace bool
 }
 
 // ReleaseEvery is how many bytes a writer writes between Progress calls.
@@ -177,7 +191,7 @@ func writeSnapshotWith(path string, opts SnapshotOptions, fill func(*os.File) (F
 	if opts.Sidecar {
 		sidecar = SidecarFor(opts.CheckpointID, info)
 	}
-	return info, publishPair(tmp, path, sidecar, opts.BeforePublish)
+	return info, publishPair(tmp, path, sidecar, PublishOptions{Before: opts.BeforePublish, NoReplace: opts.NoReplace})
 }
 
 // publishPair puts the complete, durable temporary payload tmp in place at
@@ -191,7 +205,7 @@ func writeSnapshotWith(path string, opts SnapshotOptions, fill func(*os.File) (F
 // beside a sidecar that describes another. If the new sidecar cannot be put
 // in place, the new payload is removed too. On error the temporary files
 // are removed.
-func publishPair(tmp, path string, sidecar []byte, before func() error) (err error) {
+func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err error) {
 	sideTmp := ""
 	defer func() {
 		if err != nil {
@@ -212,8 +226,8 @@ func publishPair(tmp, path string, sidecar []byte, before func() error) (err err
 			return err
 		}
 	}
-	if before != nil {
-		if err := before(); err != nil {
+	if opts.Before != nil {
+		if err := opts.Before(); err != nil {
 			return err
 		}
 	}
@@ -227,18 +241,22 @@ func publishPair(tmp, path string, sidecar []byte, before func() error) (err err
 		if err := CheckReplaceable(side, false); err != nil {
 			return err
 		}
-		if err := os.Remove(side); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if opts.NoReplace {
+			if _, err := os.Lstat(side); err == nil {
+				return &appearedError{side}
+			}
+		} else if err := os.Remove(side); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove the sidecar %s of the file replaced: %w", side, err)
 		}
 	}
-	if err := rename(tmp, path); err != nil {
+	if err := publishName(tmp, path, !opts.NoReplace); err != nil {
 		if sidecar != nil {
 			return fmt.Errorf("%w (%s has no sidecar now: incomplete)", err, path)
 		}
 		return err
 	}
 	if sidecar != nil {
-		if err := rename(sideTmp, side); err != nil {
+		if err := publishName(sideTmp, side, !opts.NoReplace); err != nil {
 			os.Remove(path)
 			return fmt.Errorf("%w (the payload put in place before it was removed again)", err)
 		}
@@ -294,7 +312,20 @@ var hookBeforeRename func(tmp, final string)
 // renamed over path and the directory is fsynced. On any error the temporary
 // file is removed and path is untouched.
 func WriteFileAtomic(path string, write func(io.Writer) error) error {
-	return writeAtomic(path, func(f *os.File) error {
+	return writeFileAtomic(path, true, write)
+}
+
+// CreateFileAtomic is WriteFileAtomic for a path that must not exist: if
+// a file appears there while it is written, it is left as it is, and the
+// error is an fs.ErrExist.
+func CreateFileAtomic(path string, write func(io.Writer) error) error {
+	return writeFileAtomic(path, false, write)
+}
+
+// writeFileAtomic is WriteFileAtomic, or CreateFileAtomic when replace is
+// false.
+func writeFileAtomic(path string, replace bool, write func(io.Writer) error) error {
+	return writeAtomic(path, replace, func(f *os.File) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		if err := write(bw); err != nil {
 			return err
@@ -303,9 +334,9 @@ func WriteFileAtomic(path string, write func(io.Writer) error) error {
 	})
 }
 
-// writeAtomic is WriteFileAtomic for a write that fills the temporary file
-// itself.
-func writeAtomic(path string, write func(*os.File) error) error {
+// writeAtomic is writeFileAtomic for a write that fills the temporary
+// file itself.
+func writeAtomic(path string, replace bool, write func(*os.File) error) error {
 	tmp, err := fillTemp(path, os.O_WRONLY, func(f *os.File) error {
 		if err := write(f); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
@@ -315,7 +346,7 @@ func writeAtomic(path string, write func(*os.File) error) error {
 	if err != nil {
 		return err
 	}
-	return publishPair(tmp, path, nil, nil)
+	return publishPair(tmp, path, nil, PublishOptions{NoReplace: !replace})
 }
 
 // fillTemp creates a temporary file for path (see createTemp, with mode),
@@ -369,23 +400,11 @@ func closeDurable(f *os.File, tmp string) error {
 	return nil
 }
 
-// rename renames the complete temporary file tmp to path and fsyncs the
-// directory.
-func rename(tmp, path string) error {
-	if hookBeforeRename != nil {
-		hookBeforeRename(tmp, path)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("publish %s: %w", path, err)
-	}
-	return SyncDir(filepath.Dir(path))
-}
-
 // WriteBytesAtomic writes b to path atomically (see WriteFileAtomic), in
 // one write: no buffer (a sidecar is some 40 bytes, and WriteFileAtomic's
 // buffer is 1 MiB of fresh memory).
 func WriteBytesAtomic(path string, b []byte) error {
-	return writeAtomic(path, func(f *os.File) error {
+	return writeAtomic(path, true, func(f *os.File) error {
 		_, err := f.Write(b)
 		return err
 	})

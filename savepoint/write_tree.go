@@ -166,7 +166,7 @@ func (t *TreeWriter) CopySubtask(i int, src *File, root string) error {
 	}
 	dst := filepath.Join(d, t.PayloadName())
 	if t.backend == BackendFile {
-		err = CopySnapshotFile(src.Path, dst, FileInfo{Size: src.Size, CRC32C: src.CRC32C}, t.copiedSidecar(src), nil)
+		err = CopySnapshotFile(src.Path, dst, FileInfo{Size: src.Size, CRC32C: src.CRC32C}, t.copiedSidecar(src), PublishOptions{})
 	} else {
 		err = CopyVerified(src.Path, dst, src.Size, src.CRC32C)
 	}
@@ -195,7 +195,7 @@ func CopyVerified(src, dst string, size int64, crc uint32) error {
 	if err != nil {
 		return err
 	}
-	return publishPair(tmp, dst, nil, nil)
+	return publishPair(tmp, dst, nil, PublishOptions{})
 }
 
 // copiedSidecar returns the sidecar of an unchanged payload copied into
@@ -216,14 +216,13 @@ func (t *TreeWriter) copiedSidecar(src *File) []byte {
 
 // CopySnapshotFile copies the payload src, whose size and CRC-32C were
 // read as info, to dst with the given sidecar, as WriteSnapshotFrom
-// publishes a payload and its sidecar (see SnapshotOptions.BeforePublish
-// for before).
-func CopySnapshotFile(src, dst string, info FileInfo, sidecar []byte, before func() error) error {
+// publishes a payload and its sidecar.
+func CopySnapshotFile(src, dst string, info FileInfo, sidecar []byte, opts PublishOptions) error {
 	tmp, err := copyToTemp(src, dst, info.Size, info.CRC32C)
 	if err != nil {
 		return err
 	}
-	return publishPair(tmp, dst, sidecar, before)
+	return publishPair(tmp, dst, sidecar, opts)
 }
 
 // copyToTemp copies src to a new temporary file for dst (see CopyVerified),
@@ -283,7 +282,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	old := ""
 	if _, err := os.Lstat(t.final); err == nil {
 		if !t.force {
-			return fmt.Errorf("output %s appeared while writing (use --force to replace it)", t.final)
+			return &appearedError{t.final}
 		}
 		if err := CheckReplaceable(t.final, true); err != nil {
 			return err
@@ -293,7 +292,14 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 			return fmt.Errorf("move aside %s: %w", t.final, err)
 		}
 	}
-	if err := os.Rename(t.stage, t.final); err != nil {
+	rename := os.Rename
+	if !t.force {
+		rename = renameExclusive // nor one that appears from now on
+	}
+	if err := rename(t.stage, t.final); err != nil {
+		if errors.Is(err, fs.ErrExist) && !t.force {
+			return &appearedError{t.final}
+		}
 		if old != "" {
 			if rerr := os.Rename(old, t.final); rerr != nil {
 				return fmt.Errorf("publish %s: %w (and the output it was to replace is left at %s: %v)", t.final, err, old, rerr)

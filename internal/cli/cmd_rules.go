@@ -195,7 +195,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		return fail(s, c.name, err)
 	}
 	if report != "" {
-		if err := writeJSONFile(report, rep); err != nil {
+		if err := writeJSONFile(report, rep, *tf.force); err != nil {
 			if dry {
 				return fail(s, c.name, fmt.Errorf("write the report: %w", err))
 			}
@@ -253,11 +253,18 @@ func checkReportPath(in, out, report string, force bool) error {
 	return nil
 }
 
-func writeJSONFile(path string, v any) error {
+// writeJSONFile writes v as JSON to path atomically: over what is there
+// if replace is set, else only if nothing has appeared there since the
+// command checked.
+func writeJSONFile(path string, v any, replace bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return savepoint.WriteFileAtomic(path, func(w io.Writer) error { return writeJSON(w, v) })
+	write := savepoint.CreateFileAtomic
+	if replace {
+		write = savepoint.WriteFileAtomic
+	}
+	return write(path, func(w io.Writer) error { return writeJSON(w, v) })
 }
 
 // rulesRowFilter compiles cat's --where with the codecs of --rules.
