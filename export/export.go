@@ -59,7 +59,7 @@
 // the last one fewer) written with the Parquet column writers in batches of
 // 64 Ki rows, Snappy compression by default,
 // dictionary encoding only for the low-cardinality columns (op_id,
-// key_group, slot, and in the query projection kind), no statistics for the
+// key_group, slot, and subtask and kind where present), no statistics for the
 // key and value columns (min/max over random bytes cost ~40% of the write
 // time and prune nothing). The canonical columns are built directly from
 // buffers, not appended row by row. The file writer is used directly, not

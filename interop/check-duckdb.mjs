@@ -21,9 +21,9 @@
 //   - the key-value metadata clink.state_versions = inspect's version map;
 //   - every keyed row's key_group = FNV-1a-64(user key) % 128 (computed here),
 //     for the savepoints whose keys are all stored in their hash's key group;
-//   - example only: live keys joined to a reference table (the seed's query),
+//   - example only: live keys joined to a reference table (the state-as-data page's query),
 //     and the query projection's decoded values against the canonical bytes.
-// Prints the seed's example answers, one line per check, and a PASS or FAIL
+// Prints the example answers of docs/state-as-data.md, one line per check, and a PASS or FAIL
 // summary; exits 1 on any mismatch.
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -120,7 +120,7 @@ for (const name of names) {
   check('key_group = FNV-1a(user key) % 128', bad.length === 0, `${keyed.length} keyed rows${bad.length ? `, ${bad.length} differ (first: ${bad[0].uk} in ${bad[0].key_group})` : ''}`);
 
   if (name === 'example') {
-    // The seed's example queries, over the exported state.
+    // The example queries of docs/state-as-data.md, over the exported state.
     await con.run(`CREATE OR REPLACE TABLE users AS SELECT * FROM (VALUES
       ('user-1', 'alice'), ('user-2', 'bob'), ('user-10', 'carol'), ('user-42', 'dave'),
       ('user-100', 'erin'), ('user-299', 'frank'), ('user-9999', 'ghost')) AS t(user_key, name)`);

@@ -51,8 +51,8 @@
 //	drop_version: {op|uid, state_type}
 //	rescale: {parallelism: M} | {groups: [{subtasks: "a-b", parallelism: M}, ...]}
 //
-// The scoped forms of keep and drop are an addition to sptool.md: rows
-// outside the scope pass untouched, and when the scope is one declared
+// keep and drop also take a scope ({op|uid, slot, expr}): rows outside
+// the scope pass untouched, and when the scope is one declared
 // (op, slot) the expression is type-checked with that slot's codec types.
 //
 // remap_operator's 'merge' (DefaultMerge false) lets the engine move rows
@@ -81,8 +81,8 @@
 //
 // # Expressions
 //
-// Expressions are expr-lang (github.com/expr-lang/expr) over the row model
-// of sptool.md, the struct Env:
+// Expressions are expr-lang (github.com/expr-lang/expr) over the row
+// model, the struct Env:
 //
 //	op          uint64   operator id
 //	kind        string   "keyed", "operator" or "raw"

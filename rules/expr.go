@@ -13,7 +13,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 )
 
-// Env is the row as expressions see it: the row model of sptool.md. The
+// Env is the row as expressions see it: the row model (see the README). The
 // expr tags are the names an expression uses.
 //
 // Programs are compiled against Env{} (a value, so that the VM loads fields

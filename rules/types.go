@@ -425,7 +425,7 @@ func (p *PurgeKeysSpec) Match(userKey []byte, composite bool) (int, bool) {
 }
 
 // CompositeSeparator is the byte between the logical key and the element
-// of a composite user key (clink-format 3.3).
+// of a composite user key (docs/clink-format.md 3.3).
 const CompositeSeparator = 0x1F
 
 // PurgeExpiredSpec is `purge_expired: {as_of, op|uid, slot}`: drop the rows

@@ -131,7 +131,7 @@ const DefaultFindingLimit = 20
 // ValidateOptions control Validate.
 type ValidateOptions struct {
 	// Parallelism, when > 0, also checks the input against a job at that
-	// parallelism resubmitted from it (clink-format.md section 6.2: subtask
+	// parallelism resubmitted from it (docs/clink-format.md section 6.2: subtask
 	// i reads only its own file v<G>/<i> and filters it by its new range).
 	// Subtask i of the tree is taken as new subtask i. Every chain group is
 	// checked on its own: its file count must be Parallelism and every keyed
@@ -337,7 +337,7 @@ func (r *Report) ByCheck(check string) []Finding {
 	return out
 }
 
-// Validate runs every contract check of clink-format.md over an opened
+// Validate runs every contract check of docs/clink-format.md over an opened
 // savepoint and returns the findings (see the Check* constants for what is
 // checked and at which severity). Errors mean clink would refuse the input
 // or lose state on restore; warnings are what real clink trees carry and

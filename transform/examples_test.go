@@ -98,6 +98,9 @@ func TestExamples(t *testing.T) {
 				if l.Op == gen.OpSource {
 					t.Fatalf("row of the dropped operator remains: %s", l)
 				}
+				if k := savepoint.ParseKey(l.Key); l.Op == gen.OpAgg && k.Kind == savepoint.KindKeyed && string(k.Slot) == "seen" {
+					t.Fatalf("row of the dropped slot remains: %s", l)
+				}
 			}
 			for _, f := range out.Files {
 				if _, ok := f.Snapshot.Versions.Get(gen.OpAgg, "SeenTtl"); ok {

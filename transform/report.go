@@ -150,8 +150,9 @@ type FileStats struct {
 	Output  string `json:"output,omitempty"`
 	RowsIn  int64  `json:"rows_in"`
 	RowsOut int64  `json:"rows_out"`
-	// Action is "rewrite" (re-encoded canonically) or "copy" (byte for byte:
-	// no rule changed anything in it).
+	// Action is "rewrite" (re-encoded canonically), "copy" (byte for byte:
+	// no rule changed anything in it) or "rescale" (its rows went to the
+	// new subtasks' files).
 	Action string `json:"action"`
 }
 

@@ -24,7 +24,7 @@ import (
 )
 
 // Tests of the rescale rule (transform/rescale.go) against clink's restore
-// semantics (clink-format.md 5.3, 6, 10). Helpers are prefixed rs so they do
+// semantics (docs/clink-format.md 5.3, 6, 10). Helpers are prefixed rs so they do
 // not collide with the helpers of the other test files of this package.
 
 // ---------------------------------------------------------------------------

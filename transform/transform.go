@@ -2,7 +2,9 @@
 // savepoint (package savepoint): one ordered pipeline of steps over every
 // row of every file, with per-rule counters, the same code path for a dry run
 // (plan) and a real one (apply), and an accounting check at the end of every
-// run: rows in = rows out + rows dropped + duplicates resolved.
+// run: rows in = rows out + rows dropped + duplicates resolved, plus the
+// stale and lost copies and the operator rows merged and replicated of a
+// rescale (see Report.RowsIn).
 package transform
 
 import (

@@ -102,6 +102,7 @@ Commands:
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].synopsis)
 	}
+	fmt.Fprintf(w, "  %-9s %s\n", "version", "print sptool's version (also --version)")
 	fmt.Fprint(w, `
 PATH is a snapshot file (checkpoint-<id>.snap, possibly gzip/zstd/lz4/bzip2/xz
 compressed), a checkpoint directory (v<gen>/<subtask>/..., _jobs/...) or a

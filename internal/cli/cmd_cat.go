@@ -16,7 +16,7 @@ func init() {
 	register(&command{
 		name:     "cat",
 		synopsis: "print a savepoint's rows as stored, file by file, readably (text, jsonl or csv)",
-		usage:    "PATH [--op N] [--slot S] [--where EXPR --rules FILE] [--format text|jsonl|csv] [--limit N] [--temp-dir DIR]",
+		usage:    "PATH [--op N] [--slot S] [--where EXPR] [--rules FILE] [--format text|jsonl|csv] [--limit N] [--temp-dir DIR]",
 		run:      runCat,
 	})
 }

@@ -33,7 +33,7 @@ func addOpenFlags(fs interface {
 	String(string, string, string) *string
 }) openFlags {
 	return openFlags{
-		checkpoint: fs.Uint64("checkpoint", 0, "checkpoint id to read from a tree (default: the newest with a COMPLETED marker)"),
+		checkpoint: fs.Uint64("checkpoint", 0, "checkpoint id to read from a tree (default: the newest with a COMPLETED marker, else the newest in every subtask directory)"),
 		groups:     fs.String("groups", "", "chain groups of the tree as subtask ranges, e.g. 0-2,3-4 (default: inferred)"),
 	}
 }

@@ -27,6 +27,7 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	dry := fs.Bool("dry-run", false, "report what would be written, write nothing")
 	tf := addTransformFlags(fs, false)
 	fs.MarkHidden("rules")
+	fs.Lookup("out").Usage = "output directory: the rescaled tree (required unless --dry-run; never the input)"
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}
