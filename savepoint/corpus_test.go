@@ -58,6 +58,8 @@ func streamOf(t testing.TB, fields []arrow.Field, md map[string]string, batches 
 					bld.Append(pick(f.Name, r))
 				case *array.StringBuilder:
 					bld.Append(string(pick(f.Name, r)))
+				case *array.Float64Builder:
+					bld.Append(float64(r.Op))
 				default:
 					t.Fatalf("unsupported builder %T", bld)
 				}

@@ -629,3 +629,48 @@ func TestTooManyRowsRefused(t *testing.T) {
 		}
 	}
 }
+
+// shortenVector sets the length of vector field f (1: nodes, 2: buffers)
+// of a batch message to n.
+func shortenVector(t testing.TB, data []byte, m streamMessage, f, n int) {
+	t.Helper()
+	rb := batchTable(t, data, m)
+	p := fbField(rb, f, 4)
+	if p == 0 {
+		t.Fatalf("no vector field %d", f)
+	}
+	binary.LittleEndian.PutUint32(data[m.meta+p+int(binary.LittleEndian.Uint32(rb.Bytes[p:])):], uint32(n))
+}
+
+// A record batch whose nodes or buffers vector is shorter than its
+// schema's columns need is refused before arrow-go reads it: arrow-go
+// reads entry i past a vector's end, and a compressed batch with an empty
+// buffers vector had it allocate the 1.7 TB that the bytes after the
+// vector declared (found by fuzzing: the process died out of memory).
+func TestShortBatchVectorsRefused(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		stream func(testing.TB) []byte
+		field  int
+		n      int
+		want   string
+	}{
+		{"zstd-no-buffers", func(t testing.TB) []byte { return zstdStream(t, 50) }, 2, 0, "record batch describes 3 columns in 0 buffers; its schema's 3 columns need 8"},
+		{"zstd-7-buffers", func(t testing.TB) []byte { return zstdStream(t, 50) }, 2, 7, "in 7 buffers; its schema's 3 columns need 8"},
+		{"zstd-2-nodes", func(t testing.TB) []byte { return zstdStream(t, 50) }, 1, 2, "record batch describes 2 columns in 8 buffers"},
+		{"plain-no-buffers", func(t testing.TB) []byte { return streamOf(t, fields(false, u64, bin, bin), fv1, 1) }, 2, 0, "in 0 buffers; its schema's 3 columns need 8"},
+		// A column type clink never writes: the schema is refused, naming
+		// it, and the batch not read.
+		{"float-no-buffers", func(t testing.TB) []byte {
+			return streamOf(t, fields(false, arrow.PrimitiveTypes.Float64, bin, bin), fv1, 1)
+		}, 2, 0, `column "op_id" has type float64, expected uint64`},
+	} {
+		data := c.stream(t)
+		shortenVector(t, data, messagesOf(t, data)[1], c.field, c.n)
+		for _, columnar := range []bool{false, true} {
+			if err := openBytes(t, c.name+".snap", data, columnar); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s (columnar %v): %v, want %q", c.name, columnar, err, c.want)
+			}
+		}
+	}
+}
