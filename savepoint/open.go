@@ -21,8 +21,11 @@ import (
 // OpenOptions control Open.
 type OpenOptions struct {
 	// Checkpoint selects the checkpoint id of a tree; 0 picks the newest one
-	// with a COMPLETED marker, else the newest present in every subtask directory.
-	Checkpoint uint64
+	// with a COMPLETED marker, else the newest present in every subtask
+	// directory, unless CheckpointSet asks for checkpoint 0 itself (the id
+	// of clink's offline writer).
+	Checkpoint    uint64
+	CheckpointSet bool
 	// Groups gives the chain groups of a tree explicitly (in subtask order,
 	// covering every subtask directory). Nil infers them (see InferGroups).
 	Groups []Group
@@ -269,7 +272,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := sp.selectCheckpoint(dirs, markers, opts.Checkpoint); err != nil {
+	if err := sp.selectCheckpoint(dirs, markers, opts.Checkpoint, opts.CheckpointSet || opts.Checkpoint != 0); err != nil {
 		return err
 	}
 	// Every subtask directory must hold the selected checkpoint's file.
@@ -402,10 +405,10 @@ func completedMarkers(root string) (map[uint64][]marker, error) {
 	return out, nil
 }
 
-// selectCheckpoint applies sptool's rule: the checkpoint asked for, else the
-// newest with a COMPLETED marker of this generation, else the newest present
-// in every subtask directory.
-func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]marker, want uint64) error {
+// selectCheckpoint applies sptool's rule: the checkpoint asked for (want,
+// if asked is set), else the newest with a COMPLETED marker of this
+// generation, else the newest present in every subtask directory.
+func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]marker, want uint64, asked bool) error {
 	all := map[uint64]int{}
 	for _, d := range dirs {
 		for id := range d.ckpts {
@@ -422,7 +425,7 @@ func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]m
 			sp.Completed, sp.CompletedRel, sp.Job = &m.c, m.rel, m.c.Job
 		}
 	}
-	if want != 0 {
+	if asked {
 		if all[want] == 0 {
 			return fmt.Errorf("open savepoint: checkpoint %d is not in generation v%d (present: %s)", want, sp.Generation, idList(all))
 		}

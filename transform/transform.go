@@ -48,11 +48,14 @@ type Options struct {
 	// (total -1: not known in advance). It may be called from several
 	// goroutines at once.
 	Progress func(stage string, done, total int64)
-	// Generation and Checkpoint, when not zero, replace the input tree's
-	// generation and checkpoint id in the output (directory names, sidecars,
-	// COMPLETED marker).
-	Generation int
-	Checkpoint uint64
+	// Generation, when not zero (it must be at least 1), and Checkpoint,
+	// when not zero or when CheckpointSet is true (checkpoint 0 is the id
+	// of clink's offline writer), replace the input tree's generation and
+	// checkpoint id in the output (directory names, sidecars, COMPLETED
+	// marker). A file input's output takes neither.
+	Generation    int
+	Checkpoint    uint64
+	CheckpointSet bool
 	// TempDir is where a file whose output rows must be sorted, and are too
 	// many to sort in memory, is sorted through temporary files (about twice
 	// its kept rows' bytes while it runs; unlinked at once). Default: the
@@ -70,6 +73,12 @@ var ErrAccounting = errors.New("row accounting does not add up")
 // place; a file is written to a temporary name and renamed, then its
 // sidecar). The input is never modified.
 func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {
+	if opts.Generation < 0 {
+		return nil, fmt.Errorf("generation %d: clink's generations start at 1", opts.Generation)
+	}
+	if sp.Kind == savepoint.InputFile && (opts.Generation != 0 || opts.Checkpoint != 0 || opts.CheckpointSet) {
+		return nil, errors.New("a generation or checkpoint id for the output (--generation, --checkpoint-id) applies to a tree; a snapshot file's output keeps its input's, in its sidecar")
+	}
 	if !opts.DryRun {
 		if opts.Out == "" {
 			return nil, errors.New("no output path")

@@ -80,7 +80,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	if opts.Generation > 0 {
 		gen = opts.Generation
 	}
-	if opts.Checkpoint > 0 {
+	if opts.Checkpoint > 0 || opts.CheckpointSet {
 		ckpt = opts.Checkpoint
 	}
 	tw, err := savepoint.CreateTree(opts.Out, savepoint.TreeOptions{

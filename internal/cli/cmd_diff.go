@@ -48,8 +48,8 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 		}
 		opts.Rules = set
 	}
-	open := func(path string, ck uint64, groups string) (*savepoint.Savepoint, error) {
-		o := savepoint.OpenOptions{Checkpoint: ck, RequireValid: true, AllowMissingSidecar: *allowUnverified, Columnar: true}
+	open := func(path string, ck uint64, ckFlag, groups string) (*savepoint.Savepoint, error) {
+		o := savepoint.OpenOptions{Checkpoint: ck, CheckpointSet: fs.Changed(ckFlag), RequireValid: true, AllowMissingSidecar: *allowUnverified, Columnar: true}
 		if groups != "" {
 			gs, err := savepoint.ParseGroups(groups)
 			if err != nil {
@@ -59,12 +59,12 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 		}
 		return savepoint.Open(path, o)
 	}
-	a, err := open(fs.Arg(0), *ckA, *groupsA)
+	a, err := open(fs.Arg(0), *ckA, "checkpoint-a", *groupsA)
 	if err != nil {
 		return fail(s, c.name, fmt.Errorf("A: %w", err))
 	}
 	defer a.Close()
-	b, err := open(fs.Arg(1), *ckB, *groupsB)
+	b, err := open(fs.Arg(1), *ckB, "checkpoint-b", *groupsB)
 	if err != nil {
 		return fail(s, c.name, fmt.Errorf("B: %w", err))
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/spf13/pflag"
+
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -24,15 +26,14 @@ func init() {
 
 // openFlags are the flags every command reading a savepoint shares.
 type openFlags struct {
+	fs         *pflag.FlagSet
 	checkpoint *uint64
 	groups     *string
 }
 
-func addOpenFlags(fs interface {
-	Uint64(string, uint64, string) *uint64
-	String(string, string, string) *string
-}) openFlags {
+func addOpenFlags(fs *pflag.FlagSet) openFlags {
 	return openFlags{
+		fs:         fs,
 		checkpoint: fs.Uint64("checkpoint", 0, "checkpoint id to read from a tree (default: the newest with a COMPLETED marker, else the newest in every subtask directory)"),
 		groups:     fs.String("groups", "", "chain groups of the tree as subtask ranges, e.g. 0-2,3-4 (default: inferred)"),
 	}
@@ -44,7 +45,7 @@ func (o openFlags) open(path string) (*savepoint.Savepoint, error) {
 
 // openWith opens path with base options plus the shared flags.
 func (o openFlags) openWith(path string, opts savepoint.OpenOptions) (*savepoint.Savepoint, error) {
-	opts.Checkpoint = *o.checkpoint
+	opts.Checkpoint, opts.CheckpointSet = *o.checkpoint, o.fs.Changed("checkpoint")
 	if *o.groups != "" {
 		gs, err := savepoint.ParseGroups(*o.groups)
 		if err != nil {

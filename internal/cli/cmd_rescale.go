@@ -43,6 +43,9 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	if err := checkTempDir(*tf.tempDir); err != nil {
 		return usageError(s, c, err)
 	}
+	if err := tf.checkGeneration(); err != nil {
+		return usageError(s, c, err)
+	}
 	src, err := rescaleRuleFile(*par, *groups)
 	if err != nil {
 		return usageError(s, c, err)

@@ -77,6 +77,15 @@ type transformFlags struct {
 	open                          openFlags
 }
 
+// checkGeneration refuses a --generation given below 1: clink's
+// generations start at 1.
+func (tf transformFlags) checkGeneration() error {
+	if tf.generation != nil && tf.open.fs.Changed("generation") && *tf.generation < 1 {
+		return fmt.Errorf("--generation %d: clink's generations start at 1", *tf.generation)
+	}
+	return nil
+}
+
 func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	f := transformFlags{rules: fs.StringP("rules", "r", "", "rule file (required)")}
 	if !dry {
@@ -118,6 +127,9 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 		return usageError(s, c, errors.New("-o/--out is required"))
 	}
 	if err := checkTempDir(*tf.tempDir); err != nil {
+		return usageError(s, c, err)
+	}
+	if err := tf.checkGeneration(); err != nil {
 		return usageError(s, c, err)
 	}
 	return transformWith(ctx, s, c, fs, tf, func() (*rules.Set, error) { return rules.Load(*tf.rules) }, dry)
@@ -188,7 +200,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	}
 	if !dry {
 		opts.Out, opts.Force, opts.StateBase = *tf.out, *tf.force, *tf.stateBase
-		opts.Generation, opts.Checkpoint = *tf.generation, *tf.checkpointID
+		opts.Generation, opts.Checkpoint, opts.CheckpointSet = *tf.generation, *tf.checkpointID, tf.open.fs.Changed("checkpoint-id")
 	}
 	rep, err := transform.Run(ctx, sp, set, opts)
 	if err != nil {
