@@ -103,7 +103,7 @@ var badCorpus = map[string]struct {
 	"malformed-codec.bad.yaml": {want: []string{
 		`malformed-codec.bad.yaml:6:12: slot 1: bad codec in 'value': parse codec "map<string"`}, wantCount: 1},
 	"keys-file-missing.bad.yaml": {want: []string{
-		`keys-file-missing.bad.yaml:4:29: rule 1 ("erasure"): read keys file "no-such-keys.txt": open testdata/rules/no-such-keys.txt: no such file or directory`}, wantCount: 1},
+		`keys-file-missing.bad.yaml:4:29: rule 1 ("erasure"): read keys file "no-such-keys.txt": stat testdata/rules/no-such-keys.txt: no such file or directory`}, wantCount: 1},
 	"keys-file-bad-int64.bad.yaml": {want: []string{
 		`bad-int64-keys.txt:3:1: rule 1 ("erasure"): invalid int64 key "4x2": not a decimal integer`,
 		`bad-int64-keys.txt:6:1: rule 1 ("erasure"): invalid int64 key "99999999999999999999": out of int64 range`}, wantCount: 2},

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sptool/sptool/savepoint"
 )
 
 // ParseOptions tunes Parse and Load. The zero value is ready to use.
@@ -30,9 +31,26 @@ type ParseOptions struct {
 	// MaxExprNodes bounds the size of one expression; 0 means
 	// DefaultMaxExprNodes.
 	MaxExprNodes uint
-	// ReadFile reads keys files; nil means os.ReadFile. Tests and fuzzers
+	// ReadFile reads keys files; nil means ReadKeysFile. Tests and fuzzers
 	// substitute an in-memory file system.
 	ReadFile func(name string) ([]byte, error)
+}
+
+// MaxRuleFileSize and MaxKeysFileSize bound the files a rule set is read
+// from: a rule file is a page of YAML, a keys file a line per key (1 GiB
+// holds tens of millions of keys; split a larger erasure into several
+// rules). Larger files, and files that are not regular files (a device
+// such as /dev/zero would be read without end), are refused before they
+// are read.
+const (
+	MaxRuleFileSize = 64 << 20
+	MaxKeysFileSize = 1 << 30
+)
+
+// ReadKeysFile reads a keys file: a regular file of at most
+// MaxKeysFileSize bytes.
+func ReadKeysFile(path string) ([]byte, error) {
+	return savepoint.ReadRegularFile(path, MaxKeysFileSize)
 }
 
 // Load reads and compiles the rule file at path (see Parse).
@@ -40,7 +58,7 @@ func Load(path string) (*Set, error) { return LoadWithOptions(path, ParseOptions
 
 // LoadWithOptions is Load with options.
 func LoadWithOptions(path string, opts ParseOptions) (*Set, error) {
-	src, err := os.ReadFile(path)
+	src, err := savepoint.ReadRegularFile(path, MaxRuleFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("read rule file: %w", err)
 	}
@@ -71,7 +89,7 @@ func ParseWithOptions(filename string, src []byte, opts ParseOptions) (*Set, err
 		opts.MaxExprNodes = DefaultMaxExprNodes
 	}
 	if opts.ReadFile == nil {
-		opts.ReadFile = os.ReadFile
+		opts.ReadFile = ReadKeysFile
 	}
 	sum := sha256.Sum256(src)
 	p := &parser{

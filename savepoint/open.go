@@ -388,7 +388,7 @@ func completedMarkers(root string) (map[uint64][]marker, error) {
 				continue
 			}
 			rel := filepath.Join("_jobs", j.Name(), e.Name())
-			b, err := readRegularFile(filepath.Join(root, rel), maxControlFileSize)
+			b, err := ReadRegularFile(filepath.Join(root, rel), maxControlFileSize)
 			if err != nil {
 				return nil, fmt.Errorf("read marker: %w", err)
 			}
@@ -567,7 +567,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		return fmt.Errorf("read %s: %w", f.Path, ErrInputChanged)
 	}
 	if wantSidecar {
-		sc, err := readRegularFile(f.Path+".meta", maxControlFileSize)
+		sc, err := ReadRegularFile(f.Path+".meta", maxControlFileSize)
 		if errors.Is(err, fs.ErrNotExist) {
 			sc = nil
 		} else if err != nil {

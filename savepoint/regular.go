@@ -35,16 +35,16 @@ func fileKind(m fs.FileMode) string {
 
 // ReadControlFile reads a small control file of a tree (a COMPLETED or
 // CONFIRMED marker, a sidecar): a regular file of at most 64 KiB (see
-// readRegularFile).
+// ReadRegularFile).
 func ReadControlFile(path string) ([]byte, error) {
-	return readRegularFile(path, maxControlFileSize)
+	return ReadRegularFile(path, maxControlFileSize)
 }
 
-// readRegularFile reads the file at path (symbolic links followed), which
+// ReadRegularFile reads the file at path (symbolic links followed), which
 // must be a regular file of at most max bytes. It reads the size the file
 // had when opened. A file that does not exist is an error wrapping
 // fs.ErrNotExist; other errors name the file.
-func readRegularFile(path string, max int64) ([]byte, error) {
+func ReadRegularFile(path string, max int64) ([]byte, error) {
 	st, err := os.Stat(path) // before opening: opening a named pipe would block
 	if err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func readRegularFile(path string, max int64) ([]byte, error) {
 	return data, nil
 }
 
-// readWithin reads the regular file at dir/rel (see readRegularFile), which
+// readWithin reads the regular file at dir/rel (see ReadRegularFile), which
 // must lie within dir both as named (".." components) and once its symbolic
 // links are resolved (those of dir itself are followed). rel comes from a
 // file being read, and must not lead elsewhere on the machine.
@@ -93,7 +93,7 @@ func readWithin(dir, rel string, max int64) ([]byte, error) {
 	if !within(realDir, real) {
 		return nil, fmt.Errorf("%s leads through a symbolic link to %s, outside %s", path, real, dir)
 	}
-	return readRegularFile(real, max)
+	return ReadRegularFile(real, max)
 }
 
 // within reports whether path lies within dir (both clean, or both to be
