@@ -42,7 +42,7 @@
 //	drop: {op|uid, slot, expr}      the same within one operator and/or slot only
 //	drop_operator: {op|uid}
 //	remap_operator: {from|from_uid, to|to_uid, merge: false}
-//	rename_slot: {op|uid, from, to}
+//	rename_slot: {op|uid, from, to, merge}
 //	drop_slot: {op|uid, slot}
 //	purge_keys: {keys: [...] | keys_file: PATH, codec: string|int64, op|uid, slot}
 //	purge_expired: {as_of: RFC3339 | "now" | EPOCH_MS, op|uid, slot}
@@ -55,8 +55,9 @@
 // the scope pass untouched, and when the scope is one declared
 // (op, slot) the expression is type-checked with that slot's codec types.
 //
-// remap_operator's 'merge' (DefaultMerge false) lets the engine move rows
-// into an operator that already has state; without it the engine refuses.
+// remap_operator's and rename_slot's 'merge' (DefaultMerge false) lets the
+// engine move rows into an operator, or a slot, that already has state;
+// without it the engine refuses.
 // rename_slot's 'to' must pass savepoint.ValidSlotName and differ from
 // 'from'. purge_keys takes its keys inline or from a file relative to the
 // rule file's directory (one key per line; blank lines and lines whose first

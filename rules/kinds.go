@@ -22,7 +22,7 @@ var kindKeys = map[Kind][]string{
 	KindDrop:          {"op", "uid", "slot", "expr"},
 	KindDropOperator:  {"op", "uid"},
 	KindRemapOperator: {"from", "from_uid", "to", "to_uid", "merge"},
-	KindRenameSlot:    {"op", "uid", "from", "to"},
+	KindRenameSlot:    {"op", "uid", "from", "to", "merge"},
 	KindDropSlot:      {"op", "uid", "slot"},
 	KindPurgeKeys:     {"keys", "keys_file", "codec", "op", "uid", "slot"},
 	KindPurgeExpired:  {"as_of", "op", "uid", "slot"},
@@ -389,6 +389,8 @@ func (p *parser) parseRenameSlot(kn, vn *yaml.Node) *RenameSlotSpec {
 	op, ok := m.opRef(kn, "op", "uid", true)
 	from, fok := m.reqStr(kn, "from")
 	to, tok := m.reqStr(kn, "to")
+	merge, mok := m.boolean("merge", DefaultMerge)
+	ok = ok && mok
 	if fok {
 		if err := savepoint.ValidSlotName([]byte(from)); err != nil {
 			p.errAt(m.get("from"), "from", "'from' can never match a slot: %v", err)
@@ -411,7 +413,7 @@ func (p *parser) parseRenameSlot(kn, vn *yaml.Node) *RenameSlotSpec {
 	if d := p.view[slotName{op.ID, from}]; d != nil {
 		p.alias(kn, slotName{op.ID, to}, d)
 	}
-	return &RenameSlotSpec{Op: *op, From: from, To: to}
+	return &RenameSlotSpec{Op: *op, From: from, To: to, Merge: merge}
 }
 
 func (p *parser) parseDropSlot(kn, vn *yaml.Node) *DropSlotSpec {

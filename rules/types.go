@@ -286,7 +286,7 @@ type RemapOperatorSpec struct {
 	Merge bool `yaml:"merge"`
 }
 
-// RenameSlotSpec is `rename_slot: {op|uid, from, to}`.
+// RenameSlotSpec is `rename_slot: {op|uid, from, to, merge}`.
 type RenameSlotSpec struct {
 	// Op is the operator.
 	Op OpRef `yaml:"op"`
@@ -295,6 +295,10 @@ type RenameSlotSpec struct {
 	// To is the new slot name; it passes savepoint.ValidSlotName and differs
 	// from From.
 	To string `yaml:"to"`
+	// Merge allows renaming into a slot that already has rows (DefaultMerge:
+	// false); a key held in both keeps one value, as restore resolves a
+	// duplicate. The engine enforces it; the rule carries it.
+	Merge bool `yaml:"merge"`
 }
 
 // DropSlotSpec is `drop_slot: {op|uid, slot}`.

@@ -160,6 +160,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	rep.merge(sp, eng, results)
+	if err := checkSlotMerges(set, rep.Slots); err != nil {
+		return nil, err
+	}
 	finished := rep.finish()
 	defer func() { <-finished }() // the report is whole when Run returns
 	var files []*newFile
@@ -280,6 +283,52 @@ func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 				present[s.From.ID] = 0
 			}
 			dropped[s.To.ID] = false
+		}
+	}
+	return nil
+}
+
+// checkSlotMerges refuses, as checkRemaps does for operators, a rename_slot
+// without 'merge: true' into a slot that holds rows at that rule (slots
+// are the input's counts, followed through the rules that drop, remap and
+// rename): the rows of the two slots would be merged, and a key held in
+// both keep one value, silently.
+func checkSlotMerges(set *rules.Set, slots []*SlotStats) error {
+	if !slices.ContainsFunc(set.Rules, func(r *rules.Rule) bool { return r.RenameSlot != nil && !r.RenameSlot.Merge }) {
+		return nil
+	}
+	present := map[slotKey]int64{}
+	for _, s := range slots {
+		present[slotKey{s.Op, s.Slot}] += s.Before
+	}
+	for _, r := range set.Rules {
+		switch {
+		case r.DropOperator != nil:
+			for k := range present {
+				if k.op == r.DropOperator.Op.ID {
+					delete(present, k)
+				}
+			}
+		case r.DropSlot != nil:
+			delete(present, slotKey{r.DropSlot.Op.ID, r.DropSlot.Slot})
+		case r.RemapOperator != nil:
+			s := r.RemapOperator
+			for k, n := range present {
+				if k.op == s.From.ID {
+					delete(present, k)
+					present[slotKey{s.To.ID, k.slot}] += n
+				}
+			}
+		case r.RenameSlot != nil:
+			s := r.RenameSlot
+			from, to := slotKey{s.Op.ID, s.From}, slotKey{s.Op.ID, s.To}
+			if present[from] > 0 && present[to] > 0 && !s.Merge {
+				return fmt.Errorf("%s: operator %s already has slot %q (%d rows); renaming slot %q (%d rows) into it would merge the two, a key held in both keeping one value (set 'merge: true' to do that)", r.Label(), s.Op, s.To, present[to], s.From, present[from])
+			}
+			if n := present[from]; n > 0 {
+				delete(present, from)
+				present[to] += n
+			}
 		}
 	}
 	return nil

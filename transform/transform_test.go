@@ -543,13 +543,27 @@ func TestRuleKinds(t *testing.T) {
 			versions: "7|SeenTtl|1|seen_v2\n7|UserCounter|1|agg\n8|Cart|1|cart\n12|Dedup|3",
 		},
 		{
+			name:    "rename_slot refuses a target slot with rows",
+			rules:   "  - rename_slot: {op: 7, from: xseen, to: seen}\n",
+			wantErr: `rule 1 (rename_slot): operator 7 already has slot "seen" (4 rows); renaming slot "xseen" (1 rows) into it would merge the two`,
+		},
+		{
 			// xseen|alice becomes seen|alice, which exists: the later row
 			// in stream order (the renamed one) is the one restored.
-			name:   "rename_slot onto an existing slot resolves duplicates",
-			rules:  "  - rename_slot: {op: 7, from: xseen, to: seen}\n",
+			name:   "rename_slot with merge onto an existing slot resolves duplicates",
+			rules:  "  - rename_slot: {op: 7, from: xseen, to: seen, merge: true}\n",
 			want:   replace(baseRows, rX1, withSlot(rX1, "seen"), rS1, savepoint.Row{}),
 			counts: []counts{{1, 0, 1}},
 			dupes:  1,
+		},
+		{
+			name:  "rename_slot into a slot an earlier rule dropped or renamed away",
+			rules: "  - drop_slot: {op: 7, slot: tmp}\n  - rename_slot: {op: 7, from: agg, to: tmp}\n  - rename_slot: {op: 7, from: seen, to: seen_v2}\n  - rename_slot: {op: 7, from: xseen, to: seen}\n",
+			want: replace(except(baseRows, rT1, rT2), rA1, withSlot(rA1, "tmp"), rA2, withSlot(rA2, "tmp"), rA3, withSlot(rA3, "tmp"),
+				rS1, withSlot(rS1, "seen_v2"), rS2, withSlot(rS2, "seen_v2"), rS3, withSlot(rS3, "seen_v2"), rS4, withSlot(rS4, "seen_v2"),
+				rX1, withSlot(rX1, "seen")),
+			counts:   []counts{{2, 2, 0}, {3, 0, 3}, {4, 0, 4}, {1, 0, 1}},
+			versions: "7|SeenTtl|1|seen_v2\n7|UserCounter|1|tmp\n8|Cart|1|cart\n12|Dedup|3",
 		},
 		{
 			name:   "drop_slot",
@@ -1034,7 +1048,7 @@ func TestPlanEqualsApply(t *testing.T) {
 	in := writeBaseTree(t, filepath.Join(dir, "in"), baseRows)
 	set := parseRules(t, slotDecls+`  - purge_keys: {keys: [bob, nobody]}
   - purge_expired: {as_of: 1500, op: 8}
-  - rename_slot: {op: 7, from: xseen, to: seen}
+  - rename_slot: {op: 7, from: xseen, to: seen, merge: true}
   - set_value: {op: 7, slot: agg, expr: 'value * 2'}
   - drop: 'kind == "raw"'
   - set_version: {op: 7, state_type: UserCounter, version: 2}
