@@ -440,18 +440,26 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 		// 0-byte .snap (format 1.1).
 		res.changed = true
 	}
+	comp := &compositeMemo{e: e}
+	dropped := func(r savepoint.Row) {
+		k := savepoint.ParseKey(r.Key)
+		res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
+		e.auditOut(res, r, k, -1, comp)
+	}
+	if res.changed {
+		// The rules saw every stored row; the copies a restore would not
+		// keep go now, so that dropping or renaming the copy that wins
+		// does not bring back one that it hid.
+		res.dupes = out.dropShadowed(f, dropped)
+	}
 	if res.changed && !sorted {
 		if e.dry && savepoint.DistinctKeys(out.Len(), out.eachKeyIn, savepoint.DistinctBudget(f)) {
 			// A plan writes nothing, and with no duplicate to take back
 			// sorting the rows would change no count.
 			return res
 		}
-		comp := &compositeMemo{e: e}
-		res.dupes, res.err = out.canonicalise(func(r savepoint.Row) {
-			k := savepoint.ParseKey(r.Key)
-			res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
-			e.auditOut(res, r, k, -1, comp)
-		})
+		dupes, err := out.canonicalise(dropped)
+		res.dupes, res.err = res.dupes+dupes, err
 		res.canonical = true
 	}
 	return res
@@ -1039,6 +1047,37 @@ func (o *outRows) keyedRun(j int, kc *savepoint.KeyColumns) (n int, op uint64, k
 	return n, op, kg, true, nil
 }
 
+// dropShadowed removes the output rows that come from a copy of a key that
+// the input file f stores twice and that a restore of f would not keep
+// (see savepoint.CanonicalPositions), after calling dropped with each, and
+// returns how many it removed. A strictly increasing input, or one whose
+// keys are distinct, has no such copy.
+func (o *outRows) dropShadowed(f *savepoint.File, dropped func(savepoint.Row)) int64 {
+	snap := f.Snapshot
+	if _, strict := snap.Order(); strict || savepoint.DistinctKeys(snap.NumRows(), snap.EachKeyIn, savepoint.DistinctBudget(f)) {
+		return 0
+	}
+	in := &outRows{cur: snap.NewCursor(), release: f.ReleasePages}
+	in.idx.appendRun(0, snap.NumRows())
+	shadowed := make([]uint64, (snap.NumRows()+63)/64) // by input row
+	savepoint.CanonicalPositions(in, func(pos uint32) { shadowed[pos/64] |= 1 << (pos % 64) }, f.ReleasePages)
+	keep := make([]uint32, 0, o.Len())
+	for pos := range o.Len() {
+		if i := o.idx.at(pos); shadowed[i/64]&(1<<(i%64)) != 0 {
+			if dropped != nil {
+				dropped(o.Row(pos))
+			}
+			continue
+		}
+		keep = append(keep, uint32(pos))
+	}
+	n := int64(o.Len() - len(keep))
+	if n > 0 {
+		o.keepPositions(keep)
+	}
+	return n
+}
+
 // canonicalise sorts the output rows by (op, key) and resolves duplicates as
 // clink's restore does; it returns how many duplicates it resolved, after
 // calling dropped (if not nil) with each row removed. Outputs of at least
@@ -1052,7 +1091,15 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) (int64, error) {
 		lost = func(pos uint32) { dropped(o.Row(int(pos))) }
 	}
 	keep := savepoint.CanonicalPositions(o, lost, o.release)
-	o.idx.makeDense() // the positions kept come in random order
+	dupes := int64(o.Len() - len(keep))
+	o.keepPositions(keep)
+	return dupes, nil
+}
+
+// keepPositions makes the output the rows at the positions keep, in that
+// order.
+func (o *outRows) keepPositions(keep []uint32) {
+	o.idx.makeDense() // the positions kept may come in any order
 	newOrder := make([]uint32, len(keep))
 	var newMod *modRows
 	var newOps opSpans
@@ -1067,11 +1114,9 @@ func (o *outRows) canonicalise(dropped func(savepoint.Row)) (int64, error) {
 			newOps.set(uint32(at), op)
 		}
 	}
-	dupes := int64(o.Len() - len(newOrder))
 	o.idx = rowIndex{dense: newOrder}
 	o.mod, o.ops = newMod, newOps
 	o.log.drop()
-	return dupes, nil
 }
 
 // canonicaliseSpilled is canonicalise through savepoint.SortSpilled: the

@@ -1,0 +1,77 @@
+package transform_test
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/transform"
+)
+
+// A file that stores a key twice holds one logical entry, the copy a
+// restore keeps (keyed: the later row; operator state: the greater 8-byte
+// value). The rules act on that entry: dropping the copy that wins drops
+// the key, and the copy it hid does not come back; dropping the hidden copy
+// changes nothing of the entry. Plan and apply agree, in canonical order
+// and in clink's hash-map order.
+func TestShadowedCopies(t *testing.T) {
+	a1 := keyed(opAgg, "agg", string(i64(1)), i64(10)) // hidden by a2
+	a2 := keyed(opAgg, "agg", string(i64(1)), i64(20))
+	b := keyed(opAgg, "agg", string(i64(2)), i64(30))
+	o5 := operatorRow(opSrc, "__off", i64(5)) // wins: greater
+	o3 := operatorRow(opSrc, "__off", i64(3))
+	for _, c := range []struct {
+		name    string
+		rules   string
+		want    []savepoint.Row
+		dropped int64
+		dupes   int64
+	}{
+		{"drop the keyed copy that wins", "  - drop: {op: 7, slot: agg, expr: 'value == 20'}\n", []savepoint.Row{b, o5}, 1, 2},
+		{"drop the keyed copy that is hidden", "  - drop: {op: 7, slot: agg, expr: 'value == 10'}\n", []savepoint.Row{b, a2, o5}, 1, 1},
+		{"drop the operator value that wins", "  - drop: 'kind == \"operator\" && value_bytes[0] == 5'\n", []savepoint.Row{b, a2}, 1, 2},
+		{"set_value on every copy", "  - set_value: {op: 7, slot: agg, expr: 'value + 1'}\n", []savepoint.Row{keyed(opAgg, "agg", string(i64(2)), i64(31)), keyed(opAgg, "agg", string(i64(1)), i64(21)), o5}, 0, 2},
+	} {
+		for _, order := range []struct {
+			name string
+			rows []savepoint.Row
+		}{
+			{"canonical", []savepoint.Row{b, a1, a2, o5, o3}}, // key 2's group (7) before key 1's (36)
+			{"hash-map", []savepoint.Row{a1, o3, b, a2, o5}},
+		} {
+			t.Run(fmt.Sprintf("%s/%s", c.name, order.name), func(t *testing.T) {
+				dir := t.TempDir()
+				in := filepath.Join(dir, "checkpoint-3.snap")
+				if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), order.rows, savepoint.SnapshotOptions{AsIs: true, Sidecar: true, CheckpointID: 3}); err != nil {
+					t.Fatal(err)
+				}
+				set := parseRules(t, slotDecls+c.rules, nil)
+				plan, err := run(t, in, set, transform.Options{DryRun: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := filepath.Join(dir, "out.snap")
+				rep, err := run(t, in, set, transform.Options{Out: out})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range []*transform.Report{plan, rep} {
+					if r.RowsIn != 5 || r.RowsDropped != c.dropped || r.DuplicatesResolved != c.dupes || r.RowsOut != 5-c.dropped-c.dupes {
+						t.Errorf("dry run %v: %d in, %d out, %d dropped, %d duplicates; want 5, %d, %d, %d", r.DryRun, r.RowsIn, r.RowsOut, r.RowsDropped, r.DuplicatesResolved, 5-c.dropped-c.dupes, c.dropped, c.dupes)
+					}
+				}
+				got := readRows(t, out)
+				if len(got) != len(c.want) {
+					t.Fatalf("output %v, want %v", got, c.want)
+				}
+				for i, w := range c.want {
+					if g := got[i].Row; g.Op != w.Op || !bytes.Equal(g.Key, w.Key) || !bytes.Equal(g.Value, w.Value) {
+						t.Errorf("row %d: %v, want %v", i, g, w)
+					}
+				}
+			})
+		}
+	}
+}
