@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -163,6 +164,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := checkSlotMerges(set, rep.Slots); err != nil {
 		return nil, err
 	}
+	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots)...)
 	finished := rep.finish()
 	defer func() { <-finished }() // the report is whole when Run returns
 	var files []*newFile
@@ -288,20 +290,22 @@ func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 	return nil
 }
 
-// checkSlotMerges refuses, as checkRemaps does for operators, a rename_slot
-// without 'merge: true' into a slot that holds rows at that rule (slots
-// are the input's counts, followed through the rules that drop, remap and
-// rename): the rows of the two slots would be merged, and a key held in
-// both keep one value, silently.
-func checkSlotMerges(set *rules.Set, slots []*SlotStats) error {
-	if !slices.ContainsFunc(set.Rules, func(r *rules.Rule) bool { return r.RenameSlot != nil && !r.RenameSlot.Merge }) {
-		return nil
-	}
+// followSlots calls visit for each rule of set in order, with the rows
+// per (operator, slot) the rule finds: the input's counts (slots, before
+// any rule), moved along by the rules before it that drop, remap and
+// rename operators and slots. A rule that keeps or drops rows by
+// expression is taken to keep them all. visit's error ends the walk.
+func followSlots(set *rules.Set, slots []*SlotStats, visit func(r *rules.Rule, present map[slotKey]int64) error) error {
 	present := map[slotKey]int64{}
 	for _, s := range slots {
-		present[slotKey{s.Op, s.Slot}] += s.Before
+		if s.Before > 0 {
+			present[slotKey{s.Op, s.Slot}] += s.Before
+		}
 	}
 	for _, r := range set.Rules {
+		if err := visit(r, present); err != nil {
+			return err
+		}
 		switch {
 		case r.DropOperator != nil:
 			for k := range present {
@@ -321,17 +325,99 @@ func checkSlotMerges(set *rules.Set, slots []*SlotStats) error {
 			}
 		case r.RenameSlot != nil:
 			s := r.RenameSlot
-			from, to := slotKey{s.Op.ID, s.From}, slotKey{s.Op.ID, s.To}
-			if present[from] > 0 && present[to] > 0 && !s.Merge {
-				return fmt.Errorf("%s: operator %s already has slot %q (%d rows); renaming slot %q (%d rows) into it would merge the two, a key held in both keeping one value (set 'merge: true' to do that)", r.Label(), s.Op, s.To, present[to], s.From, present[from])
-			}
+			from := slotKey{s.Op.ID, s.From}
 			if n := present[from]; n > 0 {
 				delete(present, from)
-				present[to] += n
+				present[slotKey{s.Op.ID, s.To}] += n
 			}
 		}
 	}
 	return nil
+}
+
+// checkSlotMerges refuses, as checkRemaps does for operators, a rename_slot
+// without 'merge: true' into a slot that holds rows at that rule (see
+// followSlots): the rows of the two slots would be merged, and a key held
+// in both keep one value, silently.
+func checkSlotMerges(set *rules.Set, slots []*SlotStats) error {
+	if !slices.ContainsFunc(set.Rules, func(r *rules.Rule) bool { return r.RenameSlot != nil && !r.RenameSlot.Merge }) {
+		return nil
+	}
+	return followSlots(set, slots, func(r *rules.Rule, present map[slotKey]int64) error {
+		s := r.RenameSlot
+		if s == nil || s.Merge {
+			return nil
+		}
+		from, to := present[slotKey{s.Op.ID, s.From}], present[slotKey{s.Op.ID, s.To}]
+		if from > 0 && to > 0 {
+			return fmt.Errorf("%s: operator %s already has slot %q (%d rows); renaming slot %q (%d rows) into it would merge the two, a key held in both keeping one value (set 'merge: true' to do that)", r.Label(), s.Op, s.To, to, s.From, from)
+		}
+		return nil
+	})
+}
+
+// scopeWarnings returns a warning for each rule that names an operator, or
+// a slot of one, that holds no row where the rule runs (see followSlots):
+// such a rule does nothing, most likely because of a mistyped name, which
+// an erasure's audit would otherwise report as keys not found.
+func scopeWarnings(set *rules.Set, slots []*SlotStats) []string {
+	var warns []string
+	followSlots(set, slots, func(r *rules.Rule, present map[slotKey]int64) error {
+		op, slot := ruleScope(r)
+		if op == nil && slot == nil {
+			return nil
+		}
+		var opSlots []string
+		for k, n := range present {
+			if n <= 0 || (op != nil && k.op != op.ID) {
+				continue
+			}
+			if slot == nil || k.slot == *slot {
+				return nil
+			}
+			if op != nil {
+				opSlots = append(opSlots, strconv.Quote(k.slot))
+			}
+		}
+		switch {
+		case op == nil:
+			warns = append(warns, fmt.Sprintf("%s: no operator has rows of slot %q here; the rule does nothing", r.Label(), *slot))
+		case slot == nil || len(opSlots) == 0:
+			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows here; the rule does nothing", r.Label(), op))
+		default:
+			slices.Sort(opSlots)
+			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows of slot %q here (its slots: %s); the rule does nothing", r.Label(), op, *slot, strings.Join(opSlots, ", ")))
+		}
+		return nil
+	})
+	return warns
+}
+
+// ruleScope returns the operator and slot a rule acts on (nil: any); both
+// nil for a rule that is not limited to rows of some operator or slot, or
+// that acts on the version map.
+func ruleScope(r *rules.Rule) (*rules.OpRef, *string) {
+	switch {
+	case r.Keep != nil:
+		return r.Keep.Scope.Op, r.Keep.Scope.Slot
+	case r.Drop != nil:
+		return r.Drop.Scope.Op, r.Drop.Scope.Slot
+	case r.PurgeKeys != nil:
+		return r.PurgeKeys.Scope.Op, r.PurgeKeys.Scope.Slot
+	case r.PurgeExpired != nil:
+		return r.PurgeExpired.Scope.Op, r.PurgeExpired.Scope.Slot
+	case r.SetValue != nil:
+		return &r.SetValue.Op, &r.SetValue.Slot
+	case r.DropOperator != nil:
+		return &r.DropOperator.Op, nil
+	case r.DropSlot != nil:
+		return &r.DropSlot.Op, &r.DropSlot.Slot
+	case r.RenameSlot != nil:
+		return &r.RenameSlot.Op, &r.RenameSlot.From
+	case r.RemapOperator != nil:
+		return &r.RemapOperator.From, nil
+	}
+	return nil, nil
 }
 
 // fileResult is one file's outcome.
