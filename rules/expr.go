@@ -189,20 +189,21 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 		}
 		return o
 	}
-	var checkedNode ast.Node
+	// The expression is type-checked as written, against the slot's types
+	// when it has them; what runs is compiled against Env with checked
+	// integer arithmetic (see checkedArith), whose calls expr cannot type.
+	var typeEnv any = Env{}
 	if typed != nil && typed != envType {
-		p, err := expr.Compile(src, opts(reflect.New(typed).Elem().Interface())...)
-		if err != nil {
-			return nil, toExprErr(err)
-		}
-		checkedNode = p.Node()
+		typeEnv = reflect.New(typed).Elem().Interface()
 	}
-	p, err := expr.Compile(src, opts(Env{})...)
+	checked, err := expr.Compile(src, opts(typeEnv)...)
 	if err != nil {
 		return nil, toExprErr(err)
 	}
-	if checkedNode == nil {
-		checkedNode = p.Node()
+	checkedNode := checked.Node()
+	p, err := expr.Compile(src, append(opts(Env{}), arithOptions...)...)
+	if err != nil {
+		return nil, toExprErr(err)
 	}
 	if e := checkCalls(p.Node()); e != nil {
 		return nil, e
