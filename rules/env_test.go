@@ -345,7 +345,7 @@ func TestKeysFileFormat(t *testing.T) {
 		msgs = append(msgs, w.String())
 	}
 	all := strings.Join(msgs, "\n")
-	if !strings.Contains(all, `keys file "s.txt" line 5 starts or ends with blanks`) || !strings.Contains(all, "rule 3: purge_keys lists no keys") {
+	if !strings.Contains(all, `keys file "s.txt": 2 lines start or end with blanks, which are part of their keys (the first: line 5)`) || !strings.Contains(all, "rule 3: purge_keys lists no keys") {
 		t.Errorf("warnings:\n%s", all)
 	}
 	// More than maxKeyErrors bad lines: the rest are counted.

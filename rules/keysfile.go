@@ -56,7 +56,7 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) bool {
 		prefault.Slice(encoded)
 	}
 	all := string(data) // one copy; string keys are substrings of it
-	bad, wsLine, lineNo := 0, 0, 0
+	bad, wsLine, wsLines, lineNo := 0, 0, 0, 0
 	var batch keyBatch
 	for start := 0; start < len(all); {
 		var ln string
@@ -93,8 +93,10 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) bool {
 			} else {
 				enc = int64Key(v)
 			}
-		} else if len(t) != len(ln) && wsLine == 0 {
-			wsLine = lineNo
+		} else if len(t) != len(ln) {
+			if wsLines++; wsLine == 0 {
+				wsLine = lineNo
+			}
 		}
 		batch.add(spec, enc, lineNo)
 	}
@@ -102,8 +104,11 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) bool {
 	if bad > maxKeyErrors {
 		p.keysErr(n, path, lineNo, 1, fmt.Sprintf("%d more invalid int64 keys not listed (%d in all)", bad-maxKeyErrors, bad))
 	}
-	if wsLine > 0 {
+	switch {
+	case wsLines == 1:
 		p.warnAt(n, "keys file %q line %d starts or ends with blanks, which are part of the key", spec.KeysFile, wsLine)
+	case wsLines > 1:
+		p.warnAt(n, "keys file %q: %d lines start or end with blanks, which are part of their keys (the first: line %d)", spec.KeysFile, wsLines, wsLine)
 	}
 	return bad == 0
 }

@@ -67,9 +67,12 @@ type Input struct {
 
 // Output describes what was written.
 type Output struct {
-	Path   string `json:"path"`
-	Files  int    `json:"files"`
-	Bytes  int64  `json:"bytes"`
+	Path  string `json:"path"`
+	Files int    `json:"files"`
+	Bytes int64  `json:"bytes"`
+	// Digest is "crc32c:" followed by the CRC-32C of every payload's CRC
+	// in file order, as Input.Digest; it is not a file's CRC (the sidecar
+	// has that).
 	Digest string `json:"digest"`
 }
 
@@ -249,7 +252,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		ew.printf("  %-36s %-8s %8d -> %d rows\n", f.Input, f.Action, f.RowsIn, f.RowsOut)
 	}
 	if r.Output != nil {
-		ew.printf("\nwritten: %s (%d files, %d bytes, %s)\n", r.Output.Path, r.Output.Files, r.Output.Bytes, r.Output.Digest)
+		ew.printf("\nwritten: %s (%d files, %d bytes, digest %s)\n", r.Output.Path, r.Output.Files, r.Output.Bytes, r.Output.Digest)
 	}
 	for _, w := range r.Warnings {
 		ew.printf("warning: %s\n", w)

@@ -31,6 +31,9 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}
+	if fs.Changed("parallelism") && *par < 1 {
+		return usageError(s, c, fmt.Errorf("--parallelism %d: a job runs at least one subtask", *par))
+	}
 	if (*par == 0) == (*groups == "") {
 		return usageError(s, c, errors.New("give exactly one of --parallelism and --group-parallelism"))
 	}
