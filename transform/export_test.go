@@ -10,3 +10,11 @@ func SetSpill(minRows, budget int) (restore func()) {
 
 // Spills returns how many outputs were sorted through temporary files.
 func Spills() int64 { return spillCount.Load() }
+
+// SetShadowSearch sets the fewest rows of an input not searched for hidden
+// copies; it returns a function that restores it.
+func SetShadowSearch(rows int) (restore func()) {
+	m := maxShadowSearchRows
+	maxShadowSearchRows = rows
+	return func() { maxShadowSearchRows = m }
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sptool/sptool/savepoint"
@@ -73,5 +74,29 @@ func TestShadowedCopies(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A file of a million rows or more that is not strictly increasing is
+// not searched for hidden copies (that would take a sort of its rows in
+// memory): when it stores a key twice, the report says so, and that a
+// dropped winning copy may have left the other.
+func TestShadowedCopiesLargeFileWarns(t *testing.T) {
+	defer transform.SetShadowSearch(2)()
+	a1 := keyed(opAgg, "agg", string(i64(1)), i64(10))
+	a2 := keyed(opAgg, "agg", string(i64(1)), i64(20))
+	b := keyed(opAgg, "agg", string(i64(2)), i64(30))
+	dir := t.TempDir()
+	in := filepath.Join(dir, "checkpoint-3.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), []savepoint.Row{a1, b, a2}, savepoint.SnapshotOptions{AsIs: true, Sidecar: true, CheckpointID: 3}); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, slotDecls+"  - drop: {op: 7, slot: agg, expr: 'value == 30'}\n", nil)
+	rep, err := run(t, in, set, transform.Options{Out: filepath.Join(dir, "out.snap")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.DuplicatesResolved != 1 || !strings.Contains(strings.Join(rep.Warnings, "\n"), "checkpoint-3.snap stores some keys twice and has over 1 rows: the rules acted on every stored copy") {
+		t.Errorf("%d duplicates, warnings %q", rep.DuplicatesResolved, rep.Warnings)
 	}
 }
