@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	dsbzip2 "github.com/dsnet/compress/bzip2"
 	"github.com/klauspost/compress/zstd"
@@ -24,6 +25,28 @@ const (
 	CompressBzip2 = "bzip2"
 	CompressXZ    = "xz"
 )
+
+// compressionSuffixes are the file name suffixes of the whole-file
+// compressions.
+var compressionSuffixes = map[string]string{
+	CompressGzip: ".gz", CompressZstd: ".zst", CompressLZ4: ".lz4", CompressBzip2: ".bz2", CompressXZ: ".xz",
+}
+
+// CompressionOfName returns the whole-file compression that a file name's
+// suffix stands for (".gz", ".zst", ".lz4", ".bz2", ".xz"), or
+// CompressNone.
+func CompressionOfName(name string) string {
+	for c, suffix := range compressionSuffixes {
+		if strings.HasSuffix(name, suffix) {
+			return c
+		}
+	}
+	return CompressNone
+}
+
+// CompressionSuffix returns the file name suffix of a whole-file
+// compression ("" for CompressNone).
+func CompressionSuffix(c string) string { return compressionSuffixes[c] }
 
 var magics = []struct {
 	name  string

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -79,6 +80,18 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	}
 	if sp.Kind == savepoint.InputFile && (opts.Generation != 0 || opts.Checkpoint != 0 || opts.CheckpointSet) {
 		return nil, errors.New("a generation or checkpoint id for the output (--generation, --checkpoint-id) applies to a tree; a snapshot file's output keeps its input's, in its sidecar")
+	}
+	if sp.Kind == savepoint.InputFile && !opts.DryRun {
+		// A file's output is compressed as its input is; its name must say
+		// so, and must not say otherwise (clink restores only plain
+		// streams, and a .snap holding gzip would look like one).
+		in, named := sp.Files[0].Compression, savepoint.CompressionOfName(opts.Out)
+		switch {
+		case in != named && in == savepoint.CompressNone:
+			return nil, fmt.Errorf("output %s: the name says %s, but the output is an uncompressed stream, as its input is; name it without the suffix", opts.Out, named)
+		case in != named:
+			return nil, fmt.Errorf("output %s: the output is %s-compressed, as its input is, and its name must say so (%s): clink restores only uncompressed streams; decompress the input first for one it restores", opts.Out, in, filepath.Base(opts.Out)+savepoint.CompressionSuffix(in))
+		}
 	}
 	if !opts.DryRun {
 		if opts.Out == "" {

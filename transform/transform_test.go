@@ -1094,7 +1094,9 @@ func TestPlanEqualsApply(t *testing.T) {
 }
 
 // TestCompressedInput: a whole-file compressed input gives an output
-// compressed the same way (rewritten or copied), with a valid sidecar.
+// compressed the same way (rewritten or copied), with a valid sidecar,
+// under a name that says so: a name that does not (or that names a
+// compression for a plain output) is refused before any work.
 func TestCompressedInput(t *testing.T) {
 	for _, comp := range []string{savepoint.CompressZstd, savepoint.CompressGzip, savepoint.CompressLZ4} {
 		t.Run(comp, func(t *testing.T) {
@@ -1111,7 +1113,12 @@ func TestCompressedInput(t *testing.T) {
 				{"  - drop_slot: {op: 7, slot: tmp}\n", except(baseRows, rT1, rT2)},
 				{"  - drop_slot: {op: 7, slot: nothing}\n", baseRows},
 			} {
-				out := filepath.Join(t.TempDir(), "out.snap")
+				plain := filepath.Join(t.TempDir(), "out.snap")
+				_, err := run(t, in, parseRules(t, slotDecls+tc.rules, nil), transform.Options{Out: plain})
+				if want := "the output is " + comp + "-compressed, as its input is, and its name must say so (out.snap" + savepoint.CompressionSuffix(comp) + ")"; err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("output named %s: %v, want %q", plain, err, want)
+				}
+				out := plain + savepoint.CompressionSuffix(comp)
 				rep, err := run(t, in, parseRules(t, slotDecls+tc.rules, nil), transform.Options{Out: out})
 				if err != nil {
 					t.Fatal(err)
