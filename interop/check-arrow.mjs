@@ -4,7 +4,8 @@
 //
 //   node check-arrow.mjs DIR        (SPTOOL_BIN names the sptool binary)
 //
-// For every *.snap (and every materializations/*.bin) under DIR:
+// For every *.snap, *.snap.gz and *.snap.zst (and every
+// materializations/*.bin) under DIR:
 //   - whole-file gzip/zstd compression is undone (node:zlib, fzstd);
 //   - canonical stream: exactly the fields op_id Uint64, key_bytes Binary,
 //     value_bytes Binary, none nullable; schema metadata with
@@ -41,7 +42,7 @@ function walk(d, out = []) {
   for (const e of readdirSync(d, { withFileTypes: true })) {
     const p = join(d, e.name);
     if (e.isDirectory()) walk(p, out);
-    else if (e.name.endsWith('.snap') || (e.name.endsWith('.bin') && d.endsWith(`${sep}materializations`))) out.push(p);
+    else if (/\.snap(\.gz|\.zst)?$/.test(e.name) || (e.name.endsWith('.bin') && d.endsWith(`${sep}materializations`))) out.push(p);
   }
   return out.sort();
 }

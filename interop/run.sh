@@ -92,10 +92,10 @@ echo "   mixed-p4 (purge)"
 echo "== sptool apply: the clink fixture, plain and whole-file compressed"
 run apply -r "$work/rewrite.yaml" testdata/clink/snapshot-v1.snap -o "$snap/fixture/checkpoint-7.snap"
 gzip -c testdata/clink/snapshot-v1.snap >"$work/in/snapshot-v1.snap.gz"
-run apply -r "$work/rewrite.yaml" "$work/in/snapshot-v1.snap.gz" -o "$snap/fixture-gzip/checkpoint-7.snap"
+run apply -r "$work/rewrite.yaml" "$work/in/snapshot-v1.snap.gz" -o "$snap/fixture-gzip/checkpoint-7.snap.gz"
 if command -v zstd >/dev/null; then
 	zstd -q -c testdata/clink/snapshot-v1.snap >"$work/in/snapshot-v1.snap.zst"
-	run apply -r "$work/rewrite.yaml" "$work/in/snapshot-v1.snap.zst" -o "$snap/fixture-zstd/checkpoint-7.snap"
+	run apply -r "$work/rewrite.yaml" "$work/in/snapshot-v1.snap.zst" -o "$snap/fixture-zstd/checkpoint-7.snap.zst"
 else
 	echo "   (zstd not installed: no zstd-compressed output)"
 fi
