@@ -273,48 +273,55 @@ func (rep *Report) checkAccounting() error {
 
 // checkRemaps refuses a remap_operator into an operator that already has
 // state, unless the rule says merge: true (or an earlier rule dropped it).
+// It reads the operator column alone, before any rule runs: the operators
+// are followed through the rules as followSlots follows slots, each
+// operator's rows counted under one (op, "") entry.
 func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 	if !slices.ContainsFunc(set.Rules, func(r *rules.Rule) bool { return r.RemapOperator != nil }) {
 		return nil // no remap: no need to read every row for the operators present
 	}
-	present := map[uint64]int64{}
+	counts := map[uint64]int64{}
 	for _, f := range sp.Files {
-		if err := f.Snapshot.CountOps(present); err != nil {
+		if err := f.Snapshot.CountOps(counts); err != nil {
 			return fmt.Errorf("%s: %w", f.Path, err)
 		}
 	}
-	dropped := map[uint64]bool{}
-	for _, r := range set.Rules {
-		switch {
-		case r.DropOperator != nil:
-			dropped[r.DropOperator.Op.ID] = true
-		case r.RemapOperator != nil:
-			s := r.RemapOperator
-			if n := present[s.To.ID]; n > 0 && !dropped[s.To.ID] && !s.Merge {
-				return fmt.Errorf("%s: operator %s already has state (%d rows); remapping %s into it would merge the two (set 'merge: true' to do that)", r.Label(), s.To, n, s.From)
-			}
-			if present[s.From.ID] > 0 {
-				present[s.To.ID] += present[s.From.ID]
-				present[s.From.ID] = 0
-			}
-			dropped[s.To.ID] = false
+	present := map[slotKey]int64{}
+	for op, n := range counts {
+		if n > 0 {
+			present[slotKey{op: op}] = n
 		}
 	}
-	return nil
+	return followSlots(set, present, func(r *rules.Rule, present map[slotKey]int64) error {
+		s := r.RemapOperator
+		if s == nil || s.Merge {
+			return nil
+		}
+		if n := present[slotKey{op: s.To.ID}]; n > 0 {
+			return fmt.Errorf("%s: operator %s already has state (%d rows); remapping %s into it would merge the two (set 'merge: true' to do that)", r.Label(), s.To, n, s.From)
+		}
+		return nil
+	})
 }
 
-// followSlots calls visit for each rule of set in order, with the rows
-// per (operator, slot) the rule finds: the input's counts (slots, before
-// any rule), moved along by the rules before it that drop, remap and
-// rename operators and slots. A rule that keeps or drops rows by
-// expression is taken to keep them all. visit's error ends the walk.
-func followSlots(set *rules.Set, slots []*SlotStats, visit func(r *rules.Rule, present map[slotKey]int64) error) error {
+// slotsBefore returns the input's rows per (operator, slot) of a report's
+// slots, for followSlots.
+func slotsBefore(slots []*SlotStats) map[slotKey]int64 {
 	present := map[slotKey]int64{}
 	for _, s := range slots {
 		if s.Before > 0 {
 			present[slotKey{s.Op, s.Slot}] += s.Before
 		}
 	}
+	return present
+}
+
+// followSlots calls visit for each rule of set in order, with the rows
+// per (operator, slot) the rule finds: present (the input's, before any
+// rule; changed in place) moved along by the rules before it that drop,
+// remap and rename operators and slots. A rule that keeps or drops rows by
+// expression is taken to keep them all. visit's error ends the walk.
+func followSlots(set *rules.Set, present map[slotKey]int64, visit func(r *rules.Rule, present map[slotKey]int64) error) error {
 	for _, r := range set.Rules {
 		if err := visit(r, present); err != nil {
 			return err
@@ -356,7 +363,7 @@ func checkSlotMerges(set *rules.Set, slots []*SlotStats) error {
 	if !slices.ContainsFunc(set.Rules, func(r *rules.Rule) bool { return r.RenameSlot != nil && !r.RenameSlot.Merge }) {
 		return nil
 	}
-	return followSlots(set, slots, func(r *rules.Rule, present map[slotKey]int64) error {
+	return followSlots(set, slotsBefore(slots), func(r *rules.Rule, present map[slotKey]int64) error {
 		s := r.RenameSlot
 		if s == nil || s.Merge {
 			return nil
@@ -375,7 +382,7 @@ func checkSlotMerges(set *rules.Set, slots []*SlotStats) error {
 // an erasure's audit would otherwise report as keys not found.
 func scopeWarnings(set *rules.Set, slots []*SlotStats) []string {
 	var warns []string
-	followSlots(set, slots, func(r *rules.Rule, present map[slotKey]int64) error {
+	followSlots(set, slotsBefore(slots), func(r *rules.Rule, present map[slotKey]int64) error {
 		op, slot := ruleScope(r)
 		if op == nil && slot == nil {
 			return nil
