@@ -288,11 +288,8 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	}
 	leftovers := savepoint.Leftovers(path)
 	var res *Result
-	write := savepoint.CreateFileAtomic // an export that appears meanwhile is kept
-	if force {
-		write = savepoint.WriteFileAtomic
-	}
-	err := write(path, func(w io.Writer) error {
+	// Without force, an export that appears meanwhile is kept.
+	err := savepoint.SaveFileAtomic(path, force, func(w io.Writer) error {
 		var err error
 		if res, err = Write(ctx, w, sp, opts); err != nil {
 			return err

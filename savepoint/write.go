@@ -312,19 +312,20 @@ var hookBeforeRename func(tmp, final string)
 // renamed over path and the directory is fsynced. On any error the temporary
 // file is removed and path is untouched.
 func WriteFileAtomic(path string, write func(io.Writer) error) error {
-	return writeFileAtomic(path, true, write)
+	return SaveFileAtomic(path, true, write)
 }
 
 // CreateFileAtomic is WriteFileAtomic for a path that must not exist: if
 // a file appears there while it is written, it is left as it is, and the
 // error is an fs.ErrExist.
 func CreateFileAtomic(path string, write func(io.Writer) error) error {
-	return writeFileAtomic(path, false, write)
+	return SaveFileAtomic(path, false, write)
 }
 
-// writeFileAtomic is WriteFileAtomic, or CreateFileAtomic when replace is
-// false.
-func writeFileAtomic(path string, replace bool, write func(io.Writer) error) error {
+// SaveFileAtomic is WriteFileAtomic when replace is true and
+// CreateFileAtomic when it is not: the choice a command's --force makes
+// for an output that is not a savepoint (a report, an export).
+func SaveFileAtomic(path string, replace bool, write func(io.Writer) error) error {
 	return writeAtomic(path, replace, func(f *os.File) error {
 		bw := bufio.NewWriterSize(f, 1<<20)
 		if err := write(bw); err != nil {
@@ -334,7 +335,7 @@ func writeFileAtomic(path string, replace bool, write func(io.Writer) error) err
 	})
 }
 
-// writeAtomic is writeFileAtomic for a write that fills the temporary
+// writeAtomic is SaveFileAtomic for a write that fills the temporary
 // file itself.
 func writeAtomic(path string, replace bool, write func(*os.File) error) error {
 	tmp, err := fillTemp(path, os.O_WRONLY, func(f *os.File) error {

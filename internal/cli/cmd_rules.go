@@ -272,11 +272,7 @@ func writeJSONFile(path string, v any, replace bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	write := savepoint.CreateFileAtomic
-	if replace {
-		write = savepoint.WriteFileAtomic
-	}
-	return write(path, func(w io.Writer) error { return writeJSON(w, v) })
+	return savepoint.SaveFileAtomic(path, replace, func(w io.Writer) error { return writeJSON(w, v) })
 }
 
 // rulesRowFilter compiles cat's --where with the codecs of --rules.
