@@ -64,6 +64,12 @@ type Options struct {
 	// nearest existing directory above Out (so the output's filesystem, not
 	// a /tmp that may be memory), or os.TempDir() for a dry run.
 	TempDir string
+	// Decompress writes every output file as an uncompressed stream, the
+	// only form clink restores. A file compressed as a whole (gzip, zstd,
+	// ...) is then rewritten even when no rule changed it, in the
+	// canonical form of every rewritten file; without Decompress, an
+	// output is compressed as its input is.
+	Decompress bool
 }
 
 // ErrAccounting is returned when a run's counts do not add up; it means a
@@ -82,15 +88,19 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, errors.New("a generation or checkpoint id for the output (--generation, --checkpoint-id) applies to a tree; a snapshot file's output keeps its input's, in its sidecar")
 	}
 	if sp.Kind == savepoint.InputFile && !opts.DryRun {
-		// A file's output is compressed as its input is; its name must say
-		// so, and must not say otherwise (clink restores only plain
-		// streams, and a .snap holding gzip would look like one).
+		// A file's output is compressed as its input is (unless
+		// Decompress); its name must say so, and must not say otherwise
+		// (clink restores only plain streams, and a .snap holding gzip
+		// would look like one).
 		in, named := sp.Files[0].Compression, savepoint.CompressionOfName(opts.Out)
 		switch {
+		case opts.Decompress && named != savepoint.CompressNone:
+			return nil, fmt.Errorf("output %s: the name says %s, but --decompress writes an uncompressed stream; name it without the suffix", opts.Out, named)
+		case opts.Decompress:
 		case in != named && in == savepoint.CompressNone:
 			return nil, fmt.Errorf("output %s: the name says %s, but the output is an uncompressed stream, as its input is; name it without the suffix", opts.Out, named)
 		case in != named:
-			return nil, fmt.Errorf("output %s: the output is %s-compressed, as its input is, and its name must say so (%s): clink restores only uncompressed streams; decompress the input first for one it restores", opts.Out, in, filepath.Base(opts.Out)+savepoint.CompressionSuffix(in))
+			return nil, fmt.Errorf("output %s: the output is %s-compressed, as its input is, and its name must say so (%s): clink restores only uncompressed streams; --decompress writes one it restores", opts.Out, in, filepath.Base(opts.Out)+savepoint.CompressionSuffix(in))
 		}
 	}
 	if !opts.DryRun {
@@ -134,7 +144,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if !opts.DryRun {
 		rep.Warnings = append(rep.Warnings, savepoint.Leftovers(opts.Out)...)
 	}
-	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts), dry: opts.DryRun}
+	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts), dry: opts.DryRun, decompress: opts.Decompress}
 	defer eng.spill.close()
 	for _, f := range sp.Files {
 		eng.total += int64(f.Snapshot.NumRows())
@@ -489,6 +499,8 @@ type engine struct {
 	total    int64
 	spill    *spiller
 	dry      bool // a plan: nothing is written
+	// decompress: every output is an uncompressed stream (Options.Decompress).
+	decompress bool
 }
 
 // processFile runs every row of f through the steps. It records the
@@ -549,6 +561,9 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 		// as the canonical empty stream, never copied: sptool writes no
 		// 0-byte .snap (format 1.1).
 		res.changed = true
+	}
+	if e.decompress && f.Compression != savepoint.CompressNone {
+		res.changed = true // its copy would stay compressed
 	}
 	comp := &compositeMemo{e: e}
 	dropped := func(r savepoint.Row) {

@@ -1419,3 +1419,91 @@ func TestInputChangedWhileRunning(t *testing.T) {
 		}
 	}
 }
+
+// TestDecompress: with Decompress, a tree whose files are compressed as a
+// whole comes out uncompressed (the only form clink restores), files no rule
+// changed included, rewritten in canonical form with the same rows; without
+// it, an unchanged compressed file is copied as it is and a changed one is
+// written compressed again. A file input's output then takes a plain name.
+func TestDecompress(t *testing.T) {
+	dir := t.TempDir()
+	files := threeSubtasks()
+	in := writeTree(t, filepath.Join(dir, "in"), 5, "j", files, baseVersions(t), savepoint.CompressGzip)
+	set := parseRules(t, slotDecls+"  - drop_slot: {op: 12, slot: dedup}\n", nil)
+	changed := map[int]bool{}
+	for _, r := range []savepoint.Row{rD1, rD2} {
+		changed[savepoint.SubtaskForKeyGroup(int(r.Key[0]), 3)] = true
+	}
+	if len(changed) == 3 {
+		t.Fatal("test setup: every subtask holds a row of op 12")
+	}
+	var want []located
+	for s, rows := range files {
+		for _, r := range except(rows, rD1, rD2) {
+			want = append(want, located{s, r})
+		}
+	}
+	for _, decompress := range []bool{false, true} {
+		out := filepath.Join(dir, fmt.Sprintf("out-%v", decompress))
+		rep, err := run(t, in, set, transform.Options{Out: out, Decompress: decompress})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAccounting(t, rep, len(rowsOf(open(t, in))), len(want))
+		for _, fs := range rep.Files {
+			wantAction := "copy"
+			if decompress || changed[fs.Subtask] {
+				wantAction = "rewrite"
+			}
+			if fs.Action != wantAction {
+				t.Errorf("decompress %v: subtask %d: action %q, want %q", decompress, fs.Subtask, fs.Action, wantAction)
+			}
+		}
+		sp := open(t, out)
+		for _, f := range sp.Files {
+			wantComp := savepoint.CompressGzip
+			if decompress {
+				wantComp = savepoint.CompressNone
+			}
+			if f.Compression != wantComp || f.Verdict != savepoint.VerdictValid {
+				t.Errorf("decompress %v: subtask %d: compression %q, sidecar %s; want %q and a valid sidecar", decompress, f.Subtask, f.Compression, f.Verdict, wantComp)
+			}
+		}
+		sameRows(t, fmt.Sprintf("decompress %v", decompress), rowsOf(sp), want)
+	}
+
+	// A file: the output is named as what it holds.
+	zin := filepath.Join(dir, "one.snap.zst")
+	if _, err := savepoint.WriteSnapshotFile(zin, savepoint.CanonicalMetadata(nil, baseVersions(t)), files[0], savepoint.SnapshotOptions{Compression: savepoint.CompressZstd, Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	none := parseRules(t, "version: 1\nrules: []\n", nil)
+	if _, err := run(t, zin, none, transform.Options{Out: filepath.Join(dir, "one-out.snap.zst"), Decompress: true}); err == nil || !strings.Contains(err.Error(), "--decompress writes an uncompressed stream; name it without the suffix") {
+		t.Errorf("a compressed name for a decompressed output: err %v", err)
+	}
+	if _, err := run(t, zin, none, transform.Options{Out: filepath.Join(dir, "one-out.snap")}); err == nil || !strings.Contains(err.Error(), "--decompress writes one it restores") {
+		t.Errorf("a plain name for a compressed output: err %v", err)
+	}
+	plain := filepath.Join(dir, "one-out.snap")
+	rep, err := run(t, zin, none, transform.Options{Out: plain, Decompress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Files[0].Action != "rewrite" {
+		t.Errorf("decompressed file: action %q, want rewrite", rep.Files[0].Action)
+	}
+	sp := open(t, plain)
+	if f := sp.Files[0]; f.Compression != savepoint.CompressNone || f.Verdict != savepoint.VerdictValid {
+		t.Errorf("decompressed file: compression %q, sidecar %s", f.Compression, f.Verdict)
+	}
+	sameRows(t, "decompressed file", rowsOf(sp), placeFile(files[0]))
+}
+
+// placeFile locates the rows of a single-file input.
+func placeFile(rows []savepoint.Row) []located {
+	out := make([]located, len(rows))
+	for i, r := range rows {
+		out[i] = located{-1, r}
+	}
+	return out
+}

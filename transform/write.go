@@ -27,6 +27,15 @@ func provenance(tool string, set *rules.Set, f *newFile) string {
 	return s
 }
 
+// outCompression is the whole-file compression of an output whose input
+// file was compressed with in.
+func outCompression(in string, opts Options) string {
+	if opts.Decompress {
+		return savepoint.CompressNone
+	}
+	return in
+}
+
 // write publishes the output files.
 func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files []*newFile, rep *Report, opts Options) error {
 	tool := opts.Tool
@@ -63,7 +72,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			addDigest(f.CRC32C)
 			out.Files, out.Bytes = 1, f.Size
 		} else {
-			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: f.Compression, Sidecar: true, CheckpointID: ckpt, Progress: (&writeProgress{sp: sp, progress: opts.Progress}).file(), Jobs: opts.Jobs, BeforePublish: beforePublish, NoReplace: !opts.Force})
+			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: outCompression(f.Compression, opts), Sidecar: true, CheckpointID: ckpt, Progress: (&writeProgress{sp: sp, progress: opts.Progress}).file(), Jobs: opts.Jobs, BeforePublish: beforePublish, NoReplace: !opts.Force})
 			if err != nil {
 				return err
 			}
@@ -100,7 +109,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			prog.file()(nf.copyOf.Size)
 			return savepoint.FileInfo{Size: nf.copyOf.Size, CRC32C: nf.copyOf.CRC32C}, nil
 		}
-		return tw.WriteSubtaskWith(nf.subtask, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: nf.compression, Progress: prog.file(), Jobs: jobs})
+		return tw.WriteSubtaskWith(nf.subtask, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: outCompression(nf.compression, opts), Progress: prog.file(), Jobs: jobs})
 	})
 	if err := firstError(written); err != nil {
 		return err

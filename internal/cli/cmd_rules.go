@@ -71,7 +71,7 @@ type transformFlags struct {
 	rules, out, report, stateBase *string
 	tempDir                       *string
 	force, asJSON, allowUnverif   *bool
-	quiet                         *bool
+	quiet, decompress             *bool
 	jobs, generation              *int
 	checkpointID                  *uint64
 	open                          openFlags
@@ -99,6 +99,7 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	f.asJSON = fs.Bool("json", false, "print the report as JSON (stable format, see the README)")
 	f.jobs = fs.Int("jobs", 0, "files processed at once (default: the number of CPUs)")
 	f.allowUnverif = fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
+	f.decompress = fs.Bool("decompress", false, "write uncompressed files, the only form clink restores: a file compressed as a whole (.gz, .zst, ...) is rewritten even when no rule changes it (default: compressed as its input; a rescaled group's new files are always plain)")
 	f.quiet = fs.BoolP("quiet", "q", false, "no progress on stderr (it is shown only when stderr is a terminal)")
 	tempDefault := "the output's directory; for a dry run, the system's temporary directory"
 	if dry {
@@ -192,7 +193,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	}
 	sp := o.sp
 	defer sp.Close()
-	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version, TempDir: *tf.tempDir}
+	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version, TempDir: *tf.tempDir, Decompress: *tf.decompress}
 	if s.ErrIsTerminal && !*tf.quiet {
 		p := newProgress(s.Err)
 		defer p.finish()
