@@ -24,6 +24,7 @@ package diff
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -224,8 +225,14 @@ type differ struct {
 	env   rules.Env
 }
 
-// Compare compares the logical state of a and b.
-func Compare(a, b *savepoint.Savepoint, opts Options) *Result {
+// cancelEvery is how many rows Compare merges between looks at its
+// context.
+const cancelEvery = 1 << 16
+
+// Compare compares the logical state of a and b. It fails when ctx is
+// done before it ends, or when a file of either side changed while it was
+// read (savepoint.ErrInputChanged): its verdict would describe a mix.
+func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Result, error) {
 	res := &Result{Operators: []Operator{}, Versions: []VersionChange{}, Metadata: []MetadataChange{}, Warnings: []string{}}
 	d := &differ{opts: opts, slots: map[slotKey]*Slot{}}
 	var sa, sb savepoint.UnionStats
@@ -252,7 +259,10 @@ func Compare(a, b *savepoint.Savepoint, opts Options) *Result {
 	defer stopB()
 	ra, okA := nextA()
 	rb, okB := nextB()
-	for okA || okB {
+	for n := 0; okA || okB; n++ {
+		if n%cancelEvery == cancelEvery-1 && ctx.Err() != nil {
+			break
+		}
 		c := 0
 		switch {
 		case !okA:
@@ -278,6 +288,15 @@ func Compare(a, b *savepoint.Savepoint, opts Options) *Result {
 	stopA()
 	stopB()
 	faults.Wait() // and the merges' statistics are complete
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := a.CheckUnchanged(); err != nil {
+		return nil, fmt.Errorf("A: %w", err)
+	}
+	if err := b.CheckUnchanged(); err != nil {
+		return nil, fmt.Errorf("B: %w", err)
+	}
 	// The rows the sorts dropped as duplicates were stored rows.
 	sa.StoredRows, sa.FileDuplicates = sa.StoredRows+droppedA, sa.FileDuplicates+droppedA
 	sb.StoredRows, sb.FileDuplicates = sb.StoredRows+droppedB, sb.FileDuplicates+droppedB
@@ -298,7 +317,7 @@ func Compare(a, b *savepoint.Savepoint, opts Options) *Result {
 		}
 	}
 	res.Identical = !res.Summary.Differs() && res.Summary.VersionChanges == 0 && res.Summary.MetadataChanges == 0
-	return res
+	return res, nil
 }
 
 // pullBatch is how many rows pullAhead hands over at a time.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"iter"
@@ -35,6 +36,42 @@ func open(t testing.TB, path string) *savepoint.Savepoint {
 		t.Fatal(err)
 	}
 	return sp
+}
+
+// compare is Compare that fails the test on an error.
+func compare(t testing.TB, a, b *savepoint.Savepoint, opts Options) *Result {
+	t.Helper()
+	r, err := Compare(context.Background(), a, b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestCompareFails: a comparison cancelled, or of an input that changed
+// while it was read, gives an error, never a verdict.
+func TestCompareFails(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if r, err := Compare(ctx, open(t, exampleTree), open(t, exampleTree), Options{}); !errors.Is(err, context.Canceled) || r != nil {
+		t.Errorf("cancelled: %v, %v; want context.Canceled and no result", r, err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "in.snap")
+	src, err := os.ReadFile(filepath.Join("..", "testdata", "clink", "snapshot-v1.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, b := open(t, path), open(t, path)
+	if err := os.WriteFile(path, append(src, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Compare(context.Background(), a, b, Options{}); !errors.Is(err, savepoint.ErrInputChanged) || r != nil || !strings.HasPrefix(err.Error(), "A: ") {
+		t.Errorf("changed input: %v, %v; want A: ErrInputChanged and no result", r, err)
+	}
 }
 
 func parse(t testing.TB, src string) *rules.Set {
@@ -73,7 +110,7 @@ func slotOf(r *Result, op uint64, slot string) *Slot {
 
 func TestDiffIdentical(t *testing.T) {
 	a, b := open(t, exampleTree), open(t, exampleTree)
-	r := Compare(a, b, Options{Limit: DefaultLimit})
+	r := compare(t, a, b, Options{Limit: DefaultLimit})
 	rows, _ := a.Union()
 	if !r.Identical || r.Summary.Unchanged != int64(len(rows)) || r.Summary.Differs() || len(r.Versions) != 0 || len(r.Metadata) != 0 {
 		t.Fatalf("identical trees: %+v", r.Summary)
@@ -118,7 +155,7 @@ rules:
 			total++
 		}
 	}
-	r := Compare(a, b, Options{Limit: 100})
+	r := compare(t, a, b, Options{Limit: 100})
 	if r.Identical || r.Summary.Removed != total || r.Summary.Added != 0 || r.Summary.Changed != 0 || int(r.Summary.Unchanged) != len(union)-int(total) {
 		t.Fatalf("summary %+v, want %d removed", r.Summary, total)
 	}
@@ -143,7 +180,7 @@ rules:
 		t.Errorf("metadata %+v", r.Metadata)
 	}
 	// The reverse direction: the same rows added.
-	back := Compare(b, a, Options{})
+	back := compare(t, b, a, Options{})
 	if back.Summary.Added != total || back.Summary.Removed != 0 {
 		t.Errorf("reverse: %+v", back.Summary)
 	}
@@ -160,7 +197,7 @@ rules:
   - set_version: {uid: agg, state_type: UserCounter, version: 2, slot: counts_v2}
 `
 	out := apply(t, src)
-	r := Compare(open(t, exampleTree), open(t, out), Options{Limit: 2, Rules: parse(t, src)})
+	r := compare(t, open(t, exampleTree), open(t, out), Options{Limit: 2, Rules: parse(t, src)})
 	old, nu := slotOf(r, opAgg, "counts"), slotOf(r, opAgg, "counts_v2")
 	if old == nil || nu == nil {
 		t.Fatalf("slots %+v", r.Operators)
@@ -197,7 +234,7 @@ rules:
   - set_version: {uid: enricher, state_type: Profile, version: 3, slot: profile}
   - set_version: {uid: enricher, state_type: Fresh, version: 1}
 `)
-	r := Compare(open(t, exampleTree), open(t, out), Options{Limit: DefaultLimit})
+	r := compare(t, open(t, exampleTree), open(t, out), Options{Limit: DefaultLimit})
 	if r.Identical || r.Summary.Differs() || r.Summary.VersionChanges != 2 {
 		t.Fatalf("summary %+v identical %v", r.Summary, r.Identical)
 	}
@@ -217,7 +254,7 @@ rules:
   - set_value: {uid: agg, slot: counts, expr: 'value == 0 ? 0 : value * 100'}
 `
 	out := apply(t, src)
-	r := Compare(open(t, exampleTree), open(t, out), Options{Limit: 3, Rules: parse(t, src)})
+	r := compare(t, open(t, exampleTree), open(t, out), Options{Limit: 3, Rules: parse(t, src)})
 	s := slotOf(r, opAgg, "counts")
 	if s.Changed+s.Unchanged != 300 || s.Changed < 290 || len(s.Samples.Changed) != 3 {
 		t.Fatalf("counts %+v", s.Counts)
@@ -269,7 +306,7 @@ func TestDiffStaleCopiesIgnored(t *testing.T) {
 	k := savepoint.EncodeKeyedKey([]byte("s"), []byte("user-42"))
 	a := write("a", nil)
 	b := write("b", []savepoint.Row{{Op: 9, Key: k, Value: []byte("stale")}})
-	r := Compare(a, b, Options{})
+	r := compare(t, a, b, Options{})
 	if !r.Identical || r.B.StaleCopies != 1 || len(r.Warnings) != 1 || !strings.HasPrefix(r.Warnings[0], "B: 1 stale keyed copy") {
 		t.Fatalf("identical %v, B %+v, warnings %q", r.Identical, r.B, r.Warnings)
 	}
@@ -288,7 +325,7 @@ rules:
   - set_version: {uid: enricher, state_type: Cart, version: 1, slot: basket}
 `
 	out := apply(t, src)
-	r := Compare(open(t, exampleTree), open(t, out), Options{Limit: 1, Rules: parse(t, src)})
+	r := compare(t, open(t, exampleTree), open(t, out), Options{Limit: 1, Rules: parse(t, src)})
 	r.A.Path, r.B.Path = "A", "B"
 	// sptool.provenance is the transform engine's business: pin only its presence.
 	for i, m := range r.Metadata {
@@ -350,10 +387,10 @@ func TestDiffThroughSortedCopies(t *testing.T) {
 		a, b := tree(seed, false), tree(seed+100, true)
 		opts := Options{Limit: 5, TempDir: t.TempDir()}
 		sortRows = 1 << 20
-		inPlace := Compare(a, b, opts)
+		inPlace := compare(t, a, b, opts)
 		want, _ := json.Marshal(inPlace)
 		sortRows = 0
-		got, _ := json.Marshal(Compare(a, b, opts))
+		got, _ := json.Marshal(compare(t, a, b, opts))
 		if !bytes.Equal(got, want) {
 			t.Fatalf("seed %d: through sorted copies\n%s\nin place\n%s", seed, got, want)
 		}

@@ -746,9 +746,13 @@ func (sp *Savepoint) ReleasePages() {
 
 // CheckUnchanged reports ErrInputChanged when any payload's size or
 // modification time differs from when it was opened: a writer must not
-// publish a mix of old and new input.
+// publish a mix of old and new input. Files built in memory (no Path) have
+// nothing to check.
 func (sp *Savepoint) CheckUnchanged() error {
 	for _, f := range sp.Files {
+		if f.Path == "" {
+			continue
+		}
 		st, err := os.Stat(f.Path)
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.Path, err)

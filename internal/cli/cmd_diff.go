@@ -69,10 +69,10 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 		return fail(s, c.name, fmt.Errorf("B: %w", err))
 	}
 	defer b.Close()
-	if err := ctx.Err(); err != nil {
+	res, err := diff.Compare(ctx, a, b, opts)
+	if err != nil {
 		return fail(s, c.name, err)
 	}
-	res := diff.Compare(a, b, opts)
 	if *asJSON {
 		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "  ")
