@@ -217,10 +217,11 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 				rep.DuplicatesResolved += dupes
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("group %s: %d rows were stored twice in one file; each was resolved as clink's restore does (keyed: the later row; operator state: the greater 8-byte value)", savepoint.FormatGroups([]savepoint.Group{g}), dupes))
 			}
-			files, err := rescaleGroup(sp, g, newFirst, m, byIndex, results, rr)
+			files, warns, err := rescaleGroup(sp, g, newFirst, m, byIndex, results, rr)
 			if err != nil {
 				return nil, err
 			}
+			rep.Warnings = append(rep.Warnings, warns...)
 			out = append(out, files...)
 		}
 		rr.Groups = append(rr.Groups, gr)
@@ -237,10 +238,47 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 	return out, nil
 }
 
+// unionMetadata is the metadata of a rescaled group's new files: first's
+// (the first old file's that has any) with the keys only other old files
+// carry added, in old subtask order. clink reads none of these keys, but
+// they belong to the state (sptool.md: unknown keys are carried over) and
+// each old file's rows are spread over the new ones. A key the old files
+// give different values keeps the first and is reported. The version map
+// is chosen apart, and the provenance is the output's own.
+func unionMetadata(first savepoint.Metadata, files []*savepoint.File, g savepoint.Group) (savepoint.Metadata, []string) {
+	out := slices.Clone(first)
+	kept := map[string]string{}
+	for _, e := range out {
+		if _, ok := kept[e.Key]; !ok {
+			kept[e.Key] = e.Value
+		}
+	}
+	var warns []string
+	reported := map[string]bool{}
+	for i, f := range files {
+		for _, e := range f.Snapshot.Metadata {
+			switch e.Key {
+			case savepoint.MetaFormatVersion, savepoint.MetaStateVersions, savepoint.MetaProvenance:
+				continue
+			}
+			v, ok := kept[e.Key]
+			switch {
+			case !ok:
+				kept[e.Key] = e.Value
+				out = append(out, e)
+			case v != e.Value && !reported[e.Key]:
+				reported[e.Key] = true
+				warns = append(warns, fmt.Sprintf("group %s: metadata key %q has another value in subtask %d's file (%q) than the one the new files keep (%q)", savepoint.FormatGroups([]savepoint.Group{g}), e.Key, g.First+i, e.Value, v))
+			}
+		}
+	}
+	return out, warns
+}
+
 // timerPrefix starts the key of an operator's timer blob (format 3.4).
 var timerPrefix = []byte("\xff__clink_timers")
 
-func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, byIndex map[int]int, results []*fileResult, rr *RescaleReport) ([]*newFile, error) {
+func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, byIndex map[int]int, results []*fileResult, rr *RescaleReport) ([]*newFile, []string, error) {
 	files := make([]*newFile, m)
 	// Keyed rows are not copied: pos[j][o] lists, in order, the spans of
 	// positions in old file o's output of the rows that go to new file j
@@ -286,7 +324,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	counts := newFileCounts(parts, m)
 	for i, p := range parts {
 		if p.err != nil {
-			return nil, fmt.Errorf("%s: %w", sp.Files[byIndex[g.First+i]].Path, p.err)
+			return nil, nil, fmt.Errorf("%s: %w", sp.Files[byIndex[g.First+i]].Path, p.err)
 		}
 		for op := range p.own {
 			own[op] = true
@@ -310,7 +348,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		if (wholeTree || own[id.Op]) && bytes.HasPrefix(id.Key, timerPrefix) {
 			blobs := make([][]byte, m)
 			if err := splitTimers(id, copies, g, newG, blobs, rr); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			for i := range files {
 				rows[i] = append(rows[i], savepoint.Row{Op: id.Op, Key: id.Key, Value: blobs[i]})
@@ -329,6 +367,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		rr.OperatorDistinct++
 		rr.OperatorOut += int64(m)
 	}
+	meta, warns := unionMetadata(meta, groupFiles, g)
 	from := fmt.Sprintf("rescaled from subtasks %d-%d of v%d", g.First, g.First+g.Count-1, sp.Generation)
 	for i, f := range files {
 		f.md, f.versions, f.from = meta, versions, from
@@ -339,7 +378,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 			f.counts = counts[i]
 		}
 	}
-	return files, nil
+	return files, warns, nil
 }
 
 // rescalePart is what sortOut found in one old file of a rescale group.

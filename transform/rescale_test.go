@@ -2467,3 +2467,56 @@ func TestRescaleMissingSubtasks(t *testing.T) {
 		t.Errorf("an output was written")
 	}
 }
+
+// TestRescaleUnknownMetadata: the new files of a rescaled group carry every
+// unknown metadata key any old file of the group carries (the first value
+// when they disagree, which is reported), not only the first file's.
+func TestRescaleUnknownMetadata(t *testing.T) {
+	dir := rsTempDir(t)
+	in := filepath.Join(dir, "in")
+	tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Abort()
+	extra := []savepoint.Metadata{
+		nil,
+		{{Key: "x.first", Value: "a"}, {Key: savepoint.MetaProvenance, Value: "tool=old;input=1"}},
+		{{Key: "x.first", Value: "b"}, {Key: "x.second", Value: "c"}, {Key: savepoint.MetaProvenance, Value: "tool=old;input=2"}},
+	}
+	for i, md := range extra {
+		rows := []savepoint.Row{{Op: 1, Key: []byte("\xff__off__"), Value: rsI64(int64(i))}}
+		if _, err := tw.WriteSubtask(i, append(savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), md...), rows, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("j", nil); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	rep, err := transform.Run(context.Background(), rsOpen(t, in, nil), rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n"), transform.Options{Out: out})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for _, f := range rsOpen(t, out, nil).Files {
+		md := f.Snapshot.Metadata
+		first, _ := md.Get("x.first")
+		second, _ := md.Get("x.second")
+		prov, _ := md.Get(savepoint.MetaProvenance)
+		if first != "a" || second != "c" || strings.Contains(prov, "tool=old") {
+			t.Errorf("subtask %d: x.first %q, x.second %q, provenance %q; want a, c and the output's own", f.Subtask, first, second, prov)
+		}
+	}
+	var warned int
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, `metadata key "x.first" has another value in subtask 2's file ("b") than the one the new files keep ("a")`) {
+			warned++
+		}
+		if strings.Contains(w, "x.second") || strings.Contains(w, "provenance") {
+			t.Errorf("warning %q", w)
+		}
+	}
+	if warned != 1 {
+		t.Errorf("warnings %q: want one about x.first", rep.Warnings)
+	}
+}
