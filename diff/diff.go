@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -310,6 +311,10 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Res
 	d.collect(res)
 	res.Versions = versionChanges(a, b, res)
 	res.Metadata = metadataChanges(a, b)
+	if c, ok := versionMapFiles(a, b); ok {
+		res.Metadata = append(res.Metadata, c)
+		slices.SortFunc(res.Metadata, func(x, y MetadataChange) int { return strings.Compare(x.Key, y.Key) })
+	}
 	res.Summary.VersionChanges = len(res.Versions)
 	for _, m := range res.Metadata {
 		if m.CountsAsDifference {
@@ -528,10 +533,10 @@ func versionChanges(a, b *savepoint.Savepoint, res *Result) []VersionChange {
 	va, na := a.JobVersions()
 	vb, nb := b.JobVersions()
 	if na > 1 {
-		res.Warnings = append(res.Warnings, "A: the files carry different version maps; the first non-empty one is compared (as clink's merge keeps it)")
+		res.Warnings = append(res.Warnings, "A: the files carry different version maps; the first non-empty one is compared (as clink's merge keeps it), and which file carries which (each subtask restores its own)")
 	}
 	if nb > 1 {
-		res.Warnings = append(res.Warnings, "B: the files carry different version maps; the first non-empty one is compared (as clink's merge keeps it)")
+		res.Warnings = append(res.Warnings, "B: the files carry different version maps; the first non-empty one is compared (as clink's merge keeps it), and which file carries which (each subtask restores its own)")
 	}
 	type key struct {
 		op uint64
@@ -570,6 +575,59 @@ func versionChanges(a, b *savepoint.Savepoint, res *Result) []VersionChange {
 		return strings.Compare(x.StateType, y.StateType)
 	})
 	return out
+}
+
+// versionMapFiles compares which version map each file carries when the
+// files of a side do not all carry the same one: a subtask restores its own
+// file's map (a file without one reads every stamp as version 1), so the
+// job-wide map versionChanges compares does not tell all. With the same
+// subtasks on both sides the maps are compared subtask by subtask, else as
+// sets. A difference is a metadata change of clink.state_versions that
+// counts, its values the packed maps ("" for none), each "subtask N: map"
+// when compared by subtask.
+func versionMapFiles(a, b *savepoint.Savepoint) (MetadataChange, bool) {
+	_, na := a.JobVersions()
+	_, nb := b.JobVersions()
+	if na <= 1 && nb <= 1 {
+		return MetadataChange{}, false
+	}
+	bySubtask := func(sp *savepoint.Savepoint) map[int]string {
+		m := map[int]string{}
+		for _, f := range sp.Files {
+			if f.Snapshot != nil {
+				m[f.Subtask] = f.Snapshot.Versions.Pack()
+			}
+		}
+		return m
+	}
+	pa, pb := bySubtask(a), bySubtask(b)
+	sameSubtasks := len(pa) == len(pb)
+	for s := range pa {
+		if _, ok := pb[s]; !ok {
+			sameSubtasks = false
+		}
+	}
+	values := func(m map[int]string) []string {
+		var out []string
+		for _, s := range slices.Sorted(maps.Keys(m)) {
+			v := m[s]
+			if sameSubtasks {
+				v = fmt.Sprintf("subtask %d: %s", s, v)
+			}
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+		if !sameSubtasks {
+			slices.Sort(out)
+		}
+		return out
+	}
+	va, vb := values(pa), values(pb)
+	if slices.Equal(va, vb) {
+		return MetadataChange{}, false
+	}
+	return MetadataChange{Key: savepoint.MetaStateVersions, A: va, B: vb, CountsAsDifference: true}, true
 }
 
 // metadataValues returns, per metadata key other than clink's two, the

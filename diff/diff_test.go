@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -474,4 +475,50 @@ func TestPullAheadPanic(t *testing.T) {
 	}()
 	faults.Wait()
 	t.Error("Wait raised nothing")
+}
+
+// TestVersionMapPerFile: when a side's files carry different version maps,
+// which subtask carries which is compared too (each restores its own), so a
+// stamp changed in a file other than the first is a difference; files that
+// agree on both sides compare the job-wide map only.
+func TestVersionMapPerFile(t *testing.T) {
+	vm := func(packed string) savepoint.VersionMap {
+		v, err := savepoint.ParseVersionMap(packed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	tree := func(maps ...string) *savepoint.Savepoint {
+		sp := &savepoint.Savepoint{Kind: savepoint.InputTree, Groups: []savepoint.Group{{First: 0, Count: len(maps)}}}
+		for i, m := range maps {
+			sp.Files = append(sp.Files, &savepoint.File{Subtask: i, Snapshot: &savepoint.Snapshot{Versions: vm(m)}})
+		}
+		return sp
+	}
+	const v1, v2 = "1|T|1|s", "1|T|2|s"
+	for _, c := range []struct {
+		a, b      []string
+		identical bool
+		wantA     []string
+	}{
+		{[]string{v2, v2}, []string{v2, v2}, true, nil},
+		{[]string{v2, v1}, []string{v2, v1}, true, nil},
+		{[]string{v2, v2}, []string{v2, v1}, false, []string{"subtask 0: " + v2, "subtask 1: " + v2}},
+		{[]string{v2, ""}, []string{v2, v2}, false, []string{"subtask 0: " + v2, "subtask 1: "}},
+		{[]string{v2, v1}, []string{v1, v2}, false, []string{"subtask 0: " + v2, "subtask 1: " + v1}},
+		{[]string{v2, v1}, []string{v2, v1, v1}, true, nil}, // other layouts: compared as sets
+		{[]string{v2, v1}, []string{v2, v2, v2}, false, []string{v1, v2}},
+	} {
+		r := compare(t, tree(c.a...), tree(c.b...), Options{})
+		var got []string
+		for _, m := range r.Metadata {
+			if m.Key == savepoint.MetaStateVersions && m.CountsAsDifference {
+				got = m.A
+			}
+		}
+		if r.Identical != c.identical || !slices.Equal(got, c.wantA) {
+			t.Errorf("%q vs %q: identical %v, state_versions change A %q; want %v, %q", c.a, c.b, r.Identical, got, c.identical, c.wantA)
+		}
+	}
 }
