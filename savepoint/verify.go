@@ -235,12 +235,18 @@ func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot, slot *Pr
 	sorted, strict := true, true
 	var runs PrefixRuns
 	indexed := true
+	var last *verifyRange // the last range before r that has rows
 	for i, r := range ranges {
 		sorted, strict = sorted && r.sorted, strict && r.strict
-		if i > 0 && r.lo < r.hi {
-			p := ranges[i-1]
-			c := compareRows(p.lastOp, p.lastKey, r.firstOp, r.firstKey)
-			sorted, strict = sorted && c <= 0, strict && c < 0
+		if r.lo < r.hi {
+			// Compared with the last row before, past any batch of no rows
+			// (clink's merges write them): that batch's range has no last
+			// row to compare with.
+			if last != nil {
+				c := compareRows(last.lastOp, last.lastKey, r.firstOp, r.firstKey)
+				sorted, strict = sorted && c <= 0, strict && c < 0
+			}
+			last = r
 		}
 		indexed = indexed && !r.tooMany
 		if indexed && strict {

@@ -74,6 +74,9 @@ func TestVerifyMapped(t *testing.T) {
 	repeated := slices.Clone(sorted)
 	repeated[700] = repeated[699]
 	n := len(sorted)
+	// Rows out of order, or repeated, across a batch of no rows.
+	rotated := append(slices.Clone(sorted[n/2:]), sorted[:n/2]...)
+	doubled := append(slices.Clone(sorted[:n/2+1]), sorted[n/2:]...)
 	cases := []struct {
 		name    string
 		rows    []Row
@@ -85,6 +88,9 @@ func TestVerifyMapped(t *testing.T) {
 		{"empty key", empty, []int{n + 1}},
 		{"out of order", swapped, []int{n}},
 		{"repeated", repeated, []int{n}},
+		{"out of order across an empty batch", rotated, []int{n - n/2, 0, n / 2}},
+		{"repeated across an empty batch", doubled, []int{n/2 + 1, 0, n - n/2}},
+		{"out of order after an empty first batch", rotated, []int{0, n - n/2, 0, 0, n / 2}},
 	}
 	for _, c := range cases {
 		path := filepath.Join(t.TempDir(), "in.snap")
