@@ -534,13 +534,15 @@ type sortKey struct {
 }
 
 // slotPrefix packs the first 7 bytes of a slot name (zero-padded) and its
-// length (capped at 255) so that for names of at most 7 bytes the integers
-// order exactly as the names do bytewise (a name sorts before its
-// extensions); longer names compare in full on a tie.
+// length capped at 7, so that the integers order as the names do bytewise
+// (a name sorts before its extensions) for names under 7 bytes, and every
+// name of 7 bytes or more packs to the same integer as the others that
+// share its first 7 bytes: those compare in full (the length of a longer
+// name would order "counts_v2" before "counts_by_user").
 func slotPrefix(s []byte) uint64 {
 	var b [8]byte
 	copy(b[:7], s)
-	b[7] = byte(min(len(s), 255))
+	b[7] = byte(min(len(s), 7))
 	return binary.BigEndian.Uint64(b[:])
 }
 
