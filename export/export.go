@@ -104,9 +104,9 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sptool/sptool/internal/rowtext"
 	"io"
 	"math"
 	"math/bits"
@@ -311,7 +311,9 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	return res, nil
 }
 
-// Write exports sp to w (see the package comment).
+// Write exports sp to w (see the package comment). It fails, after writing,
+// when a file of sp changed while it was read (savepoint.ErrInputChanged):
+// what it wrote then mixes old and new rows.
 func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Options) (*Result, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
@@ -368,6 +370,10 @@ func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Optio
 	}
 	if cerr := s.close(err); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		// What was written describes a mix if a file changed meanwhile.
+		err = sp.CheckUnchanged()
 	}
 	if err != nil {
 		return nil, err
@@ -830,8 +836,9 @@ func slotText(slot []byte) string {
 	return "0x" + hex.EncodeToString(slot)
 }
 
-// appendSlotText appends slotText(slot) to b.
-func appendSlotText(b, slot []byte) []byte {
+// AppendSlotText appends a slot name as text to b: as it is when it is
+// valid UTF-8, else 0x and its hex (names are any bytes; format 2.4).
+func AppendSlotText(b, slot []byte) []byte {
 	if utf8.Valid(slot) {
 		return append(b, slot...)
 	}
@@ -873,7 +880,7 @@ func Text(v any) (s string, ok bool) {
 	case bool:
 		return strconv.FormatBool(x), true
 	}
-	b, err := json.Marshal(JSONValue(v))
+	b, err := rowtext.AppendJSONValue(nil, JSONValue(v)) // as JSON Lines write it: no HTML escapes
 	if err != nil {
 		return fmt.Sprint(v), true
 	}
@@ -922,9 +929,11 @@ type Decoded struct {
 	// undeclared key codecs); KeyOK is false when the key codec failed.
 	Key   any
 	KeyOK bool
-	// Value is the decoded value (TTL stamp removed); ValueOK is false when
-	// the value codec failed, the slot has no value codec, or a TTL value is
-	// shorter than its 8-byte stamp.
+	// Value is the decoded value (TTL stamp removed: a TTL slot declared
+	// without a value codec gives the stored bytes after the stamp);
+	// ValueOK is false when the value codec failed, the slot declares
+	// neither a value codec nor a TTL stamp, or a TTL value is shorter than
+	// its 8-byte stamp (an error then).
 	Value   any
 	ValueOK bool
 	// ExpireAt is the TTL stamp of a 'ttl: true' slot.
@@ -978,10 +987,22 @@ func DecodeRow(set *rules.Set, env *rules.Env, r savepoint.Row, subtask int) (De
 		d.ExpireAt, d.HasExpireAt = at, true
 	}
 	switch {
-	case decl.ValueCodec == nil:
 	case decl.TTL && !d.HasExpireAt:
+		// A value too short for its stamp: written undecoded, and counted.
+		if err == nil {
+			codec := "bytes"
+			if decl.ValueCodec != nil {
+				codec = decl.ValueCodec.String()
+			}
+			err = &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "value", Codec: codec,
+				Err: fmt.Errorf("value of %d bytes has no %d-byte TTL stamp", len(r.Value), savepoint.TTLPrefixLen)}
+		}
+	case decl.ValueCodec == nil && !decl.TTL:
+		// Bytes as stored: the value columns hold them already.
 	case errors.As(err, &de) && de.Part == "value":
 	default:
+		// Decoded, or (a TTL slot declared without a value codec) the
+		// stored bytes with their stamp removed.
 		d.Value, d.ValueOK = env.Value, true
 	}
 	return d, err
@@ -1466,7 +1487,7 @@ func (b *canonBatch) add(op uint64, e *entry) {
 	if b.perFile {
 		b.subs = append(b.subs, e.subtask)
 	}
-	b.slotData = appendSlotText(b.slotData, e.slot())
+	b.slotData = AppendSlotText(b.slotData, e.slot())
 	b.slotEnd = append(b.slotEnd, int32(len(b.slotData)))
 	b.keyData = append(b.keyData, e.userKey()...)
 	b.keyEnd = append(b.keyEnd, int32(len(b.keyData)))

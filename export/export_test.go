@@ -833,3 +833,58 @@ func TestExportTreeMerged(t *testing.T) {
 		}
 	}
 }
+
+// TestExportTTLWithoutValueCodec: a 'ttl: true' slot declared without a
+// value codec exports its values with the stamp removed (bytes is the
+// default codec), and a TTL value shorter than its stamp is written
+// undecoded and counted in a warning.
+func TestExportTTLWithoutValueCodec(t *testing.T) {
+	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: seen, ttl: true}\n  - {op: 1, slot: seen3, value: string, ttl: true}\nrules: []\n")
+	rows := []savepoint.Row{
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("seen"), []byte("u1")), Value: savepoint.JoinTTL(1700000000000, []byte("web"))},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("seen"), []byte("u2")), Value: []byte{1, 2}},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("seen3"), []byte("u1")), Value: savepoint.JoinTTL(1700000000001, []byte("app"))},
+	}
+	sp := &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: savepoint.Logical(rows)}}}}
+	data, res := export(t, sp, Options{Format: JSONL, Rules: set})
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		at := "null"
+		if r.ExpireAt != nil {
+			at = fmt.Sprint(*r.ExpireAt)
+		}
+		got = append(got, fmt.Sprintf("%s/%v=%v@%s", r.Slot, r.Key, r.Value, at))
+	}
+	want := []string{"seen/u1=web@1700000000000", "seen/u2=0x0102@null", "seen3/u1=app@1700000000001"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `op 1 slot "seen": 1 row the declared codecs could not decode`) || !strings.Contains(res.Warnings[0], "value of 2 bytes has no 8-byte TTL stamp") {
+		t.Errorf("warnings %q", res.Warnings)
+	}
+}
+
+// An input file that changed while it was read fails the export (to a
+// writer, as to a file): what was written mixes old and new rows.
+func TestExportInputChanged(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "testdata", "clink", "snapshot-v1.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "in.snap")
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := openSP(t, path)
+	if err := os.WriteFile(path, append(src, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := Write(context.Background(), &buf, sp, Options{Format: JSONL}); !errors.Is(err, savepoint.ErrInputChanged) {
+		t.Errorf("Write: %v, want ErrInputChanged", err)
+	}
+}

@@ -68,9 +68,11 @@ const maxConflictWarnings = 20
 //     owner's file is left out and counted as lost (no restore holds it).
 //   - Operator rows (first byte 128 or more) and the empty key: merged over
 //     every file with clink's rule, folding MergeDuplicate in subtask order:
-//     two 8-byte values keep the greater signed int64, anything else keeps
-//     the later copy (the highest subtask index); such choices between
-//     differing values are reported as warnings.
+//     two 8-byte operator values keep the greater signed int64, anything
+//     else (the empty key's values too: clink's merge does not take it for
+//     operator state, format 1.6) keeps the later copy (the highest subtask
+//     index); such choices between differing values are reported as
+//     warnings.
 //
 // The warnings say what was resolved (stale copies, lost rows, operator
 // conflicts). Union merges the files' sorted rows in one k-way pass; see
@@ -355,7 +357,7 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 	// Operator state and the empty key: fold clink's rule in subtask order.
 	u.st.OperatorShared++
 	best := copies[0]
-	all8, differ := len(best.Row.Value) == 8, false
+	all8, differ := len(best.Row.Value) == 8 && best.Row.IsOperatorState(), false
 	for _, c := range copies[1:] {
 		all8 = all8 && len(c.Row.Value) == 8
 		differ = differ || !bytes.Equal(c.Row.Value, copies[0].Row.Value)
@@ -370,7 +372,7 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 	default:
 		u.st.OperatorConflicts++
 		if len(u.conflicts) < maxConflictWarnings {
-			u.conflicts = append(u.conflicts, fmt.Sprintf("op %d operator key %s: %d subtasks (%s) hold different values, not all of 8 bytes; subtask %d's copy is used (clink's fold in subtask order keeps the later one)",
+			u.conflicts = append(u.conflicts, fmt.Sprintf("op %d operator key %s: %d subtasks (%s) hold different values, not all 8-byte operator values; subtask %d's copy is used (clink's fold in subtask order keeps the later one)",
 				best.Row.Op, renderOperatorKey(best.Row.Key), len(copies), subtaskList(copies), best.Subtask))
 		}
 	}
@@ -419,6 +421,6 @@ func (u *unioner) finish() {
 	}
 	st.Warnings = append(st.Warnings, u.conflicts...)
 	if more := st.OperatorConflicts - len(u.conflicts); more > 0 {
-		st.Warnings = append(st.Warnings, fmt.Sprintf("... and %d more operator keys with differing values not all of 8 bytes (the highest subtask's copy used)", more))
+		st.Warnings = append(st.Warnings, fmt.Sprintf("... and %d more operator keys with differing values, not all 8-byte operator values (the highest subtask's copy used)", more))
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 
+	"github.com/sptool/sptool/export"
 	"github.com/sptool/sptool/internal/rowtext"
 	"github.com/sptool/sptool/savepoint"
 )
@@ -87,6 +89,20 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	}
 	printed := 0
 	lastHeader := ""
+	failures := &decodeFailures{}
+	defer failures.warn(s)
+	// finish ends a cat that printed what it should, unless a file
+	// changed while it was read: what was printed then mixes old and new
+	// rows.
+	finish := func() int {
+		if code := catDone(s, c.name, lines); code != ExitOK {
+			return code
+		}
+		if err := sp.CheckUnchanged(); err != nil {
+			return fail(s, c.name, fmt.Errorf("%w: what was printed mixes old and new rows", err))
+		}
+		return ExitOK
+	}
 	var scratch []byte
 	for _, f := range view.Files {
 		header := f.Rel
@@ -131,13 +147,17 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 				}
 			}
 			if *limit > 0 && printed >= *limit {
-				return catDone(s, c.name, lines)
+				return finish()
 			}
 			printed++
 			var dec *decode
 			if decoder != nil {
 				d, err := decoder(r, f.Subtask)
-				if err != nil {
+				var u *undecodable
+				switch {
+				case errors.As(err, &u):
+					failures.add(u)
+				case err != nil:
 					return fail(s, c.name, fmt.Errorf("%s: %w", f.Rel, err))
 				}
 				dec = d
@@ -163,7 +183,35 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 			}
 		}
 	}
-	return catDone(s, c.name, lines)
+	return finish()
+}
+
+// decodeFailures counts, per operator and slot, the rows cat printed
+// undecoded because the declared codecs could not decode them.
+type decodeFailures struct {
+	order []string
+	count map[string]int
+	first map[string]string
+}
+
+func (d *decodeFailures) add(u *undecodable) {
+	id := fmt.Sprintf("op %d slot %q", u.Op, u.Slot)
+	if d.count == nil {
+		d.count, d.first = map[string]int{}, map[string]string{}
+	}
+	if d.count[id] == 0 {
+		d.order = append(d.order, id)
+		d.first[id] = u.Error()
+	}
+	d.count[id]++
+}
+
+// warn prints a warning per slot with rows printed undecoded.
+func (d *decodeFailures) warn(s *Streams) {
+	for _, id := range d.order {
+		n := d.count[id]
+		fmt.Fprintf(s.Err, "sptool cat: warning: %s: %d row%s the declared codecs could not decode (printed undecoded); first: %s\n", id, n, exportPlural(n), d.first[id])
+	}
 }
 
 // catSpillRows is the fewest rows of a file out of canonical order that cat
@@ -196,7 +244,9 @@ func appendCatJSON(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask 
 	b = strconv.AppendInt(b, int64(k.KeyGroup), 10)
 	b = append(b, `,"slot":`...)
 	if k.HasSlot {
-		b = rowtext.AppendJSONString(b, k.Slot)
+		// Not valid UTF-8: as hex, or names would merge into U+FFFD.
+		scratch = export.AppendSlotText(scratch[:0], k.Slot)
+		b = rowtext.AppendJSONString(b, scratch)
 	} else {
 		b = rowtext.AppendJSONString(b, savepoint.RawSlot)
 	}
@@ -239,7 +289,8 @@ func slotIs(k savepoint.Key, name string) bool {
 
 // appendCatText appends to b r's line of cat's text format (clink's
 // state-cat rendering: the user key cut at 32 bytes, the value at 64; the
-// decoded key and value after them, as fmt's %v prints them).
+// decoded key and value after them, as export's text columns hold them:
+// collections as JSON).
 func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []byte {
 	b = append(b, "op="...)
 	b = strconv.AppendUint(b, r.Op, 10)
@@ -260,7 +311,9 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 	b = append(b, " = "...)
 	b = savepoint.AppendRenderBytes(b, r.Value, 64)
 	if dec != nil {
-		b = fmt.Appendf(b, "  [key=%v value=%v", dec.Key, dec.Value)
+		key, _ := export.Text(dec.Key)
+		value, _ := export.Text(dec.Value)
+		b = fmt.Appendf(b, "  [key=%s value=%s", key, value)
 		if dec.ExpireAt != nil {
 			b = append(b, " expire_at="...)
 			b = strconv.AppendInt(b, *dec.ExpireAt, 10)
@@ -272,7 +325,7 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 
 // appendCatCSV appends to b r's line of cat's CSV format (the fields of
 // catCSVHeader, as encoding/csv writes them; the decoded key and value as
-// fmt's %v prints them instead of the rendered ones), and returns it with
+// export's text columns hold them instead of the rendered ones), and returns it with
 // scratch, a buffer it reuses.
 func appendCatCSV(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask int, dec *decode) ([]byte, []byte) {
 	b = strconv.AppendInt(b, int64(subtask), 10)
@@ -284,7 +337,8 @@ func appendCatCSV(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask i
 	b = strconv.AppendInt(b, int64(k.KeyGroup), 10)
 	b = append(b, ',')
 	if k.HasSlot {
-		b = rowtext.AppendCSVField(b, k.Slot)
+		scratch = export.AppendSlotText(scratch[:0], k.Slot)
+		b = rowtext.AppendCSVField(b, scratch)
 	} else {
 		b = rowtext.AppendCSVField(b, savepoint.RawSlot)
 	}
@@ -294,11 +348,11 @@ func appendCatCSV(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask i
 	b = hex.AppendEncode(b, r.Value)
 	b = append(b, ',')
 	if dec != nil {
-		scratch = fmt.Append(scratch[:0], dec.Key)
-		b = rowtext.AppendCSVField(b, scratch)
+		key, _ := export.Text(dec.Key)
+		b = rowtext.AppendCSVField(b, key)
 		b = append(b, ',')
-		scratch = fmt.Append(scratch[:0], dec.Value)
-		b = rowtext.AppendCSVField(b, scratch)
+		value, _ := export.Text(dec.Value)
+		b = rowtext.AppendCSVField(b, value)
 	} else {
 		scratch = savepoint.AppendRenderBytes(scratch[:0], k.UserKey, 0)
 		b = rowtext.AppendCSVField(b, scratch)

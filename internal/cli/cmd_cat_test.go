@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sptool/sptool/export"
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -61,6 +62,9 @@ func TestAppendCatJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		cr := newCatRow(c.row, c.k, c.subtask)
+		if c.k.HasSlot {
+			cr.Slot = string(export.AppendSlotText(nil, c.k.Slot)) // not valid UTF-8: hex
+		}
 		cr.Decoded = c.dec
 		var want bytes.Buffer
 		want.WriteString("prev\n")
@@ -97,13 +101,17 @@ func TestAppendCatCSV(t *testing.T) {
 		var got []byte
 		got, scratch = appendCatCSV([]byte("prev\n"), scratch, c.row, c.k, c.subtask, c.dec)
 		cr := newCatRow(c.row, c.k, c.subtask)
+		if c.k.HasSlot {
+			cr.Slot = string(export.AppendSlotText(nil, c.k.Slot)) // not valid UTF-8: hex
+		}
 		vi := ""
 		if cr.ValueInt64 != nil {
 			vi = strconv.FormatInt(*cr.ValueInt64, 10)
 		}
 		key, val := cr.Key, cr.Value
 		if c.dec != nil {
-			key, val = fmt.Sprint(c.dec.Key), fmt.Sprint(c.dec.Value)
+			key, _ = export.Text(c.dec.Key)
+			val, _ = export.Text(c.dec.Value)
 		}
 		var want bytes.Buffer
 		want.WriteString("prev\n")
@@ -159,7 +167,9 @@ func writeTextRow(w io.Writer, cr catRow, r savepoint.Row, k savepoint.Key) {
 	}
 	fmt.Fprintf(w, "op=%d %s%s slot=%s key %s = %s", r.Op, cr.Kind, kg, slot, savepoint.RenderBytes(k.UserKey, 32), savepoint.RenderBytes(r.Value, 64))
 	if cr.Decoded != nil {
-		fmt.Fprintf(w, "  [key=%v value=%v", cr.Decoded.Key, cr.Decoded.Value)
+		key, _ := export.Text(cr.Decoded.Key)
+		value, _ := export.Text(cr.Decoded.Value)
+		fmt.Fprintf(w, "  [key=%s value=%s", key, value)
 		if cr.Decoded.ExpireAt != nil {
 			fmt.Fprintf(w, " expire_at=%d", *cr.Decoded.ExpireAt)
 		}
@@ -226,5 +236,67 @@ func TestCatThroughSortedCopies(t *testing.T) {
 	}
 	if unsorted == 0 {
 		t.Fatal("no input has a file out of canonical order: the sorted copies are not tested")
+	}
+}
+
+// Decoded collections print as JSON in text and CSV, as export's text
+// columns hold them: lists that %v would print alike stay apart.
+func TestCatCollectionsAsJSON(t *testing.T) {
+	r := savepoint.Row{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("l"), []byte("k")), Value: []byte{0}}
+	k := savepoint.ParseKey(r.Key)
+	for _, c := range []struct {
+		value any
+		want  string
+	}{
+		{[]any{"a b", "c"}, `["a b","c"]`},
+		{[]any{"a", "b c"}, `["a","b c"]`},
+		{[]any{"<b>&"}, `["<b>&"]`},
+	} {
+		dec := &decode{Key: "k", Value: c.value}
+		text := string(appendCatText(nil, r, k, dec))
+		csvLine, _ := appendCatCSV(nil, nil, r, k, 0, dec)
+		rec, err := csv.NewReader(bytes.NewReader(csvLine)).Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text, "value="+c.want+"]") || rec[8] != c.want {
+			t.Errorf("%v: text %q, csv value %q; want %s", c.value, text, rec[8], c.want)
+		}
+	}
+}
+
+// A row the declared codecs cannot decode is printed undecoded and counted
+// in a warning, as export does; a --where that does not read the value
+// does not decode it, and one that does fails on that row.
+func TestCatUndecodable(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "f.snap")
+	key := func(k string) []byte { return savepoint.EncodeKeyedKey([]byte("n"), []byte(k)) }
+	rows := []savepoint.Row{
+		{Op: 1, Key: key("a"), Value: binary.LittleEndian.AppendUint64(nil, 7)},
+		{Op: 1, Key: key("b"), Value: []byte{1, 2, 3}},
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	rulesPath := filepath.Join(dir, "r.yaml")
+	if err := os.WriteFile(rulesPath, []byte("version: 1\nslots:\n  - {op: 1, slot: n, key: string, value: int64}\nrules: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat := func(args ...string) (int, string, string) {
+		var out, errs bytes.Buffer
+		code := Main(context.Background(), append([]string{"cat", "--rules", rulesPath}, append(args, in)...), &Streams{Out: &out, Err: &errs})
+		return code, out.String(), errs.String()
+	}
+	code, out, errs := cat("--format", "jsonl")
+	if code != ExitOK || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"decoded":{"key":"a","value":7}`) || strings.Count(out, `"decoded"`) != 1 ||
+		!strings.Contains(errs, `sptool cat: warning: op 1 slot "n": 1 row the declared codecs could not decode (printed undecoded); first: decode value of op 1 slot "n" with codec int64`) {
+		t.Errorf("cat: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := cat("--where", "key_group >= 0"); code != ExitOK || strings.Count(out, "\n") != 3 {
+		t.Errorf("cat --where not reading the value: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := cat("--where", "value == 7"); code != ExitError || !strings.Contains(errs, "int64") {
+		t.Errorf("cat --where reading the value: exit %d\n%s", code, errs)
 	}
 }

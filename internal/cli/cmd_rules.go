@@ -276,6 +276,10 @@ func writeJSONFile(path string, v any, replace bool) error {
 	return savepoint.SaveFileAtomic(path, replace, func(w io.Writer) error { return writeJSON(w, v) })
 }
 
+// undecodable is a row the declared codecs cannot decode: cat prints it
+// undecoded and counts it in a warning, as export does.
+type undecodable struct{ *rules.DecodeError }
+
 // rulesRowFilter compiles cat's --where with the codecs of --rules.
 func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, error), func(savepoint.Row, int) (*decode, error), error) {
 	if rulesPath == "" && where == "" {
@@ -304,7 +308,9 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 		if pred == nil {
 			return true, nil
 		}
-		if err := set.FillEnv(&env, r, subtask); err != nil {
+		// Only what the expression reads is decoded: a value the codecs
+		// cannot decode fails only a filter that reads it.
+		if err := set.FillEnvFields(&env, r, subtask, pred.Fields()); err != nil {
 			return false, err
 		}
 		return pred.Eval(&m, &env)
@@ -314,6 +320,10 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 		var denv rules.Env
 		decoder = func(r savepoint.Row, subtask int) (*decode, error) {
 			if err := set.FillEnv(&denv, r, subtask); err != nil {
+				var de *rules.DecodeError
+				if errors.As(err, &de) {
+					return nil, &undecodable{de}
+				}
 				return nil, err
 			}
 			d := &decode{Key: export.JSONValue(denv.Key), Value: export.JSONValue(denv.Value)}
