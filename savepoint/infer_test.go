@@ -54,6 +54,21 @@ func TestCutByKeyGroups(t *testing.T) {
 			evidence(nil), evidence(nil),
 		}, "0-4"},
 		{"a chained group with stale copies and a file without keyed rows yet", chainedStale(), "0-3"},
+		{"a keyless chain of other operators after a keyed group", []groupEvidence{
+			evidence([]uint64{1}, in(0, 2, 20)...), evidence([]uint64{1}, in(1, 2, 20)...), stateOnly(9),
+		}, "0-1,2"},
+		{"a keyless chain of two subtasks", []groupEvidence{
+			evidence([]uint64{1}, in(0, 2, 20)...), evidence([]uint64{1}, in(1, 2, 20)...), stateOnly(9), stateOnly(9),
+		}, "0-1,2-3"},
+		{"a keyless file of the group's operators joins it", []groupEvidence{
+			evidence([]uint64{1}, in(0, 2, 20)...), evidence([]uint64{1}, in(1, 2, 20)...), stateOnly(1, 9),
+		}, "0-2"},
+		{"a keyless file of other operators joins a group its keys fit", []groupEvidence{
+			evidence([]uint64{1}, in(0, 3, 20)...), evidence([]uint64{1}, in(1, 3, 20)...), stateOnly(9),
+		}, "0-2"},
+		{"a keyless source before a keyed group", []groupEvidence{
+			stateOnly(8), evidence([]uint64{1}, in(0, 2, 20)...), evidence([]uint64{1}, in(1, 2, 20)...),
+		}, "0,1-2"},
 		{"a stale copy in a sparse group", []groupEvidence{
 			evidence([]uint64{1}, in(0, 3, 8)...), evidence([]uint64{2}, append(in(1, 3, 8), in(0, 3, 1)...)...), evidence([]uint64{3}, in(2, 3, 8)...),
 		}, "0-2"},
@@ -111,6 +126,17 @@ func TestInferSparseTree(t *testing.T) {
 		}
 		sp.Close()
 	}
+}
+
+// stateOnly is the evidence of a file without keyed rows holding rows of
+// the operators ops.
+func stateOnly(ops ...uint64) groupEvidence {
+	e := evidence(nil)
+	e.stateOps = map[uint64]bool{}
+	for _, op := range ops {
+		e.stateOps[op] = true
+	}
+	return e
 }
 
 // sizesGroups turns group sizes into groups from subtask 0.

@@ -813,7 +813,9 @@ func resolveHandleRel(root, handle string) ([]byte, string, error) {
 //
 // An operator runs in one chain group, so the files from the first to the
 // last that hold its keyed rows are in one group, and a file without keyed
-// rows joins the group before it. Within those bounds the tree is cut into
+// rows joins the group before it, unless it holds rows of other operators
+// only than the file before it (a keyless chain: a sink, a source), when a
+// group may start there. Within those bounds the tree is cut into
 // the blocks that best explain where the keyed rows lie: in a group of N
 // subtasks the k-th file holds the key groups of
 // KeyGroupRangeForSubtask(k, N), so each distinct key group a file holds
@@ -830,6 +832,9 @@ func InferGroups(files []*File) []Group {
 		ev[i].ops = map[uint64]bool{}
 		if f := files[i]; f.Snapshot != nil {
 			keyedEvidence(f.Snapshot, &ev[i], len(files) <= maxInferFiles)
+			if len(ev[i].ops) == 0 {
+				ev[i].stateOps = operatorsOf(f.Snapshot)
+			}
 			f.ReleasePages() // keep the pages read cached, not resident
 		}
 	})
@@ -885,6 +890,48 @@ const maxInferFiles = 512
 type groupEvidence struct {
 	ops map[uint64]bool
 	kgs [NumKeyGroups / 64]uint64
+	// stateOps are the operators of a file without keyed rows (nil when
+	// not read: a file with keyed rows, or too many rows).
+	stateOps map[uint64]bool
+}
+
+// maxStateOpsRows is the most rows of a file without keyed rows whose
+// operators InferGroups reads.
+const maxStateOpsRows = 1 << 20
+
+// operatorsOf returns the operators of the rows of s, or nil when s has
+// more than maxStateOpsRows rows.
+func operatorsOf(s *Snapshot) map[uint64]bool {
+	if s.NumRows() > maxStateOpsRows {
+		return nil
+	}
+	ops := map[uint64]bool{}
+	cur := s.NewCursor()
+	for i := range cur.Len() {
+		ops[cur.Op(i)] = true
+	}
+	return ops
+}
+
+// startsGroup reports whether file i, which has no keyed rows, may start a
+// chain group: it has rows, and they share no operator with the file
+// before it (its keyed rows' operators, or the rows' of a file without
+// keyed rows). The subtasks of one chain write the same operators' state,
+// so a file of other operators (a keyless sink chained apart) is of
+// another chain, while one with no rows, or with the operators before it
+// (a subtask without keyed rows yet), stays in the group before it.
+func startsGroup(ev []groupEvidence, i int) bool {
+	e := ev[i]
+	if i == 0 || len(e.ops) > 0 || len(e.stateOps) == 0 {
+		return false
+	}
+	before := ev[i-1].ops
+	if len(before) == 0 {
+		if before = ev[i-1].stateOps; before == nil {
+			return false // not read: no evidence against joining
+		}
+	}
+	return !overlaps(before, e.stateOps)
 }
 
 // cutByOperators cuts the files where consecutive files share no keyed
@@ -926,10 +973,11 @@ func cutByKeyGroups(ev []groupEvidence) []int {
 			reach[i+1] = max(reach[i+1], last[op])
 		}
 	}
-	// A file without keyed rows joins the group before it: stale copies
-	// in that group's files (chained subtasks leave them) could otherwise
+	// A file without keyed rows joins the group before it, unless its
+	// operators say it is of another chain (startsGroup): stale copies in
+	// that group's files (chained subtasks leave them) could otherwise
 	// make a smaller group explain them better.
-	canCut := func(i int) bool { return i == n || reach[i] < i && len(ev[i].ops) > 0 }
+	canCut := func(i int) bool { return i == n || reach[i] < i && (len(ev[i].ops) > 0 || startsGroup(ev, i)) }
 	// below[i][kg] counts file i's key groups below kg; all[i] all of them.
 	below := make([][NumKeyGroups + 1]uint8, n)
 	all := make([]int, n)
