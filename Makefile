@@ -71,6 +71,7 @@ FUZZ_TARGETS := \
 	./savepoint:FuzzOpenTree \
 	./savepoint:FuzzParseVersionMap \
 	./savepoint:FuzzParseSidecar \
+	./savepoint:FuzzParseTimers \
 	./savepoint/codec:FuzzCodecRoundTrip \
 	./rules:FuzzParse \
 	./transform:FuzzApply \

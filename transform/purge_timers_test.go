@@ -23,12 +23,12 @@ func TestPurgeRemovesTimers(t *testing.T) {
 		for _, f := range sp.Files {
 			f.Snapshot.EachRow(func(_ int, r savepoint.Row) bool {
 				if bytes.HasPrefix(r.Key, timerPrefix) {
-					proc, event, err := parseTimers(r.Value)
+					proc, event, err := savepoint.ParseTimers(r.Value)
 					if err != nil {
 						t.Fatal(err)
 					}
 					for _, tm := range append(proc, event...) {
-						keys[string(tm.key)]++
+						keys[string(tm.Key)]++
 					}
 				}
 				return true

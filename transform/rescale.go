@@ -276,7 +276,7 @@ func unionMetadata(first savepoint.Metadata, files []*savepoint.File, g savepoin
 }
 
 // timerPrefix starts the key of an operator's timer blob (format 3.4).
-var timerPrefix = []byte("\xff__clink_timers")
+var timerPrefix = savepoint.TimerKeyPrefix
 
 func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, byIndex map[int]int, results []*fileResult, rr *RescaleReport) ([]*newFile, []string, error) {
 	files := make([]*newFile, m)
@@ -907,65 +907,6 @@ func isSourceOffset(key []byte) bool {
 }
 
 // timer is one timer of a blob.
-type timer struct {
-	ts  int64
-	key []byte
-}
-
-// parseTimers decodes a timer blob (format 3.4): u32 n_proc {i64 ts, u32
-// klen, key}*n, then u32 n_event {...}, little-endian.
-func parseTimers(b []byte) (proc, event []timer, err error) {
-	off := 0
-	read := func(what string) ([]timer, error) {
-		if off+4 > len(b) {
-			return nil, fmt.Errorf("truncated %s timer count at byte %d", what, off)
-		}
-		n := int(binary.LittleEndian.Uint32(b[off:]))
-		off += 4
-		if n > (len(b)-off)/12 {
-			return nil, fmt.Errorf("%s timer count %d does not fit in %d bytes", what, n, len(b)-off)
-		}
-		ts := make([]timer, 0, n)
-		for i := 0; i < n; i++ {
-			if off+12 > len(b) {
-				return nil, fmt.Errorf("truncated %s timer %d at byte %d", what, i, off)
-			}
-			t := int64(binary.LittleEndian.Uint64(b[off:]))
-			kl := int(binary.LittleEndian.Uint32(b[off+8:]))
-			off += 12
-			if kl < 0 || kl > len(b)-off {
-				return nil, fmt.Errorf("%s timer %d key length %d runs past the blob", what, i, kl)
-			}
-			ts = append(ts, timer{t, b[off : off+kl]})
-			off += kl
-		}
-		return ts, nil
-	}
-	if proc, err = read("processing-time"); err != nil {
-		return nil, nil, err
-	}
-	if event, err = read("event-time"); err != nil {
-		return nil, nil, err
-	}
-	if off != len(b) {
-		return nil, nil, fmt.Errorf("%d bytes after the event-time timers", len(b)-off)
-	}
-	return proc, event, nil
-}
-
-func encodeTimers(proc, event []timer) []byte {
-	var b []byte
-	for _, list := range [][]timer{proc, event} {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(list)))
-		for _, t := range list {
-			b = binary.LittleEndian.AppendUint64(b, uint64(t.ts))
-			b = binary.LittleEndian.AppendUint32(b, uint32(len(t.key)))
-			b = append(b, t.key...)
-		}
-	}
-	return b
-}
-
 // splitTimers merges the timer blobs of one operator from every old subtask
 // of a group and splits them by the key group of each timer's key: each new
 // subtask gets exactly the timers of its range. A timer in the blob of an old
@@ -979,22 +920,22 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blo
 		key   string
 	}
 	seen := map[dk]bool{}
-	proc := make([][]timer, len(blobs))
-	event := make([][]timer, len(blobs))
+	proc := make([][]savepoint.Timer, len(blobs))
+	event := make([][]savepoint.Timer, len(blobs))
 	for _, c := range copies {
-		p, e, err := parseTimers(c.value)
+		p, e, err := savepoint.ParseTimers(c.value)
 		if err != nil {
 			return fmt.Errorf("op %d timer blob %s of old subtask %d: %w", id.Op, savepoint.RenderKey(id.Key), c.old, err)
 		}
-		for domain, list := range [][]timer{p, e} {
+		for domain, list := range [][]savepoint.Timer{p, e} {
 			for _, t := range list {
 				rr.TimersIn++
-				kg := savepoint.KeyGroupOf(t.key)
+				kg := savepoint.KeyGroupOf(t.Key)
 				if g.Owner(kg) != c.old {
 					rr.TimersStale++
 					continue
 				}
-				k := dk{domain == 1, t.ts, string(t.key)}
+				k := dk{domain == 1, t.Time, string(t.Key)}
 				if seen[k] {
 					rr.TimersStale++
 					continue
@@ -1011,18 +952,18 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blo
 		}
 	}
 	for i := range blobs {
-		for _, list := range [][]timer{proc[i], event[i]} {
-			slices.SortStableFunc(list, func(a, b timer) int {
-				if a.ts != b.ts {
-					if a.ts < b.ts {
+		for _, list := range [][]savepoint.Timer{proc[i], event[i]} {
+			slices.SortStableFunc(list, func(a, b savepoint.Timer) int {
+				if a.Time != b.Time {
+					if a.Time < b.Time {
 						return -1
 					}
 					return 1
 				}
-				return bytes.Compare(a.key, b.key)
+				return bytes.Compare(a.Key, b.Key)
 			})
 		}
-		blobs[i] = encodeTimers(proc[i], event[i])
+		blobs[i] = savepoint.EncodeTimers(proc[i], event[i])
 	}
 	return nil
 }

@@ -286,13 +286,13 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 // countTimers returns how many timers of a timer blob have a key that
 // matches.
 func countTimers(blob []byte, match func(key []byte) bool) (int, error) {
-	proc, event, err := parseTimers(blob)
+	proc, event, err := savepoint.ParseTimers(blob)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, t := range append(proc, event...) {
-		if match(t.key) {
+		if match(t.Key) {
 			n++
 		}
 	}
@@ -302,15 +302,15 @@ func countTimers(blob []byte, match func(key []byte) bool) (int, error) {
 // purgeTimers removes from a timer blob the timers whose key matches; it
 // returns the blob unchanged when none does.
 func purgeTimers(blob []byte, match func(key []byte) bool) ([]byte, int, error) {
-	proc, event, err := parseTimers(blob)
+	proc, event, err := savepoint.ParseTimers(blob)
 	if err != nil {
 		return nil, 0, err
 	}
 	removed := 0
-	keep := func(ts []timer) []timer {
+	keep := func(ts []savepoint.Timer) []savepoint.Timer {
 		out := ts[:0]
 		for _, t := range ts {
-			if match(t.key) {
+			if match(t.Key) {
 				removed++
 				continue
 			}
@@ -322,5 +322,5 @@ func purgeTimers(blob []byte, match func(key []byte) bool) ([]byte, int, error) 
 	if removed == 0 {
 		return blob, 0, nil
 	}
-	return encodeTimers(proc, event), removed, nil
+	return savepoint.EncodeTimers(proc, event), removed, nil
 }

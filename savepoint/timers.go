@@ -1,0 +1,73 @@
+package savepoint
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// TimerKeyPrefix starts the key of an operator's timer blob (format 3.4):
+// an operator-state row 0xFF "__clink_timers".
+var TimerKeyPrefix = []byte("\xff__clink_timers")
+
+// Timer is one timer of a timer blob: its time (epoch ms) and its key (the
+// keyed key it fires for: key-group byte, slot, '|', user key).
+type Timer struct {
+	Time int64
+	Key  []byte
+}
+
+// ParseTimers decodes a timer blob (format 3.4): u32 n_proc {i64 ts, u32
+// klen, key}*n, then u32 n_event {...}, little-endian.
+func ParseTimers(b []byte) (proc, event []Timer, err error) {
+	off := 0
+	read := func(what string) ([]Timer, error) {
+		if off+4 > len(b) {
+			return nil, fmt.Errorf("truncated %s timer count at byte %d", what, off)
+		}
+		n := int(binary.LittleEndian.Uint32(b[off:]))
+		off += 4
+		if n > (len(b)-off)/12 {
+			return nil, fmt.Errorf("%s timer count %d does not fit in %d bytes", what, n, len(b)-off)
+		}
+		ts := make([]Timer, 0, n)
+		for i := 0; i < n; i++ {
+			if off+12 > len(b) {
+				return nil, fmt.Errorf("truncated %s timer %d at byte %d", what, i, off)
+			}
+			t := int64(binary.LittleEndian.Uint64(b[off:]))
+			kl := int(binary.LittleEndian.Uint32(b[off+8:]))
+			off += 12
+			if kl < 0 || kl > len(b)-off {
+				return nil, fmt.Errorf("%s timer %d key length %d runs past the blob", what, i, kl)
+			}
+			ts = append(ts, Timer{t, b[off : off+kl]})
+			off += kl
+		}
+		return ts, nil
+	}
+	if proc, err = read("processing-time"); err != nil {
+		return nil, nil, err
+	}
+	if event, err = read("event-time"); err != nil {
+		return nil, nil, err
+	}
+	if off != len(b) {
+		return nil, nil, fmt.Errorf("%d bytes after the event-time timers", len(b)-off)
+	}
+	return proc, event, nil
+}
+
+// EncodeTimers encodes a timer blob (format 3.4) of the processing-time and
+// event-time timers given, in their order.
+func EncodeTimers(proc, event []Timer) []byte {
+	var b []byte
+	for _, list := range [][]Timer{proc, event} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(list)))
+		for _, t := range list {
+			b = binary.LittleEndian.AppendUint64(b, uint64(t.Time))
+			b = binary.LittleEndian.AppendUint32(b, uint32(len(t.Key)))
+			b = append(b, t.Key...)
+		}
+	}
+	return b
+}

@@ -1,0 +1,58 @@
+package savepoint
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A timer blob decodes to the timers it was encoded from, and a blob that
+// is cut short, counts more timers than it holds, or has bytes after its
+// timers is refused, naming what is wrong.
+func TestParseTimers(t *testing.T) {
+	proc := []Timer{{1, []byte("\x05s|a")}, {-7, nil}}
+	event := []Timer{{1 << 40, bytes.Repeat([]byte{'k'}, 300)}}
+	blob := EncodeTimers(proc, event)
+	p, e, err := ParseTimers(blob)
+	if err != nil || !slices.EqualFunc(p, proc, timerEqual) || !slices.EqualFunc(e, event, timerEqual) {
+		t.Fatalf("round trip: %v %v %v", p, e, err)
+	}
+	if p, e, err := ParseTimers(EncodeTimers(nil, nil)); err != nil || len(p)+len(e) != 0 {
+		t.Errorf("empty blob: %v %v %v", p, e, err)
+	}
+	for _, c := range []struct {
+		name string
+		blob []byte
+		want string
+	}{
+		{"nothing", nil, "truncated processing-time timer count at byte 0"},
+		{"no event count", EncodeTimers(proc, nil)[:len(EncodeTimers(proc, nil))-4], "truncated event-time timer count"},
+		{"count past the blob", []byte{9, 0, 0, 0, 1, 2}, "processing-time timer count 9 does not fit in 2 bytes"},
+		{"key past the blob", []byte{1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 100, 0, 0, 0, 'a', 'b'}, "processing-time timer 0 key length 100 runs past the blob"},
+		{"trailing bytes", append(slices.Clone(blob), 0), "1 bytes after the event-time timers"},
+	} {
+		if _, _, err := ParseTimers(c.blob); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func timerEqual(a, b Timer) bool { return a.Time == b.Time && bytes.Equal(a.Key, b.Key) }
+
+// FuzzParseTimers: any bytes decode without a panic, and what decodes
+// encodes back to the same bytes.
+func FuzzParseTimers(f *testing.F) {
+	f.Add(EncodeTimers([]Timer{{1, []byte("\x05s|a")}}, []Timer{{2, nil}}))
+	f.Add([]byte{})
+	f.Add([]byte{255, 255, 255, 255})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, e, err := ParseTimers(b)
+		if err != nil {
+			return
+		}
+		if again := EncodeTimers(p, e); !bytes.Equal(again, b) {
+			t.Fatalf("%x decodes and encodes back to %x", b, again)
+		}
+	})
+}
