@@ -172,6 +172,10 @@ type Sample struct {
 	// A and B are the value on each side (null where the row is absent).
 	A *Value `json:"a"`
 	B *Value `json:"b"`
+	// Note, for operator state, says what differs when the values shown
+	// (the copies the union chose) may not: the timers of a timer blob,
+	// or the copies some subtasks restore (omitted when empty).
+	Note string `json:"note,omitempty"`
 }
 
 // Value is a row's value on one side.
@@ -224,6 +228,11 @@ type differ struct {
 	opts  Options
 	slots map[slotKey]*Slot
 	env   rules.Env
+	// a and b are the sides; sameLayout reports that they have the same
+	// subtasks and chain groups, so that what each subtask restores can
+	// be compared subtask by subtask.
+	a, b       *savepoint.Savepoint
+	sameLayout bool
 }
 
 // cancelEvery is how many rows Compare merges between looks at its
@@ -235,7 +244,7 @@ const cancelEvery = 1 << 16
 // read (savepoint.ErrInputChanged): its verdict would describe a mix.
 func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Result, error) {
 	res := &Result{Operators: []Operator{}, Versions: []VersionChange{}, Metadata: []MetadataChange{}, Warnings: []string{}}
-	d := &differ{opts: opts, slots: map[slotKey]*Slot{}}
+	d := &differ{opts: opts, slots: map[slotKey]*Slot{}, a: a, b: b, sameLayout: sameLayout(a, b)}
 	var sa, sb savepoint.UnionStats
 	// Large files out of order are read through sorted copies; should that
 	// fail (no room for them), in place, as smaller ones are.
@@ -254,9 +263,9 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Res
 	// Each side's rows are merged on a goroutine of its own; a fault in
 	// one (an input cut short) is raised here once both have returned.
 	var faults savepoint.Faults
-	nextA, stopA := pullAhead(va.UnionSeq(&sa), &faults)
+	nextA, stopA := pullAhead(va.UnionSeqCopies(&sa), &faults)
 	defer stopA()
-	nextB, stopB := pullAhead(vb.UnionSeq(&sb), &faults)
+	nextB, stopB := pullAhead(vb.UnionSeqCopies(&sb), &faults)
 	defer stopB()
 	ra, okA := nextA()
 	rb, okB := nextB()
@@ -475,7 +484,29 @@ func (d *differ) added(u savepoint.UnionRow) {
 
 func (d *differ) both(a, b savepoint.UnionRow) {
 	s, k := d.slot(a.Row)
-	if bytes.Equal(a.Row.Value, b.Row.Value) {
+	same, note := bytes.Equal(a.Row.Value, b.Row.Value), ""
+	switch {
+	case k.Kind != savepoint.KindOperator:
+	case bytes.HasPrefix(a.Row.Key, savepoint.TimerKeyPrefix):
+		// A timer blob: the timers a restore keeps, whichever blobs hold
+		// them (a rescale moves them between subtasks).
+		if eq, n, ok := sameTimers(d.a, a, d.b, b); ok {
+			same = eq
+			if !eq {
+				note = fmt.Sprintf("the timers a restore keeps differ (%d on one side only)", n)
+			}
+		}
+	case d.sameLayout && same:
+		// Each subtask restores its own copy: they may differ where the
+		// copies the union chose do not.
+		switch subs := differentRestores(a, b); {
+		case len(subs) == 1:
+			same, note = false, fmt.Sprintf("subtask %d restores another copy", subs[0])
+		case len(subs) > 1:
+			same, note = false, fmt.Sprintf("subtasks %s restore other copies", intList(subs))
+		}
+	}
+	if same {
 		s.Unchanged++
 		return
 	}
@@ -483,9 +514,115 @@ func (d *differ) both(a, b savepoint.UnionRow) {
 	if len(s.Samples.Changed) < d.opts.Limit {
 		smp, va := d.sample(a, k)
 		_, vb := d.sample(b, k)
-		smp.A, smp.B = va, vb
+		smp.A, smp.B, smp.Note = va, vb, note
 		s.Samples.Changed = append(s.Samples.Changed, smp)
 	}
+}
+
+// sameLayout reports whether a and b are trees of the same subtasks and
+// chain groups.
+func sameLayout(a, b *savepoint.Savepoint) bool {
+	if a.Kind == savepoint.InputFile || b.Kind == savepoint.InputFile || len(a.Files) != len(b.Files) || !slices.Equal(a.Groups, b.Groups) {
+		return false
+	}
+	for i := range a.Files {
+		if a.Files[i].Subtask != b.Files[i].Subtask {
+			return false
+		}
+	}
+	return true
+}
+
+// copiesOf is the stored copies of a union row: Copies, or the row itself.
+func copiesOf(u savepoint.UnionRow) []savepoint.UnionRow {
+	if u.Copies != nil {
+		return u.Copies
+	}
+	return []savepoint.UnionRow{u}
+}
+
+// differentRestores returns the subtasks that restore different values of
+// an operator-state row whose chosen copies a and b are equal, at one
+// layout: a subtask restores its own copy, and one without a copy the
+// union's (format 5.3: own wins, the others are merged in).
+func differentRestores(a, b savepoint.UnionRow) []int {
+	own := func(u savepoint.UnionRow) map[int][]byte {
+		m := map[int][]byte{}
+		for _, c := range copiesOf(u) {
+			m[c.Subtask] = c.Row.Value
+		}
+		return m
+	}
+	oa, ob := own(a), own(b)
+	var subs []int
+	for _, sub := range slices.Sorted(maps.Keys(oa)) {
+		vb, ok := ob[sub]
+		if !ok {
+			vb = b.Row.Value
+		}
+		if !bytes.Equal(oa[sub], vb) {
+			subs = append(subs, sub)
+		}
+	}
+	for _, sub := range slices.Sorted(maps.Keys(ob)) {
+		if _, ok := oa[sub]; !ok && !bytes.Equal(a.Row.Value, ob[sub]) {
+			subs = append(subs, sub)
+		}
+	}
+	slices.Sort(subs)
+	return subs
+}
+
+// sameTimers compares the timers a restore of each side keeps of one
+// operator's timer blobs: those of every copy whose key group the copy's
+// subtask owns (a restore filters the others, format 10.2), each once. n
+// is how many are on one side only; ok is false when a blob does not
+// decode (the blobs' bytes are compared then).
+func sameTimers(spA *savepoint.Savepoint, a savepoint.UnionRow, spB *savepoint.Savepoint, b savepoint.UnionRow) (same bool, n int, ok bool) {
+	set := func(sp *savepoint.Savepoint, u savepoint.UnionRow) (map[string]bool, bool) {
+		m := map[string]bool{}
+		for _, c := range copiesOf(u) {
+			proc, event, err := savepoint.ParseTimers(c.Row.Value)
+			if err != nil {
+				return nil, false
+			}
+			g, grouped := sp.GroupOf(c.Subtask)
+			for domain, list := range [2][]savepoint.Timer{proc, event} {
+				for _, t := range list {
+					if grouped && g.Owner(savepoint.KeyGroupOf(t.Key)) != c.Subtask {
+						continue
+					}
+					m[fmt.Sprintf("%d/%d/%x", domain, t.Time, t.Key)] = true
+				}
+			}
+		}
+		return m, true
+	}
+	ta, okA := set(spA, a)
+	tb, okB := set(spB, b)
+	if !okA || !okB {
+		return false, 0, false
+	}
+	for t := range ta {
+		if !tb[t] {
+			n++
+		}
+	}
+	for t := range tb {
+		if !ta[t] {
+			n++
+		}
+	}
+	return n == 0, n, true
+}
+
+// intList renders subtask indexes as "0,1,2".
+func intList(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
 }
 
 // collect sorts the slots into operators and adds up the counts.
@@ -702,6 +839,9 @@ func (r *Result) WriteText(w io.Writer) error {
 			more(&b, s.Added, len(s.Samples.Added), "added")
 			for _, x := range s.Samples.Changed {
 				fmt.Fprintf(&b, "  ~ %s %s -> %s%s\n", sampleKey(x), x.A.Value, x.B.Value, decodedNote(x, x.A, x.B))
+				if x.Note != "" {
+					fmt.Fprintf(&b, "    (%s)\n", x.Note)
+				}
 			}
 			more(&b, s.Changed, len(s.Samples.Changed), "changed")
 		}

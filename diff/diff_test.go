@@ -522,3 +522,71 @@ func TestVersionMapPerFile(t *testing.T) {
 		}
 	}
 }
+
+// Operator state is compared as restores see it: a timer blob by the
+// timers a restore keeps, whichever subtasks' blobs hold them (a rescale
+// that keeps every timer is no change; dropping some subtasks' timers is),
+// and, between trees of one layout, each subtask's own copy (a copy changed
+// in one subtask is a change even where the union's choice is not).
+func TestDiffOperatorStateAsRestored(t *testing.T) {
+	timers := []byte("\xff__clink_timers")
+	changedOp := func(r *Result) (n int64, notes []string) {
+		for _, op := range r.Operators {
+			for _, s := range op.Slots {
+				if s.HasSlot {
+					continue
+				}
+				n += s.Changed
+				for _, smp := range s.Samples.Changed {
+					notes = append(notes, smp.Note)
+				}
+			}
+		}
+		return n, notes
+	}
+	ex := open(t, exampleTree)
+
+	rescaled := apply(t, "version: 1\nrules:\n  - rescale: {parallelism: 3}\n")
+	if r := compare(t, ex, open(t, rescaled), Options{}); !r.Identical {
+		t.Errorf("a rescale that keeps every timer: %+v", r.Summary)
+	}
+
+	noTimers := apply(t, "version: 1\nrules:\n  - drop: 'subtask < 3 && kind == \"operator\" && op == uid(\"agg\")'\n")
+	r := compare(t, ex, open(t, noTimers), Options{Limit: 5})
+	if n, notes := changedOp(r); r.Identical || n != 1 || len(notes) != 1 || !strings.HasPrefix(notes[0], "the timers a restore keeps differ (") {
+		t.Errorf("timers of subtasks 0-2 dropped: identical %v, %d changed, notes %q", r.Identical, n, notes)
+	}
+
+	// One subtask's copy of a replicated operator row changed, the copy
+	// the union chooses (the highest subtask's) not.
+	dir := t.TempDir()
+	off := []byte("\xff__offset__")
+	tree := func(name string, sub0 int64) *savepoint.Savepoint {
+		files := map[int][]savepoint.Row{}
+		for s, v := range []int64{sub0, 5, 5} {
+			files[s] = []savepoint.Row{{Op: 9, Key: off, Value: binary.LittleEndian.AppendUint64(nil, uint64(v))}, {Op: 9, Key: timers, Value: savepoint.EncodeTimers(nil, nil)}}
+		}
+		tw, err := savepoint.CreateTree(filepath.Join(dir, name), savepoint.TreeOptions{Generation: 1, Checkpoint: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tw.Abort()
+		for s := range 3 {
+			if _, err := tw.WriteSubtask(s, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), files[s], ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Commit("j", nil); err != nil {
+			t.Fatal(err)
+		}
+		return open(t, filepath.Join(dir, name))
+	}
+	a, b := tree("a", 3), tree("b", 4)
+	r = compare(t, a, b, Options{Limit: 5})
+	if n, notes := changedOp(r); r.Identical || n != 1 || !slices.Equal(notes, []string{"subtask 0 restores another copy"}) {
+		t.Errorf("subtask 0's copy changed: identical %v, %d changed, notes %q", r.Identical, n, notes)
+	}
+	if r := compare(t, a, tree("c", 3), Options{}); !r.Identical {
+		t.Errorf("the same copies: %+v", r.Summary)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 )
 
@@ -16,6 +17,12 @@ type UnionRow struct {
 	// Subtask is the global subtask index of the file the row was taken
 	// from (-1 for a single-file input).
 	Subtask int
+	// Copies, from UnionSeqCopies only, are the stored copies (one per
+	// file, in file order) of an operator-state row or the empty key that
+	// several files hold, among which the union chose Row: each subtask
+	// restores its own copy, if it holds one (format 5.3), so a comparison
+	// of restored state needs them all. Nil otherwise.
+	Copies []UnionRow
 }
 
 // UnionStats describes how a union resolved the rows held by several files.
@@ -104,13 +111,23 @@ func (sp *Savepoint) UnionWithStats() ([]UnionRow, UnionStats) {
 // leaves it partial). Each file's rows are sorted once (a file already in
 // canonical order is not copied) and the files are merged with a heap.
 func (sp *Savepoint) UnionSeq(st *UnionStats) iter.Seq[UnionRow] {
+	return sp.unionSeq(st, false)
+}
+
+// UnionSeqCopies is UnionSeq with the Copies of each operator-state row
+// (and empty key) that several files hold.
+func (sp *Savepoint) UnionSeqCopies(st *UnionStats) iter.Seq[UnionRow] {
+	return sp.unionSeq(st, true)
+}
+
+func (sp *Savepoint) unionSeq(st *UnionStats, copies bool) iter.Seq[UnionRow] {
 	return func(yield func(UnionRow) bool) {
 		s := st
 		if s == nil {
 			s = &UnionStats{}
 		}
 		*s = UnionStats{}
-		u := &unioner{sp: sp, st: s, tree: sp.Kind != InputFile}
+		u := &unioner{sp: sp, st: s, tree: sp.Kind != InputFile, copies: copies}
 		u.run(true, yield)
 		u.finish()
 	}
@@ -178,6 +195,7 @@ type unioner struct {
 	sp        *Savepoint
 	st        *UnionStats
 	tree      bool
+	copies    bool // fill UnionRow.Copies
 	conflicts []string
 }
 
@@ -272,7 +290,7 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 		// One file with rows: each key is held once; only ownership applies.
 		c := h[0]
 		for ; c.i < c.n; c.advance() {
-			if r, ok := u.resolveOne(UnionRow{c.row(), c.subtask}); ok && !u.emit(r, yield) {
+			if r, ok := u.resolveOne(UnionRow{Row: c.row(), Subtask: c.subtask}); ok && !u.emit(r, yield) {
 				return
 			}
 		}
@@ -289,7 +307,7 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 			if r.Op != first.Op || !bytes.Equal(r.Key, first.Key) {
 				break
 			}
-			copies = append(copies, UnionRow{r, c.subtask})
+			copies = append(copies, UnionRow{Row: r, Subtask: c.subtask})
 			c.advance()
 			if c.i == c.n {
 				heap.Pop(&h)
@@ -364,6 +382,9 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 		if unionKeepsIncoming(best.Row, c.Row) {
 			best = c
 		}
+	}
+	if u.copies {
+		best.Copies = slices.Clone(copies)
 	}
 	switch {
 	case !differ:

@@ -91,7 +91,7 @@ func TestUnionIndependentFixtures(t *testing.T) {
 					if pick == nil {
 						t.Fatalf("%s: no authoritative copy in the truth", k)
 					}
-					want[k] = UnionRow{Row{g.op, g.key, utHex(t, pick.ValueHex)}, pick.Subtask}
+					want[k] = UnionRow{Row: Row{g.op, g.key, utHex(t, pick.ValueHex)}, Subtask: pick.Subtask}
 					for _, e := range g.entries {
 						if e.Origin == "stale-copy" {
 							stale++
@@ -99,12 +99,12 @@ func TestUnionIndependentFixtures(t *testing.T) {
 					}
 					continue
 				}
-				best := UnionRow{Row{g.op, g.key, utHex(t, g.entries[0].ValueHex)}, g.entries[0].Subtask}
+				best := UnionRow{Row: Row{g.op, g.key, utHex(t, g.entries[0].ValueHex)}, Subtask: g.entries[0].Subtask}
 				for _, e := range g.entries[1:] {
 					in := Row{g.op, g.key, utHex(t, e.ValueHex)}
 					both8 := len(best.Row.Value) == 8 && len(in.Value) == 8
 					if !both8 || int64(le64(in.Value)) > int64(le64(best.Row.Value)) {
-						best = UnionRow{in, e.Subtask}
+						best = UnionRow{Row: in, Subtask: e.Subtask}
 					}
 				}
 				want[k] = best
@@ -217,7 +217,7 @@ func utRef(sp *Savepoint) ([]UnionRow, UnionStats) {
 				continue
 			}
 			st.StaleCopies += len(cs) - 1
-			out = append(out, UnionRow{cs[found].row, cs[found].sub})
+			out = append(out, UnionRow{Row: cs[found].row, Subtask: cs[found].sub})
 			continue
 		}
 		best := cs[0]
@@ -231,7 +231,7 @@ func utRef(sp *Savepoint) ([]UnionRow, UnionStats) {
 			}
 			best = c
 		}
-		out = append(out, UnionRow{best.row, best.sub})
+		out = append(out, UnionRow{Row: best.row, Subtask: best.sub})
 	}
 	slices.SortFunc(out, func(a, b UnionRow) int { return a.Row.Compare(b.Row) })
 	st.Rows = len(out)
