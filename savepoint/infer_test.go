@@ -166,3 +166,44 @@ func chainedStale() []groupEvidence {
 	}
 	return append(ev, evidence(nil))
 }
+
+// TestInferKeylessSink opens a tree of a keyed chain at parallelism 2 and a
+// keyless one (a sink's operator state) at 1: the sink's file, of other
+// operators than the file before it, starts a group of its own, and every
+// keyed row is in its owner's file.
+func TestInferKeylessSink(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "tree")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7, Backend: BackendFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		var rows []Row
+		for _, k := range subtaskKeys(i, 2, 40) {
+			rows = append(rows, Row{Op: 1, Key: k, Value: []byte("v")})
+		}
+		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), rows, CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sink := []Row{{Op: 2, Key: []byte("\xff__committed__"), Value: []byte{1}}}
+	if _, err := tw.WriteSubtask(2, CanonicalMetadata(nil, VersionMap{}), sink, CompressNone); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, columnar := range []bool{false, true} {
+		sp, err := Open(out, OpenOptions{Columnar: columnar})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := FormatGroups(sp.Groups); got != "0-1,2" {
+			t.Errorf("columnar %v: groups %s, want 0-1,2", columnar, got)
+		}
+		if r := Validate(sp, ValidateOptions{}); r.Errors() > 0 {
+			t.Errorf("columnar %v: validate finds %d errors", columnar, r.Errors())
+		}
+		sp.Close()
+	}
+}
