@@ -390,6 +390,10 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 	case !differ:
 	case all8:
 		u.st.OperatorGreater++
+	case u.copies && bytes.HasPrefix(best.Row.Key, TimerKeyPrefix):
+		// Each subtask's blob holds its own timers: with the copies at
+		// hand (diff) they are compared as the timers a restore keeps,
+		// not as a choice of one blob.
 	default:
 		u.st.OperatorConflicts++
 		if len(u.conflicts) < maxConflictWarnings {
