@@ -302,14 +302,20 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	opRows := map[string][]opCopy{} // op+key -> copies in old subtask order
 	var opOrder []savepoint.Row
 	var meta savepoint.Metadata
+	// The version map is job-wide: the new files carry the first
+	// non-empty one of the old files, as clink's merge keeps it.
 	var versions savepoint.VersionMap
-	haveMeta := false
+	packed := map[string]bool{}
 	for i := 0; i < g.Count; i++ {
 		fi := byIndex[g.First+i]
 		res, f := results[fi], sp.Files[fi]
-		if !haveMeta && (res.versions.Len() > 0 || len(f.Snapshot.Metadata) > 0) {
-			meta, versions, haveMeta = f.Snapshot.Metadata, res.versions, true
+		if meta == nil && len(f.Snapshot.Metadata) > 0 {
+			meta = f.Snapshot.Metadata
 		}
+		if versions.Len() == 0 {
+			versions = res.versions
+		}
+		packed[res.versions.Pack()] = true
 		olds[i] = res.out
 		groupFiles[i] = f
 	}
@@ -368,6 +374,13 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		rr.OperatorOut += int64(m)
 	}
 	meta, warns := unionMetadata(meta, groupFiles, g)
+	if len(packed) > 1 {
+		vm := versions.Pack()
+		if vm == "" {
+			vm = "(none)"
+		}
+		warns = append(warns, fmt.Sprintf("group %s: the old files carry %d different version maps; every new file carries the first non-empty one, as clink's merge keeps it: %q (subtasks restored from the other files read other stamps; sptool validate lists them)", savepoint.FormatGroups([]savepoint.Group{g}), len(packed), vm))
+	}
 	from := fmt.Sprintf("rescaled from subtasks %d-%d of v%d", g.First, g.First+g.Count-1, sp.Generation)
 	for i, f := range files {
 		f.md, f.versions, f.from = meta, versions, from
@@ -862,7 +875,11 @@ func opKey(r savepoint.Row) string {
 // values is returned for the report.
 func mergeOperator(id savepoint.Row, copies []opCopy) ([]byte, *MergeChoice) {
 	distinct := map[string]bool{}
-	all8 := true
+	// Only operator state (first key byte 128 or more) keeps the greater
+	// of two 8-byte values; the empty key, which clink's merge does not
+	// take for operator state (format 1.6), keeps the later copy.
+	opState := id.IsOperatorState()
+	all8 := opState
 	for _, c := range copies {
 		distinct[string(c.value)] = true
 		all8 = all8 && len(c.value) == 8
@@ -887,7 +904,7 @@ func mergeOperator(id savepoint.Row, copies []opCopy) ([]byte, *MergeChoice) {
 	}
 	best := copies[0]
 	for _, c := range copies[1:] {
-		if len(best.value) == 8 && len(c.value) == 8 && int64(binary.LittleEndian.Uint64(best.value)) >= int64(binary.LittleEndian.Uint64(c.value)) {
+		if opState && len(best.value) == 8 && len(c.value) == 8 && int64(binary.LittleEndian.Uint64(best.value)) >= int64(binary.LittleEndian.Uint64(c.value)) {
 			continue
 		}
 		best = c
@@ -896,7 +913,7 @@ func mergeOperator(id savepoint.Row, copies []opCopy) ([]byte, *MergeChoice) {
 	if best.old != last.old {
 		mc.Rule = "greater-int64"
 	}
-	mc.Warning = fmt.Sprintf("op %d key %s: %d different values across the old subtasks (not all 8 bytes); the copy of subtask %d is kept (clink's merge in subtask order: the later copy, the greater of two 8-byte ones), where clink would pick one in directory order (format 10.4)", id.Op, mc.Key, len(distinct), best.old)
+	mc.Warning = fmt.Sprintf("op %d key %s: %d different values across the old subtasks (not all 8-byte operator values); the copy of subtask %d is kept (clink's merge in subtask order: the later copy, the greater of two 8-byte ones), where clink would pick one in directory order (format 10.4)", id.Op, mc.Key, len(distinct), best.old)
 	return best.value, mc
 }
 

@@ -2520,3 +2520,77 @@ func TestRescaleUnknownMetadata(t *testing.T) {
 		t.Errorf("warnings %q: want one about x.first", rep.Warnings)
 	}
 }
+
+// TestRescaleVersionMapDisagreement: when the old files of a group carry
+// different version maps, the new files carry the first non-empty one (as
+// clink's merge keeps it), not the first file's absent map, and the
+// disagreement is reported.
+func TestRescaleVersionMapDisagreement(t *testing.T) {
+	dir := rsTempDir(t)
+	in := filepath.Join(dir, "in")
+	tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Abort()
+	vm, err := savepoint.ParseVersionMap("100|counter|3|cnt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []savepoint.VersionMap{{}, vm, vm} {
+		rows := []savepoint.Row{{Op: 1, Key: []byte("\xff__off__"), Value: rsI64(int64(i))}}
+		if _, err := tw.WriteSubtask(i, savepoint.CanonicalMetadata(nil, v), rows, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("j", nil); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	rep, err := transform.Run(context.Background(), rsOpen(t, in, nil), rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n"), transform.Options{Out: out})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for _, f := range rsOpen(t, out, nil).Files {
+		if got := f.Snapshot.Versions.Pack(); got != vm.Pack() {
+			t.Errorf("subtask %d: version map %q, want %q", f.Subtask, got, vm.Pack())
+		}
+	}
+	warned := false
+	for _, w := range rep.Warnings {
+		warned = warned || strings.Contains(w, `the old files carry 2 different version maps; every new file carries the first non-empty one, as clink's merge keeps it: "100|counter|3|cnt"`)
+	}
+	if !warned {
+		t.Errorf("warnings %q: want the disagreement", rep.Warnings)
+	}
+}
+
+// TestRescaleEmptyKey: the empty key is not operator state for clink's
+// merge (format 1.6): of its copies a rescale keeps the later one, not the
+// greater of two 8-byte values.
+func TestRescaleEmptyKey(t *testing.T) {
+	dir := rsTempDir(t)
+	in := filepath.Join(dir, "in")
+	tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Abort()
+	for i, v := range [][]byte{[]byte("zero-in-0"), rsI64(9), rsI64(5)} {
+		if _, err := tw.WriteSubtask(i, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), []savepoint.Row{{Op: 100, Key: nil, Value: v}}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("j", nil); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if _, err := transform.Run(context.Background(), rsOpen(t, in, nil), rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n"), transform.Options{Out: out}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for j := range 2 {
+		if v, _ := rsValueIn(rsOpen(t, out, nil), j, 100, ""); rsLE(v) != 5 {
+			t.Errorf("new subtask %d: the empty key's value %x, want the later copy, 5", j, v)
+		}
+	}
+}
