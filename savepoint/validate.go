@@ -546,7 +546,7 @@ func (v *validator) checkFileLevel(f *File) {
 			if cl.Blobs > 1 {
 				msg += fmt.Sprintf(" except when CLMB-framed, as this one is (%d blobs): canonicalise needs a single IPC stream", cl.Blobs)
 			}
-			v.fileFinding(f, SeverityWarning, CheckChangelogOnFileBackend, msg)
+			v.fileFinding(f, SeverityError, CheckChangelogOnFileBackend, msg)
 		}
 		for b, inBlob := range cl.InBlob {
 			where := ""
