@@ -163,6 +163,10 @@ var badCorpus = map[string]struct {
 		"comments-only.bad.yaml:1:1: empty rule file"}, wantCount: 1},
 	"duplicate-slot.bad.yaml": {want: []string{
 		`duplicate-slot.bad.yaml:5:19: slot 3: slot "agg" of op 7 is already declared (slot 1, line 3)`}, wantCount: 1},
+	"rename-into-vacated.bad.yaml": {want: []string{
+		`rename-into-vacated.bad.yaml:6:72: rule 2 ("counters take the name a"): slot "b" of op 7 is not declared, but "a" was (slot 1 at line 3) until rule 1 moved it away: declarations are looked up by name, so the rows renamed here would be decoded with it; declare slot "b" of op 7, or rename in another order`}, wantCount: 1},
+	"remap-into-vacated.bad.yaml": {want: []string{
+		`rule 2: op 7 had slot "a" declared (slot 1 at line 3) until rule 1 moved it away: declarations are looked up by name, so op 8's rows of that slot, remapped here, would be decoded with it; declare slot "a" of op 8, or remap in another order`}, wantCount: 1},
 	"alias.bad.yaml": {want: []string{
 		"alias.bad.yaml:4:16: YAML alias '*tmp' is not supported in a rule file"}, wantCount: 1},
 	"name-wrong-type.bad.yaml": {want: []string{

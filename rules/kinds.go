@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -346,10 +347,37 @@ func (p *parser) parseRemapOperator(kn, vn *yaml.Node) *RemapOperatorSpec {
 		}
 	}
 	sortTargets(moved)
+	movedSlots := map[string]bool{}
 	for _, t := range moved {
 		p.alias(kn, slotName{t.Op, t.Slot}, t.Decl)
+		movedSlots[t.Slot] = true
+	}
+	// Slots of the target whose declarations an earlier rule moved away
+	// would decode the remapped rows of the same name.
+	var clash []slotName
+	for k := range p.vacated {
+		if k.op == to.ID && !movedSlots[k.slot] && p.view[k] == nil {
+			clash = append(clash, k)
+		}
+	}
+	if len(clash) > 0 {
+		slices.SortFunc(clash, func(a, b slotName) int { return strings.Compare(a.slot, b.slot) })
+		v := p.vacated[clash[0]]
+		p.errAt(kn, kn.Value, "op %d had slot %q declared (slot %d at line %d) until rule %d moved it away: declarations are looked up by name, so op %d's rows of that slot, remapped here, would be decoded with it; declare slot %q of op %d, or remap in another order", to.ID, clash[0].slot, v.decl.Index, v.decl.Line, v.rule, from.ID, clash[0].slot, from.ID)
+	}
+	for k, d := range p.view {
+		if k.op == from.ID {
+			p.vacate(k, d)
+		}
 	}
 	return &RemapOperatorSpec{From: *from, To: *to, Merge: merge}
+}
+
+// vacate takes name k, which a rule moves declared slot d away from, out of
+// the view: rules after it see no declaration there.
+func (p *parser) vacate(k slotName, d *SlotDecl) {
+	delete(p.view, k)
+	p.vacated[k] = vacatedName{decl: d, rule: p.rule}
 }
 
 // alias makes declaration d also apply to the name k (after a rename or a
@@ -412,6 +440,9 @@ func (p *parser) parseRenameSlot(kn, vn *yaml.Node) *RenameSlotSpec {
 	}
 	if d := p.view[slotName{op.ID, from}]; d != nil {
 		p.alias(kn, slotName{op.ID, to}, d)
+		p.vacate(slotName{op.ID, from}, d)
+	} else if v, ok := p.vacated[slotName{op.ID, to}]; ok {
+		p.errAt(m.get("to"), "to", "slot %q of op %d is not declared, but %q was (slot %d at line %d) until rule %d moved it away: declarations are looked up by name, so the rows renamed here would be decoded with it; declare slot %q of op %d, or rename in another order", from, op.ID, to, v.decl.Index, v.decl.Line, v.rule, from, op.ID)
 	}
 	return &RenameSlotSpec{Op: *op, From: from, To: to, Merge: merge}
 }

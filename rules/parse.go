@@ -131,8 +131,19 @@ type parser struct {
 	slot     int
 
 	// view maps the (op, slot) names a declaration has at the rule being
-	// parsed; rename_slot and remap_operator extend it.
-	view map[slotName]*SlotDecl
+	// parsed; rename_slot and remap_operator extend it, and take from it
+	// the names they move a declared slot away from (vacated).
+	view    map[slotName]*SlotDecl
+	vacated map[slotName]vacatedName
+}
+
+// vacatedName is a declared slot's name that a rule moved the slot away
+// from: Set.SlotDecl still gives the declaration for it (declarations are
+// looked up by name, whatever the rule), so rows of an undeclared slot
+// must not be moved into it.
+type vacatedName struct {
+	decl *SlotDecl
+	rule int
 }
 
 type slotName struct {
@@ -264,7 +275,7 @@ func (p *parser) run() {
 	if sn := top.get("slots"); sn != nil {
 		p.parseSlots(sn)
 	}
-	p.view = map[slotName]*SlotDecl{}
+	p.view, p.vacated = map[slotName]*SlotDecl{}, map[slotName]vacatedName{}
 	for _, d := range p.set.Slots {
 		k := slotName{d.Op.ID, d.Slot}
 		p.view[k] = d
