@@ -116,6 +116,7 @@ func TestGDPRErasure(t *testing.T) {
 	// A subject's timers leave the timer blobs too (user-150 has one): they
 	// would fire for the erased key after a restore.
 	timersRemoved := int64(0)
+	keyTimers := map[string]int64{}
 	for i, l := range want {
 		if !bytes.Equal(l.Key, []byte("\xff__clink_timers")) {
 			continue
@@ -124,6 +125,7 @@ func TestGDPRErasure(t *testing.T) {
 		for _, k := range timerKeys[l.Subtask] {
 			if slices.Contains(subjects, string(k)) {
 				timersRemoved++
+				keyTimers[string(k)]++
 				continue
 			}
 			kept = append(kept, k)
@@ -200,7 +202,8 @@ rules:
 		var wantFound []transform.KeyFound
 		var total int64
 		for _, k := range tc.keys {
-			wantFound = append(wantFound, transform.KeyFound{Key: k, Rows: perKey[k]})
+			// A key's timers count with it (rule 2's int64 keys have none).
+			wantFound = append(wantFound, transform.KeyFound{Key: k, Rows: perKey[k], Timers: keyTimers[k]})
 			total += perKey[k]
 		}
 		if !reflect.DeepEqual(p.Found, wantFound) {
@@ -227,5 +230,29 @@ rules:
 	}
 	if rep.RowsDropped != int64(len(inputRows)-len(want)) {
 		t.Errorf("RowsDropped = %d, want %d", rep.RowsDropped, len(inputRows)-len(want))
+	}
+}
+
+// TestPurgeTimerOnlyKeyFound: a listed key whose only data is a timer is
+// found (its timer removed), not reported as not found.
+func TestPurgeTimerOnlyKeyFound(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	blob := savepoint.EncodeTimers(nil, []savepoint.Timer{{Time: 5, Key: []byte("only-timer")}, {Time: 6, Key: []byte("other")}})
+	rows := []savepoint.Row{
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("other")), Value: []byte("v")},
+		{Op: 7, Key: []byte("\xff__clink_timers"), Value: blob},
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: [only-timer, nobody]}\n", nil)
+	rep, err := run(t, in, set, transform.Options{Out: filepath.Join(dir, "out.snap")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ruleStats(t, rep, 1).Purge
+	if want := []transform.KeyFound{{Key: "only-timer", Rows: 0, Timers: 1}}; !reflect.DeepEqual(p.Found, want) || !slices.Equal(p.NotFound, []string{"nobody"}) || p.TimersRemoved != 1 {
+		t.Errorf("audit found %+v, not found %q, timers removed %d; want %+v, [nobody], 1", p.Found, p.NotFound, p.TimersRemoved, want)
 	}
 }

@@ -121,10 +121,12 @@ type PurgeAudit struct {
 	found      map[int]*int64
 }
 
-// KeyFound is a purged key and the rows removed for it.
+// KeyFound is a purged key and the rows and timers removed for it (a key
+// whose only data was timers is found too).
 type KeyFound struct {
-	Key  string `json:"key"`
-	Rows int64  `json:"rows"`
+	Key    string `json:"key"`
+	Rows   int64  `json:"rows"`
+	Timers int64  `json:"timers,omitempty"`
 }
 
 // ExpiredInfo details a purge_expired rule.

@@ -257,7 +257,14 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 			// A timer blob holds timers keyed by user key: an erased subject's
 			// timers go with its state (they would fire for it after restore).
 			v, removed, err := purgeTimers(r.Value, func(key []byte) bool {
-				_, ok := p.Match(key, false)
+				j, ok := p.Match(key, false)
+				if ok {
+					// The audit counts the key found: its timers were data.
+					if w.res.keyTimers[i] == nil {
+						w.res.keyTimers[i] = make([]int64, p.Len())
+					}
+					w.res.keyTimers[i][j]++
+				}
 				return ok
 			})
 			if err != nil {

@@ -472,6 +472,9 @@ type fileResult struct {
 	short     []int64   // per rule: TTL values without a stamp
 	remain    []int64   // per purge rule: output rows still matching its keys
 	timers    []int64   // per purge rule: timers removed from timer blobs
+	// keyTimers, per purge rule: timers removed per key index (nil until
+	// one is).
+	keyTimers [][]int64
 	// timersKept, per purge rule scoped to a slot: timers of listed keys
 	// in the output's timer blobs (see auditOut).
 	timersKept []int64
@@ -612,6 +615,7 @@ func (e *engine) newResult() *fileResult {
 		before:     &slotCounts{},
 		after:      &slotCounts{},
 		purged:     make([][]int64, len(e.steps)),
+		keyTimers:  make([][]int64, len(e.steps)),
 		hits:       make([][]int32, len(e.steps)),
 		short:      make([]int64, len(e.steps)),
 		vmRules:    make([]bool, len(e.steps)),
@@ -894,6 +898,7 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 			for j, c := range p.purged[i] {
 				res.purged[i][j] += c
 			}
+			res.keyTimers[i] = addCounts(res.keyTimers[i], p.keyTimers[i])
 		}
 		p.before.each(func(k slotKey, n int64) { res.before.addN(k.op, []byte(k.slot), true, n) })
 		p.after.each(func(k slotKey, n int64) { res.after.addN(k.op, []byte(k.slot), true, n) })
@@ -1569,7 +1574,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 	before, after := map[slotKey]int64{}, map[slotKey]int64{}
 	for i, st := range e.steps {
 		rs := &RuleStats{Index: st.rule.Index, Name: st.rule.Name, Kind: string(st.rule.Kind), Label: st.rule.Label()}
-		var purged []int64
+		var purged, keyTimers []int64
 		if p := st.rule.PurgeKeys; p != nil {
 			purged = make([]int64, p.Len())
 		}
@@ -1584,6 +1589,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			for j, n := range res.purged[i] {
 				purged[j] += n
 			}
+			keyTimers = addCounts(keyTimers, res.keyTimers[i])
 			if rs.Expired == nil && st.rule.PurgeExpired != nil {
 				rs.Expired = expiredInfo(st.rule.PurgeExpired)
 			}
@@ -1606,7 +1612,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			// nothing before the end of the run reads it: it is put
 			// together while the output is written (see Report.finish).
 			rep.pending = append(rep.pending, func() {
-				rs.Purge = purgeAudit(p, purged)
+				rs.Purge = purgeAudit(p, purged, keyTimers)
 				rs.Purge.Remaining, rs.Purge.TimersRemoved, rs.Purge.TimersKept = remaining, timers, kept
 			})
 		}
@@ -1734,10 +1740,32 @@ func expiredInfo(p *rules.PurgeExpiredSpec) *ExpiredInfo {
 	return e
 }
 
-func purgeAudit(p *rules.PurgeKeysSpec, rows []int64) *PurgeAudit {
+// addCounts adds the counts of b to a (allocated when nil) and returns it.
+func addCounts(a, b []int64) []int64 {
+	if b == nil {
+		return a
+	}
+	if a == nil {
+		a = make([]int64, len(b))
+	}
+	for j, n := range b {
+		a[j] += n
+	}
+	return a
+}
+
+// purgeAudit is the erasure audit of purge rule p: rows and timers removed
+// per listed key. A key counts as found when either was.
+func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64) *PurgeAudit {
+	timersOf := func(i int) int64 {
+		if timers == nil {
+			return 0
+		}
+		return timers[i]
+	}
 	found := 0
-	for _, n := range rows {
-		if n > 0 {
+	for i, n := range rows {
+		if n > 0 || timersOf(i) > 0 {
 			found++
 		}
 	}
@@ -1748,8 +1776,8 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows []int64) *PurgeAudit {
 	prefault.Slice(a.Found) // 2.4 MB for 100,000 keys, filled at once
 	prefault.Slice(a.NotFound)
 	for i, n := range rows {
-		if n > 0 {
-			a.Found = append(a.Found, KeyFound{Key: p.Display(i), Rows: n})
+		if t := timersOf(i); n > 0 || t > 0 {
+			a.Found = append(a.Found, KeyFound{Key: p.Display(i), Rows: n, Timers: t})
 		} else {
 			a.NotFound = append(a.NotFound, p.Display(i))
 		}
