@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"reflect"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/vm/runtime"
 )
 
@@ -27,18 +29,31 @@ var arithFuncs = map[string]string{"+": "__checked_add", "-": "__checked_sub", "
 type checkedArith struct{}
 
 func (checkedArith) Visit(node *ast.Node) {
-	b, ok := (*node).(*ast.BinaryNode)
-	if !ok {
-		return
+	call := func(name string, args ...ast.Node) {
+		ast.Patch(node, &ast.CallNode{Callee: &ast.IdentifierNode{Value: name}, Arguments: args})
 	}
-	name, ok := arithFuncs[b.Operator]
-	if !ok {
-		return
+	switch n := (*node).(type) {
+	case *ast.BinaryNode:
+		if name, ok := arithFuncs[n.Operator]; ok {
+			call(name, n.Left, n.Right)
+		}
+	case *ast.UnaryNode:
+		if n.Operator == "-" {
+			call("__checked_neg", n.Node)
+		}
+	case *ast.BuiltinNode:
+		// abs and int convert as expr does, failing where expr would
+		// wrap around: abs of the least int64, int of a float or an
+		// unsigned integer out of range; sum of a list adds with +.
+		if len(n.Arguments) == 1 && (n.Name == "abs" || n.Name == "int" || n.Name == "sum") {
+			call("__checked_"+n.Name, n.Arguments[0])
+		}
+		// string of bytes (key_bytes, an undeclared slot's value) is
+		// their text, where expr would print them as a list of numbers.
+		if len(n.Arguments) == 1 && n.Name == "string" {
+			call("__string", n.Arguments[0])
+		}
 	}
-	ast.Patch(node, &ast.CallNode{
-		Callee:    &ast.IdentifierNode{Value: name},
-		Arguments: []ast.Node{b.Left, b.Right},
-	})
 }
 
 // arithOptions are the options that make a compiled expression's integer
@@ -48,6 +63,77 @@ var arithOptions = []expr.Option{
 	expr.Function("__checked_add", func(p ...any) (any, error) { return checkedOp('+', p[0], p[1]) }),
 	expr.Function("__checked_sub", func(p ...any) (any, error) { return checkedOp('-', p[0], p[1]) }),
 	expr.Function("__checked_mul", func(p ...any) (any, error) { return checkedOp('*', p[0], p[1]) }),
+	expr.Function("__checked_neg", func(p ...any) (any, error) { return checkedNeg(p[0]) }),
+	expr.Function("__checked_abs", func(p ...any) (any, error) { return checkedAbs(p[0]) }),
+	expr.Function("__checked_int", func(p ...any) (any, error) { return checkedInt(p[0]) }),
+	expr.Function("__checked_sum", func(p ...any) (any, error) { return checkedSum(p[0]) }),
+	expr.Function("__string", func(p ...any) (any, error) {
+		if b, ok := p[0].([]byte); ok {
+			return string(b), nil
+		}
+		return builtin.String(p[0]), nil
+	}),
+}
+
+// checkedNeg returns -x as expr computes it, or an error when x is an
+// integer whose negation does not fit (the least int64, a positive
+// unsigned integer).
+func checkedNeg(x any) (any, error) {
+	r := runtime.Negate(x)
+	if !exact('-', 0, x, r) {
+		return nil, fmt.Errorf("integer overflow: -%v does not fit in 64 bits", x)
+	}
+	return r, nil
+}
+
+// checkedAbs is expr's abs, failing on the least int64 (whose absolute
+// value does not fit).
+func checkedAbs(x any) (any, error) {
+	if v, ok := signed(x); ok && v == math.MinInt64 {
+		return nil, fmt.Errorf("integer overflow: abs(%d) does not fit in 64 bits", v)
+	}
+	return builtin.Abs(x), nil
+}
+
+// checkedInt is expr's int, failing where the conversion would wrap
+// around: a float that is not a number or out of the int64 range, an
+// unsigned integer above the largest int64.
+func checkedInt(x any) (any, error) {
+	switch v := x.(type) {
+	case float64:
+		if math.IsNaN(v) || v >= math.MaxInt64 || v < math.MinInt64 {
+			return nil, fmt.Errorf("int(%v): not an integer that fits in 64 bits", v)
+		}
+	case float32:
+		if f := float64(v); math.IsNaN(f) || f >= math.MaxInt64 || f < math.MinInt64 {
+			return nil, fmt.Errorf("int(%v): not an integer that fits in 64 bits", v)
+		}
+	case uint64:
+		if v > math.MaxInt64 {
+			return nil, fmt.Errorf("int(%d): does not fit in a signed 64-bit integer", v)
+		}
+	case uint:
+		if uint64(v) > math.MaxInt64 {
+			return nil, fmt.Errorf("int(%d): does not fit in a signed 64-bit integer", v)
+		}
+	}
+	return builtin.Int(x), nil
+}
+
+// checkedSum is expr's sum of a list, adding with checkedOp's +.
+func checkedSum(list any) (any, error) {
+	v := reflect.ValueOf(list)
+	if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
+		return nil, fmt.Errorf("sum: %T is not a list", list)
+	}
+	var acc any = 0
+	for i := range v.Len() {
+		var err error
+		if acc, err = checkedOp('+', acc, v.Index(i).Interface()); err != nil {
+			return nil, err
+		}
+	}
+	return acc, nil
 }
 
 // checkedOp returns a op b as expr computes it, or an error when a and b

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -78,5 +79,87 @@ rules:
 	}
 	if v, err := set.Rules[2].SetValue.Program.Eval(&m, &env); err != nil || v != int64(14) && v != 14 {
 		t.Errorf("set_value: %v (%T), %v; want 14", v, v, err)
+	}
+}
+
+// Unary minus, abs, int() and sum fail where expr would wrap around, and
+// compute what expr computes elsewhere.
+func TestCheckedConversions(t *testing.T) {
+	set, err := Parse("r.yaml", []byte(`version: 1
+slots:
+  - {op: 7, slot: agg, key: int64, value: int64}
+  - {op: 7, slot: l, key: string, value: list<int64>}
+rules:
+  - set_value: {op: 7, slot: agg, expr: '-value'}
+  - set_value: {op: 7, slot: agg, expr: 'abs(value)'}
+  - set_value: {op: 7, slot: agg, expr: 'int(value * 1.5)'}
+  - set_value: {op: 7, slot: agg, expr: 'int(float(value) * 2.0)'}
+  - drop: {op: 7, slot: l, expr: 'sum(value) < 0'}
+  - set_value: {op: 7, slot: agg, expr: 'int("12") + abs(-3) - -2 + int(2.9)'}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	eval := func(rule int, r savepoint.Row) (any, error) {
+		var env Env
+		if err := set.FillEnv(&env, r, 0); err != nil {
+			t.Fatal(err)
+		}
+		if p := set.Rules[rule].SetValue; p != nil {
+			return p.Program.Eval(&m, &env)
+		}
+		return set.Rules[rule].Drop.Predicate.Eval(&m, &env)
+	}
+	agg := func(v int64) savepoint.Row {
+		return savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: le64(v)}
+	}
+	lv, err := set.SlotDecl(7, "l").ValueCodec.Encode([]any{int64(math.MaxInt64), int64(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("l"), []byte("k")), Value: lv}
+	for _, c := range []struct {
+		rule int
+		row  savepoint.Row
+		want string
+	}{
+		{0, agg(math.MinInt64), "integer overflow: -"},
+		{1, agg(math.MinInt64), "integer overflow: abs(-9223372036854775808)"},
+		{2, agg(math.MaxInt64), "not an integer that fits in 64 bits"},
+		{3, agg(math.MaxInt64), "not an integer that fits in 64 bits"},
+		{4, list, "integer overflow: 9223372036854775807 + 1"},
+	} {
+		if v, err := eval(c.rule, c.row); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("rule %d: %v, %v; want an error %q", c.rule+1, v, err, c.want)
+		}
+	}
+	for rule, want := range map[int]int64{0: -5, 1: 5, 2: 7, 3: 10} {
+		if v, err := eval(rule, agg(5)); err != nil || fmt.Sprint(v) != fmt.Sprint(want) {
+			t.Errorf("rule %d of 5: %v, %v; want %d", rule+1, v, err, want)
+		}
+	}
+	if v, err := eval(1, agg(-5)); err != nil || fmt.Sprint(v) != "5" {
+		t.Errorf("abs(-5): %v, %v", v, err)
+	}
+	if v, err := eval(5, agg(0)); err != nil || fmt.Sprint(v) != "19" {
+		t.Errorf("int(\"12\") + abs(-3) - -2 + int(2.9): %v, %v; want 19", v, err)
+	}
+}
+
+// string() of bytes is their text (expr would print a list of numbers), so
+// that an undeclared slot's value and key_bytes compare with strings.
+func TestStringOfBytes(t *testing.T) {
+	set, err := Parse("r.yaml", []byte("version: 1\nrules:\n  - drop: 'string(value) == \"p\" && string(key_bytes) == \"user-7\" && string(7) == \"7\"'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env Env
+	if err := set.FillEnv(&env, savepoint.Row{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("user-7")), Value: []byte("p")}, 0); err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	if ok, err := set.Rules[0].Drop.Predicate.Eval(&m, &env); err != nil || !ok {
+		t.Errorf("string of bytes: %v, %v; want true", ok, err)
 	}
 }

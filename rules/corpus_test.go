@@ -114,7 +114,7 @@ var badCorpus = map[string]struct {
 	"set-value-type-error.bad.yaml": {want: []string{
 		"set-value-type-error.bad.yaml:5:48: rule 1: bad expression in 'expr': invalid operation: + (mismatched types int64 and string)"}, wantCount: 1},
 	"set-value-float-result.bad.yaml": {want: []string{
-		`set-value-float-result.bad.yaml:5:42: rule 1: 'expr' yields float64 but slot "agg" stores int64 (codec int64) (wrap it in int() or round())`}, wantCount: 1},
+		`set-value-float-result.bad.yaml:5:42: rule 1: 'expr' yields float64 but slot "agg" stores int64 (codec int64) (wrap it in int(), which fails on a value that does not fit)`}, wantCount: 1},
 	"keep-scoped-type-error.bad.yaml": {want: []string{
 		"keep-scoped-type-error.bad.yaml:5:43: rule 1: bad expression in 'expr': invalid operation: == (mismatched types int64 and string)"}, wantCount: 1},
 	"op-and-uid.bad.yaml": {want: []string{

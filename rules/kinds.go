@@ -698,7 +698,7 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 	if !resultFits(c.resultType, d.valueType) {
 		hint := ""
 		if c.resultType.Kind() == reflect.Float64 {
-			hint = " (wrap it in int() or round())"
+			hint = " (wrap it in int(), which fails on a value that does not fit)"
 		}
 		line, col := p.exprPos(en, 0)
 		p.addErr(line, col, "expr", fmt.Sprintf("'expr' yields %s but slot %q stores %s (codec %s)%s", c.resultType, slot, d.valueType, d.ValueCodec, hint))
