@@ -233,6 +233,44 @@ type differ struct {
 	// be compared subtask by subtask.
 	a, b       *savepoint.Savepoint
 	sameLayout bool
+	// keyed are, per side of a tree of several chain groups, the groups
+	// holding keyed rows of the operator merged last: the groups that run
+	// it, whose timer blobs fire (the others' are frozen copies, format
+	// 10.3). Operator rows sort after an operator's keyed rows, so they
+	// are known when its timer blob comes.
+	keyed [2]keyedGroups
+}
+
+// keyedGroups tracks the chain groups holding keyed rows of one operator.
+type keyedGroups struct {
+	op     uint64
+	groups map[savepoint.Group]bool
+	last   savepoint.Group
+}
+
+// note records u, a row of side sp, when it is keyed.
+func (k *keyedGroups) note(sp *savepoint.Savepoint, u savepoint.UnionRow) {
+	if len(sp.Groups) < 2 || len(u.Row.Key) == 0 || u.Row.Key[0] >= savepoint.NumKeyGroups {
+		return
+	}
+	if k.groups == nil || u.Row.Op != k.op {
+		k.op, k.groups, k.last = u.Row.Op, map[savepoint.Group]bool{}, savepoint.Group{}
+	}
+	if g, ok := sp.GroupOf(u.Subtask); ok && g != k.last {
+		k.groups[g], k.last = true, g
+	}
+}
+
+// of returns the groups running op, and false when they are not known
+// (several groups, none holding keyed rows of op).
+func (k *keyedGroups) of(sp *savepoint.Savepoint, op uint64) (map[savepoint.Group]bool, bool) {
+	if len(sp.Groups) < 2 {
+		return nil, true
+	}
+	if k.groups == nil || k.op != op || len(k.groups) == 0 {
+		return nil, false
+	}
+	return k.groups, true
 }
 
 // cancelEvery is how many rows Compare merges between looks at its
@@ -284,12 +322,16 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Res
 		}
 		switch {
 		case c < 0:
+			d.keyed[0].note(a, ra)
 			d.removed(ra)
 			ra, okA = nextA()
 		case c > 0:
+			d.keyed[1].note(b, rb)
 			d.added(rb)
 			rb, okB = nextB()
 		default:
+			d.keyed[0].note(a, ra)
+			d.keyed[1].note(b, rb)
 			d.both(ra, rb)
 			ra, okA = nextA()
 			rb, okB = nextB()
@@ -490,7 +532,9 @@ func (d *differ) both(a, b savepoint.UnionRow) {
 	case bytes.HasPrefix(a.Row.Key, savepoint.TimerKeyPrefix):
 		// A timer blob: the timers a restore keeps, whichever blobs hold
 		// them (a rescale moves them between subtasks).
-		if eq, n, ok := sameTimers(d.a, a, d.b, b); ok {
+		ga, okA := d.keyed[0].of(d.a, a.Row.Op)
+		gb, okB := d.keyed[1].of(d.b, b.Row.Op)
+		if eq, n, ok := sameTimers(d.a, a, ga, d.b, b, gb); ok && okA && okB {
 			same = eq
 			if !eq {
 				note = fmt.Sprintf("the timers a restore keeps differ (%d on one side only)", n)
@@ -574,14 +618,24 @@ func differentRestores(a, b savepoint.UnionRow) []int {
 }
 
 // sameTimers compares the timers a restore of each side keeps of one
-// operator's timer blobs: those of every copy whose key group the copy's
-// subtask owns (a restore filters the others, format 10.2), each once. n
-// is how many are on one side only; ok is false when a blob does not
-// decode (the blobs' bytes are compared then).
-func sameTimers(spA *savepoint.Savepoint, a savepoint.UnionRow, spB *savepoint.Savepoint, b savepoint.UnionRow) (same bool, n int, ok bool) {
-	set := func(sp *savepoint.Savepoint, u savepoint.UnionRow) (map[string]bool, bool) {
+// operator's timer blobs: those of every copy in a group that runs the
+// operator (groups, nil for all; the others are frozen copies) whose key
+// group the copy's subtask owns (a restore filters the others, format
+// 10.2), or whose owner has no blob and restores this one, the last (5.3
+// step 4), each once. n is how many are on one side only; ok is false when
+// a blob does not decode (the blobs' bytes are compared then).
+func sameTimers(spA *savepoint.Savepoint, a savepoint.UnionRow, groupsA map[savepoint.Group]bool, spB *savepoint.Savepoint, b savepoint.UnionRow, groupsB map[savepoint.Group]bool) (same bool, n int, ok bool) {
+	set := func(sp *savepoint.Savepoint, u savepoint.UnionRow, groups map[savepoint.Group]bool) (map[string]bool, bool) {
 		m := map[string]bool{}
+		var live []savepoint.UnionRow
+		hasBlob := map[int]bool{}
 		for _, c := range copiesOf(u) {
+			if g, ok := sp.GroupOf(c.Subtask); groups == nil || ok && groups[g] {
+				live = append(live, c)
+				hasBlob[c.Subtask] = true
+			}
+		}
+		for i, c := range live {
 			proc, event, err := savepoint.ParseTimers(c.Row.Value)
 			if err != nil {
 				return nil, false
@@ -589,7 +643,7 @@ func sameTimers(spA *savepoint.Savepoint, a savepoint.UnionRow, spB *savepoint.S
 			g, grouped := sp.GroupOf(c.Subtask)
 			for domain, list := range [2][]savepoint.Timer{proc, event} {
 				for _, t := range list {
-					if grouped && g.Owner(savepoint.KeyGroupOf(t.Key)) != c.Subtask {
+					if o := g.Owner(savepoint.KeyGroupOf(t.Key)); grouped && o != c.Subtask && (hasBlob[o] || i != len(live)-1) {
 						continue
 					}
 					m[fmt.Sprintf("%d/%d/%x", domain, t.Time, t.Key)] = true
@@ -598,8 +652,8 @@ func sameTimers(spA *savepoint.Savepoint, a savepoint.UnionRow, spB *savepoint.S
 		}
 		return m, true
 	}
-	ta, okA := set(spA, a)
-	tb, okB := set(spB, b)
+	ta, okA := set(spA, a, groupsA)
+	tb, okB := set(spB, b, groupsB)
 	if !okA || !okB {
 		return false, 0, false
 	}

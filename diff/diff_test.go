@@ -551,6 +551,19 @@ func TestDiffOperatorStateAsRestored(t *testing.T) {
 		t.Errorf("a rescale that keeps every timer: %+v", r.Summary)
 	}
 
+	// Two chain groups: the other group's copy of a blob is frozen (it
+	// never fires), whatever its subtasks become.
+	twoGroups := filepath.Join("..", "testdata", "independent", "two-groups")
+	for _, gp := range []string{"{subtasks: \"0-2\", parallelism: 5}, {subtasks: \"3-4\", parallelism: 1}", "{subtasks: \"0-2\", parallelism: 3}, {subtasks: \"3-4\", parallelism: 4}"} {
+		out := filepath.Join(t.TempDir(), "out")
+		if _, err := transform.Run(context.Background(), open(t, twoGroups), parse(t, "version: 1\nrules:\n  - rescale: {groups: ["+gp+"]}\n"), transform.Options{Out: out}); err != nil {
+			t.Fatal(err)
+		}
+		if r := compare(t, open(t, twoGroups), open(t, out), Options{Limit: 3}); !r.Identical {
+			t.Errorf("two groups rescaled (%s): %+v %+v", gp, r.Summary, r.Operators)
+		}
+	}
+
 	noTimers := apply(t, "version: 1\nrules:\n  - drop: 'subtask < 3 && kind == \"operator\" && op == uid(\"agg\")'\n")
 	r := compare(t, ex, open(t, noTimers), Options{Limit: 5})
 	if n, notes := changedOp(r); r.Identical || n != 1 || len(notes) != 1 || !strings.HasPrefix(notes[0], "the timers a restore keeps differ (") {

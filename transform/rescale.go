@@ -928,8 +928,10 @@ func isSourceOffset(key []byte) bool {
 // of a group and splits them by the key group of each timer's key: each new
 // subtask gets exactly the timers of its range. A timer in the blob of an old
 // subtask that did not own its key's group is a stale copy (left by an
-// unfiltered restore of a chained subtask, format 10.2) and is dropped;
-// identical timers are kept once, so none fires twice.
+// unfiltered restore of a chained subtask, format 10.2) and is dropped,
+// unless its owner has no blob and this one is the last: a restore gives
+// such an owner the others' blobs, merged, and it keeps the timers of its
+// range. Identical timers are kept once, so none fires twice.
 func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blobs [][]byte, rr *RescaleReport) error {
 	type dk struct {
 		event bool
@@ -939,6 +941,14 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blo
 	seen := map[dk]bool{}
 	proc := make([][]savepoint.Timer, len(blobs))
 	event := make([][]savepoint.Timer, len(blobs))
+	// A subtask without a blob of its own restores the others', merged
+	// (the later copy kept), and keeps the timers of its range from it
+	// (format 5.3 step 4, 10.2).
+	hasBlob := map[int]bool{}
+	for _, c := range copies {
+		hasBlob[c.old] = true
+	}
+	last := copies[len(copies)-1].old
 	for _, c := range copies {
 		p, e, err := savepoint.ParseTimers(c.value)
 		if err != nil {
@@ -948,7 +958,7 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blo
 			for _, t := range list {
 				rr.TimersIn++
 				kg := savepoint.KeyGroupOf(t.Key)
-				if g.Owner(kg) != c.old {
+				if o := g.Owner(kg); o != c.old && (hasBlob[o] || c.old != last) {
 					rr.TimersStale++
 					continue
 				}

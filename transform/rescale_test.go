@@ -2594,3 +2594,63 @@ func TestRescaleEmptyKey(t *testing.T) {
 		}
 	}
 }
+
+// TestRescaleTimersOwnerWithoutBlob: a subtask without a timer blob of its
+// own restores the others' blobs, merged (the later copy), and keeps the
+// timers of its range from it, so a rescale keeps those timers; the timers
+// of a subtask that has its own blob, found in another's, are stale.
+func TestRescaleTimersOwnerWithoutBlob(t *testing.T) {
+	g := savepoint.Group{First: 0, Count: 3}
+	keyIn := func(sub, n int) []byte { // the n-th user key whose key group subtask sub owns
+		for i := 0; ; i++ {
+			k := []byte(fmt.Sprintf("u%d", i))
+			if g.Owner(savepoint.KeyGroupOf(k)) == sub {
+				if n == 0 {
+					return k
+				}
+				n--
+			}
+		}
+	}
+	timers := []byte("\xff__clink_timers")
+	for _, c := range []struct {
+		name  string
+		blobs map[int][]savepoint.Timer
+		want  int // timers written
+	}{
+		// Only subtask 0 has a blob: 1 and 2 restore it and keep their ranges.
+		{"one blob for all", map[int][]savepoint.Timer{0: {{Time: 1, Key: keyIn(0, 0)}, {Time: 2, Key: keyIn(1, 0)}, {Time: 3, Key: keyIn(2, 0)}}}, 3},
+		// Subtask 1 has its own (empty) blob: its timers in 0's are stale;
+		// 2, without one, restores the later blob, 1's, which has none.
+		{"an empty blob of its own", map[int][]savepoint.Timer{0: {{Time: 1, Key: keyIn(0, 0)}, {Time: 2, Key: keyIn(1, 0)}, {Time: 3, Key: keyIn(2, 0)}}, 1: nil}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := rsTempDir(t)
+			in := filepath.Join(dir, "in")
+			tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tw.Abort()
+			for s := range 3 {
+				rows := []savepoint.Row{{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), keyIn(s, 1)), Value: []byte("v")}}
+				if b, ok := c.blobs[s]; ok {
+					rows = append(rows, savepoint.Row{Op: 1, Key: timers, Value: savepoint.EncodeTimers(nil, b)})
+				}
+				if _, err := tw.WriteSubtask(s, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tw.Commit("j", nil); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := transform.Run(context.Background(), rsOpen(t, in, nil), rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n"), transform.Options{Out: filepath.Join(dir, "out")})
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if rr := rep.Rescale; rr.TimersOut != int64(c.want) {
+				t.Errorf("timers: %d in, %d written, %d stale; want %d written", rr.TimersIn, rr.TimersOut, rr.TimersStale, c.want)
+			}
+		})
+	}
+}
