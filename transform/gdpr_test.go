@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sptool/sptool/internal/gen"
@@ -254,5 +255,32 @@ func TestPurgeTimerOnlyKeyFound(t *testing.T) {
 	p := ruleStats(t, rep, 1).Purge
 	if want := []transform.KeyFound{{Key: "only-timer", Rows: 0, Timers: 1}}; !reflect.DeepEqual(p.Found, want) || !slices.Equal(p.NotFound, []string{"nobody"}) || p.TimersRemoved != 1 {
 		t.Errorf("audit found %+v, not found %q, timers removed %d; want %+v, [nobody], 1", p.Found, p.NotFound, p.TimersRemoved, want)
+	}
+}
+
+// TestMergeTimerBlobsWarned: two operators' timer blobs that a merge makes
+// one key keep one blob whole; the other's timers are lost, and a warning
+// says how many.
+func TestMergeTimerBlobsWarned(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	timers := []byte("\xff__clink_timers")
+	rows := []savepoint.Row{
+		{Op: 7, Key: timers, Value: savepoint.EncodeTimers(nil, []savepoint.Timer{{Time: 1, Key: []byte("a")}, {Time: 2, Key: []byte("c")}})},
+		{Op: 8, Key: timers, Value: savepoint.EncodeTimers(nil, []savepoint.Timer{{Time: 3, Key: []byte("b")}})},
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n  - remap_operator: {from: 7, to: 8, merge: true}\n", nil), transform.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := false
+	for _, w := range rep.Warnings {
+		warned = warned || strings.HasPrefix(w, "1 timer blob(s) holding 1 timer(s) removed") && strings.Contains(w, "removed as duplicates")
+	}
+	if !warned || rep.DuplicatesResolved != 1 {
+		t.Errorf("duplicates %d, warnings %q: want 1 and the lost timers", rep.DuplicatesResolved, rep.Warnings)
 	}
 }

@@ -460,6 +460,9 @@ type fileResult struct {
 	versions  savepoint.VersionMap
 	rowsIn    int64
 	dupes     int64
+	// timerBlobsLost and timersLost count the timer blobs, holding timers,
+	// removed as duplicates, and their timers.
+	timerBlobsLost, timersLost int64
 	// unchecked: the input is large and not strictly increasing, and its
 	// copies that a restore would not keep were not looked for (see
 	// outRows.dropShadowed).
@@ -573,6 +576,14 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 		k := savepoint.ParseKey(r.Key)
 		res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
 		e.auditOut(res, r, k, -1, comp)
+		if bytes.HasPrefix(r.Key, timerPrefix) {
+			// A timer blob is one value: the copy a duplicate loses takes
+			// its timers with it (a merge of two operators' state).
+			if proc, event, err := savepoint.ParseTimers(r.Value); err == nil && len(proc)+len(event) > 0 {
+				res.timerBlobsLost++
+				res.timersLost += int64(len(proc) + len(event))
+			}
+		}
 	}
 	if res.changed {
 		// The rules saw every stored row; the copies a restore would not
@@ -1646,6 +1657,13 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 	rep.VersionMap = versionChanges(sp, results)
 	if rep.DuplicatesResolved > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d rows had the same (op, key) as another row after the rules ran (or were stored twice); each was resolved as clink's restore does (keyed: the later row; operator state: the greater 8-byte value)", rep.DuplicatesResolved))
+	}
+	var blobsLost, timersLost int64
+	for _, res := range results {
+		blobsLost, timersLost = blobsLost+res.timerBlobsLost, timersLost+res.timersLost
+	}
+	if blobsLost > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d timer blob(s) holding %d timer(s) removed as duplicates: a timer blob is one value of its operator, so where two blobs met (a remap_operator or rename with merge: true, or a file that stores one twice) one was kept whole and the other's timers are gone; they do not fire after a restore", blobsLost, timersLost))
 	}
 	for i, res := range results {
 		if res.unchecked && res.dupes > 0 {
