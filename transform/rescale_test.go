@@ -2473,31 +2473,18 @@ func TestRescaleMissingSubtasks(t *testing.T) {
 // when they disagree, which is reported), not only the first file's.
 func TestRescaleUnknownMetadata(t *testing.T) {
 	dir := rsTempDir(t)
-	in := filepath.Join(dir, "in")
-	tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tw.Abort()
 	extra := []savepoint.Metadata{
 		nil,
 		{{Key: "x.first", Value: "a"}, {Key: savepoint.MetaProvenance, Value: "tool=old;input=1"}},
 		{{Key: "x.first", Value: "b"}, {Key: "x.second", Value: "c"}, {Key: savepoint.MetaProvenance, Value: "tool=old;input=2"}},
 	}
-	for i, md := range extra {
-		rows := []savepoint.Row{{Op: 1, Key: []byte("\xff__off__"), Value: rsI64(int64(i))}}
-		if _, err := tw.WriteSubtask(i, append(savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), md...), rows, ""); err != nil {
-			t.Fatal(err)
-		}
+	var rows [][]savepoint.Row
+	var md []savepoint.Metadata
+	for i, e := range extra {
+		rows = append(rows, []savepoint.Row{{Op: 1, Key: []byte("\xff__off__"), Value: rsI64(int64(i))}})
+		md = append(md, append(savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), e...))
 	}
-	if err := tw.Commit("j", nil); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out")
-	rep, err := transform.Run(context.Background(), rsOpen(t, in, nil), rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n"), transform.Options{Out: out})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	rep, out := rsRescaleTo(t, dir, rsTree(t, dir, rows, md), 2)
 	for _, f := range rsOpen(t, out, nil).Files {
 		md := f.Snapshot.Metadata
 		first, _ := md.Get("x.first")
@@ -2527,30 +2514,17 @@ func TestRescaleUnknownMetadata(t *testing.T) {
 // disagreement is reported.
 func TestRescaleVersionMapDisagreement(t *testing.T) {
 	dir := rsTempDir(t)
-	in := filepath.Join(dir, "in")
-	tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tw.Abort()
 	vm, err := savepoint.ParseVersionMap("100|counter|3|cnt")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var rows [][]savepoint.Row
+	var md []savepoint.Metadata
 	for i, v := range []savepoint.VersionMap{{}, vm, vm} {
-		rows := []savepoint.Row{{Op: 1, Key: []byte("\xff__off__"), Value: rsI64(int64(i))}}
-		if _, err := tw.WriteSubtask(i, savepoint.CanonicalMetadata(nil, v), rows, ""); err != nil {
-			t.Fatal(err)
-		}
+		rows = append(rows, []savepoint.Row{{Op: 1, Key: []byte("\xff__off__"), Value: rsI64(int64(i))}})
+		md = append(md, savepoint.CanonicalMetadata(nil, v))
 	}
-	if err := tw.Commit("j", nil); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out")
-	rep, err := transform.Run(context.Background(), rsOpen(t, in, nil), rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n"), transform.Options{Out: out})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	rep, out := rsRescaleTo(t, dir, rsTree(t, dir, rows, md), 2)
 	for _, f := range rsOpen(t, out, nil).Files {
 		if got := f.Snapshot.Versions.Pack(); got != vm.Pack() {
 			t.Errorf("subtask %d: version map %q, want %q", f.Subtask, got, vm.Pack())
@@ -2570,24 +2544,11 @@ func TestRescaleVersionMapDisagreement(t *testing.T) {
 // greater of two 8-byte values.
 func TestRescaleEmptyKey(t *testing.T) {
 	dir := rsTempDir(t)
-	in := filepath.Join(dir, "in")
-	tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 3})
-	if err != nil {
-		t.Fatal(err)
+	var rows [][]savepoint.Row
+	for _, v := range [][]byte{[]byte("zero-in-0"), rsI64(9), rsI64(5)} {
+		rows = append(rows, []savepoint.Row{{Op: 100, Key: nil, Value: v}})
 	}
-	defer tw.Abort()
-	for i, v := range [][]byte{[]byte("zero-in-0"), rsI64(9), rsI64(5)} {
-		if _, err := tw.WriteSubtask(i, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), []savepoint.Row{{Op: 100, Key: nil, Value: v}}, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Commit("j", nil); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out")
-	if _, err := transform.Run(context.Background(), rsOpen(t, in, nil), rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n"), transform.Options{Out: out}); err != nil {
-		t.Fatalf("run: %v", err)
-	}
+	_, out := rsRescaleTo(t, dir, rsTree(t, dir, rows, nil), 2)
 	for j := range 2 {
 		if v, _ := rsValueIn(rsOpen(t, out, nil), j, 100, ""); rsLE(v) != 5 {
 			t.Errorf("new subtask %d: the empty key's value %x, want the later copy, 5", j, v)
@@ -2626,31 +2587,56 @@ func TestRescaleTimersOwnerWithoutBlob(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := rsTempDir(t)
-			in := filepath.Join(dir, "in")
-			tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tw.Abort()
+			var rows [][]savepoint.Row
 			for s := range 3 {
-				rows := []savepoint.Row{{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), keyIn(s, 1)), Value: []byte("v")}}
+				r := []savepoint.Row{{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), keyIn(s, 1)), Value: []byte("v")}}
 				if b, ok := c.blobs[s]; ok {
-					rows = append(rows, savepoint.Row{Op: 1, Key: timers, Value: savepoint.EncodeTimers(nil, b)})
+					r = append(r, savepoint.Row{Op: 1, Key: timers, Value: savepoint.EncodeTimers(nil, b)})
 				}
-				if _, err := tw.WriteSubtask(s, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, ""); err != nil {
-					t.Fatal(err)
-				}
+				rows = append(rows, r)
 			}
-			if err := tw.Commit("j", nil); err != nil {
-				t.Fatal(err)
-			}
-			rep, err := transform.Run(context.Background(), rsOpen(t, in, nil), rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n"), transform.Options{Out: filepath.Join(dir, "out")})
-			if err != nil {
-				t.Fatalf("run: %v", err)
-			}
+			rep, _ := rsRescaleTo(t, dir, rsTree(t, dir, rows, nil), 2)
 			if rr := rep.Rescale; rr.TimersOut != int64(c.want) {
 				t.Errorf("timers: %d in, %d written, %d stale; want %d written", rr.TimersIn, rr.TimersOut, rr.TimersStale, c.want)
 			}
 		})
 	}
+}
+
+// rsTree writes a tree of one file per subtask (rows[i], with metadata
+// md[i] after clink's own when md is not nil) at checkpoint 3 of job "j"
+// under dir/in and returns its path.
+func rsTree(t *testing.T, dir string, rows [][]savepoint.Row, md []savepoint.Metadata) string {
+	t.Helper()
+	in := filepath.Join(dir, "in")
+	tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Abort()
+	for i, r := range rows {
+		m := savepoint.CanonicalMetadata(nil, savepoint.VersionMap{})
+		if md != nil {
+			m = md[i]
+		}
+		if _, err := tw.WriteSubtask(i, m, r, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("j", nil); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// rsRescaleTo rescales the tree at in to parallelism p under dir/out and
+// returns the report and the output's path.
+func rsRescaleTo(t *testing.T, dir, in string, p int) (*transform.Report, string) {
+	t.Helper()
+	out := filepath.Join(dir, "out")
+	rep, err := transform.Run(context.Background(), rsOpen(t, in, nil), rsRules(t, fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d}\n", p)), transform.Options{Out: out})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return rep, out
 }
