@@ -294,12 +294,9 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 		if res, err = Write(ctx, w, sp, opts); err != nil {
 			return err
 		}
-		// Before the export is put in place: the run was not cancelled,
-		// and the input did not change while it was read.
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return sp.CheckUnchanged()
+		// Before the export is put in place: the run was not cancelled
+		// (Write has checked that the input did not change).
+		return ctx.Err()
 	})
 	if err != nil {
 		return nil, err
@@ -946,21 +943,47 @@ type slotID struct {
 	slot string
 }
 
-type decodeFailure struct {
-	n     int
-	first string
+// DecodeFailures counts, per operator and slot, the rows that the
+// declared codecs could not decode, with the first error of each.
+type DecodeFailures struct {
+	count map[slotID]int
+	first map[slotID]string
+	order []slotID
+}
+
+// Add counts a row of op and slot that failed to decode with err.
+func (f *DecodeFailures) Add(op uint64, slot []byte, err error) {
+	id := slotID{op, string(slot)}
+	if f.count == nil {
+		f.count, f.first = map[slotID]int{}, map[slotID]string{}
+	}
+	if f.count[id] == 0 {
+		f.order = append(f.order, id)
+		f.first[id] = err.Error()
+	}
+	f.count[id]++
+}
+
+// Warnings returns a warning per slot with failures, in the order first
+// met, saying what became of the rows (done: "written undecoded").
+func (f *DecodeFailures) Warnings(done string) []string {
+	var out []string
+	for _, id := range f.order {
+		n := f.count[id]
+		out = append(out, fmt.Sprintf("op %d slot %q: %d row%s the declared codecs could not decode (%s); first: %s", id.op, slotText([]byte(id.slot)), n, plural(n), done, f.first[id]))
+	}
+	return out
 }
 
 // decoder decodes rows with a rule set's slot declarations and counts failures.
 type decoder struct {
 	set      *rules.Set
 	env      rules.Env
-	failures map[slotID]*decodeFailure
-	order    []slotID
+	failures DecodeFailures
 }
 
 func newDecoder(set *rules.Set) *decoder {
-	return &decoder{set: set, failures: map[slotID]*decodeFailure{}}
+	return &decoder{set: set}
 }
 
 // DecodeRow decodes a row with set's declarations (nil set: nothing is
@@ -1015,26 +1038,12 @@ func (d *decoder) decode(op uint64, e *entry) Decoded {
 	r := savepoint.Row{Op: op, Key: e.key, Value: e.value}
 	dd, err := DecodeRow(d.set, &d.env, r, int(e.subtask))
 	if err != nil {
-		id := slotID{op, string(e.slot())}
-		f := d.failures[id]
-		if f == nil {
-			f = &decodeFailure{first: err.Error()}
-			d.failures[id] = f
-			d.order = append(d.order, id)
-		}
-		f.n++
+		d.failures.Add(op, e.slot(), err)
 	}
 	return dd
 }
 
-func (d *decoder) warnings() []string {
-	var out []string
-	for _, id := range d.order {
-		f := d.failures[id]
-		out = append(out, fmt.Sprintf("op %d slot %q: %d row%s the declared codecs could not decode (written undecoded); first: %s", id.op, slotText([]byte(id.slot)), f.n, plural(f.n), f.first))
-	}
-	return out
-}
+func (d *decoder) warnings() []string { return d.failures.Warnings("written undecoded") }
 
 func plural(n int) string {
 	if n == 1 {

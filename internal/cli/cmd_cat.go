@@ -89,8 +89,12 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	}
 	printed := 0
 	lastHeader := ""
-	failures := &decodeFailures{}
-	defer failures.warn(s)
+	var failures export.DecodeFailures
+	defer func() {
+		for _, w := range failures.Warnings("printed undecoded") {
+			fmt.Fprintf(s.Err, "sptool cat: warning: %s\n", w)
+		}
+	}()
 	// finish ends a cat that printed what it should, unless a file
 	// changed while it was read: what was printed then mixes old and new
 	// rows.
@@ -156,7 +160,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 				var u *undecodable
 				switch {
 				case errors.As(err, &u):
-					failures.add(u)
+					failures.Add(r.Op, k.Slot, u)
 				case err != nil:
 					return fail(s, c.name, fmt.Errorf("%s: %w", f.Rel, err))
 				}
@@ -184,34 +188,6 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		}
 	}
 	return finish()
-}
-
-// decodeFailures counts, per operator and slot, the rows cat printed
-// undecoded because the declared codecs could not decode them.
-type decodeFailures struct {
-	order []string
-	count map[string]int
-	first map[string]string
-}
-
-func (d *decodeFailures) add(u *undecodable) {
-	id := fmt.Sprintf("op %d slot %q", u.Op, u.Slot)
-	if d.count == nil {
-		d.count, d.first = map[string]int{}, map[string]string{}
-	}
-	if d.count[id] == 0 {
-		d.order = append(d.order, id)
-		d.first[id] = u.Error()
-	}
-	d.count[id]++
-}
-
-// warn prints a warning per slot with rows printed undecoded.
-func (d *decodeFailures) warn(s *Streams) {
-	for _, id := range d.order {
-		n := d.count[id]
-		fmt.Fprintf(s.Err, "sptool cat: warning: %s: %d row%s the declared codecs could not decode (printed undecoded); first: %s\n", id, n, exportPlural(n), d.first[id])
-	}
 }
 
 // catSpillRows is the fewest rows of a file out of canonical order that cat
