@@ -547,7 +547,7 @@ func (d *differ) both(a, b savepoint.UnionRow) {
 		case len(subs) == 1:
 			same, note = false, fmt.Sprintf("subtask %d restores another copy", subs[0])
 		case len(subs) > 1:
-			same, note = false, fmt.Sprintf("subtasks %s restore other copies", intList(subs))
+			same, note = false, fmt.Sprintf("subtasks %s restore other copies", savepoint.JoinInts(subs, ","))
 		}
 	}
 	if same {
@@ -668,15 +668,6 @@ func sameTimers(spA *savepoint.Savepoint, a savepoint.UnionRow, groupsA map[save
 		}
 	}
 	return n == 0, n, true
-}
-
-// intList renders subtask indexes as "0,1,2".
-func intList(xs []int) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = strconv.Itoa(x)
-	}
-	return strings.Join(parts, ",")
 }
 
 // collect sorts the slots into operators and adds up the counts.

@@ -880,7 +880,7 @@ func (v *validator) checkOrder(f *File) {
 			if rows.Row(kept).IsOperatorState() {
 				rule = "operator state: the greater int64 when both values are 8 bytes, else the later row"
 			}
-			v.rowFinding(f, idxs[0], SeverityWarning, CheckDuplicate, fmt.Sprintf("(op, key) stored %d times in this file (rows %s); restore keeps row %d (%s)", len(idxs), joinInts(idxs, ", "), kept, rule))
+			v.rowFinding(f, idxs[0], SeverityWarning, CheckDuplicate, fmt.Sprintf("(op, key) stored %d times in this file (rows %s); restore keeps row %d (%s)", len(idxs), JoinInts(idxs, ", "), kept, rule))
 		}
 		a = b
 	}
@@ -895,7 +895,8 @@ func keepsIncoming(existing, incoming Row) bool {
 	return true
 }
 
-func joinInts(xs []int, sep string) string {
+// JoinInts renders xs in decimal, separated by sep.
+func JoinInts(xs []int, sep string) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = strconv.Itoa(x)
@@ -1025,7 +1026,7 @@ func describeCopies(copies []valOpCopy, all8 bool) string {
 		} else {
 			val = fmt.Sprintf("%d bytes %s", len(k), renderBytesShort([]byte(k), 12))
 		}
-		parts[i] = fmt.Sprintf("%s %s: %s", plural(len(subs[k]), "subtask", "subtasks"), joinInts(subs[k], ","), val)
+		parts[i] = fmt.Sprintf("%s %s: %s", plural(len(subs[k]), "subtask", "subtasks"), JoinInts(subs[k], ","), val)
 	}
 	return strings.Join(parts, "; ")
 }
