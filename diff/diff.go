@@ -362,10 +362,6 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Res
 	d.collect(res)
 	res.Versions = versionChanges(a, b, res)
 	res.Metadata = metadataChanges(a, b)
-	if c, ok := versionMapFiles(a, b); ok {
-		res.Metadata = append(res.Metadata, c)
-		slices.SortFunc(res.Metadata, func(x, y MetadataChange) int { return strings.Compare(x.Key, y.Key) })
-	}
 	res.Summary.VersionChanges = len(res.Versions)
 	for _, m := range res.Metadata {
 		if m.CountsAsDifference {
@@ -835,6 +831,8 @@ func metadataValues(sp *savepoint.Savepoint) map[string][]string {
 	return out
 }
 
+// metadataChanges returns the metadata keys whose values differ between the
+// sides, sorted by key, with the per-file version maps (versionMapFiles).
 func metadataChanges(a, b *savepoint.Savepoint) []MetadataChange {
 	ma, mb := metadataValues(a), metadataValues(b)
 	keys := map[string]bool{}
@@ -857,6 +855,9 @@ func metadataChanges(a, b *savepoint.Savepoint) []MetadataChange {
 			vb = []string{}
 		}
 		out = append(out, MetadataChange{Key: k, A: va, B: vb, CountsAsDifference: k != savepoint.MetaProvenance})
+	}
+	if c, ok := versionMapFiles(a, b); ok {
+		out = append(out, c)
 	}
 	slices.SortFunc(out, func(x, y MetadataChange) int { return strings.Compare(x.Key, y.Key) })
 	return out
