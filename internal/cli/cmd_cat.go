@@ -11,6 +11,7 @@ import (
 
 	"github.com/sptool/sptool/export"
 	"github.com/sptool/sptool/internal/rowtext"
+	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -157,10 +158,10 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 			var dec *decode
 			if decoder != nil {
 				d, err := decoder(r, f.Subtask)
-				var u *undecodable
+				var de *rules.DecodeError
 				switch {
-				case errors.As(err, &u):
-					failures.Add(r.Op, k.Slot, u)
+				case errors.As(err, &de):
+					failures.Add(r.Op, k.Slot, de)
 				case err != nil:
 					return fail(s, c.name, fmt.Errorf("%s: %w", f.Rel, err))
 				}

@@ -276,10 +276,6 @@ func writeJSONFile(path string, v any, replace bool) error {
 	return savepoint.SaveFileAtomic(path, replace, func(w io.Writer) error { return writeJSON(w, v) })
 }
 
-// undecodable is a row the declared codecs cannot decode: cat prints it
-// undecoded and counts it in a warning, as export does.
-type undecodable struct{ *rules.DecodeError }
-
 // rulesRowFilter compiles cat's --where with the codecs of --rules.
 func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, error), func(savepoint.Row, int) (*decode, error), error) {
 	if rulesPath == "" && where == "" {
@@ -320,11 +316,7 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 		var denv rules.Env
 		decoder = func(r savepoint.Row, subtask int) (*decode, error) {
 			if err := set.FillEnv(&denv, r, subtask); err != nil {
-				var de *rules.DecodeError
-				if errors.As(err, &de) {
-					return nil, &undecodable{de}
-				}
-				return nil, err
+				return nil, err // a *rules.DecodeError: cat prints the row undecoded
 			}
 			d := &decode{Key: export.JSONValue(denv.Key), Value: export.JSONValue(denv.Value)}
 			if v, ok := denv.ExpireAt.(int64); ok {
