@@ -22,7 +22,7 @@ func TestPurgeRemovesTimers(t *testing.T) {
 		keys := map[string]int{}
 		for _, f := range sp.Files {
 			f.Snapshot.EachRow(func(_ int, r savepoint.Row) bool {
-				if bytes.HasPrefix(r.Key, timerPrefix) {
+				if bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
 					proc, event, err := savepoint.ParseTimers(r.Value)
 					if err != nil {
 						t.Fatal(err)

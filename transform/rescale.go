@@ -275,9 +275,6 @@ func unionMetadata(first savepoint.Metadata, files []*savepoint.File, g savepoin
 	return out, warns
 }
 
-// timerPrefix starts the key of an operator's timer blob (format 3.4).
-var timerPrefix = savepoint.TimerKeyPrefix
-
 func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, byIndex map[int]int, results []*fileResult, rr *RescaleReport) ([]*newFile, []string, error) {
 	files := make([]*newFile, m)
 	// Keyed rows are not copied: pos[j][o] lists, in order, the spans of
@@ -351,7 +348,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	}
 	for _, id := range opOrder {
 		copies := opRows[opKey(id)]
-		if (wholeTree || own[id.Op]) && bytes.HasPrefix(id.Key, timerPrefix) {
+		if (wholeTree || own[id.Op]) && bytes.HasPrefix(id.Key, savepoint.TimerKeyPrefix) {
 			blobs := make([][]byte, m)
 			if err := splitTimers(id, copies, g, newG, blobs, rr); err != nil {
 				return nil, nil, err

@@ -576,7 +576,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 		k := savepoint.ParseKey(r.Key)
 		res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
 		e.auditOut(res, r, k, -1, comp)
-		if bytes.HasPrefix(r.Key, timerPrefix) {
+		if bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
 			// A timer blob is one value: the copy a duplicate loses takes
 			// its timers with it (a merge of two operators' state).
 			if proc, event, err := savepoint.ParseTimers(r.Value); err == nil && len(proc)+len(event) > 0 {
@@ -906,9 +906,7 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 			res.remain[i] += p.remain[i]
 			res.timers[i] += p.timers[i]
 			res.timersKept[i] += p.timersKept[i]
-			for j, c := range p.purged[i] {
-				res.purged[i][j] += c
-			}
+			res.purged[i] = addCounts(res.purged[i], p.purged[i])
 			res.keyTimers[i] = addCounts(res.keyTimers[i], p.keyTimers[i])
 		}
 		p.before.each(func(k slotKey, n int64) { res.before.addN(k.op, []byte(k.slot), true, n) })
@@ -936,7 +934,7 @@ func (e *engine) auditOut(res *fileResult, r savepoint.Row, k savepoint.Key, del
 	if len(e.purges) == 0 {
 		return
 	}
-	if k.Kind == savepoint.KindOperator && len(e.purges) > 0 && bytes.HasPrefix(r.Key, timerPrefix) {
+	if k.Kind == savepoint.KindOperator && len(e.purges) > 0 && bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
 		for _, j := range e.purges {
 			p := e.steps[j].rule.PurgeKeys
 			if !p.Scope.MatchOp(r.Op) {
@@ -1597,9 +1595,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			if res.vmRules[i] {
 				rs.VersionEntries++
 			}
-			for j, n := range res.purged[i] {
-				purged[j] += n
-			}
+			purged = addCounts(purged, res.purged[i])
 			keyTimers = addCounts(keyTimers, res.keyTimers[i])
 			if rs.Expired == nil && st.rule.PurgeExpired != nil {
 				rs.Expired = expiredInfo(st.rule.PurgeExpired)
