@@ -639,7 +639,7 @@ func sameTimers(spA *savepoint.Savepoint, a savepoint.UnionRow, groupsA map[save
 			g, grouped := sp.GroupOf(c.Subtask)
 			for domain, list := range [2][]savepoint.Timer{proc, event} {
 				for _, t := range list {
-					if o := g.Owner(savepoint.KeyGroupOf(t.Key)); grouped && o != c.Subtask && (hasBlob[o] || i != len(live)-1) {
+					if grouped && !savepoint.TimerFires(g, c.Subtask, t.Key, func(o int) bool { return hasBlob[o] }, i == len(live)-1) {
 						continue
 					}
 					m[fmt.Sprintf("%d/%d/%x", domain, t.Time, t.Key)] = true

@@ -71,3 +71,13 @@ func EncodeTimers(proc, event []Timer) []byte {
 	}
 	return b
 }
+
+// TimerFires reports whether a restore at the layout of chain group g fires
+// the timer for key held in the blob of subtask blob: the owner of key's
+// group restores its own blob, or, when it has none (hasBlob), the others'
+// merged, which keeps the last of them (last: blob is that one; format 5.3
+// step 4, 10.2). A timer anywhere else is a stale copy.
+func TimerFires(g Group, blob int, key []byte, hasBlob func(subtask int) bool, last bool) bool {
+	o := g.Owner(KeyGroupOf(key))
+	return o == blob || !hasBlob(o) && last
+}

@@ -955,7 +955,7 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blo
 			for _, t := range list {
 				rr.TimersIn++
 				kg := savepoint.KeyGroupOf(t.Key)
-				if o := g.Owner(kg); o != c.old && (hasBlob[o] || c.old != last) {
+				if !savepoint.TimerFires(g, c.old, t.Key, func(o int) bool { return hasBlob[o] }, c.old == last) {
 					rr.TimersStale++
 					continue
 				}
