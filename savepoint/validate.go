@@ -119,8 +119,20 @@ const (
 	// CheckParallelism: with ValidateOptions.Parallelism M, a chain group
 	// whose file count is not M, or a keyed row outside its subtask's range
 	// at M with no copy in the file that owns it at M (error); a row outside
-	// its range at M whose owner-at-M file holds a copy (warning).
+	// its range at M whose owner-at-M file holds a copy (warning). For each
+	// timer blob of an operator a chain group runs: timers that a restore at
+	// the tree's layout fires and one at M does not (error: lost), or the
+	// reverse (warning: stale copies that would fire again).
 	CheckParallelism = "parallelism"
+	// CheckTimers: the timer blobs (0xFF "__clink_timers…", format 3.4) of
+	// the operators a chain group runs (the others' are frozen copies,
+	// section 10.3). A blob that does not decode (error); timers outside its
+	// subtask's key-group range that the owner's blob does not hold (error:
+	// a narrowed restore drops them, a chained subtask, restored unfiltered,
+	// fires them away from their key's state, section 10.2); such timers
+	// that the owner's blob holds too (warning: a chained subtask fires
+	// them twice). One finding per blob and kind, with counts.
+	CheckTimers = "timers"
 )
 
 // DefaultFindingLimit is how many findings of one check, severity and file
@@ -479,7 +491,9 @@ func (v *validator) run() {
 	})
 	if v.isTree() {
 		v.checkSidecarlessChangelogs()
-		v.checkOperatorRows()
+		perFile, keyedOps := v.operatorRows()
+		v.checkOperatorRows(perFile)
+		v.checkTimers(perFile, keyedOps)
 		v.checkVersionMaps()
 		v.checkCompleted()
 		v.checkSubtasks()
@@ -916,8 +930,40 @@ type valOpCopy struct {
 	value   []byte
 }
 
-// checkOperatorRows compares the operator-state rows replicated over the tree's files.
-func (v *validator) checkOperatorRows() {
+// operatorRows returns each file's operator-state rows, one per key as a
+// restore keeps them, and the operators of its keyed rows. The files are
+// read at once, their keys in blocks (only an operator row's value is
+// read, in place).
+func (v *validator) operatorRows() (perFile [][]Row, keyedOps []map[uint64]bool) {
+	perFile = make([][]Row, len(v.sp.Files))
+	keyedOps = make([]map[uint64]bool, len(v.sp.Files))
+	ForEach(len(v.sp.Files), func(i int) {
+		f := v.sp.Files[i]
+		keyedOps[i] = map[uint64]bool{}
+		if f.Snapshot == nil {
+			return
+		}
+		cur := f.Snapshot.NewCursor()
+		var rows []Row
+		lastOp, seen := uint64(0), false
+		f.Snapshot.EachKey(func(j int, op uint64, key []byte) bool {
+			switch {
+			case (Row{Key: key}).IsOperatorState():
+				rows = append(rows, cur.Row(j))
+			case len(key) > 0 && (!seen || op != lastOp):
+				keyedOps[i][op], lastOp, seen = true, op, true
+			}
+			return true
+		})
+		perFile[i] = Logical(rows)
+		f.ReleasePages()
+	})
+	return perFile, keyedOps
+}
+
+// checkOperatorRows compares the operator-state rows replicated over the
+// tree's files (perFile: see operatorRows).
+func (v *validator) checkOperatorRows(perFile [][]Row) {
 	type entry struct {
 		op     uint64
 		key    []byte
@@ -925,26 +971,8 @@ func (v *validator) checkOperatorRows() {
 	}
 	byKey := map[string]*entry{}
 	var keys []string
-	// Each file's operator rows are found at once, its keys read in blocks
-	// (only an operator row's value is read, in place); they are then
-	// gathered in file order.
-	perFile := make([][]Row, len(v.sp.Files))
-	ForEach(len(v.sp.Files), func(i int) {
-		f := v.sp.Files[i]
-		if f.Snapshot == nil {
-			return
-		}
-		cur := f.Snapshot.NewCursor()
-		f.Snapshot.EachKey(func(j int, op uint64, key []byte) bool {
-			if (Row{Key: key}).IsOperatorState() {
-				perFile[i] = append(perFile[i], cur.Row(j))
-			}
-			return true
-		})
-		f.ReleasePages()
-	})
 	for i, f := range v.sp.Files {
-		for _, r := range Logical(perFile[i]) {
+		for _, r := range perFile[i] {
 			k := string(binary.BigEndian.AppendUint64(nil, r.Op)) + string(r.Key)
 			e := byKey[k]
 			if e == nil {

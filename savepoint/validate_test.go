@@ -880,27 +880,30 @@ func TestValidateCapsRepeatedFindings(t *testing.T) {
 func TestValidateOperatorRowDivergence(t *testing.T) {
 	k0, k1 := vtKeysIn(t, 0, 64, 1)[0], vtKeysIn(t, 64, 128, 1)[0]
 	const src, agg, bc = 11, 12, 13
-	file := func(i int, off, kafka int64, timers string) []Row {
+	file := func(i int, off, kafka int64) []Row {
 		k := k0
 		if i == 1 {
 			k = k1
 		}
+		// Each subtask's blob holds a timer of its own key: they differ,
+		// and every timer is where a restore fires it.
+		timers := EncodeTimers(nil, []Timer{{int64(i), k}})
 		return []Row{
 			vtKeyed(agg, "agg", k, "v"),
 			vtOperator(src, "__file_source_offset__", vtI64(off)),
 			vtOperator(src, "__kafka_off__:0", vtI64(kafka)),
-			vtOperator(agg, "__clink_timers", []byte(timers)),
+			vtOperator(agg, "__clink_timers", timers),
 			vtOperator(bc, "rules|", []byte("same")),
 		}
 	}
-	tree := vtWriteTree(t, [][]Row{file(0, 100, 50, "t0"), file(1, 700, 40, "t1")}, nil)
+	tree := vtWriteTree(t, [][]Row{file(0, 100, 50), file(1, 700, 40)}, nil)
 	rep := Validate(vtOpen(t, tree, OpenOptions{}), ValidateOptions{})
 	offKey := append([]byte{0xff}, "__file_source_offset__"...)
 	kafkaKey := append([]byte{0xff}, "__kafka_off__:0"...)
 	timersKey := append([]byte{0xff}, "__clink_timers"...)
 	vtExpect(t, rep, []vtWant{
 		{SeverityWarning, CheckOffsetDivergence, "", -1, src, offKey, []string{"subtask 0: 100; subtask 1: 700", "keeps the greatest, 700 (subtask 1)", "furthest position"}},
-		{SeverityWarning, CheckOperatorDivergence, "", -1, agg, timersKey, []string{"2 different values", `subtask 0: 2 bytes "t0"; subtask 1: 2 bytes "t1"`, "directory order", "subtask 1's copy wins"}},
+		{SeverityWarning, CheckOperatorDivergence, "", -1, agg, timersKey, []string{"2 different values", "subtask 0: 26 bytes 0x", "; subtask 1: 26 bytes 0x", "directory order", "subtask 1's copy wins"}},
 		{SeverityInfo, CheckOperatorDivergence, "", -1, src, kafkaKey, []string{"subtask 0: 50; subtask 1: 40", "greatest signed int64, 50 (subtask 0)"}},
 		{SeverityWarning, CheckOperatorReplica, "", -1, 0, nil, []string{"4 operator-state keys are held by several subtask files", "3 of them with differing values"}},
 	})
@@ -1087,4 +1090,95 @@ func TestValidateRowsInParts(t *testing.T) {
 			t.Errorf("limit %d: findings missing:\n%s", limit, one)
 		}
 	}
+}
+
+// Timer blobs are checked as a restore fires them: timers outside their
+// blob's range are stale (the owner's blob holds them) or fire nowhere with
+// their key's state; with --parallelism, the timers a job at M would lose
+// or fire again are errors and warnings; frozen copies of another chain
+// group's operator are not checked.
+func TestValidateTimers(t *testing.T) {
+	const op, other = 7, 8
+	q := [4][]byte{vtKeysIn(t, 0, 32, 1)[0], vtKeysIn(t, 32, 64, 1)[0], vtKeysIn(t, 64, 96, 1)[0], vtKeysIn(t, 96, 128, 1)[0]}
+	a, b, c, d := q[0], q[1], q[2], q[3]
+	blob := func(ts ...Timer) Row { return vtOperator(op, "__clink_timers", EncodeTimers(nil, ts)) }
+	file := func(sub int, timers ...Row) []Row {
+		rows := []Row{vtKeyed(op, "agg", q[2*sub], "v"), vtKeyed(op, "agg", q[2*sub+1], "v")}
+		return append(rows, timers...)
+	}
+	findings := func(rep *Report, check string) []string {
+		var out []string
+		for _, f := range rep.ByCheck(check) {
+			out = append(out, fmt.Sprintf("%s %s %s", f.Severity, f.File, f.Message))
+		}
+		return out
+	}
+	expect := func(name string, got []string, want ...[]string) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Errorf("%s: %d findings, want %d:\n%s", name, len(got), len(want), strings.Join(got, "\n"))
+			return
+		}
+		for i, frags := range want {
+			for _, fr := range frags {
+				if !strings.Contains(got[i], fr) {
+					t.Errorf("%s: finding %d %q lacks %q", name, i, got[i], fr)
+				}
+			}
+		}
+	}
+	open := func(files ...[]Row) *Savepoint {
+		return vtOpen(t, vtWriteTree(t, files, nil), OpenOptions{Groups: []Group{{0, 2}}})
+	}
+	f0, f1 := "v1/0/checkpoint-7.snap", "v1/1/checkpoint-7.snap"
+
+	clean := open(file(0, blob(Timer{1, a}, Timer{1, b})), file(1, blob(Timer{1, c}, Timer{1, d})))
+	expect("each timer in its owner's blob", findings(Validate(clean, ValidateOptions{Parallelism: 2}), CheckTimers))
+
+	// c is a stale copy (subtask 1 holds it too); d at 2 is held by no owner.
+	sp := open(file(0, blob(Timer{1, a}, Timer{1, c}, Timer{2, d})), file(1, blob(Timer{1, c}, Timer{1, d})))
+	expect("stale and orphaned timers", findings(Validate(sp, ValidateOptions{}), CheckTimers),
+		[]string{"error " + f0, "timer blob 0xff+\"__clink_timers\" of subtask 0 holds 1 timer outside its key-group range [0,64) that the blob of its owner does not hold", "event-time timer at 2 for key", "owned by subtask 1", "fires them here"},
+		[]string{"warning " + f0, "holds 1 stale timer outside its key-group range [0,64), which its owner's blob holds too", "fires them a second time"})
+
+	// An owner without a blob of its own restores the last blob's timers of its range.
+	sp = open(file(0, blob(Timer{1, a}, Timer{1, c})), file(1))
+	expect("owner without a blob", findings(Validate(sp, ValidateOptions{}), CheckTimers))
+
+	// At 4, b's new owner (subtask 1) restores its own blob, which lacks it;
+	// c and d go to subtasks without files, which restore the last blob's.
+	rep := Validate(clean, ValidateOptions{Parallelism: 4})
+	var timerPar []string
+	for _, f := range findings(rep, CheckParallelism) {
+		if strings.Contains(f, "timer blob") {
+			timerPar = append(timerPar, f)
+		}
+	}
+	expect("clean at 4", timerPar, []string{"error  op 7 timer blob", "of the 4 timers a restore at this layout fires, a job resubmitted at parallelism 4 loses 1 (first: an event-time timer at 1 for key " + RenderKey(b)})
+	timerPar = nil
+	for _, f := range findings(Validate(clean, ValidateOptions{Parallelism: 1}), CheckParallelism) {
+		if strings.Contains(f, "timer blob") {
+			timerPar = append(timerPar, f)
+		}
+	}
+	expect("clean at 1", timerPar, []string{"error ", "at parallelism 1 loses 2"})
+
+	// A timer of b at 9 that only subtask 1 holds fires nowhere now and at 4 in subtask 1.
+	sp = open(file(0, blob(Timer{1, a}, Timer{1, b})), file(1, blob(Timer{1, c}, Timer{1, d}, Timer{9, b})))
+	rep = Validate(sp, ValidateOptions{Parallelism: 4})
+	expect("orphan of subtask 1", findings(rep, CheckTimers), []string{"error " + f1, "range [64,128)", "event-time timer at 9"})
+	timerPar = nil
+	for _, f := range findings(rep, CheckParallelism) {
+		if strings.Contains(f, "timer blob") {
+			timerPar = append(timerPar, f)
+		}
+	}
+	expect("gained at 4", timerPar, []string{"error ", "loses 1 (first: an event-time timer at 1 for key"}, []string{"warning ", "fires 1 stale timer that a restore at this layout does not (first: an event-time timer at 9"})
+
+	// Group 2-3 runs another operator: its copies of op 7's blob are frozen.
+	// An undecodable blob of a running operator is an error.
+	frozen := []Row{vtKeyed(other, "x", a, "v"), blob(Timer{1, d}, Timer{1, c})}
+	tree := vtWriteTree(t, [][]Row{file(0, vtOperator(op, "__clink_timers", []byte("bad"))), file(1, blob(Timer{1, c})), frozen, frozen}, nil)
+	sp = vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 2}}})
+	expect("frozen copies and a bad blob", findings(Validate(sp, ValidateOptions{}), CheckTimers), []string{"error " + f0, "does not decode", "truncated"})
 }

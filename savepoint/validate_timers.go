@@ -1,0 +1,197 @@
+package savepoint
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+)
+
+// timerID is one timer of a blob: its domain, time and key.
+type timerID struct {
+	event bool
+	time  int64
+	key   string
+}
+
+func (t timerID) String() string {
+	domain := "a processing"
+	if t.event {
+		domain = "an event"
+	}
+	return fmt.Sprintf("%s-time timer at %d for key %s", domain, t.time, RenderKey([]byte(t.key)))
+}
+
+// timerCopy is one subtask's copy of an operator's timer blob.
+type timerCopy struct {
+	file   *File
+	timers []timerID
+	set    map[timerID]bool
+}
+
+// checkTimers checks the timer blobs of the operators each chain group
+// runs (CheckTimers) and, with ValidateOptions.Parallelism M, what a job
+// resubmitted at M would fire of them (CheckParallelism). perFile and
+// keyedOps are operatorRows'. A group runs the operators of its keyed rows;
+// a group that is the whole tree runs every operator in it. In a tree of
+// several groups, a blob of an operator no group holds keyed rows of is not
+// checked: which copy is live is not known.
+func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
+	sp := v.sp
+	for _, g := range sp.Groups {
+		running := map[uint64]bool{}
+		var files []int
+		for i, f := range sp.Files {
+			if g.Contains(f.Subtask) {
+				files = append(files, i)
+				maps.Copy(running, keyedOps[i])
+			}
+		}
+		whole := len(files) == len(sp.Files)
+		type blobKey struct {
+			op  uint64
+			key string
+		}
+		blobs := map[blobKey][]timerCopy{}
+		var order []blobKey
+		for _, i := range files {
+			f := sp.Files[i]
+			for _, r := range perFile[i] {
+				if !bytes.HasPrefix(r.Key, TimerKeyPrefix) || !whole && !running[r.Op] {
+					continue
+				}
+				proc, event, err := ParseTimers(r.Value)
+				if err != nil {
+					v.add(Finding{Severity: SeverityError, Check: CheckTimers, File: f.Rel, Subtask: f.Subtask, Row: -1, Op: r.Op, Key: r.Key,
+						Message: fmt.Sprintf("op %d timer blob %s does not decode (%v): a restore cannot read its timers", r.Op, RenderKey(r.Key), err)})
+					continue
+				}
+				c := timerCopy{file: f, set: map[timerID]bool{}}
+				for domain, list := range [2][]Timer{proc, event} {
+					for _, t := range list {
+						id := timerID{domain == 1, t.Time, string(t.Key)}
+						c.timers = append(c.timers, id)
+						c.set[id] = true
+					}
+				}
+				k := blobKey{r.Op, string(r.Key)}
+				if blobs[k] == nil {
+					order = append(order, k)
+				}
+				blobs[k] = append(blobs[k], c)
+			}
+		}
+		for _, k := range order {
+			v.checkTimerCopies(g, k.op, []byte(k.key), blobs[k])
+		}
+	}
+}
+
+// timerFires reports whether a restore at the layout of group g fires
+// timer t of copy c, one of copies (in subtask order): TimerFires. unions
+// is false for a backend whose restore unions no operator rows (changelog
+// on files): a subtask without a blob of its own then restores none.
+func timerFires(g Group, copies []timerCopy, c *timerCopy, t timerID, unions bool) bool {
+	hasBlob := func(s int) bool { return timerCopyOf(copies, s) != nil }
+	last := unions && c.file.Subtask == copies[len(copies)-1].file.Subtask
+	return TimerFires(g, c.file.Subtask, []byte(t.key), hasBlob, last)
+}
+
+// firedTimers returns the timers of copies that a restore at the layout of
+// group g fires, each once.
+func firedTimers(g Group, copies []timerCopy, unions bool) map[timerID]bool {
+	fired := map[timerID]bool{}
+	for i := range copies {
+		for _, t := range copies[i].timers {
+			if timerFires(g, copies, &copies[i], t, unions) {
+				fired[t] = true
+			}
+		}
+	}
+	return fired
+}
+
+// timerCopyOf returns the copy of subtask s, or nil.
+func timerCopyOf(copies []timerCopy, s int) *timerCopy {
+	for i := range copies {
+		if copies[i].file.Subtask == s {
+			return &copies[i]
+		}
+	}
+	return nil
+}
+
+// checkTimerCopies checks the copies of one operator's timer blob in the
+// files of group g.
+func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []timerCopy) {
+	unions := v.sp.Backend != BackendChangelogFile
+	for i := range copies {
+		c := &copies[i]
+		var stale, orphan int
+		var orphanEx timerID
+		orphanOwner := -1
+		for _, t := range c.timers {
+			if timerFires(g, copies, c, t, unions) {
+				continue
+			}
+			o := g.Owner(KeyGroupOf([]byte(t.key)))
+			if oc := timerCopyOf(copies, o); oc != nil && oc.set[t] {
+				stale++
+				continue
+			}
+			if orphan++; orphan == 1 {
+				orphanEx, orphanOwner = t, o
+			}
+		}
+		where := fmt.Sprintf("op %d timer blob %s of subtask %d holds", op, RenderKey(key), c.file.Subtask)
+		rng := g.Range(c.file.Subtask)
+		if orphan > 0 {
+			v.add(Finding{Severity: SeverityError, Check: CheckTimers, File: c.file.Rel, Subtask: c.file.Subtask, Row: -1, Op: op, Key: key,
+				Message: fmt.Sprintf("%s %d timer%s outside its key-group range %s that the blob%s of %s do%s not hold (first: %s, owned by subtask %d): no restore fires them with their key's state (a narrowed restore drops them; a chained subtask, restored unfiltered, fires them here, section 10.2)",
+					where, orphan, plural(orphan, "", "s"), rng, plural(orphan, "", "s"), plural(orphan, "its owner", "their owners"), plural(orphan, "es", ""), orphanEx, orphanOwner)})
+		}
+		if stale > 0 {
+			v.add(Finding{Severity: SeverityWarning, Check: CheckTimers, File: c.file.Rel, Subtask: c.file.Subtask, Row: -1, Op: op, Key: key,
+				Message: fmt.Sprintf("%s %d stale timer%s outside its key-group range %s, which %s hold%s too: a narrowed restore drops them; a chained subtask, restored unfiltered, fires them a second time here (section 10.2)",
+					where, stale, plural(stale, "", "s"), rng, plural(stale, "its owner's blob", "their owners' blobs"), plural(stale, "s", ""))})
+		}
+	}
+	m := v.opts.Parallelism
+	if m <= 0 || m == g.Count {
+		return
+	}
+	now, atM := firedTimers(g, copies, unions), firedTimers(Group{First: g.First, Count: m}, copies, unions)
+	var lost, gained int
+	var lostEx, gainedEx timerID
+	for t := range now {
+		if !atM[t] {
+			if lost++; lost == 1 || t.less(lostEx) {
+				lostEx = t
+			}
+		}
+	}
+	for t := range atM {
+		if !now[t] {
+			if gained++; gained == 1 || t.less(gainedEx) {
+				gainedEx = t
+			}
+		}
+	}
+	what := fmt.Sprintf("op %d timer blob %s: of the %d timers a restore at this layout fires, a job resubmitted at parallelism %d", op, RenderKey(key), len(now), m)
+	if lost > 0 {
+		v.treeFinding(SeverityError, CheckParallelism, op, key, fmt.Sprintf("%s loses %d (first: %s): each subtask restores the timers of its new range from its own blob, and the blob of their new owner does not hold them (section 10.2); sptool rescale moves every timer to its new owner", what, lost, lostEx))
+	}
+	if gained > 0 {
+		v.treeFinding(SeverityWarning, CheckParallelism, op, key, fmt.Sprintf("op %d timer blob %s: a job resubmitted at parallelism %d fires %d stale timer%s that a restore at this layout does not (first: %s): their copies outside their subtask's range fall in its new range", op, RenderKey(key), m, gained, plural(gained, "", "s"), gainedEx))
+	}
+}
+
+// less orders timers by domain, time and key (for a stable example).
+func (t timerID) less(u timerID) bool {
+	if t.event != u.event {
+		return !t.event
+	}
+	if t.time != u.time {
+		return t.time < u.time
+	}
+	return t.key < u.key
+}
