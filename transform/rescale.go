@@ -53,6 +53,19 @@ type RescaleReport struct {
 	// Merges lists every operator-state key whose copies differed, and the
 	// value chosen.
 	Merges []MergeChoice `json:"merges"`
+	// Outputs are the new files of the rescaled groups, in subtask order.
+	Outputs []RescaleOutput `json:"outputs"`
+}
+
+// RescaleOutput is one new file of a rescaled group: its subtask, the key
+// groups it owns ([KeyGroupStart, KeyGroupEnd)), its rows (keyed and
+// operator rows) and the timers of its operators' timer blobs.
+type RescaleOutput struct {
+	Subtask       int   `json:"subtask"`
+	KeyGroupStart int   `json:"key_group_start"`
+	KeyGroupEnd   int   `json:"key_group_end"`
+	Rows          int64 `json:"rows"`
+	Timers        int64 `json:"timers"`
 }
 
 // LostRow is a keyed row a rescale dropped because only a subtask that did
@@ -115,6 +128,11 @@ type newFile struct {
 	// counts, if set, are the rows per operator and slot (a rescale's new
 	// file counted as it was sorted out; see recountAfterRescale).
 	counts *slotCounts
+	// rescaled is set on the new files of a rescaled group, whose key
+	// groups are keyGroups; timers counts the timers of their blobs.
+	rescaled  bool
+	keyGroups savepoint.KeyGroupRange
+	timers    int64
 }
 
 // sameLayoutFile is the output file of an input file whose place in the
@@ -177,7 +195,7 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 		return nil, err
 	}
 	rep.Warnings = append(rep.Warnings, warns...)
-	rr := &RescaleReport{Merges: []MergeChoice{}}
+	rr := &RescaleReport{Merges: []MergeChoice{}, Outputs: []RescaleOutput{}}
 	rep.Rescale = rr
 	byIndex := map[int]int{}
 	for i, f := range sp.Files {
@@ -286,7 +304,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	groupFiles := make([]*savepoint.File, g.Count)
 	rows := make([][]savepoint.Row, m)
 	for i := range files {
-		files[i] = &newFile{subtask: newFirst + i}
+		files[i] = &newFile{subtask: newFirst + i, rescaled: true, keyGroups: savepoint.KeyGroupRangeForSubtask(i, m)}
 		pos[i] = make([]rowIndex, g.Count)
 	}
 	newG := savepoint.Group{First: newFirst, Count: m}
@@ -350,11 +368,13 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		copies := opRows[opKey(id)]
 		if (wholeTree || own[id.Op]) && bytes.HasPrefix(id.Key, savepoint.TimerKeyPrefix) {
 			blobs := make([][]byte, m)
-			if err := splitTimers(id, copies, g, newG, blobs, rr); err != nil {
+			timers, err := splitTimers(id, copies, g, newG, blobs, rr)
+			if err != nil {
 				return nil, nil, err
 			}
-			for i := range files {
+			for i, f := range files {
 				rows[i] = append(rows[i], savepoint.Row{Op: id.Op, Key: id.Key, Value: blobs[i]})
+				f.timers += timers[i]
 			}
 			rr.OperatorDistinct++
 			rr.OperatorOut += int64(m)
@@ -928,8 +948,9 @@ func isSourceOffset(key []byte) bool {
 // unfiltered restore of a chained subtask, format 10.2) and is dropped,
 // unless its owner has no blob and this one is the last: a restore gives
 // such an owner the others' blobs, merged, and it keeps the timers of its
-// range. Identical timers are kept once, so none fires twice.
-func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blobs [][]byte, rr *RescaleReport) error {
+// range. Identical timers are kept once, so none fires twice. It returns
+// how many timers each new blob holds.
+func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blobs [][]byte, rr *RescaleReport) ([]int64, error) {
 	type dk struct {
 		event bool
 		ts    int64
@@ -949,7 +970,7 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blo
 	for _, c := range copies {
 		p, e, err := savepoint.ParseTimers(c.value)
 		if err != nil {
-			return fmt.Errorf("op %d timer blob %s of old subtask %d: %w", id.Op, savepoint.RenderKey(id.Key), c.old, err)
+			return nil, fmt.Errorf("op %d timer blob %s of old subtask %d: %w", id.Op, savepoint.RenderKey(id.Key), c.old, err)
 		}
 		for domain, list := range [][]savepoint.Timer{p, e} {
 			for _, t := range list {
@@ -989,7 +1010,11 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blo
 		}
 		blobs[i] = savepoint.EncodeTimers(proc[i], event[i])
 	}
-	return nil
+	counts := make([]int64, len(blobs))
+	for i := range counts {
+		counts[i] = int64(len(proc[i]) + len(event[i]))
+	}
+	return counts, nil
 }
 
 // describeLayout renders groups and parallelisms for messages.

@@ -964,6 +964,41 @@ func rsCheckCase(t *testing.T, c *rsCase, sp *savepoint.Savepoint, rep *transfor
 			wantRowsOut += int64(len(outSP.File(g.NewFirst + k).Snapshot.Rows))
 		}
 	}
+	// The report lists each new file of a rescaled group: its range, rows
+	// and timers are the file's.
+	// Timers are counted in the blobs of the group's own operators (those
+	// with keyed rows in its old files, or every one when the group is the
+	// tree); the others' blobs are frozen copies.
+	var outputs []transform.RescaleOutput
+	for _, g := range c.Groups {
+		own := map[uint64]bool{}
+		for k := 0; k < g.N; k++ {
+			for _, r := range sp.File(g.First + k).Snapshot.Rows {
+				if !r.IsOperatorState() && len(r.Key) > 0 {
+					own[r.Op] = true
+				}
+			}
+		}
+		whole := len(c.Groups) == 1
+		for k := 0; k < g.M && g.M != g.N; k++ {
+			f := outSP.File(g.NewFirst + k)
+			rng := savepoint.KeyGroupRangeForSubtask(k, g.M)
+			o := transform.RescaleOutput{Subtask: g.NewFirst + k, KeyGroupStart: rng.First, KeyGroupEnd: rng.Last, Rows: int64(len(f.Snapshot.Rows))}
+			for _, r := range f.Snapshot.Rows {
+				if bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) && (whole || own[r.Op]) {
+					proc, event, err := savepoint.ParseTimers(r.Value)
+					if err != nil {
+						t.Fatalf("subtask %d: %v", o.Subtask, err)
+					}
+					o.Timers += int64(len(proc) + len(event))
+				}
+			}
+			outputs = append(outputs, o)
+		}
+	}
+	if !slices.Equal(rep.Rescale.Outputs, outputs) {
+		t.Errorf("report: new files %+v, the output holds %+v", rep.Rescale.Outputs, outputs)
+	}
 
 	// The simulated restore at M: every keyed row and timer of the input,
 	// each restored by exactly one subtask; unfiltered (chained) restores

@@ -224,6 +224,9 @@ func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 	per := make([]*slotCounts, len(files))
 	for _, f := range files {
 		rep.RowsOut += int64(f.rows.Len())
+		if f.rescaled {
+			rep.Rescale.Outputs = append(rep.Rescale.Outputs, RescaleOutput{Subtask: f.subtask, KeyGroupStart: f.keyGroups.First, KeyGroupEnd: f.keyGroups.Last, Rows: int64(f.rows.Len()), Timers: f.timers})
+		}
 	}
 	savepoint.ForEach(len(files), func(i int) { // the rows are read from the input
 		if per[i] = files[i].counts; per[i] == nil {
