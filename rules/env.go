@@ -6,6 +6,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/savepoint/codec"
 )
 
 // FillEnv fills env from a stored row, overwriting every field:
@@ -112,6 +113,20 @@ func (s *Set) FillEnvFields(env *Env, row savepoint.Row, subtask int, need Field
 	}
 	env.Value = v
 	return err
+}
+
+// Erases reports whether v, a value Apply returned, is an empty list or
+// map (after the slot's TTL stamp, if it has one): clink never stores one
+// (ListState.update([]) and removing a map's last entry erase the key), so
+// the engine removes the row instead of writing it.
+func (s *SetValueSpec) Erases(v []byte) bool {
+	if s.Decl.TTL {
+		if len(v) < savepoint.TTLPrefixLen {
+			return false
+		}
+		v = v[savepoint.TTLPrefixLen:]
+	}
+	return s.Decl.ValueCodec != nil && codec.EmptyCollection(s.Decl.ValueCodec, v)
 }
 
 // Apply evaluates the set_value expression on env (filled by Set.FillEnv

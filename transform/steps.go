@@ -173,6 +173,9 @@ func compile(set *rules.Set) []step {
 				if err != nil {
 					return row, false, err
 				}
+				if sv.Erases(v) {
+					return row, false, nil // an empty collection: the key goes
+				}
 				if string(v) != string(row.Value) {
 					w.res.rules[i].changed++
 					row.Value = v

@@ -1509,3 +1509,53 @@ func placeFile(rows []savepoint.Row) []located {
 	}
 	return out
 }
+
+// A set_value whose result is an empty list or map removes the row, as
+// clink's ListState.update([]) and a map's last removal erase the key: the
+// rule counts it as dropped, and rows left non-empty are rewritten.
+func TestSetValueEmptyCollection(t *testing.T) {
+	list := func(vs ...int64) []byte {
+		b := binary.LittleEndian.AppendUint32(nil, uint32(len(vs)))
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint32(b, 8)
+			b = binary.LittleEndian.AppendUint64(b, uint64(v))
+		}
+		return b
+	}
+	rows := []savepoint.Row{
+		keyed(opAgg, "hist", "a", list(1, 5)),
+		keyed(opAgg, "hist", "b", list(2)),
+		keyed(opAgg, "hist", "c", list()), // stored empty (not by clink): erased too
+		keyed(opAgg, "ttlhist", "d", ttl(9, list(3))),
+		keyed(opAgg, "ttlhist", "e", ttl(9, list(4, 6))),
+		keyed(opAgg, "blob", "f", []byte{0, 0, 0, 0}), // not a collection: kept as it is
+	}
+	in := writeTree(t, filepath.Join(t.TempDir(), "in"), 5, "job-1", map[int][]savepoint.Row{0: rows}, savepoint.VersionMap{}, savepoint.CompressNone)
+	src := `version: 1
+slots:
+  - {op: 7, slot: hist, key: string, value: "list<int64>"}
+  - {op: 7, slot: ttlhist, key: string, value: "list<int64>", ttl: true}
+  - {op: 7, slot: blob, key: string, value: bytes}
+rules:
+  - set_value: {op: 7, slot: hist, expr: 'filter(value, # > 1)'}
+  - set_value: {op: 7, slot: ttlhist, expr: 'filter(value, # > 3)'}
+  - set_value: {op: 7, slot: blob, expr: 'value'}
+`
+	out := filepath.Join(t.TempDir(), "out")
+	rep, err := run(t, in, parseRules(t, src, nil), transform.Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []counts{{3, 1, 1}, {2, 1, 0}, {1, 0, 0}} {
+		if s := ruleStats(t, rep, i+1); s.Matched != want.matched || s.Dropped != want.dropped || s.Changed != want.changed {
+			t.Errorf("rule %d: matched %d dropped %d changed %d, want %+v", i+1, s.Matched, s.Dropped, s.Changed, want)
+		}
+	}
+	checkAccounting(t, rep, len(rows), 4)
+	sameRows(t, "output", readRows(t, out), []located{
+		{0, keyed(opAgg, "blob", "f", []byte{0, 0, 0, 0})},
+		{0, keyed(opAgg, "hist", "a", list(5))},
+		{0, keyed(opAgg, "hist", "b", list(2))},
+		{0, keyed(opAgg, "ttlhist", "e", ttl(9, list(4, 6)))},
+	})
+}

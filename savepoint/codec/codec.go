@@ -269,3 +269,18 @@ func scalarNode(name string) node {
 		return doubleNode{}
 	}
 }
+
+// EmptyCollection reports whether b, a value of codec c, is an empty list
+// or map: a value clink never stores (its ListState and MapState erase the
+// key when the last element goes, docs/clink-format.md 3.3).
+func EmptyCollection(c Codec, b []byte) bool {
+	cc, ok := c.(codec)
+	if !ok {
+		return false
+	}
+	switch cc.n.(type) {
+	case listNode, mapNode:
+		return len(b) == 4 && b[0]|b[1]|b[2]|b[3] == 0
+	}
+	return false
+}

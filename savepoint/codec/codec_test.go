@@ -413,3 +413,26 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// EmptyCollection is true for the encoding of an empty list or map only.
+func TestEmptyCollection(t *testing.T) {
+	zero := []byte{0, 0, 0, 0}
+	for _, c := range []struct {
+		spec string
+		b    []byte
+		want bool
+	}{
+		{"list<int64>", zero, true},
+		{"map<string,int64>", zero, true},
+		{"list<int64>", []byte{1, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0}, false},
+		{"list<int64>", []byte{0, 0, 0, 0, 0}, false},
+		{"bytes", zero, false},
+		{"uint32", zero, false},
+		{"optional<list<int64>>", append([]byte{1}, zero...), false},
+		{"pair<bytes,bytes>", zero, false},
+	} {
+		if got := EmptyCollection(MustParse(c.spec), c.b); got != c.want {
+			t.Errorf("EmptyCollection(%s, %x) = %v, want %v", c.spec, c.b, got, c.want)
+		}
+	}
+}
