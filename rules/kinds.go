@@ -518,12 +518,28 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 	}
 	if sc.Op != nil && sc.Slot != nil {
 		if d := p.view[slotName{sc.Op.ID, *sc.Slot}]; d != nil && d.KeyCodec != nil {
-			if kc := d.KeyCodec.String(); (kc == "int64") != (spec.Codec == "int64") && !(kc == "bytes" && spec.Codec == "string") {
+			if kc := d.KeyCodec.String(); !purgeCodecFits(kc, spec.Codec) {
 				p.warnAt(kn, "slot %q of op %s declares key codec %s but purge_keys encodes keys with %s: they cannot match", *sc.Slot, sc.Op, kc, spec.Codec)
 			}
 		}
 	}
 	return spec
+}
+
+// purgeCodecFits reports whether keys encoded with a purge_keys codec
+// ("string": the bytes as written; "int64": 8 bytes little-endian) can
+// equal the user keys of a slot whose key codec is keyCodec: string and
+// bytes keys are their bytes; int64 and uint64 keys are the same 8
+// little-endian bytes (a negative int64 matches a uint64 of 2^63 or more).
+// The other codecs' encodings are neither.
+func purgeCodecFits(keyCodec, purgeCodec string) bool {
+	switch keyCodec {
+	case "string", "bytes":
+		return purgeCodec == "string"
+	case "int64", "uint64":
+		return purgeCodec == "int64"
+	}
+	return false
 }
 
 // inlineKeys reads an inline 'keys' list into spec.

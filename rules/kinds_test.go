@@ -2,6 +2,7 @@ package rules
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -431,5 +432,21 @@ func TestPurgeKeysCodecMismatchWarning(t *testing.T) {
 	set := parseOne(t, decls+"  - purge_keys: {op: 7, slot: agg, keys: [a]}\n")
 	if len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0].Msg, "declares key codec int64 but purge_keys encodes keys with string") {
 		t.Errorf("warnings = %v", set.Warnings)
+	}
+	// Keys match as bytes: uint64 keys are int64's 8 bytes, bytes keys a
+	// string's; no other codec's encoding is either.
+	for _, c := range []struct {
+		key, purge string
+		warn       bool
+	}{
+		{"uint64", "int64", false}, {"int64", "int64", false}, {"bytes", "string", false}, {"string", "string", false},
+		{"uint64", "string", true}, {"string", "int64", true}, {"double", "int64", true}, {"uint32", "int64", true},
+		{"list<string>", "string", true}, {`pair<string,int64>`, "string", true},
+	} {
+		src := fmt.Sprintf("version: 1\nslots:\n  - {op: 7, slot: s, key: %q}\nrules:\n  - purge_keys: {op: 7, slot: s, keys: [1], codec: %s}\n", c.key, c.purge)
+		set := parseOne(t, src)
+		if got := len(set.Warnings) == 1 && strings.Contains(set.Warnings[0].Msg, "they cannot match"); got != c.warn || len(set.Warnings) > 1 {
+			t.Errorf("key codec %s, purge codec %s: warnings %v, want a mismatch warning: %v", c.key, c.purge, set.Warnings, c.warn)
+		}
 	}
 }
