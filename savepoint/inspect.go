@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -38,6 +39,8 @@ type Summary struct {
 	Operators []OperatorSummary `json:"operators"`
 	// KeyGroups is the key-group histogram of the logical keyed rows.
 	KeyGroups KeyGroupSummary `json:"key_groups"`
+	// Timers lists the operators' timer blobs, by operator and key.
+	Timers []TimerBlobSummary `json:"timers"`
 	// VersionMap is the job's state version map and whether files disagree on it.
 	VersionMap VersionMapSummary `json:"version_map"`
 	// UnknownMetadata lists schema metadata keys other than clink's own two,
@@ -321,6 +324,12 @@ type fileTally struct {
 	rng     KeyGroupRange
 	ops     map[uint64]*inspOp
 	fileOps []*inspOp // the operators of ops with rows of the file counted here
+	// keyedOps are the operators of the keyed rows counted (lastKeyed the
+	// latest, so that a run of one operator's rows is noted once), timers
+	// the rows of timer blobs.
+	keyedOps  map[uint64]bool
+	lastKeyed uint64
+	timers    []int
 	// The counters of recent (op, slot) pairs are cached: rows come
 	// grouped by operator and slot, or (in clink's hash-map order) change
 	// pair nearly every row among a few, and a lookup by the slot's bytes
@@ -329,14 +338,21 @@ type fileTally struct {
 }
 
 func newFileTally(ops map[uint64]*inspOp) *fileTally {
-	return &fileTally{pre: kgRuns{complete: true}, ops: ops}
+	return &fileTally{pre: kgRuns{complete: true}, ops: ops, keyedOps: map[uint64]bool{}}
 }
 
-// add counts a group of n rows that share the operator, the kind and the
-// slot of r, their keys and values of kb and vb bytes.
-func (t *fileTally) add(r Row, n int, kb, vb int64) {
+// add counts a group of n rows from row i that share the operator, the
+// kind and the slot of r, their keys and values of kb and vb bytes.
+func (t *fileTally) add(i int, r Row, n int, kb, vb int64) {
 	k := ParseKey(r.Key)
 	t.fc.add(k.Kind, n, kb, vb)
+	switch {
+	case k.Kind == KindKeyed && (r.Op != t.lastKeyed || len(t.keyedOps) == 0):
+		t.keyedOps[r.Op], t.lastKeyed = true, r.Op
+	case k.Kind == KindOperator && bytes.HasPrefix(r.Key, TimerKeyPrefix):
+		// A key without a slot separator is a group of its own (n is 1).
+		t.timers = append(t.timers, i)
+	}
 	if t.pre.complete && k.Kind == KindKeyed {
 		if kg := int(r.Key[0]); !t.grouped || t.rng.Contains(kg) {
 			t.pre.counts[kg] += n
@@ -370,6 +386,8 @@ func (t *fileTally) op(op uint64) *inspOp {
 // merge adds the counts of u, a part of the file's rows, to t.
 func (t *fileTally) merge(u *fileTally) {
 	t.fc.merge(u.fc)
+	maps.Copy(t.keyedOps, u.keyedOps)
+	t.timers = append(t.timers, u.timers...)
 	t.pre.complete = t.pre.complete && u.pre.complete
 	for kg, n := range u.pre.counts {
 		t.pre.counts[kg] += n
@@ -462,7 +480,9 @@ func Summarize(sp *Savepoint) *Summary {
 	}
 
 	ops := map[uint64]*inspOp{}
-	var total inspCounts // of every file
+	var total inspCounts           // of every file
+	var keyedOps []map[uint64]bool // by file
+	var timerRows []fileRow
 	type metaKV struct{ k, v string }
 	meta := map[metaKV][]string{}
 	var vmVariants []VersionMapVariant
@@ -541,18 +561,23 @@ func Summarize(sp *Savepoint) *Summary {
 			ForEach(parts, func(p int) {
 				pt := newFileTally(map[uint64]*inspOp{})
 				pt.grouped, pt.rng = ft.grouped, ft.rng
-				snap.eachRunIn(p*n/parts, (p+1)*n/parts, f.ReleasePages, func(_ int, r Row, n int, kb, vb int64) { pt.add(r, n, kb, vb) })
+				snap.eachRunIn(p*n/parts, (p+1)*n/parts, f.ReleasePages, pt.add)
 				tallies[p] = pt
 			})
 			for _, pt := range tallies {
 				ft.merge(pt)
 			}
 		} else {
-			snap.eachRun(f.ReleasePages, func(_ int, r Row, n int, kb, vb int64) { ft.add(r, n, kb, vb) })
+			snap.eachRun(f.ReleasePages, ft.add)
 		}
 		for _, o := range ft.fileOps {
 			o.subtasks[f.Subtask] += o.fileRows
 			o.fileRows = 0
+		}
+		keyedOps = append(keyedOps, ft.keyedOps)
+		for _, i := range ft.timers {
+			r := snap.NewCursor().Row(i)
+			timerRows = append(timerRows, fileRow{len(keyedOps) - 1, r})
 		}
 		fc := ft.fc
 		f.ReleasePages()
@@ -630,6 +655,7 @@ func Summarize(sp *Savepoint) *Summary {
 	}
 
 	s.KeyGroups = keyGroupHistogram(sp, kgPre)
+	s.Timers = summarizeTimers(sp, keyedOps, timerRows)
 	return s
 }
 
@@ -931,6 +957,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if kg.StaleCopies > 0 || kg.Lost > 0 {
 		fmt.Fprintf(&b, "  not counted: %d stale keyed cop%s (the owner holds the row), %d keyed row%s no subtask restores\n", kg.StaleCopies, plural(kg.StaleCopies, "y", "ies"), kg.Lost, plural(kg.Lost, "", "s"))
 	}
+
+	writeTimers(&b, s.Timers)
 
 	vm := s.VersionMap
 	agree := "all files agree"

@@ -486,3 +486,81 @@ func TestSlotCache(t *testing.T) {
 		t.Errorf("%d pairs, want %d", len(made), 40*6)
 	}
 }
+
+// The Timers section lists each copy of each timer blob: its counts, the
+// timers outside its subtask's range, its earliest and latest times, and
+// whether it is live (its chain group runs the operator) or frozen; a blob
+// that does not decode says so. A file in no order, counted in parts, lists
+// its blobs in row order.
+func TestSummarizeTimers(t *testing.T) {
+	const op, other = 7, 8
+	q := [4][]byte{vtKeysIn(t, 0, 32, 1)[0], vtKeysIn(t, 32, 64, 1)[0], vtKeysIn(t, 64, 96, 1)[0], vtKeysIn(t, 96, 128, 1)[0]}
+	blob := func(key string, proc, event []Timer) Row { return vtOperator(op, key, EncodeTimers(proc, event)) }
+	files := [][]Row{
+		{vtKeyed(op, "agg", q[0], "v"), blob("__clink_timers", []Timer{{5, q[0]}}, []Timer{{3, q[1]}, {9, q[2]}}), blob("__clink_timers1", nil, nil)},
+		{vtKeyed(op, "agg", q[2], "v"), vtOperator(op, "__clink_timers", []byte("bad"))},
+		{vtKeyed(other, "x", q[0], "v"), blob("__clink_timers", nil, []Timer{{1, q[3]}})},
+	}
+	tree := vtWriteTree(t, files, nil)
+	s := Summarize(vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 1}}}))
+	i64 := func(v int64) *int64 { return &v }
+	want := []TimerBlobSummary{
+		{Op: op, Key: `0xff+"__clink_timers"`, Copies: []TimerCopySummary{
+			{Subtask: 0, Live: true, Processing: 1, Event: 2, OutsideRange: 1, EarliestMs: i64(3), LatestMs: i64(9)},
+			{Subtask: 1, Live: true, Error: "truncated processing-time timer count at byte 0"},
+			{Subtask: 2, Live: false, Event: 1, EarliestMs: i64(1), LatestMs: i64(1)},
+		}},
+		{Op: op, Key: `0xff+"__clink_timers1"`, Copies: []TimerCopySummary{{Subtask: 0, Live: true}}},
+	}
+	if !reflect.DeepEqual(s.Timers, want) {
+		t.Errorf("timers:\n%+v\nwant\n%+v", s.Timers, want)
+	}
+	var text bytes.Buffer
+	if err := s.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, frag := range []string{"Timers (3 in live blobs, 1 in frozen copies of other chain groups' operators)",
+		"1 (frozen)", "2 (frozen)  0           1      0              1970-01-01T00:00:00.001Z",
+		"op 7 blob 0xff+\"__clink_timers\" of subtask 1 does not decode: truncated", "1970-01-01T00:00:00.003Z  1970-01-01T00:00:00.009Z"} {
+		if frag == "1 (frozen)" {
+			if strings.Contains(text.String(), frag) {
+				t.Errorf("subtask 1 runs the operator, shown frozen:\n%s", text.String())
+			}
+			continue
+		}
+		if !strings.Contains(text.String(), frag) {
+			t.Errorf("text lacks %q:\n%s", frag, text.String())
+		}
+	}
+
+	// A file in no order, counted in parts.
+	defer func(n int) { tallyPartRows = n }(tallyPartRows)
+	tallyPartRows = 4
+	var rows []Row
+	for i := range 40 {
+		rows = append(rows, vtKeyed(op, "agg", []byte(fmt.Sprintf("user-%d", 39-i)), "v"))
+		if i%10 == 5 {
+			rows = append(rows, blob(fmt.Sprintf("__clink_timers%d", 3-i/10), nil, []Timer{{int64(i), q[0]}}))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "shuffled.snap")
+	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(path, OpenOptions{Columnar: true, AllowMissingSidecar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	s = Summarize(sp)
+	var keys []string
+	for _, b := range s.Timers {
+		keys = append(keys, b.Key)
+		if len(b.Copies) != 1 || b.Copies[0].Subtask != -1 || !b.Copies[0].Live || b.Copies[0].Event != 1 {
+			t.Errorf("blob %s: %+v", b.Key, b.Copies)
+		}
+	}
+	if want := []string{`0xff+"__clink_timers0"`, `0xff+"__clink_timers1"`, `0xff+"__clink_timers2"`, `0xff+"__clink_timers3"`}; !slices.Equal(keys, want) {
+		t.Errorf("blobs %q, want %q", keys, want)
+	}
+}

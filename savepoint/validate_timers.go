@@ -3,7 +3,6 @@ package savepoint
 import (
 	"bytes"
 	"fmt"
-	"maps"
 )
 
 // timerID is one timer of a blob: its domain, time and key.
@@ -38,23 +37,13 @@ type timerCopy struct {
 func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 	sp := v.sp
 	for _, g := range sp.Groups {
-		running := map[uint64]bool{}
-		var files []int
+		running, whole := sp.runningOps(g, keyedOps)
+		blobs := map[blobID][]timerCopy{}
+		var order []blobID
 		for i, f := range sp.Files {
-			if g.Contains(f.Subtask) {
-				files = append(files, i)
-				maps.Copy(running, keyedOps[i])
+			if !g.Contains(f.Subtask) {
+				continue
 			}
-		}
-		whole := len(files) == len(sp.Files)
-		type blobKey struct {
-			op  uint64
-			key string
-		}
-		blobs := map[blobKey][]timerCopy{}
-		var order []blobKey
-		for _, i := range files {
-			f := sp.Files[i]
 			for _, r := range perFile[i] {
 				if !bytes.HasPrefix(r.Key, TimerKeyPrefix) || !whole && !running[r.Op] {
 					continue
@@ -73,7 +62,7 @@ func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 						c.set[id] = true
 					}
 				}
-				k := blobKey{r.Op, string(r.Key)}
+				k := blobID{r.Op, string(r.Key)}
 				if blobs[k] == nil {
 					order = append(order, k)
 				}
