@@ -111,6 +111,8 @@ var badCorpus = map[string]struct {
 		`set-value-undeclared.bad.yaml:5:30: rule 1: slot "counts" of op 7 is not declared under 'slots:'; set_value needs its value codec`}, wantCount: 1},
 	"set-value-no-value-codec.bad.yaml": {want: []string{
 		`set-value-no-value-codec.bad.yaml:5:30: rule 1: slot "agg" of op 7 is declared without a 'value' codec (slot 1, line 3)`}, wantCount: 1},
+	"set-value-erase-empty-scalar.bad.yaml": {want: []string{
+		`set-value-erase-empty-scalar.bad.yaml:5:69: rule 1: 'erase_empty' needs a list or map value codec; slot "agg" of op 7 stores int64`}, wantCount: 1},
 	"set-value-type-error.bad.yaml": {want: []string{
 		"set-value-type-error.bad.yaml:5:48: rule 1: bad expression in 'expr': invalid operation: + (mismatched types int64 and string)"}, wantCount: 1},
 	"set-value-float-result.bad.yaml": {want: []string{

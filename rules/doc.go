@@ -74,8 +74,9 @@
 // type-checked with 'value' of the codec's Go type (so `value * 100`
 // passes for int64 and `value + "x"` does not), its static result type
 // must suit the codec, and at run time the result is encoded with the
-// codec (SetValueSpec.Apply); an empty list or map removes the row
-// (SetValueSpec.Erases). set_version's 'version' is a uint32 and
+// codec (SetValueSpec.Apply); with 'erase_empty: true' (list and map
+// codecs only) an empty list or map removes the row (SetValueSpec.Empty).
+// set_version's 'version' is a uint32 and
 // 'state_type' may not contain '|' or a newline. rescale must be the last
 // rule; parallelisms are 1..65535 (a warning above 128); group ranges are
 // old global subtask indices "a-b" or "a", in increasing order without

@@ -115,11 +115,12 @@ func (s *Set) FillEnvFields(env *Env, row savepoint.Row, subtask int, need Field
 	return err
 }
 
-// Erases reports whether v, a value Apply returned, is an empty list or
-// map (after the slot's TTL stamp, if it has one): clink never stores one
-// (ListState.update([]) and removing a map's last entry erase the key), so
-// the engine removes the row instead of writing it.
-func (s *SetValueSpec) Erases(v []byte) bool {
+// Empty reports whether v, a value Apply returned, is an empty list or map
+// (after the slot's TTL stamp, if it has one). clink's ListState and
+// MapState never store one (update([]) and removing the last entry erase
+// the key); with EraseEmpty the engine removes such a row instead of
+// writing it.
+func (s *SetValueSpec) Empty(v []byte) bool {
 	if s.Decl.TTL {
 		if len(v) < savepoint.TTLPrefixLen {
 			return false

@@ -27,7 +27,7 @@ var kindKeys = map[Kind][]string{
 	KindDropSlot:      {"op", "uid", "slot"},
 	KindPurgeKeys:     {"keys", "keys_file", "codec", "op", "uid", "slot"},
 	KindPurgeExpired:  {"as_of", "op", "uid", "slot"},
-	KindSetValue:      {"op", "uid", "slot", "expr"},
+	KindSetValue:      {"op", "uid", "slot", "expr", "erase_empty"},
 	KindSetVersion:    {"op", "uid", "state_type", "version", "slot"},
 	KindDropVersion:   {"op", "uid", "state_type"},
 	KindRescale:       {"parallelism", "groups"},
@@ -706,6 +706,14 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 		p.errAt(m.get("slot"), "slot", "slot %q of op %s is declared without a 'value' codec (slot %d, line %d); set_value needs one", slot, op, d.Index, d.Line)
 		return nil
 	}
+	erase, bok := m.boolean("erase_empty", false)
+	if !bok {
+		return nil
+	}
+	if erase && !codec.Collection(d.ValueCodec) {
+		p.errAt(m.get("erase_empty"), "erase_empty", "'erase_empty' needs a list or map value codec; slot %q of op %s stores %s", slot, op, d.ValueCodec)
+		return nil
+	}
 	en := m.get("expr")
 	c := p.compile(en, "expr", src, typedEnv(d.keyType, d.valueType), false)
 	if c == nil {
@@ -721,7 +729,7 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 		return nil
 	}
 	return &SetValueSpec{
-		Op: *op, Slot: slot, Expr: src, Decl: d,
+		Op: *op, Slot: slot, Expr: src, Decl: d, EraseEmpty: erase,
 		Program: &ValueProgram{Source: src, ResultType: c.resultType, prog: c.prog, fields: c.fields},
 		label:   ruleLabel(r.Index, p.ruleName, KindSetValue),
 	}

@@ -491,6 +491,11 @@ type SetValueSpec struct {
 	// Program is the compiled expression, type-checked with 'key' and
 	// 'value' of the slot's codec types.
 	Program *ValueProgram `yaml:"-"`
+	// EraseEmpty ('erase_empty: true', for a list or map codec) removes a
+	// row whose new value is an empty list or map, as clink's ListState
+	// and MapState erase such a key; without it the row is written and
+	// counted (a ValueState may hold an empty collection).
+	EraseEmpty bool `yaml:"erase_empty"`
 
 	label string // the rule's Label, for run-time errors
 }

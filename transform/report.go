@@ -99,6 +99,9 @@ type RuleStats struct {
 	Expired *ExpiredInfo `json:"expired,omitempty"`
 	// VersionEntries counts files whose version map the rule changed.
 	VersionEntries int64 `json:"version_map_files_changed,omitempty"`
+	// EmptyWritten counts, for a set_value without erase_empty, the rows
+	// written with an empty list or map.
+	EmptyWritten int64 `json:"empty_collections_written,omitempty"`
 }
 
 // PurgeAudit is the record of an erasure: every listed key, whether rows of

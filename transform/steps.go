@@ -173,8 +173,11 @@ func compile(set *rules.Set) []step {
 				if err != nil {
 					return row, false, err
 				}
-				if sv.Erases(v) {
-					return row, false, nil // an empty collection: the key goes
+				if sv.Empty(v) {
+					if sv.EraseEmpty {
+						return row, false, nil // the key goes, as clink erases it
+					}
+					w.res.rules[i].empty++
 				}
 				if string(v) != string(row.Value) {
 					w.res.rules[i].changed++

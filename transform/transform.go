@@ -487,7 +487,9 @@ type fileResult struct {
 	vmRules    []bool // per rule: changed this file's version map
 }
 
-type ruleCounts struct{ matched, dropped, changed int64 }
+// ruleCounts are a rule's rows matched, dropped and changed, and (for a
+// set_value without erase_empty) the rows written with an empty list or map.
+type ruleCounts struct{ matched, dropped, changed, empty int64 }
 
 type slotKey struct {
 	op   uint64
@@ -905,6 +907,7 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 			res.rules[i].matched += p.rules[i].matched
 			res.rules[i].dropped += p.rules[i].dropped
 			res.rules[i].changed += p.rules[i].changed
+			res.rules[i].empty += p.rules[i].empty
 			res.short[i] += p.short[i]
 			res.remain[i] += p.remain[i]
 			res.timers[i] += p.timers[i]
@@ -1595,6 +1598,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			rs.Matched += rc.matched
 			rs.Dropped += rc.dropped
 			rs.Changed += rc.changed
+			rs.EmptyWritten += rc.empty
 			if res.vmRules[i] {
 				rs.VersionEntries++
 			}
@@ -1625,6 +1629,13 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 				rs.Purge = purgeAudit(p, purged, keyTimers)
 				rs.Purge.Remaining, rs.Purge.TimersRemoved, rs.Purge.TimersKept = remaining, timers, kept
 			})
+		}
+		if sv := st.rule.SetValue; sv != nil && rs.EmptyWritten > 0 {
+			rows, hold := "rows", "hold"
+			if rs.EmptyWritten == 1 {
+				rows, hold = "row", "holds"
+			}
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: %d %s of op %d slot %q now %s an empty list or map; clink's ListState and MapState never store one (they erase the key): if the slot is one of them, add 'erase_empty: true' to remove such rows", st.rule.Label(), rs.EmptyWritten, rows, sv.Op.ID, sv.Slot, hold))
 		}
 		rep.RowsDropped += rs.Dropped
 		rep.PerRule = append(rep.PerRule, rs)

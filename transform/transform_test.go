@@ -1510,9 +1510,10 @@ func placeFile(rows []savepoint.Row) []located {
 	return out
 }
 
-// A set_value whose result is an empty list or map removes the row, as
-// clink's ListState.update([]) and a map's last removal erase the key: the
-// rule counts it as dropped, and rows left non-empty are rewritten.
+// A set_value whose result is an empty list or map removes the row with
+// erase_empty (as clink's ListState.update([]) and a map's last removal
+// erase the key; the rule counts it as dropped); without it the row is
+// written, counted and warned about (a ValueState may hold one).
 func TestSetValueEmptyCollection(t *testing.T) {
 	list := func(vs ...int64) []byte {
 		b := binary.LittleEndian.AppendUint32(nil, uint32(len(vs)))
@@ -1537,8 +1538,8 @@ slots:
   - {op: 7, slot: ttlhist, key: string, value: "list<int64>", ttl: true}
   - {op: 7, slot: blob, key: string, value: bytes}
 rules:
-  - set_value: {op: 7, slot: hist, expr: 'filter(value, # > 1)'}
-  - set_value: {op: 7, slot: ttlhist, expr: 'filter(value, # > 3)'}
+  - set_value: {op: 7, slot: hist, expr: 'filter(value, # > 1)', erase_empty: true}
+  - set_value: {op: 7, slot: ttlhist, expr: 'filter(value, # > 3)', erase_empty: true}
   - set_value: {op: 7, slot: blob, expr: 'value'}
 `
 	out := filepath.Join(t.TempDir(), "out")
@@ -1558,4 +1559,21 @@ rules:
 		{0, keyed(opAgg, "hist", "b", list(2))},
 		{0, keyed(opAgg, "ttlhist", "e", ttl(9, list(4, 6)))},
 	})
+	if len(rep.Warnings) != 0 {
+		t.Errorf("warnings: %q", rep.Warnings)
+	}
+
+	// Without erase_empty: written, counted, warned about.
+	keep := strings.ReplaceAll(src, ", erase_empty: true", "")
+	out = filepath.Join(t.TempDir(), "out")
+	if rep, err = run(t, in, parseRules(t, keep, nil), transform.Options{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, rep, len(rows), len(rows))
+	if a, b := ruleStats(t, rep, 1), ruleStats(t, rep, 2); a.Dropped != 0 || a.EmptyWritten != 1 || b.Dropped != 0 || b.EmptyWritten != 1 {
+		t.Errorf("without erase_empty: rule 1 %+v, rule 2 %+v; want 1 empty row each, none dropped", a, b)
+	}
+	if len(rep.Warnings) != 2 || !strings.Contains(rep.Warnings[0], `rule 1 (set_value): 1 row of op 7 slot "hist" now holds an empty list or map`) || !strings.Contains(rep.Warnings[1], "add 'erase_empty: true'") {
+		t.Errorf("warnings: %q", rep.Warnings)
+	}
 }

@@ -270,17 +270,23 @@ func scalarNode(name string) node {
 	}
 }
 
-// EmptyCollection reports whether b, a value of codec c, is an empty list
-// or map: a value clink never stores (its ListState and MapState erase the
-// key when the last element goes, docs/clink-format.md 3.3).
-func EmptyCollection(c Codec, b []byte) bool {
+// Collection reports whether c is a list or map codec.
+func Collection(c Codec) bool {
 	cc, ok := c.(codec)
 	if !ok {
 		return false
 	}
 	switch cc.n.(type) {
 	case listNode, mapNode:
-		return len(b) == 4 && b[0]|b[1]|b[2]|b[3] == 0
+		return true
 	}
 	return false
+}
+
+// EmptyCollection reports whether b, a value of codec c, is an empty list
+// or map. clink's ListState and MapState never store one (they erase the
+// key when the last element goes, docs/clink-format.md 3.3); a ValueState
+// or an accumulator of a list type may.
+func EmptyCollection(c Codec, b []byte) bool {
+	return Collection(c) && len(b) == 4 && b[0]|b[1]|b[2]|b[3] == 0
 }
