@@ -347,7 +347,7 @@ func (t *fileTally) add(i int, r Row, n int, kb, vb int64) {
 	k := ParseKey(r.Key)
 	t.fc.add(k.Kind, n, kb, vb)
 	switch {
-	case k.Kind == KindKeyed && (r.Op != t.lastKeyed || len(t.keyedOps) == 0):
+	case runsOperator(r.Key) && (r.Op != t.lastKeyed || len(t.keyedOps) == 0):
 		t.keyedOps[r.Op], t.lastKeyed = true, r.Op
 	case k.Kind == KindOperator && bytes.HasPrefix(r.Key, TimerKeyPrefix):
 		// A key without a slot separator is a group of its own (n is 1).

@@ -496,21 +496,30 @@ func TestSummarizeTimers(t *testing.T) {
 	const op, other = 7, 8
 	q := [4][]byte{vtKeysIn(t, 0, 32, 1)[0], vtKeysIn(t, 32, 64, 1)[0], vtKeysIn(t, 64, 96, 1)[0], vtKeysIn(t, 96, 128, 1)[0]}
 	blob := func(key string, proc, event []Timer) Row { return vtOperator(op, key, EncodeTimers(proc, event)) }
+	const timerOnly = 9
+	// Subtask 0 stores its timers1 blob twice: the later copy is the one a
+	// restore keeps. Subtask 1 holds op 7's keyed state under a legacy raw
+	// key only: its group runs op 7 all the same. No group holds keyed rows
+	// of op 9.
 	files := [][]Row{
-		{vtKeyed(op, "agg", q[0], "v"), blob("__clink_timers", []Timer{{5, q[0]}}, []Timer{{3, q[1]}, {9, q[2]}}), blob("__clink_timers1", nil, nil)},
+		{vtKeyed(op, "agg", q[0], "v"), blob("__clink_timers", []Timer{{5, q[0]}}, []Timer{{3, q[1]}, {9, q[2]}}), blob("__clink_timers1", nil, nil),
+			blob("__clink_timers1", nil, []Timer{{4, q[0]}}), vtOperator(timerOnly, "__clink_timers", EncodeTimers(nil, []Timer{{2, q[3]}}))},
 		{vtKeyed(op, "agg", q[2], "v"), vtOperator(op, "__clink_timers", []byte("bad"))},
 		{vtKeyed(other, "x", q[0], "v"), blob("__clink_timers", nil, []Timer{{1, q[3]}})},
+		{{Op: op, Key: []byte("__inflight__"), Value: []byte("b")}, blob("__clink_timers", nil, []Timer{{1, q[3]}})},
 	}
 	tree := vtWriteTree(t, files, nil)
-	s := Summarize(vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 1}}}))
+	s := Summarize(vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 1}, {3, 1}}}))
 	i64 := func(v int64) *int64 { return &v }
 	want := []TimerBlobSummary{
 		{Op: op, Key: `0xff+"__clink_timers"`, Copies: []TimerCopySummary{
-			{Subtask: 0, Live: true, Processing: 1, Event: 2, OutsideRange: 1, EarliestMs: i64(3), LatestMs: i64(9)},
-			{Subtask: 1, Live: true, Error: "truncated processing-time timer count at byte 0"},
-			{Subtask: 2, Live: false, Event: 1, EarliestMs: i64(1), LatestMs: i64(1)},
+			{Subtask: 0, State: BlobLive, Processing: 1, Event: 2, OutsideRange: 1, EarliestMs: i64(3), LatestMs: i64(9)},
+			{Subtask: 1, State: BlobLive, Error: "truncated processing-time timer count at byte 0"},
+			{Subtask: 2, State: BlobFrozen, Event: 1, EarliestMs: i64(1), LatestMs: i64(1)},
+			{Subtask: 3, State: BlobLive, Event: 1, EarliestMs: i64(1), LatestMs: i64(1)},
 		}},
-		{Op: op, Key: `0xff+"__clink_timers1"`, Copies: []TimerCopySummary{{Subtask: 0, Live: true}}},
+		{Op: op, Key: `0xff+"__clink_timers1"`, Copies: []TimerCopySummary{{Subtask: 0, State: BlobLive, Event: 1, EarliestMs: i64(4), LatestMs: i64(4)}}},
+		{Op: timerOnly, Key: `0xff+"__clink_timers"`, Copies: []TimerCopySummary{{Subtask: 0, State: BlobUnknown, Event: 1, EarliestMs: i64(2), LatestMs: i64(2)}}},
 	}
 	if !reflect.DeepEqual(s.Timers, want) {
 		t.Errorf("timers:\n%+v\nwant\n%+v", s.Timers, want)
@@ -519,8 +528,8 @@ func TestSummarizeTimers(t *testing.T) {
 	if err := s.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, frag := range []string{"Timers (3 in live blobs, 1 in frozen copies of other chain groups' operators)",
-		"1 (frozen)", "2 (frozen)  0           1      0              1970-01-01T00:00:00.001Z",
+	for _, frag := range []string{"Timers (5 in live blobs, 1 in frozen copies of other chain groups' operators, 1 of operators no chain group holds keyed rows of (which group runs them is not known))",
+		"1 (frozen)", "2 (frozen)   0           1      -              1970-01-01T00:00:00.001Z", "0 (unknown)  0           1      -",
 		"op 7 blob 0xff+\"__clink_timers\" of subtask 1 does not decode: truncated", "1970-01-01T00:00:00.003Z  1970-01-01T00:00:00.009Z"} {
 		if frag == "1 (frozen)" {
 			if strings.Contains(text.String(), frag) {
@@ -556,7 +565,7 @@ func TestSummarizeTimers(t *testing.T) {
 	var keys []string
 	for _, b := range s.Timers {
 		keys = append(keys, b.Key)
-		if len(b.Copies) != 1 || b.Copies[0].Subtask != -1 || !b.Copies[0].Live || b.Copies[0].Event != 1 {
+		if len(b.Copies) != 1 || b.Copies[0].Subtask != -1 || b.Copies[0].State != BlobLive || b.Copies[0].Event != 1 {
 			t.Errorf("blob %s: %+v", b.Key, b.Copies)
 		}
 	}

@@ -25,17 +25,17 @@ type TimerBlobSummary struct {
 type TimerCopySummary struct {
 	// Subtask is the file's subtask (-1 for a single-file input).
 	Subtask int `json:"subtask"`
-	// Live is false for a frozen copy: the blob of an operator that the
-	// file's chain group does not run (format 10.3), which never fires.
-	Live bool `json:"live"`
+	// State is BlobLive, BlobFrozen (the blob of an operator another
+	// chain group runs, which never fires, format 10.3) or BlobUnknown.
+	State string `json:"state"`
 	// Processing and Event count the blob's processing-time and
 	// event-time timers.
 	Processing int `json:"processing"`
 	Event      int `json:"event"`
-	// OutsideRange counts the timers whose key's group the subtask does
-	// not own in its chain group: a restore of the subtask drops them (or,
-	// chained, fires them away from their key's state); 0 for a single
-	// file.
+	// OutsideRange counts the timers of a live copy whose key's group the
+	// subtask does not own in its chain group: a restore of the subtask
+	// drops them (or, chained, fires them away from their key's state); 0
+	// for a single file and for copies not live.
 	OutsideRange int `json:"outside_range"`
 	// EarliestMs and LatestMs are the earliest and latest timer times
 	// (epoch milliseconds); absent when the blob holds no timer.
@@ -49,6 +49,41 @@ type TimerCopySummary struct {
 type fileRow struct {
 	file int
 	row  Row
+}
+
+// runsOperator reports whether a row with this key shows that the chain
+// group of its file runs the row's operator: a keyed row, legacy raw keys
+// included (as rescale takes an operator's keyed rows for its own).
+func runsOperator(key []byte) bool { return len(key) > 0 && key[0] < NumKeyGroups }
+
+// The states of a copy of a timer blob (TimerCopySummary.State).
+const (
+	// BlobLive: the file's chain group runs the operator; restores fire
+	// the copy's timers.
+	BlobLive = "live"
+	// BlobFrozen: another chain group runs the operator (it holds keyed
+	// rows of it, this one none); the copy is one every restore unions
+	// into every file (format 10.3), and it never fires.
+	BlobFrozen = "frozen"
+	// BlobUnknown: a tree of several chain groups none of which holds
+	// keyed rows of the operator (one with timers and no keyed state): which
+	// group runs it is not known.
+	BlobUnknown = "unknown"
+)
+
+// blobState returns the state of the copy of a timer blob of op in a file
+// of chain group g (keyedOps: the operators of each file's keyed rows, by
+// index in sp.Files).
+func (sp *Savepoint) blobState(g Group, op uint64, keyedOps []map[uint64]bool) string {
+	if ops, all := sp.runningOps(g, keyedOps); all || ops[op] {
+		return BlobLive
+	}
+	for _, k := range keyedOps {
+		if k[op] {
+			return BlobFrozen
+		}
+	}
+	return BlobUnknown
 }
 
 // runningOps returns the operators chain group g runs: those with keyed rows
@@ -71,26 +106,35 @@ func (sp *Savepoint) runningOps(g Group, keyedOps []map[uint64]bool) (ops map[ui
 
 // summarizeTimers summarises the timer blob rows (of files by index in
 // sp.Files, in file order) given the operators of each file's keyed rows.
+// A blob a file stores twice counts once, as a restore keeps it
+// (MergeDuplicate).
 func summarizeTimers(sp *Savepoint, keyedOps []map[uint64]bool, rows []fileRow) []TimerBlobSummary {
+	type inFile struct {
+		file int
+		id   blobID
+	}
+	first := map[inFile]int{}
+	kept := rows[:0:0]
+	for _, fr := range rows {
+		k := inFile{fr.file, blobID{fr.row.Op, string(fr.row.Key)}}
+		if j, ok := first[k]; ok {
+			kept[j].row = MergeDuplicate(kept[j].row, fr.row)
+			continue
+		}
+		first[k] = len(kept)
+		kept = append(kept, fr)
+	}
+	rows = kept
 	out := []TimerBlobSummary{}
-	running := map[Group]map[uint64]bool{}
 	at := map[blobID]int{} // index in out
 	var ids []blobID       // of out
 	for _, fr := range rows {
 		f, r := sp.Files[fr.file], fr.row
-		c := TimerCopySummary{Subtask: f.Subtask, Live: true}
+		c := TimerCopySummary{Subtask: f.Subtask, State: BlobLive}
 		g, grouped := sp.GroupOf(f.Subtask)
 		grouped = grouped && sp.Kind != InputFile
 		if grouped {
-			ops, ok := running[g]
-			if !ok {
-				var all bool
-				if ops, all = sp.runningOps(g, keyedOps); all {
-					ops = nil
-				}
-				running[g] = ops
-			}
-			c.Live = ops == nil || ops[r.Op]
+			c.State = sp.blobState(g, r.Op, keyedOps)
 		}
 		if sp.Kind == InputFile {
 			c.Subtask = -1
@@ -108,7 +152,7 @@ func summarizeTimers(sp *Savepoint, keyedOps []map[uint64]bool, rows []fileRow) 
 				if c.LatestMs == nil || t.Time > *c.LatestMs {
 					c.LatestMs = &t.Time
 				}
-				if grouped && !g.Range(f.Subtask).Contains(KeyGroupOf(t.Key)) {
+				if c.State == BlobLive && grouped && !g.Range(f.Subtask).Contains(KeyGroupOf(t.Key)) {
 					c.OutsideRange++
 				}
 			}
@@ -153,19 +197,18 @@ func writeTimers(b *bytes.Buffer, blobs []TimerBlobSummary) {
 		b.WriteString("\nTimers: none (no timer blobs)\n")
 		return
 	}
-	live, frozen := 0, 0
+	in := map[string]int{}
 	for _, bl := range blobs {
 		for _, c := range bl.Copies {
-			if c.Live {
-				live += c.Processing + c.Event
-			} else {
-				frozen += c.Processing + c.Event
-			}
+			in[c.State] += c.Processing + c.Event
 		}
 	}
-	fmt.Fprintf(b, "\nTimers (%d in live blobs", live)
-	if frozen > 0 {
-		fmt.Fprintf(b, ", %d in frozen copies of other chain groups' operators", frozen)
+	fmt.Fprintf(b, "\nTimers (%d in live blobs", in[BlobLive])
+	if n := in[BlobFrozen]; n > 0 {
+		fmt.Fprintf(b, ", %d in frozen copies of other chain groups' operators", n)
+	}
+	if n := in[BlobUnknown]; n > 0 {
+		fmt.Fprintf(b, ", %d of operators no chain group holds keyed rows of (which group runs them is not known)", n)
 	}
 	b.WriteString(")\n")
 	var bad []string
@@ -181,15 +224,19 @@ func writeTimers(b *bytes.Buffer, blobs []TimerBlobSummary) {
 			switch {
 			case c.Subtask < 0:
 				sub = "-"
-			case !c.Live:
-				sub += " (frozen)"
+			case c.State != BlobLive:
+				sub += " (" + c.State + ")"
 			}
 			if c.Error != "" {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t?\t?\t?\t?\t?\n", op, key, sub)
 				bad = append(bad, fmt.Sprintf("  op %d blob %s of subtask %s does not decode: %s\n", bl.Op, bl.Key, sub, c.Error))
 				continue
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", op, key, sub, c.Processing, c.Event, c.OutsideRange, timerTime(c.EarliestMs), timerTime(c.LatestMs))
+			outside := "-"
+			if c.State == BlobLive && c.Subtask >= 0 {
+				outside = strconv.Itoa(c.OutsideRange)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", op, key, sub, c.Processing, c.Event, outside, timerTime(c.EarliestMs), timerTime(c.LatestMs))
 		}
 	}
 	tw.Flush()

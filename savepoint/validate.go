@@ -127,11 +127,14 @@ const (
 	// CheckTimers: the timer blobs (0xFF "__clink_timers…", format 3.4) of
 	// the operators a chain group runs (the others' are frozen copies,
 	// section 10.3). A blob that does not decode (error); timers outside its
-	// subtask's key-group range that the owner's blob does not hold (error:
-	// a narrowed restore drops them, a chained subtask, restored unfiltered,
+	// subtask's key-group range that no restore fires (error: the blob the
+	// owner restores, its own or, without one, the last, lacks them; a
+	// narrowed restore drops them, a chained subtask, restored unfiltered,
 	// fires them away from their key's state, section 10.2); such timers
-	// that the owner's blob holds too (warning: a chained subtask fires
-	// them twice). One finding per blob and kind, with counts.
+	// that the owner fires from the blob it restores (warning: a chained
+	// subtask fires them twice); a blob of an operator no group of a
+	// multi-group tree holds keyed rows of (info: not checked). One finding
+	// per blob and kind, with counts.
 	CheckTimers = "timers"
 )
 
@@ -950,7 +953,7 @@ func (v *validator) operatorRows() (perFile [][]Row, keyedOps []map[uint64]bool)
 			switch {
 			case (Row{Key: key}).IsOperatorState():
 				rows = append(rows, cur.Row(j))
-			case len(key) > 0 && (!seen || op != lastOp):
+			case runsOperator(key) && (!seen || op != lastOp):
 				keyedOps[i][op], lastOp, seen = true, op, true
 			}
 			return true

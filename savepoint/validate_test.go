@@ -1138,8 +1138,21 @@ func TestValidateTimers(t *testing.T) {
 	// c is a stale copy (subtask 1 holds it too); d at 2 is held by no owner.
 	sp := open(file(0, blob(Timer{1, a}, Timer{1, c}, Timer{2, d})), file(1, blob(Timer{1, c}, Timer{1, d})))
 	expect("stale and orphaned timers", findings(Validate(sp, ValidateOptions{}), CheckTimers),
-		[]string{"error " + f0, "timer blob 0xff+\"__clink_timers\" of subtask 0 holds 1 timer outside its key-group range [0,64) that the blob of its owner does not hold", "event-time timer at 2 for key", "owned by subtask 1", "fires them here"},
-		[]string{"warning " + f0, "holds 1 stale timer outside its key-group range [0,64), which its owner's blob holds too", "fires them a second time"})
+		[]string{"error " + f0, "timer blob 0xff+\"__clink_timers\" of subtask 0 holds 1 timer outside its key-group range [0,64) that no restore fires with their key's state", "event-time timer at 2 for key", "owned by subtask 1, which restores its own blob, without it", "fires them here"},
+		[]string{"warning " + f0, "holds 1 stale timer outside its key-group range [0,64), which its owner fires from the blob it restores", "fires them a second time"})
+
+	// Subtask 2 has no blob and restores the last one's, subtask 1's: a
+	// timer of its range there fires, and subtask 0's copy of it is stale;
+	// one that only subtask 0 holds fires nowhere.
+	r := vtKeysIn(t, 86, 128, 2)
+	three := vtOpen(t, vtWriteTree(t, [][]Row{
+		{vtKeyed(op, "agg", a, "v"), blob(Timer{1, a}, Timer{5, r[0]}, Timer{6, r[1]})},
+		{vtKeyed(op, "agg", c, "v"), blob(Timer{5, r[0]})},
+		{vtKeyed(op, "agg", r[0], "v")},
+	}, nil), OpenOptions{Groups: []Group{{0, 3}}})
+	expect("owner without a blob of its own", findings(Validate(three, ValidateOptions{}), CheckTimers),
+		[]string{"error " + f0, "holds 1 timer outside its key-group range [0,43)", "an event-time timer at 6", "owned by subtask 2, which has no blob and restores subtask 1's, without it"},
+		[]string{"warning " + f0, "holds 1 stale timer outside its key-group range [0,43)"})
 
 	// An owner without a blob of its own restores the last blob's timers of its range.
 	sp = open(file(0, blob(Timer{1, a}, Timer{1, c})), file(1))
@@ -1181,4 +1194,12 @@ func TestValidateTimers(t *testing.T) {
 	tree := vtWriteTree(t, [][]Row{file(0, vtOperator(op, "__clink_timers", []byte("bad"))), file(1, blob(Timer{1, c})), frozen, frozen}, nil)
 	sp = vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 2}}})
 	expect("frozen copies and a bad blob", findings(Validate(sp, ValidateOptions{}), CheckTimers), []string{"error " + f0, "does not decode", "truncated"})
+
+	// No group holds keyed rows of op 9: its blob's liveness is not known,
+	// said once, and its timers are not checked.
+	timerOnly := vtOperator(9, "__clink_timers", EncodeTimers(nil, []Timer{{1, d}}))
+	tree = vtWriteTree(t, [][]Row{file(0, timerOnly), file(1, timerOnly), {vtKeyed(other, "x", a, "v"), timerOnly}}, nil)
+	sp = vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 1}}})
+	expect("an operator with timers and no keyed rows", findings(Validate(sp, ValidateOptions{Parallelism: 1}), CheckTimers),
+		[]string{"info  op 9 timer blob", "no chain group holds keyed rows of op 9", "not checked"})
 }

@@ -30,14 +30,12 @@ type timerCopy struct {
 // checkTimers checks the timer blobs of the operators each chain group
 // runs (CheckTimers) and, with ValidateOptions.Parallelism M, what a job
 // resubmitted at M would fire of them (CheckParallelism). perFile and
-// keyedOps are operatorRows'. A group runs the operators of its keyed rows;
-// a group that is the whole tree runs every operator in it. In a tree of
-// several groups, a blob of an operator no group holds keyed rows of is not
-// checked: which copy is live is not known.
+// keyedOps are operatorRows'. Which copies are live is blobState's rule; a
+// blob whose liveness is not known gets an info finding and no check.
 func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 	sp := v.sp
+	unknown := map[blobID]bool{}
 	for _, g := range sp.Groups {
-		running, whole := sp.runningOps(g, keyedOps)
 		blobs := map[blobID][]timerCopy{}
 		var order []blobID
 		for i, f := range sp.Files {
@@ -45,7 +43,17 @@ func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 				continue
 			}
 			for _, r := range perFile[i] {
-				if !bytes.HasPrefix(r.Key, TimerKeyPrefix) || !whole && !running[r.Op] {
+				if !bytes.HasPrefix(r.Key, TimerKeyPrefix) {
+					continue
+				}
+				switch sp.blobState(g, r.Op, keyedOps) {
+				case BlobFrozen:
+					continue
+				case BlobUnknown:
+					if id := (blobID{r.Op, string(r.Key)}); !unknown[id] {
+						unknown[id] = true
+						v.treeFinding(SeverityInfo, CheckTimers, r.Op, r.Key, fmt.Sprintf("op %d timer blob %s: no chain group holds keyed rows of op %d, so which group runs it, and which copies of the blob fire, is not known (section 10.3): its timers are not checked", r.Op, RenderKey(r.Key), r.Op))
+					}
 					continue
 				}
 				proc, event, err := ParseTimers(r.Value)
@@ -113,42 +121,51 @@ func timerCopyOf(copies []timerCopy, s int) *timerCopy {
 // files of group g.
 func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []timerCopy) {
 	unions := v.sp.Backend != BackendChangelogFile
+	now := firedTimers(g, copies, unions)
+	// restores names the blob a restore of subtask o takes its timers from.
+	restores := func(o int) string {
+		switch {
+		case timerCopyOf(copies, o) != nil:
+			return "restores its own blob"
+		case unions:
+			return fmt.Sprintf("has no blob and restores subtask %d's", copies[len(copies)-1].file.Subtask)
+		}
+		return "has no blob, and this backend's restore takes none of the others'"
+	}
 	for i := range copies {
 		c := &copies[i]
 		var stale, orphan int
 		var orphanEx timerID
 		orphanOwner := -1
 		for _, t := range c.timers {
-			if timerFires(g, copies, c, t, unions) {
-				continue
-			}
-			o := g.Owner(KeyGroupOf([]byte(t.key)))
-			if oc := timerCopyOf(copies, o); oc != nil && oc.set[t] {
+			switch {
+			case timerFires(g, copies, c, t, unions):
+			case now[t]: // its owner fires it from another blob
 				stale++
-				continue
-			}
-			if orphan++; orphan == 1 {
-				orphanEx, orphanOwner = t, o
+			default:
+				if orphan++; orphan == 1 {
+					orphanEx, orphanOwner = t, g.Owner(KeyGroupOf([]byte(t.key)))
+				}
 			}
 		}
 		where := fmt.Sprintf("op %d timer blob %s of subtask %d holds", op, RenderKey(key), c.file.Subtask)
 		rng := g.Range(c.file.Subtask)
 		if orphan > 0 {
 			v.add(Finding{Severity: SeverityError, Check: CheckTimers, File: c.file.Rel, Subtask: c.file.Subtask, Row: -1, Op: op, Key: key,
-				Message: fmt.Sprintf("%s %d timer%s outside its key-group range %s that the blob%s of %s do%s not hold (first: %s, owned by subtask %d): no restore fires them with their key's state (a narrowed restore drops them; a chained subtask, restored unfiltered, fires them here, section 10.2)",
-					where, orphan, plural(orphan, "", "s"), rng, plural(orphan, "", "s"), plural(orphan, "its owner", "their owners"), plural(orphan, "es", ""), orphanEx, orphanOwner)})
+				Message: fmt.Sprintf("%s %d timer%s outside its key-group range %s that no restore fires with their key's state (first: %s, owned by subtask %d, which %s, without it): a narrowed restore drops them here; a chained subtask, restored unfiltered, fires them here (section 10.2)",
+					where, orphan, plural(orphan, "", "s"), rng, orphanEx, orphanOwner, restores(orphanOwner))})
 		}
 		if stale > 0 {
 			v.add(Finding{Severity: SeverityWarning, Check: CheckTimers, File: c.file.Rel, Subtask: c.file.Subtask, Row: -1, Op: op, Key: key,
-				Message: fmt.Sprintf("%s %d stale timer%s outside its key-group range %s, which %s hold%s too: a narrowed restore drops them; a chained subtask, restored unfiltered, fires them a second time here (section 10.2)",
-					where, stale, plural(stale, "", "s"), rng, plural(stale, "its owner's blob", "their owners' blobs"), plural(stale, "s", ""))})
+				Message: fmt.Sprintf("%s %d stale timer%s outside its key-group range %s, which %s from the blob %s: a narrowed restore drops them; a chained subtask, restored unfiltered, fires them a second time here (section 10.2)",
+					where, stale, plural(stale, "", "s"), rng, plural(stale, "its owner fires", "their owners fire"), plural(stale, "it restores", "they restore"))})
 		}
 	}
 	m := v.opts.Parallelism
 	if m <= 0 || m == g.Count {
 		return
 	}
-	now, atM := firedTimers(g, copies, unions), firedTimers(Group{First: g.First, Count: m}, copies, unions)
+	atM := firedTimers(Group{First: g.First, Count: m}, copies, unions)
 	var lost, gained int
 	var lostEx, gainedEx timerID
 	for t := range now {
