@@ -238,7 +238,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			ew.printf("  merged op %d key %s: %d values, %s, from old subtask %d\n", m.Op, m.Key, m.Values, m.Rule, m.FromOld)
 		}
 		for _, o := range rr.Outputs {
-			ew.printf("  new subtask %d: key groups [%d,%d), %d rows, %d timers\n", o.Subtask, o.KeyGroupStart, o.KeyGroupEnd, o.Rows, o.Timers)
+			ew.printf("  new subtask %d: key groups [%d,%d), rows %d, timers %d\n", o.Subtask, o.KeyGroupStart, o.KeyGroupEnd, o.Rows, o.Timers)
 		}
 	}
 	if len(r.VersionMap) > 0 {

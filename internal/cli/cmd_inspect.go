@@ -89,7 +89,7 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	c := commands["validate"]
 	fs := flagSet(c)
 	asJSON := fs.Bool("json", false, "print the findings as JSON (stable format, see the README)")
-	par := fs.Int("parallelism", 0, "also check that every keyed row lies in its subtask's key-group range at this parallelism")
+	par := fs.Int("parallelism", 0, "also check what a job resubmitted at this parallelism restores: every keyed row in its subtask's key-group range, every timer its restore fires")
 	of := addOpenFlags(fs)
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
