@@ -188,6 +188,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.DuplicatesResolved > 0 {
 		ew.printf(", %d duplicates resolved", r.DuplicatesResolved)
 	}
+	if rr := r.Rescale; rr != nil {
+		// The rest of the balance (Report.RowsIn): what the rescale dropped,
+		// merged and replicated.
+		ew.printf("; rescale: %d stale and %d lost keyed copies dropped, %d operator rows merged and written as %d", rr.StaleCopies, rr.Lost, rr.OperatorIn, rr.OperatorOut)
+	}
 	ew.printf("\n\n")
 	ew.printf("%-4s %-44s %10s %10s %10s\n", "#", "rule", "matched", "dropped", "changed")
 	for _, rs := range r.PerRule {
