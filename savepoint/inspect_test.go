@@ -552,16 +552,7 @@ func TestSummarizeTimers(t *testing.T) {
 			rows = append(rows, blob(fmt.Sprintf("__clink_timers%d", 3-i/10), nil, []Timer{{int64(i), q[0]}}))
 		}
 	}
-	path := filepath.Join(t.TempDir(), "shuffled.snap")
-	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true}); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := Open(path, OpenOptions{Columnar: true, AllowMissingSidecar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
-	s = Summarize(sp)
+	s = Summarize(openAsIs(t, rows))
 	var keys []string
 	for _, b := range s.Timers {
 		keys = append(keys, b.Key)
