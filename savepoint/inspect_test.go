@@ -512,14 +512,14 @@ func TestSummarizeTimers(t *testing.T) {
 	s := Summarize(vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 1}, {3, 1}}}))
 	i64 := func(v int64) *int64 { return &v }
 	want := []TimerBlobSummary{
-		{Op: op, Key: `0xff+"__clink_timers"`, Copies: []TimerCopySummary{
+		{Op: op, Key: `0xff+"__clink_timers"`, key: "\xff__clink_timers", Copies: []TimerCopySummary{
 			{Subtask: 0, State: BlobLive, Processing: 1, Event: 2, OutsideRange: 1, EarliestMs: i64(3), LatestMs: i64(9)},
 			{Subtask: 1, State: BlobLive, Error: "truncated processing-time timer count at byte 0"},
 			{Subtask: 2, State: BlobFrozen, Event: 1, EarliestMs: i64(1), LatestMs: i64(1)},
 			{Subtask: 3, State: BlobLive, Event: 1, EarliestMs: i64(1), LatestMs: i64(1)},
 		}},
-		{Op: op, Key: `0xff+"__clink_timers1"`, Copies: []TimerCopySummary{{Subtask: 0, State: BlobLive, Event: 1, EarliestMs: i64(4), LatestMs: i64(4)}}},
-		{Op: timerOnly, Key: `0xff+"__clink_timers"`, Copies: []TimerCopySummary{{Subtask: 0, State: BlobUnknown, Event: 1, EarliestMs: i64(2), LatestMs: i64(2)}}},
+		{Op: op, Key: `0xff+"__clink_timers1"`, key: "\xff__clink_timers1", Copies: []TimerCopySummary{{Subtask: 0, State: BlobLive, Event: 1, EarliestMs: i64(4), LatestMs: i64(4)}}},
+		{Op: timerOnly, Key: `0xff+"__clink_timers"`, key: "\xff__clink_timers", Copies: []TimerCopySummary{{Subtask: 0, State: BlobUnknown, Event: 1, EarliestMs: i64(2), LatestMs: i64(2)}}},
 	}
 	if !reflect.DeepEqual(s.Timers, want) {
 		t.Errorf("timers:\n%+v\nwant\n%+v", s.Timers, want)

@@ -19,6 +19,8 @@ type TimerBlobSummary struct {
 	Key string `json:"key"`
 	// Copies are the files' copies of the blob, in subtask order.
 	Copies []TimerCopySummary `json:"copies"`
+
+	key string // the blob's key as stored, for the order
 }
 
 // TimerCopySummary is one file's copy of a timer blob.
@@ -127,7 +129,6 @@ func summarizeTimers(sp *Savepoint, keyedOps []map[uint64]bool, rows []fileRow) 
 	rows = kept
 	out := []TimerBlobSummary{}
 	at := map[blobID]int{} // index in out
-	var ids []blobID       // of out
 	for _, fr := range rows {
 		f, r := sp.Files[fr.file], fr.row
 		c := TimerCopySummary{Subtask: f.Subtask, State: BlobLive}
@@ -162,27 +163,17 @@ func summarizeTimers(sp *Savepoint, keyedOps []map[uint64]bool, rows []fileRow) 
 		if !ok {
 			i = len(out)
 			at[id] = i
-			ids = append(ids, id)
-			out = append(out, TimerBlobSummary{Op: r.Op, Key: RenderKey(r.Key)})
+			out = append(out, TimerBlobSummary{Op: r.Op, Key: RenderKey(r.Key), key: id.key})
 		}
 		out[i].Copies = append(out[i].Copies, c)
 	}
-	// By operator and key.
-	order := make([]int, len(out))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		if x, y := ids[a], ids[b]; x.op != y.op {
-			return cmp.Compare(x.op, y.op)
+	slices.SortFunc(out, func(a, b TimerBlobSummary) int {
+		if a.Op != b.Op {
+			return cmp.Compare(a.Op, b.Op)
 		}
-		return strings.Compare(ids[a].key, ids[b].key)
+		return strings.Compare(a.key, b.key)
 	})
-	sorted := make([]TimerBlobSummary, len(out))
-	for i, j := range order {
-		sorted[i] = out[j]
-	}
-	return sorted
+	return out
 }
 
 // blobID is an operator-state key of an operator.

@@ -24,7 +24,6 @@ func (t timerID) String() string {
 type timerCopy struct {
 	file   *File
 	timers []timerID
-	set    map[timerID]bool
 }
 
 // checkTimers checks the timer blobs of the operators each chain group
@@ -62,12 +61,10 @@ func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 						Message: fmt.Sprintf("op %d timer blob %s does not decode (%v): a restore cannot read its timers", r.Op, RenderKey(r.Key), err)})
 					continue
 				}
-				c := timerCopy{file: f, set: map[timerID]bool{}}
+				c := timerCopy{file: f}
 				for domain, list := range [2][]Timer{proc, event} {
 					for _, t := range list {
-						id := timerID{domain == 1, t.Time, string(t.Key)}
-						c.timers = append(c.timers, id)
-						c.set[id] = true
+						c.timers = append(c.timers, timerID{domain == 1, t.Time, string(t.Key)})
 					}
 				}
 				k := blobID{r.Op, string(r.Key)}
