@@ -575,9 +575,11 @@ func Summarize(sp *Savepoint) *Summary {
 			o.fileRows = 0
 		}
 		keyedOps = append(keyedOps, ft.keyedOps)
-		for _, i := range ft.timers {
-			r := snap.NewCursor().Row(i)
-			timerRows = append(timerRows, fileRow{len(keyedOps) - 1, r})
+		if len(ft.timers) > 0 {
+			cur := snap.NewCursor()
+			for _, i := range ft.timers {
+				timerRows = append(timerRows, fileRow{len(keyedOps) - 1, cur.Row(i)})
+			}
 		}
 		fc := ft.fc
 		f.ReleasePages()
