@@ -350,8 +350,11 @@ func (t *fileTally) add(i int, r Row, n int, kb, vb int64) {
 	case runsOperator(r.Key) && (r.Op != t.lastKeyed || len(t.keyedOps) == 0):
 		t.keyedOps[r.Op], t.lastKeyed = true, r.Op
 	case k.Kind == KindOperator && bytes.HasPrefix(r.Key, TimerKeyPrefix):
-		// A key without a slot separator is a group of its own (n is 1).
-		t.timers = append(t.timers, i)
+		// A key without a slot separator is a group of its own; keys that
+		// share one up to a '|' come as one group, each a blob.
+		for j := range n {
+			t.timers = append(t.timers, i+j)
+		}
 	}
 	if t.pre.complete && k.Kind == KindKeyed {
 		if kg := int(r.Key[0]); !t.grouped || t.rng.Contains(kg) {

@@ -498,7 +498,7 @@ func TestSummarizeTimers(t *testing.T) {
 	blob := func(key string, proc, event []Timer) Row { return vtOperator(op, key, EncodeTimers(proc, event)) }
 	const timerOnly = 9
 	// Subtask 0 stores its timers1 blob twice: the later copy is the one a
-	// restore keeps. Subtask 1 holds op 7's keyed state under a legacy raw
+	// restore keeps. Subtask 3 holds op 7's keyed state under a legacy raw
 	// key only: its group runs op 7 all the same. No group holds keyed rows
 	// of op 9.
 	files := [][]Row{
@@ -508,17 +508,17 @@ func TestSummarizeTimers(t *testing.T) {
 		{vtKeyed(other, "x", q[0], "v"), blob("__clink_timers", nil, []Timer{{1, q[3]}})},
 		{{Op: op, Key: []byte("__inflight__"), Value: []byte("b")}, blob("__clink_timers", nil, []Timer{{1, q[3]}})},
 	}
-	tree := vtWriteTree(t, files, nil)
+	tree := vtWriteTreeAsIs(t, files)
 	s := Summarize(vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 1}, {3, 1}}}))
-	i64 := func(v int64) *int64 { return &v }
+	i64, n := ptr[int64], ptr[int]
 	want := []TimerBlobSummary{
 		{Op: op, Key: `0xff+"__clink_timers"`, key: "\xff__clink_timers", Copies: []TimerCopySummary{
-			{Subtask: 0, State: BlobLive, Processing: 1, Event: 2, OutsideRange: 1, EarliestMs: i64(3), LatestMs: i64(9)},
+			{Subtask: 0, State: BlobLive, Processing: 1, Event: 2, OutsideRange: n(1), EarliestMs: i64(3), LatestMs: i64(9)},
 			{Subtask: 1, State: BlobLive, Error: "truncated processing-time timer count at byte 0"},
 			{Subtask: 2, State: BlobFrozen, Event: 1, EarliestMs: i64(1), LatestMs: i64(1)},
-			{Subtask: 3, State: BlobLive, Event: 1, EarliestMs: i64(1), LatestMs: i64(1)},
+			{Subtask: 3, State: BlobLive, Event: 1, OutsideRange: n(0), EarliestMs: i64(1), LatestMs: i64(1)},
 		}},
-		{Op: op, Key: `0xff+"__clink_timers1"`, key: "\xff__clink_timers1", Copies: []TimerCopySummary{{Subtask: 0, State: BlobLive, Event: 1, EarliestMs: i64(4), LatestMs: i64(4)}}},
+		{Op: op, Key: `0xff+"__clink_timers1"`, key: "\xff__clink_timers1", Copies: []TimerCopySummary{{Subtask: 0, State: BlobLive, Event: 1, OutsideRange: n(0), EarliestMs: i64(4), LatestMs: i64(4)}}},
 		{Op: timerOnly, Key: `0xff+"__clink_timers"`, key: "\xff__clink_timers", Copies: []TimerCopySummary{{Subtask: 0, State: BlobUnknown, Event: 1, EarliestMs: i64(2), LatestMs: i64(2)}}},
 	}
 	if !reflect.DeepEqual(s.Timers, want) {
@@ -537,6 +537,31 @@ func TestSummarizeTimers(t *testing.T) {
 			}
 			continue
 		}
+		if !strings.Contains(text.String(), frag) {
+			t.Errorf("text lacks %q:\n%s", frag, text.String())
+		}
+	}
+
+	// Blob keys that share a prefix up to a '|' come as one run: each is
+	// listed.
+	piped := Summarize(openAsIs(t, []Row{blob("__clink_timers|0", nil, []Timer{{1, q[0]}}), blob("__clink_timers|1", nil, []Timer{{2, q[0]}})}))
+	if len(piped.Timers) != 2 || piped.Timers[1].Copies[0].EarliestMs == nil || *piped.Timers[1].Copies[0].EarliestMs != 2 {
+		t.Errorf("blobs of keys with '|': %+v", piped.Timers)
+	}
+
+	// Past maxTimerCopyLines copies, a line a blob adds up its live copies.
+	defer func(n int) { maxTimerCopyLines = n }(maxTimerCopyLines)
+	maxTimerCopyLines = 2
+	text.Reset()
+	if err := s.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, frag := range []string{
+		`  7   0xff+"__clink_timers"   4 copies, 2 live  1           3      1              1970-01-01T00:00:00.001Z  1970-01-01T00:00:00.009Z`,
+		`  9   0xff+"__clink_timers"   1 copy, 0 live    0           0      -              -                         -`,
+		"(6 copies of 3 blobs: one line a blob, adding up its live copies; --json lists every copy)",
+		"op 7 blob 0xff+\"__clink_timers\" of subtask 1 does not decode",
+	} {
 		if !strings.Contains(text.String(), frag) {
 			t.Errorf("text lacks %q:\n%s", frag, text.String())
 		}

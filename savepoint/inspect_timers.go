@@ -36,9 +36,9 @@ type TimerCopySummary struct {
 	Event      int `json:"event"`
 	// OutsideRange counts the timers of a live copy whose key's group the
 	// subtask does not own in its chain group: a restore of the subtask
-	// drops them (or, chained, fires them away from their key's state); 0
-	// for a single file and for copies not live.
-	OutsideRange int `json:"outside_range"`
+	// drops them (or, chained, fires them away from their key's state).
+	// Absent for a single file and for copies not live.
+	OutsideRange *int `json:"outside_range,omitempty"`
 	// EarliestMs and LatestMs are the earliest and latest timer times
 	// (epoch milliseconds); absent when the blob holds no timer.
 	EarliestMs *int64 `json:"earliest_ms,omitempty"`
@@ -73,37 +73,48 @@ const (
 	BlobUnknown = "unknown"
 )
 
-// blobState returns the state of the copy of a timer blob of op in a file
-// of chain group g (keyedOps: the operators of each file's keyed rows, by
-// index in sp.Files).
-func (sp *Savepoint) blobState(g Group, op uint64, keyedOps []map[uint64]bool) string {
-	if ops, all := sp.runningOps(g, keyedOps); all || ops[op] {
-		return BlobLive
-	}
-	for _, k := range keyedOps {
-		if k[op] {
-			return BlobFrozen
-		}
-	}
-	return BlobUnknown
+// blobLiveness tells the state of each copy of a timer blob in a tree:
+// which operators each chain group runs (those with keyed rows in its
+// files; every operator when the group holds every file), and which
+// operators any group runs. Built once (newBlobLiveness), it answers each
+// copy without going over the files again.
+type blobLiveness struct {
+	running map[Group]map[uint64]bool // nil: the group holds every file
+	any     map[uint64]bool
 }
 
-// runningOps returns the operators chain group g runs: those with keyed rows
-// in its files (keyedOps, by index in sp.Files), or every operator (all)
-// when g holds every file of sp. The other operators' operator rows in g's
-// files are frozen copies (format 10.3).
-func (sp *Savepoint) runningOps(g Group, keyedOps []map[uint64]bool) (ops map[uint64]bool, all bool) {
-	ops = map[uint64]bool{}
-	n := 0
-	for i, f := range sp.Files {
-		if g.Contains(f.Subtask) {
-			n++
-			for op := range keyedOps[i] {
-				ops[op] = true
+// newBlobLiveness reads the operators of each file's keyed rows (keyedOps,
+// by index in sp.Files).
+func (sp *Savepoint) newBlobLiveness(keyedOps []map[uint64]bool) *blobLiveness {
+	l := &blobLiveness{running: map[Group]map[uint64]bool{}, any: map[uint64]bool{}}
+	for _, g := range sp.Groups {
+		ops, n := map[uint64]bool{}, 0
+		for i, f := range sp.Files {
+			if g.Contains(f.Subtask) {
+				n++
+				for op := range keyedOps[i] {
+					ops[op], l.any[op] = true, true
+				}
 			}
 		}
+		if n == len(sp.Files) {
+			ops = nil
+		}
+		l.running[g] = ops
 	}
-	return ops, n == len(sp.Files)
+	return l
+}
+
+// state returns the state of the copy of a timer blob of op in a file of
+// chain group g.
+func (l *blobLiveness) state(g Group, op uint64) string {
+	switch ops := l.running[g]; {
+	case ops == nil || ops[op]:
+		return BlobLive
+	case l.any[op]:
+		return BlobFrozen
+	}
+	return BlobUnknown
 }
 
 // summarizeTimers summarises the timer blob rows (of files by index in
@@ -129,20 +140,23 @@ func summarizeTimers(sp *Savepoint, keyedOps []map[uint64]bool, rows []fileRow) 
 	rows = kept
 	out := []TimerBlobSummary{}
 	at := map[blobID]int{} // index in out
+	live := sp.newBlobLiveness(keyedOps)
 	for _, fr := range rows {
 		f, r := sp.Files[fr.file], fr.row
 		c := TimerCopySummary{Subtask: f.Subtask, State: BlobLive}
 		g, grouped := sp.GroupOf(f.Subtask)
 		grouped = grouped && sp.Kind != InputFile
 		if grouped {
-			c.State = sp.blobState(g, r.Op, keyedOps)
+			if c.State = live.state(g, r.Op); c.State == BlobLive {
+				c.OutsideRange = new(int)
+			}
 		}
 		if sp.Kind == InputFile {
 			c.Subtask = -1
 		}
 		proc, event, err := ParseTimers(r.Value)
 		if err != nil {
-			c.Error = err.Error()
+			c.Error, c.OutsideRange = err.Error(), nil
 		}
 		c.Processing, c.Event = len(proc), len(event)
 		for _, list := range [2][]Timer{proc, event} {
@@ -153,8 +167,8 @@ func summarizeTimers(sp *Savepoint, keyedOps []map[uint64]bool, rows []fileRow) 
 				if c.LatestMs == nil || t.Time > *c.LatestMs {
 					c.LatestMs = &t.Time
 				}
-				if c.State == BlobLive && grouped && !g.Range(f.Subtask).Contains(KeyGroupOf(t.Key)) {
-					c.OutsideRange++
+				if c.OutsideRange != nil && !g.Range(f.Subtask).Contains(KeyGroupOf(t.Key)) {
+					*c.OutsideRange++
 				}
 			}
 		}
@@ -182,14 +196,20 @@ type blobID struct {
 	key string
 }
 
+// maxTimerCopyLines is the most copies of timer blobs inspect's text lists
+// one a line; above it, each blob gets one line adding up its copies (the
+// JSON lists them all).
+var maxTimerCopyLines = 64
+
 // writeTimers writes the Timers section of inspect's text.
 func writeTimers(b *bytes.Buffer, blobs []TimerBlobSummary) {
 	if len(blobs) == 0 {
 		b.WriteString("\nTimers: none (no timer blobs)\n")
 		return
 	}
-	in := map[string]int{}
+	in, copies := map[string]int{}, 0
 	for _, bl := range blobs {
+		copies += len(bl.Copies)
 		for _, c := range bl.Copies {
 			in[c.State] += c.Processing + c.Event
 		}
@@ -202,15 +222,14 @@ func writeTimers(b *bytes.Buffer, blobs []TimerBlobSummary) {
 		fmt.Fprintf(b, ", %d of operators no chain group holds keyed rows of (which group runs them is not known)", n)
 	}
 	b.WriteString(")\n")
+	perCopy := copies <= maxTimerCopyLines
 	var bad []string
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  OP\tBLOB\tSUBTASK\tPROCESSING\tEVENT\tOUTSIDE RANGE\tEARLIEST\tLATEST")
 	for _, bl := range blobs {
+		var sum TimerCopySummary // of the live copies, when not per copy
+		live := 0
 		for i, c := range bl.Copies {
-			op, key := strconv.FormatUint(bl.Op, 10), bl.Key
-			if i > 0 {
-				op, key = "", ""
-			}
 			sub := strconv.Itoa(c.Subtask)
 			switch {
 			case c.Subtask < 0:
@@ -219,21 +238,70 @@ func writeTimers(b *bytes.Buffer, blobs []TimerBlobSummary) {
 				sub += " (" + c.State + ")"
 			}
 			if c.Error != "" {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t?\t?\t?\t?\t?\n", op, key, sub)
 				bad = append(bad, fmt.Sprintf("  op %d blob %s of subtask %s does not decode: %s\n", bl.Op, bl.Key, sub, c.Error))
+			}
+			if !perCopy {
+				if c.State == BlobLive && c.Error == "" {
+					live++
+					sum.add(c)
+				}
 				continue
 			}
-			outside := "-"
-			if c.State == BlobLive && c.Subtask >= 0 {
-				outside = strconv.Itoa(c.OutsideRange)
+			op, key := strconv.FormatUint(bl.Op, 10), bl.Key
+			if i > 0 {
+				op, key = "", ""
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", op, key, sub, c.Processing, c.Event, outside, timerTime(c.EarliestMs), timerTime(c.LatestMs))
+			if c.Error != "" {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t?\t?\t?\t?\t?\n", op, key, sub)
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", op, key, sub, c.columns())
+		}
+		if !perCopy {
+			fmt.Fprintf(tw, "  %d\t%s\t%d %s, %d live\t%s\n", bl.Op, bl.Key, len(bl.Copies), plural(len(bl.Copies), "copy", "copies"), live, sum.columns())
 		}
 	}
 	tw.Flush()
+	if !perCopy {
+		fmt.Fprintf(b, "  (%d copies of %d blobs: one line a blob, adding up its live copies; --json lists every copy)\n", copies, len(blobs))
+	}
 	for _, line := range bad {
 		b.WriteString(line)
 	}
+}
+
+// add adds the counts and times of copy c to s.
+func (s *TimerCopySummary) add(c TimerCopySummary) {
+	s.Processing += c.Processing
+	s.Event += c.Event
+	if c.OutsideRange != nil {
+		s.OutsideRange = ptr(deref(s.OutsideRange) + *c.OutsideRange)
+	}
+	if c.EarliestMs != nil && (s.EarliestMs == nil || *c.EarliestMs < *s.EarliestMs) {
+		s.EarliestMs = c.EarliestMs
+	}
+	if c.LatestMs != nil && (s.LatestMs == nil || *c.LatestMs > *s.LatestMs) {
+		s.LatestMs = c.LatestMs
+	}
+}
+
+// columns renders the counts and times of s as tab-separated cells.
+func (s TimerCopySummary) columns() string {
+	outside := "-"
+	if s.OutsideRange != nil {
+		outside = strconv.Itoa(*s.OutsideRange)
+	}
+	return fmt.Sprintf("%d\t%d\t%s\t%s\t%s", s.Processing, s.Event, outside, timerTime(s.EarliestMs), timerTime(s.LatestMs))
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // timerTime renders a timer time (epoch ms) as UTC, "-" for none.

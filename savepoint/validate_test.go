@@ -431,6 +431,18 @@ func vtI64(v int64) []byte {
 // given subtasks (0..len-1) with a COMPLETED marker of job "job1".
 func vtWriteTree(t testing.TB, files [][]Row, versions []VersionMap) string {
 	t.Helper()
+	return vtWriteTreeWith(t, files, versions, SnapshotOptions{})
+}
+
+// vtWriteTreeAsIs is vtWriteTree with each file's rows stored as given
+// (their order and duplicates kept).
+func vtWriteTreeAsIs(t testing.TB, files [][]Row) string {
+	t.Helper()
+	return vtWriteTreeWith(t, files, nil, SnapshotOptions{AsIs: true})
+}
+
+func vtWriteTreeWith(t testing.TB, files [][]Row, versions []VersionMap, opts SnapshotOptions) string {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "tree")
 	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7})
 	if err != nil {
@@ -441,7 +453,10 @@ func vtWriteTree(t testing.TB, files [][]Row, versions []VersionMap) string {
 		if versions != nil {
 			vm = versions[i]
 		}
-		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, vm), rows, CompressNone); err != nil {
+		if !opts.AsIs {
+			rows = Logical(rows)
+		}
+		if _, err := tw.WriteSubtaskWith(i, CanonicalMetadata(nil, vm), RowSlice(rows), opts); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1151,8 +1166,14 @@ func TestValidateTimers(t *testing.T) {
 		{vtKeyed(op, "agg", r[0], "v")},
 	}, nil), OpenOptions{Groups: []Group{{0, 3}}})
 	expect("owner without a blob of its own", findings(Validate(three, ValidateOptions{}), CheckTimers),
-		[]string{"error " + f0, "holds 1 timer outside its key-group range [0,43)", "an event-time timer at 6", "owned by subtask 2, which has no blob and restores subtask 1's, without it"},
+		[]string{"warning  op 7 timer blob", "subtask 2 has no blob of its own, and the tree's copies of it hold different timers of its range", "directory order (unspecified", "subtask 1's"},
+		[]string{"error " + f0, "holds 1 timer outside its key-group range [0,43)", "an event-time timer at 6", "owned by subtask 2, which has no blob and restores another subtask's, in directory order (counted as the last, subtask 1's), without it"},
 		[]string{"warning " + f0, "holds 1 stale timer outside its key-group range [0,43)"})
+
+	// A blob stored twice in one file: the later copy is the one a restore
+	// keeps, and the earlier one's misplaced timer is not reported.
+	sp = vtOpen(t, vtWriteTreeAsIs(t, [][]Row{file(0, blob(Timer{1, a}, Timer{7, d}), blob(Timer{1, a})), file(1, blob(Timer{1, c}))}), OpenOptions{Groups: []Group{{0, 2}}})
+	expect("a blob stored twice", findings(Validate(sp, ValidateOptions{}), CheckTimers))
 
 	// An owner without a blob of its own restores the last blob's timers of its range.
 	sp = open(file(0, blob(Timer{1, a}, Timer{1, c})), file(1))
@@ -1194,6 +1215,12 @@ func TestValidateTimers(t *testing.T) {
 	tree := vtWriteTree(t, [][]Row{file(0, vtOperator(op, "__clink_timers", []byte("bad"))), file(1, blob(Timer{1, c})), frozen, frozen}, nil)
 	sp = vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 2}}})
 	expect("frozen copies and a bad blob", findings(Validate(sp, ValidateOptions{}), CheckTimers), []string{"error " + f0, "does not decode", "truncated"})
+
+	// Subtask 1 has no blob: it restores one of the tree's copies, the
+	// frozen one of group 2 among them, in directory order.
+	sp = vtOpen(t, vtWriteTree(t, [][]Row{file(0, blob(Timer{1, a}, Timer{1, c})), file(1), {vtKeyed(other, "x", a, "v"), blob()}}, nil), OpenOptions{Groups: []Group{{0, 2}, {2, 1}}})
+	expect("a frozen copy among those a blob-less owner may take", findings(Validate(sp, ValidateOptions{}), CheckTimers),
+		[]string{"warning  op 7 timer blob", "subtask 1 has no blob of its own, and the tree's copies of it hold different timers of its range"})
 
 	// No group holds keyed rows of op 9: its blob's liveness is not known,
 	// said once, and its timers are not checked.

@@ -2,7 +2,10 @@ package savepoint
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // timerID is one timer of a blob: its domain, time and key.
@@ -29,13 +32,29 @@ type timerCopy struct {
 // checkTimers checks the timer blobs of the operators each chain group
 // runs (CheckTimers) and, with ValidateOptions.Parallelism M, what a job
 // resubmitted at M would fire of them (CheckParallelism). perFile and
-// keyedOps are operatorRows'. Which copies are live is blobState's rule; a
+// keyedOps are operatorRows'. Which copies are live is blobLiveness's; a
 // blob whose liveness is not known gets an info finding and no check.
 func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 	sp := v.sp
 	unknown := map[blobID]bool{}
+	live := sp.newBlobLiveness(keyedOps)
+	// The distinct values of each blob in the whole tree, frozen copies
+	// included: a subtask without a blob of its own gets one of them.
+	values := map[blobID]map[string]bool{}
+	for _, rows := range perFile {
+		for _, r := range rows {
+			if bytes.HasPrefix(r.Key, TimerKeyPrefix) {
+				id := blobID{r.Op, string(r.Key)}
+				if values[id] == nil {
+					values[id] = map[string]bool{}
+				}
+				values[id][string(r.Value)] = true
+			}
+		}
+	}
 	for _, g := range sp.Groups {
 		blobs := map[blobID][]timerCopy{}
+		held := map[blobID]map[int]bool{} // the subtasks storing it, readable or not
 		var order []blobID
 		for i, f := range sp.Files {
 			if !g.Contains(f.Subtask) {
@@ -45,7 +64,7 @@ func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 				if !bytes.HasPrefix(r.Key, TimerKeyPrefix) {
 					continue
 				}
-				switch sp.blobState(g, r.Op, keyedOps) {
+				switch live.state(g, r.Op) {
 				case BlobFrozen:
 					continue
 				case BlobUnknown:
@@ -55,6 +74,12 @@ func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 					}
 					continue
 				}
+				k := blobID{r.Op, string(r.Key)}
+				if held[k] == nil {
+					held[k] = map[int]bool{}
+					order = append(order, k)
+				}
+				held[k][f.Subtask] = true
 				proc, event, err := ParseTimers(r.Value)
 				if err != nil {
 					v.add(Finding{Severity: SeverityError, Check: CheckTimers, File: f.Rel, Subtask: f.Subtask, Row: -1, Op: r.Op, Key: r.Key,
@@ -67,15 +92,14 @@ func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 						c.timers = append(c.timers, timerID{domain == 1, t.Time, string(t.Key)})
 					}
 				}
-				k := blobID{r.Op, string(r.Key)}
-				if blobs[k] == nil {
-					order = append(order, k)
-				}
 				blobs[k] = append(blobs[k], c)
 			}
 		}
 		for _, k := range order {
-			v.checkTimerCopies(g, k.op, []byte(k.key), blobs[k])
+			if len(blobs[k]) == 0 {
+				continue // no copy decodes
+			}
+			v.checkTimerCopies(g, k.op, []byte(k.key), blobs[k], held[k], values[k])
 		}
 	}
 }
@@ -104,28 +128,70 @@ func firedTimers(g Group, copies []timerCopy, unions bool) map[timerID]bool {
 	return fired
 }
 
-// timerCopyOf returns the copy of subtask s, or nil.
-func timerCopyOf(copies []timerCopy, s int) *timerCopy {
-	for i := range copies {
-		if copies[i].file.Subtask == s {
-			return &copies[i]
+// timerChoices returns the subtasks of group g without a blob of their own
+// (held: the subtasks storing one) for which the blob's values in the tree
+// hold different timers of their range: which of those a restore fires
+// depends on the directory order of the union (format 5.3 step 4, 6.3). A
+// value that does not decode is a choice of its own.
+func timerChoices(g Group, held map[int]bool, values map[string]bool) []int {
+	var open []int
+	for s := g.First; s < g.First+g.Count; s++ {
+		if held[s] {
+			continue
 		}
+		seen := map[string]bool{}
+		for v := range values {
+			proc, event, err := ParseTimers([]byte(v))
+			sig := "undecodable"
+			if err == nil {
+				var ids []string
+				for domain, list := range [2][]Timer{proc, event} {
+					for _, t := range list {
+						if g.Owner(KeyGroupOf(t.Key)) == s {
+							ids = append(ids, timerID{domain == 1, t.Time, string(t.Key)}.String())
+						}
+					}
+				}
+				slices.Sort(ids)
+				sig = strings.Join(ids, "\n")
+			}
+			seen[sig] = true
+		}
+		if len(seen) > 1 {
+			open = append(open, s)
+		}
+	}
+	return open
+}
+
+// timerCopyOf returns the copy of subtask s, or nil (copies are in
+// subtask order).
+func timerCopyOf(copies []timerCopy, s int) *timerCopy {
+	if i, ok := slices.BinarySearchFunc(copies, s, func(c timerCopy, s int) int { return cmp.Compare(c.file.Subtask, s) }); ok {
+		return &copies[i]
 	}
 	return nil
 }
 
 // checkTimerCopies checks the copies of one operator's timer blob in the
-// files of group g.
-func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []timerCopy) {
+// files of group g (held: the subtasks storing it, copies: those whose
+// copy decodes); values are the blob's distinct values in the whole tree.
+func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []timerCopy, held map[int]bool, values map[string]bool) {
 	unions := v.sp.Backend != BackendChangelogFile
 	now := firedTimers(g, copies, unions)
+	if unions && len(values) > 1 {
+		if open := timerChoices(g, held, values); len(open) > 0 {
+			v.treeFinding(SeverityWarning, CheckTimers, op, key, fmt.Sprintf("op %d timer blob %s: subtask%s %s ha%s no blob of %s own, and the tree's copies of it hold different timers of %s range: a restore takes one from the other subtask directories in directory order (unspecified, section 6.3), so which of them fire depends on that order (sptool counts the last copy of the chain group, subtask %d's)",
+				op, RenderKey(key), plural(len(open), "", "s"), JoinInts(open, ","), plural(len(open), "s", "ve"), plural(len(open), "its", "their"), plural(len(open), "its", "their"), copies[len(copies)-1].file.Subtask))
+		}
+	}
 	// restores names the blob a restore of subtask o takes its timers from.
 	restores := func(o int) string {
 		switch {
 		case timerCopyOf(copies, o) != nil:
 			return "restores its own blob"
 		case unions:
-			return fmt.Sprintf("has no blob and restores subtask %d's", copies[len(copies)-1].file.Subtask)
+			return fmt.Sprintf("has no blob and restores another subtask's, in directory order (counted as the last, subtask %d's)", copies[len(copies)-1].file.Subtask)
 		}
 		return "has no blob, and this backend's restore takes none of the others'"
 	}

@@ -1635,7 +1635,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			if rs.EmptyWritten == 1 {
 				rows, hold = "row", "holds"
 			}
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: %d %s of op %d slot %q now %s an empty list or map; clink's ListState and MapState never store one (they erase the key): if the slot is one of them, add 'erase_empty: true' to remove such rows", st.rule.Label(), rs.EmptyWritten, rows, sv.Op.ID, sv.Slot, hold))
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: after it, %d %s of op %d slot %q %s an empty list or map; clink's ListState and MapState never store one (they erase the key): if the slot is one of them, add 'erase_empty: true' to remove such rows", st.rule.Label(), rs.EmptyWritten, rows, sv.Op.ID, sv.Slot, hold))
 		}
 		rep.RowsDropped += rs.Dropped
 		rep.PerRule = append(rep.PerRule, rs)

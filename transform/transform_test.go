@@ -1573,7 +1573,7 @@ rules:
 	if a, b := ruleStats(t, rep, 1), ruleStats(t, rep, 2); a.Dropped != 0 || a.EmptyWritten != 1 || b.Dropped != 0 || b.EmptyWritten != 1 {
 		t.Errorf("without erase_empty: rule 1 %+v, rule 2 %+v; want 1 empty row each, none dropped", a, b)
 	}
-	if len(rep.Warnings) != 2 || !strings.Contains(rep.Warnings[0], `rule 1 (set_value): 1 row of op 7 slot "hist" now holds an empty list or map`) || !strings.Contains(rep.Warnings[1], "add 'erase_empty: true'") {
+	if len(rep.Warnings) != 2 || !strings.Contains(rep.Warnings[0], `rule 1 (set_value): after it, 1 row of op 7 slot "hist" holds an empty list or map`) || !strings.Contains(rep.Warnings[1], "add 'erase_empty: true'") {
 		t.Errorf("warnings: %q", rep.Warnings)
 	}
 }
