@@ -1216,6 +1216,26 @@ func TestValidateTimers(t *testing.T) {
 	sp = vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 2}}})
 	expect("frozen copies and a bad blob", findings(Validate(sp, ValidateOptions{}), CheckTimers), []string{"error " + f0, "does not decode", "truncated"})
 
+	// A changelog+file restore unions no operator rows: a subtask without a
+	// blob restores no timers, and those of its range elsewhere fire nowhere.
+	dir := filepath.Join(t.TempDir(), "cl")
+	tw, err := CreateTree(dir, TreeOptions{Generation: 1, Checkpoint: 7, Backend: BackendChangelogFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rows := range [][]Row{file(0, blob(Timer{1, a}, Timer{1, c})), file(1)} {
+		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), rows, CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	cl := vtOpen(t, dir, OpenOptions{Groups: []Group{{0, 2}}})
+	if got := findings(Validate(cl, ValidateOptions{}), CheckTimers); len(got) != 1 || !strings.Contains(got[0], "owned by subtask 1, which has no blob, and this backend's restore takes none of the others'") {
+		t.Errorf("changelog+file tree: %q", got)
+	}
+
 	// Subtask 1 has no blob: it restores one of the tree's copies, the
 	// frozen one of group 2 among them, in directory order.
 	sp = vtOpen(t, vtWriteTree(t, [][]Row{file(0, blob(Timer{1, a}, Timer{1, c})), file(1), {vtKeyed(other, "x", a, "v"), blob()}}, nil), OpenOptions{Groups: []Group{{0, 2}, {2, 1}}})
