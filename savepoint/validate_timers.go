@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // timerID is one timer of a blob: its domain, time and key.
@@ -80,19 +79,13 @@ func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 					order = append(order, k)
 				}
 				held[k][f.Subtask] = true
-				proc, event, err := ParseTimers(r.Value)
+				timers, err := parseTimerIDs(r.Value)
 				if err != nil {
 					v.add(Finding{Severity: SeverityError, Check: CheckTimers, File: f.Rel, Subtask: f.Subtask, Row: -1, Op: r.Op, Key: r.Key,
 						Message: fmt.Sprintf("op %d timer blob %s does not decode (%v): a restore cannot read its timers", r.Op, RenderKey(r.Key), err)})
 					continue
 				}
-				c := timerCopy{file: f}
-				for domain, list := range [2][]Timer{proc, event} {
-					for _, t := range list {
-						c.timers = append(c.timers, timerID{domain == 1, t.Time, string(t.Key)})
-					}
-				}
-				blobs[k] = append(blobs[k], c)
+				blobs[k] = append(blobs[k], timerCopy{file: f, timers: timers})
 			}
 		}
 		for _, k := range order {
@@ -134,26 +127,32 @@ func firedTimers(g Group, copies []timerCopy, unions bool) map[timerID]bool {
 // depends on the directory order of the union (format 5.3 step 4, 6.3). A
 // value that does not decode is a choice of its own.
 func timerChoices(g Group, held map[int]bool, values map[string]bool) []int {
+	// Each value's timers of each subtask's range, as one string.
+	var ranges []map[int]string
+	for v := range values {
+		timers, err := parseTimerIDs([]byte(v))
+		if err != nil {
+			ranges = append(ranges, nil)
+			continue
+		}
+		slices.SortFunc(timers, func(a, b timerID) int { return cmp.Compare(a.String(), b.String()) })
+		of := map[int]string{}
+		for _, t := range timers {
+			o := g.Owner(KeyGroupOf([]byte(t.key)))
+			of[o] += t.String() + "\n"
+		}
+		ranges = append(ranges, of)
+	}
 	var open []int
 	for s := g.First; s < g.First+g.Count; s++ {
 		if held[s] {
 			continue
 		}
 		seen := map[string]bool{}
-		for v := range values {
-			proc, event, err := ParseTimers([]byte(v))
+		for _, of := range ranges {
 			sig := "undecodable"
-			if err == nil {
-				var ids []string
-				for domain, list := range [2][]Timer{proc, event} {
-					for _, t := range list {
-						if g.Owner(KeyGroupOf(t.Key)) == s {
-							ids = append(ids, timerID{domain == 1, t.Time, string(t.Key)}.String())
-						}
-					}
-				}
-				slices.Sort(ids)
-				sig = strings.Join(ids, "\n")
+			if of != nil {
+				sig = of[s]
 			}
 			seen[sig] = true
 		}
@@ -162,6 +161,22 @@ func timerChoices(g Group, held map[int]bool, values map[string]bool) []int {
 		}
 	}
 	return open
+}
+
+// parseTimerIDs decodes a timer blob into its timers, processing-time
+// ones first.
+func parseTimerIDs(b []byte) ([]timerID, error) {
+	proc, event, err := ParseTimers(b)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]timerID, 0, len(proc)+len(event))
+	for domain, list := range [2][]Timer{proc, event} {
+		for _, t := range list {
+			ids = append(ids, timerID{domain == 1, t.Time, string(t.Key)})
+		}
+	}
+	return ids, nil
 }
 
 // timerCopyOf returns the copy of subtask s, or nil (copies are in
