@@ -122,20 +122,22 @@ func (l *blobLiveness) state(g Group, op uint64) string {
 // A blob a file stores twice counts once, as a restore keeps it
 // (MergeDuplicate).
 func summarizeTimers(sp *Savepoint, keyedOps []map[uint64]bool, rows []fileRow) []TimerBlobSummary {
-	type inFile struct {
-		file int
-		id   blobID
-	}
-	first := map[inFile]int{}
-	kept := rows[:0:0]
-	for _, fr := range rows {
-		k := inFile{fr.file, blobID{fr.row.Op, string(fr.row.Key)}}
-		if j, ok := first[k]; ok {
-			kept[j].row = MergeDuplicate(kept[j].row, fr.row)
-			continue
+	// Each file's blobs as a restore keeps them (Logical), as validate
+	// reads them; rows come file by file.
+	var kept []fileRow
+	for lo := 0; lo < len(rows); {
+		hi := lo + 1
+		for hi < len(rows) && rows[hi].file == rows[lo].file {
+			hi++
 		}
-		first[k] = len(kept)
-		kept = append(kept, fr)
+		file := make([]Row, 0, hi-lo)
+		for _, fr := range rows[lo:hi] {
+			file = append(file, fr.row)
+		}
+		for _, r := range Logical(file) {
+			kept = append(kept, fileRow{rows[lo].file, r})
+		}
+		lo = hi
 	}
 	rows = kept
 	out := []TimerBlobSummary{}
