@@ -3,6 +3,8 @@ package savepoint
 import (
 	"sort"
 	"sync/atomic"
+
+	"github.com/sptool/sptool/internal/testhook"
 )
 
 // KeyProbe picks out, from a column of keyed rows' keys, the rows whose
@@ -81,13 +83,25 @@ func (h *KeyHits) Hits(i, j int) (rows []int, keys []byte, ends []int32, ok bool
 	return st.rows[a:b], st.keys, st.ends[a : b+1], true
 }
 
+// ProbedFrom returns the first row from, between i and j, such that every
+// row of [from, j) was probed in one stretch: j when row j-1 was not
+// probed. A run of rows the probe came in the middle of, or that two
+// ranges of the pass at open share, is probed from there on: Hits answers
+// for [from, j), and only the rows before need reading.
+func (h *KeyHits) ProbedFrom(i, j int) int {
+	if h == nil || j <= i {
+		return j
+	}
+	s := sort.Search(len(h.stretches), func(k int) bool { return h.stretches[k].to >= j })
+	if s == len(h.stretches) || h.stretches[s].from >= j {
+		return j
+	}
+	return max(i, h.stretches[s].from)
+}
+
 // KeyHits returns the rows its probe let through when the snapshot was
 // opened (see OpenOptions.Probe), or nil when none was probed.
 func (s *Snapshot) KeyHits() *KeyHits { return s.hits }
-
-// probeChunkHook, when set (by tests), is called before each block of
-// rows is probed.
-var probeChunkHook func(*ProbeSlot)
 
 // rangeProbe is what one range of the pass at open probes.
 type rangeProbe struct {
@@ -110,8 +124,8 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 	if p.off {
 		return
 	}
-	if probeChunkHook != nil {
-		probeChunkHook(p.slot)
+	if testhook.ProbeChunk != nil {
+		testhook.ProbeChunk(p.slot)
 	}
 	if p.probe == nil {
 		probe, set := p.slot.get()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/sptool/sptool/internal/testhook"
 )
 
 // modProbe lets through the user keys whose last byte is a multiple of m.
@@ -95,6 +97,10 @@ func TestKeyHits(t *testing.T) {
 		if _, _, _, ok := h.Hits(h.stretches[0].to-1, h.stretches[1].from+1); ok {
 			t.Fatalf("%s: rows across two ranges answered", what)
 		}
+		// Rows across two ranges are probed from the second's first row.
+		if got := h.ProbedFrom(h.stretches[0].to-1, h.stretches[1].from+1); got != h.stretches[1].from {
+			t.Fatalf("%s: rows across two ranges probed from %d, want %d", what, got, h.stretches[1].from)
+		}
 		if _, _, _, ok := h.Hits(0, len(rows)+1); ok {
 			t.Fatalf("%s: rows past the end answered", what)
 		}
@@ -149,16 +155,16 @@ func TestKeyHitsNone(t *testing.T) {
 // probes the blocks that follow; the rows before are not answered for.
 func TestKeyHitsLate(t *testing.T) {
 	defer func(a, b int) { verifyMinRows, verifyChunk = a, b }(verifyMinRows, verifyChunk)
-	defer func() { probeChunkHook = nil }()
+	defer func() { testhook.ProbeChunk = nil }()
 	verifyMinRows, verifyChunk = 1<<20, 1000 // one range, blocks of 1000 rows
 	p := modProbe{5}
 	rows, want := probeRows(20_000, p)
 	path := writeProbeFile(t, rows, nil)
 	slot := &ProbeSlot{}
 	asked := 0
-	probeChunkHook = func(s *ProbeSlot) {
+	testhook.ProbeChunk = func(s any) {
 		if asked++; asked == 4 {
-			s.Set(p)
+			s.(*ProbeSlot).Set(p)
 		}
 	}
 	sp, err := Open(path, OpenOptions{Columnar: true, Probe: slot})
@@ -174,4 +180,13 @@ func TestKeyHitsLate(t *testing.T) {
 	if _, _, _, ok := h.Hits(2999, 4000); ok {
 		t.Fatal("rows read before the probe came answered for")
 	}
+	for _, c := range []struct{ i, j, want int }{
+		{0, len(rows), 3000}, {2999, 4000, 3000}, {3000, 4000, 3000}, {3500, 4000, 3500},
+		{0, 2999, 2999}, {0, 3000, 3000}, {5, 5, 5}, {0, len(rows) + 1, len(rows) + 1},
+	} {
+		if got := h.ProbedFrom(c.i, c.j); got != c.want {
+			t.Errorf("ProbedFrom(%d, %d) = %d, want %d", c.i, c.j, got, c.want)
+		}
+	}
+	checkHits(t, "late, from", h, rows, want, h.ProbedFrom(100, 7000), 7000)
 }

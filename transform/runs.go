@@ -314,8 +314,16 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 	w.listed, w.listedKeys = w.listed[:0], w.listedKeys[:0]
 	n, inc, err := 0, true, error(nil)
 	if w.hasKnown && w.known.End <= end {
-		// The pass at open may have found the run's listed rows already.
-		if rows, keys, ends, ok := w.hits.Hits(i, w.known.End); ok {
+		// The pass at open may have found the run's listed rows already,
+		// from some row on: those before it (read before the probe came,
+		// or in another range of the pass) are scanned.
+		from := w.hits.ProbedFrom(i, w.known.End)
+		if rows, keys, ends, ok := w.hits.Hits(from, w.known.End); ok && from < w.known.End {
+			if from > i {
+				if _, _, err := w.purgeScan(i, from, r, p); err != nil {
+					return 0, err
+				}
+			}
 			for t, row := range rows {
 				w.listedKeys = append(w.listedKeys, keys[ends[t]:ends[t+1]]...)
 				w.listed = append(w.listed, listedRow{row, len(w.listedKeys)})
@@ -323,7 +331,7 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 			w.runLast = append(w.runLast[:0], w.known.Last...)
 			n = w.known.End - i
 			if hitsUsed != nil {
-				hitsUsed()
+				hitsUsed(from - i)
 			}
 		}
 	}
@@ -407,8 +415,9 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 }
 
 // hitsUsed, when set (by tests), is called for each run whose listed rows
-// came from the pass at open.
-var hitsUsed func()
+// came from the pass at open, with the number of its first rows that were
+// not probed there and were scanned.
+var hitsUsed func(scanned int)
 
 // purgeScan finds the rows of the run of row i (before end) that the purge
 // lists of plan p may hold, reading the run's keys: it fills w.listed and

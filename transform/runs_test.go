@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/sptool/sptool/internal/gen"
+	"github.com/sptool/sptool/internal/testhook"
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 )
@@ -103,7 +104,7 @@ rules:
 			for _, columnar := range []bool{true, false} {
 				run := func(byRow bool, probe savepoint.KeyProbe) ([]byte, []byte) {
 					rowByRow = byRow
-					return applyOnce(t, in, columnar, probe, set, filepath.Join(dir, fmt.Sprintf("by-row-%v", byRow), "out.snap"), nil)
+					return applyOnce(t, in, columnar, probe, 0, set, filepath.Join(dir, fmt.Sprintf("by-row-%v", byRow), "out.snap"), nil)
 				}
 				rowsOut, rowsRep := run(true, nil)
 				// Runs read in blocks of 7 rows cross block ends. The
@@ -437,20 +438,21 @@ func TestProbedPurge(t *testing.T) {
 		return set
 	}
 	other := parse("other", sets["purge"])
-	var used atomic.Int64
-	hitsUsed = func() { used.Add(1) }
+	var used, scanned atomic.Int64
+	hitsUsed = func(n int) { used.Add(1); scanned.Add(int64(n)) }
+	var lateScanned int64
 	defer func() { hitsUsed = nil }()
 	for name, src := range sets {
 		set := parse(name, src)
-		run := func(probe savepoint.KeyProbe) ([]byte, []byte) {
-			return applyOnce(t, in, true, probe, set, filepath.Join(dir, "out", "out.snap"), func(snap *savepoint.Snapshot) {
+		run := func(probe savepoint.KeyProbe, late int) ([]byte, []byte) {
+			return applyOnce(t, in, true, probe, late, set, filepath.Join(dir, "out", "out.snap"), func(snap *savepoint.Snapshot) {
 				if snap.Runs() == nil {
 					t.Fatal("no index of prefix runs: the input is too small")
 				}
 			})
 		}
 		used.Store(0)
-		wantOut, wantRep := run(nil)
+		wantOut, wantRep := run(nil, 0)
 		if used.Load() != 0 {
 			t.Fatalf("%s: listed rows from the pass at open without a probe", name)
 		}
@@ -460,10 +462,16 @@ func TestProbedPurge(t *testing.T) {
 		for _, c := range []struct {
 			what  string
 			probe savepoint.KeyProbe
+			late  int
 			use   bool
-		}{{"its probe", Probe(set), true}, {"the probe of another set of rules", Probe(other), false}} {
+		}{
+			{"its probe", Probe(set), 0, true},
+			{"its probe, come after 9 blocks of rows", Probe(set), 10, true},
+			{"the probe of another set of rules", Probe(other), 0, false},
+		} {
 			used.Store(0)
-			out, rep := run(c.probe)
+			scanned.Store(0)
+			out, rep := run(c.probe, c.late)
 			if !bytes.Equal(out, wantOut) {
 				t.Errorf("%s, %s: outputs differ", name, c.what)
 			}
@@ -473,20 +481,41 @@ func TestProbedPurge(t *testing.T) {
 			if got := used.Load() > 0; got != c.use {
 				t.Errorf("%s, %s: listed rows from the pass at open: %v, want %v", name, c.what, got, c.use)
 			}
+			if c.late > 0 {
+				lateScanned += scanned.Load()
+			}
 		}
+	}
+	// A probe that came late leaves the first rows of the run it came in
+	// to scan (blocks of 2048 rows from the start of a range of the pass
+	// never end where a run of 10,000 rows does), and the rest of the run
+	// is taken from the pass.
+	if lateScanned == 0 {
+		t.Error("no run probed in part at open")
 	}
 }
 
 // applyOnce opens in (memory-mapped or not, its keys probed at open by
-// probe if not nil), checks the snapshot with check if not nil, applies set
+// probe if not nil, from the late-th block of rows the pass at open reads
+// if late > 0), checks the snapshot with check if not nil, applies set
 // to it into out, and returns the output's bytes and the report as JSON,
 // without the output's name.
-func applyOnce(t *testing.T, in string, columnar bool, probe savepoint.KeyProbe, set *rules.Set, out string, check func(*savepoint.Snapshot)) ([]byte, []byte) {
+func applyOnce(t *testing.T, in string, columnar bool, probe savepoint.KeyProbe, late int, set *rules.Set, out string, check func(*savepoint.Snapshot)) ([]byte, []byte) {
 	t.Helper()
 	opts := savepoint.OpenOptions{Columnar: columnar}
 	if probe != nil {
 		opts.Probe = &savepoint.ProbeSlot{}
-		opts.Probe.Set(probe)
+		if late > 0 {
+			var blocks atomic.Int64
+			testhook.ProbeChunk = func(slot any) {
+				if blocks.Add(1) == int64(late) {
+					slot.(*savepoint.ProbeSlot).Set(probe)
+				}
+			}
+			defer func() { testhook.ProbeChunk = nil }()
+		} else {
+			opts.Probe.Set(probe)
+		}
 	}
 	sp, err := savepoint.Open(in, opts)
 	if err != nil {

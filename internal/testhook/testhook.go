@@ -1,0 +1,9 @@
+// Package testhook holds the hooks that tests of one package set to steer
+// the code of another: nil, and never set, outside tests.
+package testhook
+
+// ProbeChunk, when set, is called by the pass at open of a snapshot (see
+// savepoint.ProbeSlot) with the probe's slot (a *savepoint.ProbeSlot)
+// before each block of rows is probed: a test sets the slot's probe there
+// to have it come when the pass is under way.
+var ProbeChunk func(slot any)
