@@ -74,6 +74,7 @@ FUZZ_TARGETS := \
 	./savepoint:FuzzParseTimers \
 	./savepoint/codec:FuzzCodecRoundTrip \
 	./rules:FuzzParse \
+	./rules:FuzzParseInt64 \
 	./transform:FuzzApply \
 	./transform:FuzzRescale \
 	./internal/rowtext:FuzzAppendJSONString

@@ -51,28 +51,10 @@ func find[K string | []byte](x *keyIndex, keys []string, key K, h uint64) (int, 
 	}
 }
 
-// insert records that keys[i] has hash h; keys must not hold it already.
-func (x *keyIndex) insert(keys []string, i int, h uint64) {
-	if 2*(x.n+1) > len(x.slots) {
-		old := x.slots
-		*x = newKeyIndex(2 * max(x.n, 8))
-		for _, v := range old {
-			if v != 0 {
-				x.insert(keys, int(uint32(v)-1), keyHash(keys[uint32(v)-1]))
-			}
-		}
-	}
-	_, s := find(x, keys, keys[i], h)
-	x.slots[s] = uint64(uint32(h))<<32 | uint64(i+1)
-	x.n++
-}
-
-// insertAt is insert of a key that find placed at the empty slot s.
-func (x *keyIndex) insertAt(keys []string, i int, h, s uint64) {
-	if 2*(x.n+1) > len(x.slots) {
-		x.insert(keys, i, h) // the index grows: s moves
-		return
-	}
+// insertAt records that keys[i] has hash h, at the empty slot s where
+// find placed it. The index was made with room for every key (newKeyIndex):
+// it never grows.
+func (x *keyIndex) insertAt(i int, h, s uint64) {
 	x.slots[s] = uint64(uint32(h))<<32 | uint64(i+1)
 	x.n++
 }

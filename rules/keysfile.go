@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -26,7 +27,13 @@ const maxKeyErrors = 10
 // exactly (leading and trailing blanks included, with a warning); int64
 // keys are decimal, surrounding blanks ignored, parsed strictly, and
 // encoded as 8 bytes little-endian. n is the 'keys_file' value node.
-func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) bool {
+//
+// It checks every line and builds the list's filter; it returns the
+// file's text and how many keys it holds, which collectKeys makes the
+// list's keys of once the walk of the rule file is done (see
+// finishPurges): the filter is ready for a probe (ParseOptions.KeysReady)
+// before the larger arrays of the list are even allocated.
+func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, keys int, ok bool) {
 	path := spec.KeysFile
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(p.opts.Dir, path)
@@ -35,74 +42,44 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) bool {
 	data, err := p.opts.ReadFile(path)
 	if err != nil {
 		p.errAt(n, "keys_file", "read keys file %q: %v", spec.KeysFile, err)
-		return false
+		return "", 0, false
 	}
 	sum := sha256.Sum256(data)
 	spec.FileDigest = hex.EncodeToString(sum[:])
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-
-	est := bytes.Count(data, []byte{'\n'}) + 1
-	spec.initIndex(est)
-	spec.Keys = make([]string, 0, est)
-	spec.Lines = make([]int, 0, est)
-	prefault.Slice(spec.Keys)
-	prefault.Slice(spec.Lines)
+	spec.initFilter(bytes.Count(data, []byte{'\n'}) + 1)
+	// data is never written again: string keys are substrings of it.
+	text = unsafe.String(unsafe.SliceData(data), len(data))
 	isInt := spec.Codec == "int64"
-	// The int64 keys' encodings share one buffer, written once and never
-	// changed: one allocation instead of one per key.
-	var encoded []byte
-	if isInt {
-		encoded = make([]byte, 0, 8*est)
-		prefault.Slice(encoded)
-	}
-	all := string(data) // one copy; string keys are substrings of it
-	bad, wsLine, wsLines, lineNo := 0, 0, 0, 0
-	var batch keyBatch
-	for start := 0; start < len(all); {
-		var ln string
-		if end := strings.IndexByte(all[start:], '\n'); end >= 0 {
-			ln, start = all[start:start+end], start+end+1
-		} else {
-			ln, start = all[start:], len(all)
-		}
-		lineNo++
-		if len(ln) > 0 && ln[len(ln)-1] == '\r' {
-			ln = ln[:len(ln)-1]
-		}
-		t := strings.TrimSpace(ln)
-		if t == "" || t[0] == '#' {
-			continue
-		}
-		enc := ln
-		if isInt {
-			v, err := strconv.ParseInt(t, 10, 64)
-			if err != nil {
-				bad++
-				if bad <= maxKeyErrors {
-					why := "not a decimal integer"
-					if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-						why = "out of int64 range"
-					}
-					p.keysErr(n, path, lineNo, strings.Index(ln, t)+1, fmt.Sprintf("invalid int64 key %q: %s", t, why))
+	bad, wsLine, wsLines := 0, 0, 0
+	lines := eachKeyLine(text, func(line int, ln, t string) {
+		if !isInt {
+			if len(t) != len(ln) {
+				if wsLines++; wsLine == 0 {
+					wsLine = line
 				}
-				continue
 			}
-			if len(encoded)+8 <= cap(encoded) {
-				encoded = binary.LittleEndian.AppendUint64(encoded, uint64(v))
-				enc = unsafe.String(&encoded[len(encoded)-8], 8)
-			} else {
-				enc = int64Key(v)
-			}
-		} else if len(t) != len(ln) {
-			if wsLines++; wsLine == 0 {
-				wsLine = lineNo
-			}
+			spec.filter.addHash(keyHash(ln))
+			keys++
+			return
 		}
-		batch.add(spec, enc, lineNo)
-	}
-	batch.flush(spec)
+		v, ok := parseInt64(t)
+		if !ok {
+			bad++
+			if bad <= maxKeyErrors {
+				why := "not a decimal integer"
+				if _, err := strconv.ParseInt(t, 10, 64); errors.Is(err, strconv.ErrRange) {
+					why = "out of int64 range"
+				}
+				p.keysErr(n, path, line, strings.Index(ln, t)+1, fmt.Sprintf("invalid int64 key %q: %s", t, why))
+			}
+			return
+		}
+		spec.filter.addHash(keyHash8(uint64(v)))
+		keys++
+	})
 	if bad > maxKeyErrors {
-		p.keysErr(n, path, lineNo, 1, fmt.Sprintf("%d more invalid int64 keys not listed (%d in all)", bad-maxKeyErrors, bad))
+		p.keysErr(n, path, lines, 1, fmt.Sprintf("%d more invalid int64 keys not listed (%d in all)", bad-maxKeyErrors, bad))
 	}
 	switch {
 	case wsLines == 1:
@@ -110,52 +87,80 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) bool {
 	case wsLines > 1:
 		p.warnAt(n, "keys file %q: %d lines start or end with blanks, which are part of their keys (the first: line %d)", spec.KeysFile, wsLines, wsLine)
 	}
-	return bad == 0
+	return text, keys, bad == 0
 }
 
-// keyBatch holds keys read from a keys file until there are enough of them
-// to add together (see flush).
-type keyBatch struct {
-	n    int
-	keys [prefetchBatch]struct {
-		enc  string
-		line int
-		h    uint64
+// collectKeys sets the list's Keys and Lines to the keys of text, a keys
+// file that loadKeysFile read (without an invalid line) and found count
+// keys in, repeats included. The filter is not written.
+func (s *PurgeKeysSpec) collectKeys(text string, count int) {
+	s.Keys = make([]string, 0, count)
+	s.Lines = make([]int, 0, count)
+	prefault.Slice(s.Keys)
+	prefault.Slice(s.Lines)
+	if s.Codec != "int64" {
+		eachKeyLine(text, func(line int, ln, _ string) { s.collect(ln, line) })
+		return
 	}
+	// The keys' encodings share one buffer, written once and never
+	// changed: one allocation instead of one per key.
+	encoded := make([]byte, 0, 8*count)
+	prefault.Slice(encoded)
+	eachKeyLine(text, func(line int, _, t string) {
+		v, _ := parseInt64(t)
+		encoded = binary.LittleEndian.AppendUint64(encoded, uint64(v))
+		s.collect(unsafe.String(&encoded[len(encoded)-8], 8), line)
+	})
 }
 
-// add adds key enc (from line) to the batch, and the batch to s when it
-// is full.
-func (b *keyBatch) add(s *PurgeKeysSpec, enc string, line int) {
-	b.keys[b.n].enc, b.keys[b.n].line = enc, line
-	if b.n++; b.n == len(b.keys) {
-		b.flush(s)
-	}
-}
-
-// flush adds the keys of the batch to s, in order, and empties it. Each
-// key's place in the index and the filter is read for all of them first,
-// so that the cache misses of the fresh, randomly accessed index overlap
-// rather than come one after the other.
-func (b *keyBatch) flush(s *PurgeKeysSpec) {
-	var sink uint64
-	for i := range b.n {
-		k := &b.keys[i]
-		k.h = keyHash(k.enc)
-		if len(s.index.slots) > 0 {
-			sink += uint64(s.index.slots[s.index.slot(k.h)])
+// eachKeyLine calls fn for each line of a keys file's text that holds a
+// key, in order: its 1-based number, the line without its end (LF or
+// CRLF), and the line without surrounding blanks, neither empty nor
+// starting with '#'. It returns the number of lines.
+func eachKeyLine(text string, fn func(line int, ln, t string)) int {
+	lineNo := 0
+	for start := 0; start < len(text); {
+		var ln string
+		if end := strings.IndexByte(text[start:], '\n'); end >= 0 {
+			ln, start = text[start:start+end], start+end+1
+		} else {
+			ln, start = text[start:], len(text)
 		}
-		if s.filter.words != nil {
-			w, _ := s.filter.at(k.h)
-			sink += s.filter.words[w]
+		lineNo++
+		if len(ln) > 0 && ln[len(ln)-1] == '\r' {
+			ln = ln[:len(ln)-1]
+		}
+		if t := strings.TrimSpace(ln); t != "" && t[0] != '#' {
+			fn(lineNo, ln, t)
 		}
 	}
-	prefetchSink.Add(sink)
-	for i := range b.n {
-		k := &b.keys[i]
-		s.addHashed(k.enc, k.line, k.h)
+	return lineNo
+}
+
+// parseInt64 is strconv.ParseInt(s, 10, 64) without the error's
+// allocation, and faster for the keys of a keys file, whose digits fit in
+// 18 (an optional sign, then decimal digits only).
+func parseInt64(s string) (int64, bool) {
+	d := s
+	if len(d) > 0 && (d[0] == '+' || d[0] == '-') {
+		d = d[1:]
 	}
-	b.n = 0
+	if len(d) == 0 || len(d) > 18 {
+		v, err := strconv.ParseInt(s, 10, 64)
+		return v, err == nil
+	}
+	var u uint64
+	for i := 0; i < len(d); i++ {
+		c := d[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		u = u*10 + uint64(c)
+	}
+	if s[0] == '-' {
+		return -int64(u), true
+	}
+	return int64(u), true
 }
 
 // keysErr reports a problem at a line of a keys file; it sorts with the

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sptool/sptool/internal/prefault"
 	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/savepoint/codec"
 )
@@ -488,6 +489,7 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 	if !ok {
 		return nil
 	}
+	list := purgeList{spec: spec, node: kn, rule: p.rule, ruleName: p.ruleName}
 	if hasKeys {
 		if !p.inlineKeys(m.get("keys"), spec) {
 			return nil
@@ -506,16 +508,18 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 			return nil
 		}
 		spec.KeysFile = f
-		if !p.loadKeysFile(fn, spec) {
+		text, count, ok := p.loadKeysFile(fn, spec)
+		if !ok {
 			return nil
 		}
+		list.text, list.count = text, count
 	}
-	if len(spec.Keys) == 0 {
+	if len(spec.Keys) == 0 && list.count == 0 {
 		p.warnAt(kn, "purge_keys lists no keys: it matches nothing")
 	}
-	if spec.Duplicates > 0 {
-		p.warnAt(kn, "purge_keys lists %d duplicate key(s); each key is purged once", spec.Duplicates)
-	}
+	// Its index is built, and its repeats counted, when every list is
+	// read (see finishPurges).
+	p.purges = append(p.purges, list)
 	if sc.Op != nil && sc.Slot != nil {
 		if d := p.view[slotName{sc.Op.ID, *sc.Slot}]; d != nil && d.KeyCodec != nil {
 			if kc := d.KeyCodec.String(); !purgeCodecFits(kc, spec.Codec) {
@@ -524,6 +528,45 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 		}
 	}
 	return spec
+}
+
+// purgeList is a purge_keys rule read by the walk of the rule file, whose
+// list's index finishPurges builds.
+type purgeList struct {
+	spec     *PurgeKeysSpec
+	node     *yaml.Node // the rule's 'purge_keys' key
+	rule     int
+	ruleName string
+	// text is the keys file's (count keys in it) whose keys are yet to be
+	// collected; "" for an inline list, collected already.
+	text  string
+	count int
+}
+
+// finishPurges builds the index of every purge list the walk read, after
+// handing the lists, their filters built, to ParseOptions.KeysReady when
+// the walk found no error; and warns of the repeats of each list.
+func (p *parser) finishPurges() {
+	if len(p.purges) == 0 {
+		return
+	}
+	if p.opts.KeysReady != nil && len(p.errs) == 0 {
+		lists := make([]*PurgeKeysSpec, len(p.purges))
+		for i, l := range p.purges {
+			lists[i] = l.spec
+		}
+		p.opts.KeysReady(lists)
+	}
+	for _, l := range p.purges {
+		if l.count > 0 {
+			l.spec.collectKeys(l.text, l.count)
+		}
+		l.spec.buildIndex()
+		if l.spec.Duplicates > 0 {
+			p.rule, p.ruleName = l.rule, l.ruleName
+			p.warnAt(l.node, "purge_keys lists %d duplicate key(s); each key is purged once", l.spec.Duplicates)
+		}
+	}
 }
 
 // purgeCodecFits reports whether keys encoded with a purge_keys codec
@@ -551,7 +594,7 @@ func (p *parser) inlineKeys(n *yaml.Node, spec *PurgeKeysSpec) bool {
 		p.errAt(n, "keys", "'keys' must be a list of keys, got %s", describe(n))
 		return false
 	}
-	spec.initIndex(len(n.Content))
+	spec.initFilter(len(n.Content))
 	ok := true
 	for i, kn := range n.Content {
 		s, sok := p.stringValue(kn, "keys")
@@ -574,21 +617,58 @@ func (p *parser) inlineKeys(n *yaml.Node, spec *PurgeKeysSpec) bool {
 	return ok
 }
 
-// add adds the encoded key enc (from line) to the list, or counts it as a
-// duplicate when the list holds it already.
-func (s *PurgeKeysSpec) add(enc string, line int) { s.addHashed(enc, line, keyHash(enc)) }
-
-// addHashed is add of a key whose keyHash is h.
-func (s *PurgeKeysSpec) addHashed(enc string, line int, h uint64) {
-	i, slot := find(&s.index, s.Keys, enc, h)
-	if i >= 0 {
-		s.Duplicates++
-		return
-	}
+// collect appends the encoded key enc (from line) to Keys and Lines, not
+// to the filter. A repeat of an earlier key stays in the lists until
+// buildIndex.
+func (s *PurgeKeysSpec) collect(enc string, line int) {
 	s.Keys = append(s.Keys, enc)
 	s.Lines = append(s.Lines, line)
-	s.index.insertAt(s.Keys, len(s.Keys)-1, h, slot)
-	s.filter.addHash(h)
+}
+
+// add is collect of a key that is added to the filter too (sized by
+// initFilter).
+func (s *PurgeKeysSpec) add(enc string, line int) {
+	s.collect(enc, line)
+	s.filter.addHash(keyHash(enc))
+}
+
+// buildIndex indexes the collected keys, and drops each repeat of an
+// earlier key from Keys and Lines, counting it in Duplicates. It does not
+// write the filter, which a probe may be asking meanwhile (see
+// ParseOptions.KeysReady). The keys are taken a batch at a time: each
+// one's slot of the index is read for all of them first, so that the
+// cache misses of the fresh, randomly accessed index overlap rather than
+// come one after the other.
+func (s *PurgeKeysSpec) buildIndex() {
+	s.index = newKeyIndex(len(s.Keys))
+	prefault.Slice(s.index.slots)
+	keys, lines := s.Keys, s.Lines
+	var hashes [prefetchBatch]uint64
+	var sink uint64
+	w := 0 // the keys kept so far: keys[:w]
+	for lo := 0; lo < len(keys); lo += prefetchBatch {
+		hi := min(lo+prefetchBatch, len(keys))
+		for i := lo; i < hi; i++ {
+			h := keyHash(keys[i])
+			hashes[i-lo] = h
+			sink += s.index.slots[s.index.slot(h)]
+		}
+		for i := lo; i < hi; i++ {
+			// keys[i] is read before keys[w] (w <= i) is written.
+			k, h := keys[i], hashes[i-lo]
+			j, slot := find(&s.index, keys[:w], k, h)
+			if j >= 0 {
+				s.Duplicates++
+				continue
+			}
+			keys[w], lines[w] = k, lines[i]
+			w++
+			s.index.insertAt(w-1, h, slot)
+		}
+	}
+	prefetchSink.Add(sink)
+	clear(keys[w:]) // the repeats' strings
+	s.Keys, s.Lines = keys[:w], lines[:w]
 }
 
 // int64Key encodes an int64 user key as clink's int64_codec does: 8 bytes

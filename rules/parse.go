@@ -34,6 +34,15 @@ type ParseOptions struct {
 	// ReadFile reads keys files; nil means ReadKeysFile. Tests and fuzzers
 	// substitute an in-memory file system.
 	ReadFile func(name string) ([]byte, error)
+	// KeysReady, if set, is called once during the parse, when the whole
+	// file has been read without an error, with the rule file's purge
+	// lists (rules.PurgeKeysSpec, in rule order; none: not called) as
+	// soon as their filters are built (MayMatch, MayMatchColumn), before
+	// their indexes are (Lookup, Match, Keys, Duplicates): a caller may
+	// hand the filters to other goroutines, which ask them while the
+	// parse goes on. The lists are those of the Set Parse returns, if it
+	// returns one (a lint may still fail it).
+	KeysReady func(lists []*PurgeKeysSpec)
 }
 
 // MaxRuleFileSize and MaxKeysFileSize bound the files a rule set is read
@@ -135,6 +144,10 @@ type parser struct {
 	// the names they move a declared slot away from (vacated).
 	view    map[slotName]*SlotDecl
 	vacated map[slotName]vacatedName
+
+	// purges are the purge_keys rules read, whose indexes are built at
+	// the end of the walk (finishPurges).
+	purges []purgeList
 }
 
 // vacatedName is a declared slot's name that a rule moved the slot away
@@ -286,6 +299,8 @@ func (p *parser) run() {
 		p.errAt(root, "rules", "missing 'rules' (a list of rules)")
 	}
 	p.rule, p.ruleName, p.slot = 0, "", 0
+	p.finishPurges()
+	p.rule, p.ruleName = 0, ""
 	if len(p.errs) == 0 {
 		p.lint()
 	}

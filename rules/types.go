@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"encoding/binary"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -338,12 +339,10 @@ type PurgeKeysSpec struct {
 	filter keyFilter
 }
 
-// initIndex makes room for about n keys.
-func (p *PurgeKeysSpec) initIndex(n int) {
-	p.index = newKeyIndex(n)
+// initFilter sizes the filter for about n keys.
+func (p *PurgeKeysSpec) initFilter(n int) {
 	p.filter = newKeyFilter(n)
 	// Filled at random: fresh pages would each fault when first written.
-	prefault.Slice(p.index.slots)
 	prefault.Slice(p.filter.words)
 }
 
@@ -397,12 +396,22 @@ func (p *PurgeKeysSpec) MayMatchColumn(keys []byte, offs []int32, skip int32, fn
 	if len(offs) == 0 {
 		return
 	}
+	// The filter in locals: fn's calls would have it read again.
+	words, shift := f.words, f.shift
 	start := offs[0]
 	for t := 0; t+1 < len(offs); t++ {
 		end := offs[t+1]
 		key := keys[start+skip : end]
 		start = end
-		if f.mayHaveHash(keyHash(key)) {
+		// keyHash, whose loops keep it from being inlined, only for keys
+		// other than the 8-byte ones.
+		var h uint64
+		if len(key) == 8 {
+			h = keyHash8(binary.LittleEndian.Uint64(key))
+		} else {
+			h = keyHash(key)
+		}
+		if m := filterBits(h); words[h>>shift]&m == m {
 			fn(t)
 		}
 	}

@@ -20,10 +20,18 @@ func Probe(set *rules.Set) savepoint.KeyProbe {
 			lists = append(lists, r.PurgeKeys)
 		}
 	}
-	if lists == nil {
+	return ProbeLists(lists)
+}
+
+// ProbeLists is Probe of a set whose purge lists are lists, given before
+// the set is (see rules.ParseOptions.KeysReady): the probe asks only
+// their filters, which are built by then, and a Run of the set uses the
+// hits it found. Nil when lists is empty.
+func ProbeLists(lists []*rules.PurgeKeysSpec) savepoint.KeyProbe {
+	if len(lists) == 0 {
 		return nil
 	}
-	return &purgeProbe{lists: lists}
+	return &purgeProbe{lists: slices.Clone(lists)}
 }
 
 // purgeProbe lets through the keys that any of its lists may hold.

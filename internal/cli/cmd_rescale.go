@@ -53,7 +53,9 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	if err != nil {
 		return usageError(s, c, err)
 	}
-	return transformWith(ctx, s, c, fs, tf, func() (*rules.Set, error) { return rules.Parse("(sptool rescale)", []byte(src)) }, *dry)
+	return transformWith(ctx, s, c, fs, tf, func(o rules.ParseOptions) (*rules.Set, error) {
+		return rules.ParseWithOptions("(sptool rescale)", []byte(src), o)
+	}, *dry)
 }
 
 // rescaleRuleFile writes the one-rule file the flags stand for.

@@ -133,16 +133,18 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 	if err := tf.checkGeneration(); err != nil {
 		return usageError(s, c, err)
 	}
-	return transformWith(ctx, s, c, fs, tf, func() (*rules.Set, error) { return rules.Load(*tf.rules) }, dry)
+	return transformWith(ctx, s, c, fs, tf, func(o rules.ParseOptions) (*rules.Set, error) { return rules.LoadWithOptions(*tf.rules, o) }, dry)
 }
 
 // transformWith runs plan or apply of the rules load returns on the PATH
 // argument. The savepoint is opened while the rules load: a purge's keys
-// file of 100,000 keys takes about 60 ms to read and index on one core,
-// while the open uses them all. A rules error is still the one reported
-// when both fail, as soon as the rules have loaded; an open left behind
-// then closes the savepoint when it is done.
-func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSet, tf transformFlags, load func() (*rules.Set, error), dry bool) int {
+// file of 100,000 keys takes 10-20 ms to read and index, while the open
+// uses every core. The pass at open asks the purge lists' filters about
+// the keys it reads as soon as they are built, before the rest of the
+// lists is (see rules.ParseOptions.KeysReady). A rules error is still the
+// one reported when both fail, as soon as the rules have loaded; an open
+// left behind then closes the savepoint when it is done.
+func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSet, tf transformFlags, load func(rules.ParseOptions) (*rules.Set, error), dry bool) int {
 	type opened struct {
 		sp       *savepoint.Savepoint
 		err      error
@@ -159,8 +161,8 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		}
 	}
 	open := make(chan opened, 1)
-	// The pass at open asks the purge lists of the rules, once they are
-	// loaded, for the rows they may hold (see transform.Probe).
+	// The pass at open asks the purge lists of the rules, once their
+	// filters are built, for the rows they may hold (see transform.Probe).
 	var probe savepoint.ProbeSlot
 	go func() {
 		var o opened
@@ -173,7 +175,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 			return o.err
 		})
 	}()
-	set, err := load()
+	set, err := load(rules.ParseOptions{KeysReady: func(lists []*rules.PurgeKeysSpec) { probe.Set(transform.ProbeLists(lists)) }})
 	if err != nil {
 		probe.Set(nil)
 		go func() {
