@@ -85,12 +85,7 @@ func TestKeyFilterInt64(t *testing.T) {
 // row on) that MayMatch lets through, with their prefixes left out; an
 // unbuilt filter lets all through.
 func TestMayMatchColumn(t *testing.T) {
-	p := &PurgeKeysSpec{}
-	p.initFilter(1000)
-	for i := range 1000 {
-		p.add("user-"+strconv.Itoa(3*i), i+1)
-	}
-	p.buildIndex()
+	p := listOf(1000, func(i int) string { return "user-" + strconv.Itoa(3*i) })
 	var keys []byte
 	offs := []int32{0}
 	for i := range 3000 {
@@ -142,12 +137,7 @@ func TestKeyHash8(t *testing.T) {
 
 	// int64 keys, every third listed, in a column with a 2-byte prefix
 	// and a 9-byte key now and then.
-	p := &PurgeKeysSpec{}
-	p.initFilter(1000)
-	for i := range 1000 {
-		p.add(int64Key(int64(3*i)), i+1)
-	}
-	p.buildIndex()
+	p := listOf(1000, func(i int) string { return int64Key(int64(3 * i)) })
 	var keys []byte
 	offs := []int32{0}
 	for i := range 3000 {
@@ -168,6 +158,18 @@ func TestKeyHash8(t *testing.T) {
 	if !slices.Equal(got, want) || len(got) < 990 {
 		t.Errorf("let through %d keys, want %d (the 990 listed among them)", len(got), len(want))
 	}
+}
+
+// listOf returns a purge list of the n keys key(0), ..., key(n-1), the
+// key on line i+1, with its filter and index built.
+func listOf(n int, key func(i int) string) *PurgeKeysSpec {
+	p := &PurgeKeysSpec{}
+	p.initFilter(n)
+	for i := range n {
+		p.add(key(i), i+1)
+	}
+	p.buildIndex()
+	return p
 }
 
 // hashLoop is keyHash for keys whose length is not 8.
@@ -196,12 +198,7 @@ func TestHashLoop(t *testing.T) {
 // block of 2048 8-byte user keys behind a 12-byte prefix, 1 in 100 of
 // them listed: a purge's scan of a savepoint, per key (ns/key).
 func BenchmarkMayMatchColumn(b *testing.B) {
-	p := &PurgeKeysSpec{}
-	p.initFilter(100_000)
-	for i := range 100_000 {
-		p.add(int64Key(int64(7*i)), i+1)
-	}
-	p.buildIndex()
+	p := listOf(100_000, func(i int) string { return int64Key(int64(7 * i)) })
 	var keys []byte
 	offs := []int32{0}
 	for i := range 2048 {

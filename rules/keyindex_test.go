@@ -53,12 +53,7 @@ func TestKeyIndex(t *testing.T) {
 // were, for listed, unlisted and empty keys, over more than one batch; it
 // does nothing for a spec without keys, and allocates nothing.
 func TestPrefetchLookups(t *testing.T) {
-	var spec PurgeKeysSpec
-	spec.initFilter(100)
-	for i := range 100 {
-		spec.add("user-"+strconv.Itoa(i), i+1)
-	}
-	spec.buildIndex()
+	spec := listOf(100, func(i int) string { return "user-" + strconv.Itoa(i) })
 	var asked [][]byte
 	for i := 50; i < 50+3*prefetchBatch; i++ {
 		asked = append(asked, []byte("user-"+strconv.Itoa(i)))
