@@ -32,7 +32,9 @@ type ParseOptions struct {
 	// DefaultMaxExprNodes.
 	MaxExprNodes uint
 	// ReadFile reads keys files; nil means ReadKeysFile. Tests and fuzzers
-	// substitute an in-memory file system.
+	// substitute an in-memory file system. The set keeps the bytes it
+	// returns (a list's keys are views of them, not copies): they must not
+	// change after.
 	ReadFile func(name string) ([]byte, error)
 	// KeysReady, if set, is called once during the parse, when the whole
 	// file has been read without an error, with the rule file's purge
