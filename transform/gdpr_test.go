@@ -258,29 +258,111 @@ func TestPurgeTimerOnlyKeyFound(t *testing.T) {
 	}
 }
 
-// TestMergeTimerBlobsWarned: two operators' timer blobs that a merge makes
-// one key keep one blob whole; the other's timers are lost, and a warning
-// says how many.
-func TestMergeTimerBlobsWarned(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.snap")
+// TestMergeTimerBlobsJoined: the timer blobs of two operators that a
+// remap_operator with merge: true makes one key are joined into the copy a
+// restore keeps: every timer of both, identical ones once, sorted; the
+// duplicates are resolved as before and no timer is reported lost. A copy
+// of a blob its file stores twice, which a restore did not keep, stays
+// lost; so do blobs that cannot be read, with a warning naming them. With
+// the output sorted in memory, through temporary files, or after a purge
+// of one of the timers' keys, the kept blob is the same.
+func TestMergeTimerBlobsJoined(t *testing.T) {
 	timers := []byte("\xff__clink_timers")
-	rows := []savepoint.Row{
-		{Op: 7, Key: timers, Value: savepoint.EncodeTimers(nil, []savepoint.Timer{{Time: 1, Key: []byte("a")}, {Time: 2, Key: []byte("c")}})},
-		{Op: 8, Key: timers, Value: savepoint.EncodeTimers(nil, []savepoint.Timer{{Time: 3, Key: []byte("b")}})},
+	tm := func(ts int64, key string) savepoint.Timer { return savepoint.Timer{Time: ts, Key: []byte(key)} }
+	blob := func(proc, event []savepoint.Timer) []byte { return savepoint.EncodeTimers(proc, event) }
+	a := savepoint.Row{Op: 7, Key: timers, Value: blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(2, "c"), tm(1, "a")})}
+	b := savepoint.Row{Op: 8, Key: timers, Value: blob(nil, []savepoint.Timer{tm(3, "b"), tm(1, "a")})}
+	bOld := savepoint.Row{Op: 8, Key: timers, Value: blob(nil, []savepoint.Timer{tm(9, "stale"), tm(8, "stale")})}
+	keyed := savepoint.Row{Op: 7, Key: []byte("\x01agg|k"), Value: []byte("v")}
+	remap := "  - remap_operator: {from: 7, to: 8, merge: true}\n"
+	cases := []struct {
+		name   string
+		rows   []savepoint.Row // in stream order
+		rules  string
+		spill  bool
+		want   []byte // op 8's blob in the output
+		merged int64
+		lost   string // the start of the lost-timers warning, if any
+		dupes  int64
+	}{
+		{
+			name: "joined", rows: []savepoint.Row{keyed, a, b}, rules: remap,
+			want:   blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(1, "a"), tm(2, "c"), tm(3, "b")}),
+			merged: 2, dupes: 1,
+		},
+		{
+			name: "joined through temporary files", rows: []savepoint.Row{keyed, a, b}, rules: remap, spill: true,
+			want:   blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(1, "a"), tm(2, "c"), tm(3, "b")}),
+			merged: 2, dupes: 1,
+		},
+		{
+			// The remapped blob is the later in the stream: it is the copy
+			// kept, and gains b's timers.
+			name: "the remapped blob later", rows: []savepoint.Row{b, keyed, a}, rules: remap,
+			want:   blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(1, "a"), tm(2, "c"), tm(3, "b")}),
+			merged: 1, dupes: 1,
+		},
+		{
+			name: "a blob stored twice", rows: []savepoint.Row{bOld, a, b}, rules: remap,
+			want:   blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(1, "a"), tm(2, "c"), tm(3, "b")}),
+			merged: 2, lost: "1 timer blob(s) holding 2 timer(s) removed as duplicates", dupes: 2,
+		},
+		{
+			name: "after a purge", rows: []savepoint.Row{keyed, a, b},
+			rules:  "  - purge_keys: {keys: [a]}\n" + remap,
+			want:   blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(2, "c"), tm(3, "b")}),
+			merged: 2, dupes: 1,
+		},
+		{
+			name: "unreadable", rows: []savepoint.Row{keyed, {Op: 7, Key: timers, Value: []byte("junk")}, b}, rules: remap,
+			want: b.Value, dupes: 1,
+		},
 	}
-	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n  - remap_operator: {from: 7, to: 8, merge: true}\n", nil), transform.Options{DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	warned := false
-	for _, w := range rep.Warnings {
-		warned = warned || strings.HasPrefix(w, "1 timer blob(s) holding ") && strings.Contains(w, " timer(s) removed as duplicates") && strings.Contains(w, "removed as duplicates")
-	}
-	if !warned || rep.DuplicatesResolved != 1 {
-		t.Errorf("duplicates %d, warnings %q: want 1 and the lost timers", rep.DuplicatesResolved, rep.Warnings)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.spill {
+				defer transform.SetSpill(1, 0)()
+			}
+			dir := t.TempDir()
+			in, out := filepath.Join(dir, "in.snap"), filepath.Join(dir, "out.snap")
+			if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), tc.rows, savepoint.SnapshotOptions{Sidecar: true, AsIs: true}); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n"+tc.rules, nil), transform.Options{Out: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][]byte
+			for _, r := range readRows(t, out) {
+				if bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
+					if r.Op != 8 {
+						t.Errorf("a timer blob of op %d in the output", r.Op)
+					}
+					got = append(got, r.Value)
+				}
+			}
+			if len(got) != 1 || !bytes.Equal(got[0], tc.want) {
+				t.Errorf("op 8's timer blobs %q, want one: %q", got, tc.want)
+			}
+			if rep.TimersMerged != tc.merged || rep.DuplicatesResolved != tc.dupes {
+				t.Errorf("timers merged %d, duplicates %d; want %d, %d", rep.TimersMerged, rep.DuplicatesResolved, tc.merged, tc.dupes)
+			}
+			var lost, unread bool
+			for _, w := range rep.Warnings {
+				if strings.Contains(w, "removed as duplicates") {
+					lost = true
+					if tc.lost == "" || !strings.HasPrefix(w, tc.lost) {
+						t.Errorf("warning %q, want none of lost timers or one starting %q", w, tc.lost)
+					}
+				}
+				unread = unread || strings.Contains(w, "not merged with the other timer blobs of op 8")
+			}
+			if tc.lost != "" && !lost {
+				t.Errorf("warnings %q: want %q", rep.Warnings, tc.lost)
+			}
+			if want := tc.name == "unreadable"; unread != want {
+				t.Errorf("warnings %q: an unreadable blob named: %v, want %v", rep.Warnings, unread, want)
+			}
+		})
 	}
 }

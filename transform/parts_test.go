@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,25 +39,8 @@ rules:
 		if err := gen.WriteBig(in, gen.BigOptions{Rows: 20000, Seed: 3, Sorted: sorted}); err != nil {
 			t.Fatal(err)
 		}
-		run := func(minRows, jobs int, out string) (*Report, []byte) {
-			minRowsPerPart = minRows
-			sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sp.Close()
-			rep, err := Run(context.Background(), sp, set, Options{Out: out, Jobs: jobs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return rep, b
-		}
-		one, b1 := run(1<<30, 1, filepath.Join(dir, "one.snap"))
-		many, b2 := run(64, 7, filepath.Join(dir, "many.snap"))
+		one, b1 := runParts(t, in, set, 1<<30, 1, filepath.Join(dir, "one.snap"))
+		many, b2 := runParts(t, in, set, 64, 7, filepath.Join(dir, "many.snap"))
 		if !bytes.Equal(b1, b2) {
 			t.Fatalf("sorted=%v: output of 7 parts differs from one part", sorted)
 		}
@@ -81,4 +65,60 @@ rules:
 		os.Remove(filepath.Join(dir, "many.snap"))
 		os.Remove(filepath.Join(dir, "many.snap.meta"))
 	}
+}
+
+// TestPartsJoinTimerBlobs: the timer blobs of two operators a merge joins
+// sit in different parts of the file when several workers take it; the
+// output and the timers merged are those of one worker.
+func TestPartsJoinTimerBlobs(t *testing.T) {
+	defer func(v int) { minRowsPerPart = v }(minRowsPerPart)
+	dir := t.TempDir()
+	var rows []savepoint.Row
+	for op := uint64(7); op <= 8; op++ {
+		for i := range 1000 {
+			rows = append(rows, savepoint.Row{Op: op, Key: fmt.Appendf(nil, "\x01s%d|%05d", op, i), Value: []byte("v")})
+		}
+		ts := []savepoint.Timer{{Time: int64(op), Key: []byte("k")}, {Time: 100, Key: []byte("both")}}
+		rows = append(rows, savepoint.Row{Op: op, Key: append([]byte(nil), savepoint.TimerKeyPrefix...), Value: savepoint.EncodeTimers(nil, ts)})
+	}
+	in := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src := "version: 1\nrules:\n  - remap_operator: {from: 7, to: 8, merge: true}\n"
+	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, b1 := runParts(t, in, set, 1<<30, 4, filepath.Join(dir, "one.snap"))
+	many, b2 := runParts(t, in, set, 64, 4, filepath.Join(dir, "many.snap"))
+	if !bytes.Equal(b1, b2) {
+		t.Fatal("the output of several parts differs from one part's")
+	}
+	// Op 7's timer at 7 joins op 8's; the timer both hold is kept once.
+	if one.TimersMerged != 1 || many.TimersMerged != 1 || one.DuplicatesResolved != 1 || many.DuplicatesResolved != 1 {
+		t.Errorf("timers merged %d and %d, duplicates %d and %d; want 1 each", one.TimersMerged, many.TimersMerged, one.DuplicatesResolved, many.DuplicatesResolved)
+	}
+}
+
+// runParts applies set to the file in with parts of at least minRows rows
+// and jobs workers, writing out; it returns the report and the output's
+// bytes. The caller restores minRowsPerPart.
+func runParts(t *testing.T, in string, set *rules.Set, minRows, jobs int, out string) (*Report, []byte) {
+	t.Helper()
+	minRowsPerPart = minRows
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	rep, err := Run(context.Background(), sp, set, Options{Out: out, Jobs: jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, b
 }

@@ -997,17 +997,8 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blo
 		}
 	}
 	for i := range blobs {
-		for _, list := range [][]savepoint.Timer{proc[i], event[i]} {
-			slices.SortStableFunc(list, func(a, b savepoint.Timer) int {
-				if a.Time != b.Time {
-					if a.Time < b.Time {
-						return -1
-					}
-					return 1
-				}
-				return bytes.Compare(a.Key, b.Key)
-			})
-		}
+		sortTimers(proc[i])
+		sortTimers(event[i])
 		blobs[i] = savepoint.EncodeTimers(proc[i], event[i])
 	}
 	counts := make([]int64, len(blobs))

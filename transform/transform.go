@@ -153,6 +153,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if st.rule.PurgeKeys != nil {
 			eng.purges = append(eng.purges, i)
 		}
+		if r := st.rule; r.RemapOperator != nil && r.RemapOperator.Merge || r.RenameSlot != nil && r.RenameSlot.Merge {
+			eng.joinBlobs = true
+		}
 	}
 
 	results := make([]*fileResult, len(sp.Files))
@@ -466,6 +469,12 @@ type fileResult struct {
 	// timerBlobsLost and timersLost count the timer blobs, holding timers,
 	// removed as duplicates, and their timers.
 	timerBlobsLost, timersLost int64
+	// blobs are the timer blobs kept, as the rules left them (noteBlob);
+	// timersMerged counts the timers that joining two operators' blobs
+	// into one added to the blob kept (unionTimerBlobs).
+	blobs        []blobCopy
+	timersMerged int64
+	warnings     []string
 	// unchecked: the input is large and not strictly increasing, and its
 	// copies that a restore would not keep were not looked for (see
 	// outRows.dropShadowed).
@@ -502,6 +511,9 @@ type engine struct {
 	steps []step
 	// purges are the indexes of the purge_keys steps.
 	purges []int
+	// joinBlobs: a rule may merge two operators' state, and the timer
+	// blobs kept are noted to be joined (see unionTimerBlobs).
+	joinBlobs bool
 	// fields are the row-model fields the expressions read.
 	fields rules.Fields
 	// progress reports rows processed (see Options.Progress).
@@ -576,14 +588,17 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 	if e.decompress && f.Compression != savepoint.CompressNone {
 		res.changed = true // its copy would stay compressed
 	}
+	joined, warnings := e.unionTimerBlobs(res)
+	res.warnings = append(res.warnings, warnings...)
 	comp := &compositeMemo{e: e}
 	dropped := func(r savepoint.Row) {
 		k := savepoint.ParseKey(r.Key)
 		res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
 		e.auditOut(res, r, k, -1, comp)
-		if bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
+		if bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) && !joined[timerBlobKey{r.Op, string(r.Key)}] {
 			// A timer blob is one value: the copy a duplicate loses takes
-			// its timers with it (a merge of two operators' state).
+			// its timers with it (a file that stores a blob twice, or
+			// blobs that unionTimerBlobs could not read).
 			if proc, event, err := savepoint.ParseTimers(r.Value); err == nil && len(proc)+len(event) > 0 {
 				res.timerBlobsLost++
 				res.timersLost += int64(len(proc) + len(event))
@@ -858,6 +873,9 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 		}
 	}
 	w.e.auditOut(res, nr, k, 1, &w.comp)
+	if k.Kind == savepoint.KindOperator && w.e.joinBlobs {
+		res.noteBlob(out.Len(), i, r, nr)
+	}
 	w.keepRun(i, 1, nr, nr, true)
 	kg, _ := savepoint.RestoreKeyGroup(nr.Key)
 	out.log.add(nr.Op, kg, k.Slot, k.HasSlot, 1, true)
@@ -918,6 +936,11 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 		p.before.each(func(k slotKey, n int64) { res.before.addN(k.op, []byte(k.slot), true, n) })
 		p.after.each(func(k slotKey, n int64) { res.after.addN(k.op, []byte(k.slot), true, n) })
 		offset := uint32(res.out.Len())
+		for _, b := range p.blobs {
+			b.pos += int(offset)
+			res.blobs = append(res.blobs, b)
+		}
+		res.timersMerged += p.timersMerged
 		if p.out.mod.len() > 0 && res.out.mod == nil {
 			res.out.mod = &modRows{}
 		}
@@ -1671,9 +1694,11 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 	var blobsLost, timersLost int64
 	for _, res := range results {
 		blobsLost, timersLost = blobsLost+res.timerBlobsLost, timersLost+res.timersLost
+		rep.TimersMerged += res.timersMerged
+		rep.Warnings = append(rep.Warnings, res.warnings...)
 	}
 	if blobsLost > 0 {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d timer blob(s) holding %d timer(s) removed as duplicates: a timer blob is one value of its operator, so where two blobs met (a remap_operator or rename with merge: true, or a file that stores one twice) one was kept whole and the other's timers are gone; they do not fire after a restore", blobsLost, timersLost))
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d timer blob(s) holding %d timer(s) removed as duplicates: a timer blob is one value of its operator, and a restore keeps one copy whole (the later), so the timers of the other copy do not fire after a restore (a file that stores a blob twice, or a blob that could not be read to be merged)", blobsLost, timersLost))
 	}
 	for i, res := range results {
 		if res.unchecked && res.dupes > 0 {
