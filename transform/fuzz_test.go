@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,17 @@ func FuzzApply(f *testing.F) {
 	} {
 		f.Add(slotDecls+rule, blob)
 	}
+	// Two operators' timer blobs that a merge joins, one of them stored
+	// twice, after a purge of one timer's key.
+	timers := func(op uint64, ts ...int64) savepoint.Row {
+		var ev []savepoint.Timer
+		for _, t := range ts {
+			ev = append(ev, savepoint.Timer{Time: t, Key: []byte("\x01\x00\x00\x00\x00\x00\x00\x00\x01")})
+		}
+		return savepoint.Row{Op: op, Key: savepoint.TimerKeyPrefix, Value: savepoint.EncodeTimers(ev[:1], ev[1:])}
+	}
+	f.Add(slotDecls+"  - purge_keys: {keys: [1], codec: int64}\n  - remap_operator: {from: 12, to: 13, merge: true}\n",
+		rowsBlob(append(slices.Clone(baseRows), timers(12, 5, 6), timers(13, 5, 7), timers(12, 8, 9))))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, src string, blob []byte) {
 		// Keys files come from memory: a rule file may name any path.
