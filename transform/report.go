@@ -33,11 +33,11 @@ type Report struct {
 	// duplicates stored in a rewritten input file) and were resolved as
 	// clink's restore does.
 	DuplicatesResolved int64 `json:"duplicates_resolved"`
-	// TimersMerged counts the timers that the timer blobs of operators a
-	// remap_operator with merge: true joined brought into the blob kept:
-	// a timer blob is one value, and rather than keep one blob whole (as
-	// a restore resolves a duplicate) the kept copy holds every blob's
-	// timers, identical ones once.
+	// TimersMerged counts the timers of the timer blobs that a
+	// remap_operator (or rename_slot) with merge: true joined: a timer blob
+	// is one value, and rather than keep one operator's blob whole (as a
+	// restore resolves a duplicate) the copy kept holds the timers of every
+	// blob that met there, identical ones once.
 	TimersMerged int64 `json:"timers_merged"`
 	// PerRule has one entry per rule, in file order.
 	PerRule []*RuleStats `json:"per_rule"`
@@ -195,7 +195,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		ew.printf(", %d duplicates resolved", r.DuplicatesResolved)
 	}
 	if r.TimersMerged > 0 {
-		ew.printf(", %d timers merged into the timer blobs kept", r.TimersMerged)
+		ew.printf(", %d timers in the timer blobs a merge joined", r.TimersMerged)
 	}
 	if rr := r.Rescale; rr != nil {
 		// The rest of the balance (Report.RowsIn): what the rescale dropped,

@@ -45,18 +45,20 @@ type timerBlobKey struct {
 
 // unionTimerBlobs joins the timer blobs that the rules made one: where
 // blobs stored under different operators or keys meet at one (op, key) of
-// the output, a restore would keep one of them whole (the later in the
-// stream: a timer blob is one value, format 3.4) and the other blobs'
-// timers would never fire. The copy a restore keeps (the last in the
-// stream) is given the timers of each blob's copy a restore would have
-// kept before the rules ran (its last), identical timers once, sorted as
-// rescale sorts them; the other copies are then removed as duplicates, as
-// before. A copy of a blob that its file stores twice and that a restore
-// did not keep is not taken in: it is lost as it was before the rules ran.
+// the output, a restore would keep one of them whole (a timer blob is one
+// value, format 3.4) and the other blobs' timers would never fire. Every
+// copy there is given the timers of each stored blob's copy that a restore
+// keeps (the copies of one blob folded with savepoint.IncomingWins, as the
+// input's values stand), as the rules left them, identical timers once and
+// sorted as rescale sorts them; the duplicates are then resolved as before,
+// and whichever copy survives holds them all. A copy a restore did not
+// keep is not taken in: its timers are lost as they were before the rules
+// ran (counted, when it can be read).
 //
 // It returns the keys it joined blobs at (the duplicates resolved there
-// are not lost timers) and warnings for blobs it could not read, which are
-// left to the duplicate resolution (one kept whole).
+// are not lost timers) and warnings for blobs kept by a restore that it
+// could not read: those keys are left to the duplicate resolution (one
+// copy kept whole).
 func (e *engine) unionTimerBlobs(res *fileResult) (joined map[timerBlobKey]bool, warnings []string) {
 	if len(res.blobs) < 2 {
 		return nil, nil
@@ -73,19 +75,24 @@ func (e *engine) unionTimerBlobs(res *fileResult) (joined map[timerBlobKey]bool,
 	out := res.out
 	comp := &compositeMemo{e: e}
 	for _, k := range order {
-		copies := groups[k]
-		// The copy of each stored blob that a restore keeps: its last.
-		last := map[timerBlobKey]blobCopy{}
+		copies := groups[k] // in stream order
+		// The copy of each stored blob that a restore keeps.
+		type held struct {
+			c     blobCopy
+			value []byte // as stored
+		}
+		kept := map[timerBlobKey]held{}
 		for _, c := range copies {
 			id := timerBlobKey{c.inOp, string(c.inKey)}
-			if l, ok := last[id]; !ok || c.row > l.row {
-				last[id] = c
+			v := bytes.Clone(out.cur.Value(out.idx.at(c.pos)))
+			h, ok := kept[id]
+			if !ok || savepoint.IncomingWins(savepoint.Row{Op: c.inOp, Key: c.inKey, Value: h.value}, savepoint.Row{Op: c.inOp, Key: c.inKey, Value: v}) {
+				kept[id] = held{c, v}
 			}
 		}
-		if len(last) < 2 {
+		if len(kept) < 2 {
 			continue // one blob, maybe stored twice: the restore's rule applies
 		}
-		kept := slices.MaxFunc(copies, func(a, b blobCopy) int { return cmp.Compare(a.row, b.row) })
 		var proc, event []savepoint.Timer
 		var lost, lostTimers int64
 		failed := false
@@ -93,36 +100,38 @@ func (e *engine) unionTimerBlobs(res *fileResult) (joined map[timerBlobKey]bool,
 			// (A copy: the timers' keys are slices of it, and the next
 			// read of the input may reuse its buffer.)
 			p, ev, err := savepoint.ParseTimers(bytes.Clone(out.Value(c.pos)))
-			if err != nil {
-				warnings = append(warnings, fmt.Sprintf("op %d timer blob %s (input row %d, op %d): not merged with the other timer blobs of op %d, one of which is kept whole: %v", k.op, savepoint.RenderKey(c.key), c.row, c.inOp, k.op, err))
-				failed = true
-				break
-			}
-			if last[timerBlobKey{c.inOp, string(c.inKey)}].row != c.row {
-				// A copy its own blob's later copy hid.
-				if len(p)+len(ev) > 0 {
+			if kept[timerBlobKey{c.inOp, string(c.inKey)}].c.row != c.row {
+				// A copy its own blob's kept copy hid.
+				if err == nil && len(p)+len(ev) > 0 {
 					lost++
 					lostTimers += int64(len(p) + len(ev))
 				}
 				continue
+			}
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("op %d timer blob %s (input row %d, op %d): not merged with the other timer blobs of op %d, one of which is kept whole: %v", k.op, savepoint.RenderKey(c.key), c.row, c.inOp, k.op, err))
+				failed = true
+				break
 			}
 			proc, event = append(proc, p...), append(event, ev...)
 		}
 		if failed {
 			continue
 		}
-		keptProc, keptEvent, _ := savepoint.ParseTimers(out.Value(kept.pos))
 		proc, event = uniqueTimers(proc), uniqueTimers(event)
-		res.timersMerged += int64(len(proc) + len(event) - len(keptProc) - len(keptEvent))
+		res.timersMerged += int64(len(proc) + len(event))
 		res.timerBlobsLost += lost
 		res.timersLost += lostTimers
-		before := out.Row(kept.pos)
-		before.Key, before.Value = bytes.Clone(before.Key), bytes.Clone(before.Value)
-		after := savepoint.Row{Op: before.Op, Key: before.Key, Value: savepoint.EncodeTimers(proc, event)}
-		pk := savepoint.ParseKey(before.Key)
-		e.auditOut(res, before, pk, -1, comp)
-		e.auditOut(res, after, pk, 1, comp)
-		out.modify(kept.pos, after, savepoint.Row{}) // (its key and value copied)
+		value := savepoint.EncodeTimers(proc, event)
+		for _, c := range copies {
+			before := out.Row(c.pos)
+			before.Key, before.Value = bytes.Clone(before.Key), bytes.Clone(before.Value)
+			after := savepoint.Row{Op: before.Op, Key: before.Key, Value: value}
+			pk := savepoint.ParseKey(before.Key)
+			e.auditOut(res, before, pk, -1, comp)
+			e.auditOut(res, after, pk, 1, comp)
+			out.modify(c.pos, after, savepoint.Row{}) // (its key and value copied)
+		}
 		if joined == nil {
 			joined = map[timerBlobKey]bool{}
 		}
