@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -315,6 +316,13 @@ func TestMergeTimerBlobsJoined(t *testing.T) {
 			rules: "  - purge_keys: {keys: [a]}\n" + remap,
 			want:  blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(2, "c"), tm(3, "b")}), merged: 3, dupes: 1, purgedTm: 2,
 		},
+		{
+			// The drop removes the copy of op 8's blob a restore keeps: the
+			// copy it hid does not come back, and op 7's blob meets none.
+			name: "the kept copy dropped by a rule", rows: []savepoint.Row{bOld, a, b},
+			rules: "  - drop: 'op == 8 && len(value_bytes) == " + strconv.Itoa(len(b.Value)) + "'\n" + remap,
+			want:  a.Value, dupes: 1, lost: "1 timer blob(s) holding 2 timer(s) removed as duplicates",
+		},
 		{name: "unreadable", rows: []savepoint.Row{keyed, {Op: 7, Key: timers, Value: []byte("junk")}, b}, rules: remap, want: b.Value, unread: true, dupes: 1},
 		{
 			// The unreadable copy is one a restore did not keep.
@@ -381,6 +389,59 @@ func TestMergeTimerBlobsJoined(t *testing.T) {
 				if p := ruleStats(t, rep, 1).Purge; p.TimersRemoved != tc.purgedTm || p.Remaining != 0 {
 					t.Errorf("purge audit: %d timers removed, %d rows remaining; want %d, 0", p.TimersRemoved, p.Remaining, tc.purgedTm)
 				}
+			}
+		})
+	}
+}
+
+// TestMergeTimerBlobsAtScale: joining timer blobs costs memory and time
+// in proportion to the input. The copies of one key share the joined
+// value (a blob of 1 MiB met by 4,000 stored copies of another would
+// otherwise take 4 GiB), and thousands of joined keys are rewritten in one
+// pass (one at a time, each rebuilt the index of rewritten rows).
+func TestMergeTimerBlobsAtScale(t *testing.T) {
+	timers := []byte("\xff__clink_timers")
+	var big []savepoint.Timer
+	for i := range 1 << 16 {
+		big = append(big, savepoint.Timer{Time: int64(i), Key: []byte("key")})
+	}
+	copies := []savepoint.Row{{Op: 7, Key: timers, Value: savepoint.EncodeTimers(nil, big)}}
+	for range 4000 {
+		copies = append(copies, savepoint.Row{Op: 8, Key: timers, Value: savepoint.EncodeTimers(nil, nil)})
+	}
+	var keys []savepoint.Row
+	for _, op := range []uint64{7, 8} {
+		for i := range 5000 {
+			keys = append(keys, savepoint.Row{Op: op, Key: fmt.Appendf(nil, "%s%05d", timers, i), Value: savepoint.EncodeTimers(nil, []savepoint.Timer{{Time: int64(op), Key: []byte("k")}})})
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		rows   []savepoint.Row
+		merged int64
+	}{
+		{"one key stored 4,000 times", copies, 1 << 16},
+		{"5,000 keys", keys, 2 * 5000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in, out := filepath.Join(dir, "in.snap"), filepath.Join(dir, "out.snap")
+			if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), tc.rows, savepoint.SnapshotOptions{Sidecar: true, AsIs: true}); err != nil {
+				t.Fatal(err)
+			}
+			set := parseRules(t, "version: 1\nrules:\n  - remap_operator: {from: 7, to: 8, merge: true}\n", nil)
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			rep, err := run(t, in, set, transform.Options{Out: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runtime.ReadMemStats(&m1)
+			if rep.TimersMerged != tc.merged {
+				t.Errorf("timers merged %d, want %d", rep.TimersMerged, tc.merged)
+			}
+			if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 128<<20 {
+				t.Errorf("allocated %d MiB", alloc>>20)
 			}
 		})
 	}

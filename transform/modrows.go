@@ -128,6 +128,38 @@ func (m *modRows) put(p uint32, e modEntry) {
 	m.n++
 }
 
+// putAll records the entries es, whose bytes are in m's arena, at the
+// positions ps (increasing): entries at or before the last row held are
+// merged into the rows in one rebuild, where put would rebuild for each.
+func (m *modRows) putAll(ps []uint32, es []modEntry) {
+	if m.n == 0 || len(ps) > 0 && ps[0] > m.posAt(m.n-1) {
+		for i, p := range ps {
+			m.put(p, es[i])
+		}
+		return
+	}
+	pos := make([]uint32, 0, m.n+len(ps))
+	ents := make([]modEntry, 0, m.n+len(ps))
+	i := 0
+	m.each(func(q uint32, f modEntry) {
+		for ; i < len(ps) && ps[i] < q; i++ {
+			pos, ents = append(pos, ps[i]), append(ents, es[i])
+		}
+		if i < len(ps) && ps[i] == q {
+			pos, ents = append(pos, q), append(ents, es[i]) // it replaces f
+			i++
+			return
+		}
+		pos, ents = append(pos, q), append(ents, f)
+	})
+	pos, ents = append(pos, ps[i:]...), append(ents, es[i:]...)
+	arena := m.arena
+	*m = modRows{arena: arena}
+	for k, q := range pos {
+		m.put(q, ents[k])
+	}
+}
+
 // copyFrom records the entry e of src at position p of m.
 func (m *modRows) copyFrom(p uint32, e modEntry, src *modRows) {
 	for _, r := range []*bytesRef{&e.key, &e.value} {

@@ -297,6 +297,56 @@ func TestModRowsMany(t *testing.T) {
 	}
 }
 
+// putAll gives the rows held and the rows given, the given ones replacing
+// any at the same position, as one put each would: given after the last
+// row held (appended), before it, among them and at their positions.
+func TestModRowsPutAll(t *testing.T) {
+	entry := func(m *modRows, p uint32, tag byte) modEntry {
+		return modEntry{op: uint64(p)<<8 | uint64(tag), key: m.ref([]byte{tag, byte(p)}, nil), value: m.ref([]byte("v"), nil)}
+	}
+	for _, tc := range []struct {
+		held, given []uint32
+	}{
+		{nil, []uint32{3, 9}},
+		{[]uint32{1, 2}, []uint32{5, 70}},
+		{[]uint32{10, 20, 30}, []uint32{0, 15, 20, 31, 64, 65}},
+		{[]uint32{5, 6}, []uint32{5, 6}},
+	} {
+		m, want := &modRows{}, &modRows{}
+		for _, p := range tc.held {
+			m.put(p, entry(m, p, 'h'))
+			want.put(p, entry(want, p, 'h'))
+		}
+		es := make([]modEntry, len(tc.given))
+		for i, p := range tc.given {
+			es[i] = entry(m, p, 'g')
+			want.put(p, entry(want, p, 'g'))
+		}
+		m.putAll(tc.given, es)
+		type row struct {
+			p       uint32
+			op      uint64
+			key, vl string
+		}
+		rows := func(m *modRows) (out []row) {
+			m.each(func(p uint32, e modEntry) {
+				out = append(out, row{p, e.op, string(m.bytes(e.key, nil)), string(m.bytes(e.value, nil))})
+			})
+			return out
+		}
+		if got, w := rows(m), rows(want); !slices.Equal(got, w) {
+			t.Errorf("held %v, given %v: %v, want %v", tc.held, tc.given, got, w)
+		}
+		for p := uint32(0); p < 100; p++ {
+			a, okA := m.get(p)
+			b, okB := want.get(p)
+			if okA != okB || a.op != b.op {
+				t.Fatalf("held %v, given %v: get(%d) = %d, %v; want %d, %v", tc.held, tc.given, p, a.op, okA, b.op, okB)
+			}
+		}
+	}
+}
+
 // opSpans gives each position the operator last set for it, and the next
 // position with one, as a plain map does; spans appended shifted join
 // their neighbours.

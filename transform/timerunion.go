@@ -9,15 +9,15 @@ import (
 	"github.com/sptool/sptool/savepoint"
 )
 
-// blobCopy is a timer blob kept in a file's output (an operator-state row
-// whose key starts with savepoint.TimerKeyPrefix), noted as the rules keep
-// it: the timer blobs of two operators that a remap_operator with merge:
-// true makes one are joined before the duplicates are resolved (see
+// blobCopy is a stored timer blob (an operator-state row whose key starts
+// with savepoint.TimerKeyPrefix), noted as the rules keep or drop it: the
+// timer blobs of two operators that a remap_operator with merge: true
+// makes one are joined before the duplicates are resolved (see
 // unionTimerBlobs).
 type blobCopy struct {
-	pos int    // its output position
+	pos int    // its output position; -1: a rule dropped it
 	row int    // its input row (its place in the stream)
-	op  uint64 // the operator it has in the output
+	op  uint64 // the operator it has in the output (when kept)
 	key []byte // and its key there
 	// inOp and inKey are the operator and key it was stored under: the
 	// copies of one (inOp, inKey) are one blob stored more than once.
@@ -25,19 +25,20 @@ type blobCopy struct {
 	inKey []byte
 }
 
-// noteBlob notes the output row at pos, kept from input row i (r as
-// stored, nr as written), when it is a timer blob.
+// noteBlob notes input row i (r as stored) when it is a timer blob: kept
+// as output row pos (nr as written), or, with pos -1, dropped by a rule.
 func (res *fileResult) noteBlob(pos, i int, r, nr savepoint.Row) {
-	if !bytes.HasPrefix(nr.Key, savepoint.TimerKeyPrefix) {
+	if !bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
 		return
 	}
-	res.blobs = append(res.blobs, blobCopy{
-		pos: pos, row: i, op: nr.Op, key: bytes.Clone(nr.Key),
-		inOp: r.Op, inKey: bytes.Clone(r.Key),
-	})
+	c := blobCopy{pos: pos, row: i, inOp: r.Op, inKey: bytes.Clone(r.Key)}
+	if pos >= 0 {
+		c.op, c.key = nr.Op, bytes.Clone(nr.Key)
+	}
+	res.blobs = append(res.blobs, c)
 }
 
-// timerBlobKey is an output timer blob's operator and key.
+// timerBlobKey is a timer blob's operator and key.
 type timerBlobKey struct {
 	op  uint64
 	key string
@@ -46,51 +47,64 @@ type timerBlobKey struct {
 // unionTimerBlobs joins the timer blobs that the rules made one: where
 // blobs stored under different operators or keys meet at one (op, key) of
 // the output, a restore would keep one of them whole (a timer blob is one
-// value, format 3.4) and the other blobs' timers would never fire. Every
-// copy there is given the timers of each stored blob's copy that a restore
-// keeps (the copies of one blob folded with savepoint.IncomingWins, as the
-// input's values stand), as the rules left them, identical timers once and
-// sorted as rescale sorts them; the duplicates are then resolved as before,
-// and whichever copy survives holds them all. A copy a restore did not
-// keep is not taken in: its timers are lost as they were before the rules
-// ran (counted, when it can be read).
+// value, format 3.4) and the other blobs' timers would never fire.
 //
-// It returns the keys it joined blobs at (the duplicates resolved there
-// are not lost timers) and warnings for blobs kept by a restore that it
-// could not read: those keys are left to the duplicate resolution (one
-// copy kept whole).
+// Of each stored blob, the copy a restore keeps is found among all its
+// stored copies (folded with savepoint.IncomingWins in stream order, the
+// values as stored, as dropShadowed finds it). A blob whose kept copy a
+// rule dropped brings nothing: the copies it hid do not come back. Every
+// copy at the key is given the timers of the kept copies there, as the
+// rules left them, identical timers once and sorted as rescale sorts
+// them; the duplicates are then resolved as before, and whichever copy
+// survives holds them all (one value, shared by the copies). The copies a
+// restore would not keep are counted as lost, as before.
+//
+// It returns the keys it joined blobs at, whose duplicates the caller does
+// not count again (lost timers, the erasure audit: both are accounted for
+// here), and warnings for kept copies it could not read: those keys are
+// left to the duplicate resolution (one copy kept whole).
 func (e *engine) unionTimerBlobs(res *fileResult) (joined map[timerBlobKey]bool, warnings []string) {
 	if len(res.blobs) < 2 {
 		return nil, nil
 	}
+	out := res.out
+	// Each stored blob's copy that a restore keeps.
+	type held struct {
+		c     blobCopy
+		value []byte // as stored
+	}
+	winners := map[timerBlobKey]held{}
+	for _, c := range res.blobs { // in stream order
+		id := timerBlobKey{c.inOp, string(c.inKey)}
+		v := bytes.Clone(out.cur.Value(c.row))
+		h, ok := winners[id]
+		if !ok || savepoint.IncomingWins(savepoint.Row{Op: c.inOp, Key: c.inKey, Value: h.value}, savepoint.Row{Op: c.inOp, Key: c.inKey, Value: v}) {
+			winners[id] = held{c, v}
+		}
+	}
+	// The kept copies at each output key, and how many stored blobs' kept
+	// copies are among them.
 	groups := map[timerBlobKey][]blobCopy{}
+	blobs := map[timerBlobKey]int{}
 	var order []timerBlobKey
-	for _, b := range res.blobs {
-		k := timerBlobKey{b.op, string(b.key)}
+	for _, c := range res.blobs {
+		if c.pos < 0 {
+			continue
+		}
+		k := timerBlobKey{c.op, string(c.key)}
 		if groups[k] == nil {
 			order = append(order, k)
 		}
-		groups[k] = append(groups[k], b)
+		groups[k] = append(groups[k], c)
+		if winners[timerBlobKey{c.inOp, string(c.inKey)}].c.row == c.row {
+			blobs[k]++
+		}
 	}
-	out := res.out
 	comp := &compositeMemo{e: e}
+	var rewrites []blobRewrite
 	for _, k := range order {
-		copies := groups[k] // in stream order
-		// The copy of each stored blob that a restore keeps.
-		type held struct {
-			c     blobCopy
-			value []byte // as stored
-		}
-		kept := map[timerBlobKey]held{}
-		for _, c := range copies {
-			id := timerBlobKey{c.inOp, string(c.inKey)}
-			v := bytes.Clone(out.cur.Value(out.idx.at(c.pos)))
-			h, ok := kept[id]
-			if !ok || savepoint.IncomingWins(savepoint.Row{Op: c.inOp, Key: c.inKey, Value: h.value}, savepoint.Row{Op: c.inOp, Key: c.inKey, Value: v}) {
-				kept[id] = held{c, v}
-			}
-		}
-		if len(kept) < 2 {
+		copies := groups[k]
+		if blobs[k] < 2 {
 			continue // one blob, maybe stored twice: the restore's rule applies
 		}
 		var proc, event []savepoint.Timer
@@ -100,7 +114,7 @@ func (e *engine) unionTimerBlobs(res *fileResult) (joined map[timerBlobKey]bool,
 			// (A copy: the timers' keys are slices of it, and the next
 			// read of the input may reuse its buffer.)
 			p, ev, err := savepoint.ParseTimers(bytes.Clone(out.Value(c.pos)))
-			if kept[timerBlobKey{c.inOp, string(c.inKey)}].c.row != c.row {
+			if winners[timerBlobKey{c.inOp, string(c.inKey)}].c.row != c.row {
 				// A copy its own blob's kept copy hid.
 				if err == nil && len(p)+len(ev) > 0 {
 					lost++
@@ -122,22 +136,56 @@ func (e *engine) unionTimerBlobs(res *fileResult) (joined map[timerBlobKey]bool,
 		res.timersMerged += int64(len(proc) + len(event))
 		res.timerBlobsLost += lost
 		res.timersLost += lostTimers
-		value := savepoint.EncodeTimers(proc, event)
+		// The audit: every copy goes, one with the joined timers stays.
+		key := []byte(k.key)
+		pk := savepoint.ParseKey(key)
 		for _, c := range copies {
-			before := out.Row(c.pos)
-			before.Key, before.Value = bytes.Clone(before.Key), bytes.Clone(before.Value)
-			after := savepoint.Row{Op: before.Op, Key: before.Key, Value: value}
-			pk := savepoint.ParseKey(before.Key)
-			e.auditOut(res, before, pk, -1, comp)
-			e.auditOut(res, after, pk, 1, comp)
-			out.modify(c.pos, after, savepoint.Row{}) // (its key and value copied)
+			e.auditOut(res, savepoint.Row{Op: k.op, Key: key, Value: out.Value(c.pos)}, pk, -1, comp)
+		}
+		joinedRow := savepoint.Row{Op: k.op, Key: key, Value: savepoint.EncodeTimers(proc, event)}
+		e.auditOut(res, joinedRow, pk, 1, comp)
+		for _, c := range copies {
+			rewrites = append(rewrites, blobRewrite{pos: uint32(c.pos), row: joinedRow})
 		}
 		if joined == nil {
 			joined = map[timerBlobKey]bool{}
 		}
 		joined[k] = true
 	}
+	out.rewriteShared(rewrites)
 	return joined, warnings
+}
+
+// blobRewrite is a row that unionTimerBlobs writes at an output position;
+// the rows of one key share their key and value.
+type blobRewrite struct {
+	pos uint32
+	row savepoint.Row
+}
+
+// rewriteShared records the rows rw at their positions, in one pass over
+// the rows already rewritten (modRows.putAll): rows given the same key and
+// value slices share one copy of them.
+func (o *outRows) rewriteShared(rw []blobRewrite) {
+	if len(rw) == 0 {
+		return
+	}
+	if o.mod == nil {
+		o.mod = &modRows{}
+	}
+	slices.SortFunc(rw, func(a, b blobRewrite) int { return cmp.Compare(a.pos, b.pos) })
+	ps := make([]uint32, len(rw))
+	es := make([]modEntry, len(rw))
+	var last savepoint.Row
+	var key, value bytesRef
+	for i, r := range rw {
+		if i == 0 || !sameSlice(r.row.Key, last.Key) || !sameSlice(r.row.Value, last.Value) {
+			key, value = o.mod.ref(r.row.Key, nil), o.mod.ref(r.row.Value, nil)
+			last = r.row
+		}
+		ps[i], es[i] = r.pos, modEntry{op: r.row.Op, key: key, value: value}
+	}
+	o.mod.putAll(ps, es)
 }
 
 // uniqueTimers sorts timers by time and key, and keeps identical ones once,

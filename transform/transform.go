@@ -594,8 +594,11 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 	dropped := func(r savepoint.Row) {
 		k := savepoint.ParseKey(r.Key)
 		res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
+		if joined != nil && joined[timerBlobKey{r.Op, string(r.Key)}] {
+			return // (audited, and its timers counted, by unionTimerBlobs)
+		}
 		e.auditOut(res, r, k, -1, comp)
-		if bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) && !joined[timerBlobKey{r.Op, string(r.Key)}] {
+		if bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
 			// A timer blob is one value: the copy a duplicate loses takes
 			// its timers with it (a file that stores a blob twice, or
 			// blobs that unionTimerBlobs could not read).
@@ -855,6 +858,9 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 	if !keep {
 		res.changed = true
 		res.after.addN(r.Op, k.Slot, k.HasSlot, -1) // after = before - dropped
+		if k.Kind == savepoint.KindOperator && w.e.joinBlobs {
+			res.noteBlob(-1, i, r, savepoint.Row{})
+		}
 		return nil
 	}
 	if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) || !sameSlice(nr.Value, r.Value) {
