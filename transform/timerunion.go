@@ -71,12 +71,17 @@ func (e *engine) unionTimerBlobs(res *fileResult) (joined map[timerBlobKey]bool,
 	// Each stored blob's copy that a restore keeps.
 	type held struct {
 		c     blobCopy
-		value []byte // as stored
+		value []byte // as stored when 8 bytes long, else nil
 	}
 	winners := map[timerBlobKey]held{}
 	for _, c := range res.blobs { // in stream order
 		id := timerBlobKey{c.inOp, string(c.inKey)}
-		v := bytes.Clone(out.cur.Value(c.row))
+		// Only two values of 8 bytes are compared (IncomingWins): any
+		// other is held as nil, whose length is not 8 either.
+		var v []byte
+		if in := out.cur.Value(c.row); len(in) == 8 {
+			v = bytes.Clone(in)
+		}
 		h, ok := winners[id]
 		if !ok || savepoint.IncomingWins(savepoint.Row{Op: c.inOp, Key: c.inKey, Value: h.value}, savepoint.Row{Op: c.inOp, Key: c.inKey, Value: v}) {
 			winners[id] = held{c, v}
