@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sptool/sptool/internal/gen"
@@ -121,4 +122,59 @@ func runParts(t *testing.T, in string, set *rules.Set, minRows, jobs int, out st
 		t.Fatal(err)
 	}
 	return rep, b
+}
+
+// TestPartsDroppedTimerBlobs: a timer blob a rule drops in a later part of
+// a file stays dropped when the parts are joined: its place (none) is not
+// shifted onto the last row of the part before, here another blob (op
+// 9's), which must reach the output as it was.
+func TestPartsDroppedTimerBlobs(t *testing.T) {
+	defer func(v int) { minRowsPerPart = v }(minRowsPerPart)
+	dir := t.TempDir()
+	blob := func(op uint64) savepoint.Row {
+		return savepoint.Row{Op: op, Key: bytes.Clone(savepoint.TimerKeyPrefix), Value: savepoint.EncodeTimers(nil, []savepoint.Timer{{Time: int64(op), Key: []byte("k")}})}
+	}
+	keyed := func(op uint64, n int) (rows []savepoint.Row) {
+		for i := range n {
+			rows = append(rows, savepoint.Row{Op: op, Key: fmt.Appendf(nil, "\x01s|%05d", i), Value: []byte("v")})
+		}
+		return rows
+	}
+	var rows []savepoint.Row
+	rows = append(append(rows, keyed(7, 60)...), blob(7))
+	rows = append(append(rows, keyed(8, 60)...), blob(8))
+	rows = append(rows, blob(9), blob(21), blob(22)) // op 9's is the last row of the first of two parts
+	rows = append(rows, keyed(30, 121)...)
+	in := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src := "version: 1\nrules:\n  - remap_operator: {from: 7, to: 8, merge: true}\n  - drop: 'op == 21 || op == 22'\n"
+	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, b1 := runParts(t, in, set, 1<<30, 2, filepath.Join(dir, "one.snap"))
+	two, b2 := runParts(t, in, set, 64, 2, filepath.Join(dir, "two.snap"))
+	if !bytes.Equal(b1, b2) {
+		t.Error("the output of two parts differs from one part's")
+	}
+	if one.TimersMerged != 2 || two.TimersMerged != 2 || len(two.Warnings) != len(one.Warnings) {
+		t.Errorf("timers merged %d and %d (want 2), warnings %q and %q", one.TimersMerged, two.TimersMerged, one.Warnings, two.Warnings)
+	}
+	sp, err := savepoint.Open(filepath.Join(dir, "two.snap"), savepoint.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	var ops []uint64
+	sp.Files[0].Snapshot.EachRow(func(i int, r savepoint.Row) bool {
+		if bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
+			ops = append(ops, r.Op)
+		}
+		return true
+	})
+	if want := []uint64{8, 9}; !slices.Equal(ops, want) {
+		t.Errorf("timer blobs of ops %v, want %v", ops, want)
+	}
 }

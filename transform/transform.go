@@ -943,7 +943,9 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 		p.after.each(func(k slotKey, n int64) { res.after.addN(k.op, []byte(k.slot), true, n) })
 		offset := uint32(res.out.Len())
 		for _, b := range p.blobs {
-			b.pos += int(offset)
+			if b.pos >= 0 { // (-1: dropped)
+				b.pos += int(offset)
+			}
 			res.blobs = append(res.blobs, b)
 		}
 		res.timersMerged += p.timersMerged
