@@ -82,17 +82,7 @@ func TestPartsJoinTimerBlobs(t *testing.T) {
 		ts := []savepoint.Timer{{Time: int64(op), Key: []byte("k")}, {Time: 100, Key: []byte("both")}}
 		rows = append(rows, savepoint.Row{Op: op, Key: append([]byte(nil), savepoint.TimerKeyPrefix...), Value: savepoint.EncodeTimers(nil, ts)})
 	}
-	in := filepath.Join(dir, "in.snap")
-	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	src := "version: 1\nrules:\n  - remap_operator: {from: 7, to: 8, merge: true}\n"
-	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	one, b1 := runParts(t, in, set, 1<<30, 4, filepath.Join(dir, "one.snap"))
-	many, b2 := runParts(t, in, set, 64, 4, filepath.Join(dir, "many.snap"))
+	one, b1, many, b2 := runTwoWays(t, dir, rows, "  - remap_operator: {from: 7, to: 8, merge: true}\n", 4)
 	if !bytes.Equal(b1, b2) {
 		t.Fatal("the output of several parts differs from one part's")
 	}
@@ -145,24 +135,14 @@ func TestPartsDroppedTimerBlobs(t *testing.T) {
 	rows = append(append(rows, keyed(8, 60)...), blob(8))
 	rows = append(rows, blob(9), blob(21), blob(22)) // op 9's is the last row of the first of two parts
 	rows = append(rows, keyed(30, 121)...)
-	in := filepath.Join(dir, "in.snap")
-	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	src := "version: 1\nrules:\n  - remap_operator: {from: 7, to: 8, merge: true}\n  - drop: 'op == 21 || op == 22'\n"
-	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	one, b1 := runParts(t, in, set, 1<<30, 2, filepath.Join(dir, "one.snap"))
-	two, b2 := runParts(t, in, set, 64, 2, filepath.Join(dir, "two.snap"))
+	one, b1, two, b2 := runTwoWays(t, dir, rows, "  - remap_operator: {from: 7, to: 8, merge: true}\n  - drop: 'op == 21 || op == 22'\n", 2)
 	if !bytes.Equal(b1, b2) {
 		t.Error("the output of two parts differs from one part's")
 	}
 	if one.TimersMerged != 2 || two.TimersMerged != 2 || len(two.Warnings) != len(one.Warnings) {
 		t.Errorf("timers merged %d and %d (want 2), warnings %q and %q", one.TimersMerged, two.TimersMerged, one.Warnings, two.Warnings)
 	}
-	sp, err := savepoint.Open(filepath.Join(dir, "two.snap"), savepoint.OpenOptions{})
+	sp, err := savepoint.Open(filepath.Join(dir, "many.snap"), savepoint.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,4 +157,23 @@ func TestPartsDroppedTimerBlobs(t *testing.T) {
 	if want := []uint64{8, 9}; !slices.Equal(ops, want) {
 		t.Errorf("timer blobs of ops %v, want %v", ops, want)
 	}
+}
+
+// runTwoWays writes rows to a file in dir and applies the rules src to it
+// with jobs workers, in one part (one.snap) and in parts of 64 rows
+// (many.snap); it returns both reports and outputs. The caller restores
+// minRowsPerPart.
+func runTwoWays(t *testing.T, dir string, rows []savepoint.Row, src string, jobs int) (one *Report, b1 []byte, many *Report, b2 []byte) {
+	t.Helper()
+	in := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n"+src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, b1 = runParts(t, in, set, 1<<30, jobs, filepath.Join(dir, "one.snap"))
+	many, b2 = runParts(t, in, set, 64, jobs, filepath.Join(dir, "many.snap"))
+	return one, b1, many, b2
 }
