@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 )
 
@@ -102,4 +103,50 @@ func keyFinish(h uint64) uint64 {
 	h *= 0xc4ceb9fe1a85ec53
 	h ^= h >> 33
 	return h
+}
+
+// selfCheck asks the list's filter, the way the scan of a purge asks it
+// (MayMatchColumn, over a column of the listed keys), and its index
+// (Lookup) about every listed key: both must find each one, or the purge
+// would leave the key's rows (and the erasure audit, which asks the same
+// lookup, would not see them). It returns the first key one of them
+// misses. About 0.1 ms and 1 MB a 10,000 keys, on the goroutine that
+// builds the index beside the open.
+func (p *PurgeKeysSpec) selfCheck() (int, bool) {
+	const block = 1 << 16 // keys a column (its offsets must fit an int32)
+	var col []byte
+	var offs []int32
+	for lo := 0; lo < len(p.Keys); lo += block {
+		hi := min(lo+block, len(p.Keys))
+		col, offs = col[:0], append(offs[:0], 0)
+		for _, k := range p.Keys[lo:hi] {
+			if len(col)+len(k) > math.MaxInt32 {
+				hi = lo + len(offs) - 1
+				break
+			}
+			col = append(col, k...)
+			offs = append(offs, int32(len(col)))
+		}
+		next := 0
+		missed := -1
+		p.MayMatchColumn(col, offs, 0, func(t int) {
+			if missed < 0 && t != next {
+				missed = next
+			}
+			next = t + 1
+		})
+		if missed < 0 && next != len(offs)-1 {
+			missed = next
+		}
+		if missed >= 0 {
+			return lo + missed, false
+		}
+		lo = hi - block // (a short block when the bytes ran out)
+	}
+	for i, k := range p.Keys {
+		if j, ok := p.Lookup([]byte(k)); !ok || j != i {
+			return i, false
+		}
+	}
+	return 0, true
 }

@@ -2,10 +2,15 @@ package rules
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/sptool/sptool/internal/testhook"
 )
 
 // The filter never rules out a listed key, and rules out most others.
@@ -248,4 +253,29 @@ func FuzzParseInt64(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(checkParseInt64)
+}
+
+// TestPurgeSelfCheck: a purge list whose filter would miss its keys (the
+// filter cleared here, standing in for a fault) fails the parse, naming
+// the key: the purge would leave the key's rows, and the audit, which asks
+// the same lookup, would not see them. A sound list passes, over several
+// of the check's blocks of keys.
+func TestPurgeSelfCheck(t *testing.T) {
+	var b strings.Builder
+	for i := range 150000 {
+		fmt.Fprintf(&b, "%d\n", i*7)
+	}
+	files := map[string]string{"keys.txt": b.String()}
+	opts := ParseOptions{ReadFile: func(name string) ([]byte, error) { return []byte(files[filepath.Base(name)]), nil }}
+	for _, src := range []string{"  - purge_keys: {keys: [u1, u2]}\n", "  - purge_keys: {keys_file: keys.txt, codec: int64}\n"} {
+		if _, err := ParseWithOptions("r.yaml", []byte("version: 1\nrules:\n"+src), opts); err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+	}
+	testhook.PurgeFilter = func(words []uint64) { clear(words) }
+	defer func() { testhook.PurgeFilter = nil }()
+	_, err := ParseWithOptions("r.yaml", []byte("version: 1\nrules:\n  - purge_keys: {keys: [u1, u2]}\n"), opts)
+	if err == nil || !strings.Contains(err.Error(), `internal error: the purge's key filter or index does not find listed key "u1" (line 1)`) {
+		t.Fatalf("err = %v, want the self-check's error naming u1", err)
+	}
 }

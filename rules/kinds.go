@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sptool/sptool/internal/prefault"
+	"github.com/sptool/sptool/internal/testhook"
 	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/savepoint/codec"
 )
@@ -550,6 +551,11 @@ func (p *parser) finishPurges() {
 	if len(p.purges) == 0 {
 		return
 	}
+	if testhook.PurgeFilter != nil {
+		for _, l := range p.purges {
+			testhook.PurgeFilter(l.spec.filter.words)
+		}
+	}
 	if p.opts.KeysReady != nil && len(p.errs) == 0 {
 		lists := make([]*PurgeKeysSpec, len(p.purges))
 		for i, l := range p.purges {
@@ -562,8 +568,11 @@ func (p *parser) finishPurges() {
 			l.spec.collectKeys(l.text, l.count)
 		}
 		l.spec.buildIndex()
+		p.rule, p.ruleName = l.rule, l.ruleName
+		if i, ok := l.spec.selfCheck(); !ok {
+			p.errAt(l.node, "purge_keys", "internal error: the purge's key filter or index does not find listed key %q (line %d): the purge would leave its rows; nothing is written", l.spec.Display(i), l.spec.Lines[i])
+		}
 		if l.spec.Duplicates > 0 {
-			p.rule, p.ruleName = l.rule, l.ruleName
 			p.warnAt(l.node, "purge_keys lists %d duplicate key(s); each key is purged once", l.spec.Duplicates)
 		}
 	}

@@ -388,6 +388,10 @@ func TestWarnings(t *testing.T) {
 		{"duplicate keys", "  - purge_keys: {keys: [a, b, a]}\n", []string{"rule 1: purge_keys lists 1 duplicate key(s)"}},
 		{"big parallelism", "  - rescale: {parallelism: 300}\n", []string{"t.yaml:3:28: rule 1: parallelism 300 is above 128"}},
 		{"no rules", "", []string{"t.yaml:2:1: 'rules' is empty"}},
+		{"remap into a purge's scope", "  - purge_keys: {op: 8, keys: [a]}\n  - remap_operator: {from: 7, to: 8}\n", []string{
+			"t.yaml:4:5: rule 2: this rule moves rows into the scope of rule 1 (purge_keys, op 8), which ran before it: rows of its listed keys among them are not purged; put the purge after this rule"}},
+		{"rename into a purge's scope", "  - purge_keys: {op: 7, slot: b, keys: [a]}\n  - rename_slot: {op: 7, from: a, to: b}\n", []string{
+			`t.yaml:4:5: rule 2: this rule moves rows into the scope of rule 1 (purge_keys, op 7 slot "b")`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -412,6 +416,25 @@ func TestWarnings(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Moves that bring no rows into a purge's scope are not warned about:
+	// out of it, within it, into another operator or slot, before it.
+	for _, src := range []string{
+		"  - purge_keys: {op: 8, keys: [a]}\n  - remap_operator: {from: 8, to: 9}\n",
+		"  - purge_keys: {slot: b, keys: [a]}\n  - remap_operator: {from: 7, to: 8}\n",
+		"  - purge_keys: {op: 7, slot: b, keys: [a]}\n  - rename_slot: {op: 8, from: a, to: b}\n",
+		"  - remap_operator: {from: 7, to: 8}\n  - purge_keys: {op: 8, keys: [a]}\n",
+		"  - purge_keys: {keys: [a]}\n  - remap_operator: {from: 7, to: 8}\n",
+	} {
+		set, err := Parse("t.yaml", []byte("version: 1\nrules:\n"+src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range set.Warnings {
+			if strings.Contains(w.String(), "into the scope") {
+				t.Errorf("%s: warned %q", src, w)
+			}
+		}
 	}
 	// A clean file has no warnings.
 	set := parseOne(t, decls+"  - keep: 'op != 99'\n  - purge_keys: {keys: [a]}\n")

@@ -9,6 +9,7 @@ func (p *parser) lint() {
 	deadOps := map[uint64]int{}
 	deadSlots := map[slotName]int{}
 	names := map[string]int{}
+	var purges []*Rule // scoped purge_keys rules so far
 	for _, r := range p.set.Rules {
 		p.rule, p.ruleName = r.Index, r.Name
 		at := &yaml.Node{Line: r.Line, Column: r.Col}
@@ -50,7 +51,16 @@ func (p *parser) lint() {
 				}
 			}
 		}
+		for _, pr := range purges {
+			if sc := pr.PurgeKeys.Scope; movesInto(r, sc) {
+				p.warnAt(at, "this rule moves rows into the scope of rule %d (purge_keys, %s), which ran before it: rows of its listed keys among them are not purged; put the purge after this rule", pr.Index, sc)
+			}
+		}
 		switch r.Kind {
+		case KindPurgeKeys:
+			if !r.PurgeKeys.Scope.All() {
+				purges = append(purges, r)
+			}
 		case KindDropOperator:
 			deadOps[r.DropOperator.Op.ID] = r.Index
 		case KindRemapOperator:
@@ -65,6 +75,20 @@ func (p *parser) lint() {
 		}
 	}
 	p.rule, p.ruleName = 0, ""
+}
+
+// movesInto reports whether rule r moves rows from outside scope sc into
+// it: a remap into sc's operator, a rename into sc's slot.
+func movesInto(r *Rule, sc Scope) bool {
+	switch {
+	case r.RemapOperator != nil:
+		m := r.RemapOperator
+		return sc.Op != nil && m.To.ID == sc.Op.ID && m.From.ID != sc.Op.ID
+	case r.RenameSlot != nil:
+		m := r.RenameSlot
+		return sc.Slot != nil && m.To == *sc.Slot && m.From != *sc.Slot && sc.MatchOp(m.Op.ID)
+	}
+	return false
 }
 
 func filterOf(r *Rule) *FilterSpec {

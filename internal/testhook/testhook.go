@@ -7,3 +7,9 @@ package testhook
 // before each block of rows is probed: a test sets the slot's probe there
 // to have it come when the pass is under way.
 var ProbeChunk func(slot any)
+
+// PurgeFilter, when set, is called by the rules parser with the words of
+// each purge list's filter once it is built: a test clears them to stand
+// in for a filter that misses listed keys (the erasure audit must still
+// see their rows).
+var PurgeFilter func(words []uint64)
