@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"runtime"
+
+	"github.com/sptool/sptool/savepoint"
 )
 
 // keyFilter is a Bloom filter over the keys of a purge list, blocked: a
@@ -110,41 +113,60 @@ func keyFinish(h uint64) uint64 {
 // (Lookup) about every listed key: both must find each one, or the purge
 // would leave the key's rows (and the erasure audit, which asks the same
 // lookup, would not see them). It returns the first key one of them
-// misses. About 0.1 ms and 1 MB a 10,000 keys, on the goroutine that
-// builds the index beside the open.
+// misses. The lookups, a cache miss or two each, are most of its cost and
+// run on every core: about 20 ms of CPU for 100,000 keys, 1.5 s for 10M
+// (lint of a 10M-key list: 4.4 s against 3.4 s without the check).
 func (p *PurgeKeysSpec) selfCheck() (int, bool) {
 	const block = 1 << 16 // keys a column (its offsets must fit an int32)
 	var col []byte
 	var offs []int32
-	for lo := 0; lo < len(p.Keys); lo += block {
+	for lo := 0; lo < len(p.Keys); {
 		hi := min(lo+block, len(p.Keys))
 		col, offs = col[:0], append(offs[:0], 0)
-		for _, k := range p.Keys[lo:hi] {
+		for i, k := range p.Keys[lo:hi] {
 			if len(col)+len(k) > math.MaxInt32 {
-				hi = lo + len(offs) - 1
+				hi = lo + i
 				break
 			}
 			col = append(col, k...)
 			offs = append(offs, int32(len(col)))
 		}
-		next := 0
-		missed := -1
+		if hi == lo {
+			// A key too long for a column of its own: asked alone.
+			if !p.filter.mayHave([]byte(p.Keys[lo])) {
+				return lo, false
+			}
+			lo++
+			continue
+		}
+		next, missed := 0, -1
 		p.MayMatchColumn(col, offs, 0, func(t int) {
 			if missed < 0 && t != next {
 				missed = next
 			}
 			next = t + 1
 		})
-		if missed < 0 && next != len(offs)-1 {
+		if missed < 0 && next != hi-lo {
 			missed = next
 		}
 		if missed >= 0 {
 			return lo + missed, false
 		}
-		lo = hi - block // (a short block when the bytes ran out)
+		lo = hi
 	}
-	for i, k := range p.Keys {
-		if j, ok := p.Lookup([]byte(k)); !ok || j != i {
+	parts := min(runtime.GOMAXPROCS(0), max(1, len(p.Keys)>>14))
+	first := make([]int, parts) // each part's first miss, or -1
+	savepoint.ForEach(parts, func(x int) {
+		first[x] = -1
+		for i := x * len(p.Keys) / parts; i < (x+1)*len(p.Keys)/parts; i++ {
+			if j, ok := p.Lookup([]byte(p.Keys[i])); !ok || j != i {
+				first[x] = i
+				return
+			}
+		}
+	})
+	for _, i := range first {
+		if i >= 0 {
 			return i, false
 		}
 	}

@@ -389,9 +389,15 @@ func TestWarnings(t *testing.T) {
 		{"big parallelism", "  - rescale: {parallelism: 300}\n", []string{"t.yaml:3:28: rule 1: parallelism 300 is above 128"}},
 		{"no rules", "", []string{"t.yaml:2:1: 'rules' is empty"}},
 		{"remap into a purge's scope", "  - purge_keys: {op: 8, keys: [a]}\n  - remap_operator: {from: 7, to: 8}\n", []string{
-			"t.yaml:4:5: rule 2: this rule moves rows into the scope of rule 1 (purge_keys, op 8), which ran before it: rows of its listed keys among them are not purged; put the purge after this rule"}},
+			"t.yaml:4:5: rule 2: this rule moves rows next to those of rule 1 (purge_keys, op 8), which ran before it: rows of its listed keys among them are not purged; put the purge after this rule"}},
+		{"remap next to a purged operator that moved", "  - purge_keys: {op: 8, keys: [a]}\n  - remap_operator: {from: 8, to: 9}\n  - remap_operator: {from: 7, to: 9, merge: true}\n", []string{
+			"t.yaml:5:5: rule 3: this rule moves rows next to those of rule 1 (purge_keys, op 8)"}},
+		{"rename next to a purged slot that moved", "  - purge_keys: {op: 7, slot: b, keys: [a]}\n  - rename_slot: {op: 7, from: b, to: c}\n  - rename_slot: {op: 7, from: a, to: c, merge: true}\n", []string{
+			"t.yaml:5:5: rule 3: this rule moves rows next to those of rule 1"}},
+		{"remap of another operator next to a purged op and slot that moved", "  - purge_keys: {op: 8, slot: b, keys: [a]}\n  - remap_operator: {from: 8, to: 9}\n  - remap_operator: {from: 7, to: 9, merge: true}\n", []string{
+			"t.yaml:5:5: rule 3: this rule moves rows next to those of rule 1"}},
 		{"rename into a purge's scope", "  - purge_keys: {op: 7, slot: b, keys: [a]}\n  - rename_slot: {op: 7, from: a, to: b}\n", []string{
-			`t.yaml:4:5: rule 2: this rule moves rows into the scope of rule 1 (purge_keys, op 7 slot "b")`}},
+			`t.yaml:4:5: rule 2: this rule moves rows next to those of rule 1 (purge_keys, op 7 slot "b")`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -425,13 +431,14 @@ func TestWarnings(t *testing.T) {
 		"  - purge_keys: {op: 7, slot: b, keys: [a]}\n  - rename_slot: {op: 8, from: a, to: b}\n",
 		"  - remap_operator: {from: 7, to: 8}\n  - purge_keys: {op: 8, keys: [a]}\n",
 		"  - purge_keys: {keys: [a]}\n  - remap_operator: {from: 7, to: 8}\n",
+		"  - purge_keys: {op: 8, keys: [a]}\n  - remap_operator: {from: 8, to: 9}\n  - remap_operator: {from: 7, to: 8}\n", // op 8 is a fresh operator then
 	} {
 		set, err := Parse("t.yaml", []byte("version: 1\nrules:\n"+src))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range set.Warnings {
-			if strings.Contains(w.String(), "into the scope") {
+			if strings.Contains(w.String(), "moves rows next to") {
 				t.Errorf("%s: warned %q", src, w)
 			}
 		}

@@ -9,7 +9,7 @@ func (p *parser) lint() {
 	deadOps := map[uint64]int{}
 	deadSlots := map[slotName]int{}
 	names := map[string]int{}
-	var purges []*Rule // scoped purge_keys rules so far
+	var purges []*purgeAt // scoped purge_keys rules so far, where their rows are now
 	for _, r := range p.set.Rules {
 		p.rule, p.ruleName = r.Index, r.Name
 		at := &yaml.Node{Line: r.Line, Column: r.Col}
@@ -51,15 +51,21 @@ func (p *parser) lint() {
 				}
 			}
 		}
-		for _, pr := range purges {
-			if sc := pr.PurgeKeys.Scope; movesInto(r, sc) {
-				p.warnAt(at, "this rule moves rows into the scope of rule %d (purge_keys, %s), which ran before it: rows of its listed keys among them are not purged; put the purge after this rule", pr.Index, sc)
+		for _, pa := range purges {
+			if pa.movesInto(r) {
+				p.warnAt(at, "this rule moves rows next to those of rule %d (purge_keys, %s), which ran before it: rows of its listed keys among them are not purged; put the purge after this rule", pa.rule.Index, pa.rule.PurgeKeys.Scope)
 			}
+			pa.follow(r)
 		}
 		switch r.Kind {
 		case KindPurgeKeys:
-			if !r.PurgeKeys.Scope.All() {
-				purges = append(purges, r)
+			if sc := r.PurgeKeys.Scope; !sc.All() {
+				pa := &purgeAt{rule: r}
+				if sc.Op != nil {
+					pa.op = &sc.Op.ID
+				}
+				pa.slot = sc.Slot
+				purges = append(purges, pa)
 			}
 		case KindDropOperator:
 			deadOps[r.DropOperator.Op.ID] = r.Index
@@ -77,18 +83,44 @@ func (p *parser) lint() {
 	p.rule, p.ruleName = 0, ""
 }
 
-// movesInto reports whether rule r moves rows from outside scope sc into
-// it: a remap into sc's operator, a rename into sc's slot.
-func movesInto(r *Rule, sc Scope) bool {
+// purgeAt is a purge_keys rule scoped to an operator and/or slot, and the
+// operator and slot its rows have after the moves since (nil: any).
+type purgeAt struct {
+	rule *Rule
+	op   *uint64
+	slot *string
+}
+
+// movesInto reports whether rule r moves rows from elsewhere to where the
+// purge's rows are: a remap into their operator, a rename into their slot.
+func (pa *purgeAt) movesInto(r *Rule) bool {
 	switch {
 	case r.RemapOperator != nil:
 		m := r.RemapOperator
-		return sc.Op != nil && m.To.ID == sc.Op.ID && m.From.ID != sc.Op.ID
+		return pa.op != nil && m.To.ID == *pa.op && m.From.ID != *pa.op
 	case r.RenameSlot != nil:
 		m := r.RenameSlot
-		return sc.Slot != nil && m.To == *sc.Slot && m.From != *sc.Slot && sc.MatchOp(m.Op.ID)
+		return pa.slot != nil && m.To == *pa.slot && m.From != *pa.slot && (pa.op == nil || m.Op.ID == *pa.op)
 	}
 	return false
+}
+
+// follow moves the purge's rows with rule r: a remap of their operator, a
+// rename of their slot in their operator (a rename in one operator of a
+// slot-only scope leaves the scope where the other operators' rows are).
+func (pa *purgeAt) follow(r *Rule) {
+	switch {
+	case r.RemapOperator != nil:
+		if m := r.RemapOperator; pa.op != nil && m.From.ID == *pa.op {
+			to := m.To.ID
+			pa.op = &to
+		}
+	case r.RenameSlot != nil:
+		if m := r.RenameSlot; pa.op != nil && m.Op.ID == *pa.op && pa.slot != nil && m.From == *pa.slot {
+			to := m.To
+			pa.slot = &to
+		}
+	}
 }
 
 func filterOf(r *Rule) *FilterSpec {
