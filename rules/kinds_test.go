@@ -396,6 +396,8 @@ func TestWarnings(t *testing.T) {
 			"t.yaml:5:5: rule 3: this rule moves rows next to those of rule 1"}},
 		{"remap of another operator next to a purged op and slot that moved", "  - purge_keys: {op: 8, slot: b, keys: [a]}\n  - remap_operator: {from: 8, to: 9}\n  - remap_operator: {from: 7, to: 9, merge: true}\n", []string{
 			"t.yaml:5:5: rule 3: this rule moves rows next to those of rule 1"}},
+		{"rename next to a slot-only scope's rows that moved in one operator", "  - purge_keys: {slot: b, keys: [a]}\n  - rename_slot: {op: 7, from: b, to: c}\n  - rename_slot: {op: 7, from: a, to: c, merge: true}\n", []string{
+			`t.yaml:5:5: rule 3: this rule moves rows next to those of rule 1 (purge_keys, slot "b")`}},
 		{"rename into a purge's scope", "  - purge_keys: {op: 7, slot: b, keys: [a]}\n  - rename_slot: {op: 7, from: a, to: b}\n", []string{
 			`t.yaml:4:5: rule 2: this rule moves rows next to those of rule 1 (purge_keys, op 7 slot "b")`}},
 	}
@@ -431,7 +433,8 @@ func TestWarnings(t *testing.T) {
 		"  - purge_keys: {op: 7, slot: b, keys: [a]}\n  - rename_slot: {op: 8, from: a, to: b}\n",
 		"  - remap_operator: {from: 7, to: 8}\n  - purge_keys: {op: 8, keys: [a]}\n",
 		"  - purge_keys: {keys: [a]}\n  - remap_operator: {from: 7, to: 8}\n",
-		"  - purge_keys: {op: 8, keys: [a]}\n  - remap_operator: {from: 8, to: 9}\n  - remap_operator: {from: 7, to: 8}\n", // op 8 is a fresh operator then
+		"  - purge_keys: {op: 8, keys: [a]}\n  - remap_operator: {from: 8, to: 9}\n  - remap_operator: {from: 7, to: 8}\n",           // op 8 is a fresh operator then
+		"  - purge_keys: {slot: b, keys: [a]}\n  - rename_slot: {op: 7, from: b, to: c}\n  - rename_slot: {op: 7, from: a, to: b}\n", // op 7's b is a fresh slot then
 	} {
 		set, err := Parse("t.yaml", []byte("version: 1\nrules:\n"+src))
 		if err != nil {

@@ -84,11 +84,26 @@ func (p *parser) lint() {
 }
 
 // purgeAt is a purge_keys rule scoped to an operator and/or slot, and the
-// operator and slot its rows have after the moves since (nil: any).
+// operator and slot its rows have after the moves since (nil: any). A scope
+// of a slot alone covers that slot in every operator: renamed is the slot
+// they have in the operators where a rename moved them.
 type purgeAt struct {
-	rule *Rule
-	op   *uint64
-	slot *string
+	rule    *Rule
+	op      *uint64
+	slot    *string
+	renamed map[uint64]string
+}
+
+// slotIn returns the slot the purge's rows have in operator op, if the
+// scope holds that operator.
+func (pa *purgeAt) slotIn(op uint64) (string, bool) {
+	if pa.op != nil && *pa.op != op {
+		return "", false
+	}
+	if s, ok := pa.renamed[op]; ok {
+		return s, true
+	}
+	return *pa.slot, true
 }
 
 // movesInto reports whether rule r moves rows from elsewhere to where the
@@ -99,15 +114,18 @@ func (pa *purgeAt) movesInto(r *Rule) bool {
 		m := r.RemapOperator
 		return pa.op != nil && m.To.ID == *pa.op && m.From.ID != *pa.op
 	case r.RenameSlot != nil:
+		if pa.slot == nil {
+			return false
+		}
 		m := r.RenameSlot
-		return pa.slot != nil && m.To == *pa.slot && m.From != *pa.slot && (pa.op == nil || m.Op.ID == *pa.op)
+		s, ok := pa.slotIn(m.Op.ID)
+		return ok && m.To == s && m.From != s
 	}
 	return false
 }
 
 // follow moves the purge's rows with rule r: a remap of their operator, a
-// rename of their slot in their operator (a rename in one operator of a
-// slot-only scope leaves the scope where the other operators' rows are).
+// rename of their slot.
 func (pa *purgeAt) follow(r *Rule) {
 	switch {
 	case r.RemapOperator != nil:
@@ -116,10 +134,23 @@ func (pa *purgeAt) follow(r *Rule) {
 			pa.op = &to
 		}
 	case r.RenameSlot != nil:
-		if m := r.RenameSlot; pa.op != nil && m.Op.ID == *pa.op && pa.slot != nil && m.From == *pa.slot {
+		if pa.slot == nil {
+			return
+		}
+		m := r.RenameSlot
+		s, ok := pa.slotIn(m.Op.ID)
+		if !ok || m.From != s {
+			return
+		}
+		if pa.op != nil {
 			to := m.To
 			pa.slot = &to
+			return
 		}
+		if pa.renamed == nil {
+			pa.renamed = map[uint64]string{}
+		}
+		pa.renamed[m.Op.ID] = m.To
 	}
 }
 
