@@ -409,6 +409,12 @@ func TestMergeTimerBlobsAtScale(t *testing.T) {
 	for range 4000 {
 		copies = append(copies, savepoint.Row{Op: 8, Key: timers, Value: savepoint.EncodeTimers(nil, nil)})
 	}
+	// Two keys, a big blob each, their copies in turn (stream order).
+	keyB := append(bytes.Clone(timers), 'b')
+	interleaved := []savepoint.Row{copies[0], {Op: 7, Key: keyB, Value: copies[0].Value}}
+	for range 2000 {
+		interleaved = append(interleaved, savepoint.Row{Op: 8, Key: timers, Value: savepoint.EncodeTimers(nil, nil)}, savepoint.Row{Op: 8, Key: keyB, Value: savepoint.EncodeTimers(nil, nil)})
+	}
 	var keys []savepoint.Row
 	for _, op := range []uint64{7, 8} {
 		for i := range 5000 {
@@ -422,6 +428,7 @@ func TestMergeTimerBlobsAtScale(t *testing.T) {
 	}{
 		{"one key stored 4,000 times", copies, 1 << 16},
 		{"5,000 keys", keys, 2 * 5000},
+		{"two keys stored 2,000 times each, in turn", interleaved, 2 << 16},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -170,22 +170,8 @@ func (m *modRows) copyFrom(p uint32, e modEntry, src *modRows) {
 	m.put(p, e)
 }
 
-// insert puts e at position p, before the last row.
-func (m *modRows) insert(p uint32, e modEntry) {
-	var pos []uint32
-	var ents []modEntry
-	m.each(func(q uint32, f modEntry) {
-		if p < q && (len(pos) == 0 || pos[len(pos)-1] < p) {
-			pos, ents = append(pos, p), append(ents, e)
-		}
-		pos, ents = append(pos, q), append(ents, f)
-	})
-	arena := m.arena
-	*m = modRows{arena: arena}
-	for k, q := range pos {
-		m.put(q, ents[k])
-	}
-}
+// insert puts e at position p, before the last row (see putAll).
+func (m *modRows) insert(p uint32, e modEntry) { m.putAll([]uint32{p}, []modEntry{e}) }
 
 func (m *modRows) posAt(k int) uint32  { return m.pos[k>>modChunkBits][k&(modChunk-1)] }
 func (m *modRows) ent(k int) *modEntry { return &m.ents[k>>modChunkBits][k&(modChunk-1)] }

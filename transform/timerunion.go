@@ -149,8 +149,13 @@ func (e *engine) unionTimerBlobs(res *fileResult) (joined map[timerBlobKey]bool,
 		}
 		joinedRow := savepoint.Row{Op: k.op, Key: key, Value: savepoint.EncodeTimers(proc, event)}
 		e.auditOut(res, joinedRow, pk, 1, comp)
+		if out.mod == nil {
+			out.mod = &modRows{}
+		}
+		// One copy of the key and value in the arena, shared by the copies.
+		joinedEnt := modEntry{op: k.op, key: out.mod.ref(key, nil), value: out.mod.ref(joinedRow.Value, nil)}
 		for _, c := range copies {
-			rewrites = append(rewrites, blobRewrite{pos: uint32(c.pos), row: joinedRow})
+			rewrites = append(rewrites, blobRewrite{pos: uint32(c.pos), ent: joinedEnt})
 		}
 		if joined == nil {
 			joined = map[timerBlobKey]bool{}
@@ -162,33 +167,23 @@ func (e *engine) unionTimerBlobs(res *fileResult) (joined map[timerBlobKey]bool,
 }
 
 // blobRewrite is a row that unionTimerBlobs writes at an output position;
-// the rows of one key share their key and value.
+// the rows of one key share their key and value in the arena.
 type blobRewrite struct {
 	pos uint32
-	row savepoint.Row
+	ent modEntry
 }
 
 // rewriteShared records the rows rw at their positions, in one pass over
-// the rows already rewritten (modRows.putAll): rows given the same key and
-// value slices share one copy of them.
+// the rows already rewritten (modRows.putAll).
 func (o *outRows) rewriteShared(rw []blobRewrite) {
 	if len(rw) == 0 {
 		return
 	}
-	if o.mod == nil {
-		o.mod = &modRows{}
-	}
 	slices.SortFunc(rw, func(a, b blobRewrite) int { return cmp.Compare(a.pos, b.pos) })
 	ps := make([]uint32, len(rw))
 	es := make([]modEntry, len(rw))
-	var last savepoint.Row
-	var key, value bytesRef
 	for i, r := range rw {
-		if i == 0 || !sameSlice(r.row.Key, last.Key) || !sameSlice(r.row.Value, last.Value) {
-			key, value = o.mod.ref(r.row.Key, nil), o.mod.ref(r.row.Value, nil)
-			last = r.row
-		}
-		ps[i], es[i] = r.pos, modEntry{op: r.row.Op, key: key, value: value}
+		ps[i], es[i] = r.pos, r.ent
 	}
 	o.mod.putAll(ps, es)
 }
