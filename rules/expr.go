@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -45,6 +46,19 @@ type Env struct {
 	// Subtask is the subtask directory the row came from, -1 for a single
 	// file ('subtask').
 	Subtask int `expr:"subtask"`
+
+	// Less, LessEq, More, MoreEq, Equal and NotEqual are the comparisons
+	// that an expression's <, <=, >, >=, == and != call where an operand
+	// may be an unsigned integer of 2^63 or more (see exactCompare).
+	// FillEnv sets them; as fields of the environment, they are called
+	// without the argument list that a function of the expression's
+	// options takes from the heap at each evaluation.
+	Less     func(a, b any) bool `expr:"__lt"`
+	LessEq   func(a, b any) bool `expr:"__le"`
+	More     func(a, b any) bool `expr:"__gt"`
+	MoreEq   func(a, b any) bool `expr:"__ge"`
+	Equal    func(a, b any) bool `expr:"__eq"`
+	NotEqual func(a, b any) bool `expr:"__ne"`
 
 	slots map[string]string // interned slot names (see internSlot)
 }
@@ -191,7 +205,8 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 	}
 	// The expression is type-checked as written, against the slot's types
 	// when it has them; what runs is compiled against Env with checked
-	// integer arithmetic (see checkedArith), whose calls expr cannot type.
+	// integer arithmetic (see checkedArith), whose calls expr cannot type,
+	// and exact integer comparisons (see exactCompare).
 	var typeEnv any = Env{}
 	if typed != nil && typed != envType {
 		typeEnv = reflect.New(typed).Elem().Interface()
@@ -201,7 +216,7 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 		return nil, toExprErr(err)
 	}
 	checkedNode := checked.Node()
-	p, err := expr.Compile(src, append(opts(Env{}), arithOptions...)...)
+	p, err := expr.Compile(src, slices.Concat(opts(Env{}), arithOptions, compareOptions)...)
 	if err != nil {
 		return nil, toExprErr(err)
 	}

@@ -66,6 +66,15 @@ func fastBool(n ast.Node) (FastPredicate, bool) {
 			return func(v *RowView) bool { return l(v) || r(v) }, true
 		}
 		return fastCompare(n)
+	case *ast.CallNode:
+		// A comparison exactCompare routed through its function.
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok && len(n.Arguments) == 2 {
+			for op, name := range cmpFuncs {
+				if id.Value == name {
+					return fastCompare(&ast.BinaryNode{Operator: op, Left: n.Arguments[0], Right: n.Arguments[1]})
+				}
+			}
+		}
 	}
 	return nil, false
 }
@@ -95,13 +104,12 @@ func fastCompare(n *ast.BinaryNode) (FastPredicate, bool) {
 		return nil, false // a function name, or not a row-model field
 	}
 	if call, ok := lit.(*ast.CallNode); ok && ident.Value == "op" {
-		// op against uid("…")/opid("…"): expr's VM compares two uint64 as
-		// int (ids of 2^63 and above order as negative numbers); so do we.
+		// op against uid("…")/opid("…"): two uint64s.
 		c, ok := constOpID(call)
 		if !ok {
 			return nil, false
 		}
-		return intCompare(op, func(r *RowView) int64 { return int64(r.Op) }, int64(c))
+		return opCompare(op, false, c)
 	}
 	switch ident.Value {
 	case "op", "key_group", "subtask":
@@ -113,9 +121,9 @@ func fastCompare(n *ast.BinaryNode) (FastPredicate, bool) {
 		var get func(*RowView) int64
 		switch ident.Value {
 		case "op":
-			// expr compares a uint64 with an int literal as int(x): ids of
-			// 2^63 and above wrap to negative numbers, exactly as the VM does.
-			get = func(r *RowView) int64 { return int64(r.Op) }
+			// By value, as exactCompare has the VM compare them.
+			neg, mag, _ := signedParts(c)
+			return opCompare(op, neg, mag)
 		case "key_group":
 			get = func(r *RowView) int64 { return int64(r.Key.KeyGroup) }
 		default:
@@ -151,6 +159,35 @@ func fastCompare(n *ast.BinaryNode) (FastPredicate, bool) {
 		case "contains":
 			return func(r *RowView) bool { return bytes.Contains(get(r), s) }, true
 		}
+	}
+	return nil, false
+}
+
+// opCompare compiles a comparison of the operator id with the integer
+// constant of sign neg and magnitude mag, by their values (see
+// exactCompare).
+func opCompare(op string, neg bool, mag uint64) (FastPredicate, bool) {
+	if neg {
+		// Every id is greater than a negative constant.
+		holds := op == ">" || op == ">=" || op == "!="
+		if !holds && op != "<" && op != "<=" && op != "==" {
+			return nil, false
+		}
+		return func(*RowView) bool { return holds }, true
+	}
+	switch op {
+	case "==":
+		return func(r *RowView) bool { return r.Op == mag }, true
+	case "!=":
+		return func(r *RowView) bool { return r.Op != mag }, true
+	case "<":
+		return func(r *RowView) bool { return r.Op < mag }, true
+	case "<=":
+		return func(r *RowView) bool { return r.Op <= mag }, true
+	case ">":
+		return func(r *RowView) bool { return r.Op > mag }, true
+	case ">=":
+		return func(r *RowView) bool { return r.Op >= mag }, true
 	}
 	return nil, false
 }

@@ -108,9 +108,8 @@ func TestOpIDFunctions(t *testing.T) {
 	if err := set.FillEnv(&env, row, 0); err != nil {
 		t.Fatal(err)
 	}
-	// (ordering compares as signed int64, as expr's VM does: this id is
-	// negative, so it is below 42)
-	for _, src := range []string{`op == uid("src")`, `op == opid("18088258576788386267")`, `uid("src") == op`, `op < opid("42")`} {
+	// (ordering compares by value: this id is above 42)
+	for _, src := range []string{`op == uid("src")`, `op == opid("18088258576788386267")`, `uid("src") == op`, `op > opid("42")`, `op > 42`} {
 		p, err := set.CompileFilter(src)
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)

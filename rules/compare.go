@@ -1,0 +1,198 @@
+package rules
+
+import (
+	"cmp"
+	"reflect"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm/runtime"
+)
+
+// expr compares two integers as Go ints: a uint64 of 2^63 or more (most
+// operator ids, the uint64 codec's large keys and values) orders as a
+// negative number, below 42, and equals the negative int it wraps to
+// (`op == -1` holds for the id 2^64-1). Expressions are compiled with
+// exactCompare, which routes a comparison that may meet such a number
+// through a function that compares integers of any width and signedness
+// by their values, and anything else as expr does.
+
+// cmpFuncs names the function each comparison is routed through.
+var cmpFuncs = map[string]string{"<": "__lt", "<=": "__le", ">": "__gt", ">=": "__ge", "==": "__eq", "!=": "__ne"}
+
+// exactCompare is an expr patch: it replaces a comparison whose operands
+// may hold an unsigned integer of 2^63 or more (see mayBeWide) with a call
+// of its cmpFuncs function. The others keep expr's comparison, and the
+// instructions expr compiles them to (two ints, two strings).
+type exactCompare struct{}
+
+func (exactCompare) Visit(node *ast.Node) {
+	n, ok := (*node).(*ast.BinaryNode)
+	if !ok {
+		return
+	}
+	name, ok := cmpFuncs[n.Operator]
+	if !ok || !needsExact(n) {
+		return
+	}
+	ast.Patch(node, &ast.CallNode{Callee: &ast.IdentifierNode{Value: name}, Arguments: []ast.Node{n.Left, n.Right}})
+}
+
+// needsExact reports whether expr could get comparison n wrong: an operand
+// may be a wide unsigned integer, and the other may be an integer that
+// expr would compare with it as an int. Two operands known to be unsigned
+// are equal or not as expr finds them.
+func needsExact(n *ast.BinaryNode) bool {
+	l, r := n.Left.Type(), n.Right.Type()
+	if isNil(n.Left) || isNil(n.Right) || !mayBeInteger(l) || !mayBeInteger(r) {
+		return false
+	}
+	if !mayBeWide(l) && !mayBeWide(r) {
+		return false
+	}
+	if (n.Operator == "==" || n.Operator == "!=") && isUnsigned(l) && isUnsigned(r) {
+		return false
+	}
+	return true
+}
+
+func isNil(n ast.Node) bool {
+	_, ok := n.(*ast.NilNode)
+	return ok
+}
+
+// unknown reports whether the checker does not know what t holds.
+func unknown(t reflect.Type) bool { return t == nil || t.Kind() == reflect.Interface }
+
+// mayBeWide reports whether a value of type t may be an unsigned integer
+// of 2^63 or more.
+func mayBeWide(t reflect.Type) bool {
+	return unknown(t) || t.Kind() == reflect.Uint64 || t.Kind() == reflect.Uint
+}
+
+// isUnsigned reports whether t is known to be a uint64 or a uint.
+func isUnsigned(t reflect.Type) bool {
+	return !unknown(t) && (t.Kind() == reflect.Uint64 || t.Kind() == reflect.Uint)
+}
+
+// mayBeInteger reports whether a value of type t may be an integer.
+func mayBeInteger(t reflect.Type) bool {
+	if unknown(t) {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// compareOptions are the options that make a compiled expression's
+// integer comparisons exact.
+var compareOptions = []expr.Option{expr.Patch(exactCompare{})}
+
+// setComparisons sets the functions exactCompare's calls find in env.
+func (env *Env) setComparisons() {
+	env.Less, env.LessEq, env.More, env.MoreEq, env.Equal, env.NotEqual = exactLess, exactLessEq, exactMore, exactMoreEq, exactEqual, exactNotEqual
+}
+
+// exactLess and the others compare integers of any width and signedness
+// by their values, and anything else as expr does (which panics, as the
+// comparison would, on operands it cannot compare).
+func exactLess(a, b any) bool {
+	if c, ok := compareInts(a, b); ok {
+		return c < 0
+	}
+	return runtime.Less(a, b)
+}
+
+func exactLessEq(a, b any) bool {
+	if c, ok := compareInts(a, b); ok {
+		return c <= 0
+	}
+	return runtime.LessOrEqual(a, b)
+}
+
+func exactMore(a, b any) bool {
+	if c, ok := compareInts(a, b); ok {
+		return c > 0
+	}
+	return runtime.More(a, b)
+}
+
+func exactMoreEq(a, b any) bool {
+	if c, ok := compareInts(a, b); ok {
+		return c >= 0
+	}
+	return runtime.MoreOrEqual(a, b)
+}
+
+func exactEqual(a, b any) bool {
+	if c, ok := compareInts(a, b); ok {
+		return c == 0
+	}
+	return runtime.Equal(a, b)
+}
+
+func exactNotEqual(a, b any) bool { return !exactEqual(a, b) }
+
+// compareInts compares a and b by their values when both are integers.
+func compareInts(a, b any) (int, bool) {
+	an, am, ok1 := intParts(a)
+	bn, bm, ok2 := intParts(b)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	return compareParts(an, am, bn, bm), true
+}
+
+// compareParts compares two integers given as sign and magnitude.
+func compareParts(an bool, am uint64, bn bool, bm uint64) int {
+	switch {
+	case an && !bn:
+		return -1
+	case !an && bn:
+		return 1
+	case an:
+		return cmp.Compare(bm, am)
+	}
+	return cmp.Compare(am, bm)
+}
+
+// intParts returns an integer of any width as its sign (negative) and
+// magnitude; ok is false for anything else.
+func intParts(v any) (neg bool, mag uint64, ok bool) {
+	switch x := v.(type) {
+	case int:
+		return signedParts(int64(x))
+	case int8:
+		return signedParts(int64(x))
+	case int16:
+		return signedParts(int64(x))
+	case int32:
+		return signedParts(int64(x))
+	case int64:
+		return signedParts(x)
+	case uint:
+		return false, uint64(x), true
+	case uint8:
+		return false, uint64(x), true
+	case uint16:
+		return false, uint64(x), true
+	case uint32:
+		return false, uint64(x), true
+	case uint64:
+		return false, x, true
+	}
+	return false, 0, false
+}
+
+// signedParts is intParts of a signed integer (the least int64's magnitude,
+// 2^63, fits a uint64).
+func signedParts(x int64) (bool, uint64, bool) {
+	if x < 0 {
+		return true, uint64(-x), true
+	}
+	return false, uint64(x), true
+}
