@@ -349,8 +349,37 @@ func TestKeysFileFormat(t *testing.T) {
 		msgs = append(msgs, w.String())
 	}
 	all := strings.Join(msgs, "\n")
-	if !strings.Contains(all, `keys file "s.txt": 2 lines start or end with blanks, which are part of their keys (the first: line 5)`) || !strings.Contains(all, "rule 3: purge_keys lists no keys") {
+	if !strings.Contains(all, `keys file "s.txt": 2 lines start or end with blanks, which are part of their keys (the first: line 5)`) || !strings.Contains(all, "rule 3: purge_keys lists no keys") || strings.Contains(all, "'#'") {
 		t.Errorf("warnings:\n%s", all)
+	}
+	// A comment of one word may be a key that starts with '#': a string
+	// list warns that it skipped it; an int64 list, whose keys are digits,
+	// does not.
+	write("h1.txt", "#anna\nbob\n")
+	write("h2.txt", "# erasure request\n#anna\nbob\n\t#x \n#\n")
+	write("h3.txt", "#7\n8\n")
+	set, err = ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys_file: h1.txt}\n  - purge_keys: {keys_file: h2.txt}\n  - purge_keys: {keys_file: h3.txt, codec: int64}\n"), testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := set.Rules[1].PurgeKeys.Keys; !reflect.DeepEqual(k, []string{"bob"}) {
+		t.Errorf("keys of h2.txt: %q", k)
+	}
+	msgs = nil
+	for _, w := range set.Warnings {
+		msgs = append(msgs, w.String())
+	}
+	all = strings.Join(msgs, "\n")
+	for _, want := range []string{
+		`rule 1: keys file "h1.txt" line 1 ("#anna") starts with '#': it is a comment, not a key`,
+		`rule 2: keys file "h2.txt": 2 lines of one word start with '#' (the first: line 2, "#anna"): they are comments, not keys`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no warning %q in:\n%s", want, all)
+		}
+	}
+	if len(msgs) != 2 {
+		t.Errorf("%d warnings, want 2:\n%s", len(msgs), all)
 	}
 	// More than maxKeyErrors bad lines: the rest are counted.
 	write("bad.txt", strings.Repeat("x\n", 25))

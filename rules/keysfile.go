@@ -22,7 +22,8 @@ import (
 const maxKeyErrors = 10
 
 // loadKeysFile reads spec.KeysFile (relative to ParseOptions.Dir): one key
-// per line, blank lines and lines starting with '#' skipped, CRLF line ends
+// per line, blank lines and lines starting with '#' skipped (a string list
+// warns of a skipped line of one word, which may be a key), CRLF line ends
 // and a UTF-8 byte order mark tolerated. String keys are the line's bytes
 // exactly (leading and trailing blanks included, with a warning); int64
 // keys are decimal, surrounding blanks ignored, parsed strictly, and
@@ -52,6 +53,19 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 	text = unsafe.String(unsafe.SliceData(data), len(data))
 	isInt := spec.Codec == "int64"
 	bad, wsLine, wsLines := 0, 0, 0
+	hashLine, hashLines, hashKey := 0, 0, ""
+	// A comment of one word ("#anna") may be a key that starts with '#'
+	// (a hashtag, a handle): a string list that skips it says so.
+	var comment func(int, string)
+	if !isInt {
+		comment = func(line int, t string) {
+			if len(t) > 1 && !strings.ContainsAny(t, " \t") {
+				if hashLines++; hashLine == 0 {
+					hashLine, hashKey = line, t
+				}
+			}
+		}
+	}
 	lines := eachKeyLine(text, func(line int, ln, t string) {
 		if !isInt {
 			if len(t) != len(ln) {
@@ -77,7 +91,7 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 		}
 		spec.filter.addHash(keyHash8(uint64(v)))
 		keys++
-	})
+	}, comment)
 	if bad > maxKeyErrors {
 		p.keysErr(n, path, lines, 1, fmt.Sprintf("%d more invalid int64 keys not listed (%d in all)", bad-maxKeyErrors, bad))
 	}
@@ -86,6 +100,12 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 		p.warnAt(n, "keys file %q line %d starts or ends with blanks, which are part of the key", spec.KeysFile, wsLine)
 	case wsLines > 1:
 		p.warnAt(n, "keys file %q: %d lines start or end with blanks, which are part of their keys (the first: line %d)", spec.KeysFile, wsLines, wsLine)
+	}
+	switch {
+	case hashLines == 1:
+		p.warnAt(n, "keys file %q line %d (%q) starts with '#': it is a comment, not a key; list a key that starts with '#' in 'keys:', or write the comment with a blank after the '#'", spec.KeysFile, hashLine, hashKey)
+	case hashLines > 1:
+		p.warnAt(n, "keys file %q: %d lines of one word start with '#' (the first: line %d, %q): they are comments, not keys; list keys that start with '#' in 'keys:', or write the comments with a blank after the '#'", spec.KeysFile, hashLines, hashLine, hashKey)
 	}
 	return text, keys, bad == 0
 }
@@ -99,7 +119,7 @@ func (s *PurgeKeysSpec) collectKeys(text string, count int) {
 	prefault.Slice(s.Keys)
 	prefault.Slice(s.Lines)
 	if s.Codec != "int64" {
-		eachKeyLine(text, func(line int, ln, _ string) { s.collect(ln, line) })
+		eachKeyLine(text, func(line int, ln, _ string) { s.collect(ln, line) }, nil)
 		return
 	}
 	// The keys' encodings share one buffer, written once and never
@@ -110,14 +130,16 @@ func (s *PurgeKeysSpec) collectKeys(text string, count int) {
 		v, _ := parseInt64(t)
 		encoded = binary.LittleEndian.AppendUint64(encoded, uint64(v))
 		s.collect(unsafe.String(&encoded[len(encoded)-8], 8), line)
-	})
+	}, nil)
 }
 
 // eachKeyLine calls fn for each line of a keys file's text that holds a
 // key, in order: its 1-based number, the line without its end (LF or
 // CRLF), and the line without surrounding blanks, neither empty nor
-// starting with '#'. It returns the number of lines.
-func eachKeyLine(text string, fn func(line int, ln, t string)) int {
+// starting with '#'. It calls comment, if not nil, with the number and the
+// text without surrounding blanks of each line starting with '#'. It
+// returns the number of lines.
+func eachKeyLine(text string, fn func(line int, ln, t string), comment func(line int, t string)) int {
 	lineNo := 0
 	for start := 0; start < len(text); {
 		var ln string
@@ -130,8 +152,12 @@ func eachKeyLine(text string, fn func(line int, ln, t string)) int {
 		if len(ln) > 0 && ln[len(ln)-1] == '\r' {
 			ln = ln[:len(ln)-1]
 		}
-		if t := strings.TrimSpace(ln); t != "" && t[0] != '#' {
+		switch t := strings.TrimSpace(ln); {
+		case t == "":
+		case t[0] != '#':
 			fn(lineNo, ln, t)
+		case comment != nil:
+			comment(lineNo, t)
 		}
 	}
 	return lineNo
