@@ -685,8 +685,8 @@ func (v *validator) checkRows(f *File) {
 	}
 	var group Group
 	var rng KeyGroupRange
-	placed := false
-	if v.isTree() {
+	placed, tree := false, v.isTree()
+	if tree {
 		if g, ok := v.sp.GroupOf(f.Subtask); ok {
 			group, rng, placed = g, g.Range(f.Subtask), true
 		}
@@ -709,6 +709,13 @@ func (v *validator) checkRows(f *File) {
 			}
 			if bytes.IndexByte(k.Slot, '\n') >= 0 {
 				note(i, SeverityWarning, CheckSlotName, fmt.Sprintf("slot name %s contains '\\n': clink's KeyedState refuses such a name, so no operator can open this slot (the row is restored but unreachable)", renderSlot(k.Slot, true)))
+			}
+		}
+		if !tree && bytes.HasPrefix(key, TimerKeyPrefix) {
+			// A tree's blobs are checked with the other copies of each
+			// (checkTimers); a file's on their own.
+			if _, err := parseTimerIDs(s.NewCursor().Row(i).Value); err != nil {
+				note(i, SeverityError, CheckTimers, fmt.Sprintf("op %d timer blob %s does not decode (%v): a restore cannot read its timers", op, RenderKey(key), err))
 			}
 		}
 		kg, filtered := RestoreKeyGroup(key)

@@ -641,6 +641,23 @@ func TestValidateKeyGroupByte(t *testing.T) {
 	})
 }
 
+// A timer blob of a single file that does not decode is an error, as it is
+// in a tree: a restore cannot read its timers. One that decodes is not.
+func TestValidateFileTimerBlob(t *testing.T) {
+	good := vtOperator(7, "__clink_timers", EncodeTimers(nil, []Timer{{Time: 3, Key: []byte("k")}}))
+	bad := vtOperator(8, "__clink_timers", EncodeTimers(nil, []Timer{{Time: 3, Key: []byte("k")}}))
+	bad.Value = bad.Value[:len(bad.Value)-2]
+	path := filepath.Join(t.TempDir(), "checkpoint-7.snap")
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), []Row{good, bad}, SnapshotOptions{Sidecar: true, CheckpointID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, path, OpenOptions{})
+	vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
+		{SeverityError, CheckTimers, "checkpoint-7.snap", vtRowIndex(t, sp.Files[0], 8, bad.Key), 8, bad.Key,
+			[]string{"op 8 timer blob", "does not decode", "a restore cannot read its timers"}},
+	})
+}
+
 func TestValidateSidecars(t *testing.T) {
 	rows := [][]Row{{vtKeyed(7, "agg", vtKeysIn(t, 0, 64, 1)[0], "a")}, {vtKeyed(7, "agg", vtKeysIn(t, 64, 128, 1)[0], "b")}}
 	tree := vtWriteTree(t, rows, nil)
