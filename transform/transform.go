@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -191,6 +192,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots)...)
+	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, set, rep.PerRule)...)
 	finished := rep.finish()
 	defer func() { <-finished }() // the report is whole when Run returns
 	var files []*newFile
@@ -426,6 +428,37 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats) []string {
 		}
 		return nil
 	})
+	return warns
+}
+
+// dropVersionWarnings returns a warning for each drop_version rule that
+// removed no entry from any file's version map: a mistyped state type
+// leaves the old stamp, and with it the migrations the job runs on
+// restore. The entries the input holds for the operator are named.
+func dropVersionWarnings(sp *savepoint.Savepoint, set *rules.Set, stats []*RuleStats) []string {
+	var warns []string
+	for i, r := range set.Rules {
+		dv := r.DropVersion
+		if dv == nil || i >= len(stats) || stats[i].VersionEntries > 0 {
+			continue
+		}
+		types := map[string]bool{}
+		for _, f := range sp.Files {
+			if f.Snapshot == nil {
+				continue
+			}
+			for _, e := range f.Snapshot.Versions.Entries() {
+				if e.Op == dv.Op.ID {
+					types[strconv.Quote(e.StateType)] = true
+				}
+			}
+		}
+		have := "it has none"
+		if len(types) > 0 {
+			have = "its state types: " + strings.Join(slices.Sorted(maps.Keys(types)), ", ")
+		}
+		warns = append(warns, fmt.Sprintf("%s: the version map has no entry of operator %s for state type %q here (%s); the rule does nothing", r.Label(), dv.Op, dv.StateType, have))
+	}
 	return warns
 }
 

@@ -704,6 +704,12 @@ func TestRuleKinds(t *testing.T) {
 				if a, b := ruleStats(t, rep, 1).VersionEntries, ruleStats(t, rep, 2).VersionEntries; a != 2 || b != 0 {
 					t.Errorf("version map files changed: %d, %d; want 2, 0", a, b)
 				}
+				// The rule that removed nothing says so, naming the
+				// operator's state types in the input; the other does not.
+				want := `rule 2 (drop_version): the version map has no entry of operator 7 for state type "Absent" here (its state types: "SeenTtl", "UserCounter"); the rule does nothing`
+				if n := len(rep.Warnings); n != 1 || rep.Warnings[0] != want {
+					t.Errorf("warnings %q, want [%q]", rep.Warnings, want)
+				}
 			},
 		},
 		{
