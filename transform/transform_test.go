@@ -1101,6 +1101,40 @@ func TestPlanEqualsApply(t *testing.T) {
 	checkAccounting(t, apply, len(placeAll(baseRows)), len(readRows(t, out)))
 }
 
+// A file's output keeps the checkpoint id of its input's sidecar, which the
+// file's name need not carry; a copy's sidecar is the input's, byte for
+// byte.
+func TestFileOutputKeepsSidecarCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "state.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, baseVersions(t)), baseRows, savepoint.SnapshotOptions{Sidecar: true, CheckpointID: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ rules, action string }{
+		{"  - drop_slot: {op: 7, slot: tmp}\n", "rewrite"},
+		{"  - drop_slot: {op: 7, slot: nothing}\n", "copy"},
+	} {
+		out := filepath.Join(t.TempDir(), "out.snap")
+		rep, err := run(t, in, parseRules(t, slotDecls+tc.rules, nil), transform.Options{Out: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Files[0].Action != tc.action {
+			t.Errorf("action %s, want %s", rep.Files[0].Action, tc.action)
+		}
+		if f := open(t, out).Files[0]; f.Sidecar == nil || f.Sidecar.CheckpointID != 5 || f.Verdict != savepoint.VerdictValid {
+			t.Errorf("%s: sidecar %+v, verdict %s; want checkpoint id 5", tc.action, f.Sidecar, f.Verdict)
+		}
+		if tc.action == "copy" {
+			a, _ := os.ReadFile(in + ".meta")
+			b, _ := os.ReadFile(out + ".meta")
+			if !bytes.Equal(a, b) {
+				t.Errorf("copy's sidecar\n%s\ndiffers from the input's\n%s", b, a)
+			}
+		}
+	}
+}
+
 // TestCompressedInput: a whole-file compressed input gives an output
 // compressed the same way (rewritten or copied), with a valid sidecar,
 // under a name that says so: a name that does not (or that names a

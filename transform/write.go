@@ -56,7 +56,11 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 		if err := os.MkdirAll(filepath.Dir(opts.Out), 0o755); err != nil {
 			return fmt.Errorf("create output directory: %w", err)
 		}
+		// The input's checkpoint id: its sidecar's, else its name's.
 		ckpt, _ := checkpointOf(f.Rel)
+		if f.Sidecar != nil {
+			ckpt = f.Sidecar.CheckpointID
+		}
 		// The run must not have been interrupted, nor the input changed
 		// while it was read: checked before anything is put in place.
 		beforePublish := func() error {
