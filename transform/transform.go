@@ -193,6 +193,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	}
 	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, set, rep.PerRule)...)
+	if ckpt := outputCheckpoint(sp, opts); sp.Kind != savepoint.InputFile && !opts.DryRun && ckpt == 0 {
+		rep.Warnings = append(rep.Warnings, "the output tree is checkpoint 0, which clink does not restore: a restore_checkpoint_id of 0 means no restore, and the job would start without state (format 5.3); give the output another id with --checkpoint-id")
+	}
 	finished := rep.finish()
 	defer func() { <-finished }() // the report is whole when Run returns
 	var files []*newFile

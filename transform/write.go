@@ -36,6 +36,15 @@ func outCompression(in string, opts Options) string {
 	return in
 }
 
+// outputCheckpoint returns the checkpoint id of a tree's output: the
+// input's, unless Options give another.
+func outputCheckpoint(sp *savepoint.Savepoint, opts Options) uint64 {
+	if opts.Checkpoint > 0 || opts.CheckpointSet {
+		return opts.Checkpoint
+	}
+	return sp.Checkpoint
+}
+
 // write publishes the output files.
 func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files []*newFile, rep *Report, opts Options) error {
 	tool := opts.Tool
@@ -89,12 +98,9 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 		return nil
 	}
 
-	gen, ckpt := sp.Generation, sp.Checkpoint
+	gen, ckpt := sp.Generation, outputCheckpoint(sp, opts)
 	if opts.Generation > 0 {
 		gen = opts.Generation
-	}
-	if opts.Checkpoint > 0 || opts.CheckpointSet {
-		ckpt = opts.Checkpoint
 	}
 	tw, err := savepoint.CreateTree(opts.Out, savepoint.TreeOptions{
 		Generation: gen, Checkpoint: ckpt, Backend: sp.Backend,
