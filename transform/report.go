@@ -3,6 +3,7 @@ package transform
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 )
 
@@ -271,7 +272,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	ew.printf("\nfiles:\n")
 	for _, f := range r.Files {
-		ew.printf("  %-36s %-8s %8d -> %d rows\n", f.Input, f.Action, f.RowsIn, f.RowsOut)
+		moved := ""
+		if f.Output != "" && f.Output != f.Input && f.Output != filepath.Base(f.Input) && r.Rescale != nil {
+			moved = ", written as " + f.Output // a copy of a group a rescale moved
+		}
+		ew.printf("  %-36s %-8s %8d -> %d rows%s\n", f.Input, f.Action, f.RowsIn, f.RowsOut, moved)
 	}
 	if r.Output != nil {
 		ew.printf("\nwritten: %s (%d files, %d bytes, digest %s)\n", r.Output.Path, r.Output.Files, r.Output.Bytes, r.Output.Digest)
