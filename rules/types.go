@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sptool/sptool/internal/prefault"
+	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/savepoint/codec"
 )
 
@@ -25,7 +26,7 @@ const DefaultPurgeCodec = "string"
 // above WarnParallelism are accepted with a warning: clink has 128 key
 // groups, so the subtasks above 128 get no keyed state.
 const (
-	MaxParallelism  = 65535
+	MaxParallelism  = savepoint.MaxParallelism
 	WarnParallelism = 128
 )
 

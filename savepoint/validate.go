@@ -155,7 +155,8 @@ type ValidateOptions struct {
 	// this therefore asks "can every chain group run at this parallelism";
 	// a group already at it is covered by the misplaced-row and stale-copy
 	// checks and not checked twice. A single-file input is taken as
-	// subtask 0. 0 skips the check.
+	// subtask 0. 0 skips the check; above MaxParallelism it is
+	// an error finding.
 	Parallelism int
 	// Limit is how many findings of one (check, severity, file) are listed
 	// before the rest are summarised in one finding carrying their count in
@@ -1193,8 +1194,16 @@ func (v *validator) checkUnreferencedMaterializations() {
 }
 
 // checkParallelism checks the input against a job resubmitted at parallelism m.
+// MaxParallelism is the largest parallelism sptool models, in the check of
+// ValidateOptions.Parallelism and in a rescale (rules.MaxParallelism).
+const MaxParallelism = 65535
+
 func (v *validator) checkParallelism(m int) {
 	sp := v.sp
+	if m > MaxParallelism {
+		v.treeFinding(SeverityError, CheckParallelism, 0, nil, fmt.Sprintf("parallelism %d: not checked, a job runs at most %d subtasks", m, MaxParallelism))
+		return
+	}
 	type block struct {
 		g     Group
 		files []*File

@@ -843,6 +843,12 @@ func TestValidateParallelism(t *testing.T) {
 	if rep.Errors() != 2+6 {
 		t.Errorf("%d errors at parallelism 4, want 8 (2 groups + 3 rows each):\n%s", rep.Errors(), vtDump(rep))
 	}
+
+	// A parallelism no job runs is an error, not a panic of ranges that
+	// overflow.
+	vtExpect(t, Validate(sp, ValidateOptions{Parallelism: 1 << 62}), []vtWant{
+		{SeverityError, CheckParallelism, "", -1, 0, nil, []string{"parallelism 4611686018427387904: not checked, a job runs at most 65535 subtasks"}},
+	})
 }
 
 func TestValidateDuplicatesOrderAndOddKeys(t *testing.T) {

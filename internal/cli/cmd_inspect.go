@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/spf13/pflag"
 
@@ -94,8 +95,13 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}
-	if *par < 0 {
+	switch {
+	case *par < 0:
 		return usageError(s, c, errNegative("--parallelism"))
+	case *par == 0 && fs.Changed("parallelism"):
+		return usageError(s, c, fmt.Errorf("--parallelism 0: a job runs at least one subtask"))
+	case *par > savepoint.MaxParallelism:
+		return usageError(s, c, fmt.Errorf("--parallelism %d: a job runs at most %d subtasks", *par, savepoint.MaxParallelism))
 	}
 	sp, err := of.open(fs.Arg(0))
 	if err != nil {
