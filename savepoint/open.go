@@ -82,6 +82,10 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 		}
 		sp.Generation = gens[len(gens)-1]
 		genDir = filepath.Join(path, "v"+strconv.Itoa(sp.Generation))
+		if !isDir(genDir) {
+			// Only a name with leading zeros (v01) parsed to it.
+			return nil, fmt.Errorf("open savepoint %s: a directory names generation %d with leading zeros, but clink reads generation %d from v%d (section 5.3), which does not exist: rename the directory to v%d", path, sp.Generation, sp.Generation, sp.Generation, sp.Generation)
+		}
 		for _, g := range gens[:len(gens)-1] {
 			sp.Notes = append(sp.Notes, fmt.Sprintf("older generation v%d ignored (the highest, v%d, is read)", g, sp.Generation))
 		}

@@ -1146,6 +1146,13 @@ func (v *validator) checkCompleted() {
 
 // checkSubtasks reports the subtasks missing below the tree's highest.
 func (v *validator) checkSubtasks() {
+	for _, f := range v.sp.Files {
+		dir := filepath.Base(filepath.Dir(f.Path))
+		if want := strconv.Itoa(f.Subtask); dir != want {
+			v.fileFinding(f, SeverityError, CheckSubtasks, fmt.Sprintf("directory %s holds subtask %d's state, but clink reads subtask %d from v%d/%s (its index in decimal, section 5.3): a job restoring this tree finds no state for subtask %d and refuses to start it (the directory's operator rows still join every subtask's union); rename it to %s (sptool writes its outputs so)",
+				dir, f.Subtask, f.Subtask, v.sp.Generation, want, f.Subtask, want))
+		}
+	}
 	missing := v.sp.MissingSubtasks()
 	if len(missing) == 0 {
 		return

@@ -770,6 +770,28 @@ func TestValidateMissingSubtasks(t *testing.T) {
 	}
 }
 
+// clink reads subtask i from v<G>/<i>, the index in decimal: a directory
+// 01 holds state no restore of subtask 1 finds, which is an error. A
+// generation named with leading zeros (v01) is refused when opening the
+// checkpoint directory, naming the directory clink reads instead.
+func TestValidateDirectoryNames(t *testing.T) {
+	r := vtKeyed(7, "agg", []byte("alpha"), "1") // kg 43: subtask 0 of 2
+	tree := vtWriteTree(t, [][]Row{{r}, {}}, nil)
+	if err := os.Rename(filepath.Join(tree, "v1", "1"), filepath.Join(tree, "v1", "01")); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, tree, OpenOptions{})
+	vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
+		{SeverityError, CheckSubtasks, "v1/01/checkpoint-7.snap", -1, 0, nil, []string{"directory 01 holds subtask 1's state, but clink reads subtask 1 from v1/1", "rename it to 1"}},
+	})
+	if err := os.Rename(filepath.Join(tree, "v1"), filepath.Join(tree, "v01")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(tree, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "a directory names generation 1 with leading zeros, but clink reads generation 1 from v1 (section 5.3), which does not exist") {
+		t.Errorf("open with v01: %v", err)
+	}
+}
+
 func TestValidateParallelism(t *testing.T) {
 	const op = 7
 	q := [4][][]byte{vtKeysIn(t, 0, 32, 1), vtKeysIn(t, 32, 64, 1), vtKeysIn(t, 64, 96, 1), vtKeysIn(t, 96, 128, 1)}
