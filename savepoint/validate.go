@@ -62,6 +62,11 @@ const (
 	// CheckZeroLengthKey: a row with an empty key (info: never filtered by
 	// key group and not operator state; every restore of the file keeps it).
 	CheckZeroLengthKey = "zero-length-key"
+	// CheckOperatorKeyByte: a row whose first key byte is 0x80-0xFE
+	// (warning: restore takes it for operator state, never filtered,
+	// replicated and merged, but operator code reads only keys that start
+	// with 0xFF, so no operator ever reads it; format 2.1).
+	CheckOperatorKeyByte = "operator-key-byte"
 	// CheckMisplacedRow: a keyed row (first key byte < 128, legacy raw keys
 	// included) outside its subtask's key-group range whose owner subtask
 	// holds no copy (error: no subtask restores it, section 10.1).
@@ -704,6 +709,9 @@ func (v *validator) checkRows(f *File) {
 			return
 		}
 		k := ParseKey(key)
+		if k.Kind == KindOperator && key[0] != 0xFF {
+			note(i, SeverityWarning, CheckOperatorKeyByte, fmt.Sprintf("first key byte 0x%02x: restore takes the row for operator state (never filtered, replicated into every subtask, merged), but operator code reads only keys that start with 0xff, so no operator reads it (format 2.1)", key[0]))
+		}
 		if k.Kind == KindKeyed {
 			if want := KeyGroupOf(k.UserKey); want != k.KeyGroup {
 				note(i, SeverityError, CheckKeyGroup, keyGroupMismatch(k.KeyGroup, want))

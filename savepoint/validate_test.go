@@ -658,6 +658,22 @@ func TestValidateFileTimerBlob(t *testing.T) {
 	})
 }
 
+// A row whose first key byte is 0x80-0xfe is restored as operator state,
+// but no operator reads it: a warning. 0xff rows are not flagged.
+func TestValidateOperatorKeyByte(t *testing.T) {
+	odd := Row{Op: 7, Key: []byte("\x80abc"), Value: []byte("v")}
+	ok := vtOperator(7, "abc", []byte("v"))
+	path := filepath.Join(t.TempDir(), "checkpoint-7.snap")
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), []Row{odd, ok}, SnapshotOptions{Sidecar: true, CheckpointID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, path, OpenOptions{})
+	vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
+		{SeverityWarning, CheckOperatorKeyByte, "checkpoint-7.snap", vtRowIndex(t, sp.Files[0], 7, odd.Key), 7, odd.Key,
+			[]string{"first key byte 0x80", "no operator reads it"}},
+	})
+}
+
 func TestValidateSidecars(t *testing.T) {
 	rows := [][]Row{{vtKeyed(7, "agg", vtKeysIn(t, 0, 64, 1)[0], "a")}, {vtKeyed(7, "agg", vtKeysIn(t, 64, 128, 1)[0], "b")}}
 	tree := vtWriteTree(t, rows, nil)

@@ -284,6 +284,11 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 		b = append(b, savepoint.RawSlot...)
 	}
 	b = append(b, " key "...)
+	if k.Kind == savepoint.KindOperator && r.Key[0] != 0xFF {
+		// Not the 0xff of operator code's keys: its first byte is shown,
+		// or 0x80"abc" would read as 0xff"abc".
+		b = fmt.Appendf(b, "0x%02x+", r.Key[0])
+	}
 	b = savepoint.AppendRenderBytes(b, k.UserKey, 32)
 	b = append(b, " = "...)
 	b = savepoint.AppendRenderBytes(b, r.Value, 64)

@@ -37,7 +37,8 @@ func catSamples() []catSample {
 		{Key: nil, Value: []any{"x,y", uint64(7)}}}
 	keys := [][]byte{[]byte("\x05agg|user-001"), []byte("\x7fwin\"dow|k\\ey"), []byte("\x00\xff\xfe|\x00\n\x1f"),
 		[]byte("\x03sl\u2028ot|\xc3\xa9<&>"), []byte("\x09|"), []byte("raw-key"), []byte("\xff"), nil,
-		[]byte("\x01a|12345678"), []byte("\x02s, t|" + strings.Repeat("long user key ", 4)), []byte("\x04 lead| lead")}
+		[]byte("\x01a|12345678"), []byte("\x02s, t|" + strings.Repeat("long user key ", 4)), []byte("\x04 lead| lead"),
+		[]byte("\x80abc"), []byte("\xfe__clink_timers"), []byte("\xc0slot|k")}
 	values := [][]byte{nil, []byte("v"), []byte("8 bytes!"), []byte("\x00\x01\x02\x03\x04\x05\x06\x07"), []byte("quote\"back\\slash"),
 		[]byte("\xe2\x80\xa9 and more than eight"), bytes.Repeat([]byte("0123456789"), 8), []byte("a,b\nc")}
 	var out []catSample
@@ -79,8 +80,13 @@ func TestAppendCatJSON(t *testing.T) {
 	}
 }
 
-// appendCatText writes what writeTextRow wrote.
+// appendCatText writes what writeTextRow wrote. An operator key whose first
+// byte is not 0xff shows it.
 func TestAppendCatText(t *testing.T) {
+	r := savepoint.Row{Op: 1, Key: []byte("\x80abc"), Value: []byte("a")}
+	if got := string(appendCatText(nil, r, savepoint.ParseKey(r.Key), nil)); got != "op=1 operator slot=<raw> key 0x80+\"abc\" = \"a\"\n" {
+		t.Errorf("0x80 key: %q", got)
+	}
 	for _, c := range catSamples() {
 		got := appendCatText([]byte("prev\n"), c.row, c.k, c.dec)
 		cr := newCatRow(c.row, c.k, c.subtask)
@@ -165,7 +171,11 @@ func writeTextRow(w io.Writer, cr catRow, r savepoint.Row, k savepoint.Key) {
 	if !k.HasSlot {
 		slot = savepoint.RawSlot
 	}
-	fmt.Fprintf(w, "op=%d %s%s slot=%s key %s = %s", r.Op, cr.Kind, kg, slot, savepoint.RenderBytes(k.UserKey, 32), savepoint.RenderBytes(r.Value, 64))
+	first := "" // the first byte of an operator key that is not 0xff
+	if k.Kind == savepoint.KindOperator && r.Key[0] != 0xff {
+		first = fmt.Sprintf("0x%02x+", r.Key[0])
+	}
+	fmt.Fprintf(w, "op=%d %s%s slot=%s key %s%s = %s", r.Op, cr.Kind, kg, slot, first, savepoint.RenderBytes(k.UserKey, 32), savepoint.RenderBytes(r.Value, 64))
 	if cr.Decoded != nil {
 		key, _ := export.Text(cr.Decoded.Key)
 		value, _ := export.Text(cr.Decoded.Value)
