@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/bzip2"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -109,15 +110,59 @@ func Decompress(data []byte) ([]byte, string, error) {
 		defer c.Close()
 	}
 	limit := decompressLimit(len(data))
-	var out bytes.Buffer
-	if _, err := io.Copy(&out, io.LimitReader(r, limit+1)); err != nil {
+	out, err := readChunked(r, limit)
+	if err != nil && !errors.Is(err, errOverLimit) {
 		return nil, name, fmt.Errorf("decompress %s stream: %w", name, err)
 	}
-	if int64(out.Len()) > limit {
+	if err != nil {
 		return nil, name, fmt.Errorf("decompress %s stream: decompressed size exceeds %d bytes, the limit for %d compressed bytes (%d times their size, at least %d MiB, at most the machine's physical memory)",
 			name, limit, len(data), decompressRatio, decompressFloor>>20)
 	}
-	return out.Bytes(), name, nil
+	return out, name, nil
+}
+
+// errOverLimit is readChunked's error for a stream longer than its limit.
+var errOverLimit = errors.New("over the limit")
+
+// readChunked reads r to its end, at most limit bytes (more is
+// errOverLimit), into chunks that grow to 4 MiB, then joins them: what it
+// holds is at most what was read plus a chunk, where a buffer that doubles
+// as it fills holds up to three times as much while it grows (a stream
+// that decompresses past its limit took 356 MB of memory for a limit of
+// 64 MiB). Joining takes the chunks' size again, once, for a stream that
+// is read whole.
+func readChunked(r io.Reader, limit int64) ([]byte, error) {
+	r = io.LimitReader(r, limit+1)
+	var chunks [][]byte
+	size := 64 << 10
+	total := 0
+	for {
+		b := make([]byte, size)
+		n, err := io.ReadFull(r, b)
+		if int64(total+n) > limit {
+			return nil, errOverLimit
+		}
+		if n > 0 {
+			chunks = append(chunks, b[:n])
+			total += n
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		size = min(2*size, 4<<20)
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	out := make([]byte, 0, total)
+	for i, c := range chunks {
+		out = append(out, c...)
+		chunks[i] = nil
+	}
+	return out, nil
 }
 
 func newDecompressor(name string, r io.Reader) (io.Reader, error) {

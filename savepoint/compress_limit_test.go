@@ -56,6 +56,19 @@ func TestDecompressLimit(t *testing.T) {
 			}
 		}
 	}
+	// A stream past the limit costs about the limit in memory, not twice
+	// or three times it (a buffer that doubles as it fills, then a join).
+	decompressRatio, decompressFloor, decompressCeiling = 1<<20, 0, 8<<20
+	big := gzipZeros(t, 16<<20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, _, err := Decompress(big); err == nil {
+		t.Fatal("16 MiB past a limit of 8 MiB: no error")
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 14<<20 {
+		t.Errorf("decompressing past a limit of 8 MiB allocated %d MiB, want at most 14", got>>20)
+	}
 	// Within the limits: the floor lets small files expand more than the
 	// ratio says.
 	decompressRatio, decompressFloor, decompressCeiling = 100, 4<<20, 1<<40
