@@ -289,7 +289,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("open savepoint %s: checkpoint %d is missing from subtask director%s %s (clink refuses to restore a subtask with no state)", genDir, sp.Checkpoint, plural(len(missing), "y", "ies"), strings.Join(missing, ", "))
 	}
-	if sp.Completed != nil && sp.Completed.HasSubtasks {
+	if sp.Completed != nil && sp.Completed.HasSubtasks && len(sp.OtherCompleted) == 0 {
 		for _, i := range sp.Completed.Subtasks {
 			if _, ok := seen[i]; !ok {
 				return fmt.Errorf("open savepoint: %s lists subtask %d but %s has no directory %d", sp.CompletedRel, i, genDir, i)
@@ -424,7 +424,10 @@ func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]m
 		if ms := markers[id]; len(ms) > 0 {
 			m := ms[0]
 			if len(ms) > 1 {
-				sp.Notes = append(sp.Notes, fmt.Sprintf("%d COMPLETED-%d markers found; %s is used", len(ms), id, m.rel))
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%d COMPLETED-%d markers found; %s is used for the job, and no marker's subtasks= line applies (clink applies one only when it is the only marker)", len(ms), id, m.rel))
+				for _, o := range ms[1:] {
+					sp.OtherCompleted = append(sp.OtherCompleted, o.rel)
+				}
 			}
 			sp.Completed, sp.CompletedRel, sp.Job = &m.c, m.rel, m.c.Job
 		}

@@ -105,6 +105,11 @@ type Savepoint struct {
 	// CompletedRel its path relative to Root.
 	Completed    *Completed
 	CompletedRel string
+	// OtherCompleted are the paths, relative to Root, of the checkpoint's
+	// other COMPLETED markers (of other jobs). clink applies a marker's
+	// subtasks= line only when exactly one marker exists: with several it
+	// unions operator rows from every subtask directory.
+	OtherCompleted []string
 	// Files are the snapshot files, sorted by subtask index.
 	Files []*File
 	// Groups are the chain groups of a tree, in subtask order (given by the

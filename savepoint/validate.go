@@ -1122,6 +1122,11 @@ func (v *validator) checkCompleted() {
 	if c.Generation != sp.Generation {
 		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s says generation=%d, but the checkpoint was read from generation v%d", sp.CompletedRel, c.Generation, sp.Generation))
 	}
+	if len(sp.OtherCompleted) > 0 {
+		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%d COMPLETED-%d markers (%s): clink applies a marker's subtasks= line only when exactly one marker exists, so it unions operator rows from every subtask directory, whatever each lists",
+			1+len(sp.OtherCompleted), sp.Checkpoint, strings.Join(append([]string{sp.CompletedRel}, sp.OtherCompleted...), ", ")))
+		return
+	}
 	if !c.HasSubtasks {
 		v.treeFinding(SeverityInfo, CheckCompleted, 0, nil, fmt.Sprintf("%s has no subtasks= line: clink unions operator rows from every subtask directory", sp.CompletedRel))
 		return

@@ -736,6 +736,26 @@ func TestValidateCompletedMarker(t *testing.T) {
 		{SeverityWarning, CheckCompleted, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{"subtask 1 is not listed", "does not union its operator rows"}},
 	})
 
+	// A second job's marker of the same checkpoint, listing a subtask the
+	// tree lacks: clink applies no listing then, and neither does Open nor
+	// validate, which warns of the markers.
+	other := filepath.Join(tree, "_jobs", "job2", "COMPLETED-7")
+	if err := os.MkdirAll(filepath.Dir(other), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(marker, []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, []byte("job=job2\ncheckpoint=7\ngeneration=1\nsubtasks=0,1,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vtExpect(t, Validate(vtOpen(t, tree, OpenOptions{}), ValidateOptions{}), []vtWant{
+		{SeverityWarning, CheckCompleted, "", -1, 0, nil, []string{"2 COMPLETED-7 markers (_jobs/job1/COMPLETED-7, _jobs/job2/COMPLETED-7)", "only when exactly one marker exists"}},
+	})
+	if err := os.RemoveAll(filepath.Dir(other)); err != nil {
+		t.Fatal(err)
+	}
+
 	// No marker at all.
 	if err := os.Remove(marker); err != nil {
 		t.Fatal(err)
