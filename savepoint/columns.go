@@ -42,7 +42,7 @@ func (b *Batch) Row(i int) Row {
 func batchOf(rec arrow.RecordBatch) (b Batch, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			b, err = Batch{}, fmt.Errorf("malformed record batch (%v)", p)
+			b, err = Batch{}, fmt.Errorf("malformed record batch: %s", malformedDetail(p))
 		}
 	}()
 	keys := rec.Column(1).(*array.Binary)

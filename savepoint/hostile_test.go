@@ -674,3 +674,41 @@ func TestShortBatchVectorsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A flipped byte that makes the schema's flatbuffer point outside its
+// message is an error that says the metadata is malformed, not only what
+// the Go runtime reported; so is every single-byte flip of the fixture's
+// first 64 bytes that fails with a runtime error.
+func TestMalformedFlatbufferWorded(t *testing.T) {
+	fixture, err := os.ReadFile("../testdata/clink/snapshot-v1.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	worded := 0
+	for i := 0; i < 64 && i < len(fixture); i++ {
+		for _, bit := range []byte{0x01, 0x80} {
+			d := bytes.Clone(fixture)
+			d[i] ^= bit
+			path := filepath.Join(dir, "flip.snap")
+			if err := os.WriteFile(path, d, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sp, err := Open(path, OpenOptions{})
+			if err == nil {
+				sp.Close()
+				continue
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "runtime error") {
+				if !strings.Contains(msg, "flatbuffer metadata is malformed") {
+					t.Errorf("byte %d ^ %#x: %v", i, bit, err)
+				}
+				worded++
+			}
+		}
+	}
+	if worded == 0 {
+		t.Error("no flip failed with a runtime error: the test no longer covers the wording")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -765,7 +766,20 @@ func unwrapIPC(err error, mr *sliceMessageReader) error {
 	if errors.As(err, &oe) {
 		return oe
 	}
-	return &offsetError{mr.cur, fmt.Sprintf("cannot decode message: %v", err)}
+	return &offsetError{mr.cur, "cannot decode message: " + malformedDetail(err)}
+}
+
+// malformedDetail words what arrow-go's decoding of a message reported: a
+// runtime error (an index or slice out of range, a nil pointer) means its
+// flatbuffer metadata points outside the message, or to fields the format
+// does not allow, which the checks before arrow-go reads a message do not
+// cover; the runtime's words follow in parentheses.
+func malformedDetail(what any) string {
+	s := fmt.Sprint(what)
+	if strings.Contains(s, "runtime error") {
+		return "its flatbuffer metadata is malformed: a table, vector or field points outside the message or holds what the format does not allow (" + s + ")"
+	}
+	return s
 }
 
 // validateBatch runs arrow's full validation on every column of a batch and
@@ -778,7 +792,7 @@ func validateBatch(rec arrow.RecordBatch, readMapped func(dst, src []byte) error
 	// error, not a crash.
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("malformed record batch (%v)", p)
+			err = fmt.Errorf("malformed record batch: %s", malformedDetail(p))
 		}
 	}()
 	for i, col := range rec.Columns() {
