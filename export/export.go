@@ -824,23 +824,34 @@ func separatorSlot(key []byte, sep int32) []byte {
 	return e.slot()
 }
 
-// slotText renders a slot name for a utf8 column: the name when it is valid
-// UTF-8, else 0x followed by its hex.
-func slotText(slot []byte) string {
-	if utf8.Valid(slot) {
-		return string(slot)
-	}
-	return "0x" + hex.EncodeToString(slot)
-}
+// slotText renders a slot name for a utf8 column (see AppendSlotText).
+func slotText(slot []byte) string { return string(AppendSlotText(nil, slot)) }
 
 // AppendSlotText appends a slot name as text to b: as it is when it is
-// valid UTF-8, else 0x and its hex (names are any bytes; format 2.4).
+// valid UTF-8, else 0x and its hex (names are any bytes; format 2.4). A
+// name that starts with 0x is written in hex too, or the name 0xfffe and
+// the bytes ff fe would give the same text, and so is the name <raw>, the
+// text of keys without a separator: the text names one slot.
 func AppendSlotText(b, slot []byte) []byte {
-	if utf8.Valid(slot) {
+	if !slotInHex(slot) {
 		return append(b, slot...)
 	}
 	b = append(b, "0x"...)
 	return hex.AppendEncode(b, slot)
+}
+
+// slotInHex reports whether AppendSlotText writes a slot name in hex.
+func slotInHex(slot []byte) bool {
+	return !utf8.Valid(slot) || bytes.HasPrefix(slot, []byte("0x")) || string(slot) == savepoint.RawSlot
+}
+
+// appendSlotText appends the slot text of e: <raw> for a key without a
+// separator, else AppendSlotText of its slot.
+func (e *entry) appendSlotText(b []byte) []byte {
+	if e.sep < 0 {
+		return append(b, savepoint.RawSlot...)
+	}
+	return AppendSlotText(b, e.slot())
 }
 
 // Render renders bytes as the query projection does: printable ASCII
@@ -1496,7 +1507,7 @@ func (b *canonBatch) add(op uint64, e *entry) {
 	if b.perFile {
 		b.subs = append(b.subs, e.subtask)
 	}
-	b.slotData = AppendSlotText(b.slotData, e.slot())
+	b.slotData = e.appendSlotText(b.slotData)
 	b.slotEnd = append(b.slotEnd, int32(len(b.slotData)))
 	b.keyData = append(b.keyData, e.userKey()...)
 	b.keyEnd = append(b.keyEnd, int32(len(b.keyData)))
@@ -1637,7 +1648,7 @@ func (q *queryBatch) add(op uint64, e *entry, d Decoded) {
 	} else {
 		q.keyGroup.null()
 	}
-	q.slot.add(slotText(e.slot()))
+	q.slot.add(string(e.appendSlotText(nil)))
 	uk := e.userKey()
 	q.userKey.add(Render(uk))
 	if v, ok := le64(uk); ok {

@@ -888,3 +888,46 @@ func TestExportInputChanged(t *testing.T) {
 		t.Errorf("Write: %v, want ErrInputChanged", err)
 	}
 }
+
+// Every slot name has its own text, from which the name is read back: 0x
+// and hex for names that are not UTF-8, start with 0x, or are <raw> (the
+// text of keys without a separator); the name itself otherwise.
+func TestAppendSlotText(t *testing.T) {
+	cases := map[string]string{
+		"agg":       "agg",
+		"":          "",
+		"zähler·計数": "zähler·計数",
+		"\xff\xfe":  "0xfffe",
+		"0xfffe":    "0x307866666665",
+		"0x":        "0x3078",
+		"0X1":       "0X1",
+		"<raw>":     "0x3c7261773e",
+		"<raw> ":    "<raw> ",
+		"a\xc3":     "0x61c3",
+		"x0xfffe":   "x0xfffe",
+	}
+	back := func(text string) string {
+		if h, ok := strings.CutPrefix(text, "0x"); ok {
+			b, err := hex.DecodeString(h)
+			if err != nil {
+				t.Fatalf("%q: %v", text, err)
+			}
+			return string(b)
+		}
+		return text
+	}
+	seen := map[string]string{}
+	for name, want := range cases {
+		got := string(AppendSlotText([]byte("pre"), []byte(name)))[3:]
+		if got != want || slotText([]byte(name)) != want {
+			t.Errorf("slot %q: %q, want %q", name, got, want)
+		}
+		if back(got) != name {
+			t.Errorf("slot %q: text %q reads back as %q", name, got, back(got))
+		}
+		if other, dup := seen[got]; dup {
+			t.Errorf("slots %q and %q both give %q", other, name, got)
+		}
+		seen[got] = name
+	}
+}

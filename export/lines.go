@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/sptool/sptool/internal/rowtext"
 	"github.com/sptool/sptool/savepoint"
@@ -63,7 +62,7 @@ func appendRecord(b []byte, op uint64, e *entry, d Decoded) ([]byte, error) {
 	b = append(b, `,"key_group":`...)
 	b = strconv.AppendInt(b, int64(k.KeyGroup), 10)
 	b = append(b, `,"slot":`...)
-	b = appendSlotJSON(b, e.slot())
+	b = appendSlotJSON(b, e)
 	var err error
 	b = append(b, `,"key":`...)
 	if d.Declared && d.KeyOK {
@@ -105,12 +104,13 @@ func appendRenderJSON(b, v []byte) []byte {
 	return appendHexJSON(b, v)
 }
 
-// appendSlotJSON appends slotText(slot) as a JSON string.
-func appendSlotJSON(b, slot []byte) []byte {
-	if utf8.Valid(slot) {
+// appendSlotJSON appends the slot text of e (see entry.appendSlotText) as a
+// JSON string.
+func appendSlotJSON(b []byte, e *entry) []byte {
+	if slot := e.slot(); e.sep < 0 || !slotInHex(slot) {
 		return rowtext.AppendJSONString(b, slot)
 	}
-	return appendHexJSON(b, slot)
+	return appendHexJSON(b, e.slot())
 }
 
 // appendHexJSON appends v as the JSON string of 0x and its hex.
@@ -147,7 +147,7 @@ func appendCSVRecord(b []byte, op uint64, e *entry, d Decoded) []byte {
 	b = append(b, ',')
 	b = strconv.AppendInt(b, int64(k.KeyGroup), 10)
 	b = append(b, ',')
-	if slot := e.slot(); utf8.Valid(slot) {
+	if slot := e.slot(); e.sep < 0 || !slotInHex(slot) {
 		b = rowtext.AppendCSVField(b, slot)
 	} else {
 		b = append(b, "0x"...)

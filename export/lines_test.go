@@ -140,7 +140,7 @@ func csvOfRecord(t testing.TB, rec Record) string {
 func record(op uint64, e *entry, d Decoded) Record {
 	k := savepoint.ParseKey(e.key)
 	rec := Record{
-		Op: op, Kind: k.Kind.String(), KeyGroup: k.KeyGroup, Slot: slotText(e.slot()),
+		Op: op, Kind: k.Kind.String(), KeyGroup: k.KeyGroup, Slot: string(e.appendSlotText(nil)),
 		Key: Render(k.UserKey), Value: Render(e.value),
 		KeyHex: hex.EncodeToString(e.key), ValueHex: hex.EncodeToString(e.value),
 		Subtask: int(e.subtask),
