@@ -913,7 +913,7 @@ func (v *validator) checkOrder(f *File) {
 			if rows.Row(kept).IsOperatorState() {
 				rule = "operator state: the greater int64 when both values are 8 bytes, else the later row"
 			}
-			v.rowFinding(f, idxs[0], SeverityWarning, CheckDuplicate, fmt.Sprintf("(op, key) stored %d times in this file (rows %s); restore keeps row %d (%s)", len(idxs), JoinInts(idxs, ", "), kept, rule))
+			v.rowFinding(f, idxs[0], SeverityWarning, CheckDuplicate, fmt.Sprintf("(op, key) stored %d times in this file (rows %s); restore keeps row %d (%s)", len(idxs), joinSome(idxs, ", ", maxRowsListed), kept, rule))
 		}
 		a = b
 	}
@@ -926,6 +926,19 @@ func keepsIncoming(existing, incoming Row) bool {
 		return int64(binary.LittleEndian.Uint64(existing.Value)) < int64(binary.LittleEndian.Uint64(incoming.Value))
 	}
 	return true
+}
+
+// maxRowsListed is how many rows a finding about the copies of one key
+// lists: a key stored millions of times would make a message of megabytes.
+const maxRowsListed = 10
+
+// joinSome is JoinInts of the first most of xs, and how many more there
+// are.
+func joinSome(xs []int, sep string, most int) string {
+	if len(xs) <= most {
+		return JoinInts(xs, sep)
+	}
+	return fmt.Sprintf("%s%sand %d more", JoinInts(xs[:most], sep), sep, len(xs)-most)
 }
 
 // JoinInts renders xs in decimal, separated by sep.

@@ -937,6 +937,21 @@ func TestValidateDuplicatesOrderAndOddKeys(t *testing.T) {
 	})
 }
 
+// A key stored many times lists its first rows and counts the others: a
+// message of every row number would take megabytes for a key stored
+// millions of times.
+func TestValidateDuplicateRowsListed(t *testing.T) {
+	var rows []Row
+	for i := range 13 {
+		rows = append(rows, vtKeyed(7, "agg", []byte("alpha"), strconv.Itoa(i)))
+	}
+	path := filepath.Join(t.TempDir(), "checkpoint-7.snap")
+	vtReplace(t, path, vtRawStream(t, rows), true)
+	vtExpect(t, Validate(vtOpen(t, path, OpenOptions{}), ValidateOptions{}), []vtWant{
+		{SeverityWarning, CheckDuplicate, "checkpoint-7.snap", 0, 7, rows[0].Key, []string{"stored 13 times in this file (rows 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, and 3 more); restore keeps row 12"}},
+	})
+}
+
 func TestValidateCapsRepeatedFindings(t *testing.T) {
 	var rows []Row
 	for _, k := range vtKeysIn(t, 0, 127, 25) {
