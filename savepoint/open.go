@@ -279,13 +279,31 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	if err := sp.selectCheckpoint(dirs, markers, opts.Checkpoint, opts.CheckpointSet || opts.Checkpoint != 0); err != nil {
 		return err
 	}
-	// Every subtask directory must hold the selected checkpoint's file.
-	var missing []string
-	for _, d := range dirs {
-		if _, ok := d.ckpts[sp.Checkpoint]; !ok {
-			missing = append(missing, d.name)
+	// Every subtask directory must hold the selected checkpoint's file,
+	// but one the checkpoint's only marker does not list (a leftover of
+	// another layout: no restore reads it, and the union of operator rows
+	// skips it, format 5.3), which is left out.
+	listed := map[int]bool{}
+	if c := sp.Completed; c != nil && c.HasSubtasks && len(sp.OtherCompleted) == 0 {
+		for _, i := range c.Subtasks {
+			listed[i] = true
 		}
 	}
+	var missing []string
+	kept := dirs[:0]
+	for _, d := range dirs {
+		_, ok := d.ckpts[sp.Checkpoint]
+		switch {
+		case ok:
+		case len(listed) > 0 && !listed[d.index]:
+			sp.Notes = append(sp.Notes, fmt.Sprintf("subtask directory %s holds no checkpoint %d and %s does not list it: left out", d.name, sp.Checkpoint, sp.CompletedRel))
+			continue
+		default:
+			missing = append(missing, d.name)
+		}
+		kept = append(kept, d)
+	}
+	dirs = kept
 	if len(missing) > 0 {
 		return fmt.Errorf("open savepoint %s: checkpoint %d is missing from subtask director%s %s (clink refuses to restore a subtask with no state)", genDir, sp.Checkpoint, plural(len(missing), "y", "ies"), strings.Join(missing, ", "))
 	}

@@ -765,6 +765,50 @@ func TestValidateCompletedMarker(t *testing.T) {
 	})
 }
 
+// A subtask directory that lacks the checkpoint is left out when the
+// checkpoint's only marker does not list it (a leftover of another layout,
+// which no restore reads), and refused otherwise.
+func TestUnlistedDirectoryWithoutCheckpoint(t *testing.T) {
+	rows := [][]Row{{vtKeyed(7, "agg", vtKeysIn(t, 0, 64, 1)[0], "a")}, {vtKeyed(7, "agg", vtKeysIn(t, 64, 128, 1)[0], "b")}}
+	tree := vtWriteTree(t, rows, nil)
+	left := filepath.Join(tree, "v1", "2")
+	if err := os.Mkdir(left, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(tree, "v1", "0", "checkpoint-7.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "checkpoint-3.snap"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, tree, OpenOptions{})
+	if len(sp.Files) != 2 || !slices.ContainsFunc(sp.Notes, func(n string) bool {
+		return strings.Contains(n, "subtask directory 2 holds no checkpoint 7 and _jobs/job1/COMPLETED-7 does not list it: left out")
+	}) {
+		t.Errorf("%d files, notes %q", len(sp.Files), sp.Notes)
+	}
+	if rep := Validate(sp, ValidateOptions{}); rep.Errors() != 0 {
+		t.Errorf("validate:\n%s", vtDump(rep))
+	}
+	// Listed, or with no marker to say, the directory is one a restore
+	// reads: the tree is refused.
+	marker := filepath.Join(tree, "_jobs", "job1", "COMPLETED-7")
+	for _, body := range []string{"job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0,1,2\n", ""} {
+		if body == "" {
+			err = os.Remove(marker)
+		} else {
+			err = os.WriteFile(marker, []byte(body), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(tree, OpenOptions{Checkpoint: 7}); err == nil || !strings.Contains(err.Error(), "checkpoint 7 is missing from subtask directory 2") {
+			t.Errorf("marker %q: %v", body, err)
+		}
+	}
+}
+
 // TestValidateMissingSubtasks: a tree whose subtasks have a gap is an
 // error naming the missing ones, and no chain group spans the gap.
 func TestValidateMissingSubtasks(t *testing.T) {
