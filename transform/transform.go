@@ -624,6 +624,11 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 	if e.decompress && f.Compression != savepoint.CompressNone {
 		res.changed = true // its copy would stay compressed
 	}
+	if snap.Variant == savepoint.Changelog {
+		// A changelog payload (a file backend's refuses one, format 1.7)
+		// is written in canonical form, never copied.
+		res.changed = true
+	}
 	joined, warnings := e.unionTimerBlobs(res)
 	res.warnings = append(res.warnings, warnings...)
 	comp := &compositeMemo{e: e}

@@ -1101,6 +1101,42 @@ func TestPlanEqualsApply(t *testing.T) {
 	checkAccounting(t, apply, len(placeAll(baseRows)), len(readRows(t, out)))
 }
 
+// A changelog payload stored as a file backend's checkpoint-<id>.snap,
+// which clink's file backend refuses, is written in canonical form even
+// when no rule changes it; the other files are copied.
+func TestChangelogPayloadRewritten(t *testing.T) {
+	in := filepath.Join("..", "testdata", "independent", "changelog-p4")
+	out := filepath.Join(t.TempDir(), "out")
+	rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n  - drop: 'false'\n", nil), transform.Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := open(t, in)
+	changelogs := 0
+	for i, f := range rep.Files {
+		want := "copy"
+		if sp.Files[i].Snapshot.Variant == savepoint.Changelog {
+			want = "rewrite"
+			changelogs++
+		}
+		if f.Action != want {
+			t.Errorf("%s: %s, want %s", f.Input, f.Action, want)
+		}
+	}
+	if changelogs == 0 {
+		t.Fatal("the fixture holds no changelog payload")
+	}
+	o := open(t, out)
+	for _, f := range o.Files {
+		if f.Snapshot.Variant != savepoint.Canonical && f.Snapshot.Variant != savepoint.Empty {
+			t.Errorf("output %s: variant %v", f.Rel, f.Snapshot.Variant)
+		}
+	}
+	if n := len(savepoint.Validate(o, savepoint.ValidateOptions{}).ByCheck(savepoint.CheckChangelogOnFileBackend)); n != 0 {
+		t.Errorf("%d changelog payloads left in the output", n)
+	}
+}
+
 // A file's output keeps the checkpoint id of its input's sidecar, which the
 // file's name need not carry; a copy's sidecar is the input's, byte for
 // byte.
