@@ -24,6 +24,11 @@ var badCorpus = map[string]struct {
 	want      []string
 	wantCount int
 }{
+	"unmatchable-slot.bad.yaml": {want: []string{
+		`unmatchable-slot.bad.yaml:3:30: rule 1: 'slot' can never match a slot: "a|b" holds '|' (byte 1), the separator that ends a slot name in a stored key`,
+		`unmatchable-slot.bad.yaml:4:35: rule 2: 'slot' can never match a slot: "c|d" holds '|' (byte 1)`,
+		`unmatchable-slot.bad.yaml:5:25: rule 3: 'slot' can never match a slot: "e|f" holds '|' (byte 1)`,
+		`unmatchable-slot.bad.yaml:6:32: rule 4: 'from' can never match a slot: "g|h" holds '|' (byte 1)`}, wantCount: 4},
 	"unknown-top-key.bad.yaml": {want: []string{
 		"unknown-top-key.bad.yaml:3:1: unknown key 'rulez' in the rule file (did you mean 'rules'?)"}, wantCount: 1},
 	"unknown-key-keep.bad.yaml": {want: []string{

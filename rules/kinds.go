@@ -422,10 +422,7 @@ func (p *parser) parseRenameSlot(kn, vn *yaml.Node) *RenameSlotSpec {
 	merge, mok := m.boolean("merge", DefaultMerge)
 	ok = ok && mok
 	if fok {
-		if err := savepoint.ValidSlotName([]byte(from)); err != nil {
-			p.errAt(m.get("from"), "from", "'from' can never match a slot: %v", err)
-			fok = false
-		}
+		fok = m.matchableSlot("from", from)
 	}
 	if tok {
 		if err := savepoint.ValidSlotName([]byte(to)); err != nil {
@@ -456,7 +453,7 @@ func (p *parser) parseDropSlot(kn, vn *yaml.Node) *DropSlotSpec {
 	}
 	op, ok := m.opRef(kn, "op", "uid", true)
 	slot, sok := m.reqStr(kn, "slot")
-	if !ok || !sok {
+	if !ok || !sok || !m.matchableSlot("slot", slot) {
 		return nil
 	}
 	return &DropSlotSpec{Op: *op, Slot: slot}

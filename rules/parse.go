@@ -641,9 +641,23 @@ func (m *mapping) scope(at *yaml.Node) (Scope, bool) {
 	if m.present("slot") {
 		s, sok := m.str("slot")
 		if sok {
+			sok = m.matchableSlot("slot", s)
 			sc.Slot = &s
 		}
 		ok = ok && sok
 	}
 	return sc, ok
+}
+
+// matchableSlot reports whether s, the value of key, is the slot name of
+// some stored key: it must not hold '|', the key separator (a name no row
+// can carry would make the rule match nothing without a word from lint).
+// A '\n', which clink's KeyedState refuses in a name it opens, is allowed:
+// hand-made rows carry it, and a rule may drop or rename them.
+func (m *mapping) matchableSlot(key, s string) bool {
+	if i := strings.IndexByte(s, '|'); i >= 0 {
+		m.p.errAt(m.get(key), key, "'%s' can never match a slot: %q holds '|' (byte %d), the separator that ends a slot name in a stored key", key, s, i)
+		return false
+	}
+	return true
 }
