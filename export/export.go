@@ -269,7 +269,9 @@ func (o *Options) defaults() error {
 // output must not be, lie in or contain the input; an input that changed
 // while it was read (ErrInputChanged) leaves nothing.
 func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts Options, force bool) (*Result, error) {
-	if err := savepoint.CheckOutputPath(sp.Path, path); err != nil {
+	// A generation directory's input is its whole checkpoint directory (a
+	// file beside v<gen> changes what it restores).
+	if err := savepoint.CheckOutputPath(savepoint.InputRoot(sp.Path), path); err != nil {
 		return nil, err
 	}
 	if st, err := os.Lstat(path); err == nil {
@@ -290,8 +292,13 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	var res *Result
 	// Without force, an export that appears meanwhile is kept.
 	err := savepoint.SaveFileAtomic(path, force, func(w io.Writer) error {
-		var err error
-		if res, err = Write(ctx, w, sp, opts); err != nil {
+		// A fault of the mapped input (a file cut short meanwhile) is an
+		// error here, so that the temporary file is removed.
+		err := savepoint.Guard(func() (err error) {
+			res, err = Write(ctx, w, sp, opts)
+			return err
+		})
+		if err != nil {
 			return err
 		}
 		// Before the export is put in place: the run was not cancelled

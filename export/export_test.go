@@ -584,6 +584,22 @@ func TestExportWriteFile(t *testing.T) {
 	if _, err := WriteFile(ctx, filepath.Join(exampleTree, "x.parquet"), sp, Options{}, false); err == nil {
 		t.Error("an output inside the input was accepted")
 	}
+	// A generation directory's input is its checkpoint directory: an
+	// output beside v1, or over its marker, is refused, and nothing is
+	// written.
+	tree := filepath.Join(t.TempDir(), "tree")
+	if err := os.CopyFS(tree, os.DirFS(exampleTree)); err != nil {
+		t.Fatal(err)
+	}
+	gen := openSP(t, filepath.Join(tree, "v1"))
+	for _, o := range []string{filepath.Join(tree, "v9"), filepath.Join(tree, "_jobs", "1001", "COMPLETED-7")} {
+		if _, err := WriteFile(ctx, o, gen, Options{Format: CSV}, true); err == nil {
+			t.Errorf("export of v1 to %s accepted", o)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tree, "v9")); err == nil {
+		t.Error("v9 written beside the input")
+	}
 	if _, err := Write(ctx, &bytes.Buffer{}, sp, Options{Compression: "brotli"}); err == nil {
 		t.Error("unknown compression accepted")
 	}
@@ -886,6 +902,39 @@ func TestExportInputChanged(t *testing.T) {
 	var buf bytes.Buffer
 	if _, err := Write(context.Background(), &buf, sp, Options{Format: JSONL}); !errors.Is(err, savepoint.ErrInputChanged) {
 		t.Errorf("Write: %v, want ErrInputChanged", err)
+	}
+}
+
+// A mapped input cut short while WriteFile reads it is ErrInputChanged, and
+// the temporary file of the export is removed: the fault unwinds through
+// the writer.
+func TestExportWriteFileInputCut(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	var rows []savepoint.Row
+	for i := range 200000 {
+		rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte(strconv.Itoa(i))), Value: []byte("value")})
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), savepoint.RowSlice(rows), savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if err := os.Truncate(in, 4096); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.jsonl")
+	if _, err := WriteFile(context.Background(), out, sp, Options{Format: JSONL}, false); !errors.Is(err, savepoint.ErrInputChanged) {
+		t.Errorf("WriteFile of a cut input: %v, want ErrInputChanged", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != "in.snap" && e.Name() != "in.snap.meta" {
+			t.Errorf("left behind: %s", e.Name())
+		}
 	}
 }
 

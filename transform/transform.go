@@ -111,11 +111,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		// A generation directory's input is its whole checkpoint
 		// directory: an output beside v<gen> (say v<gen+1>) would change
 		// which generation the input restores.
-		in := sp.Path
-		if sp.Kind == savepoint.InputGeneration {
-			in = sp.Root
-		}
-		if err := savepoint.CheckOutputPath(in, opts.Out); err != nil {
+		if err := savepoint.CheckOutputPath(savepoint.InputRoot(sp.Path), opts.Out); err != nil {
 			return nil, err
 		}
 		outs := []string{opts.Out}
