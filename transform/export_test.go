@@ -8,6 +8,13 @@ func SetSpill(minRows, budget int) (restore func()) {
 	return func() { minSpillRows, spillBudget = m, b }
 }
 
+// SetBeforeSpillSort sets a function called before an output is sorted
+// through temporary files; it returns a function that removes it.
+func SetBeforeSpillSort(fn func()) (restore func()) {
+	beforeSpillSort = fn
+	return func() { beforeSpillSort = nil }
+}
+
 // Spills returns how many outputs were sorted through temporary files.
 func Spills() int64 { return spillCount.Load() }
 

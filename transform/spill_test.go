@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -15,6 +16,41 @@ import (
 	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/transform"
 )
+
+// An input cut short while its output is sorted through temporary files
+// (the sort reads it in its own goroutines) is ErrInputChanged, not a crash,
+// and nothing is written.
+func TestSpilledSortInputCut(t *testing.T) {
+	rows := gen.BigRows(gen.BigOptions{Rows: 40000, Seed: 5})
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	dir := t.TempDir()
+	file := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(file, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{AsIs: true, Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer transform.SetSpill(1000, 0)()
+	defer transform.SetBeforeSpillSort(func() {
+		if err := os.Truncate(file, 4096); err != nil {
+			t.Error(err)
+		}
+	})()
+	sp, err := savepoint.Open(file, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	out := filepath.Join(dir, "out.snap")
+	_, err = transform.Run(context.Background(), sp, parseRules(t, "version: 1\nrules:\n  - drop: 'slot == \"agg\"'\n", nil), transform.Options{Out: out, TempDir: dir})
+	if !errors.Is(err, savepoint.ErrInputChanged) {
+		t.Errorf("run over a cut input: %v, want ErrInputChanged", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != "in.snap" && e.Name() != "in.snap.meta" {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}
 
 // TestSpilledSortAgrees: sorting the output through temporary files (as
 // large files in clink's hash-map order are) writes the same bytes and the

@@ -171,7 +171,17 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i] = eng.processFile(ctx, f, parts)
+			// A fault of the mapped input (cut short meanwhile) in the
+			// file's own goroutine, such as in the sort through temporary
+			// files, is an error, not a crash of the process.
+			err := savepoint.Guard(func() error {
+				results[i] = eng.processFile(ctx, f, parts)
+				return nil
+			})
+			if err != nil {
+				results[i] = eng.newResult()
+				results[i].err = err
+			}
 		}()
 	}
 	wg.Wait()
@@ -1349,6 +1359,9 @@ func (o *outRows) keepPositions(keep []uint32) {
 // canonicaliseSpilled is canonicalise through savepoint.SortSpilled: the
 // output rows become the rows of the sorted temporary file, one run.
 func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (int64, error) {
+	if beforeSpillSort != nil {
+		beforeSpillSort()
+	}
 	var dupes int64
 	sp, err := savepoint.SortSpilled(o, savepoint.SpillOptions{
 		Dir:     o.spill.dir,
@@ -1394,6 +1407,10 @@ type spiller struct {
 // below it the in-memory sort (about 36 bytes a row, and random reads of
 // the input when writing) costs little. A variable so tests can lower it.
 var minSpillRows = 1 << 20
+
+// beforeSpillSort, set by tests only, is called before an output is sorted
+// through temporary files.
+var beforeSpillSort func()
 
 // spillBudget is SpillOptions.Budget (0: the default); tests lower it.
 var spillBudget = 0
