@@ -543,7 +543,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	if !before.Mode().IsRegular() { // replaced since the Stat above
 		return fmt.Errorf("read %s: is %s, not a snapshot file", f.Path, fileKind(before.Mode()))
 	}
-	f.modTime = before.ModTime()
+	f.stamp = stampOf(before)
 	var data []byte
 	if ro.Columnar {
 		if data, err = mapFile(fh, before.Size()); err != nil {
@@ -588,7 +588,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		return fmt.Errorf("read %s: %w", f.Path, crcErr)
 	}
 	after, err := os.Stat(f.Path)
-	if err != nil || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+	if err != nil || !stampOf(after).same(f.stamp) {
 		return fmt.Errorf("read %s: %w", f.Path, ErrInputChanged)
 	}
 	if wantSidecar {
@@ -782,7 +782,7 @@ func (sp *Savepoint) CheckUnchanged() error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.Path, err)
 		}
-		if st.Size() != f.Size || !st.ModTime().Equal(f.modTime) {
+		if st.Size() != f.Size || !stampOf(st).same(f.stamp) {
 			return fmt.Errorf("%s: %w", f.Path, ErrInputChanged)
 		}
 	}

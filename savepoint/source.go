@@ -1,7 +1,5 @@
 package savepoint
 
-import "time"
-
 // InputKind says what a PATH given to Open pointed at.
 type InputKind uint8
 
@@ -84,7 +82,7 @@ type File struct {
 
 	mapping []byte      // the payload's memory map (OpenOptions.Columnar)
 	mapped  *mappedFile // the open file behind mapping
-	modTime time.Time   // the payload's modification time when opened
+	stamp   fileStamp   // the payload's metadata when opened (see CheckUnchanged)
 }
 
 // Savepoint is an opened input: one file, or the files of one checkpoint of a tree.

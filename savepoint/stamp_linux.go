@@ -1,0 +1,20 @@
+package savepoint
+
+import (
+	"os"
+	"syscall"
+)
+
+// sysStamp is a file's change time, device and inode (Linux).
+type sysStamp struct {
+	ctimeSec, ctimeNsec int64
+	dev, ino            uint64
+}
+
+func sysStampOf(fi os.FileInfo) sysStamp {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return sysStamp{}
+	}
+	return sysStamp{ctimeSec: int64(st.Ctim.Sec), ctimeNsec: int64(st.Ctim.Nsec), dev: uint64(st.Dev), ino: uint64(st.Ino)}
+}
