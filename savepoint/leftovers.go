@@ -15,6 +15,30 @@ import (
 // (.sptool-old-<suffix>), the suffix being tempSuffix's.
 var leftoverName = regexp.MustCompile(`^(?:(\.meta)?\.part\.|\.sptool-(tmp|old)-)([0-9]+)\.[0-9]+\.[0-9a-z]+$`)
 
+// sidecarLeftover returns the temporary sidecar that an interrupted run
+// publishing the payload at path left beside it ("" when there is none):
+// the run put the payload in place and was killed before its sidecar.
+func sidecarLeftover(path string) string {
+	dir, base := filepath.Split(filepath.Clean(path))
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), base)
+		if !ok {
+			continue
+		}
+		if m := leftoverName.FindStringSubmatch(rest); m != nil && m[1] == SidecarSuffix {
+			return filepath.Join(dir, e.Name())
+		}
+	}
+	return ""
+}
+
 // Leftovers returns a warning for each entry beside the output path out
 // that a run writing out left behind when it was killed, saying what it is
 // and what to do with it; entries of a process still running (the process

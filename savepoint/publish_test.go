@@ -438,3 +438,65 @@ func TestNoReplaceKeepsWhatAppeared(t *testing.T) {
 		t.Errorf("directory renamed onto an empty one: %v", err)
 	}
 }
+
+// Runs that replace one output at once leave a payload beside its own
+// sidecar, whichever finishes last: the renames of a pair are made under a
+// lock of the directory.
+func TestConcurrentReplaceKeepsPairs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.snap")
+	for round := range 40 {
+		errs := make(chan error, 4)
+		for w := range 4 {
+			go func() {
+				rows := []Row{vtKeyed(7, "agg", []byte("alpha"), string(rune('a'+w)))}
+				for range w * 3 { // payloads of different sizes
+					rows = append(rows, vtKeyed(7, "agg", []byte{byte(len(rows))}, "x"))
+				}
+				_, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 7})
+				errs <- err
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		sp, err := Open(path, OpenOptions{RequireValid: true})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if v := sp.Files[0].Verdict; v != VerdictValid {
+			t.Fatalf("round %d: the pair left is %s: %s", round, v, sp.Files[0].VerdictDetail)
+		}
+		sp.Close()
+	}
+}
+
+// A payload whose publish was interrupted before its sidecar (a temporary
+// sidecar left beside it, no sidecar) is not a finished output: validate
+// says so as an error, where a file that never had a sidecar is an info.
+func TestValidateInterruptedPublish(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.snap")
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), []Row{vtKeyed(7, "agg", []byte("alpha"), "1")}, SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sev := func() []Finding {
+		sp, err := Open(path, OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sp.Close()
+		return Validate(sp, ValidateOptions{}).ByCheck(CheckSidecar)
+	}
+	if f := sev(); len(f) != 1 || f[0].Severity != SeverityInfo {
+		t.Errorf("no sidecar: %v", f)
+	}
+	left := path + ".meta.part.999999999.1.abc"
+	if err := os.WriteFile(left, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f := sev(); len(f) != 1 || f[0].Severity != SeverityError || !strings.Contains(f[0].Message, "out.snap.meta.part.999999999.1.abc is: a run that published this payload was interrupted") {
+		t.Errorf("with a temporary sidecar beside it: %v", f)
+	}
+}

@@ -522,6 +522,10 @@ func (v *validator) checkFileLevel(f *File) {
 		switch {
 		case f.Verdict == VerdictValid:
 		case f.Verdict == VerdictIncomplete && f.Sidecar == nil:
+			if left := sidecarLeftover(f.Path); left != "" {
+				v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("no .meta sidecar beside the file, but %s is: a run that published this payload was interrupted before its sidecar, so the file is not a finished output (run it again)", filepath.Base(left)))
+				break
+			}
 			v.fileFinding(f, SeverityInfo, CheckSidecar, "no .meta sidecar beside the file: clink's file backend refuses a payload without one (until `clink checkpoint-verify --repair` mints it); sptool writes one with every output")
 		case f.Verdict != "":
 			v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("sidecar verdict %s: %s", f.Verdict, f.VerdictDetail))

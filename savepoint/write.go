@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 )
@@ -231,6 +232,10 @@ func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err err
 			return err
 		}
 	}
+	// The renames below, and the looks before them, are made under a lock
+	// of the directory: another run publishing the same output meanwhile
+	// would otherwise leave its payload beside this one's sidecar.
+	defer lockDir(filepath.Dir(path))()
 	// What is in place is looked at again just before it is replaced (the
 	// commands check it before they start): a device or a named pipe that
 	// appeared meanwhile is not replaced.
