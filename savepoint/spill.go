@@ -166,8 +166,13 @@ func (s *spillSorter) release() {
 	s.sets = nil
 }
 
-// createTempFile creates a temporary file in dir and unlinks it at once.
+// createTempFile creates a temporary file in dir that has no name: an
+// unnamed one where the system makes one, else a named one unlinked at
+// once.
 func createTempFile(dir, what string) (*os.File, error) {
+	if f, err := openUnnamed(dir); err == nil {
+		return f, nil
+	}
 	f, err := os.CreateTemp(dir, ".sptool-"+what+"-*")
 	if err != nil {
 		return nil, fmt.Errorf("create a temporary file for the sort: %w", err)

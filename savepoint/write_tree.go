@@ -452,35 +452,86 @@ var ErrOutputIsInput = errors.New("the output must not be the input")
 // the directories above each path are compared by identity too (a bind
 // mount, a case-insensitive file system), not only by name.
 func CheckOutputPath(in, out string) error {
+	rel, at, err := pathRelation(in, out)
+	switch rel {
+	case relSame:
+		return fmt.Errorf("%w (%s)", ErrOutputIsInput, out)
+	case relPair:
+		return fmt.Errorf("%w: %s and %s are a payload and its sidecar", ErrOutputIsInput, in, out)
+	case relInside:
+		if at != "" {
+			return fmt.Errorf("output %s lies inside the input %s (%s is the input)", out, in, at)
+		}
+		return fmt.Errorf("output %s lies inside the input %s", out, in)
+	case relContains:
+		if at != "" {
+			return fmt.Errorf("output %s contains the input %s (%s is the output)", out, in, at)
+		}
+		return fmt.Errorf("output %s contains the input %s", out, in)
+	}
+	return err
+}
+
+// CheckTempDir refuses a directory for temporary files that is the input,
+// or lies inside it: files made there, even unlinked at once, change the
+// input's directories, and a run killed before it unlinks one leaves it in
+// the input. A directory that contains the input is fine.
+func CheckTempDir(in, dir string) error {
+	switch rel, at, err := pathRelation(in, dir); rel {
+	case relSame, relPair, relInside:
+		if at != "" {
+			return fmt.Errorf("temporary directory %s lies inside the input %s (%s is the input)", dir, in, at)
+		}
+		return fmt.Errorf("temporary directory %s lies inside the input %s", dir, in)
+	default:
+		return err
+	}
+}
+
+// pathRel is how an output path stands to an input path.
+type pathRel int
+
+const (
+	relNone pathRel = iota
+	relSame
+	relPair // a payload and its sidecar
+	relInside
+	relContains
+)
+
+// pathRelation returns how out stands to in (see CheckOutputPath); at
+// names the directory found to be the other path by identity, when one
+// was.
+func pathRelation(in, out string) (rel pathRel, at string, err error) {
 	ai, err1 := resolvePath(in)
 	ao, err2 := resolvePath(out)
 	if err1 != nil || err2 != nil {
-		return fmt.Errorf("resolve paths: %w", errors.Join(err1, err2))
+		return relNone, "", fmt.Errorf("resolve paths: %w", errors.Join(err1, err2))
 	}
 	if ai == ao {
-		return fmt.Errorf("%w (%s)", ErrOutputIsInput, out)
+		return relSame, "", nil
 	}
 	// A file output comes with a sidecar: neither may be the input's file
 	// or its sidecar.
 	if ao == ai+".meta" || ao+".meta" == ai {
-		return fmt.Errorf("%w: %s and %s are a payload and its sidecar", ErrOutputIsInput, in, out)
+		return relPair, "", nil
 	}
-	if rel, err := filepath.Rel(ai, ao); err == nil && rel != ".." && !filepath.IsAbs(rel) && !startsWithDotDot(rel) {
-		return fmt.Errorf("output %s lies inside the input %s", out, in)
+	if r, err := filepath.Rel(ai, ao); err == nil && r != ".." && !filepath.IsAbs(r) && !startsWithDotDot(r) {
+		return relInside, "", nil
 	}
-	if rel, err := filepath.Rel(ao, ai); err == nil && !startsWithDotDot(rel) {
-		return fmt.Errorf("output %s contains the input %s", out, in)
+	if r, err := filepath.Rel(ao, ai); err == nil && !startsWithDotDot(r) {
+		return relContains, "", nil
 	}
 	if at, ok := sameAsAncestor(ao, ai); ok {
 		if at == ao {
-			return fmt.Errorf("%w (%s)", ErrOutputIsInput, out)
+			return relSame, "", nil
 		}
-		return fmt.Errorf("output %s lies inside the input %s (%s is the input)", out, in, at)
+		return relInside, at, nil
 	}
 	if at, ok := sameAsAncestor(ai, ao); ok && at != ai {
-		return fmt.Errorf("output %s contains the input %s (%s is the output)", out, in, at)
+		return relContains, at, nil
 	}
-	return nil
+	return relNone, "", nil
 }
 
 // resolvePath returns the absolute path the system reaches by p: its

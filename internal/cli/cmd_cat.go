@@ -52,7 +52,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	if *limit < 0 {
 		return usageError(s, c, fmt.Errorf("--limit must be 0 or more"))
 	}
-	if err := checkTempDir(*tempDir); err != nil {
+	if err := checkTempDir(*tempDir, fs.Args()...); err != nil {
 		return usageError(s, c, err)
 	}
 	var opID uint64
@@ -351,12 +351,17 @@ func appendCatCSV(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask i
 
 // checkTempDir refuses a --temp-dir that is not an existing directory
 // before any work, rather than when a sort first needs it.
-func checkTempDir(dir string) error {
+func checkTempDir(dir string, inputs ...string) error {
 	if dir == "" {
 		return nil
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("--temp-dir %s: not an existing directory", dir)
+	}
+	for _, in := range inputs {
+		if err := savepoint.CheckTempDir(savepoint.InputRoot(in), dir); err != nil {
+			return fmt.Errorf("--temp-dir: %w", err)
+		}
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 	if *limit < 0 {
 		return usageError(s, c, errNegative("--limit"))
 	}
-	if err := checkTempDir(*tempDir); err != nil {
+	if err := checkTempDir(*tempDir, fs.Args()...); err != nil {
 		return usageError(s, c, err)
 	}
 	opts := diff.Options{Limit: *limit, TempDir: *tempDir}

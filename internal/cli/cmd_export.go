@@ -55,7 +55,7 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 	if *out == "" {
 		return usageError(s, c, errors.New("-o/--out is required"))
 	}
-	if err := checkTempDir(*tempDir); err != nil {
+	if err := checkTempDir(*tempDir, fs.Args()...); err != nil {
 		return usageError(s, c, err)
 	}
 	opts := export.Options{Format: export.Format(*format), Projection: export.Projection(*projection), PerFile: *perFile, Compression: *compression, RowGroupRows: *rowGroup, Tool: "sptool/" + Version, TempDir: *tempDir}

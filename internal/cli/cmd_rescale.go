@@ -43,7 +43,7 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	if !*dry && *tf.out == "" {
 		return usageError(s, c, errors.New("-o/--out is required"))
 	}
-	if err := checkTempDir(*tf.tempDir); err != nil {
+	if err := checkTempDir(*tf.tempDir, fs.Args()...); err != nil {
 		return usageError(s, c, err)
 	}
 	if err := tf.checkGeneration(); err != nil {

@@ -127,7 +127,7 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 	if !dry && *tf.out == "" {
 		return usageError(s, c, errors.New("-o/--out is required"))
 	}
-	if err := checkTempDir(*tf.tempDir); err != nil {
+	if err := checkTempDir(*tf.tempDir, fs.Args()...); err != nil {
 		return usageError(s, c, err)
 	}
 	if err := tf.checkGeneration(); err != nil {
@@ -210,6 +210,8 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		return fail(s, c.name, err)
 	}
 	if report != "" {
+		// What a killed run left beside the report, as beside the output.
+		rep.Warnings = append(rep.Warnings, savepoint.Leftovers(report)...)
 		if err := writeJSONFile(report, rep, *tf.force); err != nil {
 			if dry {
 				return fail(s, c.name, fmt.Errorf("write the report: %w", err))
