@@ -266,6 +266,10 @@ func checkReportPath(in, out, report string, force bool) error {
 	dir := filepath.Dir(report)
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		return fmt.Errorf("--report %s: %s is not a directory", report, dir)
+	} else if err == nil {
+		if err := dirWritable(dir); err != nil {
+			return fmt.Errorf("--report %s: %s cannot be written: %w", report, dir, err)
+		}
 	}
 	return nil
 }
