@@ -11,9 +11,10 @@ import (
 // leftoverName matches, after an output's base name, the temporary names
 // of a run writing it: a payload or sidecar being written
 // (.part.<suffix>, .meta.part.<suffix>), a tree being staged
-// (.sptool-tmp-<suffix>) and an output a --force run moved aside
-// (.sptool-old-<suffix>), the suffix being tempSuffix's.
-var leftoverName = regexp.MustCompile(`^(?:(\.meta)?\.part\.|\.sptool-(tmp|old)-)([0-9]+)\.[0-9]+\.[0-9a-z]+$`)
+// (.sptool-tmp-<suffix>) and an output, or a file output's sidecar, that a
+// --force run moved aside (.sptool-old-<suffix>, .meta.sptool-old-<suffix>),
+// the suffix being tempSuffix's.
+var leftoverName = regexp.MustCompile(`^(?:(\.meta)?\.part\.|(?:\.meta)?\.sptool-(tmp|old)-)([0-9]+)\.[0-9]+\.[0-9a-z]+$`)
 
 // sidecarLeftover returns the temporary sidecar that an interrupted run
 // publishing the payload at path left beside it ("" when there is none):
@@ -69,7 +70,8 @@ func Leftovers(out string) []string {
 		p := filepath.Join(dir, e.Name())
 		switch m[2] {
 		case "old":
-			warns = append(warns, fmt.Sprintf("%s holds what was at %s before a --force run that was interrupted: rename it back to %s if that run's output is not in place, else delete it", p, out, out))
+			was := filepath.Join(dir, e.Name()[:strings.Index(e.Name(), ".sptool-old-")])
+			warns = append(warns, fmt.Sprintf("%s holds what was at %s before a --force run that was interrupted: rename it back to %s if that run's output is not in place, else delete it", p, was, was))
 		case "tmp":
 			warns = append(warns, fmt.Sprintf("%s is the staging tree of an interrupted run (never restored from): delete it", p))
 		default:

@@ -500,3 +500,63 @@ func TestValidateInterruptedPublish(t *testing.T) {
 		t.Errorf("with a temporary sidecar beside it: %v", f)
 	}
 }
+
+// A --force run moves the pair it replaces aside before it renames the new
+// payload into place, and removes it once the new sidecar is in: a run
+// killed in between leaves the old pair under names that the next run
+// reports, with the name to rename each back to.
+func TestReplaceMovesOldPairAside(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.snap")
+	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
+	old, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var atPayload []string // the leftover warnings when the new payload is renamed in
+	var aside []string
+	hookBeforeRename = func(tmp, final string) {
+		if final != path {
+			return
+		}
+		for _, w := range Leftovers(path) { // (this run's temporary files too: its own)
+			if strings.Contains(w, ".sptool-old-") {
+				atPayload = append(atPayload, w)
+			}
+		}
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.Contains(e.Name(), ".sptool-old-") {
+				aside = append(aside, e.Name())
+				// The old payload aside is the old one, whole.
+				if b, _ := os.ReadFile(filepath.Join(dir, e.Name())); strings.HasPrefix(e.Name(), "out.snap.sptool-old-") && int64(len(b)) != old.Size {
+					t.Errorf("%s: %d bytes, want the old payload's %d", e.Name(), len(b), old.Size)
+				}
+			}
+		}
+	}
+	defer func() { hookBeforeRename = nil }()
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), append(rows, Row{Op: 2, Key: []byte{0, 0, 'x'}}), SnapshotOptions{Sidecar: true, CheckpointID: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if len(aside) != 2 || len(atPayload) != 2 {
+		t.Fatalf("aside %q, warnings %q; want the payload and the sidecar", aside, atPayload)
+	}
+	for _, w := range atPayload {
+		back := path
+		if strings.Contains(w, ".meta.sptool-old-") {
+			back += SidecarSuffix
+		}
+		if !strings.Contains(w, "rename it back to "+back+" if") {
+			t.Errorf("warning %q does not name %s", w, back)
+		}
+	}
+	// Nothing is left once the new pair is in place.
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 2 {
+		t.Errorf("left: %v", ents)
+	}
+	if got, err := readSidecarInfo(path); err != nil || got.Size == old.Size {
+		t.Errorf("the new sidecar: %+v %v", got, err)
+	}
+}

@@ -198,16 +198,19 @@ func writeSnapshotWith(path string, opts SnapshotOptions, fill func(*os.File) (F
 // publishPair puts the complete, durable temporary payload tmp in place at
 // path and, unless sidecar is nil, the sidecar beside it. The sidecar is
 // written and fsynced under a temporary name first, so that a failure to
-// write it publishes nothing; then before (if set) may still refuse. The
-// sidecar of a file it replaces is removed before the payload is renamed
-// over the old one, and the new sidecar is renamed last: a kill at any
-// moment leaves the old pair, a payload without a sidecar (which clink
-// refuses to restore as unpublished), or the new pair, never a payload
-// beside a sidecar that describes another. If the new sidecar cannot be put
-// in place, the new payload is removed too. On error the temporary files
-// are removed.
+// write it publishes nothing; then before (if set) may still refuse. A
+// pair it replaces is moved aside first (.sptool-old-<suffix>, its sidecar
+// .meta.sptool-old-<suffix>), the payload is renamed into place and the
+// new sidecar last, and only then is the old pair removed: a kill at any
+// moment leaves the old pair (in place, or aside, where the next run
+// names it), a payload without a sidecar (which clink refuses to restore
+// as unpublished, with the temporary sidecar beside it, which validate
+// reports) or the new pair, never a payload beside a sidecar that
+// describes another. If the new pair cannot be put in place, the new
+// payload is removed and the old pair put back. On error the temporary
+// files are removed.
 func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err error) {
-	sideTmp := ""
+	sideTmp, published := "", false
 	defer func() {
 		if err != nil {
 			os.Remove(tmp)
@@ -250,14 +253,23 @@ func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err err
 			if _, err := os.Lstat(side); err == nil {
 				return &appearedError{side}
 			}
-		} else if err := os.Remove(side); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove the sidecar %s of the file replaced: %w", side, err)
+		} else {
+			aside, aerr := moveAside(path, side)
+			if aerr != nil {
+				return aerr
+			}
+			// The old pair goes once the new one is in place; on an error
+			// (or a panic) it is put back.
+			defer func() {
+				if err == nil && published {
+					aside.remove()
+				} else {
+					aside.putBack()
+				}
+			}()
 		}
 	}
 	if err := publishName(tmp, path, !opts.NoReplace); err != nil {
-		if sidecar != nil {
-			return fmt.Errorf("%w (%s has no sidecar now: incomplete)", err, path)
-		}
 		return err
 	}
 	if sidecar != nil {
@@ -266,7 +278,52 @@ func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err err
 			return fmt.Errorf("%w (the payload put in place before it was removed again)", err)
 		}
 	}
+	published = true
 	return nil
+}
+
+// asidePair is a payload and sidecar a --force run moved aside.
+type asidePair struct {
+	moved [][2]string // (the name aside, the name it had)
+}
+
+// moveAside renames the payload path and its sidecar side, those that
+// exist, to names beside them that a later run reports (see Leftovers).
+func moveAside(path, side string) (*asidePair, error) {
+	a := &asidePair{}
+	suffix := tempSuffix()
+	for _, p := range []string{path, side} {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		old := p + ".sptool-old-" + suffix
+		if err := os.Rename(p, old); err != nil {
+			a.putBack()
+			return nil, fmt.Errorf("move %s aside to replace it: %w", p, err)
+		}
+		a.moved = append(a.moved, [2]string{old, p})
+	}
+	if len(a.moved) > 0 {
+		if err := SyncDir(filepath.Dir(path)); err != nil {
+			a.putBack()
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// putBack renames what was moved aside back to its name.
+func (a *asidePair) putBack() {
+	for _, m := range a.moved {
+		os.Rename(m[0], m[1])
+	}
+}
+
+// remove removes what was moved aside: the new pair is in place.
+func (a *asidePair) remove() {
+	for _, m := range a.moved {
+		os.Remove(m[0])
+	}
 }
 
 // SidecarFor returns the sidecar of a payload: checkpoint id, size and
