@@ -55,7 +55,7 @@ vet:
 lint: fmt-check vet cross
 
 # The memory maps and the signals differ by system: build for the others too.
-CROSS := darwin/arm64 freebsd/amd64 windows/amd64
+CROSS := darwin/arm64 freebsd/amd64 windows/amd64 solaris/amd64 aix/ppc64 linux/386
 
 cross:
 	@for p in $(CROSS); do echo "build $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build $(PKGS) || exit 1; done
