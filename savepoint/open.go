@@ -587,9 +587,8 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	if crcErr != nil {
 		return fmt.Errorf("read %s: %w", f.Path, crcErr)
 	}
-	after, err := os.Stat(f.Path)
-	if err != nil || !stampOf(after).same(f.stamp) {
-		return fmt.Errorf("read %s: %w", f.Path, ErrInputChanged)
+	if err := checkStamp(f.Path, f.stamp, f.CRC32C); err != nil {
+		return fmt.Errorf("read %w", err)
 	}
 	if wantSidecar {
 		sc, err := ReadRegularFile(f.Path+".meta", maxControlFileSize)
@@ -778,12 +777,8 @@ func (sp *Savepoint) CheckUnchanged() error {
 		if f.Path == "" {
 			continue
 		}
-		st, err := os.Stat(f.Path)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f.Path, err)
-		}
-		if st.Size() != f.Size || !stampOf(st).same(f.stamp) {
-			return fmt.Errorf("%s: %w", f.Path, ErrInputChanged)
+		if err := checkStamp(f.Path, f.stamp, f.CRC32C); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package savepoint
 
 import (
+	"fmt"
 	"os"
 	"time"
 )
@@ -19,7 +20,52 @@ func stampOf(fi os.FileInfo) fileStamp {
 	return fileStamp{size: fi.Size(), mtime: fi.ModTime(), sys: sysStampOf(fi)}
 }
 
-// same reports whether two stamps of a file are equal.
-func (s fileStamp) same(o fileStamp) bool {
-	return s.size == o.size && s.mtime.Equal(o.mtime) && s.sys == o.sys
+// stampChange is how a file's stamp moved.
+type stampChange int
+
+const (
+	stampSame    stampChange = iota
+	stampCtime               // only the change time: the contents may be the same
+	stampChanged             // size, modification time, device or inode
+)
+
+// compare says how the stamp o differs from s.
+func (s fileStamp) compare(o fileStamp) stampChange {
+	switch {
+	case s.size != o.size || !s.mtime.Equal(o.mtime) || !s.sys.sameFile(o.sys):
+		return stampChanged
+	case s.sys != o.sys:
+		return stampCtime
+	}
+	return stampSame
+}
+
+// checkStamp reports ErrInputChanged when the file at path no longer has
+// the stamp it had when opened. When only its change time moved, which a
+// chmod, a hard link or a rename of the file does too (a backup that links
+// the tree), its bytes are read again and compared by CRC-32C with crc,
+// theirs when opened.
+func checkStamp(path string, opened fileStamp, crc uint32) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	switch stampOf(st).compare(opened) {
+	case stampSame:
+		return nil
+	case stampCtime:
+		fh, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		defer fh.Close()
+		now, err := checksumFile(fh, st.Size())
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if now == crc {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: %w", path, ErrInputChanged)
 }

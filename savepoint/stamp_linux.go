@@ -11,6 +11,10 @@ type sysStamp struct {
 	dev, ino            uint64
 }
 
+// sameFile reports whether two stamps are of the same file (device and
+// inode), whatever their change times.
+func (s sysStamp) sameFile(o sysStamp) bool { return s.dev == o.dev && s.ino == o.ino }
+
 func sysStampOf(fi os.FileInfo) sysStamp {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {

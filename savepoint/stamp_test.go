@@ -11,7 +11,8 @@ import (
 
 // A file rewritten in place while it is open is found changed even when
 // the rewrite keeps its size and sets its modification time back (touch
-// -r): its change time moved. An untouched file is unchanged.
+// -r): its change time moved, and its bytes are read again. An untouched
+// file, and one only linked or chmod'ed, is unchanged.
 func TestCheckUnchangedSeesRewriteInPlace(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the change time is read on Linux")
@@ -28,6 +29,21 @@ func TestCheckUnchangedSeesRewriteInPlace(t *testing.T) {
 	defer sp.Close()
 	if err := sp.CheckUnchanged(); err != nil {
 		t.Fatalf("untouched: %v", err)
+	}
+	// A hard link and a chmod move the change time, not the bytes: the
+	// file is read again, and found unchanged.
+	time.Sleep(10 * time.Millisecond)
+	if err := os.Link(path, path+".bak"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.CheckUnchanged(); err != nil {
+		t.Fatalf("linked and made read-only: %v", err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	st, err := os.Stat(path)
 	if err != nil {
