@@ -92,6 +92,18 @@ func mayBeInteger(t reflect.Type) bool {
 // integer comparisons exact.
 var compareOptions = []expr.Option{expr.Patch(exactCompare{})}
 
+// Init makes an Env built by hand ready for expr.Run of a Program: it sets
+// the functions that its comparisons call (FillEnv and the Eval methods do
+// it themselves).
+func (env *Env) Init() { env.init() }
+
+// init is Init, and does nothing to an Env it was done to.
+func (env *Env) init() {
+	if env.Less == nil {
+		env.setComparisons()
+	}
+}
+
 // setComparisons sets the functions exactCompare's calls find in env.
 func (env *Env) setComparisons() {
 	env.Less, env.LessEq, env.More, env.MoreEq, env.Equal, env.NotEqual = exactLess, exactLessEq, exactMore, exactMoreEq, exactEqual, exactNotEqual

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/sptool/sptool/savepoint"
@@ -149,5 +150,27 @@ func TestCompareExact(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// An Env built by hand, not filled by FillEnv, runs rewritten comparisons
+// through Eval; expr.Run of the Program needs Init.
+func TestComparisonsOnHandBuiltEnv(t *testing.T) {
+	set, err := Parse("r.yaml", []byte("version: 1\nrules: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := set.CompileFilter("op > 42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	if ok, err := p.Eval(&m, &Env{Op: 1<<64 - 1}); err != nil || !ok {
+		t.Errorf("Eval on a hand-built Env: %v, %v", ok, err)
+	}
+	env := &Env{Op: 50}
+	env.Init()
+	if out, err := expr.Run(p.Program(), env); err != nil || out != true {
+		t.Errorf("expr.Run after Init: %v, %v", out, err)
 	}
 }

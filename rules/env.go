@@ -36,9 +36,7 @@ func (s *Set) FillEnv(env *Env, row savepoint.Row, subtask int) error {
 // expressions that never read key or value.
 func (s *Set) FillEnvFields(env *Env, row savepoint.Row, subtask int, need Fields) error {
 	k := savepoint.ParseKey(row.Key)
-	if env.Less == nil {
-		env.setComparisons()
-	}
+	env.init()
 	env.Op = row.Op
 	env.Kind = k.Kind.String()
 	env.KeyGroup = k.KeyGroup

@@ -132,6 +132,7 @@ func (p *Predicate) Eval(m *vm.VM, env *Env) (bool, error) {
 	case -1:
 		return false, nil
 	}
+	env.init()
 	out, err := m.Run(p.prog, env)
 	if err != nil {
 		return false, err
@@ -148,7 +149,8 @@ func (p *Predicate) Eval(m *vm.VM, env *Env) (bool, error) {
 func (p *Predicate) Constant() (value, ok bool) { return p.konst == 1, p.konst != 0 }
 
 // Program returns the compiled expr program (for Disassemble, or to run
-// with expr.Run).
+// with expr.Run on an Env that FillEnv or Init made ready: its
+// comparisons call functions of the Env).
 func (p *Predicate) Program() *vm.Program { return p.prog }
 
 // ValueProgram is a compiled set_value expression.
@@ -165,10 +167,11 @@ type ValueProgram struct {
 // Eval runs the expression on env with m (see Predicate.Eval) and returns
 // its result, not yet encoded.
 func (p *ValueProgram) Eval(m *vm.VM, env *Env) (any, error) {
+	env.init()
 	return m.Run(p.prog, env)
 }
 
-// Program returns the compiled expr program.
+// Program returns the compiled expr program (see Predicate.Program).
 func (p *ValueProgram) Program() *vm.Program { return p.prog }
 
 // compiled is the outcome of compileExpr.
