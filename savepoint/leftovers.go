@@ -18,8 +18,11 @@ var leftoverName = regexp.MustCompile(`^(?:(\.meta)?\.part\.|(?:\.meta)?\.sptool
 
 // sidecarLeftover returns the temporary sidecar that an interrupted run
 // publishing the payload at path left beside it ("" when there is none):
-// the run put the payload in place and was killed before its sidecar.
-func sidecarLeftover(path string) string {
+// the run put the payload in place and was killed before its sidecar. Only
+// a complete sidecar that describes the payload there (size and CRC-32C)
+// counts, of a process no longer running: a run killed before its renames,
+// or still running, leaves one beside a payload it did not write.
+func sidecarLeftover(path string, size int64, crc uint32) string {
 	dir, base := filepath.Split(filepath.Clean(path))
 	if dir == "" {
 		dir = "."
@@ -33,8 +36,17 @@ func sidecarLeftover(path string) string {
 		if !ok {
 			continue
 		}
-		if m := leftoverName.FindStringSubmatch(rest); m != nil && m[1] == SidecarSuffix {
-			return filepath.Join(dir, e.Name())
+		m := leftoverName.FindStringSubmatch(rest)
+		if m == nil || m[1] != SidecarSuffix || processRunning(m[3]) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		b, err := ReadRegularFile(p, maxControlFileSize)
+		if err != nil {
+			continue
+		}
+		if sc, err := ParseSidecar(b); err == nil && sc.PayloadBytes == uint64(size) && sc.PayloadCRC32C == crc {
+			return p
 		}
 	}
 	return ""

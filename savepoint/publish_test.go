@@ -492,12 +492,24 @@ func TestValidateInterruptedPublish(t *testing.T) {
 	if f := sev(); len(f) != 1 || f[0].Severity != SeverityInfo {
 		t.Errorf("no sidecar: %v", f)
 	}
+	// A temporary sidecar that does not describe the payload (a run killed
+	// before its renames, beside a payload it did not write) says nothing.
 	left := path + ".meta.part.999999999.1.abc"
 	if err := os.WriteFile(left, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if f := sev(); len(f) != 1 || f[0].Severity != SeverityInfo {
+		t.Errorf("with an unrelated temporary sidecar beside it: %v", f)
+	}
+	payload, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(left, NewSidecar(0, payload).Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if f := sev(); len(f) != 1 || f[0].Severity != SeverityError || !strings.Contains(f[0].Message, "out.snap.meta.part.999999999.1.abc is: a run that published this payload was interrupted") {
-		t.Errorf("with a temporary sidecar beside it: %v", f)
+		t.Errorf("with its own temporary sidecar beside it: %v", f)
 	}
 }
 

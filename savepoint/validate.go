@@ -522,7 +522,7 @@ func (v *validator) checkFileLevel(f *File) {
 		switch {
 		case f.Verdict == VerdictValid:
 		case f.Verdict == VerdictIncomplete && f.Sidecar == nil:
-			if left := sidecarLeftover(f.Path); left != "" {
+			if left := sidecarLeftover(f.Path, f.Size, f.CRC32C); left != "" {
 				v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("no .meta sidecar beside the file, but %s is: a run that published this payload was interrupted before its sidecar, so the file is not a finished output (run it again)", filepath.Base(left)))
 				break
 			}
