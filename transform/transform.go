@@ -198,7 +198,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots)...)
-	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, set, rep.PerRule)...)
+	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
 	if ckpt := outputCheckpoint(sp, opts); sp.Kind != savepoint.InputFile && !opts.DryRun && ckpt == 0 {
 		rep.Warnings = append(rep.Warnings, "the output tree is checkpoint 0, which clink does not restore: a restore_checkpoint_id of 0 means no restore, and the job would start without state (format 5.3); give the output another id with --checkpoint-id")
 	}
@@ -440,14 +440,15 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats) []string {
 	return warns
 }
 
-// dropVersionWarnings returns a warning for each drop_version rule that
+// dropVersionWarnings returns a warning for each drop_version step that
 // removed no entry from any file's version map: a mistyped state type
 // leaves the old stamp, and with it the migrations the job runs on
-// restore. The entries the input holds for the operator are named.
-func dropVersionWarnings(sp *savepoint.Savepoint, set *rules.Set, stats []*RuleStats) []string {
+// restore. It names the operator's state types in the version maps as the
+// step saw them, the steps before it applied (a remap moves entries).
+func dropVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleStats) []string {
 	var warns []string
-	for i, r := range set.Rules {
-		dv := r.DropVersion
+	for i, st := range steps {
+		dv := st.rule.DropVersion
 		if dv == nil || i >= len(stats) || stats[i].VersionEntries > 0 {
 			continue
 		}
@@ -456,7 +457,15 @@ func dropVersionWarnings(sp *savepoint.Savepoint, set *rules.Set, stats []*RuleS
 			if f.Snapshot == nil {
 				continue
 			}
-			for _, e := range f.Snapshot.Versions.Entries() {
+			vm := f.Snapshot.Versions
+			for _, before := range steps[:i] {
+				if before.versions != nil {
+					if v, err := before.versions(vm); err == nil {
+						vm = v
+					}
+				}
+			}
+			for _, e := range vm.Entries() {
 				if e.Op == dv.Op.ID {
 					types[strconv.Quote(e.StateType)] = true
 				}
@@ -466,7 +475,7 @@ func dropVersionWarnings(sp *savepoint.Savepoint, set *rules.Set, stats []*RuleS
 		if len(types) > 0 {
 			have = "its state types: " + strings.Join(slices.Sorted(maps.Keys(types)), ", ")
 		}
-		warns = append(warns, fmt.Sprintf("%s: the version map has no entry of operator %s for state type %q here (%s); the rule does nothing", r.Label(), dv.Op, dv.StateType, have))
+		warns = append(warns, fmt.Sprintf("%s: the version map has no entry of operator %s for state type %q here (%s); the rule does nothing", st.rule.Label(), dv.Op, dv.StateType, have))
 	}
 	return warns
 }

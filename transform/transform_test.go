@@ -705,10 +705,26 @@ func TestRuleKinds(t *testing.T) {
 					t.Errorf("version map files changed: %d, %d; want 2, 0", a, b)
 				}
 				// The rule that removed nothing says so, naming the
-				// operator's state types in the input; the other does not.
-				want := `rule 2 (drop_version): the version map has no entry of operator 7 for state type "Absent" here (its state types: "SeenTtl", "UserCounter"); the rule does nothing`
+				// operator's state types as it sees them (rule 1 removed
+				// SeenTtl); the other does not.
+				want := `rule 2 (drop_version): the version map has no entry of operator 7 for state type "Absent" here (its state types: "UserCounter"); the rule does nothing`
 				if n := len(rep.Warnings); n != 1 || rep.Warnings[0] != want {
 					t.Errorf("warnings %q, want [%q]", rep.Warnings, want)
+				}
+			},
+		},
+		{
+			// The warning names the state types as the rule sees them: after
+			// the remap, op 99 holds op 12's.
+			name:     "drop_version after remap_operator",
+			rules:    "  - remap_operator: {from: 12, to: 99}\n  - drop_version: {op: 99, state_type: Dedupe}\n",
+			want:     replace(baseRows, rD1, withOp(rD1, 99), rD2, withOp(rD2, 99)),
+			counts:   []counts{{2, 0, 2}, {0, 0, 0}},
+			versions: "7|SeenTtl|1|seen\n7|UserCounter|1|agg\n8|Cart|1|cart\n99|Dedup|3",
+			check: func(t *testing.T, rep *transform.Report, _ []located) {
+				want := `rule 2 (drop_version): the version map has no entry of operator 99 for state type "Dedupe" here (its state types: "Dedup"); the rule does nothing`
+				if !slices.Contains(rep.Warnings, want) {
+					t.Errorf("warnings %q, want %q", rep.Warnings, want)
 				}
 			},
 		},
