@@ -170,6 +170,9 @@ func (s *spillSorter) release() {
 // unnamed one where the system makes one, else a named one unlinked at
 // once.
 func createTempFile(dir, what string) (*os.File, error) {
+	if dir == "" {
+		dir = os.TempDir() // where os.CreateTemp would make it
+	}
 	if f, err := openUnnamed(dir); err == nil {
 		return f, nil
 	}

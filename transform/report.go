@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -273,7 +274,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.printf("\nfiles:\n")
 	for _, f := range r.Files {
 		moved := ""
-		if f.Output != "" && f.Output != f.Input && f.Output != filepath.Base(f.Input) && r.Rescale != nil {
+		if r.Rescale != nil && f.Output != "" && filepath.Base(filepath.Dir(f.Output)) != strconv.Itoa(f.Subtask) {
 			moved = ", written as " + f.Output // a copy of a group a rescale moved
 		}
 		ew.printf("  %-36s %-8s %8d -> %d rows%s\n", f.Input, f.Action, f.RowsIn, f.RowsOut, moved)

@@ -98,8 +98,6 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	switch {
 	case *par < 0:
 		return usageError(s, c, errNegative("--parallelism"))
-	case *par == 0 && fs.Changed("parallelism"):
-		return usageError(s, c, fmt.Errorf("--parallelism 0: a job runs at least one subtask"))
 	case *par > savepoint.MaxParallelism:
 		return usageError(s, c, fmt.Errorf("--parallelism %d: a job runs at most %d subtasks", *par, savepoint.MaxParallelism))
 	}
