@@ -31,6 +31,12 @@ func (exactCompare) Visit(node *ast.Node) {
 	if !ok {
 		return
 	}
+	if n.Operator == "in" {
+		if inNeedsExact(n) {
+			ast.Patch(node, &ast.CallNode{Callee: &ast.IdentifierNode{Value: "__in"}, Arguments: []ast.Node{n.Left, n.Right}})
+		}
+		return
+	}
 	name, ok := cmpFuncs[n.Operator]
 	if !ok || !needsExact(n) {
 		return
@@ -54,6 +60,25 @@ func needsExact(n *ast.BinaryNode) bool {
 		return false
 	}
 	return true
+}
+
+// inNeedsExact reports whether expr could get `needle in list` wrong: the
+// needle may be a wide unsigned integer, and the list may hold integers
+// (an array, or a value the checker cannot type). A map or a string keeps
+// expr's `in`.
+func inNeedsExact(n *ast.BinaryNode) bool {
+	l, r := n.Left.Type(), n.Right.Type()
+	if isNil(n.Left) || !mayBeInteger(l) || !mayBeWide(l) {
+		return false
+	}
+	if unknown(r) {
+		return true
+	}
+	if k := r.Kind(); k != reflect.Slice && k != reflect.Array {
+		return false
+	}
+	e := r.Elem()
+	return mayBeInteger(e) && !(isUnsigned(l) && isUnsigned(e))
 }
 
 func isNil(n ast.Node) bool {
@@ -107,6 +132,7 @@ func (env *Env) init() {
 // setComparisons sets the functions exactCompare's calls find in env.
 func (env *Env) setComparisons() {
 	env.Less, env.LessEq, env.More, env.MoreEq, env.Equal, env.NotEqual = exactLess, exactLessEq, exactMore, exactMoreEq, exactEqual, exactNotEqual
+	env.In = exactIn
 }
 
 // exactLess and the others compare integers of any width and signedness
@@ -148,6 +174,22 @@ func exactEqual(a, b any) bool {
 }
 
 func exactNotEqual(a, b any) bool { return !exactEqual(a, b) }
+
+// exactIn is `needle in list` with the elements of a list (an array or a
+// slice) compared by exactEqual; anything else (a map, a string) as expr
+// does.
+func exactIn(needle, list any) bool {
+	v := reflect.ValueOf(list)
+	if k := v.Kind(); k != reflect.Slice && k != reflect.Array {
+		return runtime.In(needle, list)
+	}
+	for i := range v.Len() {
+		if e := v.Index(i); e.IsValid() && exactEqual(e.Interface(), needle) {
+			return true
+		}
+	}
+	return false
+}
 
 // compareInts compares a and b by their values when both are integers.
 func compareInts(a, b any) (int, bool) {

@@ -81,6 +81,14 @@ rules: []
 		{"float(op) > 1e19", big, true, false}, // 2^64-1 as a float
 		{`key < "n" && value == "x"`, str, true, false},
 		{"value != nil", big, true, false},
+		{"op in [-1]", big, false, false},
+		{`op in [42, opid("18446744073709551615")]`, big, true, false},
+		{"-1 in [op]", big, false, false},
+		{"value in [-1, 5]", big, false, false},
+		{"key in [5, 6]", small, true, false},
+		{"value in 1..10", small, true, false},
+		{`slot in ["u", "x"]`, big, true, false},
+		{`"u" in {"u": 1}`, big, true, false},
 	}
 	var m vm.VM
 	for _, c := range cases {

@@ -83,7 +83,7 @@ func TestFillEnv(t *testing.T) {
 			if got.Less == nil || !got.Equal(uint64(1<<63), uint64(1<<63)) || got.Less(uint64(1<<63), 1) {
 				t.Errorf("the comparisons are not set, or not exact")
 			}
-			got.Less, got.LessEq, got.More, got.MoreEq, got.Equal, got.NotEqual = nil, nil, nil, nil, nil, nil
+			got.Less, got.LessEq, got.More, got.MoreEq, got.Equal, got.NotEqual, got.In = nil, nil, nil, nil, nil, nil, nil
 			if len(got.KeyBytes) == 0 && len(tc.want.KeyBytes) == 0 {
 				got.KeyBytes, tc.want.KeyBytes = nil, nil
 			}

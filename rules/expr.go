@@ -47,9 +47,10 @@ type Env struct {
 	// file ('subtask').
 	Subtask int `expr:"subtask"`
 
-	// Less, LessEq, More, MoreEq, Equal and NotEqual are the comparisons
-	// that an expression's <, <=, >, >=, == and != call where an operand
-	// may be an unsigned integer of 2^63 or more (see exactCompare).
+	// Less, LessEq, More, MoreEq, Equal, NotEqual and In are the
+	// comparisons that an expression's <, <=, >, >=, ==, != and in call
+	// where an operand may be an unsigned integer of 2^63 or more (see
+	// exactCompare).
 	// FillEnv sets them; as fields of the environment, they are called
 	// without the argument list that a function of the expression's
 	// options takes from the heap at each evaluation.
@@ -59,6 +60,7 @@ type Env struct {
 	MoreEq   func(a, b any) bool `expr:"__ge"`
 	Equal    func(a, b any) bool `expr:"__eq"`
 	NotEqual func(a, b any) bool `expr:"__ne"`
+	In       func(a, b any) bool `expr:"__in"`
 
 	slots map[string]string // interned slot names (see internSlot)
 }
