@@ -82,8 +82,11 @@ func Leftovers(out string) []string {
 		p := filepath.Join(dir, e.Name())
 		switch m[2] {
 		case "old":
-			was := filepath.Join(dir, e.Name()[:strings.Index(e.Name(), ".sptool-old-")])
-			warns = append(warns, fmt.Sprintf("%s holds what was at %s before a --force run that was interrupted: rename it back to %s if that run's output is not in place, else delete it", p, was, was))
+			was := filepath.Join(dir, base)
+			if strings.HasPrefix(rest, SidecarSuffix+".") {
+				was += SidecarSuffix
+			}
+			warns = append(warns, fmt.Sprintf("%s holds what was at %s before a --force run that was interrupted: delete it, or rename it back to %s to have that older output again", p, was, was))
 		case "tmp":
 			warns = append(warns, fmt.Sprintf("%s is the staging tree of an interrupted run (never restored from): delete it", p))
 		default:

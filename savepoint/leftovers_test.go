@@ -28,7 +28,7 @@ func TestLeftovers(t *testing.T) {
 		"other.part." + dead + ".6.a":         "",
 		"out.part." + dead + ".7.ABC":         "", // not a suffix sptool writes
 		"out.sptool-tmp-" + dead + ".8.q":     "staging tree",
-		"out.sptool-old-" + dead + ".9.r":     "before a --force run that was interrupted: rename it back to " + out,
+		"out.sptool-old-" + dead + ".9.r":     "before a --force run that was interrupted: delete it, or rename it back to " + out + " to have",
 		"out.sptool-old-" + dead + ".10.r/v1": "",
 	}
 	for name := range files {

@@ -559,7 +559,7 @@ func TestReplaceMovesOldPairAside(t *testing.T) {
 		if strings.Contains(w, ".meta.sptool-old-") {
 			back += SidecarSuffix
 		}
-		if !strings.Contains(w, "rename it back to "+back+" if") {
+		if !strings.Contains(w, "rename it back to "+back+" to have") {
 			t.Errorf("warning %q does not name %s", w, back)
 		}
 	}
@@ -570,5 +570,75 @@ func TestReplaceMovesOldPairAside(t *testing.T) {
 	}
 	if got, err := readSidecarInfo(path); err != nil || got.Size == old.Size {
 		t.Errorf("the new sidecar: %+v %v", got, err)
+	}
+}
+
+// A publish that fails after one of its renames (the directory's fsync)
+// takes what it put in place out again and puts the old output back: never
+// a payload beside a sidecar that describes another, nor a new payload or
+// sidecar alone.
+func TestReplaceFailsAfterRename(t *testing.T) {
+	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
+	newRows := append(rows, Row{Op: 2, Key: []byte{0, 0, 'x'}})
+	for _, c := range []struct {
+		name           string
+		old            string // "pair", "payload", "sidecar", "none"
+		failAt         string // the rename after which the fsync fails
+		force          bool
+		payload, sidec bool // what is left at the output's names
+	}{
+		{"pair/payload", "pair", "out.snap", true, true, true},
+		{"pair/sidecar", "pair", "out.snap.meta", true, true, true},
+		{"sidecar only/payload", "sidecar", "out.snap", true, false, true},
+		{"payload only/sidecar", "payload", "out.snap.meta", true, true, false},
+		{"none/payload", "none", "out.snap", true, false, false},
+		{"none/sidecar, no --force", "none", "out.snap.meta", false, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "out.snap")
+			if c.old != "none" {
+				if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 3}); err != nil {
+					t.Fatal(err)
+				}
+				switch c.old {
+				case "payload":
+					os.Remove(path + SidecarSuffix)
+				case "sidecar":
+					os.Remove(path)
+				}
+			}
+			before := map[string][]byte{}
+			for _, p := range []string{path, path + SidecarSuffix} {
+				if b, err := os.ReadFile(p); err == nil {
+					before[p] = b
+				}
+			}
+			hookAfterRename = func(final string) error {
+				if filepath.Base(final) == c.failAt {
+					return errors.New("fsync failed")
+				}
+				return nil
+			}
+			defer func() { hookAfterRename = nil }()
+			if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), newRows, SnapshotOptions{Sidecar: true, CheckpointID: 3, NoReplace: !c.force}); err == nil {
+				t.Fatal("no error")
+			}
+			for p, want := range map[string]bool{path: c.payload, path + SidecarSuffix: c.sidec} {
+				b, err := os.ReadFile(p)
+				if (err == nil) != want {
+					t.Errorf("%s present %v, want %v", filepath.Base(p), err == nil, want)
+				}
+				if err == nil && !bytes.Equal(b, before[p]) {
+					t.Errorf("%s is not the old one", filepath.Base(p))
+				}
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if e.Name() != "out.snap" && e.Name() != "out.snap.meta" {
+					t.Errorf("left: %s", e.Name())
+				}
+			}
+		})
 	}
 }

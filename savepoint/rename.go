@@ -57,6 +57,11 @@ func publishName(tmp, path string, replace bool) error {
 		}
 		return fmt.Errorf("publish %s: %w", path, err)
 	}
+	if hookAfterRename != nil {
+		if err := hookAfterRename(path); err != nil {
+			return err // as a failed fsync of the directory would
+		}
+	}
 	return SyncDir(filepath.Dir(path))
 }
 

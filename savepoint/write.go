@@ -210,16 +210,17 @@ func writeSnapshotWith(path string, opts SnapshotOptions, fill func(*os.File) (F
 // payload is removed and the old pair put back. On error the temporary
 // files are removed.
 func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err error) {
-	sideTmp, published := "", false
+	side := path + SidecarSuffix
+	sideTmp := ""
+	done := false // the new pair is in place
 	defer func() {
-		if err != nil {
+		if !done { // an error, or a panic
 			os.Remove(tmp)
 			if sideTmp != "" {
 				os.Remove(sideTmp)
 			}
 		}
 	}()
-	side := path + SidecarSuffix
 	if sidecar != nil {
 		if sideTmp, err = fillTemp(side, os.O_WRONLY, func(f *os.File) error {
 			if _, err := f.Write(sidecar); err != nil {
@@ -230,21 +231,24 @@ func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err err
 			return err
 		}
 	}
+	// The renames below, and the looks before them, are made under a lock
+	// of the directory: another run publishing the same output meanwhile
+	// would otherwise leave its payload beside this one's sidecar. The
+	// lock is taken first, so that a run that waited for it is looked at
+	// (cancelled, its input changed) after the wait.
+	defer lockDir(filepath.Dir(path))()
 	if opts.Before != nil {
 		if err := opts.Before(); err != nil {
 			return err
 		}
 	}
-	// The renames below, and the looks before them, are made under a lock
-	// of the directory: another run publishing the same output meanwhile
-	// would otherwise leave its payload beside this one's sidecar.
-	defer lockDir(filepath.Dir(path))()
 	// What is in place is looked at again just before it is replaced (the
 	// commands check it before they start): a device or a named pipe that
 	// appeared meanwhile is not replaced.
 	if err := CheckReplaceable(path, false); err != nil {
 		return err
 	}
+	var aside *asidePair
 	if sidecar != nil {
 		if err := CheckReplaceable(side, false); err != nil {
 			return err
@@ -253,33 +257,46 @@ func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err err
 			if _, err := os.Lstat(side); err == nil {
 				return &appearedError{side}
 			}
-		} else {
-			aside, aerr := moveAside(path, side)
-			if aerr != nil {
-				return aerr
-			}
-			// The old pair goes once the new one is in place; on an error
-			// (or a panic) it is put back.
-			defer func() {
-				if err == nil && published {
-					aside.remove()
-				} else {
-					aside.putBack()
-				}
-			}()
+		} else if aside, err = moveAside(path, side); err != nil {
+			return err
 		}
 	}
+	// Whatever the new pair put in place is taken out again on an error or
+	// a panic (a rename may have been made before its directory's fsync
+	// failed), and the old pair is put back; once the new pair is in, the
+	// old one goes.
+	defer func() {
+		if done {
+			aside.remove()
+			return
+		}
+		if sideTmp != "" && gone(sideTmp) {
+			os.Remove(side)
+		}
+		if gone(tmp) {
+			os.Remove(path)
+		}
+		if perr := aside.putBack(); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}()
 	if err := publishName(tmp, path, !opts.NoReplace); err != nil {
 		return err
 	}
 	if sidecar != nil {
 		if err := publishName(sideTmp, side, !opts.NoReplace); err != nil {
-			os.Remove(path)
 			return fmt.Errorf("%w (the payload put in place before it was removed again)", err)
 		}
 	}
-	published = true
+	done = true
 	return nil
+}
+
+// gone reports whether the temporary file p no longer exists: it was
+// renamed into place.
+func gone(p string) bool {
+	_, err := os.Lstat(p)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // asidePair is a payload and sidecar a --force run moved aside.
@@ -298,29 +315,38 @@ func moveAside(path, side string) (*asidePair, error) {
 		}
 		old := p + ".sptool-old-" + suffix
 		if err := os.Rename(p, old); err != nil {
-			a.putBack()
-			return nil, fmt.Errorf("move %s aside to replace it: %w", p, err)
+			return nil, errors.Join(fmt.Errorf("move %s aside to replace it: %w", p, err), a.putBack())
 		}
 		a.moved = append(a.moved, [2]string{old, p})
 	}
 	if len(a.moved) > 0 {
 		if err := SyncDir(filepath.Dir(path)); err != nil {
-			a.putBack()
-			return nil, err
+			return nil, errors.Join(err, a.putBack())
 		}
 	}
 	return a, nil
 }
 
-// putBack renames what was moved aside back to its name.
-func (a *asidePair) putBack() {
-	for _, m := range a.moved {
-		os.Rename(m[0], m[1])
+// putBack renames what was moved aside back to its name; an error names
+// what stays aside. A nil pair has nothing aside.
+func (a *asidePair) putBack() error {
+	if a == nil {
+		return nil
 	}
+	var errs []error
+	for _, m := range a.moved {
+		if err := os.Rename(m[0], m[1]); err != nil {
+			errs = append(errs, fmt.Errorf("the output replaced stays at %s (rename it back to %s): %w", m[0], m[1], err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // remove removes what was moved aside: the new pair is in place.
 func (a *asidePair) remove() {
+	if a == nil {
+		return
+	}
 	for _, m := range a.moved {
 		os.Remove(m[0])
 	}
@@ -368,6 +394,11 @@ var syncEnabled = os.Getenv("CLINK_STATE_FSYNC") != "0" && os.Getenv("CLINK_STAT
 // hookBeforeRename, when set (tests), runs after a temporary file is complete
 // and before it is renamed into place.
 var hookBeforeRename func(tmp, final string)
+
+// hookAfterRename, when set (tests), runs after a temporary file is renamed
+// to final; an error it returns is publishName's, as a failed fsync of the
+// directory after the rename would be.
+var hookAfterRename func(final string) error
 
 // WriteFileAtomic creates path through a temporary file in the same
 // directory: write fills it through a buffer, then it is flushed, fsynced,
