@@ -16,6 +16,30 @@ import (
 // the suffix being tempSuffix's.
 var leftoverName = regexp.MustCompile(`^(?:(\.meta)?\.part\.|(?:\.meta)?\.sptool-(tmp|old)-)([0-9]+)\.[0-9]+\.[0-9a-z]+$`)
 
+// eachLeftover calls fn with each entry beside the output path out named
+// as out followed by a temporary name of a run writing it (leftoverName)
+// of a process no longer running: the entry's path, its name after out's,
+// and the match. A directory that cannot be listed has none.
+func eachLeftover(out string, fn func(p, rest string, m []string)) {
+	dir, base := filepath.Split(filepath.Clean(out))
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), base)
+		if !ok {
+			continue
+		}
+		if m := leftoverName.FindStringSubmatch(rest); m != nil && !processRunning(m[3]) {
+			fn(filepath.Join(dir, e.Name()), rest, m)
+		}
+	}
+}
+
 // sidecarLeftover returns the temporary sidecar that an interrupted run
 // publishing the payload at path left beside it ("" when there is none):
 // the run put the payload in place and was killed before its sidecar. Only
@@ -23,33 +47,20 @@ var leftoverName = regexp.MustCompile(`^(?:(\.meta)?\.part\.|(?:\.meta)?\.sptool
 // counts, of a process no longer running: a run killed before its renames,
 // or still running, leaves one beside a payload it did not write.
 func sidecarLeftover(path string, size int64, crc uint32) string {
-	dir, base := filepath.Split(filepath.Clean(path))
-	if dir == "" {
-		dir = "."
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return ""
-	}
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), base)
-		if !ok {
-			continue
+	found := ""
+	eachLeftover(path, func(p, _ string, m []string) {
+		if found != "" || m[1] != SidecarSuffix {
+			return
 		}
-		m := leftoverName.FindStringSubmatch(rest)
-		if m == nil || m[1] != SidecarSuffix || processRunning(m[3]) {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
 		b, err := ReadRegularFile(p, maxControlFileSize)
 		if err != nil {
-			continue
+			return
 		}
 		if sc, err := ParseSidecar(b); err == nil && sc.PayloadBytes == uint64(size) && sc.PayloadCRC32C == crc {
-			return p
+			found = p
 		}
-	}
-	return ""
+	})
+	return found
 }
 
 // Leftovers returns a warning for each entry beside the output path out
@@ -61,28 +72,11 @@ func sidecarLeftover(path string, size int64, crc uint32) string {
 // its place may be the only copy of that output. A directory that cannot
 // be listed gives no warnings.
 func Leftovers(out string) []string {
-	dir, base := filepath.Split(filepath.Clean(out))
-	if dir == "" {
-		dir = "."
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
 	var warns []string
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), base)
-		if !ok {
-			continue
-		}
-		m := leftoverName.FindStringSubmatch(rest)
-		if m == nil || processRunning(m[3]) {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
+	eachLeftover(out, func(p, rest string, m []string) {
 		switch m[2] {
 		case "old":
-			was := filepath.Join(dir, base)
+			was := filepath.Clean(out)
 			if strings.HasPrefix(rest, SidecarSuffix+".") {
 				was += SidecarSuffix
 			}
@@ -92,6 +86,6 @@ func Leftovers(out string) []string {
 		default:
 			warns = append(warns, fmt.Sprintf("%s is a temporary file of an interrupted run (never restored from): delete it", p))
 		}
-	}
+	})
 	return warns
 }
