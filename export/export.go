@@ -852,6 +852,10 @@ func slotInHex(slot []byte) bool {
 	return !utf8.Valid(slot) || bytes.HasPrefix(slot, []byte("0x")) || string(slot) == savepoint.RawSlot
 }
 
+// slotInHex reports whether e's slot text is 0x and its hex: never for a
+// key without a separator (its text is <raw>), else as AppendSlotText.
+func (e *entry) slotInHex() bool { return e.sep >= 0 && slotInHex(e.slot()) }
+
 // appendSlotText appends the slot text of e: <raw> for a key without a
 // separator, else AppendSlotText of its slot.
 func (e *entry) appendSlotText(b []byte) []byte {

@@ -107,8 +107,8 @@ func appendRenderJSON(b, v []byte) []byte {
 // appendSlotJSON appends the slot text of e (see entry.appendSlotText) as a
 // JSON string.
 func appendSlotJSON(b []byte, e *entry) []byte {
-	if slot := e.slot(); e.sep < 0 || !slotInHex(slot) {
-		return rowtext.AppendJSONString(b, slot)
+	if !e.slotInHex() {
+		return rowtext.AppendJSONString(b, e.slot())
 	}
 	return appendHexJSON(b, e.slot())
 }
@@ -147,7 +147,7 @@ func appendCSVRecord(b []byte, op uint64, e *entry, d Decoded) []byte {
 	b = append(b, ',')
 	b = strconv.AppendInt(b, int64(k.KeyGroup), 10)
 	b = append(b, ',')
-	if slot := e.slot(); e.sep < 0 || !slotInHex(slot) {
+	if slot := e.slot(); !e.slotInHex() {
 		b = rowtext.AppendCSVField(b, slot)
 	} else {
 		b = append(b, "0x"...)

@@ -175,25 +175,11 @@ func opCompare(op string, neg bool, mag uint64) (FastPredicate, bool) {
 		}
 		return func(*RowView) bool { return holds }, true
 	}
-	switch op {
-	case "==":
-		return func(r *RowView) bool { return r.Op == mag }, true
-	case "!=":
-		return func(r *RowView) bool { return r.Op != mag }, true
-	case "<":
-		return func(r *RowView) bool { return r.Op < mag }, true
-	case "<=":
-		return func(r *RowView) bool { return r.Op <= mag }, true
-	case ">":
-		return func(r *RowView) bool { return r.Op > mag }, true
-	case ">=":
-		return func(r *RowView) bool { return r.Op >= mag }, true
-	}
-	return nil, false
+	return intCompare(op, func(r *RowView) uint64 { return r.Op }, mag)
 }
 
 // intCompare compiles an integer comparison with the constant c.
-func intCompare(op string, get func(*RowView) int64, c int64) (FastPredicate, bool) {
+func intCompare[T int64 | uint64](op string, get func(*RowView) T, c T) (FastPredicate, bool) {
 	switch op {
 	case "==":
 		return func(r *RowView) bool { return get(r) == c }, true

@@ -219,6 +219,17 @@ func generations(root string) ([]int, error) {
 	return gens, nil
 }
 
+// appliedListing returns the subtasks= line of the checkpoint's marker
+// when clink applies it: the marker has one, and it is the checkpoint's
+// only marker (format 5.3).
+func (sp *Savepoint) appliedListing() ([]int, bool) {
+	c := sp.Completed
+	if c == nil || !c.HasSubtasks || len(sp.OtherCompleted) > 0 {
+		return nil, false
+	}
+	return c.Subtasks, true
+}
+
 // checkpointOfName parses checkpoint-<id>.snap and changelog-<id>.snap.
 func checkpointOfName(name string) (uint64, bool) {
 	for _, p := range []string{"checkpoint-", "changelog-"} {
@@ -283,11 +294,10 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	// but one the checkpoint's only marker does not list (a leftover of
 	// another layout: no restore reads it, and the union of operator rows
 	// skips it, format 5.3), which is left out.
+	listing, hasListing := sp.appliedListing()
 	listed := map[int]bool{}
-	if c := sp.Completed; c != nil && c.HasSubtasks && len(sp.OtherCompleted) == 0 {
-		for _, i := range c.Subtasks {
-			listed[i] = true
-		}
+	for _, i := range listing {
+		listed[i] = true
 	}
 	var missing []string
 	kept := dirs[:0]
@@ -307,8 +317,8 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("open savepoint %s: checkpoint %d is missing from subtask director%s %s (clink refuses to restore a subtask with no state)", genDir, sp.Checkpoint, plural(len(missing), "y", "ies"), strings.Join(missing, ", "))
 	}
-	if sp.Completed != nil && sp.Completed.HasSubtasks && len(sp.OtherCompleted) == 0 {
-		for _, i := range sp.Completed.Subtasks {
+	if hasListing {
+		for _, i := range listing {
 			if _, ok := seen[i]; !ok {
 				return fmt.Errorf("open savepoint: %s lists subtask %d but %s has no directory %d", sp.CompletedRel, i, genDir, i)
 			}

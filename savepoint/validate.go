@@ -728,7 +728,7 @@ func (v *validator) checkRows(f *File) {
 			// A tree's blobs are checked with the other copies of each
 			// (checkTimers); a file's on their own.
 			if _, err := parseTimerIDs(s.NewCursor().Row(i).Value); err != nil {
-				note(i, SeverityError, CheckTimers, fmt.Sprintf("op %d timer blob %s does not decode (%v): a restore cannot read its timers", op, RenderKey(key), err))
+				note(i, SeverityError, CheckTimers, undecodableBlob(op, key, err))
 			}
 		}
 		kg, filtered := RestoreKeyGroup(key)

@@ -82,7 +82,7 @@ func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 				timers, err := parseTimerIDs(r.Value)
 				if err != nil {
 					v.add(Finding{Severity: SeverityError, Check: CheckTimers, File: f.Rel, Subtask: f.Subtask, Row: -1, Op: r.Op, Key: r.Key,
-						Message: fmt.Sprintf("op %d timer blob %s does not decode (%v): a restore cannot read its timers", r.Op, RenderKey(r.Key), err)})
+						Message: undecodableBlob(r.Op, r.Key, err)})
 					continue
 				}
 				blobs[k] = append(blobs[k], timerCopy{file: f, timers: timers})
@@ -95,6 +95,12 @@ func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 			v.checkTimerCopies(g, k.op, []byte(k.key), blobs[k], held[k], values[k])
 		}
 	}
+}
+
+// undecodableBlob is the finding of a timer blob of op at key that does not
+// decode (err), in a tree or in a single file.
+func undecodableBlob(op uint64, key []byte, err error) string {
+	return fmt.Sprintf("op %d timer blob %s does not decode (%v): a restore cannot read its timers", op, RenderKey(key), err)
 }
 
 // timerFires reports whether a restore at the layout of group g fires
