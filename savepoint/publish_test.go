@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -640,5 +641,64 @@ func TestReplaceFailsAfterRename(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A payload written without a sidecar over a pair takes the old sidecar
+// out with the old payload: left in place, it would describe another
+// payload. A write that must not replace anything is refused by a sidecar
+// alone, and a plain atomic write (a report) leaves a ".meta" file beside
+// it alone.
+func TestPayloadWithoutSidecarReplacesPair(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "checkpoint-3.snap")
+	md := CanonicalMetadata(nil, VersionMap{})
+	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
+	if _, err := WriteSnapshotFile(path, md, rows, SnapshotOptions{Sidecar: true, CheckpointID: 3}); err != nil {
+		t.Fatal(err)
+	}
+	more := append(rows, Row{Op: 2, Key: []byte{0, 0, 'x'}})
+	if _, err := WriteSnapshotFile(path, md, more, SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path + SidecarSuffix); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the old sidecar is still beside the new payload (stat: %v)", err)
+	}
+	sp, err := Open(path, OpenOptions{AllowMissingSidecar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sp.Files[0].Snapshot.NumRows(); n != 2 {
+		t.Errorf("%d rows in place, want the new payload's 2", n)
+	}
+	sp.Close()
+	if left := leftovers(t, dir); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+
+	// A lone sidecar refuses a payload that must not replace anything.
+	lone := filepath.Join(dir, "checkpoint-4.snap")
+	if err := os.WriteFile(lone+SidecarSuffix, []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteSnapshotFile(lone, md, rows, SnapshotOptions{NoReplace: true}); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("a payload beside a stale sidecar: err %v, want fs.ErrExist", err)
+	}
+	if _, err := os.Lstat(lone); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused payload was published (stat: %v)", err)
+	}
+
+	// Other files keep whatever ".meta" file is beside them.
+	report := filepath.Join(dir, "report.json")
+	if err := os.WriteFile(report+SidecarSuffix, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := WriteFileAtomic(report, func(w io.Writer) error { _, err := io.WriteString(w, "{}"); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := os.ReadFile(report + SidecarSuffix); err != nil || string(b) != "mine" {
+		t.Errorf("a report's neighbour: %q, %v; want it untouched", b, err)
 	}
 }

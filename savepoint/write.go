@@ -120,6 +120,10 @@ type PublishOptions struct {
 	Before func() error
 	// NoReplace leaves what is at the path, and its sidecar's, in place.
 	NoReplace bool
+	// payload: the file published is a payload, whose sidecar is replaced
+	// with it even when none is written (the old one would describe
+	// another payload).
+	payload bool
 }
 
 // ReleaseEvery is how many bytes a writer writes between Progress calls.
@@ -127,7 +131,9 @@ const ReleaseEvery = 16 << 20
 
 // WriteSnapshotFile writes rows as a canonical stream to path atomically
 // (temporary file, fsync, rename, directory fsync), then, if asked, its
-// sidecar the same way. An existing file at path is replaced.
+// sidecar the same way. An existing file at path is replaced, and so is
+// its sidecar: without SnapshotOptions.Sidecar the old one is removed, as
+// it describes the old payload (see publishPair).
 func WriteSnapshotFile(path string, md Metadata, rows []Row, opts SnapshotOptions) (FileInfo, error) {
 	if opts.AsIs {
 		return writeSnapshot(path, opts, func(w io.Writer) error { return EncodeStreamAsIs(w, md, rows, opts.Batches) })
@@ -192,7 +198,7 @@ func writeSnapshotWith(path string, opts SnapshotOptions, fill func(*os.File) (F
 	if opts.Sidecar {
 		sidecar = SidecarFor(opts.CheckpointID, info)
 	}
-	return info, publishPair(tmp, path, sidecar, PublishOptions{Before: opts.BeforePublish, NoReplace: opts.NoReplace})
+	return info, publishPair(tmp, path, sidecar, PublishOptions{Before: opts.BeforePublish, NoReplace: opts.NoReplace, payload: true})
 }
 
 // publishPair puts the complete, durable temporary payload tmp in place at
@@ -208,7 +214,9 @@ func writeSnapshotWith(path string, opts SnapshotOptions, fill func(*os.File) (F
 // reports) or the new pair, never a payload beside a sidecar that
 // describes another. If the new pair cannot be put in place, the new
 // payload is removed and the old pair put back. On error the temporary
-// files are removed.
+// files are removed. A payload published without a sidecar
+// (PublishOptions.payload) takes the old sidecar out with the old payload,
+// and with NoReplace is refused when a sidecar is there.
 func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err error) {
 	side := path + SidecarSuffix
 	sideTmp := ""
@@ -249,7 +257,7 @@ func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err err
 		return err
 	}
 	var aside *asidePair
-	if sidecar != nil {
+	if sidecar != nil || opts.payload {
 		if err := CheckReplaceable(side, false); err != nil {
 			return err
 		}
