@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -60,20 +61,28 @@ func rowString(r Row) string { return fmt.Sprintf("%d/%x/%x", r.Op, r.Key, r.Val
 func TestSortSpilled(t *testing.T) {
 	defer func(v int) { spillPartRows = v }(spillPartRows)
 	defer func(v int64) { maxColumnBytes = v }(maxColumnBytes)
+	defer func(v int) { blockBytes = v }(blockBytes)
+	block := blockBytes
 	for _, c := range []struct {
 		n, budget, partRows int
 		maxCol              int64
+		block               int // the first pass's blocks: rows longer than a quarter go alone
 	}{
-		{0, 0, 1, 0}, {1, 0, 1, 0}, {5000, 0, 1 << 18, 0}, {5000, 0, 700, 0}, {5000, 1 << 10, 1000, 0}, {5000, 64, 1 << 18, 0},
-		{20000, 4 << 10, 1 << 18, 0}, {20000, 4 << 10, 3000, 0},
-		{5000, 0, 1 << 18, 300}, {20000, 4 << 10, 1 << 18, 700},
+		{0, 0, 1, 0, 0}, {1, 0, 1, 0, 0}, {5000, 0, 1 << 18, 0, 0}, {5000, 0, 700, 0, 0}, {5000, 1 << 10, 1000, 0, 0}, {5000, 64, 1 << 18, 0, 0},
+		{20000, 4 << 10, 1 << 18, 0, 0}, {20000, 4 << 10, 3000, 0, 0},
+		{5000, 0, 1 << 18, 300, 0}, {20000, 4 << 10, 1 << 18, 700, 0},
+		{5000, 0, 700, 0, 100}, {20000, 4 << 10, 3000, 0, 256}, {5000, 64, 1 << 18, 0, 1 << 10},
 	} {
 		spillPartRows = c.partRows
+		blockBytes = block
+		if c.block > 0 {
+			blockBytes = c.block
+		}
 		maxColumnBytes = maxBinaryData
 		if c.maxCol > 0 {
 			maxColumnBytes = c.maxCol
 		}
-		t.Run(fmt.Sprintf("%d rows budget %d parts of %d columns of %d", c.n, c.budget, c.partRows, c.maxCol), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d rows budget %d parts of %d columns of %d blocks of %d", c.n, c.budget, c.partRows, c.maxCol, c.block), func(t *testing.T) {
 			for _, keep := range []bool{false, true} {
 				rows := spillRows(rand.New(rand.NewPCG(uint64(c.n), uint64(c.budget))), c.n)
 				var wantLost []string
@@ -279,5 +288,45 @@ func TestChunkWriterWriteError(t *testing.T) {
 		if ferr == nil || !strings.Contains(ferr.Error(), "write the sort's temporary file") {
 			t.Fatalf("%d chunks: flush: %v, want the write's error", n, ferr)
 		}
+	}
+}
+
+// flatRows is a ColumnSource over flat columns (no pointer a row, for
+// the collector to scan): rows of a 13-byte key and an 8-byte value.
+type flatRows struct {
+	ops  []uint64
+	data []byte // row i: key data[21i:21i+13], value data[21i+13:21i+21]
+}
+
+func (f *flatRows) Len() int           { return len(f.ops) }
+func (f *flatRows) Op(i int) uint64    { return f.ops[i] }
+func (f *flatRows) Key(i int) []byte   { return f.data[21*i : 21*i+13 : 21*i+13] }
+func (f *flatRows) Value(i int) []byte { return f.data[21*i+13 : 21*i+21 : 21*i+21] }
+func (f *flatRows) Row(i int) Row      { return Row{Op: f.Op(i), Key: f.Key(i), Value: f.Value(i)} }
+
+// BenchmarkPartition times the first pass of the external sort over 1M
+// rows in clink's hash-map order: 5 operators, keys of a key-group byte, a
+// 4-byte slot and an 8-byte user key over all 128 key groups, 8-byte
+// values (the benchmark inputs' shape).
+func BenchmarkPartition(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const n = 1 << 20
+	src := &flatRows{ops: make([]uint64, n), data: make([]byte, 0, n*21)}
+	for i := range src.ops {
+		src.ops[i] = uint64(r.IntN(5))
+		src.data = append(src.data, byte(r.IntN(NumKeyGroups)), 'a', 'g', 'g', '|')
+		src.data = binary.LittleEndian.AppendUint64(src.data, r.Uint64())
+		src.data = binary.LittleEndian.AppendUint64(src.data, r.Uint64())
+	}
+	b.SetBytes(n * 21)
+	for b.Loop() {
+		f, err := createTempFile(b.TempDir(), "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := partitionAll(&chunkWriter{f: f}, src, DefaultSpillBudget, nil); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
 	}
 }
