@@ -587,13 +587,16 @@ func TestReplaceFailsAfterRename(t *testing.T) {
 		failAt         string // the rename after which the fsync fails
 		force          bool
 		payload, sidec bool // what is left at the output's names
+		bare           bool // the new payload is written without a sidecar
 	}{
-		{"pair/payload", "pair", "out.snap", true, true, true},
-		{"pair/sidecar", "pair", "out.snap.meta", true, true, true},
-		{"sidecar only/payload", "sidecar", "out.snap", true, false, true},
-		{"payload only/sidecar", "payload", "out.snap.meta", true, true, false},
-		{"none/payload", "none", "out.snap", true, false, false},
-		{"none/sidecar, no --force", "none", "out.snap.meta", false, false, false},
+		{"pair/payload", "pair", "out.snap", true, true, true, false},
+		{"pair/sidecar", "pair", "out.snap.meta", true, true, true, false},
+		{"sidecar only/payload", "sidecar", "out.snap", true, false, true, false},
+		{"payload only/sidecar", "payload", "out.snap.meta", true, true, false, false},
+		{"none/payload", "none", "out.snap", true, false, false, false},
+		{"none/sidecar, no --force", "none", "out.snap.meta", false, false, false, false},
+		{"pair/bare payload", "pair", "out.snap", true, true, true, true},
+		{"sidecar only/bare payload", "sidecar", "out.snap", true, false, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -622,7 +625,7 @@ func TestReplaceFailsAfterRename(t *testing.T) {
 				return nil
 			}
 			defer func() { hookAfterRename = nil }()
-			if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), newRows, SnapshotOptions{Sidecar: true, CheckpointID: 3, NoReplace: !c.force}); err == nil {
+			if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), newRows, SnapshotOptions{Sidecar: !c.bare, CheckpointID: 3, NoReplace: !c.force}); err == nil {
 				t.Fatal("no error")
 			}
 			for p, want := range map[string]bool{path: c.payload, path + SidecarSuffix: c.sidec} {

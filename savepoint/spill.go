@@ -38,8 +38,9 @@ import (
 //     is a canonical Snapshot that long passes read in order (and the
 //     writer copies a run at a time).
 //
-// Memory is bounded by the budget (and the first pass's blocks, half a
-// megabyte a part), not by the rows; the temporary files
+// Memory is bounded by the budget (and the first pass's blocks: half a
+// megabyte a part for typical rows, up to 1.5 MiB for rows of empty keys
+// and values), not by the rows; the temporary files
 // hold the rows up to twice over while the sort runs (about 1.7 times for
 // short rows: the first file's records are compact) and are unlinked as
 // soon as they are created, so nothing is left behind whatever happens to
@@ -414,7 +415,8 @@ type block struct {
 
 // blockBytes is how many bytes of records a block gathers before it is
 // flushed: with the grouped copy, half a megabyte a part of the first
-// pass, within a core's cache. Its groups are then about 400 bytes for
+// pass, within a core's cache (and 8 bytes a row more to find the
+// records). Its groups are then about 400 bytes for
 // 640 buckets: 64 KiB blocks (groups of 100 bytes) spared a tenth of the
 // pass over 1M rows, 256 KiB blocks a fifth (BenchmarkPartition). A
 // variable so tests can make blocks small.
@@ -470,12 +472,10 @@ func (p *partition) add(r Row) error {
 	return nil
 }
 
-// add gathers the record of row r (rec bytes) for bucket id.
+// add gathers the record of row r (rec bytes) for bucket id. The block's
+// buffers grow with use: a partition of a small bucket split again
+// (spillSorter.split) takes no more than its rows.
 func (k *block) add(id int32, r Row, rec int) {
-	if k.recs == nil {
-		k.recs = make([]byte, 0, blockBytes)
-		k.grouped = make([]byte, blockBytes)
-	}
 	k.recs = appendRecord(k.recs, r.Key, r.Value)
 	k.ends = append(k.ends, int32(len(k.recs)))
 	k.ids = append(k.ids, id)
@@ -492,6 +492,9 @@ func (p *partition) flush() error {
 	k := &p.blk
 	if len(k.ids) == 0 {
 		return nil
+	}
+	if cap(k.grouped) < len(k.recs) {
+		k.grouped = make([]byte, cap(k.recs))
 	}
 	at := int32(0)
 	for _, id := range k.touched {
@@ -516,6 +519,15 @@ func (p *partition) flush() error {
 		k.size[id], k.rows[id] = 0, 0
 	}
 	k.recs, k.ends, k.ids, k.touched = k.recs[:0], k.ends[:0], k.ids[:0], k.touched[:0]
+	return err
+}
+
+// finish appends what the block holds to the buckets and lets its buffers
+// go: the partition takes no more rows.
+func (p *partition) finish() error {
+	err := p.flush()
+	k := &p.blk
+	*k = block{size: k.size, rows: k.rows, at: k.at}
 	return err
 }
 
@@ -649,7 +661,7 @@ func (p *partition) addRange(src ColumnSource, lo, hi int, release func()) error
 		}
 		i++
 	}
-	return p.flush()
+	return p.finish()
 }
 
 // spillSorter takes buckets in canonical order to the output.
@@ -895,7 +907,7 @@ func (s *spillSorter) split(b *bucket, depth int) error {
 	if err := b.eachRow(s.chunks, p.add); err != nil {
 		return err
 	}
-	if err := p.flush(); err != nil {
+	if err := p.finish(); err != nil {
 		return err
 	}
 	return s.drain(p)

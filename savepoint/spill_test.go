@@ -85,36 +85,10 @@ func TestSortSpilled(t *testing.T) {
 		t.Run(fmt.Sprintf("%d rows budget %d parts of %d columns of %d blocks of %d", c.n, c.budget, c.partRows, c.maxCol, c.block), func(t *testing.T) {
 			for _, keep := range []bool{false, true} {
 				rows := spillRows(rand.New(rand.NewPCG(uint64(c.n), uint64(c.budget))), c.n)
-				var wantLost []string
-				pos := CanonicalPositions(Columns(RowSlice(rows)), func(p uint32) { wantLost = append(wantLost, rowString(rows[p])) }, nil)
-				if keep { // every row, a stable sort
-					pos, wantLost = SortOrder(len(rows), func(i int) (uint64, []byte) { return rows[i].Op, rows[i].Key }), nil
-				}
-				want := make([]Row, len(pos))
-				for i, p := range pos {
-					want[i] = rows[p]
-				}
-				var gotLost []string
-				sp, err := SortSpilled(Columns(RowSlice(rows)), SpillOptions{Dir: t.TempDir(), Budget: c.budget, KeepDuplicates: keep, Dropped: func(r Row) { gotLost = append(gotLost, rowString(r)) }})
-				if err != nil {
-					t.Fatal(err)
-				}
+				sp, want := checkSortSpilled(t, rows, c.budget, keep)
 				defer sp.Close()
 				got := sp.Snapshot()
-				if got.NumRows() != len(want) {
-					t.Fatalf("%d rows, want %d", got.NumRows(), len(want))
-				}
 				cur := got.NewCursor()
-				for i, w := range want {
-					if g := cur.Row(i); rowString(g) != rowString(w) {
-						t.Fatalf("row %d: %s, want %s", i, rowString(g), rowString(w))
-					}
-				}
-				slices.Sort(wantLost)
-				slices.Sort(gotLost)
-				if !slices.Equal(gotLost, wantLost) {
-					t.Fatalf("dropped %d rows, want %d:\n%v\n%v", len(gotLost), len(wantLost), gotLost, wantLost)
-				}
 				if c.budget > 0 && c.n > 1000 && len(got.Batches) < 2 {
 					t.Errorf("%d batches: a small budget should cut the sorted rows into several", len(got.Batches))
 				}
@@ -135,6 +109,92 @@ func TestSortSpilled(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkSortSpilled sorts rows with SortSpilled (at the budget, keeping
+// duplicates or not) and fails t unless it gives the rows, and drops the
+// rows, that CanonicalPositions does (or, keeping them, SortOrder's stable
+// order). It returns the sorted copy and the rows it must hold.
+func checkSortSpilled(t *testing.T, rows []Row, budget int, keep bool) (*Spilled, []Row) {
+	t.Helper()
+	var wantLost []string
+	pos := CanonicalPositions(Columns(RowSlice(rows)), func(p uint32) { wantLost = append(wantLost, rowString(rows[p])) }, nil)
+	if keep { // every row, a stable sort
+		pos, wantLost = SortOrder(len(rows), func(i int) (uint64, []byte) { return rows[i].Op, rows[i].Key }), nil
+	}
+	want := make([]Row, len(pos))
+	for i, p := range pos {
+		want[i] = rows[p]
+	}
+	var gotLost []string
+	sp, err := SortSpilled(Columns(RowSlice(rows)), SpillOptions{Dir: t.TempDir(), Budget: budget, KeepDuplicates: keep, Dropped: func(r Row) { gotLost = append(gotLost, rowString(r)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sp.Snapshot()
+	if got.NumRows() != len(want) {
+		sp.Close()
+		t.Fatalf("%d rows, want %d", got.NumRows(), len(want))
+	}
+	cur := got.NewCursor()
+	for i, w := range want {
+		if g := cur.Row(i); rowString(g) != rowString(w) {
+			sp.Close()
+			t.Fatalf("row %d: %s, want %s", i, rowString(g), rowString(w))
+		}
+	}
+	slices.Sort(wantLost)
+	slices.Sort(gotLost)
+	if !slices.Equal(gotLost, wantLost) {
+		sp.Close()
+		t.Fatalf("dropped %d rows, want %d:\n%v\n%v", len(gotLost), len(wantLost), gotLost, wantLost)
+	}
+	return sp, want
+}
+
+// TestSortSpilledRandomShapes: the external sort against the in-memory one
+// on random rows of few distinct keys (duplicates everywhere, so that any
+// reordering within a bucket shows), values from none to many times a
+// block of the first pass (rows that go alone between short rows of the
+// same key), any number of operators, with blocks, parts and budgets from
+// tiny to the defaults.
+func TestSortSpilledRandomShapes(t *testing.T) {
+	defer func(v int) { spillPartRows = v }(spillPartRows)
+	defer func(v int) { blockBytes = v }(blockBytes)
+	block := blockBytes
+	seeds := 80
+	if testing.Short() {
+		seeds = 20
+	}
+	for seed := range uint64(seeds) {
+		r := rand.New(rand.NewPCG(seed, 0x5eed))
+		blockBytes = []int{1, 4, 16, 100, 1000, block}[r.IntN(6)]
+		spillPartRows = []int{1, 13, 200, 1 << 18}[r.IntN(4)]
+		budget := []int{1, 300, 8 << 10, 0}[r.IntN(4)]
+		long := []int{0, 50, 3000}[r.IntN(3)]
+		rows := make([]Row, r.IntN(3000))
+		ops := 1 + r.IntN(8)
+		for i := range rows {
+			k := make([]byte, r.IntN(4))
+			for j := range k {
+				k[j] = byte(r.IntN(3))
+			}
+			v := make([]byte, r.IntN(9))
+			if long > 0 && r.IntN(8) == 0 {
+				v = make([]byte, r.IntN(long))
+			}
+			for j := range v {
+				v[j] = byte(r.Uint32())
+			}
+			rows[i] = Row{Op: uint64(r.IntN(ops)), Key: k, Value: v}
+		}
+		for _, keep := range []bool{false, true} {
+			t.Run(fmt.Sprintf("seed %d keep %v", seed, keep), func(t *testing.T) {
+				sp, _ := checkSortSpilled(t, rows, budget, keep)
+				sp.Close()
+			})
+		}
 	}
 }
 

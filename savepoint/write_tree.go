@@ -216,12 +216,14 @@ func (t *TreeWriter) copiedSidecar(src *File) []byte {
 
 // CopySnapshotFile copies the payload src, whose size and CRC-32C were
 // read as info, to dst with the given sidecar, as WriteSnapshotFrom
-// publishes a payload and its sidecar.
+// publishes a payload and its sidecar: a pair at dst is replaced, and with
+// a nil sidecar the old sidecar is removed with the old payload.
 func CopySnapshotFile(src, dst string, info FileInfo, sidecar []byte, opts PublishOptions) error {
 	tmp, err := copyToTemp(src, dst, info.Size, info.CRC32C)
 	if err != nil {
 		return err
 	}
+	opts.payload = true // a nil sidecar takes the old one out too
 	return publishPair(tmp, dst, sidecar, opts)
 }
 
