@@ -472,10 +472,25 @@ func (p *partition) add(r Row) error {
 	return nil
 }
 
-// add gathers the record of row r (rec bytes) for bucket id. The block's
-// buffers grow with use: a partition of a small bucket split again
-// (spillSorter.split) takes no more than its rows.
+// blockBufs holds the buffers of finished partitions' blocks (*blockBuf)
+// for the next partition: a bucket larger than the budget is split again,
+// level after level, each a partition of its own, and each made its
+// block's buffers afresh.
+var blockBufs sync.Pool
+
+// blockBuf is the buffers of a block.
+type blockBuf struct {
+	recs, grouped []byte
+	ends, ids     []int32
+}
+
+// add gathers the record of row r (rec bytes) for bucket id.
 func (k *block) add(id int32, r Row, rec int) {
+	if k.recs == nil {
+		if b, ok := blockBufs.Get().(*blockBuf); ok {
+			k.recs, k.grouped, k.ends, k.ids = b.recs[:0], b.grouped, b.ends[:0], b.ids[:0]
+		}
+	}
 	k.recs = appendRecord(k.recs, r.Key, r.Value)
 	k.ends = append(k.ends, int32(len(k.recs)))
 	k.ids = append(k.ids, id)
@@ -527,6 +542,9 @@ func (p *partition) flush() error {
 func (p *partition) finish() error {
 	err := p.flush()
 	k := &p.blk
+	if k.recs != nil {
+		blockBufs.Put(&blockBuf{recs: k.recs, grouped: k.grouped, ends: k.ends, ids: k.ids})
+	}
 	*k = block{size: k.size, rows: k.rows, at: k.at}
 	return err
 }
@@ -541,13 +559,20 @@ func (p *partition) appendRecords(b *bucket, recs []byte, rows int) error {
 			return err
 		}
 	}
-	b.tail = append(Grow(b.tail, len(recs)), recs...)
 	b.size += int64(len(recs))
 	b.rows += rows
-	if len(b.tail) >= limit {
-		// (A group, or a long row, larger than the limit.)
-		return p.writeTail(b, limit)
+	if len(recs) >= limit {
+		// A group (or a long row) as large as the limit is a chunk of its
+		// own, not copied to the bucket's buffer first, which would grow
+		// for it and be dropped after (see writeTail).
+		ch, err := p.c.write(recs)
+		if err != nil {
+			return err
+		}
+		b.chunks = append(b.chunks, ch)
+		return nil
 	}
+	b.tail = append(Grow(b.tail, len(recs)), recs...)
 	return nil
 }
 
