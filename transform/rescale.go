@@ -219,17 +219,26 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 		} else {
 			// A row stored twice in one file (clink's merges write such
 			// files): restore keeps one (format 1.6), and so does the rescale.
+			// One file at a time: each sort through temporary files uses
+			// every core already, and two at once held twice the memory
+			// (a 10M-row tree in clink's order: 0.51x its size against
+			// 0.32x). A fault of the mapped input names the file.
 			var dupes int64
 			for i := 0; i < g.Count; i++ {
 				res := results[byIndex[g.First+i]]
-				if !res.canonical {
-					n, err := res.out.canonicalise(nil)
-					if err != nil {
-						return nil, fmt.Errorf("%s: %w", sp.Files[byIndex[g.First+i]].Path, err)
-					}
-					dupes += n
-					res.canonical = true
+				if res.canonical {
+					continue
 				}
+				var n int64
+				err := savepoint.Guard(func() (err error) {
+					n, err = res.out.canonicalise(nil)
+					return err
+				})
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", sp.Files[byIndex[g.First+i]].Path, err)
+				}
+				dupes += n
+				res.canonical = true
 			}
 			if dupes > 0 {
 				rep.DuplicatesResolved += dupes

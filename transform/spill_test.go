@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sptool/sptool/internal/gen"
@@ -17,30 +19,48 @@ import (
 	"github.com/sptool/sptool/transform"
 )
 
-// An input cut short while its output is sorted through temporary files
-// (the sort reads it in its own goroutines) is ErrInputChanged, not a crash,
-// and nothing is written.
-func TestSpilledSortInputCut(t *testing.T) {
-	rows := gen.BigRows(gen.BigOptions{Rows: 40000, Seed: 5})
-	rand.New(rand.NewPCG(1, 2)).Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
-	dir := t.TempDir()
-	file := filepath.Join(dir, "in.snap")
-	if _, err := savepoint.WriteSnapshotFile(file, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{AsIs: true, Sidecar: true}); err != nil {
-		t.Fatal(err)
-	}
+// shuffledRows returns n generated rows in random order, as clink stores
+// them.
+func shuffledRows(n int, seed uint64) []savepoint.Row {
+	rows := gen.BigRows(gen.BigOptions{Rows: n, Seed: seed})
+	rand.New(rand.NewPCG(seed, 2)).Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	return rows
+}
+
+// runCutDuringSpill runs the rules src over the savepoint at path, to out,
+// with outputs of 1,000 rows or more sorted through temporary files in
+// dir, and cuts the input file victim short just before the first sort;
+// it returns the run's error.
+func runCutDuringSpill(t *testing.T, path, victim, src, out, dir string) error {
+	t.Helper()
 	defer transform.SetSpill(1000, 0)()
+	var cut sync.Once // once: a rescale sorts its group's other files too
 	defer transform.SetBeforeSpillSort(func() {
-		if err := os.Truncate(file, 4096); err != nil {
-			t.Error(err)
-		}
+		cut.Do(func() {
+			if err := os.Truncate(victim, 4096); err != nil {
+				t.Error(err)
+			}
+		})
 	})()
-	sp, err := savepoint.Open(file, savepoint.OpenOptions{Columnar: true})
+	sp, err := savepoint.Open(path, savepoint.OpenOptions{Columnar: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sp.Close()
-	out := filepath.Join(dir, "out.snap")
-	_, err = transform.Run(context.Background(), sp, parseRules(t, "version: 1\nrules:\n  - drop: 'slot == \"agg\"'\n", nil), transform.Options{Out: out, TempDir: dir})
+	_, err = transform.Run(context.Background(), sp, parseRules(t, src, nil), transform.Options{Out: out, TempDir: dir})
+	return err
+}
+
+// An input cut short while its output is sorted through temporary files
+// (the sort reads it in its own goroutines) is ErrInputChanged, not a crash,
+// and nothing is written.
+func TestSpilledSortInputCut(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(file, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), shuffledRows(40000, 5), savepoint.SnapshotOptions{AsIs: true, Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	err := runCutDuringSpill(t, file, file, "version: 1\nrules:\n  - drop: 'slot == \"agg\"'\n", filepath.Join(dir, "out.snap"), dir)
 	if !errors.Is(err, savepoint.ErrInputChanged) {
 		t.Errorf("run over a cut input: %v, want ErrInputChanged", err)
 	}
@@ -49,6 +69,32 @@ func TestSpilledSortInputCut(t *testing.T) {
 		if e.Name() != "in.snap" && e.Name() != "in.snap.meta" {
 			t.Errorf("left behind: %s", e.Name())
 		}
+	}
+}
+
+// An input file of a rescale cut short while it is sorted through
+// temporary files (a rescale sorts each old file of a group before it
+// merges them) is ErrInputChanged too, naming the file, not a crash, and
+// nothing is written.
+func TestRescaleSpilledSortInputCut(t *testing.T) {
+	files := map[int][]savepoint.Row{}
+	for _, row := range shuffledRows(40000, 6) {
+		s := 0
+		if !row.IsOperatorState() {
+			s = savepoint.SubtaskForKeyGroup(int(row.Key[0]), 2)
+		}
+		files[s] = append(files[s], row)
+	}
+	dir := t.TempDir()
+	tree := writeTreeAsIs(t, filepath.Join(dir, "tree"), 5, files, savepoint.VersionMap{})
+	victim := filepath.Join(tree, "v1", "1", "checkpoint-5.snap")
+	out := filepath.Join(dir, "out")
+	err := runCutDuringSpill(t, tree, victim, "version: 1\nrules:\n  - rescale: {parallelism: 3}\n", out, dir)
+	if !errors.Is(err, savepoint.ErrInputChanged) || !strings.Contains(err.Error(), victim) {
+		t.Errorf("rescale over a cut input: %v, want ErrInputChanged naming %s", err, victim)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("output: %v, want none", err)
 	}
 }
 

@@ -206,11 +206,19 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	defer func() { <-finished }() // the report is whole when Run returns
 	var files []*newFile
 	if spec := set.Rescale(); spec != nil {
-		var err error
-		if files, err = rescale(sp, spec, results, rep); err != nil {
-			return nil, fmt.Errorf("%s: %w", set.Rules[len(set.Rules)-1].Label(), err)
+		// The rescale reads the mapped input (it sorts the old files and
+		// merges their rows): a fault there, the input cut short meanwhile,
+		// is an error, not a crash of the process.
+		err := savepoint.Guard(func() (err error) {
+			if files, err = rescale(sp, spec, results, rep); err != nil {
+				return fmt.Errorf("%s: %w", set.Rules[len(set.Rules)-1].Label(), err)
+			}
+			rep.recountAfterRescale(files, sp.ReleasePages)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		rep.recountAfterRescale(files, sp.ReleasePages)
 	} else {
 		for i, f := range sp.Files {
 			files = append(files, sameLayoutFile(f, results[i], f.Subtask))
