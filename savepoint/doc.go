@@ -17,4 +17,11 @@
 // rows sorted by (op, key bytes), one record batch unless a column would pass
 // the 2 GiB binary limit, published atomically (temporary name, fsync,
 // rename, directory fsync), payload before sidecar.
+//
+// A savepoint opened with OpenOptions.Columnar keeps its uncompressed
+// payloads memory-mapped, and its rows are read from the map. If another
+// process cuts a payload short meanwhile, reading it faults: run code that
+// reads the rows under Guard, which turns the fault into an
+// ErrInputChanged error (the sptool commands, transform.Run and
+// export.WriteFile do), or the fault ends the process.
 package savepoint
