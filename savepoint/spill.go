@@ -38,9 +38,10 @@ import (
 //     is a canonical Snapshot that long passes read in order (and the
 //     writer copies a run at a time).
 //
-// Memory is bounded by the budget (and the first pass's blocks: half a
-// megabyte a part for typical rows, up to 1.5 MiB for rows of empty keys
-// and values), not by the rows; the temporary files
+// Memory is bounded by the budget (and the first pass's blocks: about 0.6
+// MiB a part for typical rows, up to 1.6 MiB for rows of empty keys and
+// values, and one more while a bucket split again is drained), not by the
+// rows; the temporary files
 // hold the rows up to twice over while the sort runs (about 1.7 times for
 // short rows: the first file's records are compact) and are unlinked as
 // soon as they are created, so nothing is left behind whatever happens to
@@ -414,9 +415,8 @@ type block struct {
 }
 
 // blockBytes is how many bytes of records a block gathers before it is
-// flushed: with the grouped copy, half a megabyte a part of the first
-// pass, within a core's cache (and 8 bytes a row more to find the
-// records). Its groups are then about 400 bytes for
+// flushed: with the grouped copy, about 0.6 MiB a part of the first pass,
+// within a core's cache (with 8 bytes a row to find the records). Its groups are then about 400 bytes for
 // 640 buckets: 64 KiB blocks (groups of 100 bytes) spared a tenth of the
 // pass over 1M rows, 256 KiB blocks a fifth (BenchmarkPartition). A
 // variable so tests can make blocks small.
@@ -509,8 +509,9 @@ func (p *partition) flush() error {
 		return nil
 	}
 	if cap(k.grouped) < len(k.recs) {
-		k.grouped = make([]byte, cap(k.recs))
+		k.grouped = make([]byte, len(k.recs))
 	}
+	k.grouped = k.grouped[:cap(k.grouped)]
 	at := int32(0)
 	for _, id := range k.touched {
 		k.at[id] = at
@@ -622,6 +623,8 @@ func partitionAll(c *chunkWriter, src ColumnSource, budget int, release func()) 
 	if parts == 1 {
 		return ps[0], nil
 	}
+	// top only gathers the parts' buckets: no row is added to it (its
+	// buckets have no ids, and its block no room for them).
 	top := newPartition(c, 0, budget)
 	for _, p := range ps {
 		for op, t := range p.ops {

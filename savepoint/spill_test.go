@@ -169,7 +169,8 @@ func TestSortSpilledRandomShapes(t *testing.T) {
 	}
 	for seed := range uint64(seeds) {
 		r := rand.New(rand.NewPCG(seed, 0x5eed))
-		blockBytes = []int{1, 4, 16, 100, 1000, block}[r.IntN(6)]
+		// (Blocks of 4 bytes take every row alone.)
+		blockBytes = []int{4, 16, 40, 100, 1000, block}[r.IntN(6)]
 		spillPartRows = []int{1, 13, 200, 1 << 18}[r.IntN(4)]
 		budget := []int{1, 300, 8 << 10, 0}[r.IntN(4)]
 		long := []int{0, 50, 3000}[r.IntN(3)]

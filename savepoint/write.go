@@ -86,6 +86,8 @@ type SnapshotOptions struct {
 	// Compression compresses the whole file (CompressNone for a plain stream).
 	Compression string
 	// Sidecar writes <path>.meta for CheckpointID after the payload.
+	// Without it a sidecar already at <path>.meta is removed with the
+	// payload it describes.
 	Sidecar      bool
 	CheckpointID uint64
 	// AsIs writes the rows in the order given, duplicates included, split
@@ -133,7 +135,8 @@ const ReleaseEvery = 16 << 20
 // (temporary file, fsync, rename, directory fsync), then, if asked, its
 // sidecar the same way. An existing file at path is replaced, and so is
 // its sidecar: without SnapshotOptions.Sidecar the old one is removed, as
-// it describes the old payload (see publishPair).
+// it describes the old payload. With SnapshotOptions.NoReplace a payload
+// or a sidecar already there is kept and the write fails.
 func WriteSnapshotFile(path string, md Metadata, rows []Row, opts SnapshotOptions) (FileInfo, error) {
 	if opts.AsIs {
 		return writeSnapshot(path, opts, func(w io.Writer) error { return EncodeStreamAsIs(w, md, rows, opts.Batches) })
