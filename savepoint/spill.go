@@ -416,10 +416,10 @@ type block struct {
 
 // blockBytes is how many bytes of records a block gathers before it is
 // flushed: with the grouped copy, about 0.6 MiB a part of the first pass,
-// within a core's cache (with 8 bytes a row to find the records). Its groups are then about 400 bytes for
-// 640 buckets: 64 KiB blocks (groups of 100 bytes) spared a tenth of the
-// pass over 1M rows, 256 KiB blocks a fifth (BenchmarkPartition). A
-// variable so tests can make blocks small.
+// within a core's cache (with 8 bytes a row to find the records). Its
+// groups are then about 400 bytes for 640 buckets: 64 KiB blocks (groups
+// of 100 bytes) spared a tenth of the pass over 1M rows, 256 KiB blocks a
+// fifth (BenchmarkPartition). A variable so tests can make blocks small.
 var blockBytes = 256 << 10
 
 func newPartition(c *chunkWriter, depth, budget int) *partition {
@@ -586,7 +586,7 @@ func (p *partition) writeTail(b *bucket, limit int) error {
 	b.chunks = append(b.chunks, ch)
 	b.tail = b.tail[:0]
 	if cap(b.tail) > 2*limit {
-		b.tail = nil // a large row grew it
+		b.tail = nil // grown while the limit was higher (it falls as buckets come)
 	}
 	return nil
 }
