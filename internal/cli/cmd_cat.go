@@ -192,8 +192,10 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 }
 
 // catSpillRows is the fewest rows of a file out of canonical order that cat
-// reads through a sorted copy (a variable so tests can lower it).
-var catSpillRows = 1 << 20
+// reads through a sorted copy: from there on the copy is the faster, and
+// it keeps memory within the sort's budget however many files a tree
+// holds (a variable so tests can lower it).
+var catSpillRows = 1 << 16
 
 // catDone ends a cat that printed what it should: the JSON lines still
 // buffered are written, and a failed write is an error.
