@@ -3,7 +3,6 @@ package savepoint
 import (
 	"bytes"
 	"container/heap"
-	"encoding/binary"
 	"fmt"
 	"iter"
 	"slices"
@@ -379,7 +378,7 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 	for _, c := range copies[1:] {
 		all8 = all8 && len(c.Row.Value) == 8
 		differ = differ || !bytes.Equal(c.Row.Value, copies[0].Row.Value)
-		if unionKeepsIncoming(best.Row, c.Row) {
+		if IncomingWins(best.Row, c.Row) {
 			best = c
 		}
 	}
@@ -402,16 +401,6 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 		}
 	}
 	return best, true
-}
-
-// unionKeepsIncoming reports whether MergeDuplicate(existing, incoming)
-// keeps incoming: unless both are 8-byte operator values and existing's
-// signed int64 is greater or equal.
-func unionKeepsIncoming(existing, incoming Row) bool {
-	if existing.IsOperatorState() && len(existing.Value) == 8 && len(incoming.Value) == 8 {
-		return int64(binary.LittleEndian.Uint64(existing.Value)) < int64(binary.LittleEndian.Uint64(incoming.Value))
-	}
-	return true
 }
 
 // renderOperatorKey shows an operator-state key as its marker byte in hex

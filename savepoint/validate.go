@@ -909,7 +909,7 @@ func (v *validator) checkOrder(f *File) {
 			}
 			kept := idxs[0]
 			for _, j := range idxs[1:] {
-				if keepsIncoming(rows.Row(kept), rows.Row(j)) {
+				if IncomingWins(rows.Row(kept), rows.Row(j)) {
 					kept = j
 				}
 			}
@@ -921,15 +921,6 @@ func (v *validator) checkOrder(f *File) {
 		}
 		a = b
 	}
-}
-
-// keepsIncoming reports whether clink's restore replaces existing with
-// incoming (see MergeDuplicate).
-func keepsIncoming(existing, incoming Row) bool {
-	if existing.IsOperatorState() && len(existing.Value) == 8 && len(incoming.Value) == 8 {
-		return int64(binary.LittleEndian.Uint64(existing.Value)) < int64(binary.LittleEndian.Uint64(incoming.Value))
-	}
-	return true
 }
 
 // maxRowsListed is how many rows a finding about the copies of one key
@@ -1055,12 +1046,19 @@ func (v *validator) checkOperatorRows(perFile [][]Row) {
 			}
 			continue
 		}
-		last := e.copies[len(e.copies)-1]
+		// Merged in subtask order as clink's merge does, pair by pair: the
+		// greater of two 8-byte values, else the later copy.
+		win := e.copies[0]
+		for _, c := range e.copies[1:] {
+			if IncomingWins(Row{Op: e.op, Key: e.key, Value: win.value}, Row{Op: e.op, Key: e.key, Value: c.value}) {
+				win = c
+			}
+		}
 		how := "clink resolves such non-8-byte collisions in directory order, which is unspecified (section 10.4)"
 		if !unions {
 			how = "this backend's restore unions no operator rows (each subtask keeps its own), but a merge (rescale, export) must pick one"
 		}
-		v.treeFinding(SeverityWarning, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has %d different values across subtasks (%s): %s; merged in subtask order, subtask %d's copy wins", e.op, RenderKey(e.key), len(distinct), desc, how, last.subtask))
+		v.treeFinding(SeverityWarning, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has %d different values across subtasks (%s): %s; merged in subtask order (the greater of two 8-byte values, else the later copy), subtask %d's copy wins", e.op, RenderKey(e.key), len(distinct), desc, how, win.subtask))
 	}
 	if replicated > 0 {
 		why := "every restore replicates operator rows into every subtask, section 10.3"

@@ -1064,6 +1064,23 @@ func TestValidateOperatorRowDivergence(t *testing.T) {
 	})
 }
 
+// Copies of an operator key that are not all 8-byte values merge in
+// subtask order pair by pair, as clink's merge does: the later copy, but
+// of two 8-byte values the greater. "abc", "xyz", 3, 2: subtask 2's 3.
+func TestValidateOperatorDivergenceMixedWinner(t *testing.T) {
+	const op = 12
+	var files [][]Row
+	for i, v := range [][]byte{[]byte("abc"), []byte("xyz"), vtI64(3), vtI64(2)} {
+		k := vtKeysIn(t, 32*i, 32*(i+1), 1)[0]
+		files = append(files, []Row{vtKeyed(op, "agg", k, "v"), vtOperator(op, "mix", v)})
+	}
+	rep := Validate(vtOpen(t, vtWriteTree(t, files, nil), OpenOptions{}), ValidateOptions{})
+	vtExpect(t, rep, []vtWant{
+		{SeverityWarning, CheckOperatorDivergence, "", -1, op, append([]byte{0xff}, "mix"...), []string{"4 different values", "the greater of two 8-byte values, else the later copy", "subtask 2's copy wins"}},
+		{SeverityWarning, CheckOperatorReplica, "", -1, 0, nil, []string{"1 operator-state key"}},
+	})
+}
+
 func TestValidateVersionMapDisagreement(t *testing.T) {
 	var a, b VersionMap
 	if err := a.Set(VersionEntry{Op: 7, StateType: "agg_sum", Version: 1}); err != nil {

@@ -930,10 +930,9 @@ func mergeOperator(id savepoint.Row, copies []opCopy) ([]byte, *MergeChoice) {
 	}
 	best := copies[0]
 	for _, c := range copies[1:] {
-		if opState && len(best.value) == 8 && len(c.value) == 8 && int64(binary.LittleEndian.Uint64(best.value)) >= int64(binary.LittleEndian.Uint64(c.value)) {
-			continue
+		if savepoint.IncomingWins(savepoint.Row{Key: id.Key, Value: best.value}, savepoint.Row{Key: id.Key, Value: c.value}) {
+			best = c
 		}
-		best = c
 	}
 	mc.Rule, mc.FromOld = "highest-subtask", best.old
 	if best.old != last.old {
