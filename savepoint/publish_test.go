@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -703,5 +704,52 @@ func TestPayloadWithoutSidecarReplacesPair(t *testing.T) {
 	}
 	if b, err := os.ReadFile(report + SidecarSuffix); err != nil || string(b) != "mine" {
 		t.Errorf("a report's neighbour: %q, %v; want it untouched", b, err)
+	}
+}
+
+// A pair replaced is moved aside sidecar first, and put back payload
+// first: a kill between the two renames leaves the old payload without
+// its sidecar (unpublished: clink refuses it), never a sidecar without its
+// payload, which a restore would take for a subtask with no state.
+func TestReplaceNeverLeavesLoneSidecar(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "checkpoint-3.snap")
+	md := CanonicalMetadata(nil, VersionMap{})
+	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
+	if _, err := WriteSnapshotFile(path, md, rows, SnapshotOptions{Sidecar: true, CheckpointID: 3}); err != nil {
+		t.Fatal(err)
+	}
+	lone := func(when string) {
+		_, perr := os.Lstat(path)
+		_, serr := os.Lstat(path + SidecarSuffix)
+		if perr != nil && serr == nil {
+			t.Errorf("%s: a sidecar without its payload", when)
+		}
+	}
+	var moved []string
+	hookAfterAside = func(name string) {
+		moved = append(moved, filepath.Base(name))
+		lone("after moving " + filepath.Base(name) + " aside")
+	}
+	defer func() { hookAfterAside = nil }()
+	// Moved aside, then put back when the publish fails after the new
+	// payload's rename.
+	hookAfterRename = func(final string) error {
+		if final == path {
+			lone("after the new payload's rename")
+			return errors.New("fsync failed")
+		}
+		return nil
+	}
+	defer func() { hookAfterRename = nil }()
+	if _, err := WriteSnapshotFile(path, md, append(rows, Row{Op: 2, Key: []byte{0, 0, 'x'}}), SnapshotOptions{Sidecar: true, CheckpointID: 3}); err == nil {
+		t.Fatal("no error")
+	}
+	if want := []string{"checkpoint-3.snap.meta", "checkpoint-3.snap"}; !slices.Equal(moved, want) {
+		t.Errorf("moved aside %v, want %v", moved, want)
+	}
+	lone("after the pair was put back")
+	if left := leftovers(t, dir); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 )
@@ -320,7 +321,10 @@ type asidePair struct {
 func moveAside(path, side string) (*asidePair, error) {
 	a := &asidePair{}
 	suffix := tempSuffix()
-	for _, p := range []string{path, side} {
+	// The sidecar first: a kill between the two renames leaves the old
+	// payload without its sidecar, which clink refuses to restore as
+	// unpublished, not a sidecar without its payload.
+	for _, p := range []string{side, path} {
 		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -329,6 +333,9 @@ func moveAside(path, side string) (*asidePair, error) {
 			return nil, errors.Join(fmt.Errorf("move %s aside to replace it: %w", p, err), a.putBack())
 		}
 		a.moved = append(a.moved, [2]string{old, p})
+		if hookAfterAside != nil {
+			hookAfterAside(p)
+		}
 	}
 	if len(a.moved) > 0 {
 		if err := SyncDir(filepath.Dir(path)); err != nil {
@@ -338,14 +345,15 @@ func moveAside(path, side string) (*asidePair, error) {
 	return a, nil
 }
 
-// putBack renames what was moved aside back to its name; an error names
-// what stays aside. A nil pair has nothing aside.
+// putBack renames what was moved aside back to its name, in the reverse
+// order (the payload before its sidecar); an error names what stays aside.
+// A nil pair has nothing aside.
 func (a *asidePair) putBack() error {
 	if a == nil {
 		return nil
 	}
 	var errs []error
-	for _, m := range a.moved {
+	for _, m := range slices.Backward(a.moved) {
 		if err := os.Rename(m[0], m[1]); err != nil {
 			errs = append(errs, fmt.Errorf("the output replaced stays at %s (rename it back to %s): %w", m[0], m[1], err))
 		}
@@ -405,6 +413,11 @@ var syncEnabled = os.Getenv("CLINK_STATE_FSYNC") != "0" && os.Getenv("CLINK_STAT
 // hookBeforeRename, when set (tests), runs after a temporary file is complete
 // and before it is renamed into place.
 var hookBeforeRename func(tmp, final string)
+
+// hookAfterAside, when set (tests), runs after moveAside has renamed the
+// file at name aside: what is then at the output's names is what a kill
+// at that moment would leave.
+var hookAfterAside func(name string)
 
 // hookAfterRename, when set (tests), runs after a temporary file is renamed
 // to final; an error it returns is publishName's, as a failed fsync of the
