@@ -50,8 +50,9 @@ type Options struct {
 	// Rules, when set, decodes the samples' keys and values with its slot
 	// declarations (its rules are not applied).
 	Rules *rules.Set
-	// TempDir is where files of a million rows or more in clink's hash-map
-	// order are sorted, through temporary files ("" for os.TempDir()).
+	// TempDir is where files of 64K rows or more in clink's hash-map order
+	// are sorted, through temporary files ("" for os.TempDir()); files
+	// under a million rows are read in place when that fails.
 	TempDir string
 }
 

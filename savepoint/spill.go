@@ -1260,7 +1260,9 @@ func (s *Spilled) File(like *File) *File {
 // sees), and a function that removes the copies. The union of the view (UnionSeq) then reads each
 // file in order, a block at a time, instead of sorting an index of it and
 // gathering its rows from all over its map. Without such files it returns
-// sp itself.
+// sp itself. A file of fewer than InPlaceRows rows whose sort fails (no
+// temporary directory, no room in it) is left in place, to be read as a
+// smaller one is.
 func (sp *Savepoint) InOrder(dir string, minRows int, keep bool) (*Savepoint, int, func(), error) {
 	var copies []*Spilled
 	done := func() {
@@ -1277,16 +1279,21 @@ func (sp *Savepoint) InOrder(dir string, minRows int, keep bool) (*Savepoint, in
 		if sorted, strict := f.Snapshot.Order(); strict || keep && sorted {
 			continue
 		}
+		lost := 0
 		sorted, err := SortSpilled(f.Snapshot.NewCursor(), SpillOptions{
 			Dir:            dir,
 			Release:        f.ReleasePages,
-			Dropped:        func(Row) { dropped++ },
+			Dropped:        func(Row) { lost++ },
 			KeepDuplicates: keep,
 		})
+		if err != nil && f.Snapshot.NumRows() < InPlaceRows && !errors.Is(err, ErrInputChanged) {
+			continue // read in place, as it was before there were sorted copies
+		}
 		if err != nil {
 			done()
 			return nil, 0, nil, fmt.Errorf("%s: sort the rows: %w", f.Path, err)
 		}
+		dropped += lost
 		copies = append(copies, sorted)
 		if files == nil {
 			files = slices.Clone(sp.Files)
@@ -1300,6 +1307,11 @@ func (sp *Savepoint) InOrder(dir string, minRows int, keep bool) (*Savepoint, in
 	v.Files = files
 	return &v, dropped, done, nil
 }
+
+// InPlaceRows is the most rows of a file out of order that is read in
+// place, through an index sorted in memory (about 36 bytes a row), when
+// it cannot be sorted through temporary files.
+const InPlaceRows = 1 << 20
 
 // TempDirFor returns the directory temporary files for an output at out
 // go to by default: the nearest existing directory above it (the output's

@@ -391,3 +391,30 @@ func BenchmarkPartition(b *testing.B) {
 		f.Close()
 	}
 }
+
+// InOrder leaves a file of fewer than InPlaceRows rows in place when it
+// cannot be sorted through temporary files (no temporary directory), to be
+// read as a smaller one is; with a directory it gives a sorted copy.
+func TestInOrderInPlaceWithoutTempDir(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "checkpoint-1.snap")
+	rows := spillRows(rand.New(rand.NewPCG(4, 5)), 3000)
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{AsIs: true}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(path, OpenOptions{Columnar: true, AllowMissingSidecar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	v, _, done, err := sp.InOrder(filepath.Join(dir, "missing"), 100, false)
+	if err != nil || v != sp {
+		t.Fatalf("without a temporary directory: view %p of %p, err %v; want the savepoint itself", v, sp, err)
+	}
+	done()
+	v, _, done, err = sp.InOrder(dir, 100, false)
+	if err != nil || v == sp || v.Files[0] == sp.Files[0] {
+		t.Fatalf("with one: err %v, want a sorted copy", err)
+	}
+	done()
+}

@@ -208,3 +208,39 @@ func TestSpilledSortAgrees(t *testing.T) {
 		}
 	}
 }
+
+// An output too small to need the sort through temporary files, whose sort
+// through them fails (here: no temporary directory), is sorted in memory:
+// the same bytes as through them.
+func TestSpilledSortFallsBackInMemory(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(file, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), shuffledRows(8000, 7), savepoint.SnapshotOptions{AsIs: true, Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer transform.SetSpill(1000, 0)()
+	set := parseRules(t, "version: 1\nrules:\n  - drop: 'slot == \"agg\"'\n", nil)
+	run := func(out, tempDir string) []byte {
+		sp, err := savepoint.Open(file, savepoint.OpenOptions{Columnar: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sp.Close()
+		if _, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out, TempDir: tempDir}); err != nil {
+			t.Fatalf("temporary directory %s: %v", tempDir, err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	spills := transform.Spills()
+	want := run(filepath.Join(dir, "spilled.snap"), dir)
+	if transform.Spills() != spills+1 {
+		t.Fatal("the output was not sorted through temporary files")
+	}
+	if got := run(filepath.Join(dir, "in-memory.snap"), filepath.Join(dir, "missing")); !bytes.Equal(got, want) {
+		t.Error("the output sorted in memory differs from the one sorted through temporary files")
+	}
+}

@@ -209,6 +209,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		// The rescale reads the mapped input (it sorts the old files and
 		// merges their rows): a fault there, the input cut short meanwhile,
 		// is an error, not a crash of the process.
+		eng.spill.alone() // the rescale sorts its old files one at a time
 		err := savepoint.Guard(func() (err error) {
 			if files, err = rescale(sp, spec, results, rep); err != nil {
 				return fmt.Errorf("%s: %w", set.Rules[len(set.Rules)-1].Label(), err)
@@ -1261,7 +1262,11 @@ func (o *outRows) keyedRun(j int, kc *savepoint.KeyColumns) (n int, op uint64, k
 		return 1, o.Op(j), kg, true, nil
 	}
 	if m < keyedRunBlock {
-		return shortKeyedRun(b, lo, m)
+		if n, op, kg, keyed, ok := shortKeyedRun(b, lo, m); ok {
+			return n, op, kg, keyed, nil
+		}
+		// Offsets that bound no key: the file changed since it was
+		// validated, which the block read below reports, naming it.
 	}
 	for n < m {
 		x := lo + n
@@ -1300,23 +1305,32 @@ const keyedRunBlock = 64
 
 // shortKeyedRun is keyedRun for the m rows of b from lo, read through the
 // map: how many from lo are keyed rows of the first one's operator and key
-// group.
-func shortKeyedRun(b *savepoint.Batch, lo, m int) (n int, op uint64, kg int, keyed bool, err error) {
+// group. ok is false when an offset read bounds no key of the batch (the
+// file was rewritten in place since it was validated).
+func shortKeyedRun(b *savepoint.Batch, lo, m int) (n int, op uint64, kg int, keyed, ok bool) {
+	bad := false
 	first := func(x int) int { // the first key byte of batch row x, or -1
-		if k0, k1 := b.KeyOffs[x], b.KeyOffs[x+1]; k0 < k1 && int(k0) < len(b.Keys) {
+		k0, k1 := b.KeyOffs[x], b.KeyOffs[x+1]
+		switch {
+		case k0 < 0 || k1 < k0 || int(k1) > len(b.Keys):
+			bad = true
+		case k0 < k1:
 			return int(b.Keys[k0])
 		}
 		return -1
 	}
 	op, kg = b.Ops[lo], first(lo)
+	if bad {
+		return 0, 0, 0, false, false
+	}
 	if kg < 0 || kg >= savepoint.NumKeyGroups {
-		return 1, op, -1, false, nil
+		return 1, op, -1, false, true
 	}
 	n = 1
 	for n < m && b.Ops[lo+n] == op && first(lo+n) == kg {
 		n++
 	}
-	return n, op, kg, true, nil
+	return n, op, kg, true, !bad
 }
 
 // dropShadowed removes the output rows that come from a copy of a key that
@@ -1370,7 +1384,13 @@ var maxShadowSearchRows = 1 << 20
 // spill.minRows rows are sorted through temporary files (see spiller).
 func (o *outRows) canonicalise(dropped func(savepoint.Row)) (int64, error) {
 	if o.spill != nil && o.Len() >= o.spill.minRows {
-		return o.canonicaliseSpilled(dropped)
+		n, dropping, err := o.canonicaliseSpilled(dropped)
+		if err == nil || dropping || o.Len() >= savepoint.InPlaceRows || errors.Is(err, savepoint.ErrInputChanged) {
+			return n, err
+		}
+		// A smaller output whose sort through temporary files failed
+		// before it dropped a row (no temporary directory, no room in
+		// it) is sorted in memory, as it was before it took that path.
 	}
 	var lost func(pos uint32)
 	if dropped != nil {
@@ -1406,8 +1426,9 @@ func (o *outRows) keepPositions(keep []uint32) {
 }
 
 // canonicaliseSpilled is canonicalise through savepoint.SortSpilled: the
-// output rows become the rows of the sorted temporary file, one run.
-func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (int64, error) {
+// output rows become the rows of the sorted temporary file, one run. On
+// error, dropping says whether dropped was called for a row already.
+func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (_ int64, dropping bool, _ error) {
 	if beforeSpillSort != nil {
 		beforeSpillSort()
 	}
@@ -1424,7 +1445,7 @@ func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (int64, error
 		},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sort the output rows: %w", err)
+		return 0, dupes > 0, fmt.Errorf("sort the output rows: %w", err)
 	}
 	o.spill.keep(sp)
 	spillCount.Add(1)
@@ -1440,7 +1461,7 @@ func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (int64, error
 	o.mod, o.ops = nil, opSpans{}
 	o.log.drop()
 	o.spilled = true
-	return dupes, nil
+	return dupes, false, nil
 }
 
 // spiller holds what sorting through temporary files needs in a run, and
@@ -1458,8 +1479,8 @@ type spiller struct {
 // the input when writing) costs little. From 64K rows on, the sort through
 // temporary files is the faster, and its memory is its budget's: a drop
 // over 500K rows in clink's order took 0.30-0.42 s in memory and 0.17 s
-// so, a rescale of 4M rows in 8 files 2.7 s and 252 MB against 0.9 s and
-// 111 MB (the in-memory sort's writer reads the input at random). A
+// so, a rescale of 4M rows in 8 files 2.7 s and 252 MB against 0.9-1.0 s
+// and 105-111 MB (the in-memory sort's writer reads the input at random). A
 // variable so tests can lower it.
 var minSpillRows = 1 << 16
 
@@ -1487,9 +1508,21 @@ func newSpiller(opts Options, sorts int) *spiller {
 	}
 	budget := spillBudget
 	if budget == 0 {
-		budget = savepoint.DefaultSpillBudget / max(1, sorts)
+		budget = max(minSharedBudget, savepoint.DefaultSpillBudget/max(1, sorts))
 	}
 	return &spiller{dir: dir, minRows: minSpillRows, budget: budget}
+}
+
+// minSharedBudget is the least share of the sort's budget a file sorted
+// at the same time as others gets.
+const minSharedBudget = 2 << 20
+
+// alone gives the sorts that follow the whole budget: they run one at a
+// time (a rescale's, once the files are processed).
+func (s *spiller) alone() {
+	if spillBudget == 0 {
+		s.budget = savepoint.DefaultSpillBudget
+	}
 }
 
 func (s *spiller) keep(sp *savepoint.Spilled) {
