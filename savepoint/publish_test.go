@@ -31,22 +31,30 @@ func leftovers(t *testing.T, dir string) []string {
 	return left
 }
 
+// writeOnePair writes a payload of one row and its sidecar (checkpoint 3)
+// at path, and returns the rows and what was written.
+func writeOnePair(t *testing.T, path string) ([]Row, FileInfo) {
+	t.Helper()
+	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
+	info, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows, info
+}
+
 // A payload and its sidecar are put in place only after BeforePublish
 // allows it; when it refuses, nothing is published, the file replaced is
 // untouched, and no temporary file is left.
 func TestBeforePublishRefuses(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "checkpoint-3.snap")
-	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
-	old, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows, old := writeOnePair(t, path)
 	oldPayload, _ := os.ReadFile(path)
 	oldSidecar, _ := os.ReadFile(path + SidecarSuffix)
 	refused := errors.New("the input changed")
 	calls := 0
-	_, err = WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), append(rows, Row{Op: 2, Key: []byte{0, 0, 'x'}}), SnapshotOptions{
+	_, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), append(rows, Row{Op: 2, Key: []byte{0, 0, 'x'}}), SnapshotOptions{
 		Sidecar: true, CheckpointID: 3,
 		BeforePublish: func() error {
 			calls++
@@ -522,11 +530,7 @@ func TestValidateInterruptedPublish(t *testing.T) {
 func TestReplaceMovesOldPairAside(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.snap")
-	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
-	old, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows, old := writeOnePair(t, path)
 	var atPayload []string // the leftover warnings when the new payload is renamed in
 	var aside []string
 	hookBeforeRename = func(tmp, final string) {
@@ -657,10 +661,7 @@ func TestPayloadWithoutSidecarReplacesPair(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "checkpoint-3.snap")
 	md := CanonicalMetadata(nil, VersionMap{})
-	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
-	if _, err := WriteSnapshotFile(path, md, rows, SnapshotOptions{Sidecar: true, CheckpointID: 3}); err != nil {
-		t.Fatal(err)
-	}
+	rows, _ := writeOnePair(t, path)
 	more := append(rows, Row{Op: 2, Key: []byte{0, 0, 'x'}})
 	if _, err := WriteSnapshotFile(path, md, more, SnapshotOptions{}); err != nil {
 		t.Fatal(err)
@@ -715,10 +716,7 @@ func TestReplaceNeverLeavesLoneSidecar(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "checkpoint-3.snap")
 	md := CanonicalMetadata(nil, VersionMap{})
-	rows := []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}
-	if _, err := WriteSnapshotFile(path, md, rows, SnapshotOptions{Sidecar: true, CheckpointID: 3}); err != nil {
-		t.Fatal(err)
-	}
+	rows, _ := writeOnePair(t, path)
 	lone := func(when string) {
 		_, perr := os.Lstat(path)
 		_, serr := os.Lstat(path + SidecarSuffix)
