@@ -73,8 +73,10 @@ type RescaleOutput struct {
 type LostRow struct {
 	// File is the snapshot file holding the copy, relative to the
 	// savepoint's root, and Row its row there (-1 when not known: the file
-	// was sorted through temporary files); Subtask its old subtask and
-	// Owner the old subtask owning the key group.
+	// was sorted through temporary files and no row of it holds the
+	// operator and key, which a rule renamed or remapped; of a file so
+	// sorted, Row is the first row of the operator and key); Subtask its
+	// old subtask and Owner the old subtask owning the key group.
 	File     string `json:"file"`
 	Row      int    `json:"row"`
 	Subtask  int    `json:"subtask"`
@@ -512,7 +514,7 @@ type staleRun struct{ j, n, owner, kg int }
 // stale: each run is merged with the owner's output from the first row not
 // below the run's first, linear in the runs and the owner's rows of their
 // operators and key groups. The others are looked up in the owner's input
-// (see ownerHolds).
+// (see findRows).
 func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs []staleRun, rr *RescaleReport) int64 {
 	src := olds[i]
 	type candidate struct {
@@ -560,56 +562,75 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 		for j, ci := range cis {
 			ids[j] = savepoint.Row{Op: cands[ci].op, Key: cands[ci].key}
 		}
-		held := ownerHolds(files[owner].Snapshot, ids)
+		at := findRows(files[owner].Snapshot, ids)
 		for j, ci := range cis {
-			cands[ci].isLost = !held[j]
+			cands[ci].isLost = at[j] < 0
 		}
 	}
 	var lost int64
+	var unplaced []int              // examples whose input row is not known yet
+	var unplacedIDs []savepoint.Row // their operators and keys
 	for _, c := range cands {
 		if !c.isLost {
 			continue
 		}
 		lost++
 		if len(rr.LostExamples) < maxLostExamples {
+			if c.inRow < 0 {
+				unplaced = append(unplaced, len(rr.LostExamples))
+				unplacedIDs = append(unplacedIDs, savepoint.Row{Op: c.op, Key: c.key})
+			}
 			rr.LostExamples = append(rr.LostExamples, LostRow{File: files[i].Rel, Row: c.inRow, Subtask: first + i, Owner: first + c.owner, Op: c.op, KeyGroup: c.kg, Key: hex.EncodeToString(c.key)})
+		}
+	}
+	// An output sorted through temporary files does not keep its rows'
+	// input rows: an example whose operator and key its input holds (no
+	// rule renamed or remapped it) gets its first row there, in one pass
+	// over the input's keys for at most maxLostExamples keys; the others
+	// keep Row -1.
+	if len(unplaced) > 0 {
+		for j, row := range findRows(files[i].Snapshot, unplacedIDs) {
+			rr.LostExamples[unplaced[j]].Row = row
 		}
 	}
 	return lost
 }
 
-// ownerHolds reports for each of ids whether the input snapshot s holds a
-// row of its operator and key: by binary search when s is strictly
-// ordered, else in one pass over its keys.
-func ownerHolds(s *savepoint.Snapshot, ids []savepoint.Row) []bool {
-	held := make([]bool, len(ids))
+// findRows returns for each of ids the first row of the input snapshot s
+// of its operator and key, or -1 when s holds none: by binary search when
+// s is strictly ordered, else in one pass over its keys.
+func findRows(s *savepoint.Snapshot, ids []savepoint.Row) []int {
+	at := make([]int, len(ids))
 	cur := s.NewCursor()
 	if _, strict := s.Order(); strict {
 		for j, id := range ids {
-			x := lowerBound(cur, id.Op, id.Key)
-			held[j] = x < cur.Len() && compareRow(cur.Op(x), cur.Key(x), id.Op, id.Key) == 0
+			at[j] = -1
+			if x := lowerBound(cur, id.Op, id.Key); x < cur.Len() && compareRow(cur.Op(x), cur.Key(x), id.Op, id.Key) == 0 {
+				at[j] = x
+			}
 		}
-		return held
+		return at
 	}
 	want := map[uint64]map[string][]int{} // by operator and key (looked up without a copy)
-	left := len(ids)
 	for j, id := range ids {
+		at[j] = -1
 		if want[id.Op] == nil {
 			want[id.Op] = map[string][]int{}
 		}
 		want[id.Op][string(id.Key)] = append(want[id.Op][string(id.Key)], j)
 	}
-	cur.EachKeyIn(0, cur.Len(), func(_ int, op uint64, key []byte) bool {
+	left := len(ids)
+	cur.EachKeyIn(0, cur.Len(), func(row int, op uint64, key []byte) bool {
 		if js, ok := want[op][string(key)]; ok {
 			for _, j := range js {
-				held[j] = true
+				at[j] = row
 			}
 			delete(want[op], string(key))
 			left -= len(js)
 		}
 		return left > 0
 	})
-	return held
+	return at
 }
 
 // sortedRows is what lowerBound searches: rows in canonical order (an

@@ -2462,6 +2462,12 @@ func TestRescaleLostAgainstInput(t *testing.T) {
 			}
 			sp := rsOpen(t, filepath.Join(dir, "in"), []savepoint.Group{g})
 			_, ust := sp.UnionWithStats()
+			spills := transform.Spills()
+			defer func() {
+				if got := transform.Spills() > spills; got != tc.spill {
+					t.Errorf("sorted through temporary files: %v, want %v", got, tc.spill)
+				}
+			}()
 			rep := rsRun(t, sp, "version: 1\nslots:\n  - {op: 1, slot: c, key: int64, value: int64}\nrules:\n  - drop: 'op == 1 && value == 0'\n  - rescale: {parallelism: 1}\n", filepath.Join(dir, "out"))
 			rr := rep.Rescale
 			if rep.PerRule[0].Dropped != 1 || rr.StaleCopies != 1 || rr.Lost != 1 || ust.StaleCopies != 1 || ust.Lost != 1 {
@@ -2470,15 +2476,14 @@ func TestRescaleLostAgainstInput(t *testing.T) {
 			if len(rr.LostExamples) != 1 || rr.LostExamples[0].Key != fmt.Sprintf("%x", k8) {
 				t.Fatalf("lost rows listed: %+v, want key %x", rr.LostExamples, k8)
 			}
-			// The row is named in the input, unless the file was sorted
-			// through temporary files.
+			// The row is named in the input; of a file sorted through
+			// temporary files, which keep no input rows, it is looked up.
 			e := rr.LostExamples[0]
-			if tc.spill {
-				if e.Row != -1 {
-					t.Errorf("spilled: lost row %+v, want row -1", e)
-				}
-			} else if r := sp.Files[e.Subtask].Snapshot.NewCursor().Row(e.Row); fmt.Sprintf("%x", r.Key) != e.Key {
-				t.Errorf("lost row %+v: row %d holds key %x", e, e.Row, r.Key)
+			if e.Row < 0 || e.Row >= sp.Files[e.Subtask].Snapshot.NumRows() {
+				t.Fatalf("lost row %+v: no row of %s", e, e.File)
+			}
+			if r := sp.Files[e.Subtask].Snapshot.NewCursor().Row(e.Row); fmt.Sprintf("%x", r.Key) != e.Key || r.Op != e.Op {
+				t.Errorf("lost row %+v: row %d holds op %d key %x", e, e.Row, r.Op, r.Key)
 			}
 		})
 	}
