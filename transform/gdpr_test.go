@@ -3,6 +3,7 @@ package transform_test
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -449,6 +450,82 @@ func TestMergeTimerBlobsAtScale(t *testing.T) {
 			}
 			if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 128<<20 {
 				t.Errorf("allocated %d MiB", alloc>>20)
+			}
+		})
+	}
+}
+
+// TestPurgeRemainingAfterRemap: a purge scoped to an operator does not see
+// the rows a later remap_operator moves into it (lint and apply warn), and
+// the audit counts every row of a listed key that the output's operator
+// then holds, composite keys included: it must never say none remain when
+// some do. The rows are stored sorted and in clink's order; a purge after
+// the remap leaves none.
+func TestPurgeRemainingAfterRemap(t *testing.T) {
+	const opA, opB = 1001, 1002
+	listed := []string{"user-3", "user-10", "user-11", "user-40"}
+	var rows []savepoint.Row
+	for i := range 60 {
+		uk := []byte("user-" + strconv.Itoa(i))
+		rows = append(rows,
+			savepoint.Row{Op: opA, Key: savepoint.EncodeKeyedKey([]byte("profile"), uk), Value: i64(int64(i))},
+			savepoint.Row{Op: opB, Key: savepoint.EncodeKeyedKey([]byte("seen"), uk), Value: i64(int64(i))})
+		for item := range i % 3 {
+			ck := append(append(bytes.Clone(uk), 0x1F), "sku-"+strconv.Itoa(item)...)
+			rows = append(rows, savepoint.Row{Op: opA, Key: savepoint.EncodeKeyedKey([]byte("cart"), ck), Value: i64(int64(item))})
+		}
+	}
+	// The output's rows of listed keys in opB, counted apart from sptool.
+	remaining := func(sp *savepoint.Savepoint) int64 {
+		var n int64
+		for _, l := range rowsOf(sp) {
+			k := savepoint.ParseKey(l.Key)
+			if l.Op != opB || k.Kind != savepoint.KindKeyed {
+				continue
+			}
+			for _, s := range listed {
+				if string(k.UserKey) == s || string(k.Slot) == "cart" && bytes.HasPrefix(k.UserKey, []byte(s+"\x1f")) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	purge := "  - purge_keys: {keys: [" + strings.Join(listed, ", ") + "], codec: string, op: 1002}\n"
+	remap := "  - remap_operator: {from: 1001, to: 1002, merge: true}\n"
+	for _, tc := range []struct {
+		name, rules string
+		asIs        bool
+		remain      bool // rows of listed keys remain in opB
+	}{
+		{"purge then remap", purge + remap, false, true},
+		{"purge then remap, clink's order", purge + remap, true, true},
+		{"remap then purge", remap + purge, false, false},
+		{"remap then purge, clink's order", remap + purge, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := filepath.Join(t.TempDir(), "in.snap")
+			stored := slices.Clone(rows)
+			if tc.asIs {
+				rand.New(rand.NewPCG(1, 2)).Shuffle(len(stored), func(i, j int) { stored[i], stored[j] = stored[j], stored[i] })
+			}
+			if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), stored, savepoint.SnapshotOptions{Sidecar: true, AsIs: tc.asIs}); err != nil {
+				t.Fatal(err)
+			}
+			set := parseRules(t, "version: 1\nslots:\n  - {op: 1001, slot: cart, key: string, composite: true}\nrules:\n"+tc.rules, nil)
+			out := filepath.Join(t.TempDir(), "out.snap")
+			rep, err := run(t, in, set, transform.Options{Out: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := remaining(open(t, out))
+			if (want > 0) != tc.remain {
+				t.Fatalf("test setup: %d rows of listed keys in op %d of the output", want, opB)
+			}
+			for _, ps := range rep.PerRule {
+				if ps.Purge != nil && ps.Purge.Remaining != want {
+					t.Errorf("audit: %d rows of listed keys remaining, the output holds %d", ps.Purge.Remaining, want)
+				}
 			}
 		})
 	}

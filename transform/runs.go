@@ -192,7 +192,26 @@ func (e *engine) newPlan(op uint64, prefix []byte, k savepoint.Key, subtask int)
 			}
 		}
 	}
+	if len(p.remaps) > 0 && e.movedIntoPurge(p, k) {
+		// The remaps move the rows into the scope of a purge that ran
+		// before them: the general path audits each output row, so that
+		// the rows of listed keys it leaves there are counted.
+		p.remaps, p.outOp, p.live, p.generic = nil, op, nil, true
+		return p
+	}
 	return p.withPurges(e, op, k)
+}
+
+// movedIntoPurge reports whether the remap steps of p move its rows (of
+// slot k.Slot) into the named scope of a purge_keys step before the first
+// of them, which therefore did not see them there.
+func (e *engine) movedIntoPurge(p *prefixPlan, k savepoint.Key) bool {
+	for _, j := range e.purges {
+		if j < p.remaps[0] && e.steps[j].rule.PurgeKeys.Scope.Match(p.outOp, k.Slot, k.HasSlot) {
+			return true
+		}
+	}
+	return false
 }
 
 // withPurges sets p.purges when the live steps are all purge_keys steps and
