@@ -38,11 +38,28 @@ func distinctKeys(s *Snapshot, maxBytes int64) bool {
 // call only) until fn returns false; calls over disjoint ranges may run at
 // once. It is for rows in no order (in order, duplicates are neighbours).
 func DistinctKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key []byte) bool), maxBytes int64) bool {
+	groups, ok := repeatedKeys(n, eachIn, maxBytes, true)
+	return ok && len(groups) == 0
+}
+
+// RepeatedKeys returns the rows of n that share their operator and key with
+// another: a group for each operator and key held more than once, its rows
+// in increasing order, the groups in the order of their second rows. ok is
+// false when it cannot tell with maxBytes of memory (8 bytes a row) or when
+// more than 65,536 hashes occur twice (each group's keys are held in
+// memory). eachIn is as for DistinctKeys.
+func RepeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key []byte) bool), maxBytes int64) (groups [][]int, ok bool) {
+	return repeatedKeys(n, eachIn, maxBytes, false)
+}
+
+// repeatedKeys is RepeatedKeys; with first set it stops at the first
+// operator and key found twice, which is then its only group.
+func repeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key []byte) bool), maxBytes int64, first bool) ([][]int, bool) {
 	if n < 2 {
-		return true
+		return nil, true
 	}
 	if int64(n)*8 > maxBytes {
-		return false
+		return nil, false
 	}
 	seed := maphash.MakeSeed()
 	hashes := make([]uint64, n)
@@ -73,38 +90,45 @@ func DistinctKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 	for _, r := range repeats {
 		twice = append(twice, r...)
 	}
+	hashes = nil
 	if len(twice) > distinctMaxCollisions {
-		return false // too many to check
+		return nil, false // too many to check
 	}
 	if len(twice) == 0 {
-		return true
+		return nil, true
 	}
 	// The rows of hashes seen twice: are their keys the same?
 	type opKey struct {
-		op  uint64
-		key []byte
+		op    uint64
+		key   []byte
+		group int // index in groups once held twice, else -1
+		row   int // the first row
 	}
-	seen := make(map[uint64][]opKey, len(twice))
+	seen := make(map[uint64][]*opKey, len(twice))
 	for _, h := range twice {
 		seen[h] = nil
 	}
-	dup := false
-	eachIn(0, n, func(_ int, op uint64, key []byte) bool {
+	var groups [][]int
+	eachIn(0, n, func(i int, op uint64, key []byte) bool {
 		h := distinctHash(seed, op, key)
-		rows, ok := seen[h]
+		held, ok := seen[h]
 		if !ok {
 			return true
 		}
-		for _, r := range rows {
+		for _, r := range held {
 			if r.op == op && bytes.Equal(r.key, key) {
-				dup = true
-				return false
+				if r.group < 0 {
+					r.group = len(groups)
+					groups = append(groups, []int{r.row})
+				}
+				groups[r.group] = append(groups[r.group], i)
+				return !first
 			}
 		}
-		seen[h] = append(rows, opKey{op, bytes.Clone(key)})
+		seen[h] = append(held, &opKey{op: op, key: bytes.Clone(key), group: -1, row: i})
 		return true
 	})
-	return !dup
+	return groups, true
 }
 
 // DistinctBudget is the memory DistinctKeys may use for the rows of file f

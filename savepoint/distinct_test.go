@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -45,6 +46,7 @@ func TestDistinctKeys(t *testing.T) {
 		{"distinct", rows(200000), rowHash, 1 << 30, true},
 		{"a key stored twice, far apart", append(rows(200000), rows(200000)[3]), rowHash, 1 << 30, false},
 		{"a key stored twice", append(rows(1000), rows(1000)[417]), rowHash, 1 << 30, false},
+		{"keys stored twice and three times", append(rows(1000), rows(1000)[417], rows(1000)[2], rows(1000)[417]), rowHash, 1 << 30, false},
 		{"the same key under two operators", append(rows(999), Row{Op: 9, Key: rows(999)[5].Key}), rowHash, 1 << 30, true},
 		{"distinct, every hash colliding", rows(300), weak, 1 << 30, true},
 		{"the same key under two operators, hashes colliding", append(rows(300), Row{Op: 9, Key: rows(300)[5].Key}), weak, 1 << 30, true},
@@ -65,6 +67,15 @@ func TestDistinctKeys(t *testing.T) {
 				}
 				if got := distinctKeys(s, tc.maxBytes); got != tc.want {
 					t.Errorf("columnar %v: %v, want %v", columnar, got, tc.want)
+				}
+				// RepeatedKeys finds every group of rows of one
+				// operator and key, as a map of them does.
+				groups, ok := RepeatedKeys(s.NumRows(), s.EachKeyIn, tc.maxBytes)
+				if wantOK := len(tc.rows) < 2 || int64(len(tc.rows))*8 <= tc.maxBytes; ok != wantOK {
+					t.Fatalf("columnar %v: RepeatedKeys ok %v, want %v", columnar, ok, wantOK)
+				}
+				if ok && !reflect.DeepEqual(groups, repeatedOracle(tc.rows)) {
+					t.Errorf("columnar %v: RepeatedKeys %v, want %v", columnar, groups, repeatedOracle(tc.rows))
 				}
 			}
 		})
@@ -175,4 +186,24 @@ func TestKeyGroupHistogramUnsorted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// repeatedOracle is RepeatedKeys of rows, from a map: the rows of each
+// operator and key held more than once, the groups in the order of their
+// second rows.
+func repeatedOracle(rows []Row) [][]int {
+	at := map[string][]int{}
+	var order []string
+	for i, r := range rows {
+		k := fmt.Sprintf("%d/%x", r.Op, r.Key)
+		at[k] = append(at[k], i)
+		if len(at[k]) == 2 {
+			order = append(order, k)
+		}
+	}
+	var groups [][]int
+	for _, k := range order {
+		groups = append(groups, at[k])
+	}
+	return groups
 }

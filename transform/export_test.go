@@ -1,5 +1,7 @@
 package transform
 
+import "github.com/sptool/sptool/savepoint"
+
 // SetSpill sets the fewest output rows sorted through temporary files and
 // the sort's memory budget; it returns a function that restores them.
 func SetSpill(minRows, budget int) (restore func()) {
@@ -18,10 +20,15 @@ func SetBeforeSpillSort(fn func()) (restore func()) {
 // Spills returns how many outputs were sorted through temporary files.
 func Spills() int64 { return spillCount.Load() }
 
-// SetShadowSearch sets the fewest rows of an input not searched for hidden
-// copies; it returns a function that restores it.
-func SetShadowSearch(rows int) (restore func()) {
-	m := maxShadowSearchRows
+// SetShadowSearch sets the fewest rows of an input searched for hidden
+// copies with a hash of each key rather than sorted; with search false,
+// such an input is not searched (the search has no memory). It returns a
+// function that restores both.
+func SetShadowSearch(rows int, search bool) (restore func()) {
+	m, b := maxShadowSearchRows, shadowBudget
 	maxShadowSearchRows = rows
-	return func() { maxShadowSearchRows = m }
+	if !search {
+		shadowBudget = func(*savepoint.File) int64 { return 0 }
+	}
+	return func() { maxShadowSearchRows, shadowBudget = m, b }
 }

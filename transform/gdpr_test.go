@@ -336,7 +336,7 @@ func TestMergeTimerBlobsJoined(t *testing.T) {
 				defer transform.SetSpill(1, 0)()
 			}
 			if tc.noSearch {
-				defer transform.SetShadowSearch(1)()
+				defer transform.SetShadowSearch(1, false)()
 			}
 			dir := t.TempDir()
 			in, out := filepath.Join(dir, "in.snap"), filepath.Join(dir, "out.snap")

@@ -16,7 +16,8 @@ import (
 // value). The rules act on that entry: dropping the copy that wins drops
 // the key, and the copy it hid does not come back; dropping the hidden copy
 // changes nothing of the entry. Plan and apply agree, in canonical order
-// and in clink's hash-map order.
+// and in clink's hash-map order, with the hidden copies found by a sort
+// (files under a million rows) and by a hash of each key (larger ones).
 func TestShadowedCopies(t *testing.T) {
 	a1 := keyed(opAgg, "agg", string(i64(1)), i64(10)) // hidden by a2
 	a2 := keyed(opAgg, "agg", string(i64(1)), i64(20))
@@ -36,13 +37,19 @@ func TestShadowedCopies(t *testing.T) {
 		{"set_value on every copy", "  - set_value: {op: 7, slot: agg, expr: 'value + 1'}\n", []savepoint.Row{keyed(opAgg, "agg", string(i64(2)), i64(31)), keyed(opAgg, "agg", string(i64(1)), i64(21)), o5}, 0, 2},
 	} {
 		for _, order := range []struct {
-			name string
-			rows []savepoint.Row
+			name   string
+			rows   []savepoint.Row
+			hashed bool // searched with a hash of each key
 		}{
-			{"canonical", []savepoint.Row{b, a1, a2, o5, o3}}, // key 2's group (7) before key 1's (36)
-			{"hash-map", []savepoint.Row{a1, o3, b, a2, o5}},
+			{"canonical", []savepoint.Row{b, a1, a2, o5, o3}, false}, // key 2's group (7) before key 1's (36)
+			{"hash-map", []savepoint.Row{a1, o3, b, a2, o5}, false},
+			{"hash-map, hashed", []savepoint.Row{a1, o3, b, a2, o5}, true},
+			{"hash-map, hashed, copies apart", []savepoint.Row{o5, a1, b, o3, a2}, true},
 		} {
 			t.Run(fmt.Sprintf("%s/%s", c.name, order.name), func(t *testing.T) {
+				if order.hashed {
+					defer transform.SetShadowSearch(2, true)()
+				}
 				dir := t.TempDir()
 				in := filepath.Join(dir, "checkpoint-3.snap")
 				if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), order.rows, savepoint.SnapshotOptions{AsIs: true, Sidecar: true, CheckpointID: 3}); err != nil {
@@ -77,12 +84,12 @@ func TestShadowedCopies(t *testing.T) {
 	}
 }
 
-// A file of a million rows or more that is not strictly increasing is
-// not searched for hidden copies (that would take a sort of its rows in
-// memory): when it stores a key twice, the report says so, and that a
-// dropped winning copy may have left the other.
+// A file of a million rows or more that is not strictly increasing, and
+// that the hash search cannot search within its memory bound, is not
+// searched for hidden copies: the report says so, and that a dropped
+// winning copy may have left the other.
 func TestShadowedCopiesLargeFileWarns(t *testing.T) {
-	defer transform.SetShadowSearch(2)()
+	defer transform.SetShadowSearch(2, false)()
 	a1 := keyed(opAgg, "agg", string(i64(1)), i64(10))
 	a2 := keyed(opAgg, "agg", string(i64(1)), i64(20))
 	b := keyed(opAgg, "agg", string(i64(2)), i64(30))
@@ -96,7 +103,7 @@ func TestShadowedCopiesLargeFileWarns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.DuplicatesResolved != 1 || !strings.Contains(strings.Join(rep.Warnings, "\n"), "checkpoint-3.snap stores some keys twice and has over 1 rows: the rules acted on every stored copy") {
+	if rep.DuplicatesResolved != 1 || !strings.Contains(strings.Join(rep.Warnings, "\n"), "checkpoint-3.snap was not searched for keys stored twice (over 1 rows not in canonical order") {
 		t.Errorf("%d duplicates, warnings %q", rep.DuplicatesResolved, rep.Warnings)
 	}
 }

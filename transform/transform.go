@@ -157,6 +157,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if r := st.rule; r.RemapOperator != nil && r.RemapOperator.Merge || r.RenameSlot != nil && r.RenameSlot.Merge {
 			eng.joinBlobs = true
 		}
+		eng.valueFates = eng.valueFates || decidesByValue(st.rule)
 	}
 
 	results := make([]*fileResult, len(sp.Files))
@@ -584,6 +585,10 @@ type engine struct {
 	dry      bool // a plan: nothing is written
 	// decompress: every output is an uncompressed stream (Options.Decompress).
 	decompress bool
+	// valueFates: a rule may drop a row or keep it by its value
+	// (decidesByValue), so two stored copies of a key may meet different
+	// fates.
+	valueFates bool
 }
 
 // processFile runs every row of f through the steps. It records the
@@ -677,7 +682,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 		// The rules saw every stored row; the copies a restore would not
 		// keep go now, so that dropping or renaming the copy that wins
 		// does not bring back one that it hid.
-		res.dupes, res.unchecked = out.dropShadowed(f, dropped)
+		res.dupes, res.unchecked = out.dropShadowed(f, e.valueFates, dropped)
 	}
 	if res.changed && !sorted {
 		if e.dry && savepoint.DistinctKeys(out.Len(), out.eachKeyIn, savepoint.DistinctBudget(f)) {
@@ -1338,25 +1343,55 @@ func shortKeyedRun(b *savepoint.Batch, lo, m int) (n int, op uint64, kg int, key
 // (see savepoint.CanonicalPositions), after calling dropped with each, and
 // returns how many it removed. A strictly increasing input, or one whose
 // keys are distinct, has no such copy. An input of maxShadowSearchRows
-// rows or more that is not strictly increasing is not looked at
-// (unchecked): the look would cost it a sort of its rows in memory, or a
-// pass with a hash of each key (18% of a drop over 10M rows in clink's
-// order, and memory past half the file).
-func (o *outRows) dropShadowed(f *savepoint.File, dropped func(savepoint.Row)) (n int64, unchecked bool) {
+// rows or more that is not strictly increasing is searched only when a
+// rule decides by value (valueFates: otherwise the copies kept are
+// resolved as a restore resolves them when the output is sorted), with a
+// hash of each key (savepoint.RepeatedKeys: 8 bytes a row; a value-based
+// drop over 10M rows in clink's order took a quarter longer, and twice the
+// memory), not sorted in memory; one it cannot search within its bounds (a
+// quarter of the file's bytes, 65,536 repeated keys) is not looked at
+// (unchecked).
+func (o *outRows) dropShadowed(f *savepoint.File, valueFates bool, dropped func(savepoint.Row)) (n int64, unchecked bool) {
 	snap := f.Snapshot
 	if _, strict := snap.Order(); strict {
 		return 0, false
 	}
-	if snap.NumRows() >= maxShadowSearchRows {
-		return 0, true
-	}
-	if savepoint.DistinctKeys(snap.NumRows(), snap.EachKeyIn, savepoint.DistinctBudget(f)) {
+	if snap.NumRows() >= maxShadowSearchRows && !valueFates {
+		// Every stored copy of a key met the same fate: the copies kept
+		// are resolved as a restore resolves them when the output is
+		// sorted, and none dropped hid one kept.
 		return 0, false
 	}
-	in := &outRows{cur: snap.NewCursor(), release: f.ReleasePages}
-	in.idx.appendRun(0, snap.NumRows())
 	shadowed := make([]uint64, (snap.NumRows()+63)/64) // by input row
-	savepoint.CanonicalPositions(in, func(pos uint32) { shadowed[pos/64] |= 1 << (pos % 64) }, f.ReleasePages)
+	if snap.NumRows() >= maxShadowSearchRows {
+		groups, ok := savepoint.RepeatedKeys(snap.NumRows(), snap.EachKeyIn, shadowBudget(f))
+		if !ok {
+			return 0, true
+		}
+		if len(groups) == 0 {
+			return 0, false
+		}
+		// Each group folded in stream order, as a restore and
+		// resolveDuplicates fold copies: all but the copy kept are
+		// shadowed.
+		cur := snap.NewCursor()
+		for _, rows := range groups {
+			held := rows[0]
+			for _, i := range rows[1:] {
+				if savepoint.IncomingWins(cur.Row(held), cur.Row(i)) {
+					held, i = i, held
+				}
+				shadowed[i/64] |= 1 << (i % 64)
+			}
+		}
+	} else {
+		if savepoint.DistinctKeys(snap.NumRows(), snap.EachKeyIn, savepoint.DistinctBudget(f)) {
+			return 0, false
+		}
+		in := &outRows{cur: snap.NewCursor(), release: f.ReleasePages}
+		in.idx.appendRun(0, snap.NumRows())
+		savepoint.CanonicalPositions(in, func(pos uint32) { shadowed[pos/64] |= 1 << (pos % 64) }, f.ReleasePages)
+	}
 	keep := make([]uint32, 0, o.Len())
 	for pos := range o.Len() {
 		if i := o.idx.at(pos); shadowed[i/64]&(1<<(i%64)) != 0 {
@@ -1374,9 +1409,28 @@ func (o *outRows) dropShadowed(f *savepoint.File, dropped func(savepoint.Row)) (
 	return n, false
 }
 
-// maxShadowSearchRows is the fewest rows of an input that dropShadowed does
-// not search (a variable so tests can lower it).
+// decidesByValue reports whether rule r may drop a row or keep it by the
+// row's value: a filter that reads value, value_bytes or expire_at, a
+// purge_expired, a set_value that erases empty results. The other rules
+// give every stored copy of a key the same fate.
+func decidesByValue(r *rules.Rule) bool {
+	const byValue = rules.FieldValue | rules.FieldValueBytes | rules.FieldExpireAt
+	for _, f := range []*rules.FilterSpec{r.Keep, r.Drop} {
+		if f != nil && (f.Predicate == nil || f.Predicate.Fields()&byValue != 0) {
+			return true
+		}
+	}
+	return r.PurgeExpired != nil || r.SetValue != nil && r.SetValue.EraseEmpty
+}
+
+// maxShadowSearchRows is the fewest rows of an input that dropShadowed
+// searches with a hash of each key rather than sorts (a variable so tests
+// can lower it).
 var maxShadowSearchRows = 1 << 20
+
+// shadowBudget is the memory dropShadowed's hash search may use for the
+// rows of file f (a variable so tests can take it away).
+var shadowBudget = savepoint.DistinctBudget
 
 // canonicalise sorts the output rows by (op, key) and resolves duplicates as
 // clink's restore does; it returns how many duplicates it resolved, after
@@ -1861,8 +1915,8 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d timer blob(s) holding %d timer(s) removed as duplicates: a timer blob is one value of its operator, and a restore keeps one copy whole (the later), so the timers of the other copy do not fire after a restore (a file that stores a blob twice, or a blob that could not be read to be merged)", blobsLost, timersLost))
 	}
 	for i, res := range results {
-		if res.unchecked && res.dupes > 0 {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s stores some keys twice and has over %d rows: the rules acted on every stored copy, and where one dropped the copy a restore keeps, the other copy may be left (compare with sptool diff)", sp.Files[i].Rel, maxShadowSearchRows-1))
+		if res.unchecked {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s was not searched for keys stored twice (over %d rows not in canonical order, and more repeated keys, or smaller rows, than the search's memory bound allows): the rules acted on every stored copy, and where one dropped the copy a restore keeps, the other copy may be left (compare with sptool diff)", sp.Files[i].Rel, maxShadowSearchRows-1))
 		}
 	}
 }
