@@ -32,7 +32,7 @@ var kindKeys = map[Kind][]string{
 	KindSetValue:      {"op", "uid", "slot", "expr", "erase_empty"},
 	KindSetVersion:    {"op", "uid", "state_type", "version", "slot"},
 	KindDropVersion:   {"op", "uid", "state_type"},
-	KindRescale:       {"parallelism", "groups"},
+	KindRescale:       {"parallelism", "groups", "drop_lost"},
 }
 
 var slotDeclKeys = []string{"op", "uid", "slot", "key", "value", "ttl", "composite"}
@@ -891,6 +891,10 @@ func (p *parser) parseRescale(kn, vn *yaml.Node) *RescaleSpec {
 	if vn.Kind != yaml.MappingNode {
 		return nil
 	}
+	dropLost, dok := m.boolean("drop_lost", false)
+	if !dok {
+		return nil
+	}
 	hasP, hasG := m.present("parallelism"), m.present("groups")
 	switch {
 	case hasP && hasG:
@@ -908,7 +912,7 @@ func (p *parser) parseRescale(kn, vn *yaml.Node) *RescaleSpec {
 		if !ok {
 			return nil
 		}
-		return &RescaleSpec{Parallelism: par}
+		return &RescaleSpec{Parallelism: par, DropLost: dropLost}
 	}
 	gn := m.get("groups")
 	if gn == nil {
@@ -918,7 +922,7 @@ func (p *parser) parseRescale(kn, vn *yaml.Node) *RescaleSpec {
 		p.errAt(gn, "groups", "'groups' must be a non-empty list of {subtasks, parallelism}, got %s", describe(gn))
 		return nil
 	}
-	spec := &RescaleSpec{}
+	spec := &RescaleSpec{DropLost: dropLost}
 	ok := true
 	for i, g := range gn.Content {
 		gm := p.mapping(g, nil, fmt.Sprintf("rescale group %d", i+1), []string{"subtasks", "parallelism"})

@@ -111,6 +111,7 @@ func TestRuleKinds(t *testing.T) {
 			&SetVersionSpec{Op: OpRef{ID: 7}, StateType: "T", Version: 4294967295}},
 		{"drop_version", `  - drop_version: {op: 12, state_type: Dedup}`, KindDropVersion, &DropVersionSpec{Op: OpRef{ID: 12}, StateType: "Dedup"}},
 		{"rescale", `  - rescale: {parallelism: 8}`, KindRescale, &RescaleSpec{Parallelism: 8}},
+		{"rescale dropping lost rows", `  - rescale: {parallelism: 8, drop_lost: true}`, KindRescale, &RescaleSpec{Parallelism: 8, DropLost: true}},
 		{"rescale groups", "  - rescale:\n      groups:\n        - {subtasks: \"0-2\", parallelism: 5}\n        - {subtasks: 3, parallelism: 1}", KindRescale,
 			&RescaleSpec{Groups: []RescaleGroup{
 				{Subtasks: "0-2", First: 0, Last: 2, Parallelism: 5, Line: 10, Col: 11},

@@ -541,6 +541,13 @@ type RescaleSpec struct {
 	// Groups are the chain groups of the groups form, in order of their
 	// subtask ranges, which do not overlap.
 	Groups []RescaleGroup `yaml:"groups"`
+	// DropLost ('drop_lost: true') lets the rescale drop lost keyed rows:
+	// rows held only outside the file of the subtask owning their key
+	// group, which no restore at the old layout holds. Without it a
+	// rescale that meets one fails, writing nothing: they usually mean the
+	// tree was read at the wrong layout (a subtask directory missing, the
+	// wrong chain groups).
+	DropLost bool `yaml:"drop_lost"`
 }
 
 // RescaleGroup is one chain group of a rescale: the old global subtask

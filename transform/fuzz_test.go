@@ -211,7 +211,7 @@ func FuzzRescale(f *testing.F) {
 			return
 		}
 		defer sp.Close()
-		set, err := rules.Parse("rescale.yaml", []byte(fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d}\n", par)))
+		set, err := rules.Parse("rescale.yaml", []byte(fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d, drop_lost: true}\n", par)))
 		if err != nil {
 			t.Fatal(err)
 		}

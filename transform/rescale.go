@@ -256,6 +256,9 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 		rr.Groups = append(rr.Groups, gr)
 		newFirst += m
 	}
+	if rr.Lost > 0 && !spec.DropLost {
+		return nil, lostError(sp, rr)
+	}
 	if rr.Lost > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("lost keyed rows dropped: %d, held only outside the file of the subtask owning their key group, so no restore at the old layout holds them (the report lists the first; sptool validate reports them all)", rr.Lost))
 	}
@@ -265,6 +268,21 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 		}
 	}
 	return out, nil
+}
+
+// lostError refuses a rescale that would drop lost keyed rows (see
+// rules.RescaleSpec.DropLost), naming the first.
+func lostError(sp *savepoint.Savepoint, rr *RescaleReport) error {
+	msg := fmt.Sprintf("the rescale would drop %d lost keyed rows: rows held only outside the file of the subtask owning their key group at the tree's layout (chain groups %s), which no restore at that layout holds", rr.Lost, savepoint.FormatGroups(sp.Groups))
+	if len(rr.LostExamples) > 0 {
+		l := rr.LostExamples[0]
+		row := ""
+		if l.Row >= 0 {
+			row = fmt.Sprintf(" row %d", l.Row)
+		}
+		msg += fmt.Sprintf(", such as %s%s (op %d, key group %d, owned by subtask %d)", l.File, row, l.Op, l.KeyGroup, l.Owner)
+	}
+	return fmt.Errorf("%s. They usually mean the tree is read at the wrong layout: a subtask directory missing, or the wrong chain groups (--groups); sptool validate lists them. Nothing is written; to drop them, as a restore at this layout would, give 'drop_lost: true' to the rescale rule (sptool rescale --drop-lost)", msg)
 }
 
 // unionMetadata is the metadata of a rescaled group's new files: first's

@@ -1606,8 +1606,13 @@ func TestRescaleTwoGroups(t *testing.T) {
 			}
 		}
 		// Groups that tile the subtasks but differ from the inferred ones
-		// are used, with a warning naming both.
-		rep, err := transform.Run(context.Background(), sp, rsRules(t, "version: 1\nrules:\n  - rescale: {groups: [{subtasks: \"0-1\", parallelism: 1}, {subtasks: \"2-4\", parallelism: 1}]}\n"), transform.Options{DryRun: true})
+		// are used, with a warning naming both. Read so, the tree holds
+		// lost rows: the rescale refuses to drop them unless told to.
+		wrong := "rescale: {groups: [{subtasks: \"0-1\", parallelism: 1}, {subtasks: \"2-4\", parallelism: 1}]"
+		if _, err := transform.Run(context.Background(), sp, rsRules(t, "version: 1\nrules:\n  - "+wrong+"}\n"), transform.Options{DryRun: true}); err == nil || !strings.Contains(err.Error(), "lost keyed rows") {
+			t.Errorf("rescale with the wrong groups: %v, want an error naming the lost rows", err)
+		}
+		rep, err := transform.Run(context.Background(), sp, rsRules(t, "version: 1\nrules:\n  - "+wrong+", drop_lost: true}\n"), transform.Options{DryRun: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -2361,7 +2366,16 @@ func TestRescaleLostRows(t *testing.T) {
 	sp := rsOpen(t, in, nil)
 	_, ust := sp.UnionWithStats()
 	out := filepath.Join(dir, "out")
-	rep := rsRun(t, sp, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n", out)
+	// Without drop_lost the rescale refuses, naming them, and writes
+	// nothing.
+	_, err := transform.Run(context.Background(), sp, rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n"), transform.Options{Out: out})
+	if err == nil || !strings.Contains(err.Error(), "the rescale would drop 6 lost keyed rows") || !strings.Contains(err.Error(), "drop_lost: true") {
+		t.Errorf("rescale of a tree with lost rows: %v", err)
+	}
+	if _, serr := os.Lstat(out); serr == nil {
+		t.Errorf("an output was written")
+	}
+	rep := rsRun(t, sp, "version: 1\nrules:\n  - rescale: {parallelism: 2, drop_lost: true}\n", out)
 	rr := rep.Rescale
 	if rr.StaleCopies != 2 || rr.Lost != 6 || int64(ust.Lost) != rr.Lost || rr.KeyedIn != 70 || rr.KeyedOut != 62 {
 		t.Fatalf("stale %d, lost %d (union: %d), keyed %d in %d out; want 2, 6 (6), 70, 62", rr.StaleCopies, rr.Lost, ust.Lost, rr.KeyedIn, rr.KeyedOut)
@@ -2468,7 +2482,7 @@ func TestRescaleLostAgainstInput(t *testing.T) {
 					t.Errorf("sorted through temporary files: %v, want %v", got, tc.spill)
 				}
 			}()
-			rep := rsRun(t, sp, "version: 1\nslots:\n  - {op: 1, slot: c, key: int64, value: int64}\nrules:\n  - drop: 'op == 1 && value == 0'\n  - rescale: {parallelism: 1}\n", filepath.Join(dir, "out"))
+			rep := rsRun(t, sp, "version: 1\nslots:\n  - {op: 1, slot: c, key: int64, value: int64}\nrules:\n  - drop: 'op == 1 && value == 0'\n  - rescale: {parallelism: 1, drop_lost: true}\n", filepath.Join(dir, "out"))
 			rr := rep.Rescale
 			if rep.PerRule[0].Dropped != 1 || rr.StaleCopies != 1 || rr.Lost != 1 || ust.StaleCopies != 1 || ust.Lost != 1 {
 				t.Errorf("dropped %d, stale %d, lost %d (union: %d, %d); want 1, 1, 1 (1, 1)", rep.PerRule[0].Dropped, rr.StaleCopies, rr.Lost, ust.StaleCopies, ust.Lost)

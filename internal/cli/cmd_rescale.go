@@ -14,7 +14,7 @@ func init() {
 	register(&command{
 		name:     "rescale",
 		synopsis: "re-partition a checkpoint tree by key group for a new parallelism (shorthand for a one-rule rescale)",
-		usage:    "PATH -o OUT (--parallelism M | --group-parallelism 0-2=5,3-4=1) [--force] [--dry-run] [--report FILE] [--json]",
+		usage:    "PATH -o OUT (--parallelism M | --group-parallelism 0-2=5,3-4=1) [--drop-lost] [--force] [--dry-run] [--report FILE] [--json]",
 		run:      runRescale,
 	})
 }
@@ -24,6 +24,7 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	fs := flagSet(c)
 	par := fs.Int("parallelism", 0, "the new parallelism of a tree with one chain group (1..128; more leaves subtasks without keyed state)")
 	groups := fs.String("group-parallelism", "", "the new parallelism of each chain group, as old subtask ranges: 0-2=5,3-4=1")
+	dropLost := fs.Bool("drop-lost", false, "drop lost keyed rows (held only outside their owner's file, which no restore at the old layout holds) instead of failing")
 	dry := fs.Bool("dry-run", false, "report what would be written, write nothing")
 	tf := addTransformFlags(fs, false)
 	fs.MarkHidden("rules")
@@ -49,7 +50,7 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	if err := tf.checkGeneration(); err != nil {
 		return usageError(s, c, err)
 	}
-	src, err := rescaleRuleFile(*par, *groups)
+	src, err := rescaleRuleFile(*par, *groups, *dropLost)
 	if err != nil {
 		return usageError(s, c, err)
 	}
@@ -59,12 +60,12 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 }
 
 // rescaleRuleFile writes the one-rule file the flags stand for.
-func rescaleRuleFile(par int, groups string) (string, error) {
+func rescaleRuleFile(par int, groups string, dropLost bool) (string, error) {
 	if par != 0 {
-		return fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d}\n", par), nil
+		return fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d, drop_lost: %v}\n", par, dropLost), nil
 	}
 	var b strings.Builder
-	b.WriteString("version: 1\nrules:\n  - rescale:\n      groups:\n")
+	fmt.Fprintf(&b, "version: 1\nrules:\n  - rescale:\n      drop_lost: %v\n      groups:\n", dropLost)
 	for _, part := range strings.Split(groups, ",") {
 		rng, p, ok := strings.Cut(strings.TrimSpace(part), "=")
 		n, err := strconv.Atoi(p)
