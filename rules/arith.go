@@ -45,7 +45,12 @@ func (checkedArith) Visit(node *ast.Node) {
 		// abs and int convert as expr does, failing where expr would
 		// wrap around: abs of the least int64, int of a float or an
 		// unsigned integer out of range; sum of a list adds with +.
-		if len(n.Arguments) == 1 && (n.Name == "abs" || n.Name == "int" || n.Name == "sum") {
+		// int of a quotient, the way to divide integers (expr's / gives
+		// a float64, which holds integers exactly only up to 2^53),
+		// divides them exactly.
+		if div, ok := intQuotient(n); ok {
+			call("__int_div", div.Left, div.Right)
+		} else if len(n.Arguments) == 1 && (n.Name == "abs" || n.Name == "int" || n.Name == "sum") {
 			call("__checked_"+n.Name, n.Arguments[0])
 		}
 		// string of bytes (key_bytes, an undeclared slot's value) is
@@ -54,6 +59,15 @@ func (checkedArith) Visit(node *ast.Node) {
 			call("__string", n.Arguments[0])
 		}
 	}
+}
+
+// intQuotient returns the division n is int() of: int(a / b).
+func intQuotient(n *ast.BuiltinNode) (*ast.BinaryNode, bool) {
+	if n.Name != "int" || len(n.Arguments) != 1 {
+		return nil, false
+	}
+	div, ok := n.Arguments[0].(*ast.BinaryNode)
+	return div, ok && div.Operator == "/"
 }
 
 // arithOptions are the options that make a compiled expression's integer
@@ -67,6 +81,7 @@ var arithOptions = []expr.Option{
 	expr.Function("__checked_abs", func(p ...any) (any, error) { return checkedAbs(p[0]) }),
 	expr.Function("__checked_int", func(p ...any) (any, error) { return checkedInt(p[0]) }),
 	expr.Function("__checked_sum", func(p ...any) (any, error) { return checkedSum(p[0]) }),
+	expr.Function("__int_div", func(p ...any) (any, error) { return intDiv(p[0], p[1]) }),
 	expr.Function("__string", func(p ...any) (any, error) {
 		if b, ok := p[0].([]byte); ok {
 			return string(b), nil
@@ -118,6 +133,26 @@ func checkedInt(x any) (any, error) {
 		}
 	}
 	return builtin.Int(x), nil
+}
+
+// intDiv is int(a / b): for integers a and b, their exact quotient
+// truncated toward zero (what int() of the float64 quotient is where that
+// float is exact), an error when b is 0 or the quotient does not fit in
+// an int64; for other operands, checkedInt of expr's a / b.
+func intDiv(a, b any) (any, error) {
+	x, ok1 := bigInt(a)
+	y, ok2 := bigInt(b)
+	if !ok1 || !ok2 {
+		return checkedInt(runtime.Divide(a, b))
+	}
+	if y.Sign() == 0 {
+		return nil, fmt.Errorf("int(%v / %v): integer division by zero", a, b)
+	}
+	q := x.Quo(x, y)
+	if !q.IsInt64() {
+		return nil, fmt.Errorf("int(%v / %v): the quotient does not fit in a signed 64-bit integer", a, b)
+	}
+	return int(q.Int64()), nil
 }
 
 // checkedSum is expr's sum of a list, adding with checkedOp's +.

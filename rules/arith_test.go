@@ -163,3 +163,42 @@ func TestStringOfBytes(t *testing.T) {
 		t.Errorf("string of bytes: %v, %v; want true", ok, err)
 	}
 }
+
+// int(a / b) of integers divides them exactly, truncating toward zero as
+// int() of the quotient does, where expr's / gives a float64 that rounds
+// integers above 2^53 (7261571945539477493 / 2 came out ...752, not
+// ...746); dividing by zero, or the least int64 by -1, fails. Other
+// operands get int() of expr's quotient.
+func TestIntQuotient(t *testing.T) {
+	for _, c := range []struct {
+		expr  string
+		value int64
+		want  string // the result, or the error's text
+	}{
+		{"int(value / 2)", 7261571945539477493, "3630785972769738746"},
+		{"int(value / 3)", -7, "-2"},
+		{"int(value / -2)", 7, "-3"},
+		{"int(value / (value - value))", 5, "integer division by zero"},
+		{"int(value / -1)", math.MinInt64, "does not fit in a signed 64-bit integer"},
+		{"int(value / 2.5)", 5, "2"},
+		{"int(value / 4) * 4 + value % 4", 9007199254740993, "9007199254740993"},
+	} {
+		set, err := Parse("r.yaml", []byte("version: 1\nslots:\n  - {op: 7, slot: agg, key: int64, value: int64}\nrules:\n  - set_value: {op: 7, slot: agg, expr: '"+c.expr+"'}\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.expr, err)
+		}
+		var env Env
+		if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: le64(c.value)}, 0); err != nil {
+			t.Fatal(err)
+		}
+		var m vm.VM
+		v, err := set.Rules[0].SetValue.Program.Eval(&m, &env)
+		got := fmt.Sprint(v)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s of %d: %s, want %s", c.expr, c.value, got, c.want)
+		}
+	}
+}
