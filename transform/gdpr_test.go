@@ -530,3 +530,53 @@ func TestPurgeRemainingAfterRemap(t *testing.T) {
 		})
 	}
 }
+
+// TestPurgeWarnsOfCompositeLikeSlot: a purge matches the keys of a slot
+// not declared composite whole, so the elements of listed keys in a slot
+// of clink's expiring collections (key, 0x1F, element) are left: the run
+// warns, naming the slot, unless it is declared, when they go. Keys of
+// int64 slots, which hold 0x1F by chance, and a few text keys holding it
+// in a slot of plain ones are not taken for composite.
+func TestPurgeWarnsOfCompositeLikeSlot(t *testing.T) {
+	var rows []savepoint.Row
+	for i := range 40 {
+		uk := []byte("user-" + strconv.Itoa(i))
+		rows = append(rows,
+			savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("cart"), append(append(bytes.Clone(uk), 0x1F), "sku-1"...)), Value: i64(1)},
+			savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("ids"), i64(int64(0x1F1F1F1F1F1F1F1F+i))), Value: i64(2)},
+			savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), uk), Value: i64(3)})
+		if i%10 == 0 { // a few text keys that hold 0x1F: not a composite slot
+			rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), append(bytes.Clone(uk), "\x1fx"...)), Value: i64(4)})
+		}
+	}
+	in := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	const warning = `slot "cart" of op 7 is not declared 'composite: true', but its keys look composite`
+	for _, tc := range []struct {
+		name, decl string
+		warn       bool
+		dropped    int64
+	}{
+		{"undeclared", "", true, 1},
+		{"declared composite", "slots:\n  - {op: 7, slot: cart, key: string, composite: true}\n", false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, keys := range []string{"{keys: [user-3], codec: string}", "{keys: [5], codec: int64}"} {
+				set := parseRules(t, "version: 1\n"+tc.decl+"rules:\n  - purge_keys: "+keys+"\n", nil)
+				rep, err := run(t, in, set, transform.Options{DryRun: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				warned := slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, warning) })
+				if want := tc.warn && strings.Contains(keys, "string"); warned != want {
+					t.Errorf("%s: warned %v, want %v: %q", keys, warned, want, rep.Warnings)
+				}
+				if strings.Contains(keys, "string") && rep.RowsDropped != tc.dropped {
+					t.Errorf("%s: %d rows dropped, want %d", keys, rep.RowsDropped, tc.dropped)
+				}
+			}
+		})
+	}
+}

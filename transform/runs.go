@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"encoding/binary"
+	"unicode/utf8"
 
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
@@ -192,6 +193,7 @@ func (e *engine) newPlan(op uint64, prefix []byte, k savepoint.Key, subtask int)
 			}
 		}
 	}
+	e.noteCompositeLike(p, op, k)
 	if len(p.remaps) > 0 && e.movedIntoPurge(p, k) {
 		// The remaps move the rows into the scope of a purge that ran
 		// before them: the general path audits each output row, so that
@@ -200,6 +202,63 @@ func (e *engine) newPlan(op uint64, prefix []byte, k savepoint.Key, subtask int)
 		return p
 	}
 	return p.withPurges(e, op, k)
+}
+
+// noteCompositeLike samples, for the slot of a prefix whose rows a
+// purge_keys step of p looks at one by one and that is not declared
+// composite, whether the prefix's first key (k's) looks like a composite
+// key of the purge's codec (compositeLike). A slot most of whose samples
+// do holds clink's expiring collections: the purge matches its keys
+// whole, so the elements of listed keys it holds are left (Run warns).
+func (e *engine) noteCompositeLike(p *prefixPlan, op uint64, k savepoint.Key) {
+	for _, i := range p.live {
+		pk := e.steps[i].rule.PurgeKeys
+		if pk == nil || e.composite(op, k.Slot) {
+			continue
+		}
+		like := compositeLike(k.UserKey, pk.Codec)
+		e.mu.Lock()
+		if e.compositeLike == nil {
+			e.compositeLike = map[slotKey]*compositeSamples{}
+		}
+		c := e.compositeLike[slotKey{op, string(k.Slot)}]
+		if c == nil {
+			c = &compositeSamples{step: i}
+			e.compositeLike[slotKey{op, string(k.Slot)}] = c
+		}
+		c.n++
+		if like {
+			c.like++
+		}
+		e.mu.Unlock()
+	}
+}
+
+// compositeSamples counts a slot's prefixes sampled by noteCompositeLike
+// for the purge_keys step step, and those whose first key looked
+// composite.
+type compositeSamples struct{ step, n, like int }
+
+// compositeLike reports whether a user key looks like a composite key of
+// clink's ExpiringMapState or ExpiringListState (a key, 0x1F, an element)
+// whose key a purge_keys list of the codec could hold: 8 bytes and 0x1F
+// for int64 keys; for string keys, text before the first 0x1F (a byte no
+// text key holds) in a key that is not of 8 bytes (an int64 key, which
+// holds a 0x1F in 3% of keys).
+func compositeLike(uk []byte, codec string) bool {
+	if codec == "int64" {
+		return len(uk) > 9 && uk[8] == 0x1F
+	}
+	i := bytes.IndexByte(uk, 0x1F)
+	if i <= 0 || i == len(uk)-1 || len(uk) == 8 || !utf8.Valid(uk[:i]) {
+		return false
+	}
+	for _, c := range uk[:i] {
+		if c < 0x20 || c == 0x7F {
+			return false
+		}
+	}
+	return true
 }
 
 // movedIntoPurge reports whether the remap steps of p move its rows (of

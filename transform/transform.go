@@ -9,6 +9,7 @@ package transform
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -199,6 +200,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots)...)
+	rep.Warnings = append(rep.Warnings, eng.compositeWarnings()...)
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
 	if ckpt := outputCheckpoint(sp, opts); sp.Kind != savepoint.InputFile && !opts.DryRun && ckpt == 0 {
 		rep.Warnings = append(rep.Warnings, "the output tree is checkpoint 0, which clink does not restore: a restore_checkpoint_id of 0 means no restore, and the job would start without state (format 5.3); give the output another id with --checkpoint-id")
@@ -589,6 +591,11 @@ type engine struct {
 	// (decidesByValue), so two stored copies of a key may meet different
 	// fates.
 	valueFates bool
+	// compositeLike are the slots not declared composite that a
+	// purge_keys step looks at, sampled for keys that look composite
+	// (noteCompositeLike); mu guards it.
+	mu            sync.Mutex
+	compositeLike map[slotKey]*compositeSamples
 }
 
 // processFile runs every row of f through the steps. It records the
@@ -1407,6 +1414,24 @@ func (o *outRows) dropShadowed(f *savepoint.File, valueFates bool, dropped func(
 		o.keepPositions(keep)
 	}
 	return n, false
+}
+
+// compositeWarnings warns of the slots most of whose samples looked
+// composite to noteCompositeLike, in order of operator and slot.
+func (e *engine) compositeWarnings() []string {
+	keys := slices.SortedFunc(maps.Keys(e.compositeLike), func(a, b slotKey) int {
+		return cmp.Or(cmp.Compare(a.op, b.op), strings.Compare(a.slot, b.slot))
+	})
+	var warns []string
+	for _, k := range keys {
+		c := e.compositeLike[k]
+		if 2*c.like <= c.n {
+			continue
+		}
+		st := e.steps[c.step]
+		warns = append(warns, fmt.Sprintf("%s: slot %q of op %d is not declared 'composite: true', but its keys look composite (a key, 0x1F, an element, as clink's ExpiringMapState and ExpiringListState store them): the purge matches them whole, so the elements of listed keys it holds are left, and the audit does not count them; declare the slot with 'composite: true' under 'slots:' to purge them", st.rule.Label(), k.slot, k.op))
+	}
+	return warns
 }
 
 // decidesByValue reports whether rule r may drop a row or keep it by the
