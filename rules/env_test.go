@@ -331,7 +331,17 @@ func TestKeysFileFormat(t *testing.T) {
 	write("s.txt", "\xef\xbb\xbfalice\r\n\r\n# comment\r\n   # indented comment\r\nbob \r\n  carol\nlast-without-newline")
 	write("i.txt", "1\n +2\n\t-3\t\n")
 	write("e.txt", "")
-	src := "version: 1\nrules:\n  - purge_keys: {keys_file: s.txt}\n  - purge_keys: {keys_file: i.txt, codec: int64}\n  - purge_keys: {keys_file: e.txt}\n"
+	write("c.txt", "# only comments\n\n")
+	write("cr.txt", "alice\rbob\r")
+	// A keys file that lists no key is refused: an erasure request
+	// exported empty must not pass for the erasure.
+	for _, f := range []string{"e.txt", "c.txt"} {
+		src := "version: 1\nrules:\n  - purge_keys: {keys_file: " + f + "}\n"
+		if _, err := ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte(src), testOpts()); err == nil || !strings.Contains(err.Error(), `keys file "`+f+`" lists no keys`) {
+			t.Errorf("%s: %v, want an error: no keys", f, err)
+		}
+	}
+	src := "version: 1\nrules:\n  - purge_keys: {keys_file: s.txt}\n  - purge_keys: {keys_file: i.txt, codec: int64}\n  - purge_keys: {keys: []}\n  - purge_keys: {keys_file: cr.txt}\n"
 	set, err := ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte(src), testOpts())
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +359,8 @@ func TestKeysFileFormat(t *testing.T) {
 		msgs = append(msgs, w.String())
 	}
 	all := strings.Join(msgs, "\n")
-	if !strings.Contains(all, `keys file "s.txt": 2 lines start or end with blanks, which are part of their keys (the first: line 5)`) || !strings.Contains(all, "rule 3: purge_keys lists no keys") || strings.Contains(all, "'#'") {
+	if !strings.Contains(all, `keys file "s.txt": 2 lines start or end with blanks, which are part of their keys (the first: line 5)`) || !strings.Contains(all, "rule 3: purge_keys lists no keys") || strings.Contains(all, "'#'") ||
+		!strings.Contains(all, `keys file "cr.txt": 1 key(s) hold a carriage return (the first: line 1)`) {
 		t.Errorf("warnings:\n%s", all)
 	}
 	// A comment of one word may be a key that starts with '#': a string

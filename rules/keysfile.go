@@ -52,7 +52,7 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 	// data is never written again: string keys are substrings of it.
 	text = unsafe.String(unsafe.SliceData(data), len(data))
 	isInt := spec.Codec == "int64"
-	bad, wsLine, wsLines := 0, 0, 0
+	bad, wsLine, wsLines, crLine, crLines := 0, 0, 0, 0, 0
 	hashLine, hashLines, hashKey := 0, 0, ""
 	// A comment of one word ("#anna") may be a key that starts with '#'
 	// (a hashtag, a handle): a string list that skips it says so.
@@ -71,6 +71,11 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 			if len(t) != len(ln) {
 				if wsLines++; wsLine == 0 {
 					wsLine = line
+				}
+			}
+			if strings.IndexByte(ln, '\r') >= 0 {
+				if crLines++; crLine == 0 {
+					crLine = line
 				}
 			}
 			spec.filter.addHash(keyHash(ln))
@@ -100,6 +105,9 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 		p.warnAt(n, "keys file %q line %d starts or ends with blanks, which are part of the key", spec.KeysFile, wsLine)
 	case wsLines > 1:
 		p.warnAt(n, "keys file %q: %d lines start or end with blanks, which are part of their keys (the first: line %d)", spec.KeysFile, wsLines, wsLine)
+	}
+	if crLines > 0 {
+		p.warnAt(n, "keys file %q: %d key(s) hold a carriage return (the first: line %d), which is part of the key: keys are read one a line, ended by LF or CRLF; a file whose lines end in CR alone reads as one key", spec.KeysFile, crLines, crLine)
 	}
 	switch {
 	case hashLines == 1:

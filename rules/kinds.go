@@ -510,6 +510,12 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 		if !ok {
 			return nil
 		}
+		if count == 0 {
+			// An erasure request exported empty, or the wrong file: an
+			// audit of nothing erased must not pass for the erasure.
+			p.errAt(fn, "keys_file", "keys file %q lists no keys (it is empty, or holds only comments and blank lines): a purge of nothing is refused; remove the rule to run without it", f)
+			return nil
+		}
 		list.text, list.count = text, count
 	}
 	if len(spec.Keys) == 0 && list.count == 0 {
