@@ -1042,7 +1042,7 @@ func DecodeRow(set *rules.Set, env *rules.Env, r savepoint.Row, subtask int) (De
 				codec = decl.ValueCodec.String()
 			}
 			err = &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "value", Codec: codec,
-				Err: fmt.Errorf("value of %d bytes has no %d-byte TTL stamp", len(r.Value), savepoint.TTLPrefixLen)}
+				Err: fmt.Errorf("value of %d bytes has no %d-byte TTL stamp", len(r.Value), savepoint.TTLPrefixLen), Line: decl.Line}
 		}
 	case decl.ValueCodec == nil && !decl.TTL:
 		// Bytes as stored: the value columns hold them already.

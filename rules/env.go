@@ -84,7 +84,7 @@ func (s *Set) FillEnvFields(env *Env, row savepoint.Row, subtask int, need Field
 		v, kerr := d.KeyCodec.Decode(k.UserKey)
 		if kerr != nil {
 			env.Key = string(k.UserKey)
-			err = &DecodeError{Op: row.Op, Slot: d.Slot, Part: "key", Codec: d.KeyCodec.String(), Err: kerr}
+			err = &DecodeError{Op: row.Op, Slot: d.Slot, Part: "key", Codec: d.KeyCodec.String(), Err: kerr, Line: d.Line}
 		} else {
 			env.Key = v
 		}
@@ -108,7 +108,7 @@ func (s *Set) FillEnvFields(env *Env, row savepoint.Row, subtask int, need Field
 	if verr != nil {
 		env.Value = nil
 		if err == nil {
-			err = &DecodeError{Op: row.Op, Slot: d.Slot, Part: "value", Codec: d.ValueCodec.String(), Err: verr}
+			err = &DecodeError{Op: row.Op, Slot: d.Slot, Part: "value", Codec: d.ValueCodec.String(), Err: verr, Line: d.Line}
 		}
 		return err
 	}

@@ -102,7 +102,8 @@ func TestFillEnvDecodeError(t *testing.T) {
 	if !errors.As(err, &de) || de.Op != 7 || de.Slot != "agg" || de.Part != "key" || de.Codec != "int64" {
 		t.Fatalf("err = %#v", err)
 	}
-	if !strings.Contains(err.Error(), `decode key of op 7 slot "agg" with codec int64`) {
+	if d := set.SlotDecl(7, "agg"); !strings.Contains(err.Error(), `decode key of op 7 slot "agg" with codec int64`) || d == nil || d.Line == 0 ||
+		!strings.Contains(err.Error(), fmt.Sprintf("does the declaration at line %d fit the slot's rows?", d.Line)) {
 		t.Errorf("message = %v", err)
 	}
 	if env.Value != int64(1) || env.Key != "short" {

@@ -143,11 +143,21 @@ type DecodeError struct {
 	Codec string
 	// Err is the codec's error.
 	Err error
+	// Line is the line of the slot's declaration in the rule file (0:
+	// not known).
+	Line int
 }
 
-// Error names the operator, slot, part and codec.
+// Error names the operator, slot, part and codec, and the declaration:
+// a value every row of the slot must decode, whatever an expression
+// reads, so a declaration that does not fit the slot's rows stops a
+// filter of other slots too.
 func (e *DecodeError) Error() string {
-	return fmt.Sprintf("decode %s of op %d slot %q with codec %s: %v", e.Part, e.Op, e.Slot, e.Codec, e.Err)
+	msg := fmt.Sprintf("decode %s of op %d slot %q with codec %s: %v", e.Part, e.Op, e.Slot, e.Codec, e.Err)
+	if e.Line > 0 {
+		msg += fmt.Sprintf(" (every row of a declared slot is decoded; does the declaration at line %d fit the slot's rows? 'sptool cat' shows them)", e.Line)
+	}
+	return msg
 }
 
 // Unwrap returns the codec's error.
