@@ -295,9 +295,7 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 	b = append(b, " = "...)
 	b = savepoint.AppendRenderBytes(b, r.Value, 64)
 	if dec != nil {
-		key, _ := export.Text(dec.Key)
-		value, _ := export.Text(dec.Value)
-		b = fmt.Appendf(b, "  [key=%s value=%s", key, value)
+		b = fmt.Appendf(b, "  [key=%s value=%s", catText(dec.Key), catText(dec.Value))
 		if dec.ExpireAt != nil {
 			b = append(b, " expire_at="...)
 			b = strconv.AppendInt(b, *dec.ExpireAt, 10)
@@ -305,6 +303,18 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 		b = append(b, ']')
 	}
 	return append(b, '\n')
+}
+
+// catText is a decoded key or value as the text format shows it: as
+// export's text columns hold it, and null for none (a value of a 'ttl:
+// true' slot too short for its stamp), as the JSON Lines format shows it,
+// where "" would read as an empty string.
+func catText(v any) string {
+	if v == nil {
+		return "null"
+	}
+	t, _ := export.Text(v)
+	return t
 }
 
 // appendCatCSV appends to b r's line of cat's CSV format (the fields of

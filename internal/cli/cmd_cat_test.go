@@ -179,6 +179,12 @@ func writeTextRow(w io.Writer, cr catRow, r savepoint.Row, k savepoint.Key) {
 	if cr.Decoded != nil {
 		key, _ := export.Text(cr.Decoded.Key)
 		value, _ := export.Text(cr.Decoded.Value)
+		if cr.Decoded.Key == nil {
+			key = "null"
+		}
+		if cr.Decoded.Value == nil {
+			value = "null" // no value: a TTL value shorter than its stamp
+		}
 		fmt.Fprintf(w, "  [key=%s value=%s", key, value)
 		if cr.Decoded.ExpireAt != nil {
 			fmt.Fprintf(w, " expire_at=%d", *cr.Decoded.ExpireAt)
