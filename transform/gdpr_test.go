@@ -502,6 +502,9 @@ func TestPurgeRemainingAfterRemap(t *testing.T) {
 		{"purge then remap, clink's order", purge + remap, true, true},
 		{"remap then purge", remap + purge, false, false},
 		{"remap then purge, clink's order", remap + purge, true, false},
+		// Between two remaps, the purge does not see the rows either.
+		{"remap, purge, remap", "  - remap_operator: {from: 1001, to: 1003}\n" + purge + "  - remap_operator: {from: 1003, to: 1002, merge: true}\n", false, true},
+		{"remap, purge, remap, clink's order", "  - remap_operator: {from: 1001, to: 1003}\n" + purge + "  - remap_operator: {from: 1003, to: 1002, merge: true}\n", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := filepath.Join(t.TempDir(), "in.snap")
@@ -564,17 +567,21 @@ func TestPurgeWarnsOfCompositeLikeSlot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, keys := range []string{"{keys: [user-3], codec: string}", "{keys: [5], codec: int64}"} {
-				set := parseRules(t, "version: 1\n"+tc.decl+"rules:\n  - purge_keys: "+keys+"\n", nil)
-				rep, err := run(t, in, set, transform.Options{DryRun: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				warned := slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, warning) })
-				if want := tc.warn && strings.Contains(keys, "string"); warned != want {
-					t.Errorf("%s: warned %v, want %v: %q", keys, warned, want, rep.Warnings)
-				}
-				if strings.Contains(keys, "string") && rep.RowsDropped != tc.dropped {
-					t.Errorf("%s: %d rows dropped, want %d", keys, rep.RowsDropped, tc.dropped)
+				// The purge alone, after a remap (as the warning of such
+				// a move advises), and before a rename.
+				for _, around := range [][2]string{{"", ""}, {"  - remap_operator: {from: 7, to: 8}\n", ""}, {"", "  - rename_slot: {op: 7, from: cart, to: basket}\n"}} {
+					set := parseRules(t, "version: 1\n"+tc.decl+"rules:\n"+around[0]+"  - purge_keys: "+keys+"\n"+around[1], nil)
+					rep, err := run(t, in, set, transform.Options{DryRun: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					warned := slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, warning) })
+					if want := tc.warn && strings.Contains(keys, "string"); warned != want {
+						t.Errorf("%s %q: warned %v, want %v: %q", keys, around, warned, want, rep.Warnings)
+					}
+					if strings.Contains(keys, "string") && rep.RowsDropped != tc.dropped {
+						t.Errorf("%s: %d rows dropped, want %d", keys, rep.RowsDropped, tc.dropped)
+					}
 				}
 			}
 		})

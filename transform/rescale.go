@@ -72,11 +72,11 @@ type RescaleOutput struct {
 // not own its key group held it.
 type LostRow struct {
 	// File is the snapshot file holding the copy, relative to the
-	// savepoint's root, and Row its row there (-1 when not known: the file
-	// was sorted through temporary files and no row of it holds the
-	// operator and key, which a rule renamed or remapped; of a file so
-	// sorted, Row is the first row of the operator and key); Subtask its
-	// old subtask and Owner the old subtask owning the key group.
+	// savepoint's root, and Row its row there (of a file sorted through
+	// temporary files, which keep no input rows, the first row holding an
+	// operator and key the row may have had, the rules' remaps and renames
+	// undone; -1 when there is none); Subtask its old subtask and Owner
+	// the old subtask owning the key group.
 	File     string `json:"file"`
 	Row      int    `json:"row"`
 	Subtask  int    `json:"subtask"`
@@ -191,7 +191,7 @@ func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoin
 // parallelism; operator rows are merged across the group's old subtasks and
 // written into every new file of the group; the timer blobs of the group's
 // own operators are split by key group.
-func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileResult, rep *Report) ([]*newFile, error) {
+func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileResult, inputIDs func(op uint64, key []byte) []savepoint.Row, rep *Report) ([]*newFile, error) {
 	groups, pars, warns, err := rescaleGroups(sp, spec)
 	if err != nil {
 		return nil, err
@@ -246,7 +246,7 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 				rep.DuplicatesResolved += dupes
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("group %s: %d rows were stored twice in one file; each was resolved as clink's restore does (keyed: the later row; operator state: the greater 8-byte value)", savepoint.FormatGroups([]savepoint.Group{g}), dupes))
 			}
-			files, warns, err := rescaleGroup(sp, g, newFirst, m, byIndex, results, rr)
+			files, warns, err := rescaleGroup(sp, g, newFirst, m, byIndex, results, inputIDs, rr)
 			if err != nil {
 				return nil, err
 			}
@@ -322,7 +322,7 @@ func unionMetadata(first savepoint.Metadata, files []*savepoint.File, g savepoin
 	return out, warns
 }
 
-func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, byIndex map[int]int, results []*fileResult, rr *RescaleReport) ([]*newFile, []string, error) {
+func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, byIndex map[int]int, results []*fileResult, inputIDs func(op uint64, key []byte) []savepoint.Row, rr *RescaleReport) ([]*newFile, []string, error) {
 	files := make([]*newFile, m)
 	// Keyed rows are not copied: pos[j][o] lists, in order, the spans of
 	// positions in old file o's output of the rows that go to new file j
@@ -379,7 +379,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		for op := range p.own {
 			own[op] = true
 		}
-		lost := countLost(groupFiles, g.First, olds, i, p.staleRuns, rr)
+		lost := countLost(groupFiles, g.First, olds, i, p.staleRuns, inputIDs, rr)
 		rr.KeyedIn += p.keyedIn
 		rr.StaleCopies += p.stale - lost
 		rr.Lost += lost
@@ -526,21 +526,25 @@ type staleRun struct{ j, n, owner, kg int }
 // files their input files). So the split between stale and lost rows is
 // that of the input, as Savepoint.Union and validate count it, whatever the
 // rules dropped. Of a file sorted through temporary files the input row of
-// an output row is not known, and its operator and key after the rules are
-// looked up (a row a rule renamed or remapped, whose owner's copy a rule
-// dropped, then counts as lost). A row whose owner's output holds its operator and key is
-// stale: each run is merged with the owner's output from the first row not
-// below the run's first, linear in the runs and the owner's rows of their
-// operators and key groups. The others are looked up in the owner's input
-// (see findRows).
-func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs []staleRun, rr *RescaleReport) int64 {
+// an output row is not known: the operators and keys its row may have had
+// in the input (inputIDs: the rules' remaps and renames undone) are looked
+// up, and a row is lost when the owner's input holds none of them. A row
+// whose owner's output holds its operator and key is stale: each run is
+// merged with the owner's output from the first row not below the run's
+// first, linear in the runs and the owner's rows of their operators and
+// key groups. The others are looked up in the owner's input (see
+// findRows).
+func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs []staleRun, inputIDs func(op uint64, key []byte) []savepoint.Row, rr *RescaleReport) int64 {
 	src := olds[i]
 	type candidate struct {
-		op     uint64
-		key    []byte
-		owner  int
-		kg     int
-		inRow  int
+		op    uint64
+		key   []byte
+		owner int
+		kg    int
+		inRow int
+		// ids are the operators and keys the row may have had in the
+		// input: one when the input row is known.
+		ids    []savepoint.Row
 		isLost bool
 	}
 	var cands []candidate
@@ -560,9 +564,12 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 				continue
 			}
 			cd := candidate{op: op, key: key, owner: r.owner, kg: r.kg, inRow: -1}
-			if !src.spilled {
+			if src.spilled {
+				cd.ids = inputIDs(op, key)
+			} else {
 				in := src.idx.at(k)
 				cd.op, cd.key, cd.inRow = src.cur.Op(in), bytes.Clone(src.cur.Key(in)), in
+				cd.ids = []savepoint.Row{{Op: cd.op, Key: cd.key}}
 			}
 			cands = append(cands, cd)
 		}
@@ -576,42 +583,86 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 		byOwner[c.owner] = append(byOwner[c.owner], ci)
 	}
 	for owner, cis := range byOwner {
-		ids := make([]savepoint.Row, len(cis))
-		for j, ci := range cis {
-			ids[j] = savepoint.Row{Op: cands[ci].op, Key: cands[ci].key}
+		var ids []savepoint.Row
+		for _, ci := range cis {
+			ids = append(ids, cands[ci].ids...)
 		}
 		at := findRows(files[owner].Snapshot, ids)
-		for j, ci := range cis {
-			cands[ci].isLost = at[j] < 0
+		for _, ci := range cis {
+			n := len(cands[ci].ids)
+			cands[ci].isLost = !slices.ContainsFunc(at[:n], func(row int) bool { return row >= 0 })
+			at = at[n:]
 		}
 	}
 	var lost int64
-	var unplaced []int              // examples whose input row is not known yet
-	var unplacedIDs []savepoint.Row // their operators and keys
-	for _, c := range cands {
+	// The examples whose input row is not known yet, and their candidates.
+	var unplaced []struct{ ex, ci int }
+	for ci, c := range cands {
 		if !c.isLost {
 			continue
 		}
 		lost++
 		if len(rr.LostExamples) < maxLostExamples {
 			if c.inRow < 0 {
-				unplaced = append(unplaced, len(rr.LostExamples))
-				unplacedIDs = append(unplacedIDs, savepoint.Row{Op: c.op, Key: c.key})
+				unplaced = append(unplaced, struct{ ex, ci int }{len(rr.LostExamples), ci})
 			}
 			rr.LostExamples = append(rr.LostExamples, LostRow{File: files[i].Rel, Row: c.inRow, Subtask: first + i, Owner: first + c.owner, Op: c.op, KeyGroup: c.kg, Key: hex.EncodeToString(c.key)})
 		}
 	}
 	// An output sorted through temporary files does not keep its rows'
-	// input rows: an example whose operator and key its input holds (no
-	// rule renamed or remapped it) gets its first row there, in one pass
-	// over the input's keys for at most maxLostExamples keys; the others
-	// keep Row -1.
+	// input rows: an example that its input holds under one of the
+	// operators and keys it may have had gets the first row there, and
+	// that operator and key (in one pass over the input's keys for at most
+	// maxLostExamples rows); the others keep Row -1, and the operator and
+	// key after the rules.
 	if len(unplaced) > 0 {
-		for j, row := range findRows(files[i].Snapshot, unplacedIDs) {
-			rr.LostExamples[unplaced[j]].Row = row
+		var ids []savepoint.Row
+		for _, u := range unplaced {
+			ids = append(ids, cands[u.ci].ids...)
+		}
+		at := findRows(files[i].Snapshot, ids)
+		for _, u := range unplaced {
+			n := len(cands[u.ci].ids)
+			for y, row := range at[:n] {
+				if row >= 0 {
+					ex, id := &rr.LostExamples[u.ex], cands[u.ci].ids[y]
+					ex.Row, ex.Op, ex.Key = row, id.Op, hex.EncodeToString(id.Key)
+					break
+				}
+			}
+			at = at[n:]
 		}
 	}
 	return lost
+}
+
+// maxInputIDs bounds engine.inputIDs.
+const maxInputIDs = 64
+
+// inputIDs returns the operators and keys an output row of operator op
+// and key key may have had in the input: its own, and those the rules'
+// remap_operator and rename_slot steps, undone from the last to the
+// first, lead back to (a remap into an operator that had rows of its own
+// leaves both). At most maxInputIDs, the first ones found.
+func (e *engine) inputIDs(op uint64, key []byte) []savepoint.Row {
+	ids := []savepoint.Row{{Op: op, Key: key}}
+	for i := len(e.steps) - 1; i >= 0 && len(ids) < maxInputIDs; i-- {
+		r := e.steps[i].rule
+		for _, id := range ids[:len(ids):len(ids)] {
+			switch {
+			case r.RemapOperator != nil && id.Op == r.RemapOperator.To.ID:
+				ids = append(ids, savepoint.Row{Op: r.RemapOperator.From.ID, Key: id.Key})
+			case r.RenameSlot != nil && id.Op == r.RenameSlot.Op.ID:
+				k := savepoint.ParseKey(id.Key)
+				if k.Kind != savepoint.KindKeyed || !k.HasSlot || string(k.Slot) != r.RenameSlot.To {
+					continue
+				}
+				old := append(append(append([]byte{id.Key[0]}, r.RenameSlot.From...), '|'), k.UserKey...)
+				ids = append(ids, savepoint.Row{Op: id.Op, Key: old})
+			}
+		}
+	}
+	return ids[:min(len(ids), maxInputIDs)]
 }
 
 // findRows returns for each of ids the first row of the input snapshot s

@@ -2482,22 +2482,29 @@ func TestRescaleLostAgainstInput(t *testing.T) {
 					t.Errorf("sorted through temporary files: %v, want %v", got, tc.spill)
 				}
 			}()
-			rep := rsRun(t, sp, "version: 1\nslots:\n  - {op: 1, slot: c, key: int64, value: int64}\nrules:\n  - drop: 'op == 1 && value == 0'\n  - rescale: {parallelism: 1, drop_lost: true}\n", filepath.Join(dir, "out"))
-			rr := rep.Rescale
-			if rep.PerRule[0].Dropped != 1 || rr.StaleCopies != 1 || rr.Lost != 1 || ust.StaleCopies != 1 || ust.Lost != 1 {
-				t.Errorf("dropped %d, stale %d, lost %d (union: %d, %d); want 1, 1, 1 (1, 1)", rep.PerRule[0].Dropped, rr.StaleCopies, rr.Lost, ust.StaleCopies, ust.Lost)
-			}
-			if len(rr.LostExamples) != 1 || rr.LostExamples[0].Key != fmt.Sprintf("%x", k8) {
-				t.Fatalf("lost rows listed: %+v, want key %x", rr.LostExamples, k8)
-			}
-			// The row is named in the input; of a file sorted through
-			// temporary files, which keep no input rows, it is looked up.
-			e := rr.LostExamples[0]
-			if e.Row < 0 || e.Row >= sp.Files[e.Subtask].Snapshot.NumRows() {
-				t.Fatalf("lost row %+v: no row of %s", e, e.File)
-			}
-			if r := sp.Files[e.Subtask].Snapshot.NewCursor().Row(e.Row); fmt.Sprintf("%x", r.Key) != e.Key || r.Op != e.Op {
-				t.Errorf("lost row %+v: row %d holds op %d key %x", e, e.Row, r.Op, r.Key)
+			// The split holds when the rules then move the rows: a remap
+			// or a rename, undone to look the rows of a file sorted
+			// through temporary files up in the owner's input.
+			for _, move := range []string{"", "  - remap_operator: {from: 1, to: 2}\n", "  - rename_slot: {op: 1, from: c, to: d}\n", "  - rename_slot: {op: 1, from: c, to: d}\n  - remap_operator: {from: 1, to: 2}\n"} {
+				out := filepath.Join(rsTempDir(t), "out")
+				rep := rsRun(t, sp, "version: 1\nslots:\n  - {op: 1, slot: c, key: int64, value: int64}\nrules:\n  - drop: 'op == 1 && value == 0'\n"+move+"  - rescale: {parallelism: 1, drop_lost: true}\n", out)
+				rr := rep.Rescale
+				if rep.PerRule[0].Dropped != 1 || rr.StaleCopies != 1 || rr.Lost != 1 || ust.StaleCopies != 1 || ust.Lost != 1 {
+					t.Errorf("%q: dropped %d, stale %d, lost %d (union: %d, %d); want 1, 1, 1 (1, 1)", move, rep.PerRule[0].Dropped, rr.StaleCopies, rr.Lost, ust.StaleCopies, ust.Lost)
+				}
+				if len(rr.LostExamples) != 1 || rr.LostExamples[0].Key != fmt.Sprintf("%x", k8) || rr.LostExamples[0].Op != 1 {
+					t.Fatalf("%q: lost rows listed: %+v, want op 1 key %x", move, rr.LostExamples, k8)
+				}
+				// The row is named in the input, its operator and key as
+				// stored; of a file sorted through temporary files, which
+				// keep no input rows, it is looked up.
+				e := rr.LostExamples[0]
+				if e.Row < 0 || e.Row >= sp.Files[e.Subtask].Snapshot.NumRows() {
+					t.Fatalf("%q: lost row %+v: no row of %s", move, e, e.File)
+				}
+				if r := sp.Files[e.Subtask].Snapshot.NewCursor().Row(e.Row); fmt.Sprintf("%x", r.Key) != e.Key || r.Op != e.Op {
+					t.Errorf("%q: lost row %+v: row %d holds op %d key %x", move, e, e.Row, r.Op, r.Key)
+				}
 			}
 		})
 	}

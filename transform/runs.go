@@ -159,6 +159,7 @@ func appendOp(b []byte, op uint64) []byte {
 // newPlan asks each step what it does to the rows of a prefix.
 func (e *engine) newPlan(op uint64, prefix []byte, k savepoint.Key, subtask int) *prefixPlan {
 	p := &prefixPlan{op: op, outOp: op, prefix: prefix, dropBy: -1, slot: bytes.Clone(k.Slot), kg: k.KeyGroup}
+	e.noteCompositeLike(op, k)
 	for i := range e.steps {
 		st := &e.steps[i]
 		if st.apply == nil {
@@ -193,7 +194,6 @@ func (e *engine) newPlan(op uint64, prefix []byte, k savepoint.Key, subtask int)
 			}
 		}
 	}
-	e.noteCompositeLike(p, op, k)
 	if len(p.remaps) > 0 && e.movedIntoPurge(p, k) {
 		// The remaps move the rows into the scope of a purge that ran
 		// before them: the general path audits each output row, so that
@@ -204,16 +204,36 @@ func (e *engine) newPlan(op uint64, prefix []byte, k savepoint.Key, subtask int)
 	return p.withPurges(e, op, k)
 }
 
-// noteCompositeLike samples, for the slot of a prefix whose rows a
-// purge_keys step of p looks at one by one and that is not declared
-// composite, whether the prefix's first key (k's) looks like a composite
-// key of the purge's codec (compositeLike). A slot most of whose samples
-// do holds clink's expiring collections: the purge matches its keys
-// whole, so the elements of listed keys it holds are left (Run warns).
-func (e *engine) noteCompositeLike(p *prefixPlan, op uint64, k savepoint.Key) {
-	for _, i := range p.live {
-		pk := e.steps[i].rule.PurgeKeys
-		if pk == nil || e.composite(op, k.Slot) {
+// noteCompositeLike samples, for each purge_keys step whose scope the
+// rows of a prefix (operator op, key k, the first row's) reach, the
+// rules' remaps and renames before it followed, and whose slot is not
+// declared composite, whether the first key looks like a composite key
+// of the purge's codec (compositeLike). A slot most of whose samples do
+// holds clink's expiring collections: the purge matches its keys whole,
+// so the elements of listed keys it holds are left (Run warns). A step
+// that drops the rows before the purge is not followed: the warning may
+// then name a slot whose rows went otherwise.
+func (e *engine) noteCompositeLike(op uint64, k savepoint.Key) {
+	if len(e.purges) == 0 || k.Kind != savepoint.KindKeyed {
+		return
+	}
+	cur, slot := op, string(k.Slot)
+	for i := range e.steps {
+		r := e.steps[i].rule
+		switch {
+		case r.RemapOperator != nil:
+			if r.RemapOperator.From.ID == cur {
+				cur = r.RemapOperator.To.ID
+			}
+			continue
+		case r.RenameSlot != nil:
+			if r.RenameSlot.Op.ID == cur && r.RenameSlot.From == slot {
+				slot = r.RenameSlot.To
+			}
+			continue
+		}
+		pk := r.PurgeKeys
+		if pk == nil || !pk.Scope.Match(cur, []byte(slot), k.HasSlot) || e.composite(op, k.Slot) || e.composite(cur, []byte(slot)) {
 			continue
 		}
 		like := compositeLike(k.UserKey, pk.Codec)
@@ -262,11 +282,12 @@ func compositeLike(uk []byte, codec string) bool {
 }
 
 // movedIntoPurge reports whether the remap steps of p move its rows (of
-// slot k.Slot) into the named scope of a purge_keys step before the first
-// of them, which therefore did not see them there.
+// slot k.Slot) into the named scope of a purge_keys step before the last
+// of them, which therefore did not see them there (one that did would
+// have made the plan look at each row).
 func (e *engine) movedIntoPurge(p *prefixPlan, k savepoint.Key) bool {
 	for _, j := range e.purges {
-		if j < p.remaps[0] && e.steps[j].rule.PurgeKeys.Scope.Match(p.outOp, k.Slot, k.HasSlot) {
+		if j < p.remaps[len(p.remaps)-1] && e.steps[j].rule.PurgeKeys.Scope.Match(p.outOp, k.Slot, k.HasSlot) {
 			return true
 		}
 	}

@@ -214,7 +214,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		// is an error, not a crash of the process.
 		eng.spill.alone() // the rescale sorts its old files one at a time
 		err := savepoint.Guard(func() (err error) {
-			if files, err = rescale(sp, spec, results, rep); err != nil {
+			if files, err = rescale(sp, spec, results, eng.inputIDs, rep); err != nil {
 				return fmt.Errorf("%s: %w", set.Rules[len(set.Rules)-1].Label(), err)
 			}
 			rep.recountAfterRescale(files, sp.ReleasePages)
