@@ -59,13 +59,23 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	}, *dry)
 }
 
-// rescaleRuleFile writes the one-rule file the flags stand for.
+// rescaleRuleFile writes the one-rule file the flags stand for. Without
+// --drop-lost it is the file it always was: the outputs' provenance names
+// its digest.
 func rescaleRuleFile(par int, groups string, dropLost bool) (string, error) {
+	opt := ""
+	if dropLost {
+		opt = ", drop_lost: true"
+	}
 	if par != 0 {
-		return fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d, drop_lost: %v}\n", par, dropLost), nil
+		return fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d%s}\n", par, opt), nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "version: 1\nrules:\n  - rescale:\n      drop_lost: %v\n      groups:\n", dropLost)
+	b.WriteString("version: 1\nrules:\n  - rescale:\n")
+	if dropLost {
+		b.WriteString("      drop_lost: true\n")
+	}
+	b.WriteString("      groups:\n")
 	for _, part := range strings.Split(groups, ",") {
 		rng, p, ok := strings.Cut(strings.TrimSpace(part), "=")
 		n, err := strconv.Atoi(p)
