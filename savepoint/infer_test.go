@@ -50,9 +50,23 @@ func TestCutByKeyGroups(t *testing.T) {
 			evidence([]uint64{4}, in(0, 2, 2)...), evidence([]uint64{5}, in(1, 2, 2)...),
 		}, "0-2,3-4"},
 		{"files without keyed rows join the group before them", []groupEvidence{
-			evidence([]uint64{1}, in(0, 3, 10)...), evidence([]uint64{1}, in(1, 3, 10)...), evidence([]uint64{1}, in(2, 3, 10)...),
+			evidence([]uint64{1}, in(0, 5, 10)...), evidence([]uint64{1}, in(1, 5, 10)...), evidence([]uint64{1}, in(2, 5, 10)...),
 			evidence(nil), evidence(nil),
 		}, "0-4"},
+		// A keyed chain at 3 whose every key lies in its own file's range,
+		// then two files without rows (a keyless chain's first
+		// checkpoint): read as one group of 5, two thirds of the keys
+		// would be lost rows.
+		{"empty files after a group its keys fit start a group", []groupEvidence{
+			evidence([]uint64{1}, in(0, 3, 10)...), evidence([]uint64{1}, in(1, 3, 10)...), evidence([]uint64{1}, in(2, 3, 10)...),
+			evidence(nil), evidence(nil),
+		}, "0-2,3-4"},
+		// A restore copies every operator's rows into every file (format
+		// 10.3): a keyless chain's files then hold the keyed group's
+		// operators too.
+		{"a keyless chain holding the operator rows a restore copied", []groupEvidence{
+			evidence([]uint64{1}, in(0, 2, 20)...), evidence([]uint64{1}, in(1, 2, 20)...), stateOnly(1, 9), stateOnly(1, 9),
+		}, "0-1,2-3"},
 		{"a chained group with stale copies and a file without keyed rows yet", chainedStale(), "0-3"},
 		{"a keyless chain of other operators after a keyed group", []groupEvidence{
 			evidence([]uint64{1}, in(0, 2, 20)...), evidence([]uint64{1}, in(1, 2, 20)...), stateOnly(9),
@@ -61,7 +75,7 @@ func TestCutByKeyGroups(t *testing.T) {
 			evidence([]uint64{1}, in(0, 2, 20)...), evidence([]uint64{1}, in(1, 2, 20)...), stateOnly(9), stateOnly(9),
 		}, "0-1,2-3"},
 		{"a keyless file of the group's operators joins it", []groupEvidence{
-			evidence([]uint64{1}, in(0, 2, 20)...), evidence([]uint64{1}, in(1, 2, 20)...), stateOnly(1, 9),
+			evidence([]uint64{1}, in(0, 3, 20)...), evidence([]uint64{1}, in(1, 3, 20)...), stateOnly(1, 9),
 		}, "0-2"},
 		{"a keyless file of other operators joins a group its keys fit", []groupEvidence{
 			evidence([]uint64{1}, in(0, 3, 20)...), evidence([]uint64{1}, in(1, 3, 20)...), stateOnly(9),

@@ -844,8 +844,10 @@ func resolveHandleRel(root, handle string) ([]byte, string, error) {
 // An operator runs in one chain group, so the files from the first to the
 // last that hold its keyed rows are in one group, and a file without keyed
 // rows joins the group before it, unless it holds rows of other operators
-// only than the file before it (a keyless chain: a sink, a source), when a
-// group may start there. Within those bounds the tree is cut into
+// only than the file before it (a keyless chain: a sink, a source), or the
+// group before it holds every keyed row in its own file's range (a keyless
+// chain whose files hold the operator rows a restore copies into every
+// file, or none), when a group may start there. Within those bounds the tree is cut into
 // the blocks that best explain where the keyed rows lie: in a group of N
 // subtasks the k-th file holds the key groups of
 // KeyGroupRangeForSubtask(k, N), so each distinct key group a file holds
@@ -1026,10 +1028,25 @@ func cutByKeyGroups(ev []groupEvidence) []int {
 	groups := make([]int, n+1)
 	next := make([]int, n+1)
 	const eps = 1e-9
+	// A file without keyed rows whose operators do not tell it apart (a
+	// restore copies every operator's rows into every file, format 10.3;
+	// a first checkpoint may leave it empty) may still start a group
+	// when the group before it holds every keyed row in its own file's
+	// range: a keyed chain, then a keyless one (a sink).
+	keylessCut := func(j int) bool { return j < n && reach[j] < j && len(ev[j].ops) == 0 }
+	fits := func(i, j int) bool {
+		for k := i; k < j; k++ {
+			r := KeyGroupRangeForSubtask(k-i, j-i)
+			if int(below[k][r.Last])-int(below[k][r.First]) != all[k] {
+				return false
+			}
+		}
+		return true
+	}
 	for i := n - 1; i >= 0; i-- {
 		best[i], groups[i] = math.Inf(-1), 0
 		for j := i + 1; j <= n; j++ {
-			if !canCut(j) {
+			if !canCut(j) && !(keylessCut(j) && fits(i, j)) {
 				continue
 			}
 			sc := blockScore(below[i:j], all[i:j]) + best[j]
