@@ -851,7 +851,8 @@ func TestValidateMissingSubtasks(t *testing.T) {
 }
 
 // clink reads subtask i from v<G>/<i>, the index in decimal: a directory
-// 01 holds state no restore of subtask 1 finds, which is an error. A
+// 01 holds state no restore of subtask 1 finds, which is an error, and so
+// does a file checkpoint-007.snap, not the checkpoint-7.snap it opens. A
 // generation named with leading zeros (v01) is refused when opening the
 // checkpoint directory, naming the directory clink reads instead.
 func TestValidateDirectoryNames(t *testing.T) {
@@ -862,6 +863,18 @@ func TestValidateDirectoryNames(t *testing.T) {
 	}
 	sp := vtOpen(t, tree, OpenOptions{})
 	vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
+		{SeverityError, CheckSubtasks, "v1/01/checkpoint-7.snap", -1, 0, nil, []string{"directory 01 holds subtask 1's state, but clink reads subtask 1 from v1/1", "rename it to 1"}},
+	})
+	// The file of the checkpoint, named with leading zeros: read as
+	// checkpoint 7, it is not the file clink opens (section 5.1).
+	for _, ext := range []string{".snap", ".snap.meta"} {
+		if err := os.Rename(filepath.Join(tree, "v1", "0", "checkpoint-7"+ext), filepath.Join(tree, "v1", "0", "checkpoint-007"+ext)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp = vtOpen(t, tree, OpenOptions{})
+	vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
+		{SeverityError, CheckSubtasks, "v1/0/checkpoint-007.snap", -1, 0, nil, []string{"file checkpoint-007.snap holds checkpoint 7's state, but clink opens checkpoint-7.snap", "rename it to checkpoint-7.snap"}},
 		{SeverityError, CheckSubtasks, "v1/01/checkpoint-7.snap", -1, 0, nil, []string{"directory 01 holds subtask 1's state, but clink reads subtask 1 from v1/1", "rename it to 1"}},
 	})
 	if err := os.Rename(filepath.Join(tree, "v1"), filepath.Join(tree, "v01")); err != nil {
