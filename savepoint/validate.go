@@ -718,7 +718,7 @@ func (v *validator) checkRows(f *File) {
 		}
 		if k.Kind == KindKeyed {
 			if want := KeyGroupOf(k.UserKey); want != k.KeyGroup {
-				note(i, SeverityError, CheckKeyGroup, keyGroupMismatch(k.KeyGroup, want))
+				note(i, keyGroupMismatchSeverity(key), CheckKeyGroup, keyGroupMismatch(k.KeyGroup, want, key))
 			}
 			if bytes.IndexByte(k.Slot, '\n') >= 0 {
 				note(i, SeverityWarning, CheckSlotName, fmt.Sprintf("slot name %s contains '\\n': clink's KeyedState refuses such a name, so no operator can open this slot (the row is restored but unreachable)", renderSlot(k.Slot, true)))
@@ -791,10 +791,32 @@ func (v *validator) checkRows(f *File) {
 // note.
 type rowTest func(i int, op uint64, key []byte, note func(i int, sev Severity, check, msg string))
 
-// keyGroupMismatch describes a keyed row whose stored key-group byte is
-// stored, where its user key hashes to want.
-func keyGroupMismatch(stored, want int) string {
-	return fmt.Sprintf("stored key-group byte %d, but the user key hashes to key group %d: clink routes the key's records by %d, so this row is never read (a narrowed restore files it under %d)", stored, want, want, stored)
+// keyGroupMismatch describes a keyed row (stored key key) whose stored
+// key-group byte is stored, where its user key hashes to want.
+func keyGroupMismatch(stored, want int, key []byte) string {
+	msg := fmt.Sprintf("stored key-group byte %d, but the user key hashes to key group %d: clink routes the key's records by %d, so this row is never read (a narrowed restore files it under %d)", stored, want, want, stored)
+	if rawLike(key) {
+		msg += "; or it is a legacy raw key that holds '|' (it starts with \"__\", as clink's raw keys do, section 2.5), which a restore keeps under its first byte and operator code reads whole"
+	}
+	return msg
+}
+
+// keyGroupMismatchSeverity is the severity of keyGroupMismatch: an error,
+// but a warning for a key that may be a legacy raw key (rawLike), which
+// sptool cannot tell from a keyed row of a wrong key-group byte.
+func keyGroupMismatchSeverity(key []byte) Severity {
+	if rawLike(key) {
+		return SeverityWarning
+	}
+	return SeverityError
+}
+
+// rawLike reports whether a stored key that parses as a keyed row may be
+// a legacy raw key holding '|' (section 2.5): it starts with "__", as
+// clink's raw keys (__iterate_inflight__ and the like) do, where a keyed
+// row's key-group byte 95 ('_') would be followed by a slot named "_…".
+func rawLike(key []byte) bool {
+	return len(key) >= 2 && key[0] == '_' && key[1] == '_'
 }
 
 // checkByRun wraps check, checkRows' test of one row, for a file whose
@@ -824,7 +846,7 @@ func checkByRun(runs *PrefixRuns, placed bool, rng KeyGroupRange, check rowTest)
 			return
 		}
 		if want := KeyGroupOf(key[plen:]); want != kg {
-			note(i, SeverityError, CheckKeyGroup, keyGroupMismatch(kg, want))
+			note(i, keyGroupMismatchSeverity(key), CheckKeyGroup, keyGroupMismatch(kg, want, key))
 		}
 	}
 }
