@@ -7,6 +7,8 @@ import (
 	"io"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -141,6 +143,9 @@ type ChangelogSummary struct {
 	Handles []string `json:"handles"`
 	// Materializations are the materialisation files the handles resolved to, relative to the root.
 	Materializations []string `json:"materializations"`
+	// MaterializationBytes are their sizes as stored (-1: not found
+	// since it was read), in the same order: a restore reads them too.
+	MaterializationBytes []int64 `json:"materialization_bytes"`
 	// LogRows counts the log entries; Puts and Erases split them by kind.
 	LogRows int `json:"log_rows"`
 	Puts    int `json:"puts"`
@@ -252,16 +257,21 @@ type MetadataSummary struct {
 
 // TotalsSummary adds up the files (stored view).
 type TotalsSummary struct {
-	Files      int   `json:"files"`
-	Bytes      int64 `json:"bytes"`
-	Rows       int   `json:"rows"`
-	Keyed      int   `json:"keyed"`
-	Operator   int   `json:"operator"`
-	Raw        int   `json:"raw"`
-	KeyBytes   int64 `json:"key_bytes"`
-	ValueBytes int64 `json:"value_bytes"`
-	Operators  int   `json:"operators"`
-	Slots      int   `json:"slots"`
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+	// Materializations and MaterializationBytes count the materialisation
+	// files of a changelog+file tree's changelogs (beside Files and
+	// Bytes, which count the changelogs): a restore reads both.
+	Materializations     int   `json:"materializations,omitempty"`
+	MaterializationBytes int64 `json:"materialization_bytes,omitempty"`
+	Rows                 int   `json:"rows"`
+	Keyed                int   `json:"keyed"`
+	Operator             int   `json:"operator"`
+	Raw                  int   `json:"raw"`
+	KeyBytes             int64 `json:"key_bytes"`
+	ValueBytes           int64 `json:"value_bytes"`
+	Operators            int   `json:"operators"`
+	Slots                int   `json:"slots"`
 }
 
 type inspCounts struct {
@@ -514,7 +524,16 @@ func Summarize(sp *Savepoint) *Summary {
 			}
 		}
 		if cl := snap.Changelog; cl != nil {
-			cs := &ChangelogSummary{Blobs: cl.Blobs, Materialization: []string{}, Handles: []string{}, Materializations: append([]string{}, f.Materializations...), LogRows: cl.LogRows, Puts: cl.Puts, Erases: cl.Erases}
+			cs := &ChangelogSummary{Blobs: cl.Blobs, Materialization: []string{}, Handles: []string{}, Materializations: append([]string{}, f.Materializations...), MaterializationBytes: []int64{}, LogRows: cl.LogRows, Puts: cl.Puts, Erases: cl.Erases}
+			for _, rel := range f.Materializations {
+				n := int64(-1)
+				if st, err := os.Stat(filepath.Join(sp.Root, rel)); err == nil {
+					n = st.Size()
+					s.Totals.Materializations++
+					s.Totals.MaterializationBytes += n
+				}
+				cs.MaterializationBytes = append(cs.MaterializationBytes, n)
+			}
 			for i, inBlob := range cl.InBlob {
 				h := ""
 				if i < len(cl.Handles) {
@@ -845,8 +864,12 @@ func (s *Summary) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  chain groups %s, %s\n", strings.Join(gs, ", "), how)
 	}
 	t := s.Totals
-	fmt.Fprintf(&b, "  %d file%s, %d bytes; %d rows (keyed %d, operator %d, raw %d), %d key bytes, %d value bytes; %d operator%s, %d slot%s\n",
-		t.Files, plural(t.Files, "", "s"), t.Bytes, t.Rows, t.Keyed, t.Operator, t.Raw, t.KeyBytes, t.ValueBytes,
+	mats := ""
+	if t.Materializations > 0 {
+		mats = fmt.Sprintf(" (and %d materialisation%s, %d bytes)", t.Materializations, plural(t.Materializations, "", "s"), t.MaterializationBytes)
+	}
+	fmt.Fprintf(&b, "  %d file%s, %d bytes%s; %d rows (keyed %d, operator %d, raw %d), %d key bytes, %d value bytes; %d operator%s, %d slot%s\n",
+		t.Files, plural(t.Files, "", "s"), t.Bytes, mats, t.Rows, t.Keyed, t.Operator, t.Raw, t.KeyBytes, t.ValueBytes,
 		t.Operators, plural(t.Operators, "", "s"), t.Slots, plural(t.Slots, "", "s"))
 
 	b.WriteString("\nFiles\n")
@@ -895,7 +918,14 @@ func (s *Summary) WriteText(w io.Writer) error {
 			}
 			line := fmt.Sprintf("  %s: changelog, %d blob%s, %s; %d log rows (%d puts, %d erases)", f.Rel, c.Blobs, plural(c.Blobs, "", "s"), strings.Join(mats, ", "), c.LogRows, c.Puts, c.Erases)
 			if len(c.Materializations) > 0 {
-				line += "; materialisation " + strings.Join(c.Materializations, ", ")
+				mats := make([]string, len(c.Materializations))
+				for i, m := range c.Materializations {
+					mats[i] = m
+					if i < len(c.MaterializationBytes) && c.MaterializationBytes[i] >= 0 {
+						mats[i] += fmt.Sprintf(" (%d bytes)", c.MaterializationBytes[i])
+					}
+				}
+				line += "; materialisation " + strings.Join(mats, ", ")
 			}
 			b.WriteString(line + "\n")
 		}

@@ -108,6 +108,13 @@ func TestSummarizeIndependentFixtures(t *testing.T) {
 
 			// Totals against the truth counts.
 			tot := sum.Totals
+			var matFiles int
+			var matBytes int64
+			defer func() {
+				if tot.Materializations != matFiles || tot.MaterializationBytes != matBytes {
+					t.Errorf("totals: %d materialisations of %d bytes, the files' %d of %d", tot.Materializations, tot.MaterializationBytes, matFiles, matBytes)
+				}
+			}()
 			if tot.Rows != tr.Counts.Entries || tot.Keyed != tr.Counts.Keyed || tot.Operator != tr.Counts.Operator || tot.Raw != tr.Counts.Raw {
 				t.Errorf("totals %+v, truth counts %+v", tot, tr.Counts)
 			}
@@ -154,6 +161,15 @@ func TestSummarizeIndependentFixtures(t *testing.T) {
 					} else if want := tf.Materialisation; (want == nil) != (len(f.Changelog.Materializations) == 0) ||
 						want != nil && filepath.ToSlash(f.Changelog.Materializations[0]) != *want {
 						t.Errorf("%s materialisations %v, truth %v", f.Rel, f.Changelog.Materializations, want)
+					} else if want != nil {
+						// Their sizes, which a restore reads too, are
+						// counted beside the changelogs'.
+						st, err := os.Stat(filepath.Join(vtFixturePath(name), filepath.FromSlash(*want)))
+						if err != nil || len(f.Changelog.MaterializationBytes) != 1 || f.Changelog.MaterializationBytes[0] != st.Size() {
+							t.Errorf("%s materialisation bytes %v, stored %v (%v)", f.Rel, f.Changelog.MaterializationBytes, st, err)
+						} else {
+							matFiles, matBytes = matFiles+1, matBytes+st.Size()
+						}
 					}
 				}
 			}
