@@ -33,7 +33,49 @@ func (b *Batch) Len() int { return len(b.Ops) }
 func (b *Batch) Row(i int) Row {
 	k0, k1 := b.KeyOffs[i], b.KeyOffs[i+1]
 	v0, v1 := b.ValOffs[i], b.ValOffs[i+1]
+	if uint32(k0) > uint32(k1) || uint(k1) > uint(len(b.Keys)) || uint32(v0) > uint32(v1) || uint(v1) > uint(len(b.Vals)) {
+		b.Key(i) // panics, naming the offsets
+		b.Value(i)
+	}
 	return Row{Op: b.Ops[i], Key: b.Keys[k0:k1:k1], Value: b.Vals[v0:v1:v1]}
+}
+
+// Key returns the key of row i. The offsets were validated at open, but a
+// mapped file rewritten in place since may hold others: offsets out of
+// bounds panic with inputChangedPanic, naming the file, which Guard turns
+// into ErrInputChanged (as it does the fault of a file cut short), where
+// slicing would crash the process.
+func (b *Batch) Key(i int) []byte {
+	k0, k1 := b.KeyOffs[i], b.KeyOffs[i+1]
+	if uint32(k0) > uint32(k1) || uint(k1) > uint(len(b.Keys)) { // (a negative one is huge)
+		b.changed(false, i)
+	}
+	return b.Keys[k0:k1:k1]
+}
+
+// Value returns the value of row i, as Key does its key.
+func (b *Batch) Value(i int) []byte {
+	v0, v1 := b.ValOffs[i], b.ValOffs[i+1]
+	if uint32(v0) > uint32(v1) || uint(v1) > uint(len(b.Vals)) {
+		b.changed(true, i)
+	}
+	return b.Vals[v0:v1:v1]
+}
+
+// changed panics for the key (or values) offsets of row i out of bounds:
+// inputChangedPanic
+// for a mapped file (rewritten in place), else a plain panic (a batch in
+// memory does not change: a bug).
+func (b *Batch) changed(values bool, i int) {
+	what := "key offsets"
+	if values {
+		what = "value offsets"
+	}
+	err := &changedOffsets{what: what, lo: i, hi: i + 1}
+	if b.file == nil {
+		panic(fmt.Sprintf("savepoint: %s of row %d out of bounds in a batch in memory", what, i))
+	}
+	panic(inputChangedPanic{fmt.Errorf("%s: %w", b.file.f.Name(), err)})
 }
 
 // batchOf returns the columns of a validated canonical record batch.
@@ -242,6 +284,9 @@ func (c *Cursor) Key(i int) []byte {
 	}
 	b, j := c.locate(i)
 	k0, k1 := b.KeyOffs[j], b.KeyOffs[j+1]
+	if uint32(k0) > uint32(k1) || uint(k1) > uint(len(b.Keys)) {
+		b.changed(false, j) // see Batch.Key
+	}
 	return b.Keys[k0:k1:k1]
 }
 
@@ -252,6 +297,9 @@ func (c *Cursor) Value(i int) []byte {
 	}
 	b, j := c.locate(i)
 	v0, v1 := b.ValOffs[j], b.ValOffs[j+1]
+	if uint32(v0) > uint32(v1) || uint(v1) > uint(len(b.Vals)) {
+		b.changed(true, j) // see Batch.Key
+	}
 	return b.Vals[v0:v1:v1]
 }
 

@@ -55,6 +55,31 @@ func TestLoadOrMapRewrittenInput(t *testing.T) {
 		t.Fatalf("EachKey over a rewritten input (%d keys): %v, want ErrInputChanged naming %s", n, err, path)
 	}
 
+	// So does a pass through the map's offsets (the external sort's first
+	// pass reads rows so), keys and values alike, and the sort itself.
+	cur := f.Snapshot.NewCursor()
+	for name, read := range map[string]func(){
+		"Cursor.Key": func() { cur.Key(b.Len() / 2) },
+		"Batch.Row":  func() { b.Row(3) },
+		"SortSpilled": func() {
+			if _, err := SortSpilled(cur, SpillOptions{Dir: t.TempDir(), Budget: 1 << 16}); err != nil {
+				panic(err)
+			}
+		},
+	} {
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			return Guard(func() error { read(); return nil })
+		}()
+		if !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s over a rewritten input: %v, want ErrInputChanged naming %s", name, err, path)
+		}
+	}
+
 	// The panic Guard turns into the error says which file changed.
 	var kc KeyColumns
 	p := func() (p any) {

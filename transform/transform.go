@@ -1668,7 +1668,7 @@ func countKeyColumns(b *savepoint.Batch, lo, n int, sorted bool, counts *slotCou
 // time (Batch.PrefixRunEnd): the rows of a run are in one slot.
 func countBatchSlots(b *savepoint.Batch, lo, n int, sorted bool, counts *slotCounts) {
 	for x := lo; x < lo+n; {
-		k := savepoint.ParseKey(b.Keys[b.KeyOffs[x]:b.KeyOffs[x+1]])
+		k := savepoint.ParseKey(b.Key(x))
 		end := b.PrefixRunEnd(x, lo+n, sorted) // x+1 for a key without a separator
 		counts.addN(b.Ops[x], k.Slot, k.HasSlot, int64(end-x))
 		x = end
