@@ -33,9 +33,11 @@ func (b *Batch) Len() int { return len(b.Ops) }
 func (b *Batch) Row(i int) Row {
 	k0, k1 := b.KeyOffs[i], b.KeyOffs[i+1]
 	v0, v1 := b.ValOffs[i], b.ValOffs[i+1]
-	if uint32(k0) > uint32(k1) || uint(k1) > uint(len(b.Keys)) || uint32(v0) > uint32(v1) || uint(v1) > uint(len(b.Vals)) {
-		b.Key(i) // panics, naming the offsets
-		b.Value(i)
+	if !spans(k0, k1, len(b.Keys)) {
+		b.changed(false, i)
+	}
+	if !spans(v0, v1, len(b.Vals)) {
+		b.changed(true, i)
 	}
 	return Row{Op: b.Ops[i], Key: b.Keys[k0:k1:k1], Value: b.Vals[v0:v1:v1]}
 }
@@ -47,7 +49,7 @@ func (b *Batch) Row(i int) Row {
 // slicing would crash the process.
 func (b *Batch) Key(i int) []byte {
 	k0, k1 := b.KeyOffs[i], b.KeyOffs[i+1]
-	if uint32(k0) > uint32(k1) || uint(k1) > uint(len(b.Keys)) { // (a negative one is huge)
+	if !spans(k0, k1, len(b.Keys)) {
 		b.changed(false, i)
 	}
 	return b.Keys[k0:k1:k1]
@@ -56,16 +58,22 @@ func (b *Batch) Key(i int) []byte {
 // Value returns the value of row i, as Key does its key.
 func (b *Batch) Value(i int) []byte {
 	v0, v1 := b.ValOffs[i], b.ValOffs[i+1]
-	if uint32(v0) > uint32(v1) || uint(v1) > uint(len(b.Vals)) {
+	if !spans(v0, v1, len(b.Vals)) {
 		b.changed(true, i)
 	}
 	return b.Vals[v0:v1:v1]
 }
 
-// changed panics for the key (or values) offsets of row i out of bounds:
-// inputChangedPanic
-// for a mapped file (rewritten in place), else a plain panic (a batch in
-// memory does not change: a bug).
+// spans reports whether offsets o0 and o1 bound a slice of a buffer of n
+// bytes (a negative offset, converted, is out of bounds). It is small
+// enough to be inlined into the accessors, which read a row at a time.
+func spans(o0, o1 int32, n int) bool {
+	return uint32(o0) <= uint32(o1) && uint(o1) <= uint(n)
+}
+
+// changed panics for the key (or value) offsets of row i out of bounds:
+// inputChangedPanic for a mapped file (rewritten in place), else a plain
+// panic (a batch in memory does not change: a bug).
 func (b *Batch) changed(values bool, i int) {
 	what := "key offsets"
 	if values {
@@ -284,7 +292,7 @@ func (c *Cursor) Key(i int) []byte {
 	}
 	b, j := c.locate(i)
 	k0, k1 := b.KeyOffs[j], b.KeyOffs[j+1]
-	if uint32(k0) > uint32(k1) || uint(k1) > uint(len(b.Keys)) {
+	if !spans(k0, k1, len(b.Keys)) {
 		b.changed(false, j) // see Batch.Key
 	}
 	return b.Keys[k0:k1:k1]
@@ -297,7 +305,7 @@ func (c *Cursor) Value(i int) []byte {
 	}
 	b, j := c.locate(i)
 	v0, v1 := b.ValOffs[j], b.ValOffs[j+1]
-	if uint32(v0) > uint32(v1) || uint(v1) > uint(len(b.Vals)) {
+	if !spans(v0, v1, len(b.Vals)) {
 		b.changed(true, j) // see Batch.Key
 	}
 	return b.Vals[v0:v1:v1]
