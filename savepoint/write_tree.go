@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sptool/sptool/internal/testhook"
 )
 
 // TreeWriter writes a checkpoint tree. Everything is written into a staging
@@ -314,12 +316,32 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		return err
 	}
 	if old != "" {
-		if err := removeTree(old); err != nil {
-			return fmt.Errorf("remove replaced output %s: %w", old, err)
+		remove := removeTree
+		if testhook.RemoveReplaced != nil {
+			remove = testhook.RemoveReplaced
+		}
+		if err := remove(old); err != nil {
+			return &ReplacedLeftError{Out: t.final, Left: old, Err: err}
 		}
 	}
 	return nil
 }
+
+// ReplacedLeftError is the error of a Commit with force that published
+// the new tree but could not remove the one it replaced, moved aside to
+// Left (for example because a file in it cannot be unlinked). The output
+// at Out is complete; what is left at Left may still look like a whole
+// checkpoint tree and is for the user to remove.
+type ReplacedLeftError struct {
+	Out, Left string
+	Err       error
+}
+
+func (e *ReplacedLeftError) Error() string {
+	return fmt.Sprintf("the output it replaced, moved aside to %s, could not be removed and is left there (remove it by hand): %v", e.Left, e.Err)
+}
+
+func (e *ReplacedLeftError) Unwrap() error { return e.Err }
 
 // removeTree deletes a checkpoint tree so that, if interrupted, what is left
 // never looks complete: first its control records (the COMPLETED marker),

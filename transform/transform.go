@@ -82,6 +82,10 @@ var ErrAccounting = errors.New("row accounting does not add up")
 // writes the result to opts.Out atomically (a tree is staged and renamed into
 // place; a file is written to a temporary name and renamed, then its
 // sidecar). The input is never modified.
+//
+// A Run that fails returns a nil report, except when its output was
+// published before the failure: it then returns the report with a
+// *PublishedError.
 func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {
 	if opts.Generation < 0 {
 		return nil, fmt.Errorf("generation %d: clink's generations start at 1", opts.Generation)
@@ -235,6 +239,10 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return rep, nil
 	}
 	if err := write(ctx, sp, set, files, rep, opts); err != nil {
+		var published *PublishedError
+		if errors.As(err, &published) {
+			return rep, err
+		}
 		return nil, err
 	}
 	return rep, nil

@@ -162,13 +162,32 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	if err := sp.CheckUnchanged(); err != nil {
 		return err
 	}
-	if err := tw.Commit(job, extra); err != nil {
+	var left *savepoint.ReplacedLeftError
+	if err := tw.Commit(job, extra); err != nil && !errors.As(err, &left) {
 		return err
 	}
 	out.Digest = "crc32c:" + strconv.FormatUint(uint64(digest.Sum32()), 10)
 	rep.Output = out
+	if left != nil {
+		rep.Warnings = append(rep.Warnings, left.Error())
+		return &PublishedError{Out: opts.Out, Err: left}
+	}
 	return nil
 }
+
+// PublishedError is the error of a Run that wrote and published its
+// output, then failed: the output is complete and the report returned
+// with the error describes it.
+type PublishedError struct {
+	Out string // the output path
+	Err error
+}
+
+func (e *PublishedError) Error() string {
+	return fmt.Sprintf("the savepoint was written to %s, but %v", e.Out, e.Err)
+}
+
+func (e *PublishedError) Unwrap() error { return e.Err }
 
 // writeProgress reports the bytes written of the output's files, which
 // may be written several at once, and keeps the input's pages out of the

@@ -24,8 +24,9 @@ const (
 	// (validate: errors; lint: rule problems; diff: the inputs differ).
 	ExitFindings = 1
 	// ExitError: unreadable input, bad usage, or the command failed; nothing
-	// was written (but for a --report that failed after the savepoint was
-	// published, which the message says).
+	// was written (but for what failed after the savepoint was published:
+	// the report file or stdout, the removal of a replaced tree; the
+	// message then says the savepoint was written).
 	ExitError = 2
 )
 

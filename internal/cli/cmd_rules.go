@@ -9,6 +9,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/expr-lang/expr/vm"
 	"github.com/spf13/pflag"
@@ -206,27 +207,46 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		opts.Generation, opts.Checkpoint, opts.CheckpointSet = *tf.generation, *tf.checkpointID, tf.open.fs.Changed("checkpoint-id")
 	}
 	rep, err := transform.Run(ctx, sp, set, opts)
-	if err != nil {
+	if rep == nil {
 		return fail(s, c.name, err)
+	}
+	// From here the output, if any, is published: what fails after it is
+	// said along with where the savepoint was written, and the report is
+	// still printed when it could not be saved, and saved when it could
+	// not be printed.
+	var after []error
+	var published *transform.PublishedError
+	if errors.As(err, &published) {
+		after = append(after, published.Err)
 	}
 	if report != "" {
 		// What a killed run left beside the report, as beside the output.
 		rep.Warnings = append(rep.Warnings, savepoint.Leftovers(report)...)
 		if err := writeJSONFile(report, rep, *tf.force); err != nil {
-			if dry {
-				return fail(s, c.name, fmt.Errorf("write the report: %w", err))
-			}
-			return fail(s, c.name, fmt.Errorf("the savepoint was written to %s, but the report was not: %w", out, err))
+			after = append(after, fmt.Errorf("the report was not written to %s: %w", report, err))
 		}
 	}
+	var perr error
 	if *tf.asJSON {
-		if err := writeJSON(s.Out, rep); err != nil {
-			return fail(s, c.name, err)
-		}
-	} else if err := rep.WriteText(s.Out); err != nil {
-		return fail(s, c.name, err)
+		perr = writeJSON(s.Out, rep)
+	} else {
+		perr = rep.WriteText(s.Out)
 	}
-	return ExitOK
+	if perr != nil {
+		after = append(after, fmt.Errorf("the report could not be printed: %w", perr))
+	}
+	if len(after) == 0 {
+		return ExitOK
+	}
+	msgs := make([]string, len(after))
+	for i, e := range after {
+		msgs[i] = e.Error()
+	}
+	what := strings.Join(msgs, "; and ")
+	if !dry {
+		what = fmt.Sprintf("the savepoint was written to %s, but %s", out, what)
+	}
+	return fail(s, c.name, errors.New(what))
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sptool/sptool/internal/testhook"
+)
+
+// failingWriter stands in for a stdout that cannot be written (a full
+// disk, a closed pipe).
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// applyExample runs apply of the README's erasure rules on the example
+// tree with extra arguments, and returns the exit code and stderr.
+func applyExample(t *testing.T, out, report string, stdout *bytes.Buffer, extra ...string) (int, string) {
+	t.Helper()
+	args := append([]string{"apply", "-r", "../../examples/rules/gdpr-erasure.yaml", "../../testdata/example", "-o", out, "--report", report}, extra...)
+	var errs bytes.Buffer
+	s := &Streams{Out: failingWriter{}, Err: &errs}
+	if stdout != nil {
+		s.Out = stdout
+	}
+	return Main(context.Background(), args, s), errs.String()
+}
+
+// checkPublished checks that the output validates and that the report
+// file was written, with the warnings it should hold.
+func checkPublished(t *testing.T, out, report string, warnings ...string) {
+	t.Helper()
+	var errs bytes.Buffer
+	if code := Main(context.Background(), []string{"validate", out}, &Streams{Out: &bytes.Buffer{}, Err: &errs}); code != ExitOK {
+		t.Fatalf("validate %s: exit %d: %s", out, code, errs.String())
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("the report was not written: %v", err)
+	}
+	var rep struct {
+		PerRule []struct {
+			Purge *struct {
+				Found []json.RawMessage `json:"found"`
+			} `json:"purge"`
+		} `json:"per_rule"`
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.PerRule) == 0 || rep.PerRule[0].Purge == nil || len(rep.PerRule[0].Purge.Found) != 3 {
+		t.Errorf("the report holds no erasure audit of 3 keys found: %s", b)
+	}
+	for _, w := range warnings {
+		if !strings.Contains(strings.Join(rep.Warnings, "\n"), w) {
+			t.Errorf("the report's warnings %q do not say %q", rep.Warnings, w)
+		}
+	}
+}
+
+// A stdout that cannot be written after the savepoint is published fails
+// the command with a message that says the savepoint was written; the
+// report file is written all the same.
+func TestApplyStdoutFailsAfterPublish(t *testing.T) {
+	dir := t.TempDir()
+	out, report := filepath.Join(dir, "out"), filepath.Join(dir, "report.json")
+	code, errs := applyExample(t, out, report, nil)
+	if code != ExitError {
+		t.Fatalf("exit %d, want %d; stderr: %s", code, ExitError, errs)
+	}
+	want := "sptool apply: the savepoint was written to " + out + ", but the report could not be printed: no space left on device\n"
+	if errs != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errs, want)
+	}
+	checkPublished(t, out, report)
+}
+
+// A --force over a tree whose old files cannot be removed publishes the
+// new tree, prints and saves the report (which says where the old tree
+// is left), and exits 2 saying the savepoint was written.
+func TestApplyForceReplacedLeft(t *testing.T) {
+	dir := t.TempDir()
+	out, report := filepath.Join(dir, "out"), filepath.Join(dir, "report.json")
+	if code, errs := applyExample(t, out, report, &bytes.Buffer{}); code != ExitOK {
+		t.Fatalf("first apply: exit %d: %s", code, errs)
+	}
+	var left string
+	testhook.RemoveReplaced = func(d string) error {
+		left = d
+		return errors.New("remove " + d + "/_jobs/1001/COMPLETED-7: operation not permitted")
+	}
+	t.Cleanup(func() { testhook.RemoveReplaced = nil })
+	var stdout bytes.Buffer
+	code, errs := applyExample(t, out, report, &stdout, "--force")
+	if code != ExitError {
+		t.Fatalf("exit %d, want %d; stderr: %s", code, ExitError, errs)
+	}
+	if !strings.HasPrefix(left, out+".sptool-old-") {
+		t.Fatalf("the replaced output was moved aside to %q", left)
+	}
+	says := "the output it replaced, moved aside to " + left + ", could not be removed and is left there (remove it by hand): remove " + left
+	if want := "sptool apply: the savepoint was written to " + out + ", but " + says; !strings.HasPrefix(errs, want) {
+		t.Errorf("stderr:\n%s\nwant it to start with:\n%s", errs, want)
+	}
+	if !strings.Contains(stdout.String(), "warning: "+says) || !strings.Contains(stdout.String(), "3 found (8 rows removed)") {
+		t.Errorf("the printed report does not hold the erasure audit and the warning:\n%s", stdout.String())
+	}
+	checkPublished(t, out, report, says)
+	if _, err := os.Stat(filepath.Join(left, "_jobs")); err != nil {
+		t.Errorf("the replaced tree is not left whole at %s: %v", left, err)
+	}
+}
