@@ -36,6 +36,8 @@ type Streams struct {
 	Out, Err io.Writer
 	// ErrIsTerminal enables progress output on Err.
 	ErrIsTerminal bool
+
+	ctx context.Context // the command's, set by Main: what cancelled it
 }
 
 type command struct {
@@ -78,6 +80,9 @@ func Main(ctx context.Context, args []string, s *Streams) int {
 	// An input memory-mapped by a command and cut short by another process
 	// faults when read: an error naming the cause, not a crash.
 	code := ExitError
+	sc := *s
+	sc.ctx = ctx
+	s = &sc
 	if err := savepoint.Guard(func() error { code = c.run(ctx, s, args[1:]); return nil }); err != nil {
 		return fail(s, c.name, err)
 	}
@@ -157,6 +162,11 @@ func exactly(n int) func(int) bool { return func(k int) bool { return k == n } }
 
 // fail reports err for command name on stderr and returns ExitError.
 func fail(s *Streams, name string, err error) int {
+	if s.ctx != nil && errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
+		// "context canceled" says nothing to a user who pressed Ctrl-C;
+		// the cause of a signal.NotifyContext names the signal.
+		err = fmt.Errorf("stopped: %w", context.Cause(s.ctx))
+	}
 	fmt.Fprintf(s.Err, "sptool %s: %v\n", name, err)
 	return ExitError
 }

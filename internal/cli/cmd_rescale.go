@@ -47,7 +47,7 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	if err := checkTempDir(*tf.tempDir, fs.Args()...); err != nil {
 		return usageError(s, c, err)
 	}
-	if err := tf.checkGeneration(); err != nil {
+	if err := tf.check(); err != nil {
 		return usageError(s, c, err)
 	}
 	src, err := rescaleRuleFile(*par, *groups, *dropLost)

@@ -78,11 +78,14 @@ type transformFlags struct {
 	open                          openFlags
 }
 
-// checkGeneration refuses a --generation given below 1: clink's
-// generations start at 1.
-func (tf transformFlags) checkGeneration() error {
+// check refuses a --generation given below 1 (clink's generations start
+// at 1) and a negative --jobs.
+func (tf transformFlags) check() error {
 	if tf.generation != nil && tf.open.fs.Changed("generation") && *tf.generation < 1 {
 		return fmt.Errorf("--generation %d: clink's generations start at 1", *tf.generation)
+	}
+	if *tf.jobs < 0 {
+		return errNegative("--jobs")
 	}
 	return nil
 }
@@ -131,7 +134,7 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 	if err := checkTempDir(*tf.tempDir, fs.Args()...); err != nil {
 		return usageError(s, c, err)
 	}
-	if err := tf.checkGeneration(); err != nil {
+	if err := tf.check(); err != nil {
 		return usageError(s, c, err)
 	}
 	return transformWith(ctx, s, c, fs, tf, func(o rules.ParseOptions) (*rules.Set, error) { return rules.LoadWithOptions(*tf.rules, o) }, dry)

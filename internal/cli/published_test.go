@@ -117,3 +117,20 @@ func TestApplyForceReplacedLeft(t *testing.T) {
 		t.Errorf("the replaced tree is not left whole at %s: %v", left, err)
 	}
 }
+
+// A run cancelled by a signal says which, not "context canceled", and
+// writes nothing.
+func TestApplyInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("interrupt signal received"))
+	var errs bytes.Buffer
+	code := Main(ctx, []string{"apply", "-r", "../../examples/rules/gdpr-erasure.yaml", "../../testdata/example", "-o", out}, &Streams{Out: &bytes.Buffer{}, Err: &errs})
+	if want := "sptool apply: stopped: interrupt signal received\n"; code != ExitError || errs.String() != want {
+		t.Errorf("exit %d, stderr %q; want %d, %q", code, errs.String(), ExitError, want)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("the run left %v (%v)", entries, err)
+	}
+}
