@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"unsafe"
 
 	"github.com/sptool/sptool/internal/prefault"
@@ -289,6 +291,16 @@ func (c *chunkWriter) takeSpare() []byte {
 	return make([]byte, 0, chunkBufSize)
 }
 
+// spillWriteError is the error of a failed write to the sort's temporary
+// file; a full disk says what the sort needs there and how to put it
+// elsewhere.
+func spillWriteError(err error) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return fmt.Errorf("write the sort's temporary file: %w (it needs up to twice the bytes of the rows sorted; --temp-dir puts it on another file system)", err)
+	}
+	return fmt.Errorf("write the sort's temporary file: %w", err)
+}
+
 // writeFull writes buffer b at offset at, outside the lock.
 func (c *chunkWriter) writeFull(b []byte, at int64) {
 	defer c.writes.Done()
@@ -296,7 +308,7 @@ func (c *chunkWriter) writeFull(b []byte, at int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil && c.err == nil {
-		c.err = fmt.Errorf("write the sort's temporary file: %w", err)
+		c.err = spillWriteError(err)
 	}
 	c.spare = append(c.spare, b)
 }
@@ -309,7 +321,7 @@ func (c *chunkWriter) flush() error {
 	defer c.mu.Unlock()
 	if c.err == nil && len(c.pend) > 0 {
 		if _, err := c.f.WriteAt(c.pend, c.at); err != nil {
-			c.err = fmt.Errorf("write the sort's temporary file: %w", err)
+			c.err = spillWriteError(err)
 		}
 		c.pend = c.pend[:0]
 	}
@@ -617,7 +629,9 @@ func partitionAll(c *chunkWriter, src ColumnSource, budget int, release func()) 
 	if release != nil {
 		release() // the rows read since each part's last release
 	}
-	if err := errors.Join(errs...); err != nil {
+	// The parts write through one chunkWriter, whose error is sticky: a
+	// full disk fails every part with the same error, said once.
+	if err := cmp.Or(errs...); err != nil {
 		return nil, err
 	}
 	if parts == 1 {
@@ -1190,7 +1204,7 @@ func (w *colWriter) wait() {
 	<-w.pending
 	w.pending = nil
 	if w.werr != nil && w.err == nil {
-		w.err = fmt.Errorf("write the sort's temporary file: %w", w.werr)
+		w.err = spillWriteError(w.werr)
 	}
 }
 

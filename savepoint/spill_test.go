@@ -3,12 +3,16 @@ package savepoint
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -349,6 +353,41 @@ func TestChunkWriterWriteError(t *testing.T) {
 		if ferr == nil || !strings.Contains(ferr.Error(), "write the sort's temporary file") {
 			t.Fatalf("%d chunks: flush: %v, want the write's error", n, ferr)
 		}
+	}
+}
+
+// The first pass's parts write through one chunkWriter: when its writes
+// fail, the error is said once, not once a part.
+func TestPartitionWriteErrorOnce(t *testing.T) {
+	defer func(v int) { spillPartRows = v }(spillPartRows)
+	spillPartRows = 1000
+	if runtime.GOMAXPROCS(0) < 2 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	}
+	src := &flatRows{ops: make([]uint64, 200_000), data: make([]byte, 21*200_000)}
+	for i := range src.ops {
+		src.data[21*i] = byte(i)
+		binary.LittleEndian.PutUint64(src.data[21*i+5:], uint64(i)*0x9E3779B97F4A7C15)
+	}
+	f, err := os.Open(t.TempDir()) // a directory: writes fail
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = partitionAll(&chunkWriter{f: f}, src, 1<<16, nil)
+	if err == nil || strings.Count(err.Error(), "write the sort's temporary file") != 1 {
+		t.Fatalf("partitionAll over failing writes: %v, want the write's error once", err)
+	}
+}
+
+// A full disk says what the sort needs and how to move it.
+func TestSpillWriteErrorFullDisk(t *testing.T) {
+	err := spillWriteError(&os.PathError{Op: "write", Path: "/tmp", Err: syscall.ENOSPC})
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "--temp-dir puts it on another file system") {
+		t.Errorf("%v", err)
+	}
+	if err := spillWriteError(io.ErrShortWrite); strings.Contains(err.Error(), "--temp-dir") {
+		t.Errorf("%v: a hint of a full disk on another error", err)
 	}
 }
 
