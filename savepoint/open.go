@@ -602,12 +602,18 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	}
 	if wantSidecar {
 		sc, err := ReadRegularFile(f.Path+".meta", maxControlFileSize)
-		if errors.Is(err, fs.ErrNotExist) {
-			sc = nil
-		} else if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, nil)
+		case errors.Is(err, ErrNotControlFile):
+			// A directory or a huge file where the sidecar should be:
+			// clink cannot parse it, and refuses the payload.
+			f.Verdict, f.VerdictDetail = VerdictCorrupt, "unreadable sidecar: "+err.Error()
+		case err != nil:
 			return fmt.Errorf("read sidecar: %w", err)
+		default:
+			f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, sc)
 		}
-		f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, sc)
 	}
 	f.Compression = comp
 	if decodeErr != nil {

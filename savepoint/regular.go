@@ -1,6 +1,7 @@
 package savepoint
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -40,17 +41,30 @@ func ReadControlFile(path string) ([]byte, error) {
 	return ReadRegularFile(path, maxControlFileSize)
 }
 
+// ErrNotControlFile is wrapped by the error of ReadRegularFile when what
+// is at the path is not a regular file, or is larger than allowed: what
+// it holds could not be a control file or sidecar clink wrote.
+var ErrNotControlFile = errors.New("not a file sptool or clink reads")
+
+// shapeError is an error of ReadRegularFile that wraps ErrNotControlFile
+// without saying so in its message.
+type shapeError struct{ msg string }
+
+func (e *shapeError) Error() string        { return e.msg }
+func (e *shapeError) Is(target error) bool { return target == ErrNotControlFile }
+
 // ReadRegularFile reads the file at path (symbolic links followed), which
 // must be a regular file of at most max bytes. It reads the size the file
 // had when opened. A file that does not exist is an error wrapping
-// fs.ErrNotExist; other errors name the file.
+// fs.ErrNotExist; one that is not a regular file or is larger than max, an
+// error wrapping ErrNotControlFile; other errors name the file.
 func ReadRegularFile(path string, max int64) ([]byte, error) {
 	st, err := os.Stat(path) // before opening: opening a named pipe would block
 	if err != nil {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file", path, fileKind(st.Mode()))
+		return nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
 	}
 	fh, err := os.Open(path)
 	if err != nil {
@@ -61,10 +75,10 @@ func ReadRegularFile(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file", path, fileKind(st.Mode()))
+		return nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
 	}
 	if st.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d bytes allowed", path, st.Size(), max)
+		return nil, &shapeError{fmt.Sprintf("%s is %d bytes, more than the %d bytes allowed", path, st.Size(), max)}
 	}
 	data := make([]byte, st.Size())
 	if _, err := io.ReadFull(fh, data); err != nil {

@@ -102,6 +102,10 @@ func TestControlFilesNotRegular(t *testing.T) {
 				}
 			}
 			for _, p := range opens {
+				if which == "sidecar" {
+					checkSidecarRefused(t, p, path, kind.want)
+					continue
+				}
 				err := openTimed(t, p, OpenOptions{})
 				if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), kind.want) {
 					t.Errorf("%s that is a %s, Open %s: %v, want an error naming %s: %s", which, kind.name, p, err, path, kind.want)

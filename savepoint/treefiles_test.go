@@ -52,6 +52,10 @@ func TestControlFilesTooLarge(t *testing.T) {
 			opens = append(opens, payload)
 		}
 		for _, p := range opens {
+			if which == "sidecar" {
+				checkSidecarRefused(t, p, path, "more than the 65536 bytes")
+				continue
+			}
 			sp, err := Open(p, OpenOptions{})
 			if err == nil {
 				sp.Close()
@@ -60,6 +64,28 @@ func TestControlFilesTooLarge(t *testing.T) {
 				t.Errorf("Open %s with a 1 MiB %s: %v, want an error naming %s", p, which, err, path)
 			}
 		}
+	}
+}
+
+// checkSidecarRefused checks that the open of p, whose file's sidecar at
+// path is not one clink could read, gives the file a corrupt verdict whose
+// detail names path and says want (validate lists it as an error), and
+// that an open requiring valid sidecars refuses it, saying the same.
+func checkSidecarRefused(t *testing.T, p, path, want string) {
+	t.Helper()
+	sp, err := Open(p, OpenOptions{})
+	if err != nil {
+		t.Errorf("Open %s: %v, want the sidecar %s reported as corrupt", p, err, path)
+		return
+	}
+	defer sp.Close()
+	f := sp.Files[0]
+	if f.Verdict != VerdictCorrupt || !strings.Contains(f.VerdictDetail, path) || !strings.Contains(f.VerdictDetail, want) {
+		t.Errorf("Open %s: verdict %s (%s), want corrupt naming %s: %s", p, f.Verdict, f.VerdictDetail, path, want)
+	}
+	_, err = Open(p, OpenOptions{RequireValid: true})
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open %s requiring valid sidecars: %v, want an error naming %s: %s", p, err, path, want)
 	}
 }
 
