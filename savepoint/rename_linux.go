@@ -22,3 +22,17 @@ func renameExclusive(from, to string) error {
 	}
 	return nil
 }
+
+// exchange swaps the directories (or files) at a and b in one renameat2
+// with RENAME_EXCHANGE: b is never absent. It reports false, and changes
+// nothing, where the file system does not support the flag.
+func exchange(a, b string) (bool, error) {
+	err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+		return false, nil
+	}
+	if err != nil {
+		return false, &os.LinkError{Op: "exchange", Old: a, New: b, Err: err}
+	}
+	return true, nil
+}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -216,4 +217,45 @@ func TestMaterializationTooLarge(t *testing.T) {
 		t.Fatalf("materialisation at the limit: %v", err)
 	}
 	sp.Close()
+}
+
+// A tree replaced with force is never absent: on Linux the new tree and
+// the old swap places in one rename, and the old one is then moved aside
+// and removed.
+func TestReplaceTreeNeverAbsent(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("elsewhere the old tree is moved aside before the new one is renamed into place")
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	oneRowTree(t, out, BackendFile)
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 8, Backend: BackendFile, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.WriteSubtask(0, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 2, Key: []byte("k"), Value: []byte("v")}}, CompressNone); err != nil {
+		t.Fatal(err)
+	}
+	aside := ""
+	hookAfterAside = func(name string) {
+		aside = name
+		if _, err := os.Stat(filepath.Join(out, "_jobs", "job1", "COMPLETED-8")); err != nil {
+			t.Errorf("the new tree is not in place once the old one is aside: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(name, "_jobs", "job1", "COMPLETED-7")); err != nil {
+			t.Errorf("the old tree is not whole at %s: %v", name, err)
+		}
+	}
+	defer func() { hookAfterAside = nil }()
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(aside, out+".sptool-old-") {
+		t.Fatalf("the old tree was moved aside to %q", aside)
+	}
+	if _, err := os.Stat(aside); !os.IsNotExist(err) {
+		t.Errorf("the old tree is left at %s: %v", aside, err)
+	}
+	if left, _ := filepath.Glob(out + ".sptool-*"); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
 }

@@ -415,8 +415,8 @@ var syncEnabled = os.Getenv("CLINK_STATE_FSYNC") != "0" && os.Getenv("CLINK_STAT
 var hookBeforeRename func(tmp, final string)
 
 // hookAfterAside, when set (tests), runs after moveAside has renamed the
-// file at name aside: what is then at the output's names is what a kill
-// at that moment would leave.
+// file at name aside, or a tree's Commit the tree it replaces: what is
+// then at the output's names is what a kill at that moment would leave.
 var hookAfterAside func(name string)
 
 // hookAfterRename, when set (tests), runs after a temporary file is renamed

@@ -292,8 +292,31 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 			return err
 		}
 		old = t.final + ".sptool-old-" + tempSuffix()
+		// Where the system can, the new tree and the old swap places in
+		// one rename, so that the output is never absent; the old one,
+		// now at the staging name, is then moved aside as it is elsewhere.
+		swapped, err := exchange(t.stage, t.final)
+		if err != nil {
+			return fmt.Errorf("publish %s: %w", t.final, err)
+		}
+		if swapped {
+			t.committed = true
+			if err := os.Rename(t.stage, old); err != nil {
+				old = t.stage
+			}
+			if hookAfterAside != nil {
+				hookAfterAside(old)
+			}
+			if err := SyncDir(filepath.Dir(t.final)); err != nil {
+				return err
+			}
+			return t.removeReplaced(old)
+		}
 		if err := os.Rename(t.final, old); err != nil {
 			return fmt.Errorf("move aside %s: %w", t.final, err)
+		}
+		if hookAfterAside != nil {
+			hookAfterAside(old)
 		}
 	}
 	rename := os.Rename
@@ -316,13 +339,20 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		return err
 	}
 	if old != "" {
-		remove := removeTree
-		if testhook.RemoveReplaced != nil {
-			remove = testhook.RemoveReplaced
-		}
-		if err := remove(old); err != nil {
-			return &ReplacedLeftError{Out: t.final, Left: old, Err: err}
-		}
+		return t.removeReplaced(old)
+	}
+	return nil
+}
+
+// removeReplaced removes the output tree that Commit replaced, moved to
+// old.
+func (t *TreeWriter) removeReplaced(old string) error {
+	remove := removeTree
+	if testhook.RemoveReplaced != nil {
+		remove = testhook.RemoveReplaced
+	}
+	if err := remove(old); err != nil {
+		return &ReplacedLeftError{Out: t.final, Left: old, Err: err}
 	}
 	return nil
 }
