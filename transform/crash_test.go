@@ -32,6 +32,10 @@ func buildSptool(t *testing.T) string {
 // second on it.
 const crashRows = 300_000
 
+// crashSubtasks is the parallelism of crashTree's input: its files of
+// 37,500 rows each are sorted in memory.
+const crashSubtasks = 8
+
 // crashRules rewrites every subtask file.
 const crashRules = `version: 1
 rules:
@@ -174,16 +178,23 @@ func TestCrashSafety(t *testing.T) {
 
 // crashTree: after each kill the output is either absent or complete and
 // identical to an uninterrupted run's; staging directories never look
-// complete unless they are; the input never changes.
+// complete unless they are; the input never changes. The tree's files are
+// in clink's hash-map order and small enough to be sorted in memory (the
+// file of crashFile is sorted through temporary files).
 func crashTree(t *testing.T, bin string) {
 	start := time.Now()
 	dir := t.TempDir()
 	files := map[int][]savepoint.Row{}
 	for _, r := range gen.BigRows(gen.BigOptions{Rows: crashRows, Seed: 3}) {
-		s := savepoint.SubtaskForKeyGroup(int(r.Key[0]), 4)
+		s := savepoint.SubtaskForKeyGroup(int(r.Key[0]), crashSubtasks)
 		files[s] = append(files[s], r)
 	}
-	in := writeTree(t, filepath.Join(dir, "in"), 21, "job-5", files, savepoint.VersionMap{}, savepoint.CompressNone)
+	for s, rows := range files {
+		if len(rows) >= savepoint.InPlaceRows || len(rows) >= 1<<16 {
+			t.Fatalf("subtask %d has %d rows: its file would not be sorted in memory", s, len(rows))
+		}
+	}
+	in := writeTreeAsIs(t, filepath.Join(dir, "in"), 21, files, savepoint.VersionMap{})
 	rulesPath := filepath.Join(dir, "rules.yaml")
 	if err := os.WriteFile(rulesPath, []byte(crashRules), 0o644); err != nil {
 		t.Fatal(err)
@@ -197,7 +208,7 @@ func crashTree(t *testing.T, bin string) {
 	k.reference(ref+".sptool-tmp-*", "apply", "-r", rulesPath, in, "-o", ref, "--force")
 	refSums := checksums(t, ref)
 	refSP := open(t, ref)
-	if vr := savepoint.Validate(refSP, savepoint.ValidateOptions{}); vr.Errors() != 0 || len(refSP.Files) != 4 {
+	if vr := savepoint.Validate(refSP, savepoint.ValidateOptions{}); vr.Errors() != 0 || len(refSP.Files) != crashSubtasks {
 		t.Fatalf("reference output: %d files, %d validation errors", len(refSP.Files), vr.Errors())
 	}
 
