@@ -82,10 +82,32 @@ func Leftovers(out string) []string {
 			}
 			warns = append(warns, fmt.Sprintf("%s holds what was at %s before a --force run that was interrupted: delete it, or rename it back to %s to have that older output again", p, was, was))
 		case "tmp":
+			if hasCompletedMarker(p) {
+				// Killed after writing its marker: the new tree before it
+				// was published, or, once a --force run on Linux swapped
+				// the trees, the one it replaced.
+				warns = append(warns, fmt.Sprintf("%s is the staging tree of an interrupted run (never restored from), and holds a whole tree: the output that run was about to publish, or the one a --force run was replacing; delete it, or rename it to %s if it is the output you want", p, filepath.Clean(out)))
+				break
+			}
 			warns = append(warns, fmt.Sprintf("%s is the staging tree of an interrupted run (never restored from): delete it", p))
 		default:
 			warns = append(warns, fmt.Sprintf("%s is a temporary file of an interrupted run (never restored from): delete it", p))
 		}
 	})
 	return warns
+}
+
+// hasCompletedMarker reports whether the tree at dir holds a COMPLETED
+// marker (COMPLETED-<id> under _jobs/<job>/).
+func hasCompletedMarker(dir string) bool {
+	jobs, _ := os.ReadDir(filepath.Join(dir, "_jobs"))
+	for _, j := range jobs {
+		names, _ := os.ReadDir(filepath.Join(dir, "_jobs", j.Name()))
+		for _, n := range names {
+			if id, ok := strings.CutPrefix(n.Name(), "COMPLETED-"); ok && id != "" && strings.Trim(id, "0123456789") == "" {
+				return true
+			}
+		}
+	}
+	return false
 }

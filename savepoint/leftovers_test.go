@@ -19,22 +19,27 @@ func TestLeftovers(t *testing.T) {
 	self := strconv.Itoa(os.Getpid())
 	live := strconv.Itoa(os.Getppid())
 	files := map[string]string{
-		"out.part." + dead + ".1.abc":         "temporary file",
-		"out.meta.part." + dead + ".2.x9":     "temporary file",
-		"out.part." + self + ".3.z":           "temporary file", // a killed run of the same id (a container)
-		"out.part." + live + ".4.a":           "",               // a running process's
-		"out.partial":                         "",
-		"out2.part." + dead + ".5.a":          "",
-		"other.part." + dead + ".6.a":         "",
-		"out.part." + dead + ".7.ABC":         "", // not a suffix sptool writes
-		"out.sptool-tmp-" + dead + ".8.q":     "staging tree",
-		"out.sptool-old-" + dead + ".9.r":     "before a --force run that was interrupted: delete it, or rename it back to " + out + " to have",
-		"out.sptool-old-" + dead + ".10.r/v1": "",
+		"out.part." + dead + ".1.abc":                          "temporary file",
+		"out.meta.part." + dead + ".2.x9":                      "temporary file",
+		"out.part." + self + ".3.z":                            "temporary file", // a killed run of the same id (a container)
+		"out.part." + live + ".4.a":                            "",               // a running process's
+		"out.partial":                                          "",
+		"out2.part." + dead + ".5.a":                           "",
+		"other.part." + dead + ".6.a":                          "",
+		"out.part." + dead + ".7.ABC":                          "", // not a suffix sptool writes
+		"out.sptool-tmp-" + dead + ".8.q":                      "staging tree of an interrupted run (never restored from): delete it",
+		"out.sptool-tmp-" + dead + ".11.m/_jobs/j/COMPLETED-7": "",
+		"out.sptool-tmp-" + dead + ".11.m":                     "and holds a whole tree: the output that run was about to publish, or the one a --force run was replacing; delete it, or rename it to " + out,
+		"out.sptool-old-" + dead + ".9.r":                      "before a --force run that was interrupted: delete it, or rename it back to " + out + " to have",
+		"out.sptool-old-" + dead + ".10.r/v1":                  "",
 	}
 	for name := range files {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
+		}
+		if strings.HasSuffix(name, ".11.m") {
+			continue // a directory, made with its marker
 		}
 		if err := os.WriteFile(p, nil, 0o644); err != nil {
 			t.Fatal(err)

@@ -606,8 +606,8 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		case errors.Is(err, fs.ErrNotExist):
 			f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, nil)
 		case errors.Is(err, ErrNotControlFile):
-			// A directory or a huge file where the sidecar should be:
-			// clink cannot parse it, and refuses the payload.
+			// A directory, a device or a named pipe where the sidecar
+			// should be: clink cannot read it, and refuses the payload.
 			f.Verdict, f.VerdictDetail = VerdictCorrupt, "unreadable sidecar: "+err.Error()
 		case err != nil:
 			return fmt.Errorf("read sidecar: %w", err)

@@ -42,8 +42,9 @@ func ReadControlFile(path string) ([]byte, error) {
 }
 
 // ErrNotControlFile is wrapped by the error of ReadRegularFile when what
-// is at the path is not a regular file, or is larger than allowed: what
-// it holds could not be a control file or sidecar clink wrote.
+// is at the path is not a regular file (a directory, a device, a named
+// pipe): it could not be a control file or sidecar clink wrote, nor one
+// clink reads.
 var ErrNotControlFile = errors.New("not a file sptool or clink reads")
 
 // shapeError is an error of ReadRegularFile that wraps ErrNotControlFile
@@ -56,8 +57,8 @@ func (e *shapeError) Is(target error) bool { return target == ErrNotControlFile 
 // ReadRegularFile reads the file at path (symbolic links followed), which
 // must be a regular file of at most max bytes. It reads the size the file
 // had when opened. A file that does not exist is an error wrapping
-// fs.ErrNotExist; one that is not a regular file or is larger than max, an
-// error wrapping ErrNotControlFile; other errors name the file.
+// fs.ErrNotExist; one that is not a regular file, an error wrapping
+// ErrNotControlFile; other errors (larger than max, say) name the file.
 func ReadRegularFile(path string, max int64) ([]byte, error) {
 	st, err := os.Stat(path) // before opening: opening a named pipe would block
 	if err != nil {
@@ -78,7 +79,7 @@ func ReadRegularFile(path string, max int64) ([]byte, error) {
 		return nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
 	}
 	if st.Size() > max {
-		return nil, &shapeError{fmt.Sprintf("%s is %d bytes, more than the %d bytes allowed", path, st.Size(), max)}
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d bytes allowed", path, st.Size(), max)
 	}
 	data := make([]byte, st.Size())
 	if _, err := io.ReadFull(fh, data); err != nil {

@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"hash"
@@ -12,7 +13,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
+
+	"github.com/sptool/sptool/internal/testhook"
 )
 
 // maxColumnBytes is the most data one binary column of one record batch may
@@ -279,7 +283,9 @@ func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err err
 	// old one goes.
 	defer func() {
 		if done {
-			aside.remove()
+			if rerr := aside.remove(); rerr != nil && err == nil {
+				err = &PublishedError{Out: path, Err: rerr}
+			}
 			return
 		}
 		if sideTmp != "" && gone(sideTmp) {
@@ -362,13 +368,26 @@ func (a *asidePair) putBack() error {
 }
 
 // remove removes what was moved aside: the new pair is in place.
-func (a *asidePair) remove() {
+func (a *asidePair) remove() error {
 	if a == nil {
-		return
+		return nil
 	}
+	remove := os.Remove
+	if testhook.RemoveReplaced != nil {
+		remove = testhook.RemoveReplaced
+	}
+	var left []string
+	var first error
 	for _, m := range a.moved {
-		os.Remove(m[0])
+		if err := remove(m[0]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			left = append(left, m[0])
+			first = cmp.Or(first, err)
+		}
 	}
+	if first == nil {
+		return nil
+	}
+	return replacedLeft(strings.Join(left, " and "), first)
 }
 
 // SidecarFor returns the sidecar of a payload: checkpoint id, size and

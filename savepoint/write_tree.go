@@ -308,7 +308,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 				hookAfterAside(old)
 			}
 			if err := SyncDir(filepath.Dir(t.final)); err != nil {
-				return err
+				return &PublishedError{Out: t.final, Err: unsynced(err)}
 			}
 			return t.removeReplaced(old)
 		}
@@ -336,7 +336,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	}
 	t.committed = true
 	if err := SyncDir(filepath.Dir(t.final)); err != nil {
-		return err
+		return &PublishedError{Out: t.final, Err: unsynced(err)}
 	}
 	if old != "" {
 		return t.removeReplaced(old)
@@ -344,40 +344,60 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	return nil
 }
 
-// removeReplaced removes the output tree that Commit replaced, moved to
-// old.
+// removeReplaced removes the output tree that Commit replaced, now at
+// old, once the new one is published. What is there is looked at again
+// first: an output swapped for something else (a symbolic link to another
+// tree, say) between the check before publishing and the rename is left
+// where it is, not deleted.
 func (t *TreeWriter) removeReplaced(old string) error {
+	if err := CheckReplaceable(old, true); err != nil {
+		return &PublishedError{Out: t.final, Err: replacedLeft(old, err)}
+	}
 	remove := removeTree
 	if testhook.RemoveReplaced != nil {
 		remove = testhook.RemoveReplaced
 	}
 	if err := remove(old); err != nil {
-		return &ReplacedLeftError{Out: t.final, Left: old, Err: err}
+		return &PublishedError{Out: t.final, Err: replacedLeft(old, err)}
 	}
 	return nil
 }
 
-// ReplacedLeftError is the error of a Commit with force that published
-// the new tree but could not remove the one it replaced, moved aside to
-// Left (for example because a file in it cannot be unlinked). The output
-// at Out is complete; what is left at Left may still look like a whole
-// checkpoint tree and is for the user to remove.
-type ReplacedLeftError struct {
-	Out, Left string
-	Err       error
+// replacedLeft is the error of an output replaced with force that could
+// not be removed once moved aside to left.
+func replacedLeft(left string, err error) error {
+	return fmt.Errorf("the output it replaced, moved aside to %s, could not be removed and is left there, whole or in part (remove it by hand): %w", left, err)
 }
 
-func (e *ReplacedLeftError) Error() string {
-	return fmt.Sprintf("the output it replaced, moved aside to %s, could not be removed and is left there (remove it by hand): %v", e.Left, e.Err)
+// PublishedError is the error of a write that published its output, then
+// failed: the output at Out is complete and in place.
+type PublishedError struct {
+	Out string
+	Err error
 }
 
-func (e *ReplacedLeftError) Unwrap() error { return e.Err }
+func (e *PublishedError) Error() string {
+	return fmt.Sprintf("%s was written, but %v", e.Out, e.Err)
+}
+
+func (e *PublishedError) Unwrap() error { return e.Err }
+
+// unsynced is the error of a directory fsync that failed after a rename
+// published the output.
+func unsynced(err error) error {
+	return fmt.Errorf("the rename that put it there may not survive a crash: %w", err)
+}
 
 // removeTree deletes a checkpoint tree so that, if interrupted, what is left
 // never looks complete: first its control records (the COMPLETED marker),
 // then every sidecar (a payload without one is refused by clink), then the
 // rest.
 func removeTree(dir string) error {
+	if fi, err := os.Lstat(dir); err != nil {
+		return err
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir) // never through a link
+	}
 	if err := os.RemoveAll(filepath.Join(dir, "_jobs")); err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ var ErrAccounting = errors.New("row accounting does not add up")
 //
 // A Run that fails returns a nil report, except when its output was
 // published before the failure: it then returns the report with a
-// *PublishedError.
+// *savepoint.PublishedError.
 func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {
 	if opts.Generation < 0 {
 		return nil, fmt.Errorf("generation %d: clink's generations start at 1", opts.Generation)
@@ -239,7 +239,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return rep, nil
 	}
 	if err := write(ctx, sp, set, files, rep, opts); err != nil {
-		var published *PublishedError
+		var published *savepoint.PublishedError
 		if errors.As(err, &published) {
 			return rep, err
 		}

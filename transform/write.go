@@ -78,15 +78,16 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			}
 			return sp.CheckUnchanged()
 		}
+		var pub *savepoint.PublishedError
 		if nf.copyOf != nil {
-			if err := savepoint.CopySnapshotFile(f.Path, opts.Out, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}, savepoint.SidecarFor(ckpt, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}), savepoint.PublishOptions{Before: beforePublish, NoReplace: !opts.Force}); err != nil {
+			if err := savepoint.CopySnapshotFile(f.Path, opts.Out, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}, savepoint.SidecarFor(ckpt, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}), savepoint.PublishOptions{Before: beforePublish, NoReplace: !opts.Force}); err != nil && !errors.As(err, &pub) {
 				return err
 			}
 			addDigest(f.CRC32C)
 			out.Files, out.Bytes = 1, f.Size
 		} else {
 			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: outCompression(f.Compression, opts), Sidecar: true, CheckpointID: ckpt, Progress: (&writeProgress{sp: sp, progress: opts.Progress}).file(), Jobs: opts.Jobs, BeforePublish: beforePublish, NoReplace: !opts.Force})
-			if err != nil {
+			if err != nil && !errors.As(err, &pub) {
 				return err
 			}
 			addDigest(info.CRC32C)
@@ -95,7 +96,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 		rep.Files[0].Output = filepath.Base(opts.Out)
 		out.Digest = "crc32c:" + strconv.FormatUint(uint64(digest.Sum32()), 10)
 		rep.Output = out
-		return nil
+		return published(rep, pub)
 	}
 
 	gen, ckpt := sp.Generation, outputCheckpoint(sp, opts)
@@ -162,32 +163,24 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	if err := sp.CheckUnchanged(); err != nil {
 		return err
 	}
-	var left *savepoint.ReplacedLeftError
-	if err := tw.Commit(job, extra); err != nil && !errors.As(err, &left) {
+	var pub *savepoint.PublishedError
+	if err := tw.Commit(job, extra); err != nil && !errors.As(err, &pub) {
 		return err
 	}
 	out.Digest = "crc32c:" + strconv.FormatUint(uint64(digest.Sum32()), 10)
 	rep.Output = out
-	if left != nil {
-		rep.Warnings = append(rep.Warnings, left.Error())
-		return &PublishedError{Out: opts.Out, Err: left}
+	return published(rep, pub)
+}
+
+// published returns pub, the error of an output published and then
+// failing (nil: none), after adding what failed to the report's warnings.
+func published(rep *Report, pub *savepoint.PublishedError) error {
+	if pub == nil {
+		return nil
 	}
-	return nil
+	rep.Warnings = append(rep.Warnings, pub.Err.Error())
+	return pub
 }
-
-// PublishedError is the error of a Run that wrote and published its
-// output, then failed: the output is complete and the report returned
-// with the error describes it.
-type PublishedError struct {
-	Out string // the output path
-	Err error
-}
-
-func (e *PublishedError) Error() string {
-	return fmt.Sprintf("the savepoint was written to %s, but %v", e.Out, e.Err)
-}
-
-func (e *PublishedError) Unwrap() error { return e.Err }
 
 // writeProgress reports the bytes written of the output's files, which
 // may be written several at once, and keeps the input's pages out of the

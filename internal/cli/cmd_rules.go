@@ -218,7 +218,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	// still printed when it could not be saved, and saved when it could
 	// not be printed.
 	var after []error
-	var published *transform.PublishedError
+	var published *savepoint.PublishedError
 	if errors.As(err, &published) {
 		after = append(after, published.Err)
 	}

@@ -105,7 +105,7 @@ func TestApplyForceReplacedLeft(t *testing.T) {
 	if !strings.HasPrefix(left, out+".sptool-old-") {
 		t.Fatalf("the replaced output was moved aside to %q", left)
 	}
-	says := "the output it replaced, moved aside to " + left + ", could not be removed and is left there (remove it by hand): remove " + left
+	says := "the output it replaced, moved aside to " + left + ", could not be removed and is left there, whole or in part (remove it by hand): remove " + left
 	if want := "sptool apply: the savepoint was written to " + out + ", but " + says; !strings.HasPrefix(errs, want) {
 		t.Errorf("stderr:\n%s\nwant it to start with:\n%s", errs, want)
 	}
@@ -115,6 +115,47 @@ func TestApplyForceReplacedLeft(t *testing.T) {
 	checkPublished(t, out, report, says)
 	if _, err := os.Stat(filepath.Join(left, "_jobs")); err != nil {
 		t.Errorf("the replaced tree is not left whole at %s: %v", left, err)
+	}
+}
+
+// A --force over a file output whose old pair cannot be removed once moved
+// aside says so, as for a tree: the payload and sidecar left aside are
+// named in the report's warnings and on stderr.
+func TestApplyForceFileReplacedLeft(t *testing.T) {
+	dir := t.TempDir()
+	out, report := filepath.Join(dir, "checkpoint-7.snap"), filepath.Join(dir, "report.json")
+	in := "../../testdata/example/v1/0/checkpoint-7.snap"
+	args := []string{"apply", "-r", "../../examples/rules/gdpr-erasure.yaml", in, "-o", out, "--report", report}
+	if code := Main(context.Background(), args, &Streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); code != ExitOK {
+		t.Fatalf("first apply: exit %d", code)
+	}
+	var left []string
+	testhook.RemoveReplaced = func(p string) error {
+		left = append(left, p)
+		return errors.New("operation not permitted")
+	}
+	t.Cleanup(func() { testhook.RemoveReplaced = nil })
+	var stdout, errs bytes.Buffer
+	code := Main(context.Background(), append(args, "--force"), &Streams{Out: &stdout, Err: &errs})
+	if code != ExitError || len(left) != 2 {
+		t.Fatalf("exit %d (want %d), %d files left aside (want the payload and its sidecar); stderr: %s", code, ExitError, len(left), errs.String())
+	}
+	if !strings.HasPrefix(left[0], out+".meta.sptool-old-") || !strings.HasPrefix(left[1], out+".sptool-old-") {
+		t.Errorf("moved aside to %s", left)
+	}
+	says := "the output it replaced, moved aside to " + left[0] + " and " + left[1] + ", could not be removed and is left there, whole or in part (remove it by hand): operation not permitted\n"
+	if !strings.HasSuffix(errs.String(), says) || !strings.Contains(stdout.String(), "warning: "+says) {
+		t.Errorf("stderr %q or the printed report does not say %q", errs.String(), says)
+	}
+	if !strings.HasPrefix(errs.String(), "sptool apply: the savepoint was written to "+out+", but ") {
+		t.Errorf("stderr: %s", errs.String())
+	}
+	var vout bytes.Buffer
+	if code := Main(context.Background(), []string{"validate", out}, &Streams{Out: &vout, Err: &vout}); code != ExitOK {
+		t.Errorf("validate %s: exit %d: %s", out, code, vout.String())
+	}
+	if _, err := os.Stat(report); err != nil {
+		t.Errorf("the report was not written: %v", err)
 	}
 }
 

@@ -14,7 +14,8 @@ var ProbeChunk func(slot any)
 // see their rows).
 var PurgeFilter func(words []uint64)
 
-// RemoveReplaced, when set, is called by a tree's Commit with force, in
-// place of removing the output it replaced (moved aside to dir): a test
-// returns an error to stand in for a file there that cannot be removed.
+// RemoveReplaced, when set, is called by a tree's Commit with force, and
+// by a file's publish with force, in place of removing the output it
+// replaced (moved aside to dir): a test returns an error to stand in for
+// a file there that cannot be removed.
 var RemoveReplaced func(dir string) error
