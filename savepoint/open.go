@@ -291,9 +291,10 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		return err
 	}
 	// Every subtask directory must hold the selected checkpoint's file,
-	// but one the checkpoint's only marker does not list (a leftover of
-	// another layout: no restore reads it, and the union of operator rows
-	// skips it, format 5.3), which is left out.
+	// but one the checkpoint's only marker does not list, which is left
+	// out, holding the checkpoint or not: a leftover of another layout,
+	// whose operator rows the union at restore skips (format 5.3), and
+	// which a restore at the marker's parallelism does not read.
 	listing, hasListing := sp.appliedListing()
 	listed := map[int]bool{}
 	for _, i := range listing {
@@ -304,10 +305,17 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	for _, d := range dirs {
 		_, ok := d.ckpts[sp.Checkpoint]
 		switch {
-		case ok:
 		case len(listed) > 0 && !listed[d.index]:
+			if name, holds := d.ckpts[sp.Checkpoint]; holds {
+				// Validate warns of it: a restore at a parallelism that
+				// takes in this subtask would read its keyed rows.
+				rel, _ := filepath.Rel(sp.Root, filepath.Join(genDir, d.name, name))
+				sp.Unlisted = append(sp.Unlisted, rel)
+				continue
+			}
 			sp.Notes = append(sp.Notes, fmt.Sprintf("subtask directory %s holds no checkpoint %d and %s does not list it: left out", d.name, sp.Checkpoint, sp.CompletedRel))
 			continue
+		case ok:
 		default:
 			missing = append(missing, d.name)
 		}

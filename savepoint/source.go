@@ -118,4 +118,7 @@ type Savepoint struct {
 	// Notes are observations made while opening (older checkpoints ignored,
 	// files of other checkpoints present, ...).
 	Notes []string
+	// Unlisted are the files of the checkpoint in subtask directories its
+	// only marker does not list, left out (relative to Root).
+	Unlisted []string
 }

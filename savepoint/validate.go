@@ -1182,15 +1182,12 @@ func (v *validator) checkCompleted() {
 			v.treeFinding(SeverityError, CheckCompleted, 0, nil, fmt.Sprintf("%s lists subtask %d, but v%d has no directory %d: a job restoring that subtask finds no state and refuses to start", sp.CompletedRel, i, sp.Generation, i))
 		}
 	}
-	for _, f := range sp.Files {
-		if listed[f.Subtask] {
-			continue
+	for _, rel := range sp.Unlisted {
+		subtask, err := strconv.Atoi(filepath.Base(filepath.Dir(rel)))
+		if err != nil {
+			subtask = -1
 		}
-		if sp.Backend == BackendChangelogFile {
-			v.add(Finding{Severity: SeverityInfo, Check: CheckCompleted, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: fmt.Sprintf("subtask %d is not listed in %s (the changelog+file restore unions no operator rows, so only tools read the listing)", f.Subtask, sp.CompletedRel)})
-			continue
-		}
-		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: fmt.Sprintf("subtask %d is not listed in %s: clink's restore does not union its operator rows into the other subtasks (section 5.3)", f.Subtask, sp.CompletedRel)})
+		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: rel, Subtask: subtask, Row: -1, Message: fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is not part of the checkpoint the marker describes, and is left out (clink's restore does not union its operator rows either, section 5.3; a restore at a parallelism that takes in that subtask would read its keyed rows)", rel, sp.Checkpoint, sp.CompletedRel)})
 	}
 }
 

@@ -745,7 +745,7 @@ func TestValidateCompletedMarker(t *testing.T) {
 	}
 	vtExpect(t, Validate(vtOpen(t, tree, OpenOptions{}), ValidateOptions{}), []vtWant{
 		{SeverityWarning, CheckCompleted, "", -1, 0, nil, []string{"generation=2", "generation v1"}},
-		{SeverityWarning, CheckCompleted, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{"subtask 1 is not listed", "does not union its operator rows"}},
+		{SeverityWarning, CheckCompleted, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{"does not list its subtask", "is left out", "does not union its operator rows"}},
 	})
 
 	// A second job's marker of the same checkpoint, listing a subtask the
