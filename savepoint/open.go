@@ -311,6 +311,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 				// takes in this subtask would read its keyed rows.
 				rel, _ := filepath.Rel(sp.Root, filepath.Join(genDir, d.name, name))
 				sp.Unlisted = append(sp.Unlisted, rel)
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%s holds checkpoint %d, but %s does not list subtask %d: left out", rel, sp.Checkpoint, sp.CompletedRel, d.index))
 				continue
 			}
 			sp.Notes = append(sp.Notes, fmt.Sprintf("subtask directory %s holds no checkpoint %d and %s does not list it: left out", d.name, sp.Checkpoint, sp.CompletedRel))
