@@ -35,7 +35,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	c := commands["cat"]
 	fs := flagSet(c)
 	op := fs.String("op", "", "only rows of this operator id")
-	slot := fs.String("slot", "", "only rows of this slot (\"<raw>\" for keys without a separator)")
+	slot := fs.String("slot", "", "only rows of this slot, named as cat prints it (\"<raw>\" for keys without a separator)")
 	format := fs.String("format", "text", "output format: text, jsonl or csv")
 	limit := fs.Int("limit", 0, "print at most N rows (0: all)")
 	where := fs.String("where", "", "only rows for which this expr-lang expression is true (see the row model in the README)")
@@ -46,6 +46,8 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}
+	slotSet := fs.Changed("slot") // --slot "" is the slot of empty name
+	var slotBuf []byte
 	if *format != "text" && *format != "jsonl" && *format != "csv" {
 		return usageError(s, c, fmt.Errorf("--format must be text, jsonl or csv, not %q", *format))
 	}
@@ -139,7 +141,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 				continue
 			}
 			k := savepoint.ParseKey(r.Key)
-			if *slot != "" && !slotIs(k, *slot) {
+			if slotSet && !slotIs(k, *slot, &slotBuf) {
 				continue
 			}
 			if filter != nil {
@@ -257,13 +259,16 @@ func appendCatJSON(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask 
 // catCSVHeader is the header line of cat --format csv.
 var catCSVHeader = []string{"subtask", "op", "kind", "key_group", "slot", "key_hex", "value_hex", "key", "value", "value_int64"}
 
-// slotIs reports whether k's slot is name ("<raw>" for keys without a
-// separator), without making a string of it.
-func slotIs(k savepoint.Key, name string) bool {
+// slotIs reports whether k's slot is name as cat and export print it
+// ("<raw>" for keys without a separator; a name that is not UTF-8, or
+// that could be read as another, in the 0x form of export.AppendSlotText),
+// rendering it in buf.
+func slotIs(k savepoint.Key, name string, buf *[]byte) bool {
 	if !k.HasSlot {
 		return name == savepoint.RawSlot
 	}
-	return string(k.Slot) == name
+	*buf = export.AppendSlotText((*buf)[:0], k.Slot)
+	return string(*buf) == name
 }
 
 // appendCatText appends to b r's line of cat's text format (clink's

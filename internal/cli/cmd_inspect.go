@@ -54,7 +54,12 @@ func (o openFlags) openWith(path string, opts savepoint.OpenOptions) (*savepoint
 		}
 		opts.Groups = gs
 	}
-	return savepoint.Open(path, opts)
+	sp, err := savepoint.Open(path, opts)
+	if err == nil && sp.Kind == savepoint.InputFile && opts.CheckpointSet {
+		sp.Close()
+		return nil, fmt.Errorf("--checkpoint picks a checkpoint of a tree; %s is a single snapshot file", path)
+	}
+	return sp, err
 }
 
 func runInspect(ctx context.Context, s *Streams, args []string) int {
