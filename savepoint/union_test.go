@@ -340,3 +340,22 @@ func TestUnionOperatorConflictWarning(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// The logical view of a tree with a missing subtask directory says so
+// first: no restore reads that layout.
+func TestUnionWarnsOfMissingSubtask(t *testing.T) {
+	var files [][]Row
+	for s := range 3 {
+		files = append(files, []Row{vtKeyed(7, "agg", vtKeysIn(t, s*128/3, (s+1)*128/3, 1)[0], "v")})
+	}
+	tree := vtWriteTree(t, files, nil)
+	for _, p := range []string{filepath.Join(tree, "_jobs"), filepath.Join(tree, "v1", "1")} {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, warns := vtOpen(t, tree, OpenOptions{}).Union()
+	if len(warns) == 0 || !strings.HasPrefix(warns[0], "the tree has no directory for subtask 1 (it holds 0,2): no job restores it") {
+		t.Errorf("warnings %q", warns)
+	}
+}
