@@ -626,6 +626,11 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	}
 	f.Compression = comp
 	if decodeErr != nil {
+		if wantSidecar && f.Sidecar != nil && f.Verdict != VerdictValid {
+			// The sidecar says what the file should be: a payload cut
+			// short or overwritten since it was published.
+			return fmt.Errorf("%w (sidecar verdict %s: %s)", decodeErr, f.Verdict, f.VerdictDetail)
+		}
 		return decodeErr
 	}
 	f.Snapshot = snap

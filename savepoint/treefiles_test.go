@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -281,5 +282,23 @@ func TestRemoveReplacedLeavesLink(t *testing.T) {
 	}
 	if err := removeTree(aside); err == nil {
 		t.Error("removeTree went through a link")
+	}
+}
+
+// A payload that does not decode says what its sidecar says of it: a file
+// cut short since it was published.
+func TestUndecodablePayloadNamesSidecarVerdict(t *testing.T) {
+	root := smallTree(t)
+	payload := filepath.Join(root, "v1", "0", "checkpoint-7.snap")
+	st, err := os.Stat(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(payload, st.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(root, OpenOptions{})
+	if err == nil || !strings.Contains(err.Error(), "(sidecar verdict incomplete: "+payload+" is "+strconv.FormatInt(st.Size()/2, 10)+" bytes, sidecar declares "+strconv.FormatInt(st.Size(), 10)+")") {
+		t.Errorf("Open of a tree with a payload cut short: %v", err)
 	}
 }
