@@ -74,7 +74,7 @@
 //	op_id        int64    operator id bit-cast to signed
 //	key_group    int64    first key byte when below 128 (keyed rows and legacy raw keys), else null
 //	slot         utf8     as in the canonical projection
-//	user_key     utf8     the canonical user_key, printable (0x20..0x7e) verbatim, else 0x + hex
+//	user_key     utf8     the canonical user_key, printable (0x20..0x7e) verbatim (not starting 0x), else 0x + hex
 //	key_int      int64    the user key's 8-byte little-endian reading, else null
 //	value        utf8     the decoded value for slots declared with a value codec (TTL stamp removed;
 //	                      scalars as text, collections as JSON), else the stored value rendered like user_key
@@ -868,12 +868,19 @@ func (e *entry) appendSlotText(b []byte) []byte {
 }
 
 // Render renders bytes as the query projection does: printable ASCII
-// (0x20..0x7e) verbatim, anything else as 0x followed by lowercase hex.
+// (0x20..0x7e) verbatim, anything else as 0x followed by lowercase hex, and
+// so is printable text that starts with 0x, so that each text renders one
+// key (the text "0x00" is 0x30783030, the byte 0 is 0x00).
 func Render(b []byte) string {
-	if savepoint.Printable(b) {
+	if verbatim(b) {
 		return string(b)
 	}
 	return "0x" + hex.EncodeToString(b)
+}
+
+// verbatim reports whether Render writes b as it is.
+func verbatim(b []byte) bool {
+	return savepoint.Printable(b) && !(len(b) >= 2 && b[0] == '0' && b[1] == 'x')
 }
 
 // Text renders a value decoded by a codec as text: strings verbatim (0x hex

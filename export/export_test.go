@@ -980,3 +980,21 @@ func TestAppendSlotText(t *testing.T) {
 		seen[got] = name
 	}
 }
+
+// Render writes each key as a text no other key renders to: printable
+// text that starts with 0x is written in hex, as bytes that are not.
+func TestRenderOneTextAKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"user-7": "user-7",
+		"0":      "0",
+		"0x":     "0x3078",
+		"0x00":   "0x30783030",
+		"\x00":   "0x00",
+		"ab\x7f": "0x61627f",
+		"":       "",
+	} {
+		if got := Render([]byte(in)); got != want {
+			t.Errorf("Render(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

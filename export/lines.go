@@ -98,7 +98,7 @@ func appendRecord(b []byte, op uint64, e *entry, d Decoded) ([]byte, error) {
 
 // appendRenderJSON appends Render(v) as a JSON string.
 func appendRenderJSON(b, v []byte) []byte {
-	if savepoint.Printable(v) {
+	if verbatim(v) {
 		return rowtext.AppendJSONString(b, v)
 	}
 	return appendHexJSON(b, v)
@@ -177,7 +177,7 @@ func appendCSVCell(b, raw []byte, decoded bool, v any) []byte {
 		t, _ := Text(JSONValue(v))
 		return rowtext.AppendCSVField(b, t)
 	}
-	if savepoint.Printable(raw) {
+	if verbatim(raw) {
 		return rowtext.AppendCSVField(b, raw)
 	}
 	b = append(b, "0x"...)
