@@ -115,6 +115,8 @@ func writeStreamParallel(f *os.File, md Metadata, rs RowSource, jobs int, progre
 	if p.err != nil {
 		return FileInfo{}, p.err
 	}
+	// The output's blocks are reserved at once (see preallocate).
+	preallocate(f, size)
 
 	work := make(chan *rowRange)
 	var wg sync.WaitGroup
