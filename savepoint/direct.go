@@ -150,9 +150,14 @@ type rowCut struct {
 // every > 0 it also returns cuts of the batch every rows apart, after
 // start and before end.
 func nextBatch(rs RowSource, start, every int) (end int, kLen, vLen int64, cuts []rowCut, err error) {
+	return nextBatchTo(rs, start, rs.Len(), every)
+}
+
+// nextBatchTo is nextBatch of the rows before n: the batch ends at n at the
+// latest.
+func nextBatchTo(rs RowSource, start, n, every int) (end int, kLen, vLen int64, cuts []rowCut, err error) {
 	src := Columns(rs)
 	runs, _ := src.(RunSource)
-	n := src.Len()
 	warm := &warmer{src: src, end: n}
 	var release mapRelease
 	// The offsets that bound runs, read with pread (see window.offset).

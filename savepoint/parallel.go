@@ -83,10 +83,13 @@ func writeStreamParallel(f *os.File, md Metadata, rs RowSource, jobs int, progre
 	every := max(parallelChunkRows, (src.Len()+4*jobs-1)/(4*jobs))
 	var ranges []rowRange
 	var zeros [8]byte
+	kAll, vAll, allCuts, oneBatch := sizeOneBatch(src, every, jobs)
 	for start, n := 0, src.Len(); ; {
-		end, kLen, vLen, cuts, err := nextBatch(src, start, every)
-		if err != nil {
-			return FileInfo{}, err
+		end, kLen, vLen, cuts := n, kAll, vAll, allCuts
+		if !oneBatch {
+			if end, kLen, vLen, cuts, err = nextBatch(src, start, every); err != nil {
+				return FileInfo{}, err
+			}
 		}
 		l := layoutOf(end-start, kLen, vLen)
 		hdr := l.header()
@@ -143,6 +146,53 @@ func writeStreamParallel(f *os.File, md Metadata, rs RowSource, jobs int, progre
 		return FileInfo{}, err
 	}
 	return FileInfo{Size: size, CRC32C: crc}, nil
+}
+
+// sizeOneBatch sizes the rows of src as nextBatch(src, 0, every) would
+// when they fit one batch (the common case: a column passes
+// maxColumnBytes, 2 GiB, only in a very large file), with up to jobs
+// goroutines, each sizing the rows between two cuts. On one goroutine the
+// sizing of a 10M-row purge's output took 17-21 ms, with the other core
+// idle once the report was done; on two, 11-14 ms. It reports false when
+// the rows do not fit one batch, or sizing some of them failed: nextBatch
+// then sizes them in turn, and says what is wrong.
+func sizeOneBatch(src ColumnSource, every, jobs int) (kLen, vLen int64, cuts []rowCut, ok bool) {
+	n := src.Len()
+	parts := (n + every - 1) / every
+	if parts < 2 || jobs < 2 {
+		return 0, 0, nil, false
+	}
+	type size struct {
+		k, v int64
+		ok   bool
+	}
+	sizes := make([]size, parts)
+	next := make(chan int, parts)
+	for p := range parts {
+		next <- p
+	}
+	close(next)
+	ForEach(min(jobs, parts), func(int) {
+		for p := range next {
+			lo, hi := p*every, min(n, (p+1)*every)
+			end, k, v, _, err := nextBatchTo(src, lo, hi, 0)
+			sizes[p] = size{k, v, err == nil && end == hi}
+		}
+	})
+	cuts = make([]rowCut, 0, parts-1)
+	for p, s := range sizes {
+		if !s.ok {
+			return 0, 0, nil, false
+		}
+		if p > 0 {
+			cuts = append(cuts, rowCut{p * every, kLen, vLen})
+		}
+		kLen, vLen = kLen+s.k, vLen+s.v
+		if kLen > maxColumnBytes || vLen > maxColumnBytes {
+			return 0, 0, nil, false
+		}
+	}
+	return kLen, vLen, cuts, true
 }
 
 // parallelWrite is the state the goroutines of writeStreamParallel share.

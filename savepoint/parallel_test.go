@@ -146,6 +146,19 @@ func TestNextBatchCutsRuns(t *testing.T) {
 	if end != len(idx) || kLen != int64(7*len(idx)) || vLen != int64(len(idx)) || !slices.Equal(cuts, want) {
 		t.Fatalf("nextBatch: end %d, sizes %d+%d, cuts %v; want %d, %d+%d, %v", end, kLen, vLen, cuts, len(idx), 7*len(idx), len(idx), want)
 	}
+	// Sized in parts by several goroutines, the batch is the same; with
+	// one goroutine, or rows for one part, it is left to nextBatch.
+	for _, jobs := range []int{2, 3, 8} {
+		k, v, c, ok := sizeOneBatch(selection{cur: snap.NewCursor(), idx: idx}, 300, jobs)
+		if !ok || k != kLen || v != vLen || !slices.Equal(c, want) {
+			t.Fatalf("sizeOneBatch, %d jobs: %v, sizes %d+%d, cuts %v; want %d+%d, %v", jobs, ok, k, v, c, kLen, vLen, want)
+		}
+	}
+	for _, c := range []struct{ every, jobs int }{{300, 1}, {len(idx), 4}} {
+		if _, _, _, ok := sizeOneBatch(selection{cur: snap.NewCursor(), idx: idx}, c.every, c.jobs); ok {
+			t.Errorf("sizeOneBatch, every %d, %d jobs: sized; want it left to nextBatch", c.every, c.jobs)
+		}
+	}
 }
 
 func mustReadFile(t *testing.T, path string) []byte {
