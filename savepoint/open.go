@@ -914,6 +914,18 @@ func InferGroups(files []*File) []Group {
 	return groups
 }
 
+// UnlistedWarnings says, one line a file, which files of the checkpoint
+// were left out because the tree's only marker does not list their
+// subtask (Unlisted): a command over the tree reads none of their rows (an
+// erasure does not reach them); one given the file itself does.
+func (sp *Savepoint) UnlistedWarnings() []string {
+	var out []string
+	for _, rel := range sp.Unlisted {
+		out = append(out, fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is left out: none of its rows is read, nor written to an output (sptool validate says more; given the file itself, %s, a command reads it)", rel, sp.Checkpoint, sp.CompletedRel, filepath.Join(sp.Root, rel)))
+	}
+	return out
+}
+
 // MissingSubtasks returns the subtasks below the tree's highest that have
 // no directory of the checkpoint read: a job restoring at this layout
 // refuses to start such a subtask (format 5.3), and the tree's chain groups

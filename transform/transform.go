@@ -143,6 +143,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		}
 	}
 	rep := newReport(sp, set, opts.DryRun)
+	rep.Warnings = append(rep.Warnings, sp.UnlistedWarnings()...)
 	if !opts.DryRun {
 		rep.Warnings = append(rep.Warnings, savepoint.Leftovers(opts.Out)...)
 	}

@@ -74,6 +74,9 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		return fail(s, c.name, err)
 	}
 	defer sp.Close()
+	for _, w := range sp.UnlistedWarnings() {
+		fmt.Fprintf(s.Err, "sptool cat: warning: %s\n", w)
+	}
 	// A large file out of canonical order is read through a sorted copy
 	// (every row kept, duplicates in stream order), sequentially, in
 	// bounded memory; a smaller one through an index sorted in memory.
