@@ -35,7 +35,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	c := commands["cat"]
 	fs := flagSet(c)
 	op := fs.String("op", "", "only rows of this operator id")
-	slot := fs.String("slot", "", "only rows of this slot, named as cat prints it (\"<raw>\" for keys without a separator)")
+	slot := fs.String("slot", "", "only rows of this slot, named as it is or as cat prints it (\"<raw>\" for keys without a separator, 0x and hex for a name the output format cannot show as it is)")
 	format := fs.String("format", "text", "output format: text, jsonl or csv")
 	limit := fs.Int("limit", 0, "print at most N rows (0: all)")
 	where := fs.String("where", "", "only rows for which this expr-lang expression is true (see the row model in the README)")
@@ -262,15 +262,26 @@ func appendCatJSON(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask 
 // catCSVHeader is the header line of cat --format csv.
 var catCSVHeader = []string{"subtask", "op", "kind", "key_group", "slot", "key_hex", "value_hex", "key", "value", "value_int64"}
 
-// slotIs reports whether k's slot is name as cat and export print it
-// ("<raw>" for keys without a separator; a name that is not UTF-8, or
-// that could be read as another, in the 0x form of export.AppendSlotText),
-// rendering it in buf.
+// slotIs reports whether k's slot is name, given as it is or as one of
+// cat's formats prints it: "<raw>" for keys without a separator; the text
+// format's 0x hex of a name that is not printable ASCII (the empty one
+// too); the jsonl and csv formats' 0x hex of a name that is not UTF-8 or
+// could be read as another (export.AppendSlotText). It renders in buf.
 func slotIs(k savepoint.Key, name string, buf *[]byte) bool {
 	if !k.HasSlot {
 		return name == savepoint.RawSlot
 	}
+	if string(k.Slot) == name {
+		return true
+	}
 	*buf = export.AppendSlotText((*buf)[:0], k.Slot)
+	if string(*buf) == name {
+		return true
+	}
+	if len(k.Slot) > 0 && savepoint.Printable(k.Slot) {
+		return false // the text format prints it quoted, as it is
+	}
+	*buf = hex.AppendEncode(append((*buf)[:0], "0x"...), k.Slot)
 	return string(*buf) == name
 }
 

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -314,5 +315,61 @@ func TestCatUndecodable(t *testing.T) {
 	}
 	if code, _, errs := cat("--where", "value == 7"); code != ExitError || !strings.Contains(errs, "int64") {
 		t.Errorf("cat --where reading the value: exit %d\n%s", code, errs)
+	}
+}
+
+// --slot names a slot as it is, or as any of cat's formats prints it: the
+// text format's 0x hex of a name that is not printable ASCII (the empty
+// one too), and jsonl's 0x hex of a name that could be read as hex. Each
+// slot of the file is asked for by every name it prints as, and by its
+// own, and each gives its one row.
+func TestCatSlotAsPrinted(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "checkpoint-7.snap")
+	names := []string{"agg", "0xab", "z\u00e4hler", "", "\xff\xfe"}
+	var rows []savepoint.Row
+	for _, n := range names {
+		rows = append(rows, savepoint.Row{Op: 1, Key: []byte("\x07" + n + "|k"), Value: []byte("v")})
+	}
+	slices.SortFunc(rows, func(a, b savepoint.Row) int { return bytes.Compare(a.Key, b.Key) })
+	if _, err := savepoint.WriteSnapshotFile(p, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true, CheckpointID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	cat := func(args ...string) string {
+		t.Helper()
+		var out, errs bytes.Buffer
+		if code := Main(context.Background(), append([]string{"cat", p}, args...), &Streams{Out: &out, Err: &errs}); code != 0 {
+			t.Fatalf("cat %q: exit %d: %s", args, code, errs.String())
+		}
+		return out.String()
+	}
+	printed := map[string][]string{} // per format, each row's slot as printed
+	for _, line := range strings.Split(strings.TrimSpace(cat()), "\n") {
+		if i := strings.Index(line, " slot="); i >= 0 {
+			s := strings.Fields(line[i+len(" slot="):])[0]
+			if u, err := strconv.Unquote(s); err == nil {
+				s = u
+			}
+			printed["text"] = append(printed["text"], s)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(cat("--format", "jsonl")), "\n") {
+		var r struct{ Slot string }
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		printed["jsonl"] = append(printed["jsonl"], r.Slot)
+	}
+	for format, slots := range printed {
+		if len(slots) != len(names) {
+			t.Fatalf("%s: %d slots printed, want %d", format, len(slots), len(names))
+		}
+		for i, s := range slots {
+			for _, name := range []string{s, string(savepoint.ParseKey(rows[i].Key).Slot)} {
+				out := cat("--slot", name, "--format", "jsonl")
+				if n := strings.Count(out, "\n"); n != 1 || !strings.Contains(out, `"key_hex":"`+hex.EncodeToString(rows[i].Key)+`"`) {
+					t.Errorf("--slot %q (%s prints %q): %d rows:\n%s", name, format, s, n, out)
+				}
+			}
+		}
 	}
 }
