@@ -258,6 +258,47 @@ func TestReplaceTreeNeverAbsent(t *testing.T) {
 	}
 }
 
+// A tree replaced with force whose directory's fsync fails once it is in
+// place keeps the tree it replaced, whole, and the error names where: the
+// rename may not survive a crash. The fsync fails here because the parent
+// directory is moved away just after the swap.
+func TestUnsyncedReplaceNamesOldTree(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("elsewhere the old tree is moved aside before the new one is renamed into place")
+	}
+	base := t.TempDir()
+	parent := filepath.Join(base, "p")
+	out := filepath.Join(parent, "out")
+	oneRowTree(t, out, BackendFile)
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 8, Backend: BackendFile, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.WriteSubtask(0, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 2, Key: []byte("k"), Value: []byte("v")}}, CompressNone); err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(base, "q")
+	aside := ""
+	hookAfterAside = func(name string) {
+		aside = name
+		if err := os.Rename(parent, moved); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { hookAfterAside = nil }()
+	err = tw.Commit("job1", nil)
+	var pub *PublishedError
+	if !errors.As(err, &pub) || !strings.Contains(err.Error(), "the output it replaced is kept, whole, at "+aside+" ") {
+		t.Fatalf("Commit: %v; want a PublishedError naming %s", err, aside)
+	}
+	if _, err := os.Stat(filepath.Join(moved, filepath.Base(aside), "_jobs", "job1", "COMPLETED-7")); err != nil {
+		t.Errorf("the replaced tree is not whole: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(moved, "out", "_jobs", "job1", "COMPLETED-8")); err != nil {
+		t.Errorf("the new tree is not in place: %v", err)
+	}
+}
+
 // What a --force run moved aside is looked at again before it is
 // removed: an output swapped for a link to another tree between the check
 // and the rename is left, and that tree untouched.

@@ -308,7 +308,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 				hookAfterAside(old)
 			}
 			if err := SyncDir(filepath.Dir(t.final)); err != nil {
-				return &PublishedError{Out: t.final, Err: unsynced(err)}
+				return &PublishedError{Out: t.final, Err: unsynced(err, old)}
 			}
 			return t.removeReplaced(old)
 		}
@@ -336,7 +336,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	}
 	t.committed = true
 	if err := SyncDir(filepath.Dir(t.final)); err != nil {
-		return &PublishedError{Out: t.final, Err: unsynced(err)}
+		return &PublishedError{Out: t.final, Err: unsynced(err, old)}
 	}
 	if old != "" {
 		return t.removeReplaced(old)
@@ -383,9 +383,13 @@ func (e *PublishedError) Error() string {
 func (e *PublishedError) Unwrap() error { return e.Err }
 
 // unsynced is the error of a directory fsync that failed after a rename
-// published the output.
-func unsynced(err error) error {
-	return fmt.Errorf("the rename that put it there may not survive a crash: %w", err)
+// published the output; old, if not "", is where the output it replaced
+// was moved, which is kept: the rename may not survive a crash.
+func unsynced(err error, old string) error {
+	if old == "" {
+		return fmt.Errorf("the rename that put it there may not survive a crash: %w", err)
+	}
+	return fmt.Errorf("the rename that put it there may not survive a crash, so the output it replaced is kept, whole, at %s (remove it by hand once the new one is known to be safe): %w", old, err)
 }
 
 // removeTree deletes a checkpoint tree so that, if interrupted, what is left
