@@ -217,14 +217,11 @@ func TestMaterializationTooLarge(t *testing.T) {
 	sp.Close()
 }
 
-// A tree replaced with force is never absent: on Linux the new tree and
-// the old swap places in one rename, and the old one is then moved aside
-// and removed.
-func TestReplaceTreeNeverAbsent(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("elsewhere the old tree is moved aside before the new one is renamed into place")
-	}
-	out := filepath.Join(t.TempDir(), "out")
+// replacingWriter writes a one-row tree of checkpoint 7 at out, then
+// returns a writer of checkpoint 8 that replaces it with force, its one
+// subtask written and not yet committed.
+func replacingWriter(t *testing.T, out string) *TreeWriter {
+	t.Helper()
 	oneRowTree(t, out, BackendFile)
 	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 8, Backend: BackendFile, Force: true})
 	if err != nil {
@@ -233,6 +230,18 @@ func TestReplaceTreeNeverAbsent(t *testing.T) {
 	if _, err := tw.WriteSubtask(0, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 2, Key: []byte("k"), Value: []byte("v")}}, CompressNone); err != nil {
 		t.Fatal(err)
 	}
+	return tw
+}
+
+// A tree replaced with force is never absent: on Linux the new tree and
+// the old swap places in one rename, and the old one is then moved aside
+// and removed.
+func TestReplaceTreeNeverAbsent(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("elsewhere the old tree is moved aside before the new one is renamed into place")
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	tw := replacingWriter(t, out)
 	aside := ""
 	hookAfterAside = func(name string) {
 		aside = name
@@ -269,14 +278,7 @@ func TestUnsyncedReplaceNamesOldTree(t *testing.T) {
 	base := t.TempDir()
 	parent := filepath.Join(base, "p")
 	out := filepath.Join(parent, "out")
-	oneRowTree(t, out, BackendFile)
-	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 8, Backend: BackendFile, Force: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.WriteSubtask(0, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 2, Key: []byte("k"), Value: []byte("v")}}, CompressNone); err != nil {
-		t.Fatal(err)
-	}
+	tw := replacingWriter(t, out)
 	moved := filepath.Join(base, "q")
 	aside := ""
 	hookAfterAside = func(name string) {
@@ -286,7 +288,7 @@ func TestUnsyncedReplaceNamesOldTree(t *testing.T) {
 		}
 	}
 	defer func() { hookAfterAside = nil }()
-	err = tw.Commit("job1", nil)
+	err := tw.Commit("job1", nil)
 	var pub *PublishedError
 	if !errors.As(err, &pub) || !strings.Contains(err.Error(), "the output it replaced is kept, whole, at "+aside+" ") {
 		t.Fatalf("Commit: %v; want a PublishedError naming %s", err, aside)
