@@ -328,6 +328,40 @@ func TestRemoveReplacedLeavesLink(t *testing.T) {
 	}
 }
 
+// A tree swapped for a link to another tree after removeTree looked at it
+// is not removed, and the tree linked to keeps its marker and sidecars:
+// removeTree works inside the directory it looked at, or not at all. A
+// tree left alone is removed whole.
+func TestRemoveTreeSwappedForLink(t *testing.T) {
+	dir := t.TempDir()
+	victim := oneRowTree(t, filepath.Join(dir, "victim"), BackendFile)
+	old := oneRowTree(t, filepath.Join(dir, "old"), BackendFile)
+	hookRemoveTree = func(d string) {
+		if err := os.Rename(d, d+".moved"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(victim, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { hookRemoveTree = nil }()
+	if err := removeTree(old); err == nil {
+		t.Error("removeTree of a tree swapped for a link: no error")
+	}
+	for _, p := range []string{filepath.Join("_jobs", "job1", "COMPLETED-7"), filepath.Join("v1", "0", "checkpoint-7.snap.meta")} {
+		if _, err := os.Stat(filepath.Join(victim, p)); err != nil {
+			t.Errorf("the linked tree lost %s: %v", p, err)
+		}
+	}
+	hookRemoveTree = nil
+	if err := removeTree(old + ".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(old + ".moved"); !os.IsNotExist(err) {
+		t.Errorf("the tree is still there: %v", err)
+	}
+}
+
 // A payload that does not decode says what its sidecar says of it: a file
 // cut short since it was published.
 func TestUndecodablePayloadNamesSidecarVerdict(t *testing.T) {

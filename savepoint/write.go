@@ -549,10 +549,16 @@ func WriteBytesAtomic(path string, b []byte) error {
 
 // SyncDir fsyncs a directory so that renames into it are durable.
 func SyncDir(dir string) error {
+	return syncDirWith(os.Open, dir, dir)
+}
+
+// syncDirWith fsyncs the directory open opens as name, called dir in
+// errors (unless CLINK_STATE_FSYNC=0).
+func syncDirWith(open func(string) (*os.File, error), name, dir string) error {
 	if !syncEnabled {
 		return nil
 	}
-	d, err := os.Open(dir)
+	d, err := open(name)
 	if err != nil {
 		return fmt.Errorf("open directory %s: %w", dir, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -396,29 +397,65 @@ func unsynced(err error, old string) error {
 // never looks complete: first its control records (the COMPLETED marker),
 // then every sidecar (a payload without one is refused by clink), then the
 // rest.
+//
+// It works inside the directory it looked at, opened once (os.Root): a
+// link put in its place meanwhile is never followed, so what it points to
+// is not touched.
 func removeTree(dir string) error {
-	if fi, err := os.Lstat(dir); err != nil {
+	fi, err := os.Lstat(dir)
+	if err != nil {
 		return err
-	} else if !fi.IsDir() {
+	}
+	if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir) // never through a link
 	}
-	if err := os.RemoveAll(filepath.Join(dir, "_jobs")); err != nil {
+	if hookRemoveTree != nil {
+		hookRemoveTree(dir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
 		return err
 	}
-	if err := SyncDir(dir); err != nil {
+	defer root.Close()
+	if opened, err := root.Lstat("."); err != nil {
+		return err
+	} else if !os.SameFile(fi, opened) {
+		return fmt.Errorf("%s was replaced while it was being removed: left as it is", dir)
+	}
+	if err := root.RemoveAll("_jobs"); err != nil {
 		return err
 	}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && filepath.Ext(p) == ".meta" {
-			err = os.Remove(p)
+	if err := syncDirWith(root.Open, ".", dir); err != nil {
+		return err
+	}
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && path.Ext(p) == ".meta" {
+			err = root.Remove(p)
 		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	return os.RemoveAll(dir)
+	entries, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := root.RemoveAll(e.Name()); err != nil {
+			return err
+		}
+	}
+	// Empty now; the name is removed only if it is still that directory.
+	if now, err := os.Lstat(dir); err != nil || !os.SameFile(fi, now) {
+		return fmt.Errorf("%s was replaced while it was being removed: left as it is", dir)
+	}
+	return os.Remove(dir)
 }
+
+// hookRemoveTree, when set (tests), is called by removeTree between its
+// look at the directory and its opening.
+var hookRemoveTree func(dir string)
 
 // Abort removes the staging directory; it is a no-op after Commit.
 func (t *TreeWriter) Abort() {
