@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/sptool/sptool/export"
 	"github.com/sptool/sptool/internal/rowtext"
@@ -35,7 +37,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	c := commands["cat"]
 	fs := flagSet(c)
 	op := fs.String("op", "", "only rows of this operator id")
-	slot := fs.String("slot", "", "only rows of this slot, named as it is or as cat prints it (\"<raw>\" for keys without a separator, 0x and hex for a name the output format cannot show as it is)")
+	slot := fs.String("slot", "", "only rows of this slot, named as cat prints it: \"<raw>\" for keys without a separator, 0x and hex for the slot of those bytes, a name in double quotes as Go quotes it, any other as it is")
 	format := fs.String("format", "text", "output format: text, jsonl or csv")
 	limit := fs.Int("limit", 0, "print at most N rows (0: all)")
 	where := fs.String("where", "", "only rows for which this expr-lang expression is true (see the row model in the README)")
@@ -46,8 +48,10 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}
-	slotSet := fs.Changed("slot") // --slot "" is the slot of empty name
-	var slotBuf []byte
+	var slotIs func(savepoint.Key) bool
+	if fs.Changed("slot") { // --slot "" is the slot of empty name
+		slotIs = slotMatcher(*slot)
+	}
 	if *format != "text" && *format != "jsonl" && *format != "csv" {
 		return usageError(s, c, fmt.Errorf("--format must be text, jsonl or csv, not %q", *format))
 	}
@@ -144,7 +148,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 				continue
 			}
 			k := savepoint.ParseKey(r.Key)
-			if slotSet && !slotIs(k, *slot, &slotBuf) {
+			if slotIs != nil && !slotIs(k) {
 				continue
 			}
 			if filter != nil {
@@ -262,27 +266,27 @@ func appendCatJSON(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask 
 // catCSVHeader is the header line of cat --format csv.
 var catCSVHeader = []string{"subtask", "op", "kind", "key_group", "slot", "key_hex", "value_hex", "key", "value", "value_int64"}
 
-// slotIs reports whether k's slot is name, given as it is or as one of
-// cat's formats prints it: "<raw>" for keys without a separator; the text
-// format's 0x hex of a name that is not printable ASCII (the empty one
-// too); the jsonl and csv formats' 0x hex of a name that is not UTF-8 or
-// could be read as another (export.AppendSlotText). It renders in buf.
-func slotIs(k savepoint.Key, name string, buf *[]byte) bool {
-	if !k.HasSlot {
-		return name == savepoint.RawSlot
+// slotMatcher returns what selects the rows of the slot --slot names. A
+// name says which slot by its form alone, so that it names one: "<raw>"
+// the keys without a separator; 0x and hex digits the slot of those bytes
+// (the empty one for 0x), as cat's text format prints a name that is not
+// printable ASCII and its jsonl and csv formats one that is not UTF-8,
+// starts with 0x or is <raw>; a name in double quotes, as the text format
+// prints the others, the name Go's quoting gives; any other, the slot of
+// that name.
+func slotMatcher(name string) func(k savepoint.Key) bool {
+	if name == savepoint.RawSlot {
+		return func(k savepoint.Key) bool { return !k.HasSlot }
 	}
-	if string(k.Slot) == name {
-		return true
+	want := []byte(name)
+	if h, ok := strings.CutPrefix(name, "0x"); ok {
+		if b, err := hex.DecodeString(h); err == nil {
+			want = b
+		}
+	} else if u, err := strconv.Unquote(name); err == nil && strings.HasPrefix(name, `"`) {
+		want = []byte(u)
 	}
-	*buf = export.AppendSlotText((*buf)[:0], k.Slot)
-	if string(*buf) == name {
-		return true
-	}
-	if len(k.Slot) > 0 && savepoint.Printable(k.Slot) {
-		return false // the text format prints it quoted, as it is
-	}
-	*buf = hex.AppendEncode(append((*buf)[:0], "0x"...), k.Slot)
-	return string(*buf) == name
+	return func(k savepoint.Key) bool { return k.HasSlot && bytes.Equal(k.Slot, want) }
 }
 
 // appendCatText appends to b r's line of cat's text format (clink's

@@ -318,15 +318,18 @@ func TestCatUndecodable(t *testing.T) {
 	}
 }
 
-// --slot names a slot as it is, or as any of cat's formats prints it: the
-// text format's 0x hex of a name that is not printable ASCII (the empty
-// one too), and jsonl's 0x hex of a name that could be read as hex. Each
-// slot of the file is asked for by every name it prints as, and by its
-// own, and each gives its one row.
+// --slot names one slot, by any form cat prints it in: each slot of a file
+// is asked for by the name the text format prints (quotes and all, or 0x
+// and hex), by the one jsonl prints (unless in quotes, which --slot reads
+// as quoted: such a name is given in hex), by 0x and its hex, and by the
+// name itself where it has no other reading (not <raw>, not 0x..., not in
+// quotes), and each gives its one row and no other: slots named 0xff and
+// <raw> are not the byte ff and the keys without a separator, nor 0x the
+// empty name.
 func TestCatSlotAsPrinted(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "checkpoint-7.snap")
-	names := []string{"agg", "0xab", "z\u00e4hler", "", "\xff\xfe"}
-	var rows []savepoint.Row
+	names := []string{"agg", "0xab", "\xab", "z\u00e4hler", "", "0x", "\xff\xfe", "0xff", "\xff", "<raw>", `"q"`}
+	rows := []savepoint.Row{{Op: 1, Key: []byte("\x07nosep"), Value: []byte("v")}} // no separator: <raw>
 	for _, n := range names {
 		rows = append(rows, savepoint.Row{Op: 1, Key: []byte("\x07" + n + "|k"), Value: []byte("v")})
 	}
@@ -345,11 +348,7 @@ func TestCatSlotAsPrinted(t *testing.T) {
 	printed := map[string][]string{} // per format, each row's slot as printed
 	for _, line := range strings.Split(strings.TrimSpace(cat()), "\n") {
 		if i := strings.Index(line, " slot="); i >= 0 {
-			s := strings.Fields(line[i+len(" slot="):])[0]
-			if u, err := strconv.Unquote(s); err == nil {
-				s = u
-			}
-			printed["text"] = append(printed["text"], s)
+			printed["text"] = append(printed["text"], strings.Fields(line[i+len(" slot="):])[0])
 		}
 	}
 	for _, line := range strings.Split(strings.TrimSpace(cat("--format", "jsonl")), "\n") {
@@ -359,16 +358,22 @@ func TestCatSlotAsPrinted(t *testing.T) {
 		}
 		printed["jsonl"] = append(printed["jsonl"], r.Slot)
 	}
-	for format, slots := range printed {
-		if len(slots) != len(names) {
-			t.Fatalf("%s: %d slots printed, want %d", format, len(slots), len(names))
+	for i, r := range rows {
+		k := savepoint.ParseKey(r.Key)
+		asked := []string{printed["text"][i]}
+		if j := printed["jsonl"][i]; !strings.HasPrefix(j, `"`) {
+			asked = append(asked, j) // (a name in quotes is read as quoted)
 		}
-		for i, s := range slots {
-			for _, name := range []string{s, string(savepoint.ParseKey(rows[i].Key).Slot)} {
-				out := cat("--slot", name, "--format", "jsonl")
-				if n := strings.Count(out, "\n"); n != 1 || !strings.Contains(out, `"key_hex":"`+hex.EncodeToString(rows[i].Key)+`"`) {
-					t.Errorf("--slot %q (%s prints %q): %d rows:\n%s", name, format, s, n, out)
-				}
+		if k.HasSlot {
+			asked = append(asked, "0x"+hex.EncodeToString(k.Slot))
+		}
+		if s := string(k.Slot); k.HasSlot && s != savepoint.RawSlot && !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, `"`) {
+			asked = append(asked, s)
+		}
+		for _, name := range asked {
+			out := cat("--slot", name, "--format", "jsonl")
+			if n := strings.Count(out, "\n"); n != 1 || !strings.Contains(out, `"key_hex":"`+hex.EncodeToString(r.Key)+`"`) {
+				t.Errorf("--slot %q (slot %q, printed %q and %q): %d rows:\n%s", name, k.Slot, printed["text"][i], printed["jsonl"][i], n, out)
 			}
 		}
 	}
