@@ -356,10 +356,10 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Res
 	sa.StoredRows, sa.FileDuplicates = sa.StoredRows+droppedA, sa.FileDuplicates+droppedA
 	sb.StoredRows, sb.FileDuplicates = sb.StoredRows+droppedB, sb.FileDuplicates+droppedB
 	res.A, res.B = side(a, sa), side(b, sb)
-	for _, w := range sa.Warnings {
+	for _, w := range append(a.UnlistedWarnings(), sa.Warnings...) {
 		res.Warnings = append(res.Warnings, "A: "+w)
 	}
-	for _, w := range sb.Warnings {
+	for _, w := range append(b.UnlistedWarnings(), sb.Warnings...) {
 		res.Warnings = append(res.Warnings, "B: "+w)
 	}
 	d.collect(res)

@@ -386,6 +386,8 @@ func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Optio
 	if ps, ok := s.(*parquetSink); ok {
 		res.RowGroups = ps.rowGroups
 	}
+	// Whatever the path: the files the marker leaves out are in no output.
+	res.Warnings = append(res.Warnings, sp.UnlistedWarnings()...)
 	if !opts.PerFile {
 		res.Warnings = append(res.Warnings, res.Union.Warnings...)
 	}

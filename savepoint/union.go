@@ -433,7 +433,6 @@ func (u *unioner) finish() {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("the tree has no directory for %s %s (it holds %s): no job restores it at this layout, its chain groups are not inferred across the gap, and the rows that the missing subtask held are not here (sptool validate says more; --per-file gives every stored row)",
 			plural(len(missing), "subtask", "subtasks"), FormatGroups(runsOf(missing)), u.sp.SubtaskList()))
 	}
-	st.Warnings = append(st.Warnings, u.sp.UnlistedWarnings()...)
 	if st.StaleCopies > 0 {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("%d stale keyed cop%s ignored: held by a subtask that does not own the row's key group while the owner's file holds the row too; the owner's copy is the one a restore keeps (format section 10.1)", st.StaleCopies, plural(st.StaleCopies, "y", "ies")))
 	}
