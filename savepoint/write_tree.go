@@ -416,11 +416,28 @@ func removeTree(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer root.Close()
+	if err := emptyTree(root, dir, fi); err != nil {
+		root.Close()
+		return err
+	}
+	// Closed first: Windows removes no directory that is open.
+	if err := root.Close(); err != nil {
+		return err
+	}
+	// Empty now; the name is removed only if it is still that directory.
+	if now, err := os.Lstat(dir); err != nil || !os.SameFile(fi, now) {
+		return replacedWhileRemoved(dir)
+	}
+	return os.Remove(dir)
+}
+
+// emptyTree removes, through root (open on dir, whose Lstat is fi), what
+// dir holds: the control records, then the sidecars, then the rest.
+func emptyTree(root *os.Root, dir string, fi fs.FileInfo) error {
 	if opened, err := root.Lstat("."); err != nil {
 		return err
 	} else if !os.SameFile(fi, opened) {
-		return fmt.Errorf("%s was replaced while it was being removed: left as it is", dir)
+		return replacedWhileRemoved(dir)
 	}
 	if err := root.RemoveAll("_jobs"); err != nil {
 		return err
@@ -428,7 +445,7 @@ func removeTree(dir string) error {
 	if err := syncDirWith(root.Open, ".", dir); err != nil {
 		return err
 	}
-	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && path.Ext(p) == ".meta" {
 			err = root.Remove(p)
 		}
@@ -446,11 +463,13 @@ func removeTree(dir string) error {
 			return err
 		}
 	}
-	// Empty now; the name is removed only if it is still that directory.
-	if now, err := os.Lstat(dir); err != nil || !os.SameFile(fi, now) {
-		return fmt.Errorf("%s was replaced while it was being removed: left as it is", dir)
-	}
-	return os.Remove(dir)
+	return nil
+}
+
+// replacedWhileRemoved is removeTree's error when what is at dir is not
+// the directory it looked at.
+func replacedWhileRemoved(dir string) error {
+	return fmt.Errorf("%s was replaced while it was being removed: left as it is", dir)
 }
 
 // hookRemoveTree, when set (tests), is called by removeTree between its
