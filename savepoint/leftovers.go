@@ -80,7 +80,7 @@ func Leftovers(out string) []string {
 			if strings.HasPrefix(rest, SidecarSuffix+".") {
 				was += SidecarSuffix
 			}
-			warns = append(warns, fmt.Sprintf("%s holds what was at %s before a --force run that was interrupted: delete it, or rename it back to %s to have that older output again", p, was, was))
+			warns = append(warns, fmt.Sprintf("%s holds what was at %s before a --force run that did not finish (interrupted, or kept it after an error it reported): delete it, or rename it back to %s to have that older output again", p, was, was))
 		case "tmp":
 			if hasCompletedMarker(p) {
 				// Killed after writing its marker: the new tree before it

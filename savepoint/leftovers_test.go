@@ -30,7 +30,7 @@ func TestLeftovers(t *testing.T) {
 		"out.sptool-tmp-" + dead + ".8.q":                      "staging tree of an interrupted run (never restored from): delete it",
 		"out.sptool-tmp-" + dead + ".11.m/_jobs/j/COMPLETED-7": "",
 		"out.sptool-tmp-" + dead + ".11.m":                     "and holds a whole tree: the output that run was about to publish, or the one a --force run was replacing; delete it, or rename it to " + out,
-		"out.sptool-old-" + dead + ".9.r":                      "before a --force run that was interrupted: delete it, or rename it back to " + out + " to have",
+		"out.sptool-old-" + dead + ".9.r":                      "before a --force run that did not finish (interrupted, or kept it after an error it reported): delete it, or rename it back to " + out + " to have",
 		"out.sptool-old-" + dead + ".10.r/v1":                  "",
 	}
 	for name := range files {
