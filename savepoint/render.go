@@ -20,12 +20,7 @@ func AppendRenderBytes(dst, b []byte, max int) []byte {
 	if max > 0 && len(b) > max {
 		shown = b[:max]
 	}
-	if len(b) > 0 && Printable(b) {
-		dst = strconv.AppendQuote(dst, string(shown))
-	} else {
-		dst = append(dst, "0x"...)
-		dst = hex.AppendEncode(dst, shown)
-	}
+	dst = appendQuotedOrHex(dst, shown, len(b) > 0 && Printable(b))
 	if len(shown) < len(b) {
 		dst = append(dst, "... ["...)
 		dst = strconv.AppendInt(dst, int64(len(b)), 10)
@@ -37,6 +32,21 @@ func AppendRenderBytes(dst, b []byte, max int) []byte {
 		dst = append(dst, ')')
 	}
 	return dst
+}
+
+// AppendRenderName appends a name (a slot's) as RenderBytes renders bytes,
+// whole and without the int64 reading an 8-byte input gets: the name
+// quoted when printable, else 0x and its hex.
+func AppendRenderName(dst, name []byte) []byte {
+	return appendQuotedOrHex(dst, name, len(name) > 0 && Printable(name))
+}
+
+// appendQuotedOrHex appends b quoted, or as 0x and its hex.
+func appendQuotedOrHex(dst, b []byte, quoted bool) []byte {
+	if quoted {
+		return strconv.AppendQuote(dst, string(b))
+	}
+	return hex.AppendEncode(append(dst, "0x"...), b)
 }
 
 // Printable reports whether every byte of b is in 0x20..0x7E.

@@ -37,7 +37,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	c := commands["cat"]
 	fs := flagSet(c)
 	op := fs.String("op", "", "only rows of this operator id")
-	slot := fs.String("slot", "", "only rows of this slot, named as cat prints it: \"<raw>\" for keys without a separator, 0x and hex for the slot of those bytes, a name in double quotes as Go quotes it, any other as it is")
+	slot := fs.String("slot", "", "only rows of this slot, named as cat prints it: \"<raw>\" for keys without a separator, 0x and hex digits for the slot of those bytes, a name in double quotes as Go quotes it, any other as it is (a name that itself is <raw>, starts with 0x or is in quotes: in hex)")
 	format := fs.String("format", "text", "output format: text, jsonl or csv")
 	limit := fs.Int("limit", 0, "print at most N rows (0: all)")
 	where := fs.String("where", "", "only rows for which this expr-lang expression is true (see the row model in the README)")
@@ -268,12 +268,12 @@ var catCSVHeader = []string{"subtask", "op", "kind", "key_group", "slot", "key_h
 
 // slotMatcher returns what selects the rows of the slot --slot names. A
 // name says which slot by its form alone, so that it names one: "<raw>"
-// the keys without a separator; 0x and hex digits the slot of those bytes
-// (the empty one for 0x), as cat's text format prints a name that is not
-// printable ASCII and its jsonl and csv formats one that is not UTF-8,
-// starts with 0x or is <raw>; a name in double quotes, as the text format
-// prints the others, the name Go's quoting gives; any other, the slot of
-// that name.
+// the keys without a separator; 0x and an even number of hex digits the
+// slot of those bytes (the empty one for 0x), as cat's text format prints
+// a name that is not printable ASCII and its jsonl and csv formats one
+// that is not UTF-8, starts with 0x or is <raw>; a name in double quotes,
+// as the text format prints the others, the name Go's quoting gives; any
+// other (0xZZ too), the slot of that name.
 func slotMatcher(name string) func(k savepoint.Key) bool {
 	if name == savepoint.RawSlot {
 		return func(k savepoint.Key) bool { return !k.HasSlot }
@@ -304,7 +304,7 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 	}
 	b = append(b, " slot="...)
 	if k.HasSlot {
-		b = savepoint.AppendRenderBytes(b, k.Slot, 0)
+		b = savepoint.AppendRenderName(b, k.Slot)
 	} else {
 		b = append(b, savepoint.RawSlot...)
 	}

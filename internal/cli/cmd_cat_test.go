@@ -318,7 +318,9 @@ func TestCatUndecodable(t *testing.T) {
 	}
 }
 
-// --slot names one slot, by any form cat prints it in: each slot of a file
+// --slot names one slot, by any form cat prints it in (the text format
+// prints a name as it is, quoted or in hex, without the int64 reading of
+// 8 bytes that keys and values get): each slot of a file
 // is asked for by the name the text format prints (quotes and all, or 0x
 // and hex), by the one jsonl prints (unless in quotes, which --slot reads
 // as quoted: such a name is given in hex), by 0x and its hex, and by the
@@ -328,7 +330,7 @@ func TestCatUndecodable(t *testing.T) {
 // empty name.
 func TestCatSlotAsPrinted(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "checkpoint-7.snap")
-	names := []string{"agg", "0xab", "\xab", "z\u00e4hler", "", "0x", "\xff\xfe", "0xff", "\xff", "<raw>", `"q"`}
+	names := []string{"agg", "0xab", "\xab", "z\u00e4hler", "", "0x", "\xff\xfe", "0xff", "\xff", "<raw>", `"q"`, "abcdefgh", "a b", "\x01\x02\x03\x04\x05\x06\x07\x08"}
 	rows := []savepoint.Row{{Op: 1, Key: []byte("\x07nosep"), Value: []byte("v")}} // no separator: <raw>
 	for _, n := range names {
 		rows = append(rows, savepoint.Row{Op: 1, Key: []byte("\x07" + n + "|k"), Value: []byte("v")})
@@ -348,7 +350,17 @@ func TestCatSlotAsPrinted(t *testing.T) {
 	printed := map[string][]string{} // per format, each row's slot as printed
 	for _, line := range strings.Split(strings.TrimSpace(cat()), "\n") {
 		if i := strings.Index(line, " slot="); i >= 0 {
-			printed["text"] = append(printed["text"], strings.Fields(line[i+len(" slot="):])[0])
+			// The name as printed: quoted (spaces and all), or a word.
+			s := line[i+len(" slot="):]
+			if q, err := strconv.QuotedPrefix(s); err == nil {
+				s = q
+			} else {
+				s = strings.Fields(s)[0]
+			}
+			if rest := strings.TrimPrefix(line[i+len(" slot="):], s); !strings.HasPrefix(rest, " key ") {
+				t.Errorf("text line: the slot %s is followed by %q, not the key", s, rest)
+			}
+			printed["text"] = append(printed["text"], s)
 		}
 	}
 	for _, line := range strings.Split(strings.TrimSpace(cat("--format", "jsonl")), "\n") {
