@@ -78,7 +78,9 @@ type Result struct {
 	Versions []VersionChange `json:"versions"`
 	// Metadata lists the schema metadata keys whose values differ.
 	Metadata []MetadataChange `json:"metadata"`
-	// Warnings are the sides' union warnings (prefixed "A: " or "B: ").
+	// Warnings are, prefixed "A: " or "B: ", the checkpoint files each
+	// side's marker leaves out (Savepoint.UnlistedWarnings) and the sides'
+	// union warnings.
 	Warnings []string `json:"warnings"`
 }
 

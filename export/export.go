@@ -213,9 +213,11 @@ type Result struct {
 	Bytes int64
 	// Union describes how the union resolved shared rows (zero with PerFile).
 	Union savepoint.UnionStats
-	// Warnings are the union's warnings, version-map disagreements,
-	// values the declared codecs could not decode, and (WriteFile) what
-	// interrupted runs left beside the output (see savepoint.Leftovers).
+	// Warnings are the checkpoint files the tree's marker leaves out
+	// (Savepoint.UnlistedWarnings), the union's warnings, version-map
+	// disagreements, values the declared codecs could not decode, and
+	// (WriteFile) what interrupted runs left beside the output (see
+	// savepoint.Leftovers).
 	Warnings []string
 }
 
