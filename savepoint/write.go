@@ -553,9 +553,9 @@ func SyncDir(dir string) error {
 }
 
 // syncDirWith fsyncs the directory open opens as name, called dir in
-// errors (unless CLINK_STATE_FSYNC=0).
+// errors (unless CLINK_STATE_FSYNC=0, or on Windows: see dirSync).
 func syncDirWith(open func(string) (*os.File, error), name, dir string) error {
-	if !syncEnabled {
+	if !syncEnabled || !dirSync {
 		return nil
 	}
 	d, err := open(name)
