@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
@@ -771,11 +770,11 @@ func sortOutLogged(out *outRows, o oldFile) rescalePart {
 // savepoint.RunSource, so the writer streams it from the inputs, a run at
 // a time.
 type mergedRows struct {
-	olds []*outRows
-	ops  []savepoint.Row
-	refs []mref
-	ends []int // ends[k]: the row just after refs[k]
-	hint atomic.Int32
+	olds  []*outRows
+	ops   []savepoint.Row
+	refs  []mref
+	ends  []int       // ends[k]: the row just after refs[k]
+	hints regionHints // the run last found, per region of rows
 }
 
 // mref is a run of n rows: positions pos.. of old output src, or, for
@@ -807,10 +806,11 @@ func (m *mergedRows) add(src, pos, n int) {
 
 // ref returns the run holding row i and i's offset in it.
 func (m *mergedRows) ref(i int) (mref, int) {
-	k := int(m.hint.Load())
+	h := m.hints.at(i)
+	k := int(h.Load())
 	if !(k < len(m.ends) && i < m.ends[k] && (k == 0 || i >= m.ends[k-1])) {
 		k = sort.SearchInts(m.ends, i+1)
-		m.hint.Store(int32(k))
+		h.Store(int32(k))
 	}
 	start := 0
 	if k > 0 {

@@ -13,25 +13,30 @@ import (
 // filter over millions of sorted rows leaves a few runs); a file whose rows
 // had to be sorted gets one index per row.
 type rowIndex struct {
-	spans []span   // runs of consecutive input rows, in output order
-	ends  []uint32 // ends[k]: the output position just after spans[k]
-	dense []uint32 // when not nil: the input index of each output row
-	// hints[r] is the span last found for a row of region r (rows i with
-	// i>>hintShift&7 == r). The writer's goroutines each walk a range of
-	// rows in order, and one hint for all of them was a miss, and a binary
-	// search, for one whenever the other had moved it: the sizing pass of
-	// a 10M-row purge took 17-21 ms on one goroutine, 12-19 on two with
-	// one hint, 11-14 with one a region. Each on a cache line of its own.
-	hints [8]struct {
-		atomic.Int32
-		_ [60]byte
-	}
+	spans []span      // runs of consecutive input rows, in output order
+	ends  []uint32    // ends[k]: the output position just after spans[k]
+	dense []uint32    // when not nil: the input index of each output row
+	hints regionHints // the span last found, per region of rows
 }
 
-// hintShift sets the size of the regions of rows that share a hint
-// (rowIndex.hints): 256K rows, a fifth of a writer's range of a 10M-row
-// file on two cores.
+// regionHints remember, for a search by row over runs of rows, the run
+// last found, one per region of rows (rows i with i>>hintShift&7 == r
+// share hints[r]). The writer's goroutines each walk a range of rows in
+// order, and one hint for all of them was a miss, and a binary search, for
+// one whenever the other had moved it: the sizing pass of a 10M-row purge
+// took 17-21 ms on one goroutine, 12-19 on two with one hint, 11-14 with
+// one a region. Each is on a cache line of its own.
+type regionHints [8]struct {
+	atomic.Int32
+	_ [60]byte
+}
+
+// hintShift sets the size of the regions of rows that share a hint: 256K
+// rows, a fifth of a writer's range of a 10M-row file on two cores.
 const hintShift = 18
+
+// at returns the hint for row i.
+func (h *regionHints) at(i int) *atomic.Int32 { return &h[i>>hintShift&7].Int32 }
 
 type span struct{ start, n uint32 }
 
@@ -87,7 +92,7 @@ func (x *rowIndex) appendIndex(y *rowIndex) {
 // span returns the span holding output row i, remembering it: access is
 // mostly sequential.
 func (x *rowIndex) span(i int) int {
-	h := &x.hints[i>>hintShift&7]
+	h := x.hints.at(i)
 	k := int(h.Load())
 	if k < len(x.ends) && uint32(i) < x.ends[k] && (k == 0 || uint32(i) >= x.ends[k-1]) {
 		return k
