@@ -266,6 +266,27 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// CheckOutput returns the error WriteFile gives for its output path as it
+// is now: a directory, or a file that is not replaceable, or any existing
+// file unless force is set. WriteFile checks it, but only once the input
+// is open; a caller may check it before, to fail early.
+func CheckOutput(path string, force bool) error {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil
+	}
+	if st.IsDir() {
+		return fmt.Errorf("%s is a directory; the export is one file", path)
+	}
+	if err := savepoint.CheckReplaceable(path, false); err != nil {
+		return fmt.Errorf("%w (-o - writes JSON Lines and CSV to standard output)", err)
+	}
+	if !force {
+		return fmt.Errorf("%s: %w", path, ErrExists)
+	}
+	return nil
+}
+
 // WriteFile exports sp to path atomically (temporary file, fsync, rename,
 // directory fsync). An existing path is refused unless force is set; the
 // output must not be, lie in or contain the input; an input that changed
@@ -276,16 +297,8 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	if err := savepoint.CheckOutputPath(savepoint.InputRoot(sp.Path), path); err != nil {
 		return nil, err
 	}
-	if st, err := os.Lstat(path); err == nil {
-		if st.IsDir() {
-			return nil, fmt.Errorf("%s is a directory; the export is one file", path)
-		}
-		if err := savepoint.CheckReplaceable(path, false); err != nil {
-			return nil, fmt.Errorf("%w (-o - writes JSON Lines and CSV to standard output)", err)
-		}
-		if !force {
-			return nil, fmt.Errorf("%s: %w", path, ErrExists)
-		}
+	if err := CheckOutput(path, force); err != nil {
+		return nil, err
 	}
 	if opts.TempDir == "" {
 		opts.TempDir = savepoint.TempDirFor(path)

@@ -89,6 +89,15 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 		}
 		opts.Rules = set
 	}
+	if *out != "-" {
+		err := savepoint.CheckOutputPath(savepoint.InputRoot(fs.Arg(0)), *out)
+		if err == nil {
+			err = export.CheckOutput(*out, *force)
+		}
+		if err != nil {
+			return fail(s, c.name, err)
+		}
+	}
 	sp, err := of.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *allowUnverified, Columnar: true})
 	if err != nil {
 		return fail(s, c.name, err)

@@ -164,6 +164,11 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 			return fail(s, c.name, err)
 		}
 	}
+	if !dry && out != "" {
+		if err := checkOutputFree(fs.Arg(0), out, force); err != nil {
+			return fail(s, c.name, err)
+		}
+	}
 	open := make(chan opened, 1)
 	// The pass at open asks the purge lists of the rules, once their
 	// filters are built, for the rows they may hold (see transform.Probe).
@@ -257,6 +262,27 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// checkOutputFree refuses, without force, an output that exists, and for
+// a file input the output's sidecar too, before the input is opened: Run
+// and export.WriteFile check again, but only once the open has read all of
+// the input, which for a large savepoint takes minutes. The output must
+// not be, lie in or hold the input either, which is said first.
+func checkOutputFree(in, out string, force bool) error {
+	if err := savepoint.CheckOutputPath(savepoint.InputRoot(in), out); err != nil || force {
+		return err
+	}
+	outs := []string{out}
+	if st, err := os.Stat(in); err == nil && st.Mode().IsRegular() {
+		outs = append(outs, out+".meta")
+	}
+	for _, o := range outs {
+		if _, err := os.Lstat(o); err == nil {
+			return fmt.Errorf("output %s exists (use --force to replace it)", o)
+		}
+	}
+	return nil
 }
 
 // checkReportPath refuses, before any work, a --report path that would
