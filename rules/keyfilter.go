@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"runtime"
 
+	"github.com/sptool/sptool/internal/unaligned"
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -16,26 +17,51 @@ import (
 // and is looked up (two bits in two words, as before, let 1 in 120 through
 // with two accesses).
 type keyFilter struct {
-	words []uint64
-	shift uint // 64 - log2(len(words))
+	words []uint64 // a power of two of them, at most 2^32
 }
 
 func newKeyFilter(n int) keyFilter {
 	lg := max(4, bits.Len64(uint64(n)*16)-6)
-	return keyFilter{words: make([]uint64, 1<<lg), shift: uint(64 - lg)}
+	return keyFilter{words: make([]uint64, 1<<lg)}
 }
 
-// at returns the word of a key hash (its top bits) and the key's bits in
-// it (filterBits).
+// at returns the word of a key hash and the key's bits in it (filterBits).
 func (f *keyFilter) at(h uint64) (uint64, uint64) {
-	return h >> f.shift, filterBits(h)
+	return wordOf(h, len(f.words)), filterBits(h)
 }
 
-// filterBits returns the four bits of its word that a key of hash h sets
-// (from the hash's low 24 bits).
+// wordOf returns the word of n of a key hash: its top log2(n) bits, taken
+// without a shift by a variable count (on amd64 such a shift ties up one
+// register, which scan8's loop cannot spare).
+func wordOf(h uint64, n int) uint64 { return (h >> 32) * uint64(n) >> 32 }
+
+// filterBits returns the four bits of its word that a key of hash h sets:
+// the pattern of filterMasks its low 12 bits pick.
 func filterBits(h uint64) uint64 {
-	return 1<<(h&63) | 1<<(h>>6&63) | 1<<(h>>12&63) | 1<<(h>>18&63)
+	return filterMasks[h&uint64(len(filterMasks)-1)]
 }
+
+// filterMasks are the patterns of four bits a key may set in its word,
+// drawn once (splitmix64 from a fixed seed, so that a list's filter is the
+// same from run to run). One load from this table (32 KiB, which a purge's
+// scan keeps in the CPU's cache) takes the place of four shifts by a
+// variable count, which on amd64 all wait for one register: the scan asks
+// the filter about a key in 3.9 ns instead of 5.0 ns
+// (BenchmarkMayMatchColumn, one run). 4096 patterns let through as many
+// keys as four bits picked from the hash: 1 in 386 against 1 in 431 in a
+// test of 5M keys against a list of 100,000 (1024 patterns: 1 in 192).
+var filterMasks = func() (t [4096]uint64) {
+	x := uint64(0x5eed)
+	for i := range t {
+		for bits.OnesCount64(t[i]) < 4 {
+			x += 0x9e3779b97f4a7c15
+			z := (x ^ x>>30) * 0xbf58476d1ce4e5b9
+			z = (z ^ z>>27) * 0x94d049bb133111eb
+			t[i] |= 1 << ((z ^ z>>31) & 63)
+		}
+	}
+	return t
+}()
 
 // addHash adds the key of hash h (keyHash).
 func (f *keyFilter) addHash(h uint64) {
@@ -50,6 +76,38 @@ func (f *keyFilter) mayHave(key []byte) bool {
 		return true
 	}
 	return f.mayHaveHash(keyHash(key))
+}
+
+// scan8 asks the filter about keys t, t+1, ... of a column (key t is
+// keys[offs[t]-base+skip : offs[t+1]-base]) while they are 8 bytes long, and appends
+// to hits those it may hold, until hits is full. It returns the first key
+// not asked about (a key of another length, or len(offs)-1) and hits. A
+// loop without a call keeps its state in registers: the scan of a 10M-row
+// purge took 52 instructions a key when MayMatchColumn's loop, which
+// calls back for each hit, held it.
+func (f *keyFilter) scan8(keys []byte, offs []int32, base, skip int32, t int, hits []int32) (int, []int32) {
+	if t+1 >= len(offs) || skip < 0 || int(skip) > len(keys) {
+		return t, hits
+	}
+	// Key t's 8 bytes are uk[s:s+8] when it ends at s+8+skip, s its start
+	// less base: they lie in uk when s is at most last.
+	uk, kl, last := keys[skip:], 8+skip, int32(len(keys)-int(skip)-8)
+	words := f.words
+	room := hits[len(hits):cap(hits)] // no append: its call would spill the loop's state
+	n, x := min(len(offs)-1, t+len(room)), 0
+	for s := offs[t] - base; t < n; t++ {
+		end := offs[t+1] - base
+		if end-s != kl || s < 0 || s > last {
+			break
+		}
+		h := keyHash8(unaligned.LE64(uk, int(s)))
+		if m := filterBits(h); words[wordOf(h, len(words))]&m == m {
+			room[x] = int32(t)
+			x++
+		}
+		s = end
+	}
+	return t, hits[:len(hits)+x]
 }
 
 // mayHaveHash is mayHave of the key of hash h (keyHash) in a built filter.
@@ -140,7 +198,7 @@ func (p *PurgeKeysSpec) selfCheck() (int, bool) {
 			continue
 		}
 		next, missed := 0, -1
-		p.MayMatchColumn(col, offs, 0, func(t int) {
+		p.MayMatchColumn(col, offs, 0, 0, func(t int) {
 			if missed < 0 && t != next {
 				missed = next
 			}

@@ -31,7 +31,7 @@ func TestKeyFilter(t *testing.T) {
 			through++
 		}
 	}
-	// About 1 in 700 at this size (26 bits a key); two bits in two words
+	// About 1 in 600 at this size (26 bits a key); two bits in two words
 	// let 1 in 180 through.
 	if rate := float64(through) / (10 * n); rate > 0.004 {
 		t.Errorf("%.3f%% of unlisted keys get through, want under 0.4%%", 100*rate)
@@ -100,22 +100,27 @@ func TestMayMatchColumn(t *testing.T) {
 	for _, c := range []struct {
 		skip    int32
 		from    int
-		atLeast int // the listed keys among them
-	}{{3, 0, 1000}, {3, 2400, 200}, {0, 0, 0}} {
+		atLeast int  // the listed keys among them
+		based   bool // keys given from row from's on, offsets counted from there
+	}{{3, 0, 1000, false}, {3, 2400, 200, false}, {0, 0, 0, false}, {3, 2400, 200, true}, {0, 1, 0, true}} {
 		var want, got []int
 		for t := c.from; t < 3000; t++ {
 			if p.MayMatch(keys[offs[t]+c.skip : offs[t+1]]) {
 				want = append(want, t)
 			}
 		}
-		p.MayMatchColumn(keys, offs[c.from:], c.skip, func(t int) { got = append(got, c.from+t) })
+		col, base := keys, int32(0)
+		if c.based {
+			col, base = keys[offs[c.from]:], offs[c.from]
+		}
+		p.MayMatchColumn(col, offs[c.from:], base, c.skip, func(t int) { got = append(got, c.from+t) })
 		if !slices.Equal(got, want) || len(got) < c.atLeast {
-			t.Errorf("skip %d from row %d: let through %d keys, want %d (at least %d)", c.skip, c.from, len(got), len(want), c.atLeast)
+			t.Errorf("skip %d from row %d (based %v): let through %d keys, want %d (at least %d)", c.skip, c.from, c.based, len(got), len(want), c.atLeast)
 		}
 	}
 	var unbuilt PurgeKeysSpec
 	n := 0
-	unbuilt.MayMatchColumn(keys, offs, 3, func(int) { n++ })
+	unbuilt.MayMatchColumn(keys, offs, 0, 3, func(int) { n++ })
 	if n != 3000 {
 		t.Errorf("an unbuilt filter let %d of 3000 keys through", n)
 	}
@@ -159,9 +164,28 @@ func TestKeyHash8(t *testing.T) {
 			want = append(want, t)
 		}
 	}
-	p.MayMatchColumn(keys, offs, 2, func(t int) { got = append(got, t) })
+	p.MayMatchColumn(keys, offs, 0, 2, func(t int) { got = append(got, t) })
 	if !slices.Equal(got, want) || len(got) < 990 {
 		t.Errorf("let through %d keys, want %d (the 990 listed among them)", len(got), len(want))
+	}
+	// The same column given from key 1000 on, its offsets counted from
+	// there: the same keys let through.
+	got = got[:0]
+	p.MayMatchColumn(keys[offs[1000]:], offs[1000:], offs[1000], 2, func(t int) { got = append(got, 1000+t) })
+	if from, _ := slices.BinarySearch(want, 1000); !slices.Equal(got, want[from:]) {
+		t.Errorf("from key 1000: let through %d keys, want %d", len(got), len(want)-from)
+	}
+	// scan8 asks about the 8-byte keys up to the first 9-byte one (key 99,
+	// then 199 from key 100 counted from there), with room for every hit.
+	for _, c := range []struct {
+		from int
+		base int32
+	}{{0, 0}, {100, offs[100]}} {
+		col := keys[c.base:]
+		end, hits := p.filter.scan8(col, offs, c.base, 2, c.from, make([]int32, 0, 100))
+		if end != c.from+99 || len(hits) < 33 {
+			t.Errorf("scan8 from key %d (base %d) stopped at key %d with %d hits, want key %d and at least 33", c.from, c.base, end, len(hits), c.from+99)
+		}
 	}
 }
 
@@ -216,7 +240,7 @@ func BenchmarkMayMatchColumn(b *testing.B) {
 	}
 	hits := 0
 	for b.Loop() {
-		p.MayMatchColumn(keys, offs, 12, func(int) { hits++ })
+		p.MayMatchColumn(keys, offs, 0, 12, func(int) { hits++ })
 	}
 	if hits == 0 {
 		b.Fatal("no key let through")

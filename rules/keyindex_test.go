@@ -156,7 +156,7 @@ func TestKeysReady(t *testing.T) {
 					}
 					hit := 0
 					for range 200 {
-						l.MayMatchColumn(keys, offs, 0, func(int) { hit++ })
+						l.MayMatchColumn(keys, offs, 0, 0, func(int) { hit++ })
 					}
 					if hit < 200 {
 						t.Errorf("a listed key ruled out by the filter handed over (%d of 200)", hit)

@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"encoding/binary"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -382,11 +381,11 @@ func (p *PurgeKeysSpec) Lookup(userKey []byte) (int, bool) {
 func (p *PurgeKeysSpec) MayMatch(userKey []byte) bool { return p.filter.mayHave(userKey) }
 
 // MayMatchColumn calls fn(t) for each key t of a column of keys that may
-// be listed, as MayMatch says, in order: key t is keys[offs[t]+skip :
-// offs[t+1]] (skip bytes of prefix left out), for t from 0 to len(offs)-2.
-// It asks the filter in one loop, without a call a key: the scan of a
-// purge asks it of every row.
-func (p *PurgeKeysSpec) MayMatchColumn(keys []byte, offs []int32, skip int32, fn func(t int)) {
+// be listed, as MayMatch says, in order: key t is keys[offs[t]-base+skip :
+// offs[t+1]-base] (offsets counted from base, skip bytes of prefix left
+// out), for t from 0 to len(offs)-2.
+// The scan of a purge asks it of every row.
+func (p *PurgeKeysSpec) MayMatchColumn(keys []byte, offs []int32, base, skip int32, fn func(t int)) {
 	f := &p.filter
 	if f.words == nil {
 		for t := 0; t+1 < len(offs); t++ {
@@ -397,23 +396,21 @@ func (p *PurgeKeysSpec) MayMatchColumn(keys []byte, offs []int32, skip int32, fn
 	if len(offs) == 0 {
 		return
 	}
-	// The filter in locals: fn's calls would have it read again.
-	words, shift := f.words, f.shift
-	start := offs[0]
-	for t := 0; t+1 < len(offs); t++ {
-		end := offs[t+1]
-		key := keys[start+skip : end]
-		start = end
-		// keyHash, whose loops keep it from being inlined, only for keys
-		// other than the 8-byte ones.
-		var h uint64
-		if len(key) == 8 {
-			h = keyHash8(binary.LittleEndian.Uint64(key))
-		} else {
-			h = keyHash(key)
+	// The 8-byte keys (int64 keys, the common case) a block at a time,
+	// through a loop without a call, whose state stays in registers; the
+	// others one by one.
+	var block [64]int32
+	for t := 0; t+1 < len(offs); {
+		var hits []int32
+		t, hits = f.scan8(keys, offs, base, skip, t, block[:0])
+		for _, h := range hits {
+			fn(int(h))
 		}
-		if m := filterBits(h); words[h>>shift]&m == m {
-			fn(t)
+		if len(hits) < len(block) && t+1 < len(offs) {
+			if f.mayHave(keys[offs[t]-base+skip : offs[t+1]-base]) {
+				fn(t)
+			}
+			t++
 		}
 	}
 }

@@ -15,9 +15,11 @@ import (
 // is one.
 type KeyProbe interface {
 	// MayMatchColumn calls fn(t), in increasing t, for each key t that may
-	// be held: key t is keys[offs[t]+skip : offs[t+1]], for t from 0 to
-	// len(offs)-2. It is called from several goroutines at once.
-	MayMatchColumn(keys []byte, offs []int32, skip int32, fn func(t int))
+	// be held: key t is keys[offs[t]-base+skip : offs[t+1]-base] (the
+	// offsets count from base, and skip bytes of prefix are left out), for
+	// t from 0 to len(offs)-2. It is called from several goroutines at
+	// once.
+	MayMatchColumn(keys []byte, offs []int32, base, skip int32, fn func(t int))
 }
 
 // ProbeSlot hands a KeyProbe to the opening of a savepoint that starts
@@ -107,11 +109,11 @@ func (s *Snapshot) KeyHits() *KeyHits { return s.hits }
 type rangeProbe struct {
 	slot  *ProbeSlot
 	probe KeyProbe
-	off   bool // nothing (more) to probe: no probe, or too many hits
-	from  int  // the batch row the probing started at
-	run   int  // the index of the range's run that the next block starts in
-	max   int  // the most hits kept
-	rel   []int32
+	off   bool     // nothing (more) to probe: no probe, or too many hits
+	from  int      // the batch row the probing started at
+	run   int      // the index of the range's run that the next block starts in
+	max   int      // the most hits kept
+	first [2]int32 // the offsets of a chunk's first row
 	hits  hitStretch
 }
 
@@ -156,26 +158,22 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 			k = min(k, runs[p.run+1].start-(first+j))
 		}
 		if run.slotted {
-			rel := p.rel[:0]
-			start := int32(0)
-			if j > 0 {
-				start = ends[j-1] - base
-			}
-			rel = append(rel, start)
-			for _, e := range ends[j : j+k] {
-				rel = append(rel, e-base)
-			}
-			p.rel = rel
 			// Room for every row of the segment to be a hit, and its key.
 			p.hits.rows = Grow(p.hits.rows, k)
 			p.hits.ends = Grow(p.hits.ends, k)
-			p.hits.keys = Grow(p.hits.keys, int(rel[k]-rel[0]))
-			row := first + j
-			p.probe.MayMatchColumn(keys, rel, int32(run.plen), func(t int) {
-				p.hits.rows = append(p.hits.rows, row+t)
-				p.hits.keys = append(p.hits.keys, keys[rel[t]:rel[t+1]]...)
-				p.hits.ends = append(p.hits.ends, int32(len(p.hits.keys)))
-			})
+			from := j // the first row asked with the ends before it
+			if j == 0 {
+				// Row 0 starts at base, which ends does not hold.
+				p.hits.keys = Grow(p.hits.keys, int(ends[k-1]-base))
+				p.first = [2]int32{base, ends[0]}
+				p.ask(keys, p.first[:], base, int32(run.plen), first)
+				from = 1
+			} else {
+				p.hits.keys = Grow(p.hits.keys, int(ends[j+k-1]-ends[j-1]))
+			}
+			if from < j+k {
+				p.ask(keys, ends[from-1:j+k], base, int32(run.plen), first+from)
+			}
 			if len(p.hits.rows) > p.max {
 				p.stop()
 				return
@@ -183,6 +181,17 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 		}
 		j += k
 	}
+}
+
+// ask asks the probe about the keys of a segment of rows (see
+// KeyProbe.MayMatchColumn: offs from base, plen bytes of prefix), the
+// first of which is the snapshot's row row, and keeps its hits.
+func (p *rangeProbe) ask(keys []byte, offs []int32, base, plen int32, row int) {
+	p.probe.MayMatchColumn(keys, offs, base, plen, func(t int) {
+		p.hits.rows = append(p.hits.rows, row+t)
+		p.hits.keys = append(p.hits.keys, keys[offs[t]-base:offs[t+1]-base]...)
+		p.hits.ends = append(p.hits.ends, int32(len(p.hits.keys)))
+	})
 }
 
 // stop ends the range's probing, its hits dropped.

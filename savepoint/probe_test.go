@@ -15,9 +15,9 @@ type modProbe struct{ m byte }
 
 func (p modProbe) may(k []byte) bool { return len(k) > 0 && k[len(k)-1]%p.m == 0 }
 
-func (p modProbe) MayMatchColumn(keys []byte, offs []int32, skip int32, fn func(t int)) {
+func (p modProbe) MayMatchColumn(keys []byte, offs []int32, base, skip int32, fn func(t int)) {
 	for t := 0; t+1 < len(offs); t++ {
-		if p.may(keys[offs[t]+skip : offs[t+1]]) {
+		if p.may(keys[offs[t]-base+skip : offs[t+1]-base]) {
 			fn(t)
 		}
 	}

@@ -42,13 +42,13 @@ type purgeProbe struct {
 // MayMatchColumn implements savepoint.KeyProbe. One list, the common
 // case, is asked a block at a time, without a call per key; several are
 // asked key by key.
-func (p *purgeProbe) MayMatchColumn(keys []byte, offs []int32, skip int32, fn func(t int)) {
+func (p *purgeProbe) MayMatchColumn(keys []byte, offs []int32, base, skip int32, fn func(t int)) {
 	if len(p.lists) == 1 {
-		p.lists[0].MayMatchColumn(keys, offs, skip, fn)
+		p.lists[0].MayMatchColumn(keys, offs, base, skip, fn)
 		return
 	}
 	for t := 0; t+1 < len(offs); t++ {
-		if p.mayMatch(keys[offs[t]+skip : offs[t+1]]) {
+		if p.mayMatch(keys[offs[t]-base+skip : offs[t+1]-base]) {
 			fn(t)
 		}
 	}

@@ -530,7 +530,7 @@ func (w *worker) purgeScan(i, end int, r savepoint.Row, p *prefixPlan) (int, boo
 			w.listed = append(w.listed, listedRow{row + t - j, len(w.listedKeys)})
 		}
 		probe := purgeProbe{lists: p.purges}
-		probe.MayMatchColumn(kc.Keys, kc.Offs[j:j+m+1], int32(plen), func(t int) { list(j + t) })
+		probe.MayMatchColumn(kc.Keys, kc.Offs[j:j+m+1], 0, int32(plen), func(t int) { list(j + t) })
 		w.runLast = append(w.runLast[:0], kc.Keys[kc.Offs[j+m-1]:kc.Offs[j+m]]...)
 	})
 }
