@@ -78,36 +78,58 @@ func (f *keyFilter) mayHave(key []byte) bool {
 	return f.mayHaveHash(keyHash(key))
 }
 
-// scan8 asks the filter about keys t, t+1, ... of a column (key t is
-// keys[offs[t]-base+skip : offs[t+1]-base]) while they are 8 bytes long, and appends
-// to hits those it may hold, until hits is full. It returns the first key
-// not asked about (a key of another length, or len(offs)-1) and hits. A
-// loop without a call keeps its state in registers: the scan of a 10M-row
-// purge took 52 instructions a key when MayMatchColumn's loop, which
-// calls back for each hit, held it.
-func (f *keyFilter) scan8(keys []byte, offs []int32, base, skip int32, t int, hits []int32) (int, []int32) {
-	if t+1 >= len(offs) || skip < 0 || int(skip) > len(keys) {
-		return t, hits
+// scan8 asks the filter about the keys of a column (key t is
+// keys[offs[t]-base+skip : offs[t+1]-base]) while they are 8 bytes long,
+// and puts in hits those it may hold until hits is full. It returns how
+// many keys it asked about (it stops at a key of another length) and how
+// many hits it found. A loop without a call keeps its state in registers:
+// the scan of a 10M-row purge took 52 instructions a key when
+// MayMatchColumn's loop, which calls back for each hit, held it.
+func (f *keyFilter) scan8(keys []byte, offs []int32, base, skip int32, hits *[64]int32) (t, x int) {
+	if len(offs) < 2 || skip < 0 || int(skip) > len(keys) {
+		return 0, 0
 	}
 	// Key t's 8 bytes are uk[s:s+8] when it ends at s+8+skip, s its start
 	// less base: they lie in uk when s is at most last.
 	uk, kl, last := keys[skip:], 8+skip, int32(len(keys)-int(skip)-8)
-	words := f.words
-	room := hits[len(hits):cap(hits)] // no append: its call would spill the loop's state
-	n, x := min(len(offs)-1, t+len(room)), 0
-	for s := offs[t] - base; t < n; t++ {
+	ws := f.words
+	n := uint64(len(ws))
+	for s := offs[0] - base; t+1 < len(offs); {
 		end := offs[t+1] - base
 		if end-s != kl || s < 0 || s > last {
 			break
 		}
 		h := keyHash8(unaligned.LE64(uk, int(s)))
-		if m := filterBits(h); words[wordOf(h, len(words))]&m == m {
-			room[x] = int32(t)
-			x++
+		t, s = t+1, end
+		if m := filterBits(h); ws[(h>>32)*n>>32]&m == m {
+			hits[x&(len(hits)-1)] = int32(t - 1)
+			if x++; x == len(hits) {
+				break
+			}
 		}
-		s = end
 	}
-	return t, hits[:len(hits)+x]
+	return t, x
+}
+
+// scanWords is scan8 for 8-byte keys given as words (big-endian, see
+// savepoint.WordProbe): it puts in hits those of words the filter may hold
+// until hits is full, and returns how many keys it asked about and how
+// many hits it found. Its state is kept to a few variables, which the
+// compiler keeps in registers.
+func (f *keyFilter) scanWords(words []uint64, hits *[64]int32) (t, x int) {
+	ws := f.words
+	n := uint64(len(ws))
+	for t < len(words) {
+		h := keyHash8(bits.ReverseBytes64(words[t]))
+		t++
+		if m := filterBits(h); ws[(h>>32)*n>>32]&m == m {
+			hits[x&(len(hits)-1)] = int32(t - 1)
+			if x++; x == len(hits) {
+				break
+			}
+		}
+	}
+	return t, x
 }
 
 // mayHaveHash is mayHave of the key of hash h (keyHash) in a built filter.

@@ -176,16 +176,26 @@ func TestKeyHash8(t *testing.T) {
 		t.Errorf("from key 1000: let through %d keys, want %d", len(got), len(want)-from)
 	}
 	// scan8 asks about the 8-byte keys up to the first 9-byte one (key 99,
-	// then 199 from key 100 counted from there), with room for every hit.
+	// then 199 from key 100, with the offsets counted from there), and
+	// stops once it has found 64 hits (a list of every key).
+	var hits [64]int32
 	for _, c := range []struct {
 		from int
 		base int32
 	}{{0, 0}, {100, offs[100]}} {
-		col := keys[c.base:]
-		end, hits := p.filter.scan8(col, offs, c.base, 2, c.from, make([]int32, 0, 100))
-		if end != c.from+99 || len(hits) < 33 {
-			t.Errorf("scan8 from key %d (base %d) stopped at key %d with %d hits, want key %d and at least 33", c.from, c.base, end, len(hits), c.from+99)
+		n, x := p.filter.scan8(keys[c.base:], offs[c.from:], c.base, 2, &hits)
+		if n != 99 || x < 33 {
+			t.Errorf("scan8 from key %d (base %d) asked about %d keys with %d hits, want 99 and at least 33", c.from, c.base, n, x)
 		}
+		for _, h := range hits[:x] {
+			if k := c.from + int(h); !p.MayMatch(keys[offs[k]+2 : offs[k+1]]) {
+				t.Errorf("scan8 from key %d: hit %d not let through by MayMatch", c.from, k)
+			}
+		}
+	}
+	all := listOf(3000, func(i int) string { return int64Key(int64(i)) })
+	if n, x := all.filter.scan8(keys, offs[200:], 0, 2, &hits); n != 64 || x != 64 || hits[63] != 63 {
+		t.Errorf("scan8 with every key listed: asked about %d keys with %d hits (last %d), want 64, 64 and 63", n, x, hits[63])
 	}
 }
 
@@ -241,6 +251,58 @@ func BenchmarkMayMatchColumn(b *testing.B) {
 	hits := 0
 	for b.Loop() {
 		p.MayMatchColumn(keys, offs, 0, 12, func(int) { hits++ })
+	}
+	if hits == 0 {
+		b.Fatal("no key let through")
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2048), "ns/key")
+}
+
+// MayMatchWords lets through, in order, the 8-byte keys given as words
+// that MayMatch lets through, in blocks of hits of any number: a list of
+// every third key, of every key, and an unbuilt filter.
+func TestMayMatchWords(t *testing.T) {
+	var words []uint64
+	for i := range 10_000 {
+		words = append(words, binary.BigEndian.Uint64(binary.LittleEndian.AppendUint64(nil, uint64(i))))
+	}
+	for _, c := range []struct {
+		what    string
+		p       *PurgeKeysSpec
+		atLeast int
+	}{
+		{"every third key", listOf(3334, func(i int) string { return int64Key(int64(3 * i)) }), 3334},
+		{"every key", listOf(10_000, func(i int) string { return int64Key(int64(i)) }), 10_000},
+		{"an unbuilt filter", &PurgeKeysSpec{}, 10_000},
+	} {
+		var want, got []int
+		for i, w := range words {
+			if c.p.MayMatch(binary.BigEndian.AppendUint64(nil, w)) {
+				want = append(want, i)
+			}
+		}
+		c.p.MayMatchWords(words, func(t int) { got = append(got, t) })
+		if !slices.Equal(got, want) || len(got) < c.atLeast {
+			t.Errorf("%s: let through %d keys, want %d (at least %d)", c.what, len(got), len(want), c.atLeast)
+		}
+	}
+}
+
+// BenchmarkMayMatchWords is BenchmarkMayMatchColumn for the same keys
+// given as words (savepoint.WordProbe).
+func BenchmarkMayMatchWords(b *testing.B) {
+	p := listOf(100_000, func(i int) string { return int64Key(int64(7 * i)) })
+	var words []uint64
+	for i := range 2048 {
+		v := uint64(1<<40 + 3*i)
+		if i%100 == 0 {
+			v = uint64(7 * i)
+		}
+		words = append(words, binary.BigEndian.Uint64(binary.LittleEndian.AppendUint64(nil, v)))
+	}
+	hits := 0
+	for b.Loop() {
+		p.MayMatchWords(words, func(int) { hits++ })
 	}
 	if hits == 0 {
 		b.Fatal("no key let through")

@@ -399,19 +399,39 @@ func (p *PurgeKeysSpec) MayMatchColumn(keys []byte, offs []int32, base, skip int
 	// The 8-byte keys (int64 keys, the common case) a block at a time,
 	// through a loop without a call, whose state stays in registers; the
 	// others one by one.
-	var block [64]int32
+	var hits [64]int32
 	for t := 0; t+1 < len(offs); {
-		var hits []int32
-		t, hits = f.scan8(keys, offs, base, skip, t, block[:0])
-		for _, h := range hits {
-			fn(int(h))
+		n, x := f.scan8(keys, offs[t:], base, skip, &hits)
+		for _, h := range hits[:x] {
+			fn(t + int(h))
 		}
-		if len(hits) < len(block) && t+1 < len(offs) {
+		if t += n; x < len(hits) && t+1 < len(offs) {
 			if f.mayHave(keys[offs[t]-base+skip : offs[t+1]-base]) {
 				fn(t)
 			}
 			t++
 		}
+	}
+}
+
+// MayMatchWords calls fn(t) for each 8-byte user key t that may be
+// listed, as MayMatch says, in order: key t is the 8 bytes of words[t] in
+// big-endian order (savepoint.WordProbe).
+func (p *PurgeKeysSpec) MayMatchWords(words []uint64, fn func(t int)) {
+	f := &p.filter
+	if f.words == nil {
+		for t := range words {
+			fn(t)
+		}
+		return
+	}
+	var hits [64]int32
+	for t := 0; t < len(words); {
+		n, x := f.scanWords(words[t:], &hits)
+		for _, h := range hits[:x] {
+			fn(t + int(h))
+		}
+		t += n
 	}
 }
 

@@ -22,6 +22,18 @@ type KeyProbe interface {
 	MayMatchColumn(keys []byte, offs []int32, base, skip int32, fn func(t int))
 }
 
+// WordProbe is a KeyProbe that may also be asked about 8-byte user keys
+// (int64 keys, the common case) given as words, which the pass at open
+// keeps as it compares the keys: without their offsets, their lengths or
+// their prefixes, its loop has little left to do.
+type WordProbe interface {
+	KeyProbe
+	// MayMatchWords calls fn(t), in increasing t, for each key t that may
+	// be held: key t is the 8 bytes of words[t], in big-endian order. It
+	// is called from several goroutines at once.
+	MayMatchWords(words []uint64, fn func(t int))
+}
+
 // ProbeSlot hands a KeyProbe to the opening of a savepoint that starts
 // before the probe is ready (the open and the loading of a purge list run
 // side by side). The pass at open asks the slot at each block of rows: the
@@ -109,12 +121,17 @@ func (s *Snapshot) KeyHits() *KeyHits { return s.hits }
 type rangeProbe struct {
 	slot  *ProbeSlot
 	probe KeyProbe
-	off   bool     // nothing (more) to probe: no probe, or too many hits
-	from  int      // the batch row the probing started at
-	run   int      // the index of the range's run that the next block starts in
-	max   int      // the most hits kept
-	first [2]int32 // the offsets of a chunk's first row
-	hits  hitStretch
+	wp    WordProbe // probe, when it is one
+	// words are the user keys of the chunk being read, when wp takes them
+	// and every row of a slotted run has an 8-byte one (wordsOK).
+	words   []uint64
+	wordsOK bool
+	off     bool     // nothing (more) to probe: no probe, or too many hits
+	from    int      // the batch row the probing started at
+	run     int      // the index of the range's run that the next block starts in
+	max     int      // the most hits kept
+	first   [2]int32 // the offsets of a chunk's first row
+	hits    hitStretch
 }
 
 // probeChunk probes the rows [x, x+len(ends)) of r's batch, whose keys are
@@ -139,6 +156,7 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 			return
 		}
 		p.probe, p.from = probe, x
+		p.wp, _ = probe.(WordProbe)
 		p.hits.ends = append(p.hits.ends[:0], 0)
 	}
 	if !r.strict || r.tooMany {
@@ -161,18 +179,10 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 			// Room for every row of the segment to be a hit, and its key.
 			p.hits.rows = Grow(p.hits.rows, k)
 			p.hits.ends = Grow(p.hits.ends, k)
-			from := j // the first row asked with the ends before it
-			if j == 0 {
-				// Row 0 starts at base, which ends does not hold.
-				p.hits.keys = Grow(p.hits.keys, int(ends[k-1]-base))
-				p.first = [2]int32{base, ends[0]}
-				p.ask(keys, p.first[:], base, int32(run.plen), first)
-				from = 1
+			if p.wordsOK {
+				p.askWords(keys, ends, base, j, k, first)
 			} else {
-				p.hits.keys = Grow(p.hits.keys, int(ends[j+k-1]-ends[j-1]))
-			}
-			if from < j+k {
-				p.ask(keys, ends[from-1:j+k], base, int32(run.plen), first+from)
+				p.askKeys(keys, ends, base, j, k, first, int32(run.plen))
 			}
 			if len(p.hits.rows) > p.max {
 				p.stop()
@@ -180,6 +190,60 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 			}
 		}
 		j += k
+	}
+}
+
+// wordsFor returns the words for the c user keys of the next chunk, when
+// the probe takes them (nil otherwise); the chunk's rows then fill them
+// in, or call noWords.
+func (p *rangeProbe) wordsFor(c int) []uint64 {
+	p.wordsOK = p.wp != nil && !p.off
+	if !p.wordsOK {
+		return nil
+	}
+	p.words = Grow(p.words[:0], c)[:c]
+	return p.words
+}
+
+// noWords notes that some row of the chunk being read has no word: the
+// chunk is probed by its keys.
+func (p *rangeProbe) noWords() { p.wordsOK = false }
+
+// askWords asks the probe about the words of rows [j, j+k) of a chunk (see
+// probeChunk), the chunk's first being the snapshot's row first, and keeps
+// its hits.
+func (p *rangeProbe) askWords(keys []byte, ends []int32, base int32, j, k, first int) {
+	start := func(i int) int32 {
+		if i == 0 {
+			return base
+		}
+		return ends[i-1]
+	}
+	p.hits.keys = Grow(p.hits.keys, int(ends[j+k-1]-start(j)))
+	p.wp.MayMatchWords(p.words[j:j+k], func(t int) {
+		i := j + t
+		p.hits.rows = append(p.hits.rows, first+i)
+		p.hits.keys = append(p.hits.keys, keys[start(i)-base:ends[i]-base]...)
+		p.hits.ends = append(p.hits.ends, int32(len(p.hits.keys)))
+	})
+}
+
+// askKeys asks the probe about the keys of rows [j, j+k) of a chunk (see
+// probeChunk; plen bytes of prefix), the chunk's first being the
+// snapshot's row first, and keeps its hits.
+func (p *rangeProbe) askKeys(keys []byte, ends []int32, base int32, j, k, first int, plen int32) {
+	from := j // the first row asked with the ends before it
+	if j == 0 {
+		// Row 0 starts at base, which ends does not hold.
+		p.hits.keys = Grow(p.hits.keys, int(ends[k-1]-base))
+		p.first = [2]int32{base, ends[0]}
+		p.ask(keys, p.first[:], base, plen, first)
+		from = 1
+	} else {
+		p.hits.keys = Grow(p.hits.keys, int(ends[j+k-1]-ends[j-1]))
+	}
+	if from < j+k {
+		p.ask(keys, ends[from-1:j+k], base, plen, first+from)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sptool/sptool/internal/testhook"
@@ -23,12 +24,38 @@ func (p modProbe) MayMatchColumn(keys []byte, offs []int32, base, skip int32, fn
 	}
 }
 
+// wordProbe is modProbe that also takes 8-byte user keys as words
+// (WordProbe), and counts those it was asked about.
+type wordProbe struct {
+	modProbe
+	asked *atomic.Int64
+}
+
+func (p wordProbe) MayMatchWords(words []uint64, fn func(t int)) {
+	p.asked.Add(int64(len(words)))
+	for t, w := range words {
+		if p.may(binary.BigEndian.AppendUint64(nil, w)) {
+			fn(t)
+		}
+	}
+}
+
 // probeRows returns n keyed rows in canonical order (two operators, two
 // slots, 8-byte user keys) and, for probe p, the rows it lets through.
 func probeRows(n int, p modProbe) (rows []Row, hits []int) {
+	return probeRowsOdd(n, p, 0)
+}
+
+// probeRowsOdd is probeRows with every odd-th user key 9 bytes long
+// (none when odd is 0).
+func probeRowsOdd(n int, p modProbe, odd int) (rows []Row, hits []int) {
 	for i := 0; len(rows) < n; i++ {
 		op, slot := uint64(3+6*(i%2)), []string{"a", "bb"}[i/2%2]
-		rows = append(rows, Row{Op: op, Key: EncodeKeyedKey([]byte(slot), binary.BigEndian.AppendUint64(nil, uint64(i/4))), Value: []byte{byte(i)}})
+		uk := binary.BigEndian.AppendUint64(nil, uint64(i/4))
+		if odd > 0 && i%odd == odd-1 {
+			uk = append([]byte{1}, uk...)
+		}
+		rows = append(rows, Row{Op: op, Key: EncodeKeyedKey([]byte(slot), uk), Value: []byte{byte(i)}})
 	}
 	slices.SortFunc(rows, func(a, b Row) int { return a.Compare(b) })
 	for i, r := range rows {
@@ -66,13 +93,38 @@ func checkHits(t *testing.T, what string, h *KeyHits, rows []Row, want []int, i,
 // TestKeyHits: the pass at open keeps exactly the rows a probe lets
 // through, with their keys, in ranges and blocks of any size; Hits answers
 // only for rows that were probed.
+// A probe that takes words (WordProbe) is asked for them, and gets the
+// same hits, unless the rows' user keys are not all 8 bytes long (every
+// 500th or every 3rd 9 bytes): those blocks are asked by their keys.
 func TestKeyHits(t *testing.T) {
 	defer func(a, b int) { verifyMinRows, verifyChunk = a, b }(verifyMinRows, verifyChunk)
-	p := modProbe{7}
-	rows, want := probeRows(20_000, p)
-	for _, c := range []struct{ minRows, chunk int }{{1 << 16, 2048}, {3000, 100}, {5000, 7}} {
-		verifyMinRows, verifyChunk = c.minRows, c.chunk
-		what := fmt.Sprintf("ranges of %d rows or more, blocks of %d", c.minRows, c.chunk)
+	for _, pc := range []struct {
+		what  string
+		words bool
+		odd   int
+	}{{"keys", false, 0}, {"words", true, 0}, {"words, 9-byte keys now and then", true, 500}, {"words, 9-byte keys often", true, 3}} {
+		var asked atomic.Int64
+		var p KeyProbe = modProbe{7}
+		if pc.words {
+			p = wordProbe{modProbe{7}, &asked}
+		}
+		rows, want := probeRowsOdd(20_000, modProbe{7}, pc.odd)
+		for _, c := range []struct{ minRows, chunk int }{{1 << 16, 2048}, {3000, 100}, {5000, 7}} {
+			asked.Store(0)
+			checkKeyHits(t, fmt.Sprintf("%s: ranges of %d rows or more, blocks of %d", pc.what, c.minRows, c.chunk), p, rows, want, c.minRows, c.chunk)
+			if n := asked.Load(); pc.words && (n == 0) != (pc.odd == 3 && c.chunk > 7) {
+				t.Errorf("%s, blocks of %d: asked about %d words", pc.what, c.chunk, n)
+			}
+		}
+	}
+}
+
+// checkKeyHits opens rows with probe p, in ranges of minRows or more and
+// blocks of chunk rows, and checks its hits against want.
+func checkKeyHits(t *testing.T, what string, p KeyProbe, rows []Row, want []int, minRows, chunk int) {
+	t.Helper()
+	{
+		verifyMinRows, verifyChunk = minRows, chunk
 		path := writeProbeFile(t, rows, []int{12_000, 8_000})
 		slot := &ProbeSlot{}
 		slot.Set(p)
@@ -82,7 +134,7 @@ func TestKeyHits(t *testing.T) {
 		}
 		snap := sp.Files[0].Snapshot
 		h := snap.KeyHits()
-		if h == nil || h.Probe != KeyProbe(p) {
+		if h == nil || h.Probe != p {
 			t.Fatalf("%s: hits %v", what, h)
 		}
 		// Each range's rows (a batch is cut into ranges of equal rows).
@@ -91,7 +143,7 @@ func TestKeyHits(t *testing.T) {
 			checkHits(t, what, h, rows, want, st.from+5, st.to-3)
 			checkHits(t, what, h, rows, want, st.from+5, st.from+5)
 		}
-		if n := len(h.stretches); c.minRows < 1<<16 && n < 3 {
+		if n := len(h.stretches); minRows < 1<<16 && n < 3 {
 			t.Fatalf("%s: %d ranges", what, n)
 		}
 		if _, _, _, ok := h.Hits(h.stretches[0].to-1, h.stretches[1].from+1); ok {
@@ -138,6 +190,7 @@ func TestKeyHitsNone(t *testing.T) {
 		{"a slot never set", path, &ProbeSlot{}},
 		{"a slot set to none", path, set(nil)},
 		{"a probe that lets every key through", path, set(modProbe{1})},
+		{"a probe of words that lets every key through", path, set(wordProbe{modProbe{1}, new(atomic.Int64)})},
 		{"unsorted rows", unsortedPath, set(modProbe{7})},
 	} {
 		sp, err := Open(c.path, OpenOptions{Columnar: true, Probe: c.slot})

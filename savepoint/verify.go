@@ -429,6 +429,9 @@ func (r *verifyRange) verify(m *mappedFile) error {
 		base := kAt
 		fast := r.fast
 		opsEnd := -1 // the end of the rows from j on of operator prevOp
+		// The rows' 8-byte user keys, as words, for a probe that takes
+		// them (see WordProbe): nil when it does not, or not yet.
+		words := r.probe.wordsFor(c)
 		for j := 0; j < c; j++ {
 			if l := len(prev); fast && l >= 8 && l <= 16 {
 				if opsEnd < j {
@@ -436,8 +439,15 @@ func (r *verifyRange) verify(m *mappedFile) error {
 				}
 				from := j
 				pm := ^uint64(0) << (64 - 8*r.cur.plen) // (plen is 1 to 8 when fast)
+				w := words
+				if l-r.cur.plen != 8 {
+					w = nil
+				}
 				j, kAt = fastRows(chunk, kEnds, j, opsEnd, kAt, base, int32(l),
-					binary.BigEndian.Uint64(prev), binary.BigEndian.Uint64(prev[l-8:]), pm)
+					binary.BigEndian.Uint64(prev), binary.BigEndian.Uint64(prev[l-8:]), pm, w)
+				if w == nil && j > from {
+					r.probe.noWords()
+				}
 				if j > from {
 					prev = chunk[kAt-base-int32(l) : kAt-base : kAt-base]
 				}
@@ -455,6 +465,13 @@ func (r *verifyRange) verify(m *mappedFile) error {
 			}
 			r.row(x+j, op, key, prevOp, prev, e-int32(len(key)), vStart)
 			fast = r.fast
+			if words != nil {
+				if r.cur.slotted && len(key)-r.cur.plen == 8 {
+					words[j] = binary.BigEndian.Uint64(key[len(key)-8:])
+				} else {
+					r.probe.noWords()
+				}
+			}
 			if op != prevOp {
 				opsEnd = -1
 			}
@@ -494,10 +511,12 @@ func (r *verifyRange) verify(m *mappedFile) error {
 // bits of the first. Such a row needs nothing noted. It returns the first
 // row that does not take the shortcut (or end) and where its key starts.
 // The chunk's keys start at byte base of the batch's keys, row j's at at,
-// and end at kEnds. A loop of its own, without a call, keeps its state in
-// registers: inside verify's, spilled to the stack around row's call, it
-// took 97 instructions a row.
-func fastRows(chunk []byte, kEnds []int32, j, end int, at, base int32, klen int32, hi, lo, pm uint64) (int, int32) {
+// and end at kEnds. When words is not nil, the keys' last 8 bytes (their
+// user keys) are kept in it, as big-endian words (see WordProbe). A loop
+// of its own, without a call, keeps its state in registers: inside
+// verify's, spilled to the stack around row's call, it took 97
+// instructions a row.
+func fastRows(chunk []byte, kEnds []int32, j, end int, at, base int32, klen int32, hi, lo, pm uint64, words []uint64) (int, int32) {
 	s, k := int(at-base), int(klen)
 	if s < 0 || k < 8 {
 		return j, at
@@ -508,6 +527,9 @@ func fastRows(chunk []byte, kEnds []int32, j, end int, at, base int32, klen int3
 		h, l := unaligned.BE64(chunk, s), unaligned.BE64(chunk, s+k-8)
 		if !(hi < h || hi == h && lo < l) || (hi^h)&pm != 0 {
 			break
+		}
+		if words != nil {
+			words[j] = l
 		}
 		hi, lo, at, s = h, l, at+klen, s+k
 	}

@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"encoding/binary"
 	"slices"
 
 	"github.com/sptool/sptool/rules"
@@ -49,6 +50,22 @@ func (p *purgeProbe) MayMatchColumn(keys []byte, offs []int32, base, skip int32,
 	}
 	for t := 0; t+1 < len(offs); t++ {
 		if p.mayMatch(keys[offs[t]-base+skip : offs[t+1]-base]) {
+			fn(t)
+		}
+	}
+}
+
+// MayMatchWords implements savepoint.WordProbe, as MayMatchColumn does
+// KeyProbe.
+func (p *purgeProbe) MayMatchWords(words []uint64, fn func(t int)) {
+	if len(p.lists) == 1 {
+		p.lists[0].MayMatchWords(words, fn)
+		return
+	}
+	var k [8]byte
+	for t, w := range words {
+		binary.BigEndian.PutUint64(k[:], w)
+		if p.mayMatch(k[:]) {
 			fn(t)
 		}
 	}
