@@ -24,6 +24,10 @@ type Batch struct {
 	Vals    []byte
 
 	file *mappedFile // the file the slices map, if they do
+	// The stretches of equal key and value lengths and of one operator
+	// that the open noted, or nil (see stepCol).
+	keySteps, valSteps *stepCol
+	opRuns             *opCol
 }
 
 // Len returns the number of rows of the batch.

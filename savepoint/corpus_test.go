@@ -347,6 +347,7 @@ func FuzzOpenMapped(f *testing.F) {
 		if snap.Variant != Canonical || !snap.Columnar() {
 			return
 		}
+		checkSteps(t, "fuzz", snap)
 		if h := snap.KeyHits(); h != nil {
 			cur := snap.NewCursor()
 			for _, st := range h.stretches {

@@ -309,6 +309,7 @@ type rangeWriter struct {
 	release mapRelease
 	bounds  window // the offsets that bound runs (see window.offset)
 	choice  runChoice
+	hint    stepHint // offsets written from a batch's stretches
 }
 
 // free returns the writer's buffers to the pool.
@@ -374,7 +375,11 @@ func (rw *rangeWriter) ops(out *sink, i, end int) {
 	rw.choice, rw.kv = runChoice{}, false
 	for i < end {
 		if b, lo, k, ok := rw.run(i, end); ok {
-			out.writeOps(b.file, b.Ops[lo:lo+k])
+			if b.opRuns != nil {
+				out.writeOpRuns(b.opRuns, lo, k)
+			} else {
+				out.writeOps(b.file, b.Ops[lo:lo+k])
+			}
 			i += k
 			continue
 		}
@@ -410,7 +415,11 @@ func (rw *rangeWriter) offsets(out *sink, value bool, i, end int, off uint32) ui
 	for i < end {
 		if b, lo, k, ok := rw.run(i, end); ok {
 			offsets, _ := column(b, value)
-			off = out.writeOffsets(b.file, offsets[lo:lo+k+1], off)
+			if c := b.stepsOf(offsets); c != nil {
+				off = out.stepOffsets(c, &rw.hint, lo, k, off)
+			} else {
+				off = out.writeOffsets(b.file, offsets[lo:lo+k+1], off)
+			}
 			i += k
 			continue
 		}

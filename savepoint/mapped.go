@@ -114,6 +114,7 @@ type window struct {
 	// refills, served and views: windows read, bytes served from them,
 	// and views served.
 	refills, served, views int64
+	hint                   stepHint // offsets computed from a batch's stretches
 }
 
 // useful reports whether reading another window is worth it: the first few
@@ -135,6 +136,9 @@ func (w *window) free() {
 func (w *window) offset(b *Batch, offsets []int32, data []byte, x int) (int, error) {
 	if b.file == nil || !littleEndian {
 		return int(offsets[x]), nil
+	}
+	if c := b.stepsOf(offsets); c != nil {
+		return int(c.at(x, &w.hint)), nil
 	}
 	v, err := w.view(b.file, bytesOf(offsets[x:x+1]))
 	if err != nil {

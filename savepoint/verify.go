@@ -172,6 +172,9 @@ type verifyRange struct {
 	maxRuns        int
 	maxKeys        int // bytes of the runs' first and last keys
 	probe          rangeProbe
+	// The stretches of equal lengths and of one operator (see stepCol).
+	keySteps, valSteps stepBuilder
+	opRuns             opBuilder
 
 	// cur is the prefix run the last row is in; fast is set by row.
 	cur struct {
@@ -214,7 +217,9 @@ func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot, slot *Pr
 			if bounds[p] == bounds[p+1] && n > 0 {
 				continue
 			}
+			maxSteps := max(1024, (bounds[p+1]-bounds[p])/8)
 			ranges = append(ranges, &verifyRange{batch: bi, b: b, offset: row, lo: bounds[p], hi: bounds[p+1],
+				keySteps: stepBuilder{max: maxSteps}, valSteps: stepBuilder{max: maxSteps}, opRuns: opBuilder{max: maxSteps},
 				kLo: kb[p], kHi: kb[p+1], vLo: vb[p], vHi: vb[p+1], maxRuns: maxRuns,
 				maxKeys: max(64<<10, int(kb[p+1]-kb[p])/64),
 				probe:   rangeProbe{slot: slot, off: slot == nil, max: max(4096, (bounds[p+1]-bounds[p])/16)}})
@@ -270,7 +275,42 @@ func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot, slot *Pr
 			snap.hits = &hits
 		}
 	}
+	setSteps(snap, ranges)
 	return crc, true
+}
+
+// setSteps gives each batch of snap the stretches its ranges noted (see
+// stepCol), for each column whose ranges all kept theirs.
+func setSteps(snap *Snapshot, ranges []*verifyRange) {
+	for bi := range snap.Batches {
+		var keys, vals []stepRun
+		var ops []opRun
+		keysOK, valsOK, opsOK := true, true, true
+		for _, r := range ranges {
+			if r.batch != bi || r.lo == r.hi {
+				continue
+			}
+			keysOK = keysOK && !r.keySteps.over
+			valsOK = valsOK && !r.valSteps.over
+			opsOK = opsOK && !r.opRuns.over
+			keys = append(keys, r.keySteps.runs...)
+			vals = append(vals, r.valSteps.runs...)
+			ops = append(ops, r.opRuns.runs...)
+		}
+		b := &snap.Batches[bi]
+		if b.Len() == 0 {
+			continue
+		}
+		if keysOK {
+			b.keySteps = &stepCol{keys}
+		}
+		if valsOK {
+			b.valSteps = &stepCol{vals}
+		}
+		if opsOK {
+			b.opRuns = &opCol{ops}
+		}
+	}
 }
 
 // readOffsets reads the offsets at the rows bounds of a batch and checks
@@ -412,6 +452,7 @@ func (r *verifyRange) verify(m *mappedFile) error {
 		}
 		vFrom := vAt // the chunk's first value starts there
 		vAt = vEnds[c-1]
+		r.valSteps.addEnds(x, vFrom, vEnds)
 		kEnds, okK := int32s(kb)
 		if !okK || !ascending(kEnds, kAt, r.kHi) {
 			return errGiveUp
@@ -464,6 +505,10 @@ func (r *verifyRange) verify(m *mappedFile) error {
 				vStart = vEnds[j-1]
 			}
 			r.row(x+j, op, key, prevOp, prev, e-int32(len(key)), vStart)
+			// (The rows fastRows passes over have the operator and the
+			// key's length of the one before.)
+			r.keySteps.add(x+j, e-int32(len(key)), int32(len(key)))
+			r.opRuns.add(x+j, op)
 			fast = r.fast
 			if words != nil {
 				if r.cur.slotted && len(key)-r.cur.plen == 8 {

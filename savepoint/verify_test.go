@@ -119,6 +119,7 @@ func TestVerifyMapped(t *testing.T) {
 			if !ok || crc != CRC32C(data) {
 				t.Errorf("%s: verifyMapped = %d, %v; want %d, true", name, crc, ok, CRC32C(data))
 			}
+			checkSteps(t, name, f.Snapshot)
 			gotSorted, gotStrict := fresh.Order()
 			wantSorted, wantStrict := f.Snapshot.computeOrder()
 			if gotSorted != wantSorted || gotStrict != wantStrict {
@@ -138,6 +139,96 @@ func TestVerifyMapped(t *testing.T) {
 						t.Errorf("%s: Find(%d) gives run [%d,%d)", name, i, run.Start, run.End)
 					}
 				}
+			}
+			sp.Close()
+		}
+	}
+}
+
+// checkSteps checks that the stretches the open noted for snap's batches
+// (see stepCol) give their offsets and operators, and returns how many
+// columns of how many have them.
+func checkSteps(t *testing.T, what string, snap *Snapshot) (noted, cols int) {
+	t.Helper()
+	for bi := range snap.Batches {
+		b := &snap.Batches[bi]
+		if b.Len() == 0 {
+			continue
+		}
+		cols += 3
+		for _, c := range []struct {
+			name    string
+			steps   *stepCol
+			offsets []int32
+		}{{"key", b.keySteps, b.KeyOffs}, {"value", b.valSteps, b.ValOffs}} {
+			if c.steps == nil {
+				continue
+			}
+			noted++
+			if b.stepsOf(c.offsets) != c.steps {
+				t.Fatalf("%s: batch %d: stepsOf gives another column's %s stretches", what, bi, c.name)
+			}
+			var h stepHint
+			for _, x := range []int{b.Len(), 0, b.Len() / 2} { // jumps, then in order
+				if got := c.steps.at(x, &h); got != c.offsets[x] {
+					t.Fatalf("%s: batch %d: %s offset %d = %d from %d stretches, want %d", what, bi, c.name, x, got, len(c.steps.runs), c.offsets[x])
+				}
+			}
+			for x := range c.offsets {
+				if got := c.steps.at(x, &h); got != c.offsets[x] {
+					t.Fatalf("%s: batch %d: %s offset %d = %d from %d stretches, want %d", what, bi, c.name, x, got, len(c.steps.runs), c.offsets[x])
+				}
+			}
+		}
+		if b.opRuns != nil {
+			noted++
+			for x, op := range b.Ops {
+				if got := b.opRuns.runs[b.opRuns.find(x)].op; got != op {
+					t.Fatalf("%s: batch %d: operator of row %d = %d from %d stretches, want %d", what, bi, x, got, len(b.opRuns.runs), op)
+				}
+			}
+		}
+	}
+	return noted, cols
+}
+
+// The open notes the stretches of equal key and value lengths and of one
+// operator (stepCol, opCol) of each batch, in ranges and blocks of any
+// size, unless a range has too many: int64 keys and values, values of
+// random lengths, and operators that change at every row.
+func TestSteps(t *testing.T) {
+	defer func(a, b int) { verifyMinRows, verifyChunk = a, b }(verifyMinRows, verifyChunk)
+	r := rand.New(rand.NewPCG(5, 6))
+	fixed, _ := probeRows(20_000, modProbe{7})
+	mixed := slices.Clone(fixed)
+	for i := range mixed {
+		mixed[i].Value = bytes.Repeat([]byte{'v'}, r.IntN(30))
+	}
+	opEach := slices.Clone(fixed)
+	for i := range opEach {
+		opEach[i].Op = uint64(i)
+	}
+	for _, c := range []struct {
+		name      string
+		rows      []Row
+		minNoted  int // of 3 columns a batch, over 2 batches
+		wantSteps bool
+	}{
+		{"int64 keys and values", fixed, 6, true},
+		{"values of random lengths", mixed, 4, false},
+		{"an operator a row", opEach, 2, false},
+	} {
+		path := writeProbeFile(t, c.rows, []int{12_000, 8_000})
+		for _, cut := range []struct{ minRows, chunk int }{{1 << 16, 2048}, {3000, 100}, {1000, 7}} {
+			verifyMinRows, verifyChunk = cut.minRows, cut.chunk
+			name := fmt.Sprintf("%s, ranges of %d rows or more, blocks of %d", c.name, cut.minRows, cut.chunk)
+			sp, err := Open(path, OpenOptions{Columnar: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			noted, cols := checkSteps(t, name, sp.Files[0].Snapshot)
+			if cols != 6 || noted < c.minNoted || (noted == 6) != c.wantSteps {
+				t.Errorf("%s: %d of %d columns have stretches, want %d or more", name, noted, cols, c.minNoted)
 			}
 			sp.Close()
 		}

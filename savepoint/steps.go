@@ -1,0 +1,220 @@
+package savepoint
+
+import (
+	"encoding/binary"
+	"sort"
+	"unsafe"
+)
+
+// Regular stretches of a batch's columns.
+//
+// The writer needs a batch's offsets three more times after the open has
+// read and checked them: to size the output, to bound the key and value
+// bytes of each run of rows it copies, and to write the output's offsets;
+// and it copies the operators. In a canonical file the keys of a run of
+// rows of one slot usually all have one length (an int64 key behind the
+// slot's prefix), values often do too, and the operators change only
+// between operators' rows. The pass at open notes those stretches as it
+// reads (stepCol, opCol) when there are few of them, and the writer then
+// computes the offsets and repeats the operators instead of reading them:
+// 320 MB less read for a 10M-row purge, of 950 MB.
+
+// stepRun is a stretch of a batch's rows, from row on, whose keys (or
+// values) all have length step; off is where row's starts.
+type stepRun struct {
+	row  int
+	off  int32
+	step int32
+}
+
+// stepCol is a batch's offsets of keys (or values) as stretches of equal
+// lengths, in row order, the first from row 0 and the last up to the
+// batch's end.
+type stepCol struct{ runs []stepRun }
+
+// opRun is a stretch of a batch's rows, from row on, of operator op.
+type opRun struct {
+	row int
+	op  uint64
+}
+
+// opCol is a batch's operators as stretches of one operator, in row
+// order, the first from row 0.
+type opCol struct{ runs []opRun }
+
+// stepHint remembers the stretch of the last lookup of one caller, which
+// mostly goes forward through a batch.
+type stepHint struct {
+	col *stepCol
+	at  int
+}
+
+// find returns the index of the stretch holding row x: the last whose row
+// is at most x.
+func (c *stepCol) find(x int, h *stepHint) int {
+	k := 0
+	if h.col == c {
+		k = h.at
+	}
+	runs := c.runs
+	switch {
+	case runs[k].row <= x && (k+1 == len(runs) || runs[k+1].row > x):
+	case k+1 < len(runs) && runs[k+1].row <= x && (k+2 == len(runs) || runs[k+2].row > x):
+		k++
+	default:
+		k = sort.Search(len(runs), func(i int) bool { return runs[i].row > x }) - 1
+	}
+	h.col, h.at = c, k
+	return k
+}
+
+// at returns offsets[x], for x from 0 to the batch's rows.
+func (c *stepCol) at(x int, h *stepHint) int32 {
+	r := c.runs[c.find(x, h)]
+	return r.off + int32(x-r.row)*r.step
+}
+
+// stepsOf returns the stretches of the column whose offsets are offsets
+// (b.KeyOffs or b.ValOffs), or nil when the open noted none.
+func (b *Batch) stepsOf(offsets []int32) *stepCol {
+	switch p := unsafe.SliceData(offsets); {
+	case p == nil:
+		return nil
+	case p == unsafe.SliceData(b.KeyOffs):
+		return b.keySteps
+	case p == unsafe.SliceData(b.ValOffs):
+		return b.valSteps
+	}
+	return nil
+}
+
+// stepOffsets writes the end offsets of rows [lo, lo+n) of a column of
+// stretches c (n at least 1), moved so that row lo starts at off, and
+// returns the last; h is the caller's hint.
+func (s *sink) stepOffsets(c *stepCol, h *stepHint, lo, n int, off uint32) uint32 {
+	k := c.find(lo, h)
+	for x, end := lo, lo+n; x < end; k++ {
+		r := c.runs[k]
+		to := end
+		if k+1 < len(c.runs) {
+			to = min(to, c.runs[k+1].row)
+		}
+		step := uint32(r.step)
+		for x < to {
+			room := (cap(s.buf) - len(s.buf)) / 4
+			if room == 0 {
+				s.flush()
+				continue
+			}
+			m := min(room, to-x)
+			at := len(s.buf)
+			s.buf = s.buf[:at+4*m]
+			for j := at; j < at+4*m; j += 4 {
+				off += step
+				binary.LittleEndian.PutUint32(s.buf[j:j+4], off)
+			}
+			x += m
+		}
+		h.col, h.at = c, k
+	}
+	return off
+}
+
+// find returns the index of the stretch holding row x.
+func (c *opCol) find(x int) int {
+	return sort.Search(len(c.runs), func(i int) bool { return c.runs[i].row > x }) - 1
+}
+
+// writeOpRuns writes the operators of rows [lo, lo+n) of a batch whose
+// operators are c.
+func (s *sink) writeOpRuns(c *opCol, lo, n int) {
+	for k, x, end := c.find(lo), lo, lo+n; x < end; k++ {
+		to := end
+		if k+1 < len(c.runs) {
+			to = min(to, c.runs[k+1].row)
+		}
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], c.runs[k].op)
+		for x < to {
+			room := (cap(s.buf) - len(s.buf)) / 8
+			if room == 0 {
+				s.flush()
+				continue
+			}
+			m := min(room, to-x)
+			at := len(s.buf)
+			s.buf = s.buf[:at+8*m]
+			for j := at; j < at+8*m; j += 8 {
+				copy(s.buf[j:j+8], w[:])
+			}
+			x += m
+		}
+	}
+}
+
+// stepBuilder notes the stretches of a column of one range of a batch as
+// the open reads it, and gives up beyond max of them.
+type stepBuilder struct {
+	runs []stepRun
+	max  int
+	over bool
+}
+
+// add notes that row's key (or value) starts at off and is step long.
+func (sb *stepBuilder) add(row int, off, step int32) {
+	if sb.over {
+		return
+	}
+	if n := len(sb.runs); n > 0 && sb.runs[n-1].step == step {
+		return
+	}
+	if len(sb.runs) == sb.max {
+		sb.over, sb.runs = true, nil
+		return
+	}
+	sb.runs = append(sb.runs, stepRun{row, off, step})
+}
+
+// addEnds notes the rows from row on whose ends are ends, the first
+// starting at from.
+func (sb *stepBuilder) addEnds(row int, from int32, ends []int32) {
+	if sb.over {
+		return
+	}
+	step := int32(-1)
+	if n := len(sb.runs); n > 0 {
+		step = sb.runs[n-1].step
+	}
+	for j, e := range ends {
+		if e-from != step {
+			step = e - from
+			if sb.add(row+j, from, step); sb.over {
+				return
+			}
+		}
+		from = e
+	}
+}
+
+// opBuilder notes the stretches of one operator of a range, and gives up
+// beyond max of them.
+type opBuilder struct {
+	runs []opRun
+	max  int
+	over bool
+}
+
+// add notes that row is of operator op.
+func (ob *opBuilder) add(row int, op uint64) {
+	if ob.over {
+		return
+	}
+	if n := len(ob.runs); n > 0 && ob.runs[n-1].op == op {
+		return
+	}
+	if len(ob.runs) == ob.max {
+		ob.over, ob.runs = true, nil
+		return
+	}
+	ob.runs = append(ob.runs, opRun{row, op})
+}
