@@ -101,19 +101,12 @@ func (s *sink) stepOffsets(c *stepCol, h *stepHint, lo, n int, off uint32) uint3
 		}
 		step := uint32(r.step)
 		for x < to {
-			room := (cap(s.buf) - len(s.buf)) / 4
-			if room == 0 {
-				s.flush()
-				continue
-			}
-			m := min(room, to-x)
-			at := len(s.buf)
-			s.buf = s.buf[:at+4*m]
-			for j := at; j < at+4*m; j += 4 {
+			b := s.reserve(to-x, 4)
+			for j := 0; j < len(b); j += 4 {
 				off += step
-				binary.LittleEndian.PutUint32(s.buf[j:j+4], off)
+				binary.LittleEndian.PutUint32(b[j:j+4], off)
 			}
-			x += m
+			x += len(b) / 4
 		}
 		h.col, h.at = c, k
 	}
@@ -133,46 +126,63 @@ func (s *sink) writeOpRuns(c *opCol, lo, n int) {
 		if k+1 < len(c.runs) {
 			to = min(to, c.runs[k+1].row)
 		}
-		var w [8]byte
-		binary.LittleEndian.PutUint64(w[:], c.runs[k].op)
+		op := c.runs[k].op
 		for x < to {
-			room := (cap(s.buf) - len(s.buf)) / 8
-			if room == 0 {
-				s.flush()
-				continue
+			b := s.reserve(to-x, 8)
+			for j := 0; j < len(b); j += 8 {
+				binary.LittleEndian.PutUint64(b[j:j+8], op)
 			}
-			m := min(room, to-x)
-			at := len(s.buf)
-			s.buf = s.buf[:at+8*m]
-			for j := at; j < at+8*m; j += 8 {
-				copy(s.buf[j:j+8], w[:])
-			}
-			x += m
+			x += len(b) / 8
 		}
 	}
 }
 
-// stepBuilder notes the stretches of a column of one range of a batch as
-// the open reads it, and gives up beyond max of them.
-type stepBuilder struct {
-	runs []stepRun
+// reserve appends to the sink's buffer room for up to n items of width
+// bytes (at least one), flushing it first when it has no room for one,
+// and returns the room, to be filled.
+func (s *sink) reserve(n, width int) []byte {
+	room := (cap(s.buf) - len(s.buf)) / width
+	if room == 0 {
+		s.flush()
+		room = (cap(s.buf) - len(s.buf)) / width
+	}
+	at := len(s.buf)
+	s.buf = s.buf[:at+width*min(room, n)]
+	return s.buf[at:]
+}
+
+// runBuilder notes the stretches of a column of one range of a batch as
+// the open reads it (stepRun or opRun), and gives up beyond max of them.
+type runBuilder[R stepRun | opRun] struct {
+	runs []R
 	max  int
 	over bool
 }
 
+// add notes run r, unless the last one noted has its length (or operator):
+// r then continues it.
+func (rb *runBuilder[R]) add(r R, same func(a, b R) bool) {
+	if rb.over {
+		return
+	}
+	if n := len(rb.runs); n > 0 && same(rb.runs[n-1], r) {
+		return
+	}
+	if len(rb.runs) == rb.max {
+		rb.over, rb.runs = true, nil
+		return
+	}
+	rb.runs = append(rb.runs, r)
+}
+
+// stepBuilder notes stretches of equal lengths.
+type stepBuilder struct{ runBuilder[stepRun] }
+
+func sameStep(a, b stepRun) bool { return a.step == b.step }
+
 // add notes that row's key (or value) starts at off and is step long.
 func (sb *stepBuilder) add(row int, off, step int32) {
-	if sb.over {
-		return
-	}
-	if n := len(sb.runs); n > 0 && sb.runs[n-1].step == step {
-		return
-	}
-	if len(sb.runs) == sb.max {
-		sb.over, sb.runs = true, nil
-		return
-	}
-	sb.runs = append(sb.runs, stepRun{row, off, step})
+	sb.runBuilder.add(stepRun{row, off, step}, sameStep)
 }
 
 // addEnds notes the rows from row on whose ends are ends, the first
@@ -196,25 +206,10 @@ func (sb *stepBuilder) addEnds(row int, from int32, ends []int32) {
 	}
 }
 
-// opBuilder notes the stretches of one operator of a range, and gives up
-// beyond max of them.
-type opBuilder struct {
-	runs []opRun
-	max  int
-	over bool
-}
+// opBuilder notes stretches of one operator.
+type opBuilder struct{ runBuilder[opRun] }
+
+func sameOp(a, b opRun) bool { return a.op == b.op }
 
 // add notes that row is of operator op.
-func (ob *opBuilder) add(row int, op uint64) {
-	if ob.over {
-		return
-	}
-	if n := len(ob.runs); n > 0 && ob.runs[n-1].op == op {
-		return
-	}
-	if len(ob.runs) == ob.max {
-		ob.over, ob.runs = true, nil
-		return
-	}
-	ob.runs = append(ob.runs, opRun{row, op})
-}
+func (ob *opBuilder) add(row int, op uint64) { ob.runBuilder.add(opRun{row, op}, sameOp) }

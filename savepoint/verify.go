@@ -219,7 +219,7 @@ func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot, slot *Pr
 			}
 			maxSteps := max(1024, (bounds[p+1]-bounds[p])/8)
 			ranges = append(ranges, &verifyRange{batch: bi, b: b, offset: row, lo: bounds[p], hi: bounds[p+1],
-				keySteps: stepBuilder{max: maxSteps}, valSteps: stepBuilder{max: maxSteps}, opRuns: opBuilder{max: maxSteps},
+				keySteps: stepBuilder{runBuilder[stepRun]{max: maxSteps}}, valSteps: stepBuilder{runBuilder[stepRun]{max: maxSteps}}, opRuns: opBuilder{runBuilder[opRun]{max: maxSteps}},
 				kLo: kb[p], kHi: kb[p+1], vLo: vb[p], vHi: vb[p+1], maxRuns: maxRuns,
 				maxKeys: max(64<<10, int(kb[p+1]-kb[p])/64),
 				probe:   rangeProbe{slot: slot, off: slot == nil, max: max(4096, (bounds[p+1]-bounds[p])/16)}})
