@@ -102,9 +102,17 @@ func (s *sink) stepOffsets(c *stepCol, h *stepHint, lo, n int, off uint32) uint3
 		step := uint32(r.step)
 		for x < to {
 			b := s.reserve(to-x, 4)
-			for j := 0; j < len(b); j += 4 {
-				off += step
-				binary.LittleEndian.PutUint32(b[j:j+4], off)
+			if littleEndian && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 == 0 {
+				w := wordsOf[uint32](b)
+				for j := range w {
+					off += step
+					w[j] = off
+				}
+			} else {
+				for j := 0; j < len(b); j += 4 {
+					off += step
+					binary.LittleEndian.PutUint32(b[j:j+4], off)
+				}
 			}
 			x += len(b) / 4
 		}
@@ -128,9 +136,11 @@ func (s *sink) writeOpRuns(c *opCol, lo, n int) {
 		}
 		op := c.runs[k].op
 		for x < to {
+			// The operator, then copies of what is filled, doubling.
 			b := s.reserve(to-x, 8)
-			for j := 0; j < len(b); j += 8 {
-				binary.LittleEndian.PutUint64(b[j:j+8], op)
+			binary.LittleEndian.PutUint64(b, op)
+			for j := 8; j < len(b); j *= 2 {
+				copy(b[j:], b[:j])
 			}
 			x += len(b) / 8
 		}
@@ -185,25 +195,30 @@ func (sb *stepBuilder) add(row int, off, step int32) {
 	sb.runBuilder.add(stepRun{row, off, step}, sameStep)
 }
 
-// addEnds notes the rows from row on whose ends are ends, the first
-// starting at from.
-func (sb *stepBuilder) addEnds(row int, from int32, ends []int32) {
+// ascendingSteps is ascending (offs, following from, never decrease and
+// end at most at max) for the ends of the rows from row on, noting their
+// stretches of equal lengths in one pass.
+func (sb *stepBuilder) ascendingSteps(row int, offs []int32, from, max int32) bool {
 	if sb.over {
-		return
+		return ascending(offs, from, max)
 	}
 	step := int32(-1)
 	if n := len(sb.runs); n > 0 {
 		step = sb.runs[n-1].step
 	}
-	for j, e := range ends {
-		if e-from != step {
-			step = e - from
+	for j, o := range offs {
+		if o < from {
+			return false
+		}
+		if o-from != step {
+			step = o - from
 			if sb.add(row+j, from, step); sb.over {
-				return
+				return ascending(offs[j+1:], o, max)
 			}
 		}
-		from = e
+		from = o
 	}
+	return from <= max
 }
 
 // opBuilder notes stretches of one operator.

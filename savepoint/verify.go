@@ -447,12 +447,11 @@ func (r *verifyRange) verify(m *mappedFile) error {
 			return err
 		}
 		vEnds, okV := int32s(vb)
-		if !okV || !ascending(vEnds, vAt, r.vHi) {
+		if !okV || !r.valSteps.ascendingSteps(x, vEnds, vAt, r.vHi) {
 			return errGiveUp
 		}
 		vFrom := vAt // the chunk's first value starts there
 		vAt = vEnds[c-1]
-		r.valSteps.addEnds(x, vFrom, vEnds)
 		kEnds, okK := int32s(kb)
 		if !okK || !ascending(kEnds, kAt, r.kHi) {
 			return errGiveUp
