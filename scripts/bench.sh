@@ -56,35 +56,49 @@ fi
 # growth NAME SIZE VALUE KB: remembered for the table of growth at the end.
 declare -A GROWTH_S GROWTH_KB
 growth() { GROWTH_S["$1,$2"]=$3; GROWTH_KB["$1,$2"]=$4; }
-ratio() { awk -v s="$1" -v c="$2" 'BEGIN { printf "%.1f", (c > 0) ? s / c : 0 }'; }
 
-# measure CMD...: prints "seconds peak_kb": the best wall time of
+# measure CMD...: prints "seconds peak_kb ratio": the best wall time of
 # BENCH_REPEAT runs (default 3; this kind of machine is noisy), to the
-# microsecond from the shell's clock, and the highest peak resident memory
-# (time(1)). Before each run the outputs of earlier runs are removed and
-# dirty pages are written back (sync), so that no run pays for another's.
+# microsecond from the shell's clock, the highest peak resident memory
+# (time(1)), and the median over the runs of the run's time over that of
+# the copy of the same input (the command in BASE) run just before it. The
+# speed of these machines drifts by a third over minutes: a ratio of two
+# runs seconds apart drifts far less than the ratio of two best times
+# taken minutes apart. Before each run the outputs of earlier runs are
+# removed and dirty pages are written back (sync), so that no run pays for
+# another's.
+BASE=()
 measure() {
-	local t0 t1 best="" peak=0 kb
+	local t0 t1 b0 b1 best="" peak=0 kb ratios=()
 	for ((r = 0; r < ${BENCH_REPEAT:-3}; r++)); do
 		rm -rf "$DIR/copy.snap" "$DIR/copy-tree" "$DIR/out.snap" "$DIR/out.snap.meta" "$DIR/out.parquet" "$DIR/out.arrow" "$DIR/out-tree"
 		sync
+		if ((${#BASE[@]})); then
+			b0=$EPOCHREALTIME
+			"${BASE[@]}" >/dev/null 2>&1
+			b1=$EPOCHREALTIME
+			rm -rf "$DIR/copy.snap" "$DIR/copy-tree"
+			sync
+		fi
 		t0=$EPOCHREALTIME
 		if ! /usr/bin/time -o "$DIR/time.out" -f "%M" "$@" >/dev/null 2>"$DIR/stderr.out"; then
 			echo "FAILED: $* ($(tail -1 "$DIR/stderr.out"))" >&2
-			echo "0 0"
+			echo "0 0 0"
 			return
 		fi
 		t1=$EPOCHREALTIME
 		kb=$(tail -1 "$DIR/time.out")
 		best=$(awk -v a="$t0" -v b="$t1" -v best="$best" 'BEGIN { t = b - a; if (best != "" && best < t) t = best; printf "%.6f", t }')
 		((kb > peak)) && peak=$kb
+		((${#BASE[@]})) && ratios+=("$(awk -v a="$t0" -v b="$t1" -v c="$b0" -v d="$b1" 'BEGIN { printf "%.4f", (b - a) / (d - c) }')")
 	done
-	printf "%.3f %d\n" "$best" "$peak"
+	local ratio=1
+	((${#ratios[@]})) && ratio=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+	printf "%.3f %d %s\n" "$best" "$peak" "$ratio"
 }
 
-row() { # name seconds kb cp_seconds input_bytes
-	awk -v n="$1" -v s="$2" -v k="$3" -v c="$4" -v b="$5" 'BEGIN {
-		r = (c > 0) ? s / c : 0
+row() { # name seconds kb ratio input_bytes
+	awk -v n="$1" -v s="$2" -v k="$3" -v r="$4" -v b="$5" 'BEGIN {
 		printf "| %-34s | %8.3f | %7.1fx | %8.0f | %5.2f |\n", n, s, r, k / 1024, (k * 1024) / b
 	}'
 }
@@ -100,39 +114,41 @@ header() {
 bench_file() { # label path [size, for the growth table]
 	local label=$1 in=$2 size=${3:-} bytes cp_s
 	bytes=$(stat -c %s "$in")
-	read -r cp_s cp_kb < <(measure cp "$in" "$DIR/copy.snap")
+	BASE=()
+	read -r cp_s cp_kb _ < <(measure cp "$in" "$DIR/copy.snap")
+	BASE=(cp "$in" "$DIR/copy.snap")
 	rm -f "$DIR/copy.snap"
-	read -r cat_s cat_kb < <(measure sh -c 'cat "$1" > /dev/null' sh "$in")
+	read -r cat_s cat_kb cat_q < <(measure sh -c 'cat "$1" > /dev/null' sh "$in")
 	header "$label ($(numfmt --to=iec "$bytes")B)"
-	row "cp" "$cp_s" "$cp_kb" "$cp_s" "$bytes"
-	row "cat > /dev/null" "$cat_s" "$cat_kb" "$cp_s" "$bytes"
-	read -r s kb < <(measure "$BIN" plan -r "$DIR/read.yaml" "$in")
-	row "read every row (plan, no rules)" "$s" "$kb" "$cp_s" "$bytes"
-	[ -z "$size" ] || growth read "$size" "$(ratio "$s" "$cp_s")" "$kb"
+	row "cp" "$cp_s" "$cp_kb" 1 "$bytes"
+	row "cat > /dev/null" "$cat_s" "$cat_kb" "$cat_q" "$bytes"
+	read -r s kb q < <(measure "$BIN" plan -r "$DIR/read.yaml" "$in")
+	row "read every row (plan, no rules)" "$s" "$kb" "$q" "$bytes"
+	[ -z "$size" ] || growth read "$size" "$(printf %.1f "$q")" "$kb"
 	for op in inspect validate; do
-		read -r s kb < <(measure "$BIN" "$op" "$in")
-		row "sptool $op" "$s" "$kb" "$cp_s" "$bytes"
+		read -r s kb q < <(measure "$BIN" "$op" "$in")
+		row "sptool $op" "$s" "$kb" "$q" "$bytes"
 	done
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
-	read -r s kb < <(measure "$BIN" apply -r "$DIR/drop.yaml" "$in" -o "$DIR/out.snap")
-	row "apply drop (expression)" "$s" "$kb" "$cp_s" "$bytes"
-	[ -z "$size" ] || growth drop "$size" "$(ratio "$s" "$cp_s")" "$kb"
+	read -r s kb q < <(measure "$BIN" apply -r "$DIR/drop.yaml" "$in" -o "$DIR/out.snap")
+	row "apply drop (expression)" "$s" "$kb" "$q" "$bytes"
+	[ -z "$size" ] || growth drop "$size" "$(printf %.1f "$q")" "$kb"
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
-	read -r s kb < <(measure "$BIN" apply -r "$DIR/purge.yaml" "$in" -o "$DIR/out.snap")
-	row "apply purge_keys (100,000 keys)" "$s" "$kb" "$cp_s" "$bytes"
-	[ -z "$size" ] || growth purge "$size" "$(ratio "$s" "$cp_s")" "$kb"
+	read -r s kb q < <(measure "$BIN" apply -r "$DIR/purge.yaml" "$in" -o "$DIR/out.snap")
+	row "apply purge_keys (100,000 keys)" "$s" "$kb" "$q" "$bytes"
+	[ -z "$size" ] || growth purge "$size" "$(printf %.1f "$q")" "$kb"
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
 	rm -f "$DIR/out.parquet"
-	read -r s kb < <(measure "$BIN" export "$in" -o "$DIR/out.parquet" --format parquet)
-	row "export parquet" "$s" "$kb" "$cp_s" "$bytes"
+	read -r s kb q < <(measure "$BIN" export "$in" -o "$DIR/out.parquet" --format parquet)
+	row "export parquet" "$s" "$kb" "$q" "$bytes"
 	[ -z "$size" ] || growth export "$size" "$s" "$kb"
 	rm -f "$DIR/out.parquet"
 	if [ -n "$PEER" ]; then
-		read -r s kb < <(measure "$BIN" apply -r "$DIR/keep.yaml" "$in" -o "$DIR/out.snap")
-		row "apply keep key_group < 64" "$s" "$kb" "$cp_s" "$bytes"
+		read -r s kb q < <(measure "$BIN" apply -r "$DIR/keep.yaml" "$in" -o "$DIR/out.snap")
+		row "apply keep key_group < 64" "$s" "$kb" "$q" "$bytes"
 		rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
-		read -r s kb < <(measure $PEER "$in" "$DIR/out.arrow")
-		row "nodejs-polars, the same filter (1)" "$s" "$kb" "$cp_s" "$bytes"
+		read -r s kb q < <(measure $PEER "$in" "$DIR/out.arrow")
+		row "nodejs-polars, the same filter (1)" "$s" "$kb" "$q" "$bytes"
 		rm -f "$DIR/out.arrow"
 	fi
 }
@@ -141,58 +157,67 @@ bench_large() { # a key column over 2 GiB: the writer splits batches, memory sta
 	local in="$DIR/large.snap" bytes cp_s
 	[ -f "$in" ] || "$DIR/spgen" big "$in" 20000000 --sorted --key-pad 104
 	bytes=$(stat -c %s "$in")
-	read -r cp_s cp_kb < <(measure cp "$in" "$DIR/copy.snap")
+	BASE=()
+	read -r cp_s cp_kb _ < <(measure cp "$in" "$DIR/copy.snap")
+	BASE=(cp "$in" "$DIR/copy.snap")
 	rm -f "$DIR/copy.snap"
 	header "20000000 rows with 120-byte keys: the key column passes 2 GiB ($(numfmt --to=iec "$bytes")B)"
-	row "cp" "$cp_s" "$cp_kb" "$cp_s" "$bytes"
+	row "cp" "$cp_s" "$cp_kb" 1 "$bytes"
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
-	read -r s kb < <(measure "$BIN" apply -r "$DIR/drop.yaml" "$in" -o "$DIR/out.snap")
-	row "apply drop (expression)" "$s" "$kb" "$cp_s" "$bytes"
+	read -r s kb q < <(measure "$BIN" apply -r "$DIR/drop.yaml" "$in" -o "$DIR/out.snap")
+	row "apply drop (expression)" "$s" "$kb" "$q" "$bytes"
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
-	read -r s kb < <(measure "$BIN" apply -r "$DIR/purge.yaml" "$in" -o "$DIR/out.snap")
-	row "apply purge_keys (100,000 keys)" "$s" "$kb" "$cp_s" "$bytes"
+	read -r s kb q < <(measure "$BIN" apply -r "$DIR/purge.yaml" "$in" -o "$DIR/out.snap")
+	row "apply purge_keys (100,000 keys)" "$s" "$kb" "$q" "$bytes"
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta" "$in"
 
 	# A tree of three such files (about 8.5 GB): 57M rows, 19M a subtask.
 	local t="$DIR/large-tree"
 	[ -d "$t" ] || "$DIR/spgen" bigtree "$t" 57000000 3 --key-pad 104
 	bytes=$(du -sb "$t" | cut -f1)
-	read -r cp_s cp_kb < <(measure cp -r "$t" "$DIR/copy-tree")
+	BASE=()
+	read -r cp_s cp_kb _ < <(measure cp -r "$t" "$DIR/copy-tree")
+	BASE=(cp -r "$t" "$DIR/copy-tree")
 	header "57000000 rows with 120-byte keys in a 3-subtask tree, each key column over 2 GiB ($(numfmt --to=iec "$bytes")B)"
-	row "cp -r" "$cp_s" "$cp_kb" "$cp_s" "$bytes"
-	read -r s kb < <(measure "$BIN" apply -r "$DIR/drop.yaml" "$t" -o "$DIR/out-tree")
-	row "apply drop (expression)" "$s" "$kb" "$cp_s" "$bytes"
-	read -r s kb < <(measure "$BIN" rescale "$t" -o "$DIR/out-tree" --parallelism 4)
-	row "rescale 3 -> 4" "$s" "$kb" "$cp_s" "$bytes"
+	row "cp -r" "$cp_s" "$cp_kb" 1 "$bytes"
+	read -r s kb q < <(measure "$BIN" apply -r "$DIR/drop.yaml" "$t" -o "$DIR/out-tree")
+	row "apply drop (expression)" "$s" "$kb" "$q" "$bytes"
+	read -r s kb q < <(measure "$BIN" rescale "$t" -o "$DIR/out-tree" --parallelism 4)
+	row "rescale 3 -> 4" "$s" "$kb" "$q" "$bytes"
 	rm -rf "$DIR/copy-tree" "$DIR/out-tree" "$t"
 }
 
 bench_tree() { # label dir [subtasks]
 	local label=$1 in=$2 from=${3:-4} bytes cp_s
 	bytes=$(du -sb "$in" | cut -f1)
-	read -r cp_s cp_kb < <(measure cp -r "$in" "$DIR/copy-tree")
+	BASE=()
+	read -r cp_s cp_kb _ < <(measure cp -r "$in" "$DIR/copy-tree")
+	BASE=(cp -r "$in" "$DIR/copy-tree")
 	rm -rf "$DIR/copy-tree"
 	header "$label ($(numfmt --to=iec "$bytes")B)"
-	row "cp -r" "$cp_s" "$cp_kb" "$cp_s" "$bytes"
+	row "cp -r" "$cp_s" "$cp_kb" 1 "$bytes"
 	for op in inspect validate; do
-		read -r s kb < <(measure "$BIN" "$op" "$in")
-		row "sptool $op" "$s" "$kb" "$cp_s" "$bytes"
+		read -r s kb q < <(measure "$BIN" "$op" "$in")
+		row "sptool $op" "$s" "$kb" "$q" "$bytes"
 	done
 	rm -rf "$DIR/out-tree"
-	read -r s kb < <(measure "$BIN" apply -r "$DIR/drop.yaml" "$in" -o "$DIR/out-tree")
-	row "apply drop (expression)" "$s" "$kb" "$cp_s" "$bytes"
+	read -r s kb q < <(measure "$BIN" apply -r "$DIR/drop.yaml" "$in" -o "$DIR/out-tree")
+	row "apply drop (expression)" "$s" "$kb" "$q" "$bytes"
 	rm -rf "$DIR/out-tree"
-	read -r s kb < <(measure "$BIN" rescale "$in" -o "$DIR/out-tree" --parallelism 7)
-	row "rescale $from -> 7" "$s" "$kb" "$cp_s" "$bytes"
+	read -r s kb q < <(measure "$BIN" rescale "$in" -o "$DIR/out-tree" --parallelism 7)
+	row "rescale $from -> 7" "$s" "$kb" "$q" "$bytes"
 	rm -rf "$DIR/out-tree"
-	read -r s kb < <(measure "$BIN" export "$in" -o "$DIR/out.parquet" --format parquet)
-	row "export parquet" "$s" "$kb" "$cp_s" "$bytes"
+	read -r s kb q < <(measure "$BIN" export "$in" -o "$DIR/out.parquet" --format parquet)
+	row "export parquet" "$s" "$kb" "$q" "$bytes"
 	rm -f "$DIR/out.parquet"
 }
 
 echo "## sptool benchmarks"
 echo
 echo "$(date -u +%Y-%m-%d), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(go version | cut -d' ' -f3), load average $(cut -d' ' -f1 /proc/loadavg) at start"
+echo
+echo "seconds: the best of ${BENCH_REPEAT:-3} runs. vs cp: the median over those runs of the run's time over that of"
+echo "cp (cp -r for a tree) of the same input run just before it."
 
 for n in $SIZES; do
 	f="$DIR/sorted-$n.snap"
@@ -222,7 +247,7 @@ if [ -n "${SIZES// /}" ]; then
 echo
 echo "### Growth with size (canonical order)"
 echo
-echo "Each cell: time as a multiple of cp of the same file (export: seconds), and peak MB."
+echo "Each cell: time as a multiple of cp of the same file (vs cp above; export: seconds), and peak MB."
 echo
 printf "| operation |"
 for n in $SIZES; do printf " %s rows |" "$n"; done
