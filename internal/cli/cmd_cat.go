@@ -112,6 +112,9 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		if code := catDone(s, c.name, lines); code != ExitOK {
 			return code
 		}
+		if note := literalSlotNote(*slot); printed == 0 && fs.Changed("slot") && note != "" {
+			fmt.Fprintf(s.Err, "sptool cat: warning: no rows printed; --slot %s names the slot %q as it is: %s\n", *slot, *slot, note)
+		}
 		if err := sp.CheckUnchanged(); err != nil {
 			return fail(s, c.name, fmt.Errorf("%w: what was printed mixes old and new rows", err))
 		}
@@ -287,6 +290,21 @@ func slotMatcher(name string) func(k savepoint.Key) bool {
 		want = []byte(u)
 	}
 	return func(k savepoint.Key) bool { return k.HasSlot && bytes.Equal(k.Slot, want) }
+}
+
+// literalSlotNote says why a --slot name that looks like another form
+// (0x and hex digits, or a name in double quotes) but is not one names
+// the slot of that name as it is, or returns "": a typo then selects no
+// rows, which cat says.
+func literalSlotNote(name string) string {
+	if h, ok := strings.CutPrefix(name, "0x"); ok {
+		if _, err := hex.DecodeString(h); err != nil {
+			return "0x names a slot by its bytes only when an even number of hex digits follows"
+		}
+	} else if _, err := strconv.Unquote(name); err != nil && strings.HasPrefix(name, `"`) {
+		return "a name in double quotes is read as Go quotes it only when it is quoted whole"
+	}
+	return ""
 }
 
 // appendCatText appends to b r's line of cat's text format (clink's
