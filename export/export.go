@@ -1101,14 +1101,33 @@ func plural(n int) string {
 }
 
 // keyText is the row model's key as text: decoded when declared, else the
-// ParseKey user key rendered.
-func keyText(k savepoint.Key, d Decoded) string {
+// key shownKey gives rendered.
+func keyText(e *entry, k savepoint.Key, d Decoded) string {
 	if d.Declared && d.KeyOK {
 		if s, ok := Text(d.Key); ok {
 			return s
 		}
 	}
-	return Render(k.UserKey)
+	return string(appendShownKey(nil, e, k))
+}
+
+// appendShownKey appends the key text of e (k its ParseKey) that the text
+// columns show: its user key rendered (Render), after "0x80+" (the first
+// byte) for an operator-state row whose first byte is 0x80-0xFE rather
+// than 0xFF, as cat prints it. Its user key alone would read as that of
+// the 0xFF row of the same logical key, which clink's operator code reads;
+// Render never writes a '+' after 0x and two hex digits.
+func appendShownKey(b []byte, e *entry, k savepoint.Key) []byte {
+	if operatorByte(e, k) {
+		b = fmt.Appendf(b, "0x%02x+", e.key[0])
+	}
+	return append(b, Render(k.UserKey)...)
+}
+
+// operatorByte reports whether e's key text starts with its first byte
+// (see appendShownKey).
+func operatorByte(e *entry, k savepoint.Key) bool {
+	return k.Kind == savepoint.KindOperator && len(e.key) > 0 && e.key[0] != 0xFF
 }
 
 func int64Of(v any) (int64, bool) {
@@ -1714,7 +1733,7 @@ func (q *queryBatch) add(op uint64, e *entry, d Decoded) {
 		}
 	}
 	q.kind.add(k.Kind.String())
-	q.key.add(keyText(k, d))
+	q.key.add(keyText(e, k, d))
 	if d.HasExpireAt {
 		q.expireAt.add(d.ExpireAt)
 	} else {

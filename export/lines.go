@@ -68,7 +68,11 @@ func appendRecord(b []byte, op uint64, e *entry, d Decoded) ([]byte, error) {
 	if d.Declared && d.KeyOK {
 		b, err = rowtext.AppendJSONValue(b, JSONValue(d.Key))
 	} else {
-		b = appendRenderJSON(b, k.UserKey)
+		if operatorByte(e, k) {
+			b = rowtext.AppendJSONString(b, appendShownKey(nil, e, k))
+		} else {
+			b = appendRenderJSON(b, k.UserKey)
+		}
 	}
 	if err == nil {
 		b = append(b, `,"value":`...)
@@ -154,7 +158,11 @@ func appendCSVRecord(b []byte, op uint64, e *entry, d Decoded) []byte {
 		b = hex.AppendEncode(b, slot)
 	}
 	b = append(b, ',')
-	b = appendCSVCell(b, k.UserKey, d.Declared && d.KeyOK, d.Key)
+	if operatorByte(e, k) && !(d.Declared && d.KeyOK) {
+		b = rowtext.AppendCSVField(b, appendShownKey(nil, e, k))
+	} else {
+		b = appendCSVCell(b, k.UserKey, d.Declared && d.KeyOK, d.Key)
+	}
 	b = append(b, ',')
 	b = appendCSVCell(b, e.value, d.Declared && d.ValueOK, d.Value)
 	b = append(b, ',')

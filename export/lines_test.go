@@ -141,7 +141,7 @@ func record(op uint64, e *entry, d Decoded) Record {
 	k := savepoint.ParseKey(e.key)
 	rec := Record{
 		Op: op, Kind: k.Kind.String(), KeyGroup: k.KeyGroup, Slot: string(e.appendSlotText(nil)),
-		Key: Render(k.UserKey), Value: Render(e.value),
+		Key: string(appendShownKey(nil, e, k)), Value: Render(e.value),
 		KeyHex: hex.EncodeToString(e.key), ValueHex: hex.EncodeToString(e.value),
 		Subtask: int(e.subtask),
 	}
@@ -158,4 +158,37 @@ func record(op uint64, e *entry, d Decoded) Record {
 		}
 	}
 	return rec
+}
+
+// An operator-state row whose first byte is not 0xFF shows its whole key
+// (in hex, with that byte) in the key text of jsonl, csv and the query
+// projection: its user key alone would read as the 0xFF row's of the
+// same logical key.
+func TestOperatorKeyText(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		want string
+	}{
+		{"\xffabc", "abc"},
+		{"\x80abc", "0x80+abc"},
+		{"\xfe\x01", "0xfe+0x01"},
+		{"\xff\x80", "0x80"},
+		{"\x80", "0x80+"},
+	} {
+		e := &entry{key: []byte(c.key), value: []byte("v"), sep: -1}
+		k := savepoint.ParseKey(e.key)
+		line, err := appendRecord(nil, 1, e, Decoded{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `"key":"` + c.want + `"`; !strings.Contains(string(line), want) {
+			t.Errorf("key %x: jsonl %s, want %s in it", c.key, line, want)
+		}
+		if csv := string(appendCSVRecord(nil, 1, e, Decoded{})); !strings.Contains(csv, ",<raw>,"+c.want+",") {
+			t.Errorf("key %x: csv %q, want the key %s", c.key, csv, c.want)
+		}
+		if got := keyText(e, k, Decoded{}); got != c.want {
+			t.Errorf("key %x: key text %q, want %q", c.key, got, c.want)
+		}
+	}
 }
