@@ -365,3 +365,14 @@ func TestPurgeSelfCheck(t *testing.T) {
 		t.Fatalf("err = %v, want the self-check's error naming u1", err)
 	}
 }
+
+// BenchmarkSelfCheck checks a list of 100,000 int64 keys (its filter and
+// index find every key), as loading a purge's keys file does.
+func BenchmarkSelfCheck(b *testing.B) {
+	p := listOf(100_000, func(i int) string { return int64Key(int64(7 * i)) })
+	for b.Loop() {
+		if i, ok := p.selfCheck(); !ok {
+			b.Fatalf("key %d missed", i)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -337,7 +338,12 @@ func FuzzOpenMapped(f *testing.F) {
 		}
 		slot := &ProbeSlot{}
 		probe := modProbe{3}
-		slot.Set(probe)
+		if len(data)%2 == 0 {
+			// A probe that also takes 8-byte user keys as words.
+			slot.Set(wordProbe{probe, new(atomic.Int64)})
+		} else {
+			slot.Set(probe)
+		}
 		sp, err := Open(path, OpenOptions{Columnar: true, Probe: slot})
 		if err != nil {
 			return
@@ -357,8 +363,14 @@ func FuzzOpenMapped(f *testing.F) {
 						want = append(want, i)
 					}
 				}
-				if got, _, _, ok := h.Hits(st.from, st.to); !ok || !slices.Equal(got, want) {
+				got, keys, ends, ok := h.Hits(st.from, st.to)
+				if !ok || !slices.Equal(got, want) {
 					t.Fatalf("rows %d-%d: hits %v, want %v", st.from, st.to, got, want)
+				}
+				for k, i := range got {
+					if key := keys[ends[k]:ends[k+1]]; !bytes.Equal(key, cur.Key(i)) {
+						t.Fatalf("row %d: hit's key %x, want %x", i, key, cur.Key(i))
+					}
 				}
 			}
 		}

@@ -124,7 +124,7 @@ bench_file() { # label path [size, for the growth table]
 	row "cat > /dev/null" "$cat_s" "$cat_kb" "$cat_q" "$bytes"
 	read -r s kb q < <(measure "$BIN" plan -r "$DIR/read.yaml" "$in")
 	row "read every row (plan, no rules)" "$s" "$kb" "$q" "$bytes"
-	[ -z "$size" ] || growth read "$size" "$(printf %.1f "$q")" "$kb"
+	[ -z "$size" ] || growth read "$size" "$(awk -v q="$q" 'BEGIN { printf "%.1f", q }')" "$kb"
 	for op in inspect validate; do
 		read -r s kb q < <(measure "$BIN" "$op" "$in")
 		row "sptool $op" "$s" "$kb" "$q" "$bytes"
@@ -132,11 +132,11 @@ bench_file() { # label path [size, for the growth table]
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
 	read -r s kb q < <(measure "$BIN" apply -r "$DIR/drop.yaml" "$in" -o "$DIR/out.snap")
 	row "apply drop (expression)" "$s" "$kb" "$q" "$bytes"
-	[ -z "$size" ] || growth drop "$size" "$(printf %.1f "$q")" "$kb"
+	[ -z "$size" ] || growth drop "$size" "$(awk -v q="$q" 'BEGIN { printf "%.1f", q }')" "$kb"
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
 	read -r s kb q < <(measure "$BIN" apply -r "$DIR/purge.yaml" "$in" -o "$DIR/out.snap")
 	row "apply purge_keys (100,000 keys)" "$s" "$kb" "$q" "$bytes"
-	[ -z "$size" ] || growth purge "$size" "$(printf %.1f "$q")" "$kb"
+	[ -z "$size" ] || growth purge "$size" "$(awk -v q="$q" 'BEGIN { printf "%.1f", q }')" "$kb"
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
 	rm -f "$DIR/out.parquet"
 	read -r s kb q < <(measure "$BIN" export "$in" -o "$DIR/out.parquet" --format parquet)
