@@ -49,8 +49,9 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		return code
 	}
 	var slotIs func(savepoint.Key) bool
+	slotNote := ""          // why --slot names a slot as it is, when it looks like another form
 	if fs.Changed("slot") { // --slot "" is the slot of empty name
-		slotIs = slotMatcher(*slot)
+		slotIs, slotNote = slotMatcher(*slot)
 	}
 	if *format != "text" && *format != "jsonl" && *format != "csv" {
 		return usageError(s, c, fmt.Errorf("--format must be text, jsonl or csv, not %q", *format))
@@ -112,8 +113,8 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		if code := catDone(s, c.name, lines); code != ExitOK {
 			return code
 		}
-		if note := literalSlotNote(*slot); printed == 0 && fs.Changed("slot") && note != "" {
-			fmt.Fprintf(s.Err, "sptool cat: warning: no rows printed; --slot %s names the slot %q as it is: %s\n", *slot, *slot, note)
+		if printed == 0 && slotNote != "" {
+			fmt.Fprintf(s.Err, "sptool cat: warning: no rows printed; --slot %s names the slot %q as it is: %s\n", *slot, *slot, slotNote)
 		}
 		if err := sp.CheckUnchanged(); err != nil {
 			return fail(s, c.name, fmt.Errorf("%w: what was printed mixes old and new rows", err))
@@ -276,35 +277,28 @@ var catCSVHeader = []string{"subtask", "op", "kind", "key_group", "slot", "key_h
 // a name that is not printable ASCII and its jsonl and csv formats one
 // that is not UTF-8, starts with 0x or is <raw>; a name in double quotes,
 // as the text format prints the others, the name Go's quoting gives; any
-// other (0xZZ too), the slot of that name.
-func slotMatcher(name string) func(k savepoint.Key) bool {
+// other, the slot of that name. A name that starts like a form but is not
+// one (0xZZ, "abc) names the slot as it is, and note says why, for cat to
+// say when it printed nothing (a typo, most likely).
+func slotMatcher(name string) (is func(k savepoint.Key) bool, note string) {
 	if name == savepoint.RawSlot {
-		return func(k savepoint.Key) bool { return !k.HasSlot }
+		return func(k savepoint.Key) bool { return !k.HasSlot }, ""
 	}
 	want := []byte(name)
 	if h, ok := strings.CutPrefix(name, "0x"); ok {
 		if b, err := hex.DecodeString(h); err == nil {
 			want = b
+		} else {
+			note = "0x names a slot by its bytes only when an even number of hex digits follows"
 		}
-	} else if u, err := strconv.Unquote(name); err == nil && strings.HasPrefix(name, `"`) {
-		want = []byte(u)
-	}
-	return func(k savepoint.Key) bool { return k.HasSlot && bytes.Equal(k.Slot, want) }
-}
-
-// literalSlotNote says why a --slot name that looks like another form
-// (0x and hex digits, or a name in double quotes) but is not one names
-// the slot of that name as it is, or returns "": a typo then selects no
-// rows, which cat says.
-func literalSlotNote(name string) string {
-	if h, ok := strings.CutPrefix(name, "0x"); ok {
-		if _, err := hex.DecodeString(h); err != nil {
-			return "0x names a slot by its bytes only when an even number of hex digits follows"
+	} else if strings.HasPrefix(name, `"`) {
+		if u, err := strconv.Unquote(name); err == nil {
+			want = []byte(u)
+		} else {
+			note = "a name in double quotes is read as Go quotes it only when it is quoted whole"
 		}
-	} else if _, err := strconv.Unquote(name); err != nil && strings.HasPrefix(name, `"`) {
-		return "a name in double quotes is read as Go quotes it only when it is quoted whole"
 	}
-	return ""
+	return func(k savepoint.Key) bool { return k.HasSlot && bytes.Equal(k.Slot, want) }, note
 }
 
 // appendCatText appends to b r's line of cat's text format (clink's
