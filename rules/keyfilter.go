@@ -93,7 +93,6 @@ func (f *keyFilter) scan8(keys []byte, offs []int32, base, skip int32, hits *[64
 	// less base: they lie in uk when s is at most last.
 	uk, kl, last := keys[skip:], 8+skip, int32(len(keys)-int(skip)-8)
 	ws := f.words
-	n := uint64(len(ws))
 	for s := offs[0] - base; t+1 < len(offs); {
 		end := offs[t+1] - base
 		if end-s != kl || s < 0 || s > last {
@@ -101,7 +100,7 @@ func (f *keyFilter) scan8(keys []byte, offs []int32, base, skip int32, hits *[64
 		}
 		h := keyHash8(unaligned.LE64(uk, int(s)))
 		t, s = t+1, end
-		if m := filterBits(h); ws[(h>>32)*n>>32]&m == m {
+		if m := filterBits(h); ws[wordOf(h, len(ws))]&m == m {
 			hits[x&(len(hits)-1)] = int32(t - 1)
 			if x++; x == len(hits) {
 				break
@@ -118,11 +117,10 @@ func (f *keyFilter) scan8(keys []byte, offs []int32, base, skip int32, hits *[64
 // compiler keeps in registers.
 func (f *keyFilter) scanWords(words []uint64, hits *[64]int32) (t, x int) {
 	ws := f.words
-	n := uint64(len(ws))
 	for t < len(words) {
 		h := keyHash8(bits.ReverseBytes64(words[t]))
 		t++
-		if m := filterBits(h); ws[(h>>32)*n>>32]&m == m {
+		if m := filterBits(h); ws[wordOf(h, len(ws))]&m == m {
 			hits[x&(len(hits)-1)] = int32(t - 1)
 			if x++; x == len(hits) {
 				break
