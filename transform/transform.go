@@ -78,6 +78,32 @@ type Options struct {
 // bug, and nothing is written.
 var ErrAccounting = errors.New("row accounting does not add up")
 
+// CheckOutput returns the error Run gives for its output out as things
+// are now: out is, lies in or holds the input in (a generation directory's
+// input being its whole checkpoint directory: an output beside v<gen>, say
+// v<gen+1>, would change which generation the input restores); out, or
+// the sidecar of a file input's output (file), exists and force is not
+// set; or it is not something an output may replace. Run checks it once
+// the input is open; a caller may check it before, to fail early.
+func CheckOutput(in string, file bool, out string, force bool) error {
+	if err := savepoint.CheckOutputPath(savepoint.InputRoot(in), out); err != nil {
+		return err
+	}
+	outs := []string{out}
+	if file {
+		outs = append(outs, out+".meta") // the output's sidecar
+	}
+	for _, o := range outs {
+		if _, err := os.Lstat(o); err == nil && !force {
+			return fmt.Errorf("output %s exists (use --force to replace it)", o)
+		}
+		if err := savepoint.CheckReplaceable(o, o == out && !file); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Run applies set to sp. With opts.DryRun it only reports; otherwise it
 // writes the result to opts.Out atomically (a tree is staged and renamed into
 // place; a file is written to a temporary name and renamed, then its
@@ -113,23 +139,8 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if opts.Out == "" {
 			return nil, errors.New("no output path")
 		}
-		// A generation directory's input is its whole checkpoint
-		// directory: an output beside v<gen> (say v<gen+1>) would change
-		// which generation the input restores.
-		if err := savepoint.CheckOutputPath(savepoint.InputRoot(sp.Path), opts.Out); err != nil {
+		if err := CheckOutput(sp.Path, sp.Kind == savepoint.InputFile, opts.Out, opts.Force); err != nil {
 			return nil, err
-		}
-		outs := []string{opts.Out}
-		if sp.Kind == savepoint.InputFile {
-			outs = append(outs, opts.Out+".meta") // the output's sidecar
-		}
-		for _, o := range outs {
-			if _, err := os.Lstat(o); err == nil && !opts.Force {
-				return nil, fmt.Errorf("output %s exists (use --force to replace it)", o)
-			}
-			if err := savepoint.CheckReplaceable(o, o == opts.Out && sp.Kind != savepoint.InputFile); err != nil {
-				return nil, err
-			}
 		}
 	}
 	if err := checkRemaps(sp, set); err != nil {

@@ -264,25 +264,13 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// checkOutputFree refuses, without force, an output that exists, and for
-// a file input the output's sidecar too, before the input is opened: Run
-// and export.WriteFile check again, but only once the open has read all of
-// the input, which for a large savepoint takes minutes. The output must
-// not be, lie in or hold the input either, which is said first.
+// checkOutputFree checks the output as transform.Run will (see
+// transform.CheckOutput), before the input is opened: Run checks it only
+// once the open has read all of the input, which for a large savepoint
+// takes minutes.
 func checkOutputFree(in, out string, force bool) error {
-	if err := savepoint.CheckOutputPath(savepoint.InputRoot(in), out); err != nil || force {
-		return err
-	}
-	outs := []string{out}
-	if st, err := os.Stat(in); err == nil && st.Mode().IsRegular() {
-		outs = append(outs, out+".meta")
-	}
-	for _, o := range outs {
-		if _, err := os.Lstat(o); err == nil {
-			return fmt.Errorf("output %s exists (use --force to replace it)", o)
-		}
-	}
-	return nil
+	st, err := os.Stat(in)
+	return transform.CheckOutput(in, err == nil && st.Mode().IsRegular(), out, force)
 }
 
 // checkReportPath refuses, before any work, a --report path that would
