@@ -222,9 +222,7 @@ func (p *rangeProbe) askWords(keys []byte, ends []int32, base int32, j, k, first
 	p.hits.keys = Grow(p.hits.keys, int(ends[j+k-1]-start(j)))
 	p.wp.MayMatchWords(p.words[j:j+k], func(t int) {
 		i := j + t
-		p.hits.rows = append(p.hits.rows, first+i)
-		p.hits.keys = append(p.hits.keys, keys[start(i)-base:ends[i]-base]...)
-		p.hits.ends = append(p.hits.ends, int32(len(p.hits.keys)))
+		p.keep(first+i, keys[start(i)-base:ends[i]-base])
 	})
 }
 
@@ -252,10 +250,15 @@ func (p *rangeProbe) askKeys(keys []byte, ends []int32, base int32, j, k, first 
 // first of which is the snapshot's row row, and keeps its hits.
 func (p *rangeProbe) ask(keys []byte, offs []int32, base, plen int32, row int) {
 	p.probe.MayMatchColumn(keys, offs, base, plen, func(t int) {
-		p.hits.rows = append(p.hits.rows, row+t)
-		p.hits.keys = append(p.hits.keys, keys[offs[t]-base:offs[t+1]-base]...)
-		p.hits.ends = append(p.hits.ends, int32(len(p.hits.keys)))
+		p.keep(row+t, keys[offs[t]-base:offs[t+1]-base])
 	})
+}
+
+// keep keeps the snapshot's row row, whose key is key, as a hit.
+func (p *rangeProbe) keep(row int, key []byte) {
+	p.hits.rows = append(p.hits.rows, row)
+	p.hits.keys = append(p.hits.keys, key...)
+	p.hits.ends = append(p.hits.ends, int32(len(p.hits.keys)))
 }
 
 // stop ends the range's probing, its hits dropped.
