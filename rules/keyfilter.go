@@ -110,6 +110,10 @@ func (f *keyFilter) scan8(keys []byte, offs []int32, base, skip int32, hits *[64
 	return t, x
 }
 
+// (scan8 and scanWords ask mayHaveHash's question with the filter's words
+// in a local: through f, BenchmarkMayMatchWords took 2.0-2.5 ns a key
+// against 1.9-2.2.)
+
 // scanWords is scan8 for 8-byte keys given as words (big-endian, see
 // savepoint.WordProbe): it puts in hits those of words the filter may hold
 // until hits is full, and returns how many keys it asked about and how
