@@ -63,8 +63,9 @@ cross:
 # Each fuzz target runs for FUZZTIME; `go test -fuzz` takes one target at a time.
 # Minimising a new input is bounded too: by default it may take 60s, and when
 # FUZZTIME ends during it `go test` fails with "context deadline exceeded".
-# scripts/fuzz.sh retries once a run that fails that way with no failing input
-# (a race in Go 1.26's fuzz coordinator, golang/go#75804).
+# scripts/fuzz.sh runs again, bounded by a count of calls rather than a time,
+# a run that fails that way with no failing input (a race in Go 1.26's fuzz
+# coordinator, golang/go#75804).
 FUZZ_TARGETS := \
 	./savepoint:FuzzDecodeSnapshot \
 	./savepoint:FuzzOpenMapped \
