@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/sptool/sptool/internal/testhook"
@@ -170,7 +171,8 @@ func WriteSnapshotFrom(path string, md Metadata, src RowSource, opts SnapshotOpt
 // asked), then its sidecar.
 func writeSnapshot(path string, opts SnapshotOptions, encode func(io.Writer) error) (FileInfo, error) {
 	return writeSnapshotWith(path, opts, func(f *os.File) (FileInfo, error) {
-		bw := bufio.NewWriterSize(f, 1<<20)
+		bw := fileWriter(f)
+		defer releaseFileWriter(bw)
 		cw := &countingWriter{w: bw, h: NewCRC32C(), progress: opts.Progress, next: ReleaseEvery}
 		zw, err := NewCompressor(opts.Compression, cw)
 		if err != nil {
@@ -187,6 +189,26 @@ func writeSnapshot(path string, opts SnapshotOptions, encode func(io.Writer) err
 		}
 		return FileInfo{Size: cw.n, CRC32C: cw.h.Sum32()}, nil
 	})
+}
+
+// fileWriters holds the 1 MiB buffered writers of fileWriter: a tree of many
+// small files would otherwise allocate and clear one per file.
+var fileWriters sync.Pool
+
+// fileWriter returns a 1 MiB buffered writer to f; releaseFileWriter gives
+// it back once the file is written or abandoned.
+func fileWriter(f *os.File) *bufio.Writer {
+	if bw, ok := fileWriters.Get().(*bufio.Writer); ok {
+		bw.Reset(f)
+		return bw
+	}
+	return bufio.NewWriterSize(f, 1<<20)
+}
+
+// releaseFileWriter drops what bw still holds and its file, and pools it.
+func releaseFileWriter(bw *bufio.Writer) {
+	bw.Reset(nil)
+	fileWriters.Put(bw)
 }
 
 // writeSnapshotWith publishes the payload that fill writes to a temporary
@@ -463,7 +485,8 @@ func CreateFileAtomic(path string, write func(io.Writer) error) error {
 // for an output that is not a savepoint (a report, an export).
 func SaveFileAtomic(path string, replace bool, write func(io.Writer) error) error {
 	return writeAtomic(path, replace, func(f *os.File) error {
-		bw := bufio.NewWriterSize(f, 1<<20)
+		bw := fileWriter(f)
+		defer releaseFileWriter(bw)
 		if err := write(bw); err != nil {
 			return err
 		}
