@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/sptool/sptool/internal/gen"
@@ -36,15 +35,6 @@ func benchRows(b *testing.B) int {
 func cpuSeconds() float64 {
 	u, s := cpuTimes()
 	return u + s
-}
-
-// cpuTimes returns the user and system CPU seconds the process has used.
-func cpuTimes() (user, sys float64) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
-	}
-	return float64(ru.Utime.Sec) + float64(ru.Utime.Usec)/1e6, float64(ru.Stime.Sec) + float64(ru.Stime.Usec)/1e6
 }
 
 // vmHWM returns the process's peak resident set size in bytes
@@ -107,7 +97,7 @@ func BenchmarkExportParquet(b *testing.B) {
 		} else if err := gen.WriteBig(p, gen.BigOptions{Rows: n, Seed: 1}); err != nil {
 			b.Fatal(err)
 		}
-		syscall.Sync() // no writeback of the input during the timed export
+		syncAll() // no writeback of the input during the timed export
 		inputs[name] = p
 		return p
 	}
