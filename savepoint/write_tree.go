@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -537,9 +538,10 @@ func FrameCLMB(blobs [][]byte) []byte {
 // checkpoint tree, a directory holding nothing but v<generation>
 // directories and _jobs (or nothing); a file output must replace a regular
 // file (or a link to one), not a directory, a device, a named pipe or a
-// socket. A mistyped -o with --force then cannot delete a directory of
-// other files, and `--report /dev/null --force` does not put a file in the
-// place of the device. A path that does not exist is fine.
+// socket, nor anything in /proc or a link that leads there. A mistyped -o
+// with --force then cannot delete a directory of other files, and
+// `--report /dev/null --force` does not put a file in the place of the
+// device. A path that does not exist is fine.
 func CheckReplaceable(path string, tree bool) error {
 	st, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -547,6 +549,9 @@ func CheckReplaceable(path string, tree bool) error {
 	}
 	if err != nil {
 		return fmt.Errorf("output %s: %w", path, err)
+	}
+	if at, ok := procPath(path); ok {
+		return fmt.Errorf("output %s leads to %s, a process's open file (a standard stream or /dev/fd), not a file sptool may replace: it would replace the link, not write the file", path, at)
 	}
 	if !tree {
 		if st.Mode()&fs.ModeSymlink != 0 {
@@ -576,6 +581,45 @@ func CheckReplaceable(path string, tree bool) error {
 	}
 	return nil
 }
+
+// procPath returns the path in /proc that path is, or that its chain of
+// symbolic links passes through, its directories' links resolved.
+// /dev/stdout is a link to /proc/self/fd/1, and a process's open file is
+// often a regular file (a shell's redirection): renaming a finished output
+// over such a path replaces the link, in /dev or wherever it is, and
+// writes nothing where the stream goes.
+func procPath(path string) (string, bool) {
+	p := path
+	for range 40 { // the kernel's limit on links followed
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return "", false
+		}
+		if inProc(abs) {
+			return abs, true
+		}
+		dir := filepath.Dir(abs)
+		if d, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = d
+		}
+		p = filepath.Join(dir, filepath.Base(abs))
+		if inProc(p) {
+			return p, true
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return "", false // not a link (or gone): the chain ends here
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		p = target
+	}
+	return "", false
+}
+
+// inProc reports whether the absolute path p lies in /proc.
+func inProc(p string) bool { return p == "/proc" || strings.HasPrefix(p, "/proc/") }
 
 // ErrOutputIsInput is returned when an output path names the input.
 var ErrOutputIsInput = errors.New("the output must not be the input")

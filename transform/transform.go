@@ -94,11 +94,12 @@ func CheckOutput(in string, file bool, out string, force bool) error {
 		outs = append(outs, out+".meta") // the output's sidecar
 	}
 	for _, o := range outs {
-		if _, err := os.Lstat(o); err == nil && !force {
-			return fmt.Errorf("output %s exists (use --force to replace it)", o)
-		}
+		// What --force would not replace either is refused as such first.
 		if err := savepoint.CheckReplaceable(o, o == out && !file); err != nil {
 			return err
+		}
+		if _, err := os.Lstat(o); err == nil && !force {
+			return fmt.Errorf("output %s exists (use --force to replace it)", o)
 		}
 	}
 	return nil

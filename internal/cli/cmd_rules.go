@@ -287,14 +287,15 @@ func checkReportPath(in, out, report string, force bool) error {
 		}
 	}
 	st, err := os.Stat(report)
-	if err == nil && !st.IsDir() && !st.Mode().IsRegular() {
-		if rerr := savepoint.CheckReplaceable(report, false); rerr != nil {
-			return fmt.Errorf("--report: %w (use --json for the report on stdout)", rerr)
-		}
+	if err == nil && st.IsDir() {
+		return fmt.Errorf("--report %s is a directory", report)
+	}
+	// A device, a named pipe or a link to a standard stream is refused as
+	// such, with or without --force.
+	if rerr := savepoint.CheckReplaceable(report, false); rerr != nil {
+		return fmt.Errorf("--report: %w (use --json for the report on stdout)", rerr)
 	}
 	switch {
-	case err == nil && st.IsDir():
-		return fmt.Errorf("--report %s is a directory", report)
 	case err == nil && !force:
 		return fmt.Errorf("--report %s exists (use --force to replace it)", report)
 	case err != nil && !errors.Is(err, iofs.ErrNotExist):
