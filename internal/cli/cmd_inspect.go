@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/pflag"
@@ -103,6 +104,9 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	switch {
 	case *par < 0:
 		return usageError(s, c, errNegative("--parallelism"))
+	case *par == 0 && fs.Changed("parallelism"):
+		// 0 is the flag's "not given": said, it would check nothing silently.
+		return usageError(s, c, errors.New("--parallelism 0: a job runs at least one subtask"))
 	case *par > savepoint.MaxParallelism:
 		return usageError(s, c, fmt.Errorf("--parallelism %d: a job runs at most %d subtasks", *par, savepoint.MaxParallelism))
 	}
