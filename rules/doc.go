@@ -106,7 +106,8 @@
 // 'key' and 'value' fields have the slot's codec types (int64, string,
 // []byte, float64, []any, ...), so `value > 5` on an int64 slot is checked
 // and `value == "x"` is rejected; the program that runs is the one compiled
-// against Env, fed with the same Go values.
+// against Env, fed with the same Go values. A file that declares no slot
+// has every filter checked so, with 'key' a string and 'value' bytes.
 //
 // Evaluation is on a caller-owned *vm.VM, one per goroutine and reused
 // across rows (Predicate.Eval, ValueProgram.Eval, SetValueSpec.Apply); the

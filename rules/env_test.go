@@ -202,7 +202,9 @@ func TestPredicates(t *testing.T) {
 }
 
 func TestPredicateRuntimeError(t *testing.T) {
-	set := parseOne(t, "version: 1\nrules:\n  - drop: 'value > 5'\n")
+	// A declaration elsewhere leaves an unscoped filter's 'value' untyped
+	// (any) at load, so the bad comparison shows on the first bytes row.
+	set := parseOne(t, "version: 1\nslots:\n  - {op: 9, slot: n, value: int64}\nrules:\n  - drop: 'value > 5'\n")
 	var env Env
 	if err := set.FillEnv(&env, savepoint.Row{Op: 1, Key: []byte("\x01s|k"), Value: []byte("x")}, 0); err != nil {
 		t.Fatal(err)
@@ -210,6 +212,29 @@ func TestPredicateRuntimeError(t *testing.T) {
 	var m vm.VM
 	if _, err := set.Rules[0].Drop.Predicate.Eval(&m, &env); err == nil {
 		t.Error("comparing bytes with an int did not fail at run time")
+	}
+}
+
+// Without any slot declared, every row's key is a string and its value
+// bytes: filters are type-checked against them at load.
+func TestUndeclaredEnvChecks(t *testing.T) {
+	for _, c := range []struct {
+		rule string
+		want string // "" for no error
+	}{
+		{"drop: 'len(value) > 5'", ""},
+		{"drop: 'string(value) == \"x\"'", ""},
+		{"drop: 'key startsWith \"user-\"'", ""},
+		{"keep: {op: 7, slot: agg, expr: 'len(value) == 8'}", ""},
+		{"drop: 'value'", "'drop' must be a boolean expression: expected bool, but got []uint8"},
+		{"drop: 'value > 5'", "mismatched types []uint8 and int"},
+		{"drop: 'value == \"x\"'", "mismatched types []uint8 and string"},
+		{"keep: {op: 7, slot: agg, expr: 'value > 5'}", "mismatched types []uint8 and int"},
+	} {
+		_, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - "+c.rule+"\n"))
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.rule, err, c.want)
+		}
 	}
 }
 

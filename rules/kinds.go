@@ -263,7 +263,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 		if !ok {
 			return nil
 		}
-		c := p.compile(vn, key, src, nil, true)
+		c := p.compile(vn, key, src, p.undeclaredEnv(), true)
 		if c == nil {
 			return nil
 		}
@@ -279,7 +279,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 		return nil
 	}
 	f := &FilterSpec{Expr: src, Scope: sc}
-	var typed reflect.Type
+	typed := p.undeclaredEnv()
 	if sc.Op != nil && sc.Slot != nil {
 		if d := p.view[slotName{sc.Op.ID, *sc.Slot}]; d != nil {
 			f.Decl = d
@@ -292,6 +292,19 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 	}
 	f.Predicate = &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}
 	return f
+}
+
+// undeclaredEnv returns the types expressions see when the rule file
+// declares no slot: every row's 'key' is then its bytes as a string and its
+// 'value' its bytes, so a filter is type-checked against them at load
+// ('value' alone, not a bool, is an error there rather than at the first
+// row). With declarations, a filter not scoped to one declared slot may
+// see any of their types, and nil leaves it to expr's 'any'.
+func (p *parser) undeclaredEnv() reflect.Type {
+	if len(p.set.Slots) > 0 {
+		return nil
+	}
+	return typedEnv(stringType, bytesType)
 }
 
 // compile compiles an expression held by node n and reports its errors at
