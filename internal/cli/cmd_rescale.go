@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -54,9 +55,40 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	if err != nil {
 		return usageError(s, c, err)
 	}
+	flag := "--parallelism"
+	if *groups != "" {
+		flag = "--group-parallelism"
+	}
 	return transformWith(ctx, s, c, fs, tf, func(o rules.ParseOptions) (*rules.Set, error) {
-		return rules.ParseWithOptions("(sptool rescale)", []byte(src), o)
+		set, err := rules.ParseWithOptions("(sptool rescale)", []byte(src), o)
+		return flagDiagnostics(flag, set, err)
 	}, *dry)
+}
+
+// lineRef is a message's reference to another line of the rule file.
+var lineRef = regexp.MustCompile(` \(line \d+\)`)
+
+// flagDiagnostics puts the name of the flag in place of the position of
+// each problem and warning of the one-rule file the rescale flags stand
+// for: its lines and columns are sptool's own, not the user's.
+func flagDiagnostics(flag string, set *rules.Set, err error) (*rules.Set, error) {
+	var warns []*rules.Warning
+	if set != nil {
+		warns = set.Warnings
+	}
+	var errs *rules.Errors
+	if errors.As(err, &errs) {
+		for _, e := range errs.List {
+			e.File, e.Line, e.Col, e.Rule, e.RuleName = flag, 0, 0, 0, ""
+			e.Msg = lineRef.ReplaceAllString(e.Msg, "")
+		}
+		warns = append(warns, errs.Warnings...)
+	}
+	for _, w := range warns {
+		w.File, w.Line, w.Col, w.Rule, w.RuleName = flag, 0, 0, 0, ""
+		w.Msg = lineRef.ReplaceAllString(w.Msg, "")
+	}
+	return set, err
 }
 
 // rescaleRuleFile writes the one-rule file the flags stand for. Without
