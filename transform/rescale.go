@@ -256,7 +256,7 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 		newFirst += m
 	}
 	if rr.Lost > 0 && !spec.DropLost {
-		return nil, lostError(sp, rr)
+		return nil, lostError(groups, rr)
 	}
 	if rr.Lost > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("lost keyed rows dropped: %d, held only outside the file of the subtask owning their key group, so no restore at the old layout holds them (the report lists the first; sptool validate reports them all)", rr.Lost))
@@ -270,9 +270,11 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 }
 
 // lostError refuses a rescale that would drop lost keyed rows (see
-// rules.RescaleSpec.DropLost), naming the first.
-func lostError(sp *savepoint.Savepoint, rr *RescaleReport) error {
-	msg := fmt.Sprintf("the rescale would drop %d lost keyed rows: rows held only outside the file of the subtask owning their key group at the tree's layout (chain groups %s), which no restore at that layout holds", rr.Lost, savepoint.FormatGroups(sp.Groups))
+// rules.RescaleSpec.DropLost), naming the first. groups is the old layout
+// the rescale reads the tree at: its own groups when given, which may
+// differ from those inferred from the tree.
+func lostError(groups []savepoint.Group, rr *RescaleReport) error {
+	msg := fmt.Sprintf("the rescale would drop %d lost keyed rows: rows held only outside the file of the subtask owning their key group at the old layout (chain groups %s), which no restore at that layout holds", rr.Lost, savepoint.FormatGroups(groups))
 	if len(rr.LostExamples) > 0 {
 		l := rr.LostExamples[0]
 		row := ""
