@@ -92,11 +92,14 @@ const maxLostExamples = 5
 
 // RescaleGroupReport is one chain group before and after.
 type RescaleGroupReport struct {
-	OldFirst       int    `json:"old_first"`
-	OldParallelism int    `json:"old_parallelism"`
-	NewFirst       int    `json:"new_first"`
-	NewParallelism int    `json:"new_parallelism"`
-	Action         string `json:"action"` // "copy" (parallelism unchanged) or "rescale"
+	OldFirst       int `json:"old_first"`
+	OldParallelism int `json:"old_parallelism"`
+	NewFirst       int `json:"new_first"`
+	NewParallelism int `json:"new_parallelism"`
+	// Action is "copy" (parallelism unchanged: each file keeps its rows,
+	// and FileStats.Action says whether it is copied byte for byte or
+	// rewritten) or "rescale".
+	Action string `json:"action"`
 }
 
 // MergeChoice is one operator-state key whose copies differed across the old
