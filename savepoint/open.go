@@ -219,6 +219,39 @@ func generations(root string) ([]int, error) {
 	return gens, nil
 }
 
+// generationHolding returns the directory of a generation of the tree at
+// root, other than gen, that holds a file of checkpoint id in some subtask
+// directory: --checkpoint selects within the generation read, and a user
+// asking for an older generation's checkpoint is told where it is.
+func generationHolding(root string, gen int, id uint64) (string, bool) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return "", false
+	}
+	for _, e := range ents {
+		g, ok := parseGeneration(e.Name())
+		if !ok || g == gen {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		subs, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, sub := range subs {
+			if _, ok := subtaskIndex(sub.Name()); !ok {
+				continue
+			}
+			for _, p := range []string{"checkpoint-", "changelog-"} {
+				if _, err := os.Lstat(filepath.Join(dir, sub.Name(), p+strconv.FormatUint(id, 10)+".snap")); err == nil {
+					return dir, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
 // appliedListing returns the subtasks= line of the checkpoint's marker
 // when clink applies it: the marker has one, and it is the checkpoint's
 // only marker (format 5.3).
@@ -471,7 +504,11 @@ func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]m
 	}
 	if asked {
 		if all[want] == 0 {
-			return fmt.Errorf("open savepoint: checkpoint %d is not in generation v%d (present: %s)", want, sp.Generation, idList(all))
+			hint := ""
+			if dir, ok := generationHolding(sp.Root, sp.Generation, want); ok {
+				hint = fmt.Sprintf("; it is in %s: give that directory as the path to read it", dir)
+			}
+			return fmt.Errorf("open savepoint: checkpoint %d is not in generation v%d (present: %s)%s", want, sp.Generation, idList(all), hint)
 		}
 		pick(want)
 		return nil

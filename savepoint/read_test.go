@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -379,5 +380,27 @@ func TestBatchSplit(t *testing.T) {
 	maxColumnBytes = 10
 	if err := EncodeStream(&buf, nil, fixtureRows); err == nil {
 		t.Fatal("a row larger than the limit was written")
+	}
+}
+
+// TestCheckpointInOtherGeneration: --checkpoint selects within the
+// generation read; a checkpoint held by another generation of the tree is
+// refused with that generation's directory named, and opens from it.
+func TestCheckpointInOtherGeneration(t *testing.T) {
+	root := filepath.Join("..", "testdata", "independent", "gen3-stale")
+	_, err := Open(root, OpenOptions{Checkpoint: 16, CheckpointSet: true})
+	if err == nil || !strings.Contains(err.Error(), "checkpoint 16 is not in generation v3 (present: 17); it is in "+filepath.Join(root, "v2")+": give that directory") {
+		t.Fatalf("Open(%s, checkpoint 16): %v, want the refusal naming v2", root, err)
+	}
+	_, err = Open(root, OpenOptions{Checkpoint: 99, CheckpointSet: true})
+	if err == nil || strings.Contains(err.Error(), "it is in") {
+		t.Errorf("Open(%s, checkpoint 99): %v, want a refusal naming no generation", root, err)
+	}
+	sp, err := Open(filepath.Join(root, "v2"), OpenOptions{Checkpoint: 16, CheckpointSet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Generation != 2 || sp.Checkpoint != 16 {
+		t.Errorf("v2: generation %d checkpoint %d, want 2 and 16", sp.Generation, sp.Checkpoint)
 	}
 }
