@@ -905,7 +905,7 @@ func (r *Result) WriteText(w io.Writer) error {
 		if !m.CountsAsDifference {
 			note = " (provenance; not a state difference)"
 		}
-		fmt.Fprintf(&b, "metadata: %q: %s -> %s%s\n", m.Key, metaText(m.A), metaText(m.B), note)
+		fmt.Fprintf(&b, "metadata: %q: %s%s\n", m.Key, metaChangeText(m.A, m.B), note)
 	}
 	s := r.Summary
 	if r.Identical {
@@ -1007,6 +1007,42 @@ func metaText(vs []string) string {
 		return strconv.Quote(vs[0])
 	}
 	return fmt.Sprintf("%s and %d other value%s", strconv.Quote(vs[0]), len(vs)-1, plural(len(vs)-1))
+}
+
+// metaChangeText shows a key's change: both sides as metaText does, or,
+// when both carry several values and share some, the values only one side
+// carries and how many both carry (a version map changed in one subtask's
+// file of four would otherwise show the same first value on both sides).
+func metaChangeText(a, b []string) string {
+	onlyA, onlyB := minus(a, b), minus(b, a)
+	same := len(a) - len(onlyA)
+	if len(a) <= 1 && len(b) <= 1 || same == 0 {
+		return metaText(a) + " -> " + metaText(b)
+	}
+	return fmt.Sprintf("%s -> %s (%d value%s on both sides)", valuesText(onlyA), valuesText(onlyB), same, plural(same))
+}
+
+// minus returns the values of a that b does not hold, in a's order.
+func minus(a, b []string) []string {
+	var out []string
+	for _, v := range a {
+		if !slices.Contains(b, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// valuesText quotes every value of vs, "none" when there are none.
+func valuesText(vs []string) string {
+	if len(vs) == 0 {
+		return "none"
+	}
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = strconv.Quote(v)
+	}
+	return strings.Join(q, ", ")
 }
 
 // TextWarnings returns the warnings for a terminal: a warning both sides

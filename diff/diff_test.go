@@ -603,3 +603,24 @@ func TestDiffOperatorStateAsRestored(t *testing.T) {
 		t.Errorf("the same copies: %+v", r.Summary)
 	}
 }
+
+// TestMetaChangeText: a change between sides of several values shows the
+// values only one side carries, not the first of each (which may be the
+// same on both).
+func TestMetaChangeText(t *testing.T) {
+	for _, c := range []struct {
+		a, b []string
+		want string
+	}{
+		{nil, []string{"x"}, `absent -> "x"`},
+		{[]string{"x"}, []string{"y"}, `"x" -> "y"`},
+		{[]string{"x", "y"}, []string{"z"}, `"x" and 1 other value -> "z"`},
+		{[]string{"s0", "s1", "s2"}, []string{"s0", "s1", "s2'"}, `"s2" -> "s2'" (2 values on both sides)`},
+		{[]string{"s0", "s1"}, []string{"s0"}, `"s1" -> none (1 value on both sides)`},
+		{[]string{"s0"}, []string{"s0", "s1", "s2"}, `none -> "s1", "s2" (1 value on both sides)`},
+	} {
+		if got := metaChangeText(c.a, c.b); got != c.want {
+			t.Errorf("metaChangeText(%q, %q) = %s, want %s", c.a, c.b, got, c.want)
+		}
+	}
+}
