@@ -40,16 +40,21 @@ func eachLeftover(out string, fn func(p, rest string, m []string)) {
 	}
 }
 
-// sidecarLeftover returns the temporary sidecar that an interrupted run
-// publishing the payload at path left beside it ("" when there is none):
-// the run put the payload in place and was killed before its sidecar. Only
-// a complete sidecar that describes the payload there (size and CRC-32C)
-// counts, of a process no longer running: a run killed before its renames,
-// or still running, leaves one beside a payload it did not write.
-func sidecarLeftover(path string, size int64, crc uint32) string {
-	found := ""
-	eachLeftover(path, func(p, _ string, m []string) {
-		if found != "" || m[1] != SidecarSuffix {
+// sidecarLeftover returns the sidecar of the payload at path that an
+// interrupted run left beside it under a temporary name ("" when there is
+// none), and whether a --force run had moved it aside: a run that put the
+// payload in place and was killed before its sidecar left the new sidecar
+// (.meta.part.<suffix>); a --force run killed between moving the old
+// sidecar and the old payload aside left the old payload in place and its
+// sidecar aside (.meta.sptool-old-<suffix>). Only a complete sidecar that
+// describes the payload there (size and CRC-32C) counts, of a process no
+// longer running: a run killed before its renames, or still running,
+// leaves one beside a payload it did not write.
+func sidecarLeftover(path string, size int64, crc uint32) (string, bool) {
+	found, aside := "", false
+	eachLeftover(path, func(p, rest string, m []string) {
+		isAside := m[2] == "old" && strings.HasPrefix(rest, SidecarSuffix+".")
+		if found != "" || m[1] != SidecarSuffix && !isAside {
 			return
 		}
 		b, err := ReadRegularFile(p, maxControlFileSize)
@@ -57,10 +62,10 @@ func sidecarLeftover(path string, size int64, crc uint32) string {
 			return
 		}
 		if sc, err := ParseSidecar(b); err == nil && sc.PayloadBytes == uint64(size) && sc.PayloadCRC32C == crc {
-			found = p
+			found, aside = p, isAside
 		}
 	})
-	return found
+	return found, aside
 }
 
 // Leftovers returns a warning for each entry beside the output path out
@@ -76,11 +81,7 @@ func Leftovers(out string) []string {
 	eachLeftover(out, func(p, rest string, m []string) {
 		switch m[2] {
 		case "old":
-			was := filepath.Clean(out)
-			if strings.HasPrefix(rest, SidecarSuffix+".") {
-				was += SidecarSuffix
-			}
-			warns = append(warns, fmt.Sprintf("%s holds what was at %s before a --force run that did not finish (interrupted, or kept it after an error it reported): delete it, or rename it back to %s to have that older output again", p, was, was))
+			warns = append(warns, asideLeftover(out, p, rest))
 		case "tmp":
 			if hasCompletedMarker(p) {
 				// Killed after writing its marker: the new tree before it
@@ -95,6 +96,27 @@ func Leftovers(out string) []string {
 		}
 	})
 	return warns
+}
+
+// asideLeftover is the warning for p, what a --force run moved aside from
+// the output out (rest: p's name after out's), and what to do with it. The
+// run removes what it moved aside once its own output is in place: a tree
+// its COMPLETED marker first, a file output its payload before its
+// sidecar. So a tree aside without a marker, or a sidecar aside without
+// its payload, is the remains of a removal and no older output to rename
+// back.
+func asideLeftover(out, p, rest string) string {
+	was := filepath.Clean(out)
+	suffix := rest[strings.Index(rest, ".sptool-old-"):]
+	if strings.HasPrefix(rest, SidecarSuffix+".") {
+		if _, err := os.Lstat(was + suffix); err != nil {
+			return fmt.Sprintf("%s is the sidecar of what was at %s before a --force run replaced it, whose payload is gone (its removal was interrupted): delete it", p, was)
+		}
+		was += SidecarSuffix
+	} else if isDir(p) && !hasCompletedMarker(p) {
+		return fmt.Sprintf("%s holds what is left of the tree that was at %s before a --force run replaced it: no whole tree, its COMPLETED marker went first when its removal was interrupted; delete it", p, was)
+	}
+	return fmt.Sprintf("%s holds what was at %s before a --force run replaced it (the run was interrupted, or failed, before removing it): delete it, or rename it back to %s to have that older output again", p, was, was)
 }
 
 // hasCompletedMarker reports whether the tree at dir holds a COMPLETED

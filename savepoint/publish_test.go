@@ -521,6 +521,14 @@ func TestValidateInterruptedPublish(t *testing.T) {
 	if f := sev(); len(f) != 1 || f[0].Severity != SeverityError || !strings.Contains(f[0].Message, "out.snap.meta.part.999999999.1.abc is: a run that published this payload was interrupted") {
 		t.Errorf("with its own temporary sidecar beside it: %v", f)
 	}
+	// Its sidecar moved aside by a --force run killed before it moved the
+	// payload: the older output, whole once the sidecar is renamed back.
+	if err := os.Rename(left, path+".meta.sptool-old-999999999.2.k"); err != nil {
+		t.Fatal(err)
+	}
+	if f := sev(); len(f) != 1 || f[0].Severity != SeverityError || !strings.Contains(f[0].Message, "but out.snap.meta.sptool-old-999999999.2.k, which describes it, is: a --force run replacing this output moved its sidecar aside and was interrupted; rename it back to out.snap.meta") {
+		t.Errorf("with its own sidecar moved aside: %v", f)
+	}
 }
 
 // A --force run moves the pair it replaces aside before it renames the new

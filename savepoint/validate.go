@@ -522,7 +522,10 @@ func (v *validator) checkFileLevel(f *File) {
 		switch {
 		case f.Verdict == VerdictValid:
 		case f.Verdict == VerdictIncomplete && f.Sidecar == nil:
-			if left := sidecarLeftover(f.Path, f.Size, f.CRC32C); left != "" {
+			if left, aside := sidecarLeftover(f.Path, f.Size, f.CRC32C); aside {
+				v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("no .meta sidecar beside the file, but %s, which describes it, is: a --force run replacing this output moved its sidecar aside and was interrupted; rename it back to %s to have this output whole again, or run that command again", filepath.Base(left), filepath.Base(f.Path)+SidecarSuffix))
+				break
+			} else if left != "" {
 				v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("no .meta sidecar beside the file, but %s is: a run that published this payload was interrupted before its sidecar, so the file is not a finished output (run it again)", filepath.Base(left)))
 				break
 			}

@@ -400,7 +400,11 @@ func (a *asidePair) remove() error {
 	}
 	var left []string
 	var first error
-	for _, m := range a.moved {
+	// The payload before its sidecar: a kill between leaves a sidecar
+	// aside without its payload, which the next run calls remains to
+	// delete, not an older payload that renamed back would sit beside the
+	// new sidecar.
+	for _, m := range slices.Backward(a.moved) {
 		if err := remove(m[0]); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			left = append(left, m[0])
 			first = cmp.Or(first, err)

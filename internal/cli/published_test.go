@@ -140,8 +140,10 @@ func TestApplyForceFileReplacedLeft(t *testing.T) {
 	if code != ExitError || len(left) != 2 {
 		t.Fatalf("exit %d (want %d), %d files left aside (want the payload and its sidecar); stderr: %s", code, ExitError, len(left), errs.String())
 	}
-	if !strings.HasPrefix(left[0], out+".meta.sptool-old-") || !strings.HasPrefix(left[1], out+".sptool-old-") {
-		t.Errorf("moved aside to %s", left)
+	// Removed payload first: a kill between leaves no older payload to
+	// rename back beside the new sidecar.
+	if !strings.HasPrefix(left[0], out+".sptool-old-") || !strings.HasPrefix(left[1], out+".meta.sptool-old-") {
+		t.Errorf("moved aside to %s, want the payload removed before its sidecar", left)
 	}
 	says := "the output it replaced, moved aside to " + left[0] + " and " + left[1] + ", could not be removed and is left there, whole or in part (remove it by hand): operation not permitted\n"
 	if !strings.HasSuffix(errs.String(), says) || !strings.Contains(stdout.String(), "warning: "+says) {
