@@ -282,7 +282,7 @@ func CheckOutput(path string, force bool) error {
 		return fmt.Errorf("%w (-o - writes JSON Lines and CSV to standard output)", err)
 	}
 	if !force {
-		return fmt.Errorf("%s: %w", path, ErrExists)
+		return fmt.Errorf("%s: %w%s", path, ErrExists, savepoint.LeftoversNote(path))
 	}
 	return nil
 }

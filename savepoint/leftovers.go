@@ -98,6 +98,22 @@ func Leftovers(out string) []string {
 	return warns
 }
 
+// LeftoversNote is what an error refusing to replace the output out
+// without --force adds about the leftovers beside it (see Leftovers): ""
+// when there are none, else the first and how many more. A run killed
+// while it published out may have left out unfinished (a payload whose
+// sidecar is still under its temporary name), which the note names.
+func LeftoversNote(out string) string {
+	ws := Leftovers(out)
+	switch len(ws) {
+	case 0:
+		return ""
+	case 1:
+		return "; beside it, " + ws[0]
+	}
+	return fmt.Sprintf("; beside it, %s (and %d more such names; a --force run lists them all)", ws[0], len(ws)-1)
+}
+
 // asideLeftover is the warning for p, what a --force run moved aside from
 // the output out (rest: p's name after out's), and what to do with it. The
 // run removes what it moved aside once its own output is in place: a tree

@@ -99,7 +99,7 @@ func CheckOutput(in string, file bool, out string, force bool) error {
 			return err
 		}
 		if _, err := os.Lstat(o); err == nil && !force {
-			return fmt.Errorf("output %s exists (use --force to replace it)", o)
+			return fmt.Errorf("output %s exists (use --force to replace it)%s", o, savepoint.LeftoversNote(out))
 		}
 	}
 	return nil
