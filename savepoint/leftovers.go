@@ -118,18 +118,21 @@ func LeftoversNote(out string) string {
 // the output out (rest: p's name after out's), and what to do with it. The
 // run removes what it moved aside once its own output is in place: a tree
 // its COMPLETED marker first, a file output its payload before its
-// sidecar. So a tree aside without a marker, or a sidecar aside without
-// its payload, is the remains of a removal and no older output to rename
-// back.
+// sidecar. So, with an output in place, a tree aside without a marker,
+// or a sidecar aside without its payload, is the remains of a removal and
+// no older output to rename back. Without one, the run was killed before
+// it published: what is aside is the only copy of the older output.
 func asideLeftover(out, p, rest string) string {
 	was := filepath.Clean(out)
 	suffix := rest[strings.Index(rest, ".sptool-old-"):]
+	_, err := os.Lstat(was)
+	published := err == nil
 	if strings.HasPrefix(rest, SidecarSuffix+".") {
-		if _, err := os.Lstat(was + suffix); err != nil {
+		if _, err := os.Lstat(was + suffix); err != nil && published {
 			return fmt.Sprintf("%s is the sidecar of what was at %s before a --force run replaced it, whose payload is gone (its removal was interrupted): delete it", p, was)
 		}
 		was += SidecarSuffix
-	} else if isDir(p) && !hasCompletedMarker(p) {
+	} else if published && isDir(p) && !hasCompletedMarker(p) {
 		return fmt.Sprintf("%s holds what is left of the tree that was at %s before a --force run replaced it: no whole tree, its COMPLETED marker went first when its removal was interrupted; delete it", p, was)
 	}
 	return fmt.Sprintf("%s holds what was at %s before a --force run replaced it (the run was interrupted, or failed, before removing it): delete it, or rename it back to %s to have that older output again", p, was, was)

@@ -20,6 +20,7 @@ func TestLeftovers(t *testing.T) {
 	self := strconv.Itoa(os.Getpid())
 	live := strconv.Itoa(os.Getppid())
 	files := map[string]string{
+		"out":                                                  "", // the output in place: a run published it
 		"out.part." + dead + ".1.abc":                          "temporary file",
 		"out.meta.part." + dead + ".2.x9":                      "temporary file",
 		"out.part." + self + ".3.z":                            "temporary file", // a killed run of the same id (a container)
@@ -73,5 +74,17 @@ func TestLeftovers(t *testing.T) {
 	}
 	if got := Leftovers(filepath.Join(dir, "missing", "out")); got != nil {
 		t.Errorf("an output in a directory that does not exist: %q", got)
+	}
+	// With no output in place, the run was killed before it published:
+	// what is aside is the only copy of the older output, whole or not.
+	if err := os.Remove(out); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"out.meta.sptool-old-" + dead + ".12.s", "out.sptool-old-" + dead + ".10.r"} {
+		got := Leftovers(out)
+		i := slices.IndexFunc(got, func(w string) bool { return strings.HasPrefix(w, filepath.Join(dir, name)+" ") })
+		if i < 0 || !strings.Contains(got[i], "rename it back to "+out) {
+			t.Errorf("%s, no output in place: warnings %q, want one saying to rename it back", name, got)
+		}
 	}
 }
