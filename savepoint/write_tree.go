@@ -538,10 +538,10 @@ func FrameCLMB(blobs [][]byte) []byte {
 // checkpoint tree, a directory holding nothing but v<generation>
 // directories and _jobs (or nothing); a file output must replace a regular
 // file (or a link to one), not a directory, a device, a named pipe or a
-// socket, nor anything in /proc or a link that leads there. A mistyped -o
-// with --force then cannot delete a directory of other files, and
-// `--report /dev/null --force` does not put a file in the place of the
-// device. A path that does not exist is fine.
+// socket, nor anything in /proc or /dev/fd or a link that leads there. A
+// mistyped -o with --force then cannot delete a directory of other files,
+// and `--report /dev/null --force` does not put a file in the place of
+// the device. A path that does not exist is fine.
 func CheckReplaceable(path string, tree bool) error {
 	st, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -618,8 +618,17 @@ func procPath(path string) (string, bool) {
 	return "", false
 }
 
-// inProc reports whether the absolute path p lies in /proc.
-func inProc(p string) bool { return p == "/proc" || strings.HasPrefix(p, "/proc/") }
+// inProc reports whether the absolute path p lies in /proc, or in /dev/fd
+// (a link to /proc/self/fd on Linux; on the BSDs and macOS the file
+// system of open files itself).
+func inProc(p string) bool {
+	for _, dir := range []string{"/proc", "/dev/fd"} {
+		if p == dir || strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
 
 // ErrOutputIsInput is returned when an output path names the input.
 var ErrOutputIsInput = errors.New("the output must not be the input")
