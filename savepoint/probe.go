@@ -179,6 +179,7 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 			// Room for every row of the segment to be a hit, and its key.
 			p.hits.rows = Grow(p.hits.rows, k)
 			p.hits.ends = Grow(p.hits.ends, k)
+			p.hits.keys = Grow(p.hits.keys, int(ends[j+k-1]-keyStart(ends, base, j)))
 			if p.wordsOK {
 				p.askWords(keys, ends, base, j, k, first)
 			} else {
@@ -213,17 +214,20 @@ func (p *rangeProbe) noWords() { p.wordsOK = false }
 // probeChunk), the chunk's first being the snapshot's row first, and keeps
 // its hits.
 func (p *rangeProbe) askWords(keys []byte, ends []int32, base int32, j, k, first int) {
-	start := func(i int) int32 {
-		if i == 0 {
-			return base
-		}
-		return ends[i-1]
-	}
-	p.hits.keys = Grow(p.hits.keys, int(ends[j+k-1]-start(j)))
 	p.wp.MayMatchWords(p.words[j:j+k], func(t int) {
 		i := j + t
-		p.keep(first+i, keys[start(i)-base:ends[i]-base])
+		p.keep(first+i, keys[keyStart(ends, base, i)-base:ends[i]-base])
 	})
+}
+
+// keyStart returns where row i of a chunk's keys starts, counted from
+// base as ends are (see probeChunk): row 0 at base, which ends does not
+// hold.
+func keyStart(ends []int32, base int32, i int) int32 {
+	if i == 0 {
+		return base
+	}
+	return ends[i-1]
 }
 
 // askKeys asks the probe about the keys of rows [j, j+k) of a chunk (see
@@ -233,12 +237,9 @@ func (p *rangeProbe) askKeys(keys []byte, ends []int32, base int32, j, k, first 
 	from := j // the first row asked with the ends before it
 	if j == 0 {
 		// Row 0 starts at base, which ends does not hold.
-		p.hits.keys = Grow(p.hits.keys, int(ends[k-1]-base))
 		p.first = [2]int32{base, ends[0]}
 		p.ask(keys, p.first[:], base, plen, first)
 		from = 1
-	} else {
-		p.hits.keys = Grow(p.hits.keys, int(ends[j+k-1]-ends[j-1]))
 	}
 	if from < j+k {
 		p.ask(keys, ends[from-1:j+k], base, plen, first+from)

@@ -91,7 +91,7 @@ func CheckOutput(in string, file bool, out string, force bool) error {
 	}
 	outs := []string{out}
 	if file {
-		outs = append(outs, out+".meta") // the output's sidecar
+		outs = append(outs, out+savepoint.SidecarSuffix)
 	}
 	for _, o := range outs {
 		// What --force would not replace either is refused as such first.
