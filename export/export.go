@@ -1070,7 +1070,7 @@ func DecodeRow(set *rules.Set, env *rules.Env, r savepoint.Row, subtask int) (De
 		}
 	case decl.ValueCodec == nil && !decl.TTL:
 		// Bytes as stored: the value columns hold them already.
-	case errors.As(err, &de) && de.Part == "value":
+	case errors.As(err, &de) && de.ValueFailed():
 	default:
 		// Decoded, or (a TTL slot declared without a value codec) the
 		// stored bytes with their stamp removed.

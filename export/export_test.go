@@ -884,6 +884,38 @@ func TestExportTTLWithoutValueCodec(t *testing.T) {
 	}
 }
 
+// TestExportDecodeFailures: a row whose key, value, or both the declared
+// codecs cannot decode keeps what did decode, and the rest is written as
+// stored (value_hex, key_hex and the undecoded text), never null; each
+// such row is counted once in the slot's warning.
+func TestExportDecodeFailures(t *testing.T) {
+	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: s, key: int64, value: int64}\nrules: []\n")
+	eight := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	rows := []savepoint.Row{
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), eight), Value: []byte{2, 0, 0, 0, 0, 0, 0, 0}},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k2")), Value: []byte{3, 0, 0, 0, 0, 0, 0, 0}},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte{4, 0, 0, 0, 0, 0, 0, 0}), Value: []byte("v4")},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k5")), Value: []byte("v5")},
+	}
+	sp := &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: savepoint.Logical(rows)}}}}
+	data, res := export(t, sp, Options{Format: JSONL, Rules: set})
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%v=%v", r.Key, r.Value))
+	}
+	want := []string{"1=2", "4=v4", "k2=3", "k5=v5"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `op 1 slot "s": 3 rows the declared codecs could not decode (written undecoded)`) {
+		t.Errorf("warnings %q", res.Warnings)
+	}
+}
+
 // An input file that changed while it was read fails the export (to a
 // writer, as to a file): what was written mixes old and new rows.
 func TestExportInputChanged(t *testing.T) {

@@ -107,10 +107,11 @@ func (s *Set) FillEnvFields(env *Env, row savepoint.Row, subtask int, need Field
 	v, verr := d.ValueCodec.Decode(payload)
 	if verr != nil {
 		env.Value = nil
-		if err == nil {
-			err = &DecodeError{Op: row.Op, Slot: d.Slot, Part: "value", Codec: d.ValueCodec.String(), Err: verr, Line: d.Line}
+		if de, ok := err.(*DecodeError); ok {
+			de.ValueErr = verr // the key failed too: the error is the key's
+			return err
 		}
-		return err
+		return &DecodeError{Op: row.Op, Slot: d.Slot, Part: "value", Codec: d.ValueCodec.String(), Err: verr, Line: d.Line}
 	}
 	env.Value = v
 	return err

@@ -146,7 +146,14 @@ type DecodeError struct {
 	// Line is the line of the slot's declaration in the rule file (0:
 	// not known).
 	Line int
+	// ValueErr, in an error of the key, is the value codec's error when
+	// the value does not decode either (nil: it does, or was not decoded).
+	ValueErr error
 }
+
+// ValueFailed reports whether the row's value did not decode: the error
+// is the value's, or the key's with the value's failure noted.
+func (e *DecodeError) ValueFailed() bool { return e.Part == "value" || e.ValueErr != nil }
 
 // Error names the operator, slot, part and codec, and the declaration:
 // a value every row of the slot must decode, whatever an expression
@@ -154,6 +161,9 @@ type DecodeError struct {
 // filter of other slots too.
 func (e *DecodeError) Error() string {
 	msg := fmt.Sprintf("decode %s of op %d slot %q with codec %s: %v", e.Part, e.Op, e.Slot, e.Codec, e.Err)
+	if e.ValueErr != nil {
+		msg += fmt.Sprintf("; the value does not decode either: %v", e.ValueErr)
+	}
 	if e.Line > 0 {
 		msg += fmt.Sprintf(" (every row of a declared slot is decoded; does the declaration at line %d fit the slot's rows? 'sptool cat' shows them)", e.Line)
 	}
