@@ -185,6 +185,43 @@ type compiled struct {
 	konst      int8
 }
 
+// maxExprNesting bounds how deep an expression's brackets nest. expr's
+// parser descends once for each, and parentheses make no node for
+// expr.MaxNodes to count: a million of them overflowed the goroutine's
+// stack, which no recover catches.
+const maxExprNesting = 256
+
+// nestingWithin reports whether the brackets ((), [] and {}) of src,
+// outside its string literals, nest at most limit deep, and if not, the rune
+// offset of the first bracket too deep.
+func nestingWithin(src string, limit int) (int, bool) {
+	depth, quote, escaped := 0, rune(0), false
+	off := 0
+	for _, r := range src {
+		switch {
+		case quote != 0:
+			switch {
+			case escaped:
+				escaped = false
+			case r == '\\' && quote != '`':
+				escaped = true
+			case r == quote:
+				quote = 0
+			}
+		case r == '"' || r == '\'' || r == '`':
+			quote = r
+		case r == '(' || r == '[' || r == '{':
+			if depth++; depth > limit {
+				return off, false
+			}
+		case r == ')' || r == ']' || r == '}':
+			depth = max(depth-1, 0)
+		}
+		off++
+	}
+	return 0, true
+}
+
 // exprErr is an expression error at a rune offset of the expression.
 type exprErr struct {
 	off     int
@@ -200,6 +237,9 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 			c, e = nil, &exprErr{msg: fmt.Sprintf("expression compiler failed: %v", r)}
 		}
 	}()
+	if off, ok := nestingWithin(src, maxExprNesting); !ok {
+		return nil, &exprErr{off: off, msg: fmt.Sprintf("brackets nested more than %d deep", maxExprNesting)}
+	}
 	opts := func(env any) []expr.Option {
 		o := []expr.Option{expr.Env(env), expr.MaxNodes(maxNodes)}
 		o = append(o, exprFunctions...)

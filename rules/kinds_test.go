@@ -333,6 +333,45 @@ func TestExprPositions(t *testing.T) {
 	}
 }
 
+// TestExprNesting: brackets nested deeper than maxExprNesting are refused
+// at the first one too deep, before expr's parser recurses into them (a
+// million parentheses overflowed its stack); brackets in strings do not
+// count, and the deepest nesting allowed compiles.
+func TestExprNesting(t *testing.T) {
+	deep := func(n int, open, close string) string {
+		return strings.Repeat(open, n) + "true" + strings.Repeat(close, n)
+	}
+	cases := []struct {
+		name, expr string
+		col        int // 0: compiles
+	}{
+		{"parens at the limit", deep(maxExprNesting, "(", ")"), 0},
+		{"parens past it", deep(maxExprNesting+1, "(", ")"), 12 + maxExprNesting},
+		{"a million parens", deep(1000000, "(", ")"), 12 + maxExprNesting},
+		{"mixed brackets", "op in [" + deep(maxExprNesting, "(", ")") + "]", 18 + maxExprNesting},
+		{"in strings", `slot == "` + strings.Repeat("([{", 400) + `" || slot == '` + strings.Repeat("(", 400) + `\''`, 0},
+		{"closed ones do not add up", strings.Repeat("(true) && ", 400) + "true", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - drop: '"+strings.ReplaceAll(tc.expr, "'", "''")+"'\n"))
+			if tc.col == 0 {
+				if err != nil && strings.Contains(err.Error(), "nested") {
+					t.Fatalf("refused: %.200v", err)
+				}
+				return
+			}
+			var errs *Errors
+			if !errors.As(err, &errs) || errs.Len() != 1 {
+				t.Fatalf("err = %.200v", err)
+			}
+			if e := errs.List[0]; e.Line != 3 || e.Col != tc.col || !strings.Contains(e.Msg, "brackets nested more than 256 deep") {
+				t.Errorf("got %d:%d %s, want 3:%d", e.Line, e.Col, e.Msg, tc.col)
+			}
+		})
+	}
+}
+
 func TestDeclarationFollowsRemapAndRename(t *testing.T) {
 	set := parseOne(t, `version: 1
 slots:
