@@ -69,8 +69,12 @@ func (s *Set) Fields() Fields {
 		case r.Drop != nil:
 			f |= r.Drop.Predicate.fields
 		case r.SetValue != nil:
-			// Apply keeps the TTL stamp from value_bytes.
-			f |= r.SetValue.Program.fields | FieldValueBytes
+			// Apply keeps the TTL stamp from value_bytes. The value is
+			// decoded even when the expression does not read it: the
+			// declared codec encodes the new value, and a declaration that
+			// does not fit the slot's rows must stop the run, not write
+			// over them.
+			f |= r.SetValue.Program.fields | FieldValueBytes | FieldValue
 		}
 	}
 	return f
