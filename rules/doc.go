@@ -19,7 +19,9 @@
 //
 // A slot declaration names its operator with 'op' (the numeric id) or 'uid'
 // (hashed as clink does, savepoint.OperatorIDFromUID), never both; 'slot' is
-// required and must pass savepoint.ValidSlotName; 'key' and 'value' are codec
+// required, must pass savepoint.ValidSlotName and may not be
+// savepoint.RawSlot (no rule's slot may: it names keys without a slot,
+// which no slot name matches); 'key' and 'value' are codec
 // specs (package savepoint/codec: bytes, string, int64, uint64, uint32,
 // double, list<E>, map<K,V>, optional<T>, pair<A,B>); 'ttl: true' says values
 // carry the 8-byte expire-at prefix; 'composite: true' says user keys are

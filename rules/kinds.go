@@ -60,10 +60,7 @@ func (p *parser) parseSlots(n *yaml.Node) {
 			d.Op = *op
 		}
 		if s, sok := m.reqStr(dn, "slot"); sok {
-			if err := savepoint.ValidSlotName([]byte(s)); err != nil {
-				p.errAt(m.get("slot"), "slot", "'slot': %v", err)
-				ok = false
-			}
+			ok = m.validSlot("slot", s) && ok
 			d.Slot = s
 		} else {
 			ok = false
@@ -438,10 +435,7 @@ func (p *parser) parseRenameSlot(kn, vn *yaml.Node) *RenameSlotSpec {
 		fok = m.matchableSlot("from", from)
 	}
 	if tok {
-		if err := savepoint.ValidSlotName([]byte(to)); err != nil {
-			p.errAt(m.get("to"), "to", "'to': %v", err)
-			tok = false
-		}
+		tok = m.validSlot("to", to)
 	}
 	if !ok || !fok || !tok {
 		return nil
@@ -877,10 +871,7 @@ func (p *parser) parseSetVersion(kn, vn *yaml.Node) *SetVersionSpec {
 		spec.Slot, slotOK = m.str("slot")
 		spec.HasSlot = slotOK
 		if slotOK {
-			if err := savepoint.ValidSlotName([]byte(spec.Slot)); err != nil {
-				p.errAt(m.get("slot"), "slot", "'slot': %v", err)
-				slotOK = false
-			}
+			slotOK = m.validSlot("slot", spec.Slot)
 		}
 	}
 	if !ok || !sok || !vok || !slotOK {

@@ -659,5 +659,28 @@ func (m *mapping) matchableSlot(key, s string) bool {
 		m.p.errAt(m.get(key), key, "'%s' can never match a slot: %q holds '|' (byte %d), the separator that ends a slot name in a stored key", key, s, i)
 		return false
 	}
-	return true
+	return m.notRawSlot(key, s)
+}
+
+// validSlot reports whether s, the value of key, may name a slot that a
+// rule writes or a declaration decodes: a name clink's KeyedState accepts
+// (savepoint.ValidSlotName) and not RawSlot.
+func (m *mapping) validSlot(key, s string) bool {
+	if err := savepoint.ValidSlotName([]byte(s)); err != nil {
+		m.p.errAt(m.get(key), key, "'%s': %v", key, err)
+		return false
+	}
+	return m.notRawSlot(key, s)
+}
+
+// notRawSlot refuses RawSlot ("<raw>") as the slot name of a rule or a
+// declaration: it is how sptool shows keys without a slot (no separator),
+// which no slot name matches, so a rule naming it would match nothing, and
+// a slot renamed to it would be shown as those keys.
+func (m *mapping) notRawSlot(key, s string) bool {
+	if s != savepoint.RawSlot {
+		return true
+	}
+	m.p.errAt(m.get(key), key, "'%s': %q is how sptool shows the keys without a slot (no '|' separator), not a slot name; select those rows with an expression, e.g. drop: {uid: ..., expr: 'slot == \"<raw>\"'}", key, s)
+	return false
 }
