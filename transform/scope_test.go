@@ -49,3 +49,43 @@ func TestScopeWarnings(t *testing.T) {
 		})
 	}
 }
+
+// A slot declaration whose operator holds no rows of the slot, and into
+// which no rule renames or remaps rows, decodes nothing: a mistyped one
+// leaves the slot undecoded, and the rules that need it (purge_expired
+// takes the slots declared 'ttl: true') do nothing; plan and apply say so.
+func TestDeclarationWarnings(t *testing.T) {
+	dir := t.TempDir()
+	in := writeBaseTree(t, filepath.Join(dir, "in"), baseRows)
+	for _, c := range []struct {
+		name, rules string
+		want        string // "" for no warning
+	}{
+		{"slot mistyped", "slots:\n  - {op: 8, slot: profil, value: string, ttl: true}\nrules:\n  - purge_expired: {as_of: '2030-01-01T00:00:00Z'}\n",
+			`slots: declaration 1 (line 3): operator 8 has no rows of slot "profil" here (its slots: "cart", "notes", "profile"); the declaration matches no row (a mistyped operator or slot?)`},
+		{"operator absent", "slots:\n  - {op: 999, slot: agg, value: int64}\nrules: []\n",
+			`slots: declaration 1 (line 3): operator 999 has no rows here; the declaration matches no row (a mistyped operator or slot?)`},
+		{"slot renamed into", "slots:\n  - {op: 7, slot: tmp2, value: string}\nrules:\n  - rename_slot: {op: 7, from: tmp, to: tmp2}\n", ""},
+		{"operator remapped into", "slots:\n  - {op: 14, slot: profile, value: string}\nrules:\n  - remap_operator: {from: 8, to: 14}\n", ""},
+		{"declared slots hold rows", "slots:\n  - {op: 8, slot: profile, value: string}\n  - {op: 7, slot: agg, key: int64, value: int64}\nrules: []\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep, err := run(t, in, parseRules(t, "version: 1\n"+c.rules, nil), transform.Options{DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range rep.Warnings {
+				if strings.HasPrefix(w, "slots: ") {
+					got = append(got, w)
+				}
+			}
+			switch {
+			case c.want == "" && len(got) > 0:
+				t.Errorf("warnings %q, want none", got)
+			case c.want != "" && (len(got) != 1 || !strings.Contains(got[0], c.want)):
+				t.Errorf("warnings %q, want one with %q", got, c.want)
+			}
+		})
+	}
+}

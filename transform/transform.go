@@ -216,6 +216,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := checkSlotMerges(set, rep.Slots); err != nil {
 		return nil, err
 	}
+	rep.Warnings = append(rep.Warnings, declarationWarnings(set, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, eng.compositeWarnings()...)
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
@@ -470,6 +471,44 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats) []string {
 		}
 		return nil
 	})
+	return warns
+}
+
+// declarationWarnings returns a warning for each slot declaration whose
+// operator holds no rows of the slot in the input, and into which no rule
+// renames a slot or remaps an operator: it decodes nothing, most likely
+// because of a mistyped name, and the rules that take the declared slots
+// (purge_expired, of those declared 'ttl: true') pass over the real one.
+func declarationWarnings(set *rules.Set, slots []*SlotStats) []string {
+	present := slotsBefore(slots)
+	made, remapped := map[slotKey]bool{}, map[uint64]bool{}
+	for _, r := range set.Rules {
+		if s := r.RenameSlot; s != nil {
+			made[slotKey{s.Op.ID, s.To}] = true
+		}
+		if s := r.RemapOperator; s != nil {
+			remapped[s.To.ID] = true
+		}
+	}
+	var warns []string
+	for _, d := range set.Slots {
+		k := slotKey{d.Op.ID, d.Slot}
+		if present[k] > 0 || made[k] || remapped[d.Op.ID] {
+			continue
+		}
+		var opSlots []string
+		for k, n := range present {
+			if k.op == d.Op.ID && n > 0 {
+				opSlots = append(opSlots, strconv.Quote(k.slot))
+			}
+		}
+		where := fmt.Sprintf("operator %s has no rows here", d.Op)
+		if len(opSlots) > 0 {
+			slices.Sort(opSlots)
+			where = fmt.Sprintf("operator %s has no rows of slot %q here (its slots: %s)", d.Op, d.Slot, strings.Join(opSlots, ", "))
+		}
+		warns = append(warns, fmt.Sprintf("slots: declaration %d (line %d): %s; the declaration matches no row (a mistyped operator or slot?)", d.Index, d.Line, where))
+	}
 	return warns
 }
 
