@@ -1028,6 +1028,10 @@ type decoder struct {
 	set      *rules.Set
 	env      rules.Env
 	failures DecodeFailures
+	// declared holds the declared (op, slot) pairs met; last is the one
+	// met last, as rows come slot by slot.
+	declared map[slotID]bool
+	last     slotID
 }
 
 func newDecoder(set *rules.Set) *decoder {
@@ -1088,10 +1092,32 @@ func (d *decoder) decode(op uint64, e *entry) Decoded {
 	if err != nil {
 		d.failures.Add(op, e.slot(), err)
 	}
+	if dd.Declared && (d.declared == nil || op != d.last.op || d.last.slot != string(e.slot())) {
+		if d.declared == nil {
+			d.declared = map[slotID]bool{}
+		}
+		d.last = slotID{op, string(e.slot())}
+		d.declared[d.last] = true
+	}
 	return dd
 }
 
-func (d *decoder) warnings() []string { return d.failures.Warnings("written undecoded") }
+// warnings returns the decoding failures' warnings, then one for each slot
+// declaration that no row exported matched: a mistyped operator or slot
+// name, which would otherwise leave the slot's rows undecoded without a
+// word.
+func (d *decoder) warnings() []string {
+	warns := d.failures.Warnings("written undecoded")
+	if d.set == nil {
+		return warns
+	}
+	for _, decl := range d.set.Slots {
+		if !d.declared[slotID{decl.Op.ID, decl.Slot}] {
+			warns = append(warns, fmt.Sprintf("slots: declaration %d (line %d): no row exported is of operator %s slot %q; the declaration matches no row (a mistyped operator or slot?)", decl.Index, decl.Line, decl.Op, decl.Slot))
+		}
+	}
+	return warns
+}
 
 func plural(n int) string {
 	if n == 1 {

@@ -916,6 +916,30 @@ func TestExportDecodeFailures(t *testing.T) {
 	}
 }
 
+// TestExportUnmatchedDeclaration: a slot declaration that no exported row
+// matches (a mistyped operator or slot) is named in a warning; one that
+// rows match is not.
+func TestExportUnmatchedDeclaration(t *testing.T) {
+	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: s, value: string}\n  - {op: 1, slot: sx, value: string}\n  - {op: 2, slot: s, value: string}\nrules: []\n")
+	rows := []savepoint.Row{{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k")), Value: []byte("v")}}
+	sp := &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: savepoint.Logical(rows)}}}}
+	for _, format := range []Format{JSONL, CSV, Parquet} {
+		_, res := export(t, sp, Options{Format: format, Projection: map[Format]Projection{Parquet: Query}[format], Rules: set})
+		want := []string{
+			`slots: declaration 2 (line 4): no row exported is of operator 1 slot "sx"; the declaration matches no row (a mistyped operator or slot?)`,
+			`slots: declaration 3 (line 5): no row exported is of operator 2 slot "s"; the declaration matches no row`,
+		}
+		if len(res.Warnings) != len(want) {
+			t.Fatalf("%s: warnings %q", format, res.Warnings)
+		}
+		for i, w := range want {
+			if !strings.Contains(res.Warnings[i], w) {
+				t.Errorf("%s: warning %q, want %q", format, res.Warnings[i], w)
+			}
+		}
+	}
+}
+
 // An input file that changed while it was read fails the export (to a
 // writer, as to a file): what was written mixes old and new rows.
 func TestExportInputChanged(t *testing.T) {

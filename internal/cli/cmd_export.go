@@ -76,6 +76,8 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 		return usageError(s, c, fmt.Errorf("--rules decodes keys and values for --projection query, jsonl and csv; the canonical projection holds bytes only"))
 	case *out == "-" && opts.Format == export.Parquet:
 		return usageError(s, c, fmt.Errorf("-o - writes jsonl or csv only; give a file for parquet"))
+	case opts.Format != export.Parquet && (fs.Changed("compression") || fs.Changed("row-group-rows")):
+		return usageError(s, c, fmt.Errorf("--compression and --row-group-rows apply to --format parquet only (jsonl and csv are written uncompressed, row by row)"))
 	case *rowGroup <= 0:
 		return usageError(s, c, fmt.Errorf("--row-group-rows must be positive"))
 	}
