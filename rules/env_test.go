@@ -347,6 +347,53 @@ func TestPurgeKeysMatch(t *testing.T) {
 	}
 }
 
+// TestKeysFileEncoding: a keys file is lines of UTF-8 text. A UTF-16 one
+// is refused (each key would hold NUL bytes and match nothing); of a string
+// list, a NUL byte, bytes that are not UTF-8 and a second byte order mark
+// are warned of, with the line; a plain UTF-8 file, with or without its
+// mark, gets no such warning.
+func TestKeysFileEncoding(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, body, codec string
+		err, warn         string // substrings; "" for none
+	}{
+		{"utf16le", "\xff\xfeu\x00s\x00\n\x00", "string", `keys file "k.txt" is UTF-16 (it starts with the byte order mark FFFE)`, ""},
+		{"utf16be", "\xfe\xff\x00u\x00s", "string", "is UTF-16 (it starts with the byte order mark FEFF)", ""},
+		{"utf16le int64", "\xff\xfe1\x00\n\x00", "int64", "is UTF-16", ""},
+		{"nul", "alice\nb\x00o\x00b\n", "string", "", `keys file "k.txt" line 2 holds a NUL byte: is the file UTF-16 or binary?`},
+		{"latin1", "alice\nbob\nJos\xe9\n", "string", "", `keys file "k.txt" line 3 is not valid UTF-8 (byte 0xe9)`},
+		{"two marks", "\xef\xbb\xbf\xef\xbb\xbfalice\n", "string", "", "starts with two UTF-8 byte order marks"},
+		{"utf8 with mark", "\xef\xbb\xbfJosé\nZoë\n", "string", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(filepath.Join(dir, "k.txt"), []byte(c.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			src := "version: 1\nrules:\n  - purge_keys: {keys_file: k.txt, codec: " + c.codec + "}\n"
+			set, err := ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte(src), testOpts())
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range set.Warnings {
+				if s := w.String(); strings.Contains(s, "UTF") || strings.Contains(s, "NUL") {
+					got = append(got, s)
+				}
+			}
+			if c.warn == "" && len(got) > 0 || c.warn != "" && (len(got) != 1 || !strings.Contains(got[0], c.warn)) {
+				t.Errorf("warnings %q, want %q", got, c.warn)
+			}
+		})
+	}
+}
+
 func TestKeysFileFormat(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) {

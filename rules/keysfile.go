@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"go.yaml.in/yaml/v3"
@@ -47,7 +48,10 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 	}
 	sum := sha256.Sum256(data)
 	spec.FileDigest = hex.EncodeToString(sum[:])
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	data = bytes.TrimPrefix(data, utf8BOM)
+	if !p.keysTextOK(n, spec, data) {
+		return "", 0, false
+	}
 	spec.initFilter(bytes.Count(data, []byte{'\n'}) + 1)
 	// data is never written again: string keys are substrings of it.
 	text = unsafe.String(unsafe.SliceData(data), len(data))
@@ -116,6 +120,44 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 		p.warnAt(n, "keys file %q: %d lines of one word start with '#' (the first: line %d, %q): they are comments, not keys; list keys that start with '#' in 'keys:', or write the comments with a blank after the '#'", spec.KeysFile, hashLines, hashLine, hashKey)
 	}
 	return text, keys, bad == 0
+}
+
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// keysTextOK checks that data, a keys file after its UTF-8 byte order
+// mark, reads as lines of UTF-8 text. A UTF-16 file (its byte order mark
+// first) is refused: every key would hold NUL bytes and match nothing, and
+// the erasure report nothing found. Of a string list it warns of the first
+// key holding a NUL byte (UTF-16 without a mark, or a binary file), else of
+// the first one that is not valid UTF-8, and of a second byte order mark,
+// which is part of the first key: such keys are matched as their bytes,
+// most likely against none.
+func (p *parser) keysTextOK(n *yaml.Node, spec *PurgeKeysSpec, data []byte) bool {
+	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+		p.errAt(n, "keys_file", "keys file %q is UTF-16 (it starts with the byte order mark %X): keys are read as lines of UTF-8 text; save it as UTF-8", spec.KeysFile, data[:2])
+		return false
+	}
+	if spec.Codec == "int64" {
+		return true // a key that is not a decimal number is an error
+	}
+	lineOf := func(i int) int { return bytes.Count(data[:i], []byte{'\n'}) + 1 }
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		p.warnAt(n, "keys file %q line %d holds a NUL byte: is the file UTF-16 or binary? keys are read as lines of UTF-8 text, and matched as their bytes", spec.KeysFile, lineOf(i))
+	} else if !utf8.Valid(data) {
+		i := 0
+		for i < len(data) {
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			i += size
+		}
+		p.warnAt(n, "keys file %q line %d is not valid UTF-8 (byte %#x): is the file in another encoding? its keys are matched as their bytes", spec.KeysFile, lineOf(i), data[i])
+	}
+	if bytes.HasPrefix(data, utf8BOM) {
+		p.warnAt(n, "keys file %q starts with two UTF-8 byte order marks: the second is part of the first key", spec.KeysFile)
+	}
+	return true
 }
 
 // collectKeys sets the list's Keys and Lines to the keys of text, a keys
