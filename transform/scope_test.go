@@ -89,3 +89,47 @@ func TestDeclarationWarnings(t *testing.T) {
 		})
 	}
 }
+
+// A set_version that lowers an entry's version (YAML reads 'version: +1'
+// as 1), that sets an entry an earlier set_version set, or that adds one
+// for an operator with no rows and no entries (a mistyped id) is warned
+// of; a bump, or a new entry of an operator with rows, is not.
+func TestSetVersionWarnings(t *testing.T) {
+	dir := t.TempDir()
+	in := writeBaseTree(t, filepath.Join(dir, "in"), baseRows)
+	for _, c := range []struct {
+		name, rules string
+		want        []string
+	}{
+		{"lowered", "  - set_version: {op: 12, state_type: Dedup, version: +1}\n",
+			[]string{`rule 1 (set_version): lowers operator 12's state type "Dedup" from version 3 to 1 (to bump it, give the new number: YAML reads 'version: +1' as 1)`}},
+		{"set twice", "  - set_version: {op: 7, state_type: UserCounter, version: 2}\n  - set_version: {op: 7, state_type: UserCounter, version: 5}\n",
+			[]string{`rule 2 (set_version): rule 1 (set_version) set operator 7's state type "UserCounter" already; the later version, 5, is the one written`}},
+		{"unknown operator", "  - set_version: {op: 999, state_type: Ghost, version: 1, slot: g}\n",
+			[]string{"rule 1 (set_version): operator 999 has no rows and no version entries here; the rule adds an entry for it"}},
+		{"remapped into", "  - remap_operator: {from: 8, to: 14}\n  - set_version: {op: 14, state_type: Cart, version: 2}\n", nil},
+		{"bumped", "  - set_version: {op: 12, state_type: Dedup, version: 4}\n", nil},
+		{"new type of an operator with rows", "  - set_version: {op: 8, state_type: Profile, version: 1, slot: profile}\n", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n"+c.rules, nil), transform.Options{DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range rep.Warnings {
+				if strings.Contains(w, "(set_version)") {
+					got = append(got, w)
+				}
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("warnings %q, want %q", got, c.want)
+			}
+			for i := range got {
+				if got[i] != c.want[i] {
+					t.Errorf("warning %q, want %q", got[i], c.want[i])
+				}
+			}
+		})
+	}
+}

@@ -220,6 +220,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, eng.compositeWarnings()...)
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
+	rep.Warnings = append(rep.Warnings, setVersionWarnings(sp, eng.steps, rep.Slots)...)
 	if ckpt := outputCheckpoint(sp, opts); sp.Kind != savepoint.InputFile && !opts.DryRun && ckpt == 0 {
 		rep.Warnings = append(rep.Warnings, "the output tree is checkpoint 0, which clink does not restore: a restore_checkpoint_id of 0 means no restore, and the job would start without state (format 5.3); give the output another id with --checkpoint-id")
 	}
@@ -525,18 +526,7 @@ func dropVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleSta
 			continue
 		}
 		types := map[string]bool{}
-		for _, f := range sp.Files {
-			if f.Snapshot == nil {
-				continue
-			}
-			vm := f.Snapshot.Versions
-			for _, before := range steps[:i] {
-				if before.versions != nil {
-					if v, err := before.versions(vm); err == nil {
-						vm = v
-					}
-				}
-			}
+		for _, vm := range versionsAt(sp, steps, i) {
 			for _, e := range vm.Entries() {
 				if e.Op == dv.Op.ID {
 					types[strconv.Quote(e.StateType)] = true
@@ -548,6 +538,79 @@ func dropVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleSta
 			have = "its state types: " + strings.Join(slices.Sorted(maps.Keys(types)), ", ")
 		}
 		warns = append(warns, fmt.Sprintf("%s: the version map has no entry of operator %s for state type %q here (%s); the rule does nothing", st.rule.Label(), dv.Op, dv.StateType, have))
+	}
+	return warns
+}
+
+// versionsAt returns the version map of each file of sp that has one, as
+// step i finds it: the steps before it applied.
+func versionsAt(sp *savepoint.Savepoint, steps []step, i int) []savepoint.VersionMap {
+	var vms []savepoint.VersionMap
+	for _, f := range sp.Files {
+		if f.Snapshot == nil {
+			continue
+		}
+		vm := f.Snapshot.Versions
+		for _, before := range steps[:i] {
+			if before.versions != nil {
+				if v, err := before.versions(vm); err == nil {
+					vm = v
+				}
+			}
+		}
+		vms = append(vms, vm)
+	}
+	return vms
+}
+
+// setVersionWarnings returns a warning for each set_version step that
+// lowers an entry's version (YAML reads 'version: +1' as 1: a bump is the
+// new number), that sets an entry a set_version before it set to another
+// version, or that adds an entry for an operator with no rows and no
+// entries here (a mistyped id: clink would stamp a state nobody owns).
+func setVersionWarnings(sp *savepoint.Savepoint, steps []step, slots []*SlotStats) []string {
+	present := map[uint64]bool{}
+	for _, s := range slots {
+		if s.Before > 0 {
+			present[s.Op] = true
+		}
+	}
+	for _, st := range steps {
+		if r := st.rule.RemapOperator; r != nil {
+			present[r.To.ID] = true
+		}
+	}
+	var warns []string
+	setBy := map[[2]string]*rules.Rule{}
+	for i, st := range steps {
+		sv := st.rule.SetVersion
+		if sv == nil {
+			continue
+		}
+		key := [2]string{strconv.FormatUint(sv.Op.ID, 10), sv.StateType}
+		if first := setBy[key]; first != nil {
+			warns = append(warns, fmt.Sprintf("%s: %s set operator %s's state type %q already; the later version, %d, is the one written", st.rule.Label(), first.Label(), sv.Op, sv.StateType, sv.Version))
+		}
+		setBy[key] = st.rule
+		lowered, known := map[uint32]bool{}, present[sv.Op.ID]
+		for _, vm := range versionsAt(sp, steps, i) {
+			for _, e := range vm.Entries() {
+				if e.Op != sv.Op.ID {
+					continue
+				}
+				known = true
+				if e.StateType == sv.StateType && e.Version > sv.Version {
+					lowered[e.Version] = true
+				}
+			}
+		}
+		if len(lowered) > 0 {
+			from := slices.Sorted(maps.Keys(lowered))
+			warns = append(warns, fmt.Sprintf("%s: lowers operator %s's state type %q from version %d to %d (to bump it, give the new number: YAML reads 'version: +1' as 1)", st.rule.Label(), sv.Op, sv.StateType, from[len(from)-1], sv.Version))
+		}
+		if !known {
+			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows and no version entries here; the rule adds an entry for it", st.rule.Label(), sv.Op))
+		}
 	}
 	return warns
 }
