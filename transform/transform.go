@@ -165,6 +165,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	}
 	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts, min(jobs, len(sp.Files))), dry: opts.DryRun, decompress: opts.Decompress}
 	defer eng.spill.close()
+	defer context.AfterFunc(ctx, func() { eng.stopped.Store(true) })()
 	for _, f := range sp.Files {
 		eng.total += int64(f.Snapshot.NumRows())
 	}
@@ -706,8 +707,11 @@ type engine struct {
 	progress func(stage string, done, total int64)
 	done     atomic.Int64
 	total    int64
-	spill    *spiller
-	dry      bool // a plan: nothing is written
+	// stopped is set when the run's context ends: an expression that takes
+	// long on each row is not run on the rows left of a 64K-row block.
+	stopped atomic.Bool
+	spill   *spiller
+	dry     bool // a plan: nothing is written
 	// decompress: every output is an uncompressed stream (Options.Decompress).
 	decompress bool
 	// valueFates: a rule may drop a row or keep it by its value
@@ -1899,6 +1903,9 @@ type worker struct {
 
 // fill prepares the expression environment for r once per row version.
 func (w *worker) fill(r savepoint.Row) error {
+	if w.e.stopped.Load() {
+		return context.Canceled
+	}
 	if w.envOK && w.envRow.Op == r.Op && sameSlice(w.envRow.Key, r.Key) && sameSlice(w.envRow.Value, r.Value) {
 		return nil
 	}
