@@ -261,6 +261,9 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 		return nil, toExprErr(err)
 	}
 	checkedNode := checked.Node()
+	if e := checkWritten(checkedNode); e != nil {
+		return nil, e
+	}
 	p, err := expr.Compile(src, slices.Concat(opts(Env{}), arithOptions, compareOptions)...)
 	if err != nil {
 		return nil, toExprErr(err)

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -54,6 +55,37 @@ func constOpID(call *ast.CallNode) (uint64, bool) {
 
 // checkCalls rejects, at compile time, an opid("…") whose literal is not an
 // operator id (it would otherwise fail on every row).
+// checkWritten refuses, in an expression as written (before the comparison
+// and arithmetic patches, which add calls to Env's __ functions), a call to
+// now(), whose result changes from row to row and from run to run, so that
+// a plan and its apply, or two runs of one rule file, could keep different
+// rows; and a call to one of Env's __ functions, which are the patches'
+// and not part of the rule language.
+func checkWritten(node ast.Node) *exprErr {
+	var err *exprErr
+	ast.Find(node, func(n ast.Node) bool {
+		if b, ok := n.(*ast.BuiltinNode); ok && b.Name == "now" {
+			err = &exprErr{off: max(b.Location().From, 0), msg: `now() changes from row to row and from run to run, so a plan and its apply could keep different rows: compare with a fixed instant, date("2026-11-29T00:00:00Z"), or purge with purge_expired: {as_of: now}, resolved once at load and recorded in the report`}
+		}
+		if call, ok := n.(*ast.CallNode); ok {
+			name := ""
+			switch c := call.Callee.(type) {
+			case *ast.IdentifierNode:
+				name = c.Value
+			case *ast.MemberNode: // $env.__lt(...), $env["__lt"](...)
+				if p, ok := c.Property.(*ast.StringNode); ok {
+					name = p.Value
+				}
+			}
+			if strings.HasPrefix(name, "__") {
+				err = &exprErr{off: max(call.Callee.Location().From, 0), msg: fmt.Sprintf("unknown function %s", name)}
+			}
+		}
+		return err != nil
+	})
+	return err
+}
+
 func checkCalls(node ast.Node) *exprErr {
 	v := &callChecker{}
 	ast.Walk(&node, v)

@@ -372,6 +372,27 @@ func TestExprNesting(t *testing.T) {
 	}
 }
 
+// TestExprCallsRefused: now(), whose result moves from row to row and run
+// to run, and Env's __ functions, which the comparison patches call, are
+// refused where the expression calls them; date() of a literal is not.
+func TestExprCallsRefused(t *testing.T) {
+	for _, c := range []struct{ expr, want string }{
+		{`now().Nanosecond() % 2 == 0`, `3:12: rule 1: bad expression in 'drop': now() changes from row to row and from run to run`},
+		{`expire_at != nil && expire_at < now().UnixMilli()`, `3:44: rule 1: bad expression in 'drop': now() changes`},
+		{`__in(1, [2])`, `3:12: rule 1: bad expression in 'drop': unknown function __in`},
+		{`op == 1 || $env.__lt(1, 2)`, `unknown function`},
+		{`date("2026-01-01T00:00:00Z").Year() == 2026 && op in [1, 2]`, ``},
+	} {
+		_, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - drop: '"+c.expr+"'\n"))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.expr, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", c.expr, err, c.want)
+		}
+	}
+}
+
 func TestDeclarationFollowsRemapAndRename(t *testing.T) {
 	set := parseOne(t, `version: 1
 slots:
