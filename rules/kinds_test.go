@@ -393,6 +393,23 @@ func TestExprCallsRefused(t *testing.T) {
 	}
 }
 
+// TestKeyNamesShownSafely: an unknown or duplicate key holding a control
+// character (an escape sequence would act on the terminal) or a quote is
+// shown quoted, as Go quotes it; a plain one in single quotes.
+func TestKeyNamesShownSafely(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"  - drop_operator: {op: 12, \"\\e[2Jx\": 1}\n", `unknown key "\x1b[2Jx" in 'drop_operator'`},
+		{"  - drop_operator: {op: 12, \"it's\": 1}\n", `unknown key "it's" in 'drop_operator'`},
+		{"  - drop_operator: {op: 12, force: 1}\n", `unknown key 'force' in 'drop_operator'`},
+		{"  - drop_operator: {op: 12, op: 13}\n", `duplicate key 'op' in 'drop_operator'`},
+	} {
+		_, err := Parse("t.yaml", []byte("version: 1\nrules:\n"+c.src))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.ContainsRune(err.Error(), 0x1b) {
+			t.Errorf("%q: %v, want %q", c.src, err, c.want)
+		}
+	}
+}
+
 func TestDeclarationFollowsRemapAndRename(t *testing.T) {
 	set := parseOne(t, `version: 1
 slots:

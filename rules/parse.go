@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -334,6 +335,16 @@ func (p *parser) checkAliases(n *yaml.Node) {
 	}
 }
 
+// keyName shows a mapping key of the rule file in a message: in single
+// quotes, or, if it holds a quote or a character that is not printable (an
+// escape sequence would act on the terminal), quoted as Go quotes it.
+func keyName(k string) string {
+	if strings.ContainsRune(k, '\'') || strings.ContainsFunc(k, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return strconv.Quote(k)
+	}
+	return "'" + k + "'"
+}
+
 // describe names a node's type and value for messages.
 func describe(n *yaml.Node) string {
 	switch n.Kind {
@@ -407,11 +418,11 @@ func (p *parser) mapping(n *yaml.Node, at *yaml.Node, what string, allowed []str
 			continue
 		}
 		if first, dup := m.keys[k]; dup {
-			p.errAt(kn, k, "duplicate key '%s' in %s (first at line %d:%d)", k, what, first.Line, first.Column)
+			p.errAt(kn, k, "duplicate key %s in %s (first at line %d:%d)", keyName(k), what, first.Line, first.Column)
 			continue
 		}
 		if allowed != nil && !contains(allowed, k) {
-			p.errAt(kn, k, "unknown key '%s' in %s%s", k, what, suggest(k, allowed))
+			p.errAt(kn, k, "unknown key %s in %s%s", keyName(k), what, suggest(k, allowed))
 			continue
 		}
 		m.keys[k] = kn
