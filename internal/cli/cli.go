@@ -52,7 +52,41 @@ var commands = map[string]*command{}
 func register(c *command) { commands[c.name] = c }
 
 // Main runs sptool with args (without the program name) and returns the exit code.
+// A command whose output to s.Out was lost (stdout on a full disk, a
+// closed pipe) exits with ExitError, whatever it returned.
 func Main(ctx context.Context, args []string, s *Streams) int {
+	out := &outWriter{w: s.Out}
+	sc := *s
+	sc.Out = out
+	code := runMain(ctx, args, &sc)
+	if out.err != nil && code != ExitError {
+		name := "sptool"
+		if len(args) > 0 {
+			if _, ok := commands[args[0]]; ok {
+				name += " " + args[0]
+			}
+		}
+		fmt.Fprintf(s.Err, "%s: %v\n", name, out.err)
+		code = ExitError
+	}
+	return code
+}
+
+// outWriter passes writes on to w and keeps the first error.
+type outWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (o *outWriter) Write(b []byte) (int, error) {
+	n, err := o.w.Write(b)
+	if err != nil && o.err == nil {
+		o.err = err
+	}
+	return n, err
+}
+
+func runMain(ctx context.Context, args []string, s *Streams) int {
 	if len(args) == 0 {
 		printHelp(s.Err)
 		return ExitError
@@ -69,8 +103,16 @@ func Main(ctx context.Context, args []string, s *Streams) int {
 		printHelp(s.Out)
 		return ExitOK
 	case "version", "--version":
-		fmt.Fprintln(s.Out, "sptool", Version)
-		return ExitOK
+		switch {
+		case len(args) == 1:
+			fmt.Fprintln(s.Out, "sptool", Version)
+			return ExitOK
+		case len(args) == 2 && (args[1] == "-h" || args[1] == "--help"):
+			fmt.Fprint(s.Out, "Usage: sptool version\n\nprint sptool's version (also sptool --version)\n")
+			return ExitOK
+		}
+		fmt.Fprintf(s.Err, "sptool version: takes no arguments, got %q\nTry: sptool version --help\n", args[1])
+		return ExitError
 	}
 	c, ok := commands[args[0]]
 	if !ok {

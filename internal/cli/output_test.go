@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLostOutputFails: a command whose output to stdout is lost exits 2
+// and says so on stderr, whether it checks its writes (inspect) or not
+// (lint, help, version); with stdout working, the same commands exit 0.
+func TestLostOutputFails(t *testing.T) {
+	rulesFile := filepath.Join("..", "..", "examples", "rules", "gdpr-erasure.yaml")
+	snap := filepath.Join("..", "..", "testdata", "clink", "snapshot-v1.snap")
+	for _, args := range [][]string{
+		{"lint", rulesFile}, {"version"}, {"--version"}, {"help"}, {"help", "apply"}, {"inspect", snap}, {"version", "--help"},
+	} {
+		var stderr bytes.Buffer
+		code := Main(context.Background(), args, &Streams{Out: failingWriter{}, Err: &stderr})
+		if code != ExitError || !strings.Contains(stderr.String(), "no space left on device") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 naming the write's error", args, code, stderr.String())
+		}
+		var stdout bytes.Buffer
+		stderr.Reset()
+		if code := Main(context.Background(), args, &Streams{Out: &stdout, Err: &stderr}); code != ExitOK || stdout.Len() == 0 {
+			t.Errorf("%q with stdout working: exit %d, stdout %d bytes, stderr %q", args, code, stdout.Len(), stderr.String())
+		}
+	}
+	var stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"version", "--bogus"}, &Streams{Out: &bytes.Buffer{}, Err: &stderr}); code != ExitError || !strings.Contains(stderr.String(), `takes no arguments, got "--bogus"`) {
+		t.Errorf("version --bogus: exit %d, stderr %q", code, stderr.String())
+	}
+}
