@@ -72,6 +72,7 @@ func run() int {
 	code := cli.Main(ctx, os.Args[1:], &cli.Streams{
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
 		ErrIsTerminal: term.IsTerminal(int(os.Stderr.Fd())),
+		OutIsTerminal: term.IsTerminal(int(os.Stdout.Fd())),
 	})
 	stop()
 	return code

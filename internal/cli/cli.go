@@ -36,6 +36,10 @@ type Streams struct {
 	Out, Err io.Writer
 	// ErrIsTerminal enables progress output on Err.
 	ErrIsTerminal bool
+	// OutIsTerminal says Out is shown on a terminal: plan's and apply's
+	// text report, warnings included, is then read there, and the warnings
+	// are not repeated on Err.
+	OutIsTerminal bool
 
 	ctx context.Context // the command's, set by Main: what cancelled it
 }

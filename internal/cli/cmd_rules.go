@@ -243,14 +243,25 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	if perr != nil {
 		after = append(after, fmt.Errorf("the report could not be printed: %w", perr))
 	}
-	if len(after) == 0 {
-		return ExitOK
-	}
 	msgs := make([]string, len(after))
 	for i, e := range after {
 		msgs[i] = e.Error()
 	}
 	what := strings.Join(msgs, "; and ")
+	// Diagnostics go to stderr: a report sent to a file or a program must
+	// not take with it the warning that an erasure matched nothing. On a
+	// terminal, the text report shows them already; a warning that the
+	// error below says is not repeated.
+	if *tf.asJSON || !s.OutIsTerminal {
+		for _, w := range rep.Warnings {
+			if what == "" || !strings.Contains(what, w) {
+				fmt.Fprintf(s.Err, "sptool %s: warning: %s\n", c.name, w)
+			}
+		}
+	}
+	if len(after) == 0 {
+		return ExitOK
+	}
 	if !dry {
 		what = fmt.Sprintf("the savepoint was written to %s, but %s", out, what)
 	}
