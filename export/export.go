@@ -127,6 +127,7 @@ import (
 
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/savepoint/codec"
 )
 
 // Format is an output format.
@@ -1080,7 +1081,31 @@ func DecodeRow(set *rules.Set, env *rules.Env, r savepoint.Row, subtask int) (De
 		// stored bytes with their stamp removed.
 		d.Value, d.ValueOK = env.Value, true
 	}
+	// A declared string that is not UTF-8 cannot be written as text: it is
+	// written as stored (0x and hex), and counted, so that it is not taken
+	// for the text "0x...".
+	if d.KeyOK && notUTF8String(decl.KeyCodec, d.Key) {
+		d.KeyOK = false
+		if err == nil {
+			err = &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "key", Codec: "string", Err: errNotUTF8, Line: decl.Line}
+		}
+	}
+	if d.ValueOK && notUTF8String(decl.ValueCodec, d.Value) {
+		d.ValueOK = false
+		if err == nil {
+			err = &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "value", Codec: "string", Err: errNotUTF8, Line: decl.Line}
+		}
+	}
 	return d, err
+}
+
+var errNotUTF8 = errors.New("not valid UTF-8")
+
+// notUTF8String reports whether v, decoded with codec c, is a string (c
+// is the string codec) that is not valid UTF-8.
+func notUTF8String(c codec.Codec, v any) bool {
+	s, ok := v.(string)
+	return ok && c != nil && c.String() == "string" && !utf8.ValidString(s)
 }
 
 func (d *decoder) decode(op uint64, e *entry) Decoded {

@@ -916,6 +916,23 @@ func TestExportDecodeFailures(t *testing.T) {
 	}
 }
 
+// TestExportStringNotUTF8: a declared string key or value that is not
+// UTF-8 is written as stored (0x and hex) and counted in the slot's
+// warning, so that it is not taken for text; valid text is not.
+func TestExportStringNotUTF8(t *testing.T) {
+	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: s, key: string, value: string}\nrules: []\n")
+	rows := []savepoint.Row{
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("t1")), Value: []byte("0xfffe41")},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("t2")), Value: []byte{0xff, 0xfe, 0x41}},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte{'t', 0xc3, 0x28}), Value: []byte("ok")},
+	}
+	sp := &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: savepoint.Logical(rows)}}}}
+	_, res := export(t, sp, Options{Format: JSONL, Rules: set})
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `op 1 slot "s": 2 rows the declared codecs could not decode (written undecoded); first: decode value of op 1 slot "s" with codec string: not valid UTF-8`) {
+		t.Errorf("warnings %q", res.Warnings)
+	}
+}
+
 // TestExportUnmatchedDeclaration: a slot declaration that no exported row
 // matches (a mistyped operator or slot) is named in a warning; one that
 // rows match is not.
