@@ -396,11 +396,26 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 	default:
 		u.st.OperatorConflicts++
 		if len(u.conflicts) < maxConflictWarnings {
-			u.conflicts = append(u.conflicts, fmt.Sprintf("op %d operator key %s: %d subtasks (%s) hold different values, not all 8-byte operator values; subtask %d's copy is used (clink's fold in subtask order keeps the later one)",
-				best.Row.Op, renderOperatorKey(best.Row.Key), len(copies), subtaskList(copies), best.Subtask))
+			msg := fmt.Sprintf("op %d operator key %s: %d subtasks (%s) hold different values, not all 8-byte operator values; subtask %d's copy is used (clink's fold in subtask order keeps the later one)",
+				best.Row.Op, renderOperatorKey(best.Row.Key), len(copies), subtaskList(copies), best.Subtask)
+			if len(best.Row.Key) == 0 {
+				msg = fmt.Sprintf("op %d, the empty key: %d subtasks (%s) hold different values; subtask %d's copy is used (clink's fold in subtask order keeps the later one: %s)",
+					best.Row.Op, len(copies), subtaskList(copies), best.Subtask, DifferingCopiesWhy(nil))
+			}
+			u.conflicts = append(u.conflicts, msg)
 		}
 	}
 	return best, true
+}
+
+// DifferingCopiesWhy says why the differing copies of key, an operator key
+// or the empty key that several subtasks hold, are not resolved by the
+// greater of two 8-byte values (clink's rule for operator keys only).
+func DifferingCopiesWhy(key []byte) string {
+	if len(key) == 0 {
+		return "the greater of two 8-byte values decides operator keys only, and the empty key is none"
+	}
+	return "not all 8-byte operator values"
 }
 
 // renderOperatorKey shows an operator-state key as its marker byte in hex

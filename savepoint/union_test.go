@@ -341,6 +341,25 @@ func TestUnionOperatorConflictWarning(t *testing.T) {
 	}
 }
 
+// The empty key, held by several subtasks with different 8-byte values,
+// is resolved by the later copy (it is not operator state, which alone the
+// greater value decides), and the warning says that, not that the values
+// are not all 8 bytes long.
+func TestUnionEmptyKeyWarning(t *testing.T) {
+	sp := &Savepoint{Kind: InputTree, Groups: []Group{{0, 2}}}
+	for sub, v := range []byte{200, 100} {
+		sp.Files = append(sp.Files, &File{Subtask: sub, Snapshot: &Snapshot{Rows: []Row{{Op: 7, Key: nil, Value: []byte{v, 0, 0, 0, 0, 0, 0, 0}}}}})
+	}
+	got, st := sp.UnionWithStats()
+	if len(got) != 1 || got[0].Row.Value[0] != 100 || got[0].Subtask != 1 {
+		t.Fatalf("got %+v", got)
+	}
+	want := "op 7, the empty key: 2 subtasks (0,1) hold different values; subtask 1's copy is used (clink's fold in subtask order keeps the later one: the greater of two 8-byte values decides operator keys only, and the empty key is none)"
+	if st.OperatorConflicts != 1 || len(st.Warnings) != 1 || st.Warnings[0] != want {
+		t.Fatalf("warnings %q, want %q", st.Warnings, want)
+	}
+}
+
 // The logical view of a tree with a missing subtask directory says so
 // first: no restore reads that layout.
 func TestUnionWarnsOfMissingSubtask(t *testing.T) {

@@ -1033,7 +1033,7 @@ func mergeOperator(id savepoint.Row, copies []opCopy) ([]byte, *MergeChoice) {
 	if best.old != last.old {
 		mc.Rule = "greater-int64"
 	}
-	mc.Warning = fmt.Sprintf("op %d key %s: %d different values across the old subtasks (not all 8-byte operator values); the copy of subtask %d is kept (clink's merge in subtask order: the later copy, the greater of two 8-byte ones), where clink would pick one in directory order (format 10.4)", id.Op, mc.Key, len(distinct), best.old)
+	mc.Warning = fmt.Sprintf("op %d key %s: %d different values across the old subtasks (%s); the copy of subtask %d is kept (clink's merge in subtask order: the later copy, the greater of two 8-byte ones), where clink would pick one in directory order (format 10.4)", id.Op, mc.Key, len(distinct), savepoint.DifferingCopiesWhy(id.Key), best.old)
 	return best.value, mc
 }
 
