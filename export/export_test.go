@@ -861,14 +861,10 @@ func TestExportTTLWithoutValueCodec(t *testing.T) {
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("seen"), []byte("u2")), Value: []byte{1, 2}},
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("seen3"), []byte("u1")), Value: savepoint.JoinTTL(1700000000001, []byte("app"))},
 	}
-	sp := &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: savepoint.Logical(rows)}}}}
+	sp := fileOfRows(rows)
 	data, res := export(t, sp, Options{Format: JSONL, Rules: set})
 	var got []string
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var r Record
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range jsonRecords(t, data) {
 		at := "null"
 		if r.ExpireAt != nil {
 			at = fmt.Sprint(*r.ExpireAt)
@@ -897,14 +893,10 @@ func TestExportDecodeFailures(t *testing.T) {
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte{4, 0, 0, 0, 0, 0, 0, 0}), Value: []byte("v4")},
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k5")), Value: []byte("v5")},
 	}
-	sp := &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: savepoint.Logical(rows)}}}}
+	sp := fileOfRows(rows)
 	data, res := export(t, sp, Options{Format: JSONL, Rules: set})
 	var got []string
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var r Record
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range jsonRecords(t, data) {
 		got = append(got, fmt.Sprintf("%v=%v", r.Key, r.Value))
 	}
 	want := []string{"1=2", "4=v4", "k2=3", "k5=v5"}
@@ -926,7 +918,7 @@ func TestExportStringNotUTF8(t *testing.T) {
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("t2")), Value: []byte{0xff, 0xfe, 0x41}},
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte{'t', 0xc3, 0x28}), Value: []byte("ok")},
 	}
-	sp := &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: savepoint.Logical(rows)}}}}
+	sp := fileOfRows(rows)
 	_, res := export(t, sp, Options{Format: JSONL, Rules: set})
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `op 1 slot "s": 2 rows the declared codecs could not decode (written undecoded); first: decode value of op 1 slot "s" with codec string: not valid UTF-8`) {
 		t.Errorf("warnings %q", res.Warnings)
@@ -939,7 +931,7 @@ func TestExportStringNotUTF8(t *testing.T) {
 func TestExportUnmatchedDeclaration(t *testing.T) {
 	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: s, value: string}\n  - {op: 1, slot: sx, value: string}\n  - {op: 2, slot: s, value: string}\nrules: []\n")
 	rows := []savepoint.Row{{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k")), Value: []byte("v")}}
-	sp := &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: savepoint.Logical(rows)}}}}
+	sp := fileOfRows(rows)
 	for _, format := range []Format{JSONL, CSV, Parquet} {
 		_, res := export(t, sp, Options{Format: format, Projection: map[Format]Projection{Parquet: Query}[format], Rules: set})
 		want := []string{
@@ -1070,4 +1062,23 @@ func TestRenderOneTextAKey(t *testing.T) {
 			t.Errorf("Render(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// fileOfRows is a single-file savepoint of rows, in memory.
+func fileOfRows(rows []savepoint.Row) *savepoint.Savepoint {
+	return &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: savepoint.Logical(rows)}}}}
+}
+
+// jsonRecords decodes the records of a JSON Lines export.
+func jsonRecords(t *testing.T, data []byte) []Record {
+	t.Helper()
+	var out []Record
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
 }

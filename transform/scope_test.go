@@ -30,22 +30,7 @@ func TestScopeWarnings(t *testing.T) {
 		{"every scope holds rows", "  - purge_keys: {keys: [alice], op: 8, slot: profile}\n  - drop: {slot: dedup, expr: 'key == \"zed\"'}\n  - remap_operator: {from: 12, to: 14}\n", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rep, err := run(t, in, parseRules(t, slotDecls+c.rules, nil), transform.Options{DryRun: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, w := range rep.Warnings {
-				if strings.Contains(w, "the rule does nothing") {
-					got = append(got, w)
-				}
-			}
-			switch {
-			case c.want == "" && len(got) > 0:
-				t.Errorf("warnings %q, want none", got)
-			case c.want != "" && (len(got) != 1 || !strings.Contains(got[0], c.want)):
-				t.Errorf("warnings %q, want one with %q", got, c.want)
-			}
+			wantOneWarning(t, in, slotDecls+c.rules, func(w string) bool { return strings.Contains(w, "the rule does nothing") }, c.want)
 		})
 	}
 }
@@ -70,22 +55,7 @@ func TestDeclarationWarnings(t *testing.T) {
 		{"declared slots hold rows", "slots:\n  - {op: 8, slot: profile, value: string}\n  - {op: 7, slot: agg, key: int64, value: int64}\nrules: []\n", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rep, err := run(t, in, parseRules(t, "version: 1\n"+c.rules, nil), transform.Options{DryRun: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, w := range rep.Warnings {
-				if strings.HasPrefix(w, "slots: ") {
-					got = append(got, w)
-				}
-			}
-			switch {
-			case c.want == "" && len(got) > 0:
-				t.Errorf("warnings %q, want none", got)
-			case c.want != "" && (len(got) != 1 || !strings.Contains(got[0], c.want)):
-				t.Errorf("warnings %q, want one with %q", got, c.want)
-			}
+			wantOneWarning(t, in, "version: 1\n"+c.rules, func(w string) bool { return strings.HasPrefix(w, "slots: ") }, c.want)
 		})
 	}
 }
@@ -131,5 +101,28 @@ func TestSetVersionWarnings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// wantOneWarning plans the rule file src over the tree in and checks that
+// of the report's warnings that kind selects there is none (want "") or
+// one, holding want.
+func wantOneWarning(t *testing.T, in, src string, kind func(string) bool, want string) {
+	t.Helper()
+	rep, err := run(t, in, parseRules(t, src, nil), transform.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range rep.Warnings {
+		if kind(w) {
+			got = append(got, w)
+		}
+	}
+	switch {
+	case want == "" && len(got) > 0:
+		t.Errorf("warnings %q, want none", got)
+	case want != "" && (len(got) != 1 || !strings.Contains(got[0], want)):
+		t.Errorf("warnings %q, want one with %q", got, want)
 	}
 }
