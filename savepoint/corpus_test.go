@@ -134,6 +134,18 @@ var badCases = []badCase{
 		binary.LittleEndian.PutUint32(b[568+24+8:], 1000)
 		return b
 	}, `column "key_bytes"`},
+	{"short-op-buffer.snap", func(t testing.TB, fx []byte) []byte {
+		// The op_id values buffer (offset 0, 24 bytes: 3 rows) declared 8
+		// bytes long: the other two ids would be read from the buffers
+		// after it.
+		b := bytes.Clone(fx)
+		at := bytes.Index(b, binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 0), 24), 24), 0))
+		if at < 0 {
+			t.Fatal("the op_id buffer's entry is not in the fixture's batch header")
+		}
+		binary.LittleEndian.PutUint64(b[at+8:], 8)
+		return b
+	}, `column "op_id": values buffer holds 8 bytes, 1 values, for 3 rows`},
 	{"bitflip-metadata-length.snap", func(t testing.TB, fx []byte) []byte {
 		b := bytes.Clone(fx)
 		binary.LittleEndian.PutUint32(b[4:], 0x7fff0000)

@@ -805,13 +805,9 @@ func validateBatch(rec arrow.RecordBatch, readMapped func(dst, src []byte) error
 		case interface{ ValidateFull() error }:
 			err = c.ValidateFull()
 		case *array.Uint64:
-			if len(c.Values()) != c.Len() {
-				err = fmt.Errorf("data buffer holds %d values for %d rows", len(c.Values()), c.Len())
-			}
+			err = checkValuesBuffer(c.Data(), 8)
 		case *array.Uint8:
-			if len(c.Values()) != c.Len() {
-				err = fmt.Errorf("data buffer holds %d values for %d rows", len(c.Values()), c.Len())
-			}
+			err = checkValuesBuffer(c.Data(), 1)
 		}
 		if err != nil {
 			return fmt.Errorf("column %q: %w", rec.ColumnName(i), err)
@@ -822,6 +818,23 @@ func validateBatch(rec arrow.RecordBatch, readMapped func(dst, src []byte) error
 		if col.Len() != int(rec.NumRows()) {
 			return fmt.Errorf("column %q has %d rows, the batch %d", rec.ColumnName(i), col.Len(), rec.NumRows())
 		}
+	}
+	return nil
+}
+
+// checkValuesBuffer checks that the values buffer of a fixed-width column
+// of width bytes a value declares room for its rows. arrow-go's Values
+// slices the buffer's bytes by the rows alone, and a buffer read from a
+// stream is a slice of the body whose capacity runs to its end: a buffer
+// declared too short gave values read from the buffers after it.
+func checkValuesBuffer(d arrow.ArrayData, width int) error {
+	rows := d.Offset() + d.Len()
+	have := 0
+	if bufs := d.Buffers(); len(bufs) > 1 && bufs[1] != nil {
+		have = bufs[1].Len()
+	}
+	if have/width < rows {
+		return fmt.Errorf("values buffer holds %d bytes, %d values, for %d rows", have, have/width, rows)
 	}
 	return nil
 }
