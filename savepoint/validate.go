@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -71,6 +72,11 @@ const (
 	// included) outside its subtask's key-group range whose owner subtask
 	// holds no copy (error: no subtask restores it, section 10.1).
 	CheckMisplacedRow = "misplaced-row"
+	// CheckOperatorGroups: keyed rows of an operator in the files of more
+	// than one chain group (error: an operator runs in one group, whose
+	// subtasks alone restore its keyed state; the rows in the others are
+	// never read by it, or the groups given with --groups are wrong).
+	CheckOperatorGroups = "operator-groups"
 	// CheckStaleCopy: a keyed row outside its subtask's range whose owner
 	// subtask holds the same (op, key) (warning: the owner's copy is the one
 	// restored).
@@ -501,6 +507,7 @@ func (v *validator) run() {
 	if v.isTree() {
 		v.checkSidecarlessChangelogs()
 		perFile, keyedOps := v.operatorRows()
+		v.checkOperatorGroups(keyedOps)
 		v.checkOperatorRows(perFile)
 		v.checkTimers(perFile, keyedOps)
 		v.checkVersionMaps()
@@ -1012,6 +1019,71 @@ func (v *validator) operatorRows() (perFile [][]Row, keyedOps []map[uint64]bool)
 	})
 	return perFile, keyedOps
 }
+
+// checkOperatorGroups reports the files that hold keyed rows of an
+// operator whose keyed rows other chain groups' files hold too (keyedOps:
+// see operatorRows). The operator runs in one group: the one whose files
+// hold most of its keyed state is taken for it (the first, on a tie), and
+// each file of another group holding some is an error. The placement check
+// of each row sees only its own group's key-group ranges, which such a row
+// may well fit.
+func (v *validator) checkOperatorGroups(keyedOps []map[uint64]bool) {
+	if len(v.sp.Groups) < 2 {
+		return
+	}
+	groupOf := func(f *File) int {
+		for gi, g := range v.sp.Groups {
+			if g.Contains(f.Subtask) {
+				return gi
+			}
+		}
+		return -1
+	}
+	// files[op][group] are the indexes of the files of group holding keyed
+	// rows of op.
+	files := map[uint64]map[int][]int{}
+	var ops []uint64
+	for i, f := range v.sp.Files {
+		gi := groupOf(f)
+		if gi < 0 {
+			continue
+		}
+		for op := range keyedOps[i] {
+			if files[op] == nil {
+				files[op] = map[int][]int{}
+				ops = append(ops, op)
+			}
+			files[op][gi] = append(files[op][gi], i)
+		}
+	}
+	slices.Sort(ops)
+	for _, op := range ops {
+		byGroup := files[op]
+		if len(byGroup) < 2 {
+			continue
+		}
+		groups := slices.Sorted(maps.Keys(byGroup))
+		home := groups[0]
+		for _, gi := range groups {
+			if len(byGroup[gi]) > len(byGroup[home]) {
+				home = gi
+			}
+		}
+		hg := v.sp.Groups[home]
+		for _, gi := range groups {
+			if gi == home {
+				continue
+			}
+			g := v.sp.Groups[gi]
+			for _, i := range byGroup[gi] {
+				v.fileFinding(v.sp.Files[i], SeverityError, CheckOperatorGroups, fmt.Sprintf("holds keyed rows of op %d, which the files of chain group %s (subtasks %d-%d) hold too: an operator runs in one chain group, and only its subtasks restore its keyed state, so this group's (%s) copies are never read by op %d; if the groups are wrong, give them with --groups", op, groupText(hg), hg.First, hg.First+hg.Count-1, groupText(g), op))
+			}
+		}
+	}
+}
+
+// groupText shows a chain group as --groups takes it.
+func groupText(g Group) string { return fmt.Sprintf("%d-%d", g.First, g.First+g.Count-1) }
 
 // checkOperatorRows compares the operator-state rows replicated over the
 // tree's files (perFile: see operatorRows).

@@ -624,6 +624,31 @@ func TestValidateMisplacedAndStaleRows(t *testing.T) {
 	}
 }
 
+// TestValidateOperatorGroups: an operator runs in one chain group, so its
+// keyed rows in another group's files are never read by it, though each
+// fits the key-group range of the file holding it (as when --groups names
+// a layout the files do not follow): an error for each such file, the
+// operator taken to run in the group holding most of its keyed state.
+func TestValidateOperatorGroups(t *testing.T) {
+	lo, hi := vtKeysIn(t, 0, 64, 2), vtKeysIn(t, 64, 128, 2)
+	tree := vtWriteTree(t, [][]Row{
+		{vtKeyed(42, "agg", lo[0], "a"), vtKeyed(77, "win", lo[1], "stray")},
+		{vtKeyed(42, "agg", hi[0], "b")},
+		{vtKeyed(77, "win", lo[0], "c")},
+		{vtKeyed(77, "win", hi[1], "d")},
+	}, nil)
+	sp := vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 2}}})
+	vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
+		{SeverityError, CheckOperatorGroups, "v1/0/checkpoint-7.snap", -1, 0, nil,
+			[]string{"holds keyed rows of op 77, which the files of chain group 2-3 (subtasks 2-3) hold too", "this group's (0-1) copies are never read by op 77"}},
+	})
+	// The same files read as one group of four: every operator in one
+	// group, the rows checked against that group's ranges instead.
+	if rep := Validate(vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 4}}}), ValidateOptions{}); len(rep.ByCheck(CheckOperatorGroups)) != 0 {
+		t.Errorf("one group:\n%s", vtDump(rep))
+	}
+}
+
 func TestValidateKeyGroupByte(t *testing.T) {
 	good := vtKeyed(7, "agg", []byte("alpha"), "1") // kg 43
 	bad := vtKeyed(7, "agg", []byte("beta"), "2")   // kg 39, stored as 40
@@ -951,8 +976,10 @@ func TestValidateParallelism(t *testing.T) {
 		t.Errorf("subtask 0 findings at parallelism 4: %v", par)
 	}
 
-	// Several chain groups: each is checked on its own.
-	tree = vtWriteTree(t, [][]Row{{r(0), r(1)}, {r(2), r(3)}, {r(0), r(1)}, {r(2), r(3)}}, nil)
+	// Several chain groups, each running its own operator: each is
+	// checked on its own.
+	r8 := func(i int) Row { return vtKeyed(op+1, "agg", q[i][0], "v") }
+	tree = vtWriteTree(t, [][]Row{{r(0), r(1)}, {r(2), r(3)}, {r8(0), r8(1)}, {r8(2), r8(3)}}, nil)
 	sp = vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 2}}})
 	if rep := Validate(sp, ValidateOptions{Parallelism: 2}); len(rep.ByCheck(CheckParallelism)) != 0 {
 		t.Errorf("two groups at parallelism 2:\n%s", vtDump(rep))
