@@ -1,6 +1,7 @@
 package savepoint
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 )
@@ -8,6 +9,18 @@ import (
 // TimerKeyPrefix starts the key of an operator's timer blob (format 3.4):
 // an operator-state row 0xFF "__clink_timers".
 var TimerKeyPrefix = []byte("\xff__clink_timers")
+
+// IsTimerBlob reports whether key is the key of an operator's timer blob:
+// TimerKeyPrefix, or the legacy unprefixed "__clink_timers" key (a raw
+// key, without a slot separator), which get_operator_state falls back to
+// when the prefixed one is absent (format 2.1), so that an old tree's
+// timers may live there.
+func IsTimerBlob(key []byte) bool {
+	if bytes.HasPrefix(key, TimerKeyPrefix) {
+		return true
+	}
+	return bytes.HasPrefix(key, TimerKeyPrefix[1:]) && bytes.IndexByte(key, '|') < 0
+}
 
 // Timer is one timer of a timer blob: its time (epoch ms) and its key (the
 // keyed key it fires for: key-group byte, slot, '|', user key).

@@ -56,3 +56,22 @@ func FuzzParseTimers(f *testing.F) {
 		}
 	})
 }
+
+func TestIsTimerBlob(t *testing.T) {
+	for key, want := range map[string]bool{
+		"\xff__clink_timers":    true,
+		"\xff__clink_timers0":   true,
+		"__clink_timers":        true, // the legacy unprefixed key
+		"__clink_timers0":       true,
+		"_x|__clink_timers":     false, // a keyed row
+		"__clink_timers|x":      false, // a keyed row of slot "_clink_timers"
+		"\xff__vector_offset__": false,
+		"__iterate_inflight__":  false,
+		"":                      false,
+		"\xfe__clink_timers":    false,
+	} {
+		if got := IsTimerBlob([]byte(key)); got != want {
+			t.Errorf("IsTimerBlob(%q) = %v, want %v", key, got, want)
+		}
+	}
+}

@@ -137,6 +137,67 @@ func TestSlotScopedPurgeUnreadableBlob(t *testing.T) {
 	}
 }
 
+// TestPurgeLegacyTimerBlob: an old tree may keep an operator's timers
+// under the unprefixed "__clink_timers" key, a raw row that
+// get_operator_state falls back to: an unscoped purge removes the erased
+// keys' timers from it as from a prefixed blob, and counts them.
+func TestPurgeLegacyTimerBlob(t *testing.T) {
+	dir := t.TempDir()
+	timers := func(keys ...string) []byte {
+		var proc []savepoint.Timer
+		for i, k := range keys {
+			proc = append(proc, savepoint.Timer{Time: int64(i + 1), Key: []byte(k)})
+		}
+		return savepoint.EncodeTimers(proc, nil)
+	}
+	rows := []savepoint.Row{
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("c"), []byte("k5")), Value: []byte("v")},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("c"), []byte("k6")), Value: []byte("v")},
+		{Op: 1, Key: []byte("__clink_timers"), Value: timers("k5", "k6")},
+		{Op: 1, Key: []byte("\xff__clink_timers"), Value: timers("k5")},
+	}
+	in := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys: [k5], codec: string}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.snap")
+	rep, err := Run(context.Background(), sp, set, Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.PerRule[0].Purge; p.TimersRemoved != 2 || p.Remaining != 0 {
+		t.Errorf("timers removed %d, remaining %d; want 2 and 0", p.TimersRemoved, p.Remaining)
+	}
+	got, err := savepoint.Open(out, savepoint.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Close()
+	for _, r := range got.Files[0].Snapshot.Rows {
+		if !savepoint.IsTimerBlob(r.Key) {
+			continue
+		}
+		proc, _, err := savepoint.ParseTimers(r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tm := range proc {
+			if string(tm.Key) == "k5" {
+				t.Errorf("blob %q keeps a timer of k5", r.Key)
+			}
+		}
+	}
+}
+
 // exampleWith parses a rule file of the given rules and opens the bundled
 // example tree (closed when the test ends).
 func exampleWith(t *testing.T, rulesYAML string) (*rules.Set, *savepoint.Savepoint) {

@@ -1,7 +1,6 @@
 package transform
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/sptool/sptool/rules"
@@ -259,7 +258,7 @@ func filterStep(f *rules.FilterSpec, keepIf bool) (func(w *worker, i int, r save
 // listed key (or, in composite slots, starts with one followed by 0x1F).
 func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 	return func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
-		if k.Kind == savepoint.KindOperator && p.Scope.Slot == nil && p.Scope.MatchOp(r.Op) && bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
+		if k.Kind != savepoint.KindKeyed && p.Scope.Slot == nil && p.Scope.MatchOp(r.Op) && savepoint.IsTimerBlob(r.Key) {
 			// A timer blob holds timers keyed by user key: an erased subject's
 			// timers go with its state (they would fire for it after restore).
 			v, removed, err := purgeTimers(r.Value, func(key []byte) bool {

@@ -802,7 +802,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 			return // (audited, and its timers counted, by unionTimerBlobs)
 		}
 		e.auditOut(res, r, k, -1, comp)
-		if bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
+		if savepoint.IsTimerBlob(r.Key) {
 			// A timer blob is one value: the copy a duplicate loses takes
 			// its timers with it (a file that stores a blob twice, or
 			// blobs that unionTimerBlobs could not read).
@@ -1175,7 +1175,7 @@ func (e *engine) auditOut(res *fileResult, r savepoint.Row, k savepoint.Key, del
 	if len(e.purges) == 0 {
 		return
 	}
-	if k.Kind == savepoint.KindOperator && len(e.purges) > 0 && bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
+	if k.Kind != savepoint.KindKeyed && savepoint.IsTimerBlob(r.Key) {
 		for _, j := range e.purges {
 			p := e.steps[j].rule.PurgeKeys
 			if !p.Scope.MatchOp(r.Op) {
