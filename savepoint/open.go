@@ -388,6 +388,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			data, relMat, err := resolveHandleRel(sp.Root, h)
 			if err == nil {
 				f.Materializations = append(f.Materializations, relMat)
+				f.MaterializationInfo = append(f.MaterializationInfo, FileInfo{Size: int64(len(data)), CRC32C: CRC32C(data)})
 			}
 			return data, err
 		}

@@ -75,8 +75,11 @@ type File struct {
 	Verdict       Verdict
 	VerdictDetail string
 	// Materializations lists the materialisation files a changelog+file
-	// payload references, relative to the root.
-	Materializations []string
+	// payload references, relative to the root, and MaterializationInfo
+	// their sizes and CRC-32Cs, in the same order: the state of such a
+	// tree is in them.
+	Materializations    []string
+	MaterializationInfo []FileInfo
 	// Snapshot is the decoded content.
 	Snapshot *Snapshot
 

@@ -36,6 +36,8 @@ type TreeWriter struct {
 	mu           sync.Mutex // guards subtasks
 	subtasks     []int
 	committed    bool
+	matMu        sync.Mutex // guards mats
+	mats         map[int][]FileInfo
 }
 
 // TreeOptions describe the tree to write.
@@ -141,12 +143,13 @@ func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts Sn
 		}
 		// Uncompressed whatever the compression asked: clink reads a
 		// materialisation as a plain stream, and so does Open.
-		if _, err := WriteSnapshotFrom(filepath.Join(d, "materializations", matName), md, src, SnapshotOptions{Progress: opts.Progress, Jobs: opts.Jobs}); err != nil {
+		mat, err := WriteSnapshotFrom(filepath.Join(d, "materializations", matName), md, src, SnapshotOptions{Progress: opts.Progress, Jobs: opts.Jobs})
+		if err != nil {
 			return FileInfo{}, err
 		}
 		handle := t.stateBase + "/v" + strconv.Itoa(t.gen) + "/" + strconv.Itoa(i) + "/materializations/" + matName
 		var info FileInfo
-		err := WriteFileAtomic(filepath.Join(d, t.PayloadName()), func(w io.Writer) error {
+		err = WriteFileAtomic(filepath.Join(d, t.PayloadName()), func(w io.Writer) error {
 			cw := &countingWriter{w: w, h: NewCRC32C()}
 			if err := EncodeChangelogHandle(cw, handle); err != nil {
 				return err
@@ -154,9 +157,33 @@ func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts Sn
 			info = FileInfo{Size: cw.n, CRC32C: cw.h.Sum32()}
 			return nil
 		})
+		if err == nil {
+			t.noteMaterializations(i, []FileInfo{mat})
+		}
 		return info, err
 	}
 	return WriteSnapshotFrom(filepath.Join(d, t.PayloadName()), md, src, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt, Progress: opts.Progress, Jobs: opts.Jobs, AsIs: opts.AsIs})
+}
+
+// noteMaterializations records the materialisation files written for
+// subtask i (see MaterializationInfo).
+func (t *TreeWriter) noteMaterializations(i int, infos []FileInfo) {
+	t.matMu.Lock()
+	defer t.matMu.Unlock()
+	if t.mats == nil {
+		t.mats = map[int][]FileInfo{}
+	}
+	t.mats[i] = infos
+}
+
+// MaterializationInfo returns the sizes and CRC-32Cs of the materialisation
+// files written for subtask i of a changelog+file tree, in the order its
+// payload references them: the subtask's state is in them, its payload
+// holding their handles. It is nil for a file-backend tree.
+func (t *TreeWriter) MaterializationInfo(i int) []FileInfo {
+	t.matMu.Lock()
+	defer t.matMu.Unlock()
+	return t.mats[i]
 }
 
 // CopySubtask copies an unchanged input file byte for byte as subtask i: a
@@ -177,6 +204,7 @@ func (t *TreeWriter) CopySubtask(i int, src *File, root string) error {
 	if err != nil {
 		return err
 	}
+	t.noteMaterializations(i, src.MaterializationInfo)
 	for _, rel := range src.Materializations {
 		dst := filepath.Join(t.stage, rel)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {

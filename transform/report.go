@@ -69,7 +69,9 @@ type Input struct {
 	Files      int    `json:"files"`
 	Bytes      int64  `json:"bytes"`
 	// Digest is "crc32c:" followed by the CRC-32C of every payload's CRC in
-	// file order: it changes when any input byte changes.
+	// file order, each followed by the CRCs of the materialisation files a
+	// changelog+file payload references: it changes when any input byte
+	// changes. Bytes counts those files too.
 	Digest string `json:"digest"`
 }
 
@@ -79,8 +81,8 @@ type Output struct {
 	Files int    `json:"files"`
 	Bytes int64  `json:"bytes"`
 	// Digest is "crc32c:" followed by the CRC-32C of every payload's CRC
-	// in file order, as Input.Digest; it is not a file's CRC (the sidecar
-	// has that).
+	// in file order, with the materialisation files', as Input.Digest; it
+	// is not a file's CRC (the sidecar has that).
 	Digest string `json:"digest"`
 }
 

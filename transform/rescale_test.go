@@ -1962,6 +1962,33 @@ rules:
 	rsSameKeyed(t, "restore after purge and rescale", got, want)
 }
 
+// TestDigestChangelogFile: a changelog+file tree's state is in its
+// materialisation files, its payloads holding only their handles: the
+// report's digests and byte counts take them in, so two erasures of the
+// same tree that remove different rows report different outputs.
+func TestDigestChangelogFile(t *testing.T) {
+	in := rsFixture("independent", "changelog-file")
+	dir := t.TempDir()
+	var digests []string
+	for i, key := range []string{"user-728", "user-410"} {
+		rep := rsRun(t, rsOpen(t, in, nil), "version: 1\nrules:\n  - purge_keys: {keys: ["+key+"]}\n", filepath.Join(dir, strconv.Itoa(i)))
+		if rep.RowsDropped == 0 {
+			t.Fatalf("%s: nothing dropped", key)
+		}
+		var payloads int64
+		for _, f := range rsOpen(t, in, nil).Files {
+			payloads += f.Size
+		}
+		if rep.Input.Bytes <= payloads || rep.Output.Bytes <= int64(rep.Output.Files)*512 {
+			t.Errorf("%s: input %d bytes (payloads alone %d), output %d bytes: the materialisations are not counted", key, rep.Input.Bytes, payloads, rep.Output.Bytes)
+		}
+		digests = append(digests, rep.Output.Digest)
+	}
+	if digests[0] == digests[1] {
+		t.Errorf("two erasures of different keys report the same output digest %s", digests[0])
+	}
+}
+
 // TestRescaleChangelogFile rescales a changelog+file tree: the output has the
 // same form (changelog-<id>.snap holding a row_kind 3 handle into the output
 // tree, the state in materializations/mat-<id>.bin, no sidecars) and reads

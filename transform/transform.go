@@ -1964,10 +1964,7 @@ func newReport(sp *savepoint.Savepoint, set *rules.Set, dry bool) *Report {
 	}
 	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	for _, f := range sp.Files {
-		rep.Input.Bytes += f.Size
-		var b [4]byte
-		b[0], b[1], b[2], b[3] = byte(f.CRC32C), byte(f.CRC32C>>8), byte(f.CRC32C>>16), byte(f.CRC32C>>24)
-		h.Write(b[:])
+		rep.Input.Bytes += addFileDigest(h, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}, f.MaterializationInfo)
 	}
 	rep.Input.Digest = "crc32c:" + strconv.FormatUint(uint64(h.Sum32()), 10)
 	for _, w := range set.Warnings {

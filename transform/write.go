@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io/fs"
 	"os"
@@ -57,9 +58,6 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	}
 	out := &Output{Path: opts.Out}
 	digest := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	addDigest := func(crc uint32) {
-		digest.Write([]byte{byte(crc), byte(crc >> 8), byte(crc >> 16), byte(crc >> 24)})
-	}
 	if sp.Kind == savepoint.InputFile {
 		f, nf := sp.Files[0], files[0]
 		if err := os.MkdirAll(filepath.Dir(opts.Out), 0o755); err != nil {
@@ -83,15 +81,13 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			if err := savepoint.CopySnapshotFile(f.Path, opts.Out, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}, savepoint.SidecarFor(ckpt, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}), savepoint.PublishOptions{Before: beforePublish, NoReplace: !opts.Force}); err != nil && !errors.As(err, &pub) {
 				return err
 			}
-			addDigest(f.CRC32C)
-			out.Files, out.Bytes = 1, f.Size
+			out.Files, out.Bytes = 1, addFileDigest(digest, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}, nil)
 		} else {
 			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: outCompression(f.Compression, opts), Sidecar: true, CheckpointID: ckpt, Progress: (&writeProgress{sp: sp, progress: opts.Progress}).file(), Jobs: opts.Jobs, BeforePublish: beforePublish, NoReplace: !opts.Force})
 			if err != nil && !errors.As(err, &pub) {
 				return err
 			}
-			addDigest(info.CRC32C)
-			out.Files, out.Bytes = 1, info.Size
+			out.Files, out.Bytes = 1, addFileDigest(digest, info, nil)
 		}
 		rep.Files[0].Output = filepath.Base(opts.Out)
 		out.Digest = "crc32c:" + strconv.FormatUint(uint64(digest.Sum32()), 10)
@@ -127,8 +123,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	}
 	outRel := map[*savepoint.File]string{}
 	for i, nf := range files {
-		addDigest(written[i].info.CRC32C)
-		out.Bytes += written[i].info.Size
+		out.Bytes += addFileDigest(digest, written[i].info, tw.MaterializationInfo(nf.subtask))
 		out.Files++
 		if nf.copyOf != nil || rep.Rescale == nil {
 			for _, f := range sp.Files {
@@ -170,6 +165,19 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	out.Digest = "crc32c:" + strconv.FormatUint(uint64(digest.Sum32()), 10)
 	rep.Output = out
 	return published(rep, pub)
+}
+
+// addFileDigest adds to a report's digest the CRC-32C of a payload, then
+// those of the materialisation files mats it references (a changelog+file
+// payload holds only their handles: the state is in them), and returns
+// their bytes together.
+func addFileDigest(digest hash.Hash32, payload savepoint.FileInfo, mats []savepoint.FileInfo) int64 {
+	n := int64(0)
+	for _, f := range append([]savepoint.FileInfo{payload}, mats...) {
+		digest.Write([]byte{byte(f.CRC32C), byte(f.CRC32C >> 8), byte(f.CRC32C >> 16), byte(f.CRC32C >> 24)})
+		n += f.Size
+	}
+	return n
 }
 
 // published returns pub, the error of an output published and then
