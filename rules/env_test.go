@@ -561,3 +561,26 @@ func BenchmarkFillEnv(b *testing.B) {
 		}
 	}
 }
+
+// TestDisplayNotUTF8: a string key that is not UTF-8 is shown as 0x and
+// its hex, so that the audit's JSON, which would turn each invalid byte
+// into U+FFFD, keeps two such keys apart.
+func TestDisplayNotUTF8(t *testing.T) {
+	// (YAML text is Unicode: such keys come from keys files.)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "k.txt"), []byte("a\xff\na\xfe\nJosé\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set, err := ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys_file: k.txt}\n"), testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := set.Rules[0].PurgeKeys
+	var got []string
+	for i := range p.Len() {
+		got = append(got, p.Display(i))
+	}
+	if want := []string{"0x61ff", "0x61fe", "José"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Display: %q, want %q", got, want)
+	}
+}

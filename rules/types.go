@@ -1,10 +1,12 @@
 package rules
 
 import (
+	"encoding/hex"
 	"fmt"
 	"reflect"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sptool/sptool/internal/prefault"
 	"github.com/sptool/sptool/savepoint"
@@ -350,7 +352,8 @@ func (p *PurgeKeysSpec) initFilter(n int) {
 func (p *PurgeKeysSpec) Len() int { return len(p.Keys) }
 
 // Display returns key i as written: the string itself, or the decimal
-// int64.
+// int64; a string that is not UTF-8 as 0x and its hex, which JSON keeps
+// apart from another such key.
 func (p *PurgeKeysSpec) Display(i int) string {
 	k := p.Keys[i]
 	if p.Codec == "int64" && len(k) == 8 {
@@ -359,6 +362,10 @@ func (p *PurgeKeysSpec) Display(i int) string {
 			u = u<<8 | uint64(k[j])
 		}
 		return strconv.FormatInt(int64(u), 10)
+	}
+	if !utf8.ValidString(k) {
+		// JSON would show each invalid byte as U+FFFD, and two keys alike.
+		return "0x" + hex.EncodeToString([]byte(k))
 	}
 	return k
 }

@@ -122,7 +122,9 @@ type PurgeAudit struct {
 	KeysDigest string     `json:"keys_file_sha256,omitempty"`
 	Found      []KeyFound `json:"found"`
 	NotFound   []string   `json:"not_found"`
-	Remaining  int64      `json:"rows_remaining"`
+	// Remaining counts the rows of listed keys, and their timers, that the
+	// output holds in the rule's scope (see the README's purge_keys).
+	Remaining int64 `json:"rows_remaining"`
 	// TimersRemoved counts the timers of listed keys removed from operators'
 	// timer blobs (a timer of an erased key would fire for it after restore).
 	TimersRemoved int64 `json:"timers_removed"`
@@ -211,7 +213,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, rs := range r.PerRule {
 		ew.printf("%-4d %-44s %10d %10d %10d\n", rs.Index, clip(strings.TrimPrefix(rs.Label, fmt.Sprintf("rule %d ", rs.Index)), 44), rs.Matched, rs.Dropped, rs.Changed)
 		if p := rs.Purge; p != nil {
-			ew.printf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; rows of listed keys remaining: %d\n", p.KeysListed, len(p.Found), rs.Dropped, len(p.NotFound), p.Remaining)
+			ew.printf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; rows and timers of listed keys remaining: %d\n", p.KeysListed, len(p.Found), rs.Dropped, len(p.NotFound), p.Remaining)
 			if p.TimersRemoved > 0 {
 				ew.printf("     %d timers of listed keys removed from timer blobs\n", p.TimersRemoved)
 			}

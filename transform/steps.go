@@ -276,6 +276,8 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 				return r, false, fmt.Errorf("timer blob %s: %w", savepoint.RenderKey(r.Key), err)
 			}
 			if removed > 0 {
+				// The rule applied to the blob: matched, and changed.
+				w.res.rules[i].matched++
 				w.res.rules[i].changed++
 				w.res.timers[i] += int64(removed)
 				r.Value = v
