@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
 // gzipZeros returns n zero bytes compressed with gzip (deflate's best case,
@@ -100,5 +103,42 @@ func TestDecompressLimitDefault(t *testing.T) {
 	}
 	if got := decompressLimit(1 << 30); got > decompressCeiling || got < decompressFloor && decompressFloor <= decompressCeiling {
 		t.Errorf("limit for 1 GiB: %d (floor %d, ceiling %d)", got, decompressFloor, decompressCeiling)
+	}
+}
+
+// A stream whose record batches have compressed bodies is held, all its
+// batches decompressed together, to the bound of a file compressed whole:
+// batch after batch of small ZSTD frames of zeros is refused once their
+// declared sizes pass it, before arrow-go allocates them; within it, the
+// same file opens.
+func TestBodyDecompressLimit(t *testing.T) {
+	defer func(r, f int64) { decompressRatio, decompressFloor = r, f }(decompressRatio, decompressFloor)
+	rows := []Row{
+		{Op: 1, Key: EncodeKeyedKey([]byte("s"), []byte("a")), Value: make([]byte, 1<<20)},
+		{Op: 1, Key: EncodeKeyedKey([]byte("s"), []byte("b")), Value: make([]byte, 1<<20)},
+	}
+	schema := arrow.NewSchema(canonicalFields, nil)
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema), ipc.WithZstd())
+	for range 8 {
+		if err := w.Write(arrowGoBatch(schema, rows)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "zeros.snap")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// 16 MiB of values from a file of a few kilobytes.
+	if _, err := Open(path, OpenOptions{}); err != nil {
+		t.Fatalf("within the default bound: %v", err)
+	}
+	decompressRatio, decompressFloor = 100, 4<<20
+	_, err := Open(path, OpenOptions{})
+	if err == nil || !strings.Contains(err.Error(), "the compressed record batches so far declare") || !strings.Contains(err.Error(), "may decompress to") {
+		t.Errorf("past the bound: %v", err)
 	}
 }

@@ -40,6 +40,9 @@ type sliceMessageReader struct {
 	cols []columnKind
 	// rows counts the rows the record batches read so far declare.
 	rows int64
+	// inflated counts the bytes the compressed buffers read so far declare
+	// uncompressed.
+	inflated int64
 }
 
 // MaxFileRows is the most rows a snapshot file may hold: sorting,
@@ -120,8 +123,16 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 		r.rows += info.rows
 	}
 	if info.typ == msgRecordBatch && info.codec >= 0 {
-		if err := checkCompressedBuffers(meta, info, body, r.cols); err != nil {
+		n, err := checkCompressedBuffers(meta, info, body, r.cols)
+		if err != nil {
 			return nil, &offsetError{r.off + bodyStart, err.Error()}
+		}
+		// The batches are held decompressed together: a few kilobytes of
+		// ZSTD frames of zeros, repeated batch after batch, would ask for
+		// gigabytes. The file as a whole is held to the bound of a file
+		// compressed whole (see decompressLimit).
+		if r.inflated += n; r.inflated > decompressLimit(len(r.data)) {
+			return nil, &offsetError{r.cur, fmt.Sprintf("the compressed record batches so far declare %d bytes uncompressed, more than a %d-byte file may decompress to (%d bytes: %d times its size or %d MiB, whichever is more, and at most the machine's memory)", r.inflated, len(r.data), decompressLimit(len(r.data)), decompressRatio, decompressFloor>>20)}
 		}
 	}
 	r.off += bodyStart + info.bodyLen
@@ -175,8 +186,9 @@ const maxBodyExpansion = maxExpansion + 1<<13
 // nor than its role in a column of cols allows (cols may be nil); all of
 // them together no more than maxBodyExpansion times the body. arrow-go
 // allocates each buffer by that declared length before decompressing it:
-// a corrupt length would ask for any amount of memory.
-func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind) error {
+// a corrupt length would ask for any amount of memory. It returns the
+// bytes the buffers declare uncompressed together.
+func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind) (int64, error) {
 	var total int64
 	col, j := 0, 0 // buffer i is buffer j of column col
 	for i := 0; i < info.nbuf; i, j = i+1, j+1 {
@@ -190,26 +202,26 @@ func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []c
 			continue
 		}
 		if off < 0 || n < 8 || off > int64(len(body))-n {
-			return fmt.Errorf("compressed buffer %d (%d bytes at %d) does not fit in the %d-byte body", i, n, off, len(body))
+			return 0, fmt.Errorf("compressed buffer %d (%d bytes at %d) does not fit in the %d-byte body", i, n, off, len(body))
 		}
 		size := int64(binary.LittleEndian.Uint64(body[off:]))
 		if size == -1 {
 			continue // stored uncompressed: arrow-go slices the body
 		}
 		if size < 0 || size > maxExpansion*(n-8)+1<<16 {
-			return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed from %d compressed bytes", i, size, n-8)
+			return 0, fmt.Errorf("compressed buffer %d declares %d bytes uncompressed from %d compressed bytes", i, size, n-8)
 		}
 		if col < len(cols) && col < info.nnode {
 			rows := int64(binary.LittleEndian.Uint64(meta[info.nodes+16*col:]))
 			if most, role := cols[col].bound(j, rows); size > most {
-				return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed; the %s of column %d (%d rows) holds at most %d bytes", i, size, role, col, rows, most)
+				return 0, fmt.Errorf("compressed buffer %d declares %d bytes uncompressed; the %s of column %d (%d rows) holds at most %d bytes", i, size, role, col, rows, most)
 			}
 		}
 		if total += size; total > maxBodyExpansion*int64(len(body)) {
-			return fmt.Errorf("compressed buffers 0-%d declare %d bytes uncompressed in all, more than their %d-byte body can hold (buffers overlap)", i, total, len(body))
+			return 0, fmt.Errorf("compressed buffers 0-%d declare %d bytes uncompressed in all, more than their %d-byte body can hold (buffers overlap)", i, total, len(body))
 		}
 	}
-	return nil
+	return total, nil
 }
 
 // columnKind is how a column of a flat schema lays out its buffers.
