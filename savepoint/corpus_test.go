@@ -139,13 +139,26 @@ var badCases = []badCase{
 		// bytes long: the other two ids would be read from the buffers
 		// after it.
 		b := bytes.Clone(fx)
-		at := bytes.Index(b, binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 0), 24), 24), 0))
-		if at < 0 {
-			t.Fatal("the op_id buffer's entry is not in the fixture's batch header")
-		}
-		binary.LittleEndian.PutUint64(b[at+8:], 8)
+		binary.LittleEndian.PutUint64(b[opBufferEntry(t, b)+8:], 8)
 		return b
-	}, `column "op_id": values buffer holds 8 bytes, 1 values, for 3 rows`},
+	}, "record batch buffer 1, the values of column 0, holds 8 bytes; its 3 rows need 24"},
+	{"buffer-past-body.snap", func(t testing.TB, fx []byte) []byte {
+		// The op_id values buffer moved 1 MiB into a 128-byte body.
+		b := bytes.Clone(fx)
+		binary.LittleEndian.PutUint64(b[opBufferEntry(t, b):], 1<<20)
+		return b
+	}, "record batch buffer 1 (24 bytes at 1048576) does not fit in the 128-byte body"},
+	{"rows-past-buffers.snap", func(t testing.TB, fx []byte) []byte {
+		// The first column's node declares a billion rows.
+		b := bytes.Clone(fx)
+		node := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 3), 0)
+		at := bytes.Index(b, bytes.Repeat(node, 3))
+		if at < 0 {
+			t.Fatal("the field nodes are not in the fixture's batch header")
+		}
+		binary.LittleEndian.PutUint64(b[at:], 1e9)
+		return b
+	}, "record batch buffer 1, the values of column 0, holds 24 bytes; its 1000000000 rows need 8000000000"},
 	{"bitflip-metadata-length.snap", func(t testing.TB, fx []byte) []byte {
 		b := bytes.Clone(fx)
 		binary.LittleEndian.PutUint32(b[4:], 0x7fff0000)
@@ -406,4 +419,15 @@ func FuzzOpenMapped(f *testing.F) {
 			t.Fatal("rows written from the map differ from the same rows written from memory")
 		}
 	})
+}
+
+// opBufferEntry returns where the fixture's batch header describes the
+// op_id values buffer (offset 0, 24 bytes: 3 rows), followed by the key
+// column's empty validity bitmap (at 24).
+func opBufferEntry(t testing.TB, fx []byte) int {
+	at := bytes.Index(fx, binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 0), 24), 24), 0))
+	if at < 0 {
+		t.Fatal("the op_id buffer's entry is not in the fixture's batch header")
+	}
+	return at
 }

@@ -122,6 +122,11 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 		}
 		r.rows += info.rows
 	}
+	if info.typ == msgRecordBatch && info.codec < 0 {
+		if err := checkBuffers(meta, info, body, r.cols); err != nil {
+			return nil, &offsetError{r.off + bodyStart, err.Error()}
+		}
+	}
 	if info.typ == msgRecordBatch && info.codec >= 0 {
 		n, err := checkCompressedBuffers(meta, info, body, r.cols)
 		if err != nil {
@@ -179,6 +184,43 @@ const maxExpansion = 1 << 15
 // most one buffer in 8 body bytes (each takes at least 8). Only buffers
 // that overlap, as no writer lays them out, declare more.
 const maxBodyExpansion = maxExpansion + 1<<13
+
+// checkBuffers checks that each buffer of an uncompressed record batch lies
+// in its body and, for a column of cols (checkBatchVectors ran), that its
+// values or offsets buffer holds its declared rows' (a validity bitmap is
+// checked by arrow-go, and nulls refused after). arrow-go slices the body
+// by the buffers' offsets and lengths, and the values by the rows, as they
+// are: a buffer past the body's end, or short of its rows, was a recovered
+// panic reported as malformed metadata.
+func checkBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind) error {
+	col, j := 0, 0 // buffer i is buffer j of column col
+	for i := 0; i < info.nbuf; i, j = i+1, j+1 {
+		if col < len(cols) && j == cols[col].buffers() {
+			col, j = col+1, 0
+		}
+		e := info.bufs + 16*i
+		off := int64(binary.LittleEndian.Uint64(meta[e:]))
+		n := int64(binary.LittleEndian.Uint64(meta[e+8:]))
+		if off < 0 || n < 0 || off > int64(len(body)) || n > int64(len(body))-off {
+			return fmt.Errorf("record batch buffer %d (%d bytes at %d) does not fit in the %d-byte body", i, n, off, len(body))
+		}
+		if col >= len(cols) || col >= info.nnode || j != 1 {
+			continue
+		}
+		rows := int64(binary.LittleEndian.Uint64(meta[info.nodes+16*col:]))
+		need, role := cols[col].width*rows, "values"
+		if cols[col].binary {
+			need, role = 0, "offsets"
+			if rows > 0 {
+				need = cols[col].width * (rows + 1)
+			}
+		}
+		if rows < 0 || rows > math.MaxInt64/16 || n < need {
+			return fmt.Errorf("record batch buffer %d, the %s of column %d, holds %d bytes; its %d rows need %d", i, role, col, n, rows, need)
+		}
+	}
+	return nil
+}
 
 // checkCompressedBuffers checks the buffers of a compressed record batch
 // before arrow-go reads them: each lies in the body and declares (its first
