@@ -512,6 +512,8 @@ func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]m
 			return fmt.Errorf("open savepoint: checkpoint %d is not in generation v%d (present: %s)%s", want, sp.Generation, idList(all), hint)
 		}
 		pick(want)
+		sp.noteNewerCompleted(markers, all)
+		slices.Sort(sp.Notes)
 		return nil
 	}
 	var best uint64
@@ -550,8 +552,26 @@ func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]m
 			sp.Notes = append(sp.Notes, fmt.Sprintf("checkpoint %d also present in v%d; %d is read", id, sp.Generation, best))
 		}
 	}
+	sp.noteNewerCompleted(markers, all)
 	slices.Sort(sp.Notes)
 	return nil
+}
+
+// noteNewerCompleted notes the markers of this generation for checkpoints
+// newer than the one read that have no file in it (see NewerCompleted).
+func (sp *Savepoint) noteNewerCompleted(markers map[uint64][]marker, all map[uint64]int) {
+	for id, ms := range markers {
+		if id <= sp.Checkpoint || all[id] > 0 {
+			continue
+		}
+		for _, m := range ms {
+			if m.c.Generation == 0 || m.c.Generation == sp.Generation {
+				sp.NewerCompleted = append(sp.NewerCompleted, m.rel)
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%s marks checkpoint %d complete, but v%d holds none of its files; checkpoint %d is read", m.rel, id, sp.Generation, sp.Checkpoint))
+			}
+		}
+	}
+	slices.Sort(sp.NewerCompleted)
 }
 
 func idList(m map[uint64]int) string {

@@ -111,6 +111,11 @@ type Savepoint struct {
 	// subtasks= line only when exactly one marker exists: with several it
 	// unions operator rows from every subtask directory.
 	OtherCompleted []string
+	// NewerCompleted are the paths, relative to Root, of the COMPLETED
+	// markers of this generation for checkpoints newer than the one read
+	// whose files the generation does not hold: a restore of the job's
+	// latest completed checkpoint would look for them.
+	NewerCompleted []string
 	// Files are the snapshot files, sorted by subtask index.
 	Files []*File
 	// Groups are the chain groups of a tree, in subtask order (given by the

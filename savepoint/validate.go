@@ -1223,6 +1223,9 @@ func (v *validator) checkVersionMaps() {
 // checkCompleted compares the COMPLETED marker with the tree.
 func (v *validator) checkCompleted() {
 	sp := v.sp
+	for _, rel := range sp.NewerCompleted {
+		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s marks a checkpoint newer than %d complete, but v%d holds none of its files: restoring it (the job's latest completed checkpoint) finds no state and refuses to start; checkpoint %d was checked", rel, sp.Checkpoint, sp.Generation, sp.Checkpoint))
+	}
 	c := sp.Completed
 	if c == nil {
 		v.treeFinding(SeverityInfo, CheckCompleted, 0, nil, fmt.Sprintf("no COMPLETED-%d marker: restore does not need one, but without its subtasks= line clink unions operator rows from every subtask directory", sp.Checkpoint))

@@ -755,6 +755,24 @@ func TestValidateCompletedMarker(t *testing.T) {
 		t.Fatalf("clean tree:\n%s", vtDump(rep))
 	}
 
+	// A marker of a newer checkpoint whose files the generation lacks: a
+	// restore of the job's latest completed checkpoint would fail; the
+	// checkpoint read is the newest the tree holds, and says so.
+	newer := filepath.Join(tree, "_jobs", "job1", "COMPLETED-8")
+	if err := os.WriteFile(newer, []byte("job=job1\ncheckpoint=8\ngeneration=1\nsubtasks=0,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withNewer := vtOpen(t, tree, OpenOptions{})
+	if withNewer.Checkpoint != 7 || !slices.Equal(withNewer.NewerCompleted, []string{"_jobs/job1/COMPLETED-8"}) {
+		t.Fatalf("checkpoint %d, newer markers %q", withNewer.Checkpoint, withNewer.NewerCompleted)
+	}
+	vtExpect(t, Validate(withNewer, ValidateOptions{}), []vtWant{
+		{SeverityWarning, CheckCompleted, "", -1, 0, nil, []string{"_jobs/job1/COMPLETED-8 marks a checkpoint newer than 7 complete, but v1 holds none of its files", "checkpoint 7 was checked"}},
+	})
+	if err := os.Remove(newer); err != nil {
+		t.Fatal(err)
+	}
+
 	// A listed subtask with no directory (Open refuses such a marker, so
 	// the Savepoint is changed after opening).
 	c := *sp.Completed
