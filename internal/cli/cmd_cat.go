@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/sptool/sptool/export"
 	"github.com/sptool/sptool/internal/rowtext"
@@ -93,7 +94,11 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	// Every line is built by an appender (appendCatText, appendCatJSON,
 	// appendCatCSV) and written on a goroutine of its own while the next
 	// are built.
-	lines := rowtext.NewLineWriter(s.Out)
+	out := s.Out
+	if *format == "text" {
+		out = newTextWriter(out)
+	}
+	lines := rowtext.NewLineWriter(out)
 	defer lines.Close(true) // what was printed before a failure stays printed
 	if *format == "csv" {
 		lines.Buf = rowtext.AppendCSVLine(lines.Buf, catCSVHeader...)
@@ -349,7 +354,22 @@ func catText(v any) string {
 		return "null"
 	}
 	t, _ := export.Text(v)
+	if !allPrintable(t) {
+		// A newline, a control character: quoted, so that the row stays on
+		// its line and can be read back.
+		return strconv.Quote(t)
+	}
 	return t
+}
+
+// allPrintable reports whether every rune of s is printable (a space is).
+func allPrintable(s string) bool {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // appendCatCSV appends to b r's line of cat's CSV format (the fields of

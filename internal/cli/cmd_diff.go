@@ -84,7 +84,7 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 		for _, w := range res.TextWarnings() {
 			fmt.Fprintf(s.Err, "sptool diff: warning: %s\n", w)
 		}
-		if err := res.WriteText(s.Out); err != nil {
+		if err := res.WriteText(newTextWriter(s.Out)); err != nil {
 			return fail(s, c.name, err)
 		}
 	}

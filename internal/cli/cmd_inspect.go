@@ -86,7 +86,7 @@ func runInspect(ctx context.Context, s *Streams, args []string) int {
 		}
 		return ExitOK
 	}
-	if err := sum.WriteText(s.Out); err != nil {
+	if err := sum.WriteText(newTextWriter(s.Out)); err != nil {
 		return fail(s, c.name, err)
 	}
 	return ExitOK
@@ -123,7 +123,7 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 		if err := enc.Encode(rep); err != nil {
 			return fail(s, c.name, err)
 		}
-	} else if err := rep.WriteText(s.Out); err != nil {
+	} else if err := rep.WriteText(newTextWriter(s.Out)); err != nil {
 		return fail(s, c.name, err)
 	}
 	if rep.Errors() > 0 {

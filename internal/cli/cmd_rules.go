@@ -49,21 +49,22 @@ func runLint(ctx context.Context, s *Streams, args []string) int {
 		return code
 	}
 	set, err := rules.Load(fs.Arg(0))
+	out := newTextWriter(s.Out)
 	var rerrs *rules.Errors
 	if errors.As(err, &rerrs) {
 		for _, e := range rerrs.List {
-			fmt.Fprintln(s.Out, e)
+			fmt.Fprintln(out, e)
 		}
-		fmt.Fprintf(s.Out, "%d problem(s)\n", rerrs.Len())
+		fmt.Fprintf(out, "%d problem(s)\n", rerrs.Len())
 		return ExitFindings
 	}
 	if err != nil {
 		return fail(s, c.name, err)
 	}
 	for _, w := range set.Warnings {
-		fmt.Fprintf(s.Out, "warning: %s\n", w)
+		fmt.Fprintf(out, "warning: %s\n", w)
 	}
-	fmt.Fprintf(s.Out, "%s: ok (%d rules, %d slot declarations, %d warnings)\n", fs.Arg(0), len(set.Rules), len(set.Slots), len(set.Warnings))
+	fmt.Fprintf(out, "%s: ok (%d rules, %d slot declarations, %d warnings)\n", fs.Arg(0), len(set.Rules), len(set.Slots), len(set.Warnings))
 	return ExitOK
 }
 
@@ -238,7 +239,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	if *tf.asJSON {
 		perr = writeJSON(s.Out, rep)
 	} else {
-		perr = rep.WriteText(s.Out)
+		perr = rep.WriteText(newTextWriter(s.Out))
 	}
 	if perr != nil {
 		after = append(after, fmt.Errorf("the report could not be printed: %w", perr))
@@ -253,9 +254,10 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	// terminal, the text report shows them already; a warning that the
 	// error below says is not repeated.
 	if *tf.asJSON || !s.OutIsTerminal {
+		errOut := newTextWriter(s.Err)
 		for _, w := range rep.Warnings {
 			if what == "" || !strings.Contains(what, w) {
-				fmt.Fprintf(s.Err, "sptool %s: warning: %s\n", c.name, w)
+				fmt.Fprintf(errOut, "sptool %s: warning: %s\n", c.name, w)
 			}
 		}
 	}
