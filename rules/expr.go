@@ -290,7 +290,12 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 func toExprErr(err error) *exprErr {
 	var fe *file.Error
 	if errors.As(err, &fe) {
-		return &exprErr{off: max(fe.From, 0), msg: fe.Message}
+		msg := fe.Message
+		if strings.HasPrefix(msg, "invalid integer literal") && strings.Contains(msg, "out of range") {
+			// An operator id of 2^63 or more, most likely.
+			msg += `: integer literals are 64-bit signed; write an operator id of 2^63 or more as opid("18446744073709551615"), or uid("name")`
+		}
+		return &exprErr{off: max(fe.From, 0), msg: msg}
 	}
 	msg := err.Error()
 	return &exprErr{off: 0, msg: msg, notBool: strings.HasPrefix(msg, "expected bool")}

@@ -382,6 +382,7 @@ func TestExprCallsRefused(t *testing.T) {
 		{`__in(1, [2])`, `3:12: rule 1: bad expression in 'drop': unknown function __in`},
 		{`op == 1 || $env.__lt(1, 2)`, `unknown function`},
 		{`date("2026-01-01T00:00:00Z").Year() == 2026 && op in [1, 2]`, ``},
+		{`op == 18446744073709551615`, `value out of range: integer literals are 64-bit signed; write an operator id of 2^63 or more as opid(`},
 	} {
 		_, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - drop: '"+c.expr+"'\n"))
 		switch {
