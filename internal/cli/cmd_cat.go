@@ -163,7 +163,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 			if filter != nil {
 				ok, err := filter(r, f.Subtask)
 				if err != nil {
-					return fail(s, c.name, fmt.Errorf("%s: %w", f.Rel, err))
+					return fail(s, c.name, fmt.Errorf("%s: row %d (op %d, slot %q, key %s): --where: %w", f.Rel, i, r.Op, k.SlotName(), savepoint.RenderBytes(k.UserKey, 32), err))
 				}
 				if !ok {
 					continue
