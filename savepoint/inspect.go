@@ -219,6 +219,10 @@ type KeyGroupSummary struct {
 	// StaleCopies and Lost count keyed copies outside their owner's file (see the type comment).
 	StaleCopies int `json:"stale_copies"`
 	Lost        int `json:"lost"`
+	// Duplicates counts the keyed rows a file stores again under an (op,
+	// key) it holds already (clink's merges write them): a restore keeps
+	// one, and only it is counted.
+	Duplicates int `json:"duplicates"`
 }
 
 // VersionMapSummary describes the version maps of the files.
@@ -775,6 +779,7 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 			if ix.sameAsPrev(j) {
 				if r := ix.row(j); ParseKey(r.Key).Kind == KindKeyed {
 					count(r, -1)
+					h.Duplicates++
 				}
 			}
 		}
@@ -991,6 +996,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	if kg.StaleCopies > 0 || kg.Lost > 0 {
 		fmt.Fprintf(&b, "  not counted: %d stale keyed cop%s (the owner holds the row), %d keyed row%s no subtask restores\n", kg.StaleCopies, plural(kg.StaleCopies, "y", "ies"), kg.Lost, plural(kg.Lost, "", "s"))
+	}
+	if kg.Duplicates > 0 {
+		fmt.Fprintf(&b, "  not counted: %d keyed row%s a file stores again under a key it holds (a restore keeps one)\n", kg.Duplicates, plural(kg.Duplicates, "", "s"))
 	}
 
 	writeTimers(&b, s.Timers)

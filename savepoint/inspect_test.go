@@ -605,3 +605,24 @@ func TestSummarizeTimers(t *testing.T) {
 		t.Errorf("blobs %q, want %q", keys, want)
 	}
 }
+
+// TestHistogramCountsDuplicates: a key a file stores twice is counted once
+// in the key-group histogram, and the copy left out is counted apart, so
+// that the keyed rows add up.
+func TestHistogramCountsDuplicates(t *testing.T) {
+	k := func(s string) []byte { return EncodeKeyedKey([]byte("s"), []byte(s)) }
+	rows := []Row{{Op: 1, Key: k("a"), Value: []byte("1")}, {Op: 1, Key: k("b"), Value: []byte("2")}, {Op: 1, Key: k("a"), Value: []byte("3")}}
+	path := filepath.Join(t.TempDir(), "dup.snap")
+	if _, err := WriteSnapshotFile(path, nil, rows, SnapshotOptions{AsIs: true}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(path, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	kg := Summarize(sp).KeyGroups
+	if kg.Rows != 2 || kg.Duplicates != 1 {
+		t.Errorf("histogram rows %d, duplicates %d; want 2 and 1", kg.Rows, kg.Duplicates)
+	}
+}
