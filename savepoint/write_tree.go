@@ -687,6 +687,32 @@ func CheckOutputPath(in, out string) error {
 	return err
 }
 
+// CheckFilesApart refuses an output that any file sp reads reaches:
+// CheckOutputPath compares the output with the input's root, but a payload,
+// a sidecar or a materialisation inside the tree may be a symbolic link to
+// a file of the output, which writing the output would change under it.
+func (sp *Savepoint) CheckFilesApart(out string) error {
+	var paths []string
+	for _, f := range sp.Files {
+		paths = append(paths, f.Path)
+		if _, err := os.Lstat(f.Path + SidecarSuffix); err == nil {
+			paths = append(paths, f.Path+SidecarSuffix)
+		}
+		for _, rel := range f.Materializations {
+			paths = append(paths, filepath.Join(sp.Root, rel))
+		}
+	}
+	for _, p := range paths {
+		if err := CheckOutputPath(p, out); err != nil {
+			if to, lerr := filepath.EvalSymlinks(p); lerr == nil && to != filepath.Clean(p) {
+				return fmt.Errorf("input file %s, a link to %s: %w", p, to, err)
+			}
+			return fmt.Errorf("input file %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // CheckTempDir refuses a directory for temporary files that is the input,
 // or lies inside it: files made there, even unlinked at once, change the
 // input's directories, and a run killed before it unlinks one leaves it in
@@ -745,6 +771,62 @@ func pathRelation(in, out string) (rel pathRel, at string, err error) {
 	}
 	if at, ok := sameAsAncestor(ai, ao); ok && at != ai {
 		return relContains, at, nil
+	}
+	return relationByIdentity(ai, ao)
+}
+
+// idLevel is a directory (or file) above a path, found to exist, and the
+// rest of the path below it.
+type idLevel struct {
+	path string
+	st   os.FileInfo
+	rest string
+}
+
+// existingLevels returns the levels of p, p included, that exist, nearest
+// first.
+func existingLevels(p string) []idLevel {
+	var out []idLevel
+	rest := ""
+	for q := p; ; {
+		if st, err := os.Stat(q); err == nil {
+			out = append(out, idLevel{q, st, rest})
+		}
+		dir := filepath.Dir(q)
+		if dir == q {
+			return out
+		}
+		rest = filepath.Join(filepath.Base(q), rest)
+		q = dir
+	}
+}
+
+// relationByIdentity finds how out stands to in where they differ in name
+// but meet in a directory reached by two names (a bind mount, a second
+// mount of a file system, a case-insensitive one): the nearest directories
+// above each that are the same file, and the rest of each path below it,
+// compared by name. Paths that do not exist yet (an output, its sidecar, a
+// report) are placed so too, by their deepest existing directory.
+func relationByIdentity(in, out string) (pathRel, string, error) {
+	outLevels := existingLevels(out)
+	for _, li := range existingLevels(in) {
+		for _, lo := range outLevels {
+			if !os.SameFile(li.st, lo.st) {
+				continue
+			}
+			ri, ro := li.rest, lo.rest
+			switch {
+			case ri == ro:
+				return relSame, lo.path, nil
+			case filepath.Dir(ri) == filepath.Dir(ro) && (ro == ri+".meta" || ro+".meta" == ri):
+				return relPair, lo.path, nil
+			case ri == "" || ro != "" && strings.HasPrefix(ro, ri+string(filepath.Separator)):
+				return relInside, lo.path, nil
+			case ro == "" || strings.HasPrefix(ri, ro+string(filepath.Separator)):
+				return relContains, lo.path, nil
+			}
+			return relNone, "", nil // two paths apart below one directory
+		}
 	}
 	return relNone, "", nil
 }

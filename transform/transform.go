@@ -143,6 +143,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if err := CheckOutput(sp.Path, sp.Kind == savepoint.InputFile, opts.Out, opts.Force); err != nil {
 			return nil, err
 		}
+		if err := sp.CheckFilesApart(opts.Out); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkRemaps(sp, set); err != nil {
 		return nil, err

@@ -105,6 +105,11 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 		return fail(s, c.name, err)
 	}
 	defer sp.Close()
+	if *out != "-" {
+		if err := sp.CheckFilesApart(*out); err != nil {
+			return fail(s, c.name, err)
+		}
+	}
 	var res *export.Result
 	if *out == "-" {
 		res, err = export.Write(ctx, s.Out, sp, opts)
