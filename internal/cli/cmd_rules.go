@@ -196,6 +196,14 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		return fail(s, c.name, err)
 	}
 	probe.Set(transform.Probe(set))
+	if err := checkRuleFilesApart(set, out, report); err != nil {
+		go func() {
+			if o := <-open; o.sp != nil {
+				o.sp.Close()
+			}
+		}()
+		return fail(s, c.name, err)
+	}
 	o := <-open
 	if o.panicked != nil {
 		panic(o.panicked)
@@ -320,6 +328,30 @@ func checkReportPath(in, out, report string, force bool) error {
 	} else if err == nil {
 		if err := dirWritable(dir); err != nil {
 			return fmt.Errorf("--report %s: %s cannot be written: %w", report, dir, err)
+		}
+	}
+	return nil
+}
+
+// checkRuleFilesApart refuses an output or a report that would replace
+// the rule file or a keys file of set (with --force, a report named as the
+// keys file replaced the erasure's own record), or an output tree that
+// holds one of them.
+func checkRuleFilesApart(set *rules.Set, out, report string) error {
+	files := []string{set.Source}
+	for _, r := range set.Rules {
+		if p := r.PurgeKeys; p != nil && p.Path != "" {
+			files = append(files, p.Path)
+		}
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			continue // (no file: rescale's rules)
+		}
+		for _, o := range []struct{ what, path string }{{"output", out}, {"--report", report}} {
+			if o.path != "" && savepoint.CheckOutputPath(f, o.path) != nil {
+				return fmt.Errorf("%s %s would replace or hold %s, a file the rules were read from", o.what, o.path, f)
+			}
 		}
 	}
 	return nil
