@@ -92,10 +92,42 @@ func Leftovers(out string) []string {
 			}
 			warns = append(warns, fmt.Sprintf("%s is the staging tree of an interrupted run (never restored from): delete it", p))
 		default:
+			if m[1] == SidecarSuffix && completesPayload(out, p) {
+				warns = append(warns, fmt.Sprintf("%s is the sidecar of %s, which a run killed between the two put in place without it: %s is unfinished (clink refuses a payload without its sidecar); rename %s to %s to complete it, or write the output again with --force", p, filepath.Clean(out), filepath.Clean(out), p, filepath.Clean(out)+SidecarSuffix))
+				break
+			}
 			warns = append(warns, fmt.Sprintf("%s is a temporary file of an interrupted run (never restored from): delete it", p))
 		}
 	})
 	return warns
+}
+
+// completesPayload reports whether the temporary sidecar at p describes
+// the payload at out (size and CRC-32C), which has no sidecar of its own:
+// a run that put the payload in place and was killed before its sidecar.
+func completesPayload(out, p string) bool {
+	if _, err := os.Lstat(out + SidecarSuffix); err == nil {
+		return false
+	}
+	b, err := ReadRegularFile(p, maxControlFileSize)
+	if err != nil {
+		return false
+	}
+	sc, err := ParseSidecar(b)
+	if err != nil {
+		return false
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || uint64(st.Size()) != sc.PayloadBytes {
+		return false
+	}
+	crc, err := checksumFile(f, st.Size())
+	return err == nil && crc == sc.PayloadCRC32C
 }
 
 // LeftoversNote is what an error refusing to replace the output out

@@ -88,3 +88,31 @@ func TestLeftovers(t *testing.T) {
 		}
 	}
 }
+
+// TestLeftoverSidecarOfPayload: a run killed between putting a file
+// output's payload in place and its sidecar leaves the payload without a
+// sidecar and the sidecar under its temporary name: the warning says the
+// output is unfinished and how to complete it, not to delete the sidecar.
+// A temporary sidecar that does not describe the payload is one to delete.
+func TestLeftoverSidecarOfPayload(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "o.snap")
+	info, err := WriteSnapshotFile(out, nil, []Row{{Op: 1, Key: []byte{1, 'a'}, Value: []byte("v")}}, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := out + ".meta.part.999999999.2.k9"
+	if err := os.WriteFile(part, SidecarFor(7, info), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := Leftovers(out)
+	if len(got) != 1 || !strings.Contains(got[0], "is unfinished") || !strings.Contains(got[0], "rename "+part+" to "+out+".meta to complete it") {
+		t.Errorf("warnings %q", got)
+	}
+	if err := os.WriteFile(part, SidecarFor(7, FileInfo{Size: info.Size, CRC32C: info.CRC32C + 1}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := Leftovers(out); len(got) != 1 || !strings.Contains(got[0], "temporary file of an interrupted run (never restored from): delete it") {
+		t.Errorf("a sidecar of another payload: warnings %q", got)
+	}
+}
