@@ -111,6 +111,7 @@ import (
 	"math"
 	"math/bits"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -300,6 +301,11 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	}
 	if err := CheckOutput(path, force); err != nil {
 		return nil, err
+	}
+	// As apply and rescale do, the output's missing directories are made
+	// (the export failed only once it had read the whole input).
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create output directory: %w", err)
 	}
 	if opts.TempDir == "" {
 		opts.TempDir = savepoint.TempDirFor(path)
