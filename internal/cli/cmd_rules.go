@@ -236,6 +236,11 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	if errors.As(err, &published) {
 		after = append(after, published.Err)
 	}
+	if ctx.Err() != nil && !dry {
+		// The signal came while the output was being put in place, after
+		// the last point a run stops at: the output is whole.
+		fmt.Fprintf(s.Err, "sptool %s: %v came after the savepoint was put in place; %s is complete\n", c.name, context.Cause(ctx), out)
+	}
 	if report != "" {
 		// What a killed run left beside the report, as beside the output.
 		rep.Warnings = append(rep.Warnings, savepoint.Leftovers(report)...)

@@ -177,3 +177,28 @@ func TestApplyInterrupted(t *testing.T) {
 		t.Errorf("the run left %v (%v)", entries, err)
 	}
 }
+
+// TestSignalAfterPublish: a signal that comes while the output is being
+// put in place, after the last point a run stops at, leaves the output
+// whole; the run says so rather than exiting in silence.
+func TestSignalAfterPublish(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if code, errs := applyExample(t, out, filepath.Join(dir, "r1.json"), &bytes.Buffer{}); code != ExitOK {
+		t.Fatalf("first apply: exit %d: %s", code, errs)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	testhook.RemoveReplaced = func(aside string) error {
+		cancel(errors.New("interrupt signal received"))
+		return os.RemoveAll(aside)
+	}
+	defer func() { testhook.RemoveReplaced = nil }()
+	var errs bytes.Buffer
+	args := []string{"apply", "-r", "../../examples/rules/gdpr-erasure.yaml", "../../testdata/example", "-o", out, "--force"}
+	code := Main(ctx, args, &Streams{Out: &bytes.Buffer{}, Err: &errs})
+	if code != ExitOK || !strings.Contains(errs.String(), "interrupt signal received came after the savepoint was put in place; "+out+" is complete") {
+		t.Errorf("exit %d, stderr %q", code, errs.String())
+	}
+	checkPublished(t, out, filepath.Join(dir, "r1.json"))
+}
