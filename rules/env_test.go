@@ -311,7 +311,7 @@ func TestSetValueApply(t *testing.T) {
 }
 
 func TestPurgeKeysMatch(t *testing.T) {
-	set := parseOne(t, "version: 1\nrules:\n  - purge_keys: {keys: [user1, \"a\\x1fb\", \"\"]}\n  - purge_keys: {codec: int64, keys: [31, -1]}\n")
+	set := parseOne(t, "version: 1\nrules:\n  - purge_keys: {keys: [user1, \"a\\x1fb\", \"\", x, \"x\\x1fy\"]}\n  - purge_keys: {codec: int64, keys: [31, -1]}\n")
 	p := set.Rules[0].PurgeKeys
 	for _, tc := range []struct {
 		key       string
@@ -328,6 +328,9 @@ func TestPurgeKeysMatch(t *testing.T) {
 		{"", false, 2, true},
 		{"\x1fx", true, 2, true},
 		{"nobody", true, 0, false},
+		// Two listed keys before a 0x1F: the longer one is matched.
+		{"x\x1fy\x1fit", true, 4, true},
+		{"x\x1fz", true, 3, true},
 	} {
 		i, ok := p.Match([]byte(tc.key), tc.composite)
 		if ok != tc.ok || (ok && i != tc.idx) {

@@ -445,14 +445,18 @@ func (p *PurgeKeysSpec) MayMatchWords(words []uint64, fn func(t int)) {
 // Match returns the index in Keys of the key that userKey matches: equal
 // to it, or, when composite is true, equal to the bytes before some 0x1F
 // byte of userKey (the composite key K 0x1F element of clink's expiring
-// collections; K may itself contain 0x1F, so every 0x1F is tried).
+// collections; K may itself contain 0x1F, so every 0x1F is tried, the
+// last first: the longest listed key is the one matched).
 func (p *PurgeKeysSpec) Match(userKey []byte, composite bool) (int, bool) {
 	if i, ok := p.Lookup(userKey); ok {
 		return i, true
 	}
 	if composite {
-		for j, c := range userKey {
-			if c == CompositeSeparator {
+		// The longest listed key before a separator: with "x" and "x\x1fy"
+		// both listed, the element "it" of "x\x1fy" is credited to it, not
+		// to "x" (the audit would list "x\x1fy" as not found).
+		for j := len(userKey) - 1; j >= 0; j-- {
+			if userKey[j] == CompositeSeparator {
 				if i, ok := p.Lookup(userKey[:j]); ok {
 					return i, true
 				}
