@@ -529,7 +529,8 @@ func (d *differ) both(a, b savepoint.UnionRow) {
 	s, k := d.slot(a.Row)
 	same, note := bytes.Equal(a.Row.Value, b.Row.Value), ""
 	switch {
-	case k.Kind != savepoint.KindOperator:
+	case k.Kind != savepoint.KindOperator && len(a.Row.Key) != 0:
+		// (The empty key, like operator state, is each subtask's own.)
 	case bytes.HasPrefix(a.Row.Key, savepoint.TimerKeyPrefix):
 		// A timer blob: the timers a restore keeps, whichever blobs hold
 		// them (a rescale moves them between subtasks).
@@ -540,6 +541,11 @@ func (d *differ) both(a, b savepoint.UnionRow) {
 			if !eq {
 				note = fmt.Sprintf("the timers a restore keeps differ (%d on one side only)", n)
 			}
+		} else if !sameCopies(a, b) {
+			// A blob that does not decode, or an operator that holds no
+			// keyed rows to say which group runs it: its stored copies,
+			// byte for byte.
+			same, note = false, "the blob's stored copies differ (its timers could not be compared: a copy does not decode, or no keyed row says which chain group runs the operator)"
 		}
 	case d.sameLayout && same:
 		// Each subtask restores its own copy: they may differ where the
@@ -572,6 +578,25 @@ func sameLayout(a, b *savepoint.Savepoint) bool {
 	}
 	for i := range a.Files {
 		if a.Files[i].Subtask != b.Files[i].Subtask {
+			return false
+		}
+	}
+	return true
+}
+
+// sameCopies reports whether a and b are stored, byte for byte, by the
+// same subtasks.
+func sameCopies(a, b savepoint.UnionRow) bool {
+	ca, cb := copiesOf(a), copiesOf(b)
+	if len(ca) != len(cb) {
+		return false
+	}
+	byA := map[int][]byte{}
+	for _, c := range ca {
+		byA[c.Subtask] = c.Row.Value
+	}
+	for _, c := range cb {
+		if v, ok := byA[c.Subtask]; !ok || !bytes.Equal(v, c.Row.Value) {
 			return false
 		}
 	}

@@ -624,3 +624,63 @@ func TestMetaChangeText(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffSharedRowsPerSubtask: between trees of one layout, the empty key
+// (each subtask restores its own copy, as of operator state) and a timer
+// blob whose timers cannot be compared (a copy does not decode, or no
+// keyed row says which group runs the operator) are compared subtask by
+// subtask: a change in a copy the union does not choose is a difference.
+func TestDiffSharedRowsPerSubtask(t *testing.T) {
+	dir := t.TempDir()
+	timers := savepoint.EncodeTimers([]savepoint.Timer{{Time: 1, Key: []byte("k")}}, nil)
+	tree := func(name string, row func(s int) savepoint.Row) *savepoint.Savepoint {
+		tw, err := savepoint.CreateTree(filepath.Join(dir, name), savepoint.TreeOptions{Generation: 1, Checkpoint: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tw.Abort()
+		for s := range 3 {
+			if _, err := tw.WriteSubtask(s, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), []savepoint.Row{row(s)}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Commit("j", nil); err != nil {
+			t.Fatal(err)
+		}
+		return open(t, filepath.Join(dir, name))
+	}
+	emptyKey := func(sub0 byte) func(s int) savepoint.Row {
+		return func(s int) savepoint.Row {
+			v := []byte{5, 0, 0, 0, 0, 0, 0, 0}
+			if s == 0 {
+				v[0] = sub0
+			}
+			return savepoint.Row{Op: 9, Key: nil, Value: v}
+		}
+	}
+	blob := func(sub0 []byte) func(s int) savepoint.Row {
+		return func(s int) savepoint.Row {
+			v := timers
+			if s == 0 {
+				v = sub0
+			}
+			return savepoint.Row{Op: 9, Key: []byte("\xff__clink_timers"), Value: v}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		a, b func(s int) savepoint.Row
+		same bool
+	}{
+		{"empty key, same", emptyKey(3), emptyKey(3), true},
+		{"empty key, subtask 0's copy changed", emptyKey(3), emptyKey(4), false},
+		{"timer blob of an operator without keyed rows, same", blob(timers), blob(timers), true},
+		{"timer blob of an operator without keyed rows, subtask 0's changed", blob(timers), blob(savepoint.EncodeTimers(nil, nil)), false},
+		{"timer blob that does not decode in subtask 0", blob(timers), blob(timers[:len(timers)-3]), false},
+	} {
+		r := compare(t, tree(c.name+"-a", c.a), tree(c.name+"-b", c.b), Options{Limit: 5})
+		if r.Identical != c.same {
+			t.Errorf("%s: identical %v, want %v: %+v", c.name, r.Identical, c.same, r.Summary)
+		}
+	}
+}
