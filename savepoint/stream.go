@@ -193,19 +193,12 @@ const maxBodyExpansion = maxExpansion + 1<<13
 // are: a buffer past the body's end, or short of its rows, was a recovered
 // panic reported as malformed metadata.
 func checkBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind) error {
-	col, j := 0, 0 // buffer i is buffer j of column col
-	for i := 0; i < info.nbuf; i, j = i+1, j+1 {
-		if col < len(cols) && j == cols[col].buffers() {
-			col, j = col+1, 0
-		}
-		e := info.bufs + 16*i
-		off := int64(binary.LittleEndian.Uint64(meta[e:]))
-		n := int64(binary.LittleEndian.Uint64(meta[e+8:]))
+	return eachBuffer(meta, info, cols, func(i, col, j int, off, n int64) error {
 		if off < 0 || n < 0 || off > int64(len(body)) || n > int64(len(body))-off {
 			return fmt.Errorf("record batch buffer %d (%d bytes at %d) does not fit in the %d-byte body", i, n, off, len(body))
 		}
 		if col >= len(cols) || col >= info.nnode || j != 1 {
-			continue
+			return nil
 		}
 		rows := int64(binary.LittleEndian.Uint64(meta[info.nodes+16*col:]))
 		need, role := cols[col].width*rows, "values"
@@ -217,6 +210,24 @@ func checkBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind)
 		}
 		if rows < 0 || rows > math.MaxInt64/16 || n < need {
 			return fmt.Errorf("record batch buffer %d, the %s of column %d, holds %d bytes; its %d rows need %d", i, role, col, n, rows, need)
+		}
+		return nil
+	})
+}
+
+// eachBuffer calls fn with each buffer of a record batch: its index i, the
+// column col of cols it belongs to and its index j there (col is
+// len(cols) or more past the schema's columns), and its offset and length
+// in the body, as the metadata declares them. fn's error ends the walk.
+func eachBuffer(meta []byte, info messageInfo, cols []columnKind, fn func(i, col, j int, off, n int64) error) error {
+	col, j := 0, 0 // buffer i is buffer j of column col
+	for i := 0; i < info.nbuf; i, j = i+1, j+1 {
+		if col < len(cols) && j == cols[col].buffers() {
+			col, j = col+1, 0
+		}
+		e := info.bufs + 16*i
+		if err := fn(i, col, j, int64(binary.LittleEndian.Uint64(meta[e:])), int64(binary.LittleEndian.Uint64(meta[e+8:]))); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -232,36 +243,33 @@ func checkBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind)
 // bytes the buffers declare uncompressed together.
 func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind) (int64, error) {
 	var total int64
-	col, j := 0, 0 // buffer i is buffer j of column col
-	for i := 0; i < info.nbuf; i, j = i+1, j+1 {
-		if col < len(cols) && j == cols[col].buffers() {
-			col, j = col+1, 0
-		}
-		e := info.bufs + 16*i
-		off := int64(binary.LittleEndian.Uint64(meta[e:]))
-		n := int64(binary.LittleEndian.Uint64(meta[e+8:]))
+	err := eachBuffer(meta, info, cols, func(i, col, j int, off, n int64) error {
 		if n == 0 {
-			continue
+			return nil
 		}
 		if off < 0 || n < 8 || off > int64(len(body))-n {
-			return 0, fmt.Errorf("compressed buffer %d (%d bytes at %d) does not fit in the %d-byte body", i, n, off, len(body))
+			return fmt.Errorf("compressed buffer %d (%d bytes at %d) does not fit in the %d-byte body", i, n, off, len(body))
 		}
 		size := int64(binary.LittleEndian.Uint64(body[off:]))
 		if size == -1 {
-			continue // stored uncompressed: arrow-go slices the body
+			return nil // stored uncompressed: arrow-go slices the body
 		}
 		if size < 0 || size > maxExpansion*(n-8)+1<<16 {
-			return 0, fmt.Errorf("compressed buffer %d declares %d bytes uncompressed from %d compressed bytes", i, size, n-8)
+			return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed from %d compressed bytes", i, size, n-8)
 		}
 		if col < len(cols) && col < info.nnode {
 			rows := int64(binary.LittleEndian.Uint64(meta[info.nodes+16*col:]))
 			if most, role := cols[col].bound(j, rows); size > most {
-				return 0, fmt.Errorf("compressed buffer %d declares %d bytes uncompressed; the %s of column %d (%d rows) holds at most %d bytes", i, size, role, col, rows, most)
+				return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed; the %s of column %d (%d rows) holds at most %d bytes", i, size, role, col, rows, most)
 			}
 		}
 		if total += size; total > maxBodyExpansion*int64(len(body)) {
-			return 0, fmt.Errorf("compressed buffers 0-%d declare %d bytes uncompressed in all, more than their %d-byte body can hold (buffers overlap)", i, total, len(body))
+			return fmt.Errorf("compressed buffers 0-%d declare %d bytes uncompressed in all, more than their %d-byte body can hold (buffers overlap)", i, total, len(body))
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	return total, nil
 }

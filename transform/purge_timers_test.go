@@ -115,19 +115,7 @@ func TestSlotScopedPurgeUnreadableBlob(t *testing.T) {
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("c"), []byte("x")), Value: []byte("v")},
 		{Op: 1, Key: []byte("\xff__clink_timers"), Value: []byte("garbage!")},
 	}
-	in := filepath.Join(dir, "in.snap")
-	if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
-	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys: [x], codec: string, op: 1, slot: c}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp, set := fileAndRules(t, dir, rows, "  - purge_keys: {keys: [x], codec: string, op: 1, slot: c}\n")
 	rep, err := Run(context.Background(), sp, set, Options{Out: filepath.Join(dir, "out.snap")})
 	if err != nil {
 		t.Fatalf("a slot-scoped purge failed on a timer blob it leaves: %v", err)
@@ -156,19 +144,7 @@ func TestPurgeLegacyTimerBlob(t *testing.T) {
 		{Op: 1, Key: []byte("__clink_timers"), Value: timers("k5", "k6")},
 		{Op: 1, Key: []byte("\xff__clink_timers"), Value: timers("k5")},
 	}
-	in := filepath.Join(dir, "in.snap")
-	if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
-	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys: [k5], codec: string}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp, set := fileAndRules(t, dir, rows, "  - purge_keys: {keys: [k5], codec: string}\n")
 	out := filepath.Join(dir, "out.snap")
 	rep, err := Run(context.Background(), sp, set, Options{Out: out})
 	if err != nil {
@@ -212,4 +188,24 @@ func exampleWith(t *testing.T, rulesYAML string) (*rules.Set, *savepoint.Savepoi
 	}
 	t.Cleanup(func() { in.Close() })
 	return set, in
+}
+
+// fileAndRules writes rows to a snapshot file in dir and opens it, and
+// parses a rule file of the given rules.
+func fileAndRules(t *testing.T, dir string, rows []savepoint.Row, rulesYAML string) (*savepoint.Savepoint, *rules.Set) {
+	t.Helper()
+	in := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.Close() })
+	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n"+rulesYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp, set
 }
