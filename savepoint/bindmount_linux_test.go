@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -51,5 +52,14 @@ func TestOutputPathThroughBindMount(t *testing.T) {
 	}
 	if err := CheckOutputPath(snap, via(snap+".meta")); !errors.Is(err, ErrOutputIsInput) {
 		t.Errorf("CheckOutputPath of the sidecar through the mount: %v", err)
+	}
+	// The message names the input as the output's path reaches it, and
+	// the output as the input's does.
+	tree := filepath.Join(real, "tree")
+	if err := CheckOutputPath(tree, via(filepath.Join(tree, "new", "r.json"))); err == nil || !strings.HasSuffix(err.Error(), "("+via(tree)+" is the input)") {
+		t.Errorf("inside, through the mount: %v", err)
+	}
+	if err := CheckOutputPath(snap, via(tree)); err == nil || !strings.HasSuffix(err.Error(), "("+tree+" is the output)") {
+		t.Errorf("containing, through the mount: %v", err)
 	}
 }

@@ -763,15 +763,6 @@ func pathRelation(in, out string) (rel pathRel, at string, err error) {
 	if r, err := filepath.Rel(ao, ai); err == nil && !startsWithDotDot(r) {
 		return relContains, "", nil
 	}
-	if at, ok := sameAsAncestor(ao, ai); ok {
-		if at == ao {
-			return relSame, "", nil
-		}
-		return relInside, at, nil
-	}
-	if at, ok := sameAsAncestor(ai, ao); ok && at != ai {
-		return relContains, at, nil
-	}
 	return relationByIdentity(ai, ao)
 }
 
@@ -802,11 +793,14 @@ func existingLevels(p string) []idLevel {
 }
 
 // relationByIdentity finds how out stands to in where they differ in name
-// but meet in a directory reached by two names (a bind mount, a second
-// mount of a file system, a case-insensitive one): the nearest directories
-// above each that are the same file, and the rest of each path below it,
-// compared by name. Paths that do not exist yet (an output, its sidecar, a
-// report) are placed so too, by their deepest existing directory.
+// but are, or meet in, one file reached by two names (a link resolved
+// elsewhere, a bind mount, a second mount of a file system, a
+// case-insensitive one): the nearest of each and the directories above it
+// that are the same file, and the rest of each path below it, compared by
+// name. Paths that do not exist yet (an output, its sidecar, a report) are
+// placed so too, by their deepest existing directory. at is the other's
+// name for the one inside: the input as the output's path reaches it, or
+// the output as the input's does.
 func relationByIdentity(in, out string) (pathRel, string, error) {
 	outLevels := existingLevels(out)
 	for _, li := range existingLevels(in) {
@@ -817,13 +811,13 @@ func relationByIdentity(in, out string) (pathRel, string, error) {
 			ri, ro := li.rest, lo.rest
 			switch {
 			case ri == ro:
-				return relSame, lo.path, nil
+				return relSame, "", nil
 			case filepath.Dir(ri) == filepath.Dir(ro) && (ro == ri+".meta" || ro+".meta" == ri):
-				return relPair, lo.path, nil
+				return relPair, "", nil
 			case ri == "" || ro != "" && strings.HasPrefix(ro, ri+string(filepath.Separator)):
-				return relInside, lo.path, nil
+				return relInside, filepath.Join(lo.path, ri), nil
 			case ro == "" || strings.HasPrefix(ri, ro+string(filepath.Separator)):
-				return relContains, lo.path, nil
+				return relContains, filepath.Join(li.path, ro), nil
 			}
 			return relNone, "", nil // two paths apart below one directory
 		}
@@ -873,23 +867,6 @@ func splitLast(p string) (dir, base string) {
 		return p[:vol+1], p[i+1 : end] // an element under the root
 	}
 	return p[:i], p[i+1 : end]
-}
-
-// sameAsAncestor returns the first of p and the directories above it that
-// is the same file as target (os.SameFile), if any.
-func sameAsAncestor(p, target string) (string, bool) {
-	tst, err := os.Stat(target)
-	if err != nil {
-		return "", false
-	}
-	for q := p; ; q = filepath.Dir(q) {
-		if st, err := os.Stat(q); err == nil && os.SameFile(st, tst) {
-			return q, true
-		}
-		if filepath.Dir(q) == q {
-			return "", false
-		}
-	}
 }
 
 func startsWithDotDot(rel string) bool {
