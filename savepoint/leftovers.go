@@ -57,11 +57,7 @@ func sidecarLeftover(path string, size int64, crc uint32) (string, bool) {
 		if found != "" || m[1] != SidecarSuffix && !isAside {
 			return
 		}
-		b, err := ReadRegularFile(p, maxControlFileSize)
-		if err != nil {
-			return
-		}
-		if sc, err := ParseSidecar(b); err == nil && sc.PayloadBytes == uint64(size) && sc.PayloadCRC32C == crc {
+		if sidecarDescribes(p, size, crc) {
 			found, aside = p, isAside
 		}
 	})
@@ -109,25 +105,28 @@ func completesPayload(out, p string) bool {
 	if _, err := os.Lstat(out + SidecarSuffix); err == nil {
 		return false
 	}
-	b, err := ReadRegularFile(p, maxControlFileSize)
-	if err != nil {
-		return false
-	}
-	sc, err := ParseSidecar(b)
-	if err != nil {
-		return false
-	}
 	f, err := os.Open(out)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || uint64(st.Size()) != sc.PayloadBytes {
+	if err != nil || !st.Mode().IsRegular() {
 		return false
 	}
 	crc, err := checksumFile(f, st.Size())
-	return err == nil && crc == sc.PayloadCRC32C
+	return err == nil && sidecarDescribes(p, st.Size(), crc)
+}
+
+// sidecarDescribes reports whether the file at p is a sidecar of a payload
+// of size bytes and CRC-32C crc.
+func sidecarDescribes(p string, size int64, crc uint32) bool {
+	b, err := ReadRegularFile(p, maxControlFileSize)
+	if err != nil {
+		return false
+	}
+	sc, err := ParseSidecar(b)
+	return err == nil && sc.PayloadBytes == uint64(size) && sc.PayloadCRC32C == crc
 }
 
 // LeftoversNote is what an error refusing to replace the output out

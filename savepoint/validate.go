@@ -1031,29 +1031,21 @@ func (v *validator) checkOperatorGroups(keyedOps []map[uint64]bool) {
 	if len(v.sp.Groups) < 2 {
 		return
 	}
-	groupOf := func(f *File) int {
-		for gi, g := range v.sp.Groups {
-			if g.Contains(f.Subtask) {
-				return gi
-			}
-		}
-		return -1
-	}
 	// files[op][group] are the indexes of the files of group holding keyed
 	// rows of op.
-	files := map[uint64]map[int][]int{}
+	files := map[uint64]map[Group][]int{}
 	var ops []uint64
 	for i, f := range v.sp.Files {
-		gi := groupOf(f)
-		if gi < 0 {
+		g, ok := v.sp.GroupOf(f.Subtask)
+		if !ok {
 			continue
 		}
 		for op := range keyedOps[i] {
 			if files[op] == nil {
-				files[op] = map[int][]int{}
+				files[op] = map[Group][]int{}
 				ops = append(ops, op)
 			}
-			files[op][gi] = append(files[op][gi], i)
+			files[op][g] = append(files[op][g], i)
 		}
 	}
 	slices.Sort(ops)
@@ -1062,28 +1054,23 @@ func (v *validator) checkOperatorGroups(keyedOps []map[uint64]bool) {
 		if len(byGroup) < 2 {
 			continue
 		}
-		groups := slices.Sorted(maps.Keys(byGroup))
-		home := groups[0]
-		for _, gi := range groups {
-			if len(byGroup[gi]) > len(byGroup[home]) {
-				home = gi
+		groups := slices.SortedFunc(maps.Keys(byGroup), func(a, b Group) int { return a.First - b.First })
+		hg := groups[0]
+		for _, g := range groups {
+			if len(byGroup[g]) > len(byGroup[hg]) {
+				hg = g
 			}
 		}
-		hg := v.sp.Groups[home]
-		for _, gi := range groups {
-			if gi == home {
+		for _, g := range groups {
+			if g == hg {
 				continue
 			}
-			g := v.sp.Groups[gi]
-			for _, i := range byGroup[gi] {
-				v.fileFinding(v.sp.Files[i], SeverityError, CheckOperatorGroups, fmt.Sprintf("holds keyed rows of op %d, which the files of chain group %s (subtasks %d-%d) hold too: an operator runs in one chain group, and only its subtasks restore its keyed state, so this group's (%s) copies are never read by op %d; if the groups are wrong, give them with --groups", op, groupText(hg), hg.First, hg.First+hg.Count-1, groupText(g), op))
+			for _, i := range byGroup[g] {
+				v.fileFinding(v.sp.Files[i], SeverityError, CheckOperatorGroups, fmt.Sprintf("holds keyed rows of op %d, which the files of chain group %s (subtasks %d-%d) hold too: an operator runs in one chain group, and only its subtasks restore its keyed state, so this group's (%s) copies are never read by op %d; if the groups are wrong, give them with --groups", op, FormatGroups([]Group{hg}), hg.First, hg.First+hg.Count-1, FormatGroups([]Group{g}), op))
 			}
 		}
 	}
 }
-
-// groupText shows a chain group as --groups takes it.
-func groupText(g Group) string { return fmt.Sprintf("%d-%d", g.First, g.First+g.Count-1) }
 
 // checkOperatorRows compares the operator-state rows replicated over the
 // tree's files (perFile: see operatorRows).
