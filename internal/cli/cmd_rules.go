@@ -185,23 +185,23 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 			return o.err
 		})
 	}()
-	set, err := load(rules.ParseOptions{KeysReady: func(lists []*rules.PurgeKeysSpec) { probe.Set(transform.ProbeLists(lists)) }})
-	if err != nil {
-		probe.Set(nil)
+	// abandon leaves the open to finish on its own and close what it opened.
+	abandon := func() {
 		go func() {
 			if o := <-open; o.sp != nil {
 				o.sp.Close()
 			}
 		}()
+	}
+	set, err := load(rules.ParseOptions{KeysReady: func(lists []*rules.PurgeKeysSpec) { probe.Set(transform.ProbeLists(lists)) }})
+	if err != nil {
+		probe.Set(nil)
+		abandon()
 		return fail(s, c.name, err)
 	}
 	probe.Set(transform.Probe(set))
 	if err := checkRuleFilesApart(set, out, report); err != nil {
-		go func() {
-			if o := <-open; o.sp != nil {
-				o.sp.Close()
-			}
-		}()
+		abandon()
 		return fail(s, c.name, err)
 	}
 	o := <-open
