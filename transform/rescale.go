@@ -207,6 +207,7 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 	}
 	var out []*newFile
 	newFirst := 0
+	anyKeyed := &keyedAnywhere{files: sp.Files}
 	for gi, g := range groups {
 		m := pars[gi]
 		gr := RescaleGroupReport{OldFirst: g.First, OldParallelism: g.Count, NewFirst: newFirst, NewParallelism: m, Action: "rescale"}
@@ -248,7 +249,7 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 				rep.DuplicatesResolved += dupes
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("group %s: %d rows were stored twice in one file; each was resolved as clink's restore does (keyed: the later row; operator state: the greater 8-byte value)", savepoint.FormatGroups([]savepoint.Group{g}), dupes))
 			}
-			files, warns, err := rescaleGroup(sp, g, newFirst, m, byIndex, results, inputIDs, rr)
+			files, warns, err := rescaleGroup(sp, g, newFirst, m, byIndex, results, inputIDs, anyKeyed, rr)
 			if err != nil {
 				return nil, err
 			}
@@ -326,7 +327,33 @@ func unionMetadata(first savepoint.Metadata, files []*savepoint.File, g savepoin
 	return out, warns
 }
 
-func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, byIndex map[int]int, results []*fileResult, inputIDs func(op uint64, key []byte) []savepoint.Row, rr *RescaleReport) ([]*newFile, []string, error) {
+// keyedAnywhere tells whether an operator has keyed rows in any file of a
+// tree (savepoint.KeyedOperators), read the first time it is asked.
+type keyedAnywhere struct {
+	files []*savepoint.File
+	ops   map[uint64]bool
+	err   error
+	read  bool
+}
+
+// has reports whether op has keyed rows in some file of the tree.
+func (k *keyedAnywhere) has(op uint64) (bool, error) {
+	if !k.read {
+		k.read = true
+		k.err = savepoint.Guard(func() error {
+			k.ops = savepoint.KeyedOperators(k.files)
+			return nil
+		})
+	}
+	return k.ops[op], k.err
+}
+
+// rescaleGroup spreads the rows of the old files of chain group g (after
+// the rules: results, by index in sp.Files) over m new files, numbered
+// from newFirst: keyed rows to the new subtask owning their key group,
+// operator rows merged into every new file, timer blobs split by key
+// group. It returns the new files and the warnings to report.
+func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, byIndex map[int]int, results []*fileResult, inputIDs func(op uint64, key []byte) []savepoint.Row, anyKeyed *keyedAnywhere, rr *RescaleReport) ([]*newFile, []string, error) {
 	files := make([]*newFile, m)
 	// Keyed rows are not copied: pos[j][o] lists, in order, the spans of
 	// positions in old file o's output of the rows that go to new file j
@@ -342,10 +369,16 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	}
 	newG := savepoint.Group{First: newFirst, Count: m}
 	// Operators with keyed rows in this group's files are its own operators:
-	// their timer blobs are split; other operators' blobs are frozen copies.
-	// A group that is the whole tree runs every operator in it (one with
-	// timers but no keyed state included).
+	// their timer blobs are split; the blobs of operators with keyed rows in
+	// another group are frozen copies. A group that is the whole tree runs
+	// every operator in it (one with timers but no keyed state included).
+	// An operator with keyed rows in no group (a process function that
+	// keeps only timers) may run in any group that holds its blob: its
+	// blob is split wherever it is held, since only the split keeps every
+	// timer of the group that runs it; a copy split in a group that does
+	// not run it is never read there.
 	wholeTree := g.Count == len(sp.Files)
+	var ownerless []string
 	own := map[uint64]bool{}
 	opRows := map[string][]opCopy{} // op+key -> copies in old subtask order
 	var opOrder []savepoint.Row
@@ -399,7 +432,19 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	}
 	for _, id := range opOrder {
 		copies := opRows[opKey(id)]
-		if (wholeTree || own[id.Op]) && bytes.HasPrefix(id.Key, savepoint.TimerKeyPrefix) {
+		isBlob := bytes.HasPrefix(id.Key, savepoint.TimerKeyPrefix)
+		split := isBlob && (wholeTree || own[id.Op])
+		if isBlob && !split {
+			keyed, err := anyKeyed.has(id.Op)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !keyed {
+				split = true
+				ownerless = append(ownerless, fmt.Sprintf("op %d timer blob %s", id.Op, savepoint.RenderKey(id.Key)))
+			}
+		}
+		if split {
 			blobs := make([][]byte, m)
 			timers, err := splitTimers(id, copies, g, newG, blobs, rr)
 			if err != nil {
@@ -424,6 +469,9 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		rr.OperatorOut += int64(m)
 	}
 	meta, warns := unionMetadata(meta, groupFiles, g)
+	for _, b := range ownerless {
+		warns = append(warns, fmt.Sprintf("group %s: %s: no chain group holds keyed rows of its operator, so which group runs it is not known: the blob was split by key group in this group, as in every group whose files hold it, so that no timer of the group that runs it is lost (a group that does not run it never reads its copies)", savepoint.FormatGroups([]savepoint.Group{g}), b))
+	}
 	if len(packed) > 1 {
 		vm := versions.Pack()
 		if vm == "" {

@@ -1774,6 +1774,64 @@ func TestRescaleTimerOnlyOperator(t *testing.T) {
 	}
 }
 
+// TestRescaleTimerOnlyOperatorGroups: in a tree of two chain groups, an
+// operator that keeps timers but no keyed state in any group (op 9, run by
+// group A, subtasks 0-2) cannot be told from a frozen copy by its rows; its
+// blob is split in every group that holds it, so that the rescale of A
+// keeps every timer, and says so. Merged, as a frozen copy is, the blob of
+// one old subtask would have been written into every new file and the
+// other subtasks' timers lost.
+func TestRescaleTimerOnlyOperatorGroups(t *testing.T) {
+	dir := rsTempDir(t)
+	a, b := savepoint.Group{First: 0, Count: 3}, savepoint.Group{First: 3, Count: 2}
+	files := map[int][]savepoint.Row{0: nil, 1: nil, 2: nil, 3: nil, 4: nil}
+	want := map[rsTimerID]int{}
+	per := map[int][]rsTimer{}
+	for i := 0; i < 30; i++ {
+		key := savepoint.EncodeKeyedKey([]byte("s"), rsI64(int64(i)))
+		files[a.Owner(int(key[0]))] = append(files[a.Owner(int(key[0]))], savepoint.Row{Op: 1, Key: key, Value: rsI64(1)})
+		key = savepoint.EncodeKeyedKey([]byte("t"), rsI64(int64(i)))
+		files[b.Owner(int(key[0]))] = append(files[b.Owner(int(key[0]))], savepoint.Row{Op: 2, Key: key, Value: rsI64(2)})
+		tm := rsTimer{Event: i%2 == 0, TS: int64(i), Key: "k" + strconv.Itoa(i)}
+		o := a.Owner(savepoint.KeyGroupOf([]byte(tm.Key)))
+		per[o] = append(per[o], tm)
+		want[rsTimerID{9, rsTimerBlobKey, tm}] = 0
+	}
+	for i := 0; i < 3; i++ {
+		files[i] = append(files[i], savepoint.Row{Op: 9, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[i])})
+	}
+	// Group B's files hold frozen copies of A's blobs, as a restore leaves them.
+	files[3] = append(files[3], savepoint.Row{Op: 9, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[0])})
+	files[4] = append(files[4], savepoint.Row{Op: 9, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[2])})
+	in := rsWriteTree(t, filepath.Join(dir, "in"), files, savepoint.VersionMap{})
+	sp := rsOpen(t, in, nil)
+	if got := savepoint.FormatGroups(sp.Groups); got != "0-2,3-4" {
+		t.Fatalf("groups %s, want 0-2,3-4", got)
+	}
+	out := filepath.Join(dir, "out")
+	rep := rsRun(t, sp, "version: 1\nrules:\n  - rescale: {groups: [{subtasks: \"0-2\", parallelism: 5}, {subtasks: \"3-4\", parallelism: 2}]}\n", out)
+	newA := savepoint.Group{First: 0, Count: 5}
+	layout := []savepoint.Group{newA, {First: 5, Count: 2}}
+	restored := map[rsTimerID]int{}
+	for j, res := range rsRestore(rsOpen(t, out, layout), layout, true, true) {
+		if j < newA.Count {
+			for id, n := range rsRestoredTimers(t, res, 9) {
+				restored[id] += n
+			}
+		}
+	}
+	rsSameTimers(t, "timers of the timer-only operator restored at 5", restored, want)
+	var said bool
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, "group 0-2: op 9 timer blob") && strings.Contains(w, "no chain group holds keyed rows") {
+			said = true
+		}
+	}
+	if !said {
+		t.Errorf("no warning says op 9's blob was split without a known owner: %q", rep.Warnings)
+	}
+}
+
 // TestRescaleDuplicateRows: a file may hold a row twice (clink's restore
 // keeps the later keyed row, section 1.6); the rescale keeps what restore
 // keeps and its accounting holds.
