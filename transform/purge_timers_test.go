@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -208,4 +209,29 @@ func fileAndRules(t *testing.T, dir string, rows []savepoint.Row, rulesYAML stri
 		t.Fatal(err)
 	}
 	return sp, set
+}
+
+// TestUnscopedPurgeUnreadableBlob: a purge of every slot cannot leave an
+// erased key's timers in a blob it cannot read: it fails, naming the row,
+// the rule and the way out, and writes nothing.
+func TestUnscopedPurgeUnreadableBlob(t *testing.T) {
+	dir := t.TempDir()
+	rows := []savepoint.Row{
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("c"), []byte("x")), Value: []byte("v")},
+		{Op: 1, Key: []byte("\xff__clink_timers"), Value: []byte("garbage!")},
+	}
+	sp, set := fileAndRules(t, dir, rows, "  - purge_keys: {keys: [x], codec: string}\n")
+	out := filepath.Join(dir, "out.snap")
+	_, err := Run(context.Background(), sp, set, Options{Out: out})
+	if err == nil {
+		t.Fatal("the purge ran over a timer blob it cannot read")
+	}
+	for _, want := range []string{"row 1", "rule 1 (purge_keys)", `timer blob 0xff+"__clink_timers"`, "scope the purge with 'slot:'"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("output written: %v", err)
+	}
 }

@@ -273,7 +273,9 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 				return ok
 			})
 			if err != nil {
-				return r, false, fmt.Errorf("timer blob %s: %w", savepoint.RenderKey(r.Key), err)
+				// An erasure that cannot read a blob in its scope cannot say
+				// that no timer of an erased key is left: nothing is written.
+				return r, false, fmt.Errorf("timer blob %s: %w: the purge removes the listed keys' timers from every timer blob in its scope and cannot read this one; repair or drop the blob, or scope the purge with 'slot:' (which leaves timer blobs alone)", savepoint.RenderKey(r.Key), err)
 			}
 			if removed > 0 {
 				// The rule applied to the blob: matched, and changed.
