@@ -272,8 +272,12 @@ func appendCatJSON(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask 
 	return append(b, "}\n"...), scratch, nil
 }
 
-// catCSVHeader is the header line of cat --format csv.
-var catCSVHeader = []string{"subtask", "op", "kind", "key_group", "slot", "key_hex", "value_hex", "key", "value", "value_int64"}
+// catCSVHeader is the header line of cat --format csv. expire_at, the TTL
+// stamp of a row of a slot that --rules declares 'ttl: true' (as the text
+// and JSON Lines formats show it), comes last, after the columns it was
+// added to, so that a reader taking columns by position reads them as
+// before.
+var catCSVHeader = []string{"subtask", "op", "kind", "key_group", "slot", "key_hex", "value_hex", "key", "value", "value_int64", "expire_at"}
 
 // slotMatcher returns what selects the rows of the slot --slot names. A
 // name says which slot by its form alone, so that it names one: "<raw>"
@@ -374,7 +378,8 @@ func allPrintable(s string) bool {
 
 // appendCatCSV appends to b r's line of cat's CSV format (the fields of
 // catCSVHeader, as encoding/csv writes them; the decoded key and value as
-// export's text columns hold them instead of the rendered ones), and returns it with
+// export's text columns hold them instead of the rendered ones, and the
+// decoded TTL stamp, empty where there is none), and returns it with
 // scratch, a buffer it reuses.
 func appendCatCSV(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask int, dec *decode) ([]byte, []byte) {
 	b = strconv.AppendInt(b, int64(subtask), 10)
@@ -412,6 +417,10 @@ func appendCatCSV(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask i
 	b = append(b, ',')
 	if len(r.Value) == 8 {
 		b = strconv.AppendInt(b, int64(binary.LittleEndian.Uint64(r.Value)), 10)
+	}
+	b = append(b, ',')
+	if dec != nil && dec.ExpireAt != nil {
+		b = strconv.AppendInt(b, *dec.ExpireAt, 10)
 	}
 	return append(b, '\n'), scratch
 }

@@ -101,7 +101,8 @@ func TestAppendCatText(t *testing.T) {
 	}
 }
 
-// appendCatCSV writes what encoding/csv wrote for cat's fields.
+// appendCatCSV writes what encoding/csv wrote for cat's fields, the TTL
+// stamp of a decoded row last.
 func TestAppendCatCSV(t *testing.T) {
 	var scratch []byte
 	for _, c := range catSamples() {
@@ -115,15 +116,18 @@ func TestAppendCatCSV(t *testing.T) {
 		if cr.ValueInt64 != nil {
 			vi = strconv.FormatInt(*cr.ValueInt64, 10)
 		}
-		key, val := cr.Key, cr.Value
+		key, val, expireAt := cr.Key, cr.Value, ""
 		if c.dec != nil {
 			key, _ = export.Text(c.dec.Key)
 			val, _ = export.Text(c.dec.Value)
+			if c.dec.ExpireAt != nil {
+				expireAt = strconv.FormatInt(*c.dec.ExpireAt, 10)
+			}
 		}
 		var want bytes.Buffer
 		want.WriteString("prev\n")
 		w := csv.NewWriter(&want)
-		w.Write([]string{strconv.Itoa(cr.Subtask), strconv.FormatUint(cr.Op, 10), cr.Kind, strconv.Itoa(cr.KeyGroup), cr.Slot, cr.KeyHex, cr.ValueHex, key, val, vi})
+		w.Write([]string{strconv.Itoa(cr.Subtask), strconv.FormatUint(cr.Op, 10), cr.Kind, strconv.Itoa(cr.KeyGroup), cr.Slot, cr.KeyHex, cr.ValueHex, key, val, vi, expireAt})
 		w.Flush()
 		if !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("row %q = %q:\n%q\nwant\n%q", c.row.Key, c.row.Value, got, want.Bytes())
