@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/sptool/sptool/internal/texttable"
 )
 
 // Report is what a run did: per rule, per file, per operator and slot, the
@@ -209,16 +211,18 @@ func (r *Report) WriteText(w io.Writer) error {
 		ew.printf("; rescale: %d stale and %d lost keyed copies dropped, %d operator rows merged and written as %d", rr.StaleCopies, rr.Lost, rr.OperatorIn, rr.OperatorOut)
 	}
 	ew.printf("\n\n")
-	ew.printf("%-4s %-44s %10s %10s %10s\n", "#", "rule", "matched", "dropped", "changed")
+	count := texttable.Column{Min: 10, Right: true}
+	perRule := texttable.New("", 1, texttable.Column{Min: 4}, texttable.Column{Min: 44}, count, count, count)
+	perRule.Row("#", "rule", "matched", "dropped", "changed")
 	for _, rs := range r.PerRule {
-		ew.printf("%-4d %-44s %10d %10d %10d\n", rs.Index, clip(strings.TrimPrefix(rs.Label, fmt.Sprintf("rule %d ", rs.Index)), 44), rs.Matched, rs.Dropped, rs.Changed)
+		perRule.Row(strconv.Itoa(rs.Index), strings.TrimPrefix(rs.Label, fmt.Sprintf("rule %d ", rs.Index)), itoa(rs.Matched), itoa(rs.Dropped), itoa(rs.Changed))
 		if p := rs.Purge; p != nil {
-			ew.printf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; rows and timers of listed keys remaining: %d\n", p.KeysListed, len(p.Found), rs.Dropped, len(p.NotFound), p.Remaining)
+			perRule.Text(fmt.Sprintf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; rows and timers of listed keys remaining: %d\n", p.KeysListed, len(p.Found), rs.Dropped, len(p.NotFound), p.Remaining))
 			if p.TimersRemoved > 0 {
-				ew.printf("     %d timers of listed keys removed from timer blobs\n", p.TimersRemoved)
+				perRule.Text(fmt.Sprintf("     %d timers of listed keys removed from timer blobs\n", p.TimersRemoved))
 			}
 			if p.TimersKept > 0 {
-				ew.printf("     %d timers of listed keys left in timer blobs (the rule is scoped to a slot)\n", p.TimersKept)
+				perRule.Text(fmt.Sprintf("     %d timers of listed keys left in timer blobs (the rule is scoped to a slot)\n", p.TimersKept))
 			}
 		}
 		if e := rs.Expired; e != nil {
@@ -226,16 +230,17 @@ func (r *Report) WriteText(w io.Writer) error {
 			if e.AsOfIsNow {
 				now = " (as_of: now, the time of this run)"
 			}
-			ew.printf("     expired as of %s%s in %s", e.AsOf, now, strings.Join(e.Slots, ", "))
+			short := ""
 			if e.ShortValues > 0 {
-				ew.printf("; %d values without a stamp left alone", e.ShortValues)
+				short = fmt.Sprintf("; %d values without a stamp left alone", e.ShortValues)
 			}
-			ew.printf("\n")
+			perRule.Text(fmt.Sprintf("     expired as of %s%s in %s%s\n", e.AsOf, now, strings.Join(e.Slots, ", "), short))
 		}
 		if rs.VersionEntries > 0 {
-			ew.printf("     version map changed in %d file(s)\n", rs.VersionEntries)
+			perRule.Text(fmt.Sprintf("     version map changed in %d file(s)\n", rs.VersionEntries))
 		}
 	}
+	ew.table(perRule)
 	if rr := r.Rescale; rr != nil {
 		ew.printf("\nrescale: %s\n", describeLayout(rr))
 		ew.printf("  keyed rows: %d in, %d written, %d stale copies dropped (the owner's copy kept)", rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
@@ -267,22 +272,27 @@ func (r *Report) WriteText(w io.Writer) error {
 			ew.printf("  op %d %q: %s -> %s\n", v.Op, v.StateType, orAbsent(v.Before), orAbsent(v.After))
 		}
 	}
-	ew.printf("\n%-22s %-28s %10s %10s\n", "op", "slot", "before", "after")
+	ew.printf("\n")
+	slots := texttable.New("", 1, texttable.Column{Min: 22}, texttable.Column{Min: 28}, count, count)
+	slots.Row("op", "slot", "before", "after")
 	for _, s := range r.Slots {
 		mark := ""
 		if s.Before != s.After {
-			mark = " *"
+			mark = "*"
 		}
-		ew.printf("%-22d %-28s %10d %10d%s\n", s.Op, clip(s.Slot, 28), s.Before, s.After, mark)
+		slots.Row(strconv.FormatUint(s.Op, 10), s.Slot, itoa(s.Before), itoa(s.After), mark)
 	}
+	ew.table(slots)
 	ew.printf("\nfiles:\n")
+	files := texttable.New("  ", 1, texttable.Column{Min: 36}, texttable.Column{Min: 8}, texttable.Column{Min: 8, Right: true})
 	for _, f := range r.Files {
 		moved := ""
 		if r.Rescale != nil && f.Output != "" && filepath.Base(filepath.Dir(f.Output)) != strconv.Itoa(f.Subtask) {
 			moved = ", written as " + f.Output // a copy of a group a rescale moved
 		}
-		ew.printf("  %-36s %-8s %8d -> %d rows%s\n", f.Input, f.Action, f.RowsIn, f.RowsOut, moved)
+		files.Row(f.Input, f.Action, itoa(f.RowsIn), fmt.Sprintf("-> %d rows%s", f.RowsOut, moved))
 	}
+	ew.table(files)
 	if r.Output != nil {
 		ew.printf("\nwritten: %s (%d files, %d bytes, digest %s)\n", r.Output.Path, r.Output.Files, r.Output.Bytes, r.Output.Digest)
 	}
@@ -306,12 +316,8 @@ func short(d string) string {
 	return d
 }
 
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	return s
-}
+// itoa is n in decimal, for a cell of a table.
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 type errWriter struct {
 	w   io.Writer
@@ -321,5 +327,12 @@ type errWriter struct {
 func (e *errWriter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+// table writes t, unless a write failed before.
+func (e *errWriter) table(t *texttable.Table) {
+	if e.err == nil {
+		_, e.err = t.WriteTo(e.w)
 	}
 }

@@ -1,0 +1,94 @@
+package transform
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// wordEnds returns the offsets in runes at which the last n words of line
+// end.
+func wordEnds(line string, n int) []int {
+	rs := []rune(line)
+	var ends []int
+	for i, r := range rs {
+		if r != ' ' && (i+1 == len(rs) || rs[i+1] == ' ') {
+			ends = append(ends, i+1)
+		}
+	}
+	return ends[max(0, len(ends)-n):]
+}
+
+// runeOffset is the offset in runes at which sub starts in line, -1 if it
+// is not there.
+func runeOffset(line, sub string) int {
+	i := strings.Index(line, sub)
+	if i < 0 {
+		return -1
+	}
+	return utf8.RuneCountInString(line[:i])
+}
+
+// The report's tables size their columns to their widest cell, counted in
+// runes: rule names, slot names and input files longer than the columns
+// were meant for are shown whole, and the columns after them, and counts
+// of more digits than they were meant for, stay in line with their
+// headers.
+func TestReportTablesFitWideCells(t *testing.T) {
+	longRule := strings.Repeat("erasure request ", 4) + "PRIV-1182"
+	longSlot := strings.Repeat("zähler_", 5) // 35 runes, 40 bytes
+	longFile := "v1/12/checkpoint-1234567890123456789.snap"
+	rep := &Report{
+		Input: Input{Path: "in", Kind: "tree", Backend: "file"},
+		PerRule: []*RuleStats{
+			{Index: 1, Label: `rule 1 "` + longRule + `" (purge_keys)`, Matched: 7, Dropped: 7, Purge: &PurgeAudit{KeysListed: 1}},
+			{Index: 2, Label: "rule 2 (drop)", Matched: 123456789012345, Dropped: 123456789012345},
+		},
+		Slots: []*SlotStats{
+			{Op: 1, Slot: "a", Before: 3, After: 3},
+			{Op: 2, Slot: longSlot, Before: 123456789012345, After: 0},
+			{Op: 3, Slot: "zähler", Before: 5, After: 5},
+		},
+		Files: []*FileStats{
+			{Input: "v1/0/checkpoint-7.snap", Action: "rewrite", RowsIn: 5, RowsOut: 5},
+			{Input: longFile, Action: "rewrite", RowsIn: 123456789012345, RowsOut: 3},
+		},
+	}
+	var b strings.Builder
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	find := func(prefix string) int {
+		for i, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return i
+			}
+		}
+		t.Fatalf("no line starts with %q:\n%s", prefix, b.String())
+		return -1
+	}
+	// aligned checks that the rows' names start where the header's name
+	// column does, and that their last n words (the counts) end where the
+	// header's do.
+	aligned := func(header, column string, rows []string, names []string, n int) {
+		t.Helper()
+		for i, r := range rows {
+			if got, want := runeOffset(r, names[i]), runeOffset(header, column); got != want {
+				t.Errorf("%q starts at %d, its header at %d:\n%s\n%s", names[i], got, want, header, r)
+			}
+			if got, want := wordEnds(strings.TrimSuffix(r, " *"), n), wordEnds(header, n); !slices.Equal(got, want) {
+				t.Errorf("counts end at %v, their headers at %v:\n%s\n%s", got, want, header, r)
+			}
+		}
+	}
+	h := find("#    rule")
+	aligned(lines[h], "rule", []string{lines[h+1], lines[h+3]}, []string{`"` + longRule + `"`, "(drop)"}, 3)
+	h = find("op  ")
+	aligned(lines[h], "slot", lines[h+1:h+4], []string{"a", longSlot, "zähler"}, 2)
+	h = find("files:")
+	if a, c := lines[h+1], lines[h+2]; !strings.Contains(c, longFile+" ") || runeOffset(a, "rewrite") != runeOffset(c, "rewrite") || runeOffset(a, "->") != runeOffset(c, "->") {
+		t.Errorf("the files' lines are out of line:\n%s\n%s", a, c)
+	}
+}
