@@ -13,9 +13,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sptool/sptool/internal/texttable"
 )
 
 // Summary describes what a savepoint holds: its files, operators and slots,
@@ -878,8 +879,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 		t.Operators, plural(t.Operators, "", "s"), t.Slots, plural(t.Slots, "", "s"))
 
 	b.WriteString("\nFiles\n")
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  SUBTASK\tFILE\tBYTES\tCRC32C\tVARIANT\tCOMPRESSION\tBATCH ROWS\tROWS\tKEYED\tOPERATOR\tRAW\tSIDECAR")
+	tab := texttable.New("  ", 2)
+	tab.Row("SUBTASK", "FILE", "BYTES", "CRC32C", "VARIANT", "COMPRESSION", "BATCH ROWS", "ROWS", "KEYED", "OPERATOR", "RAW", "SIDECAR")
 	for _, f := range s.Files {
 		comp := "-"
 		switch {
@@ -899,9 +900,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 		if f.Subtask < 0 {
 			sub = "-"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", sub, f.Rel, f.Size, f.CRC32C, f.Variant, comp, batches, f.Rows, f.Keyed, f.Operator, f.Raw, sc)
+		tab.Row(sub, f.Rel, strconv.FormatInt(f.Size, 10), strconv.FormatUint(uint64(f.CRC32C), 10), f.Variant, comp, batches, strconv.Itoa(f.Rows), strconv.Itoa(f.Keyed), strconv.Itoa(f.Operator), strconv.Itoa(f.Raw), sc)
 	}
-	tw.Flush()
+	tab.WriteTo(&b)
 	for _, f := range s.Files {
 		if f.Sidecar != nil && f.Sidecar.Detail != "" {
 			fmt.Fprintf(&b, "  %s: sidecar %s: %s\n", f.Rel, f.Sidecar.Verdict, f.Sidecar.Detail)
@@ -948,8 +949,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if len(s.Operators) == 0 {
 		b.WriteString("  (no rows)\n")
 	} else {
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  OP\tSLOT\tROWS\tKEYED\tOPERATOR\tRAW\tKEY BYTES\tVALUE BYTES\tROWS PER SUBTASK")
+		tab := texttable.New("  ", 2)
+		tab.Row("OP", "SLOT", "ROWS", "KEYED", "OPERATOR", "RAW", "KEY BYTES", "VALUE BYTES", "ROWS PER SUBTASK")
 		for _, o := range s.Operators {
 			per := make([]string, len(o.Subtasks))
 			for i, st := range o.Subtasks {
@@ -959,12 +960,12 @@ func (s *Summary) WriteText(w io.Writer) error {
 					per[i] = fmt.Sprintf("%d:%d", st.Subtask, st.Rows)
 				}
 			}
-			fmt.Fprintf(tw, "  %d\t(all)\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", o.Op, o.Rows, o.Keyed, o.Operator, o.Raw, o.KeyBytes, o.ValueBytes, strings.Join(per, " "))
+			tab.Row(append([]string{strconv.FormatUint(o.Op, 10), "(all)"}, append(countCells(o.Rows, o.Keyed, o.Operator, o.Raw, o.KeyBytes, o.ValueBytes), strings.Join(per, " "))...)...)
 			for _, sl := range o.Slots {
-				fmt.Fprintf(tw, "  \t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", sl.Display, sl.Rows, sl.Keyed, sl.Operator, sl.Raw, sl.KeyBytes, sl.ValueBytes)
+				tab.Row(append([]string{"", sl.Display}, countCells(sl.Rows, sl.Keyed, sl.Operator, sl.Raw, sl.KeyBytes, sl.ValueBytes)...)...)
 			}
 		}
-		tw.Flush()
+		tab.WriteTo(&b)
 	}
 
 	kg := s.KeyGroups
@@ -1020,16 +1021,16 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	b.WriteString(title + ")\n")
 	if len(vm.Entries) > 0 {
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  OP\tSTATE TYPE\tVERSION\tSLOT")
+		tab := texttable.New("  ", 2)
+		tab.Row("OP", "STATE TYPE", "VERSION", "SLOT")
 		for _, e := range vm.Entries {
 			slot := "(every row of the op)"
 			if e.Slot != "" {
 				slot = renderSlot([]byte(e.Slot), true)
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\n", e.Op, renderSlot([]byte(e.StateType), true), e.Version, slot)
+			tab.Row(strconv.FormatUint(e.Op, 10), renderSlot([]byte(e.StateType), true), strconv.FormatUint(uint64(e.Version), 10), slot)
 		}
-		tw.Flush()
+		tab.WriteTo(&b)
 	}
 	if vm.Disagree {
 		for i, v := range vm.Variants {
@@ -1055,6 +1056,12 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// countCells renders the counts of an operator, or of one of its slots,
+// as cells of the Operators table.
+func countCells(rows, keyed, operator, raw int, keyBytes, valueBytes int64) []string {
+	return []string{strconv.Itoa(rows), strconv.Itoa(keyed), strconv.Itoa(operator), strconv.Itoa(raw), strconv.FormatInt(keyBytes, 10), strconv.FormatInt(valueBytes, 10)}
 }
 
 // batchSizes renders the rows of a file's batches for the Files table:

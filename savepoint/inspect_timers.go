@@ -7,8 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/sptool/sptool/internal/texttable"
 )
 
 // TimerBlobSummary is one timer blob of an operator (an operator-state row
@@ -226,8 +227,8 @@ func writeTimers(b *bytes.Buffer, blobs []TimerBlobSummary) {
 	b.WriteString(")\n")
 	perCopy := copies <= maxTimerCopyLines
 	var bad []string
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  OP\tBLOB\tSUBTASK\tPROCESSING\tEVENT\tOUTSIDE RANGE\tEARLIEST\tLATEST")
+	tab := texttable.New("  ", 2)
+	tab.Row("OP", "BLOB", "SUBTASK", "PROCESSING", "EVENT", "OUTSIDE RANGE", "EARLIEST", "LATEST")
 	for _, bl := range blobs {
 		var sum TimerCopySummary // of the live copies, when not per copy
 		live := 0
@@ -254,16 +255,17 @@ func writeTimers(b *bytes.Buffer, blobs []TimerBlobSummary) {
 				op, key = "", ""
 			}
 			if c.Error != "" {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t?\t?\t?\t?\t?\n", op, key, sub)
+				tab.Row(op, key, sub, "?", "?", "?", "?", "?")
 				continue
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", op, key, sub, c.columns())
+			tab.Row(append([]string{op, key, sub}, c.cells()...)...)
 		}
 		if !perCopy {
-			fmt.Fprintf(tw, "  %d\t%s\t%d %s, %d live\t%s\n", bl.Op, bl.Key, len(bl.Copies), plural(len(bl.Copies), "copy", "copies"), live, sum.columns())
+			copies := fmt.Sprintf("%d %s, %d live", len(bl.Copies), plural(len(bl.Copies), "copy", "copies"), live)
+			tab.Row(append([]string{strconv.FormatUint(bl.Op, 10), bl.Key, copies}, sum.cells()...)...)
 		}
 	}
-	tw.Flush()
+	tab.WriteTo(b)
 	if !perCopy {
 		fmt.Fprintf(b, "  (%d copies of %d blobs: one line a blob, adding up its live copies; --json lists every copy)\n", copies, len(blobs))
 	}
@@ -287,13 +289,13 @@ func (s *TimerCopySummary) add(c TimerCopySummary) {
 	}
 }
 
-// columns renders the counts and times of s as tab-separated cells.
-func (s TimerCopySummary) columns() string {
+// cells renders the counts and times of s as cells of the Timers table.
+func (s TimerCopySummary) cells() []string {
 	outside := "-"
 	if s.OutsideRange != nil {
 		outside = strconv.Itoa(*s.OutsideRange)
 	}
-	return fmt.Sprintf("%d\t%d\t%s\t%s\t%s", s.Processing, s.Event, outside, timerTime(s.EarliestMs), timerTime(s.LatestMs))
+	return []string{strconv.Itoa(s.Processing), strconv.Itoa(s.Event), outside, timerTime(s.EarliestMs), timerTime(s.LatestMs)}
 }
 
 func ptr[T any](v T) *T { return &v }
