@@ -28,6 +28,7 @@ import (
 // be written (WriteSubtask*, CopySubtask) from several goroutines at once.
 type TreeWriter struct {
 	final, stage string
+	made         *MadeDirs // the output's parent directories CreateTree made
 	gen          int
 	ckpt         uint64
 	backend      Backend
@@ -74,19 +75,22 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+	made, err := MakeDirs(filepath.Dir(abs))
+	if err != nil {
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
 	// Mkdir, not MkdirAll: the staging directory is this run's alone.
 	stage := abs + ".sptool-tmp-" + tempSuffix()
 	if err := os.Mkdir(stage, 0o755); err != nil {
+		made.Remove()
 		return nil, fmt.Errorf("create staging directory: %w", err)
 	}
+	t := &TreeWriter{final: abs, stage: stage, made: made, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force}
 	if err := os.Mkdir(filepath.Join(stage, "v"+strconv.Itoa(opts.Generation)), 0o755); err != nil {
-		os.RemoveAll(stage)
+		t.Abort()
 		return nil, fmt.Errorf("create staging directory: %w", err)
 	}
-	return &TreeWriter{final: abs, stage: stage, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force}, nil
+	return t, nil
 }
 
 // Stage returns the staging directory (for tests and progress messages).
@@ -505,10 +509,13 @@ func replacedWhileRemoved(dir string) error {
 // look at the directory and its opening.
 var hookRemoveTree func(dir string)
 
-// Abort removes the staging directory; it is a no-op after Commit.
+// Abort removes the staging directory, and the output's parent
+// directories that CreateTree made, as far as they are empty; it is a
+// no-op after Commit.
 func (t *TreeWriter) Abort() {
 	if !t.committed {
 		os.RemoveAll(t.stage)
+		t.made.Remove()
 	}
 }
 

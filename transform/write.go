@@ -7,7 +7,6 @@ import (
 	"hash"
 	"hash/crc32"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,7 +59,8 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	digest := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	if sp.Kind == savepoint.InputFile {
 		f, nf := sp.Files[0], files[0]
-		if err := os.MkdirAll(filepath.Dir(opts.Out), 0o755); err != nil {
+		made, err := savepoint.MakeDirs(filepath.Dir(opts.Out))
+		if err != nil {
 			return fmt.Errorf("create output directory: %w", err)
 		}
 		// The input's checkpoint id: its sidecar's, else its name's.
@@ -79,12 +79,14 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 		var pub *savepoint.PublishedError
 		if nf.copyOf != nil {
 			if err := savepoint.CopySnapshotFile(f.Path, opts.Out, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}, savepoint.SidecarFor(ckpt, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}), savepoint.PublishOptions{Before: beforePublish, NoReplace: !opts.Force}); err != nil && !errors.As(err, &pub) {
+				made.Remove() // nothing was published: the directories made for it go
 				return err
 			}
 			out.Files, out.Bytes = 1, addFileDigest(digest, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}, nil)
 		} else {
 			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: outCompression(f.Compression, opts), Sidecar: true, CheckpointID: ckpt, Progress: (&writeProgress{sp: sp, progress: opts.Progress}).file(), Jobs: opts.Jobs, BeforePublish: beforePublish, NoReplace: !opts.Force})
 			if err != nil && !errors.As(err, &pub) {
+				made.Remove()
 				return err
 			}
 			out.Files, out.Bytes = 1, addFileDigest(digest, info, nil)
