@@ -303,8 +303,10 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 		return nil, err
 	}
 	// As apply and rescale do, the output's missing directories are made
-	// (the export failed only once it had read the whole input).
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	// (the export failed only once it had read the whole input), and
+	// removed again if the export fails.
+	made, err := savepoint.MakeDirs(filepath.Dir(path))
+	if err != nil {
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
 	if opts.TempDir == "" {
@@ -313,7 +315,7 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	leftovers := savepoint.Leftovers(path)
 	var res *Result
 	// Without force, an export that appears meanwhile is kept.
-	err := savepoint.SaveFileAtomic(path, force, func(w io.Writer) error {
+	err = savepoint.SaveFileAtomic(path, force, func(w io.Writer) error {
 		// A fault of the mapped input (a file cut short meanwhile) is an
 		// error here, so that the temporary file is removed.
 		err := savepoint.Guard(func() (err error) {
@@ -328,6 +330,7 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 		return ctx.Err()
 	})
 	if err != nil {
+		made.Remove()
 		return nil, err
 	}
 	if st, err := os.Stat(path); err == nil {

@@ -950,7 +950,9 @@ func TestExportUnmatchedDeclaration(t *testing.T) {
 }
 
 // An input file that changed while it was read fails the export (to a
-// writer, as to a file): what was written mixes old and new rows.
+// writer, as to a file): what was written mixes old and new rows. A file's
+// export then leaves none of the directories it made for it, and leaves
+// the one that was there as it was.
 func TestExportInputChanged(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("..", "testdata", "clink", "snapshot-v1.snap"))
 	if err != nil {
@@ -967,6 +969,13 @@ func TestExportInputChanged(t *testing.T) {
 	var buf bytes.Buffer
 	if _, err := Write(context.Background(), &buf, sp, Options{Format: JSONL}); !errors.Is(err, savepoint.ErrInputChanged) {
 		t.Errorf("Write: %v, want ErrInputChanged", err)
+	}
+	pre := t.TempDir()
+	if _, err := WriteFile(context.Background(), filepath.Join(pre, "new", "deeper", "out.jsonl"), sp, Options{Format: JSONL}, false); !errors.Is(err, savepoint.ErrInputChanged) {
+		t.Errorf("WriteFile: %v, want ErrInputChanged", err)
+	}
+	if left, err := os.ReadDir(pre); err != nil || len(left) > 0 {
+		t.Errorf("the output's directory holds %v (%v), want it empty", left, err)
 	}
 }
 
