@@ -364,12 +364,18 @@ func checkRuleFilesApart(set *rules.Set, out, report string) error {
 
 // writeJSONFile writes v as JSON to path atomically: over what is there
 // if replace is set, else only if nothing has appeared there since the
-// command checked.
+// command checked. The directories it makes for path are removed again
+// if the file cannot be written.
 func writeJSONFile(path string, v any, replace bool) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	made, err := savepoint.MakeDirs(filepath.Dir(path))
+	if err != nil {
 		return err
 	}
-	return savepoint.SaveFileAtomic(path, replace, func(w io.Writer) error { return writeJSON(w, v) })
+	err = savepoint.SaveFileAtomic(path, replace, func(w io.Writer) error { return writeJSON(w, v) })
+	if err != nil {
+		made.Remove()
+	}
+	return err
 }
 
 // rulesRowFilter compiles cat's --where with the codecs of --rules.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,5 +32,18 @@ func TestLostOutputFails(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := Main(context.Background(), []string{"version", "--bogus"}, &Streams{Out: &bytes.Buffer{}, Err: &stderr}); code != ExitError || !strings.Contains(stderr.String(), `takes no arguments, got "--bogus"`) {
 		t.Errorf("version --bogus: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// A --report that cannot be written (here its name is too long for the
+// file system) leaves none of the directories made for it, and leaves
+// those that were there.
+func TestReportFailureRemovesItsDirectories(t *testing.T) {
+	pre := t.TempDir()
+	if err := writeJSONFile(filepath.Join(pre, "new", "sub", strings.Repeat("x", 300)+".json"), map[string]int{"rows": 1}, false); err == nil {
+		t.Fatal("a report named too long for the file system was written")
+	}
+	if left, err := os.ReadDir(pre); err != nil || len(left) > 0 {
+		t.Errorf("the report's directory holds %v (%v), want it empty", left, err)
 	}
 }
