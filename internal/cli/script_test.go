@@ -17,6 +17,7 @@ func TestMain(m *testing.M) {
 		"sptool": func() {
 			os.Exit(Main(context.Background(), os.Args[1:], &Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 		},
+		"mksnap": func() { os.Exit(mksnapMain()) },
 	})
 }
 
