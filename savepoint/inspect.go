@@ -361,12 +361,14 @@ func newFileTally(ops map[uint64]*inspOp) *fileTally {
 func (t *fileTally) add(i int, r Row, n int, kb, vb int64) {
 	k := ParseKey(r.Key)
 	t.fc.add(k.Kind, n, kb, vb)
-	switch {
-	case runsOperator(r.Key) && (r.Op != t.lastKeyed || len(t.keyedOps) == 0):
+	if runsOperator(r.Key) && (r.Op != t.lastKeyed || len(t.keyedOps) == 0) {
 		t.keyedOps[r.Op], t.lastKeyed = true, r.Op
-	case k.Kind == KindOperator && bytes.HasPrefix(r.Key, TimerKeyPrefix):
+	}
+	if k.Kind != KindKeyed && IsTimerBlob(r.Key) {
 		// A key without a slot separator is a group of its own; keys that
-		// share one up to a '|' come as one group, each a blob.
+		// share one up to a '|' come as one group, each a blob. A legacy
+		// unprefixed blob is a raw row, and shows its operator runs here
+		// too, as any raw row does.
 		for j := range n {
 			t.timers = append(t.timers, i+j)
 		}

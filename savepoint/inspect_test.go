@@ -606,6 +606,71 @@ func TestSummarizeTimers(t *testing.T) {
 	}
 }
 
+// A legacy unprefixed timer blob ("__clink_timers" stored raw, which
+// get_operator_state falls back to, format 2.1) is listed and counted as a
+// prefixed one is, marked legacy, in the text and the JSON; a raw row of
+// another name is not a blob.
+func TestSummarizeLegacyTimers(t *testing.T) {
+	const op = 7
+	lo, hi := vtKeysIn(t, 0, 64, 1)[0], vtKeysIn(t, 64, 128, 1)[0]
+	legacy := func(key string, proc, event []Timer) Row {
+		return Row{Op: op, Key: []byte(key), Value: EncodeTimers(proc, event)}
+	}
+	files := [][]Row{
+		{vtKeyed(op, "agg", lo, "v"), legacy("__clink_timers", []Timer{{5, lo}}, []Timer{{8, hi}})},
+		{vtKeyed(op, "agg", hi, "v"), legacy("__clink_timers", nil, []Timer{{6, hi}}), vtOperator(op, "__clink_timers", EncodeTimers(nil, []Timer{{7, hi}})),
+			legacy("__clink_timers1", nil, nil), {Op: op, Key: []byte("__iterate_inflight__"), Value: []byte("b")}},
+	}
+	s := Summarize(vtOpen(t, vtWriteTree(t, files, nil), OpenOptions{Groups: []Group{{0, 2}}}))
+	i64, n := ptr[int64], ptr[int]
+	want := []TimerBlobSummary{
+		{Op: op, Key: `"__clink_timers"`, Legacy: true, key: "__clink_timers", Copies: []TimerCopySummary{
+			{Subtask: 0, State: BlobLive, Processing: 1, Event: 1, OutsideRange: n(1), EarliestMs: i64(5), LatestMs: i64(8)},
+			{Subtask: 1, State: BlobLive, Event: 1, OutsideRange: n(0), EarliestMs: i64(6), LatestMs: i64(6)},
+		}},
+		{Op: op, Key: `"__clink_timers1"`, Legacy: true, key: "__clink_timers1", Copies: []TimerCopySummary{{Subtask: 1, State: BlobLive, OutsideRange: n(0)}}},
+		{Op: op, Key: `0xff+"__clink_timers"`, key: "\xff__clink_timers", Copies: []TimerCopySummary{{Subtask: 1, State: BlobLive, Event: 1, OutsideRange: n(0), EarliestMs: i64(7), LatestMs: i64(7)}}},
+	}
+	if !reflect.DeepEqual(s.Timers, want) {
+		t.Errorf("timers:\n%+v\nwant\n%+v", s.Timers, want)
+	}
+	var text bytes.Buffer
+	if err := s.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, frag := range []string{
+		"Timers (4 in live blobs)",
+		`  7   "__clink_timers" (legacy)   0        1           1      1              1970-01-01T00:00:00.005Z  1970-01-01T00:00:00.008Z`,
+		"(legacy: an unprefixed __clink_timers raw row",
+		"a narrowed restore keeps only the copy of the subtask owning key group 95)",
+	} {
+		if !strings.Contains(text.String(), frag) {
+			t.Errorf("text lacks %q:\n%s", frag, text.String())
+		}
+	}
+	js, err := json.Marshal(s.Timers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(js), `"legacy":true`); got != 2 {
+		t.Errorf("JSON marks %d blobs legacy, want 2: %s", got, js)
+	}
+
+	// A single file's legacy blob, in a file of rows in no order counted
+	// in parts.
+	defer func(n int) { tallyPartRows = n }(tallyPartRows)
+	tallyPartRows = 2
+	var rows []Row
+	for i := range 8 {
+		rows = append(rows, vtKeyed(op, "agg", []byte(fmt.Sprintf("user-%d", 7-i)), "v"))
+	}
+	rows = append(rows[:5], append([]Row{legacy("__clink_timers", []Timer{{1, lo}, {2, hi}}, nil)}, rows[5:]...)...)
+	s = Summarize(openAsIs(t, rows))
+	if len(s.Timers) != 1 || !s.Timers[0].Legacy || len(s.Timers[0].Copies) != 1 || s.Timers[0].Copies[0].Subtask != -1 || s.Timers[0].Copies[0].Processing != 2 {
+		t.Errorf("single file: %+v", s.Timers)
+	}
+}
+
 // TestHistogramCountsDuplicates: a key a file stores twice is counted once
 // in the key-group histogram, and the copy left out is counted apart, so
 // that the keyed rows add up.

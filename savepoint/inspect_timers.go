@@ -12,12 +12,22 @@ import (
 	"github.com/sptool/sptool/internal/texttable"
 )
 
-// TimerBlobSummary is one timer blob of an operator (an operator-state row
-// whose key starts with 0xFF "__clink_timers", format 3.4) and its copies.
+// TimerBlobSummary is one timer blob of an operator (IsTimerBlob: an
+// operator-state row whose key starts with 0xFF "__clink_timers", or the
+// legacy unprefixed "__clink_timers" raw key, format 2.1 and 3.4) and its
+// copies.
 type TimerBlobSummary struct {
 	Op uint64 `json:"op"`
 	// Key is the blob's key, rendered (RenderKey).
 	Key string `json:"key"`
+	// Legacy marks a legacy unprefixed blob: a raw row, which clink's
+	// get_operator_state reads when the operator has no 0xFF-prefixed
+	// blob of that name. A restore filters it by its first byte, as key
+	// group 95: a narrowed restore keeps only the copy of the subtask
+	// owning key group 95 in its chain group, and no restore unions it
+	// from other subtasks (validate checks what that fires). Its copies
+	// are counted as a prefixed blob's are. Absent when false.
+	Legacy bool `json:"legacy,omitempty"`
 	// Copies are the files' copies of the blob, in subtask order.
 	Copies []TimerCopySummary `json:"copies"`
 
@@ -180,7 +190,7 @@ func summarizeTimers(sp *Savepoint, keyedOps []map[uint64]bool, rows []fileRow) 
 		if !ok {
 			i = len(out)
 			at[id] = i
-			out = append(out, TimerBlobSummary{Op: r.Op, Key: RenderKey(r.Key), key: id.key})
+			out = append(out, TimerBlobSummary{Op: r.Op, Key: RenderKey(r.Key), Legacy: !r.IsOperatorState(), key: id.key})
 		}
 		out[i].Copies = append(out[i].Copies, c)
 	}
@@ -227,11 +237,17 @@ func writeTimers(b *bytes.Buffer, blobs []TimerBlobSummary) {
 	b.WriteString(")\n")
 	perCopy := copies <= maxTimerCopyLines
 	var bad []string
+	legacy := false
 	tab := texttable.New("  ", 2)
 	tab.Row("OP", "BLOB", "SUBTASK", "PROCESSING", "EVENT", "OUTSIDE RANGE", "EARLIEST", "LATEST")
 	for _, bl := range blobs {
 		var sum TimerCopySummary // of the live copies, when not per copy
 		live := 0
+		blobKey := bl.Key
+		if bl.Legacy {
+			blobKey += " (legacy)"
+			legacy = true
+		}
 		for i, c := range bl.Copies {
 			sub := strconv.Itoa(c.Subtask)
 			switch {
@@ -250,7 +266,7 @@ func writeTimers(b *bytes.Buffer, blobs []TimerBlobSummary) {
 				}
 				continue
 			}
-			op, key := strconv.FormatUint(bl.Op, 10), bl.Key
+			op, key := strconv.FormatUint(bl.Op, 10), blobKey
 			if i > 0 {
 				op, key = "", ""
 			}
@@ -262,12 +278,16 @@ func writeTimers(b *bytes.Buffer, blobs []TimerBlobSummary) {
 		}
 		if !perCopy {
 			copies := fmt.Sprintf("%d %s, %d live", len(bl.Copies), plural(len(bl.Copies), "copy", "copies"), live)
-			tab.Row(append([]string{strconv.FormatUint(bl.Op, 10), bl.Key, copies}, sum.cells()...)...)
+			tab.Row(append([]string{strconv.FormatUint(bl.Op, 10), blobKey, copies}, sum.cells()...)...)
 		}
 	}
 	tab.WriteTo(b)
 	if !perCopy {
 		fmt.Fprintf(b, "  (%d copies of %d blobs: one line a blob, adding up its live copies; --json lists every copy)\n", copies, len(blobs))
+	}
+	if legacy {
+		b.WriteString("  (legacy: an unprefixed __clink_timers raw row, which get_operator_state reads when the operator has no 0xff-prefixed blob of that name;\n" +
+			"   a restore filters it as key group 95, so a narrowed restore keeps only the copy of the subtask owning key group 95)\n")
 	}
 	for _, line := range bad {
 		b.WriteString(line)
