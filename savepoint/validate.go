@@ -135,17 +135,23 @@ const (
 	// the tree's layout fires and one at M does not (error: lost), or the
 	// reverse (warning: stale copies that would fire again).
 	CheckParallelism = "parallelism"
-	// CheckTimers: the timer blobs (0xFF "__clink_timers…", format 3.4) of
-	// the operators a chain group runs (the others' are frozen copies,
-	// section 10.3). A blob that does not decode (error); timers outside its
-	// subtask's key-group range that no restore fires (error: the blob the
-	// owner restores, its own or, without one, the last, lacks them; a
-	// narrowed restore drops them, a chained subtask, restored unfiltered,
-	// fires them away from their key's state, section 10.2); such timers
-	// that the owner fires from the blob it restores (warning: a chained
-	// subtask fires them twice); a blob of an operator no group of a
-	// multi-group tree holds keyed rows of (info: not checked). One finding
-	// per blob and kind, with counts.
+	// CheckTimers: the timer blobs (0xFF "__clink_timers…", format 3.4, and
+	// the legacy unprefixed "__clink_timers…" raw key that
+	// get_operator_state falls back to, format 2.1: IsTimerBlob, as the
+	// purge takes them) of the operators a chain group runs (the others'
+	// are frozen copies, section 10.3). A blob that does not decode
+	// (error); timers outside its subtask's key-group range that no restore
+	// fires (error: the blob the owner restores, its own or, without one,
+	// the last, lacks them; a narrowed restore drops them, a chained
+	// subtask, restored unfiltered, fires them away from their key's state,
+	// section 10.2); such timers that the owner fires from the blob it
+	// restores (warning: a chained subtask fires them twice); a blob of an
+	// operator no group of a multi-group tree holds keyed rows of (info:
+	// not checked). A legacy blob is a raw row: a restore filters it as
+	// key group 95 and never unions it, so only the copy of the subtask
+	// owning key group 95 fires (the timers of that subtask's range), and
+	// the timers of another subtask's copy are lost (error) or fired from
+	// that copy too (warning). One finding per blob and kind, with counts.
 	CheckTimers = "timers"
 )
 
@@ -506,10 +512,10 @@ func (v *validator) run() {
 	})
 	if v.isTree() {
 		v.checkSidecarlessChangelogs()
-		perFile, keyedOps := v.operatorRows()
+		perFile, legacyTimers, keyedOps := v.operatorRows()
 		v.checkOperatorGroups(keyedOps)
 		v.checkOperatorRows(perFile)
-		v.checkTimers(perFile, keyedOps)
+		v.checkTimers(perFile, legacyTimers, keyedOps)
 		v.checkVersionMaps()
 		v.checkCompleted()
 		v.checkSubtasks()
@@ -734,7 +740,7 @@ func (v *validator) checkRows(f *File) {
 				note(i, SeverityWarning, CheckSlotName, fmt.Sprintf("slot name %s contains '\\n': clink's KeyedState refuses such a name, so no operator can open this slot (the row is restored but unreachable)", renderSlot(k.Slot, true)))
 			}
 		}
-		if !tree && bytes.HasPrefix(key, TimerKeyPrefix) {
+		if !tree && k.Kind != KindKeyed && IsTimerBlob(key) {
 			// A tree's blobs are checked with the other copies of each
 			// (checkTimers); a file's on their own.
 			if _, err := parseTimerIDs(s.NewCursor().Row(i).Value); err != nil {
@@ -989,12 +995,14 @@ type valOpCopy struct {
 	value   []byte
 }
 
-// operatorRows returns each file's operator-state rows, one per key as a
-// restore keeps them, and the operators of its keyed rows. The files are
-// read at once, their keys in blocks (only an operator row's value is
+// operatorRows returns each file's operator-state rows and its legacy
+// unprefixed timer blobs (raw rows IsTimerBlob names), each one per key as
+// a restore keeps them, and the operators of its keyed rows. The files are
+// read at once, their keys in blocks (only the value of a row returned is
 // read, in place).
-func (v *validator) operatorRows() (perFile [][]Row, keyedOps []map[uint64]bool) {
+func (v *validator) operatorRows() (perFile, legacyTimers [][]Row, keyedOps []map[uint64]bool) {
 	perFile = make([][]Row, len(v.sp.Files))
+	legacyTimers = make([][]Row, len(v.sp.Files))
 	keyedOps = make([]map[uint64]bool, len(v.sp.Files))
 	ForEach(len(v.sp.Files), func(i int) {
 		f := v.sp.Files[i]
@@ -1003,21 +1011,25 @@ func (v *validator) operatorRows() (perFile [][]Row, keyedOps []map[uint64]bool)
 			return
 		}
 		cur := f.Snapshot.NewCursor()
-		var rows []Row
+		var rows, legacy []Row
 		lastOp, seen := uint64(0), false
 		f.Snapshot.EachKey(func(j int, op uint64, key []byte) bool {
-			switch {
-			case (Row{Key: key}).IsOperatorState():
+			if (Row{Key: key}).IsOperatorState() {
 				rows = append(rows, cur.Row(j))
-			case runsOperator(key) && (!seen || op != lastOp):
+				return true
+			}
+			if IsTimerBlob(key) {
+				legacy = append(legacy, cur.Row(j))
+			}
+			if runsOperator(key) && (!seen || op != lastOp) {
 				keyedOps[i][op], lastOp, seen = true, op, true
 			}
 			return true
 		})
-		perFile[i] = Logical(rows)
+		perFile[i], legacyTimers[i] = Logical(rows), Logical(legacy)
 		f.ReleasePages()
 	})
-	return perFile, keyedOps
+	return perFile, legacyTimers, keyedOps
 }
 
 // checkOperatorGroups reports the files that hold keyed rows of an

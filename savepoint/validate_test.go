@@ -680,19 +680,25 @@ func TestValidateKeyGroupByte(t *testing.T) {
 
 // A timer blob of a single file that does not decode is an error, as it is
 // in a tree: a restore cannot read its timers. One that decodes is not.
+// The legacy unprefixed blob (a raw row get_operator_state falls back to)
+// is checked as the prefixed one is.
 func TestValidateFileTimerBlob(t *testing.T) {
-	good := vtOperator(7, "__clink_timers", EncodeTimers(nil, []Timer{{Time: 3, Key: []byte("k")}}))
-	bad := vtOperator(8, "__clink_timers", EncodeTimers(nil, []Timer{{Time: 3, Key: []byte("k")}}))
-	bad.Value = bad.Value[:len(bad.Value)-2]
-	path := filepath.Join(t.TempDir(), "checkpoint-7.snap")
-	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), []Row{good, bad}, SnapshotOptions{Sidecar: true, CheckpointID: 7}); err != nil {
-		t.Fatal(err)
+	for _, key := range []string{"\xff__clink_timers", "__clink_timers", "__clink_timers0"} {
+		t.Run(fmt.Sprintf("%q", key), func(t *testing.T) {
+			good := Row{Op: 7, Key: []byte(key), Value: EncodeTimers(nil, []Timer{{Time: 3, Key: []byte("k")}})}
+			bad := Row{Op: 8, Key: []byte(key), Value: EncodeTimers(nil, []Timer{{Time: 3, Key: []byte("k")}})}
+			bad.Value = bad.Value[:len(bad.Value)-2]
+			path := filepath.Join(t.TempDir(), "checkpoint-7.snap")
+			if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), []Row{good, bad}, SnapshotOptions{Sidecar: true, CheckpointID: 7}); err != nil {
+				t.Fatal(err)
+			}
+			sp := vtOpen(t, path, OpenOptions{})
+			vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
+				{SeverityError, CheckTimers, "checkpoint-7.snap", vtRowIndex(t, sp.Files[0], 8, bad.Key), 8, bad.Key,
+					[]string{"op 8 timer blob " + RenderKey(bad.Key), "does not decode", "a restore cannot read its timers"}},
+			})
+		})
 	}
-	sp := vtOpen(t, path, OpenOptions{})
-	vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
-		{SeverityError, CheckTimers, "checkpoint-7.snap", vtRowIndex(t, sp.Files[0], 8, bad.Key), 8, bad.Key,
-			[]string{"op 8 timer blob", "does not decode", "a restore cannot read its timers"}},
-	})
 }
 
 // A row whose first key byte is 0x80-0xfe is restored as operator state,
@@ -1334,6 +1340,87 @@ func TestValidateRowsInParts(t *testing.T) {
 	}
 }
 
+// A legacy unprefixed timer blob ("__clink_timers" stored raw) is checked
+// as a restore fires it: a raw row, which a restore filters as key group 95
+// and never unions, so a narrowed restore keeps only the copy of the
+// subtask owning key group 95 (here subtask 1 of 2) and fires from it the
+// timers of that subtask's range; another subtask's copy fires nothing.
+func TestValidateLegacyTimers(t *testing.T) {
+	const op = 7
+	q := [4][]byte{vtKeysIn(t, 0, 32, 1)[0], vtKeysIn(t, 32, 64, 1)[0], vtKeysIn(t, 64, 96, 1)[0], vtKeysIn(t, 96, 128, 1)[0]}
+	a, c, d := q[0], q[2], q[3]
+	legacy := func(ts ...Timer) Row { return Row{Op: op, Key: []byte("__clink_timers"), Value: EncodeTimers(nil, ts)} }
+	prefixed := func(ts ...Timer) Row { return vtOperator(op, "__clink_timers", EncodeTimers(nil, ts)) }
+	file := func(sub int, timers ...Row) []Row {
+		return append([]Row{vtKeyed(op, "agg", q[2*sub], "v"), vtKeyed(op, "agg", q[2*sub+1], "v")}, timers...)
+	}
+	f0, f1 := "v1/0/checkpoint-7.snap", "v1/1/checkpoint-7.snap"
+	const dropped = "a restore filters this legacy unprefixed blob, a raw row, as key group 95, so a narrowed restore drops this copy and keeps only subtask 1's"
+	for _, tc := range []struct {
+		name  string
+		files [][]Row
+		par   int
+		check string
+		want  [][]string
+	}{
+		{name: "the keeper's copy, each timer in its range", files: [][]Row{file(0), file(1, legacy(Timer{1, c}, Timer{2, d}))}, check: CheckTimers},
+		{name: "a timer of subtask 0 in the keeper's copy", files: [][]Row{file(0), file(1, legacy(Timer{1, c}, Timer{3, a}))}, check: CheckTimers,
+			want: [][]string{{"error " + f1, `op 7 timer blob "__clink_timers" of subtask 1 holds 1 timer outside its key-group range [64,128) that no restore fires`, "event-time timer at 3",
+				"owned by subtask 0, which keeps no copy of this legacy blob (a raw row, which a restore filters as key group 95 and never unions: only subtask 1 keeps its copy), without it"}}},
+		// The same as a prefixed blob: subtask 0, without one, restores subtask 1's.
+		{name: "prefixed, for comparison", files: [][]Row{file(0), file(1, prefixed(Timer{1, c}, Timer{3, a}))}, check: CheckTimers},
+		{name: "subtask 0's copy alone", files: [][]Row{file(0, legacy(Timer{1, a})), file(1)}, check: CheckTimers,
+			want: [][]string{{"error " + f0, `op 7 timer blob "__clink_timers" of subtask 0 holds 1 timer that no restore fires with their key's state (first: an event-time timer at 1`,
+				"owned by subtask 0): " + dropped + ", which holds none", "a chained subtask, restored unfiltered, fires them here"}}},
+		{name: "subtask 0's copy beside the keeper's", files: [][]Row{file(0, legacy(Timer{1, a}, Timer{1, c})), file(1, legacy(Timer{1, c}, Timer{1, d}))}, check: CheckTimers,
+			want: [][]string{
+				{"error " + f0, "holds 1 timer that no restore fires", "owned by subtask 0): " + dropped + ", which fires the timers of its own range alone"},
+				{"warning " + f0, "holds 1 timer that subtask 1 fires from its copy: " + dropped, "fires them a second time here"}}},
+		// At 4, key group 95 belongs to subtask 2, which has no file.
+		{name: "resubmitted at 4", files: [][]Row{file(0), file(1, legacy(Timer{1, c}, Timer{2, d}))}, par: 4, check: CheckParallelism,
+			want: [][]string{{"error ", `op 7 timer blob "__clink_timers": of the 2 timers a restore at this layout fires, a job resubmitted at parallelism 4 loses 2`,
+				"as key group 95, so at parallelism 4 only subtask 2 keeps its copy (if it holds one)"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := vtOpen(t, vtWriteTree(t, tc.files, nil), OpenOptions{Groups: []Group{{0, 2}}})
+			var got []string
+			for _, m := range vtMessages(Validate(sp, ValidateOptions{Parallelism: tc.par}), tc.check) {
+				if tc.check == CheckTimers || strings.Contains(m, "timer blob") {
+					got = append(got, m)
+				}
+			}
+			vtExpectMessages(t, tc.name, got, tc.want...)
+		})
+	}
+}
+
+// vtMessages returns the findings of check in rep as "severity file
+// message".
+func vtMessages(rep *Report, check string) []string {
+	var out []string
+	for _, f := range rep.ByCheck(check) {
+		out = append(out, fmt.Sprintf("%s %s %s", f.Severity, f.File, f.Message))
+	}
+	return out
+}
+
+// vtExpectMessages checks that got (vtMessages) holds one finding for each
+// of want, in order, holding each of its fragments.
+func vtExpectMessages(t testing.TB, name string, got []string, want ...[]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d findings, want %d:\n%s", name, len(got), len(want), strings.Join(got, "\n"))
+		return
+	}
+	for i, frags := range want {
+		for _, fr := range frags {
+			if !strings.Contains(got[i], fr) {
+				t.Errorf("%s: finding %d %q lacks %q", name, i, got[i], fr)
+			}
+		}
+	}
+}
+
 // Timer blobs are checked as a restore fires them: timers outside their
 // blob's range are stale (the owner's blob holds them) or fire nowhere with
 // their key's state; with --parallelism, the timers a job at M would lose
@@ -1348,26 +1435,10 @@ func TestValidateTimers(t *testing.T) {
 		rows := []Row{vtKeyed(op, "agg", q[2*sub], "v"), vtKeyed(op, "agg", q[2*sub+1], "v")}
 		return append(rows, timers...)
 	}
-	findings := func(rep *Report, check string) []string {
-		var out []string
-		for _, f := range rep.ByCheck(check) {
-			out = append(out, fmt.Sprintf("%s %s %s", f.Severity, f.File, f.Message))
-		}
-		return out
-	}
+	findings := vtMessages
 	expect := func(name string, got []string, want ...[]string) {
 		t.Helper()
-		if len(got) != len(want) {
-			t.Errorf("%s: %d findings, want %d:\n%s", name, len(got), len(want), strings.Join(got, "\n"))
-			return
-		}
-		for i, frags := range want {
-			for _, fr := range frags {
-				if !strings.Contains(got[i], fr) {
-					t.Errorf("%s: finding %d %q lacks %q", name, i, got[i], fr)
-				}
-			}
-		}
+		vtExpectMessages(t, name, got, want...)
 	}
 	open := func(files ...[]Row) *Savepoint {
 		return vtOpen(t, vtWriteTree(t, files, nil), OpenOptions{Groups: []Group{{0, 2}}})

@@ -1,7 +1,6 @@
 package savepoint
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -30,25 +29,34 @@ type timerCopy struct {
 
 // checkTimers checks the timer blobs of the operators each chain group
 // runs (CheckTimers) and, with ValidateOptions.Parallelism M, what a job
-// resubmitted at M would fire of them (CheckParallelism). perFile and
-// keyedOps are operatorRows'. Which copies are live is blobLiveness's; a
-// blob whose liveness is not known gets an info finding and no check.
-func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
+// resubmitted at M would fire of them (CheckParallelism). perFile,
+// legacyTimers and keyedOps are operatorRows': the blobs are the timer
+// blobs among the operator rows and the legacy unprefixed ones. Which
+// copies are live is blobLiveness's; a blob whose liveness is not known
+// gets an info finding and no check.
+func (v *validator) checkTimers(perFile, legacyTimers [][]Row, keyedOps []map[uint64]bool) {
 	sp := v.sp
 	unknown := map[blobID]bool{}
 	live := sp.newBlobLiveness(keyedOps)
+	blobRows := make([][]Row, len(perFile)) // each file's timer blobs
+	for i, rows := range perFile {
+		for _, r := range rows {
+			if IsTimerBlob(r.Key) {
+				blobRows[i] = append(blobRows[i], r)
+			}
+		}
+		blobRows[i] = append(blobRows[i], legacyTimers[i]...)
+	}
 	// The distinct values of each blob in the whole tree, frozen copies
 	// included: a subtask without a blob of its own gets one of them.
 	values := map[blobID]map[string]bool{}
-	for _, rows := range perFile {
+	for _, rows := range blobRows {
 		for _, r := range rows {
-			if bytes.HasPrefix(r.Key, TimerKeyPrefix) {
-				id := blobID{r.Op, string(r.Key)}
-				if values[id] == nil {
-					values[id] = map[string]bool{}
-				}
-				values[id][string(r.Value)] = true
+			id := blobID{r.Op, string(r.Key)}
+			if values[id] == nil {
+				values[id] = map[string]bool{}
 			}
+			values[id][string(r.Value)] = true
 		}
 	}
 	for _, g := range sp.Groups {
@@ -59,10 +67,7 @@ func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 			if !g.Contains(f.Subtask) {
 				continue
 			}
-			for _, r := range perFile[i] {
-				if !bytes.HasPrefix(r.Key, TimerKeyPrefix) {
-					continue
-				}
+			for _, r := range blobRows[i] {
 				switch live.state(g, r.Op) {
 				case BlobFrozen:
 					continue
@@ -97,29 +102,67 @@ func (v *validator) checkTimers(perFile [][]Row, keyedOps []map[uint64]bool) {
 	}
 }
 
+// blobRestore is how a restore at the layout of chain group g takes the
+// copies of one timer blob.
+type blobRestore struct {
+	g Group
+	// unions: a subtask without a copy of its own restores one of the
+	// others' (the operator-state union, format 5.3 step 4). Not with a
+	// backend whose restore unions no operator rows (changelog on files),
+	// nor for a legacy unprefixed blob, a raw row, which no union takes.
+	unions bool
+	// kg is the key group a restore filters a legacy unprefixed blob by
+	// (its first byte, 95: format 2.1), -1 for a 0xFF-prefixed blob.
+	kg int
+}
+
+// newBlobRestore returns how a restore at the layout of g takes the copies
+// of the timer blob at key; unions is false for a backend whose restore
+// unions no operator rows.
+func newBlobRestore(g Group, key []byte, unions bool) blobRestore {
+	kg, filtered := RestoreKeyGroup(key)
+	if !filtered {
+		kg = -1
+	}
+	return blobRestore{g: g, unions: unions && !filtered, kg: kg}
+}
+
+// legacy reports whether the blob is a legacy unprefixed one.
+func (b blobRestore) legacy() bool { return b.kg >= 0 }
+
+// keeper is the subtask whose copy of a legacy blob a narrowed restore
+// keeps: the owner of key group kg.
+func (b blobRestore) keeper() int { return b.g.Owner(b.kg) }
+
+// keeps reports whether a narrowed restore of subtask s keeps its copy of
+// the blob: every subtask keeps a prefixed blob, only the keeper a legacy
+// one.
+func (b blobRestore) keeps(s int) bool { return !b.legacy() || b.keeper() == s }
+
 // undecodableBlob is the finding of a timer blob of op at key that does not
 // decode (err), in a tree or in a single file.
 func undecodableBlob(op uint64, key []byte, err error) string {
 	return fmt.Sprintf("op %d timer blob %s does not decode (%v): a restore cannot read its timers", op, RenderKey(key), err)
 }
 
-// timerFires reports whether a restore at the layout of group g fires
-// timer t of copy c, one of copies (in subtask order): TimerFires. unions
-// is false for a backend whose restore unions no operator rows (changelog
-// on files): a subtask without a blob of its own then restores none.
-func timerFires(g Group, copies []timerCopy, c *timerCopy, t timerID, unions bool) bool {
-	hasBlob := func(s int) bool { return timerCopyOf(copies, s) != nil }
-	last := unions && c.file.Subtask == copies[len(copies)-1].file.Subtask
-	return TimerFires(g, c.file.Subtask, []byte(t.key), hasBlob, last)
+// timerFires reports whether restore b fires timer t of copy c, one of
+// copies (in subtask order): TimerFires, over the copies b keeps.
+func timerFires(b blobRestore, copies []timerCopy, c *timerCopy, t timerID) bool {
+	if !b.keeps(c.file.Subtask) {
+		return false
+	}
+	hasBlob := func(s int) bool { return b.keeps(s) && timerCopyOf(copies, s) != nil }
+	last := b.unions && c.file.Subtask == copies[len(copies)-1].file.Subtask
+	return TimerFires(b.g, c.file.Subtask, []byte(t.key), hasBlob, last)
 }
 
-// firedTimers returns the timers of copies that a restore at the layout of
-// group g fires, each once.
-func firedTimers(g Group, copies []timerCopy, unions bool) map[timerID]bool {
+// firedTimers returns the timers of copies that restore b fires, each
+// once.
+func firedTimers(b blobRestore, copies []timerCopy) map[timerID]bool {
 	fired := map[timerID]bool{}
 	for i := range copies {
 		for _, t := range copies[i].timers {
-			if timerFires(g, copies, &copies[i], t, unions) {
+			if timerFires(b, copies, &copies[i], t) {
 				fired[t] = true
 			}
 		}
@@ -199,8 +242,9 @@ func timerCopyOf(copies []timerCopy, s int) *timerCopy {
 // copy decodes); values are the blob's distinct values in the whole tree.
 func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []timerCopy, held map[int]bool, values map[string]bool) {
 	unions := v.sp.Backend != BackendChangelogFile
-	now := firedTimers(g, copies, unions)
-	if unions && len(values) > 1 {
+	b := newBlobRestore(g, key, unions)
+	now := firedTimers(b, copies)
+	if b.unions && len(values) > 1 {
 		if open := timerChoices(g, held, values); len(open) > 0 {
 			v.treeFinding(SeverityWarning, CheckTimers, op, key, fmt.Sprintf("op %d timer blob %s: subtask%s %s ha%s no blob of %s own, and the tree's copies of it hold different timers of %s range: a restore takes one from the other subtask directories in directory order (unspecified, section 6.3), so which of them fire depends on that order (sptool counts the last copy of the chain group, subtask %d's)",
 				op, RenderKey(key), plural(len(open), "", "s"), JoinInts(open, ","), plural(len(open), "s", "ve"), plural(len(open), "its", "their"), plural(len(open), "its", "their"), copies[len(copies)-1].file.Subtask))
@@ -209,9 +253,11 @@ func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []ti
 	// restores names the blob a restore of subtask o takes its timers from.
 	restores := func(o int) string {
 		switch {
+		case !b.keeps(o):
+			return fmt.Sprintf("keeps no copy of this legacy blob (a raw row, which a restore filters as key group %d and never unions: only subtask %d keeps its copy)", b.kg, b.keeper())
 		case timerCopyOf(copies, o) != nil:
 			return "restores its own blob"
-		case unions:
+		case b.unions:
 			return fmt.Sprintf("has no blob and restores another subtask's, in directory order (counted as the last, subtask %d's)", copies[len(copies)-1].file.Subtask)
 		}
 		return "has no blob, and this backend's restore takes none of the others'"
@@ -223,7 +269,7 @@ func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []ti
 		orphanOwner := -1
 		for _, t := range c.timers {
 			switch {
-			case timerFires(g, copies, c, t, unions):
+			case timerFires(b, copies, c, t):
 			case now[t]: // its owner fires it from another blob
 				stale++
 			default:
@@ -233,23 +279,43 @@ func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []ti
 			}
 		}
 		where := fmt.Sprintf("op %d timer blob %s of subtask %d holds", op, RenderKey(key), c.file.Subtask)
-		rng := g.Range(c.file.Subtask)
+		var orphanMsg, staleMsg string
+		if b.keeps(c.file.Subtask) {
+			rng := g.Range(c.file.Subtask)
+			orphanMsg = fmt.Sprintf("%s %d timer%s outside its key-group range %s that no restore fires with their key's state (first: %s, owned by subtask %d, which %s, without it): a narrowed restore drops them here; a chained subtask, restored unfiltered, fires them here (section 10.2)",
+				where, orphan, plural(orphan, "", "s"), rng, orphanEx, orphanOwner, restores(orphanOwner))
+			staleMsg = fmt.Sprintf("%s %d stale timer%s outside its key-group range %s, which %s from the blob %s: a narrowed restore drops them; a chained subtask, restored unfiltered, fires them a second time here (section 10.2)",
+				where, stale, plural(stale, "", "s"), rng, plural(stale, "its owner fires", "their owners fire"), plural(stale, "it restores", "they restore"))
+		} else {
+			// A copy of a legacy blob that a narrowed restore drops
+			// whole: none of its timers fire from it.
+			dropped := fmt.Sprintf("a restore filters this legacy unprefixed blob, a raw row, as key group %d, so a narrowed restore drops this copy and keeps only subtask %d's", b.kg, b.keeper())
+			keeper := "which fires the timers of its own range alone"
+			switch {
+			case timerCopyOf(copies, b.keeper()) != nil:
+			case held[b.keeper()]:
+				keeper = "whose copy does not decode"
+			default:
+				keeper = "which holds none"
+			}
+			orphanMsg = fmt.Sprintf("%s %d timer%s that no restore fires with their key's state (first: %s, owned by subtask %d): %s, %s; a chained subtask, restored unfiltered, fires them here (format 2.1, section 10.2)",
+				where, orphan, plural(orphan, "", "s"), orphanEx, orphanOwner, dropped, keeper)
+			staleMsg = fmt.Sprintf("%s %d timer%s that subtask %d fires from its copy: %s; a chained subtask, restored unfiltered, fires them a second time here (format 2.1, section 10.2)",
+				where, stale, plural(stale, "", "s"), b.keeper(), dropped)
+		}
 		if orphan > 0 {
-			v.add(Finding{Severity: SeverityError, Check: CheckTimers, File: c.file.Rel, Subtask: c.file.Subtask, Row: -1, Op: op, Key: key,
-				Message: fmt.Sprintf("%s %d timer%s outside its key-group range %s that no restore fires with their key's state (first: %s, owned by subtask %d, which %s, without it): a narrowed restore drops them here; a chained subtask, restored unfiltered, fires them here (section 10.2)",
-					where, orphan, plural(orphan, "", "s"), rng, orphanEx, orphanOwner, restores(orphanOwner))})
+			v.add(Finding{Severity: SeverityError, Check: CheckTimers, File: c.file.Rel, Subtask: c.file.Subtask, Row: -1, Op: op, Key: key, Message: orphanMsg})
 		}
 		if stale > 0 {
-			v.add(Finding{Severity: SeverityWarning, Check: CheckTimers, File: c.file.Rel, Subtask: c.file.Subtask, Row: -1, Op: op, Key: key,
-				Message: fmt.Sprintf("%s %d stale timer%s outside its key-group range %s, which %s from the blob %s: a narrowed restore drops them; a chained subtask, restored unfiltered, fires them a second time here (section 10.2)",
-					where, stale, plural(stale, "", "s"), rng, plural(stale, "its owner fires", "their owners fire"), plural(stale, "it restores", "they restore"))})
+			v.add(Finding{Severity: SeverityWarning, Check: CheckTimers, File: c.file.Rel, Subtask: c.file.Subtask, Row: -1, Op: op, Key: key, Message: staleMsg})
 		}
 	}
 	m := v.opts.Parallelism
 	if m <= 0 || m == g.Count {
 		return
 	}
-	atM := firedTimers(Group{First: g.First, Count: m}, copies, unions)
+	bm := newBlobRestore(Group{First: g.First, Count: m}, key, unions)
+	atM := firedTimers(bm, copies)
 	var lost, gained int
 	var lostEx, gainedEx timerID
 	for t := range now {
@@ -268,7 +334,11 @@ func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []ti
 	}
 	what := fmt.Sprintf("op %d timer blob %s: of the %d timers a restore at this layout fires, a job resubmitted at parallelism %d", op, RenderKey(key), len(now), m)
 	if lost > 0 {
-		v.treeFinding(SeverityError, CheckParallelism, op, key, fmt.Sprintf("%s loses %d (first: %s): each subtask restores the timers of its new range from its own blob, and the blob of their new owner does not hold them (section 10.2); sptool rescale moves every timer to its new owner", what, lost, lostEx))
+		why := "each subtask restores the timers of its new range from its own blob, and the blob of their new owner does not hold them (section 10.2); sptool rescale moves every timer to its new owner"
+		if bm.legacy() {
+			why = fmt.Sprintf("a restore filters this legacy unprefixed blob, a raw row, as key group %d, so at parallelism %d only subtask %d keeps its copy (if it holds one) and fires from it the timers of its new range alone (format 2.1, section 10.2)", bm.kg, m, bm.keeper())
+		}
+		v.treeFinding(SeverityError, CheckParallelism, op, key, fmt.Sprintf("%s loses %d (first: %s): %s", what, lost, lostEx, why))
 	}
 	if gained > 0 {
 		v.treeFinding(SeverityWarning, CheckParallelism, op, key, fmt.Sprintf("op %d timer blob %s: a job resubmitted at parallelism %d fires %d stale timer%s that a restore at this layout does not (first: %s): their copies outside their subtask's range fall in its new range", op, RenderKey(key), m, gained, plural(gained, "", "s"), gainedEx))
