@@ -33,6 +33,13 @@ import (
 //   - logical: the keyed state a restore at the tree's own layout sees:
 //     each keyed row (kind keyed) once, the owner subtask's copy within its
 //     chain group (section 10.1). KeyGroups uses this view.
+//
+// Strings taken from the savepoint's bytes may not be valid UTF-8, which
+// encoding/json writes with U+FFFD in place of each invalid byte. A slot
+// name always comes with its bytes in hex (slot_hex); the strings of the
+// version map (state_type, slot, packed) and of the schema metadata (key,
+// value, metadata_keys) come with a "_hex" companion only when they are
+// not valid UTF-8.
 type Summary struct {
 	// Input identifies what was read.
 	Input InputSummary `json:"input"`
@@ -117,7 +124,10 @@ type FileSummary struct {
 	// Sidecar is the integrity verdict; null when the backend writes no sidecar (changelog+file).
 	Sidecar *SidecarSummary `json:"sidecar"`
 	// MetadataKeys lists the schema metadata keys in stream order.
-	MetadataKeys []string `json:"metadata_keys"`
+	// MetadataKeysHex lists them again in hex, in the same order, when one
+	// is not valid UTF-8 (absent otherwise; see Summary on such strings).
+	MetadataKeys    []string `json:"metadata_keys"`
+	MetadataKeysHex []string `json:"metadata_keys_hex,omitempty"`
 	// VersionEntries is the number of entries of the file's version map.
 	VersionEntries int `json:"version_entries"`
 	// Changelog describes a changelog file; null for other variants.
@@ -238,26 +248,47 @@ type VersionMapSummary struct {
 	Variants []VersionMapVariant `json:"variants"`
 }
 
-// VersionEntrySummary is one version-map entry.
+// VersionEntrySummary is one version-map entry. StateTypeHex and SlotHex
+// give the state type and the slot in hex when they are not valid UTF-8
+// (absent otherwise; see Summary on such strings).
 type VersionEntrySummary struct {
-	Op        uint64 `json:"op"`
-	StateType string `json:"state_type"`
-	Version   uint32 `json:"version"`
-	Slot      string `json:"slot"`
+	Op           uint64 `json:"op"`
+	StateType    string `json:"state_type"`
+	StateTypeHex string `json:"state_type_hex,omitempty"`
+	Version      uint32 `json:"version"`
+	Slot         string `json:"slot"`
+	SlotHex      string `json:"slot_hex,omitempty"`
 }
 
 // VersionMapVariant is one distinct version map and the files carrying it.
+// PackedHex gives the packed map in hex when it is not valid UTF-8 (absent
+// otherwise; see Summary on such strings).
 type VersionMapVariant struct {
-	Entries int      `json:"entries"`
-	Packed  string   `json:"packed"`
-	Files   []string `json:"files"`
+	Entries   int      `json:"entries"`
+	Packed    string   `json:"packed"`
+	PackedHex string   `json:"packed_hex,omitempty"`
+	Files     []string `json:"files"`
 }
 
-// MetadataSummary is one unknown schema metadata key/value and the files carrying it.
+// MetadataSummary is one unknown schema metadata key/value and the files
+// carrying it. KeyHex and ValueHex give the key and the value in hex when
+// they are not valid UTF-8 (absent otherwise; see Summary on such strings).
 type MetadataSummary struct {
-	Key   string   `json:"key"`
-	Value string   `json:"value"`
-	Files []string `json:"files"`
+	Key      string   `json:"key"`
+	KeyHex   string   `json:"key_hex,omitempty"`
+	Value    string   `json:"value"`
+	ValueHex string   `json:"value_hex,omitempty"`
+	Files    []string `json:"files"`
+}
+
+// hexUnlessUTF8 returns s in lowercase hex when it is not valid UTF-8,
+// else "": encoding/json writes U+FFFD for each invalid byte of a string,
+// so the JSON of such a string loses its bytes, and its hex keeps them.
+func hexUnlessUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return ""
+	}
+	return hex.EncodeToString([]byte(s))
 }
 
 // TotalsSummary adds up the files (stored view).
@@ -530,6 +561,11 @@ func Summarize(sp *Savepoint) *Summary {
 				}
 			}
 		}
+		if slices.ContainsFunc(fs.MetadataKeys, func(k string) bool { return !utf8.ValidString(k) }) {
+			for _, k := range fs.MetadataKeys {
+				fs.MetadataKeysHex = append(fs.MetadataKeysHex, hex.EncodeToString([]byte(k)))
+			}
+		}
 		if cl := snap.Changelog; cl != nil {
 			cs := &ChangelogSummary{Blobs: cl.Blobs, Materialization: []string{}, Handles: []string{}, Materializations: append([]string{}, f.Materializations...), MaterializationBytes: []int64{}, LogRows: cl.LogRows, Puts: cl.Puts, Erases: cl.Erases}
 			for _, rel := range f.Materializations {
@@ -563,10 +599,13 @@ func Summarize(sp *Savepoint) *Summary {
 			vmVariants[i].Files = append(vmVariants[i].Files, f.Rel)
 		} else {
 			vmIndex[p] = len(vmVariants)
-			vmVariants = append(vmVariants, VersionMapVariant{Entries: snap.Versions.Len(), Packed: p, Files: []string{f.Rel}})
+			vmVariants = append(vmVariants, VersionMapVariant{Entries: snap.Versions.Len(), Packed: p, PackedHex: hexUnlessUTF8(p), Files: []string{f.Rel}})
 			if len(s.VersionMap.Entries) == 0 {
 				for _, e := range snap.Versions.Entries() {
-					s.VersionMap.Entries = append(s.VersionMap.Entries, VersionEntrySummary{e.Op, e.StateType, e.Version, e.Slot})
+					s.VersionMap.Entries = append(s.VersionMap.Entries, VersionEntrySummary{
+						Op: e.Op, StateType: e.StateType, StateTypeHex: hexUnlessUTF8(e.StateType),
+						Version: e.Version, Slot: e.Slot, SlotHex: hexUnlessUTF8(e.Slot),
+					})
 				}
 			}
 		}
@@ -682,7 +721,7 @@ func Summarize(sp *Savepoint) *Summary {
 		return strings.Compare(a.v, b.v)
 	})
 	for _, kv := range kvs {
-		s.UnknownMetadata = append(s.UnknownMetadata, MetadataSummary{kv.k, kv.v, meta[kv]})
+		s.UnknownMetadata = append(s.UnknownMetadata, MetadataSummary{Key: kv.k, KeyHex: hexUnlessUTF8(kv.k), Value: kv.v, ValueHex: hexUnlessUTF8(kv.v), Files: meta[kv]})
 	}
 
 	s.KeyGroups = keyGroupHistogram(sp, kgPre)

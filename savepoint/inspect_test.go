@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -50,6 +51,76 @@ func TestInspectGolden(t *testing.T) {
 				t.Error("two renderings differ")
 			}
 		})
+	}
+}
+
+// TestInspectJSONNonUTF8 compares the JSON of a file whose version map and
+// schema metadata hold strings that are not valid UTF-8 with
+// testdata/golden/inspect-non-utf8.json (regenerate with `go test
+// ./savepoint -run TestInspectJSONNonUTF8 -update`): encoding/json writes
+// such a string with U+FFFD in place of its bad bytes, and its "_hex"
+// companion gives them back. Valid strings have no companion.
+func TestInspectJSONNonUTF8(t *testing.T) {
+	const packed = "7|Caf\xe9|2|sl\xfft\n7|Plain|1"
+	md := Metadata{{MetaFormatVersion, "1"}, {MetaStateVersions, packed}, {"x.owner\xfe", "val\xff"}, {"x.ok", "fine"}}
+	path := filepath.Join(t.TempDir(), "non-utf8.snap")
+	if _, err := WriteSnapshotFile(path, md, []Row{vtKeyed(7, "agg", []byte("alpha"), "v")}, SnapshotOptions{Sidecar: true, CheckpointID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	sum := Summarize(vtOpen(t, path, OpenOptions{}))
+	sum.Input.Path = "non-utf8.snap" // (a temporary directory's)
+	var got bytes.Buffer
+	enc := json.NewEncoder(&got)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // as the CLI writes it
+	if err := enc.Encode(sum); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "golden", "inspect-non-utf8.json")
+	if *update {
+		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("%s differs (run with -update after checking the change):\n%s", golden, got.String())
+	}
+
+	// Each companion decodes to the bytes stored.
+	var back Summary
+	if err := json.Unmarshal(got.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	unhex := func(h string) string {
+		t.Helper()
+		b, err := hex.DecodeString(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	vm := back.VersionMap
+	if len(vm.Entries) != 2 || unhex(vm.Entries[0].StateTypeHex) != "Caf\xe9" || unhex(vm.Entries[0].SlotHex) != "sl\xfft" ||
+		vm.Entries[1].StateTypeHex != "" || vm.Entries[1].SlotHex != "" {
+		t.Errorf("version map entries %+v", vm.Entries)
+	}
+	if len(vm.Variants) != 1 || unhex(vm.Variants[0].PackedHex) != packed {
+		t.Errorf("version map variants %+v", vm.Variants)
+	}
+	um := back.UnknownMetadata
+	if len(um) != 2 || um[0].Key != "x.ok" || um[0].KeyHex != "" || um[0].ValueHex != "" || unhex(um[1].KeyHex) != "x.owner\xfe" || unhex(um[1].ValueHex) != "val\xff" {
+		t.Errorf("unknown metadata %+v", um)
+	}
+	var keys []string
+	for _, h := range back.Files[0].MetadataKeysHex {
+		keys = append(keys, unhex(h))
+	}
+	if want := []string{MetaFormatVersion, MetaStateVersions, "x.owner\xfe", "x.ok"}; !slices.Equal(keys, want) {
+		t.Errorf("metadata keys from hex %q, want %q", keys, want)
 	}
 }
 
