@@ -29,28 +29,35 @@ func TestInspectGolden(t *testing.T) {
 			if err := sum.WriteText(&got); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", "golden", c.name+".txt")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got.Bytes(), want) {
-				t.Errorf("%s differs (run with -update after checking the change):\n%s", golden, got.String())
-			}
+			compareGolden(t, c.name+".txt", got.Bytes())
 			// Deterministic: a second rendering is identical.
 			var again bytes.Buffer
 			if err := Summarize(vtOpen(t, c.path, OpenOptions{})).WriteText(&again); err != nil || !bytes.Equal(again.Bytes(), got.Bytes()) {
 				t.Error("two renderings differ")
 			}
 		})
+	}
+}
+
+// compareGolden compares got with testdata/golden/name, which -update
+// writes first.
+func compareGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	golden := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run with -update after checking the change):\n%s", golden, got)
 	}
 }
 
@@ -76,19 +83,7 @@ func TestInspectJSONNonUTF8(t *testing.T) {
 	if err := enc.Encode(sum); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "golden", "inspect-non-utf8.json")
-	if *update {
-		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got.Bytes(), want) {
-		t.Errorf("%s differs (run with -update after checking the change):\n%s", golden, got.String())
-	}
+	compareGolden(t, "inspect-non-utf8.json", got.Bytes())
 
 	// Each companion decodes to the bytes stored.
 	var back Summary

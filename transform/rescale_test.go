@@ -1738,6 +1738,15 @@ func TestRescaleTimers(t *testing.T) {
 	}
 }
 
+// rsTimerOnlyTimer adds the i-th timer of op 9, the timer-only operator of
+// the tests below, to the blob of its key's owner in g (per) and to want.
+func rsTimerOnlyTimer(g savepoint.Group, i int, per map[int][]rsTimer, want map[rsTimerID]int) {
+	tm := rsTimer{Event: i%2 == 0, TS: int64(i), Key: "k" + strconv.Itoa(i)}
+	o := g.Owner(savepoint.KeyGroupOf([]byte(tm.Key)))
+	per[o] = append(per[o], tm)
+	want[rsTimerID{9, rsTimerBlobKey, tm}] = 0
+}
+
 // TestRescaleTimerOnlyOperator: in a tree of one chain group every operator
 // runs in the group, so the timer blob of an operator without keyed state
 // (a process function that only keeps timers) is split like any other.
@@ -1750,10 +1759,7 @@ func TestRescaleTimerOnlyOperator(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		key := savepoint.EncodeKeyedKey([]byte("s"), rsI64(int64(i)))
 		files[g.Owner(int(key[0]))] = append(files[g.Owner(int(key[0]))], savepoint.Row{Op: 1, Key: key, Value: rsI64(1)})
-		tm := rsTimer{Event: i%2 == 0, TS: int64(i), Key: "k" + strconv.Itoa(i)}
-		o := g.Owner(savepoint.KeyGroupOf([]byte(tm.Key)))
-		per[o] = append(per[o], tm)
-		want[rsTimerID{9, rsTimerBlobKey, tm}] = 0
+		rsTimerOnlyTimer(g, i, per, want)
 	}
 	for i := 0; i < 2; i++ {
 		files[i] = append(files[i], savepoint.Row{Op: 9, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[i])})
@@ -1792,10 +1798,7 @@ func TestRescaleTimerOnlyOperatorGroups(t *testing.T) {
 		files[a.Owner(int(key[0]))] = append(files[a.Owner(int(key[0]))], savepoint.Row{Op: 1, Key: key, Value: rsI64(1)})
 		key = savepoint.EncodeKeyedKey([]byte("t"), rsI64(int64(i)))
 		files[b.Owner(int(key[0]))] = append(files[b.Owner(int(key[0]))], savepoint.Row{Op: 2, Key: key, Value: rsI64(2)})
-		tm := rsTimer{Event: i%2 == 0, TS: int64(i), Key: "k" + strconv.Itoa(i)}
-		o := a.Owner(savepoint.KeyGroupOf([]byte(tm.Key)))
-		per[o] = append(per[o], tm)
-		want[rsTimerID{9, rsTimerBlobKey, tm}] = 0
+		rsTimerOnlyTimer(a, i, per, want)
 	}
 	for i := 0; i < 3; i++ {
 		files[i] = append(files[i], savepoint.Row{Op: 9, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[i])})
