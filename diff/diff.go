@@ -198,10 +198,13 @@ type Value struct {
 	Subtask int `json:"subtask"`
 }
 
-// VersionChange is a version-map entry that differs.
+// VersionChange is a version-map entry that differs. StateTypeHex, and
+// an entry's SlotHex, give the state type and the slot in hex when they are
+// not valid UTF-8 (absent otherwise: savepoint.HexUnlessUTF8).
 type VersionChange struct {
-	Op        uint64 `json:"op"`
-	StateType string `json:"state_type"`
+	Op           uint64 `json:"op"`
+	StateType    string `json:"state_type"`
+	StateTypeHex string `json:"state_type_hex,omitempty"`
 	// A and B are the entry on each side (null when absent).
 	A *VersionEntry `json:"a"`
 	B *VersionEntry `json:"b"`
@@ -211,6 +214,7 @@ type VersionChange struct {
 type VersionEntry struct {
 	Version uint32 `json:"version"`
 	Slot    string `json:"slot"`
+	SlotHex string `json:"slot_hex,omitempty"`
 }
 
 // MetadataChange is a schema metadata key whose values differ.
@@ -756,10 +760,10 @@ func versionChanges(a, b *savepoint.Savepoint, res *Result) []VersionChange {
 			k := key{e.Op, e.StateType}
 			c := entries[k]
 			if c == nil {
-				c = &VersionChange{Op: e.Op, StateType: e.StateType}
+				c = &VersionChange{Op: e.Op, StateType: e.StateType, StateTypeHex: savepoint.HexUnlessUTF8(e.StateType)}
 				entries[k] = c
 			}
-			ve := &VersionEntry{Version: e.Version, Slot: e.Slot}
+			ve := &VersionEntry{Version: e.Version, Slot: e.Slot, SlotHex: savepoint.HexUnlessUTF8(e.Slot)}
 			if i == 0 {
 				c.A = ve
 			} else {

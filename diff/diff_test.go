@@ -223,7 +223,7 @@ rules:
 		t.Fatalf("versions %+v", r.Versions)
 	}
 	v := r.Versions[0]
-	if v.Op != opAgg || v.StateType != "UserCounter" || *v.A != (VersionEntry{1, "counts"}) || *v.B != (VersionEntry{2, "counts_v2"}) {
+	if v.Op != opAgg || v.StateType != "UserCounter" || *v.A != (VersionEntry{Version: 1, Slot: "counts"}) || *v.B != (VersionEntry{Version: 2, Slot: "counts_v2"}) {
 		t.Errorf("version change %+v a=%+v b=%+v", v, v.A, v.B)
 	}
 }
@@ -682,5 +682,33 @@ func TestDiffSharedRowsPerSubtask(t *testing.T) {
 		if r.Identical != c.same {
 			t.Errorf("%s: identical %v, want %v: %+v", c.name, r.Identical, c.same, r.Summary)
 		}
+	}
+}
+
+// TestVersionChangeHex: a version-map entry whose state type and slot are
+// not valid UTF-8 comes with their bytes in hex in the JSON, which writes
+// U+FFFD for each bad byte of the strings; valid ones have no companion.
+func TestVersionChangeHex(t *testing.T) {
+	file := func(packed string) *savepoint.Savepoint {
+		v, err := savepoint.ParseVersionMap(packed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Versions: v}}}}
+	}
+	r := compare(t, file("1|Caf\xe9|1|sl\xfft\n2|Plain|1|s"), file("1|Caf\xe9|2|sl\xfft\n2|Plain|2|s"), Options{})
+	got := map[uint64]VersionChange{}
+	for _, c := range r.Versions {
+		got[c.Op] = c
+	}
+	if c := got[1]; c.StateTypeHex != "436166e9" || c.A == nil || c.B == nil || c.A.SlotHex != "736cff74" || c.B.SlotHex != "736cff74" {
+		t.Errorf("op 1's change %+v (a %+v, b %+v): want state_type_hex 436166e9 and slot_hex 736cff74 on both sides", c, c.A, c.B)
+	}
+	if c := got[2]; c.StateTypeHex != "" || c.A == nil || c.A.SlotHex != "" {
+		t.Errorf("op 2's change %+v (a %+v): a valid string has no hex", c, c.A)
+	}
+	js, err := json.Marshal(got[1])
+	if err != nil || !strings.Contains(string(js), `"state_type_hex":"436166e9"`) {
+		t.Errorf("JSON %s (%v) lacks state_type_hex", js, err)
 	}
 }

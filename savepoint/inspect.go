@@ -281,10 +281,11 @@ type MetadataSummary struct {
 	Files    []string `json:"files"`
 }
 
-// hexUnlessUTF8 returns s in lowercase hex when it is not valid UTF-8,
+// HexUnlessUTF8 returns s in lowercase hex when it is not valid UTF-8,
 // else "": encoding/json writes U+FFFD for each invalid byte of a string,
 // so the JSON of such a string loses its bytes, and its hex keeps them.
-func hexUnlessUTF8(s string) string {
+// The JSON outputs give such strings a "_hex" companion with it.
+func HexUnlessUTF8(s string) string {
 	if utf8.ValidString(s) {
 		return ""
 	}
@@ -599,12 +600,12 @@ func Summarize(sp *Savepoint) *Summary {
 			vmVariants[i].Files = append(vmVariants[i].Files, f.Rel)
 		} else {
 			vmIndex[p] = len(vmVariants)
-			vmVariants = append(vmVariants, VersionMapVariant{Entries: snap.Versions.Len(), Packed: p, PackedHex: hexUnlessUTF8(p), Files: []string{f.Rel}})
+			vmVariants = append(vmVariants, VersionMapVariant{Entries: snap.Versions.Len(), Packed: p, PackedHex: HexUnlessUTF8(p), Files: []string{f.Rel}})
 			if len(s.VersionMap.Entries) == 0 {
 				for _, e := range snap.Versions.Entries() {
 					s.VersionMap.Entries = append(s.VersionMap.Entries, VersionEntrySummary{
-						Op: e.Op, StateType: e.StateType, StateTypeHex: hexUnlessUTF8(e.StateType),
-						Version: e.Version, Slot: e.Slot, SlotHex: hexUnlessUTF8(e.Slot),
+						Op: e.Op, StateType: e.StateType, StateTypeHex: HexUnlessUTF8(e.StateType),
+						Version: e.Version, Slot: e.Slot, SlotHex: HexUnlessUTF8(e.Slot),
 					})
 				}
 			}
@@ -721,7 +722,7 @@ func Summarize(sp *Savepoint) *Summary {
 		return strings.Compare(a.v, b.v)
 	})
 	for _, kv := range kvs {
-		s.UnknownMetadata = append(s.UnknownMetadata, MetadataSummary{Key: kv.k, KeyHex: hexUnlessUTF8(kv.k), Value: kv.v, ValueHex: hexUnlessUTF8(kv.v), Files: meta[kv]})
+		s.UnknownMetadata = append(s.UnknownMetadata, MetadataSummary{Key: kv.k, KeyHex: HexUnlessUTF8(kv.k), Value: kv.v, ValueHex: HexUnlessUTF8(kv.v), Files: meta[kv]})
 	}
 
 	s.KeyGroups = keyGroupHistogram(sp, kgPre)

@@ -178,12 +178,15 @@ type FileStats struct {
 	Action string `json:"action"`
 }
 
-// VersionChange is one version-map entry before and after ("" = absent).
+// VersionChange is one version-map entry before and after ("" = absent;
+// a slot in them is quoted). StateTypeHex gives the state type in hex when
+// it is not valid UTF-8 (absent otherwise: savepoint.HexUnlessUTF8).
 type VersionChange struct {
-	Op        uint64 `json:"op"`
-	StateType string `json:"state_type"`
-	Before    string `json:"before"`
-	After     string `json:"after"`
+	Op           uint64 `json:"op"`
+	StateType    string `json:"state_type"`
+	StateTypeHex string `json:"state_type_hex,omitempty"`
+	Before       string `json:"before"`
+	After        string `json:"after"`
 }
 
 // WriteText renders the report for a terminal.

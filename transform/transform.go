@@ -2139,7 +2139,7 @@ func versionChanges(sp *savepoint.Savepoint, results []*fileResult) []VersionCha
 	var out []VersionChange
 	for key, v := range all {
 		if v[0] != v[1] {
-			out = append(out, VersionChange{Op: key.op, StateType: key.t, Before: v[0], After: v[1]})
+			out = append(out, VersionChange{Op: key.op, StateType: key.t, StateTypeHex: savepoint.HexUnlessUTF8(key.t), Before: v[0], After: v[1]})
 		}
 	}
 	slices.SortFunc(out, func(a, b VersionChange) int {
