@@ -668,12 +668,32 @@ func inProc(p string) bool {
 // ErrOutputIsInput is returned when an output path names the input.
 var ErrOutputIsInput = errors.New("the output must not be the input")
 
+// MaxOutputName is the longest name, in bytes, an output may have: the
+// names of its temporary and moved-aside files (the longest,
+// <name>.meta.sptool-old-<pid>.<seq>.<random>) add up to 48 bytes to it,
+// and file systems allow 255.
+const MaxOutputName = 255 - 48
+
+// CheckOutputName refuses an output whose name is longer than
+// MaxOutputName.
+func CheckOutputName(out string) error {
+	if n := len(filepath.Base(out)); n > MaxOutputName {
+		return fmt.Errorf("output %s: its name is too long: %d bytes, at most %d (the names of its temporary files add up to %d bytes to it, and a file system allows 255)", out, n, MaxOutputName, 255-MaxOutputName)
+	}
+	return nil
+}
+
 // CheckOutputPath refuses an output that is the input, lies inside it, or
-// contains it. Symbolic links are resolved, in the output's case through
-// its deepest existing directory (the output itself need not exist), and
-// the directories above each path are compared by identity too (a bind
-// mount, a case-insensitive file system), not only by name.
+// contains it, and one whose name is longer than MaxOutputName (it would
+// fail once the work is done, when its temporary file is made). Symbolic
+// links are resolved, in the output's case through its deepest existing
+// directory (the output itself need not exist), and the directories above
+// each path are compared by identity too (a bind mount, a
+// case-insensitive file system), not only by name.
 func CheckOutputPath(in, out string) error {
+	if err := CheckOutputName(out); err != nil {
+		return err
+	}
 	rel, at, err := pathRelation(in, out)
 	switch rel {
 	case relSame:

@@ -304,6 +304,9 @@ func checkOutputFree(in, out string, force bool) error {
 // without --force, or that cannot be written: the report is written after
 // the savepoint, which should not then be published without it.
 func checkReportPath(in, out, report string, force bool) error {
+	if err := savepoint.CheckOutputName(report); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
 	for _, p := range []struct{ what, path string }{{"input", in}, {"output", out}} {
 		if p.path == "" {
 			continue // a dry run without -o
