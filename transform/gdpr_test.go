@@ -273,7 +273,14 @@ func TestPurgeTimerOnlyKeyFound(t *testing.T) {
 // stream order, or after a purge of one of the timers' keys (whose audit
 // counts the timers removed from both blobs), the kept blob is the same.
 func TestMergeTimerBlobsJoined(t *testing.T) {
-	timers := []byte("\xff__clink_timers")
+	// The legacy unprefixed key, a raw row get_operator_state falls back
+	// to, is joined as the prefixed one is.
+	for _, timers := range [][]byte{[]byte("\xff__clink_timers"), []byte("__clink_timers")} {
+		t.Run(savepoint.RenderKey(timers), func(t *testing.T) { testMergeTimerBlobsJoined(t, timers) })
+	}
+}
+
+func testMergeTimerBlobsJoined(t *testing.T, timers []byte) {
 	tm := func(ts int64, key string) savepoint.Timer { return savepoint.Timer{Time: ts, Key: []byte(key)} }
 	blob := func(proc, event []savepoint.Timer) []byte { return savepoint.EncodeTimers(proc, event) }
 	a := savepoint.Row{Op: 7, Key: timers, Value: blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(2, "c"), tm(1, "a")})}
@@ -358,7 +365,7 @@ func TestMergeTimerBlobsJoined(t *testing.T) {
 			}
 			var got [][]byte
 			for _, r := range readRows(t, out) {
-				if bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
+				if savepoint.IsTimerBlob(r.Key) {
 					if r.Op != 8 {
 						t.Errorf("a timer blob of op %d in the output", r.Op)
 					}

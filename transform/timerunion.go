@@ -9,8 +9,9 @@ import (
 	"github.com/sptool/sptool/savepoint"
 )
 
-// blobCopy is a stored timer blob (an operator-state row whose key starts
-// with savepoint.TimerKeyPrefix), noted as the rules keep or drop it: the
+// blobCopy is a stored timer blob (savepoint.IsTimerBlob: an
+// operator-state row whose key starts with savepoint.TimerKeyPrefix, or
+// the legacy unprefixed raw key), noted as the rules keep or drop it: the
 // timer blobs of two operators that a remap_operator with merge: true
 // makes one are joined before the duplicates are resolved (see
 // unionTimerBlobs).
@@ -28,7 +29,7 @@ type blobCopy struct {
 // noteBlob notes input row i (r as stored) when it is a timer blob: kept
 // as output row pos (nr as written), or, with pos -1, dropped by a rule.
 func (res *fileResult) noteBlob(pos, i int, r, nr savepoint.Row) {
-	if !bytes.HasPrefix(r.Key, savepoint.TimerKeyPrefix) {
+	if !savepoint.IsTimerBlob(r.Key) {
 		return
 	}
 	c := blobCopy{pos: pos, row: i, inOp: r.Op, inKey: bytes.Clone(r.Key)}

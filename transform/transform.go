@@ -1065,7 +1065,7 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 	if !keep {
 		res.changed = true
 		res.after.addN(r.Op, k.Slot, k.HasSlot, -1) // after = before - dropped
-		if k.Kind == savepoint.KindOperator && w.e.joinBlobs {
+		if k.Kind != savepoint.KindKeyed && w.e.joinBlobs {
 			res.noteBlob(-1, i, r, savepoint.Row{})
 		}
 		return nil
@@ -1086,7 +1086,7 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 		}
 	}
 	w.e.auditOut(res, nr, k, 1, &w.comp)
-	if k.Kind == savepoint.KindOperator && w.e.joinBlobs {
+	if k.Kind != savepoint.KindKeyed && w.e.joinBlobs {
 		res.noteBlob(out.Len(), i, r, nr)
 	}
 	w.keepRun(i, 1, nr, nr, true)
