@@ -972,30 +972,6 @@ func InferGroups(files []*File) []Group {
 	return groups
 }
 
-// KeyedOperators returns the operators with keyed rows (first key byte
-// below NumKeyGroups) in any of files, read as InferGroups reads them: from
-// the prefix runs found at open when they say it, else from the operator
-// column and the keys of its blocks with an operator not seen yet. The
-// files are read at once, one goroutine per CPU; a fault of a mapped input
-// is raised in the caller (see ForEach and Guard).
-func KeyedOperators(files []*File) map[uint64]bool {
-	ev := make([]groupEvidence, len(files))
-	ForEach(len(files), func(i int) {
-		ev[i].ops = map[uint64]bool{}
-		if f := files[i]; f.Snapshot != nil {
-			keyedEvidence(f.Snapshot, &ev[i], false)
-			f.ReleasePages()
-		}
-	})
-	ops := map[uint64]bool{}
-	for _, e := range ev {
-		for op := range e.ops {
-			ops[op] = true
-		}
-	}
-	return ops
-}
-
 // UnlistedWarnings says, one line a file, which files of the checkpoint
 // were left out because the tree's only marker does not list their
 // subtask (Unlisted): a command over the tree reads none of their rows (an

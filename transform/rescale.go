@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -207,7 +208,7 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 	}
 	var out []*newFile
 	newFirst := 0
-	anyKeyed := &keyedAnywhere{files: sp.Files}
+	anyKeyed := &keyedAnywhere{results: results}
 	for gi, g := range groups {
 		m := pars[gi]
 		gr := RescaleGroupReport{OldFirst: g.First, OldParallelism: g.Count, NewFirst: newFirst, NewParallelism: m, Action: "rescale"}
@@ -327,25 +328,57 @@ func unionMetadata(first savepoint.Metadata, files []*savepoint.File, g savepoin
 	return out, warns
 }
 
-// keyedAnywhere tells whether an operator has keyed rows in any file of a
-// tree (savepoint.KeyedOperators), read the first time it is asked.
+// keyedAnywhere tells whether an operator has keyed rows (first key byte
+// below 128) in the output of the rules of any file of a tree, read the
+// first time it is asked: after the rules, as a group's own operators are
+// found, so that an operator whose keyed slots the rules dropped, or one a
+// remap moved, is taken as it is written.
 type keyedAnywhere struct {
-	files []*savepoint.File
-	ops   map[uint64]bool
-	err   error
-	read  bool
+	results []*fileResult
+	ops     map[uint64]bool
+	err     error
+	read    bool
 }
 
-// has reports whether op has keyed rows in some file of the tree.
+// has reports whether op has keyed rows in some file's output.
 func (k *keyedAnywhere) has(op uint64) (bool, error) {
 	if !k.read {
 		k.read = true
+		k.ops = map[uint64]bool{}
 		k.err = savepoint.Guard(func() error {
-			k.ops = savepoint.KeyedOperators(k.files)
+			for _, res := range k.results {
+				if err := res.out.keyedOps(res.canonical, k.ops); err != nil {
+					return err
+				}
+			}
 			return nil
 		})
 	}
 	return k.ops[op], k.err
+}
+
+// keyedOps adds to ops the operators of the keyed rows of o: run by run
+// when o is canonical (see keyedRun), else row by row.
+func (o *outRows) keyedOps(canonical bool, ops map[uint64]bool) error {
+	var kc savepoint.KeyColumns
+	for j := 0; j < o.Len(); {
+		if !canonical {
+			if _, keyed := savepoint.RestoreKeyGroup(o.Key(j)); keyed {
+				ops[o.Op(j)] = true
+			}
+			j++
+			continue
+		}
+		n, op, _, keyed, err := o.keyedRun(j, &kc)
+		if err != nil {
+			return err
+		}
+		if keyed {
+			ops[op] = true
+		}
+		j += n
+	}
+	return nil
 }
 
 // rescaleGroup spreads the rows of the old files of chain group g (after
@@ -469,6 +502,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		rr.OperatorOut += int64(m)
 	}
 	meta, warns := unionMetadata(meta, groupFiles, g)
+	warns = append(warns, legacyBlobWarnings(g, newG, olds, parts)...)
 	for _, b := range ownerless {
 		warns = append(warns, fmt.Sprintf("group %s: %s: no chain group holds keyed rows of its operator, so which group runs it is not known: the blob was split by key group in this group, as in every group whose files hold it, so that no timer of the group that runs it is lost (a group that does not run it never reads its copies)", savepoint.FormatGroups([]savepoint.Group{g}), b))
 	}
@@ -490,6 +524,54 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		}
 	}
 	return files, warns, nil
+}
+
+// legacyTimerKey starts the key of a legacy unprefixed timer blob (see
+// savepoint.IsTimerBlob).
+var legacyTimerKey = savepoint.TimerKeyPrefix[1:]
+
+// legacyBlobWarnings says what a rescale of group g to newG does to the
+// legacy unprefixed timer blobs of its old files' outputs (olds, canonical;
+// parts their operators). Such a blob is a raw row of key group 95
+// (format 2.1): a restore keeps the copy of the owner of 95 and fires the
+// timers of that subtask's range from it, and the rescale moves that copy
+// whole to the new owner of 95 (docs/rescale.md). The timers of the old
+// owner's range that the new owner's range does not hold stop firing: each
+// blob with such timers, or that does not decode, is named, with how many.
+func legacyBlobWarnings(g, newG savepoint.Group, olds []*outRows, parts []rescalePart) []string {
+	owner := g.Owner(95)
+	i := owner - g.First
+	out, newOwner := olds[i], newG.Owner(95)
+	oldRange, newRange := g.Range(owner), newG.Range(newOwner)
+	group := savepoint.FormatGroups([]savepoint.Group{g})
+	var warns []string
+	for _, op := range slices.Sorted(maps.Keys(parts[i].own)) {
+		for x := lowerBound(out, op, legacyTimerKey); x < out.Len() && out.Op(x) == op && savepoint.IsTimerBlob(out.Key(x)); x++ {
+			key := savepoint.RenderKey(out.Key(x))
+			proc, event, err := savepoint.ParseTimers(bytes.Clone(out.Value(x)))
+			if err != nil {
+				warns = append(warns, fmt.Sprintf("group %s: op %d legacy timer blob %s of subtask %d does not decode (%v): moved whole to new subtask %d, the new owner of key group 95, its timers not counted", group, op, key, owner, err, newOwner))
+				continue
+			}
+			fired, stop := 0, 0
+			var first savepoint.Timer
+			for _, t := range append(proc, event...) {
+				kg := savepoint.KeyGroupOf(t.Key)
+				if !oldRange.Contains(kg) {
+					continue
+				}
+				if fired++; !newRange.Contains(kg) {
+					if stop++; stop == 1 {
+						first = t
+					}
+				}
+			}
+			if stop > 0 {
+				warns = append(warns, fmt.Sprintf("group %s: op %d legacy timer blob %s (unprefixed, a raw row of key group 95) moves whole from subtask %d to new subtask %d, the new owner of key group 95, and is not split: %d of the %d timers it fires at the old layout (key groups %s) are outside the new owner's range %s and no longer fire (the first: at %d for key %s); sptool validate of the output lists them", group, op, key, owner, newOwner, stop, fired, oldRange, newRange, first.Time, savepoint.RenderKey(first.Key)))
+			}
+		}
+	}
+	return warns
 }
 
 // rescalePart is what sortOut found in one old file of a rescale group.

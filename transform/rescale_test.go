@@ -1835,6 +1835,116 @@ func TestRescaleTimerOnlyOperatorGroups(t *testing.T) {
 	}
 }
 
+// rsTimerTreeKeyed builds a tree of two chain groups: A (subtasks 0-2) runs
+// op 1 and op 9 (a keyed slot "x" and timers), B (subtasks 3-4) runs op 2
+// and holds frozen copies of op 9's blob.
+func rsTimerTreeKeyed(t *testing.T) (string, map[rsTimerID]int) {
+	dir := rsTempDir(t)
+	a, b := savepoint.Group{First: 0, Count: 3}, savepoint.Group{First: 3, Count: 2}
+	files := map[int][]savepoint.Row{0: nil, 1: nil, 2: nil, 3: nil, 4: nil}
+	want := map[rsTimerID]int{}
+	per := map[int][]rsTimer{}
+	for i := 0; i < 30; i++ {
+		key := savepoint.EncodeKeyedKey([]byte("s"), rsI64(int64(i)))
+		files[a.Owner(int(key[0]))] = append(files[a.Owner(int(key[0]))], savepoint.Row{Op: 1, Key: key, Value: rsI64(1)})
+		key = savepoint.EncodeKeyedKey([]byte("x"), rsI64(int64(i)))
+		files[a.Owner(int(key[0]))] = append(files[a.Owner(int(key[0]))], savepoint.Row{Op: 9, Key: key, Value: rsI64(1)})
+		key = savepoint.EncodeKeyedKey([]byte("t"), rsI64(int64(i)))
+		files[b.Owner(int(key[0]))] = append(files[b.Owner(int(key[0]))], savepoint.Row{Op: 2, Key: key, Value: rsI64(2)})
+		rsTimerOnlyTimer(a, i, per, want)
+	}
+	for i := 0; i < 3; i++ {
+		files[i] = append(files[i], savepoint.Row{Op: 9, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[i])})
+	}
+	files[3] = append(files[3], savepoint.Row{Op: 9, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[0])})
+	files[4] = append(files[4], savepoint.Row{Op: 9, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[2])})
+	return rsWriteTree(t, filepath.Join(dir, "in"), files, savepoint.VersionMap{}), want
+}
+
+// TestRescaleTimerOnlyAfterDrop: a rule drops op 9's only keyed slot, and
+// op 9 keeps timers only: whether an operator has keyed rows is asked of
+// the rules' output, so its blob is split, not merged, and every timer
+// still fires.
+func TestRescaleTimerOnlyAfterDrop(t *testing.T) {
+	in, want := rsTimerTreeKeyed(t)
+	out := filepath.Join(filepath.Dir(in), "out")
+	rsRun(t, rsOpen(t, in, nil), "version: 1\nrules:\n  - drop_slot: {op: 9, slot: x}\n  - rescale: {groups: [{subtasks: \"0-2\", parallelism: 5}, {subtasks: \"3-4\", parallelism: 2}]}\n", out)
+	layout := []savepoint.Group{{First: 0, Count: 5}, {First: 5, Count: 2}}
+	restored := map[rsTimerID]int{}
+	for j, res := range rsRestore(rsOpen(t, out, layout), layout, true, true) {
+		if j < 5 {
+			for id, n := range rsRestoredTimers(t, res, 9) {
+				restored[id] += n
+			}
+		}
+	}
+	rsSameTimers(t, "op 9 timers after drop_slot + rescale", restored, want)
+}
+
+// TestRescaleRemapFrozenCopy: after a remap of op 9 to 14, group A holds
+// op 14's keyed rows, so group B's copies of its blob are frozen copies:
+// merged, with no warning that no group holds keyed rows of op 14.
+func TestRescaleRemapFrozenCopy(t *testing.T) {
+	in, _ := rsTimerTreeKeyed(t)
+	out := filepath.Join(filepath.Dir(in), "out")
+	rep := rsRun(t, rsOpen(t, in, nil), "version: 1\nrules:\n  - remap_operator: {from: 9, to: 14}\n  - rescale: {groups: [{subtasks: \"0-2\", parallelism: 5}, {subtasks: \"3-4\", parallelism: 3}]}\n", out)
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, "no chain group holds keyed rows") {
+			t.Errorf("warning of an operator with no keyed rows, though group A holds op 14's: %s", w)
+		}
+	}
+}
+
+// TestRescaleLegacyTimerBlob: a legacy unprefixed timer blob is a raw row
+// of key group 95, moved whole to the new owner of 95; the rescale says how
+// many of the timers its old owner fired fall outside the new owner's
+// range and no longer fire, and keeps the blob's bytes.
+func TestRescaleLegacyTimerBlob(t *testing.T) {
+	dir := rsTempDir(t)
+	g := savepoint.Group{First: 0, Count: 2}
+	owner := g.Owner(95)
+	files := map[int][]savepoint.Row{0: nil, 1: nil}
+	for i := 0; i < 20; i++ {
+		key := savepoint.EncodeKeyedKey([]byte("s"), rsI64(int64(i)))
+		files[g.Owner(int(key[0]))] = append(files[g.Owner(int(key[0]))], savepoint.Row{Op: 7, Key: key, Value: rsI64(1)})
+	}
+	// Timers of the old owner's range, which fire, and of the other's.
+	var timers []rsTimer
+	for i := 0; i < 24; i++ {
+		timers = append(timers, rsTimer{TS: int64(i), Key: "k" + strconv.Itoa(i)})
+	}
+	blob := rsEncodeTimers(timers)
+	files[owner] = append(files[owner], savepoint.Row{Op: 7, Key: []byte("__clink_timers"), Value: blob})
+	in := rsWriteTree(t, filepath.Join(dir, "in"), files, savepoint.VersionMap{})
+	out := filepath.Join(dir, "out")
+	rep := rsRun(t, rsOpen(t, in, nil), "version: 1\nrules:\n  - rescale: {parallelism: 5}\n", out)
+	newG := savepoint.Group{First: 0, Count: 5}
+	newOwner := newG.Owner(95)
+	n, stop := 0, 0
+	for _, tm := range timers {
+		kg := savepoint.KeyGroupOf([]byte(tm.Key))
+		if g.Owner(kg) == owner {
+			if n++; newG.Owner(kg) != newOwner {
+				stop++
+			}
+		}
+	}
+	if stop == 0 {
+		t.Fatal("the fixture needs timers that change subtask")
+	}
+	want := fmt.Sprintf("op 7 legacy timer blob \"__clink_timers\" (unprefixed, a raw row of key group 95) moves whole from subtask %d to new subtask %d, the new owner of key group 95, and is not split: %d of the %d timers it fires", owner, newOwner, stop, n)
+	said := false
+	for _, w := range rep.Warnings {
+		said = said || strings.Contains(w, want)
+	}
+	if !said {
+		t.Errorf("warnings %q: none says %q", rep.Warnings, want)
+	}
+	if v, ok := rsValueIn(rsOpen(t, out, []savepoint.Group{newG}), newOwner, 7, "__clink_timers"); !ok || !bytes.Equal(v, blob) {
+		t.Errorf("new subtask %d's legacy blob %x (%v), want the old owner's %x", newOwner, v, ok, blob)
+	}
+}
+
 // TestRescaleDuplicateRows: a file may hold a row twice (clink's restore
 // keeps the later keyed row, section 1.6); the rescale keeps what restore
 // keeps and its accounting holds.
