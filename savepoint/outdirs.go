@@ -72,7 +72,10 @@ func (m *MadeDirs) Remove() {
 		case err != nil || !os.SameFile(fi, m.infos[i]):
 			return
 		}
-		if os.Remove(m.dirs[i]) != nil {
+		// rmdir, not os.Remove, which unlinks first: whatever another
+		// process put in the directory's place since the check above is
+		// not a directory, and stays.
+		if syscall.Rmdir(m.dirs[i]) != nil {
 			return
 		}
 	}
