@@ -845,6 +845,10 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 
 // renderSlot renders a slot name: quoted when it is valid UTF-8 made of
 // printable characters (quotes optional), else 0x followed by its hex.
+// RenderSlot renders a slot name for text output: as it is when it is
+// printable UTF-8, else 0x and its bytes in hex.
+func RenderSlot(slot []byte) string { return renderSlot(slot, false) }
+
 func renderSlot(slot []byte, quote bool) string {
 	if utf8.Valid(slot) && isPrintableText(string(slot)) {
 		if quote {

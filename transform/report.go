@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sptool/sptool/internal/texttable"
+	"github.com/sptool/sptool/savepoint"
 )
 
 // Report is what a run did: per rule, per file, per operator and slot, the
@@ -157,12 +158,15 @@ type ExpiredInfo struct {
 	Slots       []string `json:"slots"`
 }
 
-// SlotStats counts rows of one (operator, slot) before and after.
+// SlotStats counts rows of one (operator, slot) before and after. SlotHex
+// gives the slot in hex when it is not valid UTF-8 (absent otherwise:
+// savepoint.HexUnlessUTF8).
 type SlotStats struct {
-	Op     uint64 `json:"op"`
-	Slot   string `json:"slot"`
-	Before int64  `json:"before"`
-	After  int64  `json:"after"`
+	Op      uint64 `json:"op"`
+	Slot    string `json:"slot"`
+	SlotHex string `json:"slot_hex,omitempty"`
+	Before  int64  `json:"before"`
+	After   int64  `json:"after"`
 }
 
 // FileStats is one input file's fate.
@@ -283,7 +287,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if s.Before != s.After {
 			mark = "*"
 		}
-		slots.Row(strconv.FormatUint(s.Op, 10), s.Slot, itoa(s.Before), itoa(s.After), mark)
+		slots.Row(strconv.FormatUint(s.Op, 10), savepoint.RenderSlot([]byte(s.Slot)), itoa(s.Before), itoa(s.After), mark)
 	}
 	ew.table(slots)
 	ew.printf("\nfiles:\n")

@@ -1,10 +1,13 @@
 package transform
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sptool/sptool/savepoint"
 )
 
 // wordEnds returns the offsets in runes at which the last n words of line
@@ -90,5 +93,42 @@ func TestReportTablesFitWideCells(t *testing.T) {
 	h = find("files:")
 	if a, c := lines[h+1], lines[h+2]; !strings.Contains(c, longFile+" ") || runeOffset(a, "rewrite") != runeOffset(c, "rewrite") || runeOffset(a, "->") != runeOffset(c, "->") {
 		t.Errorf("the files' lines are out of line:\n%s\n%s", a, c)
+	}
+}
+
+// TestReportSlotNamesRendered: a slot name that is not printable UTF-8 (a
+// newline, an escape sequence, bytes that are not UTF-8) is written in
+// the text report as 0x and its hex, on one line, and the JSON gives its
+// bytes in slot_hex where they are not valid UTF-8.
+func TestReportSlotNamesRendered(t *testing.T) {
+	dir := t.TempDir()
+	rows := []savepoint.Row{
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a\nb\x1b[31m"), []byte("x")), Value: []byte("v")},
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("\xff\xfe"), []byte("y")), Value: []byte("v")},
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("plain"), []byte("z")), Value: []byte("v")},
+	}
+	sp, set := fileAndRules(t, dir, rows, "  - drop: 'false'\n")
+	rep, err := Run(context.Background(), sp, set, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "\x1b") || strings.Contains(text.String(), "a\nb") {
+		t.Errorf("the report writes a slot name's control characters:\n%q", text.String())
+	}
+	for _, want := range []string{"0x610a621b5b33316d", "0xfffe", "plain"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the report does not show slot %s:\n%s", want, text.String())
+		}
+	}
+	hexOf := map[string]string{}
+	for _, s := range rep.Slots {
+		hexOf[s.Slot] = s.SlotHex
+	}
+	if hexOf["\xff\xfe"] != "fffe" || hexOf["plain"] != "" || hexOf["a\nb\x1b[31m"] != "" {
+		t.Errorf("slot_hex %q: want fffe for the slot that is not UTF-8 only", hexOf)
 	}
 }

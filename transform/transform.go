@@ -299,7 +299,7 @@ func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 	}
 	for k, n := range after {
 		if !seen[k] {
-			rep.Slots = append(rep.Slots, &SlotStats{Op: k.op, Slot: k.slot, After: n})
+			rep.Slots = append(rep.Slots, &SlotStats{Op: k.op, Slot: k.slot, SlotHex: savepoint.HexUnlessUTF8(k.slot), After: n})
 		}
 	}
 	sortSlots(rep.Slots)
@@ -2053,7 +2053,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 		keys[k] = true
 	}
 	for k := range keys {
-		rep.Slots = append(rep.Slots, &SlotStats{Op: k.op, Slot: k.slot, Before: before[k], After: after[k]})
+		rep.Slots = append(rep.Slots, &SlotStats{Op: k.op, Slot: k.slot, SlotHex: savepoint.HexUnlessUTF8(k.slot), Before: before[k], After: after[k]})
 	}
 	sortSlots(rep.Slots)
 	rep.VersionMap = versionChanges(sp, results)
