@@ -2,11 +2,13 @@ package transform
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -130,5 +132,51 @@ func TestReportSlotNamesRendered(t *testing.T) {
 	}
 	if hexOf["\xff\xfe"] != "fffe" || hexOf["plain"] != "" || hexOf["a\nb\x1b[31m"] != "" {
 		t.Errorf("slot_hex %q: want fffe for the slot that is not UTF-8 only", hexOf)
+	}
+}
+
+// TestVersionChangeHex: the report's version-map changes give a state type
+// that is not valid UTF-8 in hex too (the JSON writes U+FFFD for its bad
+// bytes), and the entries with their slot quoted; a remap moves such an
+// entry to another operator.
+func TestVersionChangeHex(t *testing.T) {
+	dir := t.TempDir()
+	vm, err := savepoint.ParseVersionMap("1|Caf\xe9|1|sl\xfft")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "in.snap")
+	rows := []savepoint.Row{{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("sl\xfft"), []byte("x")), Value: []byte("v")}}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, vm), rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - remap_operator: {from: 1, to: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), sp, set, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint64]VersionChange{}
+	for _, c := range rep.VersionMap {
+		got[c.Op] = c
+	}
+	want := `v1 slot "sl\xfft"`
+	if c := got[1]; c.StateTypeHex != "436166e9" || c.Before != want || c.After != "" {
+		t.Errorf("op 1's change %+v: want state_type_hex 436166e9, before %s, no after", c, want)
+	}
+	if c := got[2]; c.StateTypeHex != "436166e9" || c.After != want || c.Before != "" {
+		t.Errorf("op 2's change %+v: want state_type_hex 436166e9, after %s", c, want)
+	}
+	for _, c := range rep.VersionMap {
+		if !utf8.ValidString(c.Before) || !utf8.ValidString(c.After) {
+			t.Errorf("change %+v: an entry that is not valid UTF-8", c)
+		}
 	}
 }
