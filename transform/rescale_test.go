@@ -1788,25 +1788,8 @@ func TestRescaleTimerOnlyOperator(t *testing.T) {
 // one old subtask would have been written into every new file and the
 // other subtasks' timers lost.
 func TestRescaleTimerOnlyOperatorGroups(t *testing.T) {
-	dir := rsTempDir(t)
-	a, b := savepoint.Group{First: 0, Count: 3}, savepoint.Group{First: 3, Count: 2}
-	files := map[int][]savepoint.Row{0: nil, 1: nil, 2: nil, 3: nil, 4: nil}
-	want := map[rsTimerID]int{}
-	per := map[int][]rsTimer{}
-	for i := 0; i < 30; i++ {
-		key := savepoint.EncodeKeyedKey([]byte("s"), rsI64(int64(i)))
-		files[a.Owner(int(key[0]))] = append(files[a.Owner(int(key[0]))], savepoint.Row{Op: 1, Key: key, Value: rsI64(1)})
-		key = savepoint.EncodeKeyedKey([]byte("t"), rsI64(int64(i)))
-		files[b.Owner(int(key[0]))] = append(files[b.Owner(int(key[0]))], savepoint.Row{Op: 2, Key: key, Value: rsI64(2)})
-		rsTimerOnlyTimer(a, i, per, want)
-	}
-	for i := 0; i < 3; i++ {
-		files[i] = append(files[i], savepoint.Row{Op: 9, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[i])})
-	}
-	// Group B's files hold frozen copies of A's blobs, as a restore leaves them.
-	files[3] = append(files[3], savepoint.Row{Op: 9, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[0])})
-	files[4] = append(files[4], savepoint.Row{Op: 9, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[2])})
-	in := rsWriteTree(t, filepath.Join(dir, "in"), files, savepoint.VersionMap{})
+	in, want := rsTwoGroupTimerTree(t, false)
+	dir := filepath.Dir(in)
 	sp := rsOpen(t, in, nil)
 	if got := savepoint.FormatGroups(sp.Groups); got != "0-2,3-4" {
 		t.Fatalf("groups %s, want 0-2,3-4", got)
@@ -1835,10 +1818,11 @@ func TestRescaleTimerOnlyOperatorGroups(t *testing.T) {
 	}
 }
 
-// rsTimerTreeKeyed builds a tree of two chain groups: A (subtasks 0-2) runs
-// op 1 and op 9 (a keyed slot "x" and timers), B (subtasks 3-4) runs op 2
-// and holds frozen copies of op 9's blob.
-func rsTimerTreeKeyed(t *testing.T) (string, map[rsTimerID]int) {
+// rsTwoGroupTimerTree builds a tree of two chain groups: A (subtasks 0-2)
+// runs op 1 and op 9, which keeps timers, and with keyed9 a keyed slot "x";
+// B (subtasks 3-4) runs op 2, and its files hold frozen copies of op 9's
+// blob, as a restore leaves them. It returns the tree and op 9's timers.
+func rsTwoGroupTimerTree(t *testing.T, keyed9 bool) (string, map[rsTimerID]int) {
 	dir := rsTempDir(t)
 	a, b := savepoint.Group{First: 0, Count: 3}, savepoint.Group{First: 3, Count: 2}
 	files := map[int][]savepoint.Row{0: nil, 1: nil, 2: nil, 3: nil, 4: nil}
@@ -1847,8 +1831,10 @@ func rsTimerTreeKeyed(t *testing.T) (string, map[rsTimerID]int) {
 	for i := 0; i < 30; i++ {
 		key := savepoint.EncodeKeyedKey([]byte("s"), rsI64(int64(i)))
 		files[a.Owner(int(key[0]))] = append(files[a.Owner(int(key[0]))], savepoint.Row{Op: 1, Key: key, Value: rsI64(1)})
-		key = savepoint.EncodeKeyedKey([]byte("x"), rsI64(int64(i)))
-		files[a.Owner(int(key[0]))] = append(files[a.Owner(int(key[0]))], savepoint.Row{Op: 9, Key: key, Value: rsI64(1)})
+		if keyed9 {
+			key = savepoint.EncodeKeyedKey([]byte("x"), rsI64(int64(i)))
+			files[a.Owner(int(key[0]))] = append(files[a.Owner(int(key[0]))], savepoint.Row{Op: 9, Key: key, Value: rsI64(1)})
+		}
 		key = savepoint.EncodeKeyedKey([]byte("t"), rsI64(int64(i)))
 		files[b.Owner(int(key[0]))] = append(files[b.Owner(int(key[0]))], savepoint.Row{Op: 2, Key: key, Value: rsI64(2)})
 		rsTimerOnlyTimer(a, i, per, want)
@@ -1866,7 +1852,7 @@ func rsTimerTreeKeyed(t *testing.T) (string, map[rsTimerID]int) {
 // the rules' output, so its blob is split, not merged, and every timer
 // still fires.
 func TestRescaleTimerOnlyAfterDrop(t *testing.T) {
-	in, want := rsTimerTreeKeyed(t)
+	in, want := rsTwoGroupTimerTree(t, true)
 	out := filepath.Join(filepath.Dir(in), "out")
 	rsRun(t, rsOpen(t, in, nil), "version: 1\nrules:\n  - drop_slot: {op: 9, slot: x}\n  - rescale: {groups: [{subtasks: \"0-2\", parallelism: 5}, {subtasks: \"3-4\", parallelism: 2}]}\n", out)
 	layout := []savepoint.Group{{First: 0, Count: 5}, {First: 5, Count: 2}}
@@ -1885,7 +1871,7 @@ func TestRescaleTimerOnlyAfterDrop(t *testing.T) {
 // op 14's keyed rows, so group B's copies of its blob are frozen copies:
 // merged, with no warning that no group holds keyed rows of op 14.
 func TestRescaleRemapFrozenCopy(t *testing.T) {
-	in, _ := rsTimerTreeKeyed(t)
+	in, _ := rsTwoGroupTimerTree(t, true)
 	out := filepath.Join(filepath.Dir(in), "out")
 	rep := rsRun(t, rsOpen(t, in, nil), "version: 1\nrules:\n  - remap_operator: {from: 9, to: 14}\n  - rescale: {groups: [{subtasks: \"0-2\", parallelism: 5}, {subtasks: \"3-4\", parallelism: 3}]}\n", out)
 	for _, w := range rep.Warnings {
