@@ -405,11 +405,12 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	// their timer blobs are split; the blobs of operators with keyed rows in
 	// another group are frozen copies. A group that is the whole tree runs
 	// every operator in it (one with timers but no keyed state included).
-	// An operator with keyed rows in no group (a process function that
-	// keeps only timers) may run in any group that holds its blob: its
-	// blob is split wherever it is held, since only the split keeps every
-	// timer of the group that runs it; a copy split in a group that does
-	// not run it is never read there.
+	// An operator with keyed rows in no file's output (a process function
+	// that keeps only timers, or one whose keyed slots the rules dropped)
+	// may run in any group that holds its blob: its blob is split in every
+	// rescaled group that holds it, since only the split keeps every timer
+	// of the group that runs it; a copy split in a group that does not run
+	// it is never read there.
 	wholeTree := g.Count == len(sp.Files)
 	var ownerless []string
 	own := map[uint64]bool{}
@@ -504,7 +505,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	meta, warns := unionMetadata(meta, groupFiles, g)
 	warns = append(warns, legacyBlobWarnings(g, newG, olds, parts)...)
 	for _, b := range ownerless {
-		warns = append(warns, fmt.Sprintf("group %s: %s: no chain group holds keyed rows of its operator, so which group runs it is not known: the blob was split by key group in this group, as in every group whose files hold it, so that no timer of the group that runs it is lost (a group that does not run it never reads its copies)", savepoint.FormatGroups([]savepoint.Group{g}), b))
+		warns = append(warns, fmt.Sprintf("group %s: %s: no chain group holds keyed rows of its operator, so which group runs it is not known: the blob was split by key group in this group, as in every rescaled group whose files hold it, so that no timer of the group that runs it is lost (a group that does not run it never reads its copies)", savepoint.FormatGroups([]savepoint.Group{g}), b))
 	}
 	if len(packed) > 1 {
 		vm := versions.Pack()
@@ -546,7 +547,10 @@ func legacyBlobWarnings(g, newG savepoint.Group, olds []*outRows, parts []rescal
 	group := savepoint.FormatGroups([]savepoint.Group{g})
 	var warns []string
 	for _, op := range slices.Sorted(maps.Keys(parts[i].own)) {
-		for x := lowerBound(out, op, legacyTimerKey); x < out.Len() && out.Op(x) == op && savepoint.IsTimerBlob(out.Key(x)); x++ {
+		for x := lowerBound(out, op, legacyTimerKey); x < out.Len() && out.Op(x) == op && bytes.HasPrefix(out.Key(x), legacyTimerKey); x++ {
+			if !savepoint.IsTimerBlob(out.Key(x)) {
+				continue // a keyed row of a slot that starts so
+			}
 			key := savepoint.RenderKey(out.Key(x))
 			proc, event, err := savepoint.ParseTimers(bytes.Clone(out.Value(x)))
 			if err != nil {
