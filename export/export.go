@@ -111,7 +111,6 @@ import (
 	"math"
 	"math/bits"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -302,20 +301,16 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	if err := CheckOutput(path, force); err != nil {
 		return nil, err
 	}
-	// As apply and rescale do, the output's missing directories are made
-	// (the export failed only once it had read the whole input), and
-	// removed again if the export fails.
-	made, err := savepoint.MakeDirs(filepath.Dir(path))
-	if err != nil {
-		return nil, fmt.Errorf("create output directory: %w", err)
-	}
-	if opts.TempDir == "" {
-		opts.TempDir = savepoint.TempDirFor(path)
-	}
 	leftovers := savepoint.Leftovers(path)
 	var res *Result
-	// Without force, an export that appears meanwhile is kept.
-	err = savepoint.SaveFileAtomic(path, force, func(w io.Writer) error {
+	// As apply and rescale do, the output's missing directories are made
+	// (the export failed only once it had read the whole input), and
+	// removed again if the export fails. Without force, an export that
+	// appears meanwhile is kept.
+	err := savepoint.SaveFileMakingDirs(path, force, func(w io.Writer) error {
+		if opts.TempDir == "" {
+			opts.TempDir = savepoint.TempDirFor(path) // (its directory, made by now)
+		}
 		// A fault of the mapped input (a file cut short meanwhile) is an
 		// error here, so that the temporary file is removed.
 		err := savepoint.Guard(func() (err error) {
@@ -330,7 +325,6 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 		return ctx.Err()
 	})
 	if err != nil {
-		made.Remove()
 		return nil, err
 	}
 	if st, err := os.Stat(path); err == nil {

@@ -498,6 +498,22 @@ func SaveFileAtomic(path string, replace bool, write func(io.Writer) error) erro
 	})
 }
 
+// SaveFileMakingDirs is SaveFileAtomic that first makes the missing
+// directories above path (MakeDirs), and removes those it made again when
+// the file is not saved: the outputs of a command that are not savepoints
+// (an export, a report) are left as a failed savepoint output is.
+func SaveFileMakingDirs(path string, replace bool, write func(io.Writer) error) error {
+	made, err := MakeDirs(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("create output directory: %w", err)
+	}
+	if err := SaveFileAtomic(path, replace, write); err != nil {
+		made.Remove()
+		return err
+	}
+	return nil
+}
+
 // writeAtomic is SaveFileAtomic for a write that fills the temporary
 // file itself.
 func writeAtomic(path string, replace bool, write func(*os.File) error) error {

@@ -370,15 +370,7 @@ func checkRuleFilesApart(set *rules.Set, out, report string) error {
 // command checked. The directories it makes for path are removed again
 // if the file cannot be written.
 func writeJSONFile(path string, v any, replace bool) error {
-	made, err := savepoint.MakeDirs(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	err = savepoint.SaveFileAtomic(path, replace, func(w io.Writer) error { return writeJSON(w, v) })
-	if err != nil {
-		made.Remove()
-	}
-	return err
+	return savepoint.SaveFileMakingDirs(path, replace, func(w io.Writer) error { return writeJSON(w, v) })
 }
 
 // rulesRowFilter compiles cat's --where with the codecs of --rules.
