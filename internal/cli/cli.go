@@ -164,8 +164,8 @@ Exit codes:
   0  success (validate: no errors; diff: identical)
   1  findings (validate: errors; lint: problems; diff: differences)
   2  error: unreadable input, bad usage, or failure (nothing written; but
-     when apply's --report cannot be written after the savepoint was, the
-     message says so)
+     when apply or rescale fails after the savepoint was published, the
+     message starts "the savepoint was written to OUT, but")
 
 Run 'sptool help <command>' or 'sptool <command> --help' for a command's flags.
 `)

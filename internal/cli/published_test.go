@@ -82,6 +82,24 @@ func TestApplyStdoutFailsAfterPublish(t *testing.T) {
 	checkPublished(t, out, report)
 }
 
+// rescale publishes as apply does, and says so as apply does when its
+// stdout then fails (sptool help's exit code 2).
+func TestRescaleStdoutFailsAfterPublish(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	var errs bytes.Buffer
+	code := Main(context.Background(), []string{"rescale", "../../testdata/example", "-o", out, "--parallelism", "2"}, &Streams{Out: failingWriter{}, Err: &errs})
+	if code != ExitError {
+		t.Fatalf("exit %d, want %d; stderr: %s", code, ExitError, errs.String())
+	}
+	want := "sptool rescale: the savepoint was written to " + out + ", but the report could not be printed: no space left on device\n"
+	if errs.String() != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errs.String(), want)
+	}
+	if code := Main(context.Background(), []string{"validate", out, "--parallelism", "2"}, &Streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); code != ExitOK {
+		t.Errorf("validate %s --parallelism 2: exit %d", out, code)
+	}
+}
+
 // A --force over a tree whose old files cannot be removed publishes the
 // new tree, prints and saves the report (which says where the old tree
 // is left), and exits 2 saying the savepoint was written.
