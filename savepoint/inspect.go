@@ -843,12 +843,13 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 	return h
 }
 
-// renderSlot renders a slot name: quoted when it is valid UTF-8 made of
-// printable characters (quotes optional), else 0x followed by its hex.
 // RenderSlot renders a slot name for text output: as it is when it is
 // printable UTF-8, else 0x and its bytes in hex.
 func RenderSlot(slot []byte) string { return renderSlot(slot, false) }
 
+// renderSlot renders a slot name: when it is valid UTF-8 made of printable
+// characters, as it is (in Go quotes if quote is set), else 0x followed by
+// its hex.
 func renderSlot(slot []byte, quote bool) string {
 	if utf8.Valid(slot) && isPrintableText(string(slot)) {
 		if quote {
