@@ -96,8 +96,9 @@ type RulesInfo struct {
 }
 
 // RuleStats counts what one rule did. Matched counts rows the rule applied
-// to (its scope and condition held); Dropped and Changed what it did to
-// them.
+// to (in its scope, and its condition held; for keep, the rows whose
+// expression did not hold, which it drops); Dropped and Changed what it did
+// to them.
 type RuleStats struct {
 	Index   int    `json:"index"`
 	Name    string `json:"name,omitempty"`
