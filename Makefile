@@ -80,6 +80,7 @@ FUZZ_TARGETS := \
 	./savepoint:FuzzParseSidecar \
 	./savepoint:FuzzParseTimers \
 	./savepoint/codec:FuzzCodecRoundTrip \
+	./savepoint/codec:FuzzParse \
 	./rules:FuzzParse \
 	./rules:FuzzParseInt64 \
 	./transform:FuzzApply \
