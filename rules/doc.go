@@ -48,10 +48,10 @@
 //	drop_slot: {op|uid, slot}
 //	purge_keys: {keys: [...] | keys_file: PATH, codec: string|int64, op|uid, slot}
 //	purge_expired: {as_of: RFC3339 | "now" | EPOCH_MS, op|uid, slot}
-//	set_value: {op|uid, slot, expr}
+//	set_value: {op|uid, slot, expr, erase_empty}
 //	set_version: {op|uid, state_type, version, slot}
 //	drop_version: {op|uid, state_type}
-//	rescale: {parallelism: M} | {groups: [{subtasks: "a-b", parallelism: M}, ...]}
+//	rescale: {parallelism: M | groups: [{subtasks: "a-b", parallelism: M}, ...], drop_lost}
 //
 // keep and drop also take a scope ({op|uid, slot, expr}): rows outside
 // the scope pass untouched, and when the scope is one declared
@@ -82,7 +82,8 @@
 // 'state_type' may not contain '|' or a newline. rescale must be the last
 // rule; parallelisms are 1..65535 (a warning above 128); group ranges are
 // old global subtask indices "a-b" or "a", in increasing order without
-// overlap.
+// overlap; 'drop_lost: true' drops keyed rows held only outside their
+// owner's file, which the rescale otherwise refuses.
 //
 // # Expressions
 //
