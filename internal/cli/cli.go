@@ -101,6 +101,9 @@ func runMain(ctx context.Context, args []string, s *Streams) int {
 			if c, ok := commands[args[1]]; ok {
 				return c.run(ctx, s, []string{"--help"})
 			}
+			if args[1] == "version" {
+				return runMain(ctx, []string{"version", "--help"}, s)
+			}
 			fmt.Fprintf(s.Err, "sptool: unknown command %q\nTry: sptool help\n", args[1])
 			return ExitError
 		}
