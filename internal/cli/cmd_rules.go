@@ -106,7 +106,7 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	f.allowUnverif = fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
 	f.decompress = fs.Bool("decompress", false, "write uncompressed files, the only form clink restores: a file compressed as a whole (.gz, .zst, ...) is rewritten even when no rule changes it (default: compressed as its input; a rescaled group's new files are always plain)")
 	f.quiet = fs.BoolP("quiet", "q", false, "no progress on stderr (it is shown only when stderr is a terminal)")
-	tempDefault := "the output's directory; for a dry run, the system's temporary directory"
+	tempDefault := "the output's directory"
 	if dry {
 		tempDefault = "the system's temporary directory"
 	}
