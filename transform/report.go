@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -76,6 +77,26 @@ type Input struct {
 	// changelog+file payload references: it changes when any input byte
 	// changes. Bytes counts those files too.
 	Digest string `json:"digest"`
+}
+
+// MarshalJSON writes the checkpoint of a tree or generation input even when
+// it is 0 (the id of clink's offline writer), so that an erasure's report
+// names the checkpoint it erased from; a file input has none.
+func (in Input) MarshalJSON() ([]byte, error) {
+	type plain Input
+	if in.Kind == "file" {
+		return json.Marshal(plain(in))
+	}
+	return json.Marshal(struct {
+		Path       string `json:"path"`
+		Kind       string `json:"kind"`
+		Backend    string `json:"backend"`
+		Generation int    `json:"generation,omitempty"`
+		Checkpoint uint64 `json:"checkpoint"`
+		Files      int    `json:"files"`
+		Bytes      int64  `json:"bytes"`
+		Digest     string `json:"digest"`
+	}(in))
 }
 
 // Output describes what was written.
