@@ -29,8 +29,8 @@ all help:
 	@echo "  clean      remove bin/ and cover.out"
 
 # Without cgo (which only net's resolver, linked in through net/http, would
-# use) the binary is static: it starts in 32 ms instead of 36 on the
-# benchmark machine, with no dynamic loader and no libc.
+# use) the binary is static: with no dynamic loader and no libc it starts
+# a few milliseconds sooner (BENCHMARKS.md has the figures).
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/sptool
 
