@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"compress/bzip2"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"strings"
@@ -118,7 +120,24 @@ func Decompress(data []byte) ([]byte, string, error) {
 		return nil, name, fmt.Errorf("decompress %s stream: decompressed size exceeds %d bytes, the limit for %d compressed bytes (%d times their size, at least %d MiB, at most the machine's physical memory)",
 			name, limit, len(data), decompressRatio, decompressFloor>>20)
 	}
+	if name == CompressXZ && !xzFooterAtEnd(data) {
+		return nil, name, fmt.Errorf("decompress %s stream: %w (no stream footer at the end)", name, io.ErrUnexpectedEOF)
+	}
 	return out, name, nil
+}
+
+// xzFooterAtEnd reports whether data ends with an xz stream footer (its
+// CRC-32 and the magic "YZ"), after any stream padding. The xz reader takes
+// a stream cut short just before a block header for a stream that ended.
+func xzFooterAtEnd(data []byte) bool {
+	for len(data) >= 4 && bytes.Equal(data[len(data)-4:], []byte{0, 0, 0, 0}) {
+		data = data[:len(data)-4]
+	}
+	if len(data) < 12 {
+		return false
+	}
+	f := data[len(data)-12:]
+	return f[10] == 'Y' && f[11] == 'Z' && crc32.ChecksumIEEE(f[4:10]) == binary.LittleEndian.Uint32(f[:4])
 }
 
 // errOverLimit is readChunked's error for a stream longer than its limit.
@@ -138,7 +157,7 @@ func readChunked(r io.Reader, limit int64) ([]byte, error) {
 	total := 0
 	for {
 		b := make([]byte, size)
-		n, err := io.ReadFull(r, b)
+		n, err := readFull(r, b)
 		if int64(total+n) > limit {
 			return nil, errOverLimit
 		}
@@ -146,7 +165,7 @@ func readChunked(r io.Reader, limit int64) ([]byte, error) {
 			chunks = append(chunks, b[:n])
 			total += n
 		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
+		if err == io.EOF {
 			break
 		}
 		if err != nil {
@@ -163,6 +182,22 @@ func readChunked(r io.Reader, limit int64) ([]byte, error) {
 		chunks[i] = nil
 	}
 	return out, nil
+}
+
+// readFull reads into b until it is full or r ends, as io.ReadFull does, but
+// returns io.EOF only for the reader's own end of stream: an
+// io.ErrUnexpectedEOF is the decompressor's word for input cut short, which
+// io.ReadFull would make indistinguishable from a last short chunk.
+func readFull(r io.Reader, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := r.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 func newDecompressor(name string, r io.Reader) (io.Reader, error) {

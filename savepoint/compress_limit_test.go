@@ -142,3 +142,42 @@ func TestBodyDecompressLimit(t *testing.T) {
 		t.Errorf("past the bound: %v", err)
 	}
 }
+
+// A whole-file compressed payload cut short is an error for every
+// compression, wherever the cut falls: not the decompressed prefix, which
+// may be a whole stream whose checksum was never read, or nothing at all,
+// which reads as empty state.
+func TestDecompressTruncated(t *testing.T) {
+	fixture, err := os.ReadFile("../testdata/clink/snapshot-v1.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{CompressGzip, CompressZstd, CompressLZ4, CompressBzip2, CompressXZ} {
+		var buf bytes.Buffer
+		zw, err := NewCompressor(name, &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := zw.Write(fixture); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		whole := buf.Bytes()
+		if plain, _, err := Decompress(whole); err != nil || !bytes.Equal(plain, fixture) {
+			t.Fatalf("%s: whole stream: %d bytes, %v", name, len(plain), err)
+		}
+		magic := 0
+		for _, m := range magics {
+			if m.name == name {
+				magic = len(m.magic)
+			}
+		}
+		for cut := magic; cut < len(whole); cut++ {
+			if plain, _, err := Decompress(whole[:cut]); err == nil {
+				t.Errorf("%s: cut at %d of %d bytes: %d bytes decompressed, no error", name, cut, len(whole), len(plain))
+			}
+		}
+	}
+}
