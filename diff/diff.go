@@ -33,6 +33,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sptool/sptool/export"
 	"github.com/sptool/sptool/rules"
@@ -217,12 +218,18 @@ type VersionEntry struct {
 	SlotHex string `json:"slot_hex,omitempty"`
 }
 
-// MetadataChange is a schema metadata key whose values differ.
+// MetadataChange is a schema metadata key whose values differ. KeyHex
+// gives the key in hex when it is not valid UTF-8, and AHex (BHex) every
+// value of A (B) in hex, in the same order, when one of them is not (absent
+// otherwise: JSON text cannot hold such bytes).
 type MetadataChange struct {
-	Key string `json:"key"`
+	Key    string `json:"key"`
+	KeyHex string `json:"key_hex,omitempty"`
 	// A and B are the distinct values the side's files carry, sorted (empty when absent).
-	A []string `json:"a"`
-	B []string `json:"b"`
+	A    []string `json:"a"`
+	B    []string `json:"b"`
+	AHex []string `json:"a_hex,omitempty"`
+	BHex []string `json:"b_hex,omitempty"`
 	// CountsAsDifference is false for sptool.provenance (see the package comment).
 	CountsAsDifference bool `json:"counts_as_difference"`
 }
@@ -894,6 +901,23 @@ func metadataChanges(a, b *savepoint.Savepoint) []MetadataChange {
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(x, y MetadataChange) int { return strings.Compare(x.Key, y.Key) })
+	for i := range out {
+		out[i].KeyHex = savepoint.HexUnlessUTF8(out[i].Key)
+		out[i].AHex, out[i].BHex = hexUnlessUTF8(out[i].A), hexUnlessUTF8(out[i].B)
+	}
+	return out
+}
+
+// hexUnlessUTF8 returns vals in hex when one of them is not valid UTF-8,
+// else nil.
+func hexUnlessUTF8(vals []string) []string {
+	if !slices.ContainsFunc(vals, func(v string) bool { return !utf8.ValidString(v) }) {
+		return nil
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = hex.EncodeToString([]byte(v))
+	}
 	return out
 }
 

@@ -712,3 +712,30 @@ func TestVersionChangeHex(t *testing.T) {
 		t.Errorf("JSON %s (%v) lacks state_type_hex", js, err)
 	}
 }
+
+// TestMetadataChangeHex: metadata keys and values that are not valid UTF-8
+// keep their bytes in the JSON (values that differ only in such bytes must
+// not both read as U+FFFD), beside the text a valid one keeps alone.
+func TestMetadataChangeHex(t *testing.T) {
+	file := func(md ...savepoint.MetaEntry) *savepoint.Savepoint {
+		return &savepoint.Savepoint{Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Metadata: md}}}}
+	}
+	r := compare(t,
+		file(savepoint.MetaEntry{Key: "k\xff", Value: "v\xc3"}, savepoint.MetaEntry{Key: "plain", Value: "1"}),
+		file(savepoint.MetaEntry{Key: "k\xff", Value: "v\xc4"}, savepoint.MetaEntry{Key: "plain", Value: "2"}),
+		Options{})
+	got := map[string]MetadataChange{}
+	for _, c := range r.Metadata {
+		got[c.Key] = c
+	}
+	if c := got["k\xff"]; c.KeyHex != "6bff" || !slices.Equal(c.AHex, []string{"76c3"}) || !slices.Equal(c.BHex, []string{"76c4"}) {
+		t.Errorf("change of k\\xff: %+v, want key_hex 6bff, a_hex [76c3], b_hex [76c4]", c)
+	}
+	if c := got["plain"]; c.KeyHex != "" || c.AHex != nil || c.BHex != nil {
+		t.Errorf("change of plain: %+v: valid strings have no hex", c)
+	}
+	js, err := json.Marshal(r.Metadata)
+	if err != nil || !strings.Contains(string(js), `"key_hex":"6bff"`) || !strings.Contains(string(js), `"a_hex":["76c3"]`) || strings.Count(string(js), "_hex") != 3 {
+		t.Errorf("JSON %s (%v): want key_hex, a_hex and b_hex for k\\xff only", js, err)
+	}
+}
