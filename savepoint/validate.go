@@ -45,7 +45,9 @@ const (
 	// CheckFormat: a payload compressed as a whole (error: clink reads only a
 	// bare Arrow IPC stream), a 0-byte payload in a tree (error: the file
 	// backend treats it as absent and refuses to restore the subtask), a
-	// 0-byte single file (info), compressed record-batch bodies (info).
+	// 0-byte single file (info), compressed record-batch bodies (info), a
+	// 0-byte changelog+file materialisation (warning: restored as empty
+	// state, though clink never writes one empty).
 	CheckFormat = "format"
 	// CheckMetadata: a schema metadata key stored more than once (warning:
 	// clink reads the first, apache-arrow JS the last).
@@ -561,6 +563,11 @@ func (v *validator) checkFileLevel(f *File) {
 		v.fileFinding(f, SeverityError, CheckFormat, fmt.Sprintf("0-byte payload: clink's restore treats it as absent and refuses to restore subtask %d with empty state (section 5.3) unless CLINK_ALLOW_MISSING_RESTORE_STATE is set; write a zero-row stream instead", f.Subtask))
 	case s.Variant == Empty:
 		v.fileFinding(f, SeverityInfo, CheckFormat, "0-byte file: empty state (clink accepts it as such everywhere, but its file backend treats a 0-byte checkpoint payload as absent)")
+	}
+	for i, m := range f.MaterializationInfo {
+		if m.Size == 0 && i < len(f.Materializations) {
+			v.fileFinding(f, SeverityWarning, CheckFormat, fmt.Sprintf("materialisation %s is 0 bytes: the subtask restores no materialised state from it (clink reads empty bytes as empty state), though clink's writer never writes one empty (a zero-row stream at least): a file cut short?", f.Materializations[i]))
+		}
 	}
 	if s.Compression != "" {
 		v.fileFinding(f, SeverityInfo, CheckFormat, fmt.Sprintf("record-batch bodies are %s-compressed: clink's writer never compresses them, and its reader needs an Arrow build with that codec", s.Compression))

@@ -1238,6 +1238,33 @@ func TestValidateChangelogPayloads(t *testing.T) {
 	})
 }
 
+// A changelog+file materialisation of 0 bytes is restored as empty state
+// (clink reads empty bytes as no state anywhere), though clink never writes
+// one: the subtask's materialised rows are gone, which validate says.
+func TestValidateEmptyMaterialization(t *testing.T) {
+	k0, k1 := vtKeysIn(t, 0, 64, 1)[0], vtKeysIn(t, 64, 128, 1)[0]
+	out := filepath.Join(t.TempDir(), "cl")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7, Backend: BackendChangelogFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rows := range [][]Row{{vtKeyed(7, "agg", k0, "a")}, {vtKeyed(7, "agg", k1, "b")}} {
+		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), rows, CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(out, "v1", "1", "materializations", "mat-7.bin"), 0); err != nil {
+		t.Fatal(err)
+	}
+	vtExpect(t, Validate(vtOpen(t, out, OpenOptions{Groups: []Group{{0, 2}}}), ValidateOptions{}), []vtWant{
+		{SeverityInfo, CheckSidecar, "", -1, 0, nil, []string{"2 changelog+file payloads carry no .meta sidecar"}},
+		{SeverityWarning, CheckFormat, "v1/1/changelog-7.snap", -1, 0, nil, []string{"materialisation v1/1/materializations/mat-7.bin is 0 bytes", "restores no materialised state"}},
+	})
+}
+
 func TestReportJSON(t *testing.T) {
 	rep := &Report{Findings: []Finding{
 		{Severity: SeverityError, Check: CheckMisplacedRow, File: "v1/0/checkpoint-7.snap", Subtask: 0, Row: 3, Op: 18088258576788386267, Key: []byte{0x5f, 0x7c, 0x01}, Message: "lost <raw> & gone"},
