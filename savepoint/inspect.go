@@ -987,7 +987,11 @@ func (s *Summary) WriteText(w io.Writer) error {
 	for _, f := range s.Files {
 		keys := "(none)"
 		if len(f.MetadataKeys) > 0 {
-			keys = strings.Join(f.MetadataKeys, ", ")
+			shown := make([]string, len(f.MetadataKeys))
+			for i, k := range f.MetadataKeys {
+				shown[i] = RenderSlot([]byte(k))
+			}
+			keys = strings.Join(shown, ", ")
 		}
 		fmt.Fprintf(&b, "    %s: %s\n", f.Rel, keys)
 	}
@@ -1092,7 +1096,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if len(s.UnknownMetadata) > 0 {
 		b.WriteString("\nUnknown metadata\n")
 		for _, m := range s.UnknownMetadata {
-			fmt.Fprintf(&b, "  %s = %s (%s)\n", m.Key, renderBytesShort([]byte(m.Value), 64), strings.Join(m.Files, ", "))
+			fmt.Fprintf(&b, "  %s = %s (%s)\n", RenderSlot([]byte(m.Key)), renderBytesShort([]byte(m.Value), 64), strings.Join(m.Files, ", "))
 		}
 	}
 	if len(s.Notes) > 0 {

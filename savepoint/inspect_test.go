@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestInspectGolden compares WriteText with testdata/golden/*.txt
@@ -116,6 +117,21 @@ func TestInspectJSONNonUTF8(t *testing.T) {
 	}
 	if want := []string{MetaFormatVersion, MetaStateVersions, "x.owner\xfe", "x.ok"}; !slices.Equal(keys, want) {
 		t.Errorf("metadata keys from hex %q, want %q", keys, want)
+	}
+
+	// The text shows such a key in hex, as it shows such a slot, not as
+	// raw bytes.
+	var text bytes.Buffer
+	if err := sum.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !utf8.Valid(text.Bytes()) {
+		t.Errorf("text output is not valid UTF-8:\n%s", text.Bytes())
+	}
+	for _, want := range []string{"  0x782e6f776e6572fe = 0x76616cff (", "  x.ok = \"fine\" (", "clink.state_versions, 0x782e6f776e6572fe, x.ok\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, text.Bytes())
+		}
 	}
 }
 
