@@ -1104,6 +1104,31 @@ func DecodeRow(set *rules.Set, env *rules.Env, r savepoint.Row, subtask int) (De
 
 var errNotUTF8 = errors.New("not valid UTF-8")
 
+// NotUTF8Error returns the *rules.DecodeError DecodeRow gives a row of a
+// declared slot whose key or value, decoded with the string codec into env
+// (by set.FillEnv), is not valid UTF-8, else nil: such a string cannot be
+// shown as text without being taken for other text.
+func NotUTF8Error(set *rules.Set, env *rules.Env, r savepoint.Row) error {
+	k := savepoint.ParseKey(r.Key)
+	if set == nil || k.Kind != savepoint.KindKeyed {
+		return nil
+	}
+	decl := set.SlotDecl(r.Op, string(k.Slot))
+	if decl == nil {
+		return nil
+	}
+	part := ""
+	switch {
+	case notUTF8String(decl.KeyCodec, env.Key):
+		part = "key"
+	case notUTF8String(decl.ValueCodec, env.Value):
+		part = "value"
+	default:
+		return nil
+	}
+	return &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: part, Codec: "string", Err: errNotUTF8, Line: decl.Line}
+}
+
 // notUTF8String reports whether v, decoded with codec c, is a string (c
 // is the string codec) that is not valid UTF-8.
 func notUTF8String(c codec.Codec, v any) bool {

@@ -322,6 +322,32 @@ func TestCatUndecodable(t *testing.T) {
 	}
 }
 
+// A declared string that is not valid UTF-8 is not shown as decoded: its
+// 0x hex would read as the text "0x...". It is printed undecoded and
+// counted, as export does.
+func TestCatStringNotUTF8(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "f.snap")
+	rows := []savepoint.Row{
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("ok")), Value: []byte("v")},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k\xff")), Value: []byte("v")},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("0x6bff")), Value: []byte("v\xfe")},
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	rulesPath := filepath.Join(dir, "r.yaml")
+	if err := os.WriteFile(rulesPath, []byte("version: 1\nslots:\n  - {op: 1, slot: s, key: string, value: string}\nrules: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	code := Main(context.Background(), []string{"cat", "--rules", rulesPath, "--format", "jsonl", in}, &Streams{Out: &out, Err: &errs})
+	if code != ExitOK || strings.Count(out.String(), `"decoded"`) != 1 || !strings.Contains(out.String(), `"decoded":{"key":"ok","value":"v"}`) ||
+		!strings.Contains(errs.String(), `sptool cat: warning: op 1 slot "s": 2 rows the declared codecs could not decode (printed undecoded); first: `) {
+		t.Errorf("cat: exit %d\n%s%s", code, out.String(), errs.String())
+	}
+}
+
 // --slot names one slot, by any form cat prints it in (the text format
 // prints a name as it is, quoted or in hex, without the int64 reading of
 // 8 bytes that keys and values get): each slot of a file

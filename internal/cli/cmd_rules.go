@@ -415,6 +415,9 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 			if err := set.FillEnv(&denv, r, subtask); err != nil {
 				return nil, err // a *rules.DecodeError: cat prints the row undecoded
 			}
+			if err := export.NotUTF8Error(set, &denv, r); err != nil {
+				return nil, err // its 0x hex would read as the text "0x..."
+			}
 			d := &decode{Key: export.JSONValue(denv.Key), Value: export.JSONValue(denv.Value)}
 			if v, ok := denv.ExpireAt.(int64); ok {
 				d.ExpireAt = &v
