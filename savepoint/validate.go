@@ -107,9 +107,9 @@ const (
 	// version maps, or some none (warning, section 10.6).
 	CheckVersionMapDisagreement = "version-map-disagreement"
 	// CheckCompleted: the COMPLETED marker. A listed subtask without a
-	// directory is an error; a subtask directory not listed, or a marker
-	// whose checkpoint or generation differs from the tree's, a warning; no
-	// marker, or no subtasks= line, info.
+	// directory is an error; a subtask directory not listed, a marker
+	// whose checkpoint or generation differs from the tree's, or an empty
+	// subtasks= line, a warning; no marker, or no subtasks= line, info.
 	CheckCompleted = "completed"
 	// CheckSubtasks: subtasks below the tree's highest with no directory
 	// of the checkpoint (error, one per tree: a job restoring at this
@@ -1250,6 +1250,10 @@ func (v *validator) checkCompleted() {
 	}
 	if !c.HasSubtasks {
 		v.treeFinding(SeverityInfo, CheckCompleted, 0, nil, fmt.Sprintf("%s has no subtasks= line: clink unions operator rows from every subtask directory", sp.CompletedRel))
+		return
+	}
+	if len(c.Subtasks) == 0 {
+		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s lists no subtask (an empty subtasks= line, which no coordinator writes): clink's restore skips every subtask the line does not list, so each subtask restores its own file and unions no other subtask's operator rows (section 5.3); sptool reads every subtask directory, as if the line were absent", sp.CompletedRel))
 		return
 	}
 	present := map[int]bool{}

@@ -817,6 +817,15 @@ func TestValidateCompletedMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// An empty subtasks= line: clink unions no subtask's operator rows
+	// into another's restore, where sptool reads every directory.
+	if err := os.WriteFile(marker, []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vtExpect(t, Validate(vtOpen(t, tree, OpenOptions{}), ValidateOptions{}), []vtWant{
+		{SeverityWarning, CheckCompleted, "", -1, 0, nil, []string{"_jobs/job1/COMPLETED-7 lists no subtask", "unions no other subtask's operator rows"}},
+	})
+
 	// No marker at all.
 	if err := os.Remove(marker); err != nil {
 		t.Fatal(err)
