@@ -73,12 +73,16 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 		sp.Kind, sp.Generation, sp.Root, genDir = InputGeneration, g, filepath.Dir(filepath.Clean(path)), path
 	} else {
 		sp.Kind, sp.Root = InputTree, path
-		gens, err := generations(path)
+		gens, unusable, err := generations(path)
 		if err != nil {
 			return nil, err
 		}
 		if len(gens) == 0 {
-			return nil, fmt.Errorf("open savepoint %s: not a checkpoint directory: no v<generation> directory in it (give a snapshot file, a checkpoint directory or a v<generation> directory)", path)
+			why := ""
+			if len(unusable) > 0 {
+				why = ": " + strings.Join(unusable, "; ")
+			}
+			return nil, fmt.Errorf("open savepoint %s: not a checkpoint directory: no v<generation> directory in it%s (give a snapshot file, a checkpoint directory or a v<generation> directory)", path, why)
 		}
 		sp.Generation = gens[len(gens)-1]
 		genDir = filepath.Join(path, "v"+strconv.Itoa(sp.Generation))
@@ -204,19 +208,42 @@ func subtaskIndex(name string) (int, bool) {
 	return n, err == nil
 }
 
-func generations(root string) ([]int, error) {
+func generations(root string) (gens []int, unusable []string, err error) {
 	ents, err := os.ReadDir(root)
 	if err != nil {
-		return nil, fmt.Errorf("open savepoint: %w", err)
+		return nil, nil, fmt.Errorf("open savepoint: %w", err)
 	}
-	var gens []int
 	for _, e := range ents {
-		if g, ok := parseGeneration(e.Name()); ok && isDir(filepath.Join(root, e.Name())) {
+		name := e.Name()
+		g, ok := parseGeneration(name)
+		if !ok {
+			if len(name) > 1 && name[0] == 'v' && strings.Trim(name[1:], "0123456789") == "" {
+				unusable = append(unusable, fmt.Sprintf("%s: generation number out of range", name))
+			}
+			continue
+		}
+		st, err := os.Stat(filepath.Join(root, name)) // follows links, as isDir
+		switch {
+		case err != nil:
+			unusable = append(unusable, fmt.Sprintf("%s: %v", name, unwrapPath(err)))
+		case !st.IsDir():
+			unusable = append(unusable, fmt.Sprintf("%s: not a directory", name))
+		default:
 			gens = append(gens, g)
 		}
 	}
 	sort.Ints(gens)
-	return gens, nil
+	return gens, unusable, nil
+}
+
+// unwrapPath returns the error under a *fs.PathError, whose path the
+// message already names.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // generationHolding returns the directory of a generation of the tree at

@@ -3,8 +3,10 @@ package savepoint
 import (
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -73,5 +75,51 @@ func TestKeyedOps(t *testing.T) {
 				sp.Close()
 			}
 		}
+	}
+}
+
+// TestNoGenerationSaysWhy: a directory with no usable v<generation>
+// directory is refused, and the message says why each entry named like one
+// is not one.
+func TestNoGenerationSaysWhy(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		make func(t *testing.T, dir string)
+		want string
+	}{
+		{"out of range", func(t *testing.T, dir string) {
+			mustMkdir(t, filepath.Join(dir, "v99999999999999999999"))
+		}, "v99999999999999999999: generation number out of range"},
+		{"link loop", func(t *testing.T, dir string) {
+			if err := os.Symlink("v1", filepath.Join(dir, "v1")); err != nil {
+				t.Skip(err)
+			}
+		}, "v1: too many levels of symbolic links"},
+		{"file", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "v3"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "v3: not a directory"},
+		{"empty", func(t *testing.T, dir string) {}, "no v<generation> directory in it (give"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c.make(t, dir)
+			sp, err := Open(dir, OpenOptions{})
+			if err == nil {
+				sp.Close()
+				t.Fatal("opened")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not say %q", err, c.want)
+			}
+		})
+	}
+}
+
+func mustMkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
