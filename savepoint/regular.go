@@ -121,6 +121,11 @@ func within(dir, path string) bool {
 // realPath returns the absolute path of p with its symbolic links resolved.
 func realPath(p string) (string, error) {
 	r, err := filepath.EvalSymlinks(p)
+	var pe *fs.PathError
+	if err != nil && !errors.As(err, &pe) {
+		// A loop of links: EvalSymlinks' message names no path.
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
 	if err != nil {
 		return "", err
 	}
