@@ -58,7 +58,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		return usageError(s, c, fmt.Errorf("--format must be text, jsonl or csv, not %q", *format))
 	}
 	if *limit < 0 {
-		return usageError(s, c, fmt.Errorf("--limit must be 0 or more"))
+		return usageError(s, c, errNegative("--limit"))
 	}
 	if err := checkTempDir(*tempDir, fs.Args()...); err != nil {
 		return usageError(s, c, err)
