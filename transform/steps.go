@@ -113,6 +113,16 @@ func compile(set *rules.Set) []step {
 				return row, true, nil
 			}
 			s.versions = func(vm savepoint.VersionMap) (savepoint.VersionMap, error) {
+				if spec.To == "" {
+					// An entry without a slot applies to every row of the
+					// operator, its timers and operator state included
+					// (format 4.4): the rename would widen the migration.
+					for _, e := range vm.Entries() {
+						if e.Op == op && e.Slot == from {
+							return vm, fmt.Errorf("op %d's entry for state type %q is bound to slot %q; renamed to the empty slot it would have no slot, which clink's restore migration applies to every row of the operator, its timers, operator state and other slots included (format section 4.4): drop the entry with a drop_version rule before this one, or rename the slot to a non-empty name", op, e.StateType, from)
+						}
+					}
+				}
 				vm.RenameSlot(op, from, spec.To)
 				return vm, nil
 			}

@@ -543,6 +543,22 @@ func TestRuleKinds(t *testing.T) {
 			versions: "7|SeenTtl|1|seen_v2\n7|UserCounter|1|agg\n8|Cart|1|cart\n12|Dedup|3",
 		},
 		{
+			// A version entry without a slot applies to every row of the
+			// operator (format 4.4): renaming its slot to "" must not
+			// unbind it.
+			name:    "rename_slot to the empty slot refuses to unbind a version entry",
+			rules:   "  - rename_slot: {op: 7, from: agg, to: \"\"}\n",
+			wantErr: `rule 1 (rename_slot): version map: op 7's entry for state type "UserCounter" is bound to slot "agg"`,
+		},
+		{
+			name:  "rename_slot to the empty slot after drop_version of its entry",
+			rules: "  - drop_version: {op: 7, state_type: UserCounter}\n  - rename_slot: {op: 7, from: agg, to: \"\"}\n",
+			want: replace(baseRows, rA1, withSlot(rA1, ""), rA2, withSlot(rA2, ""),
+				rA3, withSlot(rA3, "")),
+			counts:   []counts{{0, 0, 0}, {3, 0, 3}},
+			versions: "7|SeenTtl|1|seen\n8|Cart|1|cart\n12|Dedup|3",
+		},
+		{
 			name:    "rename_slot refuses a target slot with rows",
 			rules:   "  - rename_slot: {op: 7, from: xseen, to: seen}\n",
 			wantErr: `rule 1 (rename_slot): operator 7 already has slot "seen" (4 rows); renaming slot "xseen" (1 rows) into it would merge the two`,
