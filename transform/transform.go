@@ -225,6 +225,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	rep.Warnings = append(rep.Warnings, eng.compositeWarnings()...)
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
 	rep.Warnings = append(rep.Warnings, setVersionWarnings(sp, eng.steps, rep.Slots)...)
+	rep.Warnings = append(rep.Warnings, renameVersionWarnings(sp, eng.steps, rep.PerRule)...)
 	if ckpt := outputCheckpoint(sp, opts); sp.Kind != savepoint.InputFile && !opts.DryRun && ckpt == 0 {
 		rep.Warnings = append(rep.Warnings, "the output tree is checkpoint 0, which clink does not restore: a restore_checkpoint_id of 0 means no restore, and the job would start without state (format 5.3); give the output another id with --checkpoint-id")
 	}
@@ -565,6 +566,33 @@ func versionsAt(sp *savepoint.Savepoint, steps []step, i int) []savepoint.Versio
 		vms = append(vms, vm)
 	}
 	return vms
+}
+
+// renameVersionWarnings returns a warning for each rename_slot step
+// without 'merge: true' that moves rows into a slot name the version map
+// binds another state type of the operator to (its rows dropped, its entry
+// left): a restore that migrates that state type migrates the rows of the
+// slot it names (format 4.4), the renamed ones included.
+func renameVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleStats) []string {
+	var warns []string
+	for i, st := range steps {
+		rs := st.rule.RenameSlot
+		if rs == nil || rs.Merge || i >= len(stats) || stats[i].Matched == 0 {
+			continue
+		}
+		types := map[string]bool{}
+		for _, vm := range versionsAt(sp, steps, i) {
+			for _, e := range vm.Entries() {
+				if e.Op == rs.Op.ID && e.Slot == rs.To && rs.To != "" {
+					types[strconv.Quote(e.StateType)] = true
+				}
+			}
+		}
+		for _, t := range slices.Sorted(maps.Keys(types)) {
+			warns = append(warns, fmt.Sprintf("%s: the version map binds state type %s of operator %s to slot %q, which the renamed rows take: a restore that migrates %s would migrate them (format 4.4); if that state is gone, drop its entry with a drop_version rule", st.rule.Label(), t, rs.Op, rs.To, t))
+		}
+	}
+	return warns
 }
 
 // setVersionWarnings returns a warning for each set_version step that

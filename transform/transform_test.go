@@ -559,6 +559,21 @@ func TestRuleKinds(t *testing.T) {
 			versions: "7|SeenTtl|1|seen\n8|Cart|1|cart\n12|Dedup|3",
 		},
 		{
+			// drop_slot leaves SeenTtl bound to "seen": the rows renamed
+			// into that name would be migrated as SeenTtl (format 4.4).
+			name:     "rename_slot into a dropped slot whose version entry stays warns",
+			rules:    "  - drop_slot: {op: 7, slot: seen}\n  - rename_slot: {op: 7, from: xseen, to: seen}\n",
+			want:     replace(except(baseRows, rS1, rS2, rS3, rS4), rX1, withSlot(rX1, "seen")),
+			counts:   []counts{{4, 4, 0}, {1, 0, 1}},
+			versions: "7|SeenTtl|1|seen\n7|UserCounter|1|agg\n8|Cart|1|cart\n12|Dedup|3",
+			check: func(t *testing.T, rep *transform.Report, _ []located) {
+				want := `rule 2 (rename_slot): the version map binds state type "SeenTtl" of operator 7 to slot "seen"`
+				if !strings.Contains(strings.Join(rep.Warnings, "\n"), want) {
+					t.Errorf("warnings %q, want one containing %q", rep.Warnings, want)
+				}
+			},
+		},
+		{
 			name:    "rename_slot refuses a target slot with rows",
 			rules:   "  - rename_slot: {op: 7, from: xseen, to: seen}\n",
 			wantErr: `rule 1 (rename_slot): operator 7 already has slot "seen" (4 rows); renaming slot "xseen" (1 rows) into it would merge the two`,
