@@ -215,6 +215,30 @@ func TestPredicateRuntimeError(t *testing.T) {
 	}
 }
 
+// A runtime error's message may quote a row's key or value: their control
+// characters are escaped, so that a key cannot forge a line of output or
+// send a terminal an escape sequence.
+func TestRuntimeErrorEscapesRowBytes(t *testing.T) {
+	set := parseOne(t, "version: 1\nslots:\n  - {op: 7, slot: n, key: string, value: string}\nrules:\n  - drop: 'int(key) > 1'\n  - set_value: {op: 7, slot: n, expr: 'string(int(value))'}\n")
+	var env Env
+	key := "x\nwritten: out\x1b[31m\x1f"
+	if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("n"), []byte(key)), Value: []byte(key)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	_, err1 := set.Rules[0].Drop.Predicate.Eval(&m, &env)
+	_, err2 := set.Rules[1].SetValue.Apply(&m, &env)
+	for _, err := range []error{err1, err2} {
+		if err == nil {
+			t.Fatal("int() of a text key did not fail")
+		}
+		msg, _, _ := strings.Cut(err.Error(), " (1:")
+		if strings.ContainsAny(msg, "\n\x1b\x1f") || !strings.Contains(msg, `x\nwritten: out\x1b[31m\x1f`) {
+			t.Errorf("error %q: want the key's control characters escaped", err)
+		}
+	}
+}
+
 // Without any slot declared, every row's key is a string and its value
 // bytes: filters are type-checked against them at load.
 func TestUndeclaredEnvChecks(t *testing.T) {

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -137,7 +140,7 @@ func (p *Predicate) Eval(m *vm.VM, env *Env) (bool, error) {
 	env.init()
 	out, err := m.Run(p.prog, env)
 	if err != nil {
-		return false, err
+		return false, runError(err)
 	}
 	b, ok := out.(bool)
 	if !ok {
@@ -170,8 +173,42 @@ type ValueProgram struct {
 // its result, not yet encoded.
 func (p *ValueProgram) Eval(m *vm.VM, env *Env) (any, error) {
 	env.init()
-	return m.Run(p.prog, env)
+	out, err := m.Run(p.prog, env)
+	if err != nil {
+		return nil, runError(err)
+	}
+	return out, nil
 }
+
+// runError returns err, an error of expr's VM, with the control characters
+// and the invalid UTF-8 of its message escaped (\n, \x1b): the message may
+// quote a row's key or value, bytes of the savepoint, which must not forge a
+// line of sptool's output or reach a terminal as an escape sequence. The
+// snippet of the expression below the message is left as it is.
+func runError(err error) error {
+	fe, ok := err.(*file.Error)
+	if !ok || !strings.ContainsFunc(fe.Message, needsEscape) && utf8.ValidString(fe.Message) {
+		return err
+	}
+	c := *fe
+	var b strings.Builder
+	for i, r := range fe.Message {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(fe.Message[i:], string(utf8.RuneError)):
+			fmt.Fprintf(&b, `\x%02x`, fe.Message[i])
+		case needsEscape(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	c.Message = b.String()
+	return &c
+}
+
+// needsEscape reports whether r is a control character (C0, DEL, C1).
+func needsEscape(r rune) bool { return unicode.IsControl(r) }
 
 // Program returns the compiled expr program (see Predicate.Program).
 func (p *ValueProgram) Program() *vm.Program { return p.prog }
