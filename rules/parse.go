@@ -351,6 +351,9 @@ func describe(n *yaml.Node) string {
 	case yaml.MappingNode:
 		return "a mapping"
 	case yaml.SequenceNode:
+		if len(n.Content) == 0 {
+			return "an empty list"
+		}
 		return "a list"
 	case yaml.AliasNode:
 		return "an alias"
