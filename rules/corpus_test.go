@@ -162,6 +162,8 @@ var badCorpus = map[string]struct {
 		`rescale-overlap.bad.yaml:6:22: rule 1: subtasks "3-5" overlap or precede the previous group's "0-3" (line 5)`}, wantCount: 1},
 	"rescale-bad-range.bad.yaml": {want: []string{
 		`rescale-bad-range.bad.yaml:5:22: rule 1: bad 'subtasks' "4-2": want "a-b" or "a"`}, wantCount: 1},
+	"op-too-large.bad.yaml": {want: []string{
+		"op-too-large.bad.yaml:3:25: rule 1: 'op' is out of range for a 64-bit unsigned integer: 18446744073709551616"}, wantCount: 1},
 	"rescale-groups-empty.bad.yaml": {want: []string{
 		"rescale-groups-empty.bad.yaml:3:23: rule 1: 'groups' must be a non-empty list of {subtasks, parallelism}, got an empty list"}, wantCount: 1},
 	"rescale-both.bad.yaml": {want: []string{

@@ -573,6 +573,10 @@ func (p *parser) intValue(n *yaml.Node, key string, bits int) (int64, bool) {
 	if n.Kind == yaml.AliasNode {
 		return 0, false
 	}
+	if tooLarge(n) {
+		p.errAt(n, key, "'%s' is out of range: %s", key, n.Value)
+		return 0, false
+	}
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 		p.errAt(n, key, "'%s' must be an integer, got %s", key, describe(n))
 		return 0, false
@@ -585,9 +589,27 @@ func (p *parser) intValue(n *yaml.Node, key string, bits int) (int64, bool) {
 	return v, true
 }
 
+// tooLarge reports whether n is a decimal integer literal beyond 64 bits,
+// which YAML resolves as a float.
+func tooLarge(n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!float" {
+		return false
+	}
+	d := strings.TrimLeft(n.Value, "+-")
+	return d != "" && strings.Trim(d, "0123456789") == ""
+}
+
 // uintValue reads a non-negative integer scalar that fits in bits.
 func (p *parser) uintValue(n *yaml.Node, key string, bits int) (uint64, bool) {
 	if n.Kind == yaml.AliasNode {
+		return 0, false
+	}
+	if tooLarge(n) {
+		if strings.HasPrefix(n.Value, "-") {
+			p.errAt(n, key, "'%s' must be a non-negative integer, got %s", key, n.Value)
+		} else {
+			p.errAt(n, key, "'%s' is out of range for a %d-bit unsigned integer: %s", key, bits, n.Value)
+		}
 		return 0, false
 	}
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
