@@ -2885,3 +2885,52 @@ func rsRescaleTo(t *testing.T, dir, in string, p int) (*transform.Report, string
 	}
 	return rep, out
 }
+
+// A remap_operator with 'merge: true' of an operator run in one chain group
+// into one run in another would leave the merged operator with keyed rows
+// in both groups: an operator runs in one, and a restore at the layout loses
+// the rows in the other's files. It is refused, nothing written; a merge
+// within a group is not.
+func TestMergeAcrossChainGroupsRefused(t *testing.T) {
+	dir := t.TempDir()
+	files := map[int][]savepoint.Row{}
+	for i := 0; i < 200; i++ {
+		uk := []byte(fmt.Sprintf("user-%03d", i))
+		key := savepoint.EncodeKeyedKey([]byte("agg"), uk)
+		s := savepoint.SubtaskForKeyGroup(int(key[0]), 2)
+		files[s] = append(files[s], savepoint.Row{Op: 1, Key: key, Value: []byte{byte(i)}})
+		files[s] = append(files[s], savepoint.Row{Op: 3, Key: savepoint.EncodeKeyedKey([]byte("seen"), uk), Value: []byte{byte(i)}})
+		files[2] = append(files[2], savepoint.Row{Op: 2, Key: key, Value: []byte{byte(i)}})
+	}
+	for s := range files {
+		files[s] = savepoint.Logical(files[s])
+	}
+	in := writeTreeAsIs(t, filepath.Join(dir, "in"), 5, files, savepoint.VersionMap{})
+	groups := []savepoint.Group{{First: 0, Count: 2}, {First: 2, Count: 1}}
+	for _, tc := range []struct{ rules, wantErr string }{
+		{"  - remap_operator: {from: 1, to: 2, merge: true}\n", "rule 1 (remap_operator): merging operator 1 (keyed rows in chain group 0-1) into operator 2 (keyed rows in chain group 2)"},
+		{"  - remap_operator: {from: 1, to: 3, merge: true}\n", ""},
+		{"  - drop: 'op == 1'\n  - remap_operator: {from: 1, to: 2, merge: true}\n", ""},
+	} {
+		sp, err := savepoint.Open(in, savepoint.OpenOptions{RequireValid: true, Columnar: true, Groups: groups})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out")
+		os.RemoveAll(out)
+		_, err = transform.Run(context.Background(), sp, parseRules(t, "version: 1\nrules:\n"+tc.rules, nil), transform.Options{Out: out})
+		sp.Close()
+		if tc.wantErr == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.rules, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: error %v, want one containing %q", tc.rules, err, tc.wantErr)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: refused, but an output was written", tc.rules)
+		}
+	}
+}

@@ -220,6 +220,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := checkSlotMerges(set, rep.Slots); err != nil {
 		return nil, err
 	}
+	if err := checkMergeGroups(sp, set, results); err != nil {
+		return nil, err
+	}
 	rep.Warnings = append(rep.Warnings, declarationWarnings(set, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, eng.compositeWarnings()...)
@@ -441,6 +444,104 @@ func checkSlotMerges(set *rules.Set, slots []*SlotStats) error {
 		}
 		return nil
 	})
+}
+
+// checkMergeGroups refuses a remap_operator with 'merge: true' that joins
+// two operators whose keyed rows lie in different chain groups of a tree,
+// when the merged operator still holds keyed rows in more than one group
+// after the rules: an operator runs in one chain group, so a restore at the
+// tree's layout would lose the rows in the other group's files (sptool
+// validate reports them as errors). The groups an operator's keyed rows lie
+// in are read from the input and followed through the remaps and
+// drop_operator rules; the output is read only when a merge joins groups.
+func checkMergeGroups(sp *savepoint.Savepoint, set *rules.Set, results []*fileResult) error {
+	if len(sp.Groups) < 2 || !slices.ContainsFunc(set.Rules, func(r *rules.Rule) bool { return r.RemapOperator != nil && r.RemapOperator.Merge }) {
+		return nil
+	}
+	type groupSet = map[savepoint.Group]bool
+	keyedGroups := func(each func(i int, fn func(op uint64, key []byte))) map[uint64]groupSet {
+		m := map[uint64]groupSet{}
+		for i, f := range sp.Files {
+			g, ok := sp.GroupOf(f.Subtask)
+			if !ok {
+				continue
+			}
+			each(i, func(op uint64, key []byte) {
+				if _, keyed := savepoint.RestoreKeyGroup(key); keyed {
+					if m[op] == nil {
+						m[op] = groupSet{}
+					}
+					m[op][g] = true
+				}
+			})
+		}
+		return m
+	}
+	cur := keyedGroups(func(i int, fn func(uint64, []byte)) {
+		if s := sp.Files[i].Snapshot; s != nil {
+			s.EachKey(func(_ int, op uint64, key []byte) bool { fn(op, key); return true })
+		}
+	})
+	format := func(gs groupSet) string {
+		return savepoint.FormatGroups(slices.SortedFunc(maps.Keys(gs), func(a, b savepoint.Group) int { return a.First - b.First }))
+	}
+	type joined struct {
+		rule     *rules.Rule
+		op       uint64 // the merged operator's id, followed through later remaps
+		from, to string
+	}
+	var joins []*joined
+	for _, r := range set.Rules {
+		switch {
+		case r.DropOperator != nil:
+			delete(cur, r.DropOperator.Op.ID)
+			joins = slices.DeleteFunc(joins, func(j *joined) bool { return j.op == r.DropOperator.Op.ID })
+		case r.RemapOperator != nil:
+			from, to := r.RemapOperator.From.ID, r.RemapOperator.To.ID
+			fg, tg := cur[from], cur[to]
+			u := groupSet{}
+			maps.Copy(u, fg)
+			maps.Copy(u, tg)
+			if r.RemapOperator.Merge && len(fg) > 0 && len(tg) > 0 && len(u) > len(fg) && len(u) > len(tg) {
+				joins = append(joins, &joined{rule: r, op: to, from: format(fg), to: format(tg)})
+			}
+			for _, j := range joins {
+				if j.op == from {
+					j.op = to
+				}
+			}
+			delete(cur, from)
+			if len(u) > 0 {
+				cur[to] = u
+			}
+		}
+	}
+	if len(joins) == 0 {
+		return nil
+	}
+	var err error
+	out := keyedGroups(func(i int, fn func(uint64, []byte)) {
+		res := results[i]
+		if res == nil || res.out == nil || err != nil {
+			return
+		}
+		err = savepoint.Guard(func() error {
+			for j := 0; j < res.out.Len(); j++ {
+				fn(res.out.Op(j), res.out.Key(j))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for _, j := range joins {
+		if gs := out[j.op]; len(gs) > 1 {
+			m := j.rule.RemapOperator
+			return fmt.Errorf("%s: merging operator %s (keyed rows in chain group %s) into operator %s (keyed rows in chain group %s) leaves operator %d with keyed rows in chain groups %s, and an operator runs in one: a restore at this layout loses the rows in the other group's files (sptool validate lists them); remap into an operator of the same group, or drop one side's keyed rows first", j.rule.Label(), m.From, j.from, m.To, j.to, j.op, format(gs))
+		}
+	}
+	return nil
 }
 
 // scopeWarnings returns a warning for each rule that names an operator, or
