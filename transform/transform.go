@@ -229,6 +229,14 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
 	rep.Warnings = append(rep.Warnings, setVersionWarnings(sp, eng.steps, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, renameVersionWarnings(sp, eng.steps, rep.PerRule)...)
+	if opts.StateBase != "" && !opts.DryRun && (sp.Kind == savepoint.InputFile || sp.Backend != savepoint.BackendChangelogFile) {
+		// Only a changelog+file tree's changelogs hold handles.
+		what := "a file-backend tree"
+		if sp.Kind == savepoint.InputFile {
+			what = "a snapshot file"
+		}
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("--state-base %s is not used: the output is %s, which holds no materialisation handles (only a changelog+file tree's do)", opts.StateBase, what))
+	}
 	if ckpt := outputCheckpoint(sp, opts); sp.Kind != savepoint.InputFile && !opts.DryRun && ckpt == 0 {
 		rep.Warnings = append(rep.Warnings, "the output tree is checkpoint 0, which clink does not restore: a restore_checkpoint_id of 0 means no restore, and the job would start without state (format 5.3); give the output another id with --checkpoint-id")
 	}
