@@ -725,6 +725,19 @@ func (p *parser) parsePurgeExpired(kn, vn *yaml.Node) *PurgeExpiredSpec {
 		}
 	}
 	sortTargets(spec.Targets)
+	// clink's ExpiringMapState and ExpiringListState stamp every element
+	// (format 3.3): a composite slot left out for want of 'ttl: true' is
+	// most likely an omission.
+	var untimed []SlotTarget
+	for k, d := range p.view {
+		if d.Composite && !d.TTL && sc.MatchOp(k.op) && (sc.Slot == nil || *sc.Slot == k.slot) {
+			untimed = append(untimed, SlotTarget{Op: k.op, Slot: k.slot, Decl: d})
+		}
+	}
+	sortTargets(untimed)
+	for _, t := range untimed {
+		p.warnAt(kn, "slot %q of op %d is declared 'composite: true' but not 'ttl: true': clink's ExpiringMapState and ExpiringListState stamp every element (format 3.3), and purge_expired leaves a slot not declared 'ttl: true' (slot %d, line %d); add 'ttl: true' to purge its expired elements", t.Slot, t.Op, t.Decl.Index, t.Decl.Line)
+	}
 	if len(spec.Targets) == 0 {
 		switch {
 		case sc.Op != nil && sc.Slot != nil && p.view[slotName{sc.Op.ID, *sc.Slot}] != nil:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -559,6 +560,31 @@ func TestPurgeKeysCodecMismatchWarning(t *testing.T) {
 		set := parseOne(t, src)
 		if got := len(set.Warnings) == 1 && strings.Contains(set.Warnings[0].Msg, "they cannot match"); got != c.warn || len(set.Warnings) > 1 {
 			t.Errorf("key codec %s, purge codec %s: warnings %v, want a mismatch warning: %v", c.key, c.purge, set.Warnings, c.warn)
+		}
+	}
+}
+
+// clink's expiring collection states stamp every element (format 3.3): a
+// composite slot not declared 'ttl: true' is left by purge_expired, which
+// says so. Declared for a purge alone, it is not warned of.
+func TestPurgeExpiredCompositeWithoutTTL(t *testing.T) {
+	const slots = "version: 1\nslots:\n  - {op: 7, slot: seen, ttl: true}\n  - {op: 8, slot: cart, key: string, composite: true}\n"
+	const want = `rule 1: slot "cart" of op 8 is declared 'composite: true' but not 'ttl: true'`
+	for _, tc := range []struct {
+		rules string
+		warn  bool
+	}{
+		{"  - purge_expired: {as_of: 1000}\n", true},
+		{"  - purge_expired: {as_of: 1000, op: 7}\n", false},
+		{"  - purge_keys: {keys: [a]}\n", false},
+	} {
+		set, err := Parse("t.yaml", []byte(slots+"rules:\n"+tc.rules))
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := slices.ContainsFunc(set.Warnings, func(w *Warning) bool { return strings.Contains(w.String(), want) })
+		if warned != tc.warn {
+			t.Errorf("%s: warned %v, want %v: %v", tc.rules, warned, tc.warn, set.Warnings)
 		}
 	}
 }
