@@ -165,7 +165,9 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 			return fail(s, c.name, err)
 		}
 	}
-	if !dry && out != "" {
+	// A dry run given the output it would write (rescale --dry-run -o)
+	// checks it as the run would, so that it fails where the run would.
+	if out != "" {
 		if err := checkOutputFree(fs.Arg(0), out, force); err != nil {
 			return fail(s, c.name, err)
 		}
