@@ -1007,7 +1007,11 @@ func (p *parser) parallelism(n *yaml.Node) (int, bool) {
 		return 0, false
 	}
 	if v > WarnParallelism {
-		p.warnAt(n, "parallelism %d is above %d: clink has %d key groups, so %d subtasks get no keyed state", v, WarnParallelism, savepoint.NumKeyGroups, v-WarnParallelism)
+		subtasks := "subtasks get"
+		if v-WarnParallelism == 1 {
+			subtasks = "subtask gets"
+		}
+		p.warnAt(n, "parallelism %d is above %d: clink has %d key groups, so %d %s no keyed state", v, WarnParallelism, savepoint.NumKeyGroups, v-WarnParallelism, subtasks)
 	}
 	return int(v), true
 }

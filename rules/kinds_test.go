@@ -466,7 +466,8 @@ func TestWarnings(t *testing.T) {
 		{"duplicate name", "  - name: x\n    keep: 'op != 1'\n  - name: x\n    keep: 'op != 2'\n", []string{`rule 2 ("x"): name "x" is also used by rule 1`}},
 		{"empty keys", "  - purge_keys: {keys: []}\n", []string{"rule 1: purge_keys lists no keys: it matches nothing"}},
 		{"duplicate keys", "  - purge_keys: {keys: [a, b, a]}\n", []string{"rule 1: purge_keys lists 1 duplicate key(s)"}},
-		{"big parallelism", "  - rescale: {parallelism: 300}\n", []string{"t.yaml:3:28: rule 1: parallelism 300 is above 128"}},
+		{"big parallelism", "  - rescale: {parallelism: 300}\n", []string{"t.yaml:3:28: rule 1: parallelism 300 is above 128: clink has 128 key groups, so 172 subtasks get no keyed state"}},
+		{"parallelism one above", "  - rescale: {parallelism: 129}\n", []string{"so 1 subtask gets no keyed state"}},
 		{"no rules", "", []string{"t.yaml:2:1: 'rules' is empty"}},
 		{"remap into a purge's scope", "  - purge_keys: {op: 8, keys: [a]}\n  - remap_operator: {from: 7, to: 8}\n", []string{
 			"t.yaml:4:5: rule 2: this rule moves rows next to those of rule 1 (purge_keys, op 8), which ran before it: rows of its listed keys among them are not purged; put the purge after this rule"}},
