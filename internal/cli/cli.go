@@ -216,7 +216,9 @@ func fail(s *Streams, name string, err error) int {
 		// the cause of a signal.NotifyContext names the signal.
 		err = fmt.Errorf("stopped: %w", context.Cause(s.ctx))
 	}
-	fmt.Fprintf(s.Err, "sptool %s: %v\n", name, err)
+	// The message may quote what a savepoint, a rule file or an argument
+	// holds: its control characters are shown as escapes (see textWriter).
+	fmt.Fprintf(newTextWriter(s.Err), "sptool %s: %v\n", name, err)
 	return ExitError
 }
 

@@ -443,7 +443,7 @@ func checkTempDir(dir string, inputs ...string) error {
 }
 
 func usageError(s *Streams, c *command, err error) int {
-	fmt.Fprintf(s.Err, "sptool %s: %v\nUsage: sptool %s %s\nTry: sptool %s --help\n", c.name, err, c.name, c.usage, c.name)
+	fmt.Fprintf(newTextWriter(s.Err), "sptool %s: %v\nUsage: sptool %s %s\nTry: sptool %s --help\n", c.name, err, c.name, c.usage, c.name)
 	return ExitError
 }
 

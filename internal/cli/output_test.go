@@ -47,3 +47,19 @@ func TestReportFailureRemovesItsDirectories(t *testing.T) {
 		t.Errorf("the report's directory holds %v (%v), want it empty", left, err)
 	}
 }
+
+// TestErrorsEscapeControls: an error or a usage error that quotes an
+// argument shows its control characters as escapes, not as the escape
+// sequence a terminal would act on.
+func TestErrorsEscapeControls(t *testing.T) {
+	for _, args := range [][]string{
+		{"inspect", "\x1b[2Jnot-there"},          // an error naming the path
+		{"cat", "--format", "\x1b[2J", "x.snap"}, // a usage error quoting the flag
+	} {
+		var stderr bytes.Buffer
+		code := Main(context.Background(), args, &Streams{Out: &bytes.Buffer{}, Err: &stderr})
+		if code != ExitError || strings.Contains(stderr.String(), "\x1b") || !strings.Contains(stderr.String(), `\x1b[2J`) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and the escape shown as \\x1b", args, code, stderr.String())
+		}
+	}
+}
