@@ -261,6 +261,36 @@ func TestPurgeTimerOnlyKeyFound(t *testing.T) {
 	}
 }
 
+// TestPurgeAuditHexKeys: a listed key that is not valid UTF-8 shows in the
+// audit as 0x and its hex, as a text key written that way does; its bytes
+// in hex beside it (key_hex, not_found_hex) tell the two apart.
+func TestPurgeAuditHexKeys(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	var rows []savepoint.Row
+	for _, k := range []string{"\x6d\xfc", "0x6dfc"} {
+		rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte(k)), Value: []byte("v")})
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys_file: keys.txt}\n", map[string]string{
+		"keys.txt": "\x6d\xfc\n0x6dfc\n\x6e\xfc\n0x6efc\n",
+	})
+	rep, err := run(t, in, set, transform.Options{Out: filepath.Join(dir, "out.snap")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ruleStats(t, rep, 1).Purge
+	wantFound := []transform.KeyFound{{Key: "0x6dfc", KeyHex: "6dfc", Rows: 1}, {Key: "0x6dfc", Rows: 1}}
+	if !reflect.DeepEqual(p.Found, wantFound) {
+		t.Errorf("found %+v, want %+v", p.Found, wantFound)
+	}
+	if !slices.Equal(p.NotFound, []string{"0x6efc", "0x6efc"}) || !slices.Equal(p.NotFoundHex, []string{"6efc"}) {
+		t.Errorf("not found %q (hex %q), want [0x6efc 0x6efc] (hex [6efc])", p.NotFound, p.NotFoundHex)
+	}
+}
+
 // TestMergeTimerBlobsJoined: the timer blobs of two operators that a
 // remap_operator with merge: true makes one key are joined into the copy a
 // restore keeps: every timer of both, identical ones once, sorted; the

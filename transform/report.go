@@ -147,6 +147,11 @@ type PurgeAudit struct {
 	KeysDigest string     `json:"keys_file_sha256,omitempty"`
 	Found      []KeyFound `json:"found"`
 	NotFound   []string   `json:"not_found"`
+	// NotFoundHex gives, in hex, the keys of NotFound that are not valid
+	// UTF-8, in NotFound's order: NotFound shows each as 0x and its hex,
+	// which a text key written that way would read as too. Absent when
+	// there are none.
+	NotFoundHex []string `json:"not_found_hex,omitempty"`
 	// Remaining counts the rows of listed keys, and their timers, that the
 	// output holds in the rule's scope (see the README's purge_keys).
 	Remaining int64 `json:"rows_remaining"`
@@ -164,7 +169,12 @@ type PurgeAudit struct {
 // KeyFound is a purged key and the rows and timers removed for it (a key
 // whose only data was timers is found too).
 type KeyFound struct {
-	Key    string `json:"key"`
+	// Key is the key as listed: an int64 list's in decimal, a string
+	// list's as its text, or, when it is not valid UTF-8, as 0x and its hex.
+	Key string `json:"key"`
+	// KeyHex is the key's bytes in hex when it is not valid UTF-8 (Key
+	// shows them as a text key "0x..." would read); absent otherwise.
+	KeyHex string `json:"key_hex,omitempty"`
 	Rows   int64  `json:"rows"`
 	Timers int64  `json:"timers,omitempty"`
 }

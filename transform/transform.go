@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -23,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/expr-lang/expr/vm"
 
@@ -2335,10 +2337,17 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64) *PurgeAudit {
 	prefault.Slice(a.Found) // 2.4 MB for 100,000 keys, filled at once
 	prefault.Slice(a.NotFound)
 	for i, n := range rows {
+		hexKey := ""
+		if p.Codec != "int64" && !utf8.ValidString(p.Keys[i]) {
+			hexKey = hex.EncodeToString([]byte(p.Keys[i]))
+		}
 		if t := timersOf(i); n > 0 || t > 0 {
-			a.Found = append(a.Found, KeyFound{Key: p.Display(i), Rows: n, Timers: t})
+			a.Found = append(a.Found, KeyFound{Key: p.Display(i), KeyHex: hexKey, Rows: n, Timers: t})
 		} else {
 			a.NotFound = append(a.NotFound, p.Display(i))
+			if hexKey != "" {
+				a.NotFoundHex = append(a.NotFoundHex, hexKey)
+			}
 		}
 	}
 	return a
