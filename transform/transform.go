@@ -183,6 +183,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		}
 		eng.valueFates = eng.valueFates || decidesByValue(st.rule)
 	}
+	eng.mergeSteps = mergeSteps(eng.steps)
 
 	results := make([]*fileResult, len(sp.Files))
 	// A file gets several workers over ranges of its rows when there are
@@ -860,6 +861,9 @@ type engine struct {
 	// (decidesByValue), so two stored copies of a key may meet different
 	// fates.
 	valueFates bool
+	// mergeSteps are the merging remap_operator and rename_slot steps
+	// that a step deciding by value follows (see mergeLosers).
+	mergeSteps []int
 	// compositeLike are the slots not declared composite that a
 	// purge_keys step looks at, sampled for keys that look composite
 	// (noteCompositeLike); mu guards it.
@@ -959,6 +963,16 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 		// keep go now, so that dropping or renaming the copy that wins
 		// does not bring back one that it hid.
 		res.dupes, res.unchecked = out.dropShadowed(f, e.valueFates, dropped)
+		// So do the copies a merge resolved away, which a later rule
+		// saw beside the copy kept.
+		lost, err := e.mergeLosers(f)
+		if err != nil {
+			res.err = err
+			return res
+		}
+		if lost != nil {
+			res.dupes += out.dropMarked(lost, dropped)
+		}
 	}
 	if res.changed && !sorted {
 		if e.dry && savepoint.DistinctKeys(out.Len(), out.eachKeyIn, savepoint.DistinctBudget(f)) {
@@ -1668,9 +1682,16 @@ func (o *outRows) dropShadowed(f *savepoint.File, valueFates bool, dropped func(
 		in.idx.appendRun(0, snap.NumRows())
 		savepoint.CanonicalPositions(in, func(pos uint32) { shadowed[pos/64] |= 1 << (pos % 64) }, f.ReleasePages)
 	}
+	return o.dropMarked(shadowed, dropped), false
+}
+
+// dropMarked removes the output rows that come from the input rows marked
+// in the bit set marked, after calling dropped (if not nil) with each, and
+// returns how many it removed.
+func (o *outRows) dropMarked(marked []uint64, dropped func(savepoint.Row)) int64 {
 	keep := make([]uint32, 0, o.Len())
 	for pos := range o.Len() {
-		if i := o.idx.at(pos); shadowed[i/64]&(1<<(i%64)) != 0 {
+		if i := o.idx.at(pos); marked[i/64]&(1<<(i%64)) != 0 {
 			if dropped != nil {
 				dropped(o.Row(pos))
 			}
@@ -1678,11 +1699,11 @@ func (o *outRows) dropShadowed(f *savepoint.File, valueFates bool, dropped func(
 		}
 		keep = append(keep, uint32(pos))
 	}
-	n = int64(o.Len() - len(keep))
+	n := int64(o.Len() - len(keep))
 	if n > 0 {
 		o.keepPositions(keep)
 	}
-	return n, false
+	return n
 }
 
 // compositeWarnings warns of the slots most of whose samples looked
@@ -2062,8 +2083,13 @@ func sameSlice(a, b []byte) bool {
 // row runs r through every step; it returns the row as transformed and
 // whether it is kept.
 func (w *worker) row(r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
+	return w.through(r, k, len(w.e.steps))
+}
+
+// through runs r through the first n steps, as row runs it through all.
+func (w *worker) through(r savepoint.Row, k savepoint.Key, n int) (savepoint.Row, bool, error) {
 	w.envOK = false
-	for i := range w.e.steps {
+	for i := range n {
 		st := &w.e.steps[i]
 		if st.apply == nil {
 			continue

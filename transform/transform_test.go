@@ -588,6 +588,26 @@ func TestRuleKinds(t *testing.T) {
 			dupes:  1,
 		},
 		{
+			// The merge keeps the renamed alice (stamp 0); the purge
+			// drops it, and the copy the merge discarded (rS1, not
+			// expired) does not come back.
+			name:   "rename_slot with merge, then a purge of the copy kept",
+			rules:  "  - rename_slot: {op: 7, from: xseen, to: seen, merge: true}\n  - purge_expired: {as_of: 500}\n",
+			want:   except(baseRows, rX1, rS1),
+			counts: []counts{{1, 0, 1}, {1, 1, 0}},
+			dupes:  1,
+		},
+		{
+			// op 13's zed (value 3) is kept by the merge; a filter that
+			// drops it leaves no zed, not op 12's.
+			name:     "remap_operator with merge, then a drop of the copy kept",
+			rules:    "  - remap_operator: {from: 12, to: 13, merge: true}\n  - drop: {op: 13, expr: 'string(value_bytes) == \"3\"'}\n",
+			want:     replace(except(baseRows, rD2, rE1), rD1, withOp(rD1, 13)),
+			counts:   []counts{{2, 0, 2}, {1, 1, 0}},
+			dupes:    1,
+			versions: "7|SeenTtl|1|seen\n7|UserCounter|1|agg\n8|Cart|1|cart\n13|Dedup|3",
+		},
+		{
 			// (An undeclared slot renamed into the name a declared one left
 			// is refused: see rules' TestVacatedSlotNames.)
 			name:  "rename_slot into a slot an earlier rule dropped, and a declared slot renamed away",

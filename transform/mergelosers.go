@@ -1,0 +1,100 @@
+package transform
+
+import (
+	"encoding/binary"
+
+	"github.com/sptool/sptool/savepoint"
+)
+
+// mergeSteps returns the indexes of the steps that merge rows into an
+// operator or slot that has some (remap_operator and rename_slot with
+// merge: true) and that a step deciding by value (decidesByValue) follows.
+func mergeSteps(steps []step) []int {
+	var out []int
+	byValue := false
+	for i := len(steps) - 1; i >= 0; i-- {
+		r := steps[i].rule
+		if byValue && (r.RemapOperator != nil && r.RemapOperator.Merge || r.RenameSlot != nil && r.RenameSlot.Merge) {
+			out = append([]int{i}, out...)
+		}
+		byValue = byValue || decidesByValue(r)
+	}
+	return out
+}
+
+// mergeInto reports whether keyed row r, as step s left it, is in the
+// operator or slot that s merges rows into.
+func (s *step) mergeInto(r savepoint.Row, k savepoint.Key) bool {
+	if k.Kind != savepoint.KindKeyed {
+		return false
+	}
+	switch rule := s.rule; {
+	case rule.RemapOperator != nil:
+		return r.Op == rule.RemapOperator.To.ID
+	case rule.RenameSlot != nil:
+		return r.Op == rule.RenameSlot.Op.ID && string(k.Slot) == rule.RenameSlot.To
+	}
+	return false
+}
+
+// mergeLosers marks, by input row, the keyed rows of f that a merge
+// (mergeSteps) resolved away: at the merge, two rows held one key of the
+// operator or slot merged into, and a restore keeps the one later in
+// stream order. The copy lost must not come back when a later rule drops
+// the copy kept by its value (a purge_expired, a filter on the value):
+// the rules see both, and resolving duplicates when they have run would
+// keep the other. It returns nil when no merge lost a copy. Each row runs
+// through the steps up to the merge once more, on a worker of its own
+// whose counts are thrown away.
+func (e *engine) mergeLosers(f *savepoint.File) ([]uint64, error) {
+	if len(e.mergeSteps) == 0 {
+		return nil, nil
+	}
+	snap := f.Snapshot
+	n := snap.NumRows()
+	lost := make([]uint64, (n+63)/64)
+	found := false
+	w := &worker{e: e, res: e.newResult(), subtask: f.Subtask, rr: &rangeResult{}, comp: compositeMemo{e: e}}
+	cur := snap.NewCursor()
+	var id []byte
+	for _, s := range e.mergeSteps {
+		held := map[string]int{}
+		err := savepoint.Guard(func() error {
+			for i := range n {
+				if lost[i/64]&(1<<(i%64)) != 0 {
+					continue
+				}
+				r := cur.Row(i)
+				k := savepoint.ParseKey(r.Key)
+				nr, keep, err := w.through(r, k, s+1)
+				if err != nil {
+					return rowError(i, r, k, err)
+				}
+				if !keep {
+					continue
+				}
+				if nr.Op != r.Op || !sameSlice(nr.Key, r.Key) {
+					k = savepoint.ParseKey(nr.Key)
+				}
+				if !e.steps[s].mergeInto(nr, k) {
+					continue
+				}
+				id = append(binary.BigEndian.AppendUint64(id[:0], nr.Op), nr.Key...)
+				if j, ok := held[string(id)]; ok {
+					// Keyed rows: the later copy wins.
+					lost[j/64] |= 1 << (j % 64)
+					found = true
+				}
+				held[string(id)] = i
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	return lost, nil
+}
