@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/sptool/sptool/savepoint"
@@ -22,25 +23,26 @@ func mergeSteps(steps []step) []int {
 	return out
 }
 
-// mergeInto reports whether keyed row r, as step s left it, is in the
-// operator or slot that s merges rows into.
+// mergeInto reports whether row r, as step s left it, is a keyed or an
+// operator-state row in the operator or slot that s merges rows into. Timer
+// blobs are joined, not resolved (see unionTimerBlobs).
 func (s *step) mergeInto(r savepoint.Row, k savepoint.Key) bool {
-	if k.Kind != savepoint.KindKeyed {
+	if k.Kind != savepoint.KindKeyed && (!r.IsOperatorState() || savepoint.IsTimerBlob(r.Key)) {
 		return false
 	}
 	switch rule := s.rule; {
 	case rule.RemapOperator != nil:
 		return r.Op == rule.RemapOperator.To.ID
 	case rule.RenameSlot != nil:
-		return r.Op == rule.RenameSlot.Op.ID && string(k.Slot) == rule.RenameSlot.To
+		return r.Op == rule.RenameSlot.Op.ID && k.HasSlot && string(k.Slot) == rule.RenameSlot.To
 	}
 	return false
 }
 
-// mergeLosers marks, by input row, the keyed rows of f that a merge
-// (mergeSteps) resolved away: at the merge, two rows held one key of the
-// operator or slot merged into, and a restore keeps the one later in
-// stream order. The copy lost must not come back when a later rule drops
+// mergeLosers marks, by input row, the rows of f that a merge (mergeSteps)
+// resolved away: at the merge, two rows held one key of the operator or
+// slot merged into, and a restore keeps one (savepoint.IncomingWins, in
+// stream order: the later keyed row, the greater 8-byte operator value). The copy lost must not come back when a later rule drops
 // the copy kept by its value (a purge_expired, a filter on the value):
 // the rules see both, and resolving duplicates when they have run would
 // keep the other. It returns nil when no merge lost a copy. Each row runs
@@ -58,7 +60,11 @@ func (e *engine) mergeLosers(f *savepoint.File) ([]uint64, error) {
 	cur := snap.NewCursor()
 	var id []byte
 	for _, s := range e.mergeSteps {
-		held := map[string]int{}
+		type heldRow struct {
+			i     int
+			value []byte // of an operator row, which IncomingWins compares
+		}
+		held := map[string]heldRow{}
 		err := savepoint.Guard(func() error {
 			for i := range n {
 				if lost[i/64]&(1<<(i%64)) != 0 {
@@ -80,12 +86,19 @@ func (e *engine) mergeLosers(f *savepoint.File) ([]uint64, error) {
 					continue
 				}
 				id = append(binary.BigEndian.AppendUint64(id[:0], nr.Op), nr.Key...)
-				if j, ok := held[string(id)]; ok {
-					// Keyed rows: the later copy wins.
-					lost[j/64] |= 1 << (j % 64)
-					found = true
+				h := heldRow{i: i}
+				if nr.IsOperatorState() {
+					h.value = bytes.Clone(nr.Value)
 				}
-				held[string(id)] = i
+				if old, ok := held[string(id)]; ok {
+					found = true
+					if !savepoint.IncomingWins(savepoint.Row{Op: nr.Op, Key: nr.Key, Value: old.value}, nr) {
+						lost[i/64] |= 1 << (i % 64)
+						continue
+					}
+					lost[old.i/64] |= 1 << (old.i % 64)
+				}
+				held[string(id)] = h
 			}
 			return nil
 		})

@@ -1517,6 +1517,44 @@ func TestStoredDuplicates(t *testing.T) {
 	}
 }
 
+// TestMergeLosersStayLost: a copy that a merge resolved away does not come
+// back when a later rule drops, by its value, the copy the merge kept; nor
+// when the rules before the merge differ for the two.
+func TestMergeLosersStayLost(t *testing.T) {
+	dir := t.TempDir()
+	a := operatorRow(opSrc, "off", i64(-5))
+	b := operatorRow(opDedup2, "off", i64(3))
+	files := map[int][]savepoint.Row{0: {a, rD1, rD2, rE1, b}}
+	in := writeTreeAsIs(t, filepath.Join(dir, "in"), 5, files, savepoint.VersionMap{})
+	for _, tc := range []struct {
+		rules string
+		want  []located
+		dupes int64
+	}{
+		// op 13's 3 is the greater offset, and its zed the later copy.
+		{"  - remap_operator: {from: 9, to: 13, merge: true}\n  - drop: 'kind == \"operator\" && value_bytes == [3, 0, 0, 0, 0, 0, 0, 0]'\n",
+			[]located{{0, rD1}, {0, rD2}, {0, rE1}}, 1},
+		{"  - remap_operator: {from: 12, to: 13, merge: true}\n  - drop: 'op == 13 && string(value_bytes) == \"3\"'\n",
+			[]located{{0, a}, {0, withOp(rD1, 13)}, {0, b}}, 1},
+		// With the kept copy dropped before the merge, there is nothing
+		// to resolve: op 12's zed stays.
+		{"  - drop: 'op == 13 && string(value_bytes) == \"3\"'\n  - remap_operator: {from: 12, to: 13, merge: true}\n  - drop: 'string(value_bytes) == \"x\"'\n",
+			[]located{{0, a}, {0, withOp(rD1, 13)}, {0, withOp(rD2, 13)}, {0, b}}, 0},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		rep, err := run(t, in, parseRules(t, slotDecls+tc.rules, nil), transform.Options{Out: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readRows(t, out)
+		sameRows(t, tc.rules, got, tc.want)
+		if rep.DuplicatesResolved != tc.dupes {
+			t.Errorf("%s: DuplicatesResolved = %d, want %d", tc.rules, rep.DuplicatesResolved, tc.dupes)
+		}
+		checkAccounting(t, rep, 5, len(got))
+	}
+}
+
 // TestInputChangedWhileRunning: an input file changed while it was read
 // (here, its modification time moved on), or a run cancelled, publishes
 // nothing: the check runs before the output is renamed into place.
