@@ -96,7 +96,7 @@ var arithOptions = []expr.Option{
 func checkedNeg(x any) (any, error) {
 	r := runtime.Negate(x)
 	if !exact('-', 0, x, r) {
-		return nil, fmt.Errorf("integer overflow: -%v does not fit in 64 bits", x)
+		return nil, fmt.Errorf("integer overflow: -%v does not fit in a signed 64-bit integer", x)
 	}
 	return r, nil
 }
@@ -105,7 +105,7 @@ func checkedNeg(x any) (any, error) {
 // value does not fit).
 func checkedAbs(x any) (any, error) {
 	if v, ok := signed(x); ok && v == math.MinInt64 {
-		return nil, fmt.Errorf("integer overflow: abs(%d) does not fit in 64 bits", v)
+		return nil, fmt.Errorf("integer overflow: abs(%d) does not fit in a signed 64-bit integer", v)
 	}
 	return builtin.Abs(x), nil
 }
@@ -184,7 +184,7 @@ func checkedOp(op byte, a, b any) (any, error) {
 		r = runtime.Multiply(a, b)
 	}
 	if !exact(op, a, b, r) {
-		return nil, fmt.Errorf("integer overflow: %v %c %v does not fit in 64 bits", a, op, b)
+		return nil, fmt.Errorf("integer overflow: %v %c %v does not fit in a signed 64-bit integer", a, op, b)
 	}
 	return r, nil
 }

@@ -71,7 +71,7 @@ rules:
 		t.Fatal(err)
 	}
 	var m vm.VM
-	if v, err := set.Rules[0].SetValue.Program.Eval(&m, &env); err == nil || !strings.Contains(err.Error(), "integer overflow: 5 * 4611686018427387904 does not fit in 64 bits") {
+	if v, err := set.Rules[0].SetValue.Program.Eval(&m, &env); err == nil || !strings.Contains(err.Error(), "integer overflow: 5 * 4611686018427387904 does not fit in a signed 64-bit integer") {
 		t.Errorf("set_value: %v, %v; want an overflow", v, err)
 	}
 	if v, err := set.Rules[1].Drop.Predicate.Eval(&m, &env); err == nil || !strings.Contains(err.Error(), "integer overflow") {
