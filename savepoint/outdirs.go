@@ -19,7 +19,8 @@ type MadeDirs struct {
 // MakeDirs makes dir and those of its parents that are missing, as
 // os.MkdirAll does (mode 0755 before the umask), and returns the ones it
 // made. A directory that was there, or that another process makes
-// meanwhile, is not one of them. On failure it removes what it made.
+// meanwhile, is not one of them. The directory above each one made is
+// fsynced. On failure it removes what it made.
 func MakeDirs(dir string) (*MadeDirs, error) {
 	var missing []string // innermost first
 	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
@@ -50,6 +51,13 @@ func MakeDirs(dir string) (*MadeDirs, error) {
 			return nil, err
 		}
 		m.dirs, m.infos = append(m.dirs, p), append(m.infos, fi)
+		// The new directory's name is made durable, as the output's
+		// will be in the innermost: else a crash after the run reported
+		// its output written could take the directory, and the output.
+		if err := SyncDir(filepath.Dir(p)); err != nil {
+			m.Remove()
+			return nil, err
+		}
 	}
 	return m, nil
 }

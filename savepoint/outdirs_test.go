@@ -92,3 +92,22 @@ func TestMadeDirsRemovesOnlyItsOwn(t *testing.T) {
 		}
 	}
 }
+
+// The directories MakeDirs makes are durable, as the output renamed into
+// the innermost is: the directory above each one it made is fsynced, or
+// a crash after the run reported its output written could take the new
+// directories, and the output with them.
+func TestMakeDirsSyncsTheirParents(t *testing.T) {
+	root := t.TempDir()
+	var synced []string
+	hookSyncDir = func(dir string) { synced = append(synced, dir) }
+	defer func() { hookSyncDir = nil }()
+	if _, err := MakeDirs(filepath.Join(root, "a", "b", "c")); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{root, filepath.Join(root, "a"), filepath.Join(root, "a", "b")} {
+		if !slices.Contains(synced, want) {
+			t.Errorf("%s not fsynced (fsynced: %v)", want, synced)
+		}
+	}
+}

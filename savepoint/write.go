@@ -592,8 +592,15 @@ func WriteBytesAtomic(path string, b []byte) error {
 
 // SyncDir fsyncs a directory so that renames into it are durable.
 func SyncDir(dir string) error {
+	if hookSyncDir != nil {
+		hookSyncDir(dir)
+	}
 	return syncDirWith(os.Open, dir, dir)
 }
+
+// hookSyncDir, when set (tests), is called with each directory SyncDir
+// is asked to fsync.
+var hookSyncDir func(dir string)
 
 // syncDirWith fsyncs the directory open opens as name, called dir in
 // errors (unless CLINK_STATE_FSYNC=0, or on Windows: see dirSync).
