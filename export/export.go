@@ -455,6 +455,22 @@ func (e *entry) slot() []byte {
 	return e.key[1:e.sep]
 }
 
+// newSlot returns 1 when e is the first row of its slot among the rows of
+// one slot position, whose kinds seen holds, else 0. Keys without a
+// separator and a slot named <raw> share a position (both compare as
+// "<raw>", so their rows interleave) but are two slots of the output.
+func (e *entry) newSlot(seen *uint8) int {
+	bit := uint8(2)
+	if e.sep < 0 {
+		bit = 1
+	}
+	if *seen&bit != 0 {
+		return 0
+	}
+	*seen |= bit
+	return 1
+}
+
 // userKey is clink's collect_entries user key: the bytes after the
 // separator, or the whole stored key for "<raw>" rows.
 func (e *entry) userKey() []byte {
@@ -537,6 +553,7 @@ func (p *pipeline) flush() error {
 	sortEntries(p.buf, p.keys)
 	p.res.Operators++
 	warmed := 0
+	var seen uint8
 	for i, k := range p.keys {
 		if i >= warmed {
 			warmed = p.warmEntries(i)
@@ -545,8 +562,9 @@ func (p *pipeline) flush() error {
 		// A new slot: the slot prefix changes, or (names of 7 bytes or
 		// more share a prefix) the names differ.
 		if i == 0 || k.slot != p.keys[i-1].slot || k.slot&0xFF >= 7 && !bytes.Equal(p.buf[p.keys[i-1].idx].slot(), e.slot()) {
-			p.res.Slots++
+			seen = 0
 		}
+		p.res.Slots += e.newSlot(&seen)
 		if err := p.sink.add(p.op, e); err != nil {
 			return err
 		}
@@ -721,6 +739,7 @@ func (p *pipeline) singleSorted(f *savepoint.File, perFile bool, st *savepoint.U
 	}
 	hdr := make([]savepoint.Row, gatherBlock)
 	warmed := 0
+	var seen uint8
 	e := new(entry) // one allocation: the sink takes a pointer
 
 	for i := 0; i < len(keys); {
@@ -753,8 +772,9 @@ func (p *pipeline) singleSorted(f *savepoint.File, perFile bool, st *savepoint.U
 			p.res.Operators++
 		}
 		if newOp || k.slot != keys[i-1].slot || k.slot&0xFF >= 7 && !bytes.Equal(separatorSlot(rows.Key(int(keys[i-1].idx)), keys[i-1].sep), e.slot()) {
-			p.res.Slots++
+			seen = 0
 		}
+		p.res.Slots += e.newSlot(&seen)
 		if err := p.sink.add(k.op, e); err != nil {
 			return err
 		}

@@ -1091,3 +1091,42 @@ func jsonRecords(t *testing.T, data []byte) []Record {
 	}
 	return out
 }
+
+// A slot named <raw> is another slot than the keys without a separator,
+// whose text is <raw>: it is written as 0x3c7261773e and counted apart,
+// though its rows sort among theirs (both compare as "<raw>"), on every
+// path (buffered, single file, tree merge).
+func TestExportSlotNamedRawCounted(t *testing.T) {
+	defer func() { singleFileFastPath, treeMergeEnabled = true, true }()
+	key := func(kg byte, uk string) []byte { return append([]byte{kg}, "<raw>|"+uk...) }
+	rows := []savepoint.Row{
+		{Op: 1, Key: []byte("\x05a"), Value: []byte("1")}, // no separator: <raw>
+		{Op: 1, Key: key(5, "\x05m"), Value: []byte("2")}, // slot "<raw>", between them
+		{Op: 1, Key: []byte("\x05z"), Value: []byte("3")},
+		{Op: 1, Key: key(70, "\x05zz"), Value: []byte("4")},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k")), Value: []byte("5")},
+	}
+	rows = savepoint.Logical(rows)
+	var owned [2][]savepoint.Row
+	for _, r := range rows {
+		s := 0
+		if r.Key[0] >= 64 {
+			s = 1
+		}
+		owned[s] = append(owned[s], r)
+	}
+	inputs := map[string]*savepoint.Savepoint{
+		"file": {Kind: savepoint.InputFile, Files: []*savepoint.File{{Subtask: -1, Snapshot: &savepoint.Snapshot{Rows: rows}}}},
+		"tree": {Kind: savepoint.InputTree, Groups: []savepoint.Group{{First: 0, Count: 2}}, Files: []*savepoint.File{
+			{Subtask: 0, Snapshot: &savepoint.Snapshot{Rows: owned[0]}}, {Subtask: 1, Snapshot: &savepoint.Snapshot{Rows: owned[1]}}}},
+	}
+	for name, sp := range inputs {
+		for _, path := range []struct{ fast, merge bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+			singleFileFastPath, treeMergeEnabled = path.fast, path.merge
+			out, res := export(t, sp, Options{Format: JSONL, TempDir: t.TempDir()})
+			if res.Rows != 5 || res.Slots != 3 || !bytes.Contains(out, []byte(`"slot":"0x3c7261773e"`)) {
+				t.Errorf("%s (fast path %v, tree merge %v): %d rows, %d slots, want 5 rows in 3 slots (<raw>, 0x3c7261773e, s):\n%s", name, path.fast, path.merge, res.Rows, res.Slots, out)
+			}
+		}
+	}
+}

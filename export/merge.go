@@ -194,9 +194,11 @@ func (p *pipeline) merged(srcs []mergeSource, runs []keyRun, res *savepoint.Reso
 		return bytes.Compare(a.slot, b.slot)
 	})
 	e := new(entry) // one allocation: the sink takes a pointer
+	var seen uint8  // the kinds of slot emitted of the current slot's runs (entry.newSlot)
 	emit := func(r savepoint.Row, subtask int) error {
 		e.key, e.value, e.sep, e.subtask = r.Key, r.Value, separator(r.Key), int32(subtask)
 		p.res.Rows++
+		p.res.Slots += e.newSlot(&seen)
 		return p.sink.add(r.Op, e)
 	}
 	h := runHeap{srcs: srcs}
@@ -219,7 +221,7 @@ func (p *pipeline) merged(srcs []mergeSource, runs []keyRun, res *savepoint.Reso
 			for g2 < hi && bytes.Equal(runs[g2].slot, runs[g].slot) {
 				g2++
 			}
-			slotRows := p.res.Rows
+			seen = 0
 			if err := h.reset(runs[g:g2]); err != nil {
 				return err
 			}
@@ -270,9 +272,6 @@ func (p *pipeline) merged(srcs []mergeSource, runs []keyRun, res *savepoint.Reso
 						return err
 					}
 				}
-			}
-			if p.res.Rows > slotRows {
-				p.res.Slots++
 			}
 			g = g2
 		}
