@@ -50,7 +50,8 @@ type UnionStats struct {
 	OperatorGreater int
 	// OperatorConflicts counts shared operator keys with differing values
 	// that are not all 8 bytes long: the fold in subtask order keeps the
-	// later copy (the highest subtask index), reported in Warnings.
+	// later copy (the highest subtask index), reported in Warnings (not
+	// by UnionSeqCopies, whose caller compares the copies themselves).
 	OperatorConflicts int
 	// Warnings say what was resolved and how, one line each.
 	Warnings []string
@@ -389,10 +390,11 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 	case !differ:
 	case all8:
 		u.st.OperatorGreater++
-	case u.copies && bytes.HasPrefix(best.Row.Key, TimerKeyPrefix):
-		// Each subtask's blob holds its own timers: with the copies at
-		// hand (diff) they are compared as the timers a restore keeps,
-		// not as a choice of one blob.
+	case u.copies:
+		// With the copies at hand (diff), the rows are compared as
+		// restores see them, not as a choice of one copy: a timer blob
+		// by the timers a restore keeps (each subtask's blob holds its
+		// own), any other row subtask by subtask.
 	default:
 		u.st.OperatorConflicts++
 		if len(u.conflicts) < maxConflictWarnings {
