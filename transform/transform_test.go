@@ -1503,17 +1503,7 @@ func TestStoredDuplicates(t *testing.T) {
 		{"  - drop_slot: {op: 7, slot: tmp}\n", []located{{0, rA1}, {0, rK0}}, 2},
 		{"  - drop_slot: {op: 7, slot: nothing}\n", []located{{0, older}, {0, rA1}, {0, rT1}, {0, rK0}, {0, operatorRow(opSrc, "__kafka_off__:0", i64(50))}, {1, rT2}}, 0},
 	} {
-		out := filepath.Join(t.TempDir(), "out")
-		rep, err := run(t, in, parseRules(t, slotDecls+tc.rules, nil), transform.Options{Out: out})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := readRows(t, out)
-		sameRows(t, tc.rules, got, tc.want)
-		if rep.DuplicatesResolved != tc.dupes {
-			t.Errorf("%s: DuplicatesResolved = %d, want %d", tc.rules, rep.DuplicatesResolved, tc.dupes)
-		}
-		checkAccounting(t, rep, 6, len(got))
+		checkDedup(t, in, tc.rules, tc.want, tc.dupes, 6)
 	}
 }
 
@@ -1541,18 +1531,25 @@ func TestMergeLosersStayLost(t *testing.T) {
 		{"  - drop: 'op == 13 && string(value_bytes) == \"3\"'\n  - remap_operator: {from: 12, to: 13, merge: true}\n  - drop: 'string(value_bytes) == \"x\"'\n",
 			[]located{{0, a}, {0, withOp(rD1, 13)}, {0, withOp(rD2, 13)}, {0, b}}, 0},
 	} {
-		out := filepath.Join(t.TempDir(), "out")
-		rep, err := run(t, in, parseRules(t, slotDecls+tc.rules, nil), transform.Options{Out: out})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := readRows(t, out)
-		sameRows(t, tc.rules, got, tc.want)
-		if rep.DuplicatesResolved != tc.dupes {
-			t.Errorf("%s: DuplicatesResolved = %d, want %d", tc.rules, rep.DuplicatesResolved, tc.dupes)
-		}
-		checkAccounting(t, rep, 5, len(got))
+		checkDedup(t, in, tc.rules, tc.want, tc.dupes, 5)
 	}
+}
+
+// checkDedup applies rules (after slotDecls) to the tree in and checks the
+// rows written, the duplicates resolved and the accounting of rowsIn rows.
+func checkDedup(t *testing.T, in, rules string, want []located, dupes int64, rowsIn int) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	rep, err := run(t, in, parseRules(t, slotDecls+rules, nil), transform.Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readRows(t, out)
+	sameRows(t, rules, got, want)
+	if rep.DuplicatesResolved != dupes {
+		t.Errorf("%s: DuplicatesResolved = %d, want %d", rules, rep.DuplicatesResolved, dupes)
+	}
+	checkAccounting(t, rep, rowsIn, len(got))
 }
 
 // TestInputChangedWhileRunning: an input file changed while it was read
