@@ -79,10 +79,13 @@ FUZZ_TARGETS := \
 	./savepoint:FuzzParseVersionMap \
 	./savepoint:FuzzParseSidecar \
 	./savepoint:FuzzParseTimers \
+	./savepoint:FuzzParseCompleted \
+	./savepoint:FuzzDecompress \
 	./savepoint/codec:FuzzCodecRoundTrip \
 	./savepoint/codec:FuzzParse \
 	./rules:FuzzParse \
 	./rules:FuzzParseInt64 \
+	./rules:FuzzKeysFile \
 	./transform:FuzzApply \
 	./transform:FuzzRescale \
 	./internal/rowtext:FuzzAppendJSONString

@@ -1,9 +1,13 @@
 package rules
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -60,4 +64,81 @@ func FuzzParse(f *testing.F) {
 			_ = w.String()
 		}
 	})
+}
+
+// FuzzKeysFile reads arbitrary bytes as the keys file of a string list and
+// of an int64 list. Either the rules load, or they fail with an *Errors
+// whose problems have positions; when they load, each list's keys are
+// exactly the file's key lines (a UTF-8 byte order mark, a line's final
+// '\r', blank lines and lines whose first non-blank byte is '#' left out;
+// a string key is the line as is, an int64 key the decimal between the
+// blanks, 8 bytes little-endian), each once in file order with its line
+// number, and each is found by Lookup and passed by MayMatch.
+func FuzzKeysFile(f *testing.F) {
+	for _, name := range []string{"erasure.txt", "int64-keys.txt", "bad-int64-keys.txt"} {
+		b, err := os.ReadFile(filepath.Join(corpusDir, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("\xef\xbb\xbfalice\r\n\r\n# comment\r\n   # x\r\nbob \r\n  carol\n#anna\nalice\nlast"))
+	f.Add([]byte("1\n +2\n\t-3\t\n-9223372036854775808\n9223372036854775808\n"))
+	f.Add([]byte("alice\rbob\r"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, codec := range []string{"string", "int64"} {
+			checkKeysFile(t, data, codec)
+		}
+	})
+}
+
+func checkKeysFile(t *testing.T, data []byte, codec string) {
+	src := []byte("version: 1\nrules:\n  - purge_keys: {keys_file: k.txt, codec: " + codec + "}\n")
+	opts := testOpts()
+	opts.ReadFile = func(string) ([]byte, error) { return data, nil }
+	set, err := ParseWithOptions("fuzz.yaml", src, opts)
+	if err != nil {
+		var errs *Errors
+		if !errors.As(err, &errs) || errs.Len() == 0 {
+			t.Fatalf("%s: error is not a non-empty *Errors: %T %v", codec, err, err)
+		}
+		for _, e := range errs.List {
+			if e.Line < 1 || e.Col < 1 || e.Msg == "" {
+				t.Fatalf("%s: problem without position or text: %+v", codec, e)
+			}
+		}
+		return
+	}
+	var keys []string
+	var lines []int
+	seen := map[string]bool{}
+	text := strings.TrimPrefix(string(data), "\xef\xbb\xbf")
+	for i, ln := range strings.Split(text, "\n") {
+		ln = strings.TrimSuffix(ln, "\r")
+		tr := strings.TrimSpace(ln)
+		if tr == "" || tr[0] == '#' {
+			continue
+		}
+		k := ln
+		if codec == "int64" {
+			v, err := strconv.ParseInt(tr, 10, 64)
+			if err != nil {
+				t.Fatalf("line %d: %q is no int64, but the int64 list loaded", i+1, tr)
+			}
+			k = string(binary.LittleEndian.AppendUint64(nil, uint64(v)))
+		}
+		if !seen[k] {
+			seen[k] = true
+			keys, lines = append(keys, k), append(lines, i+1)
+		}
+	}
+	p := set.Rules[0].PurgeKeys
+	if !slices.Equal(p.Keys, keys) || !slices.Equal(p.Lines, lines) {
+		t.Fatalf("%s: keys %q at lines %v, want %q at %v", codec, p.Keys, p.Lines, keys, lines)
+	}
+	for i, k := range p.Keys {
+		if j, ok := p.Lookup([]byte(k)); !ok || j != i || !p.MayMatch([]byte(k)) {
+			t.Fatalf("%s: key %d %q: Lookup %d %v, MayMatch %v", codec, i, k, j, ok, p.MayMatch([]byte(k)))
+		}
+	}
 }

@@ -181,3 +181,61 @@ func TestDecompressTruncated(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecompress: whole-file compression is read from untrusted files. Any
+// bytes decompress or fail without a panic, hang or more output than the
+// limit; and data compressed with each compression decompresses back to
+// itself, naming that compression. The floor is lowered so that a bomb
+// the fuzzer finds costs little.
+func FuzzDecompress(f *testing.F) {
+	defer func(fl int64) { decompressFloor = fl }(decompressFloor)
+	decompressFloor = 1 << 20
+	names := []string{CompressNone, CompressGzip, CompressZstd, CompressLZ4, CompressBzip2, CompressXZ}
+	fixture, err := os.ReadFile("../testdata/clink/snapshot-v1.snap")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i, name := range names {
+		var buf bytes.Buffer
+		zw, err := NewCompressor(name, &buf)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if _, err := zw.Write(fixture); err != nil {
+			f.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(i), buf.Bytes())
+		f.Add(uint8(i), fixture[:64])
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		out, name, err := Decompress(data)
+		if err == nil && int64(len(out)) > decompressLimit(len(data)) {
+			t.Fatalf("%s: %d bytes decompress to %d, over the limit %d", name, len(data), len(out), decompressLimit(len(data)))
+		}
+		if name != DetectCompression(data) {
+			t.Fatalf("Decompress names %q, DetectCompression %q", name, DetectCompression(data))
+		}
+		want := names[int(which)%len(names)]
+		if want == CompressNone && DetectCompression(data) != CompressNone {
+			return // uncompressed data that starts with a magic is not returned as is
+		}
+		var buf bytes.Buffer
+		zw, err := NewCompressor(want, &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := zw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		back, name, err := Decompress(buf.Bytes())
+		if err != nil || name != want || !bytes.Equal(back, data) {
+			t.Fatalf("%s round trip of %d bytes: %q, %d bytes, equal %v, %v", want, len(data), name, len(back), bytes.Equal(back, data), err)
+		}
+	})
+}
