@@ -220,6 +220,19 @@ func FuzzParseSidecar(f *testing.F) {
 		if err != nil || back != s {
 			t.Fatalf("Marshal round trip: %+v -> %q -> %+v, %v", s, s.Marshal(), back, err)
 		}
-		Verify("p", true, int64(s.PayloadBytes&0x7fffffffffffffff), s.PayloadCRC32C, b)
+		// A payload of the declared size and checksum is valid, unless the
+		// version is newer or the size is past what a file can have.
+		size := int64(s.PayloadBytes & 0x7fffffffffffffff)
+		v, detail, got := Verify("p", true, size, s.PayloadCRC32C, b)
+		want := VerdictValid
+		switch {
+		case s.Version > SidecarVersion:
+			want = VerdictUnsupported
+		case uint64(size) != s.PayloadBytes:
+			want = VerdictIncomplete
+		}
+		if v != want || got == nil || *got != s {
+			t.Fatalf("Verify of %q: %s (%s), sidecar %+v; want %s, %+v", b, v, detail, got, want, s)
+		}
 	})
 }

@@ -1,7 +1,9 @@
 package savepoint
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -114,7 +116,8 @@ func FuzzOpenTree(f *testing.F) {
 				return // a file where a directory is wanted, or the reverse
 			}
 		}
-		for _, opts := range []OpenOptions{
+		var summaries [2][]byte // of the first two options, nil when it did not open
+		for i, opts := range []OpenOptions{
 			{},
 			{RequireValid: true},
 			{Columnar: true, AllowMissingSidecar: true},
@@ -123,9 +126,21 @@ func FuzzOpenTree(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			Summarize(sp)
-			Validate(sp, ValidateOptions{})
+			sum, err := json.Marshal(Summarize(sp))
+			if err != nil {
+				t.Fatalf("summary to JSON: %v", err)
+			}
+			if _, err := json.Marshal(Validate(sp, ValidateOptions{})); err != nil {
+				t.Fatalf("validation report to JSON: %v", err)
+			}
 			sp.Close()
+			if i < len(summaries) {
+				summaries[i] = sum
+			}
+		}
+		// RequireValid only refuses: what it opens opens without it, the same.
+		if summaries[1] != nil && !bytes.Equal(summaries[0], summaries[1]) {
+			t.Fatalf("opened with RequireValid: %s\nwithout: %s", summaries[1], summaries[0])
 		}
 	})
 }

@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -332,8 +333,28 @@ func FuzzParseVersionMap(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		m, err := ParseVersionMap(s)
-		if err != nil {
+		// The documented acceptance: each non-empty line parsed and Set in
+		// order, stopping at the first line that fails.
+		var ref VersionMap
+		refNo := 0
+		for no, line := range textLines(s) {
+			e, lerr := parseVersionLine(line)
+			if lerr == nil {
+				lerr = ref.Set(e)
+			}
+			if lerr != nil {
+				refNo = no
+				break
+			}
+		}
+		if refNo != 0 {
+			if want := fmt.Sprintf("parse version map line %d ", refNo); err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("ParseVersionMap(%q): %v, want an error starting %q", s, err, want)
+			}
 			return
+		}
+		if err != nil || !m.Equal(ref) {
+			t.Fatalf("ParseVersionMap(%q) = %q, %v; Set line by line gives %q", s, m.Pack(), err, ref.Pack())
 		}
 		packed := m.Pack()
 		m2, err := ParseVersionMap(packed)

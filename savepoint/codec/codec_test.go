@@ -365,6 +365,8 @@ var fuzzSpecs = []string{
 	"map<string,int64>", "map<int64,list<string>>", "map<string,optional<double>>",
 	"optional<int64>", "optional<list<optional<string>>>",
 	"pair<int64,string>", "pair<string,pair<uint32,bytes>>", "list<pair<string,int64>>",
+	"optional<bytes>", "optional<map<bytes,string>>", "pair<optional<uint32>,list<double>>",
+	"map<pair<bytes,int64>,optional<list<bytes>>>",
 }
 
 func FuzzCodecRoundTrip(f *testing.F) {
