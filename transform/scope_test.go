@@ -61,9 +61,10 @@ func TestDeclarationWarnings(t *testing.T) {
 }
 
 // A set_version that lowers an entry's version (YAML reads 'version: +1'
-// as 1), that sets an entry an earlier set_version set, or that adds one
-// for an operator with no rows and no entries (a mistyped id) is warned
-// of; a bump, or a new entry of an operator with rows, is not.
+// as 1), that sets an entry an earlier set_version set, that adds one for
+// an operator with no rows and no entries (a mistyped id), or whose
+// explicit slot: "" unbinds an entry from its slot is warned of; a bump,
+// or a new entry of an operator with rows, is not.
 func TestSetVersionWarnings(t *testing.T) {
 	dir := t.TempDir()
 	in := writeBaseTree(t, filepath.Join(dir, "in"), baseRows)
@@ -80,6 +81,10 @@ func TestSetVersionWarnings(t *testing.T) {
 		{"remapped into", "  - remap_operator: {from: 8, to: 14}\n  - set_version: {op: 14, state_type: Cart, version: 2}\n", nil},
 		{"bumped", "  - set_version: {op: 12, state_type: Dedup, version: 4}\n", nil},
 		{"new type of an operator with rows", "  - set_version: {op: 8, state_type: Profile, version: 1, slot: profile}\n", nil},
+		{"slot unbound", "  - set_version: {op: 7, state_type: SeenTtl, version: 2, slot: \"\"}\n",
+			[]string{`rule 1 (set_version): slot: "" unbinds operator 7's state type "SeenTtl" from slot "seen": an entry without a slot applies to every row of the operator, so a restore that migrates the state type migrates its timers, operator state and other slots too (leave 'slot' out to keep the entry's slot)`}},
+		{"slot kept", "  - set_version: {op: 7, state_type: SeenTtl, version: 2}\n", nil},
+		{"an entry that had no slot", "  - set_version: {op: 12, state_type: Dedup, version: 4, slot: \"\"}\n", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n"+c.rules, nil), transform.Options{DryRun: true})

@@ -737,6 +737,7 @@ func setVersionWarnings(sp *savepoint.Savepoint, steps []step, slots []*SlotStat
 		}
 		setBy[key] = st.rule
 		lowered, known := map[uint32]bool{}, present[sv.Op.ID]
+		unbound := map[string]bool{} // the slots an explicit slot: "" unbinds
 		for _, vm := range versionsAt(sp, steps, i) {
 			for _, e := range vm.Entries() {
 				if e.Op != sv.Op.ID {
@@ -746,7 +747,13 @@ func setVersionWarnings(sp *savepoint.Savepoint, steps []step, slots []*SlotStat
 				if e.StateType == sv.StateType && e.Version > sv.Version {
 					lowered[e.Version] = true
 				}
+				if e.StateType == sv.StateType && sv.HasSlot && sv.Slot == "" && e.Slot != "" {
+					unbound[e.Slot] = true
+				}
 			}
+		}
+		for _, slot := range slices.Sorted(maps.Keys(unbound)) {
+			warns = append(warns, fmt.Sprintf("%s: slot: \"\" unbinds operator %s's state type %q from slot %q: an entry without a slot applies to every row of the operator, so a restore that migrates the state type migrates its timers, operator state and other slots too (leave 'slot' out to keep the entry's slot)", st.rule.Label(), sv.Op, sv.StateType, slot))
 		}
 		if len(lowered) > 0 {
 			from := slices.Sorted(maps.Keys(lowered))
