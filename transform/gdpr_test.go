@@ -291,6 +291,47 @@ func TestPurgeAuditHexKeys(t *testing.T) {
 	}
 }
 
+// TestMergeLegacyBlobBehindPrefixed: a merge that moves an operator's
+// legacy timer blob into one holding a prefixed blob of that name warns
+// that the moved blob is not read after a restore (clink reads the
+// prefixed key first); with no prefixed blob there, or no merge, it does not.
+func TestMergeLegacyBlobBehindPrefixed(t *testing.T) {
+	timers := savepoint.EncodeTimers(nil, []savepoint.Timer{{Time: 5, Key: []byte("k")}})
+	legacy := savepoint.Row{Op: 7, Key: []byte("__clink_timers"), Value: timers}
+	prefixed := savepoint.Row{Op: 8, Key: []byte("\xff__clink_timers"), Value: timers}
+	keyed := savepoint.Row{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k")), Value: []byte("v")}
+	const want = `op 8: the legacy timer blob "__clink_timers" that the merge moved from op 7 (1 file) is not read after a restore`
+	for _, tc := range []struct {
+		name  string
+		rows  []savepoint.Row
+		rules string
+		warn  bool
+	}{
+		{"merged behind a prefixed blob", []savepoint.Row{legacy, keyed, prefixed}, "  - remap_operator: {from: 7, to: 8, merge: true}\n", true},
+		{"no prefixed blob there", []savepoint.Row{legacy, keyed}, "  - remap_operator: {from: 7, to: 8, merge: true}\n", false},
+		{"no merge", []savepoint.Row{legacy, keyed, prefixed}, "  - drop_slot: {op: 8, slot: nothing}\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in := filepath.Join(dir, "in.snap")
+			if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), tc.rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n"+tc.rules, nil), transform.Options{DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, w := range rep.Warnings {
+				found = found || strings.Contains(w, want)
+			}
+			if found != tc.warn {
+				t.Errorf("warned %v, want %v: %q", found, tc.warn, rep.Warnings)
+			}
+		})
+	}
+}
+
 // TestMergeTimerBlobsJoined: the timer blobs of two operators that a
 // remap_operator with merge: true makes one key are joined into the copy a
 // restore keeps: every timer of both, identical ones once, sorted; the

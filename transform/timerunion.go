@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/sptool/sptool/savepoint"
@@ -207,4 +208,54 @@ func sortTimers(ts []savepoint.Timer) {
 		}
 		return bytes.Compare(a.Key, b.Key)
 	})
+}
+
+// hiddenBlob is a legacy timer blob (key) that a merge moved from operator
+// from into operator op, which holds a prefixed blob of the same name.
+type hiddenBlob struct {
+	op, from uint64
+	key      string
+}
+
+// hiddenLegacyBlobs returns the legacy (unprefixed) timer blobs of blobs
+// that a remap_operator with merge: true moved into an operator whose
+// output holds a prefixed blob of the same name. The two are different
+// keys, so they are not joined; but clink's get_operator_state reads the
+// prefixed blob and falls back to the legacy key only when there is none
+// (format 2.1): the moved blob's timers would never fire.
+func hiddenLegacyBlobs(blobs []blobCopy) []hiddenBlob {
+	prefixed := map[timerBlobKey]bool{}
+	for _, c := range blobs {
+		if c.pos >= 0 && len(c.key) > 0 && c.key[0] == 0xff {
+			prefixed[timerBlobKey{c.op, string(c.key[1:])}] = true
+		}
+	}
+	var out []hiddenBlob
+	for _, c := range blobs {
+		if c.pos < 0 || len(c.key) == 0 || c.key[0] == 0xff || c.op == c.inOp {
+			continue
+		}
+		h := hiddenBlob{op: c.op, from: c.inOp, key: string(c.key)}
+		if prefixed[timerBlobKey{c.op, h.key}] && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// hiddenLegacyWarnings words the hidden legacy blobs (see
+// hiddenLegacyBlobs), each with the number of files it is in.
+func hiddenLegacyWarnings(hidden map[hiddenBlob]int) []string {
+	keys := slices.SortedFunc(maps.Keys(hidden), func(a, b hiddenBlob) int {
+		return cmp.Or(cmp.Compare(a.op, b.op), cmp.Compare(a.key, b.key), cmp.Compare(a.from, b.from))
+	})
+	var warns []string
+	for _, h := range keys {
+		files := "1 file"
+		if n := hidden[h]; n != 1 {
+			files = fmt.Sprintf("%d files", n)
+		}
+		warns = append(warns, fmt.Sprintf("op %d: the legacy timer blob %s that the merge moved from op %d (%s) is not read after a restore: op %d holds a prefixed blob of that name, which clink reads instead of the legacy key (format 2.1), so the moved blob's timers do not fire", h.op, savepoint.RenderKey([]byte(h.key)), h.from, files, h.op))
+	}
+	return warns
 }

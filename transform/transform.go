@@ -811,6 +811,9 @@ type fileResult struct {
 	// into one added to the blob kept (unionTimerBlobs).
 	blobs        []blobCopy
 	timersMerged int64
+	// hiddenLegacy are the legacy timer blobs a merge moved next to a
+	// prefixed blob of the same name (hiddenLegacyBlobs).
+	hiddenLegacy []hiddenBlob
 	warnings     []string
 	// unchecked: the input is large and not strictly increasing, and its
 	// copies that a restore would not keep were not looked for (see
@@ -947,6 +950,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 	}
 	joined, warnings := e.unionTimerBlobs(res)
 	res.warnings = append(res.warnings, warnings...)
+	res.hiddenLegacy = hiddenLegacyBlobs(res.blobs)
 	comp := &compositeMemo{e: e}
 	dropped := func(r savepoint.Row) {
 		k := savepoint.ParseKey(r.Key)
@@ -2233,11 +2237,16 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d rows had the same (op, key) as another row after the rules ran (or were stored twice); each was resolved as clink's restore does (keyed: the later row; operator state: the greater 8-byte value)", rep.DuplicatesResolved))
 	}
 	var blobsLost, timersLost int64
+	hidden := map[hiddenBlob]int{} // files
 	for _, res := range results {
 		blobsLost, timersLost = blobsLost+res.timerBlobsLost, timersLost+res.timersLost
 		rep.TimersMerged += res.timersMerged
 		rep.Warnings = append(rep.Warnings, res.warnings...)
+		for _, h := range res.hiddenLegacy {
+			hidden[h]++
+		}
 	}
+	rep.Warnings = append(rep.Warnings, hiddenLegacyWarnings(hidden)...)
 	if blobsLost > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d timer blob(s) holding %d timer(s) removed as duplicates: a timer blob is one value of its operator, and a restore keeps one copy whole (the later), so the timers of the other copy do not fire after a restore (a file that stores a blob twice, or a blob that could not be read to be merged)", blobsLost, timersLost))
 	}
