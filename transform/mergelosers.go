@@ -23,11 +23,12 @@ func mergeSteps(steps []step) []int {
 	return out
 }
 
-// mergeInto reports whether row r, as step s left it, is a keyed or an
-// operator-state row in the operator or slot that s merges rows into. Timer
-// blobs are joined, not resolved (see unionTimerBlobs).
+// mergeInto reports whether row r, as step s left it, is a row in the
+// operator or slot that s merges rows into: keyed, operator-state or raw (a
+// restore resolves copies of each, format 1.6). Timer blobs are joined, not
+// resolved (see unionTimerBlobs).
 func (s *step) mergeInto(r savepoint.Row, k savepoint.Key) bool {
-	if k.Kind != savepoint.KindKeyed && (!r.IsOperatorState() || savepoint.IsTimerBlob(r.Key)) {
+	if k.Kind != savepoint.KindKeyed && savepoint.IsTimerBlob(r.Key) {
 		return false
 	}
 	switch rule := s.rule; {

@@ -1787,3 +1787,16 @@ rules:
 		t.Errorf("warnings: %q", rep.Warnings)
 	}
 }
+
+// TestMergeLosersRawKeys: a row whose key has no slot separator and a
+// first byte below 128 is restored as a keyed row (last copy wins, format
+// 1.6): a merge that resolves two such copies loses one for good too.
+func TestMergeLosersRawKeys(t *testing.T) {
+	dir := t.TempDir()
+	a := savepoint.Row{Op: opDedup, Key: []byte("__inflight__"), Value: []byte("1")}
+	b := savepoint.Row{Op: opDedup2, Key: []byte("__inflight__"), Value: []byte("3")}
+	files := map[int][]savepoint.Row{0: {a, rD1, b}}
+	in := writeTreeAsIs(t, filepath.Join(dir, "in"), 5, files, savepoint.VersionMap{})
+	checkDedup(t, in, "  - remap_operator: {from: 12, to: 13, merge: true}\n  - drop: 'op == 13 && string(value_bytes) == \"3\"'\n",
+		[]located{{0, withOp(rD1, 13)}}, 1, 3)
+}
