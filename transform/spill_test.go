@@ -244,3 +244,38 @@ func TestSpilledSortFallsBackInMemory(t *testing.T) {
 		t.Error("the output sorted in memory differs from the one sorted through temporary files")
 	}
 }
+
+// An input file cut short after its rows were processed, while another
+// file's output is sorted, is ErrInputChanged, not a crash, when a merge
+// across chain groups is checked (checkMergeGroups reads every input).
+func TestMergeGroupsCheckInputCut(t *testing.T) {
+	files := map[int][]savepoint.Row{}
+	for i := range 500 {
+		uk := binary.BigEndian.AppendUint64(nil, uint64(i))
+		files[0] = append(files[0], savepoint.Row{Op: 901, Key: savepoint.EncodeKeyedKey([]byte("s"), uk), Value: []byte("v")})
+	}
+	files[1] = []savepoint.Row{{Op: 901, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("x")), Value: []byte("v")}}
+	files[2] = shuffledRows(20000, 7)
+	dir := t.TempDir()
+	tree := writeTreeAsIs(t, filepath.Join(dir, "tree"), 5, files, savepoint.VersionMap{})
+	victim := filepath.Join(tree, "v1", "0", "checkpoint-5.snap")
+	defer transform.SetSpill(1000, 0)()
+	var cut sync.Once
+	defer transform.SetBeforeSpillSort(func() {
+		cut.Do(func() {
+			if err := os.Truncate(victim, 0); err != nil {
+				t.Error(err)
+			}
+		})
+	})()
+	sp, err := savepoint.Open(tree, savepoint.OpenOptions{Columnar: true, Groups: []savepoint.Group{{First: 0, Count: 2}, {First: 2, Count: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	set := parseRules(t, "version: 1\nrules:\n  - remap_operator: {from: 901, to: 902, merge: true}\n  - drop: 'slot == \"agg\"'\n", nil)
+	_, err = transform.Run(context.Background(), sp, set, transform.Options{Out: filepath.Join(dir, "out"), TempDir: dir, Jobs: 1})
+	if !errors.Is(err, savepoint.ErrInputChanged) {
+		t.Errorf("run over a cut input: %v, want ErrInputChanged", err)
+	}
+}

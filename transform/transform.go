@@ -488,11 +488,19 @@ func checkMergeGroups(sp *savepoint.Savepoint, set *rules.Set, results []*fileRe
 		}
 		return m
 	}
+	var err error
 	cur := keyedGroups(func(i int, fn func(uint64, []byte)) {
-		if s := sp.Files[i].Snapshot; s != nil {
-			s.EachKey(func(_ int, op uint64, key []byte) bool { fn(op, key); return true })
+		if s := sp.Files[i].Snapshot; s != nil && err == nil {
+			// The input is mapped: a file cut short since is an error.
+			err = savepoint.Guard(func() error {
+				s.EachKey(func(_ int, op uint64, key []byte) bool { fn(op, key); return true })
+				return nil
+			})
 		}
 	})
+	if err != nil {
+		return err
+	}
 	format := func(gs groupSet) string {
 		return savepoint.FormatGroups(slices.SortedFunc(maps.Keys(gs), func(a, b savepoint.Group) int { return a.First - b.First }))
 	}
@@ -530,7 +538,6 @@ func checkMergeGroups(sp *savepoint.Savepoint, set *rules.Set, results []*fileRe
 	if len(joins) == 0 {
 		return nil
 	}
-	var err error
 	out := keyedGroups(func(i int, fn func(uint64, []byte)) {
 		res := results[i]
 		if res == nil || res.out == nil || err != nil {
