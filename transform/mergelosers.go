@@ -46,10 +46,11 @@ func (s *step) mergeInto(r savepoint.Row, k savepoint.Key) bool {
 // stream order: the later keyed row, the greater 8-byte operator value). The copy lost must not come back when a later rule drops
 // the copy kept by its value (a purge_expired, a filter on the value):
 // the rules see both, and resolving duplicates when they have run would
-// keep the other. It returns nil when no merge lost a copy. Each row runs
-// through the steps up to the merge once more, on a worker of its own
-// whose counts are thrown away.
-func (e *engine) mergeLosers(f *savepoint.File) ([]uint64, error) {
+// keep the other. The copies marked in shadowed (see dropShadowed), gone
+// before any rule, take no part. It returns nil when no merge lost a copy.
+// Each row runs through the steps up to the merge once more, on a worker
+// of its own whose counts are thrown away.
+func (e *engine) mergeLosers(f *savepoint.File, shadowed []uint64) ([]uint64, error) {
 	if len(e.mergeSteps) == 0 {
 		return nil, nil
 	}
@@ -68,7 +69,7 @@ func (e *engine) mergeLosers(f *savepoint.File) ([]uint64, error) {
 		held := map[string]heldRow{}
 		err := savepoint.Guard(func() error {
 			for i := range n {
-				if lost[i/64]&(1<<(i%64)) != 0 {
+				if lost[i/64]&(1<<(i%64)) != 0 || shadowed != nil && shadowed[i/64]&(1<<(i%64)) != 0 {
 					continue
 				}
 				r := cur.Row(i)

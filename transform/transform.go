@@ -980,10 +980,11 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 		// The rules saw every stored row; the copies a restore would not
 		// keep go now, so that dropping or renaming the copy that wins
 		// does not bring back one that it hid.
-		res.dupes, res.unchecked = out.dropShadowed(f, e.valueFates, dropped)
+		var shadowed []uint64
+		res.dupes, shadowed, res.unchecked = out.dropShadowed(f, e.valueFates, dropped)
 		// So do the copies a merge resolved away, which a later rule
 		// saw beside the copy kept.
-		lost, err := e.mergeLosers(f)
+		lost, err := e.mergeLosers(f, shadowed)
 		if err != nil {
 			res.err = err
 			return res
@@ -1649,7 +1650,8 @@ func shortKeyedRun(b *savepoint.Batch, lo, m int) (n int, op uint64, kg int, key
 // dropShadowed removes the output rows that come from a copy of a key that
 // the input file f stores twice and that a restore of f would not keep
 // (see savepoint.CanonicalPositions), after calling dropped with each, and
-// returns how many it removed. A strictly increasing input, or one whose
+// returns how many it removed and those copies, marked by input row (nil
+// when there are none, or none were looked for). A strictly increasing input, or one whose
 // keys are distinct, has no such copy. An input of maxShadowSearchRows
 // rows or more that is not strictly increasing is searched only when a
 // rule decides by value (valueFates: otherwise the copies kept are
@@ -1659,25 +1661,25 @@ func shortKeyedRun(b *savepoint.Batch, lo, m int) (n int, op uint64, kg int, key
 // memory), not sorted in memory; one it cannot search within its bounds (a
 // quarter of the file's bytes, 65,536 repeated keys) is not looked at
 // (unchecked).
-func (o *outRows) dropShadowed(f *savepoint.File, valueFates bool, dropped func(savepoint.Row)) (n int64, unchecked bool) {
+func (o *outRows) dropShadowed(f *savepoint.File, valueFates bool, dropped func(savepoint.Row)) (n int64, shadowed []uint64, unchecked bool) {
 	snap := f.Snapshot
 	if _, strict := snap.Order(); strict {
-		return 0, false
+		return 0, nil, false
 	}
 	if snap.NumRows() >= maxShadowSearchRows && !valueFates {
 		// Every stored copy of a key met the same fate: the copies kept
 		// are resolved as a restore resolves them when the output is
 		// sorted, and none dropped hid one kept.
-		return 0, false
+		return 0, nil, false
 	}
-	shadowed := make([]uint64, (snap.NumRows()+63)/64) // by input row
+	shadowed = make([]uint64, (snap.NumRows()+63)/64) // by input row
 	if snap.NumRows() >= maxShadowSearchRows {
 		groups, ok := savepoint.RepeatedKeys(snap.NumRows(), snap.EachKeyIn, shadowBudget(f))
 		if !ok {
-			return 0, true
+			return 0, nil, true
 		}
 		if len(groups) == 0 {
-			return 0, false
+			return 0, nil, false
 		}
 		// Each group folded in stream order, as a restore and
 		// resolveDuplicates fold copies: all but the copy kept are
@@ -1694,13 +1696,13 @@ func (o *outRows) dropShadowed(f *savepoint.File, valueFates bool, dropped func(
 		}
 	} else {
 		if savepoint.DistinctKeys(snap.NumRows(), snap.EachKeyIn, savepoint.DistinctBudget(f)) {
-			return 0, false
+			return 0, nil, false
 		}
 		in := &outRows{cur: snap.NewCursor(), release: f.ReleasePages}
 		in.idx.appendRun(0, snap.NumRows())
 		savepoint.CanonicalPositions(in, func(pos uint32) { shadowed[pos/64] |= 1 << (pos % 64) }, f.ReleasePages)
 	}
-	return o.dropMarked(shadowed, dropped), false
+	return o.dropMarked(shadowed, dropped), shadowed, false
 }
 
 // dropMarked removes the output rows that come from the input rows marked

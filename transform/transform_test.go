@@ -1800,3 +1800,18 @@ func TestMergeLosersRawKeys(t *testing.T) {
 	checkDedup(t, in, "  - remap_operator: {from: 12, to: 13, merge: true}\n  - drop: 'op == 13 && string(value_bytes) == \"3\"'\n",
 		[]located{{0, withOp(rD1, 13)}}, 1, 3)
 }
+
+// TestMergeLosersShadowedTakeNoPart: a copy the input stores twice and a
+// restore of it would not keep (gone before any rule) does not win a merge
+// over the row merged in: a rule deciding by value after the merge, which
+// drops nothing, changes nothing.
+func TestMergeLosersShadowedTakeNoPart(t *testing.T) {
+	dir := t.TempDir()
+	zed0 := keyed(opDedup2, "dedup", "zed", []byte("0"))
+	files := map[int][]savepoint.Row{0: {rD2, rE1, zed0, rD1}}
+	in := writeTreeAsIs(t, filepath.Join(dir, "in"), 5, files, savepoint.VersionMap{})
+	const rules = "  - drop: 'op == 13 && string(value_bytes) == \"0\"'\n  - remap_operator: {from: 12, to: 13, merge: true}\n"
+	want := []located{{0, withOp(rD1, 13)}, {0, withOp(rD2, 13)}}
+	checkDedup(t, in, rules, want, 1, 4)
+	checkDedup(t, in, rules+"  - drop: 'string(value_bytes) == \"nothing\"'\n", want, 1, 4)
+}
