@@ -343,9 +343,12 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	}
 	slices.SortFunc(dirs, func(a, b *subtaskDir) int { return a.index - b.index })
 
-	markers, err := completedMarkers(sp.Root)
+	markers, ignored, err := completedMarkers(sp.Root)
 	if err != nil {
 		return err
+	}
+	for _, rel := range ignored {
+		sp.Notes = append(sp.Notes, fmt.Sprintf("%s ignored: clink looks for COMPLETED-<id> with the id in decimal, so it is no marker clink finds (format 5.5)", rel))
 	}
 	if err := sp.selectCheckpoint(dirs, markers, opts.Checkpoint, opts.CheckpointSet || opts.Checkpoint != 0); err != nil {
 		return err
@@ -463,14 +466,17 @@ type marker struct {
 	c   Completed
 }
 
-// completedMarkers reads every _jobs/<job>/COMPLETED-<id> under root.
-func completedMarkers(root string) (map[uint64][]marker, error) {
+// completedMarkers reads every _jobs/<job>/COMPLETED-<id> under root. A
+// name whose id has leading zeros (COMPLETED-017) is none clink finds: it
+// looks for the id in decimal (format 5.3, 5.5); those are returned apart.
+func completedMarkers(root string) (map[uint64][]marker, []string, error) {
 	out := map[uint64][]marker{}
+	var ignored []string
 	jobs, err := os.ReadDir(filepath.Join(root, "_jobs"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
+		return out, nil, nil
 	} else if err != nil {
-		return nil, fmt.Errorf("open savepoint: %w", err)
+		return nil, nil, fmt.Errorf("open savepoint: %w", err)
 	}
 	for _, j := range jobs {
 		if !j.IsDir() {
@@ -478,7 +484,7 @@ func completedMarkers(root string) (map[uint64][]marker, error) {
 		}
 		ents, err := os.ReadDir(filepath.Join(root, "_jobs", j.Name()))
 		if err != nil {
-			return nil, fmt.Errorf("open savepoint: %w", err)
+			return nil, nil, fmt.Errorf("open savepoint: %w", err)
 		}
 		for _, e := range ents {
 			rest, ok := strings.CutPrefix(e.Name(), "COMPLETED-")
@@ -490,13 +496,17 @@ func completedMarkers(root string) (map[uint64][]marker, error) {
 				continue
 			}
 			rel := filepath.Join("_jobs", j.Name(), e.Name())
+			if strconv.FormatUint(id, 10) != rest {
+				ignored = append(ignored, rel)
+				continue
+			}
 			b, err := ReadRegularFile(filepath.Join(root, rel), maxControlFileSize)
 			if err != nil {
-				return nil, fmt.Errorf("read marker: %w", err)
+				return nil, nil, fmt.Errorf("read marker: %w", err)
 			}
 			c, err := ParseCompleted(b)
 			if err != nil {
-				return nil, fmt.Errorf("marker %s: %w", rel, err)
+				return nil, nil, fmt.Errorf("marker %s: %w", rel, err)
 			}
 			if c.Job == "" {
 				c.Job = j.Name()
@@ -504,7 +514,7 @@ func completedMarkers(root string) (map[uint64][]marker, error) {
 			out[id] = append(out[id], marker{rel, c})
 		}
 	}
-	return out, nil
+	return out, ignored, nil
 }
 
 // selectCheckpoint applies sptool's rule: the checkpoint asked for (want,

@@ -955,6 +955,35 @@ func TestValidateDirectoryNames(t *testing.T) {
 	}
 }
 
+// clink looks for _jobs/<job>/COMPLETED-<id> with the id in decimal
+// (format 5.3, 5.5): a marker named with leading zeros is none it finds,
+// so its subtasks= line does not apply and it picks no checkpoint.
+func TestOpenMarkerNameWithLeadingZeros(t *testing.T) {
+	r := vtKeyed(7, "agg", []byte("alpha"), "1")
+	tree := vtWriteTree(t, [][]Row{{r}, {}}, nil)
+	jobs := filepath.Join(tree, "_jobs", "job1")
+	if err := os.Rename(filepath.Join(jobs, "COMPLETED-7"), filepath.Join(jobs, "COMPLETED-07")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(jobs, "COMPLETED-07"), []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, tree, OpenOptions{})
+	if sp.Completed != nil || sp.Job != "" {
+		t.Errorf("COMPLETED-07 read as the marker of checkpoint 7 (%s, job %q)", sp.CompletedRel, sp.Job)
+	}
+	if len(sp.Files) != 2 {
+		t.Errorf("read %d files, want 2 (no marker's subtasks= line applies)", len(sp.Files))
+	}
+	found := false
+	for _, n := range sp.Notes {
+		found = found || strings.Contains(n, "COMPLETED-07") && strings.Contains(n, "ignored")
+	}
+	if !found {
+		t.Errorf("no note of the ignored marker: %q", sp.Notes)
+	}
+}
+
 func TestValidateParallelism(t *testing.T) {
 	const op = 7
 	q := [4][][]byte{vtKeysIn(t, 0, 32, 1), vtKeysIn(t, 32, 64, 1), vtKeysIn(t, 64, 96, 1), vtKeysIn(t, 96, 128, 1)}
