@@ -539,6 +539,7 @@ func Summarize(sp *Savepoint) *Summary {
 	meta := map[metaKV][]string{}
 	var vmVariants []VersionMapVariant
 	vmIndex := map[string]int{}
+	matSeen := map[string]bool{} // materialisations counted in the totals
 	for _, f := range sp.Files {
 		fs := FileSummary{Rel: f.Rel, Subtask: f.Subtask, Size: f.Size, CRC32C: f.CRC32C, FileCompression: f.Compression, Batches: []int{}, MetadataKeys: []string{}}
 		if f.Verdict != "" {
@@ -573,8 +574,11 @@ func Summarize(sp *Savepoint) *Summary {
 				n := int64(-1)
 				if st, err := os.Stat(filepath.Join(sp.Root, rel)); err == nil {
 					n = st.Size()
-					s.Totals.Materializations++
-					s.Totals.MaterializationBytes += n
+					if !matSeen[rel] {
+						matSeen[rel] = true
+						s.Totals.Materializations++
+						s.Totals.MaterializationBytes += n
+					}
 				}
 				cs.MaterializationBytes = append(cs.MaterializationBytes, n)
 			}

@@ -773,3 +773,32 @@ func TestHistogramCountsDuplicates(t *testing.T) {
 		t.Errorf("histogram rows %d, duplicates %d; want 2 and 1", kg.Rows, kg.Duplicates)
 	}
 }
+
+// Two changelogs whose handles name the same materialisation: the totals
+// count the file once, as it is on disk.
+func TestSummarizeSharedMaterialisation(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	if err := os.CopyFS(tree, os.DirFS(vtFixturePath("changelog-file"))); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(tree, "v1", "1", "changelog-17.snap")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := []byte("/v1/1/materializations/mat-15.bin")
+	if bytes.Count(b, old) != 1 {
+		t.Fatalf("handle %q not found once in %s", old, p)
+	}
+	if err := os.WriteFile(p, bytes.Replace(b, old, []byte("/v1/0/materializations/mat-17.bin"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(tree, "v1", "0", "materializations", "mat-17.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tot := Summarize(vtOpen(t, tree, OpenOptions{})).Totals
+	if tot.Materializations != 1 || tot.MaterializationBytes != st.Size() {
+		t.Errorf("totals: %d materialisations of %d bytes, want 1 of %d", tot.Materializations, tot.MaterializationBytes, st.Size())
+	}
+}
