@@ -1376,7 +1376,22 @@ func (v *validator) checkParallelism(m int) {
 			blocks = append(blocks, b)
 		}
 	}
-	for _, b := range blocks {
+	fileAt := map[int]*File{}
+	for _, f := range sp.Files {
+		fileAt[f.Subtask] = f
+	}
+	for bi, b := range blocks {
+		// At parallelism m every chain group takes m indices, allocated in
+		// order (format 5.1): a group's new subtask k reads v<G>/<base+k>,
+		// its own old file only where the group does not move (6.2).
+		base := b.g.First
+		if v.isTree() {
+			base = bi * m
+		}
+		moved := base != b.g.First
+		if moved {
+			v.treeFinding(SeverityError, CheckParallelism, 0, nil, fmt.Sprintf("chain group %s starts at subtask %d at parallelism %d (each group before it takes %d indices): its subtasks read v%d/%d to v%d/%d, not its own files, and lose the keyed rows those do not hold (section 6.2)", FormatGroups([]Group{b.g}), base, m, m, sp.Generation, base, sp.Generation, base+m-1))
+		}
 		if len(b.files) != m {
 			what := "the input has 1 file"
 			switch {
@@ -1387,27 +1402,40 @@ func (v *validator) checkParallelism(m int) {
 			}
 			v.treeFinding(SeverityError, CheckParallelism, 0, nil, fmt.Sprintf("%s; a job at parallelism %d restores %d (each subtask reads only its own file, section 6.2)", what, m, m))
 		}
-		if v.isTree() && b.g.Count == m {
+		if v.isTree() && b.g.Count == m && !moved {
 			continue // the misplaced-row and stale-copy checks already judged this layout
 		}
-		for k, f := range b.files {
+		for idx, f := range b.files {
 			if f.Snapshot == nil {
 				continue
 			}
+			k := idx
+			if moved {
+				k = f.Subtask - base
+			}
 			rng := KeyGroupRangeForSubtask(k, m)
+			if k < 0 || k >= m {
+				rng = KeyGroupRange{}
+			}
 			f.Snapshot.EachRow(func(i int, r Row) bool {
 				kg, filtered := RestoreKeyGroup(r.Key)
 				if !filtered || rng.Contains(kg) {
 					return true
 				}
 				j := SubtaskForKeyGroup(kg, m)
-				var of *File // the file that is subtask j of this group, if the group has one
-				if v.isTree() && j < len(b.files) {
-					of = b.files[j]
+				var of *File // the file new subtask j of this group reads, if the tree has one
+				if v.isTree() {
+					of = fileAt[base+j]
 				}
 				where := fmt.Sprintf("outside subtask %d's range %s at parallelism %d", k, rng, m)
-				if k >= m {
+				switch {
+				case moved && (k < 0 || k >= m):
+					where = fmt.Sprintf("in v%d/%d, which no subtask of its chain group reads at parallelism %d", sp.Generation, f.Subtask, m)
+				case k >= m:
 					where = fmt.Sprintf("in subtask %d, which does not exist at parallelism %d", k, m)
+				}
+				if moved {
+					where += fmt.Sprintf(" (subtask %d reads v%d/%d there)", j, sp.Generation, base+j)
 				}
 				if of != nil && of != f && v.holds(of, r.Op, r.Key) {
 					v.rowFinding(f, i, SeverityWarning, CheckParallelism, fmt.Sprintf("stale copy at parallelism %d: key group %d lies %s; subtask %d, which owns it there, holds a copy", m, kg, where, j))

@@ -984,6 +984,36 @@ func TestOpenMarkerNameWithLeadingZeros(t *testing.T) {
 	}
 }
 
+// A job resubmitted at parallelism m gives every chain group m indices, in
+// order (format 5.1): a later group's subtasks read the directories at its
+// new indices, not its own files (6.2), and lose the keyed rows those do
+// not hold.
+func TestValidateParallelismMovesLaterGroups(t *testing.T) {
+	a := vtKeyed(7, "agg", vtKeysIn(t, 0, 32, 1)[0], "a")
+	b := vtKeyed(8, "agg", vtKeysIn(t, 0, 32, 1)[0], "b")
+	// Group 0-1 holds op 7, group 2-3 op 8, each row in its owner's file.
+	tree := vtWriteTree(t, [][]Row{{a}, {}, {b}, {}}, nil)
+	sp := vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 2}}})
+	if rep := Validate(sp, ValidateOptions{Parallelism: 2}); rep.Errors() != 0 {
+		t.Fatalf("at its own parallelism:\n%s", vtDump(rep))
+	}
+	// At 4, group 2-3 becomes 4-7: its subtask 0 reads v1/4, which does
+	// not exist, so op 8's row is lost; op 7's row stays in v1/0.
+	rep := Validate(sp, ValidateOptions{Parallelism: 4})
+	var lostA, lostB, moved bool
+	for _, f := range rep.Findings {
+		if f.Check != CheckParallelism || f.Severity != SeverityError {
+			continue
+		}
+		lostA = lostA || f.Op == 7 && f.Row >= 0
+		lostB = lostB || f.Op == 8 && f.Row >= 0
+		moved = moved || strings.Contains(f.Message, "chain group 2-3 starts at subtask 4 at parallelism 4")
+	}
+	if lostA || !lostB || !moved {
+		t.Errorf("op 7's row lost %v (want false), op 8's %v (want true), group move said %v (want true):\n%s", lostA, lostB, moved, vtDump(rep))
+	}
+}
+
 func TestValidateParallelism(t *testing.T) {
 	const op = 7
 	q := [4][][]byte{vtKeysIn(t, 0, 32, 1), vtKeysIn(t, 32, 64, 1), vtKeysIn(t, 64, 96, 1), vtKeysIn(t, 96, 128, 1)}
@@ -1038,8 +1068,9 @@ func TestValidateParallelism(t *testing.T) {
 		t.Errorf("subtask 0 findings at parallelism 4: %v", par)
 	}
 
-	// Several chain groups, each running its own operator: each is
-	// checked on its own.
+	// Several chain groups, each running its own operator: at 4 the
+	// second group's subtasks are 4-7 (format 5.1), reading directories
+	// that do not exist, so it loses every row (6.2).
 	r8 := func(i int) Row { return vtKeyed(op+1, "agg", q[i][0], "v") }
 	tree = vtWriteTree(t, [][]Row{{r(0), r(1)}, {r(2), r(3)}, {r8(0), r8(1)}, {r8(2), r8(3)}}, nil)
 	sp = vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 2}}})
@@ -1053,11 +1084,11 @@ func TestValidateParallelism(t *testing.T) {
 			groupErrs = append(groupErrs, f.Message)
 		}
 	}
-	if len(groupErrs) != 2 || !strings.HasPrefix(groupErrs[0], "chain group 0-1 has 2 subtask files") || !strings.HasPrefix(groupErrs[1], "chain group 2-3 has 2 subtask files") {
+	if len(groupErrs) != 3 || !strings.HasPrefix(groupErrs[0], "chain group 0-1 has 2 subtask files") || !strings.HasPrefix(groupErrs[1], "chain group 2-3 has 2 subtask files") || !strings.HasPrefix(groupErrs[2], "chain group 2-3 starts at subtask 4 at parallelism 4") {
 		t.Errorf("group findings at parallelism 4: %q", groupErrs)
 	}
-	if rep.Errors() != 2+6 {
-		t.Errorf("%d errors at parallelism 4, want 8 (2 groups + 3 rows each):\n%s", rep.Errors(), vtDump(rep))
+	if rep.Errors() != 3+3+4 {
+		t.Errorf("%d errors at parallelism 4, want 10 (3 group findings, 3 rows of the first group, all 4 of the second):\n%s", rep.Errors(), vtDump(rep))
 	}
 
 	// A parallelism no job runs is an error, not a panic of ranges that

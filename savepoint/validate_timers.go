@@ -311,10 +311,16 @@ func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []ti
 		}
 	}
 	m := v.opts.Parallelism
-	if m <= 0 || m == g.Count {
+	// At parallelism m every chain group takes m indices, in order (format
+	// 5.1): the group's new subtasks are v<G>/<base>... (see checkParallelism).
+	base := g.First
+	if i := slices.Index(v.sp.Groups, g); i >= 0 && v.isTree() {
+		base = i * m
+	}
+	if m <= 0 || m == g.Count && base == g.First {
 		return
 	}
-	bm := newBlobRestore(Group{First: g.First, Count: m}, key, unions)
+	bm := newBlobRestore(Group{First: base, Count: m}, key, unions)
 	atM := firedTimers(bm, copies)
 	var lost, gained int
 	var lostEx, gainedEx timerID
