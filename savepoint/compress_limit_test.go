@@ -17,16 +17,22 @@ import (
 // about 1030:1).
 func gzipZeros(t *testing.T, n int) []byte {
 	t.Helper()
+	return compressed(t, CompressGzip, make([]byte, n))
+}
+
+// compressed returns data compressed whole with compression name.
+func compressed(tb testing.TB, name string, data []byte) []byte {
+	tb.Helper()
 	var buf bytes.Buffer
-	zw, err := NewCompressor(CompressGzip, &buf)
+	zw, err := NewCompressor(name, &buf)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	if _, err := zw.Write(make([]byte, n)); err != nil {
-		t.Fatal(err)
+	if _, err := zw.Write(data); err != nil {
+		tb.Fatal(err)
 	}
 	if err := zw.Close(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return buf.Bytes()
 }
@@ -153,18 +159,7 @@ func TestDecompressTruncated(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{CompressGzip, CompressZstd, CompressLZ4, CompressBzip2, CompressXZ} {
-		var buf bytes.Buffer
-		zw, err := NewCompressor(name, &buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := zw.Write(fixture); err != nil {
-			t.Fatal(err)
-		}
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		whole := buf.Bytes()
+		whole := compressed(t, name, fixture)
 		if plain, _, err := Decompress(whole); err != nil || !bytes.Equal(plain, fixture) {
 			t.Fatalf("%s: whole stream: %d bytes, %v", name, len(plain), err)
 		}
@@ -196,18 +191,7 @@ func FuzzDecompress(f *testing.F) {
 		f.Fatal(err)
 	}
 	for i, name := range names {
-		var buf bytes.Buffer
-		zw, err := NewCompressor(name, &buf)
-		if err != nil {
-			f.Fatal(err)
-		}
-		if _, err := zw.Write(fixture); err != nil {
-			f.Fatal(err)
-		}
-		if err := zw.Close(); err != nil {
-			f.Fatal(err)
-		}
-		f.Add(uint8(i), buf.Bytes())
+		f.Add(uint8(i), compressed(f, name, fixture))
 		f.Add(uint8(i), fixture[:64])
 	}
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
@@ -222,18 +206,7 @@ func FuzzDecompress(f *testing.F) {
 		if want == CompressNone && DetectCompression(data) != CompressNone {
 			return // uncompressed data that starts with a magic is not returned as is
 		}
-		var buf bytes.Buffer
-		zw, err := NewCompressor(want, &buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := zw.Write(data); err != nil {
-			t.Fatal(err)
-		}
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		back, name, err := Decompress(buf.Bytes())
+		back, name, err := Decompress(compressed(t, want, data))
 		if err != nil || name != want || !bytes.Equal(back, data) {
 			t.Fatalf("%s round trip of %d bytes: %q, %d bytes, equal %v, %v", want, len(data), name, len(back), bytes.Equal(back, data), err)
 		}
