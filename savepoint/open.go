@@ -1215,6 +1215,17 @@ var logGain = func() (g [NumKeyGroups + 1]float64) {
 	return g
 }()
 
+// KeyedOperators returns the operators with keyed rows (first key byte
+// below NumKeyGroups) in s, read as InferGroups reads them: from the prefix
+// runs found at open when they say it, else mostly from the operator column
+// (see keyedEvidence). A fault of a mapped input is raised in the caller
+// (see Guard).
+func (s *Snapshot) KeyedOperators() map[uint64]bool {
+	e := groupEvidence{ops: map[uint64]bool{}}
+	keyedEvidence(s, &e, false)
+	return e.ops
+}
+
 // keyedEvidence adds to e.ops the operators with keyed rows (first key byte
 // below NumKeyGroups) in s, and with keyGroups the key groups of those rows
 // to e.kgs. The prefix runs found at open (Snapshot.Runs) say it without

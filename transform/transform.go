@@ -470,30 +470,32 @@ func checkMergeGroups(sp *savepoint.Savepoint, set *rules.Set, results []*fileRe
 		return nil
 	}
 	type groupSet = map[savepoint.Group]bool
-	keyedGroups := func(each func(i int, fn func(op uint64, key []byte))) map[uint64]groupSet {
+	// keyedGroups gives each operator the groups of the files where each
+	// calls keyed with it: the operators with keyed rows there.
+	keyedGroups := func(each func(i int, keyed func(op uint64))) map[uint64]groupSet {
 		m := map[uint64]groupSet{}
 		for i, f := range sp.Files {
 			g, ok := sp.GroupOf(f.Subtask)
 			if !ok {
 				continue
 			}
-			each(i, func(op uint64, key []byte) {
-				if _, keyed := savepoint.RestoreKeyGroup(key); keyed {
-					if m[op] == nil {
-						m[op] = groupSet{}
-					}
-					m[op][g] = true
+			each(i, func(op uint64) {
+				if m[op] == nil {
+					m[op] = groupSet{}
 				}
+				m[op][g] = true
 			})
 		}
 		return m
 	}
 	var err error
-	cur := keyedGroups(func(i int, fn func(uint64, []byte)) {
+	cur := keyedGroups(func(i int, keyed func(uint64)) {
 		if s := sp.Files[i].Snapshot; s != nil && err == nil {
 			// The input is mapped: a file cut short since is an error.
 			err = savepoint.Guard(func() error {
-				s.EachKey(func(_ int, op uint64, key []byte) bool { fn(op, key); return true })
+				for op := range s.KeyedOperators() {
+					keyed(op)
+				}
 				return nil
 			})
 		}
@@ -538,14 +540,16 @@ func checkMergeGroups(sp *savepoint.Savepoint, set *rules.Set, results []*fileRe
 	if len(joins) == 0 {
 		return nil
 	}
-	out := keyedGroups(func(i int, fn func(uint64, []byte)) {
+	out := keyedGroups(func(i int, keyed func(uint64)) {
 		res := results[i]
 		if res == nil || res.out == nil || err != nil {
 			return
 		}
 		err = savepoint.Guard(func() error {
 			for j := 0; j < res.out.Len(); j++ {
-				fn(res.out.Op(j), res.out.Key(j))
+				if _, ok := savepoint.RestoreKeyGroup(res.out.Key(j)); ok {
+					keyed(res.out.Op(j))
+				}
 			}
 			return nil
 		})
