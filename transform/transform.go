@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -24,7 +23,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/expr-lang/expr/vm"
 
@@ -2393,8 +2391,8 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64) *PurgeAudit {
 	prefault.Slice(a.NotFound)
 	for i, n := range rows {
 		hexKey := ""
-		if p.Codec != "int64" && !utf8.ValidString(p.Keys[i]) {
-			hexKey = hex.EncodeToString([]byte(p.Keys[i]))
+		if p.Codec != "int64" {
+			hexKey = savepoint.HexUnlessUTF8(p.Keys[i])
 		}
 		if t := timersOf(i); n > 0 || t > 0 {
 			a.Found = append(a.Found, KeyFound{Key: p.Display(i), KeyHex: hexKey, Rows: n, Timers: t})
