@@ -1352,6 +1352,16 @@ func (v *validator) checkUnreferencedMaterializations() {
 // ValidateOptions.Parallelism and in a rescale (rules.MaxParallelism).
 const MaxParallelism = 65535
 
+// startAt returns the first global subtask index of chain group g of a
+// tree resubmitted at parallelism m: every group takes m indices,
+// allocated in order (format 5.1). A single file's group keeps its start.
+func (v *validator) startAt(g Group, m int) int {
+	if i := slices.Index(v.sp.Groups, g); i >= 0 && v.isTree() {
+		return i * m
+	}
+	return g.First
+}
+
 func (v *validator) checkParallelism(m int) {
 	sp := v.sp
 	if m > MaxParallelism {
@@ -1380,14 +1390,10 @@ func (v *validator) checkParallelism(m int) {
 	for _, f := range sp.Files {
 		fileAt[f.Subtask] = f
 	}
-	for bi, b := range blocks {
-		// At parallelism m every chain group takes m indices, allocated in
-		// order (format 5.1): a group's new subtask k reads v<G>/<base+k>,
-		// its own old file only where the group does not move (6.2).
-		base := b.g.First
-		if v.isTree() {
-			base = bi * m
-		}
+	for _, b := range blocks {
+		// A group's new subtask k reads v<G>/<base+k>, its own old file
+		// only where the group does not move (6.2).
+		base := v.startAt(b.g, m)
 		moved := base != b.g.First
 		if moved {
 			v.treeFinding(SeverityError, CheckParallelism, 0, nil, fmt.Sprintf("chain group %s starts at subtask %d at parallelism %d (each group before it takes %d indices): its subtasks read v%d/%d to v%d/%d, not its own files, and lose the keyed rows those do not hold (section 6.2)", FormatGroups([]Group{b.g}), base, m, m, sp.Generation, base, sp.Generation, base+m-1))

@@ -311,12 +311,7 @@ func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []ti
 		}
 	}
 	m := v.opts.Parallelism
-	// At parallelism m every chain group takes m indices, in order (format
-	// 5.1): the group's new subtasks are v<G>/<base>... (see checkParallelism).
-	base := g.First
-	if i := slices.Index(v.sp.Groups, g); i >= 0 && v.isTree() {
-		base = i * m
-	}
+	base := v.startAt(g, m) // the group's new subtasks are v<G>/<base>...
 	if m <= 0 || m == g.Count && base == g.First {
 		return
 	}
