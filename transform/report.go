@@ -16,7 +16,12 @@ import (
 // version-map changes and the erasure audit. Its JSON form (snake_case) is a
 // stable interface: fields are only ever added.
 type Report struct {
-	// DryRun is true for `plan`: nothing was written.
+	// Command is the command that made the report ("apply", "plan",
+	// "rescale"), when its caller says (empty otherwise); the text form
+	// starts with it.
+	Command string `json:"command,omitempty"`
+	// DryRun is true for `plan` and `rescale --dry-run`: nothing was
+	// written.
 	DryRun bool `json:"dry_run"`
 	// Input describes what was read, with a digest of every payload.
 	Input Input `json:"input"`
@@ -228,9 +233,15 @@ type VersionChange struct {
 // WriteText renders the report for a terminal.
 func (r *Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
-	mode := "apply"
+	mode := r.Command
+	switch {
+	case mode == "" && r.DryRun:
+		mode = "plan"
+	case mode == "":
+		mode = "apply"
+	}
 	if r.DryRun {
-		mode = "plan (dry run: nothing written)"
+		mode += " (dry run: nothing written)"
 	}
 	ew.printf("%s: %s %s", mode, r.Input.Kind, r.Input.Path)
 	if r.Input.Kind != "file" {

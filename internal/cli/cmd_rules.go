@@ -229,6 +229,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	if rep == nil {
 		return fail(s, c.name, err)
 	}
+	rep.Command = c.name
 	// From here the output, if any, is published: what fails after it is
 	// said along with where the savepoint was written, and the report is
 	// still printed when it could not be saved, and saved when it could
