@@ -34,6 +34,7 @@ type TreeWriter struct {
 	backend      Backend
 	stateBase    string
 	force        bool
+	markerExtra  []MetaEntry
 	mu           sync.Mutex // guards subtasks
 	subtasks     []int
 	committed    bool
@@ -52,6 +53,10 @@ type TreeOptions struct {
 	StateBase string
 	// Force replaces an existing output directory.
 	Force bool
+	// MarkerExtra are the lines of unknown keys the COMPLETED marker
+	// carries after the known ones (Completed.Extra): the input marker's,
+	// so that they survive a rewrite as unknown metadata keys do.
+	MarkerExtra []MetaEntry
 }
 
 // CreateTree starts writing a tree at out. It refuses an existing out unless
@@ -85,7 +90,7 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 		made.Remove()
 		return nil, fmt.Errorf("create staging directory: %w", err)
 	}
-	t := &TreeWriter{final: abs, stage: stage, made: made, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force}
+	t := &TreeWriter{final: abs, stage: stage, made: made, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force, markerExtra: opts.MarkerExtra}
 	if err := os.Mkdir(filepath.Join(stage, "v"+strconv.Itoa(opts.Generation)), 0o755); err != nil {
 		t.Abort()
 		return nil, fmt.Errorf("create staging directory: %w", err)
@@ -290,13 +295,14 @@ func copyToTemp(src, dst string, size int64, crc uint32) (string, error) {
 	})
 }
 
-// Commit writes the COMPLETED marker listing every subtask written (and
+// Commit writes the COMPLETED marker listing every subtask written, with
+// the lines of TreeOptions.MarkerExtra after them (and
 // copies of the given extra control files), then renames the staging
 // directory into place. job "" writes no marker.
 func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	slices.Sort(t.subtasks)
 	if job != "" {
-		c := Completed{Job: job, Checkpoint: t.ckpt, Generation: t.gen, Subtasks: t.subtasks, HasSubtasks: true}
+		c := Completed{Job: job, Checkpoint: t.ckpt, Generation: t.gen, Subtasks: t.subtasks, HasSubtasks: true, Extra: t.markerExtra}
 		dir := filepath.Join(t.stage, "_jobs", job)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)

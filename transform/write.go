@@ -101,9 +101,13 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	if opts.Generation > 0 {
 		gen = opts.Generation
 	}
+	var markerExtra []savepoint.MetaEntry
+	if sp.Completed != nil {
+		markerExtra = sp.Completed.Extra
+	}
 	tw, err := savepoint.CreateTree(opts.Out, savepoint.TreeOptions{
 		Generation: gen, Checkpoint: ckpt, Backend: sp.Backend,
-		StateBase: opts.StateBase, Force: opts.Force,
+		StateBase: opts.StateBase, Force: opts.Force, MarkerExtra: markerExtra,
 	})
 	if err != nil {
 		return err
