@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/sptool/sptool/diff"
@@ -74,10 +73,7 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 		return fail(s, c.name, err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(s.Out, res); err != nil {
 			return fail(s, c.name, err)
 		}
 	} else {

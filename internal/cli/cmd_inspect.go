@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -78,10 +77,7 @@ func runInspect(ctx context.Context, s *Streams, args []string) int {
 	defer sp.Close()
 	sum := savepoint.Summarize(sp)
 	if *asJSON {
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(sum); err != nil {
+		if err := writeJSON(s.Out, sum); err != nil {
 			return fail(s, c.name, err)
 		}
 		return ExitOK
@@ -117,10 +113,7 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	defer sp.Close()
 	rep := savepoint.Validate(sp, savepoint.ValidateOptions{Parallelism: *par})
 	if *asJSON {
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(s.Out, rep); err != nil {
 			return fail(s, c.name, err)
 		}
 	} else if err := rep.WriteText(newTextWriter(s.Out)); err != nil {

@@ -286,6 +286,8 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	return fail(s, c.name, errors.New(what))
 }
 
+// writeJSON writes v to w as indented JSON, HTML characters unescaped: the
+// form of every --json output and report.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
