@@ -43,13 +43,7 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	if *tf.rules != "" {
 		return usageError(s, c, errors.New("rescale takes no rule file; use `sptool apply -r` with a rescale rule to combine it with other rules"))
 	}
-	if !*dry && *tf.out == "" {
-		return usageError(s, c, errors.New("-o/--out is required"))
-	}
-	if err := checkTempDir(*tf.tempDir, fs.Args()...); err != nil {
-		return usageError(s, c, err)
-	}
-	if err := tf.check(); err != nil {
+	if err := tf.check(*dry, fs.Args()); err != nil {
 		return usageError(s, c, err)
 	}
 	src, err := rescaleRuleFile(*par, *groups, *dropLost)

@@ -79,9 +79,17 @@ type transformFlags struct {
 	open                          openFlags
 }
 
-// check refuses a --generation given below 1 (clink's generations start
-// at 1) and a negative --jobs.
-func (tf transformFlags) check() error {
+// check refuses, for a run that writes its output (dry false) or not, a
+// missing -o/--out, a --temp-dir checkTempDir refuses for inputs, a
+// --generation given below 1 (clink's generations start at 1) and a
+// negative --jobs.
+func (tf transformFlags) check(dry bool, inputs []string) error {
+	if !dry && *tf.out == "" {
+		return errors.New("-o/--out is required")
+	}
+	if err := checkTempDir(*tf.tempDir, inputs...); err != nil {
+		return err
+	}
 	if tf.generation != nil && tf.open.fs.Changed("generation") && *tf.generation < 1 {
 		return fmt.Errorf("--generation %d: clink's generations start at 1", *tf.generation)
 	}
@@ -129,13 +137,7 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 	if *tf.rules == "" {
 		return usageError(s, c, errors.New("-r/--rules is required"))
 	}
-	if !dry && *tf.out == "" {
-		return usageError(s, c, errors.New("-o/--out is required"))
-	}
-	if err := checkTempDir(*tf.tempDir, fs.Args()...); err != nil {
-		return usageError(s, c, err)
-	}
-	if err := tf.check(); err != nil {
+	if err := tf.check(dry, fs.Args()); err != nil {
 		return usageError(s, c, err)
 	}
 	return transformWith(ctx, s, c, fs, tf, func(o rules.ParseOptions) (*rules.Set, error) { return rules.LoadWithOptions(*tf.rules, o) }, dry)
