@@ -613,26 +613,7 @@ func rsGenerate(seed uint64) *rsCase {
 // 17, job 42, every file stamped with vm).
 func rsWriteTree(t testing.TB, dir string, files map[int][]savepoint.Row, vm savepoint.VersionMap) string {
 	t.Helper()
-	tw, err := savepoint.CreateTree(dir, savepoint.TreeOptions{Generation: 1, Checkpoint: 17})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tw.Abort()
-	md := savepoint.CanonicalMetadata(nil, vm)
-	subs := make([]int, 0, len(files))
-	for s := range files {
-		subs = append(subs, s)
-	}
-	slices.Sort(subs)
-	for _, s := range subs {
-		if _, err := tw.WriteSubtask(s, md, files[s], savepoint.CompressNone); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Commit("42", nil); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return writeTree(t, dir, 17, "42", files, vm, savepoint.CompressNone)
 }
 
 // rsTempDir is a fresh directory removed at the end of the test, on a tmpfs
