@@ -194,25 +194,9 @@ type parquetRow struct {
 
 func readCanonical(t testing.TB, data []byte) ([]parquetRow, *arrow.Schema) {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	pr, err := file.NewParquetReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1 << 12}, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Release()
-	tr := array.NewTableReader(tbl, 1<<12)
-	defer tr.Release()
 	var out []parquetRow
-	for tr.Next() {
-		rec := tr.RecordBatch()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	sc := eachParquetBatch(t, data, pqarrow.ArrowReadProperties{BatchSize: 1 << 12}, mem, func(rec arrow.RecordBatch) {
 		ops := rec.Column(0).(*array.Uint64)
 		kgs := rec.Column(1).(*array.Uint8)
 		slots := rec.Column(2).(*array.String)
@@ -234,8 +218,34 @@ func readCanonical(t testing.TB, data []byte) ([]parquetRow, *arrow.Schema) {
 			}
 			out = append(out, r)
 		}
+	})
+	return out, sc
+}
+
+// eachParquetBatch reads the Parquet file data into a table with props and
+// mem, calls fn on each of its record batches (of at most 4096 rows) and
+// returns the table's schema.
+func eachParquetBatch(t testing.TB, data []byte, props pqarrow.ArrowReadProperties, mem memory.Allocator, fn func(rec arrow.RecordBatch)) *arrow.Schema {
+	t.Helper()
+	pr, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out, tbl.Schema()
+	fr, err := pqarrow.NewFileReader(pr, props, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	tr := array.NewTableReader(tbl, 1<<12)
+	defer tr.Release()
+	for tr.Next() {
+		fn(tr.RecordBatch())
+	}
+	return tbl.Schema()
 }
 
 // compareOrder is the export order: op, slot, user key (bytewise), subtask.
@@ -367,24 +377,8 @@ func TestExportRawKeyGroup(t *testing.T) {
 
 func readQuery(t testing.TB, data []byte) []map[string]any {
 	t.Helper()
-	pr, err := file.NewParquetReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Release()
-	tr := array.NewTableReader(tbl, 1<<12)
-	defer tr.Release()
 	var out []map[string]any
-	for tr.Next() {
-		rec := tr.RecordBatch()
+	eachParquetBatch(t, data, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator, func(rec arrow.RecordBatch) {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			m := map[string]any{}
 			for c, f := range rec.Schema().Fields() {
@@ -404,7 +398,7 @@ func readQuery(t testing.TB, data []byte) []map[string]any {
 			}
 			out = append(out, m)
 		}
-	}
+	})
 	return out
 }
 
