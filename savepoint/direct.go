@@ -19,7 +19,9 @@ import (
 // the order they are written. Row must be cheap: the writer calls it several
 // times per row (once per column) so the output is never held in memory.
 type RowSource interface {
+	// Len returns the number of rows.
 	Len() int
+	// Row returns row i, 0 <= i < Len().
 	Row(i int) Row
 }
 
@@ -28,6 +30,8 @@ type RowSource interface {
 // column pass reads only that column's memory.
 type ColumnSource interface {
 	RowSource
+	// Op, Key and Value return the operator, the key and the value of
+	// row i, as Row(i) does.
 	Op(i int) uint64
 	Key(i int) []byte
 	Value(i int) []byte
@@ -52,6 +56,8 @@ type RunSource interface {
 // as runs.
 type KeyValueRunSource interface {
 	RunSource
+	// KeyValueRun is Run for the key and value columns alone: a row whose
+	// operator alone was changed is part of a run.
 	KeyValueRun(i int) (b *Batch, lo, n int, ok bool)
 }
 

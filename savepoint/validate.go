@@ -1347,7 +1347,6 @@ func (v *validator) checkUnreferencedMaterializations() {
 	}
 }
 
-// checkParallelism checks the input against a job resubmitted at parallelism m.
 // MaxParallelism is the largest parallelism sptool models, in the check of
 // ValidateOptions.Parallelism and in a rescale (rules.MaxParallelism).
 const MaxParallelism = 65535
@@ -1362,6 +1361,7 @@ func (v *validator) startAt(g Group, m int) int {
 	return g.First
 }
 
+// checkParallelism checks the input against a job resubmitted at parallelism m.
 func (v *validator) checkParallelism(m int) {
 	sp := v.sp
 	if m > MaxParallelism {

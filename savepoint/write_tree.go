@@ -412,14 +412,18 @@ func replacedLeft(left string, err error) error {
 // PublishedError is the error of a write that published its output, then
 // failed: the output at Out is complete and in place.
 type PublishedError struct {
+	// Out is the output that was published.
 	Out string
+	// Err is what failed after it was.
 	Err error
 }
 
+// Error says that Out was written, and what failed then.
 func (e *PublishedError) Error() string {
 	return fmt.Sprintf("%s was written, but %v", e.Out, e.Err)
 }
 
+// Unwrap returns Err.
 func (e *PublishedError) Unwrap() error { return e.Err }
 
 // unsynced is the error of a directory fsync that failed after a rename

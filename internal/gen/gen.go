@@ -31,11 +31,16 @@ func Int64Key(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uin
 
 // ExampleOptions shape the example tree.
 type ExampleOptions struct {
+	// Parallelism is the number of subtasks, each with one file.
 	Parallelism int
-	Users       int
-	Checkpoint  uint64
-	Job         string
-	Seed        uint64
+	// Users is the number of users whose state the job holds.
+	Users int
+	// Checkpoint and Job are the tree's checkpoint id and the job id of
+	// its COMPLETED marker.
+	Checkpoint uint64
+	Job        string
+	// Seed seeds the random counts and stamps.
+	Seed uint64
 }
 
 // DefaultExample is the bundled example: 4 subtasks, 300 users.
@@ -132,7 +137,9 @@ func WriteExample(dir string, o ExampleOptions) error {
 
 // BigOptions shape a large synthetic snapshot for benchmarks.
 type BigOptions struct {
+	// Rows is the number of rows generated (before Keep).
 	Rows int
+	// Seed seeds the random values and the shuffle.
 	Seed uint64
 	// Sorted writes rows in canonical order (as sptool writes); false
 	// shuffles them as clink's hash-map iteration does.
@@ -149,8 +156,10 @@ type BigOptions struct {
 	Keep func(kg int) bool
 }
 
-// BigRows returns n synthetic rows: 5 operators, int64 user keys spread over
-// all key groups, slots agg/count/window/timers, 8-byte values.
+// BigRows returns o.Rows synthetic rows (of them, those of the key groups
+// o.Keep accepts, when it is set): 5 operators, int64 user keys spread over
+// all key groups, slots agg/count/window/timers, 8-byte values; in
+// canonical order when o.Sorted is set, else shuffled.
 func BigRows(o BigOptions) []savepoint.Row {
 	r := rand.New(rand.NewPCG(o.Seed, 11))
 	slots := [][]byte{[]byte("agg"), []byte("count"), []byte("window"), []byte("timers")}
@@ -205,7 +214,8 @@ func WriteBig(path string, o BigOptions) error {
 
 // WriteBigTree writes o.Rows synthetic rows as a checkpoint tree of p
 // subtasks (generation 1, checkpoint 1, job 1), each row in the subtask that
-// owns its key group, each file in canonical order.
+// owns its key group, each file in canonical order (in clink's hash-map
+// order with o.ShuffledTree).
 func WriteBigTree(dir string, o BigOptions, p int) error {
 	tw, err := savepoint.CreateTree(dir, savepoint.TreeOptions{Generation: 1, Checkpoint: 1})
 	if err != nil {
