@@ -1200,7 +1200,7 @@ func plural(n int) string {
 }
 
 // keyText is the row model's key as text: decoded when declared, else the
-// key shownKey gives rendered.
+// key appendShownKey gives.
 func keyText(e *entry, k savepoint.Key, d Decoded) string {
 	if d.Declared && d.KeyOK {
 		if s, ok := Text(d.Key); ok {

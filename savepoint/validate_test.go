@@ -550,9 +550,8 @@ func vtRows(f *File) []Row {
 	return rows
 }
 
-// vtOnly fails unless the report's findings are exactly want (compared on
-// severity, check, file, row, op and key) and each message contains the
-// given fragments.
+// vtWant is a finding vtExpect wants: compared on severity, check, file,
+// row, op and key, its message containing every fragment of frags.
 type vtWant struct {
 	sev   Severity
 	check string
@@ -563,6 +562,7 @@ type vtWant struct {
 	frags []string
 }
 
+// vtExpect fails unless the report's findings are exactly want, in order.
 func vtExpect(t testing.TB, rep *Report, want []vtWant) {
 	t.Helper()
 	if len(rep.Findings) != len(want) {

@@ -1965,7 +1965,7 @@ func TestRescaleDuplicateRows(t *testing.T) {
 	}
 }
 
-// rsExampleAuth returns the bundled example tree opened and its
+// rsExample returns the bundled example tree opened and its
 // authoritative keyed rows.
 func rsExample(t *testing.T) (*savepoint.Savepoint, map[string]rsAuth) {
 	t.Helper()
