@@ -47,23 +47,23 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 		}
 		opts.Rules = set
 	}
-	open := func(path string, ck uint64, ckFlag, groups string) (*savepoint.Savepoint, error) {
+	open := func(path string, ck uint64, ckFlag, groupsFlag, groups string) (*savepoint.Savepoint, error) {
 		o := savepoint.OpenOptions{Checkpoint: ck, CheckpointSet: fs.Changed(ckFlag), RequireValid: true, AllowMissingSidecar: *allowUnverified, Columnar: true}
 		if groups != "" {
 			gs, err := savepoint.ParseGroups(groups)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("--%s: %w", groupsFlag, err)
 			}
 			o.Groups = gs
 		}
 		return savepoint.Open(path, o)
 	}
-	a, err := open(fs.Arg(0), *ckA, "checkpoint-a", *groupsA)
+	a, err := open(fs.Arg(0), *ckA, "checkpoint-a", "groups-a", *groupsA)
 	if err != nil {
 		return fail(s, c.name, fmt.Errorf("A: %w", err))
 	}
 	defer a.Close()
-	b, err := open(fs.Arg(1), *ckB, "checkpoint-b", *groupsB)
+	b, err := open(fs.Arg(1), *ckB, "checkpoint-b", "groups-b", *groupsB)
 	if err != nil {
 		return fail(s, c.name, fmt.Errorf("B: %w", err))
 	}

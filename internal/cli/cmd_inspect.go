@@ -50,7 +50,7 @@ func (o openFlags) openWith(path string, opts savepoint.OpenOptions) (*savepoint
 	if *o.groups != "" {
 		gs, err := savepoint.ParseGroups(*o.groups)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--groups: %w", err)
 		}
 		opts.Groups = gs
 	}
