@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sptool/sptool/internal/golden"
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/transform"
@@ -375,20 +376,7 @@ rules:
 		t.Fatal(err)
 	}
 	for name, got := range map[string][]byte{"diff.txt": text.Bytes(), "diff.json": append(js, '\n')} {
-		path := filepath.Join("testdata", "golden", name)
-		if *update {
-			os.MkdirAll(filepath.Dir(path), 0o755)
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run go test ./diff -update)", err)
-		}
-		if !bytes.Equal(want, got) {
-			t.Errorf("%s differs (check, then go test ./diff -update):\n%s", path, got)
-		}
+		golden.Check(t, filepath.Join("testdata", "golden", name), got, *update, "go test ./diff -update")
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
+	"github.com/sptool/sptool/internal/golden"
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 )
@@ -132,24 +133,11 @@ func dumpParquet(t testing.TB, data []byte) string {
 	return b.String()
 }
 
-func golden(t *testing.T, name, got string) {
+// compareGolden compares got with testdata/golden/<name>.txt (see
+// golden.Check).
+func compareGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name+".txt")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./export -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (check the change, then run go test ./export -update):\n%s", path, got)
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", name+".txt"), []byte(got), *update, "go test ./export -update")
 }
 
 // TestExportParquetSchemaGolden pins the schemas, metadata and writer
@@ -171,7 +159,7 @@ func TestExportParquetSchemaGolden(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			data, _ := export(t, openSP(t, c.path), c.opts)
 			got := dumpParquet(t, data)
-			golden(t, c.name, got)
+			compareGolden(t, c.name, got)
 			// Deterministic: the same input gives the same bytes.
 			again, _ := export(t, openSP(t, c.path), c.opts)
 			if !bytes.Equal(data, again) {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sptool/sptool/internal/golden"
 )
 
 // TestInspectGolden compares WriteText with testdata/golden/*.txt
@@ -44,22 +46,7 @@ func TestInspectGolden(t *testing.T) {
 // writes first.
 func compareGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	golden := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update after checking the change):\n%s", golden, got)
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", name), got, *update, "go test ./savepoint -update")
 }
 
 // TestInspectJSONNonUTF8 compares the JSON of a file whose version map and
