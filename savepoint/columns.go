@@ -360,8 +360,12 @@ func (c *Cursor) Row(i int) Row {
 	return b.Row(j)
 }
 
-// ErrInputChanged is returned when a memory-mapped input file shrank while
-// it was being read (the access faulted).
+// ErrInputChanged is wrapped by the error of a read of an input file that
+// changed since it was opened: a memory-mapped file that shrank (the access
+// faulted, see Guard), one that ends early or whose offsets differ from
+// those validated at open, one whose size, times or identity differ
+// (Savepoint.CheckUnchanged), or an unchanged file's copy that no longer
+// matches what was read (CopyVerified).
 var ErrInputChanged = errors.New("an input file changed while it was being read")
 
 // Guard runs fn with memory faults turned into an ErrInputChanged error: a
