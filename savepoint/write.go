@@ -253,9 +253,9 @@ func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err err
 	done := false // the new pair is in place
 	defer func() {
 		if !done { // an error, or a panic
-			os.Remove(tmp)
+			err = removeTemp(err, "its temporary file", tmp)
 			if sideTmp != "" {
-				os.Remove(sideTmp)
+				err = removeTemp(err, "its temporary file", sideTmp)
 			}
 		}
 	}()
@@ -311,10 +311,10 @@ func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err err
 			return
 		}
 		if sideTmp != "" && gone(sideTmp) {
-			os.Remove(side)
+			err = removeTemp(err, "the new sidecar", side)
 		}
 		if gone(tmp) {
-			os.Remove(path)
+			err = removeTemp(err, "the new payload", path)
 		}
 		if perr := aside.putBack(); perr != nil {
 			err = errors.Join(err, perr)
@@ -542,10 +542,48 @@ func fillTemp(path string, mode int, fill func(*os.File) error) (string, error) 
 	}
 	if err != nil {
 		f.Close() // (again, if closeDurable's close failed: no harm)
-		os.Remove(tmp)
-		return "", err
+		return "", removeTemp(err, "its temporary file", tmp)
 	}
 	return tmp, nil
+}
+
+// removeTemp removes the file name (a temporary file, or what a publish
+// that then failed put in place) of a write that failed with err (nil: a
+// panic) and returns err, saying so when what it is is left behind (see
+// leftBehind).
+func removeTemp(err error, what, name string) error {
+	if left := leftBehind(what, name, os.Remove); left != nil && err != nil {
+		return &LeftError{Err: err, Left: left}
+	}
+	return err
+}
+
+// LeftError is the error of a write that failed with Err and could not
+// remove what it had written so far: Left says what is left behind, and
+// why, to delete by hand.
+type LeftError struct {
+	Err, Left error
+}
+
+// Error says what failed, then what is left behind.
+func (e *LeftError) Error() string { return fmt.Sprintf("%v (and %v)", e.Err, e.Left) }
+
+// Unwrap returns the error the write failed with.
+func (e *LeftError) Unwrap() error { return e.Err }
+
+// leftBehind removes name, a temporary file or staging directory of a
+// write that failed, with remove, and returns nil, or, when name cannot be
+// removed (its directory made read-only meanwhile, say), an error saying
+// that what is left behind and why, to delete. A name already gone is no
+// error.
+func leftBehind(what, name string, remove func(string) error) error {
+	if testhook.RemoveTemp != nil {
+		remove = testhook.RemoveTemp
+	}
+	if err := remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s is left behind: %w; delete it", what, err)
+	}
+	return nil
 }
 
 // createTemp creates the temporary file a payload is written to before it

@@ -92,8 +92,11 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 	}
 	t := &TreeWriter{final: abs, stage: stage, made: made, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force, markerExtra: opts.MarkerExtra}
 	if err := os.Mkdir(filepath.Join(stage, "v"+strconv.Itoa(opts.Generation)), 0o755); err != nil {
-		t.Abort()
-		return nil, fmt.Errorf("create staging directory: %w", err)
+		err = fmt.Errorf("create staging directory: %w", err)
+		if left := t.Abort(); left != nil {
+			err = &LeftError{Err: err, Left: left}
+		}
+		return nil, err
 	}
 	return t, nil
 }
@@ -521,12 +524,16 @@ var hookRemoveTree func(dir string)
 
 // Abort removes the staging directory, and the output's parent
 // directories that CreateTree made, as far as they are empty; it is a
-// no-op after Commit.
-func (t *TreeWriter) Abort() {
-	if !t.committed {
-		os.RemoveAll(t.stage)
-		t.made.Remove()
+// no-op after Commit. Its error names the staging directory when that
+// could not be removed (its parent made read-only meanwhile, say): it is
+// left behind, to delete.
+func (t *TreeWriter) Abort() error {
+	if t.committed {
+		return nil
 	}
+	left := leftBehind("the staging directory", t.stage, os.RemoveAll)
+	t.made.Remove()
+	return left
 }
 
 // syncTree fsyncs every directory under root (files were fsynced when written).

@@ -46,7 +46,7 @@ func outputCheckpoint(sp *savepoint.Savepoint, opts Options) uint64 {
 }
 
 // write publishes the output files.
-func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files []*newFile, rep *Report, opts Options) error {
+func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files []*newFile, rep *Report, opts Options) (err error) {
 	tool := opts.Tool
 	if tool == "" {
 		tool = "sptool"
@@ -112,7 +112,12 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	if err != nil {
 		return err
 	}
-	defer tw.Abort()
+	defer func() {
+		// A tree not published is removed; one that cannot be is named.
+		if left := tw.Abort(); left != nil && err != nil {
+			err = &savepoint.LeftError{Err: err, Left: left}
+		}
+	}()
 	prog := &writeProgress{sp: sp, progress: opts.Progress}
 	written := writeFiles(ctx, files, opts.Jobs, func(nf *newFile, jobs int) (savepoint.FileInfo, error) {
 		if nf.copyOf != nil && sp.Backend == savepoint.BackendFile {

@@ -214,7 +214,14 @@ func fail(s *Streams, name string, err error) int {
 	if s.ctx != nil && errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
 		// "context canceled" says nothing to a user who pressed Ctrl-C;
 		// the cause of a signal.NotifyContext names the signal.
-		err = fmt.Errorf("stopped: %w", context.Cause(s.ctx))
+		// What the stopped run could not remove is still said.
+		stopped := fmt.Errorf("stopped: %w", context.Cause(s.ctx))
+		for e := err; e != nil; e = errors.Unwrap(e) {
+			if left, ok := e.(*savepoint.LeftError); ok {
+				stopped = &savepoint.LeftError{Err: stopped, Left: left.Left}
+			}
+		}
+		err = stopped
 	}
 	// The message may quote what a savepoint, a rule file or an argument
 	// holds: its control characters are shown as escapes (see textWriter).

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sptool/sptool/internal/testhook"
+	"github.com/sptool/sptool/savepoint"
 )
 
 // failingWriter stands in for a stdout that cannot be written (a full
@@ -219,4 +221,20 @@ func TestSignalAfterPublish(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errs.String())
 	}
 	checkPublished(t, out, filepath.Join(dir, "r1.json"))
+}
+
+// A run stopped by a signal that could not remove what it had written
+// (its directory made read-only meanwhile) still names what is left.
+func TestInterruptedNamesLeftBehind(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("interrupt signal received"))
+	var errs bytes.Buffer
+	left := errors.New("the staging directory is left behind: unlinkat /o/out.sptool-tmp-1.1.a: permission denied; delete it")
+	err := fmt.Errorf("write: %w", &savepoint.LeftError{Err: context.Canceled, Left: left})
+	if code := fail(&Streams{Err: &errs, ctx: ctx}, "apply", err); code != ExitError {
+		t.Errorf("exit %d", code)
+	}
+	if want := "sptool apply: stopped: interrupt signal received (and " + left.Error() + ")\n"; errs.String() != want {
+		t.Errorf("stderr %q, want %q", errs.String(), want)
+	}
 }

@@ -19,3 +19,9 @@ var PurgeFilter func(words []uint64)
 // replaced (moved aside to dir): a test returns an error to stand in for
 // a file there that cannot be removed.
 var RemoveReplaced func(dir string) error
+
+// RemoveTemp, when set, is called in place of removing a temporary file
+// or a tree's staging directory that a write that failed leaves: a test
+// returns an error to stand in for one that cannot be removed (its
+// directory made read-only meanwhile).
+var RemoveTemp func(name string) error
