@@ -16,7 +16,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -26,38 +29,72 @@ import (
 	"golang.org/x/term"
 
 	"github.com/sptool/sptool/internal/cli"
+	"github.com/sptool/sptool/savepoint"
 	// Maps the executable's code in at once, before most packages
 	// initialise (Linux; see the package).
 	_ "github.com/sptool/sptool/internal/prefault"
 )
 
 func main() {
-	// SPTOOL_CPUPROFILE=FILE writes a CPU profile of the run, and
-	// SPTOOL_MEMPROFILE=FILE a heap profile at its end (its alloc_space
-	// shows what allocated most), for `go tool pprof`.
 	// The engine's heap is small and mostly garbage from expression
 	// evaluation; a tighter GC target keeps the resident set bounded (the
 	// input is memory-mapped and released as it is read). GOGC overrides.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
 	}
-	profiling := false
-	if path := os.Getenv("SPTOOL_CPUPROFILE"); path != "" {
-		if f, err := os.Create(path); err == nil {
-			profiling = pprof.StartCPUProfile(f) == nil
-		}
-	}
+	stopProfiles := startProfiles(os.Getenv)
 	code := run()
-	if profiling {
-		pprof.StopCPUProfile()
-	}
-	if path := os.Getenv("SPTOOL_MEMPROFILE"); path != "" {
-		if f, err := os.Create(path); err == nil {
-			_ = pprof.Lookup("allocs").WriteTo(f, 0)
-			f.Close()
+	if errs := stopProfiles(); len(errs) > 0 {
+		for _, err := range errs {
+			fmt.Fprintf(os.Stderr, "sptool: %v\n", err)
+		}
+		if code == cli.ExitOK {
+			code = cli.ExitError
 		}
 	}
 	os.Exit(code)
+}
+
+// startProfiles starts the CPU profile that SPTOOL_CPUPROFILE=FILE asks for
+// and returns what ends the run's profiling: it writes that profile, and
+// the heap profile that SPTOOL_MEMPROFILE=FILE asks for (its alloc_space
+// shows what allocated most), for `go tool pprof`, each atomically as the
+// other outputs are, and returns why one could not be written (a missing
+// directory, a full disk).
+func startProfiles(getenv func(string) string) func() []error {
+	var errs []error
+	var cpu bytes.Buffer // (a few hundred KB a minute)
+	cpuPath := getenv("SPTOOL_CPUPROFILE")
+	if cpuPath != "" {
+		if err := pprof.StartCPUProfile(&cpu); err != nil {
+			errs = append(errs, fmt.Errorf("SPTOOL_CPUPROFILE=%s: the profile was not written: %w", cpuPath, err))
+			cpuPath = ""
+		}
+	}
+	return func() []error {
+		if cpuPath != "" {
+			pprof.StopCPUProfile()
+			errs = append(errs, saveProfile("SPTOOL_CPUPROFILE", cpuPath, func(w io.Writer) error {
+				_, err := w.Write(cpu.Bytes())
+				return err
+			})...)
+		}
+		if path := getenv("SPTOOL_MEMPROFILE"); path != "" {
+			errs = append(errs, saveProfile("SPTOOL_MEMPROFILE", path, func(w io.Writer) error {
+				return pprof.Lookup("allocs").WriteTo(w, 0)
+			})...)
+		}
+		return errs
+	}
+}
+
+// saveProfile writes the profile that the variable env asks for at path,
+// and returns the error, if any, naming both.
+func saveProfile(env, path string, write func(io.Writer) error) []error {
+	if err := savepoint.SaveFileAtomic(path, true, write); err != nil {
+		return []error{fmt.Errorf("%s=%s: the profile was not written: %w", env, path, err)}
+	}
+	return nil
 }
 
 func run() int {
