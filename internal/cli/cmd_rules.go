@@ -337,15 +337,26 @@ func checkReportPath(in, out, report string, force bool) error {
 	case err != nil && !errors.Is(err, iofs.ErrNotExist):
 		return fmt.Errorf("--report %s: %w", report, err)
 	}
+	// The directories missing above the report are made in the nearest
+	// one that exists, which must then be a directory that can be written.
 	dir := filepath.Dir(report)
-	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return fmt.Errorf("--report %s: %s is not a directory", report, dir)
-	} else if err == nil {
+	for {
+		st, err := os.Stat(dir)
+		if errors.Is(err, iofs.ErrNotExist) && filepath.Dir(dir) != dir {
+			dir = filepath.Dir(dir)
+			continue
+		}
+		switch {
+		case err != nil:
+			return fmt.Errorf("--report %s: %w", report, err)
+		case !st.IsDir():
+			return fmt.Errorf("--report %s: %s is not a directory", report, dir)
+		}
 		if err := dirWritable(dir); err != nil {
 			return fmt.Errorf("--report %s: %s cannot be written: %w", report, dir, err)
 		}
+		return nil
 	}
-	return nil
 }
 
 // checkRuleFilesApart refuses an output or a report that would replace
