@@ -292,10 +292,11 @@ func (c *chunkWriter) takeSpare() []byte {
 }
 
 // spillWriteError is the error of a failed write to the sort's temporary
-// file; a full disk says what the sort needs there and how to put it
-// elsewhere.
+// file; a full disk, a quota used up or a file size limit reached (the
+// file system's, or the process's) says what the sort needs there and
+// how to put it elsewhere.
 func spillWriteError(err error) error {
-	if errors.Is(err, syscall.ENOSPC) {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG) {
 		return fmt.Errorf("write the sort's temporary file: %w (it needs up to twice the bytes of the rows sorted; --temp-dir puts it on another file system)", err)
 	}
 	return fmt.Errorf("write the sort's temporary file: %w", err)

@@ -380,11 +380,15 @@ func TestPartitionWriteErrorOnce(t *testing.T) {
 	}
 }
 
-// A full disk says what the sort needs and how to move it.
+// A full disk, a quota used up, or a file size limit reached (a file
+// system's, or the process's) says what the sort needs and how to move
+// it.
 func TestSpillWriteErrorFullDisk(t *testing.T) {
-	err := spillWriteError(&os.PathError{Op: "write", Path: "/tmp", Err: syscall.ENOSPC})
-	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "--temp-dir puts it on another file system") {
-		t.Errorf("%v", err)
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG} {
+		err := spillWriteError(&os.PathError{Op: "write", Path: "/tmp", Err: errno})
+		if !errors.Is(err, errno) || !strings.Contains(err.Error(), "--temp-dir puts it on another file system") {
+			t.Errorf("%v", err)
+		}
 	}
 	if err := spillWriteError(io.ErrShortWrite); strings.Contains(err.Error(), "--temp-dir") {
 		t.Errorf("%v: a hint of a full disk on another error", err)
