@@ -250,7 +250,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		// What a killed run left beside the report, as beside the output.
 		rep.Warnings = append(rep.Warnings, savepoint.Leftovers(report)...)
 		if err := writeJSONFile(report, rep, *tf.force); err != nil {
-			after = append(after, fmt.Errorf("the report was not written to %s: %w", report, err))
+			after = append(after, reportNotWritten(report, err))
 		}
 	}
 	var perr error
@@ -381,6 +381,20 @@ func checkRuleFilesApart(set *rules.Set, out, report string) error {
 		}
 	}
 	return nil
+}
+
+// reportNotWritten is the error of a --report that could not be written
+// (err), published savepoint or not. A file at its path that --force was
+// to replace is an earlier run's report, which does not describe this
+// run's output: the error says so, lest it be taken for this run's (one
+// that appeared meanwhile, without --force, err names as such).
+func reportNotWritten(report string, err error) error {
+	appeared := errors.Is(err, iofs.ErrExist)
+	err = fmt.Errorf("the report was not written to %s: %w", report, err)
+	if _, serr := os.Lstat(report); serr == nil && !appeared {
+		err = fmt.Errorf("%w; %s still holds the report of an earlier run, which does not describe this output", err, report)
+	}
+	return err
 }
 
 // writeJSONFile writes v as JSON to path atomically: over what is there

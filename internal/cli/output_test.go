@@ -3,6 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,5 +64,28 @@ func TestErrorsEscapeControls(t *testing.T) {
 		if code != ExitError || strings.Contains(stderr.String(), "\x1b") || !strings.Contains(stderr.String(), `\x1b[2J`) {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 and the escape shown as \\x1b", args, code, stderr.String())
 		}
+	}
+}
+
+// A --report that could not be written says so; when a file is at its
+// path (a --force run's), it says that that file is an earlier run's
+// report, which does not describe this run's output.
+func TestReportNotWrittenNamesStaleReport(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "report.json")
+	full := errors.New("no space left on device")
+	if err := reportNotWritten(report, full); err.Error() != "the report was not written to "+report+": no space left on device" || !errors.Is(err, full) {
+		t.Errorf("no file there: %v", err)
+	}
+	if err := os.WriteFile(report, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "the report was not written to " + report + ": no space left on device; " + report + " still holds the report of an earlier run, which does not describe this output"
+	if err := reportNotWritten(report, full); err.Error() != want || !errors.Is(err, full) {
+		t.Errorf("an earlier report there: %v, want %s", err, want)
+	}
+	// One that appeared while the run wrote (no --force) is named so.
+	appeared := fmt.Errorf("output %s appeared while writing (use --force to replace it): %w", report, fs.ErrExist)
+	if err := reportNotWritten(report, appeared); strings.Contains(err.Error(), "earlier run") {
+		t.Errorf("a report that appeared: %v", err)
 	}
 }
