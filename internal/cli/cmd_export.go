@@ -96,6 +96,9 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 		if err == nil {
 			err = export.CheckOutput(*out, *force)
 		}
+		if err == nil {
+			err = checkWritableAbove("-o", *out)
+		}
 		if err != nil {
 			return fail(s, c.name, err)
 		}

@@ -303,7 +303,10 @@ func writeJSON(w io.Writer, v any) error {
 // takes minutes.
 func checkOutputFree(in, out string, force bool) error {
 	st, err := os.Stat(in)
-	return transform.CheckOutput(in, err == nil && st.Mode().IsRegular(), out, force)
+	if err := transform.CheckOutput(in, err == nil && st.Mode().IsRegular(), out, force); err != nil {
+		return err
+	}
+	return checkWritableAbove("-o", out)
 }
 
 // checkReportPath refuses, before any work, a --report path that would
@@ -337,9 +340,16 @@ func checkReportPath(in, out, report string, force bool) error {
 	case err != nil && !errors.Is(err, iofs.ErrNotExist):
 		return fmt.Errorf("--report %s: %w", report, err)
 	}
-	// The directories missing above the report are made in the nearest
-	// one that exists, which must then be a directory that can be written.
-	dir := filepath.Dir(report)
+	return checkWritableAbove("--report", report)
+}
+
+// checkWritableAbove refuses, before any work, an output path (flag's)
+// under which nothing can be created: the directories missing above it
+// are made in the nearest one that exists, which must then be a directory
+// that can be written (a read-only file system, or one without
+// permission, is refused here rather than once the input is read).
+func checkWritableAbove(flag, path string) error {
+	dir := filepath.Dir(path)
 	for {
 		st, err := os.Stat(dir)
 		if errors.Is(err, iofs.ErrNotExist) && filepath.Dir(dir) != dir {
@@ -348,12 +358,12 @@ func checkReportPath(in, out, report string, force bool) error {
 		}
 		switch {
 		case err != nil:
-			return fmt.Errorf("--report %s: %w", report, err)
+			return fmt.Errorf("%s %s: %w", flag, path, err)
 		case !st.IsDir():
-			return fmt.Errorf("--report %s: %s is not a directory", report, dir)
+			return fmt.Errorf("%s %s: %s is not a directory", flag, path, dir)
 		}
 		if err := dirWritable(dir); err != nil {
-			return fmt.Errorf("--report %s: %s cannot be written: %w", report, dir, err)
+			return fmt.Errorf("%s %s: %s cannot be written: %w", flag, path, dir, err)
 		}
 		return nil
 	}

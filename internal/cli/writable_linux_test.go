@@ -50,3 +50,27 @@ func TestReportUnderReadOnlyDirRefused(t *testing.T) {
 		}
 	}
 }
+
+// An output under a directory that cannot be written is refused before
+// any work, with the directory named, by every command that writes one
+// (and by a dry run given it, which fails where the run would).
+func TestOutputUnderReadOnlyDirRefused(t *testing.T) {
+	ro := readOnlyDir(t)
+	for _, c := range []struct {
+		cmd  string
+		args []string
+	}{
+		{"apply", []string{"-r", "../../examples/rules/gdpr-erasure.yaml", "../../testdata/example"}},
+		{"rescale", []string{"../../testdata/example", "--parallelism", "2"}},
+		{"rescale", []string{"../../testdata/example", "--parallelism", "2", "--dry-run"}},
+		{"export", []string{"../../testdata/example", "--format", "csv"}},
+	} {
+		for _, out := range []string{filepath.Join(ro, "out"), filepath.Join(ro, "sub", "out")} {
+			var stderr bytes.Buffer
+			code := Main(context.Background(), append([]string{c.cmd, "-o", out}, c.args...), &Streams{Out: &bytes.Buffer{}, Err: &stderr})
+			if want := "sptool " + c.cmd + ": -o " + out + ": " + ro + " cannot be written: "; code != ExitError || !strings.HasPrefix(stderr.String(), want) {
+				t.Errorf("%s %q -o %s: exit %d, stderr %q; want exit 2 and %q", c.cmd, c.args, out, code, stderr.String(), want)
+			}
+		}
+	}
+}
