@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -183,7 +184,7 @@ func createTempFile(dir, what string) (*os.File, error) {
 	}
 	f, err := os.CreateTemp(dir, ".sptool-"+what+"-*")
 	if err != nil {
-		return nil, fmt.Errorf("create a temporary file for the sort: %w", err)
+		return nil, spillCreateError(err)
 	}
 	if err := os.Remove(f.Name()); err != nil {
 		f.Close()
@@ -292,14 +293,29 @@ func (c *chunkWriter) takeSpare() []byte {
 }
 
 // spillWriteError is the error of a failed write to the sort's temporary
-// file; a full disk, a quota used up or a file size limit reached (the
-// file system's, or the process's) says what the sort needs there and
-// how to put it elsewhere.
+// file (see spillHint).
 func spillWriteError(err error) error {
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG) {
-		return fmt.Errorf("write the sort's temporary file: %w (it needs up to twice the bytes of the rows sorted; --temp-dir puts it on another file system)", err)
+	return fmt.Errorf("write the sort's temporary file: %w%s", err, spillHint(err))
+}
+
+// spillCreateError is the error of a failed creation of the sort's
+// temporary file (see spillHint).
+func spillCreateError(err error) error {
+	return fmt.Errorf("create the sort's temporary file: %w%s", err, spillHint(err))
+}
+
+// spillHint is what an error of the sort's temporary file adds about how
+// to put it elsewhere: a full disk, a quota used up or a file size limit
+// reached (the file system's, or the process's) says what the sort needs;
+// a directory that cannot be written says to name another.
+func spillHint(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG):
+		return " (it needs up to twice the bytes of the rows sorted; --temp-dir puts it on another file system)"
+	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
+		return " (--temp-dir names a directory it can write)"
 	}
-	return fmt.Errorf("write the sort's temporary file: %w", err)
+	return ""
 }
 
 // writeFull writes buffer b at offset at, outside the lock.

@@ -395,6 +395,26 @@ func TestSpillWriteErrorFullDisk(t *testing.T) {
 	}
 }
 
+// A temporary file the sort cannot create in its directory (a full disk,
+// a quota used up, a read-only file system, no permission) says how to
+// put it elsewhere; an error of another kind gets no such hint.
+func TestSpillCreateErrorHints(t *testing.T) {
+	for errno, hint := range map[syscall.Errno]string{
+		syscall.ENOSPC: "--temp-dir puts it on another file system",
+		syscall.EDQUOT: "--temp-dir puts it on another file system",
+		syscall.EROFS:  "--temp-dir names a directory it can write",
+		syscall.EACCES: "--temp-dir names a directory it can write",
+	} {
+		err := spillCreateError(&os.PathError{Op: "open", Path: "/tmp/.sptool-spill-1", Err: errno})
+		if !errors.Is(err, errno) || !strings.HasPrefix(err.Error(), "create the sort's temporary file: open /tmp/.sptool-spill-1: ") || !strings.Contains(err.Error(), hint) {
+			t.Errorf("%v: want the hint %q", err, hint)
+		}
+	}
+	if err := spillCreateError(&os.PathError{Op: "open", Path: "/x", Err: syscall.ENOTDIR}); strings.Contains(err.Error(), "--temp-dir") {
+		t.Errorf("%v: a hint on another error", err)
+	}
+}
+
 // flatRows is a ColumnSource over flat columns (no pointer a row, for
 // the collector to scan): rows of a 13-byte key and an 8-byte value.
 type flatRows struct {
