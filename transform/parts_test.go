@@ -3,10 +3,13 @@ package transform
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sptool/sptool/internal/gen"
@@ -176,4 +179,49 @@ func runTwoWays(t *testing.T, dir string, rows []savepoint.Row, src string, jobs
 	one, b1 = runParts(t, in, set, 1<<30, jobs, filepath.Join(dir, "one.snap"))
 	many, b2 = runParts(t, in, set, 64, jobs, filepath.Join(dir, "many.snap"))
 	return one, b1, many, b2
+}
+
+// TestFailureStopsParts: a part of a file whose rules fail stops the other
+// parts at their next row: none of them runs to its end (each would take
+// seconds, an expression taking some 40 ms a row), and the error is the
+// failing part's.
+func TestFailureStopsParts(t *testing.T) {
+	defer func(v int) { minRowsPerPart = v }(minRowsPerPart)
+	minRowsPerPart = 64
+	dir := t.TempDir()
+	rows := make([]savepoint.Row, 4*64)
+	for i := range rows {
+		rows[i] = savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), fmt.Appendf(nil, "k%03d", i)), Value: []byte("v")}
+	}
+	slices.SortFunc(rows, func(a, b savepoint.Row) int { return bytes.Compare(a.Key, b.Key) })
+	rows[0].Value = []byte("bad") // the first row of the first part
+	in := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{Sidecar: true, CheckpointID: 3}); err != nil {
+		t.Fatal(err)
+	}
+	src := "version: 1\nslots:\n  - {op: 7, slot: agg, value: string}\nrules:\n" +
+		"  - drop: 'value == \"bad\" ? key_group % (key_group - key_group) == 0 : any(1..999, {any(1..999, {# == 0})})'\n"
+	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	var counted atomic.Int64
+	out := filepath.Join(dir, "out.snap")
+	_, err = Run(context.Background(), sp, set, Options{Out: out, Jobs: 4, Progress: func(stage string, done, total int64) {
+		counted.Store(max(counted.Load(), done))
+	}})
+	if err == nil || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "divide by zero") {
+		t.Fatalf("error %v, want the first part's division by zero", err)
+	}
+	if n := counted.Load(); n > 0 {
+		t.Errorf("%d rows of the other parts were processed after the first failed", n)
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Error("output written")
+	}
 }

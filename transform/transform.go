@@ -166,9 +166,14 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
 	}
-	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts, min(jobs, len(sp.Files))), dry: opts.DryRun, decompress: opts.Decompress}
+	// A file, or a part of one, that fails stops the others at their next
+	// row or block: the run fails with its error, and their work would be
+	// thrown away.
+	filesCtx, stopFiles := context.WithCancel(ctx)
+	defer stopFiles()
+	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts, min(jobs, len(sp.Files))), dry: opts.DryRun, decompress: opts.Decompress, fail: stopFiles}
 	defer eng.spill.close()
-	defer context.AfterFunc(ctx, func() { eng.stopped.Store(true) })()
+	defer context.AfterFunc(filesCtx, func() { eng.stopped.Store(true) })()
 	for _, f := range sp.Files {
 		eng.total += int64(f.Snapshot.NumRows())
 	}
@@ -199,20 +204,21 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 			// file's own goroutine, such as in the sort through temporary
 			// files, is an error, not a crash of the process.
 			err := savepoint.Guard(func() error {
-				results[i] = eng.processFile(ctx, f, parts)
+				results[i] = eng.processFile(filesCtx, f, parts)
 				return nil
 			})
 			if err != nil {
 				results[i] = eng.newResult()
 				results[i].err = err
 			}
+			if results[i].err != nil {
+				stopFiles()
+			}
 		}()
 	}
 	wg.Wait()
-	for i, res := range results {
-		if res.err != nil {
-			return nil, fmt.Errorf("%s: %w", sp.Files[i].Path, res.err)
-		}
+	if err := filesError(ctx, sp, results); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -278,6 +284,25 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	return rep, nil
+}
+
+// filesError returns the error of the first file, in order, that failed
+// of itself: a file stopped because another failed (its error is
+// context.Canceled while ctx, the run's, is not done) is passed over.
+func filesError(ctx context.Context, sp *savepoint.Savepoint, results []*fileResult) error {
+	var stopped error
+	for i, res := range results {
+		if res.err == nil {
+			continue
+		}
+		err := fmt.Errorf("%s: %w", sp.Files[i].Path, res.err)
+		if ctx.Err() == nil && errors.Is(res.err, context.Canceled) {
+			stopped = cmp.Or(stopped, err)
+			continue
+		}
+		return err
+	}
+	return stopped
 }
 
 // recountAfterRescale makes the report's output side describe the rescaled
@@ -869,11 +894,15 @@ type engine struct {
 	progress func(stage string, done, total int64)
 	done     atomic.Int64
 	total    int64
-	// stopped is set when the run's context ends: an expression that takes
-	// long on each row is not run on the rows left of a 64K-row block.
+	// stopped is set when the run's context ends, or a file of the run
+	// failed (fail): an expression that takes long on each row is not run
+	// on the rows left of a 64K-row block.
 	stopped atomic.Bool
-	spill   *spiller
-	dry     bool // a plan: nothing is written
+	// fail stops the other files and parts of the run once one has
+	// failed (see stopped).
+	fail  func()
+	spill *spiller
+	dry   bool // a plan: nothing is written
 	// decompress: every output is an uncompressed stream (Options.Decompress).
 	decompress bool
 	// valueFates: a rule may drop a row or keep it by its value
@@ -1152,6 +1181,9 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 		}
 		return nil
 	})
+	if res.err != nil {
+		e.fail() // the other parts of the file, and the other files
+	}
 	res.countHits()
 	return rr
 }

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1629,6 +1630,42 @@ func TestCancelDuringSlowExpression(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(out + "*"); len(left) > 0 {
 		t.Errorf("left %v", left)
+	}
+}
+
+// TestFailureStopsOtherFiles: a file whose rules fail stops the run: the
+// files not yet processed are not (with one worker, none of their rows is
+// counted), and the error is that file's, not the stop of the others.
+func TestFailureStopsOtherFiles(t *testing.T) {
+	files := map[int][]savepoint.Row{}
+	for s := range 4 {
+		for i := range 100 {
+			files[s] = append(files[s], keyed(7, "agg", fmt.Sprintf("k%03d", i), []byte("v")))
+		}
+	}
+	dir := t.TempDir()
+	in := writeTree(t, filepath.Join(dir, "in"), 3, "job", files, savepoint.VersionMap{}, "")
+	set := parseRules(t, "version: 1\nrules:\n  - drop: 'subtask == 0 && key_group % subtask == 0'\n", nil)
+	for _, jobs := range []int{1, 2} {
+		var mu sync.Mutex
+		counted := int64(0)
+		out := filepath.Join(dir, "out")
+		_, err := run(t, in, set, transform.Options{Out: out, Jobs: jobs, Progress: func(stage string, done, total int64) {
+			mu.Lock()
+			defer mu.Unlock()
+			if stage == "rows" {
+				counted = max(counted, done)
+			}
+		}})
+		if err == nil || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "divide by zero") || !strings.Contains(err.Error(), filepath.Join("v1", "0", "checkpoint-3.snap")) {
+			t.Fatalf("jobs %d: error %v, want subtask 0's division by zero", jobs, err)
+		}
+		if jobs == 1 && counted > 0 {
+			t.Errorf("jobs 1: %d rows of the files after the one that failed were processed", counted)
+		}
+		if exists(out) {
+			t.Errorf("jobs %d: output written", jobs)
+		}
 	}
 }
 
