@@ -3,6 +3,7 @@ package savepoint
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -77,7 +78,15 @@ type SpillOptions struct {
 	// KeepDuplicates keeps every row: rows of one (op, key) stay in
 	// stream order (a stable sort, as SortOrder), none is dropped.
 	KeepDuplicates bool
+	// Stop, when not nil, is asked now and then (every block of the pass
+	// over the source, every bucket after it): once it reports true the
+	// sort ends with an error that is context.Canceled (a run that was
+	// cancelled does not sort every row first).
+	Stop func() bool
 }
+
+// stopped reports whether the sort is to end (SpillOptions.Stop).
+func (o *SpillOptions) stopped() bool { return o.Stop != nil && o.Stop() }
 
 // Spilled is a canonical copy of rows in an unlinked temporary file, mapped
 // as the record batches of a Snapshot.
@@ -125,7 +134,7 @@ func SortSpilled(src ColumnSource, opts SpillOptions) (_ *Spilled, err error) {
 	}
 	defer chunks.Close()
 	cw := &chunkWriter{f: chunks}
-	top, err := partitionAll(cw, src, budget, opts.Release)
+	top, err := partitionAll(cw, src, budget, &opts)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +155,7 @@ func SortSpilled(src ColumnSource, opts SpillOptions) (_ *Spilled, err error) {
 			cols.Close()
 		}
 	}()
-	s := &spillSorter{chunks: cw, out: out, budget: budget, dropped: opts.Dropped, keep: opts.KeepDuplicates}
+	s := &spillSorter{chunks: cw, out: out, budget: budget, dropped: opts.Dropped, keep: opts.KeepDuplicates, stop: opts.stopped}
 	err = s.drain(top)
 	s.release() // drain has waited for every sort it started
 	if err != nil {
@@ -624,15 +633,17 @@ func (p *partition) writeTail(b *bucket, limit int) error {
 // variable so tests can lower it).
 var spillPartRows = 1 << 18
 
-// spillReleaseRows: the first pass calls SpillOptions.Release every this
-// many rows of a part (a variable so tests can lower it).
+// spillReleaseRows: the first pass calls SpillOptions.Release, and asks
+// SpillOptions.Stop, every this many rows of a part (a variable so tests
+// can lower it).
 var spillReleaseRows = 1 << 18
 
 // partitionAll routes every row of src to buckets by operator and first key
 // byte. Parts of the rows are routed at once, one per CPU, each to buckets
 // of its own; the buckets of the parts are then joined in the parts' order,
-// so each bucket still holds its rows in stream order.
-func partitionAll(c *chunkWriter, src ColumnSource, budget int, release func()) (*partition, error) {
+// so each bucket still holds its rows in stream order. opts gives its
+// Release and Stop.
+func partitionAll(c *chunkWriter, src ColumnSource, budget int, opts *SpillOptions) (*partition, error) {
 	n := src.Len()
 	parts := max(1, min(runtime.GOMAXPROCS(0), n/spillPartRows))
 	ps := make([]*partition, parts)
@@ -640,11 +651,11 @@ func partitionAll(c *chunkWriter, src ColumnSource, budget int, release func()) 
 	var faults Faults // the parts read the source, maybe a memory map
 	for i := range ps {
 		ps[i] = newPartition(c, 0, budget/parts)
-		faults.Go(func() { errs[i] = ps[i].addRange(src, i*n/parts, (i+1)*n/parts, release) })
+		faults.Go(func() { errs[i] = ps[i].addRange(src, i*n/parts, (i+1)*n/parts, opts) })
 	}
 	faults.Wait()
-	if release != nil {
-		release() // the rows read since each part's last release
+	if opts.Release != nil {
+		opts.Release() // the rows read since each part's last release
 	}
 	// The parts write through one chunkWriter, whose error is sticky: a
 	// full disk fails every part with the same error, said once.
@@ -688,24 +699,27 @@ func partitionAll(c *chunkWriter, src ColumnSource, budget int, release func()) 
 	return top, nil
 }
 
-// addRange routes rows [lo, hi) of src, in order.
-func (p *partition) addRange(src ColumnSource, lo, hi int, release func()) error {
+// addRange routes rows [lo, hi) of src, in order, calling opts.Release
+// and asking opts.Stop every spillReleaseRows rows.
+func (p *partition) addRange(src ColumnSource, lo, hi int, opts *SpillOptions) error {
 	runs, _ := src.(RunSource)
 	next := lo
 	for i := lo; i < hi; {
-		if release != nil && i >= next {
-			release()
+		if i >= next {
+			if opts.Release != nil {
+				opts.Release()
+			}
+			if opts.stopped() {
+				return context.Canceled
+			}
 			next = i + spillReleaseRows
 		}
 		if runs != nil {
 			if b, blo, m, ok := runs.Run(i); ok {
-				m = min(m, hi-i)
-				if release != nil {
-					// A run can be every row (rules that keep them
-					// all): it stops at the next release, or the pages
-					// it read would all stay resident.
-					m = min(m, next-i)
-				}
+				// A run can be every row (rules that keep them all): it
+				// stops at the next release, or the pages it read would
+				// all stay resident, and Stop would not be asked.
+				m = min(m, hi-i, next-i)
 				for j := blo; j < blo+m; j++ {
 					if err := p.add(b.Row(j)); err != nil {
 						return err
@@ -729,8 +743,9 @@ type spillSorter struct {
 	out     *colWriter
 	budget  int
 	dropped func(Row)
-	keep    bool       // SpillOptions.KeepDuplicates
-	sets    []*sortSet // buffers of the buckets being sorted, reused
+	keep    bool        // SpillOptions.KeepDuplicates
+	stop    func() bool // SpillOptions.stopped
+	sets    []*sortSet  // buffers of the buckets being sorted, reused
 }
 
 // sortSet is a bucket read back and sorted: its records, their offsets,
@@ -807,6 +822,9 @@ func (s *spillSorter) drain(p *partition) error {
 	started := 0
 	var err error
 	for i := range items {
+		if err == nil && s.stop() {
+			err = context.Canceled // the sorts started are still waited for
+		}
 		for ; started < len(items) && started <= i+ahead && err == nil; started++ {
 			if started > i && items[started-1].what != bucketSort {
 				break

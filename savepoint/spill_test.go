@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,8 +13,10 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // spillRows returns n rows in random order with the shapes that stress the
@@ -308,6 +311,41 @@ func TestSortSpilledReleasesWithinARun(t *testing.T) {
 	}
 }
 
+// A sort whose Stop reports true, in the pass over the source or while the
+// buckets are sorted (split again, at a small budget), ends with
+// context.Canceled once the sorts it started are done, and leaves no
+// goroutine behind; one never stopped sorts every row.
+func TestSortSpilledStop(t *testing.T) {
+	defer func(p, r int) { spillPartRows, spillReleaseRows = p, r }(spillPartRows, spillReleaseRows)
+	spillPartRows, spillReleaseRows = 500, 100
+	rows := spillRows(rand.New(rand.NewPCG(7, 8)), 5000)
+	goroutines := runtime.NumGoroutine()
+	for after := int64(0); ; after += 7 {
+		var asked atomic.Int64 // the first pass's parts ask at once
+		sp, err := SortSpilled(Columns(RowSlice(rows)), SpillOptions{Dir: t.TempDir(), Budget: 1 << 10, Stop: func() bool {
+			return asked.Add(1) > after
+		}})
+		if err == nil {
+			sp.Close()
+			// The first pass asks some 50 times, the buckets' more.
+			if after < 100 {
+				t.Fatalf("a sort asked to stop after %d asks, of %d, sorted every row", after, asked.Load())
+			}
+			break
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("stop after %d: %v, want context.Canceled", after, err)
+		}
+	}
+	for range 100 {
+		if runtime.NumGoroutine() <= goroutines {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("%d goroutines left, %d before", runtime.NumGoroutine(), goroutines)
+}
+
 // A write of the sorted file that fails (written by a goroutine of its own
 // while the next batch fills) makes the rows after it go nowhere and
 // finish return the error, naming the temporary file.
@@ -374,7 +412,7 @@ func TestPartitionWriteErrorOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	_, err = partitionAll(&chunkWriter{f: f}, src, 1<<16, nil)
+	_, err = partitionAll(&chunkWriter{f: f}, src, 1<<16, &SpillOptions{})
 	if err == nil || strings.Count(err.Error(), "write the sort's temporary file") != 1 {
 		t.Fatalf("partitionAll over failing writes: %v, want the write's error once", err)
 	}
@@ -448,7 +486,7 @@ func BenchmarkPartition(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := partitionAll(&chunkWriter{f: f}, src, DefaultSpillBudget, nil); err != nil {
+		if _, err := partitionAll(&chunkWriter{f: f}, src, DefaultSpillBudget, &SpillOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		f.Close()

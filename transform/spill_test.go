@@ -279,3 +279,48 @@ func TestMergeGroupsCheckInputCut(t *testing.T) {
 		t.Errorf("run over a cut input: %v, want ErrInputChanged", err)
 	}
 }
+
+// A run cancelled while an output is sorted through temporary files stops
+// the sort (none completes), rather than sorting every row first, and
+// publishes nothing: a file or a rescale's old file.
+func TestSpilledSortCancelled(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(file, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), shuffledRows(40000, 5), savepoint.SnapshotOptions{AsIs: true, Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	files := map[int][]savepoint.Row{}
+	for _, r := range shuffledRows(40000, 6) {
+		for _, s := range place(r) {
+			files[s] = append(files[s], r)
+		}
+	}
+	tree := writeTreeAsIs(t, filepath.Join(dir, "tree"), 5, files, savepoint.VersionMap{})
+	defer transform.SetSpill(1000, 0)()
+	for _, c := range []struct{ in, rules string }{
+		{file, "version: 1\nrules:\n  - drop: 'slot == \"agg\"'\n"},
+		{tree, "version: 1\nrules:\n  - rescale: {parallelism: 3}\n"},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		restore := transform.SetBeforeSpillSort(cancel)
+		sp, err := savepoint.Open(c.in, savepoint.OpenOptions{Columnar: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out")
+		before := transform.Spills()
+		_, err = transform.Run(ctx, sp, parseRules(t, c.rules, nil), transform.Options{Out: out, TempDir: dir, Jobs: 1})
+		sp.Close()
+		restore()
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: %v, want context.Canceled", c.in, err)
+		}
+		if n := transform.Spills() - before; n > 0 {
+			t.Errorf("%s: %d sorts through temporary files completed after the run was cancelled", c.in, n)
+		}
+		if exists(out) {
+			t.Errorf("%s: output written", c.in)
+		}
+	}
+}

@@ -172,6 +172,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	filesCtx, stopFiles := context.WithCancel(ctx)
 	defer stopFiles()
 	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts, min(jobs, len(sp.Files))), dry: opts.DryRun, decompress: opts.Decompress, fail: stopFiles}
+	eng.spill.stop = eng.stopped.Load
 	defer eng.spill.close()
 	defer context.AfterFunc(filesCtx, func() { eng.stopped.Store(true) })()
 	for _, f := range sp.Files {
@@ -1808,12 +1809,13 @@ var shadowBudget = savepoint.DistinctBudget
 func (o *outRows) canonicalise(dropped func(savepoint.Row)) (int64, error) {
 	if o.spill != nil && o.Len() >= o.spill.minRows {
 		n, dropping, err := o.canonicaliseSpilled(dropped)
-		if err == nil || dropping || o.Len() >= savepoint.InPlaceRows || errors.Is(err, savepoint.ErrInputChanged) {
+		if err == nil || dropping || o.Len() >= savepoint.InPlaceRows || errors.Is(err, savepoint.ErrInputChanged) || errors.Is(err, context.Canceled) {
 			return n, err
 		}
 		// A smaller output whose sort through temporary files failed
 		// before it dropped a row (no temporary directory, no room in
-		// it) is sorted in memory, as it was before it took that path.
+		// it) is sorted in memory, as it was before it took that path;
+		// one that stopped because the run did is not.
 	}
 	var lost func(pos uint32)
 	if dropped != nil {
@@ -1860,6 +1862,7 @@ func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (_ int64, dro
 		Dir:     o.spill.dir,
 		Budget:  o.spill.budget,
 		Release: o.release,
+		Stop:    o.spill.stop,
 		Dropped: func(r savepoint.Row) {
 			dupes++
 			if dropped != nil {
@@ -1892,7 +1895,8 @@ func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (_ int64, dro
 type spiller struct {
 	dir     string
 	minRows int
-	budget  int // SpillOptions.Budget of each sort
+	budget  int         // SpillOptions.Budget of each sort
+	stop    func() bool // SpillOptions.Stop of each sort: the run stopped
 	mu      sync.Mutex
 	open    []*savepoint.Spilled
 }
