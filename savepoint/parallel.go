@@ -1,6 +1,7 @@
 package savepoint
 
 import (
+	"context"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -67,14 +68,15 @@ type rowRange struct {
 
 // writeStreamParallel writes the stream of src, as writeStream would, to f
 // from its start with up to jobs goroutines, and returns its size and
-// CRC-32C. progress, if set, is called as SnapshotOptions.Progress says.
-func writeStreamParallel(f *os.File, md Metadata, rs RowSource, jobs int, progress func(int64)) (FileInfo, error) {
+// CRC-32C. progress, if set, is called as SnapshotOptions.Progress says,
+// and stop asked as SnapshotOptions.Stop says.
+func writeStreamParallel(f *os.File, md Metadata, rs RowSource, jobs int, progress func(int64), stop func() bool) (FileInfo, error) {
 	src := Columns(rs)
 	schemaMsg, err := schemaMessage(md)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	p := &parallelWrite{f: f, progress: progress, next: ReleaseEvery}
+	p := &parallelWrite{f: f, progress: progress, next: ReleaseEvery, stop: stop}
 	p.fixed(0, schemaMsg)
 	pos := int64(len(schemaMsg))
 	// Four ranges a goroutine, of equal rows (cuts fall inside runs too), so
@@ -199,6 +201,7 @@ func sizeOneBatch(src ColumnSource, every, jobs int) (kLen, vLen int64, cuts []r
 type parallelWrite struct {
 	f        *os.File
 	progress func(int64)
+	stop     func() bool // SnapshotOptions.Stop
 
 	mu      sync.Mutex
 	err     error
@@ -254,6 +257,9 @@ func (p *parallelWrite) worker(src ColumnSource, work <-chan *rowRange) error {
 	for r := range work {
 		if p.failed() {
 			return nil
+		}
+		if p.stop != nil && p.stop() {
+			return context.Canceled
 		}
 		rw := newRangeWriter(src, r.j)
 		err := p.writeRange(pw, out, rw, r)

@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -168,4 +169,30 @@ func mustReadFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A write whose Stop reports true ends with context.Canceled and leaves
+// nothing at its path, whether one goroutine writes the stream (through a
+// compressor or not) or several do.
+func TestWriteSnapshotStopped(t *testing.T) {
+	defer func(a, b int) { parallelMinRows, parallelChunkRows = a, b }(parallelMinRows, parallelChunkRows)
+	parallelMinRows, parallelChunkRows = 1000, 100
+	dir := t.TempDir()
+	for _, n := range []int{10, 3000} {
+		rows := make([]Row, n)
+		for i := range rows {
+			rows[i] = Row{Op: 1, Key: []byte(fmt.Sprintf("k%06d", i)), Value: []byte("v")}
+		}
+		for _, compression := range []string{CompressNone, CompressZstd} {
+			what := fmt.Sprintf("%d rows, compression %q", n, compression)
+			out := filepath.Join(dir, "out.snap")
+			_, err := WriteSnapshotFrom(out, nil, RowSlice(rows), SnapshotOptions{Jobs: 2, Sidecar: true, Compression: compression, Stop: func() bool { return true }})
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: %v, want context.Canceled", what, err)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
+				t.Fatalf("%s: left behind: %v", what, left)
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package savepoint
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"hash"
@@ -108,6 +109,12 @@ type SnapshotOptions struct {
 	// Jobs bounds the goroutines that write one file at once
 	// (WriteSnapshotFrom; 0: the number of CPUs).
 	Jobs int
+	// Stop, when not nil, is asked as the payload is written (every
+	// buffer written, every range of rows of the parallel writer): once
+	// it reports true the write ends with an error that is
+	// context.Canceled, and nothing is published (a run that was
+	// cancelled does not write the rest of a large file first).
+	Stop func() bool
 	// BeforePublish, when set, runs once the payload and its sidecar are
 	// complete and durable under temporary names, before either is renamed
 	// into place. An error leaves nothing published and is returned (a
@@ -158,7 +165,7 @@ func WriteSnapshotFrom(path string, md Metadata, src RowSource, opts SnapshotOpt
 	if jobs := writeJobs(opts, src.Len()); jobs > 0 {
 		return writeSnapshotWith(path, opts, func(f *os.File) (info FileInfo, err error) {
 			err = Guard(func() (err error) {
-				info, err = writeStreamParallel(f, md, src, jobs, opts.Progress)
+				info, err = writeStreamParallel(f, md, src, jobs, opts.Progress, opts.Stop)
 				return err
 			})
 			return info, err
@@ -173,7 +180,7 @@ func writeSnapshot(path string, opts SnapshotOptions, encode func(io.Writer) err
 	return writeSnapshotWith(path, opts, func(f *os.File) (FileInfo, error) {
 		bw := fileWriter(f)
 		defer releaseFileWriter(bw)
-		cw := &countingWriter{w: bw, h: NewCRC32C(), progress: opts.Progress, next: ReleaseEvery}
+		cw := &countingWriter{w: bw, h: NewCRC32C(), progress: opts.Progress, next: ReleaseEvery, stop: opts.Stop}
 		zw, err := NewCompressor(opts.Compression, cw)
 		if err != nil {
 			return FileInfo{}, err
@@ -436,9 +443,13 @@ type countingWriter struct {
 	n        int64
 	progress func(int64)
 	next     int64
+	stop     func() bool // SnapshotOptions.Stop
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.stop != nil && c.stop() {
+		return 0, context.Canceled
+	}
 	n, err := c.w.Write(p)
 	c.h.Write(p[:n])
 	c.n += int64(n)

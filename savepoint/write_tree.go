@@ -140,8 +140,8 @@ func (t *TreeWriter) WriteSubtaskFrom(i int, md Metadata, src RowSource, compres
 }
 
 // WriteSubtaskWith is WriteSubtaskFrom with the options of the payload
-// (compression, progress, jobs, and AsIs for a file-backend payload of rows
-// in any order); sidecar and checkpoint id are the tree's.
+// (compression, progress, jobs, stop, and AsIs for a file-backend payload
+// of rows in any order); sidecar and checkpoint id are the tree's.
 func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts SnapshotOptions) (FileInfo, error) {
 	compression := opts.Compression
 	d, err := t.subtaskDir(i)
@@ -155,7 +155,7 @@ func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts Sn
 		}
 		// Uncompressed whatever the compression asked: clink reads a
 		// materialisation as a plain stream, and so does Open.
-		mat, err := WriteSnapshotFrom(filepath.Join(d, "materializations", matName), md, src, SnapshotOptions{Progress: opts.Progress, Jobs: opts.Jobs})
+		mat, err := WriteSnapshotFrom(filepath.Join(d, "materializations", matName), md, src, SnapshotOptions{Progress: opts.Progress, Jobs: opts.Jobs, Stop: opts.Stop})
 		if err != nil {
 			return FileInfo{}, err
 		}
@@ -174,7 +174,7 @@ func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts Sn
 		}
 		return info, err
 	}
-	return WriteSnapshotFrom(filepath.Join(d, t.PayloadName()), md, src, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt, Progress: opts.Progress, Jobs: opts.Jobs, AsIs: opts.AsIs})
+	return WriteSnapshotFrom(filepath.Join(d, t.PayloadName()), md, src, SnapshotOptions{Compression: compression, Sidecar: true, CheckpointID: t.ckpt, Progress: opts.Progress, Jobs: opts.Jobs, AsIs: opts.AsIs, Stop: opts.Stop})
 }
 
 // noteMaterializations records the materialisation files written for

@@ -57,6 +57,8 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	}
 	out := &Output{Path: opts.Out}
 	digest := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	// A run cancelled while a file is written stops writing it.
+	stop := func() bool { return ctx.Err() != nil }
 	if sp.Kind == savepoint.InputFile {
 		f, nf := sp.Files[0], files[0]
 		made, err := savepoint.MakeDirs(filepath.Dir(opts.Out))
@@ -84,7 +86,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			}
 			out.Files, out.Bytes = 1, addFileDigest(digest, savepoint.FileInfo{Size: f.Size, CRC32C: f.CRC32C}, nil)
 		} else {
-			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: outCompression(f.Compression, opts), Sidecar: true, CheckpointID: ckpt, Progress: (&writeProgress{sp: sp, progress: opts.Progress}).file(), Jobs: opts.Jobs, BeforePublish: beforePublish, NoReplace: !opts.Force})
+			info, err := savepoint.WriteSnapshotFrom(opts.Out, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: outCompression(f.Compression, opts), Sidecar: true, CheckpointID: ckpt, Progress: (&writeProgress{sp: sp, progress: opts.Progress}).file(), Jobs: opts.Jobs, Stop: stop, BeforePublish: beforePublish, NoReplace: !opts.Force})
 			if err != nil && !errors.As(err, &pub) {
 				made.Remove()
 				return err
@@ -127,7 +129,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			prog.file()(nf.copyOf.Size)
 			return savepoint.FileInfo{Size: nf.copyOf.Size, CRC32C: nf.copyOf.CRC32C}, nil
 		}
-		return tw.WriteSubtaskWith(nf.subtask, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: outCompression(nf.compression, opts), Progress: prog.file(), Jobs: jobs})
+		return tw.WriteSubtaskWith(nf.subtask, meta(nf), nf.rows, savepoint.SnapshotOptions{Compression: outCompression(nf.compression, opts), Progress: prog.file(), Jobs: jobs, Stop: stop})
 	})
 	if err := firstError(written); err != nil {
 		return err
