@@ -303,7 +303,7 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Res
 	// Large files out of order are read through sorted copies; should that
 	// fail (no room for them), in place, as smaller ones are.
 	inOrder := func(sp *savepoint.Savepoint, name string) (*savepoint.Savepoint, int, func()) {
-		v, dropped, done, err := sp.InOrder(opts.TempDir, sortRows, false)
+		v, dropped, done, err := sp.InOrder(ctx, opts.TempDir, sortRows, false)
 		if err != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %v; its files are read in place", name, err))
 			return sp, 0, func() {}

@@ -366,7 +366,7 @@ func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Optio
 		var u *savepoint.Savepoint
 		var dupes int
 		var done func()
-		if u, dupes, done, err = sp.InOrder(p.tempDir, spillRows, opts.PerFile); err == nil {
+		if u, dupes, done, err = sp.InOrder(ctx, p.tempDir, spillRows, opts.PerFile); err == nil {
 			defer done()
 		}
 		merged := false
@@ -802,7 +802,7 @@ var spillRows = 1 << 16
 // order), then exports the sorted copy with singleMerged. It returns
 // false, having done nothing, for other files.
 func (p *pipeline) singleSpilled(f *savepoint.File, perFile bool, st *savepoint.UnionStats) (bool, error) {
-	v, dupes, done, err := (&savepoint.Savepoint{Files: []*savepoint.File{f}}).InOrder(p.tempDir, spillRows, perFile)
+	v, dupes, done, err := (&savepoint.Savepoint{Files: []*savepoint.File{f}}).InOrder(p.ctx, p.tempDir, spillRows, perFile)
 	if err != nil {
 		return true, err
 	}

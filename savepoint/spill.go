@@ -1311,8 +1311,9 @@ func (s *Spilled) File(like *File) *File {
 // gathering its rows from all over its map. Without such files it returns
 // sp itself. A file of fewer than InPlaceRows rows whose sort fails (no
 // temporary directory, no room in it) is left in place, to be read as a
-// smaller one is.
-func (sp *Savepoint) InOrder(dir string, minRows int, keep bool) (*Savepoint, int, func(), error) {
+// smaller one is. Once ctx is done the sorts stop, and the error is
+// ctx's.
+func (sp *Savepoint) InOrder(ctx context.Context, dir string, minRows int, keep bool) (*Savepoint, int, func(), error) {
 	var copies []*Spilled
 	done := func() {
 		for _, c := range copies {
@@ -1334,8 +1335,9 @@ func (sp *Savepoint) InOrder(dir string, minRows int, keep bool) (*Savepoint, in
 			Release:        f.ReleasePages,
 			Dropped:        func(Row) { lost++ },
 			KeepDuplicates: keep,
+			Stop:           func() bool { return ctx.Err() != nil },
 		})
-		if err != nil && f.Snapshot.NumRows() < InPlaceRows && !errors.Is(err, ErrInputChanged) {
+		if err != nil && f.Snapshot.NumRows() < InPlaceRows && !errors.Is(err, ErrInputChanged) && !errors.Is(err, context.Canceled) {
 			continue // read in place, as it was before there were sorted copies
 		}
 		if err != nil {

@@ -495,7 +495,8 @@ func BenchmarkPartition(b *testing.B) {
 
 // InOrder leaves a file of fewer than InPlaceRows rows in place when it
 // cannot be sorted through temporary files (no temporary directory), to be
-// read as a smaller one is; with a directory it gives a sorted copy.
+// read as a smaller one is; with a directory it gives a sorted copy, and
+// with its context done none.
 func TestInOrderInPlaceWithoutTempDir(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "checkpoint-1.snap")
@@ -508,14 +509,21 @@ func TestInOrderInPlaceWithoutTempDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sp.Close()
-	v, _, done, err := sp.InOrder(filepath.Join(dir, "missing"), 100, false)
+	v, _, done, err := sp.InOrder(context.Background(), filepath.Join(dir, "missing"), 100, false)
 	if err != nil || v != sp {
 		t.Fatalf("without a temporary directory: view %p of %p, err %v; want the savepoint itself", v, sp, err)
 	}
 	done()
-	v, _, done, err = sp.InOrder(dir, 100, false)
+	v, _, done, err = sp.InOrder(context.Background(), dir, 100, false)
 	if err != nil || v == sp || v.Files[0] == sp.Files[0] {
 		t.Fatalf("with one: err %v, want a sorted copy", err)
 	}
 	done()
+	// A context done stops the sort, and the file is not left to be read
+	// in place: the error is the context's.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, _, err := sp.InOrder(ctx, dir, 100, false); !errors.Is(err, context.Canceled) {
+		t.Fatalf("with its context done: %v, want context.Canceled", err)
+	}
 }

@@ -86,7 +86,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	// A large file out of canonical order is read through a sorted copy
 	// (every row kept, duplicates in stream order), sequentially, in
 	// bounded memory; a smaller one through an index sorted in memory.
-	view, _, removeCopies, err := sp.InOrder(*tempDir, catSpillRows, true)
+	view, _, removeCopies, err := sp.InOrder(ctx, *tempDir, catSpillRows, true)
 	if err != nil {
 		return fail(s, c.name, err)
 	}
