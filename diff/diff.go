@@ -300,19 +300,15 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Res
 	res := &Result{Operators: []Operator{}, Versions: []VersionChange{}, Metadata: []MetadataChange{}, Warnings: []string{}}
 	d := &differ{opts: opts, slots: map[slotKey]*Slot{}, a: a, b: b, sameLayout: sameLayout(a, b)}
 	var sa, sb savepoint.UnionStats
-	// Large files out of order are read through sorted copies; should that
-	// fail (no room for them), in place, as smaller ones are.
-	inOrder := func(sp *savepoint.Savepoint, name string) (*savepoint.Savepoint, int, func()) {
-		v, dropped, done, err := sp.InOrder(ctx, opts.TempDir, sortRows, false)
-		if err != nil {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %v; its files are read in place", name, err))
-			return sp, 0, func() {}
-		}
-		return v, dropped, done
+	va, droppedA, doneA, err := inOrder(ctx, a, "A", opts.TempDir, &res.Warnings)
+	if err != nil {
+		return nil, err
 	}
-	va, droppedA, doneA := inOrder(a, "A")
 	defer doneA()
-	vb, droppedB, doneB := inOrder(b, "B")
+	vb, droppedB, doneB, err := inOrder(ctx, b, "B", opts.TempDir, &res.Warnings)
+	if err != nil {
+		return nil, err
+	}
 	defer doneB()
 	// Each side's rows are merged on a goroutine of its own; a fault in
 	// one (an input cut short) is raised here once both have returned.
@@ -386,6 +382,28 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Res
 	}
 	res.Identical = !res.Summary.Differs() && res.Summary.VersionChanges == 0 && res.Summary.MetadataChanges == 0
 	return res, nil
+}
+
+// inOrder returns the view of side sp, called name, whose large files out
+// of order are read through sorted copies in dir (Savepoint.InOrder), the
+// rows their sorts dropped as duplicates, and a function that removes
+// the copies. Should the copies fail (no room for them), it returns sp
+// itself, read in place as smaller files are, and adds a warning saying
+// so; but once ctx is done it fails with ctx's error: reading in place
+// would sort in memory, at length, what the stopped sorts were sorting.
+func inOrder(ctx context.Context, sp *savepoint.Savepoint, name, dir string, warnings *[]string) (*savepoint.Savepoint, int, func(), error) {
+	v, dropped, done, err := sp.InOrder(ctx, dir, sortRows, false)
+	if cerr := ctx.Err(); cerr != nil {
+		if err == nil {
+			done()
+		}
+		return nil, 0, nil, cerr
+	}
+	if err != nil {
+		*warnings = append(*warnings, fmt.Sprintf("%s: %v; its files are read in place", name, err))
+		return sp, 0, func() {}, nil
+	}
+	return v, dropped, done, nil
 }
 
 // pullBatch is how many rows pullAhead hands over at a time.

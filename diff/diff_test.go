@@ -76,6 +76,30 @@ func TestCompareFails(t *testing.T) {
 	}
 }
 
+// TestInOrderCancelled: a side whose sorted copies were stopped because
+// the comparison was cancelled is not read in place (which would sort its
+// files in memory, at length): the error is the context's.
+func TestInOrderCancelled(t *testing.T) {
+	defer func(v int) { sortRows = v }(sortRows)
+	sortRows = 0
+	var rows []savepoint.Row
+	for i := range 1000 {
+		rows = append(rows, savepoint.Row{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), fmt.Appendf(nil, "%d", 999-i)), Value: []byte("v")})
+	}
+	sp := &savepoint.Savepoint{Kind: savepoint.InputTree, Files: []*savepoint.File{{Snapshot: &savepoint.Snapshot{Rows: rows}}}, Groups: []savepoint.Group{{First: 0, Count: 1}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var warnings []string
+	if v, _, _, err := inOrder(ctx, sp, "A", t.TempDir(), &warnings); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: view %p of %p, warnings %q, error %v; want context.Canceled", v, sp, warnings, err)
+	}
+	v, _, done, err := inOrder(context.Background(), sp, "A", t.TempDir(), &warnings)
+	if err != nil || v == sp || len(warnings) > 0 {
+		t.Fatalf("view %p of %p, warnings %q, error %v; want a sorted copy", v, sp, warnings, err)
+	}
+	done()
+}
+
 func parse(t testing.TB, src string) *rules.Set {
 	t.Helper()
 	set, err := rules.Parse("rules.yaml", []byte(src))
