@@ -75,7 +75,9 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	if err != nil {
 		return fail(s, c.name, err)
 	}
-	sp, err := of.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *allowUnverified, Columnar: true})
+	sp, err := openUntil(ctx, func() (*savepoint.Savepoint, error) {
+		return of.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *allowUnverified, Columnar: true})
+	})
 	if err != nil {
 		return fail(s, c.name, err)
 	}

@@ -58,12 +58,16 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 		}
 		return savepoint.Open(path, o)
 	}
-	a, err := open(fs.Arg(0), *ckA, "checkpoint-a", "groups-a", *groupsA)
+	a, err := openUntil(ctx, func() (*savepoint.Savepoint, error) {
+		return open(fs.Arg(0), *ckA, "checkpoint-a", "groups-a", *groupsA)
+	})
 	if err != nil {
 		return fail(s, c.name, fmt.Errorf("A: %w", err))
 	}
 	defer a.Close()
-	b, err := open(fs.Arg(1), *ckB, "checkpoint-b", "groups-b", *groupsB)
+	b, err := openUntil(ctx, func() (*savepoint.Savepoint, error) {
+		return open(fs.Arg(1), *ckB, "checkpoint-b", "groups-b", *groupsB)
+	})
 	if err != nil {
 		return fail(s, c.name, fmt.Errorf("B: %w", err))
 	}

@@ -70,12 +70,15 @@ func runInspect(ctx context.Context, s *Streams, args []string) int {
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}
-	sp, err := of.open(fs.Arg(0))
+	sp, err := openUntil(ctx, func() (*savepoint.Savepoint, error) { return of.open(fs.Arg(0)) })
 	if err != nil {
 		return fail(s, c.name, err)
 	}
 	defer sp.Close()
 	sum := savepoint.Summarize(sp)
+	if err := ctx.Err(); err != nil {
+		return fail(s, c.name, err) // no report of a run the user stopped
+	}
 	if *asJSON {
 		if err := writeJSON(s.Out, sum); err != nil {
 			return fail(s, c.name, err)
@@ -106,12 +109,15 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	case *par > savepoint.MaxParallelism:
 		return usageError(s, c, fmt.Errorf("--parallelism %d: a job runs at most %d subtasks", *par, savepoint.MaxParallelism))
 	}
-	sp, err := of.open(fs.Arg(0))
+	sp, err := openUntil(ctx, func() (*savepoint.Savepoint, error) { return of.open(fs.Arg(0)) })
 	if err != nil {
 		return fail(s, c.name, err)
 	}
 	defer sp.Close()
 	rep := savepoint.Validate(sp, savepoint.ValidateOptions{Parallelism: *par})
+	if err := ctx.Err(); err != nil {
+		return fail(s, c.name, err) // no verdict on a run the user stopped
+	}
 	if *asJSON {
 		if err := writeJSON(s.Out, rep); err != nil {
 			return fail(s, c.name, err)

@@ -152,11 +152,6 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 // one reported when both fail, as soon as the rules have loaded; an open
 // left behind then closes the savepoint when it is done.
 func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSet, tf transformFlags, load func(rules.ParseOptions) (*rules.Set, error), dry bool) int {
-	type opened struct {
-		sp       *savepoint.Savepoint
-		err      error
-		panicked any // a panic of the open, raised again where it is waited for
-	}
 	// plan has no --report; rescale --dry-run writes its report too.
 	report, out, force := "", "", false
 	if tf.report != nil {
@@ -174,48 +169,27 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 			return fail(s, c.name, err)
 		}
 	}
-	open := make(chan opened, 1)
 	// The pass at open asks the purge lists of the rules, once their
 	// filters are built, for the rows they may hold (see transform.Probe).
 	var probe savepoint.ProbeSlot
-	go func() {
-		var o opened
-		defer func() {
-			o.panicked = recover()
-			open <- o
-		}()
-		o.err = savepoint.Guard(func() error {
-			o.sp, o.err = tf.open.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *tf.allowUnverif, Columnar: true, Probe: &probe})
-			return o.err
-		})
-	}()
-	// abandon leaves the open to finish on its own and close what it opened.
-	abandon := func() {
-		go func() {
-			if o := <-open; o.sp != nil {
-				o.sp.Close()
-			}
-		}()
-	}
+	open := startOpen(func() (*savepoint.Savepoint, error) {
+		return tf.open.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *tf.allowUnverif, Columnar: true, Probe: &probe})
+	})
 	set, err := load(rules.ParseOptions{KeysReady: func(lists []*rules.PurgeKeysSpec) { probe.Set(transform.ProbeLists(lists)) }})
 	if err != nil {
 		probe.Set(nil)
-		abandon()
+		open.abandon()
 		return fail(s, c.name, err)
 	}
 	probe.Set(transform.Probe(set))
 	if err := checkRuleFilesApart(set, out, report); err != nil {
-		abandon()
+		open.abandon()
 		return fail(s, c.name, err)
 	}
-	o := <-open
-	if o.panicked != nil {
-		panic(o.panicked)
+	sp, err := open.wait(ctx)
+	if err != nil {
+		return fail(s, c.name, err)
 	}
-	if o.err != nil {
-		return fail(s, c.name, o.err)
-	}
-	sp := o.sp
 	defer sp.Close()
 	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version, TempDir: *tf.tempDir, Decompress: *tf.decompress}
 	if s.ErrIsTerminal && !*tf.quiet {

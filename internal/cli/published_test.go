@@ -198,6 +198,31 @@ func TestApplyInterrupted(t *testing.T) {
 	}
 }
 
+// TestReadInterrupted: a command that only reads, cancelled by a signal,
+// stops and says so, as one that writes does: it neither ignores the
+// signal nor prints a report of a run the user stopped.
+func TestReadInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"inspect", "../../testdata/example"},
+		{"validate", "../../testdata/example"},
+		{"cat", "../../testdata/example"},
+		{"diff", "../../testdata/example", "../../testdata/example"},
+		{"export", "../../testdata/example", "-o", filepath.Join(dir, "out.parquet")},
+	} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(errors.New("interrupt signal received"))
+		var out, errs bytes.Buffer
+		code := Main(ctx, args, &Streams{Out: &out, Err: &errs})
+		if want := "sptool " + args[0] + ": stopped: interrupt signal received\n"; code != ExitError || errs.String() != want || out.Len() > 0 {
+			t.Errorf("%s: exit %d, stdout %d bytes, stderr %q; want %d, none, %q", args[0], code, out.Len(), errs.String(), ExitError, want)
+		}
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("export left %v (%v)", entries, err)
+	}
+}
+
 // TestSignalAfterPublish: a signal that comes while the output is being
 // put in place, after the last point a run stops at, leaves the output
 // whole; the run says so rather than exiting in silence.
