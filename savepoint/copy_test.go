@@ -11,8 +11,9 @@ import (
 
 // CopyVerified publishes a copy whose bytes have the size and CRC read at
 // open; a copy that differs (the input changed since) is ErrInputChanged,
-// and nothing is left behind. Small files and large ones (checksummed in
-// parts by several goroutines) alike.
+// and nothing is left behind: another CRC, or more or fewer bytes than
+// read. Small files and large ones (copied in parts by several goroutines)
+// alike.
 func TestCopyVerified(t *testing.T) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(5, 6))
@@ -37,7 +38,14 @@ func TestCopyVerified(t *testing.T) {
 			name string
 			size int64
 			crc  uint32
-		}{{"another CRC", int64(size), CRC32C(data) ^ 1}, {"another size", int64(size) + 1, CRC32C(data)}} {
+		}{
+			{"another CRC", int64(size), CRC32C(data) ^ 1},
+			{"a larger size", int64(size) + 1, CRC32C(data)},
+			{"a smaller size", max(0, int64(size)-1), CRC32C(data[:max(0, size-1)])}, // the input grew
+		} {
+			if size == 0 && c.size == 0 {
+				continue // no smaller size
+			}
 			err := CopyVerified(src, dst, c.size, c.crc)
 			if !errors.Is(err, ErrInputChanged) {
 				t.Errorf("%d bytes, %s: %v, want ErrInputChanged", size, c.name, err)

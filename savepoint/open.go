@@ -798,12 +798,20 @@ func validateOffsetsOf(f *File, fh *os.File, snap *Snapshot) error {
 // also memory-mapped. It reads the file rather than the map: the first
 // touch of each mapped page costs more than the copy of read(2), and
 // reading leaves nothing in the resident set. A large file is read in parts
-// by one goroutine per CPU, and the parts' CRCs combined.
+// by one goroutine per CPU, and the parts' CRCs combined (eachPart).
 func checksumFile(fh *os.File, size int64) (uint32, error) {
+	return eachPart(size, func(lo, hi int64) (uint32, error) { return checksumRange(fh, lo, hi) })
+}
+
+// eachPart calls part for the parts of [0, size) and returns the CRC-32C of
+// the whole from theirs: one part for a file of fewer than 32 blocks of
+// checksumBlock bytes, else one per CPU, each on a goroutine of its own.
+// An error of a part is the first returned, in order.
+func eachPart(size int64, part func(lo, hi int64) (uint32, error)) (uint32, error) {
 	block := int64(checksumBlock)
 	parts := int(min(int64(runtime.NumCPU()), size/(16*block)))
 	if parts <= 1 {
-		return checksumRange(fh, 0, size)
+		return part(0, size)
 	}
 	per := ((size+int64(parts)-1)/int64(parts) + block - 1) / block * block // parts*per >= size
 	crcs := make([]uint32, parts)
@@ -814,7 +822,7 @@ func checksumFile(fh *os.File, size int64) (uint32, error) {
 		go func() {
 			defer wg.Done()
 			lo := min(size, int64(p)*per)
-			crcs[p], errs[p] = checksumRange(fh, lo, min(size, lo+per))
+			crcs[p], errs[p] = part(lo, min(size, lo+per))
 		}()
 	}
 	wg.Wait()
