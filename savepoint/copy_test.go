@@ -6,7 +6,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // CopyVerified publishes a copy whose bytes have the size and CRC read at
@@ -54,5 +58,32 @@ func TestCopyVerified(t *testing.T) {
 				t.Errorf("%d bytes, %s: left behind %v", size, c.name, left)
 			}
 		}
+	}
+}
+
+// The parts eachPart runs at once, over calls made at once (a tree's files
+// copied or checksummed together), are at most one per CPU: each holds a
+// buffer.
+func TestEachPartBounded(t *testing.T) {
+	var active, peak atomic.Int32
+	part := func(lo, hi int64) (uint32, error) {
+		n := active.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(time.Millisecond)
+		active.Add(-1)
+		return 0, nil
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := eachPart(64*int64(checksumBlock)*int64(runtime.NumCPU()), part); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if p := peak.Load(); p > int32(runtime.NumCPU()) || p == 0 {
+		t.Errorf("%d parts ran at once, want 1 to %d (one per CPU)", p, runtime.NumCPU())
 	}
 }

@@ -806,10 +806,13 @@ func checksumFile(fh *os.File, size int64) (uint32, error) {
 // eachPart calls part for the parts of [0, size) and returns the CRC-32C of
 // the whole from theirs: one part for a file of fewer than 32 blocks of
 // checksumBlock bytes, else one per CPU, each on a goroutine of its own.
-// An error of a part is the first returned, in order.
+// An error of a part is the first returned, in order. Parts run at most
+// one per CPU at once whatever the files being read or copied at once (a
+// tree's, up to --jobs of them), each with its buffer (partSlots).
 func eachPart(size int64, part func(lo, hi int64) (uint32, error)) (uint32, error) {
 	block := int64(checksumBlock)
 	parts := int(min(int64(runtime.NumCPU()), size/(16*block)))
+	part = slotted(part)
 	if parts <= 1 {
 		return part(0, size)
 	}
@@ -835,6 +838,19 @@ func eachPart(size int64, part func(lo, hi int64) (uint32, error)) (uint32, erro
 		crc = crc32cCombine(crc, crcs[p], min(size, lo+per)-lo)
 	}
 	return crc, nil
+}
+
+// partSlots bounds the parts of eachPart running at once, over every call:
+// one per CPU.
+var partSlots = make(chan struct{}, runtime.NumCPU())
+
+// slotted is part run in a slot of partSlots.
+func slotted(part func(lo, hi int64) (uint32, error)) func(lo, hi int64) (uint32, error) {
+	return func(lo, hi int64) (uint32, error) {
+		partSlots <- struct{}{}
+		defer func() { <-partSlots }()
+		return part(lo, hi)
+	}
 }
 
 // checksumBlock is how much checksumFile reads at once (a variable so tests
