@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"unsafe"
 
 	"github.com/sptool/sptool/internal/unaligned"
 	"github.com/sptool/sptool/savepoint"
@@ -200,19 +201,10 @@ func keyFinish(h uint64) uint64 {
 // (lint of a 10M-key list: 4.4 s against 3.4 s without the check).
 func (p *PurgeKeysSpec) selfCheck() (int, bool) {
 	const block = 1 << 16 // keys a column (its offsets must fit an int32)
-	var col []byte
-	var offs []int32
+	var buf []byte        // the column, when the keys are not one already
+	offs := make([]int32, 0, min(block, len(p.Keys))+1)
 	for lo := 0; lo < len(p.Keys); {
-		hi := min(lo+block, len(p.Keys))
-		col, offs = col[:0], append(offs[:0], 0)
-		for i, k := range p.Keys[lo:hi] {
-			if len(col)+len(k) > math.MaxInt32 {
-				hi = lo + i
-				break
-			}
-			col = append(col, k...)
-			offs = append(offs, int32(len(col)))
-		}
+		hi, size, joined := p.column(lo, block)
 		if hi == lo {
 			// A key too long for a column of its own: asked alone.
 			if !p.filter.mayHave([]byte(p.Keys[lo])) {
@@ -220,6 +212,24 @@ func (p *PurgeKeysSpec) selfCheck() (int, bool) {
 			}
 			lo++
 			continue
+		}
+		offs = append(offs[:0], 0)
+		col, ok := p.inEncoded(lo, size, joined)
+		if ok {
+			// The keys lie end to end in the buffer of their encodings:
+			// they are the column, read where they are.
+			for _, k := range p.Keys[lo:hi] {
+				offs = append(offs, offs[len(offs)-1]+int32(len(k)))
+			}
+		} else {
+			if cap(buf) < size {
+				buf = make([]byte, 0, size)
+			}
+			col = buf[:0]
+			for _, k := range p.Keys[lo:hi] {
+				col = append(col, k...)
+				offs = append(offs, int32(len(col)))
+			}
 		}
 		next, missed := 0, -1
 		p.MayMatchColumn(col, offs, 0, 0, func(t int) {
@@ -253,4 +263,40 @@ func (p *PurgeKeysSpec) selfCheck() (int, bool) {
 		}
 	}
 	return 0, true
+}
+
+// column returns the keys [lo, hi) that selfCheck asks as one column: at
+// most block of them, of size bytes in all (at most math.MaxInt32; hi is
+// lo when key lo alone is longer), and whether they lie end to end in
+// memory, each starting where the one before ends.
+func (p *PurgeKeysSpec) column(lo, block int) (hi, size int, joined bool) {
+	joined = true
+	var next uintptr // where key hi starts if it follows the one before
+	for hi = lo; hi < min(lo+block, len(p.Keys)); hi++ {
+		k := p.Keys[hi]
+		if size+len(k) > math.MaxInt32 {
+			break
+		}
+		d := uintptr(unsafe.Pointer(unsafe.StringData(k)))
+		if hi > lo && d != next {
+			joined = false
+		}
+		next = d + uintptr(len(k))
+		size += len(k)
+	}
+	return hi, size, joined
+}
+
+// inEncoded returns the size bytes from key lo on as a slice of the
+// buffer of the keys' encodings, if the keys from lo on lie end to end
+// (joined, see column) within it.
+func (p *PurgeKeysSpec) inEncoded(lo, size int, joined bool) ([]byte, bool) {
+	if !joined || size == 0 || len(p.encoded) == 0 {
+		return nil, false
+	}
+	off := uintptr(unsafe.Pointer(unsafe.StringData(p.Keys[lo]))) - uintptr(unsafe.Pointer(&p.encoded[0]))
+	if off > uintptr(len(p.encoded)) || uintptr(size) > uintptr(len(p.encoded))-off {
+		return nil, false
+	}
+	return p.encoded[off : int(off)+size], true
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/sptool/sptool/internal/testhook"
 )
@@ -363,6 +364,55 @@ func TestPurgeSelfCheck(t *testing.T) {
 	_, err := ParseWithOptions("r.yaml", []byte("version: 1\nrules:\n  - purge_keys: {keys: [u1, u2]}\n"), opts)
 	if err == nil || !strings.Contains(err.Error(), `internal error: the purge's key filter or index does not find listed key "u1" (line 1)`) {
 		t.Fatalf("err = %v, want the self-check's error naming u1", err)
+	}
+}
+
+// TestPurgeSelfCheckBlocks: the check finds a key its filter misses in a
+// later block of keys, whether it reads the keys where they are (an int64
+// keys file's, end to end in one buffer) or copies them into a column (a
+// string keys file's, and an int64 file's where a repeat breaks the run).
+func TestPurgeSelfCheckBlocks(t *testing.T) {
+	const n, bad = 150_000, 140_000 // bad: in the check's third block
+	const block = 1 << 16           // as selfCheck's
+	for _, tc := range []struct {
+		name, codec string
+		line        func(i int) string
+		wantView    bool
+	}{
+		{"int64", "int64", func(i int) string { return strconv.Itoa(i * 7) }, true},
+		{"int64 with a repeat", "int64", func(i int) string {
+			if i == 135_000 {
+				i-- // a repeat: its encoding is left out of Keys
+			}
+			return strconv.Itoa(i * 7)
+		}, false},
+		{"string", "string", func(i int) string { return "user-" + strconv.Itoa(i) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			for i := range n {
+				b.WriteString(tc.line(i) + "\n")
+			}
+			opts := ParseOptions{ReadFile: func(string) ([]byte, error) { return []byte(b.String()), nil }}
+			set, err := ParseWithOptions("r.yaml", []byte("version: 1\nrules:\n  - purge_keys: {keys_file: keys.txt, codec: "+tc.codec+"}\n"), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := set.Rules[0].PurgeKeys
+			lo := bad / block * block
+			_, size, joined := p.column(lo, block)
+			if _, viewed := p.inEncoded(lo, size, joined); viewed != tc.wantView {
+				t.Fatalf("keys read in place: %v, want %v", viewed, tc.wantView)
+			}
+			// Key bad changed where it lies: the filter and the index were
+			// built without it.
+			k := unsafe.Slice(unsafe.StringData(p.Keys[bad]), len(p.Keys[bad]))
+			k[0] ^= 0x5a
+			k[len(k)-1] ^= 0xa5
+			if i, ok := p.selfCheck(); ok || i != bad {
+				t.Fatalf("selfCheck = %d, %v; want %d, false", i, ok, bad)
+			}
+		})
 	}
 }
 

@@ -181,6 +181,7 @@ func (s *PurgeKeysSpec) collectKeys(text string, count int) {
 		encoded = binary.LittleEndian.AppendUint64(encoded, uint64(v))
 		s.collect(unsafe.String(&encoded[len(encoded)-8], 8), line)
 	}, nil)
+	s.encoded = encoded
 }
 
 // eachKeyLine calls fn for each line of a keys file's text that holds a

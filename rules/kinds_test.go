@@ -24,7 +24,7 @@ func normalize(spec any) any {
 		return &c
 	case *PurgeKeysSpec:
 		c := *s
-		c.index, c.filter = keyIndex{}, keyFilter{}
+		c.index, c.filter, c.encoded = keyIndex{}, keyFilter{}, nil
 		c.Path, c.FileDigest = "", ""
 		return &c
 	case *PurgeExpiredSpec:

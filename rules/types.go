@@ -339,6 +339,9 @@ type PurgeKeysSpec struct {
 
 	index  keyIndex
 	filter keyFilter
+	// encoded holds the encodings of an int64 keys file's keys (repeats
+	// included) end to end, Keys' strings pointing into it; nil otherwise.
+	encoded []byte
 }
 
 // initFilter sizes the filter for about n keys.
