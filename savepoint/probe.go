@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync/atomic"
 
+	"github.com/sptool/sptool/internal/prefault"
 	"github.com/sptool/sptool/internal/testhook"
 )
 
@@ -177,9 +178,10 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 		}
 		if run.slotted {
 			// Room for every row of the segment to be a hit, and its key.
-			p.hits.rows = Grow(p.hits.rows, k)
-			p.hits.ends = Grow(p.hits.ends, k)
-			p.hits.keys = Grow(p.hits.keys, int(ends[j+k-1]-keyStart(ends, base, j)))
+			done, left := x+j-p.from, r.hi-(x+j)
+			p.hits.rows = growAtRate(p.hits.rows, k, done, left)
+			p.hits.ends = growAtRate(p.hits.ends, k, done, left)
+			p.hits.keys = growAtRate(p.hits.keys, int(ends[j+k-1]-keyStart(ends, base, j)), done, left)
 			if p.wordsOK {
 				p.askWords(keys, ends, base, j, k, first)
 			} else {
@@ -192,6 +194,29 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 		}
 		j += k
 	}
+}
+
+// growAtRate is Grow for a slice that fills as rows are read, at a rate
+// that holds: done rows read gave its len(s) elements, left rows are to
+// come. Once it holds enough elements to tell the rate, it grows to what
+// the rows left will bring at that rate, and an eighth more: one or two
+// arrays where doubling allocates (and copies) twice what is kept. It
+// grows at least as Grow does, and to at most five times its length, so
+// a burst of hits early on does not reserve for them all the way.
+func growAtRate[S ~[]E, E any](s S, n, done, left int) S {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	c := len(s) + max(n, len(s), 64) // Grow's
+	if done > 0 && len(s) >= 256 {
+		rate := float64(len(s)) / float64(done)
+		want := len(s) + n + int(min(rate*float64(left)*1.125, 4*float64(len(s))))
+		c = max(c, want)
+	}
+	t := make(S, len(s), c)
+	prefault.Slice(t[: len(s) : len(s)+max(n, len(s)/4)])
+	copy(t, s)
+	return t
 }
 
 // wordsFor returns the words for the c user keys of the next chunk, when
