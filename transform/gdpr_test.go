@@ -221,6 +221,9 @@ rules:
 		if p.KeysListed != len(tc.keys)+len(tc.notFound) {
 			t.Errorf("rule %d: %d keys listed, want %d (duplicates counted once)", i+1, p.KeysListed, len(tc.keys)+len(tc.notFound))
 		}
+		if p.KeysFound != len(tc.keys) || p.KeysNotFound != len(tc.notFound) {
+			t.Errorf("rule %d: %d keys found and %d not found, want %d and %d", i+1, p.KeysFound, p.KeysNotFound, len(tc.keys), len(tc.notFound))
+		}
 		// Rule 1 (string keys) rewrites the one timer blob holding user-150's
 		// timer; the int64 ids of rule 2 match no timer key.
 		wantChanged, wantTimers := int64(0), int64(0)
@@ -234,6 +237,22 @@ rules:
 	}
 	if rep.RowsDropped != int64(len(inputRows)-len(want)) {
 		t.Errorf("RowsDropped = %d, want %d", rep.RowsDropped, len(inputRows)-len(want))
+	}
+
+	// 4. Asked for the counts alone, the audit gives the same counts, and
+	// no lists.
+	counted, err := run(t, in, set, transform.Options{DryRun: true, KeyCountsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		p, q := ruleStats(t, rep, i+1).Purge, ruleStats(t, counted, i+1).Purge
+		if q.Found != nil || q.NotFound != nil || q.NotFoundHex != nil {
+			t.Errorf("rule %d, counts only: lists %v, %v, %v", i+1, q.Found, q.NotFound, q.NotFoundHex)
+		}
+		if q.KeysListed != p.KeysListed || q.KeysFound != p.KeysFound || q.KeysNotFound != p.KeysNotFound || q.Remaining != p.Remaining || q.TimersRemoved != p.TimersRemoved {
+			t.Errorf("rule %d, counts only: %+v, want the counts of %+v", i+1, q, p)
+		}
 	}
 }
 

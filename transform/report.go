@@ -147,11 +147,17 @@ type RuleStats struct {
 // PurgeAudit is the record of an erasure: every listed key, whether rows of
 // it were found and removed, and how many.
 type PurgeAudit struct {
-	KeysListed int        `json:"keys_listed"`
-	KeysFile   string     `json:"keys_file,omitempty"`
-	KeysDigest string     `json:"keys_file_sha256,omitempty"`
-	Found      []KeyFound `json:"found"`
-	NotFound   []string   `json:"not_found"`
+	KeysListed int    `json:"keys_listed"`
+	KeysFile   string `json:"keys_file,omitempty"`
+	KeysDigest string `json:"keys_file_sha256,omitempty"`
+	// KeysFound and KeysNotFound count the listed keys found (rows or
+	// timers of theirs removed) and not found.
+	KeysFound    int `json:"keys_found"`
+	KeysNotFound int `json:"keys_not_found"`
+	// Found and NotFound list them, in the list's order (nil when the run
+	// was asked for the counts alone: Options.KeyCountsOnly).
+	Found    []KeyFound `json:"found"`
+	NotFound []string   `json:"not_found"`
 	// NotFoundHex gives, in hex, the keys of NotFound that are not valid
 	// UTF-8, in NotFound's order: NotFound shows each as 0x and its hex,
 	// which a text key written that way would read as too. Absent when
@@ -267,7 +273,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, rs := range r.PerRule {
 		perRule.Row(strconv.Itoa(rs.Index), strings.TrimPrefix(rs.Label, fmt.Sprintf("rule %d ", rs.Index)), itoa(rs.Matched), itoa(rs.Dropped), itoa(rs.Changed))
 		if p := rs.Purge; p != nil {
-			perRule.Text(fmt.Sprintf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; rows and timers of listed keys remaining: %d\n", p.KeysListed, len(p.Found), rs.Dropped, len(p.NotFound), p.Remaining))
+			perRule.Text(fmt.Sprintf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; rows and timers of listed keys remaining: %d\n", p.KeysListed, p.KeysFound, rs.Dropped, p.KeysNotFound, p.Remaining))
 			if p.TimersRemoved > 0 {
 				perRule.Text(fmt.Sprintf("     %d timers of listed keys removed from timer blobs\n", p.TimersRemoved))
 			}

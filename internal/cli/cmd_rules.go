@@ -192,6 +192,9 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	}
 	defer sp.Close()
 	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version, TempDir: *tf.tempDir, Decompress: *tf.decompress}
+	// The text report gives an erasure's counts of keys; its lists of keys
+	// go only into JSON.
+	opts.KeyCountsOnly = report == "" && !*tf.asJSON
 	if s.ErrIsTerminal && !*tf.quiet {
 		p := newProgress(s.Err)
 		defer p.finish()
