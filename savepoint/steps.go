@@ -167,24 +167,49 @@ func (s *sink) reserve(n, width int) []byte {
 	return s.buf[at:]
 }
 
+// run is a stretch a runBuilder notes.
+type run interface {
+	stepRun | opRun
+	first() int // the stretch's first row
+}
+
+func (r stepRun) first() int { return r.row }
+func (r opRun) first() int   { return r.row }
+
 // runBuilder notes the stretches of a column of one range of a batch as
-// the open reads it (stepRun or opRun), and gives up beyond max of them.
-type runBuilder[R stepRun | opRun] struct {
+// the open reads it (stepRun or opRun), and gives up beyond max of them,
+// or as soon as they come at a rate that would reach max (see add).
+type runBuilder[R run] struct {
 	runs []R
 	max  int
 	over bool
 }
 
+// denseAfter is the fewest stretches a runBuilder notes before it judges
+// their rate.
+const denseAfter = 4096
+
 // add notes run r, unless the last one noted has its length (or operator):
 // r then continues it.
+//
+// Stretches shorter than 8 rows on average are not worth noting (the
+// writer reads such offsets and operators as fast as it computes them),
+// and max is a range's rows / 8: each time the array is full (from
+// denseAfter stretches on), a builder whose stretches so far average
+// fewer than 8 rows gives up. A file in clink's own order (rows shuffled,
+// the operator and the key's length changing at almost every row) gave
+// up only at max, after allocating twice its array by doubling: about
+// 200 MB for 10M rows, every page of it a fault, and the collections that
+// the allocations triggered.
 func (rb *runBuilder[R]) add(r R, same func(a, b R) bool) {
 	if rb.over {
 		return
 	}
-	if n := len(rb.runs); n > 0 && same(rb.runs[n-1], r) {
+	n := len(rb.runs)
+	if n > 0 && same(rb.runs[n-1], r) {
 		return
 	}
-	if len(rb.runs) == rb.max {
+	if n == rb.max || n >= denseAfter && n == cap(rb.runs) && 8*n > r.first()-rb.runs[0].first() {
 		rb.over, rb.runs = true, nil
 		return
 	}
