@@ -611,6 +611,11 @@ func (p *partition) appendRecords(b *bucket, recs []byte, rows int) error {
 		b.chunks = append(b.chunks, ch)
 		return nil
 	}
+	if b.tail == nil {
+		// Filled to the limit before it is written: one array, where
+		// growing it from 64 bytes allocated and copied twice as much.
+		b.tail = make([]byte, 0, limit)
+	}
 	b.tail = append(Grow(b.tail, len(recs)), recs...)
 	return nil
 }
