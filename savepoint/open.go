@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // OpenOptions control Open.
@@ -400,9 +401,14 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	backends := map[Backend]bool{}
 	files := make([]*File, len(dirs))
 	errs := make([]error, len(dirs))
-	// The files are read concurrently (checksum and decode), a few at a time.
+	// The files are read concurrently (checksum and decode), a few at a
+	// time, started in subtask order; once one fails, those not started
+	// are left unread. The error returned is the first in subtask order:
+	// every file started is read to its end, and the files left unread
+	// come after the one that failed.
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.NumCPU())
+	sem := make(chan struct{}, filesAtOnce)
+	var failed atomic.Bool
 	for i, d := range dirs {
 		name := d.ckpts[sp.Checkpoint]
 		b := BackendFile
@@ -423,12 +429,21 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			return data, err
 		}
 		files[i] = f
-		wg.Add(1)
 		sem <- struct{}{}
+		if failed.Load() {
+			<-sem
+			continue // a file started before it failed: it is left unread
+		}
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[i] = readSnapshotFile(f, b == BackendFile, ReadOptions{Resolve: resolve, Columnar: opts.Columnar, probe: opts.Probe})
+			if fileRead != nil {
+				fileRead(d.index)
+			}
+			if errs[i] = readSnapshotFile(f, b == BackendFile, ReadOptions{Resolve: resolve, Columnar: opts.Columnar, probe: opts.Probe}); errs[i] != nil {
+				failed.Store(true)
+			}
 		}()
 	}
 	wg.Wait()
@@ -453,6 +468,14 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	}
 	return nil
 }
+
+// filesAtOnce is how many files of a tree are read at once (a variable
+// so tests can read them one at a time).
+var filesAtOnce = runtime.NumCPU()
+
+// fileRead, when set (by tests), is called with the subtask of each file
+// of a tree as its reading starts.
+var fileRead func(subtask int)
 
 func plural(n int, one, many string) string {
 	if n == 1 {
