@@ -207,7 +207,7 @@ func growAtRate[S ~[]E, E any](s S, n, done, left int) S {
 	if len(s)+n <= cap(s) {
 		return s
 	}
-	c := len(s) + max(n, len(s), 64) // Grow's
+	c := len(s) + max(n, len(s), 64) // at least double
 	if done > 0 && len(s) >= 256 {
 		rate := float64(len(s)) / float64(done)
 		want := len(s) + n + int(min(rate*float64(left)*1.125, 4*float64(len(s))))

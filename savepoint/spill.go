@@ -15,8 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"unsafe"
-
-	"github.com/sptool/sptool/internal/prefault"
 )
 
 // External canonical sort.
@@ -1191,13 +1189,7 @@ func (w *colWriter) put(b []byte) int64 {
 // (or n, if more), so that the resident set does not take the whole new
 // capacity before it is used.
 func Grow[S ~[]E, E any](s S, n int) S {
-	if len(s)+n <= cap(s) {
-		return s
-	}
-	t := make(S, len(s), len(s)+max(n, len(s), 64))
-	prefault.Slice(t[: len(s) : len(s)+max(n, len(s)/4)])
-	copy(t, s)
-	return t
+	return growAtRate(s, n, 0, 0) // (no rows read: no rate)
 }
 
 // bytesOf returns the memory of s as bytes (in the machine's byte order).
