@@ -2224,8 +2224,8 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			if res.vmRules[i] {
 				rs.VersionEntries++
 			}
-			purged = sumCounts(purged, res.purged[i])
-			keyTimers = sumCounts(keyTimers, res.keyTimers[i])
+			purged = addCounts(purged, res.purged[i])
+			keyTimers = addCounts(keyTimers, res.keyTimers[i])
 			if rs.Expired == nil && st.rule.PurgeExpired != nil {
 				rs.Expired = expiredInfo(st.rule.PurgeExpired)
 			}
@@ -2400,27 +2400,16 @@ func expiredInfo(p *rules.PurgeExpiredSpec) *ExpiredInfo {
 	return e
 }
 
-// addCounts adds the counts of b to a (allocated when nil) and returns it.
+// addCounts adds the counts of b to a and returns the sum: b itself when
+// a is nil (no copy; the caller owns b from then on, and may add into it).
 func addCounts(a, b []int64) []int64 {
-	if b == nil {
-		return a
-	}
 	if a == nil {
-		a = make([]int64, len(b))
+		return b
 	}
 	for j, n := range b {
 		a[j] += n
 	}
 	return a
-}
-
-// sumCounts is addCounts that takes b as the sum when a is nil: the
-// caller owns b from then on, and adds into it.
-func sumCounts(a, b []int64) []int64 {
-	if a == nil {
-		return b
-	}
-	return addCounts(a, b)
 }
 
 // purgeAudit is the erasure audit of purge rule p: rows and timers removed
