@@ -4,7 +4,6 @@ import (
 	"sort"
 	"sync/atomic"
 
-	"github.com/sptool/sptool/internal/prefault"
 	"github.com/sptool/sptool/internal/testhook"
 )
 
@@ -194,29 +193,6 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 		}
 		j += k
 	}
-}
-
-// growAtRate is Grow for a slice that fills as rows are read, at a rate
-// that holds: done rows read gave its len(s) elements, left rows are to
-// come. Once it holds enough elements to tell the rate, it grows to what
-// the rows left will bring at that rate, and an eighth more: one or two
-// arrays where doubling allocates (and copies) twice what is kept. It
-// grows at least as Grow does, and to at most five times its length, so
-// a burst of hits early on does not reserve for them all the way.
-func growAtRate[S ~[]E, E any](s S, n, done, left int) S {
-	if len(s)+n <= cap(s) {
-		return s
-	}
-	c := len(s) + max(n, len(s), 64) // at least double
-	if done > 0 && len(s) >= 256 {
-		rate := float64(len(s)) / float64(done)
-		want := len(s) + n + int(min(rate*float64(left)*1.125, 4*float64(len(s))))
-		c = max(c, want)
-	}
-	t := make(S, len(s), c)
-	prefault.Slice(t[: len(s) : len(s)+max(n, len(s)/4)])
-	copy(t, s)
-	return t
 }
 
 // wordsFor returns the words for the c user keys of the next chunk, when

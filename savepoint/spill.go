@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"unsafe"
+
+	"github.com/sptool/sptool/internal/prefault"
 )
 
 // External canonical sort.
@@ -1190,6 +1192,30 @@ func (w *colWriter) put(b []byte) int64 {
 // capacity before it is used.
 func Grow[S ~[]E, E any](s S, n int) S {
 	return growAtRate(s, n, 0, 0) // (no rows read: no rate)
+}
+
+// growAtRate is Grow for a slice that fills as rows are read, at a rate
+// that holds: done rows read gave its len(s) elements, left rows are to
+// come. Once it holds enough elements to tell the rate, it grows to what
+// the rows left will bring at that rate, and an eighth more: one or two
+// arrays where doubling allocates (and copies) twice what is kept. It
+// grows at least as Grow does (doubling, the next part prefaulted), and to
+// at most five times its length, so that a burst of elements early on
+// does not reserve for them all the way.
+func growAtRate[S ~[]E, E any](s S, n, done, left int) S {
+	if len(s)+n <= cap(s) {
+		return s
+	}
+	c := len(s) + max(n, len(s), 64) // at least double
+	if done > 0 && len(s) >= 256 {
+		rate := float64(len(s)) / float64(done)
+		want := len(s) + n + int(min(rate*float64(left)*1.125, 4*float64(len(s))))
+		c = max(c, want)
+	}
+	t := make(S, len(s), c)
+	prefault.Slice(t[: len(s) : len(s)+max(n, len(s)/4)])
+	copy(t, s)
+	return t
 }
 
 // bytesOf returns the memory of s as bytes (in the machine's byte order).
