@@ -368,9 +368,12 @@ func (c *Cursor) Row(i int) Row {
 // matches what was read (CopyVerified).
 var ErrInputChanged = errors.New("an input file changed while it was being read")
 
-// Guard runs fn with memory faults turned into an ErrInputChanged error: a
-// memory-mapped input truncated by another process raises SIGBUS on access,
-// which would otherwise crash the process.
+// Guard runs fn with memory faults turned into errors: a memory-mapped
+// input truncated by another process raises SIGBUS on access, which would
+// otherwise crash the process, and so does a page the system could not
+// read. The error names the file and the byte (faultError): ErrInputChanged
+// for a file that now ends before that byte, ErrInputUnreadable for one
+// that still holds it.
 func Guard(fn func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() {
@@ -381,7 +384,7 @@ func Guard(fn func() error) (err error) {
 				return
 			}
 			if re, ok := p.(interface{ Addr() uintptr }); ok {
-				err = fmt.Errorf("%w (fault at %#x)", ErrInputChanged, re.Addr())
+				err = faultError(re.Addr())
 				return
 			}
 			panic(p)

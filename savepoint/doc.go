@@ -22,6 +22,8 @@
 // payloads memory-mapped, and its rows are read from the map. If another
 // process cuts a payload short meanwhile, reading it faults: run code that
 // reads the rows under Guard, which turns the fault into an
-// ErrInputChanged error (the sptool commands, transform.Run and
-// export.WriteFile do), or the fault ends the process.
+// ErrInputChanged error naming the file and the byte (the sptool commands,
+// transform.Run and export.WriteFile do), or the fault ends the process. A
+// page the system could not read (a disk or file system that failed)
+// faults too: Guard reports ErrInputUnreadable then.
 package savepoint

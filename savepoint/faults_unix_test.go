@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 // A fault in a goroutine run by Faults reaches the Guard around Wait.
@@ -38,6 +40,46 @@ func TestFaultsReachGuard(t *testing.T) {
 	})
 	if !errors.Is(err, ErrInputChanged) {
 		t.Fatalf("fault in a goroutine: %v (read %d), want ErrInputChanged", err, sink)
+	}
+	want := path + " now ends at byte 4096; byte 524288 was being read"
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("fault in a goroutine: %q, want it to say %q", err, want)
+	}
+}
+
+// A fault where the mapped file still has bytes is an I/O error, not a
+// change: it is reported as ErrInputUnreadable, naming the file and the
+// byte. (The kernel raises it when it cannot read the page in; here the
+// fault's address is handed to faultError directly.) An address outside
+// every mapping, as after the unmap, is reported as before.
+func TestFaultErrorUnreadable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, make([]byte, 3<<12), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	m, err := mapFile(fh, 3<<12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := uintptr(unsafe.Pointer(&m[0])) + 5000
+	err = faultError(addr)
+	if !errors.Is(err, ErrInputUnreadable) || errors.Is(err, ErrInputChanged) {
+		t.Fatalf("fault inside an intact file: %v, want ErrInputUnreadable only", err)
+	}
+	if want := "read " + path + " at byte 5000: "; !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("fault inside an intact file: %q, want it to start %q", err, want)
+	}
+	if err := unmapFile(m); err != nil {
+		t.Fatal(err)
+	}
+	err = faultError(addr)
+	if !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), "fault at 0x") {
+		t.Fatalf("fault outside every mapping: %v, want ErrInputChanged with the address", err)
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"os"
 )
 
-// mapFile maps a file read-only. A zero-length file maps to nil.
+// mapFile maps a file read-only. A zero-length file maps to nil. The
+// mapping is recorded until unmapFile, so that Guard can name the file and
+// the byte of a fault in it.
 func mapFile(f *os.File, size int64) ([]byte, error) {
 	if size == 0 {
 		return nil, nil
@@ -20,6 +22,7 @@ func mapFile(f *os.File, size int64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmap: %w", err)
 	}
+	addMapping(b, f)
 	return b, nil
 }
 
@@ -27,6 +30,7 @@ func unmapFile(b []byte) error {
 	if b == nil {
 		return nil
 	}
+	removeMapping(b)
 	return unix.Munmap(b)
 }
 

@@ -1,0 +1,93 @@
+package savepoint
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"unsafe"
+)
+
+// ErrInputUnreadable is wrapped by the error of a read of a memory-mapped
+// input file that faulted where the file still has bytes: the system could
+// not bring that page in, which is an I/O error of the disk or of the file
+// system (a network file system that lost its server, a failing disk), not
+// a change of the file.
+var ErrInputUnreadable = errors.New("the system could not read the file (an I/O error of the disk or file system)")
+
+// mapping is a file mapped into memory by mapFile, kept so that a fault in
+// it can be told as the file and the byte it hit.
+type mapping struct {
+	base, size uintptr
+	f          *os.File
+}
+
+// mappings are the files mapped now.
+var mappings struct {
+	sync.Mutex
+	all []mapping
+}
+
+// addMapping records that b maps f from its start.
+func addMapping(b []byte, f *os.File) {
+	if len(b) == 0 {
+		return
+	}
+	mappings.Lock()
+	defer mappings.Unlock()
+	mappings.all = append(mappings.all, mapping{base: uintptr(unsafe.Pointer(&b[0])), size: uintptr(len(b)), f: f})
+}
+
+// removeMapping forgets the mapping b, about to be unmapped.
+func removeMapping(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	base := uintptr(unsafe.Pointer(&b[0]))
+	mappings.Lock()
+	defer mappings.Unlock()
+	for i, m := range mappings.all {
+		if m.base == base {
+			mappings.all = append(mappings.all[:i], mappings.all[i+1:]...)
+			return
+		}
+	}
+}
+
+// mappingAt returns the mapping that holds addr.
+func mappingAt(addr uintptr) (mapping, bool) {
+	mappings.Lock()
+	defer mappings.Unlock()
+	for _, m := range mappings.all {
+		if addr >= m.base && addr-m.base < m.size {
+			return m, true
+		}
+	}
+	return mapping{}, false
+}
+
+// faultError is the error of a memory fault at addr while input was read.
+// In a mapped file, it names the file and the byte: a file that now ends
+// at or before that byte was cut short while it was read
+// (ErrInputChanged); one that still holds it could not be read
+// (ErrInputUnreadable). A fault outside every mapping is reported as
+// ErrInputChanged with its address, as a mapping of a file may have been
+// left behind by a caller of this package.
+func faultError(addr uintptr) error {
+	m, ok := mappingAt(addr)
+	if !ok {
+		return fmt.Errorf("%w (fault at %#x)", ErrInputChanged, addr)
+	}
+	off := int64(addr - m.base)
+	name := m.f.Name()
+	st, err := m.f.Stat()
+	if err != nil {
+		if st, err = os.Stat(name); err != nil {
+			return fmt.Errorf("%w (%s faulted at byte %d, and it can no longer be examined: %v)", ErrInputChanged, name, off, err)
+		}
+	}
+	if st.Size() <= off {
+		return fmt.Errorf("%w (%s now ends at byte %d; byte %d was being read)", ErrInputChanged, name, st.Size(), off)
+	}
+	return fmt.Errorf("read %s at byte %d: %w", name, off, ErrInputUnreadable)
+}
