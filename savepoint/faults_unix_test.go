@@ -11,27 +11,35 @@ import (
 	"unsafe"
 )
 
-// A fault in a goroutine run by Faults reaches the Guard around Wait.
-func TestFaultsReachGuard(t *testing.T) {
+// mapTemp maps a new file of size bytes (all zero), closed at the end of the
+// test, and returns its path and the mapping (the caller unmaps it).
+func mapTemp(t *testing.T, size int) (string, []byte) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
+	if err := os.WriteFile(path, make([]byte, size), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	fh, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fh.Close()
-	m, err := mapFile(fh, 1<<20)
+	t.Cleanup(func() { fh.Close() })
+	m, err := mapFile(fh, int64(size))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return path, m
+}
+
+// A fault in a goroutine run by Faults reaches the Guard around Wait.
+func TestFaultsReachGuard(t *testing.T) {
+	path, m := mapTemp(t, 1<<20)
 	defer unmapFile(m)
 	if err := os.Truncate(path, 4096); err != nil {
 		t.Fatal(err)
 	}
 	var sink byte
-	err = Guard(func() error {
+	err := Guard(func() error {
 		var f Faults
 		f.Go(func() { sink = m[1<<19] }) // past the end of the file now
 		f.Go(func() {})
@@ -53,21 +61,9 @@ func TestFaultsReachGuard(t *testing.T) {
 // fault's address is handed to faultError directly.) An address outside
 // every mapping, as after the unmap, is reported as before.
 func TestFaultErrorUnreadable(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(path, make([]byte, 3<<12), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	m, err := mapFile(fh, 3<<12)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, m := mapTemp(t, 3<<12)
 	addr := uintptr(unsafe.Pointer(&m[0])) + 5000
-	err = faultError(addr)
+	err := faultError(addr)
 	if !errors.Is(err, ErrInputUnreadable) || errors.Is(err, ErrInputChanged) {
 		t.Fatalf("fault inside an intact file: %v, want ErrInputUnreadable only", err)
 	}
