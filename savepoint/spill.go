@@ -437,6 +437,7 @@ type partition struct {
 	n       int       // buckets
 	buckets []*bucket // by bucket.id
 	blk     block
+	tails   int // the capacity of the buckets' buffers (bucket.tail), in all
 }
 
 // block is a partition's rows routed but not yet appended to their
@@ -611,12 +612,20 @@ func (p *partition) appendRecords(b *bucket, recs []byte, rows int) error {
 		b.chunks = append(b.chunks, ch)
 		return nil
 	}
-	if b.tail == nil {
+	held := cap(b.tail)
+	if b.tail == nil && p.tails+limit <= p.budget {
 		// Filled to the limit before it is written: one array, where
 		// growing it from 64 bytes allocated and copied twice as much.
+		// Only while the buffers so allocated fit the budget together: a
+		// bucket's limit is set when it gets its first rows, and the
+		// first buckets of many get a larger one than the later (5,120
+		// buckets that each got a row or two held 113 MB of buffers
+		// allocated at their limits). A buffer beyond grows with its
+		// records.
 		b.tail = make([]byte, 0, limit)
 	}
 	b.tail = append(Grow(b.tail, len(recs)), recs...)
+	p.tails += cap(b.tail) - held
 	return nil
 }
 
@@ -629,6 +638,7 @@ func (p *partition) writeTail(b *bucket, limit int) error {
 	b.chunks = append(b.chunks, ch)
 	b.tail = b.tail[:0]
 	if cap(b.tail) > 2*limit {
+		p.tails -= cap(b.tail)
 		b.tail = nil // grown while the limit was higher (it falls as buckets come)
 	}
 	return nil

@@ -418,6 +418,47 @@ func TestPartitionWriteErrorOnce(t *testing.T) {
 	}
 }
 
+// A bucket's buffer is allocated at its limit only while such buffers fit
+// the budget together: the first buckets of many get a higher limit than
+// the later ones, and 5,120 buckets of a row or two each once held 113 MB
+// of buffers under a 16 MiB budget. A buffer past that grows with its
+// records, to at most twice what it holds (64 bytes at least).
+func TestPartitionTailsWithinBudget(t *testing.T) {
+	f, err := createTempFile(t.TempDir(), "tails")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := newPartition(&chunkWriter{f: f}, 0, DefaultSpillBudget)
+	for rep := range 2 {
+		for op := range uint64(40) {
+			for kg := range NumKeyGroups {
+				if err := p.add(Row{Op: op, Key: []byte{byte(kg), 's', '|', byte(rep)}, Value: []byte("12345678")}); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.flush(); err != nil { // a block of one row: its bucket's buffer now
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if err := p.finish(); err != nil {
+		t.Fatal(err)
+	}
+	held, used, grown := 0, 0, 0 // grown: what buffers grown with their records may hold
+	for _, b := range p.buckets {
+		held += cap(b.tail)
+		used += len(b.tail)
+		grown += max(64, 2*len(b.tail))
+	}
+	if held != p.tails {
+		t.Errorf("the partition counts %d bytes of buffers, the buckets hold %d", p.tails, held)
+	}
+	if held > DefaultSpillBudget+grown {
+		t.Fatalf("%d buckets hold %d bytes of records in %d bytes of buffers, over the budget of %d", len(p.buckets), used, held, DefaultSpillBudget)
+	}
+}
+
 // A full disk, a quota used up, or a file size limit reached (a file
 // system's, or the process's) says what the sort needs and how to move
 // it.
