@@ -67,10 +67,10 @@ func mappingAt(addr uintptr) (mapping, bool) {
 }
 
 // faultError is the error of a memory fault at addr while input was read.
-// In a mapped file, it names the file and the byte: a file that now ends
-// at or before that byte was cut short while it was read
-// (ErrInputChanged); one that still holds it could not be read
-// (ErrInputUnreadable). A fault outside every mapping is reported as
+// In a mapped file, it names the file and the byte: a file whose size is
+// no longer the one mapped was cut short while it was read
+// (ErrInputChanged); one that still holds that byte at its old size could
+// not be read (ErrInputUnreadable). A fault outside every mapping is reported as
 // ErrInputChanged with its address, as a mapping of a file may have been
 // left behind by a caller of this package.
 func faultError(addr uintptr) error {
@@ -86,8 +86,10 @@ func faultError(addr uintptr) error {
 			return fmt.Errorf("%w (%s faulted at byte %d, and it can no longer be examined: %v)", ErrInputChanged, name, off, err)
 		}
 	}
-	if st.Size() <= off {
-		return fmt.Errorf("%w (%s now ends at byte %d; byte %d was being read)", ErrInputChanged, name, st.Size(), off)
+	if st.Size() <= off || st.Size() != int64(m.size) {
+		// (Cut short and grown again, past where it was read, it has
+		// changed too, and its size tells unless it is the same.)
+		return fmt.Errorf("%w (%s now ends at byte %d, at byte %d when it was opened; byte %d was being read)", ErrInputChanged, name, st.Size(), m.size, off)
 	}
 	return fmt.Errorf("read %s at byte %d: %w", name, off, ErrInputUnreadable)
 }

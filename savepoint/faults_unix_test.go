@@ -49,7 +49,7 @@ func TestFaultsReachGuard(t *testing.T) {
 	if !errors.Is(err, ErrInputChanged) {
 		t.Fatalf("fault in a goroutine: %v (read %d), want ErrInputChanged", err, sink)
 	}
-	want := path + " now ends at byte 4096; byte 524288 was being read"
+	want := path + " now ends at byte 4096, at byte 1048576 when it was opened; byte 524288 was being read"
 	if !strings.Contains(err.Error(), want) {
 		t.Fatalf("fault in a goroutine: %q, want it to say %q", err, want)
 	}
@@ -69,6 +69,16 @@ func TestFaultErrorUnreadable(t *testing.T) {
 	}
 	if want := "read " + path + " at byte 5000: "; !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("fault inside an intact file: %q, want it to start %q", err, want)
+	}
+	// Cut short and grown again past the byte read: a change all the same.
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 4<<12); err != nil {
+		t.Fatal(err)
+	}
+	if err := faultError(addr); !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), "now ends at byte 16384, at byte 12288 when it was opened") {
+		t.Fatalf("fault inside a file of another size: %v, want ErrInputChanged naming both sizes", err)
 	}
 	if err := unmapFile(m); err != nil {
 		t.Fatal(err)
