@@ -143,6 +143,77 @@ func TestReplacePairOrder(t *testing.T) {
 	}
 }
 
+// A tree output replaced with --force must hold nothing but what sptool
+// and clink write in a checkpoint tree, at every level: files of a user's
+// below v<gen>/ or _jobs/ are not deleted with it.
+func TestCheckReplaceableDeep(t *testing.T) {
+	whole := []string{
+		"v1/0/checkpoint-7.snap", "v1/0/checkpoint-7.snap.meta", "v1/0/checkpoint-6.snap.part.3",
+		"v1/0/checkpoint-7.snap.part.12.1.abc", "v1/1/changelog-7.snap", "v1/1/changelog-7.snap.meta",
+		"v1/1/materializations/mat-7.bin", "v1/1/materializations/mat-7.bin.part.1.2.x", "v2/3/",
+		"_jobs/job-1/COMPLETED-7", "_jobs/job-1/CONFIRMED-7", "_jobs/job-1/COMPLETED-7.tmp.12.3",
+		"_jobs/job-1/receipts/sub0-7", "_jobs/job-1/receipts/sub1-7.unresolved", "_jobs/2/",
+	}
+	build := func(extra string) string {
+		root := t.TempDir()
+		for _, rel := range append(slices.Clone(whole), extra) {
+			p := filepath.Join(root, rel)
+			if strings.HasSuffix(rel, "/") {
+				if err := os.MkdirAll(p, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return root
+	}
+	if err := CheckReplaceable(build("v1/0/"), true); err != nil {
+		t.Fatalf("a checkpoint tree: %v", err)
+	}
+	for foreign, named := range map[string]string{ // what is there: the entry refused
+		"v2/docs/thesis.txt":                   "v2/docs",
+		"v1/0/mydata.db":                       "v1/0/mydata.db",
+		"v1/file.txt":                          "v1/file.txt",
+		"v1/0/checkpoint-.snap":                "v1/0/checkpoint-.snap",
+		"v1/0/checkpoints/":                    "v1/0/checkpoints",
+		"v1/1/materializations/notes.bin":      "v1/1/materializations/notes.bin",
+		"v1/1/materializations/mat-7.bin.d/":   "v1/1/materializations/mat-7.bin.d",
+		"_jobs/notes.txt":                      "_jobs/notes.txt",
+		"_jobs/job-1/todo.txt":                 "_jobs/job-1/todo.txt",
+		"_jobs/job-1/receipts/todo.txt":        "_jobs/job-1/receipts/todo.txt",
+		"_jobs/job-1/drafts/keep/checkpoint.x": "_jobs/job-1/drafts",
+	} {
+		err := CheckReplaceable(build(foreign), true)
+		if want := "it holds " + filepath.FromSlash(named) + ","; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a tree holding %s: %v, want a refusal naming %s", foreign, err, named)
+		}
+	}
+	if runtime.GOOS != "windows" {
+		root := build("v1/0/")
+		if err := os.Symlink("/etc/passwd", filepath.Join(root, "v1/0/checkpoint-8.snap")); err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckReplaceable(root, true); err == nil || !strings.Contains(err.Error(), "checkpoint-8.snap") {
+			t.Errorf("a tree holding a symbolic link: %v, want a refusal naming it", err)
+		}
+	}
+	// Every checkpoint tree of the test corpus may be replaced.
+	trees, _ := filepath.Glob(filepath.Join("..", "testdata", "independent", "*"))
+	for _, tree := range append(trees, filepath.Join("..", "testdata", "example")) {
+		if isDir(tree) {
+			if err := CheckReplaceable(tree, true); err != nil {
+				t.Errorf("%s: %v", tree, err)
+			}
+		}
+	}
+}
+
 // copyIntoTree writes a tree at out, of checkpoint ckpt, holding f copied
 // unchanged as subtask 0 (root: the directory f was read from).
 func copyIntoTree(t *testing.T, out string, ckpt uint64, f *File, root string) {

@@ -654,7 +654,9 @@ func FrameCLMB(blobs [][]byte) []byte {
 // CheckReplaceable refuses to replace (with --force) an existing output
 // that does not look like one: a tree output (tree true) must replace a
 // checkpoint tree, a directory holding nothing but v<generation>
-// directories and _jobs (or nothing); a file output must replace a regular
+// directories and _jobs (or nothing), which hold nothing but what a tree
+// holds at each level in turn (treeLevel; the first entry that is not is
+// named); a file output must replace a regular
 // file (or a link to one), not a directory, a device, a named pipe or a
 // socket, nor anything in /proc or /dev/fd or a link that leads there. A
 // mistyped -o with --force then cannot delete a directory of other files,
@@ -688,16 +690,88 @@ func CheckReplaceable(path string, tree bool) error {
 	if !st.IsDir() {
 		return fmt.Errorf("output %s is not a directory: a checkpoint tree will not replace it", path)
 	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
+	if rel, err := foreignEntry(path, "", treeLevel); err != nil {
 		return fmt.Errorf("output %s: %w", path, err)
-	}
-	for _, e := range entries {
-		if _, isGen := parseGeneration(e.Name()); !e.IsDir() || !isGen && e.Name() != "_jobs" {
-			return fmt.Errorf("refusing to replace %s: it holds %s, which is not part of a checkpoint tree (only v<generation>/ and _jobs/ are); remove it yourself or choose another output", path, e.Name())
-		}
+	} else if rel != "" {
+		return fmt.Errorf("refusing to replace %s: it holds %s, which is not part of a checkpoint tree (v<generation>/<subtask>/ with checkpoint and changelog files, their sidecars and materializations/, and _jobs/<job>/ with markers and receipts); remove it yourself or choose another output", path, rel)
 	}
 	return nil
+}
+
+// treeEntry tells what a directory of a checkpoint tree may hold, for
+// CheckReplaceable: whether an entry of the given name and kind belongs
+// there, and if it is a directory, what it may hold in turn (nil: no
+// directory belongs there).
+type treeEntry func(name string, dir bool) (ok bool, sub treeEntry)
+
+// The levels of a checkpoint tree (format 5.1): what sptool and clink
+// write there, and the temporary files of both.
+var (
+	treeLevel treeEntry = func(name string, dir bool) (bool, treeEntry) {
+		if _, gen := parseGeneration(name); gen && dir {
+			return true, generationLevel
+		}
+		return dir && name == "_jobs", jobsLevel
+	}
+	generationLevel treeEntry = func(name string, dir bool) (bool, treeEntry) {
+		_, ok := subtaskIndex(name)
+		return ok && dir, subtaskLevel
+	}
+	subtaskLevel treeEntry = func(name string, dir bool) (bool, treeEntry) {
+		if dir {
+			return name == "materializations", materializationsLevel
+		}
+		return stateFileName(name, "checkpoint-", ".snap") || stateFileName(name, "changelog-", ".snap"), nil
+	}
+	materializationsLevel treeEntry = func(name string, dir bool) (bool, treeEntry) {
+		return !dir && stateFileName(name, "mat-", ".bin"), nil
+	}
+	jobsLevel treeEntry = func(_ string, dir bool) (bool, treeEntry) { return dir, jobLevel }
+	jobLevel  treeEntry = func(name string, dir bool) (bool, treeEntry) {
+		if dir {
+			return name == "receipts", receiptsLevel
+		}
+		return strings.HasPrefix(name, CompletedPrefix) || strings.HasPrefix(name, "CONFIRMED-") || strings.Contains(name, ".tmp."), nil
+	}
+	receiptsLevel treeEntry = func(name string, dir bool) (bool, treeEntry) {
+		return !dir && strings.HasPrefix(name, "sub"), nil
+	}
+)
+
+// stateFileName reports whether name is prefix, a decimal id and ext, and
+// then anything (a sidecar's .meta, a temporary name's .part.<n>).
+func stateFileName(name, prefix, ext string) bool {
+	rest, ok := strings.CutPrefix(name, prefix)
+	digits := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
+	return ok && digits > 0 && strings.HasPrefix(rest[digits:], ext)
+}
+
+// foreignEntry returns the first entry under dir/rel, depth first, that
+// level and the levels below it do not admit, as a path relative to dir
+// ("" when there is none). Entries are taken as they are: a symbolic link
+// is no directory, nor a file of a tree.
+func foreignEntry(dir, rel string, level treeEntry) (string, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, rel))
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		p := filepath.Join(rel, e.Name())
+		isDir := e.IsDir()
+		ok, sub := level(e.Name(), isDir)
+		if ok && !isDir && !e.Type().IsRegular() {
+			ok = false
+		}
+		if !ok {
+			return p, nil
+		}
+		if isDir {
+			if bad, err := foreignEntry(dir, p, sub); bad != "" || err != nil {
+				return bad, err
+			}
+		}
+	}
+	return "", nil
 }
 
 // procPath returns the path in /proc that path is, or that its chain of
