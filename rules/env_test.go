@@ -391,6 +391,8 @@ func TestKeysFileEncoding(t *testing.T) {
 		{"nul", "alice\nb\x00o\x00b\n", "string", "", `keys file "k.txt" line 2 holds a NUL byte: is the file UTF-16 or binary?`},
 		{"latin1", "alice\nbob\nJos\xe9\n", "string", "", `keys file "k.txt" line 3 is not valid UTF-8 (byte 0xe9)`},
 		{"two marks", "\xef\xbb\xbf\xef\xbb\xbfalice\n", "string", "", "starts with two UTF-8 byte order marks"},
+		{"files joined", "\xef\xbb\xbfuser-1\nuser-2\n\xef\xbb\xbfuser-3\n", "string", "", `keys file "k.txt" line 3 starts with a UTF-8 byte order mark (files joined with cat?)`},
+		{"joined, no first mark", "user-1\n\xef\xbb\xbfuser-3\n", "string", "", `line 2 starts with a UTF-8 byte order mark`},
 		{"utf8 with mark", "\xef\xbb\xbfJosé\nZoë\n", "string", "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

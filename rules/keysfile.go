@@ -130,8 +130,9 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // the erasure report nothing found. Of a string list it warns of the first
 // key holding a NUL byte (UTF-16 without a mark, or a binary file), else of
 // the first one that is not valid UTF-8, and of a second byte order mark,
-// which is part of the first key: such keys are matched as their bytes,
-// most likely against none.
+// which is part of the first key, or else of the first line after the
+// first that starts with one (keys files joined): such keys are matched as
+// their bytes, most likely against none.
 func (p *parser) keysTextOK(n *yaml.Node, spec *PurgeKeysSpec, data []byte) bool {
 	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
 		p.errAt(n, "keys_file", "keys file %q is UTF-16 (it starts with the byte order mark %X): keys are read as lines of UTF-8 text; save it as UTF-8", spec.KeysFile, data[:2])
@@ -156,6 +157,8 @@ func (p *parser) keysTextOK(n *yaml.Node, spec *PurgeKeysSpec, data []byte) bool
 	}
 	if bytes.HasPrefix(data, utf8BOM) {
 		p.warnAt(n, "keys file %q starts with two UTF-8 byte order marks: the second is part of the first key", spec.KeysFile)
+	} else if i := bytes.Index(data, append([]byte{'\n'}, utf8BOM...)); i >= 0 {
+		p.warnAt(n, "keys file %q line %d starts with a UTF-8 byte order mark (files joined with cat?): it is part of that line's key, which is matched as its bytes, most likely against none", spec.KeysFile, lineOf(i+1))
 	}
 	return true
 }
