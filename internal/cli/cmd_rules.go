@@ -87,6 +87,10 @@ func (tf transformFlags) check(dry bool, inputs []string) error {
 	if !dry && *tf.out == "" {
 		return errors.New("-o/--out is required")
 	}
+	if !dry && *tf.out == "-" {
+		// (export's -o - is its standard output; a savepoint is files.)
+		return errors.New("-o -: a savepoint is written as files (a payload and its sidecar, or a tree), not to standard output; name a file or a directory")
+	}
 	if err := checkTempDir(*tf.tempDir, inputs...); err != nil {
 		return err
 	}
