@@ -292,6 +292,11 @@ func TestSyntaxErrorLines(t *testing.T) {
 		{"version: 1\nrules:\n  c: 1\n d: 2\n", "t.yaml:4:2: YAML syntax error: did not find expected key"},
 		{"version: 1\nrules: x: y\n", "t.yaml:2:1: YAML syntax error: mapping values are not allowed in this context"},
 		{"version: 1\nrules: []\n--- [\n", "t.yaml:4:1: YAML syntax error: did not find expected node content"},
+		// The reader's errors carry no position: it is the first bad character's.
+		{"version: 1\nrules:\n  - drop: \"op == 1\"\n  - name: \"\xc3\x28bad\"\n", "t.yaml:4:12: YAML syntax error: invalid trailing UTF-8 octet (byte 0xc3)"},
+		{"version: 1\nrules:\n  - rename_slot: {op: 7, from: agg, to: \"a\x1fb\"}\n", "t.yaml:3:43: YAML syntax error: control characters are not allowed (byte 0x1f)"},
+		{"\xef\xbb\xbfversion: 1\nrules: [] # Zoë \xff\n", "t.yaml:2:17: YAML syntax error: invalid leading UTF-8 octet (byte 0xff)"},
+		{"\xef\xbb\xbfversion: 1\x7f\n", "t.yaml:1:11: YAML syntax error: control characters are not allowed (byte 0x7f)"},
 	}
 	for _, tc := range cases {
 		_, err := Parse("t.yaml", []byte(tc.src))

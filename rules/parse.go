@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -222,9 +223,41 @@ func (p *parser) syntaxErr(err error) {
 			col = runeCol(text, i)
 		}
 	} else {
+		// The reader's errors (bytes that are not UTF-8, control
+		// characters) come without a position: it is that of the first
+		// such character.
 		msg = strings.TrimPrefix(msg, "yaml: ")
+		if l, c, b, ok := firstUnreadable(p.src); ok {
+			line, col = l, c
+			msg += fmt.Sprintf(" (byte %#02x)", b)
+		}
 	}
 	p.addErr(line, col, "", "YAML syntax error: "+msg)
+}
+
+// firstUnreadable returns the 1-based line and column (in characters) of
+// the first character of src that YAML's reader refuses, and its first
+// byte: one not valid UTF-8, or a control character other than tab, line
+// feed and carriage return (YAML 1.2's printable set, as yaml.v3 checks
+// it). A byte order mark at the start is allowed.
+func firstUnreadable(src []byte) (line, col int, b byte, ok bool) {
+	line, col = 1, 1
+	for i := 0; i < len(src); {
+		r, size := utf8.DecodeRune(src[i:])
+		printable := r == 0x09 || r == 0x0A || r == 0x0D || r >= 0x20 && r <= 0x7E || r == 0x85 ||
+			r >= 0xA0 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF
+		if r == utf8.RuneError && size == 1 || !printable {
+			return line, col, src[i], true
+		}
+		switch {
+		case r == '\n':
+			line, col = line+1, 1
+		case i > 0 || r != 0xFEFF: // (the mark is no column)
+			col++
+		}
+		i += size
+	}
+	return 0, 0, 0, false
 }
 
 // isParserError reports whether a yaml.v3 message comes from its parser
