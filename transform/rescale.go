@@ -480,7 +480,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		}
 		if split {
 			blobs := make([][]byte, m)
-			timers, err := splitTimers(id, copies, g, newG, blobs, rr)
+			timers, err := splitTimers(id, copies, g, newG, sp.Backend != savepoint.BackendChangelogFile, blobs, rr)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -1185,9 +1185,12 @@ func isSourceOffset(key []byte) bool {
 // unfiltered restore of a chained subtask, format 10.2) and is dropped,
 // unless its owner has no blob and this one is the last: a restore gives
 // such an owner the others' blobs, merged, and it keeps the timers of its
-// range. Identical timers are kept once, so none fires twice. It returns
-// how many timers each new blob holds.
-func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blobs [][]byte, rr *RescaleReport) ([]int64, error) {
+// range; unions is false for a tree whose restore takes no operator rows
+// from other subtasks (changelog+file, format 1.7), where such an owner
+// restores no timer and the timer is stale too. Identical timers are kept
+// once, so none fires twice. It returns how many timers each new blob
+// holds.
+func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, unions bool, blobs [][]byte, rr *RescaleReport) ([]int64, error) {
 	type dk struct {
 		event bool
 		ts    int64
@@ -1198,7 +1201,7 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blo
 	event := make([][]savepoint.Timer, len(blobs))
 	// A subtask without a blob of its own restores the others', merged
 	// (the later copy kept), and keeps the timers of its range from it
-	// (format 5.3 step 4, 10.2).
+	// (format 5.3 step 4, 10.2); with unions false, none.
 	hasBlob := map[int]bool{}
 	for _, c := range copies {
 		hasBlob[c.old] = true
@@ -1213,7 +1216,7 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, blo
 			for _, t := range list {
 				rr.TimersIn++
 				kg := savepoint.KeyGroupOf(t.Key)
-				if !savepoint.TimerFires(g, c.old, t.Key, func(o int) bool { return hasBlob[o] }, c.old == last) {
+				if !savepoint.TimerFires(g, c.old, t.Key, func(o int) bool { return hasBlob[o] }, unions && c.old == last) {
 					rr.TimersStale++
 					continue
 				}

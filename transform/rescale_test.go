@@ -2915,3 +2915,79 @@ func TestMergeAcrossChainGroupsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A changelog+file tree's restore takes no operator rows from other
+// subtasks (format 1.7): a timer held in the blob of a subtask that does
+// not own its key, whose owner has no blob, fires from no subtask, and a
+// rescale must not make it fire. At parallelism 2, subtask 0's blob holds
+// a timer of its own key and one of a key of subtask 1, which has no blob;
+// rescaled to 1 and to 3, only the first is written, and the report counts
+// the other as stale. (The other backends' union would give subtask 1 that
+// blob, and the timer fires there: TestRescale* keep it.)
+func TestRescaleChangelogFileStaleTimer(t *testing.T) {
+	keyIn := func(prefix string, lo, hi int) []byte {
+		for i := 0; ; i++ {
+			if k := fmt.Appendf(nil, "%s-%d", prefix, i); savepoint.KeyGroupOf(k) >= lo && savepoint.KeyGroupOf(k) < hi {
+				return k
+			}
+		}
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 9, Backend: savepoint.BackendChangelogFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const op = 77
+	own, other := keyIn("a", 0, 64), keyIn("b", 64, 128)
+	blob := savepoint.EncodeTimers([]savepoint.Timer{{Time: 100, Key: own}, {Time: 200, Key: other}}, nil)
+	md := savepoint.CanonicalMetadata(nil, savepoint.VersionMap{})
+	for i, rows := range [][]savepoint.Row{
+		{{Op: op, Key: savepoint.EncodeKeyedKey([]byte("s"), own), Value: []byte("v0")}, {Op: op, Key: savepoint.TimerKeyPrefix, Value: blob}},
+		{{Op: op, Key: savepoint.EncodeKeyedKey([]byte("s"), other), Value: []byte("v1")}},
+	} {
+		if _, err := tw.WriteSubtask(i, md, rows, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("j", nil); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	for _, m := range []int{1, 3} {
+		out := filepath.Join(dir, fmt.Sprintf("out%d", m))
+		rep, err := transform.Run(context.Background(), sp, parseRules(t, fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d}\n", m), nil), transform.Options{Out: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := rep.Rescale; r.TimersIn != 2 || r.TimersOut != 1 || r.TimersStale != 1 {
+			t.Errorf("p=%d: timers in %d, out %d, stale %d; want 2, 1, 1", m, r.TimersIn, r.TimersOut, r.TimersStale)
+		}
+		got, err := savepoint.Open(out, savepoint.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fired []string
+		for _, f := range got.Files {
+			for _, r := range f.Snapshot.Rows {
+				if bytes.Equal(r.Key, savepoint.TimerKeyPrefix) {
+					proc, _, err := savepoint.ParseTimers(r.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, tm := range proc {
+						fired = append(fired, fmt.Sprintf("%d:%s@%d", f.Subtask, tm.Key, tm.Time))
+					}
+				}
+			}
+		}
+		got.Close()
+		if want := fmt.Sprintf("%d:%s@100", savepoint.Group{First: 0, Count: m}.Owner(savepoint.KeyGroupOf(own)), own); !slices.Equal(fired, []string{want}) {
+			t.Errorf("p=%d: the new blobs hold %v, want only %s", m, fired, want)
+		}
+	}
+}
