@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -193,10 +194,8 @@ func parse(c *command, fs *pflag.FlagSet, s *Streams, args []string, nargs func(
 	if err == nil && !nargs(fs.NArg()) {
 		err = fmt.Errorf("wrong number of arguments (%d)", fs.NArg())
 	}
-	for i, a := range fs.Args() {
-		if err == nil && a == "" {
-			err = fmt.Errorf("argument %d is empty: it must name a file or a directory", i+1)
-		}
+	if i := slices.Index(fs.Args(), ""); err == nil && i >= 0 {
+		err = fmt.Errorf("argument %d is empty: it must name a file or a directory", i+1)
 	}
 	if err != nil {
 		fmt.Fprintf(s.Err, "sptool %s: %v\nUsage: sptool %s %s\nTry: sptool %s --help\n", c.name, err, c.name, c.usage, c.name)
