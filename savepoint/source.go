@@ -36,6 +36,13 @@ const (
 	BackendChangelogFile Backend = "changelog+file"
 )
 
+// UnionsOperatorRows reports whether a restore from a tree of backend b
+// gives each subtask the operator rows (timer blobs among them) of the
+// other subtask directories, its own winning (format 5.3 step 4): every
+// backend but changelog+file, which restores a subtask's own rows only
+// (format 1.7).
+func (b Backend) UnionsOperatorRows() bool { return b != BackendChangelogFile }
+
 // Group is one chain group's block of consecutive global subtask indices.
 // Keyed rows are owned within a group: the owner of key group kg is subtask
 // First + floor(kg * Count / 128).

@@ -1132,7 +1132,7 @@ func (v *validator) checkOperatorRows(perFile [][]Row) {
 		}
 		diverging++
 		desc := describeCopies(e.copies, all8)
-		unions := v.sp.Backend != BackendChangelogFile
+		unions := v.sp.Backend.UnionsOperatorRows()
 		logical := e.key[1:]
 		if all8 {
 			best := e.copies[0]

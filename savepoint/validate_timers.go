@@ -241,7 +241,7 @@ func timerCopyOf(copies []timerCopy, s int) *timerCopy {
 // files of group g (held: the subtasks storing it, copies: those whose
 // copy decodes); values are the blob's distinct values in the whole tree.
 func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []timerCopy, held map[int]bool, values map[string]bool) {
-	unions := v.sp.Backend != BackendChangelogFile
+	unions := v.sp.Backend.UnionsOperatorRows()
 	b := newBlobRestore(g, key, unions)
 	now := firedTimers(b, copies)
 	if b.unions && len(values) > 1 {

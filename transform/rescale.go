@@ -480,7 +480,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		}
 		if split {
 			blobs := make([][]byte, m)
-			timers, err := splitTimers(id, copies, g, newG, sp.Backend != savepoint.BackendChangelogFile, blobs, rr)
+			timers, err := splitTimers(id, copies, g, newG, sp.Backend.UnionsOperatorRows(), blobs, rr)
 			if err != nil {
 				return nil, nil, err
 			}
