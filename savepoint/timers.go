@@ -30,8 +30,17 @@ type Timer struct {
 }
 
 // ParseTimers decodes a timer blob (format 3.4): u32 n_proc {i64 ts, u32
-// klen, key}*n, then u32 n_event {...}, little-endian.
+// klen, key}*n, then u32 n_event {...}, little-endian. Bytes after the
+// event-time timers are ignored, as clink's restore ignores them
+// (TimerService::restore_from reads the two sets and stops).
 func ParseTimers(b []byte) (proc, event []Timer, err error) {
+	proc, event, _, err = parseTimers(b)
+	return proc, event, err
+}
+
+// parseTimers is ParseTimers that also returns how many bytes follow the
+// event-time timers.
+func parseTimers(b []byte) (proc, event []Timer, trailing int, err error) {
 	off := 0
 	read := func(what string) ([]Timer, error) {
 		if off+4 > len(b) {
@@ -59,15 +68,12 @@ func ParseTimers(b []byte) (proc, event []Timer, err error) {
 		return ts, nil
 	}
 	if proc, err = read("processing-time"); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	if event, err = read("event-time"); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	if off != len(b) {
-		return nil, nil, fmt.Errorf("%d bytes after the event-time timers", len(b)-off)
-	}
-	return proc, event, nil
+	return proc, event, len(b) - off, nil
 }
 
 // EncodeTimers encodes a timer blob (format 3.4) of the processing-time and

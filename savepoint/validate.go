@@ -750,8 +750,10 @@ func (v *validator) checkRows(f *File) {
 		if !tree && k.Kind != KindKeyed && IsTimerBlob(key) {
 			// A tree's blobs are checked with the other copies of each
 			// (checkTimers); a file's on their own.
-			if _, err := parseTimerIDs(s.NewCursor().Row(i).Value); err != nil {
+			if _, trailing, err := parseTimerIDs(s.NewCursor().Row(i).Value); err != nil {
 				note(i, SeverityError, CheckTimers, undecodableBlob(op, key, err))
+			} else if trailing > 0 {
+				note(i, SeverityWarning, CheckTimers, trailingBlob(op, key, trailing))
 			}
 		}
 		kg, filtered := RestoreKeyGroup(key)

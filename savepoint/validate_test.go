@@ -679,7 +679,8 @@ func TestValidateKeyGroupByte(t *testing.T) {
 }
 
 // A timer blob of a single file that does not decode is an error, as it is
-// in a tree: a restore cannot read its timers. One that decodes is not.
+// in a tree: a restore cannot read its timers. One that decodes is not; one
+// with bytes after its timers is a warning, as a restore ignores them.
 // The legacy unprefixed blob (a raw row get_operator_state falls back to)
 // is checked as the prefixed one is.
 func TestValidateFileTimerBlob(t *testing.T) {
@@ -688,14 +689,17 @@ func TestValidateFileTimerBlob(t *testing.T) {
 			good := Row{Op: 7, Key: []byte(key), Value: EncodeTimers(nil, []Timer{{Time: 3, Key: []byte("k")}})}
 			bad := Row{Op: 8, Key: []byte(key), Value: EncodeTimers(nil, []Timer{{Time: 3, Key: []byte("k")}})}
 			bad.Value = bad.Value[:len(bad.Value)-2]
+			trailing := Row{Op: 9, Key: []byte(key), Value: append(EncodeTimers(nil, []Timer{{Time: 3, Key: []byte("k")}}), 0)}
 			path := filepath.Join(t.TempDir(), "checkpoint-7.snap")
-			if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), []Row{good, bad}, SnapshotOptions{Sidecar: true, CheckpointID: 7}); err != nil {
+			if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), []Row{good, bad, trailing}, SnapshotOptions{Sidecar: true, CheckpointID: 7}); err != nil {
 				t.Fatal(err)
 			}
 			sp := vtOpen(t, path, OpenOptions{})
 			vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
 				{SeverityError, CheckTimers, "checkpoint-7.snap", vtRowIndex(t, sp.Files[0], 8, bad.Key), 8, bad.Key,
 					[]string{"op 8 timer blob " + RenderKey(bad.Key), "does not decode", "a restore cannot read its timers"}},
+				{SeverityWarning, CheckTimers, "checkpoint-7.snap", vtRowIndex(t, sp.Files[0], 9, trailing.Key), 9, trailing.Key,
+					[]string{"op 9 timer blob " + RenderKey(trailing.Key), "holds 1 byte after its timers, which a restore ignores"}},
 			})
 		})
 	}

@@ -84,11 +84,15 @@ func (v *validator) checkTimers(perFile, legacyTimers [][]Row, keyedOps []map[ui
 					order = append(order, k)
 				}
 				held[k][f.Subtask] = true
-				timers, err := parseTimerIDs(r.Value)
+				timers, trailing, err := parseTimerIDs(r.Value)
 				if err != nil {
 					v.add(Finding{Severity: SeverityError, Check: CheckTimers, File: f.Rel, Subtask: f.Subtask, Row: -1, Op: r.Op, Key: r.Key,
 						Message: undecodableBlob(r.Op, r.Key, err)})
 					continue
+				}
+				if trailing > 0 {
+					v.add(Finding{Severity: SeverityWarning, Check: CheckTimers, File: f.Rel, Subtask: f.Subtask, Row: -1, Op: r.Op, Key: r.Key,
+						Message: trailingBlob(r.Op, r.Key, trailing)})
 				}
 				blobs[k] = append(blobs[k], timerCopy{file: f, timers: timers})
 			}
@@ -179,7 +183,7 @@ func timerChoices(g Group, held map[int]bool, values map[string]bool) []int {
 	// Each value's timers of each subtask's range, as one string.
 	var ranges []map[int]string
 	for v := range values {
-		timers, err := parseTimerIDs([]byte(v))
+		timers, _, err := parseTimerIDs([]byte(v))
 		if err != nil {
 			ranges = append(ranges, nil)
 			continue
@@ -213,11 +217,11 @@ func timerChoices(g Group, held map[int]bool, values map[string]bool) []int {
 }
 
 // parseTimerIDs decodes a timer blob into its timers, processing-time
-// ones first.
-func parseTimerIDs(b []byte) ([]timerID, error) {
-	proc, event, err := ParseTimers(b)
+// ones first, and returns how many bytes follow them.
+func parseTimerIDs(b []byte) ([]timerID, int, error) {
+	proc, event, trailing, err := parseTimers(b)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ids := make([]timerID, 0, len(proc)+len(event))
 	for domain, list := range [2][]Timer{proc, event} {
@@ -225,7 +229,12 @@ func parseTimerIDs(b []byte) ([]timerID, error) {
 			ids = append(ids, timerID{domain == 1, t.Time, string(t.Key)})
 		}
 	}
-	return ids, nil
+	return ids, trailing, nil
+}
+
+// trailingBlob describes a timer blob that holds bytes after its timers.
+func trailingBlob(op uint64, key []byte, n int) string {
+	return fmt.Sprintf("op %d timer blob %s holds %d byte%s after its timers, which a restore ignores (clink's restore_from reads the two timer sets and stops): its timers are restored", op, RenderKey(key), n, plural(n, "", "s"))
 }
 
 // timerCopyOf returns the copy of subtask s, or nil (copies are in
