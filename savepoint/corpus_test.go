@@ -219,8 +219,8 @@ var badCases = []badCase{
 	}, "already bound to slot"},
 	{"changelog-no-materialisation.snap", func(t testing.TB, fx []byte) []byte {
 		f := []arrow.Field{{Name: "row_kind", Type: arrow.PrimitiveTypes.Uint8}, {Name: "op_id", Type: u64}, {Name: "key_bytes", Type: bin}, {Name: "value_bytes", Type: bin}}
-		return streamOf(t, f, nil, 1) // row_kind 1 in row 0
-	}, "row 0 has row_kind 1, expected 0 (inline materialisation) or 3"},
+		return streamOf(t, f, nil, 1) // row_kind 1 in every row
+	}, "changelog snapshot is malformed: no materialisation row (row_kind 0 or 3)"},
 	{"clmb-truncated.snap", func(t testing.TB, fx []byte) []byte {
 		return FrameCLMB([][]byte{fx})[:200]
 	}, "truncated CLMB frame"},

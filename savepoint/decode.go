@@ -176,10 +176,22 @@ func (c *changelogState) erase(op uint64, key []byte) {
 	}
 }
 
+// replayChangelog decodes the changelog blobs of one file (one, or several
+// in a CLMB frame) as clink's ChangelogStateBackend::restore reads them:
+// each blob must hold a materialisation row (row_kind 0 or 3, anywhere in
+// it); the materialisations of all blobs are combined with the restore's
+// duplicate rules, then every log row is replayed in order (an erase
+// removes its key, any other kind puts its row).
 func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 	st := &changelogState{idx: map[string]int{}}
 	s := &Snapshot{Variant: Changelog, Changelog: &ChangelogInfo{Blobs: len(blobs)}}
 	var metaSet bool
+	type logRow struct {
+		kind uint8
+		r    Row
+	}
+	var mats []*Snapshot
+	var logs []logRow
 	for bi, blob := range blobs {
 		where := ""
 		if len(blobs) > 1 {
@@ -195,7 +207,7 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		if rs.compression != "" {
 			s.Compression = rs.compression
 		}
-		first := true
+		matSeen, row := false, 0
 		for ri, rec := range rs.batches {
 			if err := validateBatch(rec, nil, false); err != nil {
 				return nil, fmt.Errorf("%srecord batch %d: %w", where, ri, err)
@@ -206,38 +218,47 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 			keys := rec.Column(2).(*array.Binary)
 			vals := rec.Column(3).(*array.Binary)
 			for i, kind := range kinds {
-				if first {
-					first = false
+				if kind == rowKindMaterialised || kind == rowKindHandle {
+					// Wherever it lies (clink's writer puts it in row 0),
+					// and however many there are: clink's restore takes
+					// each.
+					matSeen = true
 					mat, err := materialisation(kind, vals.Value(i), opts, s.Changelog)
 					if err != nil {
-						return nil, fmt.Errorf("%srow 0: %w", where, err)
+						return nil, fmt.Errorf("%srow %d: %w", where, row+i, err)
 					}
 					if mat != nil {
 						if !metaSet && len(mat.Metadata) > 0 {
 							s.Metadata, s.Versions, metaSet = mat.Metadata, mat.Versions, true
 						}
-						for _, r := range mat.Rows {
-							st.restore(r)
-						}
+						mats = append(mats, mat)
 					}
 					continue
 				}
-				r := Row{Op: ops[i], Key: keys.Value(i), Value: vals.Value(i)}
-				s.Changelog.LogRows++
-				switch kind {
-				case rowKindErase:
-					s.Changelog.Erases++
-					st.erase(r.Op, r.Key)
-				case rowKindMaterialised, rowKindHandle:
-					return nil, fmt.Errorf("%slog row %d has row_kind %d, which is only valid in row 0", where, i, kind)
-				default: // 1, and any unknown kind, replay as a put (as clink does)
-					s.Changelog.Puts++
-					st.put(r)
-				}
+				logs = append(logs, logRow{kind, Row{Op: ops[i], Key: keys.Value(i), Value: vals.Value(i)}})
 			}
+			row += len(kinds)
 		}
-		if first {
+		if !matSeen {
 			return nil, fmt.Errorf("%schangelog snapshot is malformed: no materialisation row (row_kind 0 or 3)", where)
+		}
+	}
+	// As clink restores: the materialisations of every blob combined, then
+	// the log rows of every blob replayed in order.
+	for _, mat := range mats {
+		for _, r := range mat.Rows {
+			st.restore(r)
+		}
+	}
+	for _, l := range logs {
+		s.Changelog.LogRows++
+		switch l.kind {
+		case rowKindErase:
+			s.Changelog.Erases++
+			st.erase(l.r.Op, l.r.Key)
+		default: // 1, and any unknown kind, replay as a put (as clink does)
+			s.Changelog.Puts++
+			st.put(l.r)
 		}
 	}
 	rows := make([]Row, 0, len(st.rows))
@@ -250,7 +271,8 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 	return s, nil
 }
 
-// materialisation decodes the changelog's row 0.
+// materialisation decodes a changelog's materialisation row (row_kind 0
+// or 3).
 func materialisation(kind uint8, value []byte, opts ReadOptions, info *ChangelogInfo) (*Snapshot, error) {
 	switch kind {
 	case rowKindMaterialised:
@@ -291,5 +313,5 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 		}
 		return mat, nil
 	}
-	return nil, fmt.Errorf("changelog snapshot is malformed: row 0 has row_kind %d, expected 0 (inline materialisation) or 3 (external handle)", kind)
+	return nil, fmt.Errorf("row_kind %d is no materialisation, expected 0 (inline) or 3 (external handle)", kind)
 }

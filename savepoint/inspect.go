@@ -150,7 +150,8 @@ type ChangelogSummary struct {
 	// "inline" (row_kind 0, possibly empty), "handle" (row_kind 3) or
 	// "handle-empty" (row_kind 3 with an empty handle: nothing materialised yet).
 	Materialization []string `json:"materialization"`
-	// Handles are the external handles, per blob ("" for none or inline).
+	// Handles are the external handles, per materialisation row (one a
+	// blob as clink writes them; "" for none or inline).
 	Handles []string `json:"handles"`
 	// Materializations are the materialisation files the handles resolved to, relative to the root.
 	Materializations []string `json:"materializations"`

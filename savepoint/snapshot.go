@@ -153,9 +153,12 @@ type Snapshot struct {
 type ChangelogInfo struct {
 	// Blobs is the number of blobs (more than one only with CLMB framing).
 	Blobs int
-	// Handles are the external materialisation handles (row_kind 3), in blob order; "" = none yet.
+	// Handles are the external materialisation handles (row_kind 3), one
+	// per materialisation row in blob and row order (clink writes one a
+	// blob, in its row 0); "" = none yet, or inline.
 	Handles []string
-	// InBlob reports, per blob, whether the materialisation was stored inline (row_kind 0).
+	// InBlob reports, per materialisation row (as Handles), whether the
+	// materialisation was stored inline (row_kind 0).
 	InBlob []bool
 	// LogRows counts the log entries (row_kind 1, 2 and unknown kinds replayed as puts).
 	LogRows int

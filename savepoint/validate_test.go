@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -1647,4 +1648,75 @@ func TestValidateTimers(t *testing.T) {
 	sp = vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 1}}})
 	expect("an operator with timers and no keyed rows", findings(Validate(sp, ValidateOptions{Parallelism: 1}), CheckTimers),
 		[]string{"info  op 9 timer blob", "no chain group holds keyed rows of op 9", "not checked"})
+}
+
+// A changelog's materialisation row may lie anywhere in its blob, and a
+// blob may hold several: clink's restore takes each, combines the
+// materialisations of every blob, then replays every blob's log rows in
+// order (ChangelogStateBackend::restore; format 1.7). A blob without one is
+// malformed.
+func TestReplayChangelogAsClinkRestores(t *testing.T) {
+	mat := func(rows ...Row) []byte {
+		path := filepath.Join(t.TempDir(), "m.snap")
+		if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	u1, u2 := []byte("u1"), []byte("u2")
+	value := func(v string) Row { return Row{Value: mat(vtKeyed(7, "agg", u1, v))} }
+	put := func(k []byte, v string) Row { return vtKeyed(7, "agg", k, v) }
+	erase := func(k []byte) Row { return Row{Op: 7, Key: EncodeKeyedKey([]byte("agg"), k)} }
+	for _, c := range []struct {
+		name  string
+		blobs [][]byte
+		want  map[string]string // user key -> value
+		err   string
+	}{
+		{"materialisation first", [][]byte{vtChangelogStream(t, []uint8{0, 1}, []Row{value("a"), put(u2, "b")})},
+			map[string]string{"u1": "a", "u2": "b"}, ""},
+		{"materialisation after the log rows", [][]byte{vtChangelogStream(t, []uint8{1, 2, 0}, []Row{put(u1, "x"), erase(u2), value("a")})},
+			map[string]string{"u1": "x"}, ""},
+		{"two materialisations, combined before the log", [][]byte{vtChangelogStream(t, []uint8{0, 1, 0}, []Row{{Value: mat(vtKeyed(7, "agg", u2, "m"))}, put(u1, "x"), value("a")})},
+			map[string]string{"u1": "x", "u2": "m"}, ""},
+		// Blob 2's materialisation is restored before blob 1's log rows.
+		{"blobs: materialisations, then logs", [][]byte{
+			vtChangelogStream(t, []uint8{0, 1}, []Row{value("a"), put(u1, "b")}),
+			vtChangelogStream(t, []uint8{0}, []Row{value("c")}),
+		}, map[string]string{"u1": "b"}, ""},
+		{"no materialisation", [][]byte{vtChangelogStream(t, []uint8{1, 1}, []Row{put(u1, "x"), put(u2, "y")})},
+			nil, "changelog snapshot is malformed: no materialisation row (row_kind 0 or 3)"},
+		{"a second blob without one", [][]byte{
+			vtChangelogStream(t, []uint8{0}, []Row{value("a")}),
+			vtChangelogStream(t, []uint8{1}, []Row{put(u2, "y")}),
+		}, nil, "CLMB blob 1: changelog snapshot is malformed: no materialisation row"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data := c.blobs[0]
+			if len(c.blobs) > 1 {
+				data = FrameCLMB(c.blobs)
+			}
+			s, err := DecodeSnapshot(data, ReadOptions{})
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, r := range s.Rows {
+				got[string(ParseKey(r.Key).UserKey)] = string(r.Value)
+			}
+			if !maps.Equal(got, c.want) {
+				t.Errorf("restored %v, want %v", got, c.want)
+			}
+		})
+	}
 }
