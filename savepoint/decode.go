@@ -190,7 +190,6 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		kind uint8
 		r    Row
 	}
-	var mats []*Snapshot
 	var logs []logRow
 	for bi, blob := range blobs {
 		where := ""
@@ -231,7 +230,11 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 						if !metaSet && len(mat.Metadata) > 0 {
 							s.Metadata, s.Versions, metaSet = mat.Metadata, mat.Versions, true
 						}
-						mats = append(mats, mat)
+						// Restored at once: the log rows wait for every
+						// blob's materialisations.
+						for _, r := range mat.Rows {
+							st.restore(r)
+						}
 					}
 					continue
 				}
@@ -243,13 +246,8 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 			return nil, fmt.Errorf("%schangelog snapshot is malformed: no materialisation row (row_kind 0 or 3)", where)
 		}
 	}
-	// As clink restores: the materialisations of every blob combined, then
-	// the log rows of every blob replayed in order.
-	for _, mat := range mats {
-		for _, r := range mat.Rows {
-			st.restore(r)
-		}
-	}
+	// As clink restores: the log rows of every blob replayed in order, after
+	// the materialisations of every blob (restored as they came).
 	for _, l := range logs {
 		s.Changelog.LogRows++
 		switch l.kind {
