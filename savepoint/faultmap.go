@@ -15,6 +15,13 @@ import (
 // a change of the file.
 var ErrInputUnreadable = errors.New("the system could not read the file (an I/O error of the disk or file system)")
 
+// InputFault reports whether err is an input file's own failure, changed
+// (ErrInputChanged) or unreadable (ErrInputUnreadable) while it was read:
+// reading it another way would not do better.
+func InputFault(err error) bool {
+	return errors.Is(err, ErrInputChanged) || errors.Is(err, ErrInputUnreadable)
+}
+
 // mapping is a file mapped into memory by mapFile, kept so that a fault in
 // it can be told as the file and the byte it hit.
 type mapping struct {

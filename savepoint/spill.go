@@ -1370,7 +1370,7 @@ func (sp *Savepoint) InOrder(ctx context.Context, dir string, minRows int, keep 
 			KeepDuplicates: keep,
 			Stop:           func() bool { return ctx.Err() != nil },
 		})
-		if err != nil && f.Snapshot.NumRows() < InPlaceRows && !errors.Is(err, ErrInputChanged) && !errors.Is(err, ErrInputUnreadable) && !errors.Is(err, context.Canceled) {
+		if err != nil && f.Snapshot.NumRows() < InPlaceRows && !InputFault(err) && !errors.Is(err, context.Canceled) {
 			continue // read in place, as it was before there were sorted copies
 		}
 		if err != nil {

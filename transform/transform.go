@@ -1815,7 +1815,7 @@ var shadowBudget = savepoint.DistinctBudget
 func (o *outRows) canonicalise(dropped func(savepoint.Row)) (int64, error) {
 	if o.spill != nil && o.Len() >= o.spill.minRows {
 		n, dropping, err := o.canonicaliseSpilled(dropped)
-		if err == nil || dropping || o.Len() >= savepoint.InPlaceRows || errors.Is(err, savepoint.ErrInputChanged) || errors.Is(err, savepoint.ErrInputUnreadable) || errors.Is(err, context.Canceled) {
+		if err == nil || dropping || o.Len() >= savepoint.InPlaceRows || savepoint.InputFault(err) || errors.Is(err, context.Canceled) {
 			return n, err
 		}
 		// A smaller output whose sort through temporary files failed
