@@ -20,6 +20,7 @@ type keyRun struct {
 	start, end int    // its positions [start, end)
 	slot       []byte // as entry.slot gives it
 	sep        bool   // the rows have a separator (their slot is a real one)
+	keyed      bool   // the rows are keyed (first key byte below 128)
 }
 
 // mergeSource is one file's rows in canonical order (op, key): the stream
@@ -63,7 +64,7 @@ func appendRuns(runs []keyRun, s *mergeSource, src, limit int, slots slotNames) 
 		}
 		op, key := s.op(i), s.key(i)
 		sep := separator(key)
-		r := keyRun{op: op, src: src, start: i, sep: sep >= 0}
+		r := keyRun{op: op, src: src, start: i, sep: sep >= 0, keyed: len(key) > 0 && key[0] < savepoint.NumKeyGroups}
 		e := entry{key: key, sep: sep}
 		r.slot = slots.intern(e.slot())
 		j := i + 1
@@ -216,6 +217,16 @@ func (p *pipeline) merged(srcs []mergeSource, runs []keyRun, res *savepoint.Reso
 			hi++
 		}
 		opRows := p.res.Rows
+		if res != nil {
+			// The files holding the operator's keyed rows tell Union which
+			// chain groups run it, before its operator rows are resolved
+			// (they may come first in export order).
+			for _, r := range runs[lo:hi] {
+				if r.keyed {
+					res.NoteKeyed(r.op, srcs[r.src].file.Subtask)
+				}
+			}
+		}
 		for g := lo; g < hi; {
 			g2 := g + 1
 			for g2 < hi && bytes.Equal(runs[g2].slot, runs[g].slot) {

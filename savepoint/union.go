@@ -53,6 +53,11 @@ type UnionStats struct {
 	// later copy (the highest subtask index), reported in Warnings (not
 	// by UnionSeqCopies, whose caller compares the copies themselves).
 	OperatorConflicts int
+	// FrozenCopies counts copies of operator rows left out of the fold
+	// because they are frozen replicas: held by a chain group other than
+	// the ones whose files hold the operator's keyed rows, which run it
+	// (format section 10.3), while a group running it holds the row too.
+	FrozenCopies int
 	// Warnings say what was resolved and how, one line each.
 	Warnings []string
 }
@@ -75,6 +80,11 @@ const maxConflictWarnings = 20
 //     owner's file is left out and counted as lost (no restore holds it).
 //   - Operator rows (first byte 128 or more) and the empty key: merged over
 //     every file with clink's rule, folding MergeDuplicate in subtask order:
+//     in a tree of several chain groups, an operator row is folded over the
+//     copies of the groups whose files hold the operator's keyed rows (the
+//     groups running it, whose subtasks each restore their own copy) when
+//     they hold the row; the other groups' copies are frozen replicas that
+//     no subtask running the operator restores (counted as FrozenCopies);
 //     two 8-byte operator values keep the greater signed int64, anything
 //     else (the empty key's values too: clink's merge does not take it for
 //     operator state, format 1.6) keeps the later copy (the highest subtask
@@ -197,6 +207,14 @@ type unioner struct {
 	tree      bool
 	copies    bool // fill UnionRow.Copies
 	conflicts []string
+	// keyed are the chain groups whose files hold keyed rows of operator
+	// keyedOp (noteKeyed); live is a scratch list of the copies of those
+	// groups (liveCopies).
+	keyed       []Group
+	keyedOp     uint64
+	keyedNoted  bool
+	lastSubtask int
+	live        []UnionRow
 }
 
 // A Resolver applies Union's rules to the copies of one (op, key) held by
@@ -228,6 +246,15 @@ func (r *Resolver) Resolve(copies []UnionRow) (UnionRow, bool) {
 	}
 	return c, ok
 }
+
+// NoteKeyed records that the file of subtask holds keyed rows of operator
+// op (rows whose first key byte is below 128). Union learns which chain
+// groups run an operator from its keyed rows, which come before its
+// operator rows in canonical order; code resolving rows in another order
+// notes each file's keyed rows of op before it resolves op's operator
+// rows, so that those are folded over the same copies. Notes of another
+// operator replace the ones before.
+func (r *Resolver) NoteKeyed(op uint64, subtask int) { r.u.noteKeyed(op, subtask) }
 
 // Finish adds Union's summary warnings to the stats once every key is
 // resolved.
@@ -308,6 +335,9 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 				break
 			}
 			copies = append(copies, UnionRow{Row: r, Subtask: c.subtask})
+			if len(r.Key) > 0 && r.Key[0] < NumKeyGroups {
+				u.noteKeyed(r.Op, c.subtask)
+			}
 			c.advance()
 			if c.i == c.n {
 				heap.Pop(&h)
@@ -337,6 +367,48 @@ func (u *unioner) owned(kg, subtask int) bool {
 	}
 	g, ok := u.sp.GroupOf(subtask)
 	return !ok || g.Owner(kg) == subtask
+}
+
+// noteKeyed records that the file of subtask holds keyed rows of op (see
+// Resolver.NoteKeyed). Only a tree of several chain groups needs it.
+func (u *unioner) noteKeyed(op uint64, subtask int) {
+	if !u.tree || len(u.sp.Groups) < 2 {
+		return
+	}
+	if !u.keyedNoted || op != u.keyedOp {
+		u.keyed, u.keyedOp, u.keyedNoted, u.lastSubtask = u.keyed[:0], op, true, -1
+	}
+	if subtask == u.lastSubtask {
+		return
+	}
+	u.lastSubtask = subtask
+	if g, ok := u.sp.GroupOf(subtask); ok && !slices.Contains(u.keyed, g) {
+		u.keyed = append(u.keyed, g)
+	}
+}
+
+// liveCopies returns the copies (of one operator row, in file order) that
+// a fold of them takes: in a tree of several chain groups, those of the
+// groups whose files hold keyed rows of the row's operator, when there
+// are such groups and they hold the row. The others are frozen replicas
+// (format section 10.3): each subtask running the operator restores its
+// own copy, and takes another only when it holds none. Otherwise, all.
+func (u *unioner) liveCopies(copies []UnionRow) []UnionRow {
+	op := copies[0].Row.Op
+	if !u.keyedNoted || u.keyedOp != op || len(u.keyed) == 0 {
+		return copies
+	}
+	u.live = u.live[:0]
+	for _, c := range copies {
+		if g, ok := u.sp.GroupOf(c.Subtask); ok && slices.Contains(u.keyed, g) {
+			u.live = append(u.live, c)
+		}
+	}
+	if len(u.live) == 0 || len(u.live) == len(copies) {
+		return copies
+	}
+	u.st.FrozenCopies += len(copies) - len(u.live)
+	return u.live
 }
 
 func (u *unioner) emit(c UnionRow, yield func(UnionRow) bool) bool {
@@ -374,6 +446,10 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 	}
 	// Operator state and the empty key: fold clink's rule in subtask order.
 	u.st.OperatorShared++
+	all := copies
+	if copies[0].Row.IsOperatorState() {
+		copies = u.liveCopies(copies)
+	}
 	best := copies[0]
 	all8, differ := len(best.Row.Value) == 8 && best.Row.IsOperatorState(), false
 	for _, c := range copies[1:] {
@@ -384,7 +460,7 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 		}
 	}
 	if u.copies {
-		best.Copies = slices.Clone(copies)
+		best.Copies = slices.Clone(all)
 	}
 	switch {
 	case !differ:
@@ -400,6 +476,12 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 		if len(u.conflicts) < maxConflictWarnings {
 			msg := fmt.Sprintf("op %d operator key %s: %d subtasks (%s) hold different values, not all 8-byte operator values; subtask %d's copy is used (clink's fold in subtask order keeps the later one)",
 				best.Row.Op, renderOperatorKey(best.Row.Key), len(copies), subtaskList(copies), best.Subtask)
+			if len(copies) < len(all) {
+				frozen := slices.DeleteFunc(slices.Clone(all), func(c UnionRow) bool {
+					return slices.ContainsFunc(copies, func(l UnionRow) bool { return l.Subtask == c.Subtask })
+				})
+				msg += fmt.Sprintf("; the copies of subtasks %s, in chain groups that do not run the operator, are frozen replicas (format section 10.3), left out", subtaskList(frozen))
+			}
 			if len(best.Row.Key) == 0 {
 				msg = fmt.Sprintf("op %d, the empty key: %d subtasks (%s) hold different values; subtask %d's copy is used (clink's fold in subtask order keeps the later one: %s)",
 					best.Row.Op, len(copies), subtaskList(copies), best.Subtask, DifferingCopiesWhy(nil))
