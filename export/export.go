@@ -267,6 +267,21 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// checkInput refuses to export the logical state of a tree with no
+// directory for a subtask below its highest: that view would be no
+// restore's, and a copy another subtask holds of the missing one's rows
+// would pass for its state. Every stored row (PerFile) is still there to
+// export.
+func checkInput(sp *savepoint.Savepoint, opts Options) error {
+	if opts.PerFile {
+		return nil
+	}
+	if err := sp.CheckConsecutive(); err != nil {
+		return fmt.Errorf("%s: %w; it has no logical state to export (--per-file exports every stored row)", sp.Path, err)
+	}
+	return nil
+}
+
 // CheckOutput returns the error WriteFile gives for its output path as it
 // is now: a directory, or a file that is not replaceable, or any existing
 // file unless force is set. WriteFile checks it, but only once the input
@@ -296,6 +311,9 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	// A generation directory's input is its whole checkpoint directory (a
 	// file beside v<gen> changes what it restores).
 	if err := savepoint.CheckOutputPath(savepoint.InputRoot(sp.Path), path); err != nil {
+		return nil, err
+	}
+	if err := checkInput(sp, opts); err != nil {
 		return nil, err
 	}
 	if err := CheckOutput(path, force); err != nil {
@@ -339,6 +357,9 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 // what it wrote then mixes old and new rows.
 func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Options) (*Result, error) {
 	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	if err := checkInput(sp, opts); err != nil {
 		return nil, err
 	}
 	cw := &countWriter{w: w}

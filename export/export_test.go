@@ -587,6 +587,49 @@ func TestExportWriteFile(t *testing.T) {
 	}
 }
 
+// TestExportMissingSubtask: a tree with no directory for a subtask below
+// its highest has no logical state (no job restores it, its chain groups
+// cannot be told): its export is refused and writes nothing, while
+// --per-file exports every stored row.
+func TestExportMissingSubtask(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	if err := os.CopyFS(tree, os.DirFS(mixedP4)); err != nil {
+		t.Fatal(err)
+	}
+	// Without the marker, which lists subtask 2, the tree opens.
+	for _, p := range []string{filepath.Join(tree, "v1", "2"), filepath.Join(tree, "_jobs")} {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp := openSP(t, tree)
+	ctx := context.Background()
+	out := filepath.Join(t.TempDir(), "state.jsonl")
+	for _, f := range []Format{Parquet, JSONL, CSV} {
+		_, err := WriteFile(ctx, out, sp, Options{Format: f}, false)
+		if err == nil || !strings.Contains(err.Error(), "it holds 0,1,3; subtask 2 has no directory") || !strings.Contains(err.Error(), "--per-file") {
+			t.Errorf("%s: %v", f, err)
+		}
+		if _, err := Write(ctx, &bytes.Buffer{}, sp, Options{Format: f}); err == nil {
+			t.Errorf("%s: Write accepted the tree", f)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
+		t.Errorf("refused exports left %v", ents)
+	}
+	res, err := WriteFile(ctx, out, sp, Options{Format: JSONL, PerFile: true}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	for _, f := range sp.Files {
+		stored += f.Snapshot.NumRows()
+	}
+	if res.Rows != int64(stored) {
+		t.Errorf("--per-file: %d rows, the files hold %d", res.Rows, stored)
+	}
+}
+
 func TestExportCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

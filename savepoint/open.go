@@ -1068,6 +1068,20 @@ func (sp *Savepoint) UnlistedWarnings() []string {
 	return out
 }
 
+// CheckConsecutive fails when the tree has no directory for a subtask
+// below its highest (MissingSubtasks): such a tree has no state as a
+// restore sees it, since no job restores it at this layout, and its chain
+// groups, which say which copy of a row is authoritative, cannot be told
+// across the gap.
+func (sp *Savepoint) CheckConsecutive() error {
+	missing := sp.MissingSubtasks()
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the tree's subtasks are not consecutive (it holds %s; %s %s %s no directory): its chain groups cannot be told, and a job does not restore it (sptool validate says more)",
+		sp.SubtaskList(), plural(len(missing), "subtask", "subtasks"), FormatGroups(runsOf(missing)), plural(len(missing), "has", "have"))
+}
+
 // MissingSubtasks returns the subtasks below the tree's highest that have
 // no directory of the checkpoint read: a job restoring at this layout
 // refuses to start such a subtask (format 5.3), and the tree's chain groups

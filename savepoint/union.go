@@ -529,7 +529,7 @@ func (u *unioner) finish() {
 	if missing := u.sp.MissingSubtasks(); u.tree && len(missing) > 0 {
 		// The logical view of a tree with a hole is no restore's: say
 		// so first, as rescale refuses such a tree.
-		st.Warnings = append(st.Warnings, fmt.Sprintf("the tree has no directory for %s %s (it holds %s): no job restores it at this layout, its chain groups are not inferred across the gap, and the rows that the missing subtask held are not here (sptool validate says more; --per-file gives every stored row)",
+		st.Warnings = append(st.Warnings, fmt.Sprintf("the tree has no directory for %s %s (it holds %s): no job restores it at this layout, its chain groups are not inferred across the gap, and the rows that the missing subtask held are not here (sptool validate says more; sptool cat and export --per-file give every stored row)",
 			plural(len(missing), "subtask", "subtasks"), FormatGroups(runsOf(missing)), u.sp.SubtaskList()))
 	}
 	if st.StaleCopies > 0 {

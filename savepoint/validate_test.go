@@ -920,8 +920,15 @@ func TestValidateMissingSubtasks(t *testing.T) {
 	if !found {
 		t.Errorf("no error naming the missing subtasks:\n%s", vtDump(rep))
 	}
-	if got := vtOpen(t, vtWriteTree(t, files, nil), OpenOptions{}).MissingSubtasks(); got != nil {
+	if err := sp.CheckConsecutive(); err == nil || !strings.Contains(err.Error(), "it holds 0,1,4; subtasks 2-3 have no directory") {
+		t.Errorf("CheckConsecutive: %v", err)
+	}
+	whole := vtOpen(t, vtWriteTree(t, files, nil), OpenOptions{})
+	if got := whole.MissingSubtasks(); got != nil {
 		t.Errorf("a whole tree: missing %v", got)
+	}
+	if err := whole.CheckConsecutive(); err != nil {
+		t.Errorf("a whole tree: %v", err)
 	}
 }
 

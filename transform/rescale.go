@@ -156,8 +156,8 @@ func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoin
 	if sp.Kind == savepoint.InputFile {
 		return nil, nil, nil, fmt.Errorf("rescale needs a checkpoint tree (a v<generation> directory of subtask directories), not a single file")
 	}
-	if missing := sp.MissingSubtasks(); len(missing) > 0 {
-		return nil, nil, nil, fmt.Errorf("the tree's subtasks are not consecutive (it holds %s; subtask %d has no directory): its chain groups cannot be told, and a job does not restore it (sptool validate says more)", sp.SubtaskList(), missing[0])
+	if err := sp.CheckConsecutive(); err != nil {
+		return nil, nil, nil, err
 	}
 	var warnings []string
 	if spec.Groups == nil {
