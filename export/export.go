@@ -85,6 +85,9 @@
 //	                      (row model: for operator rows without a separator, the logical key after 0xFF)
 //	expire_at    int64    the TTL stamp (epoch ms) in slots declared ttl: true, else null
 //	subtask      int64    the subtask the row was taken from; null for a single file
+//	key_decoded  bool     whether the slot's declared key codec decoded key (false: key shows the
+//	                      stored bytes), null when none is declared
+//	value_decoded bool    the same for value (a value codec or a TTL stamp declared)
 //
 // so that `SELECT key, value FROM 'state.parquet'` shows decoded keys and
 // values when a rule file declares the slots.
@@ -94,9 +97,10 @@
 // One object (line) per row with op, kind, key_group (the row model: 0..127
 // for keyed rows, -1 otherwise), slot, key and value (decoded as typed JSON
 // when declared: numbers, strings, arrays; else rendered like user_key),
-// key_hex (the whole stored key), value_hex (the stored value), expire_at
-// and subtask (-1 for a single file). CSV has the same columns in the same
-// order, with collections as JSON text and null as the empty string.
+// key_hex (the whole stored key), value_hex (the stored value), expire_at,
+// subtask (-1 for a single file), key_decoded and value_decoded (as in the
+// query projection). CSV has the same columns in the same order, with
+// collections as JSON text and null as the empty string.
 package export
 
 import (
@@ -1029,6 +1033,22 @@ type Decoded struct {
 	// ExpireAt is the TTL stamp of a 'ttl: true' slot.
 	ExpireAt    int64
 	HasExpireAt bool
+	// KeyDeclared and ValueDeclared report that the declaration decodes
+	// the key (a key codec, or composite) and the value (a value codec or
+	// a TTL stamp): only then do KeyOK and ValueOK say whether it did.
+	KeyDeclared, ValueDeclared bool
+}
+
+// KeyDecoded returns what the key_decoded column holds: whether the
+// declared key codec decoded the key, and false (null) when the row's
+// slot declares none, its key then being shown as stored.
+func (d Decoded) KeyDecoded() (decoded, declared bool) {
+	return d.KeyOK, d.Declared && d.KeyDeclared
+}
+
+// ValueDecoded is KeyDecoded for the value (value_decoded).
+func (d Decoded) ValueDecoded() (decoded, declared bool) {
+	return d.ValueOK, d.Declared && d.ValueDeclared
 }
 
 type slotID struct {
@@ -1098,7 +1118,15 @@ func DecodeRow(set *rules.Set, env *rules.Env, r savepoint.Row, subtask int) (De
 		return Decoded{}, nil
 	}
 	err := set.FillEnv(env, r, subtask)
-	d := Decoded{Declared: true, Key: env.Key, KeyOK: true}
+	d := Decoded{Declared: true, Key: env.Key, KeyDeclared: decl.KeyCodec != nil || decl.Composite, ValueDeclared: decl.ValueCodec != nil || decl.TTL}
+	// A key the declaration does not decode is shown as stored, as an
+	// undeclared slot's is: not as the text of its bytes.
+	d.KeyOK = d.KeyDeclared
+	if d.KeyOK && !decl.Composite && decl.KeyCodec.String() == "bytes" {
+		// The bytes codec's key is a string in expressions; shown, it is
+		// bytes, rendered as a bytes value is.
+		d.Key = k.UserKey
+	}
 	var de *rules.DecodeError
 	if errors.As(err, &de) && de.Part == "key" {
 		d.KeyOK = false
@@ -1280,10 +1308,16 @@ type Record struct {
 	ValueHex string `json:"value_hex"`
 	ExpireAt *int64 `json:"expire_at"`
 	Subtask  int    `json:"subtask"`
+	// KeyDecoded and ValueDecoded say whether the declared codecs decoded
+	// Key and Value (false: the codec failed and the bytes are shown as
+	// stored), null when the slot declares none for them: a decoded
+	// string that starts with 0x is then told from a value shown in hex.
+	KeyDecoded   *bool `json:"key_decoded"`
+	ValueDecoded *bool `json:"value_decoded"`
 }
 
 // CSVHeader is the CSV export's header line.
-var CSVHeader = []string{"op", "kind", "key_group", "slot", "key", "value", "key_hex", "value_hex", "expire_at", "subtask"}
+var CSVHeader = []string{"op", "kind", "key_group", "slot", "key", "value", "key_hex", "value_hex", "expire_at", "subtask", "key_decoded", "value_decoded"}
 
 // ---------------------------------------------------------------- Parquet
 
@@ -1320,6 +1354,8 @@ func QuerySchema() *arrow.Schema {
 		{Name: "key", Type: str, Nullable: true},
 		{Name: "expire_at", Type: i64, Nullable: true},
 		{Name: "subtask", Type: i64, Nullable: true},
+		{Name: "key_decoded", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "value_decoded", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
 	}, nil)
 }
 
@@ -1448,6 +1484,8 @@ func parquetRoot(as *arrow.Schema) (*schema.GroupNode, error) {
 			n, err = schema.NewPrimitiveNodeLogical(f.Name, rep, schema.StringLogicalType{}, parquet.Types.ByteArray, -1, -1)
 		case arrow.BINARY:
 			n, err = schema.NewPrimitiveNode(f.Name, rep, parquet.Types.ByteArray, -1, -1)
+		case arrow.BOOL:
+			n, err = schema.NewPrimitiveNode(f.Name, rep, parquet.Types.Boolean, -1, -1)
 		default:
 			err = fmt.Errorf("no Parquet type for %s", f.Type)
 		}
@@ -1755,6 +1793,23 @@ func (c *optInt64) add(v int64) { c.vals, c.def = append(c.vals, v), append(c.de
 func (c *optInt64) null()       { c.def = append(c.def, 0) }
 func (c *optInt64) reset()      { c.vals, c.def = c.vals[:0], c.def[:0] }
 
+// optBool is an optional boolean column of a batch.
+type optBool struct {
+	vals []bool
+	def  []int16
+}
+
+// set adds a row's flag (Decoded.KeyDecoded): its value, or null when
+// nothing is declared.
+func (c *optBool) set(flag func() (bool, bool)) {
+	if v, declared := flag(); declared {
+		c.vals, c.def = append(c.vals, v), append(c.def, 1)
+		return
+	}
+	c.def = append(c.def, 0)
+}
+func (c *optBool) reset() { c.vals, c.def = c.vals[:0], c.def[:0] }
+
 // optString is an optional string column of a batch: the non-null values
 // (data and end offsets) and a definition level per row.
 type optString struct {
@@ -1777,6 +1832,7 @@ type queryBatch struct {
 	eventTime, opID, keyGroup, keyInt, valueInt, expireAt optInt64
 	subtask                                               optInt64
 	slot, userKey, value, kind, key                       optString
+	keyDecoded, valueDecoded                              optBool
 	values                                                [][]parquet.ByteArray // for write, a scratch slice a column
 }
 
@@ -1790,6 +1846,8 @@ func (q *queryBatch) reset() {
 	for _, c := range q.strings() {
 		c.reset()
 	}
+	q.keyDecoded.reset()
+	q.valueDecoded.reset()
 }
 
 // ints and strings return the columns in schema order.
@@ -1864,25 +1922,39 @@ func (q *queryBatch) add(op uint64, e *entry, d Decoded) {
 	} else {
 		q.subtask.null()
 	}
+	q.keyDecoded.set(d.KeyDecoded)
+	q.valueDecoded.set(d.ValueDecoded)
 }
 
 // queryColumns is the query schema's column order: an int64 column (index
-// into ints) or a string column (index into strings).
+// into ints), a string column (index into strings) or, last, the two flags.
 var queryColumns = []struct {
-	str bool
-	i   int
-}{{false, 0}, {false, 1}, {false, 2}, {true, 0}, {true, 1}, {false, 3}, {true, 2}, {false, 4}, {true, 3}, {true, 4}, {false, 5}, {false, 6}}
+	kind queryColumn
+	i    int
+}{{qInt, 0}, {qInt, 1}, {qInt, 2}, {qStr, 0}, {qStr, 1}, {qInt, 3}, {qStr, 2}, {qInt, 4}, {qStr, 3}, {qStr, 4}, {qInt, 5}, {qInt, 6}, {qBool, 0}, {qBool, 1}}
+
+type queryColumn uint8
+
+const (
+	qInt queryColumn = iota
+	qStr
+	qBool
+)
 
 // write writes the batch's columns into rg and starts a new batch.
 func (q *queryBatch) write(rg file.BufferedRowGroupWriter) error {
 	ints, strs := q.ints(), q.strings()
 	err := encodeColumns(len(queryColumns), &q.values, func(col int, values *[]parquet.ByteArray) error {
-		c := queryColumns[col]
-		if c.str {
+		switch c := queryColumns[col]; c.kind {
+		case qStr:
 			s := strs[c.i]
 			*values = byteArrays(*values, s.data, s.ends)
 			return writeColumn[*file.ByteArrayColumnChunkWriter](rg, col, *values, s.def)
+		case qBool:
+			b := [...]*optBool{&q.keyDecoded, &q.valueDecoded}[c.i]
+			return writeColumn[*file.BooleanColumnChunkWriter](rg, col, b.vals, b.def)
 		}
+		c := queryColumns[col]
 		return writeColumn[*file.Int64ColumnChunkWriter](rg, col, ints[c.i].vals, ints[c.i].def)
 	})
 	q.reset()

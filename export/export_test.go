@@ -380,6 +380,8 @@ func readQuery(t testing.TB, data []byte) []map[string]any {
 					m[f.Name] = a.Value(i)
 				case *array.String:
 					m[f.Name] = a.Value(i)
+				case *array.Boolean:
+					m[f.Name] = a.Value(i)
 				default:
 					t.Fatalf("column %s: unexpected type %s", f.Name, col.DataType())
 				}
@@ -440,6 +442,15 @@ func TestExportQueryProjection(t *testing.T) {
 		}
 		if sub, ok := r["subtask"].(int64); !ok || sub < 0 || sub > 3 {
 			t.Fatalf("row %v: subtask", r)
+		}
+		// Every declared slot's key and value decode; operator rows have
+		// no declaration.
+		if want := any(true); r["slot"] == "<raw>" {
+			if r["key_decoded"] != nil || r["value_decoded"] != nil {
+				t.Fatalf("row %v: decoded flags of an undeclared row", r)
+			}
+		} else if r["key_decoded"] != want || r["value_decoded"] != want {
+			t.Fatalf("row %v: decoded flags", r)
 		}
 	}
 	if fmt.Sprint(bySlot) != "map[<raw>:3 cart:300 counts:300 profile:300 seen:200]" {
@@ -944,9 +955,63 @@ func TestExportStringNotUTF8(t *testing.T) {
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte{'t', 0xc3, 0x28}), Value: []byte("ok")},
 	}
 	sp := fileOfRows(rows)
-	_, res := export(t, sp, Options{Format: JSONL, Rules: set})
+	data, res := export(t, sp, Options{Format: JSONL, Rules: set})
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `op 1 slot "s": 2 rows the declared codecs could not decode (written undecoded); first: decode value of op 1 slot "s" with codec string: not valid UTF-8`) {
 		t.Errorf("warnings %q", res.Warnings)
+	}
+	// The text 0xfffe41 and the undecoded bytes ff fe 41 show alike in
+	// value: value_decoded tells them apart, as key_decoded does keys.
+	var got []string
+	for _, r := range jsonRecords(t, data) {
+		got = append(got, fmt.Sprintf("%v=%v %v/%v", r.Key, r.Value, *r.KeyDecoded, *r.ValueDecoded))
+	}
+	if want := "[t1=0xfffe41 true/true t2=0xfffe41 true/false 0x74c328=ok false/true]"; fmt.Sprint(got) != want {
+		t.Errorf("records %v, want %s", got, want)
+	}
+}
+
+// TestExportKeyWithoutCodec: the key of a slot declared without a key codec
+// is shown as stored (0x and hex, or printable text), as an undeclared
+// slot's, with key_decoded null; one of the bytes codec is shown as bytes
+// are; neither as the text of its bytes.
+func TestExportKeyWithoutCodec(t *testing.T) {
+	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: n, value: int64}\n  - {op: 1, slot: b, key: bytes, value: int64}\nrules: []\n")
+	v := binary.LittleEndian.AppendUint64(nil, 5)
+	rows := []savepoint.Row{
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("n"), binary.LittleEndian.AppendUint64(nil, 1)), Value: v},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("n"), []byte("0x1")), Value: v},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("b"), []byte("abc")), Value: v},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("b"), []byte{1, 0}), Value: v},
+	}
+	sp := fileOfRows(rows)
+	flag := func(b *bool) string {
+		if b == nil {
+			return "null"
+		}
+		return strconv.FormatBool(*b)
+	}
+	data, _ := export(t, sp, Options{Format: JSONL, Rules: set})
+	var got []string
+	for _, r := range jsonRecords(t, data) {
+		got = append(got, fmt.Sprintf("%s:%v=%v %s/%s", r.Slot, r.Key, r.Value, flag(r.KeyDecoded), flag(r.ValueDecoded)))
+	}
+	slices.Sort(got)
+	if want := "[b:0x0100=5 true/true b:abc=5 true/true n:0x0100000000000000=5 null/true n:0x307831=5 null/true]"; fmt.Sprint(got) != want {
+		t.Errorf("records %v, want %s", got, want)
+	}
+	// The query projection and CSV agree.
+	rowsQ := readQuery(t, func() []byte { d, _ := export(t, sp, Options{Projection: Query, Rules: set}); return d }())
+	got = got[:0]
+	for _, r := range rowsQ {
+		got = append(got, fmt.Sprintf("%v:%v %v", r["slot"], r["key"], r["key_decoded"]))
+	}
+	slices.Sort(got)
+	if want := "[b:0x0100 true b:abc true n:0x0100000000000000 <nil> n:0x307831 <nil>]"; fmt.Sprint(got) != want {
+		t.Errorf("query projection %v, want %s", got, want)
+	}
+	csvData, _ := export(t, sp, Options{Format: CSV, Rules: set})
+	if !strings.Contains(string(csvData), ",0x0100000000000000,5,") || !strings.Contains(string(csvData), ",-1,,true\n") {
+		t.Errorf("csv:\n%s", csvData)
 	}
 }
 

@@ -97,7 +97,30 @@ func appendRecord(b []byte, op uint64, e *entry, d Decoded) ([]byte, error) {
 	}
 	b = append(b, `,"subtask":`...)
 	b = strconv.AppendInt(b, int64(e.subtask), 10)
+	b = append(b, `,"key_decoded":`...)
+	b = appendFlagJSON(b, d.KeyDecoded)
+	b = append(b, `,"value_decoded":`...)
+	b = appendFlagJSON(b, d.ValueDecoded)
 	return append(b, "}\n"...), nil
+}
+
+// appendFlagJSON appends the JSON of a key_decoded or value_decoded flag
+// (Decoded.KeyDecoded): true, false, or null when nothing is declared.
+func appendFlagJSON(b []byte, flag func() (bool, bool)) []byte {
+	v, declared := flag()
+	if !declared {
+		return append(b, "null"...)
+	}
+	return strconv.AppendBool(b, v)
+}
+
+// appendFlagCSV appends the CSV field of a flag: as appendFlagJSON, null
+// the empty field.
+func appendFlagCSV(b []byte, flag func() (bool, bool)) []byte {
+	if v, declared := flag(); declared {
+		return strconv.AppendBool(b, v)
+	}
+	return b
 }
 
 // appendRenderJSON appends Render(v) as a JSON string.
@@ -175,6 +198,10 @@ func appendCSVRecord(b []byte, op uint64, e *entry, d Decoded) []byte {
 	}
 	b = append(b, ',')
 	b = strconv.AppendInt(b, int64(e.subtask), 10)
+	b = append(b, ',')
+	b = appendFlagCSV(b, d.KeyDecoded)
+	b = append(b, ',')
+	b = appendFlagCSV(b, d.ValueDecoded)
 	return append(b, '\n')
 }
 

@@ -63,6 +63,7 @@ func randomRows(seed uint64, n int) []testRow {
 		var d Decoded
 		if i%3 == 0 {
 			d = Decoded{Declared: true, KeyOK: r.IntN(4) > 0, ValueOK: r.IntN(4) > 0, HasExpireAt: r.IntN(2) == 0,
+				KeyDeclared: r.IntN(3) > 0, ValueDeclared: r.IntN(3) > 0,
 				Key: decodedValues[r.IntN(len(decodedValues))], Value: decodedValues[r.IntN(len(decodedValues))],
 				ExpireAt: r.Int64() - r.Int64()}
 		}
@@ -123,10 +124,16 @@ func csvOfRecord(t testing.TB, rec Record) string {
 	if rec.ExpireAt != nil {
 		at = strconv.FormatInt(*rec.ExpireAt, 10)
 	}
+	flag := func(b *bool) string {
+		if b == nil {
+			return ""
+		}
+		return strconv.FormatBool(*b)
+	}
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	w.Write([]string{strconv.FormatUint(rec.Op, 10), rec.Kind, strconv.Itoa(rec.KeyGroup), rec.Slot, cell(rec.Key),
-		cell(rec.Value), rec.KeyHex, rec.ValueHex, at, strconv.Itoa(rec.Subtask)})
+		cell(rec.Value), rec.KeyHex, rec.ValueHex, at, strconv.Itoa(rec.Subtask), flag(rec.KeyDecoded), flag(rec.ValueDecoded)})
 	w.Flush()
 	if err := w.Error(); err != nil {
 		t.Fatal(err)
@@ -156,6 +163,12 @@ func record(op uint64, e *entry, d Decoded) Record {
 			at := d.ExpireAt
 			rec.ExpireAt = &at
 		}
+	}
+	if v, ok := d.KeyDecoded(); ok {
+		rec.KeyDecoded = &v
+	}
+	if v, ok := d.ValueDecoded(); ok {
+		rec.ValueDecoded = &v
 	}
 	return rec
 }

@@ -435,15 +435,24 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 	if rulesPath != "" {
 		var denv rules.Env
 		decoder = func(r savepoint.Row, subtask int) (*decode, error) {
-			if err := set.FillEnv(&denv, r, subtask); err != nil {
-				return nil, err // a *rules.DecodeError: cat prints the row undecoded
+			// A *rules.DecodeError (a codec failed, or a declared string
+			// is not UTF-8, whose 0x hex would read as the text "0x..."):
+			// cat prints the row undecoded.
+			dd, err := export.DecodeRow(set, &denv, r, subtask)
+			if err != nil || !dd.Declared {
+				return nil, err
 			}
-			if err := export.NotUTF8Error(set, &denv, r); err != nil {
-				return nil, err // its 0x hex would read as the text "0x..."
+			// What the declaration does not decode is shown as stored.
+			d := &decode{Key: export.Render(savepoint.ParseKey(r.Key).UserKey), Value: export.Render(r.Value)}
+			if dd.KeyOK {
+				d.Key = export.JSONValue(dd.Key)
 			}
-			d := &decode{Key: export.JSONValue(denv.Key), Value: export.JSONValue(denv.Value)}
-			if v, ok := denv.ExpireAt.(int64); ok {
-				d.ExpireAt = &v
+			if dd.ValueOK {
+				d.Value = export.JSONValue(dd.Value)
+			}
+			if dd.HasExpireAt {
+				at := dd.ExpireAt
+				d.ExpireAt = &at
 			}
 			return d, nil
 		}
