@@ -518,18 +518,7 @@ func (d *differ) sample(u savepoint.UnionRow, k savepoint.Key) (Sample, *Value) 
 	v := &Value{Value: savepoint.RenderBytes(u.Row.Value, 64), Hex: hex.EncodeToString(u.Row.Value), Subtask: u.Subtask}
 	if d.opts.Rules != nil {
 		dec, _ := export.DecodeRow(d.opts.Rules, &d.env, u.Row, u.Subtask)
-		if dec.Declared {
-			if dec.KeyOK {
-				s.DecodedKey = export.JSONValue(dec.Key)
-			}
-			if dec.ValueOK {
-				v.Decoded = export.JSONValue(dec.Value)
-			}
-			if dec.HasExpireAt {
-				at := dec.ExpireAt
-				v.ExpireAt = &at
-			}
-		}
+		s.DecodedKey, v.Decoded, v.ExpireAt = dec.JSONFields(nil, nil)
 	}
 	return s, v
 }

@@ -1046,6 +1046,24 @@ func (d Decoded) KeyDecoded() (decoded, declared bool) {
 	return d.KeyOK, d.Declared && d.KeyDeclared
 }
 
+// JSONFields returns the decoded key and value as JSON values (JSONValue),
+// key and value in place of each the declarations did not decode, and the
+// TTL stamp (nil without one).
+func (d Decoded) JSONFields(key, value any) (any, any, *int64) {
+	if d.Declared && d.KeyOK {
+		key = JSONValue(d.Key)
+	}
+	if d.Declared && d.ValueOK {
+		value = JSONValue(d.Value)
+	}
+	var at *int64
+	if d.Declared && d.HasExpireAt {
+		v := d.ExpireAt
+		at = &v
+	}
+	return key, value, at
+}
+
 // ValueDecoded is KeyDecoded for the value (value_decoded).
 func (d Decoded) ValueDecoded() (decoded, declared bool) {
 	return d.ValueOK, d.Declared && d.ValueDeclared

@@ -443,17 +443,8 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 				return nil, err
 			}
 			// What the declaration does not decode is shown as stored.
-			d := &decode{Key: export.Render(savepoint.ParseKey(r.Key).UserKey), Value: export.Render(r.Value)}
-			if dd.KeyOK {
-				d.Key = export.JSONValue(dd.Key)
-			}
-			if dd.ValueOK {
-				d.Value = export.JSONValue(dd.Value)
-			}
-			if dd.HasExpireAt {
-				at := dd.ExpireAt
-				d.ExpireAt = &at
-			}
+			d := &decode{}
+			d.Key, d.Value, d.ExpireAt = dd.JSONFields(export.Render(savepoint.ParseKey(r.Key).UserKey), export.Render(r.Value))
 			return d, nil
 		}
 	}
