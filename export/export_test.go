@@ -1220,3 +1220,47 @@ func TestExportSlotNamedRawCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestExportFrozenReplicas: every path of the export takes the operator
+// rows Union takes in a tree of two chain groups, where an operator's
+// keyed rows are the empty key and a legacy raw key ('_', key group 95),
+// rows without a separator that share a run with its operator rows: the
+// run tells the merge which group runs the operator, whose copies of its
+// watermark are folded, not the other group's frozen replicas.
+func TestExportFrozenReplicas(t *testing.T) {
+	defer func() { singleFileFastPath, treeMergeEnabled = true, true }()
+	const x = 100
+	wm := func(v string) savepoint.Row { return savepoint.Row{Op: x, Key: []byte("\xffwm"), Value: []byte(v)} }
+	legacy := func(v string) savepoint.Row {
+		return savepoint.Row{Op: x, Key: []byte("__broadcast_main_inflight__"), Value: []byte(v)}
+	}
+	empty := savepoint.Row{Op: x, Value: []byte("e")}
+	files := [][]savepoint.Row{{empty, legacy("r0"), wm("live-0")}, {empty, legacy("r1"), wm("live-1")}, {wm("frozen2")}, {wm("frozen3")}}
+	sp := &savepoint.Savepoint{Kind: savepoint.InputTree, Groups: []savepoint.Group{{First: 0, Count: 2}, {First: 2, Count: 2}}}
+	for i, rows := range files {
+		rows = append(rows, savepoint.Row{Op: 200, Key: []byte{byte(64 * (i % 2)), 's', '|', byte(i)}, Value: []byte("y")})
+		sp.Files = append(sp.Files, &savepoint.File{Subtask: i, Snapshot: &savepoint.Snapshot{Rows: savepoint.Logical(rows)}})
+	}
+	union, _ := sp.Union()
+	var want []string
+	for _, u := range union {
+		want = append(want, fmt.Sprintf("%d/%x=%s@%d", u.Row.Op, u.Row.Key, u.Row.Value, u.Subtask))
+	}
+	slices.Sort(want)
+	if !slices.Contains(want, fmt.Sprintf("%d/%x=live-1@1", x, "\xffwm")) {
+		t.Fatalf("union %v: not the running group's watermark", want)
+	}
+	for _, merge := range []bool{false, true} {
+		treeMergeEnabled = merge
+		out, _ := export(t, sp, Options{Format: JSONL})
+		var got []string
+		for _, r := range jsonRecords(t, out) {
+			v, _ := hex.DecodeString(r.ValueHex)
+			got = append(got, fmt.Sprintf("%d/%s=%s@%d", r.Op, r.KeyHex, v, r.Subtask))
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("tree merge %v: rows\n%v\nwant Union's\n%v", merge, got, want)
+		}
+	}
+}

@@ -74,8 +74,14 @@ func appendRuns(runs []keyRun, s *mergeSource, src, limit int, slots slotNames) 
 				return s.op(j+x) != op || !bytes.HasPrefix(s.key(j+x), prefix)
 			})
 		} else {
-			for j < s.n && s.op(j) == op && separator(s.key(j)) < 0 {
-				j++
+			// Rows without a separator in one run: the empty key, legacy
+			// raw keys (keyed, of key group '_'), operator keys.
+			for ; j < s.n && s.op(j) == op; j++ {
+				k := s.key(j)
+				if separator(k) >= 0 {
+					break
+				}
+				r.keyed = r.keyed || len(k) > 0 && k[0] < savepoint.NumKeyGroups
 			}
 		}
 		r.end = j

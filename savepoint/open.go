@@ -375,6 +375,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 				// takes in this subtask would read its keyed rows.
 				rel, _ := filepath.Rel(sp.Root, filepath.Join(genDir, d.name, name))
 				sp.Unlisted = append(sp.Unlisted, rel)
+				sp.unlistedSubtasks = append(sp.unlistedSubtasks, d.index)
 				sp.Notes = append(sp.Notes, fmt.Sprintf("%s holds checkpoint %d, but %s does not list subtask %d: left out", rel, sp.Checkpoint, sp.CompletedRel, d.index))
 				continue
 			}
@@ -1068,18 +1069,40 @@ func (sp *Savepoint) UnlistedWarnings() []string {
 	return out
 }
 
-// CheckConsecutive fails when the tree has no directory for a subtask
-// below its highest (MissingSubtasks): such a tree has no state as a
-// restore sees it, since no job restores it at this layout, and its chain
-// groups, which say which copy of a row is authoritative, cannot be told
-// across the gap.
+// CheckConsecutive fails when the tree read lacks a subtask below its
+// highest (MissingSubtasks): its chain groups, which say which copy of a
+// row is authoritative, cannot be told across the gap, and the rows of the
+// missing subtask are not read.
 func (sp *Savepoint) CheckConsecutive() error {
 	missing := sp.MissingSubtasks()
 	if len(missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("the tree's subtasks are not consecutive (it holds %s; %s %s %s no directory): its chain groups cannot be told, and a job does not restore it (sptool validate says more)",
-		sp.SubtaskList(), plural(len(missing), "subtask", "subtasks"), FormatGroups(runsOf(missing)), plural(len(missing), "has", "have"))
+	return fmt.Errorf("the tree's subtasks are not consecutive (it holds %s; %s): its chain groups cannot be told across the gap (sptool validate says more)",
+		sp.SubtaskList(), sp.DescribeMissing(missing))
+}
+
+// DescribeMissing says why the tree read lacks the subtasks missing (of
+// MissingSubtasks): "subtask 2 has no directory", or, for a subtask whose
+// file the checkpoint's only marker does not list, "_jobs/…/COMPLETED-7
+// does not list subtask 2, whose file is left out".
+func (sp *Savepoint) DescribeMissing(missing []int) string {
+	var absent, unlisted []int
+	for _, i := range missing {
+		if slices.Contains(sp.unlistedSubtasks, i) {
+			unlisted = append(unlisted, i)
+		} else {
+			absent = append(absent, i)
+		}
+	}
+	var parts []string
+	if len(absent) > 0 {
+		parts = append(parts, fmt.Sprintf("%s %s %s no directory", plural(len(absent), "subtask", "subtasks"), FormatGroups(runsOf(absent)), plural(len(absent), "has", "have")))
+	}
+	if len(unlisted) > 0 {
+		parts = append(parts, fmt.Sprintf("%s does not list %s %s, whose %s left out", sp.CompletedRel, plural(len(unlisted), "subtask", "subtasks"), FormatGroups(runsOf(unlisted)), plural(len(unlisted), "file is", "files are")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // MissingSubtasks returns the subtasks below the tree's highest that have

@@ -136,4 +136,6 @@ type Savepoint struct {
 	// Unlisted are the files of the checkpoint in subtask directories its
 	// only marker does not list, left out (relative to Root).
 	Unlisted []string
+	// unlistedSubtasks are the subtasks of Unlisted's files.
+	unlistedSubtasks []int
 }

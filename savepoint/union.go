@@ -387,16 +387,28 @@ func (u *unioner) noteKeyed(op uint64, subtask int) {
 	}
 }
 
+// runningKnown reports whether the chain groups running op are known: in
+// a tree of several groups, from the files holding its keyed rows.
+func (u *unioner) runningKnown(op uint64) bool {
+	return u.keyedNoted && u.keyedOp == op && len(u.keyed) > 0
+}
+
 // liveCopies returns the copies (of one operator row, in file order) that
 // a fold of them takes: in a tree of several chain groups, those of the
-// groups whose files hold keyed rows of the row's operator, when there
-// are such groups and they hold the row. The others are frozen replicas
-// (format section 10.3): each subtask running the operator restores its
-// own copy, and takes another only when it holds none. Otherwise, all.
+// groups whose files hold keyed rows of the row's operator, when every
+// subtask of those groups holds one. The others are frozen replicas
+// (format section 10.3) that no subtask running the operator restores:
+// each restores its own copy (format 5.3). A running subtask without a
+// copy of its own restores the union of every other directory's, frozen
+// ones too; then, and when the groups running the operator are not known,
+// all.
 func (u *unioner) liveCopies(copies []UnionRow) []UnionRow {
-	op := copies[0].Row.Op
-	if !u.keyedNoted || u.keyedOp != op || len(u.keyed) == 0 {
+	if !u.runningKnown(copies[0].Row.Op) {
 		return copies
+	}
+	running := 0
+	for _, g := range u.keyed {
+		running += g.Count
 	}
 	u.live = u.live[:0]
 	for _, c := range copies {
@@ -404,7 +416,7 @@ func (u *unioner) liveCopies(copies []UnionRow) []UnionRow {
 			u.live = append(u.live, c)
 		}
 	}
-	if len(u.live) == 0 || len(u.live) == len(copies) {
+	if len(u.live) < running || len(u.live) == len(copies) {
 		return copies
 	}
 	u.st.FrozenCopies += len(copies) - len(u.live)
@@ -481,6 +493,8 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 					return slices.ContainsFunc(copies, func(l UnionRow) bool { return l.Subtask == c.Subtask })
 				})
 				msg += fmt.Sprintf("; the copies of subtasks %s, in chain groups that do not run the operator, are frozen replicas (format section 10.3), left out", subtaskList(frozen))
+			} else if len(u.sp.Groups) > 1 && !u.runningKnown(best.Row.Op) {
+				msg += fmt.Sprintf("; op %d has no keyed rows to tell which of the %d chain groups runs it, so the copies of the others, frozen replicas that its subtasks do not restore, are among these (format section 10.3)", best.Row.Op, len(u.sp.Groups))
 			}
 			if len(best.Row.Key) == 0 {
 				msg = fmt.Sprintf("op %d, the empty key: %d subtasks (%s) hold different values; subtask %d's copy is used (clink's fold in subtask order keeps the later one: %s)",
@@ -529,8 +543,8 @@ func (u *unioner) finish() {
 	if missing := u.sp.MissingSubtasks(); u.tree && len(missing) > 0 {
 		// The logical view of a tree with a hole is no restore's: say
 		// so first, as rescale refuses such a tree.
-		st.Warnings = append(st.Warnings, fmt.Sprintf("the tree has no directory for %s %s (it holds %s): no job restores it at this layout, its chain groups are not inferred across the gap, and the rows that the missing subtask held are not here (sptool validate says more; sptool cat and export --per-file give every stored row)",
-			plural(len(missing), "subtask", "subtasks"), FormatGroups(runsOf(missing)), u.sp.SubtaskList()))
+		st.Warnings = append(st.Warnings, fmt.Sprintf("the tree's subtasks are not consecutive (it holds %s; %s): its chain groups are not inferred across the gap, and the rows of the missing subtasks are not here (sptool validate says more; sptool cat and export --per-file give every stored row)",
+			u.sp.SubtaskList(), u.sp.DescribeMissing(missing)))
 	}
 	if st.StaleCopies > 0 {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("%d stale keyed cop%s ignored: held by a subtask that does not own the row's key group while the owner's file holds the row too; the owner's copy is the one a restore keeps (format section 10.1)", st.StaleCopies, plural(st.StaleCopies, "y", "ies")))

@@ -386,7 +386,104 @@ func TestUnionWarnsOfMissingSubtask(t *testing.T) {
 		}
 	}
 	_, warns := vtOpen(t, tree, OpenOptions{}).Union()
-	if len(warns) == 0 || !strings.HasPrefix(warns[0], "the tree has no directory for subtask 1 (it holds 0,2): no job restores it") {
+	if len(warns) == 0 || !strings.HasPrefix(warns[0], "the tree's subtasks are not consecutive (it holds 0,2; subtask 1 has no directory): its chain groups are not inferred") {
 		t.Errorf("warnings %q", warns)
+	}
+}
+
+// A subtask whose file the checkpoint's only marker does not list is left
+// out: the gap it leaves is named as that, not as a missing directory.
+func TestMissingSubtaskUnlisted(t *testing.T) {
+	var files [][]Row
+	for s := range 4 {
+		files = append(files, []Row{vtKeyed(7, "agg", vtKeysIn(t, s*32, (s+1)*32, 1)[0], "v")})
+	}
+	tree := vtWriteTree(t, files, nil)
+	if err := os.RemoveAll(filepath.Join(tree, "v1", "1")); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(tree, "_jobs", "job1", "COMPLETED-7")
+	if err := os.WriteFile(marker, []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0,1,3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Subtask 1 is listed and has no directory: the open fails.
+	if _, err := Open(tree, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "lists subtask 1") {
+		t.Fatalf("open: %v", err)
+	}
+	if err := os.WriteFile(marker, []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0,3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, tree, OpenOptions{})
+	want := "it holds 0,3; subtask 1 has no directory; _jobs/job1/COMPLETED-7 does not list subtask 2, whose file is left out"
+	if err := sp.CheckConsecutive(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CheckConsecutive: %v, want %q in it", err, want)
+	}
+	if _, warns := sp.Union(); len(warns) == 0 || !strings.Contains(warns[0], want) {
+		t.Errorf("union warnings %q", warns)
+	}
+}
+
+// frozenTree is a tree of two chain groups, subtasks 0-1 and 2-3: each
+// file holds its rows, and keyed rows of op 200 in the second group's.
+func frozenTree(files [4][]Row) *Savepoint {
+	sp := &Savepoint{Kind: InputTree, Groups: []Group{{First: 0, Count: 2}, {First: 2, Count: 2}}}
+	for i, rows := range files {
+		rows = append(rows, Row{Op: 200, Key: []byte{byte(64 * (i % 2)), 's', '|', byte(i)}, Value: []byte("y")})
+		sp.Files = append(sp.Files, &File{Subtask: i, Snapshot: &Snapshot{Rows: Logical(rows)}})
+	}
+	return sp
+}
+
+// TestUnionFrozenReplicas: in a tree of several chain groups, an operator
+// row is folded over the copies of the groups running its operator (whose
+// files hold its keyed rows) when each of their subtasks holds one; the
+// other groups' copies are frozen replicas no restore of the operator
+// reads (format 5.3, 10.3). Where a running subtask holds none, it
+// restores the union of all the others, frozen ones too, and so does the
+// view; where no keyed row says which group runs the operator, the
+// warning says that frozen copies may be among those folded.
+func TestUnionFrozenReplicas(t *testing.T) {
+	const x = 100
+	keyed := func(s int) Row { return Row{Op: x, Key: []byte{byte(64 * s), 'a', '|', 'k'}, Value: []byte("v")} }
+	legacy := func(v string) Row { return Row{Op: x, Key: []byte("__broadcast_main_inflight__"), Value: []byte(v)} }
+	empty := Row{Op: x, Key: nil, Value: []byte("e")}
+	wm := func(v string) Row { return vtOperator(x, "wm", []byte(v)) }
+	off := func(v int64) Row { return vtOperator(x, "off", vtI64(v)) }
+	for _, c := range []struct {
+		name   string
+		files  [4][]Row
+		key    string // the operator row's logical key
+		want   string // its value in the view, and the subtask of the copy
+		frozen int
+		warn   string
+	}{
+		{"every running subtask holds a copy", [4][]Row{{keyed(0), wm("live-0")}, {keyed(1), wm("live-1")}, {wm("frozen2")}, {wm("frozen3")}},
+			"wm", "live-1@1", 2, "2 subtasks (0,1) hold different values, not all 8-byte operator values; subtask 1's copy is used (clink's fold in subtask order keeps the later one); the copies of subtasks 2,3, in chain groups that do not run the operator, are frozen replicas"},
+		{"a running subtask holds none", [4][]Row{{keyed(0), off(5)}, {keyed(1)}, {off(9)}, {off(9)}},
+			"off", "9@2", 0, ""},
+		{"the empty key and legacy raw keys", [4][]Row{{empty, legacy("r0"), wm("live-0")}, {empty, legacy("r1"), wm("live-1")}, {wm("frozen2")}, {wm("frozen3")}},
+			"wm", "live-1@1", 2, "the copies of subtasks 2,3"},
+		{"no keyed rows", [4][]Row{{wm("a0")}, {wm("a1")}, {wm("f2")}, {wm("f3")}},
+			"wm", "f3@3", 0, "op 100 has no keyed rows to tell which of the 2 chain groups runs it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rows, st := frozenTree(c.files).UnionWithStats()
+			got := ""
+			for _, r := range rows {
+				if r.Row.Op == x && string(r.Row.Key) == "\xff"+c.key {
+					v := string(r.Row.Value)
+					if len(r.Row.Value) == 8 {
+						v = strconv.FormatInt(int64(le64(r.Row.Value)), 10)
+					}
+					got = fmt.Sprintf("%s@%d", v, r.Subtask)
+				}
+			}
+			if got != c.want || st.FrozenCopies != c.frozen {
+				t.Errorf("got %s with %d frozen copies left out, want %s and %d", got, st.FrozenCopies, c.want, c.frozen)
+			}
+			if w := strings.Join(st.Warnings, "\n"); !strings.Contains(w, c.warn) {
+				t.Errorf("warnings %q, want %q in them", st.Warnings, c.warn)
+			}
+		})
 	}
 }

@@ -1306,8 +1306,8 @@ func (v *validator) checkSubtasks() {
 	if len(missing) == 0 {
 		return
 	}
-	v.treeFinding(SeverityError, CheckSubtasks, 0, nil, fmt.Sprintf("v%d has no directory for %s %s of checkpoint %d (it holds subtasks %s): a job restoring at this layout refuses to start a subtask without state (section 5.3), and no chain group is inferred across the gap",
-		v.sp.Generation, plural(len(missing), "subtask", "subtasks"), FormatGroups(runsOf(missing)), v.sp.Checkpoint, v.sp.SubtaskList()))
+	v.treeFinding(SeverityError, CheckSubtasks, 0, nil, fmt.Sprintf("checkpoint %d of v%d lacks %s %s (it holds subtasks %s; %s): a job restoring at this layout refuses to start a subtask without state (section 5.3), and no chain group is inferred across the gap",
+		v.sp.Checkpoint, v.sp.Generation, plural(len(missing), "subtask", "subtasks"), FormatGroups(runsOf(missing)), v.sp.SubtaskList(), v.sp.DescribeMissing(missing)))
 }
 
 // runsOf returns the sorted, distinct ints xs as runs of consecutive ones.

@@ -914,7 +914,7 @@ func TestValidateMissingSubtasks(t *testing.T) {
 	var found bool
 	for _, f := range rep.Findings {
 		if f.Check == CheckSubtasks {
-			found = f.Severity == SeverityError && strings.Contains(f.Message, "no directory for subtasks 2-3 of checkpoint 7 (it holds subtasks 0,1,4)")
+			found = f.Severity == SeverityError && strings.Contains(f.Message, "checkpoint 7 of v1 lacks subtasks 2-3 (it holds subtasks 0,1,4; subtasks 2-3 have no directory)")
 		}
 	}
 	if !found {
