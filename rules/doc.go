@@ -29,7 +29,8 @@
 // slot) twice is an error. A declaration follows its slot through later
 // rename_slot and remap_operator rules, so a rule after
 // `rename_slot: {op: 7, from: agg, to: agg_v2}` finds the declaration of
-// "agg" under "agg_v2".
+// "agg" under "agg_v2", and a rule before it finds none there
+// (Rule.SlotDecl); Set.SlotDecl finds it under every name.
 //
 // # Rule kinds
 //

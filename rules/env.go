@@ -35,6 +35,18 @@ func (s *Set) FillEnv(env *Env, row savepoint.Row, subtask int) error {
 // stale values): the engine passes Set.Fields, so rows are not decoded for
 // expressions that never read key or value.
 func (s *Set) FillEnvFields(env *Env, row savepoint.Row, subtask int, need Fields) error {
+	return fillEnv(&s.slotIndex, env, row, subtask, need)
+}
+
+// FillEnvAt is FillEnvFields as rule r sees the row: decoded with the
+// declarations under the names they have at r's place in the file
+// (Rule.SlotDecl), not under those later rules give them. The engine
+// fills the environment of each rule so.
+func (r *Rule) FillEnvAt(env *Env, row savepoint.Row, subtask int, need Fields) error {
+	return fillEnv(r.decls, env, row, subtask, need)
+}
+
+func fillEnv(decls *declIndex, env *Env, row savepoint.Row, subtask int, need Fields) error {
 	k := savepoint.ParseKey(row.Key)
 	env.init()
 	env.Op = row.Op
@@ -57,7 +69,7 @@ func (s *Set) FillEnvFields(env *Env, row savepoint.Row, subtask int, need Field
 
 	var d *SlotDecl
 	if k.Kind == savepoint.KindKeyed {
-		d = s.slotDeclBytes(row.Op, k.Slot)
+		d = decls.get(row.Op, k.Slot)
 	}
 	// key is a fresh string, and value a slice boxed in an interface: both
 	// allocate, so each is filled only when an expression reads it (a drop

@@ -613,3 +613,34 @@ func TestDisplayNotUTF8(t *testing.T) {
 		t.Errorf("Display: %q, want %q", got, want)
 	}
 }
+
+// TestRuleSlotDecl: each rule sees the declarations under the names they
+// have at its place; Set.SlotDecl finds them under every name.
+func TestRuleSlotDecl(t *testing.T) {
+	set, err := Parse("r.yaml", []byte("version: 1\nslots: [{op: 7, slot: t, ttl: true}]\nrules:\n  - keep: 'true'\n  - rename_slot: {op: 7, from: t, to: a}\n  - keep: 'true'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decl := set.Slots[0]
+	for i, want := range []struct{ t, a *SlotDecl }{{decl, nil}, {decl, nil}, {nil, decl}} {
+		r := set.Rules[i]
+		if r.SlotDecl(7, []byte("t")) != want.t || r.SlotDecl(7, []byte("a")) != want.a {
+			t.Errorf("%s: t %v, a %v; want %v, %v", r.Label(), r.SlotDecl(7, []byte("t")), r.SlotDecl(7, []byte("a")), want.t, want.a)
+		}
+	}
+	if set.SlotDecl(7, "t") != decl || set.SlotDecl(7, "a") != decl {
+		t.Error("Set.SlotDecl does not find the declaration under both names")
+	}
+	if !set.Rules[0].SameDecls(set.Rules[1]) || set.Rules[1].SameDecls(set.Rules[2]) {
+		t.Error("SameDecls: rules 1 and 2 see the same declarations, rule 3 others")
+	}
+	// Filled for rule 1, an 8-byte value of slot a is no TTL stamp.
+	var env Env
+	row := savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a"), []byte("k")), Value: make([]byte, 8)}
+	if err := set.Rules[0].FillEnvAt(&env, row, -1, AllFields); err != nil || env.ExpireAt != nil {
+		t.Errorf("rule 1: expire_at %v, %v; want nil", env.ExpireAt, err)
+	}
+	if err := set.Rules[2].FillEnvAt(&env, row, -1, AllFields); err != nil || env.ExpireAt != int64(0) {
+		t.Errorf("rule 3: expire_at %v, %v; want 0", env.ExpireAt, err)
+	}
+}

@@ -111,14 +111,7 @@ func declTypes(d *SlotDecl) (key, value reflect.Type) {
 	return key, value
 }
 
-func (p *parser) indexSlot(op uint64, slot string, d *SlotDecl) {
-	m := p.set.slotIndex[op]
-	if m == nil {
-		m = map[string]*SlotDecl{}
-		p.set.slotIndex[op] = m
-	}
-	m[slot] = d
-}
+func (p *parser) indexSlot(op uint64, slot string, d *SlotDecl) { p.set.slotIndex.put(op, slot, d) }
 
 // codecValue parses a codec spec.
 func (p *parser) codecValue(n *yaml.Node, key string) (codec.Codec, bool) {
@@ -145,7 +138,16 @@ func (p *parser) parseRules(n, keyNode *yaml.Node) {
 	}
 	for i, rn := range n.Content {
 		p.rule, p.ruleName = i+1, ""
+		if p.viewIndex == nil {
+			x := declIndex{}
+			for k, d := range p.view {
+				x.put(k.op, k.slot, d)
+			}
+			p.viewIndex = &x
+		}
+		decls := p.viewIndex
 		if r := p.parseRule(rn, i+1); r != nil {
+			r.decls = decls
 			p.set.Rules = append(p.set.Rules, r)
 		}
 	}
@@ -389,6 +391,7 @@ func (p *parser) parseRemapOperator(kn, vn *yaml.Node) *RemapOperatorSpec {
 // the view: rules after it see no declaration there.
 func (p *parser) vacate(k slotName, d *SlotDecl) {
 	delete(p.view, k)
+	p.viewIndex = nil
 	p.vacated[k] = vacatedName{decl: d, rule: p.rule}
 }
 
@@ -403,6 +406,7 @@ func (p *parser) alias(at *yaml.Node, k slotName, d *SlotDecl) {
 		return
 	}
 	p.view[k] = d
+	p.viewIndex = nil
 	if cur := p.set.SlotDecl(k.op, k.slot); cur == nil {
 		p.indexSlot(k.op, k.slot, d)
 	} else if cur != d && !equivalentDecl(cur, d) {

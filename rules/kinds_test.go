@@ -136,7 +136,7 @@ func TestRuleKinds(t *testing.T) {
 			v := reflect.ValueOf(*r)
 			n := 0
 			for i := 0; i < v.NumField(); i++ {
-				if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+				if f := v.Field(i); v.Type().Field(i).IsExported() && f.Kind() == reflect.Pointer && !f.IsNil() {
 					n++
 				}
 			}

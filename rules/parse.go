@@ -112,7 +112,7 @@ func ParseWithOptions(filename string, src []byte, opts ParseOptions) (*Set, err
 		set: &Set{
 			Digest:    hex.EncodeToString(sum[:]),
 			Source:    filename,
-			slotIndex: map[uint64]map[string]*SlotDecl{},
+			slotIndex: declIndex{},
 		},
 	}
 	p.run()
@@ -148,6 +148,9 @@ type parser struct {
 	// the names they move a declared slot away from (vacated).
 	view    map[slotName]*SlotDecl
 	vacated map[slotName]vacatedName
+	// viewIndex is view as a declIndex, what the rule being parsed sees
+	// (Rule.decls); nil when a rule changed view since it was built.
+	viewIndex *declIndex
 
 	// purges are the purge_keys rules read, whose indexes are built at
 	// the end of the walk (finishPurges).

@@ -49,7 +49,34 @@ type Set struct {
 	// Warnings are the lint findings; they do not make the file invalid.
 	Warnings []*Warning
 
-	slotIndex map[uint64]map[string]*SlotDecl
+	// slotIndex holds every name a declaration has anywhere in the
+	// file: its own, and those rename_slot and remap_operator give it.
+	slotIndex declIndex
+}
+
+// declIndex maps (op, slot name) to a slot declaration.
+type declIndex map[uint64]map[string]*SlotDecl
+
+func (x declIndex) put(op uint64, slot string, d *SlotDecl) {
+	m := x[op]
+	if m == nil {
+		m = map[string]*SlotDecl{}
+		x[op] = m
+	}
+	m[slot] = d
+}
+
+// get returns the declaration of (op, slot), held in bytes (no
+// allocation), or nil (also from a nil index).
+func (x *declIndex) get(op uint64, slot []byte) *SlotDecl {
+	if x == nil {
+		return nil
+	}
+	m := (*x)[op]
+	if m == nil {
+		return nil
+	}
+	return m[string(slot)]
 }
 
 // Rescale returns the rescale rule's spec, or nil when the file has none.
@@ -61,22 +88,27 @@ func (s *Set) Rescale() *RescaleSpec {
 	return nil
 }
 
-// SlotDecl returns the declaration of (op, slot), or nil when the slot is
-// not declared. A declaration follows its slot through rename_slot and
-// remap_operator rules: after `rename_slot: {op: 7, from: agg, to: agg_v2}`
-// the declaration of (7, "agg") is also returned for (7, "agg_v2").
+// SlotDecl returns the declaration of (op, slot) under any of the names
+// the file gives it, or nil when the slot is not declared. A declaration
+// follows its slot through rename_slot and remap_operator rules: after
+// `rename_slot: {op: 7, from: agg, to: agg_v2}` the declaration of
+// (7, "agg") is also returned for (7, "agg_v2"). This is how export, diff
+// and cat decode both sides of a migration; the rules themselves see each
+// declaration under the names it has at their place (Rule.SlotDecl).
 func (s *Set) SlotDecl(op uint64, slot string) *SlotDecl {
 	return s.slotIndex[op][slot]
 }
 
-// slotDeclBytes is SlotDecl for a slot name held in bytes (no allocation).
-func (s *Set) slotDeclBytes(op uint64, slot []byte) *SlotDecl {
-	m := s.slotIndex[op]
-	if m == nil {
-		return nil
-	}
-	return m[string(slot)]
-}
+// SlotDecl returns the declaration of (op, slot) as rule r sees it: under
+// the names it has at r's place in the file, before r applies. A name a
+// later rename_slot or remap_operator moves a declaration to is not
+// declared here, nor is one an earlier rule moved it away from.
+func (r *Rule) SlotDecl(op uint64, slot []byte) *SlotDecl { return r.decls.get(op, slot) }
+
+// SameDecls reports whether rules r and o see the same declarations under
+// the same names (no rule between them renames or remaps a declared
+// slot), so that a row decoded for one is decoded for the other.
+func (r *Rule) SameDecls(o *Rule) bool { return r.decls == o.decls }
 
 // OpRef names an operator by numeric id or by uid.
 type OpRef struct {
@@ -213,6 +245,10 @@ type Rule struct {
 	DropVersion *DropVersionSpec
 	// Rescale is set for KindRescale.
 	Rescale *RescaleSpec
+
+	// decls are the slot declarations under the names they have at the
+	// rule's place (SlotDecl), shared by the rules that see the same.
+	decls *declIndex
 }
 
 // Label identifies the rule in reports and errors: `rule 3 "purge-old"

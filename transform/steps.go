@@ -175,7 +175,7 @@ func compile(set *rules.Set) []step {
 					return row, true, nil
 				}
 				w.res.rules[i].matched++
-				if err := w.fill(row); err != nil {
+				if err := w.fill(row, i); err != nil {
 					return row, false, err
 				}
 				v, err := sv.Apply(&w.vm, &w.env)
@@ -232,7 +232,7 @@ func filterStep(f *rules.FilterSpec, keepIf bool) (func(w *worker, i int, r save
 			w.view = rules.RowView{Op: r.Op, Key: k, Subtask: w.subtask}
 			v = fast(&w.view)
 		} else if !isConst {
-			if err := w.fill(r); err != nil {
+			if err := w.fill(r, i); err != nil {
 				return r, false, err
 			}
 			var err error
@@ -299,7 +299,8 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 		if k.Kind != savepoint.KindKeyed || !p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
 			return r, true, nil
 		}
-		j, ok := p.Match(k.UserKey, w.comp.of(r.Op, k.Slot))
+		d := w.e.steps[i].rule.SlotDecl(r.Op, k.Slot)
+		j, ok := p.Match(k.UserKey, d != nil && d.Composite)
 		if !ok {
 			return r, true, nil
 		}

@@ -2106,6 +2106,7 @@ type worker struct {
 	view    rules.RowView
 	envRow  savepoint.Row
 	envOK   bool
+	envRule *rules.Rule // the rule env was filled for: its declarations
 	// keys holds the operators and keys of the rows being scanned (see
 	// scanRow); runFirst, runLast, streakFirst and lastKey are copies of
 	// keys read there that must outlive the next read.
@@ -2128,16 +2129,19 @@ type worker struct {
 	rows savepoint.RowReader
 }
 
-// fill prepares the expression environment for r once per row version.
-func (w *worker) fill(r savepoint.Row) error {
+// fill prepares the expression environment of rule i for r, once per row
+// version and set of declarations: a rule decodes a row with the slot
+// declarations under the names they have at its place in the file.
+func (w *worker) fill(r savepoint.Row, i int) error {
 	if w.e.stopped.Load() {
 		return context.Canceled
 	}
-	if w.envOK && w.envRow.Op == r.Op && sameSlice(w.envRow.Key, r.Key) && sameSlice(w.envRow.Value, r.Value) {
+	rule := w.e.steps[i].rule
+	if w.envOK && w.envRule.SameDecls(rule) && w.envRow.Op == r.Op && sameSlice(w.envRow.Key, r.Key) && sameSlice(w.envRow.Value, r.Value) {
 		return nil
 	}
-	w.envRow, w.envOK = r, true
-	return w.e.set.FillEnvFields(&w.env, r, w.subtask, w.e.fields)
+	w.envRow, w.envOK, w.envRule = r, true, rule
+	return rule.FillEnvAt(&w.env, r, w.subtask, w.e.fields)
 }
 
 func sameSlice(a, b []byte) bool {
