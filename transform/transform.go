@@ -892,8 +892,10 @@ type engine struct {
 	steps []step
 	// purges are the indexes of the purge_keys steps.
 	purges []int
-	// joinBlobs: a rule may merge two operators' state, and the timer
-	// blobs kept are noted to be joined (see unionTimerBlobs).
+	// joinBlobs: a rule merges (remap_operator or rename_slot with
+	// merge), so the copies of two keys may meet: the timer blobs kept
+	// are noted to be joined (see unionTimerBlobs), and each file's own
+	// stored copies are resolved first (dropShadowed).
 	joinBlobs bool
 	// fields are the row-model fields the expressions read.
 	fields rules.Fields
@@ -1019,7 +1021,11 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 		// keep go now, so that dropping or renaming the copy that wins
 		// does not bring back one that it hid.
 		var shadowed []uint64
-		res.dupes, shadowed, res.unchecked = out.dropShadowed(f, e.valueFates, dropped)
+		// A merge meets a key's copies with another key's: the file's own
+		// are resolved first, as a restore resolves them, or the fold of
+		// them all in stream order might keep another value (mixed 8-byte
+		// and other operator values do not fold associatively).
+		res.dupes, shadowed, res.unchecked = out.dropShadowed(f, e.valueFates || e.joinBlobs, dropped)
 		// So do the copies a merge resolved away, which a later rule
 		// saw beside the copy kept.
 		lost, err := e.mergeLosers(f, shadowed)
@@ -1695,22 +1701,24 @@ func shortKeyedRun(b *savepoint.Batch, lo, m int) (n int, op uint64, kg int, key
 // when there are none, or none were looked for). A strictly increasing input, or one whose
 // keys are distinct, has no such copy. An input of maxShadowSearchRows
 // rows or more that is not strictly increasing is searched only when a
-// rule decides by value (valueFates: otherwise the copies kept are
-// resolved as a restore resolves them when the output is sorted), with a
+// rule decides by value or merges keys (search: otherwise every copy of a
+// key meets the same fate, and the copies kept are resolved as a restore
+// resolves them when the output is sorted), with a
 // hash of each key (savepoint.RepeatedKeys: 8 bytes a row; a value-based
 // drop over 10M rows in clink's order took a quarter longer, and twice the
 // memory), not sorted in memory; one it cannot search within its bounds (a
 // quarter of the file's bytes, 65,536 repeated keys) is not looked at
 // (unchecked).
-func (o *outRows) dropShadowed(f *savepoint.File, valueFates bool, dropped func(savepoint.Row)) (n int64, shadowed []uint64, unchecked bool) {
+func (o *outRows) dropShadowed(f *savepoint.File, search bool, dropped func(savepoint.Row)) (n int64, shadowed []uint64, unchecked bool) {
 	snap := f.Snapshot
 	if _, strict := snap.Order(); strict {
 		return 0, nil, false
 	}
-	if snap.NumRows() >= maxShadowSearchRows && !valueFates {
-		// Every stored copy of a key met the same fate: the copies kept
-		// are resolved as a restore resolves them when the output is
-		// sorted, and none dropped hid one kept.
+	if snap.NumRows() >= maxShadowSearchRows && !search {
+		// Every stored copy of a key met the same fate, and no other
+		// key's joined them: the copies kept are resolved as a restore
+		// resolves them when the output is sorted, and none dropped hid
+		// one kept.
 		return 0, nil, false
 	}
 	shadowed = make([]uint64, (snap.NumRows()+63)/64) // by input row
@@ -2313,7 +2321,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 	}
 	for i, res := range results {
 		if res.unchecked {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s was not searched for keys stored twice (over %d rows not in canonical order, and more repeated keys, or smaller rows, than the search's memory bound allows): the rules acted on every stored copy, and where one dropped the copy a restore keeps, the other copy may be left (compare with sptool diff)", sp.Files[i].Rel, maxShadowSearchRows-1))
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s was not searched for keys stored twice (over %d rows not in canonical order, and more repeated keys, or smaller rows, than the search's memory bound allows): the rules acted on every stored copy, and where one dropped the copy a restore keeps, the other copy may be left, or a merge may have met every copy of a key where a restore keeps one (compare with sptool diff)", sp.Files[i].Rel, maxShadowSearchRows-1))
 		}
 	}
 }
