@@ -43,7 +43,7 @@
 //	keep: {op|uid, slot, expr}      the same within one operator and/or slot only
 //	drop: EXPR                      drop rows where EXPR is true
 //	drop: {op|uid, slot, expr}      the same within one operator and/or slot only
-//	drop_operator: {op|uid}
+//	drop_operator: {op|uid}         every row of the operator, and its version-map entries
 //	remap_operator: {from|from_uid, to|to_uid, merge: false}
 //	rename_slot: {op|uid, from, to, merge}
 //	drop_slot: {op|uid, slot}

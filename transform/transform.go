@@ -680,7 +680,7 @@ func dropVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleSta
 	var warns []string
 	for i, st := range steps {
 		dv := st.rule.DropVersion
-		if dv == nil || i >= len(stats) || stats[i].VersionEntries > 0 {
+		if dv == nil || i >= len(stats) || stats[i].VersionEntries > 0 || droppedWithOperator(sp, steps, i) {
 			continue
 		}
 		types := map[string]bool{}
@@ -698,6 +698,25 @@ func dropVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleSta
 		warns = append(warns, fmt.Sprintf("%s: the version map has no entry of operator %s for state type %q here (%s); the rule does nothing", st.rule.Label(), dv.Op, dv.StateType, have))
 	}
 	return warns
+}
+
+// droppedWithOperator reports whether a drop_operator step before step i,
+// a drop_version, took the entry it names out of the version map: the
+// rule file says twice what is done once (as the contract's example does),
+// and no warning is due.
+func droppedWithOperator(sp *savepoint.Savepoint, steps []step, i int) bool {
+	dv := steps[i].rule.DropVersion
+	for j, st := range steps[:i] {
+		if do := st.rule.DropOperator; do == nil || do.Op.ID != dv.Op.ID {
+			continue
+		}
+		for _, vm := range versionsAt(sp, steps, j) {
+			if _, ok := vm.Get(dv.Op.ID, dv.StateType); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // versionsAt returns the version map of each file of sp that has one, as

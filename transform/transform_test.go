@@ -781,6 +781,22 @@ func TestRuleKinds(t *testing.T) {
 			},
 		},
 		{
+			// drop_operator takes op 12's entry; a drop_version of it
+			// after says so again, and is not warned of; one of an
+			// entry op 12 never had is.
+			name:     "drop_version after drop_operator",
+			rules:    "  - drop_operator: {op: 12}\n  - drop_version: {op: 12, state_type: Dedup}\n  - drop_version: {op: 12, state_type: Absent}\n",
+			want:     replace(baseRows, rD1, savepoint.Row{}, rD2, savepoint.Row{}),
+			counts:   []counts{{2, 2, 0}, {0, 0, 0}, {0, 0, 0}},
+			versions: "7|SeenTtl|1|seen\n7|UserCounter|1|agg\n8|Cart|1|cart",
+			check: func(t *testing.T, rep *transform.Report, _ []located) {
+				want := `rule 3 (drop_version): the version map has no entry of operator 12 for state type "Absent" here (it has none); the rule does nothing`
+				if len(rep.Warnings) != 1 || rep.Warnings[0] != want {
+					t.Errorf("warnings %q, want [%q]", rep.Warnings, want)
+				}
+			},
+		},
+		{
 			name:   "keep false empties every file",
 			rules:  "  - keep: 'false'\n",
 			want:   nil,
