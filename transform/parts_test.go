@@ -184,8 +184,15 @@ func runTwoWays(t *testing.T, dir string, rows []savepoint.Row, src string, jobs
 // TestFailureStopsParts: a part of a file whose rules fail stops the other
 // parts at their next row: none of them runs to its end (each would take
 // seconds, an expression taking some 40 ms a row), and the error is the
-// failing part's.
+// failing part's, whichever part it is: not the cancellation the parts
+// before it met.
 func TestFailureStopsParts(t *testing.T) {
+	for _, bad := range []int{0, 3 * 64} {
+		t.Run(fmt.Sprintf("row %d", bad), func(t *testing.T) { testFailureStopsParts(t, bad) })
+	}
+}
+
+func testFailureStopsParts(t *testing.T, bad int) {
 	defer func(v int) { minRowsPerPart = v }(minRowsPerPart)
 	minRowsPerPart = 64
 	dir := t.TempDir()
@@ -194,7 +201,7 @@ func TestFailureStopsParts(t *testing.T) {
 		rows[i] = savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), fmt.Appendf(nil, "k%03d", i)), Value: []byte("v")}
 	}
 	slices.SortFunc(rows, func(a, b savepoint.Row) int { return bytes.Compare(a.Key, b.Key) })
-	rows[0].Value = []byte("bad") // the first row of the first part
+	rows[bad].Value = []byte("bad") // the first row of a part
 	in := filepath.Join(dir, "in.snap")
 	if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{Sidecar: true, CheckpointID: 3}); err != nil {
 		t.Fatal(err)
@@ -216,7 +223,7 @@ func TestFailureStopsParts(t *testing.T) {
 		counted.Store(max(counted.Load(), done))
 	}})
 	if err == nil || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "divide by zero") {
-		t.Fatalf("error %v, want the first part's division by zero", err)
+		t.Fatalf("error %v, want the failing part's division by zero", err)
 	}
 	if n := counted.Load(); n > 0 {
 		t.Errorf("%d rows of the other parts were processed after the first failed", n)

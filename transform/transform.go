@@ -1368,7 +1368,9 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 	last, have := ranges[0].last, ranges[0].res.out.Len() > 0
 	for _, rr := range ranges[1:] {
 		p := rr.res
-		if p.err != nil && res.err == nil {
+		// The first error, but a part's own before the cancellation
+		// that a failing part put the parts before it to.
+		if p.err != nil && (res.err == nil || errors.Is(res.err, context.Canceled) && !errors.Is(p.err, context.Canceled)) {
 			res.err = p.err
 		}
 		res.changed = res.changed || p.changed
