@@ -885,7 +885,7 @@ var histogramBlocks = []rune("▁▂▃▄▅▆▇█")
 func (s *Summary) WriteText(w io.Writer) error {
 	var b bytes.Buffer
 	in := s.Input
-	fmt.Fprintf(&b, "savepoint %s\n", in.Path)
+	fmt.Fprintf(&b, "savepoint %s\n", ShowName(in.Path))
 	head := "  " + in.Kind
 	if in.Kind == InputFile.String() {
 		head = "  snapshot file"
@@ -898,7 +898,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		head += fmt.Sprintf(", checkpoint %d", in.Checkpoint)
 	}
 	if in.Job != "" {
-		head += ", job " + in.Job
+		head += ", job " + ShowName(in.Job)
 	}
 	b.WriteString(head + "\n")
 	if in.CompletedMarker != "" {
@@ -906,7 +906,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		if in.CompletedSubtasks != nil {
 			subs = "subtasks " + JoinInts(in.CompletedSubtasks, ",")
 		}
-		fmt.Fprintf(&b, "  marker %s (%s)\n", in.CompletedMarker, subs)
+		fmt.Fprintf(&b, "  marker %s (%s)\n", ShowName(in.CompletedMarker), subs)
 	} else if in.Kind != InputFile.String() {
 		b.WriteString("  no COMPLETED marker\n")
 	}
@@ -952,33 +952,33 @@ func (s *Summary) WriteText(w io.Writer) error {
 		if f.Subtask < 0 {
 			sub = "-"
 		}
-		tab.Row(sub, f.Rel, strconv.FormatInt(f.Size, 10), strconv.FormatUint(uint64(f.CRC32C), 10), f.Variant, comp, batches, strconv.Itoa(f.Rows), strconv.Itoa(f.Keyed), strconv.Itoa(f.Operator), strconv.Itoa(f.Raw), sc)
+		tab.Row(sub, ShowName(f.Rel), strconv.FormatInt(f.Size, 10), strconv.FormatUint(uint64(f.CRC32C), 10), f.Variant, comp, batches, strconv.Itoa(f.Rows), strconv.Itoa(f.Keyed), strconv.Itoa(f.Operator), strconv.Itoa(f.Raw), sc)
 	}
 	tab.WriteTo(&b)
 	for _, f := range s.Files {
 		if f.Sidecar != nil && f.Sidecar.Detail != "" {
-			fmt.Fprintf(&b, "  %s: sidecar %s: %s\n", f.Rel, f.Sidecar.Verdict, f.Sidecar.Detail)
+			fmt.Fprintf(&b, "  %s: sidecar %s: %s\n", ShowName(f.Rel), f.Sidecar.Verdict, f.Sidecar.Detail)
 		}
 		if f.TrailingBytes > 0 {
-			fmt.Fprintf(&b, "  %s: %d bytes after the end-of-stream marker\n", f.Rel, f.TrailingBytes)
+			fmt.Fprintf(&b, "  %s: %d bytes after the end-of-stream marker\n", ShowName(f.Rel), f.TrailingBytes)
 		}
 		if c := f.Changelog; c != nil {
 			mats := make([]string, len(c.Materialization))
 			for i, m := range c.Materialization {
 				switch m {
 				case "handle":
-					mats[i] = "handle " + c.Handles[i]
+					mats[i] = "handle " + ShowName(c.Handles[i])
 				case "handle-empty":
 					mats[i] = "empty handle (nothing materialised yet)"
 				default:
 					mats[i] = "inline materialisation"
 				}
 			}
-			line := fmt.Sprintf("  %s: changelog, %d blob%s, %s; %d log rows (%d puts, %d erases)", f.Rel, c.Blobs, plural(c.Blobs, "", "s"), strings.Join(mats, ", "), c.LogRows, c.Puts, c.Erases)
+			line := fmt.Sprintf("  %s: changelog, %d blob%s, %s; %d log rows (%d puts, %d erases)", ShowName(f.Rel), c.Blobs, plural(c.Blobs, "", "s"), strings.Join(mats, ", "), c.LogRows, c.Puts, c.Erases)
 			if len(c.Materializations) > 0 {
 				mats := make([]string, len(c.Materializations))
 				for i, m := range c.Materializations {
-					mats[i] = m
+					mats[i] = ShowName(m)
 					if i < len(c.MaterializationBytes) && c.MaterializationBytes[i] >= 0 {
 						mats[i] += fmt.Sprintf(" (%d bytes)", c.MaterializationBytes[i])
 					}
@@ -998,7 +998,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 			}
 			keys = strings.Join(shown, ", ")
 		}
-		fmt.Fprintf(&b, "    %s: %s\n", f.Rel, keys)
+		fmt.Fprintf(&b, "    %s: %s\n", ShowName(f.Rel), keys)
 	}
 
 	b.WriteString("\nOperators\n")
@@ -1094,14 +1094,14 @@ func (s *Summary) WriteText(w io.Writer) error {
 			if v.Entries == 0 {
 				what = "no map"
 			}
-			fmt.Fprintf(&b, "  %s: %s\n", what, strings.Join(v.Files, ", "))
+			fmt.Fprintf(&b, "  %s: %s\n", what, strings.Join(showNames(v.Files), ", "))
 		}
 	}
 
 	if len(s.UnknownMetadata) > 0 {
 		b.WriteString("\nUnknown metadata\n")
 		for _, m := range s.UnknownMetadata {
-			fmt.Fprintf(&b, "  %s = %s (%s)\n", RenderSlot([]byte(m.Key)), renderBytesShort([]byte(m.Value), 64), strings.Join(m.Files, ", "))
+			fmt.Fprintf(&b, "  %s = %s (%s)\n", RenderSlot([]byte(m.Key)), renderBytesShort([]byte(m.Value), 64), strings.Join(showNames(m.Files), ", "))
 		}
 	}
 	if len(s.Notes) > 0 {

@@ -789,3 +789,35 @@ func TestSummarizeSharedMaterialisation(t *testing.T) {
 		t.Errorf("totals: %d materialisations of %d bytes, want 1 of %d", tot.Materializations, tot.MaterializationBytes, st.Size())
 	}
 }
+
+// A name a tree carries with a newline or an escape in it (here a job's
+// directory) is shown quoted in the text of inspect and validate: it makes
+// no line of its own.
+func TestShowNameInText(t *testing.T) {
+	if got := ShowName("_jobs/7/COMPLETED-3"); got != "_jobs/7/COMPLETED-3" {
+		t.Errorf("plain name shown as %s", got)
+	}
+	if got := ShowName("j\nfake\x1b"); got != `"j\nfake\x1b"` {
+		t.Errorf("name with controls shown as %s", got)
+	}
+	tree := vtWriteTree(t, [][]Row{{vtKeyed(7, "agg", []byte("k"), "v")}}, nil)
+	if err := os.Rename(filepath.Join(tree, "_jobs", "job1"), filepath.Join(tree, "_jobs", "j\nfake line")); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, tree, OpenOptions{})
+	var b bytes.Buffer
+	if err := Summarize(sp).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(sp, ValidateOptions{}).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "fake line") {
+			t.Errorf("a line of its own from the job's directory name:\n%s", b.String())
+		}
+	}
+	if !strings.Contains(b.String(), `marker "_jobs/j\nfake line/COMPLETED-7"`) {
+		t.Errorf("marker not shown quoted:\n%s", b.String())
+	}
+}

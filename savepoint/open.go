@@ -376,10 +376,10 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 				rel, _ := filepath.Rel(sp.Root, filepath.Join(genDir, d.name, name))
 				sp.Unlisted = append(sp.Unlisted, rel)
 				sp.unlistedSubtasks = append(sp.unlistedSubtasks, d.index)
-				sp.Notes = append(sp.Notes, fmt.Sprintf("%s holds checkpoint %d, but %s does not list subtask %d: left out", rel, sp.Checkpoint, sp.CompletedRel, d.index))
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%s holds checkpoint %d, but %s does not list subtask %d: left out", rel, sp.Checkpoint, ShowName(sp.CompletedRel), d.index))
 				continue
 			}
-			sp.Notes = append(sp.Notes, fmt.Sprintf("subtask directory %s holds no checkpoint %d and %s does not list it: left out", d.name, sp.Checkpoint, sp.CompletedRel))
+			sp.Notes = append(sp.Notes, fmt.Sprintf("subtask directory %s holds no checkpoint %d and %s does not list it: left out", d.name, sp.Checkpoint, ShowName(sp.CompletedRel)))
 			continue
 		case ok:
 		default:
@@ -394,7 +394,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	if hasListing {
 		for _, i := range listing {
 			if _, ok := seen[i]; !ok {
-				return fmt.Errorf("open savepoint: %s lists subtask %d but %s has no directory %d", sp.CompletedRel, i, genDir, i)
+				return fmt.Errorf("open savepoint: %s lists subtask %d but %s has no directory %d", ShowName(sp.CompletedRel), i, genDir, i)
 			}
 		}
 	}
@@ -1064,7 +1064,7 @@ func InferGroups(files []*File) []Group {
 func (sp *Savepoint) UnlistedWarnings() []string {
 	var out []string
 	for _, rel := range sp.Unlisted {
-		out = append(out, fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is left out: none of its rows is read, nor written to an output (sptool validate says more; given the file itself, %s, a command reads it)", rel, sp.Checkpoint, sp.CompletedRel, filepath.Join(sp.Root, rel)))
+		out = append(out, fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is left out: none of its rows is read, nor written to an output (sptool validate says more; given the file itself, %s, a command reads it)", rel, sp.Checkpoint, ShowName(sp.CompletedRel), filepath.Join(sp.Root, rel)))
 	}
 	return out
 }
@@ -1100,7 +1100,7 @@ func (sp *Savepoint) DescribeMissing(missing []int) string {
 		parts = append(parts, fmt.Sprintf("%s %s %s no directory", plural(len(absent), "subtask", "subtasks"), FormatGroups(runsOf(absent)), plural(len(absent), "has", "have")))
 	}
 	if len(unlisted) > 0 {
-		parts = append(parts, fmt.Sprintf("%s does not list %s %s, whose %s left out", sp.CompletedRel, plural(len(unlisted), "subtask", "subtasks"), FormatGroups(runsOf(unlisted)), plural(len(unlisted), "file is", "files are")))
+		parts = append(parts, fmt.Sprintf("%s does not list %s %s, whose %s left out", ShowName(sp.CompletedRel), plural(len(unlisted), "subtask", "subtasks"), FormatGroups(runsOf(unlisted)), plural(len(unlisted), "file is", "files are")))
 	}
 	return strings.Join(parts, "; ")
 }

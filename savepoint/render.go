@@ -58,3 +58,26 @@ func Printable(b []byte) bool {
 	}
 	return true
 }
+
+// showNames returns the names ShowName shows.
+func showNames(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = ShowName(n)
+	}
+	return out
+}
+
+// ShowName returns a name a savepoint carries (a directory's, a job's, a
+// materialisation handle, a path under the tree) for a line of text
+// output: as it is, or Go-quoted when it holds a control character, so that
+// a newline or an escape in it cannot make a line of its own or act on a
+// terminal.
+func ShowName(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}

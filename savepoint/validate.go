@@ -330,7 +330,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			where := "tree"
 			if f.File != "" {
-				where = f.File
+				where = ShowName(f.File)
 			}
 			if f.Row >= 0 {
 				where += " row " + strconv.Itoa(f.Row)
@@ -1240,22 +1240,22 @@ func (v *validator) checkCompleted() {
 		return
 	}
 	if c.Checkpoint != sp.Checkpoint {
-		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s says checkpoint=%d, but it marks checkpoint %d", sp.CompletedRel, c.Checkpoint, sp.Checkpoint))
+		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s says checkpoint=%d, but it marks checkpoint %d", ShowName(sp.CompletedRel), c.Checkpoint, sp.Checkpoint))
 	}
 	if c.Generation != sp.Generation {
-		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s says generation=%d, but the checkpoint was read from generation v%d", sp.CompletedRel, c.Generation, sp.Generation))
+		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s says generation=%d, but the checkpoint was read from generation v%d", ShowName(sp.CompletedRel), c.Generation, sp.Generation))
 	}
 	if len(sp.OtherCompleted) > 0 {
 		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%d COMPLETED-%d markers (%s): clink applies a marker's subtasks= line only when exactly one marker exists, so it unions operator rows from every subtask directory, whatever each lists",
-			1+len(sp.OtherCompleted), sp.Checkpoint, strings.Join(append([]string{sp.CompletedRel}, sp.OtherCompleted...), ", ")))
+			1+len(sp.OtherCompleted), sp.Checkpoint, strings.Join(showNames(append([]string{sp.CompletedRel}, sp.OtherCompleted...)), ", ")))
 		return
 	}
 	if !c.HasSubtasks {
-		v.treeFinding(SeverityInfo, CheckCompleted, 0, nil, fmt.Sprintf("%s has no subtasks= line: clink unions operator rows from every subtask directory", sp.CompletedRel))
+		v.treeFinding(SeverityInfo, CheckCompleted, 0, nil, fmt.Sprintf("%s has no subtasks= line: clink unions operator rows from every subtask directory", ShowName(sp.CompletedRel)))
 		return
 	}
 	if len(c.Subtasks) == 0 {
-		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s lists no subtask (an empty subtasks= line, which no coordinator writes): clink's restore skips every subtask the line does not list, so each subtask restores its own file and unions no other subtask's operator rows (section 5.3); sptool reads every subtask directory, as if the line were absent", sp.CompletedRel))
+		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s lists no subtask (an empty subtasks= line, which no coordinator writes): clink's restore skips every subtask the line does not list, so each subtask restores its own file and unions no other subtask's operator rows (section 5.3); sptool reads every subtask directory, as if the line were absent", ShowName(sp.CompletedRel)))
 		return
 	}
 	present := map[int]bool{}
@@ -1269,7 +1269,7 @@ func (v *validator) checkCompleted() {
 		}
 		listed[i] = true
 		if !present[i] {
-			v.treeFinding(SeverityError, CheckCompleted, 0, nil, fmt.Sprintf("%s lists subtask %d, but v%d has no directory %d: a job restoring that subtask finds no state and refuses to start", sp.CompletedRel, i, sp.Generation, i))
+			v.treeFinding(SeverityError, CheckCompleted, 0, nil, fmt.Sprintf("%s lists subtask %d, but v%d has no directory %d: a job restoring that subtask finds no state and refuses to start", ShowName(sp.CompletedRel), i, sp.Generation, i))
 		}
 	}
 	for _, rel := range sp.Unlisted {
@@ -1277,7 +1277,7 @@ func (v *validator) checkCompleted() {
 		if err != nil {
 			subtask = -1
 		}
-		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: rel, Subtask: subtask, Row: -1, Message: fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is not part of the checkpoint the marker describes, and is left out (clink's restore does not union its operator rows either, section 5.3; a restore at a parallelism that takes in that subtask would read its keyed rows)", rel, sp.Checkpoint, sp.CompletedRel)})
+		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: rel, Subtask: subtask, Row: -1, Message: fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is not part of the checkpoint the marker describes, and is left out (clink's restore does not union its operator rows either, section 5.3; a restore at a parallelism that takes in that subtask would read its keyed rows)", rel, sp.Checkpoint, ShowName(sp.CompletedRel))})
 	}
 }
 

@@ -249,7 +249,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.DryRun {
 		mode += " (dry run: nothing written)"
 	}
-	ew.printf("%s: %s %s", mode, r.Input.Kind, r.Input.Path)
+	ew.printf("%s: %s %s", mode, r.Input.Kind, savepoint.ShowName(r.Input.Path))
 	if r.Input.Kind != "file" {
 		ew.printf(" (generation %d, checkpoint %d, %d files, %s backend)", r.Input.Generation, r.Input.Checkpoint, r.Input.Files, r.Input.Backend)
 	}
@@ -350,7 +350,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	ew.table(files)
 	if r.Output != nil {
-		ew.printf("\nwritten: %s (%d files, %d bytes, digest %s)\n", r.Output.Path, r.Output.Files, r.Output.Bytes, r.Output.Digest)
+		ew.printf("\nwritten: %s (%d files, %d bytes, digest %s)\n", savepoint.ShowName(r.Output.Path), r.Output.Files, r.Output.Bytes, r.Output.Digest)
 	}
 	for _, w := range r.Warnings {
 		ew.printf("warning: %s\n", w)

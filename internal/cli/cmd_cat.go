@@ -130,9 +130,9 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	}
 	var scratch []byte
 	for _, f := range view.Files {
-		header := f.Rel
+		header := savepoint.ShowName(f.Rel)
 		if f.Subtask >= 0 {
-			header = fmt.Sprintf("%s (subtask %d)", f.Rel, f.Subtask)
+			header = fmt.Sprintf("%s (subtask %d)", savepoint.ShowName(f.Rel), f.Subtask)
 		}
 		cur := f.Snapshot.NewCursor()
 		// A file in canonical order (as sptool writes them) is printed as
