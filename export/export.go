@@ -1034,8 +1034,9 @@ type Decoded struct {
 	ExpireAt    int64
 	HasExpireAt bool
 	// KeyDeclared and ValueDeclared report that the declaration decodes
-	// the key (a key codec, or composite) and the value (a value codec or
-	// a TTL stamp): only then do KeyOK and ValueOK say whether it did.
+	// the key (a key codec; in a composite slot, the string codec, which
+	// takes the whole key) and the value (a value codec or a TTL stamp):
+	// only then do KeyOK and ValueOK say whether it did.
 	KeyDeclared, ValueDeclared bool
 }
 
@@ -1136,10 +1137,13 @@ func DecodeRow(set *rules.Set, env *rules.Env, r savepoint.Row, subtask int) (De
 		return Decoded{}, nil
 	}
 	err := set.FillEnv(env, r, subtask)
-	d := Decoded{Declared: true, Key: env.Key, KeyDeclared: decl.KeyCodec != nil || decl.Composite, ValueDeclared: decl.ValueCodec != nil || decl.TTL}
 	// A key the declaration does not decode is shown as stored, as an
-	// undeclared slot's is: not as the text of its bytes.
-	d.KeyOK = d.KeyDeclared
+	// undeclared slot's is: not as the text of its bytes. A composite key
+	// (K 0x1F element) is text only with the string codec; with another,
+	// it is not decoded.
+	keyDecodes := decl.KeyCodec != nil && (!decl.Composite || decl.KeyCodec.String() == "string")
+	d := Decoded{Declared: true, Key: env.Key, KeyDeclared: keyDecodes, ValueDeclared: decl.ValueCodec != nil || decl.TTL}
+	d.KeyOK = keyDecodes
 	if d.KeyOK && !decl.Composite && decl.KeyCodec.String() == "bytes" {
 		// The bytes codec's key is a string in expressions; shown, it is
 		// bytes, rendered as a bytes value is.

@@ -975,13 +975,14 @@ func TestExportStringNotUTF8(t *testing.T) {
 // slot's, with key_decoded null; one of the bytes codec is shown as bytes
 // are; neither as the text of its bytes.
 func TestExportKeyWithoutCodec(t *testing.T) {
-	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: n, value: int64}\n  - {op: 1, slot: b, key: bytes, value: int64}\nrules: []\n")
+	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: n, value: int64}\n  - {op: 1, slot: b, key: bytes, value: int64}\n  - {op: 1, slot: c, key: int64, value: int64, composite: true}\nrules: []\n")
 	v := binary.LittleEndian.AppendUint64(nil, 5)
 	rows := []savepoint.Row{
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("n"), binary.LittleEndian.AppendUint64(nil, 1)), Value: v},
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("n"), []byte("0x1")), Value: v},
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("b"), []byte("abc")), Value: v},
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("b"), []byte{1, 0}), Value: v},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("c"), []byte{1, 0, 0, 0, 0, 0, 0, 0, 0x1f, 'a'}), Value: v},
 	}
 	sp := fileOfRows(rows)
 	flag := func(b *bool) string {
@@ -996,7 +997,7 @@ func TestExportKeyWithoutCodec(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s:%v=%v %s/%s", r.Slot, r.Key, r.Value, flag(r.KeyDecoded), flag(r.ValueDecoded)))
 	}
 	slices.Sort(got)
-	if want := "[b:0x0100=5 true/true b:abc=5 true/true n:0x0100000000000000=5 null/true n:0x307831=5 null/true]"; fmt.Sprint(got) != want {
+	if want := "[b:0x0100=5 true/true b:abc=5 true/true c:0x01000000000000001f61=5 null/true n:0x0100000000000000=5 null/true n:0x307831=5 null/true]"; fmt.Sprint(got) != want {
 		t.Errorf("records %v, want %s", got, want)
 	}
 	// The query projection and CSV agree.
@@ -1006,7 +1007,7 @@ func TestExportKeyWithoutCodec(t *testing.T) {
 		got = append(got, fmt.Sprintf("%v:%v %v", r["slot"], r["key"], r["key_decoded"]))
 	}
 	slices.Sort(got)
-	if want := "[b:0x0100 true b:abc true n:0x0100000000000000 <nil> n:0x307831 <nil>]"; fmt.Sprint(got) != want {
+	if want := "[b:0x0100 true b:abc true c:0x01000000000000001f61 <nil> n:0x0100000000000000 <nil> n:0x307831 <nil>]"; fmt.Sprint(got) != want {
 		t.Errorf("query projection %v, want %s", got, want)
 	}
 	csvData, _ := export(t, sp, Options{Format: CSV, Rules: set})

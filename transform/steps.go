@@ -299,8 +299,12 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 		if k.Kind != savepoint.KindKeyed || !p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
 			return r, true, nil
 		}
-		d := w.e.steps[i].rule.SlotDecl(r.Op, k.Slot)
-		j, ok := p.Match(k.UserKey, d != nil && d.Composite)
+		// A slot declared composite under this name anywhere in the file
+		// is matched as one, before the rule that makes it so too: the
+		// purge then leaves no element of a listed key in an output slot
+		// that holds them, and its audit, which looks at the output,
+		// finds none.
+		j, ok := p.Match(k.UserKey, w.comp.of(r.Op, k.Slot))
 		if !ok {
 			return r, true, nil
 		}
