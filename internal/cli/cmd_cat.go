@@ -32,6 +32,9 @@ type decode struct {
 	Key      any    `json:"key"`
 	Value    any    `json:"value"`
 	ExpireAt *int64 `json:"expire_at,omitempty"`
+	// keyString and valueString: Key and Value are strings a codec
+	// decoded, which the text format quotes (catShown).
+	keyString, valueString bool
 }
 
 func runCat(ctx context.Context, s *Streams, args []string) int {
@@ -341,7 +344,7 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 	b = append(b, " = "...)
 	b = savepoint.AppendRenderBytes(b, r.Value, 64)
 	if dec != nil {
-		b = fmt.Appendf(b, "  [key=%s value=%s", catText(dec.Key), catText(dec.Value))
+		b = fmt.Appendf(b, "  [key=%s value=%s", catShown(dec.keyString, dec.Key), catShown(dec.valueString, dec.Value))
 		if dec.ExpireAt != nil {
 			b = append(b, " expire_at="...)
 			b = strconv.AppendInt(b, *dec.ExpireAt, 10)
@@ -366,6 +369,17 @@ func catText(v any) string {
 		return strconv.Quote(t)
 	}
 	return t
+}
+
+// catShown is a decoded key or value v as the text format shows it: a
+// string a codec decoded (str) Go-quoted, so that the strings "x value=y",
+// "null" and "100" read as what they are and not as more fields, a missing
+// value or a number; anything else as catText shows it.
+func catShown(str bool, v any) string {
+	if s, ok := v.(string); str && ok {
+		return strconv.Quote(s)
+	}
+	return catText(v)
 }
 
 // allPrintable reports whether every rune of s is printable (a space is).

@@ -420,3 +420,38 @@ func TestCatSlotAsPrinted(t *testing.T) {
 		}
 	}
 }
+
+// The text format quotes a string a codec decoded, so that no two decoded
+// rows read alike: a string holding " value=", the string "null" and a
+// missing value, the string "100" and a number.
+func TestCatTextQuotesDecodedStrings(t *testing.T) {
+	rules := filepath.Join(t.TempDir(), "r.yaml")
+	if err := os.WriteFile(rules, []byte("version: 1\nslots:\n  - {op: 7, slot: s, key: string, value: string}\n  - {op: 7, slot: o, key: string, value: 'optional<string>'}\n  - {op: 7, slot: n, key: int64, value: int64}\nrules: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, decoder, err := rulesRowFilter(rules, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		slot, key string
+		value     []byte
+		want      string
+	}{
+		{"s", "a", []byte("x value=y"), `[key="a" value="x value=y"]`},
+		{"s", "a value=x", []byte("y"), `[key="a value=x" value="y"]`},
+		{"o", "b", []byte{0}, `[key="b" value=null]`},
+		{"o", "b", []byte("\x01null"), `[key="b" value="null"]`},
+		{"s", "c", []byte("100"), `[key="c" value="100"]`},
+		{"n", "\x64\x00\x00\x00\x00\x00\x00\x00", []byte("\x64\x00\x00\x00\x00\x00\x00\x00"), `[key=100 value=100]`},
+	} {
+		r := savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte(c.slot), []byte(c.key)), Value: c.value}
+		d, err := decoder(r, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(appendCatText(nil, r, savepoint.ParseKey(r.Key), d)); !strings.HasSuffix(got, "  "+c.want+"\n") {
+			t.Errorf("%s %q = %q: %s, want %s", c.slot, c.key, c.value, got, c.want)
+		}
+	}
+}

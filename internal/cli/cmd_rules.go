@@ -445,6 +445,9 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 			// What the declaration does not decode is shown as stored.
 			d := &decode{}
 			d.Key, d.Value, d.ExpireAt = dd.JSONFields(export.Render(savepoint.ParseKey(r.Key).UserKey), export.Render(r.Value))
+			_, ks := dd.Key.(string)
+			_, vs := dd.Value.(string)
+			d.keyString, d.valueString = dd.KeyOK && ks, dd.ValueOK && vs
 			return d, nil
 		}
 	}
