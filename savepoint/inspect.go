@@ -974,7 +974,11 @@ func (s *Summary) WriteText(w io.Writer) error {
 					mats[i] = "inline materialisation"
 				}
 			}
-			line := fmt.Sprintf("  %s: changelog, %d blob%s, %s; %d log rows (%d puts, %d erases)", ShowName(f.Rel), c.Blobs, plural(c.Blobs, "", "s"), strings.Join(mats, ", "), c.LogRows, c.Puts, c.Erases)
+			matsText := strings.Join(mats, ", ")
+			if len(mats) == 0 {
+				matsText = "no materialisation"
+			}
+			line := fmt.Sprintf("  %s: changelog, %d blob%s, %s; %d log rows (%d puts, %d erases)", ShowName(f.Rel), c.Blobs, plural(c.Blobs, "", "s"), matsText, c.LogRows, c.Puts, c.Erases)
 			if len(c.Materializations) > 0 {
 				mats := make([]string, len(c.Materializations))
 				for i, m := range c.Materializations {
