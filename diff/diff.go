@@ -993,7 +993,7 @@ func sideLabel(s Side) string {
 		parts = append(parts, "generation "+strconv.Itoa(s.Generation), "checkpoint "+strconv.FormatUint(s.Checkpoint, 10), fmt.Sprintf("%d files", s.Files))
 	}
 	parts = append(parts, fmt.Sprintf("%d logical rows", s.Rows))
-	return fmt.Sprintf("%s (%s)", s.Path, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s (%s)", savepoint.ShowName(s.Path), strings.Join(parts, ", "))
 }
 
 func sampleKey(x Sample) string {

@@ -781,3 +781,11 @@ func TestMetadataChangeHex(t *testing.T) {
 		t.Errorf("JSON %s (%v): want key_hex, a_hex and b_hex for k\\xff only", js, err)
 	}
 }
+
+// A side's path holding a newline is shown quoted in the text header.
+func TestSideLabelQuotesPath(t *testing.T) {
+	got := sideLabel(Side{Path: "a\nfake line", Kind: "file", Rows: 1})
+	if strings.Contains(got, "\n") || !strings.HasPrefix(got, `"a\nfake line" (file`) {
+		t.Errorf("side label %q", got)
+	}
+}

@@ -820,4 +820,25 @@ func TestShowNameInText(t *testing.T) {
 	if !strings.Contains(b.String(), `marker "_jobs/j\nfake line/COMPLETED-7"`) {
 		t.Errorf("marker not shown quoted:\n%s", b.String())
 	}
+	// The tree's own path, in the sidecar verdicts too.
+	moved := filepath.Join(t.TempDir(), "t\nfake line")
+	if err := os.Rename(tree, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(moved, "v1", "0", "checkpoint-7.snap.meta")); err != nil {
+		t.Fatal(err)
+	}
+	sp = vtOpen(t, moved, OpenOptions{})
+	b.Reset()
+	if err := Summarize(sp).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(sp, ValidateOptions{}).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "fake line") {
+			t.Errorf("a line of its own from the tree's path:\n%s", b.String())
+		}
+	}
 }

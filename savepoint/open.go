@@ -349,7 +349,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		return err
 	}
 	for _, rel := range ignored {
-		sp.Notes = append(sp.Notes, fmt.Sprintf("%s ignored: clink looks for COMPLETED-<id> with the id in decimal, so it is no marker clink finds (format 5.5)", rel))
+		sp.Notes = append(sp.Notes, fmt.Sprintf("%s ignored: clink looks for COMPLETED-<id> with the id in decimal, so it is no marker clink finds (format 5.5)", ShowName(rel)))
 	}
 	if err := sp.selectCheckpoint(dirs, markers, opts.Checkpoint, opts.CheckpointSet || opts.Checkpoint != 0); err != nil {
 		return err
@@ -556,7 +556,7 @@ func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]m
 		if ms := markers[id]; len(ms) > 0 {
 			m := ms[0]
 			if len(ms) > 1 {
-				sp.Notes = append(sp.Notes, fmt.Sprintf("%d COMPLETED-%d markers found; %s is used for the job, and no marker's subtasks= line applies (clink applies one only when it is the only marker)", len(ms), id, m.rel))
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%d COMPLETED-%d markers found; %s is used for the job, and no marker's subtasks= line applies (clink applies one only when it is the only marker)", len(ms), id, ShowName(m.rel)))
 				for _, o := range ms[1:] {
 					sp.OtherCompleted = append(sp.OtherCompleted, o.rel)
 				}

@@ -220,11 +220,11 @@ const (
 // sidecar is non-nil whenever it parsed.
 func Verify(payloadPath string, payloadExists bool, size int64, crc uint32, sidecar []byte) (Verdict, string, *Sidecar) {
 	if !payloadExists {
-		return VerdictMissing, "no payload at " + payloadPath, nil
+		return VerdictMissing, "no payload at " + ShowName(payloadPath), nil
 	}
-	metaPath := payloadPath + SidecarSuffix
+	metaPath := ShowName(payloadPath + SidecarSuffix)
 	if sidecar == nil {
-		return VerdictIncomplete, "no integrity sidecar beside " + payloadPath +
+		return VerdictIncomplete, "no integrity sidecar beside " + ShowName(payloadPath) +
 			" - the checkpoint was never published (or predates integrity metadata)", nil
 	}
 	meta, err := ParseSidecar(sidecar)
@@ -236,14 +236,14 @@ func Verify(payloadPath string, payloadExists bool, size int64, crc uint32, side
 			metaPath, meta.Version, SidecarVersion), &meta
 	}
 	if size < 0 {
-		return VerdictCorrupt, "cannot size " + payloadPath, &meta
+		return VerdictCorrupt, "cannot size " + ShowName(payloadPath), &meta
 	}
 	if uint64(size) != meta.PayloadBytes {
-		return VerdictIncomplete, fmt.Sprintf("%s is %d bytes, sidecar declares %d", payloadPath, size, meta.PayloadBytes), &meta
+		return VerdictIncomplete, fmt.Sprintf("%s is %d bytes, sidecar declares %d", ShowName(payloadPath), size, meta.PayloadBytes), &meta
 	}
 	if crc != meta.PayloadCRC32C {
 		return VerdictCorrupt, fmt.Sprintf("%s checksum mismatch: computed %d, sidecar declares %d",
-			payloadPath, crc, meta.PayloadCRC32C), &meta
+			ShowName(payloadPath), crc, meta.PayloadCRC32C), &meta
 	}
 	return VerdictValid, "", &meta
 }
