@@ -530,7 +530,7 @@ func completedMarkers(root string) (map[uint64][]marker, []string, error) {
 			}
 			c, err := ParseCompleted(b)
 			if err != nil {
-				return nil, nil, fmt.Errorf("marker %s: %w", rel, err)
+				return nil, nil, fmt.Errorf("marker %s: %w", ShowName(rel), err)
 			}
 			if c.Job == "" {
 				c.Job = j.Name()

@@ -566,7 +566,7 @@ func (v *validator) checkFileLevel(f *File) {
 	}
 	for i, m := range f.MaterializationInfo {
 		if m.Size == 0 && i < len(f.Materializations) {
-			v.fileFinding(f, SeverityWarning, CheckFormat, fmt.Sprintf("materialisation %s is 0 bytes: the subtask restores no materialised state from it (clink reads empty bytes as empty state), though clink's writer never writes one empty (a zero-row stream at least): a file cut short?", f.Materializations[i]))
+			v.fileFinding(f, SeverityWarning, CheckFormat, fmt.Sprintf("materialisation %s is 0 bytes: the subtask restores no materialised state from it (clink reads empty bytes as empty state), though clink's writer never writes one empty (a zero-row stream at least): a file cut short?", ShowName(f.Materializations[i])))
 		}
 	}
 	if s.Compression != "" {
@@ -1344,7 +1344,7 @@ func (v *validator) checkUnreferencedMaterializations() {
 			if slices.Contains(f.Materializations, rel) {
 				continue
 			}
-			v.add(Finding{Severity: SeverityInfo, Check: CheckUnreferencedMaterialization, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: fmt.Sprintf("%s is referenced by no changelog of checkpoint %d (left over from an earlier one; clink's restore ignores it, sptool does not copy it)", filepath.ToSlash(rel), v.sp.Checkpoint)})
+			v.add(Finding{Severity: SeverityInfo, Check: CheckUnreferencedMaterialization, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: fmt.Sprintf("%s is referenced by no changelog of checkpoint %d (left over from an earlier one; clink's restore ignores it, sptool does not copy it)", ShowName(filepath.ToSlash(rel)), v.sp.Checkpoint)})
 		}
 	}
 }

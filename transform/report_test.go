@@ -180,3 +180,19 @@ func TestVersionChangeHex(t *testing.T) {
 		}
 	}
 }
+
+// TestReportPathsQuoted: a path holding a newline (a file named so on the
+// command line) is quoted in the text report's header and files table, so
+// that it makes no line of its own.
+func TestReportPathsQuoted(t *testing.T) {
+	rep := &Report{Input: Input{Kind: "file", Path: "in\nfake line.snap"}, Files: []*FileStats{{Subtask: -1, Input: "in\nfake line.snap", Action: "rewrite"}}}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(text.String(), "\n") {
+		if strings.HasPrefix(line, "fake line") {
+			t.Errorf("a line of its own from the path:\n%s", text.String())
+		}
+	}
+}

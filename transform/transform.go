@@ -1809,7 +1809,7 @@ func (e *engine) compositeWarnings() []string {
 			continue
 		}
 		st := e.steps[c.step]
-		warns = append(warns, fmt.Sprintf("%s: slot %q of op %d is not declared 'composite: true', but its keys look composite (a key, 0x1F, an element, as clink's ExpiringMapState and ExpiringListState store them): the purge matches them whole, so the elements of listed keys it holds are left, and the audit does not count them; declare the slot with 'composite: true' under 'slots:' to purge them", st.rule.Label(), k.slot, k.op))
+		warns = append(warns, fmt.Sprintf("%s: slot %q of op %d is not declared 'composite: true', but its keys look composite (a key, 0x1F, an element, as clink's ExpiringMapState and ExpiringListState store them): the purge matches them whole, so the elements of listed keys it holds are left (the audit counts them as remaining only where a later rule moves them into a slot declared composite); declare the slot with 'composite: true' under 'slots:' to purge them", st.rule.Label(), k.slot, k.op))
 	}
 	return warns
 }

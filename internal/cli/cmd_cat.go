@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -32,9 +33,9 @@ type decode struct {
 	Key      any    `json:"key"`
 	Value    any    `json:"value"`
 	ExpireAt *int64 `json:"expire_at,omitempty"`
-	// keyString and valueString: Key and Value are strings a codec
-	// decoded, which the text format quotes (catShown).
-	keyString, valueString bool
+	// keyText and valueText are Key and Value as the text format shows
+	// them (catShown), "" to show them as catText does.
+	keyText, valueText string
 }
 
 func runCat(ctx context.Context, s *Streams, args []string) int {
@@ -344,7 +345,7 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 	b = append(b, " = "...)
 	b = savepoint.AppendRenderBytes(b, r.Value, 64)
 	if dec != nil {
-		b = fmt.Appendf(b, "  [key=%s value=%s", catShown(dec.keyString, dec.Key), catShown(dec.valueString, dec.Value))
+		b = fmt.Appendf(b, "  [key=%s value=%s", cmp.Or(dec.keyText, catText(dec.Key)), cmp.Or(dec.valueText, catText(dec.Value)))
 		if dec.ExpireAt != nil {
 			b = append(b, " expire_at="...)
 			b = strconv.AppendInt(b, *dec.ExpireAt, 10)
@@ -371,15 +372,25 @@ func catText(v any) string {
 	return t
 }
 
-// catShown is a decoded key or value v as the text format shows it: a
-// string a codec decoded (str) Go-quoted, so that the strings "x value=y",
-// "null" and "100" read as what they are and not as more fields, a missing
-// value or a number; anything else as catText shows it.
-func catShown(str bool, v any) string {
-	if s, ok := v.(string); str && ok {
-		return strconv.Quote(s)
+// catShown is a key or value as the text format shows it among the
+// decoded fields: a string a codec decoded Go-quoted, and bytes (shown as
+// stored when nothing decodes them, or decoded by the bytes codec) as a
+// slot name is, quoted when printable, else 0x and hex; so that "x
+// value=y", "null" and "100", strings or bytes, read as what they are and
+// not as more fields, a missing value or a number. Numbers, booleans,
+// collections (JSON) and nil (null) as catText shows them. decoded is
+// the decoded value (nil when decoded is false), stored the stored bytes.
+func catShown(ok bool, decoded any, stored []byte) string {
+	if !ok {
+		return string(savepoint.AppendRenderName(nil, stored))
 	}
-	return catText(v)
+	switch v := decoded.(type) {
+	case string:
+		return strconv.Quote(v)
+	case []byte:
+		return string(savepoint.AppendRenderName(nil, v))
+	}
+	return catText(export.JSONValue(decoded))
 }
 
 // allPrintable reports whether every rune of s is printable (a space is).

@@ -426,7 +426,7 @@ func TestCatSlotAsPrinted(t *testing.T) {
 // missing value, the string "100" and a number.
 func TestCatTextQuotesDecodedStrings(t *testing.T) {
 	rules := filepath.Join(t.TempDir(), "r.yaml")
-	if err := os.WriteFile(rules, []byte("version: 1\nslots:\n  - {op: 7, slot: s, key: string, value: string}\n  - {op: 7, slot: o, key: string, value: 'optional<string>'}\n  - {op: 7, slot: n, key: int64, value: int64}\nrules: []\n"), 0o644); err != nil {
+	if err := os.WriteFile(rules, []byte("version: 1\nslots:\n  - {op: 7, slot: s, key: string, value: string}\n  - {op: 7, slot: o, key: string, value: 'optional<string>'}\n  - {op: 7, slot: n, key: int64, value: int64}\n  - {op: 7, slot: b, key: string}\n  - {op: 7, slot: v, value: bytes}\nrules: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, decoder, err := rulesRowFilter(rules, "")
@@ -444,6 +444,12 @@ func TestCatTextQuotesDecodedStrings(t *testing.T) {
 		{"o", "b", []byte("\x01null"), `[key="b" value="null"]`},
 		{"s", "c", []byte("100"), `[key="c" value="100"]`},
 		{"n", "\x64\x00\x00\x00\x00\x00\x00\x00", []byte("\x64\x00\x00\x00\x00\x00\x00\x00"), `[key=100 value=100]`},
+		// Bytes, undecoded or of the bytes codec, as a slot name is shown.
+		{"b", "k", []byte("100"), `[key="k" value="100"]`},
+		{"b", "k", []byte("null"), `[key="k" value="null"]`},
+		{"b", "k", []byte(`"x"`), `[key="k" value="\"x\""]`},
+		{"b", "k", []byte{0, 1}, `[key="k" value=0x0001]`},
+		{"v", "a value=b", []byte("y"), `[key="a value=b" value="y"]`},
 	} {
 		r := savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte(c.slot), []byte(c.key)), Value: c.value}
 		d, err := decoder(r, -1)

@@ -445,9 +445,8 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 			// What the declaration does not decode is shown as stored.
 			d := &decode{}
 			d.Key, d.Value, d.ExpireAt = dd.JSONFields(export.Render(savepoint.ParseKey(r.Key).UserKey), export.Render(r.Value))
-			_, ks := dd.Key.(string)
-			_, vs := dd.Value.(string)
-			d.keyString, d.valueString = dd.KeyOK && ks, dd.ValueOK && vs
+			d.keyText = catShown(dd.KeyOK, dd.Key, savepoint.ParseKey(r.Key).UserKey)
+			d.valueText = catShown(dd.ValueOK, dd.Value, r.Value)
 			return d, nil
 		}
 	}
