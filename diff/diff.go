@@ -567,8 +567,19 @@ func (d *differ) both(a, b savepoint.UnionRow) {
 		}
 	case d.sameLayout && same:
 		// Each subtask restores its own copy: they may differ where the
-		// copies the union chose do not.
-		switch subs := differentRestores(a, b); {
+		// copies the union chose do not. In a tree of several chain
+		// groups only the subtasks of the groups running the operator
+		// count: the others' copies are frozen replicas (format 10.3).
+		ga, okA := d.keyed[0].of(d.a, a.Row.Op)
+		gb, okB := d.keyed[1].of(d.b, b.Row.Op)
+		running := func(sub int) bool {
+			if !okA || !okB || ga == nil && gb == nil {
+				return true
+			}
+			g, ok := d.a.GroupOf(sub)
+			return ok && (ga[g] || gb[g])
+		}
+		switch subs := differentRestores(a, b, running); {
 		case len(subs) == 1:
 			same, note = false, fmt.Sprintf("subtask %d restores another copy", subs[0])
 		case len(subs) > 1:
@@ -629,11 +640,12 @@ func copiesOf(u savepoint.UnionRow) []savepoint.UnionRow {
 	return []savepoint.UnionRow{u}
 }
 
-// differentRestores returns the subtasks that restore different values of
-// an operator-state row whose chosen copies a and b are equal, at one
-// layout: a subtask restores its own copy, and one without a copy the
-// union's (format 5.3: own wins, the others are merged in).
-func differentRestores(a, b savepoint.UnionRow) []int {
+// differentRestores returns the subtasks (those running reports) that
+// restore different values of an operator-state row whose chosen copies a
+// and b are equal, at one layout: a subtask restores its own copy, and one
+// without a copy the union's (format 5.3: own wins, the others are merged
+// in).
+func differentRestores(a, b savepoint.UnionRow, running func(sub int) bool) []int {
 	own := func(u savepoint.UnionRow) map[int][]byte {
 		m := map[int][]byte{}
 		for _, c := range copiesOf(u) {
@@ -644,6 +656,9 @@ func differentRestores(a, b savepoint.UnionRow) []int {
 	oa, ob := own(a), own(b)
 	var subs []int
 	for _, sub := range slices.Sorted(maps.Keys(oa)) {
+		if !running(sub) {
+			continue
+		}
 		vb, ok := ob[sub]
 		if !ok {
 			vb = b.Row.Value
@@ -653,7 +668,7 @@ func differentRestores(a, b savepoint.UnionRow) []int {
 		}
 	}
 	for _, sub := range slices.Sorted(maps.Keys(ob)) {
-		if _, ok := oa[sub]; !ok && !bytes.Equal(a.Row.Value, ob[sub]) {
+		if _, ok := oa[sub]; !ok && running(sub) && !bytes.Equal(a.Row.Value, ob[sub]) {
 			subs = append(subs, sub)
 		}
 	}
