@@ -259,6 +259,70 @@ func nestingWithin(src string, limit int) (int, bool) {
 	return 0, true
 }
 
+// maxExprUnary bounds how many unary operators (!, -, +, not) an
+// expression holds: expr's parser descends once for each, and a chain of
+// a million of them overflowed the goroutine's stack as brackets did (a
+// few hundred thousand took hundreds of MB before the node limit refused
+// them).
+const maxExprUnary = 256
+
+// unaryWithin reports whether src, outside its string literals, holds at
+// most limit unary operators (an operator in prefix position: at the start,
+// or after an operator, an opening bracket, a comma, a colon or a
+// question mark), and if not, the rune offset of the first one too many.
+func unaryWithin(src string, limit int) (int, bool) {
+	n, quote, escaped := 0, rune(0), false
+	operand := false // the last token ends an operand: an operator after it is binary
+	rs := []rune(src)
+	for off := 0; off < len(rs); off++ {
+		r := rs[off]
+		switch {
+		case quote != 0:
+			switch {
+			case escaped:
+				escaped = false
+			case r == '\\' && quote != '`':
+				escaped = true
+			case r == quote:
+				quote, operand = 0, true
+			}
+		case r == '"' || r == '\'' || r == '`':
+			quote = r
+		case unicode.IsSpace(r):
+		case r == '!' || r == '-' || r == '+':
+			if !operand && (r != '!' || off+1 >= len(rs) || rs[off+1] != '=') {
+				if n++; n > limit {
+					return off, false
+				}
+			}
+			operand = false
+		case unicode.IsLetter(r) || r == '_' || r == '$' || unicode.IsDigit(r) || r == '.':
+			start := off
+			for off+1 < len(rs) && (unicode.IsLetter(rs[off+1]) || unicode.IsDigit(rs[off+1]) || rs[off+1] == '_' || rs[off+1] == '$' || rs[off+1] == '.') {
+				off++
+			}
+			switch word := string(rs[start : off+1]); word {
+			case "not":
+				if !operand {
+					if n++; n > limit {
+						return start, false
+					}
+				}
+				operand = false
+			case "and", "or", "in", "matches", "contains", "startsWith", "endsWith":
+				operand = false
+			default:
+				operand = true
+			}
+		case r == ')' || r == ']' || r == '}':
+			operand = true
+		default:
+			operand = false
+		}
+	}
+	return 0, true
+}
+
 // exprErr is an expression error at a rune offset of the expression.
 type exprErr struct {
 	off     int
@@ -276,6 +340,9 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 	}()
 	if off, ok := nestingWithin(src, maxExprNesting); !ok {
 		return nil, &exprErr{off: off, msg: fmt.Sprintf("brackets nested more than %d deep", maxExprNesting)}
+	}
+	if off, ok := unaryWithin(src, maxExprUnary); !ok {
+		return nil, &exprErr{off: off, msg: fmt.Sprintf("more than %d unary operators (!, -, +, not)", maxExprUnary)}
 	}
 	opts := func(env any) []expr.Option {
 		o := []expr.Option{expr.Env(env), expr.MaxNodes(maxNodes)}

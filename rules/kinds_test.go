@@ -378,6 +378,42 @@ func TestExprNesting(t *testing.T) {
 	}
 }
 
+// TestExprUnaryLimit: a chain of unary operators is refused past 256, at
+// the first one too many, before expr's parser descends once for each (a
+// million overflowed its stack); binary operators, != and strings do not
+// count.
+func TestExprUnaryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name, expr string
+		col        int // 0: no unary error
+	}{
+		{"at the limit", strings.Repeat("!", maxExprUnary) + "true", 0},
+		{"past it", strings.Repeat("!", maxExprUnary+1) + "true", 12 + maxExprUnary},
+		{"a million !", strings.Repeat("!", 1000000) + "true", 12 + maxExprUnary},
+		{"a million -", strings.Repeat("-", 1000000) + "1 > 0", 12 + maxExprUnary},
+		{"not", strings.Repeat("not ", maxExprUnary+1) + "true", 12 + 4*maxExprUnary},
+		{"binary operators", strings.Repeat("key_group - 1 + ", 400) + "1 != 0 && op not in [1]", 0},
+		{"in strings", `slot != "` + strings.Repeat("!-", 400) + `"`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - drop: '"+tc.expr+"'\n"))
+			if tc.col == 0 {
+				if err != nil && strings.Contains(err.Error(), "unary") {
+					t.Fatalf("refused: %.200v", err)
+				}
+				return
+			}
+			var errs *Errors
+			if !errors.As(err, &errs) || errs.Len() != 1 {
+				t.Fatalf("err = %.200v", err)
+			}
+			if e := errs.List[0]; e.Line != 3 || e.Col != tc.col || !strings.Contains(e.Msg, "more than 256 unary operators") {
+				t.Errorf("got %d:%d %s, want 3:%d", e.Line, e.Col, e.Msg, tc.col)
+			}
+		})
+	}
+}
+
 // TestExprCallsRefused: now(), whose result moves from row to row and run
 // to run, and Env's __ functions, which the comparison patches call, are
 // refused where the expression calls them; date() of a literal is not.
