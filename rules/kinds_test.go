@@ -630,3 +630,20 @@ func TestPurgeExpiredCompositeWithoutTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestOctalLookingRefused: an operator id or a version written with a
+// leading 0 is refused, naming both readings: YAML would read it as octal,
+// where a purge's int64 keys and slot names are taken as spelled.
+func TestOctalLookingRefused(t *testing.T) {
+	src := "version: 1\nrules:\n  - purge_keys: {keys: [037], codec: int64, op: 7, slot: counts}\n  - drop_operator: {op: 037}\n  - set_version: {op: 0x07, state_type: X, version: 010}\n  - drop_operator: {op: 0}\n"
+	_, err := Parse("t.yaml", []byte(src))
+	var errs *Errors
+	if !errors.As(err, &errs) || errs.Len() != 2 {
+		t.Fatalf("err = %v, want 2 errors", err)
+	}
+	for i, want := range []string{"4:25: rule 2: 'op' is written 037: YAML reads an integer with a leading 0 as octal", "5:53: rule 3: 'version' is written 010"} {
+		if got := errs.List[i].Error(); !strings.Contains(got, want) {
+			t.Errorf("error %d: %s, want %q in it", i, got, want)
+		}
+	}
+}

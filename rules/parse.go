@@ -617,12 +617,36 @@ func (p *parser) intValue(n *yaml.Node, key string, bits int) (int64, bool) {
 		p.errAt(n, key, "'%s' must be an integer, got %s", key, describe(n))
 		return 0, false
 	}
+	if p.refuseOctal(n, key) {
+		return 0, false
+	}
 	var v int64
 	if err := n.Decode(&v); err != nil || (bits < 64 && (v < -(1<<(bits-1)) || v >= 1<<(bits-1))) {
 		p.errAt(n, key, "'%s' is out of range: %s", key, n.Value)
 		return 0, false
 	}
 	return v, true
+}
+
+// octalLooking reports whether the integer literal v starts with a 0 that
+// another digit follows (037): YAML reads it as octal (31), where a
+// number elsewhere in a rule file (a purge's int64 keys, a slot named
+// 012) is taken as spelled, and an operator id or a version so written is
+// most likely meant in decimal.
+func octalLooking(v string) bool {
+	v = strings.TrimLeft(strings.TrimSpace(v), "+-")
+	return len(v) > 1 && v[0] == '0' && v[1] >= '0' && v[1] <= '9'
+}
+
+// refuseOctal reports, and says why, an integer scalar written with a
+// leading 0 (octalLooking).
+func (p *parser) refuseOctal(n *yaml.Node, key string) bool {
+	if !octalLooking(n.Value) {
+		return false
+	}
+	digits := strings.TrimLeft(strings.TrimLeft(strings.TrimSpace(n.Value), "+-"), "0")
+	p.errAt(n, key, "'%s' is written %s: YAML reads an integer with a leading 0 as octal, where sptool takes other numbers of a rule file as spelled; write %s for the decimal number, or 0o%s for the octal one", key, n.Value, cmp.Or(digits, "0"), cmp.Or(digits, "0"))
+	return true
 }
 
 // tooLarge reports whether n is a decimal integer literal beyond 64 bits,
@@ -654,6 +678,9 @@ func (p *parser) uintValue(n *yaml.Node, key string, bits int) (uint64, bool) {
 	}
 	if strings.HasPrefix(strings.TrimSpace(n.Value), "-") {
 		p.errAt(n, key, "'%s' must be a non-negative integer, got %s", key, n.Value)
+		return 0, false
+	}
+	if p.refuseOctal(n, key) {
 		return 0, false
 	}
 	var v uint64
