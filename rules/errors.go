@@ -80,13 +80,23 @@ type Errors struct {
 	// Warnings holds the lint findings made before the problems stopped
 	// the load; they are not part of Error's text.
 	Warnings []*Warning
+	// Omitted counts the problems found past the first 1,000, which List
+	// leaves out.
+	Omitted int
 }
 
-// Error returns one line per problem.
+// Error returns one line per problem, and one for those omitted.
 func (e *Errors) Error() string {
-	lines := make([]string, len(e.List))
+	lines := make([]string, len(e.List), len(e.List)+1)
 	for i, x := range e.List {
 		lines[i] = x.Error()
+	}
+	if e.Omitted > 0 {
+		file := ""
+		if len(e.List) > 0 {
+			file = e.List[0].File + ": "
+		}
+		lines = append(lines, fmt.Sprintf("%s%d more problems, not listed (the first %d are)", file, e.Omitted, len(e.List)))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -101,7 +111,7 @@ func (e *Errors) Unwrap() []error {
 }
 
 // Len returns the number of problems.
-func (e *Errors) Len() int { return len(e.List) }
+func (e *Errors) Len() int { return len(e.List) + e.Omitted }
 
 func (e *Errors) sort() {
 	slices.SortStableFunc(e.List, func(a, b *Error) int {

@@ -647,3 +647,20 @@ func TestOctalLookingRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsBounded: a file of many bad rules lists the first 1,000
+// problems and counts the rest, instead of holding them all.
+func TestErrorsBounded(t *testing.T) {
+	src := "version: 1\nrules: [" + strings.Repeat("[], ", 2999) + "[]]\n"
+	_, err := Parse("t.yaml", []byte(src))
+	var errs *Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("err = %.200v", err)
+	}
+	if len(errs.List) != maxErrors || errs.Omitted != 3000-maxErrors || errs.Len() != 3000 {
+		t.Errorf("%d listed, %d omitted, Len %d; want %d, %d, 3000", len(errs.List), errs.Omitted, errs.Len(), maxErrors, 3000-maxErrors)
+	}
+	if !strings.HasSuffix(errs.Error(), "t.yaml: 2000 more problems, not listed (the first 1000 are)") {
+		t.Errorf("last line of %q", errs.Error()[len(errs.Error())-200:])
+	}
+}

@@ -52,9 +52,7 @@ func runLint(ctx context.Context, s *Streams, args []string) int {
 	out := newTextWriter(s.Out)
 	var rerrs *rules.Errors
 	if errors.As(err, &rerrs) {
-		for _, e := range rerrs.List {
-			fmt.Fprintln(out, e)
-		}
+		fmt.Fprintln(out, rerrs) // one line a problem, and one for those not listed
 		fmt.Fprintf(out, "%d problem(s)\n", rerrs.Len())
 		return ExitFindings
 	}
