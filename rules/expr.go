@@ -228,31 +228,50 @@ type compiled struct {
 // stack, which no recover catches.
 const maxExprNesting = 256
 
+// literals follows a scan of an expression through its string literals.
+type literals struct {
+	quote   rune // the open literal's quote, 0 outside one
+	escaped bool
+}
+
+// skip reports whether r belongs to a string literal (its quotes
+// included), and whether it closes one.
+func (l *literals) skip(r rune) (skip, closed bool) {
+	switch {
+	case l.quote != 0:
+		switch {
+		case l.escaped:
+			l.escaped = false
+		case r == '\\' && l.quote != '`':
+			l.escaped = true
+		case r == l.quote:
+			l.quote = 0
+			return true, true
+		}
+		return true, false
+	case r == '"' || r == '\'' || r == '`':
+		l.quote = r
+		return true, false
+	}
+	return false, false
+}
+
 // nestingWithin reports whether the brackets ((), [] and {}) of src,
 // outside its string literals, nest at most limit deep, and if not, the rune
 // offset of the first bracket too deep.
 func nestingWithin(src string, limit int) (int, bool) {
-	depth, quote, escaped := 0, rune(0), false
-	off := 0
+	depth, off := 0, 0
+	var lit literals
 	for _, r := range src {
-		switch {
-		case quote != 0:
-			switch {
-			case escaped:
-				escaped = false
-			case r == '\\' && quote != '`':
-				escaped = true
-			case r == quote:
-				quote = 0
+		if skip, _ := lit.skip(r); !skip {
+			switch r {
+			case '(', '[', '{':
+				if depth++; depth > limit {
+					return off, false
+				}
+			case ')', ']', '}':
+				depth = max(depth-1, 0)
 			}
-		case r == '"' || r == '\'' || r == '`':
-			quote = r
-		case r == '(' || r == '[' || r == '{':
-			if depth++; depth > limit {
-				return off, false
-			}
-		case r == ')' || r == ']' || r == '}':
-			depth = max(depth-1, 0)
 		}
 		off++
 	}
@@ -271,23 +290,17 @@ const maxExprUnary = 256
 // or after an operator, an opening bracket, a comma, a colon or a
 // question mark), and if not, the rune offset of the first one too many.
 func unaryWithin(src string, limit int) (int, bool) {
-	n, quote, escaped := 0, rune(0), false
+	n := 0
+	var lit literals
 	operand := false // the last token ends an operand: an operator after it is binary
 	rs := []rune(src)
 	for off := 0; off < len(rs); off++ {
 		r := rs[off]
+		if skip, closed := lit.skip(r); skip {
+			operand = operand || closed
+			continue
+		}
 		switch {
-		case quote != 0:
-			switch {
-			case escaped:
-				escaped = false
-			case r == '\\' && quote != '`':
-				escaped = true
-			case r == quote:
-				quote, operand = 0, true
-			}
-		case r == '"' || r == '\'' || r == '`':
-			quote = r
 		case unicode.IsSpace(r):
 		case r == '!' || r == '-' || r == '+':
 			if !operand && (r != '!' || off+1 >= len(rs) || rs[off+1] != '=') {

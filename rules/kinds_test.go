@@ -359,22 +359,27 @@ func TestExprNesting(t *testing.T) {
 		{"closed ones do not add up", strings.Repeat("(true) && ", 400) + "true", 0},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - drop: '"+strings.ReplaceAll(tc.expr, "'", "''")+"'\n"))
-			if tc.col == 0 {
-				if err != nil && strings.Contains(err.Error(), "nested") {
-					t.Fatalf("refused: %.200v", err)
-				}
-				return
-			}
-			var errs *Errors
-			if !errors.As(err, &errs) || errs.Len() != 1 {
-				t.Fatalf("err = %.200v", err)
-			}
-			if e := errs.List[0]; e.Line != 3 || e.Col != tc.col || !strings.Contains(e.Msg, "brackets nested more than 256 deep") {
-				t.Errorf("got %d:%d %s, want 3:%d", e.Line, e.Col, e.Msg, tc.col)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkExprLimit(t, tc.expr, tc.col, "nested", "brackets nested more than 256 deep") })
+	}
+}
+
+// checkExprLimit parses a drop of expr: with col 0, no error mentioning
+// word may come of it; else exactly one, at 3:col, saying msg.
+func checkExprLimit(t *testing.T, expr string, col int, word, msg string) {
+	t.Helper()
+	_, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - drop: '"+strings.ReplaceAll(expr, "'", "''")+"'\n"))
+	if col == 0 {
+		if err != nil && strings.Contains(err.Error(), word) {
+			t.Fatalf("refused: %.200v", err)
+		}
+		return
+	}
+	var errs *Errors
+	if !errors.As(err, &errs) || errs.Len() != 1 {
+		t.Fatalf("err = %.200v", err)
+	}
+	if e := errs.List[0]; e.Line != 3 || e.Col != col || !strings.Contains(e.Msg, msg) {
+		t.Errorf("got %d:%d %s, want 3:%d", e.Line, e.Col, e.Msg, col)
 	}
 }
 
@@ -395,22 +400,7 @@ func TestExprUnaryLimit(t *testing.T) {
 		{"binary operators", strings.Repeat("key_group - 1 + ", 400) + "1 != 0 && op not in [1]", 0},
 		{"in strings", `slot != "` + strings.Repeat("!-", 400) + `"`, 0},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - drop: '"+tc.expr+"'\n"))
-			if tc.col == 0 {
-				if err != nil && strings.Contains(err.Error(), "unary") {
-					t.Fatalf("refused: %.200v", err)
-				}
-				return
-			}
-			var errs *Errors
-			if !errors.As(err, &errs) || errs.Len() != 1 {
-				t.Fatalf("err = %.200v", err)
-			}
-			if e := errs.List[0]; e.Line != 3 || e.Col != tc.col || !strings.Contains(e.Msg, "more than 256 unary operators") {
-				t.Errorf("got %d:%d %s, want 3:%d", e.Line, e.Col, e.Msg, tc.col)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkExprLimit(t, tc.expr, tc.col, "unary", "more than 256 unary operators") })
 	}
 }
 

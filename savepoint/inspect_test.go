@@ -804,21 +804,26 @@ func TestShowNameInText(t *testing.T) {
 	if err := os.Rename(filepath.Join(tree, "_jobs", "job1"), filepath.Join(tree, "_jobs", "j\nfake line")); err != nil {
 		t.Fatal(err)
 	}
-	sp := vtOpen(t, tree, OpenOptions{})
-	var b bytes.Buffer
-	if err := Summarize(sp).WriteText(&b); err != nil {
-		t.Fatal(err)
-	}
-	if err := Validate(sp, ValidateOptions{}).WriteText(&b); err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(b.String(), "\n") {
-		if strings.HasPrefix(line, "fake line") {
-			t.Errorf("a line of its own from the job's directory name:\n%s", b.String())
+	// text is inspect's and validate's text of the tree at path; no line
+	// of it may start with what follows the newline of a name.
+	text := func(path, what string) string {
+		sp := vtOpen(t, path, OpenOptions{})
+		var b bytes.Buffer
+		if err := Summarize(sp).WriteText(&b); err != nil {
+			t.Fatal(err)
 		}
+		if err := Validate(sp, ValidateOptions{}).WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(b.String(), "\n") {
+			if strings.HasPrefix(line, "fake line") {
+				t.Errorf("a line of its own from %s:\n%s", what, b.String())
+			}
+		}
+		return b.String()
 	}
-	if !strings.Contains(b.String(), `marker "_jobs/j\nfake line/COMPLETED-7"`) {
-		t.Errorf("marker not shown quoted:\n%s", b.String())
+	if out := text(tree, "the job's directory name"); !strings.Contains(out, `marker "_jobs/j\nfake line/COMPLETED-7"`) {
+		t.Errorf("marker not shown quoted:\n%s", out)
 	}
 	// The tree's own path, in the sidecar verdicts too.
 	moved := filepath.Join(t.TempDir(), "t\nfake line")
@@ -828,17 +833,5 @@ func TestShowNameInText(t *testing.T) {
 	if err := os.Remove(filepath.Join(moved, "v1", "0", "checkpoint-7.snap.meta")); err != nil {
 		t.Fatal(err)
 	}
-	sp = vtOpen(t, moved, OpenOptions{})
-	b.Reset()
-	if err := Summarize(sp).WriteText(&b); err != nil {
-		t.Fatal(err)
-	}
-	if err := Validate(sp, ValidateOptions{}).WriteText(&b); err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(b.String(), "\n") {
-		if strings.HasPrefix(line, "fake line") {
-			t.Errorf("a line of its own from the tree's path:\n%s", b.String())
-		}
-	}
+	text(moved, "the tree's path")
 }
