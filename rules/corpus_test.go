@@ -187,7 +187,7 @@ var badCorpus = map[string]struct {
 	"remap-into-vacated.bad.yaml": {want: []string{
 		`rule 2: op 7 had slot "a" declared (slot 1 at line 3) until rule 1 moved it away: declarations are looked up by name, so op 8's rows of that slot, remapped here, would be decoded with it; declare slot "a" of op 8, or remap in another order`}, wantCount: 1},
 	"alias.bad.yaml": {want: []string{
-		"alias.bad.yaml:4:16: YAML alias '*tmp' is not supported in a rule file"}, wantCount: 1},
+		"alias.bad.yaml:4:16: rule 2: YAML alias '*tmp' is not supported in a rule file"}, wantCount: 1},
 	"name-wrong-type.bad.yaml": {want: []string{
 		"name-wrong-type.bad.yaml:3:11: rule 1: 'name' must be a string, got a list"}, wantCount: 1},
 	"many-errors.bad.yaml": {want: []string{

@@ -79,6 +79,12 @@ func (p *parser) parseSlots(n *yaml.Node) {
 		d.Composite, bok = m.boolean("composite", false)
 		ok = ok && bok
 		if !ok {
+			if op != nil && d.Slot != "" {
+				if p.badDecls == nil {
+					p.badDecls = map[slotName]bool{}
+				}
+				p.badDecls[slotName{op.ID, d.Slot}] = true
+			}
 			continue
 		}
 		d.keyType, d.valueType = declTypes(d)
@@ -815,7 +821,9 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 	}
 	d := p.view[slotName{op.ID, slot}]
 	if d == nil {
-		p.errAt(m.get("slot"), "slot", "slot %q of op %s is not declared under 'slots:'; set_value needs its value codec", slot, op)
+		if !p.badDecls[slotName{op.ID, slot}] {
+			p.errAt(m.get("slot"), "slot", "slot %q of op %s is not declared under 'slots:'; set_value needs its value codec", slot, op)
+		}
 		return nil
 	}
 	if d.ValueCodec == nil {

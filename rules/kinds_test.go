@@ -654,3 +654,20 @@ func TestErrorsBounded(t *testing.T) {
 		t.Errorf("last line of %q", errs.Error()[len(errs.Error())-200:])
 	}
 }
+
+// TestErrorsSaidOnce: an alias names its rule; an integer field tagged
+// !!float is not an integer, not out of range; a declaration with a bad
+// codec is not reported again as undeclared by the rule naming it.
+func TestErrorsSaidOnce(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"version: 1\nrules:\n  - drop_operator: &x {op: 7}\n  - name: two\n    drop_operator: *x\n", `t.yaml:5:20: rule 2 ("two"): YAML alias '*x' is not supported`},
+		{"version: 1\nrules:\n  - drop_operator: {op: !!float 6}\n", "t.yaml:3:25: rule 1: 'op' must be a non-negative integer, got float 6"},
+		{"version: 1\nslots:\n  - {op: 7, slot: counts, value: \"map<,>\"}\nrules:\n  - set_value: {op: 7, slot: counts, expr: '1'}\n", `t.yaml:3:34: slot 1: bad codec in 'value'`},
+	} {
+		_, err := Parse("t.yaml", []byte(c.src))
+		var errs *Errors
+		if !errors.As(err, &errs) || errs.Len() != 1 || !strings.HasPrefix(errs.List[0].Error(), c.want) {
+			t.Errorf("%q: %v, want the one error %s", c.src, err, c.want)
+		}
+	}
+}

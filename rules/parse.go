@@ -158,6 +158,10 @@ type parser struct {
 
 	// omitted counts the problems found past maxErrors.
 	omitted int
+
+	// badDecls are the slots whose declaration has a problem (reported):
+	// a rule naming one is not told again that it is not declared.
+	badDecls map[slotName]bool
 }
 
 // maxErrors bounds the problems a parse holds and lists: a hostile file of
@@ -309,7 +313,7 @@ func (p *parser) run() {
 	default:
 		p.errAt(&extra, "", "a second YAML document is not allowed: a rule file holds exactly one document")
 	}
-	p.checkAliases(&doc)
+	p.checkDocAliases(&doc)
 
 	var root *yaml.Node
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
@@ -365,6 +369,45 @@ func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 		}
 	}()
 	return dec.Decode(n)
+}
+
+// checkDocAliases reports every alias of the document (checkAliases),
+// naming the rule of one in a rule.
+func (p *parser) checkDocAliases(doc *yaml.Node) {
+	root := doc
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		root = doc.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		p.checkAliases(doc)
+		return
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		p.checkAliases(k)
+		if k.Value != "rules" || v.Kind != yaml.SequenceNode {
+			p.checkAliases(v)
+			continue
+		}
+		for j, rn := range v.Content {
+			p.rule, p.ruleName = j+1, ruleNameOf(rn)
+			p.checkAliases(rn)
+		}
+		p.rule, p.ruleName = 0, ""
+	}
+}
+
+// ruleNameOf returns the 'name' a rule's mapping gives, or "".
+func ruleNameOf(rn *yaml.Node) string {
+	if rn.Kind != yaml.MappingNode {
+		return ""
+	}
+	for i := 0; i+1 < len(rn.Content); i += 2 {
+		if k, v := rn.Content[i], rn.Content[i+1]; k.Value == "name" && v.Kind == yaml.ScalarNode {
+			return v.Value
+		}
+	}
+	return ""
 }
 
 // checkAliases reports every alias: rule files are read without alias
@@ -661,13 +704,17 @@ func (p *parser) refuseOctal(n *yaml.Node, key string) bool {
 }
 
 // tooLarge reports whether n is a decimal integer literal beyond 64 bits,
-// which YAML resolves as a float.
+// which YAML resolves as a float (not one tagged !!float that fits).
 func tooLarge(n *yaml.Node) bool {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!float" {
 		return false
 	}
 	d := strings.TrimLeft(n.Value, "+-")
-	return d != "" && strings.Trim(d, "0123456789") == ""
+	if d == "" || strings.Trim(d, "0123456789") != "" {
+		return false
+	}
+	_, err := strconv.ParseUint(d, 10, 64)
+	return err != nil
 }
 
 // uintValue reads a non-negative integer scalar that fits in bits.
