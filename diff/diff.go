@@ -254,39 +254,7 @@ type differ struct {
 	// it, whose timer blobs fire (the others' are frozen copies, format
 	// 10.3). Operator rows sort after an operator's keyed rows, so they
 	// are known when its timer blob comes.
-	keyed [2]keyedGroups
-}
-
-// keyedGroups tracks the chain groups holding keyed rows of one operator.
-type keyedGroups struct {
-	op     uint64
-	groups map[savepoint.Group]bool
-	last   savepoint.Group
-}
-
-// note records u, a row of side sp, when it is keyed.
-func (k *keyedGroups) note(sp *savepoint.Savepoint, u savepoint.UnionRow) {
-	if len(sp.Groups) < 2 || len(u.Row.Key) == 0 || u.Row.Key[0] >= savepoint.NumKeyGroups {
-		return
-	}
-	if k.groups == nil || u.Row.Op != k.op {
-		k.op, k.groups, k.last = u.Row.Op, map[savepoint.Group]bool{}, savepoint.Group{}
-	}
-	if g, ok := sp.GroupOf(u.Subtask); ok && g != k.last {
-		k.groups[g], k.last = true, g
-	}
-}
-
-// of returns the groups running op, and false when they are not known
-// (several groups, none holding keyed rows of op).
-func (k *keyedGroups) of(sp *savepoint.Savepoint, op uint64) (map[savepoint.Group]bool, bool) {
-	if len(sp.Groups) < 2 {
-		return nil, true
-	}
-	if k.groups == nil || k.op != op || len(k.groups) == 0 {
-		return nil, false
-	}
-	return k.groups, true
+	keyed [2]savepoint.RunningGroups
 }
 
 // cancelEvery is how many rows Compare merges between looks at its
@@ -299,6 +267,7 @@ const cancelEvery = 1 << 16
 func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Result, error) {
 	res := &Result{Operators: []Operator{}, Versions: []VersionChange{}, Metadata: []MetadataChange{}, Warnings: []string{}}
 	d := &differ{opts: opts, slots: map[slotKey]*Slot{}, a: a, b: b, sameLayout: sameLayout(a, b)}
+	d.keyed = [2]savepoint.RunningGroups{savepoint.NewRunningGroups(a), savepoint.NewRunningGroups(b)}
 	var sa, sb savepoint.UnionStats
 	va, droppedA, doneA, err := inOrder(ctx, a, "A", opts.TempDir, &res.Warnings)
 	if err != nil {
@@ -334,16 +303,16 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Res
 		}
 		switch {
 		case c < 0:
-			d.keyed[0].note(a, ra)
+			d.keyed[0].NoteRow(ra.Row, ra.Subtask)
 			d.removed(ra)
 			ra, okA = nextA()
 		case c > 0:
-			d.keyed[1].note(b, rb)
+			d.keyed[1].NoteRow(rb.Row, rb.Subtask)
 			d.added(rb)
 			rb, okB = nextB()
 		default:
-			d.keyed[0].note(a, ra)
-			d.keyed[1].note(b, rb)
+			d.keyed[0].NoteRow(ra.Row, ra.Subtask)
+			d.keyed[1].NoteRow(rb.Row, rb.Subtask)
 			d.both(ra, rb)
 			ra, okA = nextA()
 			rb, okB = nextB()
@@ -552,9 +521,9 @@ func (d *differ) both(a, b savepoint.UnionRow) {
 	case bytes.HasPrefix(a.Row.Key, savepoint.TimerKeyPrefix):
 		// A timer blob: the timers a restore keeps, whichever blobs hold
 		// them (a rescale moves them between subtasks).
-		ga, okA := d.keyed[0].of(d.a, a.Row.Op)
-		gb, okB := d.keyed[1].of(d.b, b.Row.Op)
-		if eq, n, ok := sameTimers(d.a, a, ga, d.b, b, gb); ok && okA && okB {
+		_, okA := d.keyed[0].Of(a.Row.Op)
+		_, okB := d.keyed[1].Of(b.Row.Op)
+		if eq, n, ok := sameTimers(d.a, a, &d.keyed[0], d.b, b, &d.keyed[1]); ok && okA && okB {
 			same = eq
 			if !eq {
 				note = fmt.Sprintf("the timers a restore keeps differ (%d on one side only)", n)
@@ -570,14 +539,13 @@ func (d *differ) both(a, b savepoint.UnionRow) {
 		// copies the union chose do not. In a tree of several chain
 		// groups only the subtasks of the groups running the operator
 		// count: the others' copies are frozen replicas (format 10.3).
-		ga, okA := d.keyed[0].of(d.a, a.Row.Op)
-		gb, okB := d.keyed[1].of(d.b, b.Row.Op)
+		ga, okA := d.keyed[0].Of(a.Row.Op)
+		gb, okB := d.keyed[1].Of(b.Row.Op)
 		running := func(sub int) bool {
 			if !okA || !okB || ga == nil && gb == nil {
 				return true
 			}
-			g, ok := d.a.GroupOf(sub)
-			return ok && (ga[g] || gb[g])
+			return d.keyed[0].Runs(a.Row.Op, sub) || d.keyed[1].Runs(b.Row.Op, sub)
 		}
 		switch subs := differentRestores(a, b, running); {
 		case len(subs) == 1:
@@ -678,18 +646,19 @@ func differentRestores(a, b savepoint.UnionRow, running func(sub int) bool) []in
 
 // sameTimers compares the timers a restore of each side keeps of one
 // operator's timer blobs: those of every copy in a group that runs the
-// operator (groups, nil for all; the others are frozen copies) whose key
+// operator (running, which takes every group when it is not known; the
+// others are frozen copies) whose key
 // group the copy's subtask owns (a restore filters the others, format
 // 10.2), or whose owner has no blob and restores this one, the last (5.3
 // step 4), each once. n is how many are on one side only; ok is false when
 // a blob does not decode (the blobs' bytes are compared then).
-func sameTimers(spA *savepoint.Savepoint, a savepoint.UnionRow, groupsA map[savepoint.Group]bool, spB *savepoint.Savepoint, b savepoint.UnionRow, groupsB map[savepoint.Group]bool) (same bool, n int, ok bool) {
-	set := func(sp *savepoint.Savepoint, u savepoint.UnionRow, groups map[savepoint.Group]bool) (map[string]bool, bool) {
+func sameTimers(spA *savepoint.Savepoint, a savepoint.UnionRow, runA *savepoint.RunningGroups, spB *savepoint.Savepoint, b savepoint.UnionRow, runB *savepoint.RunningGroups) (same bool, n int, ok bool) {
+	set := func(sp *savepoint.Savepoint, u savepoint.UnionRow, running *savepoint.RunningGroups) (map[string]bool, bool) {
 		m := map[string]bool{}
 		var live []savepoint.UnionRow
 		hasBlob := map[int]bool{}
 		for _, c := range copiesOf(u) {
-			if g, ok := sp.GroupOf(c.Subtask); groups == nil || ok && groups[g] {
+			if running.Runs(u.Row.Op, c.Subtask) {
 				live = append(live, c)
 				hasBlob[c.Subtask] = true
 			}
@@ -711,8 +680,8 @@ func sameTimers(spA *savepoint.Savepoint, a savepoint.UnionRow, groupsA map[save
 		}
 		return m, true
 	}
-	ta, okA := set(spA, a, groupsA)
-	tb, okB := set(spB, b, groupsB)
+	ta, okA := set(spA, a, runA)
+	tb, okB := set(spB, b, runB)
 	if !okA || !okB {
 		return false, 0, false
 	}

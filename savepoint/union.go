@@ -137,7 +137,7 @@ func (sp *Savepoint) unionSeq(st *UnionStats, copies bool) iter.Seq[UnionRow] {
 			s = &UnionStats{}
 		}
 		*s = UnionStats{}
-		u := &unioner{sp: sp, st: s, tree: sp.Kind != InputFile, copies: copies}
+		u := &unioner{sp: sp, st: s, tree: sp.Kind != InputFile, copies: copies, running: NewRunningGroups(sp)}
 		u.run(true, yield)
 		u.finish()
 	}
@@ -149,7 +149,7 @@ func (sp *Savepoint) unionSeq(st *UnionStats, copies bool) iter.Seq[UnionRow] {
 // a file, in stream order. It is export's --per-file view.
 func (sp *Savepoint) StoredSeq() iter.Seq[UnionRow] {
 	return func(yield func(UnionRow) bool) {
-		u := &unioner{sp: sp, st: &UnionStats{}, tree: sp.Kind != InputFile}
+		u := &unioner{sp: sp, st: &UnionStats{}, tree: sp.Kind != InputFile, running: NewRunningGroups(sp)}
 		u.run(false, yield)
 	}
 }
@@ -207,14 +207,77 @@ type unioner struct {
 	tree      bool
 	copies    bool // fill UnionRow.Copies
 	conflicts []string
-	// keyed are the chain groups whose files hold keyed rows of operator
-	// keyedOp (noteKeyed); live is a scratch list of the copies of those
-	// groups (liveCopies).
-	keyed       []Group
-	keyedOp     uint64
-	keyedNoted  bool
-	lastSubtask int
-	live        []UnionRow
+	// running follows the groups running the operator merged last;
+	// live is a scratch list of their copies (liveCopies).
+	running RunningGroups
+	live    []UnionRow
+}
+
+// RunningGroups follows, as the rows of a tree pass in canonical order (an
+// operator's keyed rows before its operator rows), the chain groups whose
+// files hold keyed rows of the operator met last: the groups that run it,
+// whose copies of its operator rows its subtasks restore (format 10.3).
+type RunningGroups struct {
+	sp     *Savepoint
+	op     uint64
+	noted  bool
+	last   int // the subtask noted last
+	groups []Group
+}
+
+// NewRunningGroups returns a RunningGroups of the tree sp.
+func NewRunningGroups(sp *Savepoint) RunningGroups { return RunningGroups{sp: sp} }
+
+// Note records that the file of subtask holds keyed rows of op. Notes of
+// another operator replace those before. Only a tree of several chain
+// groups needs them.
+func (r *RunningGroups) Note(op uint64, subtask int) {
+	if r.sp == nil || r.sp.Kind == InputFile || len(r.sp.Groups) < 2 {
+		return
+	}
+	if !r.noted || op != r.op {
+		r.groups, r.op, r.noted, r.last = r.groups[:0], op, true, -1
+	}
+	if subtask == r.last {
+		return
+	}
+	r.last = subtask
+	if g, ok := r.sp.GroupOf(subtask); ok && !slices.Contains(r.groups, g) {
+		r.groups = append(r.groups, g)
+	}
+}
+
+// NoteRow is Note for row r of subtask's file, when r is keyed (its first
+// key byte below 128).
+func (r *RunningGroups) NoteRow(row Row, subtask int) {
+	if len(row.Key) > 0 && row.Key[0] < NumKeyGroups {
+		r.Note(row.Op, subtask)
+	}
+}
+
+// Of returns the groups running op, and whether they are known: in a tree
+// of fewer than two chain groups every subtask runs every operator (nil,
+// true); in one of several, they are known once a file's keyed rows of op
+// were noted.
+func (r *RunningGroups) Of(op uint64) ([]Group, bool) {
+	if r.sp == nil || len(r.sp.Groups) < 2 {
+		return nil, true
+	}
+	if !r.noted || r.op != op || len(r.groups) == 0 {
+		return nil, false
+	}
+	return r.groups, true
+}
+
+// Runs reports whether subtask runs op, as far as is known: true also when
+// the groups running op are not known.
+func (r *RunningGroups) Runs(op uint64, subtask int) bool {
+	gs, ok := r.Of(op)
+	if !ok || gs == nil {
+		return true
+	}
+	g, in := r.sp.GroupOf(subtask)
+	return in && slices.Contains(gs, g)
 }
 
 // A Resolver applies Union's rules to the copies of one (op, key) held by
@@ -227,7 +290,7 @@ type Resolver struct{ u unioner }
 // StaleCopies, Lost and the operator counts; the caller fills Files,
 // StoredRows and FileDuplicates).
 func NewResolver(sp *Savepoint, st *UnionStats) *Resolver {
-	return &Resolver{unioner{sp: sp, st: st, tree: sp.Kind != InputFile}}
+	return &Resolver{unioner{sp: sp, st: st, tree: sp.Kind != InputFile, running: NewRunningGroups(sp)}}
 }
 
 // Resolve returns the copy a restore at the savepoint's layout keeps of
@@ -254,7 +317,7 @@ func (r *Resolver) Resolve(copies []UnionRow) (UnionRow, bool) {
 // notes each file's keyed rows of op before it resolves op's operator
 // rows, so that those are folded over the same copies. Notes of another
 // operator replace the ones before.
-func (r *Resolver) NoteKeyed(op uint64, subtask int) { r.u.noteKeyed(op, subtask) }
+func (r *Resolver) NoteKeyed(op uint64, subtask int) { r.u.running.Note(op, subtask) }
 
 // Finish adds Union's summary warnings to the stats once every key is
 // resolved.
@@ -335,9 +398,7 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 				break
 			}
 			copies = append(copies, UnionRow{Row: r, Subtask: c.subtask})
-			if len(r.Key) > 0 && r.Key[0] < NumKeyGroups {
-				u.noteKeyed(r.Op, c.subtask)
-			}
+			u.running.NoteRow(r, c.subtask)
 			c.advance()
 			if c.i == c.n {
 				heap.Pop(&h)
@@ -369,30 +430,6 @@ func (u *unioner) owned(kg, subtask int) bool {
 	return !ok || g.Owner(kg) == subtask
 }
 
-// noteKeyed records that the file of subtask holds keyed rows of op (see
-// Resolver.NoteKeyed). Only a tree of several chain groups needs it.
-func (u *unioner) noteKeyed(op uint64, subtask int) {
-	if !u.tree || len(u.sp.Groups) < 2 {
-		return
-	}
-	if !u.keyedNoted || op != u.keyedOp {
-		u.keyed, u.keyedOp, u.keyedNoted, u.lastSubtask = u.keyed[:0], op, true, -1
-	}
-	if subtask == u.lastSubtask {
-		return
-	}
-	u.lastSubtask = subtask
-	if g, ok := u.sp.GroupOf(subtask); ok && !slices.Contains(u.keyed, g) {
-		u.keyed = append(u.keyed, g)
-	}
-}
-
-// runningKnown reports whether the chain groups running op are known: in
-// a tree of several groups, from the files holding its keyed rows.
-func (u *unioner) runningKnown(op uint64) bool {
-	return u.keyedNoted && u.keyedOp == op && len(u.keyed) > 0
-}
-
 // liveCopies returns the copies (of one operator row, in file order) that
 // a fold of them takes: in a tree of several chain groups, those of the
 // groups whose files hold keyed rows of the row's operator, when every
@@ -403,16 +440,18 @@ func (u *unioner) runningKnown(op uint64) bool {
 // ones too; then, and when the groups running the operator are not known,
 // all.
 func (u *unioner) liveCopies(copies []UnionRow) []UnionRow {
-	if !u.runningKnown(copies[0].Row.Op) {
+	op := copies[0].Row.Op
+	groups, known := u.running.Of(op)
+	if !known || groups == nil {
 		return copies
 	}
 	running := 0
-	for _, g := range u.keyed {
+	for _, g := range groups {
 		running += g.Count
 	}
 	u.live = u.live[:0]
 	for _, c := range copies {
-		if g, ok := u.sp.GroupOf(c.Subtask); ok && slices.Contains(u.keyed, g) {
+		if u.running.Runs(op, c.Subtask) {
 			u.live = append(u.live, c)
 		}
 	}
@@ -493,7 +532,7 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 					return slices.ContainsFunc(copies, func(l UnionRow) bool { return l.Subtask == c.Subtask })
 				})
 				msg += fmt.Sprintf("; the copies of subtasks %s, in chain groups that do not run the operator, are frozen replicas (format section 10.3), left out", subtaskList(frozen))
-			} else if len(u.sp.Groups) > 1 && !u.runningKnown(best.Row.Op) {
+			} else if _, known := u.running.Of(best.Row.Op); !known {
 				msg += fmt.Sprintf("; op %d has no keyed rows to tell which of the %d chain groups runs it, so the copies of the others, frozen replicas that its subtasks do not restore, are among these (format section 10.3)", best.Row.Op, len(u.sp.Groups))
 			}
 			if len(best.Row.Key) == 0 {
