@@ -241,7 +241,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, eng.compositeWarnings()...)
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
-	rep.Warnings = append(rep.Warnings, setVersionWarnings(sp, eng.steps, rep.Slots)...)
+	rep.Warnings = append(rep.Warnings, setVersionWarnings(sp, set, eng.steps, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, renameVersionWarnings(sp, eng.steps, rep.PerRule)...)
 	if opts.StateBase != "" && !opts.DryRun && (sp.Kind == savepoint.InputFile || sp.Backend != savepoint.BackendChangelogFile) {
 		// Only a changelog+file tree's changelogs hold handles.
@@ -771,18 +771,29 @@ func renameVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleS
 // lowers an entry's version (YAML reads 'version: +1' as 1: a bump is the
 // new number), that sets an entry a set_version before it set to another
 // version, or that adds an entry for an operator with no rows and no
-// entries here (a mistyped id: clink would stamp a state nobody owns).
-func setVersionWarnings(sp *savepoint.Savepoint, steps []step, slots []*SlotStats) []string {
-	present := map[uint64]bool{}
-	for _, s := range slots {
-		if s.Before > 0 {
-			present[s.Op] = true
+// entries here (a mistyped id, or one that a drop_operator or
+// remap_operator before it emptied: clink would stamp a state nobody
+// owns). An operator a later remap_operator moves rows into is not one.
+func setVersionWarnings(sp *savepoint.Savepoint, set *rules.Set, steps []step, slots []*SlotStats) []string {
+	present := map[*rules.Rule]bool{} // per set_version: its operator has rows where it runs
+	followSlots(set, slotsBefore(slots), func(r *rules.Rule, rows map[slotKey]int64) error {
+		if sv := r.SetVersion; sv != nil {
+			for k, n := range rows {
+				if k.op == sv.Op.ID && n > 0 {
+					present[r] = true
+					break
+				}
+			}
 		}
-	}
-	for _, st := range steps {
-		if r := st.rule.RemapOperator; r != nil {
-			present[r.To.ID] = true
+		return nil
+	})
+	remappedLater := func(i int, op uint64) bool {
+		for _, st := range steps[i+1:] {
+			if r := st.rule.RemapOperator; r != nil && r.To.ID == op {
+				return true
+			}
 		}
+		return false
 	}
 	var warns []string
 	setBy := map[[2]string]*rules.Rule{}
@@ -796,7 +807,7 @@ func setVersionWarnings(sp *savepoint.Savepoint, steps []step, slots []*SlotStat
 			warns = append(warns, fmt.Sprintf("%s: %s set operator %s's state type %q already; the later version, %d, is the one written", st.rule.Label(), first.Label(), sv.Op, sv.StateType, sv.Version))
 		}
 		setBy[key] = st.rule
-		lowered, known := map[uint32]bool{}, present[sv.Op.ID]
+		lowered, known := map[uint32]bool{}, present[st.rule] || remappedLater(i, sv.Op.ID)
 		unbound := map[string]bool{} // the slots an explicit slot: "" unbinds
 		for _, vm := range versionsAt(sp, steps, i) {
 			for _, e := range vm.Entries() {
