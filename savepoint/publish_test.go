@@ -830,3 +830,57 @@ func TestReplaceNeverLeavesLoneSidecar(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// A relative path is taken from the working directory the system has: from
+// one reached through a symbolic link (as $PWD names it), "../x" is x
+// beside the link's target, and an output given so is compared, and
+// written, there. A ".." after a link in the output's own path, which the
+// writers would clean away, is refused.
+func TestOutputPathFromLinkedWorkingDir(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need privileges on Windows")
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"data/work", "home", "tree/v1/0"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "data", "work"), filepath.Join(dir, "home", "work")); err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "data", "in.snap")
+	if err := os.WriteFile(in, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(dir, "home", "work")) // $PWD goes through the link
+	if err := CheckOutputPath(in, "../in.snap"); !errors.Is(err, ErrOutputIsInput) {
+		t.Errorf("CheckOutputPath(%s, ../in.snap) = %v, want ErrOutputIsInput", in, err)
+	}
+	if err := CheckOutputPath("../in.snap", in); !errors.Is(err, ErrOutputIsInput) {
+		t.Errorf("CheckOutputPath(../in.snap, %s) = %v, want ErrOutputIsInput", in, err)
+	}
+	if err := CheckOutputPath(in, "../out"); err != nil {
+		t.Fatalf("an output beside the input: %v", err)
+	}
+	tw, err := CreateTree("../out", TreeOptions{Generation: 1, Checkpoint: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Abort()
+	if got := filepath.Dir(tw.Stage()); got != filepath.Join(dir, "data") {
+		t.Errorf("the tree ../out is staged in %s, want %s", got, filepath.Join(dir, "data"))
+	}
+	// The link's ".." in the output's own path.
+	tree := filepath.Join(dir, "tree")
+	if err := os.Symlink(filepath.Join(dir, "data"), filepath.Join(tree, "link")); err != nil {
+		t.Fatal(err)
+	}
+	raw := tree + string(filepath.Separator) + strings.Join([]string{"link", "..", "out"}, string(filepath.Separator))
+	if err := CheckOutputPath(tree, raw); err == nil {
+		t.Errorf("CheckOutputPath(%s, %s) = nil, want a refusal: cleaned, it lies inside the input", tree, raw)
+	}
+}

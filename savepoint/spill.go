@@ -1405,10 +1405,7 @@ func TempDirFor(out string) string {
 	if out == "" {
 		return ""
 	}
-	d, err := filepath.Abs(out)
-	if err != nil {
-		return ""
-	}
+	d := absPath(out)
 	for {
 		parent := filepath.Dir(d)
 		if fi, err := os.Stat(parent); err == nil && fi.IsDir() {

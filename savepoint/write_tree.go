@@ -66,10 +66,7 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 	if _, err := os.Lstat(out); err == nil && !opts.Force {
 		return nil, fmt.Errorf("output %s exists (use --force to replace it)", out)
 	}
-	abs, err := filepath.Abs(out)
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", out, err)
-	}
+	abs := absPath(out)
 	if opts.Backend == "" {
 		opts.Backend = BackendFile
 	}
@@ -590,14 +587,18 @@ var hookRemoveTree func(dir string)
 
 // Abort removes the staging directory, and the output's parent
 // directories that CreateTree made, as far as they are empty; it is a
-// no-op after Commit. Its error names the staging directory when that
-// could not be removed (its parent made read-only meanwhile, say): it is
-// left behind, to delete.
+// no-op after Commit. The staging directory is removed as a replaced
+// tree is (removeTree): a Commit that failed once it wrote the COMPLETED
+// marker leaves a whole tree there, and a run killed while removing it
+// must not leave the marker beside part of the tree, which the next run
+// would name as a whole tree. Its error names the staging directory when
+// that could not be removed (its parent made read-only meanwhile, say):
+// it is left behind, to delete.
 func (t *TreeWriter) Abort() error {
 	if t.committed {
 		return nil
 	}
-	left := leftBehind("the staging directory", t.stage, os.RemoveAll)
+	left := leftBehind("the staging directory", t.stage, removeTree)
 	t.made.Remove()
 	return left
 }
@@ -846,7 +847,10 @@ func CheckOutputName(out string) error {
 // links are resolved, in the output's case through its deepest existing
 // directory (the output itself need not exist), and the directories above
 // each path are compared by identity too (a bind mount, a
-// case-insensitive file system), not only by name.
+// case-insensitive file system), not only by name; a relative path is
+// taken from the working directory the system has, not the one $PWD
+// names. An output whose ".." follows a symbolic link is refused too (see
+// checkOutputCleaned).
 func CheckOutputPath(in, out string) error {
 	if err := CheckOutputName(out); err != nil {
 		return err
@@ -868,7 +872,28 @@ func CheckOutputPath(in, out string) error {
 		}
 		return fmt.Errorf("output %s contains the input %s", out, in)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return checkOutputCleaned(out)
+}
+
+// checkOutputCleaned refuses an output whose path names one place to the
+// system and another once cleaned (absPath), as the writers take it: a
+// ".." that follows a symbolic link is taken by the system where the link
+// leads, and by cleaning beside the link. The output, its temporary files
+// and the directories made for it would be written, checked and removed
+// in two places.
+func checkOutputCleaned(out string) error {
+	cleaned, err1 := resolvePath(absPath(out))
+	sys, err2 := resolvePath(out)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("resolve paths: %w", err)
+	}
+	if cleaned != sys {
+		return fmt.Errorf("output %s is %s to the system but %s once its \"..\" is cleaned away, as it follows a symbolic link: give the output's path without it", out, sys, cleaned)
+	}
+	return nil
 }
 
 // CheckFilesApart refuses an output that any file sp reads reaches:
@@ -1013,8 +1038,11 @@ func relationByIdentity(in, out string) (pathRel, string, error) {
 // symbolic links resolved as far as it exists, and the rest appended to
 // its deepest existing directory. The ".." of p are taken after the links
 // before them, as the system takes them ("link/../x" is x beside the
-// link's target, not beside the link): p is not cleaned first.
+// link's target, not beside the link): p is not cleaned first, and a
+// relative p is taken from the working directory the system has
+// (systemPath).
 func resolvePath(p string) (string, error) {
+	p = systemPath(p)
 	rest := ""
 	for q := p; ; {
 		if r, err := filepath.EvalSymlinks(q); err == nil {
@@ -1028,6 +1056,34 @@ func resolvePath(p string) (string, error) {
 		rest = filepath.Join(base, rest)
 		q = dir
 	}
+}
+
+// absPath returns p made absolute and cleaned, a relative p taken from the
+// working directory the system has (see systemPath), not the one $PWD
+// names: from a working directory reached through a symbolic link,
+// filepath.Abs("../x") is x beside the link, where the system's ../x is x
+// beside the link's target.
+func absPath(p string) string {
+	return filepath.Clean(systemPath(p))
+}
+
+// systemPath returns p, if relative, joined to the working directory as
+// the system has it, its symbolic links resolved, and not cleaned: the
+// system takes a relative path from there, and os.Getwd may give instead
+// the path the shell went through ($PWD), whose ".." is another directory
+// when it passes a link.
+func systemPath(p string) string {
+	if p == "" || filepath.IsAbs(p) || filepath.VolumeName(p) != "" || os.IsPathSeparator(p[0]) {
+		return p
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if real, err := filepath.EvalSymlinks(wd); err == nil {
+		wd = real
+	}
+	return wd + string(filepath.Separator) + p
 }
 
 // splitLast splits p before its last element, without cleaning it: dir is
