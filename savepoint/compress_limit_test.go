@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // gzipZeros returns n zero bytes compressed with gzip (deflate's best case,
@@ -216,4 +219,72 @@ func FuzzDecompress(f *testing.F) {
 			t.Fatalf("%s round trip of %d bytes: %q, %d bytes, equal %v, %v", want, len(data), name, len(back), bytes.Equal(back, data), err)
 		}
 	})
+}
+
+// The bound on what compressed record batches declare uncompressed is the
+// file's, by its size as stored: it is not renewed for each stream a file
+// holds (CLMB blobs, inline materialisations), nor taken from the size of
+// a file compressed whole once decompressed (whose trailing zeros would
+// raise it at no cost). Each file below holds 4 MiB of values as ZSTD
+// frames of a few kilobytes; each stream alone is within a bound of 1 MiB.
+func TestBodyDecompressLimitPerFile(t *testing.T) {
+	defer func(r, f int64) { decompressRatio, decompressFloor = r, f }(decompressRatio, decompressFloor)
+	decompressRatio, decompressFloor = 8, 1<<20
+	key := EncodeKeyedKey([]byte("s"), []byte("a"))
+	// A changelog blob whose batch is compressed with ZSTD: an empty
+	// materialisation and a put of 512 KiB of zeros.
+	schema := arrow.NewSchema(changelogFields, nil)
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer rb.Release()
+	for i, kind := range []uint8{rowKindMaterialised, rowKindPut} {
+		rb.Field(0).(*array.Uint8Builder).Append(kind)
+		rb.Field(1).(*array.Uint64Builder).Append(7)
+		rb.Field(2).(*array.BinaryBuilder).Append(key[:i*len(key)])
+		rb.Field(3).(*array.BinaryBuilder).Append(make([]byte, i*512<<10))
+	}
+	rec := rb.NewRecordBatch()
+	defer rec.Release()
+	var blob bytes.Buffer
+	w := ipc.NewWriter(&blob, ipc.WithSchema(schema), ipc.WithZstd())
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	blobs := make([][]byte, 8)
+	for i := range blobs {
+		blobs[i] = blob.Bytes()
+	}
+	// A changelog blob of 8 inline materialisations of 512 KiB each.
+	mat := zstdStreamOf(t, []Row{{Op: 7, Key: key, Value: make([]byte, 512<<10)}})
+	kinds, mats := make([]uint8, 8), make([]Row, 8)
+	for i := range mats {
+		mats[i] = Row{Value: mat}
+	}
+	// A canonical stream of 4 MiB of values, padded with zeros after its
+	// end-of-stream marker to just under the bound, compressed whole.
+	plain := zstdStreamOf(t, []Row{
+		{Op: 7, Key: EncodeKeyedKey([]byte("s"), []byte("a")), Value: make([]byte, 2<<20)},
+		{Op: 7, Key: EncodeKeyedKey([]byte("s"), []byte("b")), Value: make([]byte, 2<<20)},
+	})
+	plain = append(plain, make([]byte, 1<<20-len(plain))...)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"clmb.snap", FrameCLMB(blobs)},
+		{"materialisations.snap", vtChangelogStream(t, kinds, mats)},
+		{"padded.snap.gz", compressed(t, CompressGzip, plain)},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(path, OpenOptions{AllowMissingSidecar: true})
+		if err == nil || !strings.Contains(err.Error(), "the compressed record batches so far declare") || !strings.Contains(err.Error(), fmt.Sprintf("more than a %d-byte file may decompress to", len(c.data))) {
+			t.Errorf("%s (%d bytes): %v, want the file's bound", c.name, len(c.data), err)
+		}
+	}
 }

@@ -27,6 +27,10 @@ type ReadOptions struct {
 	deferOffsets bool
 	// probe is OpenOptions.Probe.
 	probe *ProbeSlot
+	// budget is the file's bound on what its compressed record batches
+	// declare uncompressed, shared by every stream it holds (nil: one of
+	// the decoded data's size).
+	budget *inflateBudget
 }
 
 // clmbMagic starts a multi-blob changelog frame (section 1.7).
@@ -48,6 +52,9 @@ func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
 	if len(data) == 0 {
 		return &Snapshot{Variant: Empty}, nil
 	}
+	if opts.budget == nil {
+		opts.budget = &inflateBudget{size: len(data)}
+	}
 	if bytes.HasPrefix(data, clmbMagic) {
 		blobs, err := splitCLMB(data)
 		if err != nil {
@@ -55,7 +62,7 @@ func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
 		}
 		return replayChangelog(blobs, opts)
 	}
-	rs, err := readStream(data)
+	rs, err := readStream(data, opts.budget)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +203,7 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		if len(blobs) > 1 {
 			where = fmt.Sprintf("CLMB blob %d: ", bi)
 		}
-		rs, err := readStream(blob)
+		rs, err := readStream(blob, opts.budget)
 		if err != nil {
 			return nil, fmt.Errorf("%schangelog stream: %w", where, err)
 		}
@@ -279,7 +286,7 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 		if len(value) == 0 {
 			return nil, nil
 		}
-		rs, err := readStream(value)
+		rs, err := readStream(value, opts.budget)
 		if err != nil {
 			return nil, fmt.Errorf("inline materialisation: %w", err)
 		}

@@ -767,6 +767,9 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 // decodeFile decompresses (if need be) and decodes a payload's bytes. A
 // compressed payload's map is dropped: the decompressed copy is on the heap.
 func decodeFile(f *File, fh *os.File, data []byte, ro ReadOptions) (*Snapshot, string, error) {
+	// A file compressed whole may hold compressed record batches: they
+	// are bounded by the size of the file, not of its decompressed bytes.
+	ro.budget = &inflateBudget{size: len(data)}
 	plain, comp, err := Decompress(data)
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s: %w", f.Path, err)

@@ -40,9 +40,19 @@ type sliceMessageReader struct {
 	cols []columnKind
 	// rows counts the rows the record batches read so far declare.
 	rows int64
-	// inflated counts the bytes the compressed buffers read so far declare
-	// uncompressed.
-	inflated int64
+	// budget counts the bytes the compressed buffers of the file read so
+	// far declare uncompressed.
+	budget *inflateBudget
+}
+
+// inflateBudget bounds the bytes that the compressed record batches of one
+// file declare uncompressed, over every stream the file holds (its CLMB
+// blobs, their inline materialisations): at most what the file may
+// decompress to by its size as stored (see decompressLimit), whether it is
+// compressed whole or not.
+type inflateBudget struct {
+	size int   // the file's size as stored
+	used int64 // bytes declared so far
 }
 
 // MaxFileRows is the most rows a snapshot file may hold: sorting,
@@ -135,9 +145,10 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 		// The batches are held decompressed together: a few kilobytes of
 		// ZSTD frames of zeros, repeated batch after batch, would ask for
 		// gigabytes. The file as a whole is held to the bound of a file
-		// compressed whole (see decompressLimit).
-		if r.inflated += n; r.inflated > decompressLimit(len(r.data)) {
-			return nil, &offsetError{r.cur, fmt.Sprintf("the compressed record batches so far declare %d bytes uncompressed, more than a %d-byte file may decompress to (%d bytes: %d times its size or %d MiB, whichever is more, and at most the machine's memory)", r.inflated, len(r.data), decompressLimit(len(r.data)), decompressRatio, decompressFloor>>20)}
+		// compressed whole (see decompressLimit and inflateBudget).
+		b := r.budget
+		if b.used += n; b.used > decompressLimit(b.size) {
+			return nil, &offsetError{r.cur, fmt.Sprintf("the compressed record batches so far declare %d bytes uncompressed, more than a %d-byte file may decompress to (%d bytes: %d times its size or %d MiB, whichever is more, and at most the machine's memory)", b.used, b.size, decompressLimit(b.size), decompressRatio, decompressFloor>>20)}
 		}
 	}
 	r.off += bodyStart + info.bodyLen
@@ -774,16 +785,21 @@ type rawStream struct {
 	trailing    int64
 }
 
-// readStream decodes an Arrow IPC stream held in data. The format-version gate
-// runs before the schema is returned; the caller checks the fields. Column
-// buffers of uncompressed bodies alias data.
-func readStream(data []byte) (rs *rawStream, err error) {
+// readStream decodes an Arrow IPC stream held in data, whose compressed
+// record batches are counted against budget (nil: a budget of data's own
+// size). The format-version gate runs before the schema is returned; the
+// caller checks the fields. Column buffers of uncompressed bodies alias
+// data.
+func readStream(data []byte, budget *inflateBudget) (rs *rawStream, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			rs, err = nil, fmt.Errorf("malformed Arrow IPC stream (%v)", p)
 		}
 	}()
-	mr := &sliceMessageReader{data: data[:len(data):len(data)]}
+	if budget == nil {
+		budget = &inflateBudget{size: len(data)}
+	}
+	mr := &sliceMessageReader{data: data[:len(data):len(data)], budget: budget}
 	rdr, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
 		return nil, unwrapIPC(err, mr)
