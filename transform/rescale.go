@@ -945,7 +945,7 @@ func (m *mergedRows) add(src, pos, n int) {
 
 // ref returns the run holding row i and i's offset in it.
 func (m *mergedRows) ref(i int) (mref, int) {
-	h := m.hints.at(i)
+	h := m.hints.at(i, m.Len())
 	k := int(h.Load())
 	if !(k < len(m.ends) && i < m.ends[k] && (k == 0 || i >= m.ends[k-1])) {
 		k = sort.SearchInts(m.ends, i+1)

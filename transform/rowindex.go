@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"math/bits"
 	"sort"
 	"sync/atomic"
 
@@ -20,23 +21,31 @@ type rowIndex struct {
 }
 
 // regionHints remember, for a search by row over runs of rows, the run
-// last found, one per region of rows (rows i with i>>hintShift&7 == r
-// share hints[r]). The writer's goroutines each walk a range of rows in
-// order, and one hint for all of them was a miss, and a binary search, for
-// one whenever the other had moved it: the sizing pass of a 10M-row purge
+// last found, one per region of rows: 64 regions over the file's rows
+// (see at). The writer's goroutines each walk a range of rows in order,
+// and one hint for all of them was a miss, and a binary search, for one
+// whenever the other had moved it: the sizing pass of a 10M-row purge
 // took 17-21 ms on one goroutine, 12-19 on two with one hint, 11-14 with
 // one a region. Each is on a cache line of its own.
-type regionHints [8]struct {
+type regionHints [64]struct {
 	atomic.Int32
 	_ [60]byte
 }
 
-// hintShift sets the size of the regions of rows that share a hint: 256K
-// rows, a fifth of a writer's range of a 10M-row file on two cores.
-const hintShift = 18
+// minHintShift sets the smallest region of rows that share a hint: 1024
+// rows.
+const minHintShift = 10
 
-// at returns the hint for row i.
-func (h *regionHints) at(i int) *atomic.Int32 { return &h[i>>hintShift&7].Int32 }
+// at returns the hint for row i of rows rows. The regions are a 64th of
+// the rows (256K rows of a 10M-row file), so that two of the writer's
+// goroutines, whose ranges are at least a 16th of the rows (an eighth on
+// two cores), hardly ever share one: with regions of a fixed 256K rows, a
+// 1M-row file's ranges of 125K rows shared them, and a purge of 100,000
+// keys there spent 7% of its CPU searching for runs.
+func (h *regionHints) at(i, rows int) *atomic.Int32 {
+	shift := max(minHintShift, bits.Len(uint(rows))-6)
+	return &h[i>>shift&63].Int32
+}
 
 type span struct{ start, n uint32 }
 
@@ -92,7 +101,7 @@ func (x *rowIndex) appendIndex(y *rowIndex) {
 // span returns the span holding output row i, remembering it: access is
 // mostly sequential.
 func (x *rowIndex) span(i int) int {
-	h := x.hints.at(i)
+	h := x.hints.at(i, x.Len())
 	k := int(h.Load())
 	if k < len(x.ends) && uint32(i) < x.ends[k] && (k == 0 || uint32(i) >= x.ends[k-1]) {
 		return k
