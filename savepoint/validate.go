@@ -516,7 +516,7 @@ func (v *validator) run() {
 		v.checkSidecarlessChangelogs()
 		perFile, legacyTimers, keyedOps := v.operatorRows()
 		v.checkOperatorGroups(keyedOps)
-		v.checkOperatorRows(perFile)
+		v.checkOperatorRows(perFile, keyedOps)
 		v.checkTimers(perFile, legacyTimers, keyedOps)
 		v.checkVersionMaps()
 		v.checkCompleted()
@@ -1094,8 +1094,11 @@ func (v *validator) checkOperatorGroups(keyedOps []map[uint64]bool) {
 }
 
 // checkOperatorRows compares the operator-state rows replicated over the
-// tree's files (perFile: see operatorRows).
-func (v *validator) checkOperatorRows(perFile [][]Row) {
+// tree's files (perFile and keyedOps: see operatorRows). Where the copies
+// differ, the one named is the one a merge keeps: folded over the copies
+// of the chain groups running the operator (liveOpCopies), as Union does.
+func (v *validator) checkOperatorRows(perFile [][]Row, keyedOps []map[uint64]bool) {
+	live := v.sp.newBlobLiveness(keyedOps)
 	type entry struct {
 		op     uint64
 		key    []byte
@@ -1134,27 +1137,39 @@ func (v *validator) checkOperatorRows(perFile [][]Row) {
 		}
 		diverging++
 		desc := describeCopies(e.copies, all8)
+		copies := v.liveOpCopies(live, e.op, e.copies)
+		frozen := ""
+		if len(copies) < len(e.copies) {
+			var subs []int
+			for _, c := range e.copies {
+				if !slices.ContainsFunc(copies, func(l valOpCopy) bool { return l.subtask == c.subtask }) {
+					subs = append(subs, c.subtask)
+				}
+			}
+			frozen = fmt.Sprintf("; the copies of %s %s, in chain groups that do not run op %d, are frozen replicas that no merge takes (section 10.3)", plural(len(subs), "subtask", "subtasks"), JoinInts(subs, ","), e.op)
+			all8 = !slices.ContainsFunc(copies, func(c valOpCopy) bool { return len(c.value) != 8 })
+		}
 		unions := v.sp.Backend.UnionsOperatorRows()
 		logical := e.key[1:]
 		if all8 {
-			best := e.copies[0]
-			for _, c := range e.copies[1:] {
+			best := copies[0]
+			for _, c := range copies[1:] {
 				if int64(binary.LittleEndian.Uint64(c.value)) > int64(binary.LittleEndian.Uint64(best.value)) {
 					best = c
 				}
 			}
 			bestV := int64(binary.LittleEndian.Uint64(best.value))
 			if isSourceOffsetKey(logical) {
-				v.treeFinding(SeverityWarning, CheckOffsetDivergence, e.op, e.key, fmt.Sprintf("op %d source offset %s differs across subtasks (%s): a merge (scale-down restore, rescale) keeps the greatest, %d (subtask %d), handing every subtask the furthest position any of them reached (section 10.4)", e.op, RenderKey(e.key), desc, bestV, best.subtask))
+				v.treeFinding(SeverityWarning, CheckOffsetDivergence, e.op, e.key, fmt.Sprintf("op %d source offset %s differs across subtasks (%s): a merge (scale-down restore, rescale) keeps the greatest, %d (subtask %d), handing every subtask the furthest position any of them reached (section 10.4)%s", e.op, RenderKey(e.key), desc, bestV, best.subtask, frozen))
 			} else {
-				v.treeFinding(SeverityInfo, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has different 8-byte values across subtasks (%s): merges (scale-down restore, rescale) keep the greatest signed int64, %d (subtask %d) (section 6.3)", e.op, RenderKey(e.key), desc, bestV, best.subtask))
+				v.treeFinding(SeverityInfo, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has different 8-byte values across subtasks (%s): merges (scale-down restore, rescale) keep the greatest signed int64, %d (subtask %d) (section 6.3)%s", e.op, RenderKey(e.key), desc, bestV, best.subtask, frozen))
 			}
 			continue
 		}
 		// Merged in subtask order as clink's merge does, pair by pair: the
 		// greater of two 8-byte values, else the later copy.
-		win := e.copies[0]
-		for _, c := range e.copies[1:] {
+		win := copies[0]
+		for _, c := range copies[1:] {
 			if IncomingWins(Row{Op: e.op, Key: e.key, Value: win.value}, Row{Op: e.op, Key: e.key, Value: c.value}) {
 				win = c
 			}
@@ -1163,7 +1178,7 @@ func (v *validator) checkOperatorRows(perFile [][]Row) {
 		if !unions {
 			how = "this backend's restore unions no operator rows (each subtask keeps its own), but a merge (rescale, export) must pick one"
 		}
-		v.treeFinding(SeverityWarning, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has %d different values across subtasks (%s): %s; merged in subtask order (the greater of two 8-byte values, else the later copy), subtask %d's copy wins", e.op, RenderKey(e.key), len(distinct), desc, how, win.subtask))
+		v.treeFinding(SeverityWarning, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has %d different values across subtasks (%s): %s; merged in subtask order (the greater of two 8-byte values, else the later copy), subtask %d's copy wins%s", e.op, RenderKey(e.key), len(distinct), desc, how, win.subtask, frozen))
 	}
 	if replicated > 0 {
 		why := "every restore replicates operator rows into every subtask, section 10.3"
@@ -1172,6 +1187,35 @@ func (v *validator) checkOperatorRows(perFile [][]Row) {
 		}
 		v.treeFinding(SeverityWarning, CheckOperatorReplica, 0, nil, fmt.Sprintf("%d operator-state key%s held by several subtask files (%s); %d of them with differing values", replicated, plural(replicated, " is", "s are"), why, diverging))
 	}
+}
+
+// liveOpCopies returns the copies of an operator row of op that a merge
+// folds (Union's rule): in a tree of several chain groups, those of the
+// groups running op (live: holding keyed rows of it), when every subtask of
+// those groups holds one. The others are frozen replicas (section 10.3).
+// A running subtask without a copy restores the union of every other
+// directory's, frozen ones too; then, and when no group is known to run
+// op, all copies.
+func (v *validator) liveOpCopies(live *blobLiveness, op uint64, copies []valOpCopy) []valOpCopy {
+	if len(v.sp.Groups) < 2 || !live.any[op] {
+		return copies
+	}
+	var out []valOpCopy
+	running := 0
+	for _, g := range v.sp.Groups {
+		if live.state(g, op) == BlobLive {
+			running += g.Count
+		}
+	}
+	for _, c := range copies {
+		if g, ok := v.sp.GroupOf(c.subtask); ok && live.state(g, op) == BlobLive {
+			out = append(out, c)
+		}
+	}
+	if len(out) < running || len(out) == len(copies) {
+		return copies
+	}
+	return out
 }
 
 // describeCopies lists which subtasks hold which value.

@@ -1238,6 +1238,33 @@ func TestValidateOperatorDivergenceMixedWinner(t *testing.T) {
 	})
 }
 
+// In a tree of two chain groups, the other group's copies of an
+// operator's rows are frozen replicas that no merge takes (format 10.3):
+// the copy named is the one a merge of the running group's copies keeps,
+// as export and rescale keep it.
+func TestValidateOperatorDivergenceFrozenReplicas(t *testing.T) {
+	k0, k1 := vtKeysIn(t, 0, 64, 1)[0], vtKeysIn(t, 64, 128, 1)[0]
+	const agg, sink = 12, 20
+	file := func(op uint64, k []byte, wm string, cnt int64) []Row {
+		return []Row{
+			vtKeyed(op, "s", k, "v"),
+			vtOperator(agg, "wm", []byte(wm)),
+			vtOperator(agg, "cnt", vtI64(cnt)),
+			vtOperator(sink, "rules|", []byte("live")),
+		}
+	}
+	files := [][]Row{file(agg, k0, "a0", 5), file(agg, k1, "a1", 6), file(sink, k0, "b2", 9), file(sink, k1, "b3", 9)}
+	files[0][3].Value, files[1][3].Value = []byte("old"), []byte("old")
+	sp := vtOpen(t, vtWriteTree(t, files, nil), OpenOptions{Groups: []Group{{First: 0, Count: 2}, {First: 2, Count: 2}}})
+	rep := Validate(sp, ValidateOptions{})
+	vtExpect(t, rep, []vtWant{
+		{SeverityWarning, CheckOperatorDivergence, "", -1, agg, append([]byte{0xff}, "wm"...), []string{"4 different values", "subtask 1's copy wins", "subtasks 2,3, in chain groups that do not run op 12, are frozen replicas"}},
+		{SeverityWarning, CheckOperatorDivergence, "", -1, sink, append([]byte{0xff}, "rules|"...), []string{"2 different values", "subtask 3's copy wins", "subtasks 0,1, in chain groups that do not run op 20, are frozen replicas"}},
+		{SeverityInfo, CheckOperatorDivergence, "", -1, agg, append([]byte{0xff}, "cnt"...), []string{"subtask 0: 5; subtask 1: 6; subtasks 2,3: 9", "greatest signed int64, 6 (subtask 1)", "subtasks 2,3, in chain groups that do not run op 12, are frozen replicas"}},
+		{SeverityWarning, CheckOperatorReplica, "", -1, 0, nil, []string{"3 operator-state keys are held by several subtask files", "3 of them with differing values"}},
+	})
+}
+
 func TestValidateVersionMapDisagreement(t *testing.T) {
 	var a, b VersionMap
 	if err := a.Set(VersionEntry{Op: 7, StateType: "agg_sum", Version: 1}); err != nil {
