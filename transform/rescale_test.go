@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -2124,6 +2126,23 @@ func TestDigestChangelogFile(t *testing.T) {
 	}
 	if digests[0] == digests[1] {
 		t.Errorf("two erasures of different keys report the same output digest %s", digests[0])
+	}
+}
+
+// TestStateBaseURIRefused: a --state-base written as the job's state URI
+// (changelog+file:///srv/...) would put the scheme into every handle, which
+// names no file a restore opens; it is refused before anything is written.
+func TestStateBaseURIRefused(t *testing.T) {
+	sp := rsOpen(t, rsFixture("independent", "changelog-file"), nil)
+	for _, base := range []string{"changelog+file:///srv/clink/state/7105", "file:///srv/clink/state/7105"} {
+		out := filepath.Join(rsTempDir(t), "out")
+		_, err := transform.Run(context.Background(), sp, rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n"), transform.Options{Out: out, StateBase: base})
+		if err == nil || !strings.Contains(err.Error(), "--state-base "+base) || !strings.Contains(err.Error(), "plain path") {
+			t.Errorf("state base %s: err %v", base, err)
+		}
+		if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("state base %s: output written (%v)", base, err)
+		}
 	}
 }
 

@@ -123,6 +123,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if opts.Generation < 0 {
 		return nil, fmt.Errorf("generation %d: clink's generations start at 1", opts.Generation)
 	}
+	if scheme, ok := uriScheme(opts.StateBase); ok {
+		return nil, fmt.Errorf("--state-base %s: give the path the job restores from, without %s://: a materialisation handle is a plain path, <base>/v<gen>/<idx>/materializations/mat-<id>.bin (format 1.7), and one that starts with a URI scheme names no file a restore finds", opts.StateBase, scheme)
+	}
 	if sp.Kind == savepoint.InputFile && (opts.Generation != 0 || opts.Checkpoint != 0 || opts.CheckpointSet) {
 		return nil, errors.New("a generation or checkpoint id for the output (--generation, --checkpoint-id) applies to a tree; a snapshot file's output keeps its input's, in its sidecar")
 	}
@@ -2497,4 +2500,24 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, lists bool) *Purge
 		}
 	}
 	return a
+}
+
+// uriScheme returns the scheme of s when s starts like a URI (scheme://,
+// the scheme a letter followed by letters, digits, '+', '-' or '.', as in
+// changelog+file:///srv/state), which a path given for a materialisation
+// handle must not.
+func uriScheme(s string) (string, bool) {
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" {
+		return "", false
+	}
+	for i, c := range scheme {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return "", false
+		}
+	}
+	return scheme, true
 }
