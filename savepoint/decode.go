@@ -189,15 +189,29 @@ func (c *changelogState) erase(op uint64, key []byte) {
 // it); the materialisations of all blobs are combined with the restore's
 // duplicate rules, then every log row is replayed in order (an erase
 // removes its key, any other kind puts its row).
+//
+// An external handle named by several materialisation rows is read and
+// restored once, at its last row: the duplicate rules (the later copy, or
+// the greater 8-byte operator value, over a run of such values) give what
+// restoring it at every row gives, and a payload of 2,000 rows naming one
+// 4 MiB materialisation took 4.4 s to open, reading and decoding it 2,000
+// times. The metadata is still that of the first materialisation that
+// has any.
 func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 	st := &changelogState{idx: map[string]int{}}
 	s := &Snapshot{Variant: Changelog, Changelog: &ChangelogInfo{Blobs: len(blobs)}}
-	var metaSet bool
 	type logRow struct {
 		kind uint8
 		r    Row
 	}
+	type matRow struct {
+		kind  uint8
+		value []byte
+		where string // the blob, when there are several
+		row   int    // in the blob
+	}
 	var logs []logRow
+	var mats []matRow
 	for bi, blob := range blobs {
 		where := ""
 		if len(blobs) > 1 {
@@ -229,20 +243,7 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 					// and however many there are: clink's restore takes
 					// each.
 					matSeen = true
-					mat, err := materialisation(kind, vals.Value(i), opts, s.Changelog)
-					if err != nil {
-						return nil, fmt.Errorf("%srow %d: %w", where, row+i, err)
-					}
-					if mat != nil {
-						if !metaSet && len(mat.Metadata) > 0 {
-							s.Metadata, s.Versions, metaSet = mat.Metadata, mat.Versions, true
-						}
-						// Restored at once: the log rows wait for every
-						// blob's materialisations.
-						for _, r := range mat.Rows {
-							st.restore(r)
-						}
-					}
+					mats = append(mats, matRow{kind, vals.Value(i), where, row + i})
 					continue
 				}
 				logs = append(logs, logRow{kind, Row{Op: ops[i], Key: keys.Value(i), Value: vals.Value(i)}})
@@ -253,8 +254,42 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 			return nil, fmt.Errorf("%schangelog snapshot is malformed: no materialisation row (row_kind 0 or 3)", where)
 		}
 	}
+	// The materialisations of every blob, restored as they came.
+	last := map[string]int{} // an external handle's last row in mats
+	for j, m := range mats {
+		if m.kind == rowKindHandle && len(m.value) > 0 {
+			last[string(m.value)] = j
+		}
+	}
+	var metaSet bool
+	noMeta := map[string]bool{} // handles read whose materialisation has no metadata
+	for j, m := range mats {
+		h := string(m.value)
+		again := m.kind == rowKindHandle && len(m.value) > 0 && last[h] != j
+		if again && (metaSet || noMeta[h]) {
+			s.Changelog.note(m.kind, h) // restored at its last row
+			continue
+		}
+		mat, err := materialisation(m.kind, m.value, opts, s.Changelog)
+		if err != nil {
+			return nil, fmt.Errorf("%srow %d: %w", m.where, m.row, err)
+		}
+		if mat == nil {
+			continue
+		}
+		if !metaSet && len(mat.Metadata) > 0 {
+			s.Metadata, s.Versions, metaSet = mat.Metadata, mat.Versions, true
+		}
+		if again {
+			noMeta[h] = len(mat.Metadata) == 0
+			continue
+		}
+		for _, r := range mat.Rows {
+			st.restore(r)
+		}
+	}
 	// As clink restores: the log rows of every blob replayed in order, after
-	// the materialisations of every blob (restored as they came).
+	// the materialisations of every blob.
 	for _, l := range logs {
 		s.Changelog.LogRows++
 		switch l.kind {
@@ -276,13 +311,22 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 	return s, nil
 }
 
+// note records a materialisation row of kind (row_kind 0 or 3) and value.
+func (c *ChangelogInfo) note(kind uint8, value string) {
+	inBlob := kind == rowKindMaterialised
+	c.InBlob = append(c.InBlob, inBlob)
+	if inBlob {
+		value = ""
+	}
+	c.Handles = append(c.Handles, value)
+}
+
 // materialisation decodes a changelog's materialisation row (row_kind 0
 // or 3).
 func materialisation(kind uint8, value []byte, opts ReadOptions, info *ChangelogInfo) (*Snapshot, error) {
 	switch kind {
 	case rowKindMaterialised:
-		info.InBlob = append(info.InBlob, true)
-		info.Handles = append(info.Handles, "")
+		info.note(kind, "")
 		if len(value) == 0 {
 			return nil, nil
 		}
@@ -297,8 +341,7 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 		return mat, nil
 	case rowKindHandle:
 		handle := string(value)
-		info.InBlob = append(info.InBlob, false)
-		info.Handles = append(info.Handles, handle)
+		info.note(kind, handle)
 		if handle == "" {
 			return nil, nil
 		}

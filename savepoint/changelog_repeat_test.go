@@ -1,0 +1,92 @@
+package savepoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// A changelog payload whose materialisation rows name one external handle
+// many times reads it at most twice (for the metadata, at its first row,
+// and at its last, where it is restored), and holds what restoring it at
+// every row would: the later copy of a keyed row, the greater 8-byte
+// operator value. Every materialisation row is still listed.
+func TestChangelogRepeatedHandle(t *testing.T) {
+	key := func(k string) []byte { return EncodeKeyedKey([]byte("s"), []byte(k)) }
+	op := []byte("\xff_offsets")
+	u64 := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+	mats := map[string][]byte{
+		"v1/0/materializations/mat-a.bin": zstdStreamOf(t, []Row{
+			{Op: 7, Key: key("k1"), Value: []byte("a1")},
+			{Op: 7, Key: key("k2"), Value: []byte("a2")},
+			{Op: 9, Key: op, Value: u64(5)},
+		}),
+		"v1/0/materializations/mat-b.bin": zstdStreamOf(t, []Row{
+			{Op: 7, Key: key("k1"), Value: []byte("b1")},
+			{Op: 7, Key: key("k3"), Value: []byte("b3")},
+			{Op: 9, Key: op, Value: u64(9)},
+		}),
+	}
+	const a, b = "v1/0/materializations/mat-a.bin", "v1/0/materializations/mat-b.bin"
+	for _, c := range []struct {
+		name    string
+		handles []string
+		want    map[string]string // user key -> value; "op" the operator value
+		reads   map[string]int
+	}{
+		{"a b a...", append([]string{a, b}, repeat(a, 50)...),
+			map[string]string{"k1": "a1", "k2": "a2", "k3": "b3", "op": "9"}, map[string]int{a: 2, b: 1}},
+		{"a... b", append(repeat(a, 50), b),
+			map[string]string{"k1": "b1", "k2": "a2", "k3": "b3", "op": "9"}, map[string]int{a: 2, b: 1}},
+		{"b a b", []string{b, a, b},
+			map[string]string{"k1": "b1", "k2": "a2", "k3": "b3", "op": "9"}, map[string]int{a: 1, b: 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			kinds := make([]uint8, 0, len(c.handles)+1)
+			rows := make([]Row, 0, len(c.handles)+1)
+			for _, h := range c.handles {
+				kinds, rows = append(kinds, rowKindHandle), append(rows, Row{Value: []byte(h)})
+			}
+			kinds, rows = append(kinds, rowKindPut), append(rows, Row{Op: 7, Key: key("k4"), Value: []byte("p")})
+			reads := map[string]int{}
+			s, err := DecodeSnapshot(vtChangelogStream(t, kinds, rows), ReadOptions{Resolve: func(h string) ([]byte, error) {
+				reads[h]++
+				return mats[h], nil
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, r := range s.Rows {
+				if bytes.Equal(r.Key, op) {
+					got["op"] = fmt.Sprint(binary.LittleEndian.Uint64(r.Value))
+				} else {
+					got[string(r.Key[len(key("")):])] = string(r.Value)
+				}
+			}
+			c.want["k4"] = "p"
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("state %v, want %v", got, c.want)
+			}
+			if fmt.Sprint(reads) != fmt.Sprint(c.reads) {
+				t.Errorf("handles read %v, want %v", reads, c.reads)
+			}
+			if strings.Join(s.Changelog.Handles, ",") != strings.Join(c.handles, ",") || len(s.Changelog.InBlob) != len(c.handles) {
+				t.Errorf("materialisation rows %q (in blob %v), want %q", s.Changelog.Handles, s.Changelog.InBlob, c.handles)
+			}
+			if len(s.Metadata) == 0 {
+				t.Error("no metadata")
+			}
+		})
+	}
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
