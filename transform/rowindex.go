@@ -14,10 +14,10 @@ import (
 // filter over millions of sorted rows leaves a few runs); a file whose rows
 // had to be sorted gets one index per row.
 type rowIndex struct {
-	spans []span      // runs of consecutive input rows, in output order
-	ends  []uint32    // ends[k]: the output position just after spans[k]
-	dense []uint32    // when not nil: the input index of each output row
-	hints regionHints // the span last found, per region of rows
+	spans []span    // runs of consecutive input rows, in output order
+	ends  []uint32  // ends[k]: the output position just after spans[k]
+	dense []uint32  // when not nil: the input index of each output row
+	hints lazyHints // the span last found, per region of rows
 }
 
 // regionHints remember, for a search by row over runs of rows, the run
@@ -45,6 +45,24 @@ const minHintShift = 10
 func (h *regionHints) at(i, rows int) *atomic.Int32 {
 	shift := max(minHintShift, bits.Len(uint(rows))-6)
 	return &h[i>>shift&63].Int32
+}
+
+// lazyHints are region hints made at the first search: a rescale keeps
+// an index for each pair of an old and a new file of a group (16,384 of
+// them between 128 subtasks and 128), most of them never searched, and
+// 4 KiB of hints in each would be 64 MiB.
+type lazyHints struct{ p atomic.Pointer[regionHints] }
+
+// at returns the hint for row i of rows rows (see regionHints.at).
+func (l *lazyHints) at(i, rows int) *atomic.Int32 {
+	h := l.p.Load()
+	if h == nil {
+		h = new(regionHints)
+		if !l.p.CompareAndSwap(nil, h) {
+			h = l.p.Load()
+		}
+	}
+	return h.at(i, rows)
 }
 
 type span struct{ start, n uint32 }

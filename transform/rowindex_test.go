@@ -7,10 +7,40 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/sptool/sptool/savepoint"
 )
+
+// A rescale keeps a row index for each pair of an old and a new file of a
+// group, most of them never searched: one holds its search hints (4 KiB)
+// only once searched, or a rescale between 128 subtasks and 128 holds 64
+// MiB of them. Goroutines searching one index at once share its hints.
+func TestRowIndexHintsMadeWhenSearched(t *testing.T) {
+	if n := unsafe.Sizeof(rowIndex{}); n > 256 {
+		t.Errorf("a row index is %d bytes before any search, want at most 256", n)
+	}
+	var x rowIndex
+	for i := range 4096 {
+		x.appendRun(3*i, 2)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g * 2048; i < (g+1)*2048; i++ {
+				if got, want := x.at(i), 3*(i/2)+i%2; got != want {
+					t.Errorf("row %d: at %d, want %d", i, got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
 
 // A row index built from runs, and joined to another, maps every output
 // row to its input row, and keeps adjacent runs as one span.
