@@ -884,3 +884,39 @@ func TestOutputPathFromLinkedWorkingDir(t *testing.T) {
 		t.Errorf("CheckOutputPath(%s, %s) = nil, want a refusal: cleaned, it lies inside the input", tree, raw)
 	}
 }
+
+// A changelog+file tree's handles name, by default, the output as the
+// working directory is named ($PWD) when that reaches it: a job's state
+// base reached through a link is named by the link. A "../" that leaves
+// the link's target takes the system's path.
+func TestStateBaseFromLinkedWorkingDir(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need privileges on Windows")
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data", "work"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "data", "work"), filepath.Join(dir, "state")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(dir, "state")) // $PWD goes through the link
+	for out, want := range map[string]string{
+		"out":    filepath.Join(dir, "state", "out"),
+		"../out": filepath.Join(dir, "data", "out"),
+	} {
+		tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 1, Backend: BackendChangelogFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tw.stateBase != want {
+			t.Errorf("CreateTree(%s): state base %s, want %s", out, tw.stateBase, want)
+		}
+		if err := tw.Abort(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -71,7 +71,7 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 		opts.Backend = BackendFile
 	}
 	if opts.StateBase == "" {
-		opts.StateBase = abs
+		opts.StateBase = stateBaseOf(out, abs)
 	}
 	if opts.Force {
 		if err := CheckReplaceable(abs, true); err != nil {
@@ -826,6 +826,10 @@ func inProc(p string) bool {
 // ErrOutputIsInput is returned when an output path names the input.
 var ErrOutputIsInput = errors.New("the output must not be the input")
 
+// ErrDotDotAfterLink is returned (wrapped) when an output path holds a
+// ".." that follows a symbolic link (see CheckOutputPath).
+var ErrDotDotAfterLink = errors.New("it follows a symbolic link")
+
 // MaxOutputName is the longest name, in bytes, an output may have: the
 // names of its temporary and moved-aside files (the longest,
 // <name>.meta.sptool-old-<pid>.<seq>.<random>) add up to 48 bytes to it,
@@ -891,7 +895,7 @@ func checkOutputCleaned(out string) error {
 		return fmt.Errorf("resolve paths: %w", err)
 	}
 	if cleaned != sys {
-		return fmt.Errorf("output %s is %s to the system but %s once its \"..\" is cleaned away, as it follows a symbolic link: give the output's path without it", out, sys, cleaned)
+		return fmt.Errorf("output %s is %s to the system but %s once its \"..\" is cleaned away, as %w: give the output's path without it", out, sys, cleaned, ErrDotDotAfterLink)
 	}
 	return nil
 }
@@ -1056,6 +1060,25 @@ func resolvePath(p string) (string, error) {
 		rest = filepath.Join(base, rest)
 		q = dir
 	}
+}
+
+// stateBaseOf returns the absolute path of the output out (abs, see
+// absPath) that its handles name by default: the one the working directory
+// is named by ($PWD, through filepath.Abs) when it reaches the same place,
+// as a job's state base reached through a link is named by the link, and
+// abs when it does not (a "../" from a working directory reached through a
+// link).
+func stateBaseOf(out, abs string) string {
+	named, err := filepath.Abs(out)
+	if err != nil || named == abs {
+		return abs
+	}
+	a, err1 := resolvePath(named)
+	b, err2 := resolvePath(abs)
+	if err1 != nil || err2 != nil || a != b {
+		return abs
+	}
+	return named
 }
 
 // absPath returns p made absolute and cleaned, a relative p taken from the

@@ -300,7 +300,9 @@ func checkReportPath(in, out, report string, force bool) error {
 		if p.path == "" {
 			continue // a dry run without -o
 		}
-		if err := savepoint.CheckOutputPath(p.path, report); err != nil {
+		if err := savepoint.CheckOutputPath(p.path, report); errors.Is(err, savepoint.ErrDotDotAfterLink) {
+			return fmt.Errorf("--report: %w", err)
+		} else if err != nil {
 			return fmt.Errorf("--report %s: the report must be a file apart from the %s %s, neither it, in it, nor holding it", report, p.what, p.path)
 		}
 	}

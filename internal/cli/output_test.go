@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -87,5 +88,35 @@ func TestReportNotWrittenNamesStaleReport(t *testing.T) {
 	appeared := fmt.Errorf("output %s appeared while writing (use --force to replace it): %w", report, fs.ErrExist)
 	if err := reportNotWritten(report, appeared); strings.Contains(err.Error(), "earlier run") {
 		t.Errorf("a report that appeared: %v", err)
+	}
+}
+
+// A --report whose ".." follows a symbolic link is refused as such, not as
+// a report that would overwrite or hold the input.
+func TestReportDotDotAfterLinkRefusedAsSuch(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need privileges on Windows")
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "real", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(filepath.Join(dir, "real", "sub"), link); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := filepath.Abs(filepath.Join("..", "..", "testdata", "clink", "snapshot-v1.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rulesFile := filepath.Join(dir, "r.yaml")
+	if err := os.WriteFile(rulesFile, []byte("version: 1\nrules:\n  - drop: 'op == 7'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report := link + string(filepath.Separator) + ".." + string(filepath.Separator) + "rep.json"
+	var stderr bytes.Buffer
+	code := Main(context.Background(), []string{"apply", "-q", "-r", rulesFile, snap, "-o", filepath.Join(dir, "out.snap"), "--report", report}, &Streams{Out: &bytes.Buffer{}, Err: &stderr})
+	if code != ExitError || !strings.Contains(stderr.String(), "symbolic link") || strings.Contains(stderr.String(), "apart from the input") {
+		t.Errorf("apply --report %s: exit %d, stderr %q; want exit 2 naming the link's \"..\"", report, code, stderr.String())
 	}
 }
