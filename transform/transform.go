@@ -123,8 +123,8 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if opts.Generation < 0 {
 		return nil, fmt.Errorf("generation %d: clink's generations start at 1", opts.Generation)
 	}
-	if scheme, ok := uriScheme(opts.StateBase); ok {
-		return nil, fmt.Errorf("--state-base %s: give the path the job restores from, without %s://: a materialisation handle is a plain path, <base>/v<gen>/<idx>/materializations/mat-<id>.bin (format 1.7), and one that starts with a URI scheme names no file a restore finds", opts.StateBase, scheme)
+	if err := CheckStateBase(opts.StateBase); err != nil {
+		return nil, err
 	}
 	if sp.Kind == savepoint.InputFile && (opts.Generation != 0 || opts.Checkpoint != 0 || opts.CheckpointSet) {
 		return nil, errors.New("a generation or checkpoint id for the output (--generation, --checkpoint-id) applies to a tree; a snapshot file's output keeps its input's, in its sidecar")
@@ -2500,6 +2500,18 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, lists bool) *Purge
 		}
 	}
 	return a
+}
+
+// CheckStateBase refuses a state base (Options.StateBase) that a
+// materialisation handle cannot hold: one given as a URI
+// (changelog+file:///srv/state), where a handle is a plain path,
+// <base>/v<gen>/<idx>/materializations/mat-<id>.bin (format 1.7), and one
+// that starts with a scheme names no file a restore finds.
+func CheckStateBase(base string) error {
+	if scheme, ok := uriScheme(base); ok {
+		return fmt.Errorf("--state-base %s: give the path the job restores from, without %s://: a materialisation handle is a plain path, <base>/v<gen>/<idx>/materializations/mat-<id>.bin (format 1.7), and one that starts with a URI scheme names no file a restore finds", base, scheme)
+	}
+	return nil
 }
 
 // uriScheme returns the scheme of s when s starts like a URI (scheme://,

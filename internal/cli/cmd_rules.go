@@ -98,6 +98,13 @@ func (tf transformFlags) check(dry bool, inputs []string) error {
 	if *tf.jobs < 0 {
 		return errNegative("--jobs")
 	}
+	if tf.stateBase != nil {
+		// Before the input is opened, which for a large savepoint takes
+		// minutes.
+		if err := transform.CheckStateBase(*tf.stateBase); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
