@@ -256,6 +256,41 @@ func (l *literals) skip(r rune) (skip, closed bool) {
 	return false, false
 }
 
+// blankComments returns src with each rune of its comments (// to the end
+// of the line, /* to */), outside its string literals, made a space: expr's
+// lexer skips them, so a quote in one opens no string literal, and the
+// brackets and operators after it count. The runes keep their offsets.
+func blankComments(src string) string {
+	if !strings.Contains(src, "/") {
+		return src
+	}
+	rs := []rune(src)
+	var lit literals
+	for i := 0; i < len(rs); i++ {
+		if skip, _ := lit.skip(rs[i]); skip || rs[i] != '/' || i+1 >= len(rs) || (rs[i+1] != '/' && rs[i+1] != '*') {
+			continue
+		}
+		end := len(rs)
+		if rs[i+1] == '/' {
+			if n := slices.Index(rs[i:], '\n'); n >= 0 {
+				end = i + n
+			}
+		} else {
+			for j := i + 2; j+1 < len(rs); j++ {
+				if rs[j] == '*' && rs[j+1] == '/' {
+					end = j + 2
+					break
+				}
+			}
+		}
+		for ; i < end; i++ {
+			rs[i] = ' '
+		}
+		i--
+	}
+	return string(rs)
+}
+
 // nestingWithin reports whether the brackets ((), [] and {}) of src,
 // outside its string literals, nest at most limit deep, and if not, the rune
 // offset of the first bracket too deep.
@@ -351,10 +386,11 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 			c, e = nil, &exprErr{msg: fmt.Sprintf("expression compiler failed: %v", r)}
 		}
 	}()
-	if off, ok := nestingWithin(src, maxExprNesting); !ok {
+	scan := blankComments(src)
+	if off, ok := nestingWithin(scan, maxExprNesting); !ok {
 		return nil, &exprErr{off: off, msg: fmt.Sprintf("brackets nested more than %d deep", maxExprNesting)}
 	}
-	if off, ok := unaryWithin(src, maxExprUnary); !ok {
+	if off, ok := unaryWithin(scan, maxExprUnary); !ok {
 		return nil, &exprErr{off: off, msg: fmt.Sprintf("more than %d unary operators (!, -, +, not)", maxExprUnary)}
 	}
 	opts := func(env any) []expr.Option {

@@ -404,6 +404,33 @@ func TestExprUnaryLimit(t *testing.T) {
 	}
 }
 
+// TestExprLimitsBehindComments: a quote in a comment opens no string
+// literal for the nesting and unary limits, as it opens none for expr's
+// lexer, which skips comments: the brackets and operators after it count
+// (a million of them overflowed the parser's stack), and what a comment
+// holds does not.
+func TestExprLimitsBehindComments(t *testing.T) {
+	deep := strings.Repeat("(", maxExprNesting+1) + "true" + strings.Repeat(")", maxExprNesting+1)
+	t.Run("brackets", func(t *testing.T) {
+		checkExprLimit(t, `/*"*/ `+deep, 18+maxExprNesting, "nested", "brackets nested more than 256 deep")
+	})
+	t.Run("unary", func(t *testing.T) {
+		checkExprLimit(t, `/*"*/ `+strings.Repeat("!", maxExprUnary+1)+"true", 18+maxExprUnary, "unary", "more than 256 unary operators")
+	})
+	t.Run("in a comment", func(t *testing.T) {
+		checkExprLimit(t, "/* "+deep+strings.Repeat("!", 300)+" */ true // "+deep, 0, "", "")
+	})
+	t.Run("line comment", func(t *testing.T) {
+		_, e := compileExpr("// \"\n"+deep, nil, true, DefaultMaxExprNodes)
+		if e == nil || e.off != 5+maxExprNesting || !strings.Contains(e.msg, "brackets nested") {
+			t.Fatalf("got %+v", e)
+		}
+	})
+	t.Run("in a string", func(t *testing.T) {
+		checkExprLimit(t, `slot == "/*" && `+deep+` && slot != "*/"`, 28+maxExprNesting, "nested", "brackets nested more than 256 deep")
+	})
+}
+
 // TestExprCallsRefused: now(), whose result moves from row to row and run
 // to run, and Env's __ functions, which the comparison patches call, are
 // refused where the expression calls them; date() of a literal is not.
