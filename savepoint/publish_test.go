@@ -837,13 +837,7 @@ func TestReplaceNeverLeavesLoneSidecar(t *testing.T) {
 // written, there. A ".." after a link in the output's own path, which the
 // writers would clean away, is refused.
 func TestOutputPathFromLinkedWorkingDir(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("symbolic links need privileges on Windows")
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := linkTestDir(t)
 	for _, d := range []string{"data/work", "home", "tree/v1/0"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -890,13 +884,7 @@ func TestOutputPathFromLinkedWorkingDir(t *testing.T) {
 // base reached through a link is named by the link. A "../" that leaves
 // the link's target takes the system's path.
 func TestStateBaseFromLinkedWorkingDir(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("symbolic links need privileges on Windows")
-	}
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := linkTestDir(t)
 	if err := os.MkdirAll(filepath.Join(dir, "data", "work"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -919,4 +907,19 @@ func TestStateBaseFromLinkedWorkingDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// linkTestDir returns a temporary directory for a test of symbolic links,
+// its own links resolved (as the system names it); it skips the test where
+// making links needs privileges.
+func linkTestDir(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need privileges on Windows")
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
