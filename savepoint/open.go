@@ -162,6 +162,11 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 	if ck, ok := checkpointOfName(filepath.Base(path)); ok {
 		sp.Checkpoint = ck
 	}
+	if f.Sidecar == nil && f.Verdict == VerdictIncomplete && f.Snapshot != nil && f.Snapshot.Variant == Changelog {
+		// Not a checkpoint that was never published: the changelog+file
+		// backend writes no sidecar for its changelog payloads.
+		f.VerdictDetail = "no integrity sidecar beside " + ShowName(path) + ", as clink's changelog+file backend writes none for its changelog payloads"
+	}
 	sp.Files = []*File{f}
 	return sp, nil
 }

@@ -544,6 +544,10 @@ func (v *validator) checkFileLevel(f *File) {
 				v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("no .meta sidecar beside the file, but %s is: a run that published this payload was interrupted before its sidecar, so the file is not a finished output (run it again)", filepath.Base(left)))
 				break
 			}
+			if s != nil && s.Variant == Changelog {
+				v.fileFinding(f, SeverityInfo, CheckSidecar, "no .meta sidecar beside the file, as clink's changelog+file backend writes none for its changelog payloads")
+				break
+			}
 			v.fileFinding(f, SeverityInfo, CheckSidecar, "no .meta sidecar beside the file: clink's file backend refuses a payload without one (until `clink checkpoint-verify --repair` mints it); sptool writes one with every output")
 		case f.Verdict != "":
 			v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("sidecar verdict %s: %s", f.Verdict, f.VerdictDetail))

@@ -1754,3 +1754,34 @@ func TestReplayChangelogAsClinkRestores(t *testing.T) {
 		})
 	}
 }
+
+// A changelog payload read alone, without the .meta sidecar that clink's
+// changelog+file backend never writes, is not called a checkpoint that was
+// never published, nor one the file backend refuses; a canonical file
+// without its sidecar still is.
+func TestLoneChangelogFileSidecar(t *testing.T) {
+	cl := vtOpen(t, filepath.Join(vtFixturePath("changelog-file"), "v1", "1", "changelog-17.snap"), OpenOptions{})
+	f := cl.Files[0]
+	if f.Verdict != VerdictIncomplete || strings.Contains(f.VerdictDetail, "never published") || !strings.Contains(f.VerdictDetail, "changelog+file backend writes none") {
+		t.Errorf("verdict %s: %s", f.Verdict, f.VerdictDetail)
+	}
+	sc := Validate(cl, ValidateOptions{}).ByCheck(CheckSidecar)
+	if len(sc) != 1 || sc[0].Severity != SeverityInfo || strings.Contains(sc[0].Message, "refuses") || !strings.Contains(sc[0].Message, "changelog+file backend writes none") {
+		t.Errorf("sidecar findings %+v", sc)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "checkpoint-1.snap")
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 1, Key: EncodeKeyedKey([]byte("s"), []byte("k")), Value: []byte("v")}}, SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path + SidecarSuffix); err == nil {
+		t.Fatal("WriteSnapshotFile wrote a sidecar: the test needs a file without one")
+	}
+	plain := vtOpen(t, path, OpenOptions{})
+	if d := plain.Files[0].VerdictDetail; !strings.Contains(d, "never published") {
+		t.Errorf("canonical file without a sidecar: %s", d)
+	}
+	if sc := Validate(plain, ValidateOptions{}).ByCheck(CheckSidecar); len(sc) != 1 || !strings.Contains(sc[0].Message, "file backend refuses") {
+		t.Errorf("canonical file's sidecar findings %+v", sc)
+	}
+}
