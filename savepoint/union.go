@@ -449,17 +449,29 @@ func (u *unioner) liveCopies(copies []UnionRow) []UnionRow {
 	for _, g := range groups {
 		running += g.Count
 	}
-	u.live = u.live[:0]
+	live := foldedCopies(copies, &u.live, running, func(c UnionRow) bool { return u.running.Runs(op, c.Subtask) })
+	u.st.FrozenCopies += len(copies) - len(live)
+	return live
+}
+
+// foldedCopies returns the copies of an operator row that a fold of them
+// takes, given which copies are of a subtask running the operator (runs)
+// and how many subtasks run it: those copies, when each running subtask
+// holds one; else every copy, since a running subtask without a copy of
+// its own restores the union of every other directory's (format 5.3,
+// 10.3). buf is reused for the result.
+func foldedCopies[C any](copies []C, buf *[]C, running int, runs func(C) bool) []C {
+	live := (*buf)[:0]
 	for _, c := range copies {
-		if u.running.Runs(op, c.Subtask) {
-			u.live = append(u.live, c)
+		if runs(c) {
+			live = append(live, c)
 		}
 	}
-	if len(u.live) < running || len(u.live) == len(copies) {
+	*buf = live
+	if len(live) < running || len(live) == len(copies) {
 		return copies
 	}
-	u.st.FrozenCopies += len(copies) - len(u.live)
-	return u.live
+	return live
 }
 
 func (u *unioner) emit(c UnionRow, yield func(UnionRow) bool) bool {

@@ -1204,22 +1204,17 @@ func (v *validator) liveOpCopies(live *blobLiveness, op uint64, copies []valOpCo
 	if len(v.sp.Groups) < 2 || !live.any[op] {
 		return copies
 	}
-	var out []valOpCopy
 	running := 0
 	for _, g := range v.sp.Groups {
 		if live.state(g, op) == BlobLive {
 			running += g.Count
 		}
 	}
-	for _, c := range copies {
-		if g, ok := v.sp.GroupOf(c.subtask); ok && live.state(g, op) == BlobLive {
-			out = append(out, c)
-		}
-	}
-	if len(out) < running || len(out) == len(copies) {
-		return copies
-	}
-	return out
+	var buf []valOpCopy
+	return foldedCopies(copies, &buf, running, func(c valOpCopy) bool {
+		g, ok := v.sp.GroupOf(c.subtask)
+		return ok && live.state(g, op) == BlobLive
+	})
 }
 
 // describeCopies lists which subtasks hold which value.
