@@ -786,19 +786,16 @@ type rawStream struct {
 }
 
 // readStream decodes an Arrow IPC stream held in data, whose compressed
-// record batches are counted against budget (nil: a budget of data's own
-// size). The format-version gate runs before the schema is returned; the
-// caller checks the fields. Column buffers of uncompressed bodies alias
-// data.
+// record batches are counted against budget, the file's (see
+// DecodeSnapshot). The format-version gate runs before the schema is
+// returned; the caller checks the fields. Column buffers of uncompressed
+// bodies alias data.
 func readStream(data []byte, budget *inflateBudget) (rs *rawStream, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			rs, err = nil, fmt.Errorf("malformed Arrow IPC stream (%v)", p)
 		}
 	}()
-	if budget == nil {
-		budget = &inflateBudget{size: len(data)}
-	}
 	mr := &sliceMessageReader{data: data[:len(data):len(data)], budget: budget}
 	rdr, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
