@@ -149,6 +149,9 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 	return nil
 }
 
+// changelogWritesNoSidecar says why a changelog payload has no sidecar.
+const changelogWritesNoSidecar = "as clink's changelog+file backend writes none for its changelog payloads"
+
 func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 	sp := &Savepoint{Path: path, Root: filepath.Dir(path), Kind: InputFile, Backend: BackendFile}
 	f := &File{Subtask: -1, Path: path, Rel: filepath.Base(path)}
@@ -165,7 +168,7 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 	if f.Sidecar == nil && f.Verdict == VerdictIncomplete && f.Snapshot != nil && f.Snapshot.Variant == Changelog {
 		// Not a checkpoint that was never published: the changelog+file
 		// backend writes no sidecar for its changelog payloads.
-		f.VerdictDetail = "no integrity sidecar beside " + ShowName(path) + ", as clink's changelog+file backend writes none for its changelog payloads"
+		f.VerdictDetail = "no integrity sidecar beside " + ShowName(path) + ", " + changelogWritesNoSidecar
 	}
 	sp.Files = []*File{f}
 	return sp, nil

@@ -545,7 +545,7 @@ func (v *validator) checkFileLevel(f *File) {
 				break
 			}
 			if s != nil && s.Variant == Changelog {
-				v.fileFinding(f, SeverityInfo, CheckSidecar, "no .meta sidecar beside the file, as clink's changelog+file backend writes none for its changelog payloads")
+				v.fileFinding(f, SeverityInfo, CheckSidecar, "no .meta sidecar beside the file, "+changelogWritesNoSidecar)
 				break
 			}
 			v.fileFinding(f, SeverityInfo, CheckSidecar, "no .meta sidecar beside the file: clink's file backend refuses a payload without one (until `clink checkpoint-verify --repair` mints it); sptool writes one with every output")
