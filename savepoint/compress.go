@@ -58,6 +58,7 @@ var magics = []struct {
 	{CompressGzip, []byte{0x1f, 0x8b}},
 	{CompressZstd, []byte{0x28, 0xb5, 0x2f, 0xfd}},
 	{CompressLZ4, []byte{0x04, 0x22, 0x4d, 0x18}},
+	{CompressLZ4, []byte{0x02, 0x21, 0x4c, 0x18}}, // the legacy frame (lz4 -l)
 	{CompressBzip2, []byte("BZh")},
 	{CompressXZ, []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}},
 }
@@ -65,7 +66,18 @@ var magics = []struct {
 // DetectCompression names the whole-file compression of data from its magic
 // bytes, or CompressNone. An Arrow IPC stream starts with 0xFFFFFFFF (or a
 // legacy length) and a CLMB frame with "CLMB", neither of which collides.
+// Skippable frames (magic 0x184D2A50-0x184D2A5F, a 4-byte little-endian
+// size, then that many bytes), which zstd and lz4 share and archivers put
+// ahead of a stream for their own metadata, are stepped over: the frame
+// after them names the compression, and both readers skip them too.
 func DetectCompression(data []byte) string {
+	for len(data) >= 8 && data[0]&0xf0 == 0x50 && data[1] == 0x2a && data[2] == 0x4d && data[3] == 0x18 {
+		size := uint64(binary.LittleEndian.Uint32(data[4:8]))
+		if size > uint64(len(data)-8) {
+			return CompressNone // cut short: nothing after it to name
+		}
+		data = data[8+size:]
+	}
 	for _, m := range magics {
 		if bytes.HasPrefix(data, m.magic) {
 			return m.name

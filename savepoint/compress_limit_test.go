@@ -202,6 +202,9 @@ func FuzzDecompress(f *testing.F) {
 		f.Add(uint8(i), compressed(f, name, fixture))
 		f.Add(uint8(i), fixture[:64])
 	}
+	// A skippable frame ahead of a zstd stream, and a legacy lz4 frame.
+	f.Add(uint8(0), append([]byte{0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 'a', 'b', 'c'}, compressed(f, CompressZstd, fixture)...))
+	f.Add(uint8(0), []byte{0x02, 0x21, 0x4c, 0x18, 5, 0, 0, 0, 0x50, 'h', 'e', 'l', 'l', 'o'})
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
 		out, name, err := Decompress(data)
 		if err == nil && int64(len(out)) > decompressLimit(len(data)) {

@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pierrec/lz4/v4"
 )
 
 // TestClinkFixture reads clink's own snapshot-v1.snap to exactly the rows of
@@ -332,6 +335,89 @@ func TestCompressedFiles(t *testing.T) {
 			}
 			if f := sp.Files[0]; f.Compression != c || !rowsEqual(f.Snapshot.Rows, Logical(fixtureRows)) {
 				t.Fatalf("compression %q rows %v", f.Compression, f.Snapshot.Rows)
+			}
+		})
+	}
+}
+
+// TestCompressedFramings reads the framings archivers write besides the
+// plain zstd and lz4 frames: the legacy lz4 frame (lz4 -l), and skippable
+// frames (which zstd and lz4 share) ahead of a stream, whose first real
+// frame names the compression. A skippable frame cut short, or one with
+// nothing recognisable after it, names none: the file is then read as an
+// Arrow stream and refused as one.
+func TestCompressedFramings(t *testing.T) {
+	var plain bytes.Buffer
+	if err := EncodeStreamAsIs(&plain, CanonicalMetadata(nil, VersionMap{}), fixtureRows, nil); err != nil {
+		t.Fatal(err)
+	}
+	want, err := DecodeSnapshot(plain.Bytes(), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var legacy bytes.Buffer
+	lw := lz4.NewWriter(&legacy)
+	if err := lw.Apply(lz4.LegacyOption(true)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lw.Write(plain.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	skip := func(magic byte, payload string) []byte {
+		b := []byte{magic, 0x2a, 0x4d, 0x18, 0, 0, 0, 0}
+		binary.LittleEndian.PutUint32(b[4:], uint32(len(payload)))
+		return append(b, payload...)
+	}
+	join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	zst, lz := compressed(t, CompressZstd, plain.Bytes()), compressed(t, CompressLZ4, plain.Bytes())
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"legacy lz4", legacy.Bytes(), CompressLZ4},
+		{"skippable then zstd", join(skip(0x50, "archiver metadata"), zst), CompressZstd},
+		{"two skippable then lz4", join(skip(0x5f, ""), skip(0x5a, "x"), lz), CompressLZ4},
+		{"skippable then legacy lz4", join(skip(0x53, "meta"), legacy.Bytes()), CompressLZ4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := DetectCompression(c.data); got != c.want {
+				t.Fatalf("DetectCompression = %q, want %q", got, c.want)
+			}
+			p := filepath.Join(t.TempDir(), "checkpoint-1.snap")
+			if err := os.WriteFile(p, c.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sp, err := Open(p, OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := sp.Files[0]; f.Compression != c.want || !rowsEqual(f.Snapshot.Rows, want.Rows) {
+				t.Fatalf("compression %q rows %v, want %v", f.Compression, f.Snapshot.Rows, want.Rows)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"skippable cut short", skip(0x50, "meta")[:10]},
+		{"skippable then Arrow", join(skip(0x50, "meta"), plain.Bytes())},
+		{"skippable size past the end", join([]byte{0x50, 0x2a, 0x4d, 0x18, 0xff, 0xff, 0xff, 0xff}, zst)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := DetectCompression(c.data); got != CompressNone {
+				t.Fatalf("DetectCompression = %q, want none", got)
+			}
+			p := filepath.Join(t.TempDir(), "checkpoint-1.snap")
+			if err := os.WriteFile(p, c.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Open(p, OpenOptions{}); err == nil || !strings.Contains(err.Error(), p) {
+				t.Fatalf("Open: %v, want an error naming %s", err, p)
 			}
 		})
 	}
