@@ -154,6 +154,9 @@ const changelogWritesNoSidecar = "as clink's changelog+file backend writes none 
 
 func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 	sp := &Savepoint{Path: path, Root: filepath.Dir(path), Kind: InputFile, Backend: BackendFile}
+	if strings.HasPrefix(filepath.Base(path), "changelog-") {
+		sp.Backend = BackendChangelogFile // the name the changelog+file backend gives its payloads, as in a tree
+	}
 	f := &File{Subtask: -1, Path: path, Rel: filepath.Base(path)}
 	if err := readSnapshotFile(f, true, ReadOptions{Columnar: opts.Columnar, probe: opts.Probe, Resolve: func(h string) ([]byte, error) {
 		return resolveHandle(filepath.Join(filepath.Dir(path), "..", ".."), h)

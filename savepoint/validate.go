@@ -592,8 +592,10 @@ func (v *validator) checkFileLevel(f *File) {
 			v.fileFinding(f, SeverityWarning, CheckMetadata, fmt.Sprintf("schema metadata key %q appears %d times: clink and arrow-go read the first value, apache-arrow JS the last; sptool keeps the first", k, n))
 		}
 	}
-	// Changelog payloads.
-	if s.Variant == Changelog && s.Changelog != nil && v.isTree() {
+	// Changelog payloads. A lone file's backend is known from its name
+	// only when it is changelog-<id>.snap: a checkpoint-<id>.snap outside
+	// a tree may be any tool's export.
+	if s.Variant == Changelog && s.Changelog != nil && (v.isTree() || sp.Backend == BackendChangelogFile) {
 		cl := s.Changelog
 		if sp.Backend == BackendFile {
 			msg := fmt.Sprintf("changelog payload stored as %s: clink's file backend refuses changelog payloads under checkpoint-<id>.snap (section 1.7: its restore expects the three-column schema); its state tools read them", filepath.Base(f.Rel))

@@ -1784,4 +1784,24 @@ func TestLoneChangelogFileSidecar(t *testing.T) {
 	if sc := Validate(plain, ValidateOptions{}).ByCheck(CheckSidecar); len(sc) != 1 || !strings.Contains(sc[0].Message, "file backend refuses") {
 		t.Errorf("canonical file's sidecar findings %+v", sc)
 	}
+	// A lone changelog-<id>.snap is the changelog+file backend's, as in a
+	// tree: its backend says so, and an inline materialisation in it is
+	// the mode mismatch that backend's restore throws on. The same bytes
+	// as checkpoint-<id>.snap are the file backend's in-memory changelog.
+	inline := vtChangelogStream(t, []uint8{0, 1}, []Row{{}, {Op: 7, Key: EncodeKeyedKey([]byte("agg"), []byte("k")), Value: []byte("v")}})
+	for _, c := range []struct {
+		name    string
+		backend Backend
+		errs    int
+	}{{"changelog-7.snap", BackendChangelogFile, 1}, {"checkpoint-7.snap", BackendFile, 0}} {
+		p := filepath.Join(dir, c.name)
+		if err := os.WriteFile(p, inline, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sp := vtOpen(t, p, OpenOptions{})
+		mode := Validate(sp, ValidateOptions{}).ByCheck(CheckChangelogMode)
+		if sp.Backend != c.backend || len(mode) != c.errs || c.errs > 0 && !strings.Contains(mode[0].Message, "throws on this mode mismatch") {
+			t.Errorf("%s: backend %s, mode findings %+v", c.name, sp.Backend, mode)
+		}
+	}
 }
