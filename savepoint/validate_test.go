@@ -1305,6 +1305,15 @@ func TestValidateFormat(t *testing.T) {
 		{SeverityError, CheckFormat, "v1/0/checkpoint-7.snap", -1, 0, nil, []string{"gzip-compressed as a whole", "refuses it"}},
 		{SeverityError, CheckFormat, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{"0-byte payload", "refuses to restore subtask 1 with empty state"}},
 	})
+	// Compressed, the payload is not 0 bytes to clink, which refuses it
+	// for its compression; what it decompresses to is told apart.
+	empty := compressed(t, CompressGzip, nil)
+	vtReplace(t, vtPayload(out, 1), empty, true)
+	vtExpect(t, Validate(vtOpen(t, out, OpenOptions{Groups: []Group{{0, 2}}}), ValidateOptions{}), []vtWant{
+		{SeverityError, CheckFormat, "v1/0/checkpoint-7.snap", -1, 0, nil, []string{"gzip-compressed as a whole", "refuses it"}},
+		{SeverityError, CheckFormat, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{"gzip-compressed as a whole", "refuses it"}},
+		{SeverityInfo, CheckFormat, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{fmt.Sprintf("gzip-compressed payload (%d bytes) decompresses to 0 bytes", len(empty))}},
+	})
 }
 
 func TestValidateChangelogPayloads(t *testing.T) {
