@@ -346,6 +346,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		if r.Rescale != nil && f.Output != "" && filepath.Base(filepath.Dir(f.Output)) != strconv.Itoa(f.Subtask) {
 			moved = ", written as " + f.Output // a copy of a group a rescale moved
 		}
+		if f.Action == "rescale" {
+			moved = " to the new subtasks" // its rows went into the new files listed above
+		}
 		files.Row(savepoint.ShowName(f.Input), f.Action, itoa(f.RowsIn), fmt.Sprintf("-> %d rows%s", f.RowsOut, moved))
 	}
 	ew.table(files)
