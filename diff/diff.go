@@ -263,8 +263,22 @@ const cancelEvery = 1 << 16
 
 // Compare compares the logical state of a and b. It fails when ctx is
 // done before it ends, or when a file of either side changed while it was
-// read (savepoint.ErrInputChanged): its verdict would describe a mix.
-func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Result, error) {
+// read (savepoint.ErrInputChanged): its verdict would describe a mix. A
+// memory-mapped input cut short while it is read is such an error too, not
+// a panic: Compare reads under savepoint.Guard.
+func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (res *Result, err error) {
+	err = savepoint.Guard(func() error {
+		res, err = compareSides(ctx, a, b, opts)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// compareSides is Compare, its reads of mapped input unguarded.
+func compareSides(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (*Result, error) {
 	res := &Result{Operators: []Operator{}, Versions: []VersionChange{}, Metadata: []MetadataChange{}, Warnings: []string{}}
 	d := &differ{opts: opts, slots: map[slotKey]*Slot{}, a: a, b: b, sameLayout: sameLayout(a, b)}
 	d.keyed = [2]savepoint.RunningGroups{savepoint.NewRunningGroups(a), savepoint.NewRunningGroups(b)}

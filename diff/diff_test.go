@@ -803,3 +803,37 @@ func TestSideLabelQuotesPath(t *testing.T) {
 		t.Errorf("side label %q", got)
 	}
 }
+
+// A memory-mapped side cut short while Compare reads it is
+// ErrInputChanged, as the doc says, not a panic raised in the caller: a
+// caller need not run Compare under Guard.
+func TestCompareInputCutUnguarded(t *testing.T) {
+	dir := t.TempDir()
+	open := func(name string, fill byte) (*savepoint.Savepoint, string) {
+		path := filepath.Join(dir, name)
+		var rows []savepoint.Row
+		for i := range 200000 {
+			var k [8]byte
+			binary.LittleEndian.PutUint64(k[:], uint64(i))
+			rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), k[:]), Value: bytes.Repeat([]byte{fill}, 16)})
+		}
+		if _, err := savepoint.WriteSnapshotFile(path, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+			t.Fatal(err)
+		}
+		sp, err := savepoint.Open(path, savepoint.OpenOptions{Columnar: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sp.Close() })
+		return sp, path
+	}
+	a, pathA := open("a.snap", 1)
+	b, _ := open("b.snap", 2)
+	if err := os.Truncate(pathA, 4096); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Compare(context.Background(), a, b, Options{})
+	if !errors.Is(err, savepoint.ErrInputChanged) || res != nil {
+		t.Errorf("Compare of a cut input: %v, %v; want ErrInputChanged and no result", res, err)
+	}
+}

@@ -358,8 +358,22 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 
 // Write exports sp to w (see the package comment). It fails, after writing,
 // when a file of sp changed while it was read (savepoint.ErrInputChanged):
-// what it wrote then mixes old and new rows.
-func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Options) (*Result, error) {
+// what it wrote then mixes old and new rows. A memory-mapped input cut short
+// while it is read is such an error too, not a fault that ends the process:
+// Write reads under savepoint.Guard.
+func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Options) (res *Result, err error) {
+	err = savepoint.Guard(func() error {
+		res, err = write(ctx, w, sp, opts)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// write is Write, its reads of mapped input unguarded.
+func write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Options) (*Result, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -1262,6 +1263,34 @@ func TestExportFrozenReplicas(t *testing.T) {
 		slices.Sort(got)
 		if !slices.Equal(got, want) {
 			t.Errorf("tree merge %v: rows\n%v\nwant Union's\n%v", merge, got, want)
+		}
+	}
+}
+
+// A mapped input cut short while Write (not WriteFile) reads it is
+// ErrInputChanged, as the doc says, not a fault that ends the process: a
+// caller exporting to a writer of its own need not run Write under Guard.
+func TestExportWriteInputCutUnguarded(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	var rows []savepoint.Row
+	for i := range 200000 {
+		rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte(strconv.Itoa(i))), Value: []byte("value")})
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), savepoint.RowSlice(rows), savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if err := os.Truncate(in, 4096); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []Format{JSONL, Parquet} {
+		if _, err := Write(context.Background(), io.Discard, sp, Options{Format: format}); !errors.Is(err, savepoint.ErrInputChanged) {
+			t.Errorf("%s: Write of a cut input: %v, want ErrInputChanged", format, err)
 		}
 	}
 }
