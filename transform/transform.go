@@ -111,10 +111,40 @@ func CheckOutput(in string, file bool, out string, force bool) error {
 	return nil
 }
 
+// checkIntegrity refuses a file-backend payload whose integrity verdict
+// makes clink refuse to restore it: a size or checksum that disagrees with
+// its sidecar (an unfinished write, a damaged file), or a sidecar it cannot
+// read. Rewritten, its rows would be published with a fresh sidecar that
+// clink accepts, and the damage would pass for state. A payload without a
+// sidecar is left to the open (OpenOptions.RequireValid and
+// AllowMissingSidecar decide about it), as is a missing payload.
+func checkIntegrity(sp *savepoint.Savepoint) error {
+	if sp.Backend != savepoint.BackendFile {
+		return nil
+	}
+	for _, f := range sp.Files {
+		switch {
+		case f.Verdict == savepoint.VerdictValid, f.Verdict == savepoint.VerdictMissing:
+			continue
+		case f.Verdict == savepoint.VerdictIncomplete && f.Sidecar == nil:
+			continue // no sidecar
+		}
+		return fmt.Errorf("%s: integrity check %s: %s; clink would refuse to restore it, and its rewrite would carry a sidecar clink accepts", f.Path, f.Verdict, f.VerdictDetail)
+	}
+	return nil
+}
+
 // Run applies set to sp. With opts.DryRun it only reports; otherwise it
 // writes the result to opts.Out atomically (a tree is staged and renamed into
 // place; a file is written to a temporary name and renamed, then its
 // sidecar). The input is never modified.
+//
+// A payload of a file-backend input whose integrity verdict is not valid
+// (File.Verdict: a size or checksum that disagrees with its sidecar, or an
+// unreadable sidecar) is refused, however sp was opened: its rows would be
+// written with a fresh sidecar, which clink accepts. A payload without a
+// sidecar is refused by Open with OpenOptions.RequireValid, unless
+// AllowMissingSidecar.
 //
 // A Run that fails returns a nil report, except when its output was
 // published before the failure: it then returns the report with a
@@ -155,6 +185,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if err := sp.CheckFilesApart(opts.Out); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkIntegrity(sp); err != nil {
+		return nil, err
 	}
 	if err := checkRemaps(sp, set); err != nil {
 		return nil, err

@@ -1868,3 +1868,64 @@ func TestMergeLosersShadowedTakeNoPart(t *testing.T) {
 	checkDedup(t, in, rules, want, 1, 4)
 	checkDedup(t, in, rules+"  - drop: 'string(value_bytes) == \"nothing\"'\n", want, 1, 4)
 }
+
+// A payload whose checksum disagrees with its sidecar is refused by Run
+// even when the savepoint was opened without RequireValid (OpenOptions'
+// zero value): rewritten, its damaged rows would be published with a fresh
+// sidecar that clink accepts. A tree without sidecars is still rewritten.
+func TestRunRefusesCorruptPayload(t *testing.T) {
+	dir := t.TempDir()
+	rows := map[int][]savepoint.Row{0: {
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte("a")), Value: []byte("VALUE-A")},
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte("b")), Value: []byte("VALUE-B")},
+	}}
+	in := writeTree(t, filepath.Join(dir, "in"), 3, "job", rows, savepoint.VersionMap{}, "")
+	payload := filepath.Join(in, "v1", "0", "checkpoint-3.snap")
+	b, err := os.ReadFile(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte("VALUE-A"))
+	if i < 0 {
+		t.Fatal("value not found in the payload")
+	}
+	b[i] = 'X' // still decodes; the checksum no longer matches
+	if err := os.WriteFile(payload, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if sp.Files[0].Verdict != savepoint.VerdictCorrupt {
+		t.Fatalf("verdict %s, want corrupt", sp.Files[0].Verdict)
+	}
+	set, err := rules.Parse("r.yaml", []byte("version: 1\nrules:\n  - drop: 'key == \"b\"'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	for _, dry := range []bool{true, false} {
+		rep, err := transform.Run(context.Background(), sp, set, transform.Options{DryRun: dry, Out: out})
+		if err == nil || rep != nil || !strings.Contains(err.Error(), "integrity check corrupt") {
+			t.Errorf("dry run %v: Run of a corrupt payload: %v, %v; want an integrity error", dry, rep, err)
+		}
+	}
+	if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("output %s: %v, want none", out, err)
+	}
+
+	// Without its sidecar the payload is unverified, not refused.
+	if err := os.Remove(payload + savepoint.SidecarSuffix); err != nil {
+		t.Fatal(err)
+	}
+	sp2, err := savepoint.Open(in, savepoint.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp2.Close()
+	if _, err := transform.Run(context.Background(), sp2, set, transform.Options{Out: out}); err != nil {
+		t.Errorf("Run of a payload without a sidecar: %v", err)
+	}
+}
