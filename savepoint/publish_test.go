@@ -923,3 +923,15 @@ func linkTestDir(t *testing.T) string {
 	}
 	return dir
 }
+
+// CreateTree refuses an existing output without Force with an error that
+// is an fs.ErrExist, as the one of an output that appears before Commit is.
+func TestCreateTreeExistsIsErrExist(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 1}); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("CreateTree over an existing output: %v, want an fs.ErrExist", err)
+	}
+}

@@ -79,3 +79,13 @@ func (e *appearedError) Error() string {
 }
 
 func (e *appearedError) Is(target error) bool { return target == fs.ErrExist }
+
+// ExistsError returns an error with message msg, of an output that exists
+// and may not be replaced: errors.Is(err, fs.ErrExist) holds for it.
+func ExistsError(msg string) error { return &existsError{msg} }
+
+type existsError struct{ msg string }
+
+func (e *existsError) Error() string { return e.msg }
+
+func (e *existsError) Is(target error) bool { return target == fs.ErrExist }

@@ -61,10 +61,11 @@ type TreeOptions struct {
 }
 
 // CreateTree starts writing a tree at out. It refuses an existing out unless
-// opts.Force is set.
+// opts.Force is set, with an error for which errors.Is(err, fs.ErrExist)
+// holds.
 func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 	if _, err := os.Lstat(out); err == nil && !opts.Force {
-		return nil, fmt.Errorf("output %s exists (use --force to replace it)", out)
+		return nil, ExistsError(fmt.Sprintf("output %s exists (use --force to replace it)", out))
 	}
 	abs := absPath(out)
 	if opts.Backend == "" {

@@ -89,8 +89,9 @@ var ErrAccounting = errors.New("row accounting does not add up")
 // input being its whole checkpoint directory: an output beside v<gen>, say
 // v<gen+1>, would change which generation the input restores); out, or
 // the sidecar of a file input's output (file), exists and force is not
-// set; or it is not something an output may replace. Run checks it once
-// the input is open; a caller may check it before, to fail early.
+// set (an error for which errors.Is(err, fs.ErrExist) holds); or it is not
+// something an output may replace. Run checks it once the input is open;
+// a caller may check it before, to fail early.
 func CheckOutput(in string, file bool, out string, force bool) error {
 	if err := savepoint.CheckOutputPath(savepoint.InputRoot(in), out); err != nil {
 		return err
@@ -105,7 +106,7 @@ func CheckOutput(in string, file bool, out string, force bool) error {
 			return err
 		}
 		if _, err := os.Lstat(o); err == nil && !force {
-			return fmt.Errorf("output %s exists (use --force to replace it)%s", o, savepoint.LeftoversNote(out))
+			return savepoint.ExistsError(fmt.Sprintf("output %s exists (use --force to replace it)%s", o, savepoint.LeftoversNote(out)))
 		}
 	}
 	return nil

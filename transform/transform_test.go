@@ -1929,3 +1929,44 @@ func TestRunRefusesCorruptPayload(t *testing.T) {
 		t.Errorf("Run of a payload without a sidecar: %v", err)
 	}
 }
+
+// An output that exists without Force is refused with an error a caller
+// can tell with errors.Is(err, fs.ErrExist), for a file input (the payload
+// or its sidecar there) as for a tree, from Run as from CheckOutput.
+func TestRunOutputExistsIsErrExist(t *testing.T) {
+	dir := t.TempDir()
+	rows := map[int][]savepoint.Row{0: {{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte("a")), Value: []byte("v")}}}
+	tree := writeTree(t, filepath.Join(dir, "in"), 3, "job", rows, savepoint.VersionMap{}, "")
+	file := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(file, nil, rows[0], savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nrules: []\n", nil)
+	for _, tc := range []struct{ in, out, existing string }{
+		{tree, filepath.Join(dir, "out-tree"), filepath.Join(dir, "out-tree")},
+		{file, filepath.Join(dir, "out.snap"), filepath.Join(dir, "out.snap")},
+		{file, filepath.Join(dir, "out2.snap"), filepath.Join(dir, "out2.snap") + savepoint.SidecarSuffix},
+	} {
+		create := func() error { return os.WriteFile(tc.existing, []byte("x"), 0o644) }
+		if tc.in == tree {
+			create = func() error { return os.Mkdir(tc.existing, 0o755) } // (a tree replaces a directory)
+		}
+		if err := create(); err != nil {
+			t.Fatal(err)
+		}
+		sp, err := savepoint.Open(tc.in, savepoint.OpenOptions{RequireValid: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := transform.Run(context.Background(), sp, set, transform.Options{Out: tc.out}); !errors.Is(err, fs.ErrExist) {
+			t.Errorf("Run to %s (%s there): %v, want an fs.ErrExist", tc.out, tc.existing, err)
+		}
+		if err := transform.CheckOutput(tc.in, tc.in == file, tc.out, false); !errors.Is(err, fs.ErrExist) {
+			t.Errorf("CheckOutput %s: %v, want an fs.ErrExist", tc.out, err)
+		}
+		if err := transform.CheckOutput(tc.in, tc.in == file, tc.out, true); err != nil {
+			t.Errorf("CheckOutput %s with force: %v", tc.out, err)
+		}
+		sp.Close()
+	}
+}
