@@ -935,3 +935,49 @@ func TestCreateTreeExistsIsErrExist(t *testing.T) {
 		t.Errorf("CreateTree over an existing output: %v, want an fs.ErrExist", err)
 	}
 }
+
+// CreateTree refuses what would not give a tree Open reads: an empty output
+// path (the staging directory would go beside the working directory), a
+// negative generation, an unknown backend; WriteSubtask refuses a negative
+// subtask index, and a TreeWriter not made by CreateTree writes nothing
+// (not into the working directory).
+func TestCreateTreeRefusesBadArguments(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		out  string
+		opts TreeOptions
+	}{
+		{"", TreeOptions{Generation: 1}},
+		{filepath.Join(dir, "neg-gen"), TreeOptions{Generation: -1}},
+		{filepath.Join(dir, "backend"), TreeOptions{Generation: 1, Backend: "rocksdb"}},
+	} {
+		if tw, err := CreateTree(tc.out, tc.opts); err == nil {
+			tw.Abort()
+			t.Errorf("CreateTree(%q, %+v): no error", tc.out, tc.opts)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	rows := []Row{{Op: 1, Key: EncodeKeyedKey([]byte("s"), []byte("k")), Value: []byte("v")}}
+	tw, err := CreateTree(filepath.Join(dir, "out"), TreeOptions{Generation: 1, Checkpoint: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Abort()
+	if _, err := tw.WriteSubtask(-1, nil, rows, CompressNone); err == nil {
+		t.Error("WriteSubtask(-1): no error")
+	}
+	if _, err := tw.WriteSubtask(0, nil, rows, CompressNone); err != nil {
+		t.Errorf("WriteSubtask(0): %v", err)
+	}
+	wd := t.TempDir()
+	t.Chdir(wd)
+	var zero TreeWriter
+	if _, err := zero.WriteSubtask(0, nil, rows, CompressNone); err == nil {
+		t.Error("WriteSubtask of a zero TreeWriter: no error")
+	}
+	if left, _ := os.ReadDir(wd); len(left) > 0 {
+		t.Errorf("a zero TreeWriter wrote %v into the working directory", left)
+	}
+}

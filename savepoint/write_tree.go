@@ -45,9 +45,12 @@ type TreeWriter struct {
 
 // TreeOptions describe the tree to write.
 type TreeOptions struct {
+	// Generation is the tree's generation, its v<gen> directory (clink's
+	// start at 1), and Checkpoint the checkpoint id of its files.
 	Generation int
 	Checkpoint uint64
-	Backend    Backend
+	// Backend is the layout written ("": BackendFile).
+	Backend Backend
 	// StateBase is the base path the job will restore from, used in the
 	// materialisation handles of a changelog+file tree (default: the
 	// output directory's absolute path).
@@ -61,9 +64,18 @@ type TreeOptions struct {
 }
 
 // CreateTree starts writing a tree at out. It refuses an existing out unless
-// opts.Force is set, with an error for which errors.Is(err, fs.ErrExist)
-// holds.
+// opts.Force is set (an error for which errors.Is(err, fs.ErrExist) holds),
+// an empty out, a negative generation and a backend other than BackendFile
+// and BackendChangelogFile ("" is BackendFile).
 func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
+	switch {
+	case out == "":
+		return nil, errors.New("no output path")
+	case opts.Generation < 0:
+		return nil, fmt.Errorf("generation %d: a generation is 0 or more (clink's start at 1)", opts.Generation)
+	case opts.Backend != "" && opts.Backend != BackendFile && opts.Backend != BackendChangelogFile:
+		return nil, fmt.Errorf("backend %q: a tree is written for the %q or the %q backend", opts.Backend, BackendFile, BackendChangelogFile)
+	}
 	if _, err := os.Lstat(out); err == nil && !opts.Force {
 		return nil, ExistsError(fmt.Sprintf("output %s exists (use --force to replace it)", out))
 	}
@@ -104,6 +116,13 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 func (t *TreeWriter) Stage() string { return t.stage }
 
 func (t *TreeWriter) subtaskDir(i int) (string, error) {
+	switch {
+	case t.stage == "":
+		// (The zero TreeWriter would write into the working directory.)
+		return "", errors.New("a TreeWriter is made by CreateTree")
+	case i < 0:
+		return "", fmt.Errorf("subtask %d: subtask indexes start at 0", i)
+	}
 	d := filepath.Join(t.stage, "v"+strconv.Itoa(t.gen), strconv.Itoa(i))
 	t.mu.Lock()
 	defer t.mu.Unlock()
