@@ -2,12 +2,14 @@ package export
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -205,3 +207,33 @@ func TestOperatorKeyText(t *testing.T) {
 		}
 	}
 }
+
+// A writer that panics under a JSON Lines or CSV export has its panic
+// raised in the goroutine that called Write, where it can be recovered
+// (the lines are written on a goroutine of their own).
+func TestWritePanickingWriterRecoverable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.snap")
+	rows := []savepoint.Row{{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte("k")), Value: []byte("v")}}
+	if _, err := savepoint.WriteSnapshotFile(path, nil, rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(path, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	for _, format := range []Format{JSONL, CSV} {
+		got := func() (p any) {
+			defer func() { p = recover() }()
+			Write(context.Background(), panicWriter{}, sp, Options{Format: format})
+			return nil
+		}()
+		if got != "client went away" {
+			t.Errorf("%s: recovered %v, want the writer's panic", format, got)
+		}
+	}
+}
+
+type panicWriter struct{}
+
+func (panicWriter) Write([]byte) (int, error) { panic("client went away") }

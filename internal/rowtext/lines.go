@@ -1,6 +1,9 @@
 package rowtext
 
-import "io"
+import (
+	"errors"
+	"io"
+)
 
 // LineWriterSize is the size of a LineWriter's buffers.
 const LineWriterSize = 1 << 20
@@ -19,6 +22,7 @@ type LineWriter struct {
 	spare    []byte
 	writing  chan struct{}
 	writeErr error
+	panicked any   // a panic of the write in flight, raised again by wait
 	err      error // the first write error seen by the caller
 }
 
@@ -48,6 +52,10 @@ func (l *LineWriter) flush() error {
 	l.Buf, l.spare, l.writing = l.spare[:0], nil, done
 	go func() {
 		defer close(done)
+		// A writer that panics (an http.ResponseWriter's handler abort,
+		// say) has its panic raised in the caller's goroutine, where it
+		// can be recovered, not in this one, where it ends the process.
+		defer func() { l.panicked = recover() }()
 		_, l.writeErr = l.w.Write(full)
 		l.spare = full
 	}()
@@ -55,11 +63,16 @@ func (l *LineWriter) flush() error {
 }
 
 // wait waits for the write in flight, if any, and returns the first write
-// error.
+// error. A panic of the write is raised again here.
 func (l *LineWriter) wait() error {
 	if l.writing != nil {
 		<-l.writing
 		l.writing = nil
+		if p := l.panicked; p != nil {
+			l.panicked = nil
+			l.err = errors.New("the writer panicked")
+			panic(p)
+		}
 		if l.err == nil {
 			l.err = l.writeErr
 		}

@@ -58,3 +58,22 @@ func TestLineWriter(t *testing.T) {
 		t.Fatalf("Close(false) = %v after writing %q; want nothing written", err, out.String())
 	}
 }
+
+// A writer that panics has its panic raised in the goroutine that waits for
+// the write (Close, the next flush), where the caller can recover it; the
+// writer then fails every later call.
+func TestLineWriterPanicReachesCaller(t *testing.T) {
+	l := NewLineWriter(writerFunc(func([]byte) (int, error) { panic("client went away") }))
+	l.Buf = append(l.Buf, "line\n"...)
+	got := func() (p any) {
+		defer func() { p = recover() }()
+		l.Close(true)
+		return nil
+	}()
+	if got != "client went away" {
+		t.Fatalf("recovered %v, want the writer's panic", got)
+	}
+	if err := l.Close(true); err == nil {
+		t.Error("Close after the writer panicked: no error")
+	}
+}
