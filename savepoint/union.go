@@ -94,6 +94,10 @@ const maxConflictWarnings = 20
 // The warnings say what was resolved (stale copies, lost rows, operator
 // conflicts). Union merges the files' sorted rows in one k-way pass; see
 // UnionSeq to visit the rows without holding them all.
+//
+// The rows of a savepoint opened with OpenOptions.Columnar are read from
+// its memory maps: run the iteration under Guard, or a file cut short by
+// another process meanwhile ends the process.
 func (sp *Savepoint) Union() ([]UnionRow, []string) {
 	rows, st := sp.UnionWithStats()
 	return rows, st.Warnings
@@ -120,6 +124,10 @@ func (sp *Savepoint) UnionWithStats() ([]UnionRow, UnionStats) {
 // iteration proceeds; it is complete when the iteration ends (stopping early
 // leaves it partial). Each file's rows are sorted once (a file already in
 // canonical order is not copied) and the files are merged with a heap.
+//
+// The rows of a savepoint opened with OpenOptions.Columnar are read from
+// its memory maps: run the iteration under Guard, or a file cut short by
+// another process meanwhile ends the process.
 func (sp *Savepoint) UnionSeq(st *UnionStats) iter.Seq[UnionRow] {
 	return sp.unionSeq(st, false)
 }
@@ -147,6 +155,10 @@ func (sp *Savepoint) unionSeq(st *UnionStats, copies bool) iter.Seq[UnionRow] {
 // several files and duplicates within a file are all kept), merged in
 // canonical order (op, key), copies of one key in subtask order and, within
 // a file, in stream order. It is export's --per-file view.
+//
+// The rows of a savepoint opened with OpenOptions.Columnar are read from
+// its memory maps: run the iteration under Guard, or a file cut short by
+// another process meanwhile ends the process.
 func (sp *Savepoint) StoredSeq() iter.Seq[UnionRow] {
 	return func(yield func(UnionRow) bool) {
 		u := &unioner{sp: sp, st: &UnionStats{}, tree: sp.Kind != InputFile, running: NewRunningGroups(sp)}

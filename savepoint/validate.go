@@ -387,6 +387,11 @@ func (r *Report) ByCheck(check string) []Finding {
 // keyed row of global subtask i belongs in Group.Range(i) of i's chain
 // group, and its owner is Group.Owner(kg) within that group. A single-file
 // input has no placement to check.
+//
+// Validate reads the rows of sp; those of a savepoint opened with
+// OpenOptions.Columnar are memory-mapped, and a file cut short meanwhile
+// faults: call Validate under Guard, which turns the fault into an
+// ErrInputChanged error (Validate itself returns none).
 func Validate(sp *Savepoint, opts ValidateOptions) *Report {
 	v := &validator{sp: sp, opts: opts, limit: opts.Limit, idx: map[*File]*valIndexEntry{}, counts: map[valCapKey]int{}}
 	if v.limit == 0 {
