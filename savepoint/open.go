@@ -31,7 +31,10 @@ type OpenOptions struct {
 	// covering every subtask directory). Nil infers them (see InferGroups).
 	Groups []Group
 	// RequireValid refuses a payload whose sidecar verdict is not valid, as
-	// clink's restore does (inspect and validate report verdicts instead).
+	// clink's restore does (inspect and validate report verdicts instead),
+	// with a *VerdictError. As clink, it accepts a single file without a
+	// sidecar (files outside a tree have none) and the payloads of a
+	// changelog+file tree, whose backend writes no sidecars.
 	RequireValid bool
 	// AllowMissingSidecar accepts a payload without a sidecar even with
 	// RequireValid, as clink does with CLINK_ALLOW_UNVERIFIED_CHECKPOINTS.
@@ -51,7 +54,8 @@ type OpenOptions struct {
 // (v<gen>/<subtask>/..., _jobs/...) or a generation directory v<gen>. Every
 // file of the selected checkpoint is read, verified against its sidecar and
 // decoded. An unreadable or undecodable file is an error naming it; integrity
-// verdicts other than valid are recorded on the File, not returned.
+// verdicts other than valid are recorded on the File, and returned only
+// with OpenOptions.RequireValid.
 func Open(path string, opts OpenOptions) (*Savepoint, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -144,7 +148,7 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 		if noSidecar {
 			hint = " (--allow-unverified accepts payloads without a sidecar)"
 		}
-		return fmt.Errorf("%s: integrity check %s: %s; clink would refuse to restore it%s", f.Path, f.Verdict, f.VerdictDetail, hint)
+		return &VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, Note: hint}
 	}
 	return nil
 }

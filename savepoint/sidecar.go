@@ -200,6 +200,21 @@ const (
 	VerdictUnsupported Verdict = "unsupported"
 )
 
+// VerdictError is the error of a payload refused for its integrity verdict
+// (Open with OpenOptions.RequireValid, transform.Run): errors.As gives the
+// payload and its verdict to a caller that tells, say, a damaged file
+// (VerdictCorrupt) from one without a sidecar (VerdictIncomplete).
+type VerdictError struct {
+	Path    string  // the payload
+	Verdict Verdict // never VerdictValid
+	Detail  string  // what disagrees (File.VerdictDetail)
+	Note    string  // what the refusal means, or what to do, appended to the message
+}
+
+func (e *VerdictError) Error() string {
+	return fmt.Sprintf("%s: integrity check %s: %s; clink would refuse to restore it%s", e.Path, e.Verdict, e.Detail, e.Note)
+}
+
 // Verify applies the order of clink's verify_checkpoint to facts the caller
 // has already gathered about the payload at payloadPath:
 //

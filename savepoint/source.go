@@ -96,13 +96,20 @@ type File struct {
 }
 
 // Savepoint is an opened input: one file, or the files of one checkpoint of a tree.
+//
+// Nothing that reads a Savepoint changes it (Union, UnionSeq, StoredSeq,
+// Validate, Summarize; transform.Run, diff.Compare, export.Write): several
+// goroutines may read one at once. Close must not run while any of them
+// does, and no row read from it may be used after Close.
 type Savepoint struct {
 	// Path is the path as given to Open; Root is the checkpoint directory (the
 	// directory holding v<gen>/ and _jobs/), or the file's directory.
 	Path string
 	Root string
 	Kind InputKind
-	// Backend is the backend layout of a tree (BackendFile for a file input).
+	// Backend is the backend layout of a tree; of a file input,
+	// BackendChangelogFile when it is named changelog-<id>.snap, else
+	// BackendFile.
 	Backend Backend
 	// Generation and Checkpoint identify the checkpoint read from a tree.
 	Generation int

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -1813,4 +1814,42 @@ func TestLoneChangelogFileSidecar(t *testing.T) {
 			t.Errorf("%s: backend %s, mode findings %+v", c.name, sp.Backend, mode)
 		}
 	}
+}
+
+// Open with RequireValid refuses a payload for its verdict with a
+// *VerdictError, which tells a damaged payload from one without a sidecar;
+// AllowMissingSidecar accepts the latter only.
+func TestRequireValidVerdictError(t *testing.T) {
+	k0 := vtKeysIn(t, 0, 64, 1)[0]
+	tree := vtWriteTree(t, [][]Row{{vtKeyed(7, "agg", k0, "VALUE")}}, nil)
+	payload := vtPayload(tree, 0)
+	b, err := os.ReadFile(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte("VALUE"))
+	if i < 0 {
+		t.Fatal("value not found in the payload")
+	}
+	b[i] = 'X'
+	if err := os.WriteFile(payload, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ve *VerdictError
+	_, err = Open(tree, OpenOptions{RequireValid: true, AllowMissingSidecar: true})
+	if !errors.As(err, &ve) || ve.Verdict != VerdictCorrupt || ve.Path != payload || !strings.Contains(err.Error(), "integrity check corrupt") {
+		t.Fatalf("damaged payload: %v (%+v), want a corrupt VerdictError", err, ve)
+	}
+	if err := os.Remove(payload + SidecarSuffix); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(tree, OpenOptions{RequireValid: true})
+	if !errors.As(err, &ve) || ve.Verdict != VerdictIncomplete || !strings.Contains(err.Error(), "--allow-unverified") {
+		t.Fatalf("payload without a sidecar: %v (%+v), want an incomplete VerdictError", err, ve)
+	}
+	sp, err := Open(tree, OpenOptions{RequireValid: true, AllowMissingSidecar: true})
+	if err != nil {
+		t.Fatalf("AllowMissingSidecar: %v", err)
+	}
+	sp.Close()
 }

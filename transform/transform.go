@@ -130,7 +130,7 @@ func checkIntegrity(sp *savepoint.Savepoint) error {
 		case f.Verdict == savepoint.VerdictIncomplete && f.Sidecar == nil:
 			continue // no sidecar
 		}
-		return fmt.Errorf("%s: integrity check %s: %s; clink would refuse to restore it, and its rewrite would carry a sidecar clink accepts", f.Path, f.Verdict, f.VerdictDetail)
+		return &savepoint.VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, Note: ", and its rewrite would carry a sidecar clink accepts"}
 	}
 	return nil
 }

@@ -1908,7 +1908,8 @@ func TestRunRefusesCorruptPayload(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	for _, dry := range []bool{true, false} {
 		rep, err := transform.Run(context.Background(), sp, set, transform.Options{DryRun: dry, Out: out})
-		if err == nil || rep != nil || !strings.Contains(err.Error(), "integrity check corrupt") {
+		var ve *savepoint.VerdictError
+		if !errors.As(err, &ve) || ve.Verdict != savepoint.VerdictCorrupt || rep != nil || !strings.Contains(err.Error(), "integrity check corrupt") {
 			t.Errorf("dry run %v: Run of a corrupt payload: %v, %v; want an integrity error", dry, rep, err)
 		}
 	}
