@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 
@@ -31,6 +32,8 @@ type ReadOptions struct {
 	// declare uncompressed, shared by every stream it holds (nil: one of
 	// the decoded data's size).
 	budget *inflateBudget
+	// ctx is OpenContext's (nil: never done).
+	ctx context.Context
 }
 
 // clmbMagic starts a multi-blob changelog frame (section 1.7).

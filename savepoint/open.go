@@ -1,6 +1,7 @@
 package savepoint
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -48,6 +49,30 @@ type OpenOptions struct {
 	// keys of mapped canonical files, once the slot holds one, and keep
 	// the rows it lets through (Snapshot.KeyHits).
 	Probe *ProbeSlot
+
+	ctx context.Context // OpenContext's; nil: never done
+}
+
+// OpenContext is Open, stopped when ctx is done: it then returns an error
+// for which errors.Is(err, ctx.Err()) holds, having closed what it opened.
+// It stops between files and between the blocks of a file's bytes it
+// reads; a file compressed as a whole is decompressed to its end first.
+func OpenContext(ctx context.Context, path string, opts OpenOptions) (*Savepoint, error) {
+	opts.ctx = ctx
+	return Open(path, opts)
+}
+
+// readOptions are the ReadOptions of a file Open reads.
+func (o OpenOptions) readOptions(resolve func(string) ([]byte, error)) ReadOptions {
+	return ReadOptions{Resolve: resolve, Columnar: o.Columnar, probe: o.Probe, ctx: o.ctx}
+}
+
+// ctxErr is ctx's error, nil for a nil ctx.
+func ctxErr(ctx context.Context) error {
+	if ctx == nil {
+		return nil
+	}
+	return ctx.Err()
 }
 
 // Open reads a savepoint: a snapshot file, a checkpoint directory
@@ -162,9 +187,9 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 		sp.Backend = BackendChangelogFile // the name the changelog+file backend gives its payloads, as in a tree
 	}
 	f := &File{Subtask: -1, Path: path, Rel: filepath.Base(path)}
-	if err := readSnapshotFile(f, true, ReadOptions{Columnar: opts.Columnar, probe: opts.Probe, Resolve: func(h string) ([]byte, error) {
+	if err := readSnapshotFile(f, true, opts.readOptions(func(h string) ([]byte, error) {
 		return resolveHandle(filepath.Join(filepath.Dir(path), "..", ".."), h)
-	}}); err != nil {
+	})); err != nil {
 		sp.Files = []*File{f}
 		sp.Close() // the map and file of a payload read before the error
 		return nil, err
@@ -457,7 +482,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			if fileRead != nil {
 				fileRead(d.index)
 			}
-			if errs[i] = readSnapshotFile(f, b == BackendFile, ReadOptions{Resolve: resolve, Columnar: opts.Columnar, probe: opts.Probe}); errs[i] != nil {
+			if errs[i] = readSnapshotFile(f, b == BackendFile, opts.readOptions(resolve)); errs[i] != nil {
 				failed.Store(true)
 			}
 		}()
@@ -674,6 +699,9 @@ var wholeReadCeiling = physicalMemory()
 // file changes while it is read. With ro.Columnar an uncompressed payload is
 // memory-mapped and decoded in place.
 func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
+	if err := ctxErr(ro.ctx); err != nil {
+		return fmt.Errorf("read %s: %w", f.Path, err)
+	}
 	// Stat first: opening a named pipe would block.
 	if st, err := os.Stat(f.Path); err != nil {
 		return fmt.Errorf("read %s: %w", f.Path, err)
@@ -725,10 +753,10 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		snap, comp, decodeErr = decodeFile(f, fh, data, ro)
 		verified := false
 		if decodeErr == nil && f.mapping != nil && snap.Variant == Canonical && snap.Rows == nil {
-			f.CRC32C, verified = verifyMapped(fh, f.Size, f.mapping, snap, ro.probe)
+			f.CRC32C, verified = verifyMapped(ro.ctx, fh, f.Size, f.mapping, snap, ro.probe)
 		}
 		if !verified {
-			f.CRC32C, crcErr = checksumFile(fh, f.Size)
+			f.CRC32C, crcErr = checksumFileUntil(ro.ctx, fh, f.Size)
 			if decodeErr == nil && f.mapping != nil {
 				decodeErr = validateOffsetsOf(f, fh, snap)
 			}
@@ -842,7 +870,12 @@ func validateOffsetsOf(f *File, fh *os.File, snap *Snapshot) error {
 // reading leaves nothing in the resident set. A large file is read in parts
 // by one goroutine per CPU, and the parts' CRCs combined (eachPart).
 func checksumFile(fh *os.File, size int64) (uint32, error) {
-	return eachPart(size, func(lo, hi int64) (uint32, error) { return checksumRange(fh, lo, hi) })
+	return checksumFileUntil(context.Background(), fh, size)
+}
+
+// checksumFileUntil is checksumFile, stopped when ctx is done.
+func checksumFileUntil(ctx context.Context, fh *os.File, size int64) (uint32, error) {
+	return eachPart(size, func(lo, hi int64) (uint32, error) { return checksumRange(ctx, fh, lo, hi) })
 }
 
 // eachPart calls part for the parts of [0, size) and returns the CRC-32C of
@@ -904,7 +937,7 @@ var checksumBlock = 256 << 10
 
 // checksumRange returns the CRC-32C of bytes [lo, hi) of a file (see
 // checksumFile).
-func checksumRange(fh *os.File, lo, hi int64) (uint32, error) {
+func checksumRange(ctx context.Context, fh *os.File, lo, hi int64) (uint32, error) {
 	var buf []byte
 	if n := min(hi-lo, int64(checksumBlock)); n <= sinkSize {
 		buf, _ = sizedBuf(n, int(n))
@@ -915,6 +948,9 @@ func checksumRange(fh *os.File, lo, hi int64) (uint32, error) {
 	}
 	var crc uint32
 	for off := lo; off < hi; {
+		if err := ctxErr(ctx); err != nil {
+			return 0, err
+		}
 		n, err := readFileAt(fh, buf[:min(int64(len(buf)), hi-off)], off)
 		crc = crc32.Update(crc, castagnoli, buf[:n])
 		off += int64(n)

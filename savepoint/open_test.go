@@ -1,12 +1,16 @@
 package savepoint
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -121,5 +125,70 @@ func mustMkdir(t *testing.T, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// countdownCtx is a context whose Err is nil for its first n calls and
+// context.Canceled after: OpenContext's checks, counted, are each where it
+// stops in one of the runs below.
+type countdownCtx struct {
+	context.Context
+	n atomic.Int64
+}
+
+func (c *countdownCtx) Err() error {
+	if c.n.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// OpenContext stops when its context is done: before any file, between a
+// tree's files, and within a file's bytes (the mapped pass at open, and
+// the checksum it falls back to), returning the context's error and
+// nothing open. A context done at none of its checks opens as Open does.
+func TestOpenContextStops(t *testing.T) {
+	defer func(b int) { checksumBlock = b }(checksumBlock)
+	checksumBlock = 4096
+	dir := t.TempDir()
+	var rows []Row
+	for i := range 20000 {
+		rows = append(rows, Row{Op: 7, Key: EncodeKeyedKey([]byte("agg"), []byte(strconv.Itoa(i))), Value: []byte("value")})
+	}
+	file := filepath.Join(dir, "in.snap")
+	if _, err := WriteSnapshotFile(file, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	tree := vtWriteTree(t, [][]Row{rows[:1], rows[1:2], rows[2:3]}, nil)
+	for _, path := range []string{file, tree} {
+		for _, columnar := range []bool{true, false} {
+			stopped := 0
+			for n := int64(0); ; n++ {
+				ctx := &countdownCtx{Context: context.Background()}
+				ctx.n.Store(n)
+				sp, err := OpenContext(ctx, path, OpenOptions{Columnar: columnar, RequireValid: true})
+				if err == nil {
+					if want, _ := Open(path, OpenOptions{Columnar: columnar}); len(sp.Files) != len(want.Files) || sp.Files[0].CRC32C != want.Files[0].CRC32C {
+						t.Errorf("%s columnar %v: opened after %d checks differs from Open", path, columnar, n)
+					}
+					sp.Close()
+					break
+				}
+				if !errors.Is(err, context.Canceled) || sp != nil {
+					t.Fatalf("%s columnar %v, done after %d checks: %v, %v; want context.Canceled", path, columnar, n, sp, err)
+				}
+				stopped++
+			}
+			// Besides the check before each file, the mapped file is
+			// stopped within its bytes, block by block.
+			if path == file && columnar && stopped < 4 {
+				t.Errorf("%s: stopped at %d checks only", path, stopped)
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := OpenContext(ctx, tree, OpenOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled before: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -64,8 +65,9 @@ var errGiveUp = errors.New("verify: give up")
 // before (a row's key is compared with the key before it).
 type spanReader struct {
 	fh        *os.File
-	start     int64 // the span's first byte
-	at, end   int64 // the next byte to read and the span's end
+	ctx       context.Context // when done, fill gives up (nil: never)
+	start     int64           // the span's first byte
+	at, end   int64           // the next byte to read and the span's end
 	buf       []byte
 	keep, pos int // buf[keep:pos] was returned last; buf[pos:] is unread
 	crc       uint32
@@ -124,6 +126,9 @@ func (s *spanReader) fill(n int) error {
 		want := min(int64(limit-len(s.buf)), s.end-s.at, int64(max(verifyBlock, n)))
 		if want <= 0 {
 			return errGiveUp // the span ends before the bytes asked for
+		}
+		if ctxErr(s.ctx) != nil {
+			return errGiveUp // the caller's checksum returns the context's error
 		}
 		l := len(s.buf)
 		k, err := readFileAt(s.fh, s.buf[l:l+int(want)], s.at)
@@ -191,7 +196,7 @@ type verifyRange struct {
 // means it gave up, and the caller must checksum and validate the file
 // itself. On success the snapshot's order is known and, when its rows
 // strictly increase, its prefix runs.
-func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot, slot *ProbeSlot) (uint32, bool) {
+func verifyMapped(ctx context.Context, fh *os.File, size int64, data []byte, snap *Snapshot, slot *ProbeSlot) (uint32, bool) {
 	m := &mappedFile{f: fh, data: data}
 	rows := snap.NumRows()
 	maxRuns := max(4096, rows/32)
@@ -227,7 +232,7 @@ func verifyMapped(fh *os.File, size int64, data []byte, snap *Snapshot, slot *Pr
 		row += n
 	}
 	errs := make([]error, len(ranges))
-	ForEach(len(ranges), func(i int) { errs[i] = Guard(func() error { return ranges[i].verify(m) }) })
+	ForEach(len(ranges), func(i int) { errs[i] = Guard(func() error { return ranges[i].verify(ctx, m) }) })
 	if errors.Join(errs...) != nil {
 		return 0, false
 	}
@@ -351,7 +356,7 @@ func tileCRC(fh *os.File, size int64, pieces []piece) (uint32, error) {
 	var at int64
 	gap := func(to int64) error {
 		if to > at {
-			c, err := checksumRange(fh, at, to)
+			c, err := checksumRange(context.Background(), fh, at, to)
 			if err != nil {
 				return err
 			}
@@ -376,7 +381,7 @@ func tileCRC(fh *os.File, size int64, pieces []piece) (uint32, error) {
 }
 
 // verify reads the range's spans.
-func (r *verifyRange) verify(m *mappedFile) error {
+func (r *verifyRange) verify(ctx context.Context, m *mappedFile) error {
 	b := r.b
 	where := func(s []byte) (int64, error) {
 		if len(s) == 0 {
@@ -419,6 +424,7 @@ func (r *verifyRange) verify(m *mappedFile) error {
 			return err
 		}
 		sp[i].init(m.f, off, off+int64(s.hi-s.lo))
+		sp[i].ctx = ctx
 	}
 	ops, kOffs, keys, vOffs := &sp[0], &sp[1], &sp[2], &sp[3] // sp[4], the values, is only checksummed
 	if r.lo == 0 {

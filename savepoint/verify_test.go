@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -115,7 +116,7 @@ func TestVerifyMapped(t *testing.T) {
 			// The pass again, on a snapshot of the same batches whose
 			// order is not known: it must not give up.
 			fresh := &Snapshot{Variant: Canonical, Batches: f.Snapshot.Batches}
-			crc, ok := verifyMapped(f.mapped.f, f.Size, f.mapping, fresh, nil)
+			crc, ok := verifyMapped(context.Background(), f.mapped.f, f.Size, f.mapping, fresh, nil)
 			if !ok || crc != CRC32C(data) {
 				t.Errorf("%s: verifyMapped = %d, %v; want %d, true", name, crc, ok, CRC32C(data))
 			}
