@@ -258,9 +258,16 @@ func (p *rangeProbe) ask(keys []byte, offs []int32, base, plen int32, row int) {
 
 // keep keeps the snapshot's row row, whose key is key, as a hit.
 func (p *rangeProbe) keep(row int, key []byte) {
-	p.hits.rows = append(p.hits.rows, row)
-	p.hits.keys = append(p.hits.keys, key...)
-	p.hits.ends = append(p.hits.ends, int32(len(p.hits.keys)))
+	h := &p.hits
+	if len(h.rows) == cap(h.rows) {
+		// Grown as Grow does: the hits of a purge of many keys come to
+		// megabytes, whose fresh pages would each cost a fault.
+		h.rows, h.ends = Grow(h.rows, 1), Grow(h.ends, 1)
+	}
+	h.keys = Grow(h.keys, len(key))
+	h.rows = append(h.rows, row)
+	h.keys = append(h.keys, key...)
+	h.ends = append(h.ends, int32(len(h.keys)))
 }
 
 // stop ends the range's probing, its hits dropped.
