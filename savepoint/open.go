@@ -156,9 +156,12 @@ func InputRoot(path string) string {
 
 // checkVerdicts applies OpenOptions.RequireValid to a tree's payloads. A
 // single file without a sidecar is always accepted: snapshot files outside a
-// tree (clink's own exports, archives) have none.
+// tree (clink's own exports, archives) have none. A changelog+file tree's
+// payloads are not verified (that backend writes no sidecars), but a single
+// file's sidecar is, whatever its name: one that disagrees with the file
+// says it is damaged.
 func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
-	if !opts.RequireValid || sp.Backend != BackendFile {
+	if !opts.RequireValid || sp.Kind != InputFile && sp.Backend != BackendFile {
 		return nil
 	}
 	for _, f := range sp.Files {

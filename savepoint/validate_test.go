@@ -1853,3 +1853,55 @@ func TestRequireValidVerdictError(t *testing.T) {
 	}
 	sp.Close()
 }
+
+// A single file named changelog-<id>.snap is the changelog+file backend's,
+// whose tree payloads carry no sidecar; but a sidecar beside the file is
+// still its integrity record: one that disagrees with it is refused with
+// RequireValid, as for any other name, and no sidecar at all is accepted.
+func TestRequireValidLoneChangelogName(t *testing.T) {
+	dir := t.TempDir()
+	canonical := filepath.Join(dir, "canonical.snap")
+	if _, err := WriteSnapshotFile(canonical, CanonicalMetadata(nil, VersionMap{}), []Row{vtKeyed(7, "agg", []byte("k"), "v")}, SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := os.ReadFile(canonical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changelog := vtChangelogStream(t, []uint8{0, 1}, []Row{{}, vtKeyed(7, "agg", []byte("k"), "v")})
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"canonical", plain}, {"changelog", changelog}} {
+		p := filepath.Join(dir, c.name, "changelog-7.snap")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sidecar := SidecarFor(7, FileInfo{Size: int64(len(c.data)), CRC32C: CRC32C(c.data) ^ 1})
+		if err := os.WriteFile(p+SidecarSuffix, sidecar, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var ve *VerdictError
+		if sp, err := Open(p, OpenOptions{RequireValid: true, AllowMissingSidecar: true}); !errors.As(err, &ve) || ve.Verdict != VerdictCorrupt {
+			if err == nil {
+				sp.Close()
+			}
+			t.Errorf("%s payload as changelog-7.snap, its sidecar disagreeing: %v, want a corrupt VerdictError", c.name, err)
+		}
+		if err := os.Remove(p + SidecarSuffix); err != nil {
+			t.Fatal(err)
+		}
+		sp, err := Open(p, OpenOptions{RequireValid: true})
+		if err != nil {
+			t.Errorf("%s payload as changelog-7.snap without a sidecar: %v", c.name, err)
+			continue
+		}
+		if sp.Backend != BackendChangelogFile {
+			t.Errorf("%s payload as changelog-7.snap: backend %s", c.name, sp.Backend)
+		}
+		sp.Close()
+	}
+}

@@ -118,9 +118,11 @@ func CheckOutput(in string, file bool, out string, force bool) error {
 // read. Rewritten, its rows would be published with a fresh sidecar that
 // clink accepts, and the damage would pass for state. A payload without a
 // sidecar is left to the open (OpenOptions.RequireValid and
-// AllowMissingSidecar decide about it), as is a missing payload.
+// AllowMissingSidecar decide about it), as is a missing payload. The
+// payloads of a changelog+file tree have no verdict (that backend writes
+// no sidecars); a single file's sidecar is checked whatever its name.
 func checkIntegrity(sp *savepoint.Savepoint) error {
-	if sp.Backend != savepoint.BackendFile {
+	if sp.Kind != savepoint.InputFile && sp.Backend != savepoint.BackendFile {
 		return nil
 	}
 	for _, f := range sp.Files {

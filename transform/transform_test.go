@@ -1971,3 +1971,36 @@ func TestRunOutputExistsIsErrExist(t *testing.T) {
 		sp.Close()
 	}
 }
+
+// A single file named changelog-<id>.snap whose sidecar disagrees with it
+// is refused by Run as a checkpoint-<id>.snap is, even opened without
+// RequireValid: the name makes it the changelog+file backend's, whose tree
+// payloads carry no sidecar, but this one has one, and it says the file is
+// damaged.
+func TestRunRefusesLoneChangelogNamedCorruptPayload(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "changelog-3.snap")
+	rows := []savepoint.Row{{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte("a")), Value: []byte("v")}}
+	info, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.CRC32C ^= 1
+	if err := os.WriteFile(in+savepoint.SidecarSuffix, savepoint.SidecarFor(3, info), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	set := parseRules(t, "version: 1\nrules: []\n", nil)
+	out := filepath.Join(dir, "out.snap")
+	var ve *savepoint.VerdictError
+	if rep, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out}); !errors.As(err, &ve) || ve.Verdict != savepoint.VerdictCorrupt || rep != nil {
+		t.Errorf("Run of a damaged changelog-3.snap: %v, %v; want a corrupt VerdictError", rep, err)
+	}
+	if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("output %s: %v, want none", out, err)
+	}
+}
