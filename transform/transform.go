@@ -2354,7 +2354,10 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 		rep.RowsOut += int64(res.out.Len())
 		rep.DuplicatesResolved += res.dupes
 		action := "copy"
-		if res.changed || sp.Backend == savepoint.BackendChangelogFile {
+		if res.changed || sp.Kind != savepoint.InputFile && sp.Backend == savepoint.BackendChangelogFile {
+			// A changelog+file tree's payloads are always written again
+			// (their handles point into the output); a single file
+			// unchanged is copied, whatever its name.
 			action = "rewrite"
 		}
 		rep.Files = append(rep.Files, &FileStats{Subtask: f.Subtask, Input: f.Rel, RowsIn: res.rowsIn, RowsOut: int64(res.out.Len()), Action: action})

@@ -2004,3 +2004,32 @@ func TestRunRefusesLoneChangelogNamedCorruptPayload(t *testing.T) {
 		t.Errorf("output %s: %v, want none", out, err)
 	}
 }
+
+// A single canonical file named changelog-<id>.snap that no rule changes
+// is copied byte for byte, as any single file is, and the report says so.
+func TestRunLoneChangelogNamedCopyReported(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "changelog-3.snap")
+	rows := []savepoint.Row{{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte("a")), Value: []byte("v")}}
+	if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	out := filepath.Join(dir, "out.snap")
+	rep, err := transform.Run(context.Background(), sp, parseRules(t, "version: 1\nrules: []\n", nil), transform.Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(in)
+	b, _ := os.ReadFile(out)
+	if !bytes.Equal(a, b) {
+		t.Fatal("the unchanged file was not copied byte for byte")
+	}
+	if got := rep.Files[0].Action; got != "copy" {
+		t.Errorf("report action %q for a file copied byte for byte, want copy", got)
+	}
+}
