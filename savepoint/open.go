@@ -186,8 +186,10 @@ const changelogWritesNoSidecar = "as clink's changelog+file backend writes none 
 
 func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 	sp := &Savepoint{Path: path, Root: filepath.Dir(path), Kind: InputFile, Backend: BackendFile}
-	if strings.HasPrefix(filepath.Base(path), "changelog-") {
-		sp.Backend = BackendChangelogFile // the name the changelog+file backend gives its payloads, as in a tree
+	if base := filepath.Base(path); strings.HasPrefix(base, "changelog-") {
+		if _, ok := checkpointOfName(base); ok {
+			sp.Backend = BackendChangelogFile // the name the changelog+file backend gives its payloads, as in a tree
+		}
 	}
 	f := &File{Subtask: -1, Path: path, Rel: filepath.Base(path)}
 	if err := readSnapshotFile(f, true, opts.readOptions(func(h string) ([]byte, error) {

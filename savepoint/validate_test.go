@@ -1905,3 +1905,30 @@ func TestRequireValidLoneChangelogName(t *testing.T) {
 		sp.Close()
 	}
 }
+
+// Only the name the changelog+file backend gives its payloads,
+// changelog-<id>.snap, makes a single file that backend's: another name
+// that merely starts with changelog- (an archive's, a copy's) leaves it
+// unclassified, as a checkpoint-<id>.snap outside a tree is.
+func TestLoneChangelogNameExact(t *testing.T) {
+	dir := t.TempDir()
+	data := vtChangelogStream(t, []uint8{0, 1}, []Row{{}, vtKeyed(7, "agg", []byte("k"), "v")})
+	for name, want := range map[string]Backend{
+		"changelog-7.snap":        BackendChangelogFile,
+		"changelog-backup.snap":   BackendFile,
+		"changelog-7.snap.orig":   BackendFile,
+		"changelog-7-copy.snap":   BackendFile,
+		"changelog-.snap":         BackendFile,
+		"checkpoint-7.snap":       BackendFile,
+		"changelog-007.snap":      BackendChangelogFile,
+		"changelog-7.snap.backup": BackendFile,
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if sp := vtOpen(t, p, OpenOptions{}); sp.Backend != want {
+			t.Errorf("%s: backend %s, want %s", name, sp.Backend, want)
+		}
+	}
+}
