@@ -56,7 +56,8 @@ type OpenOptions struct {
 // OpenContext is Open, stopped when ctx is done: it then returns an error
 // for which errors.Is(err, ctx.Err()) holds, having closed what it opened.
 // It stops between files and between the blocks of a file's bytes it
-// reads; a file compressed as a whole is decompressed to its end first.
+// reads (read whole, or checked through the map with Columnar); a file
+// compressed as a whole is decompressed to its end first.
 func OpenContext(ctx context.Context, path string, opts OpenOptions) (*Savepoint, error) {
 	opts.ctx = ctx
 	return Open(path, opts)
@@ -743,7 +744,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 			return fmt.Errorf("read %s: %d bytes, more than this machine's %d bytes of memory; open it memory-mapped (the commands do)", f.Path, before.Size(), wholeReadCeiling)
 		}
 		data = make([]byte, before.Size())
-		if _, err := io.ReadFull(fh, data); err != nil {
+		if err := readFullUntil(ro.ctx, fh, data); err != nil {
 			return fmt.Errorf("read %s: %w", f.Path, err)
 		}
 	}
@@ -762,7 +763,9 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		}
 		if !verified {
 			f.CRC32C, crcErr = checksumFileUntil(ro.ctx, fh, f.Size)
-			if decodeErr == nil && f.mapping != nil {
+			// (A checksum that failed, or was stopped, fails the read:
+			// the offsets, a pass over the whole file, are not read.)
+			if crcErr == nil && decodeErr == nil && f.mapping != nil {
 				decodeErr = validateOffsetsOf(f, fh, snap)
 			}
 		}
@@ -809,6 +812,25 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		}
 	}
 	releasePages(f.mapping) // validation read every offset; keep them cached, not resident
+	return nil
+}
+
+// readFullUntil fills data from fh, as io.ReadFull does, a block of
+// checksumBlock bytes at a time, stopped between blocks when ctx is done.
+func readFullUntil(ctx context.Context, fh *os.File, data []byte) error {
+	for off := 0; off < len(data); {
+		if err := ctxErr(ctx); err != nil {
+			return err
+		}
+		n, err := io.ReadFull(fh, data[off:min(off+checksumBlock, len(data))])
+		off += n
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // the file ends before its size
+		}
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

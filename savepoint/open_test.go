@@ -192,3 +192,37 @@ func TestOpenContextStops(t *testing.T) {
 		t.Errorf("cancelled before: %v", err)
 	}
 }
+
+// OpenContext stops within the bytes of a file it reads whole (without
+// Columnar), block by block, as it does within a mapped one.
+func TestOpenContextStopsReadingWhole(t *testing.T) {
+	defer func(b int) { checksumBlock = b }(checksumBlock)
+	checksumBlock = 4096
+	var rows []Row
+	for i := range 20000 {
+		rows = append(rows, Row{Op: 7, Key: EncodeKeyedKey([]byte("agg"), []byte(strconv.Itoa(i))), Value: []byte("value")})
+	}
+	file := filepath.Join(t.TempDir(), "in.snap")
+	info, err := WriteSnapshotFile(file, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := int64((info.Size + 4095) / 4096)
+	for _, n := range []int64{1, 2, blocks / 2, blocks} {
+		ctx := &countdownCtx{Context: context.Background()}
+		ctx.n.Store(n)
+		if sp, err := OpenContext(ctx, file, OpenOptions{}); !errors.Is(err, context.Canceled) || sp != nil {
+			t.Errorf("done after %d of the %d blocks' checks: %v, want context.Canceled", n, blocks, err)
+		}
+	}
+	ctx := &countdownCtx{Context: context.Background()}
+	ctx.n.Store(blocks + 1)
+	sp, err := OpenContext(ctx, file, OpenOptions{})
+	if err != nil {
+		t.Fatalf("done after every block's check: %v", err)
+	}
+	if sp.Files[0].CRC32C != info.CRC32C || sp.Files[0].Snapshot.NumRows() != len(rows) {
+		t.Errorf("opened: CRC %d rows %d, want %d, %d", sp.Files[0].CRC32C, sp.Files[0].Snapshot.NumRows(), info.CRC32C, len(rows))
+	}
+	sp.Close()
+}
