@@ -977,6 +977,9 @@ func TestCreateTreeRefusesBadArguments(t *testing.T) {
 	if _, err := zero.WriteSubtask(0, nil, rows, CompressNone); err == nil {
 		t.Error("WriteSubtask of a zero TreeWriter: no error")
 	}
+	if err := zero.Commit("job", map[string][]byte{"_jobs/job/CONFIRMED-0": []byte("x")}); err == nil {
+		t.Error("Commit of a zero TreeWriter: no error")
+	}
 	if left, _ := os.ReadDir(wd); len(left) > 0 {
 		t.Errorf("a zero TreeWriter wrote %v into the working directory", left)
 	}

@@ -386,6 +386,11 @@ func copyRange(in, out *os.File, lo, hi int64) (uint32, error) {
 // copies of the given extra control files), then renames the staging
 // directory into place. job "" writes no marker.
 func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
+	if t.stage == "" {
+		// (The zero TreeWriter would write its marker into the working
+		// directory.)
+		return errors.New("a TreeWriter is made by CreateTree")
+	}
 	slices.Sort(t.subtasks)
 	if job != "" {
 		c := Completed{Job: job, Checkpoint: t.ckpt, Generation: t.gen, Subtasks: t.subtasks, HasSubtasks: true, Extra: t.markerExtra}
