@@ -10,8 +10,9 @@ import (
 	"github.com/sptool/sptool/savepoint"
 )
 
-// Select rows with an expression over the row model, as `sptool cat --where`
-// does: the rule file's slot declarations decode keys and values, the
+// Select rows with an expression over the row model, with the checks
+// `sptool cat --where` applies (cat tests each file's stored rows; this
+// counts the rows a restore would see): the rule file's slot declarations decode keys and values, the
 // expression is compiled once and evaluated per row, with only the fields
 // it reads decoded (a value its codec cannot decode fails only an
 // expression that reads it).

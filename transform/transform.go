@@ -145,9 +145,10 @@ func checkIntegrity(sp *savepoint.Savepoint) error {
 // A payload of a file-backend input whose integrity verdict is not valid
 // (File.Verdict: a size or checksum that disagrees with its sidecar, or an
 // unreadable sidecar) is refused, however sp was opened: its rows would be
-// written with a fresh sidecar, which clink accepts. A payload without a
-// sidecar is refused by Open with OpenOptions.RequireValid, unless
-// AllowMissingSidecar.
+// written with a fresh sidecar, which clink accepts. A tree's payload
+// without a sidecar is refused by Open with OpenOptions.RequireValid, unless
+// AllowMissingSidecar; a single file without one is accepted (clink's own
+// exports have none).
 //
 // A Run that fails returns a nil report, except when its output was
 // published before the failure: it then returns the report with a
