@@ -69,14 +69,13 @@ var magics = []struct {
 // Skippable frames (magic 0x184D2A50-0x184D2A5F, a 4-byte little-endian
 // size, then that many bytes), which zstd and lz4 share and archivers put
 // ahead of a stream for their own metadata, are stepped over: the frame
-// after them names the compression, and both readers skip them too.
+// after them names the compression, and both readers skip them too
+// (Decompress refuses them ahead of gzip, bzip2 or xz, whose readers do
+// not).
 func DetectCompression(data []byte) string {
-	for len(data) >= 8 && data[0]&0xf0 == 0x50 && data[1] == 0x2a && data[2] == 0x4d && data[3] == 0x18 {
-		size := uint64(binary.LittleEndian.Uint32(data[4:8]))
-		if size > uint64(len(data)-8) {
-			return CompressNone // cut short: nothing after it to name
-		}
-		data = data[8+size:]
+	data, ok := skipFrames(data)
+	if !ok {
+		return CompressNone // cut short: nothing after it to name
 	}
 	for _, m := range magics {
 		if bytes.HasPrefix(data, m.magic) {
@@ -84,6 +83,19 @@ func DetectCompression(data []byte) string {
 		}
 	}
 	return CompressNone
+}
+
+// skipFrames returns data after its leading skippable frames, and false
+// when one is cut short.
+func skipFrames(data []byte) ([]byte, bool) {
+	for len(data) >= 8 && data[0]&0xf0 == 0x50 && data[1] == 0x2a && data[2] == 0x4d && data[3] == 0x18 {
+		size := uint64(binary.LittleEndian.Uint32(data[4:8]))
+		if size > uint64(len(data)-8) {
+			return nil, false
+		}
+		data = data[8+size:]
+	}
+	return data, true
 }
 
 // Whole-file decompression is bounded: a few megabytes of gzip can expand to
@@ -115,6 +127,12 @@ func Decompress(data []byte) ([]byte, string, error) {
 	name := DetectCompression(data)
 	if name == CompressNone {
 		return data, name, nil
+	}
+	if rest, _ := skipFrames(data); len(rest) != len(data) && name != CompressZstd && name != CompressLZ4 {
+		// Only zstd's and lz4's readers step over these frames; a gzip,
+		// bzip2 or xz reader would call the file's first bytes garbage.
+		return nil, name, fmt.Errorf("open %s stream: it follows %d bytes of zstd/lz4 skippable frames, which no %s reader reads; strip them (the %s stream starts at byte %d)",
+			name, len(data)-len(rest), name, name, len(data)-len(rest))
 	}
 	r, err := newDecompressor(name, bytes.NewReader(data))
 	if err != nil {

@@ -423,6 +423,27 @@ func TestCompressedFramings(t *testing.T) {
 	}
 }
 
+// A skippable frame ahead of a gzip, bzip2 or xz stream is read by no
+// reader of those formats: the error says so, rather than the reader's
+// complaint about the file's first bytes.
+func TestSkippableFrameAheadOfOtherCompressions(t *testing.T) {
+	var plain bytes.Buffer
+	if err := EncodeStreamAsIs(&plain, CanonicalMetadata(nil, VersionMap{}), fixtureRows, nil); err != nil {
+		t.Fatal(err)
+	}
+	frame := []byte{0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 'm', 'e', 't', 'a'}
+	for _, c := range []string{CompressGzip, CompressBzip2, CompressXZ} {
+		data := append(append([]byte(nil), frame...), compressed(t, c, plain.Bytes())...)
+		p := filepath.Join(t.TempDir(), "checkpoint-1.snap")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(p, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "12 bytes of zstd/lz4 skippable frames") || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s after a skippable frame: %v, want an error naming the file and the frames", c, err)
+		}
+	}
+}
+
 // TestEmptyInputs: a 0-byte file is empty state; a stream with no batch too.
 func TestEmptyInputs(t *testing.T) {
 	s, err := DecodeSnapshot(nil, ReadOptions{})
