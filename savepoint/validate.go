@@ -117,9 +117,14 @@ const (
 	// inferred across them, and a rescale refuses the tree).
 	CheckSubtasks = "subtasks"
 	// CheckChangelogOnFileBackend: a changelog payload stored as
-	// checkpoint-<id>.snap in a file-backend tree (warning: clink's file
+	// checkpoint-<id>.snap in a file-backend tree (error: clink's file
 	// backend refuses it, its state tools read it).
 	CheckChangelogOnFileBackend = "changelog-on-file-backend"
+	// CheckCanonicalOnChangelogBackend: a canonical payload stored as
+	// changelog-<id>.snap in a changelog+file tree (error: that backend
+	// restores it as a changelog blob, which has no materialisation row,
+	// and throws; section 1.7). apply writes it back as a changelog.
+	CheckCanonicalOnChangelogBackend = "canonical-on-changelog-backend"
 	// CheckChangelogMode: a changelog materialisation row of the wrong mode
 	// for the tree's backend: row_kind 0 (inline) in a changelog+file tree
 	// (error: the restore throws) or row_kind 3 (external handle) in a
@@ -599,6 +604,9 @@ func (v *validator) checkFileLevel(f *File) {
 		if n := seen[k]; n > 1 {
 			v.fileFinding(f, SeverityWarning, CheckMetadata, fmt.Sprintf("schema metadata key %q appears %d times: clink and arrow-go read the first value, apache-arrow JS the last; sptool keeps the first", k, n))
 		}
+	}
+	if s.Variant == Canonical && v.isTree() && sp.Backend == BackendChangelogFile {
+		v.fileFinding(f, SeverityError, CheckCanonicalOnChangelogBackend, fmt.Sprintf("canonical payload stored as %s: clink's changelog+file backend restores it as a changelog blob, which needs row 0 to be a materialisation row (row_kind 0 or 3), and throws \"Snapshot is malformed\" (section 1.7); apply writes it back as a changelog", filepath.Base(f.Rel)))
 	}
 	// Changelog payloads. A lone file's backend is known from its name
 	// only when it is changelog-<id>.snap: a checkpoint-<id>.snap outside

@@ -1354,6 +1354,14 @@ func TestValidateChangelogPayloads(t *testing.T) {
 		{SeverityError, CheckChangelogMode, "v1/1/changelog-7.snap", -1, 0, nil, []string{"inline materialisation (row_kind 0)", "throws on this mode mismatch"}},
 		{SeverityInfo, CheckUnreferencedMaterialization, "v1/1/changelog-7.snap", -1, 0, nil, []string{"v1/1/materializations/mat-7.bin is referenced by no changelog of checkpoint 7"}},
 	})
+
+	// The same tree holding a canonical stream as changelog-7.snap.
+	vtReplace(t, cl1, vtRawStream(t, []Row{put}), false)
+	vtExpect(t, Validate(vtOpen(t, out, OpenOptions{Groups: []Group{{0, 2}}}), ValidateOptions{}), []vtWant{
+		{SeverityInfo, CheckSidecar, "", -1, 0, nil, []string{"2 changelog+file payloads carry no .meta sidecar"}},
+		{SeverityError, CheckCanonicalOnChangelogBackend, "v1/1/changelog-7.snap", -1, 0, nil, []string{"canonical payload stored as changelog-7.snap", "Snapshot is malformed", "apply writes it back as a changelog"}},
+		{SeverityInfo, CheckUnreferencedMaterialization, "v1/1/changelog-7.snap", -1, 0, nil, []string{"v1/1/materializations/mat-7.bin is referenced by no changelog of checkpoint 7"}},
+	})
 }
 
 // A changelog+file materialisation of 0 bytes is restored as empty state
