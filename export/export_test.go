@@ -1071,12 +1071,10 @@ func TestExportInputChanged(t *testing.T) {
 	}
 }
 
-// A mapped input cut short while WriteFile reads it is ErrInputChanged, and
-// the temporary file of the export is removed: the fault unwinds through
-// the writer.
-func TestExportWriteFileInputCut(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.snap")
+// openCutShort writes 200,000 rows to in, opens it mapped, and cuts the
+// file to 4 KiB under the map; the savepoint is closed with the test.
+func openCutShort(t *testing.T, in string) *savepoint.Savepoint {
+	t.Helper()
 	var rows []savepoint.Row
 	for i := range 200000 {
 		rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte(strconv.Itoa(i))), Value: []byte("value")})
@@ -1088,10 +1086,20 @@ func TestExportWriteFileInputCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sp.Close()
+	t.Cleanup(func() { sp.Close() })
 	if err := os.Truncate(in, 4096); err != nil {
 		t.Fatal(err)
 	}
+	return sp
+}
+
+// A mapped input cut short while WriteFile reads it is ErrInputChanged, and
+// the temporary file of the export is removed: the fault unwinds through
+// the writer.
+func TestExportWriteFileInputCut(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	sp := openCutShort(t, in)
 	out := filepath.Join(dir, "out.jsonl")
 	if _, err := WriteFile(context.Background(), out, sp, Options{Format: JSONL}, false); !errors.Is(err, savepoint.ErrInputChanged) {
 		t.Errorf("WriteFile of a cut input: %v, want ErrInputChanged", err)
@@ -1273,21 +1281,7 @@ func TestExportFrozenReplicas(t *testing.T) {
 func TestExportWriteInputCutUnguarded(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.snap")
-	var rows []savepoint.Row
-	for i := range 200000 {
-		rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte(strconv.Itoa(i))), Value: []byte("value")})
-	}
-	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), savepoint.RowSlice(rows), savepoint.SnapshotOptions{Sidecar: true}); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
-	if err := os.Truncate(in, 4096); err != nil {
-		t.Fatal(err)
-	}
+	sp := openCutShort(t, in)
 	for _, format := range []Format{JSONL, Parquet} {
 		if _, err := Write(context.Background(), io.Discard, sp, Options{Format: format}); !errors.Is(err, savepoint.ErrInputChanged) {
 			t.Errorf("%s: Write of a cut input: %v, want ErrInputChanged", format, err)
