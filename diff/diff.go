@@ -561,11 +561,8 @@ func (d *differ) both(a, b savepoint.UnionRow) {
 			}
 			return d.keyed[0].Runs(a.Row.Op, sub) || d.keyed[1].Runs(b.Row.Op, sub)
 		}
-		switch subs := differentRestores(a, b, running); {
-		case len(subs) == 1:
-			same, note = false, fmt.Sprintf("subtask %d restores another copy", subs[0])
-		case len(subs) > 1:
-			same, note = false, fmt.Sprintf("subtasks %s restore other copies", savepoint.JoinInts(subs, ","))
+		if subs := differentRestores(a, b, running); len(subs) > 0 {
+			same, note = false, restoresNote(subs)
 		}
 	}
 	if same {
@@ -620,6 +617,21 @@ func copiesOf(u savepoint.UnionRow) []savepoint.UnionRow {
 		return u.Copies
 	}
 	return []savepoint.UnionRow{u}
+}
+
+// restoresNote says which subtasks (at least one) restore another copy.
+func restoresNote(subs []int) string {
+	if len(subs) == 1 {
+		return fmt.Sprintf("subtask %d restores another copy", subs[0])
+	}
+	list := make([]byte, 0, 4*len(subs))
+	for i, sub := range subs {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = strconv.AppendInt(list, int64(sub), 10)
+	}
+	return fmt.Sprintf("subtasks %s restore other copies", list)
 }
 
 // differentRestores returns the subtasks (those running reports) that

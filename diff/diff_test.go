@@ -837,3 +837,19 @@ func TestCompareInputCutUnguarded(t *testing.T) {
 		t.Errorf("Compare of a cut input: %v, %v; want ErrInputChanged and no result", res, err)
 	}
 }
+
+// restoresNote names the one subtask, or lists them all.
+func TestRestoresNote(t *testing.T) {
+	for _, tc := range []struct {
+		subs []int
+		want string
+	}{
+		{[]int{3}, "subtask 3 restores another copy"},
+		{[]int{0, 2}, "subtasks 0,2 restore other copies"},
+		{[]int{1, 10, 127}, "subtasks 1,10,127 restore other copies"},
+	} {
+		if got := restoresNote(tc.subs); got != tc.want {
+			t.Errorf("restoresNote(%v) = %q, want %q", tc.subs, got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"slices"
 
+	"github.com/sptool/sptool/internal/gallop"
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -70,7 +71,7 @@ func appendRuns(runs []keyRun, s *mergeSource, src, limit int, slots slotNames) 
 		j := i + 1
 		if r.sep {
 			prefix := key[:sep+1]
-			j += savepoint.Gallop(s.n-j, func(x int) bool {
+			j += gallop.Search(s.n-j, func(x int) bool {
 				return s.op(j+x) != op || !bytes.HasPrefix(s.key(j+x), prefix)
 			})
 		} else {

@@ -3,8 +3,9 @@ package savepoint
 import (
 	"bytes"
 	"runtime"
-	"sort"
 	"sync"
+
+	"github.com/sptool/sptool/internal/gallop"
 )
 
 // orderInfo caches Snapshot.Order.
@@ -227,29 +228,10 @@ func prefixRunEnd(ops []uint64, offs []int32, keys []byte, x, hi int, sorted boo
 	other := func(y int) bool { return ops[y] != op || !bytes.HasPrefix(key(y), prefix) }
 	end := x + 1
 	if sorted {
-		return end + Gallop(hi-end, func(y int) bool { return other(end + y) })
+		return end + gallop.Search(hi-end, func(y int) bool { return other(end + y) })
 	}
 	for end < hi && !other(end) {
 		end++
 	}
 	return end
-}
-
-// Gallop is sort.Search for answers expected near the start: it returns the
-// least i in [0, n) for which pred is true (n when there is none), pred
-// being false then true over the range. It probes 0, 1, 3, 7, ... and then
-// searches the last gap, so a run of m rows costs about 2 log2(m) probes
-// that stay near its start in memory, whatever n.
-func Gallop(n int, pred func(int) bool) int {
-	lo, step := 0, 1
-	for {
-		hi := lo + step - 1
-		if hi >= n {
-			return lo + sort.Search(n-lo, func(i int) bool { return pred(lo + i) })
-		}
-		if pred(hi) {
-			return lo + sort.Search(hi-lo, func(i int) bool { return pred(lo + i) })
-		}
-		lo, step = hi+1, step*2
-	}
 }

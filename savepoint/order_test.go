@@ -67,22 +67,3 @@ func testOrder(t *testing.T) {
 		}
 	}
 }
-
-// Gallop finds what sort.Search finds.
-func TestGallop(t *testing.T) {
-	for n := 0; n < 70; n++ {
-		for want := 0; want <= n; want++ {
-			probes := 0
-			got := Gallop(n, func(i int) bool {
-				probes++
-				if i < 0 || i >= n {
-					t.Fatalf("n %d: probe %d out of range", n, i)
-				}
-				return i >= want
-			})
-			if got != want {
-				t.Fatalf("n %d, want %d: got %d", n, want, got)
-			}
-		}
-	}
-}

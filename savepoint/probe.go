@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync/atomic"
 
+	"github.com/sptool/sptool/internal/prefault"
 	"github.com/sptool/sptool/internal/testhook"
 )
 
@@ -178,9 +179,9 @@ func (r *verifyRange) probeChunk(x int, keys []byte, base int32, ends []int32) {
 		if run.slotted {
 			// Room for every row of the segment to be a hit, and its key.
 			done, left := x+j-p.from, r.hi-(x+j)
-			p.hits.rows = growAtRate(p.hits.rows, k, done, left)
-			p.hits.ends = growAtRate(p.hits.ends, k, done, left)
-			p.hits.keys = growAtRate(p.hits.keys, int(ends[j+k-1]-keyStart(ends, base, j)), done, left)
+			p.hits.rows = prefault.GrowAtRate(p.hits.rows, k, done, left)
+			p.hits.ends = prefault.GrowAtRate(p.hits.ends, k, done, left)
+			p.hits.keys = prefault.GrowAtRate(p.hits.keys, int(ends[j+k-1]-keyStart(ends, base, j)), done, left)
 			if p.wordsOK {
 				p.askWords(keys, ends, base, j, k, first)
 			} else {
@@ -203,7 +204,7 @@ func (p *rangeProbe) wordsFor(c int) []uint64 {
 	if !p.wordsOK {
 		return nil
 	}
-	p.words = Grow(p.words[:0], c)[:c]
+	p.words = prefault.Grow(p.words[:0], c)[:c]
 	return p.words
 }
 
@@ -262,9 +263,9 @@ func (p *rangeProbe) keep(row int, key []byte) {
 	if len(h.rows) == cap(h.rows) {
 		// Grown as Grow does: the hits of a purge of many keys come to
 		// megabytes, whose fresh pages would each cost a fault.
-		h.rows, h.ends = Grow(h.rows, 1), Grow(h.ends, 1)
+		h.rows, h.ends = prefault.Grow(h.rows, 1), prefault.Grow(h.ends, 1)
 	}
-	h.keys = Grow(h.keys, len(key))
+	h.keys = prefault.Grow(h.keys, len(key))
 	h.rows = append(h.rows, row)
 	h.keys = append(h.keys, key...)
 	h.ends = append(h.ends, int32(len(h.keys)))

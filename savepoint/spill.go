@@ -624,7 +624,7 @@ func (p *partition) appendRecords(b *bucket, recs []byte, rows int) error {
 		// records.
 		b.tail = make([]byte, 0, limit)
 	}
-	b.tail = append(Grow(b.tail, len(recs)), recs...)
+	b.tail = append(prefault.Grow(b.tail, len(recs)), recs...)
 	p.tails += cap(b.tail) - held
 	return nil
 }
@@ -1072,31 +1072,31 @@ func (c *colBuf) start() {
 // add appends r.
 func (c *colBuf) add(r Row) {
 	c.start()
-	c.ops = append(Grow(c.ops, 1), r.Op)
-	c.keys = append(Grow(c.keys, len(r.Key)), r.Key...)
-	c.koffs = append(Grow(c.koffs, 1), int32(len(c.keys)))
-	c.vals = append(Grow(c.vals, len(r.Value)), r.Value...)
-	c.voffs = append(Grow(c.voffs, 1), int32(len(c.vals)))
+	c.ops = append(prefault.Grow(c.ops, 1), r.Op)
+	c.keys = append(prefault.Grow(c.keys, len(r.Key)), r.Key...)
+	c.koffs = append(prefault.Grow(c.koffs, 1), int32(len(c.keys)))
+	c.vals = append(prefault.Grow(c.vals, len(r.Value)), r.Value...)
+	c.voffs = append(prefault.Grow(c.voffs, 1), int32(len(c.vals)))
 }
 
 // appendAll appends the rows of d, whose columns are not too long to
 // join c's.
 func (c *colBuf) appendAll(d *colBuf) {
 	c.start()
-	c.ops = append(Grow(c.ops, len(d.ops)), d.ops...)
+	c.ops = append(prefault.Grow(c.ops, len(d.ops)), d.ops...)
 	for _, o := range [2]struct {
 		offs *[]int32
 		add  []int32
 		base int32
 	}{{&c.koffs, d.koffs, int32(len(c.keys))}, {&c.voffs, d.voffs, int32(len(c.vals))}} {
 		at := len(*o.offs)
-		*o.offs = Grow(*o.offs, len(o.add)-1)[:at+len(o.add)-1]
+		*o.offs = prefault.Grow(*o.offs, len(o.add)-1)[:at+len(o.add)-1]
 		for j, v := range o.add[1:] {
 			(*o.offs)[at+j] = o.base + v
 		}
 	}
-	c.keys = append(Grow(c.keys, len(d.keys)), d.keys...)
-	c.vals = append(Grow(c.vals, len(d.vals)), d.vals...)
+	c.keys = append(prefault.Grow(c.keys, len(d.keys)), d.keys...)
+	c.vals = append(prefault.Grow(c.vals, len(d.vals)), d.vals...)
 }
 
 // gather appends the rows of v at positions order, in that order: the
@@ -1107,12 +1107,12 @@ func (c *colBuf) gather(v recordView, order []uint32) {
 	c.start()
 	n := len(order)
 	at := len(c.ops)
-	c.ops = Grow(c.ops, n)[:at+n]
+	c.ops = prefault.Grow(c.ops, n)[:at+n]
 	for j := range c.ops[at:] {
 		c.ops[at+j] = v.op
 	}
-	keys, vals := Grow(c.keys, len(v.buf)), Grow(c.vals, len(v.buf))
-	koffs, voffs := Grow(c.koffs, n), Grow(c.voffs, n)
+	keys, vals := prefault.Grow(c.keys, len(v.buf)), prefault.Grow(c.vals, len(v.buf))
+	koffs, voffs := prefault.Grow(c.koffs, n), prefault.Grow(c.voffs, n)
 	for _, pos := range order {
 		b := v.at[3*pos : 3*pos+3 : 3*pos+3]
 		keys = append(keys, v.buf[b[0]:b[1]]...)
@@ -1189,43 +1189,6 @@ func (w *colWriter) put(b []byte) int64 {
 	}
 	w.size += int64(len(b)) + pad
 	return at
-}
-
-// Grow makes room in s for n more elements, doubling its capacity when it
-// grows. append grows a large slice by a quarter at a time, copying it each
-// time: for slices that grow to many megabytes a row at a time those copies,
-// into memory touched for the first time, cost more than the appends. The
-// new memory is mapped in at once (prefault.Slice) before the elements are
-// copied to it, rather than a page fault at a time as they are copied and
-// appended: the elements copied and as many again as a quarter of them
-// (or n, if more), so that the resident set does not take the whole new
-// capacity before it is used.
-func Grow[S ~[]E, E any](s S, n int) S {
-	return growAtRate(s, n, 0, 0) // (no rows read: no rate)
-}
-
-// growAtRate is Grow for a slice that fills as rows are read, at a rate
-// that holds: done rows read gave its len(s) elements, left rows are to
-// come. Once it holds enough elements to tell the rate, it grows to what
-// the rows left will bring at that rate, and an eighth more: one or two
-// arrays where doubling allocates (and copies) twice what is kept. It
-// grows at least as Grow does (doubling, the next part prefaulted), and to
-// at most five times its length, so that a burst of elements early on
-// does not reserve for them all the way.
-func growAtRate[S ~[]E, E any](s S, n, done, left int) S {
-	if len(s)+n <= cap(s) {
-		return s
-	}
-	c := len(s) + max(n, len(s), 64) // at least double
-	if done > 0 && len(s) >= 256 {
-		rate := float64(len(s)) / float64(done)
-		want := len(s) + n + int(min(rate*float64(left)*1.125, 4*float64(len(s))))
-		c = max(c, want)
-	}
-	t := make(S, len(s), c)
-	prefault.Slice(t[: len(s) : len(s)+max(n, len(s)/4)])
-	copy(t, s)
-	return t
 }
 
 // bytesOf returns the memory of s as bytes (in the machine's byte order).

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"sync/atomic"
 
-	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/internal/prefault"
 )
 
 // rowIndex maps the output rows of a file to the input rows they are: the
@@ -93,8 +93,8 @@ func (x *rowIndex) appendRun(start, n int) {
 	// append grows a large slice by a quarter at a time, and the copies
 	// (into memory touched for the first time) would cost more than the
 	// spans.
-	x.spans = savepoint.Grow(x.spans, 1)
-	x.ends = savepoint.Grow(x.ends, 1)
+	x.spans = prefault.Grow(x.spans, 1)
+	x.ends = prefault.Grow(x.ends, 1)
 	x.spans = append(x.spans, span{uint32(start), uint32(n)})
 	x.ends = append(x.ends, end)
 }
@@ -109,8 +109,8 @@ func (x *rowIndex) appendIndex(y *rowIndex) {
 	// Grown by Grow: a range of rows in clink's hash-map order has about a
 	// span a row, and append's growth a quarter at a time copies them into
 	// pages faulted in one at a time.
-	x.spans = append(savepoint.Grow(x.spans, len(y.spans)-1), y.spans[1:]...)
-	x.ends = savepoint.Grow(x.ends, len(y.ends)-1)
+	x.spans = append(prefault.Grow(x.spans, len(y.spans)-1), y.spans[1:]...)
+	x.ends = prefault.Grow(x.ends, len(y.ends)-1)
 	for _, e := range y.ends[1:] {
 		x.ends = append(x.ends, e+base)
 	}

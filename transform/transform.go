@@ -26,6 +26,7 @@ import (
 
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/sptool/sptool/internal/gallop"
 	"github.com/sptool/sptool/internal/prefault"
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
@@ -1723,7 +1724,7 @@ func (o *outRows) keyedRun(j int, kc *savepoint.KeyColumns) (n int, op uint64, k
 			break
 		}
 		avail := min(kc.Hi, lo+m) - x
-		k := 1 + savepoint.Gallop(avail-1, func(y int) bool { return kc.Ops[x+1+y-kc.Lo] != op || first(x+1+y) != kg })
+		k := 1 + gallop.Search(avail-1, func(y int) bool { return kc.Ops[x+1+y-kc.Lo] != op || first(x+1+y) != kg })
 		n += k
 		if k < avail {
 			break

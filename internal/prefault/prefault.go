@@ -20,5 +20,6 @@
 // Linux it does nothing.
 //
 // Writable and Slice do the same for memory the program is about to fill:
-// a pooled buffer, the arrays of a large purge list.
+// a pooled buffer, the arrays of a large purge list; Grow and GrowAtRate
+// grow a slice into new memory mapped in that way.
 package prefault
