@@ -261,8 +261,8 @@ func (p *rangeProbe) ask(keys []byte, offs []int32, base, plen int32, row int) {
 func (p *rangeProbe) keep(row int, key []byte) {
 	h := &p.hits
 	if len(h.rows) == cap(h.rows) {
-		// Grown as Grow does: the hits of a purge of many keys come to
-		// megabytes, whose fresh pages would each cost a fault.
+		// Grown as prefault.Grow does: the hits of a purge of many keys
+		// come to megabytes, whose fresh pages would each cost a fault.
 		h.rows, h.ends = prefault.Grow(h.rows, 1), prefault.Grow(h.ends, 1)
 	}
 	h.keys = prefault.Grow(h.keys, len(key))

@@ -106,9 +106,9 @@ func (x *rowIndex) appendIndex(y *rowIndex) {
 	}
 	x.appendRun(int(y.spans[0].start), int(y.spans[0].n)) // may extend x's last span
 	base := uint32(x.Len()) - y.ends[0]
-	// Grown by Grow: a range of rows in clink's hash-map order has about a
-	// span a row, and append's growth a quarter at a time copies them into
-	// pages faulted in one at a time.
+	// Grown by prefault.Grow: a range of rows in clink's hash-map order has
+	// about a span a row, and append's growth a quarter at a time copies
+	// them into pages faulted in one at a time.
 	x.spans = append(prefault.Grow(x.spans, len(y.spans)-1), y.spans[1:]...)
 	x.ends = prefault.Grow(x.ends, len(y.ends)-1)
 	for _, e := range y.ends[1:] {
