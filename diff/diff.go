@@ -624,14 +624,7 @@ func restoresNote(subs []int) string {
 	if len(subs) == 1 {
 		return fmt.Sprintf("subtask %d restores another copy", subs[0])
 	}
-	list := make([]byte, 0, 4*len(subs))
-	for i, sub := range subs {
-		if i > 0 {
-			list = append(list, ',')
-		}
-		list = strconv.AppendInt(list, int64(sub), 10)
-	}
-	return fmt.Sprintf("subtasks %s restore other copies", list)
+	return fmt.Sprintf("subtasks %s restore other copies", savepoint.JoinInts(subs, ","))
 }
 
 // differentRestores returns the subtasks (those running reports) that

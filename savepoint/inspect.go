@@ -904,7 +904,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if in.CompletedMarker != "" {
 		subs := "no subtasks= line"
 		if in.CompletedSubtasks != nil {
-			subs = "subtasks " + joinInts(in.CompletedSubtasks, ",")
+			subs = "subtasks " + JoinInts(in.CompletedSubtasks, ",")
 		}
 		fmt.Fprintf(&b, "  marker %s (%s)\n", ShowName(in.CompletedMarker), subs)
 	} else if in.Kind != InputFile.String() {
@@ -1134,7 +1134,7 @@ func batchSizes(rows []int) string {
 	case len(rows) == 0:
 		return "-"
 	case len(rows) <= maxBatchesListed:
-		return joinInts(rows, "+")
+		return JoinInts(rows, "+")
 	}
 	return fmt.Sprintf("%d of %d-%d", len(rows), slices.Min(rows), slices.Max(rows))
 }

@@ -996,17 +996,17 @@ func (v *validator) checkOrder(f *File) {
 // lists: a key stored millions of times would make a message of megabytes.
 const maxRowsListed = 10
 
-// joinSome is joinInts of the first most of xs, and how many more there
+// joinSome is JoinInts of the first most of xs, and how many more there
 // are.
 func joinSome(xs []int, sep string, most int) string {
 	if len(xs) <= most {
-		return joinInts(xs, sep)
+		return JoinInts(xs, sep)
 	}
-	return fmt.Sprintf("%s%sand %d more", joinInts(xs[:most], sep), sep, len(xs)-most)
+	return fmt.Sprintf("%s%sand %d more", JoinInts(xs[:most], sep), sep, len(xs)-most)
 }
 
-// joinInts renders xs in decimal, separated by sep.
-func joinInts(xs []int, sep string) string {
+// JoinInts renders xs in decimal, separated by sep.
+func JoinInts(xs []int, sep string) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = strconv.Itoa(x)
@@ -1168,7 +1168,7 @@ func (v *validator) checkOperatorRows(perFile [][]Row, keyedOps []map[uint64]boo
 					subs = append(subs, c.subtask)
 				}
 			}
-			frozen = fmt.Sprintf("; the copies of %s %s, in chain groups that do not run op %d, are frozen replicas that no merge takes (section 10.3)", plural(len(subs), "subtask", "subtasks"), joinInts(subs, ","), e.op)
+			frozen = fmt.Sprintf("; the copies of %s %s, in chain groups that do not run op %d, are frozen replicas that no merge takes (section 10.3)", plural(len(subs), "subtask", "subtasks"), JoinInts(subs, ","), e.op)
 			all8 = !slices.ContainsFunc(copies, func(c valOpCopy) bool { return len(c.value) != 8 })
 		}
 		unions := v.sp.Backend.UnionsOperatorRows()
@@ -1254,7 +1254,7 @@ func describeCopies(copies []valOpCopy, all8 bool) string {
 		} else {
 			val = fmt.Sprintf("%d bytes %s", len(k), renderBytesShort([]byte(k), 12))
 		}
-		parts[i] = fmt.Sprintf("%s %s: %s", plural(len(subs[k]), "subtask", "subtasks"), joinInts(subs[k], ","), val)
+		parts[i] = fmt.Sprintf("%s %s: %s", plural(len(subs[k]), "subtask", "subtasks"), JoinInts(subs[k], ","), val)
 	}
 	return strings.Join(parts, "; ")
 }

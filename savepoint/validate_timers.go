@@ -256,7 +256,7 @@ func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []ti
 	if b.unions && len(values) > 1 {
 		if open := timerChoices(g, held, values); len(open) > 0 {
 			v.treeFinding(SeverityWarning, CheckTimers, op, key, fmt.Sprintf("op %d timer blob %s: subtask%s %s ha%s no blob of %s own, and the tree's copies of it hold different timers of %s range: a restore takes one from the other subtask directories in directory order (unspecified, section 6.3), so which of them fire depends on that order (sptool counts the last copy of the chain group, subtask %d's)",
-				op, RenderKey(key), plural(len(open), "", "s"), joinInts(open, ","), plural(len(open), "s", "ve"), plural(len(open), "its", "their"), plural(len(open), "its", "their"), copies[len(copies)-1].file.Subtask))
+				op, RenderKey(key), plural(len(open), "", "s"), JoinInts(open, ","), plural(len(open), "s", "ve"), plural(len(open), "its", "their"), plural(len(open), "its", "their"), copies[len(copies)-1].file.Subtask))
 		}
 	}
 	// restores names the blob a restore of subtask o takes its timers from.
