@@ -162,7 +162,7 @@ func InputRoot(path string) string {
 // file's sidecar is, whatever its name: one that disagrees with the file
 // says it is damaged.
 func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
-	if !opts.RequireValid || sp.Kind != InputFile && sp.Backend != BackendFile {
+	if !opts.RequireValid || sp.ChangelogTree() {
 		return nil
 	}
 	for _, f := range sp.Files {

@@ -146,3 +146,13 @@ type Savepoint struct {
 	// unlistedSubtasks are the subtasks of Unlisted's files.
 	unlistedSubtasks []int
 }
+
+// ChangelogTree reports whether sp is a tree of clink's changelog+file
+// backend. Its payloads carry no sidecar to verify (that backend writes
+// none), and an apply writes each of them again (their materialisation
+// handles point into the output). A single file named changelog-<id>.snap
+// has that Backend but is not such a tree: its sidecar, if any, is
+// verified, and it is copied when no rule changes it.
+func (sp *Savepoint) ChangelogTree() bool {
+	return sp.Kind != InputFile && sp.Backend == BackendChangelogFile
+}

@@ -605,7 +605,7 @@ func (v *validator) checkFileLevel(f *File) {
 			v.fileFinding(f, SeverityWarning, CheckMetadata, fmt.Sprintf("schema metadata key %q appears %d times: clink and arrow-go read the first value, apache-arrow JS the last; sptool keeps the first", k, n))
 		}
 	}
-	if s.Variant == Canonical && v.isTree() && sp.Backend == BackendChangelogFile {
+	if s.Variant == Canonical && sp.ChangelogTree() {
 		v.fileFinding(f, SeverityError, CheckCanonicalOnChangelogBackend, fmt.Sprintf("canonical payload stored as %s: clink's changelog+file backend restores it as a changelog blob, which needs row 0 to be a materialisation row (row_kind 0 or 3), and throws \"Snapshot is malformed\" (section 1.7); apply writes it back as a changelog", filepath.Base(f.Rel)))
 	}
 	// Changelog payloads. A lone file's backend is known from its name

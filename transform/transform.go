@@ -123,7 +123,7 @@ func CheckOutput(in string, file bool, out string, force bool) error {
 // payloads of a changelog+file tree have no verdict (that backend writes
 // no sidecars); a single file's sidecar is checked whatever its name.
 func checkIntegrity(sp *savepoint.Savepoint) error {
-	if sp.Kind != savepoint.InputFile && sp.Backend != savepoint.BackendFile {
+	if sp.ChangelogTree() {
 		return nil
 	}
 	for _, f := range sp.Files {
@@ -2356,10 +2356,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 		rep.RowsOut += int64(res.out.Len())
 		rep.DuplicatesResolved += res.dupes
 		action := "copy"
-		if res.changed || sp.Kind != savepoint.InputFile && sp.Backend == savepoint.BackendChangelogFile {
-			// A changelog+file tree's payloads are always written again
-			// (their handles point into the output); a single file
-			// unchanged is copied, whatever its name.
+		if res.changed || sp.ChangelogTree() {
 			action = "rewrite"
 		}
 		rep.Files = append(rep.Files, &FileStats{Subtask: f.Subtask, Input: f.Rel, RowsIn: res.rowsIn, RowsOut: int64(res.out.Len()), Action: action})
