@@ -12,10 +12,10 @@ import (
 
 // Select rows with an expression over the row model, with the checks
 // `sptool cat --where` applies (cat tests each file's stored rows; this
-// counts the rows a restore would see): the rule file's slot declarations decode keys and values, the
-// expression is compiled once and evaluated per row, with only the fields
-// it reads decoded (a value its codec cannot decode fails only an
-// expression that reads it).
+// counts the rows a restore would see): the rule file's slot declarations
+// decode keys and values, the expression is compiled once and evaluated
+// per row, with only the fields it reads decoded (a value its codec cannot
+// decode fails only an expression that reads it).
 func ExampleSet_CompileFilter() {
 	set, err := rules.Parse("inline.yaml", []byte(`version: 1
 slots:
