@@ -110,8 +110,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/sptool/sptool/internal/rowtext"
 	"io"
+	"io/fs"
 	"math"
 	"math/bits"
 	"os"
@@ -129,6 +129,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
+	"github.com/sptool/sptool/internal/rowtext"
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/savepoint/codec"
@@ -226,8 +227,10 @@ type Result struct {
 	Warnings []string
 }
 
-// ErrExists is returned by WriteFile when the output exists and force is not set.
-var ErrExists = errors.New("output exists (use --force to replace it)")
+// ErrExists is what errors.Is matches in the error of WriteFile when the
+// output exists and force is not set (a *savepoint.OutputExistsError): it
+// is fs.ErrExist.
+var ErrExists = fs.ErrExist
 
 // Codecs maps Options.Compression names to Parquet codecs.
 var Codecs = map[string]compress.Compression{
@@ -302,7 +305,7 @@ func CheckOutput(path string, force bool) error {
 		return fmt.Errorf("%w (-o - writes JSON Lines and CSV to standard output)", err)
 	}
 	if !force {
-		return fmt.Errorf("%s: %w%s", path, ErrExists, savepoint.LeftoversNote(path))
+		return &savepoint.OutputExistsError{Path: path, Note: savepoint.LeftoversNote(path)}
 	}
 	return nil
 }

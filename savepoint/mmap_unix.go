@@ -4,8 +4,9 @@ package savepoint
 
 import (
 	"fmt"
-	"golang.org/x/sys/unix"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // mapFile maps a file read-only. A zero-length file maps to nil. The

@@ -480,7 +480,8 @@ func TestNoReplaceKeepsWhatAppeared(t *testing.T) {
 					defer func() { renameExclusiveHook = nil }()
 				}
 				_, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 3, NoReplace: true})
-				if !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), "appeared while writing (use --force") {
+				var exists *OutputExistsError
+				if !errors.Is(err, fs.ErrExist) || !errors.As(err, &exists) || !exists.Appeared || exists.Path != path+appears || !strings.Contains(err.Error(), "output "+path+appears+" appeared while writing") {
 					t.Fatalf("err %v, want the output that appeared named", err)
 				}
 				if b, _ := os.ReadFile(path + appears); !bytes.Equal(b, intruder) {
@@ -982,5 +983,26 @@ func TestCreateTreeRefusesBadArguments(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(wd); len(left) > 0 {
 		t.Errorf("a zero TreeWriter wrote %v into the working directory", left)
+	}
+}
+
+// An OutputExistsError says what is wrong; the hint a caller sets and the
+// note of leftovers follow in that order.
+func TestOutputExistsErrorMessage(t *testing.T) {
+	for _, tc := range []struct {
+		err  OutputExistsError
+		want string
+	}{
+		{OutputExistsError{Path: "out"}, "output out exists"},
+		{OutputExistsError{Path: "out", Appeared: true}, "output out appeared while writing"},
+		{OutputExistsError{Path: "out", Hint: "use --force to replace it", Note: "; beside it, x"}, "output out exists (use --force to replace it); beside it, x"},
+		{OutputExistsError{Path: "out", Note: "; beside it, x"}, "output out exists; beside it, x"},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.err, got, tc.want)
+		}
+		if !errors.Is(fmt.Errorf("wrapped: %w", &tc.err), fs.ErrExist) {
+			t.Errorf("%+v is not fs.ErrExist", tc.err)
+		}
 	}
 }

@@ -53,7 +53,7 @@ func publishName(tmp, path string, replace bool) error {
 	}
 	if err := rename(tmp, path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return &appearedError{path}
+			return &OutputExistsError{Path: path, Appeared: true}
 		}
 		return fmt.Errorf("publish %s: %w", path, err)
 	}
@@ -69,23 +69,40 @@ func publishName(tmp, path string, replace bool) error {
 // renameExclusive.
 var renameExclusiveHook func(from, to string) error
 
-// appearedError is the error of an output that something else put in
-// place while it was being written, and that was not replaced. It is an
-// fs.ErrExist.
-type appearedError struct{ path string }
-
-func (e *appearedError) Error() string {
-	return "output " + e.path + " appeared while writing (use --force to replace it)"
+// OutputExistsError is the error of an output path that is taken and may
+// not be replaced: it was there when the command started, or something put
+// it there while the output was being written. errors.Is(err, fs.ErrExist)
+// holds for it.
+//
+// Its message says what is wrong, not how to proceed: a caller that lets
+// its user replace outputs (sptool's --force, the Force fields of the
+// options here) sets Hint to say how, and the message carries it in
+// parentheses, before Note.
+type OutputExistsError struct {
+	// Path is the output's path.
+	Path string
+	// Appeared says the path was taken while the output was being
+	// written, after the checks before it found it free.
+	Appeared bool
+	// Note, when not empty, follows the message: what else lies beside
+	// the output (see LeftoversNote).
+	Note string
+	// Hint, when not empty, says how to replace the output.
+	Hint string
 }
 
-func (e *appearedError) Is(target error) bool { return target == fs.ErrExist }
+// Error returns the message: "output PATH exists" or "output PATH
+// appeared while writing", then the hint in parentheses and the note.
+func (e *OutputExistsError) Error() string {
+	msg := "output " + e.Path + " exists"
+	if e.Appeared {
+		msg = "output " + e.Path + " appeared while writing"
+	}
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg + e.Note
+}
 
-// ExistsError returns an error with message msg, of an output that exists
-// and may not be replaced: errors.Is(err, fs.ErrExist) holds for it.
-func ExistsError(msg string) error { return &existsError{msg} }
-
-type existsError struct{ msg string }
-
-func (e *existsError) Error() string { return e.msg }
-
-func (e *existsError) Is(target error) bool { return target == fs.ErrExist }
+// Is reports whether target is fs.ErrExist.
+func (e *OutputExistsError) Is(target error) bool { return target == fs.ErrExist }

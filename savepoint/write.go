@@ -300,7 +300,7 @@ func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err err
 		}
 		if opts.NoReplace {
 			if _, err := os.Lstat(side); err == nil {
-				return &appearedError{side}
+				return &OutputExistsError{Path: side, Appeared: true}
 			}
 		} else if aside, err = moveAside(path, side); err != nil {
 			return err

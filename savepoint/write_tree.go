@@ -77,7 +77,7 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 		return nil, fmt.Errorf("backend %q: a tree is written for the %q or the %q backend", opts.Backend, BackendFile, BackendChangelogFile)
 	}
 	if _, err := os.Lstat(out); err == nil && !opts.Force {
-		return nil, ExistsError(fmt.Sprintf("output %s exists (use --force to replace it)", out))
+		return nil, &OutputExistsError{Path: out}
 	}
 	abs := absPath(out)
 	if opts.Backend == "" {
@@ -417,7 +417,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	old := ""
 	if _, err := os.Lstat(t.final); err == nil {
 		if !t.force {
-			return &appearedError{t.final}
+			return &OutputExistsError{Path: t.final, Appeared: true}
 		}
 		if err := CheckReplaceable(t.final, true); err != nil {
 			return err
@@ -456,7 +456,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	}
 	if err := rename(t.stage, t.final); err != nil {
 		if errors.Is(err, fs.ErrExist) && !t.force {
-			return &appearedError{t.final}
+			return &OutputExistsError{Path: t.final, Appeared: true}
 		}
 		if old != "" {
 			if rerr := os.Rename(old, t.final); rerr != nil {

@@ -107,7 +107,7 @@ func CheckOutput(in string, file bool, out string, force bool) error {
 			return err
 		}
 		if _, err := os.Lstat(o); err == nil && !force {
-			return savepoint.ExistsError(fmt.Sprintf("output %s exists (use --force to replace it)%s", o, savepoint.LeftoversNote(out)))
+			return &savepoint.OutputExistsError{Path: o, Note: savepoint.LeftoversNote(out)}
 		}
 	}
 	return nil

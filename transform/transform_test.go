@@ -1414,8 +1414,8 @@ func TestOutputRefused(t *testing.T) {
 		wantErr       string
 		is            error
 	}{
-		{"existing directory", in, existing, "exists (use --force", nil},
-		{"existing file", file, existingFile, "exists (use --force", nil},
+		{"existing directory", in, existing, "output " + existing + " exists", fs.ErrExist},
+		{"existing file", file, existingFile, "output " + existingFile + " exists", fs.ErrExist},
 		{"the input tree", in, in, "must not be the input", savepoint.ErrOutputIsInput},
 		{"the input tree, spelled differently", in, in + "/./v1/..", "must not be the input", savepoint.ErrOutputIsInput},
 		{"the input file", file, file, "must not be the input", savepoint.ErrOutputIsInput},

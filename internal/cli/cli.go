@@ -227,6 +227,12 @@ func fail(s *Streams, name string, err error) int {
 		}
 		err = stopped
 	}
+	// An output that exists is replaced with --force: every command that
+	// writes one takes it.
+	var exists *savepoint.OutputExistsError
+	if errors.As(err, &exists) && exists.Hint == "" {
+		exists.Hint = "use --force to replace it"
+	}
 	// The message may quote what a savepoint, a rule file or an argument
 	// holds: its control characters are shown as escapes (see textWriter).
 	fmt.Fprintf(newTextWriter(s.Err), "sptool %s: %v\n", name, err)
