@@ -26,4 +26,14 @@
 // transform.Run and export.WriteFile do), or the fault ends the process. A
 // page the system could not read (a disk or file system that failed)
 // faults too: Guard reports ErrInputUnreadable then.
+//
+// Messages (errors, warnings and validation findings, here and in the
+// packages built on this one) are written for the people who run sptool:
+// where an option would change the outcome they name it as sptool's flag
+// (--checkpoint, --groups, --temp-dir, --per-file), which sets the option
+// field of the same name (OpenOptions.Checkpoint, OpenOptions.Groups, the
+// TempDir and PerFile fields of transform's and export's options). The two
+// refusals a program meets most, an output that exists
+// (*OutputExistsError) and a payload refused for its integrity verdict
+// (*VerdictError), name no flag: they carry a Hint for the caller to set.
 package savepoint

@@ -173,11 +173,7 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 		if noSidecar && (opts.AllowMissingSidecar || sp.Kind == InputFile) {
 			continue
 		}
-		hint := ""
-		if noSidecar {
-			hint = " (--allow-unverified accepts payloads without a sidecar)"
-		}
-		return &VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, Note: hint}
+		return &VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, NoSidecar: noSidecar}
 	}
 	return nil
 }

@@ -209,10 +209,21 @@ type VerdictError struct {
 	Verdict Verdict // never VerdictValid
 	Detail  string  // what disagrees (File.VerdictDetail)
 	Note    string  // what the refusal means, or what to do, appended to the message
+	// NoSidecar says the payload was refused for want of a sidecar, which
+	// OpenOptions.AllowMissingSidecar accepts.
+	NoSidecar bool
+	// Hint, when not empty, follows the message in parentheses: how the
+	// caller's user accepts the payload (sptool's --allow-unverified, for
+	// one without a sidecar).
+	Hint string
 }
 
 func (e *VerdictError) Error() string {
-	return fmt.Sprintf("%s: integrity check %s: %s; clink would refuse to restore it%s", e.Path, e.Verdict, e.Detail, e.Note)
+	msg := fmt.Sprintf("%s: integrity check %s: %s; clink would refuse to restore it%s", e.Path, e.Verdict, e.Detail, e.Note)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
 }
 
 // Verify applies the order of clink's verify_checkpoint to facts the caller

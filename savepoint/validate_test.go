@@ -1852,7 +1852,7 @@ func TestRequireValidVerdictError(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Open(tree, OpenOptions{RequireValid: true})
-	if !errors.As(err, &ve) || ve.Verdict != VerdictIncomplete || !strings.Contains(err.Error(), "--allow-unverified") {
+	if !errors.As(err, &ve) || ve.Verdict != VerdictIncomplete || !ve.NoSidecar || strings.Contains(err.Error(), "--") {
 		t.Fatalf("payload without a sidecar: %v (%+v), want an incomplete VerdictError", err, ve)
 	}
 	sp, err := Open(tree, OpenOptions{RequireValid: true, AllowMissingSidecar: true})

@@ -233,6 +233,11 @@ func fail(s *Streams, name string, err error) int {
 	if errors.As(err, &exists) && exists.Hint == "" {
 		exists.Hint = "use --force to replace it"
 	}
+	// So is a payload without a sidecar, by the commands that refuse one.
+	var verdict *savepoint.VerdictError
+	if errors.As(err, &verdict) && verdict.NoSidecar && verdict.Hint == "" {
+		verdict.Hint = "--allow-unverified accepts payloads without a sidecar"
+	}
 	// The message may quote what a savepoint, a rule file or an argument
 	// holds: its control characters are shown as escapes (see textWriter).
 	fmt.Fprintf(newTextWriter(s.Err), "sptool %s: %v\n", name, err)
