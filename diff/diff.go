@@ -26,6 +26,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -267,6 +268,9 @@ const cancelEvery = 1 << 16
 // memory-mapped input cut short while it is read is such an error too, not
 // a panic: Compare reads under savepoint.Guard.
 func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (res *Result, err error) {
+	if a == nil || b == nil {
+		return nil, errors.New("diff: a side is missing (a nil *savepoint.Savepoint)")
+	}
 	err = savepoint.Guard(func() error {
 		res, err = compareSides(ctx, a, b, opts)
 		return err

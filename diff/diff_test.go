@@ -853,3 +853,13 @@ func TestRestoresNote(t *testing.T) {
 		}
 	}
 }
+
+// A missing side is an error, not a panic.
+func TestCompareNil(t *testing.T) {
+	sp := open(t, exampleTree)
+	for _, sides := range [][2]*savepoint.Savepoint{{nil, sp}, {sp, nil}, {nil, nil}} {
+		if res, err := Compare(context.Background(), sides[0], sides[1], Options{}); err == nil || res != nil || !strings.Contains(err.Error(), "a side is missing") {
+			t.Errorf("Compare(%v, %v): %v, %v, want a side is missing", sides[0] != nil, sides[1] != nil, res, err)
+		}
+	}
+}

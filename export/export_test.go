@@ -1288,3 +1288,18 @@ func TestExportWriteInputCutUnguarded(t *testing.T) {
 		}
 	}
 }
+
+// A nil savepoint is an error, not a panic, and nothing is written.
+func TestNilSavepoint(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.parquet")
+	if _, err := WriteFile(context.Background(), out, nil, Options{}, false); err == nil || !strings.Contains(err.Error(), "no savepoint") {
+		t.Errorf("WriteFile: %v, want no savepoint", err)
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Errorf("WriteFile wrote %s", out)
+	}
+	var b bytes.Buffer
+	if _, err := Write(context.Background(), &b, nil, Options{}); err == nil || b.Len() != 0 {
+		t.Errorf("Write: %v, %d bytes, want an error and none", err, b.Len())
+	}
+}

@@ -155,6 +155,12 @@ func checkIntegrity(sp *savepoint.Savepoint) error {
 // published before the failure: it then returns the report with a
 // *savepoint.PublishedError.
 func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {
+	switch {
+	case sp == nil:
+		return nil, errors.New("transform: no savepoint (a nil *savepoint.Savepoint)")
+	case set == nil:
+		return nil, errors.New("transform: no rule set (a nil *rules.Set)")
+	}
 	if opts.Generation < 0 {
 		return nil, fmt.Errorf("generation %d: clink's generations start at 1", opts.Generation)
 	}

@@ -2033,3 +2033,28 @@ func TestRunLoneChangelogNamedCopyReported(t *testing.T) {
 		t.Errorf("report action %q for a file copied byte for byte, want copy", got)
 	}
 }
+
+// Run without a savepoint or a rule set is an error, not a panic.
+func TestRunNil(t *testing.T) {
+	set, err := rules.Parse("r.yaml", []byte("version: 1\nrules:\n  - drop: 'key == \"b\"'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := open(t, filepath.Join("..", "testdata", "example"))
+	out := filepath.Join(t.TempDir(), "out")
+	for _, tc := range []struct {
+		sp   *savepoint.Savepoint
+		set  *rules.Set
+		want string
+	}{
+		{nil, set, "no savepoint"},
+		{sp, nil, "no rule set"},
+	} {
+		if rep, err := transform.Run(context.Background(), tc.sp, tc.set, transform.Options{Out: out}); err == nil || rep != nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, %v", tc.want, rep, err)
+		}
+		if _, err := os.Lstat(out); err == nil {
+			t.Errorf("%s: %s written", tc.want, out)
+		}
+	}
+}
