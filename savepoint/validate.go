@@ -134,6 +134,11 @@ const (
 	// changelog of the checkpoint references (info: left over; clink's
 	// restore ignores it).
 	CheckUnreferencedMaterialization = "unreferenced-materialization"
+	// CheckMaterializationHandle: a changelog whose materialisation handle
+	// leads into another subtask's directory (warning: a restore reads the
+	// file there, filtered to the reading subtask's key groups; clink
+	// writes each subtask's materialisation in its own directory).
+	CheckMaterializationHandle = "materialization-handle"
 	// CheckParallelism: with ValidateOptions.Parallelism M, a chain group
 	// whose file count is not M, or a keyed row outside its subtask's range
 	// at M with no copy in the file that owns it at M (error); a row outside
@@ -1385,10 +1390,22 @@ func runsOf(xs []int) []Group {
 }
 
 // checkUnreferencedMaterializations lists materialisation files of a
-// changelog+file tree that no changelog of the checkpoint references.
+// changelog+file tree that no changelog of the checkpoint references, and
+// the handles that lead into another subtask's directory than their
+// changelog's.
 func (v *validator) checkUnreferencedMaterializations() {
 	if v.sp.Backend != BackendChangelogFile {
 		return
+	}
+	referenced := map[string]bool{}
+	for _, f := range v.sp.Files {
+		own := filepath.Dir(f.Rel) + string(filepath.Separator)
+		for _, rel := range f.Materializations {
+			referenced[rel] = true
+			if !strings.HasPrefix(rel, own) {
+				v.add(Finding{Severity: SeverityWarning, Check: CheckMaterializationHandle, File: f.Rel, Subtask: f.Subtask, Row: 0, Message: fmt.Sprintf("the materialisation handle leads to %s, outside this subtask's directory (%s): a restore of subtask %d reads that file, keeping only the rows of its own key groups; clink writes each subtask's materialisation in the subtask's directory, and apply writes it there", ShowName(filepath.ToSlash(rel)), ShowName(filepath.ToSlash(filepath.Dir(f.Rel))), f.Subtask)})
+			}
+		}
 	}
 	for _, f := range v.sp.Files {
 		dir := filepath.Join(filepath.Dir(f.Path), "materializations")
@@ -1402,7 +1419,7 @@ func (v *validator) checkUnreferencedMaterializations() {
 				continue
 			}
 			rel := filepath.Join(relDir, e.Name())
-			if slices.Contains(f.Materializations, rel) {
+			if referenced[rel] {
 				continue
 			}
 			v.add(Finding{Severity: SeverityInfo, Check: CheckUnreferencedMaterialization, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: fmt.Sprintf("%s is referenced by no changelog of checkpoint %d (left over from an earlier one; clink's restore ignores it, sptool does not copy it)", ShowName(filepath.ToSlash(rel)), v.sp.Checkpoint)})

@@ -1364,6 +1364,54 @@ func TestValidateChangelogPayloads(t *testing.T) {
 	})
 }
 
+// A changelog whose handle leads into another subtask's directory is read
+// there, as clink reads it: validate warns of the handle, and the file it
+// names is referenced (not left over). Here the two changelogs trade
+// places, so each subtask restores the other's rows, out of its range.
+func TestValidateCrossedMaterializationHandles(t *testing.T) {
+	k0, k1 := vtKeysIn(t, 0, 64, 1)[0], vtKeysIn(t, 64, 128, 1)[0]
+	out := filepath.Join(t.TempDir(), "cl")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7, Backend: BackendChangelogFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rows := range [][]Row{{vtKeyed(7, "agg", k0, "a")}, {vtKeyed(7, "agg", k1, "b")}} {
+		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), rows, CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	cl0, cl1 := filepath.Join(out, "v1", "0", "changelog-7.snap"), filepath.Join(out, "v1", "1", "changelog-7.snap")
+	b0, err0 := os.ReadFile(cl0)
+	b1, err1 := os.ReadFile(cl1)
+	if err := errors.Join(err0, err1); err != nil {
+		t.Fatal(err)
+	}
+	vtReplace(t, cl0, b1, false)
+	vtReplace(t, cl1, b0, false)
+	sp := vtOpen(t, out, OpenOptions{Groups: []Group{{0, 2}}})
+	rep := Validate(sp, ValidateOptions{})
+	if got := rep.ByCheck(CheckUnreferencedMaterialization); len(got) != 0 {
+		t.Errorf("unreferenced: %v, want none (each file is read by the other subtask)", got)
+	}
+	handles := rep.ByCheck(CheckMaterializationHandle)
+	if len(handles) != 2 {
+		t.Fatalf("%d materialization-handle findings, want 2:\n%s", len(handles), vtDump(rep))
+	}
+	for i, f := range handles {
+		other := 1 - i
+		want := fmt.Sprintf("leads to v1/%d/materializations/mat-7.bin, outside this subtask's directory (v1/%d): a restore of subtask %d reads that file", other, i, i)
+		if f.Severity != SeverityWarning || f.Subtask != i || !strings.Contains(f.Message, want) {
+			t.Errorf("finding %d: %+v, want a warning with %q", i, f, want)
+		}
+	}
+	if n := len(rep.ByCheck(CheckMisplacedRow)); n != 2 {
+		t.Errorf("%d misplaced-row findings, want 2 (each subtask restores the other's row, out of its range)", n)
+	}
+}
+
 // A changelog+file materialisation of 0 bytes is restored as empty state
 // (clink reads empty bytes as no state anywhere), though clink never writes
 // one: the subtask's materialised rows are gone, which validate says.
