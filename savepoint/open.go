@@ -1,6 +1,7 @@
 package savepoint
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,14 +115,19 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 			}
 			return nil, fmt.Errorf("open savepoint %s: not a checkpoint directory: no v<generation> directory in it%s (give a snapshot file, a checkpoint directory or a v<generation> directory)", path, why)
 		}
-		sp.Generation = gens[len(gens)-1]
+		sp.Generation = gens[len(gens)-1].n
 		genDir = filepath.Join(path, "v"+strconv.Itoa(sp.Generation))
 		if !isDir(genDir) {
 			// Only a name with leading zeros (v01) parsed to it.
 			return nil, fmt.Errorf("open savepoint %s: a directory names generation %d with leading zeros, but clink reads generation %d from v%d (section 5.3), which does not exist: rename the directory to v%d", path, sp.Generation, sp.Generation, sp.Generation, sp.Generation)
 		}
-		for _, g := range gens[:len(gens)-1] {
-			sp.Notes = append(sp.Notes, fmt.Sprintf("older generation v%d ignored (the highest, v%d, is read)", g, sp.Generation))
+		for _, g := range gens {
+			switch {
+			case g.name != "v"+strconv.Itoa(g.n):
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%s ignored: it names generation %d with leading zeros, and clink reads generation %d from v%d only (section 5.3)", g.name, g.n, g.n, g.n))
+			case g.n != sp.Generation:
+				sp.Notes = append(sp.Notes, fmt.Sprintf("older generation %s ignored (the highest, v%d, is read)", g.name, sp.Generation))
+			}
 		}
 	}
 	if err := sp.openGeneration(genDir, opts); err != nil {
@@ -251,7 +256,7 @@ func subtaskIndex(name string) (int, bool) {
 	return n, err == nil
 }
 
-func generations(root string) (gens []int, unusable []string, err error) {
+func generations(root string) (gens []generation, unusable []string, err error) {
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open savepoint: %w", err)
@@ -272,11 +277,20 @@ func generations(root string) (gens []int, unusable []string, err error) {
 		case !st.IsDir():
 			unusable = append(unusable, fmt.Sprintf("%s: not a directory", name))
 		default:
-			gens = append(gens, g)
+			gens = append(gens, generation{g, name})
 		}
 	}
-	sort.Ints(gens)
+	slices.SortFunc(gens, func(a, b generation) int {
+		return cmp.Or(cmp.Compare(a.n, b.n), cmp.Compare(len(b.name), len(a.name)), strings.Compare(a.name, b.name))
+	})
 	return gens, unusable, nil
+}
+
+// generation is a v<generation> directory of a tree: its number and its
+// name (which may have leading zeros: v01).
+type generation struct {
+	n    int
+	name string
 }
 
 // unwrapPath returns the error under a *fs.PathError, whose path the

@@ -968,6 +968,33 @@ func TestValidateDirectoryNames(t *testing.T) {
 	}
 }
 
+// Beside the generations a tree holds, one named with leading zeros is
+// ignored, and the note names it as it is (not as the generation clink
+// reads), whether it is the highest number or an older one.
+func TestOpenNotesGenerationNames(t *testing.T) {
+	tree := vtWriteTree(t, [][]Row{{vtKeyed(7, "agg", []byte("alpha"), "1")}}, nil)
+	for _, d := range []string{"v01", "v0", "v002"} {
+		if err := os.Mkdir(filepath.Join(tree, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// v002 names generation 2, which is not there as v2: refused.
+	if _, err := Open(tree, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "clink reads generation 2 from v2 (section 5.3), which does not exist") {
+		t.Fatalf("open with v002: %v", err)
+	}
+	if err := os.Remove(filepath.Join(tree, "v002")); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, tree, OpenOptions{})
+	want := []string{
+		"older generation v0 ignored (the highest, v1, is read)",
+		"v01 ignored: it names generation 1 with leading zeros, and clink reads generation 1 from v1 only (section 5.3)",
+	}
+	if !slices.Equal(sp.Notes, want) {
+		t.Errorf("notes:\n%s\nwant:\n%s", strings.Join(sp.Notes, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // clink looks for _jobs/<job>/COMPLETED-<id> with the id in decimal
 // (format 5.3, 5.5): a marker named with leading zeros is none it finds,
 // so its subtasks= line does not apply and it picks no checkpoint.
