@@ -19,13 +19,16 @@ import (
 // what expr computes and fail, naming the operation, when the operands and
 // expr's result are integers and that result is not the exact one (it
 // wrapped around in the type expr chose). Other operands (floats, strings,
-// times) get expr's result as it is.
+// times) get expr's result as it is. expr's % converts both operands to
+// int first, so an id or a uint64 of 2^63 or more took its remainder as
+// the negative number it wraps to (`op % 2 == 1` missed odd ids): % is
+// routed through checkedMod, which computes the exact remainder.
 
 // arithFuncs names the function each checked operator is routed through.
-var arithFuncs = map[string]string{"+": "__checked_add", "-": "__checked_sub", "*": "__checked_mul"}
+var arithFuncs = map[string]string{"+": "__checked_add", "-": "__checked_sub", "*": "__checked_mul", "%": "__checked_mod"}
 
-// checkedArith is an expr patch: it replaces each +, - and * with a call
-// of its arithFuncs function.
+// checkedArith is an expr patch: it replaces each +, -, * and % with a
+// call of its arithFuncs function.
 type checkedArith struct{}
 
 func (checkedArith) Visit(node *ast.Node) {
@@ -77,6 +80,7 @@ var arithOptions = []expr.Option{
 	expr.Function("__checked_add", func(p ...any) (any, error) { return checkedOp('+', p[0], p[1]) }),
 	expr.Function("__checked_sub", func(p ...any) (any, error) { return checkedOp('-', p[0], p[1]) }),
 	expr.Function("__checked_mul", func(p ...any) (any, error) { return checkedOp('*', p[0], p[1]) }),
+	expr.Function("__checked_mod", func(p ...any) (any, error) { return checkedMod(p[0], p[1]) }),
 	expr.Function("__checked_neg", func(p ...any) (any, error) { return checkedNeg(p[0]) }),
 	expr.Function("__checked_abs", func(p ...any) (any, error) { return checkedAbs(p[0]) }),
 	expr.Function("__checked_int", func(p ...any) (any, error) { return checkedInt(p[0]) }),
@@ -88,6 +92,38 @@ var arithOptions = []expr.Option{
 		}
 		return builtin.String(p[0]), nil
 	}),
+}
+
+// checkedMod returns a % b for integers a and b of any width and sign:
+// the exact remainder, truncated toward zero as Go's % (its sign is a's),
+// as an int; an error when b is 0, or when the remainder does not fit in
+// an int64 (both operands unsigned and 2^63 or more). For other operands
+// it is expr's %, which refuses them.
+func checkedMod(a, b any) (any, error) {
+	x, xs := signed(a)
+	y, ys := signed(b)
+	if xs && ys { // int and int64: the common case, without big numbers
+		if y == 0 {
+			return nil, fmt.Errorf("%v %% %v: integer division by zero", a, b)
+		}
+		if y == -1 {
+			return 0, nil // math.MinInt64 % -1 is 0, and so is every other
+		}
+		return int(x % y), nil
+	}
+	bx, ok1 := bigInt(a)
+	by, ok2 := bigInt(b)
+	if !ok1 || !ok2 {
+		return runtime.Modulo(a, b), nil
+	}
+	if by.Sign() == 0 {
+		return nil, fmt.Errorf("%v %% %v: integer division by zero", a, b)
+	}
+	r := bx.Rem(bx, by)
+	if !r.IsInt64() {
+		return nil, fmt.Errorf("%v %% %v: the remainder does not fit in a signed 64-bit integer", a, b)
+	}
+	return int(r.Int64()), nil
 }
 
 // checkedNeg returns -x as expr computes it, or an error when x is an

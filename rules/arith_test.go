@@ -52,6 +52,60 @@ func TestCheckedArithmetic(t *testing.T) {
 	}
 }
 
+// % gives the exact remainder of integers of any width and sign (expr's
+// own wrapped an id or a uint64 of 2^63 or more to a negative number
+// first), an error for a zero divisor and for a remainder no int64 holds.
+func TestCheckedModulo(t *testing.T) {
+	for _, c := range []struct {
+		a, b any
+		want any // a string: the error's text
+	}{
+		{7, 3, 1},
+		{-7, 3, -1}, // the sign of the dividend, as Go's %
+		{7, -3, 1},
+		{math.MinInt64, -1, 0},
+		{int64(math.MaxInt64), 10, 7},
+		{uint64(math.MaxUint64), 2, 1},
+		{uint64(math.MaxUint64), 10, 5},
+		{uint64(9223372036854775809), 2, 1},
+		{uint64(1 << 63), uint64(3), 2},
+		{5, uint64(math.MaxUint64), 5},
+		{uint64(math.MaxUint64), uint64(math.MaxUint64 - 1), 1},
+		{uint64(math.MaxUint64), uint64(1 << 63), math.MaxInt64},
+		{uint64(math.MaxUint64 - 1), uint64(math.MaxUint64), "does not fit in a signed 64-bit integer"},
+		{7, 0, "integer division by zero"},
+		{uint64(1 << 63), uint32(0), "integer division by zero"},
+	} {
+		got, err := checkedMod(c.a, c.b)
+		if err != nil {
+			got = err.Error()
+		}
+		if w, ok := c.want.(string); ok {
+			if s, _ := got.(string); !strings.Contains(s, w) {
+				t.Errorf("%v %% %v: %v, want an error with %q", c.a, c.b, got, w)
+			}
+		} else if got != c.want {
+			t.Errorf("%v %% %v: %v (%T), want %v (%T)", c.a, c.b, got, got, c.want, c.want)
+		}
+	}
+	// In a filter: every id here is odd.
+	set, err := Parse("r.yaml", []byte("version: 1\nrules:\n  - drop: 'op % 2 == 1 && op % 10 == 5'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []uint64{math.MaxUint64, 9223372036854775815, 5, 15} {
+		var env Env
+		if err := set.FillEnv(&env, savepoint.Row{Op: op, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: le64(1)}, 0); err != nil {
+			t.Fatal(err)
+		}
+		var m vm.VM
+		v, err := set.Rules[0].Drop.Predicate.Eval(&m, &env)
+		if err != nil || !v {
+			t.Errorf("op %d: %v, %v; want true", op, v, err)
+		}
+	}
+}
+
 // A set_value expression and a filter that overflow fail, naming the
 // operation; those that do not get expr's results.
 func TestExpressionOverflow(t *testing.T) {
