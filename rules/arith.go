@@ -23,9 +23,17 @@ import (
 // int first, so an id or a uint64 of 2^63 or more took its remainder as
 // the negative number it wraps to (`op % 2 == 1` missed odd ids): % is
 // routed through checkedMod, which computes the exact remainder.
+//
+// A float64 holds every integer only up to 2^53: beyond it, an integer
+// converted to a float may change (2^53+1 becomes 2^53), and a result
+// written back to integer state would differ from the exact one without a
+// word. So an integer of magnitude above 2^53 takes part in no arithmetic
+// with a float (+, -, * with a float operand, and /, which is always
+// float division in expr): it is an error naming the operation. int(a / b)
+// divides integers exactly, whatever their size.
 
 // arithFuncs names the function each checked operator is routed through.
-var arithFuncs = map[string]string{"+": "__checked_add", "-": "__checked_sub", "*": "__checked_mul", "%": "__checked_mod"}
+var arithFuncs = map[string]string{"+": "__checked_add", "-": "__checked_sub", "*": "__checked_mul", "%": "__checked_mod", "/": "__checked_div"}
 
 // checkedArith is an expr patch: it replaces each +, -, * and % with a
 // call of its arithFuncs function.
@@ -51,8 +59,8 @@ func (checkedArith) Visit(node *ast.Node) {
 		// int of a quotient, the way to divide integers (expr's / gives
 		// a float64, which holds integers exactly only up to 2^53),
 		// divides them exactly.
-		if div, ok := intQuotient(n); ok {
-			call("__int_div", div.Left, div.Right)
+		if a, b, ok := intQuotient(n); ok {
+			call("__int_div", a, b)
 		} else if len(n.Arguments) == 1 && (n.Name == "abs" || n.Name == "int" || n.Name == "sum") {
 			call("__checked_"+n.Name, n.Arguments[0])
 		}
@@ -64,13 +72,24 @@ func (checkedArith) Visit(node *ast.Node) {
 	}
 }
 
-// intQuotient returns the division n is int() of: int(a / b).
-func intQuotient(n *ast.BuiltinNode) (*ast.BinaryNode, bool) {
+// intQuotient returns the operands of the division n is int() of:
+// int(a / b), its / already routed through __checked_div (the patch visits
+// a node's children first).
+func intQuotient(n *ast.BuiltinNode) (a, b ast.Node, ok bool) {
 	if n.Name != "int" || len(n.Arguments) != 1 {
-		return nil, false
+		return nil, nil, false
 	}
-	div, ok := n.Arguments[0].(*ast.BinaryNode)
-	return div, ok && div.Operator == "/"
+	switch div := n.Arguments[0].(type) {
+	case *ast.BinaryNode:
+		if div.Operator == "/" {
+			return div.Left, div.Right, true
+		}
+	case *ast.CallNode:
+		if id, isID := div.Callee.(*ast.IdentifierNode); isID && id.Value == arithFuncs["/"] && len(div.Arguments) == 2 {
+			return div.Arguments[0], div.Arguments[1], true
+		}
+	}
+	return nil, nil, false
 }
 
 // arithOptions are the options that make a compiled expression's integer
@@ -81,6 +100,9 @@ var arithOptions = []expr.Option{
 	expr.Function("__checked_sub", func(p ...any) (any, error) { return checkedOp('-', p[0], p[1]) }),
 	expr.Function("__checked_mul", func(p ...any) (any, error) { return checkedOp('*', p[0], p[1]) }),
 	expr.Function("__checked_mod", func(p ...any) (any, error) { return checkedMod(p[0], p[1]) }),
+	// Typed, so that the checker still knows a quotient is a float64 (a
+	// set_value of an integer slot is refused at load for it).
+	expr.Function("__checked_div", func(p ...any) (any, error) { return checkedDiv(p[0], p[1]) }, new(func(any, any) float64)),
 	expr.Function("__checked_neg", func(p ...any) (any, error) { return checkedNeg(p[0]) }),
 	expr.Function("__checked_abs", func(p ...any) (any, error) { return checkedAbs(p[0]) }),
 	expr.Function("__checked_int", func(p ...any) (any, error) { return checkedInt(p[0]) }),
@@ -104,7 +126,7 @@ func checkedMod(a, b any) (any, error) {
 	y, ys := signed(b)
 	if xs && ys { // int and int64: the common case, without big numbers
 		if y == 0 {
-			return nil, fmt.Errorf("%v %% %v: integer division by zero", a, b)
+			return nil, fmt.Errorf("%v %% %v: integer divide by zero", a, b)
 		}
 		if y == -1 {
 			return 0, nil // math.MinInt64 % -1 is 0, and so is every other
@@ -117,7 +139,7 @@ func checkedMod(a, b any) (any, error) {
 		return runtime.Modulo(a, b), nil
 	}
 	if by.Sign() == 0 {
-		return nil, fmt.Errorf("%v %% %v: integer division by zero", a, b)
+		return nil, fmt.Errorf("%v %% %v: integer divide by zero", a, b)
 	}
 	r := bx.Rem(bx, by)
 	if !r.IsInt64() {
@@ -207,9 +229,52 @@ func checkedSum(list any) (any, error) {
 	return acc, nil
 }
 
+// checkedDiv is expr's a / b (a float64), or an error when an operand is
+// an integer that no float64 holds exactly (see floatExact).
+func checkedDiv(a, b any) (any, error) {
+	if err := floatExact('/', a, b, true); err != nil {
+		return nil, err
+	}
+	return runtime.Divide(a, b), nil
+}
+
+// maxExactFloatInt is 2^53: every integer of at most this magnitude is a
+// float64, and so is its conversion back.
+const maxExactFloatInt = 1 << 53
+
+// floatExact returns an error when a op b converts an integer operand of
+// magnitude above 2^53 to a float64 (which may change it): always for /,
+// else (+, -, *) when the other operand is a float.
+func floatExact(op byte, a, b any, division bool) error {
+	_, af := a.(float64)
+	_, bf := b.(float64)
+	if _, ok := a.(float32); ok {
+		af = true
+	}
+	if _, ok := b.(float32); ok {
+		bf = true
+	}
+	for _, c := range [...]struct {
+		x     any
+		other bool
+	}{{a, bf}, {b, af}} {
+		if !division && !c.other {
+			continue
+		}
+		if x, ok := bigInt(c.x); ok && x.CmpAbs(big.NewInt(maxExactFloatInt)) > 0 {
+			return fmt.Errorf("%v %c %v: the integer %v is beyond 2^53, where a float64 cannot hold every integer, and this operation makes it one (int(a / b) divides integers exactly)", a, op, b, c.x)
+		}
+	}
+	return nil
+}
+
 // checkedOp returns a op b as expr computes it, or an error when a and b
-// are integers and expr's integer result is not the exact one.
+// are integers and expr's integer result is not the exact one, or when an
+// integer beyond 2^53 meets a float (see floatExact).
 func checkedOp(op byte, a, b any) (any, error) {
+	if err := floatExact(op, a, b, false); err != nil {
+		return nil, err
+	}
 	var r any
 	switch op {
 	case '+':

@@ -73,8 +73,8 @@ func TestCheckedModulo(t *testing.T) {
 		{uint64(math.MaxUint64), uint64(math.MaxUint64 - 1), 1},
 		{uint64(math.MaxUint64), uint64(1 << 63), math.MaxInt64},
 		{uint64(math.MaxUint64 - 1), uint64(math.MaxUint64), "does not fit in a signed 64-bit integer"},
-		{7, 0, "integer division by zero"},
-		{uint64(1 << 63), uint32(0), "integer division by zero"},
+		{7, 0, "integer divide by zero"},
+		{uint64(1 << 63), uint32(0), "integer divide by zero"},
 	} {
 		got, err := checkedMod(c.a, c.b)
 		if err != nil {
@@ -103,6 +103,55 @@ func TestCheckedModulo(t *testing.T) {
 		if err != nil || !v {
 			t.Errorf("op %d: %v, %v; want true", op, v, err)
 		}
+	}
+}
+
+// An integer beyond 2^53 meets no float: / (always a float division) and
+// +, -, * with a float operand are errors for it, where the float would
+// not be the integer; int(a / b) divides it exactly. Below 2^53, and
+// between integers, the results are expr's.
+func TestFloatExact(t *testing.T) {
+	const big = 1<<53 + 1
+	for _, c := range []struct {
+		expr  string
+		value int64
+		want  string // the result, or the error's text
+	}{
+		{"value / 1 > 0", big, "the integer 9007199254740993 is beyond 2^53"},
+		{"value / 2 > 0", -big, "the integer -9007199254740993 is beyond 2^53"},
+		{"1 / value > 0", big, "beyond 2^53"},
+		{"value * 0.5 > 0", big, "9007199254740993 * 0.5: the integer 9007199254740993 is beyond 2^53"},
+		{"value + 0.0 > 0", big, "beyond 2^53"},
+		{"0.5 - value < 0", big, "beyond 2^53"},
+		{"int(value / 2) == 4503599627370496", big, "true"},
+		{"value / 2 == 4503599627370496", 1 << 53, "true"},
+		{"value * 2 > 0", big, "true"},
+		{"value * 0.5 == 10.5", 21, "true"},
+		{"value / 4 == 5.25", 21, "true"},
+	} {
+		set, err := Parse("r.yaml", []byte("version: 1\nslots:\n  - {op: 7, slot: agg, key: int64, value: int64}\nrules:\n  - drop: {op: 7, slot: agg, expr: '"+c.expr+"'}\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.expr, err)
+		}
+		var env Env
+		if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: le64(c.value)}, 0); err != nil {
+			t.Fatal(err)
+		}
+		var m vm.VM
+		v, err := set.Rules[0].Drop.Predicate.Eval(&m, &env)
+		got := fmt.Sprint(v)
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s of %d: %s, want %s", c.expr, c.value, got, c.want)
+		}
+	}
+	// A quotient is still a float64 to the checker: an integer slot's
+	// set_value refuses it at load.
+	_, err := Parse("r.yaml", []byte("version: 1\nslots:\n  - {op: 7, slot: agg, key: int64, value: int64}\nrules:\n  - set_value: {op: 7, slot: agg, expr: 'value / 2'}\n"))
+	if err == nil || !strings.Contains(err.Error(), "'expr' yields float64") {
+		t.Errorf("set_value of a quotient: %v, want it refused at load", err)
 	}
 }
 
@@ -180,7 +229,7 @@ rules:
 	}{
 		{0, agg(math.MinInt64), "integer overflow: -"},
 		{1, agg(math.MinInt64), "integer overflow: abs(-9223372036854775808)"},
-		{2, agg(math.MaxInt64), "not an integer that fits in 64 bits"},
+		{2, agg(math.MaxInt64), "9223372036854775807 * 1.5: the integer 9223372036854775807 is beyond 2^53"},
 		{3, agg(math.MaxInt64), "not an integer that fits in 64 bits"},
 		{4, list, "integer overflow: 9223372036854775807 + 1"},
 	} {

@@ -42,7 +42,8 @@
 //	pair<A,B>    []any{a, b}
 //
 // Encode is lenient about the Go types an expression may produce: integer
-// codecs take any Go integer type and whole float64/float32 values, and
+// codecs take any Go integer type and whole float64/float32 values below
+// 2^53 in magnitude (beyond it a float may be a rounded integer), and
 // refuse values out of their range; double takes floats and integers; list,
 // pair and map take any slice or array ([]any, []int64, ...); a map entry may
 // also be a two-element slice {k, v}; and a map<K,V> value may be a Go map

@@ -146,7 +146,7 @@ func describe(v any) string {
 	return fmt.Sprintf("%T %s", v, s)
 }
 
-// toInt64 converts any Go integer, or a whole float, to int64.
+// toInt64 converts any Go integer, or a whole float below 2^53, to int64.
 func toInt64(v any) (int64, error) {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
@@ -163,17 +163,13 @@ func toInt64(v any) (int64, error) {
 		if err := wholeFloat(f); err != nil {
 			return 0, err
 		}
-		// float64(math.MaxInt64) rounds up to 2^63, which is out of range.
-		if f < -(1<<63) || f >= 1<<63 {
-			return 0, fmt.Errorf("value %v is out of range for int64", f)
-		}
-		return int64(f), nil
+		return int64(f), nil // below 2^53 in magnitude
 	}
 	return 0, fmt.Errorf("got %s, want an integer", describe(v))
 }
 
-// toUint64 converts any non-negative Go integer, or a whole float, to a
-// uint64 no larger than max.
+// toUint64 converts any non-negative Go integer, or a whole float below
+// 2^53, to a uint64 no larger than max.
 func toUint64(v any, max uint64) (uint64, error) {
 	rv := reflect.ValueOf(v)
 	var u uint64
@@ -194,10 +190,7 @@ func toUint64(v any, max uint64) (uint64, error) {
 		if f < 0 {
 			return 0, fmt.Errorf("value %v is negative", f)
 		}
-		if f >= 1<<64 {
-			return 0, fmt.Errorf("value %v is out of range (max %d)", f, max)
-		}
-		u = uint64(f)
+		u = uint64(f) // below 2^53
 	default:
 		return 0, fmt.Errorf("got %s, want a non-negative integer", describe(v))
 	}
@@ -207,9 +200,16 @@ func toUint64(v any, max uint64) (uint64, error) {
 	return u, nil
 }
 
+// wholeFloat returns an error unless f is a whole number an integer codec
+// may take: of magnitude below 2^53, where a float64 holds every integer.
+// Beyond it a float may be an integer rounded on its way (2^53+1 is 2^53
+// as a float), and writing it would change the state without a word.
 func wholeFloat(f float64) error {
-	if math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) {
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f):
 		return fmt.Errorf("value %v is not a whole number", f)
+	case math.Abs(f) >= 1<<53:
+		return fmt.Errorf("value %v is a float of 2^53 or more, where floats skip integers: it may be an integer rounded on its way; give an integer (int(a / b) divides integers exactly)", f)
 	}
 	return nil
 }
