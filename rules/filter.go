@@ -1,12 +1,22 @@
 package rules
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // CompileFilter compiles a standalone boolean expression over the row model
 // (as `sptool cat --where` uses it), with the same checks as a keep or drop
-// rule. The error gives the column within src.
+// rule: with no slot declared (s nil or empty, as `cat --where` without
+// `--rules`), against 'key' a string and 'value' bytes, so 'value > 15' is
+// an error here rather than at the first row. The error gives the column
+// within src.
 func (s *Set) CompileFilter(src string) (*Predicate, error) {
-	c, e := compileExpr(src, nil, true, DefaultMaxExprNodes)
+	var typed reflect.Type
+	if s == nil || len(s.Slots) == 0 {
+		typed = typedEnv(stringType, bytesType)
+	}
+	c, e := compileExpr(src, typed, true, DefaultMaxExprNodes)
 	if e != nil {
 		if e.notBool {
 			return nil, fmt.Errorf("expression is not boolean: %s", e.msg)
