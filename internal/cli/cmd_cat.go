@@ -29,9 +29,16 @@ func init() {
 }
 
 // decode holds a row's key and value decoded with a rules file's codecs.
+//
+// Of a row the declaration decodes only in part (its codec fails on the
+// value, a declared string is not UTF-8), the parts that did not decode
+// are absent (nil): JSON Lines leaves them out of "decoded", the text
+// format out of its brackets, and CSV shows them as stored, as it shows
+// an undeclared row's. The TTL stamp of such a row is still shown: it is
+// what purge_expired reads.
 type decode struct {
-	Key      any    `json:"key"`
-	Value    any    `json:"value"`
+	Key      *any   `json:"key,omitempty"`
+	Value    *any   `json:"value,omitempty"`
 	ExpireAt *int64 `json:"expire_at,omitempty"`
 	// keyText and valueText are Key and Value as the text format shows
 	// them (catShown), "" to show them as catText does.
@@ -113,7 +120,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	lastHeader := ""
 	var failures export.DecodeFailures
 	defer func() {
-		for _, w := range failures.Warnings("printed undecoded") {
+		for _, w := range failures.Warnings("what did not decode printed as stored") {
 			fmt.Fprintf(s.Err, "sptool cat: warning: %s\n", w)
 		}
 	}()
@@ -345,12 +352,17 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 	b = append(b, " = "...)
 	b = savepoint.AppendRenderBytes(b, r.Value, 64)
 	if dec != nil {
-		b = fmt.Appendf(b, "  [key=%s value=%s", cmp.Or(dec.keyText, catText(dec.Key)), cmp.Or(dec.valueText, catText(dec.Value)))
-		if dec.ExpireAt != nil {
-			b = append(b, " expire_at="...)
-			b = strconv.AppendInt(b, *dec.ExpireAt, 10)
+		var parts []string
+		if dec.Key != nil {
+			parts = append(parts, "key="+cmp.Or(dec.keyText, catText(*dec.Key)))
 		}
-		b = append(b, ']')
+		if dec.Value != nil {
+			parts = append(parts, "value="+cmp.Or(dec.valueText, catText(*dec.Value)))
+		}
+		if dec.ExpireAt != nil {
+			parts = append(parts, "expire_at="+strconv.FormatInt(*dec.ExpireAt, 10))
+		}
+		b = append(append(append(b, "  ["...), strings.Join(parts, " ")...), ']')
 	}
 	return append(b, '\n')
 }
@@ -428,16 +440,18 @@ func appendCatCSV(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask i
 	b = append(b, ',')
 	b = hex.AppendEncode(b, r.Value)
 	b = append(b, ',')
-	if dec != nil {
-		key, _ := export.Text(dec.Key)
+	if dec != nil && dec.Key != nil {
+		key, _ := export.Text(*dec.Key)
 		b = rowtext.AppendCSVField(b, key)
-		b = append(b, ',')
-		value, _ := export.Text(dec.Value)
-		b = rowtext.AppendCSVField(b, value)
 	} else {
 		scratch = savepoint.AppendRenderBytes(scratch[:0], k.UserKey, 0)
 		b = rowtext.AppendCSVField(b, scratch)
-		b = append(b, ',')
+	}
+	b = append(b, ',')
+	if dec != nil && dec.Value != nil {
+		value, _ := export.Text(*dec.Value)
+		b = rowtext.AppendCSVField(b, value)
+	} else {
 		scratch = savepoint.AppendRenderBytes(scratch[:0], r.Value, 0)
 		b = rowtext.AppendCSVField(b, scratch)
 	}

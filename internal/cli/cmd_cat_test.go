@@ -28,14 +28,17 @@ type catSample struct {
 	dec     *decode
 }
 
+// anyp returns a pointer to v, a part of a decode.
+func anyp(v any) *any { return &v }
+
 // catSamples pairs stored keys (keyed rows with slots and user keys that
 // JSON or CSV escape, that are not UTF-8, longer than the text format's
 // 32 bytes; keys without a separator) with values (printable or not, 8
 // bytes or not, longer than the text format's 64), some decoded.
 func catSamples() []catSample {
 	at := int64(1700000000000)
-	decodes := []*decode{nil, {Key: "k", Value: int64(3)}, {Key: []byte{1, 2}, Value: map[string]any{"<": 1.5}, ExpireAt: &at},
-		{Key: nil, Value: []any{"x,y", uint64(7)}}}
+	decodes := []*decode{nil, {Key: anyp("k"), Value: anyp(int64(3))}, {Key: anyp([]byte{1, 2}), Value: anyp(map[string]any{"<": 1.5}), ExpireAt: &at},
+		{Key: anyp(nil), Value: anyp([]any{"x,y", uint64(7)})}, {Key: anyp("k"), ExpireAt: &at}, {Value: anyp(int64(3))}}
 	keys := [][]byte{[]byte("\x05agg|user-001"), []byte("\x7fwin\"dow|k\\ey"), []byte("\x00\xff\xfe|\x00\n\x1f"),
 		[]byte("\x03sl\u2028ot|\xc3\xa9<&>"), []byte("\x09|"), []byte("raw-key"), []byte("\xff"), nil,
 		[]byte("\x01a|12345678"), []byte("\x02s, t|" + strings.Repeat("long user key ", 4)), []byte("\x04 lead| lead"),
@@ -118,8 +121,13 @@ func TestAppendCatCSV(t *testing.T) {
 		}
 		key, val, expireAt := cr.Key, cr.Value, ""
 		if c.dec != nil {
-			key, _ = export.Text(c.dec.Key)
-			val, _ = export.Text(c.dec.Value)
+			// A part that did not decode is shown as stored.
+			if c.dec.Key != nil {
+				key, _ = export.Text(*c.dec.Key)
+			}
+			if c.dec.Value != nil {
+				val, _ = export.Text(*c.dec.Value)
+			}
 			if c.dec.ExpireAt != nil {
 				expireAt = strconv.FormatInt(*c.dec.ExpireAt, 10)
 			}
@@ -181,20 +189,27 @@ func writeTextRow(w io.Writer, cr catRow, r savepoint.Row, k savepoint.Key) {
 		first = fmt.Sprintf("0x%02x+", r.Key[0])
 	}
 	fmt.Fprintf(w, "op=%d %s%s slot=%s key %s%s = %s", r.Op, cr.Kind, kg, slot, first, savepoint.RenderBytes(k.UserKey, 32), savepoint.RenderBytes(r.Value, 64))
-	if cr.Decoded != nil {
-		key, _ := export.Text(cr.Decoded.Key)
-		value, _ := export.Text(cr.Decoded.Value)
-		if cr.Decoded.Key == nil {
-			key = "null"
+	if d := cr.Decoded; d != nil {
+		// The parts that decoded, each in its place (a part that did not
+		// is left out; one that decoded to nil is null).
+		text := func(v any) string {
+			if v == nil {
+				return "null"
+			}
+			t, _ := export.Text(v)
+			return t
 		}
-		if cr.Decoded.Value == nil {
-			value = "null" // no value: a TTL value shorter than its stamp
+		var parts []string
+		if d.Key != nil {
+			parts = append(parts, "key="+text(*d.Key))
 		}
-		fmt.Fprintf(w, "  [key=%s value=%s", key, value)
-		if cr.Decoded.ExpireAt != nil {
-			fmt.Fprintf(w, " expire_at=%d", *cr.Decoded.ExpireAt)
+		if d.Value != nil {
+			parts = append(parts, "value="+text(*d.Value))
 		}
-		fmt.Fprint(w, "]")
+		if d.ExpireAt != nil {
+			parts = append(parts, fmt.Sprintf("expire_at=%d", *d.ExpireAt))
+		}
+		fmt.Fprintf(w, "  [%s]", strings.Join(parts, " "))
 	}
 	fmt.Fprintln(w)
 }
@@ -273,7 +288,7 @@ func TestCatCollectionsAsJSON(t *testing.T) {
 		{[]any{"a", "b c"}, `["a","b c"]`},
 		{[]any{"<b>&"}, `["<b>&"]`},
 	} {
-		dec := &decode{Key: "k", Value: c.value}
+		dec := &decode{Key: anyp("k"), Value: anyp(c.value)}
 		text := string(appendCatText(nil, r, k, dec))
 		csvLine, _ := appendCatCSV(nil, nil, r, k, 0, dec)
 		rec, err := csv.NewReader(bytes.NewReader(csvLine)).Read()
@@ -286,8 +301,8 @@ func TestCatCollectionsAsJSON(t *testing.T) {
 	}
 }
 
-// A row the declared codecs cannot decode is printed undecoded and counted
-// in a warning, as export does; a --where that does not read the value
+// Of a row the declared codecs cannot decode, what did decode is shown
+// (here the key), and the row is counted in a warning, as export does; a --where that does not read the value
 // does not decode it, and one that does fails on that row.
 func TestCatUndecodable(t *testing.T) {
 	dir := t.TempDir()
@@ -310,8 +325,8 @@ func TestCatUndecodable(t *testing.T) {
 		return code, out.String(), errs.String()
 	}
 	code, out, errs := cat("--format", "jsonl")
-	if code != ExitOK || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"decoded":{"key":"a","value":7}`) || strings.Count(out, `"decoded"`) != 1 ||
-		!strings.Contains(errs, `sptool cat: warning: op 1 slot "n": 1 row the declared codecs could not decode (printed undecoded); first: decode value of op 1 slot "n" with codec int64`) {
+	if code != ExitOK || strings.Count(out, "\n") != 2 || !strings.Contains(out, `"decoded":{"key":"a","value":7}`) || !strings.Contains(out, `"value_hex":"010203","decoded":{"key":"b"}}`) ||
+		!strings.Contains(errs, `sptool cat: warning: op 1 slot "n": 1 row the declared codecs could not decode (what did not decode printed as stored); first: decode value of op 1 slot "n" with codec int64`) {
 		t.Errorf("cat: exit %d\n%s%s", code, out, errs)
 	}
 	if code, out, errs := cat("--where", "key_group >= 0"); code != ExitOK || strings.Count(out, "\n") != 3 {
@@ -322,9 +337,45 @@ func TestCatUndecodable(t *testing.T) {
 	}
 }
 
+// The TTL stamp of a row whose payload the value codec cannot decode is
+// still shown, in every format: it is what purge_expired reads.
+func TestCatStampOfUndecodableValue(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "f.snap")
+	key := func(k string) []byte { return savepoint.EncodeKeyedKey([]byte("t"), []byte(k)) }
+	rows := []savepoint.Row{
+		{Op: 1, Key: key("f"), Value: savepoint.JoinTTL(500, []byte{1, 2, 3})},
+		{Op: 1, Key: key("h"), Value: savepoint.JoinTTL(1000, nil)},
+		{Op: 1, Key: key("s"), Value: []byte{1, 2}}, // no whole stamp: nothing decodes but the key
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	rulesPath := filepath.Join(dir, "r.yaml")
+	if err := os.WriteFile(rulesPath, []byte("version: 1\nslots:\n  - {op: 1, slot: t, key: string, value: int64, ttl: true}\nrules: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for format, want := range map[string][]string{
+		"jsonl": {`"decoded":{"key":"f","expire_at":500}}`, `"decoded":{"key":"h","expire_at":1000}}`, `"value_hex":"0102","decoded":{"key":"s"}}`},
+		"text":  {`= 0xf401000000000000010203  [key="f" expire_at=500]`, `= 0xe803000000000000 (int64 1000)  [key="h" expire_at=1000]`, `= 0x0102  [key="s"]`},
+		"csv":   {`,f,0xf401000000000000010203,,500`, `,h,0xe803000000000000 (int64 1000),1000,1000`, `,s,0x0102,,`},
+	} {
+		var out, errs bytes.Buffer
+		code := Main(context.Background(), []string{"cat", "--rules", rulesPath, "--format", format, in}, &Streams{Out: &out, Err: &errs})
+		if code != ExitOK || !strings.Contains(errs.String(), "3 rows the declared codecs could not decode") {
+			t.Errorf("%s: exit %d\n%s", format, code, errs.String())
+		}
+		for _, w := range want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%s: no %s in\n%s", format, w, out.String())
+			}
+		}
+	}
+}
+
 // A declared string that is not valid UTF-8 is not shown as decoded: its
-// 0x hex would read as the text "0x...". It is printed undecoded and
-// counted, as export does.
+// 0x hex would read as the text "0x...". It is left out of what decoded,
+// and the row counted, as export does.
 func TestCatStringNotUTF8(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "f.snap")
@@ -342,8 +393,10 @@ func TestCatStringNotUTF8(t *testing.T) {
 	}
 	var out, errs bytes.Buffer
 	code := Main(context.Background(), []string{"cat", "--rules", rulesPath, "--format", "jsonl", in}, &Streams{Out: &out, Err: &errs})
-	if code != ExitOK || strings.Count(out.String(), `"decoded"`) != 1 || !strings.Contains(out.String(), `"decoded":{"key":"ok","value":"v"}`) ||
-		!strings.Contains(errs.String(), `sptool cat: warning: op 1 slot "s": 2 rows the declared codecs could not decode (printed undecoded); first: `) {
+	if code != ExitOK || !strings.Contains(out.String(), `"decoded":{"key":"ok","value":"v"}`) ||
+		!strings.Contains(out.String(), `"key_hex":"4f737c6bff","value":"\"v\"","value_hex":"76","decoded":{"value":"v"}}`) ||
+		!strings.Contains(out.String(), `"value":"0x76fe","value_hex":"76fe","decoded":{"key":"0x6bff"}}`) ||
+		!strings.Contains(errs.String(), `sptool cat: warning: op 1 slot "s": 2 rows the declared codecs could not decode (what did not decode printed as stored); first: `) {
 		t.Errorf("cat: exit %d\n%s%s", code, out.String(), errs.String())
 	}
 }

@@ -442,19 +442,32 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 	if rulesPath != "" {
 		var denv rules.Env
 		decoder = func(r savepoint.Row, subtask int) (*decode, error) {
-			// A *rules.DecodeError (a codec failed, or a declared string
-			// is not UTF-8, whose 0x hex would read as the text "0x..."):
-			// cat prints the row undecoded.
 			dd, err := export.DecodeRow(set, &denv, r, subtask)
-			if err != nil || !dd.Declared {
+			var de *rules.DecodeError
+			if err != nil && !errors.As(err, &de) || !dd.Declared {
 				return nil, err
 			}
+			userKey := savepoint.ParseKey(r.Key).UserKey
+			key, value, at := dd.JSONFields(export.Render(userKey), export.Render(r.Value))
+			d := &decode{Key: &key, Value: &value, ExpireAt: at}
+			if de != nil {
+				// A codec failed, or a declared string is not UTF-8 (whose
+				// 0x hex would read as the text "0x..."): only what did
+				// decode is shown, the TTL stamp included.
+				if !dd.KeyOK {
+					d.Key = nil
+				}
+				if !dd.ValueOK {
+					d.Value = nil
+				}
+				if d.Key == nil && d.Value == nil && d.ExpireAt == nil {
+					return nil, err
+				}
+			}
 			// What the declaration does not decode is shown as stored.
-			d := &decode{}
-			d.Key, d.Value, d.ExpireAt = dd.JSONFields(export.Render(savepoint.ParseKey(r.Key).UserKey), export.Render(r.Value))
-			d.keyText = catShown(dd.KeyOK, dd.Key, savepoint.ParseKey(r.Key).UserKey)
+			d.keyText = catShown(dd.KeyOK, dd.Key, userKey)
 			d.valueText = catShown(dd.ValueOK, dd.Value, r.Value)
-			return d, nil
+			return d, err
 		}
 	}
 	return filter, decoder, nil
