@@ -1207,13 +1207,13 @@ func DecodeRow(set *rules.Set, env *rules.Env, r savepoint.Row, subtask int) (De
 	if d.KeyOK && notUTF8String(decl.KeyCodec, d.Key) {
 		d.KeyOK = false
 		if err == nil {
-			err = &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "key", Codec: "string", Err: errNotUTF8, Line: decl.Line}
+			err = &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "key", Codec: decl.KeyCodec.String(), Err: errNotUTF8, Line: decl.Line}
 		}
 	}
 	if d.ValueOK && notUTF8String(decl.ValueCodec, d.Value) {
 		d.ValueOK = false
 		if err == nil {
-			err = &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "value", Codec: "string", Err: errNotUTF8, Line: decl.Line}
+			err = &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "value", Codec: decl.ValueCodec.String(), Err: errNotUTF8, Line: decl.Line}
 		}
 	}
 	return d, err
@@ -1234,23 +1234,46 @@ func NotUTF8Error(set *rules.Set, env *rules.Env, r savepoint.Row) error {
 	if decl == nil {
 		return nil
 	}
-	part := ""
 	switch {
 	case notUTF8String(decl.KeyCodec, env.Key):
-		part = "key"
+		return &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "key", Codec: decl.KeyCodec.String(), Err: errNotUTF8, Line: decl.Line}
 	case notUTF8String(decl.ValueCodec, env.Value):
-		part = "value"
-	default:
-		return nil
+		return &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "value", Codec: decl.ValueCodec.String(), Err: errNotUTF8, Line: decl.Line}
 	}
-	return &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: part, Codec: "string", Err: errNotUTF8, Line: decl.Line}
+	return nil
 }
 
 // notUTF8String reports whether v, decoded with codec c, is a string (c
-// is the string codec) that is not valid UTF-8.
+// is the string codec) that is not valid UTF-8, or a collection holding
+// one at any depth (the strings of a decoded list, map, pair or optional
+// come from its string elements only: bytes elements decode to []byte).
+// Shown, such a string would be 0x and hex, read as the text "0x...".
 func notUTF8String(c codec.Codec, v any) bool {
-	s, ok := v.(string)
-	return ok && c != nil && c.String() == "string" && !utf8.ValidString(s)
+	if c == nil {
+		return false
+	}
+	if s, ok := v.(string); ok {
+		return c.String() == "string" && !utf8.ValidString(s)
+	}
+	return holdsNotUTF8(v)
+}
+
+// holdsNotUTF8 reports whether v, a decoded value, is or holds a string
+// that is not valid UTF-8.
+func holdsNotUTF8(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return !utf8.ValidString(x)
+	case []any:
+		return slices.ContainsFunc(x, holdsNotUTF8)
+	case map[string]any:
+		for _, e := range x {
+			if holdsNotUTF8(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (d *decoder) decode(op uint64, e *entry) Decoded {

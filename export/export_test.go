@@ -971,6 +971,52 @@ func TestExportStringNotUTF8(t *testing.T) {
 	}
 }
 
+// A string that is not UTF-8 inside a collection (a list element, a map
+// key or value, a pair's element, an optional's) is not decoded either:
+// its 0x hex would read as the text "0x..." that another row holds.
+func TestExportNestedStringNotUTF8(t *testing.T) {
+	set := parseRules(t, `version: 1
+slots:
+  - {op: 1, slot: l, key: string, value: "list<string>"}
+  - {op: 1, slot: m, key: string, value: "map<string,int64>"}
+  - {op: 1, slot: p, key: string, value: "pair<int64,optional<string>>"}
+  - {op: 1, slot: b, key: string, value: "list<bytes>"}
+rules: []
+`)
+	enc := func(slot string, v any) []byte {
+		b, err := set.SlotDecl(1, slot).ValueCodec.Encode(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	bad, text := "\xff\x00\xfe", "0xff00fe"
+	row := func(slot, key string, v any) savepoint.Row {
+		return savepoint.Row{Op: 1, Key: savepoint.EncodeKeyedKey([]byte(slot), []byte(key)), Value: enc(slot, v)}
+	}
+	rows := []savepoint.Row{
+		row("l", "bad", []any{"ok", bad}),
+		row("l", "text", []any{"ok", text}),
+		row("m", "bad", []any{map[string]any{"key": bad, "value": int64(5)}}),
+		row("m", "text", []any{map[string]any{"key": text, "value": int64(5)}}),
+		row("p", "bad", []any{int64(1), bad}),
+		row("p", "none", []any{int64(1), nil}),
+		row("b", "bytes", []any{[]byte(bad)}), // bytes, not a string: decoded
+	}
+	data, res := export(t, fileOfRows(rows), Options{Format: JSONL, Rules: set})
+	var got []string
+	for _, r := range jsonRecords(t, data) {
+		got = append(got, fmt.Sprintf("%s/%v:%v", r.Slot, r.Key, *r.ValueDecoded))
+	}
+	slices.Sort(got)
+	if want := "[b/bytes:true l/bad:false l/text:true m/bad:false m/text:true p/bad:false p/none:true]"; fmt.Sprint(got) != want {
+		t.Errorf("records %v, want %s", got, want)
+	}
+	if len(res.Warnings) != 3 || !strings.Contains(strings.Join(res.Warnings, "\n"), `op 1 slot "l": 1 row the declared codecs could not decode (written undecoded); first: decode value of op 1 slot "l" with codec list<string>: not valid UTF-8`) {
+		t.Errorf("warnings %q", res.Warnings)
+	}
+}
+
 // TestExportKeyWithoutCodec: the key of a slot declared without a key codec
 // is shown as stored (0x and hex, or printable text), as an undeclared
 // slot's, with key_decoded null; one of the bytes codec is shown as bytes
