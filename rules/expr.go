@@ -82,20 +82,23 @@ var (
 	errNilValue = errors.New("expression returned nil")
 )
 
-type typedEnvKey struct{ key, value reflect.Type }
+type typedEnvKey struct{ key, value, expireAt reflect.Type }
 
 // typedEnv returns a struct type laid out like Env, with the same expr tags,
-// whose 'key' and 'value' fields have the given types (nil keeps any). It
-// is used only to type-check expressions scoped to one declared slot; the
-// program that runs is compiled against Env.
-func typedEnv(key, value reflect.Type) reflect.Type {
+// whose 'key', 'value' and 'expire_at' fields have the given types (nil
+// keeps any). It is used only to type-check expressions scoped to one
+// declared slot; the program that runs is compiled against Env.
+func typedEnv(key, value, expireAt reflect.Type) reflect.Type {
 	if key == nil {
 		key = anyType
 	}
 	if value == nil {
 		value = anyType
 	}
-	k := typedEnvKey{key, value}
+	if expireAt == nil {
+		expireAt = anyType
+	}
+	k := typedEnvKey{key, value, expireAt}
 	if t, ok := typedEnvs.Load(k); ok {
 		return t.(reflect.Type)
 	}
@@ -110,6 +113,8 @@ func typedEnv(key, value reflect.Type) reflect.Type {
 			f.Type = key
 		case "value":
 			f.Type = value
+		case "expire_at":
+			f.Type = expireAt
 		}
 		fields = append(fields, reflect.StructField{Name: f.Name, Type: f.Type, Tag: f.Tag})
 	}
@@ -448,7 +453,7 @@ func toExprErr(err error) *exprErr {
 			// An operator id of 2^63 or more, most likely.
 			msg += `: integer literals are 64-bit signed; write an operator id of 2^63 or more as opid("18446744073709551615"), or uid("name")`
 		}
-		return &exprErr{off: max(fe.From, 0), msg: msg}
+		return &exprErr{off: max(fe.From, 0), msg: entryNames.Replace(msg)}
 	}
 	msg := err.Error()
 	return &exprErr{off: 0, msg: msg, notBool: strings.HasPrefix(msg, "expected bool")}

@@ -14,7 +14,7 @@ import (
 func (s *Set) CompileFilter(src string) (*Predicate, error) {
 	var typed reflect.Type
 	if s == nil || len(s.Slots) == 0 {
-		typed = typedEnv(stringType, bytesType)
+		typed = typedEnv(stringType, bytesType, nil)
 	}
 	c, e := compileExpr(src, typed, true, DefaultMaxExprNodes)
 	if e != nil {

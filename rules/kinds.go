@@ -2,11 +2,13 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -88,6 +90,7 @@ func (p *parser) parseSlots(n *yaml.Node) {
 			continue
 		}
 		d.keyType, d.valueType = declTypes(d)
+		d.checkEnv = declCheckEnv(d)
 		k := slotName{d.Op.ID, d.Slot}
 		if first := seen[k]; first != nil {
 			p.errAt(m.get("slot"), "slot", "slot %q of op %s is already declared (slot %d, line %d)", d.Slot, d.Op, first.Index, first.Line)
@@ -98,6 +101,100 @@ func (p *parser) parseSlots(n *yaml.Node) {
 		p.indexSlot(d.Op.ID, d.Slot, d)
 	}
 	p.slot = 0
+}
+
+// declCheckEnv returns the type an expression scoped to declared slot d is
+// type-checked against: 'key' and 'value' of its codecs' types
+// (declTypes), the elements of a list and the entries of a map typed too
+// (exprType), and 'expire_at' an int64 in a 'ttl: true' slot. So a filter
+// that compares an int64 list's element with a string, reads a map entry's
+// field that is not 'key' or 'value', or compares the stamp with a date()
+// fails at load, not at the first row (or, a missing field read as nil, at
+// none). What runs is compiled against Env, whose collections are []any and
+// map entries map[string]any: the typed elements serve the check only.
+func declCheckEnv(d *SlotDecl) reflect.Type {
+	key, value := d.keyType, d.valueType
+	if d.KeyCodec != nil && !d.Composite && codec.Args(d.KeyCodec) != nil {
+		key = exprType(d.KeyCodec)
+	}
+	if d.ValueCodec != nil {
+		value = exprType(d.ValueCodec)
+	}
+	var expireAt reflect.Type
+	if d.TTL {
+		expireAt = reflect.TypeFor[int64]()
+	}
+	return typedEnv(key, value, expireAt)
+}
+
+// exprType returns the type a value of codec c is type-checked as (nil:
+// any): a scalar as it decodes, list<E> a slice of E's type, map<K,V> a
+// slice of entries with fields 'key' and 'value' of K's and V's types;
+// pair<A,B> and optional<T>, whose values take several types, any.
+func exprType(c codec.Codec) reflect.Type {
+	args := codec.Args(c)
+	orAny := func(t reflect.Type) reflect.Type {
+		if t == nil {
+			return anyType
+		}
+		return t
+	}
+	switch {
+	case args == nil:
+		return goTypeOf(c.Decode)
+	case codec.Collection(c) && len(args) == 1:
+		return reflect.SliceOf(orAny(exprType(args[0])))
+	case codec.Collection(c):
+		entry := reflect.StructOf([]reflect.StructField{
+			{Name: "Key", Type: orAny(exprType(args[0])), Tag: `expr:"key"`},
+			{Name: "Value", Type: orAny(exprType(args[1])), Tag: `expr:"value"`},
+		})
+		entryNames.add(entry, c)
+		return reflect.SliceOf(entry)
+	case strings.HasPrefix(c.String(), "optional<"):
+		return exprType(args[0])
+	}
+	return nil
+}
+
+// entryNames names the entry types of exprType in the messages of the
+// type checker, which shows an anonymous struct as its Go source.
+var entryNames entryNamer
+
+// entryNamer replaces the Go text of each entry type it was given with a
+// name a rule's author reads: "an entry of map<string,int64> (fields key
+// and value)".
+type entryNamer struct {
+	mu    sync.Mutex
+	names map[string]string
+	r     *strings.Replacer
+}
+
+func (n *entryNamer) add(entry reflect.Type, c codec.Codec) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.names == nil {
+		n.names = map[string]string{}
+	}
+	if _, ok := n.names[entry.String()]; ok {
+		return
+	}
+	n.names[entry.String()] = "an entry of " + c.String() + " (fields key and value)"
+	var pairs []string
+	for _, from := range slices.Sorted(maps.Keys(n.names)) {
+		pairs = append(pairs, "type "+from, n.names[from], from, n.names[from])
+	}
+	n.r = strings.NewReplacer(pairs...)
+}
+
+// Replace returns msg with each entry type's Go text replaced by its name.
+func (n *entryNamer) Replace(msg string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.r == nil {
+		return msg
+	}
+	return n.r.Replace(msg)
 }
 
 // declTypes returns the Go types 'key' and 'value' have in expressions on a
@@ -288,7 +385,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 	if sc.Op != nil && sc.Slot != nil {
 		if d := p.view[slotName{sc.Op.ID, *sc.Slot}]; d != nil {
 			f.Decl = d
-			typed = typedEnv(d.keyType, d.valueType)
+			typed = d.checkEnv
 		}
 	}
 	c := p.compile(m.get("expr"), "expr", src, typed, true)
@@ -309,7 +406,7 @@ func (p *parser) undeclaredEnv() reflect.Type {
 	if len(p.set.Slots) > 0 {
 		return nil
 	}
-	return typedEnv(stringType, bytesType)
+	return typedEnv(stringType, bytesType, nil)
 }
 
 // compile compiles an expression held by node n and reports its errors at
@@ -839,7 +936,7 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 		return nil
 	}
 	en := m.get("expr")
-	c := p.compile(en, "expr", src, typedEnv(d.keyType, d.valueType), false)
+	c := p.compile(en, "expr", src, d.checkEnv, false)
 	if c == nil {
 		return nil
 	}

@@ -194,6 +194,9 @@ type SlotDecl struct {
 	Composite bool
 
 	keyType, valueType reflect.Type
+	// checkEnv is the type expressions scoped to the slot are type-checked
+	// against (see declCheckEnv).
+	checkEnv reflect.Type
 }
 
 // String returns `op 7 slot "agg"`.

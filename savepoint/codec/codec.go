@@ -291,3 +291,25 @@ func Collection(c Codec) bool {
 func EmptyCollection(c Codec, b []byte) bool {
 	return Collection(c) && len(b) == 4 && b[0]|b[1]|b[2]|b[3] == 0
 }
+
+// Args returns the type arguments of a list, map, pair or optional codec,
+// each a codec of its own (list<E>: E; map<K,V> and pair<A,B>: K and V, A
+// and B; optional<T>: T), and nil for the other codecs. With String, it
+// gives a codec's structure to a caller that types what it decodes to.
+func Args(c Codec) []Codec {
+	cc, ok := c.(codec)
+	if !ok {
+		return nil
+	}
+	switch n := cc.n.(type) {
+	case listNode:
+		return []Codec{codec{n.elem}}
+	case mapNode:
+		return []Codec{codec{n.key}, codec{n.val}}
+	case pairNode:
+		return []Codec{codec{n.a}, codec{n.b}}
+	case optionalNode:
+		return []Codec{codec{n.inner}}
+	}
+	return nil
+}

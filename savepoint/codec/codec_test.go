@@ -443,3 +443,24 @@ func TestEmptyCollection(t *testing.T) {
 		}
 	}
 }
+
+// Args gives each codec's type arguments, themselves codecs.
+func TestArgs(t *testing.T) {
+	for spec, want := range map[string]string{
+		"int64":                              "",
+		"string":                             "",
+		"list<int64>":                        "int64",
+		"map<string,list<double>>":           "string list<double>",
+		"pair<uint32,optional<bytes>>":       "uint32 optional<bytes>",
+		"optional<map<int64,string>>":        "map<int64,string>",
+		"list<pair<string,optional<int64>>>": "pair<string,optional<int64>>",
+	} {
+		var got []string
+		for _, a := range Args(MustParse(spec)) {
+			got = append(got, a.String())
+		}
+		if s := strings.Join(got, " "); s != want {
+			t.Errorf("Args(%s) = %q, want %q", spec, s, want)
+		}
+	}
+}

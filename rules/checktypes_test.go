@@ -1,0 +1,160 @@
+package rules
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/sptool/sptool/savepoint"
+)
+
+// An expression scoped to a declared slot is type-checked with the types
+// of its collections' elements and map entries, its optional's inner
+// type and, in a 'ttl: true' slot, an int64 expire_at: what would fail at
+// the first row, or read a missing entry field as nil and select the
+// wrong rows, fails at load. What type-checks runs on the decoded rows
+// ([]any, map entries as maps) as before.
+func TestCheckTypesOfCollections(t *testing.T) {
+	const decls = `version: 1
+slots:
+  - {op: 7, slot: mp, key: string, value: "map<string,int64>"}
+  - {op: 7, slot: li, key: string, value: "list<int64>"}
+  - {op: 7, slot: nest, key: string, value: "list<map<string,list<double>>>"}
+  - {op: 7, slot: o, key: string, value: "optional<string>"}
+  - {op: 7, slot: pr, key: string, value: "pair<int64,string>"}
+  - {op: 7, slot: t, key: string, value: int64, ttl: true}
+`
+	for _, c := range []struct{ slot, src, want string }{
+		{"mp", `any(value, .vlaue == 1)`, "an entry of map<string,int64> (fields key and value) has no field vlaue"},
+		{"mp", `any(value, .key > 1)`, "mismatched types string and int"},
+		{"li", `value[0] > "a"`, "mismatched types int64 and string"},
+		{"nest", `any(value, any(#, .vlaue == nil))`, "an entry of map<string,list<double>> (fields key and value) has no field vlaue"},
+		{"nest", `any(value, any(#, any(.value, # == "x")))`, "mismatched types float64 and string"},
+		{"o", `value > 3`, "mismatched types string and int"},
+		{"t", `expire_at > date("2026-01-01T00:00:00Z")`, "mismatched types int64 and time.Time"},
+	} {
+		_, err := Parse("r.yaml", []byte(decls+"rules:\n  - drop: {op: 7, slot: "+c.slot+", expr: '"+c.src+"'}\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.src, err, c.want)
+		}
+	}
+
+	set, err := Parse("r.yaml", []byte(decls+"rules: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(slot string, key string, v any, ttl ...int64) savepoint.Row {
+		b, err := set.SlotDecl(7, slot).ValueCodec.Encode(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ttl) > 0 {
+			b = savepoint.JoinTTL(ttl[0], b)
+		}
+		return savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte(slot), []byte(key)), Value: b}
+	}
+	entries := []any{map[string]any{"key": "ab", "value": int64(1)}, map[string]any{"key": "c", "value": int64(5)}}
+	for _, c := range []struct {
+		r    savepoint.Row
+		src  string
+		want bool
+	}{
+		{row("mp", "k", entries), `any(value, .value == 1 && .key startsWith "a")`, true},
+		{row("mp", "k", entries), `all(value, .value > 1)`, false},
+		{row("mp", "k", entries), `sum(map(value, .value)) == 6 && len(value) == 2`, true},
+		{row("li", "k", []any{int64(1), int64(2)}), `sum(value) == 3 && value[1] == 2 && any(value, # > 1)`, true},
+		{row("nest", "k", []any{[]any{map[string]any{"key": "x", "value": []any{1.5}}}}), `value[0][0].value[0] > 1.0 && value[0][0].key == "x" && any(value, any(#, any(.value, # == 1.5)))`, true},
+		{row("o", "k", nil), `value == nil`, true},
+		{row("o", "k", "abc"), `value != nil && value startsWith "a"`, true},
+		{row("pr", "k", []any{int64(3), "x"}), `value[0] == 3 && value[1] == "x"`, true},
+		{row("t", "k", int64(9), 1767225600000), `expire_at < date("2026-01-02T00:00:00Z").UnixMilli()`, true},
+	} {
+		k := savepoint.ParseKey(c.r.Key)
+		set, err := Parse("r.yaml", []byte(decls+"rules:\n  - drop: {op: 7, slot: "+string(k.Slot)+", expr: '"+c.src+"'}\n"))
+		if err != nil {
+			t.Errorf("%s: %v", c.src, err)
+			continue
+		}
+		var env Env
+		if err := set.FillEnv(&env, c.r, 0); err != nil {
+			t.Fatal(err)
+		}
+		var m vm.VM
+		if got, err := set.Rules[0].Drop.Predicate.Eval(&m, &env); err != nil || got != c.want {
+			t.Errorf("%s: %v, %v; want %v", c.src, got, err, c.want)
+		}
+	}
+}
+
+// A set_value over typed collections type-checks and writes what the
+// expression computes on the decoded rows.
+func TestCheckTypesSetValue(t *testing.T) {
+	for _, c := range []struct{ codec, src, in, want string }{
+		{"map<string,int64>", `map(value, [.key, .value + 1])`, `[{"key":"a","value":1}]`, `[{"key":"a","value":2}]`},
+		{"map<string,int64>", `filter(value, .value > 1)`, `[{"key":"a","value":1},{"key":"b","value":2}]`, `[{"key":"b","value":2}]`},
+		{"list<int64>", `map(value, # * 2)`, `[1,2]`, `[2,4]`},
+		{"optional<int64>", `value == nil ? 0 : value + 1`, `null`, `0`},
+	} {
+		set, err := Parse("r.yaml", []byte("version: 1\nslots:\n  - {op: 7, slot: s, key: string, value: \""+c.codec+"\"}\nrules:\n  - set_value: {op: 7, slot: s, expr: '"+c.src+"'}\n"))
+		if err != nil {
+			t.Errorf("%s: %v", c.src, err)
+			continue
+		}
+		sv := set.Rules[0].SetValue
+		in, err := sv.Decl.ValueCodec.Encode(jsonValue(t, c.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env Env
+		if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k")), Value: in}, 0); err != nil {
+			t.Fatal(err)
+		}
+		var m vm.VM
+		out, err := sv.Apply(&m, &env)
+		if err != nil {
+			t.Errorf("%s: %v", c.src, err)
+			continue
+		}
+		want, err := sv.Decl.ValueCodec.Encode(jsonValue(t, c.want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != string(want) {
+			t.Errorf("%s of %s: %x, want %x (%s)", c.src, c.in, out, want, c.want)
+		}
+	}
+}
+
+// jsonValue decodes JSON with integers as int64, as the codecs decode them.
+func jsonValue(t *testing.T, s string) any {
+	t.Helper()
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	var conv func(any) any
+	conv = func(v any) any {
+		switch x := v.(type) {
+		case json.Number:
+			n, err := x.Int64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		case []any:
+			for i := range x {
+				x[i] = conv(x[i])
+			}
+		case map[string]any:
+			for k := range x {
+				x[k] = conv(x[k])
+			}
+		}
+		return v
+	}
+	return conv(v)
+}
