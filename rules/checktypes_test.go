@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -157,4 +158,42 @@ func jsonValue(t *testing.T, s string) any {
 		return v
 	}
 	return conv(v)
+}
+
+// A field read of a map that lacks the field is an error at run time, in
+// an expression the load could not type (not scoped to one declared
+// slot), where expr reads it as nil; an optional read, ?., stays nil.
+func TestStrictFields(t *testing.T) {
+	set, err := Parse("r.yaml", []byte(`version: 1
+slots:
+  - {op: 7, slot: mp, key: string, value: "map<string,int64>"}
+  - {op: 7, slot: li, key: string, value: "list<int64>"}
+rules:
+  - keep: 'slot != "mp" || any(value, .vlaue == 1)'
+  - keep: 'slot != "mp" || any(value, .value == 1)'
+  - keep: 'slot != "mp" || any(value, #?.vlaue == nil)'
+  - keep: '{"a": 1}["a"] == 1 && date("2026-01-02T00:00:00Z").Year() == 2026'
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := set.SlotDecl(7, "mp").ValueCodec.Encode([]any{map[string]any{"key": "a", "value": int64(1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env Env
+	if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("mp"), []byte("k")), Value: b}, 0); err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	for i, want := range []string{`no field "vlaue" in a map with the fields key, value`, "true", "true", "true"} {
+		got, err := set.Rules[i].Keep.Predicate.Eval(&m, &env)
+		s := fmt.Sprint(got)
+		if err != nil {
+			s = err.Error()
+		}
+		if !strings.Contains(s, want) {
+			t.Errorf("rule %d: %s, want %s", i+1, s, want)
+		}
+	}
 }
