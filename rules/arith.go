@@ -35,8 +35,8 @@ import (
 // arithFuncs names the function each checked operator is routed through.
 var arithFuncs = map[string]string{"+": "__checked_add", "-": "__checked_sub", "*": "__checked_mul", "%": "__checked_mod", "/": "__checked_div"}
 
-// checkedArith is an expr patch: it replaces each +, -, * and % with a
-// call of its arithFuncs function.
+// checkedArith is an expr patch: it replaces each +, -, *, % and / with a
+// call of its arithFuncs function (int(a / b) with __int_div).
 type checkedArith struct{}
 
 func (checkedArith) Visit(node *ast.Node) {
@@ -100,9 +100,7 @@ var arithOptions = []expr.Option{
 	expr.Function("__checked_sub", func(p ...any) (any, error) { return checkedOp('-', p[0], p[1]) }),
 	expr.Function("__checked_mul", func(p ...any) (any, error) { return checkedOp('*', p[0], p[1]) }),
 	expr.Function("__checked_mod", func(p ...any) (any, error) { return checkedMod(p[0], p[1]) }),
-	// Typed, so that the checker still knows a quotient is a float64 (a
-	// set_value of an integer slot is refused at load for it).
-	expr.Function("__checked_div", func(p ...any) (any, error) { return checkedDiv(p[0], p[1]) }, new(func(any, any) float64)),
+	expr.Function("__checked_div", func(p ...any) (any, error) { return checkedDiv(p[0], p[1]) }),
 	expr.Function("__checked_neg", func(p ...any) (any, error) { return checkedNeg(p[0]) }),
 	expr.Function("__checked_abs", func(p ...any) (any, error) { return checkedAbs(p[0]) }),
 	expr.Function("__checked_int", func(p ...any) (any, error) { return checkedInt(p[0]) }),
