@@ -444,7 +444,7 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 		decoder = func(r savepoint.Row, subtask int) (*decode, error) {
 			dd, err := export.DecodeRow(set, &denv, r, subtask)
 			var de *rules.DecodeError
-			if err != nil && !errors.As(err, &de) || !dd.Declared {
+			if (err != nil && !errors.As(err, &de)) || !dd.Declared {
 				return nil, err
 			}
 			userKey := savepoint.ParseKey(r.Key).UserKey
