@@ -677,6 +677,20 @@ func TestPurgeWarnsOfCompositeLikeSlot(t *testing.T) {
 					if want := tc.warn && strings.Contains(keys, "string"); warned != want {
 						t.Errorf("%s %q: warned %v, want %v: %q", keys, around, warned, want, rep.Warnings)
 					}
+					// The audit names the slot too: its rows_remaining
+					// does not count the elements there.
+					for _, rs := range rep.PerRule {
+						if rs.Purge == nil {
+							continue
+						}
+						var want []string
+						if warned {
+							want = []string{`op 7 slot "cart"`}
+						}
+						if !slices.Equal(rs.Purge.CompositeLooking, want) {
+							t.Errorf("%s %q: audit's composite-looking slots %q, want %q", keys, around, rs.Purge.CompositeLooking, want)
+						}
+					}
 					if strings.Contains(keys, "string") && rep.RowsDropped != tc.dropped {
 						t.Errorf("%s: %d rows dropped, want %d", keys, rep.RowsDropped, tc.dropped)
 					}

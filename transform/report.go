@@ -166,6 +166,11 @@ type PurgeAudit struct {
 	// Remaining counts the rows of listed keys, and their timers, that the
 	// output holds in the rule's scope (see the README's purge_keys).
 	Remaining int64 `json:"rows_remaining"`
+	// CompositeLooking names the slots in the rule's scope, not declared
+	// composite, whose keys look composite (a key, 0x1F, an element): the
+	// purge matched their keys whole, so elements of listed keys there are
+	// neither removed nor counted in Remaining (a warning says so too).
+	CompositeLooking []string `json:"composite_looking_slots,omitempty"`
 	// TimersRemoved counts the timers of listed keys removed from operators'
 	// timer blobs (a timer of an erased key would fire for it after restore).
 	TimersRemoved int64 `json:"timers_removed"`
@@ -274,6 +279,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		perRule.Row(strconv.Itoa(rs.Index), strings.TrimPrefix(rs.Label, fmt.Sprintf("rule %d ", rs.Index)), itoa(rs.Matched), itoa(rs.Dropped), itoa(rs.Changed))
 		if p := rs.Purge; p != nil {
 			perRule.Text(fmt.Sprintf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; rows and timers of listed keys remaining: %d\n", p.KeysListed, p.KeysFound, rs.Dropped, p.KeysNotFound, p.Remaining))
+			if len(p.CompositeLooking) > 0 {
+				perRule.Text(fmt.Sprintf("     not counted as remaining: elements (key 0x1F element) of listed keys in %s, not declared composite, whose keys look composite (see the warning)\n", strings.Join(p.CompositeLooking, ", ")))
+			}
 			if p.TimersRemoved > 0 {
 				perRule.Text(fmt.Sprintf("     %d timers of listed keys removed from timer blobs\n", p.TimersRemoved))
 			}

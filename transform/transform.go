@@ -1854,19 +1854,27 @@ func (o *outRows) dropMarked(marked []uint64, dropped func(savepoint.Row)) int64
 	return n
 }
 
-// compositeWarnings warns of the slots most of whose samples looked
-// composite to noteCompositeLike, in order of operator and slot.
-func (e *engine) compositeWarnings() []string {
+// compositeLooking returns the slots most of whose samples looked
+// composite to noteCompositeLike, in order of operator and slot, with the
+// purge_keys step that sampled each.
+func (e *engine) compositeLooking() (slots []slotKey, steps []int) {
 	keys := slices.SortedFunc(maps.Keys(e.compositeLike), func(a, b slotKey) int {
 		return cmp.Or(cmp.Compare(a.op, b.op), strings.Compare(a.slot, b.slot))
 	})
-	var warns []string
 	for _, k := range keys {
-		c := e.compositeLike[k]
-		if 2*c.like <= c.n {
-			continue
+		if c := e.compositeLike[k]; 2*c.like > c.n {
+			slots, steps = append(slots, k), append(steps, c.step)
 		}
-		st := e.steps[c.step]
+	}
+	return slots, steps
+}
+
+// compositeWarnings warns of the slots compositeLooking returns.
+func (e *engine) compositeWarnings() []string {
+	slots, steps := e.compositeLooking()
+	var warns []string
+	for i, k := range slots {
+		st := e.steps[steps[i]]
 		warns = append(warns, fmt.Sprintf("%s: slot %q of op %d is not declared 'composite: true', but its keys look composite (a key, 0x1F, an element, as clink's ExpiringMapState and ExpiringListState store them): the purge matches them whole, so the elements of listed keys it holds are left (the audit counts them as remaining only where a later rule moves them into a slot declared composite); declare the slot with 'composite: true' under 'slots:' to purge them", st.rule.Label(), k.slot, k.op))
 	}
 	return warns
@@ -2341,9 +2349,17 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			// keys: 4 MB of fresh memory, about 20 ms on one core), and
 			// nothing before the end of the run reads it: it is put
 			// together while the output is written (see Report.finish).
+			var unchecked []string
+			slots, steps := e.compositeLooking()
+			for x, k := range slots {
+				if steps[x] == i {
+					unchecked = append(unchecked, fmt.Sprintf("op %d slot %q", k.op, k.slot))
+				}
+			}
 			rep.pending = append(rep.pending, func() {
 				rs.Purge = purgeAudit(p, purged, keyTimers, keyLists)
 				rs.Purge.Remaining, rs.Purge.TimersRemoved, rs.Purge.TimersKept = remaining, timers, kept
+				rs.Purge.CompositeLooking = unchecked
 			})
 		}
 		if sv := st.rule.SetValue; sv != nil && rs.EmptyWritten > 0 {
