@@ -106,6 +106,32 @@ func TestCheckedModulo(t *testing.T) {
 	}
 }
 
+// evalOnAgg evaluates expr as a rule of kind ("drop" or "set_value") on
+// op 7's int64 slot agg, on a row whose value is value: its result, or its
+// error's text.
+func evalOnAgg(t *testing.T, kind, expr string, value int64) string {
+	t.Helper()
+	set, err := Parse("r.yaml", []byte("version: 1\nslots:\n  - {op: 7, slot: agg, key: int64, value: int64}\nrules:\n  - "+kind+": {op: 7, slot: agg, expr: '"+expr+"'}\n"))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	var env Env
+	if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: le64(value)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	var v any
+	if kind == "drop" {
+		v, err = set.Rules[0].Drop.Predicate.Eval(&m, &env)
+	} else {
+		v, err = set.Rules[0].SetValue.Program.Eval(&m, &env)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprint(v)
+}
+
 // An integer beyond 2^53 meets no float: / (always a float division) and
 // +, -, * with a float operand are errors for it, where the float would
 // not be the integer; int(a / b) divides it exactly. Below 2^53, and
@@ -129,21 +155,7 @@ func TestFloatExact(t *testing.T) {
 		{"value * 0.5 == 10.5", 21, "true"},
 		{"value / 4 == 5.25", 21, "true"},
 	} {
-		set, err := Parse("r.yaml", []byte("version: 1\nslots:\n  - {op: 7, slot: agg, key: int64, value: int64}\nrules:\n  - drop: {op: 7, slot: agg, expr: '"+c.expr+"'}\n"))
-		if err != nil {
-			t.Fatalf("%s: %v", c.expr, err)
-		}
-		var env Env
-		if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: le64(c.value)}, 0); err != nil {
-			t.Fatal(err)
-		}
-		var m vm.VM
-		v, err := set.Rules[0].Drop.Predicate.Eval(&m, &env)
-		got := fmt.Sprint(v)
-		if err != nil {
-			got = err.Error()
-		}
-		if !strings.Contains(got, c.want) {
+		if got := evalOnAgg(t, "drop", c.expr, c.value); !strings.Contains(got, c.want) {
 			t.Errorf("%s of %d: %s, want %s", c.expr, c.value, got, c.want)
 		}
 	}
@@ -286,21 +298,7 @@ func TestIntQuotient(t *testing.T) {
 		{"int(value / 2.5)", 5, "2"},
 		{"int(value / 4) * 4 + value % 4", 9007199254740993, "9007199254740993"},
 	} {
-		set, err := Parse("r.yaml", []byte("version: 1\nslots:\n  - {op: 7, slot: agg, key: int64, value: int64}\nrules:\n  - set_value: {op: 7, slot: agg, expr: '"+c.expr+"'}\n"))
-		if err != nil {
-			t.Fatalf("%s: %v", c.expr, err)
-		}
-		var env Env
-		if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: le64(c.value)}, 0); err != nil {
-			t.Fatal(err)
-		}
-		var m vm.VM
-		v, err := set.Rules[0].SetValue.Program.Eval(&m, &env)
-		got := fmt.Sprint(v)
-		if err != nil {
-			got = err.Error()
-		}
-		if !strings.Contains(got, c.want) {
+		if got := evalOnAgg(t, "set_value", c.expr, c.value); !strings.Contains(got, c.want) {
 			t.Errorf("%s of %d: %s, want %s", c.expr, c.value, got, c.want)
 		}
 	}

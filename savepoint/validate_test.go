@@ -108,6 +108,26 @@ func vtOpen(t testing.TB, path string, opts OpenOptions) *Savepoint {
 	return sp
 }
 
+// vtChangelogTree writes a changelog+file tree of generation 1,
+// checkpoint 7, a subtask for each of rows, and returns its path.
+func vtChangelogTree(t testing.TB, rows [][]Row) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "cl")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7, Backend: BackendChangelogFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rows := range rows {
+		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), rows, CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func vtFixturePath(name string) string { return filepath.Join("..", "testdata", "independent", name) }
 
 // vtNoMapFiles are the files of each fixture that carry no version map:
@@ -1357,19 +1377,7 @@ func TestValidateChangelogPayloads(t *testing.T) {
 	})
 
 	// A changelog+file tree holding an inline materialisation (row_kind 0).
-	out := filepath.Join(t.TempDir(), "cl")
-	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7, Backend: BackendChangelogFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, rows := range [][]Row{{vtKeyed(7, "agg", k0, "a")}, {put}} {
-		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), rows, CompressNone); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Commit("job1", nil); err != nil {
-		t.Fatal(err)
-	}
+	out := vtChangelogTree(t, [][]Row{{vtKeyed(7, "agg", k0, "a")}, {put}})
 	cl1 := filepath.Join(out, "v1", "1", "changelog-7.snap")
 	vtReplace(t, cl1, vtChangelogStream(t, []uint8{0, 1}, []Row{{}, put}), false)
 	sp := vtOpen(t, out, OpenOptions{Groups: []Group{{0, 2}}})
@@ -1397,19 +1405,7 @@ func TestValidateChangelogPayloads(t *testing.T) {
 // places, so each subtask restores the other's rows, out of its range.
 func TestValidateCrossedMaterializationHandles(t *testing.T) {
 	k0, k1 := vtKeysIn(t, 0, 64, 1)[0], vtKeysIn(t, 64, 128, 1)[0]
-	out := filepath.Join(t.TempDir(), "cl")
-	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7, Backend: BackendChangelogFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, rows := range [][]Row{{vtKeyed(7, "agg", k0, "a")}, {vtKeyed(7, "agg", k1, "b")}} {
-		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), rows, CompressNone); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Commit("job1", nil); err != nil {
-		t.Fatal(err)
-	}
+	out := vtChangelogTree(t, [][]Row{{vtKeyed(7, "agg", k0, "a")}, {vtKeyed(7, "agg", k1, "b")}})
 	cl0, cl1 := filepath.Join(out, "v1", "0", "changelog-7.snap"), filepath.Join(out, "v1", "1", "changelog-7.snap")
 	b0, err0 := os.ReadFile(cl0)
 	b1, err1 := os.ReadFile(cl1)
@@ -1444,19 +1440,7 @@ func TestValidateCrossedMaterializationHandles(t *testing.T) {
 // one: the subtask's materialised rows are gone, which validate says.
 func TestValidateEmptyMaterialization(t *testing.T) {
 	k0, k1 := vtKeysIn(t, 0, 64, 1)[0], vtKeysIn(t, 64, 128, 1)[0]
-	out := filepath.Join(t.TempDir(), "cl")
-	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7, Backend: BackendChangelogFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, rows := range [][]Row{{vtKeyed(7, "agg", k0, "a")}, {vtKeyed(7, "agg", k1, "b")}} {
-		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), rows, CompressNone); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Commit("job1", nil); err != nil {
-		t.Fatal(err)
-	}
+	out := vtChangelogTree(t, [][]Row{{vtKeyed(7, "agg", k0, "a")}, {vtKeyed(7, "agg", k1, "b")}})
 	if err := os.Truncate(filepath.Join(out, "v1", "1", "materializations", "mat-7.bin"), 0); err != nil {
 		t.Fatal(err)
 	}
