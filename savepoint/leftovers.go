@@ -21,6 +21,17 @@ var leftoverName = regexp.MustCompile(`^(?:(\.meta)?\.part\.|(?:\.meta)?\.sptool
 // of a process no longer running: the entry's path, its name after out's,
 // and the match. A directory that cannot be listed has none.
 func eachLeftover(out string, fn func(p, rest string, m []string)) {
+	eachTemporary(out, func(p, rest string, m []string, running bool) {
+		if !running {
+			fn(p, rest, m)
+		}
+	})
+}
+
+// eachTemporary is eachLeftover for every entry with a temporary name,
+// saying whether the process whose id it carries is running (never this
+// one: see processRunning).
+func eachTemporary(out string, fn func(p, rest string, m []string, running bool)) {
 	dir, base := filepath.Split(filepath.Clean(out))
 	if dir == "" {
 		dir = "."
@@ -34,8 +45,8 @@ func eachLeftover(out string, fn func(p, rest string, m []string)) {
 		if !ok {
 			continue
 		}
-		if m := leftoverName.FindStringSubmatch(rest); m != nil && !processRunning(m[3]) {
-			fn(filepath.Join(dir, e.Name()), rest, m)
+		if m := leftoverName.FindStringSubmatch(rest); m != nil {
+			fn(filepath.Join(dir, e.Name()), rest, m, processRunning(m[3]))
 		}
 	}
 }
@@ -66,15 +77,28 @@ func sidecarLeftover(path string, size int64, crc uint32) (string, bool) {
 
 // Leftovers returns a warning for each entry beside the output path out
 // that a run writing out left behind when it was killed, saying what it is
-// and what to do with it; entries of a process still running (the process
-// id in the name) are left out, since that run may be writing them. clink
+// and what to do with it. An entry whose name carries the id of a process
+// still running may be that run's, being written: its warning says so,
+// and what it is if no run writes out now (the id reused by another
+// process, or the name written from another host or container). clink
 // never restores from these names, but they take space, and an output
 // moved aside by a --force run that was killed before the new one took
 // its place may be the only copy of that output. A directory that cannot
 // be listed gives no warnings.
 func Leftovers(out string) []string {
 	var warns []string
-	eachLeftover(out, func(p, rest string, m []string) {
+	eachTemporary(out, func(p, rest string, m []string, running bool) {
+		if running {
+			what := "a temporary file"
+			switch m[2] {
+			case "old":
+				what = "what a --force run moved aside (an earlier output, which may be its only copy)"
+			case "tmp":
+				what = "a staging tree"
+			}
+			warns = append(warns, fmt.Sprintf("%s carries the id of process %s, which is running: it is left alone as a name that run may be writing; if no run writes %s now (the id taken by another process, or the name written from another host or container), it is %s of an interrupted run: look at it before deleting it", p, m[3], filepath.Clean(out), what))
+			return
+		}
 		switch m[2] {
 		case "old":
 			warns = append(warns, asideLeftover(out, p, rest))

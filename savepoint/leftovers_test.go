@@ -11,8 +11,9 @@ import (
 )
 
 // TestLeftovers: the names a killed run leaves beside an output are
-// reported, each with what to do, and nothing else: not names of a process
-// still running, not other outputs' names.
+// reported, each with what to do, and nothing else (not other outputs'
+// names); a name of a process still running is reported as that: its run
+// may be writing it, or the id was reused.
 func TestLeftovers(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
@@ -23,8 +24,8 @@ func TestLeftovers(t *testing.T) {
 		"out":                                                  "", // the output in place: a run published it
 		"out.part." + dead + ".1.abc":                          "temporary file",
 		"out.meta.part." + dead + ".2.x9":                      "temporary file",
-		"out.part." + self + ".3.z":                            "temporary file", // a killed run of the same id (a container)
-		"out.part." + live + ".4.a":                            "",               // a running process's
+		"out.part." + self + ".3.z":                            "temporary file",                                                                                                                                 // a killed run of the same id (a container)
+		"out.part." + live + ".4.a":                            "carries the id of process " + live + ", which is running: it is left alone as a name that run may be writing; if no run writes " + out + " now", // a running process's, or a reused id's
 		"out.partial":                                          "",
 		"out2.part." + dead + ".5.a":                           "",
 		"other.part." + dead + ".6.a":                          "",
