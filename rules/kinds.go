@@ -151,10 +151,10 @@ func exprType(c codec.Codec) reflect.Type {
 		})
 		entryNames.add(entry, c)
 		return reflect.SliceOf(entry)
-	case strings.HasPrefix(c.String(), "optional<"):
+	case len(args) == 1: // optional<T>: nil or T
 		return exprType(args[0])
 	}
-	return nil
+	return nil // pair<A,B>
 }
 
 // entryNames names the entry types of exprType in the messages of the

@@ -2308,6 +2308,7 @@ func newReport(sp *savepoint.Savepoint, set *rules.Set, dry bool) *Report {
 // lists of keys of each erasure audit (see Options.KeyCountsOnly).
 func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResult, keyLists bool) {
 	before, after := map[slotKey]int64{}, map[slotKey]int64{}
+	composite, compositeStep := e.compositeLooking()
 	for i, st := range e.steps {
 		rs := &RuleStats{Index: st.rule.Index, Name: st.rule.Name, Kind: string(st.rule.Kind), Label: st.rule.Label()}
 		// The first file's counts of a purge's keys become the sums (no
@@ -2350,9 +2351,8 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			// nothing before the end of the run reads it: it is put
 			// together while the output is written (see Report.finish).
 			var unchecked []string
-			slots, steps := e.compositeLooking()
-			for x, k := range slots {
-				if steps[x] == i {
+			for x, k := range composite {
+				if compositeStep[x] == i {
 					unchecked = append(unchecked, fmt.Sprintf("op %d slot %q", k.op, k.slot))
 				}
 			}
