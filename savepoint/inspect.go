@@ -507,7 +507,8 @@ func b2i(b bool) int {
 }
 
 // Summarize describes an opened savepoint (see Summary). It reads only what
-// Open decoded; it does not touch the disk.
+// Open decoded; it does not touch the disk. sp must be non-nil, as for the
+// methods of Savepoint.
 func Summarize(sp *Savepoint) *Summary {
 	kgPre := map[*File]*kgRuns{}
 	s := &Summary{

@@ -101,6 +101,10 @@ type File struct {
 // Validate, Summarize; transform.Run, diff.Compare, export.Write): several
 // goroutines may read one at once. Close must not run while any of them
 // does, and no row read from it may be used after Close.
+//
+// A nil *Savepoint is no savepoint: its methods, Validate and Summarize panic
+// on it, as Go methods do; the functions that return an error (transform.Run,
+// diff.Compare, export.Write) return one instead.
 type Savepoint struct {
 	// Path is the path as given to Open; Root is the checkpoint directory (the
 	// directory holding v<gen>/ and _jobs/), or the file's directory.

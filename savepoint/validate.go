@@ -401,7 +401,8 @@ func (r *Report) ByCheck(check string) []Finding {
 // Validate reads the rows of sp; those of a savepoint opened with
 // OpenOptions.Columnar are memory-mapped, and a file cut short meanwhile
 // faults: call Validate under Guard, which turns the fault into an
-// ErrInputChanged error (Validate itself returns none).
+// ErrInputChanged error (Validate itself returns none). sp must be non-nil,
+// as for the methods of Savepoint.
 func Validate(sp *Savepoint, opts ValidateOptions) *Report {
 	v := &validator{sp: sp, opts: opts, limit: opts.Limit, idx: map[*File]*valIndexEntry{}, counts: map[valCapKey]int{}}
 	if v.limit == 0 {
