@@ -422,7 +422,7 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 	if e := checkWritten(checkedNode); e != nil {
 		return nil, e
 	}
-	p, err := expr.Compile(src, slices.Concat(opts(Env{}), arithOptions, compareOptions, memberOptions)...)
+	p, err := expr.Compile(src, slices.Concat(opts(Env{}), arithOptions, compareOptions, orderOptions, memberOptions)...)
 	if err != nil {
 		return nil, toExprErr(err)
 	}

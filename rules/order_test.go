@@ -1,0 +1,131 @@
+package rules
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/sptool/sptool/savepoint"
+)
+
+// min, max, sort and sortBy order integers by value, as the comparisons
+// do: an operator id or a uint64 of 2^63 or more is above every int.
+func TestExactOrderBuiltins(t *testing.T) {
+	set, err := Parse("r.yaml", []byte(`version: 1
+slots:
+  - {op: 9223372036854775813, slot: u, key: uint64, value: uint64}
+  - {op: 7, slot: u, key: uint64, value: uint64}
+  - {op: 7, slot: l, key: string, value: "list<uint64>"}
+rules: []
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(op uint64, slot string, key, value any) savepoint.Row {
+		d := set.SlotDecl(op, slot)
+		k, err := d.KeyCodec.Encode(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := d.ValueCodec.Encode(value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return savepoint.Row{Op: op, Key: savepoint.EncodeKeyedKey([]byte(slot), k), Value: v}
+	}
+	big := row(1<<63+5, "u", uint64(3), uint64(1<<63+5))
+	small := row(7, "u", uint64(3), uint64(9))
+	list := row(7, "l", "k", []any{uint64(math.MaxUint64), uint64(2), uint64(1 << 63)})
+	cases := []struct {
+		src  string
+		row  savepoint.Row
+		want bool
+	}{
+		{"max(op, 1) == op", big, true},
+		{"min(op, 1) == 1", big, true},
+		{"max(op, -1, 2.5) == op", big, true},
+		{"min(op, -1, 2.5) == -1", big, true},
+		{`min(op, opid("18446744073709551615")) == op`, small, true},
+		{`max(op, opid("18446744073709551615")) == opid("18446744073709551615")`, small, true},
+		{"max([1, [op, 2]]) == op", big, true},
+		{"max(value, key) == value", big, true},
+		{"min(value, key) == key", big, true},
+		{"max(value) == opid(\"18446744073709551615\")", list, true},
+		{"min(value) == 2", list, true},
+		{"sort([op, 1])[1] == op", big, true},
+		{"sort([op, 1], \"desc\")[0] == op", big, true},
+		{"sort(value)[0] == 2 && sort(value)[2] == opid(\"18446744073709551615\")", list, true},
+		{"sortBy([op, 1], #)[1] == op", big, true},
+		{"sortBy([op, 1], #, \"desc\")[0] == op", big, true},
+		{"sortBy(value, #)[1] == opid(\"9223372036854775808\")", list, true},
+		{"sortBy([{\"a\": op}, {\"a\": 1}], .a)[0].a == 1", big, true},
+		{"sortBy([3, 1, 2], -#) == [3, 2, 1]", small, true},
+		{"sort([\"b\", \"a\"]) == [\"a\", \"b\"]", small, true},
+		{"max(1, 2) == 2 && min(1.5, 2) == 1.5", small, true},
+	}
+	var m vm.VM
+	for _, c := range cases {
+		p, err := set.CompileFilter(c.src)
+		if err != nil {
+			t.Fatalf("%s: %v", c.src, err)
+		}
+		var env Env
+		if err := set.FillEnv(&env, c.row, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Eval(&m, &env); err != nil || got != c.want {
+			t.Errorf("%s on %v: %v, %v; want %v", c.src, c.row, got, err, c.want)
+		}
+	}
+	// What expr refuses, these refuse too.
+	for src, want := range map[string]string{
+		`max(op, "a") == 1`:          "invalid argument for max",
+		`sort([op, 1], "up")[0] == 1`: "invalid order",
+	} {
+		p, err := set.CompileFilter(src)
+		if err != nil {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v; want %q", src, err, want)
+			}
+			continue
+		}
+		var env Env
+		if err := set.FillEnv(&env, big, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Eval(&m, &env); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, %v; want an error with %q", src, got, err, want)
+		}
+	}
+}
+
+// A set_value of max(value, 1) keeps a value of 2^63 or more.
+func TestExactOrderSetValue(t *testing.T) {
+	set, err := Parse("r.yaml", []byte(`version: 1
+slots:
+  - {op: 7, slot: a, key: string, value: uint64}
+rules:
+  - set_value: {op: 7, slot: a, expr: 'max(value, 1)'}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := set.SlotDecl(7, "a")
+	k, _ := d.KeyCodec.Encode("k")
+	v, _ := d.ValueCodec.Encode(uint64(1<<63 + 5))
+	r := savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a"), k), Value: v}
+	var m vm.VM
+	var env Env
+	if err := set.FillEnv(&env, r, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := set.Rules[0].SetValue.Apply(&m, &env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dv, err := d.ValueCodec.Decode(got); err != nil || dv != uint64(1<<63+5) {
+		t.Errorf("max(value, 1) of 2^63+5 wrote %x (%v, %v)", got, dv, err)
+	}
+}
