@@ -81,7 +81,7 @@ rules: []
 	}
 	// What expr refuses, these refuse too.
 	for src, want := range map[string]string{
-		`max(op, "a") == 1`:          "invalid argument for max",
+		`max(op, "a") == 1`:           "invalid argument for max",
 		`sort([op, 1], "up")[0] == 1`: "invalid order",
 	} {
 		p, err := set.CompileFilter(src)
