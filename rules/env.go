@@ -35,6 +35,9 @@ func (s *Set) FillEnv(env *Env, row savepoint.Row, subtask int) error {
 // stale values): the engine passes Set.Fields, so rows are not decoded for
 // expressions that never read key or value.
 func (s *Set) FillEnvFields(env *Env, row savepoint.Row, subtask int, need Fields) error {
+	if s == nil {
+		return fillEnv(&declIndex{}, env, row, subtask, need)
+	}
 	return fillEnv(&s.slotIndex, env, row, subtask, need)
 }
 

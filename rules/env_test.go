@@ -644,3 +644,25 @@ func TestRuleSlotDecl(t *testing.T) {
 		t.Errorf("rule 3: expire_at %v, %v; want 0", env.ExpireAt, err)
 	}
 }
+
+// A nil *Set is a rule file with no slots and no rules: cat --where without
+// --rules compiles and evaluates against it.
+func TestNilSet(t *testing.T) {
+	var set *Set
+	if set.SlotDecl(7, "a") != nil || set.Fields() != 0 || set.Rescale() != nil {
+		t.Error("a nil Set declares something")
+	}
+	p, err := set.CompileFilter(`key == "k" && slot == "a"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env Env
+	row := savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a"), []byte("k")), Value: []byte("v")}
+	if err := set.FillEnv(&env, row, 0); err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	if got, err := p.Eval(&m, &env); err != nil || !got {
+		t.Errorf("Eval = %v, %v; want true", got, err)
+	}
+}

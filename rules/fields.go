@@ -62,6 +62,9 @@ func (p *ValueProgram) Fields() Fields { return p.fields }
 // FillEnvFields must fill for the rules to run.
 func (s *Set) Fields() Fields {
 	var f Fields
+	if s == nil {
+		return f
+	}
 	for _, r := range s.Rules {
 		switch {
 		case r.Keep != nil:

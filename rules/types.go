@@ -34,7 +34,8 @@ const (
 // Set is a compiled rule file: every expression compiled, every codec
 // parsed, every keys file loaded. A Set is immutable after Parse returns
 // and safe for concurrent use; evaluation state lives in the caller's
-// *vm.VM.
+// *vm.VM. A nil *Set is a rule file with no slots and no rules to its
+// methods.
 type Set struct {
 	// Version is the file's 'version' (always SupportedVersion).
 	Version int
@@ -82,6 +83,9 @@ func (x *declIndex) get(op uint64, slot []byte) *SlotDecl {
 // Rescale returns the rescale rule's spec, or nil when the file has none.
 // A rescale rule is always the last rule.
 func (s *Set) Rescale() *RescaleSpec {
+	if s == nil {
+		return nil
+	}
 	if n := len(s.Rules); n > 0 {
 		return s.Rules[n-1].Rescale
 	}
@@ -96,6 +100,9 @@ func (s *Set) Rescale() *RescaleSpec {
 // and cat decode both sides of a migration; the rules themselves see each
 // declaration under the names it has at their place (Rule.SlotDecl).
 func (s *Set) SlotDecl(op uint64, slot string) *SlotDecl {
+	if s == nil {
+		return nil
+	}
 	return s.slotIndex[op][slot]
 }
 

@@ -4,9 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"strconv"
 	"strings"
 )
+
+// MaxGeneration is the largest generation a COMPLETED marker holds (and
+// ParseCompleted reads): 2^31-1.
+const MaxGeneration = math.MaxInt32
 
 // CompletedPrefix is the file-name prefix of a completion marker:
 // _jobs/<job>/COMPLETED-<checkpoint>.
@@ -96,6 +101,9 @@ func ParseCompleted(b []byte) (Completed, error) {
 		}
 		switch key {
 		case "job":
+			if err := checkJobID(value); err != nil {
+				return fail(err)
+			}
 			c.Job = value
 		case "checkpoint":
 			v, err := parseDecimal(value, 64)
@@ -134,12 +142,31 @@ func ParseCompleted(b []byte) (Completed, error) {
 	return c, nil
 }
 
+// checkJobID refuses a job id that is no directory name of _jobs/ (a
+// marker lives in _jobs/<job>/, and an output's is written there): "." and
+// "..", and ids holding a path separator or a NUL. An empty id is the
+// marker's directory's.
+func checkJobID(job string) error {
+	if job == "." || job == ".." || strings.ContainsAny(job, "/\\\x00") {
+		return fmt.Errorf("job id %q is not a directory name (a marker lives in _jobs/<job>/)", job)
+	}
+	return nil
+}
+
 // Validate checks that c marshals to a marker ParseCompleted reads back
-// unchanged: no '\n' in the job id or in Extra, no '=' in Extra keys, no
-// Extra key repeating a known key, no negative generation or subtask.
+// unchanged: a job id that is a directory name (not "." or "..", no path
+// separator, NUL or '\n'), no '\n' in Extra, no '=' in Extra keys, no Extra
+// key repeating a known key, no negative generation or subtask, a
+// generation of at most 2^31-1.
 func (c Completed) Validate() error {
 	if strings.ContainsRune(c.Job, '\n') {
 		return fmt.Errorf("completed marker: job id %q contains a newline", c.Job)
+	}
+	if err := checkJobID(c.Job); err != nil {
+		return fmt.Errorf("completed marker: %w", err)
+	}
+	if c.Generation > MaxGeneration {
+		return fmt.Errorf("completed marker: generation %d is above %d, the largest a marker holds", c.Generation, MaxGeneration)
 	}
 	if c.Generation < 0 {
 		return fmt.Errorf("completed marker: negative generation %d", c.Generation)

@@ -90,6 +90,12 @@ func TestParseCompleted(t *testing.T) {
 		{name: "missing checkpoint", in: "job=1\ngeneration=1\n", wantErr: "missing checkpoint= line"},
 		{name: "missing generation", in: "job=1\ncheckpoint=1\n", wantErr: "missing generation= line"},
 		{name: "empty", in: "", wantErr: "missing job= line"},
+		{name: "job id a path", in: "job=../../x\ncheckpoint=1\ngeneration=1\n", wantErr: `line 1 "job=../../x": job id "../../x" is not a directory name`},
+		{name: "job id ..", in: "job=..\ncheckpoint=1\ngeneration=1\n", wantErr: "is not a directory name"},
+		{name: "job id .", in: "job=.\ncheckpoint=1\ngeneration=1\n", wantErr: "is not a directory name"},
+		{name: "job id with a backslash", in: "job=a\\b\ncheckpoint=1\ngeneration=1\n", wantErr: "is not a directory name"},
+		{name: "job id with a NUL", in: "job=a\x00\ncheckpoint=1\ngeneration=1\n", wantErr: "is not a directory name"},
+		{name: "generation above 2^31-1", in: "job=1\ncheckpoint=1\ngeneration=2147483648\n", wantErr: "out of range"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,6 +154,9 @@ func TestCompletedValidate(t *testing.T) {
 	}{
 		{"ok", Completed{Job: "1", Subtasks: []int{0}, Extra: []MetaEntry{{"x", "y"}, {"", "empty key ok"}}}, ""},
 		{"newline in job", Completed{Job: "1\n2"}, "job id"},
+		{"job id a path", Completed{Job: "a/b"}, "not a directory name"},
+		{"job id ..", Completed{Job: ".."}, "not a directory name"},
+		{"generation above the largest", Completed{Generation: MaxGeneration + 1}, "above 2147483647"},
 		{"negative generation", Completed{Generation: -1}, "negative generation"},
 		{"negative subtask", Completed{Subtasks: []int{-1}}, "negative subtask"},
 		{"= in extra key", Completed{Extra: []MetaEntry{{"a=b", ""}}}, "invalid extra key"},

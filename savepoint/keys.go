@@ -41,6 +41,8 @@ func KeyGroupOf(userKey []byte) int {
 // SubtaskForKeyGroup returns the subtask index (within its operator) that
 // owns key group kg at the given parallelism: floor(kg*p/128). A parallelism
 // of zero or less yields 0, as clink's subtask_for_key_group does for p=0.
+// Other arguments are taken to be in range (0 <= kg < 128, parallelism at
+// most MaxParallelism): outside it the result is the formula's, no subtask.
 func SubtaskForKeyGroup(kg, parallelism int) int {
 	if parallelism <= 0 {
 		return 0
@@ -59,7 +61,9 @@ type KeyGroupRange struct {
 // inverse of SubtaskForKeyGroup: kg lies in KeyGroupRangeForSubtask(i, p)
 // iff SubtaskForKeyGroup(kg, p) == i. At a parallelism above 128 some
 // subtasks get an empty range. A parallelism of zero or less yields the
-// empty range [0,0).
+// empty range [0,0). Other arguments are taken to be in range (0 <= i <
+// parallelism <= MaxParallelism): outside it the result is the formula's,
+// not a range of key groups.
 func KeyGroupRangeForSubtask(i, parallelism int) KeyGroupRange {
 	if parallelism <= 0 {
 		return KeyGroupRange{}

@@ -618,6 +618,9 @@ func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]m
 				}
 			}
 			sp.Completed, sp.CompletedRel, sp.Job = &m.c, m.rel, m.c.Job
+			if dir := filepath.Base(filepath.Dir(m.rel)); m.c.Job != dir {
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%s says job=%s, not its directory's name %s; an output's marker is written under _jobs/%s", ShowName(m.rel), ShowName(m.c.Job), ShowName(dir), ShowName(m.c.Job)))
+			}
 		}
 	}
 	if asked {

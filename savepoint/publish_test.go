@@ -1006,3 +1006,65 @@ func TestOutputExistsErrorMessage(t *testing.T) {
 		}
 	}
 }
+
+// Commit refuses, before writing anything, a tree with a subtask whose
+// write failed (its marker would list a subtask with no payload), a job id
+// that is no directory name and a control file outside the tree; CreateTree
+// refuses a generation no marker holds.
+func TestCommitRefusesUnfinishedAndEscapes(t *testing.T) {
+	dir := t.TempDir()
+	rows := []Row{{Op: 1, Key: EncodeKeyedKey([]byte("s"), []byte("k")), Value: []byte("v")}}
+	newTree := func(name string) *TreeWriter {
+		t.Helper()
+		tw, err := CreateTree(filepath.Join(dir, name), TreeOptions{Generation: 1, Checkpoint: 9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tw.Abort() })
+		if _, err := tw.WriteSubtask(0, nil, rows, CompressNone); err != nil {
+			t.Fatal(err)
+		}
+		return tw
+	}
+
+	tw := newTree("failed")
+	if _, err := tw.WriteSubtask(1, nil, rows, "bogus"); err == nil {
+		t.Fatal("WriteSubtask with an unknown compression: no error")
+	}
+	if _, err := tw.WriteSubtask(1, nil, rows, CompressNone); err == nil || !strings.Contains(err.Error(), "the first write failed") {
+		t.Errorf("second write of a failed subtask: %v", err)
+	}
+	if err := tw.Commit("j", nil); err == nil || !strings.Contains(err.Error(), "subtask 1 not written") {
+		t.Errorf("Commit after a failed write: %v", err)
+	}
+
+	for name, tc := range map[string]struct {
+		job   string
+		extra map[string][]byte
+		want  string
+	}{
+		"job-path":   {"../../escaped", nil, "not a directory name"},
+		"job-dotdot": {"..", nil, "not a directory name"},
+		"extra-up":   {"j", map[string][]byte{"../../escaped": []byte("x")}, "not a path within the tree"},
+		"extra-abs":  {"j", map[string][]byte{filepath.Join(dir, "escaped"): []byte("x")}, "not a path within the tree"},
+	} {
+		tw := newTree(name)
+		if err := tw.Commit(tc.job, tc.extra); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Commit = %v; want %q", name, err, tc.want)
+		}
+	}
+	left, _ := os.ReadDir(dir)
+	for _, e := range left {
+		if !strings.Contains(e.Name(), ".sptool-") {
+			t.Errorf("written outside a staging directory: %s", e.Name())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "escaped")); err == nil {
+		t.Error("a control file was written outside the tree")
+	}
+
+	if tw, err := CreateTree(filepath.Join(dir, "gen"), TreeOptions{Generation: MaxGeneration + 1}); err == nil {
+		tw.Abort()
+		t.Error("CreateTree with a generation above MaxGeneration: no error")
+	}
+}

@@ -22,8 +22,10 @@ func IsTimerBlob(key []byte) bool {
 	return bytes.HasPrefix(key, TimerKeyPrefix[1:]) && bytes.IndexByte(key, '|') < 0
 }
 
-// Timer is one timer of a timer blob: its time (epoch ms) and its key (the
-// keyed key it fires for: key-group byte, slot, '|', user key).
+// Timer is one timer of a timer blob: its time (epoch ms) and the user key
+// it fires for, as the operator's keyed state holds it after slot '|' (the
+// bytes KeyGroupOf hashes: a restore routes a timer to the subtask owning
+// KeyGroupOf(Key), and a purge of a key removes its timers).
 type Timer struct {
 	Time int64
 	Key  []byte

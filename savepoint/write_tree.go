@@ -36,8 +36,9 @@ type TreeWriter struct {
 	stateBase    string
 	force        bool
 	markerExtra  []MetaEntry
-	mu           sync.Mutex // guards subtasks
+	mu           sync.Mutex // guards subtasks and unfinished
 	subtasks     []int
+	unfinished   map[int]bool // subtasks whose write began and has not succeeded
 	committed    bool
 	matMu        sync.Mutex // guards mats
 	mats         map[int][]FileInfo
@@ -65,7 +66,7 @@ type TreeOptions struct {
 
 // CreateTree starts writing a tree at out. It refuses an existing out unless
 // opts.Force is set (an error for which errors.Is(err, fs.ErrExist) holds),
-// an empty out, a negative generation and a backend other than BackendFile
+// an empty out, a generation below 0 or above MaxGeneration and a backend other than BackendFile
 // and BackendChangelogFile ("" is BackendFile).
 func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 	switch {
@@ -73,6 +74,8 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 		return nil, errors.New("no output path")
 	case opts.Generation < 0:
 		return nil, fmt.Errorf("generation %d: a generation is 0 or more (clink's start at 1)", opts.Generation)
+	case opts.Generation > MaxGeneration:
+		return nil, fmt.Errorf("generation %d: above %d, the largest a COMPLETED marker holds", opts.Generation, MaxGeneration)
 	case opts.Backend != "" && opts.Backend != BackendFile && opts.Backend != BackendChangelogFile:
 		return nil, fmt.Errorf("backend %q: a tree is written for the %q or the %q backend", opts.Backend, BackendFile, BackendChangelogFile)
 	}
@@ -127,13 +130,31 @@ func (t *TreeWriter) subtaskDir(i int) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if slices.Contains(t.subtasks, i) {
+		if t.unfinished[i] {
+			return "", fmt.Errorf("subtask %d written twice (the first write failed, or has not returned)", i)
+		}
 		return "", fmt.Errorf("subtask %d written twice", i)
 	}
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return "", fmt.Errorf("create subtask directory: %w", err)
 	}
 	t.subtasks = append(t.subtasks, i)
+	if t.unfinished == nil {
+		t.unfinished = map[int]bool{}
+	}
+	t.unfinished[i] = true
 	return d, nil
+}
+
+// finished records that subtask i's write returned err: a subtask whose
+// write failed stays unfinished, and Commit refuses the tree.
+func (t *TreeWriter) finished(i int, err error) {
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.unfinished, i)
 }
 
 // PayloadName is the file name of a subtask's payload in this tree.
@@ -160,12 +181,13 @@ func (t *TreeWriter) WriteSubtaskFrom(i int, md Metadata, src RowSource, compres
 // WriteSubtaskWith is WriteSubtaskFrom with the options of the payload
 // (compression, progress, jobs, stop, and AsIs for a file-backend payload
 // of rows in any order); sidecar and checkpoint id are the tree's.
-func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts SnapshotOptions) (FileInfo, error) {
+func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts SnapshotOptions) (_ FileInfo, err error) {
 	compression := opts.Compression
 	d, err := t.subtaskDir(i)
 	if err != nil {
 		return FileInfo{}, err
 	}
+	defer func() { t.finished(i, err) }()
 	if t.backend == BackendChangelogFile {
 		matName := "mat-" + strconv.FormatUint(t.ckpt, 10) + ".bin"
 		if err := os.MkdirAll(filepath.Join(d, "materializations"), 0o755); err != nil {
@@ -220,11 +242,12 @@ func (t *TreeWriter) MaterializationInfo(i int) []FileInfo {
 // file-backend payload with its sidecar (see copiedSidecar), a
 // changelog+file payload with the materialisations it references. The
 // copy is verified against the size and CRC read at open.
-func (t *TreeWriter) CopySubtask(i int, src *File, root string) error {
+func (t *TreeWriter) CopySubtask(i int, src *File, root string) (err error) {
 	d, err := t.subtaskDir(i)
 	if err != nil {
 		return err
 	}
+	defer func() { t.finished(i, err) }()
 	dst := filepath.Join(d, t.PayloadName())
 	if t.backend == BackendFile {
 		err = CopySnapshotFile(src.Path, dst, FileInfo{Size: src.Size, CRC32C: src.CRC32C}, t.copiedSidecar(src), PublishOptions{})
@@ -383,17 +406,40 @@ func copyRange(in, out *os.File, lo, hi int64) (uint32, error) {
 
 // Commit writes the COMPLETED marker listing every subtask written, with
 // the lines of TreeOptions.MarkerExtra after them (and
-// copies of the given extra control files), then renames the staging
-// directory into place. job "" writes no marker.
+// copies of the given extra control files, keyed by their paths within the
+// tree), then renames the staging directory into place. job "" writes no
+// marker; a job id that is no directory name (see Completed.Validate), an
+// extra path leading outside the tree, or a subtask whose write failed (a
+// subtask is written once) is refused before anything is written.
+// The marker lists the subtasks written: a tree lacking one below its
+// highest, which clink refuses to restore, is the caller's to refuse.
 func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	if t.stage == "" {
 		// (The zero TreeWriter would write its marker into the working
 		// directory.)
 		return errors.New("a TreeWriter is made by CreateTree")
 	}
+	t.mu.Lock()
+	var unfinished []int
+	for i := range t.unfinished {
+		unfinished = append(unfinished, i)
+	}
+	t.mu.Unlock()
+	if len(unfinished) > 0 {
+		slices.Sort(unfinished)
+		return fmt.Errorf("subtask %s not written (a write of it failed, or has not returned): the tree is not committed", FormatGroups(runsOf(unfinished)))
+	}
 	slices.Sort(t.subtasks)
+	for rel := range extra {
+		if !filepath.IsLocal(rel) {
+			return fmt.Errorf("control file %q: not a path within the tree", rel)
+		}
+	}
 	if job != "" {
 		c := Completed{Job: job, Checkpoint: t.ckpt, Generation: t.gen, Subtasks: t.subtasks, HasSubtasks: true, Extra: t.markerExtra}
+		if err := c.Validate(); err != nil {
+			return err
+		}
 		dir := filepath.Join(t.stage, "_jobs", job)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)

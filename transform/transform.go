@@ -161,8 +161,11 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	case set == nil:
 		return nil, errors.New("transform: no rule set (a nil *rules.Set)")
 	}
-	if opts.Generation < 0 {
+	switch {
+	case opts.Generation < 0:
 		return nil, fmt.Errorf("generation %d: clink's generations start at 1", opts.Generation)
+	case opts.Generation > savepoint.MaxGeneration:
+		return nil, fmt.Errorf("generation %d: above %d, the largest a COMPLETED marker holds", opts.Generation, savepoint.MaxGeneration)
 	}
 	if err := CheckStateBase(opts.StateBase); err != nil {
 		return nil, err

@@ -1133,6 +1133,67 @@ func TestConfirmedMarkerCarried(t *testing.T) {
 	}
 }
 
+// A marker whose job= line is not its directory's name: the CONFIRMED marker
+// beside it is carried over, both are written under the job id, and the
+// input's open says so. A job id naming a path is refused at open, and
+// nothing is written outside the output.
+func TestMarkerJobLine(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTree(t, filepath.Join(dir, "in"), 5, "j", threeSubtasks(), baseVersions(t), "")
+	marker := filepath.Join(in, "_jobs", "j", "COMPLETED-5")
+	body, err := os.ReadFile(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, "_jobs", "j", "CONFIRMED-5"), []byte("job=k\ncheckpoint=5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(marker, []byte(strings.Replace(string(body), "job=j", "job=k", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := open(t, in)
+	if !slices.ContainsFunc(sp.Notes, func(n string) bool { return strings.Contains(n, "says job=k, not its directory's name j") }) {
+		t.Errorf("notes %q: want one on the job= line", sp.Notes)
+	}
+	set := parseRules(t, "version: 1\nrules: []\n", nil)
+	out := filepath.Join(dir, "out")
+	if _, err := run(t, in, set, transform.Options{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"COMPLETED-5", "CONFIRMED-5"} {
+		if _, err := os.Stat(filepath.Join(out, "_jobs", "k", name)); err != nil {
+			t.Errorf("output %s: %v", name, err)
+		}
+	}
+
+	if err := os.WriteFile(marker, []byte(strings.Replace(string(body), "job=j", "job=../../../escaped", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = savepoint.Open(in, savepoint.OpenOptions{})
+	if err == nil || !strings.Contains(err.Error(), "COMPLETED-5") || !strings.Contains(err.Error(), "is not a directory name") {
+		t.Errorf("open with job=../../../escaped: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "escaped")); err == nil {
+		t.Error("written outside the output")
+	}
+}
+
+// A generation no COMPLETED marker holds is refused before anything is
+// written.
+func TestGenerationAboveMarkers(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTree(t, filepath.Join(dir, "in"), 5, "j", threeSubtasks(), baseVersions(t), "")
+	set := parseRules(t, "version: 1\nrules: []\n", nil)
+	out := filepath.Join(dir, "out")
+	_, err := run(t, in, set, transform.Options{Out: out, Generation: savepoint.MaxGeneration + 1})
+	if err == nil || !strings.Contains(err.Error(), "the largest a COMPLETED marker holds") {
+		t.Errorf("generation 2^31: %v", err)
+	}
+	if exists(out) {
+		t.Error("output written")
+	}
+}
+
 // TestPlanEqualsApply: a dry run reports exactly what apply does and
 // writes nothing.
 func TestPlanEqualsApply(t *testing.T) {

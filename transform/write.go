@@ -238,10 +238,13 @@ func controlFiles(sp *savepoint.Savepoint) (map[string][]byte, error) {
 	if sp.Job == "" {
 		return extra, nil
 	}
-	rel := filepath.Join("_jobs", sp.Job, "CONFIRMED-"+strconv.FormatUint(sp.Checkpoint, 10))
+	// Read beside the marker, written beside the output's (under the job
+	// id its job= line gives, which may differ from its directory's name).
+	name := "CONFIRMED-" + strconv.FormatUint(sp.Checkpoint, 10)
+	rel := filepath.Join(filepath.Dir(sp.CompletedRel), name)
 	b, err := savepoint.ReadControlFile(filepath.Join(sp.Root, rel))
 	if err == nil {
-		extra[rel] = b
+		extra[filepath.Join("_jobs", sp.Job, name)] = b
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
