@@ -53,6 +53,11 @@ type Options struct {
 	// (total -1: not known in advance). It may be called from several
 	// goroutines at once.
 	Progress func(stage string, done, total int64)
+	// AllowMissingState accepts a tree holding a 0-byte payload, written as
+	// a zero-row stream (empty state), as clink's restore accepts one with
+	// CLINK_ALLOW_MISSING_RESTORE_STATE set. Without it such a tree is
+	// refused with a *MissingStateError (see there).
+	AllowMissingState bool
 	// Generation, when not zero (it must be at least 1), and Checkpoint,
 	// when not zero or when CheckpointSet is true (checkpoint 0 is the id
 	// of clink's offline writer), replace the input tree's generation and
@@ -111,6 +116,59 @@ func CheckOutput(in string, file bool, out string, force bool) error {
 		}
 	}
 	return nil
+}
+
+// MissingStateError refuses a tree holding 0-byte payloads: clink's restore
+// takes such a file for an absent one and refuses to start its subtask
+// with empty state (format 5.3) unless CLINK_ALLOW_MISSING_RESTORE_STATE
+// is set, where sptool's output, a zero-row stream in its place, would
+// restore as empty state with no complaint. A file cut short by a full disk
+// or a crash loses its state that way; Options.AllowMissingState accepts
+// the tree when empty state is meant.
+type MissingStateError struct {
+	// Files are the 0-byte payloads, relative to the tree's root, and
+	// Subtasks their subtasks.
+	Files    []string
+	Subtasks []int
+	// Hint, when not empty, follows the message in parentheses: how the
+	// caller's user accepts the tree (sptool's --allow-missing-state).
+	Hint string
+}
+
+func (e *MissingStateError) Error() string {
+	head := "0-byte payload"
+	if len(e.Files) > 1 {
+		head += "s"
+	}
+	parts := make([]string, len(e.Files))
+	for i, f := range e.Files {
+		parts[i] = fmt.Sprintf("%s (subtask %d)", savepoint.ShowName(f), e.Subtasks[i])
+	}
+	msg := head + " " + strings.Join(parts, ", ") + ": clink's restore takes a 0-byte payload for an absent one and refuses to start its subtask with empty state (format 5.3), where the zero-row stream sptool would write in its place restores empty; a payload cut short lost its state, and an older checkpoint may hold it"
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
+}
+
+// checkMissingState refuses a tree holding 0-byte payloads unless allow
+// (see MissingStateError). A single file of 0 bytes is empty state to
+// every reader of clink's.
+func checkMissingState(sp *savepoint.Savepoint, allow bool) error {
+	if allow || sp.Kind == savepoint.InputFile {
+		return nil
+	}
+	var e MissingStateError
+	for _, f := range sp.Files {
+		if f.Size == 0 {
+			e.Files = append(e.Files, f.Rel)
+			e.Subtasks = append(e.Subtasks, f.Subtask)
+		}
+	}
+	if len(e.Files) == 0 {
+		return nil
+	}
+	return &e
 }
 
 // checkIntegrity refuses a file-backend payload whose integrity verdict
@@ -203,6 +261,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := checkIntegrity(sp); err != nil {
 		return nil, err
 	}
+	if err := checkMissingState(sp, opts.AllowMissingState); err != nil {
+		return nil, err
+	}
 	if err := checkRemaps(sp, set); err != nil {
 		return nil, err
 	}
@@ -215,6 +276,13 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	}
 	rep := newReport(sp, set, opts.DryRun)
 	rep.Warnings = append(rep.Warnings, sp.UnlistedWarnings()...)
+	if sp.Kind != savepoint.InputFile {
+		for _, f := range sp.Files {
+			if f.Size == 0 {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s is 0 bytes, accepted as empty state: subtask %d's output restores empty, where clink would refuse to restore the input's", savepoint.ShowName(f.Rel), f.Subtask))
+			}
+		}
+	}
 	if !opts.DryRun {
 		rep.Warnings = append(rep.Warnings, savepoint.Leftovers(opts.Out)...)
 	}

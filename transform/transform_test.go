@@ -1104,6 +1104,50 @@ func TestZeroBytePayloadRewritten(t *testing.T) {
 	}
 }
 
+// A tree holding a 0-byte payload, which clink's restore takes for an
+// absent file and refuses, is refused by apply, plan and rescale alike
+// (a *MissingStateError naming the file and its subtask), unless
+// AllowMissingState accepts it as empty state, with a warning.
+func TestZeroBytePayloadInTree(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTree(t, filepath.Join(dir, "in"), 5, "j", threeSubtasks(), baseVersions(t), "")
+	payload := filepath.Join(in, "v1", "1", "checkpoint-5.snap")
+	if err := os.WriteFile(payload, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(payload+savepoint.SidecarSuffix, []byte("clink_checkpoint_meta=1\ncheckpoint_id=5\npayload_bytes=0\npayload_crc32c=0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keep := parseRules(t, "version: 1\nrules: []\n", nil)
+	rescale := parseRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n", nil)
+	out := filepath.Join(dir, "out")
+	for _, tc := range []struct {
+		name string
+		set  *rules.Set
+		dry  bool
+	}{{"apply", keep, false}, {"plan", keep, true}, {"rescale", rescale, false}} {
+		_, err := run(t, in, tc.set, transform.Options{Out: out, DryRun: tc.dry})
+		var me *transform.MissingStateError
+		if !errors.As(err, &me) || !slices.Equal(me.Subtasks, []int{1}) || !strings.Contains(err.Error(), filepath.Join("v1", "1", "checkpoint-5.snap")+" (subtask 1)") {
+			t.Errorf("%s: %v; want a MissingStateError naming v1/1", tc.name, err)
+		}
+		if exists(out) {
+			t.Fatalf("%s: output written", tc.name)
+		}
+	}
+	rep, err := run(t, in, keep, transform.Options{Out: out, AllowMissingState: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "is 0 bytes, accepted as empty state") }) {
+		t.Errorf("warnings %q: want one on the 0-byte payload", rep.Warnings)
+	}
+	sp := open(t, out)
+	if f := sp.Files[1]; f.Size == 0 || f.Snapshot.NumRows() != 0 {
+		t.Errorf("output subtask 1: %d bytes, %d rows; want a zero-row stream", f.Size, f.Snapshot.NumRows())
+	}
+}
+
 // TestConfirmedMarkerCarried: a CONFIRMED marker is carried over, byte for
 // byte at the same checkpoint id, and renamed with its checkpoint= line
 // rewritten at another (--checkpoint-id).

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/transform"
 )
 
 // Exit codes shared by every command (see `sptool help`).
@@ -237,6 +238,11 @@ func fail(s *Streams, name string, err error) int {
 	var verdict *savepoint.VerdictError
 	if errors.As(err, &verdict) && verdict.NoSidecar && verdict.Hint == "" {
 		verdict.Hint = "--allow-unverified accepts payloads without a sidecar"
+	}
+	// And a tree holding 0-byte payloads, by those that write one.
+	var missing *transform.MissingStateError
+	if errors.As(err, &missing) && missing.Hint == "" {
+		missing.Hint = "--allow-missing-state writes such payloads as empty state"
 	}
 	// The message may quote what a savepoint, a rule file or an argument
 	// holds: its control characters are shown as escapes (see textWriter).
