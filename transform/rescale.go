@@ -151,6 +151,24 @@ func sameLayoutFile(f *savepoint.File, res *fileResult, subtask int) *newFile {
 	return nf
 }
 
+// groupsHint returns how a rescale of a tree of these groups gives each its
+// parallelism, in a rule's groups and in --group-parallelism, with the
+// parallelisms to choose named M, N, O, ...
+func groupsHint(gs []savepoint.Group) (rule, flag string) {
+	const names = "MNOPQRSTUVWXYZ"
+	var rs, fs []string
+	for i, g := range gs {
+		name := fmt.Sprintf("P%d", i+1)
+		if i < len(names) {
+			name = names[i : i+1]
+		}
+		sub := savepoint.FormatGroups([]savepoint.Group{g})
+		rs = append(rs, fmt.Sprintf("{subtasks: \"%s\", parallelism: %s}", sub, name))
+		fs = append(fs, sub+"="+name)
+	}
+	return strings.Join(rs, ", "), strings.Join(fs, ",")
+}
+
 // rescaleGroups resolves the rescale spec against the tree's groups.
 func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoint.Group, []int, []string, error) {
 	if sp.Kind == savepoint.InputFile {
@@ -162,7 +180,8 @@ func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoin
 	var warnings []string
 	if spec.Groups == nil {
 		if len(sp.Groups) != 1 {
-			return nil, nil, nil, fmt.Errorf("the tree has %d chain groups (subtasks %s); give each its parallelism (rule: 'rescale: {groups: [{subtasks: \"a-b\", parallelism: M}, ...]}'; command: --group-parallelism 0-2=M,3-4=N)", len(sp.Groups), savepoint.FormatGroups(sp.Groups))
+			rule, flag := groupsHint(sp.Groups)
+			return nil, nil, nil, fmt.Errorf("the tree has %d chain groups (subtasks %s); give each its parallelism (rule: 'rescale: {groups: [%s]}'; command: --group-parallelism %s)", len(sp.Groups), savepoint.FormatGroups(sp.Groups), rule, flag)
 		}
 		return sp.Groups, []int{spec.Parallelism}, nil, nil
 	}
