@@ -321,7 +321,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		ew.printf("  operator rows: %d copies in, %d distinct after merging, %d written (each into every new file of its group)\n", rr.OperatorIn, rr.OperatorDistinct, rr.OperatorOut)
 		if rr.TimersIn > 0 {
-			ew.printf("  timers: %d in, %d written, %d stale or duplicate copies dropped\n", rr.TimersIn, rr.TimersOut, rr.TimersStale)
+			ew.printf("  timers: %d in, %d written, %d stale or duplicate copies dropped", rr.TimersIn, rr.TimersOut, rr.TimersStale)
+			if rr.TimersUnchosen > 0 {
+				ew.printf(", %d dropped from blobs a restore may not read", rr.TimersUnchosen)
+			}
+			ew.printf("\n")
 		}
 		for _, m := range rr.Merges {
 			ew.printf("  merged op %d key %s: %d values, %s, from old subtask %d\n", m.Op, m.Key, m.Values, m.Rule, m.FromOld)

@@ -46,10 +46,17 @@ type RescaleReport struct {
 	OperatorOut      int64 `json:"operator_out"`
 	// TimersIn and TimersOut count the timers of the timer blobs of each
 	// group's own operators; TimersStale those dropped because they sat in
-	// the blob of a subtask that did not own their key's group.
-	TimersIn    int64 `json:"timers_in"`
-	TimersOut   int64 `json:"timers_out"`
-	TimersStale int64 `json:"timers_stale_dropped"`
+	// the blob of a subtask that did not own their key's group, or repeated
+	// a timer kept. TimersUnchosen are those dropped because they sat in
+	// the blob of a subtask other than the last, for an owner without a
+	// blob of its own: its restore takes one of the others' blobs, which
+	// clink picks in directory order and sptool as the last (see
+	// savepoint.TimerFires); a restore of the input may have fired them.
+	// TimersIn = TimersOut + TimersStale + TimersUnchosen.
+	TimersIn       int64 `json:"timers_in"`
+	TimersOut      int64 `json:"timers_out"`
+	TimersStale    int64 `json:"timers_stale_dropped"`
+	TimersUnchosen int64 `json:"timers_unchosen_dropped"`
 	// Merges lists every operator-state key whose copies differed, and the
 	// value chosen.
 	Merges []MergeChoice `json:"merges"`
@@ -284,6 +291,9 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 	}
 	if rr.Lost > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("lost keyed rows dropped: %d, held only outside the file of the subtask owning their key group, so no restore at the old layout holds them (the report lists the first; sptool validate reports them all)", rr.Lost))
+	}
+	if rr.TimersUnchosen > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("timers dropped: %d, of subtasks without a timer blob of their own, held in a peer's blob other than the last: such a subtask restores one of its peers' blobs, which clink picks in directory order and sptool as the last, so a restore of the input may have fired them and the output's will not (sptool validate names the blobs)", rr.TimersUnchosen))
 	}
 	for _, mc := range rr.Merges {
 		if mc.Warning != "" {
@@ -1216,6 +1226,9 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, uni
 		key   string
 	}
 	seen := map[dk]bool{}
+	// Timers of an owner without a blob, in a blob other than the last:
+	// unchosen unless the last, or another blob firing them, holds them.
+	unchosen := map[dk]bool{}
 	proc := make([][]savepoint.Timer, len(blobs))
 	event := make([][]savepoint.Timer, len(blobs))
 	// A subtask without a blob of its own restores the others', merged
@@ -1235,11 +1248,15 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, uni
 			for _, t := range list {
 				rr.TimersIn++
 				kg := savepoint.KeyGroupOf(t.Key)
+				k := dk{domain == 1, t.Time, string(t.Key)}
 				if !savepoint.TimerFires(g, c.old, t.Key, func(o int) bool { return hasBlob[o] }, unions && c.old == last) {
-					rr.TimersStale++
+					if unions && !hasBlob[g.Owner(kg)] && !unchosen[k] {
+						unchosen[k] = true
+					} else {
+						rr.TimersStale++
+					}
 					continue
 				}
-				k := dk{domain == 1, t.Time, string(t.Key)}
 				if seen[k] {
 					rr.TimersStale++
 					continue
@@ -1253,6 +1270,13 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, uni
 				}
 				rr.TimersOut++
 			}
+		}
+	}
+	for k := range unchosen {
+		if seen[k] {
+			rr.TimersStale++ // kept from the blob the owner restores
+		} else {
+			rr.TimersUnchosen++
 		}
 	}
 	for i := range blobs {

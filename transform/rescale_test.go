@@ -3010,3 +3010,57 @@ func TestRescaleChangelogFileStaleTimer(t *testing.T) {
 		}
 	}
 }
+
+// TestRescaleTimersUnchosen: a subtask without a timer blob of its own
+// restores one of its peers' blobs (clink: in directory order; sptool: the
+// last). Its timers in the blob of a peer other than the last are dropped
+// and counted apart from the stale copies, with a warning; those in the
+// last peer's blob are kept, also when another peer holds them too.
+func TestRescaleTimersUnchosen(t *testing.T) {
+	dir := rsTempDir(t)
+	in := filepath.Join(dir, "in")
+	g := savepoint.Group{First: 0, Count: 3}
+	files := map[int][]savepoint.Row{0: nil, 1: nil, 2: nil}
+	per := map[int][]rsTimer{}
+	var unchosen, kept int
+	for i := 0; i < 60; i++ {
+		uk := []byte("user-" + strconv.Itoa(i))
+		key := savepoint.EncodeKeyedKey([]byte("s"), uk)
+		o := g.Owner(savepoint.KeyGroupOf(uk))
+		files[o] = append(files[o], savepoint.Row{Op: 1, Key: key, Value: rsI64(int64(i))})
+		tm := rsTimer{Event: true, TS: 1000 + int64(i), Key: string(uk)}
+		switch {
+		case o != 0:
+			per[o] = append(per[o], tm)
+			kept++
+		case i%3 == 0: // only in subtask 1's blob: unchosen
+			per[1] = append(per[1], tm)
+			unchosen++
+		case i%3 == 1: // in the last peer's blob: kept
+			per[2] = append(per[2], tm)
+			kept++
+		default: // in both: kept from the last, the other copy stale
+			per[1] = append(per[1], tm)
+			per[2] = append(per[2], tm)
+			kept++
+		}
+	}
+	if unchosen == 0 || kept == 0 {
+		t.Fatal("the test needs timers of subtask 0 in each peer's blob")
+	}
+	for i := 1; i < 3; i++ {
+		files[i] = append(files[i], savepoint.Row{Op: 1, Key: []byte(rsTimerBlobKey), Value: rsEncodeTimers(per[i])})
+	}
+	rsWriteTree(t, in, files, savepoint.VersionMap{})
+	sp := rsOpen(t, in, nil)
+	rep := rsRun(t, sp, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n", filepath.Join(dir, "out"))
+	rr := rep.Rescale
+	if rr.TimersUnchosen != int64(unchosen) || rr.TimersOut != int64(kept) || rr.TimersIn != rr.TimersOut+rr.TimersStale+rr.TimersUnchosen {
+		t.Errorf("report timers: %d in, %d out, %d stale, %d unchosen; want %d out, %d unchosen", rr.TimersIn, rr.TimersOut, rr.TimersStale, rr.TimersUnchosen, kept, unchosen)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool {
+		return strings.HasPrefix(w, fmt.Sprintf("timers dropped: %d, of subtasks without a timer blob", unchosen))
+	}) {
+		t.Errorf("warnings %q: want one on the unchosen timers", rep.Warnings)
+	}
+}

@@ -489,8 +489,8 @@ func (rep *Report) checkAccounting() error {
 		if r.KeyedIn != r.KeyedOut+r.StaleCopies+r.Lost {
 			return fmt.Errorf("%w: rescale: %d keyed rows in, %d out + %d stale copies + %d lost", ErrAccounting, r.KeyedIn, r.KeyedOut, r.StaleCopies, r.Lost)
 		}
-		if r.TimersIn != r.TimersOut+r.TimersStale {
-			return fmt.Errorf("%w: rescale: %d timers in, %d out + %d stale", ErrAccounting, r.TimersIn, r.TimersOut, r.TimersStale)
+		if r.TimersIn != r.TimersOut+r.TimersStale+r.TimersUnchosen {
+			return fmt.Errorf("%w: rescale: %d timers in, %d out + %d stale + %d unchosen", ErrAccounting, r.TimersIn, r.TimersOut, r.TimersStale, r.TimersUnchosen)
 		}
 		extra = fmt.Sprintf(" + %d stale copies + %d lost + %d operator rows in - %d operator rows written", r.StaleCopies, r.Lost, r.OperatorIn, r.OperatorOut)
 	}
