@@ -450,7 +450,11 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	if hasListing {
 		for _, i := range listing {
 			if _, ok := seen[i]; !ok {
-				return fmt.Errorf("open savepoint: %s lists subtask %d but %s has no directory %d", ShowName(sp.CompletedRel), i, genDir, i)
+				msg := fmt.Sprintf("open savepoint: %s lists subtask %d but %s has no directory %d", ShowName(sp.CompletedRel), i, genDir, i)
+				if g := sp.Completed.Generation; g != 0 && g != sp.Generation {
+					msg += fmt.Sprintf(" (the marker says generation=%d; a tree is read, as clink restores it, from its highest generation, v%d)", g, sp.Generation)
+				}
+				return errors.New(msg)
 			}
 		}
 	}

@@ -407,8 +407,15 @@ func TestMissingSubtaskUnlisted(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Subtask 1 is listed and has no directory: the open fails.
-	if _, err := Open(tree, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "lists subtask 1") {
+	if _, err := Open(tree, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "lists subtask 1") || strings.Contains(err.Error(), "the marker says generation") {
 		t.Fatalf("open: %v", err)
+	}
+	// A marker of another generation than the one read is said to be.
+	if err := os.WriteFile(marker, []byte("job=job1\ncheckpoint=7\ngeneration=2\nsubtasks=0,1,3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(tree, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "(the marker says generation=2; a tree is read, as clink restores it, from its highest generation, v1)") {
+		t.Fatalf("open with a marker of generation 2: %v", err)
 	}
 	if err := os.WriteFile(marker, []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0,3\n"), 0o644); err != nil {
 		t.Fatal(err)
