@@ -85,6 +85,8 @@ func FuzzApply(f *testing.F) {
 		"  - remap_operator: {from: 12, to: 13, merge: true}\n",
 		"  - drop_operator: {op: 9}\n  - drop_slot: {op: 7, slot: tmp}\n",
 		"  - purge_keys: {keys_file: keys.txt, codec: int64, op: 7}\n  - purge_expired: {as_of: now}\n",
+		"  - set_value: {op: 7, slot: agg, expr: 'max(value, 1) + min([value, 2])'}\n",
+		"  - drop: 'sortBy([op, 1], -#)[0] == 1 || max(op, key_group) > 100 && sort([op, 3])[0] == 3'\n",
 	} {
 		f.Add(slotDecls+rule, blob)
 	}
