@@ -2,11 +2,15 @@ package rules
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
+	"sort"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/vm/runtime"
 )
 
 // expr's min, max, sort and sortBy order numbers as its comparisons do
@@ -17,10 +21,12 @@ import (
 // (exactLess) and anything else as expr does.
 
 // exactOrder is an expr patch: min(…) and max(…) become __min(…) and
-// __max(…), sort(list[, order]) becomes __sort(list[, order]), and
-// sortBy(list, key[, order]) becomes __sort_by(list, map(list, key)[, order])
-// (the keys computed by expr's own map, whose predicate sees # as
-// sortBy's does), when their arguments may hold a wide unsigned integer.
+// __max(…), sort(list[, order]) becomes __sort(list[, order]), when their
+// arguments may hold a wide unsigned integer, and sortBy(list, key[, order])
+// becomes __sort_by(map(list, [#, key])[, order]) (the keys computed by
+// expr's own map, whose predicate sees # as sortBy's does, the list
+// evaluated once). Each function does what expr's built-in does, by calling
+// it, unless a value it orders is such an integer.
 type exactOrder struct{}
 
 func (exactOrder) Visit(node *ast.Node) {
@@ -46,11 +52,17 @@ func (exactOrder) Visit(node *ast.Node) {
 		if len(n.Arguments) < 2 || len(n.Arguments) > 3 {
 			return
 		}
-		if _, isPred := n.Arguments[1].(*ast.PredicateNode); !isPred {
+		pred, isPred := n.Arguments[1].(*ast.PredicateNode)
+		if !isPred {
 			return
 		}
-		keys := &ast.BuiltinNode{Name: "map", Arguments: []ast.Node{n.Arguments[0], n.Arguments[1]}}
-		call("__sort_by", append([]ast.Node{n.Arguments[0], keys}, n.Arguments[2:]...)...)
+		pair := &ast.ArrayNode{Nodes: []ast.Node{&ast.PointerNode{}, pred.Node}}
+		pairPred := &ast.PredicateNode{Node: pair}
+		pairs := &ast.BuiltinNode{Name: "map", Arguments: []ast.Node{n.Arguments[0], pairPred}}
+		for _, m := range []ast.Node{pair, pair.Nodes[0], pairPred, pairs} {
+			m.SetLocation(n.Location()) // errors point at the sortBy
+		}
+		call("__sort_by", append([]ast.Node{pairs}, n.Arguments[2:]...)...)
 	}
 }
 
@@ -67,58 +79,105 @@ func mayHoldWide(t reflect.Type) bool {
 	return false
 }
 
+// holdsWide reports whether v is, or is a list holding at any depth, an
+// unsigned integer of 2^63 or more.
+func holdsWide(v any) bool {
+	switch x := v.(type) {
+	case uint64:
+		return x > math.MaxInt64
+	case uint:
+		return uint64(x) > math.MaxInt64
+	case []any:
+		return slices.ContainsFunc(x, holdsWide)
+	case []int, []int64, []float64, []string, []byte, nil:
+		return false
+	}
+	rv := reflect.ValueOf(v)
+	if k := rv.Kind(); k != reflect.Slice && k != reflect.Array {
+		return false
+	}
+	for i := range rv.Len() {
+		if holdsWide(rv.Index(i).Interface()) {
+			return true
+		}
+	}
+	return false
+}
+
+// exprBuiltin returns expr's built-in function of that name.
+func exprBuiltin(name string) *builtin.Function {
+	return builtin.Builtins[builtin.Index[name]]
+}
+
 // orderOptions are the options that make min, max, sort and sortBy order
 // integers by their values.
 var orderOptions = []expr.Option{
 	expr.Patch(exactOrder{}),
-	expr.Function("__min", func(p ...any) (any, error) { return exactMinMax("min", p, exactMore) }),
-	expr.Function("__max", func(p ...any) (any, error) { return exactMinMax("max", p, exactLess) }),
+	expr.Function("__min", func(p ...any) (any, error) {
+		if !slices.ContainsFunc(p, holdsWide) {
+			return exprBuiltin("min").Func(p...)
+		}
+		return exactMinMax("min", p, exactMore)
+	}),
+	expr.Function("__max", func(p ...any) (any, error) {
+		if !slices.ContainsFunc(p, holdsWide) {
+			return exprBuiltin("max").Func(p...)
+		}
+		return exactMinMax("max", p, exactLess)
+	}),
 	expr.Function("__sort", func(p ...any) (any, error) {
+		if len(p) == 0 || !holdsWide(p[0]) {
+			v, _, err := exprBuiltin("sort").Safe(p...)
+			return v, err
+		}
 		list, desc, err := sortArgs("sort", p, 1)
 		if err != nil {
 			return nil, err
 		}
-		slices.SortStableFunc(list, func(a, b any) int { return orderOf(a, b, desc) })
-		return list, nil
+		sorted := &runtime.SortBy{Desc: desc, Array: list, Values: slices.Clone(list)}
+		sort.Sort(exactSortBy{sorted})
+		return sorted.Array, nil
 	}),
 	expr.Function("__sort_by", func(p ...any) (any, error) {
-		list, desc, err := sortArgs("sortBy", p, 2)
+		if len(p) == 0 {
+			return nil, fmt.Errorf("sortBy: no list")
+		}
+		list, desc, err := sortArgs("sortBy", p, 1)
 		if err != nil {
 			return nil, err
 		}
-		keys, ok := p[1].([]any)
-		if !ok || len(keys) != len(list) {
-			return nil, fmt.Errorf("sortBy: %d keys for %d elements", len(keys), len(list))
+		sorted := &runtime.SortBy{Desc: desc, Array: make([]any, len(list)), Values: make([]any, len(list))}
+		wide := false
+		for i, pair := range list {
+			kv, ok := pair.([]any)
+			if !ok || len(kv) != 2 {
+				return nil, fmt.Errorf("sortBy: element %d is no (element, key) pair", i)
+			}
+			sorted.Array[i], sorted.Values[i] = kv[0], kv[1]
+			wide = wide || holdsWide(kv[1])
 		}
-		idx := make([]int, len(list))
-		for i := range idx {
-			idx[i] = i
+		if wide {
+			sort.Sort(exactSortBy{sorted})
+		} else {
+			sort.Sort(sorted) // as expr's sortBy
 		}
-		slices.SortStableFunc(idx, func(i, j int) int { return orderOf(keys[i], keys[j], desc) })
-		out := make([]any, len(list))
-		for i, j := range idx {
-			out[i] = list[j]
-		}
-		return out, nil
+		return sorted.Array, nil
 	}),
 }
 
-// orderOf is the order of a and b by exactLess, reversed when desc.
-func orderOf(a, b any, desc bool) int {
-	if desc {
-		a, b = b, a
+// exactSortBy is expr's runtime.SortBy with its keys compared by exactLess.
+type exactSortBy struct{ *runtime.SortBy }
+
+func (s exactSortBy) Less(i, j int) bool {
+	a, b := s.Values[i], s.Values[j]
+	if s.Desc {
+		return exactLess(b, a)
 	}
-	switch {
-	case exactLess(a, b):
-		return -1
-	case exactLess(b, a):
-		return 1
-	}
-	return 0
+	return exactLess(a, b)
 }
 
-// sortArgs returns a copy of sort's or sortBy's list (p[0]) as []any, and
-// whether its order argument (p[order], if given) is "desc".
+// sortArgs returns sort's or sortBy's list (p[0]) as []any, and whether
+// its order argument (p[order], if given) is "desc".
 func sortArgs(name string, p []any, order int) ([]any, bool, error) {
 	if len(p) < order || len(p) > order+1 {
 		return nil, false, fmt.Errorf("%s: invalid number of arguments (expected %d or %d, got %d)", name, order, order+1, len(p))
@@ -156,18 +215,15 @@ func anyList(name string, v any) ([]any, error) {
 	return out, nil
 }
 
-// maxOrderDepth bounds the nesting of lists min and max look into, as
-// expr's own do.
-const maxOrderDepth = 10000
-
-// exactMinMax is expr's min or max (replace(best, v) reports whether v
-// replaces the best so far): the numbers among args and, at any depth, in
-// the lists among them; nil when there is none; an error for anything else.
+// exactMinMax is expr's min or max for arguments holding a wide unsigned
+// integer (replace(best, v) reports whether v replaces the best so far):
+// the numbers among args and, at any depth, in the lists among them; an
+// error for anything else.
 func exactMinMax(name string, args []any, replace func(best, v any) bool) (any, error) {
 	var best any
 	var walk func(v any, depth int) error
 	walk = func(v any, depth int) error {
-		if depth > maxOrderDepth {
+		if depth > builtin.MaxDepth { // as expr's own
 			return fmt.Errorf("%s: lists nested too deep", name)
 		}
 		if _, _, isInt := intParts(v); isInt {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/sptool/sptool/savepoint"
@@ -129,3 +130,75 @@ rules:
 		t.Errorf("max(value, 1) of 2^63+5 wrote %x (%v, %v)", got, dv, err)
 	}
 }
+
+// What expr's built-ins give for values no wide integer is among, the
+// routed ones give too: max of one value that is no number is that value
+// (max(value) ?? 0 of a null optional is 0), ties keep expr's order.
+func TestExactOrderAsExpr(t *testing.T) {
+	set, err := Parse("r.yaml", []byte(`version: 1
+slots:
+  - {op: 7, slot: o, key: string, value: "optional<list<int64>>"}
+  - {op: 7, slot: s, key: string, value: string}
+rules: []
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(slot string, value any) savepoint.Row {
+		d := set.SlotDecl(7, slot)
+		k, _ := d.KeyCodec.Encode("k")
+		v, err := d.ValueCodec.Encode(value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte(slot), k), Value: v}
+	}
+	var m vm.VM
+	for _, c := range []struct {
+		src  string
+		row  savepoint.Row
+		want bool
+	}{
+		{"(max(value) ?? 0) == 0", row("o", nil), true},
+		{"(min(value) ?? 5) == 5", row("o", nil), true},
+		{"max(value) == 9", row("o", []any{int64(3), int64(9)}), true},
+		{`max(value) == "abc"`, row("s", "abc"), true},
+		{`sortBy([{"a": 1, "b": 1}, {"a": 1, "b": 2}, {"a": 0, "b": 3}], .a)[0].b == 3`, row("s", "x"), true},
+		{`sortBy(split("c b a", " "), #) == ["a", "b", "c"]`, row("s", "x"), true},
+	} {
+		p, err := set.CompileFilter(c.src)
+		if err != nil {
+			t.Fatalf("%s: %v", c.src, err)
+		}
+		var env Env
+		if err := set.FillEnv(&env, c.row, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Eval(&m, &env); err != nil || got != c.want {
+			t.Errorf("%s: %v, %v; want %v", c.src, got, err, c.want)
+		}
+	}
+}
+
+// A sortBy inside a sortBy's list is not written twice: the compiled
+// expression grows with the nesting, not twice a level.
+func TestSortByNestingLinear(t *testing.T) {
+	size := func(depth int) int {
+		src := strings.Repeat("sortBy(", depth) + "[3, 1, 2]" + strings.Repeat(", #)", depth) + " == [1, 2, 3]"
+		p, err := (*Set)(nil).CompileFilter(src)
+		if err != nil {
+			t.Fatalf("depth %d: %v", depth, err)
+		}
+		n := 0
+		ast.Walk(new(p.prog.Node()), countNodes{&n})
+		return n
+	}
+	a, b := size(10), size(20)
+	if b-a > 2*(a-size(5)) {
+		t.Errorf("nodes at depth 5, 10, 20: %d, %d, %d: not linear", size(5), a, b)
+	}
+}
+
+type countNodes struct{ n *int }
+
+func (c countNodes) Visit(*ast.Node) { *c.n++ }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -101,9 +102,6 @@ func ParseCompleted(b []byte) (Completed, error) {
 		}
 		switch key {
 		case "job":
-			if err := checkJobID(value); err != nil {
-				return fail(err)
-			}
 			c.Job = value
 		case "checkpoint":
 			v, err := parseDecimal(value, 64)
@@ -142,12 +140,11 @@ func ParseCompleted(b []byte) (Completed, error) {
 	return c, nil
 }
 
-// checkJobID refuses a job id that is no directory name of _jobs/ (a
+// CheckJobID refuses a job id that is no directory name of _jobs/ (a
 // marker lives in _jobs/<job>/, and an output's is written there): "." and
-// "..", and ids holding a path separator or a NUL. An empty id is the
-// marker's directory's.
-func checkJobID(job string) error {
-	if job == "." || job == ".." || strings.ContainsAny(job, "/\\\x00") {
+// "..", and ids holding a path separator or a NUL.
+func CheckJobID(job string) error {
+	if job == "." || job == ".." || strings.ContainsAny(job, "/\x00"+string(filepath.Separator)) {
 		return fmt.Errorf("job id %q is not a directory name (a marker lives in _jobs/<job>/)", job)
 	}
 	return nil
@@ -162,7 +159,7 @@ func (c Completed) Validate() error {
 	if strings.ContainsRune(c.Job, '\n') {
 		return fmt.Errorf("completed marker: job id %q contains a newline", c.Job)
 	}
-	if err := checkJobID(c.Job); err != nil {
+	if err := CheckJobID(c.Job); err != nil {
 		return fmt.Errorf("completed marker: %w", err)
 	}
 	if c.Generation > MaxGeneration {

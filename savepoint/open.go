@@ -452,7 +452,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			if _, ok := seen[i]; !ok {
 				msg := fmt.Sprintf("open savepoint: %s lists subtask %d but %s has no directory %d", ShowName(sp.CompletedRel), i, genDir, i)
 				if g := sp.Completed.Generation; g != 0 && g != sp.Generation {
-					msg += fmt.Sprintf(" (the marker says generation=%d; a tree is read, as clink restores it, from its highest generation, v%d)", g, sp.Generation)
+					msg += fmt.Sprintf(" (the marker says generation=%d, and v%d is read)", g, sp.Generation)
 				}
 				return errors.New(msg)
 			}
@@ -622,7 +622,13 @@ func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]m
 				}
 			}
 			sp.Completed, sp.CompletedRel, sp.Job = &m.c, m.rel, m.c.Job
-			if dir := filepath.Base(filepath.Dir(m.rel)); m.c.Job != dir {
+			switch dir := filepath.Base(filepath.Dir(m.rel)); {
+			case CheckJobID(m.c.Job) != nil:
+				// clink does not read the line; a path there must not
+				// lead an output's marker out of its tree.
+				sp.Job = dir
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%s says job=%s, which is no directory name; the job is taken to be its directory's name, %s", ShowName(m.rel), ShowName(m.c.Job), ShowName(dir)))
+			case m.c.Job != dir:
 				sp.Notes = append(sp.Notes, fmt.Sprintf("%s says job=%s, not its directory's name %s; an output's marker is written under _jobs/%s", ShowName(m.rel), ShowName(m.c.Job), ShowName(dir), ShowName(m.c.Job)))
 			}
 		}

@@ -414,7 +414,7 @@ func TestMissingSubtaskUnlisted(t *testing.T) {
 	if err := os.WriteFile(marker, []byte("job=job1\ncheckpoint=7\ngeneration=2\nsubtasks=0,1,3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(tree, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "(the marker says generation=2; a tree is read, as clink restores it, from its highest generation, v1)") {
+	if _, err := Open(tree, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "(the marker says generation=2, and v1 is read)") {
 		t.Fatalf("open with a marker of generation 2: %v", err)
 	}
 	if err := os.WriteFile(marker, []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0,3\n"), 0o644); err != nil {

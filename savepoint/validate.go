@@ -582,6 +582,8 @@ func (v *validator) checkFileLevel(f *File) {
 	case s.Variant == Empty && f.Compression != CompressNone:
 		// clink refuses the compressed payload itself (the finding above).
 		v.fileFinding(f, SeverityInfo, CheckFormat, fmt.Sprintf("the %s-compressed payload (%d bytes) decompresses to 0 bytes, which sptool reads as empty state", f.Compression, f.Size))
+	case s.Variant == Empty && v.isTree() && v.sp.ChangelogTree():
+		v.fileFinding(f, SeverityError, CheckFormat, fmt.Sprintf("0-byte changelog: it holds neither the handle of subtask %d's materialised state nor its log (section 1.7): a file cut short?", f.Subtask))
 	case s.Variant == Empty && v.isTree():
 		v.fileFinding(f, SeverityError, CheckFormat, fmt.Sprintf("0-byte payload: clink's restore treats it as absent and refuses to restore subtask %d with empty state (section 5.3) unless CLINK_ALLOW_MISSING_RESTORE_STATE is set; write a zero-row stream instead", f.Subtask))
 	case s.Variant == Empty:

@@ -130,6 +130,9 @@ type MissingStateError struct {
 	// Subtasks their subtasks.
 	Files    []string
 	Subtasks []int
+	// Changelog is set for a changelog+file tree, whose payloads are the
+	// changelogs.
+	Changelog bool
 	// Hint, when not empty, follows the message in parentheses: how the
 	// caller's user accepts the tree (sptool's --allow-missing-state).
 	Hint string
@@ -144,7 +147,11 @@ func (e *MissingStateError) Error() string {
 	for i, f := range e.Files {
 		parts[i] = fmt.Sprintf("%s (subtask %d)", savepoint.ShowName(f), e.Subtasks[i])
 	}
-	msg := head + " " + strings.Join(parts, ", ") + ": clink's restore takes a 0-byte payload for an absent one and refuses to start its subtask with empty state (format 5.3), where the zero-row stream sptool would write in its place restores empty; a payload cut short lost its state, and an older checkpoint may hold it"
+	why := "clink's restore takes a 0-byte payload for an absent one and refuses to start its subtask with empty state (format 5.3)"
+	if e.Changelog {
+		why = "a changelog+file subtask's changelog holds the handle of its materialised state and its log, and a 0-byte one neither (format 1.7)"
+	}
+	msg := head + " " + strings.Join(parts, ", ") + ": " + why + ", where the zero-row stream sptool would write in its place restores empty; a payload cut short lost its state, and an older checkpoint may hold it"
 	if e.Hint != "" {
 		msg += " (" + e.Hint + ")"
 	}
@@ -158,7 +165,7 @@ func checkMissingState(sp *savepoint.Savepoint, allow bool) error {
 	if allow || sp.Kind == savepoint.InputFile {
 		return nil
 	}
-	var e MissingStateError
+	e := MissingStateError{Changelog: sp.ChangelogTree()}
 	for _, f := range sp.Files {
 		if f.Size == 0 {
 			e.Files = append(e.Files, f.Rel)
@@ -224,6 +231,8 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, fmt.Errorf("generation %d: clink's generations start at 1", opts.Generation)
 	case opts.Generation > savepoint.MaxGeneration:
 		return nil, fmt.Errorf("generation %d: above %d, the largest a COMPLETED marker holds", opts.Generation, savepoint.MaxGeneration)
+	case opts.Generation == 0 && sp.Kind != savepoint.InputFile && sp.Generation > savepoint.MaxGeneration:
+		return nil, fmt.Errorf("the input's generation v%d is above %d, the largest a COMPLETED marker holds, so the output cannot keep it: give it another (--generation)", sp.Generation, savepoint.MaxGeneration)
 	}
 	if err := CheckStateBase(opts.StateBase); err != nil {
 		return nil, err

@@ -1146,6 +1146,20 @@ func TestZeroBytePayloadInTree(t *testing.T) {
 	if f := sp.Files[1]; f.Size == 0 || f.Snapshot.NumRows() != 0 {
 		t.Errorf("output subtask 1: %d bytes, %d rows; want a zero-row stream", f.Size, f.Snapshot.NumRows())
 	}
+
+	// A changelog+file tree's 0-byte changelog: refused, and said so.
+	cl := filepath.Join(dir, "changelog")
+	if err := os.CopyFS(cl, os.DirFS("../testdata/independent/changelog-file")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cl, "v1", "2", "changelog-17.snap"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run(t, cl, keep, transform.Options{Out: filepath.Join(dir, "clout")})
+	var me *transform.MissingStateError
+	if !errors.As(err, &me) || !me.Changelog || !strings.Contains(err.Error(), "a changelog+file subtask's changelog holds the handle") {
+		t.Errorf("0-byte changelog: %v", err)
+	}
 }
 
 // TestConfirmedMarkerCarried: a CONFIRMED marker is carried over, byte for
@@ -1210,15 +1224,30 @@ func TestMarkerJobLine(t *testing.T) {
 		}
 	}
 
+	// A job= line naming a path: the job is the marker's directory's.
 	if err := os.WriteFile(marker, []byte(strings.Replace(string(body), "job=j", "job=../../../escaped", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = savepoint.Open(in, savepoint.OpenOptions{})
-	if err == nil || !strings.Contains(err.Error(), "COMPLETED-5") || !strings.Contains(err.Error(), "is not a directory name") {
-		t.Errorf("open with job=../../../escaped: %v", err)
+	sp = open(t, in)
+	if sp.Job != "j" || !slices.ContainsFunc(sp.Notes, func(n string) bool {
+		return strings.Contains(n, "which is no directory name; the job is taken to be its directory's name, j")
+	}) {
+		t.Errorf("job %q, notes %q: want j and a note on the job= line", sp.Job, sp.Notes)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "escaped")); err == nil {
-		t.Error("written outside the output")
+	out = filepath.Join(dir, "out2")
+	if _, err := run(t, in, set, transform.Options{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"COMPLETED-5", "CONFIRMED-5"} {
+		if _, err := os.Stat(filepath.Join(out, "_jobs", "j", name)); err != nil {
+			t.Errorf("output %s: %v", name, err)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 3 {
+		t.Errorf("%s holds %d entries, want in, out and out2: written outside the output?", dir, len(left))
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "escaped")); err == nil {
+		t.Error("the marker was written where its job= line leads")
 	}
 }
 
@@ -1235,6 +1264,20 @@ func TestGenerationAboveMarkers(t *testing.T) {
 	}
 	if exists(out) {
 		t.Error("output written")
+	}
+	// An input of such a generation is refused too, by a plan as by an
+	// apply, unless the output is given another.
+	if err := os.Rename(filepath.Join(in, "v1"), filepath.Join(in, "v3000000000")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		_, err := run(t, in, set, transform.Options{Out: out, DryRun: dry})
+		if err == nil || !strings.Contains(err.Error(), "the input's generation v3000000000 is above 2147483647") {
+			t.Errorf("dry run %v: %v", dry, err)
+		}
+	}
+	if _, err := run(t, in, set, transform.Options{Out: out, Generation: 2}); err != nil {
+		t.Errorf("with generation 2: %v", err)
 	}
 }
 
