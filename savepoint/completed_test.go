@@ -153,9 +153,6 @@ func TestCompletedValidate(t *testing.T) {
 	}{
 		{"ok", Completed{Job: "1", Subtasks: []int{0}, Extra: []MetaEntry{{"x", "y"}, {"", "empty key ok"}}}, ""},
 		{"newline in job", Completed{Job: "1\n2"}, "job id"},
-		{"job id a path", Completed{Job: "a/b"}, "not a directory name"},
-		{"job id ..", Completed{Job: ".."}, "not a directory name"},
-		{"job id with a NUL", Completed{Job: "a\x00"}, "not a directory name"},
 		{"generation above the largest", Completed{Generation: MaxGeneration + 1}, "above 2147483647"},
 		{"negative generation", Completed{Generation: -1}, "negative generation"},
 		{"negative subtask", Completed{Subtasks: []int{-1}}, "negative subtask"},
@@ -223,4 +220,13 @@ func FuzzParseCompleted(f *testing.F) {
 			t.Fatalf("%q -> %+v -> %q -> %+v", b, c, m, back)
 		}
 	})
+}
+
+// CheckJobID refuses the job ids that are no directory name of _jobs/.
+func TestCheckJobID(t *testing.T) {
+	for job, ok := range map[string]bool{"1001": true, "job-a b": true, "": true, "a/b": false, "..": false, ".": false, "a\x00": false, "../x": false} {
+		if err := CheckJobID(job); (err == nil) != ok {
+			t.Errorf("CheckJobID(%q) = %v", job, err)
+		}
+	}
 }

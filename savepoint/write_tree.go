@@ -408,7 +408,7 @@ func copyRange(in, out *os.File, lo, hi int64) (uint32, error) {
 // the lines of TreeOptions.MarkerExtra after them (and
 // copies of the given extra control files, keyed by their paths within the
 // tree), then renames the staging directory into place. job "" writes no
-// marker; a job id that is no directory name (see Completed.Validate), an
+// marker; a job id that is no directory name (CheckJobID), an
 // extra path leading outside the tree, or a subtask whose write failed (a
 // subtask is written once) is refused before anything is written.
 // The marker lists the subtasks written: a tree lacking one below its
@@ -437,6 +437,9 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	}
 	if job != "" {
 		c := Completed{Job: job, Checkpoint: t.ckpt, Generation: t.gen, Subtasks: t.subtasks, HasSubtasks: true, Extra: t.markerExtra}
+		if err := CheckJobID(job); err != nil {
+			return err
+		}
 		if err := c.Validate(); err != nil {
 			return err
 		}
