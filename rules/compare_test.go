@@ -28,16 +28,7 @@ rules: []
 		t.Fatal(err)
 	}
 	row := func(op uint64, slot string, key, value any) savepoint.Row {
-		d := set.SlotDecl(op, slot)
-		k, err := d.KeyCodec.Encode(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := d.ValueCodec.Encode(value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return savepoint.Row{Op: op, Key: savepoint.EncodeKeyedKey([]byte(slot), k), Value: v}
+		return declaredRow(t, set, op, slot, key, value)
 	}
 	const top = math.MaxUint64
 	big := row(top, "u", uint64(1)<<63, uint64(top))
@@ -181,4 +172,35 @@ func TestComparisonsOnHandBuiltEnv(t *testing.T) {
 	if out, err := expr.Run(p.Program(), env); err != nil || out != true {
 		t.Errorf("expr.Run after Init: %v, %v", out, err)
 	}
+}
+
+// declaredRow is a row of slot (op, slot) of set holding key and value,
+// encoded with the slot's codecs.
+func declaredRow(t *testing.T, set *Set, op uint64, slot string, key, value any) savepoint.Row {
+	t.Helper()
+	d := set.SlotDecl(op, slot)
+	k, err := d.KeyCodec.Encode(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := d.ValueCodec.Encode(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return savepoint.Row{Op: op, Key: savepoint.EncodeKeyedKey([]byte(slot), k), Value: v}
+}
+
+// filterOn compiles src as a filter of set and evaluates it on row.
+func filterOn(t *testing.T, set *Set, src string, row savepoint.Row) (bool, error) {
+	t.Helper()
+	p, err := set.CompileFilter(src)
+	if err != nil {
+		t.Fatalf("%s: %v", src, err)
+	}
+	var env Env
+	if err := set.FillEnv(&env, row, 0); err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	return p.Eval(&m, &env)
 }

@@ -25,16 +25,7 @@ rules: []
 		t.Fatal(err)
 	}
 	row := func(op uint64, slot string, key, value any) savepoint.Row {
-		d := set.SlotDecl(op, slot)
-		k, err := d.KeyCodec.Encode(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := d.ValueCodec.Encode(value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return savepoint.Row{Op: op, Key: savepoint.EncodeKeyedKey([]byte(slot), k), Value: v}
+		return declaredRow(t, set, op, slot, key, value)
 	}
 	big := row(1<<63+5, "u", uint64(3), uint64(1<<63+5))
 	small := row(7, "u", uint64(3), uint64(9))
@@ -66,21 +57,13 @@ rules: []
 		{"sort([\"b\", \"a\"]) == [\"a\", \"b\"]", small, true},
 		{"max(1, 2) == 2 && min(1.5, 2) == 1.5", small, true},
 	}
-	var m vm.VM
 	for _, c := range cases {
-		p, err := set.CompileFilter(c.src)
-		if err != nil {
-			t.Fatalf("%s: %v", c.src, err)
-		}
-		var env Env
-		if err := set.FillEnv(&env, c.row, 0); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := p.Eval(&m, &env); err != nil || got != c.want {
+		if got, err := filterOn(t, set, c.src, c.row); err != nil || got != c.want {
 			t.Errorf("%s on %v: %v, %v; want %v", c.src, c.row, got, err, c.want)
 		}
 	}
 	// What expr refuses, these refuse too.
+	var m vm.VM
 	for src, want := range map[string]string{
 		`max(op, "a") == 1`:           "invalid argument for max",
 		`sort([op, 1], "up")[0] == 1`: "invalid order",
@@ -113,10 +96,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := set.SlotDecl(7, "a")
-	k, _ := d.KeyCodec.Encode("k")
-	v, _ := d.ValueCodec.Encode(uint64(1<<63 + 5))
-	r := savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a"), k), Value: v}
+	r := declaredRow(t, set, 7, "a", "k", uint64(1<<63+5))
 	var m vm.VM
 	var env Env
 	if err := set.FillEnv(&env, r, 0); err != nil {
@@ -126,7 +106,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dv, err := d.ValueCodec.Decode(got); err != nil || dv != uint64(1<<63+5) {
+	if dv, err := set.SlotDecl(7, "a").ValueCodec.Decode(got); err != nil || dv != uint64(1<<63+5) {
 		t.Errorf("max(value, 1) of 2^63+5 wrote %x (%v, %v)", got, dv, err)
 	}
 }
@@ -144,16 +124,7 @@ rules: []
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := func(slot string, value any) savepoint.Row {
-		d := set.SlotDecl(7, slot)
-		k, _ := d.KeyCodec.Encode("k")
-		v, err := d.ValueCodec.Encode(value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte(slot), k), Value: v}
-	}
-	var m vm.VM
+	row := func(slot string, value any) savepoint.Row { return declaredRow(t, set, 7, slot, "k", value) }
 	for _, c := range []struct {
 		src  string
 		row  savepoint.Row
@@ -166,15 +137,7 @@ rules: []
 		{`sortBy([{"a": 1, "b": 1}, {"a": 1, "b": 2}, {"a": 0, "b": 3}], .a)[0].b == 3`, row("s", "x"), true},
 		{`sortBy(split("c b a", " "), #) == ["a", "b", "c"]`, row("s", "x"), true},
 	} {
-		p, err := set.CompileFilter(c.src)
-		if err != nil {
-			t.Fatalf("%s: %v", c.src, err)
-		}
-		var env Env
-		if err := set.FillEnv(&env, c.row, 0); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := p.Eval(&m, &env); err != nil || got != c.want {
+		if got, err := filterOn(t, set, c.src, c.row); err != nil || got != c.want {
 			t.Errorf("%s: %v, %v; want %v", c.src, got, err, c.want)
 		}
 	}
