@@ -66,8 +66,8 @@ type TreeOptions struct {
 
 // CreateTree starts writing a tree at out. It refuses an existing out unless
 // opts.Force is set (an error for which errors.Is(err, fs.ErrExist) holds),
-// an empty out, a generation below 0 or above MaxGeneration and a backend other than BackendFile
-// and BackendChangelogFile ("" is BackendFile).
+// an empty out, a generation below 0 or above MaxGeneration and a backend
+// other than BackendFile and BackendChangelogFile ("" is BackendFile).
 func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 	switch {
 	case out == "":
@@ -408,11 +408,11 @@ func copyRange(in, out *os.File, lo, hi int64) (uint32, error) {
 // the lines of TreeOptions.MarkerExtra after them (and
 // copies of the given extra control files, keyed by their paths within the
 // tree), then renames the staging directory into place. job "" writes no
-// marker; a job id that is no directory name (CheckJobID), an
-// extra path leading outside the tree, or a subtask whose write failed (a
-// subtask is written once) is refused before anything is written.
-// The marker lists the subtasks written: a tree lacking one below its
-// highest, which clink refuses to restore, is the caller's to refuse.
+// marker; a job id that is no directory name (CheckJobID), an extra path
+// leading outside the tree, or a subtask whose write failed (a subtask is
+// written once) is refused before anything is written. The marker lists
+// the subtasks written: a tree lacking one below its highest, which clink
+// refuses to restore, is the caller's to refuse.
 func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	if t.stage == "" {
 		// (The zero TreeWriter would write its marker into the working
