@@ -82,11 +82,10 @@ func mayHoldWide(t reflect.Type) bool {
 // holdsWide reports whether v is, or is a list holding at any depth, an
 // unsigned integer of 2^63 or more.
 func holdsWide(v any) bool {
+	if neg, mag, isInt := intParts(v); isInt {
+		return !neg && mag > math.MaxInt64
+	}
 	switch x := v.(type) {
-	case uint64:
-		return x > math.MaxInt64
-	case uint:
-		return uint64(x) > math.MaxInt64
 	case []any:
 		return slices.ContainsFunc(x, holdsWide)
 	case []int, []int64, []float64, []string, []byte, nil:
@@ -226,14 +225,12 @@ func exactMinMax(name string, args []any, replace func(best, v any) bool) (any, 
 		if depth > builtin.MaxDepth { // as expr's own
 			return fmt.Errorf("%s: lists nested too deep", name)
 		}
-		if _, _, isInt := intParts(v); isInt {
-			if best == nil || replace(best, v) {
-				best = v
-			}
-			return nil
-		}
+		_, _, number := intParts(v)
 		switch v.(type) {
 		case float32, float64:
+			number = true
+		}
+		if number {
 			if best == nil || replace(best, v) {
 				best = v
 			}

@@ -158,22 +158,32 @@ func (e *MissingStateError) Error() string {
 	return msg
 }
 
+// missingState returns the 0-byte payloads of a tree; none of a single
+// file, which is empty state to every reader of clink's.
+func missingState(sp *savepoint.Savepoint) []*savepoint.File {
+	if sp.Kind == savepoint.InputFile {
+		return nil
+	}
+	var empty []*savepoint.File
+	for _, f := range sp.Files {
+		if f.Size == 0 {
+			empty = append(empty, f)
+		}
+	}
+	return empty
+}
+
 // checkMissingState refuses a tree holding 0-byte payloads unless allow
-// (see MissingStateError). A single file of 0 bytes is empty state to
-// every reader of clink's.
+// (see MissingStateError).
 func checkMissingState(sp *savepoint.Savepoint, allow bool) error {
-	if allow || sp.Kind == savepoint.InputFile {
+	empty := missingState(sp)
+	if allow || len(empty) == 0 {
 		return nil
 	}
 	e := MissingStateError{Changelog: sp.ChangelogTree()}
-	for _, f := range sp.Files {
-		if f.Size == 0 {
-			e.Files = append(e.Files, f.Rel)
-			e.Subtasks = append(e.Subtasks, f.Subtask)
-		}
-	}
-	if len(e.Files) == 0 {
-		return nil
+	for _, f := range empty {
+		e.Files = append(e.Files, f.Rel)
+		e.Subtasks = append(e.Subtasks, f.Subtask)
 	}
 	return &e
 }
@@ -285,12 +295,8 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	}
 	rep := newReport(sp, set, opts.DryRun)
 	rep.Warnings = append(rep.Warnings, sp.UnlistedWarnings()...)
-	if sp.Kind != savepoint.InputFile {
-		for _, f := range sp.Files {
-			if f.Size == 0 {
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s is 0 bytes, accepted as empty state: subtask %d's output restores empty, where clink would refuse to restore the input's", savepoint.ShowName(f.Rel), f.Subtask))
-			}
-		}
+	for _, f := range missingState(sp) { // accepted: AllowMissingState
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s is 0 bytes, accepted as empty state: subtask %d's output restores empty, where clink would refuse to restore the input's", savepoint.ShowName(f.Rel), f.Subtask))
 	}
 	if !opts.DryRun {
 		rep.Warnings = append(rep.Warnings, savepoint.Leftovers(opts.Out)...)
