@@ -271,6 +271,9 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (res 
 	if a == nil || b == nil {
 		return nil, errors.New("diff: a side is missing (a nil *savepoint.Savepoint)")
 	}
+	if err := errors.Join(a.UndecodableError(), b.UndecodableError()); err != nil {
+		return nil, err
+	}
 	err = savepoint.Guard(func() error {
 		res, err = compareSides(ctx, a, b, opts)
 		return err

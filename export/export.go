@@ -283,6 +283,9 @@ func (o *Options) defaults() error {
 // would pass for its state. Every stored row (PerFile) is still there to
 // export.
 func checkInput(sp *savepoint.Savepoint, opts Options) error {
+	if err := sp.UndecodableError(); err != nil {
+		return err
+	}
 	if opts.PerFile {
 		return nil
 	}

@@ -34,6 +34,8 @@ type ReadOptions struct {
 	budget *inflateBudget
 	// ctx is OpenContext's (nil: never done).
 	ctx context.Context
+	// keepUndecodable is OpenOptions.KeepUndecodable, for a tree's files.
+	keepUndecodable bool
 }
 
 // clmbMagic starts a multi-blob changelog frame (section 1.7).

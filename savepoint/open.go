@@ -49,6 +49,19 @@ type OpenOptions struct {
 	// keys of mapped canonical files, once the slot holds one, and keep
 	// the rows it lets through (Snapshot.KeyHits).
 	Probe *ProbeSlot
+	// KeepUndecodable, for a tree, records a payload that is read whole
+	// but does not decode (bytes clink's reader refuses: a malformed or
+	// truncated stream, a nullable or mistyped column, a format version or
+	// version map it rejects, offsets out of bounds) on its File
+	// (File.Undecodable, with a nil Snapshot) and goes on with the other
+	// files, where Open would fail naming it. Validate reports such a file
+	// as an error finding beside the other files' findings; every other
+	// reader (Summarize, Union, transform.Run, diff.Compare, export.Write)
+	// needs every file decoded: Savepoint.UndecodableError says whether
+	// one is not. A file that cannot be read (its bytes, its sidecar, a
+	// changing file, a stopped context) and a single-file input still fail
+	// Open.
+	KeepUndecodable bool
 
 	ctx context.Context // OpenContext's; nil: never done
 }
@@ -502,7 +515,9 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			if fileRead != nil {
 				fileRead(d.index)
 			}
-			if errs[i] = readSnapshotFile(f, b == BackendFile, opts.readOptions(resolve)); errs[i] != nil {
+			ro := opts.readOptions(resolve)
+			ro.keepUndecodable = opts.KeepUndecodable
+			if errs[i] = readSnapshotFile(f, b == BackendFile, ro); errs[i] != nil {
 				failed.Store(true)
 			}
 		}()
@@ -818,6 +833,11 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		}
 	}
 	f.Compression = comp
+	if decodeErr != nil && ro.keepUndecodable && ctxErr(ro.ctx) == nil && !errors.Is(decodeErr, ErrInputChanged) {
+		// The sidecar's verdict, recorded above, is reported on its own.
+		f.Undecodable = decodeErr
+		return nil
+	}
 	if decodeErr != nil {
 		if wantSidecar && f.Sidecar != nil && f.Verdict != VerdictValid {
 			// The sidecar says what the file should be: a payload cut
@@ -1171,6 +1191,31 @@ func (sp *Savepoint) UnlistedWarnings() []string {
 		out = append(out, fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is left out: none of its rows is read, nor written to an output (sptool validate says more; given the file itself, %s, a command reads it)", rel, sp.Checkpoint, ShowName(sp.CompletedRel), filepath.Join(sp.Root, rel)))
 	}
 	return out
+}
+
+// UndecodableError is nil when every file of sp decoded, and otherwise an
+// error naming the files recorded as undecodable (OpenOptions.KeepUndecodable)
+// and the first one's reason, joined with that reason (errors.Is and As see
+// it): the readers other than Validate need every file's rows.
+func (sp *Savepoint) UndecodableError() error {
+	var bad []*File
+	for _, f := range sp.Files {
+		if f.Undecodable != nil {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	more := ""
+	if len(bad) > 1 {
+		names := make([]string, 0, len(bad)-1)
+		for _, f := range bad[1:] {
+			names = append(names, f.Rel)
+		}
+		more = fmt.Sprintf(" (and %s %s, which do%s not decode either)", plural(len(names), "file", "files"), strings.Join(names, ", "), plural(len(names), "es", ""))
+	}
+	return fmt.Errorf("%w%s", bad[0].Undecodable, more)
 }
 
 // CheckConsecutive fails when the tree read lacks a subtask below its

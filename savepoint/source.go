@@ -87,8 +87,13 @@ type File struct {
 	// tree is in them.
 	Materializations    []string
 	MaterializationInfo []FileInfo
-	// Snapshot is the decoded content.
+	// Snapshot is the decoded content; nil when Undecodable is set.
 	Snapshot *Snapshot
+	// Undecodable says why the payload's bytes do not decode, for a file
+	// of a tree opened with OpenOptions.KeepUndecodable (nil otherwise:
+	// Open fails on such a file). Its size, checksum and sidecar verdict
+	// are recorded; its rows are not.
+	Undecodable error
 
 	mapping []byte      // the payload's memory map (OpenOptions.Columnar)
 	mapped  *mappedFile // the open file behind mapping

@@ -142,5 +142,18 @@ func FuzzOpenTree(f *testing.F) {
 		if summaries[1] != nil && !bytes.Equal(summaries[0], summaries[1]) {
 			t.Fatalf("opened with RequireValid: %s\nwithout: %s", summaries[1], summaries[0])
 		}
+		// KeepUndecodable only records files that do not decode: a tree
+		// that opens without it has none, and Validate reads what it opens.
+		sp, err := Open(dir, OpenOptions{Columnar: true, KeepUndecodable: true})
+		if err != nil {
+			return
+		}
+		defer sp.Close()
+		if _, err := json.Marshal(Validate(sp, ValidateOptions{Parallelism: 3})); err != nil {
+			t.Fatalf("validation report to JSON: %v", err)
+		}
+		if summaries[0] != nil && sp.UndecodableError() != nil {
+			t.Fatalf("a tree that opens records an undecodable file: %v", sp.UndecodableError())
+		}
 	})
 }

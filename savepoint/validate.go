@@ -47,7 +47,9 @@ const (
 	// backend treats it as absent and refuses to restore the subtask), a
 	// 0-byte single file (info), compressed record-batch bodies (info), a
 	// 0-byte changelog+file materialisation (warning: restored as empty
-	// state, though clink never writes one empty).
+	// state, though clink never writes one empty), and a payload of a tree
+	// that does not decode, with OpenOptions.KeepUndecodable (error: clink's
+	// reader refuses it).
 	CheckFormat = "format"
 	// CheckMetadata: a schema metadata key stored more than once (warning:
 	// clink reads the first, apache-arrow JS the last).
@@ -575,6 +577,9 @@ func (v *validator) checkFileLevel(f *File) {
 	if f.Compression != "" {
 		v.fileFinding(f, SeverityError, CheckFormat, fmt.Sprintf("the payload is %s-compressed as a whole: clink reads only a bare Arrow IPC stream and refuses it (sptool reads it; decompress it, or write it with sptool)", f.Compression))
 	}
+	if f.Undecodable != nil {
+		v.fileFinding(f, SeverityError, CheckFormat, fmt.Sprintf("clink's reader refuses this payload, and its restore of subtask %d with it: %s; its rows are not read, so no check of this report sees them", f.Subtask, undecodableReason(f)))
+	}
 	if s == nil {
 		return
 	}
@@ -641,6 +646,12 @@ func (v *validator) checkFileLevel(f *File) {
 			}
 		}
 	}
+}
+
+// undecodableReason is why f does not decode, without the "read <path>: "
+// its error starts with (the finding names the file).
+func undecodableReason(f *File) string {
+	return strings.TrimPrefix(f.Undecodable.Error(), "read "+f.Path+": ")
 }
 
 // checkSidecarlessChangelogs notes once per tree that changelog+file payloads carry no sidecar.

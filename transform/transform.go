@@ -236,6 +236,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	case set == nil:
 		return nil, errors.New("transform: no rule set (a nil *rules.Set)")
 	}
+	if err := sp.UndecodableError(); err != nil {
+		return nil, err
+	}
 	switch {
 	case opts.Generation < 0:
 		return nil, fmt.Errorf("generation %d: clink's generations start at 1", opts.Generation)

@@ -109,7 +109,13 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	case *par > savepoint.MaxParallelism:
 		return usageError(s, c, fmt.Errorf("--parallelism %d: a job runs at most %d subtasks", *par, savepoint.MaxParallelism))
 	}
-	sp, err := openUntil(ctx, func() (*savepoint.Savepoint, error) { return of.open(fs.Arg(0)) })
+	// A tree's file clink's reader refuses is a finding, beside the other
+	// files' (exit 1); a single file that does not decode is unreadable
+	// input (exit 2).
+	open := func() (*savepoint.Savepoint, error) {
+		return of.openWith(fs.Arg(0), savepoint.OpenOptions{Columnar: true, KeepUndecodable: true})
+	}
+	sp, err := openUntil(ctx, open)
 	if err != nil {
 		return fail(s, c.name, err)
 	}

@@ -1,0 +1,110 @@
+package savepoint
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// undecodableTree copies the bundled example tree and puts each bad file
+// given (testdata/bad/<name>) in place of the payload of its subtask.
+func undecodableTree(t *testing.T, bad map[int]string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tree")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "testdata", "example"))); err != nil {
+		t.Fatal(err)
+	}
+	for sub, name := range bad {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "bad", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "v1", strconv.Itoa(sub), "checkpoint-7.snap")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestKeepUndecodable(t *testing.T) {
+	dir := undecodableTree(t, map[int]string{1: "nullable.snap", 3: "truncated-eos.snap"})
+	for _, columnar := range []bool{false, true} {
+		// Without the option the first file that does not decode fails Open.
+		if _, err := Open(dir, OpenOptions{Columnar: columnar}); err == nil || !strings.Contains(err.Error(), "v1/1/checkpoint-7.snap") || !strings.Contains(err.Error(), "nullable") {
+			t.Fatalf("columnar %v: Open without KeepUndecodable: %v, want the nullable file's error", columnar, err)
+		}
+		sp, err := Open(dir, OpenOptions{Columnar: columnar, KeepUndecodable: true})
+		if err != nil {
+			t.Fatalf("columnar %v: %v", columnar, err)
+		}
+		if len(sp.Files) != 4 {
+			t.Fatalf("columnar %v: %d files, want 4", columnar, len(sp.Files))
+		}
+		for _, f := range sp.Files {
+			bad := f.Subtask == 1 || f.Subtask == 3
+			if (f.Undecodable != nil) != bad || (f.Snapshot == nil) != bad {
+				t.Errorf("columnar %v: subtask %d: Undecodable %v, Snapshot %v", columnar, f.Subtask, f.Undecodable, f.Snapshot != nil)
+			}
+			if f.Size == 0 || f.CRC32C == 0 || f.Verdict == "" {
+				t.Errorf("columnar %v: subtask %d: size %d, crc %d, verdict %q: want them recorded", columnar, f.Subtask, f.Size, f.CRC32C, f.Verdict)
+			}
+		}
+		err = sp.UndecodableError()
+		if err == nil || !strings.Contains(err.Error(), "nullable") || !strings.Contains(err.Error(), "and file v1/3/checkpoint-7.snap, which does not decode either") {
+			t.Errorf("columnar %v: UndecodableError: %v", columnar, err)
+		}
+		rep := Validate(sp, ValidateOptions{})
+		var format, sidecar []string
+		for _, f := range rep.Findings {
+			switch {
+			case f.Check == CheckFormat && f.Severity == SeverityError:
+				format = append(format, f.File+": "+f.Message)
+			case f.Check == CheckSidecar && f.Severity == SeverityError:
+				sidecar = append(sidecar, f.File)
+			}
+		}
+		if len(format) != 2 || !strings.HasPrefix(format[0], "v1/1/checkpoint-7.snap: clink's reader refuses this payload, and its restore of subtask 1 with it: schema mismatch: column \"op_id\" is nullable") ||
+			!strings.HasPrefix(format[1], "v1/3/checkpoint-7.snap: ") || !strings.Contains(format[1], "end-of-stream marker") || strings.Contains(format[1], dir) {
+			t.Errorf("columnar %v: format findings %q", columnar, format)
+		}
+		// The bad files' sidecars describe the files they replaced.
+		if strings.Join(sidecar, ",") != "v1/1/checkpoint-7.snap,v1/3/checkpoint-7.snap" {
+			t.Errorf("columnar %v: sidecar findings on %q", columnar, sidecar)
+		}
+		if rep.Errors() != 4 {
+			t.Errorf("columnar %v: %d errors, want 4:\n%v", columnar, rep.Errors(), rep.Findings)
+		}
+		if err := sp.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestKeepUndecodableLimits: a single file, a stopped context and the
+// files that decode are as without the option.
+func TestKeepUndecodableLimits(t *testing.T) {
+	if _, err := Open(filepath.Join("..", "testdata", "bad", "nullable.snap"), OpenOptions{KeepUndecodable: true}); err == nil {
+		t.Error("a single file that does not decode was opened")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := undecodableTree(t, map[int]string{2: "truncated-body.snap"})
+	if _, err := OpenContext(ctx, dir, OpenOptions{KeepUndecodable: true}); err == nil || !strings.Contains(err.Error(), context.Canceled.Error()) {
+		t.Errorf("stopped: %v", err)
+	}
+	sp, err := Open(filepath.Join("..", "testdata", "example"), OpenOptions{KeepUndecodable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if err := sp.UndecodableError(); err != nil {
+		t.Errorf("UndecodableError of a tree that decodes: %v", err)
+	}
+	if n := Validate(sp, ValidateOptions{}).Errors(); n != 0 {
+		t.Errorf("%d errors in the example tree", n)
+	}
+}
