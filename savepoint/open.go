@@ -1149,6 +1149,7 @@ func InferGroups(files []*File) []Group {
 	ev := make([]groupEvidence, len(files))
 	ForEach(len(files), func(i int) {
 		ev[i].ops = map[uint64]bool{}
+		ev[i].unread = files[i].Undecodable != nil
 		if f := files[i]; f.Snapshot != nil {
 			keyedEvidence(f.Snapshot, &ev[i], len(files) <= maxInferFiles)
 			if len(ev[i].ops) == 0 {
@@ -1285,6 +1286,10 @@ type groupEvidence struct {
 	// stateOps are the operators of a file without keyed rows (nil when
 	// not read: a file with keyed rows, or too many rows).
 	stateOps map[uint64]bool
+	// unread: the file does not decode (File.Undecodable), so it says
+	// nothing of its group: it may start one as well as join the one
+	// before it, whichever explains the other files best.
+	unread bool
 }
 
 // maxStateOpsRows is the most rows of a file without keyed rows whose
@@ -1369,7 +1374,9 @@ func cutByKeyGroups(ev []groupEvidence) []int {
 	// operators say it is of another chain (startsGroup): stale copies in
 	// that group's files (chained subtasks leave them) could otherwise
 	// make a smaller group explain them better.
-	canCut := func(i int) bool { return i == n || reach[i] < i && (len(ev[i].ops) > 0 || startsGroup(ev, i)) }
+	canCut := func(i int) bool {
+		return i == n || reach[i] < i && (len(ev[i].ops) > 0 || ev[i].unread || startsGroup(ev, i))
+	}
 	// below[i][kg] counts file i's key groups below kg; all[i] all of them.
 	below := make([][NumKeyGroups + 1]uint8, n)
 	all := make([]int, n)

@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -106,5 +107,69 @@ func TestKeepUndecodableLimits(t *testing.T) {
 	}
 	if n := Validate(sp, ValidateOptions{}).Errors(); n != 0 {
 		t.Errorf("%d errors in the example tree", n)
+	}
+}
+
+// TestUndecodableInTwoGroups: in a tree of two chain groups, a payload
+// that does not decode, wherever it is, leaves the groups inferred as
+// they are, and the checks that would look for its rows say they could
+// not (warnings and infos) instead of reporting rows lost: the errors are
+// the payload's own.
+func TestUndecodableInTwoGroups(t *testing.T) {
+	src := filepath.Join("..", "testdata", "independent", "two-groups")
+	bad, err := os.ReadFile(filepath.Join("..", "testdata", "bad", "nullable.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sub := range 5 {
+		dir := filepath.Join(t.TempDir(), "tree")
+		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+		rel := filepath.Join("v1", strconv.Itoa(sub), "checkpoint-17.snap")
+		if err := os.WriteFile(filepath.Join(dir, rel), bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sp, err := Open(dir, OpenOptions{Columnar: true, KeepUndecodable: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := FormatGroups(sp.Groups); got != "0-2,3-4" {
+			t.Errorf("subtask %d undecodable: groups %s, want 0-2,3-4", sub, got)
+		}
+		rep := Validate(sp, ValidateOptions{})
+		var errs []string
+		notChecked := 0
+		for _, f := range rep.Findings {
+			if f.Severity == SeverityError {
+				errs = append(errs, f.Check+" "+f.File)
+			}
+			if strings.Contains(f.Message, "not checked") {
+				notChecked++
+			}
+		}
+		want := []string{CheckFormat + " " + rel, CheckSidecar + " " + rel}
+		if strings.Join(errs, ";") != strings.Join(want, ";") {
+			t.Errorf("subtask %d undecodable: errors %q, want %q", sub, errs, want)
+		}
+		if notChecked == 0 {
+			t.Errorf("subtask %d undecodable: no finding says what was not checked", sub)
+		}
+		// At parallelism 3 the second group's new subtasks 0 and 1 read
+		// v1/3 and v1/4: a row of one whose new owner reads the other, which
+		// does not decode, is not reported lost. (v1/3 holds rows its
+		// new subtask 1 owns; v1/4 none that v1/3's owns.)
+		if sub == 4 {
+			warned := false
+			for _, f := range Validate(sp, ValidateOptions{Parallelism: 3}).Findings {
+				if f.Check == CheckParallelism && f.Severity == SeverityWarning && strings.HasPrefix(f.Message, "not checked at parallelism 3: key group") && strings.Contains(f.Message, fmt.Sprintf("reads %s, which does not decode", rel)) {
+					warned = true
+				}
+			}
+			if !warned {
+				t.Errorf("subtask %d undecodable: no parallelism finding says it could not check", sub)
+			}
+		}
+		sp.Close()
 	}
 }

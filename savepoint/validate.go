@@ -74,7 +74,8 @@ const (
 	CheckOperatorKeyByte = "operator-key-byte"
 	// CheckMisplacedRow: a keyed row (first key byte < 128, legacy raw keys
 	// included) outside its subtask's key-group range whose owner subtask
-	// holds no copy (error: no subtask restores it, section 10.1).
+	// holds no copy (error: no subtask restores it, section 10.1); one whose
+	// owner's payload does not decode (warning: not checked).
 	CheckMisplacedRow = "misplaced-row"
 	// CheckOperatorGroups: keyed rows of an operator in the files of more
 	// than one chain group (error: an operator runs in one group, whose
@@ -144,7 +145,8 @@ const (
 	// CheckParallelism: with ValidateOptions.Parallelism M, a chain group
 	// whose file count is not M, or a keyed row outside its subtask's range
 	// at M with no copy in the file that owns it at M (error); a row outside
-	// its range at M whose owner-at-M file holds a copy (warning). For each
+	// its range at M whose owner-at-M file holds a copy, or does not decode
+	// (warning: not checked). For each
 	// timer blob of an operator a chain group runs: timers that a restore at
 	// the tree's layout fires and one at M does not (error: lost), or the
 	// reverse (warning: stale copies that would fire again).
@@ -161,7 +163,8 @@ const (
 	// section 10.2); such timers that the owner fires from the blob it
 	// restores (warning: a chained subtask fires them twice); a blob of an
 	// operator no group of a multi-group tree holds keyed rows of (info:
-	// not checked). A legacy blob is a raw row: a restore filters it as
+	// not checked); a chain group one of whose payloads does not decode
+	// (info: its timers not checked). A legacy blob is a raw row: a restore filters it as
 	// key group 95 and never unions it, so only the copy of the subtask
 	// owning key group 95 fires (the timers of that subtask's range), and
 	// the timers of another subtask's copy are lost (error) or fired from
@@ -578,7 +581,11 @@ func (v *validator) checkFileLevel(f *File) {
 		v.fileFinding(f, SeverityError, CheckFormat, fmt.Sprintf("the payload is %s-compressed as a whole: clink reads only a bare Arrow IPC stream and refuses it (sptool reads it; decompress it, or write it with sptool)", f.Compression))
 	}
 	if f.Undecodable != nil {
-		v.fileFinding(f, SeverityError, CheckFormat, fmt.Sprintf("clink's reader refuses this payload, and its restore of subtask %d with it: %s; its rows are not read, so no check of this report sees them", f.Subtask, undecodableReason(f)))
+		msg := fmt.Sprintf("clink's reader refuses this payload, and its restore of subtask %d with it: %s; its rows are not read, so no check of this report sees them (those that would look for them say so)", f.Subtask, undecodableReason(f))
+		if sp.GroupsInferred && len(sp.Files) > 1 {
+			msg += ", and the tree's chain groups were inferred without them (--groups gives them)"
+		}
+		v.fileFinding(f, SeverityError, CheckFormat, msg)
 	}
 	if s == nil {
 		return
@@ -806,7 +813,9 @@ func (v *validator) checkRows(f *File) {
 		if k.Kind == KindRaw {
 			what += " (a legacy raw key, filtered by its first byte)"
 		}
-		if of := v.sp.File(owner); of != f && v.holds(of, op, key) {
+		if of := v.sp.File(owner); of != nil && of.Undecodable != nil {
+			v.rowFinding(f, i, SeverityWarning, CheckMisplacedRow, fmt.Sprintf("not checked: %s lies outside subtask %d's range %s, and the payload of its owner, subtask %d, does not decode: whether the owner holds a copy is not known", what, f.Subtask, rng, owner))
+		} else if of != f && v.holds(of, op, key) {
 			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner's copy in subtask %d is restored", what, f.Subtask, rng, owner))
 		} else {
 			v.rowFinding(f, i, SeverityError, CheckMisplacedRow, fmt.Sprintf("lost on restore: %s lies outside subtask %d's range %s and its owner, subtask %d, holds no copy: no subtask restores this row (section 10.1)", what, f.Subtask, rng, owner))
@@ -1536,6 +1545,10 @@ func (v *validator) checkParallelism(m int) {
 				}
 				if moved {
 					where += fmt.Sprintf(" (subtask %d reads v%d/%d there)", j, sp.Generation, base+j)
+				}
+				if of != nil && of.Undecodable != nil {
+					v.rowFinding(f, i, SeverityWarning, CheckParallelism, fmt.Sprintf("not checked at parallelism %d: key group %d lies %s, and subtask %d, which owns it there, reads %s, which does not decode: whether it holds a copy is not known", m, kg, where, j, of.Rel))
+					return true
 				}
 				if of != nil && of != f && v.holds(of, r.Op, r.Key) {
 					v.rowFinding(f, i, SeverityWarning, CheckParallelism, fmt.Sprintf("stale copy at parallelism %d: key group %d lies %s; subtask %d, which owns it there, holds a copy", m, kg, where, j))

@@ -60,6 +60,10 @@ func (v *validator) checkTimers(perFile, legacyTimers [][]Row, keyedOps []map[ui
 		}
 	}
 	for _, g := range sp.Groups {
+		if f := undecodableIn(sp.Files, g); f != nil {
+			v.treeFinding(SeverityInfo, CheckTimers, 0, nil, fmt.Sprintf("the timers of chain group %s are not checked: the payload of its subtask %d, %s, does not decode, and which timers a restore fires depends on every subtask's blob", FormatGroups([]Group{g}), f.Subtask, f.Rel))
+			continue
+		}
 		blobs := map[blobID][]timerCopy{}
 		held := map[blobID]map[int]bool{} // the subtasks storing it, readable or not
 		var order []blobID
@@ -104,6 +108,17 @@ func (v *validator) checkTimers(perFile, legacyTimers [][]Row, keyedOps []map[ui
 			v.checkTimerCopies(g, k.op, []byte(k.key), blobs[k], held[k], values[k])
 		}
 	}
+}
+
+// undecodableIn returns the first file of group g that does not decode
+// (File.Undecodable), nil when every one does.
+func undecodableIn(files []*File, g Group) *File {
+	for _, f := range files {
+		if g.Contains(f.Subtask) && f.Undecodable != nil {
+			return f
+		}
+	}
+	return nil
 }
 
 // blobRestore is how a restore at the layout of chain group g takes the
