@@ -103,8 +103,13 @@ type FileSummary struct {
 	// Size is the payload size in bytes, CRC32C its checksum.
 	Size   int64  `json:"size"`
 	CRC32C uint32 `json:"crc32c"`
-	// Variant is "canonical", "changelog" or "empty".
+	// Variant is "canonical", "changelog" or "empty", or "undecodable" for
+	// a payload that does not decode (see Undecodable).
 	Variant string `json:"variant"`
+	// Undecodable says why the payload does not decode, for a file of a
+	// tree opened with OpenOptions.KeepUndecodable (absent otherwise): its
+	// rows are not read, nor counted anywhere in the summary.
+	Undecodable string `json:"undecodable,omitempty"`
 	// BodyCompression is the record-batch body codec ("" none, "lz4", "zstd");
 	// FileCompression the whole-file compression ("" none, "gzip", "zstd", ...).
 	BodyCompression string `json:"body_compression"`
@@ -552,6 +557,9 @@ func Summarize(sp *Savepoint) *Summary {
 			snap = &Snapshot{Variant: Empty}
 		}
 		fs.Variant = snap.Variant.String()
+		if f.Undecodable != nil {
+			fs.Variant, fs.Undecodable = "undecodable", undecodableReason(f)
+		}
 		fs.BodyCompression = snap.Compression
 		fs.Batches = append(fs.Batches, snap.BatchRows...)
 		fs.TrailingBytes = snap.TrailingBytes
@@ -957,6 +965,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	tab.WriteTo(&b)
 	for _, f := range s.Files {
+		if f.Undecodable != "" {
+			fmt.Fprintf(&b, "  %s: does not decode, and clink's reader refuses it: %s; its rows are not counted here\n", ShowName(f.Rel), f.Undecodable)
+		}
 		if f.Sidecar != nil && f.Sidecar.Detail != "" {
 			fmt.Fprintf(&b, "  %s: sidecar %s: %s\n", ShowName(f.Rel), f.Sidecar.Verdict, f.Sidecar.Detail)
 		}
@@ -996,7 +1007,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	b.WriteString("  metadata keys:\n")
 	for _, f := range s.Files {
 		keys := "(none)"
-		if len(f.MetadataKeys) > 0 {
+		if f.Undecodable != "" {
+			keys = "(not read)"
+		} else if len(f.MetadataKeys) > 0 {
 			shown := make([]string, len(f.MetadataKeys))
 			for i, k := range f.MetadataKeys {
 				shown[i] = RenderSlot([]byte(k))

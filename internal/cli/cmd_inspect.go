@@ -70,7 +70,12 @@ func runInspect(ctx context.Context, s *Streams, args []string) int {
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}
-	sp, err := openUntil(ctx, func() (*savepoint.Savepoint, error) { return of.open(fs.Arg(0)) })
+	// A tree's file that does not decode is shown with the rest of the
+	// tree, and the run then fails naming it.
+	open := func() (*savepoint.Savepoint, error) {
+		return of.openWith(fs.Arg(0), savepoint.OpenOptions{Columnar: true, KeepUndecodable: true})
+	}
+	sp, err := openUntil(ctx, open)
 	if err != nil {
 		return fail(s, c.name, err)
 	}
@@ -83,10 +88,11 @@ func runInspect(ctx context.Context, s *Streams, args []string) int {
 		if err := writeJSON(s.Out, sum); err != nil {
 			return fail(s, c.name, err)
 		}
-		return ExitOK
-	}
-	if err := sum.WriteText(newTextWriter(s.Out)); err != nil {
+	} else if err := sum.WriteText(newTextWriter(s.Out)); err != nil {
 		return fail(s, c.name, err)
+	}
+	if err := sp.UndecodableError(); err != nil {
+		return fail(s, c.name, fmt.Errorf("%w; sptool validate lists every file's findings", err))
 	}
 	return ExitOK
 }
