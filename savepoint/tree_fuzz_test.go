@@ -143,7 +143,8 @@ func FuzzOpenTree(f *testing.F) {
 			t.Fatalf("opened with RequireValid: %s\nwithout: %s", summaries[1], summaries[0])
 		}
 		// KeepUndecodable only records files that do not decode: a tree
-		// that opens without it has none, and Validate reads what it opens.
+		// that opens without it has none, and Validate and Summarize read
+		// what it opens.
 		sp, err := Open(dir, OpenOptions{Columnar: true, KeepUndecodable: true})
 		if err != nil {
 			return
@@ -151,6 +152,9 @@ func FuzzOpenTree(f *testing.F) {
 		defer sp.Close()
 		if _, err := json.Marshal(Validate(sp, ValidateOptions{Parallelism: 3})); err != nil {
 			t.Fatalf("validation report to JSON: %v", err)
+		}
+		if _, err := json.Marshal(Summarize(sp)); err != nil {
+			t.Fatalf("summary to JSON: %v", err)
 		}
 		if summaries[0] != nil && sp.UndecodableError() != nil {
 			t.Fatalf("a tree that opens records an undecodable file: %v", sp.UndecodableError())
