@@ -146,10 +146,23 @@ func checkedMod(a, b any) (any, error) {
 	return int(r.Int64()), nil
 }
 
-// checkedNeg returns -x as expr computes it, or an error when x is an
-// integer whose negation does not fit (the least int64, a positive
-// unsigned integer).
+// checkedNeg returns -x, or an error when x is an integer whose negation
+// does not fit in an int64 (the least int64, an unsigned integer above
+// 2^63). An unsigned integer's negation is an int (expr's would wrap
+// around in the unsigned type); anything else's is expr's.
 func checkedNeg(x any) (any, error) {
+	if _, mag, ok := intParts(x); ok && isUnsignedValue(x) {
+		// expr negates an unsigned integer in its own type, which wraps
+		// around: -uint64(7) is 2^64-7. Its negation is a signed
+		// integer, which holds down to -2^63.
+		switch {
+		case mag > 1<<63:
+			return nil, fmt.Errorf("integer overflow: -%v does not fit in a signed 64-bit integer", x)
+		case mag == 1<<63:
+			return math.MinInt64, nil
+		}
+		return -int(mag), nil
+	}
 	r := runtime.Negate(x)
 	if !exact('-', 0, x, r) {
 		return nil, fmt.Errorf("integer overflow: -%v does not fit in a signed 64-bit integer", x)
@@ -199,6 +212,9 @@ func intDiv(a, b any) (any, error) {
 	x, ok1 := bigInt(a)
 	y, ok2 := bigInt(b)
 	if !ok1 || !ok2 {
+		if isZero(b) {
+			return nil, fmt.Errorf("int(%v / %v): division by zero", a, b)
+		}
 		return checkedInt(runtime.Divide(a, b))
 	}
 	if y.Sign() == 0 {
@@ -228,12 +244,39 @@ func checkedSum(list any) (any, error) {
 }
 
 // checkedDiv is expr's a / b (a float64), or an error when an operand is
-// an integer that no float64 holds exactly (see floatExact).
+// an integer that no float64 holds exactly (see floatExact), or when b is
+// zero: expr's quotient would be an infinity or NaN, which a rule then
+// compares or writes without a word.
 func checkedDiv(a, b any) (any, error) {
 	if err := floatExact('/', a, b, true); err != nil {
 		return nil, err
 	}
+	if isZero(b) {
+		return nil, fmt.Errorf("%v / %v: division by zero", a, b)
+	}
 	return runtime.Divide(a, b), nil
+}
+
+// isZero reports whether v is a number equal to zero (an integer of any
+// width, or a float, -0 included).
+func isZero(v any) bool {
+	switch x := v.(type) {
+	case float64:
+		return x == 0
+	case float32:
+		return x == 0
+	}
+	_, mag, ok := intParts(v)
+	return ok && mag == 0
+}
+
+// isUnsignedValue reports whether v is an unsigned integer.
+func isUnsignedValue(v any) bool {
+	switch v.(type) {
+	case uint, uint8, uint16, uint32, uint64:
+		return true
+	}
+	return false
 }
 
 // maxExactFloatInt is 2^53: every integer of at most this magnitude is a

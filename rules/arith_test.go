@@ -303,3 +303,78 @@ func TestIntQuotient(t *testing.T) {
 		}
 	}
 }
+
+// Unary minus negates an unsigned integer to a signed one (expr's own
+// wrapped it around in the unsigned type, and the check then called -7 an
+// overflow); / by zero is an error, where expr gives an infinity or NaN.
+func TestCheckedNegationAndDivision(t *testing.T) {
+	for _, c := range []struct {
+		x    any
+		want any // nil: an overflow
+	}{
+		{uint64(7), -7},
+		{uint64(0), 0},
+		{uint8(255), -255},
+		{uint64(1 << 63), math.MinInt64},
+		{uint64(1<<63 + 1), nil},
+		{uint64(math.MaxUint64), nil},
+		{7, -7},
+		{math.MinInt64, nil},
+		{int64(-5), int64(5)},
+		{1.5, -1.5},
+	} {
+		got, err := checkedNeg(c.x)
+		switch {
+		case c.want == nil && (err == nil || !strings.Contains(err.Error(), "integer overflow")):
+			t.Errorf("-%v: %v, %v; want an overflow", c.x, got, err)
+		case c.want != nil && (err != nil || got != c.want):
+			t.Errorf("-%v (%T): %v (%T), %v; want %v (%T)", c.x, c.x, got, got, err, c.want, c.want)
+		}
+	}
+	for _, c := range []struct {
+		a, b any
+		want any // nil: division by zero
+	}{
+		{7, 2, 3.5},
+		{7, 0, nil},
+		{7.5, 0.0, nil},
+		{-1.0, math.Copysign(0, -1), nil},
+		{0, 0, nil},
+		{uint64(3), uint8(0), nil},
+		{3, 0.5, 6.0},
+	} {
+		got, err := checkedDiv(c.a, c.b)
+		switch {
+		case c.want == nil && (err == nil || !strings.Contains(err.Error(), "division by zero")):
+			t.Errorf("%v / %v: %v, %v; want division by zero", c.a, c.b, got, err)
+		case c.want != nil && (err != nil || got != c.want):
+			t.Errorf("%v / %v: %v, %v; want %v", c.a, c.b, got, err, c.want)
+		}
+	}
+	if got, err := intDiv(7.0, 0.0); err == nil || !strings.Contains(err.Error(), "division by zero") {
+		t.Errorf("int(7.0 / 0.0): %v, %v; want division by zero", got, err)
+	}
+	// In a rule: -value of a uint64 slot, -op.
+	set, err := Parse("r.yaml", []byte(`version: 1
+slots:
+  - {op: 7, slot: u, key: uint64, value: uint64}
+rules: []
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	for src, want := range map[string]bool{"-value < 0": true, "-value == -1519": true, "-op == -7": true, "abs(-op) == 7": true, "value / 2 > 759": true} {
+		p, err := set.CompileFilter(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		var env Env
+		if err := set.FillEnv(&env, declaredRow(t, set, 7, "u", uint64(37), uint64(1519)), 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Eval(&m, &env); err != nil || got != want {
+			t.Errorf("%s: %v, %v; want %v", src, got, err, want)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package rules
 
 import (
 	"cmp"
+	"math"
+	"math/big"
 	"reflect"
 
 	"github.com/expr-lang/expr"
@@ -12,10 +14,13 @@ import (
 // expr compares two integers as Go ints: a uint64 of 2^63 or more (most
 // operator ids, the uint64 codec's large keys and values) orders as a
 // negative number, below 42, and equals the negative int it wraps to
-// (`op == -1` holds for the id 2^64-1). Expressions are compiled with
-// exactCompare, which routes a comparison that may meet such a number
-// through a function that compares integers of any width and signedness
-// by their values, and anything else as expr does.
+// (`op == -1` holds for the id 2^64-1). It compares an integer with a
+// float by converting the integer to a float64, which holds integers
+// exactly only up to 2^53: `op == 3714747266114981200.0` held for the id
+// 3714747266114981297. Expressions are compiled with exactCompare, which
+// routes a comparison that may meet such numbers through a function that
+// compares integers of any width and signedness, and an integer with a
+// float, by their values, and anything else as expr does.
 
 // cmpFuncs names the function each comparison is routed through.
 var cmpFuncs = map[string]string{"<": "__lt", "<=": "__le", ">": "__gt", ">=": "__ge", "==": "__eq", "!=": "__ne"}
@@ -46,11 +51,18 @@ func (exactCompare) Visit(node *ast.Node) {
 
 // needsExact reports whether expr could get comparison n wrong: an operand
 // may be a wide unsigned integer, and the other may be an integer that
-// expr would compare with it as an int. Two operands known to be unsigned
-// are equal or not as expr finds them.
+// expr would compare with it as an int; or one may be an integer and the
+// other a float. Two operands known to be unsigned are equal or not as
+// expr finds them.
 func needsExact(n *ast.BinaryNode) bool {
 	l, r := n.Left.Type(), n.Right.Type()
-	if isNil(n.Left) || isNil(n.Right) || !mayBeInteger(l) || !mayBeInteger(r) {
+	if isNil(n.Left) || isNil(n.Right) {
+		return false
+	}
+	if mayBeInteger(l) && mayBeFloat(r) || mayBeFloat(l) && mayBeInteger(r) {
+		return true
+	}
+	if !mayBeInteger(l) || !mayBeInteger(r) {
 		return false
 	}
 	if !mayBeWide(l) && !mayBeWide(r) {
@@ -111,6 +123,11 @@ func mayBeInteger(t reflect.Type) bool {
 		return true
 	}
 	return false
+}
+
+// mayBeFloat reports whether a value of type t may be a float.
+func mayBeFloat(t reflect.Type) bool {
+	return unknown(t) || t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32
 }
 
 // compareOptions are the options that make a compiled expression's
@@ -191,14 +208,49 @@ func exactIn(needle, list any) bool {
 	return false
 }
 
-// compareInts compares a and b by their values when both are integers.
+// compareInts compares a and b by their values when both are integers,
+// or one is an integer and the other a float that is a number (a NaN
+// compares as expr compares it: unequal to everything).
 func compareInts(a, b any) (int, bool) {
 	an, am, ok1 := intParts(a)
 	bn, bm, ok2 := intParts(b)
-	if !ok1 || !ok2 {
+	switch {
+	case ok1 && ok2:
+		return compareParts(an, am, bn, bm), true
+	case ok1:
+		if f, ok := floatOf(b); ok {
+			return compareIntFloat(an, am, f), true
+		}
+	case ok2:
+		if f, ok := floatOf(a); ok {
+			return -compareIntFloat(bn, bm, f), true
+		}
+	}
+	return 0, false
+}
+
+// floatOf returns v as a float64 if it is a float that is not NaN.
+func floatOf(v any) (float64, bool) {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case float32:
+		f = float64(x)
+	default:
 		return 0, false
 	}
-	return compareParts(an, am, bn, bm), true
+	return f, !math.IsNaN(f)
+}
+
+// compareIntFloat compares the integer of sign neg and magnitude mag with
+// f (not NaN) by their exact values.
+func compareIntFloat(neg bool, mag uint64, f float64) int {
+	x := new(big.Float).SetUint64(mag)
+	if neg {
+		x.Neg(x)
+	}
+	return x.Cmp(new(big.Float).SetFloat64(f))
 }
 
 // compareParts compares two integers given as sign and magnitude.

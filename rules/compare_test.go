@@ -68,8 +68,23 @@ rules: []
 		{"value < -9223372036854775807", neg, true, false},
 		{"op > value", neg, true, false},
 		{"key_group >= 0 && key_group < 128", big, true, true},
-		{"op > 1.5", big, true, false},         // a float: as expr compares it
+		{"op > 1.5", big, true, false},
 		{"float(op) > 1e19", big, true, false}, // 2^64-1 as a float
+		// An integer and a float compare by their exact values: a float64
+		// holds integers exactly only up to 2^53.
+		{"op == 18446744073709551615.0", big, false, false}, // the float is 2^64
+		{"op < 18446744073709551615.0", big, true, false},
+		{"18446744073709551616.0 > op", big, true, false},
+		{"op == 1.8446744073709552e19", big, false, false},
+		{"op != 1.8446744073709552e19", big, true, false},
+		{"value > 9.223372036854775807e18", neg, false, false},
+		{"value == -9.223372036854775808e18", neg, true, false}, // -2^63 is a float64
+		{"value >= -9.223372036854775808e18", neg, true, false},
+		{"key > -2.5", neg, false, false},
+		{"key < -2.5", neg, true, false},
+		{"key == 5.0", small, true, false},
+		{"5.5 > key", small, true, false},
+		{"value > 0.0/1.0", small, true, false},
 		{`key < "n" && value == "x"`, str, true, false},
 		{"value != nil", big, true, false},
 		{"op in [-1]", big, false, false},
