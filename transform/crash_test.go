@@ -51,6 +51,7 @@ type killer struct {
 	rng    *rand.Rand
 	window time.Duration // runtime of an uninterrupted run
 	write  time.Duration // when it started writing its output
+	runs   int           // runs made
 	killed int           // runs killed before they finished
 	// killedWriting counts the kills that hit the write phase.
 	killedWriting int
@@ -116,6 +117,8 @@ func (k *killer) reference(writing string, args ...string) {
 // killed while writing.
 func (k *killer) run(writing string, atWrite bool, args ...string) {
 	k.t.Helper()
+	k.runs++
+	start := time.Now()
 	cmd := exec.Command(k.bin, args...)
 	if err := cmd.Start(); err != nil {
 		k.t.Fatal(err)
@@ -135,13 +138,16 @@ func (k *killer) run(writing string, atWrite bool, args ...string) {
 			if err != nil {
 				k.t.Fatalf("sptool exited early: %v", err)
 			}
+			// It finished before its kill: later delays are drawn within
+			// its runtime, which is the machine's speed now.
+			k.window = min(k.window, time.Since(start))
 			return
 		case <-tick.C:
 			if !sawWrite {
 				m, _ := filepath.Glob(writing)
 				sawWrite = len(m) > 0
 				if sawWrite && atWrite {
-					kill = time.After(time.Duration(k.rng.Int64N(int64(k.window - k.write))))
+					kill = time.After(time.Duration(k.rng.Int64N(int64(max(k.window-k.write, time.Millisecond)))))
 				}
 			}
 		case <-kill:
@@ -160,13 +166,24 @@ func (k *killer) run(writing string, atWrite bool, args ...string) {
 	}
 }
 
+// enough reports whether enough of the runs so far were interrupted, and
+// some while writing, for the test to prove something.
+func (k *killer) enough() bool { return k.killed >= k.runs/3 && k.killedWriting > 0 }
+
+// more reports whether run i (from 0) is to be made: the first runs
+// always; then more, up to three times as many, while too few were
+// interrupted (on a machine whose speed changed since the reference runs,
+// the delays drawn may fall after most runs end: run shortens the window
+// to the runs that finish).
+func (k *killer) more(i, runs int) bool { return i < runs || !k.enough() && i < 3*runs }
+
 // checkKills fails the test when too few runs were interrupted, or none
 // while writing, for it to prove anything.
-func (k *killer) checkKills(runs int) {
+func (k *killer) checkKills() {
 	k.t.Helper()
-	k.t.Logf("%d of %d runs killed before they finished, %d of them while writing", k.killed, runs, k.killedWriting)
-	if k.killed < runs/3 || k.killedWriting == 0 {
-		k.t.Errorf("too few runs interrupted (%d of %d, %d while writing): the kill delays miss the run", k.killed, runs, k.killedWriting)
+	k.t.Logf("%d of %d runs killed before they finished, %d of them while writing", k.killed, k.runs, k.killedWriting)
+	if !k.enough() {
+		k.t.Errorf("too few runs interrupted (%d of %d, %d while writing): the kill delays miss the run", k.killed, k.runs, k.killedWriting)
 	}
 }
 
@@ -220,7 +237,7 @@ func crashTree(t *testing.T, bin string) {
 	out := filepath.Join(dir, "out")
 	outcomes := map[string]int{}
 	const runs = 12
-	for i := range runs {
+	for i := 0; k.more(i, runs); i++ {
 		args := []string{"apply", "-r", rulesPath, in, "-o", out}
 		if i%2 == 1 {
 			// Replace whatever the previous run left (or nothing).
@@ -265,7 +282,7 @@ func crashTree(t *testing.T, bin string) {
 		sameChecksums(t, "input after kill "+strconv.Itoa(i), checksums(t, in), inSums)
 	}
 	t.Logf("outcomes %v; %v in all", outcomes, time.Since(start).Round(time.Millisecond))
-	k.checkKills(runs)
+	k.checkKills()
 }
 
 // hasMarker reports whether the tree at dir has a COMPLETED-<id> marker
@@ -329,7 +346,7 @@ func crashFile(t *testing.T, bin string) {
 	out := filepath.Join(dir, "out", "checkpoint-4.snap")
 	outcomes := map[string]int{}
 	const runs = 8
-	for i := range runs {
+	for i := 0; k.more(i, runs); i++ {
 		args := []string{"apply", "-r", rulesPath, in, "-o", out}
 		if i%2 == 1 {
 			args = append(args, "--force")
@@ -391,5 +408,5 @@ func crashFile(t *testing.T, bin string) {
 		sameChecksums(t, "input after kill "+strconv.Itoa(i), checksums(t, filepath.Dir(in)), inSums)
 	}
 	t.Logf("outcomes %v; %v in all", outcomes, time.Since(start).Round(time.Millisecond))
-	k.checkKills(runs)
+	k.checkKills()
 }
