@@ -197,3 +197,36 @@ rules:
 		}
 	}
 }
+
+// An expression that reads expire_at where no row it sees has a stamp (a
+// slot declared without ttl: true, or a rule file with no TTL slot) is a
+// load-time error, not a filter that fails on the first row or matches
+// nothing.
+func TestExpireAtNeedsTTL(t *testing.T) {
+	const decls = `version: 1
+slots:
+  - {op: 7, slot: plain, key: string, value: string}
+`
+	const ttlDecl = "  - {op: 7, slot: t, key: string, value: int64, ttl: true}\n"
+	for _, c := range []struct {
+		decls, rule, want string // want "": loads
+	}{
+		{decls, `drop: {op: 7, slot: plain, expr: 'expire_at < 5'}`, `slot "plain" of op 7 is not declared with 'ttl: true'`},
+		{decls, `drop: 'expire_at != nil && expire_at < 5'`, "no slot is declared with 'ttl: true'"},
+		{"version: 1\n", `keep: 'expire_at == nil'`, "no slot is declared with 'ttl: true'"},
+		{decls, `set_value: {op: 7, slot: plain, expr: 'string(expire_at)'}`, `slot "plain" of op 7 is not declared`},
+		{decls, `drop: {op: 7, slot: other, expr: 'expire_at < 5'}`, "no slot is declared with 'ttl: true'"},
+		{decls + ttlDecl, `drop: 'expire_at != nil && expire_at < 5'`, ""},
+		{decls + ttlDecl, `drop: {op: 7, slot: t, expr: 'expire_at < 5'}`, ""},
+		{decls + ttlDecl, `drop: {op: 7, slot: plain, expr: 'expire_at < 5'}`, `slot "plain" of op 7 is not declared`},
+		{decls, `drop: {op: 7, slot: plain, expr: 'value == "x"'}`, ""},
+	} {
+		_, err := Parse("r.yaml", []byte(c.decls+"rules:\n  - "+c.rule+"\n"))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.rule, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "'expire_at' is nil on every row this expression reads")):
+			t.Errorf("%s: %v, want an error with %q", c.rule, err, c.want)
+		}
+	}
+}

@@ -366,7 +366,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 			return nil
 		}
 		c := p.compile(vn, key, src, p.undeclaredEnv(), true)
-		if c == nil {
+		if c == nil || !p.checkExpireAt(vn, key, c, nil) {
 			return nil
 		}
 		return &FilterSpec{Expr: src, Predicate: &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}}
@@ -389,7 +389,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 		}
 	}
 	c := p.compile(m.get("expr"), "expr", src, typed, true)
-	if c == nil {
+	if c == nil || !p.checkExpireAt(m.get("expr"), "expr", c, f.Decl) {
 		return nil
 	}
 	f.Predicate = &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}
@@ -407,6 +407,28 @@ func (p *parser) undeclaredEnv() reflect.Type {
 		return nil
 	}
 	return typedEnv(stringType, bytesType, nil)
+}
+
+// checkExpireAt refuses (false) an expression c, held by node n, that
+// reads 'expire_at' where it is nil on every row: scoped to declared slot
+// d, which is not a 'ttl: true' slot, or (d nil) in a rule file that
+// declares no such slot. Such a filter fails on the first row it compares
+// the stamp of, or, testing for nil first, matches nothing.
+func (p *parser) checkExpireAt(n *yaml.Node, key string, c *compiled, d *SlotDecl) bool {
+	if c.fields&FieldExpireAt == 0 || c.fields == AllFields {
+		return true
+	}
+	why := ""
+	switch {
+	case d != nil && !d.TTL:
+		why = fmt.Sprintf("slot %q of op %s is not declared with 'ttl: true'", d.Slot, d.Op)
+	case d == nil && !slices.ContainsFunc(p.set.Slots, func(s *SlotDecl) bool { return s.TTL }):
+		why = "no slot is declared with 'ttl: true'"
+	default:
+		return true
+	}
+	p.errAt(n, key, "'expire_at' is nil on every row this expression reads: %s (a TTL slot's value starts with its 8-byte expiry stamp, which 'ttl: true' reads)", why)
+	return false
 }
 
 // compile compiles an expression held by node n and reports its errors at
@@ -937,7 +959,7 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 	}
 	en := m.get("expr")
 	c := p.compile(en, "expr", src, d.checkEnv, false)
-	if c == nil {
+	if c == nil || !p.checkExpireAt(en, "expr", c, d) {
 		return nil
 	}
 	if !resultFits(c.resultType, d.valueType) {
