@@ -666,8 +666,49 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 				p.warnAt(kn, "slot %q of op %s declares key codec %s but purge_keys encodes keys with %s: they cannot match", *sc.Slot, sc.Op, kc, spec.Codec)
 			}
 		}
+	} else {
+		p.warnPurgeCodec(kn, sc, spec.Codec)
+	}
+	if hasKeys && spec.Codec == "string" && allIntScalars(m.get("keys")) {
+		p.warnAt(m.get("keys"), "purge_keys lists its keys as integers, but matches them as text (codec string, the default): a key a slot stores as an 8-byte integer (int64 or uint64 codec) is found only with 'codec: int64'")
 	}
 	return spec
+}
+
+// warnPurgeCodec warns of a purge_keys rule of scope sc (not one slot)
+// whose codec fits the key codec of none of the declared slots in its
+// scope, when it has some: declared, the erasure's subjects are in slots
+// whose keys it cannot match (only undeclared slots' keys can).
+func (p *parser) warnPurgeCodec(kn *yaml.Node, sc Scope, purgeCodec string) {
+	var codecs []string
+	for _, d := range p.set.Slots {
+		if !sc.MatchOp(d.Op.ID) || sc.Slot != nil && d.Slot != *sc.Slot || d.KeyCodec == nil || d.Composite {
+			continue
+		}
+		kc := d.KeyCodec.String()
+		if purgeCodecFits(kc, purgeCodec) {
+			return
+		}
+		if !slices.Contains(codecs, kc) {
+			codecs = append(codecs, kc)
+		}
+	}
+	if len(codecs) > 0 {
+		p.warnAt(kn, "the slots declared in its scope have key codec %s, but purge_keys encodes keys with %s: it matches no key of theirs (only undeclared slots' keys)", strings.Join(codecs, ", "), purgeCodec)
+	}
+}
+
+// allIntScalars reports whether n is a non-empty list of YAML integers.
+func allIntScalars(n *yaml.Node) bool {
+	if n == nil || n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return false
+	}
+	for _, k := range n.Content {
+		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!int" {
+			return false
+		}
+	}
+	return true
 }
 
 // purgeList is a purge_keys rule read by the walk of the rule file, whose

@@ -615,10 +615,43 @@ func TestPurgeKeysCodecMismatchWarning(t *testing.T) {
 		{"uint64", "string", true}, {"string", "int64", true}, {"double", "int64", true}, {"uint32", "int64", true},
 		{"list<string>", "string", true}, {`pair<string,int64>`, "string", true},
 	} {
-		src := fmt.Sprintf("version: 1\nslots:\n  - {op: 7, slot: s, key: %q}\nrules:\n  - purge_keys: {op: 7, slot: s, keys: [1], codec: %s}\n", c.key, c.purge)
+		src := fmt.Sprintf("version: 1\nslots:\n  - {op: 7, slot: s, key: %q}\nrules:\n  - purge_keys: {op: 7, slot: s, keys: [\"1\"], codec: %s}\n", c.key, c.purge)
 		set := parseOne(t, src)
 		if got := len(set.Warnings) == 1 && strings.Contains(set.Warnings[0].Msg, "they cannot match"); got != c.warn || len(set.Warnings) > 1 {
 			t.Errorf("key codec %s, purge codec %s: warnings %v, want a mismatch warning: %v", c.key, c.purge, set.Warnings, c.warn)
+		}
+	}
+}
+
+// A purge of a wider scope than one slot is warned of when no slot declared
+// in its scope has a key codec its own fits; a list of YAML integers
+// matched as text (the default codec) is warned of too.
+func TestPurgeKeysWideScopeWarnings(t *testing.T) {
+	const slots = "version: 1\nslots:\n  - {op: 7, slot: a, key: int64}\n  - {op: 7, slot: b, key: uint64}\n  - {op: 8, slot: c, key: string}\n  - {op: 9, slot: d, key: string, composite: true}\nrules:\n"
+	for _, c := range []struct {
+		rule string
+		want []string // substrings, one a warning
+	}{
+		{`purge_keys: {keys: ["7"]}`, nil}, // op 8's slot c fits
+		{`purge_keys: {op: 7, keys: ["7"]}`, []string{"the slots declared in its scope have key codec int64, uint64, but purge_keys encodes keys with string"}},
+		{`purge_keys: {op: 7, keys: [7], codec: int64}`, nil},
+		{`purge_keys: {op: 8, keys: [7], codec: int64}`, []string{"key codec string, but purge_keys encodes keys with int64"}},
+		{`purge_keys: {op: 9, keys: ["u"]}`, nil}, // composite: matched by its first component
+		{`purge_keys: {slot: a, keys: ["u"]}`, []string{"key codec int64, but"}},
+		{`purge_keys: {op: 10, keys: ["u"]}`, nil},
+		{`purge_keys: {op: 8, keys: [7, 42]}`, []string{"lists its keys as integers, but matches them as text"}},
+		{`purge_keys: {op: 7, keys: [7, 42]}`, []string{"key codec int64, uint64, but", "lists its keys as integers"}},
+		{`purge_keys: {op: 8, keys: [7, "x"]}`, nil},
+	} {
+		set := parseOne(t, slots+"  - "+c.rule+"\n")
+		if len(set.Warnings) != len(c.want) {
+			t.Errorf("%s: warnings %v, want %d", c.rule, set.Warnings, len(c.want))
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.Contains(set.Warnings[i].Msg, w) {
+				t.Errorf("%s: warning %q, want %q", c.rule, set.Warnings[i].Msg, w)
+			}
 		}
 	}
 }
