@@ -416,7 +416,11 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 	}
 	checked, err := expr.Compile(src, opts(typeEnv)...)
 	if err != nil {
-		return nil, toExprErr(err)
+		e := toExprErr(err)
+		if strings.Contains(e.msg, "exceeds maximum allowed nodes") {
+			e.msg = fmt.Sprintf("the expression has more than %d nodes (literals, names, operators), the most one may hold: a long list of keys to drop belongs in purge_keys (keys or keys_file), which has no such bound", maxNodes)
+		}
+		return nil, e
 	}
 	checkedNode := checked.Node()
 	if e := checkWritten(checkedNode); e != nil {

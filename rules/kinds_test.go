@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -428,6 +429,16 @@ func TestExprLimitsBehindComments(t *testing.T) {
 	})
 	t.Run("in a string", func(t *testing.T) {
 		checkExprLimit(t, `slot == "/*" && `+deep+` && slot != "*/"`, 28+maxExprNesting, "nested", "brackets nested more than 256 deep")
+	})
+	t.Run("nodes", func(t *testing.T) {
+		ids := make([]string, 200)
+		for i := range ids {
+			ids[i] = strconv.Itoa(i)
+		}
+		_, e := compileExpr("op in ["+strings.Join(ids, ",")+"]", nil, true, 100)
+		if e == nil || !strings.Contains(e.msg, "more than 100 nodes") || !strings.Contains(e.msg, "purge_keys") {
+			t.Fatalf("got %+v", e)
+		}
 	})
 }
 
