@@ -978,7 +978,21 @@ func checkOutputCleaned(out string) error {
 // CheckOutputPath compares the output with the input's root, but a payload,
 // a sidecar or a materialisation inside the tree may be a symbolic link to
 // a file of the output, which writing the output would change under it.
+// Of a tree, it also refuses an output inside the directory of a payload
+// (a subtask directory that is a link elsewhere): writing it there would
+// add to the input's directories.
 func (sp *Savepoint) CheckFilesApart(out string) error {
+	if sp.Kind != InputFile {
+		for _, f := range sp.Files {
+			dir := filepath.Dir(f.Path)
+			if rel, _, _ := pathRelation(dir, out); rel == relSame || rel == relInside {
+				if to, err := filepath.EvalSymlinks(dir); err == nil && to != filepath.Clean(dir) {
+					return fmt.Errorf("output %s lies inside the input's directory %s, a link to %s, which holds input file %s", out, dir, to, f.Path)
+				}
+				return fmt.Errorf("output %s lies inside the input's directory %s, which holds input file %s", out, dir, f.Path)
+			}
+		}
+	}
 	var paths []string
 	for _, f := range sp.Files {
 		paths = append(paths, f.Path)

@@ -49,3 +49,42 @@ func TestInputLinkIntoOutput(t *testing.T) {
 		t.Error("the output the input links to was rewritten")
 	}
 }
+
+// TestOutputInLinkedSubtaskDir: an output inside a subtask directory of
+// the input reached through a symbolic link (clink follows such links)
+// is refused before anything is written: it would add to the input's
+// directory, which the check of the input's root alone let through.
+func TestOutputInLinkedSubtaskDir(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := os.CopyFS(in, os.DirFS("../testdata/example")); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub0")
+	if err := os.Rename(filepath.Join(in, "v1", "0"), sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(sub, filepath.Join(in, "v1", "0")); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nrules:\n  - drop: 'key_group < 4'\n", nil)
+	out := filepath.Join(sub, "out")
+	_, err := run(t, in, set, transform.Options{Out: out, Force: true})
+	if err == nil || !strings.Contains(err.Error(), "lies inside the input's directory "+filepath.Join(in, "v1", "0")+", a link to "+sub) {
+		t.Errorf("output %s: %v, want the linked directory named", out, err)
+	}
+	if _, err := run(t, in, set, transform.Options{Out: sub, Force: true}); err == nil {
+		t.Errorf("output %s, the linked directory itself: written", sub)
+	}
+	ents, err := os.ReadDir(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 2 {
+		t.Errorf("the input's linked subtask directory holds %d entries, want its payload and sidecar", len(ents))
+	}
+	// Beside it, the output is written.
+	if _, err := run(t, in, set, transform.Options{Out: filepath.Join(dir, "out")}); err != nil {
+		t.Fatal(err)
+	}
+}
