@@ -175,14 +175,22 @@ func LeftoversNote(out string) string {
 // its COMPLETED marker first, a file output its payload before its
 // sidecar. So, with an output in place, a tree aside without a marker,
 // or a sidecar aside without its payload, is the remains of a removal and
-// no older output to rename back. Without one, the run was killed before
-// it published: what is aside is the only copy of the older output.
+// no older output to rename back, unless the sidecar describes the payload
+// at out, which has none (the run was killed between moving the two
+// aside). Without one, the run was killed before it published: what is
+// aside is the only copy of the older output.
 func asideLeftover(out, p, rest string) string {
 	was := filepath.Clean(out)
 	suffix := rest[strings.Index(rest, ".sptool-old-"):]
 	_, err := os.Lstat(was)
 	published := err == nil
 	if strings.HasPrefix(rest, SidecarSuffix+".") {
+		if published && completesPayload(out, p) {
+			// Killed between moving the sidecar aside and the payload:
+			// the payload at out is the older output's, and this its
+			// sidecar.
+			return fmt.Sprintf("%s is the sidecar of %s, moved aside by a --force run that was interrupted before it moved the payload: rename it back to %s to have that output whole again (clink refuses a payload without its sidecar), or write the output again with --force", p, was, was+SidecarSuffix)
+		}
 		if _, err := os.Lstat(was + suffix); err != nil && published {
 			return fmt.Sprintf("%s is the sidecar of what was at %s before a --force run replaced it, whose payload is gone (its removal was interrupted): delete it", p, was)
 		}

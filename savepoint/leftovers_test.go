@@ -117,3 +117,34 @@ func TestLeftoverSidecarOfPayload(t *testing.T) {
 		t.Errorf("a sidecar of another payload: warnings %q", got)
 	}
 }
+
+// TestLeftoverSidecarAsideOfPayload: a --force run killed between moving
+// the old output's sidecar aside and its payload leaves the payload in
+// place without a sidecar and the sidecar aside: the warning says to
+// rename it back, not that its payload is gone. One describing another
+// payload is the remains of a removal, to delete.
+func TestLeftoverSidecarAsideOfPayload(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "o.snap")
+	info, err := WriteSnapshotFile(out, nil, []Row{{Op: 1, Key: []byte{1, 'a'}, Value: []byte("v")}}, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aside := out + ".meta.sptool-old-999999999.3.q"
+	if err := os.WriteFile(aside, SidecarFor(7, info), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := Leftovers(out)
+	if len(got) != 1 || !strings.Contains(got[0], aside+" is the sidecar of "+out+", moved aside by a --force run that was interrupted before it moved the payload: rename it back to "+out+".meta") {
+		t.Errorf("warnings %q", got)
+	}
+	if note := LeftoversNote(out); !strings.Contains(note, "rename it back") || strings.Contains(note, "delete it") {
+		t.Errorf("note %q", note)
+	}
+	if err := os.WriteFile(aside, SidecarFor(7, FileInfo{Size: info.Size, CRC32C: info.CRC32C + 1}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := Leftovers(out); len(got) != 1 || !strings.Contains(got[0], "whose payload is gone (its removal was interrupted): delete it") {
+		t.Errorf("a sidecar of another payload: warnings %q", got)
+	}
+}
