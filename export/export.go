@@ -1145,6 +1145,9 @@ type decoder struct {
 	// met last, as rows come slot by slot.
 	declared map[slotID]bool
 	last     slotID
+	// operator holds the declared (op, slot) pairs met in operator rows
+	// (broadcast state), which declarations do not decode.
+	operator map[slotID]bool
 }
 
 func newDecoder(set *rules.Set) *decoder {
@@ -1288,6 +1291,14 @@ func (d *decoder) decode(op uint64, e *entry) Decoded {
 	if err != nil {
 		d.failures.Add(op, e.slot(), err)
 	}
+	if !dd.Declared {
+		if k := savepoint.ParseKey(e.key); k.Kind == savepoint.KindOperator && k.HasSlot && d.set.SlotDecl(op, string(k.Slot)) != nil {
+			if d.operator == nil {
+				d.operator = map[slotID]bool{}
+			}
+			d.operator[slotID{op, string(k.Slot)}] = true
+		}
+	}
 	if dd.Declared && (d.declared == nil || op != d.last.op || d.last.slot != string(e.slot())) {
 		if d.declared == nil {
 			d.declared = map[slotID]bool{}
@@ -1308,7 +1319,12 @@ func (d *decoder) warnings() []string {
 		return warns
 	}
 	for _, decl := range d.set.Slots {
-		if !d.declared[slotID{decl.Op.ID, decl.Slot}] {
+		id := slotID{decl.Op.ID, decl.Slot}
+		switch {
+		case d.declared[id]:
+		case d.operator[id]:
+			warns = append(warns, fmt.Sprintf("slots: declaration %d (line %d): the rows exported of operator %s slot %q are operator state (broadcast state, key 0xFF slot '|'), which declarations do not decode: they describe keyed state; those rows are written as stored", decl.Index, decl.Line, decl.Op, decl.Slot))
+		default:
 			warns = append(warns, fmt.Sprintf("slots: declaration %d (line %d): no row exported is of operator %s slot %q; the declaration matches no row (a mistyped operator or slot?)", decl.Index, decl.Line, decl.Op, decl.Slot))
 		}
 	}

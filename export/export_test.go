@@ -1065,16 +1065,21 @@ func TestExportKeyWithoutCodec(t *testing.T) {
 
 // TestExportUnmatchedDeclaration: a slot declaration that no exported row
 // matches (a mistyped operator or slot) is named in a warning; one that
-// rows match is not.
+// only operator (broadcast) rows match, which declarations do not decode,
+// is named as that; one that keyed rows match is not.
 func TestExportUnmatchedDeclaration(t *testing.T) {
-	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: s, value: string}\n  - {op: 1, slot: sx, value: string}\n  - {op: 2, slot: s, value: string}\nrules: []\n")
-	rows := []savepoint.Row{{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k")), Value: []byte("v")}}
+	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: s, value: string}\n  - {op: 1, slot: sx, value: string}\n  - {op: 2, slot: s, value: string}\n  - {op: 3, slot: b, value: string}\nrules: []\n")
+	rows := []savepoint.Row{
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k")), Value: []byte("v")},
+		{Op: 3, Key: []byte("\xffb|"), Value: []byte("v")},
+	}
 	sp := fileOfRows(rows)
 	for _, format := range []Format{JSONL, CSV, Parquet} {
 		_, res := export(t, sp, Options{Format: format, Projection: map[Format]Projection{Parquet: Query}[format], Rules: set})
 		want := []string{
 			`slots: declaration 2 (line 4): no row exported is of operator 1 slot "sx"; the declaration matches no row (a mistyped operator or slot?)`,
 			`slots: declaration 3 (line 5): no row exported is of operator 2 slot "s"; the declaration matches no row`,
+			`slots: declaration 4 (line 6): the rows exported of operator 3 slot "b" are operator state (broadcast state, key 0xFF slot '|'), which declarations do not decode`,
 		}
 		if len(res.Warnings) != len(want) {
 			t.Fatalf("%s: warnings %q", format, res.Warnings)
