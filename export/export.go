@@ -1495,25 +1495,29 @@ func writerProperties(opts Options) *parquet.WriterProperties {
 		parquet.WithCompression(Codecs[opts.Compression]),
 		parquet.WithMaxRowGroupLength(int64(opts.RowGroupRows)),
 		parquet.WithDictionaryDefault(false),
-		parquet.WithDictionaryFor("op_id", true),
-		parquet.WithDictionaryFor("key_group", true),
-		parquet.WithDictionaryFor("slot", true),
 		parquet.WithAllocator(opts.Allocator),
 	}
+	dict := []string{"op_id", "key_group", "slot"}
 	if opts.Projection == Canonical {
 		props = append(props,
 			parquet.WithStatsFor("user_key", false),
 			parquet.WithStatsFor("value_bytes", false))
 		if opts.PerFile {
-			props = append(props, parquet.WithDictionaryFor("subtask", true))
+			dict = append(dict, "subtask")
 		}
 	} else {
+		dict = append(dict, "kind", "subtask")
 		props = append(props,
-			parquet.WithDictionaryFor("kind", true),
-			parquet.WithDictionaryFor("subtask", true),
 			parquet.WithStatsFor("user_key", false),
 			parquet.WithStatsFor("value", false),
 			parquet.WithStatsFor("key", false))
+	}
+	// Dictionary-encoded in every row group: arrow-go gives up a column's
+	// dictionary when it is not smaller than the plain encoding by its own
+	// estimate of an uncompressed column, which it makes for
+	// --compression none only: an op_id column of 4 MB where 238 bytes do.
+	for _, c := range dict {
+		props = append(props, parquet.WithDictionaryFor(c, true), parquet.WithDictionaryCostFallbackFor(c, false))
 	}
 	return parquet.NewWriterProperties(props...)
 }

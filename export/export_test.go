@@ -29,6 +29,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
+	"github.com/sptool/sptool/internal/gen"
 	"github.com/sptool/sptool/internal/golden"
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
@@ -1352,5 +1353,41 @@ func TestNilSavepoint(t *testing.T) {
 	var b bytes.Buffer
 	if _, err := Write(context.Background(), &b, nil, Options{}); err == nil || b.Len() != 0 {
 		t.Errorf("Write: %v, %d bytes, want an error and none", err, b.Len())
+	}
+}
+
+// TestExportDictionaryEveryRowGroup: the dictionary-encoded columns keep
+// their dictionary in every row group whatever the compression; with none,
+// arrow-go's cost estimate had the later row groups written plain.
+func TestExportDictionaryEveryRowGroup(t *testing.T) {
+	sp := fileOfRows(gen.BigRows(gen.BigOptions{Rows: 30000, Seed: 1, Sorted: true}))
+	for _, comp := range []string{"none", "snappy", "zstd"} {
+		for _, proj := range []Projection{Canonical, Query} {
+			data, _ := export(t, sp, Options{Compression: comp, Projection: proj, RowGroupRows: 10000})
+			pr, err := file.NewParquetReader(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := pr.MetaData()
+			if md.NumRowGroups() != 3 {
+				t.Fatalf("%s %s: %d row groups, want 3", comp, proj, md.NumRowGroups())
+			}
+			for g := range md.NumRowGroups() {
+				rg := md.RowGroup(g)
+				for i := range rg.NumColumns() {
+					cc, err := rg.ColumnChunk(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					switch cc.PathInSchema().String() {
+					case "op_id", "key_group", "slot":
+						if !cc.HasDictionaryPage() {
+							t.Errorf("%s %s: row group %d: %s has no dictionary page (encodings %v)", comp, proj, g, cc.PathInSchema(), cc.Encodings())
+						}
+					}
+				}
+			}
+			pr.Close()
+		}
 	}
 }
