@@ -1000,7 +1000,7 @@ func sideLabel(s Side) string {
 	var parts []string
 	parts = append(parts, s.Kind)
 	if s.Kind != "file" {
-		parts = append(parts, "generation "+strconv.Itoa(s.Generation), "checkpoint "+strconv.FormatUint(s.Checkpoint, 10), fmt.Sprintf("%d files", s.Files))
+		parts = append(parts, "generation "+strconv.Itoa(s.Generation), "checkpoint "+strconv.FormatUint(s.Checkpoint, 10), fmt.Sprintf("%d file%s", s.Files, plural(s.Files)))
 	}
 	parts = append(parts, fmt.Sprintf("%d logical rows", s.Rows))
 	return fmt.Sprintf("%s (%s)", savepoint.ShowName(s.Path), strings.Join(parts, ", "))
@@ -1080,16 +1080,19 @@ func metaText(vs []string) string {
 }
 
 // metaChangeText shows a key's change: both sides as metaText does, or,
-// when both carry several values and share some, the values only one side
-// carries and how many both carry (a version map changed in one subtask's
-// file of four would otherwise show the same first value on both sides).
+// when a side carries several values (its files differ) and the sides
+// share some, the values only one side carries and how many both carry (a
+// version map changed in one subtask's file of four would otherwise show
+// the same first value on both sides). Written as a change of one value
+// ("" -> none), that form read as if the key had gone from empty to
+// absent where one file of A lacked the map B's files all hold.
 func metaChangeText(a, b []string) string {
 	onlyA, onlyB := minus(a, b), minus(b, a)
 	same := len(a) - len(onlyA)
 	if len(a) <= 1 && len(b) <= 1 || same == 0 {
 		return metaText(a) + " -> " + metaText(b)
 	}
-	return fmt.Sprintf("%s -> %s (%d value%s on both sides)", valuesText(onlyA), valuesText(onlyB), same, plural(same))
+	return fmt.Sprintf("only in A: %s; only in B: %s; in both: %d value%s", valuesText(onlyA), valuesText(onlyB), same, plural(same))
 }
 
 // minus returns the values of a that b does not hold, in a's order.

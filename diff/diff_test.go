@@ -671,9 +671,10 @@ func TestMetaChangeText(t *testing.T) {
 		{nil, []string{"x"}, `absent -> "x"`},
 		{[]string{"x"}, []string{"y"}, `"x" -> "y"`},
 		{[]string{"x", "y"}, []string{"z"}, `"x" and 1 other value -> "z"`},
-		{[]string{"s0", "s1", "s2"}, []string{"s0", "s1", "s2'"}, `"s2" -> "s2'" (2 values on both sides)`},
-		{[]string{"s0", "s1"}, []string{"s0"}, `"s1" -> none (1 value on both sides)`},
-		{[]string{"s0"}, []string{"s0", "s1", "s2"}, `none -> "s1", "s2" (1 value on both sides)`},
+		{[]string{"s0", "s1", "s2"}, []string{"s0", "s1", "s2'"}, `only in A: "s2"; only in B: "s2'"; in both: 2 values`},
+		{[]string{"s0", "s1"}, []string{"s0"}, `only in A: "s1"; only in B: none; in both: 1 value`},
+		{[]string{"", "m"}, []string{"m"}, `only in A: ""; only in B: none; in both: 1 value`},
+		{[]string{"s0"}, []string{"s0", "s1", "s2"}, `only in A: none; only in B: "s1", "s2"; in both: 1 value`},
 	} {
 		if got := metaChangeText(c.a, c.b); got != c.want {
 			t.Errorf("metaChangeText(%q, %q) = %s, want %s", c.a, c.b, got, c.want)

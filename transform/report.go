@@ -256,7 +256,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	ew.printf("%s: %s %s", mode, r.Input.Kind, savepoint.ShowName(r.Input.Path))
 	if r.Input.Kind != "file" {
-		ew.printf(" (generation %d, checkpoint %d, %d files, %s backend)", r.Input.Generation, r.Input.Checkpoint, r.Input.Files, r.Input.Backend)
+		ew.printf(" (generation %d, checkpoint %d, %s, %s backend)", r.Input.Generation, r.Input.Checkpoint, countOf(r.Input.Files, "file"), r.Input.Backend)
 	}
 	ew.printf("\nrules: %s (sha256 %s)\n", r.Rules.Source, short(r.Rules.Digest))
 	ew.printf("rows: %d in, %d out, %d dropped", r.RowsIn, r.RowsOut, r.RowsDropped)
@@ -365,7 +365,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	ew.table(files)
 	if r.Output != nil {
-		ew.printf("\nwritten: %s (%d files, %d bytes, digest %s)\n", savepoint.ShowName(r.Output.Path), r.Output.Files, r.Output.Bytes, r.Output.Digest)
+		ew.printf("\nwritten: %s (%s, %d bytes, digest %s)\n", savepoint.ShowName(r.Output.Path), countOf(r.Output.Files, "file"), r.Output.Bytes, r.Output.Digest)
 	}
 	for _, w := range r.Warnings {
 		ew.printf("warning: %s\n", w)
@@ -406,4 +406,12 @@ func (e *errWriter) table(t *texttable.Table) {
 	if e.err == nil {
 		_, e.err = t.WriteTo(e.w)
 	}
+}
+
+// countOf is n and what it counts, plural unless n is 1 ("1 file", "4 files").
+func countOf(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
