@@ -2362,13 +2362,23 @@ func (w *worker) through(r savepoint.Row, k savepoint.Key, n int) (savepoint.Row
 	return r, true, nil
 }
 
-// stepError names the rule of step i in err, unless it does already.
+// stepError names the rule of step i in err, unless it does already, and
+// where the rule is in its file.
 func (e *engine) stepError(i int, err error) error {
+	r := e.steps[i].rule
+	// Where the rule is in its file, as the errors of loading it say.
+	at := ""
+	if e.set.Source != "" && r.Line > 0 {
+		at = fmt.Sprintf("%s:%d:%d: ", e.set.Source, r.Line, r.Col)
+	}
 	var named *rules.EvalError
 	if errors.As(err, &named) {
-		return err
+		if at == "" {
+			return err
+		}
+		return fmt.Errorf("%s%w", at, err)
 	}
-	return fmt.Errorf("%s: %w", e.steps[i].rule.Label(), err)
+	return fmt.Errorf("%s%s: %w", at, r.Label(), err)
 }
 
 // newReport fills the input side of a report.
