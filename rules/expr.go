@@ -14,6 +14,7 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
+	exprparser "github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -225,6 +226,7 @@ type compiled struct {
 	prog       *vm.Program
 	resultType reflect.Type // nil when unknown (interface)
 	konst      int8
+	badKinds   []kindLiteral // see badKindLiterals
 }
 
 // maxExprNesting bounds how deep an expression's brackets nest. expr's
@@ -445,9 +447,90 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 		if b.Value {
 			c.konst = 1
 		}
+	} else if asBool && c.fields == 0 {
+		// An expression that reads no field of the row has one value for
+		// every row (now(), the one function whose value moves, is
+		// refused): found once here, as expr's folding finds `1 == 1`'s,
+		// `duration("1h") > duration("1m")` is warned of as constant. One
+		// that fails is left to fail on the first row, naming it.
+		var m vm.VM
+		var env Env
+		env.init()
+		out, err := m.Run(p, &env)
+		if err != nil {
+			// It would fail on every row.
+			return nil, &exprErr{msg: fmt.Sprintf("it reads no field of the row and fails on every one: %v", runError(err))}
+		}
+		if b, ok := out.(bool); ok {
+			c.konst = -1
+			if b {
+				c.konst = 1
+			}
+		}
+	}
+	if tree, err := exprparser.Parse(src); err == nil {
+		c.badKinds = badKindLiterals(tree.Node)
 	}
 	return c, nil
 }
+
+// badKindLiterals returns the string literals an expression (as parsed,
+// before expr's optimizer turns a literal list into a set) compares
+// 'kind' with (==, !=, in a literal list) that are no kind: `kind ==
+// "Keyed"` matches no row.
+func badKindLiterals(node ast.Node) []kindLiteral {
+	var bad []kindLiteral
+	check := func(n ast.Node) {
+		if s, ok := n.(*ast.StringNode); ok && !isKindName(s.Value) {
+			bad = append(bad, kindLiteral{s.Value, max(s.Location().From, 0)})
+		}
+	}
+	isKind := func(n ast.Node) bool {
+		id, ok := n.(*ast.IdentifierNode)
+		return ok && id.Value == "kind"
+	}
+	ast.Walk(&node, visitFunc(func(n *ast.Node) {
+		b, ok := (*n).(*ast.BinaryNode)
+		if !ok {
+			return
+		}
+		switch {
+		case (b.Operator == "==" || b.Operator == "!=") && isKind(b.Left):
+			check(b.Right)
+		case (b.Operator == "==" || b.Operator == "!=") && isKind(b.Right):
+			check(b.Left)
+		case b.Operator == "in" && isKind(b.Left):
+			if a, ok := b.Right.(*ast.ArrayNode); ok {
+				for _, e := range a.Nodes {
+					check(e)
+				}
+			}
+		}
+	}))
+	return bad
+}
+
+// kindLiteral is a string literal compared with 'kind', at byte offset off
+// of its expression.
+type kindLiteral struct {
+	value string
+	off   int
+}
+
+// isKindName reports whether s is a value of the row model's 'kind'.
+func isKindName(s string) bool {
+	for _, k := range kindNames {
+		if string(k) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// visitFunc is an ast.Visitor of a function.
+type visitFunc func(*ast.Node)
+
+func (f visitFunc) Visit(n *ast.Node) { f(n) }
 
 func toExprErr(err error) *exprErr {
 	var fe *file.Error

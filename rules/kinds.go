@@ -436,6 +436,10 @@ func (p *parser) checkExpireAt(n *yaml.Node, key string, c *compiled, d *SlotDec
 func (p *parser) compile(n *yaml.Node, key, src string, typed reflect.Type, asBool bool) *compiled {
 	c, e := compileExpr(src, typed, asBool, p.opts.MaxExprNodes)
 	if e == nil {
+		for _, k := range c.badKinds {
+			line, col := p.exprPos(n, k.off)
+			p.warnAt(&yaml.Node{Line: line, Column: col}, "'%s': kind is \"keyed\", \"operator\" or \"raw\": %q is none of them, and no row has it", key, k.value)
+		}
 		return c
 	}
 	line, col := p.exprPos(n, e.off)

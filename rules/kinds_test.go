@@ -526,6 +526,11 @@ func TestWarnings(t *testing.T) {
 			"t.yaml:3:5: rule 1: drop: 'true' is constant: the rule drops every row",
 			`t.yaml:5:5: rule 2 ("late"): rule 1 drops every row: this rule and every later one can match nothing`}},
 		{"scoped keep false", "  - keep: {op: 3, expr: 'false'}\n", []string{"rule 1: keep: 'false' is constant: the rule drops every row of op 3"}},
+		{"constant beyond folding", "  - keep: 'duration(\"1h\") > duration(\"1m\")'\n", []string{`rule 1: keep: 'duration("1h") > duration("1m")' is constant: the rule does nothing`}},
+		{"constant of a uid", "  - drop: {op: 3, expr: 'uid(\"x\") == 7 || false'}\n", []string{"is constant: the rule does nothing"}},
+		{"kind misspelt", "  - drop: 'kind == \"Keyed\" || kind in [\"raw\", \"operatr\"] || \"keyd\" != kind'\n", []string{
+			`t.yaml:3:20: rule 1: 'drop': kind is "keyed", "operator" or "raw": "Keyed" is none of them, and no row has it`,
+			`"operatr" is none of them`, `"keyd" is none of them`}},
 		{"dropped op", "  - drop_operator: {op: 12}\n  - drop_slot: {op: 12, slot: x}\n", []string{
 			"t.yaml:4:5: rule 2: op 12 has no rows any more (rule 1 moved or dropped them): this rule can match nothing"}},
 		{"remapped op", "  - remap_operator: {from: 1, to: 2}\n  - purge_keys: {op: 1, keys: [a]}\n  - purge_keys: {op: 2, keys: [a]}\n", []string{
@@ -739,6 +744,27 @@ func TestErrorsSaidOnce(t *testing.T) {
 		var errs *Errors
 		if !errors.As(err, &errs) || errs.Len() != 1 || !strings.HasPrefix(errs.List[0].Error(), c.want) {
 			t.Errorf("%q: %v, want the one error %s", c.src, err, c.want)
+		}
+	}
+}
+
+// TestExprFailsOnEveryRow: a filter that reads no field of the row and
+// fails is refused at load (it would fail on the first row of every run);
+// one that does not fail is constant.
+func TestExprFailsOnEveryRow(t *testing.T) {
+	for src, want := range map[string]string{
+		`1/0 > 1`:                "it reads no field of the row and fails on every one: 1 / 0: division by zero",
+		`len(1..1000000000) > 0`: "it reads no field of the row and fails on every one: memory budget exceeded",
+		`int("x") == 1`:          "it reads no field of the row and fails on every one",
+		`false && 1/0 > 1`:       "",
+		`op / 0 > 1 && op == 1`:  "",
+	} {
+		_, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - drop: '"+src+"'\n"))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", src, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want %q", src, err, want)
 		}
 	}
 }
