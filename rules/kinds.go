@@ -224,7 +224,13 @@ func (p *parser) codecValue(n *yaml.Node, key string) (codec.Codec, bool) {
 	}
 	c, err := codec.Parse(s)
 	if err != nil {
-		p.errAt(n, key, "bad codec in '%s': %v", key, err)
+		hint := ""
+		if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) == 0 && strings.Count(s, "<") > strings.Count(s, ">") {
+			// {slot: m, value: map<string,int64>}: YAML ends a plain
+			// scalar of a flow mapping at its comma.
+			hint = fmt.Sprintf(` (a codec with a comma is quoted in a {...} mapping: %s: "map<string,int64>")`, key)
+		}
+		p.errAt(n, key, "bad codec in '%s': %v%s", key, err, hint)
 		return nil, false
 	}
 	return c, true
