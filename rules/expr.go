@@ -193,6 +193,11 @@ func (p *ValueProgram) Eval(m *vm.VM, env *Env) (any, error) {
 // snippet of the expression below the message is left as it is.
 func runError(err error) error {
 	fe, ok := err.(*file.Error)
+	if ok && strings.HasPrefix(fe.Message, "invalid operation") && strings.Contains(fe.Message, "[]uint8") {
+		c := *fe
+		c.Message += ": []uint8 is bytes (the key or value of a slot no declaration describes, key_bytes, value_bytes): compare string(value), or scope the rule to a declared slot"
+		fe, err = &c, &c
+	}
 	if !ok || !strings.ContainsFunc(fe.Message, needsEscape) && utf8.ValidString(fe.Message) {
 		return err
 	}
@@ -227,6 +232,7 @@ type compiled struct {
 	resultType reflect.Type // nil when unknown (interface)
 	konst      int8
 	badKinds   []kindLiteral // see badKindLiterals
+	constNil   bool          // reads no field of the row and is nil
 }
 
 // maxExprNesting bounds how deep an expression's brackets nest. expr's
@@ -447,26 +453,26 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 		if b.Value {
 			c.konst = 1
 		}
-	} else if asBool && c.fields == 0 {
+	} else if c.fields == 0 {
 		// An expression that reads no field of the row has one value for
 		// every row (now(), the one function whose value moves, is
 		// refused): found once here, as expr's folding finds `1 == 1`'s,
-		// `duration("1h") > duration("1m")` is warned of as constant. One
-		// that fails is left to fail on the first row, naming it.
+		// `duration("1h") > duration("1m")` is warned of as constant, and
+		// one that fails, which would fail on every row, is refused.
 		var m vm.VM
 		var env Env
 		env.init()
 		out, err := m.Run(p, &env)
 		if err != nil {
-			// It would fail on every row.
 			return nil, &exprErr{msg: fmt.Sprintf("it reads no field of the row and fails on every one: %v", runError(err))}
 		}
-		if b, ok := out.(bool); ok {
+		if b, ok := out.(bool); ok && asBool {
 			c.konst = -1
 			if b {
 				c.konst = 1
 			}
 		}
+		c.constNil = out == nil
 	}
 	if tree, err := exprparser.Parse(src); err == nil {
 		c.badKinds = badKindLiterals(tree.Node)

@@ -1022,6 +1022,11 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 		p.addErr(line, col, "expr", fmt.Sprintf("'expr' yields %s but slot %q stores %s (codec %s)%s", c.resultType, slot, d.valueType, d.ValueCodec, hint))
 		return nil
 	}
+	if c.constNil && d.valueType != nil {
+		line, col := p.exprPos(en, 0)
+		p.addErr(line, col, "expr", fmt.Sprintf("'expr' yields nil for every row, and slot %q stores %s (codec %s), which has no nil", slot, d.valueType, d.ValueCodec))
+		return nil
+	}
 	return &SetValueSpec{
 		Op: *op, Slot: slot, Expr: src, Decl: d, EraseEmpty: erase,
 		Program: &ValueProgram{Source: src, ResultType: c.resultType, prog: c.prog, fields: c.fields},

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/expr-lang/expr/vm"
+
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -766,5 +768,37 @@ func TestExprFailsOnEveryRow(t *testing.T) {
 		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
 			t.Errorf("%s: %v, want %q", src, err, want)
 		}
+	}
+}
+
+// TestSetValueNilRefused: a set_value that yields nil for every row, into
+// a slot whose codec has no nil, is refused at load.
+func TestSetValueNilRefused(t *testing.T) {
+	const decls = "version: 1\nslots:\n  - {op: 7, slot: agg, key: int64, value: int64}\n  - {op: 7, slot: o, key: int64, value: \"optional<int64>\"}\nrules:\n"
+	if _, err := Parse("t.yaml", []byte(decls+"  - set_value: {op: 7, slot: agg, expr: 'nil'}\n")); err == nil || !strings.Contains(err.Error(), `t.yaml:6:42: rule 1: 'expr' yields nil for every row, and slot "agg" stores int64`) {
+		t.Errorf("nil into int64: %v", err)
+	}
+	for _, rule := range []string{"set_value: {op: 7, slot: agg, expr: '42'}", "set_value: {op: 7, slot: o, expr: 'nil'}"} {
+		if _, err := Parse("t.yaml", []byte(decls+"  - "+rule+"\n")); err != nil {
+			t.Errorf("%s: %v", rule, err)
+		}
+	}
+}
+
+// TestBytesComparisonHint: a comparison of bytes with a number fails
+// naming bytes, and how to compare them.
+func TestBytesComparisonHint(t *testing.T) {
+	set, err := Parse("t.yaml", []byte("version: 1\nslots:\n  - {op: 7, slot: agg, key: int64, value: int64}\nrules:\n  - drop: 'value > 1000'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env Env
+	if err := set.FillEnv(&env, savepoint.Row{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("x"), []byte("k")), Value: []byte("v")}, 0); err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	_, err = set.Rules[0].Drop.Predicate.Eval(&m, &env)
+	if err == nil || !strings.Contains(err.Error(), "[]uint8 is bytes") || !strings.Contains(err.Error(), "scope the rule to a declared slot") {
+		t.Errorf("err = %v", err)
 	}
 }
