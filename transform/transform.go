@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -308,15 +309,21 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
 	}
-	// A file, or a part of one, that fails stops the others at their next
-	// row or block: the run fails with its error, and their work would be
-	// thrown away.
-	filesCtx, stopFiles := context.WithCancel(ctx)
-	defer stopFiles()
-	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts, min(jobs, len(sp.Files))), dry: opts.DryRun, decompress: opts.Decompress, fail: stopFiles}
-	eng.spill.stop = eng.stopped.Load
+	// A file, or a part of one, that fails stops those after it, in file
+	// and row order, at their next row or block: the run fails with its
+	// error, and their work would be thrown away. Those before it go on,
+	// so that the error reported is the first in that order whatever the
+	// timing (see engine.failAt).
+	fileCtxs := make([]context.Context, len(sp.Files))
+	cancels := make([]context.CancelFunc, len(sp.Files))
+	for i := range sp.Files {
+		fileCtxs[i], cancels[i] = context.WithCancel(ctx)
+		defer cancels[i]()
+	}
+	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts, min(jobs, len(sp.Files))), dry: opts.DryRun, decompress: opts.Decompress, cancels: cancels}
+	eng.failedAt.Store(math.MaxInt64)
 	defer eng.spill.close()
-	defer context.AfterFunc(filesCtx, func() { eng.stopped.Store(true) })()
+	defer context.AfterFunc(ctx, func() { eng.ended.Store(true) })()
 	for _, f := range sp.Files {
 		eng.total += int64(f.Snapshot.NumRows())
 	}
@@ -340,6 +347,14 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	for i, f := range sp.Files {
 		wg.Add(1)
 		sem <- struct{}{}
+		if eng.stopsAt(position(i, 0)) {
+			// A file before it failed: it is not started.
+			results[i] = eng.newResult()
+			results[i].err = cmp.Or(ctx.Err(), context.Canceled)
+			<-sem
+			wg.Done()
+			continue
+		}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
@@ -347,7 +362,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 			// file's own goroutine, such as in the sort through temporary
 			// files, is an error, not a crash of the process.
 			err := savepoint.Guard(func() error {
-				results[i] = eng.processFile(filesCtx, f, parts)
+				results[i] = eng.processFile(fileCtxs[i], f, i, parts)
 				return nil
 			})
 			if err != nil {
@@ -355,7 +370,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 				results[i].err = err
 			}
 			if results[i].err != nil {
-				stopFiles()
+				eng.failAt(position(i, 0))
 			}
 		}()
 	}
@@ -1069,15 +1084,16 @@ type engine struct {
 	progress func(stage string, done, total int64)
 	done     atomic.Int64
 	total    int64
-	// stopped is set when the run's context ends, or a file of the run
-	// failed (fail): an expression that takes long on each row is not run
-	// on the rows left of a 64K-row block.
-	stopped atomic.Bool
-	// fail stops the other files and parts of the run once one has
-	// failed (see stopped).
-	fail  func()
-	spill *spiller
-	dry   bool // a plan: nothing is written
+	// ended is set when the run's context ends, and failedAt holds the
+	// position (see position) of the first part that failed: the parts
+	// after it stop (stopsAt), so that an expression that takes long on
+	// each row is not run on the rows left of a 64K-row block.
+	ended    atomic.Bool
+	failedAt atomic.Int64
+	// cancels[i] cancels the context of file i (see failAt).
+	cancels []context.CancelFunc
+	spill   *spiller
+	dry     bool // a plan: nothing is written
 	// decompress: every output is an uncompressed stream (Options.Decompress).
 	decompress bool
 	// valueFates: a rule may drop a row or keep it by its value
@@ -1098,7 +1114,7 @@ type engine struct {
 // outcome compactly (the index of each kept row in output order, and the
 // rows a rule modified) rather than copying rows, so memory does not grow
 // with the input for a columnar snapshot.
-func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) *fileResult {
+func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts int) *fileResult {
 	snap := f.Snapshot
 	n := snap.NumRows()
 	if n < minRowsPerPart*2 {
@@ -1107,7 +1123,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 	parts = min(parts, n/minRowsPerPart+1)
 	ranges := make([]*rangeResult, parts)
 	if parts == 1 {
-		ranges[0] = e.processRange(ctx, f, 0, n)
+		ranges[0] = e.processRange(ctx, f, position(file, 0), 0, n)
 	} else {
 		var wg sync.WaitGroup
 		for p := range ranges {
@@ -1115,7 +1131,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, parts int) 
 			go func() {
 				defer wg.Done()
 				lo, hi := p*n/parts, (p+1)*n/parts
-				ranges[p] = e.processRange(ctx, f, lo, hi)
+				ranges[p] = e.processRange(ctx, f, position(file, p), lo, hi)
 			}()
 		}
 		wg.Wait()
@@ -1260,13 +1276,13 @@ func (e *engine) newResult() *fileResult {
 // rows of one prefix share what the steps do to them (see prefixPlan), so
 // a run that every step passes or one step drops whole costs a scan of its
 // keys.
-func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int) *rangeResult {
+func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64, lo, hi int) *rangeResult {
 	res := e.newResult()
 	snap := f.Snapshot
-	out := &outRows{cur: snap.NewCursor(), release: f.ReleasePages, spill: e.spill}
+	out := &outRows{cur: snap.NewCursor(), release: f.ReleasePages, spill: e.spill, stop: func() bool { return e.stopsAt(pos) }}
 	res.out = out
 	rr := &rangeResult{res: res, sorted: true}
-	w := &worker{e: e, res: res, subtask: f.Subtask, rr: rr, comp: compositeMemo{e: e}}
+	w := &worker{e: e, res: res, subtask: f.Subtask, rr: rr, comp: compositeMemo{e: e}, pos: pos}
 	cur := out.cur
 	var runs *savepoint.PrefixRuns
 	if cur.Columnar() && !rowByRow {
@@ -1361,7 +1377,7 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, lo, hi int
 		return nil
 	})
 	if res.err != nil {
-		e.fail() // the other parts of the file, and the other files
+		e.failAt(pos) // the parts of the file after it, and the files after it
 	}
 	res.countHits()
 	return rr
@@ -1612,8 +1628,10 @@ type outRows struct {
 	// ops holds the operators of rows that only their operator changed
 	// (not in mod): their keys and values are the input's, copied as runs.
 	ops opSpans
-	// spill sorts outputs too large to sort in memory (nil: never).
+	// spill sorts outputs too large to sort in memory (nil: never), and
+	// stop says when such a sort is to stop (the run stopped).
 	spill *spiller
+	stop  func() bool
 	// log describes the rows by operator, key group and slot (see runLog).
 	log runLog
 	// spilled is set once the rows were sorted through temporary files:
@@ -2052,7 +2070,7 @@ func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (_ int64, dro
 		Dir:     o.spill.dir,
 		Budget:  o.spill.budget,
 		Release: o.release,
-		Stop:    o.spill.stop,
+		Stop:    o.stop,
 		Dropped: func(r savepoint.Row) {
 			dupes++
 			if dropped != nil {
@@ -2085,8 +2103,7 @@ func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (_ int64, dro
 type spiller struct {
 	dir     string
 	minRows int
-	budget  int         // SpillOptions.Budget of each sort
-	stop    func() bool // SpillOptions.Stop of each sort: the run stopped
+	budget  int // SpillOptions.Budget of each sort
 	mu      sync.Mutex
 	open    []*savepoint.Spilled
 }
@@ -2282,6 +2299,7 @@ type worker struct {
 	e       *engine
 	res     *fileResult
 	rr      *rangeResult
+	pos     int64 // the part of the run it works on (see position)
 	subtask int
 	plans   planCache
 	comp    compositeMemo
@@ -2313,11 +2331,36 @@ type worker struct {
 	rows savepoint.RowReader
 }
 
+// position orders the parts of a run: part part (a range of rows) of file
+// file.
+func position(file, part int) int64 { return int64(file)<<32 | int64(part) }
+
+// stopsAt reports whether the part at pos is to stop: the run's context
+// ended, or a part before it failed.
+func (e *engine) stopsAt(pos int64) bool { return e.ended.Load() || e.failedAt.Load() < pos }
+
+// failAt records that the part at pos failed, which stops the parts after
+// it in file and row order (their contexts too, for the files after its
+// own), not those before it: whatever the timing, the first part that
+// fails of itself, in that order, is the one whose error the run reports,
+// and within a part, rows are taken in order.
+func (e *engine) failAt(pos int64) {
+	for {
+		cur := e.failedAt.Load()
+		if pos >= cur || e.failedAt.CompareAndSwap(cur, pos) {
+			break
+		}
+	}
+	for j := int(pos>>32) + 1; j < len(e.cancels); j++ {
+		e.cancels[j]()
+	}
+}
+
 // fill prepares the expression environment of rule i for r, once per row
 // version and set of declarations: a rule decodes a row with the slot
 // declarations under the names they have at its place in the file.
 func (w *worker) fill(r savepoint.Row, i int) error {
-	if w.e.stopped.Load() {
+	if w.e.stopsAt(w.pos) {
 		return context.Canceled
 	}
 	rule := w.e.steps[i].rule

@@ -2216,3 +2216,25 @@ func TestStepErrorNamesRuleFile(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestFirstErrorInOrder: when a rule fails on rows of several files, the
+// run reports the first failing row of the first such file, every time,
+// whatever the timing of the files' goroutines.
+func TestFirstErrorInOrder(t *testing.T) {
+	set := parseRules(t, "version: 1\nslots:\n  - {op: 11678514624188656593, slot: counts, key: uint64, value: uint64}\nrules:\n  - drop: {op: 11678514624188656593, slot: counts, expr: 'value / 0 > 1'}\n", nil)
+	var first string
+	for i := range 20 {
+		_, err := run(t, "../testdata/example", set, transform.Options{DryRun: true, Jobs: 4})
+		if err == nil {
+			t.Fatal("no error")
+		}
+		if i == 0 {
+			first = err.Error()
+			if !strings.Contains(first, filepath.Join("v1", "0", "checkpoint-7.snap")+": row ") {
+				t.Fatalf("first error %q: want subtask 0's file", first)
+			}
+		} else if err.Error() != first {
+			t.Fatalf("run %d: %q, want %q", i, err, first)
+		}
+	}
+}
