@@ -435,6 +435,7 @@ func TestKeysFileFormat(t *testing.T) {
 	write("e.txt", "")
 	write("c.txt", "# only comments\n\n")
 	write("cr.txt", "alice\rbob\r")
+	write("crcr.txt", "anna\r\r\nbob\r\r\n")
 	// A keys file that lists no key is refused: an erasure request
 	// exported empty must not pass for the erasure.
 	for _, f := range []string{"e.txt", "c.txt"} {
@@ -464,6 +465,15 @@ func TestKeysFileFormat(t *testing.T) {
 	if !strings.Contains(all, `keys file "s.txt": 2 lines start or end with blanks, which are part of their keys (the first: line 5)`) || !strings.Contains(all, "rule 3: purge_keys lists no keys") || strings.Contains(all, "'#'") ||
 		!strings.Contains(all, `keys file "cr.txt": 1 key(s) hold a carriage return (the first: line 1)`) {
 		t.Errorf("warnings:\n%s", all)
+	}
+	// A line ending CR CR LF keeps a carriage return in its key: one
+	// warning says so, not a second one of blanks.
+	set, err = ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys_file: crcr.txt}\n"), testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0].Msg, `keys file "crcr.txt": 2 key(s) hold a carriage return`) {
+		t.Errorf("warnings %v", set.Warnings)
 	}
 	// A comment of one word may be a key that starts with '#': a string
 	// list warns that it skipped it; an int64 list, whose keys are digits,

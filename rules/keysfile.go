@@ -72,7 +72,9 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 	}
 	lines := eachKeyLine(text, func(line int, ln, t string) {
 		if !isInt {
-			if len(t) != len(ln) {
+			// A carriage return has a warning of its own: a line of
+			// blanks around the key besides is one of these too.
+			if len(t) != len(strings.Trim(ln, "\r")) {
 				if wsLines++; wsLine == 0 {
 					wsLine = line
 				}
