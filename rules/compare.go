@@ -75,12 +75,13 @@ func needsExact(n *ast.BinaryNode) bool {
 }
 
 // inNeedsExact reports whether expr could get `needle in list` wrong: the
-// needle may be a wide unsigned integer, and the list may hold integers
-// (an array, or a value the checker cannot type). A map or a string keeps
-// expr's `in`.
+// needle may be a wide unsigned integer, and the list may hold integers,
+// or one of the needle and the elements may be an integer and the other a
+// float (the list an array, or a value the checker cannot type). A map or
+// a string keeps expr's `in`.
 func inNeedsExact(n *ast.BinaryNode) bool {
 	l, r := n.Left.Type(), n.Right.Type()
-	if isNil(n.Left) || !mayBeInteger(l) || !mayBeWide(l) {
+	if isNil(n.Left) || !mayBeInteger(l) && !mayBeFloat(l) {
 		return false
 	}
 	if unknown(r) {
@@ -90,7 +91,10 @@ func inNeedsExact(n *ast.BinaryNode) bool {
 		return false
 	}
 	e := r.Elem()
-	return mayBeInteger(e) && !(isUnsigned(l) && isUnsigned(e))
+	if mayBeInteger(l) && mayBeFloat(e) || mayBeFloat(l) && mayBeInteger(e) {
+		return true // an integer and a float, compared by value
+	}
+	return mayBeInteger(l) && mayBeWide(l) && mayBeInteger(e) && !(isUnsigned(l) && isUnsigned(e))
 }
 
 func isNil(n ast.Node) bool {

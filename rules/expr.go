@@ -195,7 +195,7 @@ func runError(err error) error {
 	fe, ok := err.(*file.Error)
 	if ok && strings.HasPrefix(fe.Message, "invalid operation") && strings.Contains(fe.Message, "[]uint8") {
 		c := *fe
-		c.Message += ": []uint8 is bytes (the key or value of a slot no declaration describes, key_bytes, value_bytes): compare string(value), or scope the rule to a declared slot"
+		c.Message += ": []uint8 is bytes (the key or value of a slot no declaration describes, key_bytes, value_bytes): compare string(value) with a string, or scope the rule to a slot declared with a codec that decodes it (an integer codec for a number)"
 		fe, err = &c, &c
 	}
 	if !ok || !strings.ContainsFunc(fe.Message, needsEscape) && utf8.ValidString(fe.Message) {

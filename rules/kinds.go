@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"reflect"
@@ -68,11 +69,11 @@ func (p *parser) parseSlots(n *yaml.Node) {
 			ok = false
 		}
 		if kn := m.get("key"); kn != nil {
-			c, cok := p.codecValue(kn, "key")
+			c, cok := p.codecValue(kn, "key", dn.Style&yaml.FlowStyle != 0)
 			d.KeyCodec, ok = c, ok && cok
 		}
 		if vn := m.get("value"); vn != nil {
-			c, cok := p.codecValue(vn, "value")
+			c, cok := p.codecValue(vn, "value", dn.Style&yaml.FlowStyle != 0)
 			d.ValueCodec, ok = c, ok && cok
 		}
 		var bok bool
@@ -216,8 +217,8 @@ func declTypes(d *SlotDecl) (key, value reflect.Type) {
 
 func (p *parser) indexSlot(op uint64, slot string, d *SlotDecl) { p.set.slotIndex.put(op, slot, d) }
 
-// codecValue parses a codec spec.
-func (p *parser) codecValue(n *yaml.Node, key string) (codec.Codec, bool) {
+// codecValue parses a codec spec, the value of a {...} mapping when flow.
+func (p *parser) codecValue(n *yaml.Node, key string, flow bool) (codec.Codec, bool) {
 	s, ok := p.stringValue(n, key)
 	if !ok {
 		return nil, false
@@ -225,7 +226,7 @@ func (p *parser) codecValue(n *yaml.Node, key string) (codec.Codec, bool) {
 	c, err := codec.Parse(s)
 	if err != nil {
 		hint := ""
-		if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) == 0 && strings.Count(s, "<") > strings.Count(s, ">") {
+		if flow && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) == 0 && strings.Count(s, "<") > strings.Count(s, ">") {
 			// {slot: m, value: map<string,int64>}: YAML ends a plain
 			// scalar of a flow mapping at its comma.
 			hint = fmt.Sprintf(` (a codec with a comma is quoted in a {...} mapping: %s: "map<string,int64>")`, key)
@@ -688,11 +689,17 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 // warnPurgeCodec warns of a purge_keys rule of scope sc (not one slot)
 // whose codec fits the key codec of none of the declared slots in its
 // scope, when it has some: declared, the erasure's subjects are in slots
-// whose keys it cannot match (only undeclared slots' keys can).
+// whose keys it cannot match (only undeclared slots' keys can). The slots
+// are those the declarations name at this rule, earlier renames and
+// remaps followed.
 func (p *parser) warnPurgeCodec(kn *yaml.Node, sc Scope, purgeCodec string) {
 	var codecs []string
-	for _, d := range p.set.Slots {
-		if !sc.MatchOp(d.Op.ID) || sc.Slot != nil && d.Slot != *sc.Slot || d.KeyCodec == nil || d.Composite {
+	names := slices.SortedFunc(maps.Keys(p.view), func(a, b slotName) int {
+		return cmp.Or(cmp.Compare(a.op, b.op), strings.Compare(a.slot, b.slot))
+	})
+	for _, name := range names {
+		d := p.view[name]
+		if d == nil || !sc.MatchOp(name.op) || sc.Slot != nil && name.slot != *sc.Slot || d.KeyCodec == nil || d.Composite {
 			continue
 		}
 		kc := d.KeyCodec.String()

@@ -660,6 +660,9 @@ func TestPurgeKeysWideScopeWarnings(t *testing.T) {
 		{`purge_keys: {op: 8, keys: [7, 42]}`, []string{"lists its keys as integers, but matches them as text"}},
 		{`purge_keys: {op: 7, keys: [7, 42]}`, []string{"key codec int64, uint64, but", "lists its keys as integers"}},
 		{`purge_keys: {op: 8, keys: [7, "x"]}`, nil},
+		// The declarations as they stand at the rule: op 7's slots are op
+		// 10's after a remap.
+		{"remap_operator: {from: 7, to: 10}\n  - purge_keys: {op: 10, keys: [\"7\"]}", []string{"key codec int64, uint64, but purge_keys encodes keys with string"}},
 	} {
 		set := parseOne(t, slots+"  - "+c.rule+"\n")
 		if len(set.Warnings) != len(c.want) {
@@ -798,7 +801,20 @@ func TestBytesComparisonHint(t *testing.T) {
 	}
 	var m vm.VM
 	_, err = set.Rules[0].Drop.Predicate.Eval(&m, &env)
-	if err == nil || !strings.Contains(err.Error(), "[]uint8 is bytes") || !strings.Contains(err.Error(), "scope the rule to a declared slot") {
+	if err == nil || !strings.Contains(err.Error(), "[]uint8 is bytes") || !strings.Contains(err.Error(), "scope the rule to a slot declared with a codec that decodes it") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestCodecCommaHint: a codec cut at its comma by a {...} mapping's plain
+// scalar says to quote it; one malformed in a block mapping does not.
+func TestCodecCommaHint(t *testing.T) {
+	_, err := Parse("t.yaml", []byte("version: 1\nslots:\n  - {op: 7, slot: m, key: string, value: map<string,int64>}\nrules: []\n"))
+	if err == nil || !strings.Contains(err.Error(), `(a codec with a comma is quoted in a {...} mapping: value: "map<string,int64>")`) {
+		t.Errorf("flow: %v", err)
+	}
+	_, err = Parse("t.yaml", []byte("version: 1\nslots:\n  - op: 7\n    slot: a\n    value: list<int64\nrules: []\n"))
+	if err == nil || !strings.Contains(err.Error(), `parse codec "list<int64"`) || strings.Contains(err.Error(), "quoted") {
+		t.Errorf("block: %v", err)
 	}
 }

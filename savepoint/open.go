@@ -55,12 +55,13 @@ type OpenOptions struct {
 	// version map it rejects, offsets out of bounds) on its File
 	// (File.Undecodable, with a nil Snapshot) and goes on with the other
 	// files, where Open would fail naming it. Validate reports such a file
-	// as an error finding beside the other files' findings; every other
-	// reader (Summarize, Union, transform.Run, diff.Compare, export.Write)
-	// needs every file decoded: Savepoint.UndecodableError says whether
-	// one is not. A file that cannot be read (its bytes, its sidecar, a
-	// changing file, a stopped context) and a single-file input still fail
-	// Open.
+	// as an error finding beside the other files' findings, and Summarize
+	// lists it; Union and its kin leave its rows out with a warning; the
+	// readers that need every file's rows (transform.Run, diff.Compare,
+	// export.Write) refuse such a savepoint: Savepoint.UndecodableError
+	// says whether one is. A file that cannot be read (its bytes, its
+	// sidecar, a changing file, a stopped context) and a single-file input
+	// still fail Open.
 	KeepUndecodable bool
 
 	ctx context.Context // OpenContext's; nil: never done

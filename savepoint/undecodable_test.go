@@ -79,6 +79,22 @@ func TestKeepUndecodable(t *testing.T) {
 		if rep.Errors() != 4 {
 			t.Errorf("columnar %v: %d errors, want 4:\n%v", columnar, rep.Errors(), rep.Findings)
 		}
+		// A merge of operator rows stated without the unread copies says
+		// so.
+		ops := rep.ByCheck(CheckOperatorDivergence)
+		if len(ops) == 0 {
+			t.Errorf("columnar %v: no operator-divergence finding", columnar)
+		}
+		for _, f := range ops {
+			if !strings.HasSuffix(f.Message, "; not counted: the copies of subtasks 1,3, whose payloads do not decode") {
+				t.Errorf("columnar %v: %s", columnar, f.Message)
+			}
+		}
+		// The union leaves their rows out, and says so.
+		_, st := sp.UnionWithStats()
+		if len(st.Warnings) < 2 || !strings.HasPrefix(st.Warnings[0], "v1/1/checkpoint-7.snap does not decode (schema mismatch") || !strings.HasSuffix(st.Warnings[1], "none of its rows is in the union") {
+			t.Errorf("columnar %v: union warnings %q", columnar, st.Warnings)
+		}
 		if err := sp.Close(); err != nil {
 			t.Fatal(err)
 		}

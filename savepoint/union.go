@@ -127,7 +127,8 @@ func (sp *Savepoint) UnionWithStats() ([]UnionRow, UnionStats) {
 //
 // The rows of a savepoint opened with OpenOptions.Columnar are read from
 // its memory maps: run the iteration under Guard, or a file cut short by
-// another process meanwhile ends the process.
+// another process meanwhile ends the process. A file that does not decode
+// (File.Undecodable) holds no rows: a warning names it.
 func (sp *Savepoint) UnionSeq(st *UnionStats) iter.Seq[UnionRow] {
 	return sp.unionSeq(st, false)
 }
@@ -145,6 +146,11 @@ func (sp *Savepoint) unionSeq(st *UnionStats, copies bool) iter.Seq[UnionRow] {
 			s = &UnionStats{}
 		}
 		*s = UnionStats{}
+		for _, f := range sp.Files {
+			if f.Undecodable != nil {
+				s.Warnings = append(s.Warnings, fmt.Sprintf("%s does not decode (%s): none of its rows is in the union", ShowName(f.Rel), undecodableReason(f)))
+			}
+		}
 		u := &unioner{sp: sp, st: s, tree: sp.Kind != InputFile, copies: copies, running: NewRunningGroups(sp)}
 		u.run(true, yield)
 		u.finish()

@@ -655,6 +655,22 @@ func (v *validator) checkFileLevel(f *File) {
 	}
 }
 
+// unreadCopies is what the operator-row findings add when payloads of the
+// tree do not decode: their copies are not known, and may change the
+// merge they state.
+func (v *validator) unreadCopies() string {
+	var subs []int
+	for _, f := range v.sp.Files {
+		if f.Undecodable != nil {
+			subs = append(subs, f.Subtask)
+		}
+	}
+	if len(subs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; not counted: the copies of %s %s, whose payload%s %s not decode", plural(len(subs), "subtask", "subtasks"), JoinInts(subs, ","), plural(len(subs), "", "s"), plural(len(subs), "does", "do"))
+}
+
 // undecodableReason is why f does not decode, without the "read <path>: "
 // its error starts with (the finding names the file).
 func undecodableReason(f *File) string {
@@ -1148,6 +1164,7 @@ func (v *validator) checkOperatorGroups(keyedOps []map[uint64]bool) {
 // differ, the one named is the one a merge keeps: folded over the copies
 // of the chain groups running the operator (liveOpCopies), as Union does.
 func (v *validator) checkOperatorRows(perFile [][]Row, keyedOps []map[uint64]bool) {
+	unread := v.unreadCopies()
 	live := v.sp.newBlobLiveness(keyedOps)
 	type entry struct {
 		op     uint64
@@ -1210,9 +1227,9 @@ func (v *validator) checkOperatorRows(perFile [][]Row, keyedOps []map[uint64]boo
 			}
 			bestV := int64(binary.LittleEndian.Uint64(best.value))
 			if isSourceOffsetKey(logical) {
-				v.treeFinding(SeverityWarning, CheckOffsetDivergence, e.op, e.key, fmt.Sprintf("op %d source offset %s differs across subtasks (%s): a merge (scale-down restore, rescale) keeps the greatest, %d (subtask %d), handing every subtask the furthest position any of them reached (section 10.4)%s", e.op, RenderKey(e.key), desc, bestV, best.subtask, frozen))
+				v.treeFinding(SeverityWarning, CheckOffsetDivergence, e.op, e.key, fmt.Sprintf("op %d source offset %s differs across subtasks (%s): a merge (scale-down restore, rescale) keeps the greatest, %d (subtask %d), handing every subtask the furthest position any of them reached (section 10.4)%s%s", e.op, RenderKey(e.key), desc, bestV, best.subtask, frozen, unread))
 			} else {
-				v.treeFinding(SeverityInfo, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has different 8-byte values across subtasks (%s): merges (scale-down restore, rescale) keep the greatest signed int64, %d (subtask %d) (section 6.3)%s", e.op, RenderKey(e.key), desc, bestV, best.subtask, frozen))
+				v.treeFinding(SeverityInfo, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has different 8-byte values across subtasks (%s): merges (scale-down restore, rescale) keep the greatest signed int64, %d (subtask %d) (section 6.3)%s%s", e.op, RenderKey(e.key), desc, bestV, best.subtask, frozen, unread))
 			}
 			continue
 		}
@@ -1228,14 +1245,14 @@ func (v *validator) checkOperatorRows(perFile [][]Row, keyedOps []map[uint64]boo
 		if !unions {
 			how = "this backend's restore unions no operator rows (each subtask keeps its own), but a merge (rescale, export) must pick one"
 		}
-		v.treeFinding(SeverityWarning, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has %d different values across subtasks (%s): %s; merged in subtask order (the greater of two 8-byte values, else the later copy), subtask %d's copy wins%s", e.op, RenderKey(e.key), len(distinct), desc, how, win.subtask, frozen))
+		v.treeFinding(SeverityWarning, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has %d different values across subtasks (%s): %s; merged in subtask order (the greater of two 8-byte values, else the later copy), subtask %d's copy wins%s%s", e.op, RenderKey(e.key), len(distinct), desc, how, win.subtask, frozen, unread))
 	}
 	if replicated > 0 {
 		why := "every restore replicates operator rows into every subtask, section 10.3"
 		if v.sp.Backend == BackendChangelogFile {
 			why = "each subtask's own: the changelog+file restore unions no operator rows"
 		}
-		v.treeFinding(SeverityWarning, CheckOperatorReplica, 0, nil, fmt.Sprintf("%d operator-state key%s held by several subtask files (%s); %d of them with differing values", replicated, plural(replicated, " is", "s are"), why, diverging))
+		v.treeFinding(SeverityWarning, CheckOperatorReplica, 0, nil, fmt.Sprintf("%d operator-state key%s held by several subtask files (%s); %d of them with differing values%s", replicated, plural(replicated, " is", "s are"), why, diverging, unread))
 	}
 }
 
