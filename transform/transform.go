@@ -1297,6 +1297,9 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64,
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			if e.stopsAt(pos) {
+				return context.Canceled // a part before it failed
+			}
 			if c >= release {
 				f.ReleasePages() // what was read stays cached but leaves the resident set
 				release = c + releaseRows + 1
