@@ -1200,12 +1200,7 @@ func (sp *Savepoint) UnlistedWarnings() []string {
 // and the first one's reason, joined with that reason (errors.Is and As see
 // it): the readers other than Validate need every file's rows.
 func (sp *Savepoint) UndecodableError() error {
-	var bad []*File
-	for _, f := range sp.Files {
-		if f.Undecodable != nil {
-			bad = append(bad, f)
-		}
-	}
+	bad := sp.undecodable()
 	if len(bad) == 0 {
 		return nil
 	}
@@ -1218,6 +1213,17 @@ func (sp *Savepoint) UndecodableError() error {
 		more = fmt.Sprintf(" (and %s %s, which do%s not decode either)", plural(len(names), "file", "files"), strings.Join(names, ", "), plural(len(names), "es", ""))
 	}
 	return fmt.Errorf("%w%s", bad[0].Undecodable, more)
+}
+
+// undecodable returns the files of sp that do not decode (File.Undecodable).
+func (sp *Savepoint) undecodable() []*File {
+	var bad []*File
+	for _, f := range sp.Files {
+		if f.Undecodable != nil {
+			bad = append(bad, f)
+		}
+	}
+	return bad
 }
 
 // CheckConsecutive fails when the tree read lacks a subtask below its

@@ -146,10 +146,8 @@ func (sp *Savepoint) unionSeq(st *UnionStats, copies bool) iter.Seq[UnionRow] {
 			s = &UnionStats{}
 		}
 		*s = UnionStats{}
-		for _, f := range sp.Files {
-			if f.Undecodable != nil {
-				s.Warnings = append(s.Warnings, fmt.Sprintf("%s does not decode (%s): none of its rows is in the union", ShowName(f.Rel), undecodableReason(f)))
-			}
+		for _, f := range sp.undecodable() {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s does not decode (%s): none of its rows is in the union", ShowName(f.Rel), undecodableReason(f)))
 		}
 		u := &unioner{sp: sp, st: s, tree: sp.Kind != InputFile, copies: copies, running: NewRunningGroups(sp)}
 		u.run(true, yield)

@@ -164,11 +164,12 @@ const (
 	// restores (warning: a chained subtask fires them twice); a blob of an
 	// operator no group of a multi-group tree holds keyed rows of (info:
 	// not checked); a chain group one of whose payloads does not decode
-	// (info: its timers not checked). A legacy blob is a raw row: a restore filters it as
-	// key group 95 and never unions it, so only the copy of the subtask
-	// owning key group 95 fires (the timers of that subtask's range), and
-	// the timers of another subtask's copy are lost (error) or fired from
-	// that copy too (warning). One finding per blob and kind, with counts.
+	// (info: its timers not checked). A legacy blob is a raw row: a restore
+	// filters it as key group 95 and never unions it, so only the copy of
+	// the subtask owning key group 95 fires (the timers of that subtask's
+	// range), and the timers of another subtask's copy are lost (error) or
+	// fired from that copy too (warning). One finding per blob and kind,
+	// with counts.
 	CheckTimers = "timers"
 )
 
@@ -660,10 +661,8 @@ func (v *validator) checkFileLevel(f *File) {
 // merge they state.
 func (v *validator) unreadCopies() string {
 	var subs []int
-	for _, f := range v.sp.Files {
-		if f.Undecodable != nil {
-			subs = append(subs, f.Subtask)
-		}
+	for _, f := range v.sp.undecodable() {
+		subs = append(subs, f.Subtask)
 	}
 	if len(subs) == 0 {
 		return ""

@@ -60,7 +60,7 @@ func (v *validator) checkTimers(perFile, legacyTimers [][]Row, keyedOps []map[ui
 		}
 	}
 	for _, g := range sp.Groups {
-		if f := undecodableIn(sp.Files, g); f != nil {
+		if f := undecodableIn(sp.undecodable(), g); f != nil {
 			v.treeFinding(SeverityInfo, CheckTimers, 0, nil, fmt.Sprintf("the timers of chain group %s are not checked: the payload of its subtask %d, %s, does not decode, and which timers a restore fires depends on every subtask's blob", FormatGroups([]Group{g}), f.Subtask, f.Rel))
 			continue
 		}
@@ -110,11 +110,11 @@ func (v *validator) checkTimers(perFile, legacyTimers [][]Row, keyedOps []map[ui
 	}
 }
 
-// undecodableIn returns the first file of group g that does not decode
-// (File.Undecodable), nil when every one does.
+// undecodableIn returns the first of files (that do not decode) in group
+// g, nil when none is.
 func undecodableIn(files []*File, g Group) *File {
 	for _, f := range files {
-		if g.Contains(f.Subtask) && f.Undecodable != nil {
+		if g.Contains(f.Subtask) {
 			return f
 		}
 	}
