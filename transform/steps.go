@@ -223,8 +223,19 @@ func compile(set *rules.Set) []step {
 func filterStep(f *rules.FilterSpec, keepIf bool) (func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error), func(uint64, savepoint.Key, int) verdict) {
 	konst, isConst := f.Predicate.Constant()
 	fast := f.Predicate.Fast()
+	// A filter scoped to a declared slot is type-checked against the
+	// slot's codecs, which decode its keyed rows only: an operator row of
+	// that slot name (broadcast state), read as bytes where the expression
+	// expects the codecs' types, would compare unequal, or in order,
+	// without a word. Such a filter passes over those rows, and the run
+	// warns of them (see passedOverWarnings).
+	typedByDecl := f.Decl != nil && f.Predicate.Fields()&(rules.FieldKey|rules.FieldValue|rules.FieldExpireAt) != 0
 	apply := func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 		if !f.Scope.All() && !f.Scope.Match(r.Op, k.Slot, k.HasSlot) {
+			return r, true, nil
+		}
+		if typedByDecl && k.Kind != savepoint.KindKeyed {
+			w.e.passedOver[i].Add(1)
 			return r, true, nil
 		}
 		v := konst
@@ -252,8 +263,8 @@ func filterStep(f *rules.FilterSpec, keepIf bool) (func(w *worker, i int, r save
 		return apply, nil // the VM may read the user key or the value
 	}
 	prefix := func(op uint64, k savepoint.Key, subtask int) verdict {
-		if !f.Scope.All() && !f.Scope.Match(op, k.Slot, k.HasSlot) {
-			return pass
+		if !f.Scope.All() && !f.Scope.Match(op, k.Slot, k.HasSlot) || typedByDecl && k.Kind != savepoint.KindKeyed {
+			return pass // (the rows apply passes over and counts)
 		}
 		v := konst
 		if !isConst {

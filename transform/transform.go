@@ -322,6 +322,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	}
 	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts, min(jobs, len(sp.Files))), dry: opts.DryRun, decompress: opts.Decompress, cancels: cancels}
 	eng.failedAt.Store(math.MaxInt64)
+	eng.passedOver = make([]atomic.Int64, len(eng.steps))
 	defer eng.spill.close()
 	defer context.AfterFunc(ctx, func() { eng.ended.Store(true) })()
 	for _, f := range sp.Files {
@@ -391,6 +392,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	rep.Warnings = append(rep.Warnings, declarationWarnings(set, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, eng.compositeWarnings()...)
+	rep.Warnings = append(rep.Warnings, eng.passedOverWarnings()...)
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
 	rep.Warnings = append(rep.Warnings, setVersionWarnings(sp, set, eng.steps, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, renameVersionWarnings(sp, eng.steps, rep.PerRule)...)
@@ -1108,6 +1110,9 @@ type engine struct {
 	// (noteCompositeLike); mu guards it.
 	mu            sync.Mutex
 	compositeLike map[slotKey]*compositeSamples
+	// passedOver counts, by step, the operator rows a filter scoped to a
+	// declared slot passed over (see filterStep).
+	passedOver []atomic.Int64
 }
 
 // processFile runs every row of f through the steps. It records the
@@ -1977,6 +1982,23 @@ func (e *engine) compositeLooking() (slots []slotKey, steps []int) {
 		}
 	}
 	return slots, steps
+}
+
+// passedOverWarnings warns of the operator rows each filter scoped to a
+// declared slot passed over (see filterStep).
+func (e *engine) passedOverWarnings() []string {
+	var warns []string
+	for i := range e.passedOver {
+		if n := e.passedOver[i].Load(); n > 0 {
+			st := e.steps[i]
+			f := st.rule.Drop
+			if f == nil {
+				f = st.rule.Keep
+			}
+			warns = append(warns, fmt.Sprintf("%s: passed over %s of slot %q (broadcast state, key 0xFF slot '|'): the rule's expression reads the key or value as the slot's declaration decodes them, and declarations describe keyed rows only; select such rows by expression (kind == \"operator\" && slot == %q), which reads their key and value as bytes", st.rule.Label(), countOf(int(n), "operator row"), f.Decl.Slot, f.Decl.Slot))
+		}
+	}
+	return warns
 }
 
 // compositeWarnings warns of the slots compositeLooking returns.

@@ -2238,3 +2238,45 @@ func TestFirstErrorInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestDeclaredFilterPassesOverBroadcastRows: a filter scoped to a declared
+// slot that reads the key or value applies to the slot's keyed rows; an
+// operator row of that slot name (broadcast state), which declarations do
+// not decode, is passed over and counted in a warning, where it used to be
+// compared as bytes against the codec's types. A filter that reads neither
+// applies to both.
+func TestDeclaredFilterPassesOverBroadcastRows(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	rows := []savepoint.Row{
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k1")), Value: []byte("x")},
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k2")), Value: []byte("y")},
+		{Op: 7, Key: []byte("\xffs|"), Value: []byte("x")},
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const decl = "version: 1\nslots:\n  - {op: 7, slot: s, key: string, value: string}\nrules:\n"
+	for _, c := range []struct {
+		rule    string
+		dropped int64
+		passed  bool // the warning of operator rows passed over
+	}{
+		{`drop: {op: 7, slot: s, expr: 'value == "x"'}`, 1, true},
+		{`drop: {op: 7, slot: s, expr: 'value != "x"'}`, 1, true},
+		{`drop: {op: 7, slot: s, expr: 'kind == "operator"'}`, 1, false},
+		{`drop: {op: 7, slot: s, expr: 'true'}`, 3, false},
+	} {
+		set := parseRules(t, decl+"  - "+c.rule+"\n", nil)
+		rep, err := run(t, in, set, transform.Options{DryRun: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.rule, err)
+		}
+		warned := slices.ContainsFunc(rep.Warnings, func(w string) bool {
+			return strings.Contains(w, `rule 1 (drop): passed over 1 operator row of slot "s"`)
+		})
+		if rep.RowsDropped != c.dropped || warned != c.passed {
+			t.Errorf("%s: %d dropped, warned %v (%q); want %d, %v", c.rule, rep.RowsDropped, warned, rep.Warnings, c.dropped, c.passed)
+		}
+	}
+}
