@@ -31,7 +31,7 @@ func (p *parser) lint() {
 				p.warnAt(at, "slot %q of op %d has no rows any more (rule %d renamed or dropped it): this rule can match nothing", s.slot, s.op, by)
 			}
 		}
-		if f := filterOf(r); f != nil {
+		if f := r.Filter(); f != nil {
 			if v, ok := f.Predicate.Constant(); ok {
 				keepAll := (r.Kind == KindKeep) == v
 				switch {
@@ -154,13 +154,6 @@ func (pa *purgeAt) follow(r *Rule) {
 	}
 }
 
-func filterOf(r *Rule) *FilterSpec {
-	if r.Keep != nil {
-		return r.Keep
-	}
-	return r.Drop
-}
-
 // refs returns the operators and (op, slot) pairs a rule names explicitly
 // as the rows it works on.
 func refs(r *Rule) (ops []uint64, slots []slotName) {
@@ -174,7 +167,7 @@ func refs(r *Rule) (ops []uint64, slots []slotName) {
 	}
 	switch r.Kind {
 	case KindKeep, KindDrop:
-		scope(filterOf(r).Scope)
+		scope(r.Filter().Scope)
 	case KindDropOperator:
 		ops = append(ops, r.DropOperator.Op.ID)
 	case KindRemapOperator:

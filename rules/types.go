@@ -270,6 +270,14 @@ func (r *Rule) Label() string {
 	return fmt.Sprintf("rule %d (%s)", r.Index, r.Kind)
 }
 
+// Filter returns the spec of a keep or drop rule, nil for another kind.
+func (r *Rule) Filter() *FilterSpec {
+	if r.Keep != nil {
+		return r.Keep
+	}
+	return r.Drop
+}
+
 // Spec returns the rule's spec pointer (the field named by Kind).
 func (r *Rule) Spec() any {
 	switch r.Kind {

@@ -1991,10 +1991,7 @@ func (e *engine) passedOverWarnings() []string {
 	for i := range e.passedOver {
 		if n := e.passedOver[i].Load(); n > 0 {
 			st := e.steps[i]
-			f := st.rule.Drop
-			if f == nil {
-				f = st.rule.Keep
-			}
+			f := st.rule.Filter()
 			warns = append(warns, fmt.Sprintf("%s: passed over %s of slot %q (broadcast state, key 0xFF slot '|'): the rule's expression reads the key or value as the slot's declaration decodes them, and declarations describe keyed rows only; select such rows by expression (kind == \"operator\" && slot == %q), which reads their key and value as bytes", st.rule.Label(), countOf(int(n), "operator row"), f.Decl.Slot, f.Decl.Slot))
 		}
 	}
