@@ -274,6 +274,9 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (res 
 	if err := errors.Join(a.UndecodableError(), b.UndecodableError()); err != nil {
 		return nil, err
 	}
+	if err := errors.Join(a.CheckTempDirApart(opts.TempDir), b.CheckTempDirApart(opts.TempDir)); err != nil {
+		return nil, err
+	}
 	err = savepoint.Guard(func() error {
 		res, err = compareSides(ctx, a, b, opts)
 		return err

@@ -286,6 +286,9 @@ func checkInput(sp *savepoint.Savepoint, opts Options) error {
 	if err := sp.UndecodableError(); err != nil {
 		return err
 	}
+	if err := sp.CheckTempDirApart(opts.TempDir); err != nil {
+		return err
+	}
 	if opts.PerFile {
 		return nil
 	}

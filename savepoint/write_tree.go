@@ -1030,6 +1030,41 @@ func CheckTempDir(in, dir string) error {
 	}
 }
 
+// CheckTempDirApart refuses a directory for temporary files ("" is
+// fine) that CheckTempDir refuses for the input's root or, of a tree,
+// that is or lies inside the directory of one of its payloads: a subtask
+// directory may be a symbolic link out of the tree (clink follows such
+// links), which the check of the root alone lets through.
+func (sp *Savepoint) CheckTempDirApart(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if sp.Path == "" {
+		// A union's parts were checked as they were opened; its files are
+		// checked below.
+	} else if err := CheckTempDir(InputRoot(sp.Path), dir); err != nil {
+		return err
+	}
+	if sp.Kind == InputFile {
+		return nil
+	}
+	for _, f := range sp.Files {
+		fdir := filepath.Dir(f.Path)
+		rel, _, err := pathRelation(fdir, dir)
+		if err != nil {
+			return err
+		}
+		if rel != relSame && rel != relInside {
+			continue
+		}
+		if to, err := filepath.EvalSymlinks(fdir); err == nil && to != filepath.Clean(fdir) {
+			return fmt.Errorf("temporary directory %s lies inside the input's directory %s, a link to %s, which holds input file %s", dir, fdir, to, f.Path)
+		}
+		return fmt.Errorf("temporary directory %s lies inside the input's directory %s, which holds input file %s", dir, fdir, f.Path)
+	}
+	return nil
+}
+
 // pathRel is how an output path stands to an input path.
 type pathRel int
 

@@ -88,3 +88,42 @@ func TestOutputInLinkedSubtaskDir(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTempDirInLinkedSubtaskDir: a temporary directory inside a subtask
+// directory of the input reached through a symbolic link is refused
+// before anything is written, as an output there is: the sort's files
+// would be made in the input's directory.
+func TestTempDirInLinkedSubtaskDir(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := os.CopyFS(in, os.DirFS("../testdata/example")); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub0")
+	if err := os.Rename(filepath.Join(in, "v1", "0"), sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(sub, filepath.Join(in, "v1", "0")); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nrules:\n  - drop: 'key_group < 4'\n", nil)
+	out := filepath.Join(dir, "out")
+	for _, tmp := range []string{sub, filepath.Join(sub, "tmp")} {
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, dry := range []bool{false, true} {
+			_, err := run(t, in, set, transform.Options{Out: out, TempDir: tmp, DryRun: dry})
+			if err == nil || !strings.Contains(err.Error(), "temporary directory "+tmp+" lies inside the input's directory "+filepath.Join(in, "v1", "0")+", a link to "+sub) {
+				t.Errorf("temp dir %s (dry run %v): %v, want the linked directory named", tmp, dry, err)
+			}
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("output written: %v", err)
+	}
+	// Beside it, the run goes ahead.
+	if _, err := run(t, in, set, transform.Options{Out: out, TempDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -240,6 +240,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := sp.UndecodableError(); err != nil {
 		return nil, err
 	}
+	if err := sp.CheckTempDirApart(opts.TempDir); err != nil {
+		return nil, err
+	}
 	switch {
 	case opts.Generation < 0:
 		return nil, fmt.Errorf("generation %d: clink's generations start at 1", opts.Generation)

@@ -93,6 +93,9 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		return fail(s, c.name, err)
 	}
 	defer sp.Close()
+	if err := sp.CheckTempDirApart(*tempDir); err != nil {
+		return fail(s, c.name, fmt.Errorf("--temp-dir: %w", err))
+	}
 	for _, w := range sp.UnlistedWarnings() {
 		fmt.Fprintf(s.Err, "sptool cat: warning: %s\n", w)
 	}
