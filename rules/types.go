@@ -106,6 +106,48 @@ func (s *Set) SlotDecl(op uint64, slot string) *SlotDecl {
 	return s.slotIndex[op][slot]
 }
 
+// ShowKey renders the user key of k, a key of operator op, for a message:
+// as clink's tools render bytes (savepoint.RenderBytes, cut at 32 bytes)
+// and, where the file declares the slot's key codec (not composite, nor
+// bytes or int64, which the rendering shows) and the key decodes, also as
+// that codec reads it, since clink's rendering reads any 8 bytes as an
+// int64: `0xffffffffffffffff (int64 -1) = uint64
+// 18446744073709551615`.
+func (s *Set) ShowKey(op uint64, k savepoint.Key) string {
+	shown := savepoint.RenderBytes(k.UserKey, 32)
+	if k.Kind != savepoint.KindKeyed {
+		return shown
+	}
+	d := s.SlotDecl(op, k.SlotName())
+	if d == nil || d.KeyCodec == nil || d.Composite {
+		return shown
+	}
+	if name := d.KeyCodec.String(); name == "bytes" || name == "int64" {
+		return shown // the rendering reads them so already
+	}
+	v, err := d.KeyCodec.Decode(k.UserKey)
+	if err != nil {
+		return shown
+	}
+	var text string
+	switch v := v.(type) {
+	case string:
+		text = strconv.Quote(v)
+	case []byte:
+		text = "0x" + hex.EncodeToString(v)
+	default:
+		text = fmt.Sprint(v)
+	}
+	if len(text) > 64 {
+		cut := 64
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "..."
+	}
+	return shown + " = " + d.KeyCodec.String() + " " + text
+}
+
 // SlotDecl returns the declaration of (op, slot) as rule r sees it: under
 // the names it has at r's place in the file, before r applies. A name a
 // later rename_slot or remap_operator moves a declaration to is not

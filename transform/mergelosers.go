@@ -76,7 +76,7 @@ func (e *engine) mergeLosers(f *savepoint.File, shadowed []uint64) ([]uint64, er
 				k := savepoint.ParseKey(r.Key)
 				nr, keep, err := w.through(r, k, s+1)
 				if err != nil {
-					return rowError(i, r, k, err)
+					return w.rowError(i, r, k, err)
 				}
 				if !keep {
 					continue

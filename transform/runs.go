@@ -369,7 +369,7 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 		k.UserKey = row.Key[plen:]
 		nr, ok, err := w.live(p, row, k)
 		if err != nil {
-			return 0, rowError(j, row, k, err)
+			return 0, w.rowError(j, row, k, err)
 		}
 		if !ok {
 			dropped++
@@ -475,7 +475,7 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 		k.UserKey = row.Key[plen:]
 		nr, ok, err := w.live(p, row, k)
 		if err != nil {
-			return 0, rowError(j, row, k, err)
+			return 0, w.rowError(j, row, k, err)
 		}
 		if ok && sameSlice(nr.Value, row.Value) {
 			w.e.auditOut(res, nr, k, 1, &w.comp)

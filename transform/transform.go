@@ -1461,9 +1461,9 @@ const onesAlone = 8
 // the two).
 var rowByRow = false
 
-// rowError names the row a step failed on.
-func rowError(i int, r savepoint.Row, k savepoint.Key, err error) error {
-	return fmt.Errorf("row %d (op %d, slot %q, key %s): %w", i, r.Op, k.SlotName(), savepoint.RenderBytes(k.UserKey, 32), err)
+// rowError names the row a step failed on (rules.Set.ShowKey).
+func (w *worker) rowError(i int, r savepoint.Row, k savepoint.Key, err error) error {
+	return fmt.Errorf("row %d (op %d, slot %q, key %s): %w", i, r.Op, k.SlotName(), w.e.set.ShowKey(r.Op, k), err)
 }
 
 // one runs row i through every step.
@@ -1472,7 +1472,7 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 	res.before.add(r.Op, k.Slot, k.HasSlot)
 	nr, keep, err := w.row(r, k)
 	if err != nil {
-		return rowError(i, r, k, err)
+		return w.rowError(i, r, k, err)
 	}
 	if !keep {
 		res.changed = true

@@ -2208,12 +2208,16 @@ func TestRunNil(t *testing.T) {
 }
 
 // TestStepErrorNamesRuleFile: an error a rule meets on a row names the row,
-// the rule and where the rule is in its file.
+// its key as the declared codec reads it, the rule and where the rule is
+// in its file.
 func TestStepErrorNamesRuleFile(t *testing.T) {
 	set := parseRules(t, "version: 1\nslots:\n  - {op: 11678514624188656593, slot: counts, key: uint64, value: uint64}\nrules:\n  - keep: 'true'\n  - drop: {op: 11678514624188656593, slot: counts, expr: 'value / 0 > 1'}\n", nil)
 	_, err := run(t, "../testdata/example", set, transform.Options{DryRun: true})
 	if err == nil || !strings.Contains(err.Error(), "rules.yaml:6:5: rule 2 (drop): ") || !strings.Contains(err.Error(), "division by zero") {
 		t.Errorf("err = %v", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "(int64 37) = uint64 37): ") {
+		t.Errorf("err = %v, want the key as its codec reads it", err)
 	}
 }
 

@@ -179,7 +179,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 			if filter != nil {
 				ok, err := filter(r, f.Subtask)
 				if err != nil {
-					return fail(s, c.name, fmt.Errorf("%s: row %d (op %d, slot %q, key %s): --where: %w", f.Rel, i, r.Op, k.SlotName(), savepoint.RenderBytes(k.UserKey, 32), err))
+					return fail(s, c.name, fmt.Errorf("%s: row %d %w", f.Rel, i, err))
 				}
 				if !ok {
 					continue
@@ -492,7 +492,9 @@ func usageError(s *Streams, c *command, err error) int {
 }
 
 // newRowFilter compiles --where against the row model (with the codecs of
-// --rules, if given). Filled in by the rules integration.
+// --rules, if given); the filter's error names the row's operator, slot
+// and key ("(op N, slot S, key K): --where: ..."). Filled in by the rules
+// integration.
 var newRowFilter = func(rulesPath, where string) (func(savepoint.Row, int) (bool, error), func(savepoint.Row, int) (*decode, error), error) {
 	if where != "" || rulesPath != "" {
 		return nil, nil, fmt.Errorf("--where and --rules need the rules engine")

@@ -435,10 +435,16 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 		}
 		// Only what the expression reads is decoded: a value the codecs
 		// cannot decode fails only a filter that reads it.
-		if err := set.FillEnvFields(&env, r, subtask, pred.Fields()); err != nil {
-			return false, err
+		err := set.FillEnvFields(&env, r, subtask, pred.Fields())
+		ok := false
+		if err == nil {
+			ok, err = pred.Eval(&m, &env)
 		}
-		return pred.Eval(&m, &env)
+		if err != nil {
+			k := savepoint.ParseKey(r.Key)
+			return false, fmt.Errorf("(op %d, slot %q, key %s): --where: %w", r.Op, k.SlotName(), set.ShowKey(r.Op, k), err)
+		}
+		return ok, nil
 	}
 	var decoder func(savepoint.Row, int) (*decode, error)
 	if rulesPath != "" {
