@@ -1148,9 +1148,10 @@ type decoder struct {
 	// met last, as rows come slot by slot.
 	declared map[slotID]bool
 	last     slotID
-	// operator holds the declared (op, slot) pairs met in operator rows
-	// (broadcast state), which declarations do not decode.
-	operator map[slotID]bool
+	// undescribed holds the declared (op, slot) pairs met in rows their
+	// declaration does not describe (SlotDecl.Describes): broadcast state
+	// of a keyed declaration, keyed rows of a broadcast one.
+	undescribed map[slotID]bool
 }
 
 func newDecoder(set *rules.Set) *decoder {
@@ -1164,11 +1165,11 @@ func DecodeRow(set *rules.Set, env *rules.Env, r savepoint.Row, subtask int) (De
 		return Decoded{}, nil
 	}
 	k := savepoint.ParseKey(r.Key)
-	if k.Kind != savepoint.KindKeyed {
+	if !k.HasSlot {
 		return Decoded{}, nil
 	}
 	decl := set.SlotDecl(r.Op, string(k.Slot))
-	if decl == nil {
+	if decl == nil || !decl.Describes(k, r.Key) {
 		return Decoded{}, nil
 	}
 	err := set.FillEnv(env, r, subtask)
@@ -1236,11 +1237,11 @@ var errNotUTF8 = errors.New("not valid UTF-8")
 // shown as text without being taken for other text.
 func NotUTF8Error(set *rules.Set, env *rules.Env, r savepoint.Row) error {
 	k := savepoint.ParseKey(r.Key)
-	if set == nil || k.Kind != savepoint.KindKeyed {
+	if set == nil || !k.HasSlot {
 		return nil
 	}
 	decl := set.SlotDecl(r.Op, string(k.Slot))
-	if decl == nil {
+	if decl == nil || !decl.Describes(k, r.Key) {
 		return nil
 	}
 	switch {
@@ -1295,11 +1296,11 @@ func (d *decoder) decode(op uint64, e *entry) Decoded {
 		d.failures.Add(op, e.slot(), err)
 	}
 	if !dd.Declared {
-		if k := savepoint.ParseKey(e.key); k.Kind == savepoint.KindOperator && k.HasSlot && d.set.SlotDecl(op, string(k.Slot)) != nil {
-			if d.operator == nil {
-				d.operator = map[slotID]bool{}
+		if k := savepoint.ParseKey(e.key); k.HasSlot && d.set.SlotDecl(op, string(k.Slot)) != nil {
+			if d.undescribed == nil {
+				d.undescribed = map[slotID]bool{}
 			}
-			d.operator[slotID{op, string(k.Slot)}] = true
+			d.undescribed[slotID{op, string(k.Slot)}] = true
 		}
 	}
 	if dd.Declared && (d.declared == nil || op != d.last.op || d.last.slot != string(e.slot())) {
@@ -1325,8 +1326,10 @@ func (d *decoder) warnings() []string {
 		id := slotID{decl.Op.ID, decl.Slot}
 		switch {
 		case d.declared[id]:
-		case d.operator[id]:
-			warns = append(warns, fmt.Sprintf("slots: declaration %d (line %d): the rows exported of operator %s slot %q are operator state (broadcast state, key 0xFF slot '|'), which declarations do not decode: they describe keyed state; those rows are written as stored", decl.Index, decl.Line, decl.Op, decl.Slot))
+		case d.undescribed[id] && decl.Broadcast:
+			warns = append(warns, fmt.Sprintf("slots: declaration %d (line %d): the rows exported of operator %s slot %q are not its broadcast state (key 0xFF slot '|'), which a 'broadcast: true' declaration alone decodes; those rows are written as stored", decl.Index, decl.Line, decl.Op, decl.Slot))
+		case d.undescribed[id]:
+			warns = append(warns, fmt.Sprintf("slots: declaration %d (line %d): the rows exported of operator %s slot %q are operator state (broadcast state, key 0xFF slot '|'), which the declaration does not decode: it describes keyed state (declare the slot 'broadcast: true' to decode its broadcast state); those rows are written as stored", decl.Index, decl.Line, decl.Op, decl.Slot))
 		default:
 			warns = append(warns, fmt.Sprintf("slots: declaration %d (line %d): no row exported is of operator %s slot %q; the declaration matches no row (a mistyped operator or slot?)", decl.Index, decl.Line, decl.Op, decl.Slot))
 		}

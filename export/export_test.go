@@ -1066,21 +1066,29 @@ func TestExportKeyWithoutCodec(t *testing.T) {
 
 // TestExportUnmatchedDeclaration: a slot declaration that no exported row
 // matches (a mistyped operator or slot) is named in a warning; one that
-// only operator (broadcast) rows match, which declarations do not decode,
-// is named as that; one that keyed rows match is not.
+// only rows it does not describe match (broadcast state of a keyed
+// declaration, keyed rows of a broadcast one) is named as that; one that
+// rows it describes match is not, and decodes them.
 func TestExportUnmatchedDeclaration(t *testing.T) {
-	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: s, value: string}\n  - {op: 1, slot: sx, value: string}\n  - {op: 2, slot: s, value: string}\n  - {op: 3, slot: b, value: string}\nrules: []\n")
+	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: s, value: string}\n  - {op: 1, slot: sx, value: string}\n  - {op: 2, slot: s, value: string}\n  - {op: 3, slot: b, value: string}\n  - {op: 4, slot: c, value: int64, broadcast: true}\n  - {op: 5, slot: d, value: int64, broadcast: true}\nrules: []\n")
 	rows := []savepoint.Row{
 		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k")), Value: []byte("v")},
 		{Op: 3, Key: []byte("\xffb|"), Value: []byte("v")},
+		{Op: 4, Key: savepoint.EncodeKeyedKey([]byte("c"), []byte("k")), Value: []byte("12345678")},
+		{Op: 5, Key: savepoint.EncodeBroadcastKey([]byte("d")), Value: []byte{7, 0, 0, 0, 0, 0, 0, 0}},
 	}
 	sp := fileOfRows(rows)
+	data, _ := export(t, sp, Options{Format: JSONL, Rules: set})
+	if !strings.Contains(string(data), `"slot":"d","key":"","value":7,`) {
+		t.Errorf("the broadcast row of op 5 is not decoded:\n%s", data)
+	}
 	for _, format := range []Format{JSONL, CSV, Parquet} {
 		_, res := export(t, sp, Options{Format: format, Projection: map[Format]Projection{Parquet: Query}[format], Rules: set})
 		want := []string{
 			`slots: declaration 2 (line 4): no row exported is of operator 1 slot "sx"; the declaration matches no row (a mistyped operator or slot?)`,
 			`slots: declaration 3 (line 5): no row exported is of operator 2 slot "s"; the declaration matches no row`,
-			`slots: declaration 4 (line 6): the rows exported of operator 3 slot "b" are operator state (broadcast state, key 0xFF slot '|'), which declarations do not decode`,
+			`slots: declaration 4 (line 6): the rows exported of operator 3 slot "b" are operator state (broadcast state, key 0xFF slot '|'), which the declaration does not decode: it describes keyed state`,
+			`slots: declaration 5 (line 7): the rows exported of operator 4 slot "c" are not its broadcast state (key 0xFF slot '|'), which a 'broadcast: true' declaration alone decodes`,
 		}
 		if len(res.Warnings) != len(want) {
 			t.Fatalf("%s: warnings %q", format, res.Warnings)

@@ -180,6 +180,12 @@ var badCorpus = map[string]struct {
 		"empty.bad.yaml:1:1: empty rule file: want 'version: 1' and 'rules:'"}, wantCount: 1},
 	"comments-only.bad.yaml": {want: []string{
 		"comments-only.bad.yaml:1:1: empty rule file"}, wantCount: 1},
+	"broadcast.bad.yaml": {want: []string{
+		`broadcast.bad.yaml:3:32: slot 1: slot "rules" is declared 'broadcast: true': broadcast state is one row at key 0xFF slot '|' whose value is the whole state, with no user key, TTL stamp or elements, so 'key' does not apply`,
+		`broadcast.bad.yaml:4:29: slot 2: slot "r2" is declared 'broadcast: true': broadcast state is one row at key 0xFF slot '|' whose value is the whole state, with no user key, TTL stamp or elements, so 'ttl' does not apply`,
+		`broadcast.bad.yaml:6:20: slot 4: slot "r3" of op 42 is already declared (slot 3, line 5): a declaration describes either the slot's keyed rows or, 'broadcast: true', its broadcast state, not both`,
+		`broadcast.bad.yaml:9:60: rule 1: 'erase_empty' erases a keyed row whose collection became empty, as clink's keyed collections do; slot "r4" of op 42 is declared 'broadcast: true' (slot 5, line 7), whose row clink keeps when empty`,
+	}, wantCount: 4},
 	"duplicate-slot.bad.yaml": {want: []string{
 		`duplicate-slot.bad.yaml:5:19: slot 3: slot "agg" of op 7 is already declared (slot 1, line 3)`}, wantCount: 1},
 	"rename-into-vacated.bad.yaml": {want: []string{

@@ -12,6 +12,7 @@
 //	  - {op: 7, slot: agg, key: int64, value: int64}
 //	  - {op: 7, slot: seen, key: string, value: bytes, ttl: true}
 //	  - {uid: enricher, slot: cart, key: string, ttl: true, composite: true}
+//	  - {op: 42, slot: rules, value: string, broadcast: true}
 //	rules:                         # applied in order; each row flows through every rule
 //	  - name: drop the retired dedup operator      # optional
 //	    drop_operator: {op: 12}
@@ -25,8 +26,11 @@
 // specs (package savepoint/codec: bytes, string, int64, uint64, uint32,
 // double, list<E>, map<K,V>, optional<T>, pair<A,B>); 'ttl: true' says values
 // carry the 8-byte expire-at prefix; 'composite: true' says user keys are
-// K 0x1F element (clink's expiring collections). Declaring the same (op,
-// slot) twice is an error. A declaration follows its slot through later
+// K 0x1F element (clink's expiring collections); 'broadcast: true' says the
+// declaration describes the slot's broadcast state, the operator row at key
+// 0xFF slot '|', instead of its keyed rows, and takes a 'value' codec only
+// (SlotDecl.Describes). Declaring the same (op, slot) twice, for keyed and
+// broadcast state too, is an error. A declaration follows its slot through later
 // rename_slot and remap_operator rules, so a rule after
 // `rename_slot: {op: 7, from: agg, to: agg_v2}` finds the declaration of
 // "agg" under "agg_v2", and a rule before it finds none there

@@ -71,8 +71,10 @@ func fillEnv(decls *declIndex, env *Env, row savepoint.Row, subtask int, need Fi
 	}
 
 	var d *SlotDecl
-	if k.Kind == savepoint.KindKeyed {
-		d = decls.get(row.Op, k.Slot)
+	if k.HasSlot {
+		if d = decls.get(row.Op, k.Slot); d != nil && !d.Describes(k, row.Key) {
+			d = nil
+		}
 	}
 	// key is a fresh string, and value a slice boxed in an interface: both
 	// allocate, so each is filled only when an expression reads it (a drop

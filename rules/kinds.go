@@ -38,7 +38,7 @@ var kindKeys = map[Kind][]string{
 	KindRescale:       {"parallelism", "groups", "drop_lost"},
 }
 
-var slotDeclKeys = []string{"op", "uid", "slot", "key", "value", "ttl", "composite"}
+var slotDeclKeys = []string{"op", "uid", "slot", "key", "value", "ttl", "composite", "broadcast"}
 
 // parseSlots reads the 'slots:' declarations.
 func (p *parser) parseSlots(n *yaml.Node) {
@@ -81,6 +81,18 @@ func (p *parser) parseSlots(n *yaml.Node) {
 		ok = ok && bok
 		d.Composite, bok = m.boolean("composite", false)
 		ok = ok && bok
+		d.Broadcast, bok = m.boolean("broadcast", false)
+		ok = ok && bok
+		if d.Broadcast {
+			// Broadcast state is one row of the whole state's value at key
+			// 0xFF slot '|': no user key, no TTL stamp, no elements.
+			for _, f := range []string{"key", "ttl", "composite"} {
+				if fn := m.get(f); fn != nil && !(f != "key" && fn.Value == "false") {
+					p.errAt(fn, f, "slot %q is declared 'broadcast: true': broadcast state is one row at key 0xFF slot '|' whose value is the whole state, with no user key, TTL stamp or elements, so '%s' does not apply", d.Slot, f)
+					ok = false
+				}
+			}
+		}
 		if !ok {
 			if op != nil && d.Slot != "" {
 				if p.badDecls == nil {
@@ -94,7 +106,11 @@ func (p *parser) parseSlots(n *yaml.Node) {
 		d.checkEnv = declCheckEnv(d)
 		k := slotName{d.Op.ID, d.Slot}
 		if first := seen[k]; first != nil {
-			p.errAt(m.get("slot"), "slot", "slot %q of op %s is already declared (slot %d, line %d)", d.Slot, d.Op, first.Index, first.Line)
+			hint := ""
+			if first.Broadcast != d.Broadcast {
+				hint = ": a declaration describes either the slot's keyed rows or, 'broadcast: true', its broadcast state, not both"
+			}
+			p.errAt(m.get("slot"), "slot", "slot %q of op %s is already declared (slot %d, line %d)%s", d.Slot, d.Op, first.Index, first.Line, hint)
 			continue
 		}
 		seen[k] = d
@@ -558,7 +574,7 @@ func equivalentDecl(a, b *SlotDecl) bool {
 		return c.String()
 	}
 	return spec(a.KeyCodec) == spec(b.KeyCodec) && spec(a.ValueCodec) == spec(b.ValueCodec) &&
-		a.TTL == b.TTL && a.Composite == b.Composite
+		a.TTL == b.TTL && a.Composite == b.Composite && a.Broadcast == b.Broadcast
 }
 
 func (p *parser) parseRenameSlot(kn, vn *yaml.Node) *RenameSlotSpec {
@@ -672,7 +688,9 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 	// read (see finishPurges).
 	p.purges = append(p.purges, list)
 	if sc.Op != nil && sc.Slot != nil {
-		if d := p.view[slotName{sc.Op.ID, *sc.Slot}]; d != nil && d.KeyCodec != nil {
+		if d := p.view[slotName{sc.Op.ID, *sc.Slot}]; d != nil && d.Broadcast {
+			p.warnAt(kn, "slot %q of op %s is declared 'broadcast: true' (slot %d, line %d): purge_keys removes keyed rows by user key, and broadcast state has none; it matches only keyed rows the slot may hold", *sc.Slot, sc.Op, d.Index, d.Line)
+		} else if d != nil && d.KeyCodec != nil {
 			if kc := d.KeyCodec.String(); !purgeCodecFits(kc, spec.Codec) {
 				p.warnAt(kn, "slot %q of op %s declares key codec %s but purge_keys encodes keys with %s: they cannot match", *sc.Slot, sc.Op, kc, spec.Codec)
 			}
@@ -1013,6 +1031,10 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 	}
 	if erase && !codec.Collection(d.ValueCodec) {
 		p.errAt(m.get("erase_empty"), "erase_empty", "'erase_empty' needs a list or map value codec; slot %q of op %s stores %s", slot, op, d.ValueCodec)
+		return nil
+	}
+	if erase && d.Broadcast {
+		p.errAt(m.get("erase_empty"), "erase_empty", "'erase_empty' erases a keyed row whose collection became empty, as clink's keyed collections do; slot %q of op %s is declared 'broadcast: true' (slot %d, line %d), whose row clink keeps when empty", slot, op, d.Index, d.Line)
 		return nil
 	}
 	en := m.get("expr")

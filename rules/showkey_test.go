@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -51,5 +52,50 @@ rules: []
 	k := savepoint.ParseKey(savepoint.EncodeKeyedKey([]byte("u"), []byte("ab")))
 	if got := none.ShowKey(7, k); got != `"ab"` {
 		t.Errorf("nil set: %s", got)
+	}
+}
+
+// TestBroadcastDecl: a 'broadcast: true' declaration decodes the value of
+// its slot's broadcast row (0xFF slot '|') and no other row of the slot;
+// a keyed declaration decodes the keyed rows and not the broadcast row.
+func TestBroadcastDecl(t *testing.T) {
+	set, err := Parse("b.yaml", []byte(`version: 1
+slots:
+  - {op: 7, slot: b, value: int64, broadcast: true}
+  - {op: 7, slot: k, value: int64}
+rules: []
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v5 := le64(5)
+	for _, tc := range []struct {
+		key  string
+		want any
+	}{
+		{"\xffb|", int64(5)},
+		{"\xffb|x", v5},
+		{"\x80b|", v5},
+		{string(savepoint.EncodeKeyedKey([]byte("b"), []byte("x"))), v5},
+		{"\xffk|", v5},
+		{string(savepoint.EncodeKeyedKey([]byte("k"), []byte("x"))), int64(5)},
+	} {
+		var env Env
+		if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: []byte(tc.key), Value: v5}, -1); err != nil {
+			t.Fatalf("%q: %v", tc.key, err)
+		}
+		if !reflect.DeepEqual(env.Value, tc.want) {
+			t.Errorf("%q: value %#v, want %#v", tc.key, env.Value, tc.want)
+		}
+		d := set.SlotDecl(7, savepoint.ParseKey([]byte(tc.key)).SlotName())
+		if got, want := d.Describes(savepoint.ParseKey([]byte(tc.key)), []byte(tc.key)), tc.want == int64(5); got != want {
+			t.Errorf("%q: Describes %v, want %v", tc.key, got, want)
+		}
+	}
+	if d := set.SlotDecl(7, "b"); !d.Broadcast || d.KeyCodec != nil || d.ValueCodec.String() != "int64" {
+		t.Errorf("declaration %+v", d)
+	}
+	if !savepoint.IsBroadcastKey([]byte("\xffb|")) || savepoint.IsBroadcastKey([]byte("\xffb|x")) || savepoint.IsBroadcastKey([]byte("\x80b|")) || !savepoint.IsBroadcastKey([]byte("\xff|")) || savepoint.IsBroadcastKey([]byte("\xff")) || savepoint.IsBroadcastKey(nil) {
+		t.Error("IsBroadcastKey: want true for 0xFF slot '|' (the empty slot too), false for any other key")
 	}
 }

@@ -119,7 +119,7 @@ func (s *Set) ShowKey(op uint64, k savepoint.Key) string {
 		return shown
 	}
 	d := s.SlotDecl(op, k.SlotName())
-	if d == nil || d.KeyCodec == nil || d.Composite {
+	if d == nil || d.Broadcast || d.KeyCodec == nil || d.Composite {
 		return shown
 	}
 	if name := d.KeyCodec.String(); name == "bytes" || name == "int64" {
@@ -236,6 +236,11 @@ type SlotDecl struct {
 	ValueCodec codec.Codec
 	// TTL reports 'ttl: true': values carry an 8-byte expire-at prefix.
 	TTL bool
+	// Broadcast reports 'broadcast: true': the declaration describes the
+	// slot's broadcast state, the operator row at key 0xFF slot '|'
+	// (clink's BroadcastState), whose value ValueCodec decodes, instead of
+	// its keyed rows; KeyCodec is nil, TTL and Composite false.
+	Broadcast bool
 	// Composite reports 'composite: true': the user key is K 0x1F element
 	// (ExpiringMapState/ExpiringListState), so purge_keys also matches keys
 	// that start with a listed key followed by 0x1F, and 'key' in
@@ -250,6 +255,19 @@ type SlotDecl struct {
 
 // String returns `op 7 slot "agg"`.
 func (d *SlotDecl) String() string { return fmt.Sprintf("op %s slot %q", d.Op, d.Slot) }
+
+// Describes reports whether d describes a row of its operator and slot
+// whose stored key is stored, parsed as k: a keyed row, or for a
+// 'broadcast: true' declaration the broadcast row (key 0xFF slot '|').
+// Other rows of the slot's name (keyed rows of a broadcast slot, an
+// operator row with a key after the '|') are read as bytes, as an
+// undeclared slot's are.
+func (d *SlotDecl) Describes(k savepoint.Key, stored []byte) bool {
+	if d.Broadcast {
+		return savepoint.IsBroadcastKey(stored)
+	}
+	return k.Kind == savepoint.KindKeyed
+}
 
 // KeyType returns the Go type 'key' has in expressions on this slot:
 // string for undeclared, string, bytes and composite keys, else the key

@@ -218,6 +218,26 @@ func CollectEntryKey(stored []byte) (keyGroup int, slot string, userKey []byte) 
 	return int(stored[0]), string(stored[1:sep]), stored[sep+1:]
 }
 
+// OperatorMarker is the first byte of the operator-state rows operator
+// code reads and writes (StateBackend::put_operator_state, BroadcastState).
+const OperatorMarker = 0xFF
+
+// IsBroadcastKey reports whether stored is the key of broadcast state:
+// OperatorMarker, a slot and one '|', which ends the key (format 2.1).
+func IsBroadcastKey(stored []byte) bool {
+	sep := separatorIndex(stored)
+	return sep >= 0 && sep == len(stored)-1 && stored[0] == OperatorMarker
+}
+
+// EncodeBroadcastKey builds the stored key of a slot's broadcast state:
+// OperatorMarker slot '|'.
+func EncodeBroadcastKey(slot []byte) []byte {
+	out := make([]byte, 0, 2+len(slot))
+	out = append(out, OperatorMarker)
+	out = append(out, slot...)
+	return append(out, KeySeparator)
+}
+
 // EncodeKeyedKey builds the stored key of a keyed-state row:
 // [KeyGroupOf(userKey)] slot '|' userKey. The slot is not validated; check
 // it with ValidSlotName first.

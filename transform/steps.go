@@ -171,7 +171,7 @@ func compile(set *rules.Set) []step {
 				return when(o == op && string(k.Slot) == slot, eachRow)
 			}
 			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
-				if row.Op != op || k.Kind != savepoint.KindKeyed || string(k.Slot) != slot {
+				if row.Op != op || !k.HasSlot || string(k.Slot) != slot || !sv.Decl.Describes(k, row.Key) {
 					return row, true, nil
 				}
 				w.res.rules[i].matched++
@@ -224,17 +224,19 @@ func filterStep(f *rules.FilterSpec, keepIf bool) (func(w *worker, i int, r save
 	konst, isConst := f.Predicate.Constant()
 	fast := f.Predicate.Fast()
 	// A filter scoped to a declared slot is type-checked against the
-	// slot's codecs, which decode its keyed rows only: an operator row of
-	// that slot name (broadcast state), read as bytes where the expression
-	// expects the codecs' types, would compare unequal, or in order,
-	// without a word. Such a filter passes over those rows, and the run
-	// warns of them (see passedOverWarnings).
+	// slot's codecs, which decode the rows the declaration describes only
+	// (its keyed rows, or its broadcast row): another row of that slot
+	// name (broadcast state of a keyed declaration, a keyed row of a
+	// broadcast one), read as bytes where the expression expects the
+	// codecs' types, would compare unequal, or in order, without a word.
+	// Such a filter passes over those rows, and the run warns of them (see
+	// passedOverWarnings).
 	typedByDecl := f.Decl != nil && f.Predicate.Fields()&(rules.FieldKey|rules.FieldValue|rules.FieldExpireAt) != 0
 	apply := func(w *worker, i int, r savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
 		if !f.Scope.All() && !f.Scope.Match(r.Op, k.Slot, k.HasSlot) {
 			return r, true, nil
 		}
-		if typedByDecl && k.Kind != savepoint.KindKeyed {
+		if typedByDecl && !f.Decl.Describes(k, r.Key) {
 			w.e.passedOver[i].Add(1)
 			return r, true, nil
 		}
@@ -259,8 +261,10 @@ func filterStep(f *rules.FilterSpec, keepIf bool) (func(w *worker, i int, r save
 		w.res.rules[i].matched++
 		return r, false, nil
 	}
-	if !isConst && fast == nil {
-		return apply, nil // the VM may read the user key or the value
+	if !isConst && fast == nil || typedByDecl && f.Decl.Broadcast {
+		// The VM may read the user key or the value; or the keyed rows of
+		// a broadcast slot are passed over, and counted, by apply.
+		return apply, nil
 	}
 	prefix := func(op uint64, k savepoint.Key, subtask int) verdict {
 		if !f.Scope.All() && !f.Scope.Match(op, k.Slot, k.HasSlot) || typedByDecl && k.Kind != savepoint.KindKeyed {

@@ -1987,15 +1987,20 @@ func (e *engine) compositeLooking() (slots []slotKey, steps []int) {
 	return slots, steps
 }
 
-// passedOverWarnings warns of the operator rows each filter scoped to a
-// declared slot passed over (see filterStep).
+// passedOverWarnings warns of the rows each filter scoped to a declared
+// slot passed over, those its declaration does not describe (see
+// filterStep).
 func (e *engine) passedOverWarnings() []string {
 	var warns []string
 	for i := range e.passedOver {
 		if n := e.passedOver[i].Load(); n > 0 {
 			st := e.steps[i]
-			f := st.rule.Filter()
-			warns = append(warns, fmt.Sprintf("%s: passed over %s of slot %q (broadcast state, key 0xFF slot '|'): the rule's expression reads the key or value as the slot's declaration decodes them, and declarations describe keyed rows only; select such rows by expression (kind == \"operator\" && slot == %q), which reads their key and value as bytes", st.rule.Label(), countOf(int(n), "operator row"), f.Decl.Slot, f.Decl.Slot))
+			d := st.rule.Filter().Decl
+			if d.Broadcast {
+				warns = append(warns, fmt.Sprintf("%s: passed over %s of slot %q that are not its broadcast state (keyed rows, or operator rows with a key after the '|'): the rule's expression reads the key or value as the slot's declaration decodes them, and a 'broadcast: true' declaration describes the row at key 0xFF slot '|' only; select such rows by expression (kind == \"keyed\" && slot == %q), which reads their key and value as bytes", st.rule.Label(), countOf(int(n), "row"), d.Slot, d.Slot))
+				continue
+			}
+			warns = append(warns, fmt.Sprintf("%s: passed over %s of slot %q (broadcast state, key 0xFF slot '|'): the rule's expression reads the key or value as the slot's declaration decodes them, and it describes keyed rows only (declare the slot 'broadcast: true' to decode its broadcast state instead); select such rows by expression (kind == \"operator\" && slot == %q), which reads their key and value as bytes", st.rule.Label(), countOf(int(n), "operator row"), d.Slot, d.Slot))
 		}
 	}
 	return warns

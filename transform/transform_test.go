@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -2281,6 +2282,74 @@ func TestDeclaredFilterPassesOverBroadcastRows(t *testing.T) {
 		})
 		if rep.RowsDropped != c.dropped || warned != c.passed {
 			t.Errorf("%s: %d dropped, warned %v (%q); want %d, %v", c.rule, rep.RowsDropped, warned, rep.Warnings, c.dropped, c.passed)
+		}
+	}
+}
+
+// TestBroadcastDeclaration: a 'broadcast: true' declaration describes the
+// slot's broadcast row (key 0xFF slot '|') alone: scoped filters and
+// set_value read its value with the codec, and pass over the slot's other
+// rows (keyed rows, an operator row with a key after the '|', one whose
+// first byte is another operator marker), which a filter reading the value
+// counts in a warning.
+func TestBroadcastDeclaration(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	le := func(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(v)) }
+	rows := []savepoint.Row{
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k1")), Value: le(9)},
+		{Op: 7, Key: savepoint.EncodeBroadcastKey([]byte("s")), Value: le(5)},
+		{Op: 7, Key: []byte("\xffs|x"), Value: le(9)},
+		{Op: 7, Key: []byte("\x80s|"), Value: le(9)},
+		{Op: 8, Key: savepoint.EncodeBroadcastKey([]byte("s")), Value: []byte("not 8 bytes")},
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const decl = "version: 1\nslots:\n  - {op: 7, slot: s, value: int64, broadcast: true}\nrules:\n"
+	for _, c := range []struct {
+		rule             string
+		dropped, changed int64
+		passed           bool // the warning of rows passed over
+	}{
+		{`drop: {op: 7, slot: s, expr: 'value > 3'}`, 1, 0, true},
+		{`drop: {op: 7, slot: s, expr: 'value < 3'}`, 0, 0, true},
+		{`drop: {op: 7, slot: s, expr: 'kind == "keyed"'}`, 1, 0, false},
+		{`set_value: {op: 7, slot: s, expr: 'value * 10'}`, 0, 1, false},
+	} {
+		set := parseRules(t, decl+"  - "+c.rule+"\n", nil)
+		out := filepath.Join(dir, "out.snap")
+		rep, err := run(t, in, set, transform.Options{Out: out, Force: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.rule, err)
+		}
+		warned := slices.ContainsFunc(rep.Warnings, func(w string) bool {
+			return strings.Contains(w, `rule 1 (`) && strings.Contains(w, `passed over 3 rows of slot "s" that are not its broadcast state`)
+		})
+		if rep.RowsDropped != c.dropped || rep.PerRule[0].Changed != c.changed || warned != c.passed {
+			t.Errorf("%s: %d dropped, %d changed, warned %v (%q); want %d, %d, %v", c.rule, rep.RowsDropped, rep.PerRule[0].Changed, warned, rep.Warnings, c.dropped, c.changed, c.passed)
+		}
+		if c.changed == 0 {
+			continue
+		}
+		snap := open(t, out).Files[0].Snapshot
+		got := map[string]string{}
+		snap.EachRow(func(_ int, r savepoint.Row) bool {
+			got[fmt.Sprintf("%d %q", r.Op, r.Key)] = fmt.Sprintf("%x", r.Value)
+			return true
+		})
+		want := map[string]string{
+			`7 "\x00s|k1"`: fmt.Sprintf("%x", le(9)),
+			`7 "\xffs|"`:   fmt.Sprintf("%x", le(50)),
+			`7 "\xffs|x"`:  fmt.Sprintf("%x", le(9)),
+			`7 "\x80s|"`:   fmt.Sprintf("%x", le(9)),
+			`8 "\xffs|"`:   fmt.Sprintf("%x", "not 8 bytes"),
+		}
+		kg := savepoint.EncodeKeyedKey([]byte("s"), []byte("k1"))
+		want[fmt.Sprintf("7 %q", kg)] = want[`7 "\x00s|k1"`]
+		delete(want, `7 "\x00s|k1"`)
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: rows %v, want %v", c.rule, got, want)
 		}
 	}
 }

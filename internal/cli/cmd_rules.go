@@ -475,6 +475,9 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 			// What the declaration does not decode is shown as stored.
 			d.keyText = catShown(dd.KeyOK, dd.Key, userKey)
 			d.valueText = catShown(dd.ValueOK, dd.Value, r.Value)
+			if savepoint.IsBroadcastKey(r.Key) {
+				d.Key = nil // broadcast state has no user key
+			}
 			return d, err
 		}
 	}
