@@ -55,18 +55,7 @@ func TestInputLinkIntoOutput(t *testing.T) {
 // is refused before anything is written: it would add to the input's
 // directory, which the check of the input's root alone let through.
 func TestOutputInLinkedSubtaskDir(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in")
-	if err := os.CopyFS(in, os.DirFS("../testdata/example")); err != nil {
-		t.Fatal(err)
-	}
-	sub := filepath.Join(dir, "sub0")
-	if err := os.Rename(filepath.Join(in, "v1", "0"), sub); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(sub, filepath.Join(in, "v1", "0")); err != nil {
-		t.Fatal(err)
-	}
+	dir, in, sub := linkedSubtaskTree(t)
 	set := parseRules(t, "version: 1\nrules:\n  - drop: 'key_group < 4'\n", nil)
 	out := filepath.Join(sub, "out")
 	_, err := run(t, in, set, transform.Options{Out: out, Force: true})
@@ -94,18 +83,7 @@ func TestOutputInLinkedSubtaskDir(t *testing.T) {
 // before anything is written, as an output there is: the sort's files
 // would be made in the input's directory.
 func TestTempDirInLinkedSubtaskDir(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in")
-	if err := os.CopyFS(in, os.DirFS("../testdata/example")); err != nil {
-		t.Fatal(err)
-	}
-	sub := filepath.Join(dir, "sub0")
-	if err := os.Rename(filepath.Join(in, "v1", "0"), sub); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(sub, filepath.Join(in, "v1", "0")); err != nil {
-		t.Fatal(err)
-	}
+	dir, in, sub := linkedSubtaskTree(t)
 	set := parseRules(t, "version: 1\nrules:\n  - drop: 'key_group < 4'\n", nil)
 	out := filepath.Join(dir, "out")
 	for _, tmp := range []string{sub, filepath.Join(sub, "tmp")} {
@@ -126,4 +104,24 @@ func TestTempDirInLinkedSubtaskDir(t *testing.T) {
 	if _, err := run(t, in, set, transform.Options{Out: out, TempDir: dir}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// linkedSubtaskTree copies the example tree to in, under a new directory
+// dir, with subtask 0's directory moved to sub, beside in, and linked
+// from where it was.
+func linkedSubtaskTree(t *testing.T) (dir, in, sub string) {
+	t.Helper()
+	dir = t.TempDir()
+	in = filepath.Join(dir, "in")
+	if err := os.CopyFS(in, os.DirFS("../testdata/example")); err != nil {
+		t.Fatal(err)
+	}
+	sub = filepath.Join(dir, "sub0")
+	if err := os.Rename(filepath.Join(in, "v1", "0"), sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(sub, filepath.Join(in, "v1", "0")); err != nil {
+		t.Fatal(err)
+	}
+	return dir, in, sub
 }
