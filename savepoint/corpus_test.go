@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -257,6 +258,11 @@ func TestBadCorpus(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), c.name) {
 				t.Fatalf("error %q does not name the file", err)
+			}
+			// Only a stream cut at a message boundary is one without its
+			// marker, which clink's reader takes as complete.
+			if got, want := errors.Is(err, ErrNoEndOfStream), c.name == "truncated-eos.snap"; got != want {
+				t.Fatalf("errors.Is(%v, ErrNoEndOfStream) = %v", err, got)
 			}
 		})
 	}

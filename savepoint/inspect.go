@@ -3,6 +3,7 @@ package savepoint
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -110,6 +111,8 @@ type FileSummary struct {
 	// tree opened with OpenOptions.KeepUndecodable (absent otherwise): its
 	// rows are not read, nor counted anywhere in the summary.
 	Undecodable string `json:"undecodable,omitempty"`
+	// noEOS reports that Undecodable is ErrNoEndOfStream's.
+	noEOS bool
 	// BodyCompression is the record-batch body codec ("" none, "lz4", "zstd");
 	// FileCompression the whole-file compression ("" none, "gzip", "zstd", ...).
 	BodyCompression string `json:"body_compression"`
@@ -559,6 +562,7 @@ func Summarize(sp *Savepoint) *Summary {
 		fs.Variant = snap.Variant.String()
 		if f.Undecodable != nil {
 			fs.Variant, fs.Undecodable = "undecodable", undecodableReason(f)
+			fs.noEOS = errors.Is(f.Undecodable, ErrNoEndOfStream)
 		}
 		fs.BodyCompression = snap.Compression
 		fs.Batches = append(fs.Batches, snap.BatchRows...)
@@ -966,7 +970,11 @@ func (s *Summary) WriteText(w io.Writer) error {
 	tab.WriteTo(&b)
 	for _, f := range s.Files {
 		if f.Undecodable != "" {
-			fmt.Fprintf(&b, "  %s: does not decode, and clink's reader refuses it: %s; its rows are not counted here\n", ShowName(f.Rel), f.Undecodable)
+			who := "clink's reader refuses it"
+			if f.noEOS {
+				who = "sptool refuses it as truncated (clink's reader takes a stream that ends between two messages as complete)"
+			}
+			fmt.Fprintf(&b, "  %s: does not decode, and %s: %s; its rows are not counted here\n", ShowName(f.Rel), who, f.Undecodable)
 		}
 		if f.Sidecar != nil && f.Sidecar.Detail != "" {
 			fmt.Fprintf(&b, "  %s: sidecar %s: %s\n", ShowName(f.Rel), f.Sidecar.Verdict, f.Sidecar.Detail)

@@ -79,7 +79,7 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 	r.cur = r.off
 	rest := r.data[r.off:]
 	if len(rest) == 0 {
-		return nil, &offsetError{r.off, "stream ends without the end-of-stream marker (truncated file?)"}
+		return nil, &noEOSError{offsetError{r.off, "stream ends without the end-of-stream marker (truncated file?)"}}
 	}
 	if len(rest) < 4 {
 		return nil, &offsetError{r.off, fmt.Sprintf("truncated message header: %d bytes left", len(rest))}
@@ -326,6 +326,19 @@ type offsetError struct {
 }
 
 func (e *offsetError) Error() string { return fmt.Sprintf("byte offset %d: %s", e.Offset, e.Msg) }
+
+// noEOSError is the offsetError of a stream without its end-of-stream
+// marker; it unwraps to ErrNoEndOfStream.
+type noEOSError struct{ offsetError }
+
+func (e *noEOSError) Unwrap() error { return ErrNoEndOfStream }
+
+// ErrNoEndOfStream is the error (errors.Is) of a stream that ends at a
+// message boundary without its end-of-stream marker. sptool refuses it as
+// truncated, though Arrow C++'s reader, and so clink's restore, takes it
+// as complete: clink's writer always writes the marker, and such an end is
+// what a file cut between two record batches looks like.
+var ErrNoEndOfStream = errors.New("stream ends without the end-of-stream marker")
 
 // Flatbuffer message header types (Message.header_type) used here.
 const (
@@ -823,7 +836,7 @@ func readStream(data []byte, budget *inflateBudget) (rs *rawStream, err error) {
 	}
 	if !mr.eos {
 		// arrow-go stops quietly at a short read; the stream must end with EOS.
-		return nil, &offsetError{mr.off, "stream ends without the end-of-stream marker (truncated file?)"}
+		return nil, &noEOSError{offsetError{mr.off, "stream ends without the end-of-stream marker (truncated file?)"}}
 	}
 	for _, c := range mr.codecs {
 		if c >= 0 {
@@ -837,6 +850,10 @@ func readStream(data []byte, budget *inflateBudget) (rs *rawStream, err error) {
 // unwrapIPC prefers the message reader's own error (with its byte offset) to
 // arrow-go's wrapping of it.
 func unwrapIPC(err error, mr *sliceMessageReader) error {
+	var ne *noEOSError
+	if errors.As(err, &ne) {
+		return ne
+	}
 	var oe *offsetError
 	if errors.As(err, &oe) {
 		return oe

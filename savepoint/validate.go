@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -114,6 +115,10 @@ const (
 	// whose checkpoint or generation differs from the tree's, or an empty
 	// subtasks= line, a warning; no marker, or no subtasks= line, info.
 	CheckCompleted = "completed"
+	// CheckCheckpointID: a tree of checkpoint 0 (error: clink takes a
+	// restore_checkpoint_id of 0 for "no restore", and the job starts
+	// without state, section 5.3).
+	CheckCheckpointID = "checkpoint-id"
 	// CheckSubtasks: subtasks below the tree's highest with no directory
 	// of the checkpoint (error, one per tree: a job restoring at this
 	// layout refuses to start them, section 5.3; no chain group is
@@ -541,6 +546,7 @@ func (v *validator) run() {
 		v.checkOperatorRows(perFile, keyedOps)
 		v.checkTimers(perFile, legacyTimers, keyedOps)
 		v.checkVersionMaps()
+		v.checkCheckpointID()
 		v.checkCompleted()
 		v.checkSubtasks()
 		v.checkUnreferencedMaterializations()
@@ -583,6 +589,9 @@ func (v *validator) checkFileLevel(f *File) {
 	}
 	if f.Undecodable != nil {
 		msg := fmt.Sprintf("clink's reader refuses this payload, and its restore of subtask %d with it: %s; its rows are not read, so no check of this report sees them (those that would look for them say so)", f.Subtask, undecodableReason(f))
+		if errors.Is(f.Undecodable, ErrNoEndOfStream) {
+			msg = fmt.Sprintf("%s: sptool refuses it as truncated, though clink's reader (Arrow C++'s) takes a stream ending between two messages as complete and restores subtask %d with the rows before the end, which may have lost the batches after it (clink's writer always writes the marker); its rows are not read, so no check of this report sees them (those that would look for them say so)", undecodableReason(f), f.Subtask)
+		}
 		if sp.GroupsInferred && len(sp.Files) > 1 {
 			msg += ", and the tree's chain groups were inferred without them (--groups gives them)"
 		}
@@ -1331,6 +1340,13 @@ func (v *validator) checkVersionMaps() {
 		parts[i] = fmt.Sprintf("%s: %s", what, strings.Join(files[p], ", "))
 	}
 	v.treeFinding(SeverityWarning, CheckVersionMapDisagreement, 0, nil, fmt.Sprintf("the files disagree on the job-wide version map (%s): merging keeps the first non-empty input's map (section 10.6), and a subtask restored from a file without the map reads every stamp as version 1", strings.Join(parts, "; ")))
+}
+
+// checkCheckpointID refuses checkpoint 0, which no job restores.
+func (v *validator) checkCheckpointID() {
+	if v.sp.Checkpoint == 0 {
+		v.treeFinding(SeverityError, CheckCheckpointID, 0, nil, "the tree holds checkpoint 0, which clink does not restore: a restore_checkpoint_id of 0 means no restore, and a job submitted to restore it starts without state (section 5.3); sptool apply --checkpoint-id writes it as another id")
+	}
 }
 
 // checkCompleted compares the COMPLETED marker with the tree.

@@ -1999,3 +1999,26 @@ func TestLoneChangelogNameExact(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateCheckpointZero: a tree of checkpoint 0 is an error: clink
+// takes a restore_checkpoint_id of 0 for no restore at all.
+func TestValidateCheckpointZero(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "tree")
+	for _, ckpt := range []uint64{0, 1} {
+		dir := fmt.Sprintf("%s%d", out, ckpt)
+		tw, err := CreateTree(dir, TreeOptions{Generation: 1, Checkpoint: ckpt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.WriteSubtaskWith(0, CanonicalMetadata(nil, VersionMap{}), RowSlice([]Row{vtKeyed(7, "agg", []byte("k"), "v")}), SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.Commit("job1", nil); err != nil {
+			t.Fatal(err)
+		}
+		rep := Validate(vtOpen(t, dir, OpenOptions{}), ValidateOptions{})
+		if got := rep.ByCheck(CheckCheckpointID); len(got) != map[uint64]int{0: 1}[ckpt] || len(got) == 1 && (got[0].Severity != SeverityError || !strings.Contains(got[0].Message, "means no restore")) {
+			t.Errorf("checkpoint %d: %s", ckpt, vtDump(rep))
+		}
+	}
+}

@@ -101,6 +101,12 @@ func FuzzApply(f *testing.F) {
 	}
 	f.Add(slotDecls+"  - purge_keys: {keys: [1], codec: int64}\n  - remap_operator: {from: 12, to: 13, merge: true}\n",
 		rowsBlob(append(slices.Clone(baseRows), timers(12, 5, 6), timers(13, 5, 7), timers(12, 8, 9))))
+	// A slot's broadcast state, declared, beside keyed rows of its name.
+	broadcast := savepoint.Row{Op: 9, Key: savepoint.EncodeBroadcastKey([]byte("b")), Value: []byte{4, 0, 0, 0, 0, 0, 0, 0}}
+	keyedB := savepoint.Row{Op: 9, Key: savepoint.EncodeKeyedKey([]byte("b"), []byte("k")), Value: []byte{6, 0, 0, 0, 0, 0, 0, 0}}
+	f.Add(strings.Replace(slotDecls, "rules:\n", "  - {op: 9, slot: b, value: int64, broadcast: true}\nrules:\n", 1)+
+		"  - drop: {op: 9, slot: b, expr: 'value > 5'}\n  - set_value: {op: 9, slot: b, expr: 'value * 2'}\n",
+		rowsBlob(append(slices.Clone(baseRows), broadcast, keyedB)))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, src string, blob []byte) {
 		// Keys files come from memory: a rule file may name any path.
