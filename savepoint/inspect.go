@@ -255,6 +255,9 @@ type VersionMapSummary struct {
 	Disagree bool `json:"disagree"`
 	// Variants lists each distinct map with the files carrying it, in file order.
 	Variants []VersionMapVariant `json:"variants"`
+	// Unread lists the files whose payload does not decode (FileSummary.
+	// Undecodable): their maps are unknown, and in no variant.
+	Unread []string `json:"unread,omitempty"`
 }
 
 // VersionEntrySummary is one version-map entry. StateTypeHex and SlotHex
@@ -614,7 +617,9 @@ func Summarize(sp *Savepoint) *Summary {
 			fs.Changelog = cs
 		}
 		p := snap.Versions.Pack()
-		if i, ok := vmIndex[p]; ok {
+		if f.Undecodable != nil {
+			s.VersionMap.Unread = append(s.VersionMap.Unread, f.Rel)
+		} else if i, ok := vmIndex[p]; ok {
 			vmVariants[i].Files = append(vmVariants[i].Files, f.Rel)
 		} else {
 			vmIndex[p] = len(vmVariants)
@@ -1093,6 +1098,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 		agree = ""
 	case vm.Disagree:
 		agree = "FILES DISAGREE"
+	case len(vm.Unread) > 0:
+		agree = "all files read agree"
 	}
 	title := fmt.Sprintf("\nVersion map (%d entr%s", len(vm.Entries), plural(len(vm.Entries), "y", "ies"))
 	if len(vm.Entries) == 0 && agree != "FILES DISAGREE" {
@@ -1122,6 +1129,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 			}
 			fmt.Fprintf(&b, "  %s: %s\n", what, strings.Join(showNames(v.Files), ", "))
 		}
+	}
+	if len(vm.Unread) > 0 {
+		fmt.Fprintf(&b, "  not read (the payload does not decode): %s\n", strings.Join(showNames(vm.Unread), ", "))
 	}
 
 	if len(s.UnknownMetadata) > 0 {

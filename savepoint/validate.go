@@ -1463,6 +1463,12 @@ func (v *validator) checkUnreferencedMaterializations() {
 		}
 	}
 	for _, f := range v.sp.Files {
+		if f.Undecodable != nil {
+			// Its handles are unknown: a materialisation in its directory
+			// may be the one it references (the payload's format finding
+			// says so).
+			continue
+		}
 		dir := filepath.Join(filepath.Dir(f.Path), "materializations")
 		ents, err := os.ReadDir(dir)
 		if err != nil {
