@@ -31,13 +31,15 @@ type Report struct {
 	Rules RulesInfo `json:"rules"`
 	// RowsIn is every row read (for changelog files: the replayed state).
 	// RowsIn = RowsOut + RowsDropped + DuplicatesResolved, always; with a
-	// rescale, + Rescale.StaleCopies + Rescale.Lost + Rescale.OperatorIn -
-	// Rescale.OperatorOut too (stale and lost keyed copies are dropped,
-	// operator rows merged and written into every new file). A run whose counts do
-	// not add up fails with ErrAccounting and writes nothing.
+	// rescale, + Rescale.OperatorIn - Rescale.OperatorOut too (operator
+	// rows are merged, then written into every new file of their group;
+	// the stale and lost keyed copies it leaves out are its rule's drops,
+	// in RowsDropped). A run whose counts do not add up fails with
+	// ErrAccounting and writes nothing.
 	RowsIn  int64 `json:"rows_in"`
 	RowsOut int64 `json:"rows_out"`
-	// RowsDropped sums the rows dropped by every rule.
+	// RowsDropped sums the rows dropped by every rule (a rescale's: the
+	// stale and lost keyed copies it leaves out).
 	RowsDropped int64 `json:"rows_dropped"`
 	// DuplicatesResolved counts rows that became duplicates of another row's
 	// (op, key) (a remap with merge, a rename onto an existing slot, or
@@ -269,7 +271,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if rr := r.Rescale; rr != nil {
 		// The rest of the balance (Report.RowsIn): what the rescale dropped,
 		// merged and replicated.
-		ew.printf("; rescale: %d stale and %d lost keyed copies dropped, %d operator rows merged and written as %d", rr.StaleCopies, rr.Lost, rr.OperatorIn, rr.OperatorOut)
+		ew.printf("; rescale: %d stale and %d lost keyed copies among the dropped, %d operator rows merged and written as %d", rr.StaleCopies, rr.Lost, rr.OperatorIn, rr.OperatorOut)
 	}
 	ew.printf("\n\n")
 	count := texttable.Column{Min: 10, Right: true}

@@ -1145,9 +1145,13 @@ func rsCheckReport(t *testing.T, c *rsCase, sp *savepoint.Savepoint, rep *transf
 	if rep.RowsIn != rowsIn || rep.RowsOut != rowsOut {
 		t.Errorf("report rows %d in / %d out, want %d / %d", rep.RowsIn, rep.RowsOut, rowsIn, rowsOut)
 	}
-	if got := rep.RowsOut + rep.RowsDropped + rep.DuplicatesResolved + rr.StaleCopies + rr.OperatorIn - rr.OperatorOut; got != rep.RowsIn {
-		t.Errorf("accounting: %d out + %d dropped + %d dupes + %d stale + %d operator in - %d operator out = %d, want %d in",
-			rep.RowsOut, rep.RowsDropped, rep.DuplicatesResolved, rr.StaleCopies, rr.OperatorIn, rr.OperatorOut, got, rep.RowsIn)
+	if got := rep.RowsOut + rep.RowsDropped + rep.DuplicatesResolved + rr.OperatorIn - rr.OperatorOut; got != rep.RowsIn {
+		t.Errorf("accounting: %d out + %d dropped + %d dupes + %d operator in - %d operator out = %d, want %d in",
+			rep.RowsOut, rep.RowsDropped, rep.DuplicatesResolved, rr.OperatorIn, rr.OperatorOut, got, rep.RowsIn)
+	}
+	// The rescale rule's drops are the keyed copies it left out.
+	if last := rep.PerRule[len(rep.PerRule)-1]; last.Kind != "rescale" || last.Dropped != rr.StaleCopies+rr.Lost {
+		t.Errorf("rescale rule %+v: dropped %d, want the %d stale and %d lost copies", last, last.Dropped, rr.StaleCopies, rr.Lost)
 	}
 	var keyedIn, stale, keyedOut, opIn, opDistinct, opOut, tIn, tStale, tOut int64
 	wantMerges := map[string]transform.MergeChoice{}
@@ -2357,8 +2361,8 @@ func TestRescaleReport(t *testing.T) {
 		rr.OperatorIn != int64(opRows) || rr.OperatorDistinct != int64(len(ops)) || rr.OperatorOut != int64(2*len(ops)) || rep.RowsOut != int64(keyed+2*len(ops)) {
 		t.Errorf("accounting: rows %d in %d out; rescale %+v", rep.RowsIn, rep.RowsOut, rr)
 	}
-	if rep.RowsIn != rep.RowsOut+rep.RowsDropped+rep.DuplicatesResolved+rr.StaleCopies+rr.OperatorIn-rr.OperatorOut {
-		t.Errorf("rows in != out + dropped + duplicates + stale + operator in - operator out")
+	if rep.RowsIn != rep.RowsOut+rep.RowsDropped+rep.DuplicatesResolved+rr.OperatorIn-rr.OperatorOut || rep.RowsDropped != rr.StaleCopies || rep.PerRule[len(rep.PerRule)-1].Dropped != 1 {
+		t.Errorf("rows in != out + dropped (the stale copy) + duplicates + operator in - operator out")
 	}
 	var before, after int64
 	for _, s := range rep.Slots {

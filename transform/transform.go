@@ -513,24 +513,27 @@ func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 	}
 	last := rep.PerRule[len(rep.PerRule)-1]
 	last.Matched = rep.Rescale.KeyedIn + rep.Rescale.OperatorIn
+	// The keyed copies the rescale left out are its rule's drops.
+	last.Dropped = rep.Rescale.StaleCopies + rep.Rescale.Lost
+	rep.RowsDropped += last.Dropped
 }
 
 // checkAccounting verifies that every row is accounted for: rows in = rows
-// out + dropped + duplicates resolved, and for a rescale + stale copies
-// and lost rows dropped + operator rows merged away - operator rows
-// replicated.
+// out + dropped + duplicates resolved, and for a rescale (whose rule's
+// drops, stale and lost keyed copies, are among the dropped) + operator
+// rows merged away - operator rows replicated.
 func (rep *Report) checkAccounting() error {
 	got := rep.RowsOut + rep.RowsDropped + rep.DuplicatesResolved
 	extra := ""
 	if r := rep.Rescale; r != nil {
-		got += r.StaleCopies + r.Lost + r.OperatorIn - r.OperatorOut
+		got += r.OperatorIn - r.OperatorOut
 		if r.KeyedIn != r.KeyedOut+r.StaleCopies+r.Lost {
 			return fmt.Errorf("%w: rescale: %d keyed rows in, %d out + %d stale copies + %d lost", ErrAccounting, r.KeyedIn, r.KeyedOut, r.StaleCopies, r.Lost)
 		}
 		if r.TimersIn != r.TimersOut+r.TimersStale+r.TimersUnchosen {
 			return fmt.Errorf("%w: rescale: %d timers in, %d out + %d stale + %d unchosen", ErrAccounting, r.TimersIn, r.TimersOut, r.TimersStale, r.TimersUnchosen)
 		}
-		extra = fmt.Sprintf(" + %d stale copies + %d lost + %d operator rows in - %d operator rows written", r.StaleCopies, r.Lost, r.OperatorIn, r.OperatorOut)
+		extra = fmt.Sprintf(" + %d operator rows in - %d operator rows written", r.OperatorIn, r.OperatorOut)
 	}
 	if got != rep.RowsIn {
 		return fmt.Errorf("%w: %d in, %d out + %d dropped + %d duplicates resolved%s = %d", ErrAccounting, rep.RowsIn, rep.RowsOut, rep.RowsDropped, rep.DuplicatesResolved, extra, got)
