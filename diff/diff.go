@@ -80,9 +80,9 @@ type Result struct {
 	Versions []VersionChange `json:"versions"`
 	// Metadata lists the schema metadata keys whose values differ.
 	Metadata []MetadataChange `json:"metadata"`
-	// Warnings are, prefixed "A: " or "B: ", the checkpoint files each
-	// side's marker leaves out (Savepoint.UnlistedWarnings) and the sides'
-	// union warnings.
+	// Warnings are, prefixed "A: " or "B: ", where each side was read
+	// otherwise than clink reads it (Savepoint.ReadWarnings) and the
+	// sides' union warnings.
 	Warnings []string `json:"warnings"`
 }
 
@@ -358,10 +358,10 @@ func compareSides(ctx context.Context, a, b *savepoint.Savepoint, opts Options) 
 	sa.StoredRows, sa.FileDuplicates = sa.StoredRows+droppedA, sa.FileDuplicates+droppedA
 	sb.StoredRows, sb.FileDuplicates = sb.StoredRows+droppedB, sb.FileDuplicates+droppedB
 	res.A, res.B = side(a, sa), side(b, sb)
-	for _, w := range append(a.UnlistedWarnings(), sa.Warnings...) {
+	for _, w := range append(a.ReadWarnings(), sa.Warnings...) {
 		res.Warnings = append(res.Warnings, "A: "+w)
 	}
-	for _, w := range append(b.UnlistedWarnings(), sb.Warnings...) {
+	for _, w := range append(b.ReadWarnings(), sb.Warnings...) {
 		res.Warnings = append(res.Warnings, "B: "+w)
 	}
 	d.collect(res)

@@ -219,8 +219,8 @@ type Result struct {
 	Bytes int64
 	// Union describes how the union resolved shared rows (zero with PerFile).
 	Union savepoint.UnionStats
-	// Warnings are the checkpoint files the tree's marker leaves out
-	// (Savepoint.UnlistedWarnings), the union's warnings, version-map
+	// Warnings are where the tree was read otherwise than clink reads it
+	// (Savepoint.ReadWarnings), the union's warnings, version-map
 	// disagreements, values the declared codecs could not decode, and
 	// (WriteFile) what interrupted runs left beside the output (see
 	// savepoint.Leftovers).
@@ -463,7 +463,7 @@ func write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Optio
 		res.RowGroups = ps.rowGroups
 	}
 	// Whatever the path: the files the marker leaves out are in no output.
-	res.Warnings = append(res.Warnings, sp.UnlistedWarnings()...)
+	res.Warnings = append(res.Warnings, sp.ReadWarnings()...)
 	if !opts.PerFile {
 		res.Warnings = append(res.Warnings, res.Union.Warnings...)
 	}

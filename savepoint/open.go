@@ -1183,14 +1183,38 @@ func InferGroups(files []*File) []Group {
 	return groups
 }
 
-// UnlistedWarnings says, one line a file, which files of the checkpoint
-// were left out because the tree's only marker does not list their
-// subtask (Unlisted): a command over the tree reads none of their rows (an
-// erasure does not reach them); one given the file itself does.
-func (sp *Savepoint) UnlistedWarnings() []string {
+// ReadWarnings says, one line each, where the tree was read otherwise than
+// clink's restore reads it: the files of the checkpoint left out because
+// the tree's only marker does not list their subtask (Unlisted: a command
+// over the tree reads none of their rows, so an erasure does not reach
+// them; one given the file itself does), a newer checkpoint marked
+// complete whose files are missing (NewerCompleted: an older one was
+// read), and a subtask directory or payload whose name is not the one
+// clink opens (v1/01, checkpoint-07.snap: read here, not by clink).
+// validate reports each as a finding.
+func (sp *Savepoint) ReadWarnings() []string {
 	var out []string
 	for _, rel := range sp.Unlisted {
 		out = append(out, fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is left out: none of its rows is read, nor written to an output (sptool validate says more; given the file itself, %s, a command reads it)", rel, sp.Checkpoint, ShowName(sp.CompletedRel), filepath.Join(sp.Root, rel)))
+	}
+	for _, rel := range sp.NewerCompleted {
+		out = append(out, fmt.Sprintf("%s marks a newer checkpoint complete, but v%d holds none of its files: checkpoint %d was read instead (a job restoring the latest completed checkpoint finds no state; --checkpoint chooses one)", ShowName(rel), sp.Generation, sp.Checkpoint))
+	}
+	if sp.Kind == InputFile {
+		return out
+	}
+	for _, f := range sp.Files {
+		dir, name := filepath.Base(filepath.Dir(f.Path)), filepath.Base(f.Path)
+		if want := strconv.Itoa(f.Subtask); dir != want {
+			out = append(out, fmt.Sprintf("directory %s was read as subtask %d, but clink reads subtask %d from v%d/%s: a job restoring the tree as it is finds no state for it (sptool's outputs name it %s)", ShowName(filepath.ToSlash(filepath.Dir(f.Rel))), f.Subtask, f.Subtask, sp.Generation, want, want))
+		}
+		prefix := "checkpoint-"
+		if strings.HasPrefix(name, "changelog-") {
+			prefix = "changelog-"
+		}
+		if want := prefix + strconv.FormatUint(sp.Checkpoint, 10) + ".snap"; strings.HasSuffix(name, ".snap") && name != want {
+			out = append(out, fmt.Sprintf("%s was read as checkpoint %d, but clink opens %s: a job restoring the tree as it is finds no state for subtask %d (sptool's outputs name it %s)", ShowName(f.Rel), sp.Checkpoint, want, f.Subtask, want))
+		}
 	}
 	return out
 }

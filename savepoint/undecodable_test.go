@@ -217,3 +217,53 @@ func TestUndecodableChangelogMaterialization(t *testing.T) {
 		t.Errorf("want the payload's format error and no left-over materialisation:\n%s", vtDump(rep))
 	}
 }
+
+// TestReadWarnings: a tree read otherwise than clink's restore reads it
+// says so: a newer checkpoint marked complete without files, a subtask
+// directory or payload named other than clink opens it.
+func TestReadWarnings(t *testing.T) {
+	dir := undecodableTree(t, nil)
+	if w := mustOpen(t, dir).ReadWarnings(); len(w) != 0 {
+		t.Fatalf("the example tree: %q", w)
+	}
+	marker, err := os.ReadFile(filepath.Join(dir, "_jobs", "1001", "COMPLETED-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "_jobs", "1001", "COMPLETED-9"), []byte(strings.Replace(string(marker), "checkpoint=7", "checkpoint=9", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "v1", "1"), filepath.Join(dir, "v1", "01")); err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range []string{"", ".meta"} {
+		if err := os.Rename(filepath.Join(dir, "v1", "2", "checkpoint-7.snap"+ext), filepath.Join(dir, "v1", "2", "checkpoint-07.snap"+ext)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp := mustOpen(t, dir)
+	got := sp.ReadWarnings()
+	want := []string{
+		"_jobs/1001/COMPLETED-9 marks a newer checkpoint complete, but v1 holds none of its files: checkpoint 7 was read instead",
+		"directory v1/01 was read as subtask 1, but clink reads subtask 1 from v1/1",
+		"v1/2/checkpoint-07.snap was read as checkpoint 7, but clink opens checkpoint-7.snap",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("warnings %q, want %d", got, len(want))
+	}
+	for i := range want {
+		if !strings.Contains(got[i], want[i]) {
+			t.Errorf("warning %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+func mustOpen(t *testing.T, path string) *Savepoint {
+	t.Helper()
+	sp, err := Open(path, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.Close() })
+	return sp
+}

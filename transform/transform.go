@@ -301,7 +301,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		}
 	}
 	rep := newReport(sp, set, opts.DryRun)
-	rep.Warnings = append(rep.Warnings, sp.UnlistedWarnings()...)
+	rep.Warnings = append(rep.Warnings, sp.ReadWarnings()...)
 	for _, f := range missingState(sp) { // accepted: AllowMissingState
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s is 0 bytes, accepted as empty state: subtask %d's output restores empty, where clink would refuse to restore the input's", savepoint.ShowName(f.Rel), f.Subtask))
 	}
