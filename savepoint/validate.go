@@ -75,7 +75,9 @@ const (
 	CheckOperatorKeyByte = "operator-key-byte"
 	// CheckMisplacedRow: a keyed row (first key byte < 128, legacy raw keys
 	// included) outside its subtask's key-group range whose owner subtask
-	// holds no copy (error: no subtask restores it, section 10.1); one whose
+	// holds no copy (error: a narrowed restore drops it, and a chained
+	// subtask, restored unfiltered, keeps it where no record of its key
+	// group arrives, sections 10.1 and 10.2); one whose
 	// owner's payload does not decode (warning: not checked).
 	CheckMisplacedRow = "misplaced-row"
 	// CheckOperatorGroups: keyed rows of an operator in the files of more
@@ -842,7 +844,7 @@ func (v *validator) checkRows(f *File) {
 		} else if of != f && v.holds(of, op, key) {
 			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner's copy in subtask %d is restored", what, f.Subtask, rng, owner))
 		} else {
-			v.rowFinding(f, i, SeverityError, CheckMisplacedRow, fmt.Sprintf("lost on restore: %s lies outside subtask %d's range %s and its owner, subtask %d, holds no copy: no subtask restores this row (section 10.1)", what, f.Subtask, rng, owner))
+			v.rowFinding(f, i, SeverityError, CheckMisplacedRow, fmt.Sprintf("lost on restore: %s lies outside subtask %d's range %s and its owner, subtask %d, holds no copy: a narrowed restore drops it here, and a chained subtask, restored unfiltered, keeps it where no record of its key group arrives (sections 10.1, 10.2)", what, f.Subtask, rng, owner))
 		}
 	}
 	// rowCheck returns the test of one row for a goroutine's rows in order.
@@ -1161,7 +1163,7 @@ func (v *validator) checkOperatorGroups(keyedOps []map[uint64]bool) {
 				continue
 			}
 			for _, i := range byGroup[g] {
-				v.fileFinding(v.sp.Files[i], SeverityError, CheckOperatorGroups, fmt.Sprintf("holds keyed rows of op %d, which the files of chain group %s (subtasks %d-%d) hold too: an operator runs in one chain group, and only its subtasks restore its keyed state, so this group's (%s) copies are never read by op %d; if the groups are wrong, give them with --groups", op, FormatGroups([]Group{hg}), hg.First, hg.First+hg.Count-1, FormatGroups([]Group{g}), op))
+				v.fileFinding(v.sp.Files[i], SeverityError, CheckOperatorGroups, fmt.Sprintf("holds keyed rows of op %d, which the files of chain group %s (subtasks %d-%d) hold too: an operator runs in one chain group, and only its subtasks restore its keyed state, so the copies in chain group %s are never read by op %d; if the groups are wrong, give them with --groups", op, FormatGroups([]Group{hg}), hg.First, hg.First+hg.Count-1, FormatGroups([]Group{g}), op))
 			}
 		}
 	}

@@ -626,7 +626,7 @@ func TestValidateMisplacedAndStaleRows(t *testing.T) {
 		{SeverityWarning, CheckStaleCopy, "v1/0/checkpoint-7.snap", vtRowIndex(t, f0, op, stale.Key), op, stale.Key,
 			[]string{"stale copy", "the owner's copy in subtask 1 is restored"}},
 		{SeverityError, CheckMisplacedRow, "v1/0/checkpoint-7.snap", vtRowIndex(t, f0, 42, inflight.Key), 42, inflight.Key,
-			[]string{"key group 95 (a legacy raw key, filtered by its first byte)", "no subtask restores this row"}},
+			[]string{"key group 95 (a legacy raw key, filtered by its first byte)", "a narrowed restore drops it here"}},
 	}
 	slices.SortStableFunc(want, func(a, b vtWant) int { return a.row - b.row })
 	vtExpect(t, rep, want)
@@ -662,7 +662,7 @@ func TestValidateOperatorGroups(t *testing.T) {
 	sp := vtOpen(t, tree, OpenOptions{Groups: []Group{{0, 2}, {2, 2}}})
 	vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
 		{SeverityError, CheckOperatorGroups, "v1/0/checkpoint-7.snap", -1, 0, nil,
-			[]string{"holds keyed rows of op 77, which the files of chain group 2-3 (subtasks 2-3) hold too", "this group's (0-1) copies are never read by op 77"}},
+			[]string{"holds keyed rows of op 77, which the files of chain group 2-3 (subtasks 2-3) hold too", "the copies in chain group 0-1 are never read by op 77"}},
 	})
 	// The same files read as one group of four: every operator in one
 	// group, the rows checked against that group's ranges instead.
