@@ -227,6 +227,25 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 	return sp, nil
 }
 
+// verifyStraySidecar verifies the sidecar beside a changelog+file payload,
+// if there is one: that backend writes none and its restore reads none, so
+// one found there is not required, but one that disagrees with the payload
+// says the payload may have changed since (validate warns). Without one,
+// f.Verdict stays "".
+func verifyStraySidecar(f *File) error {
+	sc, err := ReadRegularFile(f.Path+SidecarSuffix, maxControlFileSize)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, ErrNotControlFile):
+		f.Verdict, f.VerdictDetail = VerdictCorrupt, "unreadable sidecar: "+err.Error()
+	case err != nil:
+		return fmt.Errorf("read sidecar: %w", err)
+	default:
+		f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, sc)
+	}
+	return nil
+}
+
 // parseGeneration parses "v<N>" with N >= 0.
 func parseGeneration(name string) (int, bool) {
 	if len(name) < 2 || name[0] != 'v' {
@@ -520,6 +539,8 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			ro.keepUndecodable = opts.KeepUndecodable
 			if errs[i] = readSnapshotFile(f, b == BackendFile, ro); errs[i] != nil {
 				failed.Store(true)
+			} else if b != BackendFile {
+				errs[i] = verifyStraySidecar(f)
 			}
 		}()
 	}

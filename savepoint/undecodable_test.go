@@ -267,3 +267,45 @@ func mustOpen(t *testing.T, path string) *Savepoint {
 	t.Cleanup(func() { sp.Close() })
 	return sp
 }
+
+// TestChangelogTreeStraySidecar: a sidecar beside a changelog+file payload
+// (a backend that writes none) is verified: one that agrees is fine, one
+// that disagrees is a warning; the payloads without one are counted in the
+// tree's note.
+func TestChangelogTreeStraySidecar(t *testing.T) {
+	k := func(s string) Row { return vtKeyed(7, "agg", []byte(s), "v") }
+	dir := vtChangelogTree(t, [][]Row{{k("a")}, {k("b")}, {k("c")}})
+	for i, body := range []string{"", "clink_checkpoint_meta=1\ncheckpoint_id=7\npayload_bytes=1\npayload_crc32c=1\n"} {
+		p := filepath.Join(dir, "v1", strconv.Itoa(i+1), "changelog-7.snap")
+		if body == "" {
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body = string(SidecarFor(7, FileInfo{Size: st.Size(), CRC32C: CRC32C(b)}))
+		}
+		if err := os.WriteFile(p+SidecarSuffix, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp, err := Open(dir, OpenOptions{RequireValid: true})
+	if err != nil {
+		t.Fatalf("a stray sidecar fails the open: %v", err)
+	}
+	defer sp.Close()
+	if v := []Verdict{sp.Files[0].Verdict, sp.Files[1].Verdict, sp.Files[2].Verdict}; v[0] != "" || v[1] != VerdictValid || v[2] == VerdictValid || v[2] == "" {
+		t.Errorf("verdicts %q, want none, valid and a failed one", v)
+	}
+	rep := Validate(sp, ValidateOptions{})
+	var got []string
+	for _, f := range rep.ByCheck(CheckSidecar) {
+		got = append(got, fmt.Sprintf("%s %s %s", f.Severity, f.File, f.Message))
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[1], "warning v1/2/changelog-7.snap a .meta sidecar lies beside this changelog payload and disagrees with it") || !strings.Contains(got[0], "1 changelog+file payload carries no .meta sidecar") {
+		t.Errorf("sidecar findings %q", got)
+	}
+}

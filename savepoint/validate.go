@@ -584,6 +584,8 @@ func (v *validator) checkFileLevel(f *File) {
 		}
 	} else if sp.Backend == BackendFile && f.Verdict != VerdictValid {
 		v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("sidecar verdict %s: %s; clink's restore refuses this payload", f.Verdict, f.VerdictDetail))
+	} else if f.Verdict != "" && f.Verdict != VerdictValid {
+		v.fileFinding(f, SeverityWarning, CheckSidecar, fmt.Sprintf("a .meta sidecar lies beside this changelog payload and disagrees with it (verdict %s: %s): clink's changelog+file backend writes none and does not read it on restore, but the payload may have changed since the sidecar was written", f.Verdict, f.VerdictDetail))
 	}
 	// Container.
 	if f.Compression != "" {
@@ -699,7 +701,7 @@ func (v *validator) checkSidecarlessChangelogs() {
 		}
 	}
 	if n > 0 {
-		v.treeFinding(SeverityInfo, CheckSidecar, 0, nil, fmt.Sprintf("%d changelog+file payload%s carry no .meta sidecar: this backend writes none and does not verify its payloads on restore (section 1.7)", n, plural(n, "", "s")))
+		v.treeFinding(SeverityInfo, CheckSidecar, 0, nil, fmt.Sprintf("%d changelog+file payload%s carr%s no .meta sidecar: this backend writes none and does not verify its payloads on restore (section 1.7)", n, plural(n, "", "s"), plural(n, "ies", "y")))
 	}
 }
 
