@@ -155,7 +155,10 @@ type changelogState struct {
 	dead []bool
 }
 
-func (c *changelogState) key(op uint64, k []byte) string {
+func (c *changelogState) key(op uint64, k []byte) string { return changelogKey(op, k) }
+
+// changelogKey is the map key of (op, k) in a changelog's replay.
+func changelogKey(op uint64, k []byte) string {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], op)
 	return string(b[:]) + string(k)
@@ -301,9 +304,14 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		case rowKindErase:
 			s.Changelog.Erases++
 			st.erase(l.r.Op, l.r.Key)
+			if s.Changelog.erased == nil {
+				s.Changelog.erased = map[string]bool{}
+			}
+			s.Changelog.erased[changelogKey(l.r.Op, l.r.Key)] = true
 		default: // 1, and any unknown kind, replay as a put (as clink does)
 			s.Changelog.Puts++
 			st.put(l.r)
+			delete(s.Changelog.erased, changelogKey(l.r.Op, l.r.Key))
 		}
 	}
 	rows := make([]Row, 0, len(st.rows))

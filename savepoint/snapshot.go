@@ -164,6 +164,18 @@ type ChangelogInfo struct {
 	LogRows int
 	// Puts and Erases count the log entries by kind.
 	Puts, Erases int
+	// erased holds the keys (ChangelogInfo.key form) whose last log entry
+	// is an erase: the state the log leaves is that they are absent.
+	erased map[string]bool
+}
+
+// ErasedByLog reports whether the changelog's log erases (op, key) last,
+// so that its replayed state holds no such key by the log's say, not
+// because the key never reached this subtask: a copy of it in another
+// subtask's file is stale, not lost (format 1.7, 10.1). False for a
+// canonical snapshot.
+func (s *Snapshot) ErasedByLog(op uint64, key []byte) bool {
+	return s != nil && s.Changelog != nil && s.Changelog.erased[changelogKey(op, key)]
 }
 
 // Sorted reports whether rows are in strictly increasing canonical order

@@ -36,8 +36,9 @@ type UnionStats struct {
 	// file, resolved as clink's restore does (Logical).
 	FileDuplicates int
 	// StaleCopies counts keyed copies held by a subtask that does not own
-	// their key group while the owner's file holds the row too: the owner's
-	// copy is the one a restore keeps (format section 10.1).
+	// their key group while the owner's file holds the row too, or its
+	// changelog's log erases it (Snapshot.ErasedByLog): the owner's state
+	// is the one a restore keeps (format sections 1.7, 10.1).
 	StaleCopies int
 	// Lost counts keyed copies outside their owner's file whose owner lacks
 	// them: a narrowed restore at the tree's layout drops them, so they are
@@ -499,10 +500,26 @@ func (u *unioner) emit(c UnionRow, yield func(UnionRow) bool) bool {
 // whether a restore keeps it.
 func (u *unioner) resolveOne(c UnionRow) (UnionRow, bool) {
 	if kg, filtered := RestoreKeyGroup(c.Row.Key); filtered && !u.owned(kg, c.Subtask) {
-		u.st.Lost++
+		if u.erasedByOwner(kg, c.Subtask, c.Row) {
+			u.st.StaleCopies++ // the owner's log erased it: its state is none
+		} else {
+			u.st.Lost++
+		}
 		return c, false
 	}
 	return c, true
+}
+
+// erasedByOwner reports whether the owner of key group kg, in the chain
+// group of subtask, erases r's key in its changelog's log
+// (Snapshot.ErasedByLog).
+func (u *unioner) erasedByOwner(kg, subtask int, r Row) bool {
+	g, ok := u.sp.GroupOf(subtask)
+	if !ok {
+		return false
+	}
+	f := u.sp.File(g.Owner(kg))
+	return f != nil && f.Snapshot.ErasedByLog(r.Op, r.Key)
 }
 
 // resolveMany handles a key held by several files (copies in file order):
@@ -517,7 +534,11 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 			}
 		}
 		if owner < 0 {
-			u.st.Lost += len(copies)
+			if u.erasedByOwner(kg, copies[0].Subtask, copies[0].Row) {
+				u.st.StaleCopies += len(copies)
+			} else {
+				u.st.Lost += len(copies)
+			}
 			return UnionRow{}, false
 		}
 		u.st.StaleCopies += len(copies) - 1
@@ -614,7 +635,7 @@ func (u *unioner) finish() {
 			u.sp.SubtaskList(), u.sp.DescribeMissing(missing)))
 	}
 	if st.StaleCopies > 0 {
-		st.Warnings = append(st.Warnings, fmt.Sprintf("%d stale keyed cop%s ignored: held by a subtask that does not own the row's key group while the owner's file holds the row too; the owner's copy is the one a restore keeps (format section 10.1)", st.StaleCopies, plural(st.StaleCopies, "y", "ies")))
+		st.Warnings = append(st.Warnings, fmt.Sprintf("%d stale keyed cop%s ignored: held by a subtask that does not own the row's key group while the owner's file holds the row too, or its changelog's log erases it; the owner's state is the one a restore keeps (format sections 1.7, 10.1)", st.StaleCopies, plural(st.StaleCopies, "y", "ies")))
 	}
 	if st.Lost > 0 {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("%d keyed row%s left out: held only outside the file of the subtask owning their key group, so a restore at this layout drops them (sptool validate reports them)", st.Lost, plural(st.Lost, "", "s")))

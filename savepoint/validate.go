@@ -845,6 +845,8 @@ func (v *validator) checkRows(f *File) {
 			v.rowFinding(f, i, SeverityWarning, CheckMisplacedRow, fmt.Sprintf("not checked: %s lies outside subtask %d's range %s, and the payload of its owner, subtask %d, does not decode: whether the owner holds a copy is not known", what, f.Subtask, rng, owner))
 		} else if of != f && v.holds(of, op, key) {
 			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner's copy in subtask %d is restored", what, f.Subtask, rng, owner))
+		} else if of != nil && of != f && of.Snapshot.ErasedByLog(op, key) {
+			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner, subtask %d, erases this key in its changelog's log, so a restore holds none (the erase is the key's latest state)", what, f.Subtask, rng, owner))
 		} else {
 			v.rowFinding(f, i, SeverityError, CheckMisplacedRow, fmt.Sprintf("lost on restore: %s lies outside subtask %d's range %s and its owner, subtask %d, holds no copy: a narrowed restore drops it here, and a chained subtask, restored unfiltered, keeps it where no record of its key group arrives (sections 10.1, 10.2)", what, f.Subtask, rng, owner))
 		}

@@ -2022,3 +2022,40 @@ func TestValidateCheckpointZero(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateErasedByOwnerLog: a copy of a key outside its owner's file
+// whose owner's changelog log erases it is stale, not lost: the owner's
+// restore replays the erase, so no restore holds the key (format 1.7,
+// 10.1). Union counts it so too.
+func TestValidateErasedByOwnerLog(t *testing.T) {
+	k0, k1 := vtKeysIn(t, 0, 64, 1)[0], vtKeysIn(t, 64, 128, 2)
+	stale := vtKeyed(7, "agg", k1[0], "old")
+	out := vtChangelogTree(t, [][]Row{{vtKeyed(7, "agg", k0, "a"), stale}, {vtKeyed(7, "agg", k1[1], "b")}})
+	sp := vtOpen(t, out, OpenOptions{Groups: []Group{{0, 2}}})
+	handle := sp.File(1).Snapshot.Changelog.Handles[0]
+	sp.Close()
+	cl1 := filepath.Join(out, "v1", "1", "changelog-7.snap")
+	for _, erase := range []bool{false, true} {
+		kinds, rows := []uint8{3}, []Row{{Value: []byte(handle)}}
+		if erase {
+			// An erase of the key, after a put of it: the erase is last.
+			kinds, rows = append(kinds, 1, 2), append(rows, stale, Row{Op: 7, Key: stale.Key})
+		}
+		vtReplace(t, cl1, vtChangelogStream(t, kinds, rows), false)
+		sp := vtOpen(t, out, OpenOptions{Groups: []Group{{0, 2}}})
+		if got := sp.File(1).Snapshot.ErasedByLog(7, stale.Key); got != erase {
+			t.Fatalf("erase %v: ErasedByLog %v", erase, got)
+		}
+		rep := Validate(sp, ValidateOptions{})
+		stales, lost := rep.ByCheck(CheckStaleCopy), rep.ByCheck(CheckMisplacedRow)
+		if erase && (len(stales) != 1 || len(lost) != 0 || !strings.Contains(stales[0].Message, "erases this key in its changelog's log")) ||
+			!erase && (len(stales) != 0 || len(lost) != 1) {
+			t.Errorf("erase %v:\n%s", erase, vtDump(rep))
+		}
+		_, st := sp.UnionWithStats()
+		if erase && (st.StaleCopies != 1 || st.Lost != 0) || !erase && (st.StaleCopies != 0 || st.Lost != 1) {
+			t.Errorf("erase %v: union stale %d lost %d", erase, st.StaleCopies, st.Lost)
+		}
+		sp.Close()
+	}
+}

@@ -695,7 +695,8 @@ type staleRun struct{ j, n, owner, kg int }
 // rules dropped. Of a file sorted through temporary files the input row of
 // an output row is not known: the operators and keys its row may have had
 // in the input (inputIDs: the rules' remaps and renames undone) are looked
-// up, and a row is lost when the owner's input holds none of them. A row
+// up, and a row is lost when the owner's input holds none of them and its
+// changelog's log erases none of them (Snapshot.ErasedByLog). A row
 // whose owner's output holds its operator and key is stale: each run is
 // merged with the owner's output from the first row not below the run's
 // first, linear in the runs and the owner's rows of their operators and
@@ -754,10 +755,14 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 		for _, ci := range cis {
 			ids = append(ids, cands[ci].ids...)
 		}
-		at := findRows(files[owner].Snapshot, ids)
+		os := files[owner].Snapshot
+		at := findRows(os, ids)
 		for _, ci := range cis {
 			n := len(cands[ci].ids)
-			cands[ci].isLost = !slices.ContainsFunc(at[:n], func(row int) bool { return row >= 0 })
+			// A key the owner's changelog log erases is no loss: the
+			// owner's state is that it is absent, and the copy is stale.
+			cands[ci].isLost = !slices.ContainsFunc(at[:n], func(row int) bool { return row >= 0 }) &&
+				!slices.ContainsFunc(cands[ci].ids, func(id savepoint.Row) bool { return os.ErasedByLog(id.Op, id.Key) })
 			at = at[n:]
 		}
 	}

@@ -1,0 +1,107 @@
+package transform_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/transform"
+)
+
+// TestRescaleErasedByOwnerLog: in a changelog+file tree, a copy of a key
+// outside its owner's file whose owner's log erases it is a stale copy:
+// the rescale drops it as such, without drop_lost, and says so. Without
+// the erase it is a lost row, which the rescale refuses.
+func TestRescaleErasedByOwnerLog(t *testing.T) {
+	var lo, hi [][]byte
+	for i := 0; len(lo) < 1 || len(hi) < 2; i++ {
+		k := []byte{byte(i), 0, 0, 0, 0, 0, 0, 0}
+		if savepoint.KeyGroupOf(k) < 64 {
+			lo = append(lo, k)
+		} else {
+			hi = append(hi, k)
+		}
+	}
+	row := func(k []byte, v string) savepoint.Row {
+		return savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), k), Value: []byte(v)}
+	}
+	stale := row(hi[0], "old")
+	for _, erase := range []bool{false, true} {
+		in := filepath.Join(t.TempDir(), "in")
+		tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 7, Backend: savepoint.BackendChangelogFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, rows := range [][]savepoint.Row{{row(lo[0], "a"), stale}, {row(hi[1], "b")}} {
+			if _, err := tw.WriteSubtask(i, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), savepoint.Logical(rows), savepoint.CompressNone); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Commit("job1", nil); err != nil {
+			t.Fatal(err)
+		}
+		sp := open(t, in)
+		handle := sp.File(1).Snapshot.Changelog.Handles[0]
+		sp.Close()
+		kinds, rows := []uint8{3}, []savepoint.Row{{Value: []byte(handle)}}
+		if erase {
+			kinds, rows = append(kinds, 2), append(rows, savepoint.Row{Op: 7, Key: stale.Key})
+		}
+		if err := os.WriteFile(filepath.Join(in, "v1", "1", "changelog-7.snap"), changelogStream(t, kinds, rows), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		set := parseRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 1}\n", nil)
+		rep, err := transform.Run(context.Background(), open(t, in), set, transform.Options{Out: filepath.Join(t.TempDir(), "out")})
+		if !erase {
+			if err == nil || !bytes.Contains([]byte(err.Error()), []byte("would drop 1 lost keyed rows")) {
+				t.Errorf("without the erase: %v, want the lost row refused", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rr := rep.Rescale; rr.StaleCopies != 1 || rr.Lost != 0 || rep.RowsDropped != 1 || rep.RowsOut != 2 {
+			t.Errorf("stale %d, lost %d, dropped %d, out %d; want 1, 0, 1, 2", rr.StaleCopies, rr.Lost, rep.RowsDropped, rep.RowsOut)
+		}
+	}
+}
+
+// changelogStream encodes a changelog snapshot of rows of the given
+// row_kinds (0 inline, 1 put, 2 erase, 3 handle).
+func changelogStream(t *testing.T, kinds []uint8, rows []savepoint.Row) []byte {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "row_kind", Type: arrow.PrimitiveTypes.Uint8},
+		{Name: "op_id", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "key_bytes", Type: arrow.BinaryTypes.Binary},
+		{Name: "value_bytes", Type: arrow.BinaryTypes.Binary},
+	}, nil)
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer rb.Release()
+	for i, r := range rows {
+		rb.Field(0).(*array.Uint8Builder).Append(kinds[i])
+		rb.Field(1).(*array.Uint64Builder).Append(r.Op)
+		rb.Field(2).(*array.BinaryBuilder).Append(r.Key)
+		rb.Field(3).(*array.BinaryBuilder).Append(r.Value)
+	}
+	rec := rb.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
