@@ -1227,7 +1227,7 @@ func (p *parser) parallelism(n *yaml.Node) (int, bool) {
 		if v-WarnParallelism == 1 {
 			subtasks = "subtask gets"
 		}
-		p.warnAt(n, "parallelism %d is above %d: clink has %d key groups, so %d %s no keyed state", v, WarnParallelism, savepoint.NumKeyGroups, v-WarnParallelism, subtasks)
+		p.warnAt(n, "parallelism %d is above %d: clink has %d key groups, so %d %s no keyed state, only operator state", v, WarnParallelism, savepoint.NumKeyGroups, v-WarnParallelism, subtasks)
 	}
 	return int(v), true
 }

@@ -330,7 +330,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			ew.printf("\n")
 		}
 		for _, m := range rr.Merges {
-			ew.printf("  merged op %d key %s: %d values, %s, from old subtask %d\n", m.Op, m.Key, m.Values, m.Rule, m.FromOld)
+			in := ""
+			if len(rr.Groups) > 1 {
+				in = " in group " + m.Group
+			}
+			ew.printf("  merged op %d key %s%s: %d values, %s, from old subtask %d\n", m.Op, m.Key, in, m.Values, m.Rule, m.FromOld)
 		}
 		for _, o := range rr.Outputs {
 			ew.printf("  new subtask %d: key groups [%d,%d), rows %d, timers %d\n", o.Subtask, o.KeyGroupStart, o.KeyGroupEnd, o.Rows, o.Timers)

@@ -113,6 +113,8 @@ type RescaleGroupReport struct {
 // MergeChoice is one operator-state key whose copies differed across the old
 // subtasks of a group.
 type MergeChoice struct {
+	// Group is the old chain group whose copies were merged ("0-2").
+	Group   string `json:"group"`
 	Op      uint64 `json:"op"`
 	Key     string `json:"key"`
 	Values  int    `json:"distinct_values"`
@@ -238,9 +240,8 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 	for gi, g := range groups {
 		m := pars[gi]
 		gr := RescaleGroupReport{OldFirst: g.First, OldParallelism: g.Count, NewFirst: newFirst, NewParallelism: m, Action: "rescale"}
-		if m > savepoint.NumKeyGroups {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("group %s: parallelism %d is above %d: subtasks with an empty key-group range get only operator state", savepoint.FormatGroups([]savepoint.Group{g}), m, savepoint.NumKeyGroups))
-		}
+		// (A parallelism above 128, which leaves subtasks without keyed
+		// state, is warned of by the rule file's load.)
 		if m == g.Count {
 			gr.Action = "copy"
 			for i := 0; i < g.Count; i++ {
@@ -523,6 +524,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		}
 		value, choice := mergeOperator(id, copies)
 		if choice != nil {
+			choice.Group = savepoint.FormatGroups([]savepoint.Group{g})
 			rr.Merges = append(rr.Merges, *choice)
 		}
 		for i := range files {

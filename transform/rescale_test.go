@@ -1242,7 +1242,14 @@ func rsCheckReport(t *testing.T, c *rsCase, sp *savepoint.Savepoint, rep *transf
 		t.Fatal(err)
 	}
 	for _, m := range rr.Merges {
-		if line := fmt.Sprintf("merged op %d key %s: %d values", m.Op, m.Key, m.Values); !strings.Contains(text.String(), line) {
+		in := ""
+		if len(rr.Groups) > 1 {
+			in = " in group " + m.Group
+		}
+		if m.Group != savepoint.FormatGroups([]savepoint.Group{c.layoutOld()[rsGroupOf(c.layoutOld(), m.FromOld)]}) {
+			t.Errorf("merge %+v: group %q, want the old group of subtask %d", m, m.Group, m.FromOld)
+		}
+		if line := fmt.Sprintf("merged op %d key %s%s: %d values", m.Op, m.Key, in, m.Values); !strings.Contains(text.String(), line) {
 			t.Errorf("text report lacks %q", line)
 		}
 	}
