@@ -62,7 +62,8 @@ func (p *parser) parseSlots(n *yaml.Node) {
 		if op != nil {
 			d.Op = *op
 		}
-		if s, sok := m.reqStr(dn, "slot"); sok {
+		s, slotGiven := m.reqStr(dn, "slot")
+		if slotGiven {
 			ok = m.validSlot("slot", s) && ok
 			d.Slot = s
 		} else {
@@ -86,15 +87,18 @@ func (p *parser) parseSlots(n *yaml.Node) {
 		if d.Broadcast {
 			// Broadcast state is one row of the whole state's value at key
 			// 0xFF slot '|': no user key, no TTL stamp, no elements.
-			for _, f := range []string{"key", "ttl", "composite"} {
-				if fn := m.get(f); fn != nil && !(f != "key" && fn.Value == "false") {
-					p.errAt(fn, f, "slot %q is declared 'broadcast: true': broadcast state is one row at key 0xFF slot '|' whose value is the whole state, with no user key, TTL stamp or elements, so '%s' does not apply", d.Slot, f)
+			for _, f := range []struct {
+				name string
+				set  bool
+			}{{"key", m.get("key") != nil}, {"ttl", d.TTL}, {"composite", d.Composite}} {
+				if f.set {
+					p.errAt(m.get(f.name), f.name, "slot %q is declared 'broadcast: true': broadcast state is one row at key 0xFF slot '|' whose value is the whole state, with no user key, TTL stamp or elements, so '%s' does not apply", d.Slot, f.name)
 					ok = false
 				}
 			}
 		}
 		if !ok {
-			if op != nil && d.Slot != "" {
+			if op != nil && slotGiven {
 				if p.badDecls == nil {
 					p.badDecls = map[slotName]bool{}
 				}

@@ -437,3 +437,25 @@ func opBufferEntry(t testing.TB, fx []byte) int {
 	}
 	return at
 }
+
+// TestCutIntoEndOfStream: a stream cut anywhere inside its end-of-stream
+// marker is refused as one without it (ErrNoEndOfStream, which clink's
+// reader takes as complete); one cut inside a record batch is not.
+func TestCutIntoEndOfStream(t *testing.T) {
+	fx, err := os.ReadFile(filepath.Join("..", "testdata", "clink", "snapshot-v1.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(fx, eosMarker) {
+		t.Fatal("the fixture does not end with the marker")
+	}
+	for cut := 1; cut <= 8; cut++ {
+		_, err := DecodeSnapshot(fx[:len(fx)-cut], ReadOptions{})
+		if !errors.Is(err, ErrNoEndOfStream) {
+			t.Errorf("cut %d bytes: %v, want ErrNoEndOfStream", cut, err)
+		}
+	}
+	if _, err := DecodeSnapshot(fx[:len(fx)-20], ReadOptions{}); err == nil || errors.Is(err, ErrNoEndOfStream) {
+		t.Errorf("cut inside the last message: %v, want another error", err)
+	}
+}

@@ -231,15 +231,14 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 // if there is one: that backend writes none and its restore reads none, so
 // one found there is not required, but one that disagrees with the payload
 // says the payload may have changed since (validate warns). Without one,
-// f.Verdict stays "".
+// f.Verdict stays "". One that cannot be read is such a verdict too, never
+// an error: clink does not read it.
 func verifyStraySidecar(f *File) error {
 	sc, err := ReadRegularFile(f.Path+SidecarSuffix, maxControlFileSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-	case errors.Is(err, ErrNotControlFile):
-		f.Verdict, f.VerdictDetail = VerdictCorrupt, "unreadable sidecar: "+err.Error()
 	case err != nil:
-		return fmt.Errorf("read sidecar: %w", err)
+		f.Verdict, f.VerdictDetail = VerdictCorrupt, "unreadable sidecar: "+err.Error()
 	default:
 		f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, sc)
 	}

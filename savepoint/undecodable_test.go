@@ -292,9 +292,25 @@ func TestChangelogTreeStraySidecar(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A sidecar that cannot be read (a link to itself) is a verdict too.
+	loop := filepath.Join(dir, "v1", "0", "changelog-7.snap"+SidecarSuffix)
+	if err := os.Symlink(filepath.Base(loop), loop); err != nil {
+		t.Fatal(err)
+	}
 	sp, err := Open(dir, OpenOptions{RequireValid: true})
 	if err != nil {
 		t.Fatalf("a stray sidecar fails the open: %v", err)
+	}
+	if f := sp.Files[0]; f.Verdict != VerdictCorrupt || !strings.Contains(f.VerdictDetail, "unreadable sidecar") {
+		t.Errorf("a sidecar linked to itself: verdict %s (%s)", f.Verdict, f.VerdictDetail)
+	}
+	sp.Close()
+	if err := os.Remove(loop); err != nil {
+		t.Fatal(err)
+	}
+	sp, err = Open(dir, OpenOptions{RequireValid: true})
+	if err != nil {
+		t.Fatal(err)
 	}
 	defer sp.Close()
 	if v := []Verdict{sp.Files[0].Verdict, sp.Files[1].Verdict, sp.Files[2].Verdict}; v[0] != "" || v[1] != VerdictValid || v[2] == VerdictValid || v[2] == "" {

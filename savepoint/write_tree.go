@@ -1032,9 +1032,10 @@ func CheckTempDir(in, dir string) error {
 
 // CheckTempDirApart refuses a directory for temporary files ("" is
 // fine) that CheckTempDir refuses for the input's root or, of a tree,
-// that is or lies inside the directory of one of its payloads: a subtask
-// directory may be a symbolic link out of the tree (clink follows such
-// links), which the check of the root alone lets through.
+// that is or lies inside the directory of one of its payloads or that
+// directory's generation directory: either may be a symbolic link out of
+// the tree (clink follows such links), which the check of the root alone
+// lets through.
 func (sp *Savepoint) CheckTempDirApart(dir string) error {
 	if dir == "" {
 		return nil
@@ -1048,19 +1049,25 @@ func (sp *Savepoint) CheckTempDirApart(dir string) error {
 	if sp.Kind == InputFile {
 		return nil
 	}
+	seen := map[string]bool{}
 	for _, f := range sp.Files {
-		fdir := filepath.Dir(f.Path)
-		rel, _, err := pathRelation(fdir, dir)
-		if err != nil {
-			return err
+		for _, fdir := range []string{filepath.Dir(filepath.Dir(f.Path)), filepath.Dir(f.Path)} {
+			if seen[fdir] {
+				continue
+			}
+			seen[fdir] = true
+			rel, _, err := pathRelation(fdir, dir)
+			if err != nil {
+				return err
+			}
+			if rel != relSame && rel != relInside {
+				continue
+			}
+			if to, err := filepath.EvalSymlinks(fdir); err == nil && to != filepath.Clean(fdir) {
+				return fmt.Errorf("temporary directory %s lies inside the input's directory %s, a link to %s, which holds input file %s", dir, fdir, to, f.Path)
+			}
+			return fmt.Errorf("temporary directory %s lies inside the input's directory %s, which holds input file %s", dir, fdir, f.Path)
 		}
-		if rel != relSame && rel != relInside {
-			continue
-		}
-		if to, err := filepath.EvalSymlinks(fdir); err == nil && to != filepath.Clean(fdir) {
-			return fmt.Errorf("temporary directory %s lies inside the input's directory %s, a link to %s, which holds input file %s", dir, fdir, to, f.Path)
-		}
-		return fmt.Errorf("temporary directory %s lies inside the input's directory %s, which holds input file %s", dir, fdir, f.Path)
 	}
 	return nil
 }

@@ -125,3 +125,25 @@ func linkedSubtaskTree(t *testing.T) (dir, in, sub string) {
 	}
 	return dir, in, sub
 }
+
+// TestTempDirInLinkedGenerationDir: so is one inside the generation
+// directory when it is the link out of the tree.
+func TestTempDirInLinkedGenerationDir(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := os.CopyFS(in, os.DirFS("../testdata/example")); err != nil {
+		t.Fatal(err)
+	}
+	gen := filepath.Join(dir, "gen")
+	if err := os.Rename(filepath.Join(in, "v1"), gen); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(gen, filepath.Join(in, "v1")); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nrules:\n  - drop: 'key_group < 4'\n", nil)
+	_, err := run(t, in, set, transform.Options{DryRun: true, TempDir: gen})
+	if err == nil || !strings.Contains(err.Error(), "temporary directory "+gen+" lies inside the input's directory "+filepath.Join(in, "v1")+", a link to "+gen) {
+		t.Errorf("temp dir %s: %v, want the linked generation directory named", gen, err)
+	}
+}

@@ -171,7 +171,14 @@ func compile(set *rules.Set) []step {
 				return when(o == op && string(k.Slot) == slot, eachRow)
 			}
 			s.apply = func(w *worker, i int, row savepoint.Row, k savepoint.Key) (savepoint.Row, bool, error) {
-				if row.Op != op || !k.HasSlot || string(k.Slot) != slot || !sv.Decl.Describes(k, row.Key) {
+				if row.Op != op || !k.HasSlot || string(k.Slot) != slot {
+					return row, true, nil
+				}
+				if !sv.Decl.Describes(k, row.Key) {
+					// A row of the slot's name its declaration does not
+					// describe: left as it is, and counted in a warning
+					// (passedOverWarnings), as a filter's.
+					w.e.passedOver[i].Add(1)
 					return row, true, nil
 				}
 				w.res.rules[i].matched++

@@ -1116,8 +1116,9 @@ type engine struct {
 	// (noteCompositeLike); mu guards it.
 	mu            sync.Mutex
 	compositeLike map[slotKey]*compositeSamples
-	// passedOver counts, by step, the operator rows a filter scoped to a
-	// declared slot passed over (see filterStep).
+	// passedOver counts, by step, the rows of a declared slot's name its
+	// declaration does not describe that a filter scoped to the slot, or a
+	// set_value, passed over (see filterStep).
 	passedOver []atomic.Int64
 }
 
@@ -1991,19 +1992,31 @@ func (e *engine) compositeLooking() (slots []slotKey, steps []int) {
 }
 
 // passedOverWarnings warns of the rows each filter scoped to a declared
-// slot passed over, those its declaration does not describe (see
-// filterStep).
+// slot, or set_value, passed over: those its declaration does not describe
+// (see filterStep).
 func (e *engine) passedOverWarnings() []string {
 	var warns []string
 	for i := range e.passedOver {
 		if n := e.passedOver[i].Load(); n > 0 {
 			st := e.steps[i]
-			d := st.rule.Filter().Decl
+			var d *rules.SlotDecl
+			if f := st.rule.Filter(); f != nil {
+				d = f.Decl
+			} else if sv := st.rule.SetValue; sv != nil {
+				d = sv.Decl
+			}
+			tail := "; they are left as they are"
 			if d.Broadcast {
-				warns = append(warns, fmt.Sprintf("%s: passed over %s of slot %q that are not its broadcast state (keyed rows, or operator rows with a key after the '|'): the rule's expression reads the key or value as the slot's declaration decodes them, and a 'broadcast: true' declaration describes the row at key 0xFF slot '|' only; select such rows by expression (kind == \"keyed\" && slot == %q), which reads their key and value as bytes", st.rule.Label(), countOf(int(n), "row"), d.Slot, d.Slot))
+				if st.rule.SetValue == nil {
+					tail = fmt.Sprintf("; select such rows by expression on kind and slot (kind == \"keyed\" && slot == %q for the keyed ones), which reads their key and value as bytes", d.Slot)
+				}
+				warns = append(warns, fmt.Sprintf("%s: passed over %s of slot %q that are not its broadcast state (keyed rows, or operator rows other than the one at key 0xFF slot '|'): the rule's expression reads the key or value as the slot's declaration decodes them, and a 'broadcast: true' declaration describes the row at key 0xFF slot '|' only%s", st.rule.Label(), countOf(int(n), "row"), d.Slot, tail))
 				continue
 			}
-			warns = append(warns, fmt.Sprintf("%s: passed over %s of slot %q (broadcast state, key 0xFF slot '|'): the rule's expression reads the key or value as the slot's declaration decodes them, and it describes keyed rows only (declare the slot 'broadcast: true' to decode its broadcast state instead); select such rows by expression (kind == \"operator\" && slot == %q), which reads their key and value as bytes", st.rule.Label(), countOf(int(n), "operator row"), d.Slot, d.Slot))
+			if st.rule.SetValue == nil {
+				tail = fmt.Sprintf("; select such rows by expression (kind == \"operator\" && slot == %q), which reads their key and value as bytes", d.Slot)
+			}
+			warns = append(warns, fmt.Sprintf("%s: passed over %s of slot %q (broadcast state, key 0xFF slot '|'): the rule's expression reads the key or value as the slot's declaration decodes them, and it describes keyed rows only (declare the slot 'broadcast: true' to decode its broadcast state instead)%s", st.rule.Label(), countOf(int(n), "operator row"), d.Slot, tail))
 		}
 	}
 	return warns
@@ -2537,7 +2550,8 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 				rs.Purge.CompositeLooking = unchecked
 			})
 		}
-		if sv := st.rule.SetValue; sv != nil && rs.EmptyWritten > 0 {
+		if sv := st.rule.SetValue; sv != nil && rs.EmptyWritten > 0 && !sv.Decl.Broadcast {
+			// (Broadcast state is one value, kept when empty.)
 			rows, hold := "rows", "hold"
 			if rs.EmptyWritten == 1 {
 				rows, hold = "row", "holds"

@@ -2271,6 +2271,7 @@ func TestDeclaredFilterPassesOverBroadcastRows(t *testing.T) {
 		{`drop: {op: 7, slot: s, expr: 'value != "x"'}`, 1, true},
 		{`drop: {op: 7, slot: s, expr: 'kind == "operator"'}`, 1, false},
 		{`drop: {op: 7, slot: s, expr: 'true'}`, 3, false},
+		{`set_value: {op: 7, slot: s, expr: 'value + "!"'}`, 0, true},
 	} {
 		set := parseRules(t, decl+"  - "+c.rule+"\n", nil)
 		rep, err := run(t, in, set, transform.Options{DryRun: true})
@@ -2278,7 +2279,7 @@ func TestDeclaredFilterPassesOverBroadcastRows(t *testing.T) {
 			t.Fatalf("%s: %v", c.rule, err)
 		}
 		warned := slices.ContainsFunc(rep.Warnings, func(w string) bool {
-			return strings.Contains(w, `rule 1 (drop): passed over 1 operator row of slot "s"`)
+			return strings.Contains(w, `rule 1 (`) && strings.Contains(w, `: passed over 1 operator row of slot "s"`)
 		})
 		if rep.RowsDropped != c.dropped || warned != c.passed {
 			t.Errorf("%s: %d dropped, warned %v (%q); want %d, %v", c.rule, rep.RowsDropped, warned, rep.Warnings, c.dropped, c.passed)
@@ -2315,7 +2316,7 @@ func TestBroadcastDeclaration(t *testing.T) {
 		{`drop: {op: 7, slot: s, expr: 'value > 3'}`, 1, 0, true},
 		{`drop: {op: 7, slot: s, expr: 'value < 3'}`, 0, 0, true},
 		{`drop: {op: 7, slot: s, expr: 'kind == "keyed"'}`, 1, 0, false},
-		{`set_value: {op: 7, slot: s, expr: 'value * 10'}`, 0, 1, false},
+		{`set_value: {op: 7, slot: s, expr: 'value * 10'}`, 0, 1, true},
 	} {
 		set := parseRules(t, decl+"  - "+c.rule+"\n", nil)
 		out := filepath.Join(dir, "out.snap")
