@@ -1306,6 +1306,20 @@ func (sp *Savepoint) DescribeMissing(missing []int) string {
 	return strings.Join(parts, "; ")
 }
 
+// unlistedWithFiles reports whether each of the missing subtasks was left
+// out, holding a file of the checkpoint, because the marker does not list
+// it (Unlisted).
+func (sp *Savepoint) unlistedWithFiles(missing []int) bool {
+	for _, i := range missing {
+		if !slices.ContainsFunc(sp.Unlisted, func(rel string) bool {
+			return filepath.Base(filepath.Dir(rel)) == strconv.Itoa(i)
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
 // MissingSubtasks returns the subtasks below the tree's highest that have
 // no directory of the checkpoint read: a job restoring at this layout
 // refuses to start such a subtask (format 5.3), and the tree's chain groups

@@ -428,6 +428,24 @@ func TestMissingSubtaskUnlisted(t *testing.T) {
 	if _, warns := sp.Union(); len(warns) == 0 || !strings.Contains(warns[0], want) {
 		t.Errorf("union warnings %q", warns)
 	}
+	// validate says what clink does with each: a missing directory fails
+	// the restore, an unlisted subtask's own file is restored all the same.
+	sub := Validate(sp, ValidateOptions{}).ByCheck(CheckSubtasks)
+	if len(sub) != 1 || !strings.Contains(sub[0].Message, "refuses to start a subtask without state") {
+		t.Errorf("validate with a missing directory: %+v", sub)
+	}
+	sp.Close()
+	if err := os.WriteFile(marker, []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0,1,3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(tree, "v1", "1"), os.DirFS(filepath.Join(tree, "v1", "2"))); err != nil {
+		t.Fatal(err)
+	}
+	sp = vtOpen(t, tree, OpenOptions{})
+	sub = Validate(sp, ValidateOptions{}).ByCheck(CheckSubtasks)
+	if len(sub) != 1 || !strings.Contains(sub[0].Message, "lacks subtask 2") || !strings.Contains(sub[0].Message, "restores that subtask from its own file all the same") {
+		t.Errorf("validate with an unlisted subtask holding its file: %+v", sub)
+	}
 }
 
 // frozenTree is a tree of two chain groups, subtasks 0-1 and 2-3: each

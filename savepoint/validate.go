@@ -1433,8 +1433,14 @@ func (v *validator) checkSubtasks() {
 	if len(missing) == 0 {
 		return
 	}
-	v.treeFinding(SeverityError, CheckSubtasks, 0, nil, fmt.Sprintf("checkpoint %d of v%d lacks %s %s (it holds subtasks %s; %s): a job restoring at this layout refuses to start a subtask without state (section 5.3), and no chain group is inferred across the gap",
-		v.sp.Checkpoint, v.sp.Generation, plural(len(missing), "subtask", "subtasks"), FormatGroups(runsOf(missing)), v.sp.SubtaskList(), v.sp.DescribeMissing(missing)))
+	what := "a job restoring at this layout refuses to start a subtask without state (section 5.3), and no chain group is inferred across the gap"
+	if v.sp.unlistedWithFiles(missing) {
+		// clink reads a subtask's own file whatever the marker lists.
+		what = fmt.Sprintf("a job restoring at this layout restores %s from %s own file all the same (the marker's list only keeps operator rows out of the other subtasks' unions, section 5.3), but sptool leaves %s out: %s keyed state is in no output, a purge does not reach it, and no chain group is inferred across the gap; clink's coordinator lists every subtask of the checkpoint",
+			plural(len(missing), "that subtask", "those subtasks"), plural(len(missing), "its", "their"), plural(len(missing), "it", "them"), plural(len(missing), "its", "their"))
+	}
+	v.treeFinding(SeverityError, CheckSubtasks, 0, nil, fmt.Sprintf("checkpoint %d of v%d lacks %s %s (it holds subtasks %s; %s): %s",
+		v.sp.Checkpoint, v.sp.Generation, plural(len(missing), "subtask", "subtasks"), FormatGroups(runsOf(missing)), v.sp.SubtaskList(), v.sp.DescribeMissing(missing), what))
 }
 
 // runsOf returns the sorted, distinct ints xs as runs of consecutive ones.
