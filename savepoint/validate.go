@@ -168,7 +168,9 @@ const (
 	// the last, lacks them; a narrowed restore drops them, a chained
 	// subtask, restored unfiltered, fires them away from their key's state,
 	// section 10.2); such timers that the owner fires from the blob it
-	// restores (warning: a chained subtask fires them twice); a blob of an
+	// restores (warning: a chained subtask fires them twice), another blob
+	// or this one, which an owner without a blob of its own takes through
+	// the union; a blob of an
 	// operator no group of a multi-group tree holds keyed rows of (info:
 	// not checked); a chain group one of whose payloads does not decode
 	// (info: its timers not checked). A legacy blob is a raw row: a restore

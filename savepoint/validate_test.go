@@ -1579,8 +1579,10 @@ func TestValidateLegacyTimers(t *testing.T) {
 		{name: "a timer of subtask 0 in the keeper's copy", files: [][]Row{file(0), file(1, legacy(Timer{1, c}, Timer{3, a}))}, check: CheckTimers,
 			want: [][]string{{"error " + f1, `op 7 timer blob "__clink_timers" of subtask 1 holds 1 timer outside its key-group range [64,128) that no restore fires`, "event-time timer at 3",
 				"owned by subtask 0, which keeps no copy of this legacy blob (a raw row, which a restore filters as key group 95 and never unions: only subtask 1 keeps its copy), without it"}}},
-		// The same as a prefixed blob: subtask 0, without one, restores subtask 1's.
-		{name: "prefixed, for comparison", files: [][]Row{file(0), file(1, prefixed(Timer{1, c}, Timer{3, a}))}, check: CheckTimers},
+		// The same as a prefixed blob: subtask 0, without one, restores
+		// subtask 1's; a chained subtask 1 would fire a's timer too.
+		{name: "prefixed, for comparison", files: [][]Row{file(0), file(1, prefixed(Timer{1, c}, Timer{3, a}))}, check: CheckTimers,
+			want: [][]string{{"warning " + f1, "holds 1 timer outside its key-group range [64,128) that its owner fires from this blob through the union", "owned by subtask 0", "a chained subtask, restored unfiltered, fires them here as well"}}},
 		{name: "subtask 0's copy alone", files: [][]Row{file(0, legacy(Timer{1, a})), file(1)}, check: CheckTimers,
 			want: [][]string{{"error " + f0, `op 7 timer blob "__clink_timers" of subtask 0 holds 1 timer that no restore fires with their key's state (first: an event-time timer at 1`,
 				"owned by subtask 0): " + dropped + ", which holds none", "a chained subtask, restored unfiltered, fires them here"}}},
@@ -1678,16 +1680,19 @@ func TestValidateTimers(t *testing.T) {
 	expect("owner without a blob of its own", findings(Validate(three, ValidateOptions{}), CheckTimers),
 		[]string{"warning  op 7 timer blob", "subtask 2 has no blob of its own, and the tree's copies of it hold different timers of its range", "directory order (unspecified", "subtask 1's"},
 		[]string{"error " + f0, "holds 1 timer outside its key-group range [0,43)", "an event-time timer at 6", "owned by subtask 2, which has no blob and restores another subtask's, in directory order (counted as the last, subtask 1's), without it"},
-		[]string{"warning " + f0, "holds 1 stale timer outside its key-group range [0,43)"})
+		[]string{"warning " + f0, "holds 1 stale timer outside its key-group range [0,43)"},
+		[]string{"warning " + f1, "holds 1 timer outside its key-group range [43,86) that its owner fires from this blob through the union", "owned by subtask 2"})
 
 	// A blob stored twice in one file: the later copy is the one a restore
 	// keeps, and the earlier one's misplaced timer is not reported.
 	sp = vtOpen(t, vtWriteTreeAsIs(t, [][]Row{file(0, blob(Timer{1, a}, Timer{7, d}), blob(Timer{1, a})), file(1, blob(Timer{1, c}))}), OpenOptions{Groups: []Group{{0, 2}}})
 	expect("a blob stored twice", findings(Validate(sp, ValidateOptions{}), CheckTimers))
 
-	// An owner without a blob of its own restores the last blob's timers of its range.
+	// An owner without a blob of its own restores the last blob's timers
+	// of its range; a chained subtask 0 fires them too.
 	sp = open(file(0, blob(Timer{1, a}, Timer{1, c})), file(1))
-	expect("owner without a blob", findings(Validate(sp, ValidateOptions{}), CheckTimers))
+	expect("owner without a blob", findings(Validate(sp, ValidateOptions{}), CheckTimers),
+		[]string{"warning " + f0, "holds 1 timer outside its key-group range [0,64) that its owner fires from this blob through the union, having no blob of its own", "owned by subtask 1", "away from their key's state"})
 
 	// At 4, b's new owner (subtask 1) restores its own blob, which lacks it;
 	// c and d go to subtasks without files, which restore the last blob's.
@@ -1750,7 +1755,8 @@ func TestValidateTimers(t *testing.T) {
 	// frozen one of group 2 among them, in directory order.
 	sp = vtOpen(t, vtWriteTree(t, [][]Row{file(0, blob(Timer{1, a}, Timer{1, c})), file(1), {vtKeyed(other, "x", a, "v"), blob()}}, nil), OpenOptions{Groups: []Group{{0, 2}, {2, 1}}})
 	expect("a frozen copy among those a blob-less owner may take", findings(Validate(sp, ValidateOptions{}), CheckTimers),
-		[]string{"warning  op 7 timer blob", "subtask 1 has no blob of its own, and the tree's copies of it hold different timers of its range"})
+		[]string{"warning  op 7 timer blob", "subtask 1 has no blob of its own, and the tree's copies of it hold different timers of its range"},
+		[]string{"warning " + f0, "that its owner fires from this blob through the union"})
 
 	// No group holds keyed rows of op 9: its blob's liveness is not known,
 	// said once, and its timers are not checked.

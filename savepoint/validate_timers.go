@@ -288,12 +288,21 @@ func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []ti
 	}
 	for i := range copies {
 		c := &copies[i]
-		var stale, orphan int
-		var orphanEx timerID
-		orphanOwner := -1
+		var stale, orphan, viaUnion int
+		var orphanEx, unionEx timerID
+		orphanOwner, unionOwner := -1, -1
 		for _, t := range c.timers {
 			switch {
 			case timerFires(b, copies, c, t):
+				// Fired by its owner: this subtask, or one without a blob
+				// that takes this copy through the union. Then this copy's
+				// subtask holds a timer of another's range: a narrowed
+				// restore drops it here, a chained one fires it here too.
+				if owner := g.Owner(KeyGroupOf([]byte(t.key))); b.keeps(c.file.Subtask) && !b.legacy() && owner != c.file.Subtask {
+					if viaUnion++; viaUnion == 1 {
+						unionEx, unionOwner = t, owner
+					}
+				}
 			case now[t]: // its owner fires it from another blob
 				stale++
 			default:
@@ -332,6 +341,11 @@ func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []ti
 		}
 		if stale > 0 {
 			v.add(Finding{Severity: SeverityWarning, Check: CheckTimers, File: c.file.Rel, Subtask: c.file.Subtask, Row: -1, Op: op, Key: key, Message: staleMsg})
+		}
+		if viaUnion > 0 {
+			v.add(Finding{Severity: SeverityWarning, Check: CheckTimers, File: c.file.Rel, Subtask: c.file.Subtask, Row: -1, Op: op, Key: key,
+				Message: fmt.Sprintf("%s %d timer%s outside its key-group range %s that %s through the union, having no blob of %s own (first: %s, owned by subtask %d): a narrowed restore drops them here; a chained subtask, restored unfiltered, fires them here as well, away from their key's state (section 10.2)",
+					where, viaUnion, plural(viaUnion, "", "s"), g.Range(c.file.Subtask), plural(viaUnion, "its owner fires from this blob", "their owners fire from this blob"), plural(viaUnion, "its", "their"), unionEx, unionOwner)})
 		}
 	}
 	m := v.opts.Parallelism
