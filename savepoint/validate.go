@@ -117,6 +117,10 @@ const (
 	// whose checkpoint or generation differs from the tree's, or an empty
 	// subtasks= line, a warning; no marker, or no subtasks= line, info.
 	CheckCompleted = "completed"
+	// CheckGroups: placement errors (misplaced-row, operator-groups) found
+	// under chain groups inferred from the rows (info, naming them: a stray
+	// row can make the inference join groups).
+	CheckGroups = "groups"
 	// CheckCheckpointID: a tree of checkpoint 0 (error: clink takes a
 	// restore_checkpoint_id of 0 for "no restore", and the job starts
 	// without state, section 5.3).
@@ -554,6 +558,7 @@ func (v *validator) run() {
 		v.checkCompleted()
 		v.checkSubtasks()
 		v.checkUnreferencedMaterializations()
+		v.noteInferredGroups()
 	}
 	if v.opts.Parallelism > 0 {
 		v.checkParallelism(v.opts.Parallelism)
@@ -1348,6 +1353,36 @@ func (v *validator) checkVersionMaps() {
 		parts[i] = fmt.Sprintf("%s: %s", what, strings.Join(files[p], ", "))
 	}
 	v.treeFinding(SeverityWarning, CheckVersionMapDisagreement, 0, nil, fmt.Sprintf("the files disagree on the job-wide version map (%s): merging keeps the first non-empty input's map (section 10.6), and a subtask restored from a file without the map reads every stamp as version 1", strings.Join(parts, "; ")))
+}
+
+// noteInferredGroups says, when placement errors were found under chain
+// groups inferred from the rows, which groups those were: a stray row can
+// make the inference join groups, and every row then looks misplaced.
+func (v *validator) noteInferredGroups() {
+	if !v.sp.GroupsInferred || len(v.sp.Files) < 2 {
+		return
+	}
+	n := 0
+	v.mu.Lock()
+	for _, f := range v.findings {
+		if f.Severity == SeverityError && (f.Check == CheckMisplacedRow || f.Check == CheckOperatorGroups) {
+			n++
+		}
+	}
+	v.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	v.treeFinding(SeverityInfo, CheckGroups, 0, nil, fmt.Sprintf("the placement errors above were found under chain groups inferred from the rows, %s: if the job's groups are others, give them with --groups (sptool inspect shows the layout)", describeGroups(v.sp.Groups)))
+}
+
+// describeGroups writes groups as "0-2 (parallelism 3), 3-4 (parallelism 2)".
+func describeGroups(groups []Group) string {
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = fmt.Sprintf("%s (parallelism %d)", FormatGroups([]Group{g}), g.Count)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // checkCheckpointID refuses checkpoint 0, which no job restores.

@@ -941,6 +941,16 @@ func TestValidateMissingSubtasks(t *testing.T) {
 	if !found {
 		t.Errorf("no error naming the missing subtasks:\n%s", vtDump(rep))
 	}
+	// Its placement errors were found under inferred groups, which an info
+	// names; under groups given, it does not.
+	if g := rep.ByCheck(CheckGroups); len(g) != 1 || g[0].Severity != SeverityInfo || !strings.Contains(g[0].Message, "inferred from the rows, 0-1 (parallelism 2), 4 (parallelism 1)") {
+		t.Errorf("groups finding %+v", g)
+	}
+	sp.GroupsInferred = false // as if given
+	if g := Validate(sp, ValidateOptions{}).ByCheck(CheckGroups); len(g) != 0 {
+		t.Errorf("groups given: %+v", g)
+	}
+	sp.GroupsInferred = true
 	if err := sp.CheckConsecutive(); err == nil || !strings.Contains(err.Error(), "it holds 0,1,4; subtasks 2-3 have no directory") {
 		t.Errorf("CheckConsecutive: %v", err)
 	}
