@@ -238,6 +238,9 @@ type Finding struct {
 	Op       uint64
 	Key      []byte
 	Message  string
+	// replayed: Row indexes a changelog's replayed rows, not its stream's
+	// (the text says "replayed row").
+	replayed bool
 	// Omitted is set on a summary finding: the number of findings of this
 	// check, severity and file that were not listed (see ValidateOptions.Limit).
 	Omitted int
@@ -361,7 +364,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			if f.File != "" {
 				where = ShowName(f.File)
 			}
-			if f.Row >= 0 {
+			if f.Row >= 0 && f.replayed {
+				where += " replayed row " + strconv.Itoa(f.Row)
+			} else if f.Row >= 0 {
 				where += " row " + strconv.Itoa(f.Row)
 			}
 			what := ""
@@ -476,7 +481,7 @@ func (v *validator) fileFinding(f *File, sev Severity, check, msg string) {
 
 func (v *validator) rowFinding(f *File, i int, sev Severity, check, msg string) {
 	r := f.Snapshot.NewCursor().Row(i)
-	v.add(Finding{Severity: sev, Check: check, File: f.Rel, Subtask: f.Subtask, Row: i, Op: r.Op, Key: r.Key, Message: msg})
+	v.add(Finding{Severity: sev, Check: check, File: f.Rel, Subtask: f.Subtask, Row: i, Op: r.Op, Key: r.Key, Message: msg, replayed: f.Snapshot.Variant == Changelog})
 }
 
 func (v *validator) treeFinding(sev Severity, check string, op uint64, key []byte, msg string) {

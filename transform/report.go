@@ -315,11 +315,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		ew.printf("\n")
 		for _, l := range rr.LostExamples {
-			at := l.File
-			if l.Row >= 0 {
-				at = fmt.Sprintf("%s row %d", l.File, l.Row)
-			}
-			ew.printf("    lost: op %d key group %d key %s in %s (subtask %d; owner %d)\n", l.Op, l.KeyGroup, l.Key, at, l.Subtask, l.Owner)
+			ew.printf("    lost: op %d key group %d key %s in %s (subtask %d; owner %d)\n", l.Op, l.KeyGroup, l.Key, l.where(), l.Subtask, l.Owner)
 		}
 		ew.printf("  operator rows: %d copies in, %d distinct after merging, %d written (each into every new file of its group)\n", rr.OperatorIn, rr.OperatorDistinct, rr.OperatorOut)
 		if rr.TimersIn > 0 {

@@ -84,8 +84,11 @@ type LostRow struct {
 	// operator and key the row may have had, the rules' remaps and renames
 	// undone; -1 when there is none); Subtask its old subtask and Owner
 	// the old subtask owning the key group.
-	File     string `json:"file"`
-	Row      int    `json:"row"`
+	File string `json:"file"`
+	Row  int    `json:"row"`
+	// Replayed reports that File is a changelog payload, whose Row indexes
+	// its replayed rows in canonical order, not its stream's.
+	Replayed bool   `json:"replayed,omitempty"`
 	Subtask  int    `json:"subtask"`
 	Owner    int    `json:"owner"`
 	Op       uint64 `json:"op"`
@@ -93,6 +96,18 @@ type LostRow struct {
 	// Key is the row's key, hex-encoded. Op and Key are as stored in the
 	// input (before any rule), or after the rules when Row is -1.
 	Key string `json:"key"`
+}
+
+// where names the file and row of l: "v1/3/checkpoint-7.snap row 4",
+// "v1/3/changelog-7.snap replayed row 0", or the file alone.
+func (l LostRow) where() string {
+	switch {
+	case l.Row < 0:
+		return l.File
+	case l.Replayed:
+		return fmt.Sprintf("%s replayed row %d", l.File, l.Row)
+	}
+	return fmt.Sprintf("%s row %d", l.File, l.Row)
 }
 
 // maxLostExamples bounds RescaleReport.LostExamples.
@@ -312,11 +327,7 @@ func lostError(groups []savepoint.Group, rr *RescaleReport) error {
 	msg := fmt.Sprintf("the rescale would drop %d lost keyed rows: rows held only outside the file of the subtask owning their key group at the old layout (chain groups %s), which no restore at that layout holds", rr.Lost, savepoint.FormatGroups(groups))
 	if len(rr.LostExamples) > 0 {
 		l := rr.LostExamples[0]
-		row := ""
-		if l.Row >= 0 {
-			row = fmt.Sprintf(" row %d", l.Row)
-		}
-		msg += fmt.Sprintf(", such as %s%s (op %d, key group %d, owned by subtask %d)", l.File, row, l.Op, l.KeyGroup, l.Owner)
+		msg += fmt.Sprintf(", such as %s (op %d, key group %d, owned by subtask %d)", l.where(), l.Op, l.KeyGroup, l.Owner)
 	}
 	return fmt.Errorf("%s. They usually mean the tree is read at the wrong layout: a subtask directory missing, or the wrong chain groups (--groups); sptool validate lists them. Nothing is written; to drop them, as a restore at this layout would, give 'drop_lost: true' to the rescale rule (sptool rescale --drop-lost)", msg)
 }
@@ -780,7 +791,7 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 			if c.inRow < 0 {
 				unplaced = append(unplaced, struct{ ex, ci int }{len(rr.LostExamples), ci})
 			}
-			rr.LostExamples = append(rr.LostExamples, LostRow{File: files[i].Rel, Row: c.inRow, Subtask: first + i, Owner: first + c.owner, Op: c.op, KeyGroup: c.kg, Key: hex.EncodeToString(c.key)})
+			rr.LostExamples = append(rr.LostExamples, LostRow{File: files[i].Rel, Row: c.inRow, Replayed: files[i].Snapshot.Variant == savepoint.Changelog, Subtask: first + i, Owner: first + c.owner, Op: c.op, KeyGroup: c.kg, Key: hex.EncodeToString(c.key)})
 		}
 	}
 	// An output sorted through temporary files does not keep its rows'
