@@ -795,8 +795,8 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 		count := func(r Row, d int) { // a keyed row of this file, stored once (d 1) or taken back (d -1)
 			kg := int(r.Key[0])
 			if tree && grouped && !rng.Contains(kg) {
-				if of := sp.File(g.Owner(kg)); of != nil && of != f && of.Snapshot != nil && index(of).has(r.Op, r.Key) {
-					h.StaleCopies += d
+				if of := sp.File(g.Owner(kg)); of != nil && of != f && of.Snapshot != nil && (index(of).has(r.Op, r.Key) || of.Snapshot.ErasedByLog(r.Op, r.Key)) {
+					h.StaleCopies += d // the owner's copy, or its erase, is restored
 				} else {
 					h.Lost += d
 				}

@@ -1,7 +1,6 @@
 package savepoint
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -81,9 +80,6 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 	rest := r.data[r.off:]
 	if len(rest) == 0 {
 		return nil, &noEOSError{offsetError{r.off, "stream ends without the end-of-stream marker (truncated file?)"}}
-	}
-	if r.off > 0 && len(rest) < len(eosMarker) && bytes.HasPrefix(eosMarker, rest) {
-		return nil, &noEOSError{offsetError{r.off, fmt.Sprintf("stream ends %d bytes into the end-of-stream marker (truncated file?)", len(rest))}}
 	}
 	if len(rest) < 4 {
 		return nil, &offsetError{r.off, fmt.Sprintf("truncated message header: %d bytes left", len(rest))}
@@ -331,19 +327,15 @@ type offsetError struct {
 
 func (e *offsetError) Error() string { return fmt.Sprintf("byte offset %d: %s", e.Offset, e.Msg) }
 
-// eosMarker is the end-of-stream marker clink's writer ends a stream with:
-// the continuation token and a zero metadata length.
-var eosMarker = []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
-
 // noEOSError is the offsetError of a stream without its end-of-stream
-// marker, or cut inside it; it unwraps to ErrNoEndOfStream.
+// marker; it unwraps to ErrNoEndOfStream.
 type noEOSError struct{ offsetError }
 
 func (e *noEOSError) Unwrap() error { return ErrNoEndOfStream }
 
 // ErrNoEndOfStream is the error (errors.Is) of a stream that ends at a
-// message boundary without its end-of-stream marker, or a few bytes into
-// it. sptool refuses it as
+// message boundary without its end-of-stream marker (a stream cut inside
+// the marker is refused by Arrow C++'s reader too, as corrupted). sptool refuses it as
 // truncated, though Arrow C++'s reader, and so clink's restore, takes it
 // as complete: clink's writer always writes the marker, and such an end is
 // what a file cut between two record batches looks like.

@@ -534,10 +534,13 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 			}
 		}
 		if owner < 0 {
-			if u.erasedByOwner(kg, copies[0].Subtask, copies[0].Row) {
-				u.st.StaleCopies += len(copies)
-			} else {
-				u.st.Lost += len(copies)
+			// Each copy's owner is of its own chain group.
+			for _, c := range copies {
+				if u.erasedByOwner(kg, c.Subtask, c.Row) {
+					u.st.StaleCopies++
+				} else {
+					u.st.Lost++
+				}
 			}
 			return UnionRow{}, false
 		}

@@ -221,6 +221,7 @@ type ValidateOptions struct {
 //	 "file":     the payload path relative to the savepoint root ("" for a finding about the whole tree),
 //	 "subtask":  the global subtask index (-1 for a single-file input or a tree-level finding),
 //	 "row":      the row's index in the file's rows (-1 when the finding is not about one row),
+//	 "replayed": true when the row indexes a changelog payload's replayed rows (absent otherwise),
 //	 "op":       the operator id (0 when not about one operator),
 //	 "key":      the stored key in lowercase hex (absent when not about one key),
 //	 "message":  a human-readable explanation,
@@ -238,9 +239,9 @@ type Finding struct {
 	Op       uint64
 	Key      []byte
 	Message  string
-	// replayed: Row indexes a changelog's replayed rows, not its stream's
-	// (the text says "replayed row").
-	replayed bool
+	// Replayed reports that Row indexes a changelog payload's replayed
+	// rows, not its stream's (the text says "replayed row").
+	Replayed bool
 	// Omitted is set on a summary finding: the number of findings of this
 	// check, severity and file that were not listed (see ValidateOptions.Limit).
 	Omitted int
@@ -252,6 +253,7 @@ type findingJSON struct {
 	File     string   `json:"file"`
 	Subtask  int      `json:"subtask"`
 	Row      int      `json:"row"`
+	Replayed bool     `json:"replayed,omitempty"`
 	Op       uint64   `json:"op"`
 	Key      *string  `json:"key,omitempty"`
 	Message  string   `json:"message"`
@@ -260,7 +262,7 @@ type findingJSON struct {
 
 // MarshalJSON writes the documented JSON form (the key in lowercase hex).
 func (f Finding) MarshalJSON() ([]byte, error) {
-	j := findingJSON{f.Severity, f.Check, f.File, f.Subtask, f.Row, f.Op, nil, f.Message, f.Omitted}
+	j := findingJSON{f.Severity, f.Check, f.File, f.Subtask, f.Row, f.Replayed, f.Op, nil, f.Message, f.Omitted}
 	if f.Key != nil {
 		h := hex.EncodeToString(f.Key)
 		j.Key = &h
@@ -286,7 +288,7 @@ func (f *Finding) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*f = Finding{Severity: j.Severity, Check: j.Check, File: j.File, Subtask: j.Subtask, Row: j.Row, Op: j.Op, Message: j.Message, Omitted: j.Omitted}
+	*f = Finding{Severity: j.Severity, Check: j.Check, File: j.File, Subtask: j.Subtask, Row: j.Row, Replayed: j.Replayed, Op: j.Op, Message: j.Message, Omitted: j.Omitted}
 	if j.Key != nil {
 		k, err := hex.DecodeString(*j.Key)
 		if err != nil {
@@ -364,7 +366,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			if f.File != "" {
 				where = ShowName(f.File)
 			}
-			if f.Row >= 0 && f.replayed {
+			if f.Row >= 0 && f.Replayed {
 				where += " replayed row " + strconv.Itoa(f.Row)
 			} else if f.Row >= 0 {
 				where += " row " + strconv.Itoa(f.Row)
@@ -481,7 +483,7 @@ func (v *validator) fileFinding(f *File, sev Severity, check, msg string) {
 
 func (v *validator) rowFinding(f *File, i int, sev Severity, check, msg string) {
 	r := f.Snapshot.NewCursor().Row(i)
-	v.add(Finding{Severity: sev, Check: check, File: f.Rel, Subtask: f.Subtask, Row: i, Op: r.Op, Key: r.Key, Message: msg, replayed: f.Snapshot.Variant == Changelog})
+	v.add(Finding{Severity: sev, Check: check, File: f.Rel, Subtask: f.Subtask, Row: i, Op: r.Op, Key: r.Key, Message: msg, Replayed: f.Snapshot.Variant == Changelog})
 }
 
 func (v *validator) treeFinding(sev Severity, check string, op uint64, key []byte, msg string) {
@@ -596,6 +598,8 @@ func (v *validator) checkFileLevel(f *File) {
 		}
 	} else if sp.Backend == BackendFile && f.Verdict != VerdictValid {
 		v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("sidecar verdict %s: %s; clink's restore refuses this payload", f.Verdict, f.VerdictDetail))
+	} else if f.Verdict != "" && f.Verdict != VerdictValid && f.Sidecar == nil {
+		v.fileFinding(f, SeverityWarning, CheckSidecar, fmt.Sprintf("a .meta sidecar lies beside this changelog payload and cannot be read (verdict %s: %s): clink's changelog+file backend writes none and does not read it on restore", f.Verdict, f.VerdictDetail))
 	} else if f.Verdict != "" && f.Verdict != VerdictValid {
 		v.fileFinding(f, SeverityWarning, CheckSidecar, fmt.Sprintf("a .meta sidecar lies beside this changelog payload and disagrees with it (verdict %s: %s): clink's changelog+file backend writes none and does not read it on restore, but the payload may have changed since the sidecar was written", f.Verdict, f.VerdictDetail))
 	}
@@ -858,7 +862,7 @@ func (v *validator) checkRows(f *File) {
 		} else if of != f && v.holds(of, op, key) {
 			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner's copy in subtask %d is restored", what, f.Subtask, rng, owner))
 		} else if of != nil && of != f && of.Snapshot.ErasedByLog(op, key) {
-			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner, subtask %d, erases this key in its changelog's log, so a restore holds none (the erase is the key's latest state)", what, f.Subtask, rng, owner))
+			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner, subtask %d, erases this key in its changelog's log, the key's latest state, so a narrowed restore holds none (a chained subtask, restored unfiltered, keeps this copy where no record of its key group arrives)", what, f.Subtask, rng, owner))
 		} else {
 			v.rowFinding(f, i, SeverityError, CheckMisplacedRow, fmt.Sprintf("lost on restore: %s lies outside subtask %d's range %s and its owner, subtask %d, holds no copy: a narrowed restore drops it here, and a chained subtask, restored unfiltered, keeps it where no record of its key group arrives (sections 10.1, 10.2)", what, f.Subtask, rng, owner))
 		}

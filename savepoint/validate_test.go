@@ -1703,6 +1703,13 @@ func TestValidateTimers(t *testing.T) {
 	sp = open(file(0, blob(Timer{1, a}, Timer{1, c})), file(1))
 	expect("owner without a blob", findings(Validate(sp, ValidateOptions{}), CheckTimers),
 		[]string{"warning " + f0, "holds 1 timer outside its key-group range [0,64) that its owner fires from this blob through the union, having no blob of its own", "owned by subtask 1", "away from their key's state"})
+	// An owner whose blob does not decode takes none through the union.
+	sp = open(file(0, blob(Timer{1, a}, Timer{1, c})), file(1, vtOperator(op, "__clink_timers", []byte("not a blob"))))
+	for _, m := range findings(Validate(sp, ValidateOptions{}), CheckTimers) {
+		if strings.Contains(m, "through the union") {
+			t.Errorf("owner with a blob that does not decode: %s", m)
+		}
+	}
 
 	// At 4, b's new owner (subtask 1) restores its own blob, which lacks it;
 	// c and d go to subtasks without files, which restore the last blob's.
@@ -2072,6 +2079,60 @@ func TestValidateErasedByOwnerLog(t *testing.T) {
 		if erase && (st.StaleCopies != 1 || st.Lost != 0) || !erase && (st.StaleCopies != 0 || st.Lost != 1) {
 			t.Errorf("erase %v: union stale %d lost %d", erase, st.StaleCopies, st.Lost)
 		}
+		if kg := Summarize(sp).KeyGroups; erase && (kg.StaleCopies != 1 || kg.Lost != 0) || !erase && (kg.StaleCopies != 0 || kg.Lost != 1) {
+			t.Errorf("erase %v: inspect's histogram stale %d lost %d", erase, kg.StaleCopies, kg.Lost)
+		}
 		sp.Close()
+	}
+}
+
+// TestValidateReplayedRows: a finding about a row of a changelog payload
+// says its row indexes the replayed rows, in text and JSON.
+func TestValidateReplayedRows(t *testing.T) {
+	rep := Validate(vtOpen(t, vtFixturePath("changelog-file"), OpenOptions{}), ValidateOptions{})
+	stale := rep.ByCheck(CheckStaleCopy)
+	if len(stale) == 0 || !stale[0].Replayed {
+		t.Fatalf("stale copies %+v, want them marked replayed", stale)
+	}
+	b, err := json.Marshal(stale[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Finding
+	if err := json.Unmarshal(b, &back); err != nil || !strings.Contains(string(b), `"replayed":true`) || !back.Replayed {
+		t.Errorf("JSON %s, back %+v (%v)", b, back, err)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), stale[0].File+" replayed row ") {
+		t.Errorf("text: %v\n%s", err, text.String())
+	}
+}
+
+// TestErasedByLog: a key is erased by a changelog's log when its last log
+// entry is an erase, whether or not the materialisation held it; a put
+// after the erase undoes it; a canonical snapshot erases nothing.
+func TestErasedByLog(t *testing.T) {
+	k := func(s string) Row { return vtKeyed(7, "agg", []byte(s), "v") }
+	erase := func(r Row) Row { return Row{Op: r.Op, Key: r.Key} }
+	held, never, again, kept := k("held"), k("never"), k("again"), k("kept")
+	mat := vtRawStream(t, []Row{held, again, kept})
+	s, err := DecodeSnapshot(vtChangelogStream(t, []uint8{0, 2, 2, 2, 1}, []Row{{Value: mat}, erase(held), erase(never), erase(again), again}), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		r    Row
+		want bool
+	}{{held, true}, {never, true}, {again, false}, {kept, false}} {
+		if got := s.ErasedByLog(c.r.Op, c.r.Key); got != c.want {
+			t.Errorf("%q: ErasedByLog %v, want %v", c.r.Key, got, c.want)
+		}
+	}
+	if s.ErasedByLog(8, held.Key) {
+		t.Error("another operator's key erased")
+	}
+	canon, err := DecodeSnapshot(mat, ReadOptions{})
+	if err != nil || canon.ErasedByLog(7, held.Key) || (*Snapshot)(nil).ErasedByLog(7, held.Key) {
+		t.Errorf("canonical or nil snapshot erases: %v", err)
 	}
 }

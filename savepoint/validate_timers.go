@@ -298,7 +298,9 @@ func (v *validator) checkTimerCopies(g Group, op uint64, key []byte, copies []ti
 				// that takes this copy through the union. Then this copy's
 				// subtask holds a timer of another's range: a narrowed
 				// restore drops it here, a chained one fires it here too.
-				if owner := g.Owner(KeyGroupOf([]byte(t.key))); b.keeps(c.file.Subtask) && !b.legacy() && owner != c.file.Subtask {
+				// (An owner storing a blob that does not decode takes none
+				// through the union: its own is reported.)
+				if owner := g.Owner(KeyGroupOf([]byte(t.key))); b.keeps(c.file.Subtask) && !b.legacy() && owner != c.file.Subtask && !held[owner] {
 					if viaUnion++; viaUnion == 1 {
 						unionEx, unionOwner = t, owner
 					}

@@ -309,7 +309,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.table(perRule)
 	if rr := r.Rescale; rr != nil {
 		ew.printf("\nrescale: %s\n", describeLayout(rr))
-		ew.printf("  keyed rows: %d in, %d written, %d stale copies dropped (the owner's copy kept)", rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
+		ew.printf("  keyed rows: %d in, %d written, %d stale copies dropped (the owner's copy, or its changelog's erase, kept)", rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
 		if rr.Lost > 0 {
 			ew.printf(", %d lost rows dropped (held only outside their owner's file: no restore at the old layout holds them)", rr.Lost)
 		}
