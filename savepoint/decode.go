@@ -41,12 +41,23 @@ type ReadOptions struct {
 // clmbMagic starts a multi-blob changelog frame (section 1.7).
 var clmbMagic = []byte("CLMB")
 
-// Changelog row kinds (section 1.7).
+// Changelog row kinds (section 1.7): the row_kind of a ChangelogEntry.
 const (
-	rowKindMaterialised = 0
-	rowKindPut          = 1
-	rowKindErase        = 2
-	rowKindHandle       = 3
+	// RowKindMaterialised is a materialisation stored inline: the value is
+	// a canonical stream.
+	RowKindMaterialised = 0
+	// RowKindPut is a log entry that puts its row.
+	RowKindPut = 1
+	// RowKindErase is a log entry that erases its key.
+	RowKindErase = 2
+	// RowKindHandle is a materialisation stored apart: the value is the
+	// handle (a path) of its file.
+	RowKindHandle = 3
+
+	rowKindMaterialised = RowKindMaterialised
+	rowKindPut          = RowKindPut
+	rowKindErase        = RowKindErase
+	rowKindHandle       = RowKindHandle
 )
 
 // DecodeSnapshot decodes one snapshot held in data (already decompressed if

@@ -511,16 +511,15 @@ func vtRawStream(t testing.TB, rows []Row) []byte {
 // vtChangelogStream encodes a changelog blob: kinds[i] is row i's row_kind.
 func vtChangelogStream(t testing.TB, kinds []uint8, rows []Row) []byte {
 	t.Helper()
-	schema := arrow.NewSchema(changelogFields, nil)
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer rb.Release()
+	entries := make([]ChangelogEntry, len(rows))
 	for i, r := range rows {
-		rb.Field(0).(*array.Uint8Builder).Append(kinds[i])
-		rb.Field(1).(*array.Uint64Builder).Append(r.Op)
-		rb.Field(2).(*array.BinaryBuilder).Append(r.Key)
-		rb.Field(3).(*array.BinaryBuilder).Append(r.Value)
+		entries[i] = ChangelogEntry{Kind: kinds[i], Row: r}
 	}
-	return vtWriteRecord(t, schema, rb)
+	var b bytes.Buffer
+	if err := EncodeChangelog(&b, entries); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 func vtWriteRecord(t testing.TB, schema *arrow.Schema, rb *array.RecordBuilder) []byte {

@@ -695,18 +695,38 @@ func syncTree(root string) error {
 // schema metadata, as clink's changelog+file backend writes right after a
 // materialisation.
 func EncodeChangelogHandle(w io.Writer, handle string) error {
+	return EncodeChangelog(w, []ChangelogEntry{{Kind: RowKindHandle, Row: Row{Value: []byte(handle)}}})
+}
+
+// ChangelogEntry is one row of a changelog stream: its row_kind (the
+// RowKind constants) and its op_id, key_bytes and value_bytes.
+type ChangelogEntry struct {
+	Kind uint8
+	Row  Row
+}
+
+// EncodeChangelog writes a changelog stream (section 1.7) of the entries,
+// in order, in one record batch, without schema metadata. Every blob clink
+// restores holds a materialisation row (RowKindMaterialised or
+// RowKindHandle); the log entries replay after it.
+func EncodeChangelog(w io.Writer, entries []ChangelogEntry) error {
 	schema := arrow.NewSchema(changelogFields, nil)
 	mem := memory.DefaultAllocator
 	kb := array.NewUint8Builder(mem)
 	ob := array.NewUint64Builder(mem)
 	keyB := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
 	valB := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
-	kb.Append(rowKindHandle)
-	ob.Append(0)
-	keyB.Append([]byte{})
-	valB.Append([]byte(handle))
+	for _, e := range entries {
+		kb.Append(e.Kind)
+		ob.Append(e.Row.Op)
+		keyB.Append(append([]byte{}, e.Row.Key...)) // never nil: the columns are not nullable
+		valB.Append(append([]byte{}, e.Row.Value...))
+	}
 	cols := []arrow.Array{kb.NewArray(), ob.NewArray(), keyB.NewArray(), valB.NewArray()}
-	rec := array.NewRecordBatch(schema, cols, 1)
+	for _, c := range cols {
+		defer c.Release()
+	}
+	rec := array.NewRecordBatch(schema, cols, int64(len(entries)))
 	defer rec.Release()
 	iw := ipc.NewWriter(w, ipc.WithSchema(schema), ipc.WithAllocator(mem))
 	if err := iw.Write(rec); err != nil {

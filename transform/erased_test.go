@@ -7,11 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/transform"
 )
@@ -76,32 +71,16 @@ func TestRescaleErasedByOwnerLog(t *testing.T) {
 }
 
 // changelogStream encodes a changelog snapshot of rows of the given
-// row_kinds (0 inline, 1 put, 2 erase, 3 handle).
+// row_kinds (savepoint.RowKind*).
 func changelogStream(t *testing.T, kinds []uint8, rows []savepoint.Row) []byte {
 	t.Helper()
-	schema := arrow.NewSchema([]arrow.Field{
-		{Name: "row_kind", Type: arrow.PrimitiveTypes.Uint8},
-		{Name: "op_id", Type: arrow.PrimitiveTypes.Uint64},
-		{Name: "key_bytes", Type: arrow.BinaryTypes.Binary},
-		{Name: "value_bytes", Type: arrow.BinaryTypes.Binary},
-	}, nil)
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer rb.Release()
+	entries := make([]savepoint.ChangelogEntry, len(rows))
 	for i, r := range rows {
-		rb.Field(0).(*array.Uint8Builder).Append(kinds[i])
-		rb.Field(1).(*array.Uint64Builder).Append(r.Op)
-		rb.Field(2).(*array.BinaryBuilder).Append(r.Key)
-		rb.Field(3).(*array.BinaryBuilder).Append(r.Value)
+		entries[i] = savepoint.ChangelogEntry{Kind: kinds[i], Row: r}
 	}
-	rec := rb.NewRecordBatch()
-	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
-	if err := w.Write(rec); err != nil {
+	var b bytes.Buffer
+	if err := savepoint.EncodeChangelog(&b, entries); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return b.Bytes()
 }
