@@ -716,6 +716,9 @@ func EncodeChangelog(w io.Writer, entries []ChangelogEntry) error {
 	ob := array.NewUint64Builder(mem)
 	keyB := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
 	valB := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	for _, b := range []array.Builder{kb, ob, keyB, valB} {
+		defer b.Release()
+	}
 	for _, e := range entries {
 		kb.Append(e.Kind)
 		ob.Append(e.Row.Op)
