@@ -184,8 +184,11 @@ var badCorpus = map[string]struct {
 		`broadcast.bad.yaml:3:32: slot 1: slot "rules" is declared 'broadcast: true': broadcast state is one row at key 0xFF slot '|' whose value is the whole state, with no user key, TTL stamp or elements, so 'key' does not apply`,
 		`broadcast.bad.yaml:4:29: slot 2: slot "r2" is declared 'broadcast: true': broadcast state is one row at key 0xFF slot '|' whose value is the whole state, with no user key, TTL stamp or elements, so 'ttl' does not apply`,
 		`broadcast.bad.yaml:6:20: slot 4: slot "r3" of op 42 is already declared (slot 3, line 5): a declaration describes either the slot's keyed rows or, 'broadcast: true', its broadcast state, not both`,
-		`broadcast.bad.yaml:9:60: rule 1: 'erase_empty' erases a keyed row whose collection became empty, as clink's keyed collections do; slot "r4" of op 42 is declared 'broadcast: true' (slot 5, line 7), whose row clink keeps when empty`,
-	}, wantCount: 4},
+		// The empty slot name's bad declaration is its only error: the
+		// set_value on it is not told the slot is undeclared.
+		`broadcast.bad.yaml:8:29: slot 6: slot "" is declared 'broadcast: true': broadcast state is one row at key 0xFF slot '|' whose value is the whole state, with no user key, TTL stamp or elements, so 'key' does not apply`,
+		`broadcast.bad.yaml:10:60: rule 1: 'erase_empty' erases a keyed row whose collection became empty, as clink's keyed collections do; slot "r4" of op 42 is declared 'broadcast: true' (slot 5, line 7), whose row clink keeps when empty`,
+	}, wantCount: 5},
 	"duplicate-slot.bad.yaml": {want: []string{
 		`duplicate-slot.bad.yaml:5:19: slot 3: slot "agg" of op 7 is already declared (slot 1, line 3)`}, wantCount: 1},
 	"rename-into-vacated.bad.yaml": {want: []string{
