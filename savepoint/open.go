@@ -1224,19 +1224,33 @@ func (sp *Savepoint) ReadWarnings() []string {
 		return out
 	}
 	for _, f := range sp.Files {
-		dir, name := filepath.Base(filepath.Dir(f.Path)), filepath.Base(f.Path)
-		if want := strconv.Itoa(f.Subtask); dir != want {
-			out = append(out, fmt.Sprintf("directory %s was read as subtask %d, but clink reads subtask %d from v%d/%s: a job restoring the tree as it is finds no state for it (sptool's outputs name it %s)", ShowName(filepath.ToSlash(filepath.Dir(f.Rel))), f.Subtask, f.Subtask, sp.Generation, want, want))
+		dir, name, wantDir, wantName := sp.clinkNames(f)
+		if dir != wantDir {
+			out = append(out, fmt.Sprintf("directory %s was read as subtask %d, but clink reads subtask %d from v%d/%s: a job restoring the tree as it is finds no state for it (sptool's outputs name it %s)", ShowName(filepath.ToSlash(filepath.Dir(f.Rel))), f.Subtask, f.Subtask, sp.Generation, wantDir, wantDir))
 		}
-		prefix := "checkpoint-"
-		if strings.HasPrefix(name, "changelog-") {
-			prefix = "changelog-"
-		}
-		if want := prefix + strconv.FormatUint(sp.Checkpoint, 10) + ".snap"; strings.HasSuffix(name, ".snap") && name != want {
-			out = append(out, fmt.Sprintf("%s was read as checkpoint %d, but clink opens %s: a job restoring the tree as it is finds no state for subtask %d (sptool's outputs name it %s)", ShowName(f.Rel), sp.Checkpoint, want, f.Subtask, want))
+		if name != wantName {
+			out = append(out, fmt.Sprintf("%s was read as checkpoint %d, but clink opens %s: a job restoring the tree as it is finds no state for subtask %d (sptool's outputs name it %s)", ShowName(f.Rel), sp.Checkpoint, wantName, f.Subtask, wantName))
 		}
 	}
 	return out
+}
+
+// clinkNames returns the names of the subtask directory and the payload
+// of tree file f, and the names clink opens for its subtask and the
+// tree's checkpoint: both numbers in decimal (format 5.1, 5.3), so v1/01
+// and checkpoint-017.snap are read here and not by clink. A name that
+// does not end in .snap (a compressed payload) is given as its own want.
+func (sp *Savepoint) clinkNames(f *File) (dir, name, wantDir, wantName string) {
+	dir, name = filepath.Base(filepath.Dir(f.Path)), filepath.Base(f.Path)
+	prefix := "checkpoint-"
+	if strings.HasPrefix(name, "changelog-") {
+		prefix = "changelog-"
+	}
+	wantName = name
+	if strings.HasSuffix(name, ".snap") {
+		wantName = prefix + strconv.FormatUint(sp.Checkpoint, 10) + ".snap"
+	}
+	return dir, name, strconv.Itoa(f.Subtask), wantName
 }
 
 // UndecodableError is nil when every file of sp decoded, and otherwise an

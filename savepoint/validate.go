@@ -1457,22 +1457,14 @@ func (v *validator) checkCompleted() {
 // checkSubtasks reports the subtasks missing below the tree's highest.
 func (v *validator) checkSubtasks() {
 	for _, f := range v.sp.Files {
-		dir := filepath.Base(filepath.Dir(f.Path))
-		if want := strconv.Itoa(f.Subtask); dir != want {
+		dir, name, wantDir, wantName := v.sp.clinkNames(f)
+		if dir != wantDir {
 			v.fileFinding(f, SeverityError, CheckSubtasks, fmt.Sprintf("directory %s holds subtask %d's state, but clink reads subtask %d from v%d/%s (its index in decimal, section 5.3): a job restoring this tree finds no state for subtask %d and refuses to start it (the directory's operator rows still join every subtask's union); rename it to %s (sptool writes its outputs so)",
-				dir, f.Subtask, f.Subtask, v.sp.Generation, want, f.Subtask, want))
+				dir, f.Subtask, f.Subtask, v.sp.Generation, wantDir, f.Subtask, wantDir))
 		}
-		// clink opens the file of the checkpoint's id in decimal (section
-		// 5.1): checkpoint-017.snap is read as checkpoint 17, and is not
-		// the file clink opens.
-		name := filepath.Base(f.Path)
-		prefix := "checkpoint-"
-		if strings.HasPrefix(name, "changelog-") {
-			prefix = "changelog-"
-		}
-		if want := prefix + strconv.FormatUint(v.sp.Checkpoint, 10) + ".snap"; strings.HasSuffix(name, ".snap") && name != want {
+		if name != wantName {
 			v.fileFinding(f, SeverityError, CheckSubtasks, fmt.Sprintf("file %s holds checkpoint %d's state, but clink opens %s (the id in decimal, section 5.1): a job restoring this tree finds no state for subtask %d and refuses to start it; rename it to %s (and its sidecar with it)",
-				name, v.sp.Checkpoint, want, f.Subtask, want))
+				name, v.sp.Checkpoint, wantName, f.Subtask, wantName))
 		}
 	}
 	missing := v.sp.MissingSubtasks()

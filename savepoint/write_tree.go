@@ -1005,16 +1005,8 @@ func checkOutputCleaned(out string) error {
 // (a subtask directory that is a link elsewhere): writing it there would
 // add to the input's directories.
 func (sp *Savepoint) CheckFilesApart(out string) error {
-	if sp.Kind != InputFile {
-		for _, f := range sp.Files {
-			dir := filepath.Dir(f.Path)
-			if rel, _, _ := pathRelation(dir, out); rel == relSame || rel == relInside {
-				if to, err := filepath.EvalSymlinks(dir); err == nil && to != filepath.Clean(dir) {
-					return fmt.Errorf("output %s lies inside the input's directory %s, a link to %s, which holds input file %s", out, dir, to, f.Path)
-				}
-				return fmt.Errorf("output %s lies inside the input's directory %s, which holds input file %s", out, dir, f.Path)
-			}
-		}
+	if err := sp.checkOutsidePayloadDirs("output", out, false); err != nil {
+		return err
 	}
 	var paths []string
 	for _, f := range sp.Files {
@@ -1069,27 +1061,42 @@ func (sp *Savepoint) CheckTempDirApart(dir string) error {
 	} else if err := CheckTempDir(InputRoot(sp.Path), dir); err != nil {
 		return err
 	}
+	return sp.checkOutsidePayloadDirs("temporary directory", dir, true)
+}
+
+// checkOutsidePayloadDirs refuses a path p (what names it: "output",
+// "temporary directory") that is or lies inside the directory of one of a
+// tree's payloads, or, with generations, that directory's generation
+// directory: either may be a symbolic link out of the tree, which a check
+// against the tree's root lets through. A path that cannot be resolved is
+// an error when generations is set, and passes otherwise (the output's
+// own checks name it).
+func (sp *Savepoint) checkOutsidePayloadDirs(what, p string, generations bool) error {
 	if sp.Kind == InputFile {
 		return nil
 	}
 	seen := map[string]bool{}
 	for _, f := range sp.Files {
-		for _, fdir := range []string{filepath.Dir(filepath.Dir(f.Path)), filepath.Dir(f.Path)} {
+		dirs := []string{filepath.Dir(f.Path)}
+		if generations {
+			dirs = []string{filepath.Dir(dirs[0]), dirs[0]}
+		}
+		for _, fdir := range dirs {
 			if seen[fdir] {
 				continue
 			}
 			seen[fdir] = true
-			rel, _, err := pathRelation(fdir, dir)
-			if err != nil {
+			rel, _, err := pathRelation(fdir, p)
+			if err != nil && generations {
 				return err
 			}
-			if rel != relSame && rel != relInside {
+			if err != nil || rel != relSame && rel != relInside {
 				continue
 			}
 			if to, err := filepath.EvalSymlinks(fdir); err == nil && to != filepath.Clean(fdir) {
-				return fmt.Errorf("temporary directory %s lies inside the input's directory %s, a link to %s, which holds input file %s", dir, fdir, to, f.Path)
+				return fmt.Errorf("%s %s lies inside the input's directory %s, a link to %s, which holds input file %s", what, p, fdir, to, f.Path)
 			}
-			return fmt.Errorf("temporary directory %s lies inside the input's directory %s, which holds input file %s", dir, fdir, f.Path)
+			return fmt.Errorf("%s %s lies inside the input's directory %s, which holds input file %s", what, p, fdir, f.Path)
 		}
 	}
 	return nil
