@@ -105,14 +105,17 @@ type FileSummary struct {
 	Size   int64  `json:"size"`
 	CRC32C uint32 `json:"crc32c"`
 	// Variant is "canonical", "changelog" or "empty", or "undecodable" for
-	// a payload that does not decode (see Undecodable).
+	// a payload that does not decode, "missing" for one that is not there
+	// (see Undecodable).
 	Variant string `json:"variant"`
-	// Undecodable says why the payload does not decode, for a file of a
-	// tree opened with OpenOptions.KeepUndecodable (absent otherwise): its
-	// rows are not read, nor counted anywhere in the summary.
+	// Undecodable says why the payload does not decode or is missing, for
+	// a file of a tree opened with OpenOptions.KeepUndecodable (absent
+	// otherwise): its rows are not read, nor counted anywhere in the
+	// summary.
 	Undecodable string `json:"undecodable,omitempty"`
-	// noEOS reports that Undecodable is ErrNoEndOfStream's.
-	noEOS bool
+	// noEOS reports that Undecodable is ErrNoEndOfStream's; missing
+	// that the payload is missing (File.Missing).
+	noEOS, missing bool
 	// BodyCompression is the record-batch body codec ("" none, "lz4", "zstd");
 	// FileCompression the whole-file compression ("" none, "gzip", "zstd", ...).
 	BodyCompression string `json:"body_compression"`
@@ -129,7 +132,9 @@ type FileSummary struct {
 	ValueBytes int64 `json:"value_bytes"`
 	// TrailingBytes counts bytes after the end-of-stream marker.
 	TrailingBytes int64 `json:"trailing_bytes"`
-	// Sidecar is the integrity verdict; null when the backend writes no sidecar (changelog+file).
+	// Sidecar is the integrity verdict; null when the backend writes no
+	// sidecar (changelog+file), and for a payload that is missing or is no
+	// regular file (no verdict is made).
 	Sidecar *SidecarSummary `json:"sidecar"`
 	// MetadataKeys lists the schema metadata keys in stream order.
 	// MetadataKeysHex lists them again in hex, in the same order, when one
@@ -255,8 +260,8 @@ type VersionMapSummary struct {
 	Disagree bool `json:"disagree"`
 	// Variants lists each distinct map with the files carrying it, in file order.
 	Variants []VersionMapVariant `json:"variants"`
-	// Unread lists the files whose payload does not decode (FileSummary.
-	// Undecodable): their maps are unknown, and in no variant.
+	// Unread lists the files whose payload does not decode or is missing
+	// (FileSummary.Undecodable): their maps are unknown, and in no variant.
 	Unread []string `json:"unread,omitempty"`
 }
 
@@ -304,7 +309,8 @@ func HexUnlessUTF8(s string) string {
 	return hex.EncodeToString([]byte(s))
 }
 
-// TotalsSummary adds up the files (stored view).
+// TotalsSummary adds up the files (stored view). Files counts the
+// payloads there are, not a missing one (FileSummary.Variant "missing").
 type TotalsSummary struct {
 	Files int   `json:"files"`
 	Bytes int64 `json:"bytes"`
@@ -521,6 +527,7 @@ func b2i(b bool) int {
 // Open decoded; it does not touch the disk. sp must be non-nil, as for the
 // methods of Savepoint.
 func Summarize(sp *Savepoint) *Summary {
+	sp.mustBeOpen()
 	kgPre := map[*File]*kgRuns{}
 	s := &Summary{
 		Input: InputSummary{
@@ -565,6 +572,9 @@ func Summarize(sp *Savepoint) *Summary {
 		fs.Variant = snap.Variant.String()
 		if f.Undecodable != nil {
 			fs.Variant, fs.Undecodable = "undecodable", undecodableReason(f)
+			if f.Missing {
+				fs.Variant, fs.missing = "missing", true
+			}
 			fs.noEOS = errors.Is(f.Undecodable, ErrNoEndOfStream)
 		}
 		fs.BodyCompression = snap.Compression
@@ -678,7 +688,9 @@ func Summarize(sp *Savepoint) *Summary {
 		fs.Rows, fs.Keyed, fs.Operator, fs.Raw, fs.KeyBytes, fs.ValueBytes = fc.rows, fc.keyed, fc.operator, fc.raw, fc.keyBytes, fc.valueBytes
 		s.Files = append(s.Files, fs)
 
-		s.Totals.Files++
+		if !f.Missing {
+			s.Totals.Files++
+		}
 		s.Totals.Bytes += f.Size
 		total.merge(fc)
 	}
@@ -966,15 +978,25 @@ func (s *Summary) WriteText(w io.Writer) error {
 		if f.Sidecar != nil {
 			sc = f.Sidecar.Verdict
 		}
+		size, crc := strconv.FormatInt(f.Size, 10), strconv.FormatUint(uint64(f.CRC32C), 10)
+		switch {
+		case f.missing:
+			sc, size, crc = "-", "-", "-"
+		case f.Sidecar == nil && s.Input.Backend != string(BackendChangelogFile):
+			sc = "-" // not read: the payload is no regular file
+		}
 		sub := strconv.Itoa(f.Subtask)
 		if f.Subtask < 0 {
 			sub = "-"
 		}
-		tab.Row(sub, ShowName(f.Rel), strconv.FormatInt(f.Size, 10), strconv.FormatUint(uint64(f.CRC32C), 10), f.Variant, comp, batches, strconv.Itoa(f.Rows), strconv.Itoa(f.Keyed), strconv.Itoa(f.Operator), strconv.Itoa(f.Raw), sc)
+		tab.Row(sub, ShowName(f.Rel), size, crc, f.Variant, comp, batches, strconv.Itoa(f.Rows), strconv.Itoa(f.Keyed), strconv.Itoa(f.Operator), strconv.Itoa(f.Raw), sc)
 	}
 	tab.WriteTo(&b)
 	for _, f := range s.Files {
-		if f.Undecodable != "" {
+		switch {
+		case f.missing:
+			fmt.Fprintf(&b, "  %s: payload missing (%s): %s\n", ShowName(f.Rel), f.Undecodable, missingRestore(s.Input.Backend == string(BackendChangelogFile), f.Subtask))
+		case f.Undecodable != "":
 			who := "clink's reader refuses it"
 			if f.noEOS {
 				who = "sptool refuses it as truncated (clink's reader takes a stream that ends between two messages as complete)"
@@ -1131,7 +1153,14 @@ func (s *Summary) WriteText(w io.Writer) error {
 		}
 	}
 	if len(vm.Unread) > 0 {
-		fmt.Fprintf(&b, "  not read (the payload does not decode): %s\n", strings.Join(showNames(vm.Unread), ", "))
+		var missing, undecodable bool
+		for _, f := range s.Files {
+			if slices.Contains(vm.Unread, f.Rel) {
+				missing = missing || f.missing
+				undecodable = undecodable || !f.missing
+			}
+		}
+		fmt.Fprintf(&b, "  not read (the payload %s): %s\n", whyNotRead(missing, undecodable, false), strings.Join(showNames(vm.Unread), ", "))
 	}
 
 	if len(s.UnknownMetadata) > 0 {

@@ -59,9 +59,11 @@ type OpenOptions struct {
 	// lists it; Union and its kin leave its rows out with a warning; the
 	// readers that need every file's rows (transform.Run, diff.Compare,
 	// export.Write) refuse such a savepoint: Savepoint.UndecodableError
-	// says whether one is. A file that cannot be read (its bytes, its
-	// sidecar, a changing file, a stopped context) and a single-file input
-	// still fail Open.
+	// says whether one is. So is a payload path that is no regular file
+	// (a directory), and a subtask whose payload of the checkpoint is not
+	// in the tree (File.Missing), where Open would fail naming them. A
+	// file that cannot be read (its bytes, its sidecar, a changing file, a
+	// stopped context) and a single-file input still fail Open.
 	KeepUndecodable bool
 
 	ctx context.Context // OpenContext's; nil: never done
@@ -233,7 +235,7 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 // says the payload may have changed since (validate warns). Without one,
 // f.Verdict stays "". One that cannot be read is such a verdict too, never
 // an error: clink does not read it.
-func verifyStraySidecar(f *File) error {
+func verifyStraySidecar(f *File) {
 	sc, err := ReadRegularFile(f.Path+SidecarSuffix, maxControlFileSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -242,7 +244,6 @@ func verifyStraySidecar(f *File) error {
 	default:
 		f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, sc)
 	}
-	return nil
 }
 
 // parseGeneration parses "v<N>" with N >= 0.
@@ -394,7 +395,30 @@ type subtaskDir struct {
 	index int
 	name  string
 	ckpts map[uint64]string // checkpoint id -> file name
+	// absent says why a subtask the checkpoint's marker lists has no
+	// directory ("" for a directory read).
+	absent string
 }
+
+// markMissing records f's payload as missing (File.Missing), for why, in
+// a changelog+file tree or a file-backend one.
+func (f *File) markMissing(why string, changelog bool) {
+	f.Missing, f.missingWhy = true, why
+	f.Undecodable = fmt.Errorf("%s: %w (%s): %s", f.Path, ErrMissingPayload, why, missingRestore(changelog, f.Subtask))
+}
+
+// missingRestore says what clink's restore does with subtask sub whose
+// payload is missing, of a changelog+file tree or a file-backend one.
+func missingRestore(changelog bool, sub int) string {
+	if changelog {
+		return fmt.Sprintf("clink's restore of subtask %d fails (\"'changelog+file' restore requested but snapshot not found\")", sub)
+	}
+	return fmt.Sprintf("clink refuses to restore subtask %d with empty state", sub)
+}
+
+// ErrMissingPayload is File.Undecodable's error for a subtask of a tree
+// whose payload of the checkpoint read is not there (File.Missing).
+var ErrMissingPayload = errors.New("payload missing")
 
 func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	ents, err := os.ReadDir(genDir)
@@ -476,18 +500,41 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		kept = append(kept, d)
 	}
 	dirs = kept
-	if len(missing) > 0 {
+	// With KeepUndecodable, a subtask without its payload (a directory
+	// without the checkpoint, or one the marker lists that is not there)
+	// is kept as a File that says so (File.Missing), so that validate
+	// lists it beside the other files' findings.
+	if len(missing) > 0 && !opts.KeepUndecodable {
 		return fmt.Errorf("open savepoint %s: checkpoint %d is missing from subtask director%s %s (clink refuses to restore a subtask with no state)", genDir, sp.Checkpoint, plural(len(missing), "y", "ies"), strings.Join(missing, ", "))
 	}
 	if hasListing {
 		for _, i := range listing {
 			if _, ok := seen[i]; !ok {
-				msg := fmt.Sprintf("open savepoint: %s lists subtask %d but %s has no directory %d", ShowName(sp.CompletedRel), i, genDir, i)
-				if g := sp.Completed.Generation; g != 0 && g != sp.Generation {
-					msg += fmt.Sprintf(" (the marker says generation=%d, and v%d is read)", g, sp.Generation)
+				absent := func(gen string) string {
+					msg := fmt.Sprintf("%s lists subtask %d but %s has no directory %d", ShowName(sp.CompletedRel), i, gen, i)
+					if g := sp.Completed.Generation; g != 0 && g != sp.Generation {
+						msg += fmt.Sprintf(" (the marker says generation=%d, and v%d is read)", g, sp.Generation)
+					}
+					return msg
 				}
-				return errors.New(msg)
+				if !opts.KeepUndecodable {
+					return errors.New("open savepoint: " + absent(genDir))
+				}
+				// The finding names the generation within the tree.
+				rel, err := filepath.Rel(sp.Root, genDir)
+				if err != nil {
+					rel = genDir
+				}
+				seen[i] = strconv.Itoa(i)
+				dirs = append(dirs, &subtaskDir{index: i, name: strconv.Itoa(i), absent: absent(ShowName(rel))})
 			}
+		}
+		slices.SortFunc(dirs, func(a, b *subtaskDir) int { return a.index - b.index })
+	}
+	payloadName := "checkpoint-" + strconv.FormatUint(sp.Checkpoint, 10) + ".snap"
+	for _, d := range dirs {
+		if name, ok := d.ckpts[sp.Checkpoint]; ok && strings.HasPrefix(name, "changelog-") {
+			payloadName = "changelog-" + strconv.FormatUint(sp.Checkpoint, 10) + ".snap"
 		}
 	}
 
@@ -503,7 +550,18 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	sem := make(chan struct{}, filesAtOnce)
 	var failed atomic.Bool
 	for i, d := range dirs {
-		name := d.ckpts[sp.Checkpoint]
+		name, ok := d.ckpts[sp.Checkpoint]
+		if !ok {
+			path := filepath.Join(genDir, d.name, payloadName)
+			rel, _ := filepath.Rel(sp.Root, path)
+			why := d.absent
+			if why == "" {
+				why = fmt.Sprintf("subtask directory %s holds no checkpoint %d", d.name, sp.Checkpoint)
+			}
+			files[i] = &File{Subtask: d.index, Path: path, Rel: rel}
+			files[i].markMissing(why, strings.HasPrefix(payloadName, "changelog-"))
+			continue
+		}
 		b := BackendFile
 		if strings.HasPrefix(name, "changelog-") {
 			b = BackendChangelogFile
@@ -539,7 +597,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			if errs[i] = readSnapshotFile(f, b == BackendFile, ro); errs[i] != nil {
 				failed.Store(true)
 			} else if b != BackendFile {
-				errs[i] = verifyStraySidecar(f)
+				verifyStraySidecar(f)
 			}
 		}()
 	}
@@ -769,9 +827,21 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	}
 	// Stat first: opening a named pipe would block.
 	if st, err := os.Stat(f.Path); err != nil {
+		if to, lerr := os.Readlink(f.Path); lerr == nil && errors.Is(err, fs.ErrNotExist) && ro.keepUndecodable {
+			// A link to nothing: clink's restore finds no payload.
+			f.markMissing(fmt.Sprintf("%s is a symbolic link to %s, which does not exist", filepath.Base(f.Path), to), !wantSidecar)
+			return nil
+		}
 		return fmt.Errorf("read %s: %w", f.Path, err)
 	} else if !st.Mode().IsRegular() {
-		return fmt.Errorf("read %s: is %s, not a snapshot file", f.Path, fileKind(st.Mode()))
+		err := fmt.Errorf("read %s: is %s, not a snapshot file", f.Path, fileKind(st.Mode()))
+		if ro.keepUndecodable {
+			// No bytes to read, and none clink's reader takes: a finding
+			// beside the other files', as a payload that does not decode.
+			f.Undecodable = err
+			return nil
+		}
+		return err
 	}
 	fh, err := os.Open(f.Path)
 	if err != nil {
@@ -1055,9 +1125,37 @@ func checksumRange(ctx context.Context, fh *os.File, lo, hi int64) (uint32, erro
 	return crc, nil
 }
 
+// ErrClosed is the error of a Savepoint used after Close (see CheckUsable).
+var ErrClosed = errors.New("savepoint: used after Close")
+
+// CheckUsable returns an error for a nil Savepoint, a zero one (not made by
+// Open: it holds no file), and one used after Close (ErrClosed): the
+// functions that read a Savepoint and return an error call it first.
+func (sp *Savepoint) CheckUsable() error {
+	switch {
+	case sp == nil:
+		return errors.New("savepoint: none (a nil *Savepoint)")
+	case sp.closed:
+		return ErrClosed
+	case len(sp.Files) == 0:
+		return errors.New("savepoint: holds no file (a Savepoint is made by Open)")
+	}
+	return nil
+}
+
+// mustBeOpen panics with ErrClosed on a Savepoint used after Close, where
+// reading its rows would fault on memory no longer mapped.
+func (sp *Savepoint) mustBeOpen() {
+	if sp.closed {
+		panic(ErrClosed)
+	}
+}
+
 // Close releases the memory maps of a savepoint opened with
-// OpenOptions.Columnar. The rows of its snapshots must not be used after.
+// OpenOptions.Columnar. Neither the savepoint nor the rows of its snapshots
+// may be used after. Closing it again does nothing.
 func (sp *Savepoint) Close() error {
+	sp.closed = true
 	var errs []error
 	for _, f := range sp.Files {
 		if f.mapping != nil {
@@ -1092,7 +1190,7 @@ func (sp *Savepoint) ReleasePages() {
 // nothing to check.
 func (sp *Savepoint) CheckUnchanged() error {
 	for _, f := range sp.Files {
-		if f.Path == "" {
+		if f.Path == "" || f.Missing {
 			continue
 		}
 		if err := checkStamp(f.Path, f.stamp, f.CRC32C); err != nil {
@@ -1220,6 +1318,9 @@ func (sp *Savepoint) ReadWarnings() []string {
 	for _, rel := range sp.NewerCompleted {
 		out = append(out, fmt.Sprintf("%s marks a newer checkpoint complete, but v%d holds none of its files: checkpoint %d was read instead (a job restoring the latest completed checkpoint finds no state; --checkpoint chooses one)", ShowName(rel), sp.Generation, sp.Checkpoint))
 	}
+	for _, m := range sp.EmptyMaterializations() {
+		out = append(out, fmt.Sprintf("materialisation %s, which subtask %d's changelog references, is 0 bytes: read as empty materialised state, as clink's restore reads it without a word; a file cut short? (sptool validate says more)", ShowName(m.Rel), m.Subtask))
+	}
 	if sp.Kind == InputFile {
 		return out
 	}
@@ -1230,6 +1331,33 @@ func (sp *Savepoint) ReadWarnings() []string {
 		}
 		if name != wantName {
 			out = append(out, fmt.Sprintf("%s was read as checkpoint %d, but clink opens %s: a job restoring the tree as it is finds no state for subtask %d (sptool's outputs name it %s)", ShowName(f.Rel), sp.Checkpoint, wantName, f.Subtask, wantName))
+		}
+	}
+	return out
+}
+
+// EmptyMaterialization is a 0-byte materialisation file a changelog of a
+// changelog+file tree references (see Savepoint.EmptyMaterializations).
+type EmptyMaterialization struct {
+	// Rel is its path relative to the tree's root; Subtask that of the
+	// changelog referencing it.
+	Rel     string
+	Subtask int
+}
+
+// EmptyMaterializations returns the 0-byte materialisation files the
+// changelogs of sp reference, in file order: clink's restore reads one as
+// empty materialised state without a word, though its writer never writes
+// one empty (a zero-row stream at least), so each is likely a file cut
+// short. validate reports them; the writers refuse them unless told the
+// state is meant to be empty.
+func (sp *Savepoint) EmptyMaterializations() []EmptyMaterialization {
+	var out []EmptyMaterialization
+	for _, f := range sp.Files {
+		for i, m := range f.MaterializationInfo {
+			if m.Size == 0 && i < len(f.Materializations) {
+				out = append(out, EmptyMaterialization{Rel: f.Materializations[i], Subtask: f.Subtask})
+			}
 		}
 	}
 	return out
@@ -1254,9 +1382,11 @@ func (sp *Savepoint) clinkNames(f *File) (dir, name, wantDir, wantName string) {
 }
 
 // UndecodableError is nil when every file of sp decoded, and otherwise an
-// error naming the files recorded as undecodable (OpenOptions.KeepUndecodable)
-// and the first one's reason, joined with that reason (errors.Is and As see
-// it): the readers other than Validate need every file's rows.
+// error naming the files recorded as undecodable or missing
+// (OpenOptions.KeepUndecodable, File.Missing: errors.Is finds
+// ErrMissingPayload) and the first one's reason, joined with that reason
+// (errors.Is and As see it): the readers other than Validate need every
+// file's rows.
 func (sp *Savepoint) UndecodableError() error {
 	bad := sp.undecodable()
 	if len(bad) == 0 {
@@ -1268,7 +1398,11 @@ func (sp *Savepoint) UndecodableError() error {
 		for _, f := range bad[1:] {
 			names = append(names, f.Rel)
 		}
-		more = fmt.Sprintf(" (and %s %s, which do%s not decode either)", plural(len(names), "file", "files"), strings.Join(names, ", "), plural(len(names), "es", ""))
+		why := notReadAll(bad[1:])
+		if !slices.ContainsFunc(bad, func(f *File) bool { return f.Missing }) {
+			why += " either" // as the first: none is missing
+		}
+		more = fmt.Sprintf(" (and %s %s, which %s)", plural(len(names), "file", "files"), strings.Join(names, ", "), why)
 	}
 	return fmt.Errorf("%w%s", bad[0].Undecodable, more)
 }

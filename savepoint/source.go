@@ -92,8 +92,21 @@ type File struct {
 	// Undecodable says why the payload's bytes do not decode, for a file
 	// of a tree opened with OpenOptions.KeepUndecodable (nil otherwise:
 	// Open fails on such a file). Its size, checksum and sidecar verdict
-	// are recorded; its rows are not.
+	// are recorded; its rows are not. It is also set, with none of those
+	// recorded, on a payload path that is no regular file (a directory),
+	// and on a missing payload (Missing).
 	Undecodable error
+	// Missing is set, with Undecodable, on the File of a subtask whose
+	// payload of the checkpoint is not in the tree (a subtask directory
+	// without it, or a subtask the COMPLETED marker lists that has no
+	// directory, or a symbolic link to nothing), for a tree opened with
+	// OpenOptions.KeepUndecodable: clink refuses to restore that subtask.
+	// Path and Rel name the file clink would open; the sizes, checksums
+	// and verdict are zero.
+	Missing bool
+	// missingWhy says how Missing's payload is missing ("subtask
+	// directory 2 holds no checkpoint 7").
+	missingWhy string
 
 	mapping []byte      // the payload's memory map (OpenOptions.Columnar)
 	mapped  *mappedFile // the open file behind mapping
@@ -105,11 +118,15 @@ type File struct {
 // Nothing that reads a Savepoint changes it (Union, UnionSeq, StoredSeq,
 // Validate, Summarize; transform.Run, diff.Compare, export.Write): several
 // goroutines may read one at once. Close must not run while any of them
-// does, and no row read from it may be used after Close.
+// does, and neither the Savepoint nor any row read from it may be used after
+// Close: Validate, Summarize and the iterations of UnionSeq and StoredSeq
+// then panic with ErrClosed, and the functions that return an error return
+// it.
 //
-// A nil *Savepoint is no savepoint: its methods, Validate and Summarize panic
-// on it, as Go methods do; the functions that return an error (transform.Run,
-// diff.Compare, export.Write) return one instead.
+// A nil *Savepoint is no savepoint, nor is a zero Savepoint (one not made
+// by Open): its methods, Validate and Summarize panic on a nil one, as Go
+// methods do; the functions that return an error (transform.Run,
+// diff.Compare, export.Write) return one for either (CheckUsable).
 type Savepoint struct {
 	// Path is the path as given to Open; Root is the checkpoint directory (the
 	// directory holding v<gen>/ and _jobs/), or the file's directory.
@@ -154,6 +171,8 @@ type Savepoint struct {
 	Unlisted []string
 	// unlistedSubtasks are the subtasks of Unlisted's files.
 	unlistedSubtasks []int
+	// closed is set by Close.
+	closed bool
 }
 
 // ChangelogTree reports whether sp is a tree of clink's changelog+file

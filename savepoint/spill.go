@@ -1310,6 +1310,9 @@ func (s *Spilled) File(like *File) *File {
 // smaller one is. Once ctx is done the sorts stop, and the error is
 // ctx's.
 func (sp *Savepoint) InOrder(ctx context.Context, dir string, minRows int, keep bool) (*Savepoint, int, func(), error) {
+	if err := sp.CheckUsable(); err != nil {
+		return nil, 0, func() {}, err
+	}
 	var copies []*Spilled
 	done := func() {
 		for _, c := range copies {

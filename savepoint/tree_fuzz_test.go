@@ -63,7 +63,8 @@ func parseTreeArchive(ar []byte) []treeFile {
 }
 
 // treeSeeds returns small checkpoint trees as archives: file backend with
-// a COMPLETED marker, and changelog+file with its materialisations.
+// a COMPLETED marker (and the same without a payload), and changelog+file
+// with its materialisations.
 func treeSeeds(tb testing.TB) [][]byte {
 	tb.Helper()
 	var seeds [][]byte
@@ -87,6 +88,14 @@ func treeSeeds(tb testing.TB) [][]byte {
 			tb.Fatal(err)
 		}
 		seeds = append(seeds, treeArchive(tb, dir))
+		if backend == BackendFile {
+			// And one whose subtask 1 lacks its payload, leaving its
+			// sidecar: a finding with KeepUndecodable, an error without.
+			if err := os.Remove(filepath.Join(dir, "v1", "1", "checkpoint-4.snap")); err != nil {
+				tb.Fatal(err)
+			}
+			seeds = append(seeds, treeArchive(tb, dir))
+		}
 	}
 	return seeds
 }

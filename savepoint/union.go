@@ -142,13 +142,14 @@ func (sp *Savepoint) UnionSeqCopies(st *UnionStats) iter.Seq[UnionRow] {
 
 func (sp *Savepoint) unionSeq(st *UnionStats, copies bool) iter.Seq[UnionRow] {
 	return func(yield func(UnionRow) bool) {
+		sp.mustBeOpen()
 		s := st
 		if s == nil {
 			s = &UnionStats{}
 		}
 		*s = UnionStats{}
 		for _, f := range sp.undecodable() {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("%s does not decode (%s): none of its rows is in the union", ShowName(f.Rel), undecodableReason(f)))
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s (%s): none of its rows is in the union", ShowName(f.Rel), f.notRead(), undecodableReason(f)))
 		}
 		u := &unioner{sp: sp, st: s, tree: sp.Kind != InputFile, copies: copies, running: NewRunningGroups(sp)}
 		u.run(true, yield)
@@ -166,6 +167,7 @@ func (sp *Savepoint) unionSeq(st *UnionStats, copies bool) iter.Seq[UnionRow] {
 // another process meanwhile ends the process.
 func (sp *Savepoint) StoredSeq() iter.Seq[UnionRow] {
 	return func(yield func(UnionRow) bool) {
+		sp.mustBeOpen()
 		u := &unioner{sp: sp, st: &UnionStats{}, tree: sp.Kind != InputFile, running: NewRunningGroups(sp)}
 		u.run(false, yield)
 	}

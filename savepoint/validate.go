@@ -430,6 +430,7 @@ func (r *Report) ByCheck(check string) []Finding {
 // ErrInputChanged error (Validate itself returns none). sp must be non-nil,
 // as for the methods of Savepoint.
 func Validate(sp *Savepoint, opts ValidateOptions) *Report {
+	sp.mustBeOpen()
 	v := &validator{sp: sp, opts: opts, limit: opts.Limit, idx: map[*File]*valIndexEntry{}, counts: map[valCapKey]int{}}
 	if v.limit == 0 {
 		v.limit = DefaultFindingLimit
@@ -572,10 +573,35 @@ func (v *validator) run() {
 	}
 }
 
+// missingNote is " (its payload is missing)" when f is Missing, else "".
+func missingNote(f *File) string {
+	if f != nil && f.Missing {
+		return " (its payload is missing)"
+	}
+	return ""
+}
+
+// checkMissing reports a payload that is missing (File.Missing), and a
+// sidecar left where it would be.
+func (v *validator) checkMissing(f *File) {
+	restore := fmt.Sprintf("a job restoring this tree refuses to start subtask %d (section 5.3) unless CLINK_ALLOW_MISSING_RESTORE_STATE is set, which starts it with empty state", f.Subtask)
+	if v.sp.Backend == BackendChangelogFile {
+		restore = fmt.Sprintf("a job restoring this tree fails on subtask %d (\"'changelog+file' restore requested but snapshot not found\", section 1.7), whatever CLINK_ALLOW_MISSING_RESTORE_STATE says", f.Subtask)
+	}
+	v.fileFinding(f, SeverityError, CheckSubtasks, fmt.Sprintf("payload missing (%s): %s; the checks of this report that would look for its rows say so", undecodableReason(f), restore))
+	if _, err := os.Lstat(f.Path + SidecarSuffix); err == nil {
+		v.fileFinding(f, SeverityWarning, CheckSidecar, fmt.Sprintf("%s lies here without its payload: a payload removed, or never renamed into place?", filepath.Base(f.Path)+SidecarSuffix))
+	}
+}
+
 // checkFileLevel covers the sidecar, the container and the metadata of one file.
 func (v *validator) checkFileLevel(f *File) {
 	sp := v.sp
 	s := f.Snapshot
+	if f.Missing {
+		v.checkMissing(f)
+		return
+	}
 	// Sidecar.
 	if sp.Kind == InputFile {
 		switch {
@@ -596,7 +622,9 @@ func (v *validator) checkFileLevel(f *File) {
 		case f.Verdict != "":
 			v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("sidecar verdict %s: %s", f.Verdict, f.VerdictDetail))
 		}
-	} else if sp.Backend == BackendFile && f.Verdict != VerdictValid {
+	} else if sp.Backend == BackendFile && f.Verdict != "" && f.Verdict != VerdictValid {
+		// (No verdict: a payload that is no regular file, whose finding
+		// follows.)
 		v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("sidecar verdict %s: %s; clink's restore refuses this payload", f.Verdict, f.VerdictDetail))
 	} else if f.Verdict != "" && f.Verdict != VerdictValid && f.Sidecar == nil {
 		v.fileFinding(f, SeverityWarning, CheckSidecar, fmt.Sprintf("a .meta sidecar lies beside this changelog payload and cannot be read (verdict %s: %s): clink's changelog+file backend writes none and does not read it on restore", f.Verdict, f.VerdictDetail))
@@ -686,24 +714,59 @@ func (v *validator) checkFileLevel(f *File) {
 }
 
 // unreadCopies is what the operator-row findings add when payloads of the
-// tree do not decode: their copies are not known, and may change the
-// merge they state.
+// tree are missing or do not decode: their copies are not known, and may
+// change the merge they state.
 func (v *validator) unreadCopies() string {
-	var subs []int
-	for _, f := range v.sp.undecodable() {
-		subs = append(subs, f.Subtask)
-	}
-	if len(subs) == 0 {
+	bad := v.sp.undecodable()
+	if len(bad) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; not counted: the copies of %s %s, whose payload%s %s not decode", plural(len(subs), "subtask", "subtasks"), JoinInts(subs, ","), plural(len(subs), "", "s"), plural(len(subs), "does", "do"))
+	subs := make([]int, len(bad))
+	for i, f := range bad {
+		subs[i] = f.Subtask
+	}
+	return fmt.Sprintf("; not counted: the copies of %s %s, whose payload%s %s", plural(len(subs), "subtask", "subtasks"), JoinInts(subs, ","), plural(len(subs), "", "s"), notReadAll(bad))
+}
+
+// notReadAll says why the rows of files, each with Undecodable set, are
+// not read: "is missing", "do not decode", "are missing or do not
+// decode".
+func notReadAll(files []*File) string {
+	var missing, undecodable bool
+	for _, f := range files {
+		missing = missing || f.Missing
+		undecodable = undecodable || !f.Missing
+	}
+	return whyNotRead(missing, undecodable, len(files) > 1)
+}
+
+// whyNotRead says why payloads are not read, some missing, some not
+// decoding, one (many false) or several: "is missing", "do not decode",
+// "are missing or do not decode".
+func whyNotRead(missing, undecodable, many bool) string {
+	verb := map[bool][2]string{false: {"is", "does"}, true: {"are", "do"}}[many]
+	switch {
+	case missing && undecodable:
+		return verb[0] + " missing or " + verb[1] + " not decode"
+	case missing:
+		return verb[0] + " missing"
+	}
+	return verb[1] + " not decode"
 }
 
 // undecodableReason is why f does not decode, without the "read <path>: "
-// its error starts with (the finding names the file).
+// (or, of a missing payload, "<path>: ") its error starts with (the
+// finding names the file).
 func undecodableReason(f *File) string {
+	if f.Missing {
+		return f.missingWhy
+	}
 	return strings.TrimPrefix(f.Undecodable.Error(), "read "+f.Path+": ")
 }
+
+// notRead says why the rows of f, which has Undecodable set, are not
+// read: "is missing" or "does not decode".
+func (f *File) notRead() string { return whyNotRead(f.Missing, !f.Missing, false) }
 
 // checkSidecarlessChangelogs notes once per tree that changelog+file payloads carry no sidecar.
 func (v *validator) checkSidecarlessChangelogs() {
@@ -712,7 +775,7 @@ func (v *validator) checkSidecarlessChangelogs() {
 	}
 	n := 0
 	for _, f := range v.sp.Files {
-		if f.Verdict == "" {
+		if f.Verdict == "" && !f.Missing {
 			n++
 		}
 	}
@@ -857,14 +920,14 @@ func (v *validator) checkRows(f *File) {
 		if k.Kind == KindRaw {
 			what += " (a legacy raw key, filtered by its first byte)"
 		}
-		if of := v.sp.File(owner); of != nil && of.Undecodable != nil {
+		if of := v.sp.File(owner); of != nil && of.Undecodable != nil && !of.Missing {
 			v.rowFinding(f, i, SeverityWarning, CheckMisplacedRow, fmt.Sprintf("not checked: %s lies outside subtask %d's range %s, and the payload of its owner, subtask %d, does not decode: whether the owner holds a copy is not known", what, f.Subtask, rng, owner))
 		} else if of != f && v.holds(of, op, key) {
 			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner's copy in subtask %d is restored", what, f.Subtask, rng, owner))
 		} else if of != nil && of != f && of.Snapshot.ErasedByLog(op, key) {
 			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner, subtask %d, erases this key in its changelog's log, the key's latest state, so a narrowed restore holds none (a chained subtask, restored unfiltered, keeps this copy where no record of its key group arrives)", what, f.Subtask, rng, owner))
 		} else {
-			v.rowFinding(f, i, SeverityError, CheckMisplacedRow, fmt.Sprintf("lost on restore: %s lies outside subtask %d's range %s and its owner, subtask %d, holds no copy: a narrowed restore drops it here, and a chained subtask, restored unfiltered, keeps it where no record of its key group arrives (sections 10.1, 10.2)", what, f.Subtask, rng, owner))
+			v.rowFinding(f, i, SeverityError, CheckMisplacedRow, fmt.Sprintf("lost on restore: %s lies outside subtask %d's range %s and its owner, subtask %d, holds no copy%s: a narrowed restore drops it here, and a chained subtask, restored unfiltered, keeps it where no record of its key group arrives (sections 10.1, 10.2)", what, f.Subtask, rng, owner, missingNote(of)))
 		}
 	}
 	// rowCheck returns the test of one row for a goroutine's rows in order.
@@ -1513,7 +1576,7 @@ func (v *validator) checkUnreferencedMaterializations() {
 		}
 	}
 	for _, f := range v.sp.Files {
-		if f.Undecodable != nil {
+		if f.Undecodable != nil && !f.Missing {
 			// Its handles are unknown: a materialisation in its directory
 			// may be the one it references (the payload's format finding
 			// says so).
@@ -1634,7 +1697,7 @@ func (v *validator) checkParallelism(m int) {
 				if moved {
 					where += fmt.Sprintf(" (subtask %d reads v%d/%d there)", j, sp.Generation, base+j)
 				}
-				if of != nil && of.Undecodable != nil {
+				if of != nil && of.Undecodable != nil && !of.Missing {
 					v.rowFinding(f, i, SeverityWarning, CheckParallelism, fmt.Sprintf("not checked at parallelism %d: key group %d lies %s, and subtask %d, which owns it there, reads %s, which does not decode: whether it holds a copy is not known", m, kg, where, j, of.Rel))
 					return true
 				}
@@ -1642,7 +1705,7 @@ func (v *validator) checkParallelism(m int) {
 					v.rowFinding(f, i, SeverityWarning, CheckParallelism, fmt.Sprintf("stale copy at parallelism %d: key group %d lies %s; subtask %d, which owns it there, holds a copy", m, kg, where, j))
 					return true
 				}
-				v.rowFinding(f, i, SeverityError, CheckParallelism, fmt.Sprintf("key group %d lies %s, and subtask %d, which owns it there, holds no copy: a job resubmitted at parallelism %d loses this row", kg, where, j, m))
+				v.rowFinding(f, i, SeverityError, CheckParallelism, fmt.Sprintf("key group %d lies %s, and subtask %d, which owns it there, holds no copy%s: a job resubmitted at parallelism %d loses this row", kg, where, j, missingNote(of), m))
 				return true
 			})
 			f.ReleasePages()

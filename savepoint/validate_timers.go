@@ -61,7 +61,7 @@ func (v *validator) checkTimers(perFile, legacyTimers [][]Row, keyedOps []map[ui
 	}
 	for _, g := range sp.Groups {
 		if f := undecodableIn(sp.undecodable(), g); f != nil {
-			v.treeFinding(SeverityInfo, CheckTimers, 0, nil, fmt.Sprintf("the timers of chain group %s are not checked: the payload of its subtask %d, %s, does not decode, and which timers a restore fires depends on every subtask's blob", FormatGroups([]Group{g}), f.Subtask, f.Rel))
+			v.treeFinding(SeverityInfo, CheckTimers, 0, nil, fmt.Sprintf("the timers of chain group %s are not checked: the payload of its subtask %d, %s, %s, and which timers a restore fires depends on every subtask's blob", FormatGroups([]Group{g}), f.Subtask, f.Rel, f.notRead()))
 			continue
 		}
 		blobs := map[blobID][]timerCopy{}

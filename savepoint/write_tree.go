@@ -1002,8 +1002,8 @@ func checkOutputCleaned(out string) error {
 // a sidecar or a materialisation inside the tree may be a symbolic link to
 // a file of the output, which writing the output would change under it.
 // Of a tree, it also refuses an output inside the directory of a payload
-// (a subtask directory that is a link elsewhere): writing it there would
-// add to the input's directories.
+// or that directory's generation directory (either may be a link
+// elsewhere): writing it there would add to the input's directories.
 func (sp *Savepoint) CheckFilesApart(out string) error {
 	if err := sp.checkOutsidePayloadDirs("output", out, false); err != nil {
 		return err
@@ -1066,28 +1066,24 @@ func (sp *Savepoint) CheckTempDirApart(dir string) error {
 
 // checkOutsidePayloadDirs refuses a path p (what names it: "output",
 // "temporary directory") that is or lies inside the directory of one of a
-// tree's payloads, or, with generations, that directory's generation
-// directory: either may be a symbolic link out of the tree, which a check
-// against the tree's root lets through. A path that cannot be resolved is
-// an error when generations is set, and passes otherwise (the output's
-// own checks name it).
-func (sp *Savepoint) checkOutsidePayloadDirs(what, p string, generations bool) error {
+// tree's payloads, or that directory's generation directory: either may
+// be a symbolic link out of the tree, which a check against the tree's
+// root lets through. A path that cannot be resolved is an error when
+// strict is set, and passes otherwise (the output's own checks name it).
+func (sp *Savepoint) checkOutsidePayloadDirs(what, p string, strict bool) error {
 	if sp.Kind == InputFile {
 		return nil
 	}
 	seen := map[string]bool{}
 	for _, f := range sp.Files {
-		dirs := []string{filepath.Dir(f.Path)}
-		if generations {
-			dirs = []string{filepath.Dir(dirs[0]), dirs[0]}
-		}
-		for _, fdir := range dirs {
+		sub := filepath.Dir(f.Path)
+		for _, fdir := range []string{filepath.Dir(sub), sub} {
 			if seen[fdir] {
 				continue
 			}
 			seen[fdir] = true
 			rel, _, err := pathRelation(fdir, p)
-			if err != nil && generations {
+			if err != nil && strict {
 				return err
 			}
 			if err != nil || rel != relSame && rel != relInside {
