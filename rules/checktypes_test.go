@@ -3,6 +3,7 @@ package rules
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -220,6 +221,9 @@ slots:
 		{decls + ttlDecl, `drop: {op: 7, slot: t, expr: 'expire_at < 5'}`, ""},
 		{decls + ttlDecl, `drop: {op: 7, slot: plain, expr: 'expire_at < 5'}`, `slot "plain" of op 7 is not declared`},
 		{decls, `drop: {op: 7, slot: plain, expr: 'value == "x"'}`, ""},
+		{decls + ttlDecl, `drop: {op: 7, slot: other, expr: 'expire_at < 5'}`, `slot "other" of op 7 is not declared`},
+		// A slot a rule before moved away: lint warns that the rule matches nothing.
+		{decls + ttlDecl, "rename_slot: {op: 7, from: t, to: t2}\n  - drop: {op: 7, slot: t, expr: 'expire_at < 5'}", ""},
 	} {
 		_, err := Parse("r.yaml", []byte(c.decls+"rules:\n  - "+c.rule+"\n"))
 		switch {
@@ -228,5 +232,55 @@ slots:
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "'expire_at' is nil on every row this expression reads")):
 			t.Errorf("%s: %v, want an error with %q", c.rule, err, c.want)
 		}
+	}
+}
+
+// An expression that may see rows of slots without a stamp beside a TTL
+// slot's, and compares expire_at without testing it for nil, is warned of
+// at load (it fails on the first such row), and the error of that row
+// says why; one that tests the stamp, or reads the slot, is not.
+func TestExpireAtUnguarded(t *testing.T) {
+	const decls = `version: 1
+slots:
+  - {op: 7, slot: plain, key: string, value: string}
+  - {op: 7, slot: t, key: string, value: int64, ttl: true}
+rules:
+  - `
+	const warning = "'expire_at' is nil on the rows of every slot not declared 'ttl: true', which this expression may see"
+	for _, c := range []struct {
+		rule string
+		warn bool
+	}{
+		{`drop: 'expire_at < 5'`, true},
+		{`drop: {op: 7, expr: 'expire_at < 5'}`, true},
+		{`keep: 'expire_at >= 5 || key_group > 3'`, true},
+		{`drop: 'expire_at != nil && expire_at < 5'`, false},
+		{`drop: 'nil != expire_at && expire_at < 5'`, false},
+		{`drop: '(expire_at ?? 9) < 5'`, false},
+		{`drop: 'slot == "t" && expire_at < 5'`, false},
+		{`drop: {op: 7, slot: t, expr: 'expire_at < 5'}`, false},
+		{`drop: 'value_bytes == nil'`, false},
+	} {
+		set, err := Parse("r.yaml", []byte(decls+c.rule+"\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.rule, err)
+		}
+		warned := slices.ContainsFunc(set.Warnings, func(w *Warning) bool { return strings.Contains(w.Msg, warning) })
+		if warned != c.warn {
+			t.Errorf("%s: warned %v, want %v (%v)", c.rule, warned, c.warn, set.Warnings)
+		}
+	}
+	set, err := Parse("r.yaml", []byte(decls+"drop: 'expire_at < 5'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	var env Env
+	if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("plain"), []byte("k")), Value: []byte("v")}, -1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = set.Rules[0].Drop.Predicate.Eval(&m, &env)
+	if err == nil || !strings.Contains(err.Error(), "expire_at is nil on this row, as on every row of a slot not declared 'ttl: true'") {
+		t.Errorf("a row without a stamp: %v, want the error to say why", err)
 	}
 }

@@ -204,9 +204,11 @@ var badCorpus = map[string]struct {
 		`many-errors.bad.yaml:6:35: rule 1 ("purge-old"): unknown key 'wehre' in 'drop_slot'`,
 		"many-errors.bad.yaml:7:17: rule 2: bad expression in 'keep': invalid operation: == (mismatched types string and int)",
 		`many-errors.bad.yaml:8:39: rule 3: 'to': invalid slot name "b|c"`,
+		// A rescale rule with an error of its own is placed too.
+		"many-errors.bad.yaml:9:5: rule 4: rescale must be the last rule (rule 5 follows it at line 10)",
 		"many-errors.bad.yaml:9:28: rule 4: 'parallelism' must be in 1..65535, got 0",
 		"many-errors.bad.yaml:10:5: rule 5: missing 'op' in 'drop_operator'",
-	}, wantCount: 6},
+	}, wantCount: 7},
 }
 
 func TestBadCorpus(t *testing.T) {

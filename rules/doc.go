@@ -29,7 +29,8 @@
 // K 0x1F element (clink's expiring collections); 'broadcast: true' says the
 // declaration describes the slot's broadcast state, the operator row at key
 // 0xFF slot '|', instead of its keyed rows, and takes a 'value' codec only
-// (SlotDecl.Describes). Declaring the same (op, slot) twice, for keyed and
+// (SlotDecl.Describes); its name may hold '\n', which clink's
+// BroadcastState accepts and its KeyedState refuses. Declaring the same (op, slot) twice, for keyed and
 // broadcast state too, is an error. A declaration follows its slot through later
 // rename_slot and remap_operator rules, so a rule after
 // `rename_slot: {op: 7, from: agg, to: agg_v2}` finds the declaration of

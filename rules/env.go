@@ -158,7 +158,7 @@ func (s *SetValueSpec) Empty(v []byte) bool {
 func (s *SetValueSpec) Apply(m *vm.VM, env *Env) ([]byte, error) {
 	wrap := func(err error) error { return &EvalError{Rule: s.label, Expr: s.Expr, Err: err} }
 	if s.Decl.TTL && len(env.ValueBytes) < savepoint.TTLPrefixLen {
-		return nil, wrap(fmt.Errorf("value of %d bytes has no 8-byte TTL stamp", len(env.ValueBytes)))
+		return nil, wrap(fmt.Errorf("value of %d bytes has no 8-byte TTL stamp, so set_value cannot keep one (clink reads such a value as no state); drop such rows first, with a rule before this one: drop: {%s, slot: %q, expr: 'expire_at == nil'}", len(env.ValueBytes), s.Op.YAML(), s.Slot))
 	}
 	out, err := s.Program.Eval(m, env)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -322,7 +323,7 @@ func TestSetValueApply(t *testing.T) {
 	}
 	_, err = apply(4, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), []byte("u")), Value: []byte{1}})
 	var ee *EvalError
-	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "no 8-byte TTL stamp") {
+	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "no 8-byte TTL stamp") || !strings.Contains(err.Error(), `drop: {op: 7, slot: "seen", expr: 'expire_at == nil'}`) {
 		t.Errorf("short TTL value: %v", err)
 	}
 	// uint32: 100 * 100000000 does not fit, the codec refuses at run time.
@@ -674,5 +675,39 @@ func TestNilSet(t *testing.T) {
 	var m vm.VM
 	if got, err := p.Eval(&m, &env); err != nil || !got {
 		t.Errorf("Eval = %v, %v; want true", got, err)
+	}
+}
+
+// TestSetValueShortTTLHint: the rule the error of a value without its TTL
+// stamp suggests names the operator and slot as the set_value rule does:
+// its uid, and the slot's name after an earlier rename.
+func TestSetValueShortTTLHint(t *testing.T) {
+	for _, tc := range []struct{ src, slot, want string }{
+		{"version: 1\nslots:\n  - {uid: enricher, slot: seen, value: int64, ttl: true}\nrules:\n  - set_value: {uid: enricher, slot: seen, expr: 'value + 1'}\n",
+			"seen", `drop: {uid: "enricher", slot: "seen", expr: 'expire_at == nil'}`},
+		{"version: 1\nslots:\n  - {op: 7, slot: seen, value: int64, ttl: true}\nrules:\n  - rename_slot: {op: 7, from: seen, to: seen2}\n  - set_value: {op: 7, slot: seen2, expr: 'value + 1'}\n",
+			"seen2", `drop: {op: 7, slot: "seen2", expr: 'expire_at == nil'}`},
+	} {
+		set, err := Parse("h.yaml", []byte(tc.src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := set.Rules[len(set.Rules)-1]
+		var env Env
+		var m vm.VM
+		if err := set.FillEnv(&env, savepoint.Row{Op: r.SetValue.Op.ID, Key: savepoint.EncodeKeyedKey([]byte(tc.slot), []byte("k")), Value: []byte{1}}, len(set.Rules)-1); err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.SetValue.Apply(&m, &env)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %s", tc.slot, err, tc.want)
+		}
+		// The suggested rule loads before the set_value.
+		lines := strings.Split(tc.src, "\n")
+		at := len(lines) - 2
+		fixed := strings.Join(append(append(slices.Clone(lines[:at]), "  - "+tc.want), lines[at:]...), "\n")
+		if _, err := Parse("fixed.yaml", []byte(fixed)); err != nil {
+			t.Errorf("the suggested rule does not load: %v\n%s", err, fixed)
+		}
 	}
 }

@@ -146,7 +146,7 @@ func (p *Predicate) Eval(m *vm.VM, env *Env) (bool, error) {
 	env.init()
 	out, err := m.Run(p.prog, env)
 	if err != nil {
-		return false, runError(err)
+		return false, runError(err, p.fields, env)
 	}
 	b, ok := out.(bool)
 	if !ok {
@@ -181,7 +181,7 @@ func (p *ValueProgram) Eval(m *vm.VM, env *Env) (any, error) {
 	env.init()
 	out, err := m.Run(p.prog, env)
 	if err != nil {
-		return nil, runError(err)
+		return nil, runError(err, p.fields, env)
 	}
 	return out, nil
 }
@@ -191,11 +191,16 @@ func (p *ValueProgram) Eval(m *vm.VM, env *Env) (any, error) {
 // quote a row's key or value, bytes of the savepoint, which must not forge a
 // line of sptool's output or reach a terminal as an escape sequence. The
 // snippet of the expression below the message is left as it is.
-func runError(err error) error {
+func runError(err error, fields Fields, env *Env) error {
 	fe, ok := err.(*file.Error)
 	if ok && strings.HasPrefix(fe.Message, "invalid operation") && strings.Contains(fe.Message, "[]uint8") {
 		c := *fe
 		c.Message += ": []uint8 is bytes (the key or value of a slot no declaration describes, key_bytes, value_bytes): compare string(value) with a string, or scope the rule to a slot declared with a codec that decodes it (an integer codec for a number)"
+		fe, err = &c, &c
+	}
+	if ok && strings.HasPrefix(fe.Message, "invalid operation") && strings.Contains(fe.Message, "<nil>") && fields&FieldExpireAt != 0 && env != nil && env.ExpireAt == nil {
+		c := *fe
+		c.Message += ": expire_at is nil on this row, as on every row of a slot not declared 'ttl: true' (and a TTL slot's value shorter than its stamp): scope the rule to the TTL slot ({op: ..., slot: ..., expr: ...}) or test expire_at != nil first"
 		fe, err = &c, &c
 	}
 	if !ok || !strings.ContainsFunc(fe.Message, needsEscape) && utf8.ValidString(fe.Message) {
@@ -233,6 +238,10 @@ type compiled struct {
 	konst      int8
 	badKinds   []kindLiteral // see badKindLiterals
 	constNil   bool          // reads no field of the row and is nil
+	// stampGuarded: the expression tests expire_at for nil (==, != or ??
+	// against it, or ?.), or reads the slot, which may keep the rows of
+	// slots without a stamp from its use (see fieldsOf).
+	stampGuarded bool
 }
 
 // maxExprNesting bounds how deep an expression's brackets nest. expr's
@@ -441,7 +450,9 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 	if e := checkCalls(p.Node()); e != nil {
 		return nil, e
 	}
-	c = &compiled{prog: p, fields: fieldsOf(p.Node())}
+	c = &compiled{prog: p}
+	c.fields, c.stampGuarded = fieldsOf(p.Node())
+	c.stampGuarded = c.stampGuarded || c.fields&FieldSlot != 0
 	if asBool {
 		c.fast = compileFast(p.Node())
 	}
@@ -464,7 +475,7 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 		env.init()
 		out, err := m.Run(p, &env)
 		if err != nil {
-			return nil, &exprErr{msg: fmt.Sprintf("it reads no field of the row and fails on every one: %v", runError(err))}
+			return nil, &exprErr{msg: fmt.Sprintf("it reads no field of the row and fails on every one: %v", runError(err, 0, nil))}
 		}
 		if b, ok := out.(bool); ok && asBool {
 			c.konst = -1

@@ -32,23 +32,47 @@ var fieldNames = map[string]Fields{
 	"expire_at": FieldExpireAt, "subtask": FieldSubtask,
 }
 
-// fieldsOf returns the row-model fields an expression's AST names. Anything
-// it cannot see through (the $env variable) makes it AllFields.
-func fieldsOf(node ast.Node) Fields {
+// fieldsOf returns, in one walk of an expression's AST, the row-model
+// fields it names (anything it cannot see through, the $env variable,
+// makes them AllFields) and whether it tests 'expire_at' for nil: compares
+// it with nil (== or !=), gives it a default (??), or reads through it
+// with ?. (expr's optional chaining).
+func fieldsOf(node ast.Node) (fields Fields, stampGuarded bool) {
 	v := &fieldVisitor{}
 	ast.Walk(&node, v)
-	return v.f
+	return v.f, v.guarded
 }
 
-type fieldVisitor struct{ f Fields }
+type fieldVisitor struct {
+	f       Fields
+	guarded bool
+}
 
 func (v *fieldVisitor) Visit(n *ast.Node) {
-	if id, ok := (*n).(*ast.IdentifierNode); ok {
-		if f, ok := fieldNames[id.Value]; ok {
+	isStamp := func(n ast.Node) bool {
+		id, ok := n.(*ast.IdentifierNode)
+		return ok && id.Value == "expire_at"
+	}
+	isNil := func(n ast.Node) bool {
+		_, ok := n.(*ast.NilNode)
+		return ok
+	}
+	switch b := (*n).(type) {
+	case *ast.IdentifierNode:
+		if f, ok := fieldNames[b.Value]; ok {
 			v.f |= f
-		} else if id.Value == "$env" {
+		} else if b.Value == "$env" {
 			v.f = AllFields
 		}
+	case *ast.BinaryNode:
+		switch b.Operator {
+		case "==", "!=":
+			v.guarded = v.guarded || isStamp(b.Left) && isNil(b.Right) || isNil(b.Left) && isStamp(b.Right)
+		case "??":
+			v.guarded = v.guarded || isStamp(b.Left)
+		}
+	case *ast.MemberNode:
+		v.guarded = v.guarded || b.Optional && isStamp(b.Node)
 	}
 }
 

@@ -9,8 +9,9 @@ import (
 // (as `sptool cat --where` uses it), with the same checks as a keep or drop
 // rule: with no slot declared (s nil or empty, as `cat --where` without
 // `--rules`), against 'key' a string and 'value' bytes, so 'value > 15' is
-// an error here rather than at the first row. The error gives the column
-// within src.
+// an error here rather than at the first row, and so is reading
+// 'expire_at' when no slot is declared with 'ttl: true'. The error gives
+// the column within src.
 func (s *Set) CompileFilter(src string) (*Predicate, error) {
 	var typed reflect.Type
 	if s == nil || len(s.Slots) == 0 {
@@ -22,6 +23,9 @@ func (s *Set) CompileFilter(src string) (*Predicate, error) {
 			return nil, fmt.Errorf("expression is not boolean: %s", e.msg)
 		}
 		return nil, fmt.Errorf("column %d: %s", e.off+1, e.msg)
+	}
+	if c.fields&FieldExpireAt != 0 && c.fields != AllFields && (s == nil || !hasTTLSlot(s.Slots)) {
+		return nil, fmt.Errorf("'expire_at' is nil on every row: %s (a TTL slot's value starts with its 8-byte expiry stamp, which a declaration with 'ttl: true' reads)", noTTLSlot)
 	}
 	return &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}, nil
 }

@@ -63,11 +63,20 @@ func (p *parser) parseSlots(n *yaml.Node) {
 			d.Op = *op
 		}
 		s, slotGiven := m.reqStr(dn, "slot")
-		if slotGiven {
+		var bok bool
+		d.Broadcast, bok = m.boolean("broadcast", false)
+		ok = ok && bok
+		switch {
+		case !slotGiven:
+			ok = false
+		case d.Broadcast:
+			// clink's BroadcastState takes any name ('\n' too, which its
+			// KeyedState refuses); '|' would end it in the stored key.
+			ok = m.matchableSlot("slot", s) && ok
+			d.Slot = s
+		default:
 			ok = m.validSlot("slot", s) && ok
 			d.Slot = s
-		} else {
-			ok = false
 		}
 		if kn := m.get("key"); kn != nil {
 			c, cok := p.codecValue(kn, "key", dn.Style&yaml.FlowStyle != 0)
@@ -77,12 +86,9 @@ func (p *parser) parseSlots(n *yaml.Node) {
 			c, cok := p.codecValue(vn, "value", dn.Style&yaml.FlowStyle != 0)
 			d.ValueCodec, ok = c, ok && cok
 		}
-		var bok bool
 		d.TTL, bok = m.boolean("ttl", false)
 		ok = ok && bok
 		d.Composite, bok = m.boolean("composite", false)
-		ok = ok && bok
-		d.Broadcast, bok = m.boolean("broadcast", false)
 		ok = ok && bok
 		if d.Broadcast {
 			// Broadcast state is one row of the whole state's value at key
@@ -281,12 +287,26 @@ func (p *parser) parseRules(n, keyNode *yaml.Node) {
 			p.set.Rules = append(p.set.Rules, r)
 		}
 	}
-	// Validation across rules: rescale must be last.
-	for _, r := range p.set.Rules {
-		if r.Kind == KindRescale && r.Index < len(n.Content) {
-			p.rule, p.ruleName = r.Index, r.Name
-			next := n.Content[r.Index]
-			p.addErr(r.Line, r.Col, string(KindRescale), fmt.Sprintf("rescale must be the last rule (rule %d follows it at line %d)", r.Index+1, next.Line))
+	// Validation across rules: rescale must be last. Read off the YAML,
+	// so that a rescale rule with errors of its own is placed too.
+	for i, rn := range n.Content[:max(len(n.Content)-1, 0)] {
+		if rn.Kind != yaml.MappingNode {
+			continue
+		}
+		var kind *yaml.Node
+		name := ""
+		for j := 0; j+1 < len(rn.Content); j += 2 {
+			switch k := rn.Content[j]; k.Value {
+			case string(KindRescale):
+				kind = k
+			case "name":
+				name = rn.Content[j+1].Value
+			}
+		}
+		if kind != nil {
+			p.rule, p.ruleName = i+1, name
+			next := n.Content[i+1]
+			p.addErr(kind.Line, kind.Column, string(KindRescale), fmt.Sprintf("rescale must be the last rule (rule %d follows it at line %d)", i+2, next.Line))
 		}
 	}
 }
@@ -393,7 +413,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 			return nil
 		}
 		c := p.compile(vn, key, src, p.undeclaredEnv(), true)
-		if c == nil || !p.checkExpireAt(vn, key, c, nil) {
+		if c == nil || !p.checkExpireAt(vn, key, c, nil, Scope{}) {
 			return nil
 		}
 		return &FilterSpec{Expr: src, Predicate: &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}}
@@ -416,7 +436,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 		}
 	}
 	c := p.compile(m.get("expr"), "expr", src, typed, true)
-	if c == nil || !p.checkExpireAt(m.get("expr"), "expr", c, f.Decl) {
+	if c == nil || !p.checkExpireAt(m.get("expr"), "expr", c, f.Decl, sc) {
 		return nil
 	}
 	f.Predicate = &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}
@@ -436,12 +456,32 @@ func (p *parser) undeclaredEnv() reflect.Type {
 	return typedEnv(stringType, bytesType, nil)
 }
 
+// vacatedAt reports whether slot of op was declared until a rule before
+// the one being read moved its declaration away (renamed or remapped).
+func (p *parser) vacatedAt(op uint64, slot string) bool {
+	_, ok := p.vacated[slotName{op, slot}]
+	return ok
+}
+
+// hasTTLSlot reports whether any of decls is declared 'ttl: true'.
+func hasTTLSlot(decls []*SlotDecl) bool {
+	return slices.ContainsFunc(decls, func(d *SlotDecl) bool { return d.TTL })
+}
+
+// noTTLSlot is why 'expire_at' is nil on every row of a rule file that
+// declares no TTL slot.
+const noTTLSlot = "no slot is declared with 'ttl: true'"
+
 // checkExpireAt refuses (false) an expression c, held by node n, that
 // reads 'expire_at' where it is nil on every row: scoped to declared slot
-// d, which is not a 'ttl: true' slot, or (d nil) in a rule file that
-// declares no such slot. Such a filter fails on the first row it compares
-// the stamp of, or, testing for nil first, matches nothing.
-func (p *parser) checkExpireAt(n *yaml.Node, key string, c *compiled, d *SlotDecl) bool {
+// d, which is not a 'ttl: true' slot, to a slot sc names that no
+// declaration describes, or (d nil) in a rule file that declares no such
+// slot. Such a filter fails on the first row it compares the stamp of, or,
+// testing for nil first, matches nothing. One that may see rows of slots
+// without a stamp beside those of a TTL slot (not scoped to one slot) is
+// warned of unless it tests the stamp for nil or reads the slot
+// (compiled.stampGuarded): it fails on the first such row.
+func (p *parser) checkExpireAt(n *yaml.Node, key string, c *compiled, d *SlotDecl, sc Scope) bool {
 	if c.fields&FieldExpireAt == 0 || c.fields == AllFields {
 		return true
 	}
@@ -449,8 +489,15 @@ func (p *parser) checkExpireAt(n *yaml.Node, key string, c *compiled, d *SlotDec
 	switch {
 	case d != nil && !d.TTL:
 		why = fmt.Sprintf("slot %q of op %s is not declared with 'ttl: true'", d.Slot, d.Op)
-	case d == nil && !slices.ContainsFunc(p.set.Slots, func(s *SlotDecl) bool { return s.TTL }):
-		why = "no slot is declared with 'ttl: true'"
+	case d == nil && !hasTTLSlot(p.set.Slots):
+		why = noTTLSlot
+	case d == nil && sc.Op != nil && sc.Slot != nil && p.vacatedAt(sc.Op.ID, *sc.Slot):
+		return true // moved away by a rule before: lint warns that it matches nothing
+	case d == nil && sc.Op != nil && sc.Slot != nil:
+		why = fmt.Sprintf("slot %q of op %s is not declared", *sc.Slot, sc.Op)
+	case d == nil && !c.stampGuarded:
+		p.warnAt(n, "'%s': 'expire_at' is nil on the rows of every slot not declared 'ttl: true', which this expression may see: it fails on the first such row; scope the rule to the TTL slot (its op and slot) or test expire_at != nil first", key)
+		return true
 	default:
 		return true
 	}
@@ -1043,7 +1090,7 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 	}
 	en := m.get("expr")
 	c := p.compile(en, "expr", src, d.checkEnv, false)
-	if c == nil || !p.checkExpireAt(en, "expr", c, d) {
+	if c == nil || !p.checkExpireAt(en, "expr", c, d, Scope{}) {
 		return nil
 	}
 	if !resultFits(c.resultType, d.valueType) {

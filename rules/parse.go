@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sptool/sptool/internal/textdist"
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -47,6 +48,10 @@ type ParseOptions struct {
 	// parse goes on. The lists are those of the Set Parse returns, if it
 	// returns one (a lint may still fail it).
 	KeysReady func(lists []*PurgeKeysSpec)
+	// Declarations reads the file for its slot declarations alone (the
+	// codecs of cat, export and diff's --rules): 'rules' may be left out.
+	// Rules it holds are still read and checked.
+	Declarations bool
 }
 
 // MaxRuleFileSize and MaxKeysFileSize bound the files a rule set is read
@@ -68,6 +73,12 @@ func ReadKeysFile(path string) ([]byte, error) {
 
 // Load reads and compiles the rule file at path (see Parse).
 func Load(path string) (*Set, error) { return LoadWithOptions(path, ParseOptions{}) }
+
+// LoadDeclarations is Load for a file read for its slot declarations alone
+// (ParseOptions.Declarations): 'rules' may be left out.
+func LoadDeclarations(path string) (*Set, error) {
+	return LoadWithOptions(path, ParseOptions{Declarations: true})
+}
 
 // LoadWithOptions is Load with options.
 func LoadWithOptions(path string, opts ParseOptions) (*Set, error) {
@@ -349,7 +360,7 @@ func (p *parser) run() {
 	}
 	if rn := top.get("rules"); rn != nil {
 		p.parseRules(rn, top.keys["rules"])
-	} else if !top.present("rules") {
+	} else if !top.present("rules") && !p.opts.Declarations {
 		p.errAt(root, "rules", "missing 'rules' (a list of rules)")
 	}
 	p.rule, p.ruleName, p.slot = 0, "", 0
@@ -539,7 +550,7 @@ func contains(list []string, s string) bool {
 func suggest(k string, allowed []string) string {
 	best, bestD := "", 3
 	for _, a := range allowed {
-		if d := editDistance(k, a); d < bestD {
+		if d := textdist.Distance(k, a); d < bestD {
 			best, bestD = a, d
 		}
 	}
@@ -551,27 +562,6 @@ func suggest(k string, allowed []string) string {
 		quoted[i] = "'" + a + "'"
 	}
 	return " (want " + strings.Join(quoted, ", ") + ")"
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			c := 1
-			if ra[i-1] == rb[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // present reports whether key k was given (even with a bad value).

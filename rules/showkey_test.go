@@ -95,6 +95,27 @@ rules: []
 	if d := set.SlotDecl(7, "b"); !d.Broadcast || d.KeyCodec != nil || d.ValueCodec.String() != "int64" {
 		t.Errorf("declaration %+v", d)
 	}
+
+	// clink's BroadcastState takes a name with '\n', which its KeyedState
+	// refuses: a broadcast declaration may name it, a keyed one may not,
+	// and neither may hold '|', which ends the name in the stored key.
+	set, err = Parse("n.yaml", []byte("version: 1\nslots:\n  - {op: 7, slot: \"a\\nb\", value: int64, broadcast: true}\nrules: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env Env
+	if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeBroadcastKey([]byte("a\nb")), Value: v5}, -1); err != nil || env.Value != int64(5) {
+		t.Errorf("broadcast slot \"a\\nb\": value %#v, %v; want 5 decoded", env.Value, err)
+	}
+	for _, tc := range []struct{ decl, want string }{
+		{`{op: 7, slot: "a\nb", value: int64}`, `'slot': invalid slot name "a\nb": byte 1 is '\n'`},
+		{`{op: 7, slot: "a|b", value: int64, broadcast: true}`, `'slot' can never match a slot: "a|b" holds '|'`},
+	} {
+		_, err := Parse("n.yaml", []byte("version: 1\nslots:\n  - "+tc.decl+"\nrules: []\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.decl, err, tc.want)
+		}
+	}
 	if !savepoint.IsBroadcastKey([]byte("\xffb|")) || savepoint.IsBroadcastKey([]byte("\xffb|x")) || savepoint.IsBroadcastKey([]byte("\x80b|")) || !savepoint.IsBroadcastKey([]byte("\xff|")) || savepoint.IsBroadcastKey([]byte("\xff")) || savepoint.IsBroadcastKey(nil) {
 		t.Error("IsBroadcastKey: want true for 0xFF slot '|' (the empty slot too), false for any other key")
 	}

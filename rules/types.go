@@ -167,6 +167,15 @@ type OpRef struct {
 	UID string
 }
 
+// YAML returns the reference as a rule file writes it: "op: 7", or
+// `uid: "enricher"`.
+func (o OpRef) YAML() string {
+	if o.UID != "" {
+		return "uid: " + strconv.Quote(o.UID)
+	}
+	return "op: " + strconv.FormatUint(o.ID, 10)
+}
+
 // String returns "7", or `uid "enricher" (op 123…)` for a uid.
 func (o OpRef) String() string {
 	if o.UID != "" {

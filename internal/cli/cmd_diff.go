@@ -41,7 +41,7 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 	}
 	opts := diff.Options{Limit: *limit, TempDir: *tempDir}
 	if *rulesPath != "" {
-		set, err := rules.Load(*rulesPath)
+		set, err := rules.LoadDeclarations(*rulesPath)
 		if err != nil {
 			return fail(s, c.name, err)
 		}

@@ -85,7 +85,7 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 		return usageError(s, c, fmt.Errorf("--compression must be snappy, zstd, gzip, lz4raw or none, not %q", *compression))
 	}
 	if *rulesPath != "" {
-		set, err := rules.Load(*rulesPath)
+		set, err := rules.LoadDeclarations(*rulesPath)
 		if err != nil {
 			return fail(s, c.name, err)
 		}

@@ -122,7 +122,7 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	f.asJSON = fs.Bool("json", false, "print the report as JSON (stable format, see the README)")
 	f.jobs = fs.Int("jobs", 0, "files processed at once (default: the number of CPUs)")
 	f.allowUnverif = fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
-	f.allowMissingState = fs.Bool("allow-missing-state", false, "accept a tree's 0-byte payloads as empty state, written as zero-row streams (as CLINK_ALLOW_MISSING_RESTORE_STATE does for a file-backend tree)")
+	f.allowMissingState = fs.Bool("allow-missing-state", false, "accept a tree's 0-byte payloads (and a changelog+file tree's 0-byte materialisations) as empty state, written as zero-row streams (as CLINK_ALLOW_MISSING_RESTORE_STATE does for a file-backend tree)")
 	f.decompress = fs.Bool("decompress", false, "write uncompressed files, the only form clink restores: a file compressed as a whole (.gz, .zst, ...) is rewritten even when no rule changes it (default: compressed as its input; a rescaled group's new files are always plain)")
 	f.quiet = fs.BoolP("quiet", "q", false, "no progress on stderr (it is shown only when stderr is a terminal)")
 	tempDefault := "the output's directory"
@@ -414,7 +414,7 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 	var set *rules.Set
 	var err error
 	if rulesPath != "" {
-		set, err = rules.Load(rulesPath)
+		set, err = rules.LoadDeclarations(rulesPath)
 	} else {
 		set, err = rules.Parse("(no rule file)", []byte(src))
 	}
