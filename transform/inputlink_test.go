@@ -110,40 +110,62 @@ func TestTempDirInLinkedSubtaskDir(t *testing.T) {
 // dir, with subtask 0's directory moved to sub, beside in, and linked
 // from where it was.
 func linkedSubtaskTree(t *testing.T) (dir, in, sub string) {
+	return linkedTree(t, filepath.Join("v1", "0"), "sub0")
+}
+
+// linkedTree copies the example tree to in, under a new directory dir,
+// with its directory rel moved to dir/name, beside in, and linked from
+// where it was (to).
+func linkedTree(t *testing.T, rel, name string) (dir, in, to string) {
 	t.Helper()
 	dir = t.TempDir()
 	in = filepath.Join(dir, "in")
 	if err := os.CopyFS(in, os.DirFS("../testdata/example")); err != nil {
 		t.Fatal(err)
 	}
-	sub = filepath.Join(dir, "sub0")
-	if err := os.Rename(filepath.Join(in, "v1", "0"), sub); err != nil {
+	to = filepath.Join(dir, name)
+	if err := os.Rename(filepath.Join(in, rel), to); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(sub, filepath.Join(in, "v1", "0")); err != nil {
+	if err := os.Symlink(to, filepath.Join(in, rel)); err != nil {
 		t.Fatal(err)
 	}
-	return dir, in, sub
+	return dir, in, to
 }
 
 // TestTempDirInLinkedGenerationDir: so is one inside the generation
 // directory when it is the link out of the tree.
 func TestTempDirInLinkedGenerationDir(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in")
-	if err := os.CopyFS(in, os.DirFS("../testdata/example")); err != nil {
-		t.Fatal(err)
-	}
-	gen := filepath.Join(dir, "gen")
-	if err := os.Rename(filepath.Join(in, "v1"), gen); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(gen, filepath.Join(in, "v1")); err != nil {
-		t.Fatal(err)
-	}
+	_, in, gen := linkedGenerationTree(t)
 	set := parseRules(t, "version: 1\nrules:\n  - drop: 'key_group < 4'\n", nil)
 	_, err := run(t, in, set, transform.Options{DryRun: true, TempDir: gen})
 	if err == nil || !strings.Contains(err.Error(), "temporary directory "+gen+" lies inside the input's directory "+filepath.Join(in, "v1")+", a link to "+gen) {
 		t.Errorf("temp dir %s: %v, want the linked generation directory named", gen, err)
 	}
+}
+
+// TestOutputInLinkedGenerationDir: and so is an output there, which would
+// add a directory to the input's generation directory.
+func TestOutputInLinkedGenerationDir(t *testing.T) {
+	dir, in, gen := linkedGenerationTree(t)
+	set := parseRules(t, "version: 1\nrules:\n  - drop: 'key_group < 4'\n", nil)
+	out := filepath.Join(gen, "out")
+	_, err := run(t, in, set, transform.Options{Out: out})
+	if err == nil || !strings.Contains(err.Error(), "output "+out+" lies inside the input's directory "+filepath.Join(in, "v1")+", a link to "+gen) {
+		t.Errorf("output %s: %v, want the linked generation directory named", out, err)
+	}
+	if _, err := os.Lstat(out); !os.IsNotExist(err) {
+		t.Errorf("output written into the input's generation directory: %v", err)
+	}
+	// Beside it, the output is written.
+	if _, err := run(t, in, set, transform.Options{Out: filepath.Join(dir, "out")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// linkedGenerationTree copies the example tree to in, under a new
+// directory dir, with its generation directory v1 moved to gen, beside
+// in, and linked from where it was.
+func linkedGenerationTree(t *testing.T) (dir, in, gen string) {
+	return linkedTree(t, "v1", "gen")
 }

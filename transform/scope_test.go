@@ -63,8 +63,10 @@ func TestDeclarationWarnings(t *testing.T) {
 // A set_version that lowers an entry's version (YAML reads 'version: +1'
 // as 1), that sets an entry an earlier set_version set, that adds one for
 // an operator with no rows and no entries (a mistyped id), or whose
-// explicit slot: "" unbinds an entry from its slot is warned of; a bump,
-// or a new entry of an operator with rows, is not.
+// explicit slot: "" unbinds an entry from its slot, that binds a slot
+// without rows, or whose state type looks like a mistyping of one the
+// operator has is warned of; a bump, or a new entry of an operator with
+// rows, is not.
 func TestSetVersionWarnings(t *testing.T) {
 	dir := t.TempDir()
 	in := writeBaseTree(t, filepath.Join(dir, "in"), baseRows)
@@ -86,6 +88,14 @@ func TestSetVersionWarnings(t *testing.T) {
 			[]string{"rule 2 (set_version): operator 12 has no rows and no version entries here; the rule adds an entry for it"}},
 		{"bumped", "  - set_version: {op: 12, state_type: Dedup, version: 4}\n", nil},
 		{"new type of an operator with rows", "  - set_version: {op: 8, state_type: Profile, version: 1, slot: profile}\n", nil},
+		{"mistyped type", "  - set_version: {op: 7, state_type: SeenTTL, version: 2}\n",
+			[]string{`rule 1 (set_version): operator 7 has no entry of state type "SeenTTL", but has "SeenTtl"; the rule adds an entry, and changes none (a mistyped name?)`}},
+		{"type one edit away", "  - set_version: {op: 7, state_type: UserCountr, version: 2}\n",
+			[]string{`rule 1 (set_version): operator 7 has no entry of state type "UserCountr", but has "UserCounter"; the rule adds an entry, and changes none (a mistyped name?)`}},
+		{"new type extending one", "  - set_version: {op: 7, state_type: UserCounter2, version: 1}\n", nil},
+		{"slot a later rename fills", "  - set_version: {op: 8, state_type: Cart, version: 2, slot: carts}\n  - rename_slot: {op: 8, from: cart, to: carts}\n", nil},
+		{"slot without rows", "  - set_version: {op: 8, state_type: Cart, version: 2, slot: carts}\n",
+			[]string{`rule 1 (set_version): operator 8 has no rows of slot "carts" here (its slots: "cart", "notes", "profile"); the entry binds a slot that holds no state`}},
 		{"slot unbound", "  - set_version: {op: 7, state_type: SeenTtl, version: 2, slot: \"\"}\n",
 			[]string{`rule 1 (set_version): slot: "" unbinds operator 7's state type "SeenTtl" from slot "seen": an entry without a slot applies to every row of the operator, so a restore that migrates the state type migrates its timers, operator state and other slots too (leave 'slot' out to keep the entry's slot)`}},
 		{"slot kept", "  - set_version: {op: 7, state_type: SeenTtl, version: 2}\n", nil},

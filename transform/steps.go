@@ -88,8 +88,10 @@ func compile(set *rules.Set) []step {
 				return row, true, nil
 			}
 			s.versions = func(vm savepoint.VersionMap) (savepoint.VersionMap, error) {
-				err := vm.RemapOp(from, to)
-				return vm, err
+				if err := vm.RemapOp(from, to); err != nil {
+					return vm, fmt.Errorf("%w: drop one of the two entries with a drop_version rule before this one, or set both to one version and slot", err)
+				}
+				return vm, nil
 			}
 		case r.RenameSlot != nil:
 			spec := r.RenameSlot

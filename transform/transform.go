@@ -29,6 +29,7 @@ import (
 
 	"github.com/sptool/sptool/internal/gallop"
 	"github.com/sptool/sptool/internal/prefault"
+	"github.com/sptool/sptool/internal/textdist"
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 )
@@ -56,8 +57,9 @@ type Options struct {
 	Progress func(stage string, done, total int64)
 	// AllowMissingState accepts a tree holding a 0-byte payload, written as
 	// a zero-row stream (empty state), as clink's restore accepts one with
-	// CLINK_ALLOW_MISSING_RESTORE_STATE set. Without it such a tree is
-	// refused with a *MissingStateError (see there).
+	// CLINK_ALLOW_MISSING_RESTORE_STATE set, and a changelog+file tree
+	// holding a 0-byte materialisation, written as an empty one. Without
+	// it such a tree is refused with a *MissingStateError (see there).
 	AllowMissingState bool
 	// Generation, when not zero (it must be at least 1), and Checkpoint,
 	// when not zero or when CheckpointSet is true (checkpoint 0 is the id
@@ -119,7 +121,8 @@ func CheckOutput(in string, file bool, out string, force bool) error {
 	return nil
 }
 
-// MissingStateError refuses a tree holding 0-byte payloads: clink's restore
+// MissingStateError refuses a tree holding 0-byte payloads (or 0-byte
+// materialisations, see Materializations): clink's restore
 // takes such a file for an absent one and refuses to start its subtask
 // with empty state (format 5.3) unless CLINK_ALLOW_MISSING_RESTORE_STATE
 // is set, where sptool's output, a zero-row stream in its place, would
@@ -134,29 +137,49 @@ type MissingStateError struct {
 	// Changelog is set for a changelog+file tree, whose payloads are the
 	// changelogs.
 	Changelog bool
+	// Materializations are a changelog+file tree's 0-byte materialisation
+	// files its changelogs reference, relative to the root, and
+	// MaterializationSubtasks their changelogs' subtasks: clink restores
+	// such a file as empty materialised state without a word (format 1.7),
+	// and the output would hold a well-formed empty one in its place, so
+	// a materialisation cut short would lose its state unnoticed.
+	Materializations        []string
+	MaterializationSubtasks []int
 	// Hint, when not empty, follows the message in parentheses: how the
 	// caller's user accepts the tree (sptool's --allow-missing-state).
 	Hint string
 }
 
 func (e *MissingStateError) Error() string {
-	head := "0-byte payload"
-	if len(e.Files) > 1 {
-		head += "s"
+	var msgs []string
+	if len(e.Files) > 0 {
+		why := "clink's restore takes a 0-byte payload for an absent one and refuses to start its subtask with empty state (format 5.3)"
+		if e.Changelog {
+			why = "a changelog+file subtask's changelog holds the handle of its materialised state and its log, and a 0-byte one neither (format 1.7)"
+		}
+		msgs = append(msgs, zeroByteList("payload", e.Files, e.Subtasks)+": "+why+", where the zero-row stream sptool would write in its place restores empty; a payload cut short lost its state, and an older checkpoint may hold it")
 	}
-	parts := make([]string, len(e.Files))
-	for i, f := range e.Files {
-		parts[i] = fmt.Sprintf("%s (subtask %d)", savepoint.ShowName(f), e.Subtasks[i])
+	if len(e.Materializations) > 0 {
+		msgs = append(msgs, zeroByteList("materialisation", e.Materializations, e.MaterializationSubtasks)+": clink restores it as empty materialised state without a word (format 1.7), and the output would hold a well-formed empty one in its place; a materialisation cut short lost its subtask's state, and an older checkpoint may hold it")
 	}
-	why := "clink's restore takes a 0-byte payload for an absent one and refuses to start its subtask with empty state (format 5.3)"
-	if e.Changelog {
-		why = "a changelog+file subtask's changelog holds the handle of its materialised state and its log, and a 0-byte one neither (format 1.7)"
-	}
-	msg := head + " " + strings.Join(parts, ", ") + ": " + why + ", where the zero-row stream sptool would write in its place restores empty; a payload cut short lost its state, and an older checkpoint may hold it"
+	msg := strings.Join(msgs, "; ")
 	if e.Hint != "" {
 		msg += " (" + e.Hint + ")"
 	}
 	return msg
+}
+
+// zeroByteList names 0-byte files of what kind ("payload") with their
+// subtasks: "0-byte payloads v1/0/… (subtask 0), v1/2/… (subtask 2)".
+func zeroByteList(what string, files []string, subtasks []int) string {
+	parts := make([]string, len(files))
+	for i, f := range files {
+		parts[i] = fmt.Sprintf("%s (subtask %d)", savepoint.ShowName(f), subtasks[i])
+	}
+	if len(files) > 1 {
+		what += "s"
+	}
+	return "0-byte " + what + " " + strings.Join(parts, ", ")
 }
 
 // missingState returns the 0-byte payloads of a tree; none of a single
@@ -178,13 +201,18 @@ func missingState(sp *savepoint.Savepoint) []*savepoint.File {
 // (see MissingStateError).
 func checkMissingState(sp *savepoint.Savepoint, allow bool) error {
 	empty := missingState(sp)
-	if allow || len(empty) == 0 {
+	mats := sp.EmptyMaterializations()
+	if allow || len(empty) == 0 && len(mats) == 0 {
 		return nil
 	}
 	e := MissingStateError{Changelog: sp.ChangelogTree()}
 	for _, f := range empty {
 		e.Files = append(e.Files, f.Rel)
 		e.Subtasks = append(e.Subtasks, f.Subtask)
+	}
+	for _, m := range mats {
+		e.Materializations = append(e.Materializations, m.Rel)
+		e.MaterializationSubtasks = append(e.MaterializationSubtasks, m.Subtask)
 	}
 	return &e
 }
@@ -231,10 +259,10 @@ func checkIntegrity(sp *savepoint.Savepoint) error {
 // published before the failure: it then returns the report with a
 // *savepoint.PublishedError.
 func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {
-	switch {
-	case sp == nil:
-		return nil, errors.New("transform: no savepoint (a nil *savepoint.Savepoint)")
-	case set == nil:
+	if err := sp.CheckUsable(); err != nil {
+		return nil, fmt.Errorf("transform: %w", err)
+	}
+	if set == nil {
 		return nil, errors.New("transform: no rule set (a nil *rules.Set)")
 	}
 	if err := sp.UndecodableError(); err != nil {
@@ -933,22 +961,38 @@ func renameVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleS
 // entries here (a mistyped id, or one that a drop_operator or
 // remap_operator before it emptied: clink would stamp a state nobody
 // owns). An operator a later remap_operator moves rows into is not one.
+// It also warns of an entry bound to a slot of the operator that holds no
+// rows there, and of a state type new to an operator whose entries hold
+// one it may be a mistyping of (nearNames): a mistyped slot or state type
+// adds an entry where one was meant to change.
 func setVersionWarnings(sp *savepoint.Savepoint, set *rules.Set, steps []step, slots []*SlotStats) []string {
-	present := map[*rules.Rule]bool{} // per set_version: its operator has rows where it runs
+	present := map[*rules.Rule]bool{}     // per set_version: its operator has rows where it runs
+	opSlots := map[*rules.Rule][]string{} // and the slots of those rows
 	followSlots(set, slotsBefore(slots), func(r *rules.Rule, rows map[slotKey]int64) error {
 		if sv := r.SetVersion; sv != nil {
 			for k, n := range rows {
 				if k.op == sv.Op.ID && n > 0 {
 					present[r] = true
-					break
+					if k.slot != savepoint.RawSlot {
+						opSlots[r] = append(opSlots[r], k.slot)
+					}
 				}
 			}
+			slices.Sort(opSlots[r])
 		}
 		return nil
 	})
 	remappedLater := func(i int, op uint64) bool {
 		for _, st := range steps[i+1:] {
 			if r := st.rule.RemapOperator; r != nil && r.To.ID == op {
+				return true
+			}
+		}
+		return false
+	}
+	renamedLater := func(i int, op uint64, slot string) bool {
+		for _, st := range steps[i+1:] {
+			if r := st.rule.RenameSlot; r != nil && r.Op.ID == op && r.To == slot {
 				return true
 			}
 		}
@@ -968,12 +1012,14 @@ func setVersionWarnings(sp *savepoint.Savepoint, set *rules.Set, steps []step, s
 		setBy[key] = st.rule
 		lowered, known := map[uint32]bool{}, present[st.rule] || remappedLater(i, sv.Op.ID)
 		unbound := map[string]bool{} // the slots an explicit slot: "" unbinds
+		types := map[string]bool{}   // the operator's state types
 		for _, vm := range versionsAt(sp, steps, i) {
 			for _, e := range vm.Entries() {
 				if e.Op != sv.Op.ID {
 					continue
 				}
 				known = true
+				types[e.StateType] = true
 				if e.StateType == sv.StateType && e.Version > sv.Version {
 					lowered[e.Version] = true
 				}
@@ -992,8 +1038,37 @@ func setVersionWarnings(sp *savepoint.Savepoint, set *rules.Set, steps []step, s
 		if !known {
 			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows and no version entries here; the rule adds an entry for it", st.rule.Label(), sv.Op))
 		}
+		if like := nearNames(sv.StateType, slices.Sorted(maps.Keys(types))); !types[sv.StateType] && len(like) > 0 {
+			warns = append(warns, fmt.Sprintf("%s: operator %s has no entry of state type %q, but has %s; the rule adds an entry, and changes none (a mistyped name?)", st.rule.Label(), sv.Op, sv.StateType, quotedList(like)))
+		}
+		if sv.HasSlot && sv.Slot != "" && present[st.rule] && !slices.Contains(opSlots[st.rule], sv.Slot) && !remappedLater(i, sv.Op.ID) && !renamedLater(i, sv.Op.ID, sv.Slot) {
+			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows of slot %q here (its slots: %s); the entry binds a slot that holds no state", st.rule.Label(), sv.Op, sv.Slot, quotedList(opSlots[st.rule])))
+		}
 	}
 	return warns
+}
+
+// nearNames returns the names of names that name may be a mistyping of:
+// equal but for case, or (both at least 4 bytes long) at most 2 edits
+// (insertions, deletions, substitutions of a rune) apart, but not name
+// made by adding to one (Cart2 beside Cart: a new type by design).
+func nearNames(name string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if n != name && (strings.EqualFold(n, name) || len(n) >= 4 && len(name) >= 4 && textdist.Distance(n, name) <= 2 && !strings.HasPrefix(name, n)) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// quotedList lists names Go-quoted, comma-separated.
+func quotedList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // ruleScope returns the operator and slot a rule acts on (nil: any); both
@@ -1166,7 +1241,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 		before := res.versions.Pack()
 		v, err := st.versions(res.versions)
 		if err != nil {
-			res.err = fmt.Errorf("%s: version map: %w", st.rule.Label(), err)
+			res.err = e.stepError(i, fmt.Errorf("version map: %w", err))
 			return res
 		}
 		res.versions = v

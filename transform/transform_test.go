@@ -550,7 +550,7 @@ func TestRuleKinds(t *testing.T) {
 			// unbind it.
 			name:    "rename_slot to the empty slot refuses to unbind a version entry",
 			rules:   "  - rename_slot: {op: 7, from: agg, to: \"\"}\n",
-			wantErr: `rule 1 (rename_slot): version map: op 7's entry for state type "UserCounter" is bound to slot "agg"`,
+			wantErr: `rules.yaml:9:5: rule 1 (rename_slot): version map: op 7's entry for state type "UserCounter" is bound to slot "agg"`,
 		},
 		{
 			name:  "rename_slot to the empty slot after drop_version of its entry",
@@ -821,7 +821,7 @@ func TestRuleKinds(t *testing.T) {
 		{
 			name:    "remap_operator with merge refuses conflicting version stamps",
 			rules:   "  - set_version: {op: 13, state_type: Dedup, version: 1}\n  - remap_operator: {from: 12, to: 13, merge: true}\n",
-			wantErr: `state_type "Dedup" is already stamped on op 13`,
+			wantErr: `rules.yaml:10:5: rule 2 (remap_operator): version map: remap version stamps of op 12 to op 13: state_type "Dedup" is already stamped on op 13 with version 1 slot "" (op 12 has version 3 slot ""): drop one of the two entries with a drop_version rule before this one`,
 		},
 		{
 			name: "rules run in order on each row",
@@ -1122,11 +1122,12 @@ func TestZeroBytePayloadInTree(t *testing.T) {
 	keep := parseRules(t, "version: 1\nrules: []\n", nil)
 	rescale := parseRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n", nil)
 	out := filepath.Join(dir, "out")
-	for _, tc := range []struct {
+	writers := []struct {
 		name string
 		set  *rules.Set
 		dry  bool
-	}{{"apply", keep, false}, {"plan", keep, true}, {"rescale", rescale, false}} {
+	}{{"apply", keep, false}, {"plan", keep, true}, {"rescale", rescale, false}}
+	for _, tc := range writers {
 		_, err := run(t, in, tc.set, transform.Options{Out: out, DryRun: tc.dry})
 		var me *transform.MissingStateError
 		if !errors.As(err, &me) || !slices.Equal(me.Subtasks, []int{1}) || !strings.Contains(err.Error(), filepath.Join("v1", "1", "checkpoint-5.snap")+" (subtask 1)") {
@@ -1160,6 +1161,39 @@ func TestZeroBytePayloadInTree(t *testing.T) {
 	var me *transform.MissingStateError
 	if !errors.As(err, &me) || !me.Changelog || !strings.Contains(err.Error(), "a changelog+file subtask's changelog holds the handle") {
 		t.Errorf("0-byte changelog: %v", err)
+	}
+
+	// A 0-byte materialisation, which clink restores as empty state
+	// without a word: refused by every writer, and accepted with a
+	// warning, written as an empty materialisation, when told.
+	cm := filepath.Join(dir, "mat")
+	if err := os.CopyFS(cm, os.DirFS("../testdata/independent/changelog-file")); err != nil {
+		t.Fatal(err)
+	}
+	mat := filepath.Join("v1", "0", "materializations", "mat-17.bin")
+	if err := os.WriteFile(filepath.Join(cm, mat), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mout := filepath.Join(dir, "matout")
+	for _, tc := range writers {
+		_, err := run(t, cm, tc.set, transform.Options{Out: mout, DryRun: tc.dry})
+		var me *transform.MissingStateError
+		if !errors.As(err, &me) || len(me.Files) != 0 || !slices.Equal(me.Materializations, []string{mat}) || !slices.Equal(me.MaterializationSubtasks, []int{0}) ||
+			!strings.Contains(err.Error(), "0-byte materialisation "+mat+" (subtask 0): clink restores it as empty materialised state without a word") {
+			t.Errorf("0-byte materialisation, %s: %v", tc.name, err)
+		}
+		if exists(mout) {
+			t.Fatalf("%s: output written", tc.name)
+		}
+	}
+	rep, err = run(t, cm, keep, transform.Options{Out: mout, AllowMissingState: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool {
+		return strings.Contains(w, "materialisation "+mat+", which subtask 0's changelog references, is 0 bytes")
+	}) {
+		t.Errorf("warnings %q: want one on the 0-byte materialisation", rep.Warnings)
 	}
 }
 
@@ -2183,20 +2217,28 @@ func TestRunLoneChangelogNamedCopyReported(t *testing.T) {
 	}
 }
 
-// Run without a savepoint or a rule set is an error, not a panic.
+// Run without a savepoint or a rule set, or with a zero savepoint or one
+// used after Close, is an error, not a panic.
 func TestRunNil(t *testing.T) {
 	set, err := rules.Parse("r.yaml", []byte("version: 1\nrules:\n  - drop: 'key == \"b\"'\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sp := open(t, filepath.Join("..", "testdata", "example"))
+	closed, err := savepoint.Open(filepath.Join("..", "testdata", "example"), savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
 	out := filepath.Join(t.TempDir(), "out")
 	for _, tc := range []struct {
 		sp   *savepoint.Savepoint
 		set  *rules.Set
 		want string
 	}{
-		{nil, set, "no savepoint"},
+		{nil, set, "savepoint: none (a nil *Savepoint)"},
+		{&savepoint.Savepoint{}, set, "savepoint: holds no file (a Savepoint is made by Open)"},
+		{closed, set, "savepoint: used after Close"},
 		{sp, nil, "no rule set"},
 	} {
 		if rep, err := transform.Run(context.Background(), tc.sp, tc.set, transform.Options{Out: out}); err == nil || rep != nil || !strings.Contains(err.Error(), tc.want) {
@@ -2352,5 +2394,34 @@ func TestBroadcastDeclaration(t *testing.T) {
 		if !maps.Equal(got, want) {
 			t.Errorf("%s: rows %v, want %v", c.rule, got, want)
 		}
+	}
+}
+
+// TestBroadcastNewlineSlot: a broadcast slot whose name holds '\n' (clink's
+// BroadcastState takes it) can be declared, and set_value rewrites it.
+func TestBroadcastNewlineSlot(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	le := func(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(v)) }
+	key := savepoint.EncodeBroadcastKey([]byte("a\nb"))
+	if _, err := savepoint.WriteSnapshotFile(in, nil, []savepoint.Row{{Op: 7, Key: key, Value: le(5)}}, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nslots:\n  - {op: 7, slot: \"a\\nb\", value: int64, broadcast: true}\nrules:\n  - set_value: {op: 7, slot: \"a\\nb\", expr: 'value * 10'}\n", nil)
+	out := filepath.Join(dir, "out.snap")
+	rep, err := run(t, in, set, transform.Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.PerRule[0].Changed != 1 || len(rep.Warnings) != 0 {
+		t.Errorf("changed %d, warnings %q; want 1 row changed, no warning", rep.PerRule[0].Changed, rep.Warnings)
+	}
+	var got []byte
+	open(t, out).Files[0].Snapshot.EachRow(func(_ int, r savepoint.Row) bool {
+		got = r.Value
+		return true
+	})
+	if !bytes.Equal(got, le(50)) {
+		t.Errorf("value %x, want %x", got, le(50))
 	}
 }
