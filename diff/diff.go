@@ -181,7 +181,8 @@ type Sample struct {
 	B *Value `json:"b"`
 	// Note, for operator state, says what differs when the values shown
 	// (the copies the union chose) may not: the timers of a timer blob,
-	// or the copies some subtasks restore (omitted when empty).
+	// or the values some subtasks restore, each its own copy, on each
+	// side (the first few; omitted when empty).
 	Note string `json:"note,omitempty"`
 }
 
@@ -268,8 +269,10 @@ const cancelEvery = 1 << 16
 // memory-mapped input cut short while it is read is such an error too, not
 // a panic: Compare reads under savepoint.Guard.
 func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (res *Result, err error) {
-	if a == nil || b == nil {
-		return nil, errors.New("diff: a side is missing (a nil *savepoint.Savepoint)")
+	for i, sp := range []*savepoint.Savepoint{a, b} {
+		if err := sp.CheckUsable(); err != nil {
+			return nil, fmt.Errorf("diff: side %c: %w", 'A'+i, err)
+		}
 	}
 	if err := errors.Join(a.UndecodableError(), b.UndecodableError()); err != nil {
 		return nil, err
@@ -571,8 +574,8 @@ func (d *differ) both(a, b savepoint.UnionRow) {
 			}
 			return d.keyed[0].Runs(a.Row.Op, sub) || d.keyed[1].Runs(b.Row.Op, sub)
 		}
-		if subs := differentRestores(a, b, running); len(subs) > 0 {
-			same, note = false, restoresNote(subs)
+		if diffs := differentRestores(a, b, running); len(diffs) > 0 {
+			same, note = false, restoresNote(diffs)
 		}
 	}
 	if same {
@@ -629,20 +632,44 @@ func copiesOf(u savepoint.UnionRow) []savepoint.UnionRow {
 	return []savepoint.UnionRow{u}
 }
 
-// restoresNote says which subtasks (at least one) restore another copy.
-func restoresNote(subs []int) string {
-	if len(subs) == 1 {
-		return fmt.Sprintf("subtask %d restores another copy", subs[0])
+// restoreDiff is what one subtask restores of an operator-state row on
+// each side (see differentRestores).
+type restoreDiff struct {
+	sub  int
+	a, b []byte
+}
+
+// maxRestoreDiffs bounds the subtasks restoresNote shows the values of.
+const maxRestoreDiffs = 3
+
+// restoresNote says which subtasks (at least one) restore another value on
+// each side, and what, for the first few: "…: subtask 0: 0x0a… (int64 10)
+// -> 0x0b… (int64 11)", A's value before B's.
+func restoresNote(diffs []restoreDiff) string {
+	subs := make([]int, len(diffs))
+	for i, d := range diffs {
+		subs[i] = d.sub
 	}
-	return fmt.Sprintf("subtasks %s restore other copies", savepoint.JoinInts(subs, ","))
+	head := fmt.Sprintf("subtasks %s restore other values than the copy shown, each its own (format 5.3)", savepoint.JoinInts(subs, ","))
+	if len(diffs) == 1 {
+		head = fmt.Sprintf("subtask %d restores another value than the copy shown, its own (format 5.3)", diffs[0].sub)
+	}
+	var parts []string
+	for _, d := range diffs[:min(len(diffs), maxRestoreDiffs)] {
+		parts = append(parts, fmt.Sprintf("subtask %d: %s -> %s", d.sub, savepoint.RenderBytes(d.a, 24), savepoint.RenderBytes(d.b, 24)))
+	}
+	if len(diffs) > maxRestoreDiffs {
+		parts = append(parts, "…")
+	}
+	return head + ": " + strings.Join(parts, "; ")
 }
 
 // differentRestores returns the subtasks (those running reports) that
 // restore different values of an operator-state row whose chosen copies a
-// and b are equal, at one layout: a subtask restores its own copy, and one
-// without a copy the union's (format 5.3: own wins, the others are merged
-// in).
-func differentRestores(a, b savepoint.UnionRow, running func(sub int) bool) []int {
+// and b are equal, at one layout, with what each restores on each side: a
+// subtask restores its own copy, and one without a copy the union's
+// (format 5.3: own wins, the others are merged in).
+func differentRestores(a, b savepoint.UnionRow, running func(sub int) bool) []restoreDiff {
 	own := func(u savepoint.UnionRow) map[int][]byte {
 		m := map[int][]byte{}
 		for _, c := range copiesOf(u) {
@@ -651,7 +678,7 @@ func differentRestores(a, b savepoint.UnionRow, running func(sub int) bool) []in
 		return m
 	}
 	oa, ob := own(a), own(b)
-	var subs []int
+	var diffs []restoreDiff
 	for _, sub := range slices.Sorted(maps.Keys(oa)) {
 		if !running(sub) {
 			continue
@@ -661,16 +688,16 @@ func differentRestores(a, b savepoint.UnionRow, running func(sub int) bool) []in
 			vb = b.Row.Value
 		}
 		if !bytes.Equal(oa[sub], vb) {
-			subs = append(subs, sub)
+			diffs = append(diffs, restoreDiff{sub, oa[sub], vb})
 		}
 	}
 	for _, sub := range slices.Sorted(maps.Keys(ob)) {
 		if _, ok := oa[sub]; !ok && running(sub) && !bytes.Equal(a.Row.Value, ob[sub]) {
-			subs = append(subs, sub)
+			diffs = append(diffs, restoreDiff{sub, a.Row.Value, ob[sub]})
 		}
 	}
-	slices.Sort(subs)
-	return subs
+	slices.SortFunc(diffs, func(x, y restoreDiff) int { return x.sub - y.sub })
+	return diffs
 }
 
 // sameTimers compares the timers a restore of each side keeps of one

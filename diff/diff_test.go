@@ -652,7 +652,7 @@ func TestDiffOperatorStateAsRestored(t *testing.T) {
 	}
 	a, b := tree("a", 3), tree("b", 4)
 	r = compare(t, a, b, Options{Limit: 5})
-	if n, notes := changedOp(r); r.Identical || n != 1 || !slices.Equal(notes, []string{"subtask 0 restores another copy"}) {
+	if n, notes := changedOp(r); r.Identical || n != 1 || !slices.Equal(notes, []string{"subtask 0 restores another value than the copy shown, its own (format 5.3): subtask 0: 0x0300000000000000 (int64 3) -> 0x0400000000000000 (int64 4)"}) {
 		t.Errorf("subtask 0's copy changed: identical %v, %d changed, notes %q", r.Identical, n, notes)
 	}
 	if r := compare(t, a, tree("c", 3), Options{}); !r.Identical {
@@ -839,18 +839,24 @@ func TestCompareInputCutUnguarded(t *testing.T) {
 	}
 }
 
-// restoresNote names the one subtask, or lists them all.
+// restoresNote names the one subtask, or lists them all, with what the
+// first few restore on each side.
 func TestRestoresNote(t *testing.T) {
+	v := func(b byte) []byte { return []byte{b, 0, 0, 0, 0, 0, 0, 0} }
 	for _, tc := range []struct {
-		subs []int
-		want string
+		diffs []restoreDiff
+		want  string
 	}{
-		{[]int{3}, "subtask 3 restores another copy"},
-		{[]int{0, 2}, "subtasks 0,2 restore other copies"},
-		{[]int{1, 10, 127}, "subtasks 1,10,127 restore other copies"},
+		{[]restoreDiff{{3, v(1), v(2)}}, "subtask 3 restores another value than the copy shown, its own (format 5.3): subtask 3: 0x0100000000000000 (int64 1) -> 0x0200000000000000 (int64 2)"},
+		{[]restoreDiff{{0, v(1), v(3)}, {2, []byte("x"), v(3)}}, `subtasks 0,2 restore other values than the copy shown, each its own (format 5.3): subtask 0: 0x0100000000000000 (int64 1) -> 0x0300000000000000 (int64 3); subtask 2: "x" -> 0x0300000000000000 (int64 3)`},
+		{[]restoreDiff{{1, v(1), v(2)}, {10, v(1), v(2)}, {20, v(1), v(2)}, {127, v(1), v(2)}}, "subtasks 1,10,20,127 restore other values than the copy shown, each its own (format 5.3): subtask 1: "},
 	} {
-		if got := restoresNote(tc.subs); got != tc.want {
-			t.Errorf("restoresNote(%v) = %q, want %q", tc.subs, got, tc.want)
+		got := restoresNote(tc.diffs)
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("restoresNote(%v) = %q, want %q", tc.diffs, got, tc.want)
+		}
+		if n := len(tc.diffs); n > maxRestoreDiffs && (strings.Contains(got, "subtask 127:") || !strings.HasSuffix(got, "; …")) {
+			t.Errorf("restoresNote of %d subtasks = %q, want the first %d and an ellipsis", n, got, maxRestoreDiffs)
 		}
 	}
 }
@@ -859,8 +865,8 @@ func TestRestoresNote(t *testing.T) {
 func TestCompareNil(t *testing.T) {
 	sp := open(t, exampleTree)
 	for _, sides := range [][2]*savepoint.Savepoint{{nil, sp}, {sp, nil}, {nil, nil}} {
-		if res, err := Compare(context.Background(), sides[0], sides[1], Options{}); err == nil || res != nil || !strings.Contains(err.Error(), "a side is missing") {
-			t.Errorf("Compare(%v, %v): %v, %v, want a side is missing", sides[0] != nil, sides[1] != nil, res, err)
+		if res, err := Compare(context.Background(), sides[0], sides[1], Options{}); err == nil || res != nil || !strings.Contains(err.Error(), "savepoint: none (a nil *Savepoint)") {
+			t.Errorf("Compare(%v, %v): %v, %v, want a nil side named", sides[0] != nil, sides[1] != nil, res, err)
 		}
 	}
 }

@@ -232,9 +232,6 @@ type Result struct {
 // is fs.ErrExist.
 var ErrExists = fs.ErrExist
 
-// errNoSavepoint is the error of an export given a nil savepoint.
-var errNoSavepoint = errors.New("export: no savepoint (a nil *savepoint.Savepoint)")
-
 // Codecs maps Options.Compression names to Parquet codecs.
 var Codecs = map[string]compress.Compression{
 	"snappy": compress.Codecs.Snappy,
@@ -324,8 +321,11 @@ func CheckOutput(path string, force bool) error {
 // output must not be, lie in or contain the input; an input that changed
 // while it was read (ErrInputChanged) leaves nothing.
 func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts Options, force bool) (*Result, error) {
-	if sp == nil {
-		return nil, errNoSavepoint
+	if err := sp.CheckUsable(); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if path == "" {
+		return nil, errors.New("export: no output path")
 	}
 	// A generation directory's input is its whole checkpoint directory (a
 	// file beside v<gen> changes what it restores).
@@ -377,8 +377,11 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 // while it is read is such an error too, not a fault that ends the process:
 // Write reads under savepoint.Guard.
 func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Options) (res *Result, err error) {
-	if sp == nil {
-		return nil, errNoSavepoint
+	if err := sp.CheckUsable(); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if w == nil {
+		return nil, errors.New("export: no writer (a nil io.Writer)")
 	}
 	err = savepoint.Guard(func() error {
 		res, err = write(ctx, w, sp, opts)

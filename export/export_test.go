@@ -1349,11 +1349,32 @@ func TestExportWriteInputCutUnguarded(t *testing.T) {
 	}
 }
 
-// A nil savepoint is an error, not a panic, and nothing is written.
+// A nil, zero or closed savepoint, a nil writer and an empty path are
+// errors, not panics, and nothing is written.
 func TestNilSavepoint(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "x.parquet")
-	if _, err := WriteFile(context.Background(), out, nil, Options{}, false); err == nil || !strings.Contains(err.Error(), "no savepoint") {
-		t.Errorf("WriteFile: %v, want no savepoint", err)
+	closed, err := savepoint.Open(exampleTree, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	for _, tc := range []struct {
+		sp   *savepoint.Savepoint
+		want string
+	}{{nil, "savepoint: none"}, {&savepoint.Savepoint{}, "holds no file"}, {closed, "used after Close"}} {
+		if _, err := WriteFile(context.Background(), out, tc.sp, Options{}, false); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("WriteFile: %v, want %q", err, tc.want)
+		}
+		if _, err := Write(context.Background(), io.Discard, tc.sp, Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Write: %v, want %q", err, tc.want)
+		}
+	}
+	sp := openSP(t, exampleTree)
+	if _, err := Write(context.Background(), nil, sp, Options{}); err == nil || !strings.Contains(err.Error(), "no writer") {
+		t.Errorf("Write to a nil writer: %v", err)
+	}
+	if _, err := WriteFile(context.Background(), "", sp, Options{}, false); err == nil || !strings.Contains(err.Error(), "no output path") {
+		t.Errorf("WriteFile to \"\": %v", err)
 	}
 	if _, err := os.Lstat(out); err == nil {
 		t.Errorf("WriteFile wrote %s", out)
