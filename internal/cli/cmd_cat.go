@@ -136,6 +136,22 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		}
 		if printed == 0 && slotNote != "" {
 			fmt.Fprintf(s.Err, "sptool cat: warning: no rows printed; --slot %s names the slot %q as it is: %s\n", *slot, *slot, slotNote)
+		} else if printed == 0 {
+			// A mistyped operator or slot would look like absent state.
+			var sel []string
+			if *op != "" {
+				sel = append(sel, "--op "+*op)
+			}
+			if fs.Changed("slot") {
+				sel = append(sel, "--slot "+strconv.Quote(*slot))
+			}
+			// (--where alone answering nothing is an answer.)
+			if len(sel) > 0 && *where != "" {
+				sel = append(sel, "--where")
+			}
+			if len(sel) > 0 {
+				fmt.Fprintf(s.Err, "sptool cat: warning: no rows printed: no row matches %s (sptool inspect lists the operators and slots)\n", strings.Join(sel, " and "))
+			}
 		}
 		if err := sp.CheckUnchanged(); err != nil {
 			return fail(s, c.name, fmt.Errorf("%w: what was printed mixes old and new rows", err))
