@@ -23,7 +23,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: spgen example DIR | spgen big FILE ROWS [--sorted]")
+		return fmt.Errorf("usage: spgen example DIR | spgen big FILE ROWS [--sorted] | spgen bigtree DIR ROWS SUBTASKS [--shuffled]")
 	}
 	switch args[0] {
 	case "example":
