@@ -677,18 +677,23 @@ func TestPurgeWarnsOfCompositeLikeSlot(t *testing.T) {
 					if want := tc.warn && strings.Contains(keys, "string"); warned != want {
 						t.Errorf("%s %q: warned %v, want %v: %q", keys, around, warned, want, rep.Warnings)
 					}
-					// The audit names the slot too: its rows_remaining
-					// does not count the elements there.
+					// The audit names the slot too, and counts the
+					// elements of listed keys left there apart from
+					// rows_remaining.
 					for _, rs := range rep.PerRule {
 						if rs.Purge == nil {
 							continue
 						}
 						var want []string
+						var elems int64
 						if warned {
-							want = []string{`op 7 slot "cart"`}
+							want, elems = []string{`op 7 slot "cart"`}, 1
 						}
 						if !slices.Equal(rs.Purge.CompositeLooking, want) {
 							t.Errorf("%s %q: audit's composite-looking slots %q, want %q", keys, around, rs.Purge.CompositeLooking, want)
+						}
+						if rs.Purge.ElementsRemaining != elems || rs.Purge.Remaining != 0 {
+							t.Errorf("%s %q: audit's elements remaining %d, rows remaining %d, want %d and 0", keys, around, rs.Purge.ElementsRemaining, rs.Purge.Remaining, elems)
 						}
 					}
 					if strings.Contains(keys, "string") && rep.RowsDropped != tc.dropped {
@@ -697,5 +702,52 @@ func TestPurgeWarnsOfCompositeLikeSlot(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPurgeCompositeLikeSlotWithoutListedElements: a slot not declared
+// composite whose keys look composite, but holds no element of a listed
+// key, leaves nothing of the listed keys behind: no warning, and the
+// audit names the slot with no element remaining, in JSON and text.
+func TestPurgeCompositeLikeSlotWithoutListedElements(t *testing.T) {
+	var rows []savepoint.Row
+	for i := range 40 {
+		uk := []byte("user-" + strconv.Itoa(i))
+		rows = append(rows,
+			savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("cart"), append(append(bytes.Clone(uk), 0x1F), "sku-1"...)), Value: i64(1)},
+			savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), uk), Value: i64(3)})
+	}
+	in := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		keys  string
+		elems int64
+		text  string
+	}{
+		{"[user-77, user-78]", 0, `op 7 slot "cart", not declared composite, look composite (key 0x1F element); no element of a listed key is there`},
+		{"[user-7, user-8, user-77]", 2, "elements (key 0x1F element) of listed keys remaining in slots not declared composite: 2 (see the warning)"},
+	} {
+		set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: "+tc.keys+"}\n", nil)
+		rep, err := run(t, in, set, transform.Options{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := rep.PerRule[0].Purge
+		if p.ElementsRemaining != tc.elems || p.Remaining != 0 || !slices.Equal(p.CompositeLooking, []string{`op 7 slot "cart"`}) {
+			t.Errorf("%s: elements %d, remaining %d, composite-looking %q", tc.keys, p.ElementsRemaining, p.Remaining, p.CompositeLooking)
+		}
+		warned := slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "composite") })
+		if warned != (tc.elems > 0) {
+			t.Errorf("%s: warned %v: %q", tc.keys, warned, rep.Warnings)
+		}
+		var b strings.Builder
+		if err := rep.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tc.text) {
+			t.Errorf("%s: the report lacks %q:\n%s", tc.keys, tc.text, b.String())
+		}
 	}
 }

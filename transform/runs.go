@@ -295,7 +295,11 @@ func (e *engine) movedIntoPurge(p *prefixPlan, k savepoint.Key) bool {
 }
 
 // withPurges sets p.purges when the live steps are all purge_keys steps and
-// the slot is not composite (p.dropBy is -1).
+// the slot is not composite (p.dropBy is -1). A prefix whose first key
+// looks like a composite key of a list's codec (compositeLike) is left to
+// the path that audits every row: the elements of listed keys in a slot
+// not declared composite are left by the purge, and the audit counts
+// them.
 func (p *prefixPlan) withPurges(e *engine, op uint64, k savepoint.Key) *prefixPlan {
 	if len(p.live) == 0 || e.composite(op, k.Slot) {
 		return p
@@ -303,7 +307,7 @@ func (p *prefixPlan) withPurges(e *engine, op uint64, k savepoint.Key) *prefixPl
 	var lists []*rules.PurgeKeysSpec
 	for _, i := range p.live {
 		pk := e.steps[i].rule.PurgeKeys
-		if pk == nil {
+		if pk == nil || compositeLike(k.UserKey, pk.Codec) {
 			return p
 		}
 		lists = append(lists, pk)

@@ -422,7 +422,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	}
 	rep.Warnings = append(rep.Warnings, declarationWarnings(set, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots)...)
-	rep.Warnings = append(rep.Warnings, eng.compositeWarnings()...)
+	rep.Warnings = append(rep.Warnings, eng.compositeWarnings(results)...)
 	rep.Warnings = append(rep.Warnings, eng.passedOverWarnings()...)
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
 	rep.Warnings = append(rep.Warnings, setVersionWarnings(sp, set, eng.steps, rep.Slots)...)
@@ -1131,7 +1131,11 @@ type fileResult struct {
 	hits      [][]int32 // per purge rule: key indexes found, not yet counted in purged
 	short     []int64   // per rule: TTL values without a stamp
 	remain    []int64   // per purge rule: output rows still matching its keys
-	timers    []int64   // per purge rule: timers removed from timer blobs
+	// elems counts, per purge rule and slot, the output rows in its scope
+	// of a slot not declared composite whose key is a listed key, 0x1F
+	// and an element (see auditOut); nil until one is found.
+	elems  map[elemKey]int64
+	timers []int64 // per purge rule: timers removed from timer blobs
 	// keyTimers, per purge rule: timers removed per key index (nil until
 	// one is).
 	keyTimers [][]int64
@@ -1639,6 +1643,9 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 			res.purged[i] = addCounts(res.purged[i], p.purged[i])
 			res.keyTimers[i] = addCounts(res.keyTimers[i], p.keyTimers[i])
 		}
+		for k, n := range p.elems {
+			res.addElems(k, n)
+		}
 		p.before.each(func(k slotKey, n int64) { res.before.addN(k.op, []byte(k.slot), true, n) })
 		p.after.each(func(k slotKey, n int64) { res.after.addN(k.op, []byte(k.slot), true, n) })
 		offset := uint32(res.out.Len())
@@ -1696,12 +1703,36 @@ func (e *engine) auditOut(res *fileResult, r savepoint.Row, k savepoint.Key, del
 	}
 	for _, j := range e.purges {
 		p := e.steps[j].rule.PurgeKeys
-		if p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
-			if _, ok := p.Match(k.UserKey, comp.of(r.Op, k.Slot)); ok {
-				res.remain[j] += delta
+		if !p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
+			continue
+		}
+		composite := comp.of(r.Op, k.Slot)
+		if _, ok := p.Match(k.UserKey, composite); ok {
+			res.remain[j] += delta
+		} else if !composite && compositeLike(k.UserKey, p.Codec) {
+			// An element of a listed key in a slot not declared
+			// composite, which the purge matched whole: left, and
+			// counted apart (the rows of such a slot come this way,
+			// see prefixPlan.withPurges).
+			if _, ok := p.Match(k.UserKey, true); ok {
+				res.addElems(elemKey{j, slotKey{r.Op, string(k.Slot)}}, delta)
 			}
 		}
 	}
+}
+
+// elemKey names a purge_keys step and a slot of fileResult.elems.
+type elemKey struct {
+	step int
+	slot slotKey
+}
+
+// addElems adds n to res.elems[k].
+func (res *fileResult) addElems(k elemKey, n int64) {
+	if res.elems == nil {
+		res.elems = map[elemKey]int64{}
+	}
+	res.elems[k] += n
 }
 
 // outRows is a file's output: the input rows kept, in output order, with
@@ -2097,13 +2128,53 @@ func (e *engine) passedOverWarnings() []string {
 	return warns
 }
 
-// compositeWarnings warns of the slots compositeLooking returns.
-func (e *engine) compositeWarnings() []string {
+// compositeWarnings warns, for each purge_keys step after which the
+// output holds elements of listed keys (a listed key, 0x1F, an element)
+// in slots not declared composite (fileResult.elems, counted in results),
+// of the slots compositeLooking names for it, as the rules name them
+// where the purge runs, or else of the output's slots that hold them.
+func (e *engine) compositeWarnings(results []*fileResult) []string {
+	elems := map[int]int64{}            // per step
+	where := map[int]map[slotKey]bool{} // per step: the output's slots
+	for _, res := range results {
+		for k, n := range res.elems {
+			elems[k.step] += n
+			if where[k.step] == nil {
+				where[k.step] = map[slotKey]bool{}
+			}
+			where[k.step][k.slot] = true
+		}
+	}
+	looking := map[int][]slotKey{}
 	slots, steps := e.compositeLooking()
-	var warns []string
 	for i, k := range slots {
-		st := e.steps[steps[i]]
-		warns = append(warns, fmt.Sprintf("%s: slot %q of op %d is not declared 'composite: true', but its keys look composite (a key, 0x1F, an element, as clink's ExpiringMapState and ExpiringListState store them): the purge matches them whole, so the elements of listed keys it holds are left (the audit counts them as remaining only where a later rule moves them into a slot declared composite); declare the slot with 'composite: true' under 'slots:' to purge them", st.rule.Label(), k.slot, k.op))
+		looking[steps[i]] = append(looking[steps[i]], k)
+	}
+	var warns []string
+	for _, step := range slices.Sorted(maps.Keys(elems)) {
+		n := elems[step]
+		if n <= 0 {
+			continue
+		}
+		named := looking[step]
+		if len(named) == 0 {
+			named = slices.SortedFunc(maps.Keys(where[step]), func(a, b slotKey) int {
+				return cmp.Or(cmp.Compare(a.op, b.op), strings.Compare(a.slot, b.slot))
+			})
+		}
+		names := make([]string, len(named))
+		for i, k := range named {
+			names[i] = fmt.Sprintf("slot %q of op %d", k.slot, k.op)
+		}
+		rows := fmt.Sprintf("%d rows of the output are elements", n)
+		if n == 1 {
+			rows = "1 row of the output is an element"
+		}
+		is, its := "is", "its"
+		if len(names) > 1 {
+			is, its = "are", "their"
+		}
+		warns = append(warns, fmt.Sprintf("%s: %s %s not declared 'composite: true', but %s keys look composite (a key, 0x1F, an element, as clink's ExpiringMapState and ExpiringListState store them), and %s of listed keys: the purge matches such a slot's keys whole and left them (the audit's elements_remaining); declare the slot with 'composite: true' under 'slots:' to purge them", e.steps[step].rule.Label(), strings.Join(names, ", "), is, its, rows))
 	}
 	return warns
 }
@@ -2600,11 +2671,16 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			if purged == nil {
 				purged = make([]int64, p.Len())
 			}
-			var remaining, timers, kept int64
+			var remaining, timers, kept, elems int64
 			for _, res := range results {
 				remaining += res.remain[i]
 				timers += res.timers[i]
 				kept += res.timersKept[i]
+				for k, n := range res.elems {
+					if k.step == i {
+						elems += n
+					}
+				}
 			}
 			if kept > 0 {
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: %d timers of listed keys were left in the operators' timer blobs: the rule is scoped to a slot, and a timer belongs to the key, not to one slot (they fire for the key after a restore; purge without 'slot' to remove them)", st.rule.Label(), kept))
@@ -2622,6 +2698,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			rep.pending = append(rep.pending, func() {
 				rs.Purge = purgeAudit(p, purged, keyTimers, keyLists)
 				rs.Purge.Remaining, rs.Purge.TimersRemoved, rs.Purge.TimersKept = remaining, timers, kept
+				rs.Purge.ElementsRemaining = elems
 				rs.Purge.CompositeLooking = unchecked
 			})
 		}
