@@ -124,8 +124,8 @@ func TestMissingPayloadDetails(t *testing.T) {
 	rep := Validate(sp, ValidateOptions{})
 	want := map[string]bool{
 		`payload missing (subtask directory 1 holds no checkpoint 17): a job restoring this tree fails on subtask 1 ("'changelog+file' restore requested but snapshot not found", section 1.7), whatever CLINK_ALLOW_MISSING_RESTORE_STATE says`: false,
-		"3 changelog+file payloads carry no .meta sidecar":                                false,
-		"v1/1/materializations/mat-15.bin is referenced by no changelog of checkpoint 17": false,
+		"3 changelog+file payloads carry no .meta sidecar": false,
+		"v1/1/materializations/mat-15.bin is referenced by no changelog of checkpoint 17: this subtask's changelog, which would hold its handle, is missing": false,
 	}
 	for _, fd := range rep.Findings {
 		for w := range want {
@@ -205,5 +205,68 @@ func TestUsedAfterClose(t *testing.T) {
 	}
 	if err := (&Savepoint{}).CheckUsable(); err == nil || !strings.Contains(err.Error(), "holds no file") {
 		t.Errorf("zero Savepoint: %v", err)
+	}
+}
+
+// TestMissingPayloadEdges: a marker listing a subtask index above any
+// sptool reads fails Open at once (every subtask below it would be a
+// missing one); RequireValid passes over a missing payload, which
+// UndecodableError names; and a tree whose every payload read is missing
+// keeps its backend.
+func TestMissingPayloadEdges(t *testing.T) {
+	dir := undecodableTree(t, nil)
+	marker := filepath.Join(dir, "_jobs", "1001", "COMPLETED-7")
+	body, err := os.ReadFile(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setListing := func(list string) {
+		t.Helper()
+		var lines []string
+		for _, l := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(l, "subtasks=") {
+				l = "subtasks=" + list
+			}
+			lines = append(lines, l)
+		}
+		if err := os.WriteFile(marker, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setListing("0,1,2,3,2147483647")
+	if _, err := Open(dir, OpenOptions{KeepUndecodable: true}); err == nil || !strings.Contains(err.Error(), "2147483647 is above 65534, the highest subtask index sptool reads") {
+		t.Errorf("a listed subtask 2147483647: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "v1", "70000"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, OpenOptions{KeepUndecodable: true}); err == nil || !strings.Contains(err.Error(), "subtask directory 70000: above 65534") {
+		t.Errorf("a subtask directory 70000: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "v1", "70000")); err != nil {
+		t.Fatal(err)
+	}
+
+	setListing("0,1,2,3")
+	if err := os.Remove(filepath.Join(dir, "v1", "2", "checkpoint-7.snap")); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(dir, OpenOptions{KeepUndecodable: true, RequireValid: true})
+	if err != nil {
+		t.Fatalf("RequireValid with a missing payload: %v", err)
+	}
+	if err := sp.UndecodableError(); !errors.Is(err, ErrMissingPayload) {
+		t.Errorf("UndecodableError: %v", err)
+	}
+	sp.Close()
+
+	setListing("5")
+	sp, err = Open(dir, OpenOptions{KeepUndecodable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if len(sp.Files) != 1 || !sp.Files[0].Missing || sp.Backend != BackendFile {
+		t.Errorf("every payload missing: %d files, backend %q", len(sp.Files), sp.Backend)
 	}
 }

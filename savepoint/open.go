@@ -187,7 +187,9 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 		return nil
 	}
 	for _, f := range sp.Files {
-		if f.Verdict == VerdictValid {
+		if f.Verdict == VerdictValid || f.Verdict == "" && f.Undecodable != nil {
+			// (No verdict is made of a payload that is missing or no
+			// regular file: UndecodableError names it.)
 			continue
 		}
 		noSidecar := f.Sidecar == nil && f.Verdict == VerdictIncomplete
@@ -435,6 +437,10 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		if prev, dup := seen[idx]; dup {
 			return fmt.Errorf("open savepoint %s: directories %q and %q both name subtask %d", genDir, prev, e.Name(), idx)
 		}
+		if idx >= MaxParallelism {
+			// The subtasks below it would be a gap of as many.
+			return fmt.Errorf("open savepoint %s: subtask directory %s: above %d, the highest subtask index sptool reads (a parallelism of at most %d)", genDir, e.Name(), MaxParallelism-1, MaxParallelism)
+		}
 		seen[idx] = e.Name()
 		sd := &subtaskDir{index: idx, name: e.Name(), ckpts: map[uint64]string{}}
 		files, err := os.ReadDir(filepath.Join(genDir, e.Name()))
@@ -520,6 +526,11 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 				if !opts.KeepUndecodable {
 					return errors.New("open savepoint: " + absent(genDir))
 				}
+				if i >= MaxParallelism {
+					// Not a finding of its own: every subtask below it
+					// would be one.
+					return fmt.Errorf("open savepoint: %s, and %d is above %d, the highest subtask index sptool reads (a parallelism of at most %d)", absent(genDir), i, MaxParallelism-1, MaxParallelism)
+				}
 				// The finding names the generation within the tree.
 				rel, err := filepath.Rel(sp.Root, genDir)
 				if err != nil {
@@ -531,11 +542,24 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		}
 		slices.SortFunc(dirs, func(a, b *subtaskDir) int { return a.index - b.index })
 	}
-	payloadName := "checkpoint-" + strconv.FormatUint(sp.Checkpoint, 10) + ".snap"
+	// The name a missing payload would have: the backend's of the
+	// payloads there are, or, when none is, of the other checkpoints'.
+	changelog, known := false, false
 	for _, d := range dirs {
-		if name, ok := d.ckpts[sp.Checkpoint]; ok && strings.HasPrefix(name, "changelog-") {
-			payloadName = "changelog-" + strconv.FormatUint(sp.Checkpoint, 10) + ".snap"
+		if name, ok := d.ckpts[sp.Checkpoint]; ok {
+			changelog, known = changelog || strings.HasPrefix(name, "changelog-"), true
 		}
+	}
+	if !known {
+		for _, d := range dirs {
+			for _, name := range d.ckpts {
+				changelog = changelog || strings.HasPrefix(name, "changelog-")
+			}
+		}
+	}
+	payloadName := "checkpoint-" + strconv.FormatUint(sp.Checkpoint, 10) + ".snap"
+	if changelog {
+		payloadName = "changelog-" + strconv.FormatUint(sp.Checkpoint, 10) + ".snap"
 	}
 
 	backends := map[Backend]bool{}
@@ -559,7 +583,10 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 				why = fmt.Sprintf("subtask directory %s holds no checkpoint %d", d.name, sp.Checkpoint)
 			}
 			files[i] = &File{Subtask: d.index, Path: path, Rel: rel}
-			files[i].markMissing(why, strings.HasPrefix(payloadName, "changelog-"))
+			files[i].markMissing(why, changelog)
+			if !known {
+				sp.Backend = map[bool]Backend{false: BackendFile, true: BackendChangelogFile}[changelog]
+			}
 			continue
 		}
 		b := BackendFile

@@ -1596,6 +1596,10 @@ func (v *validator) checkUnreferencedMaterializations() {
 			if referenced[rel] {
 				continue
 			}
+			if f.Missing {
+				v.add(Finding{Severity: SeverityInfo, Check: CheckUnreferencedMaterialization, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: fmt.Sprintf("%s is referenced by no changelog of checkpoint %d: this subtask's changelog, which would hold its handle, is missing (a restore cannot reach it without one; sptool does not copy it)", ShowName(filepath.ToSlash(rel)), v.sp.Checkpoint)})
+				continue
+			}
 			v.add(Finding{Severity: SeverityInfo, Check: CheckUnreferencedMaterialization, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: fmt.Sprintf("%s is referenced by no changelog of checkpoint %d (left over from an earlier one; clink's restore ignores it, sptool does not copy it)", ShowName(filepath.ToSlash(rel)), v.sp.Checkpoint)})
 		}
 	}
