@@ -186,6 +186,16 @@ func (p *ValueProgram) Eval(m *vm.VM, env *Env) (any, error) {
 	return out, nil
 }
 
+// bytesHint follows an error of an operation on []uint8: what bytes are
+// and how to compare them.
+var bytesHint = "[]uint8 is bytes (the key or value of a slot no declaration describes, key_bytes, value_bytes): compare string(value) with a string, or " + scopeHint("a slot declared with a codec that decodes it, an integer codec for a number")
+
+// scopeHint says how to scope an expression to what (a slot): in a rule
+// file, and in cat's --where.
+func scopeHint(what string) string {
+	return "scope the expression to " + what + " (a rule's {op: ..., slot: ..., expr: ...} form; cat's --op and --slot, with the slot declared in --rules)"
+}
+
 // runError returns err, an error of expr's VM, with the control characters
 // and the invalid UTF-8 of its message escaped (\n, \x1b): the message may
 // quote a row's key or value, bytes of the savepoint, which must not forge a
@@ -195,12 +205,12 @@ func runError(err error, fields Fields, env *Env) error {
 	fe, ok := err.(*file.Error)
 	if ok && strings.HasPrefix(fe.Message, "invalid operation") && strings.Contains(fe.Message, "[]uint8") {
 		c := *fe
-		c.Message += ": []uint8 is bytes (the key or value of a slot no declaration describes, key_bytes, value_bytes): compare string(value) with a string, or scope the rule to a slot declared with a codec that decodes it (an integer codec for a number)"
+		c.Message += ": " + bytesHint
 		fe, err = &c, &c
 	}
 	if ok && strings.HasPrefix(fe.Message, "invalid operation") && strings.Contains(fe.Message, "<nil>") && fields&FieldExpireAt != 0 && env != nil && env.ExpireAt == nil {
 		c := *fe
-		c.Message += ": expire_at is nil on this row, as on every row of a slot not declared 'ttl: true' (and a TTL slot's value shorter than its stamp): scope the rule to the TTL slot ({op: ..., slot: ..., expr: ...}) or test expire_at != nil first"
+		c.Message += ": expire_at is nil on this row, as on every row of a slot not declared 'ttl: true' (and a TTL slot's value shorter than its stamp): " + scopeHint("the TTL slot") + ", or test expire_at != nil first"
 		fe, err = &c, &c
 	}
 	if !ok || !strings.ContainsFunc(fe.Message, needsEscape) && utf8.ValidString(fe.Message) {
@@ -556,6 +566,9 @@ func toExprErr(err error) *exprErr {
 		if strings.HasPrefix(msg, "invalid integer literal") && strings.Contains(msg, "out of range") {
 			// An operator id of 2^63 or more, most likely.
 			msg += `: integer literals are 64-bit signed; write an operator id of 2^63 or more as opid("18446744073709551615"), or uid("name")`
+		}
+		if strings.HasPrefix(msg, "invalid operation") && strings.Contains(msg, "[]uint8") {
+			msg += ": " + bytesHint
 		}
 		return &exprErr{off: max(fe.From, 0), msg: entryNames.Replace(msg)}
 	}

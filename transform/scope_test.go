@@ -96,6 +96,8 @@ func TestSetVersionWarnings(t *testing.T) {
 		{"slot a later rename fills", "  - set_version: {op: 8, state_type: Cart, version: 2, slot: carts}\n  - rename_slot: {op: 8, from: cart, to: carts}\n", nil},
 		{"slot without rows", "  - set_version: {op: 8, state_type: Cart, version: 2, slot: carts}\n",
 			[]string{`rule 1 (set_version): operator 8 has no rows of slot "carts" here (its slots: "cart", "notes", "profile"); the entry binds a slot that holds no state`}},
+		{"slot of an operator without slots", "  - set_version: {op: 9, state_type: Offsets, version: 1, slot: x}\n",
+			[]string{`rule 1 (set_version): operator 9 has no rows of slot "x" here (its rows are raw keys, of no slot); the entry binds a slot that holds no state`}},
 		{"slot unbound", "  - set_version: {op: 7, state_type: SeenTtl, version: 2, slot: \"\"}\n",
 			[]string{`rule 1 (set_version): slot: "" unbinds operator 7's state type "SeenTtl" from slot "seen": an entry without a slot applies to every row of the operator, so a restore that migrates the state type migrates its timers, operator state and other slots too (leave 'slot' out to keep the entry's slot)`}},
 		{"slot kept", "  - set_version: {op: 7, state_type: SeenTtl, version: 2}\n", nil},

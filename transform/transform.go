@@ -1042,7 +1042,11 @@ func setVersionWarnings(sp *savepoint.Savepoint, set *rules.Set, steps []step, s
 			warns = append(warns, fmt.Sprintf("%s: operator %s has no entry of state type %q, but has %s; the rule adds an entry, and changes none (a mistyped name?)", st.rule.Label(), sv.Op, sv.StateType, quotedList(like)))
 		}
 		if sv.HasSlot && sv.Slot != "" && present[st.rule] && !slices.Contains(opSlots[st.rule], sv.Slot) && !remappedLater(i, sv.Op.ID) && !renamedLater(i, sv.Op.ID, sv.Slot) {
-			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows of slot %q here (its slots: %s); the entry binds a slot that holds no state", st.rule.Label(), sv.Op, sv.Slot, quotedList(opSlots[st.rule])))
+			its := "its slots: " + quotedList(opSlots[st.rule])
+			if len(opSlots[st.rule]) == 0 {
+				its = "its rows are raw keys, of no slot"
+			}
+			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows of slot %q here (%s); the entry binds a slot that holds no state", st.rule.Label(), sv.Op, sv.Slot, its))
 		}
 	}
 	return warns
