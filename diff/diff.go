@@ -633,30 +633,35 @@ func copiesOf(u savepoint.UnionRow) []savepoint.UnionRow {
 }
 
 // restoreDiff is what one subtask restores of an operator-state row on
-// each side (see differentRestores).
+// each side (see differentRestores): its own copy, or (ownA, ownB false)
+// the union's, the copy shown.
 type restoreDiff struct {
-	sub  int
-	a, b []byte
+	sub        int
+	a, b       []byte
+	ownA, ownB bool
 }
 
 // maxRestoreDiffs bounds the subtasks restoresNote shows the values of.
 const maxRestoreDiffs = 3
 
-// restoresNote says which subtasks (at least one) restore another value on
-// each side, and what, for the first few: "…: subtask 0: 0x0a… (int64 10)
-// -> 0x0b… (int64 11)", A's value before B's.
+// restoresNote says which subtasks (at least one) restore different
+// values on the two sides, and what, for the first few: "…: subtask 0:
+// 0x0a… (int64 10), its own -> 0x0b… (int64 11), the union's", A's value
+// before B's.
 func restoresNote(diffs []restoreDiff) string {
 	subs := make([]int, len(diffs))
 	for i, d := range diffs {
 		subs[i] = d.sub
 	}
-	head := fmt.Sprintf("subtasks %s restore other values than the copy shown, each its own (format 5.3)", savepoint.JoinInts(subs, ","))
+	head := fmt.Sprintf("subtasks %s restore other values on each side", savepoint.JoinInts(subs, ","))
 	if len(diffs) == 1 {
-		head = fmt.Sprintf("subtask %d restores another value than the copy shown, its own (format 5.3)", diffs[0].sub)
+		head = fmt.Sprintf("subtask %d restores another value on each side", diffs[0].sub)
 	}
+	head += " (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3)"
+	whose := map[bool]string{true: "its own", false: "the union's"}
 	var parts []string
 	for _, d := range diffs[:min(len(diffs), maxRestoreDiffs)] {
-		parts = append(parts, fmt.Sprintf("subtask %d: %s -> %s", d.sub, savepoint.RenderBytes(d.a, 24), savepoint.RenderBytes(d.b, 24)))
+		parts = append(parts, fmt.Sprintf("subtask %d: %s, %s -> %s, %s", d.sub, savepoint.RenderBytes(d.a, 24), whose[d.ownA], savepoint.RenderBytes(d.b, 24), whose[d.ownB]))
 	}
 	if len(diffs) > maxRestoreDiffs {
 		parts = append(parts, "…")
@@ -688,12 +693,12 @@ func differentRestores(a, b savepoint.UnionRow, running func(sub int) bool) []re
 			vb = b.Row.Value
 		}
 		if !bytes.Equal(oa[sub], vb) {
-			diffs = append(diffs, restoreDiff{sub, oa[sub], vb})
+			diffs = append(diffs, restoreDiff{sub: sub, a: oa[sub], b: vb, ownA: true, ownB: ok})
 		}
 	}
 	for _, sub := range slices.Sorted(maps.Keys(ob)) {
 		if _, ok := oa[sub]; !ok && running(sub) && !bytes.Equal(a.Row.Value, ob[sub]) {
-			diffs = append(diffs, restoreDiff{sub, a.Row.Value, ob[sub]})
+			diffs = append(diffs, restoreDiff{sub: sub, a: a.Row.Value, b: ob[sub], ownB: true})
 		}
 	}
 	slices.SortFunc(diffs, func(x, y restoreDiff) int { return x.sub - y.sub })
@@ -989,7 +994,12 @@ func (r *Result) WriteText(w io.Writer) error {
 			}
 			more(&b, s.Added, len(s.Samples.Added), "added")
 			for _, x := range s.Samples.Changed {
-				fmt.Fprintf(&b, "  ~ %s %s -> %s%s\n", sampleKey(x), x.A.Value, x.B.Value, decodedNote(x, x.A, x.B))
+				if x.A.Hex == x.B.Hex {
+					// The copies shown are alike: the note says what differs.
+					fmt.Fprintf(&b, "  ~ %s %s, the copy shown on both sides%s\n", sampleKey(x), x.A.Value, decodedNote(x, x.A, nil))
+				} else {
+					fmt.Fprintf(&b, "  ~ %s %s -> %s%s\n", sampleKey(x), x.A.Value, x.B.Value, decodedNote(x, x.A, x.B))
+				}
 				if x.Note != "" {
 					fmt.Fprintf(&b, "    (%s)\n", x.Note)
 				}

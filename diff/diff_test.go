@@ -652,7 +652,7 @@ func TestDiffOperatorStateAsRestored(t *testing.T) {
 	}
 	a, b := tree("a", 3), tree("b", 4)
 	r = compare(t, a, b, Options{Limit: 5})
-	if n, notes := changedOp(r); r.Identical || n != 1 || !slices.Equal(notes, []string{"subtask 0 restores another value than the copy shown, its own (format 5.3): subtask 0: 0x0300000000000000 (int64 3) -> 0x0400000000000000 (int64 4)"}) {
+	if n, notes := changedOp(r); r.Identical || n != 1 || !slices.Equal(notes, []string{"subtask 0 restores another value on each side (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3): subtask 0: 0x0300000000000000 (int64 3), its own -> 0x0400000000000000 (int64 4), its own"}) {
 		t.Errorf("subtask 0's copy changed: identical %v, %d changed, notes %q", r.Identical, n, notes)
 	}
 	if r := compare(t, a, tree("c", 3), Options{}); !r.Identical {
@@ -847,9 +847,9 @@ func TestRestoresNote(t *testing.T) {
 		diffs []restoreDiff
 		want  string
 	}{
-		{[]restoreDiff{{3, v(1), v(2)}}, "subtask 3 restores another value than the copy shown, its own (format 5.3): subtask 3: 0x0100000000000000 (int64 1) -> 0x0200000000000000 (int64 2)"},
-		{[]restoreDiff{{0, v(1), v(3)}, {2, []byte("x"), v(3)}}, `subtasks 0,2 restore other values than the copy shown, each its own (format 5.3): subtask 0: 0x0100000000000000 (int64 1) -> 0x0300000000000000 (int64 3); subtask 2: "x" -> 0x0300000000000000 (int64 3)`},
-		{[]restoreDiff{{1, v(1), v(2)}, {10, v(1), v(2)}, {20, v(1), v(2)}, {127, v(1), v(2)}}, "subtasks 1,10,20,127 restore other values than the copy shown, each its own (format 5.3): subtask 1: "},
+		{[]restoreDiff{{3, v(1), v(2), true, true}}, "subtask 3 restores another value on each side (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3): subtask 3: 0x0100000000000000 (int64 1), its own -> 0x0200000000000000 (int64 2), its own"},
+		{[]restoreDiff{{0, v(1), v(3), true, false}, {2, []byte("x"), v(3), false, true}}, `subtasks 0,2 restore other values on each side (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3): subtask 0: 0x0100000000000000 (int64 1), its own -> 0x0300000000000000 (int64 3), the union's; subtask 2: "x", the union's -> 0x0300000000000000 (int64 3), its own`},
+		{[]restoreDiff{{1, v(1), v(2), true, true}, {10, v(1), v(2), true, true}, {20, v(1), v(2), true, true}, {127, v(1), v(2), true, true}}, "subtasks 1,10,20,127 restore other values on each side (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3): subtask 1: "},
 	} {
 		got := restoresNote(tc.diffs)
 		if !strings.HasPrefix(got, tc.want) {
