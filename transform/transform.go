@@ -38,6 +38,12 @@ import (
 type Options struct {
 	// DryRun runs the whole pipeline and writes nothing (plan).
 	DryRun bool
+	// Strict refuses a run whose report carries warnings: Run then writes
+	// nothing and returns the report, as a dry run's, with a
+	// *WarningsError. For automation, where a warning (an erasure whose
+	// keys matched no row, a rule on an operator that is not there) must
+	// stop the pipeline rather than scroll by.
+	Strict bool
 	// Out is the output path: a file for a file input, a directory for a tree.
 	Out string
 	// Force replaces an existing output.
@@ -119,6 +125,26 @@ func CheckOutput(in string, file bool, out string, force bool) error {
 		}
 	}
 	return nil
+}
+
+// WarningsError is Run's error under Options.Strict when the report
+// carries warnings: nothing was written, and the report Run returns with
+// it lists them.
+type WarningsError struct {
+	// Warnings counts the report's warnings; Dry is set for a dry run's.
+	Warnings int
+	Dry      bool
+}
+
+func (e *WarningsError) Error() string {
+	n := fmt.Sprintf("%d warnings", e.Warnings)
+	if e.Warnings == 1 {
+		n = "1 warning"
+	}
+	if e.Dry {
+		return fmt.Sprintf("the plan has %s, and strict mode refuses any (the report lists them)", n)
+	}
+	return fmt.Sprintf("the run has %s, and strict mode refuses any: nothing was written (the report lists them)", n)
 }
 
 // MissingStateError refuses a tree holding 0-byte payloads (or 0-byte
@@ -463,6 +489,14 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	}
 	if err := rep.checkAccounting(); err != nil {
 		return nil, err
+	}
+	if !opts.DryRun && sp.Kind != savepoint.InputFile && sp.Job == "" {
+		rep.Warnings = append(rep.Warnings, "the input has no COMPLETED marker, so none was written (clink does not need one to restore)")
+	}
+	if opts.Strict && len(rep.Warnings) > 0 {
+		// Nothing written: the report is a dry run's.
+		rep.DryRun = true
+		return rep, &WarningsError{Warnings: len(rep.Warnings), Dry: opts.DryRun}
 	}
 	if opts.DryRun {
 		return rep, nil

@@ -2425,3 +2425,37 @@ func TestBroadcastNewlineSlot(t *testing.T) {
 		t.Errorf("value %x, want %x", got, le(50))
 	}
 }
+
+// Strict refuses a run whose report carries warnings, writing nothing and
+// returning the report as a dry run's with a *WarningsError; a run
+// without warnings is written as ever.
+func TestStrict(t *testing.T) {
+	dir := t.TempDir()
+	in := writeBaseTree(t, filepath.Join(dir, "in"), baseRows)
+	for _, tc := range []struct {
+		name, rules string
+		warns       bool
+	}{
+		{"warning", "  - drop_slot: {op: 7, slot: nosuch}\n", true},
+		{"clean", "  - drop_slot: {op: 7, slot: tmp}\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, tc.name)
+			rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n"+tc.rules, nil), transform.Options{Out: out, Strict: true})
+			var werr *transform.WarningsError
+			if got := errors.As(err, &werr); got != tc.warns {
+				t.Fatalf("error %v, want a WarningsError: %v", err, tc.warns)
+			}
+			_, statErr := os.Stat(out)
+			if tc.warns {
+				if rep == nil || !rep.DryRun || werr.Warnings != len(rep.Warnings) || werr.Warnings == 0 || !errors.Is(statErr, fs.ErrNotExist) {
+					t.Errorf("report %v, warnings %+v, output %v: want a dry run's report and no output", rep != nil && rep.DryRun, werr, statErr)
+				}
+				return
+			}
+			if err != nil || rep.DryRun || statErr != nil {
+				t.Errorf("clean run: %v, dry %v, output %v", err, rep.DryRun, statErr)
+			}
+		})
+	}
+}

@@ -150,9 +150,6 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 		rep.Files[i].Output = outRel[f]
 	}
 	job := sp.Job
-	if job == "" {
-		rep.Warnings = append(rep.Warnings, "the input has no COMPLETED marker, so none was written (clink does not need one to restore)")
-	}
 	extra, err := controlFiles(sp)
 	if err != nil {
 		return err

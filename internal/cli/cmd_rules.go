@@ -72,7 +72,7 @@ type transformFlags struct {
 	tempDir                       *string
 	force, asJSON, allowUnverif   *bool
 	allowMissingState             *bool
-	quiet, decompress             *bool
+	quiet, decompress, strict     *bool
 	jobs, generation              *int
 	checkpointID                  *uint64
 	open                          openFlags
@@ -125,6 +125,11 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	f.allowMissingState = fs.Bool("allow-missing-state", false, "accept a tree's 0-byte payloads (and a changelog+file tree's 0-byte materialisations) as empty state, written as zero-row streams (as CLINK_ALLOW_MISSING_RESTORE_STATE does for a file-backend tree)")
 	f.decompress = fs.Bool("decompress", false, "write uncompressed files, the only form clink restores: a file compressed as a whole (.gz, .zst, ...) is rewritten even when no rule changes it (default: compressed as its input; a rescaled group's new files are always plain)")
 	f.quiet = fs.BoolP("quiet", "q", false, "no progress on stderr (it is shown only when stderr is a terminal)")
+	strictUsage := "treat the report's warnings as errors: with any, write nothing and exit 1 (the report is printed, as a dry run's)"
+	if dry {
+		strictUsage = "treat the report's warnings as errors: exit 1 with any"
+	}
+	f.strict = fs.Bool("strict", false, strictUsage)
 	tempDefault := "the output's directory"
 	if dry {
 		tempDefault = "the system's temporary directory"
@@ -202,7 +207,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		return fail(s, c.name, err)
 	}
 	defer sp.Close()
-	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version, TempDir: *tf.tempDir, Decompress: *tf.decompress, AllowMissingState: *tf.allowMissingState}
+	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version, TempDir: *tf.tempDir, Decompress: *tf.decompress, AllowMissingState: *tf.allowMissingState, Strict: *tf.strict}
 	// The text report gives an erasure's counts of keys; its lists of keys
 	// go only into JSON.
 	opts.KeyCountsOnly = report == "" && !*tf.asJSON
@@ -228,6 +233,10 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	var published *savepoint.PublishedError
 	if errors.As(err, &published) {
 		after = append(after, published.Err)
+	}
+	var strict *transform.WarningsError
+	if errors.As(err, &strict) {
+		dry = true // nothing was written
 	}
 	if ctx.Err() != nil && !dry {
 		// The signal came while the output was being put in place, after
@@ -266,6 +275,13 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 				fmt.Fprintf(errOut, "sptool %s: warning: %s\n", c.name, w)
 			}
 		}
+	}
+	if strict != nil {
+		if len(after) > 0 {
+			return fail(s, c.name, fmt.Errorf("%w; and %s", strict, what))
+		}
+		fmt.Fprintf(s.Err, "sptool %s: %v\n", c.name, strict)
+		return ExitFindings
 	}
 	if len(after) == 0 {
 		return ExitOK
