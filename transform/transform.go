@@ -490,6 +490,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := rep.checkAccounting(); err != nil {
 		return nil, err
 	}
+	if w := compressedOutputWarning(files, opts); w != "" {
+		rep.Warnings = append(rep.Warnings, w)
+	}
 	if !opts.DryRun && sp.Kind != savepoint.InputFile && sp.Job == "" {
 		rep.Warnings = append(rep.Warnings, "the input has no COMPLETED marker, so none was written (clink does not need one to restore)")
 	}
@@ -509,6 +512,29 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	return rep, nil
+}
+
+// compressedOutputWarning warns, unless opts.Decompress, of the output
+// files written compressed as a whole (gzip, zstd, ...) as their inputs
+// were: clink's reader restores only an uncompressed stream.
+func compressedOutputWarning(files []*newFile, opts Options) string {
+	if opts.Decompress {
+		return ""
+	}
+	var names []string
+	for _, nf := range files {
+		if outCompression(nf.compression, opts) != savepoint.CompressNone {
+			names = append(names, fmt.Sprintf("%s (%s)", savepoint.ShowName(nf.from), nf.compression))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	what := "the output file made of " + names[0] + " is"
+	if len(names) > 1 {
+		what = fmt.Sprintf("the %d output files made of %s are", len(names), strings.Join(names, ", "))
+	}
+	return what + " written compressed as a whole, as the input is: clink's reader restores only an uncompressed stream, so a restore of the output fails there (sptool validate reports it); --decompress writes plain streams"
 }
 
 // filesError returns the error of the first file, in order, that failed

@@ -1475,6 +1475,11 @@ func TestCompressedInput(t *testing.T) {
 				if got := savepoint.DetectCompression(b); got != comp {
 					t.Errorf("%s output compression %q, want %q", rep.Files[0].Action, got, comp)
 				}
+				// clink restores only a plain stream: the report says so.
+				warn := "the output file made of checkpoint-9.snap (" + comp + ") is written compressed as a whole, as the input is: clink's reader restores only an uncompressed stream"
+				if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, warn) }) {
+					t.Errorf("warnings %q lack %q", rep.Warnings, warn)
+				}
 				sp := open(t, out)
 				f := sp.Files[0]
 				if f.Compression != comp || f.Verdict != savepoint.VerdictValid || f.Sidecar == nil || f.Sidecar.CheckpointID != 9 {
