@@ -148,3 +148,35 @@ func wantOneWarning(t *testing.T, in, src string, kind func(string) bool, want s
 		t.Errorf("warnings %q, want one with %q", got, want)
 	}
 }
+
+// A drop_slot that empties a slot the output's version map still binds a
+// state type to warns, naming the drop_version that removes the entry;
+// not when a drop_version removes it, nor when rows still hold the slot.
+func TestDropSlotVersionWarning(t *testing.T) {
+	in := writeBaseTree(t, filepath.Join(t.TempDir(), "in"), baseRows)
+	for _, c := range []struct {
+		name, rules, want string
+	}{
+		{"entry left", "  - drop_slot: {op: 7, slot: seen}\n",
+			`rule 1 (drop_slot): the version map keeps operator 7's state type "SeenTtl" (version 1) bound to slot "seen", which holds no rows after the rules: if that state is gone, drop its entry too (drop_version: {op: 7, state_type: "SeenTtl"})`},
+		{"entry dropped", "  - drop_slot: {op: 7, slot: seen}\n  - drop_version: {op: 7, state_type: SeenTtl}\n", ""},
+		{"slot refilled", "  - drop_slot: {op: 7, slot: seen}\n  - rename_slot: {op: 7, from: xseen, to: seen}\n", ""},
+		{"slot without an entry", "  - drop_slot: {op: 7, slot: tmp}\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n"+c.rules, nil), transform.Options{DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range rep.Warnings {
+				if strings.Contains(w, "the version map keeps") {
+					got = append(got, w)
+				}
+			}
+			if c.want == "" && len(got) > 0 || c.want != "" && (len(got) != 1 || got[0] != c.want) {
+				t.Errorf("warnings %q, want %q", got, c.want)
+			}
+		})
+	}
+}

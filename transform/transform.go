@@ -453,6 +453,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
 	rep.Warnings = append(rep.Warnings, setVersionWarnings(sp, set, eng.steps, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, renameVersionWarnings(sp, eng.steps, rep.PerRule)...)
+	rep.Warnings = append(rep.Warnings, dropSlotVersionWarnings(sp, eng.steps, rep.PerRule, rep.Slots)...)
 	if opts.StateBase != "" && !opts.DryRun && (sp.Kind == savepoint.InputFile || sp.Backend != savepoint.BackendChangelogFile) {
 		// Only a changelog+file tree's changelogs hold handles.
 		what := "a file-backend tree"
@@ -1009,6 +1010,41 @@ func renameVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleS
 		}
 		for _, t := range slices.Sorted(maps.Keys(types)) {
 			warns = append(warns, fmt.Sprintf("%s: the version map binds state type %s of operator %s to slot %q, which the renamed rows take: a restore that migrates %s would migrate them (format 4.4); if that state is gone, drop its entry with a drop_version rule", st.rule.Label(), t, rs.Op, rs.To, t))
+		}
+	}
+	return warns
+}
+
+// dropSlotVersionWarnings returns a warning for each drop_slot step that
+// dropped rows of a slot the output's version map still binds a state type
+// of the operator to, while the slot holds no rows after the rules: the
+// entry outlives its state (a restore would migrate a state nobody holds),
+// which a drop_version rule removes, if the state type is gone.
+func dropSlotVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleStats, slots []*SlotStats) []string {
+	after := map[slotKey]int64{}
+	for _, s := range slots {
+		after[slotKey{s.Op, s.Slot}] += s.After
+	}
+	var final []savepoint.VersionMap
+	var warns []string
+	for i, st := range steps {
+		ds := st.rule.DropSlot
+		if ds == nil || i >= len(stats) || stats[i].Dropped == 0 || after[slotKey{ds.Op.ID, ds.Slot}] > 0 {
+			continue
+		}
+		if final == nil {
+			final = versionsAt(sp, steps, len(steps))
+		}
+		bound := map[string]uint32{}
+		for _, vm := range final {
+			for _, e := range vm.Entries() {
+				if e.Op == ds.Op.ID && e.Slot == ds.Slot && e.Slot != "" {
+					bound[e.StateType] = e.Version
+				}
+			}
+		}
+		for _, t := range slices.Sorted(maps.Keys(bound)) {
+			warns = append(warns, fmt.Sprintf("%s: the version map keeps operator %s's state type %q (version %d) bound to slot %q, which holds no rows after the rules: if that state is gone, drop its entry too (drop_version: {%s, state_type: %q})", st.rule.Label(), ds.Op, t, bound[t], ds.Slot, ds.Op.YAML(), t))
 		}
 	}
 	return warns
