@@ -35,6 +35,18 @@ func exportFormatOf(out string) export.Format {
 	return export.Parquet
 }
 
+// namedFormat returns the format an output's extension names, if it
+// names one (.parquet, .jsonl, .ndjson, .json, .csv).
+func namedFormat(out string) (export.Format, bool) {
+	if strings.EqualFold(filepath.Ext(out), ".parquet") {
+		return export.Parquet, true
+	}
+	if f := exportFormatOf(out); f != export.Parquet {
+		return f, out != "-"
+	}
+	return "", false
+}
+
 func runExport(ctx context.Context, s *Streams, args []string) int {
 	c := commands["export"]
 	fs := flagSet(c)
@@ -66,6 +78,11 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 	case export.Parquet, export.JSONL, export.CSV:
 	default:
 		return usageError(s, c, fmt.Errorf("--format must be parquet, jsonl or csv, not %q", *format))
+	}
+	if named, ok := namedFormat(*out); ok && named != opts.Format {
+		// A reader that goes by the name would take the file for another
+		// format.
+		return usageError(s, c, fmt.Errorf("--format %s, but -o %s names a %s file: name the output for its format, or give --format %s", opts.Format, *out, named, named))
 	}
 	switch {
 	case opts.Projection != "" && opts.Projection != export.Canonical && opts.Projection != export.Query:
