@@ -1012,8 +1012,17 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	for _, m := range r.Metadata {
 		note := ""
-		if !m.CountsAsDifference {
+		switch {
+		case !m.CountsAsDifference:
 			note = " (provenance; not a state difference)"
+		case m.Key == savepoint.MetaStateVersions:
+			// The job-wide entries compare as "version:" lines; this is
+			// each file's own map, which a restore of the file reads.
+			note = " (each file's own version map, \"\" for none: a file without one reads every stamp as version 1"
+			if len(r.Versions) == 0 {
+				note += "; the job-wide entries are the same"
+			}
+			note += ")"
 		}
 		fmt.Fprintf(&b, "metadata: %q: %s%s\n", m.Key, metaChangeText(m.A, m.B), note)
 	}

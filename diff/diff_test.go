@@ -562,6 +562,16 @@ func TestVersionMapPerFile(t *testing.T) {
 		if r.Identical != c.identical || !slices.Equal(got, c.wantA) {
 			t.Errorf("%q vs %q: identical %v, state_versions change A %q; want %v, %q", c.a, c.b, r.Identical, got, c.identical, c.wantA)
 		}
+		// The text says what the change is: the files' own maps, not the
+		// job-wide entries (no "version:" line here).
+		var b strings.Builder
+		if err := r.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		const note = `(each file's own version map, "" for none: a file without one reads every stamp as version 1; the job-wide entries are the same)`
+		if has := strings.Contains(b.String(), note); has != (got != nil && len(r.Versions) == 0) {
+			t.Errorf("%q vs %q: the text has the note %v:\n%s", c.a, c.b, has, b.String())
+		}
 	}
 }
 
