@@ -293,6 +293,10 @@ func TestSyntaxErrorLines(t *testing.T) {
 		{"version: 1\nrules:\n\t- keep: 'true'\n", "t.yaml:3:1: YAML syntax error: found character that cannot start any token"},
 		{"version: 1\nrules: [1, 2]]\n", "t.yaml:2:1: YAML syntax error: did not find expected key"},
 		{"version: 1\nrules:\n  c: 1\n d: 2\n", "t.yaml:4:2: YAML syntax error: did not find expected key"},
+		// yaml.v3 names the line where the block starts; the line at
+		// fault is found, and the block's line named beside it.
+		{"version: 1\nrules:\n  - purge_keys:\n      keys: [a]\n     codec: string\n", "t.yaml:5:6: YAML syntax error: did not find expected key (in the block that starts on line 3)"},
+		{"version: 1\nrules:\n  - keep: 'true'\n  - drop: 'false'\n   - drop: 'true'\n", "t.yaml:5:4: YAML syntax error: did not find expected '-' indicator (in the block that starts on line 3)"},
 		{"version: 1\nrules: x: y\n", "t.yaml:2:1: YAML syntax error: mapping values are not allowed in this context"},
 		{"version: 1\nrules: []\n--- [\n", "t.yaml:4:1: YAML syntax error: did not find expected node content"},
 		// The reader's errors carry no position: it is the first bad character's.

@@ -242,6 +242,14 @@ func (p *parser) syntaxErr(err error) {
 			// yaml.v3 prints the parser's marks 0-based (its scanner
 			// errors are 1-based): the line of the construct being parsed.
 			line++
+			if strings.HasPrefix(msg, "did not find expected") {
+				// That is where the enclosing block starts; the line
+				// at fault is the one whose prefix first fails so.
+				if at, ok := p.culpritLine(line, msg); ok && at != line {
+					msg += fmt.Sprintf(" (in the block that starts on line %d)", line)
+					line = at
+				}
+			}
 		}
 		text, _ := p.line(line)
 		col = 1
@@ -262,6 +270,39 @@ func (p *parser) syntaxErr(err error) {
 		}
 	}
 	p.addErr(line, col, "", "YAML syntax error: "+msg)
+}
+
+// maxCulpritScan bounds the lines culpritLine tries past a block's start,
+// and maxCulpritSrc the files it tries them in (each try parses the file
+// up to the line).
+const (
+	maxCulpritScan = 500
+	maxCulpritSrc  = 256 << 10
+)
+
+// culpritLine returns the first line from from on (1-based) at which the
+// rule file's lines up to it fail to parse with the error msg: yaml.v3
+// names the line where the block being parsed starts ("did not find
+// expected key" on a mapping's first line), not the one at fault.
+func (p *parser) culpritLine(from int, msg string) (int, bool) {
+	if len(p.src) > maxCulpritSrc {
+		return 0, false
+	}
+	p.indexLines()
+	for l := from; l <= min(len(p.lineStarts), from+maxCulpritScan); l++ {
+		end := len(p.src)
+		if l < len(p.lineStarts) {
+			end = p.lineStarts[l]
+		}
+		var n yaml.Node
+		if err := yaml.Unmarshal(p.src[:end], &n); err != nil {
+			if text, _ := p.line(l); strings.HasSuffix(err.Error(), msg) && strings.TrimSpace(text) != "" {
+				return l, true
+			}
+			return 0, false // another error first: no guess
+		}
+	}
+	return 0, false
 }
 
 // firstUnreadable returns the 1-based line and column (in characters) of
