@@ -104,16 +104,7 @@ func TestSetVersionWarnings(t *testing.T) {
 		{"an entry that had no slot", "  - set_version: {op: 12, state_type: Dedup, version: 4, slot: \"\"}\n", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n"+c.rules, nil), transform.Options{DryRun: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, w := range rep.Warnings {
-				if strings.Contains(w, "(set_version)") {
-					got = append(got, w)
-				}
-			}
+			got := planWarnings(t, in, c.rules, "(set_version)")
 			if len(got) != len(c.want) {
 				t.Fatalf("warnings %q, want %q", got, c.want)
 			}
@@ -164,19 +155,27 @@ func TestDropSlotVersionWarning(t *testing.T) {
 		{"slot without an entry", "  - drop_slot: {op: 7, slot: tmp}\n", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n"+c.rules, nil), transform.Options{DryRun: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, w := range rep.Warnings {
-				if strings.Contains(w, "the version map keeps") {
-					got = append(got, w)
-				}
-			}
+			got := planWarnings(t, in, c.rules, "the version map keeps")
 			if c.want == "" && len(got) > 0 || c.want != "" && (len(got) != 1 || got[0] != c.want) {
 				t.Errorf("warnings %q, want %q", got, c.want)
 			}
 		})
 	}
+}
+
+// planWarnings plans the rules (the lines under 'rules:') over the tree in
+// and returns the report's warnings that contain match.
+func planWarnings(t *testing.T, in, rulesLines, match string) []string {
+	t.Helper()
+	rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n"+rulesLines, nil), transform.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, match) {
+			got = append(got, w)
+		}
+	}
+	return got
 }
