@@ -871,7 +871,7 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats) []string {
 		case op == nil:
 			warns = append(warns, fmt.Sprintf("%s: no operator has rows of slot %q here; the rule does nothing", r.Label(), *slot))
 		case slot == nil || len(opSlots) == 0:
-			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows here; the rule does nothing", r.Label(), op))
+			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows here; the rule does nothing%s", r.Label(), op, nearUIDNote(set, op, present)))
 		default:
 			slices.Sort(opSlots)
 			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows of slot %q here (its slots: %s); the rule does nothing", r.Label(), op, *slot, strings.Join(opSlots, ", ")))
@@ -879,6 +879,51 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats) []string {
 		return nil
 	})
 	return warns
+}
+
+// nearUIDNote says, of an operator named by a uid that has no rows in
+// present, which uids the rule file names elsewhere that have rows and
+// that it may be a mistyping of (equal but for case, or at most two edits
+// apart): " (uid \"enricher\", named
+// elsewhere in the rule file, has rows: a mistyped uid?)", or "".
+func nearUIDNote(set *rules.Set, op *rules.OpRef, present map[slotKey]int64) string {
+	if op.UID == "" {
+		return ""
+	}
+	hasRows := func(id uint64) bool {
+		for k, n := range present {
+			if k.op == id && n > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	named := map[string]bool{}
+	for _, d := range set.Slots {
+		if d.Op.UID != "" && hasRows(d.Op.ID) {
+			named[d.Op.UID] = true
+		}
+	}
+	for _, r := range set.Rules {
+		if o, _ := ruleScope(r); o != nil && o.UID != "" && hasRows(o.ID) {
+			named[o.UID] = true
+		}
+	}
+	var like []string
+	for _, n := range slices.Sorted(maps.Keys(named)) {
+		// (Unlike state types, a uid one letter longer is a typo too.)
+		if n != op.UID && (strings.EqualFold(n, op.UID) || len(n) >= 4 && textdist.Distance(n, op.UID) <= 2) {
+			like = append(like, n)
+		}
+	}
+	if len(like) == 0 {
+		return ""
+	}
+	what := "uid " + quotedList(like) + ", named elsewhere in the rule file, has rows"
+	if len(like) > 1 {
+		what = "uids " + quotedList(like) + ", named elsewhere in the rule file, have rows"
+	}
+	return " (" + what + ": a mistyped uid?)"
 }
 
 // declarationWarnings returns a warning for each slot declaration whose
