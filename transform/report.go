@@ -168,18 +168,17 @@ type PurgeAudit struct {
 	// Remaining counts the rows of listed keys, and their timers, that the
 	// output holds in the rule's scope (see the README's purge_keys).
 	Remaining int64 `json:"rows_remaining"`
-	// ElementsRemaining counts the rows the output holds in the rule's
-	// scope, in slots not declared composite, whose key is a listed key,
-	// 0x1F and an element (as clink's expiring collections store their
-	// elements): the purge matched those slots' keys whole and left them
-	// (a warning names the slots). They are counted in the key groups
-	// whose first key looks composite (a key, 0x1F, an element), which in
-	// such a slot is all of them; Remaining does not count them.
-	ElementsRemaining int64 `json:"elements_remaining"`
+	// ElementsLeft counts the rows the purge passed over in the slots of
+	// CompositeLooking: rows whose key is a listed key, 0x1F and an
+	// element (as clink's expiring collections store their elements),
+	// which it matched whole and so left. They are counted in the key
+	// groups whose first key looks composite, which in such a slot is
+	// all of them; Remaining does not count them.
+	ElementsLeft int64 `json:"elements_left"`
 	// CompositeLooking names the slots in the rule's scope, not declared
-	// composite, whose keys look composite (a key, 0x1F, an element): the
-	// purge matched their keys whole, and ElementsRemaining counts the
-	// elements of listed keys it left there.
+	// composite, whose keys look composite (a key, 0x1F, an element), as
+	// the rule sees them: the purge matched their keys whole, so elements
+	// of listed keys there are left (a warning says so too).
 	CompositeLooking []string `json:"composite_looking_slots,omitempty"`
 	// TimersRemoved counts the timers of listed keys removed from operators'
 	// timer blobs (a timer of an erased key would fire for it after restore).
@@ -289,11 +288,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		perRule.Row(strconv.Itoa(rs.Index), strings.TrimPrefix(rs.Label, fmt.Sprintf("rule %d ", rs.Index)), itoa(rs.Matched), itoa(rs.Dropped), itoa(rs.Changed))
 		if p := rs.Purge; p != nil {
 			perRule.Text(fmt.Sprintf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; rows and timers of listed keys remaining: %d\n", p.KeysListed, p.KeysFound, rs.Dropped, p.KeysNotFound, p.Remaining))
-			switch {
-			case p.ElementsRemaining > 0:
-				perRule.Text(fmt.Sprintf("     elements (key 0x1F element) of listed keys remaining in slots not declared composite: %d (see the warning)\n", p.ElementsRemaining))
-			case len(p.CompositeLooking) > 0:
-				perRule.Text(fmt.Sprintf("     %s, not declared composite, look composite (key 0x1F element); no element of a listed key is there\n", strings.Join(p.CompositeLooking, ", ")))
+			if len(p.CompositeLooking) > 0 {
+				perRule.Text(fmt.Sprintf("     not counted as remaining: elements (key 0x1F element) of listed keys in %s, not declared composite, whose keys look composite: %d left by the purge (see the warning)\n", strings.Join(p.CompositeLooking, ", "), p.ElementsLeft))
 			}
 			if p.TimersRemoved > 0 {
 				perRule.Text(fmt.Sprintf("     %d timers of listed keys removed from timer blobs\n", p.TimersRemoved))

@@ -208,11 +208,12 @@ func (e *engine) newPlan(op uint64, prefix []byte, k savepoint.Key, subtask int)
 // rows of a prefix (operator op, key k, the first row's) reach, the
 // rules' remaps and renames before it followed, and whose slot is not
 // declared composite, whether the first key looks like a composite key
-// of the purge's codec (compositeLike). A slot most of whose samples do
-// holds clink's expiring collections: the purge matches its keys whole,
-// so the elements of listed keys it holds are left (Run warns). A step
-// that drops the rows before the purge is not followed: the warning may
-// then name a slot whose rows went otherwise.
+// of the purge's codec (compositeLike), under the operator and slot the
+// purge sees. A slot most of whose samples do holds clink's expiring
+// collections: the purge matches its keys whole, so the elements of
+// listed keys it holds are left (Run warns, and counts those it passed
+// over). A step that drops the rows before the purge is not followed:
+// the warning may then name a slot whose rows went otherwise.
 func (e *engine) noteCompositeLike(op uint64, k savepoint.Key) {
 	if len(e.purges) == 0 || k.Kind != savepoint.KindKeyed {
 		return
@@ -237,14 +238,15 @@ func (e *engine) noteCompositeLike(op uint64, k savepoint.Key) {
 			continue
 		}
 		like := compositeLike(k.UserKey, pk.Codec)
+		key := elemKey{i, slotKey{cur, slot}}
 		e.mu.Lock()
 		if e.compositeLike == nil {
-			e.compositeLike = map[slotKey]*compositeSamples{}
+			e.compositeLike = map[elemKey]*compositeSamples{}
 		}
-		c := e.compositeLike[slotKey{op, string(k.Slot)}]
+		c := e.compositeLike[key]
 		if c == nil {
-			c = &compositeSamples{step: i}
-			e.compositeLike[slotKey{op, string(k.Slot)}] = c
+			c = &compositeSamples{}
+			e.compositeLike[key] = c
 		}
 		c.n++
 		if like {
@@ -255,9 +257,8 @@ func (e *engine) noteCompositeLike(op uint64, k savepoint.Key) {
 }
 
 // compositeSamples counts a slot's prefixes sampled by noteCompositeLike
-// for the purge_keys step step, and those whose first key looked
-// composite.
-type compositeSamples struct{ step, n, like int }
+// for a purge_keys step, and those whose first key looked composite.
+type compositeSamples struct{ n, like int }
 
 // compositeLike reports whether a user key looks like a composite key of
 // clink's ExpiringMapState or ExpiringListState (a key, 0x1F, an element)

@@ -97,7 +97,7 @@ func TestSetVersionWarnings(t *testing.T) {
 		{"slot without rows", "  - set_version: {op: 8, state_type: Cart, version: 2, slot: carts}\n",
 			[]string{`rule 1 (set_version): operator 8 has no rows of slot "carts" here (its slots: "cart", "notes", "profile"); the entry binds a slot that holds no state`}},
 		{"slot of an operator without slots", "  - set_version: {op: 9, state_type: Offsets, version: 1, slot: x}\n",
-			[]string{`rule 1 (set_version): operator 9 has no rows of slot "x" here (its rows are raw keys, of no slot); the entry binds a slot that holds no state`}},
+			[]string{`rule 1 (set_version): operator 9 has no rows of slot "x" here (its rows are of no slot: operator state or raw keys); the entry binds a slot that holds no state`}},
 		{"slot unbound", "  - set_version: {op: 7, state_type: SeenTtl, version: 2, slot: \"\"}\n",
 			[]string{`rule 1 (set_version): slot: "" unbinds operator 7's state type "SeenTtl" from slot "seen": an entry without a slot applies to every row of the operator, so a restore that migrates the state type migrates its timers, operator state and other slots too (leave 'slot' out to keep the entry's slot)`}},
 		{"slot kept", "  - set_version: {op: 7, state_type: SeenTtl, version: 2}\n", nil},
@@ -149,10 +149,12 @@ func TestDropSlotVersionWarning(t *testing.T) {
 		name, rules, want string
 	}{
 		{"entry left", "  - drop_slot: {op: 7, slot: seen}\n",
-			`rule 1 (drop_slot): the version map keeps operator 7's state type "SeenTtl" (version 1) bound to slot "seen", which holds no rows after the rules: if that state is gone, drop its entry too (drop_version: {op: 7, state_type: "SeenTtl"})`},
+			`rule 1 (drop_slot): the version map keeps state type "SeenTtl" (version 1) of operator 7 bound to slot "seen", which holds no rows after the rules: if that state is gone, drop its entry too (drop_version: {op: 7, state_type: "SeenTtl"})`},
 		{"entry dropped", "  - drop_slot: {op: 7, slot: seen}\n  - drop_version: {op: 7, state_type: SeenTtl}\n", ""},
 		{"slot refilled", "  - drop_slot: {op: 7, slot: seen}\n  - rename_slot: {op: 7, from: xseen, to: seen}\n", ""},
 		{"slot without an entry", "  - drop_slot: {op: 7, slot: tmp}\n", ""},
+		{"operator remapped after", "  - drop_slot: {op: 7, slot: seen}\n  - remap_operator: {from: 7, to: 70}\n",
+			`rule 1 (drop_slot): the version map keeps state type "SeenTtl" (version 1) of operator 70 (where a later remap_operator moves 7) bound to slot "seen", which holds no rows after the rules: if that state is gone, drop its entry too (drop_version: {op: 70, state_type: "SeenTtl"}, after the remap)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := planWarnings(t, in, c.rules, "the version map keeps")

@@ -328,8 +328,18 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 		// purge then leaves no element of a listed key in an output slot
 		// that holds them, and its audit, which looks at the output,
 		// finds none.
-		j, ok := p.Match(k.UserKey, w.comp.of(r.Op, k.Slot))
+		composite := w.comp.of(r.Op, k.Slot)
+		j, ok := p.Match(k.UserKey, composite)
 		if !ok {
+			if !composite && compositeLike(k.UserKey, p.Codec) {
+				// An element of a listed key, in a slot not declared
+				// composite, is left: the audit counts it (in the key
+				// groups whose first key looks composite, which take
+				// this path: see prefixPlan.withPurges).
+				if _, ok := p.Match(k.UserKey, true); ok {
+					w.res.addElems(elemKey{i, slotKey{r.Op, string(k.Slot)}}, 1)
+				}
+			}
 			return r, true, nil
 		}
 		w.res.rules[i].matched++

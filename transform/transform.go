@@ -494,8 +494,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if w := compressedOutputWarning(files, opts); w != "" {
 		rep.Warnings = append(rep.Warnings, w)
 	}
-	if !opts.DryRun && sp.Kind != savepoint.InputFile && sp.Job == "" {
-		rep.Warnings = append(rep.Warnings, "the input has no COMPLETED marker, so none was written (clink does not need one to restore)")
+	if sp.Kind != savepoint.InputFile && sp.Job == "" {
+		// (In a dry run too: --strict refuses the same runs in both.)
+		rep.Warnings = append(rep.Warnings, "the input has no COMPLETED marker, so the output has none (clink does not need one to restore)")
 	}
 	if opts.Strict && len(rep.Warnings) > 0 {
 		// Nothing written: the report is a dry run's.
@@ -1074,7 +1075,18 @@ func dropSlotVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*Rul
 	var warns []string
 	for i, st := range steps {
 		ds := st.rule.DropSlot
-		if ds == nil || i >= len(stats) || stats[i].Dropped == 0 || after[slotKey{ds.Op.ID, ds.Slot}] > 0 {
+		if ds == nil || i >= len(stats) || stats[i].Dropped == 0 {
+			continue
+		}
+		// The operator the entry ends under: remap_operator moves its
+		// entries, and rows moved into the slot after are under it too.
+		op := ds.Op.ID
+		for _, later := range steps[i+1:] {
+			if r := later.rule.RemapOperator; r != nil && r.From.ID == op {
+				op = r.To.ID
+			}
+		}
+		if after[slotKey{op, ds.Slot}] > 0 {
 			continue
 		}
 		if final == nil {
@@ -1083,13 +1095,17 @@ func dropSlotVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*Rul
 		bound := map[string]uint32{}
 		for _, vm := range final {
 			for _, e := range vm.Entries() {
-				if e.Op == ds.Op.ID && e.Slot == ds.Slot && e.Slot != "" {
+				if e.Op == op && e.Slot == ds.Slot && e.Slot != "" {
 					bound[e.StateType] = e.Version
 				}
 			}
 		}
 		for _, t := range slices.Sorted(maps.Keys(bound)) {
-			warns = append(warns, fmt.Sprintf("%s: the version map keeps operator %s's state type %q (version %d) bound to slot %q, which holds no rows after the rules: if that state is gone, drop its entry too (drop_version: {%s, state_type: %q})", st.rule.Label(), ds.Op, t, bound[t], ds.Slot, ds.Op.YAML(), t))
+			who, ref, where := ds.Op.String(), ds.Op.YAML(), ""
+			if op != ds.Op.ID {
+				who, ref, where = fmt.Sprintf("%d (where a later remap_operator moves %s)", op, ds.Op), fmt.Sprintf("op: %d", op), ", after the remap"
+			}
+			warns = append(warns, fmt.Sprintf("%s: the version map keeps state type %q (version %d) of operator %s bound to slot %q, which holds no rows after the rules: if that state is gone, drop its entry too (drop_version: {%s, state_type: %q}%s)", st.rule.Label(), t, bound[t], who, ds.Slot, ref, t, where))
 		}
 	}
 	return warns
@@ -1185,7 +1201,7 @@ func setVersionWarnings(sp *savepoint.Savepoint, set *rules.Set, steps []step, s
 		if sv.HasSlot && sv.Slot != "" && present[st.rule] && !slices.Contains(opSlots[st.rule], sv.Slot) && !remappedLater(i, sv.Op.ID) && !renamedLater(i, sv.Op.ID, sv.Slot) {
 			its := "its slots: " + quotedList(opSlots[st.rule])
 			if len(opSlots[st.rule]) == 0 {
-				its = "its rows are raw keys, of no slot"
+				its = "its rows are of no slot: operator state or raw keys"
 			}
 			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows of slot %q here (%s); the entry binds a slot that holds no state", st.rule.Label(), sv.Op, sv.Slot, its))
 		}
@@ -1276,9 +1292,10 @@ type fileResult struct {
 	hits      [][]int32 // per purge rule: key indexes found, not yet counted in purged
 	short     []int64   // per rule: TTL values without a stamp
 	remain    []int64   // per purge rule: output rows still matching its keys
-	// elems counts, per purge rule and slot, the output rows in its scope
-	// of a slot not declared composite whose key is a listed key, 0x1F
-	// and an element (see auditOut); nil until one is found.
+	// elems counts, per purge rule and slot (as the rule sees it), the
+	// rows in its scope, in a slot not declared composite, that it
+	// passed over while their key is a listed key, 0x1F and an element
+	// (see purgeStep); nil until one is found.
 	elems  map[elemKey]int64
 	timers []int64 // per purge rule: timers removed from timer blobs
 	// keyTimers, per purge rule: timers removed per key index (nil until
@@ -1339,7 +1356,7 @@ type engine struct {
 	// purge_keys step looks at, sampled for keys that look composite
 	// (noteCompositeLike); mu guards it.
 	mu            sync.Mutex
-	compositeLike map[slotKey]*compositeSamples
+	compositeLike map[elemKey]*compositeSamples
 	// passedOver counts, by step, the rows of a declared slot's name its
 	// declaration does not describe that a filter scoped to the slot, or a
 	// set_value, passed over (see filterStep).
@@ -1848,25 +1865,17 @@ func (e *engine) auditOut(res *fileResult, r savepoint.Row, k savepoint.Key, del
 	}
 	for _, j := range e.purges {
 		p := e.steps[j].rule.PurgeKeys
-		if !p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
-			continue
-		}
-		composite := comp.of(r.Op, k.Slot)
-		if _, ok := p.Match(k.UserKey, composite); ok {
-			res.remain[j] += delta
-		} else if !composite && compositeLike(k.UserKey, p.Codec) {
-			// An element of a listed key in a slot not declared
-			// composite, which the purge matched whole: left, and
-			// counted apart (the rows of such a slot come this way,
-			// see prefixPlan.withPurges).
-			if _, ok := p.Match(k.UserKey, true); ok {
-				res.addElems(elemKey{j, slotKey{r.Op, string(k.Slot)}}, delta)
+		if p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
+			if _, ok := p.Match(k.UserKey, comp.of(r.Op, k.Slot)); ok {
+				res.remain[j] += delta
 			}
 		}
 	}
 }
 
-// elemKey names a purge_keys step and a slot of fileResult.elems.
+// elemKey names a purge_keys step and a slot, as the step sees it (its
+// operator and name after the rules before it), of fileResult.elems and
+// engine.compositeLike.
 type elemKey struct {
 	step int
 	slot slotKey
@@ -2227,19 +2236,23 @@ func (o *outRows) dropMarked(marked []uint64, dropped func(savepoint.Row)) int64
 	return n
 }
 
-// compositeLooking returns the slots most of whose samples looked
-// composite to noteCompositeLike, in order of operator and slot, with the
-// purge_keys step that sampled each.
-func (e *engine) compositeLooking() (slots []slotKey, steps []int) {
-	keys := slices.SortedFunc(maps.Keys(e.compositeLike), func(a, b slotKey) int {
-		return cmp.Or(cmp.Compare(a.op, b.op), strings.Compare(a.slot, b.slot))
-	})
-	for _, k := range keys {
-		if c := e.compositeLike[k]; 2*c.like > c.n {
-			slots, steps = append(slots, k), append(steps, c.step)
+// compositeLooking returns the slots, as the purge_keys steps that
+// sampled them see them, most of whose samples looked composite to
+// noteCompositeLike, in order of step, operator and slot.
+func (e *engine) compositeLooking() []elemKey {
+	var out []elemKey
+	for k, c := range e.compositeLike {
+		if 2*c.like > c.n {
+			out = append(out, k)
 		}
 	}
-	return slots, steps
+	slices.SortFunc(out, compareElemKeys)
+	return out
+}
+
+// compareElemKeys orders elemKeys by step, operator and slot.
+func compareElemKeys(a, b elemKey) int {
+	return cmp.Or(a.step-b.step, cmp.Compare(a.slot.op, b.slot.op), strings.Compare(a.slot.slot, b.slot.slot))
 }
 
 // passedOverWarnings warns of the rows each filter scoped to a declared
@@ -2273,53 +2286,24 @@ func (e *engine) passedOverWarnings() []string {
 	return warns
 }
 
-// compositeWarnings warns, for each purge_keys step after which the
-// output holds elements of listed keys (a listed key, 0x1F, an element)
-// in slots not declared composite (fileResult.elems, counted in results),
-// of the slots compositeLooking names for it, as the rules name them
-// where the purge runs, or else of the output's slots that hold them.
+// compositeWarnings warns of the slots compositeLooking names: the purge
+// matched their keys whole, so it left the elements of listed keys they
+// hold, which it counted where it looked (elems, of results).
 func (e *engine) compositeWarnings(results []*fileResult) []string {
-	elems := map[int]int64{}            // per step
-	where := map[int]map[slotKey]bool{} // per step: the output's slots
-	for _, res := range results {
-		for k, n := range res.elems {
-			elems[k.step] += n
-			if where[k.step] == nil {
-				where[k.step] = map[slotKey]bool{}
-			}
-			where[k.step][k.slot] = true
-		}
-	}
-	looking := map[int][]slotKey{}
-	slots, steps := e.compositeLooking()
-	for i, k := range slots {
-		looking[steps[i]] = append(looking[steps[i]], k)
-	}
 	var warns []string
-	for _, step := range slices.Sorted(maps.Keys(elems)) {
-		n := elems[step]
-		if n <= 0 {
-			continue
+	for _, k := range e.compositeLooking() {
+		var n int64
+		for _, res := range results {
+			n += res.elems[k]
 		}
-		named := looking[step]
-		if len(named) == 0 {
-			named = slices.SortedFunc(maps.Keys(where[step]), func(a, b slotKey) int {
-				return cmp.Or(cmp.Compare(a.op, b.op), strings.Compare(a.slot, b.slot))
-			})
+		left := "so the elements of listed keys it holds are left"
+		switch {
+		case n == 1:
+			left = "and it left 1 element of a listed key there"
+		case n > 1:
+			left = fmt.Sprintf("and it left %d elements of listed keys there", n)
 		}
-		names := make([]string, len(named))
-		for i, k := range named {
-			names[i] = fmt.Sprintf("slot %q of op %d", k.slot, k.op)
-		}
-		rows := fmt.Sprintf("%d rows of the output are elements", n)
-		if n == 1 {
-			rows = "1 row of the output is an element"
-		}
-		is, its := "is", "its"
-		if len(names) > 1 {
-			is, its = "are", "their"
-		}
-		warns = append(warns, fmt.Sprintf("%s: %s %s not declared 'composite: true', but %s keys look composite (a key, 0x1F, an element, as clink's ExpiringMapState and ExpiringListState store them), and %s of listed keys: the purge matches such a slot's keys whole and left them (the audit's elements_remaining); declare the slot with 'composite: true' under 'slots:' to purge them", e.steps[step].rule.Label(), strings.Join(names, ", "), is, its, rows))
+		warns = append(warns, fmt.Sprintf("%s: slot %q of op %d is not declared 'composite: true', but its keys look composite (a key, 0x1F, an element, as clink's ExpiringMapState and ExpiringListState store them): the purge matches them whole, %s (the audit's elements_left); declare the slot with 'composite: true' under 'slots:' to purge them", e.steps[k.step].rule.Label(), k.slot.slot, k.slot.op, left))
 	}
 	return warns
 }
@@ -2787,7 +2771,7 @@ func newReport(sp *savepoint.Savepoint, set *rules.Set, dry bool) *Report {
 // lists of keys of each erasure audit (see Options.KeyCountsOnly).
 func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResult, keyLists bool) {
 	before, after := map[slotKey]int64{}, map[slotKey]int64{}
-	composite, compositeStep := e.compositeLooking()
+	composite := e.compositeLooking()
 	for i, st := range e.steps {
 		rs := &RuleStats{Index: st.rule.Index, Name: st.rule.Name, Kind: string(st.rule.Kind), Label: st.rule.Label()}
 		// The first file's counts of a purge's keys become the sums (no
@@ -2821,11 +2805,6 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 				remaining += res.remain[i]
 				timers += res.timers[i]
 				kept += res.timersKept[i]
-				for k, n := range res.elems {
-					if k.step == i {
-						elems += n
-					}
-				}
 			}
 			if kept > 0 {
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: %d timers of listed keys were left in the operators' timer blobs: the rule is scoped to a slot, and a timer belongs to the key, not to one slot (they fire for the key after a restore; purge without 'slot' to remove them)", st.rule.Label(), kept))
@@ -2835,15 +2814,18 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			// nothing before the end of the run reads it: it is put
 			// together while the output is written (see Report.finish).
 			var unchecked []string
-			for x, k := range composite {
-				if compositeStep[x] == i {
-					unchecked = append(unchecked, fmt.Sprintf("op %d slot %q", k.op, k.slot))
+			for _, k := range composite {
+				if k.step == i {
+					unchecked = append(unchecked, fmt.Sprintf("op %d slot %q", k.slot.op, k.slot.slot))
+					for _, res := range results {
+						elems += res.elems[k]
+					}
 				}
 			}
 			rep.pending = append(rep.pending, func() {
 				rs.Purge = purgeAudit(p, purged, keyTimers, keyLists)
 				rs.Purge.Remaining, rs.Purge.TimersRemoved, rs.Purge.TimersKept = remaining, timers, kept
-				rs.Purge.ElementsRemaining = elems
+				rs.Purge.ElementsLeft = elems
 				rs.Purge.CompositeLooking = unchecked
 			})
 		}

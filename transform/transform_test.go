@@ -2431,6 +2431,29 @@ func TestBroadcastNewlineSlot(t *testing.T) {
 	}
 }
 
+// A tree without a COMPLETED marker gives an output without one, which
+// plan and apply both warn of: under Strict a plan refuses what the run
+// would.
+func TestNoMarkerWarning(t *testing.T) {
+	dir := t.TempDir()
+	in := writeBaseTree(t, filepath.Join(dir, "in"), baseRows)
+	if err := os.RemoveAll(filepath.Join(in, "_jobs")); err != nil {
+		t.Fatal(err)
+	}
+	const want = "the input has no COMPLETED marker, so the output has none (clink does not need one to restore)"
+	for _, dry := range []bool{true, false} {
+		opts := transform.Options{DryRun: dry, Strict: true}
+		if !dry {
+			opts.Out = filepath.Join(dir, "out")
+		}
+		rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n  - drop_slot: {op: 7, slot: tmp}\n", nil), opts)
+		var werr *transform.WarningsError
+		if !errors.As(err, &werr) || !slices.Contains(rep.Warnings, want) {
+			t.Errorf("dry %v: %v, warnings %q; want %q, refused", dry, err, rep.Warnings, want)
+		}
+	}
+}
+
 // Strict refuses a run whose report carries warnings, writing nothing and
 // returning the report as a dry run's with a *WarningsError; a run
 // without warnings is written as ever.
