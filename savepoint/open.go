@@ -437,10 +437,6 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		if prev, dup := seen[idx]; dup {
 			return fmt.Errorf("open savepoint %s: directories %q and %q both name subtask %d", genDir, prev, e.Name(), idx)
 		}
-		if idx >= MaxParallelism {
-			// The subtasks below it would be a gap of as many.
-			return fmt.Errorf("open savepoint %s: subtask directory %s: above %d, the highest subtask index sptool reads (a parallelism of at most %d)", genDir, e.Name(), MaxParallelism-1, MaxParallelism)
-		}
 		seen[idx] = e.Name()
 		sd := &subtaskDir{index: idx, name: e.Name(), ckpts: map[uint64]string{}}
 		files, err := os.ReadDir(filepath.Join(genDir, e.Name()))
@@ -506,6 +502,13 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		kept = append(kept, d)
 	}
 	dirs = kept
+	if len(dirs) > 0 && dirs[len(dirs)-1].index >= MaxParallelism {
+		last := dirs[len(dirs)-1]
+		// The subtasks below it would be a gap of as many. (One the
+		// marker leaves out is set aside above, as clink's restore
+		// leaves it.)
+		return fmt.Errorf("open savepoint %s: subtask directory %s: above %d, the highest subtask index sptool reads (a parallelism of at most %d)", genDir, last.name, MaxParallelism-1, MaxParallelism)
+	}
 	// With KeepUndecodable, a subtask without its payload (a directory
 	// without the checkpoint, or one the marker lists that is not there)
 	// is kept as a File that says so (File.Missing), so that validate
