@@ -188,7 +188,7 @@ func (p *ValueProgram) Eval(m *vm.VM, env *Env) (any, error) {
 
 // bytesHint follows an error of an operation on []uint8: what bytes are
 // and how to compare them.
-var bytesHint = "[]uint8 is bytes (the key or value of a slot no declaration describes, key_bytes, value_bytes): compare string(value) with a string, or " + scopeHint("a slot declared with a codec that decodes it, an integer codec for a number")
+var bytesHint = "[]uint8 is bytes (the key or value of a slot no declaration describes, key_bytes, value_bytes): compare string(value) with a string, or declare the slot with a codec that decodes it (an integer codec for a number) and " + scopeHint("it")
 
 // scopeHint says how to scope an expression to what (a slot): in a rule
 // file, and in cat's --where.

@@ -805,7 +805,7 @@ func TestBytesComparisonHint(t *testing.T) {
 	}
 	var m vm.VM
 	_, err = set.Rules[0].Drop.Predicate.Eval(&m, &env)
-	if err == nil || !strings.Contains(err.Error(), "[]uint8 is bytes") || !strings.Contains(err.Error(), "scope the expression to a slot declared with a codec that decodes it") {
+	if err == nil || !strings.Contains(err.Error(), "[]uint8 is bytes") || !strings.Contains(err.Error(), "declare the slot with a codec that decodes it (an integer codec for a number) and scope the expression to it (") {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -273,11 +273,11 @@ func (p *parser) syntaxErr(err error) {
 }
 
 // maxCulpritScan bounds the lines culpritLine tries past a block's start,
-// and maxCulpritSrc the files it tries them in (each try parses the file
-// up to the line).
+// and maxCulpritBytes the bytes it parses in all (each try parses the file
+// up to the line): a few milliseconds.
 const (
-	maxCulpritScan = 500
-	maxCulpritSrc  = 256 << 10
+	maxCulpritScan  = 500
+	maxCulpritBytes = 4 << 20
 )
 
 // culpritLine returns the first line from from on (1-based) at which the
@@ -285,14 +285,15 @@ const (
 // names the line where the block being parsed starts ("did not find
 // expected key" on a mapping's first line), not the one at fault.
 func (p *parser) culpritLine(from int, msg string) (int, bool) {
-	if len(p.src) > maxCulpritSrc {
-		return 0, false
-	}
 	p.indexLines()
+	budget := maxCulpritBytes
 	for l := from; l <= min(len(p.lineStarts), from+maxCulpritScan); l++ {
 		end := len(p.src)
 		if l < len(p.lineStarts) {
 			end = p.lineStarts[l]
+		}
+		if budget -= end; budget < 0 {
+			return 0, false
 		}
 		var n yaml.Node
 		if err := yaml.Unmarshal(p.src[:end], &n); err != nil {
