@@ -23,7 +23,8 @@ const (
 	// ExitOK: success; for validate, no errors; for diff, no difference.
 	ExitOK = 0
 	// ExitFindings: the command worked and found problems or differences
-	// (validate: errors; lint: rule problems; diff: the inputs differ).
+	// (validate: errors; lint: rule problems; diff: the inputs differ;
+	// plan, apply and rescale with --strict: warnings, nothing written).
 	ExitFindings = 1
 	// ExitError: unreadable input, bad usage, or the command failed; nothing
 	// was written (but for what failed after the savepoint was published:
@@ -167,7 +168,8 @@ generation directory v<gen>.
 
 Exit codes:
   0  success (validate: no errors; diff: identical)
-  1  findings (validate: errors; lint: problems; diff: differences)
+  1  findings (validate: errors; lint: problems; diff: differences; plan, apply,
+     rescale with --strict: warnings, nothing written)
   2  error: unreadable input, bad usage, or failure (nothing written; but
      when apply or rescale fails after the savepoint was published, the
      message starts "the savepoint was written to OUT, but")
