@@ -86,6 +86,23 @@ func sidecarLeftover(path string, size int64, crc uint32) (string, bool) {
 // its place may be the only copy of that output. A directory that cannot
 // be listed gives no warnings.
 func Leftovers(out string) []string {
+	_, err := os.Lstat(filepath.Clean(out))
+	return judgedLeftovers(out, err == nil)
+}
+
+// LeftoversAfterPublish is Leftovers for a run that has just put its own
+// output in place at out, where an output was (existed) or not before it:
+// what a leftover was to the output before the run is judged by that, and
+// no leftover is paired with the run's new payload (a sidecar moved aside
+// from an older payload describes that payload, not the new one).
+func LeftoversAfterPublish(out string, existed bool) []string {
+	return judgedLeftovers(out, existed)
+}
+
+// judgedLeftovers is Leftovers, published saying whether an output was at out
+// when the leftovers were left (before the run asking, for one that
+// published since).
+func judgedLeftovers(out string, published bool) []string {
 	var warns []string
 	eachTemporary(out, func(p, rest string, m []string, running bool) {
 		if running {
@@ -101,7 +118,7 @@ func Leftovers(out string) []string {
 		}
 		switch m[2] {
 		case "old":
-			warns = append(warns, asideLeftover(out, p, rest))
+			warns = append(warns, asideLeftover(out, p, rest, published))
 		case "tmp":
 			if hasCompletedMarker(p) {
 				// Killed after writing its marker: the new tree before it
@@ -179,11 +196,9 @@ func LeftoversNote(out string) string {
 // at out, which has none (the run was killed between moving the two
 // aside). Without one, the run was killed before it published: what is
 // aside is the only copy of the older output.
-func asideLeftover(out, p, rest string) string {
+func asideLeftover(out, p, rest string, published bool) string {
 	was := filepath.Clean(out)
 	suffix := rest[strings.Index(rest, ".sptool-old-"):]
-	_, err := os.Lstat(was)
-	published := err == nil
 	if strings.HasPrefix(rest, SidecarSuffix+".") {
 		if published && completesPayload(out, p) {
 			// Killed between moving the sidecar aside and the payload:

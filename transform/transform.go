@@ -359,8 +359,15 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	for _, f := range missingState(sp) { // accepted: AllowMissingState
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s is 0 bytes, accepted as empty state: subtask %d's output restores empty, where clink would refuse to restore the input's", savepoint.ShowName(f.Rel), f.Subtask))
 	}
+	// The leftovers beside the output as they are before the run (which
+	// --strict refuses), judged again once the output is in place: a
+	// sidecar moved aside from the older payload does not describe the
+	// new one, which the advice of before would pair it with.
+	leftAt, leftN, existed := len(rep.Warnings), 0, false
 	if !opts.DryRun {
-		rep.Warnings = append(rep.Warnings, savepoint.Leftovers(opts.Out)...)
+		_, err := os.Lstat(filepath.Clean(opts.Out))
+		left := savepoint.Leftovers(opts.Out)
+		rep.Warnings, leftN, existed = append(rep.Warnings, left...), len(left), err == nil
 	}
 	jobs := opts.Jobs
 	if jobs <= 0 {
@@ -513,6 +520,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		}
 		return nil, err
 	}
+	w := append([]string{}, rep.Warnings[:leftAt]...)
+	w = append(w, savepoint.LeftoversAfterPublish(opts.Out, existed)...)
+	rep.Warnings = append(w, rep.Warnings[leftAt+leftN:]...)
 	return rep, nil
 }
 

@@ -2487,3 +2487,38 @@ func TestStrict(t *testing.T) {
 		})
 	}
 }
+
+// The leftovers a run reports are judged once its output is in place: a
+// sidecar a killed --force run moved aside completed the older payload,
+// not the new one, and renaming it back would pair them.
+func TestLeftoversAfterPublish(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "checkpoint-3.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, baseVersions(t)), baseRows, savepoint.SnapshotOptions{Sidecar: true, CheckpointID: 3}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.snap")
+	if _, err := run(t, in, parseRules(t, slotDecls+"  - drop_slot: {op: 7, slot: nothing}\n", nil), transform.Options{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	aside := out + ".meta.sptool-old-999999999.2.k"
+	if err := os.Rename(out+".meta", aside); err != nil {
+		t.Fatal(err)
+	}
+	if got := savepoint.Leftovers(out); len(got) != 1 || !strings.Contains(got[0], "rename it back") {
+		t.Fatalf("before the run: %q", got)
+	}
+	rep, err := run(t, in, parseRules(t, slotDecls+"  - drop_slot: {op: 7, slot: tmp}\n", nil), transform.Options{Out: out, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, filepath.Base(aside)) {
+			left = append(left, w)
+		}
+	}
+	if len(left) != 1 || strings.Contains(left[0], "rename it back") || !strings.Contains(left[0], "delete it") {
+		t.Errorf("after the run: %q", left)
+	}
+}
