@@ -768,7 +768,9 @@ func (p *parser) warnPurgeCodec(kn *yaml.Node, sc Scope, purgeCodec string) {
 	})
 	for _, name := range names {
 		d := p.view[name]
-		if d == nil || !sc.MatchOp(name.op) || sc.Slot != nil && name.slot != *sc.Slot || d.KeyCodec == nil || d.Composite {
+		// A composite slot's key codec is its logical key's (K of
+		// K 0x1F element), which the purge's keys are matched against.
+		if d == nil || !sc.MatchOp(name.op) || sc.Slot != nil && name.slot != *sc.Slot || d.KeyCodec == nil {
 			continue
 		}
 		kc := d.KeyCodec.String()

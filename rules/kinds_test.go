@@ -659,6 +659,7 @@ func TestPurgeKeysWideScopeWarnings(t *testing.T) {
 		{`purge_keys: {op: 7, keys: [7], codec: int64}`, nil},
 		{`purge_keys: {op: 8, keys: [7], codec: int64}`, []string{"key codec string, but purge_keys encodes keys with int64"}},
 		{`purge_keys: {op: 9, keys: ["u"]}`, nil}, // composite: matched by its first component
+		{`purge_keys: {op: 9, keys: [7], codec: int64}`, []string{"key codec string, but purge_keys encodes keys with int64"}},
 		{`purge_keys: {slot: a, keys: ["u"]}`, []string{"key codec int64, but"}},
 		{`purge_keys: {op: 10, keys: ["u"]}`, nil},
 		{`purge_keys: {op: 8, keys: [7, 42]}`, []string{"lists its keys as integers, but matches them as text"}},
@@ -678,6 +679,24 @@ func TestPurgeKeysWideScopeWarnings(t *testing.T) {
 				t.Errorf("%s: warning %q, want %q", c.rule, set.Warnings[i].Msg, w)
 			}
 		}
+	}
+}
+
+// A composite slot's key codec is its logical key's, which a purge's keys
+// are matched against: a string purge over a composite string slot and an
+// int64 slot is no mismatch (it was warned of, and refused by --strict).
+func TestPurgeKeysCompositeCodecFits(t *testing.T) {
+	const slots = "version: 1\nslots:\n  - {uid: enricher, slot: cart, key: string, value: int64, ttl: true, composite: true}\n  - {uid: agg, slot: counts, key: int64, value: int64}\nrules:\n"
+	if set := parseOne(t, slots+"  - purge_keys: {keys: [user-20]}\n"); len(set.Warnings) != 0 {
+		t.Errorf("string purge: warnings %v, want none", set.Warnings)
+	}
+	if set := parseOne(t, slots+"  - purge_keys: {keys: [20], codec: int64}\n"); len(set.Warnings) != 0 {
+		t.Errorf("int64 purge: warnings %v, want none", set.Warnings)
+	}
+	// Declared composite alone, its codec is still checked.
+	set := parseOne(t, slots+"  - purge_keys: {uid: enricher, keys: [20], codec: int64}\n")
+	if len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0].Msg, "key codec string, but purge_keys encodes keys with int64") {
+		t.Errorf("int64 purge of the composite slot's operator: warnings %v, want a mismatch", set.Warnings)
 	}
 }
 
