@@ -117,7 +117,7 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 	sp := &Savepoint{Path: path}
 	genDir := ""
 	if g, ok := generationDir(path); ok {
-		sp.Kind, sp.Generation, sp.Root, genDir = InputGeneration, g, filepath.Dir(filepath.Clean(path)), path
+		sp.Kind, sp.Generation, sp.Root, genDir = InputGeneration, g, filepath.Dir(namedDir(path)), path
 	} else {
 		sp.Kind, sp.Root = InputTree, path
 		gens, unusable, err := generations(path)
@@ -161,8 +161,21 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 // directory v<gen> of a tree (it holds subtask directories), and its
 // generation.
 func generationDir(path string) (int, bool) {
-	g, ok := parseGeneration(filepath.Base(filepath.Clean(path)))
+	g, ok := parseGeneration(filepath.Base(namedDir(path)))
 	return g, ok && hasNumericSubdir(path)
+}
+
+// namedDir returns path cleaned, made absolute when it ends in "." or ".."
+// (a generation directory given as ".", say), so that its base is the
+// directory's own name and its parent the directory above it.
+func namedDir(path string) string {
+	clean := filepath.Clean(path)
+	if base := filepath.Base(clean); base == "." || base == ".." {
+		if abs, err := filepath.Abs(clean); err == nil {
+			return abs
+		}
+	}
+	return clean
 }
 
 // InputRoot returns what a savepoint read from path spans on disk: for a
@@ -171,7 +184,7 @@ func generationDir(path string) (int, bool) {
 // else path itself. Outputs must stay out of it.
 func InputRoot(path string) string {
 	if _, ok := generationDir(path); ok {
-		return filepath.Dir(filepath.Clean(path))
+		return filepath.Dir(namedDir(path))
 	}
 	return path
 }
