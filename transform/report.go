@@ -189,6 +189,22 @@ type PurgeAudit struct {
 	TimersKept int64  `json:"timers_kept,omitempty"`
 	Scope      string `json:"scope"`
 	found      map[int]*int64
+	// scoped and slotScoped say whether the rule names an operator or a
+	// slot, and a slot.
+	scoped, slotScoped bool
+}
+
+// remainingWhat says what Remaining counts: the rows and timers of listed
+// keys the output holds in the rule's scope; a rule scoped to a slot leaves
+// the keys' timers, which TimersKept counts, so its Remaining counts rows.
+func (p *PurgeAudit) remainingWhat() string {
+	switch {
+	case !p.scoped:
+		return "rows and timers of listed keys remaining"
+	case p.slotScoped:
+		return "rows of listed keys remaining in its scope (" + p.Scope + ")"
+	}
+	return "rows and timers of listed keys remaining in its scope (" + p.Scope + ")"
 }
 
 // KeyFound is a purged key and the rows and timers removed for it (a key
@@ -287,7 +303,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, rs := range r.PerRule {
 		perRule.Row(strconv.Itoa(rs.Index), strings.TrimPrefix(rs.Label, fmt.Sprintf("rule %d ", rs.Index)), itoa(rs.Matched), itoa(rs.Dropped), itoa(rs.Changed))
 		if p := rs.Purge; p != nil {
-			perRule.Text(fmt.Sprintf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; rows and timers of listed keys remaining: %d\n", p.KeysListed, p.KeysFound, rs.Dropped, p.KeysNotFound, p.Remaining))
+			perRule.Text(fmt.Sprintf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; %s: %d\n", p.KeysListed, p.KeysFound, rs.Dropped, p.KeysNotFound, p.remainingWhat(), p.Remaining))
 			if len(p.CompositeLooking) > 0 {
 				perRule.Text(fmt.Sprintf("     not counted as remaining: elements (key 0x1F element) of listed keys in %s, not declared composite, whose keys look composite: %d left by the purge (see the warning)\n", strings.Join(p.CompositeLooking, ", "), p.ElementsLeft))
 			}

@@ -3014,7 +3014,8 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, lists bool) *Purge
 		}
 	}
 	a := &PurgeAudit{KeysListed: p.Len(), KeysFile: p.KeysFile, KeysDigest: p.FileDigest,
-		KeysFound: found, KeysNotFound: len(rows) - found, Scope: p.Scope.String()}
+		KeysFound: found, KeysNotFound: len(rows) - found, Scope: p.Scope.String(),
+		scoped: p.Scope.Op != nil || p.Scope.Slot != nil, slotScoped: p.Scope.Slot != nil}
 	if !lists {
 		return a
 	}
