@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -89,4 +91,66 @@ func repeat(s string, n int) []string {
 		out[i] = s
 	}
 	return out
+}
+
+// Handles spelled differently that name one file (the job's base differs
+// before v<gen>/, a symbolic link) are one file: read at most twice, as a
+// repeated handle is, and the state is what restoring it at each row gives.
+// A tree of a few kilobytes repeating one large materialisation under
+// thousands of spellings took as many decodes.
+func TestChangelogHandleSpellings(t *testing.T) {
+	root := t.TempDir()
+	key := func(k string) []byte { return EncodeKeyedKey([]byte("s"), []byte(k)) }
+	mat := func(name string, rows []Row) {
+		p := filepath.Join(root, "v1", "0", "materializations", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, zstdStreamOf(t, rows), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mat("mat-a.bin", []Row{{Op: 7, Key: key("k1"), Value: []byte("a1")}, {Op: 7, Key: key("k2"), Value: []byte("a2")}})
+	mat("mat-b.bin", []Row{{Op: 7, Key: key("k1"), Value: []byte("b1")}})
+	if err := os.Symlink("mat-a.bin", filepath.Join(root, "v1", "0", "materializations", "link-a.bin")); err != nil {
+		t.Fatal(err)
+	}
+	var handles []string
+	for i := range 200 {
+		handles = append(handles, fmt.Sprintf("/base%d/v1/0/materializations/mat-a.bin", i))
+	}
+	handles = append(handles, "v1/0/materializations/mat-b.bin", "/elsewhere/v1/0/materializations/link-a.bin")
+	kinds := make([]uint8, len(handles))
+	rows := make([]Row, len(handles))
+	for i, h := range handles {
+		kinds[i], rows[i] = rowKindHandle, Row{Value: []byte(h)}
+	}
+	reads := 0
+	s, err := DecodeSnapshot(vtChangelogStream(t, kinds, rows), ReadOptions{
+		Resolve: func(h string) ([]byte, error) {
+			reads++
+			return resolveHandle(root, h)
+		},
+		identify: func(h string) string { return handleIdentity(root, h) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads > 3 { // a's first row (metadata), b, a's last row
+		t.Errorf("%d materialisations read for 2 files", reads)
+	}
+	got := map[string]string{}
+	for _, r := range s.Rows {
+		got[string(r.Key[len(key("")):])] = string(r.Value)
+	}
+	if want := map[string]string{"k1": "a1", "k2": "a2"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("state %v, want %v (a restored last)", got, want)
+	}
+	if len(s.Changelog.Handles) != len(handles) {
+		t.Errorf("%d materialisation rows listed, want %d", len(s.Changelog.Handles), len(handles))
+	}
+	// A handle that names no file is its own identity.
+	if a, b := handleIdentity(root, "v1/0/materializations/none.bin"), handleIdentity(root, "x/v1/0/materializations/none.bin"); a == b {
+		t.Errorf("missing handles share the identity %q", a)
+	}
 }

@@ -36,6 +36,10 @@ type ReadOptions struct {
 	ctx context.Context
 	// keepUndecodable is OpenOptions.KeepUndecodable, for a tree's files.
 	keepUndecodable bool
+	// identify, when set, names the file an external materialisation
+	// handle resolves to: handles of one file, however spelled, are read
+	// once (nil: each distinct handle is its own file).
+	identify func(handle string) string
 }
 
 // clmbMagic starts a multi-blob changelog frame (section 1.7).
@@ -274,18 +278,34 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		}
 	}
 	// The materialisations of every blob, restored as they came.
-	last := map[string]int{} // an external handle's last row in mats
+	// A file named by several handle rows (the same handle, or handles
+	// spelled differently that resolve to it) is restored at its last:
+	// restoring it before too would change nothing but the time taken,
+	// which a small changelog repeating one handle could make hours.
+	ids := map[string]string{} // handle -> the file it names
+	id := func(h string) string {
+		if opts.identify == nil {
+			return h
+		}
+		v, ok := ids[h]
+		if !ok {
+			v = opts.identify(h)
+			ids[h] = v
+		}
+		return v
+	}
+	last := map[string]int{} // an external handle's file's last row in mats
 	for j, m := range mats {
 		if m.kind == rowKindHandle && len(m.value) > 0 {
-			last[string(m.value)] = j
+			last[id(string(m.value))] = j
 		}
 	}
 	var metaSet bool
-	noMeta := map[string]bool{} // handles read whose materialisation has no metadata
+	noMeta := map[string]bool{} // files read whose materialisation has no metadata
 	for j, m := range mats {
 		h := string(m.value)
-		again := m.kind == rowKindHandle && len(m.value) > 0 && last[h] != j
-		if again && (metaSet || noMeta[h]) {
+		again := m.kind == rowKindHandle && len(m.value) > 0 && last[id(h)] != j
+		if again && (metaSet || noMeta[id(h)]) {
 			s.Changelog.note(m.kind, h) // restored at its last row
 			continue
 		}
@@ -300,7 +320,7 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 			s.Metadata, s.Versions, metaSet = mat.Metadata, mat.Versions, true
 		}
 		if again {
-			noMeta[h] = len(mat.Metadata) == 0
+			noMeta[id(h)] = len(mat.Metadata) == 0
 			continue
 		}
 		for _, r := range mat.Rows {

@@ -80,8 +80,9 @@ func OpenContext(ctx context.Context, path string, opts OpenOptions) (*Savepoint
 }
 
 // readOptions are the ReadOptions of a file Open reads.
-func (o OpenOptions) readOptions(resolve func(string) ([]byte, error)) ReadOptions {
-	return ReadOptions{Resolve: resolve, Columnar: o.Columnar, probe: o.Probe, ctx: o.ctx}
+func (o OpenOptions) readOptions(root string, resolve func(string) ([]byte, error)) ReadOptions {
+	return ReadOptions{Resolve: resolve, Columnar: o.Columnar, probe: o.Probe, ctx: o.ctx,
+		identify: func(h string) string { return handleIdentity(root, h) }}
 }
 
 // ctxErr is ctx's error, nil for a nil ctx.
@@ -225,8 +226,9 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 		}
 	}
 	f := &File{Subtask: -1, Path: path, Rel: filepath.Base(path)}
-	if err := readSnapshotFile(f, true, opts.readOptions(func(h string) ([]byte, error) {
-		return resolveHandle(filepath.Join(filepath.Dir(path), "..", ".."), h)
+	root := filepath.Join(filepath.Dir(path), "..", "..")
+	if err := readSnapshotFile(f, true, opts.readOptions(root, func(h string) ([]byte, error) {
+		return resolveHandle(root, h)
 	})); err != nil {
 		sp.Files = []*File{f}
 		sp.Close() // the map and file of a payload read before the error
@@ -635,7 +637,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			if fileRead != nil {
 				fileRead(d.index)
 			}
-			ro := opts.readOptions(resolve)
+			ro := opts.readOptions(sp.Root, resolve)
 			ro.keepUndecodable = opts.KeepUndecodable
 			if errs[i] = readSnapshotFile(f, b == BackendFile, ro); errs[i] != nil {
 				failed.Store(true)
@@ -1258,6 +1260,35 @@ func resolveHandle(root, handle string) ([]byte, error) {
 // within root. The file must be a regular file no larger than
 // decompressCeiling.
 func resolveHandleRel(root, handle string) ([]byte, string, error) {
+	var data []byte
+	rel, err := locateHandle(root, handle, func(dir, rel string) (err error) {
+		data, err = readWithin(dir, rel, decompressCeiling)
+		return err
+	})
+	return data, rel, err
+}
+
+// handleIdentity returns the file a materialisation handle names in the
+// tree at root, as resolveHandleRel finds it: its real path, the same for
+// every handle naming that file (x/v1/0/materializations/mat-1.bin and
+// y/v1/0/materializations/mat-1.bin alike). A handle that names no file
+// there, or one that cannot be read, is its own identity (reading it
+// reports why).
+func handleIdentity(root, handle string) string {
+	var real string
+	if _, err := locateHandle(root, handle, func(dir, rel string) (err error) {
+		real, err = realWithin(dir, rel)
+		return err
+	}); err != nil {
+		return "handle:" + handle
+	}
+	return real
+}
+
+// locateHandle calls use with the places in the tree at root where a
+// materialisation handle may lie, in resolveHandleRel's order, until one
+// is no fs.ErrNotExist, and returns the handle's path from root there.
+func locateHandle(root, handle string, use func(dir, rel string) error) (string, error) {
 	parts := strings.Split(filepath.ToSlash(handle), "/")
 	for i := 0; i+2 < len(parts); i++ {
 		if _, ok := parseGeneration(parts[i]); !ok {
@@ -1266,24 +1297,24 @@ func resolveHandleRel(root, handle string) ([]byte, string, error) {
 		if _, ok := subtaskIndex(parts[i+1]); !ok {
 			continue
 		}
-		data, err := readWithin(filepath.Join(root, parts[i], parts[i+1]), filepath.Join(parts[i+2:]...), decompressCeiling)
+		err := use(filepath.Join(root, parts[i], parts[i+1]), filepath.Join(parts[i+2:]...))
 		if err == nil {
-			return data, filepath.Join(parts[i:]...), nil
+			return filepath.Join(parts[i:]...), nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, "", err
+			return "", err
 		}
 	}
 	if !filepath.IsAbs(handle) {
-		data, err := readWithin(root, handle, decompressCeiling)
+		err := use(root, handle)
 		if err == nil {
-			return data, handle, nil
+			return handle, nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, "", err
+			return "", err
 		}
 	}
-	return nil, "", fmt.Errorf("materialisation not found in the tree at %s (looked for the path from its v<generation>/ component on)", root)
+	return "", fmt.Errorf("materialisation not found in the tree at %s (looked for the path from its v<generation>/ component on)", root)
 }
 
 // InferGroups infers the chain groups of a tree from its keyed rows (first

@@ -93,22 +93,32 @@ func ReadRegularFile(path string, max int64) ([]byte, error) {
 // links are resolved (those of dir itself are followed). rel comes from a
 // file being read, and must not lead elsewhere on the machine.
 func readWithin(dir, rel string, max int64) ([]byte, error) {
+	real, err := realWithin(dir, rel)
+	if err != nil {
+		return nil, err
+	}
+	return ReadRegularFile(real, max)
+}
+
+// realWithin returns the absolute path, symbolic links resolved, of
+// dir/rel, which must lie within dir as readWithin says.
+func realWithin(dir, rel string) (string, error) {
 	path := filepath.Join(dir, rel)
 	if !within(dir, path) {
-		return nil, fmt.Errorf("%s lies outside %s", path, dir)
+		return "", fmt.Errorf("%s lies outside %s", path, dir)
 	}
 	real, err := realPath(path)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	realDir, err := realPath(dir)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if !within(realDir, real) {
-		return nil, fmt.Errorf("%s leads through a symbolic link to %s, outside %s", path, real, dir)
+		return "", fmt.Errorf("%s leads through a symbolic link to %s, outside %s", path, real, dir)
 	}
-	return ReadRegularFile(real, max)
+	return real, nil
 }
 
 // within reports whether path lies within dir (both clean, or both to be
