@@ -106,6 +106,9 @@ type schemaShape struct {
 	schemaMeta, fieldMeta, msgMeta, valueLen int
 	// fields, all op_id, with a name of nameLen bytes when it is not 0
 	sameField, nameLen int
+	// the schema big-endian; the message's version (V5 unless versionSet)
+	bigEndian, versionSet bool
+	version               int16
 }
 
 // shapedSchema builds the metadata of a schema message of the canonical
@@ -181,12 +184,19 @@ func shapedSchema(s schemaShape) []byte {
 	}
 	md := kvs(s.schemaMeta)
 	b.StartObject(4) // Schema
+	if s.bigEndian {
+		b.PrependInt16Slot(0, 1, 0)
+	}
 	b.PrependUOffsetTSlot(1, fs, 0)
 	b.PrependUOffsetTSlot(2, md, 0)
 	schema := b.EndObject()
 	mmd := kvs(s.msgMeta)
 	b.StartObject(5) // Message
-	b.PrependInt16Slot(0, 4, 0)
+	version := int16(metadataV5)
+	if s.versionSet {
+		version = s.version
+	}
+	b.PrependInt16Slot(0, version, 0)
 	b.PrependByteSlot(1, msgSchema, 0)
 	b.PrependUOffsetTSlot(2, schema, 0)
 	b.PrependUOffsetTSlot(4, mmd, 0)
@@ -710,5 +720,73 @@ func TestMalformedFlatbufferWorded(t *testing.T) {
 	}
 	if worded == 0 {
 		t.Error("no flip failed with a runtime error: the test no longer covers the wording")
+	}
+}
+
+// Streams clink's reader (Arrow C++) refuses and arrow-go reads are
+// refused, naming why: a message of a metadata version before V4 or after
+// V5 (the schema's, or a batch's), a buffer off an 8-byte boundary, a
+// compressed buffer that decompresses to other than the bytes it declares.
+// A big-endian stream, which Arrow C++ converts, is refused as one (arrow-go
+// would swap it in the read-only map).
+func TestArrowCppRefusals(t *testing.T) {
+	const n = 1000
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = Row{Op: 7, Key: EncodeKeyedKey([]byte("s"), []byte{byte(i >> 8), byte(i)}), Value: []byte{byte(i)}}
+	}
+	batchVersion := func(v uint16) []byte {
+		data := streamOf(t, fields(false, u64, bin, bin), fv1, 1)
+		m := messagesOf(t, data)[1]
+		meta := data[m.meta:m.body]
+		msg, err := fbTable(meta, int(binary.LittleEndian.Uint32(meta)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := fbField(msg, 0, 2)
+		if p == 0 {
+			t.Fatal("no version field in the batch message")
+		}
+		binary.LittleEndian.PutUint16(meta[p:], v)
+		return data
+	}
+	moved := func(i int, by int64) []byte {
+		data := streamOf(t, fields(false, u64, bin, bin), fv1, 1)
+		m := messagesOf(t, data)[1]
+		off, ln := buffer(t, data, m, i)
+		setBuffer(t, data, m, i, off+by, max(ln-by, 0))
+		return data
+	}
+	declared := func(i int, by int64) []byte {
+		data := zstdStreamOf(t, rows)
+		at := sizePrefix(t, data, messagesOf(t, data)[1], i)
+		binary.LittleEndian.PutUint64(data[at:], uint64(int64(binary.LittleEndian.Uint64(data[at:]))+by))
+		return data
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string // "" accepted
+	}{
+		{"schema-v1", hostileStream(t, schemaShape{versionSet: true, version: 0}), "message metadata version V1: clink's reader (Arrow C++) reads V4 and V5 only"},
+		{"schema-v3", hostileStream(t, schemaShape{versionSet: true, version: 2}), "message metadata version V3:"},
+		{"schema-v4", hostileStream(t, schemaShape{versionSet: true, version: metadataV4}), ""},
+		{"schema-future", hostileStream(t, schemaShape{versionSet: true, version: 99}), "message metadata version 99 (no version Arrow defines)"},
+		{"batch-after-v5", batchVersion(5), "message metadata version 5 (no version Arrow defines)"},
+		{"big-endian", hostileStream(t, schemaShape{bigEndian: true}), "a big-endian stream: sptool reads little-endian streams only"},
+		{"unaligned-data", moved(7, 1), "record batch buffer 7 starts at body offset"},
+		{"unaligned-offsets", moved(3, 4), "record batch buffer 3 starts at body offset"},
+		{"unaligned-empty-validity", moved(0, 3), ""}, // not read without nulls
+		{"inflates-to-more", declared(4, -8), "compressed buffer 4 decompresses to more than"},
+		{"inflates-to-less", declared(4, 8), "compressed buffer 4 decompresses to "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, columnar := range []bool{false, true} {
+				err := openBytes(t, c.name+".snap", c.data, columnar)
+				if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+					t.Errorf("columnar %v: %v, want %q", columnar, err, c.want)
+				}
+			}
+		})
 	}
 }

@@ -1,18 +1,22 @@
 package savepoint
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	flatbuffers "github.com/google/flatbuffers/go"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 )
 
 // continuation is the marker written before every IPC message (non-legacy framing).
@@ -208,6 +212,9 @@ func checkBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind)
 		if off < 0 || n < 0 || off > int64(len(body)) || n > int64(len(body))-off {
 			return fmt.Errorf("record batch buffer %d (%d bytes at %d) does not fit in the %d-byte body", i, n, off, len(body))
 		}
+		if err := checkAligned(i, col, j, off, cols); err != nil {
+			return err
+		}
 		if col >= len(cols) || col >= info.nnode || j != 1 {
 			return nil
 		}
@@ -255,6 +262,9 @@ func eachBuffer(meta []byte, info messageInfo, cols []columnKind, fn func(i, col
 func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind) (int64, error) {
 	var total int64
 	err := eachBuffer(meta, info, cols, func(i, col, j int, off, n int64) error {
+		if err := checkAligned(i, col, j, off, cols); err != nil {
+			return err
+		}
 		if n == 0 {
 			return nil
 		}
@@ -282,7 +292,47 @@ func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []c
 	if err != nil {
 		return 0, err
 	}
+	// arrow-go decompresses the declared bytes and ignores any more; Arrow
+	// C++ refuses a buffer that does not decompress to exactly them. The
+	// buffers are decompressed once all their declared sizes are bounded.
+	err = eachBuffer(meta, info, cols, func(i, col, j int, off, n int64) error {
+		if n == 0 {
+			return nil
+		}
+		size := int64(binary.LittleEndian.Uint64(body[off:]))
+		if size == -1 {
+			return nil
+		}
+		got, err := inflatedSize(info.codec, body[off+8:off+n], size)
+		if err != nil {
+			return fmt.Errorf("compressed buffer %d does not decompress: %w", i, err)
+		}
+		if got != size {
+			more := ""
+			if got > size {
+				more = "more than "
+			}
+			return fmt.Errorf("compressed buffer %d decompresses to %s%d bytes, not the %d it declares: clink's reader (Arrow C++) refuses it", i, more, got, size)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
 	return total, nil
+}
+
+// checkAligned refuses buffer i, buffer j of column col of cols, at body
+// offset off, when Arrow C++ reads it and it does not start on an 8-byte
+// boundary: its reader refuses such a buffer ("did not start on 8-byte
+// aligned offset"), where arrow-go reads it. A validity bitmap is read
+// only with nulls (which sptool refuses), buffers past the schema's
+// columns not at all.
+func checkAligned(i, col, j int, off int64, cols []columnKind) error {
+	if col < len(cols) && j != 0 && off%8 != 0 {
+		return fmt.Errorf("record batch buffer %d starts at body offset %d, not on an 8-byte boundary: clink's reader (Arrow C++) refuses it", i, off)
+	}
+	return nil
 }
 
 // columnKind is how a column of a flat schema lays out its buffers.
@@ -380,6 +430,11 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 	}
 	info.typ = byte(fbUint(t, 1, 1))
 	info.bodyLen = int64(fbUint(t, 3, 8))
+	// Message.version (field 0; absent reads as V1): Arrow C++, clink's
+	// reader, refuses a message before V4 or after V5, which arrow-go reads.
+	if v := fbUint(t, 0, 2); v < metadataV4 || v > metadataV5 {
+		return info, fmt.Errorf("message metadata version %s: clink's reader (Arrow C++) reads V4 and V5 only", metadataVersionName(v))
+	}
 	// The strings arrow-go copies out of the message may not add up to
 	// more bytes than the message holds (see fbString).
 	strBytes := len(meta)
@@ -460,6 +515,20 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 	return info, nil
 }
 
+// The MetadataVersion values of V4 and V5 (V1 is 0).
+const (
+	metadataV4 = 3
+	metadataV5 = 4
+)
+
+// metadataVersionName names a Message.version value: V1-V5, or the number.
+func metadataVersionName(v uint64) string {
+	if v <= metadataV5 {
+		return fmt.Sprintf("V%d", v+1)
+	}
+	return fmt.Sprintf("%d (no version Arrow defines)", v)
+}
+
 // maxSchemaFields bounds the fields a schema may declare; clink's schemas
 // have 3 or 4.
 const maxSchemaFields = 64
@@ -473,6 +542,12 @@ const maxSchemaFields = 64
 // and metadata strings are taken from *strBytes (see fbString). It returns
 // the kinds of the columns, or nil if one is of another type.
 func checkSchemaFB(schema flatbuffers.Table, strBytes *int) ([]columnKind, error) {
+	// Schema.endianness (field 0): 1 is big-endian. Arrow C++ swaps such a
+	// stream's buffers as it reads them; arrow-go would swap them in place,
+	// in the read-only map of the file.
+	if fbUint(schema, 0, 2) == 1 {
+		return nil, errors.New("a big-endian stream: sptool reads little-endian streams only, as clink and every Arrow writer on common machines write them (clink's reader converts a big-endian one); rewrite it little-endian with an Arrow tool")
+	}
 	n, err := fbVector(schema, 1, 4, maxSchemaFields)
 	if err != nil {
 		return nil, fmt.Errorf("fields: %w", err)
@@ -679,6 +754,8 @@ func fbUint(t flatbuffers.Table, i, size int) uint64 {
 	switch size {
 	case 1:
 		return uint64(t.Bytes[p])
+	case 2:
+		return uint64(binary.LittleEndian.Uint16(t.Bytes[p:]))
 	case 4:
 		return uint64(binary.LittleEndian.Uint32(t.Bytes[p:]))
 	case 8:
@@ -979,3 +1056,38 @@ func validateOffsets(offs []int32, dataLen int, readMapped func(dst, src []byte)
 // maxBinaryData is the most data one binary column of one batch may hold
 // (int32 offsets).
 const maxBinaryData = math.MaxInt32
+
+// zstdDecoders are the decoders inflatedSize checks ZSTD buffers with.
+var zstdDecoders = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return err
+	}
+	return d
+}}
+
+// inflatedSize decompresses data, a compressed record batch buffer of codec
+// (0 LZ4 frame, 1 ZSTD) without its 8-byte length, to nowhere, and returns
+// how many bytes it holds: size+1 when it holds more than size.
+func inflatedSize(codec int8, data []byte, size int64) (int64, error) {
+	var r io.Reader
+	switch codec {
+	case 0:
+		r = lz4.NewReader(bytes.NewReader(data))
+	case 1:
+		v := zstdDecoders.Get()
+		d, ok := v.(*zstd.Decoder)
+		if !ok {
+			return 0, v.(error)
+		}
+		defer zstdDecoders.Put(d)
+		if err := d.Reset(bytes.NewReader(data)); err != nil {
+			return 0, err
+		}
+		defer d.Reset(nil)
+		r = d
+	default:
+		return 0, fmt.Errorf("unknown compression codec %d", codec)
+	}
+	return io.Copy(io.Discard, io.LimitReader(r, size+1))
+}
