@@ -790,3 +790,26 @@ func TestArrowCppRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A stream may hold at most one record batch per 4 KiB of it, or 1024:
+// each is held at about 2 KiB whatever its rows, and a stream of 200,000
+// empty batches (56 MB) took 438 MB to open.
+func TestManyBatchesRefused(t *testing.T) {
+	stream := func(n int) []byte {
+		out := frame(shapedSchema(schemaShape{}), nil)
+		b := frame(batchMessage(batchShape{}), nil)
+		for range n {
+			out = append(out, b...)
+		}
+		return binary.LittleEndian.AppendUint64(out, continuation)
+	}
+	if err := openBytes(t, "1024.snap", stream(minBatchCap), false); err != nil {
+		t.Errorf("%d empty batches: %v", minBatchCap, err)
+	}
+	for _, columnar := range []bool{false, true} {
+		err := openBytes(t, "1025.snap", stream(minBatchCap+1), columnar)
+		if want := "more than 1024 record batches in a "; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("columnar %v: %v, want %q", columnar, err, want)
+		}
+	}
+}

@@ -59,6 +59,23 @@ type inflateBudget struct {
 	used int64 // bytes declared so far
 }
 
+// A stream may hold at most one record batch a bytesPerBatch bytes of it,
+// or minBatchCap: each batch is held (arrow-go's record, its columns and
+// sptool's view of it) at about 2 KiB whatever its rows, so that a stream of
+// empty batches, some 300 bytes each, would ask for seven times its size.
+// Held to this, a stream's batches take about half its size at most.
+// clink writes one batch, and another only where a column would pass
+// 2 GiB; a writer that cuts its batches every 64K rows writes one every
+// 2.5 MB of clink's rows.
+const (
+	bytesPerBatch = 4096
+	minBatchCap   = 1024
+)
+
+// maxBatches returns how many record batches a stream of size bytes may
+// hold.
+func maxBatches(size int) int { return max(minBatchCap, size/bytesPerBatch) }
+
 // MaxFileRows is the most rows a snapshot file may hold: sorting,
 // filtering and writing number a file's rows with 32-bit positions. (At
 // 16 bytes of operator and offsets a row, such a file is over 64 GiB.)
@@ -125,6 +142,9 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 		r.cols = info.cols
 	}
 	if info.typ == msgRecordBatch {
+		if most := maxBatches(len(r.data)); len(r.codecs) >= most {
+			return nil, &offsetError{r.cur, fmt.Sprintf("more than %d record batches in a %d-byte stream (at most one per %d bytes of it, or %d): each is held whatever its rows, about 2 KiB; clink writes one, and another only where a column would pass 2 GiB", most, len(r.data), bytesPerBatch, minBatchCap)}
+		}
 		if err := checkBatchVectors(info, r.cols); err != nil {
 			return nil, &offsetError{r.cur, err.Error()}
 		}
@@ -308,11 +328,11 @@ func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []c
 			return fmt.Errorf("compressed buffer %d does not decompress: %w", i, err)
 		}
 		if got != size {
-			more := ""
+			what := fmt.Sprintf("%d bytes", got)
 			if got > size {
-				more = "more than "
+				what = fmt.Sprintf("more than %d bytes", size)
 			}
-			return fmt.Errorf("compressed buffer %d decompresses to %s%d bytes, not the %d it declares: clink's reader (Arrow C++) refuses it", i, more, got, size)
+			return fmt.Errorf("compressed buffer %d decompresses to %s, not the %d it declares: clink's reader (Arrow C++) refuses it", i, what, size)
 		}
 		return nil
 	})
