@@ -194,6 +194,11 @@ func parse(c *command, fs *pflag.FlagSet, s *Streams, args []string, nargs func(
 		commandHelp(c, fs, s.Out)
 		return true, ExitOK
 	}
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) && strings.Contains(bad.GetFlag().Value.Type(), "int") && isDecimal(bad.GetValue()) {
+		// pflag says "must be an integer" of one too large for its type.
+		err = fmt.Errorf("invalid argument %q for \"--%s\" flag: out of range", bad.GetValue(), bad.GetFlag().Name)
+	}
 	if err == nil && !nargs(fs.NArg()) {
 		err = fmt.Errorf("wrong number of arguments (%d)", fs.NArg())
 	}
@@ -212,6 +217,13 @@ func commandHelp(c *command, fs *pflag.FlagSet, w io.Writer) {
 	if fu := fs.FlagUsages(); strings.TrimSpace(fu) != "" {
 		fmt.Fprintf(w, "\nFlags:\n%s", fu)
 	}
+}
+
+// isDecimal reports whether v is an integer in decimal: digits, after an
+// optional sign.
+func isDecimal(v string) bool {
+	v = strings.TrimLeft(v, "+-")
+	return v != "" && strings.Trim(v, "0123456789") == ""
 }
 
 func exactly(n int) func(int) bool { return func(k int) bool { return k == n } }
