@@ -251,7 +251,8 @@ type FileStats struct {
 	RowsOut int64  `json:"rows_out"`
 	// Action is "rewrite" (re-encoded canonically), "copy" (byte for byte:
 	// no rule changed anything in it) or "rescale" (its rows went to the
-	// new subtasks' files).
+	// new subtasks' files; RowsOut counts those it sent, its stale and lost
+	// keyed copies left out, its operator rows before merging).
 	Action string `json:"action"`
 }
 

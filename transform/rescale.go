@@ -38,6 +38,10 @@ type RescaleReport struct {
 	Lost int64 `json:"lost_dropped"`
 	// LostExamples names up to maxLostExamples of the Lost rows.
 	LostExamples []LostRow `json:"lost_examples,omitempty"`
+	// left counts, by old subtask, the keyed copies of its file the
+	// rescale dropped (stale and lost): its file's rows out in the report
+	// are those it sent to the new subtasks.
+	left map[int]int64
 	// OperatorIn counts operator-state rows read (every copy in every old
 	// file); OperatorDistinct the distinct (op, key) after merging; OperatorOut
 	// the rows written (every distinct row into every new file of its group).
@@ -495,6 +499,12 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		rr.KeyedIn += p.keyedIn
 		rr.StaleCopies += p.stale - lost
 		rr.Lost += lost
+		if p.stale > 0 {
+			if rr.left == nil {
+				rr.left = map[int]int64{}
+			}
+			rr.left[g.First+i] += p.stale
+		}
 		rr.KeyedOut += p.keyedOut
 		rr.OperatorIn += int64(len(p.opRows))
 		for _, r := range p.opRows {

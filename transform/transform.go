@@ -608,6 +608,7 @@ func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 		for _, g := range rep.Rescale.Groups {
 			if g.Action == "rescale" && fs.Subtask >= g.OldFirst && fs.Subtask < g.OldFirst+g.OldParallelism {
 				fs.Action = "rescale"
+				fs.RowsOut -= rep.Rescale.left[fs.Subtask] // its stale and lost copies stayed behind
 			}
 		}
 	}
