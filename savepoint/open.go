@@ -118,7 +118,9 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 	sp := &Savepoint{Path: path}
 	genDir := ""
 	if g, ok := generationDir(path); ok {
-		sp.Kind, sp.Generation, sp.Root, genDir = InputGeneration, g, filepath.Dir(namedDir(path)), path
+		// (Both absolute when path is "." or "..", so that the files'
+		// names are relative to the root.)
+		sp.Kind, sp.Generation, sp.Root, genDir = InputGeneration, g, filepath.Dir(namedDir(path)), namedDir(path)
 	} else {
 		sp.Kind, sp.Root = InputTree, path
 		gens, unusable, err := generations(path)
