@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -131,7 +132,10 @@ func TestChangelogHandleSpellings(t *testing.T) {
 			reads++
 			return resolveHandle(root, h)
 		},
-		identify: func(h string) string { return handleIdentity(root, h) },
+		identify: func(h string) string {
+			id, _ := handleIdentity(root, h)
+			return id
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +154,48 @@ func TestChangelogHandleSpellings(t *testing.T) {
 		t.Errorf("%d materialisation rows listed, want %d", len(s.Changelog.Handles), len(handles))
 	}
 	// A handle that names no file is its own identity.
-	if a, b := handleIdentity(root, "v1/0/materializations/none.bin"), handleIdentity(root, "x/v1/0/materializations/none.bin"); a == b {
+	a, _ := handleIdentity(root, "v1/0/materializations/none.bin")
+	if b, _ := handleIdentity(root, "x/v1/0/materializations/none.bin"); a == b {
 		t.Errorf("missing handles share the identity %q", a)
+	}
+}
+
+// A handle row not read, because another names its file, still lists its
+// materialisation among the file's (a copy of the subtask copies those):
+// a link to the file read is copied too, so the copy's changelog, which
+// still names it, opens.
+func TestSkippedHandleListed(t *testing.T) {
+	root, payload, mat := changelogTree(t)
+	if err := os.Symlink("mat-7.bin", filepath.Join(filepath.Dir(mat), "link-7.bin")); err != nil {
+		t.Fatal(err)
+	}
+	const a, link = "v1/0/materializations/mat-7.bin", "v1/0/materializations/link-7.bin"
+	handles := []string{a, link, "/base/" + a}
+	kinds := make([]uint8, len(handles))
+	rows := make([]Row, len(handles))
+	for i, h := range handles {
+		kinds[i], rows[i] = rowKindHandle, Row{Value: []byte(h)}
+	}
+	if err := os.WriteFile(payload, vtChangelogStream(t, kinds, rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(root, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	f := sp.Files[0]
+	got := slices.Sorted(slices.Values(f.Materializations))
+	if want := []string{filepath.FromSlash(link), filepath.FromSlash(a)}; !slices.Equal(slices.Compact(got), want) {
+		t.Errorf("materialisations listed %q, want %q", f.Materializations, want)
+	}
+	st, err := os.Stat(mat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, info := range f.MaterializationInfo {
+		if info.Size != st.Size() {
+			t.Errorf("materialisation %s listed with %d bytes, want %d", f.Materializations[i], info.Size, st.Size())
+		}
 	}
 }

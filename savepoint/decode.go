@@ -40,6 +40,9 @@ type ReadOptions struct {
 	// handle resolves to: handles of one file, however spelled, are read
 	// once (nil: each distinct handle is its own file).
 	identify func(handle string) string
+	// skipped, when set, is called with each external handle not read
+	// because its file is restored at a later row.
+	skipped func(handle string)
 }
 
 // clmbMagic starts a multi-blob changelog frame (section 1.7).
@@ -307,6 +310,9 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		again := m.kind == rowKindHandle && len(m.value) > 0 && last[id(h)] != j
 		if again && (metaSet || noMeta[id(h)]) {
 			s.Changelog.note(m.kind, h) // restored at its last row
+			if opts.skipped != nil {
+				opts.skipped(h)
+			}
 			continue
 		}
 		mat, err := materialisation(m.kind, m.value, opts, s.Changelog)

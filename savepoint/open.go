@@ -82,7 +82,10 @@ func OpenContext(ctx context.Context, path string, opts OpenOptions) (*Savepoint
 // readOptions are the ReadOptions of a file Open reads.
 func (o OpenOptions) readOptions(root string, resolve func(string) ([]byte, error)) ReadOptions {
 	return ReadOptions{Resolve: resolve, Columnar: o.Columnar, probe: o.Probe, ctx: o.ctx,
-		identify: func(h string) string { return handleIdentity(root, h) }}
+		identify: func(h string) string {
+			id, _ := handleIdentity(root, h)
+			return id
+		}}
 }
 
 // ctxErr is ctx's error, nil for a nil ctx.
@@ -618,13 +621,28 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		path := filepath.Join(genDir, d.name, name)
 		rel, _ := filepath.Rel(sp.Root, path)
 		f := &File{Subtask: d.index, Path: path, Rel: rel}
+		// Every materialisation the file's handles name is listed (a
+		// copy of the subtask copies them): those read, then those of
+		// handle rows not read because another handle names their file
+		// (a link to it, another base before v<gen>/), with the size
+		// and CRC of the file read.
+		read := map[string]FileInfo{} // by the file's identity
+		var unread []unreadMat
 		resolve := func(h string) ([]byte, error) {
 			data, relMat, err := resolveHandleRel(sp.Root, h)
 			if err == nil {
+				info := FileInfo{Size: int64(len(data)), CRC32C: CRC32C(data)}
 				f.Materializations = append(f.Materializations, relMat)
-				f.MaterializationInfo = append(f.MaterializationInfo, FileInfo{Size: int64(len(data)), CRC32C: CRC32C(data)})
+				f.MaterializationInfo = append(f.MaterializationInfo, info)
+				id, _ := handleIdentity(sp.Root, h)
+				read[id] = info
 			}
 			return data, err
+		}
+		skipped := func(h string) {
+			if id, rel := handleIdentity(sp.Root, h); rel != "" {
+				unread = append(unread, unreadMat{rel, id})
+			}
 		}
 		files[i] = f
 		sem <- struct{}{}
@@ -640,11 +658,17 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 				fileRead(d.index)
 			}
 			ro := opts.readOptions(sp.Root, resolve)
-			ro.keepUndecodable = opts.KeepUndecodable
+			ro.keepUndecodable, ro.skipped = opts.KeepUndecodable, skipped
 			if errs[i] = readSnapshotFile(f, b == BackendFile, ro); errs[i] != nil {
 				failed.Store(true)
 			} else if b != BackendFile {
 				verifyStraySidecar(f)
+			}
+			for _, u := range unread {
+				if info, ok := read[u.id]; ok && !slices.Contains(f.Materializations, u.rel) {
+					f.Materializations = append(f.Materializations, u.rel)
+					f.MaterializationInfo = append(f.MaterializationInfo, info)
+				}
 			}
 		}()
 	}
@@ -1270,21 +1294,30 @@ func resolveHandleRel(root, handle string) ([]byte, string, error) {
 	return data, rel, err
 }
 
+// unreadMat is the path rel from the root of a materialisation whose
+// handle row was not read: another handle names its file, id (see
+// handleIdentity).
+type unreadMat struct {
+	rel, id string
+}
+
 // handleIdentity returns the file a materialisation handle names in the
-// tree at root, as resolveHandleRel finds it: its real path, the same for
-// every handle naming that file (x/v1/0/materializations/mat-1.bin and
-// y/v1/0/materializations/mat-1.bin alike). A handle that names no file
-// there, or one that cannot be read, is its own identity (reading it
-// reports why).
-func handleIdentity(root, handle string) string {
+// tree at root, as resolveHandleRel finds it: id is its real path, the same
+// for every handle naming that file (x/v1/0/materializations/mat-1.bin and
+// y/v1/0/materializations/mat-1.bin alike), and rel its path from root as
+// the handle names it. A handle that names no file there, or one that
+// cannot be read, is its own identity, with no rel (reading it reports
+// why).
+func handleIdentity(root, handle string) (id, rel string) {
 	var real string
-	if _, err := locateHandle(root, handle, func(dir, rel string) (err error) {
+	rel, err := locateHandle(root, handle, func(dir, rel string) (err error) {
 		real, err = realWithin(dir, rel)
 		return err
-	}); err != nil {
-		return "handle:" + handle
+	})
+	if err != nil {
+		return "handle:" + handle, ""
 	}
-	return real
+	return real, rel
 }
 
 // locateHandle calls use with the places in the tree at root where a
