@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	flatbuffers "github.com/google/flatbuffers/go"
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 )
 
 // emptyOffsetsStream is a canonical stream of one zero-row record batch
@@ -757,6 +758,14 @@ func TestArrowCppRefusals(t *testing.T) {
 		setBuffer(t, data, m, i, off+by, max(ln-by, 0))
 		return data
 	}
+	// A batch of no rows whose buffer i is empty, at body offset at.
+	emptyAt := func(i int, at int64) []byte {
+		bufs := make([][2]int64, 8)
+		bufs[i][0] = at
+		out := frame(shapedSchema(schemaShape{}), nil)
+		out = append(out, frame(batchMessage(batchShape{bufs: bufs, bodyLen: 8}), make([]byte, 8))...)
+		return binary.LittleEndian.AppendUint64(out, continuation)
+	}
 	declared := func(i int, by int64) []byte {
 		data := zstdStreamOf(t, rows)
 		at := sizePrefix(t, data, messagesOf(t, data)[1], i)
@@ -777,6 +786,8 @@ func TestArrowCppRefusals(t *testing.T) {
 		{"unaligned-data", moved(7, 1), "record batch buffer 7 starts at body offset"},
 		{"unaligned-offsets", moved(3, 4), "record batch buffer 3 starts at body offset"},
 		{"unaligned-empty-validity", moved(0, 3), ""}, // not read without nulls
+		{"unaligned-empty-data", emptyAt(4, 3), ""},   // an empty buffer is not read
+		{"unaligned-empty-batch-values", emptyAt(1, 3), ""},
 		{"inflates-to-more", declared(4, -8), "compressed buffer 4 decompresses to more than"},
 		{"inflates-to-less", declared(4, 8), "compressed buffer 4 decompresses to "},
 	} {
@@ -810,6 +821,51 @@ func TestManyBatchesRefused(t *testing.T) {
 		err := openBytes(t, "1025.snap", stream(minBatchCap+1), columnar)
 		if want := "more than 1024 record batches in a "; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("columnar %v: %v, want %q", columnar, err, want)
+		}
+	}
+}
+
+// An LZ4-compressed buffer must be one LZ4 frame to its last byte, as Arrow
+// C++ decompresses it (the LZ4 reader reads frame after frame): two frames,
+// bytes after the frame, a frame cut short or no frame at all are refused.
+// arrow-go's LZ4 streams open.
+func TestLZ4Frames(t *testing.T) {
+	rows := make([]Row, 300)
+	for i := range rows {
+		rows[i] = Row{Op: 7, Key: EncodeKeyedKey([]byte("s"), []byte{byte(i >> 8), byte(i)}), Value: []byte{byte(i)}}
+	}
+	for _, columnar := range []bool{false, true} {
+		if err := openBytes(t, "lz4.snap", compressedStreamOf(t, rows, ipc.WithLZ4()), columnar); err != nil {
+			t.Errorf("arrow-go's LZ4 stream (columnar %v): %v", columnar, err)
+		}
+	}
+	payload := bytes.Repeat([]byte("clink"), 100)
+	var z bytes.Buffer
+	zw := lz4.NewWriter(&z)
+	if _, err := zw.Write(payload); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	frame := z.Bytes()
+	size := int64(len(payload))
+	for _, c := range []struct {
+		name string
+		data []byte
+		size int64
+		want string // "" accepted
+	}{
+		{"one", frame, size, ""},
+		{"two", append(bytes.Clone(frame), frame...), 2 * size, "bytes after the LZ4 frame"},
+		{"trailing", append(bytes.Clone(frame), 0), size, "1 bytes after the LZ4 frame"},
+		{"cut", frame[:len(frame)-3], size, "LZ4 frame cut short"},
+		{"none", nil, 0, "no LZ4 frame"},
+		{"not", []byte("not a frame at all"), 18, "not an LZ4 frame"},
+	} {
+		got, err := inflatedSize(0, c.data, c.size)
+		if c.want == "" && (err != nil || got != c.size) || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %d bytes, %v; want %d bytes or an error %q", c.name, got, err, c.size, c.want)
 		}
 	}
 }

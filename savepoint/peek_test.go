@@ -119,6 +119,13 @@ func zstdStream(t testing.TB, n int) []byte {
 // arrow-go compressed with ZSTD.
 func zstdStreamOf(t testing.TB, rows []Row) []byte {
 	t.Helper()
+	return compressedStreamOf(t, rows, ipc.WithZstd())
+}
+
+// compressedStreamOf is a snapshot of rows in one record batch whose
+// buffers arrow-go compressed as compression says.
+func compressedStreamOf(t testing.TB, rows []Row, compression ipc.Option) []byte {
+	t.Helper()
 	md := CanonicalMetadata(nil, VersionMap{})
 	keys, vals := make([]string, len(md)), make([]string, len(md))
 	for i, e := range md {
@@ -127,7 +134,7 @@ func zstdStreamOf(t testing.TB, rows []Row) []byte {
 	meta := arrow.NewMetadata(keys, vals)
 	schema := arrow.NewSchema(canonicalFields, &meta)
 	var buf bytes.Buffer
-	iw := ipc.NewWriter(&buf, ipc.WithSchema(schema), ipc.WithZstd())
+	iw := ipc.NewWriter(&buf, ipc.WithSchema(schema), compression)
 	if err := iw.Write(arrowGoBatch(schema, rows)); err != nil {
 		t.Fatal(err)
 	}

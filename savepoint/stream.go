@@ -44,6 +44,9 @@ type sliceMessageReader struct {
 	cols []columnKind
 	// rows counts the rows the record batches read so far declare.
 	rows int64
+	// inflated counts the bytes this stream's compressed buffers read so
+	// far declare uncompressed.
+	inflated int64
 	// budget counts the bytes the compressed buffers of the file read so
 	// far declare uncompressed.
 	budget *inflateBudget
@@ -59,8 +62,8 @@ type inflateBudget struct {
 	used int64 // bytes declared so far
 }
 
-// A stream may hold at most one record batch a bytesPerBatch bytes of it,
-// or minBatchCap: each batch is held (arrow-go's record, its columns and
+// A stream may hold at most one record batch per bytesPerBatch bytes of it
+// and of what its compressed buffers declare uncompressed, or minBatchCap: each batch is held (arrow-go's record, its columns and
 // sptool's view of it) at about 2 KiB whatever its rows, so that a stream of
 // empty batches, some 300 bytes each, would ask for seven times its size.
 // Held to this, a stream's batches take about half its size at most.
@@ -72,9 +75,9 @@ const (
 	minBatchCap   = 1024
 )
 
-// maxBatches returns how many record batches a stream of size bytes may
-// hold.
-func maxBatches(size int) int { return max(minBatchCap, size/bytesPerBatch) }
+// maxBatches returns how many record batches a stream of size bytes (with
+// what its compressed buffers declare uncompressed) may hold.
+func maxBatches(size int64) int { return int(max(minBatchCap, size/bytesPerBatch)) }
 
 // MaxFileRows is the most rows a snapshot file may hold: sorting,
 // filtering and writing number a file's rows with 32-bit positions. (At
@@ -142,8 +145,8 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 		r.cols = info.cols
 	}
 	if info.typ == msgRecordBatch {
-		if most := maxBatches(len(r.data)); len(r.codecs) >= most {
-			return nil, &offsetError{r.cur, fmt.Sprintf("more than %d record batches in a %d-byte stream (at most one per %d bytes of it, or %d): each is held whatever its rows, about 2 KiB; clink writes one, and another only where a column would pass 2 GiB", most, len(r.data), bytesPerBatch, minBatchCap)}
+		if most := maxBatches(int64(len(r.data)) + r.inflated); len(r.codecs) >= most {
+			return nil, &offsetError{r.cur, fmt.Sprintf("more than %d record batches in a %d-byte stream (at most one per %d bytes of it and of what its compressed buffers declare uncompressed, or %d): each is held whatever its rows, about 2 KiB; clink writes one, and another only where a column would pass 2 GiB", most, len(r.data), bytesPerBatch, minBatchCap)}
 		}
 		if err := checkBatchVectors(info, r.cols); err != nil {
 			return nil, &offsetError{r.cur, err.Error()}
@@ -166,6 +169,7 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 		if err != nil {
 			return nil, &offsetError{r.off + bodyStart, err.Error()}
 		}
+		r.inflated += n
 		// The batches are held decompressed together: a few kilobytes of
 		// ZSTD frames of zeros, repeated batch after batch, would ask for
 		// gigabytes. The file as a whole is held to the bound of a file
@@ -232,7 +236,7 @@ func checkBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind)
 		if off < 0 || n < 0 || off > int64(len(body)) || n > int64(len(body))-off {
 			return fmt.Errorf("record batch buffer %d (%d bytes at %d) does not fit in the %d-byte body", i, n, off, len(body))
 		}
-		if err := checkAligned(i, col, j, off, cols); err != nil {
+		if err := checkAligned(i, off, cppReads(meta, info, cols, col, j, n)); err != nil {
 			return err
 		}
 		if col >= len(cols) || col >= info.nnode || j != 1 {
@@ -282,7 +286,7 @@ func eachBuffer(meta []byte, info messageInfo, cols []columnKind, fn func(i, col
 func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind) (int64, error) {
 	var total int64
 	err := eachBuffer(meta, info, cols, func(i, col, j int, off, n int64) error {
-		if err := checkAligned(i, col, j, off, cols); err != nil {
+		if err := checkAligned(i, off, cppReads(meta, info, cols, col, j, n)); err != nil {
 			return err
 		}
 		if n == 0 {
@@ -313,10 +317,11 @@ func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []c
 		return 0, err
 	}
 	// arrow-go decompresses the declared bytes and ignores any more; Arrow
-	// C++ refuses a buffer that does not decompress to exactly them. The
-	// buffers are decompressed once all their declared sizes are bounded.
+	// C++ refuses a buffer it reads that does not decompress to exactly
+	// them. The buffers are decompressed once all their declared sizes are
+	// bounded.
 	err = eachBuffer(meta, info, cols, func(i, col, j int, off, n int64) error {
-		if n == 0 {
+		if !cppReads(meta, info, cols, col, j, n) {
 			return nil
 		}
 		size := int64(binary.LittleEndian.Uint64(body[off:]))
@@ -342,17 +347,27 @@ func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []c
 	return total, nil
 }
 
-// checkAligned refuses buffer i, buffer j of column col of cols, at body
-// offset off, when Arrow C++ reads it and it does not start on an 8-byte
-// boundary: its reader refuses such a buffer ("did not start on 8-byte
-// aligned offset"), where arrow-go reads it. A validity bitmap is read
-// only with nulls (which sptool refuses), buffers past the schema's
-// columns not at all.
-func checkAligned(i, col, j int, off int64, cols []columnKind) error {
-	if col < len(cols) && j != 0 && off%8 != 0 {
+// checkAligned refuses buffer i at body offset off when Arrow C++ reads it
+// (see cppReads) and it does not start on an 8-byte boundary: its reader
+// refuses such a buffer ("did not start on 8-byte aligned offset"), where
+// arrow-go reads it.
+func checkAligned(i int, off int64, reads bool) error {
+	if reads && off%8 != 0 {
 		return fmt.Errorf("record batch buffer %d starts at body offset %d, not on an 8-byte boundary: clink's reader (Arrow C++) refuses it", i, off)
 	}
 	return nil
+}
+
+// cppReads reports whether Arrow C++'s reader reads buffer j of column col
+// of cols, n bytes long, in a record batch: not one of none of the schema's
+// columns, nor a validity bitmap (read only with nulls, which sptool
+// refuses), nor an empty buffer, nor the values of a column of no rows.
+// Only those it reads it checks for alignment and decompresses.
+func cppReads(meta []byte, info messageInfo, cols []columnKind, col, j int, n int64) bool {
+	if col >= len(cols) || col >= info.nnode || j == 0 || n == 0 {
+		return false
+	}
+	return cols[col].binary || binary.LittleEndian.Uint64(meta[info.nodes+16*col:]) != 0
 }
 
 // columnKind is how a column of a flat schema lays out its buffers.
@@ -1093,6 +1108,9 @@ func inflatedSize(codec int8, data []byte, size int64) (int64, error) {
 	var r io.Reader
 	switch codec {
 	case 0:
+		if err := oneLZ4Frame(data); err != nil {
+			return 0, err
+		}
 		r = lz4.NewReader(bytes.NewReader(data))
 	case 1:
 		v := zstdDecoders.Get()
@@ -1110,4 +1128,54 @@ func inflatedSize(codec int8, data []byte, size int64) (int64, error) {
 		return 0, fmt.Errorf("unknown compression codec %d", codec)
 	}
 	return io.Copy(io.Discard, io.LimitReader(r, size+1))
+}
+
+// oneLZ4Frame checks that data is one LZ4 frame, to its last byte: Arrow
+// C++ decompresses a buffer's one frame and refuses more ("contains more
+// than one frame") or less, where the LZ4 reader reads frame after frame.
+// It walks the frame's header, blocks, end mark and checksums (the LZ4
+// frame format); the blocks' contents are decompressed after.
+func oneLZ4Frame(data []byte) error {
+	const magic = 0x184D2204
+	if len(data) == 0 {
+		return errors.New("no LZ4 frame, which clink's reader (Arrow C++) refuses")
+	}
+	if len(data) < 7 || binary.LittleEndian.Uint32(data) != magic {
+		return errors.New("not an LZ4 frame (no frame magic number)")
+	}
+	flg := data[4]
+	at := 7 // magic, FLG, BD, and the header checksum after the options
+	if flg&0x08 != 0 {
+		at += 8 // content size
+	}
+	if flg&0x01 != 0 {
+		at += 4 // dictionary id
+	}
+	for {
+		if at+4 > len(data) {
+			return errors.New("LZ4 frame cut short")
+		}
+		n := int(binary.LittleEndian.Uint32(data[at:]) & 0x7FFFFFFF)
+		at += 4
+		if binary.LittleEndian.Uint32(data[at-4:]) == 0 {
+			break // the end mark
+		}
+		if flg&0x10 != 0 {
+			n += 4 // block checksum
+		}
+		if n > len(data)-at {
+			return errors.New("LZ4 frame cut short")
+		}
+		at += n
+	}
+	if flg&0x04 != 0 {
+		at += 4 // content checksum
+	}
+	switch {
+	case at > len(data):
+		return errors.New("LZ4 frame cut short")
+	case at < len(data):
+		return fmt.Errorf("%d bytes after the LZ4 frame (another frame?), which clink's reader (Arrow C++) refuses", len(data)-at)
+	}
+	return nil
 }
