@@ -166,7 +166,9 @@ type PurgeAudit struct {
 	// there are none.
 	NotFoundHex []string `json:"not_found_hex,omitempty"`
 	// Remaining counts the rows of listed keys, and their timers, that the
-	// output holds in the rule's scope (see the README's purge_keys).
+	// output holds in the rule's scope (see the README's purge_keys); a
+	// rule scoped to a slot leaves the keys' timers, which TimersKept
+	// counts, so its Remaining counts rows only.
 	Remaining int64 `json:"rows_remaining"`
 	// ElementsLeft counts the rows the purge passed over in the slots of
 	// CompositeLooking: rows whose key is a listed key, 0x1F and an

@@ -222,7 +222,9 @@ func commandHelp(c *command, fs *pflag.FlagSet, w io.Writer) {
 // isDecimal reports whether v is an integer in decimal: digits, after an
 // optional sign.
 func isDecimal(v string) bool {
-	v = strings.TrimLeft(v, "+-")
+	if v != "" && (v[0] == '+' || v[0] == '-') {
+		v = v[1:]
+	}
 	return v != "" && strings.Trim(v, "0123456789") == ""
 }
 
