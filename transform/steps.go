@@ -204,17 +204,7 @@ func compile(set *rules.Set) []step {
 				return row, true, nil
 			}
 		case r.SetVersion != nil:
-			sv := r.SetVersion
-			s.versions = func(vm savepoint.VersionMap) (savepoint.VersionMap, error) {
-				slot := sv.Slot
-				if !sv.HasSlot {
-					if old, ok := vm.Get(sv.Op.ID, sv.StateType); ok {
-						slot = old.Slot
-					}
-				}
-				err := vm.Put(savepoint.VersionEntry{Op: sv.Op.ID, StateType: sv.StateType, Version: sv.Version, Slot: slot})
-				return vm, err
-			}
+			s.versions = setVersionStep(r.SetVersion, "")
 		case r.DropVersion != nil:
 			dv := r.DropVersion
 			s.versions = func(vm savepoint.VersionMap) (savepoint.VersionMap, error) {
@@ -225,6 +215,25 @@ func compile(set *rules.Set) []step {
 		steps[i] = s
 	}
 	return steps
+}
+
+// setVersionStep is the version-map change of set_version sv: the entry of
+// its operator and state type set to its version, bound to its slot, or,
+// without 'slot', to the slot the file's entry is bound to, or, when the
+// file has none, to bound (the slot the other files bind it to: see
+// bindSetVersions).
+func setVersionStep(sv *rules.SetVersionSpec, bound string) func(savepoint.VersionMap) (savepoint.VersionMap, error) {
+	return func(vm savepoint.VersionMap) (savepoint.VersionMap, error) {
+		slot := sv.Slot
+		if !sv.HasSlot {
+			slot = bound
+			if old, ok := vm.Get(sv.Op.ID, sv.StateType); ok {
+				slot = old.Slot
+			}
+		}
+		err := vm.Put(savepoint.VersionEntry{Op: sv.Op.ID, StateType: sv.StateType, Version: sv.Version, Slot: slot})
+		return vm, err
+	}
 }
 
 // filterStep compiles keep (keepIf=true) and drop rules: the row function

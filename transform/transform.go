@@ -385,6 +385,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		defer cancels[i]()
 	}
 	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts, min(jobs, len(sp.Files))), dry: opts.DryRun, decompress: opts.Decompress, cancels: cancels}
+	bindWarnings := bindSetVersions(sp, eng.steps)
 	eng.failedAt.Store(math.MaxInt64)
 	eng.passedOver = make([]atomic.Int64, len(eng.steps))
 	defer eng.spill.close()
@@ -459,6 +460,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	rep.Warnings = append(rep.Warnings, eng.passedOverWarnings()...)
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
 	rep.Warnings = append(rep.Warnings, setVersionWarnings(sp, set, eng.steps, rep.Slots)...)
+	rep.Warnings = append(rep.Warnings, bindWarnings...)
 	rep.Warnings = append(rep.Warnings, renameVersionWarnings(sp, eng.steps, rep.PerRule)...)
 	rep.Warnings = append(rep.Warnings, dropSlotVersionWarnings(sp, eng.steps, rep.PerRule, rep.Slots)...)
 	if opts.StateBase != "" && !opts.DryRun && (sp.Kind == savepoint.InputFile || sp.Backend != savepoint.BackendChangelogFile) {
@@ -1022,6 +1024,47 @@ func droppedWithOperator(sp *savepoint.Savepoint, steps []step, i int) bool {
 		}
 	}
 	return false
+}
+
+// bindSetVersions gives each set_version step without 'slot' the slot a
+// file whose version map lacks the entry binds it to: the one the other
+// files' entries are bound to where the step runs. Without it, such a file
+// (a subtask of a changelog+file tree with no version map, say) got an
+// entry bound to no slot, which applies to every row of the operator,
+// timers and operator state included (format 4.4), while the report said
+// the slot was kept. Files that bind the entry to different slots are
+// warned of; a file without the entry then gets it unbound, as when no file
+// has it.
+func bindSetVersions(sp *savepoint.Savepoint, steps []step) []string {
+	var warns []string
+	for i, st := range steps {
+		sv := st.rule.SetVersion
+		if sv == nil || sv.HasSlot {
+			continue
+		}
+		slots := map[string]bool{}
+		missing := false // a file (its map empty, or none) without the entry
+		for _, vm := range versionsAt(sp, steps, i) {
+			if e, ok := vm.Get(sv.Op.ID, sv.StateType); ok {
+				slots[e.Slot] = true
+			} else {
+				missing = true
+			}
+		}
+		switch {
+		case len(slots) == 1:
+			for slot := range slots {
+				steps[i].versions = setVersionStep(sv, slot)
+			}
+		case len(slots) > 1 && missing:
+			quoted := make([]string, 0, len(slots))
+			for _, slot := range slices.Sorted(maps.Keys(slots)) {
+				quoted = append(quoted, strconv.Quote(slot))
+			}
+			warns = append(warns, fmt.Sprintf("%s: the files' version maps bind operator %s's state type %q to different slots (%s), so the files without the entry get it bound to no slot, which applies to every row of the operator (format 4.4); give 'slot' to bind it", st.rule.Label(), sv.Op, sv.StateType, strings.Join(quoted, ", ")))
+		}
+	}
+	return warns
 }
 
 // versionsAt returns the version map of each file of sp that has one, as
