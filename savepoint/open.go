@@ -413,6 +413,44 @@ func checkpointOfName(name string) (uint64, bool) {
 	return 0, false
 }
 
+// decimalOf picks, of names that name one subtask or checkpoint, the one
+// clink opens (decimal reports it), and returns the others; ok is false
+// when there are several and clink opens none of them, or more than one.
+func decimalOf(names []string, decimal func(string) bool) (name string, ignored []string, ok bool) {
+	if len(names) == 1 {
+		return names[0], nil, true
+	}
+	for _, n := range names {
+		if decimal(n) {
+			if name != "" {
+				return "", nil, false
+			}
+			name = n
+		} else {
+			ignored = append(ignored, n)
+		}
+	}
+	slices.Sort(ignored)
+	return name, ignored, name != ""
+}
+
+// decimalCheckpointName reports whether name is the payload name clink
+// opens for checkpoint id: checkpoint-<id>.snap or changelog-<id>.snap,
+// the id in decimal.
+func decimalCheckpointName(name string, id uint64) bool {
+	d := strconv.FormatUint(id, 10)
+	return name == "checkpoint-"+d+".snap" || name == "changelog-"+d+".snap"
+}
+
+// quoteAll quotes each of names, joined with ", ".
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
 type subtaskDir struct {
 	index int
 	name  string
@@ -448,28 +486,47 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		return fmt.Errorf("open savepoint: %w", err)
 	}
 	var dirs []*subtaskDir
-	seen := map[int]string{}
+	// Two names of one subtask (01 and 1) or one checkpoint
+	// (checkpoint-017.snap and checkpoint-17.snap): clink opens the one
+	// in decimal only (format 5.1, 5.3), so the other is left out, with a
+	// note; two names neither of which clink opens are an error.
+	byIndex := map[int][]string{}
 	for _, e := range ents {
-		idx, ok := subtaskIndex(e.Name())
-		if !ok || !isDir(filepath.Join(genDir, e.Name())) {
-			continue
+		if idx, ok := subtaskIndex(e.Name()); ok && isDir(filepath.Join(genDir, e.Name())) {
+			byIndex[idx] = append(byIndex[idx], e.Name())
 		}
-		if prev, dup := seen[idx]; dup {
-			return fmt.Errorf("open savepoint %s: directories %q and %q both name subtask %d", genDir, prev, e.Name(), idx)
+	}
+	for _, idx := range slices.Sorted(maps.Keys(byIndex)) {
+		name, ignored, ok := decimalOf(byIndex[idx], func(n string) bool { return n == strconv.Itoa(idx) })
+		if !ok {
+			return fmt.Errorf("open savepoint %s: directories %s all name subtask %d, and clink reads none of them (it reads %s only: the index in decimal, section 5.3)", genDir, quoteAll(byIndex[idx]), idx, strconv.Itoa(idx))
 		}
-		seen[idx] = e.Name()
-		sd := &subtaskDir{index: idx, name: e.Name(), ckpts: map[uint64]string{}}
-		files, err := os.ReadDir(filepath.Join(genDir, e.Name()))
+		genRel, _ := filepath.Rel(sp.Root, genDir)
+		for _, n := range ignored {
+			sp.Notes = append(sp.Notes, fmt.Sprintf("subtask directory %s ignored: it names subtask %d with leading zeros, and clink reads subtask %d from %s only (section 5.3)", n, idx, idx, name))
+			sp.Shadowed = append(sp.Shadowed, ShadowedName{Rel: filepath.Join(genRel, n), Read: filepath.Join(genRel, name)})
+		}
+		sd := &subtaskDir{index: idx, name: name, ckpts: map[uint64]string{}}
+		files, err := os.ReadDir(filepath.Join(genDir, name))
 		if err != nil {
 			return fmt.Errorf("open savepoint: %w", err)
 		}
+		byID := map[uint64][]string{}
 		for _, f := range files {
 			if id, ok := checkpointOfName(f.Name()); ok {
-				if other, dup := sd.ckpts[id]; dup {
-					return fmt.Errorf("open savepoint: subtask directory %s holds both %s and %s", filepath.Join(genDir, e.Name()), other, f.Name())
-				}
-				sd.ckpts[id] = f.Name()
+				byID[id] = append(byID[id], f.Name())
 			}
+		}
+		for id, names := range byID {
+			file, ignored, ok := decimalOf(names, func(n string) bool { return decimalCheckpointName(n, id) })
+			if !ok {
+				return fmt.Errorf("open savepoint: subtask directory %s holds %s, which all name checkpoint %d", filepath.Join(genDir, name), strings.Join(names, " and "), id)
+			}
+			for _, n := range ignored {
+				sp.Notes = append(sp.Notes, fmt.Sprintf("%s ignored: it names checkpoint %d with leading zeros beside %s, the file clink opens (section 5.1)", filepath.Join(name, n), id, file))
+				sp.Shadowed = append(sp.Shadowed, ShadowedName{Rel: filepath.Join(genRel, name, n), Read: filepath.Join(genRel, name, file), Checkpoint: true})
+			}
+			sd.ckpts[id] = file
 		}
 		dirs = append(dirs, sd)
 	}
@@ -538,7 +595,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	}
 	if hasListing {
 		for _, i := range listing {
-			if _, ok := seen[i]; !ok {
+			if _, ok := byIndex[i]; !ok {
 				absent := func(gen string) string {
 					msg := fmt.Sprintf("%s lists subtask %d but %s has no directory %d", ShowName(sp.CompletedRel), i, gen, i)
 					if g := sp.Completed.Generation; g != 0 && g != sp.Generation {
@@ -559,7 +616,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 				if err != nil {
 					rel = genDir
 				}
-				seen[i] = strconv.Itoa(i)
+				byIndex[i] = []string{strconv.Itoa(i)}
 				dirs = append(dirs, &subtaskDir{index: i, name: strconv.Itoa(i), absent: absent(ShowName(rel))})
 			}
 		}

@@ -127,6 +127,15 @@ type File struct {
 // by Open): its methods, Validate and Summarize panic on a nil one, as Go
 // methods do; the functions that return an error (transform.Run,
 // diff.Compare, export.Write) return one for either (CheckUsable).
+// ShadowedName is a name in a tree that clink does not open beside the
+// one it does: Rel (relative to Root) names the same subtask or checkpoint
+// as Read, which is read.
+type ShadowedName struct {
+	Rel, Read string
+	// Checkpoint reports a payload; else Rel is a subtask directory.
+	Checkpoint bool
+}
+
 type Savepoint struct {
 	// Path is the path as given to Open; Root is the checkpoint directory (the
 	// directory holding v<gen>/ and _jobs/), or the file's directory.
@@ -169,6 +178,11 @@ type Savepoint struct {
 	// Unlisted are the files of the checkpoint in subtask directories its
 	// only marker does not list, left out (relative to Root).
 	Unlisted []string
+	// Shadowed are the subtask directories and payloads named with
+	// leading zeros beside the name clink opens (01 beside 1,
+	// checkpoint-017.snap beside checkpoint-17.snap): left out, as clink
+	// leaves them; each says what it is and what is read instead.
+	Shadowed []ShadowedName
 	// unlistedSubtasks are the subtasks of Unlisted's files.
 	unlistedSubtasks []int
 	// closed is set by Close.

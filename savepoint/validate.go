@@ -1508,6 +1508,13 @@ func (v *validator) checkCompleted() {
 			v.treeFinding(SeverityError, CheckCompleted, 0, nil, fmt.Sprintf("%s lists subtask %d, but v%d has no directory %d: a job restoring that subtask finds no state and refuses to start", ShowName(sp.CompletedRel), i, sp.Generation, i))
 		}
 	}
+	for _, sh := range sp.Shadowed {
+		what, section := "subtask directory", "5.3"
+		if sh.Checkpoint {
+			what, section = "payload", "5.1"
+		}
+		v.treeFinding(SeverityWarning, CheckSubtasks, 0, nil, fmt.Sprintf("%s %s is not read: its name, with leading zeros, names what %s names, which clink opens (section %s), so a restore leaves it out too; a stray copy, or a file meant to replace the other (remove or rename it)", what, ShowName(sh.Rel), ShowName(sh.Read), section))
+	}
 	for _, rel := range sp.Unlisted {
 		subtask, err := strconv.Atoi(filepath.Base(filepath.Dir(rel)))
 		if err != nil {

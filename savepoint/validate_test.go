@@ -997,6 +997,44 @@ func TestValidateDirectoryNames(t *testing.T) {
 	}
 }
 
+// Beside the name clink opens, a subtask directory or payload named with
+// leading zeros (01 beside 1, checkpoint-007.snap beside checkpoint-7.snap)
+// is left out, as clink leaves it, and validate warns of it: the tree is
+// read, not refused. Two such names and none clink opens are an error.
+func TestShadowedNames(t *testing.T) {
+	r := vtKeyed(7, "agg", []byte("alpha"), "1") // kg 43: subtask 0 of 2
+	tree := vtWriteTree(t, [][]Row{{r}, {}}, nil)
+	cp := func(from, to string) {
+		t.Helper()
+		if err := os.CopyFS(filepath.Join(tree, to), os.DirFS(filepath.Join(tree, from))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp("v1/1", "v1/01")
+	b, err := os.ReadFile(filepath.Join(tree, "v1", "0", "checkpoint-7.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "v1", "0", "checkpoint-007.snap"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, tree, OpenOptions{})
+	if len(sp.Files) != 2 || sp.Files[0].Rel != filepath.FromSlash("v1/0/checkpoint-7.snap") || sp.Files[1].Rel != filepath.FromSlash("v1/1/checkpoint-7.snap") {
+		t.Fatalf("files %v", sp.Files)
+	}
+	vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
+		{SeverityWarning, CheckSubtasks, "", -1, 0, nil, []string{"payload v1/0/checkpoint-007.snap is not read", "what v1/0/checkpoint-7.snap names, which clink opens (section 5.1)"}},
+		{SeverityWarning, CheckSubtasks, "", -1, 0, nil, []string{"subtask directory v1/01 is not read", "what v1/1 names, which clink opens (section 5.3)"}},
+	})
+	cp("v1/1", "v1/001")
+	if err := os.RemoveAll(filepath.Join(tree, "v1", "1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(tree, OpenOptions{}); err == nil || !strings.Contains(err.Error(), `directories "001", "01" all name subtask 1, and clink reads none of them`) {
+		t.Errorf("open with 001 and 01: %v", err)
+	}
+}
+
 // Beside the generations a tree holds, one named with leading zeros is
 // ignored, and the note names it as it is (not as the generation clink
 // reads), whether it is the highest number or an older one.
