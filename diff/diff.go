@@ -510,7 +510,7 @@ func displaySlot(b []byte) string {
 }
 
 func (d *differ) sample(u savepoint.UnionRow, k savepoint.Key) (Sample, *Value) {
-	s := Sample{Kind: k.Kind.String(), KeyGroup: k.KeyGroup, Key: savepoint.RenderBytes(k.UserKey, 32), KeyHex: hex.EncodeToString(u.Row.Key)}
+	s := Sample{Kind: k.Kind.String(), KeyGroup: k.KeyGroup, Key: string(savepoint.AppendRenderUserKey(nil, u.Row.Key, k, 32)), KeyHex: hex.EncodeToString(u.Row.Key)}
 	v := &Value{Value: savepoint.RenderBytes(u.Row.Value, 64), Hex: hex.EncodeToString(u.Row.Value), Subtask: u.Subtask}
 	if d.opts.Rules != nil {
 		dec, _ := export.DecodeRow(d.opts.Rules, &d.env, u.Row, u.Subtask)

@@ -880,3 +880,25 @@ func TestCompareNil(t *testing.T) {
 		}
 	}
 }
+
+// A sample of an operator key whose first byte is not 0xff shows that byte
+// (0x80+"weird"), as cat and export do: without it, the rows of 0x80"weird"
+// and 0xff"weird" read alike.
+func TestSampleOperatorByte(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, rows []savepoint.Row) string {
+		p := filepath.Join(dir, name)
+		if _, err := savepoint.WriteSnapshotFile(p, nil, rows, savepoint.SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ff := savepoint.Row{Op: 7, Key: []byte("\xffweird"), Value: []byte{1}}
+	a := write("a.snap", []savepoint.Row{ff})
+	b := write("b.snap", []savepoint.Row{{Op: 7, Key: []byte("\x80weird"), Value: []byte{2}}, ff})
+	r := compare(t, open(t, a), open(t, b), Options{Limit: DefaultLimit})
+	s := slotOf(r, 7, savepoint.RawSlot)
+	if s == nil || len(s.Samples.Added) != 1 || s.Samples.Added[0].Key != `0x80+"weird"` {
+		t.Fatalf("slot %+v, want one sample added, of key 0x80+\"weird\"", s)
+	}
+}

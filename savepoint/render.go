@@ -3,6 +3,7 @@ package savepoint
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 )
 
@@ -80,4 +81,17 @@ func ShowName(s string) string {
 		}
 	}
 	return s
+}
+
+// AppendRenderUserKey appends the text a row's key is shown as: its user
+// key rendered (RenderBytes, cut at max), after "0x80+" (the first byte in
+// hex) for an operator-state key whose first byte is 0x80-0xFE rather than
+// the 0xFF of clink's operator code. key is the stored key, k its ParseKey.
+// The user key alone would read as that of the 0xFF row of the same
+// logical key; RenderBytes never writes a '+' after 0x and two hex digits.
+func AppendRenderUserKey(dst, key []byte, k Key, max int) []byte {
+	if k.Kind == KindOperator && len(key) > 0 && key[0] != 0xFF {
+		dst = fmt.Appendf(dst, "0x%02x+", key[0])
+	}
+	return AppendRenderBytes(dst, k.UserKey, max)
 }

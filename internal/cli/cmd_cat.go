@@ -280,7 +280,7 @@ func appendCatJSON(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask 
 		b = rowtext.AppendJSONString(b, savepoint.RawSlot)
 	}
 	b = append(b, `,"key":`...)
-	scratch = savepoint.AppendRenderBytes(scratch[:0], k.UserKey, 0)
+	scratch = savepoint.AppendRenderUserKey(scratch[:0], r.Key, k, 0)
 	b = rowtext.AppendJSONString(b, scratch)
 	b = append(b, `,"key_hex":"`...)
 	b = hex.AppendEncode(b, r.Key)
@@ -362,12 +362,7 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 		b = append(b, savepoint.RawSlot...)
 	}
 	b = append(b, " key "...)
-	if k.Kind == savepoint.KindOperator && r.Key[0] != 0xFF {
-		// Not the 0xff of operator code's keys: its first byte is shown,
-		// or 0x80"abc" would read as 0xff"abc".
-		b = fmt.Appendf(b, "0x%02x+", r.Key[0])
-	}
-	b = savepoint.AppendRenderBytes(b, k.UserKey, 32)
+	b = savepoint.AppendRenderUserKey(b, r.Key, k, 32)
 	b = append(b, " = "...)
 	b = savepoint.AppendRenderBytes(b, r.Value, 64)
 	if dec != nil {
@@ -463,7 +458,7 @@ func appendCatCSV(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask i
 		key, _ := export.Text(*dec.Key)
 		b = rowtext.AppendCSVField(b, key)
 	} else {
-		scratch = savepoint.AppendRenderBytes(scratch[:0], k.UserKey, 0)
+		scratch = savepoint.AppendRenderUserKey(scratch[:0], r.Key, k, 0)
 		b = rowtext.AppendCSVField(b, scratch)
 	}
 	b = append(b, ',')

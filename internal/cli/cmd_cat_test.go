@@ -84,6 +84,24 @@ func TestAppendCatJSON(t *testing.T) {
 	}
 }
 
+// Every format shows the first byte of an operator key that is not 0xff
+// (0x80+"abc"): without it the row's key reads as the 0xff row's of the
+// same logical key, which JSON Lines and CSV showed alike.
+func TestCatOperatorByte(t *testing.T) {
+	for _, c := range []struct{ key, want string }{{"\x80abc", `0x80+\"abc\"`}, {"\xffabc", `\"abc\"`}} {
+		r := savepoint.Row{Op: 1, Key: []byte(c.key), Value: []byte("a")}
+		k := savepoint.ParseKey(r.Key)
+		got, _, err := appendCatJSON(nil, nil, r, k, 0, nil)
+		if err != nil || !bytes.Contains(got, []byte(`"key":"`+c.want+`"`)) {
+			t.Errorf("JSON Lines of %q: %s (%v), want key %s", c.key, got, err, c.want)
+		}
+		csv, _ := appendCatCSV(nil, nil, r, k, 0, nil)
+		if want := strings.ReplaceAll(c.want, `\"`, `""`); !bytes.Contains(csv, []byte(want)) {
+			t.Errorf("CSV of %q: %s, want key %s", c.key, csv, want)
+		}
+	}
+}
+
 // appendCatText writes what writeTextRow wrote. An operator key whose first
 // byte is not 0xff shows it.
 func TestAppendCatText(t *testing.T) {
@@ -163,7 +181,7 @@ type catRow struct {
 func newCatRow(r savepoint.Row, k savepoint.Key, subtask int) catRow {
 	cr := catRow{
 		Subtask: subtask, Op: r.Op, Kind: k.Kind.String(), KeyGroup: k.KeyGroup, Slot: k.SlotName(),
-		Key: savepoint.RenderBytes(k.UserKey, 0), KeyHex: hex.EncodeToString(r.Key),
+		Key: operatorByte(r, k) + savepoint.RenderBytes(k.UserKey, 0), KeyHex: hex.EncodeToString(r.Key),
 		Value: savepoint.RenderBytes(r.Value, 0), ValueHex: hex.EncodeToString(r.Value),
 	}
 	if len(r.Value) == 8 {
@@ -171,6 +189,15 @@ func newCatRow(r savepoint.Row, k savepoint.Key, subtask int) catRow {
 		cr.ValueInt64 = &v
 	}
 	return cr
+}
+
+// operatorByte is the first byte of an operator key that is not 0xff, as
+// the formats show it before the user key ("0x80+"), or "".
+func operatorByte(r savepoint.Row, k savepoint.Key) string {
+	if k.Kind == savepoint.KindOperator && r.Key[0] != 0xff {
+		return fmt.Sprintf("0x%02x+", r.Key[0])
+	}
+	return ""
 }
 
 // writeTextRow writes cr's line of the text format (the oracle of
@@ -184,11 +211,7 @@ func writeTextRow(w io.Writer, cr catRow, r savepoint.Row, k savepoint.Key) {
 	if !k.HasSlot {
 		slot = savepoint.RawSlot
 	}
-	first := "" // the first byte of an operator key that is not 0xff
-	if k.Kind == savepoint.KindOperator && r.Key[0] != 0xff {
-		first = fmt.Sprintf("0x%02x+", r.Key[0])
-	}
-	fmt.Fprintf(w, "op=%d %s%s slot=%s key %s%s = %s", r.Op, cr.Kind, kg, slot, first, savepoint.RenderBytes(k.UserKey, 32), savepoint.RenderBytes(r.Value, 64))
+	fmt.Fprintf(w, "op=%d %s%s slot=%s key %s%s = %s", r.Op, cr.Kind, kg, slot, operatorByte(r, k), savepoint.RenderBytes(k.UserKey, 32), savepoint.RenderBytes(r.Value, 64))
 	if d := cr.Decoded; d != nil {
 		// The parts that decoded, each in its place (a part that did not
 		// is left out; one that decoded to nil is null).
