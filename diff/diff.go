@@ -1072,13 +1072,13 @@ func more(b *strings.Builder, n int64, shown int, what string) {
 func decodedNote(x Sample, a, b *Value) string {
 	var parts []string
 	if x.DecodedKey != nil {
-		parts = append(parts, "key="+textOf(x.DecodedKey))
+		parts = append(parts, "key="+export.LineText(x.DecodedKey))
 	}
 	val := func(v *Value) (string, bool) {
 		if v == nil || v.Decoded == nil {
 			return "", false
 		}
-		s := textOf(v.Decoded)
+		s := export.LineText(v.Decoded)
 		if v.ExpireAt != nil {
 			s += " expire_at=" + strconv.FormatInt(*v.ExpireAt, 10)
 		}
@@ -1086,9 +1086,16 @@ func decodedNote(x Sample, a, b *Value) string {
 	}
 	sa, okA := val(a)
 	sb, okB := val(b)
+	// A changed row one side of which does not decode says which side
+	// the decoded value is.
+	const none = "(not decoded)"
 	switch {
 	case okA && okB:
 		parts = append(parts, "value="+sa+" -> "+sb)
+	case okA && b != nil:
+		parts = append(parts, "value="+sa+" -> "+none)
+	case okB && a != nil:
+		parts = append(parts, "value="+none+" -> "+sb)
 	case okA:
 		parts = append(parts, "value="+sa)
 	case okB:
@@ -1098,11 +1105,6 @@ func decodedNote(x Sample, a, b *Value) string {
 		return ""
 	}
 	return "  [" + strings.Join(parts, " ") + "]"
-}
-
-func textOf(v any) string {
-	s, _ := export.Text(v)
-	return s
 }
 
 func versionText(e *VersionEntry) string {

@@ -902,3 +902,24 @@ func TestSampleOperatorByte(t *testing.T) {
 		t.Fatalf("slot %+v, want one sample added, of key 0x80+\"weird\"", s)
 	}
 }
+
+// The decoded key and values in a sample's brackets stay on the line: a
+// newline or a tab in a decoded string is shown quoted, as cat shows it;
+// a changed row one side of which does not decode says which side the
+// decoded value is.
+func TestDecodedNote(t *testing.T) {
+	for _, c := range []struct {
+		x    Sample
+		a, b *Value
+		want string
+	}{
+		{Sample{DecodedKey: "new\nline"}, &Value{Decoded: "a\tb"}, &Value{}, `  [key="new\nline" value="a\tb" -> (not decoded)]`},
+		{Sample{DecodedKey: "k"}, &Value{}, &Value{Decoded: int64(2)}, `  [key=k value=(not decoded) -> 2]`},
+		{Sample{}, nil, &Value{Decoded: "plain"}, `  [value=plain]`},
+		{Sample{}, &Value{Decoded: int64(1)}, &Value{Decoded: int64(2)}, `  [value=1 -> 2]`},
+	} {
+		if got := decodedNote(c.x, c.a, c.b); got != c.want {
+			t.Errorf("got %s, want %s", got, c.want)
+		}
+	}
+}

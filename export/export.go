@@ -118,6 +118,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 	"unsafe"
 
@@ -982,6 +983,23 @@ func Render(b []byte) string {
 // verbatim reports whether Render writes b as it is.
 func verbatim(b []byte) bool {
 	return savepoint.Printable(b) && !(len(b) >= 2 && b[0] == '0' && b[1] == 'x')
+}
+
+// LineText renders a value decoded by a codec as a line of text shows it
+// (cat's text format, diff's samples): as Text, Go-quoted when it holds a
+// character that is not printable (a newline, a tab, a control character),
+// so that the line stays one line and can be read back; null for nil.
+func LineText(v any) string {
+	if v == nil {
+		return "null"
+	}
+	t, _ := Text(v)
+	for _, r := range t {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(t)
+		}
+	}
+	return t
 }
 
 // Text renders a value decoded by a codec as text: strings verbatim (0x hex

@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/sptool/sptool/export"
 	"github.com/sptool/sptool/internal/rowtext"
@@ -385,18 +384,7 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 // export's text columns hold it, and null for none (a value of a 'ttl:
 // true' slot too short for its stamp), as the JSON Lines format shows it,
 // where "" would read as an empty string.
-func catText(v any) string {
-	if v == nil {
-		return "null"
-	}
-	t, _ := export.Text(v)
-	if !allPrintable(t) {
-		// A newline, a control character: quoted, so that the row stays on
-		// its line and can be read back.
-		return strconv.Quote(t)
-	}
-	return t
-}
+func catText(v any) string { return export.LineText(v) }
 
 // catShown is a key or value as the text format shows it among the
 // decoded fields: a string a codec decoded Go-quoted, and bytes (shown as
@@ -417,16 +405,6 @@ func catShown(ok bool, decoded any, stored []byte) string {
 		return string(savepoint.AppendRenderName(nil, v))
 	}
 	return catText(export.JSONValue(decoded))
-}
-
-// allPrintable reports whether every rune of s is printable (a space is).
-func allPrintable(s string) bool {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // appendCatCSV appends to b r's line of cat's CSV format (the fields of
