@@ -27,6 +27,13 @@ func TestScopeWarnings(t *testing.T) {
 		{"operator remapped by an earlier rule", "  - remap_operator: {from: 12, to: 14}\n  - drop: {op: 12, expr: 'true'}\n",
 			"rule 2 (drop): operator 12 has no rows here; the rule does nothing"},
 		{"slot renamed into", "  - rename_slot: {op: 7, from: tmp, to: tmp2}\n  - drop_slot: {op: 7, slot: tmp2}\n", ""},
+		// An operator with no rows but version-map entries: the rule drops,
+		// moves or rebinds them, so it does something.
+		{"entries dropped", "  - set_version: {op: 999, state_type: T, version: 1}\n  - drop_operator: {op: 999}\n", ""},
+		{"entries moved", "  - set_version: {op: 999, state_type: T, version: 1}\n  - remap_operator: {from: 999, to: 998}\n", ""},
+		{"entry rebound", "  - set_version: {op: 999, state_type: T, version: 1, slot: s}\n  - rename_slot: {op: 999, from: s, to: s2}\n", ""},
+		{"entry of another slot", "  - set_version: {op: 999, state_type: T, version: 1, slot: s}\n  - rename_slot: {op: 999, from: x, to: s2}\n",
+			`rule 2 (rename_slot): operator 999 has no rows here; the rule does nothing`},
 		{"every scope holds rows", "  - purge_keys: {keys: [alice], op: 8, slot: profile}\n  - drop: {slot: dedup, expr: 'key == \"zed\"'}\n  - remap_operator: {from: 12, to: 14}\n", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

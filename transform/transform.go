@@ -455,7 +455,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		return nil, err
 	}
 	rep.Warnings = append(rep.Warnings, declarationWarnings(set, rep.Slots)...)
-	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots)...)
+	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots, versionEntriesMoved(sp, eng.steps))...)
 	rep.Warnings = append(rep.Warnings, eng.compositeWarnings(results)...)
 	rep.Warnings = append(rep.Warnings, eng.passedOverWarnings()...)
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
@@ -861,12 +861,14 @@ func checkMergeGroups(sp *savepoint.Savepoint, set *rules.Set, results []*fileRe
 // scopeWarnings returns a warning for each rule that names an operator, or
 // a slot of one, that holds no row where the rule runs (see followSlots):
 // such a rule does nothing, most likely because of a mistyped name, which
-// an erasure's audit would otherwise report as keys not found.
-func scopeWarnings(set *rules.Set, slots []*SlotStats) []string {
+// an erasure's audit would otherwise report as keys not found. A rule that
+// changes version-map entries there (movesVersions) does something.
+
+func scopeWarnings(set *rules.Set, slots []*SlotStats, movesVersions func(*rules.Rule) bool) []string {
 	var warns []string
 	followSlots(set, slotsBefore(slots), func(r *rules.Rule, present map[slotKey]int64) error {
 		op, slot := ruleScope(r)
-		if op == nil && slot == nil {
+		if op == nil && slot == nil || movesVersions(r) {
 			return nil
 		}
 		var opSlots []string
@@ -893,6 +895,37 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats) []string {
 		return nil
 	})
 	return warns
+}
+
+// versionEntriesMoved reports, of each drop_operator, remap_operator and
+// rename_slot rule, whether some file's version map, where the rule runs,
+// holds an entry of its operator (bound to its slot, for rename_slot),
+// which the rule drops, moves or rebinds.
+func versionEntriesMoved(sp *savepoint.Savepoint, steps []step) func(*rules.Rule) bool {
+	moved := map[*rules.Rule]bool{}
+	for i, st := range steps {
+		r := st.rule
+		var op uint64
+		var slot *string
+		switch {
+		case r.DropOperator != nil:
+			op = r.DropOperator.Op.ID
+		case r.RemapOperator != nil:
+			op = r.RemapOperator.From.ID
+		case r.RenameSlot != nil:
+			op, slot = r.RenameSlot.Op.ID, &r.RenameSlot.From
+		default:
+			continue
+		}
+		for _, vm := range versionsAt(sp, steps, i) {
+			for _, e := range vm.Entries() {
+				if e.Op == op && (slot == nil || e.Slot == *slot) {
+					moved[r] = true
+				}
+			}
+		}
+	}
+	return func(r *rules.Rule) bool { return moved[r] }
 }
 
 // nearUIDNote says, of an operator named by a uid that has no rows in
