@@ -1343,13 +1343,21 @@ func (d *decoder) warnings() []string {
 	if d.set == nil {
 		return warns
 	}
+	// A declaration decodes its slot under each name the file gives it
+	// (after a rename or remap): the rows it matched are those of any.
+	matched, undescribed := map[*rules.SlotDecl]bool{}, map[*rules.SlotDecl]bool{}
+	for id := range d.declared {
+		matched[d.set.SlotDecl(id.op, id.slot)] = true
+	}
+	for id := range d.undescribed {
+		undescribed[d.set.SlotDecl(id.op, id.slot)] = true
+	}
 	for _, decl := range d.set.Slots {
-		id := slotID{decl.Op.ID, decl.Slot}
 		switch {
-		case d.declared[id]:
-		case d.undescribed[id] && decl.Broadcast:
+		case matched[decl]:
+		case undescribed[decl] && decl.Broadcast:
 			warns = append(warns, fmt.Sprintf("slots: declaration %d (line %d): the rows exported of operator %s slot %q are not its broadcast state (key 0xFF slot '|'), which a 'broadcast: true' declaration alone decodes; those rows are written as stored", decl.Index, decl.Line, decl.Op, decl.Slot))
-		case d.undescribed[id]:
+		case undescribed[decl]:
 			warns = append(warns, fmt.Sprintf("slots: declaration %d (line %d): the rows exported of operator %s slot %q are operator state (broadcast state, key 0xFF slot '|'), which the declaration does not decode: it describes keyed state (declare the slot 'broadcast: true' to decode its broadcast state); those rows are written as stored", decl.Index, decl.Line, decl.Op, decl.Slot))
 		default:
 			warns = append(warns, fmt.Sprintf("slots: declaration %d (line %d): no row exported is of operator %s slot %q; the declaration matches no row (a mistyped operator or slot?)", decl.Index, decl.Line, decl.Op, decl.Slot))

@@ -1101,6 +1101,21 @@ func TestExportUnmatchedDeclaration(t *testing.T) {
 	}
 }
 
+// A declaration decodes its slot under the name a rename or remap gives it
+// (the rule file's own rules are not applied): the rows it decodes there
+// match it, and no warning says it matches no row.
+func TestExportDeclarationRenamed(t *testing.T) {
+	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: s, value: string}\nrules:\n  - rename_slot: {op: 1, from: s, to: s2}\n  - remap_operator: {from: 1, to: 9}\n")
+	sp := fileOfRows([]savepoint.Row{{Op: 9, Key: savepoint.EncodeKeyedKey([]byte("s2"), []byte("k")), Value: []byte("v")}})
+	data, res := export(t, sp, Options{Format: JSONL, Rules: set})
+	if !strings.Contains(string(data), `"value":"v"`) {
+		t.Errorf("the renamed slot's row is not decoded:\n%s", data)
+	}
+	if len(res.Warnings) != 0 {
+		t.Errorf("warnings %q, want none", res.Warnings)
+	}
+}
+
 // An input file that changed while it was read fails the export (to a
 // writer, as to a file): what was written mixes old and new rows. A file's
 // export then leaves none of the directories it made for it, and leaves
