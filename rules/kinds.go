@@ -602,7 +602,7 @@ func (p *parser) vacate(k slotName, d *SlotDecl) {
 // remap). A different declaration already bound to k is a conflict.
 func (p *parser) alias(at *yaml.Node, k slotName, d *SlotDecl) {
 	if old := p.view[k]; old != nil && old != d && !equivalentDecl(old, d) {
-		p.errAt(at, at.Value, "after this rule slot %q of op %d would have two declarations that disagree (slot %d at line %d and slot %d at line %d); declare it once", k.slot, k.op, old.Index, old.Line, d.Index, d.Line)
+		p.errAt(at, at.Value, "after this rule slot %q of op %d would have two declarations that disagree (slot %d at line %d and slot %d at line %d): a name takes one declaration in a rule file (declare it once, or, when the slots' codecs differ, make the moves in two runs, a rule file each)", k.slot, k.op, old.Index, old.Line, d.Index, d.Line)
 		return
 	}
 	if old := p.view[k]; old != nil {
@@ -613,7 +613,7 @@ func (p *parser) alias(at *yaml.Node, k slotName, d *SlotDecl) {
 	if cur := p.set.SlotDecl(k.op, k.slot); cur == nil {
 		p.indexSlot(k.op, k.slot, d)
 	} else if cur != d && !equivalentDecl(cur, d) {
-		p.errAt(at, at.Value, "slot %q of op %d is declared differently before and after this rule (slot %d at line %d and slot %d at line %d); declare it once", k.slot, k.op, cur.Index, cur.Line, d.Index, d.Line)
+		p.errAt(at, at.Value, "slot %q of op %d is declared differently before and after this rule (slot %d at line %d and slot %d at line %d): a name takes one declaration in a rule file (declare it once, or, when the slots' codecs differ, make the moves in two runs, a rule file each)", k.slot, k.op, cur.Index, cur.Line, d.Index, d.Line)
 	}
 }
 
