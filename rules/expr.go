@@ -622,3 +622,12 @@ func resultFits(res, want reflect.Type) bool {
 	}
 	return true
 }
+
+// syntaxErr returns the syntax error of expression src, or nil: an
+// expression that cannot be type-checked is still parsed.
+func syntaxErr(src string) *exprErr {
+	if _, err := exprparser.Parse(src); err != nil {
+		return toExprErr(err)
+	}
+	return nil
+}

@@ -525,6 +525,16 @@ func (p *parser) compile(n *yaml.Node, key, src string, typed reflect.Type, asBo
 	return nil
 }
 
+// checkSyntax reports the syntax error of expression src at n, if any: an
+// expression that cannot be type-checked (its slot's codecs are unknown)
+// is still parsed, so that every error of the file is reported in one pass.
+func (p *parser) checkSyntax(n *yaml.Node, key, src string) {
+	if e := syntaxErr(src); e != nil {
+		line, col := p.exprPos(n, e.off)
+		p.addErr(line, col, key, fmt.Sprintf("bad expression in '%s': %s", key, e.msg))
+	}
+}
+
 func (p *parser) parseDropOperator(kn, vn *yaml.Node) *DropOperatorSpec {
 	m := p.kindMapping(kn, vn)
 	if vn.Kind != yaml.MappingNode {
@@ -1072,10 +1082,12 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 		if !p.badDecls[slotName{op.ID, slot}] {
 			p.errAt(m.get("slot"), "slot", "slot %q of op %s is not declared under 'slots:'; set_value needs its value codec", slot, op)
 		}
+		p.checkSyntax(m.get("expr"), "expr", src) // every error of the file in one pass
 		return nil
 	}
 	if d.ValueCodec == nil {
 		p.errAt(m.get("slot"), "slot", "slot %q of op %s is declared without a 'value' codec (slot %d, line %d); set_value needs one", slot, op, d.Index, d.Line)
+		p.checkSyntax(m.get("expr"), "expr", src)
 		return nil
 	}
 	erase, bok := m.boolean("erase_empty", false)

@@ -841,3 +841,22 @@ func TestCodecCommaHint(t *testing.T) {
 		t.Errorf("block: %v", err)
 	}
 }
+
+// A set_value whose slot is undeclared, declared without a value codec, or
+// with a codec that does not parse still has its expression parsed: every
+// error of the file is reported in one pass.
+func TestSetValueSyntaxReportedWithSlotError(t *testing.T) {
+	for _, c := range []struct{ src, slotErr, exprErr string }{
+		{"version: 1\nrules:\n  - set_value: {op: 7, slot: tmp, expr: 'value +'}\n",
+			`t.yaml:3:30: rule 1: slot "tmp" of op 7 is not declared`, "t.yaml:3:48: rule 1: bad expression in 'expr': unexpected token EOF"},
+		{"version: 1\nslots:\n  - {op: 7, slot: tmp, key: string}\nrules:\n  - set_value: {op: 7, slot: tmp, expr: ')'}\n",
+			"declared without a 'value' codec", "rule 1: bad expression in 'expr': unexpected token Bracket"},
+		{"version: 1\nslots:\n  - {op: 7, slot: tmp, value: \"list<int65>\"}\nrules:\n  - set_value: {op: 7, slot: tmp, expr: ')'}\n",
+			`bad codec in 'value'`, "rule 1: bad expression in 'expr': unexpected token Bracket"},
+	} {
+		_, err := Parse("t.yaml", []byte(c.src))
+		if err == nil || !strings.Contains(err.Error(), c.slotErr) || !strings.Contains(err.Error(), c.exprErr) {
+			t.Errorf("%s: %v, want both %q and %q", c.src, err, c.slotErr, c.exprErr)
+		}
+	}
+}
