@@ -863,7 +863,6 @@ func checkMergeGroups(sp *savepoint.Savepoint, set *rules.Set, results []*fileRe
 // such a rule does nothing, most likely because of a mistyped name, which
 // an erasure's audit would otherwise report as keys not found. A rule that
 // changes version-map entries there (movesVersions) does something.
-
 func scopeWarnings(set *rules.Set, slots []*SlotStats, movesVersions func(*rules.Rule) bool) []string {
 	var warns []string
 	followSlots(set, slotsBefore(slots), func(r *rules.Rule, present map[slotKey]int64) error {
