@@ -496,12 +496,12 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			byIndex[idx] = append(byIndex[idx], e.Name())
 		}
 	}
+	genRel, _ := filepath.Rel(sp.Root, genDir)
 	for _, idx := range slices.Sorted(maps.Keys(byIndex)) {
 		name, ignored, ok := decimalOf(byIndex[idx], func(n string) bool { return n == strconv.Itoa(idx) })
 		if !ok {
 			return fmt.Errorf("open savepoint %s: directories %s all name subtask %d, and clink reads none of them (it reads %s only: the index in decimal, section 5.3)", genDir, quoteAll(byIndex[idx]), idx, strconv.Itoa(idx))
 		}
-		genRel, _ := filepath.Rel(sp.Root, genDir)
 		for _, n := range ignored {
 			sp.Notes = append(sp.Notes, fmt.Sprintf("subtask directory %s ignored: it names subtask %d with leading zeros, and clink reads subtask %d from %s only (section 5.3)", n, idx, idx, name))
 			sp.Shadowed = append(sp.Shadowed, ShadowedName{Rel: filepath.Join(genRel, n), Read: filepath.Join(genRel, name)})
@@ -685,18 +685,22 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		// and CRC of the file read.
 		read := map[string]FileInfo{} // by the file's identity
 		var unread []unreadMat
+		unreadSeen := map[string]bool{} // handles
 		resolve := func(h string) ([]byte, error) {
-			data, relMat, err := resolveHandleRel(sp.Root, h)
+			data, relMat, id, err := resolveHandleRel(sp.Root, h)
 			if err == nil {
 				info := FileInfo{Size: int64(len(data)), CRC32C: CRC32C(data)}
 				f.Materializations = append(f.Materializations, relMat)
 				f.MaterializationInfo = append(f.MaterializationInfo, info)
-				id, _ := handleIdentity(sp.Root, h)
 				read[id] = info
 			}
 			return data, err
 		}
 		skipped := func(h string) {
+			if unreadSeen[h] {
+				return // a handle repeated row after row is located once
+			}
+			unreadSeen[h] = true
 			if id, rel := handleIdentity(sp.Root, h); rel != "" {
 				unread = append(unread, unreadMat{rel, id})
 			}
@@ -1330,7 +1334,7 @@ func (sp *Savepoint) CheckUnchanged() error {
 
 // resolveHandle reads a changelog materialisation handle within root.
 func resolveHandle(root, handle string) ([]byte, error) {
-	data, _, err := resolveHandleRel(root, handle)
+	data, _, _, err := resolveHandleRel(root, handle)
 	return data, err
 }
 
@@ -1341,14 +1345,17 @@ func resolveHandle(root, handle string) ([]byte, error) {
 // stay within its subtask directory v<gen>/<idx> (see readWithin). The
 // handle itself is read only when it is relative to root, and must stay
 // within root. The file must be a regular file no larger than
-// decompressCeiling.
-func resolveHandleRel(root, handle string) ([]byte, string, error) {
-	var data []byte
-	rel, err := locateHandle(root, handle, func(dir, rel string) (err error) {
-		data, err = readWithin(dir, rel, decompressCeiling)
+// decompressCeiling. It returns the file's bytes, its path from root as the
+// handle names it, and its real path (its identity: see handleIdentity).
+func resolveHandleRel(root, handle string) (data []byte, rel, id string, err error) {
+	rel, err = locateHandle(root, handle, func(dir, rel string) (err error) {
+		if id, err = realWithin(dir, rel); err != nil {
+			return err
+		}
+		data, err = ReadRegularFile(id, decompressCeiling)
 		return err
 	})
-	return data, rel, err
+	return data, rel, id, err
 }
 
 // unreadMat is the path rel from the root of a materialisation whose
