@@ -246,23 +246,35 @@ func fail(s *Streams, name string, err error) int {
 	}
 	// An output that exists is replaced with --force: every command that
 	// writes one takes it.
+	var hints []string
 	var exists *savepoint.OutputExistsError
 	if errors.As(err, &exists) && exists.Hint == "" {
 		exists.Hint = "use --force to replace it"
+		hints = append(hints, exists.Hint)
 	}
 	// So is a payload without a sidecar, by the commands that refuse one.
 	var verdict *savepoint.VerdictError
 	if errors.As(err, &verdict) && verdict.NoSidecar && verdict.Hint == "" {
 		verdict.Hint = "--allow-unverified accepts payloads without a sidecar"
+		hints = append(hints, verdict.Hint)
 	}
 	// And a tree holding 0-byte payloads, by those that write one.
 	var missing *transform.MissingStateError
 	if errors.As(err, &missing) && missing.Hint == "" {
 		missing.Hint = "--allow-missing-state writes such payloads as empty state"
+		hints = append(hints, missing.Hint)
+	}
+	// A wrapper made with fmt.Errorf made its message before the hint was
+	// set: the hint then follows the whole message.
+	msg := err.Error()
+	for _, h := range hints {
+		if !strings.Contains(msg, "("+h+")") {
+			msg += " (" + h + ")"
+		}
 	}
 	// The message may quote what a savepoint, a rule file or an argument
 	// holds: its control characters are shown as escapes (see textWriter).
-	fmt.Fprintf(newTextWriter(s.Err), "sptool %s: %v\n", name, err)
+	fmt.Fprintf(newTextWriter(s.Err), "sptool %s: %s\n", name, msg)
 	return ExitError
 }
 

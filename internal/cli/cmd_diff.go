@@ -62,14 +62,14 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 		return open(fs.Arg(0), *ckA, "checkpoint-a", "groups-a", *groupsA)
 	})
 	if err != nil {
-		return fail(s, c.name, &sideError{"A", err})
+		return fail(s, c.name, fmt.Errorf("A: %w", err))
 	}
 	defer a.Close()
 	b, err := openUntil(ctx, func() (*savepoint.Savepoint, error) {
 		return open(fs.Arg(1), *ckB, "checkpoint-b", "groups-b", *groupsB)
 	})
 	if err != nil {
-		return fail(s, c.name, &sideError{"B", err})
+		return fail(s, c.name, fmt.Errorf("B: %w", err))
 	}
 	defer b.Close()
 	res, err := diff.Compare(ctx, a, b, opts)
@@ -93,15 +93,3 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 	}
 	return ExitOK
 }
-
-// sideError is an error opening side A or B of a diff. Its message is made
-// when printed, not when wrapped (as fmt.Errorf's is): fail adds hints to
-// the errors inside it (--allow-unverified for a payload without a
-// sidecar), which a message made before would leave out.
-type sideError struct {
-	side string
-	err  error
-}
-
-func (e *sideError) Error() string { return e.side + ": " + e.err.Error() }
-func (e *sideError) Unwrap() error { return e.err }
