@@ -359,7 +359,7 @@ func checkAligned(i int, off int64, reads bool) error {
 }
 
 // cppReads reports whether Arrow C++'s reader reads buffer j of column col
-// of cols, n bytes long, in a record batch: not one of none of the schema's
+// of cols, n bytes long, in a record batch: not a buffer past the schema's
 // columns, nor a validity bitmap (read only with nulls, which sptool
 // refuses), nor an empty buffer, nor the values of a column of no rows.
 // Only those it reads it checks for alignment and decompresses.
