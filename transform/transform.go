@@ -867,7 +867,7 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats, movesVersions func(*rules
 	var warns []string
 	followSlots(set, slotsBefore(slots), func(r *rules.Rule, present map[slotKey]int64) error {
 		op, slot := ruleScope(r)
-		if op == nil && slot == nil || movesVersions(r) {
+		if op == nil && slot == nil {
 			return nil
 		}
 		var opSlots []string
@@ -881,6 +881,9 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats, movesVersions func(*rules
 			if op != nil {
 				opSlots = append(opSlots, strconv.Quote(k.slot))
 			}
+		}
+		if movesVersions(r) {
+			return nil
 		}
 		switch {
 		case op == nil:
@@ -896,35 +899,27 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats, movesVersions func(*rules
 	return warns
 }
 
-// versionEntriesMoved reports, of each drop_operator, remap_operator and
-// rename_slot rule, whether some file's version map, where the rule runs,
+// versionEntriesMoved reports of a drop_operator, remap_operator or
+// rename_slot rule whether some file's version map, where the rule runs,
 // holds an entry of its operator (bound to its slot, for rename_slot),
-// which the rule drops, moves or rebinds.
+// which the rule drops, moves or rebinds. It looks only at the rules it is
+// asked of (those with no rows in scope).
 func versionEntriesMoved(sp *savepoint.Savepoint, steps []step) func(*rules.Rule) bool {
-	moved := map[*rules.Rule]bool{}
-	for i, st := range steps {
-		r := st.rule
-		var op uint64
-		var slot *string
-		switch {
-		case r.DropOperator != nil:
-			op = r.DropOperator.Op.ID
-		case r.RemapOperator != nil:
-			op = r.RemapOperator.From.ID
-		case r.RenameSlot != nil:
-			op, slot = r.RenameSlot.Op.ID, &r.RenameSlot.From
-		default:
-			continue
+	return func(r *rules.Rule) bool {
+		if r.DropOperator == nil && r.RemapOperator == nil && r.RenameSlot == nil {
+			return false
 		}
+		i := slices.IndexFunc(steps, func(st step) bool { return st.rule == r })
+		op, slot := ruleScope(r)
 		for _, vm := range versionsAt(sp, steps, i) {
 			for _, e := range vm.Entries() {
-				if e.Op == op && (slot == nil || e.Slot == *slot) {
-					moved[r] = true
+				if e.Op == op.ID && (slot == nil || e.Slot == *slot) {
+					return true
 				}
 			}
 		}
+		return false
 	}
-	return func(r *rules.Rule) bool { return moved[r] }
 }
 
 // nearUIDNote says, of an operator named by a uid that has no rows in
