@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -624,6 +625,66 @@ func TestCompressedBufferCaps(t *testing.T) {
 				t.Errorf("%v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A ZSTD frame may ask for a window much larger than what it holds, and
+// the streaming decoders (the check's and arrow-go's) allocate the whole
+// window before the first block: a buffer of a few bytes asking for 128
+// MiB is refused, one asking for the 8 MiB every decoder supports is read,
+// and zstdWindow finds a frame's window in either form.
+func TestZstdWindowBounded(t *testing.T) {
+	rows := make([]Row, 10)
+	for i := range rows {
+		rows[i] = Row{Op: 7, Key: EncodeKeyedKey([]byte("s"), []byte{byte(i)}), Value: []byte{byte(i)}}
+	}
+	// asking is the stream with its ops buffer's frame asking for the
+	// window of descriptor wd (arrow-go's frames have one).
+	asking := func(wd byte) []byte {
+		data := zstdStreamOf(t, rows)
+		m := messagesOf(t, data)[1]
+		at := sizePrefix(t, data, m, 1) + 8
+		_, n := buffer(t, data, m, 1)
+		if binary.LittleEndian.Uint32(data[at:]) != 0xFD2FB528 || data[at+4]&0x20 != 0 {
+			t.Fatalf("ops buffer's frame header % x: no window descriptor", data[at:at+6])
+		}
+		data[at+5] = wd
+		if got, want := zstdWindow(data[at:at+int(n)-8]), int64(1)<<(10+wd>>3); got != want {
+			t.Fatalf("window %d, want %d", got, want)
+		}
+		return data
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := openBytes(t, "window.snap", asking(0x88), true) // 2^27
+	runtime.ReadMemStats(&after)
+	const want = "compressed buffer 1 declares 80 bytes uncompressed in ZSTD frames that ask for a 134217728-byte window, more than the 8388608"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v, want %q", err, want)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Errorf("refusing the frame allocated %d MiB", got>>20)
+	}
+	for _, columnar := range []bool{false, true} {
+		if err := openBytes(t, "8mib.snap", asking(0x68), columnar); err != nil { // 2^23
+			t.Errorf("columnar %v: a frame asking for 8 MiB: %v", columnar, err)
+		}
+	}
+	for _, c := range []struct {
+		frame []byte
+		want  int64
+	}{
+		{[]byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x88, 0x29, 0, 0, 'h', 'e', 'l', 'l', 'o'}, 1 << 27},
+		{[]byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x51, 0x29, 0, 0, 'h', 'e', 'l', 'l', 'o'}, 1<<20 + 1<<17},
+		{[]byte{0x28, 0xb5, 0x2f, 0xfd, 0x60, 0x05, 0x00, 0x29, 0, 0, 'h', 'e', 'l', 'l', 'o'}, 5 + 256},
+		// a skippable frame, then a frame asking for 1 KiB and one for 2^30
+		{[]byte{0x50, 0x2a, 0x4d, 0x18, 1, 0, 0, 0, 9, 0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00, 0x13, 0, 0, 'x', 0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xa0, 0x13, 0, 0, 'y'}, 1 << 30},
+		{[]byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x88, 0x29, 0, 0, 'h'}, 0}, // cut short
+		{[]byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x88, 0x2f, 0, 0, 'h'}, 0}, // a reserved block type
+	} {
+		if got := zstdWindow(c.frame); got != c.want {
+			t.Errorf("zstdWindow(% x) = %d, want %d", c.frame, got, c.want)
+		}
 	}
 }
 

@@ -308,6 +308,11 @@ func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []c
 				return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed; the %s of column %d (%d rows) holds at most %d bytes", i, size, role, col, rows, most)
 			}
 		}
+		if info.codec == 1 {
+			if w := zstdWindow(body[off+8 : off+n]); w > zstdWindowAllowed(size) {
+				return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed in ZSTD frames that ask for a %d-byte window, more than the %d sptool decompresses a buffer of that size with (a decoder allocates the window whatever the frame holds)", i, size, w, zstdWindowAllowed(size))
+			}
+		}
 		if total += size; total > maxBodyExpansion*int64(len(body)) {
 			return fmt.Errorf("compressed buffers 0-%d declare %d bytes uncompressed in all, more than their %d-byte body can hold (buffers overlap)", i, total, len(body))
 		}
@@ -1128,6 +1133,107 @@ func inflatedSize(codec int8, data []byte, size int64) (int64, error) {
 		return 0, fmt.Errorf("unknown compression codec %d", codec)
 	}
 	return io.Copy(io.Discard, io.LimitReader(r, size+1))
+}
+
+// zstdMinWindow is the window a ZSTD buffer may always ask for: the 8 MiB
+// the format's specification asks every decoder to support, and what
+// encoders use at their highest regular levels.
+const zstdMinWindow = 8 << 20
+
+// zstdWindowAllowed is the largest window a ZSTD buffer declaring size
+// bytes uncompressed may ask for: zstdMinWindow, or twice its size. An
+// encoder that knows the size of what it compresses (Arrow C++ and
+// arrow-go compress a buffer at once) declares a window no larger than
+// twice it; one that streams, a window of its level, 8 MiB at most.
+func zstdWindowAllowed(size int64) int64 {
+	return max(zstdMinWindow, 2*size)
+}
+
+// zstdWindow returns the largest window the ZSTD frames of data ask for (a
+// single-segment frame's is its content size), walking their headers and
+// block headers (the ZSTD frame format); skippable frames ask for none. It
+// returns 0 where the walk finds what is not a frame, which the decoder
+// reports. The streaming decoders that check a buffer and that arrow-go
+// reads it with allocate a frame's whole window before its first block:
+// a five-byte frame asking for 512 MiB allocated 512 MiB.
+func zstdWindow(data []byte) int64 {
+	var most int64
+	for len(data) > 0 {
+		if len(data) < 8 {
+			return 0
+		}
+		magic := binary.LittleEndian.Uint32(data)
+		if magic&0xFFFFFFF0 == 0x184D2A50 { // a skippable frame
+			n := int64(binary.LittleEndian.Uint32(data[4:]))
+			if n > int64(len(data)-8) {
+				return 0
+			}
+			data = data[8+n:]
+			continue
+		}
+		if magic != 0xFD2FB528 {
+			return 0
+		}
+		fhd := data[4]
+		single := fhd&0x20 != 0
+		at := 5
+		var window int64
+		if !single {
+			wd := data[at]
+			at++
+			base := int64(1) << (10 + wd>>3)
+			window = base + base/8*int64(wd&7)
+		}
+		at += [4]int{0, 1, 2, 4}[fhd&3] // dictionary id
+		fcsSize := [4]int{0, 2, 4, 8}[fhd>>6]
+		if fcsSize == 0 && single {
+			fcsSize = 1
+		}
+		if at+fcsSize > len(data) {
+			return 0
+		}
+		if single {
+			var fcs uint64
+			for k := fcsSize - 1; k >= 0; k-- {
+				fcs = fcs<<8 | uint64(data[at+k])
+			}
+			if fcsSize == 2 {
+				fcs += 256
+			}
+			window = int64(min(fcs, 1<<62))
+		}
+		at += fcsSize
+		most = max(most, window)
+		for {
+			if at+3 > len(data) {
+				return 0
+			}
+			h := uint32(data[at]) | uint32(data[at+1])<<8 | uint32(data[at+2])<<16
+			at += 3
+			n := int(h >> 3)
+			switch h >> 1 & 3 {
+			case 1: // RLE: one byte repeated n times
+				n = 1
+			case 3:
+				return 0
+			}
+			if n > len(data)-at {
+				return 0
+			}
+			at += n
+			if h&1 != 0 {
+				break // the last block
+			}
+		}
+		if fhd&0x04 != 0 {
+			at += 4 // content checksum
+		}
+		if at > len(data) {
+			return 0
+		}
+		data = data[at:]
+	}
+	return most
 }
 
 // oneLZ4Frame checks that data is one LZ4 frame, to its last byte: Arrow
