@@ -134,6 +134,15 @@ func Decompress(data []byte) ([]byte, string, error) {
 		return nil, name, fmt.Errorf("open %s stream: it follows %d bytes of zstd/lz4 skippable frames, which no %s reader reads; strip them (the %s stream starts at byte %d)",
 			name, len(data)-len(rest), name, name, len(data)-len(rest))
 	}
+	limit := decompressLimit(len(data))
+	if name == CompressZstd {
+		// The decoder allocates a frame's window before its first block:
+		// one larger than all the file may decompress to is never used.
+		if w := zstdWindow(data); w > max(limit, zstdMinWindow) {
+			return nil, name, fmt.Errorf("open %s stream: a frame asks for a %d-byte window, more than the %d bytes the file may decompress to (%d times its %d bytes, at least %d MiB), which the decoder would allocate whole; decompress it with zstd and read the plain file",
+				name, w, limit, decompressRatio, len(data), decompressFloor>>20)
+		}
+	}
 	r, err := newDecompressor(name, bytes.NewReader(data))
 	if err != nil {
 		return nil, name, fmt.Errorf("open %s stream: %w", name, err)
@@ -141,7 +150,6 @@ func Decompress(data []byte) ([]byte, string, error) {
 	if c, ok := r.(io.Closer); ok {
 		defer c.Close()
 	}
-	limit := decompressLimit(len(data))
 	out, err := readChunked(r, limit)
 	if err != nil && !errors.Is(err, errOverLimit) {
 		return nil, name, fmt.Errorf("decompress %s stream: %w", name, err)

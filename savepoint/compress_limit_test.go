@@ -94,6 +94,30 @@ func TestDecompressLimit(t *testing.T) {
 }
 
 // The default limit allows a payload no larger than the machine's memory.
+// A file compressed whole with ZSTD whose frame asks for a window larger
+// than all it may decompress to is refused before the decoder allocates
+// the window (512 MiB for these 14 bytes); the same frame asking for 8 MiB
+// is read.
+func TestDecompressZstdWindow(t *testing.T) {
+	frame := func(wd byte) []byte {
+		return []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, wd, 0x29, 0, 0, 'h', 'e', 'l', 'l', 'o'}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := Decompress(frame(0x98))
+	runtime.ReadMemStats(&after)
+	const want = "open zstd stream: a frame asks for a 536870912-byte window, more than the 67108864 bytes the file may decompress to"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v, want %q", err, want)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Errorf("refusing the frame allocated %d MiB", got>>20)
+	}
+	if out, _, err := Decompress(frame(0x68)); err != nil || string(out) != "hello" {
+		t.Errorf("a frame asking for 8 MiB: %q, %v", out, err)
+	}
+}
+
 func TestDecompressLimitDefault(t *testing.T) {
 	if decompressCeiling <= 0 || decompressCeiling > physicalMemory() {
 		t.Errorf("ceiling %d, physical memory %d", decompressCeiling, physicalMemory())
