@@ -100,12 +100,20 @@ func runMain(ctx context.Context, args []string, s *Streams) int {
 	}
 	switch args[0] {
 	case "help", "-h", "--help":
+		if len(args) > 2 {
+			fmt.Fprintf(s.Err, "sptool help: takes at most one command, got %d arguments\nTry: sptool help\n", len(args)-1)
+			return ExitError
+		}
 		if len(args) > 1 {
 			if c, ok := commands[args[1]]; ok {
 				return c.run(ctx, s, []string{"--help"})
 			}
-			if args[1] == "version" {
+			switch args[1] {
+			case "version":
 				return runMain(ctx, []string{"version", "--help"}, s)
+			case "help", "-h", "--help":
+				printHelp(s.Out)
+				return ExitOK
 			}
 			fmt.Fprintf(s.Err, "sptool: unknown command %q\nTry: sptool help\n", args[1])
 			return ExitError

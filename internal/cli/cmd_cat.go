@@ -52,7 +52,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	format := fs.String("format", "text", "output format: text, jsonl or csv")
 	limit := fs.Int("limit", 0, "print at most N rows (0: all)")
 	where := fs.String("where", "", "only rows for which this expr-lang expression is true (see the row model in the README)")
-	rulesPath := fs.String("rules", "", "rule file whose slots: declarations decode keys and values")
+	rulesPath := fs.StringP("rules", "r", "", "rule file whose slots: declarations decode keys and values")
 	allowUnverified := fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
 	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, through temporary files (default: the system's temporary directory)")
 	of := addOpenFlags(fs)

@@ -22,7 +22,7 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 	c := commands["diff"]
 	fs := flagSet(c)
 	asJSON := fs.Bool("json", false, "print the comparison as JSON (stable format, see docs/diff-export.md)")
-	rulesPath := fs.String("rules", "", "rule file whose slots: declarations decode the samples' keys and values (its rules are not applied)")
+	rulesPath := fs.StringP("rules", "r", "", "rule file whose slots: declarations decode the samples' keys and values (its rules are not applied)")
 	limit := fs.Int("limit", diff.DefaultLimit, "samples shown per slot for each of added, removed and changed (0: none)")
 	ckA := fs.Uint64("checkpoint-a", 0, "checkpoint id to read from tree A (default: the newest with a COMPLETED marker, else the newest in every subtask directory)")
 	ckB := fs.Uint64("checkpoint-b", 0, "checkpoint id to read from tree B (default: the newest with a COMPLETED marker, else the newest in every subtask directory)")

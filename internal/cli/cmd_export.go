@@ -53,7 +53,7 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 	out := fs.StringP("out", "o", "", "output file (required; never inside the input); - writes jsonl or csv to stdout")
 	format := fs.String("format", "", "parquet, jsonl or csv (default: from the output's extension, else parquet; jsonl for -o -)")
 	projection := fs.String("projection", "", "Parquet columns: canonical (clink's state-export projection, bytes) or query (clink's state-query columns plus decoded key and value) (default canonical)")
-	rulesPath := fs.String("rules", "", "rule file whose slots: declarations decode keys and values (query projection, jsonl, csv); its rules are not applied")
+	rulesPath := fs.StringP("rules", "r", "", "rule file whose slots: declarations decode keys and values (query projection, jsonl, csv); its rules are not applied")
 	perFile := fs.Bool("per-file", false, "every stored row of every file (with its subtask) instead of the logical union")
 	compression := fs.String("compression", export.DefaultCompression, "Parquet compression: snappy, zstd, gzip, lz4raw or none")
 	rowGroup := fs.Int("row-group-rows", export.DefaultRowGroupRows, "maximum rows per Parquet row group")
