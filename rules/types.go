@@ -55,6 +55,11 @@ type Set struct {
 	slotIndex declIndex
 }
 
+// RescaleShorthand is the Source of the one-rule set that `sptool rescale`'s
+// flags stand for: the rule is the command's, and messages about it name
+// no rule of a file.
+const RescaleShorthand = "(sptool rescale)"
+
 // declIndex maps (op, slot name) to a slot declaration.
 type declIndex map[uint64]map[string]*SlotDecl
 

@@ -198,6 +198,16 @@ func groupsHint(gs []savepoint.Group) (rule, flag string) {
 }
 
 // rescaleGroups resolves the rescale spec against the tree's groups.
+// rescaleRuleErr is err of set's rescale rule (its last), prefixed with the
+// rule's label, but for the rule of `sptool rescale`'s flags, which the
+// user did not write as one.
+func rescaleRuleErr(set *rules.Set, err error) error {
+	if set.Source == rules.RescaleShorthand {
+		return err
+	}
+	return fmt.Errorf("%s: %w", set.Rules[len(set.Rules)-1].Label(), err)
+}
+
 func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoint.Group, []int, []string, error) {
 	if sp.Kind == savepoint.InputFile {
 		return nil, nil, nil, fmt.Errorf("rescale needs a checkpoint tree (a v<generation> directory of subtask directories), not a single file")

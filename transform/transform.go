@@ -351,7 +351,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		// The layout is checked before any row is read (and again, with
 		// its warnings, when the rows are sorted out).
 		if _, _, _, err := rescaleGroups(sp, spec); err != nil {
-			return nil, fmt.Errorf("%s: %w", set.Rules[len(set.Rules)-1].Label(), err)
+			return nil, rescaleRuleErr(set, err)
 		}
 	}
 	rep := newReport(sp, set, opts.DryRun)
@@ -472,7 +472,11 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("--state-base %s is not used: the output is %s, which holds no materialisation handles (only a changelog+file tree's do)", opts.StateBase, what))
 	}
 	if ckpt := outputCheckpoint(sp, opts); sp.Kind != savepoint.InputFile && !opts.DryRun && ckpt == 0 {
-		rep.Warnings = append(rep.Warnings, "the output tree is checkpoint 0, which clink does not restore: a restore_checkpoint_id of 0 means no restore, and the job would start without state (format 5.3); give the output another id with --checkpoint-id")
+		fix := "give the output another id with --checkpoint-id"
+		if opts.CheckpointSet {
+			fix = "give --checkpoint-id an id other than 0"
+		}
+		rep.Warnings = append(rep.Warnings, "the output tree is checkpoint 0, which clink does not restore: a restore_checkpoint_id of 0 means no restore, and the job would start without state (format 5.3); "+fix)
 	}
 	finished := rep.finish()
 	defer func() { <-finished }() // the report is whole when Run returns
@@ -484,7 +488,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		eng.spill.alone() // the rescale sorts its old files one at a time
 		err := savepoint.Guard(func() (err error) {
 			if files, err = rescale(sp, spec, results, eng.inputIDs, rep); err != nil {
-				return fmt.Errorf("%s: %w", set.Rules[len(set.Rules)-1].Label(), err)
+				return rescaleRuleErr(set, err)
 			}
 			rep.recountAfterRescale(files, sp.ReleasePages)
 			return nil

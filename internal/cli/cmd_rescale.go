@@ -55,7 +55,7 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 		flag = "--group-parallelism"
 	}
 	return transformWith(ctx, s, c, fs, tf, func(o rules.ParseOptions) (*rules.Set, error) {
-		set, err := rules.ParseWithOptions("(sptool rescale)", []byte(src), o)
+		set, err := rules.ParseWithOptions(rules.RescaleShorthand, []byte(src), o)
 		return flagDiagnostics(flag, set, err)
 	}, *dry)
 }
