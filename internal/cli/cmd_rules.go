@@ -30,7 +30,7 @@ func init() {
 	register(&command{
 		name:     "plan",
 		synopsis: "dry run: apply a rule file and report what would change, writing nothing",
-		usage:    "-r RULES PATH [--json]",
+		usage:    "-r RULES PATH [--json] [--strict]",
 		run:      func(ctx context.Context, s *Streams, args []string) int { return runTransform(ctx, s, args, true) },
 	})
 	register(&command{
@@ -122,8 +122,14 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	f.asJSON = fs.Bool("json", false, "print the report as JSON (stable format, see the README)")
 	f.jobs = fs.Int("jobs", 0, "files processed at once (default: the number of CPUs)")
 	f.allowUnverif = fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
-	f.allowMissingState = fs.Bool("allow-missing-state", false, "accept a tree's 0-byte payloads (and a changelog+file tree's 0-byte materialisations) as empty state, written as zero-row streams (as CLINK_ALLOW_MISSING_RESTORE_STATE does for a file-backend tree)")
-	f.decompress = fs.Bool("decompress", false, "write uncompressed files, the only form clink restores: a file compressed as a whole (.gz, .zst, ...) is rewritten even when no rule changes it (default: compressed as its input; a rescaled group's new files are always plain)")
+	decompressUsage := "write uncompressed files, the only form clink restores: a file compressed as a whole (.gz, .zst, ...) is rewritten even when no rule changes it (default: compressed as its input; a rescaled group's new files are always plain)"
+	missingUsage := "accept a tree's 0-byte payloads (and a changelog+file tree's 0-byte materialisations) as empty state, written as zero-row streams (as CLINK_ALLOW_MISSING_RESTORE_STATE does for a file-backend tree)"
+	if dry {
+		decompressUsage = "report as a run that writes uncompressed files would: a file compressed as a whole (.gz, .zst, ...) counts as rewritten even when no rule changes it"
+		missingUsage = "accept a tree's 0-byte payloads (and a changelog+file tree's 0-byte materialisations) as empty state, as CLINK_ALLOW_MISSING_RESTORE_STATE does for a file-backend tree"
+	}
+	f.allowMissingState = fs.Bool("allow-missing-state", false, missingUsage)
+	f.decompress = fs.Bool("decompress", false, decompressUsage)
 	f.quiet = fs.BoolP("quiet", "q", false, "no progress on stderr (it is shown only when stderr is a terminal)")
 	strictUsage := "treat the report's warnings as errors: with any, write nothing and exit 1 (the report is printed, as a dry run's)"
 	if dry {
