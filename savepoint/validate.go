@@ -618,7 +618,7 @@ func (v *validator) checkFileLevel(f *File) {
 				v.fileFinding(f, SeverityInfo, CheckSidecar, "no .meta sidecar beside the file, "+changelogWritesNoSidecar)
 				break
 			}
-			v.fileFinding(f, SeverityInfo, CheckSidecar, "no .meta sidecar beside the file: clink's file backend refuses a payload without one (until `clink checkpoint-verify --repair` mints it); sptool writes one with every output")
+			v.fileFinding(f, SeverityInfo, CheckSidecar, "no .meta sidecar beside the file: clink's file backend refuses a payload without one (until `clink checkpoint-verify --repair` mints it); sptool writes one beside every such file it outputs")
 		case f.Verdict != "":
 			v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("sidecar verdict %s: %s", f.Verdict, f.VerdictDetail))
 		}
