@@ -2033,7 +2033,10 @@ func (q *queryBatch) add(op uint64, e *entry, d Decoded) {
 		}
 	default:
 		q.value.add(Render(e.value))
-		if v, ok := le64(e.value); ok {
+		// The stored bytes' reading stands for the value of a slot that
+		// declares no value codec, not for one its codec failed on (a
+		// TTL slot's 8 bytes would be the stamp).
+		if v, ok := le64(e.value); ok && !(d.Declared && d.ValueDeclared) {
 			q.valueInt.add(v)
 		} else {
 			q.valueInt.null()

@@ -946,6 +946,30 @@ func TestExportDecodeFailures(t *testing.T) {
 	}
 }
 
+// TestExportQueryValueIntDecodeFailed: in the query projection value_int
+// is the stored value's 8-byte reading only where no value codec is
+// declared; where the declared one fails on the value it is null (a TTL
+// slot's 8 bytes are its stamp, which SUM(value_int) would add up).
+func TestExportQueryValueIntDecodeFailed(t *testing.T) {
+	set := parseRules(t, "version: 1\nslots:\n  - {op: 1, slot: t, value: int64, ttl: true}\n  - {op: 1, slot: u, value: uint32}\n  - {op: 1, slot: k, key: string}\nrules: []\n")
+	eight := []byte{77, 0, 0, 0, 0, 0, 0, 0}
+	rows := []savepoint.Row{
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("k"), []byte("a")), Value: eight},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("t"), []byte("a")), Value: savepoint.JoinTTL(1795910400000, nil)},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("u"), []byte("a")), Value: eight},
+		{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("w"), []byte("a")), Value: eight},
+	}
+	data, _ := export(t, fileOfRows(rows), Options{Projection: Query, Rules: set})
+	var got []string
+	for _, r := range readQuery(t, data) {
+		got = append(got, fmt.Sprintf("%s:%v/%v", r["slot"], r["value_int"], r["value_decoded"]))
+	}
+	want := []string{"k:77/<nil>", "t:<nil>/false", "u:<nil>/false", "w:77/<nil>"}
+	if !slices.Equal(got, want) {
+		t.Errorf("slot:value_int/value_decoded %q, want %q", got, want)
+	}
+}
+
 // TestExportStringNotUTF8: a declared string key or value that is not
 // UTF-8 is written as stored (0x and hex) and counted in the slot's
 // warning, so that it is not taken for text; valid text is not.
