@@ -83,6 +83,13 @@ func ShowName(s string) string {
 	return s
 }
 
+// RenderTimerKey renders the key of a timer, the user key it fires for (as
+// its key codec wrote it, not a stored key), for a message: RenderBytes,
+// cut at 32 bytes, and the key group a restore routes the timer by.
+func RenderTimerKey(key []byte) string {
+	return fmt.Sprintf("%s (key group %d)", RenderBytes(key, 32), KeyGroupOf(key))
+}
+
 // AppendRenderUserKey appends the text a row's key is shown as: its user
 // key rendered (RenderBytes, cut at max), after "0x80+" (the first byte in
 // hex) for an operator-state key whose first byte is 0x80-0xFE rather than

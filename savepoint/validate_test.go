@@ -1757,7 +1757,7 @@ func TestValidateTimers(t *testing.T) {
 			timerPar = append(timerPar, f)
 		}
 	}
-	expect("clean at 4", timerPar, []string{"error  op 7 timer blob", "of the 4 timers a restore at this layout fires, a job resubmitted at parallelism 4 loses 1 (first: an event-time timer at 1 for key " + RenderKey(b)})
+	expect("clean at 4", timerPar, []string{"error  op 7 timer blob", "of the 4 timers a restore at this layout fires, a job resubmitted at parallelism 4 loses 1 (first: an event-time timer at 1 for key " + RenderTimerKey(b)})
 	timerPar = nil
 	for _, f := range findings(Validate(clean, ValidateOptions{Parallelism: 1}), CheckParallelism) {
 		if strings.Contains(f, "timer blob") {

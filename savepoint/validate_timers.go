@@ -18,7 +18,7 @@ func (t timerID) String() string {
 	if t.event {
 		domain = "an event"
 	}
-	return fmt.Sprintf("%s-time timer at %d for key %s", domain, t.time, RenderKey([]byte(t.key)))
+	return fmt.Sprintf("%s-time timer at %d for key %s", domain, t.time, RenderTimerKey([]byte(t.key)))
 }
 
 // timerCopy is one subtask's copy of an operator's timer blob.

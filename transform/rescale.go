@@ -633,7 +633,7 @@ func legacyBlobWarnings(g, newG savepoint.Group, olds []*outRows, parts []rescal
 				}
 			}
 			if stop > 0 {
-				warns = append(warns, fmt.Sprintf("group %s: op %d legacy timer blob %s (unprefixed, a raw row of key group 95) moves whole from subtask %d to new subtask %d, the new owner of key group 95, and is not split: %d of the %d timers it fires at the old layout (key groups %s) are outside the new owner's range %s and no longer fire (the first: at %d for key %s); sptool validate of the output lists them", group, op, key, owner, newOwner, stop, fired, oldRange, newRange, first.Time, savepoint.RenderKey(first.Key)))
+				warns = append(warns, fmt.Sprintf("group %s: op %d legacy timer blob %s (unprefixed, a raw row of key group 95) moves whole from subtask %d to new subtask %d, the new owner of key group 95, and is not split: %d of the %d timers it fires at the old layout (key groups %s) are outside the new owner's range %s and no longer fire (the first: at %d for key %s); sptool validate of the output lists them", group, op, key, owner, newOwner, stop, fired, oldRange, newRange, first.Time, savepoint.RenderTimerKey(first.Key)))
 			}
 		}
 	}
