@@ -99,9 +99,13 @@ type Side struct {
 	// StoredRows counts the rows as stored; Rows the logical rows compared.
 	StoredRows int `json:"stored_rows"`
 	Rows       int `json:"rows"`
-	// StaleCopies and Lost are the union's counts (see savepoint.UnionStats).
+	// StaleCopies and Lost are the union's counts (see savepoint.UnionStats),
+	// keyed rows and legacy raw keys; StaleRaw and LostRaw the raw keys
+	// among them.
 	StaleCopies int `json:"stale_copies"`
 	Lost        int `json:"lost"`
+	StaleRaw    int `json:"stale_raw_keys"`
+	LostRaw     int `json:"lost_raw_keys"`
 }
 
 // Counts are the rows of a slot, an operator or the whole comparison by outcome.
@@ -483,7 +487,7 @@ func side(sp *savepoint.Savepoint, st savepoint.UnionStats) Side {
 	return Side{
 		Path: sp.Path, Kind: sp.Kind.String(), Backend: string(sp.Backend), Generation: sp.Generation, Checkpoint: sp.Checkpoint,
 		Files: len(sp.Files), Groups: savepoint.FormatGroups(sp.Groups), StoredRows: st.StoredRows, Rows: st.Rows,
-		StaleCopies: st.StaleCopies, Lost: st.Lost,
+		StaleCopies: st.StaleCopies, Lost: st.Lost, StaleRaw: st.StaleRaw, LostRaw: st.LostRaw,
 	}
 }
 

@@ -35,15 +35,20 @@ type UnionStats struct {
 	// FileDuplicates counts rows stored twice (same op and key) within one
 	// file, resolved as clink's restore does (Logical).
 	FileDuplicates int
-	// StaleCopies counts keyed copies held by a subtask that does not own
-	// their key group while the owner's file holds the row too, or its
-	// changelog's log erases it (Snapshot.ErasedByLog): the owner's state
-	// is the one a restore keeps (format sections 1.7, 10.1).
+	// StaleCopies counts copies of rows a restore filters by key group
+	// (keyed rows, and legacy raw keys, whose first byte is below 128)
+	// held by a subtask that does not own their key group while the
+	// owner's file holds the row too, or its changelog's log erases it
+	// (Snapshot.ErasedByLog): the owner's state is the one a restore keeps
+	// (format sections 1.7, 10.1).
 	StaleCopies int
-	// Lost counts keyed copies outside their owner's file whose owner lacks
+	// Lost counts such copies outside their owner's file whose owner lacks
 	// them: a narrowed restore at the tree's layout drops them, so they are
 	// left out.
 	Lost int
+	// StaleRaw and LostRaw are the legacy raw keys among StaleCopies and
+	// Lost (inspect's key-group summary counts keyed rows alone).
+	StaleRaw, LostRaw int
 	// OperatorShared counts operator-state keys held by several files.
 	OperatorShared int
 	// OperatorGreater counts shared operator keys whose 8-byte values
@@ -502,14 +507,28 @@ func (u *unioner) emit(c UnionRow, yield func(UnionRow) bool) bool {
 // whether a restore keeps it.
 func (u *unioner) resolveOne(c UnionRow) (UnionRow, bool) {
 	if kg, filtered := RestoreKeyGroup(c.Row.Key); filtered && !u.owned(kg, c.Subtask) {
-		if u.erasedByOwner(kg, c.Subtask, c.Row) {
-			u.st.StaleCopies++ // the owner's log erased it: its state is none
-		} else {
-			u.st.Lost++
-		}
+		u.outside(c, u.erasedByOwner(kg, c.Subtask, c.Row)) // erased: the owner's state is none
 		return c, false
 	}
 	return c, true
+}
+
+// outside counts c, a copy outside its owner's file, as stale (the owner's
+// state stands for it) or lost.
+func (u *unioner) outside(c UnionRow, stale bool) {
+	raw := ParseKey(c.Row.Key).Kind != KindKeyed
+	switch {
+	case stale:
+		u.st.StaleCopies++
+		if raw {
+			u.st.StaleRaw++
+		}
+	default:
+		u.st.Lost++
+		if raw {
+			u.st.LostRaw++
+		}
+	}
 }
 
 // erasedByOwner reports whether the owner of key group kg, in the chain
@@ -538,15 +557,15 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 		if owner < 0 {
 			// Each copy's owner is of its own chain group.
 			for _, c := range copies {
-				if u.erasedByOwner(kg, c.Subtask, c.Row) {
-					u.st.StaleCopies++
-				} else {
-					u.st.Lost++
-				}
+				u.outside(c, u.erasedByOwner(kg, c.Subtask, c.Row))
 			}
 			return UnionRow{}, false
 		}
-		u.st.StaleCopies += len(copies) - 1
+		for i, c := range copies {
+			if i != owner {
+				u.outside(c, true)
+			}
+		}
 		return copies[owner], true
 	}
 	// Operator state and the empty key: fold clink's rule in subtask order.
@@ -630,6 +649,18 @@ func subtaskList(copies []UnionRow) string {
 	return string(b)
 }
 
+// keyedAndRaw counts n rows, raw of them legacy raw keys, as "3 stale
+// keyed copies" or, with raw ones, "3 stale keyed copies and 4 of legacy
+// raw keys" (what, one and many: the noun's stem and endings).
+func keyedAndRaw(n, raw int, what, one, many string) string {
+	keyed := n - raw
+	s := fmt.Sprintf("%d %s%s", keyed, what, plural(keyed, one, many))
+	if raw > 0 {
+		s += fmt.Sprintf(" and %d of legacy raw keys (a restore filters them by their first byte too)", raw)
+	}
+	return s
+}
+
 // finish writes the summary warnings.
 func (u *unioner) finish() {
 	st := u.st
@@ -640,10 +671,10 @@ func (u *unioner) finish() {
 			u.sp.SubtaskList(), u.sp.DescribeMissing(missing)))
 	}
 	if st.StaleCopies > 0 {
-		st.Warnings = append(st.Warnings, fmt.Sprintf("%d stale keyed cop%s ignored: held by a subtask that does not own the row's key group while the owner's file holds the row too, or its changelog's log erases it; the owner's state is the one a restore keeps (format sections 1.7, 10.1)", st.StaleCopies, plural(st.StaleCopies, "y", "ies")))
+		st.Warnings = append(st.Warnings, fmt.Sprintf("%s ignored: held by a subtask that does not own the row's key group while the owner's file holds the row too, or its changelog's log erases it; the owner's state is the one a restore keeps (format sections 1.7, 10.1)", keyedAndRaw(st.StaleCopies, st.StaleRaw, "stale keyed cop", "y", "ies")))
 	}
 	if st.Lost > 0 {
-		st.Warnings = append(st.Warnings, fmt.Sprintf("%d keyed row%s left out: held only outside the file of the subtask owning their key group, so a restore at this layout drops them (sptool validate reports them)", st.Lost, plural(st.Lost, "", "s")))
+		st.Warnings = append(st.Warnings, fmt.Sprintf("%s left out: held only outside the file of the subtask owning their key group, so a restore at this layout drops them (sptool validate reports them)", keyedAndRaw(st.Lost, st.LostRaw, "keyed row", "", "s")))
 	}
 	st.Warnings = append(st.Warnings, u.conflicts...)
 	if more := st.OperatorConflicts - len(u.conflicts); more > 0 {

@@ -153,6 +153,11 @@ func TestUnionIndependentFixtures(t *testing.T) {
 			if st.StaleCopies < stale {
 				t.Errorf("stale copies %d, truth has at least %d", st.StaleCopies, stale)
 			}
+			// The keyed ones are the truth's stale keyed copies (inspect's
+			// count); the rest are legacy raw keys, counted apart.
+			if keyed := st.StaleCopies - st.StaleRaw; keyed != tr.Counts.StaleKeyedCopies {
+				t.Errorf("stale keyed copies %d (%d of %d stale copies raw), truth %d", keyed, st.StaleRaw, st.StaleCopies, tr.Counts.StaleKeyedCopies)
+			}
 			if st.Lost != 0 {
 				t.Errorf("lost %d, want 0", st.Lost)
 			}
