@@ -1076,13 +1076,13 @@ func more(b *strings.Builder, n int64, shown int, what string) {
 func decodedNote(x Sample, a, b *Value) string {
 	var parts []string
 	if x.DecodedKey != nil {
-		parts = append(parts, "key="+export.LineText(x.DecodedKey))
+		parts = append(parts, "key="+export.ShownText(x.DecodedKey))
 	}
 	val := func(v *Value) (string, bool) {
 		if v == nil || v.Decoded == nil {
 			return "", false
 		}
-		s := export.LineText(v.Decoded)
+		s := export.ShownText(v.Decoded)
 		if v.ExpireAt != nil {
 			s += " expire_at=" + strconv.FormatInt(*v.ExpireAt, 10)
 		}

@@ -903,10 +903,13 @@ func TestSampleOperatorByte(t *testing.T) {
 	}
 }
 
-// The decoded key and values in a sample's brackets stay on the line: a
-// newline or a tab in a decoded string is shown quoted, as cat shows it;
-// a changed row one side of which does not decode says which side the
-// decoded value is.
+// The decoded key and values in a sample's brackets stay on the line and
+// read as what they are, as cat shows them: a decoded string is quoted (a
+// newline or a tab in it escaped), so that neither 'say "hi" -> x' nor the
+// string "(not decoded)" reads as another field or as the marker; a list
+// holding a control character is JSON with it escaped, not a quoted
+// string; a changed row one side of which does not decode says which side
+// the decoded value is.
 func TestDecodedNote(t *testing.T) {
 	for _, c := range []struct {
 		x    Sample
@@ -914,9 +917,13 @@ func TestDecodedNote(t *testing.T) {
 		want string
 	}{
 		{Sample{DecodedKey: "new\nline"}, &Value{Decoded: "a\tb"}, &Value{}, `  [key="new\nline" value="a\tb" -> (not decoded)]`},
-		{Sample{DecodedKey: "k"}, &Value{}, &Value{Decoded: int64(2)}, `  [key=k value=(not decoded) -> 2]`},
-		{Sample{}, nil, &Value{Decoded: "plain"}, `  [value=plain]`},
+		{Sample{DecodedKey: "k"}, &Value{}, &Value{Decoded: int64(2)}, `  [key="k" value=(not decoded) -> 2]`},
+		{Sample{}, nil, &Value{Decoded: "plain"}, `  [value="plain"]`},
 		{Sample{}, &Value{Decoded: int64(1)}, &Value{Decoded: int64(2)}, `  [value=1 -> 2]`},
+		{Sample{}, &Value{Decoded: `say "hi" -> x`}, &Value{Decoded: "(not decoded)"}, `  [value="say \"hi\" -> x" -> "(not decoded)"]`},
+		{Sample{}, nil, &Value{Decoded: []any{"a", "\x7f"}}, `  [value=["a","\u007f"]]`},
+		{Sample{}, nil, &Value{Decoded: "[\"a\",\"\x7f\"]"}, `  [value="[\"a\",\"\x7f\"]"]`},
+		{Sample{}, nil, &Value{Decoded: float64(1 << 53)}, `  [value=9007199254740992]`},
 	} {
 		if got := decodedNote(c.x, c.a, c.b); got != c.want {
 			t.Errorf("got %s, want %s", got, c.want)

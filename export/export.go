@@ -117,8 +117,10 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 
@@ -985,21 +987,49 @@ func verbatim(b []byte) bool {
 	return savepoint.Printable(b) && !(len(b) >= 2 && b[0] == '0' && b[1] == 'x')
 }
 
-// LineText renders a value decoded by a codec as a line of text shows it
-// (cat's text format, diff's samples): as Text, Go-quoted when it holds a
-// character that is not printable (a newline, a tab, a control character),
-// so that the line stays one line and can be read back; null for nil.
-func LineText(v any) string {
-	if v == nil {
+// ShownText renders a value decoded by a codec where a line of text shows
+// it among other fields (cat's text format, diff's samples), so that no two
+// values read alike, nor as more fields: a string Go-quoted, bytes as a
+// slot name is (quoted when printable, else 0x and hex), numbers and
+// booleans as Text, collections as JSON with every character that is not
+// printable escaped as \uXXXX (so that they never read as a quoted
+// string), and nil as null.
+func ShownText(v any) string {
+	switch x := v.(type) {
+	case nil:
 		return "null"
+	case string:
+		return strconv.Quote(x)
+	case []byte:
+		return string(savepoint.AppendRenderName(nil, x))
 	}
-	t, _ := Text(v)
+	t, _ := Text(JSONValue(v))
 	for _, r := range t {
 		if !unicode.IsPrint(r) {
-			return strconv.Quote(t)
+			return escapeUnprintable(t)
 		}
 	}
 	return t
+}
+
+// escapeUnprintable escapes each character of t, JSON text, that is not
+// printable as JSON does (\uXXXX, a surrogate pair past U+FFFF); in JSON
+// text such characters stand only inside strings.
+func escapeUnprintable(t string) string {
+	var b strings.Builder
+	for _, r := range t {
+		if unicode.IsPrint(r) {
+			b.WriteRune(r)
+			continue
+		}
+		if r > 0xFFFF {
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
+			continue
+		}
+		fmt.Fprintf(&b, "\\u%04x", r)
+	}
+	return b.String()
 }
 
 // Text renders a value decoded by a codec as text: strings verbatim (0x hex
@@ -1023,7 +1053,13 @@ func Text(v any) (s string, ok bool) {
 	case int:
 		return strconv.Itoa(x), true
 	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64), true
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return strconv.FormatFloat(x, 'g', -1, 64), true
+		}
+		// As JSON Lines write it (encoding/json's form: 9007199254740992,
+		// not 9.007199254740992e+15), so that the formats agree.
+		b, _ := rowtext.AppendJSONValue(nil, x)
+		return string(b), true
 	case bool:
 		return strconv.FormatBool(x), true
 	}

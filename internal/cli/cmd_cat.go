@@ -40,7 +40,7 @@ type decode struct {
 	Value    *any   `json:"value,omitempty"`
 	ExpireAt *int64 `json:"expire_at,omitempty"`
 	// keyText and valueText are Key and Value as the text format shows
-	// them (catShown), "" to show them as export.LineText does.
+	// them (catShown), "" to show them as export.ShownText does.
 	keyText, valueText string
 }
 
@@ -367,10 +367,10 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 	if dec != nil {
 		var parts []string
 		if dec.Key != nil {
-			parts = append(parts, "key="+cmp.Or(dec.keyText, export.LineText(*dec.Key)))
+			parts = append(parts, "key="+cmp.Or(dec.keyText, export.ShownText(*dec.Key)))
 		}
 		if dec.Value != nil {
-			parts = append(parts, "value="+cmp.Or(dec.valueText, export.LineText(*dec.Value)))
+			parts = append(parts, "value="+cmp.Or(dec.valueText, export.ShownText(*dec.Value)))
 		}
 		if dec.ExpireAt != nil {
 			parts = append(parts, "expire_at="+strconv.FormatInt(*dec.ExpireAt, 10))
@@ -381,24 +381,17 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 }
 
 // catShown is a key or value as the text format shows it among the
-// decoded fields: a string a codec decoded Go-quoted, and bytes (shown as
-// stored when nothing decodes them, or decoded by the bytes codec) as a
-// slot name is, quoted when printable, else 0x and hex; so that "x
-// value=y", "null" and "100", strings or bytes, read as what they are and
-// not as more fields, a missing value or a number. Numbers, booleans,
-// collections (JSON) and nil (null) as export.LineText shows them. decoded is
-// the decoded value (nil when decoded is false), stored the stored bytes.
+// decoded fields: as export.ShownText shows what a codec decoded, and the
+// stored bytes where nothing decodes them as a slot name is (quoted when
+// printable, else 0x and hex); so that "x value=y", "null" and "100",
+// strings or bytes, read as what they are and not as more fields, a
+// missing value or a number. decoded is the decoded value (nil when ok is
+// false), stored the stored bytes.
 func catShown(ok bool, decoded any, stored []byte) string {
 	if !ok {
 		return string(savepoint.AppendRenderName(nil, stored))
 	}
-	switch v := decoded.(type) {
-	case string:
-		return strconv.Quote(v)
-	case []byte:
-		return string(savepoint.AppendRenderName(nil, v))
-	}
-	return export.LineText(export.JSONValue(decoded))
+	return export.ShownText(decoded)
 }
 
 // appendCatCSV appends to b r's line of cat's CSV format (the fields of

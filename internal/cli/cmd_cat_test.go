@@ -216,8 +216,11 @@ func writeTextRow(w io.Writer, cr catRow, r savepoint.Row, k savepoint.Key) {
 		// The parts that decoded, each in its place (a part that did not
 		// is left out; one that decoded to nil is null).
 		text := func(v any) string {
-			if v == nil {
+			switch x := v.(type) {
+			case nil:
 				return "null"
+			case string:
+				return strconv.Quote(x) // never read as another field
 			}
 			t, _ := export.Text(v)
 			return t
