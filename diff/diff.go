@@ -365,10 +365,10 @@ func compareSides(ctx context.Context, a, b *savepoint.Savepoint, opts Options) 
 	sa.StoredRows, sa.FileDuplicates = sa.StoredRows+droppedA, sa.FileDuplicates+droppedA
 	sb.StoredRows, sb.FileDuplicates = sb.StoredRows+droppedB, sb.FileDuplicates+droppedB
 	res.A, res.B = side(a, sa), side(b, sb)
-	for _, w := range append(a.ReadWarnings(), sa.Warnings...) {
+	for _, w := range slices.Concat(a.ReadWarnings(), a.EmptyPayloadWarnings(), sa.Warnings) {
 		res.Warnings = append(res.Warnings, "A: "+w)
 	}
-	for _, w := range append(b.ReadWarnings(), sb.Warnings...) {
+	for _, w := range slices.Concat(b.ReadWarnings(), b.EmptyPayloadWarnings(), sb.Warnings) {
 		res.Warnings = append(res.Warnings, "B: "+w)
 	}
 	d.collect(res)

@@ -470,6 +470,7 @@ func write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Optio
 	}
 	// Whatever the path: the files the marker leaves out are in no output.
 	res.Warnings = append(res.Warnings, sp.ReadWarnings()...)
+	res.Warnings = append(res.Warnings, sp.EmptyPayloadWarnings()...)
 	if !opts.PerFile {
 		res.Warnings = append(res.Warnings, res.Union.Warnings...)
 	}

@@ -1483,6 +1483,23 @@ func InferGroups(files []*File) []Group {
 // read), and a subtask directory or payload whose name is not the one
 // clink opens (v1/01, checkpoint-07.snap: read here, not by clink).
 // validate reports each as a finding.
+// EmptyPayloadWarnings returns a warning for each 0-byte payload of a tree,
+// which the commands that only read (cat, export, diff) read as empty
+// state: clink's restore refuses it (plan, apply and rescale refuse it too,
+// unless told to accept it).
+func (sp *Savepoint) EmptyPayloadWarnings() []string {
+	if sp.Kind == InputFile {
+		return nil
+	}
+	var out []string
+	for _, f := range sp.Files {
+		if f.Size == 0 {
+			out = append(out, fmt.Sprintf("%s is 0 bytes, read as empty state: clink's restore treats it as absent and refuses to restore subtask %d (section 5.3) unless CLINK_ALLOW_MISSING_RESTORE_STATE is set (sptool validate says more)", ShowName(f.Rel), f.Subtask))
+		}
+	}
+	return out
+}
+
 func (sp *Savepoint) ReadWarnings() []string {
 	var out []string
 	for _, rel := range sp.Unlisted {

@@ -95,7 +95,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	if err := sp.CheckTempDirApart(*tempDir); err != nil {
 		return fail(s, c.name, fmt.Errorf("--temp-dir: %w", err))
 	}
-	for _, w := range sp.ReadWarnings() {
+	for _, w := range append(sp.ReadWarnings(), sp.EmptyPayloadWarnings()...) {
 		fmt.Fprintf(s.Err, "sptool cat: warning: %s\n", w)
 	}
 	// A large file out of canonical order is read through a sorted copy
