@@ -93,6 +93,13 @@ type Options struct {
 	// 100,000 keys is 6 MB of fresh memory and 100,000 strings, put
 	// together while the output is written.
 	KeyCountsOnly bool
+	// BeforePublish, when set, is called once the output is whole and
+	// checked, just before it is put in place: an error stops the run
+	// before anything is. A caller removes there what describes the output
+	// being replaced (the report of the run that wrote it), so that a run
+	// killed after the output is in place leaves nothing that describes
+	// another output beside it.
+	BeforePublish func() error
 }
 
 // ErrAccounting is returned when a run's counts do not add up; it means a

@@ -76,7 +76,10 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			return sp.CheckUnchanged()
+			if err := sp.CheckUnchanged(); err != nil {
+				return err
+			}
+			return callBeforePublish(opts)
 		}
 		var pub *savepoint.PublishedError
 		if nf.copyOf != nil {
@@ -168,6 +171,9 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	if err := sp.CheckUnchanged(); err != nil {
 		return err
 	}
+	if err := callBeforePublish(opts); err != nil {
+		return err
+	}
 	var pub *savepoint.PublishedError
 	if err := tw.Commit(job, extra); err != nil && !errors.As(err, &pub) {
 		return err
@@ -175,6 +181,14 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	out.Digest = "crc32c:" + strconv.FormatUint(uint64(digest.Sum32()), 10)
 	rep.Output = out
 	return published(rep, pub)
+}
+
+// callBeforePublish calls opts.BeforePublish, if set.
+func callBeforePublish(opts Options) error {
+	if opts.BeforePublish == nil {
+		return nil
+	}
+	return opts.BeforePublish()
 }
 
 // addFileDigest adds to a report's digest the CRC-32C of a payload, then

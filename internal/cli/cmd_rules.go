@@ -226,6 +226,18 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		opts.Out, opts.Force, opts.StateBase = *tf.out, *tf.force, *tf.stateBase
 		opts.Generation, opts.Checkpoint, opts.CheckpointSet = *tf.generation, *tf.checkpointID, tf.open.fs.Changed("checkpoint-id")
 	}
+	if report != "" && *tf.force && !dry {
+		// The report --force replaces describes the output it replaces:
+		// it goes just before the new output is put in place, so that a
+		// run killed after that leaves no report, rather than the old one
+		// beside the new output.
+		opts.BeforePublish = func() error {
+			if err := os.Remove(report); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+				return fmt.Errorf("remove the report --force replaces, %s (nothing was written): %w", report, err)
+			}
+			return nil
+		}
+	}
 	rep, err := transform.Run(ctx, sp, set, opts)
 	if rep == nil {
 		return fail(s, c.name, err)
