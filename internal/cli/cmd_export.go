@@ -106,6 +106,13 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 		if err != nil {
 			return fail(s, c.name, err)
 		}
+		if *out != "-" {
+			// --force or not, the output does not replace the rule file
+			// (nor a keys file it names), as apply's does not.
+			if err := checkRuleFilesApart(set, *out, ""); err != nil {
+				return fail(s, c.name, err)
+			}
+		}
 		opts.Rules = set
 	}
 	if *out != "-" {
