@@ -21,9 +21,15 @@ import (
 // caller back to the sort, which says which row restore keeps.
 
 // distinctMaxCollisions is the most hashes seen twice that DistinctKeys
-// checks against the keys; past it, it leaves the question to the sort (a
-// variable so tests can lower it).
-var distinctMaxCollisions = 1 << 16
+// and RepeatedKeys check against the keys; past it, they leave the question
+// to the sort (a variable so tests can lower it). Below it the memory bound
+// decides: each hash seen twice holds about repeatHeld bytes and its key's.
+var distinctMaxCollisions = 1 << 24
+
+// repeatHeld is what a hash seen twice holds while its rows' keys are
+// compared, besides the key's bytes: its map entry, the key's record, and
+// the group of rows it makes.
+const repeatHeld = 192
 
 // distinctKeys reports whether no two rows of s have the same operator and
 // key, as far as it can tell with maxBytes of memory (see DistinctKeys).
@@ -45,9 +51,10 @@ func DistinctKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 // RepeatedKeys returns the rows of n that share their operator and key with
 // another: a group for each operator and key held more than once, its rows
 // in increasing order, the groups in the order of their second rows. ok is
-// false when it cannot tell with maxBytes of memory (8 bytes a row) or when
-// more than 65,536 hashes occur twice (each group's keys are held in
-// memory). eachIn is as for DistinctKeys.
+// false when it cannot tell with maxBytes of memory: 8 bytes a row for the
+// hashes, then, for each hash seen twice, its key and about 200 bytes while
+// the keys are compared (a file of 1.2M rows storing 166,000 keys twice
+// holds about 35 MB of them). eachIn is as for DistinctKeys.
 func RepeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key []byte) bool), maxBytes int64) (groups [][]int, ok bool) {
 	return repeatedKeys(n, eachIn, maxBytes, false)
 }
@@ -91,7 +98,7 @@ func repeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 		twice = append(twice, r...)
 	}
 	hashes = nil
-	if len(twice) > distinctMaxCollisions {
+	if len(twice) > distinctMaxCollisions || int64(len(twice))*repeatHeld > maxBytes {
 		return nil, false // too many to check
 	}
 	if len(twice) == 0 {
@@ -109,6 +116,7 @@ func repeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 		seen[h] = nil
 	}
 	var groups [][]int
+	used, over := int64(len(twice))*repeatHeld, false
 	eachIn(0, n, func(i int, op uint64, key []byte) bool {
 		h := distinctHash(seed, op, key)
 		held, ok := seen[h]
@@ -122,12 +130,21 @@ func repeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 					groups = append(groups, []int{r.row})
 				}
 				groups[r.group] = append(groups[r.group], i)
-				return !first
+				used += 8
+				over = used > maxBytes
+				return !first && !over
 			}
+		}
+		if used += int64(len(key)); used > maxBytes {
+			over = true
+			return false
 		}
 		seen[h] = append(held, &opKey{op: op, key: bytes.Clone(key), group: -1, row: i})
 		return true
 	})
+	if over {
+		return nil, false
+	}
 	return groups, true
 }
 

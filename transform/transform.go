@@ -2259,9 +2259,9 @@ func shortKeyedRun(b *savepoint.Batch, lo, m int) (n int, op uint64, kg int, key
 // resolves them when the output is sorted), with a
 // hash of each key (savepoint.RepeatedKeys: 8 bytes a row; a value-based
 // drop over 10M rows in clink's order took a quarter longer, and twice the
-// memory), not sorted in memory; one it cannot search within its bounds (a
-// quarter of the file's bytes, 65,536 repeated keys) is not looked at
-// (unchecked).
+// memory), not sorted in memory; one it cannot search within its bound (a
+// quarter of the file's bytes, or 64 MiB: the hashes, then the repeated
+// keys) is not looked at (unchecked).
 func (o *outRows) dropShadowed(f *savepoint.File, search bool, dropped func(savepoint.Row)) (n int64, shadowed []uint64, unchecked bool) {
 	snap := f.Snapshot
 	if _, strict := snap.Order(); strict {
