@@ -377,7 +377,7 @@ func (kc *KeyColumns) LoadOrMap(b *Batch, lo, hi int) {
 		return
 	}
 	if _, ok := errors.AsType[*changedOffsets](err); ok {
-		panic(inputChangedPanic{fmt.Errorf("%s: %w", b.file.f.Name(), err)})
+		panic(inputChangedPanic{WithFile(b.file.f.Name(), err)})
 	}
 	kc.inPlace(b, lo, hi)
 }
@@ -394,6 +394,29 @@ func (e *changedOffsets) Error() string {
 }
 
 func (e *changedOffsets) Unwrap() error { return ErrInputChanged }
+
+// FileError is an error of the file at Path. WithFile makes one.
+type FileError struct {
+	Path string
+	Err  error
+}
+
+func (e *FileError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+// WithFile returns err as an error of the file at path: err itself when it
+// names that file already (a *FileError of path in its chain), so that the
+// name is said once; nil for nil.
+func WithFile(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if fe, ok := errors.AsType[*FileError](err); ok && fe.Path == path {
+		return err
+	}
+	return &FileError{Path: path, Err: err}
+}
 
 // inputChangedPanic is the panic of a pass that cannot report an error
 // (LoadOrMap) when a mapped file changed under it. Its Addr method, that

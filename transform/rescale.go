@@ -297,7 +297,7 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 					return err
 				})
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", sp.Files[byIndex[g.First+i]].Path, err)
+					return nil, savepoint.WithFile(sp.Files[byIndex[g.First+i]].Path, err)
 				}
 				dupes += n
 				res.canonical = true
@@ -500,7 +500,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 	counts := newFileCounts(parts, m)
 	for i, p := range parts {
 		if p.err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", sp.Files[byIndex[g.First+i]].Path, p.err)
+			return nil, nil, savepoint.WithFile(sp.Files[byIndex[g.First+i]].Path, p.err)
 		}
 		for op := range p.own {
 			own[op] = true

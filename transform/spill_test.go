@@ -324,3 +324,40 @@ func TestSpilledSortCancelled(t *testing.T) {
 		}
 	}
 }
+
+// An input rewritten in place while its output is sorted through temporary
+// files (its offsets no longer those read at open) is ErrInputChanged,
+// naming the file once.
+func TestSpilledSortInputRewrittenNamedOnce(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(file, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), shuffledRows(40000, 5), savepoint.SnapshotOptions{AsIs: true, Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer transform.SetSpill(1000, 0)()
+	var once sync.Once
+	defer transform.SetBeforeSpillSort(func() {
+		once.Do(func() {
+			fh, err := os.OpenFile(file, os.O_WRONLY, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer fh.Close()
+			st, _ := fh.Stat()
+			junk := bytes.Repeat([]byte{0xff}, int(st.Size()/2))
+			if _, err := fh.WriteAt(junk, st.Size()/4); err != nil {
+				t.Error(err)
+			}
+		})
+	})()
+	sp, err := savepoint.Open(file, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	_, err = transform.Run(context.Background(), sp, parseRules(t, "version: 1\nrules:\n  - drop: 'slot == \"agg\"'\n", nil), transform.Options{Out: filepath.Join(dir, "out.snap"), TempDir: dir})
+	if !errors.Is(err, savepoint.ErrInputChanged) || strings.Count(err.Error(), file) != 1 {
+		t.Errorf("run over a rewritten input: %v, want ErrInputChanged naming %s once", err, file)
+	}
+}

@@ -571,7 +571,7 @@ func filesError(ctx context.Context, sp *savepoint.Savepoint, results []*fileRes
 		if res.err == nil {
 			continue
 		}
-		err := fmt.Errorf("%s: %w", sp.Files[i].Path, res.err)
+		err := savepoint.WithFile(sp.Files[i].Path, res.err)
 		if ctx.Err() == nil && errors.Is(res.err, context.Canceled) {
 			stopped = cmp.Or(stopped, err)
 			continue
