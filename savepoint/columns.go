@@ -87,7 +87,7 @@ func (b *Batch) changed(values bool, i int) {
 	if b.file == nil {
 		panic(fmt.Sprintf("savepoint: %s of row %d out of bounds in a batch in memory", what, i))
 	}
-		panic(inputChangedPanic{WithFile(b.file.f.Name(), err)})
+	panic(inputChangedPanic{WithFile(b.file.f.Name(), err)})
 }
 
 // batchOf returns the columns of a validated canonical record batch.
