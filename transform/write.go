@@ -7,7 +7,10 @@ import (
 	"hash"
 	"hash/crc32"
 	"io/fs"
+	"maps"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,6 +160,27 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	if err != nil {
 		return err
 	}
+	receipts, err := commitReceipts(sp)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(receipts) == 0:
+	case ckpt == sp.Checkpoint && rep.Rescale == nil:
+		maps.Copy(extra, receipts)
+	default:
+		// Named by subtask and checkpoint id, they do not name the
+		// output's: what they say of its state is not known.
+		what := "the output is another checkpoint id"
+		if rep.Rescale != nil {
+			what = "the rescale numbers the subtasks anew"
+		}
+		names := slices.Sorted(maps.Keys(receipts))
+		for i, n := range names {
+			names[i] = filepath.Base(n)
+		}
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the input's 2PC commit receipts of checkpoint %d (%s, in %s) are not carried into the output: %s, and a receipt names a subtask and a checkpoint; a job restored from the output finds no receipt for its sinks' pending commits", sp.Checkpoint, strings.Join(names, ", "), savepoint.ShowName(filepath.Join(filepath.Dir(sp.CompletedRel), "receipts")), what))
+	}
 	if ckpt != sp.Checkpoint {
 		// CONFIRMED-<id> belongs to the input's checkpoint id; rename it
 		// along, and its body's checkpoint= line with it.
@@ -260,6 +284,42 @@ func controlFiles(sp *savepoint.Savepoint) (map[string][]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
 	return extra, nil
+}
+
+// commitReceipts returns the 2PC commit receipts of the input's checkpoint
+// (format 5.1: receipts/sub<K>-<ckpt>, and .unresolved, beside the
+// COMPLETED marker), by their path in the output tree.
+func commitReceipts(sp *savepoint.Savepoint) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if sp.Job == "" {
+		return out, nil
+	}
+	dir := filepath.Join(filepath.Dir(sp.CompletedRel), "receipts")
+	ents, err := os.ReadDir(filepath.Join(sp.Root, dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	suffix := "-" + strconv.FormatUint(sp.Checkpoint, 10)
+	for _, e := range ents {
+		name := e.Name()
+		base := strings.TrimSuffix(name, ".unresolved")
+		k, ok := strings.CutPrefix(base, "sub")
+		if !ok || !strings.HasSuffix(k, suffix) {
+			continue
+		}
+		if _, err := strconv.ParseUint(strings.TrimSuffix(k, suffix), 10, 32); err != nil {
+			continue
+		}
+		b, err := savepoint.ReadControlFile(filepath.Join(sp.Root, dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, name), err)
+		}
+		out[filepath.Join("_jobs", sp.Job, "receipts", name)] = b
+	}
+	return out, nil
 }
 
 // retargetConfirmed returns the body of a CONFIRMED marker (lines
