@@ -1151,28 +1151,30 @@ func zstdWindowAllowed(size int64) int64 {
 
 // zstdWindow returns the largest window the ZSTD frames of data ask for (a
 // single-segment frame's is its content size), walking their headers and
-// block headers (the ZSTD frame format); skippable frames ask for none. It
-// returns 0 where the walk finds what is not a frame, which the decoder
-// reports. The streaming decoders that check a buffer and that arrow-go
+// block headers (the ZSTD frame format); skippable frames ask for none.
+// Where the walk finds what is not a frame (which the decoder reports) it
+// returns the largest of the frames before, the one whose blocks it was
+// walking included: a decoder allocates that one's window before it finds
+// its blocks wrong. The streaming decoders that check a buffer and that arrow-go
 // reads it with allocate a frame's whole window before its first block:
 // a five-byte frame asking for 512 MiB allocated 512 MiB.
 func zstdWindow(data []byte) int64 {
 	var most int64
 	for len(data) > 0 {
 		if len(data) < 8 {
-			return 0
+			return most
 		}
 		magic := binary.LittleEndian.Uint32(data)
 		if magic&0xFFFFFFF0 == 0x184D2A50 { // a skippable frame
 			n := int64(binary.LittleEndian.Uint32(data[4:]))
 			if n > int64(len(data)-8) {
-				return 0
+				return most
 			}
 			data = data[8+n:]
 			continue
 		}
 		if magic != 0xFD2FB528 {
-			return 0
+			return most
 		}
 		fhd := data[4]
 		single := fhd&0x20 != 0
@@ -1190,7 +1192,7 @@ func zstdWindow(data []byte) int64 {
 			fcsSize = 1
 		}
 		if at+fcsSize > len(data) {
-			return 0
+			return most
 		}
 		if single {
 			var fcs uint64
@@ -1206,7 +1208,7 @@ func zstdWindow(data []byte) int64 {
 		most = max(most, window)
 		for {
 			if at+3 > len(data) {
-				return 0
+				return most
 			}
 			h := uint32(data[at]) | uint32(data[at+1])<<8 | uint32(data[at+2])<<16
 			at += 3
@@ -1215,10 +1217,10 @@ func zstdWindow(data []byte) int64 {
 			case 1: // RLE: one byte repeated n times
 				n = 1
 			case 3:
-				return 0
+				return most
 			}
 			if n > len(data)-at {
-				return 0
+				return most
 			}
 			at += n
 			if h&1 != 0 {
@@ -1229,7 +1231,7 @@ func zstdWindow(data []byte) int64 {
 			at += 4 // content checksum
 		}
 		if at > len(data) {
-			return 0
+			return most
 		}
 		data = data[at:]
 	}
