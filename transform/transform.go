@@ -511,7 +511,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := rep.checkAccounting(); err != nil {
 		return nil, err
 	}
-	if w := compressedOutputWarning(files, opts); w != "" {
+	if w := compressedOutputWarning(sp, files, opts); w != "" {
 		rep.Warnings = append(rep.Warnings, w)
 	}
 	if sp.Kind != savepoint.InputFile && sp.Job == "" {
@@ -542,9 +542,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 // compressedOutputWarning warns, unless opts.Decompress, of the output
 // files written compressed as a whole (gzip, zstd, ...) as their inputs
 // were: clink's reader restores only an uncompressed stream.
-func compressedOutputWarning(files []*newFile, opts Options) string {
-	if opts.Decompress {
-		return ""
+func compressedOutputWarning(sp *savepoint.Savepoint, files []*newFile, opts Options) string {
+	if opts.Decompress || sp.Backend == savepoint.BackendChangelogFile {
+		return "" // (a changelog+file tree's files are written plain)
 	}
 	var names []string
 	for _, nf := range files {
