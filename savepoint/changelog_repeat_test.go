@@ -199,3 +199,47 @@ func TestSkippedHandleListed(t *testing.T) {
 		}
 	}
 }
+
+// A changelog file given alone is read in the tree its subtask directory
+// is part of; outside a subtask directory (v<generation>/<subtask>/) it
+// has no tree, and a handle relative to the directory two up (/ for a
+// file in /tmp/x) is not read: it is an error saying so.
+func TestChangelogFileOutsideTree(t *testing.T) {
+	key := EncodeKeyedKey([]byte("s"), []byte("k1"))
+	mat := zstdStreamOf(t, []Row{{Op: 7, Key: key, Value: []byte("a1")}})
+	changelog := func(handle string) []byte {
+		return vtChangelogStream(t, []uint8{rowKindHandle}, []Row{{Value: []byte(handle)}})
+	}
+	base := t.TempDir()
+	// In its place in a tree: the handle, relative to the tree, is read.
+	inTree := filepath.Join(base, "tree", "v1", "0", "changelog-5.snap")
+	for p, b := range map[string][]byte{inTree: changelog("v1/0/materializations/mat-5.bin"), filepath.Join(base, "tree", "v1", "0", "materializations", "mat-5.bin"): mat} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp, err := Open(inTree, OpenOptions{})
+	if err != nil {
+		t.Fatalf("a changelog in its tree: %v", err)
+	}
+	if n := sp.Files[0].Snapshot.NumRows(); n != 1 {
+		t.Errorf("a changelog in its tree: %d rows, want its materialisation's 1", n)
+	}
+	sp.Close()
+	// Two directories below the tree's root, but not in a subtask
+	// directory: the same handle names a file there, which is not read.
+	outside := filepath.Join(base, "tree", "x", "y", "changelog-5.snap")
+	if err := os.MkdirAll(filepath.Dir(outside), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(outside, changelog("v1/0/materializations/mat-5.bin"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(outside, OpenOptions{})
+	if err == nil || !strings.Contains(err.Error(), "not in a subtask directory (v<generation>/<subtask>/) of a checkpoint tree") {
+		t.Errorf("a changelog outside a tree: %v, want the handle refused for want of a tree", err)
+	}
+}

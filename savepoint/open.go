@@ -231,7 +231,13 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 		}
 	}
 	f := &File{Subtask: -1, Path: path, Rel: filepath.Base(path)}
-	root := filepath.Join(filepath.Dir(path), "..", "..")
+	// A changelog's handles are resolved in the tree its subtask directory
+	// is part of; one outside such a directory has no tree to resolve them
+	// in (the directory two up could be any, / included).
+	root := ""
+	if dir := filepath.Dir(path); isSubtaskDir(dir) {
+		root = filepath.Join(dir, "..", "..")
+	}
 	if err := readSnapshotFile(f, true, opts.readOptions(root, func(h string) ([]byte, error) {
 		return resolveHandle(root, h)
 	})); err != nil {
@@ -1384,10 +1390,25 @@ func handleIdentity(root, handle string) (id, rel string) {
 	return real, rel
 }
 
+// errNoTree is the error of a materialisation handle of a changelog file
+// given alone, outside a subtask directory of a tree.
+var errNoTree = errors.New("the changelog is not in a subtask directory (v<generation>/<subtask>/) of a checkpoint tree, in which its handles are resolved: give the tree, or the changelog in its place in it")
+
+// isSubtaskDir reports whether dir is a subtask directory of a tree:
+// v<generation>/<subtask>.
+func isSubtaskDir(dir string) bool {
+	_, sub := subtaskIndex(filepath.Base(dir))
+	_, gen := parseGeneration(filepath.Base(filepath.Dir(dir)))
+	return sub && gen
+}
+
 // locateHandle calls use with the places in the tree at root where a
 // materialisation handle may lie, in resolveHandleRel's order, until one
 // is no fs.ErrNotExist, and returns the handle's path from root there.
 func locateHandle(root, handle string, use func(dir, rel string) error) (string, error) {
+	if root == "" {
+		return "", errNoTree
+	}
 	parts := strings.Split(filepath.ToSlash(handle), "/")
 	for i := 0; i+2 < len(parts); i++ {
 		if _, ok := parseGeneration(parts[i]); !ok {
