@@ -1392,7 +1392,7 @@ func handleIdentity(root, handle string) (id, rel string) {
 
 // errNoTree is the error of a materialisation handle of a changelog file
 // given alone, outside a subtask directory of a tree.
-var errNoTree = errors.New("the changelog is not in a subtask directory (v<generation>/<subtask>/) of a checkpoint tree, in which its handles are resolved: give the tree, or the changelog in its place in it")
+var errNoTree = fmt.Errorf("the changelog is not in a subtask directory (v<generation>/<subtask>/) of a checkpoint tree, in which its handles are resolved: give the tree, or the changelog in its place in it (%w)", ErrOutsideTree)
 
 // isSubtaskDir reports whether dir is a subtask directory of a tree:
 // v<generation>/<subtask>.

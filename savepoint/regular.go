@@ -100,12 +100,19 @@ func readWithin(dir, rel string, max int64) ([]byte, error) {
 	return ReadRegularFile(real, max)
 }
 
+// ErrOutsideTree is wrapped by the error of a materialisation handle that
+// sptool does not follow: to a file outside the subtask directory it names
+// (symbolic links resolved), or from a changelog outside any tree. It is a
+// rule of sptool's own, which keeps a savepoint from having it read any
+// file on the machine; clink opens a handle's path as it is written.
+var ErrOutsideTree = errors.New("sptool reads a materialisation only within the subtask directory of the tree its handle names")
+
 // realWithin returns the absolute path, symbolic links resolved, of
 // dir/rel, which must lie within dir as readWithin says.
 func realWithin(dir, rel string) (string, error) {
 	path := filepath.Join(dir, rel)
 	if !within(dir, path) {
-		return "", fmt.Errorf("%s lies outside %s", path, dir)
+		return "", fmt.Errorf("%s lies outside %s: %w", path, dir, ErrOutsideTree)
 	}
 	real, err := realPath(path)
 	if err != nil {
@@ -116,7 +123,7 @@ func realWithin(dir, rel string) (string, error) {
 		return "", err
 	}
 	if !within(realDir, real) {
-		return "", fmt.Errorf("%s leads through a symbolic link to %s, outside %s", path, real, dir)
+		return "", fmt.Errorf("%s leads through a symbolic link to %s, outside %s: %w", path, real, dir, ErrOutsideTree)
 	}
 	return real, nil
 }

@@ -147,6 +147,23 @@ func TestMaterializationOutsideTree(t *testing.T) {
 		t.Skipf("symlink: %v", err)
 	}
 	check("symlink out of the tree", "mat-7.bin", "outside")
+	// A rule of sptool's own, which validate does not lay at clink's door:
+	// clink opens the handle's path as written.
+	if _, err := Open(root, OpenOptions{}); !errors.Is(err, ErrOutsideTree) {
+		t.Errorf("symlink out of the tree: %v, want ErrOutsideTree", err)
+	}
+	if sp, err := Open(root, OpenOptions{KeepUndecodable: true}); err != nil {
+		t.Errorf("symlink out of the tree, KeepUndecodable: %v", err)
+	} else {
+		var msgs []string
+		for _, f := range Validate(sp, ValidateOptions{}).Findings {
+			msgs = append(msgs, f.Message)
+		}
+		sp.Close()
+		if all := strings.Join(msgs, "\n"); !strings.Contains(all, "sptool does not read this payload") || strings.Contains(all, "clink's reader refuses") {
+			t.Errorf("validate of a materialisation symlinked out of the tree: %q", msgs)
+		}
+	}
 	os.Remove(mat)
 	if err := os.Symlink("real.bin", mat); err != nil {
 		t.Fatal(err)

@@ -637,7 +637,9 @@ func (v *validator) checkFileLevel(f *File) {
 	}
 	if f.Undecodable != nil {
 		msg := fmt.Sprintf("clink's reader refuses this payload, and its restore of subtask %d with it: %s; its rows are not read, so no check of this report sees them (those that would look for them say so)", f.Subtask, undecodableReason(f))
-		if errors.Is(f.Undecodable, ErrNoEndOfStream) {
+		if errors.Is(f.Undecodable, ErrOutsideTree) {
+			msg = fmt.Sprintf("sptool does not read this payload: %s; clink opens the handle's path as written and may restore subtask %d from it, but no command of sptool reads or rewrites the tree as it is (copy the materialisation into the subtask's own materializations/ directory); its rows are not read, so no check of this report sees them (those that would look for them say so)", undecodableReason(f), f.Subtask)
+		} else if errors.Is(f.Undecodable, ErrNoEndOfStream) {
 			msg = fmt.Sprintf("%s: sptool refuses it as truncated, though clink's reader (Arrow C++'s) takes a stream ending between two messages as complete and restores subtask %d with the rows before the end, which may have lost the batches after it (clink's writer always writes the marker); its rows are not read, so no check of this report sees them (those that would look for them say so)", undecodableReason(f), f.Subtask)
 		}
 		if sp.GroupsInferred && len(sp.Files) > 1 {
