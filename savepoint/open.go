@@ -239,7 +239,11 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 		root = filepath.Join(dir, "..", "..")
 	}
 	if err := readSnapshotFile(f, true, opts.readOptions(root, func(h string) ([]byte, error) {
-		return resolveHandle(root, h)
+		data, _, _, stamp, err := resolveHandleRel(root, h)
+		if err == nil {
+			f.matStamps = append(f.matStamps, stamp)
+		}
+		return data, err
 	})); err != nil {
 		sp.Files = []*File{f}
 		sp.Close() // the map and file of a payload read before the error
@@ -693,9 +697,10 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		var unread []unreadMat
 		unreadSeen := map[string]bool{} // handles
 		resolve := func(h string) ([]byte, error) {
-			data, relMat, id, err := resolveHandleRel(sp.Root, h)
+			data, relMat, id, stamp, err := resolveHandleRel(sp.Root, h)
 			if err == nil {
-				info := FileInfo{Size: int64(len(data)), CRC32C: CRC32C(data)}
+				f.matStamps = append(f.matStamps, stamp)
+				info := FileInfo{Size: int64(len(data)), CRC32C: stamp.crc}
 				f.Materializations = append(f.Materializations, relMat)
 				f.MaterializationInfo = append(f.MaterializationInfo, info)
 				read[id] = info
@@ -1322,10 +1327,10 @@ func (sp *Savepoint) ReleasePages() {
 	}
 }
 
-// CheckUnchanged reports ErrInputChanged when any payload's size or
-// modification time differs from when it was opened: a writer must not
-// publish a mix of old and new input. Files built in memory (no Path) have
-// nothing to check.
+// CheckUnchanged reports ErrInputChanged when any payload, or any
+// materialisation a changelog payload's handles named, is not as it was
+// when read (its stamp, see checkStamp): a writer must not publish a mix of
+// old and new input. Files built in memory (no Path) have nothing to check.
 func (sp *Savepoint) CheckUnchanged() error {
 	for _, f := range sp.Files {
 		if f.Path == "" || f.Missing {
@@ -1334,13 +1339,19 @@ func (sp *Savepoint) CheckUnchanged() error {
 		if err := checkStamp(f.Path, f.stamp, f.CRC32C); err != nil {
 			return err
 		}
+		// A changelog's state is in its materialisations, read at open.
+		for _, m := range f.matStamps {
+			if err := checkStamp(m.path, m.stamp, m.crc); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
 // resolveHandle reads a changelog materialisation handle within root.
 func resolveHandle(root, handle string) ([]byte, error) {
-	data, _, _, err := resolveHandleRel(root, handle)
+	data, _, _, _, err := resolveHandleRel(root, handle)
 	return data, err
 }
 
@@ -1353,15 +1364,18 @@ func resolveHandle(root, handle string) ([]byte, error) {
 // within root. The file must be a regular file no larger than
 // decompressCeiling. It returns the file's bytes, its path from root as the
 // handle names it, and its real path (its identity: see handleIdentity).
-func resolveHandleRel(root, handle string) (data []byte, rel, id string, err error) {
+func resolveHandleRel(root, handle string) (data []byte, rel, id string, stamp matStamp, err error) {
 	rel, err = locateHandle(root, handle, func(dir, rel string) (err error) {
 		if id, err = realWithin(dir, rel); err != nil {
 			return err
 		}
-		data, err = ReadRegularFile(id, decompressCeiling)
+		data, stamp.stamp, err = readRegularFileStamped(id, decompressCeiling)
 		return err
 	})
-	return data, rel, id, err
+	if err == nil {
+		stamp.path, stamp.crc = id, CRC32C(data)
+	}
+	return data, rel, id, stamp, err
 }
 
 // unreadMat is the path rel from the root of a materialisation whose

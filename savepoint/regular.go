@@ -60,32 +60,48 @@ func (e *shapeError) Is(target error) bool { return target == ErrNotControlFile 
 // fs.ErrNotExist; one that is not a regular file, an error wrapping
 // ErrNotControlFile; other errors (larger than max, say) name the file.
 func ReadRegularFile(path string, max int64) ([]byte, error) {
+	data, _, err := readRegularFileStamped(path, max)
+	return data, err
+}
+
+// readRegularFileStamped is ReadRegularFile, which also returns the file's
+// stamp as it was before its bytes were read (a change during the read
+// moves it).
+func readRegularFileStamped(path string, max int64) ([]byte, fileStamp, error) {
+	data, st, err := readRegularFileStat(path, max)
+	if err != nil {
+		return nil, fileStamp{}, err
+	}
+	return data, stampOf(st), nil
+}
+
+func readRegularFileStat(path string, max int64) ([]byte, os.FileInfo, error) {
 	st, err := os.Stat(path) // before opening: opening a named pipe would block
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
+		return nil, nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
 	}
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer fh.Close()
 	if st, err = fh.Stat(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
+		return nil, nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
 	}
 	if st.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d bytes allowed", path, st.Size(), max)
+		return nil, nil, fmt.Errorf("%s is %d bytes, more than the %d bytes allowed", path, st.Size(), max)
 	}
 	data := make([]byte, st.Size())
 	if _, err := io.ReadFull(fh, data); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	return data, nil
+	return data, st, nil
 }
 
 // readWithin reads the regular file at dir/rel (see ReadRegularFile), which

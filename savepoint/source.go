@@ -111,6 +111,17 @@ type File struct {
 	mapping []byte      // the payload's memory map (OpenOptions.Columnar)
 	mapped  *mappedFile // the open file behind mapping
 	stamp   fileStamp   // the payload's metadata when opened (see CheckUnchanged)
+	// matStamps are the materialisation files read for a changelog
+	// payload, with their metadata and CRC-32C when read.
+	matStamps []matStamp
+}
+
+// matStamp is a materialisation file as it was read: its real path, its
+// metadata and the CRC-32C of its bytes (see CheckUnchanged).
+type matStamp struct {
+	path  string
+	stamp fileStamp
+	crc   uint32
 }
 
 // Savepoint is an opened input: one file, or the files of one checkpoint of a tree.

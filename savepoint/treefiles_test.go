@@ -399,3 +399,42 @@ func TestUndecodablePayloadNamesSidecarVerdict(t *testing.T) {
 		t.Errorf("Open of a tree with a payload cut short: %v", err)
 	}
 }
+
+// A materialisation rewritten after it was read is an input that changed
+// while it was being read, as a payload is: CheckUnchanged says so, naming
+// it (a run then writes nothing); one whose change time alone moved, its
+// bytes the same, is not.
+func TestMaterializationChangedAfterRead(t *testing.T) {
+	root, payload, mat := changelogTree(t)
+	for _, p := range []string{root, payload} {
+		sp, err := Open(p, OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sp.CheckUnchanged(); err != nil {
+			t.Fatalf("%s, unchanged: %v", p, err)
+		}
+		if err := os.Chmod(mat, 0o600); err != nil { // the change time alone
+			t.Fatal(err)
+		}
+		if err := sp.CheckUnchanged(); err != nil {
+			t.Errorf("%s, a materialisation chmod-ed: %v", p, err)
+		}
+		b, err := os.ReadFile(mat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)-9] ^= 0xff
+		if err := os.WriteFile(mat, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := sp.CheckUnchanged(); !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), "mat-7.bin") {
+			t.Errorf("%s, a materialisation rewritten: %v, want ErrInputChanged naming it", p, err)
+		}
+		sp.Close()
+		b[len(b)-9] ^= 0xff
+		if err := os.WriteFile(mat, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
