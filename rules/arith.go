@@ -63,6 +63,9 @@ func (checkedArith) Visit(node *ast.Node) {
 			call("__int_div", a, b)
 		} else if len(n.Arguments) == 1 && (n.Name == "abs" || n.Name == "int" || n.Name == "sum") {
 			call("__checked_"+n.Name, n.Arguments[0])
+		} else if len(n.Arguments) == 2 && n.Name == "bitshl" {
+			// A shift that pushes bits out of the int64 wraps around.
+			call("__checked_shl", n.Arguments[0], n.Arguments[1])
 		}
 		// string of bytes (key_bytes, an undeclared slot's value) is
 		// their text, where expr would print them as a list of numbers.
@@ -106,12 +109,32 @@ var arithOptions = []expr.Option{
 	expr.Function("__checked_int", func(p ...any) (any, error) { return checkedInt(p[0]) }),
 	expr.Function("__checked_sum", func(p ...any) (any, error) { return checkedSum(p[0]) }),
 	expr.Function("__int_div", func(p ...any) (any, error) { return intDiv(p[0], p[1]) }),
+	expr.Function("__checked_shl", func(p ...any) (any, error) { return checkedShl(p[0], p[1]) }),
 	expr.Function("__string", func(p ...any) (any, error) {
 		if b, ok := p[0].([]byte); ok {
 			return string(b), nil
 		}
 		return builtin.String(p[0]), nil
 	}),
+}
+
+// checkedShl returns bitshl(a, b), a shifted left by b bits, for integers
+// that fit in an int64: an error where expr's would wrap around (a bit,
+// or the sign, shifted out of the int64) or where b is not a shift of 0 to
+// 63 bits.
+func checkedShl(a, b any) (any, error) {
+	x, xs := signed(a)
+	n, ns := signed(b)
+	if !xs || !ns {
+		return nil, fmt.Errorf("bitshl(%v, %v): want two integers of at most 64 bits", a, b)
+	}
+	if n < 0 || n > 63 {
+		return nil, fmt.Errorf("bitshl(%v, %v): a shift of %d bits; an int64 shifts by 0 to 63", a, b, n)
+	}
+	if r := x << n; r>>n == x {
+		return int(r), nil
+	}
+	return nil, fmt.Errorf("integer overflow: bitshl(%v, %v) does not fit in a signed 64-bit integer", a, b)
 }
 
 // checkedMod returns a % b for integers a and b of any width and sign:

@@ -2,6 +2,8 @@ package rules
 
 import (
 	"fmt"
+	"math"
+	"reflect"
 
 	"github.com/expr-lang/expr/vm"
 
@@ -155,6 +157,42 @@ func (s *SetValueSpec) Empty(v []byte) bool {
 // 'ttl: true' slots. Errors (a runtime failure, a result the codec cannot
 // encode, a TTL value without its stamp) are *EvalError values naming the
 // rule's expression; the engine reports them with the row.
+// nonFinite returns the first float in v, through lists, maps and
+// pointers, that is an infinity or NaN.
+func nonFinite(v reflect.Value) (float64, bool) {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		return f, math.IsInf(f, 0) || math.IsNaN(f)
+	case reflect.Interface, reflect.Pointer:
+		if !v.IsNil() {
+			return nonFinite(v.Elem())
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if f, bad := nonFinite(v.Index(i)); bad {
+				return f, true
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if f, bad := nonFinite(it.Key()); bad {
+				return f, true
+			}
+			if f, bad := nonFinite(it.Value()); bad {
+				return f, true
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if f, bad := nonFinite(v.Field(i)); bad {
+				return f, true
+			}
+		}
+	}
+	return 0, false
+}
+
 func (s *SetValueSpec) Apply(m *vm.VM, env *Env) ([]byte, error) {
 	wrap := func(err error) error { return &EvalError{Rule: s.label, Expr: s.Expr, Err: err} }
 	if s.Decl.TTL && len(env.ValueBytes) < savepoint.TTLPrefixLen {
@@ -170,6 +208,16 @@ func (s *SetValueSpec) Apply(m *vm.VM, env *Env) ([]byte, error) {
 	enc, err := s.Decl.ValueCodec.Encode(out)
 	if err != nil {
 		return nil, wrap(err)
+	}
+	stored := env.ValueBytes
+	if s.Decl.TTL {
+		stored = stored[savepoint.TTLPrefixLen:]
+	}
+	if f, bad := nonFinite(reflect.ValueOf(out)); bad && string(enc) != string(stored) {
+		// An overflow (1e300 * 1e10), or an infinity or NaN the
+		// expression made: written, it would pass for a number. A value
+		// stored so, and written back as it is, is left.
+		return nil, wrap(fmt.Errorf("the result holds %v, which a rule writes to no state (an overflow of a double, or an infinity or NaN the expression made)", f))
 	}
 	if !s.Decl.TTL {
 		return enc, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -709,5 +710,47 @@ func TestSetValueShortTTLHint(t *testing.T) {
 		if _, err := Parse("fixed.yaml", []byte(fixed)); err != nil {
 			t.Errorf("the suggested rule does not load: %v\n%s", err, fixed)
 		}
+	}
+}
+
+// set_value writes no number that would pass for another: an infinity or
+// NaN the expression made (1e300 * 1e10, float("inf")), an integer beyond
+// 2^53 written as a double (rounded), a bitshl that pushes bits out of the
+// int64. A NaN stored, written back as it is, is left.
+func TestSetValueNoSilentNumbers(t *testing.T) {
+	f64 := func(f float64) []byte { return binary.LittleEndian.AppendUint64(nil, math.Float64bits(f)) }
+	for _, c := range []struct {
+		name, slot, expr string
+		value            []byte
+		want             []byte // nil: an error holding err
+		err              string
+	}{
+		{"overflow", "value: double", "value * 1e10", f64(1e300), nil, "the result holds +Inf"},
+		{"inf", "value: double", `float("inf")`, f64(1), nil, "the result holds +Inf"},
+		{"nan in a list", "value: list<double>", `[1.0, float("NaN")]`, []byte{0, 0, 0, 0}, nil, "the result holds NaN"},
+		{"nan stored, kept", "value: double", "value", f64(math.NaN()), f64(math.NaN()), ""},
+		{"2^53+1", "value: double", "9007199254740993", f64(1), nil, "the integer 9007199254740993 is beyond 2^53"},
+		{"2^53", "value: double", "9007199254740992", f64(1), f64(1 << 53), ""},
+		{"finite", "value: double", "value * 2", f64(1.5), f64(3), ""},
+		{"bitshl wraps", "value: int64", "bitshl(value, 62)", le64(10), nil, "integer overflow: bitshl(10, 62)"},
+		{"bitshl too far", "value: int64", "bitshl(value, 64)", le64(1), nil, "a shift of 64 bits"},
+		{"bitshl", "value: int64", "bitshl(value, 3)", le64(5), le64(40), ""},
+		{"bitshl negative", "value: int64", "bitshl(value, 1)", le64(-3), le64(-6), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			set := parseOne(t, "version: 1\nslots:\n  - {op: 7, slot: s, key: string, "+c.slot+"}\nrules:\n  - set_value: {op: 7, slot: s, expr: '"+c.expr+"'}\n")
+			var m vm.VM
+			var env Env
+			if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte("k")), Value: c.value}, 0); err != nil {
+				t.Fatal(err)
+			}
+			out, err := set.Rules[0].SetValue.Apply(&m, &env)
+			switch {
+			case c.want == nil && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Errorf("%x, %v; want an error holding %q", out, err, c.err)
+			case c.want != nil && (err != nil || !bytes.Equal(out, c.want)):
+				t.Errorf("%x, %v; want %x", out, err, c.want)
+			}
+		})
 	}
 }

@@ -125,8 +125,14 @@ func (doubleNode) encode(v any) ([]byte, error) {
 	case reflect.Float32, reflect.Float64:
 		f = rv.Float()
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if i := rv.Int(); i > 1<<53 || i < -1<<53 {
+			return nil, fmt.Errorf("double: the integer %d is beyond 2^53, where a double holds only some integers (it would be written as %.17g)", i, float64(i))
+		}
 		f = float64(rv.Int())
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if u := rv.Uint(); u > 1<<53 {
+			return nil, fmt.Errorf("double: the integer %d is beyond 2^53, where a double holds only some integers (it would be written as %.17g)", u, float64(u))
+		}
 		f = float64(rv.Uint())
 	default:
 		return nil, fmt.Errorf("double: got %s, want a number", describe(v))
