@@ -477,6 +477,10 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 			what = "a snapshot file"
 		}
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("--state-base %s is not used: the output is %s, which holds no materialisation handles (only a changelog+file tree's do)", opts.StateBase, what))
+	} else if opts.StateBase != "" && !opts.DryRun && sameDir(opts.StateBase, sp.Root) {
+		// The usual way to write a tree that replaces its input; until it
+		// does, its handles name the input's files.
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("--state-base %s is the input tree: the output's handles name the materialisations there, which are the input's (the state before the rules) until the output is moved into its place; restore a job from the output only once it is there", opts.StateBase))
 	}
 	if ckpt := outputCheckpoint(sp, opts); sp.Kind != savepoint.InputFile && !opts.DryRun && ckpt == 0 {
 		fix := "give the output another id with --checkpoint-id"
@@ -537,6 +541,16 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	w = append(w, savepoint.LeftoversAfterPublish(opts.Out, existed)...)
 	rep.Warnings = append(w, rep.Warnings[leftAt+leftN:]...)
 	return rep, nil
+}
+
+// sameDir reports whether the paths a and b name one existing directory.
+func sameDir(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil || !sa.IsDir() {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
 
 // compressedOutputWarning warns, unless opts.Decompress, of the output
