@@ -175,7 +175,7 @@ func (e *DecodeError) Error() string {
 		msg += fmt.Sprintf("; the value does not decode either: %v", e.ValueErr)
 	}
 	if e.Line > 0 {
-		msg += fmt.Sprintf(" (every row of a declared slot is decoded; does the declaration at line %d fit the slot's rows? 'sptool cat' shows them)", e.Line)
+		msg += fmt.Sprintf(" (a rule that reads it decodes every row of the declared slot; does the declaration at line %d fit the slot's rows? 'sptool cat' shows them)", e.Line)
 	}
 	return msg
 }

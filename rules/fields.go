@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"github.com/expr-lang/expr/ast"
 
 	"github.com/sptool/sptool/savepoint"
@@ -90,21 +91,44 @@ func (s *Set) Fields() Fields {
 		return f
 	}
 	for _, r := range s.Rules {
-		switch {
-		case r.Keep != nil:
-			f |= r.Keep.Predicate.fields
-		case r.Drop != nil:
-			f |= r.Drop.Predicate.fields
-		case r.SetValue != nil:
-			// Apply keeps the TTL stamp from value_bytes. The value is
-			// decoded even when the expression does not read it: the
-			// declared codec encodes the new value, and a declaration that
-			// does not fit the slot's rows must stop the run, not write
-			// over them.
-			f |= r.SetValue.Program.fields | FieldValueBytes | FieldValue
-		}
+		f |= r.Fields()
 	}
 	return f
+}
+
+// Fields returns the row-model fields the rule's expression reads (none
+// for a rule without one).
+func (r *Rule) Fields() Fields {
+	switch {
+	case r.Keep != nil:
+		return r.Keep.Predicate.fields
+	case r.Drop != nil:
+		return r.Drop.Predicate.fields
+	case r.SetValue != nil:
+		// Apply keeps the TTL stamp from value_bytes. The value is
+		// decoded even when the expression does not read it: the
+		// declared codec encodes the new value, and a declaration that
+		// does not fit the slot's rows must stop the run, not write over
+		// them.
+		return r.SetValue.Program.fields | FieldValueBytes | FieldValue
+	}
+	return 0
+}
+
+// ReadsFailed reports whether err, an error of filling an environment
+// with the fields of several rules, concerns what a rule reading own
+// reads: a *DecodeError of the key when own holds FieldKey, of the value
+// when it holds FieldValue; any other error always. A rule that does not
+// read the part a codec failed on runs on the row as the rules before it
+// did, whatever the other rules read.
+func ReadsFailed(err error, own Fields) bool {
+	var de *DecodeError
+	if err == nil || !errors.As(err, &de) {
+		return err != nil
+	}
+	key := de.Part == "key" && own&FieldKey != 0
+	value := (de.Part == "value" || de.ValueErr != nil) && own&FieldValue != 0
+	return key || value
 }
 
 // internSlot returns slot as a string, reusing the string of an earlier

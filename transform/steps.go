@@ -24,6 +24,8 @@ type step struct {
 	// remap is set for a remap_operator step: every row of operator from
 	// becomes a row of operator to, its key and value kept.
 	remap *struct{ from, to uint64 }
+	// fields are what the rule's expression reads (rules.Rule.Fields).
+	fields rules.Fields
 }
 
 // verdict is what a step does to every keyed row of one prefix.
@@ -49,7 +51,7 @@ func when(match bool, act verdict) verdict {
 func compile(set *rules.Set) []step {
 	steps := make([]step, len(set.Rules))
 	for i, r := range set.Rules {
-		s := step{rule: r}
+		s := step{rule: r, fields: r.Fields()}
 		switch {
 		case r.Keep != nil:
 			s.apply, s.prefix = filterStep(r.Keep, true)

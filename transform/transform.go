@@ -2736,6 +2736,7 @@ type worker struct {
 	envRow  savepoint.Row
 	envOK   bool
 	envRule *rules.Rule // the rule env was filled for: its declarations
+	envErr  error       // the error of that filling, for every rule's fields
 	// keys holds the operators and keys of the rows being scanned (see
 	// scanRow); runFirst, runLast, streakFirst and lastKey are copies of
 	// keys read there that must outlive the next read.
@@ -2791,11 +2792,23 @@ func (w *worker) fill(r savepoint.Row, i int) error {
 		return context.Canceled
 	}
 	rule := w.e.steps[i].rule
+	own := w.e.steps[i].fields
 	if w.envOK && w.envRule.SameDecls(rule) && w.envRow.Op == r.Op && sameSlice(w.envRow.Key, r.Key) && sameSlice(w.envRow.Value, r.Value) {
-		return nil
+		return filledFor(w.envErr, own)
 	}
 	w.envRow, w.envOK, w.envRule = r, true, rule
-	return rule.FillEnvAt(&w.env, r, w.subtask, w.e.fields)
+	w.envErr = rule.FillEnvAt(&w.env, r, w.subtask, w.e.fields)
+	return filledFor(w.envErr, own)
+}
+
+// filledFor is err, the error of filling an environment with the fields of
+// every rule, as a rule reading own sees it: a codec's failure on a part
+// it does not read is none of its business (rules.ReadsFailed).
+func filledFor(err error, own rules.Fields) error {
+	if rules.ReadsFailed(err, own) {
+		return err
+	}
+	return nil
 }
 
 func sameSlice(a, b []byte) bool {
