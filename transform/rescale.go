@@ -205,7 +205,7 @@ func rescaleRuleErr(set *rules.Set, err error) error {
 	if set.Source == rules.RescaleShorthand {
 		return err
 	}
-	return fmt.Errorf("%s: %w", set.Rules[len(set.Rules)-1].Label(), err)
+	return fmt.Errorf("%s: %w", ruleAt(set, set.Rules[len(set.Rules)-1]), err)
 }
 
 func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoint.Group, []int, []string, error) {

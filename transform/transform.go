@@ -696,7 +696,7 @@ func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 			return nil
 		}
 		if n := present[slotKey{op: s.To.ID}]; n > 0 {
-			return fmt.Errorf("%s: operator %s already has state (%d rows); remapping %s into it would merge the two (set 'merge: true' to do that)", r.Label(), s.To, n, s.From)
+			return fmt.Errorf("%s: operator %s already has state (%d rows); remapping %s into it would merge the two (set 'merge: true' to do that)", ruleAt(set, r), s.To, n, s.From)
 		}
 		return nil
 	})
@@ -768,7 +768,7 @@ func checkSlotMerges(set *rules.Set, slots []*SlotStats) error {
 		}
 		from, to := present[slotKey{s.Op.ID, s.From}], present[slotKey{s.Op.ID, s.To}]
 		if from > 0 && to > 0 {
-			return fmt.Errorf("%s: operator %s already has slot %q (%d rows); renaming slot %q (%d rows) into it would merge the two, a key held in both keeping one value (set 'merge: true' to do that)", r.Label(), s.Op, s.To, to, s.From, from)
+			return fmt.Errorf("%s: operator %s already has slot %q (%d rows); renaming slot %q (%d rows) into it would merge the two, a key held in both keeping one value (set 'merge: true' to do that)", ruleAt(set, r), s.Op, s.To, to, s.From, from)
 		}
 		return nil
 	})
@@ -877,7 +877,7 @@ func checkMergeGroups(sp *savepoint.Savepoint, set *rules.Set, results []*fileRe
 	for _, j := range joins {
 		if gs := out[j.op]; len(gs) > 1 {
 			m := j.rule.RemapOperator
-			return fmt.Errorf("%s: merging operator %s (keyed rows in chain group %s) into operator %s (keyed rows in chain group %s) leaves operator %d with keyed rows in chain groups %s, and an operator runs in one: a restore at this layout loses the rows in the other group's files (sptool validate lists them); remap into an operator of the same group, or drop one side's keyed rows first", j.rule.Label(), m.From, j.from, m.To, j.to, j.op, format(gs))
+			return fmt.Errorf("%s: merging operator %s (keyed rows in chain group %s) into operator %s (keyed rows in chain group %s) leaves operator %d with keyed rows in chain groups %s, and an operator runs in one: a restore at this layout loses the rows in the other group's files (sptool validate lists them); remap into an operator of the same group, or drop one side's keyed rows first", ruleAt(set, j.rule), m.From, j.from, m.To, j.to, j.op, format(gs))
 		}
 	}
 	return nil
@@ -2845,15 +2845,25 @@ func (w *worker) through(r savepoint.Row, k savepoint.Key, n int) (savepoint.Row
 	return r, true, nil
 }
 
+// ruleFileAt is where rule r is in the file of set, as the errors of
+// loading it say ("rules.yaml:3:5: "), "" when not known or when the rule
+// is a command's (sptool rescale's flags).
+func ruleFileAt(set *rules.Set, r *rules.Rule) string {
+	if set.Source == "" || set.Source == rules.RescaleShorthand || r.Line <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d:%d: ", set.Source, r.Line, r.Col)
+}
+
+// ruleAt names rule r of set for an error: where it is in its file, and
+// its label.
+func ruleAt(set *rules.Set, r *rules.Rule) string { return ruleFileAt(set, r) + r.Label() }
+
 // stepError names the rule of step i in err, unless it does already, and
 // where the rule is in its file.
 func (e *engine) stepError(i int, err error) error {
 	r := e.steps[i].rule
-	// Where the rule is in its file, as the errors of loading it say.
-	at := ""
-	if e.set.Source != "" && r.Line > 0 {
-		at = fmt.Sprintf("%s:%d:%d: ", e.set.Source, r.Line, r.Col)
-	}
+	at := ruleFileAt(e.set, r)
 	var named *rules.EvalError
 	if errors.As(err, &named) {
 		if at == "" {

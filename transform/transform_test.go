@@ -486,7 +486,7 @@ func TestRuleKinds(t *testing.T) {
 		{
 			name:    "remap_operator refuses a target with state",
 			rules:   "  - remap_operator: {from: 12, to: 13}\n",
-			wantErr: "operator 13 already has state (1 rows)",
+			wantErr: "rules.yaml:9:5: rule 1 (remap_operator): operator 13 already has state (1 rows)",
 		},
 		{
 			// The target's own row for "zed" comes later in stream order
@@ -578,7 +578,7 @@ func TestRuleKinds(t *testing.T) {
 		{
 			name:    "rename_slot refuses a target slot with rows",
 			rules:   "  - rename_slot: {op: 7, from: xseen, to: seen}\n",
-			wantErr: `rule 1 (rename_slot): operator 7 already has slot "seen" (4 rows); renaming slot "xseen" (1 rows) into it would merge the two`,
+			wantErr: `rules.yaml:9:5: rule 1 (rename_slot): operator 7 already has slot "seen" (4 rows); renaming slot "xseen" (1 rows) into it would merge the two`,
 		},
 		{
 			// xseen|alice becomes seen|alice, which exists: the later row
