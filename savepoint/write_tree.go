@@ -89,6 +89,9 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 	if opts.StateBase == "" {
 		opts.StateBase = stateBaseOf(out, abs)
 	}
+	// Handles are the base, "/" and the path in the tree: "/srv/x/" is
+	// written /srv/x/v1/..., not /srv/x//v1/... ("/" itself, /v1/...).
+	opts.StateBase = strings.TrimRight(opts.StateBase, "/")
 	if opts.Force {
 		if err := CheckReplaceable(abs, true); err != nil {
 			return nil, err
