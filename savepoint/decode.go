@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -373,6 +374,10 @@ func (c *ChangelogInfo) note(kind uint8, value string) {
 
 // materialisation decodes a changelog's materialisation row (row_kind 0
 // or 3).
+// errUnresolved is wrapped by the error of a materialisation handle read
+// where there is nothing to resolve it with.
+var errUnresolved = errors.New("no tree to resolve it in")
+
 func materialisation(kind uint8, value []byte, opts ReadOptions, info *ChangelogInfo) (*Snapshot, error) {
 	switch kind {
 	case rowKindMaterialised:
@@ -396,13 +401,20 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 			return nil, nil
 		}
 		if opts.Resolve == nil {
-			return nil, fmt.Errorf("external materialisation handle %q cannot be resolved here", handle)
+			return nil, fmt.Errorf("external materialisation handle %q cannot be resolved here: %w", handle, errUnresolved)
 		}
 		data, err := opts.Resolve(handle)
 		if err != nil {
 			return nil, fmt.Errorf("materialisation handle %q: %w", handle, err)
 		}
+		if c := DetectCompression(data); c != CompressNone {
+			return nil, fmt.Errorf("materialisation %q is %s-compressed as a whole: clink reads a materialisation as a bare Arrow IPC stream (its record batches may be compressed, not the file), and refuses it", handle, c)
+		}
 		mat, err := DecodeSnapshot(data, ReadOptions{})
+		if errors.Is(err, errUnresolved) {
+			// A stream of handle rows: the handle names a changelog.
+			return nil, fmt.Errorf("materialisation %q is itself a changelog stream (of materialisation handles), not the state a handle names", handle)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("materialisation %q: %w", handle, err)
 		}

@@ -1,6 +1,8 @@
 package savepoint
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"io"
 	"os"
@@ -436,5 +438,34 @@ func TestMaterializationChangedAfterRead(t *testing.T) {
 		if err := os.WriteFile(mat, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A materialisation compressed as a whole, and a handle that names a
+// changelog payload, are refused saying so, not as Arrow damage or as a
+// handle that cannot be resolved.
+func TestMaterializationOddFiles(t *testing.T) {
+	root, payload, mat := changelogTree(t)
+	b, err := os.ReadFile(mat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(b)
+	zw.Close()
+	if err := os.WriteFile(mat, z.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(root, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "is gzip-compressed as a whole: clink reads a materialisation as a bare Arrow IPC stream") {
+		t.Errorf("gzip materialisation: %v", err)
+	}
+	if err := os.WriteFile(mat, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The changelog's handle names a changelog (itself).
+	setHandle(t, payload, "v1/0/changelog-7.snap")
+	if _, err := Open(root, OpenOptions{}); err == nil || !strings.Contains(err.Error(), `materialisation "v1/0/changelog-7.snap" is itself a changelog stream`) {
+		t.Errorf("handle naming a changelog: %v", err)
 	}
 }
