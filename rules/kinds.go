@@ -1113,12 +1113,12 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 			hint = " (wrap it in int(), which fails on a value that does not fit)"
 		}
 		line, col := p.exprPos(en, 0)
-		p.addErr(line, col, "expr", fmt.Sprintf("'expr' yields %s but slot %q stores %s (codec %s)%s", c.resultType, slot, d.valueType, d.ValueCodec, hint))
+		p.addErr(line, col, "expr", fmt.Sprintf("'expr' yields %s but slot %q stores %s (codec %s)%s", exprTypeName(c.resultType), slot, exprTypeName(d.valueType), d.ValueCodec, hint))
 		return nil
 	}
 	if c.constNil && d.valueType != nil {
 		line, col := p.exprPos(en, 0)
-		p.addErr(line, col, "expr", fmt.Sprintf("'expr' yields nil for every row, and slot %q stores %s (codec %s), which has no nil", slot, d.valueType, d.ValueCodec))
+		p.addErr(line, col, "expr", fmt.Sprintf("'expr' yields nil for every row, and slot %q stores %s (codec %s), which has no nil", slot, exprTypeName(d.valueType), d.ValueCodec))
 		return nil
 	}
 	return &SetValueSpec{
@@ -1295,4 +1295,26 @@ func (p *parser) parallelism(n *yaml.Node) (int, bool) {
 		p.warnAt(n, "parallelism %d is above %d: clink has %d key groups, so %d %s no keyed state, only operator state", v, WarnParallelism, savepoint.NumKeyGroups, v-WarnParallelism, subtasks)
 	}
 	return int(v), true
+}
+
+// exprTypeName names a type an expression yields or a slot stores as the
+// rule language speaks of it: bytes, a list, a map, rather than Go's
+// []uint8, []interface {}, map[string]interface {}.
+func exprTypeName(t reflect.Type) string {
+	if t == nil {
+		return "any value"
+	}
+	switch {
+	case t == bytesType:
+		return "bytes"
+	case t.Kind() == reflect.Interface:
+		return "any value"
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Interface:
+		return "a list"
+	case t.Kind() == reflect.Slice:
+		return "a list of " + exprTypeName(t.Elem())
+	case t.Kind() == reflect.Map:
+		return "a map"
+	}
+	return t.String()
 }

@@ -860,3 +860,18 @@ func TestSetValueSyntaxReportedWithSlotError(t *testing.T) {
 		}
 	}
 }
+
+// A set_value whose expression yields what its slot does not store names
+// both types as the rule language does (bytes, a list), not as
+// Go does ([]uint8, []interface {}).
+func TestSetValueTypeNames(t *testing.T) {
+	for _, c := range []struct{ decl, expr, want string }{
+		{"{op: 7, slot: s, key: string, value: \"list<int64>\"}", `"x"`, `'expr' yields string but slot "s" stores a list (codec list<int64>)`},
+		{"{op: 7, slot: s, key: string, value: bytes}", `[1, 2]`, `'expr' yields a list but slot "s" stores bytes`},
+	} {
+		_, err := Parse("t.yaml", []byte("version: 1\nslots:\n  - "+c.decl+"\nrules:\n  - set_value: {op: 7, slot: s, expr: '"+c.expr+"'}\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s, expr %s: %v, want %q", c.decl, c.expr, err, c.want)
+		}
+	}
+}
