@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"strconv"
+	"strings"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -275,7 +277,7 @@ func checkedDiv(a, b any) (any, error) {
 		return nil, err
 	}
 	if isZero(b) {
-		return nil, fmt.Errorf("%v / %v: division by zero", a, b)
+		return nil, fmt.Errorf("%v / %v: division by zero", num{a}, num{b})
 	}
 	return runtime.Divide(a, b), nil
 }
@@ -326,10 +328,35 @@ func floatExact(op byte, a, b any, division bool) error {
 			continue
 		}
 		if x, ok := bigInt(c.x); ok && x.CmpAbs(big.NewInt(maxExactFloatInt)) > 0 {
-			return fmt.Errorf("%v %c %v: the integer %v is beyond 2^53, where a float64 cannot hold every integer, and this operation makes it one (int(a / b) divides integers exactly)", a, op, b, c.x)
+			hint := ""
+			if division {
+				hint = " (int(a / b) divides integers exactly)"
+			}
+			return fmt.Errorf("%v %c %v: the integer %v is beyond 2^53, where a float64 cannot hold every integer, and this operation makes it one%s", num{a}, op, num{b}, c.x, hint)
 		}
 	}
 	return nil
+}
+
+// num is an operand as a message shows it: a float with its point (1.0,
+// 0.0), so that it does not read as an integer operand.
+type num struct{ v any }
+
+func (n num) String() string {
+	var f float64
+	switch x := n.v.(type) {
+	case float64:
+		f = x
+	case float32:
+		f = float64(x)
+	default:
+		return fmt.Sprint(n.v)
+	}
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEnN") { // not 1.5, 1e+21, NaN, Inf
+		s += ".0"
+	}
+	return s
 }
 
 // checkedOp returns a op b as expr computes it, or an error when a and b

@@ -351,6 +351,13 @@ func TestCheckedNegationAndDivision(t *testing.T) {
 			t.Errorf("%v / %v: %v, %v; want %v", c.a, c.b, got, err, c.want)
 		}
 	}
+	// A float operand is shown as one: 10 / 0.0, not 10 / 0.
+	if _, err := checkedDiv(10, 0.0); err == nil || err.Error() != "10 / 0.0: division by zero" {
+		t.Errorf("10 / 0.0: %v", err)
+	}
+	if _, err := checkedOp('+', int64(math.MaxInt64), 1.0); err == nil || !strings.Contains(err.Error(), "9223372036854775807 + 1.0: the integer") || strings.Contains(err.Error(), "int(a / b)") {
+		t.Errorf("max int64 + 1.0: %v, want the float shown as one and no hint of int(a / b)", err)
+	}
 	if got, err := intDiv(7.0, 0.0); err == nil || !strings.Contains(err.Error(), "division by zero") {
 		t.Errorf("int(7.0 / 0.0): %v, %v; want division by zero", got, err)
 	}
