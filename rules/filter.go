@@ -17,6 +17,19 @@ func (s *Set) CompileFilter(src string) (*Predicate, error) {
 	if s == nil || len(s.Slots) == 0 {
 		typed = typedEnv(stringType, bytesType, nil)
 	}
+	return s.compileFilter(src, typed)
+}
+
+// CompileFilterFor is CompileFilter for the rows of declared slot d alone
+// (`sptool cat --op N --slot S --where`): the expression is type-checked
+// against d's codecs, as a keep or drop rule scoped to the slot is, so
+// 'value == "10"' over an int64 value is an error rather than a filter
+// that matches no row.
+func (s *Set) CompileFilterFor(d *SlotDecl, src string) (*Predicate, error) {
+	return s.compileFilter(src, d.checkEnv)
+}
+
+func (s *Set) compileFilter(src string, typed reflect.Type) (*Predicate, error) {
 	c, e := compileExpr(src, typed, true, DefaultMaxExprNodes)
 	if e != nil {
 		if e.notBool {

@@ -81,7 +81,13 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		}
 		opID = v
 	}
-	filter, decoder, err := newRowFilter(*rulesPath, *where)
+	// With --op and --slot, --where is checked against the codecs of the
+	// slot's declaration (inScope names the rows cat prints).
+	var inScope func(uint64, []byte) bool
+	if *op != "" && slotIs != nil {
+		inScope = func(o uint64, slot []byte) bool { return o == opID && slotIs(savepoint.Key{HasSlot: true, Slot: slot}) }
+	}
+	filter, decoder, err := newRowFilter(*rulesPath, *where, inScope)
 	if err != nil {
 		return fail(s, c.name, err)
 	}
@@ -468,10 +474,11 @@ func usageError(s *Streams, c *command, err error) int {
 }
 
 // newRowFilter compiles --where against the row model (with the codecs of
-// --rules, if given); the filter's error names the row's operator, slot
+// --rules, if given; inScope, if not nil, names the operator and slot the
+// rows shown are of, whose declaration types the expression); the filter's error names the row's operator, slot
 // and key ("(op N, slot S, key K): --where: ..."). Filled in by the rules
 // integration.
-var newRowFilter = func(rulesPath, where string) (func(savepoint.Row, int) (bool, error), func(savepoint.Row, int) (*decode, error), error) {
+var newRowFilter = func(rulesPath, where string, inScope func(op uint64, slot []byte) bool) (func(savepoint.Row, int) (bool, error), func(savepoint.Row, int) (*decode, error), error) {
 	if where != "" || rulesPath != "" {
 		return nil, nil, fmt.Errorf("--where and --rules need the rules engine")
 	}

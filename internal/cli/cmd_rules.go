@@ -440,7 +440,7 @@ func writeJSONFile(path string, v any, replace bool) error {
 }
 
 // rulesRowFilter compiles cat's --where with the codecs of --rules.
-func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, error), func(savepoint.Row, int) (*decode, error), error) {
+func rulesRowFilter(rulesPath, where string, inScope func(op uint64, slot []byte) bool) (func(savepoint.Row, int) (bool, error), func(savepoint.Row, int) (*decode, error), error) {
 	if rulesPath == "" && where == "" {
 		return nil, nil, nil
 	}
@@ -457,7 +457,20 @@ func rulesRowFilter(rulesPath, where string) (func(savepoint.Row, int) (bool, er
 	}
 	var pred *rules.Predicate
 	if where != "" {
-		if pred, err = set.CompileFilter(where); err != nil {
+		// Scoped to one declared slot, the expression is type-checked
+		// against its codecs.
+		var scoped []*rules.SlotDecl
+		for _, d := range set.Slots {
+			if inScope != nil && !d.Broadcast && inScope(d.Op.ID, []byte(d.Slot)) {
+				scoped = append(scoped, d)
+			}
+		}
+		if len(scoped) == 1 {
+			pred, err = set.CompileFilterFor(scoped[0], where)
+		} else {
+			pred, err = set.CompileFilter(where)
+		}
+		if err != nil {
 			return nil, nil, fmt.Errorf("--where: %w", err)
 		}
 	}
