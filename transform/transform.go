@@ -2402,7 +2402,7 @@ func (e *engine) compositeWarnings(results []*fileResult) []string {
 		for _, res := range results {
 			n += res.elems[k]
 		}
-		left := "so the elements of listed keys it holds are left"
+		left := "so it leaves the elements of a listed key there; it found none of the listed keys' (counted in the key groups whose first key looks composite)"
 		switch {
 		case n == 1:
 			left = "and it left 1 element of a listed key there"
