@@ -2,6 +2,7 @@ package rules
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -1038,6 +1039,11 @@ func (p *parser) asOf(n *yaml.Node, spec *PurgeExpiredSpec) bool {
 		return bad()
 	}
 	spec.AsOfText = n.Value
+	if _, err := strconv.ParseInt(n.Value, 10, 64); n.ShortTag() != "!!str" && errors.Is(err, strconv.ErrRange) {
+		// YAML reads an integer past int64 as a float.
+		p.errAt(n, "as_of", "'as_of' %s is out of the range of epoch milliseconds (a signed 64-bit integer)", n.Value)
+		return false
+	}
 	switch n.ShortTag() {
 	case "!!int":
 		ms, ok := p.intValue(n, "as_of", 64)

@@ -875,3 +875,12 @@ func TestSetValueTypeNames(t *testing.T) {
 		}
 	}
 }
+
+// An 'as_of' of epoch milliseconds past int64, which YAML reads as a
+// float, is said to be out of range, not to be a float.
+func TestAsOfOutOfRange(t *testing.T) {
+	_, err := Parse("t.yaml", []byte("version: 1\nslots: [{op: 7, slot: s, ttl: true}]\nrules:\n  - purge_expired: {as_of: 99999999999999999999}\n"))
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:4:28: rule 1: 'as_of' 99999999999999999999 is out of the range of epoch milliseconds") {
+		t.Errorf("%v", err)
+	}
+}
