@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"unicode/utf8"
 
 	"github.com/expr-lang/expr/vm"
 
@@ -212,6 +213,11 @@ func (s *SetValueSpec) Apply(m *vm.VM, env *Env) ([]byte, error) {
 	stored := env.ValueBytes
 	if s.Decl.TTL {
 		stored = stored[savepoint.TTLPrefixLen:]
+	}
+	if s.Decl.ValueCodec.String() == "string" && !utf8.Valid(enc) && string(enc) != string(stored) {
+		// A string slot holds text: bytes that are not would be shown,
+		// exported and compared as none (cat: not decoded).
+		return nil, wrap(fmt.Errorf("the result %q is not UTF-8 text, which slot %q (codec string) holds; declare the slot's value 'bytes' to write bytes", enc, s.Slot))
 	}
 	if f, bad := nonFinite(reflect.ValueOf(out)); bad && string(enc) != string(stored) {
 		// An overflow (1e300 * 1e10), or an infinity or NaN the

@@ -736,6 +736,9 @@ func TestSetValueNoSilentNumbers(t *testing.T) {
 		{"bitshl too far", "value: int64", "bitshl(value, 64)", le64(1), nil, "a shift of 64 bits"},
 		{"bitshl", "value: int64", "bitshl(value, 3)", le64(5), le64(40), ""},
 		{"bitshl negative", "value: int64", "bitshl(value, 1)", le64(-3), le64(-6), ""},
+		{"not UTF-8", "value: string", "string(key_bytes) + string(value_bytes[0:1])", []byte("\xc3\xa9"), nil, "is not UTF-8 text, which slot \"s\" (codec string) holds"},
+		{"UTF-8", "value: string", "value + \"!\"", []byte("\xc3\xa9"), []byte("\xc3\xa9!"), ""},
+		{"not UTF-8 stored, kept", "value: string", "value", []byte{0xc3}, []byte{0xc3}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			set := parseOne(t, "version: 1\nslots:\n  - {op: 7, slot: s, key: string, "+c.slot+"}\nrules:\n  - set_value: {op: 7, slot: s, expr: '"+c.expr+"'}\n")
