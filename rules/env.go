@@ -214,16 +214,18 @@ func (s *SetValueSpec) Apply(m *vm.VM, env *Env) ([]byte, error) {
 	if s.Decl.TTL {
 		stored = stored[savepoint.TTLPrefixLen:]
 	}
-	if s.Decl.ValueCodec.String() == "string" && !utf8.Valid(enc) && string(enc) != string(stored) {
+	if s.text && !utf8.Valid(enc) && string(enc) != string(stored) {
 		// A string slot holds text: bytes that are not would be shown,
 		// exported and compared as none (cat: not decoded).
 		return nil, wrap(fmt.Errorf("the result %q is not UTF-8 text, which slot %q (codec string) holds; declare the slot's value 'bytes' to write bytes", enc, s.Slot))
 	}
-	if f, bad := nonFinite(reflect.ValueOf(out)); bad && string(enc) != string(stored) {
+	if s.floats {
 		// An overflow (1e300 * 1e10), or an infinity or NaN the
 		// expression made: written, it would pass for a number. A value
 		// stored so, and written back as it is, is left.
-		return nil, wrap(fmt.Errorf("the result holds %v, which a rule writes to no state (an overflow of a double, or an infinity or NaN the expression made)", f))
+		if f, bad := nonFinite(reflect.ValueOf(out)); bad && string(enc) != string(stored) {
+			return nil, wrap(fmt.Errorf("the result holds %v, which a rule writes to no state (an overflow of a double, or an infinity or NaN the expression made)", f))
+		}
 	}
 	if !s.Decl.TTL {
 		return enc, nil

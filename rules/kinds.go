@@ -1127,10 +1127,12 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 		p.addErr(line, col, "expr", fmt.Sprintf("'expr' yields nil for every row, and slot %q stores %s (codec %s), which has no nil", slot, exprTypeName(d.valueType), d.ValueCodec))
 		return nil
 	}
+	spec := d.ValueCodec.String()
 	return &SetValueSpec{
 		Op: *op, Slot: slot, Expr: src, Decl: d, EraseEmpty: erase,
 		Program: &ValueProgram{Source: src, ResultType: c.resultType, prog: c.prog, fields: c.fields},
 		label:   ruleLabel(r.Index, p.ruleName, KindSetValue),
+		text:    spec == "string", floats: strings.Contains(spec, "double"),
 	}
 }
 

@@ -667,6 +667,9 @@ type SetValueSpec struct {
 	EraseEmpty bool `yaml:"erase_empty"`
 
 	label string // the rule's Label, for run-time errors
+	// text is set when the value codec is string, floats when it holds a
+	// double anywhere: what Apply checks a result for (see there).
+	text, floats bool
 }
 
 // SetVersionSpec is `set_version: {op|uid, state_type, version, slot}`.
