@@ -451,7 +451,6 @@ func (n mapNode) encode(v any) ([]byte, error) {
 		return nil, err
 	}
 	enc := make([][]byte, len(xs))
-	seen := make(map[string]int, len(xs)) // entry index by encoded key
 	for i, x := range xs {
 		k, val, err := mapEntry(x)
 		if err != nil {
@@ -460,13 +459,6 @@ func (n mapNode) encode(v any) ([]byte, error) {
 		if enc[i], err = encodePair(n.key, n.val, k, val); err != nil {
 			return nil, fmt.Errorf("map entry %d: %w", i, err)
 		}
-		// A map holds a key once (clink's MapState is one): a list of
-		// entries, concat(value, value) say, may hold one twice.
-		kb, _ := n.key.encode(k) // (encodePair encoded it)
-		if j, dup := seen[string(kb)]; dup {
-			return nil, fmt.Errorf("map: entries %d and %d hold one key, %v; a map holds a key once", j, i, k)
-		}
-		seen[string(kb)] = i
 	}
 	return encodeElements(enc, "map")
 }
