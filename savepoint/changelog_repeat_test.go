@@ -130,7 +130,8 @@ func TestChangelogHandleSpellings(t *testing.T) {
 	s, err := DecodeSnapshot(vtChangelogStream(t, kinds, rows), ReadOptions{
 		Resolve: func(h string) ([]byte, error) {
 			reads++
-			return resolveHandle(root, h)
+			data, _, _, _, err := resolveHandleRel(root, h)
+			return data, err
 		},
 		identify: func(h string) string {
 			id, _ := handleIdentity(root, h)

@@ -1349,17 +1349,11 @@ func (sp *Savepoint) CheckUnchanged() error {
 	return nil
 }
 
-// resolveHandle reads a changelog materialisation handle within root.
-func resolveHandle(root, handle string) ([]byte, error) {
-	data, _, _, _, err := resolveHandleRel(root, handle)
-	return data, err
-}
-
 // resolveHandleRel locates a materialisation handle inside the tree at root.
 // Handles are paths written by the job (<base>/v<gen>/<idx>/materializations/
 // mat-<id>.bin, absolute when the job's base was): the tail from the
 // v<gen>/ component on locates the file within the copied tree, and must
-// stay within its subtask directory v<gen>/<idx> (see readWithin). The
+// stay within its subtask directory v<gen>/<idx> (see realWithin). The
 // handle itself is read only when it is relative to root, and must stay
 // within root. The file must be a regular file no larger than
 // decompressCeiling. It returns the file's bytes, its path from root as the

@@ -68,52 +68,32 @@ func ReadRegularFile(path string, max int64) ([]byte, error) {
 // stamp as it was before its bytes were read (a change during the read
 // moves it).
 func readRegularFileStamped(path string, max int64) ([]byte, fileStamp, error) {
-	data, st, err := readRegularFileStat(path, max)
+	st, err := os.Stat(path) // before opening: opening a named pipe would block
 	if err != nil {
 		return nil, fileStamp{}, err
 	}
-	return data, stampOf(st), nil
-}
-
-func readRegularFileStat(path string, max int64) ([]byte, os.FileInfo, error) {
-	st, err := os.Stat(path) // before opening: opening a named pipe would block
-	if err != nil {
-		return nil, nil, err
-	}
 	if !st.Mode().IsRegular() {
-		return nil, nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
+		return nil, fileStamp{}, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
 	}
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, fileStamp{}, err
 	}
 	defer fh.Close()
 	if st, err = fh.Stat(); err != nil {
-		return nil, nil, err
+		return nil, fileStamp{}, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
+		return nil, fileStamp{}, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
 	}
 	if st.Size() > max {
-		return nil, nil, fmt.Errorf("%s is %d bytes, more than the %d bytes allowed", path, st.Size(), max)
+		return nil, fileStamp{}, fmt.Errorf("%s is %d bytes, more than the %d bytes allowed", path, st.Size(), max)
 	}
 	data := make([]byte, st.Size())
 	if _, err := io.ReadFull(fh, data); err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, fileStamp{}, fmt.Errorf("read %s: %w", path, err)
 	}
-	return data, st, nil
-}
-
-// readWithin reads the regular file at dir/rel (see ReadRegularFile), which
-// must lie within dir both as named (".." components) and once its symbolic
-// links are resolved (those of dir itself are followed). rel comes from a
-// file being read, and must not lead elsewhere on the machine.
-func readWithin(dir, rel string, max int64) ([]byte, error) {
-	real, err := realWithin(dir, rel)
-	if err != nil {
-		return nil, err
-	}
-	return ReadRegularFile(real, max)
+	return data, stampOf(st), nil
 }
 
 // ErrOutsideTree is wrapped by the error of a materialisation handle that
@@ -124,7 +104,10 @@ func readWithin(dir, rel string, max int64) ([]byte, error) {
 var ErrOutsideTree = errors.New("sptool reads a materialisation only within the subtask directory of the tree its handle names")
 
 // realWithin returns the absolute path, symbolic links resolved, of
-// dir/rel, which must lie within dir as readWithin says.
+// dir/rel, which must lie within dir both as named (".." components) and
+// once its symbolic links are resolved (those of dir itself are
+// followed): rel comes from a file being read, and must not lead
+// elsewhere on the machine.
 func realWithin(dir, rel string) (string, error) {
 	path := filepath.Join(dir, rel)
 	if !within(dir, path) {
