@@ -152,12 +152,6 @@ func (s *SetValueSpec) Empty(v []byte) bool {
 	return s.Decl.ValueCodec != nil && codec.EmptyCollection(s.Decl.ValueCodec, v)
 }
 
-// Apply evaluates the set_value expression on env (filled by Set.FillEnv
-// from the row) and returns the new stored value: the result encoded with
-// the slot's value codec, behind the row's original 8-byte TTL stamp in
-// 'ttl: true' slots. Errors (a runtime failure, a result the codec cannot
-// encode, a TTL value without its stamp) are *EvalError values naming the
-// rule's expression; the engine reports them with the row.
 // nonFinite returns the first float in v, through lists, maps and
 // pointers, that is an infinity or NaN.
 func nonFinite(v reflect.Value) (float64, bool) {
@@ -194,6 +188,12 @@ func nonFinite(v reflect.Value) (float64, bool) {
 	return 0, false
 }
 
+// Apply evaluates the set_value expression on env (filled by Set.FillEnv
+// from the row) and returns the new stored value: the result encoded with
+// the slot's value codec, behind the row's original 8-byte TTL stamp in
+// 'ttl: true' slots. Errors (a runtime failure, a result the codec cannot
+// encode, a TTL value without its stamp) are *EvalError values naming the
+// rule's expression; the engine reports them with the row.
 func (s *SetValueSpec) Apply(m *vm.VM, env *Env) ([]byte, error) {
 	wrap := func(err error) error { return &EvalError{Rule: s.label, Expr: s.Expr, Err: err} }
 	if s.Decl.TTL && len(env.ValueBytes) < savepoint.TTLPrefixLen {
@@ -225,6 +225,14 @@ func (s *SetValueSpec) Apply(m *vm.VM, env *Env) ([]byte, error) {
 		// stored so, and written back as it is, is left.
 		if f, bad := nonFinite(reflect.ValueOf(out)); bad && string(enc) != string(stored) {
 			return nil, wrap(fmt.Errorf("the result holds %v, which a rule writes to no state (an overflow of a double, or an infinity or NaN the expression made)", f))
+		}
+	}
+	if s.maps && string(enc) != string(stored) {
+		// A list of entries (concat(value, value)) may hold a key twice,
+		// which no MapState does. A value stored so, and written back as
+		// it is, is left.
+		if err := codec.CheckMapKeys(s.Decl.ValueCodec, enc); err != nil {
+			return nil, wrap(fmt.Errorf("the result is not a map clink writes: %w", err))
 		}
 	}
 	if !s.Decl.TTL {

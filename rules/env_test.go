@@ -20,6 +20,32 @@ import (
 	"github.com/sptool/sptool/savepoint/codec"
 )
 
+// mapSA returns a map<string,int64> value holding the key "a" once for
+// each of vs, with that value.
+func mapSA(vs ...int64) []byte {
+	var entries []any
+	for _, v := range vs {
+		entries = append(entries, map[string]any{"key": "a", "value": v})
+	}
+	b, err := codec.MustParse("map<string,int64>").Encode(entries)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// mapAB is a map<string,int64> value holding "a": 1, "b": 2.
+var mapAB = func() []byte {
+	b, err := codec.MustParse("map<string,int64>").Encode(map[string]any{"a": 1, "b": 2})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+// mapSA1 returns a map<string,int64> value holding "a": 1, n times.
+func mapSA1(n int) []byte { return mapSA(slices.Repeat([]int64{1}, n)...) }
+
 func le64(v int64) []byte {
 	b := make([]byte, 8)
 	binary.LittleEndian.PutUint64(b, uint64(v))
@@ -739,6 +765,9 @@ func TestSetValueNoSilentNumbers(t *testing.T) {
 		{"not UTF-8", "value: string", "string(key_bytes) + string(value_bytes[0:1])", []byte("\xc3\xa9"), nil, "is not UTF-8 text, which slot \"s\" (codec string) holds"},
 		{"UTF-8", "value: string", "value + \"!\"", []byte("\xc3\xa9"), []byte("\xc3\xa9!"), ""},
 		{"not UTF-8 stored, kept", "value: string", "value", []byte{0xc3}, []byte{0xc3}, ""},
+		{"map key twice", `value: "map<string,int64>"`, "concat(value, value)", mapSA1(1), nil, `the result is not a map clink writes: map entries 0 and 1 hold the key "a": a map holds a key once`},
+		{"map key twice stored, kept", `value: "map<string,int64>"`, "value", mapSA1(2), mapSA1(2), ""},
+		{"map key once", `value: "map<string,int64>"`, `concat(value, [{"key": "b", "value": 2}])`, mapSA1(1), mapAB, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			set := parseOne(t, "version: 1\nslots:\n  - {op: 7, slot: s, key: string, "+c.slot+"}\nrules:\n  - set_value: {op: 7, slot: s, expr: '"+c.expr+"'}\n")

@@ -1132,7 +1132,7 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 		Op: *op, Slot: slot, Expr: src, Decl: d, EraseEmpty: erase,
 		Program: &ValueProgram{Source: src, ResultType: c.resultType, prog: c.prog, fields: c.fields},
 		label:   ruleLabel(r.Index, p.ruleName, KindSetValue),
-		text:    spec == "string", floats: strings.Contains(spec, "double"),
+		text:    spec == "string", floats: strings.Contains(spec, "double"), maps: strings.Contains(spec, "map<"),
 	}
 }
 

@@ -668,8 +668,9 @@ type SetValueSpec struct {
 
 	label string // the rule's Label, for run-time errors
 	// text is set when the value codec is string, floats when it holds a
-	// double anywhere: what Apply checks a result for (see there).
-	text, floats bool
+	// double anywhere, maps when it holds a map: what Apply checks a
+	// result for (see there).
+	text, floats, maps bool
 }
 
 // SetVersionSpec is `set_version: {op|uid, state_type, version, slot}`.

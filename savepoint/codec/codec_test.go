@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -401,6 +402,11 @@ func FuzzCodecRoundTrip(f *testing.F) {
 		}
 		if !bytes.Equal(enc, b) {
 			t.Fatalf("%s: Encode(Decode(%x)) = %x", c, b, enc)
+		}
+		// Whatever decodes, CheckMapKeys judges without failing to
+		// decode it.
+		if err := CheckMapKeys(c, b); err != nil && !errors.Is(err, ErrRepeatedMapKey) {
+			t.Fatalf("%s: CheckMapKeys(%x) = %v", c, b, err)
 		}
 	})
 }
