@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -53,6 +54,14 @@ func (checkedArith) Visit(node *ast.Node) {
 	case *ast.UnaryNode:
 		if n.Operator == "-" {
 			call("__checked_neg", n.Node)
+		}
+	case *ast.CallNode:
+		// t.UnixNano() of a time outside 1678-2262 is "undefined" in Go:
+		// a wrapped number.
+		if m, ok := n.Callee.(*ast.MemberNode); ok && len(n.Arguments) == 0 && m.Node.Type() == timeType {
+			if p, ok := m.Property.(*ast.StringNode); ok && p.Value == "UnixNano" {
+				call("__unix_nano", m.Node)
+			}
 		}
 	case *ast.BuiltinNode:
 		// abs and int convert as expr does, failing where expr would
@@ -112,12 +121,35 @@ var arithOptions = []expr.Option{
 	expr.Function("__checked_sum", func(p ...any) (any, error) { return checkedSum(p[0]) }),
 	expr.Function("__int_div", func(p ...any) (any, error) { return intDiv(p[0], p[1]) }),
 	expr.Function("__checked_shl", func(p ...any) (any, error) { return checkedShl(p[0], p[1]) }),
+	expr.Function("__unix_nano", func(p ...any) (any, error) { return unixNano(p[0]) }, new(func(time.Time) int64)),
 	expr.Function("__string", func(p ...any) (any, error) {
 		if b, ok := p[0].([]byte); ok {
 			return string(b), nil
 		}
 		return builtin.String(p[0]), nil
 	}),
+}
+
+// timeType is the type of expr's times (date(), now()).
+var timeType = reflect.TypeFor[time.Time]()
+
+// The times whose nanoseconds since 1970 an int64 holds.
+var (
+	minUnixNano = time.Unix(0, math.MinInt64)
+	maxUnixNano = time.Unix(0, math.MaxInt64)
+)
+
+// unixNano is t.UnixNano(), an error where Go's would be "undefined" (a
+// wrapped number): a time before 1678 or after 2262.
+func unixNano(t any) (any, error) {
+	tt, ok := t.(time.Time)
+	if !ok {
+		return nil, fmt.Errorf("UnixNano of %s, not a time", exprTypeName(reflect.TypeOf(t)))
+	}
+	if tt.Before(minUnixNano) || tt.After(maxUnixNano) {
+		return nil, fmt.Errorf("integer overflow: %s.UnixNano(): nanoseconds since 1970 fit in a signed 64-bit integer only from %s to %s (UnixMilli covers them)", tt.Format(time.RFC3339Nano), minUnixNano.UTC().Format(time.RFC3339Nano), maxUnixNano.UTC().Format(time.RFC3339Nano))
+	}
+	return tt.UnixNano(), nil
 }
 
 // checkedShl returns bitshl(a, b), a shifted left by b bits, for integers
@@ -375,10 +407,38 @@ func checkedOp(op byte, a, b any) (any, error) {
 	default:
 		r = runtime.Multiply(a, b)
 	}
+	if d, ok := r.(time.Duration); ok {
+		// A duration is nanoseconds in an int64 (about 292 years): a sum
+		// or product past it wraps around, and a difference of two times
+		// stops at its limit.
+		if !exactDuration(op, a, b, d) {
+			return nil, fmt.Errorf("duration overflow: %v %c %v does not fit in a duration (nanoseconds in a signed 64-bit integer, about 292 years)", a, op, b)
+		}
+		return r, nil
+	}
 	if !exact(op, a, b, r) {
 		return nil, fmt.Errorf("integer overflow: %v %c %v does not fit in a signed 64-bit integer", a, op, b)
 	}
 	return r, nil
+}
+
+// exactDuration reports whether d, expr's duration result of a op b, is
+// the exact one.
+func exactDuration(op byte, a, b any, d time.Duration) bool {
+	if ta, ok := a.(time.Time); ok {
+		tb, ok := b.(time.Time)
+		return !ok || tb.Add(d).Equal(ta) // time - time
+	}
+	return exact(op, asInt64(a), asInt64(b), int64(d))
+}
+
+// asInt64 returns a duration as its int64 of nanoseconds, and anything
+// else as it is.
+func asInt64(v any) any {
+	if d, ok := v.(time.Duration); ok {
+		return int64(d)
+	}
+	return v
 }
 
 // exact reports whether r, expr's result of a op b, is the exact result

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/sptool/sptool/savepoint"
@@ -383,5 +384,44 @@ rules: []
 		if got, err := p.Eval(&m, &env); err != nil || got != want {
 			t.Errorf("%s: %v, %v; want %v", src, got, err, want)
 		}
+	}
+}
+
+// Durations and times: a sum, product or difference that a duration
+// (nanoseconds in an int64) does not hold, and UnixNano of a time outside
+// 1678-2262, are errors where expr wraps around or stops at the limit.
+func TestDurationOverflow(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want any    // nil: an error
+		err  string // the error holds it
+	}{
+		{`int(duration("2562047h") * 2)`, nil, "duration overflow: 2562047h0m0s * 2 does not fit in a duration"},
+		{`int(duration("2562047h") + duration("2562047h"))`, nil, "duration overflow"},
+		{`int(duration("-2562047h") - duration("2562047h"))`, nil, "duration overflow"},
+		{`int(date("2262-01-01") - date("1700-01-01"))`, nil, "duration overflow"},
+		{`date("2300-01-01").UnixNano()`, nil, "integer overflow: 2300-01-01T00:00:00Z.UnixNano()"},
+		{`date("1600-01-01").UnixNano()`, nil, "integer overflow"},
+		{`date("2200-01-01").UnixNano()`, int64(7258118400000000000), ""},
+		{`date("2300-01-01").UnixMilli()`, int64(10413792000000), ""},
+		{`int(duration("1h") * 3 - duration("1m"))`, 10740000000000, ""},
+		{`int(date("2020-01-02") - date("2020-01-01"))`, 86400000000000, ""},
+	} {
+		p, err := expr.Compile(c.src, arithOptions...)
+		if err != nil {
+			t.Errorf("%s: %v", c.src, err)
+			continue
+		}
+		got, err := expr.Run(p, nil)
+		switch {
+		case c.want == nil && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s = %v, %v; want an error holding %q", c.src, got, err, c.err)
+		case c.want != nil && (err != nil || got != c.want):
+			t.Errorf("%s = %v (%T), %v; want %v (%T)", c.src, got, got, err, c.want, c.want)
+		}
+	}
+	// UnixNano keeps its type: a set_value of it on an int64 slot loads.
+	if _, err := Parse("r.yaml", []byte("version: 1\nslots:\n  - {op: 7, slot: s, key: int64, value: int64}\nrules:\n  - set_value: {op: 7, slot: s, expr: 'date(\"2200-01-01\").UnixNano()'}\n")); err != nil {
+		t.Errorf("set_value of UnixNano: %v", err)
 	}
 }
