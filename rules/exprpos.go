@@ -9,36 +9,16 @@ import (
 
 // exprPos maps a rune offset inside the value of scalar n to its line and
 // column in the rule file. It is exact for plain, single-quoted and
-// double-quoted scalars on one line and for literal block scalars ('|',
-// whose content starts on the line after the header); for scalars folded
-// over several lines each line break counts as one character, which is
-// exact unless blank lines are folded.
+// double-quoted scalars on one line, and for block scalars ('|' and '>',
+// with or without an indentation indicator, blank lines folded or kept);
+// for flow scalars folded over several lines each line break counts as
+// one character, which is exact unless blank lines are folded.
 func (p *parser) exprPos(n *yaml.Node, off int) (line, col int) {
 	if n == nil {
 		return 1, 1
 	}
-	switch {
-	case n.Style&yaml.LiteralStyle != 0:
-		first, indent := p.blockStart(n)
-		li, ci := 0, 0
-		for k, r := range []rune(n.Value) {
-			if k == off {
-				break
-			}
-			if r == '\n' {
-				li, ci = li+1, 0
-			} else {
-				ci++
-			}
-		}
-		return first + li, indent + ci + 1
-	case n.Style&yaml.FoldedStyle != 0:
-		first, indent := p.blockStart(n)
-		b := p.offsetOf(first, indent+1)
-		if b < 0 {
-			return first, indent + 1
-		}
-		return p.walk(b, first, indent+1, 0, off)
+	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return p.blockPos(n, off)
 	}
 	b := p.offsetOf(n.Line, n.Column)
 	if b < 0 {
@@ -111,20 +91,67 @@ func escapeLen(s []byte) int {
 	return min(n, len(s))
 }
 
-// blockStart returns the first content line of block scalar n and its
-// indentation (in columns).
-func (p *parser) blockStart(n *yaml.Node) (first, indent int) {
-	first = n.Line + 1
+// blockPos is exprPos for a block scalar: it lines the value up with the
+// source lines of its content, rune by rune. A content rune is its own
+// source rune; where a source line ends, the value holds what the line
+// break became ('\n' kept, ' ' folded, nothing for a break folded into
+// the blank lines after it), and the lines with no content left are
+// skipped. The content's indentation is the first non-blank line's, less
+// the spaces that start the value's first line (more, under an
+// indentation indicator: '|2').
+func (p *parser) blockPos(n *yaml.Node, off int) (line, col int) {
+	first := n.Line + 1
+	value := []rune(n.Value)
+	valueLead := 0
+	for _, ln := range strings.Split(n.Value, "\n") {
+		if strings.TrimSpace(ln) != "" {
+			valueLead = len(ln) - len(strings.TrimLeft(ln, " "))
+			break
+		}
+	}
+	indent := -1
+	var lines [][]rune // the block's lines, from first on, indentation cut
 	for l := first; ; l++ {
 		t, ok := p.line(l)
 		if !ok {
 			break
 		}
-		if strings.TrimSpace(t) != "" {
-			return first, len(t) - len(strings.TrimLeft(t, " "))
+		lead := len(t) - len(strings.TrimLeft(t, " "))
+		if strings.TrimSpace(t) == "" {
+			lines = append(lines, nil)
+			continue
 		}
+		if indent < 0 {
+			indent = max(0, lead-valueLead)
+		}
+		if lead < indent {
+			break // the block's end
+		}
+		lines = append(lines, []rune(t[indent:]))
 	}
-	return first, 0
+	if indent < 0 {
+		return first, 1
+	}
+	li, ci := 0, 0
+	for k := 0; k < off && k < len(value) && li < len(lines); k++ {
+		r := value[k]
+		if ci < len(lines[li]) && lines[li][ci] == r {
+			ci++
+			continue
+		}
+		if r == '\n' || r == ' ' {
+			li, ci = li+1, 0 // what a line break became
+			continue
+		}
+		// A break folded away: the next line holding content has r.
+		for li++; li < len(lines) && len(lines[li]) == 0; li++ {
+		}
+		ci = 1
+	}
+	for li < len(lines)-1 && ci >= len(lines[li]) && len(lines[li]) == 0 {
+		li++ // a blank line holds no rune
+	}
+	return first + li, indent + ci + 1
 }
 
 // line returns the 1-based source line l without its line break.

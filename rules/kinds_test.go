@@ -328,6 +328,12 @@ func TestExprPositions(t *testing.T) {
 		{"literal block", "  - drop: |\n      op == 1 &&\n        \"s\" == 1", 5, 13},
 		{"literal block keep", "  - drop: |+\n\n      op == 1 &&\n      \"s\" == 1\n", 6, 11},
 		{"folded block", "  - drop: >\n      op == 1 &&\n      \"s\" == 1", 5, 11},
+		{"folded block, blank line", "  - drop: >\n      op == 1 &&\n\n      \"s\" == 1", 6, 11},
+		{"folded block, blank lines", "  - drop: >-\n      op == 1 &&\n\n\n      \"s\" == 1", 7, 11},
+		{"folded block, more indented", "  - drop: >\n      op == 1 &&\n        op == 2 &&\n      \"s\" == 1", 6, 11},
+		{"literal block, indentation indicator", "  - drop: |2\n        op == 1 &&\n      \"s\" == 1", 5, 11},
+		{"folded block, indentation indicator", "  - drop: >2\n        op == 1 &&\n      \"s\" == 1", 5, 11},
+		{"literal block, blank first", "  - drop: |\n\n      op == 1 &&\n      \"s\" == 1", 6, 11},
 		{"plain multi-line", "  - drop: op == 1 &&\n      \"s\" == 1", 4, 11},
 		{"non-ASCII", "  - drop: 'slot == \"é\" && \"s\" == 1'", 3, 31},
 	}
