@@ -455,6 +455,28 @@ func TestCopySubtaskKeepsSidecar(t *testing.T) {
 	}
 }
 
+// A tree output that appears while the tree is written is kept, and the
+// error names it as the caller did (a relative path stays relative).
+func TestTreeAppearedNamedAsGiven(t *testing.T) {
+	t.Chdir(t.TempDir())
+	tw, err := CreateTree("out", TreeOptions{Generation: 1, Checkpoint: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Abort()
+	if _, err := tw.WriteSubtask(0, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 1, Key: []byte{0, 0, 'k'}, Value: []byte("v")}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir("out", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = tw.Commit("", nil)
+	var exists *OutputExistsError
+	if !errors.As(err, &exists) || !exists.Appeared || err.Error() != "output out appeared while writing" {
+		t.Fatalf("Commit: %v, want output out appeared while writing", err)
+	}
+}
+
 // Without replacing (SnapshotOptions.NoReplace), an output that appears
 // while the run writes its own is kept, whether the payload or its sidecar
 // appears, and whether the kernel's exclusive rename or the fallback does

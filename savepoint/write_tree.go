@@ -29,6 +29,7 @@ import (
 // be written (WriteSubtask*, CopySubtask) from several goroutines at once.
 type TreeWriter struct {
 	final, stage string
+	out          string    // the output's path as given, for messages
 	made         *MadeDirs // the output's parent directories CreateTree made
 	gen          int
 	ckpt         uint64
@@ -107,7 +108,7 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 		made.Remove()
 		return nil, fmt.Errorf("create staging directory: %w", err)
 	}
-	t := &TreeWriter{final: abs, stage: stage, made: made, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force, markerExtra: opts.MarkerExtra}
+	t := &TreeWriter{final: abs, out: out, stage: stage, made: made, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force, markerExtra: opts.MarkerExtra}
 	if err := os.Mkdir(filepath.Join(stage, "v"+strconv.Itoa(opts.Generation)), 0o755); err != nil {
 		err = fmt.Errorf("create staging directory: %w", err)
 		if left := t.Abort(); left != nil {
@@ -469,7 +470,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	old := ""
 	if _, err := os.Lstat(t.final); err == nil {
 		if !t.force {
-			return &OutputExistsError{Path: t.final, Appeared: true}
+			return &OutputExistsError{Path: t.out, Appeared: true}
 		}
 		if err := CheckReplaceable(t.final, true); err != nil {
 			return err
@@ -480,7 +481,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		// now at the staging name, is then moved aside as it is elsewhere.
 		swapped, err := exchange(t.stage, t.final)
 		if err != nil {
-			return fmt.Errorf("publish %s: %w", t.final, err)
+			return fmt.Errorf("publish %s: %w", t.out, err)
 		}
 		if swapped {
 			t.committed = true
@@ -496,7 +497,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 			return t.removeReplaced(old)
 		}
 		if err := os.Rename(t.final, old); err != nil {
-			return fmt.Errorf("move aside %s: %w", t.final, err)
+			return fmt.Errorf("move aside %s: %w", t.out, err)
 		}
 		if hookAfterAside != nil {
 			hookAfterAside(old)
@@ -508,14 +509,14 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	}
 	if err := rename(t.stage, t.final); err != nil {
 		if errors.Is(err, fs.ErrExist) && !t.force {
-			return &OutputExistsError{Path: t.final, Appeared: true}
+			return &OutputExistsError{Path: t.out, Appeared: true}
 		}
 		if old != "" {
 			if rerr := os.Rename(old, t.final); rerr != nil {
-				return fmt.Errorf("publish %s: %w (and the output it was to replace is left at %s: %v)", t.final, err, old, rerr)
+				return fmt.Errorf("publish %s: %w (and the output it was to replace is left at %s: %v)", t.out, err, old, rerr)
 			}
 		}
-		return fmt.Errorf("publish %s: %w", t.final, err)
+		return fmt.Errorf("publish %s: %w", t.out, err)
 	}
 	t.committed = true
 	if err := SyncDir(filepath.Dir(t.final)); err != nil {
