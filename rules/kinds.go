@@ -417,6 +417,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 		if c == nil || !p.checkExpireAt(vn, key, c, nil, Scope{}) {
 			return nil
 		}
+		p.warnUntypable(vn, key, src, Scope{})
 		return &FilterSpec{Expr: src, Predicate: &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}}
 	}
 	m := p.kindMapping(kn, vn)
@@ -439,6 +440,9 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 	c := p.compile(m.get("expr"), "expr", src, typed, true)
 	if c == nil || !p.checkExpireAt(m.get("expr"), "expr", c, f.Decl, sc) {
 		return nil
+	}
+	if f.Decl == nil {
+		p.warnUntypable(m.get("expr"), "expr", src, sc)
 	}
 	f.Predicate = &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}
 	return f

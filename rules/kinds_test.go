@@ -890,3 +890,56 @@ func TestAsOfOutOfRange(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// A filter not scoped to one declared slot, which no typing of the rows
+// it can reach lets type-check, is warned of (scoped to the slot it is
+// refused); one that some of them let type-check is not.
+func TestUntypableFilterWarnings(t *testing.T) {
+	const decls = "slots:\n  - {op: 7, slot: a, key: string, value: int64}\n  - {op: 8, slot: a, key: string, value: string}\n"
+	const warned = "can hold for no row it reaches"
+	for _, c := range []struct {
+		rule string
+		want string // "" for no such warning
+	}{
+		{`drop: 'op == 7 && slot == "a" && value == "5"'`, `t.yaml:6:44: rule 1: 'drop' can hold for no row it reaches: typed as those rows are (slot "a" of op 7 (declaration 1: key string, value int64)), it does not type-check: invalid operation: == (mismatched types int64 and string)`},
+		{`drop: {op: 7, expr: 'value == "x"'}`, `slot "a" of op 7 (declaration 1: key string, value int64); rows of slots no declaration describes (key a string, value bytes)), it does not type-check`},
+		{`keep: 'slot == "a" && op == 7 && value > "3"'`, `'keep' can hold for no row it reaches`},
+		{`drop: 'slot == "a" && value == "5"'`, ""},        // op 8's slot a holds strings
+		{`drop: 'value == 5 || slot == "b"'`, ""},          // op 7's values are integers
+		{`drop: 'op == 7 && value > 3'`, ""},               // so are they here
+		{`drop: 'op == 7 && op == 8 && value == "x"'`, ""}, // reaches no row: not this warning's
+		{`drop: 'slot == "zz" && value == 5'`, "(rows of slots no declaration describes (key a string, value bytes)), it does not type-check: invalid operation: == (mismatched types []uint8 and int)"},
+		{`drop: 'op == 7 && slot == "a" && value != nil'`, ""}, // compiles
+	} {
+		set, err := Parse("t.yaml", []byte("version: 1\n"+decls+"rules:\n  - "+c.rule+"\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.rule, err)
+		}
+		var got []string
+		for _, w := range set.Warnings {
+			if strings.Contains(w.String(), warned) {
+				got = append(got, w.String())
+			}
+		}
+		switch {
+		case c.want == "" && len(got) > 0:
+			t.Errorf("%s: warned %q", c.rule, got)
+		case c.want != "" && (len(got) != 1 || !strings.Contains(got[0], c.want)):
+			t.Errorf("%s: warnings %q, want one holding %q", c.rule, got, c.want)
+		}
+	}
+	// Declarations typed alike are listed, a few of them.
+	var many strings.Builder
+	many.WriteString("version: 1\nslots:\n")
+	for op := 1; op <= 9; op++ {
+		fmt.Fprintf(&many, "  - {op: %d, slot: a, key: string, value: int64}\n", op)
+	}
+	many.WriteString("rules:\n  - drop: 'slot == \"a\" && value == \"x\"'\n")
+	set, err := Parse("t.yaml", []byte(many.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0].String(), "; and 6 more), it does not type-check") {
+		t.Errorf("warnings %v, want one listing 4 declarations and 6 more", set.Warnings)
+	}
+}
