@@ -613,6 +613,22 @@ func TestWarnings(t *testing.T) {
 			}
 		}
 	}
+	// A remap into an operator may bring back a slot an earlier rule
+	// renamed or dropped there: a rule on it may match.
+	for _, src := range []string{
+		"  - drop_slot: {op: 8, slot: s}\n  - rename_slot: {op: 7, from: p, to: s}\n  - remap_operator: {from: 7, to: 8, merge: true}\n  - purge_keys: {keys: [a], op: 8, slot: s}\n",
+		"  - rename_slot: {op: 8, from: s, to: t}\n  - drop_operator: {op: 8}\n  - remap_operator: {from: 7, to: 8}\n  - drop_slot: {op: 8, slot: s}\n",
+	} {
+		set, err := Parse("t.yaml", []byte("version: 1\nrules:\n"+src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range set.Warnings {
+			if strings.Contains(w.String(), "no rows any more") {
+				t.Errorf("%s: warned %q", src, w)
+			}
+		}
+	}
 	// A clean file has no warnings.
 	set := parseOne(t, decls+"  - keep: 'op != 99'\n  - purge_keys: {keys: [a]}\n")
 	if len(set.Warnings) != 0 {

@@ -72,6 +72,13 @@ func (p *parser) lint() {
 		case KindRemapOperator:
 			deadOps[r.RemapOperator.From.ID] = r.Index
 			delete(deadOps, r.RemapOperator.To.ID)
+			// The rows moved in may hold any slot, one an earlier rule
+			// renamed or dropped in the operator moved into too.
+			for s := range deadSlots {
+				if s.op == r.RemapOperator.To.ID {
+					delete(deadSlots, s)
+				}
+			}
 		case KindRenameSlot:
 			s := r.RenameSlot
 			deadSlots[slotName{s.Op.ID, s.From}] = r.Index
