@@ -32,3 +32,6 @@ func SetShadowSearch(rows int, search bool) (restore func()) {
 	}
 	return func() { maxShadowSearchRows, shadowBudget = m, b }
 }
+
+// CompositeLikeForTest is compositeLike.
+func CompositeLikeForTest(uk []byte, codec string) bool { return compositeLike(uk, codec) }

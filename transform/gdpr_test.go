@@ -770,3 +770,50 @@ func TestPurgeElementsLeft(t *testing.T) {
 		}
 	}
 }
+
+// Composite keys of 8 bytes ("ab\x1fcart1") look composite, the elements
+// a purge leaves of them are counted, even where a key group's first key
+// in the slot is another subject's; an int64 key of 8 bytes that holds a
+// 0x1F does not.
+func TestPurgeElementsLeftShortKeys(t *testing.T) {
+	var rows []savepoint.Row
+	for i := range 40 {
+		uk := []byte(fmt.Sprintf("u%04d", i)) // "u0003\x1fi1": 8 bytes
+		for _, e := range []string{"i1", "i2", "i3", "i4"} {
+			rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("cart"), append(append(bytes.Clone(uk), 0x1F), e...)), Value: i64(1)})
+		}
+		rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), uk), Value: i64(3)})
+	}
+	in := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: [u0003, u0017, u0029]}\n", nil)
+	rep, err := run(t, in, set, transform.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.PerRule[0].Purge
+	if p.ElementsLeft != 12 || p.Remaining != 0 || !slices.Equal(p.CompositeLooking, []string{`op 7 slot "cart"`}) {
+		t.Errorf("elements %d, remaining %d, composite-looking %q; want 12, 0 and cart", p.ElementsLeft, p.Remaining, p.CompositeLooking)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "and it left 12 elements of listed keys there") }) {
+		t.Errorf("no warning of 12 elements left: %q", rep.Warnings)
+	}
+	for _, c := range []struct {
+		key  string
+		want bool
+	}{
+		{"ab\x1fcart1", true},
+		{"abc\x1fxyz", true},
+		{"A\x1f\x00\x00\x00\x00\x00\x00", false}, // the int64 8001
+		{"A\x1f\x1f\x1f\x1f\x1f\x1f\x1f", false},
+		{"\x1fabcdefg", false},
+		{"abcdefg\x1f", false},
+		{"user-7\x1f\x00\x00\x00\x01", true}, // not 8 bytes: a binary element is one
+	} {
+		if got := transform.CompositeLikeForTest([]byte(c.key), "string"); got != c.want {
+			t.Errorf("compositeLike(%q) = %v, want %v", c.key, got, c.want)
+		}
+	}
+}

@@ -264,17 +264,26 @@ type compositeSamples struct{ n, like int }
 // clink's ExpiringMapState or ExpiringListState (a key, 0x1F, an element)
 // whose key a purge_keys list of the codec could hold: 8 bytes and 0x1F
 // for int64 keys; for string keys, text before the first 0x1F (a byte no
-// text key holds) in a key that is not of 8 bytes (an int64 key, which
-// holds a 0x1F in 3% of keys).
+// text key holds). A key of 8 bytes may be an int64 (3% of them hold a
+// 0x1F): it looks composite only if its element is text too
+// ("ab\x1fcart1", not 0x41 0x1F 0 0 0 0 0 0, the int64 8001).
 func compositeLike(uk []byte, codec string) bool {
 	if codec == "int64" {
 		return len(uk) > 9 && uk[8] == 0x1F
 	}
 	i := bytes.IndexByte(uk, 0x1F)
-	if i <= 0 || i == len(uk)-1 || len(uk) == 8 || !utf8.Valid(uk[:i]) {
+	if i <= 0 || i == len(uk)-1 || !printable(uk[:i]) {
 		return false
 	}
-	for _, c := range uk[:i] {
+	return len(uk) != 8 || printable(uk[i+1:])
+}
+
+// printable reports whether b is UTF-8 text without control characters.
+func printable(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
 		if c < 0x20 || c == 0x7F {
 			return false
 		}
