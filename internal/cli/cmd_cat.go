@@ -50,7 +50,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	op := fs.String("op", "", "only rows of this operator id")
 	slot := fs.String("slot", "", "only rows of this slot, named as cat prints it: \"<raw>\" for keys without a separator, 0x and hex digits for the slot of those bytes, a name in double quotes as Go quotes it, any other as it is (a name that itself is <raw>, starts with 0x or is in quotes: in hex)")
 	format := fs.String("format", "text", "output format: text, jsonl or csv")
-	limit := fs.Int("limit", 0, "print at most N rows (0: all)")
+	limit := intFlag(fs, "limit", 0, "print at most N rows (0: all)")
 	where := fs.String("where", "", "only rows for which this expr-lang expression is true (see the row model in the README)")
 	rulesPath := fs.StringP("rules", "r", "", "rule file whose slots: declarations decode keys and values")
 	allowUnverified := fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")

@@ -56,7 +56,7 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 	rulesPath := fs.StringP("rules", "r", "", "rule file whose slots: declarations decode keys and values (query projection, jsonl, csv); its rules are not applied")
 	perFile := fs.Bool("per-file", false, "every stored row of every file (with its subtask) instead of the logical union")
 	compression := fs.String("compression", export.DefaultCompression, "Parquet compression: snappy, zstd, gzip, lz4raw or none")
-	rowGroup := fs.Int("row-group-rows", export.DefaultRowGroupRows, "maximum rows per Parquet row group")
+	rowGroup := intFlag(fs, "row-group-rows", export.DefaultRowGroupRows, "maximum rows per Parquet row group")
 	force := fs.Bool("force", false, "replace an existing output")
 	allowUnverified := fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
 	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, through temporary files (default: the output's directory; with -o -, the system's temporary directory)")

@@ -35,7 +35,7 @@ type openFlags struct {
 func addOpenFlags(fs *pflag.FlagSet) openFlags {
 	return openFlags{
 		fs:         fs,
-		checkpoint: fs.Uint64("checkpoint", 0, "checkpoint id to read from a tree (default: the newest with a COMPLETED marker, else the newest in every subtask directory)"),
+		checkpoint: uint64Flag(fs, "checkpoint", 0, "checkpoint id to read from a tree (default: the newest with a COMPLETED marker, else the newest in every subtask directory)"),
 		groups:     fs.String("groups", "", "chain groups of the tree as subtask ranges, e.g. 0-2,3-4 (default: inferred)"),
 	}
 }
@@ -101,7 +101,7 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	c := commands["validate"]
 	fs := flagSet(c)
 	asJSON := fs.Bool("json", false, "print the findings as JSON (stable format, see the README)")
-	par := fs.Int("parallelism", 0, "also check what a job resubmitted at this parallelism restores: every keyed row in its subtask's key-group range, every timer its restore fires")
+	par := intFlag(fs, "parallelism", 0, "also check what a job resubmitted at this parallelism restores: every keyed row in its subtask's key-group range, every timer its restore fires")
 	of := addOpenFlags(fs)
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code

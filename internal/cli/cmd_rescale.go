@@ -23,7 +23,7 @@ func init() {
 func runRescale(ctx context.Context, s *Streams, args []string) int {
 	c := commands["rescale"]
 	fs := flagSet(c)
-	par := fs.Int("parallelism", 0, "the new parallelism of a tree with one chain group (1..128; more leaves subtasks without keyed state)")
+	par := intFlag(fs, "parallelism", 0, "the new parallelism of a tree with one chain group (1..128; more leaves subtasks without keyed state)")
 	groups := fs.String("group-parallelism", "", "the new parallelism of each chain group, as old subtask ranges: 0-2=5,3-4=1")
 	dropLost := fs.Bool("drop-lost", false, "drop lost keyed rows (held only outside their owner's file, which no restore at the old layout holds) instead of failing")
 	dry := fs.Bool("dry-run", false, "report what would be written, write nothing")

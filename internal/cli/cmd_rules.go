@@ -116,11 +116,11 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 		f.force = fs.Bool("force", false, "replace an existing output")
 		f.report = fs.String("report", "", "also write the report as JSON to this file")
 		f.stateBase = fs.String("state-base", "", "changelog+file trees: the path the job will restore from (default: the output's absolute path)")
-		f.generation = fs.Int("generation", 0, "write the output tree under this generation (default: the input's)")
-		f.checkpointID = fs.Uint64("checkpoint-id", 0, "write the output tree as this checkpoint id (default: the input's)")
+		f.generation = intFlag(fs, "generation", 0, "write the output tree under this generation (default: the input's)")
+		f.checkpointID = uint64Flag(fs, "checkpoint-id", 0, "write the output tree as this checkpoint id (default: the input's)")
 	}
 	f.asJSON = fs.Bool("json", false, "print the report as JSON (stable format, see the README)")
-	f.jobs = fs.Int("jobs", 0, "files processed at once (default: the number of CPUs)")
+	f.jobs = intFlag(fs, "jobs", 0, "files processed at once (default: the number of CPUs)")
 	f.allowUnverif = fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
 	decompressUsage := "write uncompressed files, the only form clink restores: a file compressed as a whole (.gz, .zst, ...) is rewritten even when no rule changes it (default: compressed as its input; a rescaled group's new files are always plain)"
 	missingUsage := "accept a tree's 0-byte payloads (and a changelog+file tree's 0-byte materialisations) as empty state, written as zero-row streams (as CLINK_ALLOW_MISSING_RESTORE_STATE does for a file-backend tree)"
