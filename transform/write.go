@@ -164,22 +164,22 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	if err != nil {
 		return err
 	}
-	switch {
-	case len(receipts) == 0:
-	case ckpt == sp.Checkpoint && rep.Rescale == nil:
-		maps.Copy(extra, receipts)
-	default:
-		// Named by subtask and checkpoint id, they do not name the
-		// output's: what they say of its state is not known.
+	// A receipt names a subtask and a checkpoint id: it is carried where
+	// the output keeps both, the subtask's state copied to its index.
+	var left []string
+	for _, rel := range slices.Sorted(maps.Keys(receipts)) {
+		if ckpt == sp.Checkpoint && (rep.Rescale == nil || keptAt(files, receiptSubtask(rel))) {
+			extra[rel] = receipts[rel]
+		} else {
+			left = append(left, filepath.Base(rel))
+		}
+	}
+	if len(left) > 0 {
 		what := "the output is another checkpoint id"
-		if rep.Rescale != nil {
-			what = "the rescale numbers the subtasks anew"
+		if ckpt == sp.Checkpoint {
+			what = "the rescale writes their subtasks anew"
 		}
-		names := slices.Sorted(maps.Keys(receipts))
-		for i, n := range names {
-			names[i] = filepath.Base(n)
-		}
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the input's 2PC commit receipts of checkpoint %d (%s, in %s) are not carried into the output: %s, and a receipt names a subtask and a checkpoint; a job restored from the output finds no receipt for its sinks' pending commits", sp.Checkpoint, strings.Join(names, ", "), savepoint.ShowName(filepath.Join(filepath.Dir(sp.CompletedRel), "receipts")), what))
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the input's 2PC commit receipts of checkpoint %d (%s, in %s) are not carried into the output: %s, and a receipt names a subtask and a checkpoint; a job restored from the output finds no receipt for its sinks' pending commits", sp.Checkpoint, strings.Join(left, ", "), savepoint.ShowName(filepath.Join(filepath.Dir(sp.CompletedRel), "receipts")), what))
 	}
 	if ckpt != sp.Checkpoint {
 		// CONFIRMED-<id> belongs to the input's checkpoint id; rename it
@@ -320,6 +320,24 @@ func commitReceipts(sp *savepoint.Savepoint) (map[string][]byte, error) {
 		out[filepath.Join("_jobs", sp.Job, "receipts", name)] = b
 	}
 	return out, nil
+}
+
+// receiptSubtask returns the subtask a commit receipt's name
+// (receipts/sub<K>-<ckpt>[.unresolved], as commitReceipts found it) names.
+func receiptSubtask(rel string) int {
+	k, _ := strings.CutPrefix(filepath.Base(rel), "sub")
+	k, _, _ = strings.Cut(k, "-")
+	n, _ := strconv.Atoi(k)
+	return n
+}
+
+// keptAt reports whether the output files hold input subtask k's state
+// as it is, at its index: a copy (a rescale keeps a group it does not
+// change).
+func keptAt(files []*newFile, k int) bool {
+	return slices.ContainsFunc(files, func(nf *newFile) bool {
+		return nf.subtask == k && nf.copyOf != nil && nf.copyOf.Subtask == k
+	})
 }
 
 // retargetConfirmed returns the body of a CONFIRMED marker (lines
