@@ -144,11 +144,11 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	for i, nf := range files {
 		out.Bytes += addFileDigest(digest, written[i].info, tw.MaterializationInfo(nf.subtask))
 		out.Files++
-		if nf.copyOf != nil || rep.Rescale == nil {
-			for _, f := range sp.Files {
-				if nf.from == f.Rel {
-					outRel[f] = filepath.Join("v"+strconv.Itoa(gen), strconv.Itoa(nf.subtask), tw.PayloadName())
-				}
+		// A file made of one input file (a copy, a rewrite, a file of a
+		// group a rescale kept or moved), not of a rescaled group's.
+		for _, f := range sp.Files {
+			if nf.from == f.Rel {
+				outRel[f] = filepath.Join("v"+strconv.Itoa(gen), strconv.Itoa(nf.subtask), tw.PayloadName())
 			}
 		}
 	}
