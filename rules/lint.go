@@ -119,7 +119,19 @@ func (pa *purgeAt) movesInto(r *Rule) bool {
 	switch {
 	case r.RemapOperator != nil:
 		m := r.RemapOperator
-		return pa.op != nil && m.To.ID == *pa.op && m.From.ID != *pa.op
+		if m.From.ID == m.To.ID {
+			return false
+		}
+		if pa.op != nil {
+			return m.To.ID == *pa.op
+		}
+		// A scope of a slot alone: the purged rows of the operator moved
+		// into are in one slot, and the moved operator's rows of that
+		// slot were not purged unless it is theirs too (a rename before
+		// moved one of them).
+		to, _ := pa.slotIn(m.To.ID)
+		from, _ := pa.slotIn(m.From.ID)
+		return to != from
 	case r.RenameSlot != nil:
 		if pa.slot == nil {
 			return false
@@ -159,6 +171,41 @@ func (pa *purgeAt) follow(r *Rule) {
 		}
 		pa.renamed[m.Op.ID] = m.To
 	}
+}
+
+// MovedScope is where the rows in the scope of a purge_keys rule are
+// once the rules after it have run: the operator a remap moved them into,
+// the slot a rename gave them (see Set.PurgedScope).
+type MovedScope struct{ at purgeAt }
+
+// PurgedScope returns where the rows in the scope of purge_keys rule r,
+// one of s's, are after the rules that follow it; nil for a purge of
+// every row, or a rule that is no purge_keys.
+func (s *Set) PurgedScope(r *Rule) *MovedScope {
+	if r.PurgeKeys == nil || r.PurgeKeys.Scope.All() {
+		return nil
+	}
+	m := &MovedScope{at: purgeAt{rule: r, slot: r.PurgeKeys.Scope.Slot}}
+	if sc := r.PurgeKeys.Scope; sc.Op != nil {
+		m.at.op = &sc.Op.ID
+	}
+	for _, next := range s.Rules[r.Index:] {
+		m.at.follow(next)
+	}
+	return m
+}
+
+// Match reports whether a row of operator op and slot (hasSlot: it has
+// one) is where the purge's rows are.
+func (m *MovedScope) Match(op uint64, slot []byte, hasSlot bool) bool {
+	if m == nil || m.at.op != nil && *m.at.op != op {
+		return false
+	}
+	if m.at.slot == nil {
+		return true
+	}
+	s, ok := m.at.slotIn(op)
+	return ok && hasSlot && string(slot) == s
 }
 
 // refs returns the operators and (op, slot) pairs a rule names explicitly

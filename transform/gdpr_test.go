@@ -817,3 +817,38 @@ func TestPurgeElementsLeftShortKeys(t *testing.T) {
 		}
 	}
 }
+
+// Rows of listed keys that a later move puts beside the rows a scoped
+// purge removed (it ran before, and did not see them) are counted as
+// remaining: a rename then a remap into the operator the purged rows are
+// in, for a purge of an operator's slot and one of a slot alone.
+func TestPurgeAuditFollowsMoves(t *testing.T) {
+	rows := []savepoint.Row{
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a"), []byte("alice")), Value: i64(1)},
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a"), []byte("k")), Value: i64(2)},
+		{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("b"), []byte("alice")), Value: i64(3)},
+		{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("b"), []byte("k2")), Value: i64(4)},
+	}
+	in := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, scope := range []string{"op: 7, slot: a", "slot: a"} {
+		set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: [alice], "+scope+"}\n  - rename_slot: {op: 7, from: a, to: b}\n  - remap_operator: {from: 8, to: 7, merge: true}\n", nil)
+		warned := false
+		for _, w := range set.Warnings {
+			warned = warned || strings.Contains(w.String(), "rule 3: this rule moves rows next to those of rule 1")
+		}
+		if !warned {
+			t.Errorf("%s: no warning of the remap: %v", scope, set.Warnings)
+		}
+		rep, err := run(t, in, set, transform.Options{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := rep.PerRule[0].Purge
+		if p.Remaining != 1 || rep.RowsDropped != 1 {
+			t.Errorf("%s: %d rows of listed keys remaining, %d dropped; want 1 (op 8's alice, now beside the purged rows) and 1", scope, p.Remaining, rep.RowsDropped)
+		}
+	}
+}

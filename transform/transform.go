@@ -403,6 +403,10 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	for i, st := range eng.steps {
 		if st.rule.PurgeKeys != nil {
 			eng.purges = append(eng.purges, i)
+			if eng.purgedScopes == nil {
+				eng.purgedScopes = map[int]*rules.MovedScope{}
+			}
+			eng.purgedScopes[i] = set.PurgedScope(st.rule)
 		}
 		if r := st.rule; r.RemapOperator != nil && r.RemapOperator.Merge || r.RenameSlot != nil && r.RenameSlot.Merge {
 			eng.joinBlobs = true
@@ -1426,8 +1430,11 @@ type slotKey struct {
 type engine struct {
 	set   *rules.Set
 	steps []step
-	// purges are the indexes of the purge_keys steps.
-	purges []int
+	// purges are the indexes of the purge_keys steps; purgedScopes,
+	// indexed by step, where the rows in the scope of each are once the
+	// rules after it have run (nil for one of every row).
+	purges       []int
+	purgedScopes map[int]*rules.MovedScope
 	// joinBlobs: a rule merges (remap_operator or rename_slot with
 	// merge), so the copies of two keys may meet: the timer blobs kept
 	// are noted to be joined (see unionTimerBlobs), and each file's own
@@ -1971,7 +1978,9 @@ func (e *engine) auditOut(res *fileResult, r savepoint.Row, k savepoint.Key, del
 	}
 	for _, j := range e.purges {
 		p := e.steps[j].rule.PurgeKeys
-		if p.Scope.Match(r.Op, k.Slot, k.HasSlot) {
+		// Its scope as named, and where its rows went (rows of listed
+		// keys a later move put beside them, which it did not see).
+		if p.Scope.Match(r.Op, k.Slot, k.HasSlot) || e.purgedScopes[j].Match(r.Op, k.Slot, k.HasSlot) {
 			if _, ok := p.Match(k.UserKey, comp.of(r.Op, k.Slot)); ok {
 				res.remain[j] += delta
 			}
