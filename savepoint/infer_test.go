@@ -89,6 +89,20 @@ func TestCutByKeyGroups(t *testing.T) {
 		{"an operator in files 0 and 2 holds 0-2 together", []groupEvidence{
 			evidence([]uint64{1}, stale), evidence([]uint64{9}, stale), evidence([]uint64{1}, stale), evidence([]uint64{4}, stale),
 		}, "0-2,3"},
+		// A keyed group with stale copies, then a keyed group whose first
+		// file holds only the operator rows a restore copies into every
+		// file and whose second holds every key: the keyless file is the
+		// second group's, which then explains its keys.
+		{"the keyless first file of a keyed group after stale copies", []groupEvidence{
+			evidence([]uint64{1}, append(in(0, 3, 20), in(1, 3, 1)...)...), evidence([]uint64{1}, in(1, 3, 20)...), evidence([]uint64{1}, in(2, 3, 20)...),
+			stateOnly(1, 2, 9), evidence([]uint64{2}, in(1, 2, 30)...),
+		}, "0-2,3-4"},
+		// A group restored from fewer subtasks whose last file has no
+		// keyed row yet, then another keyed group: the keyless file is not
+		// a group of its own, though the group without it explains its
+		// stale copies better.
+		{"a chained group with stale copies and an empty file before another group", append(chainedStale(),
+			evidence([]uint64{2}, in(0, 2, 30)...), evidence([]uint64{2}, in(1, 2, 30)...)), "0-3,4-5"},
 		{"two singletons holding every key group", []groupEvidence{evidence([]uint64{1}, in(0, 1, 128)...), evidence([]uint64{2}, in(0, 1, 128)...)}, "0,1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

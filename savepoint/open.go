@@ -1455,7 +1455,10 @@ func locateHandle(root, handle string, use func(dir, rel string) error) (string,
 // only than the file before it (a keyless chain: a sink, a source), or the
 // group before it holds every keyed row in its own file's range (a keyless
 // chain whose files hold the operator rows a restore copies into every
-// file, or none), when a group may start there. Within those bounds the tree is cut into
+// file, or none), or the operators start a group at the next file with
+// keyed rows whose key groups fit it better with the keyless files as its
+// first (a keyed group whose first file holds only the operator rows), when
+// a group may start there. Within those bounds the tree is cut into
 // the blocks that best explain where the keyed rows lie: in a group of N
 // subtasks the k-th file holds the key groups of
 // KeyGroupRangeForSubtask(k, N), so each distinct key group a file holds
@@ -1821,11 +1824,6 @@ func cutByKeyGroups(ev []groupEvidence) []int {
 		}
 		all[i] = int(below[i][NumKeyGroups])
 	}
-	// best[i] is the best score of files i.. and groups[i] its number of
-	// groups; next[i] the end of its first group.
-	best := make([]float64, n+1)
-	groups := make([]int, n+1)
-	next := make([]int, n+1)
 	const eps = 1e-9
 	// A file without keyed rows whose operators do not tell it apart (a
 	// restore copies every operator's rows into every file, format 10.3;
@@ -1842,22 +1840,71 @@ func cutByKeyGroups(ev []groupEvidence) []int {
 		}
 		return true
 	}
+	// Or when the operators cut the tree at the next file with keyed rows
+	// (between): the keyless files before it are then the first of that
+	// group (a keyed group with stale copies, then one whose first file
+	// holds the operator rows alone) if its keys say so, that is if that
+	// group, the keyed file on, explains them better with the keyless
+	// files than without. Not a group of keyless files alone: dropping a
+	// file with no keyed row yet from a group restored from fewer
+	// subtasks, whose stale copies the smaller group explains better,
+	// would cost nothing.
+	firstKeyed := func(j int) int {
+		for j < n && len(ev[j].ops) == 0 && !ev[j].unread {
+			j++
+		}
+		return j
+	}
+	between := func(j int) bool {
+		k := firstKeyed(j)
+		return k < n && len(ev[k].ops) > 0 && canCut(k)
+	}
+	// best[i] is the best cut of files i.., and onward[i] that of files
+	// i.. starting with a group a cut between opens (see above).
+	type cut struct {
+		score         float64
+		groups, next  int
+		nextIsBetween bool
+	}
+	best, onward := make([]cut, n+1), make([]cut, n+1)
 	for i := n - 1; i >= 0; i-- {
-		best[i], groups[i] = math.Inf(-1), 0
+		best[i], onward[i] = cut{score: math.Inf(-1)}, cut{score: math.Inf(-1)}
+		opens := keylessCut(i) && between(i)
+		k := firstKeyed(i)
 		for j := i + 1; j <= n; j++ {
-			if !canCut(j) && !(keylessCut(j) && fits(i, j)) {
+			var rest cut
+			isBetween := false
+			switch {
+			case canCut(j) || keylessCut(j) && fits(i, j):
+				rest = best[j]
+			case keylessCut(j) && between(j):
+				rest, isBetween = onward[j], true
+			default:
 				continue
 			}
-			sc := blockScore(below[i:j], all[i:j]) + best[j]
-			tol := eps * max(1, math.Abs(sc))
-			if sc > best[i]+tol || sc > best[i]-tol && groups[j]+1 < groups[i] {
-				best[i], groups[i], next[i] = sc, groups[j]+1, j
+			sc := blockScore(below[i:j], all[i:j])
+			c := cut{score: sc + rest.score, groups: rest.groups + 1, next: j, nextIsBetween: isBetween}
+			better := func(b cut) bool {
+				tol := eps * max(1, math.Abs(c.score))
+				return c.score > b.score+tol || c.score > b.score-tol && c.groups < b.groups
+			}
+			if better(best[i]) {
+				best[i] = c
+			}
+			if opens && j > k && sc > blockScore(below[k:j], all[k:j]) && better(onward[i]) {
+				onward[i] = c
 			}
 		}
 	}
 	var sizes []int
-	for i := 0; i < n; i = next[i] {
-		sizes = append(sizes, next[i]-i)
+	for i, c := 0, best[0]; i < n; {
+		sizes = append(sizes, c.next-i)
+		i = c.next
+		if c.nextIsBetween {
+			c = onward[i]
+		} else {
+			c = best[i]
+		}
 	}
 	return sizes
 }
