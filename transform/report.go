@@ -30,21 +30,28 @@ type Report struct {
 	// Rules identifies the rule file.
 	Rules RulesInfo `json:"rules"`
 	// RowsIn is every row read (for changelog files: the replayed state).
-	// RowsIn = RowsOut + RowsDropped + DuplicatesResolved, always; with a
-	// rescale, + Rescale.OperatorIn - Rescale.OperatorOut too (operator
-	// rows are merged, then written into every new file of their group;
-	// the stale and lost keyed copies it leaves out are its rule's drops,
-	// in RowsDropped). A run whose counts do not add up fails with
-	// ErrAccounting and writes nothing.
-	RowsIn  int64 `json:"rows_in"`
+	// RowsIn = RowsOut + RowsDropped, always: each row read is carried
+	// into the output or dropped. A run whose counts do not add up fails
+	// with ErrAccounting and writes nothing.
+	RowsIn int64 `json:"rows_in"`
+	// RowsOut counts the rows read that the output holds, each once: with
+	// a rescale, an operator row its merge kept once though it is written
+	// into every new file of its group (RowsWritten counts those copies).
 	RowsOut int64 `json:"rows_out"`
-	// RowsDropped sums the rows dropped by every rule (a rescale's: the
-	// stale and lost keyed copies it leaves out).
+	// RowsDropped counts the rows read that the output does not hold: the
+	// rows the rules dropped (PerRule; a rescale's rule drops the stale
+	// and lost keyed copies it leaves out), the DuplicatesResolved, and a
+	// rescale's operator copies merged into one (Rescale.OperatorIn -
+	// Rescale.OperatorDistinct).
 	RowsDropped int64 `json:"rows_dropped"`
+	// RowsWritten counts the rows of the output files: RowsOut, but for a
+	// rescale's operator rows, each written into every new file of its
+	// group (Rescale.OperatorOut of them).
+	RowsWritten int64 `json:"rows_written"`
 	// DuplicatesResolved counts rows that became duplicates of another row's
 	// (op, key) (a remap with merge, a rename onto an existing slot, or
 	// duplicates stored in a rewritten input file) and were resolved as
-	// clink's restore does.
+	// clink's restore does; they are among RowsDropped.
 	DuplicatesResolved int64 `json:"duplicates_resolved"`
 	// TimersMerged counts the timers of the timer blobs that a
 	// remap_operator (or rename_slot) with merge: true joined: a timer blob
@@ -290,16 +297,27 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	ew.printf("\nrules: %s (sha256 %s)\n", r.Rules.Source, short(r.Rules.Digest))
 	ew.printf("rows: %d in, %d out, %d dropped", r.RowsIn, r.RowsOut, r.RowsDropped)
-	if r.DuplicatesResolved > 0 {
-		ew.printf(", %d duplicates resolved", r.DuplicatesResolved)
+	// What the dropped are, but the rules' own drops.
+	var among []string
+	add := func(n int64, what string) {
+		if n > 0 {
+			among = append(among, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(r.DuplicatesResolved, "duplicates resolved")
+	if rr := r.Rescale; rr != nil {
+		add(rr.StaleCopies, "stale keyed copies")
+		add(rr.Lost, "lost keyed copies")
+		add(rr.OperatorIn-rr.OperatorDistinct, "operator copies merged into one")
+	}
+	if len(among) > 0 {
+		ew.printf(" (%s)", strings.Join(among, ", "))
 	}
 	if r.TimersMerged > 0 {
 		ew.printf(", %d timers in the timer blobs a merge joined", r.TimersMerged)
 	}
 	if rr := r.Rescale; rr != nil {
-		// The rest of the balance (Report.RowsIn): what the rescale dropped,
-		// merged and replicated.
-		ew.printf("; rescale: %d stale and %d lost keyed copies among the dropped, %d operator rows merged and written as %d", rr.StaleCopies, rr.Lost, rr.OperatorIn, rr.OperatorOut)
+		ew.printf("; %d rows written (%d operator rows, each in every new file of its group)", r.RowsWritten, rr.OperatorOut)
 	}
 	ew.printf("\n\n")
 	count := texttable.Column{Min: 10, Right: true}

@@ -1142,12 +1142,16 @@ func rsCheckReport(t *testing.T, c *rsCase, sp *savepoint.Savepoint, rep *transf
 	if rr == nil {
 		t.Fatal("no rescale report")
 	}
-	if rep.RowsIn != rowsIn || rep.RowsOut != rowsOut {
-		t.Errorf("report rows %d in / %d out, want %d / %d", rep.RowsIn, rep.RowsOut, rowsIn, rowsOut)
+	if rep.RowsIn != rowsIn || rep.RowsWritten != rowsOut {
+		t.Errorf("report rows %d in / %d written, want %d / %d", rep.RowsIn, rep.RowsWritten, rowsIn, rowsOut)
 	}
-	if got := rep.RowsOut + rep.RowsDropped + rep.DuplicatesResolved + rr.OperatorIn - rr.OperatorOut; got != rep.RowsIn {
-		t.Errorf("accounting: %d out + %d dropped + %d dupes + %d operator in - %d operator out = %d, want %d in",
-			rep.RowsOut, rep.RowsDropped, rep.DuplicatesResolved, rr.OperatorIn, rr.OperatorOut, got, rep.RowsIn)
+	// Rows in = out + dropped; the dropped are the rules' drops, the
+	// duplicates resolved and the operator copies merged into one, and
+	// the rows written are those out and the copies of the operator rows
+	// written into every new file of their group.
+	if rep.RowsOut+rep.RowsDropped != rep.RowsIn || rep.RowsDropped != rr.StaleCopies+rr.Lost+rep.DuplicatesResolved+rr.OperatorIn-rr.OperatorDistinct || rep.RowsWritten != rep.RowsOut+rr.OperatorOut-rr.OperatorDistinct {
+		t.Errorf("accounting: %d in, %d out, %d dropped, %d written; %d stale, %d lost, %d dupes, operator %d in, %d distinct, %d written",
+			rep.RowsIn, rep.RowsOut, rep.RowsDropped, rep.RowsWritten, rr.StaleCopies, rr.Lost, rep.DuplicatesResolved, rr.OperatorIn, rr.OperatorDistinct, rr.OperatorOut)
 	}
 	// The rescale rule's drops are the keyed copies it left out.
 	if last := rep.PerRule[len(rep.PerRule)-1]; last.Kind != "rescale" || last.Dropped != rr.StaleCopies+rr.Lost {
@@ -1973,8 +1977,10 @@ func TestRescaleDuplicateRows(t *testing.T) {
 		}
 	}
 	rr := rep.Rescale
-	if rep.RowsIn != 6 || rep.RowsOut != 5 || rep.DuplicatesResolved != 2 || rr.KeyedIn != 2 || rr.OperatorIn != 2 || rr.OperatorOut != 3 {
-		t.Errorf("rows %d in, %d out, %d duplicates resolved; keyed in %d, operator in %d, out %d", rep.RowsIn, rep.RowsOut, rep.DuplicatesResolved, rr.KeyedIn, rr.OperatorIn, rr.OperatorOut)
+	// 6 in: 2 duplicates resolved and 1 operator copy merged into the
+	// other dropped, 3 out, 5 written (the operator row in each of 3 files).
+	if rep.RowsIn != 6 || rep.RowsOut != 3 || rep.RowsDropped != 3 || rep.RowsWritten != 5 || rep.DuplicatesResolved != 2 || rr.KeyedIn != 2 || rr.OperatorIn != 2 || rr.OperatorOut != 3 {
+		t.Errorf("rows %d in, %d out, %d dropped, %d written, %d duplicates resolved; keyed in %d, operator in %d, out %d", rep.RowsIn, rep.RowsOut, rep.RowsDropped, rep.RowsWritten, rep.DuplicatesResolved, rr.KeyedIn, rr.OperatorIn, rr.OperatorOut)
 	}
 }
 
@@ -2371,19 +2377,20 @@ func TestRescaleReport(t *testing.T) {
 	}
 	// Accounting.
 	if rep.RowsIn != int64(keyed+1+opRows) || rr.KeyedIn != int64(keyed+1) || rr.KeyedOut != int64(keyed) || rr.StaleCopies != 1 ||
-		rr.OperatorIn != int64(opRows) || rr.OperatorDistinct != int64(len(ops)) || rr.OperatorOut != int64(2*len(ops)) || rep.RowsOut != int64(keyed+2*len(ops)) {
-		t.Errorf("accounting: rows %d in %d out; rescale %+v", rep.RowsIn, rep.RowsOut, rr)
+		rr.OperatorIn != int64(opRows) || rr.OperatorDistinct != int64(len(ops)) || rr.OperatorOut != int64(2*len(ops)) ||
+		rep.RowsOut != int64(keyed+len(ops)) || rep.RowsWritten != int64(keyed+2*len(ops)) {
+		t.Errorf("accounting: rows %d in %d out %d written; rescale %+v", rep.RowsIn, rep.RowsOut, rep.RowsWritten, rr)
 	}
-	if rep.RowsIn != rep.RowsOut+rep.RowsDropped+rep.DuplicatesResolved+rr.OperatorIn-rr.OperatorOut || rep.RowsDropped != rr.StaleCopies || rep.PerRule[len(rep.PerRule)-1].Dropped != 1 {
-		t.Errorf("rows in != out + dropped (the stale copy) + duplicates + operator in - operator out")
+	if rep.RowsIn != rep.RowsOut+rep.RowsDropped || rep.RowsDropped != rr.StaleCopies+rr.OperatorIn-rr.OperatorDistinct || rep.PerRule[len(rep.PerRule)-1].Dropped != 1 {
+		t.Errorf("rows in != out + dropped (the stale copy and the operator copies merged)")
 	}
 	var before, after int64
 	for _, s := range rep.Slots {
 		before += s.Before
 		after += s.After
 	}
-	if before != rep.RowsIn || after != rep.RowsOut {
-		t.Errorf("slot counts add up to %d / %d, want %d / %d", before, after, rep.RowsIn, rep.RowsOut)
+	if before != rep.RowsIn || after != rep.RowsWritten {
+		t.Errorf("slot counts add up to %d / %d, want %d / %d", before, after, rep.RowsIn, rep.RowsWritten)
 	}
 	// The text and JSON forms list the merges.
 	var text strings.Builder

@@ -650,11 +650,32 @@ func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 	rep.RowsDropped += last.Dropped
 }
 
-// checkAccounting verifies that every row is accounted for: rows in = rows
-// out + dropped + duplicates resolved, and for a rescale (whose rule's
-// drops, stale and lost keyed copies, are among the dropped) + operator
-// rows merged away - operator rows replicated.
+// checkAccounting verifies that every row is accounted for, and settles
+// the report's counts. Before it, RowsOut counts the rows written and
+// RowsDropped the rules' drops; rows in = those + duplicates resolved, and
+// for a rescale (whose rule's drops, stale and lost keyed copies, are
+// among the rules' drops) + operator rows read - operator rows written.
+// Then RowsWritten takes the rows written, RowsDropped every row read the
+// output does not hold, and RowsOut each one it holds once, and rows in =
+// rows out + rows dropped must hold too.
 func (rep *Report) checkAccounting() error {
+	if err := rep.checkWritten(); err != nil {
+		return err
+	}
+	rep.RowsWritten = rep.RowsOut
+	rep.RowsDropped += rep.DuplicatesResolved
+	if r := rep.Rescale; r != nil {
+		rep.RowsDropped += r.OperatorIn - r.OperatorDistinct
+		rep.RowsOut -= r.OperatorOut - r.OperatorDistinct
+	}
+	if rep.RowsIn != rep.RowsOut+rep.RowsDropped {
+		return fmt.Errorf("%w: %d in, %d out + %d dropped = %d", ErrAccounting, rep.RowsIn, rep.RowsOut, rep.RowsDropped, rep.RowsOut+rep.RowsDropped)
+	}
+	return nil
+}
+
+// checkWritten is checkAccounting's check of the rows written.
+func (rep *Report) checkWritten() error {
 	got := rep.RowsOut + rep.RowsDropped + rep.DuplicatesResolved
 	extra := ""
 	if r := rep.Rescale; r != nil {
