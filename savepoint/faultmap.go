@@ -29,11 +29,16 @@ type mapping struct {
 	f          *os.File
 }
 
-// mappings are the files mapped now.
+// mappings are the files mapped now (all), and the last ones unmapped
+// (gone, the latest last): a fault is told after the panic it raised has
+// unwound the stack, past the deferred Close that unmapped its file.
 var mappings struct {
 	sync.Mutex
-	all []mapping
+	all, gone []mapping
 }
+
+// goneMappings is how many unmapped mappings are kept for faultError.
+const goneMappings = 64
 
 // addMapping records that b maps f from its start.
 func addMapping(b []byte, f *os.File) {
@@ -56,6 +61,10 @@ func removeMapping(b []byte) {
 	for i, m := range mappings.all {
 		if m.base == base {
 			mappings.all = append(mappings.all[:i], mappings.all[i+1:]...)
+			if len(mappings.gone) == goneMappings {
+				mappings.gone = append(mappings.gone[:0], mappings.gone[1:]...)
+			}
+			mappings.gone = append(mappings.gone, m)
 			return
 		}
 	}
@@ -67,6 +76,11 @@ func mappingAt(addr uintptr) (mapping, bool) {
 	defer mappings.Unlock()
 	for _, m := range mappings.all {
 		if addr >= m.base && addr-m.base < m.size {
+			return m, true
+		}
+	}
+	for i := len(mappings.gone) - 1; i >= 0; i-- {
+		if m := mappings.gone[i]; addr >= m.base && addr-m.base < m.size {
 			return m, true
 		}
 	}

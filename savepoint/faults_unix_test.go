@@ -83,9 +83,34 @@ func TestFaultErrorUnreadable(t *testing.T) {
 	if err := unmapFile(m); err != nil {
 		t.Fatal(err)
 	}
-	err = faultError(addr)
-	if !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), "fault at 0x") {
+	// A fault told once its file was unmapped (its panic unwound past a
+	// deferred Close) still names the file.
+	if err := faultError(addr); !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), path+" now ends at byte 16384") {
+		t.Fatalf("fault in a mapping since unmapped: %v, want ErrInputChanged naming the file", err)
+	}
+	err = faultError(1)
+	if !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), "fault at 0x1") {
 		t.Fatalf("fault outside every mapping: %v, want ErrInputChanged with the address", err)
+	}
+}
+
+// A fault whose panic unwinds through the deferred unmap of its file, as
+// a command's deferred Close of its savepoint does, is told with the file
+// by the Guard around it.
+func TestFaultAfterUnmapNamesFile(t *testing.T) {
+	path, m := mapTemp(t, 1<<20)
+	if err := os.Truncate(path, 4096); err != nil {
+		t.Fatal(err)
+	}
+	var sink byte
+	err := Guard(func() error {
+		defer unmapFile(m)
+		sink = m[1<<19]
+		return nil
+	})
+	want := path + " now ends at byte 4096, at byte 1048576 when it was opened; byte 524288 was being read"
+	if !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("fault: %v (read %d), want it to say %q", err, sink, want)
 	}
 }
 
