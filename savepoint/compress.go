@@ -123,7 +123,14 @@ func decompressLimit(n int) int64 {
 // compressed. Data that decompresses to more than 1024 times its size or 64
 // MiB, whichever is more, or to more than the machine's physical memory, is
 // an error: it is no savepoint, or one too large to hold in memory.
-func Decompress(data []byte) ([]byte, string, error) {
+func Decompress(data []byte) ([]byte, string, error) { return decompress(data, false) }
+
+// decompressPayload is Decompress of a payload: its first bytes must
+// start a stream sptool reads (see streamStart), checked before the rest
+// is decompressed.
+func decompressPayload(data []byte) ([]byte, string, error) { return decompress(data, true) }
+
+func decompress(data []byte, payload bool) ([]byte, string, error) {
 	name := DetectCompression(data)
 	if name == CompressNone {
 		return data, name, nil
@@ -150,6 +157,20 @@ func Decompress(data []byte) ([]byte, string, error) {
 	if c, ok := r.(io.Closer); ok {
 		defer c.Close()
 	}
+	// The first bytes say whether a savepoint follows: garbage (a file of
+	// zeros compressed, a few megabytes for a gigabyte) fails there, not
+	// once all of it has been decompressed into memory.
+	if payload {
+		head := make([]byte, 8)
+		n, err := readFull(r, head)
+		if err != nil && err != io.EOF {
+			return nil, name, fmt.Errorf("decompress %s stream: %w", name, err)
+		}
+		if err := streamStart(head[:n], limit); err != nil {
+			return nil, name, fmt.Errorf("decompress %s stream: %w", name, err)
+		}
+		r = io.MultiReader(bytes.NewReader(head[:n]), r)
+	}
 	out, err := readChunked(r, limit)
 	if err != nil && !errors.Is(err, errOverLimit) {
 		return nil, name, fmt.Errorf("decompress %s stream: %w", name, err)
@@ -162,6 +183,25 @@ func Decompress(data []byte) ([]byte, string, error) {
 		return nil, name, fmt.Errorf("decompress %s stream: %w (no stream footer at the end)", name, io.ErrUnexpectedEOF)
 	}
 	return out, name, nil
+}
+
+// streamStart returns an error if b, the first 8 bytes (or all, if
+// fewer) of a decompressed payload of at most limit bytes, starts neither
+// an Arrow IPC stream (0xFFFFFFFF and the first message's length, or a
+// legacy length alone: a positive int32 within limit) nor a changelog's
+// CLMB frame. Fewer than 8 bytes are left to the decoder to judge.
+func streamStart(b []byte, limit int64) error {
+	if len(b) < 8 || bytes.HasPrefix(b, clmbMagic) {
+		return nil
+	}
+	l := int32(binary.LittleEndian.Uint32(b))
+	if l == -1 { // the continuation marker
+		l = int32(binary.LittleEndian.Uint32(b[4:]))
+	}
+	if l <= 0 || int64(l) > limit {
+		return fmt.Errorf("the decompressed bytes start % x, which start no Arrow IPC stream (0xFFFFFFFF and a message's length) nor a changelog frame (CLMB): the file holds no savepoint", b)
+	}
+	return nil
 }
 
 // xzFooterAtEnd reports whether data ends with an xz stream footer (its

@@ -46,8 +46,10 @@ func compressed(tb testing.TB, name string, data []byte) []byte {
 func TestDecompressLimit(t *testing.T) {
 	defer func(r, f, c int64) { decompressRatio, decompressFloor, decompressCeiling = r, f, c }(decompressRatio, decompressFloor, decompressCeiling)
 	z := gzipZeros(t, 4<<20)
+	// The file opened starts as a stream does (a message of 8 bytes), so
+	// that its size is what fails.
 	path := filepath.Join(t.TempDir(), "bomb.snap.gz")
-	if err := os.WriteFile(path, z, 0o644); err != nil {
+	if err := os.WriteFile(path, compressed(t, CompressGzip, append([]byte{0xff, 0xff, 0xff, 0xff, 8, 0, 0, 0}, make([]byte, 4<<20-8)...)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -90,6 +92,40 @@ func TestDecompressLimit(t *testing.T) {
 	decompressRatio, decompressFloor = 1<<20, 0
 	if plain, _, err := Decompress(z); err != nil || len(plain) != 4<<20 {
 		t.Errorf("within the ratio: %d bytes, %v", len(plain), err)
+	}
+}
+
+// A payload compressed whole whose first decompressed bytes start no
+// stream (a file of zeros: a few kilobytes for 64 MiB) is refused at them,
+// before the rest is decompressed into memory; one that starts as a stream
+// does, or as a changelog's frame, is read on.
+func TestDecompressPayloadStart(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{CompressGzip, CompressZstd, CompressLZ4, CompressXZ} {
+		path := filepath.Join(dir, "zeros.snap"+CompressionSuffix(name))
+		if err := os.WriteFile(path, compressed(t, name, make([]byte, 64<<20)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := Open(path, OpenOptions{})
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "the decompressed bytes start 00 00 00 00 00 00 00 00, which start no Arrow IPC stream") || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: Open: %v, want the start refused, naming the file", name, err)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+			t.Errorf("%s: refusing 64 MiB of zeros allocated %d MiB, want at most 16", name, got>>20)
+		}
+	}
+	for _, head := range [][]byte{{0xff, 0xff, 0xff, 0xff, 0x10, 0, 0, 0}, {0x10, 0, 0, 0, 0, 0, 0, 0}, []byte("CLMB\x01\x00\x00\x00"), {0xff}} {
+		if err := streamStart(head, 1<<20); err != nil {
+			t.Errorf("start % x: %v, want it read on", head, err)
+		}
+	}
+	for _, head := range [][]byte{{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}, {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0x80}, {0, 0, 0, 0x80, 0, 0, 0, 0}, {0xff, 0xff, 0xff, 0xff, 0, 0, 0x20, 0}} {
+		if err := streamStart(head, 1<<20); err == nil {
+			t.Errorf("start % x: read on, want it refused", head)
+		}
 	}
 }
 

@@ -1117,7 +1117,7 @@ func decodeFile(f *File, fh *os.File, data []byte, ro ReadOptions) (*Snapshot, s
 	// A file compressed whole may hold compressed record batches: they
 	// are bounded by the size of the file, not of its decompressed bytes.
 	ro.budget = &inflateBudget{size: len(data)}
-	plain, comp, err := Decompress(data)
+	plain, comp, err := decompressPayload(data)
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s: %w", f.Path, err)
 	}
