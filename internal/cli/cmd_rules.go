@@ -9,6 +9,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/expr-lang/expr/vm"
@@ -310,9 +311,11 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	return fail(s, c.name, errors.New(what))
 }
 
-// writeJSON writes v to w as indented JSON, HTML characters unescaped: the
-// form of every --json output and report.
+// writeJSON writes v to w as indented JSON, HTML characters unescaped,
+// every list that has no element [] (see emptyLists): the form of every
+// --json output and report.
 func writeJSON(w io.Writer, v any) error {
+	emptyLists(reflect.ValueOf(v))
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
