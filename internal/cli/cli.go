@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -44,7 +45,8 @@ type Streams struct {
 	// are not repeated on Err.
 	OutIsTerminal bool
 
-	ctx context.Context // the command's, set by Main: what cancelled it
+	ctx  context.Context // the command's, set by Main: what cancelled it
+	args []string        // the command line, set by Main: what errors may name
 }
 
 type command struct {
@@ -65,6 +67,7 @@ func Main(ctx context.Context, args []string, s *Streams) int {
 	out := &outWriter{w: s.Out}
 	sc := *s
 	sc.Out = out
+	sc.args = args
 	code := runMain(ctx, args, &sc)
 	if out.err != nil && code != ExitError {
 		name := "sptool"
@@ -281,9 +284,39 @@ func fail(s *Streams, name string, err error) int {
 		}
 	}
 	// The message may quote what a savepoint, a rule file or an argument
-	// holds: its control characters are shown as escapes (see textWriter).
-	fmt.Fprintf(newTextWriter(s.Err), "sptool %s: %s\n", name, msg)
+	// holds: its control characters are shown as escapes (see textWriter),
+	// a path given on the command line is quoted where it holds one (a
+	// newline in it would make a line of its own), and each line of a
+	// message of several (errors joined) is the command's.
+	msg = quoteArgs(msg, s.args)
+	w := newTextWriter(s.Err)
+	for _, line := range strings.Split(msg, "\n") {
+		fmt.Fprintf(w, "sptool %s: %s\n", name, line)
+	}
 	return ExitError
+}
+
+// quoteArgs returns msg with each argument of args that holds a control
+// character, as given and as an absolute path, Go-quoted (ShowName).
+func quoteArgs(msg string, args []string) string {
+	for _, a := range args {
+		if savepoint.ShowName(a) == a {
+			continue
+		}
+		forms := []string{a}
+		if abs, err := filepath.Abs(a); err == nil && abs != a {
+			forms = append(forms, abs)
+		}
+		if c := filepath.Clean(a); c != a {
+			forms = append(forms, c)
+		}
+		// The longest first: an absolute path holds the one given.
+		slices.SortFunc(forms, func(x, y string) int { return len(y) - len(x) })
+		for _, f := range forms {
+			msg = strings.ReplaceAll(msg, f, savepoint.ShowName(f))
+		}
+	}
+	return msg
 }
 
 func errNegative(flag string) error { return fmt.Errorf("%s must not be negative", flag) }
