@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -932,6 +933,26 @@ func TestLZ4Frames(t *testing.T) {
 		got, err := inflatedSize(0, c.data, c.size)
 		if c.want == "" && (err != nil || got != c.size) || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s: %d bytes, %v; want %d bytes or an error %q", c.name, got, err, c.size, c.want)
+		}
+	}
+}
+
+// A stream whose record batch comes before its schema (the first two
+// messages swapped, the schema dropped) is refused saying so, at the
+// batch.
+func TestBatchBeforeSchemaRefused(t *testing.T) {
+	data := streamOf(t, fields(false, u64, bin, bin), fv1, 1)
+	msgs := messagesOf(t, data)
+	schema, batch, rest := data[msgs[0].start:msgs[0].end], data[msgs[1].start:msgs[1].end], data[msgs[1].end:]
+	const want = "byte offset 0: a record batch before the stream's schema"
+	for name, d := range map[string][]byte{
+		"swapped":   slices.Concat(batch, schema, rest),
+		"no schema": slices.Concat(batch, rest),
+	} {
+		for _, columnar := range []bool{false, true} {
+			if err := openBytes(t, "b.snap", d, columnar); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s (columnar %v): %v, want %q", name, columnar, err, want)
+			}
 		}
 	}
 }

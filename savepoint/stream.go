@@ -40,8 +40,10 @@ type sliceMessageReader struct {
 	// codecs records the body compression of each record batch message.
 	codecs []int8
 	// cols are the columns of the stream's schema, for the bounds of
-	// compressed buffers (nil: relative bounds only).
-	cols []columnKind
+	// compressed buffers (nil: relative bounds only); schema is set once
+	// the schema message is read.
+	cols   []columnKind
+	schema bool
 	// rows counts the rows the record batches read so far declare.
 	rows int64
 	// inflated counts the bytes this stream's compressed buffers read so
@@ -142,7 +144,10 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 	}
 	body := rest[bodyStart : bodyStart+info.bodyLen : bodyStart+info.bodyLen]
 	if info.typ == msgSchema {
-		r.cols = info.cols
+		r.cols, r.schema = info.cols, true
+	}
+	if info.typ == msgRecordBatch && !r.schema {
+		return nil, &offsetError{r.cur, "a record batch before the stream's schema: an Arrow IPC stream starts with its schema message (is the schema missing, or the messages out of order?)"}
 	}
 	if info.typ == msgRecordBatch {
 		if most := maxBatches(int64(len(r.data)) + r.inflated); len(r.codecs) >= most {
