@@ -279,3 +279,35 @@ func TestMissingPayloadEdges(t *testing.T) {
 		t.Errorf("every payload missing: %d files, backend %q", len(sp.Files), sp.Backend)
 	}
 }
+
+// A subtask directory the marker lists that is there but is none (a
+// symbolic link that cannot be followed, one to a file, a regular file)
+// is named with what it is, not as missing alone.
+func TestListedSubtaskNotADirectory(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		make func(p string) error
+		want string
+	}{
+		{"link loop", func(p string) error { return os.Symlink("../v1/2", p) }, "(v1/2 is a symbolic link that cannot be followed: too many levels of symbolic links)"},
+		{"dangling link", func(p string) error { return os.Symlink("nowhere", p) }, "(v1/2 is a symbolic link that cannot be followed: no such file or directory)"},
+		{"link to a file", func(p string) error { return os.Symlink("../v1/0/checkpoint-7.snap", p) }, "(v1/2 is a symbolic link to a regular file, not a directory)"},
+		{"file", func(p string) error { return os.WriteFile(p, []byte("x"), 0o644) }, "(v1/2 is a regular file, not a directory)"},
+	} {
+		dir := filepath.Join(t.TempDir(), "t")
+		if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "testdata", "example"))); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "v1", "2")
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.make(p); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(dir, OpenOptions{})
+		if err == nil || !strings.Contains(err.Error(), "lists subtask 2 but "+filepath.Join(dir, "v1")+" has no directory 2 "+c.want) {
+			t.Errorf("%s: %v, want it to say %q", c.name, err, c.want)
+		}
+	}
+}

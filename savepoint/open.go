@@ -607,7 +607,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		for _, i := range listing {
 			if _, ok := byIndex[i]; !ok {
 				absent := func(gen string) string {
-					msg := fmt.Sprintf("%s lists subtask %d but %s has no directory %d", ShowName(sp.CompletedRel), i, gen, i)
+					msg := fmt.Sprintf("%s lists subtask %d but %s has no directory %d%s", ShowName(sp.CompletedRel), i, gen, i, notADir(filepath.Join(genDir, strconv.Itoa(i))))
 					if g := sp.Completed.Generation; g != 0 && g != sp.Generation {
 						msg += fmt.Sprintf(" (the marker says generation=%d, and v%d is read)", g, sp.Generation)
 					}
@@ -1377,6 +1377,39 @@ func resolveHandleRel(root, handle string) (data []byte, rel, id string, stamp m
 // handleIdentity).
 type unreadMat struct {
 	rel, id string
+}
+
+// notADir says why path, where a subtask directory was looked for, is
+// none, if something is there: " (v1/2 is a symbolic link that cannot be
+// followed: ...)", " (... is a regular file)"; "" when nothing is.
+func notADir(path string) string {
+	lst, err := os.Lstat(path)
+	if err != nil {
+		return ""
+	}
+	name := ShowName(filepath.Join(filepath.Base(filepath.Dir(path)), filepath.Base(path)))
+	if lst.Mode()&fs.ModeSymlink != 0 {
+		st, err := os.Stat(path)
+		switch {
+		case err != nil:
+			return fmt.Sprintf(" (%s is a symbolic link that cannot be followed: %v)", name, errors.Unwrap(err))
+		case !st.IsDir():
+			return fmt.Sprintf(" (%s is a symbolic link to %s, not a directory)", name, dirKind(st.Mode()))
+		}
+		return ""
+	}
+	if !lst.IsDir() {
+		return fmt.Sprintf(" (%s is %s, not a directory)", name, dirKind(lst.Mode()))
+	}
+	return ""
+}
+
+// dirKind names the kind of a file that is not a directory (m).
+func dirKind(m fs.FileMode) string {
+	if m.IsRegular() {
+		return "a regular file"
+	}
+	return fileKind(m)
 }
 
 // handleIdentity returns the file a materialisation handle names in the
