@@ -404,7 +404,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if st.rule.PurgeKeys != nil {
 			eng.purges = append(eng.purges, i)
 			if eng.purgedScopes == nil {
-				eng.purgedScopes = map[int]*rules.MovedScope{}
+				eng.purgedScopes = make([]*rules.MovedScope, len(eng.steps))
 			}
 			eng.purgedScopes[i] = set.PurgedScope(st.rule)
 		}
@@ -1455,7 +1455,7 @@ type engine struct {
 	// indexed by step, where the rows in the scope of each are once the
 	// rules after it have run (nil for one of every row).
 	purges       []int
-	purgedScopes map[int]*rules.MovedScope
+	purgedScopes []*rules.MovedScope
 	// joinBlobs: a rule merges (remap_operator or rename_slot with
 	// merge), so the copies of two keys may meet: the timer blobs kept
 	// are noted to be joined (see unionTimerBlobs), and each file's own
