@@ -148,7 +148,7 @@ func (p *parser) blockPos(n *yaml.Node, off int) (line, col int) {
 		}
 		ci = 1
 	}
-	for li < len(lines)-1 && ci >= len(lines[li]) && len(lines[li]) == 0 {
+	for li < len(lines)-1 && len(lines[li]) == 0 {
 		li++ // a blank line holds no rune
 	}
 	return first + li, indent + ci + 1
