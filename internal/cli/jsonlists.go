@@ -33,8 +33,10 @@ func emptyLists(v reflect.Value) {
 			emptyLists(fv)
 		}
 	case reflect.Slice, reflect.Array:
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return
+		switch v.Type().Elem().Kind() {
+		case reflect.Struct, reflect.Pointer, reflect.Interface, reflect.Slice, reflect.Array:
+		default:
+			return // elements that hold no list (strings, numbers, bytes)
 		}
 		for i := range v.Len() {
 			emptyLists(v.Index(i))
