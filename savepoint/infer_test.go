@@ -103,6 +103,11 @@ func TestCutByKeyGroups(t *testing.T) {
 		// stale copies better.
 		{"a chained group with stale copies and an empty file before another group", append(chainedStale(),
 			evidence([]uint64{2}, in(0, 2, 30)...), evidence([]uint64{2}, in(1, 2, 30)...)), "0-3,4-5"},
+		// The same with a sparse group of one file after it: its 3 keys
+		// all in the upper half of the key groups (one time in 8 by
+		// chance) are no evidence that the keyless file is its first.
+		{"a chained group with stale copies and an empty file before a sparse group", append(chainedStale()[:3],
+			stateOnly(11, 12, 20), evidence([]uint64{20}, in(1, 2, 3)...)), "0-3,4"},
 		{"two singletons holding every key group", []groupEvidence{evidence([]uint64{1}, in(0, 1, 128)...), evidence([]uint64{2}, in(0, 1, 128)...)}, "0,1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1892,6 +1892,12 @@ func cutByKeyGroups(ev []groupEvidence) []int {
 		k := firstKeyed(j)
 		return k < n && len(ev[k].ops) > 0 && canCut(k)
 	}
+	// How much better it must explain them: as much as two stale copies
+	// cost. A few keys that fall in one half of the key groups by chance
+	// (3 keys: one time in 8) would otherwise take a keyless file from a
+	// group restored from fewer subtasks, whose stale copies the group
+	// without it explains better, and hide the rows that group loses.
+	betweenEvidence := 2 * logGain[1]
 	// best[i] is the best cut of files i.., and onward[i] that of files
 	// i.. starting with a group a cut between opens (see above).
 	type cut struct {
@@ -1924,7 +1930,7 @@ func cutByKeyGroups(ev []groupEvidence) []int {
 			if better(best[i]) {
 				best[i] = c
 			}
-			if opens && j > k && sc > blockScore(below[k:j], all[k:j]) && better(onward[i]) {
+			if opens && j > k && sc > blockScore(below[k:j], all[k:j])+betweenEvidence && better(onward[i]) {
 				onward[i] = c
 			}
 		}
