@@ -61,7 +61,9 @@ type Report struct {
 	TimersMerged int64 `json:"timers_merged"`
 	// PerRule has one entry per rule, in file order.
 	PerRule []*RuleStats `json:"per_rule"`
-	// Slots counts rows per operator and slot before and after.
+	// Slots counts rows per operator and slot before and after: the
+	// befores add up to RowsIn, the afters to RowsWritten (a rescale's
+	// operator rows count once in each new file).
 	Slots []*SlotStats `json:"slots"`
 	// Files reports each input file's fate.
 	Files []*FileStats `json:"files"`
