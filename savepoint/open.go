@@ -1489,8 +1489,9 @@ func locateHandle(root, handle string, use func(dir, rel string) error) (string,
 // group before it holds every keyed row in its own file's range (a keyless
 // chain whose files hold the operator rows a restore copies into every
 // file, or none), or the operators start a group at the next file with
-// keyed rows whose key groups fit it better with the keyless files as its
-// first (a keyed group whose first file holds only the operator rows), when
+// keyed rows whose key groups fit it clearly better with the keyless files
+// as its first (a keyed group whose first file holds only the operator
+// rows), when
 // a group may start there. Within those bounds the tree is cut into
 // the blocks that best explain where the keyed rows lie: in a group of N
 // subtasks the k-th file holds the key groups of
