@@ -600,15 +600,15 @@ func filesError(ctx context.Context, sp *savepoint.Savepoint, results []*fileRes
 }
 
 // recountAfterRescale makes the report's output side describe the rescaled
-// files: rows out, rows per operator and slot after, and the fate of the
+// files: rows written, rows per operator and slot after, and the fate of the
 // input files of rescaled groups.
 func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
-	rep.RowsOut = 0
+	rep.RowsWritten = 0
 	counts := &slotCounts{}
 	// Files are counted in parallel, each into its own counts.
 	per := make([]*slotCounts, len(files))
 	for _, f := range files {
-		rep.RowsOut += int64(f.rows.Len())
+		rep.RowsWritten += int64(f.rows.Len())
 		if f.rescaled {
 			rep.Rescale.Outputs = append(rep.Rescale.Outputs, RescaleOutput{Subtask: f.subtask, KeyGroupStart: f.keyGroups.First, KeyGroupEnd: f.keyGroups.Last, Rows: int64(f.rows.Len()), Timers: f.timers})
 		}
@@ -647,49 +647,42 @@ func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 	last.Matched = rep.Rescale.KeyedIn + rep.Rescale.OperatorIn
 	// The keyed copies the rescale left out are its rule's drops.
 	last.Dropped = rep.Rescale.StaleCopies + rep.Rescale.Lost
-	rep.RowsDropped += last.Dropped
 }
 
-// checkAccounting verifies that every row is accounted for, and settles
-// the report's counts. Before it, RowsOut counts the rows written and
-// RowsDropped the rules' drops; rows in = those + duplicates resolved, and
-// for a rescale (whose rule's drops, stale and lost keyed copies, are
-// among the rules' drops) + operator rows read - operator rows written.
-// Then RowsWritten takes the rows written, RowsDropped every row read the
-// output does not hold, and RowsOut each one it holds once, and rows in =
-// rows out + rows dropped must hold too.
+// checkAccounting verifies that every row is accounted for, and sets the
+// report's rows out and rows dropped from the rows written (RowsWritten)
+// and the rules' drops (PerRule). The rows written and the rules' drops,
+// the duplicates resolved and, for a rescale (whose rule's drops are its
+// stale and lost keyed copies), the operator rows read less those written
+// must add up to the rows in; so must the rows out, each row read that the
+// output holds counted once (a rescale's merged operator rows once, not
+// once in each new file), and the rows dropped, every row read it does
+// not hold.
 func (rep *Report) checkAccounting() error {
-	if err := rep.checkWritten(); err != nil {
-		return err
+	var rulesDropped int64
+	for _, rs := range rep.PerRule {
+		rulesDropped += rs.Dropped
 	}
-	rep.RowsWritten = rep.RowsOut
-	rep.RowsDropped += rep.DuplicatesResolved
-	if r := rep.Rescale; r != nil {
-		rep.RowsDropped += r.OperatorIn - r.OperatorDistinct
-		rep.RowsOut -= r.OperatorOut - r.OperatorDistinct
-	}
-	if rep.RowsIn != rep.RowsOut+rep.RowsDropped {
-		return fmt.Errorf("%w: %d in, %d out + %d dropped = %d", ErrAccounting, rep.RowsIn, rep.RowsOut, rep.RowsDropped, rep.RowsOut+rep.RowsDropped)
-	}
-	return nil
-}
-
-// checkWritten is checkAccounting's check of the rows written.
-func (rep *Report) checkWritten() error {
-	got := rep.RowsOut + rep.RowsDropped + rep.DuplicatesResolved
+	written := rep.RowsWritten + rulesDropped + rep.DuplicatesResolved
 	extra := ""
+	rep.RowsOut, rep.RowsDropped = rep.RowsWritten, rulesDropped+rep.DuplicatesResolved
 	if r := rep.Rescale; r != nil {
-		got += r.OperatorIn - r.OperatorOut
 		if r.KeyedIn != r.KeyedOut+r.StaleCopies+r.Lost {
 			return fmt.Errorf("%w: rescale: %d keyed rows in, %d out + %d stale copies + %d lost", ErrAccounting, r.KeyedIn, r.KeyedOut, r.StaleCopies, r.Lost)
 		}
 		if r.TimersIn != r.TimersOut+r.TimersStale+r.TimersUnchosen {
 			return fmt.Errorf("%w: rescale: %d timers in, %d out + %d stale + %d unchosen", ErrAccounting, r.TimersIn, r.TimersOut, r.TimersStale, r.TimersUnchosen)
 		}
+		written += r.OperatorIn - r.OperatorOut
 		extra = fmt.Sprintf(" + %d operator rows in - %d operator rows written", r.OperatorIn, r.OperatorOut)
+		rep.RowsOut -= r.OperatorOut - r.OperatorDistinct
+		rep.RowsDropped += r.OperatorIn - r.OperatorDistinct
 	}
-	if got != rep.RowsIn {
-		return fmt.Errorf("%w: %d in, %d out + %d dropped + %d duplicates resolved%s = %d", ErrAccounting, rep.RowsIn, rep.RowsOut, rep.RowsDropped, rep.DuplicatesResolved, extra, got)
+	if written != rep.RowsIn {
+		return fmt.Errorf("%w: %d in, %d written + %d dropped by the rules + %d duplicates resolved%s = %d", ErrAccounting, rep.RowsIn, rep.RowsWritten, rulesDropped, rep.DuplicatesResolved, extra, written)
+	}
+	if rep.RowsIn != rep.RowsOut+rep.RowsDropped {
+		return fmt.Errorf("%w: %d in, %d out + %d dropped = %d", ErrAccounting, rep.RowsIn, rep.RowsOut, rep.RowsDropped, rep.RowsOut+rep.RowsDropped)
 	}
 	return nil
 }
@@ -2996,13 +2989,12 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			}
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: after it, %d %s of op %d slot %q %s an empty list or map; clink's ListState and MapState never store one (they erase the key): if the slot is one of them, add 'erase_empty: true' to remove such rows", st.rule.Label(), rs.EmptyWritten, rows, sv.Op.ID, sv.Slot, hold))
 		}
-		rep.RowsDropped += rs.Dropped
 		rep.PerRule = append(rep.PerRule, rs)
 	}
 	for i, res := range results {
 		f := sp.Files[i]
 		rep.RowsIn += res.rowsIn
-		rep.RowsOut += int64(res.out.Len())
+		rep.RowsWritten += int64(res.out.Len())
 		rep.DuplicatesResolved += res.dupes
 		action := "copy"
 		if res.changed || sp.ChangelogTree() {
