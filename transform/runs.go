@@ -297,7 +297,7 @@ func printable(b []byte) bool {
 // have made the plan look at each row).
 func (e *engine) movedIntoPurge(p *prefixPlan, k savepoint.Key) bool {
 	for _, j := range e.purges {
-		if j < p.remaps[len(p.remaps)-1] && (e.steps[j].rule.PurgeKeys.Scope.Match(p.outOp, k.Slot, k.HasSlot) || e.purgedScopes[j].Match(p.outOp, k.Slot, k.HasSlot)) {
+		if j < p.remaps[len(p.remaps)-1] && e.inPurgeScope(j, p.outOp, k) {
 			return true
 		}
 	}

@@ -1992,14 +1992,20 @@ func (e *engine) auditOut(res *fileResult, r savepoint.Row, k savepoint.Key, del
 	}
 	for _, j := range e.purges {
 		p := e.steps[j].rule.PurgeKeys
-		// Its scope as named, and where its rows went (rows of listed
-		// keys a later move put beside them, which it did not see).
-		if p.Scope.Match(r.Op, k.Slot, k.HasSlot) || e.purgedScopes[j].Match(r.Op, k.Slot, k.HasSlot) {
+		if e.inPurgeScope(j, r.Op, k) {
 			if _, ok := p.Match(k.UserKey, comp.of(r.Op, k.Slot)); ok {
 				res.remain[j] += delta
 			}
 		}
 	}
+}
+
+// inPurgeScope reports whether a row of operator op and key k is where
+// purge_keys step j's audit looks: its scope as named, and where the rows
+// in it went after the rules that follow (rows of listed keys a later move
+// put beside them, which the purge did not see).
+func (e *engine) inPurgeScope(j int, op uint64, k savepoint.Key) bool {
+	return e.steps[j].rule.PurgeKeys.Scope.Match(op, k.Slot, k.HasSlot) || e.purgedScopes[j].Match(op, k.Slot, k.HasSlot)
 }
 
 // elemKey names a purge_keys step and a slot, as the step sees it (its
