@@ -7,7 +7,6 @@ import (
 	"hash"
 	"hash/crc32"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -167,11 +166,11 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	// A receipt names a subtask and a checkpoint id: it is carried where
 	// the output keeps both, the subtask's state copied to its index.
 	var left []string
-	for _, rel := range slices.Sorted(maps.Keys(receipts)) {
-		if ckpt == sp.Checkpoint && (rep.Rescale == nil || keptAt(files, receiptSubtask(rel))) {
-			extra[rel] = receipts[rel]
+	for _, r := range receipts {
+		if ckpt == sp.Checkpoint && (rep.Rescale == nil || keptAt(files, r.subtask)) {
+			extra[r.rel] = r.body
 		} else {
-			left = append(left, filepath.Base(rel))
+			left = append(left, filepath.Base(r.rel))
 		}
 	}
 	if len(left) > 0 {
@@ -286,23 +285,31 @@ func controlFiles(sp *savepoint.Savepoint) (map[string][]byte, error) {
 	return extra, nil
 }
 
+// receipt is a 2PC commit receipt of the input's checkpoint: its path in
+// the output tree, the subtask it names and its bytes.
+type receipt struct {
+	rel     string
+	subtask int
+	body    []byte
+}
+
 // commitReceipts returns the 2PC commit receipts of the input's checkpoint
 // (format 5.1: receipts/sub<K>-<ckpt>, and .unresolved, beside the
-// COMPLETED marker), by their path in the output tree.
-func commitReceipts(sp *savepoint.Savepoint) (map[string][]byte, error) {
-	out := map[string][]byte{}
+// COMPLETED marker), in the order of their names.
+func commitReceipts(sp *savepoint.Savepoint) ([]receipt, error) {
 	if sp.Job == "" {
-		return out, nil
+		return nil, nil
 	}
 	dir := filepath.Join(filepath.Dir(sp.CompletedRel), "receipts")
 	ents, err := os.ReadDir(filepath.Join(sp.Root, dir))
 	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", dir, err)
 	}
 	suffix := "-" + strconv.FormatUint(sp.Checkpoint, 10)
+	var out []receipt
 	for _, e := range ents {
 		name := e.Name()
 		base := strings.TrimSuffix(name, ".unresolved")
@@ -310,25 +317,17 @@ func commitReceipts(sp *savepoint.Savepoint) (map[string][]byte, error) {
 		if !ok || !strings.HasSuffix(k, suffix) {
 			continue
 		}
-		if _, err := strconv.ParseUint(strings.TrimSuffix(k, suffix), 10, 32); err != nil {
+		sub, err := strconv.ParseUint(strings.TrimSuffix(k, suffix), 10, 32)
+		if err != nil {
 			continue
 		}
 		b, err := savepoint.ReadControlFile(filepath.Join(sp.Root, dir, name))
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, name), err)
 		}
-		out[filepath.Join("_jobs", sp.Job, "receipts", name)] = b
+		out = append(out, receipt{rel: filepath.Join("_jobs", sp.Job, "receipts", name), subtask: int(sub), body: b})
 	}
 	return out, nil
-}
-
-// receiptSubtask returns the subtask a commit receipt's name
-// (receipts/sub<K>-<ckpt>[.unresolved], as commitReceipts found it) names.
-func receiptSubtask(rel string) int {
-	k, _ := strings.CutPrefix(filepath.Base(rel), "sub")
-	k, _, _ = strings.Cut(k, "-")
-	n, _ := strconv.Atoi(k)
-	return n
 }
 
 // keptAt reports whether the output files hold input subtask k's state
