@@ -214,23 +214,23 @@ func (s *SetValueSpec) Apply(m *vm.VM, env *Env) ([]byte, error) {
 	if s.Decl.TTL {
 		stored = stored[savepoint.TTLPrefixLen:]
 	}
-	if s.text && !utf8.Valid(enc) && string(enc) != string(stored) {
+	// The checks below leave a value stored so, written back as it is.
+	changed := string(enc) != string(stored)
+	if s.text && changed && !utf8.Valid(enc) {
 		// A string slot holds text: bytes that are not would be shown,
 		// exported and compared as none (cat: not decoded).
 		return nil, wrap(fmt.Errorf("the result %q is not UTF-8 text, which slot %q (codec string) holds; declare the slot's value 'bytes' to write bytes", enc, s.Slot))
 	}
-	if s.floats {
+	if s.floats && changed {
 		// An overflow (1e300 * 1e10), or an infinity or NaN the
-		// expression made: written, it would pass for a number. A value
-		// stored so, and written back as it is, is left.
-		if f, bad := nonFinite(reflect.ValueOf(out)); bad && string(enc) != string(stored) {
+		// expression made: written, it would pass for a number.
+		if f, bad := nonFinite(reflect.ValueOf(out)); bad {
 			return nil, wrap(fmt.Errorf("the result holds %v, which a rule writes to no state (an overflow of a double, or an infinity or NaN the expression made)", f))
 		}
 	}
-	if s.maps && string(enc) != string(stored) {
+	if s.maps && changed {
 		// A list of entries (concat(value, value)) may hold a key twice,
-		// which no MapState does. A value stored so, and written back as
-		// it is, is left.
+		// which no MapState does.
 		if err := codec.CheckMapKeys(s.Decl.ValueCodec, enc); err != nil {
 			return nil, wrap(fmt.Errorf("the result is not a map clink writes: %w", err))
 		}

@@ -254,6 +254,11 @@ type compiled struct {
 	stampGuarded bool
 }
 
+// predicate returns the compiled boolean expression src as a Predicate.
+func (c *compiled) predicate(src string) *Predicate {
+	return &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}
+}
+
 // maxExprNesting bounds how deep an expression's brackets nest. expr's
 // parser descends once for each, and parentheses make no node for
 // expr.MaxNodes to count: a million of them overflowed the goroutine's

@@ -40,5 +40,5 @@ func (s *Set) compileFilter(src string, typed reflect.Type) (*Predicate, error) 
 	if c.fields&FieldExpireAt != 0 && c.fields != AllFields && (s == nil || !hasTTLSlot(s.Slots)) {
 		return nil, fmt.Errorf("'expire_at' is nil on every row: %s (a TTL slot's value starts with its 8-byte expiry stamp, which a declaration with 'ttl: true' reads)", noTTLSlot)
 	}
-	return &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}, nil
+	return c.predicate(src), nil
 }

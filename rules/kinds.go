@@ -418,7 +418,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 			return nil
 		}
 		p.warnUntypable(vn, key, src, Scope{})
-		return &FilterSpec{Expr: src, Predicate: &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}}
+		return &FilterSpec{Expr: src, Predicate: c.predicate(src)}
 	}
 	m := p.kindMapping(kn, vn)
 	if vn.Kind != yaml.MappingNode {
@@ -444,7 +444,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 	if f.Decl == nil {
 		p.warnUntypable(m.get("expr"), "expr", src, sc)
 	}
-	f.Predicate = &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}
+	f.Predicate = c.predicate(src)
 	return f
 }
 
