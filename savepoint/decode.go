@@ -372,12 +372,12 @@ func (c *ChangelogInfo) note(kind uint8, value string) {
 	c.Handles = append(c.Handles, value)
 }
 
-// materialisation decodes a changelog's materialisation row (row_kind 0
-// or 3).
 // errUnresolved is wrapped by the error of a materialisation handle read
 // where there is nothing to resolve it with.
 var errUnresolved = errors.New("no tree to resolve it in")
 
+// materialisation decodes a changelog's materialisation row (row_kind 0
+// or 3).
 func materialisation(kind uint8, value []byte, opts ReadOptions, info *ChangelogInfo) (*Snapshot, error) {
 	switch kind {
 	case rowKindMaterialised:
