@@ -53,8 +53,6 @@ func constOpID(call *ast.CallNode) (uint64, bool) {
 	return 0, false
 }
 
-// checkCalls rejects, at compile time, an opid("…") whose literal is not an
-// operator id (it would otherwise fail on every row).
 // checkWritten refuses, in an expression as written (before the comparison
 // and arithmetic patches, which add calls to Env's __ functions), a call to
 // now(), whose result changes from row to row and from run to run, so that
@@ -86,6 +84,8 @@ func checkWritten(node ast.Node) *exprErr {
 	return err
 }
 
+// checkCalls rejects, at compile time, an opid("…") whose literal is not an
+// operator id (it would otherwise fail on every row).
 func checkCalls(node ast.Node) *exprErr {
 	v := &callChecker{}
 	ast.Walk(&node, v)

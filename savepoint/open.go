@@ -1540,15 +1540,6 @@ func InferGroups(files []*File) []Group {
 	return groups
 }
 
-// ReadWarnings says, one line each, where the tree was read otherwise than
-// clink's restore reads it: the files of the checkpoint left out because
-// the tree's only marker does not list their subtask (Unlisted: a command
-// over the tree reads none of their rows, so an erasure does not reach
-// them; one given the file itself does), a newer checkpoint marked
-// complete whose files are missing (NewerCompleted: an older one was
-// read), and a subtask directory or payload whose name is not the one
-// clink opens (v1/01, checkpoint-07.snap: read here, not by clink).
-// validate reports each as a finding.
 // EmptyPayloadWarnings returns a warning for each 0-byte payload of a tree,
 // which the commands that only read (cat, export, diff) read as empty
 // state: clink's restore refuses it (plan, apply and rescale refuse it too,
@@ -1566,6 +1557,15 @@ func (sp *Savepoint) EmptyPayloadWarnings() []string {
 	return out
 }
 
+// ReadWarnings says, one line each, where the tree was read otherwise than
+// clink's restore reads it: the files of the checkpoint left out because
+// the tree's only marker does not list their subtask (Unlisted: a command
+// over the tree reads none of their rows, so an erasure does not reach
+// them; one given the file itself does), a newer checkpoint marked
+// complete whose files are missing (NewerCompleted: an older one was
+// read), and a subtask directory or payload whose name is not the one
+// clink opens (v1/01, checkpoint-07.snap: read here, not by clink).
+// validate reports each as a finding.
 func (sp *Savepoint) ReadWarnings() []string {
 	var out []string
 	for _, rel := range sp.Unlisted {

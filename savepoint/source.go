@@ -124,6 +124,15 @@ type matStamp struct {
 	crc   uint32
 }
 
+// ShadowedName is a name in a tree that clink does not open beside the
+// one it does: Rel (relative to Root) names the same subtask or checkpoint
+// as Read, which is read.
+type ShadowedName struct {
+	Rel, Read string
+	// Checkpoint reports a payload; else Rel is a subtask directory.
+	Checkpoint bool
+}
+
 // Savepoint is an opened input: one file, or the files of one checkpoint of a tree.
 //
 // Nothing that reads a Savepoint changes it (Union, UnionSeq, StoredSeq,
@@ -138,15 +147,6 @@ type matStamp struct {
 // by Open): its methods, Validate and Summarize panic on a nil one, as Go
 // methods do; the functions that return an error (transform.Run,
 // diff.Compare, export.Write) return one for either (CheckUsable).
-// ShadowedName is a name in a tree that clink does not open beside the
-// one it does: Rel (relative to Root) names the same subtask or checkpoint
-// as Read, which is read.
-type ShadowedName struct {
-	Rel, Read string
-	// Checkpoint reports a payload; else Rel is a subtask directory.
-	Checkpoint bool
-}
-
 type Savepoint struct {
 	// Path is the path as given to Open; Root is the checkpoint directory (the
 	// directory holding v<gen>/ and _jobs/), or the file's directory.

@@ -197,7 +197,6 @@ func groupsHint(gs []savepoint.Group) (rule, flag string) {
 	return strings.Join(rs, ", "), strings.Join(fs, ",")
 }
 
-// rescaleGroups resolves the rescale spec against the tree's groups.
 // rescaleRuleErr is err of set's rescale rule (its last), prefixed with the
 // rule's label, but for the rule of `sptool rescale`'s flags, which the
 // user did not write as one.
@@ -208,6 +207,7 @@ func rescaleRuleErr(set *rules.Set, err error) error {
 	return fmt.Errorf("%s: %w", ruleAt(set, set.Rules[len(set.Rules)-1]), err)
 }
 
+// rescaleGroups resolves the rescale spec against the tree's groups.
 func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoint.Group, []int, []string, error) {
 	if sp.Kind == savepoint.InputFile {
 		return nil, nil, nil, fmt.Errorf("rescale needs a checkpoint tree (a v<generation> directory of subtask directories), not a single file")
