@@ -560,27 +560,40 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	// out, holding the checkpoint or not: a leftover of another layout,
 	// whose operator rows the union at restore skips (format 5.3), and
 	// which a restore at the marker's parallelism does not read.
+	//
+	// One below the highest subtask the marker lists is read all the same
+	// when it holds the checkpoint: a restore at the marker's layout starts
+	// that subtask from its own file (the list only keeps its operator rows
+	// out of the other subtasks' unions, format 5.3).
 	listing, hasListing := sp.appliedListing()
 	listed := map[int]bool{}
+	highest := -1
 	for _, i := range listing {
 		listed[i] = true
+		highest = max(highest, i)
 	}
 	var missing []string
 	kept := dirs[:0]
 	for _, d := range dirs {
 		_, ok := d.ckpts[sp.Checkpoint]
 		switch {
+		case len(listed) > 0 && !listed[d.index] && ok && d.index < highest:
+			rel, _ := filepath.Rel(sp.Root, filepath.Join(genDir, d.name, d.ckpts[sp.Checkpoint]))
+			sp.UnlistedRead = append(sp.UnlistedRead, rel)
+			sp.Notes = append(sp.Notes, fmt.Sprintf("%s holds checkpoint %d, and %s does not list subtask %d, but lists subtask %d: read, as a restore at that layout reads it", rel, sp.Checkpoint, ShowName(sp.CompletedRel), d.index, highest))
 		case len(listed) > 0 && !listed[d.index]:
 			if name, holds := d.ckpts[sp.Checkpoint]; holds {
 				// Validate warns of it: a restore at a parallelism that
 				// takes in this subtask would read its keyed rows.
 				rel, _ := filepath.Rel(sp.Root, filepath.Join(genDir, d.name, name))
 				sp.Unlisted = append(sp.Unlisted, rel)
-				sp.unlistedSubtasks = append(sp.unlistedSubtasks, d.index)
 				sp.Notes = append(sp.Notes, fmt.Sprintf("%s holds checkpoint %d, but %s does not list subtask %d: left out", rel, sp.Checkpoint, ShowName(sp.CompletedRel), d.index))
 				continue
 			}
 			sp.Notes = append(sp.Notes, fmt.Sprintf("subtask directory %s holds no checkpoint %d and %s does not list it: left out", d.name, sp.Checkpoint, ShowName(sp.CompletedRel)))
+			if d.index < highest {
+				sp.bareSubtasks = append(sp.bareSubtasks, d.index)
+			}
 			continue
 		case ok:
 		default:
@@ -1561,7 +1574,8 @@ func (sp *Savepoint) EmptyPayloadWarnings() []string {
 // clink's restore reads it: the files of the checkpoint left out because
 // the tree's only marker does not list their subtask (Unlisted: a command
 // over the tree reads none of their rows, so an erasure does not reach
-// them; one given the file itself does), a newer checkpoint marked
+// them; one given the file itself does), those it does not list that are
+// read (UnlistedRead: a marker sptool writes lists them), a newer checkpoint marked
 // complete whose files are missing (NewerCompleted: an older one was
 // read), and a subtask directory or payload whose name is not the one
 // clink opens (v1/01, checkpoint-07.snap: read here, not by clink).
@@ -1570,6 +1584,9 @@ func (sp *Savepoint) ReadWarnings() []string {
 	var out []string
 	for _, rel := range sp.Unlisted {
 		out = append(out, fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is left out: none of its rows is read, nor written to an output (sptool validate says more; given the file itself, %s, a command reads it)", rel, sp.Checkpoint, ShowName(sp.CompletedRel), filepath.Join(sp.Root, rel)))
+	}
+	for _, rel := range sp.UnlistedRead {
+		out = append(out, fmt.Sprintf("%s holds checkpoint %d, and %s does not list its subtask, but lists one above it: it is read, as a restore at that layout starts the subtask from it, though that restore unions its operator rows into no other subtask's state, and a marker sptool writes lists it (sptool validate says more)", rel, sp.Checkpoint, ShowName(sp.CompletedRel)))
 	}
 	for _, rel := range sp.NewerCompleted {
 		out = append(out, fmt.Sprintf("%s marks a newer checkpoint complete, but v%d holds none of its files: checkpoint %d was read instead (a job restoring the latest completed checkpoint finds no state; --checkpoint chooses one)", ShowName(rel), sp.Generation, sp.Checkpoint))
@@ -1688,14 +1705,14 @@ func (sp *Savepoint) CheckConsecutive() error {
 }
 
 // DescribeMissing says why the tree read lacks the subtasks missing (of
-// MissingSubtasks): "subtask 2 has no directory", or, for a subtask whose
-// file the checkpoint's only marker does not list, "_jobs/…/COMPLETED-7
-// does not list subtask 2, whose file is left out".
+// MissingSubtasks): "subtask 2 has no directory", or, for a directory the
+// checkpoint's only marker does not list, "subtask 2's directory holds no
+// checkpoint 7".
 func (sp *Savepoint) DescribeMissing(missing []int) string {
-	var absent, unlisted []int
+	var absent, bare []int
 	for _, i := range missing {
-		if slices.Contains(sp.unlistedSubtasks, i) {
-			unlisted = append(unlisted, i)
+		if slices.Contains(sp.bareSubtasks, i) {
+			bare = append(bare, i)
 		} else {
 			absent = append(absent, i)
 		}
@@ -1704,24 +1721,10 @@ func (sp *Savepoint) DescribeMissing(missing []int) string {
 	if len(absent) > 0 {
 		parts = append(parts, fmt.Sprintf("%s %s %s no directory", plural(len(absent), "subtask", "subtasks"), FormatGroups(runsOf(absent)), plural(len(absent), "has", "have")))
 	}
-	if len(unlisted) > 0 {
-		parts = append(parts, fmt.Sprintf("%s does not list %s %s, whose %s left out", ShowName(sp.CompletedRel), plural(len(unlisted), "subtask", "subtasks"), FormatGroups(runsOf(unlisted)), plural(len(unlisted), "file is", "files are")))
+	if len(bare) > 0 {
+		parts = append(parts, fmt.Sprintf("the %s of %s %s %s no checkpoint %d", plural(len(bare), "directory", "directories"), plural(len(bare), "subtask", "subtasks"), FormatGroups(runsOf(bare)), plural(len(bare), "holds", "hold"), sp.Checkpoint))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// unlistedWithFiles reports whether each of the missing subtasks was left
-// out, holding a file of the checkpoint, because the marker does not list
-// it (Unlisted).
-func (sp *Savepoint) unlistedWithFiles(missing []int) bool {
-	for _, i := range missing {
-		if !slices.ContainsFunc(sp.Unlisted, func(rel string) bool {
-			return filepath.Base(filepath.Dir(rel)) == strconv.Itoa(i)
-		}) {
-			return false
-		}
-	}
-	return true
 }
 
 // MissingSubtasks returns the subtasks below the tree's highest that have

@@ -189,13 +189,21 @@ type Savepoint struct {
 	// Unlisted are the files of the checkpoint in subtask directories its
 	// only marker does not list, left out (relative to Root).
 	Unlisted []string
+	// UnlistedRead are the files of the checkpoint in subtask directories
+	// its only marker does not list, below the highest subtask it lists:
+	// read, since a restore at the marker's layout starts each such subtask
+	// from its own file, though its operator rows join no other subtask's
+	// union there (relative to Root).
+	UnlistedRead []string
 	// Shadowed are the subtask directories and payloads named with
 	// leading zeros beside the name clink opens (01 beside 1,
 	// checkpoint-017.snap beside checkpoint-17.snap): left out, as clink
 	// leaves them; each says what it is and what is read instead.
 	Shadowed []ShadowedName
-	// unlistedSubtasks are the subtasks of Unlisted's files.
-	unlistedSubtasks []int
+	// bareSubtasks are the subtasks below the highest the marker lists
+	// whose directories, which it does not list, hold no file of the
+	// checkpoint: left out, as missing as one with no directory.
+	bareSubtasks []int
 	// closed is set by Close.
 	closed bool
 }

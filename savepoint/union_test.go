@@ -396,8 +396,9 @@ func TestUnionWarnsOfMissingSubtask(t *testing.T) {
 	}
 }
 
-// A subtask whose file the checkpoint's only marker does not list is left
-// out: the gap it leaves is named as that, not as a missing directory.
+// A subtask whose file the checkpoint's only marker does not list, below
+// the highest it lists, is read, as a restore at that layout reads it;
+// validate warns of the marker, and names a missing directory beside it.
 func TestMissingSubtaskUnlisted(t *testing.T) {
 	var files [][]Row
 	for s := range 4 {
@@ -426,12 +427,32 @@ func TestMissingSubtaskUnlisted(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := vtOpen(t, tree, OpenOptions{})
-	want := "it holds 0,3; subtask 1 has no directory; _jobs/job1/COMPLETED-7 does not list subtask 2, whose file is left out"
+	// Subtask 2, unlisted below the listed 3, is read: a restore at this
+	// layout starts it from its own file.
+	want := "it holds 0,2,3; subtask 1 has no directory)"
 	if err := sp.CheckConsecutive(); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("CheckConsecutive: %v, want %q in it", err, want)
 	}
 	if _, warns := sp.Union(); len(warns) == 0 || !strings.Contains(warns[0], want) {
 		t.Errorf("union warnings %q", warns)
+	}
+	// A directory of subtask 2 without the checkpoint is as missing as
+	// none, and said to be so.
+	p2 := filepath.Join(tree, "v1", "2", "checkpoint-7.snap")
+	if err := os.Rename(p2, p2+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	bare := vtOpen(t, tree, OpenOptions{})
+	want2 := "it holds 0,3; subtask 1 has no directory; the directory of subtask 2 holds no checkpoint 7)"
+	if err := bare.CheckConsecutive(); err == nil || !strings.Contains(err.Error(), want2) {
+		t.Errorf("CheckConsecutive with a bare directory: %v, want %q in it", err, want2)
+	}
+	bare.Close()
+	if err := os.Rename(p2+".aside", p2); err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(sp.ReadWarnings(), "\n"); !strings.Contains(w, "v1/2/checkpoint-7.snap holds checkpoint 7, and _jobs/job1/COMPLETED-7 does not list its subtask, but lists one above it: it is read") {
+		t.Errorf("read warnings %q", w)
 	}
 	// validate says what clink does with each: a missing directory fails
 	// the restore, an unlisted subtask's own file is restored all the same.
@@ -447,9 +468,16 @@ func TestMissingSubtaskUnlisted(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp = vtOpen(t, tree, OpenOptions{})
-	sub = Validate(sp, ValidateOptions{}).ByCheck(CheckSubtasks)
-	if len(sub) != 1 || !strings.Contains(sub[0].Message, "lacks subtask 2") || !strings.Contains(sub[0].Message, "restores that subtask from its own file all the same") {
+	if err := sp.CheckConsecutive(); err != nil || len(sp.Files) != 4 || len(sp.Unlisted) != 0 {
+		t.Errorf("an unlisted subtask below the highest listed: %d files read, unlisted %q, CheckConsecutive %v", len(sp.Files), sp.Unlisted, err)
+	}
+	vr := Validate(sp, ValidateOptions{})
+	if sub := vr.ByCheck(CheckSubtasks); len(sub) != 0 {
 		t.Errorf("validate with an unlisted subtask holding its file: %+v", sub)
+	}
+	comp := vr.ByCheck(CheckCompleted)
+	if len(comp) != 1 || comp[0].Severity != SeverityWarning || comp[0].Subtask != 2 || !strings.Contains(comp[0].Message, "starts subtask 2 from its own file all the same, and sptool reads it") {
+		t.Errorf("validate's finding of the unlisted subtask read: %+v", comp)
 	}
 }
 

@@ -1517,6 +1517,13 @@ func (v *validator) checkCompleted() {
 		}
 		v.treeFinding(SeverityWarning, CheckSubtasks, 0, nil, fmt.Sprintf("%s %s is not read: its name, with leading zeros, names what %s names, which clink opens (section %s), so a restore leaves it out too; a stray copy, or a file meant to replace the other (remove or rename it)", what, ShowName(sh.Rel), ShowName(sh.Read), section))
 	}
+	for _, rel := range sp.UnlistedRead {
+		subtask, err := strconv.Atoi(filepath.Base(filepath.Dir(rel)))
+		if err != nil {
+			subtask = -1
+		}
+		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: rel, Subtask: subtask, Row: -1, Message: fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask, though it lists subtasks above it: a restore at this layout starts subtask %d from its own file all the same, and sptool reads it; its operator rows join no other subtask's union at that restore (section 5.3), where an output of sptool's, whose marker lists every subtask, lets them join (clink's coordinator lists every subtask of the checkpoint)", rel, sp.Checkpoint, ShowName(sp.CompletedRel), subtask)})
+	}
 	for _, rel := range sp.Unlisted {
 		subtask, err := strconv.Atoi(filepath.Base(filepath.Dir(rel)))
 		if err != nil {
@@ -1544,11 +1551,6 @@ func (v *validator) checkSubtasks() {
 		return
 	}
 	what := "a job restoring at this layout refuses to start a subtask without state (section 5.3), and no chain group is inferred across the gap"
-	if v.sp.unlistedWithFiles(missing) {
-		// clink reads a subtask's own file whatever the marker lists.
-		what = fmt.Sprintf("a job restoring at this layout restores %s from %s own file all the same (the marker's list only keeps operator rows out of the other subtasks' unions, section 5.3), but sptool leaves %s out: %s keyed state is in no output, a purge does not reach it, and no chain group is inferred across the gap; clink's coordinator lists every subtask of the checkpoint",
-			plural(len(missing), "that subtask", "those subtasks"), plural(len(missing), "its", "their"), plural(len(missing), "it", "them"), plural(len(missing), "its", "their"))
-	}
 	v.treeFinding(SeverityError, CheckSubtasks, 0, nil, fmt.Sprintf("checkpoint %d of v%d lacks %s %s (it holds subtasks %s; %s): %s",
 		v.sp.Checkpoint, v.sp.Generation, plural(len(missing), "subtask", "subtasks"), FormatGroups(runsOf(missing)), v.sp.SubtaskList(), v.sp.DescribeMissing(missing), what))
 }
