@@ -266,7 +266,9 @@ func TestValidateIndependentFixtures(t *testing.T) {
 				case all8 && bytes.Contains(key, []byte("source_offset")):
 					fk.check = CheckOffsetDivergence
 					divWarnings++
-				case all8:
+				case all8, IsTimerBlob(key):
+					// 8-byte counters merge by the greater, and each
+					// subtask's timer blob is its own: infos.
 					fk.sev = SeverityInfo
 					divInfos++
 				default:
@@ -279,10 +281,16 @@ func TestValidateIndependentFixtures(t *testing.T) {
 			if !slices.Equal(gotDiv, wantDiv) {
 				t.Errorf("operator divergence:\n got %v\nwant %v", gotDiv, wantDiv)
 			}
-			if rs := rep.ByCheck(CheckOperatorReplica); len(rs) != 1 || rs[0].Severity != SeverityWarning ||
+			// The replication every restore makes is a warning only beside
+			// a divergence warned of.
+			replicaSev := SeverityInfo
+			if divWarnings > 0 {
+				replicaSev = SeverityWarning
+			}
+			if rs := rep.ByCheck(CheckOperatorReplica); len(rs) != 1 || rs[0].Severity != replicaSev ||
 				!strings.HasPrefix(rs[0].Message, fmt.Sprintf("%d operator-state keys are held by several subtask files", replicated)) ||
 				!strings.HasSuffix(rs[0].Message, fmt.Sprintf("; %d of them with differing values", diverging)) {
-				t.Errorf("operator-replica findings %v, want one info for %d keys, %d diverging", rs, replicated, diverging)
+				t.Errorf("operator-replica findings %v, want one %s for %d keys, %d diverging", rs, replicaSev, replicated, diverging)
 			}
 
 			// Version maps: every file carrying one carries the truth's.
@@ -365,8 +373,13 @@ func TestValidateIndependentFixtures(t *testing.T) {
 			}
 
 			// Nothing else: the warnings and infos add up.
-			wantWarnings := len(wantStale) + divWarnings + len(wantUnsorted) + 1 // + operator-replica
+			wantWarnings := len(wantStale) + divWarnings + len(wantUnsorted)
 			wantInfos := divInfos + wantUnref
+			if replicaSev == SeverityWarning {
+				wantWarnings++
+			} else {
+				wantInfos++
+			}
 			if len(vtNoMapFiles[name]) > 0 {
 				wantWarnings++
 			}
@@ -1310,9 +1323,21 @@ func TestValidateOperatorRowDivergence(t *testing.T) {
 	timersKey := append([]byte{0xff}, "__clink_timers"...)
 	vtExpect(t, rep, []vtWant{
 		{SeverityWarning, CheckOffsetDivergence, "", -1, src, offKey, []string{"subtask 0: 100; subtask 1: 700", "keeps the greatest, 700 (subtask 1)", "furthest position"}},
-		{SeverityWarning, CheckOperatorDivergence, "", -1, agg, timersKey, []string{"2 different values", "subtask 0: 26 bytes 0x", "; subtask 1: 26 bytes 0x", "directory order", "subtask 1's copy wins"}},
 		{SeverityInfo, CheckOperatorDivergence, "", -1, src, kafkaKey, []string{"subtask 0: 50; subtask 1: 40", "greatest signed int64, 50 (subtask 0)"}},
+		// Each subtask's timer blob is its own: an info, saying what a
+		// scale-down restore by clink does with them.
+		{SeverityInfo, CheckOperatorDivergence, "", -1, agg, timersKey, []string{"timer blob", "subtask 0: 26 bytes 0x", "; subtask 1: 26 bytes 0x", "keeps each subtask's own copy", "scale-down restore by clink keeps one parent's blob"}},
 		{SeverityWarning, CheckOperatorReplica, "", -1, 0, nil, []string{"4 operator-state keys are held by several subtask files", "3 of them with differing values"}},
+	})
+
+	// Without a divergence to warn of, the replication every restore
+	// makes is an info.
+	tree = vtWriteTree(t, [][]Row{file(0, 100, 50), file(1, 100, 40)}, nil)
+	rep = Validate(vtOpen(t, tree, OpenOptions{}), ValidateOptions{})
+	vtExpect(t, rep, []vtWant{
+		{SeverityInfo, CheckOperatorDivergence, "", -1, src, kafkaKey, []string{"subtask 0: 50; subtask 1: 40"}},
+		{SeverityInfo, CheckOperatorDivergence, "", -1, agg, timersKey, []string{"timer blob"}},
+		{SeverityInfo, CheckOperatorReplica, "", -1, 0, nil, []string{"4 operator-state keys are held by several subtask files", "2 of them with differing values"}},
 	})
 }
 
