@@ -1570,12 +1570,23 @@ func (sp *Savepoint) EmptyPayloadWarnings() []string {
 	return out
 }
 
+// UnlistedSubtasks returns the subtasks of UnlistedRead's files.
+func (sp *Savepoint) UnlistedSubtasks() []int {
+	var out []int
+	for _, f := range sp.Files {
+		if slices.Contains(sp.UnlistedRead, f.Rel) {
+			out = append(out, f.Subtask)
+		}
+	}
+	return out
+}
+
 // ReadWarnings says, one line each, where the tree was read otherwise than
 // clink's restore reads it: the files of the checkpoint left out because
 // the tree's only marker does not list their subtask (Unlisted: a command
 // over the tree reads none of their rows, so an erasure does not reach
 // them; one given the file itself does), those it does not list that are
-// read (UnlistedRead: a marker sptool writes lists them), a newer checkpoint marked
+// read (UnlistedRead), a newer checkpoint marked
 // complete whose files are missing (NewerCompleted: an older one was
 // read), and a subtask directory or payload whose name is not the one
 // clink opens (v1/01, checkpoint-07.snap: read here, not by clink).
@@ -1586,7 +1597,7 @@ func (sp *Savepoint) ReadWarnings() []string {
 		out = append(out, fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is left out: none of its rows is read, nor written to an output (sptool validate says more; given the file itself, %s, a command reads it)", rel, sp.Checkpoint, ShowName(sp.CompletedRel), filepath.Join(sp.Root, rel)))
 	}
 	for _, rel := range sp.UnlistedRead {
-		out = append(out, fmt.Sprintf("%s holds checkpoint %d, and %s does not list its subtask, but lists one above it: it is read, as a restore at that layout starts the subtask from it, though that restore unions its operator rows into no other subtask's state, and a marker sptool writes lists it (sptool validate says more)", rel, sp.Checkpoint, ShowName(sp.CompletedRel)))
+		out = append(out, fmt.Sprintf("%s holds checkpoint %d, and %s does not list its subtask, but lists one above it: it is read, as a restore at that layout starts the subtask from it, though that restore unions its operator rows into no other subtask's state; an output at this layout leaves it out of its marker's list too, a rescale's lists every new subtask (sptool validate says more)", rel, sp.Checkpoint, ShowName(sp.CompletedRel)))
 	}
 	for _, rel := range sp.NewerCompleted {
 		out = append(out, fmt.Sprintf("%s marks a newer checkpoint complete, but v%d holds none of its files: checkpoint %d was read instead (a job restoring the latest completed checkpoint finds no state; --checkpoint chooses one)", ShowName(rel), sp.Generation, sp.Checkpoint))

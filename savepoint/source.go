@@ -187,7 +187,8 @@ type Savepoint struct {
 	// files of other checkpoints present, ...).
 	Notes []string
 	// Unlisted are the files of the checkpoint in subtask directories its
-	// only marker does not list, left out (relative to Root).
+	// only marker does not list, above the highest it lists: left out
+	// (relative to Root).
 	Unlisted []string
 	// UnlistedRead are the files of the checkpoint in subtask directories
 	// its only marker does not list, below the highest subtask it lists:

@@ -37,6 +37,7 @@ type TreeWriter struct {
 	stateBase    string
 	force        bool
 	markerExtra  []MetaEntry
+	unlisted     []int
 	mu           sync.Mutex // guards subtasks and unfinished
 	subtasks     []int
 	unfinished   map[int]bool // subtasks whose write began and has not succeeded
@@ -63,6 +64,12 @@ type TreeOptions struct {
 	// carries after the known ones (Completed.Extra): the input marker's,
 	// so that they survive a rewrite as unknown metadata keys do.
 	MarkerExtra []MetaEntry
+	// Unlisted are subtasks the COMPLETED marker leaves out of its list
+	// though they are written: those the input's marker did not list, below
+	// the highest it listed (Savepoint.UnlistedSubtasks), written at the
+	// same index. A restore starts each from its own file and unions its
+	// operator rows into no other subtask's state, as it did the input's.
+	Unlisted []int
 }
 
 // CreateTree starts writing a tree at out. It refuses an existing out unless
@@ -108,7 +115,7 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 		made.Remove()
 		return nil, fmt.Errorf("create staging directory: %w", err)
 	}
-	t := &TreeWriter{final: abs, out: out, stage: stage, made: made, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force, markerExtra: opts.MarkerExtra}
+	t := &TreeWriter{final: abs, out: out, stage: stage, made: made, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force, markerExtra: opts.MarkerExtra, unlisted: opts.Unlisted}
 	if err := os.Mkdir(filepath.Join(stage, "v"+strconv.Itoa(opts.Generation)), 0o755); err != nil {
 		err = fmt.Errorf("create staging directory: %w", err)
 		if left := t.Abort(); left != nil {
@@ -408,7 +415,8 @@ func copyRange(in, out *os.File, lo, hi int64) (uint32, error) {
 	return crc, nil
 }
 
-// Commit writes the COMPLETED marker listing every subtask written, with
+// Commit writes the COMPLETED marker listing every subtask written (but
+// TreeOptions.Unlisted), with
 // the lines of TreeOptions.MarkerExtra after them (and
 // copies of the given extra control files, keyed by their paths within the
 // tree), then renames the staging directory into place. job "" writes no
@@ -440,7 +448,8 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		}
 	}
 	if job != "" {
-		c := Completed{Job: job, Checkpoint: t.ckpt, Generation: t.gen, Subtasks: t.subtasks, HasSubtasks: true, Extra: t.markerExtra}
+		listed := slices.DeleteFunc(slices.Clone(t.subtasks), func(i int) bool { return slices.Contains(t.unlisted, i) })
+		c := Completed{Job: job, Checkpoint: t.ckpt, Generation: t.gen, Subtasks: listed, HasSubtasks: true, Extra: t.markerExtra}
 		if err := CheckJobID(job); err != nil {
 			return err
 		}

@@ -112,9 +112,17 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	if sp.Completed != nil {
 		markerExtra = sp.Completed.Extra
 	}
+	// At the input's layout, the subtasks its marker did not list stay out
+	// of the output's list, so that a restore unions their operator rows
+	// as it would the input's; a rescale's marker lists every new subtask.
+	var unlisted []int
+	if set.Rescale() == nil {
+		unlisted = sp.UnlistedSubtasks()
+	}
 	tw, err := savepoint.CreateTree(opts.Out, savepoint.TreeOptions{
 		Generation: gen, Checkpoint: ckpt, Backend: sp.Backend,
 		StateBase: opts.StateBase, Force: opts.Force, MarkerExtra: markerExtra,
+		Unlisted: unlisted,
 	})
 	if err != nil {
 		return err
