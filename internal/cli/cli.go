@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/sptool/sptool/internal/textdist"
 	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/transform"
 )
@@ -118,7 +120,7 @@ func runMain(ctx context.Context, args []string, s *Streams) int {
 				printHelp(s.Out)
 				return ExitOK
 			}
-			fmt.Fprintf(s.Err, "sptool: unknown command %q\nTry: sptool help\n", args[1])
+			fmt.Fprintf(s.Err, "sptool: unknown command %q%s\nTry: sptool help\n", args[1], nearCommand(args[1]))
 			return ExitError
 		}
 		printHelp(s.Out)
@@ -137,7 +139,7 @@ func runMain(ctx context.Context, args []string, s *Streams) int {
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(s.Err, "sptool: unknown command %q\nTry: sptool help\n", args[0])
+		fmt.Fprintf(s.Err, "sptool: unknown command %q%s\nTry: sptool help\n", args[0], nearCommand(args[0]))
 		return ExitError
 	}
 	// An input memory-mapped by a command and cut short by another process
@@ -210,8 +212,11 @@ func parse(c *command, fs *pflag.FlagSet, s *Streams, args []string, nargs func(
 		// pflag says "must be an integer" of one too large for its type.
 		err = fmt.Errorf("invalid argument %q for \"--%s\" flag: out of range", bad.GetValue(), bad.GetFlag().Name)
 	}
+	if err != nil && strings.HasPrefix(err.Error(), "unknown flag: --") {
+		err = fmt.Errorf("%w%s", err, nearFlag(fs, strings.TrimPrefix(err.Error(), "unknown flag: --")))
+	}
 	if err == nil && !nargs(fs.NArg()) {
-		err = fmt.Errorf("wrong number of arguments (%d)", fs.NArg())
+		err = argsError(c.usage, fs.Args())
 	}
 	if i := slices.Index(fs.Args(), ""); err == nil && i >= 0 {
 		err = fmt.Errorf("argument %d is empty: it must name a file or a directory", i+1)
@@ -320,3 +325,92 @@ func quoteArgs(msg string, args []string) string {
 }
 
 func errNegative(flag string) error { return fmt.Errorf("%s must not be negative", flag) }
+
+// nearCommand returns ` (did you mean "inspect"?)` for a command name
+// within two edits of name, or "".
+func nearCommand(name string) string {
+	names := []string{"help", "version"}
+	for n := range commands {
+		names = append(names, n)
+	}
+	return didYouMean(name, names, "")
+}
+
+// nearFlag returns ` (did you mean --json?)` for a flag of fs within two
+// edits of name (a flag's name as given, without its dashes and value), or
+// "".
+func nearFlag(fs *pflag.FlagSet, name string) string {
+	name, _, _ = strings.Cut(name, "=")
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	return didYouMean(name, names, "--")
+}
+
+// didYouMean returns ` (did you mean <prefix>x?)` for the nearest of names
+// to name, if it is within two edits (one for a name of 3 letters or
+// fewer) and the nearest alone, or "".
+func didYouMean(name string, names []string, prefix string) string {
+	limit := 2
+	if len([]rune(name)) <= 3 {
+		limit = 1
+	}
+	best, bestD, ties := "", limit+1, 0
+	slices.Sort(names)
+	for _, n := range names {
+		switch d := textdist.Distance(name, n); {
+		case d < bestD:
+			best, bestD, ties = n, d, 0
+		case d == bestD:
+			ties++
+		}
+	}
+	if best == "" || ties > 0 {
+		return ""
+	}
+	if prefix == "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return fmt.Sprintf(" (did you mean %s%s?)", prefix, best)
+}
+
+// argsError says how the arguments given differ from those usage names (its
+// words in capitals that are no flag's value: PATH, A B): which are missing,
+// or which are one too many.
+func argsError(usage string, got []string) error {
+	var names []string
+	words := strings.Fields(bracketed.ReplaceAllString(usage, " "))
+	for i, w := range words {
+		if strings.HasPrefix(w, "-") || strings.ToUpper(w) != w || i > 0 && strings.HasPrefix(words[i-1], "-") {
+			continue
+		}
+		names = append(names, w)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("wrong number of arguments (%d)", len(got))
+	}
+	if len(got) < len(names) {
+		return fmt.Errorf("missing %s", strings.Join(names[len(got):], " and "))
+	}
+	extra := got[len(names):]
+	msg := fmt.Sprintf("takes %s; %s is one argument too many", strings.Join(names, " "), quoteList(extra))
+	if len(extra) > 1 {
+		msg = fmt.Sprintf("takes %s; %s are %d arguments too many", strings.Join(names, " "), quoteList(extra), len(extra))
+	}
+	if slices.ContainsFunc(extra, func(a string) bool { return a == "true" || a == "false" }) {
+		msg += " (a flag that is on or off takes its value after '=': --json=false)"
+	}
+	return errors.New(msg)
+}
+
+// bracketed matches the optional ([...]) and alternative ((...)) parts
+// of a usage line.
+var bracketed = regexp.MustCompile(`\[[^\]]*\]|\([^)]*\)`)
+
+// quoteList quotes each of args, comma-separated.
+func quoteList(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	return strings.Join(q, ", ")
+}

@@ -137,7 +137,7 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 		strictUsage = "treat the report's warnings as errors: exit 1 with any"
 	}
 	f.strict = fs.Bool("strict", false, strictUsage)
-	tempDefault := "the output's directory"
+	tempDefault := "the nearest existing directory above the output"
 	if dry {
 		tempDefault = "the system's temporary directory"
 	}
