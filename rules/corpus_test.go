@@ -100,7 +100,7 @@ var badCorpus = map[string]struct {
 	"bad-expression.bad.yaml": {want: []string{
 		"bad-expression.bad.yaml:3:41: rule 1: bad expression in 'drop': invalid operation: >= (mismatched types int and string)"}, wantCount: 1},
 	"bad-expression-unknown-name.bad.yaml": {want: []string{
-		"bad-expression-unknown-name.bad.yaml:3:24: rule 1: bad expression in 'keep': unknown name keygroup"}, wantCount: 1},
+		"bad-expression-unknown-name.bad.yaml:3:24: rule 1: bad expression in 'keep': unknown name keygroup (did you mean 'key_group'?)"}, wantCount: 1},
 	"bad-expression-block.bad.yaml": {want: []string{
 		"bad-expression-block.bad.yaml:5:19: rule 1: bad expression in 'drop': invalid operation: > (mismatched types int and string)"}, wantCount: 1},
 	"bad-expression-syntax.bad.yaml": {want: []string{

@@ -16,6 +16,8 @@ import (
 	"github.com/expr-lang/expr/file"
 	exprparser "github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/sptool/sptool/internal/textdist"
 )
 
 // Env is the row as expressions see it: the row model (see the README). The
@@ -575,10 +577,45 @@ func toExprErr(err error) *exprErr {
 		if strings.HasPrefix(msg, "invalid operation") && strings.Contains(msg, "[]uint8") {
 			msg += ": " + bytesHint
 		}
+		if name, ok := strings.CutPrefix(msg, "unknown name "); ok {
+			msg += nearField(name)
+		}
 		return &exprErr{off: max(fe.From, 0), msg: entryNames.Replace(msg)}
 	}
 	msg := err.Error()
 	return &exprErr{off: 0, msg: msg, notBool: strings.HasPrefix(msg, "expected bool")}
+}
+
+// nearField returns " (did you mean 'key'?)" for the row-model field
+// nearest to name, within two edits (one for a name of 3 letters or fewer,
+// or the same letters in another order: kye), or "".
+func nearField(name string) string {
+	limit := 2
+	if len(name) <= 3 {
+		limit = 1
+	}
+	best, bestD := "", limit+1
+	for f := range fieldNames {
+		d := textdist.Distance(name, f)
+		if d > limit && sameLetters(name, f) {
+			d = limit
+		}
+		if d < bestD || d == bestD && f < best {
+			best, bestD = f, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean '%s'?)", best)
+}
+
+// sameLetters reports whether a and b are made of the same bytes.
+func sameLetters(a, b string) bool {
+	x, y := []byte(a), []byte(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return string(x) == string(y)
 }
 
 // goTypeOf probes a codec's decoded Go type by decoding the shortest
