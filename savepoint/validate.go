@@ -1281,9 +1281,7 @@ func (v *validator) checkOperatorRows(perFile [][]Row, keyedOps []map[uint64]boo
 		}
 	}
 	slices.Sort(keys)
-	// warned counts the differing keys warned of: copies that differ as
-	// timer blobs or 8-byte counters do are each subtask's own, expected.
-	replicated, diverging, warned := 0, 0, 0
+	replicated, diverging := 0, 0
 	for _, k := range keys {
 		e := byKey[k]
 		if len(e.copies) < 2 {
@@ -1324,7 +1322,6 @@ func (v *validator) checkOperatorRows(perFile [][]Row, keyedOps []map[uint64]boo
 			}
 			bestV := int64(binary.LittleEndian.Uint64(best.value))
 			if isSourceOffsetKey(logical) {
-				warned++
 				v.treeFinding(SeverityWarning, CheckOffsetDivergence, e.op, e.key, fmt.Sprintf("op %d source offset %s differs across subtasks (%s): a merge (scale-down restore, rescale) keeps the greatest, %d (subtask %d), handing every subtask the furthest position any of them reached (section 10.4)%s%s", e.op, RenderKey(e.key), desc, bestV, best.subtask, frozen, unread))
 			} else {
 				v.treeFinding(SeverityInfo, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d operator key %s has different 8-byte values across subtasks (%s): merges (scale-down restore, rescale) keep the greatest signed int64, %d (subtask %d) (section 6.3)%s%s", e.op, RenderKey(e.key), desc, bestV, best.subtask, frozen, unread))
@@ -1338,7 +1335,6 @@ func (v *validator) checkOperatorRows(perFile [][]Row, keyedOps []map[uint64]boo
 			v.treeFinding(SeverityInfo, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d timer blob %s differs across subtasks (%s), as each holds the timers of its own subtask: a restore at this layout keeps each subtask's own copy, and sptool rescale splits the blobs by key group, but a scale-down restore by clink keeps one parent's blob and loses the other parents' timers (section 6.3)%s%s", e.op, RenderKey(e.key), desc, frozen, unread))
 			continue
 		}
-		warned++
 		// Merged in subtask order as clink's merge does, pair by pair: the
 		// greater of two 8-byte values, else the later copy.
 		win := copies[0]
@@ -1358,13 +1354,7 @@ func (v *validator) checkOperatorRows(perFile [][]Row, keyedOps []map[uint64]boo
 		if v.sp.Backend == BackendChangelogFile {
 			why = "each subtask's own: the changelog+file restore unions no operator rows"
 		}
-		// Replication is what every restore does: a warning only beside a
-		// divergence warned of above.
-		sev := SeverityInfo
-		if warned > 0 {
-			sev = SeverityWarning
-		}
-		v.treeFinding(sev, CheckOperatorReplica, 0, nil, fmt.Sprintf("%d operator-state key%s held by several subtask files (%s); %d of them with differing values%s", replicated, plural(replicated, " is", "s are"), why, diverging, unread))
+		v.treeFinding(SeverityWarning, CheckOperatorReplica, 0, nil, fmt.Sprintf("%d operator-state key%s held by several subtask files (%s); %d of them with differing values%s", replicated, plural(replicated, " is", "s are"), why, diverging, unread))
 	}
 }
 

@@ -281,12 +281,8 @@ func TestValidateIndependentFixtures(t *testing.T) {
 			if !slices.Equal(gotDiv, wantDiv) {
 				t.Errorf("operator divergence:\n got %v\nwant %v", gotDiv, wantDiv)
 			}
-			// The replication every restore makes is a warning only beside
-			// a divergence warned of.
-			replicaSev := SeverityInfo
-			if divWarnings > 0 {
-				replicaSev = SeverityWarning
-			}
+			// Replicated operator rows are a warning (the contract's).
+			replicaSev := SeverityWarning
 			if rs := rep.ByCheck(CheckOperatorReplica); len(rs) != 1 || rs[0].Severity != replicaSev ||
 				!strings.HasPrefix(rs[0].Message, fmt.Sprintf("%d operator-state keys are held by several subtask files", replicated)) ||
 				!strings.HasSuffix(rs[0].Message, fmt.Sprintf("; %d of them with differing values", diverging)) {
@@ -373,13 +369,8 @@ func TestValidateIndependentFixtures(t *testing.T) {
 			}
 
 			// Nothing else: the warnings and infos add up.
-			wantWarnings := len(wantStale) + divWarnings + len(wantUnsorted)
+			wantWarnings := len(wantStale) + divWarnings + len(wantUnsorted) + 1 // + operator-replica
 			wantInfos := divInfos + wantUnref
-			if replicaSev == SeverityWarning {
-				wantWarnings++
-			} else {
-				wantInfos++
-			}
 			if len(vtNoMapFiles[name]) > 0 {
 				wantWarnings++
 			}
@@ -1330,14 +1321,14 @@ func TestValidateOperatorRowDivergence(t *testing.T) {
 		{SeverityWarning, CheckOperatorReplica, "", -1, 0, nil, []string{"4 operator-state keys are held by several subtask files", "3 of them with differing values"}},
 	})
 
-	// Without a divergence to warn of, the replication every restore
-	// makes is an info.
+	// Without a divergence to warn of, replicated operator rows are still
+	// a warning (the contract's).
 	tree = vtWriteTree(t, [][]Row{file(0, 100, 50), file(1, 100, 40)}, nil)
 	rep = Validate(vtOpen(t, tree, OpenOptions{}), ValidateOptions{})
 	vtExpect(t, rep, []vtWant{
 		{SeverityInfo, CheckOperatorDivergence, "", -1, src, kafkaKey, []string{"subtask 0: 50; subtask 1: 40"}},
 		{SeverityInfo, CheckOperatorDivergence, "", -1, agg, timersKey, []string{"timer blob"}},
-		{SeverityInfo, CheckOperatorReplica, "", -1, 0, nil, []string{"4 operator-state keys are held by several subtask files", "2 of them with differing values"}},
+		{SeverityWarning, CheckOperatorReplica, "", -1, 0, nil, []string{"4 operator-state keys are held by several subtask files", "2 of them with differing values"}},
 	})
 }
 
