@@ -1,15 +1,18 @@
 package savepoint
 
 import (
+	"bufio"
 	"bytes"
 	"compress/bzip2"
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
+	"os"
 	"strings"
 
 	dsbzip2 "github.com/dsnet/compress/bzip2"
@@ -131,46 +134,15 @@ func Decompress(data []byte) ([]byte, string, error) { return decompress(data, f
 func decompressPayload(data []byte) ([]byte, string, error) { return decompress(data, true) }
 
 func decompress(data []byte, payload bool) ([]byte, string, error) {
-	name := DetectCompression(data)
+	limit := decompressLimit(len(data))
+	r, name, done, err := openDecompressor(data, nil, payload, limit)
+	if err != nil {
+		return nil, name, err
+	}
 	if name == CompressNone {
 		return data, name, nil
 	}
-	if rest, _ := skipFrames(data); len(rest) != len(data) && name != CompressZstd && name != CompressLZ4 {
-		// Only zstd's and lz4's readers step over these frames; a gzip,
-		// bzip2 or xz reader would call the file's first bytes garbage.
-		return nil, name, fmt.Errorf("open %s stream: it follows %d bytes of zstd/lz4 skippable frames, which no %s reader reads; strip them (the %s stream starts at byte %d)",
-			name, len(data)-len(rest), name, name, len(data)-len(rest))
-	}
-	limit := decompressLimit(len(data))
-	if name == CompressZstd {
-		// The decoder allocates a frame's window before its first block:
-		// one larger than all the file may decompress to is never used.
-		if w := zstdWindow(data); w > max(limit, zstdMinWindow) {
-			return nil, name, fmt.Errorf("open %s stream: a frame asks for a %d-byte window, more than the %d bytes the file may decompress to (%d times its %d bytes, at least %d MiB), which the decoder would allocate whole; decompress it with zstd and read the plain file",
-				name, w, limit, decompressRatio, len(data), decompressFloor>>20)
-		}
-	}
-	r, err := newDecompressor(name, bytes.NewReader(data))
-	if err != nil {
-		return nil, name, fmt.Errorf("open %s stream: %w", name, err)
-	}
-	if c, ok := r.(io.Closer); ok {
-		defer c.Close()
-	}
-	// The first bytes say whether a savepoint follows: garbage (a file of
-	// zeros compressed, a few megabytes for a gigabyte) fails there, not
-	// once all of it has been decompressed into memory.
-	if payload {
-		head := make([]byte, 8)
-		n, err := readFull(r, head)
-		if err != nil && err != io.EOF {
-			return nil, name, fmt.Errorf("decompress %s stream: %w", name, err)
-		}
-		if err := streamStart(head[:n], limit); err != nil {
-			return nil, name, fmt.Errorf("decompress %s stream: %w", name, err)
-		}
-		r = io.MultiReader(bytes.NewReader(head[:n]), r)
-	}
+	defer done()
 	out, err := readChunked(r, limit)
 	if err != nil && !errors.Is(err, errOverLimit) {
 		return nil, name, fmt.Errorf("decompress %s stream: %w", name, err)
@@ -183,6 +155,137 @@ func decompress(data []byte, payload bool) ([]byte, string, error) {
 		return nil, name, fmt.Errorf("decompress %s stream: %w (no stream footer at the end)", name, io.ErrUnexpectedEOF)
 	}
 	return out, name, nil
+}
+
+// openDecompressor returns a reader of data decompressed, for a stream of
+// at most limit bytes, with the name of its compression and what closes the
+// reader; CompressNone and a nil reader when data is not compressed. With
+// src, the file data maps, the compressed bytes and a zstd stream's block
+// headers are read from the file, not through the map, whose pages would
+// enter the resident set: the map is looked at for its first frames and
+// its end alone. With
+// payload, the first decompressed bytes must start a stream sptool reads
+// (streamStart): they are read, checked and given back by the reader.
+func openDecompressor(data []byte, src *os.File, payload bool, limit int64) (io.Reader, string, func(), error) {
+	name := DetectCompression(data)
+	if name == CompressNone {
+		return nil, name, nil, nil
+	}
+	if rest, _ := skipFrames(data); len(rest) != len(data) && name != CompressZstd && name != CompressLZ4 {
+		// Only zstd's and lz4's readers step over these frames; a gzip,
+		// bzip2 or xz reader would call the file's first bytes garbage.
+		return nil, name, nil, fmt.Errorf("open %s stream: it follows %d bytes of zstd/lz4 skippable frames, which no %s reader reads; strip them (the %s stream starts at byte %d)",
+			name, len(data)-len(rest), name, name, len(data)-len(rest))
+	}
+	if name == CompressZstd {
+		// The decoder allocates a frame's window before its first block, in
+		// memory whatever the stream is decompressed to: one larger than
+		// all the file may decompress to in memory is never used.
+		w := zstdWindow
+		if src != nil {
+			w = func(data []byte) int64 { return zstdWindowOf(int64(len(data)), fileBytes(src)) }
+		}
+		if w, mem := w(data), decompressLimit(len(data)); w > max(mem, zstdMinWindow) {
+			return nil, name, nil, fmt.Errorf("open %s stream: a frame asks for a %d-byte window, more than the %d bytes the file may decompress to (%d times its %d bytes, at least %d MiB), which the decoder would allocate whole; decompress it with zstd and read the plain file",
+				name, w, mem, decompressRatio, len(data), decompressFloor>>20)
+		}
+	}
+	var in io.Reader = bytes.NewReader(data)
+	if src != nil {
+		in = bufio.NewReaderSize(io.NewSectionReader(src, 0, int64(len(data))), 256<<10)
+	}
+	r, err := newDecompressor(name, in)
+	if err != nil {
+		return nil, name, nil, fmt.Errorf("open %s stream: %w", name, err)
+	}
+	done := func() {
+		if c, ok := r.(io.Closer); ok {
+			c.Close()
+		}
+	}
+	// The first bytes say whether a savepoint follows: garbage (a file of
+	// zeros compressed, a few megabytes for a gigabyte) fails there, not
+	// once all of it has been decompressed.
+	if payload {
+		head := make([]byte, 8)
+		n, err := readFull(r, head)
+		if err == nil || err == io.EOF {
+			err = streamStart(head[:n], limit)
+		}
+		if err != nil {
+			done()
+			return nil, name, nil, fmt.Errorf("decompress %s stream: %w", name, err)
+		}
+		r = io.MultiReader(bytes.NewReader(head[:n]), r)
+	}
+	return r, name, done, nil
+}
+
+// fileBytes returns a zstdWindowOf peek of f's bytes, read with pread (a
+// byte that cannot be read is 0: the decoder, which reads them after,
+// reports the error).
+func fileBytes(f *os.File) func(off int64, n int) []byte {
+	buf := make([]byte, 32)
+	return func(off int64, n int) []byte {
+		b := buf[:n]
+		if m, _ := f.ReadAt(b, off); m < n {
+			clear(b[m:])
+		}
+		return b
+	}
+}
+
+// decompressToFile decompresses data, a payload compressed as a whole and
+// the map of fh, into an unnamed temporary file in dir ("" for
+// os.TempDir()), stopping between blocks when ctx is done: memory holds the
+// decoder's window, not the stream (fh is read, not the map), and the file
+// is memory-mapped as a plain payload is. It returns
+// the file, the decompressed size and the compression's name (CompressNone
+// and no file when data is not compressed). The stream may be decompressRatio
+// times data's size, or decompressFloor bytes, whichever is more.
+func decompressToFile(ctx context.Context, data []byte, fh *os.File, dir string) (*os.File, int64, string, error) {
+	limit := min(max(int64(len(data))*decompressRatio, decompressFloor), math.MaxInt64-1)
+	r, name, done, err := openDecompressor(data, fh, true, limit)
+	if err != nil || name == CompressNone {
+		return nil, 0, name, err
+	}
+	defer done()
+	f, err := createTempFile(dir, "decompressed")
+	if err != nil {
+		return nil, 0, name, fmt.Errorf("decompress %s stream: %w", name, err)
+	}
+	fail := func(err error) (*os.File, int64, string, error) {
+		f.Close()
+		return nil, 0, name, fmt.Errorf("decompress %s stream: %w", name, err)
+	}
+	buf := poolBuf(sinkSize)[:sinkSize]
+	defer putBuf(buf)
+	var total int64
+	for {
+		if err := ctxErr(ctx); err != nil {
+			return fail(err)
+		}
+		n, rerr := readFull(r, buf)
+		if total += int64(n); total > limit {
+			return fail(fmt.Errorf("decompressed size exceeds %d bytes, the limit for %d compressed bytes (%d times their size, at least %d MiB)", limit, len(data), decompressRatio, decompressFloor>>20))
+		}
+		if _, err := f.Write(buf[:n]); err != nil {
+			if dir == "" {
+				dir = os.TempDir()
+			}
+			return fail(fmt.Errorf("write the decompressed bytes to a temporary file in %s (--temp-dir chooses where): %w", dir, err))
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return fail(rerr)
+		}
+	}
+	if name == CompressXZ && !xzFooterAtEnd(data) {
+		return fail(fmt.Errorf("%w (no stream footer at the end)", io.ErrUnexpectedEOF))
+	}
+	return f, total, name, nil
 }
 
 // streamStart returns an error if b, the first 8 bytes (or all, if

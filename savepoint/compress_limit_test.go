@@ -65,6 +65,14 @@ func TestDecompressLimit(t *testing.T) {
 		}
 		for _, columnar := range []bool{false, true} {
 			_, err := Open(path, OpenOptions{Columnar: columnar})
+			if columnar && c.name == "ceiling" {
+				// Mapped, the stream is decompressed to a temporary file:
+				// memory does not bound it, and the bytes fail to decode.
+				if err == nil || strings.Contains(err.Error(), "decompressed size exceeds") || !strings.Contains(err.Error(), path+" (offsets in the gzip-decompressed stream)") {
+					t.Errorf("%s, columnar: Open: %v, want a decoding error naming %s", c.name, err, path)
+				}
+				continue
+			}
 			if err == nil || !strings.Contains(err.Error(), "decompressed size exceeds") || !strings.Contains(err.Error(), path) {
 				t.Errorf("%s, columnar %v: Open: %v, want the size limit naming %s", c.name, columnar, err, path)
 			}

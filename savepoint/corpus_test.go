@@ -356,6 +356,9 @@ func FuzzOpenMapped(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(keyed.Bytes())
+	// Compressed as a whole: decompressed into a temporary file, mapped.
+	f.Add(compressed(f, CompressZstd, fixture))
+	f.Add(compressed(f, CompressGzip, keyed.Bytes()))
 	for _, b := range hostileSeeds(f) {
 		f.Add(b)
 	}

@@ -29,6 +29,8 @@ type ReadOptions struct {
 	deferOffsets bool
 	// probe is OpenOptions.Probe.
 	probe *ProbeSlot
+	// tempDir is OpenOptions.TempDir.
+	tempDir string
 	// budget is the file's bound on what its compressed record batches
 	// declare uncompressed, shared by every stream it holds (nil: one of
 	// the decoded data's size).

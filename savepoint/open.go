@@ -43,8 +43,15 @@ type OpenOptions struct {
 	// Columnar memory-maps uncompressed payloads and leaves Snapshot.Rows nil
 	// for canonical streams: rows are read through Snapshot.Batches straight
 	// from the mapping, so memory does not grow with the input. Call
-	// Savepoint.Close when done.
+	// Savepoint.Close when done. A payload compressed as a whole (.gz,
+	// .zst, ...) is decompressed into an unnamed temporary file in TempDir,
+	// which is mapped in turn, so memory does not grow with it either.
 	Columnar bool
+	// TempDir is where Columnar decompresses a payload compressed as a
+	// whole ("" for os.TempDir()): the file takes the payload's size
+	// decompressed while the savepoint is open, and is gone, as it has no
+	// name, once it is closed or the process ends.
+	TempDir string
 	// Probe, with Columnar, has the pass at open ask a KeyProbe of the
 	// keys of mapped canonical files, once the slot holds one, and keep
 	// the rows it lets through (Snapshot.KeyHits).
@@ -72,8 +79,9 @@ type OpenOptions struct {
 // OpenContext is Open, stopped when ctx is done: it then returns an error
 // for which errors.Is(err, ctx.Err()) holds, having closed what it opened.
 // It stops between files and between the blocks of a file's bytes it
-// reads (read whole, or checked through the map with Columnar); a file
-// compressed as a whole is decompressed to its end first.
+// reads (read whole, or checked through the map with Columnar), and while
+// a file compressed as a whole is decompressed with Columnar (read whole,
+// it is decompressed to its end first).
 func OpenContext(ctx context.Context, path string, opts OpenOptions) (*Savepoint, error) {
 	opts.ctx = ctx
 	return Open(path, opts)
@@ -81,7 +89,7 @@ func OpenContext(ctx context.Context, path string, opts OpenOptions) (*Savepoint
 
 // readOptions are the ReadOptions of a file Open reads.
 func (o OpenOptions) readOptions(root string, resolve func(string) ([]byte, error)) ReadOptions {
-	return ReadOptions{Resolve: resolve, Columnar: o.Columnar, probe: o.Probe, ctx: o.ctx,
+	return ReadOptions{Resolve: resolve, Columnar: o.Columnar, tempDir: o.TempDir, probe: o.Probe, ctx: o.ctx,
 		identify: func(h string) string {
 			id, _ := handleIdentity(root, h)
 			return id
@@ -468,6 +476,9 @@ type subtaskDir struct {
 	// absent says why a subtask the checkpoint's marker lists has no
 	// directory ("" for a directory read).
 	absent string
+	// unlisted: the marker does not list it, below the highest it lists
+	// (File.Unlisted).
+	unlisted bool
 }
 
 // markMissing records f's payload as missing (File.Missing), for why, in
@@ -580,6 +591,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		case len(listed) > 0 && !listed[d.index] && ok && d.index < highest:
 			rel, _ := filepath.Rel(sp.Root, filepath.Join(genDir, d.name, d.ckpts[sp.Checkpoint]))
 			sp.UnlistedRead = append(sp.UnlistedRead, rel)
+			d.unlisted = true
 			sp.Notes = append(sp.Notes, fmt.Sprintf("%s holds checkpoint %d, and %s does not list subtask %d, but lists subtask %d: read, as a restore at that layout reads it", rel, sp.Checkpoint, ShowName(sp.CompletedRel), d.index, highest))
 		case len(listed) > 0 && !listed[d.index]:
 			if name, holds := d.ckpts[sp.Checkpoint]; holds {
@@ -700,7 +712,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		sp.Backend = b
 		path := filepath.Join(genDir, d.name, name)
 		rel, _ := filepath.Rel(sp.Root, path)
-		f := &File{Subtask: d.index, Path: path, Rel: rel}
+		f := &File{Subtask: d.index, Path: path, Rel: rel, Unlisted: d.unlisted}
 		// Every materialisation the file's handles name is listed (a
 		// copy of the subtask copies them): those read, then those of
 		// handle rows not read because another handle names their file
@@ -1041,17 +1053,27 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		// A mapped canonical file is checksummed, validated and put in
 		// order in one pass (verifyMapped); when it gives up, or the file
 		// is another kind, the checksum is read on its own.
+		// A payload compressed as a whole is mapped decompressed, from
+		// f.plain: that is the stream verified and validated, while the
+		// checksum is the payload's own.
 		snap, comp, decodeErr = decodeFile(f, fh, data, ro)
-		verified := false
-		if decodeErr == nil && f.mapping != nil && snap.Variant == Canonical && snap.Rows == nil {
-			f.CRC32C, verified = verifyMapped(ro.ctx, fh, f.Size, f.mapping, snap, ro.probe)
+		verified, mfh := false, fh
+		if f.plain != nil {
+			mfh = f.plain
 		}
-		if !verified {
+		if decodeErr == nil && f.mapping != nil && snap.Variant == Canonical && snap.Rows == nil {
+			var crc uint32
+			crc, verified = verifyMapped(ro.ctx, mfh, int64(len(f.mapping)), f.mapping, snap, ro.probe)
+			if mfh == fh {
+				f.CRC32C = crc
+			}
+		}
+		if !verified || mfh != fh {
 			f.CRC32C, crcErr = checksumFileUntil(ro.ctx, fh, f.Size)
 			// (A checksum that failed, or was stopped, fails the read:
 			// the offsets, a pass over the whole file, are not read.)
-			if crcErr == nil && decodeErr == nil && f.mapping != nil {
-				decodeErr = validateOffsetsOf(f, fh, snap)
+			if crcErr == nil && decodeErr == nil && f.mapping != nil && !verified {
+				decodeErr = validateOffsetsOf(f, mfh, snap)
 			}
 		}
 	} else {
@@ -1097,6 +1119,9 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	if f.mapping != nil {
 		// The writer reads long runs of the batches from the file.
 		f.mapped = &mappedFile{f: fh, data: f.mapping}
+		if f.plain != nil {
+			f.mapped.f = f.plain
+		}
 		for i := range snap.Batches {
 			snap.Batches[i].file = f.mapped
 		}
@@ -1125,18 +1150,36 @@ func readFullUntil(ctx context.Context, fh *os.File, data []byte) error {
 }
 
 // decodeFile decompresses (if need be) and decodes a payload's bytes. A
-// compressed payload's map is dropped: the decompressed copy is on the heap.
+// compressed payload's map is dropped: the decompressed stream is on the
+// heap, or, mapped, in f.plain, which is mapped in its place.
 func decodeFile(f *File, fh *os.File, data []byte, ro ReadOptions) (*Snapshot, string, error) {
 	// A file compressed whole may hold compressed record batches: they
 	// are bounded by the size of the file, not of its decompressed bytes.
 	ro.budget = &inflateBudget{size: len(data)}
-	plain, comp, err := decompressPayload(data)
-	if err != nil {
-		return nil, "", fmt.Errorf("read %s: %w", f.Path, err)
+	var plain []byte
+	var comp string
+	var err error
+	if f.mapping != nil {
+		// Mapped, a payload compressed as a whole is decompressed into a
+		// temporary file, mapped in turn: memory holds neither it nor its
+		// decompressed stream.
+		var size int64
+		f.plain, size, comp, err = decompressToFile(ro.ctx, data, fh, ro.tempDir)
+		if err == nil && f.plain != nil {
+			unmapFile(f.mapping)
+			f.mapping, plain = nil, nil
+			if size > 0 {
+				f.mapping, err = mapFile(f.plain, size)
+				plain, fh = f.mapping, f.plain
+			}
+		} else {
+			plain = data
+		}
+	} else {
+		plain, comp, err = decompressPayload(data)
 	}
-	if comp != CompressNone && f.mapping != nil {
-		unmapFile(f.mapping)
-		f.mapping = nil
+	if err != nil {
+		return nil, comp, fmt.Errorf("read %s: %w", f.Path, err)
 	}
 	if m := f.mapping; m != nil {
 		// The offsets are validated after decoding (verifyMapped, or
@@ -1320,7 +1363,15 @@ func (sp *Savepoint) Close() error {
 		}
 		if f.mapped != nil {
 			errs = append(errs, f.mapped.f.Close())
+			if f.mapped.f == f.plain {
+				f.plain = nil
+			}
 			f.mapped = nil
+		}
+		if f.plain != nil {
+			// The decompressed copy of a payload that did not decode.
+			errs = append(errs, f.plain.Close())
+			f.plain = nil
 		}
 	}
 	return errors.Join(errs...)
@@ -1570,17 +1621,6 @@ func (sp *Savepoint) EmptyPayloadWarnings() []string {
 	return out
 }
 
-// UnlistedSubtasks returns the subtasks of UnlistedRead's files.
-func (sp *Savepoint) UnlistedSubtasks() []int {
-	var out []int
-	for _, f := range sp.Files {
-		if slices.Contains(sp.UnlistedRead, f.Rel) {
-			out = append(out, f.Subtask)
-		}
-	}
-	return out
-}
-
 // ReadWarnings says, one line each, where the tree was read otherwise than
 // clink's restore reads it: the files of the checkpoint left out because
 // the tree's only marker does not list their subtask (Unlisted: a command
@@ -1597,7 +1637,7 @@ func (sp *Savepoint) ReadWarnings() []string {
 		out = append(out, fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is left out: none of its rows is read, nor written to an output (sptool validate says more; given the file itself, %s, a command reads it)", rel, sp.Checkpoint, ShowName(sp.CompletedRel), filepath.Join(sp.Root, rel)))
 	}
 	for _, rel := range sp.UnlistedRead {
-		out = append(out, fmt.Sprintf("%s holds checkpoint %d, and %s does not list its subtask, but lists one above it: it is read, as a restore at that layout starts the subtask from it, though that restore unions its operator rows into no other subtask's state; an output at this layout leaves it out of its marker's list too, a rescale's lists every new subtask (sptool validate says more)", rel, sp.Checkpoint, ShowName(sp.CompletedRel)))
+		out = append(out, fmt.Sprintf("%s holds checkpoint %d, and %s does not list its subtask, but lists one above it: it is read, as a restore at that layout starts the subtask from it, though that restore unions its operator rows into no other subtask's state; an output that keeps the file in place leaves it out of its marker's list too, which lists every new subtask of a rescaled group (sptool validate says more)", rel, sp.Checkpoint, ShowName(sp.CompletedRel)))
 	}
 	for _, rel := range sp.NewerCompleted {
 		out = append(out, fmt.Sprintf("%s marks a newer checkpoint complete, but v%d holds none of its files: checkpoint %d was read instead (a job restoring the latest completed checkpoint finds no state; --checkpoint chooses one)", ShowName(rel), sp.Generation, sp.Checkpoint))

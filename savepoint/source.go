@@ -1,5 +1,7 @@
 package savepoint
 
+import "os"
+
 // InputKind says what a PATH given to Open pointed at.
 type InputKind uint8
 
@@ -104,13 +106,23 @@ type File struct {
 	// Path and Rel name the file clink would open; the sizes, checksums
 	// and verdict are zero.
 	Missing bool
+	// Unlisted is set on the file of a subtask that the checkpoint's only
+	// marker does not list, below the highest it lists (see
+	// Savepoint.UnlistedRead): read, as a restore at that layout starts the
+	// subtask from it, which unions its operator rows into no other
+	// subtask's state. An output that keeps the file's place leaves its
+	// subtask out of the marker's list too.
+	Unlisted bool
 	// missingWhy says how Missing's payload is missing ("subtask
 	// directory 2 holds no checkpoint 7").
 	missingWhy string
 
 	mapping []byte      // the payload's memory map (OpenOptions.Columnar)
 	mapped  *mappedFile // the open file behind mapping
-	stamp   fileStamp   // the payload's metadata when opened (see CheckUnchanged)
+	// plain is the unnamed temporary file a payload compressed as a whole
+	// is decompressed into and mapped from (mapping), with Columnar.
+	plain *os.File
+	stamp fileStamp // the payload's metadata when opened (see CheckUnchanged)
 	// matStamps are the materialisation files read for a changelog
 	// payload, with their metadata and CRC-32C when read.
 	matStamps []matStamp

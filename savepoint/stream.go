@@ -1164,29 +1164,39 @@ func zstdWindowAllowed(size int64) int64 {
 // reads it with allocate a frame's whole window before its first block:
 // a five-byte frame asking for 512 MiB allocated 512 MiB.
 func zstdWindow(data []byte) int64 {
+	return zstdWindowOf(int64(len(data)), func(off int64, n int) []byte { return data[off : off+int64(n)] })
+}
+
+// zstdWindowOf is zstdWindow of size bytes that peek returns n at a time
+// from off (off+n never past size): a file read where its map would fault
+// a page in for each block header.
+func zstdWindowOf(size int64, peek func(off int64, n int) []byte) int64 {
 	var most int64
-	for len(data) > 0 {
-		if len(data) < 8 {
+	var pos int64 // the start of the frame walked
+	for pos < size {
+		left := size - pos
+		if left < 8 {
 			return most
 		}
-		magic := binary.LittleEndian.Uint32(data)
+		head := peek(pos, int(min(left, 18))) // a frame header's most
+		magic := binary.LittleEndian.Uint32(head)
 		if magic&0xFFFFFFF0 == 0x184D2A50 { // a skippable frame
-			n := int64(binary.LittleEndian.Uint32(data[4:]))
-			if n > int64(len(data)-8) {
+			n := int64(binary.LittleEndian.Uint32(head[4:]))
+			if n > left-8 {
 				return most
 			}
-			data = data[8+n:]
+			pos += 8 + n
 			continue
 		}
 		if magic != 0xFD2FB528 {
 			return most
 		}
-		fhd := data[4]
+		fhd := head[4]
 		single := fhd&0x20 != 0
 		at := 5
 		var window int64
 		if !single {
-			wd := data[at]
+			wd := head[at]
 			at++
 			base := int64(1) << (10 + wd>>3)
 			window = base + base/8*int64(wd&7)
@@ -1196,49 +1206,50 @@ func zstdWindow(data []byte) int64 {
 		if fcsSize == 0 && single {
 			fcsSize = 1
 		}
-		if at+fcsSize > len(data) {
+		if at+fcsSize > len(head) {
 			return most
 		}
 		if single {
 			var fcs uint64
 			for k := fcsSize - 1; k >= 0; k-- {
-				fcs = fcs<<8 | uint64(data[at+k])
+				fcs = fcs<<8 | uint64(head[at+k])
 			}
 			if fcsSize == 2 {
 				fcs += 256
 			}
 			window = int64(min(fcs, 1<<62))
 		}
-		at += fcsSize
+		off := pos + int64(at+fcsSize)
 		most = max(most, window)
 		for {
-			if at+3 > len(data) {
+			if off+3 > size {
 				return most
 			}
-			h := uint32(data[at]) | uint32(data[at+1])<<8 | uint32(data[at+2])<<16
-			at += 3
-			n := int(h >> 3)
+			b := peek(off, 3)
+			h := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
+			off += 3
+			n := int64(h >> 3)
 			switch h >> 1 & 3 {
 			case 1: // RLE: one byte repeated n times
 				n = 1
 			case 3:
 				return most
 			}
-			if n > len(data)-at {
+			if n > size-off {
 				return most
 			}
-			at += n
+			off += n
 			if h&1 != 0 {
 				break // the last block
 			}
 		}
 		if fhd&0x04 != 0 {
-			at += 4 // content checksum
+			off += 4 // content checksum
 		}
-		if at > len(data) {
+		if off > size {
 			return most
 		}
-		data = data[at:]
+		pos = off
 	}
 	return most
 }

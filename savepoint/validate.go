@@ -1529,7 +1529,7 @@ func (v *validator) checkCompleted() {
 		if err != nil {
 			subtask = -1
 		}
-		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: rel, Subtask: subtask, Row: -1, Message: fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask, though it lists subtasks above it: a restore at this layout starts subtask %d from its own file all the same, and sptool reads it; its operator rows join no other subtask's union at that restore (section 5.3), and an output of sptool's at this layout leaves the subtask out of its marker's list too (clink's coordinator lists every subtask of the checkpoint)", rel, sp.Checkpoint, ShowName(sp.CompletedRel), subtask)})
+		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: rel, Subtask: subtask, Row: -1, Message: fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask, though it lists subtasks above it: a restore at this layout starts subtask %d from its own file all the same, and sptool reads it; its operator rows join no other subtask's union at that restore (section 5.3), and an output of sptool's that keeps the file in place leaves the subtask out of its marker's list too (clink's coordinator lists every subtask of the checkpoint)", rel, sp.Checkpoint, ShowName(sp.CompletedRel), subtask)})
 	}
 	for _, rel := range sp.Unlisted {
 		subtask, err := strconv.Atoi(filepath.Base(filepath.Dir(rel)))

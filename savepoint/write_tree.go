@@ -65,10 +65,10 @@ type TreeOptions struct {
 	// so that they survive a rewrite as unknown metadata keys do.
 	MarkerExtra []MetaEntry
 	// Unlisted are subtasks the COMPLETED marker leaves out of its list
-	// though they are written: those the input's marker did not list, below
-	// the highest it listed (Savepoint.UnlistedSubtasks), written at the
-	// same index. A restore starts each from its own file and unions its
-	// operator rows into no other subtask's state, as it did the input's.
+	// though they are written: those of input files the input's marker did
+	// not list (File.Unlisted) written in the same place. A restore starts
+	// each from its own file and unions its operator rows into no other
+	// subtask's state, as it did the input's.
 	Unlisted []int
 }
 

@@ -166,13 +166,18 @@ type newFile struct {
 	rescaled  bool
 	keyGroups savepoint.KeyGroupRange
 	timers    int64
+	// unlisted: the file keeps the place of an input file whose subtask
+	// the input's marker does not list (File.Unlisted), and so stays out
+	// of the output marker's list.
+	unlisted bool
 }
 
 // sameLayoutFile is the output file of an input file whose place in the
 // layout does not change (no rescale, or its group keeps its parallelism).
 func sameLayoutFile(f *savepoint.File, res *fileResult, subtask int) *newFile {
 	nf := &newFile{subtask: subtask, rows: res.out, md: f.Snapshot.Metadata, versions: res.versions,
-		from: f.Rel, inputCRC: f.CRC32C, compression: f.Compression, canonical: res.canonical}
+		from: f.Rel, inputCRC: f.CRC32C, compression: f.Compression, canonical: res.canonical,
+		unlisted: f.Unlisted}
 	if !res.changed {
 		nf.copyOf = f
 	}

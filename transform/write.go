@@ -112,12 +112,15 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	if sp.Completed != nil {
 		markerExtra = sp.Completed.Extra
 	}
-	// At the input's layout, the subtasks its marker did not list stay out
-	// of the output's list, so that a restore unions their operator rows
-	// as it would the input's; a rescale's marker lists every new subtask.
+	// Files kept in their place whose subtasks the input's marker did not
+	// list stay out of the output's list, so that a restore unions their
+	// operator rows as it would the input's; the marker lists every new
+	// subtask of a rescaled group.
 	var unlisted []int
-	if set.Rescale() == nil {
-		unlisted = sp.UnlistedSubtasks()
+	for _, nf := range files {
+		if nf.unlisted {
+			unlisted = append(unlisted, nf.subtask)
+		}
 	}
 	tw, err := savepoint.CreateTree(opts.Out, savepoint.TreeOptions{
 		Generation: gen, Checkpoint: ckpt, Backend: sp.Backend,

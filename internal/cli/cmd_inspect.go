@@ -14,13 +14,13 @@ func init() {
 	register(&command{
 		name:     "inspect",
 		synopsis: "summarise a savepoint: operators, slots, sizes, key-group histogram and skew, version map, sidecars",
-		usage:    "PATH [--json] [--checkpoint ID] [--groups 0-2,3-4]",
+		usage:    "PATH [--json] [--checkpoint ID] [--groups 0-2,3-4] [--temp-dir DIR]",
 		run:      runInspect,
 	})
 	register(&command{
 		name:     "validate",
 		synopsis: "check a savepoint against clink's format and restore contract (exit 1 on errors)",
-		usage:    "PATH [--json] [--parallelism M] [--checkpoint ID] [--groups 0-2,3-4]",
+		usage:    "PATH [--json] [--parallelism M] [--checkpoint ID] [--groups 0-2,3-4] [--temp-dir DIR]",
 		run:      runValidate,
 	})
 }
@@ -47,6 +47,9 @@ func (o openFlags) open(path string) (*savepoint.Savepoint, error) {
 // openWith opens path with base options plus the shared flags.
 func (o openFlags) openWith(path string, opts savepoint.OpenOptions) (*savepoint.Savepoint, error) {
 	opts.Checkpoint, opts.CheckpointSet = *o.checkpoint, o.fs.Changed("checkpoint")
+	if f := o.fs.Lookup("temp-dir"); f != nil && opts.TempDir == "" {
+		opts.TempDir = f.Value.String()
+	}
 	if *o.groups != "" {
 		gs, err := savepoint.ParseGroups(*o.groups)
 		if err != nil {
@@ -67,8 +70,12 @@ func runInspect(ctx context.Context, s *Streams, args []string) int {
 	fs := flagSet(c)
 	asJSON := fs.Bool("json", false, "print the summary as JSON (stable format, see the README)")
 	of := addOpenFlags(fs)
+	tempDir := fs.String("temp-dir", "", "where a payload compressed as a whole is decompressed, into a temporary file (default: the system's temporary directory)")
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
+	}
+	if err := checkTempDir(*tempDir, fs.Arg(0)); err != nil {
+		return usageError(s, c, err)
 	}
 	// A tree's file that does not decode is shown with the rest of the
 	// tree, and the run then fails naming it.
@@ -103,8 +110,12 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	asJSON := fs.Bool("json", false, "print the findings as JSON (stable format, see the README)")
 	par := intFlag(fs, "parallelism", 0, "also check what a job resubmitted at this parallelism restores: every keyed row in its subtask's key-group range, every timer its restore fires")
 	of := addOpenFlags(fs)
+	tempDir := fs.String("temp-dir", "", "where a payload compressed as a whole is decompressed, into a temporary file (default: the system's temporary directory)")
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
+	}
+	if err := checkTempDir(*tempDir, fs.Arg(0)); err != nil {
+		return usageError(s, c, err)
 	}
 	switch {
 	case *par < 0:

@@ -141,7 +141,7 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	if dry {
 		tempDefault = "the system's temporary directory"
 	}
-	f.tempDir = fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, through temporary files (default: "+tempDefault+")")
+	f.tempDir = fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, and a payload compressed as a whole decompressed, through temporary files (default: "+tempDefault+")")
 	f.open = addOpenFlags(fs)
 	return f
 }
@@ -195,8 +195,14 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	// The pass at open asks the purge lists of the rules, once their
 	// filters are built, for the rows they may hold (see transform.Probe).
 	var probe savepoint.ProbeSlot
+	// A payload compressed as a whole is decompressed where the run's
+	// sorts spill: beside the output a run writes.
+	tmpOut := out
+	if dry {
+		tmpOut = ""
+	}
 	open := startOpen(func() (*savepoint.Savepoint, error) {
-		return tf.open.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *tf.allowUnverif, Columnar: true, Probe: &probe})
+		return tf.open.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *tf.allowUnverif, Columnar: true, Probe: &probe, TempDir: openTempDir(*tf.tempDir, tmpOut)})
 	})
 	set, err := load(rules.ParseOptions{KeysReady: func(lists []*rules.PurgeKeysSpec) { probe.Set(transform.ProbeLists(lists)) }})
 	if err != nil {
