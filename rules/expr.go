@@ -3,6 +3,7 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -587,35 +588,13 @@ func toExprErr(err error) *exprErr {
 }
 
 // nearField returns " (did you mean 'key'?)" for the row-model field
-// nearest to name, within two edits (one for a name of 3 letters or fewer,
-// or the same letters in another order: kye), or "".
+// nearest to name (textdist.Nearest), or "".
 func nearField(name string) string {
-	limit := 2
-	if len(name) <= 3 {
-		limit = 1
+	names := slices.Sorted(maps.Keys(fieldNames))
+	if f, ok := textdist.Nearest(name, names); ok {
+		return fmt.Sprintf(" (did you mean '%s'?)", f)
 	}
-	best, bestD := "", limit+1
-	for f := range fieldNames {
-		d := textdist.Distance(name, f)
-		if d > limit && sameLetters(name, f) {
-			d = limit
-		}
-		if d < bestD || d == bestD && f < best {
-			best, bestD = f, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean '%s'?)", best)
-}
-
-// sameLetters reports whether a and b are made of the same bytes.
-func sameLetters(a, b string) bool {
-	x, y := []byte(a), []byte(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return string(x) == string(y)
+	return ""
 }
 
 // goTypeOf probes a codec's decoded Go type by decoding the shortest

@@ -212,8 +212,9 @@ func TestUsedAfterClose(t *testing.T) {
 // TestMissingPayloadEdges: a marker listing a subtask index above any
 // sptool reads fails Open at once (every subtask below it would be a
 // missing one); RequireValid passes over a missing payload, which
-// UndecodableError names; and the subtasks below the highest a marker
-// lists are read though it does not list them.
+// UndecodableError names; the subtasks below the highest a marker lists
+// are read though it does not list them; and a tree whose every payload
+// read is missing keeps its backend.
 func TestMissingPayloadEdges(t *testing.T) {
 	dir := undecodableTree(t, nil)
 	marker := filepath.Join(dir, "_jobs", "1001", "COMPLETED-7")
@@ -285,6 +286,23 @@ func TestMissingPayloadEdges(t *testing.T) {
 	}
 	if got := strings.Join(read, " "); got != "0:false 1:false 3:false 5:true" || sp.Backend != BackendFile || len(sp.UnlistedRead) != 3 {
 		t.Errorf("listing 5: files %s (want 0:false 1:false 3:false 5:true), backend %q, %d read unlisted", got, sp.Backend, len(sp.UnlistedRead))
+	}
+
+	// With the directories above the subtask listed, they are left out:
+	// the tree read is the listed subtask's missing payload alone, and
+	// keeps the backend of the files left out.
+	for _, s := range []string{"0", "1", "3"} {
+		if err := os.Rename(filepath.Join(dir, "v1", s), filepath.Join(dir, "v1", "1"+s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp2, err := Open(dir, OpenOptions{KeepUndecodable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp2.Close()
+	if len(sp2.Files) != 1 || !sp2.Files[0].Missing || sp2.Files[0].Subtask != 5 || sp2.Backend != BackendFile {
+		t.Errorf("every payload missing: %d files, backend %q", len(sp2.Files), sp2.Backend)
 	}
 }
 

@@ -1757,8 +1757,8 @@ func (sp *Savepoint) CheckConsecutive() error {
 
 // DescribeMissing says why the tree read lacks the subtasks missing (of
 // MissingSubtasks): "subtask 2 has no directory", or, for a directory the
-// checkpoint's only marker does not list, "subtask 2's directory holds no
-// checkpoint 7".
+// checkpoint's only marker does not list, "the directory of subtask 2
+// holds no checkpoint 7".
 func (sp *Savepoint) DescribeMissing(missing []int) string {
 	var absent, bare []int
 	for _, i := range missing {

@@ -1329,10 +1329,10 @@ func (v *validator) checkOperatorRows(perFile [][]Row, keyedOps []map[uint64]boo
 			continue
 		}
 		if IsTimerBlob(e.key) {
-			// Each subtask's blob holds the timers of its own key groups:
-			// a restore at this layout keeps each subtask's own copy, and a
-			// rescale splits them by key group (timers are checked apart).
-			v.treeFinding(SeverityInfo, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d timer blob %s differs across subtasks (%s), as each holds the timers of its own subtask: a restore at this layout keeps each subtask's own copy, and sptool rescale splits the blobs by key group, but a scale-down restore by clink keeps one parent's blob and loses the other parents' timers (section 6.3)%s%s", e.op, RenderKey(e.key), desc, frozen, unread))
+			// Each subtask's blob holds the timers it fires: a restore at
+			// this layout keeps each subtask's own copy, and a rescale
+			// splits them by key group (their places are checked apart).
+			v.treeFinding(SeverityInfo, CheckOperatorDivergence, e.op, e.key, fmt.Sprintf("op %d timer blob %s differs across subtasks (%s): each subtask's blob holds the timers it fires (the timers check says whether each is where a restore fires it); a restore at this layout keeps each subtask's own copy, and sptool rescale splits the blobs by key group, but a scale-down restore by clink keeps one parent's blob and loses the other parents' timers (section 6.3)%s%s", e.op, RenderKey(e.key), desc, frozen, unread))
 			continue
 		}
 		// Merged in subtask order as clink's merge does, pair by pair: the
@@ -1525,19 +1525,23 @@ func (v *validator) checkCompleted() {
 		v.treeFinding(SeverityWarning, CheckSubtasks, 0, nil, fmt.Sprintf("%s %s is not read: its name, with leading zeros, names what %s names, which clink opens (section %s), so a restore leaves it out too; a stray copy, or a file meant to replace the other (remove or rename it)", what, ShowName(sh.Rel), ShowName(sh.Read), section))
 	}
 	for _, rel := range sp.UnlistedRead {
-		subtask, err := strconv.Atoi(filepath.Base(filepath.Dir(rel)))
-		if err != nil {
-			subtask = -1
-		}
+		subtask := subtaskOfRel(rel)
 		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: rel, Subtask: subtask, Row: -1, Message: fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask, though it lists subtasks above it: a restore at this layout starts subtask %d from its own file all the same, and sptool reads it; its operator rows join no other subtask's union at that restore (section 5.3), and an output of sptool's that keeps the file in place leaves the subtask out of its marker's list too (clink's coordinator lists every subtask of the checkpoint)", rel, sp.Checkpoint, ShowName(sp.CompletedRel), subtask)})
 	}
 	for _, rel := range sp.Unlisted {
-		subtask, err := strconv.Atoi(filepath.Base(filepath.Dir(rel)))
-		if err != nil {
-			subtask = -1
-		}
+		subtask := subtaskOfRel(rel)
 		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: rel, Subtask: subtask, Row: -1, Message: fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is not part of the checkpoint the marker describes, and is left out (clink's restore does not union its operator rows either, section 5.3; a restore at a parallelism that takes in that subtask would read its keyed rows)", rel, sp.Checkpoint, ShowName(sp.CompletedRel))})
 	}
+}
+
+// subtaskOfRel returns the subtask of a payload's path within the tree
+// (v1/2/checkpoint-7.snap: 2), or -1.
+func subtaskOfRel(rel string) int {
+	i, err := strconv.Atoi(filepath.Base(filepath.Dir(rel)))
+	if err != nil {
+		return -1
+	}
+	return i
 }
 
 // checkSubtasks reports the subtasks missing below the tree's highest.

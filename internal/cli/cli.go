@@ -212,11 +212,16 @@ func parse(c *command, fs *pflag.FlagSet, s *Streams, args []string, nargs func(
 		// pflag says "must be an integer" of one too large for its type.
 		err = fmt.Errorf("invalid argument %q for \"--%s\" flag: out of range", bad.GetValue(), bad.GetFlag().Name)
 	}
-	if err != nil && strings.HasPrefix(err.Error(), "unknown flag: --") {
-		err = fmt.Errorf("%w%s", err, nearFlag(fs, strings.TrimPrefix(err.Error(), "unknown flag: --")))
+	if err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+			err = fmt.Errorf("%w%s", err, nearFlag(fs, name))
+		} else if _, arg, ok := strings.Cut(err.Error(), "' in -"); ok && strings.HasPrefix(err.Error(), "unknown shorthand flag: ") && len(arg) > 1 {
+			// -json for --json
+			err = fmt.Errorf("%w%s", err, nearFlag(fs, arg))
+		}
 	}
 	if err == nil && !nargs(fs.NArg()) {
-		err = argsError(c.usage, fs.Args())
+		err = argsError(c.usage, fs, args)
 	}
 	if i := slices.Index(fs.Args(), ""); err == nil && i >= 0 {
 		err = fmt.Errorf("argument %d is empty: it must name a file or a directory", i+1)
@@ -326,65 +331,72 @@ func quoteArgs(msg string, args []string) string {
 
 func errNegative(flag string) error { return fmt.Errorf("%s must not be negative", flag) }
 
-// nearCommand returns ` (did you mean "inspect"?)` for a command name
-// within two edits of name, or "".
+// nearCommand returns ` (did you mean "inspect"?)` for the command name
+// nearest to name (textdist.Nearest), or "".
 func nearCommand(name string) string {
-	names := []string{"help", "version"}
+	names := []string{"help", "version", "--help", "--version"}
 	for n := range commands {
 		names = append(names, n)
 	}
-	return didYouMean(name, names, "")
+	slices.Sort(names)
+	if n, ok := textdist.Nearest(name, names); ok {
+		return fmt.Sprintf(" (did you mean %q?)", n)
+	}
+	return ""
 }
 
-// nearFlag returns ` (did you mean --json?)` for a flag of fs within two
-// edits of name (a flag's name as given, without its dashes and value), or
-// "".
+// nearFlag returns ` (did you mean --json?)` for the flag of fs nearest to
+// name (a flag's name as given, without its dashes and value), hidden and
+// deprecated flags left out, --help in; or "".
 func nearFlag(fs *pflag.FlagSet, name string) string {
 	name, _, _ = strings.Cut(name, "=")
-	var names []string
-	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	return didYouMean(name, names, "--")
+	names := []string{"help"}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && f.Deprecated == "" {
+			names = append(names, f.Name)
+		}
+	})
+	slices.Sort(names)
+	if n, ok := textdist.Nearest(name, names); ok {
+		return fmt.Sprintf(" (did you mean --%s?)", n)
+	}
+	return ""
 }
 
-// didYouMean returns ` (did you mean <prefix>x?)` for the nearest of names
-// to name, if it is within two edits (one for a name of 3 letters or
-// fewer) and the nearest alone, or "".
-func didYouMean(name string, names []string, prefix string) string {
-	limit := 2
-	if len([]rune(name)) <= 3 {
-		limit = 1
-	}
-	best, bestD, ties := "", limit+1, 0
-	slices.Sort(names)
-	for _, n := range names {
-		switch d := textdist.Distance(name, n); {
-		case d < bestD:
-			best, bestD, ties = n, d, 0
-		case d == bestD:
-			ties++
+// argsError says why the arguments given (args, parsed into fs) are not
+// those usage names (its words in capitals that are no flag's value: PATH,
+// A B): a "true" or "false" given apart from the flag before it, which is
+// on or off; a flag usage requires (one outside its brackets: -r RULES)
+// left out, whose value is then taken for an argument; or which arguments
+// are missing, or one too many.
+func argsError(usage string, fs *pflag.FlagSet, args []string) error {
+	for i := 1; i < len(args); i++ {
+		if args[i] != "true" && args[i] != "false" || !strings.HasPrefix(args[i-1], "-") || strings.Contains(args[i-1], "=") {
+			continue
+		}
+		f := fs.Lookup(strings.TrimLeft(args[i-1], "-"))
+		if len(args[i-1]) == 2 {
+			f = fs.ShorthandLookup(args[i-1][1:])
+		}
+		if f != nil && f.Value.Type() == "bool" {
+			return fmt.Errorf("%q after %s is taken for an argument: a flag that is on or off takes its value after '=' (--%s=%s)", args[i], args[i-1], f.Name, args[i])
 		}
 	}
-	if best == "" || ties > 0 {
-		return ""
-	}
-	if prefix == "" {
-		return fmt.Sprintf(" (did you mean %q?)", best)
-	}
-	return fmt.Sprintf(" (did you mean %s%s?)", prefix, best)
-}
-
-// argsError says how the arguments given differ from those usage names (its
-// words in capitals that are no flag's value: PATH, A B): which are missing,
-// or which are one too many.
-func argsError(usage string, got []string) error {
 	var names []string
 	words := strings.Fields(bracketed.ReplaceAllString(usage, " "))
 	for i, w := range words {
-		if strings.HasPrefix(w, "-") || strings.ToUpper(w) != w || i > 0 && strings.HasPrefix(words[i-1], "-") {
+		if strings.HasPrefix(w, "-") {
+			if f := fs.ShorthandLookup(strings.TrimPrefix(w, "-")); len(w) == 2 && f != nil && !fs.Changed(f.Name) {
+				return fmt.Errorf("-%s/--%s is required", f.Shorthand, f.Name)
+			}
+			continue
+		}
+		if strings.ToUpper(w) != w || i > 0 && strings.HasPrefix(words[i-1], "-") {
 			continue
 		}
 		names = append(names, w)
 	}
+	got := fs.Args()
 	if len(names) == 0 {
 		return fmt.Errorf("wrong number of arguments (%d)", len(got))
 	}
@@ -392,14 +404,10 @@ func argsError(usage string, got []string) error {
 		return fmt.Errorf("missing %s", strings.Join(names[len(got):], " and "))
 	}
 	extra := got[len(names):]
-	msg := fmt.Sprintf("takes %s; %s is one argument too many", strings.Join(names, " "), quoteList(extra))
 	if len(extra) > 1 {
-		msg = fmt.Sprintf("takes %s; %s are %d arguments too many", strings.Join(names, " "), quoteList(extra), len(extra))
+		return fmt.Errorf("takes %s; %s are %d arguments too many", strings.Join(names, " "), quoteList(extra), len(extra))
 	}
-	if slices.ContainsFunc(extra, func(a string) bool { return a == "true" || a == "false" }) {
-		msg += " (a flag that is on or off takes its value after '=': --json=false)"
-	}
-	return errors.New(msg)
+	return fmt.Errorf("takes %s; %s is one argument too many", strings.Join(names, " "), quoteList(extra))
 }
 
 // bracketed matches the optional ([...]) and alternative ((...)) parts

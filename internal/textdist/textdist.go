@@ -2,6 +2,8 @@
 // mean" hints of rule files and the warnings of names that look mistyped.
 package textdist
 
+import "slices"
+
 // Distance is the Levenshtein distance of a and b over their runes: the
 // fewest insertions, deletions and substitutions that turn one into the
 // other.
@@ -24,4 +26,41 @@ func Distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// Nearest returns the one of names nearest to name, for a "did you mean":
+// within two edits, or one for a name of three runes or fewer, the same
+// letters in another order counting as close enough ("kye" for "key"). It
+// reports false when none is that near, or when several are equally near.
+func Nearest(name string, names []string) (string, bool) {
+	limit := 2
+	if len([]rune(name)) <= 3 {
+		limit = 1
+	}
+	best, bestD, ties := "", limit+1, 0
+	for _, n := range names {
+		d := Distance(name, n)
+		if d > limit && sameLetters(name, n) {
+			d = limit
+		}
+		switch {
+		case n == best:
+		case d < bestD:
+			best, bestD, ties = n, d, 0
+		case d == bestD:
+			ties++
+		}
+	}
+	return best, best != "" && ties == 0
+}
+
+// sameLetters reports whether a and b are made of the same runes.
+func sameLetters(a, b string) bool {
+	x, y := []rune(a), []rune(b)
+	if len(x) != len(y) {
+		return false
+	}
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
 }
