@@ -3,7 +3,9 @@
 #
 # For each size it generates a snapshot in canonical order (as sptool writes
 # and RocksDB exports), and at 10M rows also one in clink's hash-map order
-# (shuffled) and 4-subtask trees in both orders, then times each operation and its peak
+# (shuffled), 4-subtask trees in both orders and, where the zstd command is
+# present, the sorted file compressed whole with zstd (next to zstd's own
+# decompression), then times each operation and its peak
 # resident memory next to `cp` of the same input. Ratios are what to
 # compare: absolute times drift between machines and with load.
 #
@@ -187,6 +189,30 @@ bench_large() { # a key column over 2 GiB: the writer splits batches, memory sta
 	rm -rf "$DIR/copy-tree" "$DIR/out-tree" "$t"
 }
 
+bench_compressed() { # label path: a payload compressed as a whole with zstd
+	local label=$1 in=$2 bytes dz_s dz_kb
+	bytes=$(stat -c %s "$in")
+	# The reference is zstd's own decompression to a file: what any reader
+	# of the file must do first, as cp is of a plain one.
+	BASE=()
+	read -r dz_s dz_kb _ < <(measure sh -c 'zstd -q -d -c "$1" > "$2"' sh "$in" "$DIR/copy.snap")
+	BASE=(sh -c 'zstd -q -d -c "$1" > "$2"' sh "$in" "$DIR/copy.snap")
+	rm -f "$DIR/copy.snap"
+	header "$label ($(numfmt --to=iec "$bytes")B; vs zstd -d to a file, not cp)"
+	row "zstd -d to a file" "$dz_s" "$dz_kb" 1 "$bytes"
+	for op in inspect validate; do
+		read -r s kb q < <(measure "$BIN" "$op" "$in")
+		row "sptool $op" "$s" "$kb" "$q" "$bytes"
+	done
+	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
+	read -r s kb q < <(measure "$BIN" apply -r "$DIR/drop.yaml" --decompress "$in" -o "$DIR/out.snap")
+	row "apply drop --decompress" "$s" "$kb" "$q" "$bytes"
+	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
+	read -r s kb q < <(measure "$BIN" apply -r "$DIR/purge.yaml" --decompress "$in" -o "$DIR/out.snap")
+	row "apply purge_keys --decompress" "$s" "$kb" "$q" "$bytes"
+	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
+}
+
 bench_tree() { # label dir [subtasks]
 	local label=$1 in=$2 from=${3:-4} bytes cp_s
 	bytes=$(du -sb "$in" | cut -f1)
@@ -223,6 +249,13 @@ for n in $SIZES; do
 	f="$DIR/sorted-$n.snap"
 	[ -f "$f" ] || "$DIR/spgen" big "$f" "$n" --sorted
 	bench_file "$n rows, canonical order" "$f" "$n"
+	if [ "$n" = 10000000 ] && command -v zstd >/dev/null; then
+		# An archive's form: the file compressed as a whole (zstd -3).
+		z="$DIR/sorted-$n.snap.zst"
+		[ -f "$z" ] || zstd -q -3 "$f" -o "$z"
+		bench_compressed "$n rows, canonical order, compressed whole with zstd" "$z"
+		rm -f "$z"
+	fi
 	if [ "$n" = 10000000 ]; then
 		u="$DIR/shuffled-$n.snap"
 		[ -f "$u" ] || "$DIR/spgen" big "$u" "$n"

@@ -363,6 +363,15 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	}
 	rep := newReport(sp, set, opts.DryRun)
 	rep.Warnings = append(rep.Warnings, sp.ReadWarnings()...)
+	if missing := sp.MissingSubtasks(); len(missing) > 0 {
+		// (A rescale refuses such a tree above.)
+		which, it := "subtask", "it"
+		if len(missing) > 1 {
+			which, it = "subtasks", "them"
+		}
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the tree's subtasks are not consecutive (it holds %s; %s): a job restoring it at this layout refuses to start %s %s, and one restoring the output too, which lacks %s as well; chain groups, which decide which copy of a row is kept, are not inferred across the gap (sptool validate says more)",
+			sp.SubtaskList(), sp.DescribeMissing(missing), which, savepoint.JoinInts(missing, ","), it))
+	}
 	for _, f := range missingState(sp) { // accepted: AllowMissingState
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s is 0 bytes, accepted as empty state: subtask %d's output restores empty, where clink would refuse to restore the input's", savepoint.ShowName(f.Rel), f.Subtask))
 	}
