@@ -17,7 +17,12 @@ import (
 // does not hold the decompressed stream, and nothing is left in the
 // directory.
 func TestOpenCompressedMapped(t *testing.T) {
-	const n = 200_000
+	// (Under -short, as the race detector runs it, a smaller stream, whose
+	// heap growth the buffer pools' would hide, is read without that check.)
+	n := 200_000
+	if testing.Short() {
+		n = 20_000
+	}
 	rows := make([]Row, n)
 	for i := range rows {
 		key := binary.BigEndian.AppendUint64([]byte{byte(i % 128), 'c', '|'}, uint64(i))
@@ -67,7 +72,7 @@ func TestOpenCompressedMapped(t *testing.T) {
 			runtime.ReadMemStats(&after)
 			live := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 			t.Logf("live heap %d", live)
-			if live > int64(plain.Len())/4 {
+			if !testing.Short() && live > int64(plain.Len())/4 {
 				t.Errorf("the heap grew by %d bytes while the savepoint is open, for a stream of %d decompressed", live, plain.Len())
 			}
 			if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
