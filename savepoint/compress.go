@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"strings"
+	"syscall"
 
 	dsbzip2 "github.com/dsnet/compress/bzip2"
 	"github.com/klauspost/compress/zstd"
@@ -221,17 +223,48 @@ func openDecompressor(data []byte, src *os.File, payload bool, limit int64) (io.
 	return r, name, done, nil
 }
 
-// fileBytes returns a zstdWindowOf peek of f's bytes, read with pread (a
-// byte that cannot be read is 0: the decoder, which reads them after,
-// reports the error).
+// TempFileError is an error of the temporary file a payload compressed as
+// a whole is decompressed into (OpenOptions.TempDir): its directory cannot
+// be written, or is full. It says nothing of the payload, which a tree
+// opened with KeepUndecodable does not record as undecodable for it: the
+// open fails.
+type TempFileError struct{ Err error }
+
+func (e *TempFileError) Error() string { return e.Err.Error() }
+func (e *TempFileError) Unwrap() error { return e.Err }
+
+// tempHint is what an error of that temporary file adds about how to put it
+// elsewhere.
+func tempHint(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG):
+		return " (it takes the stream's decompressed size; --temp-dir puts it on another file system)"
+	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
+		return " (--temp-dir names a directory it can write)"
+	}
+	return ""
+}
+
+// fileBytes returns a zstdWindowOf peek of f's bytes, read with pread a
+// window of 64 KiB at a time, from the first byte asked for on (headers of
+// blocks as short as a zstd stream may have them come many to a window): a
+// byte that cannot be read is 0, and the decoder, which reads them after,
+// reports the error.
 func fileBytes(f *os.File) func(off int64, n int) []byte {
-	buf := make([]byte, 32)
+	const window = 64 << 10
+	buf := make([]byte, window)
+	var at int64 = -1 // buf holds the file's bytes [at, at+len(win))
+	var win []byte
 	return func(off int64, n int) []byte {
-		b := buf[:n]
-		if m, _ := f.ReadAt(b, off); m < n {
-			clear(b[m:])
+		if at < 0 || off < at || off+int64(n) > at+int64(len(win)) {
+			m, _ := f.ReadAt(buf, off)
+			at, win = off, buf[:m]
+			if m < n {
+				clear(buf[m:n])
+				win = buf[:n]
+			}
 		}
-		return b
+		return win[off-at : off-at+int64(n)]
 	}
 }
 
@@ -250,9 +283,12 @@ func decompressToFile(ctx context.Context, data []byte, fh *os.File, dir string)
 		return nil, 0, name, err
 	}
 	defer done()
+	if dir == "" {
+		dir = os.TempDir()
+	}
 	f, err := createTempFile(dir, "decompressed")
 	if err != nil {
-		return nil, 0, name, fmt.Errorf("decompress %s stream: %w", name, err)
+		return nil, 0, name, &TempFileError{fmt.Errorf("decompress %s stream: create the temporary file it is decompressed into, in %s: %w%s", name, dir, err, tempHint(err))}
 	}
 	fail := func(err error) (*os.File, int64, string, error) {
 		f.Close()
@@ -270,10 +306,8 @@ func decompressToFile(ctx context.Context, data []byte, fh *os.File, dir string)
 			return fail(fmt.Errorf("decompressed size exceeds %d bytes, the limit for %d compressed bytes (%d times their size, at least %d MiB)", limit, len(data), decompressRatio, decompressFloor>>20))
 		}
 		if _, err := f.Write(buf[:n]); err != nil {
-			if dir == "" {
-				dir = os.TempDir()
-			}
-			return fail(fmt.Errorf("write the decompressed bytes to a temporary file in %s (--temp-dir chooses where): %w", dir, err))
+			f.Close()
+			return nil, 0, name, &TempFileError{fmt.Errorf("decompress %s stream: write the decompressed bytes to a temporary file in %s: %w%s", name, dir, err, tempHint(err))}
 		}
 		if rerr == io.EOF {
 			break

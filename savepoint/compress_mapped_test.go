@@ -3,6 +3,7 @@ package savepoint
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -94,5 +95,75 @@ func TestOpenCompressedMapped(t *testing.T) {
 	_, err := Open(path, OpenOptions{Columnar: true, TempDir: filepath.Join(dir, "nowhere")})
 	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "nowhere") {
 		t.Errorf("a TempDir that is not there: %v", err)
+	}
+}
+
+// A temporary directory that cannot take the decompressed stream fails the
+// open of a tree read with KeepUndecodable, naming the directory: it is no
+// fault of the payload, which is not recorded as undecodable for it.
+func TestOpenCompressedTempDirUnusable(t *testing.T) {
+	var files [][]Row
+	for s := range 2 {
+		files = append(files, []Row{vtKeyed(7, "agg", vtKeysIn(t, s*64, (s+1)*64, 1)[0], "v")})
+	}
+	tree := vtWriteTree(t, files, nil)
+	p := filepath.Join(tree, "v1", "1", "checkpoint-7.snap")
+	plain, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, compressed(t, CompressZstd, plain), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(tree, OpenOptions{Columnar: true, KeepUndecodable: true, AllowMissingSidecar: true, TempDir: notADir})
+	var te *TempFileError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "create the temporary file it is decompressed into, in "+notADir) || !strings.Contains(err.Error(), p) {
+		t.Errorf("Open with a TempDir that is a file: %v, want a TempFileError naming it and the payload", err)
+	}
+}
+
+// The window check walks a zstd stream's block headers from the file, a
+// window of bytes at a time, as it does through a map: the same verdict on
+// a stream of many empty blocks, a stream cut short and a real one.
+func TestZstdWindowFromFile(t *testing.T) {
+	many := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x48} // a frame asking for 1 MiB
+	for range 100_000 {
+		many = append(many, 0, 0, 0) // an empty raw block, not the last
+	}
+	many = append(many, 1, 0, 0) // the last
+	for _, data := range [][]byte{many, many[:len(many)/2], compressed(t, CompressZstd, bytes.Repeat([]byte("savepoint"), 100_000))} {
+		p := filepath.Join(t.TempDir(), "z")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := zstdWindowOf(int64(len(data)), fileBytes(f)), zstdWindow(data); got != want {
+			t.Errorf("%d bytes: window %d from the file, %d from memory", len(data), got, want)
+		}
+		f.Close()
+	}
+}
+
+// Offsets that do not bound their data, in a stream compressed whole, are
+// said to be in the decompressed stream.
+func TestOpenCompressedBadOffsets(t *testing.T) {
+	fixture, err := os.ReadFile("../testdata/bad/bitflip-key-offsets.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "bad.snap.zst")
+	if err := os.WriteFile(p, compressed(t, CompressZstd, fixture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(p, OpenOptions{Columnar: true})
+	if err == nil || !strings.Contains(err.Error(), p+" (offsets in the zstd-decompressed stream): record batch 0") {
+		t.Errorf("Open: %v", err)
 	}
 }

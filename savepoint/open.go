@@ -1073,7 +1073,11 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 			// (A checksum that failed, or was stopped, fails the read:
 			// the offsets, a pass over the whole file, are not read.)
 			if crcErr == nil && decodeErr == nil && f.mapping != nil && !verified {
-				decodeErr = validateOffsetsOf(f, mfh, snap)
+				where := ""
+				if mfh != fh {
+					where = " (offsets in the " + comp + "-decompressed stream)"
+				}
+				decodeErr = validateOffsetsOf(f, mfh, snap, where)
 			}
 		}
 	} else {
@@ -1102,7 +1106,8 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		}
 	}
 	f.Compression = comp
-	if decodeErr != nil && ro.keepUndecodable && ctxErr(ro.ctx) == nil && !errors.Is(decodeErr, ErrInputChanged) {
+	var tempErr *TempFileError
+	if decodeErr != nil && ro.keepUndecodable && ctxErr(ro.ctx) == nil && !errors.Is(decodeErr, ErrInputChanged) && !errors.As(decodeErr, &tempErr) {
 		// The sidecar's verdict, recorded above, is reported on its own.
 		f.Undecodable = decodeErr
 		return nil
@@ -1206,8 +1211,10 @@ func decodeFile(f *File, fh *os.File, data []byte, ro ReadOptions) (*Snapshot, s
 
 // validateOffsetsOf checks the binary offsets of a mapped canonical
 // snapshot whose decoding left them (ReadOptions.deferOffsets), as
-// validateBatch would have.
-func validateOffsetsOf(f *File, fh *os.File, snap *Snapshot) error {
+// validateBatch would have; where, after the file's path in an error, says
+// which bytes they are in (those it was decompressed to, for one
+// compressed whole).
+func validateOffsetsOf(f *File, fh *os.File, snap *Snapshot, where string) error {
 	readMapped := (&mappedFile{f: fh, data: f.mapping}).readInto
 	for bi := range snap.Batches {
 		b := &snap.Batches[bi]
@@ -1217,7 +1224,7 @@ func validateOffsetsOf(f *File, fh *os.File, snap *Snapshot) error {
 			data []byte
 		}{{"key_bytes", b.KeyOffs, b.Keys}, {"value_bytes", b.ValOffs, b.Vals}} {
 			if err := validateOffsets(c.offs, len(c.data), readMapped); err != nil {
-				return fmt.Errorf("read %s: record batch %d: column %q: %w", f.Path, bi, c.name, err)
+				return fmt.Errorf("read %s%s: record batch %d: column %q: %w", f.Path, where, bi, c.name, err)
 			}
 		}
 	}

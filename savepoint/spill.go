@@ -130,7 +130,7 @@ func SortSpilled(src ColumnSource, opts SpillOptions) (_ *Spilled, err error) {
 	budget = min(budget, maxSpillBudget)
 	chunks, err := createTempFile(opts.Dir, "spill")
 	if err != nil {
-		return nil, err
+		return nil, spillCreateError(err)
 	}
 	defer chunks.Close()
 	cw := &chunkWriter{f: chunks}
@@ -140,7 +140,7 @@ func SortSpilled(src ColumnSource, opts SpillOptions) (_ *Spilled, err error) {
 	}
 	cols, err := createTempFile(opts.Dir, "sorted")
 	if err != nil {
-		return nil, err
+		return nil, spillCreateError(err)
 	}
 	// Two buffers of half the budget: one fills while the other is written.
 	out := &colWriter{f: cols, limit: max(1, budget/2)}
@@ -193,7 +193,7 @@ func createTempFile(dir, what string) (*os.File, error) {
 	}
 	f, err := os.CreateTemp(dir, ".sptool-"+what+"-*")
 	if err != nil {
-		return nil, spillCreateError(err)
+		return nil, err
 	}
 	if err := os.Remove(f.Name()); err != nil {
 		f.Close()
