@@ -11,11 +11,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"strings"
-	"syscall"
 
 	dsbzip2 "github.com/dsnet/compress/bzip2"
 	"github.com/klauspost/compress/zstd"
@@ -233,18 +231,6 @@ type TempFileError struct{ Err error }
 func (e *TempFileError) Error() string { return e.Err.Error() }
 func (e *TempFileError) Unwrap() error { return e.Err }
 
-// tempHint is what an error of that temporary file adds about how to put it
-// elsewhere.
-func tempHint(err error) string {
-	switch {
-	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG):
-		return " (it takes the stream's decompressed size; --temp-dir puts it on another file system)"
-	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
-		return " (--temp-dir names a directory it can write)"
-	}
-	return ""
-}
-
 // fileBytes returns a zstdWindowOf peek of f's bytes, read with pread a
 // window of 64 KiB at a time, from the first byte asked for on (headers of
 // blocks as short as a zstd stream may have them come many to a window): a
@@ -288,7 +274,7 @@ func decompressToFile(ctx context.Context, data []byte, fh *os.File, dir string)
 	}
 	f, err := createTempFile(dir, "decompressed")
 	if err != nil {
-		return nil, 0, name, &TempFileError{fmt.Errorf("decompress %s stream: create the temporary file it is decompressed into, in %s: %w%s", name, dir, err, tempHint(err))}
+		return nil, 0, name, &TempFileError{fmt.Errorf("decompress %s stream: create the temporary file it is decompressed into, in %s: %w%s", name, dir, err, tempDirHint(err, "the stream's decompressed size"))}
 	}
 	fail := func(err error) (*os.File, int64, string, error) {
 		f.Close()
@@ -307,7 +293,7 @@ func decompressToFile(ctx context.Context, data []byte, fh *os.File, dir string)
 		}
 		if _, err := f.Write(buf[:n]); err != nil {
 			f.Close()
-			return nil, 0, name, &TempFileError{fmt.Errorf("decompress %s stream: write the decompressed bytes to a temporary file in %s: %w%s", name, dir, err, tempHint(err))}
+			return nil, 0, name, &TempFileError{fmt.Errorf("decompress %s stream: write the decompressed bytes to a temporary file in %s: %w%s", name, dir, err, tempDirHint(err, "the stream's decompressed size"))}
 		}
 		if rerr == io.EOF {
 			break

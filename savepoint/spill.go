@@ -304,23 +304,24 @@ func (c *chunkWriter) takeSpare() []byte {
 // spillWriteError is the error of a failed write to the sort's temporary
 // file (see spillHint).
 func spillWriteError(err error) error {
-	return fmt.Errorf("write the sort's temporary file: %w%s", err, spillHint(err))
+	return fmt.Errorf("write the sort's temporary file: %w%s", err, tempDirHint(err, "up to twice the bytes of the rows sorted"))
 }
 
 // spillCreateError is the error of a failed creation of the sort's
 // temporary file (see spillHint).
 func spillCreateError(err error) error {
-	return fmt.Errorf("create the sort's temporary file: %w%s", err, spillHint(err))
+	return fmt.Errorf("create the sort's temporary file: %w%s", err, tempDirHint(err, "up to twice the bytes of the rows sorted"))
 }
 
-// spillHint is what an error of the sort's temporary file adds about how
-// to put it elsewhere: a full disk, a quota used up or a file size limit
-// reached (the file system's, or the process's) says what the sort needs;
-// a directory that cannot be written says to name another.
-func spillHint(err error) string {
+// tempDirHint is what an error of a temporary file (the sort's, or the one
+// a payload is decompressed into) adds about how to put it elsewhere: a
+// full disk, a quota used up or a file size limit reached (the file
+// system's, or the process's) says what the file needs; a directory that
+// cannot be written says to name another.
+func tempDirHint(err error, needs string) string {
 	switch {
 	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG):
-		return " (it needs up to twice the bytes of the rows sorted; --temp-dir puts it on another file system)"
+		return " (it needs " + needs + "; --temp-dir puts it on another file system)"
 	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
 		return " (--temp-dir names a directory it can write)"
 	}
