@@ -282,10 +282,10 @@ func TestMissingPayloadEdges(t *testing.T) {
 	defer sp.Close()
 	var read []string
 	for _, f := range sp.Files {
-		read = append(read, fmt.Sprintf("%d:%v", f.Subtask, f.Missing))
+		read = append(read, fmt.Sprintf("%d:%v:%v", f.Subtask, f.Missing, f.Unlisted))
 	}
-	if got := strings.Join(read, " "); got != "0:false 1:false 3:false 5:true" || sp.Backend != BackendFile || len(sp.UnlistedRead) != 3 {
-		t.Errorf("listing 5: files %s (want 0:false 1:false 3:false 5:true), backend %q, %d read unlisted", got, sp.Backend, len(sp.UnlistedRead))
+	if got := strings.Join(read, " "); got != "0:false:true 1:false:true 3:false:true 5:true:false" || sp.Backend != BackendFile {
+		t.Errorf("listing 5: files (subtask:missing:unlisted) %s, want 0:false:true 1:false:true 3:false:true 5:true:false; backend %q", got, sp.Backend)
 	}
 
 	// With the directories above the subtask listed, they are left out:

@@ -590,7 +590,6 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		switch {
 		case len(listed) > 0 && !listed[d.index] && ok && d.index < highest:
 			rel, _ := filepath.Rel(sp.Root, filepath.Join(genDir, d.name, d.ckpts[sp.Checkpoint]))
-			sp.UnlistedRead = append(sp.UnlistedRead, rel)
 			d.unlisted = true
 			sp.Notes = append(sp.Notes, fmt.Sprintf("%s holds checkpoint %d, and %s does not list subtask %d, but lists subtask %d: read, as a restore at that layout reads it", rel, sp.Checkpoint, ShowName(sp.CompletedRel), d.index, highest))
 		case len(listed) > 0 && !listed[d.index]:
@@ -1633,7 +1632,7 @@ func (sp *Savepoint) EmptyPayloadWarnings() []string {
 // the tree's only marker does not list their subtask (Unlisted: a command
 // over the tree reads none of their rows, so an erasure does not reach
 // them; one given the file itself does), those it does not list that are
-// read (UnlistedRead), a newer checkpoint marked
+// read (File.Unlisted), a newer checkpoint marked
 // complete whose files are missing (NewerCompleted: an older one was
 // read), and a subtask directory or payload whose name is not the one
 // clink opens (v1/01, checkpoint-07.snap: read here, not by clink).
@@ -1643,8 +1642,10 @@ func (sp *Savepoint) ReadWarnings() []string {
 	for _, rel := range sp.Unlisted {
 		out = append(out, fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask: it is left out: none of its rows is read, nor written to an output (sptool validate says more; given the file itself, %s, a command reads it)", rel, sp.Checkpoint, ShowName(sp.CompletedRel), filepath.Join(sp.Root, rel)))
 	}
-	for _, rel := range sp.UnlistedRead {
-		out = append(out, fmt.Sprintf("%s holds checkpoint %d, and %s does not list its subtask, but lists one above it: it is read, as a restore at that layout starts the subtask from it, though that restore unions its operator rows into no other subtask's state; an output that keeps the file in place leaves it out of its marker's list too, which lists every new subtask of a rescaled group (sptool validate says more)", rel, sp.Checkpoint, ShowName(sp.CompletedRel)))
+	for _, f := range sp.Files {
+		if f.Unlisted {
+			out = append(out, fmt.Sprintf("%s holds checkpoint %d, and %s does not list its subtask, but lists one above it: it is read, as a restore at that layout starts the subtask from it, though that restore unions its operator rows into no other subtask's state; an output that keeps the file in place leaves it out of its marker's list too, which lists every new subtask of a rescaled group (sptool validate says more)", f.Rel, sp.Checkpoint, ShowName(sp.CompletedRel)))
+		}
 	}
 	for _, rel := range sp.NewerCompleted {
 		out = append(out, fmt.Sprintf("%s marks a newer checkpoint complete, but v%d holds none of its files: checkpoint %d was read instead (a job restoring the latest completed checkpoint finds no state; --checkpoint chooses one)", ShowName(rel), sp.Generation, sp.Checkpoint))

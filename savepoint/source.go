@@ -107,10 +107,10 @@ type File struct {
 	// and verdict are zero.
 	Missing bool
 	// Unlisted is set on the file of a subtask that the checkpoint's only
-	// marker does not list, below the highest it lists (see
-	// Savepoint.UnlistedRead): read, as a restore at that layout starts the
-	// subtask from it, which unions its operator rows into no other
-	// subtask's state. An output that keeps the file's place leaves its
+	// marker does not list, below the highest it lists: read, as a restore
+	// at that layout starts the subtask from it, which unions its operator
+	// rows into no other subtask's state (those above it are left out:
+	// Savepoint.Unlisted). An output that keeps the file's place leaves its
 	// subtask out of the marker's list too.
 	Unlisted bool
 	// missingWhy says how Missing's payload is missing ("subtask
@@ -202,12 +202,6 @@ type Savepoint struct {
 	// only marker does not list, above the highest it lists: left out
 	// (relative to Root).
 	Unlisted []string
-	// UnlistedRead are the files of the checkpoint in subtask directories
-	// its only marker does not list, below the highest subtask it lists:
-	// read, since a restore at the marker's layout starts each such subtask
-	// from its own file, though its operator rows join no other subtask's
-	// union there (relative to Root).
-	UnlistedRead []string
 	// Shadowed are the subtask directories and payloads named with
 	// leading zeros beside the name clink opens (01 beside 1,
 	// checkpoint-017.snap beside checkpoint-17.snap): left out, as clink

@@ -1524,9 +1524,11 @@ func (v *validator) checkCompleted() {
 		}
 		v.treeFinding(SeverityWarning, CheckSubtasks, 0, nil, fmt.Sprintf("%s %s is not read: its name, with leading zeros, names what %s names, which clink opens (section %s), so a restore leaves it out too; a stray copy, or a file meant to replace the other (remove or rename it)", what, ShowName(sh.Rel), ShowName(sh.Read), section))
 	}
-	for _, rel := range sp.UnlistedRead {
-		subtask := subtaskOfRel(rel)
-		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: rel, Subtask: subtask, Row: -1, Message: fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask, though it lists subtasks above it: a restore at this layout starts subtask %d from its own file all the same, and sptool reads it; its operator rows join no other subtask's union at that restore (section 5.3), and an output of sptool's that keeps the file in place leaves the subtask out of its marker's list too (clink's coordinator lists every subtask of the checkpoint)", rel, sp.Checkpoint, ShowName(sp.CompletedRel), subtask)})
+	for _, f := range sp.Files {
+		if !f.Unlisted {
+			continue
+		}
+		v.add(Finding{Severity: SeverityWarning, Check: CheckCompleted, File: f.Rel, Subtask: f.Subtask, Row: -1, Message: fmt.Sprintf("%s holds checkpoint %d, but %s does not list its subtask, though it lists subtasks above it: a restore at this layout starts subtask %d from its own file all the same, and sptool reads it; its operator rows join no other subtask's union at that restore (section 5.3), and an output of sptool's that keeps the file in place leaves the subtask out of its marker's list too (clink's coordinator lists every subtask of the checkpoint)", f.Rel, sp.Checkpoint, ShowName(sp.CompletedRel), f.Subtask)})
 	}
 	for _, rel := range sp.Unlisted {
 		subtask := subtaskOfRel(rel)
