@@ -116,9 +116,32 @@ var (
 )
 
 // decompressLimit returns how many bytes a payload of n compressed bytes may
-// decompress to (less than math.MaxInt64: Decompress reads one byte more).
+// decompress to in memory: fileDecompressLimit, at most decompressCeiling.
 func decompressLimit(n int) int64 {
-	return min(max(int64(n)*decompressRatio, decompressFloor), decompressCeiling, math.MaxInt64-1)
+	return min(fileDecompressLimit(n), decompressCeiling)
+}
+
+// fileDecompressLimit returns how many bytes a payload of n compressed
+// bytes may decompress to in a file (decompressToFile): decompressRatio
+// times n, or decompressFloor, whichever is more (less than math.MaxInt64:
+// the readers read one byte more).
+func fileDecompressLimit(n int) int64 {
+	return min(max(int64(n)*decompressRatio, decompressFloor), math.MaxInt64-1)
+}
+
+// overLimitError is the error of a stream of n compressed bytes that
+// decompresses past limit; bound says what else bounds it ("" for none).
+func overLimitError(limit int64, n int, bound string) error {
+	return fmt.Errorf("decompressed size exceeds %d bytes, the limit for %d compressed bytes (%d times their size, at least %d MiB%s)", limit, n, decompressRatio, decompressFloor>>20, bound)
+}
+
+// xzEndError returns an error when name is xz and data, the whole
+// compressed file, does not end with a stream footer (see xzFooterAtEnd).
+func xzEndError(name string, data []byte) error {
+	if name == CompressXZ && !xzFooterAtEnd(data) {
+		return fmt.Errorf("%w (no stream footer at the end)", io.ErrUnexpectedEOF)
+	}
+	return nil
 }
 
 // Decompress returns data decompressed as a stream according to its magic
@@ -148,11 +171,12 @@ func decompress(data []byte, payload bool) ([]byte, string, error) {
 		return nil, name, fmt.Errorf("decompress %s stream: %w", name, err)
 	}
 	if err != nil {
-		return nil, name, fmt.Errorf("decompress %s stream: decompressed size exceeds %d bytes, the limit for %d compressed bytes (%d times their size, at least %d MiB, at most the machine's physical memory)",
-			name, limit, len(data), decompressRatio, decompressFloor>>20)
+		err = overLimitError(limit, len(data), ", at most the machine's physical memory")
+	} else {
+		err = xzEndError(name, data)
 	}
-	if name == CompressXZ && !xzFooterAtEnd(data) {
-		return nil, name, fmt.Errorf("decompress %s stream: %w (no stream footer at the end)", name, io.ErrUnexpectedEOF)
+	if err != nil {
+		return nil, name, fmt.Errorf("decompress %s stream: %w", name, err)
 	}
 	return out, name, nil
 }
@@ -263,7 +287,7 @@ func fileBytes(f *os.File) func(off int64, n int) []byte {
 // and no file when data is not compressed). The stream may be decompressRatio
 // times data's size, or decompressFloor bytes, whichever is more.
 func decompressToFile(ctx context.Context, data []byte, fh *os.File, dir string) (*os.File, int64, string, error) {
-	limit := min(max(int64(len(data))*decompressRatio, decompressFloor), math.MaxInt64-1)
+	limit := fileDecompressLimit(len(data))
 	r, name, done, err := openDecompressor(data, fh, true, limit)
 	if err != nil || name == CompressNone {
 		return nil, 0, name, err
@@ -289,7 +313,7 @@ func decompressToFile(ctx context.Context, data []byte, fh *os.File, dir string)
 		}
 		n, rerr := readFull(r, buf)
 		if total += int64(n); total > limit {
-			return fail(fmt.Errorf("decompressed size exceeds %d bytes, the limit for %d compressed bytes (%d times their size, at least %d MiB)", limit, len(data), decompressRatio, decompressFloor>>20))
+			return fail(overLimitError(limit, len(data), ""))
 		}
 		if _, err := f.Write(buf[:n]); err != nil {
 			f.Close()
@@ -302,8 +326,8 @@ func decompressToFile(ctx context.Context, data []byte, fh *os.File, dir string)
 			return fail(rerr)
 		}
 	}
-	if name == CompressXZ && !xzFooterAtEnd(data) {
-		return fail(fmt.Errorf("%w (no stream footer at the end)", io.ErrUnexpectedEOF))
+	if err := xzEndError(name, data); err != nil {
+		return fail(err)
 	}
 	return f, total, name, nil
 }
