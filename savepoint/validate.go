@@ -184,7 +184,20 @@ const (
 	// fired from that copy too (warning). One finding per blob and kind,
 	// with counts.
 	CheckTimers = "timers"
+	// CheckUnreadable: the input could not be opened at all (error): a
+	// path that does not exist or cannot be read, a single file that does
+	// not decode, a tree whose layout cannot be made out. Validate never
+	// reports it, as it is given a savepoint already open; UnreadableReport
+	// makes the report that says it, so that validate --json prints a
+	// report for every input it is given (the command still exits 2).
+	CheckUnreadable = "unreadable"
 )
+
+// UnreadableReport returns the report of an input at path that could not be
+// opened, err being why: one error of CheckUnreadable.
+func UnreadableReport(path string, err error) Report {
+	return Report{Findings: []Finding{{Severity: SeverityError, Check: CheckUnreadable, File: path, Subtask: -1, Row: -1, Message: err.Error()}}}
+}
 
 // DefaultFindingLimit is how many findings of one check, severity and file
 // Validate lists before summarising the rest in one finding (see

@@ -128,12 +128,20 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	}
 	// A tree's file clink's reader refuses is a finding, beside the other
 	// files' (exit 1); a single file that does not decode is unreadable
-	// input (exit 2).
+	// input (exit 2), with --json its one finding.
 	open := func() (*savepoint.Savepoint, error) {
 		return of.openWith(fs.Arg(0), savepoint.OpenOptions{Columnar: true, KeepUndecodable: true})
 	}
 	sp, err := openUntil(ctx, open)
 	if err != nil {
+		if *asJSON && ctx.Err() == nil {
+			// The findings are what --json promises: an input that cannot
+			// be read is one, printed as the rest are (the error is said
+			// on stderr too, and the exit code is still 2).
+			if jerr := writeJSON(s.Out, savepoint.UnreadableReport(fs.Arg(0), err)); jerr != nil {
+				err = errors.Join(err, jerr)
+			}
+		}
 		return fail(s, c.name, err)
 	}
 	defer sp.Close()
