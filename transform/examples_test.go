@@ -3,6 +3,7 @@ package transform_test
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sptool/sptool/internal/gen"
@@ -27,10 +28,7 @@ func TestExamples(t *testing.T) {
 		t.Fatalf("found only %d examples: %q", len(paths), paths)
 	}
 	// Rules that legitimately match nothing on the example tree.
-	idle := map[string][]int{
-		// Every profile of the example has a tier, so the keep drops nothing.
-		"cleanup.yaml": {3},
-	}
+	idle := map[string][]int{}
 	// Further checks per example, on the report and the output.
 	extra := map[string]func(t *testing.T, rep *transform.Report, out *savepoint.Savepoint){
 		"gdpr-erasure.yaml": func(t *testing.T, rep *transform.Report, out *savepoint.Savepoint) {
@@ -47,10 +45,20 @@ func TestExamples(t *testing.T) {
 					zero++
 				}
 			}
-			if zero == 0 {
-				t.Fatal("test setup: the example has no zero count")
+			// The keep drops the free-tier profiles the first rule left.
+			free := int64(0)
+			for _, l := range rowsOf(open(t, exampleTree)) {
+				k := savepoint.ParseKey(l.Key)
+				user := string(k.UserKey)
+				loadTest := strings.HasPrefix(user, "user-1") && len(user) == 8
+				if l.Op == gen.OpEnricher && k.SlotName() == "profile" && !loadTest && strings.Contains(string(l.Value), `"tier":"free"`) {
+					free++
+				}
 			}
-			for i, want := range []counts{{100, 100, 0}, {zero, zero, 0}, {0, 0, 0}} {
+			if zero == 0 || free == 0 {
+				t.Fatalf("test setup: the example has %d zero counts and %d free-tier profiles", zero, free)
+			}
+			for i, want := range []counts{{100, 100, 0}, {zero, zero, 0}, {free, free, 0}} {
 				rs := ruleStats(t, rep, i+1)
 				if got := (counts{rs.Matched, rs.Dropped, rs.Changed}); got != want {
 					t.Errorf("%s: matched/dropped/changed = %v, want %v", rs.Label, got, want)
@@ -58,14 +66,27 @@ func TestExamples(t *testing.T) {
 			}
 		},
 		"ttl-purge.yaml": func(t *testing.T, rep *transform.Report, out *savepoint.Savepoint) {
+			asOf := ruleStats(t, rep, 1).Expired.AsOfMs
+			left := map[string]int{}
 			for _, l := range rowsOf(out) {
 				k := savepoint.ParseKey(l.Key)
 				if k.Kind != savepoint.KindKeyed || (k.SlotName() != "seen" && k.SlotName() != "cart") {
 					continue
 				}
-				if exp, _, ok := savepoint.SplitTTL(l.Value); ok && exp <= gen.Now {
+				left[k.SlotName()]++
+				if exp, _, ok := savepoint.SplitTTL(l.Value); ok && exp <= asOf {
 					t.Errorf("expired row remains: %s", l)
 				}
+			}
+			// The example shows a purge that keeps some of each slot: the
+			// entries that expire after as_of.
+			for _, slot := range []string{"seen", "cart"} {
+				if left[slot] == 0 {
+					t.Errorf("no row of %q left: the example purges the whole slot", slot)
+				}
+			}
+			if rs := ruleStats(t, rep, 1); rs.Dropped == 0 {
+				t.Errorf("the purge dropped no row")
 			}
 		},
 		"migrate-to-v2.yaml": func(t *testing.T, rep *transform.Report, out *savepoint.Savepoint) {
