@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -318,8 +319,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.TimersMerged > 0 {
 		ew.printf(", %d timers in the timer blobs a merge joined", r.TimersMerged)
 	}
-	if rr := r.Rescale; rr != nil {
+	if rr := r.Rescale; rr != nil && rr.rescaled() {
 		ew.printf("; %d rows written (%d operator rows, each in every new file of its group)", r.RowsWritten, rr.OperatorOut)
+	} else if rr != nil {
+		ew.printf("; %d rows written", r.RowsWritten)
 	}
 	ew.printf("\n\n")
 	count := texttable.Column{Min: 10, Right: true}
@@ -357,7 +360,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.table(perRule)
 	if rr := r.Rescale; rr != nil {
 		ew.printf("\nrescale: %s\n", describeLayout(rr))
-		ew.printf("  keyed rows: %d in, %d written, %d stale copies dropped (the owner's copy, or its changelog's erase, kept)", rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
+		if !rr.rescaled() {
+			// The counts below are of the groups rescaled: none here.
+			ew.printf("  no group changes its parallelism: each file keeps its rows, copied as it is or rewritten where a rule changed it (see files)\n")
+		}
+	}
+	if rr := r.Rescale; rr != nil && rr.rescaled() {
+		of := ""
+		if slices.ContainsFunc(rr.Groups, func(g RescaleGroupReport) bool { return g.Action == "copy" }) {
+			of = " of the rescaled groups"
+		}
+		ew.printf("  keyed rows%s: %d in, %d written, %d stale copies dropped (the owner's copy, or its changelog's erase, kept)", of, rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
 		if rr.Lost > 0 {
 			ew.printf(", %d lost rows dropped (held only outside their owner's file: no restore at the old layout holds them)", rr.Lost)
 		}
@@ -365,7 +378,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, l := range rr.LostExamples {
 			ew.printf("    lost: op %d key group %d key %s in %s (subtask %d; owner %d)\n", l.Op, l.KeyGroup, l.Key, l.where(), l.Subtask, l.Owner)
 		}
-		ew.printf("  operator rows: %d copies in, %d distinct after merging, %d written (each into every new file of its group)\n", rr.OperatorIn, rr.OperatorDistinct, rr.OperatorOut)
+		ew.printf("  operator rows%s: %d copies in, %d distinct after merging, %d written (each into every new file of its group)\n", of, rr.OperatorIn, rr.OperatorDistinct, rr.OperatorOut)
 		if rr.TimersIn > 0 {
 			ew.printf("  timers: %d in, %d written, %d stale or duplicate copies dropped", rr.TimersIn, rr.TimersOut, rr.TimersStale)
 			if rr.TimersUnchosen > 0 {

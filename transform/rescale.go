@@ -1338,7 +1338,17 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, uni
 func describeLayout(rr *RescaleReport) string {
 	var parts []string
 	for _, g := range rr.Groups {
-		parts = append(parts, fmt.Sprintf("%d-%d (p=%d) -> %d-%d (p=%d)", g.OldFirst, g.OldFirst+g.OldParallelism-1, g.OldParallelism, g.NewFirst, g.NewFirst+g.NewParallelism-1, g.NewParallelism))
+		part := fmt.Sprintf("%d-%d (p=%d) -> %d-%d (p=%d)", g.OldFirst, g.OldFirst+g.OldParallelism-1, g.OldParallelism, g.NewFirst, g.NewFirst+g.NewParallelism-1, g.NewParallelism)
+		if g.Action == "copy" {
+			part += " unchanged"
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// rescaled reports whether some group of rr changes its parallelism: the
+// report's keyed, operator and timer counts are those of such groups.
+func (rr *RescaleReport) rescaled() bool {
+	return slices.ContainsFunc(rr.Groups, func(g RescaleGroupReport) bool { return g.Action != "copy" })
 }
