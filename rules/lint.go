@@ -99,6 +99,7 @@ type purgeAt struct {
 	op      *uint64
 	slot    *string
 	renamed map[uint64]string
+	moved   bool // a rule after the purge moved its rows
 }
 
 // slotIn returns the slot the purge's rows have in operator op, if the
@@ -148,9 +149,9 @@ func (pa *purgeAt) movesInto(r *Rule) bool {
 func (pa *purgeAt) follow(r *Rule) {
 	switch {
 	case r.RemapOperator != nil:
-		if m := r.RemapOperator; pa.op != nil && m.From.ID == *pa.op {
+		if m := r.RemapOperator; pa.op != nil && m.From.ID == *pa.op && m.To.ID != m.From.ID {
 			to := m.To.ID
-			pa.op = &to
+			pa.op, pa.moved = &to, true
 		}
 	case r.RenameSlot != nil:
 		if pa.slot == nil {
@@ -158,9 +159,10 @@ func (pa *purgeAt) follow(r *Rule) {
 		}
 		m := r.RenameSlot
 		s, ok := pa.slotIn(m.Op.ID)
-		if !ok || m.From != s {
+		if !ok || m.From != s || m.To == s {
 			return
 		}
+		pa.moved = true
 		if pa.op != nil {
 			to := m.To
 			pa.slot = &to
@@ -206,6 +208,16 @@ func (m *MovedScope) Match(op uint64, slot []byte, hasSlot bool) bool {
 	}
 	s, ok := m.at.slotIn(op)
 	return ok && hasSlot && string(slot) == s
+}
+
+// Moved reports whether the rules after the purge move its rows: a remap
+// of their operator, a rename of their slot.
+func (m *MovedScope) Moved() bool { return m != nil && m.at.moved }
+
+// MatchOp reports whether operator op is where the purge's rows are, in
+// one of its slots or all of them (a timer blob belongs to its operator).
+func (m *MovedScope) MatchOp(op uint64) bool {
+	return m != nil && (m.at.op == nil || *m.at.op == op)
 }
 
 // refs returns the operators and (op, slot) pairs a rule names explicitly

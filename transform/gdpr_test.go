@@ -852,3 +852,63 @@ func TestPurgeAuditFollowsMoves(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgeAuditAtMovedScope: the audit counts the rows of listed keys in
+// the place later rules move a scoped purge's rows to, those that were
+// there already included (rows no rule touches), and the timers of listed
+// keys in that operator's blob; the count must not depend on an unrelated
+// rule that makes every row be looked at.
+func TestPurgeAuditAtMovedScope(t *testing.T) {
+	tm := func(key string) savepoint.Timer { return savepoint.Timer{Time: 1, Key: []byte(key)} }
+	timers := []byte("\xff__clink_timers")
+	rows := []savepoint.Row{
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a"), []byte("alice")), Value: i64(1)},
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a"), []byte("k")), Value: i64(2)},
+		{Op: 7, Key: timers, Value: savepoint.EncodeTimers(nil, []savepoint.Timer{tm("alice"), tm("k")})},
+		// Op 8's slot b is where op 7's slot a goes: its alice stays there.
+		{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("b"), []byte("alice")), Value: i64(3)},
+		{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("b"), []byte("k2")), Value: i64(4)},
+		{Op: 8, Key: timers, Value: savepoint.EncodeTimers(nil, []savepoint.Timer{tm("alice"), tm("k2")})},
+	}
+	in := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	noop := "  - drop: 'key == \"no-such-key\"'\n"
+	for _, tc := range []struct {
+		name, scope        string
+		remain, timersKept int64
+	}{
+		// Op 8's alice row and, the purge being of the whole operator, the
+		// alice timer of op 8's blob, joined with op 7's.
+		{"operator", "op: 7", 2, 0},
+		// Scoped to a slot, the purge leaves timers: they are counted apart.
+		{"slot", "op: 7, slot: a", 1, 1},
+	} {
+		for _, extra := range []string{"", noop} {
+			name := tc.name
+			if extra != "" {
+				name += ", with a filter that drops nothing"
+			}
+			t.Run(name, func(t *testing.T) {
+				rename := "  - rename_slot: {op: 7, from: a, to: b}\n"
+				set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: [alice], "+tc.scope+"}\n"+rename+"  - remap_operator: {from: 7, to: 8, merge: true}\n"+extra, nil)
+				rep, err := run(t, in, set, transform.Options{DryRun: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := rep.PerRule[0].Purge
+				if p.Remaining != tc.remain || p.TimersKept != tc.timersKept {
+					t.Errorf("remaining %d, timers kept %d; want %d and %d", p.Remaining, p.TimersKept, tc.remain, tc.timersKept)
+				}
+				var b bytes.Buffer
+				if err := rep.WriteText(&b); err != nil {
+					t.Fatal(err)
+				}
+				if want := fmt.Sprintf(" and where the rules after it moved its rows: %d\n", tc.remain); !strings.Contains(b.String(), want) {
+					t.Errorf("the text does not say where the audit looked (%q):\n%s", want, b.String())
+				}
+			})
+		}
+	}
+}

@@ -204,8 +204,9 @@ type PurgeAudit struct {
 	Scope      string `json:"scope"`
 	found      map[int]*int64
 	// scoped and slotScoped say whether the rule names an operator or a
-	// slot, and a slot.
-	scoped, slotScoped bool
+	// slot, and a slot; moved, whether rules after it move its rows (the
+	// audit then looks where they went too).
+	scoped, slotScoped, moved bool
 }
 
 // remainingWhat says what Remaining counts: the rows and timers of listed
@@ -215,10 +216,15 @@ func (p *PurgeAudit) remainingWhat() string {
 	switch {
 	case !p.scoped:
 		return "rows and timers of listed keys remaining"
-	case p.slotScoped:
-		return "rows of listed keys remaining in its scope (" + p.Scope + ")"
 	}
-	return "rows and timers of listed keys remaining in its scope (" + p.Scope + ")"
+	where := "in its scope (" + p.Scope + ")"
+	if p.moved {
+		where += " and where the rules after it moved its rows"
+	}
+	if p.slotScoped {
+		return "rows of listed keys remaining " + where
+	}
+	return "rows and timers of listed keys remaining " + where
 }
 
 // KeyFound is a purged key and the rows and timers removed for it (a key

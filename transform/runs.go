@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/sptool/sptool/rules"
@@ -194,14 +195,32 @@ func (e *engine) newPlan(op uint64, prefix []byte, k savepoint.Key, subtask int)
 			}
 		}
 	}
-	if len(p.remaps) > 0 && e.movedIntoPurge(p, k) {
+	if len(p.remaps) > 0 && e.movedIntoPurge(p, k) || e.atMovedPurge(p, k) {
 		// The remaps move the rows into the scope of a purge that ran
-		// before them: the general path audits each output row, so that
-		// the rows of listed keys it leaves there are counted.
+		// before them, or later rules move a purge's scope to where the
+		// rows are: the general path audits each output row, so that the
+		// rows of listed keys it leaves there are counted.
 		p.remaps, p.outOp, p.live, p.generic = nil, op, nil, true
 		return p
 	}
 	return p.withPurges(e, op, k)
+}
+
+// atMovedPurge reports whether the rows of plan p (of slot k.Slot), which
+// no step moves, are where later rules move the rows of a scoped purge
+// that does not look at them (see rules.Set.PurgedScope): its audit counts
+// the rows of listed keys there, which only the general path asks it
+// about.
+func (e *engine) atMovedPurge(p *prefixPlan, k savepoint.Key) bool {
+	if p.generic || len(p.remaps) > 0 {
+		return false
+	}
+	for _, j := range e.purges {
+		if !slices.Contains(p.live, j) && e.purgedScopes[j].Match(p.op, k.Slot, k.HasSlot) {
+			return true
+		}
+	}
+	return false
 }
 
 // noteCompositeLike samples, for each purge_keys step whose scope the

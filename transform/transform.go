@@ -1979,7 +1979,7 @@ func (e *engine) auditOut(res *fileResult, r savepoint.Row, k savepoint.Key, del
 	if k.Kind != savepoint.KindKeyed && savepoint.IsTimerBlob(r.Key) {
 		for _, j := range e.purges {
 			p := e.steps[j].rule.PurgeKeys
-			if !p.Scope.MatchOp(r.Op) {
+			if !p.Scope.MatchOp(r.Op) && !e.purgedScopes[j].MatchOp(r.Op) {
 				continue
 			}
 			n, err := countTimers(r.Value, func(key []byte) bool { _, ok := p.Match(key, false); return ok })
@@ -2994,6 +2994,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 				rs.Purge.Remaining, rs.Purge.TimersRemoved, rs.Purge.TimersKept = remaining, timers, kept
 				rs.Purge.ElementsLeft = elems
 				rs.Purge.CompositeLooking = unchecked
+				rs.Purge.moved = e.purgedScopes[i].Moved()
 			})
 		}
 		if sv := st.rule.SetValue; sv != nil && rs.EmptyWritten > 0 && !sv.Decl.Broadcast {
