@@ -697,7 +697,8 @@ func (rep *Report) checkAccounting() error {
 }
 
 // checkRemaps refuses a remap_operator into an operator that already has
-// state, unless the rule says merge: true (or an earlier rule dropped it).
+// state, unless the rule says merge: true (or an earlier rule dropped it),
+// or the operator remapped has none there.
 // It reads the operator column alone, before any rule runs: the operators
 // are followed through the rules as followSlots follows slots, each
 // operator's rows counted under one (op, "") entry.
@@ -722,7 +723,10 @@ func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 		if s == nil || s.Merge {
 			return nil
 		}
-		if n := present[slotKey{op: s.To.ID}]; n > 0 {
+		// An operator with no rows there merges nothing: the rule does
+		// nothing to the rows (scopeWarnings says so), as on a second run
+		// of a migration over its own output.
+		if n := present[slotKey{op: s.To.ID}]; n > 0 && present[slotKey{op: s.From.ID}] > 0 {
 			return fmt.Errorf("%s: operator %s already has state (%d rows); remapping %s into it would merge the two (set 'merge: true' to do that)", ruleAt(set, r), s.To, n, s.From)
 		}
 		return nil

@@ -509,6 +509,19 @@ func TestRuleKinds(t *testing.T) {
 			},
 		},
 		{
+			// (A second run of a migration over its own output: the old
+			// operator is gone, and nothing is merged.)
+			name:   "remap_operator of an operator with no rows into one with state does nothing",
+			rules:  "  - remap_operator: {from: 99, to: 13}\n",
+			want:   baseRows,
+			counts: []counts{{0, 0, 0}},
+			check: func(t *testing.T, rep *transform.Report, _ []located) {
+				if !strings.Contains(strings.Join(rep.Warnings, "\n"), "rule 1 (remap_operator): operator 99 has no rows here; the rule does nothing") {
+					t.Errorf("no warning that the rule does nothing: %q", rep.Warnings)
+				}
+			},
+		},
+		{
 			name:     "remap_operator into an operator an earlier rule dropped",
 			rules:    "  - drop_operator: {op: 13}\n  - remap_operator: {from: 12, to: 13}\n",
 			want:     replace(except(baseRows, rE1), rD1, withOp(rD1, 13), rD2, withOp(rD2, 13)),
