@@ -283,4 +283,20 @@ rules:
 	if err == nil || !strings.Contains(err.Error(), "expire_at is nil on this row, as on every row of a slot not declared 'ttl: true'") {
 		t.Errorf("a row without a stamp: %v, want the error to say why", err)
 	}
+	// A row of the TTL slot whose value is shorter than its stamp: the
+	// expression is scoped already, so the error does not say to scope it.
+	if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("t"), []byte("k")), Value: []byte("abc")}, -1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = set.Rules[0].Drop.Predicate.Eval(&m, &env)
+	if err == nil || !strings.Contains(err.Error(), "expire_at is nil on this row, whose value (3 bytes) is shorter than the 8-byte stamp") || strings.Contains(err.Error(), "scope the expression") {
+		t.Errorf("a TTL row shorter than its stamp: %v, want the error to say so", err)
+	}
+	// The next row, of a slot without stamps, is told apart again.
+	if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("plain"), []byte("k")), Value: []byte("v")}, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = set.Rules[0].Drop.Predicate.Eval(&m, &env); err == nil || !strings.Contains(err.Error(), "scope the expression") {
+		t.Errorf("a row without a stamp after a short one: %v", err)
+	}
 }

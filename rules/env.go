@@ -67,7 +67,7 @@ func fillEnv(decls *declIndex, env *Env, row savepoint.Row, subtask int, need Fi
 	}
 	env.KeyBytes = k.UserKey
 	env.ValueBytes = row.Value
-	env.ExpireAt = nil
+	env.ExpireAt, env.shortTTL = nil, false
 	env.Subtask = subtask
 	if need&(FieldKey|FieldValue|FieldExpireAt) == 0 {
 		return nil
@@ -114,7 +114,7 @@ func fillEnv(decls *declIndex, env *Env, row savepoint.Row, subtask int, need Fi
 	if d.TTL {
 		at, p, ok := savepoint.SplitTTL(row.Value)
 		if !ok {
-			env.Value = nil
+			env.Value, env.shortTTL = nil, true
 			return err
 		}
 		env.ExpireAt = at

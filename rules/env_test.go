@@ -88,7 +88,7 @@ func TestFillEnv(t *testing.T) {
 		{"ttl list", savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), []byte("u")), Value: ttlValue(1000, list)}, 0,
 			Env{Op: 7, Kind: "keyed", KeyGroup: savepoint.KeyGroupOf([]byte("u")), Slot: "seen", Key: "u", KeyBytes: []byte("u"), Value: []any{int64(1), int64(2)}, ValueBytes: ttlValue(1000, list), ExpireAt: int64(1000)}},
 		{"ttl value too short", savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), []byte("u")), Value: []byte{1, 2}}, 0,
-			Env{Op: 7, Kind: "keyed", KeyGroup: savepoint.KeyGroupOf([]byte("u")), Slot: "seen", Key: "u", KeyBytes: []byte("u"), Value: nil, ValueBytes: []byte{1, 2}}},
+			Env{Op: 7, Kind: "keyed", KeyGroup: savepoint.KeyGroupOf([]byte("u")), Slot: "seen", Key: "u", KeyBytes: []byte("u"), Value: nil, ValueBytes: []byte{1, 2}, shortTTL: true}},
 		{"composite key is the whole key", savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("cart"), []byte("user1\x1fitemA")), Value: ttlValue(5, []byte("x"))}, 0,
 			Env{Op: 7, Kind: "keyed", KeyGroup: savepoint.KeyGroupOf([]byte("user1\x1fitemA")), Slot: "cart", Key: "user1\x1fitemA", KeyBytes: []byte("user1\x1fitemA"), Value: []byte("x"), ValueBytes: ttlValue(5, []byte("x")), ExpireAt: int64(5)}},
 		{"undeclared slot", savepoint.Row{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte("k")), Value: []byte("v")}, 1,

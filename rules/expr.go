@@ -70,6 +70,9 @@ type Env struct {
 	In       func(a, b any) bool `expr:"__in"`
 
 	slots map[string]string // interned slot names (see internSlot)
+	// shortTTL is set when the row's slot is declared 'ttl: true' and its
+	// value is shorter than the stamp (ExpireAt is nil).
+	shortTTL bool
 }
 
 // DefaultMaxExprNodes bounds the size of one expression (expr.MaxNodes);
@@ -213,7 +216,11 @@ func runError(err error, fields Fields, env *Env) error {
 	}
 	if ok && strings.HasPrefix(fe.Message, "invalid operation") && strings.Contains(fe.Message, "<nil>") && fields&FieldExpireAt != 0 && env != nil && env.ExpireAt == nil {
 		c := *fe
-		c.Message += ": expire_at is nil on this row, as on every row of a slot not declared 'ttl: true' (and a TTL slot's value shorter than its stamp): " + scopeHint("the TTL slot") + ", or test expire_at != nil first"
+		why := "as on every row of a slot not declared 'ttl: true': " + scopeHint("the TTL slot") + ", or test expire_at != nil first"
+		if env.shortTTL {
+			why = fmt.Sprintf("whose value (%d bytes) is shorter than the 8-byte stamp the values of its TTL slot start with (clink reads it as no state): test expire_at != nil first, or drop such rows with a rule before this one (expire_at == nil)", len(env.ValueBytes))
+		}
+		c.Message += ": expire_at is nil on this row, " + why
 		fe, err = &c, &c
 	}
 	if !ok || !strings.ContainsFunc(fe.Message, needsEscape) && utf8.ValidString(fe.Message) {

@@ -32,6 +32,8 @@ rules: []
 	}{
 		{7, "u", "\xff\xff\xff\xff\xff\xff\xff\xff", `0xffffffffffffffff (int64 -1) = uint64 18446744073709551615`},
 		{7, "s", "ab\x01", `0x616201 = string "ab\x01"`},
+		// a string key the rendering shows as its text: not twice
+		{7, "s", "t-short", `"t-short"`},
 		{7, "b", "ab", `"ab"`},
 		{7, "i", "\x01\x00\x00\x00\x00\x00\x00\x00", `0x0100000000000000 (int64 1)`},
 		{7, "s", long, `0x` + strings.Repeat("c3a9", 16) + `... [80 bytes] = string "` + strings.Repeat("é", 31) + `...`},

@@ -114,10 +114,10 @@ func (s *Set) SlotDecl(op uint64, slot string) *SlotDecl {
 // ShowKey renders the user key of k, a key of operator op, for a message:
 // as clink's tools render bytes (savepoint.RenderBytes, cut at 32 bytes)
 // and, where the file declares the slot's key codec (not composite, nor
-// bytes or int64, which the rendering shows) and the key decodes, also as
-// that codec reads it, since clink's rendering reads any 8 bytes as an
-// int64: `0xffffffffffffffff (int64 -1) = uint64
-// 18446744073709551615`.
+// bytes or int64, which the rendering shows) and the key decodes to other
+// text than the rendering's, also as that codec reads it, since clink's
+// rendering reads any 8 bytes as an int64: `0xffffffffffffffff (int64 -1)
+// = uint64 18446744073709551615`.
 func (s *Set) ShowKey(op uint64, k savepoint.Key) string {
 	shown := savepoint.RenderBytes(k.UserKey, 32)
 	if k.Kind != savepoint.KindKeyed {
@@ -142,6 +142,10 @@ func (s *Set) ShowKey(op uint64, k savepoint.Key) string {
 		text = "0x" + hex.EncodeToString(v)
 	default:
 		text = fmt.Sprint(v)
+	}
+	if text == shown {
+		// A string key the rendering shows as its text already.
+		return shown
 	}
 	if len(text) > 64 {
 		cut := 64
