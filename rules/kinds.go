@@ -431,6 +431,9 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 	}
 	f := &FilterSpec{Expr: src, Scope: sc}
 	typed := p.undeclaredEnv()
+	if sc.Op != nil && sc.Slot != nil && p.syntaxOnly(m.get("expr"), "expr", src, sc.Op, *sc.Slot) {
+		return nil
+	}
 	if sc.Op != nil && sc.Slot != nil {
 		if d := p.view[slotName{sc.Op.ID, *sc.Slot}]; d != nil {
 			f.Decl = d
@@ -538,6 +541,21 @@ func (p *parser) checkSyntax(n *yaml.Node, key, src string) {
 		line, col := p.exprPos(n, e.off)
 		p.addErr(line, col, key, fmt.Sprintf("bad expression in '%s': %s", key, e.msg))
 	}
+}
+
+// syntaxOnly checks the syntax alone of an expression (src, at n) whose
+// types come from the declaration of slot of op, when that declaration has
+// an error (reported): its types are unknown, and the check of an
+// undeclared slot's would give errors of its own. It says that the rest was
+// not checked, so that a run after the declaration is fixed holds no
+// surprise. It reports whether the slot's declaration has an error.
+func (p *parser) syntaxOnly(n *yaml.Node, key, src string, op *OpRef, slot string) bool {
+	if !p.badDecls[slotName{op.ID, slot}] {
+		return false
+	}
+	p.checkSyntax(n, key, src)
+	p.warnAt(n, "'%s' is checked for its syntax alone: the declaration of slot %q of op %s has an error, so the types it gives are unknown", key, slot, op)
+	return true
 }
 
 func (p *parser) parseDropOperator(kn, vn *yaml.Node) *DropOperatorSpec {
@@ -1089,10 +1107,11 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 	}
 	d := p.view[slotName{op.ID, slot}]
 	if d == nil {
-		if !p.badDecls[slotName{op.ID, slot}] {
+		// Every error of the file in one pass: the expression's syntax.
+		if !p.syntaxOnly(m.get("expr"), "expr", src, op, slot) {
 			p.errAt(m.get("slot"), "slot", "slot %q of op %s is not declared under 'slots:'; set_value needs its value codec", slot, op)
+			p.checkSyntax(m.get("expr"), "expr", src)
 		}
-		p.checkSyntax(m.get("expr"), "expr", src) // every error of the file in one pass
 		return nil
 	}
 	if d.ValueCodec == nil {

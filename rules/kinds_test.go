@@ -959,3 +959,33 @@ func TestUntypableFilterWarnings(t *testing.T) {
 		t.Errorf("warnings %v, want one listing 4 declarations and 6 more", set.Warnings)
 	}
 }
+
+// TestSyntaxOnlyAfterBadDeclaration: an expression whose types come from a
+// declaration that has an error is checked for its syntax alone (the types
+// of an undeclared slot would give errors of their own), and a warning says
+// what was not checked; a syntax error is still reported.
+func TestSyntaxOnlyAfterBadDeclaration(t *testing.T) {
+	const decls = "version: 1\nslots:\n  - {op: 7, slot: c, key: int46, value: int64}\nrules:\n"
+	for _, tc := range []struct {
+		name, rule string
+		problems   int
+	}{
+		{"set_value", `  - set_value: {op: 7, slot: c, expr: 'value * "a"'}`, 1},
+		{"scoped drop", `  - drop: {op: 7, slot: c, expr: 'value * "a" > 1'}`, 1},
+		{"scoped keep with a syntax error", `  - keep: {op: 7, slot: c, expr: 'value >'}`, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("r.yaml", []byte(decls+tc.rule+"\n"))
+			var errs *Errors
+			if !errors.As(err, &errs) {
+				t.Fatalf("err = %v", err)
+			}
+			if errs.Len() != tc.problems || strings.Contains(err.Error(), "mismatched types") {
+				t.Errorf("%d problems, want %d (the declaration's, and a syntax error):\n%v", errs.Len(), tc.problems, err)
+			}
+			if len(errs.Warnings) != 1 || !strings.Contains(errs.Warnings[0].String(), "rule 1: 'expr' is checked for its syntax alone: the declaration of slot \"c\" of op 7 has an error") {
+				t.Errorf("warnings: %v", errs.Warnings)
+			}
+		})
+	}
+}

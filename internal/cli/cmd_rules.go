@@ -54,6 +54,11 @@ func runLint(ctx context.Context, s *Streams, args []string) int {
 	var rerrs *rules.Errors
 	if errors.As(err, &rerrs) {
 		fmt.Fprintln(out, rerrs) // one line a problem, and one for those not listed
+		// The warnings found beside the problems, so that one pass shows
+		// every finding (what could not be checked among them).
+		for _, w := range rerrs.Warnings {
+			fmt.Fprintf(out, "warning: %s\n", w)
+		}
 		fmt.Fprintf(out, "%d problem(s)\n", rerrs.Len())
 		return ExitFindings
 	}
