@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sptool/sptool/export"
 	"github.com/sptool/sptool/internal/rowtext"
@@ -362,7 +364,7 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 	}
 	b = append(b, " slot="...)
 	if k.HasSlot {
-		b = savepoint.AppendRenderName(b, k.Slot)
+		b = appendCatSlot(b, k.Slot)
 	} else {
 		b = append(b, savepoint.RawSlot...)
 	}
@@ -384,6 +386,17 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 		b = append(append(append(b, "  ["...), strings.Join(parts, " ")...), ']')
 	}
 	return append(b, '\n')
+}
+
+// appendCatSlot appends a slot name as cat's text format shows it: quoted,
+// as clink's state-cat prints it, when it is printable text (UTF-8
+// included: `slot="zähler"`, which --slot takes back), else as
+// savepoint.AppendRenderName renders it (0x and its hex).
+func appendCatSlot(b, slot []byte) []byte {
+	if len(slot) > 0 && utf8.Valid(slot) && !bytes.ContainsFunc(slot, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return strconv.AppendQuote(b, string(slot))
+	}
+	return savepoint.AppendRenderName(b, slot)
 }
 
 // catShown is a key or value as the text format shows it among the

@@ -540,3 +540,21 @@ func TestCatTextQuotesDecodedStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendCatSlot: a slot name is quoted when it is printable text, UTF-8
+// included, as clink's state-cat prints it; else it is 0x and its hex.
+func TestAppendCatSlot(t *testing.T) {
+	for name, want := range map[string]string{
+		"counts":     `"counts"`,
+		"zähler·計数":  `"zähler·計数"`,
+		"a\x01":      `0x6101`,
+		"\xff\xfe":   `0xfffe`,
+		"tab\there":  `0x7461620968657265`,
+		"":           `0x`,
+		"say \"hi\"": `"say \"hi\""`,
+	} {
+		if got := string(appendCatSlot(nil, []byte(name))); got != want {
+			t.Errorf("appendCatSlot(%q) = %s, want %s", name, got, want)
+		}
+	}
+}
