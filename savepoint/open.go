@@ -1111,6 +1111,10 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		f.Undecodable = decodeErr
 		return nil
 	}
+	if decodeErr != nil && strings.HasSuffix(f.Path, SidecarSuffix) {
+		// A sidecar given for its payload (the two sort together).
+		decodeErr = fmt.Errorf("%w (a %s file is the integrity sidecar of the payload beside it, %s: give that)", decodeErr, SidecarSuffix, strings.TrimSuffix(f.Path, SidecarSuffix))
+	}
 	if decodeErr != nil {
 		if wantSidecar && f.Sidecar != nil && f.Verdict != VerdictValid {
 			// The sidecar says what the file should be: a payload cut

@@ -972,6 +972,11 @@ func CheckOutputPath(in, out string) error {
 	rel, at, err := pathRelation(in, out)
 	switch rel {
 	case relSame:
+		if filepath.Clean(in) != filepath.Clean(out) {
+			// Named otherwise (a symbolic link, a bind mount, another
+			// spelling): both names are given.
+			return fmt.Errorf("%w (%s is the input %s)", ErrOutputIsInput, out, in)
+		}
 		return fmt.Errorf("%w (%s)", ErrOutputIsInput, out)
 	case relPair:
 		return fmt.Errorf("%w: %s and %s are a payload and its sidecar", ErrOutputIsInput, in, out)

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -78,7 +79,10 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	var opID uint64
 	if *op != "" {
 		v, err := strconv.ParseUint(*op, 10, 64)
-		if err != nil {
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return usageError(s, c, fmt.Errorf("--op %q is out of range: operator ids are at most %d", *op, uint64(math.MaxUint64)))
+		case err != nil:
 			return usageError(s, c, fmt.Errorf("--op %q is not an operator id (an unsigned integer)", *op))
 		}
 		opID = v
