@@ -1004,7 +1004,13 @@ func (s *Summary) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s: does not decode, and %s: %s; its rows are not counted here\n", ShowName(f.Rel), who, f.Undecodable)
 		}
 		if f.Sidecar != nil && f.Sidecar.Detail != "" {
-			fmt.Fprintf(&b, "  %s: sidecar %s: %s\n", ShowName(f.Rel), f.Sidecar.Verdict, f.Sidecar.Detail)
+			fmt.Fprintf(&b, "  %s: sidecar %s: %s", ShowName(f.Rel), f.Sidecar.Verdict, f.Sidecar.Detail)
+			if f.Sidecar.Verdict == string(VerdictIncomplete) && s.Input.Kind == InputFile.String() {
+				// (clink's wording, for a tree's payload: a file given
+				// alone, written by a tool or a test, often has none.)
+				b.WriteString("; sptool reads a single file without one, and writes one beside every file it outputs (clink's file backend refuses a payload without one)")
+			}
+			b.WriteString("\n")
 		}
 		if f.TrailingBytes > 0 {
 			fmt.Fprintf(&b, "  %s: %d bytes after the end-of-stream marker\n", ShowName(f.Rel), f.TrailingBytes)
