@@ -63,3 +63,72 @@ func TestOutputPathThroughBindMount(t *testing.T) {
 		t.Errorf("containing, through the mount: %v", err)
 	}
 }
+
+// TestReplaceRefusesSharedEntries: an output --force would replace that
+// holds a mount point (here a bind mount of the input's subtask directory)
+// or a file another name shares (a hard link to the input's payload) is
+// refused, and the input keeps every file and its link count: removing the
+// old output would delete the input's files, or change their links and
+// change time. (The mount needs root on Linux; the links do not.)
+func TestReplaceRefusesSharedEntries(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
+	sub := filepath.Join(in, "v1", "0")
+	for _, d := range []string{sub, filepath.Join(out, "v1", "0"), filepath.Join(out, "v1", "1")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := filepath.Join(sub, "checkpoint-7.snap")
+	for _, p := range []string{snap, snap + ".meta"} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := CheckReplaceable(out, true); err != nil {
+		t.Fatalf("a plain tree: %v", err)
+	}
+
+	// A hard link to the input's payload, in a tree and as a file output.
+	linked := filepath.Join(out, "v1", "1", "checkpoint-7.snap")
+	if err := os.Link(snap, linked); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckReplaceable(out, true)
+	if err == nil || !strings.Contains(err.Error(), "it holds v1/1/checkpoint-7.snap, a file with 2 hard links") {
+		t.Errorf("a tree holding a hard link: %v", err)
+	}
+	if err := CheckReplaceable(linked, false); err == nil || !strings.Contains(err.Error(), "it is a file with 2 hard links") {
+		t.Errorf("a file output that is a hard link: %v", err)
+	}
+	// A symbolic link is replaced, not what it leads to.
+	sym := filepath.Join(dir, "sym.snap")
+	if err := os.Symlink(snap, sym); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(snap, filepath.Join(dir, "second-name")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckReplaceable(sym, false); err != nil {
+		t.Errorf("a symbolic link to a file of 3 links: %v", err)
+	}
+	if err := os.Remove(linked); err != nil {
+		t.Fatal(err)
+	}
+
+	// A bind mount of the input's subtask directory in the old output.
+	mnt := filepath.Join(out, "v1", "0")
+	if err := unix.Mount(sub, mnt, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("bind mount: %v", err)
+	}
+	defer unix.Unmount(mnt, 0)
+	err = CheckReplaceable(out, true)
+	if err == nil || !strings.Contains(err.Error(), "it holds v1/0, a mount point") {
+		t.Errorf("a tree holding a mount point: %v", err)
+	}
+	for _, p := range []string{snap, snap + ".meta"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("input file: %v", err)
+		}
+	}
+}

@@ -772,7 +772,9 @@ func FrameCLMB(blobs [][]byte) []byte {
 // socket, nor anything in /proc or /dev/fd or a link that leads there. A
 // mistyped -o with --force then cannot delete a directory of other files,
 // and `--report /dev/null --force` does not put a file in the place of
-// the device. A path that does not exist is fine.
+// the device. Nor is an output replaced whose removal would reach beyond
+// it (sharedWith: a mount point in a tree, a file with other hard links).
+// A path that does not exist is fine.
 func CheckReplaceable(path string, tree bool) error {
 	st, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -796,17 +798,29 @@ func CheckReplaceable(path string, tree bool) error {
 		case st.Mode()&fs.ModeSymlink == 0 && !st.Mode().IsRegular():
 			return fmt.Errorf("output %s is not a regular file (%s), which sptool will not replace: it writes files under a temporary name and renames them into place", path, fileKind(st.Mode()))
 		}
+		if shared := sharedWith(path); shared != "" {
+			// (A link is replaced, not what it leads to: its target's
+			// links do not matter.)
+			return fmt.Errorf("refusing to replace %s: it is %s: replacing it would change that other file's link count and change time (the input's, perhaps); remove it yourself or choose another output", path, shared)
+		}
 		return nil
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("output %s is not a directory: a checkpoint tree will not replace it", path)
 	}
-	if rel, err := foreignEntry(path, "", treeLevel); err != nil {
+	if rel, shared, err := foreignEntry(path, "", treeLevel); err != nil {
 		return fmt.Errorf("output %s: %w", path, err)
+	} else if shared != "" {
+		return fmt.Errorf("refusing to replace %s: it holds %s, %s: removing it would reach what lies beyond the output (the input's files, perhaps); remove it yourself or choose another output", path, rel, shared)
 	} else if rel != "" {
 		return fmt.Errorf("refusing to replace %s: it holds %s, which is not part of a checkpoint tree (v<generation>/<subtask>/ with checkpoint and changelog files, their sidecars and materializations/, and _jobs/<job>/ with markers and receipts); remove it yourself or choose another output", path, rel)
 	}
 	return nil
+}
+
+// sharedFile is sharedWith's text for a file of n links.
+func sharedFile(n int64) string {
+	return fmt.Sprintf("a file with %d hard links (another name shares its data)", n)
 }
 
 // treeEntry tells what a directory of a checkpoint tree may hold, for
@@ -859,12 +873,13 @@ func stateFileName(name, prefix, ext string) bool {
 
 // foreignEntry returns the first entry under dir/rel, depth first, that
 // level and the levels below it do not admit, as a path relative to dir
-// ("" when there is none). Entries are taken as they are: a symbolic link
-// is no directory, nor a file of a tree.
-func foreignEntry(dir, rel string, level treeEntry) (string, error) {
+// ("" when there is none), or that a removal would reach beyond the tree
+// through: shared then says how (see sharedWith). Entries are taken as
+// they are: a symbolic link is no directory, nor a file of a tree.
+func foreignEntry(dir, rel string, level treeEntry) (bad, shared string, err error) {
 	entries, err := os.ReadDir(filepath.Join(dir, rel))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	for _, e := range entries {
 		p := filepath.Join(rel, e.Name())
@@ -874,15 +889,18 @@ func foreignEntry(dir, rel string, level treeEntry) (string, error) {
 			ok = false
 		}
 		if !ok {
-			return p, nil
+			return p, "", nil
+		}
+		if how := sharedWith(filepath.Join(dir, p)); how != "" {
+			return p, how, nil
 		}
 		if isDir {
-			if bad, err := foreignEntry(dir, p, sub); bad != "" || err != nil {
-				return bad, err
+			if bad, shared, err := foreignEntry(dir, p, sub); bad != "" || err != nil {
+				return bad, shared, err
 			}
 		}
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // procPath returns the path in /proc that path is, or that its chain of
