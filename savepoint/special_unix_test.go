@@ -191,3 +191,50 @@ func TestPublishRefusesSpecialAtLastMoment(t *testing.T) {
 		}
 	}
 }
+
+// TestBeforePublishNotRunWhenRefused: the hook that removes what the new
+// output makes stale (the report --force replaces) runs only once the
+// output it replaces passed its checks: an output that is refused then
+// leaves it in place, beside the old output it describes.
+func TestBeforePublishNotRunWhenRefused(t *testing.T) {
+	dir := t.TempDir()
+	called := 0
+	before := func() error { called++; return nil }
+
+	// A file output whose sidecar's place holds a named pipe.
+	out := filepath.Join(dir, "out.snap")
+	mkfifo(t, out+SidecarSuffix)
+	if _, err := WriteSnapshotFile(out, nil, []Row{{Op: 1, Key: []byte("k"), Value: []byte("v")}}, SnapshotOptions{Sidecar: true, BeforePublish: before}); err == nil {
+		t.Error("the named pipe was replaced")
+	}
+
+	// A tree that replaces one in which a file of another kind appeared.
+	tree := filepath.Join(dir, "tree")
+	if err := os.MkdirAll(filepath.Join(tree, "v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tw, err := CreateTree(tree, TreeOptions{Generation: 1, Checkpoint: 7, Force: true, BeforePublish: before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Abort()
+	if _, err := tw.WriteSubtask(0, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 1, Key: []byte("\xffk"), Value: []byte("v")}}, CompressNone); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "v1", "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Commit("job", nil); err == nil || !strings.Contains(err.Error(), "notes.txt") {
+		t.Errorf("commit over a foreign file: %v", err)
+	}
+	if called != 0 {
+		t.Errorf("BeforePublish ran %d times for outputs that were refused", called)
+	}
+	// Where nothing refuses, it runs once.
+	if err := os.Remove(filepath.Join(tree, "v1", "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Commit("job", nil); err != nil || called != 1 {
+		t.Errorf("commit: %v; BeforePublish ran %d times, want 1", err, called)
+	}
+}

@@ -282,22 +282,34 @@ func publishPair(tmp, path string, sidecar []byte, opts PublishOptions) (err err
 	// lock is taken first, so that a run that waited for it is looked at
 	// (cancelled, its input changed) after the wait.
 	defer lockDir(filepath.Dir(path))()
+	// What is in place is looked at again just before it is replaced (the
+	// commands check it before they start): a device or a named pipe that
+	// appeared meanwhile is not replaced. It is looked at before Before
+	// too, so that what Before removes (the report --force replaces) stays
+	// when the output is refused.
+	pair := sidecar != nil || opts.payload
+	check := func() error {
+		if err := CheckReplaceable(path, false); err != nil {
+			return err
+		}
+		if pair {
+			return CheckReplaceable(side, false)
+		}
+		return nil
+	}
+	if err := check(); err != nil {
+		return err
+	}
 	if opts.Before != nil {
 		if err := opts.Before(); err != nil {
 			return err
 		}
-	}
-	// What is in place is looked at again just before it is replaced (the
-	// commands check it before they start): a device or a named pipe that
-	// appeared meanwhile is not replaced.
-	if err := CheckReplaceable(path, false); err != nil {
-		return err
-	}
-	var aside *asidePair
-	if sidecar != nil || opts.payload {
-		if err := CheckReplaceable(side, false); err != nil {
+		if err := check(); err != nil {
 			return err
 		}
+	}
+	var aside *asidePair
+	if pair {
 		if opts.NoReplace {
 			if _, err := os.Lstat(side); err == nil {
 				return &OutputExistsError{Path: side, Appeared: true}

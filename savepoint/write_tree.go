@@ -38,7 +38,8 @@ type TreeWriter struct {
 	force        bool
 	markerExtra  []MetaEntry
 	unlisted     []int
-	mu           sync.Mutex // guards subtasks and unfinished
+	before       func() error // TreeOptions.BeforePublish
+	mu           sync.Mutex   // guards subtasks and unfinished
 	subtasks     []int
 	unfinished   map[int]bool // subtasks whose write began and has not succeeded
 	committed    bool
@@ -70,6 +71,13 @@ type TreeOptions struct {
 	// each from its own file and unions its operator rows into no other
 	// subtask's state, as it did the input's.
 	Unlisted []int
+	// BeforePublish, when set, runs in Commit once the tree is whole and
+	// the output it replaces, if any, was checked, just before it is put
+	// in place; its error stops the commit (nothing published). Something
+	// the new output makes stale goes there (the report --force replaces):
+	// a run that stops before it leaves it, one killed after it leaves
+	// neither it nor a tree that it would describe wrongly.
+	BeforePublish func() error
 }
 
 // CreateTree starts writing a tree at out. It refuses an existing out unless
@@ -115,7 +123,7 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 		made.Remove()
 		return nil, fmt.Errorf("create staging directory: %w", err)
 	}
-	t := &TreeWriter{final: abs, out: out, stage: stage, made: made, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force, markerExtra: opts.MarkerExtra, unlisted: opts.Unlisted}
+	t := &TreeWriter{final: abs, out: out, stage: stage, made: made, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force, markerExtra: opts.MarkerExtra, unlisted: opts.Unlisted, before: opts.BeforePublish}
 	if err := os.Mkdir(filepath.Join(stage, "v"+strconv.Itoa(opts.Generation)), 0o755); err != nil {
 		err = fmt.Errorf("create staging directory: %w", err)
 		if left := t.Abort(); left != nil {
@@ -477,13 +485,22 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		return err
 	}
 	old := ""
-	if _, err := os.Lstat(t.final); err == nil {
-		if !t.force {
-			return &OutputExistsError{Path: t.out, Appeared: true}
-		}
+	_, err := os.Lstat(t.final)
+	exists := err == nil
+	if exists && !t.force {
+		return &OutputExistsError{Path: t.out, Appeared: true}
+	}
+	if exists {
 		if err := CheckReplaceable(t.final, true); err != nil {
 			return err
 		}
+	}
+	if t.before != nil {
+		if err := t.before(); err != nil {
+			return err
+		}
+	}
+	if exists {
 		old = t.final + ".sptool-old-" + tempSuffix()
 		// Where the system can, the new tree and the old swap places in
 		// one rename, so that the output is never absent; the old one,

@@ -125,7 +125,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	tw, err := savepoint.CreateTree(opts.Out, savepoint.TreeOptions{
 		Generation: gen, Checkpoint: ckpt, Backend: sp.Backend,
 		StateBase: opts.StateBase, Force: opts.Force, MarkerExtra: markerExtra,
-		Unlisted: unlisted,
+		Unlisted: unlisted, BeforePublish: func() error { return callBeforePublish(opts) },
 	})
 	if err != nil {
 		return err
@@ -203,9 +203,6 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 		return err
 	}
 	if err := sp.CheckUnchanged(); err != nil {
-		return err
-	}
-	if err := callBeforePublish(opts); err != nil {
 		return err
 	}
 	var pub *savepoint.PublishedError
