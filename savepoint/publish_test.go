@@ -1090,3 +1090,56 @@ func TestCommitRefusesUnfinishedAndEscapes(t *testing.T) {
 		t.Error("CreateTree with a generation above MaxGeneration: no error")
 	}
 }
+
+// TestCopySubtaskChecksMaterializations: a changelog+file subtask copied
+// unchanged has its materialisations checked against what was read at
+// open, as its payload is: one rewritten since (same size, other bytes) is
+// refused, not copied into the output.
+func TestCopySubtaskChecksMaterializations(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(root, os.DirFS(filepath.Join("..", "testdata", "independent", "changelog-file"))); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(root, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	var f *File
+	for _, x := range sp.Files {
+		if len(x.Materializations) > 0 {
+			f = x
+		}
+	}
+	if f == nil {
+		t.Fatal("test setup: no file with materialisations")
+	}
+	// As read: copied.
+	out := filepath.Join(t.TempDir(), "out")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 17, Backend: BackendChangelogFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.CopySubtask(f.Subtask, f, root); err != nil {
+		t.Fatalf("an unchanged subtask: %v", err)
+	}
+	tw.Abort()
+	// One byte of a materialisation changed since: refused.
+	mat := filepath.Join(root, f.Materializations[0])
+	b, err := os.ReadFile(mat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 0xff
+	if err := os.WriteFile(mat, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tw, err = CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 17, Backend: BackendChangelogFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Abort()
+	if err := tw.CopySubtask(f.Subtask, f, root); !errors.Is(err, ErrInputChanged) {
+		t.Errorf("a materialisation changed since it was read: %v, want ErrInputChanged", err)
+	}
+}

@@ -259,7 +259,7 @@ func (t *TreeWriter) MaterializationInfo(i int) []FileInfo {
 
 // CopySubtask copies an unchanged input file byte for byte as subtask i: a
 // file-backend payload with its sidecar (see copiedSidecar), a
-// changelog+file payload with the materialisations it references. The
+// changelog+file payload with the materialisations it references. Each
 // copy is verified against the size and CRC read at open.
 func (t *TreeWriter) CopySubtask(i int, src *File, root string) (err error) {
 	d, err := t.subtaskDir(i)
@@ -277,12 +277,18 @@ func (t *TreeWriter) CopySubtask(i int, src *File, root string) (err error) {
 		return err
 	}
 	t.noteMaterializations(i, src.MaterializationInfo)
-	for _, rel := range src.Materializations {
+	if len(src.MaterializationInfo) != len(src.Materializations) {
+		return fmt.Errorf("internal error: %s lists %d materialisations and the sizes of %d", src.Path, len(src.Materializations), len(src.MaterializationInfo))
+	}
+	for m, rel := range src.Materializations {
 		dst := filepath.Join(t.stage, rel)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return fmt.Errorf("create directory: %w", err)
 		}
-		if err := CopyVerified(filepath.Join(root, rel), dst, -1, 0); err != nil {
+		// Checked against what was read at open, as the payload is: the
+		// state is in them.
+		info := src.MaterializationInfo[m]
+		if err := CopyVerified(filepath.Join(root, rel), dst, info.Size, info.CRC32C); err != nil {
 			return err
 		}
 	}
