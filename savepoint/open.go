@@ -556,14 +556,18 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	}
 	slices.SortFunc(dirs, func(a, b *subtaskDir) int { return a.index - b.index })
 
-	markers, ignored, err := completedMarkers(sp.Root)
+	markers, ignored, bad, err := completedMarkers(sp.Root)
 	if err != nil {
 		return err
 	}
 	for _, rel := range ignored {
 		sp.Notes = append(sp.Notes, fmt.Sprintf("%s ignored: clink looks for COMPLETED-<id> with the id in decimal, so it is no marker clink finds (format 5.5)", ShowName(rel)))
 	}
-	if err := sp.selectCheckpoint(dirs, markers, opts.Checkpoint, opts.CheckpointSet || opts.Checkpoint != 0); err != nil {
+	asked := opts.CheckpointSet || opts.Checkpoint != 0
+	if err := sp.selectCheckpoint(dirs, markers, opts.Checkpoint, asked); err != nil {
+		return err
+	}
+	if err := sp.checkBadMarkers(bad, checkpointsIn(dirs), asked); err != nil {
 		return err
 	}
 	// Every subtask directory must hold the selected checkpoint's file,
@@ -811,17 +815,28 @@ type marker struct {
 	c   Completed
 }
 
+// badMarker is a COMPLETED marker that does not parse: its checkpoint id
+// and why.
+type badMarker struct {
+	rel string
+	id  uint64
+	err error
+}
+
 // completedMarkers reads every _jobs/<job>/COMPLETED-<id> under root. A
 // name whose id has leading zeros (COMPLETED-017) is none clink finds: it
-// looks for the id in decimal (format 5.3, 5.5); those are returned apart.
-func completedMarkers(root string) (map[uint64][]marker, []string, error) {
+// looks for the id in decimal (format 5.3, 5.5); those are returned apart,
+// and so are the markers that do not parse (bad): clink reads the marker
+// of the checkpoint it restores alone (format 5.3), so one of another
+// checkpoint, or of an old layout, does not stop the tree being read
+// (checkBadMarkers).
+func completedMarkers(root string) (_ map[uint64][]marker, ignored []string, bad []badMarker, _ error) {
 	out := map[uint64][]marker{}
-	var ignored []string
 	jobs, err := os.ReadDir(filepath.Join(root, "_jobs"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil, nil
+		return out, nil, nil, nil
 	} else if err != nil {
-		return nil, nil, fmt.Errorf("open savepoint: %w", err)
+		return nil, nil, nil, fmt.Errorf("open savepoint: %w", err)
 	}
 	for _, j := range jobs {
 		if !j.IsDir() {
@@ -829,7 +844,7 @@ func completedMarkers(root string) (map[uint64][]marker, []string, error) {
 		}
 		ents, err := os.ReadDir(filepath.Join(root, "_jobs", j.Name()))
 		if err != nil {
-			return nil, nil, fmt.Errorf("open savepoint: %w", err)
+			return nil, nil, nil, fmt.Errorf("open savepoint: %w", err)
 		}
 		for _, e := range ents {
 			rest, ok := strings.CutPrefix(e.Name(), "COMPLETED-")
@@ -847,11 +862,12 @@ func completedMarkers(root string) (map[uint64][]marker, []string, error) {
 			}
 			b, err := ReadRegularFile(filepath.Join(root, rel), maxControlFileSize)
 			if err != nil {
-				return nil, nil, fmt.Errorf("read marker: %w", err)
+				return nil, nil, nil, fmt.Errorf("read marker: %w", err)
 			}
 			c, err := ParseCompleted(b)
 			if err != nil {
-				return nil, nil, fmt.Errorf("marker %s: %w", ShowName(rel), err)
+				bad = append(bad, badMarker{rel, id, err})
+				continue
 			}
 			if c.Job == "" {
 				c.Job = j.Name()
@@ -859,19 +875,34 @@ func completedMarkers(root string) (map[uint64][]marker, []string, error) {
 			out[id] = append(out[id], marker{rel, c})
 		}
 	}
-	return out, ignored, nil
+	return out, ignored, bad, nil
+}
+
+// checkBadMarkers fails the open for a marker that does not parse of the
+// checkpoint read (its subtasks= line decides which directories a restore
+// unions), or of a newer one of whose files the generation holds some
+// (sptool's choice of checkpoint may then be another than the job's
+// latest); of the others, which no restore of the checkpoint read looks
+// at, it notes each (UnreadMarkers: validate warns).
+func (sp *Savepoint) checkBadMarkers(bad []badMarker, all map[uint64]int, asked bool) error {
+	for _, b := range bad {
+		switch {
+		case b.id == sp.Checkpoint:
+			return fmt.Errorf("marker %s: %w (it marks the checkpoint read, whose subtasks= line a restore applies: fix it, or remove it, as clink's restore does not need one)", ShowName(b.rel), b.err)
+		case b.id > sp.Checkpoint && all[b.id] > 0 && !asked:
+			return fmt.Errorf("marker %s: %w (it marks checkpoint %d, newer than %d, which would be read without it: fix or remove it, or choose the checkpoint with --checkpoint)", ShowName(b.rel), b.err, b.id, sp.Checkpoint)
+		}
+		sp.UnreadMarkers = append(sp.UnreadMarkers, fmt.Sprintf("%s: %v", ShowName(b.rel), b.err))
+	}
+	slices.Sort(sp.UnreadMarkers)
+	return nil
 }
 
 // selectCheckpoint applies sptool's rule: the checkpoint asked for (want,
 // if asked is set), else the newest with a COMPLETED marker of this
 // generation, else the newest present in every subtask directory.
 func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]marker, want uint64, asked bool) error {
-	all := map[uint64]int{}
-	for _, d := range dirs {
-		for id := range d.ckpts {
-			all[id]++
-		}
-	}
+	all := checkpointsIn(dirs)
 	pick := func(id uint64) {
 		sp.Checkpoint = id
 		if ms := markers[id]; len(ms) > 0 {
@@ -946,6 +977,18 @@ func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]m
 	sp.noteNewerCompleted(markers, all)
 	slices.Sort(sp.Notes)
 	return nil
+}
+
+// checkpointsIn counts, by checkpoint id, the subtask directories of dirs
+// that hold its file.
+func checkpointsIn(dirs []*subtaskDir) map[uint64]int {
+	all := map[uint64]int{}
+	for _, d := range dirs {
+		for id := range d.ckpts {
+			all[id]++
+		}
+	}
+	return all
 }
 
 // noteNewerCompleted notes the markers of this generation for checkpoints
@@ -1653,6 +1696,9 @@ func (sp *Savepoint) ReadWarnings() []string {
 	}
 	for _, rel := range sp.NewerCompleted {
 		out = append(out, fmt.Sprintf("%s marks a newer checkpoint complete, but v%d holds none of its files: checkpoint %d was read instead (a job restoring the latest completed checkpoint finds no state; --checkpoint chooses one)", ShowName(rel), sp.Generation, sp.Checkpoint))
+	}
+	for _, m := range sp.UnreadMarkers {
+		out = append(out, "marker "+m+": it does not parse, and is left unread (it marks another checkpoint than the one read, which a restore of that one does not look at)")
 	}
 	for _, m := range sp.EmptyMaterializations() {
 		out = append(out, fmt.Sprintf("materialisation %s, which subtask %d's changelog references, is 0 bytes: read as empty materialised state, as clink's restore reads it without a word; a file cut short? (sptool validate says more)", ShowName(m.Rel), m.Subtask))

@@ -188,6 +188,11 @@ type Savepoint struct {
 	// whose files the generation does not hold: a restore of the job's
 	// latest completed checkpoint would look for them.
 	NewerCompleted []string
+	// UnreadMarkers name the COMPLETED markers of other checkpoints than the
+	// one read that do not parse, each with why ("_jobs/7/COMPLETED-3:
+	// ..."): a restore of the checkpoint read does not look at them (format
+	// 5.3), so they are left unread.
+	UnreadMarkers []string
 	// Files are the snapshot files, sorted by subtask index.
 	Files []*File
 	// Groups are the chain groups of a tree, in subtask order (given by the

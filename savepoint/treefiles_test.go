@@ -469,3 +469,66 @@ func TestMaterializationOddFiles(t *testing.T) {
 		t.Errorf("handle naming a changelog: %v", err)
 	}
 }
+
+// TestUnparseableMarkers: a COMPLETED marker that does not parse stops the
+// open only where it decides what is read: the checkpoint read's own, or a
+// newer checkpoint's whose files the generation holds (unless the
+// checkpoint is chosen); that of another checkpoint, which a restore of the
+// one read does not look at, is left unread, with a note and a warning.
+func TestUnparseableMarkers(t *testing.T) {
+	bad := []byte("job=old\ncheckpoint=2\n") // no generation= line
+	write := func(t *testing.T, root, rel string, b []byte) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Of an older checkpoint, of another job: read, noted, warned of.
+	root := smallTree(t)
+	write(t, root, "_jobs/old/COMPLETED-2", bad)
+	sp, err := Open(root, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatalf("a bad marker of another checkpoint: %v", err)
+	}
+	if sp.Checkpoint != 7 || len(sp.UnreadMarkers) != 1 || !strings.HasPrefix(sp.UnreadMarkers[0], "_jobs/old/COMPLETED-2: ") {
+		t.Errorf("checkpoint %d, unread markers %q", sp.Checkpoint, sp.UnreadMarkers)
+	}
+	if w := strings.Join(sp.ReadWarnings(), "\n"); !strings.Contains(w, "marker _jobs/old/COMPLETED-2: ") {
+		t.Errorf("read warnings: %s", w)
+	}
+	rep := Validate(sp, ValidateOptions{})
+	if rep.Errors() != 0 || !slices.ContainsFunc(rep.Findings, func(f Finding) bool {
+		return f.Check == CheckCompleted && f.Severity == SeverityWarning && strings.Contains(f.Message, "_jobs/old/COMPLETED-2")
+	}) {
+		t.Errorf("validate: %+v", rep.Findings)
+	}
+	sp.Close()
+
+	// The checkpoint read's own: an error that says why it matters.
+	root = smallTree(t)
+	write(t, root, "_jobs/job1/COMPLETED-7", []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0\nhello\n"))
+	if _, err := Open(root, OpenOptions{Columnar: true}); err == nil || !strings.Contains(err.Error(), "it marks the checkpoint read") {
+		t.Errorf("the checkpoint's own marker: %v", err)
+	}
+
+	// A newer checkpoint's, with a file in the generation: an error, unless
+	// the checkpoint is chosen.
+	root = smallTree(t)
+	write(t, root, "v1/0/checkpoint-9.snap", nil)
+	write(t, root, "_jobs/job1/COMPLETED-9", bad)
+	if _, err := Open(root, OpenOptions{Columnar: true}); err == nil || !strings.Contains(err.Error(), "it marks checkpoint 9, newer than 7") {
+		t.Errorf("a newer checkpoint's marker: %v", err)
+	}
+	sp, err = Open(root, OpenOptions{Columnar: true, Checkpoint: 7})
+	if err != nil || len(sp.UnreadMarkers) != 1 {
+		t.Errorf("checkpoint 7 chosen: %v", err)
+	}
+	if sp != nil {
+		sp.Close()
+	}
+}

@@ -114,8 +114,10 @@ const (
 	CheckVersionMapDisagreement = "version-map-disagreement"
 	// CheckCompleted: the COMPLETED marker. A listed subtask without a
 	// directory is an error; a subtask directory not listed, a marker
-	// whose checkpoint or generation differs from the tree's, or an empty
-	// subtasks= line, a warning; no marker, or no subtasks= line, info.
+	// whose checkpoint or generation differs from the tree's, an empty
+	// subtasks= line, or a marker of another checkpoint that does not
+	// parse (left unread: Savepoint.UnreadMarkers), a warning; no marker,
+	// or no subtasks= line, info.
 	CheckCompleted = "completed"
 	// CheckGroups: placement errors (misplaced-row, operator-groups) found
 	// under chain groups inferred from the rows (info, naming them: a stray
@@ -1491,6 +1493,9 @@ func (v *validator) checkCompleted() {
 	sp := v.sp
 	for _, rel := range sp.NewerCompleted {
 		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s marks a checkpoint newer than %d complete, but v%d holds none of its files: restoring it (the job's latest completed checkpoint) finds no state and refuses to start; checkpoint %d was checked", rel, sp.Checkpoint, sp.Generation, sp.Checkpoint))
+	}
+	for _, m := range sp.UnreadMarkers {
+		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("marker %s: it does not parse; it marks another checkpoint than %d, which a restore of checkpoint %d does not look at, so it was left unread (a restore of its own checkpoint would read its subtasks= line)", m, sp.Checkpoint, sp.Checkpoint))
 	}
 	c := sp.Completed
 	if c == nil {
