@@ -494,9 +494,13 @@ func rulesRowFilter(rulesPath, where string, inScope func(op uint64, slot []byte
 		if pred == nil {
 			return true, nil
 		}
-		// Only what the expression reads is decoded: a value the codecs
-		// cannot decode fails only a filter that reads it.
+		// A key or value the codecs cannot decode fails only a filter
+		// that reads it (rules.ReadsFailed), as it fails only the rules
+		// that read it: both are decoded when either is read.
 		err := set.FillEnvFields(&env, r, subtask, pred.Fields())
+		if !rules.ReadsFailed(err, pred.Fields()) {
+			err = nil
+		}
 		ok := false
 		if err == nil {
 			ok, err = pred.Eval(&m, &env)
