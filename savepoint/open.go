@@ -880,17 +880,23 @@ func completedMarkers(root string) (_ map[uint64][]marker, ignored []string, bad
 
 // checkBadMarkers fails the open for a marker that does not parse of the
 // checkpoint read (its subtasks= line decides which directories a restore
-// unions), or of a newer one of whose files the generation holds some
-// (sptool's choice of checkpoint may then be another than the job's
-// latest); of the others, which no restore of the checkpoint read looks
-// at, it notes each (UnreadMarkers: validate warns).
+// unions), or, when the checkpoint was not asked for, of one of whose
+// files the generation holds some that could have changed sptool's choice:
+// a newer one, or any when the checkpoint read was chosen without a marker
+// of its generation (the newest in every subtask directory). Of the
+// others, which no restore of the checkpoint read looks at, it notes each
+// (UnreadMarkers: validate warns).
 func (sp *Savepoint) checkBadMarkers(bad []badMarker, all map[uint64]int, asked bool) error {
+	byMarker := sp.Completed != nil && (sp.Completed.Generation == 0 || sp.Completed.Generation == sp.Generation)
 	for _, b := range bad {
 		switch {
 		case b.id == sp.Checkpoint:
 			return fmt.Errorf("marker %s: %w (it marks the checkpoint read, whose subtasks= line a restore applies: fix it, or remove it, as clink's restore does not need one)", ShowName(b.rel), b.err)
-		case b.id > sp.Checkpoint && all[b.id] > 0 && !asked:
+		case asked || all[b.id] == 0:
+		case b.id > sp.Checkpoint:
 			return fmt.Errorf("marker %s: %w (it marks checkpoint %d, newer than %d, which would be read without it: fix or remove it, or choose the checkpoint with --checkpoint)", ShowName(b.rel), b.err, b.id, sp.Checkpoint)
+		case !byMarker:
+			return fmt.Errorf("marker %s: %w (it marks checkpoint %d, which would be read if it parsed: no marker of v%d parses, and checkpoint %d was chosen as the newest in every subtask directory; fix or remove it, or choose the checkpoint with --checkpoint)", ShowName(b.rel), b.err, b.id, sp.Generation, sp.Checkpoint)
 		}
 		sp.UnreadMarkers = append(sp.UnreadMarkers, fmt.Sprintf("%s: %v", ShowName(b.rel), b.err))
 	}

@@ -531,4 +531,16 @@ func TestUnparseableMarkers(t *testing.T) {
 	if sp != nil {
 		sp.Close()
 	}
+
+	// An older checkpoint's, with files, when no marker parses: it would
+	// have chosen its checkpoint over the newest in every directory.
+	root = smallTree(t)
+	write(t, root, "v1/0/checkpoint-5.snap", nil)
+	if err := os.Remove(filepath.Join(root, "_jobs", "job1", "COMPLETED-7")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, "_jobs/job1/COMPLETED-5", bad)
+	if _, err := Open(root, OpenOptions{Columnar: true}); err == nil || !strings.Contains(err.Error(), "it marks checkpoint 5, which would be read if it parsed") {
+		t.Errorf("an older checkpoint's marker, none parsing: %v", err)
+	}
 }
