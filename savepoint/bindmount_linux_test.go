@@ -65,11 +65,11 @@ func TestOutputPathThroughBindMount(t *testing.T) {
 }
 
 // TestReplaceRefusesSharedEntries: an output --force would replace that
-// holds a mount point (here a bind mount of the input's subtask directory)
-// or a file another name shares (a hard link to the input's payload) is
-// refused, and the input keeps every file and its link count: removing the
-// old output would delete the input's files, or change their links and
-// change time. (The mount needs root on Linux; the links do not.)
+// is or holds a mount point (here a bind mount of the input's subtask
+// directory) or a file another name shares (a hard link to the input's
+// payload) is refused: removing the old output would delete the input's
+// files, or change their links and change time, and no rename replaces a
+// mount point. (The mounts need root on Linux; the links do not.)
 func TestReplaceRefusesSharedEntries(t *testing.T) {
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
@@ -126,9 +126,27 @@ func TestReplaceRefusesSharedEntries(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "it holds v1/0, a mount point") {
 		t.Errorf("a tree holding a mount point: %v", err)
 	}
-	for _, p := range []string{snap, snap + ".meta"} {
-		if _, err := os.Stat(p); err != nil {
-			t.Errorf("input file: %v", err)
-		}
+	// The output itself a mount point: of a directory, of a file.
+	root := filepath.Join(dir, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(in, root, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(root, 0)
+	if err := CheckReplaceable(root, true); err == nil || !strings.Contains(err.Error(), "it is a mount point") {
+		t.Errorf("a tree output that is a mount point: %v", err)
+	}
+	file := filepath.Join(dir, "file.snap")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(snap, file, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(file, 0)
+	if err := CheckReplaceable(file, false); err == nil || !strings.Contains(err.Error(), "it is a mount point") {
+		t.Errorf("a file output that is a mount point: %v", err)
 	}
 }

@@ -1143,3 +1143,60 @@ func TestCopySubtaskChecksMaterializations(t *testing.T) {
 		t.Errorf("a materialisation changed since it was read: %v, want ErrInputChanged", err)
 	}
 }
+
+// TestSetAside: a file set aside is put back, or removed; a missing one
+// gives no-ops; one whose place was taken meanwhile is not put back over
+// the newcomer.
+func TestSetAside(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "report.json")
+	if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aside, putBack, remove, err := SetAside(p)
+	if err != nil || !strings.HasPrefix(aside, p+".sptool-old-") {
+		t.Fatalf("set aside: %q, %v", aside, err)
+	}
+	if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("still in place: %v", err)
+	}
+	if err := putBack(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != "old" {
+		t.Errorf("put back: %q, %v", b, err)
+	}
+	aside, _, remove, err = SetAside(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remove(); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left: %v", entries)
+	}
+	aside, putBack, remove, err = SetAside(p)
+	if err != nil || aside != "" || putBack() != nil || remove() != nil {
+		t.Errorf("a missing file: %q, %v", aside, err)
+	}
+	if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aside, putBack, _, err = SetAside(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := putBack(); err == nil {
+		t.Error("put back over a file that took its place")
+	}
+	if b, _ := os.ReadFile(p); string(b) != "new" {
+		t.Errorf("the newcomer was replaced: %q", b)
+	}
+	if _, err := os.Lstat(aside); err != nil {
+		t.Errorf("the file set aside is gone: %v", err)
+	}
+}

@@ -624,6 +624,26 @@ func createTemp(path string, mode int) (*os.File, string, error) {
 }
 
 // tempSuffix returns <pid>.<seq>.<random>, unique to this call.
+// SetAside moves the file at path out of its place, to a name beside it
+// (path.sptool-old-<suffix>, which Leftovers names if the run is killed
+// meanwhile), and returns that name, what puts the file back (unless
+// something took its place meanwhile) and what removes it; with no file
+// at path, both do nothing and the name is "". A file that an output makes
+// stale (the report --force replaces) is set aside just before the output
+// is published, and put back if it is not.
+func SetAside(path string) (aside string, putBack, remove func() error, err error) {
+	old := path + ".sptool-old-" + tempSuffix()
+	if err := os.Rename(path, old); errors.Is(err, fs.ErrNotExist) {
+		nop := func() error { return nil }
+		return "", nop, nop, nil
+	} else if err != nil {
+		return "", nil, nil, err
+	}
+	putBack = func() error { return renameExclusive(old, path) }
+	remove = func() error { return os.Remove(old) }
+	return old, putBack, remove, nil
+}
+
 func tempSuffix() string {
 	return strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(tempSeq.Add(1), 10) + "." + strconv.FormatUint(uint64(rand.Uint32()), 36)
 }

@@ -824,12 +824,15 @@ func CheckReplaceable(path string, tree bool) error {
 		if shared := sharedWith(path); shared != "" {
 			// (A link is replaced, not what it leads to: its target's
 			// links do not matter.)
-			return fmt.Errorf("refusing to replace %s: it is %s: replacing it would change that other file's link count and change time (the input's, perhaps); remove it yourself or choose another output", path, shared)
+			return fmt.Errorf("refusing to replace %s: it is %s: no rename replaces a mount point, and replacing a file another name shares would change that file's link count and change time (the input's, perhaps); remove it yourself or choose another output", path, shared)
 		}
 		return nil
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("output %s is not a directory: a checkpoint tree will not replace it", path)
+	}
+	if shared := sharedWith(path); shared != "" {
+		return fmt.Errorf("refusing to replace %s: it is %s, which no rename replaces, and whose files a removal would delete; remove it yourself or choose another output", path, shared)
 	}
 	if rel, shared, err := foreignEntry(path, "", treeLevel); err != nil {
 		return fmt.Errorf("output %s: %w", path, err)

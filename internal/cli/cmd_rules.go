@@ -238,19 +238,34 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		opts.Out, opts.Force, opts.StateBase = *tf.out, *tf.force, *tf.stateBase
 		opts.Generation, opts.Checkpoint, opts.CheckpointSet = *tf.generation, *tf.checkpointID, tf.open.fs.Changed("checkpoint-id")
 	}
+	// The report --force replaces describes the output it replaces: it is
+	// set aside just before the new output is put in place, so that a run
+	// killed after that leaves no report, rather than the old one beside
+	// the new output, and put back when the output is not published.
+	var reportAside string
+	var putBack, dropOld func() error
 	if report != "" && *tf.force && !dry {
-		// The report --force replaces describes the output it replaces:
-		// it goes just before the new output is put in place, so that a
-		// run killed after that leaves no report, rather than the old one
-		// beside the new output.
-		opts.BeforePublish = func() error {
-			if err := os.Remove(report); err != nil && !errors.Is(err, iofs.ErrNotExist) {
-				return fmt.Errorf("remove the report --force replaces, %s (nothing was written): %w", report, err)
+		opts.BeforePublish = func() (err error) {
+			if reportAside, putBack, dropOld, err = savepoint.SetAside(report); err != nil {
+				return fmt.Errorf("move aside the report --force replaces, %s (nothing was written): %w", report, err)
 			}
 			return nil
 		}
 	}
 	rep, err := transform.Run(ctx, sp, set, opts)
+	var strict *transform.WarningsError
+	var after []error
+	switch {
+	case putBack == nil:
+	case rep == nil || errors.As(err, &strict):
+		if perr := putBack(); perr != nil {
+			err = errors.Join(err, fmt.Errorf("the report --force was to replace is left at %s: %w", reportAside, perr))
+		}
+	default:
+		if derr := dropOld(); derr != nil {
+			after = append(after, fmt.Errorf("the report it replaced, moved aside to %s, could not be removed: %w", reportAside, derr))
+		}
+	}
 	if rep == nil {
 		return fail(s, c.name, err)
 	}
@@ -259,12 +274,10 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	// said along with where the savepoint was written, and the report is
 	// still printed when it could not be saved, and saved when it could
 	// not be printed.
-	var after []error
 	var published *savepoint.PublishedError
 	if errors.As(err, &published) {
 		after = append(after, published.Err)
 	}
-	var strict *transform.WarningsError
 	if errors.As(err, &strict) {
 		dry = true // nothing was written
 	}
