@@ -1,6 +1,10 @@
 package rules
 
-import "go.yaml.in/yaml/v3"
+import (
+	"slices"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // lint records warnings about a valid rule list: rules that do nothing,
 // rules after which nothing can match, rules that name an operator or slot
@@ -93,12 +97,14 @@ func (p *parser) lint() {
 // purgeAt is a purge_keys rule scoped to an operator and/or slot, and the
 // operator and slot its rows have after the moves since (nil: any). A scope
 // of a slot alone covers that slot in every operator: renamed is the slot
-// they have in the operators where a rename moved them.
+// they have in the operators where a rename moved them, and moved in the
+// other slots that a remap moved the rows of another operator into.
 type purgeAt struct {
 	rule    *Rule
 	op      *uint64
 	slot    *string
 	renamed map[uint64]string
+	movedIn map[uint64][]string
 	moved   bool // a rule after the purge moved its rows
 }
 
@@ -149,15 +155,36 @@ func (pa *purgeAt) movesInto(r *Rule) bool {
 func (pa *purgeAt) follow(r *Rule) {
 	switch {
 	case r.RemapOperator != nil:
-		if m := r.RemapOperator; pa.op != nil && m.From.ID == *pa.op && m.To.ID != m.From.ID {
+		m := r.RemapOperator
+		switch {
+		case m.To.ID == m.From.ID:
+		case pa.op != nil && m.From.ID == *pa.op:
 			to := m.To.ID
 			pa.op, pa.moved = &to, true
+		case pa.op == nil && pa.slot != nil:
+			// A scope of a slot alone: the rows of the operator remapped,
+			// in its slot (renamed, perhaps) and those moved into it, join
+			// the operator remapped into, beside its own.
+			from, _ := pa.slotIn(m.From.ID)
+			to, _ := pa.slotIn(m.To.ID)
+			for _, s := range append([]string{from}, pa.movedIn[m.From.ID]...) {
+				if s != to && !slices.Contains(pa.movedIn[m.To.ID], s) {
+					if pa.movedIn == nil {
+						pa.movedIn = map[uint64][]string{}
+					}
+					pa.movedIn[m.To.ID] = append(pa.movedIn[m.To.ID], s)
+					pa.moved = true
+				}
+			}
 		}
 	case r.RenameSlot != nil:
 		if pa.slot == nil {
 			return
 		}
 		m := r.RenameSlot
+		if i := slices.Index(pa.movedIn[m.Op.ID], m.From); i >= 0 && m.To != m.From {
+			pa.movedIn[m.Op.ID][i], pa.moved = m.To, true
+		}
 		s, ok := pa.slotIn(m.Op.ID)
 		if !ok || m.From != s || m.To == s {
 			return
@@ -207,7 +234,7 @@ func (m *MovedScope) Match(op uint64, slot []byte, hasSlot bool) bool {
 		return true
 	}
 	s, ok := m.at.slotIn(op)
-	return ok && hasSlot && string(slot) == s
+	return ok && hasSlot && (string(slot) == s || slices.Contains(m.at.movedIn[op], string(slot)))
 }
 
 // Moved reports whether the rules after the purge move its rows: a remap

@@ -884,6 +884,9 @@ func TestPurgeAuditAtMovedScope(t *testing.T) {
 		{"operator", "op: 7", 2, 0},
 		// Scoped to a slot, the purge leaves timers: they are counted apart.
 		{"slot", "op: 7, slot: a", 1, 1},
+		// A slot of every operator: op 7's, renamed, then remapped, joins
+		// op 8's slot b, beside op 8's own rows of slot a, if any.
+		{"slot of every operator", "slot: a", 1, 1},
 	} {
 		for _, extra := range []string{"", noop} {
 			name := tc.name
