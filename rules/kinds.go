@@ -431,13 +431,12 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 	}
 	f := &FilterSpec{Expr: src, Scope: sc}
 	typed := p.undeclaredEnv()
-	if sc.Op != nil && sc.Slot != nil && p.syntaxOnly(m.get("expr"), "expr", src, sc.Op, *sc.Slot) {
-		return nil
-	}
 	if sc.Op != nil && sc.Slot != nil {
 		if d := p.view[slotName{sc.Op.ID, *sc.Slot}]; d != nil {
 			f.Decl = d
 			typed = d.checkEnv
+		} else if p.syntaxOnly(m.get("expr"), "expr", src, sc.Op, *sc.Slot) {
+			return nil
 		}
 	}
 	c := p.compile(m.get("expr"), "expr", src, typed, true)

@@ -386,7 +386,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		ew.printf("  operator rows%s: %d copies in, %d distinct after merging, %d written (each into every new file of its group)\n", of, rr.OperatorIn, rr.OperatorDistinct, rr.OperatorOut)
 		if rr.TimersIn > 0 {
-			ew.printf("  timers: %d in, %d written, %d stale or duplicate copies dropped", rr.TimersIn, rr.TimersOut, rr.TimersStale)
+			ew.printf("  timers%s: %d in, %d written, %d stale or duplicate copies dropped", of, rr.TimersIn, rr.TimersOut, rr.TimersStale)
 			if rr.TimersUnchosen > 0 {
 				ew.printf(", %d dropped from blobs a restore may not read", rr.TimersUnchosen)
 			}

@@ -79,11 +79,8 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	var opID uint64
 	if *op != "" {
 		v, err := strconv.ParseUint(*op, 10, 64)
-		switch {
-		case errors.Is(err, strconv.ErrRange):
-			return usageError(s, c, fmt.Errorf("--op %q is out of range: operator ids are at most %d", *op, uint64(math.MaxUint64)))
-		case err != nil:
-			return usageError(s, c, fmt.Errorf("--op %q is not an operator id (an unsigned integer)", *op))
+		if err != nil {
+			return usageError(s, c, fmt.Errorf("--op %q: %w (an operator id is an unsigned integer, at most %d)", *op, decimalErr(err), uint64(math.MaxUint64)))
 		}
 		opID = v
 	}
