@@ -567,7 +567,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	if err := sp.selectCheckpoint(dirs, markers, opts.Checkpoint, asked); err != nil {
 		return err
 	}
-	if err := sp.checkBadMarkers(bad, checkpointsIn(dirs), asked); err != nil {
+	if err := sp.checkBadMarkers(bad, markers, checkpointsIn(dirs), asked); err != nil {
 		return err
 	}
 	// Every subtask directory must hold the selected checkpoint's file,
@@ -886,8 +886,8 @@ func completedMarkers(root string) (_ map[uint64][]marker, ignored []string, bad
 // of its generation (the newest in every subtask directory). Of the
 // others, which no restore of the checkpoint read looks at, it notes each
 // (UnreadMarkers: validate warns).
-func (sp *Savepoint) checkBadMarkers(bad []badMarker, all map[uint64]int, asked bool) error {
-	byMarker := sp.Completed != nil && (sp.Completed.Generation == 0 || sp.Completed.Generation == sp.Generation)
+func (sp *Savepoint) checkBadMarkers(bad []badMarker, markers map[uint64][]marker, all map[uint64]int, asked bool) error {
+	byMarker := slices.ContainsFunc(markers[sp.Checkpoint], func(m marker) bool { return m.c.Generation == 0 || m.c.Generation == sp.Generation })
 	for _, b := range bad {
 		switch {
 		case b.id == sp.Checkpoint:

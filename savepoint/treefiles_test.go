@@ -543,4 +543,16 @@ func TestUnparseableMarkers(t *testing.T) {
 	if _, err := Open(root, OpenOptions{Columnar: true}); err == nil || !strings.Contains(err.Error(), "it marks checkpoint 5, which would be read if it parsed") {
 		t.Errorf("an older checkpoint's marker, none parsing: %v", err)
 	}
+	// ... but when one of the checkpoint's markers is of the generation,
+	// whatever the others (of another job, another generation), it was
+	// chosen by it: the older one is left unread.
+	write(t, root, "_jobs/job0/COMPLETED-7", []byte("job=job0\ncheckpoint=7\ngeneration=2\nsubtasks=0\n"))
+	write(t, root, "_jobs/job1/COMPLETED-7", []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0\n"))
+	sp, err = Open(root, OpenOptions{Columnar: true})
+	if err != nil || sp.Checkpoint != 7 || len(sp.UnreadMarkers) != 1 {
+		t.Errorf("a marker of v1 among others: %v", err)
+	}
+	if sp != nil {
+		sp.Close()
+	}
 }
