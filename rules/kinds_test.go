@@ -565,6 +565,8 @@ func TestWarnings(t *testing.T) {
 			"t.yaml:5:5: rule 3: this rule moves rows next to those of rule 1"}},
 		{"rename next to a slot-only scope's rows that moved in one operator", "  - purge_keys: {slot: b, keys: [a]}\n  - rename_slot: {op: 7, from: b, to: c}\n  - rename_slot: {op: 7, from: a, to: c, merge: true}\n", []string{
 			`t.yaml:5:5: rule 3: this rule moves rows next to those of rule 1 (purge_keys, slot "b")`}},
+		{"remap next to a slot-only scope's rows a remap moved in", "  - purge_keys: {slot: seen, keys: [a]}\n  - rename_slot: {op: 7, from: seen, to: t}\n  - remap_operator: {from: 7, to: 999}\n  - rename_slot: {op: 999, from: t, to: u}\n  - rename_slot: {op: 8, from: pro, to: u}\n  - remap_operator: {from: 8, to: 999, merge: true}\n", []string{
+			"t.yaml:8:5: rule 6: this rule moves rows next to those of rule 1"}},
 		{"rename into a purge's scope", "  - purge_keys: {op: 7, slot: b, keys: [a]}\n  - rename_slot: {op: 7, from: a, to: b}\n", []string{
 			`t.yaml:4:5: rule 2: this rule moves rows next to those of rule 1 (purge_keys, op 7 slot "b")`}},
 	}

@@ -120,6 +120,17 @@ func (pa *purgeAt) slotIn(op uint64) (string, bool) {
 	return *pa.slot, true
 }
 
+// slotsIn returns the slots the purge's rows have in operator op (none
+// when the scope does not hold it): slotIn's, and those a remap moved the
+// purged rows of another operator into (movedIn).
+func (pa *purgeAt) slotsIn(op uint64) []string {
+	s, ok := pa.slotIn(op)
+	if !ok {
+		return nil
+	}
+	return append([]string{s}, pa.movedIn[op]...)
+}
+
 // movesInto reports whether rule r moves rows from elsewhere to where the
 // purge's rows are: a remap into their operator, a rename into their slot.
 func (pa *purgeAt) movesInto(r *Rule) bool {
@@ -132,20 +143,20 @@ func (pa *purgeAt) movesInto(r *Rule) bool {
 		if pa.op != nil {
 			return m.To.ID == *pa.op
 		}
-		// A scope of a slot alone: the purged rows of the operator moved
-		// into are in one slot, and the moved operator's rows of that
-		// slot were not purged unless it is theirs too (a rename before
-		// moved one of them).
-		to, _ := pa.slotIn(m.To.ID)
-		from, _ := pa.slotIn(m.From.ID)
-		return to != from
+		// A scope of a slot alone: the purged rows of each operator are
+		// in its slots of purged rows (slotsIn), and a slot of one of the
+		// two holds rows the purge did not see unless it is one of the
+		// other's too (a rename before moved one of them).
+		to, from := pa.slotsIn(m.To.ID), pa.slotsIn(m.From.ID)
+		return slices.ContainsFunc(to, func(s string) bool { return !slices.Contains(from, s) }) ||
+			slices.ContainsFunc(from, func(s string) bool { return !slices.Contains(to, s) })
 	case r.RenameSlot != nil:
 		if pa.slot == nil {
 			return false
 		}
 		m := r.RenameSlot
-		s, ok := pa.slotIn(m.Op.ID)
-		return ok && m.To == s && m.From != s
+		slots := pa.slotsIn(m.Op.ID)
+		return slices.Contains(slots, m.To) && !slices.Contains(slots, m.From)
 	}
 	return false
 }
@@ -164,18 +175,22 @@ func (pa *purgeAt) follow(r *Rule) {
 		case pa.op == nil && pa.slot != nil:
 			// A scope of a slot alone: the rows of the operator remapped,
 			// in its slot (renamed, perhaps) and those moved into it, join
-			// the operator remapped into, beside its own.
-			from, _ := pa.slotIn(m.From.ID)
-			to, _ := pa.slotIn(m.To.ID)
-			for _, s := range append([]string{from}, pa.movedIn[m.From.ID]...) {
-				if s != to && !slices.Contains(pa.movedIn[m.To.ID], s) {
+			// the operator remapped into, beside its own. The operator
+			// remapped has none left: rows that come to it later are in
+			// the scope as named (its slot as the rule names it) only.
+			to := pa.slotsIn(m.To.ID)
+			for _, s := range pa.slotsIn(m.From.ID) {
+				if !slices.Contains(to, s) {
 					if pa.movedIn == nil {
 						pa.movedIn = map[uint64][]string{}
 					}
 					pa.movedIn[m.To.ID] = append(pa.movedIn[m.To.ID], s)
+					to = append(to, s)
 					pa.moved = true
 				}
 			}
+			delete(pa.renamed, m.From.ID)
+			delete(pa.movedIn, m.From.ID)
 		}
 	case r.RenameSlot != nil:
 		if pa.slot == nil {

@@ -915,3 +915,27 @@ func TestPurgeAuditAtMovedScope(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgeAuditAfterMovedAway: where a purge of a slot of every operator
+// moved its rows is followed as they move on: an operator they left holds
+// none of them, and the rows a later remap brings there are not counted
+// as remaining (they were never in the purge's scope).
+func TestPurgeAuditAfterMovedAway(t *testing.T) {
+	rows := []savepoint.Row{
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a"), []byte("alice")), Value: i64(1)},
+		{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("b"), []byte("alice")), Value: i64(2)},
+	}
+	in := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: [alice], slot: a}\n  - rename_slot: {op: 7, from: a, to: t}\n  - remap_operator: {from: 7, to: 999}\n  - remap_operator: {from: 999, to: 998}\n  - rename_slot: {op: 8, from: b, to: t}\n  - remap_operator: {from: 8, to: 999}\n", nil)
+	rep, err := run(t, in, set, transform.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Op 8's alice is in 999's slot t; the purged rows went to 998's.
+	if p := rep.PerRule[0].Purge; p.Remaining != 0 || rep.RowsDropped != 1 {
+		t.Errorf("%d rows of listed keys remaining, %d dropped; want 0 and 1", p.Remaining, rep.RowsDropped)
+	}
+}
