@@ -87,7 +87,15 @@ func sidecarLeftover(path string, size int64, crc uint32) (string, bool) {
 // be listed gives no warnings.
 func Leftovers(out string) []string {
 	_, err := os.Lstat(filepath.Clean(out))
-	return judgedLeftovers(out, err == nil)
+	return judgedLeftovers(out, err == nil, false)
+}
+
+// ReportLeftovers is Leftovers for a --report file: what a --force run set
+// aside there (SetAside) is a report, of the output that run was to
+// replace, not an output to put back.
+func ReportLeftovers(report string) []string {
+	_, err := os.Lstat(filepath.Clean(report))
+	return judgedLeftovers(report, err == nil, true)
 }
 
 // LeftoversAfterPublish is Leftovers for a run that has just put its own
@@ -96,13 +104,13 @@ func Leftovers(out string) []string {
 // no leftover is paired with the run's new payload (a sidecar moved aside
 // from an older payload describes that payload, not the new one).
 func LeftoversAfterPublish(out string, existed bool) []string {
-	return judgedLeftovers(out, existed)
+	return judgedLeftovers(out, existed, false)
 }
 
 // judgedLeftovers is Leftovers, published saying whether an output was at out
 // when the leftovers were left (before the run asking, for one that
-// published since).
-func judgedLeftovers(out string, published bool) []string {
+// published since), report whether out is a --report file.
+func judgedLeftovers(out string, published, report bool) []string {
 	var warns []string
 	eachTemporary(out, func(p, rest string, m []string, running bool) {
 		if running {
@@ -114,6 +122,11 @@ func judgedLeftovers(out string, published bool) []string {
 				what = "a staging tree"
 			}
 			warns = append(warns, fmt.Sprintf("%s carries the id of process %s, which is running: it is left alone as a name that run may be writing; if no run writes %s now (the id taken by another process, or the name written from another host or container), it is %s of an interrupted run: look at it before deleting it", p, m[3], filepath.Clean(out), what))
+			return
+		}
+		switch {
+		case m[2] == "old" && report:
+			warns = append(warns, fmt.Sprintf("%s is the report that was at %s before a --force run set it aside (the run was interrupted before it removed it, or put it back): it describes the output that was there before that run; delete it, or, if that run never put its own output in place, rename it back to %s", p, filepath.Clean(out), filepath.Clean(out)))
 			return
 		}
 		switch m[2] {

@@ -148,3 +148,23 @@ func TestLeftoverSidecarAsideOfPayload(t *testing.T) {
 		t.Errorf("a sidecar of another payload: warnings %q", got)
 	}
 }
+
+// TestReportLeftovers: a report a --force run set aside and left is named
+// as a report, of the output that run was to replace, not as an output to
+// rename back.
+func TestReportLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	report := filepath.Join(dir, "r.json")
+	for _, p := range []string{report, report + ".sptool-old-999999999.1.abc"} {
+		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := ReportLeftovers(report)
+	if len(w) != 1 || !strings.Contains(w[0], "is the report that was at "+report+" before a --force run set it aside") || strings.Contains(w[0], "older output") {
+		t.Errorf("report leftovers: %q", w)
+	}
+	if w := Leftovers(report); len(w) != 1 || !strings.Contains(w[0], "older output") {
+		t.Errorf("as an output's: %q", w)
+	}
+}

@@ -288,7 +288,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	}
 	if report != "" {
 		// What a killed run left beside the report, as beside the output.
-		rep.Warnings = append(rep.Warnings, savepoint.Leftovers(report)...)
+		rep.Warnings = append(rep.Warnings, savepoint.ReportLeftovers(report)...)
 		if err := writeJSONFile(report, rep, *tf.force); err != nil {
 			after = append(after, reportNotWritten(report, err))
 		}
