@@ -27,4 +27,3 @@ func sharedWith(path string) string {
 	}
 	return ""
 }
-
