@@ -253,21 +253,21 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		}
 	}
 	rep, err := transform.Run(ctx, sp, set, opts)
-	var strict *transform.WarningsError
-	var after []error
-	switch {
-	case putBack == nil:
-	case rep == nil || errors.As(err, &strict):
-		if perr := putBack(); perr != nil {
-			err = errors.Join(err, fmt.Errorf("the report --force was to replace is left at %s: %w", reportAside, perr))
+	// (The report was set aside only by a run about to publish: Run
+	// returns no report when that run did not.)
+	if rep == nil {
+		if putBack != nil {
+			if perr := putBack(); perr != nil {
+				err = errors.Join(err, fmt.Errorf("the report --force was to replace is left at %s: %w", reportAside, perr))
+			}
 		}
-	default:
+		return fail(s, c.name, err)
+	}
+	var after []error
+	if dropOld != nil {
 		if derr := dropOld(); derr != nil {
 			after = append(after, fmt.Errorf("the report it replaced, moved aside to %s, could not be removed: %w", reportAside, derr))
 		}
-	}
-	if rep == nil {
-		return fail(s, c.name, err)
 	}
 	rep.Command = c.name
 	// From here the output, if any, is published: what fails after it is
@@ -278,6 +278,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	if errors.As(err, &published) {
 		after = append(after, published.Err)
 	}
+	var strict *transform.WarningsError
 	if errors.As(err, &strict) {
 		dry = true // nothing was written
 	}
