@@ -840,7 +840,11 @@ func completedMarkers(root string) (_ map[uint64][]marker, ignored []string, bad
 	}
 	for _, j := range jobs {
 		if !j.IsDir() {
-			continue
+			// A job directory that is a link to one is read, as clink's
+			// look for _jobs/*/COMPLETED-<id> follows it.
+			if st, err := os.Stat(filepath.Join(root, "_jobs", j.Name())); err != nil || !st.IsDir() {
+				continue
+			}
 		}
 		ents, err := os.ReadDir(filepath.Join(root, "_jobs", j.Name()))
 		if err != nil {

@@ -556,3 +556,27 @@ func TestUnparseableMarkers(t *testing.T) {
 		sp.Close()
 	}
 }
+
+// TestMarkerThroughLinkedJobDir: a job directory under _jobs that is a
+// symbolic link to one is read, as clink's look for the marker follows it.
+func TestMarkerThroughLinkedJobDir(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links")
+	}
+	root := smallTree(t)
+	elsewhere := filepath.Join(t.TempDir(), "job1")
+	if err := os.Rename(filepath.Join(root, "_jobs", "job1"), elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(root, "_jobs", "job1")); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(root, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if sp.Completed == nil || sp.Job != "job1" {
+		t.Errorf("the marker through the link was not read: %+v, job %q", sp.Completed, sp.Job)
+	}
+}
