@@ -127,26 +127,25 @@ func TestReplaceRefusesSharedEntries(t *testing.T) {
 		t.Errorf("a tree holding a mount point: %v", err)
 	}
 	// The output itself a mount point: of a directory, of a file.
-	root := filepath.Join(dir, "root")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount(in, root, "", unix.MS_BIND, ""); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Unmount(root, 0)
-	if err := CheckReplaceable(root, true); err == nil || !strings.Contains(err.Error(), "it is a mount point") {
-		t.Errorf("a tree output that is a mount point: %v", err)
-	}
-	file := filepath.Join(dir, "file.snap")
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount(snap, file, "", unix.MS_BIND, ""); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Unmount(file, 0)
-	if err := CheckReplaceable(file, false); err == nil || !strings.Contains(err.Error(), "it is a mount point") {
-		t.Errorf("a file output that is a mount point: %v", err)
+	for _, c := range []struct {
+		src, at string
+		tree    bool
+	}{{in, filepath.Join(dir, "root"), true}, {snap, filepath.Join(dir, "file.snap"), false}} {
+		var err error
+		if c.tree {
+			err = os.Mkdir(c.at, 0o755)
+		} else {
+			err = os.WriteFile(c.at, nil, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount(c.src, c.at, "", unix.MS_BIND, ""); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Unmount(c.at, 0)
+		if err := CheckReplaceable(c.at, c.tree); err == nil || !strings.Contains(err.Error(), "it is a mount point") {
+			t.Errorf("an output that is a mount point (%s): %v", c.at, err)
+		}
 	}
 }

@@ -124,13 +124,12 @@ func judgedLeftovers(out string, published, report bool) []string {
 			warns = append(warns, fmt.Sprintf("%s carries the id of process %s, which is running: it is left alone as a name that run may be writing; if no run writes %s now (the id taken by another process, or the name written from another host or container), it is %s of an interrupted run: look at it before deleting it", p, m[3], filepath.Clean(out), what))
 			return
 		}
-		switch {
-		case m[2] == "old" && report:
-			warns = append(warns, fmt.Sprintf("%s is the report that was at %s before a --force run set it aside (the run was interrupted before it removed it, or put it back): it describes the output that was there before that run; delete it, or, if that run never put its own output in place, rename it back to %s", p, filepath.Clean(out), filepath.Clean(out)))
-			return
-		}
 		switch m[2] {
 		case "old":
+			if report {
+				warns = append(warns, fmt.Sprintf("%s is the report that was at %s before a --force run set it aside (the run was interrupted before it removed it, or put it back): it describes the output that was there before that run; delete it, or, if that run never put its own output in place, rename it back to %s", p, filepath.Clean(out), filepath.Clean(out)))
+				break
+			}
 			warns = append(warns, asideLeftover(out, p, rest, published))
 		case "tmp":
 			if hasCompletedMarker(p) {

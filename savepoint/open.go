@@ -564,10 +564,11 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		sp.Notes = append(sp.Notes, fmt.Sprintf("%s ignored: clink looks for COMPLETED-<id> with the id in decimal, so it is no marker clink finds (format 5.5)", ShowName(rel)))
 	}
 	asked := opts.CheckpointSet || opts.Checkpoint != 0
-	if err := sp.selectCheckpoint(dirs, markers, opts.Checkpoint, asked); err != nil {
+	all := checkpointsIn(dirs)
+	if err := sp.selectCheckpoint(len(dirs), all, markers, opts.Checkpoint, asked); err != nil {
 		return err
 	}
-	if err := sp.checkBadMarkers(bad, markers, checkpointsIn(dirs), asked); err != nil {
+	if err := sp.checkBadMarkers(bad, markers, all, asked); err != nil {
 		return err
 	}
 	// Every subtask directory must hold the selected checkpoint's file,
@@ -910,9 +911,9 @@ func (sp *Savepoint) checkBadMarkers(bad []badMarker, markers map[uint64][]marke
 
 // selectCheckpoint applies sptool's rule: the checkpoint asked for (want,
 // if asked is set), else the newest with a COMPLETED marker of this
-// generation, else the newest present in every subtask directory.
-func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]marker, want uint64, asked bool) error {
-	all := checkpointsIn(dirs)
+// generation, else the newest present in every one of the ndirs subtask
+// directories (all counts the directories holding each, checkpointsIn).
+func (sp *Savepoint) selectCheckpoint(ndirs int, all map[uint64]int, markers map[uint64][]marker, want uint64, asked bool) error {
 	pick := func(id uint64) {
 		sp.Checkpoint = id
 		if ms := markers[id]; len(ms) > 0 {
@@ -964,7 +965,7 @@ func (sp *Savepoint) selectCheckpoint(dirs []*subtaskDir, markers map[uint64][]m
 	}
 	if !found {
 		for id, n := range all {
-			if n == len(dirs) && (!found || id > best) {
+			if n == ndirs && (!found || id > best) {
 				best, found = id, true
 			}
 		}

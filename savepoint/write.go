@@ -623,7 +623,6 @@ func createTemp(path string, mode int) (*os.File, string, error) {
 	return f, tmp, nil
 }
 
-// tempSuffix returns <pid>.<seq>.<random>, unique to this call.
 // SetAside moves the file at path out of its place, to a name beside it
 // (path.sptool-old-<suffix>, which Leftovers names if the run is killed
 // meanwhile), and returns that name, what puts the file back (unless
@@ -644,6 +643,7 @@ func SetAside(path string) (aside string, putBack, remove func() error, err erro
 	return old, putBack, remove, nil
 }
 
+// tempSuffix returns <pid>.<seq>.<random>, unique to this call.
 func tempSuffix() string {
 	return strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(tempSeq.Add(1), 10) + "." + strconv.FormatUint(uint64(rand.Uint32()), 36)
 }

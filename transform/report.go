@@ -367,40 +367,39 @@ func (r *Report) WriteText(w io.Writer) error {
 	if rr := r.Rescale; rr != nil {
 		ew.printf("\nrescale: %s\n", describeLayout(rr))
 		if !rr.rescaled() {
-			// The counts below are of the groups rescaled: none here.
+			// The counts are of the groups rescaled: none here.
 			ew.printf("  no group changes its parallelism: each file keeps its rows, copied as it is or rewritten where a rule changed it (see files)\n")
-		}
-	}
-	if rr := r.Rescale; rr != nil && rr.rescaled() {
-		of := ""
-		if slices.ContainsFunc(rr.Groups, func(g RescaleGroupReport) bool { return g.Action == "copy" }) {
-			of = " of the rescaled groups"
-		}
-		ew.printf("  keyed rows%s: %d in, %d written, %d stale copies dropped (the owner's copy, or its changelog's erase, kept)", of, rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
-		if rr.Lost > 0 {
-			ew.printf(", %d lost rows dropped (held only outside their owner's file: no restore at the old layout holds them)", rr.Lost)
-		}
-		ew.printf("\n")
-		for _, l := range rr.LostExamples {
-			ew.printf("    lost: op %d key group %d key %s in %s (subtask %d; owner %d)\n", l.Op, l.KeyGroup, l.Key, l.where(), l.Subtask, l.Owner)
-		}
-		ew.printf("  operator rows%s: %d copies in, %d distinct after merging, %d written (each into every new file of its group)\n", of, rr.OperatorIn, rr.OperatorDistinct, rr.OperatorOut)
-		if rr.TimersIn > 0 {
-			ew.printf("  timers%s: %d in, %d written, %d stale or duplicate copies dropped", of, rr.TimersIn, rr.TimersOut, rr.TimersStale)
-			if rr.TimersUnchosen > 0 {
-				ew.printf(", %d dropped from blobs a restore may not read", rr.TimersUnchosen)
+		} else {
+			of := ""
+			if slices.ContainsFunc(rr.Groups, func(g RescaleGroupReport) bool { return g.Action == "copy" }) {
+				of = " of the rescaled groups"
+			}
+			ew.printf("  keyed rows%s: %d in, %d written, %d stale copies dropped (the owner's copy, or its changelog's erase, kept)", of, rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
+			if rr.Lost > 0 {
+				ew.printf(", %d lost rows dropped (held only outside their owner's file: no restore at the old layout holds them)", rr.Lost)
 			}
 			ew.printf("\n")
-		}
-		for _, m := range rr.Merges {
-			in := ""
-			if len(rr.Groups) > 1 {
-				in = " in group " + m.Group
+			for _, l := range rr.LostExamples {
+				ew.printf("    lost: op %d key group %d key %s in %s (subtask %d; owner %d)\n", l.Op, l.KeyGroup, l.Key, l.where(), l.Subtask, l.Owner)
 			}
-			ew.printf("  merged op %d key %s%s: %d values, %s, from old subtask %d\n", m.Op, m.Key, in, m.Values, m.Rule, m.FromOld)
-		}
-		for _, o := range rr.Outputs {
-			ew.printf("  new subtask %d: key groups [%d,%d), rows %d, timers %d\n", o.Subtask, o.KeyGroupStart, o.KeyGroupEnd, o.Rows, o.Timers)
+			ew.printf("  operator rows%s: %d copies in, %d distinct after merging, %d written (each into every new file of its group)\n", of, rr.OperatorIn, rr.OperatorDistinct, rr.OperatorOut)
+			if rr.TimersIn > 0 {
+				ew.printf("  timers%s: %d in, %d written, %d stale or duplicate copies dropped", of, rr.TimersIn, rr.TimersOut, rr.TimersStale)
+				if rr.TimersUnchosen > 0 {
+					ew.printf(", %d dropped from blobs a restore may not read", rr.TimersUnchosen)
+				}
+				ew.printf("\n")
+			}
+			for _, m := range rr.Merges {
+				in := ""
+				if len(rr.Groups) > 1 {
+					in = " in group " + m.Group
+				}
+				ew.printf("  merged op %d key %s%s: %d values, %s, from old subtask %d\n", m.Op, m.Key, in, m.Values, m.Rule, m.FromOld)
+			}
+			for _, o := range rr.Outputs {
+				ew.printf("  new subtask %d: key groups [%d,%d), rows %d, timers %d\n", o.Subtask, o.KeyGroupStart, o.KeyGroupEnd, o.Rows, o.Timers)
+			}
 		}
 	}
 	if len(r.VersionMap) > 0 {
