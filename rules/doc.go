@@ -108,8 +108,10 @@
 //	subtask     int      subtask directory of the row, -1 for a single file
 //
 // Every expression is compiled once, at load, with expr.Env(Env{}) (keep
-// and drop also with expr.AsBool(), so a non-boolean filter is a load-time
-// error) and bounded by expr.MaxNodes. Where a rule's scope is one declared
+// and drop are type-checked with expr.AsBool(), so a filter of another
+// static type is a load-time error; one whose value is nil or not a bool
+// for a row is an error of that row, never read as false) and bounded by
+// expr.MaxNodes. Where a rule's scope is one declared
 // (op, slot) — set_value always, keep/drop in their scoped form — the
 // expression is first type-checked against a struct laid out like Env whose
 // 'key' and 'value' fields have the slot's codec types (int64, string,

@@ -243,6 +243,46 @@ func TestPredicateRuntimeError(t *testing.T) {
 	}
 }
 
+// A filter whose value is nil for a row (a field read with ?. that the
+// value lacks, a JSON null) is an error, not false: expr's AsBool cast
+// would read it as false, and keep would drop the row silently, drop keep
+// it. A non-boolean value is refused too; `?? false` says what nil does.
+func TestPredicateNilRefused(t *testing.T) {
+	for _, c := range []struct {
+		expr, value string
+		want        bool
+		err         string
+	}{
+		{`fromJSON(value)?.paid`, `{"paid": true}`, true, ""},
+		{`fromJSON(value)?.paid`, `{"paid": false}`, false, ""},
+		{`fromJSON(value)?.paid`, `{"tier": "free"}`, false, "expression returned nil, not true or false"},
+		{`fromJSON(value).paid`, `{"paid": null}`, false, "expression returned nil, not true or false"},
+		{`fromJSON(value)?.paid ?? false`, `{"tier": "free"}`, false, ""},
+		{`fromJSON(value)?.paid ?? true`, `{"tier": "free"}`, true, ""},
+		{`fromJSON(value)?.tier`, `{"tier": "free"}`, false, "expression is not boolean: got string"},
+	} {
+		for _, kind := range []string{"keep", "drop"} {
+			set := parseOne(t, "version: 1\nslots:\n  - {op: 7, slot: p, key: string, value: string}\nrules:\n  - "+kind+": {op: 7, slot: p, expr: '"+c.expr+"'}\n")
+			var env Env
+			if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("p"), []byte("u")), Value: []byte(c.value)}, 0); err != nil {
+				t.Fatal(err)
+			}
+			f := set.Rules[0].Keep
+			if kind == "drop" {
+				f = set.Rules[0].Drop
+			}
+			var m vm.VM
+			got, err := f.Predicate.Eval(&m, &env)
+			if c.err == "" && (err != nil || got != c.want) {
+				t.Errorf("%s %s on %s: %v, %v; want %v", kind, c.expr, c.value, got, err, c.want)
+			}
+			if c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Errorf("%s %s on %s: %v, %v; want an error %q", kind, c.expr, c.value, got, err, c.err)
+			}
+		}
+	}
+}
+
 // A runtime error's message may quote a row's key or value: their control
 // characters are escaped, so that a key cannot forge a line of output or
 // send a terminal an escape sequence.

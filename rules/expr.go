@@ -87,6 +87,7 @@ var (
 	typedEnvs   sync.Map // typedEnvKey -> reflect.Type
 	errNotBool  = errors.New("expression is not boolean")
 	errNilValue = errors.New("expression returned nil")
+	errNilBool  = errors.New("expression returned nil, not true or false (a field missing or null, read with ?. or from JSON?): write `(...) ?? false`, or `?? true`, to say what such a row does")
 )
 
 type typedEnvKey struct{ key, value, expireAt reflect.Type }
@@ -156,6 +157,9 @@ func (p *Predicate) Eval(m *vm.VM, env *Env) (bool, error) {
 	}
 	b, ok := out.(bool)
 	if !ok {
+		if out == nil {
+			return false, errNilBool
+		}
 		return false, fmt.Errorf("%w: got %T", errNotBool, out)
 	}
 	return b, nil
@@ -440,7 +444,12 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 	if off, ok := unaryWithin(scan, maxExprUnary); !ok {
 		return nil, &exprErr{off: off, msg: fmt.Sprintf("more than %d unary operators (!, -, +, not)", maxExprUnary)}
 	}
-	opts := func(env any) []expr.Option {
+	// The type check refuses a filter of another static type than bool
+	// (expr.AsBool); the program that runs has no AsBool, whose cast reads
+	// nil as false: a filter whose value is nil for a row (`x?.paid` of a
+	// value without the field) would silently drop that row under keep and
+	// keep it under drop. Predicate.Eval refuses nil instead.
+	opts := func(env any, asBool bool) []expr.Option {
 		o := []expr.Option{expr.Env(env), expr.MaxNodes(maxNodes)}
 		o = append(o, exprFunctions...)
 		if asBool {
@@ -456,7 +465,7 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 	if typed != nil && typed != envType {
 		typeEnv = reflect.New(typed).Elem().Interface()
 	}
-	checked, err := expr.Compile(src, opts(typeEnv)...)
+	checked, err := expr.Compile(src, opts(typeEnv, asBool)...)
 	if err != nil {
 		e := toExprErr(err)
 		if strings.Contains(e.msg, "exceeds maximum allowed nodes") {
@@ -468,7 +477,7 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 	if e := checkWritten(checkedNode); e != nil {
 		return nil, e
 	}
-	p, err := expr.Compile(src, slices.Concat(opts(Env{}), arithOptions, compareOptions, orderOptions, memberOptions)...)
+	p, err := expr.Compile(src, slices.Concat(opts(Env{}, false), arithOptions, compareOptions, orderOptions, memberOptions)...)
 	if err != nil {
 		return nil, toExprErr(err)
 	}
