@@ -1073,6 +1073,13 @@ func (p *parser) asOf(n *yaml.Node, spec *PurgeExpiredSpec) bool {
 		}
 		spec.AsOfMs = ms
 		spec.AsOf = time.UnixMilli(ms).UTC()
+		// Epoch seconds of this century read as milliseconds fall in
+		// 1970's first weeks and purge next to nothing: a slip likelier
+		// than an instant of 1970.
+		if ms >= 1e9 && ms < 1e11 {
+			p.warnAt(n, "'as_of' %d is read as epoch milliseconds, %s; as seconds it would be %s: write %d000, or the time (%q)", ms,
+				spec.AsOf.Format(time.RFC3339Nano), time.Unix(ms, 0).UTC().Format(time.RFC3339), ms, time.Unix(ms, 0).UTC().Format(time.RFC3339))
+		}
 		return true
 	case "!!str", "!!timestamp":
 		if n.Value == "now" {

@@ -209,6 +209,45 @@ func TestSpecExample(t *testing.T) {
 	}
 }
 
+// An 'as_of' in epoch seconds, read as milliseconds, is an instant of
+// January 1970 that purges next to nothing: warned of, with the fix.
+func TestAsOfInSecondsWarned(t *testing.T) {
+	for _, c := range []struct {
+		asOf string
+		warn bool
+	}{
+		{"1795910400", true},
+		{"1000000000", true},
+		{"99999999999", true},
+		{"1795910400000", false},
+		{"999999999", false},
+		{"100000000000", false},
+		{"0", false},
+		{"-1795910400", false},
+		{`"2026-11-29T00:00:00Z"`, false},
+	} {
+		src := "version: 1\nslots:\n  - {op: 1, slot: s, ttl: true}\nrules:\n  - purge_expired: {as_of: " + c.asOf + "}\n"
+		set, err := Parse("t.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []string
+		for _, w := range set.Warnings {
+			all = append(all, w.String())
+		}
+		got := strings.Join(all, "\n")
+		want := "t.yaml:5:28: rule 1: 'as_of' 1795910400 is read as epoch milliseconds, 1970-01-21T18:51:50.4Z; as seconds it would be 2026-11-29T00:00:00Z: write 1795910400000, or the time (\"2026-11-29T00:00:00Z\")"
+		switch {
+		case c.warn && !strings.Contains(got, "is read as epoch milliseconds"):
+			t.Errorf("as_of %s: no warning of seconds in:\n%s", c.asOf, got)
+		case !c.warn && strings.Contains(got, "epoch milliseconds"):
+			t.Errorf("as_of %s: warned:\n%s", c.asOf, got)
+		case c.asOf == "1795910400" && got != want:
+			t.Errorf("as_of %s: warning\n%s\nwant\n%s", c.asOf, got, want)
+		}
+	}
+}
+
 func TestNowIsInjectedAndRecorded(t *testing.T) {
 	calls := 0
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
