@@ -1672,7 +1672,7 @@ func (e *engine) newResult() *fileResult {
 func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64, lo, hi int) *rangeResult {
 	res := e.newResult()
 	snap := f.Snapshot
-	out := &outRows{cur: snap.NewCursor(), release: f.ReleasePages, spill: e.spill, stop: func() bool { return e.stopsAt(pos) }}
+	out := &outRows{cur: snap.NewCursor(), release: f.ReleasePages, spill: e.spill, stop: func() bool { return e.stopsAt(pos) }, restored: snap.Variant == savepoint.Changelog}
 	res.out = out
 	rr := &rangeResult{res: res, sorted: true}
 	w := &worker{e: e, res: res, subtask: f.Subtask, rr: rr, comp: compositeMemo{e: e}, pos: pos}
@@ -1846,9 +1846,15 @@ const onesAlone = 8
 // the two).
 var rowByRow = false
 
-// rowError names the row a step failed on (rules.Set.ShowKey).
+// rowError names the row a step failed on (rules.Set.ShowKey): its index
+// in the file's stream, or, for a file that stores a changelog, in the
+// state its replay restores (the order sptool cat lists it in).
 func (w *worker) rowError(i int, r savepoint.Row, k savepoint.Key, err error) error {
-	return fmt.Errorf("row %d (op %d, slot %q, key %s): %w", i, r.Op, k.SlotName(), w.e.set.ShowKey(r.Op, k), err)
+	which := "row"
+	if w.res.out.restored {
+		which = "replayed row"
+	}
+	return fmt.Errorf("%s %d (op %d, slot %q, key %s): %w", which, i, r.Op, k.SlotName(), w.e.set.ShowKey(r.Op, k), err)
 }
 
 // one runs row i through every step.
@@ -2060,6 +2066,10 @@ type outRows struct {
 	// spilled is set once the rows were sorted through temporary files:
 	// cur then reads the sorted rows, no longer the input's.
 	spilled bool
+	// restored is set when the input file stores a changelog: its rows
+	// are those its replay restores, in canonical order, not stored rows
+	// (rowError names them so).
+	restored bool
 }
 
 // Len returns the number of output rows.

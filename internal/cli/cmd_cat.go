@@ -203,7 +203,11 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 			if filter != nil {
 				ok, err := filter(r, f.Subtask)
 				if err != nil {
-					return fail(s, c.name, fmt.Errorf("%s: row %d %w", f.Rel, i, err))
+					which := "row" // the stream's row, or the replay's
+					if f.Snapshot.Variant == savepoint.Changelog {
+						which = "replayed row"
+					}
+					return fail(s, c.name, fmt.Errorf("%s: %s %d %w", f.Rel, which, i, err))
 				}
 				if !ok {
 					continue
