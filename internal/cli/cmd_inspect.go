@@ -57,12 +57,27 @@ func (o openFlags) openWith(path string, opts savepoint.OpenOptions) (*savepoint
 		}
 		opts.Groups = gs
 	}
+	return openTree(path, opts, "checkpoint", "groups")
+}
+
+// openTree opens path with opts, and refuses a single snapshot file when
+// opts choose a checkpoint or chain groups, which only a tree has: the
+// flags (named ckFlag and groupsFlag) would be ignored.
+func openTree(path string, opts savepoint.OpenOptions, ckFlag, groupsFlag string) (*savepoint.Savepoint, error) {
 	sp, err := savepoint.Open(path, opts)
-	if err == nil && sp.Kind == savepoint.InputFile && opts.CheckpointSet {
-		sp.Close()
-		return nil, fmt.Errorf("--checkpoint picks a checkpoint of a tree; %s is a single snapshot file", path)
+	if err != nil || sp.Kind != savepoint.InputFile {
+		return sp, err
 	}
-	return sp, err
+	switch {
+	case opts.CheckpointSet:
+		err = fmt.Errorf("--%s picks a checkpoint of a tree; %s is a single snapshot file", ckFlag, path)
+	case opts.Groups != nil:
+		err = fmt.Errorf("--%s gives the chain groups of a tree; %s is a single snapshot file", groupsFlag, path)
+	default:
+		return sp, nil
+	}
+	sp.Close()
+	return nil, err
 }
 
 func runInspect(ctx context.Context, s *Streams, args []string) int {
