@@ -79,6 +79,12 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 	default:
 		return usageError(s, c, fmt.Errorf("--format must be parquet, jsonl or csv, not %q", *format))
 	}
+	if comp := savepoint.CompressionOfName(*out); comp != "" && *out != "-" {
+		// export writes no file compressed as a whole: a name that says
+		// so would send a reader to decompress what is not compressed
+		// (Parquet compresses its pages itself: --compression).
+		return usageError(s, c, fmt.Errorf("-o %s names a file compressed with %s, which export does not write: name it for its format (.parquet, .jsonl, .csv) and compress it afterwards; Parquet compresses its pages itself (--compression)", *out, comp))
+	}
 	if named, ok := namedFormat(*out); ok && named != opts.Format {
 		// A reader that goes by the name would take the file for another
 		// format.
