@@ -797,8 +797,13 @@ func FrameCLMB(blobs [][]byte) []byte {
 // and `--report /dev/null --force` does not put a file in the place of
 // the device. Nor is an output replaced whose removal would reach beyond
 // it (sharedWith: a mount point in a tree, a file with other hard links).
-// A path that does not exist is fine.
+// A file output whose name ends with a separator is refused too. A path
+// that does not exist is fine.
 func CheckReplaceable(path string, tree bool) error {
+	if !tree && path != "" && os.IsPathSeparator(path[len(path)-1]) {
+		// (Its sidecar would go in a directory of that name, as ".meta".)
+		return fmt.Errorf("output %s ends with %c, which names a directory: a file output takes the file's name", path, path[len(path)-1])
+	}
 	st, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

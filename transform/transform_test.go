@@ -1628,6 +1628,7 @@ func TestOutputRefused(t *testing.T) {
 		{"inside the input tree", in, filepath.Join(in, "v1", "out"), "lies inside the input", nil},
 		{"a new generation beside the input generation", filepath.Join(in, "v1"), filepath.Join(in, "v2"), "inside the input", nil},
 		{"containing the input", in, dir, "contains the input", nil},
+		{"a file named as a directory", file, filepath.Join(dir, "new.snap") + "/", "ends with /, which names a directory: a file output takes the file's name", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := checksums(t, dir)
