@@ -37,6 +37,9 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	if fs.Changed("parallelism") && *par < 1 {
 		return usageError(s, c, fmt.Errorf("--parallelism %d: a job runs at least one subtask", *par))
 	}
+	if *par > rules.MaxParallelism {
+		return usageError(s, c, fmt.Errorf("--parallelism %d: clink runs at most %d subtasks", *par, rules.MaxParallelism))
+	}
 	if (*par == 0) == (*groups == "") {
 		return usageError(s, c, errors.New("give exactly one of --parallelism and --group-parallelism"))
 	}
