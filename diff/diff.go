@@ -271,7 +271,10 @@ const cancelEvery = 1 << 16
 // done before it ends, or when a file of either side changed while it was
 // read (savepoint.ErrInputChanged): its verdict would describe a mix. A
 // memory-mapped input cut short while it is read is such an error too, not
-// a panic: Compare reads under savepoint.Guard.
+// a panic: Compare reads under savepoint.Guard. A payload of either side
+// that fails its integrity check is refused however the side was opened
+// (savepoint.Savepoint.CheckIntegrity): its rows would be compared as
+// state that clink refuses to restore.
 func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (res *Result, err error) {
 	for i, sp := range []*savepoint.Savepoint{a, b} {
 		if err := sp.CheckUsable(); err != nil {
@@ -280,6 +283,11 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (res 
 	}
 	if err := errors.Join(a.UndecodableError(), b.UndecodableError()); err != nil {
 		return nil, err
+	}
+	for i, sp := range []*savepoint.Savepoint{a, b} {
+		if err := sp.CheckIntegrity(""); err != nil {
+			return nil, fmt.Errorf("diff: side %c: %w", 'A'+i, err)
+		}
 	}
 	if err := errors.Join(a.CheckTempDirApart(opts.TempDir), b.CheckTempDirApart(opts.TempDir)); err != nil {
 		return nil, err

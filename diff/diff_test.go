@@ -930,3 +930,44 @@ func TestDecodedNote(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareRefusesDamagedPayload: a payload of either side whose
+// checksum disagrees with its sidecar is refused however the side was
+// opened (here without RequireValid): its rows are no state clink
+// restores.
+func TestCompareRefusesDamagedPayload(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	if err := os.CopyFS(tree, os.DirFS(exampleTree)); err != nil {
+		t.Fatal(err)
+	}
+	meta := filepath.Join(tree, "v1", "0", "checkpoint-7.snap.meta")
+	b, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A digit more in the checksum the sidecar records: the payload's
+	// verdict is corrupt, its rows decode as before.
+	fixed := strings.Replace(string(b), "payload_crc32c=", "payload_crc32c=1", 1)
+	if fixed == string(b) {
+		t.Fatalf("%s: no payload_crc32c", meta)
+	}
+	if err := os.WriteFile(meta, []byte(fixed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := open(t, exampleTree)
+	bad, err := savepoint.Open(tree, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	for _, c := range []struct {
+		a, b *savepoint.Savepoint
+		side string
+	}{{good, bad, "B"}, {bad, good, "A"}} {
+		_, err := Compare(context.Background(), c.a, c.b, Options{})
+		var verdict *savepoint.VerdictError
+		if !errors.As(err, &verdict) || verdict.Verdict != savepoint.VerdictCorrupt || !strings.HasPrefix(err.Error(), "diff: side "+c.side+": ") {
+			t.Errorf("damaged side %s: %v, want its integrity refused", c.side, err)
+		}
+	}
+}

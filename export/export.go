@@ -277,14 +277,18 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// checkInput refuses to export the logical state of a tree with no
-// directory for a subtask below its highest: that view would be no
-// restore's, and a copy another subtask holds of the missing one's rows
-// would pass for its state. Every stored row (PerFile) is still there to
-// export.
+// checkInput refuses a payload that fails its integrity check
+// (savepoint.Savepoint.CheckIntegrity), and to export the logical state
+// of a tree with no directory for a subtask below its highest: that view
+// would be no restore's, and a copy another subtask holds of the missing
+// one's rows would pass for its state. Every stored row (PerFile) is
+// still there to export.
 func checkInput(sp *savepoint.Savepoint, opts Options) error {
 	if err := sp.UndecodableError(); err != nil {
 		return err
+	}
+	if err := sp.CheckIntegrity(""); err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
 	if err := sp.CheckTempDirApart(opts.TempDir); err != nil {
 		return err
@@ -378,7 +382,10 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 // when a file of sp changed while it was read (savepoint.ErrInputChanged):
 // what it wrote then mixes old and new rows. A memory-mapped input cut short
 // while it is read is such an error too, not a fault that ends the process:
-// Write reads under savepoint.Guard.
+// Write reads under savepoint.Guard. A payload that fails its integrity
+// check is refused however sp was opened
+// (savepoint.Savepoint.CheckIntegrity), before anything is written: its
+// rows would be exported as state that clink refuses to restore.
 func Write(ctx context.Context, w io.Writer, sp *savepoint.Savepoint, opts Options) (res *Result, err error) {
 	if err := sp.CheckUsable(); err != nil {
 		return nil, fmt.Errorf("export: %w", err)

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -597,6 +598,60 @@ func TestExportWriteFile(t *testing.T) {
 	}
 	if _, err := Write(ctx, &bytes.Buffer{}, sp, Options{Compression: "brotli"}); err == nil {
 		t.Error("unknown compression accepted")
+	}
+}
+
+// TestExportRefusesDamagedPayload: a payload whose checksum disagrees with
+// its sidecar is refused however the tree was opened (here without
+// RequireValid), before anything is written; the rows of a damaged file
+// would be exported as state.
+func TestExportRefusesDamagedPayload(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	if err := os.CopyFS(tree, os.DirFS(mixedP4)); err != nil {
+		t.Fatal(err)
+	}
+	damageSidecar(t, filepath.Join(tree, "v1", "0", "checkpoint-17.snap.meta"))
+	for _, columnar := range []bool{false, true} {
+		sp, err := savepoint.Open(tree, savepoint.OpenOptions{Columnar: columnar})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sp.Close()
+		out := filepath.Join(t.TempDir(), "state.jsonl")
+		for _, perFile := range []bool{false, true} {
+			_, err := WriteFile(context.Background(), out, sp, Options{Format: JSONL, PerFile: perFile}, false)
+			var verdict *savepoint.VerdictError
+			if !errors.As(err, &verdict) || verdict.Verdict != savepoint.VerdictCorrupt || !strings.Contains(err.Error(), "checkpoint-17.snap: integrity check corrupt") {
+				t.Errorf("columnar %v, per-file %v: WriteFile: %v, want the payload's integrity refused", columnar, perFile, err)
+			}
+			var buf bytes.Buffer
+			if _, err := Write(context.Background(), &buf, sp, Options{Format: JSONL, PerFile: perFile}); !errors.As(err, &verdict) || buf.Len() != 0 {
+				t.Errorf("columnar %v, per-file %v: Write: %v, %d bytes written", columnar, perFile, err, buf.Len())
+			}
+		}
+		if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
+			t.Errorf("refused exports left %v", ents)
+		}
+	}
+}
+
+// damageSidecar changes the checksum a sidecar records, so that its
+// payload's verdict is corrupt while the payload decodes as before.
+func damageSidecar(t *testing.T, meta string) {
+	t.Helper()
+	b, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`payload_crc32c=(\d+)`)
+	m := re.FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s: no payload_crc32c", meta)
+	}
+	crc, _ := strconv.ParseUint(string(m[1]), 10, 32)
+	b = re.ReplaceAll(b, []byte("payload_crc32c="+strconv.FormatUint(crc^1, 10)))
+	if err := os.WriteFile(meta, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -228,6 +228,35 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 	return nil
 }
 
+// CheckIntegrity refuses, with a *VerdictError whose Note is note, a
+// file-backend payload of sp whose integrity verdict makes clink refuse to
+// restore it: a size or checksum that disagrees with its sidecar (an
+// unfinished write, a damaged file), or a sidecar it cannot read. It is
+// what transform.Run, diff.Compare and export.Write check however sp was
+// opened (OpenOptions.RequireValid refuses such a payload at open): the
+// rows of a damaged payload would pass for state. A payload without a
+// sidecar is left to the open (RequireValid and AllowMissingSidecar
+// decide about it), as is a missing payload. The payloads of a
+// changelog+file tree have no verdict (that backend writes no sidecars);
+// a single file's sidecar is checked whatever its name.
+func (sp *Savepoint) CheckIntegrity(note string) error {
+	if sp.ChangelogTree() {
+		return nil
+	}
+	for _, f := range sp.Files {
+		switch {
+		case f.Verdict == VerdictValid, f.Verdict == VerdictMissing:
+			continue
+		case f.Verdict == VerdictIncomplete && f.Sidecar == nil:
+			continue // no sidecar
+		case f.Verdict == "":
+			continue // none made (a Savepoint built in memory)
+		}
+		return &VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, Note: note}
+	}
+	return nil
+}
+
 // changelogWritesNoSidecar says why a changelog payload has no sidecar.
 const changelogWritesNoSidecar = "as clink's changelog+file backend writes none for its changelog payloads"
 

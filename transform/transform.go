@@ -250,31 +250,6 @@ func checkMissingState(sp *savepoint.Savepoint, allow bool) error {
 	return &e
 }
 
-// checkIntegrity refuses a file-backend payload whose integrity verdict
-// makes clink refuse to restore it: a size or checksum that disagrees with
-// its sidecar (an unfinished write, a damaged file), or a sidecar it cannot
-// read. Rewritten, its rows would be published with a fresh sidecar that
-// clink accepts, and the damage would pass for state. A payload without a
-// sidecar is left to the open (OpenOptions.RequireValid and
-// AllowMissingSidecar decide about it), as is a missing payload. The
-// payloads of a changelog+file tree have no verdict (that backend writes
-// no sidecars); a single file's sidecar is checked whatever its name.
-func checkIntegrity(sp *savepoint.Savepoint) error {
-	if sp.ChangelogTree() {
-		return nil
-	}
-	for _, f := range sp.Files {
-		switch {
-		case f.Verdict == savepoint.VerdictValid, f.Verdict == savepoint.VerdictMissing:
-			continue
-		case f.Verdict == savepoint.VerdictIncomplete && f.Sidecar == nil:
-			continue // no sidecar
-		}
-		return &savepoint.VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, Note: ", and its rewrite would carry a sidecar clink accepts"}
-	}
-	return nil
-}
-
 // Run applies set to sp. With opts.DryRun it only reports; otherwise it
 // writes the result to opts.Out atomically (a tree is staged and renamed into
 // place; a file is written to a temporary name and renamed, then its
@@ -345,7 +320,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 			return nil, err
 		}
 	}
-	if err := checkIntegrity(sp); err != nil {
+	if err := sp.CheckIntegrity(", and its rewrite would carry a sidecar clink accepts"); err != nil {
 		return nil, err
 	}
 	if err := checkMissingState(sp, opts.AllowMissingState); err != nil {
