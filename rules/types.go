@@ -85,6 +85,37 @@ func (x *declIndex) get(op uint64, slot []byte) *SlotDecl {
 	return m[string(slot)]
 }
 
+// Check returns an error unless s is a rule set as Parse, ParseWithOptions
+// or Load made it: each rule with the spec its Kind names and no other,
+// compiled and checked with the rest of its file. transform.Run refuses
+// any other set: a Set or Rule filled in by hand has no compiled
+// expressions or declarations to run with. (A parsed Set is not to be
+// changed either: its Digest and Source would name a file that says
+// otherwise. Write the YAML, and parse it, to build rules in a program.)
+func (s *Set) Check() error {
+	const how = "rules are made by rules.Parse or rules.Load (build the rule file's YAML to make them in a program)"
+	if s == nil || s.slotIndex == nil {
+		return fmt.Errorf("the rule set was not made by parsing a rule file: %s", how)
+	}
+	for i, r := range s.Rules {
+		if r == nil {
+			return fmt.Errorf("rule %d is nil: %s", i+1, how)
+		}
+		specs := []any{r.Keep, r.Drop, r.DropOperator, r.RemapOperator, r.RenameSlot, r.DropSlot, r.PurgeKeys, r.PurgeExpired, r.SetValue, r.SetVersion, r.DropVersion, r.Rescale}
+		set := 0
+		for _, sp := range specs {
+			if !reflect.ValueOf(sp).IsNil() {
+				set++
+			}
+		}
+		spec := reflect.ValueOf(r.Spec())
+		if r.decls == nil || r.Index != i+1 || set != 1 || !spec.IsValid() || spec.IsNil() {
+			return fmt.Errorf("rule %d (%s) is not as parsing a rule file makes it (its spec, index or compiled declarations): %s", i+1, r.Kind, how)
+		}
+	}
+	return nil
+}
+
 // Rescale returns the rescale rule's spec, or nil when the file has none.
 // A rescale rule is always the last rule.
 func (s *Set) Rescale() *RescaleSpec {

@@ -273,6 +273,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if set == nil {
 		return nil, errors.New("transform: no rule set (a nil *rules.Set)")
 	}
+	if err := set.Check(); err != nil {
+		return nil, fmt.Errorf("transform: %w", err)
+	}
 	if err := sp.UndecodableError(); err != nil {
 		return nil, err
 	}

@@ -2264,6 +2264,13 @@ func TestRunNil(t *testing.T) {
 		{&savepoint.Savepoint{}, set, "savepoint: holds no file (a Savepoint is made by Open)"},
 		{closed, set, "savepoint: used after Close"},
 		{sp, nil, "no rule set"},
+		// Sets and rules filled in by hand: refused, not a panic in the
+		// engine or a rule that does nothing.
+		{sp, &rules.Set{Rules: []*rules.Rule{{Index: 1, Kind: rules.KindDrop, Drop: &rules.FilterSpec{Expr: "true"}}}}, "the rule set was not made by parsing a rule file"},
+		{sp, handRule(set, &rules.Rule{Index: 1, Kind: rules.KindDrop, Drop: &rules.FilterSpec{Expr: "true"}}), "rule 1 (drop) is not as parsing a rule file makes it"},
+		{sp, handRule(set, &rules.Rule{Index: 1, Kind: rules.KindRescale, Rescale: &rules.RescaleSpec{}}), "rule 1 (rescale) is not as parsing a rule file makes it"},
+		{sp, handRule(set, &rules.Rule{Index: 1, Kind: rules.KindDropSlot}), "rule 1 (drop_slot) is not as parsing a rule file makes it"},
+		{sp, handRule(set, nil), "rule 1 is nil"},
 	} {
 		if rep, err := transform.Run(context.Background(), tc.sp, tc.set, transform.Options{Out: out}); err == nil || rep != nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, %v", tc.want, rep, err)
@@ -2272,6 +2279,13 @@ func TestRunNil(t *testing.T) {
 			t.Errorf("%s: %s written", tc.want, out)
 		}
 	}
+}
+
+// handRule returns a copy of the parsed set whose one rule is r.
+func handRule(set *rules.Set, r *rules.Rule) *rules.Set {
+	c := *set
+	c.Rules = []*rules.Rule{r}
+	return &c
 }
 
 // TestStepErrorNamesRuleFile: an error a rule meets on a row names the row,
