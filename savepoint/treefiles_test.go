@@ -38,6 +38,49 @@ func oneRowTree(t *testing.T, out string, backend Backend) string {
 	return out
 }
 
+// A TreeWriter used after its Commit refuses, writing nothing: a second
+// Commit or a WriteSubtask made a staging directory again, which nothing
+// removed, and the second Commit named the published tree as one that
+// appeared while it wrote.
+func TestTreeWriterUsedAfterCommit(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "tree")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.WriteSubtask(0, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 1, Key: []byte("k"), Value: []byte("v")}}, CompressNone); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Commit("job1", nil); !errors.Is(err, errCommitted) {
+		t.Errorf("second Commit: %v", err)
+	}
+	if _, err := tw.WriteSubtask(1, CanonicalMetadata(nil, VersionMap{}), nil, CompressNone); !errors.Is(err, errCommitted) {
+		t.Errorf("WriteSubtask after Commit: %v", err)
+	}
+	if err := tw.Abort(); err != nil {
+		t.Errorf("Abort after Commit: %v", err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || ents[0].Name() != "tree" {
+		t.Errorf("beside the tree: %v", ents)
+	}
+	sp, err := Open(out, OpenOptions{RequireValid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if len(sp.Files) != 1 {
+		t.Errorf("the published tree holds %d files", len(sp.Files))
+	}
+}
+
 // A sidecar or COMPLETED marker larger than any real one (they are under
 // 200 bytes) is an error naming it, not read whole into memory.
 func TestControlFilesTooLarge(t *testing.T) {

@@ -47,6 +47,10 @@ type TreeWriter struct {
 	mats         map[int][]FileInfo
 }
 
+// errCommitted is the error of a TreeWriter used after its Commit
+// published the tree.
+var errCommitted = errors.New("the tree was committed already: a TreeWriter writes and commits one tree")
+
 // TreeOptions describe the tree to write.
 type TreeOptions struct {
 	// Generation is the tree's generation, its v<gen> directory (clink's
@@ -142,6 +146,10 @@ func (t *TreeWriter) subtaskDir(i int) (string, error) {
 	case t.stage == "":
 		// (The zero TreeWriter would write into the working directory.)
 		return "", errors.New("a TreeWriter is made by CreateTree")
+	case t.committed:
+		// (It would make a staging directory again, which no Commit
+		// or Abort removes.)
+		return "", errCommitted
 	case i < 0:
 		return "", fmt.Errorf("subtask %d: subtask indexes start at 0", i)
 	}
@@ -444,6 +452,9 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		// (The zero TreeWriter would write its marker into the working
 		// directory.)
 		return errors.New("a TreeWriter is made by CreateTree")
+	}
+	if t.committed {
+		return errCommitted
 	}
 	t.mu.Lock()
 	var unfinished []int
