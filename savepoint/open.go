@@ -45,7 +45,14 @@ type OpenOptions struct {
 	// from the mapping, so memory does not grow with the input. Call
 	// Savepoint.Close when done. A payload compressed as a whole (.gz,
 	// .zst, ...) is decompressed into an unnamed temporary file in TempDir,
-	// which is mapped in turn, so memory does not grow with it either.
+	// which is mapped in turn, so memory does not grow with it either; it
+	// is refused (as without Columnar) when it would decompress to more
+	// than 1024 times its size, at least 64 MiB. Not bounded so: a
+	// changelog payload (and its materialisation) is replayed into
+	// Snapshot.Rows, in memory, as its log rows change the state its
+	// materialisation holds (about five times the materialisation's size).
+	// Each mapped payload holds a file descriptor and a mapping until
+	// Close: a tree of N payloads, N of each.
 	Columnar bool
 	// TempDir is where Columnar decompresses a payload compressed as a
 	// whole ("" for os.TempDir()): the file takes the payload's size
