@@ -36,11 +36,19 @@ type Error struct {
 	Key string
 	// Msg describes the problem.
 	Msg string
+	// Err is the error of a file the rule file names that could not be
+	// read (a keys file), nil for any other problem: errors.Is(err,
+	// fs.ErrNotExist) tells a missing keys file from a rule file's own
+	// mistakes.
+	Err error
 
 	// sortLine and sortCol order the problem within its rule file: the
 	// problem's own position, or that of the key naming the keys file.
 	sortLine, sortCol int
 }
+
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
 
 // Error formats the problem on one line (see the type's documentation).
 func (e *Error) Error() string {

@@ -43,7 +43,11 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 	spec.Path = path
 	data, err := p.opts.ReadFile(path)
 	if err != nil {
+		before := len(p.errs)
 		p.errAt(n, "keys_file", "read keys file %q: %v", spec.KeysFile, err)
+		if len(p.errs) > before {
+			p.errs[before].Err = err // (errors.Is: a missing file)
+		}
 		return "", 0, false
 	}
 	sum := sha256.Sum256(data)

@@ -3,6 +3,9 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -1028,5 +1031,32 @@ func TestSyntaxOnlyAfterBadDeclaration(t *testing.T) {
 				t.Errorf("warnings: %v", errs.Warnings)
 			}
 		})
+	}
+}
+
+// A keys file that cannot be read is a problem of the rule file that
+// unwraps to the read's error: errors.Is tells a missing file (to retry,
+// or to report as such) from the rule file's own mistakes, as for a
+// missing rule file.
+func TestKeysFileReadErrorUnwraps(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.yaml")
+	src := "version: 1\nrules:\n  - purge_keys: {keys_file: nope.txt}\n  - drop: 'op == 1'\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing keys file: %v does not unwrap to fs.ErrNotExist", err)
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Rule != 1 || e.Key != "keys_file" {
+		t.Errorf("missing keys file: %#v", e)
+	}
+	if _, err := Load(filepath.Join(dir, "none.yaml")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing rule file: %v", err)
+	}
+	if _, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - drop_slot: {op: 1}\n")); err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a mistake of the rule file: %v", err)
 	}
 }
