@@ -27,6 +27,12 @@
 // page the system could not read (a disk or file system that failed)
 // faults too: Guard reports ErrInputUnreadable then.
 //
+// A payload whose bytes clink's reader does not take (malformed, cut
+// short, a format version this build does not know) fails with an error
+// of ErrBadFormat (errors.Is), a failure to read it with the system's
+// error (an *fs.PathError) or one of the two above, and a payload that
+// fails its integrity check with a *VerdictError.
+//
 // Messages (errors, warnings and validation findings, here and in the
 // packages built on this one) are written for the people who run sptool:
 // where an option would change the outcome they name it as sptool's flag

@@ -533,6 +533,35 @@ func missingRestore(changelog bool, sub int) string {
 	return fmt.Sprintf("clink refuses to restore subtask %d with empty state", sub)
 }
 
+// ErrBadFormat is wrapped by the error of a payload whose bytes are not
+// what clink's reader takes (File.Undecodable, or Open's error for a
+// single file): a stream that does not parse or is cut short, offsets out
+// of bounds, a schema or format version it does not know, a compressed
+// payload that does not decompress. errors.Is(err, ErrBadFormat) tells
+// such input from a failure to read it (an *fs.PathError, ErrInputChanged,
+// ErrInputUnreadable, a *TempFileError) or a cancelled context.
+var ErrBadFormat = errors.New("not a snapshot clink's reader takes")
+
+// badFormat is an error of ErrBadFormat: its text is its cause's alone.
+type badFormat struct{ err error }
+
+func (e *badFormat) Error() string        { return e.err.Error() }
+func (e *badFormat) Unwrap() error        { return e.err }
+func (e *badFormat) Is(target error) bool { return target == ErrBadFormat }
+
+// formatError marks err, an error of decoding a payload's bytes, as
+// ErrBadFormat, unless it is a failure to read them, or ctx's.
+func formatError(ctx context.Context, err error) error {
+	var pathErr *fs.PathError
+	var tempErr *TempFileError
+	switch {
+	case err == nil, ctxErr(ctx) != nil, InputFault(err), errors.As(err, &pathErr), errors.As(err, &tempErr),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return &badFormat{err}
+}
+
 // ErrMissingPayload is File.Undecodable's error for a subtask of a tree
 // whose payload of the checkpoint read is not there (File.Missing).
 var ErrMissingPayload = errors.New("payload missing")
@@ -1176,6 +1205,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	if crcErr != nil {
 		return fmt.Errorf("read %s: %w", f.Path, crcErr)
 	}
+	decodeErr = formatError(ro.ctx, decodeErr)
 	if err := checkStamp(f.Path, f.stamp, f.CRC32C); err != nil {
 		return fmt.Errorf("read %w", err)
 	}

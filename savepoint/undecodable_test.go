@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -323,5 +324,56 @@ func TestChangelogTreeStraySidecar(t *testing.T) {
 	}
 	if len(got) != 2 || !strings.HasPrefix(got[1], "warning v1/2/changelog-7.snap a .meta sidecar lies beside this changelog payload and disagrees with it") || !strings.Contains(got[0], "1 changelog+file payload carries no .meta sidecar") {
 		t.Errorf("sidecar findings %q", got)
+	}
+}
+
+// Every file of testdata/bad fails to open with an error of ErrBadFormat,
+// memory-mapped or read whole, and so does a tree holding one (its
+// File.Undecodable, kept with KeepUndecodable); a file that is not there,
+// or a directory, is no ErrBadFormat: a caller tells the input's bytes
+// from a failure to read them.
+func TestBadFormatError(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "bad")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		for _, columnar := range []bool{false, true} {
+			sp, err := Open(filepath.Join(dir, e.Name()), OpenOptions{Columnar: columnar})
+			if err == nil {
+				sp.Close()
+				t.Errorf("%s: opened", e.Name())
+				continue
+			}
+			if !errors.Is(err, ErrBadFormat) {
+				t.Errorf("%s (columnar %v): %v is not ErrBadFormat", e.Name(), columnar, err)
+			}
+		}
+	}
+	for _, path := range []string{filepath.Join(t.TempDir(), "none.snap"), t.TempDir()} {
+		if _, err := Open(path, OpenOptions{Columnar: true}); err == nil || errors.Is(err, ErrBadFormat) {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+	tree := smallTree(t)
+	bad, err := os.ReadFile(filepath.Join(dir, "nullable.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := filepath.Join(tree, "v1", "0", "checkpoint-7.snap")
+	if err := os.WriteFile(payload, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(tree, OpenOptions{Columnar: true, KeepUndecodable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if err := sp.UndecodableError(); !errors.Is(err, ErrBadFormat) {
+		t.Errorf("tree: %v is not ErrBadFormat", err)
+	}
+	if _, err := Open(tree, OpenOptions{Columnar: true}); !errors.Is(err, ErrBadFormat) {
+		t.Errorf("tree without KeepUndecodable: %v is not ErrBadFormat", err)
 	}
 }
