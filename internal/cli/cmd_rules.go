@@ -229,10 +229,11 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	// The text report gives an erasure's counts of keys; its lists of keys
 	// go only into JSON.
 	opts.KeyCountsOnly = report == "" && !*tf.asJSON
+	endProgress := func() {}
 	if s.ErrIsTerminal && !*tf.quiet {
 		p := newProgress(s.Err)
 		defer p.finish()
-		opts.Progress = p.update
+		opts.Progress, endProgress = p.update, p.finish
 	}
 	if !dry {
 		opts.Out, opts.Force, opts.StateBase = *tf.out, *tf.force, *tf.stateBase
@@ -253,6 +254,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		}
 	}
 	rep, err := transform.Run(ctx, sp, set, opts)
+	endProgress() // its bar off the terminal before anything is printed
 	// (The report was set aside only by a run about to publish: Run
 	// returns no report when that run did not.)
 	if rep == nil {
