@@ -88,7 +88,11 @@ func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
 		}
 		return replayChangelog(blobs, opts)
 	}
-	rs, err := readStream(data, opts.budget)
+	var rel *decodeRelease
+	if opts.readMapped != nil {
+		rel = &decodeRelease{m: data} // (data is the map readMapped reads)
+	}
+	rs, err := readStreamReleasing(data, opts.budget, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -96,10 +100,13 @@ func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
 	if len(fs) == 4 && fs[0].Name == "row_kind" {
 		return replayChangelog([][]byte{data}, opts)
 	}
-	return canonicalFromStream(rs, opts.Columnar, opts.readMapped, opts.deferOffsets)
+	return canonicalFromStream(rs, opts.Columnar, opts.readMapped, opts.deferOffsets, rel)
 }
 
-func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src []byte) error, deferOffsets bool) (*Snapshot, error) {
+// canonicalFromStream makes the snapshot of a canonical stream's batches;
+// rel, when not nil, releases the pages of the map they were read from as
+// they are validated.
+func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src []byte) error, deferOffsets bool, rel *decodeRelease) (*Snapshot, error) {
 	if err := checkFields(rs.schema, canonicalFields); err != nil {
 		return nil, fmt.Errorf("%w; expected %s", err, CanonicalSchemaString)
 	}
@@ -126,6 +133,7 @@ func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src 
 		}
 		s.Batches = append(s.Batches, b)
 		s.BatchRows = append(s.BatchRows, int(rec.NumRows()))
+		rel.read(int64(8*len(b.Ops) + 4*len(b.KeyOffs) + len(b.Keys) + 4*len(b.ValOffs) + len(b.Vals)))
 	}
 	if !columnar {
 		s.Rows = make([]Row, 0, total)
@@ -391,7 +399,7 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 		if err != nil {
 			return nil, fmt.Errorf("inline materialisation: %w", err)
 		}
-		mat, err := canonicalFromStream(rs, false, nil, false)
+		mat, err := canonicalFromStream(rs, false, nil, false, nil)
 		if err != nil {
 			return nil, fmt.Errorf("inline materialisation: %w", err)
 		}

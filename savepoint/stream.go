@@ -927,6 +927,13 @@ type rawStream struct {
 // returned; the caller checks the fields. Column buffers of uncompressed
 // bodies alias data.
 func readStream(data []byte, budget *inflateBudget) (rs *rawStream, err error) {
+	return readStreamReleasing(data, budget, nil)
+}
+
+// readStreamReleasing is readStream over a memory map whose pages rel
+// drops from the resident set as the batches' messages are read (nil: a
+// stream in memory).
+func readStreamReleasing(data []byte, budget *inflateBudget, rel *decodeRelease) (rs *rawStream, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			rs, err = nil, fmt.Errorf("malformed Arrow IPC stream (%v)", p)
@@ -949,10 +956,12 @@ func readStream(data []byte, budget *inflateBudget) (rs *rawStream, err error) {
 		// checkBatchVectors and checkCompressedBuffers do not know.
 		return rs, nil
 	}
-	for rdr.Next() {
+	for at := int64(0); rdr.Next(); {
 		rec := rdr.RecordBatch()
 		rec.Retain()
 		rs.batches = append(rs.batches, rec)
+		rel.read(mr.off - at)
+		at = mr.off
 	}
 	if err := rdr.Err(); err != nil {
 		return nil, unwrapIPC(err, mr)
