@@ -249,6 +249,10 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 				return fail(s, c.name, err)
 			}
 		}
+		// Done with the file: its pages leave the resident set (a tree of
+		// 64 files of 156K rows each kept 400 MB of them, none passing
+		// the release every 256K rows above).
+		f.ReleasePages()
 	}
 	return finish()
 }
