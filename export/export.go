@@ -56,8 +56,9 @@
 // not carry it either.
 //
 // Writer settings: row groups of Options.RowGroupRows rows (default 512 Ki;
-// the last one fewer) written with the Parquet column writers in batches of
-// 64 Ki rows, Snappy compression by default,
+// the last one fewer), or fewer where their keys and values pass 32 MiB,
+// written with the Parquet column writers in batches of 64 Ki rows (or of
+// 16 MiB of one binary column), Snappy compression by default,
 // dictionary encoding only for the low-cardinality columns (op_id,
 // key_group, slot, and subtask and kind where present), no statistics for the
 // key and value columns (min/max over random bytes cost ~40% of the write
@@ -177,8 +178,18 @@ const (
 // exercise many batches per row group.
 var (
 	batchRows     = 1 << 16
-	maxBatchBytes = 1 << 30
+	maxBatchBytes = 16 << 20
 )
+
+// maxRowGroupBytes bounds the keys and values a row group is given: the
+// writer holds a row group's pages until it ends, and RowGroupRows rows of
+// large values (512 Ki rows of 1 MiB) would be the whole file. A row group
+// ends at the first batch past it (a batch holds at most maxBatchBytes of
+// each binary column). The export of 400 rows of 1 MiB values peaked at
+// 2.2 GB (5.2x the file) with one row group and batches of up to 1 GiB,
+// 0.5 GB so (1.2x); rows of small values (512 Ki rows of 8-byte keys and
+// values: 12 MB) never reach it. A variable so that tests can lower it.
+var maxRowGroupBytes = 32 << 20
 
 // Options control an export.
 type Options struct {
@@ -1616,8 +1627,10 @@ type parquetSink struct {
 	rg     file.BufferedRowGroupWriter // the writing goroutine's
 	haveRG bool
 	rgRows int // rows given to the current row group
-	opts   Options
-	dec    *decoder
+	// rgBytes are the key and value bytes given to it (maxRowGroupBytes).
+	rgBytes int
+	opts    Options
+	dec     *decoder
 	// canon or query is the batch being filled; spare is the other one
 	// (being encoded, or free).
 	canon, spareCanon *canonBatch
@@ -1723,11 +1736,11 @@ func (s *parquetSink) add(op uint64, e *entry) error {
 // starting a new one when it is full: a batch never crosses a row group,
 // and row groups hold RowGroupRows rows (the last one fewer).
 func (s *parquetSink) flushBatch() error {
-	n := 0
+	n, size := 0, 0
 	if s.canon != nil {
-		n = s.canon.n
+		n, size = s.canon.n, len(s.canon.keyData)+len(s.canon.valDat)
 	} else {
-		n = s.query.n
+		n, size = s.query.n, s.query.bytes
 	}
 	if n == 0 {
 		return nil
@@ -1735,11 +1748,12 @@ func (s *parquetSink) flushBatch() error {
 	if err := s.wait(); err != nil { // the spare batch is free
 		return err
 	}
-	newRG := !s.haveRG || s.rgRows >= s.opts.RowGroupRows
+	newRG := !s.haveRG || s.rgRows >= s.opts.RowGroupRows || s.rgBytes >= maxRowGroupBytes
 	if newRG {
-		s.haveRG, s.rgRows = true, 0
+		s.haveRG, s.rgRows, s.rgBytes = true, 0, 0
 	}
 	s.rgRows += n
+	s.rgBytes += size
 	var b interface {
 		write(file.BufferedRowGroupWriter) error
 	}

@@ -474,6 +474,23 @@ func TestExportQueryProjection(t *testing.T) {
 		}
 	}()
 
+	// Row groups bounded by bytes: each ends at the first batch past
+	// maxRowGroupBytes (batches of 7 rows), whatever RowGroupRows allows;
+	// the rows are the same.
+	func() {
+		defer func(n, b int) { batchRows, maxRowGroupBytes = n, b }(batchRows, maxRowGroupBytes)
+		batchRows, maxRowGroupBytes = 7, 1
+		for _, proj := range []Projection{Query, Canonical} {
+			d, res := export(t, sp, Options{Projection: proj, Rules: parseRules(t, exampleRules)})
+			if proj == Query && !reflect.DeepEqual(readQuery(t, d), rows) {
+				t.Errorf("row groups of one batch: rows differ")
+			}
+			if want := (len(rows) + 6) / 7; res.RowGroups != want {
+				t.Errorf("%s: %d row groups, want %d (one a batch)", proj, res.RowGroups, want)
+			}
+		}
+	}()
+
 	// Without declarations value is the stored value rendered, key the user key.
 	rows = readQuery(t, func() []byte { d, _ := export(t, sp, Options{Projection: Query}); return d }())
 	for _, r := range rows {
