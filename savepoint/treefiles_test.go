@@ -25,6 +25,13 @@ func smallTree(t *testing.T) string {
 // (generation 1, checkpoint 7, job "job1") kept by backend.
 func oneRowTree(t *testing.T, out string, backend Backend) string {
 	t.Helper()
+	oneRowWriter(t, out, backend)
+	return out
+}
+
+// oneRowWriter is oneRowTree, returning the TreeWriter that committed it.
+func oneRowWriter(t *testing.T, out string, backend Backend) *TreeWriter {
+	t.Helper()
 	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7, Backend: backend})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +42,7 @@ func oneRowTree(t *testing.T, out string, backend Backend) string {
 	if err := tw.Commit("job1", nil); err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return tw
 }
 
 // A TreeWriter used after its Commit refuses, writing nothing: a second
@@ -45,16 +52,7 @@ func oneRowTree(t *testing.T, out string, backend Backend) string {
 func TestTreeWriterUsedAfterCommit(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "tree")
-	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.WriteSubtask(0, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 1, Key: []byte("k"), Value: []byte("v")}}, CompressNone); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Commit("job1", nil); err != nil {
-		t.Fatal(err)
-	}
+	tw := oneRowWriter(t, out, BackendFile)
 	if err := tw.Commit("job1", nil); !errors.Is(err, errCommitted) {
 		t.Errorf("second Commit: %v", err)
 	}
