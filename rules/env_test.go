@@ -281,6 +281,20 @@ func TestPredicateNilRefused(t *testing.T) {
 			}
 		}
 	}
+	// One that reads no field of the row has one value for every row: a
+	// nil or a non-boolean one is refused at load, as the type check
+	// refuses what it can tell.
+	for _, c := range []struct{ expr, want string }{
+		{`fromJSON("null")`, "it reads no field of the row and fails on every one: expression returned nil, not true or false"},
+		{`fromJSON("1")`, "it reads no field of the row and fails on every one: expression is not boolean: got float64"},
+	} {
+		for _, kind := range []string{"keep", "drop"} {
+			_, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - "+kind+": '"+c.expr+"'\n"))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s %s: %v, want %q", kind, c.expr, err, c.want)
+			}
+		}
+	}
 }
 
 // A runtime error's message may quote a row's key or value: their control

@@ -516,6 +516,13 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 			if b {
 				c.konst = 1
 			}
+		} else if asBool {
+			// What Predicate.Eval would refuse at every row, refused
+			// here (a filter of nil or of another type than bool).
+			if out == nil {
+				return nil, &exprErr{msg: fmt.Sprintf("it reads no field of the row and fails on every one: %v", errNilBool)}
+			}
+			return nil, &exprErr{msg: fmt.Sprintf("it reads no field of the row and fails on every one: %v: got %T", errNotBool, out)}
 		}
 		c.constNil = out == nil
 	}
