@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -212,10 +213,13 @@ func rescaleRuleErr(set *rules.Set, err error) error {
 	return fmt.Errorf("%s: %w", ruleAt(set, set.Rules[len(set.Rules)-1]), err)
 }
 
+// ErrRescaleNeedsTree is the error of a rescale of a single snapshot file.
+var ErrRescaleNeedsTree = errors.New("rescale needs a checkpoint tree (a v<generation> directory of subtask directories), not a single file")
+
 // rescaleGroups resolves the rescale spec against the tree's groups.
 func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoint.Group, []int, []string, error) {
 	if sp.Kind == savepoint.InputFile {
-		return nil, nil, nil, fmt.Errorf("rescale needs a checkpoint tree (a v<generation> directory of subtask directories), not a single file")
+		return nil, nil, nil, ErrRescaleNeedsTree
 	}
 	if err := sp.CheckConsecutive(); err != nil {
 		return nil, nil, nil, err

@@ -1829,7 +1829,7 @@ var rowByRow = false
 // state its replay restores (the order sptool cat lists it in).
 func (w *worker) rowError(i int, r savepoint.Row, k savepoint.Key, err error) error {
 	which := "row"
-	if w.res.out.restored {
+	if w.res.out != nil && w.res.out.restored { // (no output in the pass over merge losers)
 		which = "replayed row"
 	}
 	return fmt.Errorf("%s %d (op %d, slot %q, key %s): %w", which, i, r.Op, k.SlotName(), w.e.set.ShowKey(r.Op, k), err)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/transform"
 )
 
 func init() {
@@ -48,6 +50,10 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	}
 	if err := tf.check(*dry, fs.Args()); err != nil {
 		return usageError(s, c, err)
+	}
+	if st, err := os.Stat(fs.Arg(0)); err == nil && st.Mode().IsRegular() {
+		// Before the output's checks, which take it for a file's.
+		return fail(s, c.name, transform.ErrRescaleNeedsTree)
 	}
 	src, err := rescaleRuleFile(*par, *groups, *dropLost)
 	if err != nil {
