@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // OpenOptions control Open.
@@ -538,8 +539,9 @@ func missingRestore(changelog bool, sub int) string {
 // single file): a stream that does not parse or is cut short, offsets out
 // of bounds, a schema or format version it does not know, a compressed
 // payload that does not decompress. errors.Is(err, ErrBadFormat) tells
-// such input from a failure to read it (an *fs.PathError, ErrInputChanged,
-// ErrInputUnreadable, a *TempFileError) or a cancelled context.
+// such input from a failure to read it (an *fs.PathError, a
+// syscall.Errno, ErrInputChanged, ErrInputUnreadable, a *TempFileError) or
+// a cancelled context.
 var ErrBadFormat = errors.New("not a snapshot clink's reader takes")
 
 // badFormat is an error of ErrBadFormat: its text is its cause's alone.
@@ -554,8 +556,9 @@ func (e *badFormat) Is(target error) bool { return target == ErrBadFormat }
 func formatError(ctx context.Context, err error) error {
 	var pathErr *fs.PathError
 	var tempErr *TempFileError
+	var errno syscall.Errno // (a system call that failed: mmap of a decompressed payload's file)
 	switch {
-	case err == nil, ctxErr(ctx) != nil, InputFault(err), errors.As(err, &pathErr), errors.As(err, &tempErr),
+	case err == nil, ctxErr(ctx) != nil, InputFault(err), errors.As(err, &pathErr), errors.As(err, &tempErr), errors.As(err, &errno),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
