@@ -57,6 +57,10 @@ func (s *mergeSource) key(pos int) []byte {
 // name in the map would fault its page (and, through fault-around, its
 // neighbours) back in whenever the runs are sorted.
 func appendRuns(runs []keyRun, s *mergeSource, src, limit int, slots slotNames) []keyRun {
+	// And once it is done with the source: a tree of 64 files of 156K
+	// rows each, none reaching the release every 256K rows, kept the pages
+	// its binary searches faulted in, 290 MB of the 372 MB tree.
+	defer s.file.ReleasePages()
 	next := 0
 	for i := 0; i < s.n; {
 		if i >= next {
