@@ -383,6 +383,19 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 		u.st.FileDuplicates += stored - n
 		h = append(h, &unionCursor{rows: cur, idx: idx, n: n, subtask: f.Subtask, order: i, file: f})
 	}
+	// Merging, the cursors advance together: each file's pages are
+	// dropped every 256K rows of all of them, not of the file's own (a
+	// tree of 64 files of 156K rows each, none reaching its own, kept
+	// 430 MB of the 372 MB tree's pages).
+	merged := 0
+	advance := func(c *unionCursor) {
+		c.advance()
+		if merged++; merged&(1<<18-1) == 0 {
+			for _, f := range u.sp.Files { // (those of ended cursors too)
+				f.ReleasePages()
+			}
+		}
+	}
 	if !dedup {
 		// Every copy, in (op, key, file order); no resolution.
 		heap.Init(&h)
@@ -391,7 +404,7 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 			if !yield(UnionRow{Row: c.row(), Subtask: c.subtask}) {
 				return
 			}
-			c.advance()
+			advance(c)
 			if c.i == c.n {
 				heap.Pop(&h)
 			} else {
@@ -423,7 +436,7 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 			}
 			copies = append(copies, UnionRow{Row: r, Subtask: c.subtask})
 			u.running.NoteRow(r, c.subtask)
-			c.advance()
+			advance(c)
 			if c.i == c.n {
 				heap.Pop(&h)
 			} else {
