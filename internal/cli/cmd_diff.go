@@ -56,7 +56,7 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 			}
 			o.Groups = gs
 		}
-		return openTree(path, o, ckFlag, groupsFlag)
+		return openRefusingTreeFlags(path, o, ckFlag, groupsFlag)
 	}
 	a, err := openUntil(ctx, func() (*savepoint.Savepoint, error) {
 		return open(fs.Arg(0), *ckA, "checkpoint-a", "groups-a", *groupsA)

@@ -57,13 +57,13 @@ func (o openFlags) openWith(path string, opts savepoint.OpenOptions) (*savepoint
 		}
 		opts.Groups = gs
 	}
-	return openTree(path, opts, "checkpoint", "groups")
+	return openRefusingTreeFlags(path, opts, "checkpoint", "groups")
 }
 
-// openTree opens path with opts, and refuses a single snapshot file when
-// opts choose a checkpoint or chain groups, which only a tree has: the
-// flags (named ckFlag and groupsFlag) would be ignored.
-func openTree(path string, opts savepoint.OpenOptions, ckFlag, groupsFlag string) (*savepoint.Savepoint, error) {
+// openRefusingTreeFlags opens path with opts, and refuses a single
+// snapshot file when opts choose a checkpoint or chain groups, which only
+// a tree has: the flags (named ckFlag and groupsFlag) would be ignored.
+func openRefusingTreeFlags(path string, opts savepoint.OpenOptions, ckFlag, groupsFlag string) (*savepoint.Savepoint, error) {
 	sp, err := savepoint.Open(path, opts)
 	if err != nil || sp.Kind != savepoint.InputFile {
 		return sp, err
