@@ -88,11 +88,20 @@ func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
 		}
 		return replayChangelog(blobs, opts)
 	}
-	var rel *decodeRelease
+	// Decoding reads each batch's message header and the first and last
+	// offsets of its binary columns through the map (arrow-go's array
+	// constructors and Validate), a few bytes each; but each fault maps
+	// the page cache's whole folio around the byte, up to a megabyte, so
+	// that a file of 16 batches (as clink's sharded backend writes) held
+	// 80 MB of them by the end of decoding, and one of 78,125 batches of
+	// 128 rows nearly all its pages. A map (data, when readMapped reads
+	// it) is released every decodeReleaseBytes of batches decoded.
+	var release func(n int64)
 	if opts.readMapped != nil {
-		rel = &decodeRelease{m: data} // (data is the map readMapped reads)
+		rel := &mapRelease{every: decodeReleaseBytes}
+		release = func(n int64) { rel.add(data, n) }
 	}
-	rs, err := readStreamReleasing(data, opts.budget, rel)
+	rs, err := readStreamReleasing(data, opts.budget, release)
 	if err != nil {
 		return nil, err
 	}
@@ -100,13 +109,17 @@ func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
 	if len(fs) == 4 && fs[0].Name == "row_kind" {
 		return replayChangelog([][]byte{data}, opts)
 	}
-	return canonicalFromStream(rs, opts.Columnar, opts.readMapped, opts.deferOffsets, rel)
+	return canonicalFromStream(rs, opts.Columnar, opts.readMapped, opts.deferOffsets, release)
 }
 
+// decodeReleaseBytes is how many bytes of a mapped stream's batches are
+// decoded between two releases of its pages.
+const decodeReleaseBytes = 8 << 20
+
 // canonicalFromStream makes the snapshot of a canonical stream's batches;
-// rel, when not nil, releases the pages of the map they were read from as
-// they are validated.
-func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src []byte) error, deferOffsets bool, rel *decodeRelease) (*Snapshot, error) {
+// release, when not nil, is told the bytes of each batch validated (it
+// releases the pages of the map they were read from).
+func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src []byte) error, deferOffsets bool, release func(n int64)) (*Snapshot, error) {
 	if err := checkFields(rs.schema, canonicalFields); err != nil {
 		return nil, fmt.Errorf("%w; expected %s", err, CanonicalSchemaString)
 	}
@@ -133,7 +146,9 @@ func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src 
 		}
 		s.Batches = append(s.Batches, b)
 		s.BatchRows = append(s.BatchRows, int(rec.NumRows()))
-		rel.read(int64(8*len(b.Ops) + 4*len(b.KeyOffs) + len(b.Keys) + 4*len(b.ValOffs) + len(b.Vals)))
+		if release != nil {
+			release(int64(8*len(b.Ops) + 4*len(b.KeyOffs) + len(b.Keys) + 4*len(b.ValOffs) + len(b.Vals)))
+		}
 	}
 	if !columnar {
 		s.Rows = make([]Row, 0, total)

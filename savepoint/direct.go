@@ -165,7 +165,7 @@ func nextBatchTo(rs RowSource, start, n, every int) (end int, kLen, vLen int64, 
 	src := Columns(rs)
 	runs, _ := src.(RunSource)
 	warm := &warmer{src: src, end: n}
-	var release mapRelease
+	release := mapRelease{every: writerReleaseRows}
 	// The offsets that bound runs, read with pread (see window.offset).
 	kw, vw := window{bounds: true}, window{bounds: true}
 	defer kw.free()
@@ -324,7 +324,7 @@ func (rw *rangeWriter) free() { rw.bounds.free() }
 // newRangeWriter returns a writer of rows of src before end.
 func newRangeWriter(src ColumnSource, end int) *rangeWriter {
 	runs, _ := src.(RunSource)
-	return &rangeWriter{src: src, runs: runs, warm: warmer{src: src, end: end}, bounds: window{bounds: true}}
+	return &rangeWriter{src: src, runs: runs, warm: warmer{src: src, end: end}, release: mapRelease{every: writerReleaseRows}, bounds: window{bounds: true}}
 }
 
 // run returns the run of output rows starting at i, clipped to end (see
@@ -460,17 +460,35 @@ func (rw *rangeWriter) data(out *sink, value bool, i, end int) {
 	}
 }
 
-// mapRelease drops a mapped input's pages from the resident set every
-// 256K rows of runs. Runs are read with pread, but rows copied one at a
-// time between them, and the warmer's loads ahead of those, go through the
-// map, whose faults map the pages around them too (up to 64 KiB): a long
-// write would otherwise leave them resident.
-type mapRelease struct{ rows int }
+// mapRelease drops a mapped input's pages from the resident set as work is
+// done through the map: add counts the work (rows, bytes: the caller's
+// unit) and releases the map once every units have been counted since the
+// last release. The whole map is released: the few pages mapped lie
+// anywhere in it, and walking the page tables of a range with few pages
+// costs little. A nil *mapRelease, or a nil map, releases nothing.
+type mapRelease struct{ every, done int64 }
 
+func (r *mapRelease) add(m []byte, n int64) {
+	if r == nil || m == nil {
+		return
+	}
+	if r.done += n; r.done >= r.every {
+		releasePages(m)
+		r.done = 0
+	}
+}
+
+// writerReleaseRows is how many rows of runs the writer copies between two
+// releases of the input's pages (mapRelease). Runs are read with pread,
+// but rows copied one at a time between them, and the warmer's loads ahead
+// of those, go through the map, whose faults map the pages around them too
+// (up to 64 KiB): a long write would otherwise leave them resident.
+const writerReleaseRows = 1 << 18
+
+// tick counts rows of batch b copied as a run.
 func (r *mapRelease) tick(b *Batch, rows int) {
-	if r.rows += rows; r.rows >= 1<<18 && b.file != nil {
-		releasePages(b.file.data)
-		r.rows = 0
+	if b.file != nil {
+		r.add(b.file.data, int64(rows))
 	}
 }
 

@@ -505,36 +505,3 @@ func (kc *KeyColumns) load(b *Batch, lo, hi int, withOps bool) error {
 	}
 	return nil
 }
-
-// decodeReleaseStretch is how many bytes of a mapped stream's batches are
-// decoded between two releases of its pages (decodeRelease).
-const decodeReleaseStretch = 8 << 20
-
-// decodeRelease drops the pages of a memory-mapped stream from the resident
-// set as its record batches are decoded, every decodeReleaseStretch bytes of
-// them. Decoding reads each batch's message header and the first and last
-// offsets of its binary columns through the map (arrow-go's array
-// constructors and Validate), a few bytes each; but each fault maps the
-// page cache's whole folio around the byte, up to a megabyte, so that a
-// file of 16 batches (as clink's sharded backend writes) held 80 MB of
-// them by the end of decoding, and one of 78,125 batches of 128 rows
-// nearly all its pages. A nil *decodeRelease releases nothing (a stream in
-// memory, whose pages are the heap's).
-type decodeRelease struct {
-	m       []byte
-	pending int64
-}
-
-// read notes n more bytes decoded, and releases the map's pages once
-// decodeReleaseStretch bytes have been since the last release. The whole map
-// is released: the few pages mapped lie anywhere in it, and walking the
-// page tables of a range with few pages costs little.
-func (r *decodeRelease) read(n int64) {
-	if r == nil {
-		return
-	}
-	if r.pending += n; r.pending >= decodeReleaseStretch {
-		releasePages(r.m)
-		r.pending = 0
-	}
-}

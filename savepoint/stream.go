@@ -930,10 +930,10 @@ func readStream(data []byte, budget *inflateBudget) (rs *rawStream, err error) {
 	return readStreamReleasing(data, budget, nil)
 }
 
-// readStreamReleasing is readStream over a memory map whose pages rel
-// drops from the resident set as the batches' messages are read (nil: a
-// stream in memory).
-func readStreamReleasing(data []byte, budget *inflateBudget, rel *decodeRelease) (rs *rawStream, err error) {
+// readStreamReleasing is readStream telling release, when not nil, the
+// bytes of each batch's message read (it releases the pages of the map
+// data is).
+func readStreamReleasing(data []byte, budget *inflateBudget, release func(n int64)) (rs *rawStream, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			rs, err = nil, fmt.Errorf("malformed Arrow IPC stream (%v)", p)
@@ -960,7 +960,9 @@ func readStreamReleasing(data []byte, budget *inflateBudget, rel *decodeRelease)
 		rec := rdr.RecordBatch()
 		rec.Retain()
 		rs.batches = append(rs.batches, rec)
-		rel.read(mr.off - at)
+		if release != nil {
+			release(mr.off - at)
+		}
 		at = mr.off
 	}
 	if err := rdr.Err(); err != nil {
