@@ -197,15 +197,6 @@ func (c *unionCursor) row() Row {
 	return c.rows.Row(c.i)
 }
 
-// advance moves to the next row; it drops the file's mapped pages from the
-// resident set now and then (they stay in the page cache).
-func (c *unionCursor) advance() {
-	c.i++
-	if c.i&(1<<18-1) == 0 {
-		c.file.ReleasePages()
-	}
-}
-
 // cursorHeap is a min-heap of cursors by (current row, file order).
 type cursorHeap []*unionCursor
 
@@ -383,13 +374,15 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 		u.st.FileDuplicates += stored - n
 		h = append(h, &unionCursor{rows: cur, idx: idx, n: n, subtask: f.Subtask, order: i, file: f})
 	}
-	// Merging, the cursors advance together: each file's pages are
-	// dropped every 256K rows of all of them, not of the file's own (a
-	// tree of 64 files of 156K rows each, none reaching its own, kept
-	// 430 MB of the 372 MB tree's pages).
+	// advance moves a cursor to its next row. Every 256K rows read of all
+	// the files, their mapped pages are dropped from the resident set
+	// (they stay in the page cache): merging, the cursors advance
+	// together, and counted per file, a tree of 64 files of 156K rows
+	// each, none reaching its count, kept 430 MB of the 372 MB tree's
+	// pages.
 	merged := 0
 	advance := func(c *unionCursor) {
-		c.advance()
+		c.i++
 		if merged++; merged&(1<<18-1) == 0 {
 			for _, f := range u.sp.Files { // (those of ended cursors too)
 				f.ReleasePages()
@@ -416,7 +409,7 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 	if len(h) == 1 {
 		// One file with rows: each key is held once; only ownership applies.
 		c := h[0]
-		for ; c.i < c.n; c.advance() {
+		for ; c.i < c.n; advance(c) {
 			if r, ok := u.resolveOne(UnionRow{Row: c.row(), Subtask: c.subtask}); ok && !u.emit(r, yield) {
 				return
 			}
