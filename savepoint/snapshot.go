@@ -3,6 +3,7 @@ package savepoint
 import (
 	"bytes"
 	"encoding/binary"
+	"strconv"
 )
 
 // Metadata keys clink writes into a snapshot's schema.
@@ -103,6 +104,16 @@ const (
 	// Empty is a 0-byte file: empty state, accepted everywhere by clink.
 	Empty
 )
+
+// RowName names row i of a snapshot in messages: "row 4", or, of a
+// changelog (replayed), "replayed row 4": its rows are those its replay
+// restores, in canonical order (sptool cat's), not rows stored in the file.
+func RowName(replayed bool, i int) string {
+	if replayed {
+		return "replayed row " + strconv.Itoa(i)
+	}
+	return "row " + strconv.Itoa(i)
+}
 
 // String returns "canonical", "changelog" or "empty".
 func (v Variant) String() string {

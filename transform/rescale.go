@@ -106,13 +106,10 @@ type LostRow struct {
 // where names the file and row of l: "v1/3/checkpoint-7.snap row 4",
 // "v1/3/changelog-7.snap replayed row 0", or the file alone.
 func (l LostRow) where() string {
-	switch {
-	case l.Row < 0:
+	if l.Row < 0 {
 		return l.File
-	case l.Replayed:
-		return fmt.Sprintf("%s replayed row %d", l.File, l.Row)
 	}
-	return fmt.Sprintf("%s row %d", l.File, l.Row)
+	return l.File + " " + savepoint.RowName(l.Replayed, l.Row)
 }
 
 // maxLostExamples bounds RescaleReport.LostExamples.

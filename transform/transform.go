@@ -1828,11 +1828,8 @@ var rowByRow = false
 // in the file's stream, or, for a file that stores a changelog, in the
 // state its replay restores (the order sptool cat lists it in).
 func (w *worker) rowError(i int, r savepoint.Row, k savepoint.Key, err error) error {
-	which := "row"
-	if w.res.out != nil && w.res.out.restored { // (no output in the pass over merge losers)
-		which = "replayed row"
-	}
-	return fmt.Errorf("%s %d (op %d, slot %q, key %s): %w", which, i, r.Op, k.SlotName(), w.e.set.ShowKey(r.Op, k), err)
+	replayed := w.res.out != nil && w.res.out.restored // (no output in the pass over merge losers)
+	return fmt.Errorf("%s (op %d, slot %q, key %s): %w", savepoint.RowName(replayed, i), r.Op, k.SlotName(), w.e.set.ShowKey(r.Op, k), err)
 }
 
 // one runs row i through every step.

@@ -203,11 +203,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 			if filter != nil {
 				ok, err := filter(r, f.Subtask)
 				if err != nil {
-					which := "row" // the stream's row, or the replay's
-					if f.Snapshot.Variant == savepoint.Changelog {
-						which = "replayed row"
-					}
-					return fail(s, c.name, fmt.Errorf("%s: %s %d %w", f.Rel, which, i, err))
+					return fail(s, c.name, fmt.Errorf("%s: %s %w", f.Rel, savepoint.RowName(f.Snapshot.Variant == savepoint.Changelog, i), err))
 				}
 				if !ok {
 					continue
