@@ -85,17 +85,17 @@ func sidecarLeftover(path string, size int64, crc uint32) (string, bool) {
 // moved aside by a --force run that was killed before the new one took
 // its place may be the only copy of that output. A directory that cannot
 // be listed gives no warnings.
-func Leftovers(out string) []string {
-	_, err := os.Lstat(filepath.Clean(out))
-	return judgedLeftovers(out, err == nil, false)
-}
+func Leftovers(out string) []string { return leftoversNow(out, false) }
 
 // ReportLeftovers is Leftovers for a --report file: what a --force run set
 // aside there (SetAside) is a report, of the output that run was to
 // replace, not an output to put back.
-func ReportLeftovers(report string) []string {
-	_, err := os.Lstat(filepath.Clean(report))
-	return judgedLeftovers(report, err == nil, true)
+func ReportLeftovers(report string) []string { return leftoversNow(report, true) }
+
+// leftoversNow is judgedLeftovers with what is at out now.
+func leftoversNow(out string, report bool) []string {
+	_, err := os.Lstat(filepath.Clean(out))
+	return judgedLeftovers(out, err == nil, report)
 }
 
 // LeftoversAfterPublish is Leftovers for a run that has just put its own
