@@ -155,6 +155,12 @@ func (p *Predicate) Eval(m *vm.VM, env *Env) (bool, error) {
 	if err != nil {
 		return false, runError(err, p.fields, env)
 	}
+	return filterValue(out)
+}
+
+// filterValue is a filter's value out: nil, which expr's AsBool cast would
+// read as false, and what is not a bool are errors.
+func filterValue(out any) (bool, error) {
 	b, ok := out.(bool)
 	if !ok {
 		if out == nil {
@@ -508,21 +514,22 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 		var env Env
 		env.init()
 		out, err := m.Run(p, &env)
+		b := false
 		if err != nil {
-			return nil, &exprErr{msg: fmt.Sprintf("it reads no field of the row and fails on every one: %v", runError(err, 0, nil))}
+			err = runError(err, 0, nil)
+		} else if asBool {
+			// (What Predicate.Eval refuses at every row: nil, or another
+			// type than bool.)
+			b, err = filterValue(out)
 		}
-		if b, ok := out.(bool); ok && asBool {
+		if err != nil {
+			return nil, &exprErr{msg: fmt.Sprintf("it reads no field of the row and fails on every one: %v", err)}
+		}
+		if asBool {
 			c.konst = -1
 			if b {
 				c.konst = 1
 			}
-		} else if asBool {
-			// What Predicate.Eval would refuse at every row, refused
-			// here (a filter of nil or of another type than bool).
-			if out == nil {
-				return nil, &exprErr{msg: fmt.Sprintf("it reads no field of the row and fails on every one: %v", errNilBool)}
-			}
-			return nil, &exprErr{msg: fmt.Sprintf("it reads no field of the row and fails on every one: %v: got %T", errNotBool, out)}
 		}
 		c.constNil = out == nil
 	}
