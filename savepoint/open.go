@@ -884,6 +884,12 @@ type marker struct {
 	c   Completed
 }
 
+// ofGeneration reports whether marker m is of the generation read: it
+// says so, or names none (the pre-generation layout's markers).
+func (sp *Savepoint) ofGeneration(m marker) bool {
+	return m.c.Generation == 0 || m.c.Generation == sp.Generation
+}
+
 // badMarker is a COMPLETED marker that does not parse: its checkpoint id
 // and why.
 type badMarker struct {
@@ -960,7 +966,7 @@ func completedMarkers(root string) (_ map[uint64][]marker, ignored []string, bad
 // others, which no restore of the checkpoint read looks at, it notes each
 // (UnreadMarkers: validate warns).
 func (sp *Savepoint) checkBadMarkers(bad []badMarker, markers map[uint64][]marker, all map[uint64]int, asked bool) error {
-	byMarker := slices.ContainsFunc(markers[sp.Checkpoint], func(m marker) bool { return m.c.Generation == 0 || m.c.Generation == sp.Generation })
+	byMarker := slices.ContainsFunc(markers[sp.Checkpoint], sp.ofGeneration)
 	for _, b := range bad {
 		switch {
 		case b.id == sp.Checkpoint:
@@ -1024,7 +1030,7 @@ func (sp *Savepoint) selectCheckpoint(ndirs int, all map[uint64]int, markers map
 			continue
 		}
 		for _, m := range ms {
-			if m.c.Generation == 0 || m.c.Generation == sp.Generation {
+			if sp.ofGeneration(m) {
 				if !found || id > best {
 					best, found = id, true
 				}
@@ -1078,7 +1084,7 @@ func (sp *Savepoint) noteNewerCompleted(markers map[uint64][]marker, all map[uin
 			continue
 		}
 		for _, m := range ms {
-			if m.c.Generation == 0 || m.c.Generation == sp.Generation {
+			if sp.ofGeneration(m) {
 				sp.NewerCompleted = append(sp.NewerCompleted, m.rel)
 				sp.Notes = append(sp.Notes, fmt.Sprintf("%s marks checkpoint %d complete, but v%d holds none of its files; checkpoint %d is read", m.rel, id, sp.Generation, sp.Checkpoint))
 			}
