@@ -232,7 +232,6 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	endProgress := func() {}
 	if s.ErrIsTerminal && !*tf.quiet {
 		p := newProgress(s.Err)
-		defer p.finish()
 		opts.Progress, endProgress = p.update, p.finish
 	}
 	if !dry {
