@@ -2,16 +2,19 @@ package export
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/sptool/sptool/internal/rowtext"
 	"github.com/sptool/sptool/savepoint"
 )
 
 // jsonlSink writes each row as a line holding its Record as encoding/json
-// writes it (HTML characters unescaped), built by appendRecord instead of
+// writes it (HTML characters unescaped), built by writeRecord instead of
 // through reflection, into buffers that a rowtext.LineWriter writes while the
 // next rows are merged and encoded.
 type jsonlSink struct{ lineSink }
@@ -32,11 +35,9 @@ func newJSONLSink(w io.Writer, dec *decoder) *jsonlSink {
 }
 
 func (s *jsonlSink) add(op uint64, e *entry) error {
-	b, err := appendRecord(s.out.Buf, op, e, s.dec.decode(op, e))
-	if err != nil {
+	if err := writeRecord(s.out, op, e, s.dec.decode(op, e)); err != nil {
 		return err
 	}
-	s.out.Buf = b
 	return s.out.MaybeFlush()
 }
 
@@ -49,13 +50,15 @@ func (s *lineSink) close(failed error) error {
 	return err
 }
 
-// appendRecord appends the line of record(op, e, d) (its JSON and a
-// newline) to b, the bytes json.Encoder with SetEscapeHTML(false) writes
-// for it (TestAppendRecordMatchesEncodingJSON).
-func appendRecord(b []byte, op uint64, e *entry, d Decoded) ([]byte, error) {
-	start := len(b)
+// writeRecord appends the line of record(op, e, d) (its JSON and a
+// newline) to l, the bytes json.Encoder with SetEscapeHTML(false) writes
+// for it (TestRecordLineMatchesEncodingJSON). The key and the value, as
+// text and in hex, are appended piece by piece (rowtext.AppendPieces): the
+// line of a value of hundreds of MB is written as it is built. On an error
+// the line is left unfinished, and the export fails.
+func writeRecord(l *rowtext.LineWriter, op uint64, e *entry, d Decoded) error {
 	k := savepoint.ParseKey(e.key)
-	b = append(b, `{"op":`...)
+	b := append(l.Buf, `{"op":`...)
 	b = strconv.AppendUint(b, op, 10)
 	b = append(b, `,"kind":`...)
 	b = rowtext.AppendJSONString(b, k.Kind.String())
@@ -63,33 +66,39 @@ func appendRecord(b []byte, op uint64, e *entry, d Decoded) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(k.KeyGroup), 10)
 	b = append(b, `,"slot":`...)
 	b = appendSlotJSON(b, e)
+	l.Buf = append(b, `,"key":`...)
 	var err error
-	b = append(b, `,"key":`...)
-	if d.Declared && d.KeyOK {
-		b, err = rowtext.AppendJSONValue(b, JSONValue(d.Key))
-	} else {
-		if operatorByte(e, k) {
-			b = rowtext.AppendJSONString(b, appendShownKey(nil, e, k))
+	switch {
+	case d.Declared && d.KeyOK:
+		err = writeJSONValue(l, d.Key)
+	case operatorByte(e, k):
+		l.Buf = rowtext.AppendJSONString(l.Buf, appendShownKey(nil, e, k))
+	default:
+		err = writeTextJSON(l, k.UserKey, !verbatim(k.UserKey))
+	}
+	if err == nil {
+		l.Buf = append(l.Buf, `,"value":`...)
+		if d.Declared && d.ValueOK {
+			err = writeJSONValue(l, d.Value)
 		} else {
-			b = appendRenderJSON(b, k.UserKey)
+			err = writeTextJSON(l, e.value, !verbatim(e.value))
 		}
 	}
 	if err == nil {
-		b = append(b, `,"value":`...)
-		if d.Declared && d.ValueOK {
-			b, err = rowtext.AppendJSONValue(b, JSONValue(d.Value))
-		} else {
-			b = appendRenderJSON(b, e.value)
-		}
+		l.Buf = append(l.Buf, `,"key_hex":"`...)
+		err = writeHex(l, e.key)
+	}
+	if err == nil {
+		l.Buf = append(l.Buf, `","value_hex":"`...)
+		err = writeHex(l, e.value)
 	}
 	if err != nil {
-		return b[:start], fmt.Errorf("op %d key %s: %w", op, hex.EncodeToString(e.key), err)
+		if u := (unencodable{}); errors.As(err, &u) {
+			return fmt.Errorf("op %d key %s: %w", op, hex.EncodeToString(e.key), u.error)
+		}
+		return err
 	}
-	b = append(b, `,"key_hex":"`...)
-	b = hex.AppendEncode(b, e.key)
-	b = append(b, `","value_hex":"`...)
-	b = hex.AppendEncode(b, e.value)
-	b = append(b, `","expire_at":`...)
+	b = append(l.Buf, `","expire_at":`...)
 	if d.Declared && d.HasExpireAt {
 		b = strconv.AppendInt(b, d.ExpireAt, 10)
 	} else {
@@ -101,7 +110,69 @@ func appendRecord(b []byte, op uint64, e *entry, d Decoded) ([]byte, error) {
 	b = appendFlagJSON(b, d.KeyDecoded)
 	b = append(b, `,"value_decoded":`...)
 	b = appendFlagJSON(b, d.ValueDecoded)
-	return append(b, "}\n"...), nil
+	l.Buf = append(b, "}\n"...)
+	return nil
+}
+
+// unencodable is the error of a decoded key or value that JSON cannot
+// hold (encoding/json's), told apart from the error of a write.
+type unencodable struct{ error }
+
+func (u unencodable) Unwrap() error { return u.error }
+
+// writeJSONValue appends v, a decoded key or value, as
+// rowtext.AppendJSONValue appends JSONValue(v): a string or bytes piece by
+// piece (writeTextJSON), anything else whole.
+func writeJSONValue(l *rowtext.LineWriter, v any) error {
+	if b, hexed, ok := textOf(v); ok {
+		return writeTextJSON(l, b, hexed)
+	}
+	b, err := rowtext.AppendJSONValue(l.Buf, JSONValue(v))
+	if err != nil {
+		return unencodable{err}
+	}
+	l.Buf = b
+	return nil
+}
+
+// textOf returns the bytes of v, a decoded key or value, if it is a string
+// or bytes, and whether JSONValue and Text show them in hex after 0x (a
+// string that is not UTF-8, bytes that Render does not show as they are).
+func textOf(v any) (b []byte, hexed, ok bool) {
+	switch x := v.(type) {
+	case []byte:
+		return x, !verbatim(x), true
+	case string:
+		return unsafe.Slice(unsafe.StringData(x), len(x)), !utf8.ValidString(x), true
+	}
+	return nil, false, false
+}
+
+// writeTextJSON appends b as a JSON string, or the JSON string of 0x and
+// its hex when hexed, piece by piece.
+func writeTextJSON(l *rowtext.LineWriter, b []byte, hexed bool) error {
+	l.Buf = append(l.Buf, '"')
+	var err error
+	switch {
+	case hexed:
+		l.Buf = append(l.Buf, "0x"...)
+		err = writeHex(l, b)
+	case len(b) <= rowtext.PieceSize: // most: without the calls through func values
+		l.Buf = rowtext.AppendJSONStringBody(l.Buf, b)
+	default:
+		err = rowtext.AppendPieces(l, b, rowtext.CutUTF8[[]byte], rowtext.AppendJSONStringBody[[]byte])
+	}
+	l.Buf = append(l.Buf, '"')
+	return err
+}
+
+// writeHex appends b in hex, piece by piece.
+func writeHex(l *rowtext.LineWriter, b []byte) error {
+	if len(b) <= rowtext.PieceSize {
+		l.Buf = hex.AppendEncode(l.Buf, b)
+		return nil
+	}
+	return rowtext.AppendPieces(l, b, nil, hex.AppendEncode)
 }
 
 // appendFlagJSON appends the JSON of a key_decoded or value_decoded flag
@@ -121,14 +192,6 @@ func appendFlagCSV(b []byte, flag func() (bool, bool)) []byte {
 		return strconv.AppendBool(b, v)
 	}
 	return b
-}
-
-// appendRenderJSON appends Render(v) as a JSON string.
-func appendRenderJSON(b, v []byte) []byte {
-	if verbatim(v) {
-		return rowtext.AppendJSONString(b, v)
-	}
-	return appendHexJSON(b, v)
 }
 
 // appendSlotJSON appends the slot text of e (see entry.appendSlotText) as a
@@ -159,16 +222,20 @@ func newCSVSink(w io.Writer, dec *decoder) *csvSink {
 }
 
 func (s *csvSink) add(op uint64, e *entry) error {
-	s.out.Buf = appendCSVRecord(s.out.Buf, op, e, s.dec.decode(op, e))
+	if err := writeCSVRecord(s.out, op, e, s.dec.decode(op, e)); err != nil {
+		return err
+	}
 	return s.out.MaybeFlush()
 }
 
-// appendCSVRecord appends the CSV line of record(op, e, d) to b: its
-// fields in CSVHeader's order, a decoded key or value as Text gives it,
-// empty when it has none (TestAppendCSVRecordMatchesEncodingCSV).
-func appendCSVRecord(b []byte, op uint64, e *entry, d Decoded) []byte {
+// writeCSVRecord appends the CSV line of record(op, e, d) to l: its fields
+// in CSVHeader's order, a decoded key or value as Text gives it, empty
+// when it has none (TestCSVLineMatchesEncodingCSV). The key and the value,
+// as text and in hex, are appended piece by piece, as writeRecord appends
+// them.
+func writeCSVRecord(l *rowtext.LineWriter, op uint64, e *entry, d Decoded) error {
 	k := savepoint.ParseKey(e.key)
-	b = strconv.AppendUint(b, op, 10)
+	b := strconv.AppendUint(l.Buf, op, 10)
 	b = append(b, ',')
 	b = append(b, k.Kind.String()...)
 	b = append(b, ',')
@@ -180,19 +247,29 @@ func appendCSVRecord(b []byte, op uint64, e *entry, d Decoded) []byte {
 		b = append(b, "0x"...)
 		b = hex.AppendEncode(b, slot)
 	}
-	b = append(b, ',')
+	l.Buf = append(b, ',')
+	var err error
 	if operatorByte(e, k) && !(d.Declared && d.KeyOK) {
-		b = rowtext.AppendCSVField(b, appendShownKey(nil, e, k))
+		l.Buf = rowtext.AppendCSVField(l.Buf, appendShownKey(nil, e, k))
 	} else {
-		b = appendCSVCell(b, k.UserKey, d.Declared && d.KeyOK, d.Key)
+		err = writeCSVCell(l, k.UserKey, d.Declared && d.KeyOK, d.Key)
 	}
-	b = append(b, ',')
-	b = appendCSVCell(b, e.value, d.Declared && d.ValueOK, d.Value)
-	b = append(b, ',')
-	b = hex.AppendEncode(b, e.key)
-	b = append(b, ',')
-	b = hex.AppendEncode(b, e.value)
-	b = append(b, ',')
+	if err == nil {
+		l.Buf = append(l.Buf, ',')
+		err = writeCSVCell(l, e.value, d.Declared && d.ValueOK, d.Value)
+	}
+	if err == nil {
+		l.Buf = append(l.Buf, ',')
+		err = writeHex(l, e.key)
+	}
+	if err == nil {
+		l.Buf = append(l.Buf, ',')
+		err = writeHex(l, e.value)
+	}
+	if err != nil {
+		return err
+	}
+	b = append(l.Buf, ',')
 	if d.Declared && d.HasExpireAt {
 		b = strconv.AppendInt(b, d.ExpireAt, 10)
 	}
@@ -202,19 +279,37 @@ func appendCSVRecord(b []byte, op uint64, e *entry, d Decoded) []byte {
 	b = appendFlagCSV(b, d.KeyDecoded)
 	b = append(b, ',')
 	b = appendFlagCSV(b, d.ValueDecoded)
-	return append(b, '\n')
+	l.Buf = append(b, '\n')
+	return nil
 }
 
-// appendCSVCell appends the CSV field of a key or value: the decoded value
-// as Text gives it when decoded is set, else raw rendered.
-func appendCSVCell(b, raw []byte, decoded bool, v any) []byte {
+// writeCSVCell appends the CSV field of a key or value: the decoded value
+// as Text gives it when decoded is set, else raw rendered; text and bytes
+// piece by piece.
+func writeCSVCell(l *rowtext.LineWriter, raw []byte, decoded bool, v any) error {
+	hexed := !verbatim(raw)
 	if decoded {
-		t, _ := Text(JSONValue(v))
-		return rowtext.AppendCSVField(b, t)
+		var ok bool
+		if raw, hexed, ok = textOf(v); !ok {
+			t, _ := Text(JSONValue(v))
+			l.Buf = rowtext.AppendCSVField(l.Buf, t)
+			return nil
+		}
 	}
-	if verbatim(raw) {
-		return rowtext.AppendCSVField(b, raw)
+	if hexed {
+		// 0x and hex digits: never quoted.
+		l.Buf = append(l.Buf, "0x"...)
+		return writeHex(l, raw)
 	}
-	b = append(b, "0x"...)
-	return hex.AppendEncode(b, raw)
+	if len(raw) <= rowtext.PieceSize {
+		l.Buf = rowtext.AppendCSVField(l.Buf, raw)
+		return nil
+	}
+	if !rowtext.CSVQuoted(raw) {
+		return rowtext.AppendPieces(l, raw, nil, func(dst, p []byte) []byte { return append(dst, p...) })
+	}
+	l.Buf = append(l.Buf, '"')
+	err := rowtext.AppendPieces(l, raw, nil, rowtext.AppendCSVQuotedBody[[]byte])
+	l.Buf = append(l.Buf, '"')
+	return err
 }

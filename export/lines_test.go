@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -14,11 +16,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sptool/sptool/internal/rowtext"
 	"github.com/sptool/sptool/savepoint"
 )
 
 // encodeRecord is the line encoding/json writes for a Record, as the JSON
-// Lines export wrote its rows before appendRecord.
+// Lines export wrote its rows before writeRecord.
 func encodeRecord(t testing.TB, r Record) string {
 	t.Helper()
 	var buf bytes.Buffer
@@ -35,11 +38,17 @@ func encodeRecord(t testing.TB, r Record) string {
 // and CSV writers tell apart: the slot separator, printable ASCII with
 // the characters JSON and CSV escape, controls, spaces, UTF-8 valid and
 // not, U+2028; keyed rows, 8-byte printable keys, keys of any bytes; and
-// decoded strings, numbers (NaN too), bytes, lists and maps.
-func randomRows(seed uint64, n int) []testRow {
+// decoded strings, numbers (NaN too), bytes, lists and maps. With long
+// above 0 the user keys, values and decoded strings and bytes are of
+// long/2 to 3*long/2 bytes; the decoded strings are then UTF-8 of runes of
+// every length, the ones JSON escapes among them, or not UTF-8.
+func randomRows(seed uint64, n, long int) []testRow {
 	r := rand.New(rand.NewPCG(seed, seed+1))
 	alphabet := []byte("a|Z ,\"\\<&>\x00\n\r\t\x1f\x7f\xc2\xa0\xc3\xa9\xe2\x80\xa8\xff")
 	randBytes := func(n int) []byte {
+		if long > 0 {
+			n = long/2 + r.IntN(long)
+		}
 		b := make([]byte, n)
 		for i := range b {
 			b[i] = alphabet[r.IntN(len(alphabet))]
@@ -49,6 +58,16 @@ func randomRows(seed uint64, n int) []testRow {
 	decodedValues := []any{nil, "text", " lead", "a,b", "q\"q", "<&>\u2028", "\xff bad", int64(-3), uint64(1 << 63), 12,
 		2.5, 1e-9, math.NaN(), math.Inf(-1), true, []byte{0, 1}, []byte("print,able"),
 		[]any{int64(1), "x,y", []byte{9}}, map[string]any{"k": 1.5}}
+	var printable []byte // a long value Render shows as it is
+	if long > 0 {
+		runes := []string{"a", "\"", "\n", "\x01", "é", "€", "\u2028", "😀", "<&>"}
+		var text strings.Builder
+		for text.Len() < long {
+			text.WriteString(runes[r.IntN(len(runes))])
+		}
+		printable = bytes.Repeat([]byte("print, \"able\" "), long/8)
+		decodedValues = []any{text.String(), text.String()[1:] + "\xff", randBytes(0), printable, string(printable), int64(3)}
+	}
 	rows := make([]testRow, n)
 	for i := range rows {
 		var key []byte
@@ -61,6 +80,9 @@ func randomRows(seed uint64, n int) []testRow {
 			key = randBytes(r.IntN(8))
 		}
 		e := &entry{key: key, value: randBytes(r.IntN(10)), subtask: int32(r.IntN(5) - 1)}
+		if printable != nil && i%2 == 1 {
+			e.value = printable
+		}
 		e.sep = separator(e.key)
 		var d Decoded
 		if i%3 == 0 {
@@ -80,42 +102,120 @@ type testRow struct {
 	d  Decoded
 }
 
-func TestAppendRecordMatchesEncodingJSON(t *testing.T) {
-	for _, row := range randomRows(5, 5000) {
-		got, err := appendRecord([]byte("prev\n"), row.op, row.e, row.d)
-		if err != nil {
-			t.Fatalf("appendRecord(%q, %q, %+v): %v", row.e.key, row.e.value, row.d, err)
+// writeLines writes rows with write (writeRecord or writeCSVRecord)
+// through a LineWriter, after "prev\n", and checks that each is the line
+// want gives for it.
+func writeLines(t *testing.T, write func(*rowtext.LineWriter, uint64, *entry, Decoded) error, want func(testRow) string, rows []testRow) {
+	t.Helper()
+	var out bytes.Buffer
+	l := rowtext.NewLineWriter(&out)
+	l.Buf = append(l.Buf, "prev\n"...)
+	wanted := []string{"prev\n"}
+	for _, row := range rows {
+		if err := write(l, row.op, row.e, row.d); err != nil {
+			t.Fatalf("row of key %s, value %s: %v", short(row.e.key), short(row.e.value), err)
 		}
-		if want := "prev\n" + encodeRecord(t, record(row.op, row.e, row.d)); string(got) != want {
-			t.Fatalf("appendRecord(%q, %q, %+v) =\n%s\nwant\n%s", row.e.key, row.e.value, row.d, got, want)
+		wanted = append(wanted, want(row))
+	}
+	if err := l.Close(true); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for i, w := range wanted {
+		if !strings.HasPrefix(got, w) {
+			row := rows[i-1]
+			t.Fatalf("row %d of key %s, value %s, declared %v:\n%.300q\nwant\n%.300q", i-1, short(row.e.key), short(row.e.value), row.d.Declared, got, w)
+		}
+		got = got[len(w):]
+	}
+	if got != "" {
+		t.Fatalf("%d bytes more than the lines: %.300q", len(got), got)
+	}
+}
+
+// lineOf returns what write (writeRecord or writeCSVRecord) writes for e,
+// undecoded, of operator 1.
+func lineOf(t *testing.T, write func(*rowtext.LineWriter, uint64, *entry, Decoded) error, e *entry) string {
+	t.Helper()
+	var out bytes.Buffer
+	l := rowtext.NewLineWriter(&out)
+	if err := write(l, 1, e, Decoded{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(true); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+// short shows a key or value of a failing row, cut when long.
+func short(b []byte) string {
+	if len(b) > 64 {
+		return fmt.Sprintf("%q... (%d bytes)", b[:64], len(b))
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+// Rows of short fields, then rows whose keys, values and decoded values
+// are long enough to be written piece by piece.
+func TestRecordLineMatchesEncodingJSON(t *testing.T) {
+	rows := append(randomRows(5, 5000, 0), randomRows(6, 12, 2*rowtext.PieceSize)...)
+	writeLines(t, writeRecord, func(row testRow) string { return encodeRecord(t, record(row.op, row.e, row.d)) }, rows)
+}
+
+// The line of a long key and value is written as it is built: the
+// buffers handed to the output stay near rowtext.LineWriterSize, where the
+// line of an 8 MiB value (its text and its hex) is over 32 MiB.
+func TestLongLineInBoundedBuffers(t *testing.T) {
+	value := bytes.Repeat([]byte{0, 1, 2, 3, 'a', 'b', '"', 0xff}, 1<<20)
+	e := &entry{key: append([]byte("\x05agg|"), value[:3<<20]...), value: value}
+	e.sep = separator(e.key)
+	for name, write := range map[string]func(*rowtext.LineWriter, uint64, *entry, Decoded) error{"jsonl": writeRecord, "csv": writeCSVRecord} {
+		for _, d := range []Decoded{{}, {Declared: true, KeyOK: true, Key: string(e.key), ValueOK: true, Value: value}} {
+			most, n := 0, 0
+			l := rowtext.NewLineWriter(writerFunc(func(p []byte) (int, error) {
+				most, n = max(most, cap(p)), n+len(p)
+				return len(p), nil
+			}))
+			if err := write(l, 1, e, d); err != nil {
+				t.Fatal(err)
+			}
+			most = max(most, cap(l.Buf))
+			if err := l.Close(true); err != nil {
+				t.Fatal(err)
+			}
+			if most > 4*rowtext.LineWriterSize || n < 32<<20 {
+				t.Errorf("%s, declared %v: a line of %d bytes written from buffers of up to %d; want them near %d", name, d.Declared, n, most, rowtext.LineWriterSize)
+			}
 		}
 	}
 }
 
-// A value encoding/json refuses fails the row, and leaves the buffer as it
-// was.
-func TestAppendRecordRefusesUnencodable(t *testing.T) {
+// writerFunc is an io.Writer of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A value encoding/json refuses fails the row, naming it.
+func TestWriteRecordRefusesUnencodable(t *testing.T) {
 	e := &entry{key: []byte("\x05agg|k"), value: []byte("v")}
 	e.sep = separator(e.key)
 	d := Decoded{Declared: true, KeyOK: true, Key: "k", ValueOK: true, Value: make(chan int)}
-	got, err := appendRecord([]byte("before"), 7, e, d)
+	l := rowtext.NewLineWriter(io.Discard)
+	err := writeRecord(l, 7, e, d)
 	var ute *json.UnsupportedTypeError
-	if !errors.As(err, &ute) || string(got) != "before" || !strings.Contains(err.Error(), "op 7 key 05616767") {
-		t.Fatalf("appendRecord = %q, %v; want \"before\" and an unsupported type error naming the row", got, err)
+	if !errors.As(err, &ute) || !strings.Contains(err.Error(), "op 7 key 05616767") {
+		t.Fatalf("writeRecord: %v; want an unsupported type error naming the row", err)
 	}
 }
 
-func TestAppendCSVRecordMatchesEncodingCSV(t *testing.T) {
-	for _, row := range randomRows(11, 5000) {
-		got := appendCSVRecord([]byte("prev\n"), row.op, row.e, row.d)
-		if want := "prev\n" + csvOfRecord(t, record(row.op, row.e, row.d)); string(got) != want {
-			t.Fatalf("appendCSVRecord(%q, %q, %+v) =\n%q\nwant\n%q", row.e.key, row.e.value, row.d, got, want)
-		}
-	}
+func TestCSVLineMatchesEncodingCSV(t *testing.T) {
+	rows := append(randomRows(11, 5000, 0), randomRows(12, 12, 2*rowtext.PieceSize)...)
+	writeLines(t, writeCSVRecord, func(row testRow) string { return csvOfRecord(t, record(row.op, row.e, row.d)) }, rows)
 }
 
 // csvOfRecord is the line the CSV export wrote for a Record through
-// encoding/csv before appendCSVRecord.
+// encoding/csv before writeCSVRecord.
 func csvOfRecord(t testing.TB, rec Record) string {
 	t.Helper()
 	cell := func(v any) string {
@@ -192,14 +292,11 @@ func TestOperatorKeyText(t *testing.T) {
 	} {
 		e := &entry{key: []byte(c.key), value: []byte("v"), sep: -1}
 		k := savepoint.ParseKey(e.key)
-		line, err := appendRecord(nil, 1, e, Decoded{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		line := lineOf(t, writeRecord, e)
 		if want := `"key":"` + c.want + `"`; !strings.Contains(string(line), want) {
 			t.Errorf("key %x: jsonl %s, want %s in it", c.key, line, want)
 		}
-		if csv := string(appendCSVRecord(nil, 1, e, Decoded{})); !strings.Contains(csv, ",<raw>,"+c.want+",") {
+		if csv := lineOf(t, writeCSVRecord, e); !strings.Contains(csv, ",<raw>,"+c.want+",") {
 			t.Errorf("key %x: csv %q, want the key %s", c.key, csv, c.want)
 		}
 		if got := keyText(e, k, Decoded{}); got != c.want {

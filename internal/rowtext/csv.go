@@ -11,10 +11,17 @@ import (
 // with a space (unicode.IsSpace), or is exactly \. (which PostgreSQL reads
 // as the end of its data).
 func AppendCSVField[S string | []byte](dst []byte, field S) []byte {
-	if !csvNeedsQuotes(field) {
+	if !CSVQuoted(field) {
 		return append(dst, field...)
 	}
 	dst = append(dst, '"')
+	return append(AppendCSVQuotedBody(dst, field), '"')
+}
+
+// AppendCSVQuotedBody appends field with each quote doubled: what
+// AppendCSVField writes between the quotes of a field it quotes. The
+// pieces of a field, wherever it is cut, have its body end to end.
+func AppendCSVQuotedBody[S string | []byte](dst []byte, field S) []byte {
 	start := 0
 	for i := 0; i < len(field); i++ {
 		if field[i] == '"' {
@@ -23,11 +30,11 @@ func AppendCSVField[S string | []byte](dst []byte, field S) []byte {
 			start = i + 1
 		}
 	}
-	dst = append(dst, field[start:]...)
-	return append(dst, '"')
+	return append(dst, field[start:]...)
 }
 
-func csvNeedsQuotes[S string | []byte](field S) bool {
+// CSVQuoted reports whether AppendCSVField quotes field.
+func CSVQuoted[S string | []byte](field S) bool {
 	if len(field) == 0 {
 		return false
 	}

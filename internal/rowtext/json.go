@@ -36,6 +36,13 @@ var safe = func() (t [utf8.RuneSelf]bool) {
 // byte), and U+2028 and U+2029 as \u2028 and \u2029.
 func AppendJSONString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
+	return append(AppendJSONStringBody(dst, s), '"')
+}
+
+// AppendJSONStringBody appends what AppendJSONString does between the
+// quotes. A string cut where CutUTF8 cuts it has the body of its pieces,
+// end to end, as its body.
+func AppendJSONStringBody[S string | []byte](dst []byte, s S) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
@@ -80,8 +87,22 @@ func AppendJSONString[S string | []byte](dst []byte, s S) []byte {
 		i += size
 		start = i
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
+}
+
+// CutUTF8 returns where a piece of s that should end near at ends so that
+// AppendJSONStringBody reads the pieces as it reads s: the first byte from
+// at on that does not continue a UTF-8 sequence (the encoder's steps start
+// at every such byte), or at+3, which no sequence of at most four bytes
+// starting before at can reach past; len(s) at the most.
+func CutUTF8[S string | []byte](s S, at int) int {
+	for j := at; j < min(len(s), at+3); j++ {
+		if !utf8.RuneStart(s[j]) {
+			continue
+		}
+		return j
+	}
+	return min(len(s), at+3)
 }
 
 // AppendJSONFloat appends f as encoding/json writes a float64: the shortest

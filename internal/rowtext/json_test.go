@@ -60,8 +60,19 @@ func FuzzAppendJSONString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := string(AppendJSONString(nil, s)), marshal(t, s); got != want {
+		want := marshal(t, s)
+		if got := string(AppendJSONString(nil, s)); got != want {
 			t.Fatalf("AppendJSONString(%q) = %s, want %s", s, got, want)
+		}
+		// In pieces cut by CutUTF8, as long fields are written.
+		got := []byte{'"'}
+		for rest, n := s, 1+len(s)%5; rest != ""; {
+			at := CutUTF8(rest, n)
+			got = AppendJSONStringBody(got, rest[:at])
+			rest = rest[at:]
+		}
+		if got = append(got, '"'); string(got) != want {
+			t.Fatalf("%q in pieces: %s, want %s", s, got, want)
 		}
 	})
 }

@@ -80,6 +80,34 @@ func (l *LineWriter) wait() error {
 	return l.err
 }
 
+// PieceSize is the most bytes of a field that AppendPieces encodes at once.
+const PieceSize = 256 << 10
+
+// AppendPieces appends enc's encoding of field to l.Buf. A field longer than
+// PieceSize is encoded a piece at a time, each piece ending where cut puts
+// it (nil: anywhere), and l.Buf is handed to the writer whenever it is full
+// in between: a line holding a value of hundreds of MB is written as it is
+// encoded, never held whole (its encoding can be several times the value),
+// and l's buffers stay near LineWriterSize. enc must encode the pieces, end
+// to end, as it encodes the field. A line so written is partly written when
+// the caller fails on a later field of it: the output is then to be
+// abandoned (Close(false)).
+func AppendPieces[S string | []byte](l *LineWriter, field S, cut func(s S, at int) int, enc func(dst []byte, piece S) []byte) error {
+	for len(field) > PieceSize {
+		n := PieceSize
+		if cut != nil {
+			n = cut(field, n)
+		}
+		l.Buf = enc(l.Buf, field[:n])
+		field = field[n:]
+		if err := l.MaybeFlush(); err != nil {
+			return err
+		}
+	}
+	l.Buf = enc(l.Buf, field)
+	return nil
+}
+
 // Close writes what is buffered (unless write is false: the output
 // failed and is abandoned) and waits for every write; it returns the
 // first write error.

@@ -2,7 +2,9 @@ package rowtext
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -75,5 +77,78 @@ func TestLineWriterPanicReachesCaller(t *testing.T) {
 	}
 	if err := l.Close(true); err == nil {
 		t.Error("Close after the writer panicked: no error")
+	}
+}
+
+// A field of many pieces is written as AppendJSONString, AppendCSVField
+// and hex would write it whole, and the writer's buffers stay near
+// LineWriterSize: without the pieces, a line of an 8 MiB value grew them
+// to the line's size.
+func TestAppendPiecesWritesLongFieldsInBoundedBuffers(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	// Runes of every length, the ones JSON escapes, and bytes that are not
+	// UTF-8, so that pieces end at every kind of byte.
+	alphabet := []string{"a", "\"", "\\", "\n", "\x01", "é", "€", "\u2028", "😀", "\xff", "\xe2\x80", "\x80", ","}
+	var sb strings.Builder
+	for sb.Len() < 8<<20 {
+		sb.WriteString(alphabet[r.IntN(len(alphabet))])
+	}
+	field := []byte(sb.String())
+	for _, c := range []struct {
+		name  string
+		write func(l *LineWriter) error
+		whole func() []byte
+	}{
+		{"json", func(l *LineWriter) error {
+			return AppendPieces(l, field, CutUTF8[[]byte], AppendJSONStringBody[[]byte])
+		}, func() []byte { b := AppendJSONString(nil, field); return b[1 : len(b)-1] }},
+		{"csv", func(l *LineWriter) error {
+			return AppendPieces(l, field, nil, AppendCSVQuotedBody[[]byte])
+		}, func() []byte { b := AppendCSVField(nil, field); return b[1 : len(b)-1] }},
+		{"hex", func(l *LineWriter) error { return AppendPieces(l, field, nil, hex.AppendEncode) },
+			func() []byte { return hex.AppendEncode(nil, field) }},
+	} {
+		var out bytes.Buffer
+		most := 0
+		l := NewLineWriter(writerFunc(func(p []byte) (int, error) {
+			most = max(most, cap(p))
+			return out.Write(p)
+		}))
+		if err := c.write(l); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, cap(l.Buf))
+		if err := l.Close(true); err != nil {
+			t.Fatal(err)
+		}
+		if want := c.whole(); !bytes.Equal(out.Bytes(), want) {
+			t.Errorf("%s: %d bytes written, differing from the %d of the field encoded whole", c.name, out.Len(), len(want))
+		}
+		if most > 4*LineWriterSize {
+			t.Errorf("%s: a buffer of %d bytes; want them near LineWriterSize (%d)", c.name, most, LineWriterSize)
+		}
+	}
+}
+
+// CutUTF8 cuts where AppendJSONStringBody reads the pieces as the whole,
+// whatever the bytes.
+func TestCutUTF8KeepsTheEncoding(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte("a\"\\\x00\xc2\xa0\xe2\x80\xa8\xf0\x9f\x98\x80\xff\xbf")
+	for range 20000 {
+		s := make([]byte, r.IntN(40))
+		for i := range s {
+			s[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		want := AppendJSONStringBody(nil, s)
+		var got []byte
+		for rest := s; len(rest) > 0; {
+			n := CutUTF8(rest, 1+r.IntN(4))
+			got = AppendJSONStringBody(got, rest[:n])
+			rest = rest[n:]
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%q in pieces: %s, whole: %s", s, got, want)
+		}
 	}
 }
