@@ -49,8 +49,20 @@ func TestAppendJSONStringRandomBytes(t *testing.T) {
 		for i := range b {
 			b[i] = alphabet[r.IntN(len(alphabet))]
 		}
-		if got, want := string(AppendJSONString(nil, b)), marshal(t, string(b)); got != want {
+		want := marshal(t, string(b))
+		if got := string(AppendJSONString(nil, b)); got != want {
 			t.Fatalf("AppendJSONString(%q) = %s, want %s", b, got, want)
+		}
+		// In pieces of 1-4 bytes or a little more, cut by CutUTF8, as
+		// AppendPieces writes long strings.
+		got := []byte{'"'}
+		for rest := b; len(rest) > 0; {
+			n := CutUTF8(rest, 1+r.IntN(4))
+			got = AppendJSONStringBody(got, rest[:n])
+			rest = rest[n:]
+		}
+		if got = append(got, '"'); string(got) != want {
+			t.Fatalf("%q in pieces: %s, want %s", b, got, want)
 		}
 	}
 }

@@ -129,26 +129,3 @@ func TestAppendPiecesWritesLongFieldsInBoundedBuffers(t *testing.T) {
 		}
 	}
 }
-
-// CutUTF8 cuts where AppendJSONStringBody reads the pieces as the whole,
-// whatever the bytes.
-func TestCutUTF8KeepsTheEncoding(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	alphabet := []byte("a\"\\\x00\xc2\xa0\xe2\x80\xa8\xf0\x9f\x98\x80\xff\xbf")
-	for range 20000 {
-		s := make([]byte, r.IntN(40))
-		for i := range s {
-			s[i] = alphabet[r.IntN(len(alphabet))]
-		}
-		want := AppendJSONStringBody(nil, s)
-		var got []byte
-		for rest := s; len(rest) > 0; {
-			n := CutUTF8(rest, 1+r.IntN(4))
-			got = AppendJSONStringBody(got, rest[:n])
-			rest = rest[n:]
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("%q in pieces: %s, whole: %s", s, got, want)
-		}
-	}
-}
