@@ -280,6 +280,22 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(FrameCLMB([][]byte{fixture, fixture}))
 	f.Add(zstdStream(f, 50)) // compressed buffers
+	// A changelog: the fixture materialised inline, then puts and erases of
+	// its keys and others, and a row of a kind clink replays as a put.
+	var changelog bytes.Buffer
+	fixSnap, err := DecodeSnapshot(fixture, ReadOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	fixRows := fixSnap.Rows
+	entries := []ChangelogEntry{{Kind: rowKindMaterialised, Row: Row{Value: fixture}}}
+	for i, r := range fixRows {
+		entries = append(entries, ChangelogEntry{Kind: []uint8{rowKindPut, rowKindErase, 9}[i%3], Row: Row{Op: r.Op, Key: r.Key, Value: []byte("new")}})
+	}
+	if err := EncodeChangelog(&changelog, entries); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(changelog.Bytes())
 	for _, b := range hostileSeeds(f) {
 		f.Add(b)
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -191,48 +193,11 @@ func splitCLMB(data []byte) ([][]byte, error) {
 	return blobs, nil
 }
 
-// changelogState replays changelog blobs: puts and erases over the
-// materialised state, keyed by (op, key).
-type changelogState struct {
-	idx  map[string]int
-	rows []Row
-	dead []bool
-}
-
-func (c *changelogState) key(op uint64, k []byte) string { return changelogKey(op, k) }
-
-// changelogKey is the map key of (op, k) in a changelog's replay.
+// changelogKey is the key of (op, k) in ChangelogInfo's set of erased keys.
 func changelogKey(op uint64, k []byte) string {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], op)
 	return string(b[:]) + string(k)
-}
-
-// restore loads materialised rows with the restore's duplicate rules.
-func (c *changelogState) restore(r Row) {
-	k := c.key(r.Op, r.Key)
-	if i, ok := c.idx[k]; ok && !c.dead[i] {
-		c.rows[i] = MergeDuplicate(c.rows[i], r)
-		return
-	}
-	c.put(r)
-}
-
-func (c *changelogState) put(r Row) {
-	k := c.key(r.Op, r.Key)
-	if i, ok := c.idx[k]; ok {
-		c.rows[i], c.dead[i] = r, false
-		return
-	}
-	c.idx[k] = len(c.rows)
-	c.rows = append(c.rows, r)
-	c.dead = append(c.dead, false)
-}
-
-func (c *changelogState) erase(op uint64, key []byte) {
-	if i, ok := c.idx[c.key(op, key)]; ok {
-		c.dead[i] = true
-	}
 }
 
 // replayChangelog decodes the changelog blobs of one file (one, or several
@@ -250,19 +215,14 @@ func (c *changelogState) erase(op uint64, key []byte) {
 // times. The metadata is still that of the first materialisation that
 // has any.
 func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
-	st := &changelogState{idx: map[string]int{}}
 	s := &Snapshot{Variant: Changelog, Changelog: &ChangelogInfo{Blobs: len(blobs)}}
-	type logRow struct {
-		kind uint8
-		r    Row
-	}
+	var logs changelogLog
 	type matRow struct {
 		kind  uint8
 		value []byte
 		where string // the blob, when there are several
 		row   int    // in the blob
 	}
-	var logs []logRow
 	var mats []matRow
 	for bi, blob := range blobs {
 		where := ""
@@ -279,6 +239,11 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		if rs.compression != "" {
 			s.Compression = rs.compression
 		}
+		total := 0 // (the log's slices grown once, not by doubling)
+		for _, rec := range rs.batches {
+			total += int(rec.NumRows())
+		}
+		logs.kinds, logs.rows = slices.Grow(logs.kinds, total), slices.Grow(logs.rows, total)
 		matSeen, row := false, 0
 		for ri, rec := range rs.batches {
 			if err := validateBatch(rec, nil, false); err != nil {
@@ -298,7 +263,8 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 					mats = append(mats, matRow{kind, vals.Value(i), where, row + i})
 					continue
 				}
-				logs = append(logs, logRow{kind, Row{Op: ops[i], Key: keys.Value(i), Value: vals.Value(i)}})
+				logs.kinds = append(logs.kinds, kind)
+				logs.rows = append(logs.rows, Row{Op: ops[i], Key: keys.Value(i), Value: vals.Value(i)})
 			}
 			row += len(kinds)
 		}
@@ -330,9 +296,13 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		}
 	}
 	var metaSet bool
+	var restored []*Cursor      // the materialisations restored, in turn
 	noMeta := map[string]bool{} // files read whose materialisation has no metadata
 	for j, m := range mats {
-		h := string(m.value)
+		var h string // an external handle (not an inline materialisation's bytes, which may be GBs)
+		if m.kind == rowKindHandle {
+			h = string(m.value)
+		}
 		again := m.kind == rowKindHandle && len(m.value) > 0 && last[id(h)] != j
 		if again && (metaSet || noMeta[id(h)]) {
 			s.Changelog.note(m.kind, h) // restored at its last row
@@ -355,36 +325,103 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 			noMeta[id(h)] = len(mat.Metadata) == 0
 			continue
 		}
-		for _, r := range mat.Rows {
-			st.restore(r)
-		}
+		restored = append(restored, mat.NewCursor())
 	}
-	// As clink restores: the log rows of every blob replayed in order, after
-	// the materialisations of every blob.
-	for _, l := range logs {
+	for _, kind := range logs.kinds {
 		s.Changelog.LogRows++
-		switch l.kind {
-		case rowKindErase:
+		if kind == rowKindErase {
 			s.Changelog.Erases++
-			st.erase(l.r.Op, l.r.Key)
-			if s.Changelog.erased == nil {
-				s.Changelog.erased = map[string]bool{}
-			}
-			s.Changelog.erased[changelogKey(l.r.Op, l.r.Key)] = true
-		default: // 1, and any unknown kind, replay as a put (as clink does)
+		} else {
 			s.Changelog.Puts++
-			st.put(l.r)
-			delete(s.Changelog.erased, changelogKey(l.r.Op, l.r.Key))
 		}
 	}
-	rows := make([]Row, 0, len(st.rows))
-	for i, r := range st.rows {
-		if !st.dead[i] {
-			rows = append(rows, r)
-		}
-	}
-	s.Rows = Logical(rows)
+	s.Rows = replay(restored, &logs, s.Changelog)
 	return s, nil
+}
+
+// changelogLog is the log rows of a changelog's blobs, in order, and
+// their row_kinds.
+type changelogLog struct {
+	kinds []uint8
+	rows  []Row
+}
+
+// replay returns the state that restoring the materialisations mats in
+// turn, then replaying the log, leaves, as clink's restore leaves it, in
+// canonical order, and notes in info the keys whose last log row erases
+// them. The rows of the materialisations and the log are taken as one
+// sequence, mats first, and sorted stably by (op, key); each key's rows
+// are then resolved in that order: the materialisations' by the
+// restore's duplicate rules (MergeDuplicate), then the log's, each put
+// (row_kind 1, or any kind but an erase, as clink replays them) replacing
+// the row and each erase removing it. Beside the rows it keeps, it takes
+// 4 bytes a row and the sort's scratch; a replay into a map of every key
+// took five times the materialisation's size, and 8 s for 2.5M rows,
+// most of it growing the map and the rows' slice under the collector.
+func replay(mats []*Cursor, logs *changelogLog, info *ChangelogInfo) []Row {
+	starts := make([]int, len(mats)+1) // the first row of each materialisation, then of the log
+	for i, c := range mats {
+		starts[i+1] = starts[i] + c.Len()
+	}
+	logStart := starts[len(mats)]
+	n := logStart + len(logs.rows)
+	// which returns the materialisation of row i and its row there; -1
+	// for a row of the log.
+	which := func(i int) (int, int) {
+		if i >= logStart {
+			return -1, i - logStart
+		}
+		m := sort.SearchInts(starts, i+1) - 1
+		return m, i - starts[m]
+	}
+	row := func(i int) Row {
+		if m, j := which(i); m >= 0 {
+			return mats[m].Row(j)
+		}
+		return logs.rows[i-logStart]
+	}
+	order := SortOrder(n, func(i int) (uint64, []byte) {
+		if m, j := which(i); m >= 0 {
+			return mats[m].Op(j), mats[m].Key(j)
+		}
+		r := &logs.rows[i-logStart]
+		return r.Op, r.Key
+	})
+	out := make([]Row, 0, n) // (grown by appending, a large slice was copied over and over)
+	for lo := 0; lo < len(order); {
+		first := row(int(order[lo]))
+		var cur Row
+		held, erased := false, false
+		hi := lo
+		for ; hi < len(order); hi++ {
+			i := int(order[hi])
+			r := row(i)
+			if hi > lo && (r.Op != first.Op || !bytes.Equal(r.Key, first.Key)) {
+				break
+			}
+			switch {
+			case i < logStart && held:
+				cur = MergeDuplicate(cur, r)
+			case i < logStart:
+				cur, held = r, true
+			case logs.kinds[i-logStart] == rowKindErase:
+				held, erased = false, true
+			default:
+				cur, held, erased = r, true, false
+			}
+		}
+		if held {
+			out = append(out, cur)
+		}
+		if erased {
+			if info.erased == nil {
+				info.erased = map[string]bool{}
+			}
+			info.erased[changelogKey(first.Op, first.Key)] = true
+		}
+		lo = hi
+	}
+	return out
 }
 
 // note records a materialisation row of kind (row_kind 0 or 3) and value.
@@ -414,7 +451,8 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 		if err != nil {
 			return nil, fmt.Errorf("inline materialisation: %w", err)
 		}
-		mat, err := canonicalFromStream(rs, false, nil, false, nil)
+		// Columnar: the replay reads its rows where they lie.
+		mat, err := canonicalFromStream(rs, true, nil, false, nil)
 		if err != nil {
 			return nil, fmt.Errorf("inline materialisation: %w", err)
 		}
@@ -435,7 +473,7 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 		if c := DetectCompression(data); c != CompressNone {
 			return nil, fmt.Errorf("materialisation %q is %s-compressed as a whole: clink reads a materialisation as a bare Arrow IPC stream (its record batches may be compressed, not the file), and refuses it", handle, c)
 		}
-		mat, err := DecodeSnapshot(data, ReadOptions{})
+		mat, err := DecodeSnapshot(data, ReadOptions{Columnar: true})
 		if errors.Is(err, errUnresolved) {
 			// A stream of handle rows: the handle names a changelog.
 			return nil, fmt.Errorf("materialisation %q is itself a changelog stream (of materialisation handles), not the state a handle names", handle)

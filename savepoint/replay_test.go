@@ -1,0 +1,102 @@
+package savepoint
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// restoreModel is clink's ChangelogStateBackend::restore written out: the
+// rows of each materialisation put into a map of (op, key) in turn,
+// merged with the restore's duplicate rules, then each log row replayed,
+// an erase removing its key and any other kind putting its row. It
+// returns the state in canonical order and the keys whose last log row is
+// an erase.
+func restoreModel(mats [][]Row, kinds []uint8, logs []Row) ([]Row, map[string]bool) {
+	state := map[string]Row{}
+	for _, m := range mats {
+		for _, r := range m {
+			k := changelogKey(r.Op, r.Key)
+			if old, ok := state[k]; ok {
+				r = MergeDuplicate(old, r)
+			}
+			state[k] = r
+		}
+	}
+	erased := map[string]bool{}
+	for i, r := range logs {
+		k := changelogKey(r.Op, r.Key)
+		if kinds[i] == rowKindErase {
+			delete(state, k)
+			erased[k] = true
+			continue
+		}
+		state[k] = r
+		delete(erased, k)
+	}
+	rows := make([]Row, 0, len(state))
+	for _, r := range state {
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b Row) int { return compareRows(a.Op, a.Key, b.Op, b.Key) })
+	return rows, erased
+}
+
+// replay leaves the state the restore leaves, in canonical order, and
+// notes the keys erased last, on random materialisations (keys stored
+// twice, operator rows of 8-byte values that merge by the greater) and
+// logs (puts, erases, unknown kinds, keys put and erased again).
+func TestReplayMatchesRestore(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	key := func() (uint64, []byte) {
+		op := uint64(1 + r.IntN(2))
+		if r.IntN(4) == 0 {
+			return op, EncodeBroadcastKey([]byte{byte('a' + r.IntN(3))})
+		}
+		return op, EncodeKeyedKey([]byte("s"), []byte{byte(r.IntN(12))})
+	}
+	value := func() []byte {
+		if r.IntN(3) == 0 {
+			return []byte{byte(r.IntN(256))} // merged by order alone
+		}
+		return binary.LittleEndian.AppendUint64(nil, r.Uint64()) // an operator row's: the greater int64 kept
+	}
+	for round := range 3000 {
+		var mats [][]Row
+		for range r.IntN(3) {
+			var m []Row
+			for range r.IntN(12) {
+				op, k := key()
+				m = append(m, Row{Op: op, Key: k, Value: value()})
+			}
+			mats = append(mats, m)
+		}
+		var logs changelogLog
+		for range r.IntN(12) {
+			op, k := key()
+			kind := []uint8{rowKindPut, rowKindErase, 9}[r.IntN(3)]
+			logs.kinds = append(logs.kinds, kind)
+			logs.rows = append(logs.rows, Row{Op: op, Key: k, Value: value()})
+		}
+		cursors := make([]*Cursor, len(mats))
+		for i, m := range mats {
+			cursors[i] = (&Snapshot{Rows: m}).NewCursor()
+		}
+		info := &ChangelogInfo{}
+		got := replay(cursors, &logs, info)
+		want, wantErased := restoreModel(mats, logs.kinds, logs.rows)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("round %d: mats %v, log %v %v:\nreplayed %v\nrestore   %v", round, mats, logs.kinds, logs.rows, got, want)
+		}
+		if len(info.erased) != len(wantErased) {
+			t.Fatalf("round %d: erased %v, want %v", round, info.erased, wantErased)
+		}
+		for k := range wantErased {
+			if !info.erased[k] {
+				t.Fatalf("round %d: erased %v, want %v", round, info.erased, wantErased)
+			}
+		}
+	}
+}
