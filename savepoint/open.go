@@ -51,7 +51,7 @@ type OpenOptions struct {
 	// than 1024 times its size, at least 64 MiB. Not bounded so: a
 	// changelog payload (and its materialisation) is replayed into
 	// Snapshot.Rows, in memory, as its log rows change the state its
-	// materialisation holds (about five times the materialisation's size).
+	// materialisation holds (about three times the materialisation's size).
 	// Each mapped payload holds a file descriptor and a mapping until
 	// Close: a tree of N payloads, N of each.
 	Columnar bool
