@@ -211,7 +211,7 @@ func appendHexJSON(b, v []byte) []byte {
 }
 
 // csvSink writes each row as a CSV line of the fields of CSVHeader, the
-// line encoding/csv writes for them (appendCSVRecord), through a
+// line encoding/csv writes for them (writeCSVRecord), through a
 // rowtext.LineWriter.
 type csvSink struct{ lineSink }
 
@@ -287,7 +287,7 @@ func writeCSVRecord(l *rowtext.LineWriter, op uint64, e *entry, d Decoded) error
 // as Text gives it when decoded is set, else raw rendered; text and bytes
 // piece by piece.
 func writeCSVCell(l *rowtext.LineWriter, raw []byte, decoded bool, v any) error {
-	hexed := !verbatim(raw)
+	var hexed bool
 	if decoded {
 		var ok bool
 		if raw, hexed, ok = textOf(v); !ok {
@@ -295,6 +295,8 @@ func writeCSVCell(l *rowtext.LineWriter, raw []byte, decoded bool, v any) error 
 			l.Buf = rowtext.AppendCSVField(l.Buf, t)
 			return nil
 		}
+	} else {
+		hexed = !verbatim(raw)
 	}
 	if hexed {
 		// 0x and hex digits: never quoted.

@@ -355,9 +355,9 @@ type changelogLog struct {
 // restore's duplicate rules (MergeDuplicate), then the log's, each put
 // (row_kind 1, or any kind but an erase, as clink replays them) replacing
 // the row and each erase removing it. Beside the rows it keeps (56 bytes
-// each), it takes 4 bytes a row and the sort's scratch, and no map of the
-// keys: a map of 5M keys and the slices grown under it took three times
-// as much memory, and four times as long.
+// a key restored), it takes 4 bytes a row replayed and the sort's scratch
+// while it runs, and no map of the keys: a map of 5M keys and the slices
+// grown under it took three times as much memory, and four times as long.
 func replay(mats []*Cursor, logs *changelogLog, info *ChangelogInfo) []Row {
 	starts := make([]int, len(mats)+1) // the first row of each materialisation, then of the log
 	for i, c := range mats {
@@ -394,10 +394,11 @@ func replay(mats []*Cursor, logs *changelogLog, info *ChangelogInfo) []Row {
 		held, erased := false, false
 		hi := lo
 		for ; hi < len(order); hi++ {
-			i := int(order[hi])
-			r := row(i)
-			if hi > lo && (r.Op != first.Op || !bytes.Equal(r.Key, first.Key)) {
-				break
+			i, r := int(order[hi]), first
+			if hi > lo {
+				if r = row(i); r.Op != first.Op || !bytes.Equal(r.Key, first.Key) {
+					break
+				}
 			}
 			switch {
 			case i < logStart && held:
@@ -420,6 +421,11 @@ func replay(mats []*Cursor, logs *changelogLog, info *ChangelogInfo) []Row {
 			info.erased[changelogKey(first.Op, first.Key)] = true
 		}
 		lo = hi
+	}
+	if cap(out)-len(out) > len(out)/8 {
+		// Keys written many times over: the snapshot keeps the rows for
+		// its life, not the room for every row replayed.
+		out = slices.Clone(out)
 	}
 	return out
 }

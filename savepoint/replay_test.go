@@ -1,6 +1,7 @@
 package savepoint
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -98,5 +99,29 @@ func TestReplayMatchesRestore(t *testing.T) {
 				t.Fatalf("round %d: erased %v, want %v", round, info.erased, wantErased)
 			}
 		}
+	}
+}
+
+// The replayed state keeps room for its rows, not for every row replayed:
+// 100,000 puts of 4 keys leave 5 rows.
+func TestReplayRowsSizedToState(t *testing.T) {
+	var mat bytes.Buffer
+	if err := EncodeStream(&mat, nil, []Row{{Op: 1, Key: []byte{1, 's', '|', 'k'}, Value: []byte("v0")}}); err != nil {
+		t.Fatal(err)
+	}
+	entries := []ChangelogEntry{{Kind: RowKindMaterialised, Row: Row{Value: mat.Bytes()}}}
+	for i := range 100_000 {
+		entries = append(entries, ChangelogEntry{Kind: RowKindPut, Row: Row{Op: 1, Key: []byte{1, 's', '|', byte('a' + i%4)}, Value: []byte{byte(i)}}})
+	}
+	var stream bytes.Buffer
+	if err := EncodeChangelog(&stream, entries); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := DecodeSnapshot(stream.Bytes(), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Rows) != 5 || cap(snap.Rows) > 64 {
+		t.Errorf("%d rows in a slice of capacity %d; want 5, in about as much", len(snap.Rows), cap(snap.Rows))
 	}
 }
