@@ -97,8 +97,15 @@ func RenderTimerKey(key []byte) string {
 // The user key alone would read as that of the 0xFF row of the same
 // logical key; RenderBytes never writes a '+' after 0x and two hex digits.
 func AppendRenderUserKey(dst, key []byte, k Key, max int) []byte {
+	return AppendRenderBytes(AppendUserKeyPrefix(dst, key, k), k.UserKey, max)
+}
+
+// AppendUserKeyPrefix appends what AppendRenderUserKey writes before the
+// user key: "0x80+" (the first byte in hex) for an operator-state key
+// whose first byte is not 0xFF, else nothing.
+func AppendUserKeyPrefix(dst, key []byte, k Key) []byte {
 	if k.Kind == KindOperator && len(key) > 0 && key[0] != 0xFF {
 		dst = fmt.Appendf(dst, "0x%02x+", key[0])
 	}
-	return AppendRenderBytes(dst, k.UserKey, max)
+	return dst
 }

@@ -228,9 +228,9 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 			var err error
 			switch *format {
 			case "jsonl":
-				lines.Buf, scratch, err = appendCatJSON(lines.Buf, scratch, r, k, f.Subtask, dec)
+				scratch, err = writeCatJSON(lines, scratch, r, k, f.Subtask, dec)
 			case "csv":
-				lines.Buf, scratch = appendCatCSV(lines.Buf, scratch, r, k, f.Subtask, dec)
+				scratch, err = writeCatCSV(lines, scratch, r, k, f.Subtask, dec)
 			default:
 				if header != lastHeader {
 					lines.Buf = append(append(append(lines.Buf, "# "...), header...), '\n')
@@ -270,12 +270,22 @@ func catDone(s *Streams, name string, lines *rowtext.LineWriter) int {
 	return ExitOK
 }
 
-// appendCatJSON appends to b the line encoding/json writes for the catRow
-// of r (HTML characters unescaped; TestAppendCatJSON compares them), and
-// returns it with scratch, a buffer it reuses.
-func appendCatJSON(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask int, dec *decode) ([]byte, []byte, error) {
-	start := len(b)
-	b = append(b, `{"subtask":`...)
+// writeCatJSON appends to l the line encoding/json writes for the catRow
+// of r (HTML characters unescaped; TestWriteCatJSON compares them), and
+// returns scratch, a buffer it reuses. A key or value of more than
+// rowtext.PieceSize bytes is written a piece at a time (writeCatRendered).
+// A row whose decoding JSON cannot hold fails with none of its line
+// written.
+func writeCatJSON(l *rowtext.LineWriter, scratch []byte, r savepoint.Row, k savepoint.Key, subtask int, dec *decode) ([]byte, error) {
+	var decoded []byte // dec's JSON, made first when the line is written in pieces
+	if dec != nil && (len(r.Key) > rowtext.PieceSize || len(r.Value) > rowtext.PieceSize) {
+		var err error
+		if decoded, err = rowtext.AppendJSONValue(nil, dec); err != nil {
+			return scratch, fmt.Errorf("op %d key %s: %w", r.Op, hex.EncodeToString(r.Key), err)
+		}
+	}
+	start := len(l.Buf)
+	b := append(l.Buf, `{"subtask":`...)
 	b = strconv.AppendInt(b, int64(subtask), 10)
 	b = append(b, `,"op":`...)
 	b = strconv.AppendUint(b, r.Op, 10)
@@ -291,29 +301,125 @@ func appendCatJSON(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask 
 	} else {
 		b = rowtext.AppendJSONString(b, savepoint.RawSlot)
 	}
-	b = append(b, `,"key":`...)
-	scratch = savepoint.AppendRenderUserKey(scratch[:0], r.Key, k, 0)
-	b = rowtext.AppendJSONString(b, scratch)
-	b = append(b, `,"key_hex":"`...)
-	b = hex.AppendEncode(b, r.Key)
-	b = append(b, `","value":`...)
-	scratch = savepoint.AppendRenderBytes(scratch[:0], r.Value, 0)
-	b = rowtext.AppendJSONString(b, scratch)
-	b = append(b, `,"value_hex":"`...)
-	b = hex.AppendEncode(b, r.Value)
-	b = append(b, '"')
+	l.Buf = append(b, `,"key":`...)
+	scratch, err := writeCatRendered(l, scratch, savepoint.AppendUserKeyPrefix(nil, r.Key, k), k.UserKey, catJSON)
+	if err == nil {
+		l.Buf = append(l.Buf, `,"key_hex":"`...)
+		err = writeHex(l, r.Key)
+	}
+	if err == nil {
+		l.Buf = append(l.Buf, `","value":`...)
+		scratch, err = writeCatRendered(l, scratch, nil, r.Value, catJSON)
+	}
+	if err == nil {
+		l.Buf = append(l.Buf, `,"value_hex":"`...)
+		err = writeHex(l, r.Value)
+	}
+	if err != nil {
+		return scratch, err
+	}
+	b = append(l.Buf, '"')
 	if len(r.Value) == 8 {
 		b = append(b, `,"value_int64":`...)
 		b = strconv.AppendInt(b, int64(binary.LittleEndian.Uint64(r.Value)), 10)
 	}
 	if dec != nil {
-		var err error
 		b = append(b, `,"decoded":`...)
-		if b, err = rowtext.AppendJSONValue(b, dec); err != nil {
-			return b[:start], scratch, fmt.Errorf("op %d key %s: %w", r.Op, hex.EncodeToString(r.Key), err)
+		if decoded != nil {
+			b = append(b, decoded...)
+		} else if b, err = rowtext.AppendJSONValue(b, dec); err != nil {
+			l.Buf = b[:start] // (nothing of the line written yet)
+			return scratch, fmt.Errorf("op %d key %s: %w", r.Op, hex.EncodeToString(r.Key), err)
 		}
 	}
-	return append(b, "}\n"...), scratch, nil
+	l.Buf = append(b, "}\n"...)
+	return scratch, nil
+}
+
+// catField is how a rendered key or value stands in a line of cat's JSON
+// Lines or CSV format.
+type catField bool
+
+const (
+	catJSON catField = false // a JSON string
+	catCSV  catField = true  // a CSV field
+)
+
+// writeCatRendered appends the text savepoint.AppendRenderBytes gives b
+// (whole, after prefix: an operator key's first byte, "0x80+") to l as
+// field: through scratch, which it returns, for b of up to
+// rowtext.PieceSize bytes; else a piece at a time, the printable bytes
+// Go-quoted or the others in hex after 0x, as AppendRenderBytes writes
+// them (no int64 is shown for bytes that long), so that a line of a value
+// of hundreds of MB is never held whole.
+func writeCatRendered(l *rowtext.LineWriter, scratch, prefix, b []byte, field catField) ([]byte, error) {
+	if len(b) <= rowtext.PieceSize {
+		scratch = savepoint.AppendRenderBytes(append(scratch[:0], prefix...), b, 0)
+		if field == catJSON {
+			l.Buf = rowtext.AppendJSONString(l.Buf, scratch)
+		} else {
+			l.Buf = rowtext.AppendCSVField(l.Buf, scratch)
+		}
+		return scratch, nil
+	}
+	// The prefix is 0x, two hex digits and +: nothing JSON or CSV escapes.
+	printable := savepoint.Printable(b)
+	switch {
+	case field == catJSON:
+		l.Buf = append(append(l.Buf, '"'), prefix...)
+	case printable: // quoted: the text holds quotes
+		l.Buf = append(append(l.Buf, '"'), prefix...)
+	default:
+		l.Buf = append(l.Buf, prefix...)
+	}
+	var err error
+	switch {
+	case !printable:
+		l.Buf = append(l.Buf, "0x"...)
+		err = writeHex(l, b)
+	case field == catJSON:
+		// Go's quotes and escapes of '"' and '\', each escaped for JSON.
+		l.Buf = append(l.Buf, `\"`...)
+		err = rowtext.AppendPieces(l, b, nil, func(dst, p []byte) []byte { return appendQuoteEscaped(dst, p, `\\\"`, `\\\\`) })
+		l.Buf = append(l.Buf, `\"`...)
+	default:
+		// Go's quotes and escapes, each quote doubled for CSV.
+		l.Buf = append(l.Buf, `""`...)
+		err = rowtext.AppendPieces(l, b, nil, func(dst, p []byte) []byte { return appendQuoteEscaped(dst, p, `\""`, `\\`) })
+		l.Buf = append(l.Buf, `""`...)
+	}
+	if field == catJSON || printable {
+		l.Buf = append(l.Buf, '"')
+	}
+	return scratch, err
+}
+
+// appendQuoteEscaped appends p with each '"' replaced by quote and each '\'
+// by backslash.
+func appendQuoteEscaped(dst, p []byte, quote, backslash string) []byte {
+	for len(p) > 0 {
+		i := bytes.IndexAny(p, `"\`)
+		if i < 0 {
+			return append(dst, p...)
+		}
+		dst = append(dst, p[:i]...)
+		if p[i] == '"' {
+			dst = append(dst, quote...)
+		} else {
+			dst = append(dst, backslash...)
+		}
+		p = p[i+1:]
+	}
+	return dst
+}
+
+// writeHex appends b in hex to l, a piece at a time when long.
+func writeHex(l *rowtext.LineWriter, b []byte) error {
+	if len(b) <= rowtext.PieceSize {
+		l.Buf = hex.AppendEncode(l.Buf, b)
+		return nil
+	}
+	return rowtext.AppendPieces(l, b, nil, hex.AppendEncode)
 }
 
 // catCSVHeader is the header line of cat --format csv. expire_at, the TTL
@@ -418,13 +524,14 @@ func catShown(ok bool, decoded any, stored []byte) string {
 	return export.ShownText(decoded)
 }
 
-// appendCatCSV appends to b r's line of cat's CSV format (the fields of
+// writeCatCSV appends to l r's line of cat's CSV format (the fields of
 // catCSVHeader, as encoding/csv writes them; the decoded key and value as
 // export's text columns hold them instead of the rendered ones, and the
-// decoded TTL stamp, empty where there is none), and returns it with
-// scratch, a buffer it reuses.
-func appendCatCSV(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask int, dec *decode) ([]byte, []byte) {
-	b = strconv.AppendInt(b, int64(subtask), 10)
+// decoded TTL stamp, empty where there is none), and returns scratch, a
+// buffer it reuses. A key or value of more than rowtext.PieceSize bytes
+// is written a piece at a time (writeCatRendered).
+func writeCatCSV(l *rowtext.LineWriter, scratch []byte, r savepoint.Row, k savepoint.Key, subtask int, dec *decode) ([]byte, error) {
+	b := strconv.AppendInt(l.Buf, int64(subtask), 10)
 	b = append(b, ',')
 	b = strconv.AppendUint(b, r.Op, 10)
 	b = append(b, ',')
@@ -438,27 +545,34 @@ func appendCatCSV(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask i
 	} else {
 		b = rowtext.AppendCSVField(b, savepoint.RawSlot)
 	}
-	b = append(b, ',')
-	b = hex.AppendEncode(b, r.Key)
-	b = append(b, ',')
-	b = hex.AppendEncode(b, r.Value)
-	b = append(b, ',')
-	if dec != nil && dec.Key != nil {
-		key, _ := export.Text(*dec.Key)
-		b = rowtext.AppendCSVField(b, key)
-	} else {
-		scratch = savepoint.AppendRenderUserKey(scratch[:0], r.Key, k, 0)
-		b = rowtext.AppendCSVField(b, scratch)
+	l.Buf = append(b, ',')
+	err := writeHex(l, r.Key)
+	if err == nil {
+		l.Buf = append(l.Buf, ',')
+		err = writeHex(l, r.Value)
 	}
-	b = append(b, ',')
-	if dec != nil && dec.Value != nil {
-		value, _ := export.Text(*dec.Value)
-		b = rowtext.AppendCSVField(b, value)
-	} else {
-		scratch = savepoint.AppendRenderBytes(scratch[:0], r.Value, 0)
-		b = rowtext.AppendCSVField(b, scratch)
+	if err == nil {
+		l.Buf = append(l.Buf, ',')
+		if dec != nil && dec.Key != nil {
+			key, _ := export.Text(*dec.Key)
+			l.Buf = rowtext.AppendCSVField(l.Buf, key)
+		} else {
+			scratch, err = writeCatRendered(l, scratch, savepoint.AppendUserKeyPrefix(nil, r.Key, k), k.UserKey, catCSV)
+		}
 	}
-	b = append(b, ',')
+	if err == nil {
+		l.Buf = append(l.Buf, ',')
+		if dec != nil && dec.Value != nil {
+			value, _ := export.Text(*dec.Value)
+			l.Buf = rowtext.AppendCSVField(l.Buf, value)
+		} else {
+			scratch, err = writeCatRendered(l, scratch, nil, r.Value, catCSV)
+		}
+	}
+	if err != nil {
+		return scratch, err
+	}
+	b = append(l.Buf, ',')
 	if len(r.Value) == 8 {
 		b = strconv.AppendInt(b, int64(binary.LittleEndian.Uint64(r.Value)), 10)
 	}
@@ -466,7 +580,8 @@ func appendCatCSV(b, scratch []byte, r savepoint.Row, k savepoint.Key, subtask i
 	if dec != nil && dec.ExpireAt != nil {
 		b = strconv.AppendInt(b, *dec.ExpireAt, 10)
 	}
-	return append(b, '\n'), scratch
+	l.Buf = append(b, '\n')
+	return scratch, nil
 }
 
 // openTempDir returns where a command writing out decompresses a payload

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/sptool/sptool/export"
+	"github.com/sptool/sptool/internal/rowtext"
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -55,17 +56,49 @@ func catSamples() []catSample {
 	return out
 }
 
-// appendCatJSON writes what encoding/json wrote for a catRow, for every
-// kind of key and value, decoded or not.
-func TestAppendCatJSON(t *testing.T) {
-	var scratch []byte
-	for _, c := range catSamples() {
-		var got []byte
-		var err error
-		got, scratch, err = appendCatJSON([]byte("prev\n"), scratch, c.row, c.k, c.subtask, c.dec)
-		if err != nil {
-			t.Fatal(err)
+// longCatSamples are rows whose keys and values are long enough to be
+// written a piece at a time: printable with quotes and backslashes (Go
+// quotes them), not printable (hex), an operator key of first byte 0x80,
+// some decoded.
+func longCatSamples() []catSample {
+	printable := bytes.Repeat([]byte(`say "hi", \ then, `), rowtext.PieceSize/8)
+	binaryish := bytes.Repeat([]byte("\x00\x01\xff\"a"), rowtext.PieceSize/2)
+	at := int64(1700000000000)
+	var out []catSample
+	for i, key := range [][]byte{append([]byte("\x05agg|"), printable...), append([]byte("\x80"), binaryish...), []byte("\x05agg|k")} {
+		for j, value := range [][]byte{printable, binaryish, []byte("short")} {
+			dec := []*decode{nil, {Key: anyp("k"), Value: anyp(int64(3)), ExpireAt: &at}}[(i+j)%2]
+			row := savepoint.Row{Op: uint64(i + j), Key: key, Value: value}
+			out = append(out, catSample{row, savepoint.ParseKey(row.Key), 1, dec})
 		}
+	}
+	return out
+}
+
+// catLine returns what write (writeCatJSON or writeCatCSV) writes for c
+// through a LineWriter, after "prev\n", with scratch, which it returns.
+func catLine(t *testing.T, write func(*rowtext.LineWriter, []byte, savepoint.Row, savepoint.Key, int, *decode) ([]byte, error), scratch []byte, c catSample) ([]byte, []byte) {
+	t.Helper()
+	var out bytes.Buffer
+	l := rowtext.NewLineWriter(&out)
+	l.Buf = append(l.Buf, "prev\n"...)
+	scratch, err := write(l, scratch, c.row, c.k, c.subtask, c.dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(true); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes(), scratch
+}
+
+// writeCatJSON writes what encoding/json wrote for a catRow, for every
+// kind of key and value, decoded or not, long or short.
+func TestWriteCatJSON(t *testing.T) {
+	var scratch []byte
+	for _, c := range append(catSamples(), longCatSamples()...) {
+		var got []byte
+		got, scratch = catLine(t, writeCatJSON, scratch, c)
 		cr := newCatRow(c.row, c.k, c.subtask)
 		if c.k.HasSlot {
 			cr.Slot = string(export.AppendSlotText(nil, c.k.Slot)) // not valid UTF-8: hex
@@ -79,7 +112,7 @@ func TestAppendCatJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want.Bytes()) {
-			t.Fatalf("row %q = %q:\n%s\nwant\n%s", c.row.Key, c.row.Value, got, want.Bytes())
+			t.Fatalf("row %.80q = %.80q:\n%.300s\nwant\n%.300s", c.row.Key, c.row.Value, got, want.Bytes())
 		}
 	}
 }
@@ -91,11 +124,11 @@ func TestCatOperatorByte(t *testing.T) {
 	for _, c := range []struct{ key, want string }{{"\x80abc", `0x80+\"abc\"`}, {"\xffabc", `\"abc\"`}} {
 		r := savepoint.Row{Op: 1, Key: []byte(c.key), Value: []byte("a")}
 		k := savepoint.ParseKey(r.Key)
-		got, _, err := appendCatJSON(nil, nil, r, k, 0, nil)
-		if err != nil || !bytes.Contains(got, []byte(`"key":"`+c.want+`"`)) {
-			t.Errorf("JSON Lines of %q: %s (%v), want key %s", c.key, got, err, c.want)
+		got, _ := catLine(t, writeCatJSON, nil, catSample{r, k, 0, nil})
+		if !bytes.Contains(got, []byte(`"key":"`+c.want+`"`)) {
+			t.Errorf("JSON Lines of %q: %s, want key %s", c.key, got, c.want)
 		}
-		csv, _ := appendCatCSV(nil, nil, r, k, 0, nil)
+		csv, _ := catLine(t, writeCatCSV, nil, catSample{r, k, 0, nil})
 		if want := strings.ReplaceAll(c.want, `\"`, `""`); !bytes.Contains(csv, []byte(want)) {
 			t.Errorf("CSV of %q: %s, want key %s", c.key, csv, want)
 		}
@@ -122,13 +155,13 @@ func TestAppendCatText(t *testing.T) {
 	}
 }
 
-// appendCatCSV writes what encoding/csv wrote for cat's fields, the TTL
-// stamp of a decoded row last.
-func TestAppendCatCSV(t *testing.T) {
+// writeCatCSV writes what encoding/csv wrote for cat's fields, the TTL
+// stamp of a decoded row last, long or short.
+func TestWriteCatCSV(t *testing.T) {
 	var scratch []byte
-	for _, c := range catSamples() {
+	for _, c := range append(catSamples(), longCatSamples()...) {
 		var got []byte
-		got, scratch = appendCatCSV([]byte("prev\n"), scratch, c.row, c.k, c.subtask, c.dec)
+		got, scratch = catLine(t, writeCatCSV, scratch, c)
 		cr := newCatRow(c.row, c.k, c.subtask)
 		if c.k.HasSlot {
 			cr.Slot = string(export.AppendSlotText(nil, c.k.Slot)) // not valid UTF-8: hex
@@ -156,13 +189,13 @@ func TestAppendCatCSV(t *testing.T) {
 		w.Write([]string{strconv.Itoa(cr.Subtask), strconv.FormatUint(cr.Op, 10), cr.Kind, strconv.Itoa(cr.KeyGroup), cr.Slot, cr.KeyHex, cr.ValueHex, key, val, vi, expireAt})
 		w.Flush()
 		if !bytes.Equal(got, want.Bytes()) {
-			t.Fatalf("row %q = %q:\n%q\nwant\n%q", c.row.Key, c.row.Value, got, want.Bytes())
+			t.Fatalf("row %.80q = %.80q:\n%.300q\nwant\n%.300q", c.row.Key, c.row.Value, got, want.Bytes())
 		}
 	}
 }
 
 // catRow is one row as cat's JSON Lines format prints it (the oracle of
-// appendCatJSON: cat built its lines from it through encoding/json).
+// writeCatJSON: cat built its lines from it through encoding/json).
 type catRow struct {
 	Subtask    int     `json:"subtask"`
 	Op         uint64  `json:"op"`
@@ -316,8 +349,8 @@ func TestCatCollectionsAsJSON(t *testing.T) {
 	} {
 		dec := &decode{Key: anyp("k"), Value: anyp(c.value)}
 		text := string(appendCatText(nil, r, k, dec))
-		csvLine, _ := appendCatCSV(nil, nil, r, k, 0, dec)
-		rec, err := csv.NewReader(bytes.NewReader(csvLine)).Read()
+		csvLine, _ := catLine(t, writeCatCSV, nil, catSample{r, k, 0, dec})
+		rec, err := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(csvLine, []byte("prev\n")))).Read()
 		if err != nil {
 			t.Fatal(err)
 		}
