@@ -86,11 +86,11 @@ func writeRecord(l *rowtext.LineWriter, op uint64, e *entry, d Decoded) error {
 	}
 	if err == nil {
 		l.Buf = append(l.Buf, `,"key_hex":"`...)
-		err = writeHex(l, e.key)
+		err = rowtext.AppendHex(l, e.key)
 	}
 	if err == nil {
 		l.Buf = append(l.Buf, `","value_hex":"`...)
-		err = writeHex(l, e.value)
+		err = rowtext.AppendHex(l, e.value)
 	}
 	if err != nil {
 		if u := (unencodable{}); errors.As(err, &u) {
@@ -156,7 +156,7 @@ func writeTextJSON(l *rowtext.LineWriter, b []byte, hexed bool) error {
 	switch {
 	case hexed:
 		l.Buf = append(l.Buf, "0x"...)
-		err = writeHex(l, b)
+		err = rowtext.AppendHex(l, b)
 	case len(b) <= rowtext.PieceSize: // most: without the calls through func values
 		l.Buf = rowtext.AppendJSONStringBody(l.Buf, b)
 	default:
@@ -164,15 +164,6 @@ func writeTextJSON(l *rowtext.LineWriter, b []byte, hexed bool) error {
 	}
 	l.Buf = append(l.Buf, '"')
 	return err
-}
-
-// writeHex appends b in hex, piece by piece.
-func writeHex(l *rowtext.LineWriter, b []byte) error {
-	if len(b) <= rowtext.PieceSize {
-		l.Buf = hex.AppendEncode(l.Buf, b)
-		return nil
-	}
-	return rowtext.AppendPieces(l, b, nil, hex.AppendEncode)
 }
 
 // appendFlagJSON appends the JSON of a key_decoded or value_decoded flag
@@ -260,11 +251,11 @@ func writeCSVRecord(l *rowtext.LineWriter, op uint64, e *entry, d Decoded) error
 	}
 	if err == nil {
 		l.Buf = append(l.Buf, ',')
-		err = writeHex(l, e.key)
+		err = rowtext.AppendHex(l, e.key)
 	}
 	if err == nil {
 		l.Buf = append(l.Buf, ',')
-		err = writeHex(l, e.value)
+		err = rowtext.AppendHex(l, e.value)
 	}
 	if err != nil {
 		return err
@@ -301,7 +292,7 @@ func writeCSVCell(l *rowtext.LineWriter, raw []byte, decoded bool, v any) error 
 	if hexed {
 		// 0x and hex digits: never quoted.
 		l.Buf = append(l.Buf, "0x"...)
-		return writeHex(l, raw)
+		return rowtext.AppendHex(l, raw)
 	}
 	if len(raw) <= rowtext.PieceSize {
 		l.Buf = rowtext.AppendCSVField(l.Buf, raw)

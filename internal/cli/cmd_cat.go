@@ -305,7 +305,7 @@ func writeCatJSON(l *rowtext.LineWriter, scratch []byte, r savepoint.Row, k save
 	scratch, err := writeCatRendered(l, scratch, savepoint.AppendUserKeyPrefix(nil, r.Key, k), k.UserKey, catJSON)
 	if err == nil {
 		l.Buf = append(l.Buf, `,"key_hex":"`...)
-		err = writeHex(l, r.Key)
+		err = rowtext.AppendHex(l, r.Key)
 	}
 	if err == nil {
 		l.Buf = append(l.Buf, `","value":`...)
@@ -313,7 +313,7 @@ func writeCatJSON(l *rowtext.LineWriter, scratch []byte, r savepoint.Row, k save
 	}
 	if err == nil {
 		l.Buf = append(l.Buf, `,"value_hex":"`...)
-		err = writeHex(l, r.Value)
+		err = rowtext.AppendHex(l, r.Value)
 	}
 	if err != nil {
 		return scratch, err
@@ -376,7 +376,7 @@ func writeCatRendered(l *rowtext.LineWriter, scratch, prefix, b []byte, field ca
 	switch {
 	case !printable:
 		l.Buf = append(l.Buf, "0x"...)
-		err = writeHex(l, b)
+		err = rowtext.AppendHex(l, b)
 	case field == catJSON:
 		// Go's quotes and escapes of '"' and '\', each escaped for JSON.
 		l.Buf = append(l.Buf, `\"`...)
@@ -411,15 +411,6 @@ func appendQuoteEscaped(dst, p []byte, quote, backslash string) []byte {
 		p = p[i+1:]
 	}
 	return dst
-}
-
-// writeHex appends b in hex to l, a piece at a time when long.
-func writeHex(l *rowtext.LineWriter, b []byte) error {
-	if len(b) <= rowtext.PieceSize {
-		l.Buf = hex.AppendEncode(l.Buf, b)
-		return nil
-	}
-	return rowtext.AppendPieces(l, b, nil, hex.AppendEncode)
 }
 
 // catCSVHeader is the header line of cat --format csv. expire_at, the TTL
@@ -546,10 +537,10 @@ func writeCatCSV(l *rowtext.LineWriter, scratch []byte, r savepoint.Row, k savep
 		b = rowtext.AppendCSVField(b, savepoint.RawSlot)
 	}
 	l.Buf = append(b, ',')
-	err := writeHex(l, r.Key)
+	err := rowtext.AppendHex(l, r.Key)
 	if err == nil {
 		l.Buf = append(l.Buf, ',')
-		err = writeHex(l, r.Value)
+		err = rowtext.AppendHex(l, r.Value)
 	}
 	if err == nil {
 		l.Buf = append(l.Buf, ',')

@@ -1,6 +1,7 @@
 package rowtext
 
 import (
+	"encoding/hex"
 	"errors"
 	"io"
 )
@@ -106,6 +107,16 @@ func AppendPieces[S string | []byte](l *LineWriter, field S, cut func(s S, at in
 	}
 	l.Buf = enc(l.Buf, field)
 	return nil
+}
+
+// AppendHex appends b in hex to l.Buf, a piece at a time when it is longer
+// than PieceSize (AppendPieces).
+func AppendHex(l *LineWriter, b []byte) error {
+	if len(b) <= PieceSize {
+		l.Buf = hex.AppendEncode(l.Buf, b)
+		return nil
+	}
+	return AppendPieces(l, b, nil, hex.AppendEncode)
 }
 
 // Close writes what is buffered (unless write is false: the output
