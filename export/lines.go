@@ -54,10 +54,23 @@ func (s *lineSink) close(failed error) error {
 // newline) to l, the bytes json.Encoder with SetEscapeHTML(false) writes
 // for it (TestRecordLineMatchesEncodingJSON). The key and the value, as
 // text and in hex, are appended piece by piece (rowtext.AppendPieces): the
-// line of a value of hundreds of MB is written as it is built. On an error
-// the line is left unfinished, and the export fails.
+// line of a value of hundreds of MB is written as it is built. A row whose
+// decoded key or value JSON cannot hold fails with none of its line
+// written.
 func writeRecord(l *rowtext.LineWriter, op uint64, e *entry, d Decoded) error {
 	k := savepoint.ParseKey(e.key)
+	// A decoded value of another kind than text is encoded whole, and may
+	// be refused: after a key written in pieces, it is encoded first.
+	var value []byte
+	if len(e.key) > rowtext.PieceSize && d.Declared && d.ValueOK {
+		if _, _, text := textOf(d.Value); !text {
+			var err error
+			if value, err = rowtext.AppendJSONValue(nil, JSONValue(d.Value)); err != nil {
+				return fmt.Errorf("op %d key %s: %w", op, hex.EncodeToString(e.key), err)
+			}
+		}
+	}
+	start := len(l.Buf)
 	b := append(l.Buf, `{"op":`...)
 	b = strconv.AppendUint(b, op, 10)
 	b = append(b, `,"kind":`...)
@@ -78,9 +91,12 @@ func writeRecord(l *rowtext.LineWriter, op uint64, e *entry, d Decoded) error {
 	}
 	if err == nil {
 		l.Buf = append(l.Buf, `,"value":`...)
-		if d.Declared && d.ValueOK {
+		switch {
+		case value != nil:
+			l.Buf = append(l.Buf, value...)
+		case d.Declared && d.ValueOK:
 			err = writeJSONValue(l, d.Value)
-		} else {
+		default:
 			err = writeTextJSON(l, e.value, !verbatim(e.value))
 		}
 	}
@@ -94,6 +110,10 @@ func writeRecord(l *rowtext.LineWriter, op uint64, e *entry, d Decoded) error {
 	}
 	if err != nil {
 		if u := (unencodable{}); errors.As(err, &u) {
+			// Nothing of the line was handed to the writer: only a key
+			// before the value could have been written in pieces, and
+			// then the value was encoded first.
+			l.Buf = l.Buf[:start]
 			return fmt.Errorf("op %d key %s: %w", op, hex.EncodeToString(e.key), u.error)
 		}
 		return err

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -196,16 +195,23 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// A value encoding/json refuses fails the row, naming it.
+// A value encoding/json refuses fails the row, naming it, with none of its
+// line written, after a short key or a long one.
 func TestWriteRecordRefusesUnencodable(t *testing.T) {
-	e := &entry{key: []byte("\x05agg|k"), value: []byte("v")}
-	e.sep = separator(e.key)
-	d := Decoded{Declared: true, KeyOK: true, Key: "k", ValueOK: true, Value: make(chan int)}
-	l := rowtext.NewLineWriter(io.Discard)
-	err := writeRecord(l, 7, e, d)
-	var ute *json.UnsupportedTypeError
-	if !errors.As(err, &ute) || !strings.Contains(err.Error(), "op 7 key 05616767") {
-		t.Fatalf("writeRecord: %v; want an unsupported type error naming the row", err)
+	for _, user := range [][]byte{[]byte("k"), bytes.Repeat([]byte("k"), 3*rowtext.LineWriterSize)} {
+		e := &entry{key: append([]byte("\x05agg|"), user...), value: []byte("v")}
+		e.sep = separator(e.key)
+		d := Decoded{Declared: true, KeyOK: true, Key: string(user), ValueOK: true, Value: make(chan int)}
+		var out bytes.Buffer
+		l := rowtext.NewLineWriter(&out)
+		err := writeRecord(l, 7, e, d)
+		var ute *json.UnsupportedTypeError
+		if !errors.As(err, &ute) || !strings.Contains(err.Error(), "op 7 key 05616767") {
+			t.Fatalf("writeRecord: %v; want an unsupported type error naming the row", err)
+		}
+		if err := l.Close(true); err != nil || out.Len() > 0 {
+			t.Errorf("a key of %d bytes: %d bytes of the refused row's line written (%v)", len(user), out.Len(), err)
+		}
 	}
 }
 

@@ -97,10 +97,9 @@ func AppendJSONStringBody[S string | []byte](dst []byte, s S) []byte {
 // starting before at can reach past; len(s) at the most.
 func CutUTF8[S string | []byte](s S, at int) int {
 	for j := at; j < min(len(s), at+3); j++ {
-		if !utf8.RuneStart(s[j]) {
-			continue
+		if utf8.RuneStart(s[j]) {
+			return j
 		}
-		return j
 	}
 	return min(len(s), at+3)
 }
