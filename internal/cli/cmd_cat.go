@@ -362,16 +362,14 @@ func writeCatRendered(l *rowtext.LineWriter, scratch, prefix, b []byte, field ca
 		}
 		return scratch, nil
 	}
-	// The prefix is 0x, two hex digits and +: nothing JSON or CSV escapes.
+	// A JSON string, or a CSV field quoted as the Go-quoted text holds
+	// quotes; the prefix (0x, two hex digits, +) needs no escape in either.
 	printable := savepoint.Printable(b)
-	switch {
-	case field == catJSON:
-		l.Buf = append(append(l.Buf, '"'), prefix...)
-	case printable: // quoted: the text holds quotes
-		l.Buf = append(append(l.Buf, '"'), prefix...)
-	default:
-		l.Buf = append(l.Buf, prefix...)
+	quoted := field == catJSON || printable
+	if quoted {
+		l.Buf = append(l.Buf, '"')
 	}
+	l.Buf = append(l.Buf, prefix...)
 	var err error
 	switch {
 	case !printable:
@@ -388,7 +386,7 @@ func writeCatRendered(l *rowtext.LineWriter, scratch, prefix, b []byte, field ca
 		err = rowtext.AppendPieces(l, b, nil, func(dst, p []byte) []byte { return appendQuoteEscaped(dst, p, `\""`, `\\`) })
 		l.Buf = append(l.Buf, `""`...)
 	}
-	if field == catJSON || printable {
+	if quoted {
 		l.Buf = append(l.Buf, '"')
 	}
 	return scratch, err
