@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"math"
 	"slices"
 
 	"github.com/sptool/sptool/internal/gallop"
@@ -61,11 +62,11 @@ func appendRuns(runs []keyRun, s *mergeSource, src, limit int, slots slotNames) 
 	// rows each, none reaching the release every 256K rows, kept the pages
 	// its binary searches faulted in, 290 MB of the 372 MB tree.
 	defer s.file.ReleasePages()
-	next := 0
+	next, every := 0, s.file.ReleaseRows()
 	for i := 0; i < s.n; {
 		if i >= next {
 			s.file.ReleasePages()
-			next = i + 1<<18
+			next = i + every
 		}
 		op, key := s.op(i), s.key(i)
 		sep := separator(key)
@@ -222,6 +223,11 @@ func (p *pipeline) merged(srcs []mergeSource, runs []keyRun, res *savepoint.Reso
 			srcs[i].file.ReleasePages() // what was read stays cached, not resident
 		}
 	}
+	every := math.MaxInt // rows emitted between releases: the fewest any source asks
+	for i := range srcs {
+		every = min(every, srcs[i].file.ReleaseRows())
+	}
+	left := every
 	for lo := 0; lo < len(runs); {
 		hi := lo + 1
 		for hi < len(runs) && runs[hi].op == runs[lo].op {
@@ -252,9 +258,10 @@ func (p *pipeline) merged(srcs []mergeSource, runs []keyRun, res *savepoint.Reso
 					if err := p.ctx.Err(); err != nil {
 						return err
 					}
-					if emitted&(1<<18-1) == 0 {
-						release()
-					}
+				}
+				if left--; left <= 0 {
+					release()
+					left = every
 				}
 				emitted++
 				if res == nil || !h.tied() {
@@ -330,10 +337,13 @@ type mergeRun struct {
 
 func (h *runHeap) reset(runs []keyRun) error {
 	h.heap, h.runs = h.heap[:0], h.runs[:0]
+	// The runs read together share mergeReadBytes.
+	share := max(mergeReadMin, mergeReadBytes/max(1, len(runs)))
 	for k, r := range runs {
 		if k == len(h.pool) {
 			h.pool = append(h.pool, new(savepoint.RowReader))
 		}
+		h.pool[k].MaxBytes = share
 		h.runs = append(h.runs, mergeRun{src: r.src, subtask: h.srcs[r.src].file.Subtask, next: r.start, end: r.end, reader: h.pool[k]})
 		h.heap = append(h.heap, int32(k))
 		if err := h.load(&h.runs[k]); err != nil {
@@ -347,6 +357,16 @@ func (h *runHeap) reset(runs []keyRun) error {
 }
 
 func (h *runHeap) len() int { return len(h.heap) }
+
+// mergeReadBytes is about the most bytes of rows the runs merged together
+// hold in their readers, each at least mergeReadMin (and a row): with a
+// RowReader's 4 MiB each, the 512 runs of an operator's rows of 4 KB keys
+// held 236 MB, the input's size. Rows of tens of bytes still fill the
+// readers' 2,048 rows.
+const (
+	mergeReadBytes = 64 << 20
+	mergeReadMin   = 64 << 10
+)
 
 // load reads run m's next row.
 func (h *runHeap) load(m *mergeRun) error {

@@ -370,9 +370,9 @@ func TestRowReader(t *testing.T) {
 	defer func(v, b int) { rowReaderRows, rowReaderBytes = v, b }(rowReaderRows, rowReaderBytes)
 	for _, sp := range []*Savepoint{mapped, inMemory} {
 		cur := sp.Files[0].Snapshot.NewCursor()
-		for _, n := range []int{1, 7, 2048, -40} {
+		for _, n := range []int{1, 7, 2048, -40, -41} {
 			// n < 0: 2048 rows, but at most -n bytes of keys and values
-			// (about three rows).
+			// (about three rows): for -41, each reader's MaxBytes says so.
 			rowReaderRows, rowReaderBytes = n, 4<<20
 			if n < 0 {
 				rowReaderRows, rowReaderBytes = 2048, -n
@@ -380,6 +380,12 @@ func TestRowReader(t *testing.T) {
 			// Three runs read in turns, as a merge does.
 			starts := []int{0, 990, 2500}
 			readers := make([]RowReader, len(starts))
+			if n == -41 {
+				rowReaderBytes = 4 << 20
+				for k := range readers {
+					readers[k].MaxBytes = 41
+				}
+			}
 			for step := 0; step < 500; step++ {
 				k := r.IntN(len(starts))
 				i := starts[k]
@@ -390,7 +396,12 @@ func TestRowReader(t *testing.T) {
 				if want := rows[i]; got.Op != want.Op || !bytes.Equal(got.Key, want.Key) || !bytes.Equal(got.Value, want.Value) {
 					t.Fatalf("%d rows at once: row %d: %+v, want %+v", n, i, got, want)
 				}
-				if rd := &readers[k]; rd.fromFile && (rd.hi-rd.lo > rowReaderRows || rd.hi-rd.lo > 1 && len(rd.keys)+len(rd.vals) > rowReaderBytes) {
+				rd := &readers[k]
+				limit := rowReaderBytes
+				if rd.MaxBytes > 0 {
+					limit = rd.MaxBytes
+				}
+				if rd.fromFile && (rd.hi-rd.lo > rowReaderRows || rd.hi-rd.lo > 1 && len(rd.keys)+len(rd.vals) > limit) {
 					t.Fatalf("%d rows at once: holds rows %d-%d, %d bytes", n, rd.lo, rd.hi, len(rd.keys)+len(rd.vals))
 				}
 				starts[k] = (i + 1) % len(rows)

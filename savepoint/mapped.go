@@ -234,6 +234,10 @@ type RowReader struct {
 	vals     []byte
 	k0, v0   int32 // the batch offsets keys and vals start at
 	fromFile bool
+	// MaxBytes bounds the bytes of keys and values read at once (0: 4 MiB),
+	// but for a single row larger: a merge that reads many runs together
+	// gives each reader its share of what it may hold.
+	MaxBytes int
 }
 
 // rowReaderRows is how many rows a RowReader reads at once, and
@@ -294,9 +298,13 @@ func (r *RowReader) load(b *Batch, lo, hi int) error {
 	if !validOffsets(r.koffs, b.Keys) || !validOffsets(r.voffs, b.Vals) {
 		return fmt.Errorf("%w (the offsets of rows %d-%d differ from those read at open)", ErrInputChanged, lo, hi)
 	}
-	// As many of the rows as fit rowReaderBytes, at least one.
+	// As many of the rows as fit the bytes allowed, at least one.
+	limit := int64(rowReaderBytes)
+	if r.MaxBytes > 0 {
+		limit = int64(r.MaxBytes)
+	}
 	n = 1 + sort.Search(n-1, func(m int) bool {
-		return int64(r.koffs[m+2]-r.k0)+int64(r.voffs[m+2]-r.v0) > int64(rowReaderBytes)
+		return int64(r.koffs[m+2]-r.k0)+int64(r.voffs[m+2]-r.v0) > limit
 	})
 	hi = lo + n
 	r.ops, r.koffs, r.voffs = r.ops[:n], r.koffs[:n+1], r.voffs[:n+1]

@@ -374,16 +374,17 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 		u.st.FileDuplicates += stored - n
 		h = append(h, &unionCursor{rows: cur, idx: idx, n: n, subtask: f.Subtask, order: i, file: f})
 	}
-	// advance moves a cursor to its next row. Every 256K rows read of all
-	// the files, their mapped pages are dropped from the resident set
-	// (they stay in the page cache): merging, the cursors advance
+	// advance moves a cursor to its next row. Every ReleaseRows rows read
+	// of all the files, their mapped pages are dropped from the resident
+	// set (they stay in the page cache): merging, the cursors advance
 	// together, and counted per file, a tree of 64 files of 156K rows
 	// each, none reaching its count, kept 430 MB of the 372 MB tree's
 	// pages.
-	merged := 0
+	every, left := u.sp.ReleaseRows(), u.sp.ReleaseRows()
 	advance := func(c *unionCursor) {
 		c.i++
-		if merged++; merged&(1<<18-1) == 0 {
+		if left--; left == 0 {
+			left = every
 			for _, f := range u.sp.Files { // (those of ended cursors too)
 				f.ReleasePages()
 			}

@@ -182,12 +182,14 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		if !sorted {
 			order = savepoint.SortOrder(cur.Len(), func(i int) (uint64, []byte) { return cur.Op(i), cur.Key(i) })
 		}
+		every, left := f.ReleaseRows(), 0
 		for at := range cur.Len() {
 			i := at
 			if order != nil {
 				i = int(order[at])
-			} else if at&(1<<18-1) == 0 {
+			} else if left--; left <= 0 {
 				f.ReleasePages() // what was printed stays cached, not resident
+				left = every
 			}
 			r := cur.Row(i)
 			if ctx.Err() != nil {
@@ -247,7 +249,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		}
 		// Done with the file: its pages leave the resident set (a tree of
 		// 64 files of 156K rows each kept 400 MB of them, none passing
-		// the release every 256K rows above).
+		// the release every f.ReleaseRows() rows above).
 		f.ReleasePages()
 	}
 	return finish()
