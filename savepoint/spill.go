@@ -73,8 +73,11 @@ type SpillOptions struct {
 	Dropped func(Row)
 	// Release, when not nil, is called now and then during the pass over the
 	// source (long passes over memory maps use it to drop read pages from
-	// the resident set).
-	Release func()
+	// the resident set): every ReleaseRows rows of each part (0: 256K; a
+	// mapped file's File.ReleaseRows, so that long rows are released
+	// before their pages fill memory).
+	Release     func()
+	ReleaseRows int
 	// KeepDuplicates keeps every row: rows of one (op, key) stay in
 	// stream order (a stable sort, as SortOrder), none is dropped.
 	KeepDuplicates bool
@@ -716,9 +719,14 @@ func partitionAll(c *chunkWriter, src ColumnSource, budget int, opts *SpillOptio
 }
 
 // addRange routes rows [lo, hi) of src, in order, calling opts.Release
-// and asking opts.Stop every spillReleaseRows rows.
+// and asking opts.Stop every spillReleaseRows rows (or opts.ReleaseRows,
+// when fewer).
 func (p *partition) addRange(src ColumnSource, lo, hi int, opts *SpillOptions) error {
 	runs, _ := src.(RunSource)
+	every := spillReleaseRows
+	if opts.ReleaseRows > 0 {
+		every = min(every, opts.ReleaseRows)
+	}
 	next := lo
 	for i := lo; i < hi; {
 		if i >= next {
@@ -728,7 +736,7 @@ func (p *partition) addRange(src ColumnSource, lo, hi int, opts *SpillOptions) e
 			if opts.stopped() {
 				return context.Canceled
 			}
-			next = i + spillReleaseRows
+			next = i + every
 		}
 		if runs != nil {
 			if b, blo, m, ok := runs.Run(i); ok {
@@ -1333,6 +1341,7 @@ func (sp *Savepoint) InOrder(ctx context.Context, dir string, minRows int, keep 
 		sorted, err := SortSpilled(f.Snapshot.NewCursor(), SpillOptions{
 			Dir:            dir,
 			Release:        f.ReleasePages,
+			ReleaseRows:    f.ReleaseRows(),
 			Dropped:        func(Row) { lost++ },
 			KeepDuplicates: keep,
 			Stop:           func() bool { return ctx.Err() != nil },

@@ -309,6 +309,16 @@ func TestSortSpilledReleasesWithinARun(t *testing.T) {
 	if want := len(rows)/100 + 1; s.Snapshot().NumRows() == 0 || releases != want {
 		t.Errorf("%d releases over %d rows, want %d: one every 100 rows and one at the end", releases, len(rows), want)
 	}
+	// Every SpillOptions.ReleaseRows rows, when fewer (a file's rows long).
+	releases = 0
+	s2, err := SortSpilled(all, SpillOptions{Dir: t.TempDir(), Release: func() { releases++ }, ReleaseRows: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if want := len(rows)/40 + 1; releases != want {
+		t.Errorf("ReleaseRows 40: %d releases over %d rows, want %d", releases, len(rows), want)
+	}
 }
 
 // A sort whose Stop reports true, in the pass over the source or while the

@@ -683,7 +683,7 @@ func sortOut(f *savepoint.File, out *outRows, o oldFile) rescalePart {
 	for j := 0; j < out.Len(); j++ {
 		if j >= next {
 			f.ReleasePages()
-			next = j + releaseRows + 1
+			next = j + f.ReleaseRows()
 		}
 		n, op, kg, keyed, err := out.keyedRun(j, &kc)
 		if err != nil {

@@ -1603,8 +1603,9 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 	return res
 }
 
-// releaseRows: every this many rows (a power of two minus one) a worker
-// drops the input's mapped pages from the resident set.
+// releaseRows: every this many rows (a power of two minus one) a pass that
+// has no file's File.ReleaseRows at hand drops the input's mapped pages
+// from the resident set.
 const releaseRows = 1<<18 - 1
 
 // minRowsPerPart is the fewest rows a parallel part of one file gets.
@@ -1650,7 +1651,7 @@ func (e *engine) newResult() *fileResult {
 func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64, lo, hi int) *rangeResult {
 	res := e.newResult()
 	snap := f.Snapshot
-	out := &outRows{cur: snap.NewCursor(), release: f.ReleasePages, spill: e.spill, stop: func() bool { return e.stopsAt(pos) }, restored: snap.Variant == savepoint.Changelog}
+	out := &outRows{cur: snap.NewCursor(), release: f.ReleasePages, releaseRows: f.ReleaseRows(), spill: e.spill, stop: func() bool { return e.stopsAt(pos) }, restored: snap.Variant == savepoint.Changelog}
 	res.out = out
 	rr := &rangeResult{res: res, sorted: true}
 	w := &worker{e: e, res: res, subtask: f.Subtask, rr: rr, comp: compositeMemo{e: e}, pos: pos}
@@ -1661,7 +1662,8 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64,
 		w.hits = e.keyHits(snap)
 	}
 	res.err = savepoint.Guard(func() error {
-		release := lo + releaseRows + 1
+		every := f.ReleaseRows() // rows between releases of the input's pages
+		release := lo + every
 		for c := lo; c < hi; {
 			// Every 64K rows: cancellation, progress and the resident set.
 			end := min(hi, (c|0xFFFF)+1)
@@ -1673,7 +1675,7 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64,
 			}
 			if c >= release {
 				f.ReleasePages() // what was read stays cached but leaves the resident set
-				release = c + releaseRows + 1
+				release = c + every
 			}
 			ones := 0    // runs of one row in a row, this block
 			aloneAt := c // where alone may be asked next
@@ -2023,9 +2025,11 @@ func (res *fileResult) addElems(k elemKey, n int64) {
 type outRows struct {
 	cur *savepoint.Cursor
 	// release drops the input's mapped pages from the resident set (long
-	// passes call it now and then).
-	release func()
-	idx     rowIndex // the input row of each output row
+	// passes call it now and then: every releaseRows rows, 0 for the
+	// default of the pass).
+	release     func()
+	releaseRows int
+	idx         rowIndex // the input row of each output row
 	// mod holds the rows the rules rewrote, by output position; nil when
 	// no rule rewrote a row.
 	mod *modRows
@@ -2341,7 +2345,7 @@ func (o *outRows) dropShadowed(f *savepoint.File, search bool, dropped func(save
 		if savepoint.DistinctKeys(snap.NumRows(), snap.EachKeyIn, savepoint.DistinctBudget(f)) {
 			return 0, nil, false
 		}
-		in := &outRows{cur: snap.NewCursor(), release: f.ReleasePages}
+		in := &outRows{cur: snap.NewCursor(), release: f.ReleasePages, releaseRows: f.ReleaseRows()}
 		in.idx.appendRun(0, snap.NumRows())
 		savepoint.CanonicalPositions(in, func(pos uint32) { shadowed[pos/64] |= 1 << (pos % 64) }, f.ReleasePages)
 	}
@@ -2521,10 +2525,11 @@ func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (_ int64, dro
 	}
 	var dupes int64
 	sp, err := savepoint.SortSpilled(o, savepoint.SpillOptions{
-		Dir:     o.spill.dir,
-		Budget:  o.spill.budget,
-		Release: o.release,
-		Stop:    o.stop,
+		Dir:         o.spill.dir,
+		Budget:      o.spill.budget,
+		Release:     o.release,
+		ReleaseRows: o.releaseRows,
+		Stop:        o.stop,
 		Dropped: func(r savepoint.Row) {
 			dupes++
 			if dropped != nil {
