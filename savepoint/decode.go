@@ -327,14 +327,13 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		}
 		restored = append(restored, mat.NewCursor())
 	}
+	s.Changelog.LogRows = len(logs.kinds)
 	for _, kind := range logs.kinds {
-		s.Changelog.LogRows++
 		if kind == rowKindErase {
 			s.Changelog.Erases++
-		} else {
-			s.Changelog.Puts++
 		}
 	}
+	s.Changelog.Puts = s.Changelog.LogRows - s.Changelog.Erases // (any other kind replays as a put)
 	s.Rows = replay(restored, &logs, s.Changelog)
 	return s, nil
 }

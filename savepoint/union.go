@@ -380,7 +380,8 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 	// together, and counted per file, a tree of 64 files of 156K rows
 	// each, none reaching its count, kept 430 MB of the 372 MB tree's
 	// pages.
-	every, left := u.sp.ReleaseRows(), u.sp.ReleaseRows()
+	every := u.sp.ReleaseRows()
+	left := every
 	advance := func(c *unionCursor) {
 		c.i++
 		if left--; left == 0 {

@@ -1662,7 +1662,7 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64,
 		w.hits = e.keyHits(snap)
 	}
 	res.err = savepoint.Guard(func() error {
-		every := f.ReleaseRows() // rows between releases of the input's pages
+		every := out.releaseRows // rows between releases of the input's pages
 		release := lo + every
 		for c := lo; c < hi; {
 			// Every 64K rows: cancellation, progress and the resident set.
