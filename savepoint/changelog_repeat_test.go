@@ -130,7 +130,7 @@ func TestChangelogHandleSpellings(t *testing.T) {
 	s, err := DecodeSnapshot(vtChangelogStream(t, kinds, rows), ReadOptions{
 		Resolve: func(h string) ([]byte, error) {
 			reads++
-			data, _, _, _, err := resolveHandleRel(root, h)
+			data, _, _, _, err := resolveHandleRel(root, h, nil)
 			return data, err
 		},
 		identify: func(h string) string {

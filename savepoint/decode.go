@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -48,6 +47,13 @@ type ReadOptions struct {
 	// skipped, when set, is called with each external handle not read
 	// because its file is restored at a later row.
 	skipped func(handle string)
+	// replayInFile replays a large changelog through temporary files in
+	// tempDir (see replayInFile): set where the snapshot's owner closes
+	// them (Savepoint.Close).
+	replayInFile bool
+	// release, when set, drops the pages of the file's memory maps (its
+	// own, its materialisations') from the resident set.
+	release func()
 }
 
 // clmbMagic starts a multi-blob changelog frame (section 1.7).
@@ -334,6 +340,23 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		}
 	}
 	s.Changelog.Puts = s.Changelog.LogRows - s.Changelog.Erases // (any other kind replays as a put)
+	if rows := newMatSource(restored).Len() + len(logs.rows); opts.replayInFile && rows >= replayFileRows {
+		sp, err := replayInFile(restored, &logs, s.Changelog, opts)
+		var tfe *TempFileError
+		switch {
+		case err == nil:
+			s.Batches, s.replayed = sp.snap.Batches, sp
+			if len(s.Batches) == 0 {
+				s.Batches = nil
+				s.Rows = []Row{}
+			}
+			return s, nil
+		case !errors.As(err, &tfe) || rows >= InPlaceRows:
+			return nil, err
+		}
+		// No room for the files: replayed in memory, as a smaller one is.
+		s.Changelog.erased = nil
+	}
 	s.Rows = replay(restored, &logs, s.Changelog)
 	return s, nil
 }
@@ -358,30 +381,18 @@ type changelogLog struct {
 // while it runs, and no map of the keys (which, for 5M keys, takes three
 // times as much memory, and four times as long).
 func replay(mats []*Cursor, logs *changelogLog, info *ChangelogInfo) []Row {
-	starts := make([]int, len(mats)+1) // the first row of each materialisation, then of the log
-	for i, c := range mats {
-		starts[i+1] = starts[i] + c.Len()
-	}
-	logStart := starts[len(mats)]
+	src := newMatSource(mats)
+	logStart := src.Len() // the first row of the log
 	n := logStart + len(logs.rows)
-	// which returns the materialisation of row i and its row there; -1
-	// for a row of the log.
-	which := func(i int) (int, int) {
-		if i >= logStart {
-			return -1, i - logStart
-		}
-		m := sort.SearchInts(starts, i+1) - 1
-		return m, i - starts[m]
-	}
 	row := func(i int) Row {
-		if m, j := which(i); m >= 0 {
-			return mats[m].Row(j)
+		if i < logStart {
+			return src.Row(i)
 		}
 		return logs.rows[i-logStart]
 	}
 	order := SortOrder(n, func(i int) (uint64, []byte) {
-		if m, j := which(i); m >= 0 {
-			return mats[m].Op(j), mats[m].Key(j)
+		if i < logStart {
+			return src.Op(i), src.Key(i)
 		}
 		r := &logs.rows[i-logStart]
 		return r.Op, r.Key

@@ -284,7 +284,7 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 		root = filepath.Join(dir, "..", "..")
 	}
 	if err := readSnapshotFile(f, true, opts.readOptions(root, func(h string) ([]byte, error) {
-		data, _, _, stamp, err := resolveHandleRel(root, h)
+		data, _, _, stamp, err := resolveHandleRel(root, h, mapInto(f, opts))
 		if err == nil {
 			f.matStamps = append(f.matStamps, stamp)
 		}
@@ -794,7 +794,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		var unread []unreadMat
 		unreadSeen := map[string]bool{} // handles
 		resolve := func(h string) ([]byte, error) {
-			data, relMat, id, stamp, err := resolveHandleRel(sp.Root, h)
+			data, relMat, id, stamp, err := resolveHandleRel(sp.Root, h, mapInto(f, opts))
 			if err == nil {
 				f.matStamps = append(f.matStamps, stamp)
 				info := FileInfo{Size: int64(len(data)), CRC32C: stamp.crc}
@@ -1199,7 +1199,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 			f.CRC32C, crcErr = checksumFileUntil(ro.ctx, fh, f.Size)
 			// (A checksum that failed, or was stopped, fails the read:
 			// the offsets, a pass over the whole file, are not read.)
-			if crcErr == nil && decodeErr == nil && f.mapping != nil && !verified {
+			if crcErr == nil && decodeErr == nil && f.mapping != nil && !verified && f.replayed == nil {
 				where := ""
 				if mfh != fh {
 					where = " (offsets in the " + comp + "-decompressed stream)"
@@ -1260,7 +1260,9 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 			f.mapped.f = f.plain
 		}
 		for i := range snap.Batches {
-			snap.Batches[i].file = f.mapped
+			if f.replayed == nil { // (a replayed state's batches are in its own file)
+				snap.Batches[i].file = f.mapped
+			}
 		}
 	}
 	releasePages(f.mapping) // validation read every offset; keep them cached, not resident
@@ -1325,12 +1327,18 @@ func decodeFile(f *File, fh *os.File, data []byte, ro ReadOptions) (*Snapshot, s
 		// (see mappedFile).
 		ro.readMapped = (&mappedFile{f: fh, data: m}).readInto
 		ro.deferOffsets = true
+		// A large changelog is replayed into a temporary file, which
+		// the savepoint closes.
+		ro.replayInFile, ro.release = true, f.ReleasePages
 	}
 	var snap *Snapshot
 	err = Guard(func() (err error) {
 		snap, err = DecodeSnapshot(plain, ro)
 		return err
 	})
+	if snap != nil && snap.replayed != nil {
+		f.replayed = snap.replayed // (closed with the savepoint, whatever happens next)
+	}
 	if err != nil {
 		where := ""
 		if comp != CompressNone {
@@ -1512,13 +1520,39 @@ func (sp *Savepoint) Close() error {
 			errs = append(errs, f.plain.Close())
 			f.plain = nil
 		}
+		for _, m := range f.matMaps {
+			errs = append(errs, unmapFile(m.data), m.f.Close())
+		}
+		f.matMaps = nil
+		if f.replayed != nil {
+			errs = append(errs, f.replayed.Close())
+			f.replayed = nil
+		}
 	}
 	return errors.Join(errs...)
 }
 
-// ReleasePages drops the pages of the file's memory map from the process's
-// resident set (see Savepoint.ReleasePages).
-func (f *File) ReleasePages() { releasePages(f.mapping) }
+// ReleasePages drops the pages of the file's memory maps from the
+// process's resident set (see Savepoint.ReleasePages): the payload's, a
+// changelog's materialisations' and its replayed state's.
+func (f *File) ReleasePages() {
+	releasePages(f.mapping)
+	for _, m := range f.matMaps {
+		releasePages(m.data)
+	}
+	if f.replayed != nil {
+		f.replayed.ReleasePages()
+	}
+}
+
+// mappedBytes is the size of the memory maps that hold the file's rows:
+// its replayed state's, when it has one, else the payload's.
+func (f *File) mappedBytes() int64 {
+	if f.replayed != nil && f.replayed.m != nil {
+		return int64(len(f.replayed.m.data))
+	}
+	return int64(len(f.mapping))
+}
 
 // ReleaseRows returns how many of the file's rows a long pass reads
 // between two calls of ReleasePages: those of about 32 MB of the mapped
@@ -1528,7 +1562,7 @@ func (f *File) ReleaseRows() int {
 	if f.Snapshot == nil {
 		return maxReleaseRows
 	}
-	return releaseRows(int64(len(f.mapping)), f.Snapshot.NumRows())
+	return releaseRows(f.mappedBytes(), f.Snapshot.NumRows())
 }
 
 // ReleaseRows is File.ReleaseRows over all the savepoint's files: for a
@@ -1538,7 +1572,7 @@ func (sp *Savepoint) ReleaseRows() int {
 	rows := 0
 	for _, f := range sp.Files {
 		if f.Snapshot != nil {
-			bytes, rows = bytes+int64(len(f.mapping)), rows+f.Snapshot.NumRows()
+			bytes, rows = bytes+f.mappedBytes(), rows+f.Snapshot.NumRows()
 		}
 	}
 	return releaseRows(bytes, rows)
@@ -1566,7 +1600,7 @@ func releaseRows(bytes int64, rows int) int {
 // than memory.
 func (sp *Savepoint) ReleasePages() {
 	for _, f := range sp.Files {
-		releasePages(f.mapping)
+		f.ReleasePages()
 	}
 }
 
@@ -1592,27 +1626,91 @@ func (sp *Savepoint) CheckUnchanged() error {
 	return nil
 }
 
+// mapInto is the File resolveHandleRel maps f's large materialisations
+// into: f, when opened Columnar; else nil.
+func mapInto(f *File, opts OpenOptions) *File {
+	if opts.Columnar {
+		return f
+	}
+	return nil
+}
+
 // resolveHandleRel locates a materialisation handle inside the tree at root.
 // Handles are paths written by the job (<base>/v<gen>/<idx>/materializations/
 // mat-<id>.bin, absolute when the job's base was): the tail from the
 // v<gen>/ component on locates the file within the copied tree, and must
 // stay within its subtask directory v<gen>/<idx> (see realWithin). The
 // handle itself is read only when it is relative to root, and must stay
-// within root. The file must be a regular file no larger than
-// decompressCeiling. It returns the file's bytes, its path from root as the
+// within root. The file must be a regular file; read whole, no larger
+// than decompressCeiling. With into (a file opened Columnar), a file of
+// matMapMin bytes or more is memory-mapped instead, and the map kept in
+// into.matMaps. It returns the file's bytes, its path from root as the
 // handle names it, and its real path (its identity: see handleIdentity).
-func resolveHandleRel(root, handle string) (data []byte, rel, id string, stamp matStamp, err error) {
+func resolveHandleRel(root, handle string, into *File) (data []byte, rel, id string, stamp matStamp, err error) {
 	rel, err = locateHandle(root, handle, func(dir, rel string) (err error) {
 		if id, err = realWithin(dir, rel); err != nil {
 			return err
 		}
-		data, stamp.stamp, err = readRegularFileStamped(id, decompressCeiling)
+		data, stamp.stamp, stamp.crc, err = readMaterialization(id, into)
 		return err
 	})
 	if err == nil {
-		stamp.path, stamp.crc = id, CRC32C(data)
+		stamp.path = id
 	}
 	return data, rel, id, stamp, err
+}
+
+// matMapMin is the smallest materialisation file resolveHandleRel maps
+// rather than reads whole (a variable for tests).
+var matMapMin int64 = 8 << 20
+
+// readMaterialization returns the bytes of the materialisation file at
+// path, its stamp before they were read and their CRC-32C: mapped, into
+// into.matMaps, when into is not nil and the file has matMapMin bytes or
+// more (its CRC read with pread, which leaves no page resident), else
+// read whole. The replay reads a mapped one a block at a time (see
+// replayInFile), so that memory holds neither it nor its rows.
+func readMaterialization(path string, into *File) ([]byte, fileStamp, uint32, error) {
+	if into != nil {
+		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() >= matMapMin {
+			return mapMaterialization(path, into)
+		}
+	}
+	data, stamp, err := readRegularFileStamped(path, decompressCeiling)
+	if err != nil {
+		return nil, fileStamp{}, 0, err
+	}
+	return data, stamp, CRC32C(data), nil
+}
+
+// mapMaterialization is readMaterialization of a file mapped.
+func mapMaterialization(path string, into *File) (_ []byte, _ fileStamp, _ uint32, err error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fileStamp{}, 0, err
+	}
+	defer func() {
+		if err != nil {
+			fh.Close()
+		}
+	}()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, fileStamp{}, 0, err
+	}
+	if !st.Mode().IsRegular() { // replaced since the caller's Stat
+		return nil, fileStamp{}, 0, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
+	}
+	crc, err := checksumFile(fh, st.Size())
+	if err != nil {
+		return nil, fileStamp{}, 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	data, err := mapFile(fh, st.Size())
+	if err != nil {
+		return nil, fileStamp{}, 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	into.matMaps = append(into.matMaps, &mappedFile{f: fh, data: data})
+	return data, stampOf(st), crc, nil
 }
 
 // unreadMat is the path rel from the root of a materialisation whose

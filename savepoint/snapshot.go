@@ -132,7 +132,9 @@ func (v Variant) String() string {
 //
 // For a canonical stream Rows are the stored rows in stream order (duplicates
 // kept, as stored). For a changelog stream Rows are the result of replaying
-// the materialisation and the log, in canonical order.
+// the materialisation and the log, in canonical order; opened with
+// OpenOptions.Columnar, a large changelog's replayed rows are Batches
+// instead, in a temporary file that Savepoint.Close removes.
 type Snapshot struct {
 	Variant Variant
 	// Metadata is the schema metadata of the canonical stream (for a changelog
@@ -148,7 +150,9 @@ type Snapshot struct {
 	// canonical stream opened with OpenOptions.Columnar: see Batches.
 	Rows []Row
 	// Batches are the record batches of a canonical stream as columns (nil
-	// for the changelog variant and 0-byte files).
+	// for 0-byte files, and for the changelog variant but one opened with
+	// OpenOptions.Columnar whose replayed state is large: then its rows,
+	// in canonical order, in a temporary file).
 	Batches []Batch
 	// Changelog describes the changelog structure when Variant is Changelog.
 	Changelog *ChangelogInfo
@@ -158,6 +162,10 @@ type Snapshot struct {
 	order orderInfo   // see Order
 	runs  *PrefixRuns // see Runs
 	hits  *KeyHits    // see KeyHits
+	// replayed is the temporary file a changelog's state was replayed
+	// into (ReadOptions.replayInFile), Batches its batches: the file
+	// opened takes it (File.replayed), to close.
+	replayed *Spilled
 }
 
 // ChangelogInfo describes a changelog file as stored.

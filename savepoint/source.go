@@ -126,6 +126,11 @@ type File struct {
 	// matStamps are the materialisation files read for a changelog
 	// payload, with their metadata and CRC-32C when read.
 	matStamps []matStamp
+	// matMaps are the memory maps of the large materialisation files a
+	// changelog payload names (Columnar), and replayed the temporary file
+	// its state was replayed into (ReadOptions.replayInFile), if any.
+	matMaps  []*mappedFile
+	replayed *Spilled
 }
 
 // matStamp is a materialisation file as it was read: its real path, its

@@ -141,21 +141,13 @@ func SortSpilled(src ColumnSource, opts SpillOptions) (_ *Spilled, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cols, err := createTempFile(opts.Dir, "sorted")
+	out, err := newColWriter(opts.Dir, "sorted", budget)
 	if err != nil {
-		return nil, spillCreateError(err)
-	}
-	// Two buffers of half the budget: one fills while the other is written.
-	out := &colWriter{f: cols, limit: max(1, budget/2)}
-	for _, cb := range []*colBuf{&out.colBuf, &out.spare} {
-		if c, ok := colBufs.Get().(*colBuf); ok {
-			*cb = *c
-		}
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			out.wait()
-			cols.Close()
+			out.abort()
 		}
 	}()
 	s := &spillSorter{chunks: cw, out: out, budget: budget, dropped: opts.Dropped, keep: opts.KeepDuplicates, stop: opts.stopped}
@@ -1153,6 +1145,31 @@ type colBatch struct {
 	klen, vlen                 int
 }
 
+// newColWriter returns a colWriter to a new temporary file in dir (what
+// names it, where it must have a name), with two buffers of half the
+// budget: one fills while the other is written.
+func newColWriter(dir, what string, budget int) (*colWriter, error) {
+	f, err := createTempFile(dir, what)
+	if err != nil {
+		return nil, spillCreateError(err)
+	}
+	w := &colWriter{f: f, limit: max(1, budget/2)}
+	for _, cb := range []*colBuf{&w.colBuf, &w.spare} {
+		if c, ok := colBufs.Get().(*colBuf); ok {
+			*cb = *c
+		}
+	}
+	return w, nil
+}
+
+// abort waits for the write under way and closes the file, for a writer
+// that will not finish.
+func (w *colWriter) abort() {
+	w.wait()
+	w.f.Close()
+}
+
+// add appends r.
 func (w *colWriter) add(r Row) {
 	if w.err != nil {
 		return
