@@ -93,16 +93,16 @@ func (b *Batch) changed(values bool, i int) {
 // batchOf returns the columns of a validated canonical record batch.
 // arrow-go's accessors trust the batch header: one they cannot follow is
 // an error, not a crash.
-func batchOf(rec arrow.RecordBatch) (b Batch, err error) {
+func batchOf(rec arrow.RecordBatch, first int) (b Batch, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			b, err = Batch{}, fmt.Errorf("malformed record batch: %s", malformedDetail(p))
 		}
 	}()
-	keys := rec.Column(1).(*array.Binary)
-	vals := rec.Column(2).(*array.Binary)
+	keys := rec.Column(first + 1).(*array.Binary)
+	vals := rec.Column(first + 2).(*array.Binary)
 	return Batch{
-		Ops:     rec.Column(0).(*array.Uint64).Values(),
+		Ops:     rec.Column(first).(*array.Uint64).Values(),
 		KeyOffs: binaryOffsets(keys),
 		Keys:    binaryData(keys),
 		ValOffs: binaryOffsets(vals),

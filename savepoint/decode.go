@@ -148,7 +148,7 @@ func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src 
 		if err := validateBatch(rec, readMapped, deferOffsets && readMapped != nil); err != nil {
 			return nil, fmt.Errorf("record batch %d: %w", bi, err)
 		}
-		b, err := batchOf(rec)
+		b, err := batchOf(rec, 0)
 		if err != nil {
 			return nil, fmt.Errorf("record batch %d: %w", bi, err)
 		}
@@ -245,32 +245,33 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		if rs.compression != "" {
 			s.Compression = rs.compression
 		}
-		total := 0 // (the log's slices grown once, not by doubling)
+		total := 0 // (the kinds grown once, not by doubling)
 		for _, rec := range rs.batches {
 			total += int(rec.NumRows())
 		}
-		logs.kinds, logs.rows = slices.Grow(logs.kinds, total), slices.Grow(logs.rows, total)
+		logs.kinds = slices.Grow(logs.kinds, total)
 		matSeen, row := false, 0
 		for ri, rec := range rs.batches {
 			if err := validateBatch(rec, nil, false); err != nil {
 				return nil, fmt.Errorf("%srecord batch %d: %w", where, ri, err)
 			}
 			s.BatchRows = append(s.BatchRows, int(rec.NumRows()))
+			b, err := batchOf(rec, 1)
+			if err != nil {
+				return nil, fmt.Errorf("%srecord batch %d: %w", where, ri, err)
+			}
+			b.file = mappedFileOf(blob) // (read again by the replay: see Batch.changed)
+			logs.batches = append(logs.batches, b)
 			kinds := rec.Column(0).(*array.Uint8).Values()
-			ops := rec.Column(1).(*array.Uint64).Values()
-			keys := rec.Column(2).(*array.Binary)
-			vals := rec.Column(3).(*array.Binary)
+			logs.kinds = append(logs.kinds, kinds...)
 			for i, kind := range kinds {
 				if kind == rowKindMaterialised || kind == rowKindHandle {
 					// Wherever it lies (clink's writer puts it in row 0),
 					// and however many there are: clink's restore takes
 					// each.
 					matSeen = true
-					mats = append(mats, matRow{kind, vals.Value(i), where, row + i})
-					continue
+					mats = append(mats, matRow{kind, b.Row(i).Value, where, row + i})
 				}
-				logs.kinds = append(logs.kinds, kind)
-				logs.rows = append(logs.rows, Row{Op: ops[i], Key: keys.Value(i), Value: vals.Value(i)})
 			}
 			row += len(kinds)
 		}
@@ -333,14 +334,17 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		}
 		restored = append(restored, mat.NewCursor())
 	}
-	s.Changelog.LogRows = len(logs.kinds)
-	for _, kind := range logs.kinds {
+	logs.rows = (&Snapshot{Batches: logs.batches}).NewCursor()
+	for i, kind := range logs.kinds {
+		if logs.isLog(i) {
+			s.Changelog.LogRows++
+		}
 		if kind == rowKindErase {
 			s.Changelog.Erases++
 		}
 	}
 	s.Changelog.Puts = s.Changelog.LogRows - s.Changelog.Erases // (any other kind replays as a put)
-	if rows := newMatSource(restored).Len() + len(logs.rows); opts.replayInFile && rows >= replayFileRows {
+	if rows := newMatSource(restored).Len() + logs.rows.Len(); opts.replayInFile && rows >= replayFileRows {
 		sp, err := replayInFile(restored, &logs, s.Changelog, opts)
 		var tfe *TempFileError
 		switch {
@@ -361,11 +365,20 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 	return s, nil
 }
 
-// changelogLog is the log rows of a changelog's blobs, in order, and
-// their row_kinds.
+// changelogLog is the rows of a changelog's blobs, in order, read where
+// they lie, and their row_kinds: its log rows (isLog) and its
+// materialisation rows, which the replay passes over.
 type changelogLog struct {
-	kinds []uint8
-	rows  []Row
+	kinds   []uint8
+	batches []Batch // the blobs' record batches: operator, key and value columns
+	rows    *Cursor // over batches
+}
+
+// isLog reports whether row i is a log row (row_kind 1, 2, or any other
+// kind but a materialisation's 0 and 3, replayed as a put).
+func (l *changelogLog) isLog(i int) bool {
+	k := l.kinds[i]
+	return k != rowKindMaterialised && k != rowKindHandle
 }
 
 // replay returns the state that restoring the materialisations mats in
@@ -383,19 +396,18 @@ type changelogLog struct {
 func replay(mats []*Cursor, logs *changelogLog, info *ChangelogInfo) []Row {
 	src := newMatSource(mats)
 	logStart := src.Len() // the first row of the log
-	n := logStart + len(logs.rows)
+	n := logStart + logs.rows.Len()
 	row := func(i int) Row {
 		if i < logStart {
 			return src.Row(i)
 		}
-		return logs.rows[i-logStart]
+		return logs.rows.Row(i - logStart)
 	}
 	order := SortOrder(n, func(i int) (uint64, []byte) {
 		if i < logStart {
 			return src.Op(i), src.Key(i)
 		}
-		r := &logs.rows[i-logStart]
-		return r.Op, r.Key
+		return logs.rows.Op(i - logStart), logs.rows.Key(i - logStart)
 	})
 	out := make([]Row, 0, n) // room for every row: a slice this large grown by appending is copied over and over
 	for lo := 0; lo < len(order); {
@@ -415,6 +427,8 @@ func replay(mats []*Cursor, logs *changelogLog, info *ChangelogInfo) []Row {
 				cur = MergeDuplicate(cur, r)
 			case i < logStart:
 				cur, held = r, true
+			case !logs.isLog(i - logStart):
+				// a materialisation row, restored above
 			case logs.kinds[i-logStart] == rowKindErase:
 				held, erased = false, true
 			default:
@@ -441,6 +455,18 @@ func replay(mats []*Cursor, logs *changelogLog, info *ChangelogInfo) []Row {
 		out = slices.Clone(out)
 	}
 	return out
+}
+
+// setFile gives the batches of a materialisation decoded from data the
+// mapped file data lies in, if any: the replay reads their offsets again,
+// and offsets found out of bounds then report the file rewritten while
+// read (Batch.changed), not a crash.
+func (s *Snapshot) setFile(data []byte) {
+	if m := mappedFileOf(data); m != nil {
+		for i := range s.Batches {
+			s.Batches[i].file = m
+		}
+	}
 }
 
 // note records a materialisation row of kind (row_kind 0 or 3) and value.
@@ -475,6 +501,7 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 		if err != nil {
 			return nil, fmt.Errorf("inline materialisation: %w", err)
 		}
+		mat.setFile(value)
 		return mat, nil
 	case rowKindHandle:
 		handle := string(value)
@@ -503,6 +530,7 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 		if mat.Variant == Changelog {
 			return nil, fmt.Errorf("materialisation %q is itself a changelog stream", handle)
 		}
+		mat.setFile(data)
 		return mat, nil
 	}
 	return nil, fmt.Errorf("row_kind %d is no materialisation, expected 0 (inline) or 3 (external handle)", kind)

@@ -27,6 +27,7 @@ func InputFault(err error) bool {
 type mapping struct {
 	base, size uintptr
 	f          *os.File
+	data       []byte // the map
 }
 
 // mappings are the files mapped now (all), and the last ones unmapped
@@ -47,7 +48,7 @@ func addMapping(b []byte, f *os.File) {
 	}
 	mappings.Lock()
 	defer mappings.Unlock()
-	mappings.all = append(mappings.all, mapping{base: uintptr(unsafe.Pointer(&b[0])), size: uintptr(len(b)), f: f})
+	mappings.all = append(mappings.all, mapping{base: uintptr(unsafe.Pointer(&b[0])), size: uintptr(len(b)), f: f, data: b})
 }
 
 // removeMapping forgets the mapping b, about to be unmapped.
@@ -64,6 +65,7 @@ func removeMapping(b []byte) {
 			if len(mappings.gone) == goneMappings {
 				mappings.gone = append(mappings.gone[:0], mappings.gone[1:]...)
 			}
+			m.data = nil // (unmapped)
 			mappings.gone = append(mappings.gone, m)
 			return
 		}
@@ -85,6 +87,26 @@ func mappingAt(addr uintptr) (mapping, bool) {
 		}
 	}
 	return mapping{}, false
+}
+
+// mappedFileOf returns the mapped file that holds b, or nil when b is not
+// in a file mapped now (memory of the heap: a decompressed stream).
+// Batches decoded from a map name their file through it when their
+// offsets are found out of bounds (the file rewritten while read), as
+// those of a payload do (see Batch.changed).
+func mappedFileOf(b []byte) *mappedFile {
+	if len(b) == 0 {
+		return nil
+	}
+	addr := uintptr(unsafe.Pointer(&b[0]))
+	mappings.Lock()
+	defer mappings.Unlock()
+	for _, m := range mappings.all {
+		if addr >= m.base && addr-m.base < m.size {
+			return &mappedFile{f: m.f, data: m.data}
+		}
+	}
+	return nil
 }
 
 // faultError is the error of a memory fault at addr while input was read.

@@ -48,12 +48,16 @@ type OpenOptions struct {
 	// .zst, ...) is decompressed into an unnamed temporary file in TempDir,
 	// which is mapped in turn, so memory does not grow with it either; it
 	// is refused (as without Columnar) when it would decompress to more
-	// than 1024 times its size, at least 64 MiB. Not bounded so: a
-	// changelog payload (and its materialisation) is replayed into
-	// Snapshot.Rows, in memory, as its log rows change the state its
-	// materialisation holds (about three times the materialisation's size).
-	// Each mapped payload holds a file descriptor and a mapping until
-	// Close: a tree of N payloads, N of each.
+	// than 1024 times its size, at least 64 MiB. A changelog payload of
+	// 64K rows or more (its materialisations' and its log's) is replayed
+	// through temporary files in TempDir into one holding its state, mapped
+	// as Snapshot.Batches, and its materialisation files of 8 MiB or more
+	// are mapped, not read whole: memory grows with its log (about 5 bytes
+	// a log row, and the sort's scratch while it runs), not with its state.
+	// A smaller changelog is replayed into Snapshot.Rows, in memory. Each
+	// mapped payload holds a file descriptor and a mapping until Close (a
+	// tree of N payloads, N of each), and a changelog replayed in a file
+	// one more of each.
 	Columnar bool
 	// TempDir is where Columnar decompresses a payload compressed as a
 	// whole ("" for os.TempDir()): the file takes the payload's size
@@ -1338,6 +1342,9 @@ func decodeFile(f *File, fh *os.File, data []byte, ro ReadOptions) (*Snapshot, s
 	})
 	if snap != nil && snap.replayed != nil {
 		f.replayed = snap.replayed // (closed with the savepoint, whatever happens next)
+		// The state is in its own file: the materialisations mapped
+		// are read no more.
+		f.closeMatMaps()
 	}
 	if err != nil {
 		where := ""
@@ -1520,15 +1527,23 @@ func (sp *Savepoint) Close() error {
 			errs = append(errs, f.plain.Close())
 			f.plain = nil
 		}
-		for _, m := range f.matMaps {
-			errs = append(errs, unmapFile(m.data), m.f.Close())
-		}
-		f.matMaps = nil
+		errs = append(errs, f.closeMatMaps())
 		if f.replayed != nil {
 			errs = append(errs, f.replayed.Close())
 			f.replayed = nil
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// closeMatMaps unmaps and closes the materialisation files mapped for the
+// file (matMaps).
+func (f *File) closeMatMaps() error {
+	var errs []error
+	for _, m := range f.matMaps {
+		errs = append(errs, unmapFile(m.data), m.f.Close())
+	}
+	f.matMaps = nil
 	return errors.Join(errs...)
 }
 

@@ -1,6 +1,7 @@
 package savepoint
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,8 +19,9 @@ import (
 //  1. The materialisations, in turn, are sorted with SortSpilled, which
 //     resolves their duplicates as the restore does (MergeDuplicate): a
 //     canonical copy, read from the materialisations a block at a time.
-//  2. The log is sorted in memory (4 bytes a log row, beside its rows,
-//     which the payload's map holds) and only each key's last entry kept.
+//  2. The log is sorted in memory (4 bytes a row and a byte for its
+//     row_kind, beside the payload's map, which holds its rows) and only
+//     each key's last entry kept.
 //  3. The two, both in canonical order, are merged into a second
 //     temporary file, each key's last log entry deciding over its
 //     materialised row (a put replaces it, an erase removes it), and that
@@ -96,8 +98,9 @@ func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts 
 	if err != nil {
 		return nil, replayFileError(err)
 	}
+	done := false
 	defer func() {
-		if err != nil {
+		if !done { // an error, or a fault reading the input that Guard recovers
 			out.abort()
 		}
 	}()
@@ -118,8 +121,11 @@ func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts 
 		}
 		return nil
 	}
-	for _, j := range last {
-		r := logs.rows[j]
+	for k, j := range last {
+		if k%spillReleaseRows == spillReleaseRows-1 && stop() {
+			return nil, ctxErr(opts.ctx)
+		}
+		r := logs.rows.Row(int(j))
 		c := 1
 		for i < n {
 			if c = matRows.Row(i).Compare(r); c >= 0 {
@@ -144,27 +150,31 @@ func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts 
 		}
 	}
 	sp, err := out.finish()
+	done = true // (a writer that failed to finish has closed nothing, and is aborted)
 	if err != nil {
+		out.abort()
 		return nil, replayFileError(err)
 	}
 	return sp, nil
 }
 
-// lastLogEntries returns the index in logs of each key's last entry, in
-// canonical order of the keys.
+// lastLogEntries returns the index in logs of each key's last log entry
+// (materialisation rows passed over), in canonical order of the keys.
 func lastLogEntries(logs *changelogLog) []uint32 {
-	order := SortOrder(len(logs.rows), func(i int) (uint64, []byte) {
-		return logs.rows[i].Op, logs.rows[i].Key
-	})
-	last := order[:0]
-	for k, j := range order {
-		if k+1 < len(order) {
-			a, b := &logs.rows[j], &logs.rows[order[k+1]]
-			if a.Op == b.Op && string(a.Key) == string(b.Key) {
-				continue // a later entry of the key follows (the sort is stable)
+	rows := logs.rows
+	order := SortOrder(rows.Len(), func(i int) (uint64, []byte) { return rows.Op(i), rows.Key(i) })
+	last := order[:0] // (written behind the reads: a key's entries are one or more)
+	for k := 0; k < len(order); {
+		op, key := rows.Op(int(order[k])), rows.Key(int(order[k]))
+		found := -1
+		for ; k < len(order) && rows.Op(int(order[k])) == op && bytes.Equal(rows.Key(int(order[k])), key); k++ {
+			if logs.isLog(int(order[k])) {
+				found = int(order[k]) // the sort is stable: the last found is the key's last entry
 			}
 		}
-		last = append(last, j)
+		if found >= 0 {
+			last = append(last, uint32(found))
+		}
 	}
 	return last
 }

@@ -57,7 +57,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	where := fs.String("where", "", "only rows for which this expr-lang expression is true (see the row model in the README)")
 	rulesPath := fs.StringP("rules", "r", "", "rule file whose slots: declarations decode keys and values")
 	allowUnverified := fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
-	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, and a payload compressed as a whole decompressed, through temporary files (default: the system's temporary directory)")
+	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, a large changelog replayed, and a payload compressed as a whole decompressed, through temporary files (default: the system's temporary directory)")
 	of := addOpenFlags(fs)
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code

@@ -29,7 +29,7 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 	groupsA := fs.String("groups-a", "", "chain groups of tree A as subtask ranges, e.g. 0-2,3-4 (default: inferred)")
 	groupsB := fs.String("groups-b", "", "chain groups of tree B (default: inferred)")
 	allowUnverified := fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
-	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, and a payload compressed as a whole decompressed, through temporary files (default: the system's temporary directory)")
+	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, a large changelog replayed, and a payload compressed as a whole decompressed, through temporary files (default: the system's temporary directory)")
 	if done, code := parse(c, fs, s, args, exactly(2)); done {
 		return code
 	}

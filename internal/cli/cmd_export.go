@@ -59,7 +59,7 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 	rowGroup := intFlag(fs, "row-group-rows", export.DefaultRowGroupRows, "maximum rows per Parquet row group")
 	force := fs.Bool("force", false, "replace an existing output")
 	allowUnverified := fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
-	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, and a payload compressed as a whole decompressed, through temporary files (default: the nearest existing directory above the output; with -o -, the system's temporary directory)")
+	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, a large changelog replayed, and a payload compressed as a whole decompressed, through temporary files (default: the nearest existing directory above the output; with -o -, the system's temporary directory)")
 	of := addOpenFlags(fs)
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code

@@ -85,7 +85,7 @@ func runInspect(ctx context.Context, s *Streams, args []string) int {
 	fs := flagSet(c)
 	asJSON := fs.Bool("json", false, "print the summary as JSON (stable format, see the README)")
 	of := addOpenFlags(fs)
-	tempDir := fs.String("temp-dir", "", "where a payload compressed as a whole is decompressed, into a temporary file (default: the system's temporary directory)")
+	tempDir := fs.String("temp-dir", "", "where a large changelog is replayed, and a payload compressed as a whole decompressed, through temporary files (default: the system's temporary directory)")
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}
@@ -125,7 +125,7 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	asJSON := fs.Bool("json", false, "print the findings as JSON (stable format, see the README)")
 	par := intFlag(fs, "parallelism", 0, "also check what a job resubmitted at this parallelism restores: every keyed row in its subtask's key-group range, every timer its restore fires")
 	of := addOpenFlags(fs)
-	tempDir := fs.String("temp-dir", "", "where a payload compressed as a whole is decompressed, into a temporary file (default: the system's temporary directory)")
+	tempDir := fs.String("temp-dir", "", "where a large changelog is replayed, and a payload compressed as a whole decompressed, through temporary files (default: the system's temporary directory)")
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}

@@ -32,7 +32,7 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	tf := addTransformFlags(fs, false)
 	fs.MarkHidden("rules")
 	fs.Lookup("out").Usage = "output directory: the rescaled tree (required unless --dry-run; never the input)"
-	fs.Lookup("temp-dir").Usage = "where a large file in clink's hash-map order is sorted, and a payload compressed as a whole decompressed, through temporary files (default: the nearest existing directory above the output; with --dry-run, the system's temporary directory)"
+	fs.Lookup("temp-dir").Usage = "where a large file in clink's hash-map order is sorted, a large changelog replayed, and a payload compressed as a whole decompressed, through temporary files (default: the nearest existing directory above the output; with --dry-run, the system's temporary directory)"
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}

@@ -146,7 +146,7 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	if dry {
 		tempDefault = "the system's temporary directory"
 	}
-	f.tempDir = fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, and a payload compressed as a whole decompressed, through temporary files (default: "+tempDefault+")")
+	f.tempDir = fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, a large changelog replayed, and a payload compressed as a whole decompressed, through temporary files (default: "+tempDefault+")")
 	f.open = addOpenFlags(fs)
 	return f
 }
