@@ -359,7 +359,7 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 			return nil, err
 		}
 		// No room for the files: replayed in memory, as a smaller one is.
-		s.Changelog.erased = nil
+		s.Changelog.erased = s.Changelog.erased[:0]
 	}
 	s.Rows = replay(restored, &logs, s.Changelog)
 	return s, nil
@@ -394,6 +394,7 @@ func (l *changelogLog) isLog(i int) bool {
 // while it runs, and no map of the keys (which, for 5M keys, takes three
 // times as much memory, and four times as long).
 func replay(mats []*Cursor, logs *changelogLog, info *ChangelogInfo) []Row {
+	info.log = logs.rows
 	src := newMatSource(mats)
 	logStart := src.Len() // the first row of the log
 	n := logStart + logs.rows.Len()
@@ -413,7 +414,7 @@ func replay(mats []*Cursor, logs *changelogLog, info *ChangelogInfo) []Row {
 	for lo := 0; lo < len(order); {
 		first := row(int(order[lo]))
 		var cur Row
-		held, erased := false, false
+		held, erased := false, -1 // erased: the log row of the key's last entry, when an erase
 		hi := lo
 		for ; hi < len(order); hi++ {
 			i, r := int(order[hi]), first
@@ -430,19 +431,16 @@ func replay(mats []*Cursor, logs *changelogLog, info *ChangelogInfo) []Row {
 			case !logs.isLog(i - logStart):
 				// a materialisation row, restored above
 			case logs.kinds[i-logStart] == rowKindErase:
-				held, erased = false, true
+				held, erased = false, i-logStart
 			default:
-				cur, held, erased = r, true, false
+				cur, held, erased = r, true, -1
 			}
 		}
 		if held {
 			out = append(out, cur)
 		}
-		if erased {
-			if info.erased == nil {
-				info.erased = map[string]bool{}
-			}
-			info.erased[changelogKey(first.Op, first.Key)] = true
+		if erased >= 0 {
+			info.noteErased(erased)
 		}
 		lo = hi
 	}

@@ -3,6 +3,7 @@ package savepoint
 import (
 	"bytes"
 	"encoding/binary"
+	"sort"
 	"strconv"
 )
 
@@ -185,7 +186,8 @@ type ChangelogInfo struct {
 	Puts, Erases int
 	// erased holds the keys (ChangelogInfo.key form) whose last log entry
 	// is an erase: the state the log leaves is that they are absent.
-	erased map[string]bool
+	erased []uint32 // (see noteErased)
+	log    *Cursor  // the log's rows, which erased indexes
 }
 
 // ErasedByLog reports whether the changelog's log erases (op, key) last,
@@ -194,7 +196,13 @@ type ChangelogInfo struct {
 // subtask's file is stale, not lost (format 1.7, 10.1). False for a
 // canonical snapshot.
 func (s *Snapshot) ErasedByLog(op uint64, key []byte) bool {
-	return s != nil && s.Changelog != nil && s.Changelog.erased[changelogKey(op, key)]
+	if s == nil || s.Changelog == nil {
+		return false
+	}
+	c := s.Changelog
+	k := Row{Op: op, Key: key}
+	i := sort.Search(len(c.erased), func(i int) bool { return c.log.Row(int(c.erased[i])).Compare(k) >= 0 })
+	return i < len(c.erased) && c.log.Row(int(c.erased[i])).Compare(k) == 0
 }
 
 // Sorted reports whether rows are in strictly increasing canonical order
