@@ -349,7 +349,7 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		var tfe *TempFileError
 		switch {
 		case err == nil:
-			s.Batches, s.replayed = sp.snap.Batches, sp
+			s.Batches, s.replayed = sp[0].snap.Batches, sp
 			if len(s.Batches) == 0 {
 				s.Batches = nil
 				s.Rows = []Row{}

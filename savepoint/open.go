@@ -52,12 +52,13 @@ type OpenOptions struct {
 	// 64K rows or more (its materialisations' and its log's) is replayed
 	// through temporary files in TempDir into one holding its state, mapped
 	// as Snapshot.Batches, and its materialisation files of 8 MiB or more
-	// are mapped, not read whole: memory grows with its log (about 5 bytes
-	// a log row, and the sort's scratch while it runs), not with its state.
-	// A smaller changelog is replayed into Snapshot.Rows, in memory. Each
-	// mapped payload holds a file descriptor and a mapping until Close (a
-	// tree of N payloads, N of each), and a changelog replayed in a file
-	// one more of each.
+	// are mapped, not read whole: memory holds none of its rows (about 1
+	// byte a row for its row_kind, 4 a key its log erases). A smaller
+	// changelog is replayed into Snapshot.Rows, in memory, its mapped
+	// materialisation files kept mapped until Close. Each mapped payload
+	// holds a file descriptor and a mapping until Close (a tree of N
+	// payloads, N of each), and a changelog replayed in a file one or two
+	// more of each.
 	Columnar bool
 	// TempDir is where Columnar decompresses a payload compressed as a
 	// whole ("" for os.TempDir()): the file takes the payload's size
@@ -1203,7 +1204,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 			f.CRC32C, crcErr = checksumFileUntil(ro.ctx, fh, f.Size)
 			// (A checksum that failed, or was stopped, fails the read:
 			// the offsets, a pass over the whole file, are not read.)
-			if crcErr == nil && decodeErr == nil && f.mapping != nil && !verified && f.replayed == nil {
+			if crcErr == nil && decodeErr == nil && f.mapping != nil && !verified && len(f.replayed) == 0 {
 				where := ""
 				if mfh != fh {
 					where = " (offsets in the " + comp + "-decompressed stream)"
@@ -1264,7 +1265,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 			f.mapped.f = f.plain
 		}
 		for i := range snap.Batches {
-			if f.replayed == nil { // (a replayed state's batches are in its own file)
+			if len(f.replayed) == 0 { // (a replayed state's batches are in its own file)
 				snap.Batches[i].file = f.mapped
 			}
 		}
@@ -1528,10 +1529,10 @@ func (sp *Savepoint) Close() error {
 			f.plain = nil
 		}
 		errs = append(errs, f.closeMatMaps())
-		if f.replayed != nil {
-			errs = append(errs, f.replayed.Close())
-			f.replayed = nil
+		for _, r := range f.replayed {
+			errs = append(errs, r.Close())
 		}
+		f.replayed = nil
 	}
 	return errors.Join(errs...)
 }
@@ -1555,16 +1556,16 @@ func (f *File) ReleasePages() {
 	for _, m := range f.matMaps {
 		releasePages(m.data)
 	}
-	if f.replayed != nil {
-		f.replayed.ReleasePages()
+	for _, r := range f.replayed {
+		r.ReleasePages()
 	}
 }
 
 // mappedBytes is the size of the memory maps that hold the file's rows:
 // its replayed state's, when it has one, else the payload's.
 func (f *File) mappedBytes() int64 {
-	if f.replayed != nil && f.replayed.m != nil {
-		return int64(len(f.replayed.m.data))
+	if len(f.replayed) > 0 && f.replayed[0].m != nil {
+		return int64(len(f.replayed[0].m.data))
 	}
 	return int64(len(f.mapping))
 }

@@ -19,16 +19,18 @@ import (
 //  1. The materialisations, in turn, are sorted with SortSpilled, which
 //     resolves their duplicates as the restore does (MergeDuplicate): a
 //     canonical copy, read from the materialisations a block at a time.
-//  2. The log is sorted in memory (4 bytes a row and a byte for its
-//     row_kind, beside the payload's map, which holds its rows) and only
-//     each key's last entry kept.
-//  3. The two, both in canonical order, are merged into a second
-//     temporary file, each key's last log entry deciding over its
+//  2. The log is sorted with SortSpilled too, every entry of a key kept in
+//     stream order, each value led by its row_kind (logSource).
+//  3. The two, both in canonical order and read in order, are merged into
+//     a temporary file, each key's last log entry deciding over its
 //     materialised row (a put replaces it, an erase removes it), and that
 //     file is mapped as the snapshot's batches.
 //
-// Both files are unlinked as soon as they are created; the first is closed
-// once merged, the second when the savepoint is closed.
+// The files are unlinked as soon as they are created. The sorted
+// materialisations are closed once merged, and so is the sorted log
+// unless the log erases keys: ErasedByLog then finds them in it, and it
+// stays open with the state's until the savepoint is closed. Nothing is
+// read at random, and memory holds none of the rows.
 
 // replayFileRows is the fewest rows (the materialisations' and the
 // log's) of a changelog replayed through temporary files (a variable for
@@ -81,20 +83,61 @@ func (s *matSource) Value(i int) []byte {
 	return c.Value(j)
 }
 
-// replayInFile is replay through temporary files in opts.tempDir (see the
-// comment above): it returns the replayed state, mapped, or an error of
-// the files (a *TempFileError), of a read of the input, or opts.ctx's.
-func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts ReadOptions) (_ *Spilled, err error) {
-	info.log = logs.rows
-	stop := func() bool { return ctxErr(opts.ctx) != nil }
-	var sorted *Spilled
-	if src := newMatSource(mats); src.Len() > 0 {
-		if sorted, err = SortSpilled(src, SpillOptions{Dir: opts.tempDir, Release: opts.release, Stop: stop}); err != nil {
-			return nil, replayFileError(err)
-		}
-		defer sorted.Close()
+// logSource is the log's rows as the external sort reads them: each
+// value led by its row's row_kind, in a copy of its own (the sort copies
+// it at once, from several goroutines); a materialisation row's value is
+// left out (an inline one is the whole materialisation).
+type logSource struct{ l *changelogLog }
+
+func (s logSource) Len() int         { return s.l.rows.Len() }
+func (s logSource) Op(i int) uint64  { return s.l.rows.Op(i) }
+func (s logSource) Key(i int) []byte { return s.l.rows.Key(i) }
+func (s logSource) Row(i int) Row    { return Row{Op: s.Op(i), Key: s.Key(i), Value: s.Value(i)} }
+
+func (s logSource) Value(i int) []byte {
+	if !s.l.isLog(i) {
+		return []byte{s.l.kinds[i]}
 	}
-	last := lastLogEntries(logs, opts.release)
+	v := s.l.rows.Value(i)
+	return append(append(make([]byte, 0, 1+len(v)), s.l.kinds[i]), v...)
+}
+
+// isLogKind reports whether a row of row_kind k is a log row (see
+// changelogLog.isLog).
+func isLogKind(k uint8) bool { return k != rowKindMaterialised && k != rowKindHandle }
+
+// replayInFile is replay through temporary files in opts.tempDir (see the
+// comment above): it returns the replayed state, mapped (its file first,
+// then the sorted log's, which ErasedByLog reads, when the log erases
+// keys), or an error of the files (a *TempFileError), of a read of the
+// input, or opts.ctx's.
+func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts ReadOptions) (_ []*Spilled, err error) {
+	stop := func() bool { return ctxErr(opts.ctx) != nil }
+	sortIn := func(src ColumnSource, keep bool) (*Spilled, *Cursor, error) {
+		if src.Len() == 0 {
+			return nil, (&Snapshot{}).NewCursor(), nil
+		}
+		sp, err := SortSpilled(src, SpillOptions{Dir: opts.tempDir, Release: opts.release, Stop: stop, KeepDuplicates: keep})
+		if err != nil {
+			return nil, nil, replayFileError(err)
+		}
+		return sp, sp.Snapshot().NewCursor(), nil
+	}
+	matCopy, matRows, err := sortIn(newMatSource(mats), false)
+	if err != nil {
+		return nil, err
+	}
+	defer matCopy.Close()
+	logCopy, logRows, err := sortIn(logSource{logs}, true)
+	if err != nil {
+		return nil, err
+	}
+	keepLog := false
+	defer func() {
+		if !keepLog {
+			logCopy.Close()
+		}
+	}()
 	out, err := newColWriter(opts.tempDir, "replayed", DefaultSpillBudget)
 	if err != nil {
 		return nil, replayFileError(err)
@@ -105,33 +148,48 @@ func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts 
 			out.abort()
 		}
 	}()
-	var matRows RowSource = RowSlice(nil)
-	if sorted != nil {
-		matRows = sorted.Snapshot().NewCursor()
-	}
+	info.log, info.erased = logRows, info.erased[:0]
 	i, n := 0, matRows.Len()
-	// mat copies the next materialised row, and now and then drops the
-	// pages of the sorted copy read so far and sees whether to stop.
+	// Now and then the pages of the copies read so far are dropped, and
+	// the stop asked.
+	read, nextRelease := 0, spillReleaseRows
+	tick := func() error {
+		if read++; read < nextRelease {
+			return nil
+		}
+		nextRelease += spillReleaseRows
+		matCopy.ReleasePages()
+		logCopy.ReleasePages()
+		return ctxErr(opts.ctx)
+	}
+	// mat copies the next materialised row.
 	mat := func() error {
 		out.add(matRows.Row(i))
-		if i++; i%spillReleaseRows == 0 {
-			sorted.ReleasePages()
-			if stop() {
-				return ctxErr(opts.ctx)
-			}
-		}
-		return nil
+		i++
+		return tick()
 	}
-	for k, j := range last {
-		if k%spillReleaseRows == spillReleaseRows-1 {
-			if opts.release != nil {
-				opts.release() // the log's rows read at random so far
+	for li, ln := 0, logRows.Len(); li < ln; {
+		// The entries of log row li's key, in stream order: the last log
+		// entry decides.
+		first, last := logRows.Row(li), -1
+		for start := li; li < ln; li++ {
+			r := logRows.Row(li)
+			if li > start && (r.Op != first.Op || !bytes.Equal(r.Key, first.Key)) {
+				break
 			}
-			if stop() {
-				return nil, ctxErr(opts.ctx)
+			if isLogKind(r.Value[0]) {
+				last = li
+			}
+			if err := tick(); err != nil {
+				return nil, err
 			}
 		}
-		r := logs.rows.Row(int(j))
+		if last < 0 {
+			continue // materialisation rows only
+		}
+		r := logRows.Row(last)
+		kind := r.Value[0]
+		r.Value = r.Value[1:]
 		c := 1
 		for i < n {
 			if c = matRows.Row(i).Compare(r); c >= 0 {
@@ -144,8 +202,8 @@ func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts 
 		if c == 0 {
 			i++ // the log decides
 		}
-		if logs.kinds[j] == rowKindErase {
-			info.noteErased(int(j))
+		if kind == rowKindErase {
+			info.noteErased(last)
 			continue
 		}
 		out.add(r)
@@ -161,40 +219,15 @@ func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts 
 		out.abort()
 		return nil, replayFileError(err)
 	}
-	return sp, nil
-}
-
-// lastLogEntries returns the index in logs of each key's last log entry
-// (materialisation rows passed over), in canonical order of the keys. The
-// keys of rows the sort marks as alone are not compared: read at random
-// through the payload's map, they took a quarter of the replay of a log
-// of 5M rows. release, when not nil, drops the map's pages between the
-// sort's passes.
-func lastLogEntries(logs *changelogLog, release func()) []uint32 {
-	rows := logs.rows
-	order, tie := sortOrder(rows.Len(), func(i int) (uint64, []byte) { return rows.Op(i), rows.Key(i) }, true, release)
-	// same reports whether the rows at positions k-1 and k of the order
-	// have one key.
-	same := func(k int) bool {
-		if !tie[k] {
-			return false
-		}
-		a, b := int(order[k-1]), int(order[k])
-		return rows.Op(a) == rows.Op(b) && bytes.Equal(rows.Key(a), rows.Key(b))
+	files := []*Spilled{sp}
+	if len(info.erased) > 0 {
+		keepLog = true
+		logCopy.ReleasePages()
+		files = append(files, logCopy)
+	} else {
+		info.log = nil
 	}
-	last := order[:0] // (written behind the reads: a key's entries are one or more)
-	for k := 0; k < len(order); {
-		found := -1
-		for first := k; k < len(order) && (k == first || same(k)); k++ {
-			if logs.isLog(int(order[k])) {
-				found = int(order[k]) // the sort is stable: the last found is the key's last entry
-			}
-		}
-		if found >= 0 {
-			last = append(last, uint32(found))
-		}
-	}
-	return last
+	return files, nil
 }
 
 // noteErased records that the last entry of the key of log row j erases

@@ -163,10 +163,11 @@ type Snapshot struct {
 	order orderInfo   // see Order
 	runs  *PrefixRuns // see Runs
 	hits  *KeyHits    // see KeyHits
-	// replayed is the temporary file a changelog's state was replayed
-	// into (ReadOptions.replayInFile), Batches its batches: the file
-	// opened takes it (File.replayed), to close.
-	replayed *Spilled
+	// replayed are the temporary files a changelog's state was replayed
+	// into (ReadOptions.replayInFile; see replayInFile), Batches the
+	// first's batches: the file opened takes them (File.replayed), to
+	// close.
+	replayed []*Spilled
 }
 
 // ChangelogInfo describes a changelog file as stored.

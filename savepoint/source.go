@@ -127,10 +127,11 @@ type File struct {
 	// payload, with their metadata and CRC-32C when read.
 	matStamps []matStamp
 	// matMaps are the memory maps of the large materialisation files a
-	// changelog payload names (Columnar), and replayed the temporary file
-	// its state was replayed into (ReadOptions.replayInFile), if any.
+	// changelog payload names (Columnar), and replayed the temporary files
+	// its state was replayed into (ReadOptions.replayInFile), if any: the
+	// state's first.
 	matMaps  []*mappedFile
-	replayed *Spilled
+	replayed []*Spilled
 }
 
 // matStamp is a materialisation file as it was read: its real path, its

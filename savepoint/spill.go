@@ -102,17 +102,18 @@ type Spilled struct {
 // version map empty).
 func (s *Spilled) Snapshot() *Snapshot { return s.snap }
 
-// ReleasePages drops the file's mapped pages from the resident set.
+// ReleasePages drops the file's mapped pages from the resident set (none
+// for a nil Spilled).
 func (s *Spilled) ReleasePages() {
-	if s.m != nil {
+	if s != nil && s.m != nil {
 		releasePages(s.m.data)
 	}
 }
 
 // Close unmaps and closes the temporary file; the Snapshot must not be used
-// after.
+// after. Closing a nil Spilled, or one closed, does nothing.
 func (s *Spilled) Close() error {
-	if s.m == nil {
+	if s == nil || s.m == nil {
 		return nil
 	}
 	err := errors.Join(unmapFile(s.m.data), s.m.f.Close())
