@@ -14,7 +14,7 @@ import (
 // beside the materialisations' bytes, which for a large materialisation
 // is more memory than the file. Opened memory-mapped (OpenOptions.Columnar,
 // as the commands open), a changelog of replayFileRows rows or more is
-// replayed through temporary files instead, in memory bounded by the log:
+// replayed through temporary files instead, in bounded memory:
 //
 //  1. The materialisations, in turn, are sorted with SortSpilled, which
 //     resolves their duplicates as the restore does (MergeDuplicate): a
@@ -26,11 +26,11 @@ import (
 //     materialised row (a put replaces it, an erase removes it), and that
 //     file is mapped as the snapshot's batches.
 //
-// The files are unlinked as soon as they are created. The sorted
-// materialisations are closed once merged, and so is the sorted log
-// unless the log erases keys: ErasedByLog then finds them in it, and it
-// stays open with the state's until the savepoint is closed. Nothing is
-// read at random, and memory holds none of the rows.
+// The keys the log erases last go to a third file, where ErasedByLog
+// finds them. The files are unlinked as soon as they are created; the
+// sorted copies are closed once merged, the state's file and the erased
+// keys' when the savepoint is closed. Nothing is read at random, and
+// memory holds none of the rows.
 
 // replayFileRows is the fewest rows (the materialisations' and the
 // log's) of a changelog replayed through temporary files (a variable for
@@ -44,6 +44,8 @@ type matSource struct {
 	starts []int // the first row of each, then the total
 }
 
+// newMatSource returns the rows of mats, one after the other. Its Len,
+// Row, Op, Key and Value are ColumnSource's.
 func newMatSource(mats []*Cursor) *matSource {
 	s := &matSource{mats: mats, starts: make([]int, len(mats)+1)}
 	for i, c := range mats {
@@ -108,8 +110,8 @@ func isLogKind(k uint8) bool { return k != rowKindMaterialised && k != rowKindHa
 
 // replayInFile is replay through temporary files in opts.tempDir (see the
 // comment above): it returns the replayed state, mapped (its file first,
-// then the sorted log's, which ErasedByLog reads, when the log erases
-// keys), or an error of the files (a *TempFileError), of a read of the
+// then, when the log erases keys, a file of those keys, which ErasedByLog
+// reads), or an error of the files (a *TempFileError), of a read of the
 // input, or opts.ctx's.
 func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts ReadOptions) (_ []*Spilled, err error) {
 	stop := func() bool { return ctxErr(opts.ctx) != nil }
@@ -132,23 +134,22 @@ func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts 
 	if err != nil {
 		return nil, err
 	}
-	keepLog := false
-	defer func() {
-		if !keepLog {
-			logCopy.Close()
-		}
-	}()
+	defer logCopy.Close()
 	out, err := newColWriter(opts.tempDir, "replayed", DefaultSpillBudget)
 	if err != nil {
 		return nil, replayFileError(err)
 	}
+	var gone *colWriter // the keys the log erases last (created at the first)
 	done := false
 	defer func() {
 		if !done { // an error, or a fault reading the input that Guard recovers
 			out.abort()
+			if gone != nil {
+				gone.abort()
+			}
 		}
 	}()
-	info.log, info.erased = logRows, info.erased[:0]
+	info.log, info.erased = nil, info.erased[:0]
 	i, n := 0, matRows.Len()
 	// Now and then the pages of the copies read so far are dropped, and
 	// the stop asked.
@@ -203,7 +204,13 @@ func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts 
 			i++ // the log decides
 		}
 		if kind == rowKindErase {
-			info.noteErased(last)
+			if gone == nil {
+				if gone, err = newColWriter(opts.tempDir, "erased", erasedBudget); err != nil {
+					return nil, replayFileError(err)
+				}
+			}
+			info.noteErased(len(info.erased)) // (row i of gone's file)
+			gone.add(Row{Op: r.Op, Key: r.Key})
 			continue
 		}
 		out.add(r)
@@ -213,27 +220,54 @@ func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts 
 			return nil, err
 		}
 	}
-	sp, err := out.finish()
-	done = true // (a writer that failed to finish has closed nothing, and is aborted)
+	files, err := finishAll(out, gone)
+	done = true // (finishAll aborts what it does not finish)
 	if err != nil {
-		out.abort()
 		return nil, replayFileError(err)
 	}
-	files := []*Spilled{sp}
-	if len(info.erased) > 0 {
-		keepLog = true
-		logCopy.ReleasePages()
-		files = append(files, logCopy)
-	} else {
-		info.log = nil
+	if len(files) > 1 {
+		info.log = files[1].Snapshot().NewCursor()
 	}
 	return files, nil
 }
 
-// noteErased records that the last entry of the key of log row j erases
-// it. The replay notes keys in canonical order, so that ErasedByLog
-// finds them by binary search: 4 bytes a key, where a map of the keys
-// took about 100 (125 MB for the 1.25M keys a log of 5M rows erased).
+// erasedBudget is the memory of the writer of the keys a log erases.
+const erasedBudget = 1 << 20
+
+// finishAll finishes each writer that is not nil, in turn, and returns
+// their files; when one fails, it closes the files finished and aborts
+// the writers after it, and returns the error.
+func finishAll(ws ...*colWriter) ([]*Spilled, error) {
+	var files []*Spilled
+	for k, w := range ws {
+		if w == nil {
+			continue
+		}
+		sp, err := w.finish()
+		if err == nil {
+			files = append(files, sp)
+			continue
+		}
+		w.abort() // (a writer that failed to finish has closed nothing)
+		for _, f := range files {
+			f.Close()
+		}
+		for _, w := range ws[k+1:] {
+			if w != nil {
+				w.abort()
+			}
+		}
+		return nil, err
+	}
+	return files, nil
+}
+
+// noteErased records that the log's last entry of the key of row j of
+// c.log (the log's rows, or the file of erased keys replayInFile writes)
+// erases it. The replay notes keys in canonical order, so that
+// ErasedByLog finds them by binary search: 4 bytes a key, where a map of
+// the keys took about 100 (125 MB for the 1.25M keys a log of 5M rows
+// erased).
 func (c *ChangelogInfo) noteErased(j int) {
 	c.erased = append(c.erased, uint32(j))
 }

@@ -70,6 +70,7 @@ func TestChangelogReplayedInFile(t *testing.T) {
 		{"temporary files", "", true},
 		{"no temporary directory", filepath.Join(root, "missing"), false},
 	} {
+		tempFiles := openDeleted(t)
 		sp, err := Open(root, OpenOptions{Columnar: true, TempDir: c.tempDir})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -97,6 +98,9 @@ func TestChangelogReplayedInFile(t *testing.T) {
 		}
 		if mappedOrOpen(t, matPath) {
 			t.Errorf("%s: %s still mapped or open after Close", c.name, matPath)
+		}
+		if n := openDeleted(t); n != tempFiles {
+			t.Errorf("%s: %d temporary files open after Close, %d before Open", c.name, n, tempFiles)
 		}
 	}
 }

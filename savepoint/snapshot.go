@@ -188,7 +188,7 @@ type ChangelogInfo struct {
 	// erased holds the keys (ChangelogInfo.key form) whose last log entry
 	// is an erase: the state the log leaves is that they are absent.
 	erased []uint32 // (see noteErased)
-	log    *Cursor  // the log's rows, which erased indexes
+	log    *Cursor  // the rows erased indexes (see noteErased)
 }
 
 // ErasedByLog reports whether the changelog's log erases (op, key) last,
