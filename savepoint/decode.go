@@ -265,7 +265,7 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 			kinds := rec.Column(0).(*array.Uint8).Values()
 			logs.kinds = append(logs.kinds, kinds...)
 			for i, kind := range kinds {
-				if kind == rowKindMaterialised || kind == rowKindHandle {
+				if !isLogKind(kind) {
 					// Wherever it lies (clink's writer puts it in row 0),
 					// and however many there are: clink's restore takes
 					// each.
@@ -376,10 +376,7 @@ type changelogLog struct {
 
 // isLog reports whether row i is a log row (row_kind 1, 2, or any other
 // kind but a materialisation's 0 and 3, replayed as a put).
-func (l *changelogLog) isLog(i int) bool {
-	k := l.kinds[i]
-	return k != rowKindMaterialised && k != rowKindHandle
-}
+func (l *changelogLog) isLog(i int) bool { return isLogKind(l.kinds[i]) }
 
 // replay returns the state that restoring the materialisations mats in
 // turn, then replaying the log, leaves, as clink's restore leaves it, in

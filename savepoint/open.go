@@ -1681,42 +1681,30 @@ func resolveHandleRel(root, handle string, into *File) (data []byte, rel, id str
 var matMapMin int64 = 8 << 20
 
 // readMaterialization returns the bytes of the materialisation file at
-// path, its stamp before they were read and their CRC-32C: mapped, into
-// into.matMaps, when into is not nil and the file has matMapMin bytes or
-// more (its CRC read with pread, which leaves no page resident), else
-// read whole. The replay reads a mapped one a block at a time (see
+// path (a regular file: openRegularFile), its stamp before they were read
+// and their CRC-32C: mapped, into into.matMaps, when into is not nil and
+// the file has matMapMin bytes or more (its CRC read with pread, which
+// leaves no page resident), else read whole, of at most
+// decompressCeiling bytes. The replay reads a mapped one a block at a time (see
 // replayInFile), so that memory holds neither it nor its rows.
-func readMaterialization(path string, into *File) ([]byte, fileStamp, uint32, error) {
-	if into != nil {
-		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() >= matMapMin {
-			return mapMaterialization(path, into)
+func readMaterialization(path string, into *File) (_ []byte, _ fileStamp, _ uint32, err error) {
+	fh, st, err := openRegularFile(path)
+	if err != nil {
+		return nil, fileStamp{}, 0, err
+	}
+	if into == nil || st.Size() < matMapMin {
+		defer fh.Close()
+		data, err := readOpenedFile(fh, st, path, decompressCeiling)
+		if err != nil {
+			return nil, fileStamp{}, 0, err
 		}
-	}
-	data, stamp, err := readRegularFileStamped(path, decompressCeiling)
-	if err != nil {
-		return nil, fileStamp{}, 0, err
-	}
-	return data, stamp, CRC32C(data), nil
-}
-
-// mapMaterialization is readMaterialization of a file mapped.
-func mapMaterialization(path string, into *File) (_ []byte, _ fileStamp, _ uint32, err error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fileStamp{}, 0, err
+		return data, stampOf(st), CRC32C(data), nil
 	}
 	defer func() {
 		if err != nil {
 			fh.Close()
 		}
 	}()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, fileStamp{}, 0, err
-	}
-	if !st.Mode().IsRegular() { // replaced since the caller's Stat
-		return nil, fileStamp{}, 0, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
-	}
 	crc, err := checksumFile(fh, st.Size())
 	if err != nil {
 		return nil, fileStamp{}, 0, fmt.Errorf("read %s: %w", path, err)

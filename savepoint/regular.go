@@ -68,32 +68,53 @@ func ReadRegularFile(path string, max int64) ([]byte, error) {
 // stamp as it was before its bytes were read (a change during the read
 // moves it).
 func readRegularFileStamped(path string, max int64) ([]byte, fileStamp, error) {
-	st, err := os.Stat(path) // before opening: opening a named pipe would block
-	if err != nil {
-		return nil, fileStamp{}, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fileStamp{}, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
-	}
-	fh, err := os.Open(path)
+	fh, st, err := openRegularFile(path)
 	if err != nil {
 		return nil, fileStamp{}, err
 	}
 	defer fh.Close()
-	if st, err = fh.Stat(); err != nil {
-		return nil, fileStamp{}, err
+	data, err := readOpenedFile(fh, st, path, max)
+	return data, stampOf(st), err
+}
+
+// openRegularFile opens the file at path (symbolic links followed), which
+// must be a regular file: it is checked before it is opened (opening a
+// named pipe would block), and once open (it may have been replaced in
+// between). It returns the file and its metadata, which a change moves.
+func openRegularFile(path string) (*os.File, os.FileInfo, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fileStamp{}, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
+		return nil, nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
 	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, err = fh.Stat(); err != nil {
+		fh.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		fh.Close()
+		return nil, nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
+	}
+	return fh, st, nil
+}
+
+// readOpenedFile reads the file fh opened at path (openRegularFile), of
+// metadata st, whole: at most max bytes.
+func readOpenedFile(fh *os.File, st os.FileInfo, path string, max int64) ([]byte, error) {
 	if st.Size() > max {
-		return nil, fileStamp{}, fmt.Errorf("%s is %d bytes, more than the %d bytes allowed", path, st.Size(), max)
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d bytes allowed", path, st.Size(), max)
 	}
 	data := make([]byte, st.Size())
 	if _, err := io.ReadFull(fh, data); err != nil {
-		return nil, fileStamp{}, fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	return data, stampOf(st), nil
+	return data, nil
 }
 
 // ErrOutsideTree is wrapped by the error of a materialisation handle that

@@ -104,8 +104,8 @@ func (s logSource) Value(i int) []byte {
 	return append(append(make([]byte, 0, 1+len(v)), s.l.kinds[i]), v...)
 }
 
-// isLogKind reports whether a row of row_kind k is a log row (see
-// changelogLog.isLog).
+// isLogKind reports whether a row of row_kind k is a log row: 1, 2, or
+// any other kind but a materialisation's 0 and 3 (replayed as a put).
 func isLogKind(k uint8) bool { return k != rowKindMaterialised && k != rowKindHandle }
 
 // replayInFile is replay through temporary files in opts.tempDir (see the

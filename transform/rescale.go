@@ -679,11 +679,11 @@ func sortOut(f *savepoint.File, out *outRows, o oldFile) rescalePart {
 	}
 	p := rescalePart{own: map[uint64]bool{}}
 	var kc savepoint.KeyColumns
-	next := 0
+	next, every := 0, f.ReleaseRows()
 	for j := 0; j < out.Len(); j++ {
 		if j >= next {
 			f.ReleasePages()
-			next = j + f.ReleaseRows()
+			next = j + every
 		}
 		n, op, kg, keyed, err := out.keyedRun(j, &kc)
 		if err != nil {

@@ -515,6 +515,18 @@ func catShown(ok bool, decoded any, stored []byte) string {
 	return export.ShownText(decoded)
 }
 
+// writeCatCSVText writes the CSV cell of a user key or value, raw: its
+// text when a codec decoded it (decoded), else its bytes rendered after
+// prefix (writeCatRendered); it returns scratch, as writeCatRendered does.
+func writeCatCSVText(l *rowtext.LineWriter, scratch []byte, decoded *any, prefix, raw []byte) ([]byte, error) {
+	if decoded != nil {
+		text, _ := export.Text(*decoded)
+		l.Buf = rowtext.AppendCSVField(l.Buf, text)
+		return scratch, nil
+	}
+	return writeCatRendered(l, scratch, prefix, raw, catCSV)
+}
+
 // writeCatCSV appends to l r's line of cat's CSV format (the fields of
 // catCSVHeader, as encoding/csv writes them; the decoded key and value as
 // export's text columns hold them instead of the rendered ones, and the
@@ -542,23 +554,17 @@ func writeCatCSV(l *rowtext.LineWriter, scratch []byte, r savepoint.Row, k savep
 		l.Buf = append(l.Buf, ',')
 		err = rowtext.AppendHex(l, r.Value)
 	}
-	if err == nil {
-		l.Buf = append(l.Buf, ',')
-		if dec != nil && dec.Key != nil {
-			key, _ := export.Text(*dec.Key)
-			l.Buf = rowtext.AppendCSVField(l.Buf, key)
-		} else {
-			scratch, err = writeCatRendered(l, scratch, savepoint.AppendUserKeyPrefix(nil, r.Key, k), k.UserKey, catCSV)
-		}
+	var decKey, decValue *any
+	if dec != nil {
+		decKey, decValue = dec.Key, dec.Value
 	}
 	if err == nil {
 		l.Buf = append(l.Buf, ',')
-		if dec != nil && dec.Value != nil {
-			value, _ := export.Text(*dec.Value)
-			l.Buf = rowtext.AppendCSVField(l.Buf, value)
-		} else {
-			scratch, err = writeCatRendered(l, scratch, nil, r.Value, catCSV)
-		}
+		scratch, err = writeCatCSVText(l, scratch, decKey, savepoint.AppendUserKeyPrefix(nil, r.Key, k), k.UserKey)
+	}
+	if err == nil {
+		l.Buf = append(l.Buf, ',')
+		scratch, err = writeCatCSVText(l, scratch, decValue, nil, r.Value)
 	}
 	if err != nil {
 		return scratch, err
