@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -285,6 +286,11 @@ func fail(s *Streams, name string, err error) int {
 		missing.Hint = "--allow-missing-state writes such payloads as empty state"
 		hints = append(hints, missing.Hint)
 	}
+	// A tree of more payloads than the process may open files: each is
+	// held open while the tree is read.
+	if errors.Is(err, syscall.EMFILE) {
+		hints = append(hints, tooManyFilesHint())
+	}
 	// A wrapper made with fmt.Errorf made its message before the hint was
 	// set: the hint then follows the whole message.
 	msg := err.Error()
@@ -304,6 +310,15 @@ func fail(s *Streams, name string, err error) int {
 		fmt.Fprintf(w, "sptool %s: %s\n", name, line)
 	}
 	return ExitError
+}
+
+// tooManyFilesHint says why a run ran out of file descriptors and what to do.
+func tooManyFilesHint() string {
+	h := "each payload of a tree is held open while the tree is read, a file descriptor each: raise the limit of open files"
+	if n, ok := openFilesLimit(); ok {
+		h += fmt.Sprintf(", now %d,", n)
+	}
+	return h + " with ulimit -n"
 }
 
 // quoteArgs returns msg with each argument of args that holds a control

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -30,5 +32,26 @@ func TestErrorLines(t *testing.T) {
 	fail(&Streams{Err: &errs}, "export", errors.Join(errors.New("first"), errors.New("second")))
 	if got, want := errs.String(), "sptool export: first\nsptool export: second\n"; got != want {
 		t.Errorf("joined errors: %q, want %q", got, want)
+	}
+}
+
+// A run out of file descriptors (a tree of more payloads than the process
+// may open) says why and what to do, once, however deep the error is.
+func TestTooManyFilesHint(t *testing.T) {
+	var errs strings.Builder
+	open := &os.PathError{Op: "open", Path: "t/v1/7/checkpoint-1.snap", Err: syscall.EMFILE}
+	fail(&Streams{Err: &errs}, "inspect", fmt.Errorf("read sidecar: %w", open))
+	got := errs.String()
+	if !strings.HasPrefix(got, "sptool inspect: read sidecar: open t/v1/7/checkpoint-1.snap: too many open files (each payload") ||
+		!strings.HasSuffix(got, "with ulimit -n)\n") || strings.Count(got, "held open") != 1 {
+		t.Errorf("stderr %q, want the error and one hint to raise the limit", got)
+	}
+	if n, ok := openFilesLimit(); ok && !strings.Contains(got, fmt.Sprintf(", now %d,", n)) {
+		t.Errorf("stderr %q does not give the limit, %d", got, n)
+	}
+	errs.Reset()
+	fail(&Streams{Err: &errs}, "inspect", errors.New("open x: permission denied"))
+	if strings.Contains(errs.String(), "ulimit") {
+		t.Errorf("stderr %q: the hint follows another error", errs.String())
 	}
 }
