@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -381,6 +383,9 @@ func FuzzOpenMapped(f *testing.F) {
 	for _, c := range badCases {
 		f.Add(c.make(f, fixture))
 	}
+	// Changelogs: replayed in memory and through temporary files alike.
+	f.Add(changelogSeed(f, 40, 1))
+	f.Add(changelogSeed(f, 200, 3))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "in.snap")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -400,6 +405,9 @@ func FuzzOpenMapped(f *testing.F) {
 		}
 		defer sp.Close()
 		snap := sp.Files[0].Snapshot
+		if snap.Variant == Changelog {
+			checkReplayInFile(t, path)
+		}
 		if snap.Variant != Canonical || !snap.Columnar() {
 			return
 		}
@@ -444,6 +452,87 @@ func FuzzOpenMapped(f *testing.F) {
 			t.Fatal("rows written from the map differ from the same rows written from memory")
 		}
 	})
+}
+
+// changelogSeed returns a changelog payload: an inline materialisation of
+// rows keys, then a log of as many puts and erases of those keys and
+// others, in blobs blobs (CLMB framing when more than one).
+func changelogSeed(tb testing.TB, rows, blobs int) []byte {
+	tb.Helper()
+	key := func(i int) []byte { return EncodeKeyedKey([]byte("s"), []byte{byte(i), byte(i >> 8)}) }
+	var out bytes.Buffer
+	for b := range blobs {
+		var mat []Row
+		for i := range rows {
+			mat = append(mat, Row{Op: uint64(1 + i%2), Key: key(i + b), Value: []byte{byte(i)}})
+		}
+		var m bytes.Buffer
+		if err := EncodeStream(&m, nil, mat); err != nil {
+			tb.Fatal(err)
+		}
+		entries := []ChangelogEntry{{Kind: RowKindMaterialised, Row: Row{Value: m.Bytes()}}}
+		for i := range rows {
+			kind := []uint8{RowKindPut, RowKindErase, RowKindPut}[i%3]
+			entries = append(entries, ChangelogEntry{Kind: kind, Row: Row{Op: uint64(1 + i%2), Key: key(i * 7 % (2 * rows)), Value: []byte{byte(i), 1}}})
+		}
+		var blob bytes.Buffer
+		if err := EncodeChangelog(&blob, entries); err != nil {
+			tb.Fatal(err)
+		}
+		if blobs == 1 {
+			return blob.Bytes()
+		}
+		if b == 0 {
+			out.WriteString("CLMB")
+			out.Write(binary.LittleEndian.AppendUint32(nil, uint32(blobs)))
+		}
+		out.Write(binary.LittleEndian.AppendUint32(nil, uint32(blob.Len())))
+		out.Write(blob.Bytes())
+	}
+	return out.Bytes()
+}
+
+// checkReplayInFile opens the changelog payload at path twice: replayed in
+// memory, and through temporary files (as one of replayFileRows rows or
+// more is). Both must open or neither, to the same state, counts and keys
+// erased by the log.
+func checkReplayInFile(t *testing.T, path string) {
+	t.Helper()
+	defer func(r int) { replayFileRows = r }(replayFileRows)
+	var snaps [2]*Snapshot
+	var errs [2]error
+	for i, rows := range []int{math.MaxInt, 0} {
+		replayFileRows = rows
+		sp, err := Open(path, OpenOptions{Columnar: true})
+		if errs[i] = err; err != nil {
+			continue
+		}
+		defer sp.Close()
+		snaps[i] = sp.Files[0].Snapshot
+	}
+	if (errs[0] == nil) != (errs[1] == nil) {
+		t.Fatalf("replayed in memory: %v; through temporary files: %v", errs[0], errs[1])
+	}
+	if errs[0] != nil {
+		return
+	}
+	mem, file := snaps[0], snaps[1]
+	got, want := snapRows(file), snapRows(mem)
+	for i := range max(len(got), len(want)) {
+		if i >= len(got) || i >= len(want) || fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+			t.Fatalf("%d rows replayed through temporary files, %d in memory; first difference at row %d", len(got), len(want), i)
+		}
+	}
+	a, b := *mem.Changelog, *file.Changelog
+	if a.Blobs != b.Blobs || a.LogRows != b.LogRows || a.Puts != b.Puts || a.Erases != b.Erases ||
+		!slices.Equal(a.Handles, b.Handles) || !slices.Equal(a.InBlob, b.InBlob) || len(a.erased) != len(b.erased) {
+		t.Fatalf("changelog through temporary files %+v, in memory %+v", b, a)
+	}
+	for _, i := range a.erased {
+		if r := a.log.Row(int(i)); !file.ErasedByLog(r.Op, r.Key) {
+			t.Fatalf("op %d key %x: erased by the log in memory, not through temporary files", r.Op, r.Key)
+		}
+	}
 }
 
 // opBufferEntry returns where the fixture's batch header describes the
