@@ -458,15 +458,39 @@ func (h *runHeap) advance() error {
 		if err := h.load(m); err != nil {
 			return err
 		}
-	} else {
-		last := len(h.heap) - 1
-		h.heap[0] = h.heap[last]
-		h.heap = h.heap[:last]
+		h.replaceTop()
+		return nil
 	}
-	if len(h.heap) > 0 {
+	last := len(h.heap) - 1
+	h.heap[0] = h.heap[last]
+	h.heap = h.heap[:last]
+	if last > 0 {
 		h.down(0)
 	}
 	return nil
+}
+
+// replaceTop restores the heap after the root's run read on: the hole at
+// the root goes down along the lesser children to a leaf, one comparison a
+// level, and the run then moves up from there (Floyd's). The runs of a
+// slot are its key groups', whose user keys interleave, so a run's next
+// row belongs near the bottom: about half the comparisons of down, which
+// makes two a level.
+func (h *runHeap) replaceTop() {
+	n, k, i := len(h.heap), h.heap[0], 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && h.less(h.heap[c+1], h.heap[c]) {
+			c++
+		}
+		h.heap[i] = h.heap[c]
+		i = c
+	}
+	h.heap[i] = k
+	h.up(i)
 }
 
 // pop takes the top run off the heap without advancing it (its head stays
