@@ -452,6 +452,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := checkMergeGroups(sp, set, results); err != nil {
 		return nil, err
 	}
+	rep.Warnings = append(rep.Warnings, reappliedWarnings(sp, set)...)
 	rep.Warnings = append(rep.Warnings, declarationWarnings(set, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots, versionEntriesMoved(sp, eng.steps))...)
 	rep.Warnings = append(rep.Warnings, eng.compositeWarnings(results)...)
@@ -890,6 +891,54 @@ func checkMergeGroups(sp *savepoint.Savepoint, set *rules.Set, results []*fileRe
 		}
 	}
 	return nil
+}
+
+// reappliedWarnings warns when the input was written by the same rule file
+// (its files' sptool.provenance carry the set's digest): applied again, a
+// rule file's changes that are not idempotent (a set_value, a remap onto an
+// operator that is remapped again, a version bump) are made twice. Running
+// a pipeline's step again on its own output is the mistake it catches;
+// `sptool rescale`'s flags are no rule file and are left out.
+func reappliedWarnings(sp *savepoint.Savepoint, set *rules.Set) []string {
+	if set.Source == rules.RescaleShorthand || set.Digest == "" {
+		return nil
+	}
+	var first string
+	n, all := 0, 0
+	for _, f := range sp.Files {
+		if f.Snapshot == nil {
+			continue
+		}
+		all++
+		if provenanceDigest(f.Snapshot.Metadata) == set.Digest {
+			if n++; n == 1 {
+				first = savepoint.ShowName(f.Rel)
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	which := first + " carries"
+	if all > 1 {
+		which = fmt.Sprintf("%d of its %d files (%s among them) carry", n, all, first)
+	}
+	return []string{fmt.Sprintf("the input was written by these same rules: %s their digest (rules_sha256=%s in sptool.provenance); applying them again makes each change that is not idempotent (a set_value, a version bump) a second time", which, short(set.Digest))}
+}
+
+// provenanceDigest returns the rules_sha256 of a file's sptool.provenance,
+// or "".
+func provenanceDigest(md savepoint.Metadata) string {
+	v, ok := md.Get(savepoint.MetaProvenance)
+	if !ok {
+		return ""
+	}
+	_, after, ok := strings.Cut(v, ";rules_sha256=")
+	if !ok {
+		return ""
+	}
+	digest, _, _ := strings.Cut(after, ";")
+	return digest
 }
 
 // scopeWarnings returns a warning for each rule that names an operator, or
