@@ -511,3 +511,24 @@ func TestCheckpointInOtherGeneration(t *testing.T) {
 		t.Errorf("v2: generation %d checkpoint %d, want 2 and 16", sp.Generation, sp.Checkpoint)
 	}
 }
+
+// A file that does not start as an Arrow IPC stream (a text file given by
+// mistake) is said to be no savepoint, beside what its first bytes would
+// mean; a stream that goes wrong later is not.
+func TestNotAStreamSaid(t *testing.T) {
+	const hint = "is it a savepoint?"
+	for _, data := range [][]byte{[]byte("# README\n\nsome text"), []byte("hel"), []byte("{\"rows\": 1}\n")} {
+		_, err := DecodeSnapshot(data, ReadOptions{})
+		if err == nil || (len(data) >= 4) != strings.Contains(err.Error(), hint) {
+			t.Errorf("%q: %v", data, err)
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteStream(&b, nil, RowSlice{{Op: 1, Key: []byte{1, 's', '|', 'k'}, Value: []byte("v")}}); err != nil {
+		t.Fatal(err)
+	}
+	cut := b.Bytes()[:b.Len()-20]
+	if _, err := DecodeSnapshot(cut, ReadOptions{}); err == nil || strings.Contains(err.Error(), hint) {
+		t.Errorf("a stream cut short: %v", err)
+	}
+}

@@ -124,11 +124,18 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 		r.off += hdr
 		return nil, io.EOF
 	}
+	// A file that does not even start as a stream (no continuation
+	// marker, and no legacy message either) is most likely no savepoint:
+	// say so beside what the bytes would mean.
+	notStream := ""
+	if r.off == 0 && hdr == 4 {
+		notStream = fmt.Sprintf(": the file starts % x, not with an Arrow IPC stream's continuation marker ff ff ff ff (is it a savepoint?)", rest[:4])
+	}
 	if metaLen < 0 || metaLen > maxMetadataLen {
-		return nil, &offsetError{r.off, fmt.Sprintf("invalid message metadata length %d", metaLen)}
+		return nil, &offsetError{r.off, fmt.Sprintf("invalid message metadata length %d%s", metaLen, notStream)}
 	}
 	if hdr+metaLen > int64(len(rest)) {
-		return nil, &offsetError{r.off, fmt.Sprintf("truncated message metadata: needs %d bytes, %d left", metaLen, int64(len(rest))-hdr)}
+		return nil, &offsetError{r.off, fmt.Sprintf("truncated message metadata: needs %d bytes, %d left%s", metaLen, int64(len(rest))-hdr, notStream)}
 	}
 	// Full slice expressions: flatbuffers and arrow-go slice by lengths read
 	// from the bytes; capped capacities make a length that runs past the
@@ -136,7 +143,7 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 	meta := rest[hdr : hdr+metaLen : hdr+metaLen]
 	info, err := peekMessage(meta)
 	if err != nil {
-		return nil, &offsetError{r.off, err.Error()}
+		return nil, &offsetError{r.off, err.Error() + notStream}
 	}
 	bodyStart := hdr + metaLen
 	if info.bodyLen < 0 || info.bodyLen > int64(len(rest))-bodyStart {
