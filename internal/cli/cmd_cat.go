@@ -50,7 +50,7 @@ type decode struct {
 func runCat(ctx context.Context, s *Streams, args []string) int {
 	c := commands["cat"]
 	fs := flagSet(c)
-	op := fs.String("op", "", "only rows of this operator id")
+	op := fs.String("op", "", "only rows of this operator: its id, or uid:NAME for the operator of uid NAME")
 	slot := fs.String("slot", "", "only rows of this slot, named as cat prints it: \"<raw>\" for keys without a separator, 0x and hex digits for the slot of those bytes, a name in double quotes as Go quotes it, any other as it is (a name that itself is <raw>, starts with 0x or is in quotes: in hex)")
 	format := fs.String("format", "text", "output format: text, jsonl or csv")
 	limit := intFlag(fs, "limit", 0, "print at most N rows (0: all)")
@@ -77,10 +77,12 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		return usageError(s, c, err)
 	}
 	var opID uint64
-	if *op != "" {
+	if uid, ok := strings.CutPrefix(*op, "uid:"); ok && uid != "" {
+		opID = savepoint.OperatorIDFromUID(uid) // as a rule's 'uid:' names it
+	} else if *op != "" {
 		v, err := strconv.ParseUint(*op, 10, 64)
 		if err != nil {
-			return usageError(s, c, fmt.Errorf("--op %q: %w (an operator id is an unsigned integer, at most %d)", *op, decimalErr(err), uint64(math.MaxUint64)))
+			return usageError(s, c, fmt.Errorf("--op %q: %w (an operator id is an unsigned integer, at most %d; an operator's uid is given as uid:NAME)", *op, decimalErr(err), uint64(math.MaxUint64)))
 		}
 		opID = v
 	}
