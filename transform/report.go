@@ -320,7 +320,13 @@ func (r *Report) WriteText(w io.Writer) error {
 		add(rr.OperatorIn-rr.OperatorDistinct, "operator copies merged into one")
 	}
 	if len(among) > 0 {
-		ew.printf(" (%s)", strings.Join(among, ", "))
+		// Said outright when no rule dropped a row: the rule table's
+		// dropped column is then all 0, and what was merged is no loss.
+		none := ""
+		if r.RowsDropped > 0 && !slices.ContainsFunc(r.PerRule, func(rs *RuleStats) bool { return rs.Dropped > 0 }) {
+			none = "none by a rule: "
+		}
+		ew.printf(" (%s%s)", none, strings.Join(among, ", "))
 	}
 	if r.TimersMerged > 0 {
 		ew.printf(", %d timers in the timer blobs a merge joined", r.TimersMerged)
@@ -337,7 +343,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, rs := range r.PerRule {
 		perRule.Row(strconv.Itoa(rs.Index), strings.TrimPrefix(rs.Label, fmt.Sprintf("rule %d ", rs.Index)), itoa(rs.Matched), itoa(rs.Dropped), itoa(rs.Changed))
 		if p := rs.Purge; p != nil {
-			perRule.Text(fmt.Sprintf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; %s: %d\n", p.KeysListed, p.KeysFound, rs.Dropped, p.KeysNotFound, p.remainingWhat(), p.Remaining))
+			left := ""
+			if len(p.CompositeLooking) > 0 && p.ElementsLeft > 0 {
+				// Beside the 0 an auditor reads first: what is left is
+				// not rows of the keys, but it is their data.
+				left = fmt.Sprintf("; but elements of listed keys left: %d", p.ElementsLeft)
+			}
+			perRule.Text(fmt.Sprintf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; %s: %d%s\n", p.KeysListed, p.KeysFound, rs.Dropped, p.KeysNotFound, p.remainingWhat(), p.Remaining, left))
 			if len(p.CompositeLooking) > 0 {
 				perRule.Text(fmt.Sprintf("     not counted as remaining: elements (key 0x1F element) of listed keys in %s, not declared composite, whose keys look composite: %d left by the purge (see the warning)\n", strings.Join(p.CompositeLooking, ", "), p.ElementsLeft))
 			}
