@@ -611,10 +611,34 @@ func toExprErr(err error) *exprErr {
 		if name, ok := strings.CutPrefix(msg, "unknown name "); ok {
 			msg += nearField(name)
 		}
+		msg += syntaxHint(msg)
 		return &exprErr{off: max(fe.From, 0), msg: entryNames.Replace(msg)}
 	}
 	msg := err.Error()
 	return &exprErr{off: 0, msg: msg, notBool: strings.HasPrefix(msg, "expected bool")}
+}
+
+// syntaxHint returns a hint for the parser's message of a likely slip: a
+// comparison written with = (or =! for !=), or a word operator in another
+// case (startswith for startsWith), which the parser reports as an
+// unexpected token; "" for any other message.
+func syntaxHint(msg string) string {
+	tok, ok := strings.CutPrefix(msg, "unexpected token ")
+	if !ok {
+		return ""
+	}
+	if tok == `Operator("=")` || strings.HasPrefix(tok, `Operator("=")`) {
+		return ": compare with == (and != for not equal)"
+	}
+	if name, ok := strings.CutPrefix(tok, `Identifier("`); ok {
+		name = strings.TrimSuffix(name, `")`)
+		for _, op := range []string{"startsWith", "endsWith", "contains", "matches", "in", "not", "and", "or"} {
+			if strings.EqualFold(name, op) || strings.EqualFold(strings.ReplaceAll(name, "_", ""), op) {
+				return fmt.Sprintf(": did you mean the operator %s?", op)
+			}
+		}
+	}
+	return ""
 }
 
 // nearField returns " (did you mean 'key'?)" for the row-model field
