@@ -57,6 +57,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	where := fs.String("where", "", "only rows for which this expr-lang expression is true (see the row model in the README)")
 	rulesPath := fs.StringP("rules", "r", "", "rule file whose slots: declarations decode keys and values")
 	allowUnverified := fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
+	readCorrupt := fs.Bool("read-corrupt", false, "read the rows of payloads whose sidecar disagrees with them (corrupt, stale, or the payload changed since), to look at them; each is warned of")
 	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, a large changelog replayed, and a payload compressed as a whole decompressed, through temporary files (default: the system's temporary directory)")
 	of := addOpenFlags(fs)
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
@@ -97,12 +98,23 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		return fail(s, c.name, err)
 	}
 	sp, err := openUntil(ctx, func() (*savepoint.Savepoint, error) {
-		return of.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *allowUnverified, Columnar: true})
+		return of.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: !*readCorrupt, AllowMissingSidecar: *allowUnverified, Columnar: true})
 	})
 	if err != nil {
+		var verdict *savepoint.VerdictError
+		if errors.As(err, &verdict) && !verdict.NoSidecar && verdict.Hint == "" {
+			verdict.Hint = "--read-corrupt reads its rows anyway, unverified"
+		}
 		return fail(s, c.name, err)
 	}
 	defer sp.Close()
+	if *readCorrupt {
+		for _, f := range sp.Files {
+			if f.Verdict != savepoint.VerdictValid && f.Verdict != savepoint.VerdictMissing && f.Verdict != "" && (f.Sidecar != nil || !*allowUnverified) {
+				fmt.Fprintf(s.Err, "sptool cat: warning: %s: integrity check %s (%s): its rows are read as they are, unverified\n", savepoint.ShowName(f.Path), f.Verdict, f.VerdictDetail)
+			}
+		}
+	}
 	if err := sp.CheckTempDirApart(*tempDir); err != nil {
 		return fail(s, c.name, fmt.Errorf("--temp-dir: %w", err))
 	}
