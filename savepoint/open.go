@@ -41,6 +41,11 @@ type OpenOptions struct {
 	// AllowMissingSidecar accepts a payload without a sidecar even with
 	// RequireValid, as clink does with CLINK_ALLOW_UNVERIFIED_CHECKPOINTS.
 	AllowMissingSidecar bool
+	// AllowCorrupt accepts, even with RequireValid, a payload whose
+	// sidecar disagrees with it or cannot be read (its verdict stays on
+	// the File): for a look at a damaged file, never for a restore. A
+	// payload without a sidecar is still AllowMissingSidecar's to accept.
+	AllowCorrupt bool
 	// Columnar memory-maps uncompressed payloads and leaves Snapshot.Rows nil
 	// for canonical streams: rows are read through Snapshot.Batches straight
 	// from the mapping, so memory does not grow with the input. Call
@@ -233,7 +238,7 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 			continue
 		}
 		noSidecar := f.Sidecar == nil && f.Verdict == VerdictIncomplete
-		if noSidecar && (opts.AllowMissingSidecar || sp.Kind == InputFile) {
+		if noSidecar && (opts.AllowMissingSidecar || sp.Kind == InputFile) || !noSidecar && opts.AllowCorrupt {
 			continue
 		}
 		return &VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, NoSidecar: noSidecar}
@@ -253,9 +258,21 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 // changelog+file tree have no verdict (that backend writes no sidecars);
 // a single file's sidecar is checked whatever its name.
 func (sp *Savepoint) CheckIntegrity(note string) error {
+	if d := sp.Damaged(); len(d) > 0 {
+		f := d[0]
+		return &VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, Note: note}
+	}
+	return nil
+}
+
+// Damaged returns the payloads CheckIntegrity refuses, in file order: those
+// whose sidecar disagrees with them or cannot be read (which
+// OpenOptions.AllowCorrupt lets a savepoint open with).
+func (sp *Savepoint) Damaged() []*File {
 	if sp.ChangelogTree() {
 		return nil
 	}
+	var out []*File
 	for _, f := range sp.Files {
 		switch {
 		case f.Verdict == VerdictValid, f.Verdict == VerdictMissing:
@@ -265,9 +282,9 @@ func (sp *Savepoint) CheckIntegrity(note string) error {
 		case f.Verdict == "":
 			continue // none made (a Savepoint built in memory)
 		}
-		return &VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, Note: note}
+		out = append(out, f)
 	}
-	return nil
+	return out
 }
 
 // changelogWritesNoSidecar says why a changelog payload has no sidecar.

@@ -57,7 +57,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	where := fs.String("where", "", "only rows for which this expr-lang expression is true (see the row model in the README)")
 	rulesPath := fs.StringP("rules", "r", "", "rule file whose slots: declarations decode keys and values")
 	allowUnverified := fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
-	readCorrupt := fs.Bool("read-corrupt", false, "read the rows of payloads whose sidecar disagrees with them (corrupt, stale, or the payload changed since), to look at them; each is warned of")
+	readCorrupt := fs.Bool("read-corrupt", false, "read the rows of payloads whose sidecar disagrees with them or cannot be read (corrupt, stale, or the payload changed since), to look at them; each is warned of (a payload without a sidecar is --allow-unverified's)")
 	tempDir := fs.String("temp-dir", "", "where a large file in clink's hash-map order is sorted, a large changelog replayed, and a payload compressed as a whole decompressed, through temporary files (default: the system's temporary directory)")
 	of := addOpenFlags(fs)
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
@@ -98,7 +98,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		return fail(s, c.name, err)
 	}
 	sp, err := openUntil(ctx, func() (*savepoint.Savepoint, error) {
-		return of.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: !*readCorrupt, AllowMissingSidecar: *allowUnverified, Columnar: true})
+		return of.openWith(fs.Arg(0), savepoint.OpenOptions{RequireValid: true, AllowMissingSidecar: *allowUnverified, AllowCorrupt: *readCorrupt, Columnar: true})
 	})
 	if err != nil {
 		var verdict *savepoint.VerdictError
@@ -109,10 +109,10 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	}
 	defer sp.Close()
 	if *readCorrupt {
-		for _, f := range sp.Files {
-			if f.Verdict != savepoint.VerdictValid && f.Verdict != savepoint.VerdictMissing && f.Verdict != "" && (f.Sidecar != nil || !*allowUnverified) {
-				fmt.Fprintf(s.Err, "sptool cat: warning: %s: integrity check %s (%s): its rows are read as they are, unverified\n", savepoint.ShowName(f.Path), f.Verdict, f.VerdictDetail)
-			}
+		// What --read-corrupt let through (not the payloads without a
+		// sidecar: --allow-unverified's).
+		for _, f := range sp.Damaged() {
+			fmt.Fprintf(s.Err, "sptool cat: warning: %s: integrity check %s (%s): its rows are read as they are, unverified\n", savepoint.ShowName(f.Path), f.Verdict, f.VerdictDetail)
 		}
 	}
 	if err := sp.CheckTempDirApart(*tempDir); err != nil {

@@ -622,4 +622,27 @@ func TestCatReadCorrupt(t *testing.T) {
 		!strings.Contains(out.String(), "op=") || !strings.HasPrefix(errs.String(), "sptool cat: warning: "+in+": integrity check corrupt (") {
 		t.Errorf("with --read-corrupt: exit %d, stdout %q, stderr %q", code, out.String(), errs.String())
 	}
+	// A single file without a sidecar is read as always, with no warning;
+	// a tree's payload without one is still --allow-unverified's.
+	if err := os.Remove(in + ".meta"); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errs.Reset()
+	if code := Main(context.Background(), []string{"cat", "--read-corrupt", "--limit", "1", in}, &Streams{Out: &out, Err: &errs}); code != ExitOK || errs.Len() != 0 {
+		t.Errorf("a file without a sidecar, --read-corrupt: exit %d, stderr %q", code, errs.String())
+	}
+	tree := filepath.Join(dir, "tree")
+	if err := os.CopyFS(tree, os.DirFS(filepath.Join("..", "..", "testdata", "example"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(tree, "v1", "1", "checkpoint-7.snap.meta")); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errs.Reset()
+	if code := Main(context.Background(), []string{"cat", "--read-corrupt", tree}, &Streams{Out: &out, Err: &errs}); code != ExitError ||
+		!strings.Contains(errs.String(), "integrity check incomplete") || !strings.Contains(errs.String(), "--allow-unverified") {
+		t.Errorf("a tree's payload without a sidecar, --read-corrupt: exit %d, stderr %q", code, errs.String())
+	}
 }
