@@ -1,6 +1,7 @@
 package transform_test
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,7 +46,20 @@ func TestReappliedRulesWarned(t *testing.T) {
 	} else if n := reapplied(rep); n != 0 {
 		t.Errorf("other rules on the output: %d warnings of rules applied again: %q", n, rep.Warnings)
 	}
-	if _, err := run(t, out, set, transform.Options{DryRun: true, Strict: true}); err == nil {
-		t.Error("--strict ran the same rules on their output")
+	var werr *transform.WarningsError
+	if _, err := run(t, out, set, transform.Options{DryRun: true, Strict: true}); !errors.As(err, &werr) {
+		t.Errorf("--strict, the same rules on their output: %v, want a *WarningsError", err)
+	}
+	// A recurring erasure runs one rule file, its keys file renewed, on
+	// its own output: nothing compounds, nothing is warned of.
+	erase := slotDecls + "  - purge_keys: {keys_file: subjects.txt, op: 8, slot: cart}\n"
+	erased := filepath.Join(dir, "erased")
+	if _, err := run(t, in, parseRules(t, erase, map[string]string{"subjects.txt": "alice\n"}), transform.Options{Out: erased}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = run(t, erased, parseRules(t, erase, map[string]string{"subjects.txt": "bob\n"}), transform.Options{DryRun: true}); err != nil {
+		t.Fatal(err)
+	} else if n := reapplied(rep); n != 0 {
+		t.Errorf("an erasure run again on its output: %d warnings of rules applied again: %q", n, rep.Warnings)
 	}
 }

@@ -894,13 +894,18 @@ func checkMergeGroups(sp *savepoint.Savepoint, set *rules.Set, results []*fileRe
 }
 
 // reappliedWarnings warns when the input was written by the same rule file
-// (its files' sptool.provenance carry the set's digest): applied again, a
-// rule file's changes that are not idempotent (a set_value, a remap onto an
-// operator that is remapped again, a version bump) are made twice. Running
-// a pipeline's step again on its own output is the mistake it catches;
-// `sptool rescale`'s flags are no rule file and are left out.
+// (its files' sptool.provenance carry the set's digest) and the file holds
+// a set_value, whose expression applied again to its own result compounds
+// (value * 100 twice). Running a migration step again on its own output is
+// the mistake it catches. Every other kind does nothing more the second
+// time (a filter or purge finds nothing left, a rename or remap finds its
+// source gone and is warned of, set_version sets what is set), and a
+// recurring erasure runs the same rule file with a new keys file on its
+// own output by design. The digest is the rule file's bytes', so a keys
+// file's contents do not change it; a rescale in between writes its own
+// provenance, and the check then sees nothing.
 func reappliedWarnings(sp *savepoint.Savepoint, set *rules.Set) []string {
-	if set.Source == rules.RescaleShorthand || set.Digest == "" {
+	if set.Source == rules.RescaleShorthand || set.Digest == "" || !slices.ContainsFunc(set.Rules, func(r *rules.Rule) bool { return r.SetValue != nil }) {
 		return nil
 	}
 	var first string
@@ -923,7 +928,7 @@ func reappliedWarnings(sp *savepoint.Savepoint, set *rules.Set) []string {
 	if all > 1 {
 		which = fmt.Sprintf("%d of its %d files (%s among them) carry", n, all, first)
 	}
-	return []string{fmt.Sprintf("the input was written by these same rules: %s their digest (rules_sha256=%s in sptool.provenance); applying them again makes each change that is not idempotent (a set_value, a version bump) a second time", which, short(set.Digest))}
+	return []string{fmt.Sprintf("the input was written by these same rules: %s their digest (rules_sha256=%s... in sptool.provenance); applying them again applies each set_value to its own result", which, short(set.Digest))}
 }
 
 // provenanceDigest returns the rules_sha256 of a file's sptool.provenance,
