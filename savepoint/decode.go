@@ -109,7 +109,7 @@ func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
 		rel := &mapRelease{every: decodeReleaseBytes}
 		release = func(n int64) { rel.add(data, n) }
 	}
-	rs, err := readStreamReleasing(data, opts.budget, release)
+	rs, err := readStreamReleasing(data, opts.budget, release, true)
 	if err != nil {
 		return nil, err
 	}

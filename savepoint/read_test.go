@@ -514,7 +514,7 @@ func TestCheckpointInOtherGeneration(t *testing.T) {
 
 // A file that does not start as an Arrow IPC stream (a text file given by
 // mistake) is said to be no savepoint, beside what its first bytes would
-// mean; a stream that goes wrong later is not.
+// mean; a stream that goes wrong later, or one inside the file, is not.
 func TestNotAStreamSaid(t *testing.T) {
 	const hint = "is it a savepoint?"
 	for _, data := range [][]byte{[]byte("# README\n\nsome text"), []byte("hel"), []byte("{\"rows\": 1}\n")} {
@@ -530,5 +530,13 @@ func TestNotAStreamSaid(t *testing.T) {
 	cut := b.Bytes()[:b.Len()-20]
 	if _, err := DecodeSnapshot(cut, ReadOptions{}); err == nil || strings.Contains(err.Error(), hint) {
 		t.Errorf("a stream cut short: %v", err)
+	}
+	// A stream inside the file that is no stream: the file is a savepoint.
+	var cl bytes.Buffer
+	if err := EncodeChangelog(&cl, []ChangelogEntry{{Kind: RowKindMaterialised, Row: Row{Value: []byte("# damaged materialisation bytes")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeSnapshot(cl.Bytes(), ReadOptions{}); err == nil || strings.Contains(err.Error(), hint) {
+		t.Errorf("a changelog whose inline materialisation is no stream: %v", err)
 	}
 }

@@ -32,11 +32,12 @@ const maxMetadataLen = 64 << 20
 // alias data), it bounds-checks every length against the data, it reports the
 // byte offset of every problem, and it requires the end-of-stream marker.
 type sliceMessageReader struct {
-	data []byte
-	off  int64 // offset of the next message
-	cur  int64 // offset of the message returned last
-	msg  *ipc.Message
-	eos  bool
+	data  []byte
+	whole bool  // data is a file from its start (readStreamReleasing)
+	off   int64 // offset of the next message
+	cur   int64 // offset of the message returned last
+	msg   *ipc.Message
+	eos   bool
 	// codecs records the body compression of each record batch message.
 	codecs []int8
 	// cols are the columns of the stream's schema, for the bounds of
@@ -128,7 +129,7 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 	// marker, and no legacy message either) is most likely no savepoint:
 	// say so beside what the bytes would mean.
 	notStream := ""
-	if r.off == 0 && hdr == 4 {
+	if r.whole && r.off == 0 && hdr == 4 {
 		notStream = fmt.Sprintf(": the file starts % x, not with an Arrow IPC stream's continuation marker ff ff ff ff (is it a savepoint?)", rest[:4])
 	}
 	if metaLen < 0 || metaLen > maxMetadataLen {
@@ -934,19 +935,21 @@ type rawStream struct {
 // returned; the caller checks the fields. Column buffers of uncompressed
 // bodies alias data.
 func readStream(data []byte, budget *inflateBudget) (rs *rawStream, err error) {
-	return readStreamReleasing(data, budget, nil)
+	return readStreamReleasing(data, budget, nil, false)
 }
 
 // readStreamReleasing is readStream telling release, when not nil, the
 // bytes of each batch's message read (it releases the pages of the map
-// data is).
-func readStreamReleasing(data []byte, budget *inflateBudget, release func(n int64)) (rs *rawStream, err error) {
+// data is). whole says data is a file's bytes from its start, not a stream
+// inside one (a changelog's blob or inline materialisation): a first
+// message that is no message then asks whether the file is a savepoint.
+func readStreamReleasing(data []byte, budget *inflateBudget, release func(n int64), whole bool) (rs *rawStream, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			rs, err = nil, fmt.Errorf("malformed Arrow IPC stream (%v)", p)
 		}
 	}()
-	mr := &sliceMessageReader{data: data[:len(data):len(data)], budget: budget}
+	mr := &sliceMessageReader{data: data[:len(data):len(data)], budget: budget, whole: whole}
 	rdr, err := ipc.NewReaderFromMessageReader(mr, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
 		return nil, unwrapIPC(err, mr)
