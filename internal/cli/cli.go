@@ -314,11 +314,11 @@ func fail(s *Streams, name string, err error) int {
 
 // tooManyFilesHint says why a run ran out of file descriptors and what to do.
 func tooManyFilesHint() string {
-	h := "each payload of a tree is held open while the tree is read, a file descriptor each: raise the limit of open files"
+	h := "each payload of a tree is held open while the tree is read, a file descriptor each: raise the hard limit of open files"
 	if n, ok := openFilesLimit(); ok {
 		h += fmt.Sprintf(", now %d,", n)
 	}
-	return h + " with ulimit -n"
+	return h + " with ulimit -Hn (LimitNOFILE in a systemd unit)"
 }
 
 // quoteArgs returns msg with each argument of args that holds a control

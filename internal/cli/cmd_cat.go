@@ -78,7 +78,10 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		return usageError(s, c, err)
 	}
 	var opID uint64
-	if uid, ok := strings.CutPrefix(*op, "uid:"); ok && uid != "" {
+	if uid, ok := strings.CutPrefix(*op, "uid:"); ok {
+		if uid == "" {
+			return usageError(s, c, fmt.Errorf("--op %q names no uid (uid:NAME)", *op))
+		}
 		opID = savepoint.OperatorIDFromUID(uid) // as a rule's 'uid:' names it
 	} else if *op != "" {
 		v, err := strconv.ParseUint(*op, 10, 64)

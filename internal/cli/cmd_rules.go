@@ -126,7 +126,7 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 		f.checkpointID = uint64Flag(fs, "checkpoint-id", 0, "write the output tree as this checkpoint id (default: the input's)")
 	}
 	f.asJSON = fs.Bool("json", false, "print the report as JSON (stable format, see the README)")
-	f.jobs = intFlag(fs, "jobs", 0, "workers: files processed at once, and the parts a large file is split into (default: the number of CPUs)")
+	f.jobs = intFlag(fs, "jobs", 0, "workers: files processed at once, and the ranges of a large file processed at once (default: the number of CPUs)")
 	f.allowUnverif = fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
 	decompressUsage := "write uncompressed files, the only form clink restores: a file compressed as a whole (.gz, .zst, ...) is rewritten even when no rule changes it (default: compressed as its input; a rescaled group's new files are always plain)"
 	missingUsage := "accept a tree's 0-byte payloads (and a changelog+file tree's 0-byte materialisations) as empty state, written as zero-row streams (as CLINK_ALLOW_MISSING_RESTORE_STATE does for a file-backend tree)"

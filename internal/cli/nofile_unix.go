@@ -4,12 +4,13 @@ package cli
 
 import "syscall"
 
-// openFilesLimit returns the most files the process may hold open (its
-// soft RLIMIT_NOFILE, which Go's runtime raises to the hard limit at start).
+// openFilesLimit returns the hard limit of the files the process may hold
+// open (RLIMIT_NOFILE): Go's runtime raises the soft limit to about it at
+// start, so the hard limit is the one to raise.
 func openFilesLimit() (uint64, bool) {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		return 0, false
 	}
-	return l.Cur, true
+	return l.Max, true
 }
