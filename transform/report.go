@@ -347,7 +347,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			if len(p.CompositeLooking) > 0 && p.ElementsLeft > 0 {
 				// Beside the 0 an auditor reads first: what is left is
 				// not rows of the keys, but it is their data.
-				left = fmt.Sprintf("; but elements of listed keys left: %d", p.ElementsLeft)
+				left = fmt.Sprintf("; elements of listed keys left, not counted there: %d", p.ElementsLeft)
 			}
 			perRule.Text(fmt.Sprintf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; %s: %d%s\n", p.KeysListed, p.KeysFound, rs.Dropped, p.KeysNotFound, p.remainingWhat(), p.Remaining, left))
 			if len(p.CompositeLooking) > 0 {
