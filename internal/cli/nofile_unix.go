@@ -12,5 +12,5 @@ func openFilesLimit() (uint64, bool) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		return 0, false
 	}
-	return l.Max, true
+	return uint64(l.Max), true // (int64 on some systems)
 }
