@@ -50,6 +50,16 @@ func TestReappliedRulesWarned(t *testing.T) {
 	if _, err := run(t, out, set, transform.Options{DryRun: true, Strict: true}); !errors.As(err, &werr) {
 		t.Errorf("--strict, the same rules on their output: %v, want a *WarningsError", err)
 	}
+	// A rescale in between carries the rule file's digest on.
+	rescaled := filepath.Join(dir, "rescaled")
+	if _, err := run(t, out, parseRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 3}\n", nil), transform.Options{Out: rescaled}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = run(t, rescaled, set, transform.Options{DryRun: true}); err != nil {
+		t.Fatal(err)
+	} else if n := reapplied(rep); n != 1 {
+		t.Errorf("the same rules after a rescale of their output: %d warnings of rules applied again, want 1: %q", n, rep.Warnings)
+	}
 	// A recurring erasure runs one rule file, its keys file renewed, on
 	// its own output: nothing compounds, nothing is warned of.
 	erase := slotDecls + "  - purge_keys: {keys_file: subjects.txt, op: 8, slot: cart}\n"

@@ -902,8 +902,8 @@ func checkMergeGroups(sp *savepoint.Savepoint, set *rules.Set, results []*fileRe
 // source gone and is warned of, set_version sets what is set), and a
 // recurring erasure runs the same rule file with a new keys file on its
 // own output by design. The digest is the rule file's bytes', so a keys
-// file's contents do not change it; a rescale in between writes its own
-// provenance, and the check then sees nothing.
+// file's contents do not change it; the rule files of earlier runs, before
+// a rescale for one, are remembered too (inputDigests).
 func reappliedWarnings(sp *savepoint.Savepoint, set *rules.Set) []string {
 	if set.Source == rules.RescaleShorthand || set.Digest == "" || !slices.ContainsFunc(set.Rules, func(r *rules.Rule) bool { return r.SetValue != nil }) {
 		return nil
@@ -915,7 +915,7 @@ func reappliedWarnings(sp *savepoint.Savepoint, set *rules.Set) []string {
 			continue
 		}
 		all++
-		if provenanceDigest(f.Snapshot.Metadata) == set.Digest {
+		if slices.Contains(inputDigests(f.Snapshot.Metadata), set.Digest) {
 			if n++; n == 1 {
 				first = savepoint.ShowName(f.Rel)
 			}
@@ -928,22 +928,7 @@ func reappliedWarnings(sp *savepoint.Savepoint, set *rules.Set) []string {
 	if all > 1 {
 		which = fmt.Sprintf("%d of its %d files (%s among them) carry", n, all, first)
 	}
-	return []string{fmt.Sprintf("the input was written by these same rules: %s their digest (rules_sha256=%s... in sptool.provenance); applying them again applies each set_value to its own result", which, short(set.Digest))}
-}
-
-// provenanceDigest returns the rules_sha256 of a file's sptool.provenance,
-// or "".
-func provenanceDigest(md savepoint.Metadata) string {
-	v, ok := md.Get(savepoint.MetaProvenance)
-	if !ok {
-		return ""
-	}
-	_, after, ok := strings.Cut(v, ";rules_sha256=")
-	if !ok {
-		return ""
-	}
-	digest, _, _ := strings.Cut(after, ";")
-	return digest
+	return []string{fmt.Sprintf("the input was written by these same rules: %s their digest (%s... in sptool.provenance); applying them again applies each set_value to its own result", which, short(set.Digest))}
 }
 
 // scopeWarnings returns a warning for each rule that names an operator, or

@@ -19,14 +19,74 @@ import (
 )
 
 // provenance is the value of the sptool.provenance metadata key of a
-// rewritten file: which tool, rules and input produced it. It holds no clock
-// reading, so the same input and rules give the same bytes.
+// rewritten file: which tool, rules and input produced it, and the rule
+// files (their digests) that produced the input, if sptool wrote it. It
+// holds no clock reading, so the same input and rules give the same bytes.
 func provenance(tool string, set *rules.Set, f *newFile) string {
-	s := fmt.Sprintf("tool=%s;rules_sha256=%s;input=%s", tool, set.Digest, filepath.ToSlash(f.from))
+	s := fmt.Sprintf("tool=%s;rules_sha256=%s", tool, set.Digest)
+	if earlier := inputDigests(f.md); len(earlier) > 0 {
+		s += ";earlier_rules_sha256=" + strings.Join(earlier, ",")
+	}
+	s += ";input=" + filepath.ToSlash(f.from)
 	if f.inputCRC != 0 || f.copyOf != nil {
 		s += fmt.Sprintf(";input_crc32c=%d", f.inputCRC)
 	}
 	return s
+}
+
+// maxEarlierDigests is how many rule files' digests a provenance remembers
+// of the runs before the one that wrote it.
+const maxEarlierDigests = 8
+
+// inputDigests returns the digests of the rule files that produced a file
+// of metadata md, by its sptool.provenance: the last run's first, then
+// those it remembered, each once, at most maxEarlierDigests. A rescale
+// between two runs of a rule file carries them on, so that the second run
+// still knows its input was the first's output (reappliedWarnings).
+func inputDigests(md savepoint.Metadata) []string {
+	last, earlier := provenanceDigests(md)
+	var out []string
+	for _, d := range append([]string{last}, earlier...) {
+		if isDigest(d) && !slices.Contains(out, d) && len(out) < maxEarlierDigests {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// provenanceDigests returns the rules_sha256 of a file's sptool.provenance
+// and its earlier_rules_sha256, or "" and nil.
+func provenanceDigests(md savepoint.Metadata) (last string, earlier []string) {
+	v, ok := md.Get(savepoint.MetaProvenance)
+	if !ok {
+		return "", nil
+	}
+	field := func(name string) string {
+		_, after, ok := strings.Cut(v, ";"+name+"=")
+		if !ok {
+			return ""
+		}
+		f, _, _ := strings.Cut(after, ";")
+		return f
+	}
+	if e := field("earlier_rules_sha256"); e != "" {
+		earlier = strings.Split(e, ",")
+	}
+	return field("rules_sha256"), earlier
+}
+
+// isDigest reports whether d is a SHA-256 in lowercase hex, as a rule
+// file's digest is: what a provenance read from a file passes on.
+func isDigest(d string) bool {
+	if len(d) != 64 {
+		return false
+	}
+	for _, c := range d {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // outCompression is the whole-file compression of an output whose input
