@@ -627,7 +627,7 @@ func syntaxHint(msg string) string {
 	if !ok {
 		return ""
 	}
-	if tok == `Operator("=")` || strings.HasPrefix(tok, `Operator("=")`) {
+	if strings.HasPrefix(tok, `Operator("=")`) {
 		return ": compare with == (and != for not equal)"
 	}
 	if name, ok := strings.CutPrefix(tok, `Identifier("`); ok {
