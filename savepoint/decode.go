@@ -199,13 +199,6 @@ func splitCLMB(data []byte) ([][]byte, error) {
 	return blobs, nil
 }
 
-// changelogKey is the key of (op, k) in ChangelogInfo's set of erased keys.
-func changelogKey(op uint64, k []byte) string {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], op)
-	return string(b[:]) + string(k)
-}
-
 // replayChangelog decodes the changelog blobs of one file (one, or several
 // in a CLMB frame) as clink's ChangelogStateBackend::restore reads them:
 // each blob must hold a materialisation row (row_kind 0 or 3, anywhere in

@@ -9,6 +9,13 @@ import (
 	"testing"
 )
 
+// changelogKey is the key of (op, k) in restoreModel's maps.
+func changelogKey(op uint64, k []byte) string {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], op)
+	return string(b[:]) + string(k)
+}
+
 // restoreModel is clink's ChangelogStateBackend::restore written out: the
 // rows of each materialisation put into a map of (op, key) in turn,
 // merged with the restore's duplicate rules, then each log row replayed,
