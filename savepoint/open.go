@@ -237,7 +237,7 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 			// regular file: UndecodableError names it.)
 			continue
 		}
-		noSidecar := f.Sidecar == nil && f.Verdict == VerdictIncomplete
+		noSidecar := f.noSidecar()
 		if noSidecar && (opts.AllowMissingSidecar || sp.Kind == InputFile) || !noSidecar && opts.AllowCorrupt {
 			continue
 		}
@@ -277,8 +277,8 @@ func (sp *Savepoint) Damaged() []*File {
 		switch {
 		case f.Verdict == VerdictValid, f.Verdict == VerdictMissing:
 			continue
-		case f.Verdict == VerdictIncomplete && f.Sidecar == nil:
-			continue // no sidecar
+		case f.noSidecar():
+			continue
 		case f.Verdict == "":
 			continue // none made (a Savepoint built in memory)
 		}
@@ -319,7 +319,7 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 	if ck, ok := checkpointOfName(filepath.Base(path)); ok {
 		sp.Checkpoint = ck
 	}
-	if f.Sidecar == nil && f.Verdict == VerdictIncomplete && f.Snapshot != nil && f.Snapshot.Variant == Changelog {
+	if f.noSidecar() && f.Snapshot != nil && f.Snapshot.Variant == Changelog {
 		// Not a checkpoint that was never published: the changelog+file
 		// backend writes no sidecar for its changelog payloads.
 		f.VerdictDetail = "no integrity sidecar beside " + ShowName(path) + ", " + changelogWritesNoSidecar
@@ -1553,6 +1553,12 @@ func (sp *Savepoint) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// noSidecar reports whether the payload was judged for want of a sidecar
+// (verdict incomplete, no .meta file beside it), which
+// OpenOptions.AllowMissingSidecar and --allow-unverified accept, unlike a
+// sidecar that disagrees with it.
+func (f *File) noSidecar() bool { return f.Verdict == VerdictIncomplete && f.Sidecar == nil }
 
 // closeMatMaps unmaps and closes the materialisation files mapped for the
 // file (matMaps).

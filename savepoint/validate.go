@@ -621,7 +621,7 @@ func (v *validator) checkFileLevel(f *File) {
 	if sp.Kind == InputFile {
 		switch {
 		case f.Verdict == VerdictValid:
-		case f.Verdict == VerdictIncomplete && f.Sidecar == nil:
+		case f.noSidecar():
 			if left, aside := sidecarLeftover(f.Path, f.Size, f.CRC32C); aside {
 				v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("no .meta sidecar beside the file, but %s, which describes it, is: a --force run replacing this output moved its sidecar aside and was interrupted; rename it back to %s to have this output whole again, or run that command again", filepath.Base(left), filepath.Base(f.Path)+SidecarSuffix))
 				break
