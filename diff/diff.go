@@ -24,6 +24,7 @@ package diff
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -779,10 +780,7 @@ func (d *differ) collect(res *Result) {
 	}
 	slices.SortFunc(keys, func(a, b slotKey) int {
 		if a.op != b.op {
-			if a.op < b.op {
-				return -1
-			}
-			return 1
+			return cmp.Compare(a.op, b.op)
 		}
 		if a.has != b.has {
 			if a.has {
@@ -850,10 +848,7 @@ func versionChanges(a, b *savepoint.Savepoint, res *Result) []VersionChange {
 	}
 	slices.SortFunc(out, func(x, y VersionChange) int {
 		if x.Op != y.Op {
-			if x.Op < y.Op {
-				return -1
-			}
-			return 1
+			return cmp.Compare(x.Op, y.Op)
 		}
 		return strings.Compare(x.StateType, y.StateType)
 	})

@@ -106,6 +106,7 @@ package export
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -701,10 +702,7 @@ func sortEntries(buf []entry, keys []sortKey) {
 
 func compareSortKeys(buf []entry, a, b sortKey) int {
 	if a.slot != b.slot {
-		if a.slot < b.slot {
-			return -1
-		}
-		return 1
+		return cmp.Compare(a.slot, b.slot)
 	}
 	if a.slot&0xFF >= 7 { // names sharing their first 7 bytes: the whole names first
 		if c := bytes.Compare(buf[a.idx].slot(), buf[b.idx].slot()); c != 0 {
@@ -712,10 +710,7 @@ func compareSortKeys(buf []entry, a, b sortKey) int {
 		}
 	}
 	if a.uk != b.uk {
-		if a.uk < b.uk {
-			return -1
-		}
-		return 1
+		return cmp.Compare(a.uk, b.uk)
 	}
 	if c := compareEntries(buf[a.idx], buf[b.idx]); c != 0 {
 		return c
@@ -784,18 +779,12 @@ func (p *pipeline) singleSorted(f *savepoint.File, perFile bool, st *savepoint.U
 		r := rows.Row(int(k.idx))
 		return entry{key: r.Key, value: r.Value, subtask: int32(f.Subtask), sep: k.sep}
 	}
-	cmp := func(a, b flatKey) int {
+	byKey := func(a, b flatKey) int {
 		switch {
 		case a.op != b.op:
-			if a.op < b.op {
-				return -1
-			}
-			return 1
+			return cmp.Compare(a.op, b.op)
 		case a.slot != b.slot:
-			if a.slot < b.slot {
-				return -1
-			}
-			return 1
+			return cmp.Compare(a.slot, b.slot)
 		case a.slot&0xFF >= 7: // names sharing their first 7 bytes: the whole names first
 			ea, eb := ent(a), ent(b)
 			if c := bytes.Compare(ea.slot(), eb.slot()); c != 0 {
@@ -803,10 +792,7 @@ func (p *pipeline) singleSorted(f *savepoint.File, perFile bool, st *savepoint.U
 			}
 		}
 		if a.uk != b.uk {
-			if a.uk < b.uk {
-				return -1
-			}
-			return 1
+			return cmp.Compare(a.uk, b.uk)
 		}
 		if c := compareEntries(ent(a), ent(b)); c != 0 {
 			return c
@@ -816,8 +802,8 @@ func (p *pipeline) singleSorted(f *savepoint.File, perFile bool, st *savepoint.U
 	if err := p.ctx.Err(); err != nil {
 		return err
 	}
-	if !slices.IsSortedFunc(keys, cmp) {
-		slices.SortFunc(keys, cmp)
+	if !slices.IsSortedFunc(keys, byKey) {
+		slices.SortFunc(keys, byKey)
 	}
 	hdr := make([]savepoint.Row, gatherBlock)
 	warmed := 0

@@ -3,6 +3,7 @@ package export
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/csv"
@@ -242,10 +243,7 @@ func eachParquetBatch(t testing.TB, data []byte, props pqarrow.ArrowReadProperti
 // compareOrder is the export order: op, slot, user key (bytewise), subtask.
 func compareOrder(a, b parquetRow) int {
 	if a.op != b.op {
-		if a.op < b.op {
-			return -1
-		}
-		return 1
+		return cmp.Compare(a.op, b.op)
 	}
 	if c := strings.Compare(a.slot, b.slot); c != 0 {
 		return c

@@ -461,12 +461,7 @@ func (h *runHeap) advance() error {
 		h.replaceTop()
 		return nil
 	}
-	last := len(h.heap) - 1
-	h.heap[0] = h.heap[last]
-	h.heap = h.heap[:last]
-	if last > 0 {
-		h.down(0)
-	}
+	h.pop() // the run ended
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package savepoint
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/crc32"
@@ -297,7 +298,7 @@ func (p *parallelWrite) writeRange(pw *pieceWriter, out *sink, rw *rangeWriter, 
 // combine checks that the pieces tile the size bytes of the file exactly
 // and returns the CRC-32C of the whole.
 func (p *parallelWrite) combine(size int64) (uint32, error) {
-	slices.SortFunc(p.pieces, func(a, b piece) int { return cmpInt64(a.at, b.at) })
+	slices.SortFunc(p.pieces, func(a, b piece) int { return cmp.Compare(a.at, b.at) })
 	var crc uint32
 	var at int64
 	for _, pc := range p.pieces {
@@ -311,16 +312,6 @@ func (p *parallelWrite) combine(size int64) (uint32, error) {
 		return 0, fmt.Errorf("internal error: parallel writer wrote %d bytes of %d", at, size)
 	}
 	return crc, nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // pieceWriter writes to the file at an offset that advances, checksumming

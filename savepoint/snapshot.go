@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"sort"
 	"strconv"
@@ -30,10 +31,7 @@ type Row struct {
 // Compare orders rows canonically: by operator id, then key bytes.
 func (r Row) Compare(o Row) int {
 	if r.Op != o.Op {
-		if r.Op < o.Op {
-			return -1
-		}
-		return 1
+		return cmp.Compare(r.Op, o.Op)
 	}
 	return bytes.Compare(r.Key, o.Key)
 }

@@ -104,33 +104,18 @@ func entCmp(at func(i int) (op uint64, key []byte)) func(a, b sortEnt) int {
 	return func(a, b sortEnt) int {
 		switch {
 		case a.op != b.op:
-			if a.op < b.op {
-				return -1
-			}
-			return 1
+			return cmp.Compare(a.op, b.op)
 		case a.p0 != b.p0:
-			if a.p0 < b.p0 {
-				return -1
-			}
-			return 1
+			return cmp.Compare(a.p0, b.p0)
 		case a.p1 != b.p1:
-			if a.p1 < b.p1 {
-				return -1
-			}
-			return 1
+			return cmp.Compare(a.p1, b.p1)
 		}
 		_, ka := at(int(a.idx))
 		_, kb := at(int(b.idx))
 		if c := bytes.Compare(ka, kb); c != 0 {
 			return c
 		}
-		if a.idx < b.idx {
-			return -1
-		}
-		if a.idx > b.idx {
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.idx, b.idx)
 	}
 }
 

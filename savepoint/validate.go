@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -539,10 +540,7 @@ func (v *validator) report() *Report {
 			return c
 		}
 		if a.Op != b.Op {
-			if a.Op < b.Op {
-				return -1
-			}
-			return 1
+			return cmp.Compare(a.Op, b.Op)
 		}
 		if c := bytes.Compare(a.Key, b.Key); c != 0 {
 			return c

@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -351,7 +352,7 @@ func readOffsets(m *mappedFile, offs []int32, bounds []int, dataLen int) ([]int3
 // tileCRC checks that the pieces do not overlap, checksums the bytes of
 // the file between them, and returns the CRC-32C of the size bytes.
 func tileCRC(fh *os.File, size int64, pieces []piece) (uint32, error) {
-	slices.SortFunc(pieces, func(a, b piece) int { return cmpInt64(a.at, b.at) })
+	slices.SortFunc(pieces, func(a, b piece) int { return cmp.Compare(a.at, b.at) })
 	crc := CRC32C(nil)
 	var at int64
 	gap := func(to int64) error {
@@ -696,28 +697,16 @@ func uint64s(b []byte) []uint64 {
 // words (the first 8 bytes and the last 8, which overlap below 16: the
 // bytes in common are equal when the first words are).
 func compareRows(aOp uint64, a []byte, bOp uint64, b []byte) int {
-	switch {
-	case aOp < bOp:
-		return -1
-	case aOp > bOp:
-		return 1
+	if aOp != bOp {
+		return cmp.Compare(aOp, bOp)
 	}
 	if l := len(a); l == len(b) && l >= 8 && l <= 16 {
 		ah, bh := binary.BigEndian.Uint64(a), binary.BigEndian.Uint64(b)
 		if ah != bh {
-			if ah < bh {
-				return -1
-			}
-			return 1
+			return cmp.Compare(ah, bh)
 		}
 		al, bl := binary.BigEndian.Uint64(a[l-8:]), binary.BigEndian.Uint64(b[l-8:])
-		switch {
-		case al < bl:
-			return -1
-		case al > bl:
-			return 1
-		}
-		return 0
+		return cmp.Compare(al, bl)
 	}
 	return bytes.Compare(a, b)
 }
@@ -822,7 +811,7 @@ func (x *PrefixRuns) Run(i int) PrefixRun {
 
 // Find returns the index of the run holding row i.
 func (x *PrefixRuns) Find(i int) int {
-	j, _ := slices.BinarySearchFunc(x.runs, i, func(r prefixRun, i int) int { return cmpInt64(int64(r.start), int64(i)) })
+	j, _ := slices.BinarySearchFunc(x.runs, i, func(r prefixRun, i int) int { return cmp.Compare(r.start, i) })
 	if j == len(x.runs) || x.runs[j].start > i {
 		j--
 	}

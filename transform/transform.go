@@ -3107,10 +3107,7 @@ func (rep *Report) finish() <-chan struct{} {
 func sortSlots(s []*SlotStats) {
 	slices.SortFunc(s, func(a, b *SlotStats) int {
 		if a.Op != b.Op {
-			if a.Op < b.Op {
-				return -1
-			}
-			return 1
+			return cmp.Compare(a.Op, b.Op)
 		}
 		return bytes.Compare([]byte(a.Slot), []byte(b.Slot))
 	})
@@ -3157,10 +3154,7 @@ func versionChanges(sp *savepoint.Savepoint, results []*fileResult) []VersionCha
 	}
 	slices.SortFunc(out, func(a, b VersionChange) int {
 		if a.Op != b.Op {
-			if a.Op < b.Op {
-				return -1
-			}
-			return 1
+			return cmp.Compare(a.Op, b.Op)
 		}
 		return bytes.Compare([]byte(a.StateType), []byte(b.StateType))
 	})

@@ -106,11 +106,7 @@ func runInspect(ctx context.Context, s *Streams, args []string) int {
 	if err := ctx.Err(); err != nil {
 		return fail(s, c.name, err) // no report of a run the user stopped
 	}
-	if *asJSON {
-		if err := writeJSON(s.Out, sum); err != nil {
-			return fail(s, c.name, err)
-		}
-	} else if err := sum.WriteText(newTextWriter(s.Out)); err != nil {
+	if err := writeReport(s.Out, *asJSON, sum); err != nil {
 		return fail(s, c.name, err)
 	}
 	if err := sp.UndecodableError(); err != nil {
@@ -164,11 +160,7 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	if err := ctx.Err(); err != nil {
 		return fail(s, c.name, err) // no verdict on a run the user stopped
 	}
-	if *asJSON {
-		if err := writeJSON(s.Out, rep); err != nil {
-			return fail(s, c.name, err)
-		}
-	} else if err := rep.WriteText(newTextWriter(s.Out)); err != nil {
+	if err := writeReport(s.Out, *asJSON, rep); err != nil {
 		return fail(s, c.name, err)
 	}
 	if rep.Errors() > 0 {

@@ -348,6 +348,19 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// textReport is a report that prints itself as text (inspect's summary,
+// validate's findings).
+type textReport interface{ WriteText(w io.Writer) error }
+
+// writeReport prints r to w: as JSON (writeJSON) with --json, else as
+// text through newTextWriter.
+func writeReport(w io.Writer, asJSON bool, r textReport) error {
+	if asJSON {
+		return writeJSON(w, r)
+	}
+	return r.WriteText(newTextWriter(w))
+}
+
 // checkOutputFree checks the output as transform.Run will (see
 // transform.CheckOutput), before the input is opened: Run checks it only
 // once the open has read all of the input, which for a large savepoint
