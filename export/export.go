@@ -810,16 +810,15 @@ func (p *pipeline) singleSorted(f *savepoint.File, perFile bool, st *savepoint.U
 	var seen uint8
 	e := new(entry) // one allocation: the sink takes a pointer
 
-	every, left := f.ReleaseRows(), 0
+	release := savepoint.NewPacer(0, f.ReleaseRows())
 	for i := 0; i < len(keys); {
 		if i&0xFFFF == 0 {
 			if p.ctx.Err() != nil {
 				return p.ctx.Err()
 			}
 		}
-		if left--; left <= 0 {
+		if release.Due(i) {
 			f.ReleasePages() // what was read stays cached, not resident
-			left = every
 		}
 		if i >= warmed {
 			warmed = p.warm(rows, keys, i, hdr)

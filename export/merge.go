@@ -62,11 +62,10 @@ func appendRuns(runs []keyRun, s *mergeSource, src, limit int, slots slotNames) 
 	// rows each, none reaching the release every 256K rows, kept the pages
 	// its binary searches faulted in, 290 MB of the 372 MB tree.
 	defer s.file.ReleasePages()
-	next, every := 0, s.file.ReleaseRows()
+	release := savepoint.NewPacer(0, s.file.ReleaseRows())
 	for i := 0; i < s.n; {
-		if i >= next {
+		if release.Due(i) {
 			s.file.ReleasePages()
-			next = i + every
 		}
 		op, key := s.op(i), s.key(i)
 		sep := separator(key)
@@ -227,7 +226,7 @@ func (p *pipeline) merged(srcs []mergeSource, runs []keyRun, res *savepoint.Reso
 	for i := range srcs {
 		every = min(every, srcs[i].file.ReleaseRows())
 	}
-	left := every
+	pace := savepoint.NewPacer(every, every)
 	for lo := 0; lo < len(runs); {
 		hi := lo + 1
 		for hi < len(runs) && runs[hi].op == runs[lo].op {
@@ -259,9 +258,8 @@ func (p *pipeline) merged(srcs []mergeSource, runs []keyRun, res *savepoint.Reso
 						return err
 					}
 				}
-				if left--; left <= 0 {
+				if pace.Due(emitted) {
 					release()
-					left = every
 				}
 				emitted++
 				if res == nil || !h.tied() {

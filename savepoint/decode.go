@@ -106,7 +106,7 @@ func DecodeSnapshot(data []byte, opts ReadOptions) (*Snapshot, error) {
 	// it) is released every decodeReleaseBytes of batches decoded.
 	var release func(n int64)
 	if opts.readMapped != nil {
-		rel := &mapRelease{every: decodeReleaseBytes}
+		rel := newMapRelease(decodeReleaseBytes)
 		release = func(n int64) { rel.add(data, n) }
 	}
 	rs, err := readStreamReleasing(data, opts.budget, release, true)

@@ -165,7 +165,7 @@ func nextBatchTo(rs RowSource, start, n, every int) (end int, kLen, vLen int64, 
 	src := Columns(rs)
 	runs, _ := src.(RunSource)
 	warm := &warmer{src: src, end: n}
-	release := mapRelease{every: writerReleaseRows}
+	release := newMapRelease(writerReleaseRows)
 	// The offsets that bound runs, read with pread (see window.offset).
 	kw, vw := window{bounds: true}, window{bounds: true}
 	defer kw.free()
@@ -312,7 +312,7 @@ type rangeWriter struct {
 	runs    RunSource // src, when it is one
 	kv      bool      // a pass over keys or values: runs of KeyValueRun
 	warm    warmer
-	release mapRelease
+	release *mapRelease
 	bounds  window // the offsets that bound runs (see window.offset)
 	choice  runChoice
 	hint    stepHint // offsets written from a batch's stretches
@@ -324,7 +324,7 @@ func (rw *rangeWriter) free() { rw.bounds.free() }
 // newRangeWriter returns a writer of rows of src before end.
 func newRangeWriter(src ColumnSource, end int) *rangeWriter {
 	runs, _ := src.(RunSource)
-	return &rangeWriter{src: src, runs: runs, warm: warmer{src: src, end: end}, release: mapRelease{every: writerReleaseRows}, bounds: window{bounds: true}}
+	return &rangeWriter{src: src, runs: runs, warm: warmer{src: src, end: end}, release: newMapRelease(writerReleaseRows), bounds: window{bounds: true}}
 }
 
 // run returns the run of output rows starting at i, clipped to end (see
@@ -466,15 +466,20 @@ func (rw *rangeWriter) data(out *sink, value bool, i, end int) {
 // last release. The whole map is released: the few pages mapped lie
 // anywhere in it, and walking the page tables of a range with few pages
 // costs little. A nil *mapRelease, or a nil map, releases nothing.
-type mapRelease struct{ every, done int64 }
+type mapRelease struct {
+	pace Pacer
+	done int
+}
+
+// newMapRelease returns a mapRelease every every units.
+func newMapRelease(every int) *mapRelease { return &mapRelease{pace: NewPacer(every, every)} }
 
 func (r *mapRelease) add(m []byte, n int64) {
 	if r == nil || m == nil {
 		return
 	}
-	if r.done += n; r.done >= r.every {
+	if r.done += int(n); r.pace.Due(r.done) {
 		releasePages(m)
-		r.done = 0
 	}
 }
 

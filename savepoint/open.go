@@ -1633,6 +1633,29 @@ func releaseRows(bytes int64, rows int) int {
 	return int(max(1, releaseBytes*int64(rows)/bytes))
 }
 
+// A Pacer spaces out an action along a pass whose position (a row, or a
+// count of rows or bytes) only grows: the long passes over a mapped input
+// release its pages from the resident set every File.ReleaseRows rows, and
+// ask whether to stop as often.
+type Pacer struct{ next, every int }
+
+// NewPacer returns a Pacer for an action every every units (at least 1),
+// first due at position first.
+func NewPacer(first, every int) Pacer { return Pacer{next: first, every: max(every, 1)} }
+
+// Due reports whether the action is due at position at: at is the first
+// position or, since it was last due, has moved on by every or more.
+func (p *Pacer) Due(at int) bool {
+	if at < p.next {
+		return false
+	}
+	p.next = at + p.every
+	return true
+}
+
+// Next returns the position from which the action is next due.
+func (p *Pacer) Next() int { return p.next }
+
 // ReleasePages drops the pages of the savepoint's memory maps from the
 // process's resident set (they stay in the page cache and fault back in when
 // read again). Long passes call it to keep memory bounded on inputs larger

@@ -153,12 +153,11 @@ func replayInFile(mats []*Cursor, logs *changelogLog, info *ChangelogInfo, opts 
 	i, n := 0, matRows.Len()
 	// Now and then the pages of the copies read so far are dropped, and
 	// the stop asked.
-	read, nextRelease := 0, spillReleaseRows
+	read, release := 0, NewPacer(spillReleaseRows, spillReleaseRows)
 	tick := func() error {
-		if read++; read < nextRelease {
+		if read++; !release.Due(read) {
 			return nil
 		}
-		nextRelease += spillReleaseRows
 		matCopy.ReleasePages()
 		logCopy.ReleasePages()
 		return ctxErr(opts.ctx)

@@ -720,23 +720,22 @@ func (p *partition) addRange(src ColumnSource, lo, hi int, opts *SpillOptions) e
 	if opts.ReleaseRows > 0 {
 		every = min(every, opts.ReleaseRows)
 	}
-	next := lo
+	pace := NewPacer(lo, every)
 	for i := lo; i < hi; {
-		if i >= next {
+		if pace.Due(i) {
 			if opts.Release != nil {
 				opts.Release()
 			}
 			if opts.stopped() {
 				return context.Canceled
 			}
-			next = i + every
 		}
 		if runs != nil {
 			if b, blo, m, ok := runs.Run(i); ok {
 				// A run can be every row (rules that keep them all): it
 				// stops at the next release, or the pages it read would
 				// all stay resident, and Stop would not be asked.
-				m = min(m, hi-i, next-i)
+				m = min(m, hi-i, pace.Next()-i)
 				for j := blo; j < blo+m; j++ {
 					if err := p.add(b.Row(j)); err != nil {
 						return err

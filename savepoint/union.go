@@ -381,11 +381,10 @@ func (u *unioner) run(dedup bool, yield func(UnionRow) bool) {
 	// each, none reaching its count, kept 430 MB of the 372 MB tree's
 	// pages.
 	every := u.sp.ReleaseRows()
-	left := every
+	release, read := NewPacer(every, every), 0
 	advance := func(c *unionCursor) {
 		c.i++
-		if left--; left == 0 {
-			left = every
+		if read++; release.Due(read) {
 			for _, f := range u.sp.Files { // (those of ended cursors too)
 				f.ReleasePages()
 			}

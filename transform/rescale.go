@@ -679,11 +679,10 @@ func sortOut(f *savepoint.File, out *outRows, o oldFile) rescalePart {
 	}
 	p := rescalePart{own: map[uint64]bool{}}
 	var kc savepoint.KeyColumns
-	next, every := 0, f.ReleaseRows()
+	release := savepoint.NewPacer(0, f.ReleaseRows())
 	for j := 0; j < out.Len(); j++ {
-		if j >= next {
+		if release.Due(j) {
 			f.ReleasePages()
-			next = j + every
 		}
 		n, op, kg, keyed, err := out.keyedRun(j, &kc)
 		if err != nil {
@@ -1127,7 +1126,7 @@ func mergeSorted(olds []*outRows, pos []rowIndex, ops []savepoint.Row, release f
 		op, key := row(s, int(c.spans[c.k].start)+c.off)
 		return op, key, true
 	}
-	next := 0
+	pace := savepoint.NewPacer(0, releaseRows+1)
 	for {
 		best, second := -1, -1
 		var bOp, sOp uint64
@@ -1169,7 +1168,7 @@ func mergeSorted(olds []*outRows, pos []rowIndex, ops []savepoint.Row, release f
 		if c.off += n; c.off == int(sp.n) {
 			c.k, c.off = c.k+1, 0
 		}
-		if m.Len() >= next {
+		if pace.Due(m.Len()) {
 			// The keys compared stay cached, not resident: those of the
 			// input (release) and those of the old outputs, which are
 			// sorted copies of the inputs that were out of order.
@@ -1177,7 +1176,6 @@ func mergeSorted(olds []*outRows, pos []rowIndex, ops []savepoint.Row, release f
 			for _, o := range olds {
 				o.release()
 			}
-			next = m.Len() + releaseRows + 1
 		}
 	}
 }

@@ -1701,8 +1701,7 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64,
 		w.hits = e.keyHits(snap)
 	}
 	res.err = savepoint.Guard(func() error {
-		every := out.releaseRows // rows between releases of the input's pages
-		release := lo + every
+		release := savepoint.NewPacer(lo+out.releaseRows, out.releaseRows) // of the input's pages
 		for c := lo; c < hi; {
 			// Every 64K rows: cancellation, progress and the resident set.
 			end := min(hi, (c|0xFFFF)+1)
@@ -1712,9 +1711,8 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64,
 			if e.stopsAt(pos) {
 				return context.Canceled // a part before it failed
 			}
-			if c >= release {
+			if release.Due(c) {
 				f.ReleasePages() // what was read stays cached but leaves the resident set
-				release = c + every
 			}
 			ones := 0    // runs of one row in a row, this block
 			aloneAt := c // where alone may be asked next
@@ -2679,11 +2677,10 @@ func countSlots(rs savepoint.RowSource, sorted bool, counts *slotCounts, release
 	src := savepoint.Columns(rs)
 	runs, _ := src.(savepoint.RunSource)
 	var kc savepoint.KeyColumns
-	next := 0
+	pace := savepoint.NewPacer(0, releaseRows+1)
 	for i := 0; i < src.Len(); {
-		if i >= next {
+		if pace.Due(i) {
 			release()
-			next = i + releaseRows + 1
 		}
 		if runs != nil {
 			if b, lo, n, ok := runs.Run(i); ok && n > 1 {
