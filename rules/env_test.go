@@ -586,6 +586,30 @@ func TestKeysFileFormat(t *testing.T) {
 	if len(msgs) != 2 {
 		t.Errorf("%d warnings, want 2:\n%s", len(msgs), all)
 	}
+	// A file of decimal integers matched as text by default is warned
+	// of, as an inline list of YAML integers is; with the codec said, or
+	// with a key that is not one, it is not.
+	write("n.txt", "7\n-7\n\n# ids\n")
+	write("m.txt", "7\nalice\n")
+	for _, tc := range []struct {
+		rule string
+		warn bool
+	}{
+		{"{keys_file: n.txt}", true},
+		{"{keys_file: n.txt, codec: string}", false},
+		{"{keys_file: n.txt, codec: int64}", false},
+		{"{keys_file: m.txt}", false},
+	} {
+		set, err := ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: "+tc.rule+"\n"), testOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		const want = `keys file "n.txt" lists only decimal integers, but they are matched as text (codec string, the default)`
+		warned := slices.ContainsFunc(set.Warnings, func(w *Warning) bool { return strings.Contains(w.Msg, want) })
+		if warned != tc.warn || len(set.Warnings) > 1 {
+			t.Errorf("%s: warnings %v, want the integers' warning: %v", tc.rule, set.Warnings, tc.warn)
+		}
+	}
 	// More than maxKeyErrors bad lines: the rest are counted.
 	write("bad.txt", strings.Repeat("x\n", 25))
 	_, err = ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys_file: bad.txt, codec: int64}\n"), testOpts())

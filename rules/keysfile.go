@@ -31,11 +31,12 @@ const maxKeyErrors = 10
 // encoded as 8 bytes little-endian. n is the 'keys_file' value node.
 //
 // It checks every line and builds the list's filter; it returns the
-// file's text and how many keys it holds, which collectKeys makes the
+// file's text, how many keys it holds and, for a string list, whether
+// every key is a decimal integer (numeric), which collectKeys makes the
 // list's keys of once the walk of the rule file is done (see
 // finishPurges): the filter is ready for a probe (ParseOptions.KeysReady)
 // before the larger arrays of the list are even allocated.
-func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, keys int, ok bool) {
+func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, keys int, numeric, ok bool) {
 	path := spec.KeysFile
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(p.opts.Dir, path)
@@ -48,18 +49,19 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 		if len(p.errs) > before {
 			p.errs[before].Err = err // (errors.Is: a missing file)
 		}
-		return "", 0, false
+		return "", 0, false, false
 	}
 	sum := sha256.Sum256(data)
 	spec.FileDigest = hex.EncodeToString(sum[:])
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if !p.keysTextOK(n, spec, data) {
-		return "", 0, false
+		return "", 0, false, false
 	}
 	spec.initFilter(bytes.Count(data, []byte{'\n'}) + 1)
 	// data is never written again: string keys are substrings of it.
 	text = unsafe.String(unsafe.SliceData(data), len(data))
 	isInt := spec.Codec == "int64"
+	numeric = !isInt
 	bad, wsLine, wsLines, crLine, crLines := 0, 0, 0, 0, 0
 	hashLine, hashLines, hashKey := 0, 0, ""
 	// A comment of one word ("#anna") may be a key that starts with '#'
@@ -87,6 +89,9 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 				if crLines++; crLine == 0 {
 					crLine = line
 				}
+			}
+			if numeric {
+				_, numeric = parseInt64(t)
 			}
 			spec.filter.addHash(keyHash(ln))
 			keys++
@@ -125,7 +130,7 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 	case hashLines > 1:
 		p.warnAt(n, "keys file %q: %d lines of one word start with '#' (the first: line %d, %q): they are comments, not keys; list keys that start with '#' in 'keys:', or write the comments with a blank after the '#'", spec.KeysFile, hashLines, hashLine, hashKey)
 	}
-	return text, keys, bad == 0
+	return text, keys, numeric && keys > 0, bad == 0
 }
 
 var utf8BOM = []byte("\xef\xbb\xbf")

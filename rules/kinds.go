@@ -752,9 +752,14 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 			return nil
 		}
 		spec.KeysFile = f
-		text, count, ok := p.loadKeysFile(fn, spec)
+		text, count, numeric, ok := p.loadKeysFile(fn, spec)
 		if !ok {
 			return nil
+		}
+		if numeric && !m.present("codec") {
+			// The inline list's case below, where a file cannot quote
+			// its keys: the codec said is the way to keep them text.
+			p.warnAt(fn, "keys file %q lists only decimal integers, but they are matched as text (codec string, the default): a key a slot stores as an 8-byte integer (int64 or uint64 codec) is found only with 'codec: int64'; say 'codec: string' if the keys are text", f)
 		}
 		if count == 0 {
 			// An erasure request exported empty, or the wrong file: an

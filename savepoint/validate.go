@@ -683,7 +683,7 @@ func (v *validator) checkFileLevel(f *File) {
 		v.fileFinding(f, SeverityInfo, CheckFormat, fmt.Sprintf("record-batch bodies are %s-compressed: clink's writer never compresses them, and its reader needs an Arrow build with that codec", s.Compression))
 	}
 	if s.TrailingBytes > 0 {
-		v.fileFinding(f, SeverityWarning, CheckTrailingBytes, fmt.Sprintf("%d byte%s after the end-of-stream marker: clink ignores them; sptool drops them where it rewrites the file, and keeps them in a file it copies unchanged", s.TrailingBytes, plural(int(s.TrailingBytes), "", "s")))
+		v.fileFinding(f, SeverityWarning, CheckTrailingBytes, fmt.Sprintf("%d byte%s after the end-of-stream marker: clink ignores them; sptool's apply and rescale leave them out of their output (the file is written anew, not copied)", s.TrailingBytes, plural(int(s.TrailingBytes), "", "s")))
 	}
 	seen := map[string]int{}
 	var order []string

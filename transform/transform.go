@@ -350,6 +350,11 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the tree's subtasks are not consecutive (it holds %s; %s): a job restoring it at this layout refuses to start %s %s, and one restoring the output too, which lacks %s as well; chain groups, which decide which copy of a row is kept, are not inferred across the gap (sptool validate says more)",
 			sp.SubtaskList(), sp.DescribeMissing(missing), which, savepoint.JoinInts(missing, ","), it))
 	}
+	for _, f := range sp.Files {
+		if f.Snapshot != nil && f.Snapshot.TrailingBytes > 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s holds %s after its end-of-stream marker, which clink's reader ignores: the output leaves them out (the file is written anew, not copied)", savepoint.ShowName(f.Rel), countOf(int(f.Snapshot.TrailingBytes), "byte")))
+		}
+	}
 	for _, f := range missingState(sp) { // accepted: AllowMissingState
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s is 0 bytes, accepted as empty state: subtask %d's output restores empty, where clink would refuse to restore the input's", savepoint.ShowName(f.Rel), f.Subtask))
 	}
@@ -1585,6 +1590,14 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 	if snap.Variant == savepoint.Changelog {
 		// A changelog payload (a file backend's refuses one, format 1.7)
 		// is written in canonical form, never copied.
+		res.changed = true
+	}
+	if snap.TrailingBytes > 0 || len(e.purges) > 0 {
+		// A copy carries every byte of the file, rows or not: bytes after
+		// the end-of-stream marker, which clink's reader ignores, and
+		// under an erasure whatever lies around the rows (padding, bytes
+		// no offset reaches), which no rule sees and which may hold an
+		// erased key. Written anew, the file holds its rows alone.
 		res.changed = true
 	}
 	joined, warnings := e.unionTimerBlobs(res)

@@ -987,6 +987,71 @@ func writeTreeAsIs(t testing.TB, dir string, ckpt uint64, files map[int][]savepo
 	return dir
 }
 
+// TestNotCopiedWhenBytesBesideRows: a copy carries every byte of a file,
+// so a file holding bytes after its end-of-stream marker is written anew
+// (with a warning naming it), and so is every file of an erasure's run,
+// whatever lies around its rows: none of the input's bytes but the rows
+// kept may reach the output. The others are copied.
+func TestNotCopiedWhenBytesBesideRows(t *testing.T) {
+	secret := []byte("bytes of an erased subject")
+	for _, tc := range []struct {
+		name, rules string
+		rewrite     func(subtask int) bool
+	}{
+		{"trailing bytes", "  - drop_slot: {op: 7, slot: nothing}\n", func(s int) bool { return s == 1 }},
+		{"erasure", "  - purge_keys: {keys: [999999], codec: int64}\n", func(int) bool { return true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in := writeTreeAsIs(t, filepath.Join(dir, "in"), 5, threeSubtasks(), baseVersions(t))
+			// Subtask 1's payload gets bytes after its stream, and a
+			// sidecar that covers them.
+			p := filepath.Join(in, "v1", "1", "checkpoint-5.snap")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = append(b, secret...)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p+".meta", savepoint.NewSidecar(5, b).Marshal(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "out")
+			rep, err := run(t, in, parseRules(t, slotDecls+tc.rules, nil), transform.Options{Out: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, fs := range rep.Files {
+				want := "copy"
+				if tc.rewrite(fs.Subtask) {
+					want = "rewrite"
+				}
+				if fs.Action != want {
+					t.Errorf("subtask %d: action %q, want %q", fs.Subtask, fs.Action, want)
+				}
+			}
+			got, err := os.ReadFile(filepath.Join(out, "v1", "1", "checkpoint-5.snap"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(got, secret) {
+				t.Error("the bytes after the input's stream reached the output")
+			}
+			want := "v1/1/checkpoint-5.snap holds 26 bytes after its end-of-stream marker, which clink's reader ignores: the output leaves them out"
+			if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
+				t.Errorf("no warning %q in %q", want, rep.Warnings)
+			}
+			for _, f := range open(t, out).Files {
+				if f.Verdict != savepoint.VerdictValid || f.Snapshot.TrailingBytes != 0 {
+					t.Errorf("%s: verdict %s, %d trailing bytes", f.Rel, f.Verdict, f.Snapshot.TrailingBytes)
+				}
+			}
+		})
+	}
+}
+
 // reversed returns the rows in reverse order (not canonical).
 func reversed(rows []savepoint.Row) []savepoint.Row {
 	out := slices.Clone(rows)
