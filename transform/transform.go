@@ -683,38 +683,40 @@ func (rep *Report) checkAccounting() error {
 // checkRemaps refuses a remap_operator into an operator that already has
 // state, unless the rule says merge: true (or an earlier rule dropped it),
 // or the operator remapped has none there.
-// It reads the operator column alone, before any rule runs: the operators
-// are followed through the rules as followSlots follows slots, each
-// operator's rows counted under one (op, "") entry.
+// It reads the operator column alone, before any rule runs, and follows
+// the operators' rows through the rules that drop and remap operators.
+// Those of slot rules stay with their operator: a drop_slot or rename_slot
+// leaves the operator's other slots, its operator state and its timers
+// (the empty slot name is one a slot may have, not the whole operator).
 func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 	if !slices.ContainsFunc(set.Rules, func(r *rules.Rule) bool { return r.RemapOperator != nil }) {
 		return nil // no remap: no need to read every row for the operators present
 	}
-	counts := map[uint64]int64{}
+	present := map[uint64]int64{}
 	for _, f := range sp.Files {
-		if err := f.Snapshot.CountOps(counts); err != nil {
+		if err := f.Snapshot.CountOps(present); err != nil {
 			return fmt.Errorf("%s: %w", f.Path, err)
 		}
 	}
-	present := map[slotKey]int64{}
-	for op, n := range counts {
-		if n > 0 {
-			present[slotKey{op: op}] = n
+	for _, r := range set.Rules {
+		switch {
+		case r.DropOperator != nil:
+			delete(present, r.DropOperator.Op.ID)
+		case r.RemapOperator != nil:
+			s := r.RemapOperator
+			// An operator with no rows there merges nothing: the rule does
+			// nothing to the rows (scopeWarnings says so), as on a second
+			// run of a migration over its own output.
+			if n := present[s.To.ID]; !s.Merge && n > 0 && present[s.From.ID] > 0 {
+				return fmt.Errorf("%s: operator %s already has state (%d rows); remapping %s into it would merge the two (set 'merge: true' to do that)", ruleAt(set, r), s.To, n, s.From)
+			}
+			if s.From.ID != s.To.ID {
+				present[s.To.ID] += present[s.From.ID]
+				delete(present, s.From.ID)
+			}
 		}
 	}
-	return followSlots(set, present, func(r *rules.Rule, present map[slotKey]int64) error {
-		s := r.RemapOperator
-		if s == nil || s.Merge {
-			return nil
-		}
-		// An operator with no rows there merges nothing: the rule does
-		// nothing to the rows (scopeWarnings says so), as on a second run
-		// of a migration over its own output.
-		if n := present[slotKey{op: s.To.ID}]; n > 0 && present[slotKey{op: s.From.ID}] > 0 {
-			return fmt.Errorf("%s: operator %s already has state (%d rows); remapping %s into it would merge the two (set 'merge: true' to do that)", ruleAt(set, r), s.To, n, s.From)
-		}
-		return nil
-	})
+	return nil
 }
 
 // slotsBefore returns the input's rows per (operator, slot) of a report's

@@ -494,6 +494,18 @@ func TestRuleKinds(t *testing.T) {
 			wantErr: "rules.yaml:9:5: rule 1 (remap_operator): operator 13 already has state (1 rows)",
 		},
 		{
+			// The empty slot name is a slot's, not the whole operator's:
+			// dropping or renaming it leaves the target's other state.
+			name:    "remap_operator refuses a target with state after a drop of its empty slot",
+			rules:   "  - drop_slot: {op: 13, slot: \"\"}\n  - remap_operator: {from: 12, to: 13}\n",
+			wantErr: "rule 2 (remap_operator): operator 13 already has state (1 rows)",
+		},
+		{
+			name:    "remap_operator refuses a target with state after a rename of its empty slot",
+			rules:   "  - rename_slot: {op: 13, from: \"\", to: zz}\n  - remap_operator: {from: 12, to: 13}\n",
+			wantErr: "rule 2 (remap_operator): operator 13 already has state (1 rows)",
+		},
+		{
 			// The target's own row for "zed" comes later in stream order
 			// (op 13 sorts after op 12), so a restore keeps it.
 			name:     "remap_operator with merge",
