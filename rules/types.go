@@ -708,6 +708,11 @@ type SetValueSpec struct {
 	text, floats, maps bool
 }
 
+// Text reports whether the slot's value codec is string: the expression
+// sees the value as text, and string functions write each byte of it that
+// is not UTF-8 as U+FFFD.
+func (s *SetValueSpec) Text() bool { return s.text }
+
 // SetVersionSpec is `set_version: {op|uid, state_type, version, slot}`.
 type SetVersionSpec struct {
 	// Op is the operator.

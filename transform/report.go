@@ -154,6 +154,10 @@ type RuleStats struct {
 	// EmptyWritten counts, for a set_value without erase_empty, the rows
 	// written with an empty list or map.
 	EmptyWritten int64 `json:"empty_collections_written,omitempty"`
+	// NonUTF8Changed counts, for a set_value of a string codec's slot,
+	// the values it changed that were not valid UTF-8 before it (see the
+	// warning).
+	NonUTF8Changed int64 `json:"non_utf8_values_changed,omitempty"`
 }
 
 // PurgeAudit is the record of an erasure: every listed key, whether rows of

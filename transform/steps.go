@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
@@ -201,6 +202,9 @@ func compile(set *rules.Set) []step {
 				}
 				if string(v) != string(row.Value) {
 					w.res.rules[i].changed++
+					if sv.Text() && !utf8.Valid(valueText(row.Value, sv.Decl.TTL)) {
+						w.res.rules[i].nonUTF8++
+					}
 					row.Value = v
 				}
 				return row, true, nil
@@ -217,6 +221,15 @@ func compile(set *rules.Set) []step {
 		steps[i] = s
 	}
 	return steps
+}
+
+// valueText is the part of a stored value its codec decodes: after the
+// 8-byte expire-at stamp of a TTL slot's.
+func valueText(v []byte, ttl bool) []byte {
+	if ttl && len(v) >= savepoint.TTLPrefixLen {
+		return v[savepoint.TTLPrefixLen:]
+	}
+	return v
 }
 
 // setVersionStep is the version-map change of set_version sv: the entry of

@@ -1470,7 +1470,7 @@ type fileResult struct {
 
 // ruleCounts are a rule's rows matched, dropped and changed, and (for a
 // set_value without erase_empty) the rows written with an empty list or map.
-type ruleCounts struct{ matched, dropped, changed, empty int64 }
+type ruleCounts struct{ matched, dropped, changed, empty, nonUTF8 int64 }
 
 type slotKey struct {
 	op   uint64
@@ -1973,6 +1973,7 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 			res.rules[i].dropped += p.rules[i].dropped
 			res.rules[i].changed += p.rules[i].changed
 			res.rules[i].empty += p.rules[i].empty
+			res.rules[i].nonUTF8 += p.rules[i].nonUTF8
 			res.short[i] += p.short[i]
 			res.remain[i] += p.remain[i]
 			res.timers[i] += p.timers[i]
@@ -2996,6 +2997,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			rs.Dropped += rc.dropped
 			rs.Changed += rc.changed
 			rs.EmptyWritten += rc.empty
+			rs.NonUTF8Changed += rc.nonUTF8
 			if res.vmRules[i] {
 				rs.VersionEntries++
 			}
@@ -3049,6 +3051,13 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 				rows, hold = "row", "holds"
 			}
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: after it, %d %s of op %d slot %q %s an empty list or map; clink's ListState and MapState never store one (they erase the key): if the slot is one of them, add 'erase_empty: true' to remove such rows", st.rule.Label(), rs.EmptyWritten, rows, sv.Op.ID, sv.Slot, hold))
+		}
+		if sv := st.rule.SetValue; sv != nil && rs.NonUTF8Changed > 0 {
+			were, them := "were", "them"
+			if rs.NonUTF8Changed == 1 {
+				were, them = "was", "it"
+			}
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: it changed %s of op %d slot %q that %s not valid UTF-8: the expression saw %s as text, and string functions (upper, trim, replace, ...) write each byte that is not UTF-8 as U+FFFD; if the bytes matter, declare the slot's value codec 'bytes' to work on them as they are, and check the output with sptool diff", st.rule.Label(), countOf(int(rs.NonUTF8Changed), "value"), sv.Op.ID, sv.Slot, were, them))
 		}
 		rep.PerRule = append(rep.PerRule, rs)
 	}

@@ -2632,3 +2632,40 @@ func TestLeftoversAfterPublish(t *testing.T) {
 		t.Errorf("after the run: %q", left)
 	}
 }
+
+// TestSetValueOverTextNotUTF8: a set_value whose string functions rewrite
+// a value that was not UTF-8 (its bytes become U+FFFD) is warned of and
+// counted; one that changes only text, or leaves such a value as it is,
+// is not.
+func TestSetValueOverTextNotUTF8(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	rows := []savepoint.Row{
+		keyed(opAgg, "seen", "alice", ttl(1000, []byte("web"))),
+		keyed(opAgg, "seen", "bob", ttl(1000, []byte("\xffweb"))),
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, baseVersions(t)), rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const want = `rule 1 (set_value): it changed 1 value of op 7 slot "seen" that was not valid UTF-8`
+	for _, tc := range []struct {
+		expr    string
+		changed int64
+	}{
+		{`upper(value)`, 1},
+		{`value == "web" ? "app" : value`, 0},
+	} {
+		out := filepath.Join(t.TempDir(), "out.snap")
+		rep, err := run(t, in, parseRules(t, slotDecls+"  - set_value: {op: 7, slot: seen, expr: '"+tc.expr+"'}\n", nil), transform.Options{Out: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.PerRule[0].NonUTF8Changed; got != tc.changed {
+			t.Errorf("%s: %d values not UTF-8 changed, want %d", tc.expr, got, tc.changed)
+		}
+		warned := slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, want) })
+		if warned != (tc.changed > 0) {
+			t.Errorf("%s: warnings %q, want %q: %v", tc.expr, rep.Warnings, want, tc.changed > 0)
+		}
+	}
+}
