@@ -332,8 +332,16 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		if logs.isLog(i) {
 			s.Changelog.LogRows++
 		}
-		if kind == rowKindErase {
+		switch kind {
+		case rowKindErase:
 			s.Changelog.Erases++
+		case rowKindPut:
+		default:
+			if logs.isLog(i) {
+				if s.Changelog.OtherKinds++; s.Changelog.OtherKinds == 1 {
+					s.Changelog.OtherKind = kind
+				}
+			}
 		}
 	}
 	s.Changelog.Puts = s.Changelog.LogRows - s.Changelog.Erases // (any other kind replays as a put)

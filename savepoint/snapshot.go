@@ -183,6 +183,11 @@ type ChangelogInfo struct {
 	LogRows int
 	// Puts and Erases count the log entries by kind.
 	Puts, Erases int
+	// OtherKinds counts the log entries of a kind clink does not write
+	// (not 0-3), which its restore replays as puts without a check, as
+	// sptool does (among Puts); OtherKind is the first such kind.
+	OtherKinds int
+	OtherKind  uint8
 	// erased holds the keys (ChangelogInfo.key form) whose last log entry
 	// is an erase: the state the log leaves is that they are absent.
 	erased []uint32 // (see noteErased)

@@ -113,6 +113,11 @@ const (
 	// CheckVersionMapDisagreement: files of one tree carrying different
 	// version maps, or some none (warning, section 10.6).
 	CheckVersionMapDisagreement = "version-map-disagreement"
+	// CheckVersionMapSlot: a version-map entry whose slot holds a carriage
+	// return (warning, section 4.2: a 4-field line ending in CRLF keeps it
+	// in the slot, and the migration then matches no row of the slot named
+	// without it).
+	CheckVersionMapSlot = "version-map-slot"
 	// CheckCompleted: the COMPLETED marker. A listed subtask without a
 	// directory is an error; a subtask directory not listed, a marker
 	// whose checkpoint or generation differs from the tree's, an empty
@@ -698,8 +703,18 @@ func (v *validator) checkFileLevel(f *File) {
 			v.fileFinding(f, SeverityWarning, CheckMetadata, fmt.Sprintf("schema metadata key %q appears %d times: clink and arrow-go read the first value, apache-arrow JS the last; sptool keeps the first", k, n))
 		}
 	}
+	for _, e := range s.Versions.Entries() {
+		if strings.ContainsRune(e.Slot, '\r') {
+			v.fileFinding(f, SeverityWarning, CheckVersionMapSlot, fmt.Sprintf("version-map entry %d|%s|%d binds slot %q, which holds a carriage return (a map written with CRLF line ends?): clink keeps it as part of the slot name (section 4.2), so a migration of that state type at restore matches no row of slot %q", e.Op, e.StateType, e.Version, e.Slot, strings.ReplaceAll(e.Slot, "\r", "")))
+		}
+	}
 	if s.Variant == Canonical && sp.ChangelogTree() {
 		v.fileFinding(f, SeverityError, CheckCanonicalOnChangelogBackend, fmt.Sprintf("canonical payload stored as %s: clink's changelog+file backend restores it as a changelog blob, which needs row 0 to be a materialisation row (row_kind 0 or 3), and throws \"Snapshot is malformed\" (section 1.7); apply writes it back as a changelog", filepath.Base(f.Rel)))
+	}
+	if s.Variant == Changelog && s.Changelog != nil && s.Changelog.OtherKinds > 0 {
+		cl := s.Changelog
+		rows := plural(cl.OtherKinds, "1 log row has", fmt.Sprintf("%d log rows have", cl.OtherKinds))
+		v.fileFinding(f, SeverityWarning, CheckFormat, fmt.Sprintf("%s a row_kind clink does not write (not 1, a put, or 2, an erase; the first: %d): clink's restore replays any such row as a put without a check (section 1.7), as sptool does: a corrupt kind byte becomes a write of its row", rows, cl.OtherKind))
 	}
 	// Changelog payloads. A lone file's backend is known from its name
 	// only when it is changelog-<id>.snap: a checkpoint-<id>.snap outside
@@ -1694,7 +1709,7 @@ func (v *validator) checkParallelism(m int) {
 		base := v.startAt(b.g, m)
 		moved := base != b.g.First
 		if moved {
-			v.treeFinding(SeverityError, CheckParallelism, 0, nil, fmt.Sprintf("chain group %s starts at subtask %d at parallelism %d (each group before it takes %d indices): its subtasks read v%d/%d to v%d/%d, not its own files, and lose the keyed rows those do not hold (section 6.2)", FormatGroups([]Group{b.g}), base, m, m, sp.Generation, base, sp.Generation, base+m-1))
+			v.treeFinding(SeverityError, CheckParallelism, 0, nil, fmt.Sprintf("chain group %s starts at subtask %d at parallelism %d (each group before it takes %d %s): its subtasks read v%d/%d to v%d/%d, not its own files, and lose the keyed rows those do not hold (section 6.2)", FormatGroups([]Group{b.g}), base, m, m, plural(m, "index", "indices"), sp.Generation, base, sp.Generation, base+m-1))
 		}
 		if len(b.files) != m {
 			what := "the input has 1 file"

@@ -2188,3 +2188,41 @@ func TestErasedByLog(t *testing.T) {
 		t.Errorf("canonical or nil snapshot erases: %v", err)
 	}
 }
+
+// A log row of a kind clink does not write is replayed as a put, as
+// clink's restore does, and validate warns of it; a version-map entry
+// whose slot kept a carriage return (a 4-field line ending in CRLF) is
+// warned of too (section 4.2).
+func TestValidateOddKindsAndCRSlot(t *testing.T) {
+	dir := t.TempDir()
+	put := Row{Op: 7, Key: EncodeKeyedKey([]byte("agg"), []byte("k")), Value: []byte("v")}
+	p := filepath.Join(dir, "checkpoint-7.snap")
+	if err := os.WriteFile(p, vtChangelogStream(t, []uint8{0, 1, 7, 9}, []Row{{}, put, put, put}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, p, OpenOptions{})
+	if cl := sp.Files[0].Snapshot.Changelog; cl.Puts != 3 || cl.OtherKinds != 2 || cl.OtherKind != 7 {
+		t.Errorf("puts %d, other kinds %d (first %d), want 3, 2 (first 7)", cl.Puts, cl.OtherKinds, cl.OtherKind)
+	}
+	const kinds = "2 log rows have a row_kind clink does not write (not 1, a put, or 2, an erase; the first: 7)"
+	if !slices.ContainsFunc(Validate(sp, ValidateOptions{}).ByCheck(CheckFormat), func(f Finding) bool {
+		return f.Severity == SeverityWarning && strings.HasPrefix(f.Message, kinds)
+	}) {
+		t.Errorf("no warning %q", kinds)
+	}
+
+	for _, c := range []struct {
+		packed string
+		warn   bool
+	}{{"1|t|2|s\r", true}, {"1|t|2|s", false}} {
+		md := Metadata{{Key: MetaFormatVersion, Value: "1"}, {Key: MetaStateVersions, Value: c.packed}}
+		p := filepath.Join(t.TempDir(), "checkpoint-1.snap")
+		if _, err := WriteSnapshotFile(p, md, []Row{put}, SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := Validate(vtOpen(t, p, OpenOptions{}), ValidateOptions{}).ByCheck(CheckVersionMapSlot)
+		if warned := len(got) == 1 && strings.Contains(got[0].Message, `binds slot "s\r", which holds a carriage return`); warned != c.warn || len(got) > 1 {
+			t.Errorf("%q: findings %+v, want a warning: %v", c.packed, got, c.warn)
+		}
+	}
+}
