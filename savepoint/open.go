@@ -180,6 +180,10 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 	}
 	if err := sp.openGeneration(genDir, opts); err != nil {
 		sp.Close()
+		var eg *emptyGenerationError
+		if older := olderGeneration(path, sp); older != "" && errors.As(err, &eg) {
+			err = fmt.Errorf("%w; clink restores the highest generation, v%d, and refuses to start on one without a checkpoint: to read the older %s, name its directory (%s)", err, sp.Generation, older, filepath.Join(path, older))
+		}
 		return nil, err
 	}
 	if err := sp.checkVerdicts(opts); err != nil {
@@ -425,6 +429,32 @@ type generation struct {
 	name string
 }
 
+// emptyGenerationError is the error of a generation that holds no subtask
+// directory or no checkpoint file: a job started and stopped before its
+// first checkpoint leaves one above the generation it restored.
+type emptyGenerationError struct{ msg string }
+
+func (e *emptyGenerationError) Error() string { return e.msg }
+
+// olderGeneration returns the name of the newest generation of tree sp
+// (opened at path) below the one read, as clink names it, or "" when there
+// is none or sp was opened at a generation directory.
+func olderGeneration(path string, sp *Savepoint) string {
+	if sp.Kind != InputTree {
+		return ""
+	}
+	gens, _, err := generations(path)
+	if err != nil {
+		return ""
+	}
+	for i := len(gens) - 1; i >= 0; i-- {
+		if g := gens[i]; g.n < sp.Generation && g.name == "v"+strconv.Itoa(g.n) {
+			return g.name
+		}
+	}
+	return ""
+}
+
 // unwrapPath returns the error under a *fs.PathError, whose path the
 // message already names.
 func unwrapPath(err error) error {
@@ -642,7 +672,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		dirs = append(dirs, sd)
 	}
 	if len(dirs) == 0 {
-		return fmt.Errorf("open savepoint %s: no subtask directories in it", genDir)
+		return &emptyGenerationError{fmt.Sprintf("open savepoint %s: no subtask directories in it", genDir)}
 	}
 	slices.SortFunc(dirs, func(a, b *subtaskDir) int { return a.index - b.index })
 
@@ -1071,7 +1101,7 @@ func (sp *Savepoint) selectCheckpoint(ndirs int, all map[uint64]int, markers map
 	}
 	if !found {
 		if len(all) == 0 {
-			return fmt.Errorf("open savepoint: generation v%d holds no checkpoint-<id>.snap or changelog-<id>.snap file", sp.Generation)
+			return &emptyGenerationError{fmt.Sprintf("open savepoint: generation v%d holds no checkpoint-<id>.snap or changelog-<id>.snap file", sp.Generation)}
 		}
 		return fmt.Errorf("open savepoint: no checkpoint of generation v%d has a COMPLETED marker or a file in every subtask directory (present: %s); choose one with --checkpoint", sp.Generation, idList(all))
 	}

@@ -226,3 +226,33 @@ func TestOpenContextStopsReadingWhole(t *testing.T) {
 	}
 	sp.Close()
 }
+
+// A tree whose highest generation is empty cannot be restored (clink reads
+// that one only), and the error names the older generation to read.
+func TestEmptyHighestGenerationNamesOlder(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "tree")
+	if err := os.CopyFS(root, os.DirFS(vtFixturePath("mixed-p4"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dirs []string
+		want string
+	}{
+		{nil, "no subtask directories in it"},
+		{[]string{"v2/0", "v2/1"}, "generation v2 holds no checkpoint-<id>.snap"},
+	} {
+		if err := os.MkdirAll(filepath.Join(root, "v2"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range c.dirs {
+			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := Open(root, OpenOptions{})
+		hint := "clink restores the highest generation, v2, and refuses to start on one without a checkpoint: to read the older v1, name its directory (" + filepath.Join(root, "v1") + ")"
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasSuffix(err.Error(), hint) {
+			t.Errorf("v2 holding %v: err %v, want %q ending %q", c.dirs, err, c.want, hint)
+		}
+	}
+}
