@@ -16,6 +16,15 @@ import (
 // the suffix being tempSuffix's.
 var leftoverName = regexp.MustCompile(`^(?:(\.meta)?\.part\.|(?:\.meta)?\.sptool-(tmp|old)-)([0-9]+)\.[0-9]+\.[0-9a-z]+$`)
 
+// stagingName matches the end of a staging tree's name.
+var stagingName = regexp.MustCompile(`.\.sptool-tmp-[0-9]+\.[0-9]+\.[0-9a-z]+$`)
+
+// isStagingTree reports whether root is named as the staging directory of
+// a run writing a tree (CreateTree).
+func isStagingTree(root string) bool {
+	return stagingName.MatchString(filepath.Base(filepath.Clean(root)))
+}
+
 // eachLeftover calls fn with each entry beside the output path out named
 // as out followed by a temporary name of a run writing it (leftoverName)
 // of a process no longer running: the entry's path, its name after out's,

@@ -1511,6 +1511,13 @@ func (v *validator) checkCompleted() {
 		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("marker %s: it does not parse; it marks another checkpoint than %d, which a restore of checkpoint %d does not look at, so it was left unread (a restore of its own checkpoint would read its subtasks= line)", m, sp.Checkpoint, sp.Checkpoint))
 	}
 	c := sp.Completed
+	if c == nil && isStagingTree(sp.Root) {
+		// sptool writes a tree's marker last: a staging tree without one
+		// is what a run stopped or killed while writing it leaves, whose
+		// subtasks not yet begun have no directory.
+		v.treeFinding(SeverityError, CheckCompleted, 0, nil, fmt.Sprintf("no COMPLETED-%d marker in %s, the staging tree of an sptool run that did not finish (named .sptool-tmp-<suffix>; sptool writes a tree's marker last): it may lack the files of some subtasks, which nothing here shows; run the command again, and delete this directory", sp.Checkpoint, ShowName(filepath.Base(filepath.Clean(sp.Root)))))
+		return
+	}
 	if c == nil {
 		v.treeFinding(SeverityInfo, CheckCompleted, 0, nil, fmt.Sprintf("no COMPLETED-%d marker: restore does not need one, but without its subtasks= line clink unions operator rows from every subtask directory", sp.Checkpoint))
 		return

@@ -2226,3 +2226,25 @@ func TestValidateOddKindsAndCRSlot(t *testing.T) {
 		}
 	}
 }
+
+// The staging tree of a run stopped before its marker (which sptool writes
+// last) may lack whole subtasks: validate calls it so, an error, where a
+// tree of another name without a marker is only noted.
+func TestValidateStagingTree(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		sev  Severity
+	}{{"out.sptool-tmp-4242.1.k3x9", SeverityError}, {"out", SeverityInfo}} {
+		root := filepath.Join(t.TempDir(), c.name)
+		if err := os.CopyFS(root, os.DirFS(vtFixturePath("mixed-p4"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(filepath.Join(root, "_jobs")); err != nil {
+			t.Fatal(err)
+		}
+		got := Validate(vtOpen(t, root, OpenOptions{}), ValidateOptions{}).ByCheck(CheckCompleted)
+		if len(got) != 1 || got[0].Severity != c.sev || (c.sev == SeverityError) != strings.Contains(got[0].Message, "the staging tree of an sptool run that did not finish") {
+			t.Errorf("%s: marker findings %+v, want one %s", c.name, got, c.sev)
+		}
+	}
+}
