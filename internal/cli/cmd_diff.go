@@ -23,7 +23,7 @@ func runDiff(ctx context.Context, s *Streams, args []string) int {
 	fs := flagSet(c)
 	asJSON := fs.Bool("json", false, "print the comparison as JSON (stable format, see docs/diff-export.md)")
 	rulesPath := fs.StringP("rules", "r", "", "rule file whose slots: declarations decode the samples' keys and values (its rules are not applied)")
-	limit := intFlag(fs, "limit", diff.DefaultLimit, "samples shown per slot for each of added, removed and changed (0: none)")
+	limit := intFlag(fs, "limit", diff.DefaultLimit, "samples shown per slot for each of added, removed and changed (0: counts only)")
 	ckA := uint64Flag(fs, "checkpoint-a", 0, "checkpoint id to read from tree A (default: the newest with a COMPLETED marker, else the newest in every subtask directory)")
 	ckB := uint64Flag(fs, "checkpoint-b", 0, "checkpoint id to read from tree B (default: the newest with a COMPLETED marker, else the newest in every subtask directory)")
 	groupsA := fs.String("groups-a", "", "chain groups of tree A as subtask ranges, e.g. 0-2,3-4 (default: inferred)")
