@@ -157,6 +157,15 @@ type Snapshot struct {
 	Changelog *ChangelogInfo
 	// TrailingBytes counts bytes after the end-of-stream marker (clink ignores them).
 	TrailingBytes int64
+	// LooseBytes counts the bytes of the stream that no row holds and
+	// that are neither its framing, its schema nor zero padding: bytes of
+	// a record batch's body outside what its rows use (a validity bitmap,
+	// slack past the values or offsets, bytes outside the span a binary
+	// column's offsets give, bytes between and after the buffers), a
+	// schema message's body and messages' custom_metadata. clink's writer
+	// leaves none; a copy of the file carries them. Unknown for compressed
+	// record-batch bodies (see Compression).
+	LooseBytes int64
 
 	order orderInfo   // see Order
 	runs  *PrefixRuns // see Runs

@@ -2,11 +2,13 @@ package savepoint
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
@@ -53,6 +55,9 @@ type sliceMessageReader struct {
 	// budget counts the bytes the compressed buffers of the file read so
 	// far declare uncompressed.
 	budget *inflateBudget
+	// loose counts the bytes of the messages read so far that no row
+	// holds and that are not zero (see looseBytes).
+	loose int64
 }
 
 // inflateBudget bounds the bytes that the compressed record batches of one
@@ -176,7 +181,11 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 		if err := checkBuffers(meta, info, body, r.cols); err != nil {
 			return nil, &offsetError{r.off + bodyStart, err.Error()}
 		}
+		r.loose += looseBytes(meta, info, body, r.cols)
+	} else if info.typ != msgRecordBatch {
+		r.loose += nonZero(body) // (a schema message has no body)
 	}
+	r.loose += info.custom
 	if info.typ == msgRecordBatch && info.codec >= 0 {
 		n, err := checkCompressedBuffers(meta, info, body, r.cols)
 		if err != nil {
@@ -268,6 +277,75 @@ func checkBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind)
 		}
 		return nil
 	})
+}
+
+// looseBytes counts the bytes of an uncompressed record batch's body (its
+// buffers checked) that no row holds and that are not zero: those of a
+// validity bitmap (clink's columns have no nulls), past a column's values
+// or offsets, or outside the span of a binary column's data its offsets
+// give, and those between and after the buffers. A writer leaves zeros
+// there, as padding; a copy of the file would carry anything else, which
+// no rule sees. The schema's columns must be known (cols): else 0, and
+// the fields' check refuses the file.
+func looseBytes(meta []byte, info messageInfo, body []byte, cols []columnKind) int64 {
+	if cols == nil {
+		return 0
+	}
+	type span struct{ lo, hi int64 }
+	var held []span
+	var offs []byte // the offsets buffer of the column walked, once read
+	_ = eachBuffer(meta, info, cols, func(i, col, j int, off, n int64) error {
+		if col >= len(cols) || col >= info.nnode {
+			return nil
+		}
+		rows := int64(binary.LittleEndian.Uint64(meta[info.nodes+16*col:]))
+		k := cols[col]
+		switch {
+		case j == 1 && !k.binary:
+			held = append(held, span{off, off + min(n, k.width*rows)})
+		case j == 1 && rows > 0:
+			need := min(n, k.width*(rows+1))
+			held = append(held, span{off, off + need})
+			offs = body[off : off+need]
+		case j == 2 && rows > 0 && int64(len(offs)) == k.width*(rows+1):
+			first, last := offsetAt(offs, k.width, 0), offsetAt(offs, k.width, rows)
+			if 0 <= first && first <= last && last <= n {
+				held = append(held, span{off + first, off + last})
+			} else {
+				held = append(held, span{off, off + n}) // (refused later)
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(held, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+	var loose, at int64
+	for _, h := range held {
+		if h.lo > at {
+			loose += nonZero(body[at:h.lo])
+		}
+		at = max(at, h.hi)
+	}
+	return loose + nonZero(body[min(at, int64(len(body))):])
+}
+
+// offsetAt returns the i-th offset of a binary column's offsets, of width
+// 4 or 8 bytes.
+func offsetAt(offs []byte, width, i int64) int64 {
+	if width == 8 {
+		return int64(binary.LittleEndian.Uint64(offs[8*i:]))
+	}
+	return int64(int32(binary.LittleEndian.Uint32(offs[4*i:])))
+}
+
+// nonZero counts the bytes of b that are not zero.
+func nonZero(b []byte) int64 {
+	var n int64
+	for _, c := range b {
+		if c != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // eachBuffer calls fn with each buffer of a record batch: its index i, the
@@ -465,6 +543,9 @@ type messageInfo struct {
 	nodes, nnode int
 	// cols are a schema's columns (nil unless all are of known kinds).
 	cols []columnKind
+	// custom counts the bytes of the keys and values of the message's
+	// custom_metadata, which no reader's rows or schema hold.
+	custom int64
 }
 
 // peekMessage reads the few fields of an IPC Message flatbuffer the reader
@@ -495,6 +576,7 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 	if err := checkMetadataFB(t, 4, &strBytes); err != nil {
 		return info, fmt.Errorf("message custom metadata: %w", err)
 	}
+	info.custom = int64(len(meta) - strBytes)
 	if info.typ == msgDictionary {
 		// arrow-go would read (and decompress) it before the schema is
 		// checked.
@@ -927,6 +1009,7 @@ type rawStream struct {
 	batches     []arrow.RecordBatch
 	compression string
 	trailing    int64
+	loose       int64 // see Snapshot.LooseBytes
 }
 
 // readStream decodes an Arrow IPC stream held in data, whose compressed
@@ -988,6 +1071,7 @@ func readStreamReleasing(data []byte, budget *inflateBudget, release func(n int6
 		}
 	}
 	rs.trailing = int64(len(data)) - mr.off
+	rs.loose = mr.loose
 	return rs, nil
 }
 

@@ -56,7 +56,9 @@ const (
 	// CheckMetadata: a schema metadata key stored more than once (warning:
 	// clink reads the first, apache-arrow JS the last).
 	CheckMetadata = "metadata"
-	// CheckTrailingBytes: bytes after the end-of-stream marker (warning).
+	// CheckTrailingBytes: bytes after the end-of-stream marker (warning),
+	// and bytes inside the stream that no row holds (Snapshot.LooseBytes,
+	// info).
 	CheckTrailingBytes = "trailing-bytes"
 	// CheckKeyGroup: a keyed row whose stored key-group byte differs from
 	// KeyGroupOf(user key) (error: the key's records are routed elsewhere,
@@ -689,6 +691,9 @@ func (v *validator) checkFileLevel(f *File) {
 	}
 	if s.TrailingBytes > 0 {
 		v.fileFinding(f, SeverityWarning, CheckTrailingBytes, fmt.Sprintf("%d byte%s after the end-of-stream marker: clink ignores them; sptool's apply and rescale leave them out of their output (the file is written anew, not copied)", s.TrailingBytes, plural(int(s.TrailingBytes), "", "s")))
+	}
+	if s.LooseBytes > 0 {
+		v.fileFinding(f, SeverityInfo, CheckTrailingBytes, fmt.Sprintf("%d byte%s that no row holds and that are not zero padding (in a validity bitmap, past a column's values or offsets, between buffers, or in custom metadata): clink's writer leaves none, and its reader skips them; an erasure (purge_keys) writes the file anew, where other runs copy a file no rule changed as it is", s.LooseBytes, plural(int(s.LooseBytes), "", "s")))
 	}
 	seen := map[string]int{}
 	var order []string

@@ -1594,12 +1594,12 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 		// is written in canonical form, never copied.
 		res.changed = true
 	}
-	if snap.TrailingBytes > 0 || len(e.purges) > 0 {
+	if snap.TrailingBytes > 0 || len(e.purges) > 0 && !onlyRows(f) {
 		// A copy carries every byte of the file, rows or not: bytes after
 		// the end-of-stream marker, which clink's reader ignores, and
-		// under an erasure whatever lies around the rows (padding, bytes
-		// no offset reaches), which no rule sees and which may hold an
-		// erased key. Written anew, the file holds its rows alone.
+		// under an erasure any other byte no row holds, which no rule
+		// sees and which may hold an erased key. Written anew, the file
+		// holds its rows alone.
 		res.changed = true
 	}
 	joined, warnings := e.unionTimerBlobs(res)
@@ -1655,6 +1655,15 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 		res.canonical = true
 	}
 	return res
+}
+
+// onlyRows reports whether every byte of file f that is not its stream's
+// framing, schema or zero padding is a row's: none loose (LooseBytes),
+// none after the stream, and no compression, whose frames the open does
+// not look into for such bytes.
+func onlyRows(f *savepoint.File) bool {
+	s := f.Snapshot
+	return s.LooseBytes == 0 && s.TrailingBytes == 0 && s.Compression == "" && f.Compression == savepoint.CompressNone
 }
 
 // releaseRows: every this many rows (a power of two minus one) a pass that

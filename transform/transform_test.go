@@ -1001,9 +1001,8 @@ func writeTreeAsIs(t testing.TB, dir string, ckpt uint64, files map[int][]savepo
 
 // TestNotCopiedWhenBytesBesideRows: a copy carries every byte of a file,
 // so a file holding bytes after its end-of-stream marker is written anew
-// (with a warning naming it), and so is every file of an erasure's run,
-// whatever lies around its rows: none of the input's bytes but the rows
-// kept may reach the output. The others are copied.
+// (with a warning naming it), in an erasure's run too; the others are
+// copied.
 func TestNotCopiedWhenBytesBesideRows(t *testing.T) {
 	secret := []byte("bytes of an erased subject")
 	for _, tc := range []struct {
@@ -1011,7 +1010,7 @@ func TestNotCopiedWhenBytesBesideRows(t *testing.T) {
 		rewrite     func(subtask int) bool
 	}{
 		{"trailing bytes", "  - drop_slot: {op: 7, slot: nothing}\n", func(s int) bool { return s == 1 }},
-		{"erasure", "  - purge_keys: {keys: [999999], codec: int64}\n", func(int) bool { return true }},
+		{"erasure", "  - purge_keys: {keys: [999999], codec: int64}\n", func(s int) bool { return s == 1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -1061,6 +1060,49 @@ func TestNotCopiedWhenBytesBesideRows(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestErasureRewritesLooseBytes: in an erasure's run a file no rule
+// changed is copied only when it holds nothing but its rows: one with
+// bytes no row holds (here in a padding) is written anew, so that they do
+// not reach the output; another run copies it as it is.
+func TestErasureRewritesLooseBytes(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.snap")
+	// The value "abc" ends the body: 5 bytes of padding before the
+	// end-of-stream marker.
+	rows := []savepoint.Row{keyed(99, "x", "k", []byte("abc"))}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, baseVersions(t)), rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := len(b) - 8
+	if !bytes.Equal(b[end-5:end], make([]byte, 5)) {
+		t.Fatalf("test setup: the 5 bytes before the marker are % x, not padding", b[end-5:end])
+	}
+	copy(b[end-5:end], "anna")
+	if err := os.WriteFile(in, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ rules, action string }{
+		{"  - purge_keys: {keys: [999999], codec: int64}\n", "rewrite"},
+		{"  - drop_slot: {op: 7, slot: nothing}\n", "copy"},
+	} {
+		out := filepath.Join(t.TempDir(), "out.snap")
+		rep, err := run(t, in, parseRules(t, slotDecls+tc.rules, nil), transform.Options{Out: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Files[0].Action != tc.action || bytes.Contains(got, []byte("anna")) != (tc.action == "copy") {
+			t.Errorf("%s: action %s, output holds the loose bytes: %v; want %s", tc.rules, rep.Files[0].Action, bytes.Contains(got, []byte("anna")), tc.action)
+		}
 	}
 }
 
