@@ -301,6 +301,8 @@ func looseBytes(meta []byte, info messageInfo, body []byte, cols []columnKind) i
 		rows := int64(binary.LittleEndian.Uint64(meta[info.nodes+16*col:]))
 		k := cols[col]
 		switch {
+		case j == 0:
+			offs = nil // (a column's own offsets bound its data)
 		case j == 1 && !k.binary:
 			held = append(held, span{off, off + min(n, k.width*rows)})
 		case j == 1 && rows > 0:

@@ -1468,8 +1468,9 @@ type fileResult struct {
 	vmRules    []bool // per rule: changed this file's version map
 }
 
-// ruleCounts are a rule's rows matched, dropped and changed, and (for a
-// set_value without erase_empty) the rows written with an empty list or map.
+// ruleCounts are a rule's rows matched, dropped and changed, and for a
+// set_value the rows written with an empty list or map (without
+// erase_empty) and the values changed that were not UTF-8 (a string slot's).
 type ruleCounts struct{ matched, dropped, changed, empty, nonUTF8 int64 }
 
 type slotKey struct {
