@@ -1043,11 +1043,29 @@ func (sp *Savepoint) selectCheckpoint(ndirs int, all map[uint64]int, markers map
 	pick := func(id uint64) {
 		sp.Checkpoint = id
 		if ms := markers[id]; len(ms) > 0 {
-			m := ms[0]
+			// The job is the marker's of the generation read: another
+			// job's marker of the same checkpoint id (an older job's, in
+			// another generation) must not name it, whatever the order of
+			// their directories.
+			m, rank := ms[0], 0 // 2: it names this generation, 1: none
+			for _, c := range ms {
+				r := 0
+				switch c.c.Generation {
+				case sp.Generation:
+					r = 2
+				case 0:
+					r = 1
+				}
+				if r > rank {
+					m, rank = c, r
+				}
+			}
 			if len(ms) > 1 {
 				sp.Notes = append(sp.Notes, fmt.Sprintf("%d COMPLETED-%d markers found; %s is used for the job, and no marker's subtasks= line applies (clink applies one only when it is the only marker)", len(ms), id, ShowName(m.rel)))
-				for _, o := range ms[1:] {
-					sp.OtherCompleted = append(sp.OtherCompleted, o.rel)
+				for _, o := range ms {
+					if o.rel != m.rel {
+						sp.OtherCompleted = append(sp.OtherCompleted, o.rel)
+					}
 				}
 			}
 			sp.Completed, sp.CompletedRel, sp.Job = &m.c, m.rel, m.c.Job

@@ -2711,3 +2711,64 @@ func TestSetValueOverTextNotUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkersOfOneCheckpoint: of two jobs' markers of the checkpoint read,
+// the one of the generation read names the job, whatever the order of
+// their directories, and its CONFIRMED marker and receipts are carried; a
+// receipt of a subtask the output leaves out is not.
+func TestMarkersOfOneCheckpoint(t *testing.T) {
+	write := func(t *testing.T, p, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := parseRules(t, "version: 1\nrules: []\n", nil)
+	t.Run("another generation's marker", func(t *testing.T) {
+		dir := t.TempDir()
+		in := writeTree(t, filepath.Join(dir, "in"), 5, "j", threeSubtasks(), baseVersions(t), "")
+		old := savepoint.Completed{Job: "a-old", Checkpoint: 5, Generation: 2, Subtasks: []int{0, 1}, HasSubtasks: true}
+		write(t, filepath.Join(in, "_jobs", "a-old", "COMPLETED-5"), string(old.Marshal()))
+		write(t, filepath.Join(in, "_jobs", "j", "CONFIRMED-5"), "job=j\ncheckpoint=5\n")
+		write(t, filepath.Join(in, "_jobs", "j", "receipts", "sub0-5"), "r0")
+		out := filepath.Join(dir, "out")
+		if _, err := run(t, in, set, transform.Options{Out: out}); err != nil {
+			t.Fatal(err)
+		}
+		for _, rel := range []string{"_jobs/j/COMPLETED-5", "_jobs/j/CONFIRMED-5", "_jobs/j/receipts/sub0-5"} {
+			if _, err := os.Stat(filepath.Join(out, rel)); err != nil {
+				t.Errorf("%s not in the output: %v", rel, err)
+			}
+		}
+	})
+	t.Run("a subtask left out", func(t *testing.T) {
+		dir := t.TempDir()
+		in := writeTree(t, filepath.Join(dir, "in"), 5, "j", threeSubtasks(), baseVersions(t), "")
+		c := savepoint.Completed{Job: "j", Checkpoint: 5, Generation: 1, Subtasks: []int{0, 1}, HasSubtasks: true}
+		write(t, filepath.Join(in, "_jobs", "j", "COMPLETED-5"), string(c.Marshal()))
+		write(t, filepath.Join(in, "_jobs", "j", "receipts", "sub0-5"), "r0")
+		write(t, filepath.Join(in, "_jobs", "j", "receipts", "sub2-5"), "r2")
+		out := filepath.Join(dir, "out")
+		rep, err := run(t, in, set, transform.Options{Out: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Files) != 2 {
+			t.Fatalf("test setup: %d files written, want subtask 2 left out", len(rep.Files))
+		}
+		if _, err := os.Stat(filepath.Join(out, "_jobs", "j", "receipts", "sub0-5")); err != nil {
+			t.Errorf("subtask 0's receipt not carried: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(out, "_jobs", "j", "receipts", "sub2-5")); err == nil {
+			t.Error("the receipt of subtask 2, which the output leaves out, was carried")
+		}
+		if !slices.ContainsFunc(rep.Warnings, func(w string) bool {
+			return strings.Contains(w, "(sub2-5, in ") && strings.Contains(w, "the output holds no file of their subtasks")
+		}) {
+			t.Errorf("no warning on the receipt left: %q", rep.Warnings)
+		}
+	})
+}

@@ -235,10 +235,11 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 		return err
 	}
 	// A receipt names a subtask and a checkpoint id: it is carried where
-	// the output keeps both, the subtask's state copied to its index.
+	// the output keeps both: the subtask's file (a rescale's: its state
+	// copied to its index).
 	var left []string
 	for _, r := range receipts {
-		if ckpt == sp.Checkpoint && (rep.Rescale == nil || keptAt(files, r.subtask)) {
+		if ckpt == sp.Checkpoint && (rep.Rescale == nil && holds(files, r.subtask) || keptAt(files, r.subtask)) {
 			extra[r.rel] = r.body
 		} else {
 			left = append(left, filepath.Base(r.rel))
@@ -246,8 +247,12 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	}
 	if len(left) > 0 {
 		what := "the output is another checkpoint id"
-		if ckpt == sp.Checkpoint {
+		switch {
+		case ckpt != sp.Checkpoint:
+		case rep.Rescale != nil:
 			what = "the rescale writes their subtasks anew"
+		default:
+			what = "the output holds no file of their subtasks"
 		}
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the input's 2PC commit receipts of checkpoint %d (%s, in %s) are not carried into the output: %s, and a receipt names a subtask and a checkpoint; a job restored from the output finds no receipt for its sinks' pending commits", sp.Checkpoint, strings.Join(left, ", "), savepoint.ShowName(filepath.Join(filepath.Dir(sp.CompletedRel), "receipts")), what))
 	}
@@ -396,6 +401,11 @@ func commitReceipts(sp *savepoint.Savepoint) ([]receipt, error) {
 		out = append(out, receipt{rel: filepath.Join("_jobs", sp.Job, "receipts", name), subtask: int(sub), body: b})
 	}
 	return out, nil
+}
+
+// holds reports whether the output files hold a file of subtask k.
+func holds(files []*newFile, k int) bool {
+	return slices.ContainsFunc(files, func(nf *newFile) bool { return nf.subtask == k })
 }
 
 // keptAt reports whether the output files hold input subtask k's state
