@@ -350,6 +350,11 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the tree's subtasks are not consecutive (it holds %s; %s): a job restoring it at this layout refuses to start %s %s, and one restoring the output too, which lacks %s as well; chain groups, which decide which copy of a row is kept, are not inferred across the gap (sptool validate says more)",
 			sp.SubtaskList(), sp.DescribeMissing(missing), which, savepoint.JoinInts(missing, ","), it))
 	}
+	for _, s := range sp.Shadowed {
+		if !s.Checkpoint {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("subtask directory %s is not read, nor written to the output: clink reads the subtask's own state from %s (section 5.3), but its restore unions the operator rows of every numeric directory into every subtask, %s's too, if it holds a checkpoint-%d.snap: the output's restore unions none of them; if they matter, merge them into a file that is read before the run, else remove the directory", savepoint.ShowName(s.Rel), savepoint.ShowName(s.Read), savepoint.ShowName(filepath.Base(s.Rel)), sp.Checkpoint))
+		}
+	}
 	for _, f := range sp.Files {
 		if f.Snapshot != nil && f.Snapshot.TrailingBytes > 0 {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s holds %s after its end-of-stream marker, which clink's reader ignores: the output leaves them out (the file is written anew, not copied)", savepoint.ShowName(f.Rel), countOf(int(f.Snapshot.TrailingBytes), "byte")))

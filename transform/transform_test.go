@@ -2772,3 +2772,22 @@ func TestMarkersOfOneCheckpoint(t *testing.T) {
 		}
 	})
 }
+
+// A subtask directory named with leading zeros beside the decimal one is
+// not read (clink reads the subtask's state from the decimal one), but a
+// restore unions its operator rows: the run says the output leaves them.
+func TestShadowedSubtaskDirWarned(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTree(t, filepath.Join(dir, "in"), 5, "j", threeSubtasks(), baseVersions(t), "")
+	if err := os.CopyFS(filepath.Join(in, "v1", "01"), os.DirFS(filepath.Join(in, "v1", "1"))); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := run(t, in, parseRules(t, "version: 1\nrules: []\n", nil), transform.Options{Out: filepath.Join(dir, "out")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "subtask directory v1/01 is not read, nor written to the output: clink reads the subtask's own state from v1/1 (section 5.3), but its restore unions the operator rows of every numeric directory"
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
+		t.Errorf("no warning %q in %q", want, rep.Warnings)
+	}
+}
