@@ -19,6 +19,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/ulikunitz/xz"
+	xzread "github.com/xi2/xz"
 )
 
 // Whole-file compressions recognised by their magic bytes. Archives keep
@@ -218,7 +219,7 @@ func openDecompressor(data []byte, src *os.File, payload bool, limit int64) (io.
 	if src != nil {
 		in = bufio.NewReaderSize(io.NewSectionReader(src, 0, int64(len(data))), 256<<10)
 	}
-	r, err := newDecompressor(name, in)
+	r, err := newDecompressor(name, in, max(decompressLimit(len(data)), zstdMinWindow))
 	if err != nil {
 		return nil, name, nil, fmt.Errorf("open %s stream: %w", name, err)
 	}
@@ -425,12 +426,18 @@ func readFull(r io.Reader, b []byte) (int, error) {
 	return n, nil
 }
 
-func newDecompressor(name string, r io.Reader) (io.Reader, error) {
+// newDecompressor returns a reader of the named whole-file compression's
+// stream r, whose decoder may hold a window (zstd) or a dictionary (xz) of
+// up to window bytes: the readers allocate what a frame or a block asks
+// for, before its first byte, whatever it holds. The zstd frames' windows
+// are checked before (openDecompressor), and the decoder refuses any larger;
+// xz's reader refuses a dictionary larger (see xzError).
+func newDecompressor(name string, r io.Reader, window int64) (io.Reader, error) {
 	switch name {
 	case CompressGzip:
 		return gzip.NewReader(r)
 	case CompressZstd:
-		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(uint64(min(window, zstdMaxWindow))))
 		if err != nil {
 			return nil, err
 		}
@@ -440,9 +447,40 @@ func newDecompressor(name string, r io.Reader) (io.Reader, error) {
 	case CompressBzip2:
 		return bzip2.NewReader(r), nil
 	case CompressXZ:
-		return xz.NewReader(r)
+		// (ulikunitz/xz, which writes xz, reads a dictionary of any size
+		// a block header declares: 4 GiB for a few bytes.)
+		x, err := xzread.NewReader(r, uint32(min(window, math.MaxUint32)))
+		if err != nil {
+			return nil, xzError(err, window)
+		}
+		return xzReader{x, window}, nil
 	}
 	return nil, fmt.Errorf("unknown compression %q", name)
+}
+
+// zstdMaxWindow is the largest window the zstd decoder takes (its
+// WithDecoderMaxWindow's bound).
+const zstdMaxWindow = 1<<41 + 7<<38
+
+// xzReader is an xz stream's reader that says why it refuses a block whose
+// dictionary is larger than window bytes.
+type xzReader struct {
+	r      *xzread.Reader
+	window int64
+}
+
+func (x xzReader) Read(p []byte) (int, error) {
+	n, err := x.r.Read(p)
+	return n, xzError(err, x.window)
+}
+
+// xzError says why the xz reader refused a block for its dictionary
+// (ErrMemlimit), which it reads when the block starts.
+func xzError(err error, window int64) error {
+	if errors.Is(err, xzread.ErrMemlimit) {
+		return fmt.Errorf("a block asks for an LZMA2 dictionary larger than the %d bytes the file may decompress to (%d times its size, at least %d MiB), which the decoder would allocate whole; decompress it with xz and read the plain file", window, decompressRatio, decompressFloor>>20)
+	}
+	return err
 }
 
 // NewCompressor wraps w so that what is written to it is compressed with the

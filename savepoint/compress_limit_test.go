@@ -2,10 +2,14 @@ package savepoint
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -363,5 +367,70 @@ func TestBodyDecompressLimitPerFile(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "the compressed record batches so far declare") || !strings.Contains(err.Error(), fmt.Sprintf("more than a %d-byte file may decompress to", len(c.data))) {
 			t.Errorf("%s (%d bytes): %v, want the file's bound", c.name, len(c.data), err)
 		}
+	}
+}
+
+// A zstd frame may ask for a window up to what its file may decompress to
+// (zstd --long=30 asks for 1 GiB): the decoder's own bound (512 MiB) does
+// not refuse it.
+func TestDecompressZstdLongWindow(t *testing.T) {
+	data := make([]byte, 1200000) // 1.2 MB of noise: 1.2 GB may come of it
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	z := compressed(t, CompressZstd, data)
+	if z[4]&0x20 != 0 || len(z) < 1<<20 {
+		t.Fatalf("test setup: frame header descriptor %08b (single segment: no window descriptor), %d bytes", z[4], len(z))
+	}
+	z[5] = 20 << 3 // window log 30: 1 GiB
+	out, _, err := Decompress(z)
+	if err != nil || !bytes.Equal(out, data) {
+		t.Errorf("a frame asking for a 1 GiB window in a %d-byte file: %d bytes, %v", len(z), len(out), err)
+	}
+}
+
+// An xz block asking for a dictionary larger than its file may decompress
+// to is refused before the decoder allocates it; the same file with its
+// own dictionary is read.
+func TestDecompressXZDictionary(t *testing.T) {
+	data := []byte(strings.Repeat("state of a subtask ", 5000))
+	x := compressed(t, CompressXZ, data)
+	if out, _, err := Decompress(x); err != nil || !bytes.Equal(out, data) {
+		t.Fatalf("xz of %d bytes: %d bytes, %v", len(data), len(out), err)
+	}
+	// Streams joined (as cat joins files) are read one after the other.
+	two := slices.Concat(x, compressed(t, CompressXZ, []byte("and more")))
+	if out, _, err := Decompress(two); err != nil || string(out) != string(data)+"and more" {
+		t.Fatalf("two xz streams: %d bytes, %v", len(out), err)
+	}
+	// The block header follows the 12-byte stream header: its size, its
+	// flags, the sizes the flags say it holds, then the LZMA2 filter (id
+	// 0x21, 1 byte of properties: the dictionary size) and a CRC32.
+	h := x[12 : 12+(int(x[12])+1)*4]
+	i := 2
+	for _, bit := range []byte{0x40, 0x80} {
+		if h[1]&bit != 0 {
+			for h[i]&0x80 != 0 {
+				i++
+			}
+			i++
+		}
+	}
+	if h[i] != 0x21 || h[i+1] != 1 {
+		t.Fatalf("test setup: block header % x: no LZMA2 filter at %d", h, i)
+	}
+	h[i+2] = 40 // 4 GiB
+	binary.LittleEndian.PutUint32(h[len(h)-4:], crc32.ChecksumIEEE(h[:len(h)-4]))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := Decompress(x)
+	runtime.ReadMemStats(&after)
+	const want = "a block asks for an LZMA2 dictionary larger than the 67108864 bytes the file may decompress to"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v, want %q", err, want)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Errorf("refusing the block allocated %d MiB", got>>20)
 	}
 }
