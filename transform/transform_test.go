@@ -2744,6 +2744,20 @@ func TestMarkersOfOneCheckpoint(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an empty subtasks= line", func(t *testing.T) {
+		dir := t.TempDir()
+		in := writeTree(t, filepath.Join(dir, "in"), 5, "j", threeSubtasks(), baseVersions(t), "")
+		c := savepoint.Completed{Job: "j", Checkpoint: 5, Generation: 1, HasSubtasks: true}
+		write(t, filepath.Join(in, "_jobs", "j", "COMPLETED-5"), string(c.Marshal()))
+		rep, err := run(t, in, set, transform.Options{Out: filepath.Join(dir, "out")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const want = "_jobs/j/COMPLETED-5 lists no subtask (an empty subtasks= line, which no coordinator writes): a restore of the input unions no other subtask's operator rows"
+		if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, want) }) {
+			t.Errorf("no warning %q in %q", want, rep.Warnings)
+		}
+	})
 	t.Run("a subtask left out", func(t *testing.T) {
 		dir := t.TempDir()
 		in := writeTree(t, filepath.Join(dir, "in"), 5, "j", threeSubtasks(), baseVersions(t), "")
