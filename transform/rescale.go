@@ -168,6 +168,9 @@ type newFile struct {
 	// the input's marker does not list (File.Unlisted), and so stays out
 	// of the output marker's list.
 	unlisted bool
+	// of is the input subtask whose file a file of a group that keeps its
+	// layout is made of (sameLayoutFile); not set when rescaled.
+	of int
 }
 
 // sameLayoutFile is the output file of an input file whose place in the
@@ -175,7 +178,7 @@ type newFile struct {
 func sameLayoutFile(f *savepoint.File, res *fileResult, subtask int) *newFile {
 	nf := &newFile{subtask: subtask, rows: res.out, md: f.Snapshot.Metadata, versions: res.versions,
 		from: f.Rel, inputCRC: f.CRC32C, compression: f.Compression, canonical: res.canonical,
-		unlisted: f.Unlisted}
+		unlisted: f.Unlisted, of: f.Subtask}
 	if !res.changed {
 		nf.copyOf = f
 	}

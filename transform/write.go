@@ -235,11 +235,10 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 		return err
 	}
 	// A receipt names a subtask and a checkpoint id: it is carried where
-	// the output keeps both: the subtask's file (a rescale's: its state
-	// copied to its index).
+	// the output keeps both, the subtask's state at its index.
 	var left []string
 	for _, r := range receipts {
-		if ckpt == sp.Checkpoint && (rep.Rescale == nil && holds(files, r.subtask) || keptAt(files, r.subtask)) {
+		if ckpt == sp.Checkpoint && keptAt(files, r.subtask) {
 			extra[r.rel] = r.body
 		} else {
 			left = append(left, filepath.Base(r.rel))
@@ -403,17 +402,13 @@ func commitReceipts(sp *savepoint.Savepoint) ([]receipt, error) {
 	return out, nil
 }
 
-// holds reports whether the output files hold a file of subtask k.
-func holds(files []*newFile, k int) bool {
-	return slices.ContainsFunc(files, func(nf *newFile) bool { return nf.subtask == k })
-}
-
 // keptAt reports whether the output files hold input subtask k's state
-// as it is, at its index: a copy (a rescale keeps a group it does not
-// change).
+// at its index: the file of a subtask whose place in the layout does not
+// change (sameLayoutFile), copied or written anew, at index k. A subtask
+// an apply leaves out has none, nor one of a group a rescale writes anew.
 func keptAt(files []*newFile, k int) bool {
 	return slices.ContainsFunc(files, func(nf *newFile) bool {
-		return nf.subtask == k && nf.copyOf != nil && nf.copyOf.Subtask == k
+		return nf.subtask == k && !nf.rescaled && nf.of == k
 	})
 }
 
