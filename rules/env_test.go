@@ -610,6 +610,14 @@ func TestKeysFileFormat(t *testing.T) {
 			t.Errorf("%s: warnings %v, want the integers' warning: %v", tc.rule, set.Warnings, tc.warn)
 		}
 	}
+	// A slot declared with an integer key codec says it once, its way.
+	set, err = ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte("version: 1\nslots:\n  - {op: 7, slot: s, key: int64}\nrules:\n  - purge_keys: {op: 7, slot: s, keys_file: n.txt}\n"), testOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0].Msg, "declares key codec int64 but purge_keys encodes keys with string") {
+		t.Errorf("declared int64 slot: warnings %v, want the codec mismatch alone", set.Warnings)
+	}
 	// More than maxKeyErrors bad lines: the rest are counted.
 	write("bad.txt", strings.Repeat("x\n", 25))
 	_, err = ParseWithOptions(filepath.Join(dir, "r.yaml"), []byte("version: 1\nrules:\n  - purge_keys: {keys_file: bad.txt, codec: int64}\n"), testOpts())

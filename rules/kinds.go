@@ -734,6 +734,7 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 		return nil
 	}
 	list := purgeList{spec: spec, node: kn, rule: p.rule, ruleName: p.ruleName}
+	numericFile := false // a keys file of integers alone, no codec said
 	if hasKeys {
 		if !p.inlineKeys(m.get("keys"), spec) {
 			return nil
@@ -756,11 +757,7 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 		if !ok {
 			return nil
 		}
-		if numeric && !m.present("codec") {
-			// The inline list's case below, where a file cannot quote
-			// its keys: the codec said is the way to keep them text.
-			p.warnAt(fn, "keys file %q lists only decimal integers, but they are matched as text (codec string, the default): a key a slot stores as an 8-byte integer (int64 or uint64 codec) is found only with 'codec: int64'; say 'codec: string' if the keys are text", f)
-		}
+		numericFile = numeric && !m.present("codec")
 		if count == 0 {
 			// An erasure request exported empty, or the wrong file: an
 			// audit of nothing erased must not pass for the erasure.
@@ -775,6 +772,7 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 	// Its index is built, and its repeats counted, when every list is
 	// read (see finishPurges).
 	p.purges = append(p.purges, list)
+	declared := len(p.warns) // the codec checks' warnings follow
 	if sc.Op != nil && sc.Slot != nil {
 		if d := p.view[slotName{sc.Op.ID, *sc.Slot}]; d != nil && d.Broadcast {
 			p.warnAt(kn, "slot %q of op %s is declared 'broadcast: true' (slot %d, line %d): purge_keys removes keyed rows by user key, and broadcast state has none; it matches only keyed rows the slot may hold", *sc.Slot, sc.Op, d.Index, d.Line)
@@ -785,6 +783,12 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 		}
 	} else {
 		p.warnPurgeCodec(kn, sc, spec.Codec)
+	}
+	if numericFile && len(p.warns) == declared {
+		// The inline list's case below, where a file cannot quote its
+		// keys: the codec said is the way to keep them text. (A slot
+		// declared with an integer key codec was warned of above.)
+		p.warnAt(m.get("keys_file"), "keys file %q lists only decimal integers, but they are matched as text (codec string, the default): a key a slot stores as an 8-byte integer (int64 or uint64 codec) is found only with 'codec: int64'; say 'codec: string' if the keys are text", spec.KeysFile)
 	}
 	if hasKeys && spec.Codec == "string" && allIntScalars(m.get("keys")) {
 		p.warnAt(m.get("keys"), "purge_keys lists its keys as integers, but matches them as text (codec string, the default): a key a slot stores as an 8-byte integer (int64 or uint64 codec) is found only with 'codec: int64'")

@@ -449,7 +449,7 @@ func newDecompressor(name string, r io.Reader, window int64) (io.Reader, error) 
 	case CompressXZ:
 		// (ulikunitz/xz, which writes xz, reads a dictionary of any size
 		// a block header declares: 4 GiB for a few bytes.)
-		x, err := xzread.NewReader(r, uint32(min(window, math.MaxUint32)))
+		x, err := newXZReader(r, window)
 		if err != nil {
 			return nil, xzError(err, window)
 		}
@@ -469,9 +469,24 @@ type xzReader struct {
 	window int64
 }
 
-func (x xzReader) Read(p []byte) (int, error) {
-	n, err := x.r.Read(p)
+func (x xzReader) Read(p []byte) (n int, err error) {
+	defer recoverXZ(&err)
+	n, err = x.r.Read(p)
 	return n, xzError(err, x.window)
+}
+
+// newXZReader is xzread.NewReader with a dictionary bound of window bytes.
+func newXZReader(r io.Reader, window int64) (_ *xzread.Reader, err error) {
+	defer recoverXZ(&err)
+	return xzread.NewReader(r, uint32(min(window, math.MaxUint32)))
+}
+
+// recoverXZ makes a panic of the xz reader (a port of C code, reading
+// untrusted bytes) the error of a malformed stream, not a crash.
+func recoverXZ(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("malformed xz stream (%v)", p)
+	}
 }
 
 // xzError says why the xz reader refused a block for its dictionary

@@ -437,8 +437,9 @@ type emptyGenerationError struct{ msg string }
 func (e *emptyGenerationError) Error() string { return e.msg }
 
 // olderGeneration returns the name of the newest generation of tree sp
-// (opened at path) below the one read, as clink names it, or "" when there
-// is none or sp was opened at a generation directory.
+// (opened at path) below the one read that holds a subtask directory, as
+// clink names it, or "" when there is none or sp was opened at a
+// generation directory.
 func olderGeneration(path string, sp *Savepoint) string {
 	if sp.Kind != InputTree {
 		return ""
@@ -448,7 +449,15 @@ func olderGeneration(path string, sp *Savepoint) string {
 		return ""
 	}
 	for i := len(gens) - 1; i >= 0; i-- {
-		if g := gens[i]; g.n < sp.Generation && g.name == "v"+strconv.Itoa(g.n) {
+		g := gens[i]
+		if g.n >= sp.Generation || g.name != "v"+strconv.Itoa(g.n) {
+			continue
+		}
+		ents, _ := os.ReadDir(filepath.Join(path, g.name))
+		if slices.ContainsFunc(ents, func(e os.DirEntry) bool {
+			_, ok := subtaskIndex(e.Name())
+			return ok && isDir(filepath.Join(path, g.name, e.Name()))
+		}) {
 			return g.name
 		}
 	}

@@ -228,10 +228,19 @@ func TestOpenContextStopsReadingWhole(t *testing.T) {
 }
 
 // A tree whose highest generation is empty cannot be restored (clink reads
-// that one only), and the error names the older generation to read.
+// that one only), and the error names the newest older generation that
+// holds subtask directories, to read.
 func TestEmptyHighestGenerationNamesOlder(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "tree")
 	if err := os.CopyFS(root, os.DirFS(vtFixturePath("mixed-p4"))); err != nil {
+		t.Fatal(err)
+	}
+	// The fixture's generation moves to v0, and an empty v1 between it
+	// and v2 is passed over.
+	if err := os.Rename(filepath.Join(root, "v1"), filepath.Join(root, "v0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "v1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -250,7 +259,7 @@ func TestEmptyHighestGenerationNamesOlder(t *testing.T) {
 			}
 		}
 		_, err := Open(root, OpenOptions{})
-		hint := "clink restores the highest generation, v2, and refuses to start on one without a checkpoint: to read the older v1, name its directory (" + filepath.Join(root, "v1") + ")"
+		hint := "clink restores the highest generation, v2, and refuses to start on one without a checkpoint: to read the older v0, name its directory (" + filepath.Join(root, "v0") + ")"
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasSuffix(err.Error(), hint) {
 			t.Errorf("v2 holding %v: err %v, want %q ending %q", c.dirs, err, c.want, hint)
 		}

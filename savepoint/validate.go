@@ -1561,11 +1561,11 @@ func (v *validator) checkCompleted() {
 		}
 	}
 	for _, sh := range sp.Shadowed {
-		what, section := "subtask directory", "5.3"
-		if sh.Checkpoint {
-			what, section = "payload", "5.1"
+		msg := fmt.Sprintf("payload %s is not read: its name, with leading zeros, names what %s names, which clink opens (section 5.1), so a restore leaves it out too; a stray copy, or a file meant to replace the other (remove or rename it)", ShowName(sh.Rel), ShowName(sh.Read))
+		if !sh.Checkpoint {
+			msg = fmt.Sprintf("subtask directory %s is not read: its name, with leading zeros, names what %s names, from which clink restores the subtask's own state (section 5.3); but a restore unions the operator rows of every numeric directory into every other subtask, this one's too, which sptool's outputs leave out; a stray copy, or a directory meant to replace the other (remove or rename it)", ShowName(sh.Rel), ShowName(sh.Read))
 		}
-		v.treeFinding(SeverityWarning, CheckSubtasks, 0, nil, fmt.Sprintf("%s %s is not read: its name, with leading zeros, names what %s names, which clink opens (section %s), so a restore leaves it out too; a stray copy, or a file meant to replace the other (remove or rename it)", what, ShowName(sh.Rel), ShowName(sh.Read), section))
+		v.treeFinding(SeverityWarning, CheckSubtasks, 0, nil, msg)
 	}
 	for _, f := range sp.Files {
 		if !f.Unlisted {

@@ -1027,7 +1027,7 @@ func TestShadowedNames(t *testing.T) {
 	}
 	vtExpect(t, Validate(sp, ValidateOptions{}), []vtWant{
 		{SeverityWarning, CheckSubtasks, "", -1, 0, nil, []string{"payload v1/0/checkpoint-007.snap is not read", "what v1/0/checkpoint-7.snap names, which clink opens (section 5.1)"}},
-		{SeverityWarning, CheckSubtasks, "", -1, 0, nil, []string{"subtask directory v1/01 is not read", "what v1/1 names, which clink opens (section 5.3)"}},
+		{SeverityWarning, CheckSubtasks, "", -1, 0, nil, []string{"subtask directory v1/01 is not read", "what v1/1 names, from which clink restores the subtask's own state (section 5.3)", "a restore unions the operator rows of every numeric directory into every other subtask, this one's too"}},
 	})
 	cp("v1/1", "v1/001")
 	if err := os.RemoveAll(filepath.Join(tree, "v1", "1")); err != nil {
