@@ -329,18 +329,17 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 	}
 	logs.rows = (&Snapshot{Batches: logs.batches}).NewCursor()
 	for i, kind := range logs.kinds {
-		if logs.isLog(i) {
-			s.Changelog.LogRows++
+		if !logs.isLog(i) {
+			continue
 		}
+		s.Changelog.LogRows++
 		switch kind {
 		case rowKindErase:
 			s.Changelog.Erases++
 		case rowKindPut:
 		default:
-			if logs.isLog(i) {
-				if s.Changelog.OtherKinds++; s.Changelog.OtherKinds == 1 {
-					s.Changelog.OtherKind = kind
-				}
+			if s.Changelog.OtherKinds++; s.Changelog.OtherKinds == 1 {
+				s.Changelog.OtherKind = kind
 			}
 		}
 	}

@@ -16,13 +16,13 @@ import (
 // the suffix being tempSuffix's.
 var leftoverName = regexp.MustCompile(`^(?:(\.meta)?\.part\.|(?:\.meta)?\.sptool-(tmp|old)-)([0-9]+)\.[0-9]+\.[0-9a-z]+$`)
 
-// stagingName matches the end of a staging tree's name.
-var stagingName = regexp.MustCompile(`.\.sptool-tmp-[0-9]+\.[0-9]+\.[0-9a-z]+$`)
-
 // isStagingTree reports whether root is named as the staging directory of
-// a run writing a tree (CreateTree).
+// a run writing a tree (CreateTree): an output's name followed by
+// .sptool-tmp-<suffix> (leftoverName).
 func isStagingTree(root string) bool {
-	return stagingName.MatchString(filepath.Base(filepath.Clean(root)))
+	base := filepath.Base(filepath.Clean(root))
+	i := strings.LastIndex(base, ".sptool-tmp-")
+	return i > 0 && leftoverName.MatchString(base[i:])
 }
 
 // eachLeftover calls fn with each entry beside the output path out named

@@ -264,7 +264,7 @@ func checkBuffers(meta []byte, info messageInfo, body []byte, cols []columnKind)
 		if col >= len(cols) || col >= info.nnode || j != 1 {
 			return nil
 		}
-		rows := int64(binary.LittleEndian.Uint64(meta[info.nodes+16*col:]))
+		rows := info.nodeRows(meta, col)
 		need, role := cols[col].width*rows, "values"
 		if cols[col].binary {
 			need, role = 0, "offsets"
@@ -298,7 +298,7 @@ func looseBytes(meta []byte, info messageInfo, body []byte, cols []columnKind) i
 		if col >= len(cols) || col >= info.nnode {
 			return nil
 		}
-		rows := int64(binary.LittleEndian.Uint64(meta[info.nodes+16*col:]))
+		rows := info.nodeRows(meta, col)
 		k := cols[col]
 		switch {
 		case j == 0:
@@ -396,7 +396,7 @@ func checkCompressedBuffers(meta []byte, info messageInfo, body []byte, cols []c
 			return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed from %d compressed bytes", i, size, n-8)
 		}
 		if col < len(cols) && col < info.nnode {
-			rows := int64(binary.LittleEndian.Uint64(meta[info.nodes+16*col:]))
+			rows := info.nodeRows(meta, col)
 			if most, role := cols[col].bound(j, rows); size > most {
 				return fmt.Errorf("compressed buffer %d declares %d bytes uncompressed; the %s of column %d (%d rows) holds at most %d bytes", i, size, role, col, rows, most)
 			}
@@ -465,7 +465,7 @@ func cppReads(meta []byte, info messageInfo, cols []columnKind, col, j int, n in
 	if col >= len(cols) || col >= info.nnode || j == 0 || n == 0 {
 		return false
 	}
-	return cols[col].binary || binary.LittleEndian.Uint64(meta[info.nodes+16*col:]) != 0
+	return cols[col].binary || info.nodeRows(meta, col) != 0
 }
 
 // columnKind is how a column of a flat schema lays out its buffers.
@@ -548,6 +548,12 @@ type messageInfo struct {
 	// custom counts the bytes of the keys and values of the message's
 	// custom_metadata, which no reader's rows or schema hold.
 	custom int64
+}
+
+// nodeRows returns the length field node col of a record batch's metadata
+// declares (col below nnode): its column's rows.
+func (info messageInfo) nodeRows(meta []byte, col int) int64 {
+	return int64(binary.LittleEndian.Uint64(meta[info.nodes+16*col:]))
 }
 
 // peekMessage reads the few fields of an IPC Message flatbuffer the reader

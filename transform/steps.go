@@ -202,7 +202,7 @@ func compile(set *rules.Set) []step {
 				}
 				if string(v) != string(row.Value) {
 					w.res.rules[i].changed++
-					if sv.Text() && !utf8.Valid(valueText(row.Value, sv.Decl.TTL)) {
+					if sv.Text() && !utf8.Valid(storedText(row.Value, sv.Decl.TTL)) {
 						w.res.rules[i].nonUTF8++
 					}
 					row.Value = v
@@ -223,11 +223,11 @@ func compile(set *rules.Set) []step {
 	return steps
 }
 
-// valueText is the part of a stored value its codec decodes: after the
-// 8-byte expire-at stamp of a TTL slot's.
-func valueText(v []byte, ttl bool) []byte {
-	if ttl && len(v) >= savepoint.TTLPrefixLen {
-		return v[savepoint.TTLPrefixLen:]
+// storedText is the part of a stored value its codec decodes: a TTL
+// slot's payload after its stamp (SplitTTL), else the whole value.
+func storedText(v []byte, ttl bool) []byte {
+	if _, payload, ok := savepoint.SplitTTL(v); ttl && ok {
+		return payload
 	}
 	return v
 }
