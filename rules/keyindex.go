@@ -69,16 +69,18 @@ var prefetchSink atomic.Uint64
 
 // PrefetchLookups reads, for each of n user keys (key(i)), the memory
 // that Lookup of it will read, so that the lookups that follow find it in
-// the CPU's cache. A lookup reads an index slot, then the listed key the
-// slot names, then that key's bytes, each one a cache miss when the index
-// is cold, and each waiting for the one before. A purge's scan streams
-// the whole input through the cache, which leaves the index cold: a
-// lookup there took 400-600 ns, against 35 ns in a loop of its own. Here
-// each step is taken for a batch of keys before the next, and the loads
-// of different keys overlap. It changes nothing.
+// the CPU's cache. A lookup reads the key's word of the filter and an
+// index slot, then the listed key the slot names, then that key's bytes:
+// each one a cache miss when they are cold, the last two each waiting for
+// the one before. A purge's scan streams the whole input through the
+// cache, which leaves them cold: a lookup there took 400-600 ns, against
+// 35 ns in a loop of its own. Here each step is taken for a batch of keys
+// before the next, and the loads of different keys overlap. (Without the
+// filter's word, the lookups after it took 4 ms of a 10M-row purge's CPU
+// for 100,000 keys, against 2 ms.) It changes nothing.
 func (p *PurgeKeysSpec) PrefetchLookups(n int, key func(i int) []byte) {
-	x := &p.index
-	if len(x.slots) == 0 {
+	x, f := &p.index, &p.filter
+	if len(x.slots) == 0 || len(f.words) == 0 {
 		return
 	}
 	var vs [prefetchBatch]uint32
@@ -87,6 +89,7 @@ func (p *PurgeKeysSpec) PrefetchLookups(n int, key func(i int) []byte) {
 		m := min(prefetchBatch, n-lo)
 		for i := range m {
 			h := keyHash(key(lo + i))
+			sink += f.words[wordOf(h, len(f.words))]
 			v := x.slots[x.slot(h)]
 			vs[i] = 0
 			if uint32(v>>32) == uint32(h) {

@@ -249,6 +249,90 @@ func TestWriteStreamRuns(t *testing.T) {
 	}
 }
 
+// countedRuns is a selection that counts the runs it is asked for.
+type countedRuns struct {
+	selection
+	calls *int
+}
+
+func (c countedRuns) Run(i int) (*Batch, int, int, bool) {
+	*c.calls++
+	return c.selection.Run(i)
+}
+
+// TestRunStepsKept: the passes over keys and values after the first take
+// the steps it kept instead of asking the source for each run again, and
+// write the same bytes; a pass of more steps than are kept asks for each.
+func TestRunStepsKept(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	rows := make([]Row, 4000)
+	for i := range rows {
+		rows[i] = Row{Op: uint64(i / 1000), Key: []byte(fmt.Sprintf("k%06d", i)), Value: bytes.Repeat([]byte{byte(i)}, r.IntN(12))}
+	}
+	var in bytes.Buffer
+	if err := EncodeStreamAsIs(&in, nil, rows, []int{1500, 2500}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := DecodeSnapshot(in.Bytes(), ReadOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx []int
+	for i := range rows {
+		if r.IntN(10) < 8 {
+			idx = append(idx, i)
+		}
+	}
+	plain := make(RowSlice, len(idx))
+	for i, j := range idx {
+		plain[i] = rows[j]
+	}
+	var want bytes.Buffer
+	if err := WriteStream(&want, nil, plain); err != nil {
+		t.Fatal(err)
+	}
+	// The sizing pass, the operators' and the key offsets' ask for each
+	// run; the keys' and both value passes ask for none.
+	write := func() int {
+		calls := 0
+		var got bytes.Buffer
+		if err := WriteStream(&got, nil, countedRuns{selection{cur: snap.NewCursor(), idx: idx}, &calls}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("the bytes differ from writing the rows one by one\n%s", firstDiff(got.Bytes(), want.Bytes()))
+		}
+		return calls
+	}
+	kept := write()
+	defer func(v int) { maxRunSteps = v }(maxRunSteps)
+	maxRunSteps = 10
+	asked := write()
+	if kept == 0 || 2*kept != asked {
+		t.Errorf("runs asked for: %d with the steps kept, %d without; want 3 passes of 6", kept, asked)
+	}
+	// Steps of other rows are not replayed.
+	var s runSteps
+	s.start(0, 10)
+	s.add(runStep{row: 0, n: 3, run: true})
+	s.add(runStep{row: 3, n: 7, run: true})
+	s.finish()
+	s.start(0, 10)
+	if st, ok := s.next(0); !ok || st.n != 3 {
+		t.Fatalf("replay of row 0: %+v, %v", st, ok)
+	}
+	if _, ok := s.next(4); ok {
+		t.Fatal("a step of row 3 replayed for row 4")
+	}
+	if _, ok := s.next(3); ok {
+		t.Fatal("a replay that went wrong goes on")
+	}
+	s.start(0, 11)
+	if _, ok := s.next(0); ok {
+		t.Fatal("steps of rows [0, 10) replayed for rows [0, 11)")
+	}
+}
+
 // TestWriteStreamFromFile: runs of a memory-mapped input are read from the
 // file (pread, through a window) rather than the map; the bytes are those
 // of writing the same rows from memory, whether the rows are read forward

@@ -255,6 +255,7 @@ func (p *parallelWrite) worker(src ColumnSource, work <-chan *rowRange) error {
 	pw := &pieceWriter{p: p}
 	out := newSink(pw, sinkSize)
 	defer out.free()
+	var steps []runStep // (kept from range to range)
 	for r := range work {
 		if p.failed() {
 			return nil
@@ -263,7 +264,9 @@ func (p *parallelWrite) worker(src ColumnSource, work <-chan *rowRange) error {
 			return context.Canceled
 		}
 		rw := newRangeWriter(src, r.j)
+		rw.kvSteps.steps = steps
 		err := p.writeRange(pw, out, rw, r)
+		steps = rw.kvSteps.steps[:0]
 		rw.free()
 		if err != nil {
 			return err
