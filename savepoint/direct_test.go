@@ -318,17 +318,17 @@ func TestRunStepsKept(t *testing.T) {
 	s.add(runStep{row: 3, n: 7, run: true})
 	s.finish()
 	s.start(0, 10)
-	if st, ok := s.next(0); !ok || st.n != 3 {
-		t.Fatalf("replay of row 0: %+v, %v", st, ok)
+	if st := s.next(0); st == nil || st.n != 3 {
+		t.Fatalf("replay of row 0: %+v", st)
 	}
-	if _, ok := s.next(4); ok {
+	if s.next(4) != nil {
 		t.Fatal("a step of row 3 replayed for row 4")
 	}
-	if _, ok := s.next(3); ok {
+	if s.next(3) != nil {
 		t.Fatal("a replay that went wrong goes on")
 	}
 	s.start(0, 11)
-	if _, ok := s.next(0); ok {
+	if s.next(0) != nil {
 		t.Fatal("steps of rows [0, 10) replayed for rows [0, 11)")
 	}
 }
