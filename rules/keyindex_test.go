@@ -120,6 +120,51 @@ func TestBuildIndex(t *testing.T) {
 	}
 }
 
+// TestIndexInt64Words: an int64 keys file's keys, their repeats dropped,
+// lie end to end at the start of their buffer, where the index compares
+// them; each is found at its place in Keys, a key one byte off is not,
+// and neither is a key of another length.
+func TestIndexInt64Words(t *testing.T) {
+	var b strings.Builder
+	var want []int64
+	seen := map[int64]bool{}
+	for i := range 5000 {
+		v := int64(i*7919%3001) - 1500 // negatives too
+		if i%4 == 3 {
+			v = want[i/8] // a repeat among the first of each
+		}
+		fmt.Fprintln(&b, v)
+		if !seen[v] {
+			seen[v] = true
+			want = append(want, v)
+		}
+	}
+	opts := ParseOptions{ReadFile: func(string) ([]byte, error) { return []byte(b.String()), nil }}
+	set, err := ParseWithOptions("r.yaml", []byte("version: 1\nrules:\n  - purge_keys: {keys_file: keys.txt, codec: int64}\n"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := set.Rules[0].PurgeKeys
+	if p.index.words == nil || len(p.Keys) != len(want) || p.Duplicates != 5000-len(want) {
+		t.Fatalf("%d keys, %d repeats, words kept: %v; want %d keys", len(p.Keys), p.Duplicates, p.index.words != nil, len(want))
+	}
+	for i, v := range want {
+		k := int64Key(v)
+		if p.Keys[i] != k || string(p.index.words[8*i:8*i+8]) != k {
+			t.Fatalf("key %d: %x, at %x; want %x", i, p.Keys[i], p.index.words[8*i:8*i+8], k)
+		}
+		if j, ok := p.Lookup([]byte(k)); !ok || j != i {
+			t.Fatalf("%d: found at %d, %v; want %d", v, j, ok, i)
+		}
+		if _, ok := p.Lookup([]byte(int64Key(v + 1<<40))); ok {
+			t.Fatalf("%d: found", v+1<<40)
+		}
+		if _, ok := p.Lookup([]byte(k + "x")); ok {
+			t.Fatalf("%d and a byte more: found", v)
+		}
+	}
+}
+
 // KeysReady gets the rule file's purge lists once, in rule order, with
 // their filters built and before their keys are indexed; goroutines may
 // ask the filters while the parse goes on; the Set holds the same lists,

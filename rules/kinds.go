@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"go.yaml.in/yaml/v3"
 
@@ -987,6 +988,28 @@ func (s *PurgeKeysSpec) buildIndex() {
 	prefetchSink.Add(sink)
 	clear(keys[w:]) // the repeats' strings
 	s.Keys, s.Lines = keys[:w], lines[:w]
+	s.compactEncoded()
+}
+
+// compactEncoded moves the encodings of an int64 keys file's keys (once
+// its repeats are dropped) to the start of their buffer, key i at 8*i,
+// and gives the index the buffer (keyIndex.words). Key i lies at 8*j for
+// some j >= i, and every key after it further on, so each move writes
+// over a repeat's bytes or its own.
+func (s *PurgeKeysSpec) compactEncoded() {
+	if s.encoded == nil {
+		return
+	}
+	for i, k := range s.Keys {
+		if len(k) != 8 {
+			return // (never: an int64 list's keys are 8 bytes)
+		}
+		at := s.encoded[8*i : 8*i+8]
+		copy(at, k)
+		s.Keys[i] = unsafe.String(&at[0], 8)
+	}
+	s.encoded = s.encoded[:8*len(s.Keys)]
+	s.index.words = s.encoded
 }
 
 // int64Key encodes an int64 user key as clink's int64_codec does: 8 bytes
