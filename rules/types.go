@@ -502,8 +502,9 @@ type PurgeKeysSpec struct {
 
 	index  keyIndex
 	filter keyFilter
-	// encoded holds the encodings of an int64 keys file's keys (repeats
-	// included) end to end, Keys' strings pointing into it; nil otherwise.
+	// encoded holds the encodings of an int64 keys file's keys end to
+	// end, Keys' strings pointing into it (repeats included until
+	// compactEncoded drops them); nil otherwise.
 	encoded []byte
 }
 
