@@ -89,7 +89,16 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 			}
 		}
 	}
-	lines := eachKeyLine(text, func(line int, ln, t string) {
+	var plain func(line int, v int64)
+	if isInt {
+		plain = func(line int, v int64) {
+			spec.filter.addHash(keyHash8(uint64(v)))
+			encoded = binary.LittleEndian.AppendUint64(encoded, uint64(v))
+			lineOf = append(lineOf, line)
+			keys++
+		}
+	}
+	lines := scanKeyLines(text, plain, func(line int, ln, t string) {
 		if !isInt {
 			// A carriage return has a warning of its own: a line of
 			// blanks around the key besides is one of these too.
@@ -122,10 +131,7 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 			}
 			return
 		}
-		spec.filter.addHash(keyHash8(uint64(v)))
-		encoded = binary.LittleEndian.AppendUint64(encoded, uint64(v))
-		lineOf = append(lineOf, line)
-		keys++
+		plain(line, v)
 	}, comment)
 	if isInt && bad == 0 {
 		spec.encoded, spec.Lines = encoded, lineOf
@@ -218,8 +224,23 @@ func (s *PurgeKeysSpec) collectKeys(text string, count int) {
 // text without surrounding blanks of each line starting with '#'. It
 // returns the number of lines.
 func eachKeyLine(text string, fn func(line int, ln, t string), comment func(line int, t string)) int {
+	return scanKeyLines(text, nil, fn, comment)
+}
+
+// scanKeyLines is eachKeyLine that, when plain is not nil, calls it
+// instead of fn for each line of an int64 key in plain decimal (see
+// plainInt64), with the key.
+func scanKeyLines(text string, plain func(line int, v int64), fn func(line int, ln, t string), comment func(line int, t string)) int {
 	lineNo := 0
 	for start := 0; start < len(text); {
+		if plain != nil {
+			if v, next, ok := plainInt64(text, start); ok {
+				lineNo++
+				plain(lineNo, v)
+				start = next
+				continue
+			}
+		}
 		var ln string
 		if end := strings.IndexByte(text[start:], '\n'); end >= 0 {
 			ln, start = text[start:start+end], start+end+1
@@ -239,6 +260,51 @@ func eachKeyLine(text string, fn func(line int, ln, t string), comment func(line
 		}
 	}
 	return lineNo
+}
+
+// plainInt64 reads the line of text that starts at start when it is an
+// int64 key in its plainest form: blanks (spaces, tabs), an optional sign,
+// 1 to 18 decimal digits, blanks, an optional CR, then LF or the end of
+// the text. It returns the key and where the next line starts; false for
+// any other line, which eachKeyLine's way reads (to the same key, if it
+// is one). One pass over the bytes, where that way's took 40 ns a line,
+// the pass at open running beside it.
+func plainInt64(text string, start int) (v int64, next int, ok bool) {
+	i, n := start, len(text)
+	for i < n && (text[i] == ' ' || text[i] == '\t') {
+		i++
+	}
+	neg := false
+	if i < n && (text[i] == '-' || text[i] == '+') {
+		neg = text[i] == '-'
+		i++
+	}
+	d := i
+	var u uint64
+	for i < n && text[i]-'0' < 10 {
+		u = u*10 + uint64(text[i]-'0')
+		i++
+	}
+	if i == d || i-d > 18 {
+		return 0, 0, false
+	}
+	for i < n && (text[i] == ' ' || text[i] == '\t') {
+		i++
+	}
+	if i < n && text[i] == '\r' {
+		i++
+	}
+	switch {
+	case i == n:
+	case text[i] == '\n':
+		i++
+	default:
+		return 0, 0, false
+	}
+	if neg {
+		return -int64(u), i, true
+	}
+	return int64(u), i, true
 }
 
 // parseInt64 is strconv.ParseInt(s, 10, 64) without the error's
