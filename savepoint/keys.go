@@ -195,6 +195,17 @@ func ParseKey(stored []byte) Key {
 	}
 }
 
+// KeyedPrefixLen returns the length of the prefix (key group, slot and
+// separator) of a stored key that ParseKey reads as a keyed row's, or 0
+// for any other key: the Key's parts without the Key, for loops over
+// millions of rows.
+func KeyedPrefixLen(stored []byte) int {
+	if len(stored) == 0 || stored[0] >= NumKeyGroups {
+		return 0
+	}
+	return separatorIndex(stored) + 1
+}
+
 // SlotName returns the slot as a string, or RawSlot ("<raw>") when the key
 // has no separator.
 func (k Key) SlotName() string {

@@ -137,6 +137,13 @@ func TestParseKey(t *testing.T) {
 			if got := k.SlotName(); got != tc.slotName {
 				t.Errorf("SlotName = %q, want %q", got, tc.slotName)
 			}
+			want := 0
+			if k.Kind == KindKeyed {
+				want = len(tc.stored) - len(k.UserKey)
+			}
+			if got := KeyedPrefixLen(tc.stored); got != want {
+				t.Errorf("KeyedPrefixLen = %d, want %d", got, want)
+			}
 		})
 	}
 }
