@@ -443,7 +443,7 @@ func TestPartitionTailsWithinBudget(t *testing.T) {
 	for rep := range 2 {
 		for op := range uint64(40) {
 			for kg := range NumKeyGroups {
-				if err := p.add(Row{Op: op, Key: []byte{byte(kg), 's', '|', byte(rep)}, Value: []byte("12345678")}); err != nil {
+				if err := p.add(op, []byte{byte(kg), 's', '|', byte(rep)}, []byte("12345678")); err != nil {
 					t.Fatal(err)
 				}
 				if err := p.flush(); err != nil { // a block of one row: its bucket's buffer now
