@@ -403,7 +403,7 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 				return 0, err
 			}
 		}
-		w.wholeRun(i, n, r, last, inc, p)
+		w.wholeRun(i, n, &r, &last, inc, p)
 		return n, nil
 	}
 	before, after := w.counts(p)
@@ -450,7 +450,7 @@ func (w *worker) run(i, end int, r savepoint.Row, p *prefixPlan) (int, error) {
 			}
 			res.changed = true
 			res.out.modify(res.out.Len(), nr, row)
-			w.keepRun(j, 1, nr, nr, true)
+			w.keepRun(j, 1, &nr, &nr, true)
 		} else {
 			streak++
 		}
@@ -575,7 +575,7 @@ func (w *worker) purgeRun(i, end int, r savepoint.Row, k savepoint.Key, p *prefi
 	// rows out of order), and a run that is not makes its range unsorted
 	// whatever the keys. Reading the kept ones would fault their pages in
 	// through the map.
-	w.track(empty, savepoint.Row{Op: r.Op, Key: w.runFirst}, savepoint.Row{Op: r.Op, Key: w.runLast}, inc)
+	w.track(empty, &savepoint.Row{Op: r.Op, Key: w.runFirst}, &savepoint.Row{Op: r.Op, Key: w.runLast}, inc)
 	return n, nil
 }
 
@@ -604,7 +604,10 @@ func (w *worker) purgeScan(i, end int, r savepoint.Row, p *prefixPlan) (int, boo
 // wholeRun counts the n rows of a run that plan p decides whole (no step
 // sees each row) and drops them, or keeps them: first and last are the
 // run's first and last rows, inc whether its keys strictly increase.
-func (w *worker) wholeRun(i, n int, first, last savepoint.Row, inc bool, p *prefixPlan) {
+// (Rows by pointer, here and in keepRun and track: in clink's order each
+// row is a run, and two Rows copied through the stack at each of the
+// three calls stalled the loads after them.)
+func (w *worker) wholeRun(i, n int, first, last *savepoint.Row, inc bool, p *prefixPlan) {
 	before, after := w.counts(p)
 	*before += int64(n)
 	for _, s := range p.remaps {
@@ -624,7 +627,9 @@ func (w *worker) wholeRun(i, n int, first, last savepoint.Row, inc bool, p *pref
 		}
 		*after -= int64(n)
 		*p.afterOut += int64(n)
-		first.Op, last.Op = p.outOp, p.outOp
+		f, l := *first, *last
+		f.Op, l.Op = p.outOp, p.outOp
+		first, last = &f, &l
 		out.ops.add(opSpan{pos: uint32(out.Len()), n: uint32(n), op: p.outOp})
 	}
 	w.keepRun(i, n, first, last, inc)
@@ -646,7 +651,7 @@ func (w *worker) runOfOne(i int, r savepoint.Row, p *prefixPlan) (int, error) {
 	if !p.passesWhole(r.Key[len(p.prefix):]) {
 		return w.run(i, i+1, r, p)
 	}
-	w.wholeRun(i, 1, r, r, true, p)
+	w.wholeRun(i, 1, &r, &r, true, p)
 	return 1, nil
 }
 
@@ -757,7 +762,7 @@ func (w *worker) keepRows(i, n int) error {
 	if err != nil {
 		return err
 	}
-	w.keepRun(i, n, first, last, true)
+	w.keepRun(i, n, &first, &last, true)
 	return nil
 }
 

@@ -1775,8 +1775,12 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64,
 					if err != nil {
 						return err
 					}
-					if k := savepoint.ParseKey(r.Key); k.Kind == savepoint.KindKeyed {
-						if p := w.planFor(r, k); !p.generic {
+					if plen := savepoint.KeyedPrefixLen(r.Key); plen > 0 {
+						p := w.cachedPlan(r.Op, r.Key[:plen])
+						if p == nil {
+							p = w.planFor(r, savepoint.ParseKey(r.Key))
+						}
+						if !p.generic {
 							at := out.Len()
 							var n int
 							switch {
@@ -1939,7 +1943,7 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 	if k.Kind != savepoint.KindKeyed && w.e.joinBlobs {
 		res.noteBlob(out.Len(), i, r, nr)
 	}
-	w.keepRun(i, 1, nr, nr, true)
+	w.keepRun(i, 1, &nr, &nr, true)
 	kg, _ := savepoint.RestoreKeyGroup(nr.Key)
 	out.log.add(nr.Op, kg, k.Slot, k.HasSlot, 1, true)
 	return nil
@@ -1949,14 +1953,14 @@ func (w *worker) one(i int, r savepoint.Row, k savepoint.Key) error {
 // whether the output so far is strictly increasing: first and last are the
 // first and last of the rows as written, inc that they strictly increase
 // among themselves.
-func (w *worker) keepRun(i, n int, first, last savepoint.Row, inc bool) {
+func (w *worker) keepRun(i, n int, first, last *savepoint.Row, inc bool) {
 	w.track(w.res.out.Len() == 0, first, last, inc)
 	w.res.out.idx.appendRun(i, n)
 }
 
 // track is keepRun's bookkeeping of order for rows first to last appended
 // after the output so far (empty: none).
-func (w *worker) track(empty bool, first, last savepoint.Row, inc bool) {
+func (w *worker) track(empty bool, first, last *savepoint.Row, inc bool) {
 	rr := w.rr
 	if !rr.sorted {
 		// The range is out of order for good: its first and last rows no
