@@ -156,6 +156,21 @@ func (s selection) Run(i int) (*Batch, int, int, bool) {
 	return b, lo, n, true
 }
 
+// rowsStream returns the stream WriteStream writes of rows idx of rows,
+// taken one by one from memory: what a writer of runs must match.
+func rowsStream(t *testing.T, rows []Row, idx []int) []byte {
+	t.Helper()
+	plain := make(RowSlice, len(idx))
+	for i, j := range idx {
+		plain[i] = rows[j]
+	}
+	var b bytes.Buffer
+	if err := WriteStream(&b, nil, plain); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 // writeMapped writes rows as they are, in batches of the given sizes, to a
 // file of a new temporary directory, and opens it memory-mapped (closed at
 // the test's end); it returns the savepoint and the file's path.
@@ -227,23 +242,16 @@ func TestWriteStreamRuns(t *testing.T) {
 		}
 	}
 	sel := selection{cur: snap.NewCursor(), idx: idx}
-	plain := make(RowSlice, len(idx))
-	for i, j := range idx {
-		plain[i] = rows[j]
-	}
 	for _, limit := range []int64{maxColumnBytes, 5000, 777} {
 		func() {
 			defer func(v int64) { maxColumnBytes = v }(maxColumnBytes)
 			maxColumnBytes = limit
-			var a, b bytes.Buffer
+			var a bytes.Buffer
 			if err := WriteStream(&a, nil, sel); err != nil {
 				t.Fatal(err)
 			}
-			if err := WriteStream(&b, nil, plain); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(a.Bytes(), b.Bytes()) {
-				t.Fatalf("limit %d: runs differ from rows\n%s", limit, firstDiff(a.Bytes(), b.Bytes()))
+			if want := rowsStream(t, rows, idx); !bytes.Equal(a.Bytes(), want) {
+				t.Fatalf("limit %d: runs differ from rows\n%s", limit, firstDiff(a.Bytes(), want))
 			}
 		}()
 	}
@@ -283,14 +291,7 @@ func TestRunStepsKept(t *testing.T) {
 			idx = append(idx, i)
 		}
 	}
-	plain := make(RowSlice, len(idx))
-	for i, j := range idx {
-		plain[i] = rows[j]
-	}
-	var want bytes.Buffer
-	if err := WriteStream(&want, nil, plain); err != nil {
-		t.Fatal(err)
-	}
+	want := rowsStream(t, rows, idx)
 	// The sizing pass, the operators' and the key offsets' ask for each
 	// run; the keys' and both value passes ask for none.
 	write := func() int {
@@ -299,8 +300,8 @@ func TestRunStepsKept(t *testing.T) {
 		if err := WriteStream(&got, nil, countedRuns{selection{cur: snap.NewCursor(), idx: idx}, &calls}); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got.Bytes(), want.Bytes()) {
-			t.Fatalf("the bytes differ from writing the rows one by one\n%s", firstDiff(got.Bytes(), want.Bytes()))
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("the bytes differ from writing the rows one by one\n%s", firstDiff(got.Bytes(), want))
 		}
 		return calls
 	}
@@ -362,19 +363,12 @@ func TestWriteStreamFromFile(t *testing.T) {
 			defer func(v int) { windowSize = v }(windowSize)
 			windowSize = win
 			for name, idx := range map[string][]int{"gaps": gaps, "shuffled": shuffled} {
-				plain := make(RowSlice, len(idx))
-				for i, j := range idx {
-					plain[i] = rows[j]
-				}
-				var a, b bytes.Buffer
+				var a bytes.Buffer
 				if err := WriteStream(&a, nil, selection{cur: snap.NewCursor(), idx: idx}); err != nil {
 					t.Fatal(err)
 				}
-				if err := WriteStream(&b, nil, plain); err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(a.Bytes(), b.Bytes()) {
-					t.Fatalf("window %d, %s: mapped runs differ from rows\n%s", win, name, firstDiff(a.Bytes(), b.Bytes()))
+				if want := rowsStream(t, rows, idx); !bytes.Equal(a.Bytes(), want) {
+					t.Fatalf("window %d, %s: mapped runs differ from rows\n%s", win, name, firstDiff(a.Bytes(), want))
 				}
 			}
 		}()
@@ -411,27 +405,20 @@ func TestWriteOffsetsDirect(t *testing.T) {
 			idx = append(idx, i)
 		}
 	}
-	plain := make(RowSlice, len(idx))
-	for i, j := range idx {
-		plain[i] = rows[j]
-	}
-	var want bytes.Buffer
-	if err := WriteStream(&want, nil, plain); err != nil {
-		t.Fatal(err)
-	}
+	want := rowsStream(t, rows, idx)
 	var got bytes.Buffer
 	if err := WriteStream(&got, nil, selection{cur: snap.NewCursor(), idx: idx}); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got.Bytes(), want.Bytes()) {
-		t.Fatalf("sequential: mapped runs differ from rows\n%s", firstDiff(got.Bytes(), want.Bytes()))
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("sequential: mapped runs differ from rows\n%s", firstDiff(got.Bytes(), want))
 	}
 	out := filepath.Join(t.TempDir(), "out.snap")
 	if _, err := WriteSnapshotFrom(out, nil, selection{cur: snap.NewCursor(), idx: idx}, SnapshotOptions{Jobs: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if b := mustReadFile(t, out); !bytes.Equal(b, want.Bytes()) {
-		t.Fatalf("parallel: mapped runs differ from rows\n%s", firstDiff(b, want.Bytes()))
+	if b := mustReadFile(t, out); !bytes.Equal(b, want) {
+		t.Fatalf("parallel: mapped runs differ from rows\n%s", firstDiff(b, want))
 	}
 }
 
