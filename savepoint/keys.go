@@ -302,7 +302,14 @@ func PrefixWords(b []byte) (uint64, uint64) {
 }
 
 // partialWord is the little-endian word of b (up to 8 bytes), zero-padded.
+// When b's capacity holds 8 bytes (a slot's part of a key, the user key
+// after it), they are loaded as one word and masked: byte by byte, the
+// plan lookup of each row in clink's order took 40-65 ms of the CPU of
+// 10M rows.
 func partialWord(b []byte) uint64 {
+	if n := len(b); n < 8 && cap(b) >= 8 {
+		return binary.LittleEndian.Uint64(b[:8]) & (1<<(8*n) - 1)
+	}
 	var w uint64
 	for i := len(b) - 1; i >= 0; i-- {
 		w = w<<8 | uint64(b[i])

@@ -349,15 +349,18 @@ func TestKeyGroupRangeMethods(t *testing.T) {
 }
 
 // PrefixWords reads the first 16 bytes of a prefix of any length, padded
-// with zeros, as two little-endian words.
+// with zeros, as two little-endian words, whether bytes follow the prefix
+// within its capacity (read as words, then masked) or not.
 func TestPrefixWords(t *testing.T) {
 	b := []byte("0123456789abcdefghij")
 	for n := 0; n <= len(b); n++ {
 		var pad [16]byte
 		copy(pad[:], b[:n])
-		w0, w1 := PrefixWords(b[:n])
-		if w0 != binary.LittleEndian.Uint64(pad[:8]) || w1 != binary.LittleEndian.Uint64(pad[8:]) {
-			t.Errorf("%d bytes: %#x %#x, want the words of %q", n, w0, w1, pad)
+		for _, p := range [][]byte{b[:n], b[:n:n]} {
+			w0, w1 := PrefixWords(p)
+			if w0 != binary.LittleEndian.Uint64(pad[:8]) || w1 != binary.LittleEndian.Uint64(pad[8:]) {
+				t.Errorf("%d bytes, capacity %d: %#x %#x, want the words of %q", n, cap(p), w0, w1, pad)
+			}
 		}
 	}
 }

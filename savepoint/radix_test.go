@@ -128,3 +128,17 @@ func BenchmarkRadixSortEnts(b *testing.B) {
 		radixSortEnts(work, scratch, cmp)
 	}
 }
+
+// TestKeyPrefix: keyPrefix gives the first 16 bytes of keys of every
+// length up to 20 as the big-endian words of the key zero-padded.
+func TestKeyPrefix(t *testing.T) {
+	key := []byte("\x05window|\x01\x02\x03\x04\x05\x06\x07\x08\xff\xfe")
+	for n := 0; n <= len(key); n++ {
+		var b [32]byte
+		copy(b[:], key[:n])
+		w0, w1 := keyPrefix(key[:n])
+		if w0 != binary.BigEndian.Uint64(b[:]) || w1 != binary.BigEndian.Uint64(b[8:]) {
+			t.Errorf("keyPrefix of %d bytes: %016x %016x, want %016x %016x", n, w0, w1, binary.BigEndian.Uint64(b[:]), binary.BigEndian.Uint64(b[8:]))
+		}
+	}
+}

@@ -17,13 +17,26 @@ type sortEnt struct {
 	idx        uint32
 }
 
+// keyPrefix returns the first 16 bytes of key k as two big-endian words,
+// zero-padded. A key of 8 to 15 bytes (an int64 key behind a short slot) takes its
+// second word from its last 8 bytes, shifted: copied into a zeroed array
+// first, its bytes were stored one by one and loaded back as words, which
+// the store buffer cannot forward (a quarter of sortOrder's time in the
+// sort of 10M rows in clink's order).
 func keyPrefix(k []byte) (uint64, uint64) {
-	if len(k) >= 16 {
+	switch n := len(k); {
+	case n >= 16:
 		return binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:])
+	case n > 8:
+		return binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[n-8:]) << (8 * (16 - n))
+	case n == 8:
+		return binary.BigEndian.Uint64(k), 0
 	}
-	var b [16]byte
-	copy(b[:], k)
-	return binary.BigEndian.Uint64(b[:]), binary.BigEndian.Uint64(b[8:])
+	var w uint64
+	for i, c := range k {
+		w |= uint64(c) << (56 - 8*i)
+	}
+	return w, 0
 }
 
 // SortOrder returns the indexes of rows in canonical (op, key) order, stable:
