@@ -68,24 +68,31 @@ func msdSort(ents, scratch []sortEnt, cmp func(a, b sortEnt) int) {
 		return
 	}
 	shift := uint(63-bits.LeadingZeros64(diff)) &^ 7
-	var at [257]int
+	// next[d]: how many rows have digit d, then where the next of them
+	// goes, then where they end. (The sums kept in a register: added up
+	// in the array, each waited for the store before it, and the sort of
+	// 10M rows in clink's order spent a quarter of msdSort there.)
+	var next [256]int
 	for i := range ents {
-		at[1+int(byte(entWord(&ents[i], w)>>shift))]++
+		next[byte(entWord(&ents[i], w)>>shift)]++
 	}
-	for d := 1; d <= 256; d++ {
-		at[d] += at[d-1]
+	sum := 0
+	for d := range len(next) {
+		c := next[d]
+		next[d], sum = sum, sum+c
 	}
-	next := at
 	for i := range ents {
 		d := byte(entWord(&ents[i], w) >> shift)
 		scratch[next[d]] = ents[i]
 		next[d]++
 	}
 	copy(ents, scratch)
-	for d := 0; d < 256; d++ {
-		if lo, hi := at[d], at[d+1]; hi-lo > 1 {
+	lo := 0
+	for d := range len(next) {
+		if hi := next[d]; hi-lo > 1 {
 			msdSort(ents[lo:hi], scratch[lo:hi], cmp)
 		}
+		lo = next[d]
 	}
 }
 
