@@ -18,11 +18,11 @@ type sortEnt struct {
 }
 
 // keyPrefix returns the first 16 bytes of key k as two big-endian words,
-// zero-padded. A key of 8 to 15 bytes (an int64 key behind a short slot) takes its
-// second word from its last 8 bytes, shifted: copied into a zeroed array
-// first, its bytes were stored one by one and loaded back as words, which
-// the store buffer cannot forward (a quarter of sortOrder's time in the
-// sort of 10M rows in clink's order).
+// zero-padded. A key of 8 to 15 bytes (an int64 key behind a short slot)
+// takes its second word from its last 8 bytes, shifted: copied into a
+// zeroed array first, its bytes were stored one by one and loaded back as
+// words, which the store buffer cannot forward (a quarter of sortOrder's
+// time in the sort of 10M rows in clink's order).
 func keyPrefix(k []byte) (uint64, uint64) {
 	switch n := len(k); {
 	case n >= 16:
