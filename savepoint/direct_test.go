@@ -156,6 +156,32 @@ func (s selection) Run(i int) (*Batch, int, int, bool) {
 	return b, lo, n, true
 }
 
+// writerRows returns n rows for the writers' tests: operator i/1000, key
+// k%06d, and a value of up to maxValue-1 copies of a byte, its length
+// drawn from r.
+func writerRows(r *rand.Rand, n, maxValue int) []Row {
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = Row{Op: uint64(i / 1000), Key: []byte(fmt.Sprintf("k%06d", i)), Value: bytes.Repeat([]byte{byte(i)}, r.IntN(maxValue))}
+	}
+	return rows
+}
+
+// columnarAsIs encodes rows as they are, in batches of the given sizes,
+// and decodes them columnar, from memory.
+func columnarAsIs(t *testing.T, rows []Row, batches []int) *Snapshot {
+	t.Helper()
+	var in bytes.Buffer
+	if err := EncodeStreamAsIs(&in, nil, rows, batches); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := DecodeSnapshot(in.Bytes(), ReadOptions{Columnar: true})
+	if err != nil || !snap.Columnar() {
+		t.Fatalf("decode: %v", err)
+	}
+	return snap
+}
+
 // rowsStream returns the stream WriteStream writes of rows idx of rows,
 // taken one by one from memory: what a writer of runs must match.
 func rowsStream(t *testing.T, rows []Row, idx []int) []byte {
@@ -223,18 +249,8 @@ func TestRunChoice(t *testing.T) {
 // batch boundaries.
 func TestWriteStreamRuns(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	rows := make([]Row, 3000)
-	for i := range rows {
-		rows[i] = Row{Op: uint64(i / 1000), Key: []byte(fmt.Sprintf("k%06d", i)), Value: bytes.Repeat([]byte{byte(i)}, r.IntN(12))}
-	}
-	var in bytes.Buffer
-	if err := EncodeStreamAsIs(&in, nil, rows, []int{1000, 0, 1500, 500}); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := DecodeSnapshot(in.Bytes(), ReadOptions{Columnar: true})
-	if err != nil || !snap.Columnar() {
-		t.Fatalf("decode: %v", err)
-	}
+	rows := writerRows(r, 3000, 12)
+	snap := columnarAsIs(t, rows, []int{1000, 0, 1500, 500})
 	var idx []int
 	for i := range rows {
 		if r.IntN(10) < 7 { // runs of kept rows with gaps
@@ -273,18 +289,8 @@ func (c countedRuns) Run(i int) (*Batch, int, int, bool) {
 // write the same bytes; a pass of more steps than are kept asks for each.
 func TestRunStepsKept(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	rows := make([]Row, 4000)
-	for i := range rows {
-		rows[i] = Row{Op: uint64(i / 1000), Key: []byte(fmt.Sprintf("k%06d", i)), Value: bytes.Repeat([]byte{byte(i)}, r.IntN(12))}
-	}
-	var in bytes.Buffer
-	if err := EncodeStreamAsIs(&in, nil, rows, []int{1500, 2500}); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := DecodeSnapshot(in.Bytes(), ReadOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := writerRows(r, 4000, 12)
+	snap := columnarAsIs(t, rows, []int{1500, 2500})
 	var idx []int
 	for i := range rows {
 		if r.IntN(10) < 8 {
@@ -342,10 +348,7 @@ func TestRunStepsKept(t *testing.T) {
 // ErrInputChanged, not a crash.
 func TestWriteStreamFromFile(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	rows := make([]Row, 5000)
-	for i := range rows {
-		rows[i] = Row{Op: uint64(i / 1000), Key: []byte(fmt.Sprintf("k%06d", i)), Value: bytes.Repeat([]byte{byte(i)}, r.IntN(40))}
-	}
+	rows := writerRows(r, 5000, 40)
 	sp, path := writeMapped(t, rows, []int{2000, 3000})
 	snap := sp.Files[0].Snapshot
 	if snap.Batches[0].file == nil {

@@ -23,10 +23,7 @@ func TestWriteStreamParallelMatches(t *testing.T) {
 	defer func(a, b int) { parallelMinRows, parallelChunkRows = a, b }(parallelMinRows, parallelChunkRows)
 	parallelMinRows, parallelChunkRows = 1, 37
 	r := rand.New(rand.NewPCG(11, 12))
-	rows := make([]Row, 4000)
-	for i := range rows {
-		rows[i] = Row{Op: uint64(i / 1000), Key: []byte(fmt.Sprintf("k%06d", i)), Value: bytes.Repeat([]byte{byte(i)}, r.IntN(30))}
-	}
+	rows := writerRows(r, 4000, 30)
 	sp, _ := writeMapped(t, rows, []int{1500, 2500})
 	dir := t.TempDir()
 	snap := sp.Files[0].Snapshot
@@ -125,14 +122,7 @@ func TestNextBatchCutsRuns(t *testing.T) {
 	for i := range rows {
 		rows[i] = Row{Op: 1, Key: []byte(fmt.Sprintf("k%06d", i)), Value: []byte{byte(i)}}
 	}
-	var in bytes.Buffer
-	if err := EncodeStreamAsIs(&in, nil, rows, []int{len(rows)}); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := DecodeSnapshot(in.Bytes(), ReadOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := columnarAsIs(t, rows, []int{len(rows)})
 	idx := make([]int, 0, len(rows))
 	for i := range rows {
 		if i != 500 { // two runs: 0-499 and 501-999
