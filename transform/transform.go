@@ -1775,38 +1775,32 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64,
 					if err != nil {
 						return err
 					}
-					if plen := savepoint.KeyedPrefixLen(r.Key); plen > 0 {
-						p := w.cachedPlan(r.Op, r.Key[:plen])
-						if p == nil {
-							p = w.planFor(r, savepoint.ParseKey(r.Key))
+					if p := w.keyedPlan(r.Op, r.Key); p != nil && !p.generic {
+						at := out.Len()
+						var n int
+						switch {
+						case w.hasKnown:
+							// The run's end is known, and its rows are
+							// read with pread, not through the map
+							// (whose pages the block's end releases):
+							// it may go on past the block.
+							n, err = w.run(i, hi, r, p)
+						case ones >= onesAlone:
+							n, err = w.runOfOne(i, r, p)
+						default:
+							n, err = w.run(i, end, r, p)
 						}
-						if !p.generic {
-							at := out.Len()
-							var n int
-							switch {
-							case w.hasKnown:
-								// The run's end is known, and its rows are
-								// read with pread, not through the map
-								// (whose pages the block's end releases):
-								// it may go on past the block.
-								n, err = w.run(i, hi, r, p)
-							case ones >= onesAlone:
-								n, err = w.runOfOne(i, r, p)
-							default:
-								n, err = w.run(i, end, r, p)
-							}
-							if err != nil {
-								return err
-							}
-							if n == 1 {
-								ones++
-							} else {
-								ones = 0
-							}
-							out.log.add(p.outOp, p.kg, p.slot, true, out.Len()-at, false)
-							i += n
-							continue
+						if err != nil {
+							return err
 						}
+						if n == 1 {
+							ones++
+						} else {
+							ones = 0
+						}
+						out.log.add(p.outOp, p.kg, p.slot, true, out.Len()-at, false)
+						i += n
+						continue
 					}
 				}
 				r, err := w.rows.Row(cur, i) // see worker.run
