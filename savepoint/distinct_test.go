@@ -236,3 +236,46 @@ func TestRepeatedKeysWithinBound(t *testing.T) {
 		t.Error("the keys do not fit in the bound, but RepeatedKeys said it could tell")
 	}
 }
+
+// hashBuckets gives back each bucket's hashes, in the order added, across
+// chunks and with the last one partly filled.
+func TestHashBuckets(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 15, 16, 17, 5000} {
+		var h hashBuckets
+		h.init(n, 16)
+		want := make([][]uint64, 256)
+		for range n {
+			v := r.Uint64()
+			if r.IntN(2) == 0 {
+				v = v&^(0xff<<56) | uint64(r.IntN(3))<<56 // crowd three buckets
+			}
+			h.add(v)
+			want[v>>56] = append(want[v>>56], v)
+		}
+		for b := range 256 {
+			if got := h.count(b); got != len(want[b]) {
+				t.Fatalf("%d hashes: bucket %d counts %d, want %d", n, b, got, len(want[b]))
+			}
+			if got := h.appendTo([]uint64{42}, b); !slices.Equal(got[1:], want[b]) || got[0] != 42 {
+				t.Fatalf("%d hashes: bucket %d holds %x, want %x after 42", n, b, got, want[b])
+			}
+		}
+		if h.used > n+256*16 {
+			t.Fatalf("%d hashes: %d slots in chunks, more than the slab's %d", n, h.used, n+256*16)
+		}
+	}
+}
+
+// hashChunkLen leaves at most a sixteenth of the rows, or 4,096 hashes, of
+// room unused in the buckets' last chunks.
+func TestHashChunkLen(t *testing.T) {
+	for _, n := range []int{2, 1000, 1 << 16, 1<<17 + 5, 1 << 20, 4 << 20, 10_000_000, 1 << 30} {
+		for parts := 1; parts <= min(8, max(1, n>>16)); parts++ { // as repeatedKeys cuts them
+			c := hashChunkLen(n, parts)
+			if waste := parts * 256 * c; waste > max(n/16, 4096) {
+				t.Errorf("%d rows in %d parts: chunks of %d leave up to %d unused", n, parts, c, waste)
+			}
+		}
+	}
+}
