@@ -3,6 +3,7 @@ package savepoint
 import (
 	"bytes"
 	"hash/maphash"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -73,8 +74,8 @@ func repeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 		return nil, false
 	}
 	// Each part puts its rows' hashes in buckets by their top byte as it
-	// computes them (see hashBuckets); a bucket sorted, the hashes seen
-	// twice are neighbours.
+	// computes them (see hashBuckets); then the hashes of each bucket go
+	// into a set of them, which finds those seen twice.
 	held := make([]hashBuckets, parts)
 	ForEach(parts, func(p int) {
 		lo, hi := p*n/parts, (p+1)*n/parts
@@ -94,19 +95,17 @@ func repeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 		if size < 2 {
 			return
 		}
-		sp := hashScratch.Get().(*[]uint64)
-		defer hashScratch.Put(sp)
-		bucket := (*sp)[:0]
+		set := hashSets.Get().(*hashSet)
+		defer hashSets.Put(set)
+		set.reset(size)
 		for p := range held {
-			bucket = held[p].appendTo(bucket, b)
-		}
-		*sp = bucket
-		sortHashes(bucket)
-		for i := 1; i < len(bucket); i++ {
-			if bucket[i] == bucket[i-1] && (i == 1 || bucket[i-2] != bucket[i]) {
-				repeats[b] = append(repeats[b], bucket[i])
+			for c := range held[p].chunks[b] {
+				for _, h := range held[p].chunk(b, c) {
+					set.add(h)
+				}
 			}
 		}
+		repeats[b] = set.repeated()
 	})
 	var twice []uint64
 	for _, r := range repeats {
@@ -172,7 +171,7 @@ func repeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 type hashBuckets struct {
 	slab   []uint64
 	used   int        // slab[:used] is in chunks
-	chunk  int        // hashes a chunk holds
+	size   int        // hashes a chunk holds
 	next   [256]int   // where a bucket's next hash goes in slab
 	end    [256]int   // where its last chunk ends
 	chunks [256][]int // where its chunks start
@@ -189,7 +188,7 @@ func hashChunkLen(n, parts int) int {
 // init makes room for n hashes in chunks of chunk.
 func (h *hashBuckets) init(n, chunk int) {
 	h.slab = make([]uint64, n+256*chunk)
-	h.chunk = chunk
+	h.size = chunk
 }
 
 // add puts hash v in the bucket of its top byte.
@@ -197,8 +196,8 @@ func (h *hashBuckets) add(v uint64) {
 	b := v >> 56
 	if h.next[b] == h.end[b] {
 		h.chunks[b] = append(h.chunks[b], h.used)
-		h.next[b], h.end[b] = h.used, h.used+h.chunk
-		h.used += h.chunk
+		h.next[b], h.end[b] = h.used, h.used+h.size
+		h.used += h.size
 	}
 	h.slab[h.next[b]] = v
 	h.next[b]++
@@ -210,23 +209,81 @@ func (h *hashBuckets) count(b int) int {
 	if c == 0 {
 		return 0
 	}
-	return (c-1)*h.chunk + h.next[b] - h.chunks[b][c-1]
+	return (c-1)*h.size + h.next[b] - h.chunks[b][c-1]
 }
 
-// appendTo appends the hashes of bucket b to dst.
-func (h *hashBuckets) appendTo(dst []uint64, b int) []uint64 {
-	for i, at := range h.chunks[b] {
-		end := at + h.chunk
-		if i == len(h.chunks[b])-1 {
-			end = h.next[b]
-		}
-		dst = append(dst, h.slab[at:end]...)
+// chunk returns chunk c of bucket b: full, but for the bucket's last.
+func (h *hashBuckets) chunk(b, c int) []uint64 {
+	at := h.chunks[b][c]
+	if c == len(h.chunks[b])-1 {
+		return h.slab[at:h.next[b]]
 	}
-	return dst
+	return h.slab[at : at+h.size]
 }
 
-// hashScratch holds the buffers a bucket of hashes is sorted in.
-var hashScratch = sync.Pool{New: func() any { return new([]uint64) }}
+// hashSet finds the hashes of a bucket seen more than once: open
+// addressing with linear probing, at most two thirds full, in the CPU's
+// cache for a bucket of the hashes of 10M rows (512 KiB for its 39K). Each
+// hash costs a probe or two, where sorting the bucket (partitioned by
+// 12 more bits, then by insertion) took about 28 ns a hash: inspect and
+// validate of 10M rows in clink's order spent 140 ms there. Hash 0 marks
+// an empty slot, and is counted apart.
+type hashSet struct {
+	slots []uint64
+	shift uint // 64 - log2(len(slots))
+	zeros int  // hashes 0 added
+	twice []uint64
+}
+
+// hashSets holds hashSets between buckets.
+var hashSets = sync.Pool{New: func() any { return new(hashSet) }}
+
+// reset empties the set, with room for n hashes.
+func (s *hashSet) reset(n int) {
+	lg := bits.Len(uint(n + n/2))
+	if cap(s.slots) < 1<<lg {
+		s.slots = make([]uint64, 1<<lg)
+	} else {
+		s.slots = s.slots[:1<<lg]
+		clear(s.slots)
+	}
+	s.shift = uint(64 - lg)
+	s.zeros = 0
+	s.twice = s.twice[:0]
+}
+
+// add adds hash h, noting it when it was added before.
+func (s *hashSet) add(h uint64) {
+	if h == 0 {
+		if s.zeros++; s.zeros > 1 {
+			s.twice = append(s.twice, 0)
+		}
+		return
+	}
+	// The slot from all of h's bits (Fibonacci hashing): a bucket's hashes
+	// share their top byte, and hashes made weak by a test share more.
+	mask := uint64(len(s.slots) - 1)
+	for i := (h * 0x9e3779b97f4a7c15) >> s.shift; ; i = (i + 1) & mask {
+		switch s.slots[i] {
+		case 0:
+			s.slots[i] = h
+			return
+		case h:
+			s.twice = append(s.twice, h)
+			return
+		}
+	}
+}
+
+// repeated returns the hashes added more than once, each once, in order.
+func (s *hashSet) repeated() []uint64 {
+	if len(s.twice) == 0 {
+		return nil
+	}
+	t := slices.Clone(s.twice)
+	slices.Sort(t)
+	return slices.Compact(t)
+}
 
 // DistinctBudget is the memory DistinctKeys may use for the rows of file f
 // (or rows taken from it): a quarter of its bytes, or 64 MiB for a smaller
@@ -245,71 +302,4 @@ func rowHash(seed maphash.Seed, op uint64, key []byte) uint64 {
 	h ^= h >> 29
 	h *= 0xbf58476d1ce4e5b9
 	return h ^ h>>32
-}
-
-// sortHashes sorts a bucket of hashes that share their top byte. A large
-// one is partitioned in place by its next 12 bits first, and each part
-// sorted by insertion: the hashes are uniform, so the parts are of about 10
-// hashes, and the bucket (in the CPU's cache) is read twice more where a
-// comparison sort of all of it goes over it about log2(len) times (a bucket
-// of 39K hashes, the 10M rows of a file: 3.7x faster than slices.Sort).
-func sortHashes(bucket []uint64) {
-	if len(bucket) < 4096 {
-		slices.Sort(bucket)
-		return
-	}
-	t := hashTables.Get().(*hashSortTables)
-	defer hashTables.Put(t)
-	partitionBits(bucket, 44, t.count[:], t.starts[:])
-	for b := range len(t.count) {
-		part := bucket[t.starts[b]:t.starts[b+1]]
-		for i := 1; i < len(part); i++ {
-			v, j := part[i], i
-			for ; j > 0 && part[j-1] > v; j-- {
-				part[j] = part[j-1]
-			}
-			part[j] = v
-		}
-	}
-}
-
-// hashSortTables are sortHashes' tables, pooled: 64 KiB, more than a
-// goroutine's stack should grow by for each bucket.
-type hashSortTables struct {
-	count  [1 << 12]int
-	starts [1<<12 + 1]int
-}
-
-var hashTables = sync.Pool{New: func() any { return new(hashSortTables) }}
-
-// partitionBits puts a's values in order of their len(count) bits at shift
-// (len(count) a power of two; 8 bits at 56: the top byte), in place (each
-// moved at most once, as in an American flag sort), and sets where each
-// digit's values start: those of digit d are a[starts[d]:starts[d+1]].
-// starts has one more element than count.
-func partitionBits(a []uint64, shift uint, count, starts []int) {
-	mask := uint64(len(count) - 1)
-	clear(count)
-	for _, v := range a {
-		count[v>>shift&mask]++
-	}
-	starts[0] = 0
-	for d, c := range count {
-		starts[d+1] = starts[d] + c
-	}
-	next := count // the next place in each digit's part
-	copy(next, starts)
-	for d := range next {
-		for next[d] < starts[d+1] {
-			v := a[next[d]]
-			// Carry v to its part, taking the value there on, until one
-			// that belongs here comes back.
-			for e := int(v >> shift & mask); e != d; e = int(v >> shift & mask) {
-				a[next[e]], v = v, a[next[e]]
-				next[e]++
-			}
-			a[next[d]] = v
-			next[d]++
-		}
-	}
 }

@@ -103,58 +103,6 @@ func TestDistinctKeysTooManyCollisions(t *testing.T) {
 	}
 }
 
-// partitionBits orders values by their top byte (or other bits) in place,
-// keeping each value, and says where each digit's values start; sortHashes
-// sorts.
-func TestPartitionBits(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, n := range []int{0, 1, 2, 255, 10000} {
-		a := make([]uint64, n)
-		for i := range a {
-			a[i] = r.Uint64()
-			if i%3 == 0 {
-				a[i] &= 0x03ffffffffffffff // crowd a few buckets
-			}
-		}
-		want := slices.Clone(a)
-		slices.Sort(want)
-		for _, tc := range []struct{ shift, bits uint }{{56, 8}, {48, 8}, {0, 8}, {44, 12}, {3, 1}} {
-			shift, nd := tc.shift, 1<<tc.bits
-			count, starts := make([]int, nd), make([]int, nd+1)
-			partitionBits(a, shift, count, starts)
-			if starts[0] != 0 || starts[nd] != n {
-				t.Fatalf("%d values, shift %d: starts %d..%d", n, shift, starts[0], starts[nd])
-			}
-			for d := range nd {
-				for i := starts[d]; i < starts[d+1]; i++ {
-					if int(a[i]>>shift&uint64(nd-1)) != d {
-						t.Fatalf("%d values, %d bits at %d: value %#x at %d, in the part of %d", n, tc.bits, shift, a[i], i, d)
-					}
-				}
-			}
-			got := slices.Clone(a)
-			slices.Sort(got)
-			if !slices.Equal(got, want) {
-				t.Fatalf("%d values, shift %d: not the same values", n, shift)
-			}
-		}
-		// A bucket of one top byte, large enough to be partitioned again,
-		// with values repeated.
-		bucket := make([]uint64, n)
-		for i := range bucket {
-			bucket[i] = 0x7f<<56 | r.Uint64()>>8
-			if i%5 == 0 && i > 0 {
-				bucket[i] = bucket[i/2]
-			}
-		}
-		sorted := slices.Clone(bucket)
-		slices.Sort(sorted)
-		if sortHashes(bucket); !slices.Equal(bucket, sorted) {
-			t.Fatalf("%d values: sortHashes did not sort them", n)
-		}
-	}
-}
-
 // The key-group histogram of a file out of order counts each (op, key)
 // once: every row when the hashes show no duplicates, one less for a key
 // stored twice.
@@ -257,8 +205,15 @@ func TestHashBuckets(t *testing.T) {
 			if got := h.count(b); got != len(want[b]) {
 				t.Fatalf("%d hashes: bucket %d counts %d, want %d", n, b, got, len(want[b]))
 			}
-			if got := h.appendTo([]uint64{42}, b); !slices.Equal(got[1:], want[b]) || got[0] != 42 {
-				t.Fatalf("%d hashes: bucket %d holds %x, want %x after 42", n, b, got, want[b])
+			var got []uint64
+			for c := range h.chunks[b] {
+				if part := h.chunk(b, c); len(part) != 16 && c < len(h.chunks[b])-1 || len(part) == 0 {
+					t.Fatalf("%d hashes: chunk %d of %d of bucket %d holds %d", n, c, len(h.chunks[b]), b, len(part))
+				}
+				got = append(got, h.chunk(b, c)...)
+			}
+			if !slices.Equal(got, want[b]) {
+				t.Fatalf("%d hashes: bucket %d holds %x, want %x", n, b, got, want[b])
 			}
 		}
 		if h.used > n+256*16 {
@@ -276,6 +231,45 @@ func TestHashChunkLen(t *testing.T) {
 			if waste := parts * 256 * c; waste > max(n/16, 4096) {
 				t.Errorf("%d rows in %d parts: chunks of %d leave up to %d unused", n, parts, c, waste)
 			}
+		}
+	}
+}
+
+// hashSet names each hash added more than once, once, whatever its bits:
+// hash 0 (the empty slot's mark) too, and hashes that differ only in their
+// top bits (a test's weak hashes).
+func TestHashSet(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var s hashSet
+	for _, tc := range []struct {
+		name string
+		n    int
+		mask uint64
+	}{
+		{"random", 40000, ^uint64(0)},
+		{"top 20 bits only", 40000, 0xfffff << 44},
+		{"few values", 1000, 0x7},
+		{"one", 1, ^uint64(0)},
+	} {
+		want := map[uint64]int{}
+		s.reset(tc.n)
+		for range tc.n {
+			h := r.Uint64() & tc.mask
+			if r.IntN(50) == 0 {
+				h = 0
+			}
+			want[h]++
+			s.add(h)
+		}
+		var twice []uint64
+		for h, c := range want {
+			if c > 1 {
+				twice = append(twice, h)
+			}
+		}
+		slices.Sort(twice)
+		if got := s.repeated(); !slices.Equal(got, twice) {
+			t.Errorf("%s: repeated %d hashes, want %d (%x, want %x)", tc.name, len(got), len(twice), got[:min(len(got), 4)], twice[:min(len(twice), 4)])
 		}
 	}
 }
