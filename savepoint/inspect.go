@@ -409,12 +409,24 @@ func newFileTally(ops map[uint64]*inspOp) *fileTally {
 // add counts a group of n rows from row i that share the operator, the
 // kind and the slot of r, their keys and values of kb and vb bytes.
 func (t *fileTally) add(i int, r Row, n int, kb, vb int64) {
-	k := ParseKey(r.Key)
-	t.fc.add(k.Kind, n, kb, vb)
-	if runsOperator(r.Key) && (r.Op != t.lastKeyed || len(t.keyedOps) == 0) {
+	kind, slot, hasSlot := keySlot(r.Key)
+	t.fc.add(kind, n, kb, vb)
+	e := t.cache.entry(r.Op, hasSlot, slot)
+	if e.o == nil {
+		e.o = t.op(r.Op)
+		e.sc = e.o.slot(hasSlot, slot)
+	}
+	switch {
+	case kind == KindKeyed:
+		// Noted once an entry: in clink's order the operator changes
+		// from row to row, and a map write each took 3% of inspect.
+		if !e.keyed {
+			t.keyedOps[r.Op], e.keyed = true, true
+		}
+	case runsOperator(r.Key) && (r.Op != t.lastKeyed || len(t.keyedOps) == 0):
 		t.keyedOps[r.Op], t.lastKeyed = true, r.Op
 	}
-	if k.Kind != KindKeyed && IsTimerBlob(r.Key) {
+	if kind != KindKeyed && IsTimerBlob(r.Key) {
 		// A key without a slot separator is a group of its own; keys that
 		// share one up to a '|' come as one group, each a blob. A legacy
 		// unprefixed blob is a raw row, and shows its operator runs here
@@ -423,20 +435,16 @@ func (t *fileTally) add(i int, r Row, n int, kb, vb int64) {
 			t.timers = append(t.timers, i+j)
 		}
 	}
-	if t.pre.complete && k.Kind == KindKeyed {
+	if t.pre.complete && kind == KindKeyed {
 		if kg := int(r.Key[0]); !t.grouped || t.rng.Contains(kg) {
 			t.pre.counts[kg] += n
 		} else {
 			t.pre.complete = false
 		}
 	}
-	o, sc := t.cache.get(r.Op, k.HasSlot, k.Slot, func() (*inspOp, *inspCounts) {
-		o := t.op(r.Op)
-		return o, o.slot(k.HasSlot, k.Slot)
-	})
-	o.add(k.Kind, n, kb, vb)
-	o.fileRows += n
-	sc.add(k.Kind, n, kb, vb)
+	e.o.add(kind, n, kb, vb)
+	e.o.fileRows += n
+	e.sc.add(kind, n, kb, vb)
 }
 
 // op returns the counters of operator op, made if new, and notes it among
@@ -477,29 +485,33 @@ func (t *fileTally) merge(u *fileTally) {
 // slotCache is a small direct-mapped cache of the counters of (op, slot)
 // pairs met, by the pair's operator and slot (length and first 16 bytes,
 // as two words).
-type slotCache [64]struct {
+type slotCache [64]slotEntry
+
+// slotEntry is an entry of a slotCache.
+type slotEntry struct {
 	op      uint64
 	w0, w1  uint64
 	slen    int
 	hasSlot bool
+	keyed   bool   // op is among the file's keyed operators (fileTally.keyedOps)
 	slot    []byte // the slot, when longer than 16 bytes
 	o       *inspOp
 	sc      *inspCounts
 }
 
-// get returns the counters of operator op and the slot (hasSlot, name),
-// from the cache or else from make.
-func (c *slotCache) get(op uint64, hasSlot bool, name []byte, make func() (*inspOp, *inspCounts)) (*inspOp, *inspCounts) {
+// entry returns the cache's entry for operator op and the slot (hasSlot,
+// name): its counters, or, when it held another pair's, none (nil o and
+// sc), for the caller to set.
+func (c *slotCache) entry(op uint64, hasSlot bool, name []byte) *slotEntry {
 	w0, w1 := PrefixWords(name)
 	e := &c[PrefixHash(op, w0, w1, len(name))>>58]
 	if e.o != nil && e.op == op && e.hasSlot == hasSlot && e.slen == len(name) && e.w0 == w0 && e.w1 == w1 &&
 		(len(name) <= 16 || bytes.Equal(e.slot, name)) {
-		return e.o, e.sc
+		return e
 	}
-	o, sc := make()
-	e.op, e.w0, e.w1, e.slen, e.hasSlot, e.o, e.sc = op, w0, w1, len(name), hasSlot, o, sc
+	e.op, e.w0, e.w1, e.slen, e.hasSlot, e.o, e.sc, e.keyed = op, w0, w1, len(name), hasSlot, nil, nil, false
 	e.slot = append(e.slot[:0], name...) // name does not last
-	return o, sc
+	return e
 }
 
 // slot returns the counts of a slot of o, made if new.

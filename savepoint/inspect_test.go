@@ -539,7 +539,7 @@ func TestBatchSizes(t *testing.T) {
 
 // The (op, slot) cache of Summarize tells apart slots that share their
 // first 16 bytes, a slot from no slot, and operators, in an order that
-// changes pair every row (more pairs than it holds: make finds the
+// changes pair every row (more pairs than it holds: the caller finds the
 // evicted ones again, as Summarize's maps do).
 func TestSlotCache(t *testing.T) {
 	var c slotCache
@@ -554,14 +554,15 @@ func TestSlotCache(t *testing.T) {
 		for op := uint64(1); op <= 40; op++ {
 			for _, p := range []pair{{op, true, "agg"}, {op, true, long + "x"}, {op, true, long + "y"}, {op, false, ""}, {op, true, ""}, {op, true, "agg\x00"}} {
 				name := []byte(p.name)
-				_, sc := c.get(p.op, p.has, name, func() (*inspOp, *inspCounts) {
+				e := c.entry(p.op, p.has, name)
+				if e.o == nil {
 					if made[p] == nil {
 						made[p] = &inspCounts{}
 					}
-					return &inspOp{}, made[p]
-				})
+					e.o, e.sc = &inspOp{}, made[p]
+				}
 				clear(name) // the caller's bytes change; the cache keeps its own
-				if sc != made[p] {
+				if e.sc != made[p] {
 					t.Fatalf("round %d, %+v: the counters of another pair", round, p)
 				}
 			}

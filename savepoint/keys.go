@@ -206,6 +206,25 @@ func KeyedPrefixLen(stored []byte) int {
 	return separatorIndex(stored) + 1
 }
 
+// keySlot returns the kind and slot of a stored key as ParseKey reads
+// them, without the Key: a Key returned and then kept in a variable is
+// copied through the stack, and the loads after the copy wait for it (a
+// third of inspect's count of each group of rows, over rows in clink's
+// order).
+func keySlot(stored []byte) (kind Kind, slot []byte, hasSlot bool) {
+	sep := separatorIndex(stored)
+	switch {
+	case len(stored) > 0 && stored[0] >= NumKeyGroups:
+		if sep >= 0 {
+			return KindOperator, stored[1:sep:sep], true
+		}
+		return KindOperator, nil, false
+	case sep >= 0:
+		return KindKeyed, stored[1:sep:sep], true
+	}
+	return KindRaw, nil, false
+}
+
 // SlotName returns the slot as a string, or RawSlot ("<raw>") when the key
 // has no separator.
 func (k Key) SlotName() string {

@@ -144,6 +144,9 @@ func TestParseKey(t *testing.T) {
 			if got := KeyedPrefixLen(tc.stored); got != want {
 				t.Errorf("KeyedPrefixLen = %d, want %d", got, want)
 			}
+			if kind, slot, has := keySlot(tc.stored); kind != k.Kind || has != k.HasSlot || !bytes.Equal(slot, k.Slot) || (slot == nil) != (k.Slot == nil) || cap(slot) != len(slot) {
+				t.Errorf("keySlot = %v %q %v, want %v %q %v as ParseKey", kind, slot, has, k.Kind, k.Slot, k.HasSlot)
+			}
 		})
 	}
 }
