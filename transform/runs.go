@@ -90,6 +90,51 @@ type slotPlans struct {
 	w0, w1 uint64
 	slen   int
 	plans  *[savepoint.NumKeyGroups]*prefixPlan
+	// whole[kg] is what alone does to a row of key group kg, from the
+	// entry alone: wholeAsk (the plan says), wholeKeep or wholeDrop. In
+	// hash-map order each row reads another plan than the row before, of
+	// thousands: reading it was a cache miss a row, and half of alone's
+	// time. before and after are the operator and slot's counts (set by
+	// alone), and slot the slot (a plan's copy), for the rows taken so.
+	whole         [savepoint.NumKeyGroups]uint8
+	before, after *int64
+	slot          []byte
+}
+
+// What alone does to a row of a prefix whose plan is in a slotPlans
+// (slotPlans.whole).
+const (
+	wholeAsk  = iota // read the plan
+	wholeKeep        // the prefix's rows pass whole: keep the row
+	wholeDrop        // a step drops the prefix's rows whole: drop the row
+)
+
+// set records plan p, of key group kg, in the entry.
+func (e *slotPlans) set(kg int, p *prefixPlan) {
+	e.plans[kg] = p
+	e.whole[kg] = wholeAsk
+	// (A slot part of more than 16 bytes may share the entry's words with
+	// another: its plan compares the rest.)
+	if !p.whole || p.purges != nil || len(p.live) > 0 || e.slen > 16 {
+		return
+	}
+	e.slot = p.slot
+	e.whole[kg] = wholeKeep
+	if p.dropBy >= 0 {
+		e.whole[kg] = wholeDrop
+	}
+}
+
+// reset empties the entry for the plans of op and another slot part.
+func (e *slotPlans) reset(op, w0, w1 uint64, slen int) {
+	if e.plans == nil {
+		e.plans = new([savepoint.NumKeyGroups]*prefixPlan)
+	} else {
+		clear(e.plans[:])
+	}
+	clear(e.whole[:])
+	e.before, e.after, e.slot = nil, nil, nil
+	e.op, e.w0, e.w1, e.slen = op, w0, w1, slen
 }
 
 // slotProbes is how many entries of planCache.bySlot, from the one
@@ -108,8 +153,7 @@ func (c *planCache) entry(op, w0, w1 uint64, slen int) *slotPlans {
 	for i := range slotProbes {
 		e := &c.bySlot[(h+i)&(len(c.bySlot)-1)]
 		if e.plans == nil {
-			e.plans = new([savepoint.NumKeyGroups]*prefixPlan)
-			e.op, e.w0, e.w1, e.slen = op, w0, w1, slen
+			e.reset(op, w0, w1, slen)
 			return e
 		}
 		if e.op == op && e.slen == slen && e.w0 == w0 && e.w1 == w1 {
@@ -117,8 +161,7 @@ func (c *planCache) entry(op, w0, w1 uint64, slen int) *slotPlans {
 		}
 	}
 	e := &c.bySlot[h]
-	clear(e.plans[:])
-	e.op, e.w0, e.w1, e.slen = op, w0, w1, slen
+	e.reset(op, w0, w1, slen)
 	return e
 }
 
@@ -150,7 +193,8 @@ func (w *worker) planFor(r savepoint.Row, k savepoint.Key) *prefixPlan {
 			c.byKey[string(c.scratch)] = p
 		}
 	}
-	c.last, e.plans[kg] = p, p
+	c.last = p
+	e.set(kg, p)
 	return p
 }
 
@@ -696,10 +740,32 @@ func (p *prefixPlan) passesWhole(userKey []byte) bool {
 // knows the range is out of order already.
 func (w *worker) alone(i, end int) (int, error) {
 	out := w.res.out
+	c := &w.plans
 	for ; i < end; i++ {
 		op, key, err := w.scanKey(i)
 		if err != nil {
 			return i, err
+		}
+		if plen := savepoint.KeyedPrefixLen(key); plen > 0 && plen <= 17 {
+			// The prefix's entry, when it says without the plan.
+			part := key[1:plen]
+			w0, w1 := savepoint.PrefixWords(part)
+			e := c.entry(op, w0, w1, len(part))
+			kg := key[0]
+			if e.whole[kg] != wholeAsk && e.before == nil {
+				e.before, e.after = w.counts(e.plans[kg])
+			}
+			switch e.whole[kg] {
+			case wholeKeep:
+				*e.before++
+				out.idx.appendRun(i, 1)
+				out.log.add(op, int(kg), e.slot, true, 1, false)
+				continue
+			case wholeDrop:
+				*e.before++
+				w.droppedWhole(e.plans[kg], 1, e.after)
+				continue
+			}
 		}
 		p := w.keyedPlan(op, key)
 		if p == nil || !p.whole || !p.passesWhole(key[len(p.prefix):]) {
