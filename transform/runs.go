@@ -91,7 +91,9 @@ type slotPlans struct {
 	slen   int
 	plans  *[savepoint.NumKeyGroups]*prefixPlan
 	// whole[kg] is what alone does to a row of key group kg, from the
-	// entry alone: wholeAsk (the plan says), wholeKeep or wholeDrop. In
+	// entry alone: wholeAsk (the plan says), wholeKeep, wholeDrop, or
+	// wholeUnlisted (keep it when no purge list of the plan, purges, may
+	// hold its user key; the lists are the operator and slot's). In
 	// hash-map order each row reads another plan than the row before, of
 	// thousands: reading it was a cache miss a row, and half of alone's
 	// time. before and after are the operator and slot's counts (set by
@@ -99,14 +101,16 @@ type slotPlans struct {
 	whole         [savepoint.NumKeyGroups]uint8
 	before, after *int64
 	slot          []byte
+	purges        []*rules.PurgeKeysSpec
 }
 
 // What alone does to a row of a prefix whose plan is in a slotPlans
 // (slotPlans.whole).
 const (
-	wholeAsk  = iota // read the plan
-	wholeKeep        // the prefix's rows pass whole: keep the row
-	wholeDrop        // a step drops the prefix's rows whole: drop the row
+	wholeAsk      = iota // read the plan
+	wholeKeep            // the prefix's rows pass whole: keep the row
+	wholeDrop            // a step drops the prefix's rows whole: drop the row
+	wholeUnlisted        // keep the row if no purge list may hold its key
 )
 
 // set records plan p, of key group kg, in the entry.
@@ -115,13 +119,23 @@ func (e *slotPlans) set(kg int, p *prefixPlan) {
 	e.whole[kg] = wholeAsk
 	// (A slot part of more than 16 bytes may share the entry's words with
 	// another: its plan compares the rest.)
-	if !p.whole || p.purges != nil || len(p.live) > 0 || e.slen > 16 {
+	if !p.whole || p.purges == nil && len(p.live) > 0 || e.slen > 16 {
 		return
 	}
 	e.slot = p.slot
-	e.whole[kg] = wholeKeep
-	if p.dropBy >= 0 {
+	switch {
+	case p.purges != nil:
+		// The lists in scope of the operator and slot: every key group's
+		// plan that has lists has these (a plan has none when a step
+		// drops its prefix). One that had others would be asked.
+		if e.purges != nil && !slices.Equal(e.purges, p.purges) {
+			return
+		}
+		e.whole[kg], e.purges = wholeUnlisted, p.purges
+	case p.dropBy >= 0:
 		e.whole[kg] = wholeDrop
+	default:
+		e.whole[kg] = wholeKeep
 	}
 }
 
@@ -133,7 +147,7 @@ func (e *slotPlans) reset(op, w0, w1 uint64, slen int) {
 		clear(e.plans[:])
 	}
 	clear(e.whole[:])
-	e.before, e.after, e.slot = nil, nil, nil
+	e.before, e.after, e.slot, e.purges = nil, nil, nil, nil
 	e.op, e.w0, e.w1, e.slen = op, w0, w1, slen
 }
 
@@ -756,6 +770,11 @@ func (w *worker) alone(i, end int) (int, error) {
 				e.before, e.after = w.counts(e.plans[kg])
 			}
 			switch e.whole[kg] {
+			case wholeUnlisted:
+				if probe := (purgeProbe{lists: e.purges}); probe.mayMatch(key[plen:]) {
+					break // the plan's steps look at it
+				}
+				fallthrough
 			case wholeKeep:
 				*e.before++
 				out.idx.appendRun(i, 1)

@@ -184,6 +184,41 @@ func TestAloneLongSlots(t *testing.T) {
 	}
 }
 
+// A plan cache entry says what its key groups' plans do to a row without
+// them: keep, drop, or keep unless a purge list may hold the key, the lists
+// being the entry's; a plan with other lists than the entry's, or one that
+// must see each row, or a slot part longer than the entry's words, is asked.
+func TestSlotPlansWhole(t *testing.T) {
+	a, b := &rules.PurgeKeysSpec{}, &rules.PurgeKeysSpec{}
+	keep := &prefixPlan{whole: true, dropBy: -1}
+	drop := &prefixPlan{whole: true, dropBy: 2}
+	listed := &prefixPlan{whole: true, dropBy: -1, purges: []*rules.PurgeKeysSpec{a}}
+	other := &prefixPlan{whole: true, dropBy: -1, purges: []*rules.PurgeKeysSpec{b}}
+	live := &prefixPlan{whole: true, dropBy: -1, live: []int{0}}
+	generic := &prefixPlan{dropBy: -1, generic: true}
+	var e slotPlans
+	e.reset(1, 0, 0, 4)
+	for kg, c := range []struct {
+		p    *prefixPlan
+		want uint8
+	}{{keep, wholeKeep}, {drop, wholeDrop}, {listed, wholeUnlisted}, {other, wholeAsk}, {live, wholeAsk}, {generic, wholeAsk}, {listed, wholeUnlisted}} {
+		e.set(kg, c.p)
+		if e.whole[kg] != c.want || e.plans[kg] != c.p {
+			t.Errorf("key group %d: %d, want %d", kg, e.whole[kg], c.want)
+		}
+	}
+	if len(e.purges) != 1 || e.purges[0] != a {
+		t.Errorf("the entry's lists: %v", e.purges)
+	}
+	e.reset(1, 0, 0, 17)
+	if e.set(0, keep); e.whole[0] != wholeAsk {
+		t.Errorf("a slot part of 17 bytes: %d, want %d", e.whole[0], wholeAsk)
+	}
+	if e.reset(2, 0, 0, 4); e.whole != [savepoint.NumKeyGroups]uint8{} || e.purges != nil || e.plans[0] != nil {
+		t.Error("reset left the entry's verdicts, lists or plans")
+	}
+}
+
 func mustRead(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
