@@ -190,17 +190,30 @@ func (s *Snapshot) EachKeyIn(lo, hi int, fn func(i int, op uint64, key []byte) b
 		}
 		return
 	}
+	s.eachKeyBlockIn(lo, hi, func(i int, kc *KeyColumns, x, to int) bool {
+		for y := x; y < to; y++ {
+			if !fn(i+y-x, kc.Ops[y-kc.Lo], kc.Key(y)) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// eachKeyBlockIn calls fn with the rows [lo, hi) of a columnar snapshot a
+// block at a time (keyBlock rows, within one batch), until fn returns
+// false: rows [x, to) of the batch that kc holds, row x being row i of the
+// snapshot. Calls over disjoint ranges may run concurrently.
+func (s *Snapshot) eachKeyBlockIn(lo, hi int, fn func(i int, kc *KeyColumns, x, to int) bool) {
 	var kc KeyColumns
 	start := 0 // the stream index of batch bi's first row
 	for bi := range s.Batches {
 		b := &s.Batches[bi]
 		from, to := max(lo-start, 0), min(hi-start, b.Len())
-		for x := from; x < to; {
+		for x := from; x < to; x = kc.Hi {
 			kc.LoadOrMap(b, x, min(to, x+keyBlock))
-			for first := x; x < kc.Hi; x++ {
-				if !fn(start+x, kc.Ops[x-first], kc.Key(x)) {
-					return
-				}
+			if !fn(start+x, &kc, x, kc.Hi) {
+				return
 			}
 		}
 		if start += b.Len(); start >= hi {

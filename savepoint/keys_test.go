@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -363,6 +364,34 @@ func TestPrefixWords(t *testing.T) {
 			w0, w1 := PrefixWords(p)
 			if w0 != binary.LittleEndian.Uint64(pad[:8]) || w1 != binary.LittleEndian.Uint64(pad[8:]) {
 				t.Errorf("%d bytes, capacity %d: %#x %#x, want the words of %q", n, cap(p), w0, w1, pad)
+			}
+		}
+	}
+}
+
+// keyGroupsIn gives each key of a column KeyGroupOf of its bytes after the
+// prefix, for keys of one length (hashed four at once) and of mixed ones.
+func TestKeyGroupsIn(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, lengths := range [][]int{{8}, {0}, {1, 8, 8, 8, 3}, {5, 11, 20}} {
+		for _, n := range []int{0, 1, 3, 4, 5, 17, 64} {
+			const skip = 5
+			var keys []byte
+			offs := []int32{0}
+			for i := range n {
+				k := make([]byte, skip+lengths[i%len(lengths)])
+				for j := range k {
+					k[j] = byte(r.Uint32())
+				}
+				keys = append(keys, k...)
+				offs = append(offs, int32(len(keys)))
+			}
+			kgs := make([]uint8, n)
+			keyGroupsIn(keys, offs, skip, kgs)
+			for i := range n {
+				if want := KeyGroupOf(keys[offs[i]+skip : offs[i+1]]); int(kgs[i]) != want {
+					t.Fatalf("lengths %v, %d keys: key %d in key group %d, want %d", lengths, n, i, kgs[i], want)
+				}
 			}
 		}
 	}

@@ -967,22 +967,28 @@ func (v *validator) checkRows(f *File) {
 			v.rowFinding(f, i, SeverityError, CheckMisplacedRow, fmt.Sprintf("lost on restore: %s lies outside subtask %d's range %s and its owner, subtask %d, holds no copy%s: a narrowed restore drops it here, and a chained subtask, restored unfiltered, keeps it where no record of its key group arrives (sections 10.1, 10.2)", what, f.Subtask, rng, owner, missingNote(of)))
 		}
 	}
-	// rowCheck returns the test of one row for a goroutine's rows in order.
-	rowCheck := func() rowTest {
-		if runs := s.Runs(); runs != nil {
-			return checkByRun(runs, placed, rng, check)
+	// checkIn checks rows [lo, hi) in order, through note: a block of
+	// rows at a time where the open found the file's runs (checkByRun),
+	// else a row at a time.
+	checkIn := func(lo, hi int, note func(i int, sev Severity, check, msg string)) {
+		if runs := s.Runs(); runs != nil && s.Columnar() {
+			test := checkByRun(runs, placed, rng, check, f.ReleasePages)
+			s.eachKeyBlockIn(lo, hi, func(i int, kc *KeyColumns, x, to int) bool {
+				test(i, kc, x, to, note)
+				return true
+			})
+			return
 		}
-		return check
+		s.EachKeyIn(lo, hi, func(i int, op uint64, key []byte) bool {
+			check(i, op, key, note)
+			return true
+		})
 	}
 	direct := func(i int, sev Severity, check, msg string) { v.rowFinding(f, i, sev, check, msg) }
 	n := s.NumRows()
 	parts := min(runtime.NumCPU(), n/checkRowsPart)
 	if placed || parts < 2 {
-		check := rowCheck()
-		s.EachKey(func(i int, op uint64, key []byte) bool {
-			check(i, op, key, direct)
-			return true
-		})
+		checkIn(0, n, direct)
 	} else {
 		// A file outside a tree's groups (nothing looks at other files):
 		// its rows are checked in parts at once, and the parts' findings
@@ -991,13 +997,8 @@ func (v *validator) checkRows(f *File) {
 		var faults Faults
 		for p := range parts {
 			notes[p] = rowNotes{limit: v.limit, counts: map[rowNoteKey]int{}}
-			check, note := rowCheck(), notes[p].note // (a method value made per row would be allocated per row)
-			faults.Go(func() {
-				s.EachKeyIn(p*n/parts, (p+1)*n/parts, func(i int, op uint64, key []byte) bool {
-					check(i, op, key, note)
-					return true
-				})
-			})
+			note := notes[p].note // (a method value made per row would be allocated per row)
+			faults.Go(func() { checkIn(p*n/parts, (p+1)*n/parts, note) })
 		}
 		faults.Wait()
 		for p := range notes {
@@ -1040,34 +1041,45 @@ func rawLike(key []byte) bool {
 	return len(key) >= 2 && key[0] == '_' && key[1] == '_'
 }
 
-// checkByRun wraps check, checkRows' test of one row, for a file whose
-// prefix runs were found at open (runs): the rows of a keyed run whose
-// slot name is clean and whose key group lies in the subtask's range
-// (placed: the file has one) differ only in their user keys, and need
-// only their key group checked; the others go to check. The function it
-// returns is meant for the rows in order, by one goroutine.
-func checkByRun(runs *PrefixRuns, placed bool, rng KeyGroupRange, check rowTest) rowTest {
-	start, end, fast, kg, plen := 0, 0, false, 0, 0
-	return func(i int, op uint64, key []byte, note func(int, Severity, string, string)) {
-		if i < start || i >= end {
+// checkByRun returns checkRows' test of a block of rows for a file whose
+// prefix runs were found at open (runs): rows [x, to) of the batch kc
+// holds, the first of which is row i. The rows of a keyed run whose slot
+// name is clean and whose key group lies in the subtask's range (placed:
+// the file has one) differ only in their user keys, and need only their
+// key group checked, which keyGroupsIn computes a block of them at a time;
+// the others go to check, one at a time. release drops the file's pages
+// from the resident set, as check does every releaseEvery+1 rows. The
+// function it returns is meant for the rows in order, by one goroutine.
+func checkByRun(runs *PrefixRuns, placed bool, rng KeyGroupRange, check rowTest, release func()) func(i int, kc *KeyColumns, x, to int, note func(int, Severity, string, string)) {
+	var kgs []uint8
+	return func(i int, kc *KeyColumns, x, to int, note func(int, Severity, string, string)) {
+		if i&^releaseEvery != (i+to-x-1)&^releaseEvery || i&releaseEvery == 0 {
+			release()
+		}
+		for x < to {
 			r := runs.Run(runs.Find(i))
-			start, end = r.Start, r.End
-			fast = r.Slotted && len(r.Prefix) >= 2 && int(r.Prefix[0]) < NumKeyGroups
+			n := min(to-x, r.End-i)
+			fast := r.Slotted && len(r.Prefix) >= 2 && int(r.Prefix[0]) < NumKeyGroups
+			kg, plen := 0, len(r.Prefix)
 			if fast {
-				kg, plen = int(r.Prefix[0]), len(r.Prefix)
+				kg = int(r.Prefix[0])
 				fast = bytes.IndexByte(r.Prefix[1:plen-1], '\n') < 0 && (!placed || rng.Contains(kg))
 			}
-		}
-		if !fast {
-			check(i, op, key, note)
-			return
-		}
-		if i&releaseEvery == 0 {
-			check(i, op, key, note) // (which releases the pages, as every row's would)
-			return
-		}
-		if want := KeyGroupOf(key[plen:]); want != kg {
-			note(i, keyGroupMismatchSeverity(key), CheckKeyGroup, keyGroupMismatch(kg, want, key))
+			if !fast {
+				for y := x; y < x+n; y++ {
+					check(i+y-x, kc.Ops[y-kc.Lo], kc.Key(y), note)
+				}
+			} else {
+				kgs = slices.Grow(kgs[:0], n)[:n]
+				keyGroupsIn(kc.Keys, kc.Offs[x-kc.Lo:x-kc.Lo+n+1], int32(plen), kgs)
+				for j, want := range kgs {
+					if int(want) != kg {
+						key := kc.Key(x + j)
+						note(i+j, keyGroupMismatchSeverity(key), CheckKeyGroup, keyGroupMismatch(kg, int(want), key))
+					}
+				}
+			}
+			i, x = i+n, x+n
 		}
 	}
 }

@@ -2,6 +2,7 @@ package savepoint
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -1249,6 +1250,46 @@ func TestValidateDuplicateRowsListed(t *testing.T) {
 	vtExpect(t, Validate(vtOpen(t, path, OpenOptions{}), ValidateOptions{}), []vtWant{
 		{SeverityWarning, CheckDuplicate, "checkpoint-7.snap", 0, 7, rows[0].Key, []string{"stored 13 times in this file (rows 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, and 3 more); restore keeps row 12"}},
 	})
+}
+
+// In a sorted file whose runs the open found, the rows of a run are checked
+// a block at a time: a run of one stored key-group byte whose user keys
+// hash to others names each row they do, and only those, across blocks.
+func TestValidateKeyGroupsOfARun(t *testing.T) {
+	defer func(n int) { keyBlock = n }(keyBlock)
+	keyBlock = 6 // blocks end inside the run, and inside groups of four keys
+	var rows []Row
+	var bad []int
+	for i := range 40 {
+		k := binary.BigEndian.AppendUint64(nil, uint64(i*2654435761))
+		r := vtKeyed(7, "agg", k, "v")
+		r.Key[0] = 9 // the stored byte of the whole run
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b Row) int { return bytes.Compare(a.Key, b.Key) })
+	for i, r := range rows {
+		if KeyGroupOf(r.Key[len("\x09agg|"):]) != 9 {
+			bad = append(bad, i)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "checkpoint-7.snap")
+	if _, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{Sidecar: true, CheckpointID: 7, AsIs: true}); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, path, OpenOptions{Columnar: true})
+	if sp.Files[0].Snapshot.Runs() == nil {
+		t.Fatal("the open found no runs: the test checks nothing of the block path")
+	}
+	rep := Validate(sp, ValidateOptions{Limit: 1000})
+	var got []int
+	for _, f := range rep.Findings {
+		if f.Check == CheckKeyGroup {
+			got = append(got, f.Row)
+		}
+	}
+	if len(bad) < 30 || !slices.Equal(got, bad) {
+		t.Errorf("key-group findings at rows %v, want %v", got, bad)
+	}
 }
 
 func TestValidateCapsRepeatedFindings(t *testing.T) {
