@@ -1230,7 +1230,7 @@ func (v *validator) operatorRows() (perFile, legacyTimers [][]Row, keyedOps []ma
 		cur := f.Snapshot.NewCursor()
 		var rows, legacy []Row
 		lastOp, seen := uint64(0), false
-		f.Snapshot.EachKey(func(j int, op uint64, key []byte) bool {
+		note := func(j int, op uint64, key []byte) bool {
 			if (Row{Key: key}).IsOperatorState() {
 				rows = append(rows, cur.Row(j))
 				return true
@@ -1242,7 +1242,23 @@ func (v *validator) operatorRows() (perFile, legacyTimers [][]Row, keyedOps []ma
 				keyedOps[i][op], lastOp, seen = true, op, true
 			}
 			return true
-		})
+		}
+		if runs := f.Snapshot.Runs(); runs != nil {
+			// The rows of a keyed run (a key group's byte, a slot and its
+			// separator) are neither operator state nor timer blobs, and
+			// all tell that the group runs the operator: the others are
+			// looked at row by row (every key of a 10M-row tree was read
+			// for this once more, 40% of validate's time after the open).
+			for k := range runs.Len() {
+				if r := runs.Run(k); r.Slotted && len(r.Prefix) > 0 && r.Prefix[0] < NumKeyGroups {
+					keyedOps[i][r.Op] = true
+				} else {
+					f.Snapshot.EachKeyIn(r.Start, r.End, note)
+				}
+			}
+		} else {
+			f.Snapshot.EachKey(note)
+		}
 		perFile[i], legacyTimers[i] = Logical(rows), Logical(legacy)
 		f.ReleasePages()
 	})
