@@ -39,8 +39,9 @@ func distinctKeys(s *Snapshot, maxBytes int64) bool {
 }
 
 // DistinctKeys reports whether no two of n rows have the same operator and
-// key, as far as it can tell with maxBytes of memory (8 bytes a row and a
-// sixteenth, see hashBuckets): false
+// key, as far as it can tell with maxBytes of memory (8 bytes a row; the
+// hashes' buckets take up to a sixteenth more, or 32 KiB a core, see
+// hashChunkLen): false
 // means that two do, or that it did not look. eachIn calls fn with the
 // operator and key of each row of [lo, hi) in turn (the key valid during the
 // call only) until fn returns false; calls over disjoint ranges may run at
@@ -54,7 +55,8 @@ func DistinctKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 // another: a group for each operator and key held more than once, its rows
 // in increasing order, the groups in the order of their second rows. ok is
 // false when it cannot tell with maxBytes of memory: 8 bytes a row for the
-// hashes (and at most a sixteenth more, see hashBuckets), then, for each hash seen twice, its key and about 200 bytes while
+// hashes (and up to a sixteenth more, or 32 KiB a core, see
+// hashChunkLen), then, for each hash seen twice, its key and about 200 bytes while
 // the keys are compared (a file of 1.2M rows storing 166,000 keys twice
 // holds about 35 MB of them). eachIn is as for DistinctKeys.
 func RepeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key []byte) bool), maxBytes int64) (groups [][]int, ok bool) {
@@ -67,12 +69,15 @@ func repeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 	if n < 2 {
 		return nil, true
 	}
+	// The bound is the hashes' 8 bytes a row, as it has always been: the
+	// room the buckets' last chunks leave unused (see hashChunkLen) is not
+	// counted, lest a file that fitted be left unsearched.
+	if int64(n)*8 > maxBytes {
+		return nil, false
+	}
 	seed := maphash.MakeSeed()
 	parts := min(runtime.GOMAXPROCS(0), 8, max(1, n>>16))
 	chunk := hashChunkLen(n, parts)
-	if int64(n+parts*256*chunk)*8 > maxBytes {
-		return nil, false
-	}
 	// Each part puts its rows' hashes in buckets by their top byte as it
 	// computes them (see hashBuckets); then the hashes of each bucket go
 	// into a set of them, which finds those seen twice.

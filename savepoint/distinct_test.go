@@ -52,6 +52,9 @@ func TestDistinctKeys(t *testing.T) {
 		{"the same key under two operators, hashes colliding", append(rows(300), Row{Op: 9, Key: rows(300)[5].Key}), weak, 1 << 30, true},
 		{"a key stored twice among colliding hashes", append(rows(300), rows(300)[0]), weak, 1 << 30, false},
 		{"too little memory to look", rows(1000), rowHash, 8*1000 - 1, false},
+		// The hashes' 8 bytes a row fit: the room their buckets leave
+		// unused is not counted against the bound.
+		{"just enough memory to look", append(rows(999), rows(999)[998]), rowHash, 9000, false},
 		// 200,000 rows are hashed in parts: hashes of 20 bits collide
 		// within and across parts, and are checked against the keys.
 		{"distinct, hashes colliding across parts", rows(200000), coarse, 1 << 30, true},
