@@ -2461,33 +2461,13 @@ func keyedEvidence(s *Snapshot, e *groupEvidence, keyGroups bool) {
 		return
 	}
 	if keyGroups {
-		// The operators noted so far, the first few looked up here: in
-		// clink's order the operator changes nearly every row, and a write
-		// to the map each time took as long as the rest.
-		var seen [8]uint64
-		nseen := 0
 		var kc KeyColumns
 		for bi := range s.Batches {
 			b := &s.Batches[bi]
 			for x := 0; x < b.Len(); x = kc.Hi {
 				kc.LoadOrMap(b, x, min(b.Len(), x+keyBlock))
-			rows:
 				for y := kc.Lo; y < kc.Hi; y++ {
-					key := kc.Key(y)
-					if len(key) == 0 || key[0] >= NumKeyGroups {
-						continue
-					}
-					e.kgs[key[0]/64] |= 1 << (key[0] % 64)
-					op := kc.Ops[y-kc.Lo]
-					for _, o := range seen[:nseen] {
-						if o == op {
-							continue rows
-						}
-					}
-					if ops[op] = true; nseen < len(seen) {
-						seen[nseen] = op
-						nseen++
-					}
+					note(kc.Ops[y-kc.Lo], kc.Key(y))
 				}
 			}
 		}
