@@ -1988,21 +1988,42 @@ func InferGroups(files []*File) []Group {
 	return groups
 }
 
-// EmptyPayloadWarnings returns a warning for each 0-byte payload of a tree,
-// which the commands that only read (cat, export, diff) read as empty
-// state: clink's restore refuses it (plan, apply and rescale refuse it too,
-// unless told to accept it).
+// EmptyPayloadWarnings returns a warning for each empty payload of a tree
+// (File.EmptyPayload), which the commands that only read (cat, export,
+// diff) read as empty state: clink's restore refuses it (plan, apply and
+// rescale refuse it too, unless told to accept it).
 func (sp *Savepoint) EmptyPayloadWarnings() []string {
 	if sp.Kind == InputFile {
 		return nil
 	}
 	var out []string
 	for _, f := range sp.Files {
-		if f.Size == 0 {
-			out = append(out, fmt.Sprintf("%s is 0 bytes, read as empty state: clink's restore treats it as absent and refuses to restore subtask %d (section 5.3) unless CLINK_ALLOW_MISSING_RESTORE_STATE is set (sptool validate says more)", ShowName(f.Rel), f.Subtask))
+		if f.EmptyPayload() {
+			it := "it"
+			if f.Size > 0 {
+				it = "it, decompressed,"
+			}
+			out = append(out, fmt.Sprintf("%s %s, read as empty state: clink's restore treats %s as absent and refuses to restore subtask %d (section 5.3) unless CLINK_ALLOW_MISSING_RESTORE_STATE is set (sptool validate says more)", ShowName(f.Rel), f.EmptyHow(), it, f.Subtask))
 		}
 	}
 	return out
+}
+
+// EmptyPayload reports whether the payload holds nothing: 0 bytes, or
+// compressed as a whole around nothing, which is what a 0-byte payload
+// becomes once compressed, and what a restore of the tree decompressed
+// would take for an absent file.
+func (f *File) EmptyPayload() bool {
+	return f.Size == 0 || f.Compression != CompressNone && f.Snapshot != nil && f.Snapshot.Variant == Empty
+}
+
+// EmptyHow says how an empty payload (EmptyPayload) is empty: "is 0 bytes",
+// or "decompresses (gzip) to 0 bytes".
+func (f *File) EmptyHow() string {
+	if f.Size == 0 {
+		return "is 0 bytes"
+	}
+	return "decompresses (" + f.Compression + ") to 0 bytes"
 }
 
 // ReadWarnings says, one line each, where the tree was read otherwise than

@@ -671,8 +671,10 @@ func (v *validator) checkFileLevel(f *File) {
 		return
 	}
 	switch {
-	case s.Variant == Empty && f.Compression != CompressNone:
+	case s.Variant == Empty && f.Compression != CompressNone && v.isTree():
 		// clink refuses the compressed payload itself (the finding above).
+		v.fileFinding(f, SeverityInfo, CheckFormat, fmt.Sprintf("the %s-compressed payload (%d bytes) decompresses to 0 bytes: decompressed, it is a 0-byte payload, which clink's restore takes for an absent one (section 5.3); sptool's writers refuse it as they refuse that, unless told the state is meant to be empty", f.Compression, f.Size))
+	case s.Variant == Empty && f.Compression != CompressNone:
 		v.fileFinding(f, SeverityInfo, CheckFormat, fmt.Sprintf("the %s-compressed payload (%d bytes) decompresses to 0 bytes, which sptool reads as empty state", f.Compression, f.Size))
 	case s.Variant == Empty && v.isTree() && v.sp.ChangelogTree():
 		v.fileFinding(f, SeverityError, CheckFormat, fmt.Sprintf("0-byte changelog: it holds neither the handle of subtask %d's materialised state nor its log (section 1.7): a file cut short?", f.Subtask))

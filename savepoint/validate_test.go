@@ -1463,8 +1463,14 @@ func TestValidateFormat(t *testing.T) {
 	vtExpect(t, Validate(vtOpen(t, out, OpenOptions{Groups: []Group{{0, 2}}}), ValidateOptions{}), []vtWant{
 		{SeverityError, CheckFormat, "v1/0/checkpoint-7.snap", -1, 0, nil, []string{"gzip-compressed as a whole", "refuses it"}},
 		{SeverityError, CheckFormat, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{"gzip-compressed as a whole", "refuses it"}},
-		{SeverityInfo, CheckFormat, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{fmt.Sprintf("gzip-compressed payload (%d bytes) decompresses to 0 bytes", len(empty))}},
+		{SeverityInfo, CheckFormat, "v1/1/checkpoint-7.snap", -1, 0, nil, []string{fmt.Sprintf("gzip-compressed payload (%d bytes) decompresses to 0 bytes", len(empty)), "sptool's writers refuse it"}},
 	})
+	// The commands that only read it say it is read as empty state, as
+	// they say of a 0-byte payload.
+	sp := vtOpen(t, out, OpenOptions{Groups: []Group{{0, 2}}})
+	if w := sp.EmptyPayloadWarnings(); len(w) != 1 || !strings.HasPrefix(w[0], "v1/1/checkpoint-7.snap decompresses (gzip) to 0 bytes, read as empty state") {
+		t.Errorf("warnings %q", w)
+	}
 }
 
 func TestValidateChangelogPayloads(t *testing.T) {

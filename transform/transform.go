@@ -163,10 +163,12 @@ func (e *WarningsError) Error() string {
 // or a crash loses its state that way; Options.AllowMissingState accepts
 // the tree when empty state is meant.
 type MissingStateError struct {
-	// Files are the 0-byte payloads, relative to the tree's root, and
-	// Subtasks their subtasks.
-	Files    []string
-	Subtasks []int
+	// Files are the empty payloads, relative to the tree's root, Subtasks
+	// their subtasks, and Compressed the compression of each (a payload
+	// compressed as a whole around nothing; "": a 0-byte one).
+	Files      []string
+	Subtasks   []int
+	Compressed []string
 	// Changelog is set for a changelog+file tree, whose payloads are the
 	// changelogs.
 	Changelog bool
@@ -190,10 +192,10 @@ func (e *MissingStateError) Error() string {
 		if e.Changelog {
 			why = "a changelog+file subtask's changelog holds the handle of its materialised state and its log, and a 0-byte one neither (format 1.7)"
 		}
-		msgs = append(msgs, zeroByteList("payload", e.Files, e.Subtasks)+": "+why+", where the zero-row stream sptool would write in its place restores empty; a payload cut short lost its state, and an older checkpoint may hold it")
+		msgs = append(msgs, zeroByteList("payload", e.Files, e.Subtasks, e.Compressed)+": "+why+", where the zero-row stream sptool would write in its place restores empty; a payload cut short lost its state, and an older checkpoint may hold it")
 	}
 	if len(e.Materializations) > 0 {
-		msgs = append(msgs, zeroByteList("materialisation", e.Materializations, e.MaterializationSubtasks)+": clink restores it as empty materialised state without a word (format 1.7), and the output would hold a well-formed empty one in its place; a materialisation cut short lost its subtask's state, and an older checkpoint may hold it")
+		msgs = append(msgs, zeroByteList("materialisation", e.Materializations, e.MaterializationSubtasks, nil)+": clink restores it as empty materialised state without a word (format 1.7), and the output would hold a well-formed empty one in its place; a materialisation cut short lost its subtask's state, and an older checkpoint may hold it")
 	}
 	msg := strings.Join(msgs, "; ")
 	if e.Hint != "" {
@@ -203,11 +205,16 @@ func (e *MissingStateError) Error() string {
 }
 
 // zeroByteList names 0-byte files of what kind ("payload") with their
-// subtasks: "0-byte payloads v1/0/… (subtask 0), v1/2/… (subtask 2)".
-func zeroByteList(what string, files []string, subtasks []int) string {
+// subtasks: "0-byte payloads v1/0/… (subtask 0), v1/2/… (subtask 2)"; a
+// file compressed around nothing (compressed[i], when compressed is not
+// nil) says so: "v1/1/… (subtask 1, 0 bytes once gzip-decompressed)".
+func zeroByteList(what string, files []string, subtasks []int, compressed []string) string {
 	parts := make([]string, len(files))
 	for i, f := range files {
 		parts[i] = fmt.Sprintf("%s (subtask %d)", savepoint.ShowName(f), subtasks[i])
+		if compressed != nil && compressed[i] != savepoint.CompressNone {
+			parts[i] = fmt.Sprintf("%s (subtask %d, 0 bytes once %s-decompressed)", savepoint.ShowName(f), subtasks[i], compressed[i])
+		}
 	}
 	if len(files) > 1 {
 		what += "s"
@@ -215,15 +222,16 @@ func zeroByteList(what string, files []string, subtasks []int) string {
 	return "0-byte " + what + " " + strings.Join(parts, ", ")
 }
 
-// missingState returns the 0-byte payloads of a tree; none of a single
-// file, which is empty state to every reader of clink's.
+// missingState returns the empty payloads of a tree (File.EmptyPayload: 0
+// bytes, or compressed around nothing); none of a single file, which is
+// empty state to every reader of clink's.
 func missingState(sp *savepoint.Savepoint) []*savepoint.File {
 	if sp.Kind == savepoint.InputFile {
 		return nil
 	}
 	var empty []*savepoint.File
 	for _, f := range sp.Files {
-		if f.Size == 0 {
+		if f.EmptyPayload() {
 			empty = append(empty, f)
 		}
 	}
@@ -242,6 +250,7 @@ func checkMissingState(sp *savepoint.Savepoint, allow bool) error {
 	for _, f := range empty {
 		e.Files = append(e.Files, f.Rel)
 		e.Subtasks = append(e.Subtasks, f.Subtask)
+		e.Compressed = append(e.Compressed, f.Compression)
 	}
 	for _, m := range mats {
 		e.Materializations = append(e.Materializations, m.Rel)
@@ -364,7 +373,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		}
 	}
 	for _, f := range missingState(sp) { // accepted: AllowMissingState
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s is 0 bytes, accepted as empty state: subtask %d's output restores empty, where clink would refuse to restore the input's", savepoint.ShowName(f.Rel), f.Subtask))
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s %s, accepted as empty state: subtask %d's output restores empty, where clink would refuse to restore the input's", savepoint.ShowName(f.Rel), f.EmptyHow(), f.Subtask))
 	}
 	// The leftovers beside the output as they are before the run (which
 	// --strict refuses), judged again once the output is in place: a

@@ -1286,6 +1286,44 @@ func TestZeroBytePayloadInTree(t *testing.T) {
 		t.Errorf("output subtask 1: %d bytes, %d rows; want a zero-row stream", f.Size, f.Snapshot.NumRows())
 	}
 
+	// A payload compressed as a whole around nothing is one compressed:
+	// refused alike, and said so.
+	os.RemoveAll(out)
+	var z bytes.Buffer
+	zw, err := savepoint.NewCompressor(savepoint.CompressGzip, &z)
+	if err != nil || zw.Close() != nil {
+		t.Fatalf("gzip: %v", err)
+	}
+	empty := z.Bytes()
+	if err := os.WriteFile(payload, empty, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(payload+savepoint.SidecarSuffix, []byte(fmt.Sprintf("clink_checkpoint_meta=1\ncheckpoint_id=5\npayload_bytes=%d\npayload_crc32c=%d\n", len(empty), savepoint.CRC32C(empty))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range writers {
+		_, err := run(t, in, tc.set, transform.Options{Out: out, DryRun: tc.dry, Decompress: true})
+		var me *transform.MissingStateError
+		if !errors.As(err, &me) || !slices.Equal(me.Subtasks, []int{1}) || !strings.Contains(err.Error(), filepath.Join("v1", "1", "checkpoint-5.snap")+" (subtask 1, 0 bytes once gzip-decompressed)") {
+			t.Errorf("%s of a gzip payload of nothing: %v; want a MissingStateError naming v1/1", tc.name, err)
+		}
+		if exists(out) {
+			t.Fatalf("%s: output written", tc.name)
+		}
+	}
+	rep, err = run(t, in, keep, transform.Options{Out: out, AllowMissingState: true, Decompress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool {
+		return strings.Contains(w, "decompresses (gzip) to 0 bytes, accepted as empty state")
+	}) {
+		t.Errorf("warnings %q: want one on the gzip payload of nothing", rep.Warnings)
+	}
+	if f := open(t, out).Files[1]; f.Compression != savepoint.CompressNone || f.Snapshot.NumRows() != 0 {
+		t.Errorf("output subtask 1: compression %q, %d rows; want a zero-row stream", f.Compression, f.Snapshot.NumRows())
+	}
+
 	// A changelog+file tree's 0-byte changelog: refused, and said so.
 	cl := filepath.Join(dir, "changelog")
 	if err := os.CopyFS(cl, os.DirFS("../testdata/independent/changelog-file")); err != nil {

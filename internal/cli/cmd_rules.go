@@ -129,10 +129,10 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	f.jobs = intFlag(fs, "jobs", 0, "workers: files processed at once, and the ranges of a large file processed at once (default: the number of CPUs)")
 	f.allowUnverif = fs.Bool("allow-unverified", false, "accept payloads without a sidecar (as CLINK_ALLOW_UNVERIFIED_CHECKPOINTS does)")
 	decompressUsage := "write uncompressed files, the only form clink restores: a file compressed as a whole (.gz, .zst, ...) is rewritten even when no rule changes it (default: compressed as its input; a rescaled group's new files are always plain)"
-	missingUsage := "accept a tree's 0-byte payloads (and a changelog+file tree's 0-byte materialisations) as empty state, written as zero-row streams (as CLINK_ALLOW_MISSING_RESTORE_STATE does for a file-backend tree)"
+	missingUsage := "accept a tree's 0-byte payloads (or compressed around nothing; and a changelog+file tree's 0-byte materialisations) as empty state, written as zero-row streams (as CLINK_ALLOW_MISSING_RESTORE_STATE does for a file-backend tree)"
 	if dry {
 		decompressUsage = "report as a run that writes uncompressed files would: a file compressed as a whole (.gz, .zst, ...) counts as rewritten even when no rule changes it"
-		missingUsage = "accept a tree's 0-byte payloads (and a changelog+file tree's 0-byte materialisations) as empty state, as CLINK_ALLOW_MISSING_RESTORE_STATE does for a file-backend tree"
+		missingUsage = "accept a tree's 0-byte payloads (or compressed around nothing; and a changelog+file tree's 0-byte materialisations) as empty state, as CLINK_ALLOW_MISSING_RESTORE_STATE does for a file-backend tree"
 	}
 	f.allowMissingState = fs.Bool("allow-missing-state", false, missingUsage)
 	f.decompress = fs.Bool("decompress", false, decompressUsage)
