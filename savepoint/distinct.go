@@ -69,9 +69,9 @@ func repeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 	if n < 2 {
 		return nil, true
 	}
-	// The bound is the hashes' 8 bytes a row, as it has always been: the
-	// room the buckets' last chunks leave unused (see hashChunkLen) is not
-	// counted, lest a file that fitted be left unsearched.
+	// The bound counts the hashes' 8 bytes a row, not the room the buckets'
+	// last chunks may leave unused (see hashChunkLen): callers size it for
+	// the hashes.
 	if int64(n)*8 > maxBytes {
 		return nil, false
 	}
@@ -169,7 +169,7 @@ func repeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 
 // hashBuckets holds a part's hashes by their top byte, in chunks of its
 // own slab, as they are computed: a pass over the keys leaves them in
-// buckets, ready to sort. (The hashes of all rows were written in row
+// buckets, each ready for its hashSet. (The hashes of all rows were written in row
 // order and then partitioned in place by their top byte: one core,
 // one cache miss after the other, about 230 ms for 10M rows, while the
 // other cores waited.) A bucket's chunks are full but its last.
