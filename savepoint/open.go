@@ -2482,16 +2482,10 @@ func keyedEvidence(s *Snapshot, e *groupEvidence, keyGroups bool) {
 		return
 	}
 	if keyGroups {
-		var kc KeyColumns
-		for bi := range s.Batches {
-			b := &s.Batches[bi]
-			for x := 0; x < b.Len(); x = kc.Hi {
-				kc.LoadOrMap(b, x, min(b.Len(), x+keyBlock))
-				for y := kc.Lo; y < kc.Hi; y++ {
-					note(kc.Ops[y-kc.Lo], kc.Key(y))
-				}
-			}
-		}
+		s.EachKey(func(_ int, op uint64, key []byte) bool {
+			note(op, key)
+			return true
+		})
 		return
 	}
 	raw := poolBuf(8 * min(keyBlock, sinkSize/8))[:8*min(keyBlock, sinkSize/8)]

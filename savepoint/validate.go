@@ -1061,7 +1061,7 @@ func checkByRun(runs *PrefixRuns, placed bool, rng KeyGroupRange, check rowTest,
 		for x < to {
 			r := runs.Run(runs.Find(i))
 			n := min(to-x, r.End-i)
-			fast := r.Slotted && len(r.Prefix) >= 2 && int(r.Prefix[0]) < NumKeyGroups
+			fast := r.Keyed()
 			kg, plen := 0, len(r.Prefix)
 			if fast {
 				kg = int(r.Prefix[0])
@@ -1252,7 +1252,7 @@ func (v *validator) operatorRows() (perFile, legacyTimers [][]Row, keyedOps []ma
 			// looked at row by row (every key of a 10M-row tree was read
 			// for this once more, 40% of validate's time after the open).
 			for k := range runs.Len() {
-				if r := runs.Run(k); r.Slotted && len(r.Prefix) > 0 && r.Prefix[0] < NumKeyGroups {
+				if r := runs.Run(k); r.Keyed() {
 					keyedOps[i][r.Op] = true
 				} else {
 					f.Snapshot.EachKeyIn(r.Start, r.End, note)

@@ -752,6 +752,13 @@ type PrefixRun struct {
 	KeyBytes, ValueBytes int64
 }
 
+// Keyed reports whether the run's rows are keyed rows: their shared
+// prefix is a key group's byte, a slot and its separator (a separator is
+// never a key's first byte, so the prefix is 2 bytes at least).
+func (r *PrefixRun) Keyed() bool {
+	return r.Slotted && len(r.Prefix) >= 2 && r.Prefix[0] < NumKeyGroups
+}
+
 func (x *PrefixRuns) start(row int, op uint64, slotted bool, key []byte, plen int, kStart, vStart int32) {
 	at := len(x.keys)
 	x.keys = append(x.keys, key...)

@@ -179,6 +179,13 @@ func (c *planCache) entry(op, w0, w1 uint64, slen int) *slotPlans {
 	return e
 }
 
+// entryOf is entry for operator op and slot part part (a keyed prefix
+// without its key-group byte).
+func (c *planCache) entryOf(op uint64, part []byte) *slotPlans {
+	w0, w1 := savepoint.PrefixWords(part)
+	return c.entry(op, w0, w1, len(part))
+}
+
 // planSlot returns where in planCache.bySlot the plans of op and a slot
 // part of slen bytes starting with words w0 and w1 go.
 func planSlot(op, w0, w1 uint64, slen int) int {
@@ -193,9 +200,7 @@ func (w *worker) planFor(r savepoint.Row, k savepoint.Key) *prefixPlan {
 	}
 	c := &w.plans
 	prefix := r.Key[:plen]
-	kg, part := k.KeyGroup, prefix[1:]
-	w0, w1 := savepoint.PrefixWords(part)
-	e := c.entry(r.Op, w0, w1, len(part))
+	e := c.entryOf(r.Op, prefix[1:])
 	c.scratch = append(appendOp(c.scratch[:0], r.Op), prefix...)
 	p, ok := c.byKey[string(c.scratch)]
 	if !ok {
@@ -208,7 +213,7 @@ func (w *worker) planFor(r savepoint.Row, k savepoint.Key) *prefixPlan {
 		}
 	}
 	c.last = p
-	e.set(kg, p)
+	e.set(k.KeyGroup, p)
 	return p
 }
 
@@ -238,8 +243,7 @@ func (w *worker) cachedPlan(op uint64, prefix []byte) *prefixPlan {
 		return p
 	}
 	part := prefix[1:] // a keyed row's key group, prefix[0], is below 128
-	w0, w1 := savepoint.PrefixWords(part)
-	e := c.entry(op, w0, w1, len(part))
+	e := c.entryOf(op, part)
 	if p := e.plans[prefix[0]]; p != nil && (len(part) <= 16 || bytes.Equal(p.prefix[1:], part)) {
 		c.last = p
 		return p
@@ -762,9 +766,7 @@ func (w *worker) alone(i, end int) (int, error) {
 		}
 		if plen := savepoint.KeyedPrefixLen(key); plen > 0 && plen <= 17 {
 			// The prefix's entry, when it says without the plan.
-			part := key[1:plen]
-			w0, w1 := savepoint.PrefixWords(part)
-			e := c.entry(op, w0, w1, len(part))
+			e := c.entryOf(op, key[1:plen])
 			kg := key[0]
 			if e.whole[kg] != wholeAsk && e.before == nil {
 				e.before, e.after = w.counts(e.plans[kg])
