@@ -2,10 +2,10 @@ package rules
 
 import (
 	"encoding/binary"
-
-	"github.com/sptool/sptool/internal/unaligned"
 	"math/bits"
 	"sync/atomic"
+
+	"github.com/sptool/sptool/internal/unaligned"
 )
 
 // keyIndex finds a purge list's keys by their hash: open addressing with

@@ -211,10 +211,11 @@ func (e *MissingStateError) Error() string {
 func zeroByteList(what string, files []string, subtasks []int, compressed []string) string {
 	parts := make([]string, len(files))
 	for i, f := range files {
-		parts[i] = fmt.Sprintf("%s (subtask %d)", savepoint.ShowName(f), subtasks[i])
+		how := ""
 		if compressed != nil && compressed[i] != savepoint.CompressNone {
-			parts[i] = fmt.Sprintf("%s (subtask %d, 0 bytes once %s-decompressed)", savepoint.ShowName(f), subtasks[i], compressed[i])
+			how = ", 0 bytes once " + compressed[i] + "-decompressed"
 		}
+		parts[i] = fmt.Sprintf("%s (subtask %d%s)", savepoint.ShowName(f), subtasks[i], how)
 	}
 	if len(files) > 1 {
 		what += "s"
@@ -1877,7 +1878,7 @@ func (w *worker) runAt(runs *savepoint.PrefixRuns, i int) (savepoint.Row, error)
 	w.hasKnown = false
 	if runs != nil {
 		run := runs.Run(runs.Find(i))
-		if run.Slotted && run.Prefix[0] < savepoint.NumKeyGroups {
+		if run.Keyed() {
 			w.known, w.hasKnown = run, true
 			if i == run.Start {
 				return savepoint.Row{Op: run.Op, Key: run.First}, nil
