@@ -980,7 +980,13 @@ func (s *PurgeKeysSpec) buildIndex() {
 				s.Duplicates++
 				continue
 			}
-			keys[w], lines[w] = k, lines[i]
+			if w != i {
+				// Only a key after a repeat moves: a string stored is a
+				// pointer written, which the collector's write barrier
+				// slows while it runs (a lint of 100,000 keys: 1.6 ms of
+				// its 34 ms of CPU).
+				keys[w], lines[w] = k, lines[i]
+			}
 			w++
 			s.index.insertAt(w-1, h, slot)
 		}
@@ -1005,6 +1011,9 @@ func (s *PurgeKeysSpec) compactEncoded() {
 			return // (never: an int64 list's keys are 8 bytes)
 		}
 		at := s.encoded[8*i : 8*i+8]
+		if unsafe.StringData(k) == &at[0] {
+			continue // in place: no repeat before it
+		}
 		copy(at, k)
 		s.Keys[i] = unsafe.String(&at[0], 8)
 	}
