@@ -573,6 +573,47 @@ func TestSlotCache(t *testing.T) {
 	}
 }
 
+// Pairs whose entries of the (op, slot) cache collide each keep an entry
+// of their own, up to slotCacheProbes of them, whatever the order they
+// come in; one more takes the first entry, emptied.
+func TestSlotCacheCollisions(t *testing.T) {
+	const op = 42
+	var names [][]byte
+	home := -1
+	for i := 0; len(names) < slotCacheProbes+1; i++ {
+		name := []byte(fmt.Sprintf("slot%d", i))
+		w0, w1 := PrefixWords(name)
+		h := int(PrefixHash(op, w0, w1, len(name)) >> 58)
+		if home < 0 {
+			home = h
+		}
+		if h == home {
+			names = append(names, name)
+		}
+	}
+	var c slotCache
+	entries := map[*slotEntry]int{}
+	for k, name := range names[:slotCacheProbes] {
+		e := c.entry(op, true, name)
+		if _, taken := entries[e]; taken || e.o != nil {
+			t.Fatalf("pair %d took the entry of another", k)
+		}
+		e.o, e.sc = &inspOp{}, &inspCounts{}
+		entries[e] = k
+	}
+	for round := range 3 {
+		for k, name := range names[:slotCacheProbes] {
+			if e := c.entry(op, true, name); e.o == nil || entries[e] != k {
+				t.Fatalf("round %d, pair %d: its entry was lost", round, k)
+			}
+		}
+	}
+	e := c.entry(op, true, names[slotCacheProbes])
+	if e != &c[home] || e.o != nil || !bytes.Equal(e.slot, names[slotCacheProbes]) {
+		t.Fatalf("one pair more: entry %p (first %p), counters kept %v", e, &c[home], e.o != nil)
+	}
+}
+
 // The Timers section lists each copy of each timer blob: its counts, the
 // timers outside its subtask's range, its earliest and latest times, and
 // whether it is live (its chain group runs the operator) or frozen; a blob

@@ -220,6 +220,13 @@ func (kc *KeyColumns) PrefixRunEnd(x, hi int, sorted bool) int {
 // key keys[offs[y]:offs[y+1]].
 func prefixRunEnd(ops []uint64, offs []int32, keys []byte, x, hi int, sorted bool) int {
 	key := func(y int) []byte { return keys[offs[y]:offs[y+1]] }
+	if k, o := offs[x], offs[x+1]; x+1 >= hi || ops[x+1] != ops[x] || o == k || o == offs[x+2] || keys[k] != keys[o] {
+		// The next row has another operator or key group (or no key):
+		// a run of one, told without looking for the separator. In
+		// clink's hash-map order nearly every row is one, and inspect
+		// spent a fifth of its count of the rows looking.
+		return x + 1
+	}
 	sep := separatorIndex(key(x))
 	if sep < 0 {
 		return x + 1

@@ -3,7 +3,9 @@ package savepoint
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -70,6 +72,67 @@ func testOrder(t *testing.T) {
 			if sorted, strict := s.Order(); sorted != tc.sorted || strict != tc.strict {
 				t.Errorf("%s (columnar %v): sorted %v strict %v, want %v %v", tc.name, columnar, sorted, strict, tc.sorted, tc.strict)
 			}
+		}
+	}
+}
+
+// prefixRunEnd ends a run where a plain scan does, for every row and end
+// of a set of rows in no order (keys of a few bytes from a small alphabet:
+// empty keys, keys of one byte, separators first and last, rows that share
+// an operator and key group but not a slot) and of the same rows sorted.
+func TestPrefixRunEnd(t *testing.T) {
+	alphabet := []byte{1, 2, '|', 'a'}
+	var rows []Row
+	for op := uint64(1); op <= 2; op++ {
+		for n := 0; n <= 4; n++ {
+			for i := 0; i < 1<<(2*n); i++ {
+				key := make([]byte, n)
+				for j := range key {
+					key[j] = alphabet[i>>(2*j)&3]
+				}
+				rows = append(rows, Row{Op: op, Key: key})
+			}
+		}
+	}
+	shuffled := slices.Clone(rows)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	// Runs come in the stream as they are: a few more rows of a run next
+	// to each other than the shuffle leaves.
+	// An empty key last: no byte after the key before it.
+	shuffled = append(shuffled, Row{Op: 1, Key: []byte("\x02a|1")}, Row{Op: 1, Key: []byte("\x02a|2")}, Row{Op: 1, Key: []byte("\x02a|")}, Row{Op: 1, Key: []byte("\x02a|3")}, Row{Op: 1})
+	slices.SortFunc(rows, func(a, b Row) int { return compareRows(a.Op, a.Key, b.Op, b.Key) })
+	for _, c := range []struct {
+		name   string
+		rows   []Row
+		sorted bool
+	}{{"shuffled", shuffled, false}, {"sorted", rows, true}, {"sorted, scanned", rows, false}} {
+		ops := make([]uint64, len(c.rows))
+		offs := make([]int32, 1, len(c.rows)+1)
+		var keys []byte
+		for i, r := range c.rows {
+			ops[i] = r.Op
+			keys = append(keys, r.Key...)
+			offs = append(offs, int32(len(keys)))
+		}
+		runs := 0
+		for x := range c.rows {
+			for _, hi := range []int{x + 1, min(x+2, len(c.rows)), min(x+5, len(c.rows)), len(c.rows)} {
+				want := x + 1
+				if sep := separatorIndex(c.rows[x].Key); sep >= 0 {
+					for want < hi && c.rows[want].Op == c.rows[x].Op && bytes.HasPrefix(c.rows[want].Key, c.rows[x].Key[:sep+1]) {
+						want++
+					}
+				}
+				if got := prefixRunEnd(ops, offs, keys, x, hi, c.sorted); got != want {
+					t.Fatalf("%s: row %d (op %d, key %q), rows before %d: run ends at %d, want %d", c.name, x, c.rows[x].Op, c.rows[x].Key, hi, got, want)
+				}
+				if want > x+1 {
+					runs++
+				}
+			}
+		}
+		if runs == 0 {
+			t.Fatalf("%s: no run of more than one row: the test tests nothing", c.name)
 		}
 	}
 }
