@@ -2482,8 +2482,30 @@ func keyedEvidence(s *Snapshot, e *groupEvidence, keyGroups bool) {
 		return
 	}
 	if keyGroups {
-		s.EachKey(func(_ int, op uint64, key []byte) bool {
-			note(op, key)
+		// Every key's first byte, a block at a time. An operator is put
+		// in the map when it is not the row before's, nor one of the first
+		// few noted: in clink's hash-map order the operator changes from
+		// row to row, and a map write a row took a third of this pass.
+		var seen [8]uint64
+		nseen, last, have := 0, uint64(0), false
+		s.eachKeyBlockIn(0, s.NumRows(), func(_ int, kc *KeyColumns, x, to int) bool {
+			offs, keys := kc.Offs[x-kc.Lo:to-kc.Lo+1], kc.Keys
+			for j, op := range kc.Ops[x-kc.Lo : to-kc.Lo] {
+				if offs[j] == offs[j+1] || keys[offs[j]] >= NumKeyGroups {
+					continue
+				}
+				c := keys[offs[j]]
+				e.kgs[c/64] |= 1 << (c % 64)
+				if have && op == last || slices.Contains(seen[:nseen], op) {
+					last = op
+					continue
+				}
+				ops[op], last, have = true, op, true
+				if nseen < len(seen) {
+					seen[nseen] = op
+					nseen++
+				}
+			}
 			return true
 		})
 		return
