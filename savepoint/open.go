@@ -2482,30 +2482,49 @@ func keyedEvidence(s *Snapshot, e *groupEvidence, keyGroups bool) {
 		return
 	}
 	if keyGroups {
-		// Every key's first byte, a block at a time. An operator is put
-		// in the map when it is not the row before's, nor one of the first
-		// few noted: in clink's hash-map order the operator changes from
-		// row to row, and a map write a row took a third of this pass.
+		// Every key's first byte, a block at a time, in a loop that keeps
+		// its state in registers: the key groups' bits, the row before's
+		// operator, and the first operators noted (seen: eight, the slots
+		// not filled yet a copy of the first), which an operator is looked
+		// for among before the map. In clink's hash-map order the operator
+		// changes from row to row: a map write a row took a third of this
+		// pass, and the loop with its state in memory another third.
 		var seen [8]uint64
 		nseen, last, have := 0, uint64(0), false
 		s.eachKeyBlockIn(0, s.NumRows(), func(_ int, kc *KeyColumns, x, to int) bool {
 			offs, keys := kc.Offs[x-kc.Lo:to-kc.Lo+1], kc.Keys
+			var k0, k1 uint64
+			prev, known := last, have
 			for j, op := range kc.Ops[x-kc.Lo : to-kc.Lo] {
-				if offs[j] == offs[j+1] || keys[offs[j]] >= NumKeyGroups {
+				o := offs[j]
+				if o == offs[j+1] || keys[o] >= NumKeyGroups {
 					continue
 				}
-				c := keys[offs[j]]
-				e.kgs[c/64] |= 1 << (c % 64)
-				if have && op == last || slices.Contains(seen[:nseen], op) {
-					last = op
+				c := keys[o]
+				bit, hi := uint64(1)<<(c&63), -uint64(c>>6) // hi: all ones for key groups 64-127
+				k0, k1 = k0|bit&^hi, k1|bit&hi
+				if known && op == prev {
 					continue
 				}
-				ops[op], last, have = true, op, true
-				if nseen < len(seen) {
+				prev, known = op, true
+				if nseen > 0 && in8(&seen, op) {
+					continue
+				}
+				if nseen == len(seen) && ops[op] {
+					continue
+				}
+				ops[op] = true
+				switch {
+				case nseen == 0:
+					seen = [8]uint64{op, op, op, op, op, op, op, op}
+					nseen = 1
+				case nseen < len(seen):
 					seen[nseen] = op
 					nseen++
 				}
 			}
+			e.kgs[0], e.kgs[1] = e.kgs[0]|k0, e.kgs[1]|k1
+			last, have = prev, known
 			return true
 		})
 		return
@@ -2541,6 +2560,12 @@ func keyedEvidence(s *Snapshot, e *groupEvidence, keyGroups bool) {
 			}
 		}
 	}
+}
+
+// in8 reports whether op is one of the eight of s, without a branch for
+// each (min is compiled to conditional moves).
+func in8(s *[8]uint64, op uint64) bool {
+	return min(s[0]^op, s[1]^op, s[2]^op, s[3]^op, s[4]^op, s[5]^op, s[6]^op, s[7]^op) == 0
 }
 
 // runsShareFirstByte reports whether the keyed rows of each run start with
