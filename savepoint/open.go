@@ -2563,7 +2563,7 @@ func keyedEvidence(s *Snapshot, e *groupEvidence, keyGroups bool) {
 }
 
 // in8 reports whether op is one of the eight of s, without a branch for
-// each (min is compiled to conditional moves).
+// each (min compiles to conditional moves on amd64).
 func in8(s *[8]uint64, op uint64) bool {
 	return min(s[0]^op, s[1]^op, s[2]^op, s[3]^op, s[4]^op, s[5]^op, s[6]^op, s[7]^op) == 0
 }

@@ -96,9 +96,8 @@ func TestPrefixRunEnd(t *testing.T) {
 	}
 	shuffled := slices.Clone(rows)
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	// Runs come in the stream as they are: a few more rows of a run next
-	// to each other than the shuffle leaves.
-	// An empty key last: no byte after the key before it.
+	// Four rows of one slot next to each other, which the shuffle seldom
+	// leaves, and an empty key last (no byte after the key before it).
 	shuffled = append(shuffled, Row{Op: 1, Key: []byte("\x02a|1")}, Row{Op: 1, Key: []byte("\x02a|2")}, Row{Op: 1, Key: []byte("\x02a|")}, Row{Op: 1, Key: []byte("\x02a|3")}, Row{Op: 1})
 	slices.SortFunc(rows, func(a, b Row) int { return compareRows(a.Op, a.Key, b.Op, b.Key) })
 	for _, c := range []struct {
