@@ -19,6 +19,15 @@ import (
 // with two accesses).
 type keyFilter struct {
 	words []uint64 // a power of two of them, at most 2^32
+	// exact holds the keys of a list of one or two keys, both 8 bytes
+	// long, as big-endian words (the second a copy of the first for one),
+	// when nexact is 1 or 2: an 8-byte key is compared with them instead
+	// of asking the filter (the erasure of one key, an erasure's usual
+	// list: 0.6 ns a key against the filter's 2-4; from three keys on,
+	// comparing costs as much as the filter). nexact is -1 once a key of
+	// another length, or a third key, was added.
+	exact  [2]uint64
+	nexact int
 }
 
 func newKeyFilter(n int) keyFilter {
@@ -70,11 +79,45 @@ func (f *keyFilter) addHash(h uint64) {
 	f.words[w] |= m
 }
 
+// addExact notes a key added to the filter for the exact set: its 8 bytes
+// as a big-endian word, when eight (is8), else that the list holds a key
+// of another length.
+func (f *keyFilter) addExact(word uint64, is8 bool) {
+	switch {
+	case f.nexact < 0:
+	case !is8 || f.nexact == len(f.exact):
+		f.nexact = -1
+	case f.nexact == 0:
+		f.exact = [2]uint64{word, word}
+		f.nexact = 1
+	default:
+		f.exact[f.nexact] = word
+		f.nexact++
+	}
+}
+
+// add adds a key to the filter and to the exact set.
+func (f *keyFilter) add(key string) {
+	f.addHash(keyHash(key))
+	if len(key) == 8 {
+		f.addExact(binary.BigEndian.Uint64([]byte(key)), true)
+	} else {
+		f.addExact(0, false)
+	}
+}
+
+// exactHas reports whether the 8-byte key of big-endian word w is in the
+// exact set (nexact > 0).
+func (f *keyFilter) exactHas(w uint64) bool { return w == f.exact[0] || w == f.exact[1] }
+
 // mayHave reports false when key is surely not in the list. A filter that
 // was never built lets every key through.
 func (f *keyFilter) mayHave(key []byte) bool {
 	if f.words == nil {
 		return true
+	}
+	if f.nexact > 0 {
+		return len(key) == 8 && f.exactHas(binary.BigEndian.Uint64(key))
 	}
 	return f.mayHaveHash(keyHash(key))
 }
@@ -192,14 +235,23 @@ func keyFinish(h uint64) uint64 {
 }
 
 // selfCheck asks the list's filter, the way the scan of a purge asks it
-// (MayMatchColumn, over a column of the listed keys), and its index
-// (Lookup) about every listed key: both must find each one, or the purge
+// (MayMatchColumn, over a column of the listed keys), its exact set if it
+// has one, and its index (Lookup) about every listed key: each must find
+// every one, or the purge
 // would leave the key's rows (and the erasure audit, which asks the same
 // lookup, would not see them). It returns the first key one of them
 // misses. The lookups, a cache miss or two each, are most of its cost and
 // run on every core: about 20 ms of CPU for 100,000 keys, 1.5 s for 10M
 // (lint of a 10M-key list: 4.4 s against 3.4 s without the check).
 func (p *PurgeKeysSpec) selfCheck() (int, bool) {
+	if p.filter.nexact > 0 {
+		// The exact set, which the probes of 8-byte keys ask instead.
+		for i, k := range p.Keys {
+			if len(k) != 8 || !p.filter.exactHas(binary.BigEndian.Uint64([]byte(k))) {
+				return i, false
+			}
+		}
+	}
 	const block = 1 << 16 // keys a column (its offsets must fit an int32)
 	var buf []byte        // the column, when the keys are not one already
 	offs := make([]int32, 0, min(block, len(p.Keys))+1)

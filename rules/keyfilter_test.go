@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -285,6 +286,64 @@ func TestMayMatchWords(t *testing.T) {
 		c.p.MayMatchWords(words, func(t int) { got = append(got, t) })
 		if !slices.Equal(got, want) || len(got) < c.atLeast {
 			t.Errorf("%s: let through %d keys, want %d (at least %d)", c.what, len(got), len(want), c.atLeast)
+		}
+	}
+}
+
+// A list of one or two 8-byte keys, from a keys file (int64 or string) or
+// inline, is asked by comparing keys (the exact set): MayMatch and
+// MayMatchWords let through exactly the listed keys. A third key, or a key
+// of another length, leaves the filter to answer, which still lets every
+// listed key through.
+func TestExactSmallLists(t *testing.T) {
+	probe := func(p *PurgeKeysSpec, key []byte) (may, word bool) {
+		may = p.MayMatch(key)
+		if len(key) == 8 {
+			p.MayMatchWords([]uint64{binary.BigEndian.Uint64(key)}, func(int) { word = true })
+		} else {
+			word = may
+		}
+		return may, word
+	}
+	for _, c := range []struct {
+		name, yaml string
+		files      map[string]string
+		listed     []string // as encoded
+		exact      bool
+	}{
+		{"one int64 key", `{keys_file: k.txt, codec: int64}`, map[string]string{"k.txt": "7\n"}, []string{int64Key(7)}, true},
+		{"two int64 keys", `{keys_file: k.txt, codec: int64}`, map[string]string{"k.txt": "-2\n7\n"}, []string{int64Key(-2), int64Key(7)}, true},
+		{"one int64 key twice", `{keys_file: k.txt, codec: int64}`, map[string]string{"k.txt": "7\n7\n"}, []string{int64Key(7)}, true},
+		{"three int64 keys", `{keys_file: k.txt, codec: int64}`, map[string]string{"k.txt": "1\n2\n3\n"}, []string{int64Key(1), int64Key(2), int64Key(3)}, false},
+		{"string keys of 8 bytes", `{keys_file: k.txt}`, map[string]string{"k.txt": "user-001\nuser-002\n"}, []string{"user-001", "user-002"}, true},
+		{"a string key of 7 bytes", `{keys_file: k.txt}`, map[string]string{"k.txt": "user-001\nuser-02\n"}, []string{"user-001", "user-02"}, false},
+		{"inline", `{keys: ["user-001", "user-002"]}`, nil, []string{"user-001", "user-002"}, true},
+	} {
+		dir := t.TempDir()
+		for name, text := range c.files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		set, err := ParseWithOptions("r.yaml", []byte("version: 1\nrules:\n  - purge_keys: "+c.yaml+"\n"), ParseOptions{Dir: dir})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		p := set.Rules[0].PurgeKeys
+		if got := p.filter.nexact > 0; got != c.exact {
+			t.Fatalf("%s: exact set %v (nexact %d), want %v", c.name, got, p.filter.nexact, c.exact)
+		}
+		for _, k := range c.listed {
+			if may, word := probe(p, []byte(k)); !may || !word {
+				t.Errorf("%s: listed key %q not let through (MayMatch %v, MayMatchWords %v)", c.name, k, may, word)
+			}
+		}
+		if c.exact {
+			for _, k := range []string{int64Key(8), int64Key(-7), "user-003", "user-00", "user-0011", ""} {
+				if may, word := probe(p, []byte(k)); may || word {
+					t.Errorf("%s: key %q, not listed, let through (MayMatch %v, MayMatchWords %v)", c.name, k, may, word)
+				}
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/bits"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -93,6 +94,7 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 	if isInt {
 		plain = func(line int, v int64) {
 			spec.filter.addHash(keyHash8(uint64(v)))
+			spec.filter.addExact(bits.ReverseBytes64(uint64(v)), true)
 			encoded = binary.LittleEndian.AppendUint64(encoded, uint64(v))
 			lineOf = append(lineOf, line)
 			keys++
@@ -115,7 +117,7 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 			if numeric {
 				_, numeric = parseInt64(t)
 			}
-			spec.filter.addHash(keyHash(ln))
+			spec.filter.add(ln)
 			keys++
 			return
 		}

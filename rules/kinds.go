@@ -948,7 +948,7 @@ func (s *PurgeKeysSpec) collect(enc string, line int) {
 // initFilter).
 func (s *PurgeKeysSpec) add(enc string, line int) {
 	s.collect(enc, line)
-	s.filter.addHash(keyHash(enc))
+	s.filter.add(enc)
 }
 
 // buildIndex indexes the collected keys, and drops each repeat of an

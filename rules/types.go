@@ -599,6 +599,15 @@ func (p *PurgeKeysSpec) MayMatchWords(words []uint64, fn func(t int)) {
 		}
 		return
 	}
+	if f.nexact > 0 {
+		e0, e1 := f.exact[0], f.exact[1]
+		for t, w := range words {
+			if w == e0 || w == e1 {
+				fn(t)
+			}
+		}
+		return
+	}
 	var hits [64]int32
 	for t := 0; t < len(words); {
 		n, x := f.scanWords(words[t:], &hits)
