@@ -2483,14 +2483,11 @@ func keyedEvidence(s *Snapshot, e *groupEvidence, keyGroups bool) {
 	}
 	if keyGroups {
 		// Every key's first byte, a block at a time, in a loop that keeps
-		// its state in registers: the key groups' bits, the row before's
-		// operator, and the first operators noted (seen: eight, the slots
-		// not filled yet a copy of the first), which an operator is looked
-		// for among before the map. In clink's hash-map order the operator
-		// changes from row to row: a map write a row took a third of this
-		// pass, and the loop with its state in memory another third.
-		var seen [8]uint64
-		nseen, last, have := 0, uint64(0), false
+		// its state in registers: the key groups' bits and the row
+		// before's operator; a keyed row of another operator goes to the
+		// set (see opSet).
+		set := opSet{m: ops}
+		last, have := uint64(0), false
 		s.eachKeyBlockIn(0, s.NumRows(), func(_ int, kc *KeyColumns, x, to int) bool {
 			offs, keys := kc.Offs[x-kc.Lo:to-kc.Lo+1], kc.Keys
 			var k0, k1 uint64
@@ -2503,24 +2500,9 @@ func keyedEvidence(s *Snapshot, e *groupEvidence, keyGroups bool) {
 				c := keys[o]
 				bit, hi := uint64(1)<<(c&63), -uint64(c>>6) // hi: all ones for key groups 64-127
 				k0, k1 = k0|bit&^hi, k1|bit&hi
-				if known && op == prev {
-					continue
-				}
-				prev, known = op, true
-				if nseen > 0 && in8(&seen, op) {
-					continue
-				}
-				if nseen == len(seen) && ops[op] {
-					continue
-				}
-				ops[op] = true
-				switch {
-				case nseen == 0:
-					seen = [8]uint64{op, op, op, op, op, op, op, op}
-					nseen = 1
-				case nseen < len(seen):
-					seen[nseen] = op
-					nseen++
+				if !known || op != prev {
+					prev, known = op, true
+					set.add(op)
 				}
 			}
 			e.kgs[0], e.kgs[1] = e.kgs[0]|k0, e.kgs[1]|k1
@@ -2559,6 +2541,39 @@ func keyedEvidence(s *Snapshot, e *groupEvidence, keyGroups bool) {
 				}
 			}
 		}
+	}
+}
+
+// opSet adds operators to a map (true), each once: an operator that is
+// the one added last, or one of the first eight added, is not looked up in
+// the map again. In clink's hash-map order the operator changes from row
+// to row, and a pass over a file's keys that wrote each keyed row's
+// operator to a map spent a third of its time there.
+type opSet struct {
+	m     map[uint64]bool
+	first [8]uint64 // the first operators added; the slots not filled a copy of the first
+	n     int       // how many of first are filled
+	last  uint64
+	has   bool // last is set
+}
+
+// add adds op.
+func (s *opSet) add(op uint64) {
+	if s.has && op == s.last {
+		return
+	}
+	s.last, s.has = op, true
+	if s.n > 0 && in8(&s.first, op) || s.n == len(s.first) && s.m[op] {
+		return
+	}
+	s.m[op] = true
+	switch {
+	case s.n == 0:
+		s.first = [8]uint64{op, op, op, op, op, op, op, op}
+		s.n = 1
+	case s.n < len(s.first):
+		s.first[s.n] = op
+		s.n++
 	}
 }
 

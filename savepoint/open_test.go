@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -273,6 +274,31 @@ func TestEmptyHighestGenerationNamesOlder(t *testing.T) {
 		hint := "clink restores the highest generation, v2, and refuses to start on one without a checkpoint: to read the older v0, name its directory (" + filepath.Join(root, "v0") + ")"
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasSuffix(err.Error(), hint) {
 			t.Errorf("v2 holding %v: err %v, want %q ending %q", c.dirs, err, c.want, hint)
+		}
+	}
+}
+
+// opSet adds each operator to its map once it has come, whatever the
+// order: runs of one, operators changing row to row, more than the eight
+// it keeps beside the map, and a map holding others (some false) already.
+func TestOpSet(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, distinct := range []int{1, 2, 8, 9, 20} {
+		m := map[uint64]bool{1000: true, 1001: false}
+		want := map[uint64]bool{1000: true, 1001: false}
+		set := opSet{m: m}
+		for range 500 {
+			op := uint64(r.IntN(distinct))
+			if r.IntN(4) == 0 {
+				op = 1001
+			}
+			for range 1 + r.IntN(3) {
+				set.add(op)
+			}
+			want[op] = true
+		}
+		if !maps.Equal(m, want) {
+			t.Errorf("%d operators: map %v, want %v", distinct, m, want)
 		}
 	}
 }

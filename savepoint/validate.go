@@ -1231,7 +1231,7 @@ func (v *validator) operatorRows() (perFile, legacyTimers [][]Row, keyedOps []ma
 		}
 		cur := f.Snapshot.NewCursor()
 		var rows, legacy []Row
-		lastOp, seen := uint64(0), false
+		ops := opSet{m: keyedOps[i]}
 		note := func(j int, op uint64, key []byte) bool {
 			if (Row{Key: key}).IsOperatorState() {
 				rows = append(rows, cur.Row(j))
@@ -1240,8 +1240,8 @@ func (v *validator) operatorRows() (perFile, legacyTimers [][]Row, keyedOps []ma
 			if IsTimerBlob(key) {
 				legacy = append(legacy, cur.Row(j))
 			}
-			if runsOperator(key) && (!seen || op != lastOp) {
-				keyedOps[i][op], lastOp, seen = true, op, true
+			if runsOperator(key) {
+				ops.add(op)
 			}
 			return true
 		}
@@ -1253,7 +1253,7 @@ func (v *validator) operatorRows() (perFile, legacyTimers [][]Row, keyedOps []ma
 			// for this once more, 40% of validate's time after the open).
 			for k := range runs.Len() {
 				if r := runs.Run(k); r.Keyed() {
-					keyedOps[i][r.Op] = true
+					ops.add(r.Op)
 				} else {
 					f.Snapshot.EachKeyIn(r.Start, r.End, note)
 				}
