@@ -34,7 +34,7 @@ func TestChangelogCompressedWrittenPlain(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	set := parseRules(t, "version: 1\nrules:\n  - drop: 'op == 123456'\n", nil)
+	set := parseRules(t, "version: 1\nrules:\n  - keep: 'op != 123456'\n", nil)
 	rep, err := run(t, in, set, transform.Options{Out: out, Strict: true})
 	if err != nil {
 		t.Fatalf("run: %v (warnings %q)", err, rep.Warnings)

@@ -188,3 +188,37 @@ func planWarnings(t *testing.T, in, rulesLines, match string) []string {
 	}
 	return got
 }
+
+// A drop whose expression holds for no row of its scope, and a keep whose
+// expression holds for none (so that it drops them all), are warned of:
+// a mistyped slot name or value in an expression otherwise makes a rule
+// that quietly does nothing, or empties its scope. The slots of the scope
+// are named when the expression reads slot. A filter that holds for some
+// rows, a keep after a filter that dropped some of its scope's rows, and a
+// scope without rows (scopeWarnings' case) are not warned of.
+func TestFilterWarnings(t *testing.T) {
+	in := writeBaseTree(t, filepath.Join(t.TempDir(), "in"), baseRows)
+	for _, c := range []struct {
+		name, rules, want string
+	}{
+		{"drop of a mistyped slot", "  - drop: 'slot == \"profil\"'\n",
+			`rule 1 (drop): its expression held for none of its scope's 27 rows (slots "<raw>", "agg", "cart", "dedup", "notes", "profile", "seen", "small", "tmp", "xseen"): the rule drops nothing`},
+		{"scoped drop of a mistyped value", "  - drop: {op: 8, slot: profile, expr: 'key == \"alicia\"'}\n",
+			`rule 1 (drop): its expression held for none of its scope's 2 rows: the rule drops nothing`},
+		{"scoped keep of none", "  - keep: {op: 8, expr: 'key_group > 200'}\n",
+			`rule 1 (keep): its expression held for none of its scope's 8 rows: the rule drops every one`},
+		{"named rule", "  - name: cleanup\n    drop: 'string(value_bytes) == \"nope\"'\n",
+			`rule 1 "cleanup" (drop): its expression held for none of its scope's 27 rows: the rule drops nothing`},
+		{"drop of some", "  - drop: 'slot == \"profile\"'\n", ""},
+		{"keep of some", "  - keep: {op: 8, expr: 'slot == \"profile\"'}\n", ""},
+		{"keep of all", "  - keep: 'true'\n", ""},
+		{"scope without rows", "  - drop: {op: 999, expr: 'true'}\n", ""},
+		{"keep after a drop of some", "  - drop: {op: 8, slot: profile, expr: 'true'}\n  - keep: {op: 8, expr: 'slot == \"profile\"'}\n", ""},
+		{"scope renamed by an earlier rule", "  - rename_slot: {op: 8, from: profile, to: prof}\n  - drop: {op: 8, slot: prof, expr: 'key == \"nobody\"'}\n",
+			`rule 2 (drop): its expression held for none of its scope's 2 rows: the rule drops nothing`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			wantOneWarning(t, in, slotDecls+c.rules, func(w string) bool { return strings.Contains(w, "its expression held for none") }, c.want)
+		})
+	}
+}

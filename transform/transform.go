@@ -478,6 +478,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	rep.Warnings = append(rep.Warnings, reappliedWarnings(sp, set)...)
 	rep.Warnings = append(rep.Warnings, declarationWarnings(set, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, scopeWarnings(set, rep.Slots, versionEntriesMoved(sp, eng.steps))...)
+	rep.Warnings = append(rep.Warnings, filterWarnings(set, eng.steps, rep.PerRule, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, eng.compositeWarnings(results)...)
 	rep.Warnings = append(rep.Warnings, eng.passedOverWarnings()...)
 	rep.Warnings = append(rep.Warnings, dropVersionWarnings(sp, eng.steps, rep.PerRule)...)
@@ -995,6 +996,69 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats, movesVersions func(*rules
 		return nil
 	})
 	return warns
+}
+
+// filterWarnings returns a warning for each drop whose expression held for
+// no row, and each keep whose expression held for none of the rows of its
+// scope, so that it dropped them all: most likely a mistyped name or value
+// (slot == "agg2"), which the run would otherwise carry out without a word.
+// The rows of a rule's scope are those followSlots finds where it runs; a
+// rule whose scope holds none is scopeWarnings' to warn of. Rows that an
+// earlier rule dropped by expression are still counted there, so a keep
+// after such a rule is warned of only when it dropped every row of its
+// scope: never when it did not.
+func filterWarnings(set *rules.Set, steps []step, stats []*RuleStats, slots []*SlotStats) []string {
+	byRule := map[*rules.Rule]*RuleStats{}
+	for i, st := range steps {
+		if i < len(stats) && st.rule.Filter() != nil {
+			byRule[st.rule] = stats[i]
+		}
+	}
+	if len(byRule) == 0 {
+		return nil
+	}
+	var warns []string
+	followSlots(set, slotsBefore(slots), func(r *rules.Rule, present map[slotKey]int64) error {
+		rs, f := byRule[r], r.Filter()
+		if rs == nil {
+			return nil
+		}
+		var rows int64
+		names := map[string]bool{} // the slots of the scope, quoted
+		for k, n := range present {
+			if n > 0 && (f.Scope.Op == nil || k.op == f.Scope.Op.ID) && (f.Scope.Slot == nil || k.slot == *f.Scope.Slot) {
+				rows += n
+				names[strconv.Quote(k.slot)] = true
+			}
+		}
+		var what string
+		switch {
+		case rows == 0:
+			return nil
+		case r.Drop != nil && rs.Matched == 0:
+			what = "the rule drops nothing"
+		case r.Keep != nil && rs.Matched == rows:
+			what = "the rule drops every one"
+		default:
+			return nil
+		}
+		held := "its expression held for none of its scope's " + countOf(int(rows), "row")
+		if f.Scope.Slot == nil && strings.Contains(f.Expr, "slot") {
+			held += " (slots " + listSome(slices.Sorted(maps.Keys(names)), 12) + ")"
+		}
+		warns = append(warns, r.Label()+": "+held+": "+what)
+		return nil
+	})
+	return warns
+}
+
+// listSome joins the first max of names with commas, and says how many
+// more there are.
+func listSome(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
 }
 
 // versionEntriesMoved reports of a drop_operator, remap_operator or
