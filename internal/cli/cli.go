@@ -203,7 +203,18 @@ func flagSet(c *command) *pflag.FlagSet {
 // parse parses args; it returns done=true with the exit code when the
 // command should stop (help printed, or a usage error reported).
 func parse(c *command, fs *pflag.FlagSet, s *Streams, args []string, nargs func(int) bool) (done bool, code int) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if _, ok := f.Value.(*onceValue); !ok {
+			f.Value = &onceValue{Value: f.Value}
+		}
+	})
 	err := fs.Parse(args)
+	var twice *givenTwice
+	if errors.As(err, &twice) {
+		var bad *pflag.InvalidValueError
+		errors.As(err, &bad)
+		err = twice.explain(bad.GetFlag(), bad.GetValue())
+	}
 	if errors.Is(err, pflag.ErrHelp) {
 		commandHelp(c, fs, s.Out)
 		return true, ExitOK
@@ -232,6 +243,45 @@ func parse(c *command, fs *pflag.FlagSet, s *Streams, args []string, nargs func(
 		return true, ExitError
 	}
 	return false, 0
+}
+
+// onceValue is a flag's value that refuses a second, different value: each
+// flag takes one, and pflag would silently keep the last (-r a.yaml -r
+// b.yaml would apply b.yaml's rules alone, an erasure of a.yaml's lost
+// without a word). The same value given again is harmless, and taken.
+type onceValue struct {
+	pflag.Value
+	first string
+	set   bool
+}
+
+func (v *onceValue) Set(s string) error {
+	if v.set && s != v.first {
+		return &givenTwice{first: v.first}
+	}
+	if err := v.Value.Set(s); err != nil {
+		return err
+	}
+	v.first, v.set = s, true
+	return nil
+}
+
+// givenTwice is onceValue's refusal of a second value.
+type givenTwice struct{ first string }
+
+func (e *givenTwice) Error() string { return fmt.Sprintf("given twice (first %q)", e.first) }
+
+// explain returns the usage error of flag f given a second value, second.
+func (e *givenTwice) explain(f *pflag.Flag, second string) error {
+	name := "--" + f.Name
+	if f.Shorthand != "" {
+		name += " (-" + f.Shorthand + ")"
+	}
+	hint := ""
+	if f.Name == "rules" {
+		hint = "; to apply the rules of two files, put them in one file, in the order they are to run"
+	}
+	return fmt.Errorf("%s given twice, %q and %q: it takes one value%s", name, e.first, second, hint)
 }
 
 func commandHelp(c *command, fs *pflag.FlagSet, w io.Writer) {
