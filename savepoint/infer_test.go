@@ -3,6 +3,8 @@ package savepoint
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -238,5 +240,50 @@ func TestInferKeylessSink(t *testing.T) {
 			t.Errorf("columnar %v: validate finds %d errors", columnar, r.Errors())
 		}
 		sp.Close()
+	}
+}
+
+// Chain groups given that put an operator's keyed rows in the files of more
+// than one group contradict the rows (an operator runs in one group): the
+// open notes each such operator and the groups holding its rows, and its
+// read warnings say so. Groups that fit the rows, the inferred ones or
+// coarser, note nothing.
+func TestGroupConflicts(t *testing.T) {
+	example := filepath.Join("..", "testdata", "example")
+	twoGroups := filepath.Join("..", "testdata", "independent", "two-groups")
+	for _, c := range []struct {
+		name, dir, groups string
+		want              string // the conflicts, as "op:groups;..."
+	}{
+		{"one group split", example, "0-1,2-3", "3714747266114981297:0-1,2-3;11678514624188656593:0-1,2-3"},
+		{"split in three", example, "0,1-2,3", "3714747266114981297:0,1-2,3;11678514624188656593:0,1-2,3"},
+		{"the inferred group", example, "0-3", ""},
+		{"the inferred groups", twoGroups, "0-2,3-4", ""},
+		{"coarser than inferred", twoGroups, "0-4", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gs, err := ParseGroups(c.groups)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp, err := Open(c.dir, OpenOptions{Columnar: true, Groups: gs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sp.Close()
+			var got []string
+			for _, gc := range sp.GroupConflicts {
+				got = append(got, fmt.Sprintf("%d:%s", gc.Op, FormatGroups(gc.Groups)))
+			}
+			if s := strings.Join(got, ";"); s != c.want {
+				t.Errorf("conflicts %q, want %q", s, c.want)
+			}
+			warned := slices.ContainsFunc(sp.ReadWarnings(), func(w string) bool {
+				return strings.HasPrefix(w, "the chain groups given, "+c.groups+", do not fit the rows: op ")
+			})
+			if warned != (c.want != "") {
+				t.Errorf("read warnings %q: warned %v, want %v", sp.ReadWarnings(), warned, c.want != "")
+			}
+		})
 	}
 }

@@ -578,6 +578,9 @@ func Summarize(sp *Savepoint) *Summary {
 	for _, g := range sp.Groups {
 		s.Input.Groups = append(s.Input.Groups, GroupSummary{FormatGroups([]Group{g}), g.First, g.Count})
 	}
+	if w := sp.groupConflictWarning(); w != "" {
+		s.Notes = append(s.Notes, w)
+	}
 	if s.Input.GroupsInferred && len(sp.Groups) > 1 {
 		s.Notes = append(s.Notes, "chain groups "+FormatGroups(sp.Groups)+" were inferred from the keyed rows of each subtask file (their operators and key groups); --groups states them")
 	}

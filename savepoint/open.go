@@ -919,6 +919,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			return err
 		}
 		sp.Groups = opts.Groups
+		sp.GroupConflicts = groupConflicts(sp, opts.Groups)
 	} else {
 		sp.Groups, sp.GroupsInferred = InferGroups(sp.Files), true
 	}
@@ -1926,6 +1927,69 @@ func locateHandle(root, handle string, use func(dir, rel string) error) (string,
 	return "", fmt.Errorf("materialisation not found in the tree at %s (looked for the path from its v<generation>/ component on)", root)
 }
 
+// GroupConflict is an operator whose keyed rows the files of more than one
+// chain group hold.
+type GroupConflict struct {
+	Op     uint64
+	Groups []Group // in subtask order
+}
+
+// groupConflicts returns the operators whose keyed rows the files of more
+// than one of groups hold, in operator order.
+func groupConflicts(sp *Savepoint, groups []Group) []GroupConflict {
+	if len(groups) < 2 {
+		return nil
+	}
+	ev := make([]groupEvidence, len(sp.Files))
+	ForEach(len(sp.Files), func(i int) {
+		ev[i].ops = map[uint64]bool{}
+		if f := sp.Files[i]; f.Snapshot != nil {
+			keyedEvidence(f.Snapshot, &ev[i], false)
+			f.ReleasePages()
+		}
+	})
+	in := map[uint64][]Group{} // the groups holding each operator's keyed rows, in order
+	for i, f := range sp.Files {
+		g, _ := sp.GroupOf(f.Subtask)
+		for op := range ev[i].ops {
+			if gs := in[op]; len(gs) == 0 || gs[len(gs)-1] != g {
+				in[op] = append(gs, g)
+			}
+		}
+	}
+	var out []GroupConflict
+	for _, op := range slices.Sorted(maps.Keys(in)) {
+		if len(in[op]) > 1 {
+			out = append(out, GroupConflict{Op: op, Groups: in[op]})
+		}
+	}
+	return out
+}
+
+// groupConflictWarning says what GroupConflicts holds, "" when nothing.
+func (sp *Savepoint) groupConflictWarning() string {
+	n := len(sp.GroupConflicts)
+	if n == 0 {
+		return ""
+	}
+	var ops []string
+	for k, c := range sp.GroupConflicts[:min(n, 4)] {
+		gs := make([]string, len(c.Groups))
+		for i, g := range c.Groups {
+			gs[i] = FormatGroups([]Group{g})
+		}
+		what := fmt.Sprintf("op %d in %s", c.Op, strings.Join(gs, " and "))
+		if k == 0 {
+			what = fmt.Sprintf("op %d has keyed rows in groups %s", c.Op, strings.Join(gs, " and "))
+		}
+		ops = append(ops, what)
+	}
+	if n > 4 {
+		ops = append(ops, fmt.Sprintf("%d more operators likewise", n-4))
+	}
+	return fmt.Sprintf("the chain groups given, %s, do not fit the rows: %s; an operator runs in one chain group, and only its subtasks restore its keyed state, so under these groups the rows in the others are copies no restore reads (sptool validate names the files; without --groups, the groups are inferred from the rows, and sptool inspect shows them)", FormatGroups(sp.Groups), strings.Join(ops, ", "))
+}
+
 // InferGroups infers the chain groups of a tree from its keyed rows (first
 // key byte below 128): which operators hold them in each subtask file, and
 // in which key groups.
@@ -2045,6 +2109,9 @@ func (sp *Savepoint) ReadWarnings() []string {
 		if f.Unlisted {
 			out = append(out, fmt.Sprintf("%s holds checkpoint %d, and %s does not list its subtask, but lists one above it: it is read, as a restore at that layout starts the subtask from it, though that restore unions its operator rows into no other subtask's state; an output that keeps the file in place leaves it out of its marker's list too, which lists every new subtask of a rescaled group (sptool validate says more)", f.Rel, sp.Checkpoint, ShowName(sp.CompletedRel)))
 		}
+	}
+	if w := sp.groupConflictWarning(); w != "" {
+		out = append(out, w)
 	}
 	for _, rel := range sp.NewerCompleted {
 		out = append(out, fmt.Sprintf("%s marks a newer checkpoint complete, but v%d holds none of its files: checkpoint %d was read instead (a job restoring the latest completed checkpoint finds no state; --checkpoint chooses one)", ShowName(rel), sp.Generation, sp.Checkpoint))

@@ -206,6 +206,11 @@ type Savepoint struct {
 	Groups []Group
 	// GroupsInferred reports that Groups were inferred rather than given.
 	GroupsInferred bool
+	// GroupConflicts are, when Groups were given, the operators whose keyed
+	// rows the files of more than one of them hold, in operator order: an
+	// operator runs in one chain group, so the rows contradict the groups
+	// given (or the tree holds state no restore reads).
+	GroupConflicts []GroupConflict
 	// Notes are observations made while opening (older checkpoints ignored,
 	// files of other checkpoints present, ...).
 	Notes []string
