@@ -25,6 +25,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"golang.org/x/term"
 
@@ -97,14 +98,25 @@ func saveProfile(env, path string, write func(io.Writer) error) []error {
 	return nil
 }
 
+// sameSignal is how long after the first signal a second one is taken as
+// the same request (see run).
+const sameSignal = 250 * time.Millisecond
+
 func run() int {
 	// The first SIGINT or SIGTERM cancels the run, which then removes what
 	// it wrote and publishes nothing; a second one ends the process at once
-	// (the default action, restored by stop).
+	// (the default action, restored by stop). A second one sent with the
+	// first (timeout(1) signals the process, then its process group, which
+	// holds it too) is the same request, and is caught: only one that
+	// comes sameSignal after the first ends the process.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	echo := make(chan os.Signal, 4)
+	signal.Notify(echo, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
+		time.Sleep(sameSignal)
 		stop()
+		signal.Stop(echo)
 	}()
 	code := cli.Main(ctx, os.Args[1:], &cli.Streams{
 		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,

@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/sptool/sptool/internal/gen"
 )
 
 // TestMain runs main itself when a test starts this binary as sptool
@@ -68,5 +73,53 @@ func TestProfiles(t *testing.T) {
 	// A failed run keeps its own exit code.
 	if code, stderr := sptool(t, "inspect "+filepath.Join(dir, "nothing"), "SPTOOL_MEMPROFILE="+mem); code != 2 || !strings.Contains(stderr, "SPTOOL_MEMPROFILE") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A second SIGINT sent with the first (timeout(1) signals the process,
+// then its process group) is the same request: the run stops as after one,
+// and says so, rather than being killed by the second. One that comes
+// later ends the process at once. The run is cat's, blocked on a full
+// stdout pipe until the test reads it, so that both signals come while it
+// runs.
+func TestSignalTwice(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.snap") // its rows print more than a pipe and cat's buffer hold
+	if err := gen.WriteBig(in, gen.BigOptions{Rows: 100_000, Seed: 1, Sorted: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		gap    time.Duration
+		killed bool
+	}{{20 * time.Millisecond, false}, {sameSignal + 750*time.Millisecond, true}} {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "SPTOOL_TEST_MAIN=1", "SPTOOL_TEST_ARGS=cat "+in)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Its first line: main runs, and its signal handlers are set.
+		if _, err := stdout.Read(make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Process.Signal(syscall.SIGINT)
+		time.Sleep(c.gap)
+		cmd.Process.Signal(syscall.SIGINT)
+		time.Sleep(20 * time.Millisecond)
+		io.Copy(io.Discard, stdout)
+		cmd.Wait()
+		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		switch {
+		case c.killed && !ws.Signaled():
+			t.Errorf("second SIGINT %v after the first: exit %d, stderr %q; want the process killed", c.gap, cmd.ProcessState.ExitCode(), stderr.String())
+		case !c.killed && ws.Signaled():
+			t.Errorf("second SIGINT %v after the first: killed by %v; want the run stopped", c.gap, ws.Signal())
+		case !c.killed && (cmd.ProcessState.ExitCode() != 2 || !strings.Contains(stderr.String(), "sptool cat: stopped: interrupt")):
+			t.Errorf("second SIGINT %v after the first: exit %d, stderr %q; want exit 2 and the run stopped", c.gap, cmd.ProcessState.ExitCode(), stderr.String())
+		}
 	}
 }
