@@ -956,3 +956,50 @@ func TestBatchBeforeSchemaRefused(t *testing.T) {
 		}
 	}
 }
+
+// A schema whose Int column's type table has a damaged vtable (an odd
+// length, which no flatbuffer verifier passes: clink's reader, Arrow C++'s,
+// refuses the stream) is refused, naming the table. arrow-go reads the
+// column as uint64 all the same; the stream used to open as one without
+// rows (its batches were left unread for a column of a type sptool did not
+// know), so that a purge of it found nothing and copied the file, keys and
+// all.
+func TestDamagedIntTypeRefused(t *testing.T) {
+	fixture, err := os.ReadFile("../testdata/clink/snapshot-v1.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The schema message, its Schema table, field 0 (op_id) and its type
+	// table (Field.type, field 3): the vtable of that Int table.
+	m := messagesOf(t, fixture)[0]
+	meta := fixture[m.meta:m.body]
+	msg, err := fbTable(meta, int(binary.LittleEndian.Uint32(meta)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, _, err := fbSubTable(msg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := fbField(schema, 1, 4)
+	vec := p + int(binary.LittleEndian.Uint32(meta[p:])) + 4
+	field, err := fbTable(meta, vec+int(binary.LittleEndian.Uint32(meta[vec:])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	intTable, ok, err := fbSubTable(field, 3)
+	if !ok || err != nil {
+		t.Fatalf("op_id's Int table: %v", err)
+	}
+	vt := m.meta + int(intTable.Pos) - int(int32(binary.LittleEndian.Uint32(meta[intTable.Pos:])))
+	for _, vtLen := range []uint16{7, 0x7f, 0xff, 0xfff0} {
+		data := slices.Clone(fixture)
+		binary.LittleEndian.PutUint16(data[vt:], vtLen)
+		for _, columnar := range []bool{false, true} {
+			err := openBytes(t, "int.snap", data, columnar)
+			if err == nil || !strings.Contains(err.Error(), "schema: field 0 type: Int table: vtable length") {
+				t.Errorf("vtable length %d (columnar %v): open error %v, want the Int table refused", vtLen, columnar, err)
+			}
+		}
+	}
+}

@@ -726,7 +726,11 @@ func checkSchemaFB(schema flatbuffers.Table, strBytes *int) ([]columnKind, error
 		if err := checkMetadataFB(f, 6, strBytes); err != nil {
 			return nil, fmt.Errorf("field %d metadata: %w", i, err)
 		}
-		if k, ok := fieldKind(f); ok && cols != nil {
+		k, ok, err := fieldKind(f)
+		if err != nil {
+			return nil, fmt.Errorf("field %d type: %w", i, err)
+		}
+		if ok && cols != nil {
 			cols = append(cols, k)
 		} else {
 			cols = nil
@@ -745,24 +749,30 @@ const (
 )
 
 // fieldKind returns the kind of a field's column: an integer, or binary or
-// UTF-8 (large or not); false for any other type.
-func fieldKind(f flatbuffers.Table) (columnKind, bool) {
+// UTF-8 (large or not); false for any other type. An integer's type table
+// that does not lie in the buffer is an error: the Arrow reader might
+// still take the column for an integer (arrow-go does), and its batches
+// would then be read without the checks that need its kind.
+func fieldKind(f flatbuffers.Table) (columnKind, bool, error) {
 	switch fbUint(f, 2, 1) {
 	case typeInt:
 		t, ok, err := fbSubTable(f, 3)
-		if !ok || err != nil {
-			return columnKind{}, false
+		if err != nil {
+			return columnKind{}, false, fmt.Errorf("Int table: %w", err)
+		}
+		if !ok {
+			return columnKind{}, false, errors.New("an Int column without its Int table (bit width, signedness)")
 		}
 		switch bits := fbUint(t, 0, 4); bits {
 		case 8, 16, 32, 64:
-			return columnKind{width: int64(bits / 8)}, true
+			return columnKind{width: int64(bits / 8)}, true, nil
 		}
 	case typeBinary, typeUtf8:
-		return columnKind{width: 4, binary: true}, true
+		return columnKind{width: 4, binary: true}, true, nil
 	case typeLargeBinary, typeLargeUtf8:
-		return columnKind{width: 8, binary: true}, true
+		return columnKind{width: 8, binary: true}, true, nil
 	}
-	return columnKind{}, false
+	return columnKind{}, false, nil
 }
 
 // maxMetadataEntries bounds the entries of one metadata vector; clink
@@ -1054,7 +1064,13 @@ func readStreamReleasing(data []byte, budget *inflateBudget, release func(n int6
 		// A column of a type clink never writes (see fieldKind): the
 		// callers' schema checks refuse the stream, naming the column.
 		// Its batches are not read: their buffers follow a layout that
-		// checkBatchVectors and checkCompressedBuffers do not know.
+		// checkBatchVectors and checkCompressedBuffers do not know. A
+		// schema the Arrow reader read as one of clink's, whose columns
+		// fieldKind did not know all the same, is refused here: its rows
+		// would otherwise go unread, and the stream pass for empty.
+		if checkFields(rs.schema, canonicalFields) == nil || checkFields(rs.schema, changelogFields) == nil {
+			return nil, errors.New("schema: the Arrow reader reads clink's columns, but a column's type in the schema message is not one sptool can read: a damaged Field table?")
+		}
 		return rs, nil
 	}
 	for at := int64(0); rdr.Next(); {
