@@ -131,7 +131,7 @@ func canonicalFromStream(rs *rawStream, columnar bool, readMapped func(dst, src 
 	if err := checkFields(rs.schema, canonicalFields); err != nil {
 		return nil, fmt.Errorf("%w; expected %s", err, CanonicalSchemaString)
 	}
-	s := &Snapshot{Variant: Canonical, Metadata: rs.meta, Compression: rs.compression, TrailingBytes: rs.trailing, LooseBytes: rs.loose}
+	s := &Snapshot{Variant: Canonical, Metadata: rs.meta, Compression: rs.compression, TrailingBytes: rs.trailing, Hidden: rs.hidden, LooseBytes: rs.loose}
 	if v, ok := rs.meta.Get(MetaStateVersions); ok {
 		vm, err := ParseVersionMap(v)
 		if err != nil {

@@ -1003,3 +1003,69 @@ func TestDamagedIntTypeRefused(t *testing.T) {
 		}
 	}
 }
+
+// Bytes after the end-of-stream marker that hold more of a stream (a
+// damaged message length ends it early: clink's reader stops at the
+// marker, and the later batches' rows are never restored) are an error of
+// validate's, and a read warning of every command's, naming the batches
+// and rows found; other trailing bytes are a warning of validate's alone.
+func TestHiddenStream(t *testing.T) {
+	fixture, err := os.ReadFile("../testdata/clink/snapshot-v1.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := messagesOf(t, fixture)
+	schema, batch := fixture[:ms[0].end], fixture[ms[1].start:ms[1].end]
+	eos := []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
+	// The batch in the old framing: its length, no continuation marker.
+	old := fixture[ms[1].start+4 : ms[1].end]
+	for _, c := range []struct {
+		name  string
+		data  []byte
+		want  HiddenStream
+		error string // validate's finding, "" for a warning
+	}{
+		{"a batch after the marker", slices.Concat(schema, eos, batch, eos), HiddenStream{Batches: 1, Rows: 3, EndMarker: true}, "hold 1 more record batch (3 rows), which clink's reader"},
+		{"an old-style marker", slices.Concat(schema, []byte{0, 0, 0, 0}, old, eos), HiddenStream{Batches: 1, Rows: 3, EndMarker: true}, "hold 1 more record batch (3 rows)"},
+		{"a second stream", slices.Concat(fixture, fixture), HiddenStream{Batches: 1, Rows: 3, EndMarker: true}, "hold 1 more record batch (3 rows)"},
+		{"a batch's length zeroed", slices.Concat(schema, eos, batch[8:], batch, eos), HiddenStream{Batches: 1, Rows: 3, EndMarker: true}, "hold 1 more record batch (3 rows)"},
+		{"a batch's start lost", slices.Concat(schema, eos, batch[16:], eos), HiddenStream{EndMarker: true}, "end with another end-of-stream marker"},
+		{"junk", slices.Concat(fixture, []byte("not a stream at all, nor a marker")), HiddenStream{}, ""},
+		{"zeros", slices.Concat(fixture, make([]byte, 64)), HiddenStream{}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "h.snap")
+			if err := os.WriteFile(path, c.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sp, err := Open(path, OpenOptions{Columnar: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sp.Close()
+			s := sp.Files[0].Snapshot
+			if s.Hidden != c.want {
+				t.Errorf("hidden %+v, want %+v", s.Hidden, c.want)
+			}
+			var finding *Finding
+			findings := Validate(sp, ValidateOptions{}).Findings
+			for i, f := range findings {
+				if f.Check == CheckTrailingBytes && f.Severity != SeverityInfo {
+					finding = &findings[i]
+				}
+			}
+			switch {
+			case finding == nil:
+				t.Errorf("no trailing-bytes finding")
+			case c.error != "" && (finding.Severity != SeverityError || !strings.Contains(finding.Message, c.error)):
+				t.Errorf("finding %s %q, want an error with %q", finding.Severity, finding.Message, c.error)
+			case c.error == "" && finding.Severity != SeverityWarning:
+				t.Errorf("finding %s %q, want a warning", finding.Severity, finding.Message)
+			}
+			warned := slices.ContainsFunc(sp.ReadWarnings(), func(w string) bool { return strings.Contains(w, "after its end-of-stream marker") })
+			if warned != (c.error != "") {
+				t.Errorf("read warnings %q: warned %v, want %v", sp.ReadWarnings(), warned, c.error != "")
+			}
+		})
+	}
+}

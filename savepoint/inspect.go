@@ -132,6 +132,11 @@ type FileSummary struct {
 	ValueBytes int64 `json:"value_bytes"`
 	// TrailingBytes counts bytes after the end-of-stream marker.
 	TrailingBytes int64 `json:"trailing_bytes"`
+	// HiddenBatches and HiddenRows count the record batches, and their
+	// rows, that those bytes hold (see HiddenStream): never read.
+	HiddenBatches int   `json:"hidden_batches,omitempty"`
+	HiddenRows    int64 `json:"hidden_rows,omitempty"`
+	hidden        HiddenStream
 	// Sidecar is the integrity verdict; null when the backend writes no
 	// sidecar (changelog+file), and for a payload that is missing or is no
 	// regular file (no verdict is made).
@@ -614,6 +619,7 @@ func Summarize(sp *Savepoint) *Summary {
 		fs.BodyCompression = snap.Compression
 		fs.Batches = append(fs.Batches, snap.BatchRows...)
 		fs.TrailingBytes = snap.TrailingBytes
+		fs.HiddenBatches, fs.HiddenRows, fs.hidden = snap.Hidden.Batches, snap.Hidden.Rows, snap.Hidden
 		fs.VersionEntries = snap.Versions.Len()
 		for _, e := range snap.Metadata {
 			fs.MetadataKeys = append(fs.MetadataKeys, e.Key)
@@ -1047,7 +1053,11 @@ func (s *Summary) WriteText(w io.Writer) error {
 			b.WriteString("\n")
 		}
 		if f.TrailingBytes > 0 {
-			fmt.Fprintf(&b, "  %s: %d bytes after the end-of-stream marker\n", ShowName(f.Rel), f.TrailingBytes)
+			fmt.Fprintf(&b, "  %s: %d bytes after the end-of-stream marker", ShowName(f.Rel), f.TrailingBytes)
+			if f.hidden.Found() {
+				fmt.Fprintf(&b, "; they %s", f.hidden)
+			}
+			b.WriteString("\n")
 		}
 		if c := f.Changelog; c != nil {
 			mats := make([]string, len(c.Materialization))

@@ -2113,6 +2113,11 @@ func (sp *Savepoint) ReadWarnings() []string {
 	if w := sp.groupConflictWarning(); w != "" {
 		out = append(out, w)
 	}
+	for _, f := range sp.Files {
+		if s := f.Snapshot; s != nil && s.Hidden.Found() {
+			out = append(out, fmt.Sprintf("%s: the %d bytes after its end-of-stream marker %s (sptool reads the rows before the marker, as clink restores them; sptool validate reports the file)", ShowName(f.Rel), s.TrailingBytes, s.Hidden))
+		}
+	}
 	for _, rel := range sp.NewerCompleted {
 		out = append(out, fmt.Sprintf("%s marks a newer checkpoint complete, but v%d holds none of its files: checkpoint %d was read instead (a job restoring the latest completed checkpoint finds no state; --checkpoint chooses one)", ShowName(rel), sp.Generation, sp.Checkpoint))
 	}

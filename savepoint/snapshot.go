@@ -157,6 +157,8 @@ type Snapshot struct {
 	Changelog *ChangelogInfo
 	// TrailingBytes counts bytes after the end-of-stream marker (clink ignores them).
 	TrailingBytes int64
+	// Hidden is what those bytes hold of a stream (see HiddenStream).
+	Hidden HiddenStream
 	// LooseBytes counts the bytes of the stream that no row holds and
 	// that are neither its framing, its schema nor zero padding: bytes of
 	// a record batch's body outside what its rows use (a validity bitmap,

@@ -1027,6 +1027,7 @@ type rawStream struct {
 	batches     []arrow.RecordBatch
 	compression string
 	trailing    int64
+	hidden      HiddenStream
 	loose       int64 // see Snapshot.LooseBytes
 }
 
@@ -1095,8 +1096,92 @@ func readStreamReleasing(data []byte, budget *inflateBudget, release func(n int6
 		}
 	}
 	rs.trailing = int64(len(data)) - mr.off
+	rs.hidden = hiddenStream(data[mr.off:], mr.off)
 	rs.loose = mr.loose
 	return rs, nil
+}
+
+// HiddenStream is what the bytes after a stream's end-of-stream marker
+// hold of a stream: a damaged message length (a batch's length word read
+// as 0, a continuation marker zeroed into an old-style marker, a schema
+// length that swallows the batch after it) ends a stream early, and its
+// later batches lie after the marker, where clink's reader, which stops
+// there, never reads them.
+type HiddenStream struct {
+	// Batches counts the whole record batch messages found one after the
+	// other from the first continuation marker at an 8-byte-aligned
+	// offset (or right after the marker, in the old format) whose
+	// message parses, and Rows their declared rows.
+	Batches int
+	Rows    int64
+	// EndMarker: the bytes end with an end-of-stream marker
+	// (continuation, then a length of 0), as a whole stream does.
+	EndMarker bool
+}
+
+// Found reports whether the bytes after the marker look like more stream.
+func (h HiddenStream) Found() bool { return h.Batches > 0 || h.EndMarker }
+
+// String says what the bytes after the marker hold ("" when nothing of a
+// stream), in words that follow "the bytes after its end-of-stream marker".
+func (h HiddenStream) String() string {
+	switch {
+	case h.Batches > 0:
+		return fmt.Sprintf("hold %d more record batch%s (%d row%s), which clink's reader, stopping at the marker, never reads: a damaged message length ended the stream early?", h.Batches, plural(h.Batches, "", "es"), h.Rows, plural(int(min(h.Rows, 2)), "", "s"))
+	case h.EndMarker:
+		return "end with another end-of-stream marker, where the stream ends: a damaged message length ended it early, and clink's reader, stopping at the first marker, never reads the rows after it?"
+	}
+	return ""
+}
+
+// hiddenStream looks at rest, the bytes after a stream's end-of-stream
+// marker, which ends at byte off of the stream, for more stream (see
+// HiddenStream).
+func hiddenStream(rest []byte, off int64) (h HiddenStream) {
+	if len(rest) == 0 {
+		return h
+	}
+	n := len(rest)
+	h.EndMarker = n >= 8 && binary.LittleEndian.Uint32(rest[n-8:]) == continuation && binary.LittleEndian.Uint32(rest[n-4:]) == 0
+	// Messages start at 8-byte-aligned offsets of the stream.
+	at := int((8 - off%8) % 8)
+	if h.Batches, h.Rows = messagesAt(rest, 0); h.Batches > 0 {
+		return h
+	}
+	for ; at+8 <= n; at += 8 {
+		if binary.LittleEndian.Uint32(rest[at:]) == continuation {
+			if h.Batches, h.Rows = messagesAt(rest, at); h.Batches > 0 {
+				return h
+			}
+		}
+	}
+	return h
+}
+
+// messagesAt counts the record batch messages that follow one another in
+// b from byte at, each whole and its metadata parsing (see peekMessage),
+// up to an end-of-stream marker or anything else, and their declared rows.
+func messagesAt(b []byte, at int) (batches int, rows int64) {
+	for at+8 <= len(b) {
+		hdr := 4
+		metaLen := int(int32(binary.LittleEndian.Uint32(b[at:])))
+		if binary.LittleEndian.Uint32(b[at:]) == continuation {
+			hdr, metaLen = 8, int(int32(binary.LittleEndian.Uint32(b[at+4:])))
+		}
+		if metaLen <= 0 || metaLen > len(b)-at-hdr {
+			return batches, rows
+		}
+		info, err := peekMessage(b[at+hdr : at+hdr+metaLen])
+		if err != nil || info.bodyLen < 0 || info.bodyLen > int64(len(b)-at-hdr-metaLen) {
+			return batches, rows
+		}
+		if info.typ == msgRecordBatch {
+			batches++
+			rows += max(info.rows, 0)
+		}
+		at += hdr + metaLen + int(info.bodyLen)
+	}
+	return batches, rows
 }
 
 // unwrapIPC prefers the message reader's own error (with its byte offset) to

@@ -691,7 +691,9 @@ func (v *validator) checkFileLevel(f *File) {
 	if s.Compression != "" {
 		v.fileFinding(f, SeverityInfo, CheckFormat, fmt.Sprintf("record-batch bodies are %s-compressed: clink's writer never compresses them, and its reader needs an Arrow build with that codec", s.Compression))
 	}
-	if s.TrailingBytes > 0 {
+	if s.Hidden.Found() {
+		v.fileFinding(f, SeverityError, CheckTrailingBytes, fmt.Sprintf("the %d byte%s after the end-of-stream marker %s", s.TrailingBytes, plural(int(s.TrailingBytes), "", "s"), s.Hidden))
+	} else if s.TrailingBytes > 0 {
 		v.fileFinding(f, SeverityWarning, CheckTrailingBytes, fmt.Sprintf("%d byte%s after the end-of-stream marker: clink ignores them; sptool's apply and rescale leave them out of their output (the file is written anew, not copied)", s.TrailingBytes, plural(int(s.TrailingBytes), "", "s")))
 	}
 	if s.LooseBytes > 0 {
