@@ -434,3 +434,41 @@ func TestDecompressXZDictionary(t *testing.T) {
 		t.Errorf("refusing the block allocated %d MiB", got>>20)
 	}
 }
+
+// The bound on what compressed record batches declare uncompressed is the
+// tree's as well as each file's: the files of a tree may decompress to what
+// one file as large as all of them may. Each file's bound has a floor, which
+// each of a tree's files would otherwise have in full: a few kilobytes of
+// ZSTD frames of zeros in each of many files would be held as gigabytes.
+// Each file below holds 1.5 MiB of zeros in a few kilobytes, within a
+// file's bound of 4 MiB; two of them are within the tree's, four are not.
+func TestBodyDecompressLimitPerTree(t *testing.T) {
+	defer func(r, f int64) { decompressRatio, decompressFloor = r, f }(decompressRatio, decompressFloor)
+	decompressRatio, decompressFloor = 8, 4<<20
+	data := zstdStreamOf(t, []Row{{Op: 7, Key: []byte{0xff, 'x'}, Value: make([]byte, 3<<19)}})
+	for _, c := range []struct {
+		files int
+		ok    bool
+	}{{1, true}, {2, true}, {4, false}} {
+		dir := t.TempDir()
+		for i := range c.files {
+			p := filepath.Join(dir, "v1", fmt.Sprint(i), "checkpoint-3.snap")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sp, err := Open(dir, OpenOptions{Columnar: true})
+		if err == nil {
+			sp.Close()
+		}
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%d files: %v, want the tree read", c.files, err)
+		case !c.ok && (err == nil || !strings.Contains(err.Error(), "the compressed record batches of the tree's files read so far declare")):
+			t.Errorf("%d files: %v, want the tree's bound", c.files, err)
+		}
+	}
+}

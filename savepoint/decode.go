@@ -36,6 +36,8 @@ type ReadOptions struct {
 	// declare uncompressed, shared by every stream it holds (nil: one of
 	// the decoded data's size).
 	budget *inflateBudget
+	// tree, for a file of a tree, is the tree's bound (see treeInflate).
+	tree *treeInflate
 	// ctx is OpenContext's (nil: never done).
 	ctx context.Context
 	// keepUndecodable is OpenOptions.KeepUndecodable, for a tree's files.

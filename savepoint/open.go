@@ -821,6 +821,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, filesAtOnce)
 	var failed atomic.Bool
+	inflated := new(treeInflate)
 	for i, d := range dirs {
 		name, ok := d.ckpts[sp.Checkpoint]
 		if !ok {
@@ -888,7 +889,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 				fileRead(d.index)
 			}
 			ro := opts.readOptions(sp.Root, resolve)
-			ro.keepUndecodable, ro.skipped = opts.KeepUndecodable, skipped
+			ro.keepUndecodable, ro.skipped, ro.tree = opts.KeepUndecodable, skipped, inflated
 			if errs[i] = readSnapshotFile(f, b == BackendFile, ro); errs[i] != nil {
 				failed.Store(true)
 			} else if b != BackendFile {
@@ -1374,7 +1375,10 @@ func readFullUntil(ctx context.Context, fh *os.File, data []byte) error {
 func decodeFile(f *File, fh *os.File, data []byte, ro ReadOptions) (*Snapshot, string, error) {
 	// A file compressed whole may hold compressed record batches: they
 	// are bounded by the size of the file, not of its decompressed bytes.
-	ro.budget = &inflateBudget{size: len(data)}
+	ro.budget = &inflateBudget{size: len(data), tree: ro.tree}
+	if ro.tree != nil {
+		ro.tree.addFile(len(data))
+	}
 	var plain []byte
 	var comp string
 	var err error

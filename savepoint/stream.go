@@ -68,6 +68,37 @@ type sliceMessageReader struct {
 type inflateBudget struct {
 	size int   // the file's size as stored
 	used int64 // bytes declared so far
+	// tree, for a file of a tree, bounds the files' batches together.
+	tree *treeInflate
+}
+
+// treeInflate bounds the bytes that the compressed record batches of a
+// tree's files declare uncompressed, together: a file's own bound has a
+// floor (decompressFloor), which each of a tree's files would otherwise
+// have in full, so that a few kilobytes of ZSTD frames of zeros in each of
+// many small files would be held as gigabytes. The tree's files may
+// decompress to what one file as large as all of them read so far may.
+type treeInflate struct {
+	mu   sync.Mutex
+	size int   // the bytes stored of the files read so far
+	used int64 // bytes declared so far
+}
+
+// addFile counts a file of size bytes stored, as its reading starts.
+func (t *treeInflate) addFile(size int) {
+	t.mu.Lock()
+	t.size += size
+	t.mu.Unlock()
+}
+
+// take counts n more bytes declared uncompressed; it returns the bytes
+// declared so far, the bytes stored so far, and whether they are within
+// the bound.
+func (t *treeInflate) take(n int64) (used int64, size int, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.used += n
+	return t.used, t.size, t.used <= decompressLimit(t.size)
 }
 
 // A stream may hold at most one record batch per bytesPerBatch bytes of it
@@ -199,6 +230,11 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 		b := r.budget
 		if b.used += n; b.used > decompressLimit(b.size) {
 			return nil, &offsetError{r.cur, fmt.Sprintf("the compressed record batches so far declare %d bytes uncompressed, more than a %d-byte file may decompress to (%d bytes: %d times its size or %d MiB, whichever is more, and at most the machine's memory)", b.used, b.size, decompressLimit(b.size), decompressRatio, decompressFloor>>20)}
+		}
+		if b.tree != nil {
+			if used, size, ok := b.tree.take(n); !ok {
+				return nil, &offsetError{r.cur, fmt.Sprintf("the compressed record batches of the tree's files read so far declare %d bytes uncompressed together, more than their %d bytes stored may decompress to (%d bytes: %d times their size or %d MiB, whichever is more, and at most the machine's memory; the bound is the tree's, not each file's)", used, size, decompressLimit(size), decompressRatio, decompressFloor>>20)}
+			}
 		}
 	}
 	r.off += bodyStart + info.bodyLen
