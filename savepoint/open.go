@@ -2102,8 +2102,10 @@ func (f *File) EmptyHow() string {
 // read (File.Unlisted), a newer checkpoint marked
 // complete whose files are missing (NewerCompleted: an older one was
 // read), and a subtask directory or payload whose name is not the one
-// clink opens (v1/01, checkpoint-07.snap: read here, not by clink).
-// validate reports each as a finding.
+// clink opens (v1/01, checkpoint-07.snap: read here, not by clink); chain
+// groups given that the rows contradict (GroupConflicts), and bytes after
+// a file's end-of-stream marker that hold more of a stream
+// (Snapshot.Hidden). validate reports each as a finding.
 func (sp *Savepoint) ReadWarnings() []string {
 	var out []string
 	for _, rel := range sp.Unlisted {

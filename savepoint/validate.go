@@ -725,6 +725,9 @@ func (v *validator) checkFileLevel(f *File) {
 		rows := plural(cl.OtherKinds, "1 log row has", fmt.Sprintf("%d log rows have", cl.OtherKinds))
 		v.fileFinding(f, SeverityWarning, CheckFormat, fmt.Sprintf("%s a row_kind clink does not write (not 1, a put, or 2, an erase; the first: %d): clink's restore replays any such row as a put without a check (section 1.7), as sptool does: a corrupt kind byte becomes a write of its row", rows, cl.OtherKind))
 	}
+	if s.Variant == Changelog && s.Changelog != nil && s.Changelog.Blobs == 0 {
+		v.fileFinding(f, SeverityWarning, CheckFormat, "a CLMB frame of no blob: clink's restore reads no blob from it and restores empty state without a word, though its writer frames two blobs or more (a scale-down's parents) and stores one alone unframed: a damaged or cut-short file?")
+	}
 	// Changelog payloads. A lone file's backend is known from its name
 	// only when it is changelog-<id>.snap: a checkpoint-<id>.snap outside
 	// a tree may be any tool's export.

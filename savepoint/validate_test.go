@@ -2295,3 +2295,35 @@ func TestValidateStagingTree(t *testing.T) {
 		}
 	}
 }
+
+// A CLMB frame of no blob reads as empty state, as clink's restore reads it,
+// but no writer frames one: validate warns; a frame of two blobs does not.
+func TestEmptyCLMBWarned(t *testing.T) {
+	blob := vtChangelogStream(t, []uint8{rowKindMaterialised}, []Row{{}})
+	for _, c := range []struct {
+		name string
+		data []byte
+		warn bool
+	}{
+		{"no blob", FrameCLMB(nil), true},
+		{"two blobs", FrameCLMB([][]byte{blob, blob}), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "changelog-3.snap")
+			if err := os.WriteFile(path, c.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sp, err := Open(path, OpenOptions{Columnar: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sp.Close()
+			warned := slices.ContainsFunc(Validate(sp, ValidateOptions{}).Findings, func(f Finding) bool {
+				return f.Severity == SeverityWarning && strings.HasPrefix(f.Message, "a CLMB frame of no blob")
+			})
+			if warned != c.warn {
+				t.Errorf("warned %v, want %v", warned, c.warn)
+			}
+		})
+	}
+}
