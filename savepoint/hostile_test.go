@@ -1030,6 +1030,8 @@ func TestHiddenStream(t *testing.T) {
 		{"a second stream", slices.Concat(fixture, fixture), HiddenStream{Batches: 1, Rows: 3, EndMarker: true}, "hold 1 more record batch (3 rows)"},
 		{"a batch's length zeroed", slices.Concat(schema, eos, batch[8:], batch, eos), HiddenStream{Batches: 1, Rows: 3, EndMarker: true}, "hold 1 more record batch (3 rows)"},
 		{"a batch's start lost", slices.Concat(schema, eos, batch[16:], eos), HiddenStream{EndMarker: true}, "end with another end-of-stream marker"},
+		{"schemas, junk, then a batch", slices.Concat(schema, eos, bytes.Repeat(schema, 100), []byte("8 bytes!"), batch, eos), HiddenStream{Batches: 1, Rows: 3, EndMarker: true}, "hold 1 more record batch (3 rows)"},
+		{"a doubled marker", slices.Concat(fixture, eos), HiddenStream{}, ""},
 		{"junk", slices.Concat(fixture, []byte("not a stream at all, nor a marker")), HiddenStream{}, ""},
 		{"zeros", slices.Concat(fixture, make([]byte, 64)), HiddenStream{}, ""},
 	} {

@@ -821,7 +821,17 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, filesAtOnce)
 	var failed atomic.Bool
+	// The tree's bound on its compressed batches is that of one file as
+	// large as all its payloads (their sizes taken before any is read, so
+	// that the bound does not depend on which files are read first).
 	inflated := new(treeInflate)
+	for _, d := range dirs {
+		if name, ok := d.ckpts[sp.Checkpoint]; ok {
+			if fi, err := os.Stat(filepath.Join(genDir, d.name, name)); err == nil {
+				inflated.size += int(fi.Size())
+			}
+		}
+	}
 	for i, d := range dirs {
 		name, ok := d.ckpts[sp.Checkpoint]
 		if !ok {
@@ -1376,9 +1386,6 @@ func decodeFile(f *File, fh *os.File, data []byte, ro ReadOptions) (*Snapshot, s
 	// A file compressed whole may hold compressed record batches: they
 	// are bounded by the size of the file, not of its decompressed bytes.
 	ro.budget = &inflateBudget{size: len(data), tree: ro.tree}
-	if ro.tree != nil {
-		ro.tree.addFile(len(data))
-	}
 	var plain []byte
 	var comp string
 	var err error
@@ -1944,30 +1951,51 @@ func groupConflicts(sp *Savepoint, groups []Group) []GroupConflict {
 	if len(groups) < 2 {
 		return nil
 	}
-	ev := make([]groupEvidence, len(sp.Files))
+	keyedOps := make([]map[uint64]bool, len(sp.Files))
 	ForEach(len(sp.Files), func(i int) {
-		ev[i].ops = map[uint64]bool{}
+		ev := groupEvidence{ops: map[uint64]bool{}}
 		if f := sp.Files[i]; f.Snapshot != nil {
-			keyedEvidence(f.Snapshot, &ev[i], false)
+			keyedEvidence(f.Snapshot, &ev, false)
 			f.ReleasePages()
 		}
+		keyedOps[i] = ev.ops
 	})
-	in := map[uint64][]Group{} // the groups holding each operator's keyed rows, in order
-	for i, f := range sp.Files {
-		g, _ := sp.GroupOf(f.Subtask)
-		for op := range ev[i].ops {
-			if gs := in[op]; len(gs) == 0 || gs[len(gs)-1] != g {
-				in[op] = append(gs, g)
-			}
-		}
-	}
+	files, ops := sp.keyedFilesByGroup(keyedOps)
 	var out []GroupConflict
-	for _, op := range slices.Sorted(maps.Keys(in)) {
-		if len(in[op]) > 1 {
-			out = append(out, GroupConflict{Op: op, Groups: in[op]})
+	for _, op := range ops {
+		if len(files[op]) > 1 {
+			out = append(out, GroupConflict{Op: op, Groups: groupsInOrder(files[op])})
 		}
 	}
 	return out
+}
+
+// keyedFilesByGroup returns, of the operators whose keyed rows the files
+// of sp hold (keyedOps[i]: those of sp.Files[i]), the indexes of the files
+// holding each, by chain group, and the operators in order.
+func (sp *Savepoint) keyedFilesByGroup(keyedOps []map[uint64]bool) (map[uint64]map[Group][]int, []uint64) {
+	files := map[uint64]map[Group][]int{}
+	var ops []uint64
+	for i, f := range sp.Files {
+		g, ok := sp.GroupOf(f.Subtask)
+		if !ok {
+			continue
+		}
+		for op := range keyedOps[i] {
+			if files[op] == nil {
+				files[op] = map[Group][]int{}
+				ops = append(ops, op)
+			}
+			files[op][g] = append(files[op][g], i)
+		}
+	}
+	slices.Sort(ops)
+	return files, ops
+}
+
+// groupsInOrder returns the groups of m in subtask order.
+func groupsInOrder[V any](m map[Group]V) []Group {
+	return slices.SortedFunc(maps.Keys(m), func(a, b Group) int { return a.First - b.First })
 }
 
 // groupConflictWarning says what GroupConflicts holds, "" when nothing.

@@ -77,28 +77,20 @@ type inflateBudget struct {
 // floor (decompressFloor), which each of a tree's files would otherwise
 // have in full, so that a few kilobytes of ZSTD frames of zeros in each of
 // many small files would be held as gigabytes. The tree's files may
-// decompress to what one file as large as all of them read so far may.
+// decompress to what one file as large as all of them may.
 type treeInflate struct {
+	size int // the bytes stored of the tree's payloads, set before any is read
 	mu   sync.Mutex
-	size int   // the bytes stored of the files read so far
 	used int64 // bytes declared so far
 }
 
-// addFile counts a file of size bytes stored, as its reading starts.
-func (t *treeInflate) addFile(size int) {
-	t.mu.Lock()
-	t.size += size
-	t.mu.Unlock()
-}
-
 // take counts n more bytes declared uncompressed; it returns the bytes
-// declared so far, the bytes stored so far, and whether they are within
-// the bound.
-func (t *treeInflate) take(n int64) (used int64, size int, ok bool) {
+// declared so far, and whether they are within the bound.
+func (t *treeInflate) take(n int64) (used int64, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.used += n
-	return t.used, t.size, t.used <= decompressLimit(t.size)
+	return t.used, t.used <= decompressLimit(t.size)
 }
 
 // A stream may hold at most one record batch per bytesPerBatch bytes of it
@@ -232,8 +224,9 @@ func (r *sliceMessageReader) Message() (msg *ipc.Message, err error) {
 			return nil, &offsetError{r.cur, fmt.Sprintf("the compressed record batches so far declare %d bytes uncompressed, more than a %d-byte file may decompress to (%d bytes: %d times its size or %d MiB, whichever is more, and at most the machine's memory)", b.used, b.size, decompressLimit(b.size), decompressRatio, decompressFloor>>20)}
 		}
 		if b.tree != nil {
-			if used, size, ok := b.tree.take(n); !ok {
-				return nil, &offsetError{r.cur, fmt.Sprintf("the compressed record batches of the tree's files read so far declare %d bytes uncompressed together, more than their %d bytes stored may decompress to (%d bytes: %d times their size or %d MiB, whichever is more, and at most the machine's memory; the bound is the tree's, not each file's)", used, size, decompressLimit(size), decompressRatio, decompressFloor>>20)}
+			if used, ok := b.tree.take(n); !ok {
+				size := b.tree.size
+				return nil, &offsetError{r.cur, fmt.Sprintf("the compressed record batches of the tree's files read so far declare %d bytes uncompressed together, more than the tree's %d bytes of payloads may decompress to (%d bytes: %d times their size or %d MiB, whichever is more, and at most the machine's memory; the bound is the tree's, not each file's)", used, size, decompressLimit(size), decompressRatio, decompressFloor>>20)}
 			}
 		}
 	}
@@ -1174,30 +1167,37 @@ func (h HiddenStream) String() string {
 // marker, which ends at byte off of the stream, for more stream (see
 // HiddenStream).
 func hiddenStream(rest []byte, off int64) (h HiddenStream) {
-	if len(rest) == 0 {
-		return h
-	}
 	n := len(rest)
-	h.EndMarker = n >= 8 && binary.LittleEndian.Uint32(rest[n-8:]) == continuation && binary.LittleEndian.Uint32(rest[n-4:]) == 0
-	// Messages start at 8-byte-aligned offsets of the stream.
-	at := int((8 - off%8) % 8)
-	if h.Batches, h.Rows = messagesAt(rest, 0); h.Batches > 0 {
+	// (A second marker right after the first hides nothing.)
+	h.EndMarker = n > 8 && binary.LittleEndian.Uint32(rest[n-8:]) == continuation && binary.LittleEndian.Uint32(rest[n-4:]) == 0
+	if h.Batches, h.Rows, _ = messagesAt(rest, 0); h.Batches > 0 {
 		return h
 	}
-	for ; at+8 <= n; at += 8 {
-		if binary.LittleEndian.Uint32(rest[at:]) == continuation {
-			if h.Batches, h.Rows = messagesAt(rest, at); h.Batches > 0 {
-				return h
-			}
+	// Messages start at 8-byte-aligned offsets of the stream. A chain of
+	// messages without a batch is passed over whole, so that the scan
+	// reads each byte once (a chain looked for again from each of its
+	// messages would take a time that grows with its square).
+	align := func(at int) int { return at + int((8-(off+int64(at))%8)%8) }
+	for at := align(0); at+8 <= n; {
+		if binary.LittleEndian.Uint32(rest[at:]) != continuation {
+			at += 8
+			continue
 		}
+		batches, rows, end := messagesAt(rest, at)
+		if batches > 0 {
+			h.Batches, h.Rows = batches, rows
+			return h
+		}
+		at = align(max(at+8, end))
 	}
 	return h
 }
 
 // messagesAt counts the record batch messages that follow one another in
 // b from byte at, each whole and its metadata parsing (see peekMessage),
-// up to an end-of-stream marker or anything else, and their declared rows.
-func messagesAt(b []byte, at int) (batches int, rows int64) {
+// up to an end-of-stream marker or anything else, and their declared rows
+// (at most math.MaxInt64); end is where the messages end.
+func messagesAt(b []byte, at int) (batches int, rows int64, end int) {
 	for at+8 <= len(b) {
 		hdr := 4
 		metaLen := int(int32(binary.LittleEndian.Uint32(b[at:])))
@@ -1205,19 +1205,19 @@ func messagesAt(b []byte, at int) (batches int, rows int64) {
 			hdr, metaLen = 8, int(int32(binary.LittleEndian.Uint32(b[at+4:])))
 		}
 		if metaLen <= 0 || metaLen > len(b)-at-hdr {
-			return batches, rows
+			break
 		}
 		info, err := peekMessage(b[at+hdr : at+hdr+metaLen])
 		if err != nil || info.bodyLen < 0 || info.bodyLen > int64(len(b)-at-hdr-metaLen) {
-			return batches, rows
+			break
 		}
 		if info.typ == msgRecordBatch {
 			batches++
-			rows += max(info.rows, 0)
+			rows += min(max(info.rows, 0), math.MaxInt64-rows)
 		}
 		at += hdr + metaLen + int(info.bodyLen)
 	}
-	return batches, rows
+	return batches, rows, at
 }
 
 // unwrapIPC prefers the message reader's own error (with its byte offset) to

@@ -213,7 +213,13 @@ func TestFilterWarnings(t *testing.T) {
 		{"keep of some", "  - keep: {op: 8, expr: 'slot == \"profile\"'}\n", ""},
 		{"keep of all", "  - keep: 'true'\n", ""},
 		{"scope without rows", "  - drop: {op: 999, expr: 'true'}\n", ""},
+		// After a rule that dropped rows (not by operator or slot), the rows
+		// that reach a filter are not known: it is not warned of.
 		{"keep after a drop of some", "  - drop: {op: 8, slot: profile, expr: 'true'}\n  - keep: {op: 8, expr: 'slot == \"profile\"'}\n", ""},
+		{"drop after a drop of all", "  - drop: {op: 8, expr: 'true'}\n  - drop: {op: 8, expr: 'true'}\n", ""},
+		{"drop after a purge of its key", "  - purge_keys: {keys: [alice]}\n  - drop: 'string(key_bytes) endsWith \"|alice\"'\n", ""},
+		{"drop after a drop_slot", "  - drop_slot: {op: 8, slot: cart}\n  - drop: {op: 8, expr: 'key_group > 200'}\n",
+			`rule 2 (drop): its expression held for none of its scope's`},
 		{"scope renamed by an earlier rule", "  - rename_slot: {op: 8, from: profile, to: prof}\n  - drop: {op: 8, slot: prof, expr: 'key == \"nobody\"'}\n",
 			`rule 2 (drop): its expression held for none of its scope's 2 rows: the rule drops nothing`},
 	} {

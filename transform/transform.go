@@ -1002,25 +1002,29 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats, movesVersions func(*rules
 // no row, and each keep whose expression held for none of the rows of its
 // scope, so that it dropped them all: most likely a mistyped name or value
 // (slot == "agg2"), which the run would otherwise carry out without a word.
-// The rows of a rule's scope are those followSlots finds where it runs; a
-// rule whose scope holds none is scopeWarnings' to warn of. Rows that an
-// earlier rule dropped by expression are still counted there, so a keep
-// after such a rule is warned of only when it dropped every row of its
-// scope: never when it did not.
+// The rows of a rule's scope are those followSlots finds where it runs (a
+// rule whose scope holds none is scopeWarnings' to warn of), which are the
+// rows that reach it only while no rule before it dropped rows but by
+// operator or slot: after one that did (a filter, a purge, a set_value that
+// erases), the rule is not warned of, as a drop that matched nothing may
+// have seen nothing, and a keep that dropped every row it saw cannot be
+// told from one that did not.
 func filterWarnings(set *rules.Set, steps []step, stats []*RuleStats, slots []*SlotStats) []string {
 	byRule := map[*rules.Rule]*RuleStats{}
 	for i, st := range steps {
-		if i < len(stats) && st.rule.Filter() != nil {
+		if i < len(stats) {
 			byRule[st.rule] = stats[i]
 		}
 	}
-	if len(byRule) == 0 {
-		return nil
-	}
 	var warns []string
+	unfollowed := false // a rule before dropped rows that followSlots does not follow
 	followSlots(set, slotsBefore(slots), func(r *rules.Rule, present map[slotKey]int64) error {
 		rs, f := byRule[r], r.Filter()
 		if rs == nil {
+			return nil
+		}
+		defer func() { unfollowed = unfollowed || rs.Dropped > 0 && r.DropOperator == nil && r.DropSlot == nil }()
+		if f == nil || unfollowed {
 			return nil
 		}
 		var rows int64

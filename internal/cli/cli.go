@@ -255,15 +255,28 @@ type onceValue struct {
 	set   bool
 }
 
+// Set sets the value, or refuses a second one that sets another (the
+// values are compared as set: --parallelism 4 and 04, --json and
+// --json=1 are the same).
 func (v *onceValue) Set(s string) error {
-	if v.set && s != v.first {
-		return &givenTwice{first: v.first}
-	}
+	before := v.Value.String()
 	if err := v.Value.Set(s); err != nil {
 		return err
 	}
-	v.first, v.set = s, true
+	if v.set && v.Value.String() != before {
+		return &givenTwice{first: v.first}
+	}
+	if !v.set {
+		v.first, v.set = s, true
+	}
 	return nil
+}
+
+// IsBoolFlag is the wrapped value's: pflag's help shows a bool flag as
+// --flag[=true|false] by it.
+func (v *onceValue) IsBoolFlag() bool {
+	b, ok := v.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // givenTwice is onceValue's refusal of a second value.
