@@ -568,7 +568,7 @@ func (d *differ) both(a, b savepoint.UnionRow) {
 			if !eq {
 				note = fmt.Sprintf("the timers a restore keeps differ (%d on one side only)", n)
 			}
-		} else if !sameCopies(a, b) {
+		} else if !sameCopies(a, b, d.release) {
 			// A blob that does not decode, or an operator that holds no
 			// keyed rows to say which group runs it: its stored copies,
 			// byte for byte.
@@ -587,7 +587,7 @@ func (d *differ) both(a, b savepoint.UnionRow) {
 			}
 			return d.keyed[0].Runs(a.Row.Op, sub) || d.keyed[1].Runs(b.Row.Op, sub)
 		}
-		if diffs := differentRestores(a, b, running); len(diffs) > 0 {
+		if diffs := differentRestores(a, b, running, d.release); len(diffs) > 0 {
 			same, note = false, restoresNote(diffs)
 		}
 	}
@@ -618,9 +618,22 @@ func sameLayout(a, b *savepoint.Savepoint) bool {
 	return true
 }
 
+// release drops from the resident set the pages of subtask sub's files
+// on both sides: once a copy of savepoint.LargeValueBytes or more is
+// compared, a broadcast state in every file would otherwise be resident
+// as many times over.
+func (d *differ) release(sub int) {
+	for _, sp := range []*savepoint.Savepoint{d.a, d.b} {
+		if f := sp.File(sub); f != nil {
+			f.ReleasePages()
+		}
+	}
+}
+
 // sameCopies reports whether a and b are stored, byte for byte, by the
-// same subtasks.
-func sameCopies(a, b savepoint.UnionRow) bool {
+// same subtasks; release is called with each subtask whose copies, of
+// savepoint.LargeValueBytes or more, were compared.
+func sameCopies(a, b savepoint.UnionRow, release func(sub int)) bool {
 	ca, cb := copiesOf(a), copiesOf(b)
 	if len(ca) != len(cb) {
 		return false
@@ -630,8 +643,12 @@ func sameCopies(a, b savepoint.UnionRow) bool {
 		byA[c.Subtask] = c.Row.Value
 	}
 	for _, c := range cb {
-		if v, ok := byA[c.Subtask]; !ok || !bytes.Equal(v, c.Row.Value) {
+		v, ok := byA[c.Subtask]
+		if !ok || !bytes.Equal(v, c.Row.Value) {
 			return false
+		}
+		if len(v) >= savepoint.LargeValueBytes {
+			release(c.Subtask)
 		}
 	}
 	return true
@@ -686,8 +703,10 @@ func restoresNote(diffs []restoreDiff) string {
 // restore different values of an operator-state row whose chosen copies a
 // and b are equal, at one layout, with what each restores on each side: a
 // subtask restores its own copy, and one without a copy the union's
-// (format 5.3: own wins, the others are merged in).
-func differentRestores(a, b savepoint.UnionRow, running func(sub int) bool) []restoreDiff {
+// (format 5.3: own wins, the others are merged in). release is called
+// with each subtask whose copy, of savepoint.LargeValueBytes or more, was
+// compared.
+func differentRestores(a, b savepoint.UnionRow, running func(sub int) bool, release func(sub int)) []restoreDiff {
 	own := func(u savepoint.UnionRow) map[int][]byte {
 		m := map[int][]byte{}
 		for _, c := range copiesOf(u) {
@@ -708,10 +727,16 @@ func differentRestores(a, b savepoint.UnionRow, running func(sub int) bool) []re
 		if !bytes.Equal(oa[sub], vb) {
 			diffs = append(diffs, restoreDiff{sub: sub, a: oa[sub], b: vb, ownA: true, ownB: ok})
 		}
+		if len(vb) >= savepoint.LargeValueBytes {
+			release(sub)
+		}
 	}
 	for _, sub := range slices.Sorted(maps.Keys(ob)) {
 		if _, ok := oa[sub]; !ok && running(sub) && !bytes.Equal(a.Row.Value, ob[sub]) {
 			diffs = append(diffs, restoreDiff{sub: sub, a: a.Row.Value, b: ob[sub], ownB: true})
+		}
+		if len(ob[sub]) >= savepoint.LargeValueBytes {
+			release(sub)
 		}
 	}
 	slices.SortFunc(diffs, func(x, y restoreDiff) int { return x.sub - y.sub })

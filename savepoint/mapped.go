@@ -307,6 +307,16 @@ func (r *RowReader) load(b *Batch, lo, hi int) error {
 		return int64(r.koffs[m+2]-r.k0)+int64(r.voffs[m+2]-r.v0) > limit
 	})
 	hi = lo + n
+	if n == 1 && int64(r.koffs[1]-r.k0)+int64(r.voffs[1]-r.v0) > limit {
+		// A row larger than the bytes allowed is read through the map:
+		// the buffers would grow to its size and keep it for the
+		// reader's life, and a row kept past it (an operator row held
+		// for a merge, a broadcast state of 50 MB in each of 16 files)
+		// would keep a buffer of its own. Its pages stay cached, and
+		// leave the resident set when the file's pages are released.
+		r.b, r.lo, r.hi, r.fromFile = b, lo, hi, false
+		return nil
+	}
 	r.ops, r.koffs, r.voffs = r.ops[:n], r.koffs[:n+1], r.voffs[:n+1]
 	k1, v1 := r.koffs[n], r.voffs[n]
 	r.keys = slices.Grow(r.keys[:0], int(k1-r.k0))[:k1-r.k0]

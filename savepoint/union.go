@@ -301,6 +301,12 @@ func (r *RunningGroups) Runs(op uint64, subtask int) bool {
 // count them the same way.
 type Resolver struct{ u unioner }
 
+// LargeValueBytes is the size of a row's value from which a pass that
+// compares the copies of one key held in several files (operator state
+// replicated in every file, such as a broadcast state) has each file's
+// pages released once its copy is compared.
+const LargeValueBytes = 1 << 20
+
 // NewResolver returns a Resolver for sp that counts into st (Rows,
 // StaleCopies, Lost and the operator counts; the caller fills Files,
 // StoredRows and FileDuplicates).
@@ -588,6 +594,13 @@ func (u *unioner) resolveMany(copies []UnionRow) (UnionRow, bool) {
 		differ = differ || !bytes.Equal(c.Row.Value, copies[0].Row.Value)
 		if IncomingWins(best.Row, c.Row) {
 			best = c
+		}
+		if len(c.Row.Value) >= LargeValueBytes {
+			// A broadcast state in every file would otherwise be
+			// resident as many times over once compared.
+			if f := u.sp.File(c.Subtask); f != nil {
+				f.ReleasePages()
+			}
 		}
 	}
 	if u.copies {

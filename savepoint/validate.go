@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -1217,7 +1217,18 @@ func isSourceOffsetKey(logical []byte) bool {
 type valOpCopy struct {
 	subtask int
 	value   []byte
+	// sum is valueSum(value): copies are told apart by it, not by a copy
+	// of their bytes (a broadcast state of 50 MB in each of 16 files was
+	// copied into a map, 800 MB, to count its distinct values).
+	sum uint64
 }
+
+// valueSeed seeds valueSum.
+var valueSeed = maphash.MakeSeed()
+
+// valueSum returns a 64-bit hash of an operator row's value and its
+// length, which tells distinct values apart but for a chance of 2^-64.
+func valueSum(b []byte) uint64 { return maphash.Bytes(valueSeed, b) ^ uint64(len(b)) }
 
 // operatorRows returns each file's operator-state rows and its legacy
 // unprefixed timer blobs (raw rows IsTimerBlob names), each one per key as
@@ -1283,30 +1294,13 @@ func (v *validator) checkOperatorGroups(keyedOps []map[uint64]bool) {
 	if len(v.sp.Groups) < 2 {
 		return
 	}
-	// files[op][group] are the indexes of the files of group holding keyed
-	// rows of op.
-	files := map[uint64]map[Group][]int{}
-	var ops []uint64
-	for i, f := range v.sp.Files {
-		g, ok := v.sp.GroupOf(f.Subtask)
-		if !ok {
-			continue
-		}
-		for op := range keyedOps[i] {
-			if files[op] == nil {
-				files[op] = map[Group][]int{}
-				ops = append(ops, op)
-			}
-			files[op][g] = append(files[op][g], i)
-		}
-	}
-	slices.Sort(ops)
+	files, ops := v.sp.keyedFilesByGroup(keyedOps)
 	for _, op := range ops {
 		byGroup := files[op]
 		if len(byGroup) < 2 {
 			continue
 		}
-		groups := slices.SortedFunc(maps.Keys(byGroup), func(a, b Group) int { return a.First - b.First })
+		groups := groupsInOrder(byGroup)
 		hg := groups[0]
 		for _, g := range groups {
 			if len(byGroup[g]) > len(byGroup[hg]) {
@@ -1347,8 +1341,9 @@ func (v *validator) checkOperatorRows(perFile [][]Row, keyedOps []map[uint64]boo
 				byKey[k] = e
 				keys = append(keys, k)
 			}
-			e.copies = append(e.copies, valOpCopy{f.Subtask, r.Value})
+			e.copies = append(e.copies, valOpCopy{f.Subtask, r.Value, valueSum(r.Value)})
 		}
+		f.ReleasePages() // the values read to sum them stay cached, not resident
 	}
 	slices.Sort(keys)
 	replicated, diverging := 0, 0
@@ -1358,10 +1353,10 @@ func (v *validator) checkOperatorRows(perFile [][]Row, keyedOps []map[uint64]boo
 			continue
 		}
 		replicated++
-		distinct := map[string]bool{}
+		distinct := map[uint64]bool{}
 		all8 := true
 		for _, c := range e.copies {
-			distinct[string(c.value)] = true
+			distinct[c.sum] = true
 			all8 = all8 && len(c.value) == 8
 		}
 		if len(distinct) < 2 {
@@ -1454,24 +1449,23 @@ func (v *validator) liveOpCopies(live *blobLiveness, op uint64, copies []valOpCo
 
 // describeCopies lists which subtasks hold which value.
 func describeCopies(copies []valOpCopy, all8 bool) string {
-	var order []string
-	subs := map[string][]int{}
+	var order []valOpCopy // the first copy of each value
+	subs := map[uint64][]int{}
 	for _, c := range copies {
-		k := string(c.value)
-		if _, ok := subs[k]; !ok {
-			order = append(order, k)
+		if _, ok := subs[c.sum]; !ok {
+			order = append(order, c)
 		}
-		subs[k] = append(subs[k], c.subtask)
+		subs[c.sum] = append(subs[c.sum], c.subtask)
 	}
 	parts := make([]string, len(order))
-	for i, k := range order {
+	for i, c := range order {
 		var val string
 		if all8 {
-			val = strconv.FormatInt(int64(binary.LittleEndian.Uint64([]byte(k))), 10)
+			val = strconv.FormatInt(int64(binary.LittleEndian.Uint64(c.value)), 10)
 		} else {
-			val = fmt.Sprintf("%d bytes %s", len(k), renderBytesShort([]byte(k), 12))
+			val = fmt.Sprintf("%d bytes %s", len(c.value), renderBytesShort(c.value, 12))
 		}
-		parts[i] = fmt.Sprintf("%s %s: %s", plural(len(subs[k]), "subtask", "subtasks"), JoinInts(subs[k], ","), val)
+		parts[i] = fmt.Sprintf("%s %s: %s", plural(len(subs[c.sum]), "subtask", "subtasks"), JoinInts(subs[c.sum], ","), val)
 	}
 	return strings.Join(parts, "; ")
 }

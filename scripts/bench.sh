@@ -3,9 +3,10 @@
 #
 # For each size it generates a snapshot in canonical order (as sptool writes
 # and RocksDB exports), and at 10M rows also one in clink's hash-map order
-# (shuffled), 4-subtask trees in both orders and, where the zstd command is
-# present, the sorted file compressed whole with zstd (next to zstd's own
-# decompression), then times each operation and its peak
+# (shuffled), 4-subtask trees in both orders, 16-subtask trees in clink's
+# order (one of them with a 50 MB broadcast state in every file) and, where
+# the zstd command is present, the sorted file compressed whole with zstd
+# (next to zstd's own decompression), then times each operation and its peak
 # resident memory next to `cp` of the same input. Ratios are what to
 # compare: absolute times drift between machines and with load.
 #
@@ -275,6 +276,12 @@ for n in $SIZES; do
 		t="$DIR/shuffled-tree16-$n"
 		[ -d "$t" ] || "$DIR/spgen" bigtree "$t" "$n" 16 --shuffled
 		bench_tree "$n rows in a 16-subtask tree, clink's hash-map order" "$t" 16
+		# Operator state replicated in every file (a broadcast state of
+		# 50 MB, as a rules engine's): memory must not grow with the
+		# copies.
+		t="$DIR/broadcast-tree16"
+		[ -d "$t" ] || "$DIR/spgen" bigtree "$t" 1000000 16 --shuffled --broadcast 52428800
+		bench_tree "1000000 rows in a 16-subtask tree, clink's hash-map order, a 50 MB broadcast state in every file" "$t" 16
 	fi
 done
 [ -z "${BENCH_LARGE:-}" ] || bench_large

@@ -562,7 +562,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 			rr.OperatorOut += int64(m)
 			continue
 		}
-		value, choice := mergeOperator(id, copies)
+		value, choice := mergeOperator(id, copies, func(old int) { groupFiles[old-g.First].ReleasePages() })
 		if choice != nil {
 			choice.Group = savepoint.FormatGroups([]savepoint.Group{g})
 			rr.Merges = append(rr.Merges, *choice)
@@ -1201,17 +1201,26 @@ func opKey(r savepoint.Row) string {
 // scale-down restore merges the parents: the later copy, unless both are 8
 // bytes (then the greater) — the highest old subtask's copy unless 8-byte
 // copies follow the last longer or shorter one. A choice between differing
-// values is returned for the report.
-func mergeOperator(id savepoint.Row, copies []opCopy) ([]byte, *MergeChoice) {
-	distinct := map[string]bool{}
+// values is returned for the report. release is called with the old
+// subtask of each copy of savepoint.LargeValueBytes or more, once compared.
+func mergeOperator(id savepoint.Row, copies []opCopy, release func(old int)) ([]byte, *MergeChoice) {
+	// The distinct values, each as one copy's (not a copy of its bytes as
+	// a map key: a broadcast state of 50 MB in each of 16 old files took
+	// 800 MB so).
+	var distinct [][]byte
 	// Only operator state (first key byte 128 or more) keeps the greater
 	// of two 8-byte values; the empty key, which clink's merge does not
 	// take for operator state (format 1.6), keeps the later copy.
 	opState := id.IsOperatorState()
 	all8 := opState
 	for _, c := range copies {
-		distinct[string(c.value)] = true
+		if !slices.ContainsFunc(distinct, func(d []byte) bool { return bytes.Equal(d, c.value) }) {
+			distinct = append(distinct, c.value)
+		}
 		all8 = all8 && len(c.value) == 8
+		if len(c.value) >= savepoint.LargeValueBytes {
+			release(c.old) // its pages compared stay cached, not resident
+		}
 	}
 	last := copies[len(copies)-1]
 	if len(distinct) == 1 {

@@ -150,6 +150,11 @@ type BigOptions struct {
 	// ShuffledTree writes the files of WriteBigTree in clink's hash-map
 	// order too (its files are otherwise canonical, whatever Sorted says).
 	ShuffledTree bool
+	// Broadcast, when not zero, adds to each file of WriteBigTree the row
+	// of a broadcast state of that many bytes: operator state (key 0xFF
+	// "rules|" of operator 42), the same value in every file, as clink
+	// replicates it into every subtask.
+	Broadcast int
 	// Keep, when set, keeps only the rows of the key groups it accepts
 	// (the others are generated and dropped, so the kept rows are the same
 	// as in the whole set).
@@ -223,15 +228,24 @@ func WriteBigTree(dir string, o BigOptions, p int) error {
 	}
 	defer tw.Abort()
 	md := savepoint.CanonicalMetadata(nil, savepoint.VersionMap{})
+	var bcast []savepoint.Row
+	if o.Broadcast > 0 {
+		v := make([]byte, o.Broadcast)
+		r := rand.New(rand.NewPCG(o.Seed, 13))
+		for i := 0; i+8 <= len(v); i += 8 {
+			binary.LittleEndian.PutUint64(v[i:], r.Uint64())
+		}
+		bcast = []savepoint.Row{{Op: 42, Key: []byte("\xffrules|"), Value: v}}
+	}
 	// One subtask at a time: only its rows are in memory.
 	for s := 0; s < p; s++ {
 		o.Keep = func(kg int) bool { return savepoint.SubtaskForKeyGroup(kg, p) == s }
 		var err error
 		if o.ShuffledTree {
 			o.Sorted = false
-			_, err = tw.WriteSubtaskWith(s, md, savepoint.RowSlice(BigRows(o)), savepoint.SnapshotOptions{AsIs: true})
+			_, err = tw.WriteSubtaskWith(s, md, savepoint.RowSlice(append(BigRows(o), bcast...)), savepoint.SnapshotOptions{AsIs: true})
 		} else {
-			_, err = tw.WriteSubtask(s, md, BigRows(o), savepoint.CompressNone)
+			_, err = tw.WriteSubtask(s, md, append(BigRows(o), bcast...), savepoint.CompressNone)
 		}
 		if err != nil {
 			return err

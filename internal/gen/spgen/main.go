@@ -3,7 +3,7 @@
 //
 //	go run ./internal/gen/spgen example DIR
 //	go run ./internal/gen/spgen big FILE ROWS [--sorted] [--key-pad N]
-//	go run ./internal/gen/spgen bigtree DIR ROWS SUBTASKS [--shuffled] [--key-pad N]
+//	go run ./internal/gen/spgen bigtree DIR ROWS SUBTASKS [--shuffled] [--key-pad N] [--broadcast BYTES]
 package main
 
 import (
@@ -43,7 +43,7 @@ func run(args []string) error {
 		return gen.WriteBig(args[1], o)
 	case "bigtree":
 		if len(args) < 4 {
-			return fmt.Errorf("usage: spgen bigtree DIR ROWS SUBTASKS [--shuffled]")
+			return fmt.Errorf("usage: spgen bigtree DIR ROWS SUBTASKS [--shuffled] [--broadcast BYTES]")
 		}
 		n, err1 := strconv.Atoi(args[2])
 		p, err2 := strconv.Atoi(args[3])
@@ -61,7 +61,8 @@ func run(args []string) error {
 
 // bigFlags parses --key-pad N and, for a file, --sorted (a file is
 // otherwise in clink's hash-map order), for a tree --shuffled (a tree's
-// files are otherwise canonical).
+// files are otherwise canonical) and --broadcast N (a broadcast state of
+// N bytes in every file).
 func bigFlags(args []string, o *gen.BigOptions, file bool) error {
 	for i := 0; i < len(args); i++ {
 		switch {
@@ -69,15 +70,19 @@ func bigFlags(args []string, o *gen.BigOptions, file bool) error {
 			o.Sorted = true
 		case args[i] == "--shuffled" && !file:
 			o.ShuffledTree = true
-		case args[i] == "--key-pad":
+		case args[i] == "--key-pad" || args[i] == "--broadcast" && !file:
 			if i+1 == len(args) {
-				return fmt.Errorf("--key-pad needs a byte count")
+				return fmt.Errorf("%s needs a byte count", args[i])
 			}
 			n, err := strconv.Atoi(args[i+1])
 			if err != nil || n < 0 {
-				return fmt.Errorf("--key-pad %q is not a byte count", args[i+1])
+				return fmt.Errorf("%s %q is not a byte count", args[i], args[i+1])
 			}
-			o.KeyPad = n
+			if args[i] == "--key-pad" {
+				o.KeyPad = n
+			} else {
+				o.Broadcast = n
+			}
 			i++
 		default:
 			return fmt.Errorf("unknown option %q", args[i])
