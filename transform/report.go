@@ -390,7 +390,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			if slices.ContainsFunc(rr.Groups, func(g RescaleGroupReport) bool { return g.Action == "copy" }) {
 				of = " of the rescaled groups"
 			}
-			ew.printf("  keyed rows%s: %d in, %d written, %d stale copies dropped (the owner's copy, or its changelog's erase, kept)", of, rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
+			ew.printf("  keyed rows%s: %d in, %d written, %d stale copies dropped (their owner's input file holds the key, or its changelog erases it: no restore at the old layout reads them)", of, rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
 			if rr.Lost > 0 {
 				ew.printf(", %d lost rows dropped (held only outside their owner's file: no restore at the old layout holds them)", rr.Lost)
 			}

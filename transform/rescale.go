@@ -26,9 +26,10 @@ type RescaleReport struct {
 	KeyedIn  int64 `json:"keyed_in"`
 	KeyedOut int64 `json:"keyed_out"`
 	// StaleCopies are keyed rows found in a file other than the one of the
-	// subtask that owned their key group, whose owner's file holds the row
-	// too: restore would not have restored them; the owner's copy is kept
-	// (format section 10.1).
+	// subtask that owned their key group, whose owner's input file holds
+	// the row too (or its changelog erases it): restore would not have
+	// restored them (format section 10.1). The owner's copy is kept, but
+	// for one a rule dropped (see Lost).
 	StaleCopies int64 `json:"stale_copies_dropped"`
 	// Lost are keyed rows found only outside their owner's file (each such
 	// copy counted): no restore at the old layout holds them, and the
