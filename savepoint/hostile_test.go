@@ -62,7 +62,21 @@ func hostileSeeds(t testing.TB) [][]byte {
 		unknownCodecStream(t, 0x80),
 		declaring(t, fixtureRows, 1, 1000),
 		overlappingStream(t),
+		hiddenBatchStream(t),
 	}
+}
+
+// hiddenBatchStream is the clink fixture's schema, an end-of-stream
+// marker, then its batch and another marker: a stream ended early by a
+// batch's length read as 0 (see TestHiddenStream).
+func hiddenBatchStream(t testing.TB) []byte {
+	fixture, err := os.ReadFile("../testdata/clink/snapshot-v1.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := messagesOf(t, fixture)
+	eos := []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
+	return slices.Concat(fixture[:ms[0].end], eos, fixture[ms[1].start:ms[1].end], eos)
 }
 
 // A zero-row batch whose binary columns declare empty offsets buffers is a
