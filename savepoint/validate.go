@@ -1226,9 +1226,9 @@ type valOpCopy struct {
 // valueSeed seeds valueSum.
 var valueSeed = maphash.MakeSeed()
 
-// valueSum returns a 64-bit hash of an operator row's value and its
-// length, which tells distinct values apart but for a chance of 2^-64.
-func valueSum(b []byte) uint64 { return maphash.Bytes(valueSeed, b) ^ uint64(len(b)) }
+// valueSum returns a 64-bit hash of an operator row's value, which tells
+// distinct values apart but for a chance of about 2^-64.
+func valueSum(b []byte) uint64 { return maphash.Bytes(valueSeed, b) }
 
 // operatorRows returns each file's operator-state rows and its legacy
 // unprefixed timer blobs (raw rows IsTimerBlob names), each one per key as

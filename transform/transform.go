@@ -1056,13 +1056,13 @@ func filterWarnings(set *rules.Set, steps []step, stats []*RuleStats, slots []*S
 	return warns
 }
 
-// listSome joins the first max of names with commas, and says how many
+// listSome joins the first most of names with commas, and says how many
 // more there are.
-func listSome(names []string, max int) string {
-	if len(names) <= max {
+func listSome(names []string, most int) string {
+	if len(names) <= most {
 		return strings.Join(names, ", ")
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
 }
 
 // versionEntriesMoved reports of a drop_operator, remap_operator or

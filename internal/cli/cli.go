@@ -210,16 +210,14 @@ func parse(c *command, fs *pflag.FlagSet, s *Streams, args []string, nargs func(
 	})
 	err := fs.Parse(args)
 	var twice *givenTwice
-	if errors.As(err, &twice) {
-		var bad *pflag.InvalidValueError
-		errors.As(err, &bad)
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &twice) && errors.As(err, &bad) {
 		err = twice.explain(bad.GetFlag(), bad.GetValue())
 	}
 	if errors.Is(err, pflag.ErrHelp) {
 		commandHelp(c, fs, s.Out)
 		return true, ExitOK
 	}
-	var bad *pflag.InvalidValueError
 	if errors.As(err, &bad) && strings.Contains(bad.GetFlag().Value.Type(), "int") && isDecimal(bad.GetValue()) {
 		// pflag says "must be an integer" of one too large for its type.
 		err = fmt.Errorf("invalid argument %q for \"--%s\" flag: out of range", bad.GetValue(), bad.GetFlag().Name)
