@@ -239,6 +239,22 @@ func hostileStream(t testing.TB, s schemaShape) []byte {
 	return append(frame(shapedSchema(s), nil), rest...)
 }
 
+// openWritten writes data to a file named name and opens it, columnar; the
+// savepoint is closed when the test ends.
+func openWritten(t testing.TB, name string, data []byte) *Savepoint {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(path, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.Close() })
+	return sp
+}
+
 // openBytes writes data to a file named name and opens it, columnar or not;
 // a decode that takes longer than a minute fails the test.
 func openBytes(t *testing.T, name string, data []byte, columnar bool) error {
@@ -1050,15 +1066,7 @@ func TestHiddenStream(t *testing.T) {
 		{"zeros", slices.Concat(fixture, make([]byte, 64)), HiddenStream{}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "h.snap")
-			if err := os.WriteFile(path, c.data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			sp, err := Open(path, OpenOptions{Columnar: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sp.Close()
+			sp := openWritten(t, "h.snap", c.data)
 			s := sp.Files[0].Snapshot
 			if s.Hidden != c.want {
 				t.Errorf("hidden %+v, want %+v", s.Hidden, c.want)

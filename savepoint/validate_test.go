@@ -2309,15 +2309,7 @@ func TestEmptyCLMBWarned(t *testing.T) {
 		{"two blobs", FrameCLMB([][]byte{blob, blob}), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "changelog-3.snap")
-			if err := os.WriteFile(path, c.data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			sp, err := Open(path, OpenOptions{Columnar: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sp.Close()
+			sp := openWritten(t, "changelog-3.snap", c.data)
 			warned := slices.ContainsFunc(Validate(sp, ValidateOptions{}).Findings, func(f Finding) bool {
 				return f.Severity == SeverityWarning && strings.HasPrefix(f.Message, "a CLMB frame of no blob")
 			})
