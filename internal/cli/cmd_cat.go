@@ -65,8 +65,9 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	}
 	var slotIs func(savepoint.Key) bool
 	slotNote := ""          // why --slot names a slot as it is, when it looks like another form
+	slotShown := ""         // the slot --slot names, as cat prints it
 	if fs.Changed("slot") { // --slot "" is the slot of empty name
-		slotIs, slotNote = slotMatcher(*slot)
+		slotIs, slotShown, slotNote = slotMatcher(*slot)
 	}
 	if *format != "text" && *format != "jsonl" && *format != "csv" {
 		return usageError(s, c, fmt.Errorf("--format must be text, jsonl or csv, not %q", *format))
@@ -168,7 +169,11 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 				sel = append(sel, "--op "+*op)
 			}
 			if fs.Changed("slot") {
-				sel = append(sel, "--slot "+strconv.Quote(*slot))
+				given := *slot
+				if given == "" || strings.ContainsAny(given, " \t\n") {
+					given = strconv.Quote(given)
+				}
+				sel = append(sel, "--slot "+given+" (the slot cat prints as slot="+slotShown+")")
 			}
 			// (--where alone answering nothing is an answer.)
 			if len(sel) > 0 && *where != "" {
@@ -446,10 +451,13 @@ var catCSVHeader = []string{"subtask", "op", "kind", "key_group", "slot", "key_h
 // as the text format prints the others, the name Go's quoting gives; any
 // other, the slot of that name. A name that starts like a form but is not
 // one (0xZZ, "abc) names the slot as it is, and note says why, for cat to
-// say when it printed nothing (a typo, most likely).
-func slotMatcher(name string) (is func(k savepoint.Key) bool, note string) {
+// say when it printed nothing (a typo, most likely). shown is the slot
+// named as the text format prints it, for the warning that nothing matched
+// (--slot 0xab is the slot of byte 0xab, printed 0xab; --slot '"0xab"' the
+// slot named 0xab, printed "0xab").
+func slotMatcher(name string) (is func(k savepoint.Key) bool, shown, note string) {
 	if name == savepoint.RawSlot {
-		return func(k savepoint.Key) bool { return !k.HasSlot }, ""
+		return func(k savepoint.Key) bool { return !k.HasSlot }, savepoint.RawSlot, ""
 	}
 	want := []byte(name)
 	if h, ok := strings.CutPrefix(name, "0x"); ok {
@@ -465,7 +473,7 @@ func slotMatcher(name string) (is func(k savepoint.Key) bool, note string) {
 			note = "a name in double quotes is read as Go quotes it only when it is quoted whole"
 		}
 	}
-	return func(k savepoint.Key) bool { return k.HasSlot && bytes.Equal(k.Slot, want) }, note
+	return func(k savepoint.Key) bool { return k.HasSlot && bytes.Equal(k.Slot, want) }, string(appendCatSlot(nil, want)), note
 }
 
 // appendCatText appends to b r's line of cat's text format (clink's
