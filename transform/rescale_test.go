@@ -2169,6 +2169,23 @@ func TestStateBaseURIRefused(t *testing.T) {
 	}
 }
 
+// TestStateBaseControlRefused: a --state-base holding a control character
+// (a newline pasted in) would be written into every handle, naming files
+// no restore opens; it is refused before anything is written.
+func TestStateBaseControlRefused(t *testing.T) {
+	sp := rsOpen(t, rsFixture("independent", "changelog-file"), nil)
+	for _, base := range []string{"/srv/clink/state\n", "/srv/clink\tstate"} {
+		out := filepath.Join(rsTempDir(t), "out")
+		_, err := transform.Run(context.Background(), sp, rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n"), transform.Options{Out: out, StateBase: base})
+		if err == nil || !strings.Contains(err.Error(), "holds a control character") {
+			t.Errorf("state base %q: err %v", base, err)
+		}
+		if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("state base %q: output written (%v)", base, err)
+		}
+	}
+}
+
 // TestRescaleChangelogFile rescales a changelog+file tree: the output has the
 // same form (changelog-<id>.snap holding a row_kind 3 handle into the output
 // tree, the state in materializations/mat-<id>.bin, no sidecars) and reads

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
 
 	"github.com/expr-lang/expr/vm"
 
@@ -3344,10 +3345,16 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, lists bool) *Purge
 // materialisation handle cannot hold: one given as a URI
 // (changelog+file:///srv/state), where a handle is a plain path,
 // <base>/v<gen>/<idx>/materializations/mat-<id>.bin (format 1.7), and one
-// that starts with a scheme names no file a restore finds.
+// that starts with a scheme names no file a restore finds; and one that
+// holds a control character.
 func CheckStateBase(base string) error {
 	if scheme, ok := uriScheme(base); ok {
 		return fmt.Errorf("--state-base %s: give the path the job restores from, without %s://: a materialisation handle is a plain path, <base>/v<gen>/<idx>/materializations/mat-<id>.bin (format 1.7), and one that starts with a URI scheme names no file a restore finds", base, scheme)
+	}
+	if strings.ContainsFunc(base, unicode.IsControl) {
+		// A path may hold one, but the job's configuration is unlikely
+		// to: handles written with it would name files no restore finds.
+		return fmt.Errorf("--state-base %q holds a control character (a newline, a tab): give the path the job restores from as its configuration spells it", base)
 	}
 	return nil
 }
