@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -2317,5 +2318,56 @@ func TestEmptyCLMBWarned(t *testing.T) {
 				t.Errorf("warned %v, want %v", warned, c.warn)
 			}
 		})
+	}
+}
+
+// writeBroadcastTree writes a tree of n files, each holding the same
+// operator row of size bytes (a broadcast state, replicated as clink
+// replicates it) and nothing else, and returns its path.
+func writeBroadcastTree(t testing.TB, n, size int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tree")
+	tw, err := CreateTree(dir, TreeOptions{Generation: 1, Checkpoint: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := make([]byte, size)
+	for i := range v {
+		v[i] = byte(i * 7)
+	}
+	for i := range n {
+		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 5, Key: []byte("\xffrules|"), Value: v}}, CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("1", nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// validate compares the copies of an operator row replicated in every file
+// without copying them: four files of an 8 MiB broadcast state allocate
+// far less than one copy of it (counting its distinct values with the
+// values as map keys allocated every copy, 32 MiB).
+func TestReplicatedValueNotCopied(t *testing.T) {
+	const size = 8 << 20
+	sp, err := Open(writeBroadcastTree(t, 4, size), OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rep := Validate(sp, ValidateOptions{})
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size/2 {
+		t.Errorf("validate allocated %d bytes for 4 copies of a %d-byte value", alloc, size)
+	}
+	if !slices.ContainsFunc(rep.Findings, func(f Finding) bool {
+		return f.Check == CheckOperatorReplica && strings.Contains(f.Message, "0 of them with differing values")
+	}) {
+		t.Errorf("findings %v: want the replicated key, its copies equal", rep.Findings)
 	}
 }

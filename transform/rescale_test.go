@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -3103,5 +3104,51 @@ func TestRescaleTimersUnchosen(t *testing.T) {
 		return strings.HasPrefix(w, fmt.Sprintf("timers dropped: %d, of subtasks without a timer blob", unchosen))
 	}) {
 		t.Errorf("warnings %q: want one on the unchosen timers", rep.Warnings)
+	}
+}
+
+// A rescale merges the copies of an operator row replicated in every old
+// file without copying them, and reads a row larger than a read's buffer
+// through the map: four files of an 8 MiB broadcast state, rescaled to 2,
+// allocate less than two copies of it (the merge's map of the values and
+// a buffer of each row's size per file allocated eight, 64 MiB).
+func TestRescaleReplicatedValueNotCopied(t *testing.T) {
+	const size = 8 << 20
+	dir := filepath.Join(rsTempDir(t), "tree")
+	tw, err := savepoint.CreateTree(dir, savepoint.TreeOptions{Generation: 1, Checkpoint: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := make([]byte, size)
+	for i := range v {
+		v[i] = byte(i * 7)
+	}
+	for i := range 4 {
+		if _, err := tw.WriteSubtask(i, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), []savepoint.Row{{Op: 5, Key: []byte("\xffrules|"), Value: v}}, savepoint.CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("1", nil); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(dir, savepoint.OpenOptions{Columnar: true, RequireValid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	set := rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rep, err := transform.Run(context.Background(), sp, set, transform.Options{Out: filepath.Join(rsTempDir(t), "out")})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 2*size {
+		t.Errorf("the rescale allocated %d bytes for 4 copies of a %d-byte value", alloc, size)
+	}
+	if rep.Rescale == nil || rep.Rescale.OperatorIn != 4 || rep.Rescale.OperatorDistinct != 1 || len(rep.Rescale.Merges) != 0 {
+		t.Errorf("rescale report %+v: want 4 copies merged into 1, all equal", rep.Rescale)
 	}
 }
