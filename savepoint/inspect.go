@@ -587,8 +587,8 @@ func Summarize(sp *Savepoint) *Summary {
 		s.Notes = append(s.Notes, w)
 	}
 	if missing := sp.MissingSubtasks(); len(missing) > 0 {
-		s.Notes = append(s.Notes, fmt.Sprintf("the tree's subtasks are not consecutive (it holds %s; %s): a job restoring it at this layout refuses to start %s %s, and the chain groups are not inferred across the gap (sptool validate says more)",
-			sp.SubtaskList(), sp.DescribeMissing(missing), plural(len(missing), "subtask", "subtasks"), JoinInts(missing, ",")))
+		s.Notes = append(s.Notes, fmt.Sprintf("%s: a job restoring it at this layout refuses to start %s %s, and the chain groups are not inferred across the gap (sptool validate says more)",
+			sp.NotConsecutive(missing), plural(len(missing), "subtask", "subtasks"), JoinInts(missing, ",")))
 	}
 	if s.Input.GroupsInferred && len(sp.Groups) > 1 {
 		s.Notes = append(s.Notes, "chain groups "+FormatGroups(sp.Groups)+" were inferred from the keyed rows of each subtask file (their operators and key groups); --groups states them")

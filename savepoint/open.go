@@ -2267,8 +2267,15 @@ func (sp *Savepoint) CheckConsecutive() error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("the tree's subtasks are not consecutive (it holds %s; %s): its chain groups cannot be told across the gap (sptool validate says more)",
-		sp.SubtaskList(), sp.DescribeMissing(missing))
+	return fmt.Errorf("%s: its chain groups cannot be told across the gap (sptool validate says more)", sp.NotConsecutive(missing))
+}
+
+// NotConsecutive says that the tree lacks the subtasks missing (of
+// MissingSubtasks), and why: "the tree's subtasks are not consecutive (it
+// holds 0,1,3; subtask 2 has no directory)", the start of every message
+// about such a tree.
+func (sp *Savepoint) NotConsecutive(missing []int) string {
+	return fmt.Sprintf("the tree's subtasks are not consecutive (it holds %s; %s)", sp.SubtaskList(), sp.DescribeMissing(missing))
 }
 
 // DescribeMissing says why the tree read lacks the subtasks missing (of

@@ -687,8 +687,7 @@ func (u *unioner) finish() {
 	if missing := u.sp.MissingSubtasks(); u.tree && len(missing) > 0 {
 		// The logical view of a tree with a hole is no restore's: say
 		// so first, as rescale refuses such a tree.
-		st.Warnings = append(st.Warnings, fmt.Sprintf("the tree's subtasks are not consecutive (it holds %s; %s): its chain groups are not inferred across the gap, and the rows of the missing subtasks are not here (sptool validate says more; sptool cat and export --per-file give every stored row)",
-			u.sp.SubtaskList(), u.sp.DescribeMissing(missing)))
+		st.Warnings = append(st.Warnings, u.sp.NotConsecutive(missing)+": its chain groups are not inferred across the gap, and the rows of the missing subtasks are not here (sptool validate says more; sptool cat and export --per-file give every stored row)")
 	}
 	if st.StaleCopies > 0 {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("%s ignored: held by a subtask that does not own the row's key group while the owner's file holds the row too, or its changelog's log erases it; the owner's state is the one a restore keeps (format sections 1.7, 10.1)", keyedAndRaw(st.StaleCopies, st.StaleRaw, "stale keyed cop", "y", "ies")))

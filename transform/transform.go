@@ -358,8 +358,8 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if len(missing) > 1 {
 			which, it = "subtasks", "them"
 		}
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the tree's subtasks are not consecutive (it holds %s; %s): a job restoring it at this layout refuses to start %s %s, and one restoring the output too, which lacks %s as well; chain groups, which decide which copy of a row is kept, are not inferred across the gap (sptool validate says more)",
-			sp.SubtaskList(), sp.DescribeMissing(missing), which, savepoint.JoinInts(missing, ","), it))
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: a job restoring it at this layout refuses to start %s %s, and one restoring the output too, which lacks %s as well; chain groups, which decide which copy of a row is kept, are not inferred across the gap (sptool validate says more)",
+			sp.NotConsecutive(missing), which, savepoint.JoinInts(missing, ","), it))
 	}
 	if c := sp.Completed; c != nil && c.HasSubtasks && len(c.Subtasks) == 0 && len(sp.OtherCompleted) == 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s lists no subtask (an empty subtasks= line, which no coordinator writes): a restore of the input unions no other subtask's operator rows into a subtask (section 5.3), but the output's marker lists the subtasks written, and a restore of the output unions theirs; sptool read the tree as if the line were absent", savepoint.ShowName(sp.CompletedRel)))
