@@ -1170,15 +1170,18 @@ func hiddenStream(rest []byte, off int64) (h HiddenStream) {
 	n := len(rest)
 	// (A second marker right after the first hides nothing.)
 	h.EndMarker = n > 8 && binary.LittleEndian.Uint32(rest[n-8:]) == continuation && binary.LittleEndian.Uint32(rest[n-4:]) == 0
-	if h.Batches, h.Rows, _ = messagesAt(rest, 0); h.Batches > 0 {
+	batches, rows, end := messagesAt(rest, 0)
+	if batches > 0 {
+		h.Batches, h.Rows = batches, rows
 		return h
 	}
 	// Messages start at 8-byte-aligned offsets of the stream. A chain of
 	// messages without a batch is passed over whole, so that the scan
 	// reads each byte once (a chain looked for again from each of its
-	// messages would take a time that grows with its square).
+	// messages would take a time that grows with its square); so is the
+	// one right after the marker, just read.
 	align := func(at int) int { return at + int((8-(off+int64(at))%8)%8) }
-	for at := align(0); at+8 <= n; {
+	for at := align(max(1, end)); at+8 <= n; {
 		if binary.LittleEndian.Uint32(rest[at:]) != continuation {
 			at += 8
 			continue
