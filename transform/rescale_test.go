@@ -3115,20 +3115,7 @@ func TestRescaleTimersUnchosen(t *testing.T) {
 func TestRescaleReplicatedValueNotCopied(t *testing.T) {
 	const size = 8 << 20
 	dir := filepath.Join(rsTempDir(t), "tree")
-	tw, err := savepoint.CreateTree(dir, savepoint.TreeOptions{Generation: 1, Checkpoint: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := make([]byte, size)
-	for i := range v {
-		v[i] = byte(i * 7)
-	}
-	for i := range 4 {
-		if _, err := tw.WriteSubtask(i, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), []savepoint.Row{{Op: 5, Key: []byte("\xffrules|"), Value: v}}, savepoint.CompressNone); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Commit("1", nil); err != nil {
+	if err := gen.WriteBigTree(dir, gen.BigOptions{Broadcast: size}, 4); err != nil {
 		t.Fatal(err)
 	}
 	sp, err := savepoint.Open(dir, savepoint.OpenOptions{Columnar: true, RequireValid: true})
