@@ -217,6 +217,15 @@ func rescaleRuleErr(set *rules.Set, err error) error {
 // ErrRescaleNeedsTree is the error of a rescale of a single snapshot file.
 var ErrRescaleNeedsTree = errors.New("rescale needs a checkpoint tree (a v<generation> directory of subtask directories), not a single file")
 
+// groupsNamed names the tree's chain groups as they were found: inferred
+// from the rows, or given (--groups).
+func groupsNamed(sp *savepoint.Savepoint) string {
+	if sp.GroupsInferred {
+		return "inferred chain groups"
+	}
+	return "chain groups given with --groups"
+}
+
 // rescaleGroups resolves the rescale spec against the tree's groups.
 func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoint.Group, []int, []string, error) {
 	if sp.Kind == savepoint.InputFile {
@@ -243,14 +252,18 @@ func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoin
 	next := first
 	for i, g := range groups {
 		if g.First != next {
-			return nil, nil, nil, fmt.Errorf("rescale group %d (subtasks %s) does not match the tree: its groups must tile its subtasks %d-%d in order (the tree's inferred chain groups are %s)", i+1, spec.Groups[i].Subtasks, first, last, savepoint.FormatGroups(sp.Groups))
+			return nil, nil, nil, fmt.Errorf("rescale group %d (subtasks %s) does not match the tree: its groups must tile its subtasks %d-%d in order (the tree's %s are %s)", i+1, spec.Groups[i].Subtasks, first, last, groupsNamed(sp), savepoint.FormatGroups(sp.Groups))
 		}
 		next = g.First + g.Count
 	}
 	if next != last+1 || len(sp.Files) != last-first+1 {
-		return nil, nil, nil, fmt.Errorf("rescale groups %s do not cover the tree's subtasks %d-%d (its inferred chain groups are %s)", savepoint.FormatGroups(groups), first, last, savepoint.FormatGroups(sp.Groups))
+		return nil, nil, nil, fmt.Errorf("rescale groups %s do not cover the tree's subtasks %d-%d (its %s are %s)", savepoint.FormatGroups(groups), first, last, groupsNamed(sp), savepoint.FormatGroups(sp.Groups))
 	}
-	if sp.GroupsInferred && savepoint.FormatGroups(groups) != savepoint.FormatGroups(sp.Groups) {
+	if savepoint.FormatGroups(groups) != savepoint.FormatGroups(sp.Groups) {
+		if !sp.GroupsInferred {
+			// Both state the layout: neither is taken over the other.
+			return nil, nil, nil, fmt.Errorf("the rescale groups %s differ from the chain groups given for the tree (%s, --groups); the rescale reads the tree at its own groups, so give the same groups in both, or the rescale's alone", savepoint.FormatGroups(groups), savepoint.FormatGroups(sp.Groups))
+		}
 		warnings = append(warnings, fmt.Sprintf("the rescale groups %s differ from the chain groups inferred from the tree (%s); the rescale groups are used", savepoint.FormatGroups(groups), savepoint.FormatGroups(sp.Groups)))
 	}
 	return groups, pars, warnings, nil
@@ -261,7 +274,10 @@ func rescaleGroups(sp *savepoint.Savepoint, spec *rules.RescaleSpec) ([]savepoin
 // parallelism; operator rows are merged across the group's old subtasks and
 // written into every new file of the group; the timer blobs of the group's
 // own operators are split by key group.
-func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileResult, inputIDs func(op uint64, key []byte) []savepoint.Row, rep *Report) ([]*newFile, error) {
+//
+// shorthand is set for the rule of `sptool rescale`'s flags, whose groups
+// the user gave as --group-parallelism.
+func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, shorthand bool, results []*fileResult, inputIDs func(op uint64, key []byte) []savepoint.Row, rep *Report) ([]*newFile, error) {
 	groups, pars, warns, err := rescaleGroups(sp, spec)
 	if err != nil {
 		return nil, err
@@ -327,7 +343,7 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 		newFirst += m
 	}
 	if rr.Lost > 0 && !spec.DropLost {
-		return nil, lostError(groups, rr)
+		return nil, lostError(groups, layoutSource(sp, spec, shorthand), rr)
 	}
 	if rr.Lost > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("lost keyed rows dropped: %d, held only outside the file of the subtask owning their key group, so no restore at the old layout holds them (the report lists the first; sptool validate reports them all)", rr.Lost))
@@ -343,17 +359,35 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, results []*fileRe
 	return out, nil
 }
 
+// layoutSource says where the chain groups a rescale reads the tree at
+// come from, for the advice to check them: the rescale's own groups when
+// it gives them (as --group-parallelism, for the rule of `sptool
+// rescale`'s flags), else the tree's, given with --groups or inferred.
+func layoutSource(sp *savepoint.Savepoint, spec *rules.RescaleSpec, shorthand bool) string {
+	switch {
+	case spec.Groups != nil && shorthand:
+		return "the ranges of --group-parallelism"
+	case spec.Groups != nil:
+		return "the rescale rule's groups"
+	case sp.GroupsInferred:
+		return "inferred from the rows; --groups states them"
+	default:
+		return "--groups"
+	}
+}
+
 // lostError refuses a rescale that would drop lost keyed rows (see
 // rules.RescaleSpec.DropLost), naming the first. groups is the old layout
 // the rescale reads the tree at: its own groups when given, which may
-// differ from those inferred from the tree.
-func lostError(groups []savepoint.Group, rr *RescaleReport) error {
+// differ from those inferred from the tree; from says where they come
+// from (layoutSource).
+func lostError(groups []savepoint.Group, from string, rr *RescaleReport) error {
 	msg := fmt.Sprintf("the rescale would drop %d lost keyed rows: rows held only outside the file of the subtask owning their key group at the old layout (chain groups %s), which no restore at that layout holds", rr.Lost, savepoint.FormatGroups(groups))
 	if len(rr.LostExamples) > 0 {
 		l := rr.LostExamples[0]
 		msg += fmt.Sprintf(", such as %s (op %d, key group %d, owned by subtask %d)", l.where(), l.Op, l.KeyGroup, l.Owner)
 	}
-	return fmt.Errorf("%s. They usually mean the tree is read at the wrong layout: a subtask directory missing, or the wrong chain groups (--groups); sptool validate lists them. Nothing is written; to drop them, as a restore at this layout would, give 'drop_lost: true' to the rescale rule (sptool rescale --drop-lost)", msg)
+	return fmt.Errorf("%s. They usually mean the tree is read at the wrong layout: a subtask directory missing, or the wrong chain groups (%s); sptool validate lists them. Nothing is written; to drop them, as a restore at this layout would, give 'drop_lost: true' to the rescale rule (sptool rescale --drop-lost)", msg, from)
 }
 
 // unionMetadata is the metadata of a rescaled group's new files: first's

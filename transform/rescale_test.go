@@ -1620,6 +1620,37 @@ func TestRescaleTwoGroups(t *testing.T) {
 		}) {
 			t.Errorf("no warning about the groups: %q", rep.Warnings)
 		}
+		// The lost rows' error points at where the groups read came from:
+		// the rule's own, here.
+		if _, err := transform.Run(context.Background(), sp, rsRules(t, "version: 1\nrules:\n  - "+wrong+"}\n"), transform.Options{DryRun: true}); err == nil || !strings.Contains(err.Error(), "the wrong chain groups (the rescale rule's groups)") {
+			t.Errorf("lost rows under the rule's groups: %v, want the rule's groups named", err)
+		}
+
+		// Groups given for the tree (--groups) that the rule's differ from
+		// are refused, naming both, not replaced by the rule's; the same
+		// groups in both are read as given.
+		given := rsOpen(t, in, oldLayout)
+		out := filepath.Join(rsTempDir(t), "out")
+		_, err = transform.Run(context.Background(), given, rsRules(t, "version: 1\nrules:\n  - "+wrong+", drop_lost: true}\n"), transform.Options{Out: out})
+		if err == nil || !strings.Contains(err.Error(), "the rescale groups 0-1,2-4 differ from the chain groups given for the tree (0-2,3-4, --groups)") {
+			t.Errorf("rule groups that differ from the given ones: %v, want them refused, naming both", err)
+		}
+		if _, err := os.Lstat(out); err == nil {
+			t.Errorf("output written with groups that differ from the given ones")
+		}
+		same := "rescale: {groups: [{subtasks: \"0-2\", parallelism: 5}, {subtasks: \"3-4\", parallelism: 1}]}"
+		rep, err = transform.Run(context.Background(), given, rsRules(t, "version: 1\nrules:\n  - "+same+"\n"), transform.Options{DryRun: true})
+		if err != nil {
+			t.Fatalf("rule groups equal to the given ones: %v", err)
+		}
+		if slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "rescale groups") }) {
+			t.Errorf("a warning about groups that agree: %q", rep.Warnings)
+		}
+		// Given groups that leave rows lost are named as --groups.
+		whole := rsOpen(t, in, []savepoint.Group{{First: 0, Count: 5}})
+		if _, err := transform.Run(context.Background(), whole, rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 3}\n"), transform.Options{DryRun: true}); err == nil || !strings.Contains(err.Error(), "the wrong chain groups (--groups)") {
+			t.Errorf("lost rows under the given groups: %v, want --groups named", err)
+		}
 	})
 }
 

@@ -515,7 +515,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		// is an error, not a crash of the process.
 		eng.spill.alone() // the rescale sorts its old files one at a time
 		err := savepoint.Guard(func() (err error) {
-			if files, err = rescale(sp, spec, results, eng.inputIDs, rep); err != nil {
+			if files, err = rescale(sp, spec, set.Source == rules.RescaleShorthand, results, eng.inputIDs, rep); err != nil {
 				return rescaleRuleErr(set, err)
 			}
 			rep.recountAfterRescale(files, sp.ReleasePages)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sptool/sptool/rules"
+	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/transform"
 )
 
@@ -59,6 +60,9 @@ func runRescale(ctx context.Context, s *Streams, args []string) int {
 	if err != nil {
 		return usageError(s, c, err)
 	}
+	if err := checkGroupsAgree(*tf.open.groups, *groups); err != nil {
+		return usageError(s, c, err)
+	}
 	flag := "--parallelism"
 	if *groups != "" {
 		flag = "--group-parallelism"
@@ -93,6 +97,33 @@ func flagDiagnostics(flag string, set *rules.Set, err error) (*rules.Set, error)
 		w.Msg = lineRef.ReplaceAllString(w.Msg, "")
 	}
 	return set, err
+}
+
+// checkGroupsAgree refuses --groups beside --group-parallelism ranges that
+// cut the tree into other chain groups: the rescale reads the tree at its
+// ranges, so the groups --groups states would not be used. Either flag
+// that does not parse is left to the error it gets on its own.
+func checkGroupsAgree(groups, groupPar string) error {
+	if groups == "" || groupPar == "" {
+		return nil
+	}
+	stated, err := savepoint.ParseGroups(groups)
+	if err != nil {
+		return nil
+	}
+	var ranges []string
+	for _, part := range strings.Split(groupPar, ",") {
+		rng, _, _ := strings.Cut(strings.TrimSpace(part), "=")
+		ranges = append(ranges, rng)
+	}
+	given, err := savepoint.ParseGroups(strings.Join(ranges, ","))
+	if err != nil {
+		return nil
+	}
+	if a, b := savepoint.FormatGroups(stated), savepoint.FormatGroups(given); a != b {
+		return fmt.Errorf("--groups %s and --group-parallelism %s give different chain groups (%s and %s); the rescale reads the tree at the ranges of --group-parallelism, so give the groups there alone, or the same groups in both", groups, groupPar, a, b)
+	}
+	return nil
 }
 
 // rescaleRuleFile writes the one-rule file the flags stand for. Without
