@@ -235,25 +235,44 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 		return err
 	}
 	// A receipt names a subtask and a checkpoint id: it is carried where
-	// the output keeps both, the subtask's state at its index.
-	var left []string
+	// the output keeps both, the subtask's state, under the index the
+	// output gives that state (another when a group before it changed its
+	// parallelism, as its payload is moved).
+	const (
+		otherID   = "the output is another checkpoint id"
+		writtenAn = "the rescale writes their subtasks anew"
+		noFile    = "the output holds no file of their subtasks"
+		noneRead  = "the rescale read no file of their subtasks"
+		zeros     = "their subtasks moved to other indices, and their names give the old index with leading zeros, which clink does not look up"
+	)
+	left := map[string][]string{}
 	for _, r := range receipts {
-		if ckpt == sp.Checkpoint && keptAt(files, r.subtask) {
-			extra[r.rel] = r.body
-		} else {
-			left = append(left, filepath.Base(r.rel))
-		}
-	}
-	if len(left) > 0 {
-		what := "the output is another checkpoint id"
+		at, kept := keptAt(files, r.subtask)
 		switch {
 		case ckpt != sp.Checkpoint:
+			left[otherID] = append(left[otherID], filepath.Base(r.rel))
+		case kept && at == r.subtask:
+			extra[r.rel] = r.body
+		case kept && strings.HasPrefix(filepath.Base(r.rel), "sub"+strconv.Itoa(r.subtask)+"-"):
+			extra[movedReceipt(r.rel, at, sp.Checkpoint)] = r.body
+		case kept:
+			// (Renamed, it would become a name clink looks up, and
+			// could take the place of the receipt that had it.)
+			left[zeros] = append(left[zeros], filepath.Base(r.rel))
+		case rep.Rescale != nil && slices.ContainsFunc(sp.Files, func(f *savepoint.File) bool { return f.Subtask == r.subtask }):
+			left[writtenAn] = append(left[writtenAn], filepath.Base(r.rel))
 		case rep.Rescale != nil:
-			what = "the rescale writes their subtasks anew"
+			// (Its index may be one of the output's new subtasks: their
+			// state is another's.)
+			left[noneRead] = append(left[noneRead], filepath.Base(r.rel))
 		default:
-			what = "the output holds no file of their subtasks"
+			left[noFile] = append(left[noFile], filepath.Base(r.rel))
 		}
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the input's 2PC commit receipts of checkpoint %d (%s, in %s) are not carried into the output: %s, and a receipt names a subtask and a checkpoint; a job restored from the output finds no receipt for its sinks' pending commits", sp.Checkpoint, strings.Join(left, ", "), savepoint.ShowName(filepath.Join(filepath.Dir(sp.CompletedRel), "receipts")), what))
+	}
+	for _, what := range []string{otherID, writtenAn, noneRead, zeros, noFile} {
+		if names := left[what]; len(names) > 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("the input's 2PC commit receipts of checkpoint %d (%s, in %s) are not carried into the output: %s, and a receipt names a subtask and a checkpoint; a job restored from the output finds no receipt for its sinks' pending commits", sp.Checkpoint, strings.Join(names, ", "), savepoint.ShowName(filepath.Join(filepath.Dir(sp.CompletedRel), "receipts")), what))
+		}
 	}
 	if ckpt != sp.Checkpoint {
 		// CONFIRMED-<id> belongs to the input's checkpoint id; rename it
@@ -402,14 +421,33 @@ func commitReceipts(sp *savepoint.Savepoint) ([]receipt, error) {
 	return out, nil
 }
 
-// keptAt reports whether the output files hold input subtask k's state
-// at its index: the file of a subtask whose place in the layout does not
-// change (sameLayoutFile), copied or written anew, at index k. A subtask
-// an apply leaves out has none, nor one of a group a rescale writes anew.
-func keptAt(files []*newFile, k int) bool {
-	return slices.ContainsFunc(files, func(nf *newFile) bool {
-		return nf.subtask == k && !nf.rescaled && nf.of == k
+// keptAt returns the index at which the output files hold input subtask
+// k's state as its own, and whether they do: the file of a subtask whose
+// group keeps its layout (sameLayoutFile), copied or written anew, at k or,
+// in a rescale that changed an earlier group's parallelism, at the index
+// its group moved to. A subtask an apply leaves out has none, nor one of a
+// group a rescale writes anew.
+func keptAt(files []*newFile, k int) (int, bool) {
+	i := slices.IndexFunc(files, func(nf *newFile) bool {
+		return !nf.rescaled && nf.of == k
 	})
+	if i < 0 {
+		return 0, false
+	}
+	return files[i].subtask, true
+}
+
+// movedReceipt is the path in the output of the receipt at rel (in
+// _jobs/<job>/receipts/, named sub<K>-<ckpt>[.unresolved]) of a subtask
+// whose state the output holds at index at: the name says that index, and
+// the rest as it was.
+func movedReceipt(rel string, at int, ckpt uint64) string {
+	name := filepath.Base(rel)
+	suffix := ""
+	if strings.HasSuffix(name, ".unresolved") {
+		suffix = ".unresolved"
+	}
+	return filepath.Join(filepath.Dir(rel), "sub"+strconv.Itoa(at)+"-"+strconv.FormatUint(ckpt, 10)+suffix)
 }
 
 // retargetConfirmed returns the body of a CONFIRMED marker (lines
