@@ -257,13 +257,32 @@ type ExpiredInfo struct {
 
 // SlotStats counts rows of one (operator, slot) before and after. SlotHex
 // gives the slot in hex when it is not valid UTF-8 (absent otherwise:
-// savepoint.HexUnlessUTF8).
+// savepoint.HexUnlessUTF8). HasSlot is false for the rows of keys without
+// a separator, whose Slot is savepoint.RawSlot ("<raw>"), as inspect's
+// has_slot: a slot named "<raw>" has a line of its own, with HasSlot true.
 type SlotStats struct {
 	Op      uint64 `json:"op"`
 	Slot    string `json:"slot"`
 	SlotHex string `json:"slot_hex,omitempty"`
+	HasSlot bool   `json:"has_slot"`
 	Before  int64  `json:"before"`
 	After   int64  `json:"after"`
+}
+
+// slotStats is the line of k, without counts.
+func slotStats(k slotKey) *SlotStats {
+	if k.noSlot {
+		return &SlotStats{Op: k.op, Slot: savepoint.RawSlot}
+	}
+	return &SlotStats{Op: k.op, Slot: k.slot, SlotHex: savepoint.HexUnlessUTF8(k.slot), HasSlot: true}
+}
+
+// key is the slotKey of s.
+func (s *SlotStats) key() slotKey {
+	if !s.HasSlot {
+		return rawSlotKey(s.Op)
+	}
+	return slotKey{op: s.Op, slot: s.Slot}
 }
 
 // FileStats is one input file's fate.

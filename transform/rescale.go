@@ -983,7 +983,7 @@ func newFileCounts(parts []rescalePart, m int) []*slotCounts {
 	for x := range counts {
 		counts[x] = &slotCounts{}
 		for _, p := range parts {
-			p.counts[x].each(func(k slotKey, n int64) { counts[x].addN(k.op, []byte(k.slot), true, n) })
+			p.counts[x].each(func(k slotKey, n int64) { counts[x].addKey(k, n) })
 		}
 	}
 	return counts

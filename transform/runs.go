@@ -366,7 +366,7 @@ func (e *engine) noteCompositeLike(op uint64, k savepoint.Key) {
 			continue
 		}
 		like := compositeLike(k.UserKey, pk.Codec)
-		key := elemKey{i, slotKey{cur, slot}}
+		key := elemKey{i, slotKey{op: cur, slot: slot}}
 		e.mu.Lock()
 		if e.compositeLike == nil {
 			e.compositeLike = map[elemKey]*compositeSamples{}

@@ -202,7 +202,7 @@ func TestFilterWarnings(t *testing.T) {
 		name, rules, want string
 	}{
 		{"drop of a mistyped slot", "  - drop: 'slot == \"profil\"'\n",
-			`rule 1 (drop): its expression held for none of its scope's 27 rows (slots "<raw>", "agg", "cart", "dedup", "notes", "profile", "seen", "small", "tmp", "xseen"): the rule drops nothing`},
+			`rule 1 (drop): its expression held for none of its scope's 27 rows (slots "agg", "cart", "dedup", "notes", "profile", "seen", "small", "tmp", "xseen", <raw>): the rule drops nothing`},
 		{"scoped drop of a mistyped value", "  - drop: {op: 8, slot: profile, expr: 'key == \"alicia\"'}\n",
 			`rule 1 (drop): its expression held for none of its scope's 2 rows: the rule drops nothing`},
 		{"scoped keep of none", "  - keep: {op: 8, expr: 'key_group > 200'}\n",

@@ -361,7 +361,7 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 				// groups whose first key looks composite, which take
 				// this path: see prefixPlan.withPurges).
 				if _, ok := p.Match(k.UserKey, true); ok {
-					w.res.addElems(elemKey{i, slotKey{r.Op, string(k.Slot)}}, 1)
+					w.res.addElems(elemKey{i, slotKey{op: r.Op, slot: string(k.Slot)}}, 1)
 				}
 			}
 			return r, true, nil

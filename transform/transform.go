@@ -633,18 +633,20 @@ func (rep *Report) recountAfterRescale(files []*newFile, release func()) {
 		}
 	})
 	for _, c := range per {
-		c.each(func(k slotKey, n int64) { counts.addN(k.op, []byte(k.slot), true, n) })
+		c.each(func(k slotKey, n int64) { counts.addKey(k, n) })
 	}
 	after := map[slotKey]int64{}
 	counts.each(func(k slotKey, n int64) { after[k] += n })
 	seen := map[slotKey]bool{}
 	for _, s := range rep.Slots {
-		k := slotKey{s.Op, s.Slot}
+		k := s.key()
 		s.After, seen[k] = after[k], true
 	}
 	for k, n := range after {
 		if !seen[k] {
-			rep.Slots = append(rep.Slots, &SlotStats{Op: k.op, Slot: k.slot, SlotHex: savepoint.HexUnlessUTF8(k.slot), After: n})
+			s := slotStats(k)
+			s.After = n
+			rep.Slots = append(rep.Slots, s)
 		}
 	}
 	sortSlots(rep.Slots)
@@ -745,7 +747,7 @@ func slotsBefore(slots []*SlotStats) map[slotKey]int64 {
 	present := map[slotKey]int64{}
 	for _, s := range slots {
 		if s.Before > 0 {
-			present[slotKey{s.Op, s.Slot}] += s.Before
+			present[s.key()] += s.Before
 		}
 	}
 	return present
@@ -769,21 +771,22 @@ func followSlots(set *rules.Set, present map[slotKey]int64, visit func(r *rules.
 				}
 			}
 		case r.DropSlot != nil:
-			delete(present, slotKey{r.DropSlot.Op.ID, r.DropSlot.Slot})
+			delete(present, slotKey{op: r.DropSlot.Op.ID, slot: r.DropSlot.Slot})
 		case r.RemapOperator != nil:
 			s := r.RemapOperator
 			for k, n := range present {
 				if k.op == s.From.ID {
 					delete(present, k)
-					present[slotKey{s.To.ID, k.slot}] += n
+					k.op = s.To.ID
+					present[k] += n
 				}
 			}
 		case r.RenameSlot != nil:
 			s := r.RenameSlot
-			from := slotKey{s.Op.ID, s.From}
+			from := slotKey{op: s.Op.ID, slot: s.From}
 			if n := present[from]; n > 0 {
 				delete(present, from)
-				present[slotKey{s.Op.ID, s.To}] += n
+				present[slotKey{op: s.Op.ID, slot: s.To}] += n
 			}
 		}
 	}
@@ -803,7 +806,7 @@ func checkSlotMerges(set *rules.Set, slots []*SlotStats) error {
 		if s == nil || s.Merge {
 			return nil
 		}
-		from, to := present[slotKey{s.Op.ID, s.From}], present[slotKey{s.Op.ID, s.To}]
+		from, to := present[slotKey{op: s.Op.ID, slot: s.From}], present[slotKey{op: s.Op.ID, slot: s.To}]
 		if from > 0 && to > 0 {
 			return fmt.Errorf("%s: operator %s already has slot %q (%d rows); renaming slot %q (%d rows) into it would merge the two, a key held in both keeping one value (set 'merge: true' to do that)", ruleAt(set, r), s.Op, s.To, to, s.From, from)
 		}
@@ -975,11 +978,11 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats, movesVersions func(*rules
 			if n <= 0 || (op != nil && k.op != op.ID) {
 				continue
 			}
-			if slot == nil || k.slot == *slot {
+			if slot == nil || !k.noSlot && k.slot == *slot {
 				return nil
 			}
 			if op != nil {
-				opSlots = append(opSlots, strconv.Quote(k.slot))
+				opSlots = append(opSlots, k.show())
 			}
 		}
 		if movesVersions(r) {
@@ -1031,9 +1034,9 @@ func filterWarnings(set *rules.Set, steps []step, stats []*RuleStats, slots []*S
 		var rows int64
 		names := map[string]bool{} // the slots of the scope, quoted
 		for k, n := range present {
-			if n > 0 && (f.Scope.Op == nil || k.op == f.Scope.Op.ID) && (f.Scope.Slot == nil || k.slot == *f.Scope.Slot) {
+			if n > 0 && (f.Scope.Op == nil || k.op == f.Scope.Op.ID) && (f.Scope.Slot == nil || !k.noSlot && k.slot == *f.Scope.Slot) {
 				rows += n
-				names[strconv.Quote(k.slot)] = true
+				names[k.show()] = true
 			}
 		}
 		var what string
@@ -1144,7 +1147,7 @@ func declarationWarnings(set *rules.Set, slots []*SlotStats) []string {
 	made, remapped := map[slotKey]bool{}, map[uint64]bool{}
 	for _, r := range set.Rules {
 		if s := r.RenameSlot; s != nil {
-			made[slotKey{s.Op.ID, s.To}] = true
+			made[slotKey{op: s.Op.ID, slot: s.To}] = true
 		}
 		if s := r.RemapOperator; s != nil {
 			remapped[s.To.ID] = true
@@ -1152,14 +1155,14 @@ func declarationWarnings(set *rules.Set, slots []*SlotStats) []string {
 	}
 	var warns []string
 	for _, d := range set.Slots {
-		k := slotKey{d.Op.ID, d.Slot}
+		k := slotKey{op: d.Op.ID, slot: d.Slot}
 		if present[k] > 0 || made[k] || remapped[d.Op.ID] {
 			continue
 		}
 		var opSlots []string
 		for k, n := range present {
 			if k.op == d.Op.ID && n > 0 {
-				opSlots = append(opSlots, strconv.Quote(k.slot))
+				opSlots = append(opSlots, k.show())
 			}
 		}
 		where := fmt.Sprintf("operator %s has no rows here", d.Op)
@@ -1317,7 +1320,7 @@ func renameVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleS
 func dropSlotVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleStats, slots []*SlotStats) []string {
 	after := map[slotKey]int64{}
 	for _, s := range slots {
-		after[slotKey{s.Op, s.Slot}] += s.After
+		after[s.key()] += s.After
 	}
 	var final []savepoint.VersionMap
 	var warns []string
@@ -1334,7 +1337,7 @@ func dropSlotVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*Rul
 				op = r.To.ID
 			}
 		}
-		if after[slotKey{op, ds.Slot}] > 0 {
+		if after[slotKey{op: op, slot: ds.Slot}] > 0 {
 			continue
 		}
 		if final == nil {
@@ -1378,7 +1381,7 @@ func setVersionWarnings(sp *savepoint.Savepoint, set *rules.Set, steps []step, s
 			for k, n := range rows {
 				if k.op == sv.Op.ID && n > 0 {
 					present[r] = true
-					if k.slot != savepoint.RawSlot {
+					if !k.noSlot {
 						opSlots[r] = append(opSlots[r], k.slot)
 					}
 				}
@@ -1560,9 +1563,25 @@ type fileResult struct {
 // erase_empty) and the values changed that were not UTF-8 (a string slot's).
 type ruleCounts struct{ matched, dropped, changed, empty, nonUTF8 int64 }
 
+// slotKey names a slot of an operator, or, with noSlot, the rows of its
+// keys without a separator, shown as the pseudo-slot RawSlot: a slot may
+// be named RawSlot too, and is another one.
 type slotKey struct {
-	op   uint64
-	slot string
+	op     uint64
+	slot   string
+	noSlot bool
+}
+
+// rawSlotKey is the slotKey of op's keys without a separator.
+func rawSlotKey(op uint64) slotKey { return slotKey{op: op, slot: savepoint.RawSlot, noSlot: true} }
+
+// show is the slot as a message names it: quoted, or RawSlot unquoted for
+// the keys without a separator.
+func (k slotKey) show() string {
+	if k.noSlot {
+		return savepoint.RawSlot
+	}
+	return strconv.Quote(k.slot)
 }
 
 // engine holds the compiled steps; it is shared by the file workers.
@@ -1645,7 +1664,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 	res.rowsIn = int64(n)
 	res.canonical = sorted
 	// res.after holds the changes to the counts: add the counts before.
-	res.before.each(func(k slotKey, n int64) { res.after.addN(k.op, []byte(k.slot), true, n) })
+	res.before.each(func(k slotKey, n int64) { res.after.addKey(k, n) })
 	if res.err != nil {
 		return res
 	}
@@ -2079,8 +2098,8 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 		for k, n := range p.elems {
 			res.addElems(k, n)
 		}
-		p.before.each(func(k slotKey, n int64) { res.before.addN(k.op, []byte(k.slot), true, n) })
-		p.after.each(func(k slotKey, n int64) { res.after.addN(k.op, []byte(k.slot), true, n) })
+		p.before.each(func(k slotKey, n int64) { res.before.addKey(k, n) })
+		p.after.each(func(k slotKey, n int64) { res.after.addKey(k, n) })
 		offset := uint32(res.out.Len())
 		for _, b := range p.blobs {
 			if b.pos >= 0 { // (-1: dropped)
@@ -2838,11 +2857,14 @@ func countBatchSlots(b *savepoint.Batch, lo, n int, sorted bool, counts *slotCou
 
 // slotCounts counts rows per operator and slot without allocating per row;
 // the last counter used is cached, as rows in canonical order come grouped
-// by operator, key group and slot.
+// by operator, key group and slot. The rows of keys without a separator
+// are counted apart from every slot (RawSlot is a slot name too).
 type slotCounts struct {
 	m        map[uint64]map[string]*int64
+	raw      map[uint64]*int64
 	lastOp   uint64
 	lastSlot []byte
+	lastHas  bool
 	last     *int64
 }
 
@@ -2852,16 +2874,27 @@ func (c *slotCounts) addN(op uint64, slot []byte, hasSlot bool, delta int64) {
 	*c.counter(op, slot, hasSlot) += delta
 }
 
+// addKey adds n to the count of k.
+func (c *slotCounts) addKey(k slotKey, n int64) { c.addN(k.op, []byte(k.slot), !k.noSlot, n) }
+
 // counter returns the count of (op, slot), made zero if new. It stays
 // valid: callers that count a prefix again and again keep it (see
 // worker.counts).
 func (c *slotCounts) counter(op uint64, slot []byte, hasSlot bool) *int64 {
-	name := slot
-	if !hasSlot {
-		name = rawSlotName
-	}
-	if c.last != nil && c.lastOp == op && bytes.Equal(c.lastSlot, name) {
+	if c.last != nil && c.lastOp == op && c.lastHas == hasSlot && bytes.Equal(c.lastSlot, slot) {
 		return c.last
+	}
+	if !hasSlot {
+		if c.raw == nil {
+			c.raw = map[uint64]*int64{}
+		}
+		p := c.raw[op]
+		if p == nil {
+			p = new(int64)
+			c.raw[op] = p
+		}
+		c.lastOp, c.lastSlot, c.lastHas, c.last = op, c.lastSlot[:0], false, p
+		return p
 	}
 	if c.m == nil {
 		c.m = map[uint64]map[string]*int64{}
@@ -2871,25 +2904,26 @@ func (c *slotCounts) counter(op uint64, slot []byte, hasSlot bool) *int64 {
 		inner = map[string]*int64{}
 		c.m[op] = inner
 	}
-	p, ok := inner[string(name)]
+	p, ok := inner[string(slot)]
 	if !ok {
 		p = new(int64)
-		inner[string(name)] = p
+		inner[string(slot)] = p
 	}
 	// A copy: callers pass slices of buffers they reuse (the external
 	// sort's, for rows removed as duplicates).
-	c.lastOp, c.lastSlot, c.last = op, append(c.lastSlot[:0], name...), p
+	c.lastOp, c.lastSlot, c.lastHas, c.last = op, append(c.lastSlot[:0], slot...), true, p
 	return p
 }
-
-var rawSlotName = []byte(savepoint.RawSlot)
 
 // each calls fn for every (op, slot) count.
 func (c *slotCounts) each(fn func(k slotKey, n int64)) {
 	for op, inner := range c.m {
 		for slot, n := range inner {
-			fn(slotKey{op, slot}, *n)
+			fn(slotKey{op: op, slot: slot}, *n)
 		}
+	}
+	for op, n := range c.raw {
+		fn(rawSlotKey(op), *n)
 	}
 }
 
@@ -3177,7 +3211,9 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 		keys[k] = true
 	}
 	for k := range keys {
-		rep.Slots = append(rep.Slots, &SlotStats{Op: k.op, Slot: k.slot, SlotHex: savepoint.HexUnlessUTF8(k.slot), Before: before[k], After: after[k]})
+		s := slotStats(k)
+		s.Before, s.After = before[k], after[k]
+		rep.Slots = append(rep.Slots, s)
 	}
 	sortSlots(rep.Slots)
 	rep.VersionMap = versionChanges(sp, results)
@@ -3225,7 +3261,17 @@ func sortSlots(s []*SlotStats) {
 		if a.Op != b.Op {
 			return cmp.Compare(a.Op, b.Op)
 		}
-		return bytes.Compare([]byte(a.Slot), []byte(b.Slot))
+		if c := bytes.Compare([]byte(a.Slot), []byte(b.Slot)); c != 0 {
+			return c
+		}
+		// A slot named "<raw>" before the keys without a separator.
+		switch {
+		case a.HasSlot == b.HasSlot:
+			return 0
+		case a.HasSlot:
+			return -1
+		}
+		return 1
 	})
 }
 
