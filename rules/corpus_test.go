@@ -29,14 +29,6 @@ var badCorpus = map[string]struct {
 		`unmatchable-slot.bad.yaml:4:35: rule 2: 'slot' can never match a slot: "c|d" holds '|' (byte 1)`,
 		`unmatchable-slot.bad.yaml:5:25: rule 3: 'slot' can never match a slot: "e|f" holds '|' (byte 1)`,
 		`unmatchable-slot.bad.yaml:6:32: rule 4: 'from' can never match a slot: "g|h" holds '|' (byte 1)`}, wantCount: 4},
-	"raw-slot.bad.yaml": {want: []string{
-		`raw-slot.bad.yaml:3:19: slot 1: 'slot': "<raw>" is how sptool shows the keys without a slot (no '|' separator), not a slot name; select those rows with an expression, e.g. drop: {uid: ..., expr: 'slot == "<raw>"'}`,
-		`raw-slot.bad.yaml:5:30: rule 1: 'slot': "<raw>" is how sptool shows the keys without a slot`,
-		`raw-slot.bad.yaml:6:35: rule 2: 'slot': "<raw>"`,
-		`raw-slot.bad.yaml:7:25: rule 3: 'slot': "<raw>"`,
-		`raw-slot.bad.yaml:8:32: rule 4: 'from': "<raw>"`,
-		`raw-slot.bad.yaml:9:44: rule 5: 'to': "<raw>"`,
-		`raw-slot.bad.yaml:10:59: rule 6: 'slot': "<raw>"`}, wantCount: 7},
 	"unknown-top-key.bad.yaml": {want: []string{
 		"unknown-top-key.bad.yaml:3:1: unknown key 'rulez' in the rule file (did you mean 'rules'?)"}, wantCount: 1},
 	"unknown-key-keep.bad.yaml": {want: []string{

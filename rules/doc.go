@@ -20,9 +20,10 @@
 //
 // A slot declaration names its operator with 'op' (the numeric id) or 'uid'
 // (hashed as clink does, savepoint.OperatorIDFromUID), never both; 'slot' is
-// required, must pass savepoint.ValidSlotName and may not be
-// savepoint.RawSlot (no rule's slot may: it names keys without a slot,
-// which no slot name matches); 'key' and 'value' are codec
+// required and must pass savepoint.ValidSlotName (savepoint.RawSlot, as
+// any key of a rule that names a slot, names the slot of that name, never
+// the keys without a slot, which an expression's 'slot' shows as it too);
+// 'key' and 'value' are codec
 // specs (package savepoint/codec: bytes, string, int64, uint64, uint32,
 // double, list<E>, map<K,V>, optional<T>, pair<A,B>); 'ttl: true' says values
 // carry the 8-byte expire-at prefix; 'composite: true' says user keys are
@@ -99,7 +100,7 @@
 //	op          uint64   operator id
 //	kind        string   "keyed", "operator" or "raw"
 //	key_group   int      0..127 for keyed rows, -1 otherwise
-//	slot        string   slot name, "<raw>" for keys without a separator
+//	slot        string   slot name, "<raw>" for keys without a separator (and for a slot of that name)
 //	key         any      user key decoded with the slot's key codec (default: raw bytes as a string)
 //	key_bytes   []byte   user key bytes
 //	value       any      value decoded with the slot's value codec, TTL prefix removed (default: raw bytes)

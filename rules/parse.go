@@ -842,34 +842,24 @@ func (m *mapping) scope(at *yaml.Node) (Scope, bool) {
 // some stored key: it must not hold '|', the key separator (a name no row
 // can carry would make the rule match nothing without a word from lint).
 // A '\n', which clink's KeyedState refuses in a name it opens, is allowed:
-// hand-made rows carry it, and a rule may drop or rename them.
+// hand-made rows carry it, and a rule may drop or rename them. RawSlot
+// ("<raw>") is allowed too: it names the slot of that name, which clink
+// accepts, never the keys without a slot that sptool shows as <raw>.
 func (m *mapping) matchableSlot(key, s string) bool {
 	if i := strings.IndexByte(s, '|'); i >= 0 {
 		m.p.errAt(m.get(key), key, "'%s' can never match a slot: %q holds '|' (byte %d), the separator that ends a slot name in a stored key", key, s, i)
 		return false
 	}
-	return m.notRawSlot(key, s)
+	return true
 }
 
 // validSlot reports whether s, the value of key, may name a slot that a
 // rule writes or a declaration decodes: a name clink's KeyedState accepts
-// (savepoint.ValidSlotName) and not RawSlot.
+// (savepoint.ValidSlotName), RawSlot included (see matchableSlot).
 func (m *mapping) validSlot(key, s string) bool {
 	if err := savepoint.ValidSlotName([]byte(s)); err != nil {
 		m.p.errAt(m.get(key), key, "'%s': %v", key, err)
 		return false
 	}
-	return m.notRawSlot(key, s)
-}
-
-// notRawSlot refuses RawSlot ("<raw>") as the slot name of a rule or a
-// declaration: it is how sptool shows keys without a slot (no separator),
-// which no slot name matches, so a rule naming it would match nothing, and
-// a slot renamed to it would be shown as those keys.
-func (m *mapping) notRawSlot(key, s string) bool {
-	if s != savepoint.RawSlot {
-		return true
-	}
-	m.p.errAt(m.get(key), key, "'%s': %q is how sptool shows the keys without a slot (no '|' separator), not a slot name; select those rows with an expression, e.g. drop: {uid: ..., expr: 'slot == \"<raw>\"'}", key, s)
-	return false
+	return true
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -22,10 +23,11 @@ func rawSlotRows() []savepoint.Row {
 }
 
 // A slot named "<raw>" and the keys without a separator are two lines of
-// the report, which its JSON tells apart by has_slot (as inspect's).
+// the report, which its JSON tells apart by has_slot (as inspect's), and
+// a rule naming slot "<raw>" acts on the slot of that name alone.
 func TestReportRawSlotApart(t *testing.T) {
 	dir := t.TempDir()
-	sp, set := fileAndRules(t, dir, rawSlotRows(), "  - drop: {op: 5, expr: 'kind == \"keyed\" && slot == \"<raw>\"'}\n")
+	sp, set := fileAndRules(t, dir, rawSlotRows(), "  - drop_slot: {op: 5, slot: \"<raw>\"}\n")
 	out := filepath.Join(dir, "out.snap")
 	rep, err := Run(context.Background(), sp, set, Options{Out: out})
 	if err != nil {
@@ -69,5 +71,79 @@ func TestReportRawSlotApart(t *testing.T) {
 	}
 	if !slices.Equal(keys, []string{"\x05|k", "\xffoffset"}) {
 		t.Errorf("output keys %q, want the empty slot's and the key without a separator", keys)
+	}
+}
+
+// Every key of a rule that names a slot takes "<raw>", as the slot of that
+// name: a rename out of it and into it, a set_value of its declared rows,
+// a set_version bound to it; the keys without a separator are left, and a
+// rename into "<raw>" does not meet them (no merge needed).
+func TestRulesNameRawSlot(t *testing.T) {
+	dir := t.TempDir()
+	rows := append(rawSlotRows(), savepoint.Row{Op: 6, Key: []byte("\x07a|k"), Value: []byte("d")}, savepoint.Row{Op: 6, Key: []byte("\xfftimers"), Value: []byte("e")})
+	in := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte(`version: 1
+slots:
+  - {op: 5, slot: "<raw>", value: string}
+rules:
+  - set_value: {op: 5, slot: "<raw>", expr: 'value + "!"'}
+  - rename_slot: {op: 5, from: "<raw>", to: x}
+  - rename_slot: {op: 6, from: a, to: "<raw>"}
+  - set_version: {op: 6, state_type: T, version: 2, slot: "<raw>"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.snap")
+	rep, err := Run(context.Background(), sp, set, Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := savepoint.Open(out, savepoint.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	var got []string
+	for _, r := range res.Files[0].Snapshot.Rows {
+		got = append(got, string(r.Key)+"="+string(r.Value))
+	}
+	want := []string{"\x05x|k=a!", "\x05|k=c", "\xffoffset=b", "\x07<raw>|k=d", "\xfftimers=e"}
+	if !slices.Equal(got, want) {
+		t.Errorf("output rows %q, want %q", got, want)
+	}
+	if vm := res.Files[0].Snapshot.Versions.String(); vm != "6|T|2|<raw>" {
+		t.Errorf("version map %q, want op 6's entry bound to slot <raw>", vm)
+	}
+	if len(rep.Warnings) > 0 {
+		t.Errorf("warnings: %q", rep.Warnings)
+	}
+}
+
+// A rule naming slot "<raw>" where the operator has only keys without a
+// separator is warned of as one naming a slot with no rows, and the
+// warning says how to select those keys.
+func TestRawSlotRuleWarnsOfKeysWithoutSlot(t *testing.T) {
+	dir := t.TempDir()
+	rows := []savepoint.Row{
+		{Op: 5, Key: []byte("\xffoffset"), Value: []byte("b")},
+		{Op: 5, Key: []byte("\x05a|k"), Value: []byte("c")},
+	}
+	sp, set := fileAndRules(t, dir, rows, "  - drop_slot: {op: 5, slot: \"<raw>\"}\n")
+	rep, err := Run(context.Background(), sp, set, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `rule 1 (drop_slot): operator 5 has no rows of slot "<raw>" here (its slots: "a", <raw>); the rule does nothing (the rule's slot "<raw>" names a slot of that name; the keys without a slot, shown as <raw>, are selected with an expression: slot == "<raw>")`
+	if !slices.Contains(rep.Warnings, want) {
+		t.Errorf("warnings %q, want %q", rep.Warnings, want)
 	}
 }

@@ -974,6 +974,7 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats, movesVersions func(*rules
 			return nil
 		}
 		var opSlots []string
+		unslotted := false // rows of keys without a slot in scope
 		for k, n := range present {
 			if n <= 0 || (op != nil && k.op != op.ID) {
 				continue
@@ -981,6 +982,7 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats, movesVersions func(*rules
 			if slot == nil || !k.noSlot && k.slot == *slot {
 				return nil
 			}
+			unslotted = unslotted || k.noSlot
 			if op != nil {
 				opSlots = append(opSlots, k.show())
 			}
@@ -988,14 +990,20 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats, movesVersions func(*rules
 		if movesVersions(r) {
 			return nil
 		}
+		// A rule's slot "<raw>" names the slot of that name, not the
+		// keys without a slot that sptool shows so.
+		rawNote := ""
+		if slot != nil && *slot == savepoint.RawSlot && unslotted {
+			rawNote = " (the rule's slot \"<raw>\" names a slot of that name; the keys without a slot, shown as <raw>, are selected with an expression: slot == \"<raw>\")"
+		}
 		switch {
 		case op == nil:
-			warns = append(warns, fmt.Sprintf("%s: no operator has rows of slot %q here; the rule does nothing", r.Label(), *slot))
+			warns = append(warns, fmt.Sprintf("%s: no operator has rows of slot %q here; the rule does nothing%s", r.Label(), *slot, rawNote))
 		case slot == nil || len(opSlots) == 0:
 			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows here; the rule does nothing%s", r.Label(), op, nearUIDNote(set, op, present)))
 		default:
 			slices.Sort(opSlots)
-			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows of slot %q here (its slots: %s); the rule does nothing", r.Label(), op, *slot, strings.Join(opSlots, ", ")))
+			warns = append(warns, fmt.Sprintf("%s: operator %s has no rows of slot %q here (its slots: %s); the rule does nothing%s", r.Label(), op, *slot, strings.Join(opSlots, ", "), rawNote))
 		}
 		return nil
 	})
