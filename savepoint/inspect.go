@@ -773,7 +773,7 @@ func Summarize(sp *Savepoint) *Summary {
 			c := o.slots[b2i(sk.has)][sk.name]
 			ss := SlotSummary{Slot: RawSlot, HasSlot: sk.has, Display: RawSlot, Rows: c.rows, Keyed: c.keyed, Operator: c.operator, Raw: c.raw, KeyBytes: c.keyBytes, ValueBytes: c.valueBytes}
 			if sk.has {
-				ss.Slot, ss.SlotHex, ss.Display = sk.name, hex.EncodeToString([]byte(sk.name)), renderSlot([]byte(sk.name), true)
+				ss.Slot, ss.SlotHex, ss.Display = sk.name, hex.EncodeToString([]byte(sk.name)), QuoteSlot([]byte(sk.name))
 			}
 			osum.Slots = append(osum.Slots, ss)
 		}
@@ -925,6 +925,12 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 // RenderSlot renders a slot name for text output: as it is when it is
 // printable UTF-8, else 0x and its bytes in hex.
 func RenderSlot(slot []byte) string { return renderSlot(slot, false) }
+
+// QuoteSlot renders a slot name as inspect shows it (SlotSummary.Display):
+// in Go quotes when it is printable UTF-8 (the empty name as ""), else 0x
+// and its bytes in hex; the keys without a separator are shown as RawSlot,
+// unquoted, which no slot name is shown as.
+func QuoteSlot(slot []byte) string { return renderSlot(slot, true) }
 
 // renderSlot renders a slot name: when it is valid UTF-8 made of printable
 // characters, as it is (in Go quotes if quote is set), else 0x followed by

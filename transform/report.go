@@ -277,6 +277,16 @@ func slotStats(k slotKey) *SlotStats {
 	return &SlotStats{Op: k.op, Slot: k.slot, SlotHex: savepoint.HexUnlessUTF8(k.slot), HasSlot: true}
 }
 
+// show is the slot as the text report names it, as inspect does
+// (savepoint.QuoteSlot): quoted, or 0x and its hex, and <raw>, unquoted,
+// for the keys without a separator.
+func (s *SlotStats) show() string {
+	if !s.HasSlot {
+		return savepoint.RawSlot
+	}
+	return savepoint.QuoteSlot([]byte(s.Slot))
+}
+
 // key is the slotKey of s.
 func (s *SlotStats) key() slotKey {
 	if !s.HasSlot {
@@ -451,7 +461,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if s.Before != s.After {
 			mark = "*"
 		}
-		slots.Row(strconv.FormatUint(s.Op, 10), savepoint.RenderSlot([]byte(s.Slot)), itoa(s.Before), itoa(s.After), mark)
+		slots.Row(strconv.FormatUint(s.Op, 10), s.show(), itoa(s.Before), itoa(s.After), mark)
 	}
 	ew.table(slots)
 	ew.printf("\nfiles:\n")

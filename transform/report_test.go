@@ -51,9 +51,9 @@ func TestReportTablesFitWideCells(t *testing.T) {
 			{Index: 2, Label: "rule 2 (drop)", Matched: 123456789012345, Dropped: 123456789012345},
 		},
 		Slots: []*SlotStats{
-			{Op: 1, Slot: "a", Before: 3, After: 3},
-			{Op: 2, Slot: longSlot, Before: 123456789012345, After: 0},
-			{Op: 3, Slot: "zähler", Before: 5, After: 5},
+			{Op: 1, Slot: "a", HasSlot: true, Before: 3, After: 3},
+			{Op: 2, Slot: longSlot, HasSlot: true, Before: 123456789012345, After: 0},
+			{Op: 3, Slot: "zähler", HasSlot: true, Before: 5, After: 5},
 		},
 		Files: []*FileStats{
 			{Input: "v1/0/checkpoint-7.snap", Action: "rewrite", RowsIn: 5, RowsOut: 5},
@@ -91,7 +91,7 @@ func TestReportTablesFitWideCells(t *testing.T) {
 	h := find("#    rule")
 	aligned(lines[h], "rule", []string{lines[h+1], lines[h+3]}, []string{`"` + longRule + `"`, "(drop)"}, 3)
 	h = find("op  ")
-	aligned(lines[h], "slot", lines[h+1:h+4], []string{"a", longSlot, "zähler"}, 2)
+	aligned(lines[h], "slot", lines[h+1:h+4], []string{`"a"`, `"` + longSlot + `"`, `"zähler"`}, 2)
 	h = find("files:")
 	if a, c := lines[h+1], lines[h+2]; !strings.Contains(c, longFile+" ") || runeOffset(a, "rewrite") != runeOffset(c, "rewrite") || runeOffset(a, "->") != runeOffset(c, "->") {
 		t.Errorf("the files' lines are out of line:\n%s\n%s", a, c)
@@ -194,5 +194,38 @@ func TestReportPathsQuoted(t *testing.T) {
 		if strings.HasPrefix(line, "fake line") {
 			t.Errorf("a line of its own from the path:\n%s", text.String())
 		}
+	}
+}
+
+// TestReportSlotNamesAsInspect: the text report shows slot names as
+// inspect does, so that none of them reads as another: quoted when
+// printable (the empty name as ""), else 0x and its hex, and the keys
+// without a separator as <raw>, unquoted.
+func TestReportSlotNamesAsInspect(t *testing.T) {
+	dir := t.TempDir()
+	rows := []savepoint.Row{
+		{Op: 5, Key: savepoint.EncodeKeyedKey(nil, []byte("k")), Value: []byte("v")},
+		{Op: 5, Key: savepoint.EncodeKeyedKey([]byte("<raw>"), []byte("k")), Value: []byte("v")},
+		{Op: 5, Key: []byte("\xffoffset"), Value: []byte("v")},
+		{Op: 5, Key: savepoint.EncodeKeyedKey([]byte("\x01"), []byte("k")), Value: []byte("v")},
+		{Op: 5, Key: savepoint.EncodeKeyedKey([]byte("0x01"), []byte("k")), Value: []byte("v")},
+	}
+	sp, set := fileAndRules(t, dir, rows, "  - drop: 'false'\n")
+	rep, err := Run(context.Background(), sp, set, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range strings.Split(text.String(), "\n") {
+		if f := strings.Fields(l); len(f) >= 4 && f[0] == "5" {
+			names = append(names, f[1])
+		}
+	}
+	if want := []string{`""`, "0x01", `"0x01"`, `"<raw>"`, "<raw>"}; !slices.Equal(names, want) {
+		t.Errorf("the report's slots %q, want %q:\n%s", names, want, text.String())
 	}
 }

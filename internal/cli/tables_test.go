@@ -108,7 +108,7 @@ func TestTablesFitWideCells(t *testing.T) {
 			t.Errorf("plan: a row out of line with the header:\n%s\n%s", slots[0], l)
 		}
 	}
-	if !strings.Contains(slots[2], " "+long+" ") {
+	if !strings.Contains(slots[2], ` "`+long+`" `) {
 		t.Errorf("plan: the slot name is not shown whole:\n%s", slots[2])
 	}
 }
