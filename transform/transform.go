@@ -486,6 +486,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	rep.Warnings = append(rep.Warnings, setVersionWarnings(sp, set, eng.steps, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, bindWarnings...)
 	rep.Warnings = append(rep.Warnings, renameVersionWarnings(sp, eng.steps, rep.PerRule)...)
+	rep.Warnings = append(rep.Warnings, remapVersionWarnings(sp, set, eng.steps, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, dropSlotVersionWarnings(sp, eng.steps, rep.PerRule, rep.Slots)...)
 	if opts.StateBase != "" && !opts.DryRun && (sp.Kind == savepoint.InputFile || sp.Backend != savepoint.BackendChangelogFile) {
 		// Only a changelog+file tree's changelogs hold handles.
@@ -1315,6 +1316,75 @@ func renameVersionWarnings(sp *savepoint.Savepoint, steps []step, stats []*RuleS
 		}
 		for _, t := range slices.Sorted(maps.Keys(types)) {
 			warns = append(warns, fmt.Sprintf("%s: the version map binds state type %s of operator %s to slot %q, which the renamed rows take: a restore that migrates %s would migrate them (format 4.4); if that state is gone, drop its entry with a drop_version rule", st.rule.Label(), t, rs.Op, rs.To, t))
+		}
+	}
+	return warns
+}
+
+// remapVersionWarnings returns a warning for each version-map entry
+// without a slot that a remap_operator step makes apply to rows it did not
+// apply to: such an entry applies to every row of its operator (format
+// 4.4), so where the step joins two operators' rows (merge: true), the
+// remapped operator's entry comes to apply to the target's rows, and an
+// entry of the target to the rows remapped into it. An entry both
+// operators hold alike applied to all of those rows already. The rows are
+// those followSlots finds where the step runs.
+func remapVersionWarnings(sp *savepoint.Savepoint, set *rules.Set, steps []step, slots []*SlotStats) []string {
+	if !slices.ContainsFunc(set.Rules, func(r *rules.Rule) bool { return r.RemapOperator != nil }) {
+		return nil
+	}
+	// The slots of each remap's two operators that hold rows where it runs.
+	type opSlots struct{ from, to []string }
+	held := map[*rules.Rule]opSlots{}
+	followSlots(set, slotsBefore(slots), func(r *rules.Rule, present map[slotKey]int64) error {
+		s := r.RemapOperator
+		if s == nil || s.From.ID == s.To.ID {
+			return nil
+		}
+		var o opSlots
+		for k, n := range present {
+			switch {
+			case n <= 0:
+			case k.op == s.From.ID:
+				o.from = append(o.from, k.show())
+			case k.op == s.To.ID:
+				o.to = append(o.to, k.show())
+			}
+		}
+		slices.Sort(o.from)
+		slices.Sort(o.to)
+		held[r] = o
+		return nil
+	})
+	var warns []string
+	said := map[string]bool{}
+	for i, st := range steps {
+		s := st.rule.RemapOperator
+		o, ok := held[st.rule]
+		if s == nil || !ok {
+			continue
+		}
+		for _, vm := range versionsAt(sp, steps, i) {
+			for _, e := range vm.Entries() {
+				if e.Slot != "" || e.Op != s.From.ID && e.Op != s.To.ID {
+					continue
+				}
+				other, owner, gains, whose := s.To.ID, s.From, o.to, fmt.Sprintf("operator %s's rows too", s.To)
+				if e.Op == s.To.ID {
+					other, owner, gains, whose = s.From.ID, s.To, o.from, fmt.Sprintf("the rows remapped into it from operator %s too", s.From)
+				}
+				if len(gains) == 0 {
+					continue
+				}
+				if alike, ok := vm.Get(other, e.StateType); ok && alike.Slot == "" && alike.Version == e.Version {
+					continue // it applied to those rows already
+				}
+				w := fmt.Sprintf("%s: operator %s's version-map entry for state type %q (v%d) has no slot, and an entry without a slot applies to every row of its operator (format 4.4): after the remap it applies to %s (slots %s), so a restore that migrates %q migrates them; bind the entry to its slot before this rule (set_version with 'slot'), or drop it (drop_version)", st.rule.Label(), owner, e.StateType, e.Version, whose, listSome(gains, 12), e.StateType)
+				if !said[w] {
+					said[w] = true
+					warns = append(warns, w)
+				}
+			}
 		}
 	}
 	return warns
