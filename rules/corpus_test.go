@@ -191,6 +191,24 @@ var badCorpus = map[string]struct {
 		"alias.bad.yaml:4:16: rule 2: YAML alias '*tmp' is not supported in a rule file"}, wantCount: 1},
 	"name-wrong-type.bad.yaml": {want: []string{
 		"name-wrong-type.bad.yaml:3:11: rule 1: 'name' must be a string, got a list"}, wantCount: 1},
+	// A rule's error does not hide its others: the keys are read, and an
+	// expression's syntax checked, when its scope or codec has one.
+	"one-pass.bad.yaml": {want: []string{
+		`one-pass.bad.yaml:6:29: rule 1: read keys file "no-such-keys.txt": stat testdata/rules/no-such-keys.txt: no such file or directory`,
+		`one-pass.bad.yaml:6:54: rule 1: 'codec' must be 'string' or 'int64', got "strnig"`,
+		`one-pass.bad.yaml:7:29: rule 2: read keys file "no-such-keys.txt"`,
+		`one-pass.bad.yaml:7:53: rule 2: 'slot' can never match a slot: "a|b"`,
+		`one-pass.bad.yaml:8:29: rule 3: read keys file "no-such-keys.txt"`,
+		`one-pass.bad.yaml:8:51: rule 3: 'op' must be a non-negative integer, got string "x"`,
+		`one-pass.bad.yaml:9:24: rule 4: 'keys' must be a list of keys, got string "k"`,
+		`one-pass.bad.yaml:9:36: rule 4: 'codec' must be 'string' or 'int64', got "int32"`,
+		`one-pass.bad.yaml:10:16: rule 5: 'op' must be a non-negative integer, got string "x"`,
+		`one-pass.bad.yaml:10:30: rule 5: bad expression in 'expr': unexpected token EOF`,
+		`one-pass.bad.yaml:11:21: rule 6: 'op' must be a non-negative integer, got string "x"`,
+		`one-pass.bad.yaml:11:48: rule 6: bad expression in 'expr': unexpected token EOF`,
+		`one-pass.bad.yaml:12:46: rule 7: bad expression in 'expr': invalid operation: + (mismatched types int64 and string)`,
+		`one-pass.bad.yaml:12:67: rule 7: 'erase_empty' needs a list or map value codec; slot "a" of op 7 stores int64`,
+	}, wantCount: 14},
 	"many-errors.bad.yaml": {want: []string{
 		`many-errors.bad.yaml:3:55: slot 1: 'ttl' must be true or false, got string "maybe"`,
 		`many-errors.bad.yaml:6:35: rule 1 ("purge-old"): unknown key 'wehre' in 'drop_slot'`,

@@ -428,6 +428,11 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 	sc, ok := m.scope(kn)
 	src, eok := m.reqStr(kn, "expr")
 	if !ok || !eok {
+		if eok {
+			// Every error of the file in one pass: the expression's
+			// syntax (its types depend on the scope).
+			p.checkSyntax(m.get("expr"), "expr", src)
+		}
 		return nil
 	}
 	f := &FilterSpec{Expr: src, Scope: sc}
@@ -713,14 +718,17 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 	}
 	sc, ok := m.scope(kn)
 	spec := &PurgeKeysSpec{Scope: sc, Codec: DefaultPurgeCodec}
+	codecOK := true
 	if m.present("codec") {
 		c, cok := m.str("codec")
 		if cok && c != "string" && c != "int64" {
 			p.errAt(m.get("codec"), "codec", "'codec' must be 'string' or 'int64', got %q", c)
 			cok = false
 		}
-		ok = ok && cok
-		spec.Codec = c
+		ok, codecOK = ok && cok, cok
+		if cok {
+			spec.Codec = c
+		}
 	}
 	hasKeys, hasFile := m.present("keys"), m.present("keys_file")
 	switch {
@@ -731,41 +739,52 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 		m.missing(kn, "keys", " (give 'keys: [...]' or 'keys_file: <path>')")
 		return nil
 	}
-	if !ok {
+	// The keys are read even when the rule has an error already, so that
+	// every error of the file is reported in one pass (a keys file that
+	// is missing too). Without a codec they are read as text, for the
+	// errors of the list itself; what that reading warns of is left out.
+	warned := len(p.warns)
+	fail := func() *PurgeKeysSpec {
+		if !codecOK {
+			p.warns = p.warns[:warned]
+		}
 		return nil
 	}
 	list := purgeList{spec: spec, node: kn, rule: p.rule, ruleName: p.ruleName}
 	numericFile := false // a keys file of integers alone, no codec said
 	if hasKeys {
 		if !p.inlineKeys(m.get("keys"), spec) {
-			return nil
+			return fail()
 		}
 	} else {
 		fn := m.get("keys_file")
 		if fn == nil {
-			return nil
+			return fail()
 		}
 		f, fok := p.stringValue(fn, "keys_file")
 		if !fok {
-			return nil
+			return fail()
 		}
 		if f == "" {
 			p.errAt(fn, "keys_file", "'keys_file' must not be empty")
-			return nil
+			return fail()
 		}
 		spec.KeysFile = f
 		text, count, numeric, ok := p.loadKeysFile(fn, spec)
 		if !ok {
-			return nil
+			return fail()
 		}
 		numericFile = numeric && !m.present("codec")
 		if count == 0 {
 			// An erasure request exported empty, or the wrong file: an
 			// audit of nothing erased must not pass for the erasure.
 			p.errAt(fn, "keys_file", "keys file %q lists no keys (it is empty, or holds only comments and blank lines): a purge of nothing is refused; remove the rule to run without it", f)
-			return nil
+			return fail()
 		}
 		list.text, list.count = text, count
+	}
+	if !ok {
+		return fail()
 	}
 	if len(spec.Keys) == 0 && list.count == 0 {
 		p.warnAt(kn, "purge_keys lists no keys: it matches nothing")
@@ -1150,6 +1169,9 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 	slot, sok := m.reqStr(kn, "slot")
 	src, eok := m.reqStr(kn, "expr")
 	if !ok || !sok || !eok {
+		if eok {
+			p.checkSyntax(m.get("expr"), "expr", src) // (see parseFilter)
+		}
 		return nil
 	}
 	d := p.view[slotName{op.ID, slot}]
@@ -1167,19 +1189,19 @@ func (p *parser) parseSetValue(kn, vn *yaml.Node, r *Rule) *SetValueSpec {
 		return nil
 	}
 	erase, bok := m.boolean("erase_empty", false)
-	if !bok {
-		return nil
-	}
 	if erase && !codec.Collection(d.ValueCodec) {
 		p.errAt(m.get("erase_empty"), "erase_empty", "'erase_empty' needs a list or map value codec; slot %q of op %s stores %s", slot, op, d.ValueCodec)
-		return nil
+		bok = false
 	}
 	if erase && d.Broadcast {
 		p.errAt(m.get("erase_empty"), "erase_empty", "'erase_empty' erases a keyed row whose collection became empty, as clink's keyed collections do; slot %q of op %s is declared 'broadcast: true' (slot %d, line %d), whose row clink keeps when empty", slot, op, d.Index, d.Line)
-		return nil
+		bok = false
 	}
 	en := m.get("expr")
 	c := p.compile(en, "expr", src, d.checkEnv, false)
+	if !bok {
+		return nil // the expression's errors told
+	}
 	if c == nil || !p.checkExpireAt(en, "expr", c, d, Scope{}) {
 		return nil
 	}
