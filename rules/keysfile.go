@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"path/filepath"
 	"strconv"
@@ -127,7 +128,7 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 			if bad <= maxKeyErrors {
 				why := "not a decimal integer"
 				if _, err := strconv.ParseInt(t, 10, 64); errors.Is(err, strconv.ErrRange) {
-					why = "out of int64 range"
+					why = "out of int64 range" + uint64KeyHint(t)
 				}
 				p.keysErr(n, path, line, strings.Index(ln, t)+1, fmt.Sprintf("invalid int64 key %q: %s", t, why))
 			}
@@ -344,4 +345,17 @@ func (p *parser) keysErr(n *yaml.Node, path string, line, col int, msg string) {
 		Rule: p.rule, RuleName: p.ruleName,
 		Key: "keys_file", Msg: msg, sortLine: n.Line, sortCol: n.Column,
 	})
+}
+
+// uint64KeyHint says, of a decimal t out of int64 range, how an int64
+// list holds it when it is a uint64 (2^63 or more): as the int64 its 8
+// bytes read as, which the int64 codec encodes to the same 8 bytes a
+// uint64 slot stores (" (a uint64 key of 2^63 or more is listed as the
+// int64 of its 8 bytes: -1)"); "" for one that is no uint64 either.
+func uint64KeyHint(t string) string {
+	u, err := strconv.ParseUint(strings.TrimPrefix(t, "+"), 10, 64)
+	if err != nil || u <= math.MaxInt64 {
+		return ""
+	}
+	return fmt.Sprintf(" (a uint64 key of 2^63 or more is listed as the int64 of its 8 bytes, the key minus 2^64: %d)", int64(u))
 }

@@ -934,16 +934,32 @@ func (p *parser) inlineKeys(n *yaml.Node, spec *PurgeKeysSpec) bool {
 	}
 	spec.initFilter(len(n.Content))
 	ok := true
+	want := "a string"
+	if spec.Codec == "int64" {
+		want = "a decimal int64"
+	}
 	for i, kn := range n.Content {
-		s, sok := p.stringValue(kn, "keys")
-		if !sok {
+		if kn.Kind == yaml.AliasNode {
+			ok = false // (refused where it is met)
+			continue
+		}
+		if kn.Kind != yaml.ScalarNode || !slices.Contains([]string{"!!str", "!!int", "!!float", "!!bool", "!!timestamp"}, kn.ShortTag()) {
+			p.errAt(kn, "keys", "key %d in 'keys' must be %s, got %s", i+1, want, describe(kn))
 			ok = false
 			continue
 		}
+		s := kn.Value
 		enc := s
 		if spec.Codec == "int64" {
-			v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-			if err != nil || kn.ShortTag() != "!!int" && kn.ShortTag() != "!!str" {
+			t := strings.TrimSpace(s)
+			v, err := strconv.ParseInt(t, 10, 64)
+			decimal := kn.ShortTag() == "!!int" || kn.ShortTag() == "!!str"
+			switch {
+			case decimal && errors.Is(err, strconv.ErrRange):
+				p.errAt(kn, "keys", "key %d is out of int64 range: %q%s", i+1, s, uint64KeyHint(t))
+				ok = false
+				continue
+			case err != nil || !decimal:
 				p.errAt(kn, "keys", "key %d is not a decimal int64: %q", i+1, s)
 				ok = false
 				continue

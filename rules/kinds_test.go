@@ -16,6 +16,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/savepoint/codec"
 )
 
 func strp(s string) *string { return &s }
@@ -1058,5 +1059,64 @@ func TestKeysFileReadErrorUnwraps(t *testing.T) {
 	}
 	if _, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - drop_slot: {op: 1}\n")); err == nil || errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a mistake of the rule file: %v", err)
+	}
+}
+
+// An int64 key out of range is said to be so, inline as in a keys file,
+// with how a uint64 key of 2^63 or more is listed (the int64 of its 8
+// bytes); an inline key that is no scalar is named by its place in the
+// list; and a uint64 key listed so matches what a uint64 slot stores.
+func TestPurgeKeysListMessages(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte("18446744073709551615\n99999999999999999999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "r.yaml")
+	src := `version: 1
+rules:
+  - purge_keys: {keys: [18446744073709551615, "9223372036854775808", 1.5, null], codec: int64}
+  - purge_keys: {keys: [a, null, [b]]}
+  - purge_keys: {keys_file: big.txt, codec: int64}
+`
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	var errs *Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("load: %v", err)
+	}
+	var got []string
+	for _, e := range errs.List {
+		got = append(got, fmt.Sprintf("%s:%d:%d: %s", filepath.Base(e.File), e.Line, e.Col, e.Msg))
+	}
+	want := []string{
+		`r.yaml:3:25: key 1 is out of int64 range: "18446744073709551615" (a uint64 key of 2^63 or more is listed as the int64 of its 8 bytes, the key minus 2^64: -1)`,
+		`r.yaml:3:47: key 2 is out of int64 range: "9223372036854775808" (a uint64 key of 2^63 or more is listed as the int64 of its 8 bytes, the key minus 2^64: -9223372036854775808)`,
+		`r.yaml:3:70: key 3 is not a decimal int64: "1.5"`,
+		`r.yaml:3:75: key 4 in 'keys' must be a decimal int64, got null`,
+		`r.yaml:4:28: key 2 in 'keys' must be a string, got null`,
+		`r.yaml:4:34: key 3 in 'keys' must be a string, got a list`,
+		`big.txt:1:1: invalid int64 key "18446744073709551615": out of int64 range (a uint64 key of 2^63 or more is listed as the int64 of its 8 bytes, the key minus 2^64: -1)`,
+		`big.txt:2:1: invalid int64 key "99999999999999999999": out of int64 range`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	set, err := Parse("t.yaml", []byte("version: 1\nrules:\n  - purge_keys: {keys: [-1], codec: int64}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := codec.Parse("uint64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := u.Encode(uint64(18446744073709551615))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := set.Rules[0].PurgeKeys.Match(key, false); !ok {
+		t.Errorf("the int64 key -1 does not match the uint64 key 18446744073709551615 (%x)", key)
 	}
 }
