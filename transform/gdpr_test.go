@@ -393,27 +393,28 @@ func testMergeTimerBlobsJoined(t *testing.T, timers []byte) {
 		unread   bool   // a warning names an unreadable blob
 		dupes    int64
 		purgedTm int64 // timers the purge removed (rule 1, a purge)
+		joined   int64 // of the dupes, copies of joined blobs
 	}{
-		{name: "joined", rows: []savepoint.Row{keyed, a, b}, rules: remap, want: all, merged: 4, dupes: 1},
-		{name: "joined through temporary files", rows: []savepoint.Row{keyed, a, b}, rules: remap, spill: true, want: all, merged: 4, dupes: 1},
-		{name: "the remapped blob later", rows: []savepoint.Row{b, keyed, a}, rules: remap, want: all, merged: 4, dupes: 1},
+		{name: "joined", rows: []savepoint.Row{keyed, a, b}, rules: remap, want: all, merged: 4, dupes: 1, joined: 1},
+		{name: "joined through temporary files", rows: []savepoint.Row{keyed, a, b}, rules: remap, spill: true, want: all, merged: 4, dupes: 1, joined: 1},
+		{name: "the remapped blob later", rows: []savepoint.Row{b, keyed, a}, rules: remap, want: all, merged: 4, dupes: 1, joined: 1},
 		{
-			name: "a blob stored twice", rows: []savepoint.Row{bOld, a, b}, rules: remap, want: all, merged: 4, dupes: 2,
+			name: "a blob stored twice", rows: []savepoint.Row{bOld, a, b}, rules: remap, want: all, merged: 4, dupes: 2, joined: 1,
 			lost: "1 timer blob(s) holding 2 timer(s) removed as duplicates",
 		},
 		{
 			name: "a blob stored twice, hidden copies not looked for", rows: []savepoint.Row{bOld, a, b}, rules: remap, noSearch: true,
-			want: all, merged: 4, dupes: 2, lost: "1 timer blob(s) holding 2 timer(s) removed as duplicates",
+			want: all, merged: 4, dupes: 2, joined: 1, lost: "1 timer blob(s) holding 2 timer(s) removed as duplicates",
 		},
 		{
 			// A restore keeps the first of two equal 8-byte values.
 			name: "an empty blob stored twice", rows: []savepoint.Row{b, empty, empty}, rules: remap,
-			want: blob(nil, []savepoint.Timer{tm(1, "a"), tm(3, "b")}), merged: 2, dupes: 2,
+			want: blob(nil, []savepoint.Timer{tm(1, "a"), tm(3, "b")}), merged: 2, dupes: 2, joined: 1,
 		},
 		{
 			name: "after a purge", rows: []savepoint.Row{keyed, a, b},
 			rules: "  - purge_keys: {keys: [a]}\n" + remap,
-			want:  blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(2, "c"), tm(3, "b")}), merged: 3, dupes: 1, purgedTm: 2,
+			want:  blob([]savepoint.Timer{tm(50, "p")}, []savepoint.Timer{tm(2, "c"), tm(3, "b")}), merged: 3, dupes: 1, joined: 1, purgedTm: 2,
 		},
 		{
 			// The drop removes the copy of op 8's blob a restore keeps: the
@@ -425,7 +426,7 @@ func testMergeTimerBlobsJoined(t *testing.T, timers []byte) {
 		{name: "unreadable", rows: []savepoint.Row{keyed, {Op: 7, Key: timers, Value: []byte("junk")}, b}, rules: remap, want: b.Value, unread: true, dupes: 1},
 		{
 			// The unreadable copy is one a restore did not keep.
-			name: "an unreadable hidden copy", rows: []savepoint.Row{junk, a, b}, rules: remap, want: all, merged: 4, dupes: 2,
+			name: "an unreadable hidden copy", rows: []savepoint.Row{junk, a, b}, rules: remap, want: all, merged: 4, dupes: 2, joined: 1,
 		},
 	}
 	for _, tc := range cases {
@@ -480,6 +481,28 @@ func testMergeTimerBlobsJoined(t *testing.T, timers []byte) {
 			}
 			if tc.lost != "" && !lost {
 				t.Errorf("warnings %q: want %q", rep.Warnings, tc.lost)
+			}
+			// The duplicates' warning says what was done: copies of
+			// joined blobs were joined, the others resolved as a
+			// restore resolves them.
+			dupesWarning := ""
+			for _, w := range rep.Warnings {
+				if strings.Contains(w, "had the same (op, key)") {
+					dupesWarning = w
+				}
+			}
+			var wantDupes string
+			joinedWhat := fmt.Sprintf("copies of timer blobs that a merge made meet, which were joined rather than resolved as a restore resolves a duplicate (one copy kept whole): the copy kept holds the timers of every blob that met there, identical ones once (%d timers in the joined blobs)", tc.merged)
+			switch restore := "as clink's restore does (keyed: the later row; operator state: the greater 8-byte value)"; {
+			case tc.joined == 1 && tc.dupes > 1:
+				wantDupes = fmt.Sprintf("%d rows had the same (op, key) as another row after the rules ran (or were stored twice): 1 of them was one of the %s; the others were resolved %s", tc.dupes, joinedWhat, restore)
+			case tc.joined > 0:
+				wantDupes = fmt.Sprintf("%d rows had the same (op, key) as another row after the rules ran: %s", tc.dupes, joinedWhat)
+			default:
+				wantDupes = fmt.Sprintf("%d rows had the same (op, key) as another row after the rules ran (or were stored twice); each was resolved %s", tc.dupes, restore)
+			}
+			if dupesWarning != wantDupes {
+				t.Errorf("duplicates' warning:\n%s\nwant:\n%s", dupesWarning, wantDupes)
 			}
 			if unread != tc.unread {
 				t.Errorf("warnings %q: an unreadable blob named: %v, want %v", rep.Warnings, unread, tc.unread)

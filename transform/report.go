@@ -52,7 +52,9 @@ type Report struct {
 	// DuplicatesResolved counts rows that became duplicates of another row's
 	// (op, key) (a remap with merge, a rename onto an existing slot, or
 	// duplicates stored in a rewritten input file) and were resolved as
-	// clink's restore does; they are among RowsDropped.
+	// clink's restore does, but for the copies of timer blobs a merge
+	// joined (see TimersMerged), whose timers the copy kept holds; they
+	// are among RowsDropped.
 	DuplicatesResolved int64 `json:"duplicates_resolved"`
 	// TimersMerged counts the timers of the timer blobs that a
 	// remap_operator (or rename_slot) with merge: true joined: a timer blob

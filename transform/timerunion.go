@@ -141,6 +141,7 @@ func (e *engine) unionTimerBlobs(res *fileResult) (joined map[timerBlobKey]bool,
 		}
 		proc, event = uniqueTimers(proc), uniqueTimers(event)
 		res.timersMerged += int64(len(proc) + len(event))
+		res.blobsJoined += int64(blobs[k] - 1) // duplicates of the one kept
 		res.timerBlobsLost += lost
 		res.timersLost += lostTimers
 		// The audit: every copy goes, one with the joined timers stays.

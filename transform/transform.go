@@ -1606,6 +1606,10 @@ type fileResult struct {
 	// into one added to the blob kept (unionTimerBlobs).
 	blobs        []blobCopy
 	timersMerged int64
+	// blobsJoined counts the copies of joined blobs (one a stored blob's
+	// that a restore keeps) that the duplicates resolved away: their
+	// timers are in the copy kept.
+	blobsJoined int64
 	// hiddenLegacy are the legacy timer blobs a merge moved next to a
 	// prefixed blob of the same name (hiddenLegacyBlobs).
 	hiddenLegacy []hiddenBlob
@@ -2186,6 +2190,7 @@ func (e *engine) mergeRanges(ranges []*rangeResult) (*fileResult, bool) {
 			res.blobs = append(res.blobs, b)
 		}
 		res.timersMerged += p.timersMerged
+		res.blobsJoined += p.blobsJoined
 		if p.out.mod.len() > 0 && res.out.mod == nil {
 			res.out.mod = &modRows{}
 		}
@@ -3295,8 +3300,24 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 	}
 	sortSlots(rep.Slots)
 	rep.VersionMap = versionChanges(sp, results)
-	if rep.DuplicatesResolved > 0 {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d rows had the same (op, key) as another row after the rules ran (or were stored twice); each was resolved as clink's restore does (keyed: the later row; operator state: the greater 8-byte value)", rep.DuplicatesResolved))
+	var joined, timersMerged int64
+	for _, res := range results {
+		joined, timersMerged = joined+res.blobsJoined, timersMerged+res.timersMerged
+	}
+	joined = min(joined, rep.DuplicatesResolved) // (they are among them)
+	const restoreRule = "as clink's restore does (keyed: the later row; operator state: the greater 8-byte value)"
+	joinedWhat := fmt.Sprintf("copies of timer blobs that a merge made meet, which were joined rather than resolved as a restore resolves a duplicate (one copy kept whole): the copy kept holds the timers of every blob that met there, identical ones once (%d timers in the joined blobs)", timersMerged)
+	switch others := rep.DuplicatesResolved - joined; {
+	case joined > 0 && others > 0:
+		were := fmt.Sprintf("%d of them were", joined)
+		if joined == 1 {
+			were = "1 of them was one of the"
+		}
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d rows had the same (op, key) as another row after the rules ran (or were stored twice): %s %s; the others were resolved %s", rep.DuplicatesResolved, were, joinedWhat, restoreRule))
+	case joined > 0:
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d rows had the same (op, key) as another row after the rules ran: %s", rep.DuplicatesResolved, joinedWhat))
+	case rep.DuplicatesResolved > 0:
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d rows had the same (op, key) as another row after the rules ran (or were stored twice); each was resolved %s", rep.DuplicatesResolved, restoreRule))
 	}
 	var blobsLost, timersLost int64
 	hidden := map[hiddenBlob]int{} // files
