@@ -1171,18 +1171,27 @@ type slotID struct {
 }
 
 // DecodeFailures counts, per operator and slot, the rows that the
-// declared codecs could not decode, with the first error of each.
+// declared codecs could not decode, with the first error of each, and
+// apart from them the rows that decode to a string that is not valid UTF-8
+// (rules.ErrNotUTF8).
 type DecodeFailures struct {
-	count map[slotID]int
-	first map[slotID]string
-	order []slotID
+	count map[failureID]int
+	first map[failureID]string
+	order []failureID
+}
+
+// failureID is a slot's failures, or (notUTF8) its strings that are not
+// UTF-8.
+type failureID struct {
+	slotID
+	notUTF8 bool
 }
 
 // Add counts a row of op and slot that failed to decode with err.
 func (f *DecodeFailures) Add(op uint64, slot []byte, err error) {
-	id := slotID{op, string(slot)}
+	id := failureID{slotID{op, string(slot)}, errors.Is(err, rules.ErrNotUTF8)}
 	if f.count == nil {
-		f.count, f.first = map[slotID]int{}, map[slotID]string{}
+		f.count, f.first = map[failureID]int{}, map[failureID]string{}
 	}
 	if f.count[id] == 0 {
 		f.order = append(f.order, id)
@@ -1192,11 +1201,17 @@ func (f *DecodeFailures) Add(op uint64, slot []byte, err error) {
 }
 
 // Warnings returns a warning per slot with failures, in the order first
-// met, saying what became of the rows (done: "written undecoded").
+// met, saying what became of the rows (done: "written undecoded"), and
+// one per slot with strings that are not UTF-8, which decode but are
+// given as stored.
 func (f *DecodeFailures) Warnings(done string) []string {
 	var out []string
 	for _, id := range f.order {
 		n := f.count[id]
+		if id.notUTF8 {
+			out = append(out, fmt.Sprintf("op %d slot %q: %d row%s holding a declared string that is not valid UTF-8, given as stored (0x and hex), which as text would read as other text; first: %s", id.op, slotText([]byte(id.slot)), n, plural(n), f.first[id]))
+			continue
+		}
 		out = append(out, fmt.Sprintf("op %d slot %q: %d row%s the declared codecs could not decode (%s); first: %s", id.op, slotText([]byte(id.slot)), n, plural(n), done, f.first[id]))
 	}
 	return out
@@ -1280,19 +1295,17 @@ func DecodeRow(set *rules.Set, env *rules.Env, r savepoint.Row, subtask int) (De
 	if d.KeyOK && notUTF8String(decl.KeyCodec, d.Key) {
 		d.KeyOK = false
 		if err == nil {
-			err = &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "key", Codec: decl.KeyCodec.String(), Err: errNotUTF8, Line: decl.Line}
+			err = &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "key", Codec: decl.KeyCodec.String(), Err: rules.ErrNotUTF8, Line: decl.Line}
 		}
 	}
 	if d.ValueOK && notUTF8String(decl.ValueCodec, d.Value) {
 		d.ValueOK = false
 		if err == nil {
-			err = &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "value", Codec: decl.ValueCodec.String(), Err: errNotUTF8, Line: decl.Line}
+			err = &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "value", Codec: decl.ValueCodec.String(), Err: rules.ErrNotUTF8, Line: decl.Line}
 		}
 	}
 	return d, err
 }
-
-var errNotUTF8 = errors.New("not valid UTF-8")
 
 // NotUTF8Error returns the *rules.DecodeError DecodeRow gives a row of a
 // declared slot whose key or value, decoded with the string codec into env
@@ -1309,9 +1322,9 @@ func NotUTF8Error(set *rules.Set, env *rules.Env, r savepoint.Row) error {
 	}
 	switch {
 	case notUTF8String(decl.KeyCodec, env.Key):
-		return &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "key", Codec: decl.KeyCodec.String(), Err: errNotUTF8, Line: decl.Line}
+		return &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "key", Codec: decl.KeyCodec.String(), Err: rules.ErrNotUTF8, Line: decl.Line}
 	case notUTF8String(decl.ValueCodec, env.Value):
-		return &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "value", Codec: decl.ValueCodec.String(), Err: errNotUTF8, Line: decl.Line}
+		return &rules.DecodeError{Op: r.Op, Slot: decl.Slot, Part: "value", Codec: decl.ValueCodec.String(), Err: rules.ErrNotUTF8, Line: decl.Line}
 	}
 	return nil
 }

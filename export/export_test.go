@@ -1052,7 +1052,7 @@ func TestExportStringNotUTF8(t *testing.T) {
 	}
 	sp := fileOfRows(rows)
 	data, res := export(t, sp, Options{Format: JSONL, Rules: set})
-	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `op 1 slot "s": 2 rows the declared codecs could not decode (written undecoded); first: decode value of op 1 slot "s" with codec string: not valid UTF-8`) {
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `op 1 slot "s": 2 rows holding a declared string that is not valid UTF-8, given as stored (0x and hex), which as text would read as other text; first: value of op 1 slot "s" with codec string is not valid UTF-8: it decodes, and a rule reads it as a string of its bytes`) {
 		t.Errorf("warnings %q", res.Warnings)
 	}
 	// The text 0xfffe41 and the undecoded bytes ff fe 41 show alike in
@@ -1107,7 +1107,7 @@ rules: []
 	if want := "[b/bytes:true l/bad:false l/text:true m/bad:false m/text:true p/bad:false p/none:true]"; fmt.Sprint(got) != want {
 		t.Errorf("records %v, want %s", got, want)
 	}
-	if len(res.Warnings) != 3 || !strings.Contains(strings.Join(res.Warnings, "\n"), `op 1 slot "l": 1 row the declared codecs could not decode (written undecoded); first: decode value of op 1 slot "l" with codec list<string>: not valid UTF-8`) {
+	if len(res.Warnings) != 3 || !strings.Contains(strings.Join(res.Warnings, "\n"), `op 1 slot "l": 1 row holding a declared string that is not valid UTF-8, given as stored (0x and hex), which as text would read as other text; first: value of op 1 slot "l" with codec list<string> is not valid UTF-8: it decodes`) {
 		t.Errorf("warnings %q", res.Warnings)
 	}
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -149,8 +150,16 @@ func (w *Warning) String() string {
 	return formatDiag(w.File, w.Line, w.Col, w.Rule, w.RuleName, w.Slot, w.Msg)
 }
 
+// ErrNotUTF8 is the Err of a DecodeError that package export and the CLI
+// give a key or value that decodes, with the string codec or as a string
+// inside a collection, but is not valid UTF-8: rules read it as a string of
+// its bytes (Set.FillEnv gives no error), while text output cannot show it
+// as text without its being read as other text ("0x...").
+var ErrNotUTF8 = errors.New("not valid UTF-8")
+
 // DecodeError reports a key or value of a stored row that the codec declared
-// for its slot cannot decode (Set.FillEnv).
+// for its slot cannot decode (Set.FillEnv), or, with Err ErrNotUTF8, one
+// that decodes to a string that is not valid UTF-8.
 type DecodeError struct {
 	// Op and Slot name the declared slot.
 	Op   uint64
@@ -178,6 +187,9 @@ func (e *DecodeError) ValueFailed() bool { return e.Part == "value" || e.ValueEr
 // reads, so a declaration that does not fit the slot's rows stops a
 // filter of other slots too.
 func (e *DecodeError) Error() string {
+	if errors.Is(e.Err, ErrNotUTF8) {
+		return fmt.Sprintf("%s of op %d slot %q with codec %s is not valid UTF-8: it decodes, and a rule reads it as a string of its bytes (which string functions such as upper or replace write as U+FFFD where they are not UTF-8; declare bytes for string to work on the bytes)", e.Part, e.Op, e.Slot, e.Codec)
+	}
 	msg := fmt.Sprintf("decode %s of op %d slot %q with codec %s: %v", e.Part, e.Op, e.Slot, e.Codec, e.Err)
 	if e.ValueErr != nil {
 		msg += fmt.Sprintf("; the value does not decode either: %v", e.ValueErr)
