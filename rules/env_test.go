@@ -416,6 +416,28 @@ func TestSetValueApply(t *testing.T) {
 	}
 }
 
+// A keep or drop rule's runtime error is an *EvalError, as set_value's
+// is, with the message a filter's error had: the rule, then expr's error
+// (which shows the expression below it).
+func TestFilterEvalError(t *testing.T) {
+	set := parseOne(t, "version: 1\nslots:\n  - {op: 7, slot: agg, key: int64, value: int64}\nrules:\n"+
+		"  - drop: {op: 7, slot: agg, expr: 'value % (value - value) == 0'}\n"+
+		"  - name: ratio\n    keep: {op: 7, slot: agg, expr: 'value / 0 > 1'}\n")
+	var m vm.VM
+	var env Env
+	if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: le64(7)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"rule 1 (drop): 7 % 0: integer divide by zero (1:7)\n", "rule 2 \"ratio\" (keep): 7 / 0: division by zero (1:7)\n"} {
+		f := set.Rules[i].Filter()
+		_, err := f.Predicate.Eval(&m, &env)
+		var ee *EvalError
+		if !errors.As(err, &ee) || ee.Rule != set.Rules[i].Label() || ee.Expr != f.Expr || ee.Key != nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("rule %d: %#v, want an *EvalError %q...", i+1, err, want)
+		}
+	}
+}
+
 func TestPurgeKeysMatch(t *testing.T) {
 	set := parseOne(t, "version: 1\nrules:\n  - purge_keys: {keys: [user1, \"a\\x1fb\", \"\", x, \"x\\x1fy\"]}\n  - purge_keys: {codec: int64, keys: [31, -1]}\n")
 	p := set.Rules[0].PurgeKeys

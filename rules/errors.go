@@ -203,9 +203,12 @@ func (e *DecodeError) Error() string {
 // Unwrap returns the codec's error.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// EvalError reports an expression that failed on a row at run time (a
-// runtime type error, a division by zero, a result the slot's codec cannot
-// encode).
+// EvalError reports an expression of a rule that failed on a row at run
+// time: a runtime type error or a division by zero in a keep, drop or
+// set_value expression, a filter's result that is not true or false, a
+// set_value result the slot's codec cannot encode (the errors of a rule's
+// Predicate.Eval and of SetValueSpec.Apply, and those of transform.Run that
+// they cause).
 type EvalError struct {
 	// Rule is the rule's label (Rule.Label).
 	Rule string
@@ -213,10 +216,28 @@ type EvalError struct {
 	Expr string
 	// Err is the underlying error.
 	Err error
+	// Op, Key and Row name the row the expression failed on, in an error
+	// of transform.Run: its operator, its stored key (savepoint.ParseKey
+	// reads the slot and user key from it), and its index in its file's
+	// stream, or, in a file that stores a changelog, in the state its
+	// replay restores (the row the message names). Key is nil when the
+	// row is not known (Predicate.Eval and SetValueSpec.Apply leave these
+	// unset).
+	Op  uint64
+	Key []byte
+	Row int
+
+	// filter is set in a keep or drop rule's error, whose message names
+	// the rule only: expr's runtime errors show the expression below
+	// their message.
+	filter bool
 }
 
-// Error names the rule and the expression.
+// Error names the rule and, for set_value, the expression.
 func (e *EvalError) Error() string {
+	if e.filter {
+		return e.Rule + ": " + e.Err.Error()
+	}
 	return fmt.Sprintf("%s: evaluate %q: %v", e.Rule, e.Expr, e.Err)
 }
 

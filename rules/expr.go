@@ -139,10 +139,14 @@ type Predicate struct {
 	konst  int8 // 0: not constant, 1: always true, -1: always false
 	fields Fields
 	fast   FastPredicate
+	rule   string // the label of the keep or drop rule it is of, for its errors
 }
 
 // Eval runs the predicate on env with m, a VM the caller owns (one per
-// goroutine, reused across rows; a zero vm.VM is ready to use).
+// goroutine, reused across rows; a zero vm.VM is ready to use). An error of
+// a keep or drop rule's predicate (a runtime type error, a division by
+// zero, a result that is not true or false) is an *EvalError naming the
+// rule; one of a predicate of Set.CompileFilter is expr's error as it is.
 func (p *Predicate) Eval(m *vm.VM, env *Env) (bool, error) {
 	switch p.konst {
 	case 1:
@@ -153,22 +157,31 @@ func (p *Predicate) Eval(m *vm.VM, env *Env) (bool, error) {
 	env.init()
 	out, err := m.Run(p.prog, env)
 	if err != nil {
-		return false, runError(err, p.fields, env)
+		return false, p.evalError(runError(err, p.fields, env))
 	}
-	return filterValue(out)
+	return p.filterValue(out)
 }
 
 // filterValue is a filter's value out: nil, which expr's AsBool cast would
 // read as false, and what is not a bool are errors.
-func filterValue(out any) (bool, error) {
+func (p *Predicate) filterValue(out any) (bool, error) {
 	b, ok := out.(bool)
 	if !ok {
 		if out == nil {
-			return false, errNilBool
+			return false, p.evalError(errNilBool)
 		}
-		return false, fmt.Errorf("%w: got %T", errNotBool, out)
+		return false, p.evalError(fmt.Errorf("%w: got %T", errNotBool, out))
 	}
 	return b, nil
+}
+
+// evalError is err, an error of the predicate on a row, as an *EvalError
+// when the predicate is a rule's.
+func (p *Predicate) evalError(err error) error {
+	if p.rule == "" {
+		return err
+	}
+	return &EvalError{Rule: p.rule, Expr: p.Source, Err: err, filter: true}
 }
 
 // Constant reports whether the expression is a constant (after expr's
@@ -520,7 +533,7 @@ func compileExpr(src string, typed reflect.Type, asBool bool, maxNodes uint) (c 
 		} else if asBool {
 			// (What Predicate.Eval refuses at every row: nil, or another
 			// type than bool.)
-			b, err = filterValue(out)
+			b, err = new(Predicate).filterValue(out) // (no rule: the error as it is)
 		}
 		if err != nil {
 			return nil, &exprErr{msg: fmt.Sprintf("it reads no field of the row and fails on every one: %v", err)}

@@ -362,9 +362,9 @@ func (p *parser) parseRule(rn *yaml.Node, index int) *Rule {
 	}
 	switch kind {
 	case KindKeep:
-		r.Keep = p.parseFilter(kn, vn, kind)
+		r.Keep = p.parseFilter(kn, vn, r)
 	case KindDrop:
-		r.Drop = p.parseFilter(kn, vn, kind)
+		r.Drop = p.parseFilter(kn, vn, r)
 	case KindDropOperator:
 		r.DropOperator = p.parseDropOperator(kn, vn)
 	case KindRemapOperator:
@@ -407,8 +407,9 @@ func (p *parser) kindMapping(kn, vn *yaml.Node) *mapping {
 
 // parseFilter reads keep/drop: an expression, or the scoped form
 // {op|uid, slot, expr}.
-func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
-	key := string(kind)
+func (p *parser) parseFilter(kn, vn *yaml.Node, r *Rule) *FilterSpec {
+	key := string(r.Kind)
+	label := ruleLabel(r.Index, p.ruleName, r.Kind)
 	if vn.Kind == yaml.ScalarNode {
 		src, ok := p.stringValue(vn, key)
 		if !ok {
@@ -419,7 +420,9 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 			return nil
 		}
 		p.warnUntypable(vn, key, src, Scope{})
-		return &FilterSpec{Expr: src, Predicate: c.predicate(src)}
+		pred := c.predicate(src)
+		pred.rule = label
+		return &FilterSpec{Expr: src, Predicate: pred}
 	}
 	m := p.kindMapping(kn, vn)
 	if vn.Kind != yaml.MappingNode {
@@ -453,6 +456,7 @@ func (p *parser) parseFilter(kn, vn *yaml.Node, kind Kind) *FilterSpec {
 		p.warnUntypable(m.get("expr"), "expr", src, sc)
 	}
 	f.Predicate = c.predicate(src)
+	f.Predicate.rule = label
 	return f
 }
 

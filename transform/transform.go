@@ -2078,6 +2078,9 @@ var rowByRow = false
 // in the file's stream, or, for a file that stores a changelog, in the
 // state its replay restores (the order sptool cat lists it in).
 func (w *worker) rowError(i int, r savepoint.Row, k savepoint.Key, err error) error {
+	if ee := (*rules.EvalError)(nil); errors.As(err, &ee) && ee.Key == nil {
+		ee.Op, ee.Key, ee.Row = r.Op, append([]byte{}, r.Key...), i // (r.Key may be the input's mapped bytes)
+	}
 	replayed := w.res.out != nil && w.res.out.restored // (no output in the pass over merge losers)
 	return fmt.Errorf("%s (op %d, slot %q, key %s): %w", savepoint.RowName(replayed, i), r.Op, k.SlotName(), w.e.set.ShowKey(r.Op, k), err)
 }

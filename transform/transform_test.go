@@ -2049,6 +2049,30 @@ func TestFailureStopsOtherFiles(t *testing.T) {
 	}
 }
 
+// TestEvalErrorOfRow: the runtime error of a drop's expression, as of a
+// set_value's, is a *rules.EvalError naming the rule and the row it failed
+// on, with the message it had.
+func TestEvalErrorOfRow(t *testing.T) {
+	files := map[int][]savepoint.Row{0: {keyed(7, "agg", "k0", i64(1)), keyed(7, "agg", "k1", i64(2))}}
+	dir := t.TempDir()
+	in := writeTree(t, filepath.Join(dir, "in"), 3, "job", files, savepoint.VersionMap{}, "")
+	for _, tc := range []struct{ rule, want string }{
+		{"drop: {op: 7, slot: agg, expr: 'value % (value - 2) == 0'}", `row 1 (op 7, slot "agg", key "k1"): ` + "RULES:5:5: rule 1 (drop): 2 % 0: integer divide by zero (1:7)\n"},
+		{"set_value: {op: 7, slot: agg, expr: 'value % (value - 2)'}", `row 1 (op 7, slot "agg", key "k1"): ` + "RULES:5:5: rule 1 (set_value): evaluate \"value % (value - 2)\": 2 % 0: integer divide by zero (1:7)\n"},
+	} {
+		set := parseRules(t, "version: 1\nslots:\n  - {op: 7, slot: agg, value: int64}\nrules:\n  - "+tc.rule+"\n", nil)
+		_, err := run(t, in, set, transform.Options{Out: filepath.Join(dir, "out")})
+		var ee *rules.EvalError
+		if !errors.As(err, &ee) || ee.Rule != "rule 1 ("+string(set.Rules[0].Kind)+")" || ee.Op != 7 || ee.Row != 1 || string(savepoint.ParseKey(ee.Key).UserKey) != "k1" {
+			t.Errorf("%s: %#v, want a *rules.EvalError of row 1", tc.rule, err)
+			continue
+		}
+		if want := strings.Replace(tc.want, "RULES", set.Source, 1); !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %q, want %q", tc.rule, err, want)
+		}
+	}
+}
+
 // TestDecompress: with Decompress, a tree whose files are compressed as a
 // whole comes out uncompressed (the only form clink restores), files no rule
 // changed included, rewritten in canonical form with the same rows; without
