@@ -15,7 +15,10 @@ import (
 
 // Batch is one record batch of a canonical stream as columns. For an
 // uncompressed file opened with OpenOptions.Columnar the slices alias the
-// file's memory map: nothing is copied.
+// file's memory map: nothing is copied, and neither the Batch nor a row,
+// key or value read from it may be used after the Savepoint is closed
+// (reading unmapped memory ends the process, or, under Guard, is
+// ErrClosed).
 type Batch struct {
 	Ops     []uint64
 	KeyOffs []int32 // len(Ops)+1 offsets into Keys
@@ -264,7 +267,8 @@ func (s *Snapshot) CountOps(counts map[uint64]int64) error {
 
 // Cursor gives random access to the rows of a columnar snapshot by stream
 // index; it is cheap for a single batch and for increasing indexes. It is
-// safe for concurrent use.
+// safe for concurrent use. Like the Batches it reads, it must not be used
+// after the Savepoint is closed.
 type Cursor struct {
 	s     *Snapshot
 	start []int        // first row index of each batch
@@ -384,9 +388,12 @@ var ErrInputChanged = errors.New("an input file changed while it was being read"
 // Guard runs fn with memory faults turned into errors: a memory-mapped
 // input truncated by another process raises SIGBUS on access, which would
 // otherwise crash the process, and so does a page the system could not
-// read. The error names the file and the byte (faultError): ErrInputChanged
-// for a file that now ends before that byte, ErrInputUnreadable for one
-// that still holds it.
+// read. The error names the file and the byte: ErrInputChanged for a file
+// that now ends before that byte, ErrInputUnreadable for one that still
+// holds it. A read of the rows of a Savepoint after its Close (or of a
+// Spilled after its Close), which faults on memory no longer mapped, is
+// ErrClosed: a Close deferred inside fn, which runs as the fault's panic
+// unwinds, leaves the fault reported as one of the file.
 func Guard(fn func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"unsafe"
 )
@@ -28,18 +29,25 @@ type mapping struct {
 	base, size uintptr
 	f          *os.File
 	data       []byte // the map
+	// closed is set on a mapping unmapped by a Close that ran while no
+	// panic unwound the stack: a fault in it is a read after that Close
+	// (ErrClosed), not one whose panic unwound past the Close.
+	closed bool
 }
 
 // mappings are the files mapped now (all), and the last ones unmapped
-// (gone, the latest last): a fault is told after the panic it raised has
-// unwound the stack, past the deferred Close that unmapped its file.
+// (gone, a ring whose next entry to replace is next): a fault is told after
+// the panic it raised has unwound the stack, past the deferred Close that
+// unmapped its file, and a read after Close is told as such.
 var mappings struct {
 	sync.Mutex
 	all, gone []mapping
+	next      int
 }
 
-// goneMappings is how many unmapped mappings are kept for faultError.
-const goneMappings = 64
+// goneMappings is how many unmapped mappings are kept for faultError: the
+// files of a large tree, closed together.
+const goneMappings = 1024
 
 // addMapping records that b maps f from its start.
 func addMapping(b []byte, f *os.File) {
@@ -57,17 +65,37 @@ func removeMapping(b []byte) {
 		return
 	}
 	base := uintptr(unsafe.Pointer(&b[0]))
+	closed := !unwinding()
 	mappings.Lock()
 	defer mappings.Unlock()
 	for i, m := range mappings.all {
 		if m.base == base {
 			mappings.all = append(mappings.all[:i], mappings.all[i+1:]...)
-			if len(mappings.gone) == goneMappings {
-				mappings.gone = append(mappings.gone[:0], mappings.gone[1:]...)
+			m.data, m.closed = nil, closed // (unmapped)
+			if len(mappings.gone) < goneMappings {
+				mappings.gone = append(mappings.gone, m)
+			} else {
+				mappings.gone[mappings.next] = m
 			}
-			m.data = nil // (unmapped)
-			mappings.gone = append(mappings.gone, m)
+			mappings.next = (mappings.next + 1) % goneMappings
 			return
+		}
+	}
+}
+
+// unwinding reports whether the caller runs while a panic unwinds its
+// goroutine's stack (a deferred call: the runtime's panic is among the
+// callers).
+func unwinding() bool {
+	var pcs [64]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	for {
+		f, more := frames.Next()
+		if f.Function == "runtime.gopanic" {
+			return true
+		}
+		if !more {
+			return false
 		}
 	}
 }
@@ -81,8 +109,9 @@ func mappingAt(addr uintptr) (mapping, bool) {
 			return m, true
 		}
 	}
-	for i := len(mappings.gone) - 1; i >= 0; i-- {
-		if m := mappings.gone[i]; addr >= m.base && addr-m.base < m.size {
+	for i := range mappings.gone { // the latest first
+		j := (mappings.next - 1 - i + 2*goneMappings) % goneMappings
+		if m := mappings.gone[j]; addr >= m.base && addr-m.base < m.size {
 			return m, true
 		}
 	}
@@ -110,7 +139,8 @@ func mappedFileOf(b []byte) *mappedFile {
 }
 
 // faultError is the error of a memory fault at addr while input was read.
-// In a mapped file, it names the file and the byte: a file whose size is
+// In a mapped file, it names the file and the byte: a file unmapped by a
+// Close before the read was used after it (ErrClosed); a file whose size is
 // no longer the one mapped was cut short while it was read
 // (ErrInputChanged); one that still holds that byte at its old size could
 // not be read (ErrInputUnreadable). A fault outside every mapping is reported as
@@ -123,6 +153,9 @@ func faultError(addr uintptr) error {
 	}
 	off := int64(addr - m.base)
 	name := m.f.Name()
+	if m.closed {
+		return fmt.Errorf("%w (%s was read at byte %d after Close unmapped it)", ErrClosed, name, off)
+	}
 	st, err := m.f.Stat()
 	if err != nil {
 		if st, err = os.Stat(name); err != nil {

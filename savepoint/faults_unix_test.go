@@ -83,10 +83,11 @@ func TestFaultErrorUnreadable(t *testing.T) {
 	if err := unmapFile(m); err != nil {
 		t.Fatal(err)
 	}
-	// A fault told once its file was unmapped (its panic unwound past a
-	// deferred Close) still names the file.
-	if err := faultError(addr); !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), path+" now ends at byte 16384") {
-		t.Fatalf("fault in a mapping since unmapped: %v, want ErrInputChanged naming the file", err)
+	// A fault in a file unmapped before it (by a Close that ran while no
+	// panic unwound) is a read after Close, naming the file. (A fault
+	// whose panic unwound past a deferred Close: TestFaultAfterUnmapNamesFile.)
+	if err := faultError(addr); !errors.Is(err, ErrClosed) || errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), path+" was read at byte 5000 after Close unmapped it") {
+		t.Fatalf("fault in a mapping since unmapped: %v, want ErrClosed naming the file", err)
 	}
 	err = faultError(1)
 	if !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), "fault at 0x1") {
@@ -127,5 +128,80 @@ func TestOrderFaultReachesGuard(t *testing.T) {
 	err := Guard(func() error { sp.Files[0].Snapshot.computeOrder(); return nil })
 	if !errors.Is(err, ErrInputChanged) {
 		t.Fatalf("Order on a truncated mapped input: %v, want ErrInputChanged", err)
+	}
+}
+
+// Rows of a columnar Savepoint read after its Close fault on memory no
+// longer mapped: under Guard that is ErrClosed, naming the file, not an
+// error of the input. A Close deferred in the Guarded function, which runs
+// while the fault's panic unwinds, leaves the fault the file's.
+func TestReadAfterCloseUnderGuard(t *testing.T) {
+	sp, path := openCountedRows(t, 300_000)
+	s := sp.Files[0].Snapshot
+	if !s.Columnar() {
+		t.Fatal("not columnar")
+	}
+	c := s.NewCursor()
+	last := s.NumRows() - 1
+	if err := sp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var sink int
+	for name, read := range map[string]func(){
+		"Cursor.Row": func() { sink += len(c.Row(last).Key) },
+		"Batch.Row":  func() { b := &s.Batches[len(s.Batches)-1]; sink += len(b.Row(b.Len() - 1).Value) },
+	} {
+		err := Guard(func() error { read(); return nil })
+		if !errors.Is(err, ErrClosed) || InputFault(err) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s after Close: %v, want ErrClosed naming %s", name, err, path)
+		}
+	}
+
+	sp, path = openCountedRows(t, 300_000)
+	if err := os.Truncate(path, 4096); err != nil {
+		t.Fatal(err)
+	}
+	err := Guard(func() error {
+		defer sp.Close()
+		s := sp.Files[0].Snapshot
+		sink += len(s.NewCursor().Row(s.NumRows() - 1).Key)
+		return nil
+	})
+	if !errors.Is(err, ErrInputChanged) || errors.Is(err, ErrClosed) {
+		t.Errorf("fault, then a deferred Close: %v (read %d), want ErrInputChanged", err, sink)
+	}
+}
+
+// The last goneMappings mappings unmapped are told by their file, the
+// latest first; older ones only by their address.
+func TestGoneMappingsRing(t *testing.T) {
+	path, m := mapTemp(t, 4096)
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	maps := [][]byte{m}
+	for range goneMappings + 10 {
+		b, err := mapFile(fh, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps = append(maps, b)
+	}
+	for _, b := range maps {
+		if err := unmapFile(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, b := range maps {
+		addr := uintptr(unsafe.Pointer(&b[0])) + 7
+		_, known := mappingAt(addr)
+		if want := i >= len(maps)-goneMappings; known != want {
+			t.Errorf("mapping %d of %d: told by its file %v, want %v", i, len(maps), known, want)
+		}
+	}
+	if err := faultError(uintptr(unsafe.Pointer(&maps[len(maps)-1][0])) + 7); !errors.Is(err, ErrClosed) {
+		t.Errorf("the last mapping unmapped: %v, want ErrClosed", err)
 	}
 }

@@ -1565,7 +1565,8 @@ func checksumRange(ctx context.Context, fh *os.File, lo, hi int64) (uint32, erro
 	return crc, nil
 }
 
-// ErrClosed is the error of a Savepoint used after Close (see CheckUsable).
+// ErrClosed is the error of a Savepoint used after Close (see CheckUsable),
+// and, from Guard, of a read of its rows after Close.
 var ErrClosed = errors.New("savepoint: used after Close")
 
 // CheckUsable returns an error for a nil Savepoint, a zero one (not made by

@@ -134,6 +134,10 @@ func (v Variant) String() string {
 // the materialisation and the log, in canonical order; opened with
 // OpenOptions.Columnar, a large changelog's replayed rows are Batches
 // instead, in a temporary file that Savepoint.Close removes.
+//
+// The Snapshot of a Savepoint opened with OpenOptions.Columnar, its Rows
+// and Batches and the rows read from them, must not be used after the
+// Savepoint is closed: they may be memory it has unmapped (see Batch).
 type Snapshot struct {
 	Variant Variant
 	// Metadata is the schema metadata of the canonical stream (for a changelog

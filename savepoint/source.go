@@ -63,7 +63,8 @@ func (g Group) Owner(kg int) int { return g.First + SubtaskForKeyGroup(kg, g.Cou
 func (g Group) Range(i int) KeyGroupRange { return KeyGroupRangeForSubtask(i-g.First, g.Count) }
 
 // File is one snapshot file of a savepoint, with its integrity verdict and
-// decoded content.
+// decoded content. Its Snapshot must not be used after the Savepoint is
+// closed (see Snapshot).
 type File struct {
 	// Subtask is the global subtask index (-1 for a single-file input).
 	Subtask int
@@ -157,9 +158,12 @@ type ShadowedName struct {
 // Validate, Summarize; transform.Run, diff.Compare, export.Write): several
 // goroutines may read one at once. Close must not run while any of them
 // does, and neither the Savepoint nor any row read from it may be used after
-// Close: Validate, Summarize and the iterations of UnionSeq and StoredSeq
-// then panic with ErrClosed, and the functions that return an error return
-// it.
+// Close: Union, UnionWithStats, Validate, Summarize and the iterations of
+// UnionSeq, UnionSeqCopies and StoredSeq then panic with ErrClosed, and the
+// functions that return an error return it. The Snapshots of its Files, and their Cursors
+// and Batches, are not checked (a check in each row's read would slow it):
+// read after Close, they may fault on memory no longer mapped, which ends
+// the process, or, under Guard, is ErrClosed.
 //
 // A nil *Savepoint is no savepoint, nor is a zero Savepoint (one not made
 // by Open): its methods, Validate and Summarize panic on a nil one, as Go
