@@ -12,7 +12,8 @@ import (
 
 // TestMissingPayload: a subtask of the tree without its payload of the
 // checkpoint (a directory without it, or a subtask the marker lists that
-// has no directory) fails Open naming it, and with KeepUndecodable is a
+// has no directory) fails Open naming it (ErrMissingPayload), and with
+// KeepUndecodable is a
 // File that says so, which validate reports as one error finding while
 // the other files are checked under the layout the tree has, and which
 // inspect shows and then fails on.
@@ -35,8 +36,8 @@ func TestMissingPayload(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.Remove(rm + SidecarSuffix)
-			if _, err := Open(dir, OpenOptions{}); err == nil || !strings.Contains(err.Error(), tc.openErr) {
-				t.Fatalf("Open without KeepUndecodable: %v, want %q", err, tc.openErr)
+			if _, err := Open(dir, OpenOptions{}); !errors.Is(err, ErrMissingPayload) || !strings.Contains(err.Error(), tc.openErr) {
+				t.Fatalf("Open without KeepUndecodable: %v, want ErrMissingPayload, %q", err, tc.openErr)
 			}
 			sp, err := Open(dir, OpenOptions{Columnar: true, KeepUndecodable: true})
 			if err != nil {

@@ -627,8 +627,16 @@ func formatError(ctx context.Context, err error) error {
 }
 
 // ErrMissingPayload is File.Undecodable's error for a subtask of a tree
-// whose payload of the checkpoint read is not there (File.Missing).
+// whose payload of the checkpoint read is not there (File.Missing), and is
+// wrapped by Open's error for such a subtask without
+// OpenOptions.KeepUndecodable.
 var ErrMissingPayload = errors.New("payload missing")
+
+// missingError is an error of ErrMissingPayload whose text is msg alone.
+type missingError struct{ msg string }
+
+func (e *missingError) Error() string        { return e.msg }
+func (e *missingError) Is(target error) bool { return target == ErrMissingPayload }
 
 func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	ents, err := os.ReadDir(genDir)
@@ -759,7 +767,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	// is kept as a File that says so (File.Missing), so that validate
 	// lists it beside the other files' findings.
 	if len(missing) > 0 && !opts.KeepUndecodable {
-		return fmt.Errorf("open savepoint %s: checkpoint %d is missing from subtask director%s %s (clink refuses to restore a subtask with no state)", genDir, sp.Checkpoint, plural(len(missing), "y", "ies"), strings.Join(missing, ", "))
+		return &missingError{fmt.Sprintf("open savepoint %s: checkpoint %d is missing from subtask director%s %s (clink refuses to restore a subtask with no state)", genDir, sp.Checkpoint, plural(len(missing), "y", "ies"), strings.Join(missing, ", "))}
 	}
 	if hasListing {
 		for _, i := range listing {
@@ -772,7 +780,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 					return msg
 				}
 				if !opts.KeepUndecodable {
-					return errors.New("open savepoint: " + absent(genDir))
+					return &missingError{"open savepoint: " + absent(genDir)}
 				}
 				if i >= MaxParallelism {
 					// Not a finding of its own: every subtask below it
