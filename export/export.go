@@ -199,14 +199,16 @@ type Options struct {
 	// Projection chooses the Parquet columns (default Canonical).
 	Projection Projection
 	// Rules, when set, decodes keys and values of declared slots (query
-	// projection, JSONL, CSV). Only its slot declarations are used.
+	// projection, JSONL, CSV). Only its slot declarations are used. The
+	// canonical projection holds bytes only, and refuses it.
 	Rules *rules.Set
 	// PerFile writes every stored row of every file instead of the union.
 	PerFile bool
 	// Compression is the Parquet codec: "snappy" (default), "zstd", "gzip",
 	// "lz4raw" or "none".
 	Compression string
-	// RowGroupRows is the maximum number of rows per row group (default 512 Ki).
+	// RowGroupRows is the maximum number of rows per row group (0: the
+	// default, 512 Ki; a negative number is refused).
 	RowGroupRows int
 	// Tool names the writer in the provenance metadata (default "sptool").
 	Tool string
@@ -257,6 +259,9 @@ var Codecs = map[string]compress.Compression{
 }
 
 func (o *Options) defaults() error {
+	if err := o.check(); err != nil {
+		return err
+	}
 	if o.Format == "" {
 		o.Format = Parquet
 	}
@@ -266,7 +271,7 @@ func (o *Options) defaults() error {
 	if o.Compression == "" {
 		o.Compression = DefaultCompression
 	}
-	if o.RowGroupRows <= 0 {
+	if o.RowGroupRows == 0 {
 		o.RowGroupRows = DefaultRowGroupRows
 	}
 	if o.Tool == "" {
@@ -275,16 +280,30 @@ func (o *Options) defaults() error {
 	if o.Allocator == nil {
 		o.Allocator = newPoolAllocator()
 	}
+	return nil
+}
+
+// check returns the error of options Write refuses, their zero values
+// standing for the defaults.
+func (o *Options) check() error {
 	switch o.Format {
-	case Parquet, JSONL, CSV:
+	case "", Parquet, JSONL, CSV:
 	default:
 		return fmt.Errorf("unknown format %q (want parquet, jsonl or csv)", o.Format)
 	}
-	if o.Projection != Canonical && o.Projection != Query {
+	switch o.Projection {
+	case "", Canonical, Query:
+	default:
 		return fmt.Errorf("unknown projection %q (want canonical or query)", o.Projection)
 	}
-	if _, ok := Codecs[o.Compression]; !ok {
+	if _, ok := Codecs[o.Compression]; !ok && o.Compression != "" {
 		return fmt.Errorf("unknown compression %q (want snappy, zstd, gzip, lz4raw or none)", o.Compression)
+	}
+	if o.RowGroupRows < 0 {
+		return fmt.Errorf("export: RowGroupRows is %d; a row group holds at least one row (0 gives the default, %d)", o.RowGroupRows, DefaultRowGroupRows)
+	}
+	if o.Rules != nil && (o.Format == "" || o.Format == Parquet) && (o.Projection == "" || o.Projection == Canonical) {
+		return errors.New("export: Rules decodes keys and values for the query projection, JSONL and CSV; the canonical Parquet projection holds bytes only (set Projection to Query, or leave Rules nil)")
 	}
 	return nil
 }
@@ -345,6 +364,9 @@ func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts O
 	}
 	if path == "" {
 		return nil, errors.New("export: no output path")
+	}
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	// A generation directory's input is its whole checkpoint directory (a
 	// file beside v<gen> changes what it restores).

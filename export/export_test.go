@@ -479,7 +479,11 @@ func TestExportQueryProjection(t *testing.T) {
 		defer func(n, b int) { batchRows, maxRowGroupBytes = n, b }(batchRows, maxRowGroupBytes)
 		batchRows, maxRowGroupBytes = 7, 1
 		for _, proj := range []Projection{Query, Canonical} {
-			d, res := export(t, sp, Options{Projection: proj, Rules: parseRules(t, exampleRules)})
+			opts := Options{Projection: proj}
+			if proj == Query {
+				opts.Rules = parseRules(t, exampleRules)
+			}
+			d, res := export(t, sp, opts)
 			if proj == Query && !reflect.DeepEqual(readQuery(t, d), rows) {
 				t.Errorf("row groups of one batch: rows differ")
 			}
@@ -613,6 +617,29 @@ func TestExportWriteFile(t *testing.T) {
 	}
 	if _, err := Write(ctx, &bytes.Buffer{}, sp, Options{Compression: "brotli"}); err == nil {
 		t.Error("unknown compression accepted")
+	}
+	// Rules with the canonical projection (given or the default), and a
+	// negative RowGroupRows, are refused, by WriteFile before its output
+	// is made.
+	set := parseRules(t, exampleRules)
+	for _, c := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Rules: set}, "the canonical Parquet projection holds bytes only"},
+		{Options{Projection: Canonical, Rules: set}, "the canonical Parquet projection holds bytes only"},
+		{Options{RowGroupRows: -1}, "RowGroupRows is -1"},
+	} {
+		if _, err := Write(ctx, &bytes.Buffer{}, sp, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Write with %+v: %v, want %q", c.opts, err, c.want)
+		}
+		out := filepath.Join(t.TempDir(), "new", "out.parquet")
+		if _, err := WriteFile(ctx, out, sp, c.opts, false); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("WriteFile with %+v: %v, want %q", c.opts, err, c.want)
+		}
+		if _, err := os.Stat(filepath.Dir(out)); err == nil {
+			t.Errorf("WriteFile with %+v made %s", c.opts, filepath.Dir(out))
+		}
 	}
 }
 
