@@ -993,8 +993,20 @@ func inProc(p string) bool {
 	return false
 }
 
-// ErrOutputIsInput is returned when an output path names the input.
+// ErrOutputIsInput is wrapped by the error of an output path that is the
+// input, lies inside it or contains it, or is the input's sidecar or the
+// payload of its sidecar (CheckOutputPath), or lies inside the directory
+// of one of a tree's payloads (Savepoint.CheckFilesApart).
 var ErrOutputIsInput = errors.New("the output must not be the input")
+
+// overlapError is an error of ErrOutputIsInput whose text is msg alone.
+type overlapError struct{ msg string }
+
+func (e *overlapError) Error() string        { return e.msg }
+func (e *overlapError) Is(target error) bool { return target == ErrOutputIsInput }
+
+// overlapf is an error of ErrOutputIsInput with the text of fmt.Sprintf.
+func overlapf(format string, a ...any) error { return &overlapError{fmt.Sprintf(format, a...)} }
 
 // ErrDotDotAfterLink is returned (wrapped) when an output path holds a
 // ".." that follows a symbolic link (see CheckOutputPath).
@@ -1016,15 +1028,16 @@ func CheckOutputName(out string) error {
 }
 
 // CheckOutputPath refuses an output that is the input, lies inside it, or
-// contains it, and one whose name is longer than MaxOutputName (it would
-// fail once the work is done, when its temporary file is made). Symbolic
-// links are resolved, in the output's case through its deepest existing
-// directory (the output itself need not exist), and the directories above
-// each path are compared by identity too (a bind mount, a
-// case-insensitive file system), not only by name; a relative path is
-// taken from the working directory the system has, not the one $PWD
-// names. An output whose ".." follows a symbolic link is refused too (see
-// checkOutputCleaned).
+// contains it (ErrOutputIsInput), and one whose name is longer than
+// MaxOutputName (it would fail once the work is done, when its temporary
+// file is made). Symbolic links are resolved, in the output's case through
+// its deepest existing directory (the output itself need not exist), and
+// the directories above each path are compared by identity too (a bind
+// mount, a case-insensitive file system), not only by name; a relative
+// path is taken from the working directory the system has, not the one
+// $PWD names. An output whose ".." follows a symbolic link is refused too
+// (ErrDotDotAfterLink): the system takes it where the link leads, and the
+// writers, which clean the path, beside the link.
 func CheckOutputPath(in, out string) error {
 	if err := CheckOutputName(out); err != nil {
 		return err
@@ -1042,14 +1055,14 @@ func CheckOutputPath(in, out string) error {
 		return fmt.Errorf("%w: %s and %s are a payload and its sidecar", ErrOutputIsInput, in, out)
 	case relInside:
 		if at != "" {
-			return fmt.Errorf("output %s lies inside the input %s (%s is the input)", out, in, at)
+			return overlapf("output %s lies inside the input %s (%s is the input)", out, in, at)
 		}
-		return fmt.Errorf("output %s lies inside the input %s", out, in)
+		return overlapf("output %s lies inside the input %s", out, in)
 	case relContains:
 		if at != "" {
-			return fmt.Errorf("output %s contains the input %s (%s is the output)", out, in, at)
+			return overlapf("output %s contains the input %s (%s is the output)", out, in, at)
 		}
-		return fmt.Errorf("output %s contains the input %s", out, in)
+		return overlapf("output %s contains the input %s", out, in)
 	}
 	if err != nil {
 		return err
@@ -1167,10 +1180,14 @@ func (sp *Savepoint) checkOutsidePayloadDirs(what, p string, strict bool) error 
 			if err != nil || rel != relSame && rel != relInside {
 				continue
 			}
-			if to, err := filepath.EvalSymlinks(fdir); err == nil && to != filepath.Clean(fdir) {
-				return fmt.Errorf("%s %s lies inside the input's directory %s, a link to %s, which holds input file %s", what, p, fdir, to, f.Path)
+			errorf := fmt.Errorf
+			if what == "output" {
+				errorf = overlapf
 			}
-			return fmt.Errorf("%s %s lies inside the input's directory %s, which holds input file %s", what, p, fdir, f.Path)
+			if to, err := filepath.EvalSymlinks(fdir); err == nil && to != filepath.Clean(fdir) {
+				return errorf("%s %s lies inside the input's directory %s, a link to %s, which holds input file %s", what, p, fdir, to, f.Path)
+			}
+			return errorf("%s %s lies inside the input's directory %s, which holds input file %s", what, p, fdir, f.Path)
 		}
 	}
 	return nil

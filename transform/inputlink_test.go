@@ -2,11 +2,13 @@ package transform_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/transform"
 )
 
@@ -59,8 +61,8 @@ func TestOutputInLinkedSubtaskDir(t *testing.T) {
 	set := parseRules(t, "version: 1\nrules:\n  - drop: 'key_group < 4'\n", nil)
 	out := filepath.Join(sub, "out")
 	_, err := run(t, in, set, transform.Options{Out: out, Force: true})
-	if err == nil || !strings.Contains(err.Error(), "lies inside the input's directory "+filepath.Join(in, "v1", "0")+", a link to "+sub) {
-		t.Errorf("output %s: %v, want the linked directory named", out, err)
+	if !errors.Is(err, savepoint.ErrOutputIsInput) || !strings.Contains(err.Error(), "lies inside the input's directory "+filepath.Join(in, "v1", "0")+", a link to "+sub) {
+		t.Errorf("output %s: %v, want ErrOutputIsInput naming the linked directory", out, err)
 	}
 	if _, err := run(t, in, set, transform.Options{Out: sub, Force: true}); err == nil {
 		t.Errorf("output %s, the linked directory itself: written", sub)

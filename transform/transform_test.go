@@ -1782,9 +1782,9 @@ func TestOutputRefused(t *testing.T) {
 		{"the input tree", in, in, "must not be the input", savepoint.ErrOutputIsInput},
 		{"the input tree, spelled differently", in, in + "/./v1/..", "must not be the input", savepoint.ErrOutputIsInput},
 		{"the input file", file, file, "must not be the input", savepoint.ErrOutputIsInput},
-		{"inside the input tree", in, filepath.Join(in, "v1", "out"), "lies inside the input", nil},
-		{"a new generation beside the input generation", filepath.Join(in, "v1"), filepath.Join(in, "v2"), "inside the input", nil},
-		{"containing the input", in, dir, "contains the input", nil},
+		{"inside the input tree", in, filepath.Join(in, "v1", "out"), "lies inside the input", savepoint.ErrOutputIsInput},
+		{"a new generation beside the input generation", filepath.Join(in, "v1"), filepath.Join(in, "v2"), "inside the input", savepoint.ErrOutputIsInput},
+		{"containing the input", in, dir, "contains the input", savepoint.ErrOutputIsInput},
 		{"a file named as a directory", file, filepath.Join(dir, "new.snap") + "/", "ends with /, which names a directory: a file output takes the file's name", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
