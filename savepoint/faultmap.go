@@ -153,19 +153,23 @@ func faultError(addr uintptr) error {
 	}
 	off := int64(addr - m.base)
 	name := m.f.Name()
+	// A *FileError, which WithFile does not name the file in again.
+	fileErr := func(format string, a ...any) error {
+		return &FileError{Path: name, Err: fmt.Errorf(format, a...)}
+	}
 	if m.closed {
-		return fmt.Errorf("%w (%s was read at byte %d after Close unmapped it)", ErrClosed, name, off)
+		return fileErr("%w (read at byte %d after Close unmapped it)", ErrClosed, off)
 	}
 	st, err := m.f.Stat()
 	if err != nil {
 		if st, err = os.Stat(name); err != nil {
-			return fmt.Errorf("%w (%s faulted at byte %d, and it can no longer be examined: %v)", ErrInputChanged, name, off, err)
+			return fileErr("%w (it faulted at byte %d, and it can no longer be examined: %v)", ErrInputChanged, off, err)
 		}
 	}
 	if st.Size() <= off || st.Size() != int64(m.size) {
 		// (Cut short and grown again, past where it was read, it has
 		// changed too, and its size tells unless it is the same.)
-		return fmt.Errorf("%w (%s now ends at byte %d, at byte %d when it was opened; byte %d was being read)", ErrInputChanged, name, st.Size(), m.size, off)
+		return fileErr("%w (it now ends at byte %d, at byte %d when it was opened; byte %d was being read)", ErrInputChanged, st.Size(), m.size, off)
 	}
-	return fmt.Errorf("read %s at byte %d: %w", name, off, ErrInputUnreadable)
+	return fileErr("read at byte %d: %w", off, ErrInputUnreadable)
 }

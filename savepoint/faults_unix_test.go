@@ -49,7 +49,7 @@ func TestFaultsReachGuard(t *testing.T) {
 	if !errors.Is(err, ErrInputChanged) {
 		t.Fatalf("fault in a goroutine: %v (read %d), want ErrInputChanged", err, sink)
 	}
-	want := path + " now ends at byte 4096, at byte 1048576 when it was opened; byte 524288 was being read"
+	want := path + ": " + ErrInputChanged.Error() + " (it now ends at byte 4096, at byte 1048576 when it was opened; byte 524288 was being read)"
 	if !strings.Contains(err.Error(), want) {
 		t.Fatalf("fault in a goroutine: %q, want it to say %q", err, want)
 	}
@@ -67,7 +67,7 @@ func TestFaultErrorUnreadable(t *testing.T) {
 	if !errors.Is(err, ErrInputUnreadable) || errors.Is(err, ErrInputChanged) {
 		t.Fatalf("fault inside an intact file: %v, want ErrInputUnreadable only", err)
 	}
-	if want := "read " + path + " at byte 5000: "; !strings.HasPrefix(err.Error(), want) {
+	if want := path + ": read at byte 5000: "; !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("fault inside an intact file: %q, want it to start %q", err, want)
 	}
 	// Cut short and grown again past the byte read: a change all the same.
@@ -86,7 +86,7 @@ func TestFaultErrorUnreadable(t *testing.T) {
 	// A fault in a file unmapped before it (by a Close that ran while no
 	// panic unwound) is a read after Close, naming the file. (A fault
 	// whose panic unwound past a deferred Close: TestFaultAfterUnmapNamesFile.)
-	if err := faultError(addr); !errors.Is(err, ErrClosed) || errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), path+" was read at byte 5000 after Close unmapped it") {
+	if err := faultError(addr); !errors.Is(err, ErrClosed) || errors.Is(err, ErrInputChanged) || err.Error() != path+": "+ErrClosed.Error()+" (read at byte 5000 after Close unmapped it)" {
 		t.Fatalf("fault in a mapping since unmapped: %v, want ErrClosed naming the file", err)
 	}
 	err = faultError(1)
@@ -109,7 +109,7 @@ func TestFaultAfterUnmapNamesFile(t *testing.T) {
 		sink = m[1<<19]
 		return nil
 	})
-	want := path + " now ends at byte 4096, at byte 1048576 when it was opened; byte 524288 was being read"
+	want := path + ": " + ErrInputChanged.Error() + " (it now ends at byte 4096, at byte 1048576 when it was opened; byte 524288 was being read)"
 	if !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("fault: %v (read %d), want it to say %q", err, sink, want)
 	}

@@ -40,7 +40,7 @@ func (m *mappedFile) readAt(b []byte, off int64) error {
 		return nil
 	}
 	if err == nil || errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w (%s ends before byte %d)", ErrInputChanged, m.f.Name(), off+int64(len(b)))
+		return &FileError{Path: m.f.Name(), Err: fmt.Errorf("%w (it ends before byte %d)", ErrInputChanged, off+int64(len(b)))}
 	}
 	return err
 }
@@ -483,11 +483,12 @@ func (kc *KeyColumns) load(b *Batch, lo, hi int, withOps bool) error {
 	kc.ops = slices.Grow(kc.ops[:0], n)[:n]
 	kc.offs = slices.Grow(kc.offs[:0], n+1)[:n+1]
 	m := b.file
-	var opsErr error
 	if withOps {
-		opsErr = m.readInto(bytesOf(kc.ops), bytesOf(b.Ops[lo:hi]))
+		if err := m.readInto(bytesOf(kc.ops), bytesOf(b.Ops[lo:hi])); err != nil {
+			return err // (the offsets' read would fail as it did)
+		}
 	}
-	if err := errors.Join(opsErr, m.readInto(bytesOf(kc.offs), bytesOf(b.KeyOffs[lo:hi+1]))); err != nil {
+	if err := m.readInto(bytesOf(kc.offs), bytesOf(b.KeyOffs[lo:hi+1])); err != nil {
 		return err
 	}
 	k0, k1 := kc.offs[0], kc.offs[n]

@@ -361,3 +361,25 @@ func TestSpilledSortInputRewrittenNamedOnce(t *testing.T) {
 		t.Errorf("run over a rewritten input: %v, want ErrInputChanged naming %s once", err, file)
 	}
 }
+
+// An input cut short after it was opened is ErrInputChanged, whose message
+// names the file once, on one line.
+func TestInputCutNamedOnce(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(file, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), shuffledRows(40000, 5), savepoint.SnapshotOptions{AsIs: true, Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(file, savepoint.OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if err := os.Truncate(file, 4096); err != nil {
+		t.Fatal(err)
+	}
+	_, err = transform.Run(context.Background(), sp, parseRules(t, "version: 1\nrules:\n  - drop: 'slot == \"agg\"'\n", nil), transform.Options{Out: filepath.Join(dir, "out.snap")})
+	if !errors.Is(err, savepoint.ErrInputChanged) || strings.Count(err.Error(), file) != 1 || !strings.HasPrefix(err.Error(), file+": ") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("run over a cut input: %q, want ErrInputChanged naming %s once, on one line", err, file)
+	}
+}
