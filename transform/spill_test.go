@@ -383,3 +383,22 @@ func TestInputCutNamedOnce(t *testing.T) {
 		t.Errorf("run over a cut input: %q, want ErrInputChanged naming %s once, on one line", err, file)
 	}
 }
+
+// A run given neither an output path nor DryRun says it needs one or the
+// other (before it looks at the name of the output it does not have).
+func TestNoOutputPath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "in.snap.gz")
+	if _, err := savepoint.WriteSnapshotFile(file, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), shuffledRows(100, 5), savepoint.SnapshotOptions{Sidecar: true, Compression: savepoint.CompressGzip}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(file, savepoint.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	_, err = transform.Run(context.Background(), sp, parseRules(t, "version: 1\nrules: []\n", nil), transform.Options{})
+	if err == nil || !strings.Contains(err.Error(), "no output path") || !strings.Contains(err.Error(), "Options.Out") || !strings.Contains(err.Error(), "Options.DryRun") {
+		t.Errorf("zero Options: %v, want it to ask for Options.Out or Options.DryRun", err)
+	}
+}

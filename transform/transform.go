@@ -307,6 +307,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if sp.Kind == savepoint.InputFile && (opts.Generation != 0 || opts.Checkpoint != 0 || opts.CheckpointSet) {
 		return nil, errors.New("a generation or checkpoint id for the output (--generation, --checkpoint-id) applies to a tree; a snapshot file's output keeps its input's, in its sidecar")
 	}
+	if !opts.DryRun && opts.Out == "" {
+		return nil, errors.New("no output path: set Options.Out to the path to write, or Options.DryRun to write nothing")
+	}
 	if sp.Kind == savepoint.InputFile && !opts.DryRun {
 		// A file's output is compressed as its input is (unless
 		// Decompress); its name must say so, and must not say otherwise
@@ -324,9 +327,6 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		}
 	}
 	if !opts.DryRun {
-		if opts.Out == "" {
-			return nil, errors.New("no output path")
-		}
 		if err := CheckOutput(sp.Path, sp.Kind == savepoint.InputFile, opts.Out, opts.Force); err != nil {
 			return nil, err
 		}
