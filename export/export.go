@@ -213,7 +213,8 @@ type Options struct {
 	// Tool names the writer in the provenance metadata (default "sptool").
 	Tool string
 	// Allocator is used for Arrow and Parquet buffers (default: a pool that
-	// recycles the writer's page buffers, see newPoolAllocator).
+	// recycles the writer's page and compression buffers by size class,
+	// which keeps the export's memory from growing with its row count).
 	Allocator memory.Allocator
 	// TempDir is where a large single file in clink's hash-map order is put
 	// in canonical order first, through temporary files (about twice its
@@ -357,7 +358,7 @@ func CheckOutput(path string, force bool) error {
 // WriteFile exports sp to path atomically (temporary file, fsync, rename,
 // directory fsync). An existing path is refused unless force is set; the
 // output must not be, lie in or contain the input; an input that changed
-// while it was read (ErrInputChanged) leaves nothing.
+// while it was read (savepoint.ErrInputChanged) leaves nothing.
 func WriteFile(ctx context.Context, path string, sp *savepoint.Savepoint, opts Options, force bool) (*Result, error) {
 	if err := sp.CheckUsable(); err != nil {
 		return nil, fmt.Errorf("export: %w", err)

@@ -56,8 +56,10 @@ type Env struct {
 
 	// Less, LessEq, More, MoreEq, Equal, NotEqual and In are the
 	// comparisons that an expression's <, <=, >, >=, ==, != and in call
-	// where an operand may be an unsigned integer of 2^63 or more (see
-	// exactCompare).
+	// where an operand may be an unsigned integer of 2^63 or more: they
+	// compare integers of any width and signedness, and an integer with a
+	// float, by their values, where expr would compare a uint64 of 2^63 or
+	// more as a negative int, and an integer with a float as two float64s.
 	// FillEnv sets them; as fields of the environment, they are called
 	// without the argument list that a function of the expression's
 	// options takes from the heap at each evaluation.

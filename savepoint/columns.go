@@ -51,8 +51,8 @@ func (b *Batch) Row(i int) Row {
 
 // Key returns the key of row i. The offsets were validated at open, but a
 // mapped file rewritten in place since may hold others: offsets out of
-// bounds panic with inputChangedPanic, naming the file, which Guard turns
-// into ErrInputChanged (as it does the fault of a file cut short), where
+// bounds panic with an error wrapping ErrInputChanged and naming the file,
+// which Guard returns (as it does the fault of a file cut short), where
 // slicing would crash the process.
 func (b *Batch) Key(i int) []byte {
 	k0, k1 := b.KeyOffs[i], b.KeyOffs[i+1]

@@ -40,8 +40,7 @@ func distinctKeys(s *Snapshot, maxBytes int64) bool {
 
 // DistinctKeys reports whether no two of n rows have the same operator and
 // key, as far as it can tell with maxBytes of memory (8 bytes a row; the
-// hashes' buckets take up to a sixteenth more, or 32 KiB a core, see
-// hashChunkLen): false
+// hashes' buckets take up to a sixteenth more, or 32 KiB a core): false
 // means that two do, or that it did not look. eachIn calls fn with the
 // operator and key of each row of [lo, hi) in turn (the key valid during the
 // call only) until fn returns false; calls over disjoint ranges may run at
@@ -55,9 +54,8 @@ func DistinctKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 // another: a group for each operator and key held more than once, its rows
 // in increasing order, the groups in the order of their second rows. ok is
 // false when it cannot tell with maxBytes of memory: 8 bytes a row for the
-// hashes (and up to a sixteenth more, or 32 KiB a core, see
-// hashChunkLen), then, for each hash seen twice, its key and about 200 bytes while
-// the keys are compared (a file of 1.2M rows storing 166,000 keys twice
+// hashes (and up to a sixteenth more, or 32 KiB a core), then, for each
+// hash seen twice, its key and about 200 bytes while the keys are compared (a file of 1.2M rows storing 166,000 keys twice
 // holds about 35 MB of them). eachIn is as for DistinctKeys.
 func RepeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key []byte) bool), maxBytes int64) (groups [][]int, ok bool) {
 	return repeatedKeys(n, eachIn, maxBytes, false)

@@ -387,8 +387,8 @@ func (kc *KeyColumns) Key(x int) []byte {
 // publishes anything). When the offsets read differ from those validated
 // at open (the file was rewritten in place), the map's would bound keys
 // out of range: LoadOrMap panics with an error wrapping ErrInputChanged
-// and naming the file, which Guard turns into ErrInputChanged as it does
-// a fault (see inputChangedPanic).
+// and naming the file, which Guard returns, as it does the error of a
+// fault.
 func (kc *KeyColumns) LoadOrMap(b *Batch, lo, hi int) {
 	err := kc.Load(b, lo, hi)
 	if err == nil {
@@ -463,7 +463,7 @@ func (kc *KeyColumns) inPlace(b *Batch, lo, hi int) {
 var keyColumnsBytes int64 = 4 << 20
 
 // Load makes kc hold rows [lo, hi) of b, or fewer from a mapped file when
-// their keys would pass keyColumnsBytes (but row lo at least): Hi says
+// their keys would pass 4 MiB (but row lo at least): Hi says
 // where they end. A file that changed since it was opened (offsets that
 // differ from those validated then) is an error.
 func (kc *KeyColumns) Load(b *Batch, lo, hi int) error { return kc.load(b, lo, hi, true) }

@@ -1746,8 +1746,10 @@ func (sp *Savepoint) ReleasePages() {
 
 // CheckUnchanged reports ErrInputChanged when any payload, or any
 // materialisation a changelog payload's handles named, is not as it was
-// when read (its stamp, see checkStamp): a writer must not publish a mix of
-// old and new input. Files built in memory (no Path) have nothing to check.
+// when read: its size, modification time, device or inode differ, or only
+// its change time moved (a chmod, a hard link, a rename) and its bytes no
+// longer have the CRC-32C they had. A writer must not publish a mix of old
+// and new input. Files built in memory (no Path) have nothing to check.
 func (sp *Savepoint) CheckUnchanged() error {
 	for _, f := range sp.Files {
 		if f.Path == "" || f.Missing {
@@ -2054,7 +2056,8 @@ func (sp *Savepoint) groupConflictWarning() string {
 // the fewest groups is taken. So a group whose files share no operator (a
 // sparse tree: few keys per operator) is still found whole. A tree without
 // keyed rows is one group, and so are adjacent groups without keyed state.
-// Trees of more than maxInferFiles files are cut by operators alone.
+// Trees of more than 512 files are cut by operators alone (the search by
+// key groups takes time cubic in the number of files).
 func InferGroups(files []*File) []Group {
 	// The files are read at once, one goroutine per CPU.
 	ev := make([]groupEvidence, len(files))
@@ -2563,8 +2566,9 @@ var logGain = func() (g [NumKeyGroups + 1]float64) {
 // KeyedOperators returns the operators with keyed rows (first key byte
 // below NumKeyGroups) in s, read as InferGroups reads them: from the prefix
 // runs found at open when they say it, else mostly from the operator column
-// (see keyedEvidence). A fault of a mapped input is raised in the caller
-// (see Guard).
+// (a block's keys are read only when it holds an operator not known yet to
+// have keyed rows). A fault of a mapped input is raised in the caller (see
+// Guard).
 func (s *Snapshot) KeyedOperators() map[uint64]bool {
 	e := groupEvidence{ops: map[uint64]bool{}}
 	keyedEvidence(s, &e, false)

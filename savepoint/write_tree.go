@@ -266,9 +266,11 @@ func (t *TreeWriter) MaterializationInfo(i int) []FileInfo {
 }
 
 // CopySubtask copies an unchanged input file byte for byte as subtask i: a
-// file-backend payload with its sidecar (see copiedSidecar), a
-// changelog+file payload with the materialisations it references. Each
-// copy is verified against the size and CRC read at open.
+// file-backend payload with its sidecar (the input's own, byte for byte,
+// when it verified the payload and the tree keeps its checkpoint id; else
+// a new one for the tree's checkpoint id), a changelog+file payload with
+// the materialisations it references. Each copy is verified against the
+// size and CRC read at open.
 func (t *TreeWriter) CopySubtask(i int, src *File, root string) (err error) {
 	d, err := t.subtaskDir(i)
 	if err != nil {
@@ -308,8 +310,8 @@ func (t *TreeWriter) CopySubtask(i int, src *File, root string) (err error) {
 // CRC-32C (the input did not change since it was read): on a file system
 // with reflinks the copy shares src's blocks and is read back to check
 // them, elsewhere it is made with pread and pwrite, checking the bytes as
-// they are written (copyChecked). With size < 0 it is made with
-// copy_file_range, and not checked.
+// they are written. With size < 0 it is made with copy_file_range, and not
+// checked.
 func CopyVerified(src, dst string, size int64, crc uint32) error {
 	tmp, err := copyToTemp(src, dst, size, crc)
 	if err != nil {
@@ -709,10 +711,11 @@ var hookRemoveTree func(dir string)
 // Abort removes the staging directory, and the output's parent
 // directories that CreateTree made, as far as they are empty; it is a
 // no-op after Commit. The staging directory is removed as a replaced
-// tree is (removeTree): a Commit that failed once it wrote the COMPLETED
-// marker leaves a whole tree there, and a run killed while removing it
-// must not leave the marker beside part of the tree, which the next run
-// would name as a whole tree. Its error names the staging directory when
+// tree is, its COMPLETED markers first, then its sidecars, then the rest,
+// without following a link put in its place: a Commit that failed once it
+// wrote the COMPLETED marker leaves a whole tree there, and a run killed
+// while removing it must not leave the marker beside part of the tree,
+// which the next run would name as a whole tree. Its error names the staging directory when
 // that could not be removed (its parent made read-only meanwhile, say):
 // it is left behind, to delete.
 func (t *TreeWriter) Abort() error {
@@ -800,14 +803,14 @@ func FrameCLMB(blobs [][]byte) []byte {
 // that does not look like one: a tree output (tree true) must replace a
 // checkpoint tree, a directory holding nothing but v<generation>
 // directories and _jobs (or nothing), which hold nothing but what a tree
-// holds at each level in turn (treeLevel; the first entry that is not is
-// named); a file output must replace a regular
+// holds at each level in turn (the first entry that is not is named); a
+// file output must replace a regular
 // file (or a link to one), not a directory, a device, a named pipe or a
 // socket, nor anything in /proc or /dev/fd or a link that leads there. A
 // mistyped -o with --force then cannot delete a directory of other files,
 // and `--report /dev/null --force` does not put a file in the place of
 // the device. Nor is an output replaced whose removal would reach beyond
-// it (sharedWith: a mount point in a tree, a file with other hard links).
+// it (a mount point in a tree, a file with other hard links; on Linux).
 // A file output whose name ends with a separator is refused too. A path
 // that does not exist is fine.
 func CheckReplaceable(path string, tree bool) error {

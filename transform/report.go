@@ -190,10 +190,11 @@ type PurgeAudit struct {
 	// CompositeLooking: rows whose key is a listed key, 0x1F and an
 	// element (as clink's expiring collections store their elements),
 	// which it matched whole and so left. They are counted in the key
-	// groups whose first key in the slot looks composite (compositeLike),
-	// which in a slot of clink's expiring collections is all of them (a
-	// slot that mixes plain keys and composite ones may hide some);
-	// Remaining does not count them.
+	// groups whose first key in the slot looks composite (a key the
+	// purge's codec could hold, 8 bytes for int64, text for string, then
+	// 0x1F and an element), which in a slot of clink's expiring
+	// collections is all of them (a slot that mixes plain keys and
+	// composite ones may hide some); Remaining does not count them.
 	ElementsLeft int64 `json:"elements_left"`
 	// CompositeLooking names the slots in the rule's scope, not declared
 	// composite, whose keys look composite (a key, 0x1F, an element), as

@@ -38,7 +38,7 @@ type RescaleReport struct {
 	// copy a rule dropped is a stale copy. Rows a rule dropped are counted
 	// by the rule, not here.
 	Lost int64 `json:"lost_dropped"`
-	// LostExamples names up to maxLostExamples of the Lost rows.
+	// LostExamples names up to 5 of the Lost rows.
 	LostExamples []LostRow `json:"lost_examples,omitempty"`
 	// left counts, by old subtask, the keyed copies of its file the
 	// rescale dropped (stale and lost): its file's rows out in the report

@@ -267,12 +267,12 @@ func checkMissingState(sp *savepoint.Savepoint, allow bool) error {
 // sidecar). The input is never modified.
 //
 // A payload of a file-backend input whose integrity verdict is not valid
-// (File.Verdict: a size or checksum that disagrees with its sidecar, or an
-// unreadable sidecar) is refused, however sp was opened: its rows would be
-// written with a fresh sidecar, which clink accepts. A tree's payload
-// without a sidecar is refused by Open with OpenOptions.RequireValid, unless
-// AllowMissingSidecar; a single file without one is accepted (clink's own
-// exports have none).
+// (savepoint.File.Verdict: a size or checksum that disagrees with its
+// sidecar, or an unreadable sidecar) is refused, however sp was opened: its
+// rows would be written with a fresh sidecar, which clink accepts. A tree's
+// payload without a sidecar is refused by savepoint.Open with
+// savepoint.OpenOptions.RequireValid, unless AllowMissingSidecar; a single
+// file without one is accepted (clink's own exports have none).
 //
 // A Run that fails returns a nil report, except when its output was
 // published before the failure: it then returns the report with a
