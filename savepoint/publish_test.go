@@ -143,6 +143,32 @@ func TestReplacePairOrder(t *testing.T) {
 	}
 }
 
+// A tree output at a symbolic link is refused as a link (to a directory,
+// to a file, or leading nowhere), not as something that is not a
+// directory: the link to a tree is what would be replaced.
+func TestCheckReplaceableTreeLink(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "real", "v1", "0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, want := range map[string]string{
+		"real":    "is a symbolic link to a directory: a checkpoint tree replaces no link",
+		"file":    "is a symbolic link: a checkpoint tree replaces no link",
+		"nothere": "is a symbolic link that leads nowhere: a checkpoint tree replaces no link",
+	} {
+		at := filepath.Join(dir, "to-"+link)
+		if err := os.Symlink(link, at); err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckReplaceable(at, true); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("tree output at a link to %s: %v, want %q", link, err, want)
+		}
+	}
+}
+
 // A tree output replaced with --force must hold nothing but what sptool
 // and clink write in a checkpoint tree, at every level: files of a user's
 // below v<gen>/ or _jobs/ are not deleted with it.

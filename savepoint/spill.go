@@ -134,10 +134,10 @@ func SortSpilled(src ColumnSource, opts SpillOptions) (_ *Spilled, err error) {
 	budget = min(budget, maxSpillBudget)
 	chunks, err := createTempFile(opts.Dir, "spill")
 	if err != nil {
-		return nil, spillCreateError(err)
+		return nil, spillCreateError(err, opts.Dir)
 	}
 	defer chunks.Close()
-	cw := &chunkWriter{f: chunks}
+	cw := &chunkWriter{f: chunks, dir: opts.Dir}
 	top, err := partitionAll(cw, src, budget, &opts)
 	if err != nil {
 		return nil, err
@@ -181,9 +181,7 @@ func (s *spillSorter) release() {
 // unnamed one where the system makes one, else a named one unlinked at
 // once.
 func createTempFile(dir, what string) (*os.File, error) {
-	if dir == "" {
-		dir = os.TempDir() // where os.CreateTemp would make it
-	}
+	dir = tempDir(dir)
 	if f, err := openUnnamed(dir); err == nil {
 		return f, nil
 	}
@@ -252,6 +250,7 @@ func recordBounds(b []byte) (ks, ke, ve int) {
 // waiting in the first pass over 10M rows).
 type chunkWriter struct {
 	f      *os.File
+	dir    string // where f is (SpillOptions.Dir)
 	mu     sync.Mutex
 	pend   []byte // chunks not written yet: the file's bytes from at
 	at     int64
@@ -306,29 +305,39 @@ func (c *chunkWriter) takeSpare() []byte {
 	return make([]byte, 0, chunkBufSize)
 }
 
+// tempDir is the directory temporary files go to when dir is where they
+// were asked for ("": the system's, where os.CreateTemp would make them).
+func tempDir(dir string) string {
+	if dir == "" {
+		return os.TempDir()
+	}
+	return dir
+}
+
 // spillWriteError is the error of a failed write to the sort's temporary
-// file (see spillHint).
-func spillWriteError(err error) error {
-	return fmt.Errorf("write the sort's temporary file: %w%s", err, tempDirHint(err, "up to twice the bytes of the rows sorted"))
+// file in dir (see tempDirHint).
+func spillWriteError(err error, dir string) error {
+	return fmt.Errorf("write the sort's temporary file in %s: %w%s", tempDir(dir), err, tempDirHint(err, "up to twice the bytes of the rows sorted"))
 }
 
 // spillCreateError is the error of a failed creation of the sort's
-// temporary file (see spillHint).
-func spillCreateError(err error) error {
-	return fmt.Errorf("create the sort's temporary file: %w%s", err, tempDirHint(err, "up to twice the bytes of the rows sorted"))
+// temporary file in dir (see tempDirHint).
+func spillCreateError(err error, dir string) error {
+	return fmt.Errorf("create the sort's temporary file in %s: %w%s", tempDir(dir), err, tempDirHint(err, "up to twice the bytes of the rows sorted"))
 }
 
 // tempDirHint is what an error of a temporary file (the sort's, or the one
-// a payload is decompressed into) adds about how to put it elsewhere: a
-// full disk, a quota used up or a file size limit reached (the file
-// system's, or the process's) says what the file needs; a directory that
-// cannot be written says to name another.
+// a payload is decompressed into; its error names the directory, the
+// default one or the one --temp-dir gave) adds about how to put it
+// elsewhere: a full disk, a quota used up or a file size limit reached
+// (the file system's, or the process's) says what the file needs; a
+// directory that cannot be written says to name another.
 func tempDirHint(err error, needs string) string {
 	switch {
 	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG):
-		return " (it needs " + needs + "; --temp-dir puts it on another file system)"
+		return " (it needs " + needs + " there: --temp-dir names a directory on a file system with room)"
 	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
-		return " (--temp-dir names a directory it can write)"
+		return " (--temp-dir names a directory sptool can write)"
 	}
 	return ""
 }
@@ -340,7 +349,7 @@ func (c *chunkWriter) writeFull(b []byte, at int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil && c.err == nil {
-		c.err = spillWriteError(err)
+		c.err = spillWriteError(err, c.dir)
 	}
 	c.spare = append(c.spare, b)
 }
@@ -353,7 +362,7 @@ func (c *chunkWriter) flush() error {
 	defer c.mu.Unlock()
 	if c.err == nil && len(c.pend) > 0 {
 		if _, err := c.f.WriteAt(c.pend, c.at); err != nil {
-			c.err = spillWriteError(err)
+			c.err = spillWriteError(err, c.dir)
 		}
 		c.pend = c.pend[:0]
 	}
@@ -1076,6 +1085,7 @@ func (v recordView) Value(i int) []byte { return v.Row(i).Value }
 // 8-byte aligned, to be mapped as a Batch.
 type colWriter struct {
 	f     *os.File
+	dir   string // where f is
 	limit int
 	colBuf
 	err error
@@ -1190,9 +1200,9 @@ type colBatch struct {
 func newColWriter(dir, what string, budget int) (*colWriter, error) {
 	f, err := createTempFile(dir, what)
 	if err != nil {
-		return nil, spillCreateError(err)
+		return nil, spillCreateError(err, dir)
 	}
-	w := &colWriter{f: f, limit: max(1, budget/2)}
+	w := &colWriter{f: f, dir: dir, limit: max(1, budget/2)}
 	for _, cb := range []*colBuf{&w.colBuf, &w.spare} {
 		if c, ok := colBufs.Get().(*colBuf); ok {
 			*cb = *c
@@ -1300,7 +1310,7 @@ func (w *colWriter) wait() {
 	<-w.pending
 	w.pending = nil
 	if w.werr != nil && w.err == nil {
-		w.err = spillWriteError(w.werr)
+		w.err = spillWriteError(w.werr, w.dir)
 	}
 }
 

@@ -470,16 +470,19 @@ func TestPartitionTailsWithinBudget(t *testing.T) {
 }
 
 // A full disk, a quota used up, or a file size limit reached (a file
-// system's, or the process's) says what the sort needs and how to move
-// it.
+// system's, or the process's) says where the sort wrote (the directory it
+// was given, or the system's), what it needs and how to move it.
 func TestSpillWriteErrorFullDisk(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG} {
-		err := spillWriteError(&os.PathError{Op: "write", Path: "/tmp", Err: errno})
-		if !errors.Is(err, errno) || !strings.Contains(err.Error(), "--temp-dir puts it on another file system") {
+		err := spillWriteError(&os.PathError{Op: "write", Path: "/mnt/small", Err: errno}, "/mnt/small")
+		if !errors.Is(err, errno) || !strings.HasPrefix(err.Error(), "write the sort's temporary file in /mnt/small: ") || !strings.Contains(err.Error(), "there: --temp-dir names a directory on a file system with room") {
 			t.Errorf("%v", err)
 		}
 	}
-	if err := spillWriteError(io.ErrShortWrite); strings.Contains(err.Error(), "--temp-dir") {
+	if err := spillWriteError(&os.PathError{Op: "write", Path: os.TempDir(), Err: syscall.ENOSPC}, ""); !strings.HasPrefix(err.Error(), "write the sort's temporary file in "+os.TempDir()+": ") {
+		t.Errorf("%v: the system's temporary directory not named", err)
+	}
+	if err := spillWriteError(io.ErrShortWrite, ""); strings.Contains(err.Error(), "--temp-dir") {
 		t.Errorf("%v: a hint of a full disk on another error", err)
 	}
 }
@@ -489,17 +492,17 @@ func TestSpillWriteErrorFullDisk(t *testing.T) {
 // put it elsewhere; an error of another kind gets no such hint.
 func TestSpillCreateErrorHints(t *testing.T) {
 	for errno, hint := range map[syscall.Errno]string{
-		syscall.ENOSPC: "--temp-dir puts it on another file system",
-		syscall.EDQUOT: "--temp-dir puts it on another file system",
-		syscall.EROFS:  "--temp-dir names a directory it can write",
-		syscall.EACCES: "--temp-dir names a directory it can write",
+		syscall.ENOSPC: "--temp-dir names a directory on a file system with room",
+		syscall.EDQUOT: "--temp-dir names a directory on a file system with room",
+		syscall.EROFS:  "--temp-dir names a directory sptool can write",
+		syscall.EACCES: "--temp-dir names a directory sptool can write",
 	} {
-		err := spillCreateError(&os.PathError{Op: "open", Path: "/tmp/.sptool-spill-1", Err: errno})
-		if !errors.Is(err, errno) || !strings.HasPrefix(err.Error(), "create the sort's temporary file: open /tmp/.sptool-spill-1: ") || !strings.Contains(err.Error(), hint) {
+		err := spillCreateError(&os.PathError{Op: "open", Path: "/tmp/.sptool-spill-1", Err: errno}, "/tmp")
+		if !errors.Is(err, errno) || !strings.HasPrefix(err.Error(), "create the sort's temporary file in /tmp: open /tmp/.sptool-spill-1: ") || !strings.Contains(err.Error(), hint) {
 			t.Errorf("%v: want the hint %q", err, hint)
 		}
 	}
-	if err := spillCreateError(&os.PathError{Op: "open", Path: "/x", Err: syscall.ENOTDIR}); strings.Contains(err.Error(), "--temp-dir") {
+	if err := spillCreateError(&os.PathError{Op: "open", Path: "/x", Err: syscall.ENOTDIR}, "/"); strings.Contains(err.Error(), "--temp-dir") {
 		t.Errorf("%v: a hint on another error", err)
 	}
 }

@@ -847,6 +847,17 @@ func CheckReplaceable(path string, tree bool) error {
 		}
 		return nil
 	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		// A tree output is replaced by renames of the directory itself:
+		// the link would be replaced, not the tree it leads to.
+		what := "a symbolic link"
+		if target, err := os.Stat(path); err != nil {
+			what = "a symbolic link that leads nowhere"
+		} else if target.IsDir() {
+			what = "a symbolic link to a directory"
+		}
+		return fmt.Errorf("output %s is %s: a checkpoint tree replaces no link (it would replace the link, not the tree it leads to); name the directory itself", path, what)
+	}
 	if !st.IsDir() {
 		return fmt.Errorf("output %s is not a directory: a checkpoint tree will not replace it", path)
 	}
