@@ -98,18 +98,11 @@ func TestReportTablesFitWideCells(t *testing.T) {
 	}
 }
 
-// TestReportSlotNamesRendered: a slot name that is not printable UTF-8 (a
-// newline, an escape sequence, bytes that are not UTF-8) is written in
-// the text report as 0x and its hex, on one line, and the JSON gives its
-// bytes in slot_hex where they are not valid UTF-8.
-func TestReportSlotNamesRendered(t *testing.T) {
-	dir := t.TempDir()
-	rows := []savepoint.Row{
-		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a\nb\x1b[31m"), []byte("x")), Value: []byte("v")},
-		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("\xff\xfe"), []byte("y")), Value: []byte("v")},
-		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("plain"), []byte("z")), Value: []byte("v")},
-	}
-	sp, set := fileAndRules(t, dir, rows, "  - drop: 'false'\n")
+// dryRunReport is the report of a dry run over a file of rows with a rule
+// that changes nothing, and its text.
+func dryRunReport(t *testing.T, rows []savepoint.Row) (*Report, string) {
+	t.Helper()
+	sp, set := fileAndRules(t, t.TempDir(), rows, "  - drop: 'false'\n")
 	rep, err := Run(context.Background(), sp, set, Options{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -118,12 +111,25 @@ func TestReportSlotNamesRendered(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(text.String(), "\x1b") || strings.Contains(text.String(), "a\nb") {
-		t.Errorf("the report writes a slot name's control characters:\n%q", text.String())
+	return rep, text.String()
+}
+
+// TestReportSlotNamesRendered: a slot name that is not printable UTF-8 (a
+// newline, an escape sequence, bytes that are not UTF-8) is written in
+// the text report as 0x and its hex, on one line, and the JSON gives its
+// bytes in slot_hex where they are not valid UTF-8.
+func TestReportSlotNamesRendered(t *testing.T) {
+	rep, text := dryRunReport(t, []savepoint.Row{
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a\nb\x1b[31m"), []byte("x")), Value: []byte("v")},
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("\xff\xfe"), []byte("y")), Value: []byte("v")},
+		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("plain"), []byte("z")), Value: []byte("v")},
+	})
+	if strings.Contains(text, "\x1b") || strings.Contains(text, "a\nb") {
+		t.Errorf("the report writes a slot name's control characters:\n%q", text)
 	}
 	for _, want := range []string{"0x610a621b5b33316d", "0xfffe", "plain"} {
-		if !strings.Contains(text.String(), want) {
-			t.Errorf("the report does not show slot %s:\n%s", want, text.String())
+		if !strings.Contains(text, want) {
+			t.Errorf("the report does not show slot %s:\n%s", want, text)
 		}
 	}
 	hexOf := map[string]string{}
@@ -202,30 +208,20 @@ func TestReportPathsQuoted(t *testing.T) {
 // printable (the empty name as ""), else 0x and its hex, and the keys
 // without a separator as <raw>, unquoted.
 func TestReportSlotNamesAsInspect(t *testing.T) {
-	dir := t.TempDir()
-	rows := []savepoint.Row{
+	_, text := dryRunReport(t, []savepoint.Row{
 		{Op: 5, Key: savepoint.EncodeKeyedKey(nil, []byte("k")), Value: []byte("v")},
 		{Op: 5, Key: savepoint.EncodeKeyedKey([]byte("<raw>"), []byte("k")), Value: []byte("v")},
 		{Op: 5, Key: []byte("\xffoffset"), Value: []byte("v")},
 		{Op: 5, Key: savepoint.EncodeKeyedKey([]byte("\x01"), []byte("k")), Value: []byte("v")},
 		{Op: 5, Key: savepoint.EncodeKeyedKey([]byte("0x01"), []byte("k")), Value: []byte("v")},
-	}
-	sp, set := fileAndRules(t, dir, rows, "  - drop: 'false'\n")
-	rep, err := Run(context.Background(), sp, set, Options{DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text strings.Builder
-	if err := rep.WriteText(&text); err != nil {
-		t.Fatal(err)
-	}
+	})
 	var names []string
-	for _, l := range strings.Split(text.String(), "\n") {
+	for _, l := range strings.Split(text, "\n") {
 		if f := strings.Fields(l); len(f) >= 4 && f[0] == "5" {
 			names = append(names, f[1])
 		}
 	}
 	if want := []string{`""`, "0x01", `"0x01"`, `"<raw>"`, "<raw>"}; !slices.Equal(names, want) {
-		t.Errorf("the report's slots %q, want %q:\n%s", names, want, text.String())
+		t.Errorf("the report's slots %q, want %q:\n%s", names, want, text)
 	}
 }
