@@ -153,9 +153,15 @@ func faultError(addr uintptr) error {
 	}
 	off := int64(addr - m.base)
 	name := m.f.Name()
+	shown := name
+	if st, err := os.Stat(name); err == nil && st.IsDir() {
+		// A file made without a name (O_TMPFILE) is named by its
+		// directory: the sort's or a replay's copy of an input's rows.
+		shown = "a temporary file in " + name
+	}
 	// A *FileError, which WithFile does not name the file in again.
 	fileErr := func(format string, a ...any) error {
-		return &FileError{Path: name, Err: fmt.Errorf(format, a...)}
+		return &FileError{Path: shown, Err: fmt.Errorf(format, a...)}
 	}
 	if m.closed {
 		return fileErr("%w (read at byte %d after Close unmapped it)", ErrClosed, off)

@@ -172,6 +172,25 @@ func TestReadAfterCloseUnderGuard(t *testing.T) {
 	}
 }
 
+// A read after Close of a file made without a name (the sort's or a
+// replay's temporary copy of rows, which its directory names) says it was
+// a temporary file in that directory, not that the directory was read.
+func TestReadAfterCloseOfUnnamedFile(t *testing.T) {
+	dir := t.TempDir()
+	f, err := openUnnamed(dir)
+	if err != nil {
+		t.Skipf("no unnamed temporary files here: %v", err)
+	}
+	defer f.Close()
+	b := make([]byte, 4096) // (faultError looks the address up; nothing is mapped)
+	addMapping(b, f)
+	removeMapping(b)
+	err = faultError(uintptr(unsafe.Pointer(&b[100])))
+	if want := "a temporary file in " + dir + ": "; !errors.Is(err, ErrClosed) || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("%v, want ErrClosed, starting %q", err, want)
+	}
+}
+
 // The last goneMappings mappings unmapped are told by their file, the
 // latest first; older ones only by their address.
 func TestGoneMappingsRing(t *testing.T) {

@@ -269,6 +269,16 @@ func (k Key) SlotName() string {
 	return string(k.Slot)
 }
 
+// ShowSlot returns the slot as messages and reports show it (QuoteSlot:
+// quoted, or 0x and its hex), or RawSlot unquoted when the key has no
+// separator, so that a slot named "<raw>" reads apart from those keys.
+func (k Key) ShowSlot() string {
+	if !k.HasSlot {
+		return RawSlot
+	}
+	return QuoteSlot(k.Slot)
+}
+
 // CollectEntryKey splits a stored key exactly as clink's collect_entries
 // (state_diff.hpp, used by state-cat, state-diff and the Parquet export)
 // does: without a separator the slot is "<raw>", the user key is the whole

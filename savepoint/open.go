@@ -632,11 +632,15 @@ func formatError(ctx context.Context, err error) error {
 // OpenOptions.KeepUndecodable.
 var ErrMissingPayload = errors.New("payload missing")
 
-// missingError is an error of ErrMissingPayload whose text is msg alone.
-type missingError struct{ msg string }
+// kindError is an error of kind (errors.Is) whose text is msg alone: the
+// sentinel's own text would only repeat what msg says.
+type kindError struct {
+	kind error
+	msg  string
+}
 
-func (e *missingError) Error() string        { return e.msg }
-func (e *missingError) Is(target error) bool { return target == ErrMissingPayload }
+func (e *kindError) Error() string        { return e.msg }
+func (e *kindError) Is(target error) bool { return target == e.kind }
 
 func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	ents, err := os.ReadDir(genDir)
@@ -767,7 +771,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	// is kept as a File that says so (File.Missing), so that validate
 	// lists it beside the other files' findings.
 	if len(missing) > 0 && !opts.KeepUndecodable {
-		return &missingError{fmt.Sprintf("open savepoint %s: checkpoint %d is missing from subtask director%s %s (clink refuses to restore a subtask with no state)", genDir, sp.Checkpoint, plural(len(missing), "y", "ies"), strings.Join(missing, ", "))}
+		return &kindError{ErrMissingPayload, fmt.Sprintf("open savepoint %s: checkpoint %d is missing from subtask director%s %s (clink refuses to restore a subtask with no state)", genDir, sp.Checkpoint, plural(len(missing), "y", "ies"), strings.Join(missing, ", "))}
 	}
 	if hasListing {
 		for _, i := range listing {
@@ -780,7 +784,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 					return msg
 				}
 				if !opts.KeepUndecodable {
-					return &missingError{"open savepoint: " + absent(genDir)}
+					return &kindError{ErrMissingPayload, "open savepoint: " + absent(genDir)}
 				}
 				if i >= MaxParallelism {
 					// Not a finding of its own: every subtask below it

@@ -49,13 +49,6 @@ func ReadControlFile(path string) ([]byte, error) {
 // clink reads.
 var ErrNotControlFile = errors.New("not a file sptool or clink reads")
 
-// shapeError is an error of ReadRegularFile that wraps ErrNotControlFile
-// without saying so in its message.
-type shapeError struct{ msg string }
-
-func (e *shapeError) Error() string        { return e.msg }
-func (e *shapeError) Is(target error) bool { return target == ErrNotControlFile }
-
 // ReadRegularFile reads the file at path (symbolic links followed), which
 // must be a regular file of at most max bytes. It reads the size the file
 // had when opened. A file that does not exist is an error wrapping
@@ -89,7 +82,7 @@ func openRegularFile(path string) (*os.File, os.FileInfo, error) {
 		return nil, nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
+		return nil, nil, &kindError{ErrNotControlFile, fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
 	}
 	fh, err := os.Open(path)
 	if err != nil {
@@ -101,7 +94,7 @@ func openRegularFile(path string) (*os.File, os.FileInfo, error) {
 	}
 	if !st.Mode().IsRegular() {
 		fh.Close()
-		return nil, nil, &shapeError{fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
+		return nil, nil, &kindError{ErrNotControlFile, fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
 	}
 	return fh, st, nil
 }

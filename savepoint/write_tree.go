@@ -1013,14 +1013,10 @@ func inProc(p string) bool {
 // of one of a tree's payloads (Savepoint.CheckFilesApart).
 var ErrOutputIsInput = errors.New("the output must not be the input")
 
-// overlapError is an error of ErrOutputIsInput whose text is msg alone.
-type overlapError struct{ msg string }
-
-func (e *overlapError) Error() string        { return e.msg }
-func (e *overlapError) Is(target error) bool { return target == ErrOutputIsInput }
-
 // overlapf is an error of ErrOutputIsInput with the text of fmt.Sprintf.
-func overlapf(format string, a ...any) error { return &overlapError{fmt.Sprintf(format, a...)} }
+func overlapf(format string, a ...any) error {
+	return &kindError{ErrOutputIsInput, fmt.Sprintf(format, a...)}
+}
 
 // ErrDotDotAfterLink is returned (wrapped) when an output path holds a
 // ".." that follows a symbolic link (see CheckOutputPath).

@@ -130,20 +130,27 @@ rules:
 
 // A rule naming slot "<raw>" where the operator has only keys without a
 // separator is warned of as one naming a slot with no rows, and the
-// warning says how to select those keys.
+// warning says how to select those keys where the rule's kind can (a
+// filter's expression, a drop rule for a drop_slot), or that no slot names
+// them.
 func TestRawSlotRuleWarnsOfKeysWithoutSlot(t *testing.T) {
-	dir := t.TempDir()
 	rows := []savepoint.Row{
 		{Op: 5, Key: []byte("\xffoffset"), Value: []byte("b")},
 		{Op: 5, Key: []byte("\x05a|k"), Value: []byte("c")},
 	}
-	sp, set := fileAndRules(t, dir, rows, "  - drop_slot: {op: 5, slot: \"<raw>\"}\n")
-	rep, err := Run(context.Background(), sp, set, Options{DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `rule 1 (drop_slot): operator 5 has no rows of slot "<raw>" here (its slots: "a", <raw>); the rule does nothing (the rule's slot "<raw>" names a slot of that name; the keys without a slot, shown as <raw>, are selected with an expression: slot == "<raw>")`
-	if !slices.Contains(rep.Warnings, want) {
-		t.Errorf("warnings %q, want %q", rep.Warnings, want)
+	const head = `operator 5 has no rows of slot "<raw>" here (its slots: "a", <raw>); the rule does nothing (the rule's slot "<raw>" names a slot of that name; the keys without a slot, shown as <raw>, `
+	for rule, want := range map[string]string{
+		`drop_slot: {op: 5, slot: "<raw>"}`:             `rule 1 (drop_slot): ` + head + `are dropped with a drop rule: drop: 'slot == "<raw>"')`,
+		`keep: {op: 5, slot: "<raw>", expr: "true"}`:    `rule 1 (keep): ` + head + `are selected with an expression: slot == "<raw>")`,
+		`purge_keys: {op: 5, slot: "<raw>", keys: [k]}`: `rule 1 (purge_keys): ` + head + `are no slot a rule can name)`,
+	} {
+		sp, set := fileAndRules(t, t.TempDir(), rows, "  - "+rule+"\n")
+		rep, err := Run(context.Background(), sp, set, Options{DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(rep.Warnings, want) {
+			t.Errorf("%s: warnings %q, want %q", rule, rep.Warnings, want)
+		}
 	}
 }

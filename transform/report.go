@@ -283,12 +283,7 @@ func slotStats(k slotKey) *SlotStats {
 // show is the slot as the text report names it, as inspect does
 // (savepoint.QuoteSlot): quoted, or 0x and its hex, and <raw>, unquoted,
 // for the keys without a separator.
-func (s *SlotStats) show() string {
-	if !s.HasSlot {
-		return savepoint.RawSlot
-	}
-	return savepoint.QuoteSlot([]byte(s.Slot))
-}
+func (s *SlotStats) show() string { return s.key().show() }
 
 // key is the slotKey of s.
 func (s *SlotStats) key() slotKey {

@@ -225,3 +225,22 @@ func TestReportSlotNamesAsInspect(t *testing.T) {
 		t.Errorf("the report's slots %q, want %q:\n%s", names, want, text)
 	}
 }
+
+// A row's error names its slot as the report does: a slot named "<raw>"
+// quoted, the keys without a separator as <raw>, unquoted.
+func TestRowErrorSlotShown(t *testing.T) {
+	for _, tc := range []struct {
+		row  savepoint.Row
+		want string
+	}{
+		{savepoint.Row{Op: 5, Key: savepoint.EncodeKeyedKey([]byte("<raw>"), []byte("k")), Value: []byte("v")}, `(op 5, slot "<raw>", key `},
+		{savepoint.Row{Op: 5, Key: []byte("\xffoffset"), Value: []byte("v")}, "(op 5, slot <raw>, key "},
+		{savepoint.Row{Op: 5, Key: savepoint.EncodeKeyedKey([]byte("\xfe\xfd"), []byte("k")), Value: []byte("v")}, "(op 5, slot 0xfefd, key "},
+	} {
+		sp, set := fileAndRules(t, t.TempDir(), []savepoint.Row{tc.row}, "  - drop: 'len(key_bytes) % (len(key_bytes) - len(key_bytes)) == 0'\n")
+		_, err := Run(context.Background(), sp, set, Options{DryRun: true})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("row %q: %v, want %q in it", tc.row.Key, err, tc.want)
+		}
+	}
+}

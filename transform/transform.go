@@ -994,8 +994,14 @@ func scopeWarnings(set *rules.Set, slots []*SlotStats, movesVersions func(*rules
 		// A rule's slot "<raw>" names the slot of that name, not the
 		// keys without a slot that sptool shows so.
 		rawNote := ""
-		if slot != nil && *slot == savepoint.RawSlot && unslotted {
+		switch {
+		case slot == nil || *slot != savepoint.RawSlot || !unslotted:
+		case r.Keep != nil || r.Drop != nil:
 			rawNote = " (the rule's slot \"<raw>\" names a slot of that name; the keys without a slot, shown as <raw>, are selected with an expression: slot == \"<raw>\")"
+		case r.DropSlot != nil:
+			rawNote = " (the rule's slot \"<raw>\" names a slot of that name; the keys without a slot, shown as <raw>, are dropped with a drop rule: drop: 'slot == \"<raw>\"')"
+		default:
+			rawNote = " (the rule's slot \"<raw>\" names a slot of that name; the keys without a slot, shown as <raw>, are no slot a rule can name)"
 		}
 		switch {
 		case op == nil:
@@ -1657,13 +1663,14 @@ type slotKey struct {
 // rawSlotKey is the slotKey of op's keys without a separator.
 func rawSlotKey(op uint64) slotKey { return slotKey{op: op, slot: savepoint.RawSlot, noSlot: true} }
 
-// show is the slot as a message names it: quoted, or RawSlot unquoted for
-// the keys without a separator.
+// show is the slot as a message names it, as the report's table does
+// (savepoint.QuoteSlot), or RawSlot unquoted for the keys without a
+// separator.
 func (k slotKey) show() string {
 	if k.noSlot {
 		return savepoint.RawSlot
 	}
-	return strconv.Quote(k.slot)
+	return savepoint.QuoteSlot([]byte(k.slot))
 }
 
 // engine holds the compiled steps; it is shared by the file workers.
@@ -2082,7 +2089,7 @@ func (w *worker) rowError(i int, r savepoint.Row, k savepoint.Key, err error) er
 		ee.Op, ee.Key, ee.Row = r.Op, append([]byte{}, r.Key...), i // (r.Key may be the input's mapped bytes)
 	}
 	replayed := w.res.out != nil && w.res.out.restored // (no output in the pass over merge losers)
-	return fmt.Errorf("%s (op %d, slot %q, key %s): %w", savepoint.RowName(replayed, i), r.Op, k.SlotName(), w.e.set.ShowKey(r.Op, k), err)
+	return fmt.Errorf("%s (op %d, slot %s, key %s): %w", savepoint.RowName(replayed, i), r.Op, k.ShowSlot(), w.e.set.ShowKey(r.Op, k), err)
 }
 
 // one runs row i through every step.

@@ -243,7 +243,7 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 		writtenAn = "the rescale writes their subtasks anew"
 		noFile    = "the output holds no file of their subtasks"
 		noneRead  = "the rescale read no file of their subtasks"
-		zeros     = "their subtasks moved to other indices, and their names give the old index with leading zeros, which clink does not look up"
+		zeros     = "their subtasks moved to other indices, and their names give the old index with leading zeros, which clink does not look up (a restore of the input did not use them either)"
 	)
 	left := map[string][]string{}
 	for _, r := range receipts {
@@ -271,7 +271,11 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	}
 	for _, what := range []string{otherID, writtenAn, noneRead, zeros, noFile} {
 		if names := left[what]; len(names) > 0 {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("the input's 2PC commit receipts of checkpoint %d (%s, in %s) are not carried into the output: %s, and a receipt names a subtask and a checkpoint; a job restored from the output finds no receipt for its sinks' pending commits", sp.Checkpoint, strings.Join(names, ", "), savepoint.ShowName(filepath.Join(filepath.Dir(sp.CompletedRel), "receipts")), what))
+			why := what + ", and a receipt names a subtask and a checkpoint; a job restored from the output finds no receipt for its sinks' pending commits"
+			if what == zeros {
+				why = what
+			}
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("the input's 2PC commit receipts of checkpoint %d (%s, in %s) are not carried into the output: %s", sp.Checkpoint, strings.Join(names, ", "), savepoint.ShowName(filepath.Join(filepath.Dir(sp.CompletedRel), "receipts")), why))
 		}
 	}
 	if ckpt != sp.Checkpoint {

@@ -535,7 +535,7 @@ func rulesRowFilter(rulesPath, where string, inScope func(op uint64, slot []byte
 		}
 		if err != nil {
 			k := savepoint.ParseKey(r.Key)
-			return false, fmt.Errorf("(op %d, slot %q, key %s): --where: %w", r.Op, k.SlotName(), set.ShowKey(r.Op, k), err)
+			return false, fmt.Errorf("(op %d, slot %s, key %s): --where: %w", r.Op, k.ShowSlot(), set.ShowKey(r.Op, k), err)
 		}
 		return ok, nil
 	}
