@@ -90,6 +90,15 @@ type OpenOptions struct {
 	// file that cannot be read (its bytes, its sidecar, a changing file, a
 	// stopped context) and a single-file input still fail Open.
 	KeepUndecodable bool
+	// KeepGaps, with KeepUndecodable, keeps each subtask below the
+	// highest read that has no directory (or one without the checkpoint
+	// that its marker leaves out) as a missing File too, where it would
+	// be left out (Savepoint.MissingSubtasks): the tree is then read at
+	// the layout its indices imply, subtasks 0 up to the highest, at which
+	// its chain groups are inferred or given (--groups 0-3 for a tree of
+	// 0,1,3) and its rows placed. Validate reports each as a missing
+	// payload.
+	KeepGaps bool
 
 	ctx context.Context // OpenContext's; nil: never done
 }
@@ -799,6 +808,33 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 				byIndex[i] = []string{strconv.Itoa(i)}
 				dirs = append(dirs, &subtaskDir{index: i, name: strconv.Itoa(i), absent: absent(ShowName(rel))})
 			}
+		}
+		slices.SortFunc(dirs, func(a, b *subtaskDir) int { return a.index - b.index })
+	}
+	// With KeepGaps, a subtask below the highest read that has no
+	// directory (or one holding no checkpoint that the marker leaves out)
+	// is kept as a missing File too: the indices imply the layout (subtasks
+	// 0 up to the highest), at which the files' rows are placed and their
+	// chain groups told, and the subtask is reported as missing.
+	if opts.KeepUndecodable && opts.KeepGaps && len(dirs) > 0 {
+		rel, err := filepath.Rel(sp.Root, genDir)
+		if err != nil {
+			rel = genDir
+		}
+		have := map[int]bool{}
+		for _, d := range dirs {
+			have[d.index] = true
+		}
+		top := dirs[len(dirs)-1].index
+		for i := 0; i < top; i++ {
+			if have[i] {
+				continue
+			}
+			why := fmt.Sprintf("%s has no directory %d, though it holds subtask %d's", ShowName(rel), i, top)
+			if slices.Contains(sp.bareSubtasks, i) {
+				why = fmt.Sprintf("subtask directory %s holds no checkpoint %d, and %s does not list it", strconv.Itoa(i), sp.Checkpoint, ShowName(sp.CompletedRel))
+			}
+			dirs = append(dirs, &subtaskDir{index: i, name: strconv.Itoa(i), absent: why})
 		}
 		slices.SortFunc(dirs, func(a, b *subtaskDir) int { return a.index - b.index })
 	}

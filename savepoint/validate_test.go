@@ -2371,3 +2371,57 @@ func TestReplicatedValueNotCopied(t *testing.T) {
 		t.Errorf("findings %v: want the replicated key, its copies equal", rep.Findings)
 	}
 }
+
+// A tree laid out at parallelism 4 whose subtask 2 has no directory is
+// checked at the layout its indices imply (subtasks 0-3, one group): the
+// missing subtask is the only error, with no marker, with a marker that
+// leaves it out, and with --groups 0-3.
+func TestValidateGapLayout(t *testing.T) {
+	var files [][]Row
+	for i := range 4 {
+		r := KeyGroupRangeForSubtask(i, 4)
+		lo, hi := vtKeysIn(t, r.First, r.First+1, 1)[0], vtKeysIn(t, r.Last-1, r.Last, 1)[0]
+		if i == 1 {
+			lo, hi = vtKeysIn(t, 33, 34, 1)[0], vtKeysIn(t, 52, 53, 1)[0]
+		}
+		files = append(files, []Row{vtKeyed(5, "agg", lo, "v"), vtKeyed(5, "agg", hi, "v")})
+	}
+	for _, c := range []struct {
+		name, marker string
+		groups       []Group
+	}{
+		{"no marker", "", nil},
+		{"marker 0,1,3", "subtasks=0,1,3\n", nil},
+		{"groups 0-3", "", []Group{{First: 0, Count: 4}}},
+	} {
+		tree := vtWriteTree(t, files, nil)
+		if err := os.RemoveAll(filepath.Join(tree, "v1", "2")); err != nil {
+			t.Fatal(err)
+		}
+		marker := filepath.Join(tree, "_jobs", "job1", "COMPLETED-7")
+		if c.marker == "" {
+			if err := os.Remove(marker); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(marker, []byte("job=job1\ncheckpoint=7\ngeneration=1\n"+c.marker), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sp := vtOpen(t, tree, OpenOptions{KeepUndecodable: true, KeepGaps: true, Groups: c.groups})
+		if got := FormatGroups(sp.Groups); got != "0-3" {
+			t.Errorf("%s: groups %s, want 0-3", c.name, got)
+		}
+		rep := Validate(sp, ValidateOptions{})
+		var errs []string
+		for _, f := range rep.Findings {
+			if f.Severity == SeverityError {
+				errs = append(errs, f.Check+" "+f.File+" "+f.Message)
+			}
+			if f.Check == CheckMisplacedRow || f.Check == CheckOperatorGroups {
+				t.Errorf("%s: %s finding: %s", c.name, f.Check, f.Message)
+			}
+		}
+		if len(errs) != 1 || !strings.HasPrefix(errs[0], CheckSubtasks+" "+filepath.Join("v1", "2", "checkpoint-7.snap")+" payload missing (v1 has no directory 2") {
+			t.Errorf("%s: errors %q, want the missing subtask 2's alone", c.name, errs)
+		}
+	}
+}

@@ -139,9 +139,11 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	}
 	// A tree's file clink's reader refuses is a finding, beside the other
 	// files' (exit 1); a single file that does not decode is unreadable
-	// input (exit 2), with --json its one finding.
+	// input (exit 2), with --json its one finding. A subtask with no
+	// directory below the highest is a missing payload, and the others
+	// are checked at the layout the indices imply.
 	open := func() (*savepoint.Savepoint, error) {
-		return of.openWith(fs.Arg(0), savepoint.OpenOptions{Columnar: true, KeepUndecodable: true})
+		return of.openWith(fs.Arg(0), savepoint.OpenOptions{Columnar: true, KeepUndecodable: true, KeepGaps: true})
 	}
 	sp, err := openUntil(ctx, open)
 	if err != nil {
