@@ -42,6 +42,9 @@ type ReadOptions struct {
 	ctx context.Context
 	// keepUndecodable is OpenOptions.KeepUndecodable, for a tree's files.
 	keepUndecodable bool
+	// keepOnly, when set, narrows keepUndecodable to the errors it
+	// accepts (a single file's: see OpenOptions.KeepUndecodableFile).
+	keepOnly func(err error) bool
 	// identify, when set, names the file an external materialisation
 	// handle resolves to: handles of one file, however spelled, are read
 	// once (nil: each distinct handle is its own file).

@@ -1,8 +1,10 @@
 package savepoint
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -99,6 +101,14 @@ type OpenOptions struct {
 	// 0,1,3) and its rows placed. Validate reports each as a missing
 	// payload.
 	KeepGaps bool
+	// KeepUndecodableFile, with KeepUndecodable, keeps a single-file
+	// input whose bytes are an Arrow IPC stream (or a CLMB frame, or a
+	// payload compressed as a whole) that clink's reader refuses, as a
+	// tree's such file is kept (File.Undecodable, a nil Snapshot): a
+	// nullable or mistyped column, a format version or version map it
+	// rejects, a stream cut short. A file that cannot be read, or whose
+	// bytes do not start as a stream, still fails Open.
+	KeepUndecodableFile bool
 
 	ctx context.Context // OpenContext's; nil: never done
 }
@@ -318,13 +328,18 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 	if dir := filepath.Dir(path); isSubtaskDir(dir) {
 		root = filepath.Join(dir, "..", "..")
 	}
-	if err := readSnapshotFile(f, true, opts.readOptions(root, func(h string) ([]byte, error) {
+	ro := opts.readOptions(root, func(h string) ([]byte, error) {
 		data, _, _, stamp, err := resolveHandleRel(root, h, mapInto(f, opts))
 		if err == nil {
 			f.matStamps = append(f.matStamps, stamp)
 		}
 		return data, err
-	})); err != nil {
+	})
+	if opts.KeepUndecodable && opts.KeepUndecodableFile {
+		ro.keepUndecodable = true
+		ro.keepOnly = func(err error) bool { return errors.Is(err, ErrBadFormat) && startsAsStream(path) }
+	}
+	if err := readSnapshotFile(f, true, ro); err != nil {
 		sp.Files = []*File{f}
 		sp.Close() // the map and file of a payload read before the error
 		return nil, err
@@ -339,6 +354,22 @@ func openFile(path string, opts OpenOptions) (*Savepoint, error) {
 	}
 	sp.Files = []*File{f}
 	return sp, nil
+}
+
+// startsAsStream reports whether the file at path starts as a payload
+// clink's reader would try to read: an Arrow IPC stream's continuation
+// marker, a CLMB frame, or a whole-file compression sptool decompresses.
+func startsAsStream(path string) bool {
+	fh, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	head := make([]byte, 16)
+	n, _ := io.ReadFull(fh, head)
+	head = head[:n]
+	return len(head) >= 4 && binary.LittleEndian.Uint32(head) == continuation ||
+		bytes.HasPrefix(head, []byte("CLMB")) || DetectCompression(head) != CompressNone
 }
 
 // verifyStraySidecar verifies the sidecar beside a changelog+file payload,
@@ -1261,7 +1292,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	}
 	// Stat first: opening a named pipe would block.
 	if st, err := os.Stat(f.Path); err != nil {
-		if to, lerr := os.Readlink(f.Path); lerr == nil && errors.Is(err, fs.ErrNotExist) && ro.keepUndecodable {
+		if to, lerr := os.Readlink(f.Path); lerr == nil && errors.Is(err, fs.ErrNotExist) && ro.keepUndecodable && ro.keepOnly == nil {
 			// A link to nothing: clink's restore finds no payload.
 			f.markMissing(fmt.Sprintf("%s is a symbolic link to %s, which does not exist", filepath.Base(f.Path), to), !wantSidecar)
 			return nil
@@ -1269,7 +1300,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		return fmt.Errorf("read %s: %w", f.Path, err)
 	} else if !st.Mode().IsRegular() {
 		err := fmt.Errorf("read %s: is %s, not a snapshot file", f.Path, fileKind(st.Mode()))
-		if ro.keepUndecodable {
+		if ro.keepUndecodable && ro.keepOnly == nil {
 			// No bytes to read, and none clink's reader takes: a finding
 			// beside the other files', as a payload that does not decode.
 			f.Undecodable = err
@@ -1374,7 +1405,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	}
 	f.Compression = comp
 	var tempErr *TempFileError
-	if decodeErr != nil && ro.keepUndecodable && ctxErr(ro.ctx) == nil && !errors.Is(decodeErr, ErrInputChanged) && !errors.As(decodeErr, &tempErr) {
+	if decodeErr != nil && ro.keepUndecodable && ctxErr(ro.ctx) == nil && !errors.Is(decodeErr, ErrInputChanged) && !errors.As(decodeErr, &tempErr) && (ro.keepOnly == nil || ro.keepOnly(decodeErr)) {
 		// The sidecar's verdict, recorded above, is reported on its own.
 		f.Undecodable = decodeErr
 		return nil

@@ -377,3 +377,43 @@ func TestBadFormatError(t *testing.T) {
 		t.Errorf("tree without KeepUndecodable: %v is not ErrBadFormat", err)
 	}
 }
+
+// A single file clink's reader refuses is kept with KeepUndecodableFile,
+// as a tree's is, and Validate reports it as a format error; a file that
+// does not start as a stream still fails Open.
+func TestKeepUndecodableFile(t *testing.T) {
+	ents, err := os.ReadDir(filepath.Join("..", "testdata", "bad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		path := filepath.Join("..", "testdata", "bad", e.Name())
+		opts := OpenOptions{Columnar: true, KeepUndecodable: true, KeepUndecodableFile: true}
+		switch e.Name() {
+		case "not-arrow.snap", "truncated-2-bytes.snap":
+			if _, err := Open(path, opts); err == nil {
+				t.Errorf("%s: opened, want it unreadable", e.Name())
+			}
+			continue
+		}
+		if _, err := Open(path, OpenOptions{Columnar: true, KeepUndecodable: true}); err == nil {
+			t.Errorf("%s: opened without KeepUndecodableFile", e.Name())
+		}
+		sp, err := Open(path, opts)
+		if err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+			continue
+		}
+		if f := sp.Files[0]; f.Undecodable == nil || f.Snapshot != nil {
+			t.Errorf("%s: Undecodable %v, Snapshot %v", e.Name(), f.Undecodable, f.Snapshot != nil)
+		}
+		for _, par := range []int{0, 4} {
+			// (With a parallelism, its check says what it could not check.)
+			rep := Validate(sp, ValidateOptions{Parallelism: par})
+			if got := rep.ByCheck(CheckFormat); (par == 0 && rep.Errors() != 1) || len(got) != 1 || got[0].Severity != SeverityError || !strings.Contains(got[0].Message, "its rows are not read") {
+				t.Errorf("%s: parallelism %d: %d errors, format findings %+v", e.Name(), par, rep.Errors(), got)
+			}
+		}
+		sp.Close()
+	}
+}

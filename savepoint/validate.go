@@ -661,6 +661,11 @@ func (v *validator) checkFileLevel(f *File) {
 			msg = fmt.Sprintf("sptool does not read this payload: %s; clink opens the handle's path as written and may restore subtask %d from it, but no command of sptool reads or rewrites the tree as it is (copy the materialisation into the subtask's own materializations/ directory); its rows are not read, so no check of this report sees them (those that would look for them say so)", undecodableReason(f), f.Subtask)
 		} else if errors.Is(f.Undecodable, ErrNoEndOfStream) {
 			msg = fmt.Sprintf("%s: sptool refuses it as truncated, though clink's reader (Arrow C++'s) takes a stream ending between two messages as complete and restores subtask %d with the rows before the end, which may have lost the batches after it (clink's writer always writes the marker); its rows are not read, so no check of this report sees them (those that would look for them say so)", undecodableReason(f), f.Subtask)
+			if !v.isTree() {
+				msg = fmt.Sprintf("%s: sptool refuses it as truncated, though clink's reader (Arrow C++'s) takes a stream ending between two messages as complete, with the rows before the end, which may have lost the batches after it (clink's writer always writes the marker); its rows are not read, so no check of this report sees them", undecodableReason(f))
+			}
+		} else if !v.isTree() {
+			msg = fmt.Sprintf("clink's reader refuses this payload, and a restore of it: %s; its rows are not read, so no check of this report sees them", undecodableReason(f))
 		}
 		if sp.GroupsInferred && len(sp.Files) > 1 {
 			msg += ", and the tree's chain groups were inferred without them (--groups gives them)"

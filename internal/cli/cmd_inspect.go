@@ -137,13 +137,14 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	case *par > savepoint.MaxParallelism:
 		return usageError(s, c, fmt.Errorf("--parallelism %d: a job runs at most %d subtasks", *par, savepoint.MaxParallelism))
 	}
-	// A tree's file clink's reader refuses is a finding, beside the other
-	// files' (exit 1); a single file that does not decode is unreadable
-	// input (exit 2), with --json its one finding. A subtask with no
-	// directory below the highest is a missing payload, and the others
-	// are checked at the layout the indices imply.
+	// A file clink's reader refuses is a finding, a tree's beside the
+	// other files' (exit 1); a single file that cannot be read, or whose
+	// bytes do not start as a stream, is unreadable input (exit 2), with
+	// --json its one finding. A subtask with no directory below the
+	// highest is a missing payload, and the others are checked at the
+	// layout the indices imply.
 	open := func() (*savepoint.Savepoint, error) {
-		return of.openWith(fs.Arg(0), savepoint.OpenOptions{Columnar: true, KeepUndecodable: true, KeepGaps: true})
+		return of.openWith(fs.Arg(0), savepoint.OpenOptions{Columnar: true, KeepUndecodable: true, KeepGaps: true, KeepUndecodableFile: true})
 	}
 	sp, err := openUntil(ctx, open)
 	if err != nil {
