@@ -109,6 +109,13 @@ type OpenOptions struct {
 	// rejects, a stream cut short. A file that cannot be read, or whose
 	// bytes do not start as a stream, still fails Open.
 	KeepUndecodableFile bool
+	// TolerateBadMarkers reads a tree whose COMPLETED marker, one that
+	// could choose or describe the checkpoint read, does not parse or
+	// cannot be read, as if that marker were not there, and records it
+	// (Savepoint.IgnoredMarkers; validate warns), where Open would fail
+	// naming it: clink's restore needs no marker, and uses the directory
+	// listing when it finds no usable subtasks= line (format 5.3).
+	TolerateBadMarkers bool
 
 	ctx context.Context // OpenContext's; nil: never done
 }
@@ -737,7 +744,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	}
 	slices.SortFunc(dirs, func(a, b *subtaskDir) int { return a.index - b.index })
 
-	markers, ignored, bad, err := completedMarkers(sp.Root)
+	markers, ignored, bad, err := completedMarkers(sp.Root, opts.TolerateBadMarkers)
 	if err != nil {
 		return err
 	}
@@ -749,7 +756,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	if err := sp.selectCheckpoint(len(dirs), all, markers, opts.Checkpoint, asked); err != nil {
 		return err
 	}
-	if err := sp.checkBadMarkers(bad, markers, all, asked); err != nil {
+	if err := sp.checkBadMarkers(bad, markers, all, asked, opts.TolerateBadMarkers); err != nil {
 		return err
 	}
 	// Every subtask directory must hold the selected checkpoint's file,
@@ -1057,7 +1064,7 @@ type badMarker struct {
 // of the checkpoint it restores alone (format 5.3), so one of another
 // checkpoint, or of an old layout, does not stop the tree being read
 // (checkBadMarkers).
-func completedMarkers(root string) (_ map[uint64][]marker, ignored []string, bad []badMarker, _ error) {
+func completedMarkers(root string, tolerant bool) (_ map[uint64][]marker, ignored []string, bad []badMarker, _ error) {
 	out := map[uint64][]marker{}
 	jobs, err := os.ReadDir(filepath.Join(root, "_jobs"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -1092,8 +1099,13 @@ func completedMarkers(root string) (_ map[uint64][]marker, ignored []string, bad
 				continue
 			}
 			b, err := ReadRegularFile(filepath.Join(root, rel), maxControlFileSize)
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("read marker: %w", err)
+			if err != nil && tolerant {
+				// (A marker that cannot be read, as one that does not
+				// parse: checkBadMarkers records it.)
+				bad = append(bad, badMarker{rel, id, fmt.Errorf("cannot be read: %w", err)})
+				continue
+			} else if err != nil {
+				return nil, nil, nil, fmt.Errorf("read marker: %w (fix or remove it: clink's restore does not need one; sptool validate checks the tree without it)", err)
 			}
 			c, err := ParseCompleted(b)
 			if err != nil {
@@ -1117,10 +1129,15 @@ func completedMarkers(root string) (_ map[uint64][]marker, ignored []string, bad
 // of its generation (the newest in every subtask directory). Of the
 // others, which no restore of the checkpoint read looks at, it notes each
 // (UnreadMarkers: validate warns).
-func (sp *Savepoint) checkBadMarkers(bad []badMarker, markers map[uint64][]marker, all map[uint64]int, asked bool) error {
+func (sp *Savepoint) checkBadMarkers(bad []badMarker, markers map[uint64][]marker, all map[uint64]int, asked, tolerant bool) error {
 	byMarker := slices.ContainsFunc(markers[sp.Checkpoint], sp.ofGeneration)
 	for _, b := range bad {
 		switch {
+		case tolerant && (b.id == sp.Checkpoint || (!asked && all[b.id] > 0 && (b.id > sp.Checkpoint || !byMarker))):
+			// With TolerateBadMarkers, one Open would fail for is read
+			// as if it were not there.
+			sp.IgnoredMarkers = append(sp.IgnoredMarkers, fmt.Sprintf("%s: %v", ShowName(b.rel), b.err))
+			continue
 		case b.id == sp.Checkpoint:
 			return fmt.Errorf("marker %s: %w (it marks the checkpoint read, whose subtasks= line a restore applies: fix it, or remove it, as clink's restore does not need one)", ShowName(b.rel), b.err)
 		case asked || all[b.id] == 0:
@@ -1132,6 +1149,7 @@ func (sp *Savepoint) checkBadMarkers(bad []badMarker, markers map[uint64][]marke
 		sp.UnreadMarkers = append(sp.UnreadMarkers, fmt.Sprintf("%s: %v", ShowName(b.rel), b.err))
 	}
 	slices.Sort(sp.UnreadMarkers)
+	slices.Sort(sp.IgnoredMarkers)
 	return nil
 }
 

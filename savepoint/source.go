@@ -203,6 +203,11 @@ type Savepoint struct {
 	// ..."): a restore of the checkpoint read does not look at them (format
 	// 5.3), so they are left unread.
 	UnreadMarkers []string
+	// IgnoredMarkers name the COMPLETED markers that do not parse or
+	// cannot be read and that could choose or describe the checkpoint
+	// read, each with why: read as if they were not there
+	// (OpenOptions.TolerateBadMarkers).
+	IgnoredMarkers []string
 	// Files are the snapshot files, sorted by subtask index.
 	Files []*File
 	// Groups are the chain groups of a tree, in subtask order (given by the

@@ -1551,6 +1551,9 @@ func (v *validator) checkCompleted() {
 	for _, m := range sp.UnreadMarkers {
 		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("marker %s: it does not parse; it marks another checkpoint than %d, which a restore of checkpoint %d does not look at, so it was left unread (a restore of its own checkpoint would read its subtasks= line)", m, sp.Checkpoint, sp.Checkpoint))
 	}
+	for _, m := range sp.IgnoredMarkers {
+		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("marker %s: it is not a marker sptool reads, and the tree was checked as if it had none (checkpoint %d); clink's restore needs no marker: it looks only for a usable subtasks= line, and otherwise unions operator rows from every subtask directory (section 5.3); apply and rescale refuse the tree until it is fixed or removed", m, sp.Checkpoint))
+	}
 	c := sp.Completed
 	if c == nil && isStagingTree(sp.Root) {
 		// sptool writes a tree's marker last: a staging tree without one
@@ -1558,6 +1561,9 @@ func (v *validator) checkCompleted() {
 		// subtasks not yet begun have no directory.
 		v.treeFinding(SeverityError, CheckCompleted, 0, nil, fmt.Sprintf("no COMPLETED-%d marker in %s, the staging tree of an sptool run that did not finish (named .sptool-tmp-<suffix>; sptool writes a tree's marker last): it may lack the files of some subtasks, which nothing here shows; run the command again, and delete this directory", sp.Checkpoint, ShowName(filepath.Base(filepath.Clean(sp.Root)))))
 		return
+	}
+	if c == nil && len(sp.IgnoredMarkers) > 0 {
+		return // (the warning above says what a restore does without it)
 	}
 	if c == nil {
 		v.treeFinding(SeverityInfo, CheckCompleted, 0, nil, fmt.Sprintf("no COMPLETED-%d marker: restore does not need one, but without its subtasks= line clink unions operator rows from every subtask directory", sp.Checkpoint))

@@ -2425,3 +2425,42 @@ func TestValidateGapLayout(t *testing.T) {
 		}
 	}
 }
+
+// A COMPLETED marker clink tolerates but sptool does not parse is, with
+// TolerateBadMarkers, a warning naming it, and the tree is checked as if
+// it had none; without the option Open refuses it, naming the marker and
+// how to proceed.
+func TestValidateBadMarker(t *testing.T) {
+	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
+	files := [][]Row{
+		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
+		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
+	}
+	for name, body := range map[string]string{
+		"no checkpoint line": "job=job1\ngeneration=1\nsubtasks=0,1\n",
+		"comment line":       "job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0,1\n# written by ops\n",
+		"CRLF":               "job=job1\r\ncheckpoint=7\r\ngeneration=1\r\nsubtasks=0,1\r\n",
+		"garbage":            "\x00\x01\xfe\xff garbage",
+	} {
+		tree := vtWriteTree(t, files, nil)
+		marker := filepath.Join(tree, "_jobs", "job1", "COMPLETED-7")
+		if err := os.WriteFile(marker, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(tree, OpenOptions{KeepUndecodable: true}); err == nil || !strings.Contains(err.Error(), "_jobs/job1/COMPLETED-7") || !strings.Contains(err.Error(), "remove it") {
+			t.Errorf("%s: Open without TolerateBadMarkers: %v", name, err)
+		}
+		sp := vtOpen(t, tree, OpenOptions{KeepUndecodable: true, TolerateBadMarkers: true})
+		if sp.Checkpoint != 7 || sp.Completed != nil || len(sp.IgnoredMarkers) != 1 {
+			t.Errorf("%s: checkpoint %d, marker %v, ignored %q", name, sp.Checkpoint, sp.Completed, sp.IgnoredMarkers)
+		}
+		rep := Validate(sp, ValidateOptions{})
+		var warned bool
+		for _, f := range rep.ByCheck(CheckCompleted) {
+			warned = warned || f.Severity == SeverityWarning && strings.Contains(f.Message, "marker _jobs/job1/COMPLETED-7: parse completed marker") && strings.Contains(f.Message, "checked as if it had none")
+		}
+		if rep.Errors() != 0 || !warned {
+			t.Errorf("%s: %d errors, no warning naming the marker:\n%s", name, rep.Errors(), vtDump(rep))
+		}
+	}
+}

@@ -142,9 +142,10 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	// bytes do not start as a stream, is unreadable input (exit 2), with
 	// --json its one finding. A subtask with no directory below the
 	// highest is a missing payload, and the others are checked at the
-	// layout the indices imply.
+	// layout the indices imply. A COMPLETED marker that does not parse is
+	// a warning, and the tree is checked as if it had none.
 	open := func() (*savepoint.Savepoint, error) {
-		return of.openWith(fs.Arg(0), savepoint.OpenOptions{Columnar: true, KeepUndecodable: true, KeepGaps: true, KeepUndecodableFile: true})
+		return of.openWith(fs.Arg(0), savepoint.OpenOptions{Columnar: true, KeepUndecodable: true, KeepGaps: true, KeepUndecodableFile: true, TolerateBadMarkers: true})
 	}
 	sp, err := openUntil(ctx, open)
 	if err != nil {
