@@ -116,6 +116,12 @@ type OpenOptions struct {
 	// naming it: clink's restore needs no marker, and uses the directory
 	// listing when it finds no usable subtasks= line (format 5.3).
 	TolerateBadMarkers bool
+	// NewestPresent, with KeepUndecodable, reads the newest checkpoint
+	// present in any subtask directory of a tree when none was asked for
+	// and none has a COMPLETED marker or a file in every directory, where
+	// Open would fail asking for one (a note names the checkpoint read);
+	// the directories without it are missing payloads.
+	NewestPresent bool
 
 	ctx context.Context // OpenContext's; nil: never done
 }
@@ -753,7 +759,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	}
 	asked := opts.CheckpointSet || opts.Checkpoint != 0
 	all := checkpointsIn(dirs)
-	if err := sp.selectCheckpoint(len(dirs), all, markers, opts.Checkpoint, asked); err != nil {
+	if err := sp.selectCheckpoint(len(dirs), all, markers, opts.Checkpoint, asked, opts.KeepUndecodable && opts.NewestPresent); err != nil {
 		return err
 	}
 	if err := sp.checkBadMarkers(bad, markers, all, asked, opts.TolerateBadMarkers); err != nil {
@@ -1157,7 +1163,7 @@ func (sp *Savepoint) checkBadMarkers(bad []badMarker, markers map[uint64][]marke
 // if asked is set), else the newest with a COMPLETED marker of this
 // generation, else the newest present in every one of the ndirs subtask
 // directories (all counts the directories holding each, checkpointsIn).
-func (sp *Savepoint) selectCheckpoint(ndirs int, all map[uint64]int, markers map[uint64][]marker, want uint64, asked bool) error {
+func (sp *Savepoint) selectCheckpoint(ndirs int, all map[uint64]int, markers map[uint64][]marker, want uint64, asked, newest bool) error {
 	pick := func(id uint64) {
 		sp.Checkpoint = id
 		if ms := markers[id]; len(ms) > 0 {
@@ -1234,6 +1240,15 @@ func (sp *Savepoint) selectCheckpoint(ndirs int, all map[uint64]int, markers map
 		if found {
 			sp.Notes = append(sp.Notes, fmt.Sprintf("no COMPLETED marker for generation v%d; checkpoint %d is the newest present in every subtask directory", sp.Generation, best))
 		}
+	}
+	if !found && newest && len(all) > 0 {
+		for id := range all {
+			if !found || id > best {
+				best, found = id, true
+			}
+		}
+		sp.newestNote = fmt.Sprintf("no checkpoint of generation v%d has a COMPLETED marker or a file in every subtask directory (present: %s); checkpoint %d, the newest present, is read (--checkpoint chooses another)", sp.Generation, idList(all), best)
+		sp.Notes = append(sp.Notes, sp.newestNote)
 	}
 	if !found {
 		if len(all) == 0 {

@@ -236,6 +236,9 @@ type Savepoint struct {
 	// whose directories, which it does not list, hold no file of the
 	// checkpoint: left out, as missing as one with no directory.
 	bareSubtasks []int
+	// newestNote says why the checkpoint read was chosen as the newest
+	// present (OpenOptions.NewestPresent), "" otherwise.
+	newestNote string
 	// closed is set by Close.
 	closed bool
 }

@@ -1644,6 +1644,9 @@ func (v *validator) checkSubtasks() {
 				name, v.sp.Checkpoint, wantName, f.Subtask, wantName))
 		}
 	}
+	if v.sp.newestNote != "" {
+		v.treeFinding(SeverityInfo, CheckSubtasks, 0, nil, v.sp.newestNote+"; the directories without it are missing payloads")
+	}
 	missing := v.sp.MissingSubtasks()
 	if len(missing) == 0 {
 		return

@@ -2464,3 +2464,33 @@ func TestValidateBadMarker(t *testing.T) {
 		}
 	}
 }
+
+// With NewestPresent, a tree with no checkpoint in every subtask directory
+// (an empty one, no marker) is checked at its newest checkpoint present,
+// an info says which, and the directory without it is a missing payload.
+func TestValidateNewestPresent(t *testing.T) {
+	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
+	tree := vtWriteTree(t, [][]Row{
+		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
+		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
+	}, nil)
+	if err := os.RemoveAll(filepath.Join(tree, "_jobs")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"checkpoint-7.snap", "checkpoint-7.snap.meta"} {
+		if err := os.Remove(filepath.Join(tree, "v1", "1", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Open(tree, OpenOptions{KeepUndecodable: true}); err == nil || !strings.Contains(err.Error(), "choose one with --checkpoint") {
+		t.Errorf("without NewestPresent: %v", err)
+	}
+	sp := vtOpen(t, tree, OpenOptions{KeepUndecodable: true, NewestPresent: true})
+	rep := Validate(sp, ValidateOptions{})
+	vtExpectMessages(t, "subtasks", vtMessages(rep, CheckSubtasks),
+		[]string{"info  no checkpoint of generation v1 has a COMPLETED marker or a file in every subtask directory (present: 7); checkpoint 7, the newest present, is read"},
+		[]string{"error v1/1/checkpoint-7.snap payload missing (subtask directory 1 holds no checkpoint 7)"})
+	if rep.Errors() != 1 {
+		t.Errorf("%d errors:\n%s", rep.Errors(), vtDump(rep))
+	}
+}

@@ -143,9 +143,10 @@ func runValidate(ctx context.Context, s *Streams, args []string) int {
 	// --json its one finding. A subtask with no directory below the
 	// highest is a missing payload, and the others are checked at the
 	// layout the indices imply. A COMPLETED marker that does not parse is
-	// a warning, and the tree is checked as if it had none.
+	// a warning, and the tree is checked as if it had none. With no
+	// checkpoint in every directory, the newest present is checked.
 	open := func() (*savepoint.Savepoint, error) {
-		return of.openWith(fs.Arg(0), savepoint.OpenOptions{Columnar: true, KeepUndecodable: true, KeepGaps: true, KeepUndecodableFile: true, TolerateBadMarkers: true})
+		return of.openWith(fs.Arg(0), savepoint.OpenOptions{Columnar: true, KeepUndecodable: true, KeepGaps: true, KeepUndecodableFile: true, TolerateBadMarkers: true, NewestPresent: true})
 	}
 	sp, err := openUntil(ctx, open)
 	if err != nil {
