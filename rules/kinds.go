@@ -947,7 +947,7 @@ func (p *parser) inlineKeys(n *yaml.Node, spec *PurgeKeysSpec) bool {
 			ok = false // (refused where it is met)
 			continue
 		}
-		if kn.Kind != yaml.ScalarNode || !slices.Contains([]string{"!!str", "!!int", "!!float", "!!bool", "!!timestamp"}, kn.ShortTag()) {
+		if !stringScalar(kn) {
 			p.errAt(kn, "keys", "key %d in 'keys' must be %s, got %s", i+1, want, describe(kn))
 			ok = false
 			continue

@@ -678,16 +678,24 @@ func (p *parser) stringValue(n *yaml.Node, key string) (string, bool) {
 	if n.Kind == yaml.AliasNode {
 		return "", false
 	}
-	if n.Kind != yaml.ScalarNode {
+	if !stringScalar(n) {
 		p.errAt(n, key, "'%s' must be a string, got %s", key, describe(n))
 		return "", false
 	}
+	return n.Value, true
+}
+
+// stringScalar reports whether n is a scalar that reads as a string, as
+// spelled (see stringValue).
+func stringScalar(n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode {
+		return false
+	}
 	switch n.ShortTag() {
 	case "!!str", "!!int", "!!float", "!!bool", "!!timestamp":
-		return n.Value, true
+		return true
 	}
-	p.errAt(n, key, "'%s' must be a string, got %s", key, describe(n))
-	return "", false
+	return false
 }
 
 // intValue reads an integer scalar that fits in a signed integer of bits.
