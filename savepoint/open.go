@@ -1280,8 +1280,21 @@ func checkpointsIn(dirs []*subtaskDir) map[uint64]int {
 }
 
 // noteNewerCompleted notes the markers of this generation for checkpoints
-// newer than the one read that have no file in it (see NewerCompleted).
+// newer than the one read that have no file in it (see NewerCompleted),
+// and the markers of the job's newest completed checkpoint when they name
+// an older generation and the generation read has no file of it (see
+// OlderGenerationCompleted).
 func (sp *Savepoint) noteNewerCompleted(markers map[uint64][]marker, all map[uint64]int) {
+	var newest uint64
+	for id := range markers {
+		newest = max(newest, id)
+	}
+	for _, m := range markers[newest] {
+		if g := m.c.Generation; g != 0 && g < sp.Generation && all[newest] == 0 {
+			sp.OlderGenerationCompleted = append(sp.OlderGenerationCompleted, m.rel)
+		}
+	}
+	slices.Sort(sp.OlderGenerationCompleted)
 	for id, ms := range markers {
 		if id <= sp.Checkpoint || all[id] > 0 {
 			continue

@@ -198,6 +198,13 @@ type Savepoint struct {
 	// whose files the generation does not hold: a restore of the job's
 	// latest completed checkpoint would look for them.
 	NewerCompleted []string
+	// OlderGenerationCompleted are the paths, relative to Root, of the
+	// COMPLETED markers of the job's newest completed checkpoint when they
+	// name a generation older than the one read and the generation read
+	// holds none of its files: clink restores from the highest generation
+	// only, so a restore of that checkpoint from this directory finds no
+	// state.
+	OlderGenerationCompleted []string
 	// UnreadMarkers name the COMPLETED markers of other checkpoints than the
 	// one read that do not parse, each with why ("_jobs/7/COMPLETED-3:
 	// ..."): a restore of the checkpoint read does not look at them (format

@@ -1548,6 +1548,9 @@ func (v *validator) checkCompleted() {
 	for _, rel := range sp.NewerCompleted {
 		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s marks a checkpoint newer than %d complete, but v%d holds none of its files: restoring it (the job's latest completed checkpoint) finds no state and refuses to start; checkpoint %d was checked", rel, sp.Checkpoint, sp.Generation, sp.Checkpoint))
 	}
+	for _, rel := range sp.OlderGenerationCompleted {
+		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s marks the job's newest completed checkpoint in an older generation than v%d, which holds none of its files: clink restores from the highest generation only, so restoring that checkpoint from this directory finds no state and refuses to start (checkpoint %d of v%d, which no marker says is complete, was checked)", rel, sp.Generation, sp.Checkpoint, sp.Generation))
+	}
 	for _, m := range sp.UnreadMarkers {
 		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("marker %s: it does not parse; it marks another checkpoint than %d, which a restore of checkpoint %d does not look at, so it was left unread (a restore of its own checkpoint would read its subtasks= line)", m, sp.Checkpoint, sp.Checkpoint))
 	}

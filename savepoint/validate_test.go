@@ -2494,3 +2494,50 @@ func TestValidateNewestPresent(t *testing.T) {
 		t.Errorf("%d errors:\n%s", rep.Errors(), vtDump(rep))
 	}
 }
+
+// A newer generation whose checkpoint no marker says is complete hides the
+// job's only completed checkpoint, of an older generation: clink restores
+// from the highest generation only, so restoring that checkpoint from the
+// directory finds no state. validate warns, naming the marker.
+func TestValidateCompletedInOlderGeneration(t *testing.T) {
+	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
+	tree := vtWriteTree(t, [][]Row{
+		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
+		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
+	}, nil)
+	sp := vtOpen(t, tree, OpenOptions{})
+	if len(sp.OlderGenerationCompleted) != 0 {
+		t.Errorf("the marker of the generation read noted as older: %q", sp.OlderGenerationCompleted)
+	}
+	// v2 holds checkpoint 8, the same files, and no marker says it is complete.
+	for i := range 2 {
+		dir := filepath.Join(tree, "v2", strconv.Itoa(i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, ext := range []string{"", ".meta"} {
+			b, err := os.ReadFile(filepath.Join(tree, "v1", strconv.Itoa(i), "checkpoint-7.snap"+ext))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = bytes.Replace(b, []byte("checkpoint_id=7\n"), []byte("checkpoint_id=8\n"), 1)
+			if err := os.WriteFile(filepath.Join(dir, "checkpoint-8.snap"+ext), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sp = vtOpen(t, tree, OpenOptions{})
+	if sp.Generation != 2 || sp.Checkpoint != 8 {
+		t.Fatalf("read v%d checkpoint %d, want v2 checkpoint 8", sp.Generation, sp.Checkpoint)
+	}
+	rep := Validate(sp, ValidateOptions{})
+	var found bool
+	for _, m := range vtMessages(rep, CheckCompleted) {
+		if strings.HasPrefix(m, "warning  _jobs/") && strings.Contains(m, "COMPLETED-7 marks the job's newest completed checkpoint in an older generation than v2, which holds none of its files") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no warning of the completed checkpoint in v1:\n%s", vtDump(rep))
+	}
+}
