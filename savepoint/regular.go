@@ -12,8 +12,10 @@ import (
 )
 
 // maxControlFileSize bounds the size of a sidecar or a COMPLETED marker
-// (real ones are under 200 bytes).
-const maxControlFileSize = 64 << 10
+// (real ones are under 200 bytes; clink sets no bound, and reads past the
+// keys it does not know, so a sidecar of thousands of them is valid to
+// it).
+const maxControlFileSize = 1 << 20
 
 // fileKind names the kind of a file that is not a regular file, for errors:
 // savepoint files are read only from regular files (a named pipe would block
@@ -37,7 +39,7 @@ func fileKind(m fs.FileMode) string {
 }
 
 // ReadControlFile reads a small control file of a tree (a COMPLETED or
-// CONFIRMED marker, a sidecar): a regular file of at most 64 KiB (see
+// CONFIRMED marker, a sidecar): a regular file of at most 1 MiB (see
 // ReadRegularFile).
 func ReadControlFile(path string) ([]byte, error) {
 	return ReadRegularFile(path, maxControlFileSize)

@@ -89,7 +89,7 @@ func TestControlFilesTooLarge(t *testing.T) {
 		if which == "marker" {
 			path = filepath.Join(root, "_jobs", "job1", "COMPLETED-7")
 		}
-		big := []byte(strings.Repeat("x=1\n", 1<<18)) // 1 MiB
+		big := []byte(strings.Repeat("x=1\n", 1<<20)) // 4 MiB
 		if err := os.WriteFile(path, big, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -102,8 +102,8 @@ func TestControlFilesTooLarge(t *testing.T) {
 			if err == nil {
 				sp.Close()
 			}
-			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "more than the 65536 bytes") {
-				t.Errorf("Open %s with a 1 MiB %s: %v, want an error naming %s", p, which, err, path)
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "more than the 1048576 bytes") {
+				t.Errorf("Open %s with a 4 MiB %s: %v, want an error naming %s", p, which, err, path)
 			}
 		}
 	}
