@@ -1141,8 +1141,13 @@ func (sp *Savepoint) checkBadMarkers(bad []badMarker, markers map[uint64][]marke
 		switch {
 		case tolerant && (b.id == sp.Checkpoint || (!asked && all[b.id] > 0 && (b.id > sp.Checkpoint || !byMarker))):
 			// With TolerateBadMarkers, one Open would fail for is read
-			// as if it were not there.
+			// as if it were not there; but a marker of the checkpoint
+			// read is one more of its markers all the same, and clink
+			// applies a subtasks= line only when exactly one exists.
 			sp.IgnoredMarkers = append(sp.IgnoredMarkers, fmt.Sprintf("%s: %v", ShowName(b.rel), b.err))
+			if b.id == sp.Checkpoint && sp.Completed != nil {
+				sp.OtherCompleted = append(sp.OtherCompleted, b.rel)
+			}
 			continue
 		case b.id == sp.Checkpoint:
 			return fmt.Errorf("marker %s: %w (it marks the checkpoint read, whose subtasks= line a restore applies: fix it, or remove it, as clink's restore does not need one)", ShowName(b.rel), b.err)
@@ -1285,12 +1290,17 @@ func checkpointsIn(dirs []*subtaskDir) map[uint64]int {
 // an older generation and the generation read has no file of it (see
 // OlderGenerationCompleted).
 func (sp *Savepoint) noteNewerCompleted(markers map[uint64][]marker, all map[uint64]int) {
+	// Only where no marker of the generation read says a checkpoint of
+	// it is complete (the one read included): a job that completed one
+	// there restores that.
 	var newest uint64
-	for id := range markers {
+	ofThis := false
+	for id, ms := range markers {
 		newest = max(newest, id)
+		ofThis = ofThis || slices.ContainsFunc(ms, func(m marker) bool { return m.c.Generation == sp.Generation })
 	}
 	for _, m := range markers[newest] {
-		if g := m.c.Generation; g != 0 && g < sp.Generation && all[newest] == 0 {
+		if g := m.c.Generation; !ofThis && sp.Completed == nil && g != 0 && g < sp.Generation && all[newest] == 0 {
 			sp.OlderGenerationCompleted = append(sp.OlderGenerationCompleted, m.rel)
 		}
 	}

@@ -2457,7 +2457,7 @@ func TestValidateBadMarker(t *testing.T) {
 		rep := Validate(sp, ValidateOptions{})
 		var warned bool
 		for _, f := range rep.ByCheck(CheckCompleted) {
-			warned = warned || f.Severity == SeverityWarning && strings.Contains(f.Message, "marker _jobs/job1/COMPLETED-7: parse completed marker") && strings.Contains(f.Message, "checked as if it had none")
+			warned = warned || f.Severity == SeverityWarning && strings.Contains(f.Message, "marker _jobs/job1/COMPLETED-7: parse completed marker") && strings.Contains(f.Message, "checked without it")
 		}
 		if rep.Errors() != 0 || !warned {
 			t.Errorf("%s: %d errors, no warning naming the marker:\n%s", name, rep.Errors(), vtDump(rep))
@@ -2568,5 +2568,62 @@ func TestValidateLargeSidecar(t *testing.T) {
 	}
 	if rep := Validate(sp, ValidateOptions{}); rep.Errors() != 0 {
 		t.Errorf("%d errors:\n%s", rep.Errors(), vtDump(rep))
+	}
+}
+
+// A COMPLETED marker of the checkpoint read that does not parse, beside
+// one that does, is one more marker of the checkpoint: read with
+// TolerateBadMarkers, the good marker's subtasks= line is not applied, as
+// clink applies one only when exactly one marker exists.
+func TestValidateBadMarkerBesideGood(t *testing.T) {
+	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
+	tree := vtWriteTree(t, [][]Row{
+		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
+		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
+	}, nil)
+	if err := os.WriteFile(filepath.Join(tree, "_jobs", "job1", "COMPLETED-7"), []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(tree, "_jobs", "job2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "_jobs", "job2", "COMPLETED-7"), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, tree, OpenOptions{KeepUndecodable: true, TolerateBadMarkers: true})
+	if _, applied := sp.appliedListing(); applied || len(sp.OtherCompleted) != 1 {
+		t.Errorf("the good marker's list applied (%v) beside a bad one; other markers %q", applied, sp.OtherCompleted)
+	}
+	if rep := Validate(sp, ValidateOptions{}); rep.Errors() != 0 {
+		t.Errorf("%d errors:\n%s", rep.Errors(), vtDump(rep))
+	}
+}
+
+// The newest completed checkpoint of an older generation is not warned of
+// when a marker of the generation read says a checkpoint of it is
+// complete (of another job, or the checkpoint read itself).
+func TestValidateOlderGenerationMarkedHere(t *testing.T) {
+	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
+	tree := vtWriteTree(t, [][]Row{
+		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
+		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
+	}, nil)
+	// v1/ moves to v2/, its marker now says generation 2; a job's newer
+	// checkpoint 9 is marked complete in generation 1, which holds no file.
+	if err := os.Rename(filepath.Join(tree, "v1"), filepath.Join(tree, "v2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "_jobs", "job1", "COMPLETED-7"), []byte("job=job1\ncheckpoint=7\ngeneration=2\nsubtasks=0,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(tree, "_jobs", "job0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "_jobs", "job0", "COMPLETED-9"), []byte("job=job0\ncheckpoint=9\ngeneration=1\nsubtasks=0,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := vtOpen(t, tree, OpenOptions{})
+	if sp.Completed == nil || len(sp.OlderGenerationCompleted) != 0 {
+		t.Errorf("marker of the checkpoint read %v; older generation's warned of: %q", sp.Completed != nil, sp.OlderGenerationCompleted)
 	}
 }
