@@ -1552,7 +1552,7 @@ func (v *validator) checkCompleted() {
 		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("%s marks the job's newest completed checkpoint in an older generation than v%d, which holds none of its files: clink restores from the highest generation only, so restoring that checkpoint from this directory finds no state and refuses to start (checkpoint %d of v%d, which no marker says is complete, was checked)", rel, sp.Generation, sp.Checkpoint, sp.Generation))
 	}
 	for _, m := range sp.UnreadMarkers {
-		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("marker %s: it does not parse; it marks another checkpoint than %d, which a restore of checkpoint %d does not look at, so it was left unread (a restore of its own checkpoint would read its subtasks= line)", m, sp.Checkpoint, sp.Checkpoint))
+		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("marker %s: it cannot be read as a marker; it marks another checkpoint than %d, which a restore of checkpoint %d does not look at, so it was left unread (a restore of its own checkpoint would read its subtasks= line)", m, sp.Checkpoint, sp.Checkpoint))
 	}
 	for _, m := range sp.IgnoredMarkers {
 		v.treeFinding(SeverityWarning, CheckCompleted, 0, nil, fmt.Sprintf("marker %s: it is not a marker sptool reads, and the tree was checked without it (checkpoint %d; a marker of that checkpoint still counts as one of its markers, and clink applies a subtasks= line only when exactly one exists); clink's restore needs no marker: it looks only for a usable subtasks= line, and otherwise unions operator rows from every subtask directory (section 5.3); apply and rescale refuse the tree until it is fixed or removed", m, sp.Checkpoint))

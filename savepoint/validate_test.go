@@ -2627,3 +2627,30 @@ func TestValidateOlderGenerationMarkedHere(t *testing.T) {
 		t.Errorf("marker of the checkpoint read %v; older generation's warned of: %q", sp.Completed != nil, sp.OlderGenerationCompleted)
 	}
 }
+
+// A marker of another checkpoint that cannot be read (a directory where
+// the file should be) is warned of as one that cannot be read as a
+// marker, not as one that does not parse.
+func TestValidateUnreadableOtherMarker(t *testing.T) {
+	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
+	tree := vtWriteTree(t, [][]Row{
+		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
+		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
+	}, nil)
+	if err := os.MkdirAll(filepath.Join(tree, "_jobs", "job1", "COMPLETED-3"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep := Validate(vtOpen(t, tree, OpenOptions{KeepUndecodable: true, TolerateBadMarkers: true}), ValidateOptions{})
+	var found bool
+	for _, m := range vtMessages(rep, CheckCompleted) {
+		if strings.Contains(m, "COMPLETED-3") {
+			found = true
+			if !strings.Contains(m, "it cannot be read as a marker") || strings.Contains(m, "does not parse") {
+				t.Errorf("%s", m)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no finding of the marker:\n%s", vtDump(rep))
+	}
+}
