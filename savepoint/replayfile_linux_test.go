@@ -105,17 +105,6 @@ func TestChangelogReplayedInFile(t *testing.T) {
 	}
 }
 
-// writeTreeFile writes data to path, making its directories.
-func writeTreeFile(t *testing.T, path string, data []byte) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A payload cut short while its log is replayed (a fault reading the map,
 // which Guard reports) leaves no temporary file open, as an error does.
 func TestReplayInFileFaultClosesFile(t *testing.T) {

@@ -456,6 +456,17 @@ func vtI64(v int64) []byte {
 
 // vtWriteTree writes a file-backend tree v1/<i>/checkpoint-7.snap for the
 // given subtasks (0..len-1) with a COMPLETED marker of job "job1".
+// vtTwoSubtasks is the files of a tree of two subtasks at parallelism 2,
+// each with one keyed row of operator 5 in its own key-group range.
+func vtTwoSubtasks(t testing.TB) [][]Row {
+	t.Helper()
+	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
+	return [][]Row{
+		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
+		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
+	}
+}
+
 func vtWriteTree(t testing.TB, files [][]Row, versions []VersionMap) string {
 	t.Helper()
 	return vtWriteTreeWith(t, files, versions, SnapshotOptions{})
@@ -2431,11 +2442,7 @@ func TestValidateGapLayout(t *testing.T) {
 // it had none; without the option Open refuses it, naming the marker and
 // how to proceed.
 func TestValidateBadMarker(t *testing.T) {
-	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
-	files := [][]Row{
-		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
-		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
-	}
+	files := vtTwoSubtasks(t)
 	for name, body := range map[string]string{
 		"no checkpoint line": "job=job1\ngeneration=1\nsubtasks=0,1\n",
 		"comment line":       "job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0,1\n# written by ops\n",
@@ -2443,10 +2450,7 @@ func TestValidateBadMarker(t *testing.T) {
 		"garbage":            "\x00\x01\xfe\xff garbage",
 	} {
 		tree := vtWriteTree(t, files, nil)
-		marker := filepath.Join(tree, "_jobs", "job1", "COMPLETED-7")
-		if err := os.WriteFile(marker, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeTreeFile(t, filepath.Join(tree, "_jobs", "job1", "COMPLETED-7"), []byte(body))
 		if _, err := Open(tree, OpenOptions{KeepUndecodable: true}); err == nil || !strings.Contains(err.Error(), "_jobs/job1/COMPLETED-7") || !strings.Contains(err.Error(), "remove it") {
 			t.Errorf("%s: Open without TolerateBadMarkers: %v", name, err)
 		}
@@ -2469,11 +2473,7 @@ func TestValidateBadMarker(t *testing.T) {
 // (an empty one, no marker) is checked at its newest checkpoint present,
 // an info says which, and the directory without it is a missing payload.
 func TestValidateNewestPresent(t *testing.T) {
-	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
-	tree := vtWriteTree(t, [][]Row{
-		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
-		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
-	}, nil)
+	tree := vtWriteTree(t, vtTwoSubtasks(t), nil)
 	if err := os.RemoveAll(filepath.Join(tree, "_jobs")); err != nil {
 		t.Fatal(err)
 	}
@@ -2500,30 +2500,17 @@ func TestValidateNewestPresent(t *testing.T) {
 // from the highest generation only, so restoring that checkpoint from the
 // directory finds no state. validate warns, naming the marker.
 func TestValidateCompletedInOlderGeneration(t *testing.T) {
-	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
-	tree := vtWriteTree(t, [][]Row{
-		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
-		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
-	}, nil)
+	tree := vtWriteTree(t, vtTwoSubtasks(t), nil)
 	sp := vtOpen(t, tree, OpenOptions{})
 	if len(sp.OlderGenerationCompleted) != 0 {
 		t.Errorf("the marker of the generation read noted as older: %q", sp.OlderGenerationCompleted)
 	}
 	// v2 holds checkpoint 8, the same files, and no marker says it is complete.
 	for i := range 2 {
-		dir := filepath.Join(tree, "v2", strconv.Itoa(i))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
 		for _, ext := range []string{"", ".meta"} {
-			b, err := os.ReadFile(filepath.Join(tree, "v1", strconv.Itoa(i), "checkpoint-7.snap"+ext))
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := mustReadFile(t, filepath.Join(tree, "v1", strconv.Itoa(i), "checkpoint-7.snap"+ext))
 			b = bytes.Replace(b, []byte("checkpoint_id=7\n"), []byte("checkpoint_id=8\n"), 1)
-			if err := os.WriteFile(filepath.Join(dir, "checkpoint-8.snap"+ext), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeTreeFile(t, filepath.Join(tree, "v2", strconv.Itoa(i), "checkpoint-8.snap"+ext), b)
 		}
 	}
 	sp = vtOpen(t, tree, OpenOptions{})
@@ -2546,22 +2533,13 @@ func TestValidateCompletedInOlderGeneration(t *testing.T) {
 // reads past, is read as the valid sidecar it is: the tree is not
 // unreadable for it.
 func TestValidateLargeSidecar(t *testing.T) {
-	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
-	tree := vtWriteTree(t, [][]Row{
-		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
-		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
-	}, nil)
+	tree := vtWriteTree(t, vtTwoSubtasks(t), nil)
 	meta := filepath.Join(tree, "v1", "1", "checkpoint-7.snap.meta")
-	b, err := os.ReadFile(meta)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustReadFile(t, meta)
 	for i := range 5000 {
 		b = fmt.Appendf(b, "future_key_%d=%d\n", i, i)
 	}
-	if err := os.WriteFile(meta, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTreeFile(t, meta, b)
 	sp := vtOpen(t, tree, OpenOptions{})
 	if v := sp.Files[1].Verdict; v != VerdictValid {
 		t.Errorf("the sidecar of %d bytes: verdict %v (%s)", len(b), v, sp.Files[1].VerdictDetail)
@@ -2576,20 +2554,9 @@ func TestValidateLargeSidecar(t *testing.T) {
 // TolerateBadMarkers, the good marker's subtasks= line is not applied, as
 // clink applies one only when exactly one marker exists.
 func TestValidateBadMarkerBesideGood(t *testing.T) {
-	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
-	tree := vtWriteTree(t, [][]Row{
-		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
-		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
-	}, nil)
-	if err := os.WriteFile(filepath.Join(tree, "_jobs", "job1", "COMPLETED-7"), []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(tree, "_jobs", "job2"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(tree, "_jobs", "job2", "COMPLETED-7"), []byte("garbage\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	tree := vtWriteTree(t, vtTwoSubtasks(t), nil)
+	writeTreeFile(t, filepath.Join(tree, "_jobs", "job1", "COMPLETED-7"), []byte("job=job1\ncheckpoint=7\ngeneration=1\nsubtasks=0\n"))
+	writeTreeFile(t, filepath.Join(tree, "_jobs", "job2", "COMPLETED-7"), []byte("garbage\n"))
 	sp := vtOpen(t, tree, OpenOptions{KeepUndecodable: true, TolerateBadMarkers: true})
 	if _, applied := sp.appliedListing(); applied || len(sp.OtherCompleted) != 1 {
 		t.Errorf("the good marker's list applied (%v) beside a bad one; other markers %q", applied, sp.OtherCompleted)
@@ -2603,25 +2570,14 @@ func TestValidateBadMarkerBesideGood(t *testing.T) {
 // when a marker of the generation read says a checkpoint of it is
 // complete (of another job, or the checkpoint read itself).
 func TestValidateOlderGenerationMarkedHere(t *testing.T) {
-	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
-	tree := vtWriteTree(t, [][]Row{
-		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
-		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
-	}, nil)
+	tree := vtWriteTree(t, vtTwoSubtasks(t), nil)
 	// v1/ moves to v2/, its marker now says generation 2; a job's newer
 	// checkpoint 9 is marked complete in generation 1, which holds no file.
 	if err := os.Rename(filepath.Join(tree, "v1"), filepath.Join(tree, "v2")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(tree, "_jobs", "job1", "COMPLETED-7"), []byte("job=job1\ncheckpoint=7\ngeneration=2\nsubtasks=0,1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(tree, "_jobs", "job0"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(tree, "_jobs", "job0", "COMPLETED-9"), []byte("job=job0\ncheckpoint=9\ngeneration=1\nsubtasks=0,1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTreeFile(t, filepath.Join(tree, "_jobs", "job1", "COMPLETED-7"), []byte("job=job1\ncheckpoint=7\ngeneration=2\nsubtasks=0,1\n"))
+	writeTreeFile(t, filepath.Join(tree, "_jobs", "job0", "COMPLETED-9"), []byte("job=job0\ncheckpoint=9\ngeneration=1\nsubtasks=0,1\n"))
 	sp := vtOpen(t, tree, OpenOptions{})
 	if sp.Completed == nil || len(sp.OlderGenerationCompleted) != 0 {
 		t.Errorf("marker of the checkpoint read %v; older generation's warned of: %q", sp.Completed != nil, sp.OlderGenerationCompleted)
@@ -2632,11 +2588,7 @@ func TestValidateOlderGenerationMarkedHere(t *testing.T) {
 // the file should be) is warned of as one that cannot be read as a
 // marker, not as one that does not parse.
 func TestValidateUnreadableOtherMarker(t *testing.T) {
-	r0, r1 := KeyGroupRangeForSubtask(0, 2), KeyGroupRangeForSubtask(1, 2)
-	tree := vtWriteTree(t, [][]Row{
-		{vtKeyed(5, "agg", vtKeysIn(t, r0.First, r0.Last, 1)[0], "v")},
-		{vtKeyed(5, "agg", vtKeysIn(t, r1.First, r1.Last, 1)[0], "v")},
-	}, nil)
+	tree := vtWriteTree(t, vtTwoSubtasks(t), nil)
 	if err := os.MkdirAll(filepath.Join(tree, "_jobs", "job1", "COMPLETED-3"), 0o755); err != nil {
 		t.Fatal(err)
 	}

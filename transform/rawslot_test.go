@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -60,17 +59,8 @@ func TestReportRawSlotApart(t *testing.T) {
 	if len(rep.Warnings) > 0 {
 		t.Errorf("warnings: %q", rep.Warnings)
 	}
-	res, err := savepoint.Open(out, savepoint.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Close()
-	var keys []string
-	for _, r := range res.Files[0].Snapshot.Rows {
-		keys = append(keys, string(r.Key))
-	}
-	if !slices.Equal(keys, []string{"\x05|k", "\xffoffset"}) {
-		t.Errorf("output keys %q, want the empty slot's and the key without a separator", keys)
+	if got, _ := outputRows(t, out); !slices.Equal(got, []string{"\x05|k=c", "\xffoffset=b"}) {
+		t.Errorf("output rows %q, want the empty slot's and the key without a separator", got)
 	}
 }
 
@@ -81,46 +71,24 @@ func TestReportRawSlotApart(t *testing.T) {
 func TestRulesNameRawSlot(t *testing.T) {
 	dir := t.TempDir()
 	rows := append(rawSlotRows(), savepoint.Row{Op: 6, Key: []byte("\x07a|k"), Value: []byte("d")}, savepoint.Row{Op: 6, Key: []byte("\xfftimers"), Value: []byte("e")})
-	in := filepath.Join(dir, "in.snap")
-	if _, err := savepoint.WriteSnapshotFile(in, nil, rows, savepoint.SnapshotOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
-	set, err := rules.Parse(filepath.Join(dir, "r.yaml"), []byte(`version: 1
-slots:
-  - {op: 5, slot: "<raw>", value: string}
-rules:
-  - set_value: {op: 5, slot: "<raw>", expr: 'value + "!"'}
+	sp, set := fileAndRules(t, dir, rows, `  - set_value: {op: 5, slot: "<raw>", expr: 'value + "!"'}
   - rename_slot: {op: 5, from: "<raw>", to: x}
   - rename_slot: {op: 6, from: a, to: "<raw>"}
   - set_version: {op: 6, state_type: T, version: 2, slot: "<raw>"}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+slots:
+  - {op: 5, slot: "<raw>", value: string}
+`)
 	out := filepath.Join(dir, "out.snap")
 	rep, err := Run(context.Background(), sp, set, Options{Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := savepoint.Open(out, savepoint.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Close()
-	var got []string
-	for _, r := range res.Files[0].Snapshot.Rows {
-		got = append(got, string(r.Key)+"="+string(r.Value))
-	}
+	got, vm := outputRows(t, out)
 	want := []string{"\x05x|k=a!", "\x05|k=c", "\xffoffset=b", "\x07<raw>|k=d", "\xfftimers=e"}
 	if !slices.Equal(got, want) {
 		t.Errorf("output rows %q, want %q", got, want)
 	}
-	if vm := res.Files[0].Snapshot.Versions.String(); vm != "6|T|2|<raw>" {
+	if vm != "6|T|2|<raw>" {
 		t.Errorf("version map %q, want op 6's entry bound to slot <raw>", vm)
 	}
 	if len(rep.Warnings) > 0 {
@@ -153,4 +121,20 @@ func TestRawSlotRuleWarnsOfKeysWithoutSlot(t *testing.T) {
 			t.Errorf("%s: warnings %q, want %q", rule, rep.Warnings, want)
 		}
 	}
+}
+
+// outputRows is the rows of the snapshot file at path, each as its key,
+// "=" and its value, and its version map as text.
+func outputRows(t *testing.T, path string) ([]string, string) {
+	t.Helper()
+	res, err := savepoint.Open(path, savepoint.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	var rows []string
+	for _, r := range res.Files[0].Snapshot.Rows {
+		rows = append(rows, string(r.Key)+"="+string(r.Value))
+	}
+	return rows, res.Files[0].Snapshot.Versions.String()
 }
