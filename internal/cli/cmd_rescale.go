@@ -111,10 +111,9 @@ func checkGroupsAgree(groups, groupPar string) error {
 	if err != nil {
 		return nil
 	}
-	var ranges []string
-	for _, part := range strings.Split(groupPar, ",") {
-		rng, _, _ := strings.Cut(strings.TrimSpace(part), "=")
-		ranges = append(ranges, rng)
+	ranges, _, err := groupRanges(groupPar)
+	if err != nil {
+		return nil
 	}
 	given, err := savepoint.ParseGroups(strings.Join(ranges, ","))
 	if err != nil {
@@ -143,13 +142,26 @@ func rescaleRuleFile(par int, groups string, dropLost bool) (string, error) {
 		b.WriteString("      drop_lost: true\n")
 	}
 	b.WriteString("      groups:\n")
+	ranges, pars, err := groupRanges(groups)
+	if err != nil {
+		return "", err
+	}
+	for i, rng := range ranges {
+		fmt.Fprintf(&b, "        - {subtasks: %q, parallelism: %d}\n", rng, pars[i])
+	}
+	return b.String(), nil
+}
+
+// groupRanges splits --group-parallelism's RANGE=M,... into its ranges
+// and parallelisms (the ranges as given: the rescale rule checks them).
+func groupRanges(groups string) (ranges []string, pars []int, err error) {
 	for _, part := range strings.Split(groups, ",") {
 		rng, p, ok := strings.Cut(strings.TrimSpace(part), "=")
 		n, err := strconv.Atoi(p)
 		if !ok || err != nil {
-			return "", fmt.Errorf("--group-parallelism: %q is not RANGE=M (like 0-2=5)", part)
+			return nil, nil, fmt.Errorf("--group-parallelism: %q is not RANGE=M (like 0-2=5)", part)
 		}
-		fmt.Fprintf(&b, "        - {subtasks: %q, parallelism: %d}\n", rng, n)
+		ranges, pars = append(ranges, rng), append(pars, n)
 	}
-	return b.String(), nil
+	return ranges, pars, nil
 }
