@@ -794,6 +794,33 @@ func TestPurgeElementsLeft(t *testing.T) {
 	}
 }
 
+// TestCompositeLookingSlotShownAsInspect: the warning and the audit name a
+// composite-looking slot whose name is not printable as inspect and the
+// report's table show it (0x and its hex), not in Go's escapes.
+func TestCompositeLookingSlotShownAsInspect(t *testing.T) {
+	var rows []savepoint.Row
+	for i := range 10 {
+		uk := []byte("user-" + strconv.Itoa(i))
+		rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("c\x01rt"), append(append(bytes.Clone(uk), 0x1F), "sku-1"...)), Value: i64(1)})
+	}
+	in := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: [user-3]}\n", nil), transform.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.PerRule[0].Purge; !slices.Equal(p.CompositeLooking, []string{"op 7 slot 0x63017274"}) {
+		t.Errorf("audit's composite-looking slots %q, want [op 7 slot 0x63017274]", p.CompositeLooking)
+	}
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool {
+		return strings.Contains(w, "slot 0x63017274 of op 7 is not declared 'composite: true'")
+	}) {
+		t.Errorf("no warning naming slot 0x63017274: %q", rep.Warnings)
+	}
+}
+
 // Composite keys of 8 bytes ("ab\x1fcart1") look composite, the elements
 // a purge leaves of them are counted, even where a key group's first key
 // in the slot is another subject's; an int64 key of 8 bytes that holds a

@@ -2700,7 +2700,7 @@ func (e *engine) compositeWarnings(results []*fileResult) []string {
 		case n > 1:
 			left = fmt.Sprintf("and it left %d elements of listed keys there", n)
 		}
-		warns = append(warns, fmt.Sprintf("%s: slot %q of op %d is not declared 'composite: true', but its keys look composite (a key, 0x1F, an element, as clink's ExpiringMapState and ExpiringListState store them): the purge matches them whole, %s (the audit's elements_left); declare the slot with 'composite: true' under 'slots:' to purge them", e.steps[k.step].rule.Label(), k.slot.slot, k.slot.op, left))
+		warns = append(warns, fmt.Sprintf("%s: slot %s of op %d is not declared 'composite: true', but its keys look composite (a key, 0x1F, an element, as clink's ExpiringMapState and ExpiringListState store them): the purge matches them whole, %s (the audit's elements_left); declare the slot with 'composite: true' under 'slots:' to purge them", e.steps[k.step].rule.Label(), k.slot.show(), k.slot.op, left))
 	}
 	return warns
 }
@@ -3252,7 +3252,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 			var unchecked []string
 			for _, k := range composite {
 				if k.step == i {
-					unchecked = append(unchecked, fmt.Sprintf("op %d slot %q", k.slot.op, k.slot.slot))
+					unchecked = append(unchecked, fmt.Sprintf("op %d slot %s", k.slot.op, k.slot.show()))
 					for _, res := range results {
 						elems += res.elems[k]
 					}
