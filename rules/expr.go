@@ -142,7 +142,13 @@ type Predicate struct {
 	fields Fields
 	fast   FastPredicate
 	rule   string // the label of the keep or drop rule it is of, for its errors
+	warns  []string
 }
+
+// Warnings are what a rule file's check would warn of in the expression of
+// a predicate compiled alone (Set.CompileFilter): a comparison of kind with
+// a value no row has, which matches nothing. Each names the column.
+func (p *Predicate) Warnings() []string { return p.warns }
 
 // Eval runs the predicate on env with m, a VM the caller owns (one per
 // goroutine, reused across rows; a zero vm.VM is ready to use). An error of
@@ -291,7 +297,11 @@ type compiled struct {
 
 // predicate returns the compiled boolean expression src as a Predicate.
 func (c *compiled) predicate(src string) *Predicate {
-	return &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}
+	p := &Predicate{Source: src, prog: c.prog, konst: c.konst, fields: c.fields, fast: c.fast}
+	for _, k := range c.badKinds {
+		p.warns = append(p.warns, fmt.Sprintf("column %d: %s", k.off+1, badKindMessage(k.value)))
+	}
+	return p
 }
 
 // maxExprNesting bounds how deep an expression's brackets nest. expr's

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,30 @@ func TestCompileFilterTypes(t *testing.T) {
 			t.Errorf("%q (declared %v): %v", c.src, c.set == declared, err)
 		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
 			t.Errorf("%q (declared %v): %v, want an error with %q", c.src, c.set == declared, err, c.wantErr)
+		}
+	}
+}
+
+// A standalone filter comparing kind with a value no row has is warned of,
+// as a rule's expression is, naming the column; one comparing it with a
+// kind is not.
+func TestCompileFilterWarnings(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want []string
+	}{
+		{`kind == "operator"`, nil},
+		{`kind == "timer" || kind != "Keyed"`, []string{
+			`column 9: kind is "keyed", "operator" or "raw": "timer" is none of them, and no row has it`,
+			`column 28: kind is "keyed", "operator" or "raw": "Keyed" is none of them, and no row has it`,
+		}},
+	} {
+		p, err := (*Set)(nil).CompileFilter(c.src)
+		if err != nil {
+			t.Fatalf("%q: %v", c.src, err)
+		}
+		if got := p.Warnings(); !slices.Equal(got, c.want) {
+			t.Errorf("%q: warnings %q, want %q", c.src, got, c.want)
 		}
 	}
 }

@@ -522,6 +522,12 @@ func (p *parser) checkExpireAt(n *yaml.Node, key string, c *compiled, d *SlotDec
 	return false
 }
 
+// badKindMessage says that an expression compares kind with value, which
+// no row has.
+func badKindMessage(value string) string {
+	return fmt.Sprintf("kind is \"keyed\", \"operator\" or \"raw\": %q is none of them, and no row has it", value)
+}
+
 // compile compiles an expression held by node n and reports its errors at
 // their position inside the YAML.
 func (p *parser) compile(n *yaml.Node, key, src string, typed reflect.Type, asBool bool) *compiled {
@@ -529,7 +535,7 @@ func (p *parser) compile(n *yaml.Node, key, src string, typed reflect.Type, asBo
 	if e == nil {
 		for _, k := range c.badKinds {
 			line, col := p.exprPos(n, k.off)
-			p.warnAt(&yaml.Node{Line: line, Column: col}, "'%s': kind is \"keyed\", \"operator\" or \"raw\": %q is none of them, and no row has it", key, k.value)
+			p.warnAt(&yaml.Node{Line: line, Column: col}, "'%s': %s", key, badKindMessage(k.value))
 		}
 		return c
 	}

@@ -97,7 +97,9 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	if *op != "" && slotIs != nil {
 		inScope = func(o uint64, slot []byte) bool { return o == opID && slotIs(savepoint.Key{HasSlot: true, Slot: slot}) }
 	}
-	filter, decoder, err := newRowFilter(*rulesPath, *where, inScope)
+	filter, decoder, err := newRowFilter(*rulesPath, *where, inScope, func(w string) {
+		fmt.Fprintf(s.Err, "sptool cat: warning: --where: %s\n", w)
+	})
 	if err != nil {
 		return fail(s, c.name, err)
 	}
@@ -641,9 +643,10 @@ func usageError(s *Streams, c *command, err error) int {
 // newRowFilter compiles --where against the row model (with the codecs of
 // --rules, if given; inScope, if not nil, names the operator and slot the
 // rows shown are of, whose declaration types the expression); the filter's error names the row's operator, slot
-// and key ("(op N, slot S, key K): --where: ..."). Filled in by the rules
-// integration.
-var newRowFilter = func(rulesPath, where string, inScope func(op uint64, slot []byte) bool) (func(savepoint.Row, int) (bool, error), func(savepoint.Row, int) (*decode, error), error) {
+// and key ("(op N, slot S, key K): --where: ..."). warn is given what a rule
+// file's check would warn of in the expression (a kind no row has). Filled
+// in by the rules integration.
+var newRowFilter = func(rulesPath, where string, inScope func(op uint64, slot []byte) bool, warn func(string)) (func(savepoint.Row, int) (bool, error), func(savepoint.Row, int) (*decode, error), error) {
 	if where != "" || rulesPath != "" {
 		return nil, nil, fmt.Errorf("--where and --rules need the rules engine")
 	}

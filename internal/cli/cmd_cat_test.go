@@ -543,7 +543,7 @@ func TestCatTextQuotesDecodedStrings(t *testing.T) {
 	if err := os.WriteFile(rules, []byte("version: 1\nslots:\n  - {op: 7, slot: s, key: string, value: string}\n  - {op: 7, slot: o, key: string, value: 'optional<string>'}\n  - {op: 7, slot: n, key: int64, value: int64}\n  - {op: 7, slot: b, key: string}\n  - {op: 7, slot: v, value: bytes}\nrules: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, decoder, err := rulesRowFilter(rules, "", nil)
+	_, decoder, err := rulesRowFilter(rules, "", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -482,7 +482,7 @@ func writeJSONFile(path string, v any, replace bool) error {
 }
 
 // rulesRowFilter compiles cat's --where with the codecs of --rules.
-func rulesRowFilter(rulesPath, where string, inScope func(op uint64, slot []byte) bool) (func(savepoint.Row, int) (bool, error), func(savepoint.Row, int) (*decode, error), error) {
+func rulesRowFilter(rulesPath, where string, inScope func(op uint64, slot []byte) bool, warn func(string)) (func(savepoint.Row, int) (bool, error), func(savepoint.Row, int) (*decode, error), error) {
 	if rulesPath == "" && where == "" {
 		return nil, nil, nil
 	}
@@ -514,6 +514,9 @@ func rulesRowFilter(rulesPath, where string, inScope func(op uint64, slot []byte
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("--where: %w", err)
+		}
+		for _, w := range pred.Warnings() {
+			warn(w)
 		}
 	}
 	var m vm.VM
