@@ -300,3 +300,58 @@ rules:
 		t.Errorf("a row without a stamp after a short one: %v", err)
 	}
 }
+
+// A row of a TTL slot whose value is shorter than its stamp has no value
+// (clink reads it as no state): an expression that fails on the nil value
+// says why, whatever its own error, which quotes no codec's type.
+func TestShortTTLValueNil(t *testing.T) {
+	const decls = `version: 1
+slots:
+  - {op: 7, slot: t, key: string, value: int64, ttl: true}
+  - {op: 7, slot: s, key: string, value: string, ttl: true}
+rules:
+  - `
+	const why = "value is nil on this row, whose value (3 bytes) is shorter than the 8-byte stamp"
+	for _, c := range []struct{ slot, expr string }{
+		{"t", "value > 5"},
+		{"t", "value + 1 > 3"},
+		{"s", "len(value) > 0"},
+		{"s", "upper(value) == \"X\""},
+		{"s", "value + \"x\" == \"y\""},
+	} {
+		set, err := Parse("r.yaml", []byte(decls+"drop: {op: 7, slot: "+c.slot+", expr: '"+c.expr+"'}\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.expr, err)
+		}
+		var m vm.VM
+		var env Env
+		if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte(c.slot), []byte("k")), Value: []byte("abc")}, -1); err != nil {
+			t.Fatal(err)
+		}
+		_, err = set.Rules[0].Drop.Predicate.Eval(&m, &env)
+		if err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%s on a TTL row shorter than its stamp: %v, want the error to say why value is nil", c.expr, err)
+		}
+		// A row with its stamp fails for its own reasons, not this one.
+		if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte(c.slot), []byte("k")), Value: append(savepoint.JoinTTL(1, nil), "\xff\xff\xff\xff\xff\xff\xff\x7f"...)}, -1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err = set.Rules[0].Drop.Predicate.Eval(&m, &env); err != nil && strings.Contains(err.Error(), "value is nil") {
+			t.Errorf("%s on a row with its stamp: %v", c.expr, err)
+		}
+	}
+	// An expression reading both: the stamp's explanation, once.
+	set, err := Parse("r.yaml", []byte(decls+"drop: {op: 7, slot: t, expr: 'expire_at < 5 && value > 5'}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m vm.VM
+	var env Env
+	if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("t"), []byte("k")), Value: []byte("abc")}, -1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = set.Rules[0].Drop.Predicate.Eval(&m, &env)
+	if err == nil || strings.Count(err.Error(), "shorter than the 8-byte stamp") != 1 {
+		t.Errorf("expire_at and value on a short row: %v, want one explanation", err)
+	}
+}
