@@ -127,6 +127,11 @@ func fillEnv(decls *declIndex, env *Env, row savepoint.Row, subtask int, need Fi
 	v, verr := d.ValueCodec.Decode(payload)
 	if verr != nil {
 		env.Value = nil
+		if d.TTL {
+			// The codec's byte offsets count from the end of the stamp,
+			// not from the start of value_bytes.
+			verr = fmt.Errorf("%w (decoding the bytes after the value's %d-byte TTL stamp: byte N of them is byte N+%d of value_bytes)", verr, savepoint.TTLPrefixLen, savepoint.TTLPrefixLen)
+		}
 		if de, ok := err.(*DecodeError); ok {
 			de.ValueErr = verr // the key failed too: the error is the key's
 			return err

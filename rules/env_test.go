@@ -143,6 +143,30 @@ func TestFillEnvDecodeError(t *testing.T) {
 	}
 }
 
+// A TTL slot's value is decoded after its stamp: the codec's byte offsets
+// count from there, which the error says, so that they are not read as
+// offsets into value_bytes.
+func TestFillEnvDecodeErrorAfterStamp(t *testing.T) {
+	set := parseOne(t, envRules)
+	var env Env
+	// A list<int64> of one element of 0 bytes: the codec fails at byte 8
+	// of the payload, byte 16 of the stored value.
+	payload := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), []byte("k")), Value: ttlValue(5, payload)}, 0)
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Part != "value" {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(err.Error(), "at byte 8") || !strings.Contains(err.Error(), "after the value's 8-byte TTL stamp") {
+		t.Errorf("message = %v, want it to say the offsets count from after the stamp", err)
+	}
+	// Without a stamp, the offsets are value_bytes' own: no such note.
+	err = set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: []byte("xyz")}, 0)
+	if err == nil || strings.Contains(err.Error(), "TTL stamp") {
+		t.Errorf("message = %v", err)
+	}
+}
+
 // FillEnvFields fills key and value only when asked for them (each
 // allocates), but decodes a declared key or value all the same: a row the
 // codec cannot decode is an error whatever the expressions read.
