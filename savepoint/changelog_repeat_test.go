@@ -244,3 +244,50 @@ func TestChangelogFileOutsideTree(t *testing.T) {
 		t.Errorf("a changelog outside a tree: %v, want the handle refused for want of a tree", err)
 	}
 }
+
+// validate of a changelog given alone whose handle sptool does not
+// resolve names no subtask (a file has none) and gives the advice that
+// fits: outside a tree, to give the tree; in a subtask directory, with a
+// handle leading out of it, to copy the materialisation into it.
+func TestValidateLoneChangelogHandleUnread(t *testing.T) {
+	key := EncodeKeyedKey([]byte("s"), []byte("k1"))
+	mat := zstdStreamOf(t, []Row{{Op: 7, Key: key, Value: []byte("a1")}})
+	changelog := func(handle string) []byte {
+		return vtChangelogStream(t, []uint8{rowKindHandle}, []Row{{Value: []byte(handle)}})
+	}
+	base := t.TempDir()
+	outside := filepath.Join(base, "x", "changelog-5.snap")
+	crossed := filepath.Join(base, "tree", "v1", "0", "changelog-5.snap")
+	for p, b := range map[string][]byte{
+		outside: changelog("v1/0/materializations/mat-5.bin"),
+		crossed: changelog("/srv/state/v1/0/../1/materializations/mat-5.bin"),
+		filepath.Join(base, "tree", "v1", "1", "materializations", "mat-5.bin"): mat,
+	} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		path, want, not string
+	}{
+		{outside, "give the tree, or the changelog in its place in it", "copy the materialisation"},
+		{crossed, "copy the materialisation", "give the tree"},
+	} {
+		sp, err := Open(c.path, OpenOptions{KeepUndecodable: true, KeepUndecodableFile: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs := Validate(sp, ValidateOptions{}).ByCheck(CheckFormat)
+		sp.Close()
+		if len(fs) != 1 {
+			t.Fatalf("%s: format findings %+v, want 1", c.path, fs)
+		}
+		m := fs[0].Message
+		if strings.Contains(m, "subtask -1") || !strings.Contains(m, c.want) || strings.Contains(m, c.not) {
+			t.Errorf("%s: %s\nwant no subtask -1, %q and not %q", c.path, m, c.want, c.not)
+		}
+	}
+}

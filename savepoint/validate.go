@@ -658,7 +658,16 @@ func (v *validator) checkFileLevel(f *File) {
 	if f.Undecodable != nil {
 		msg := fmt.Sprintf("clink's reader refuses this payload, and its restore of subtask %d with it: %s; its rows are not read, so no check of this report sees them (those that would look for them say so)", f.Subtask, undecodableReason(f))
 		if errors.Is(f.Undecodable, ErrOutsideTree) {
-			msg = fmt.Sprintf("sptool does not read this payload: %s; clink opens the handle's path as written and may restore subtask %d from it, but no command of sptool reads or rewrites the tree as it is (copy the materialisation into the subtask's own materializations/ directory); its rows are not read, so no check of this report sees them (those that would look for them say so)", undecodableReason(f), f.Subtask)
+			switch {
+			case v.isTree():
+				msg = fmt.Sprintf("sptool does not read this payload: %s; clink opens the handle's path as written and may restore subtask %d from it, but no command of sptool reads or rewrites the tree as it is (copy the materialisation into the subtask's own materializations/ directory); its rows are not read, so no check of this report sees them (those that would look for them say so)", undecodableReason(f), f.Subtask)
+			case errors.Is(f.Undecodable, errNoTree):
+				// (A file has no subtask, and the reason says to give
+				// the tree.)
+				msg = fmt.Sprintf("sptool does not read this payload: %s; its rows are not read, so no check of this report sees them", undecodableReason(f))
+			default:
+				msg = fmt.Sprintf("sptool does not read this payload: %s; clink opens the handle's path as written and may restore from it, but no command of sptool reads or rewrites the file as it is (copy the materialisation into its subtask directory's materializations/ directory); its rows are not read, so no check of this report sees them", undecodableReason(f))
+			}
 		} else if errors.Is(f.Undecodable, ErrNoEndOfStream) {
 			msg = fmt.Sprintf("%s: sptool refuses it as truncated, though clink's reader (Arrow C++'s) takes a stream ending between two messages as complete and restores subtask %d with the rows before the end, which may have lost the batches after it (clink's writer always writes the marker); its rows are not read, so no check of this report sees them (those that would look for them say so)", undecodableReason(f), f.Subtask)
 			if !v.isTree() {
