@@ -2218,6 +2218,30 @@ func TestStateBaseControlRefused(t *testing.T) {
 	}
 }
 
+// TestStateBaseInsideOutputRefused: a --state-base inside the output tree
+// (its generation directory, given for the tree) puts handles on files
+// the output does not hold (out/v1/v1/0/...); it is refused before
+// anything is written. The output itself, however spelled, is the default.
+func TestStateBaseInsideOutputRefused(t *testing.T) {
+	sp := rsOpen(t, rsFixture("independent", "changelog-file"), nil)
+	set := rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n")
+	for _, sub := range []string{"v1", "v1/", "x/y"} {
+		out := filepath.Join(rsTempDir(t), "out")
+		base := filepath.Join(out, sub)
+		_, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out, StateBase: base})
+		if err == nil || !strings.Contains(err.Error(), "lies inside the output") {
+			t.Errorf("state base %s: err %v", base, err)
+		}
+		if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("state base %s: output written (%v)", base, err)
+		}
+	}
+	out := filepath.Join(rsTempDir(t), "out")
+	if _, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out, StateBase: out + "/"}); err != nil {
+		t.Errorf("state base the output itself: %v", err)
+	}
+}
+
 // TestRescaleChangelogFile rescales a changelog+file tree: the output has the
 // same form (changelog-<id>.snap holding a row_kind 3 handle into the output
 // tree, the state in materializations/mat-<id>.bin, no sidecars) and reads

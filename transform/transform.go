@@ -333,6 +333,11 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if err := sp.CheckFilesApart(opts.Out); err != nil {
 			return nil, err
 		}
+		if sp.Kind != savepoint.InputFile && sp.Backend == savepoint.BackendChangelogFile {
+			if err := checkStateBaseApart(opts.StateBase, opts.Out); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := sp.CheckIntegrity(", and its rewrite would carry a sidecar clink accepts"); err != nil {
 		return nil, err
@@ -3512,6 +3517,28 @@ func CheckStateBase(base string) error {
 		return fmt.Errorf("--state-base %q holds a control character (a newline, a tab): give the path the job restores from as its configuration spells it", base)
 	}
 	return nil
+}
+
+// checkStateBaseApart refuses a state base (Options.StateBase) that lies
+// inside the output tree out, both taken from the working directory: its
+// handles, <base>/v<gen>/<idx>/materializations/mat-<id>.bin, would name
+// files under the output's own directories (out/v1/v1/0/... for a base
+// of out/v1, the generation directory) that the output does not hold and
+// that no move of it can make, so that the job's restore finds none.
+func checkStateBaseApart(base, out string) error {
+	if base == "" {
+		return nil
+	}
+	b, err1 := filepath.Abs(base)
+	o, err2 := filepath.Abs(out)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	rel, err := filepath.Rel(o, b)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	return fmt.Errorf("--state-base %s lies inside the output %s: the handles name %s, a file the output does not hold, and no restore finds it; give the path of the directory that is to hold the tree's v<generation>/ directories (the output itself, the default, or where the output will be moved)", base, out, filepath.Join(base, "v<gen>", "<idx>", "materializations", "mat-<id>.bin"))
 }
 
 // uriScheme returns the scheme of s when s starts like a URI (scheme://,
