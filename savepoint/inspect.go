@@ -922,6 +922,67 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 	return h
 }
 
+// maxListedSubtasks is how many subtasks inspect's text lists one by one
+// (an operator's rows in each, a marker's subtasks= line); a wider tree's
+// are summed up, and --json lists them all.
+const maxListedSubtasks = 16
+
+// showSubtaskRows renders an operator's rows per subtask file for the text
+// view: "0:12 1:9" (a file's count alone), or, over maxListedSubtasks
+// files, their number and the fewest and most rows with their subtasks
+// (the first of several with as many).
+func showSubtaskRows(per []SubtaskRows) string {
+	if len(per) <= maxListedSubtasks {
+		out := make([]string, len(per))
+		for i, st := range per {
+			if st.Subtask < 0 {
+				out[i] = strconv.Itoa(st.Rows)
+			} else {
+				out[i] = fmt.Sprintf("%d:%d", st.Subtask, st.Rows)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	lo, hi := per[0], per[0]
+	for _, st := range per[1:] {
+		if st.Rows < lo.Rows {
+			lo = st
+		}
+		if st.Rows > hi.Rows {
+			hi = st
+		}
+	}
+	return fmt.Sprintf("%d subtasks, fewest %d (subtask %d), most %d (subtask %d); --json lists each", len(per), lo.Rows, lo.Subtask, hi.Rows, hi.Subtask)
+}
+
+// showSubtaskList renders a marker's subtasks= list for the text view: as
+// written ("0,1,3"), or, over maxListedSubtasks entries in strictly
+// ascending order, as ranges ("0-127, 128 of them").
+func showSubtaskList(xs []int) string {
+	if len(xs) <= maxListedSubtasks {
+		return JoinInts(xs, ",")
+	}
+	for i := 1; i < len(xs); i++ {
+		if xs[i] <= xs[i-1] { // not strictly ascending: as written
+			return JoinInts(xs, ",")
+		}
+	}
+	var parts []string
+	for i := 0; i < len(xs); {
+		j := i
+		for j+1 < len(xs) && xs[j+1] == xs[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(xs[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", xs[i], xs[j]))
+		}
+		i = j + 1
+	}
+	return fmt.Sprintf("%s, %d of them", strings.Join(parts, ","), len(xs))
+}
+
 // RenderSlot renders a slot name for text output: as it is when it is
 // printable UTF-8, else 0x and its bytes in hex.
 func RenderSlot(slot []byte) string { return renderSlot(slot, false) }
@@ -984,7 +1045,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if in.CompletedMarker != "" {
 		subs := "no subtasks= line"
 		if in.CompletedSubtasks != nil {
-			subs = "subtasks " + JoinInts(in.CompletedSubtasks, ",")
+			subs = "subtasks " + showSubtaskList(in.CompletedSubtasks)
 		}
 		fmt.Fprintf(&b, "  marker %s (%s)\n", ShowName(in.CompletedMarker), subs)
 	} else if in.Kind != InputFile.String() {
@@ -1121,15 +1182,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		tab := texttable.New("  ", 2)
 		tab.Row("OP", "SLOT", "ROWS", "KEYED", "OPERATOR", "RAW", "KEY BYTES", "VALUE BYTES", "ROWS PER SUBTASK")
 		for _, o := range s.Operators {
-			per := make([]string, len(o.Subtasks))
-			for i, st := range o.Subtasks {
-				if st.Subtask < 0 {
-					per[i] = strconv.Itoa(st.Rows)
-				} else {
-					per[i] = fmt.Sprintf("%d:%d", st.Subtask, st.Rows)
-				}
-			}
-			tab.Row(append([]string{strconv.FormatUint(o.Op, 10), "(all)"}, append(countCells(o.Rows, o.Keyed, o.Operator, o.Raw, o.KeyBytes, o.ValueBytes), strings.Join(per, " "))...)...)
+			tab.Row(append([]string{strconv.FormatUint(o.Op, 10), "(all)"}, append(countCells(o.Rows, o.Keyed, o.Operator, o.Raw, o.KeyBytes, o.ValueBytes), showSubtaskRows(o.Subtasks))...)...)
 			for _, sl := range o.Slots {
 				tab.Row(append([]string{"", sl.Display}, countCells(sl.Rows, sl.Keyed, sl.Operator, sl.Raw, sl.KeyBytes, sl.ValueBytes)...)...)
 			}

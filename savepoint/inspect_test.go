@@ -877,3 +877,53 @@ func TestShowNameInText(t *testing.T) {
 	}
 	text(moved, "the tree's path")
 }
+
+// A wide tree's rows per subtask and marker list are summed up in the text
+// view (its lines stay readable at a parallelism of hundreds); a narrow
+// one's, and a list not in strictly ascending order, are shown in full.
+func TestInspectTextWideTree(t *testing.T) {
+	per := func(n int) []SubtaskRows {
+		var out []SubtaskRows
+		for i := range n {
+			out = append(out, SubtaskRows{Subtask: i, Rows: 100 + (i*37)%50})
+		}
+		return out
+	}
+	seq := func(from, to int) []int {
+		var out []int
+		for i := from; i <= to; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		got, want string
+	}{
+		{showSubtaskRows(per(3)), "0:100 1:137 2:124"},
+		{showSubtaskRows([]SubtaskRows{{Subtask: -1, Rows: 7}}), "7"},
+		{showSubtaskRows(per(16)), "0:100 1:137 2:124 3:111 4:148 5:135 6:122 7:109 8:146 9:133 10:120 11:107 12:144 13:131 14:118 15:105"},
+		{showSubtaskRows(per(128)), "128 subtasks, fewest 100 (subtask 0), most 149 (subtask 27); --json lists each"},
+		{showSubtaskList(seq(0, 3)), "0,1,2,3"},
+		{showSubtaskList(seq(0, 127)), "0-127, 128 of them"},
+		{showSubtaskList(append(append(seq(0, 9), 12), seq(20, 29)...)), "0-9,12,20-29, 21 of them"},
+		{showSubtaskList(append(seq(0, 19), 5)), JoinInts(append(seq(0, 19), 5), ",")},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+	// The text view shows them so.
+	s := &Summary{
+		Input:     InputSummary{Path: "t", Kind: InputTree.String(), CompletedMarker: "_jobs/1/COMPLETED-1", CompletedSubtasks: seq(0, 127)},
+		Operators: []OperatorSummary{{Op: 7, Rows: 1, Subtasks: per(128)}},
+	}
+	var b strings.Builder
+	if err := s.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"(subtasks 0-127, 128 of them)", "128 subtasks, fewest 100 (subtask 0), most 149 (subtask 27); --json lists each"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the text lacks %q:\n%s", want, b.String())
+		}
+	}
+}
