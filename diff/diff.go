@@ -218,7 +218,9 @@ type VersionChange struct {
 	B *VersionEntry `json:"b"`
 }
 
-// VersionEntry is a version-map entry's version and slot ("" = every row of the op).
+// VersionEntry is a version-map entry's version and slot ("" = every row of
+// the op); SlotHex gives the slot in hex when it is not valid UTF-8 (absent
+// otherwise).
 type VersionEntry struct {
 	Version uint32 `json:"version"`
 	Slot    string `json:"slot"`

@@ -133,7 +133,8 @@ type FileSummary struct {
 	// TrailingBytes counts bytes after the end-of-stream marker.
 	TrailingBytes int64 `json:"trailing_bytes"`
 	// HiddenBatches and HiddenRows count the record batches, and their
-	// rows, that those bytes hold (see HiddenStream): never read.
+	// rows, that those bytes hold (see HiddenStream): never read. Absent
+	// when there are none.
 	HiddenBatches int   `json:"hidden_batches,omitempty"`
 	HiddenRows    int64 `json:"hidden_rows,omitempty"`
 	hidden        HiddenStream
@@ -267,6 +268,7 @@ type VersionMapSummary struct {
 	Variants []VersionMapVariant `json:"variants"`
 	// Unread lists the files whose payload does not decode or is missing
 	// (FileSummary.Undecodable): their maps are unknown, and in no variant.
+	// Absent when there are none.
 	Unread []string `json:"unread,omitempty"`
 }
 
@@ -321,7 +323,8 @@ type TotalsSummary struct {
 	Bytes int64 `json:"bytes"`
 	// Materializations and MaterializationBytes count the materialisation
 	// files of a changelog+file tree's changelogs (beside Files and
-	// Bytes, which count the changelogs): a restore reads both.
+	// Bytes, which count the changelogs): a restore reads both. Absent
+	// when there are none (the file backend's trees, single files).
 	Materializations     int   `json:"materializations,omitempty"`
 	MaterializationBytes int64 `json:"materialization_bytes,omitempty"`
 	Rows                 int   `json:"rows"`

@@ -54,7 +54,7 @@ type TimerCopySummary struct {
 	// (epoch milliseconds); absent when the blob holds no timer.
 	EarliestMs *int64 `json:"earliest_ms,omitempty"`
 	LatestMs   *int64 `json:"latest_ms,omitempty"`
-	// Error says why the blob does not decode; "" when it does.
+	// Error says why the blob does not decode; absent when it does.
 	Error string `json:"error,omitempty"`
 }
 

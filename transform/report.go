@@ -18,15 +18,16 @@ import (
 // stable interface: fields are only ever added.
 type Report struct {
 	// Command is the command that made the report ("apply", "plan",
-	// "rescale"), when its caller says (empty otherwise); the text form
-	// starts with it.
+	// "rescale"), when its caller says (absent otherwise; sptool's
+	// commands always say); the text form starts with it.
 	Command string `json:"command,omitempty"`
 	// DryRun is true for `plan` and `rescale --dry-run`: nothing was
 	// written.
 	DryRun bool `json:"dry_run"`
 	// Input describes what was read, with a digest of every payload.
 	Input Input `json:"input"`
-	// Output describes what was written (nil for a dry run).
+	// Output describes what was written (nil, and absent from the JSON,
+	// for a dry run).
 	Output *Output `json:"output,omitempty"`
 	// Rules identifies the rule file.
 	Rules RulesInfo `json:"rules"`
@@ -72,7 +73,8 @@ type Report struct {
 	Files []*FileStats `json:"files"`
 	// VersionMap lists the version-map entries that changed (job-wide view).
 	VersionMap []VersionChange `json:"version_map_changes"`
-	// Rescale details a rescale (nil without one).
+	// Rescale details a rescale (nil, and absent from the JSON, without
+	// one).
 	Rescale *RescaleReport `json:"rescale,omitempty"`
 	// Warnings are things the user should know (none make the run fail).
 	Warnings []string `json:"warnings"`
@@ -82,7 +84,11 @@ type Report struct {
 	pending []func()
 }
 
-// Input describes the savepoint read.
+// Input describes the savepoint read: its path as given, its kind
+// ("file", "tree" or "generation") and backend ("file" or
+// "changelog+file"), the Generation and Checkpoint of a tree or generation
+// input (both absent for a file input, which has none: inspect and diff
+// give 0 there), and its files, their bytes and digest.
 type Input struct {
 	Path       string `json:"path"`
 	Kind       string `json:"kind"`
@@ -135,10 +141,12 @@ type RulesInfo struct {
 	Digest string `json:"digest"`
 }
 
-// RuleStats counts what one rule did. Matched counts rows the rule applied
-// to (in its scope, and its condition held; for keep, the rows whose
-// expression did not hold, which it drops); Dropped and Changed what it did
-// to them.
+// RuleStats counts what one rule did. Index is the rule's position in the
+// file (from 1), Name its name (absent when it has none), Kind its kind
+// ("drop_operator", "purge_keys", ..., "rescale") and Label how messages
+// name it. Matched counts rows the rule applied to (in its scope, and its
+// condition held; for keep, the rows whose expression did not hold, which
+// it drops); Dropped and Changed what it did to them.
 type RuleStats struct {
 	Index   int    `json:"index"`
 	Name    string `json:"name,omitempty"`
@@ -147,24 +155,29 @@ type RuleStats struct {
 	Matched int64  `json:"matched"`
 	Dropped int64  `json:"dropped"`
 	Changed int64  `json:"changed"`
-	// Purge is the erasure audit of a purge_keys rule.
+	// Purge is the erasure audit of a purge_keys rule (absent for the
+	// other kinds).
 	Purge *PurgeAudit `json:"purge,omitempty"`
-	// Expired details a purge_expired rule.
+	// Expired details a purge_expired rule (absent for the other kinds).
 	Expired *ExpiredInfo `json:"expired,omitempty"`
-	// VersionEntries counts files whose version map the rule changed.
+	// VersionEntries counts files whose version map the rule changed
+	// (absent when none).
 	VersionEntries int64 `json:"version_map_files_changed,omitempty"`
 	// EmptyWritten counts, for a set_value without erase_empty, the rows
-	// written with an empty list or map.
+	// written with an empty list or map (absent when none).
 	EmptyWritten int64 `json:"empty_collections_written,omitempty"`
 	// NonUTF8Changed counts, for a set_value of a string codec's slot,
 	// the values it changed that were not valid UTF-8 before it (see the
-	// warning).
+	// warning; absent when none).
 	NonUTF8Changed int64 `json:"non_utf8_values_changed,omitempty"`
 }
 
 // PurgeAudit is the record of an erasure: every listed key, whether rows of
 // it were found and removed, and how many.
 type PurgeAudit struct {
+	// KeysListed counts the keys the rule lists; KeysFile and KeysDigest
+	// name its keys_file as given and the SHA-256 of its bytes (both
+	// absent for keys listed in the rule file).
 	KeysListed int    `json:"keys_listed"`
 	KeysFile   string `json:"keys_file,omitempty"`
 	KeysDigest string `json:"keys_file_sha256,omitempty"`
@@ -199,17 +212,21 @@ type PurgeAudit struct {
 	// CompositeLooking names the slots in the rule's scope, not declared
 	// composite, whose keys look composite (a key, 0x1F, an element), as
 	// the rule sees them: the purge matched their keys whole, so elements
-	// of listed keys there are left (a warning says so too).
+	// of listed keys there are left (a warning says so too). Absent when
+	// there are none.
 	CompositeLooking []string `json:"composite_looking_slots,omitempty"`
 	// TimersRemoved counts the timers of listed keys removed from operators'
 	// timer blobs (a timer of an erased key would fire for it after restore).
 	TimersRemoved int64 `json:"timers_removed"`
 	// TimersKept counts, for a rule scoped to a slot, the timers of listed
 	// keys in the output's timer blobs of the operators in scope (a timer
-	// belongs to the key, not to a slot, so such a rule leaves them).
-	TimersKept int64  `json:"timers_kept,omitempty"`
-	Scope      string `json:"scope"`
-	found      map[int]*int64
+	// belongs to the key, not to a slot, so such a rule leaves them);
+	// absent when 0.
+	TimersKept int64 `json:"timers_kept,omitempty"`
+	// Scope says, as text, which rows the rule looks at ("every row", or
+	// its operator and slot).
+	Scope string `json:"scope"`
+	found map[int]*int64
 	// scoped and slotScoped say whether the rule names an operator or a
 	// slot, and a slot; moved, whether rules after it move its rows (the
 	// audit then looks where they went too).
@@ -243,8 +260,10 @@ type KeyFound struct {
 	// KeyHex is the key's bytes in hex when it is not valid UTF-8 (Key
 	// shows them as a text key "0x..." would read); absent otherwise.
 	KeyHex string `json:"key_hex,omitempty"`
-	Rows   int64  `json:"rows"`
-	Timers int64  `json:"timers,omitempty"`
+	// Rows and Timers count the rows and the timers removed for the key
+	// (Timers absent when 0).
+	Rows   int64 `json:"rows"`
+	Timers int64 `json:"timers,omitempty"`
 }
 
 // ExpiredInfo details a purge_expired rule.
@@ -293,7 +312,11 @@ func (s *SlotStats) key() slotKey {
 	return slotKey{op: s.Op, slot: s.Slot}
 }
 
-// FileStats is one input file's fate.
+// FileStats is one input file's fate: its subtask (-1 for a file input),
+// its path and the path of the output file made of it, relative to the
+// input's and the output's root (Output absent for a dry run, and for a
+// file of a rescaled group, whose rows went to several new files), and
+// its rows read and carried out.
 type FileStats struct {
 	Subtask int    `json:"subtask"`
 	Input   string `json:"input"`

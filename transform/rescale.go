@@ -38,7 +38,8 @@ type RescaleReport struct {
 	// copy a rule dropped is a stale copy. Rows a rule dropped are counted
 	// by the rule, not here.
 	Lost int64 `json:"lost_dropped"`
-	// LostExamples names up to 5 of the Lost rows.
+	// LostExamples names up to 5 of the Lost rows (absent when there are
+	// none).
 	LostExamples []LostRow `json:"lost_examples,omitempty"`
 	// left counts, by old subtask, the keyed copies of its file the
 	// rescale dropped (stale and lost): its file's rows out in the report
@@ -93,7 +94,8 @@ type LostRow struct {
 	File string `json:"file"`
 	Row  int    `json:"row"`
 	// Replayed reports that File is a changelog payload, whose Row indexes
-	// its replayed rows in canonical order, not its stream's.
+	// its replayed rows in canonical order, not its stream's (absent
+	// otherwise).
 	Replayed bool   `json:"replayed,omitempty"`
 	Subtask  int    `json:"subtask"`
 	Owner    int    `json:"owner"`
@@ -129,7 +131,11 @@ type RescaleGroupReport struct {
 }
 
 // MergeChoice is one operator-state key whose copies differed across the old
-// subtasks of a group.
+// subtasks of a group: its operator, its key rendered as inspect renders a
+// timer blob's (savepoint.RenderKey), how many distinct values its copies
+// held, the rule that chose one, the old subtask whose copy was kept, and
+// Warning, the report's warning of the choice (copies not all 8 bytes
+// long, or source offsets that differ; absent otherwise).
 type MergeChoice struct {
 	// Group is the old chain group whose copies were merged ("0-2").
 	Group   string `json:"group"`
