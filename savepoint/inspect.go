@@ -78,7 +78,8 @@ type InputSummary struct {
 	// Job is the job id of the COMPLETED marker ("" without one).
 	Job string `json:"job"`
 	// CompletedMarker is the marker's path relative to the root ("" without one);
-	// CompletedSubtasks its subtasks= list (null when it has none).
+	// CompletedSubtasks its subtasks= list ([] in sptool's JSON when it
+	// has none, as every list without an element: nil in Go).
 	CompletedMarker   string `json:"completed_marker"`
 	CompletedSubtasks []int  `json:"completed_subtasks"`
 	// Groups are the chain groups (empty for a single file); GroupsInferred

@@ -204,7 +204,8 @@ const (
 )
 
 // UnreadableReport returns the report of an input at path that could not be
-// opened, err being why: one error of CheckUnreadable.
+// opened, err being why: one error of CheckUnreadable, whose File is path
+// as given (there is no savepoint root to make it relative to).
 func UnreadableReport(path string, err error) Report {
 	return Report{Findings: []Finding{{Severity: SeverityError, Check: CheckUnreadable, File: path, Subtask: -1, Row: -1, Message: err.Error()}}}
 }
@@ -241,7 +242,8 @@ type ValidateOptions struct {
 //
 //	{"severity": "error"|"warning"|"info",
 //	 "check":    stable identifier (the Check* constants),
-//	 "file":     the payload path relative to the savepoint root ("" for a finding about the whole tree),
+//	 "file":     the payload path relative to the savepoint root ("" for a finding about the whole tree;
+//	             for check "unreadable", the input's path as given, see UnreadableReport),
 //	 "subtask":  the global subtask index (-1 for a single-file input or a tree-level finding),
 //	 "row":      the row's index in the file's rows (-1 when the finding is not about one row),
 //	 "replayed": true when the row indexes a changelog payload's replayed rows (absent otherwise),

@@ -11,12 +11,21 @@ import (
 	"testing"
 )
 
-// TestOmittedJSONFieldsDocumented: a field of the JSON outputs that is left
-// out when empty (omitempty) says so in its doc comment, or in the comment
-// of the fields it is declared with, so that a script reading the stable
-// formats knows which fields it may not find (every other list is [] and
-// every other field always there).
-func TestOmittedJSONFieldsDocumented(t *testing.T) {
+// jsonField is a field of an exported struct type of the packages whose
+// JSON forms are stable.
+type jsonField struct {
+	pos             token.Position
+	typ, name, json string
+	omitempty       bool
+	list            bool   // a slice, other than bytes
+	doc             string // its comment, that of the fields declared with it, and its type's when that names it
+}
+
+// jsonFields lists the JSON fields of the savepoint, transform and diff
+// packages' exported struct types.
+func jsonFields(t *testing.T) []jsonField {
+	t.Helper()
+	var out []jsonField
 	for _, dir := range []string{"savepoint", "transform", "diff"} {
 		files, err := filepath.Glob(filepath.Join("..", "..", dir, "*.go"))
 		if err != nil {
@@ -56,19 +65,49 @@ func TestOmittedJSONFieldsDocumented(t *testing.T) {
 							t.Fatal(err)
 						}
 						name, opts, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
-						if !strings.Contains(opts, "omitempty") {
+						if name == "" || name == "-" {
 							continue
 						}
-						text := doc + field.Comment.Text()
-						if strings.Contains(typeDoc, field.Names[0].Name) {
-							text += typeDoc
+						jf := jsonField{pos: fset.Position(field.Pos()), typ: ts.Name.Name, name: field.Names[0].Name, json: name,
+							omitempty: strings.Contains(opts, "omitempty"), doc: doc + field.Comment.Text()}
+						if at, ok := field.Type.(*ast.ArrayType); ok && at.Len == nil {
+							id, ok := at.Elt.(*ast.Ident)
+							jf.list = !ok || (id.Name != "byte" && id.Name != "uint8")
 						}
-						if !strings.Contains(text, "bsent") && !strings.Contains(text, "omitted") {
-							t.Errorf("%s: %s.%s (%q) is left out of the JSON when empty, and its doc comment does not say so", fset.Position(field.Pos()), ts.Name.Name, field.Names[0].Name, name)
+						if strings.Contains(typeDoc, jf.name) {
+							jf.doc += typeDoc
 						}
+						out = append(out, jf)
 					}
 				}
 			}
+		}
+	}
+	if len(out) < 100 {
+		t.Fatalf("found %d JSON fields: the packages' sources were not read", len(out))
+	}
+	return out
+}
+
+// TestOmittedJSONFieldsDocumented: a field of the JSON outputs that is left
+// out when empty (omitempty) says so in its doc comment, or in the comment
+// of the fields it is declared with, so that a script reading the stable
+// formats knows which fields it may not find (every other list is [] and
+// every other field always there).
+func TestOmittedJSONFieldsDocumented(t *testing.T) {
+	for _, f := range jsonFields(t) {
+		if f.omitempty && !strings.Contains(f.doc, "bsent") && !strings.Contains(f.doc, "omitted") {
+			t.Errorf("%s: %s.%s (%q) is left out of the JSON when empty, and its doc comment does not say so", f.pos, f.typ, f.name, f.json)
+		}
+	}
+}
+
+// TestJSONListsNeverDocumentedNull: the commands write a list with no
+// element as [] (writeJSON), so no list's doc comment may say it is null.
+func TestJSONListsNeverDocumentedNull(t *testing.T) {
+	for _, f := range jsonFields(t) {
+		if f.list && !f.omitempty && strings.Contains(f.doc, "null") {
+			t.Errorf("%s: %s.%s (%q) is a list, written [] when empty, but its doc comment says null", f.pos, f.typ, f.name, f.json)
 		}
 	}
 }
