@@ -3,6 +3,7 @@ package transform
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,6 +62,28 @@ func TestReportRawSlotApart(t *testing.T) {
 	}
 	if got, _ := outputRows(t, out); !slices.Equal(got, []string{"\x05|k=c", "\xffoffset=b"}) {
 		t.Errorf("output rows %q, want the empty slot's and the key without a separator", got)
+	}
+}
+
+// The report's slots are in the order of their operator, then of their
+// names' bytes, the keys without a separator as the text <raw> after a
+// slot of that name, as export orders rows (inspect and diff list them
+// after the named slots instead).
+func TestReportSlotsOrder(t *testing.T) {
+	dir := t.TempDir()
+	rows := append(rawSlotRows(), savepoint.Row{Op: 5, Key: []byte("\x050x|k"), Value: []byte("d")}, savepoint.Row{Op: 5, Key: []byte("\x05a|k"), Value: []byte("e")}, savepoint.Row{Op: 4, Key: []byte("\x05z|k"), Value: []byte("f")})
+	sp, set := fileAndRules(t, dir, rows, "  - drop: 'false'\n")
+	rep, err := Run(context.Background(), sp, set, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range rep.Slots {
+		got = append(got, fmt.Sprintf("%d %q %v", s.Op, s.Slot, s.HasSlot))
+	}
+	want := []string{`4 "z" true`, `5 "" true`, `5 "0x" true`, `5 "<raw>" true`, `5 "<raw>" false`, `5 "a" true`}
+	if !slices.Equal(got, want) {
+		t.Errorf("report slots %q, want %q", got, want)
 	}
 }
 

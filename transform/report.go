@@ -67,7 +67,11 @@ type Report struct {
 	PerRule []*RuleStats `json:"per_rule"`
 	// Slots counts rows per operator and slot before and after: the
 	// befores add up to RowsIn, the afters to RowsWritten (a rescale's
-	// operator rows count once in each new file).
+	// operator rows count once in each new file). They are in the order
+	// of their operator, then of their names' bytes, the keys without a
+	// separator taken as the text <raw> and put after a slot of that name,
+	// as export orders rows (inspect and diff list them after the named
+	// slots instead).
 	Slots []*SlotStats `json:"slots"`
 	// Files reports each input file's fate.
 	Files []*FileStats `json:"files"`
