@@ -270,7 +270,11 @@ type KeyFound struct {
 	Timers int64 `json:"timers,omitempty"`
 }
 
-// ExpiredInfo details a purge_expired rule.
+// ExpiredInfo details a purge_expired rule: AsOf, the rule's as_of in UTC
+// with milliseconds ("2026-11-28T23:30:00.000Z"), AsOfMs the same in epoch
+// milliseconds (a row whose stamp is at most it has expired), AsOfIsNow
+// whether as_of was "now", and Slots the declared TTL slots it looked at,
+// as text (`op 7 slot "seen"`, the slot Go-quoted).
 type ExpiredInfo struct {
 	AsOf      string `json:"as_of"`
 	AsOfMs    int64  `json:"as_of_ms"`
