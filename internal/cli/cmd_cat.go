@@ -235,9 +235,6 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 					continue
 				}
 			}
-			if *limit > 0 && printed >= *limit {
-				return finish()
-			}
 			printed++
 			var dec *decode
 			if decoder != nil {
@@ -269,6 +266,12 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 			}
 			if err := lines.MaybeFlush(); err != nil {
 				return fail(s, c.name, err)
+			}
+			// Done once the last row asked for is printed: the rows after
+			// it are not read (a row --where fails on among them does not
+			// fail the run, nor is the rest of a tree scanned for none).
+			if *limit > 0 && printed >= *limit {
+				return finish()
 			}
 		}
 		// Done with the file: its pages leave the resident set (a tree of
