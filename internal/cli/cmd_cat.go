@@ -191,7 +191,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		return ExitOK
 	}
 	var scratch []byte
-	for _, f := range view.Files {
+	for fi, f := range view.Files {
 		header := savepoint.ShowName(f.Rel)
 		if f.Subtask >= 0 {
 			header = fmt.Sprintf("%s (subtask %d)", savepoint.ShowName(f.Rel), f.Subtask)
@@ -229,7 +229,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 			if filter != nil {
 				ok, err := filter(r, f.Subtask)
 				if err != nil {
-					return fail(s, c.name, fmt.Errorf("%s: %s %w", f.Rel, savepoint.RowName(f.Snapshot.Variant == savepoint.Changelog, i), err))
+					return fail(s, c.name, fmt.Errorf("%s: %s %w", f.Rel, storedRowName(sp.Files[fi], f != sp.Files[fi], cur, i), err))
 				}
 				if !ok {
 					continue
@@ -280,6 +280,34 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		f.ReleasePages()
 	}
 	return finish()
+}
+
+// storedRowName names the row at i of cur, the rows cat reads of orig, a
+// file as stored, for an error (savepoint.RowName): by its index in orig.
+// A file out of canonical order may be read through a sorted copy (copied;
+// cur is then the copy's), whose rows of one operator and key keep their
+// stream order: the row is then found again in orig as the occurrence of
+// its operator and key that its place among them in the copy says.
+func storedRowName(orig *savepoint.File, copied bool, cur *savepoint.Cursor, i int) string {
+	replayed := orig.Snapshot.Variant == savepoint.Changelog
+	if !copied {
+		return savepoint.RowName(replayed, i)
+	}
+	stored := orig.Snapshot.NewCursor()
+	op, key := cur.Op(i), cur.Key(i)
+	rank := 0 // rows of op and key before i in the copy
+	for j := i - 1; j >= 0 && cur.Op(j) == op && bytes.Equal(cur.Key(j), key); j-- {
+		rank++
+	}
+	for j := range stored.Len() {
+		if stored.Op(j) == op && bytes.Equal(stored.Key(j), key) {
+			if rank == 0 {
+				return savepoint.RowName(replayed, j)
+			}
+			rank--
+		}
+	}
+	return savepoint.RowName(replayed, i)
 }
 
 // catSpillRows is the fewest rows of a file out of canonical order that cat

@@ -334,6 +334,40 @@ func TestCatThroughSortedCopies(t *testing.T) {
 	}
 }
 
+// A row --where fails on is named by its index in the file as stored,
+// whether the file is read through a sorted index or a sorted copy: a copy
+// of a file in no order, whose keys come twice, names the second copy of
+// a key by where the file holds it.
+func TestCatWhereErrorNamesStoredRow(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "unsorted.snap")
+	key := func(k int) []byte { return append([]byte{byte(k % 128)}, fmt.Sprintf("s|key-%04d", k)...) }
+	var rows []savepoint.Row
+	for i := range 200 {
+		rows = append(rows, savepoint.Row{Op: 1, Key: key(199 - i), Value: binary.LittleEndian.AppendUint64(nil, uint64(i))})
+	}
+	// Row 200: key-0150 again, with a value int64 cannot decode.
+	rows = append(rows, savepoint.Row{Op: 1, Key: key(150), Value: []byte{1}})
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{AsIs: true}); err != nil {
+		t.Fatal(err)
+	}
+	rulesFile := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rulesFile, []byte("version: 1\nslots:\n  - {op: 1, slot: s, value: int64}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, spill := range []int{1 << 30, 1} {
+		func() {
+			defer func(n int) { catSpillRows = n }(catSpillRows)
+			catSpillRows = spill
+			var out, errs bytes.Buffer
+			code := Main(context.Background(), []string{"cat", "--allow-unverified", "--rules", rulesFile, "--where", "value >= 0", "--temp-dir", dir, in}, &Streams{Out: &out, Err: &errs})
+			if code != ExitError || !strings.Contains(errs.String(), "unsorted.snap: row 200 (op 1, slot \"s\", key \"key-0150\" ") {
+				t.Fatalf("sorted copies from %d rows: exit %d, stderr %q, want row 200 named", spill, code, errs.String())
+			}
+		}()
+	}
+}
+
 // Decoded collections print as JSON in text and CSV, as export's text
 // columns hold them: lists that %v would print alike stay apart.
 func TestCatCollectionsAsJSON(t *testing.T) {
