@@ -84,7 +84,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 			return usageError(s, c, fmt.Errorf("--op %q names no uid (uid:NAME)", *op))
 		}
 		opID = savepoint.OperatorIDFromUID(uid) // as a rule's 'uid:' names it
-	} else if *op != "" {
+	} else if fs.Changed("op") { // --op "" (an unset variable, say) names no operator, not every one
 		v, err := strconv.ParseUint(*op, 10, 64)
 		if err != nil {
 			return usageError(s, c, fmt.Errorf("--op %q: %w (an operator id is an unsigned integer, at most %d; an operator's uid is given as uid:NAME)", *op, decimalErr(err), uint64(math.MaxUint64)))
