@@ -545,6 +545,15 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		// (In a dry run too: --strict refuses the same runs in both.)
 		rep.Warnings = append(rep.Warnings, "the input has no COMPLETED marker, so the output has none (clink does not need one to restore)")
 	}
+	if sp.Kind != savepoint.InputFile {
+		// The receipts the output leaves behind (in a dry run too: the
+		// plan's report is the apply's, and --strict refuses the run).
+		_, warns, err := receiptFates(sp, files, rep.Rescale != nil, outputCheckpoint(sp, opts))
+		if err != nil {
+			return nil, err
+		}
+		rep.Warnings = append(rep.Warnings, warns...)
+	}
 	if opts.Strict && len(rep.Warnings) > 0 {
 		// Nothing written: the report is a dry run's.
 		rep.DryRun = true

@@ -2849,6 +2849,47 @@ func TestMarkersOfOneCheckpoint(t *testing.T) {
 	})
 }
 
+// The warning on the receipts an output leaves behind is in the plan's
+// report too, and --strict refuses the run it is in, writing nothing.
+func TestReceiptsLeftWarnedInPlan(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTree(t, filepath.Join(dir, "in"), 5, "j", threeSubtasks(), baseVersions(t), "")
+	p := filepath.Join(in, "_jobs", "j", "receipts", "sub1-5")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("r1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n", nil)
+	left := func(w string) bool {
+		return strings.Contains(w, "(sub1-5, in ") && strings.Contains(w, "the rescale writes their subtasks anew")
+	}
+	applied, err := run(t, in, set, transform.Options{Out: filepath.Join(dir, "out")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(applied.Warnings, left) {
+		t.Fatalf("test setup: no warning on the receipt left: %q", applied.Warnings)
+	}
+	planned, err := run(t, in, set, transform.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(planned.Warnings, applied.Warnings) {
+		t.Errorf("plan's warnings %q, apply's %q", planned.Warnings, applied.Warnings)
+	}
+	strict := filepath.Join(dir, "strict")
+	_, err = run(t, in, set, transform.Options{Out: strict, Strict: true})
+	var werr *transform.WarningsError
+	if !errors.As(err, &werr) {
+		t.Errorf("--strict: %v, want a *WarningsError", err)
+	}
+	if _, err := os.Stat(strict); err == nil {
+		t.Error("--strict wrote an output whose report has a warning")
+	}
+}
+
 // A subtask directory named with leading zeros beside the decimal one is
 // not read (clink reads the subtask's state from the decimal one), but a
 // restore unions its operator rows: the run says the output leaves them.

@@ -230,53 +230,13 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	if err != nil {
 		return err
 	}
-	receipts, err := commitReceipts(sp)
+	// (Run put the warnings on those left in the report.)
+	placed, _, err := receiptFates(sp, files, rep.Rescale != nil, ckpt)
 	if err != nil {
 		return err
 	}
-	// A receipt names a subtask and a checkpoint id: it is carried where
-	// the output keeps both, the subtask's state, under the index the
-	// output gives that state (another when a group before it changed its
-	// parallelism, as its payload is moved).
-	const (
-		otherID   = "the output is another checkpoint id"
-		writtenAn = "the rescale writes their subtasks anew"
-		noFile    = "the output holds no file of their subtasks"
-		noneRead  = "the rescale read no file of their subtasks"
-		zeros     = "their subtasks moved to other indices, and their names give the old index with leading zeros, which clink does not look up (a restore of the input did not use them either)"
-	)
-	left := map[string][]string{}
-	for _, r := range receipts {
-		at, kept := keptAt(files, r.subtask)
-		switch {
-		case ckpt != sp.Checkpoint:
-			left[otherID] = append(left[otherID], filepath.Base(r.rel))
-		case kept && at == r.subtask:
-			extra[r.rel] = r.body
-		case kept && strings.HasPrefix(filepath.Base(r.rel), "sub"+strconv.Itoa(r.subtask)+"-"):
-			extra[movedReceipt(r.rel, at, sp.Checkpoint)] = r.body
-		case kept:
-			// (Renamed, it would become a name clink looks up, and
-			// could take the place of the receipt that had it.)
-			left[zeros] = append(left[zeros], filepath.Base(r.rel))
-		case rep.Rescale != nil && slices.ContainsFunc(sp.Files, func(f *savepoint.File) bool { return f.Subtask == r.subtask }):
-			left[writtenAn] = append(left[writtenAn], filepath.Base(r.rel))
-		case rep.Rescale != nil:
-			// (Its index may be one of the output's new subtasks: their
-			// state is another's.)
-			left[noneRead] = append(left[noneRead], filepath.Base(r.rel))
-		default:
-			left[noFile] = append(left[noFile], filepath.Base(r.rel))
-		}
-	}
-	for _, what := range []string{otherID, writtenAn, noneRead, zeros, noFile} {
-		if names := left[what]; len(names) > 0 {
-			why := what + ", and a receipt names a subtask and a checkpoint; a job restored from the output finds no receipt for its sinks' pending commits"
-			if what == zeros {
-				why = what
-			}
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("the input's 2PC commit receipts of checkpoint %d (%s, in %s) are not carried into the output: %s", sp.Checkpoint, strings.Join(names, ", "), savepoint.ShowName(filepath.Join(filepath.Dir(sp.CompletedRel), "receipts")), why))
-		}
+	for rel, b := range placed {
+		extra[rel] = b
 	}
 	if ckpt != sp.Checkpoint {
 		// CONFIRMED-<id> belongs to the input's checkpoint id; rename it
@@ -378,6 +338,64 @@ func controlFiles(sp *savepoint.Savepoint) (map[string][]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
 	return extra, nil
+}
+
+// receiptFates places the 2PC commit receipts of the input's checkpoint
+// in an output of files written as checkpoint ckpt (rescaled: a rescale
+// made files): placed maps the path in the output of each receipt carried
+// to its bytes, and warnings say which are left, and why. A plan reports
+// the warnings as the apply does.
+func receiptFates(sp *savepoint.Savepoint, files []*newFile, rescaled bool, ckpt uint64) (placed map[string][]byte, warnings []string, err error) {
+	receipts, err := commitReceipts(sp)
+	if err != nil {
+		return nil, nil, err
+	}
+	placed = map[string][]byte{}
+	// A receipt names a subtask and a checkpoint id: it is carried where
+	// the output keeps both, the subtask's state, under the index the
+	// output gives that state (another when a group before it changed its
+	// parallelism, as its payload is moved).
+	const (
+		otherID   = "the output is another checkpoint id"
+		writtenAn = "the rescale writes their subtasks anew"
+		noFile    = "the output holds no file of their subtasks"
+		noneRead  = "the rescale read no file of their subtasks"
+		zeros     = "their subtasks moved to other indices, and their names give the old index with leading zeros, which clink does not look up (a restore of the input did not use them either)"
+	)
+	left := map[string][]string{}
+	for _, r := range receipts {
+		at, kept := keptAt(files, r.subtask)
+		switch {
+		case ckpt != sp.Checkpoint:
+			left[otherID] = append(left[otherID], filepath.Base(r.rel))
+		case kept && at == r.subtask:
+			placed[r.rel] = r.body
+		case kept && strings.HasPrefix(filepath.Base(r.rel), "sub"+strconv.Itoa(r.subtask)+"-"):
+			placed[movedReceipt(r.rel, at, sp.Checkpoint)] = r.body
+		case kept:
+			// (Renamed, it would become a name clink looks up, and
+			// could take the place of the receipt that had it.)
+			left[zeros] = append(left[zeros], filepath.Base(r.rel))
+		case rescaled && slices.ContainsFunc(sp.Files, func(f *savepoint.File) bool { return f.Subtask == r.subtask }):
+			left[writtenAn] = append(left[writtenAn], filepath.Base(r.rel))
+		case rescaled:
+			// (Its index may be one of the output's new subtasks: their
+			// state is another's.)
+			left[noneRead] = append(left[noneRead], filepath.Base(r.rel))
+		default:
+			left[noFile] = append(left[noFile], filepath.Base(r.rel))
+		}
+	}
+	for _, what := range []string{otherID, writtenAn, noneRead, zeros, noFile} {
+		if names := left[what]; len(names) > 0 {
+			why := what + ", and a receipt names a subtask and a checkpoint; a job restored from the output finds no receipt for its sinks' pending commits"
+			if what == zeros {
+				why = what
+			}
+			warnings = append(warnings, fmt.Sprintf("the input's 2PC commit receipts of checkpoint %d (%s, in %s) are not carried into the output: %s", sp.Checkpoint, strings.Join(names, ", "), savepoint.ShowName(filepath.Join(filepath.Dir(sp.CompletedRel), "receipts")), why))
+		}
+	}
+	return placed, warnings, nil
 }
 
 // receipt is a 2PC commit receipt of the input's checkpoint: its path in
