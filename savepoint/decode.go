@@ -473,6 +473,7 @@ func (s *Snapshot) setFile(data []byte) {
 func (c *ChangelogInfo) note(kind uint8, value string) {
 	inBlob := kind == rowKindMaterialised
 	c.InBlob = append(c.InBlob, inBlob)
+	c.inlineEmpty = append(c.inlineEmpty, false)
 	if inBlob {
 		value = ""
 	}
@@ -490,6 +491,7 @@ func materialisation(kind uint8, value []byte, opts ReadOptions, info *Changelog
 	case rowKindMaterialised:
 		info.note(kind, "")
 		if len(value) == 0 {
+			info.inlineEmpty[len(info.inlineEmpty)-1] = true
 			return nil, nil
 		}
 		rs, err := readStream(value, opts.budget)

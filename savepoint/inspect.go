@@ -182,6 +182,9 @@ type ChangelogSummary struct {
 	LogRows int `json:"log_rows"`
 	Puts    int `json:"puts"`
 	Erases  int `json:"erases"`
+	// inlineEmpty marks, per blob as Materialization, an "inline"
+	// materialisation with no bytes (nothing materialised yet).
+	inlineEmpty []bool
 }
 
 // OperatorSummary describes the rows of one operator id (stored view).
@@ -671,6 +674,7 @@ func Summarize(sp *Savepoint) *Summary {
 					cs.Materialization = append(cs.Materialization, "handle")
 				}
 				cs.Handles = append(cs.Handles, h)
+				cs.inlineEmpty = append(cs.inlineEmpty, inBlob && i < len(cl.inlineEmpty) && cl.inlineEmpty[i])
 			}
 			fs.Changelog = cs
 		}
@@ -1142,6 +1146,11 @@ func (s *Summary) WriteText(w io.Writer) error {
 					mats[i] = "handle " + ShowName(c.Handles[i])
 				case "handle-empty":
 					mats[i] = "empty handle (nothing materialised yet)"
+				case "inline":
+					mats[i] = "inline materialisation"
+					if i < len(c.inlineEmpty) && c.inlineEmpty[i] {
+						mats[i] = "empty inline materialisation (nothing materialised yet)"
+					}
 				default:
 					mats[i] = "inline materialisation"
 				}

@@ -927,3 +927,31 @@ func TestInspectTextWideTree(t *testing.T) {
 		}
 	}
 }
+
+// A changelog whose row 0 is an inline materialisation with no bytes
+// (row_kind 0, empty value: nothing materialised yet, format 1.7) is
+// said to be empty in the text, as an empty handle is, not shown as if it
+// held a materialisation: changelog-p4's subtask 2 is log only.
+func TestInspectTextEmptyInlineMaterialisation(t *testing.T) {
+	sum := Summarize(vtOpen(t, vtFixturePath("changelog-p4"), OpenOptions{}))
+	var b bytes.Buffer
+	if err := sum.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(b.String(), "\n") {
+		if rel, rest, ok := strings.Cut(strings.TrimSpace(l), ": changelog, "); ok {
+			lines[rel] = rest
+		}
+	}
+	if got := lines["v1/1/checkpoint-17.snap"]; !strings.HasPrefix(got, "1 blob, inline materialisation;") {
+		t.Errorf("subtask 1 (materialised inline): %q", got)
+	}
+	if got := lines["v1/2/checkpoint-17.snap"]; !strings.HasPrefix(got, "1 blob, empty inline materialisation (nothing materialised yet);") {
+		t.Errorf("subtask 2 (empty materialisation, log only): %q", got)
+	}
+	// The JSON keeps its values: "inline", possibly empty.
+	if m := sum.Files[2].Changelog.Materialization; !slices.Equal(m, []string{"inline"}) {
+		t.Errorf("subtask 2 materialization %q, want [inline]", m)
+	}
+}

@@ -194,6 +194,9 @@ type ChangelogInfo struct {
 	// InBlob reports, per materialisation row (as Handles), whether the
 	// materialisation was stored inline (row_kind 0).
 	InBlob []bool
+	// inlineEmpty reports, per materialisation row (as InBlob), an inline
+	// materialisation with no bytes: nothing materialised yet (format 1.7).
+	inlineEmpty []bool
 	// LogRows counts the log entries (row_kind 1, 2 and unknown kinds replayed as puts).
 	LogRows int
 	// Puts and Erases count the log entries by kind.
