@@ -1,19 +1,21 @@
 // Package texttable lays out the text tables of sptool's reports (inspect's
 // tables, the plan and apply report): each column is as wide as its widest
-// cell, counted in runes, so that a long name or a wide number moves the
-// columns after it on every row alike rather than pushing its own row out
-// of line.
+// cell, counted in terminal columns (a rune of most scripts takes one, an
+// East Asian wide one or an emoji two, a combining mark none), so that a
+// long name or a wide number moves the columns after it on every row alike
+// rather than pushing its own row out of line.
 package texttable
 
 import (
 	"io"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/rivo/uniseg"
 )
 
 // Column says how a table lays out one of its columns.
 type Column struct {
-	// Min is the least width of the column, in runes: a report whose cells
+	// Min is the least width of the column, in columns: a report whose cells
 	// are short keeps the layout it has always had.
 	Min int
 	// Right aligns the column's cells on the right, as numbers are.
@@ -59,8 +61,8 @@ func (t *Table) Text(text string) {
 	t.lines = append(t.lines, line{text: text})
 }
 
-// widths returns each column's width: the widest of its cells, in runes,
-// or its least width if that is more.
+// widths returns each column's width: the widest of its cells, in
+// columns (width), or its least width if that is more.
 func (t *Table) widths() []int {
 	var w []int
 	for _, l := range t.lines {
@@ -71,7 +73,7 @@ func (t *Table) widths() []int {
 					w[i] = t.cols[i].Min
 				}
 			}
-			w[i] = max(w[i], utf8.RuneCountInString(c))
+			w[i] = max(w[i], width(c))
 		}
 	}
 	return w
@@ -99,7 +101,7 @@ func (t *Table) WriteTo(w io.Writer) (int64, error) {
 			if i > 0 {
 				b.WriteString(strings.Repeat(" ", t.gap))
 			}
-			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			pad := strings.Repeat(" ", widths[i]-width(c))
 			switch {
 			case i < len(t.cols) && t.cols[i].Right:
 				b.WriteString(pad)
@@ -116,3 +118,8 @@ func (t *Table) WriteTo(w io.Writer) (int64, error) {
 	n, err := io.WriteString(w, b.String())
 	return int64(n), err
 }
+
+// width returns how many terminal columns cell takes: counted in runes, a
+// name of East Asian wide characters (a slot "計数") would take half the
+// room it is given and shift the cells after it on its row.
+func width(cell string) int { return uniseg.StringWidth(cell) }

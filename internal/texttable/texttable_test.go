@@ -49,3 +49,22 @@ func TestLeastWidths(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// A cell is measured in the columns a terminal gives it: an East Asian
+// wide character takes two (the slot "zähler·計数" of the independent
+// fixtures), a combining mark none, so the cells after it line up.
+func TestLayoutWideAndCombining(t *testing.T) {
+	tab := New("  ", 2)
+	tab.Row("SLOT", "ROWS")
+	tab.Row(`"zähler·計数"`, "40")
+	tab.Row(`"cafe`+"\u0301"+`"`, "7")
+	tab.Row(`"cart"`, "60")
+	want := "" +
+		"  SLOT           ROWS\n" +
+		"  \"zähler·計数\"  40\n" +
+		"  \"cafe\u0301\"         7\n" +
+		"  \"cart\"         60\n"
+	if got := render(t, tab); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
