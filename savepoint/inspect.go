@@ -595,7 +595,7 @@ func Summarize(sp *Savepoint) *Summary {
 	}
 	if missing := sp.MissingSubtasks(); len(missing) > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("%s: a job restoring it at this layout refuses to start %s %s, and the chain groups are not inferred across the gap (sptool validate says more)",
-			sp.NotConsecutive(missing), plural(len(missing), "subtask", "subtasks"), JoinInts(missing, ",")))
+			sp.NotConsecutive(missing), plural(len(missing), "subtask", "subtasks"), showSubtaskList(missing)))
 	}
 	if s.Input.GroupsInferred && len(sp.Groups) > 1 {
 		s.Notes = append(s.Notes, "chain groups "+FormatGroups(sp.Groups)+" were inferred from the keyed rows of each subtask file (their operators and key groups); --groups states them")
@@ -963,7 +963,8 @@ func showSubtaskRows(per []SubtaskRows) string {
 	return fmt.Sprintf("%d subtasks, fewest %d (subtask %d), most %d (subtask %d); --json lists each", len(per), lo.Rows, lo.Subtask, hi.Rows, hi.Subtask)
 }
 
-// showSubtaskList renders a marker's subtasks= list for the text view: as
+// showSubtaskList renders a list of subtasks (a marker's subtasks= line,
+// the subtasks a gap leaves without a directory) for the text view: as
 // written ("0,1,3"), or, over maxListedSubtasks entries in strictly
 // ascending order, as ranges ("0-127, 128 of them").
 func showSubtaskList(xs []int) string {

@@ -955,3 +955,34 @@ func TestInspectTextEmptyInlineMaterialisation(t *testing.T) {
 		t.Errorf("subtask 2 materialization %q, want [inline]", m)
 	}
 }
+
+// The note on a tree whose subtask directories leave a gap names the
+// subtasks missing as ranges when there are more than a few: a tree
+// holding subtasks 0 and 5000 made a note of thousands of numbers, one
+// line of 30 KB in the text and in the JSON.
+func TestSummarizeWideGapNote(t *testing.T) {
+	root := t.TempDir()
+	for _, sub := range []int{0, 5000} {
+		p := filepath.Join(root, "v1", strconv.Itoa(sub), "checkpoint-3.snap")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rows := []Row{{Op: 1, Key: []byte("\x05s|k"), Value: []byte("v")}}
+		if _, err := WriteSnapshotFile(p, nil, rows, SnapshotOptions{Sidecar: true, CheckpointID: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := Summarize(vtOpen(t, root, OpenOptions{}))
+	found := false
+	for _, n := range sum.Notes {
+		if len(n) > 1000 {
+			t.Errorf("note of %d bytes: %.200s...", len(n), n)
+		}
+		if strings.Contains(n, "refuses to start subtasks 1-4999, 4999 of them,") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no note names subtasks 1-4999: %q", sum.Notes)
+	}
+}
