@@ -505,7 +505,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		// does, its handles name the input's files.
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("--state-base %s is the input tree: the output's handles name the materialisations there, which are the input's (the state before the rules) until the output is moved into its place; restore a job from the output only once it is there", opts.StateBase))
 	}
-	if ckpt := outputCheckpoint(sp, opts); sp.Kind != savepoint.InputFile && !opts.DryRun && ckpt == 0 {
+	if ckpt := outputCheckpoint(sp, opts); sp.Kind != savepoint.InputFile && ckpt == 0 {
+		// (In a dry run too, of an input of checkpoint 0: the plan's report
+		// is the apply's, and --strict refuses the run.)
 		fix := "give the output another id with --checkpoint-id"
 		if opts.CheckpointSet {
 			fix = "give --checkpoint-id an id other than 0"

@@ -2908,3 +2908,30 @@ func TestShadowedSubtaskDirWarned(t *testing.T) {
 		t.Errorf("no warning %q in %q", want, rep.Warnings)
 	}
 }
+
+// An input tree of checkpoint 0 makes an output of checkpoint 0, which
+// clink does not restore: the plan warns of it as the apply does.
+func TestCheckpointZeroWarnedInPlan(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTree(t, filepath.Join(dir, "in"), 0, "j", threeSubtasks(), baseVersions(t), "")
+	set := parseRules(t, "version: 1\nrules:\n  - drop_slot: {op: 7, slot: tmp}\n", nil)
+	applied, err := run(t, in, set, transform.Options{Out: filepath.Join(dir, "out")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(applied.Warnings, func(w string) bool { return strings.HasPrefix(w, "the output tree is checkpoint 0") }) {
+		t.Fatalf("test setup: no warning on checkpoint 0: %q", applied.Warnings)
+	}
+	planned, err := run(t, in, set, transform.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(planned.Warnings, applied.Warnings) {
+		t.Errorf("plan's warnings %q, apply's %q", planned.Warnings, applied.Warnings)
+	}
+	_, err = run(t, in, set, transform.Options{DryRun: true, Strict: true})
+	var werr *transform.WarningsError
+	if !errors.As(err, &werr) {
+		t.Errorf("plan --strict: %v, want a *WarningsError", err)
+	}
+}
