@@ -493,14 +493,17 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	rep.Warnings = append(rep.Warnings, renameVersionWarnings(sp, eng.steps, rep.PerRule)...)
 	rep.Warnings = append(rep.Warnings, remapVersionWarnings(sp, set, eng.steps, rep.Slots)...)
 	rep.Warnings = append(rep.Warnings, dropSlotVersionWarnings(sp, eng.steps, rep.PerRule, rep.Slots)...)
-	if opts.StateBase != "" && !opts.DryRun && (sp.Kind == savepoint.InputFile || sp.Backend != savepoint.BackendChangelogFile) {
+	// (The warnings on --state-base are made in a dry run too, which
+	// rescale --dry-run gives it: its report is the run's, and --strict
+	// refuses the same runs in both.)
+	if opts.StateBase != "" && (sp.Kind == savepoint.InputFile || sp.Backend != savepoint.BackendChangelogFile) {
 		// Only a changelog+file tree's changelogs hold handles.
 		what := "a file-backend tree"
 		if sp.Kind == savepoint.InputFile {
 			what = "a snapshot file"
 		}
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("--state-base %s is not used: the output is %s, which holds no materialisation handles (only a changelog+file tree's do)", opts.StateBase, what))
-	} else if opts.StateBase != "" && !opts.DryRun && sameDir(opts.StateBase, sp.Root) {
+	} else if opts.StateBase != "" && sameDir(opts.StateBase, sp.Root) {
 		// The usual way to write a tree that replaces its input; until it
 		// does, its handles name the input's files.
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("--state-base %s is the input tree: the output's handles name the materialisations there, which are the input's (the state before the rules) until the output is moved into its place; restore a job from the output only once it is there", opts.StateBase))

@@ -235,7 +235,12 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		opts.Progress, endProgress = p.update, p.finish
 	}
 	if !dry {
-		opts.Out, opts.Force, opts.StateBase = *tf.out, *tf.force, *tf.stateBase
+		opts.Out, opts.Force = *tf.out, *tf.force
+	}
+	if tf.stateBase != nil {
+		// What the output is to be (rescale --dry-run takes it too): the
+		// report warns of it, and --strict refuses it, as the run's would.
+		opts.StateBase = *tf.stateBase
 		opts.Generation, opts.Checkpoint, opts.CheckpointSet = *tf.generation, *tf.checkpointID, tf.open.fs.Changed("checkpoint-id")
 	}
 	// The report --force replaces describes the output it replaces: it is
