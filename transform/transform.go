@@ -101,6 +101,10 @@ type Options struct {
 	// killed after the output is in place leaves nothing that describes
 	// another output beside it.
 	BeforePublish func() error
+	// Report, when set, is where the caller saves the report: what an
+	// interrupted run left beside it (savepoint.ReportLeftovers) is named
+	// at the end of the report's warnings, which Strict counts.
+	Report string
 }
 
 // ErrAccounting is returned when a run's counts do not add up; it means a
@@ -559,6 +563,12 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		}
 		rep.Warnings = append(rep.Warnings, warns...)
 	}
+	// What lies beside the report the caller saves, last (after what the
+	// write adds, if any, as the caller once added it after the run).
+	reportAt := len(rep.Warnings)
+	if opts.Report != "" {
+		rep.Warnings = append(rep.Warnings, savepoint.ReportLeftovers(opts.Report)...)
+	}
 	if opts.Strict && len(rep.Warnings) > 0 {
 		// Nothing written: the report is a dry run's.
 		rep.DryRun = true
@@ -567,16 +577,19 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if opts.DryRun {
 		return rep, nil
 	}
+	reportLeft := slices.Clone(rep.Warnings[reportAt:])
+	rep.Warnings = rep.Warnings[:reportAt]
 	if err := write(ctx, sp, set, files, rep, opts); err != nil {
 		var published *savepoint.PublishedError
 		if errors.As(err, &published) {
+			rep.Warnings = append(rep.Warnings, reportLeft...)
 			return rep, err
 		}
 		return nil, err
 	}
 	w := append([]string{}, rep.Warnings[:leftAt]...)
 	w = append(w, savepoint.LeftoversAfterPublish(opts.Out, existed)...)
-	rep.Warnings = append(w, rep.Warnings[leftAt+leftN:]...)
+	rep.Warnings = append(append(w, rep.Warnings[leftAt+leftN:]...), reportLeft...)
 	return rep, nil
 }
 

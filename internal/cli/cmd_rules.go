@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/expr-lang/expr/vm"
@@ -225,7 +226,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		return fail(s, c.name, err)
 	}
 	defer sp.Close()
-	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version, TempDir: *tf.tempDir, Decompress: *tf.decompress, AllowMissingState: *tf.allowMissingState, Strict: *tf.strict}
+	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version, TempDir: *tf.tempDir, Decompress: *tf.decompress, AllowMissingState: *tf.allowMissingState, Strict: *tf.strict, Report: report}
 	// The text report gives an erasure's counts of keys; its lists of keys
 	// go only into JSON.
 	opts.KeyCountsOnly = report == "" && !*tf.asJSON
@@ -294,8 +295,15 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		fmt.Fprintf(s.Err, "sptool %s: %v came after the savepoint was put in place; %s is complete\n", c.name, context.Cause(ctx), out)
 	}
 	if report != "" {
-		// What a killed run left beside the report, as beside the output.
-		rep.Warnings = append(rep.Warnings, savepoint.ReportLeftovers(report)...)
+		// What a killed run left beside the report, as beside the output:
+		// Run named what was there before it (which --strict refuses);
+		// what this run left there since (the report it set aside and
+		// could not remove) is added.
+		for _, w := range savepoint.ReportLeftovers(report) {
+			if !slices.Contains(rep.Warnings, w) {
+				rep.Warnings = append(rep.Warnings, w)
+			}
+		}
 		if err := writeJSONFile(report, rep, *tf.force); err != nil {
 			after = append(after, reportNotWritten(report, err))
 		}
