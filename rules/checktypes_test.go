@@ -355,3 +355,27 @@ rules:
 		t.Errorf("expire_at and value on a short row: %v, want one explanation", err)
 	}
 }
+
+// An expression reading value that fails on a TTL row shorter than its
+// stamp for another reason (a division by zero, a conversion of the key)
+// is not said to fail on the nil value.
+func TestShortTTLOtherErrorNotValueNil(t *testing.T) {
+	for _, e := range []string{`len(key) % (len(key) - 1) == 0 || value > 5`, `int(key) > 3 || value > 5`} {
+		set, err := Parse("r.yaml", []byte("version: 1\nslots:\n  - {op: 7, slot: t, key: string, value: int64, ttl: true}\nrules:\n  - drop: {op: 7, slot: t, expr: '"+e+"'}\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", e, err)
+		}
+		var m vm.VM
+		var env Env
+		if err := set.FillEnv(&env, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("t"), []byte("k")), Value: []byte("abc")}, -1); err != nil {
+			t.Fatal(err)
+		}
+		_, err = set.Rules[0].Drop.Predicate.Eval(&m, &env)
+		if err == nil {
+			t.Fatalf("%s: no error", e)
+		}
+		if strings.Contains(err.Error(), "value is nil") {
+			t.Errorf("%s: %v, an error not of the nil value said to be", e, err)
+		}
+	}
+}

@@ -253,10 +253,11 @@ func runError(err error, fields Fields, env *Env) error {
 		}
 		c.Message += ": expire_at is nil on this row, " + why
 		fe, err = &c, &c
-	} else if ok && fields&FieldValue != 0 && env != nil && env.shortTTL && env.Value == nil {
+	} else if ok && (strings.Contains(fe.Message, "<nil>") || strings.Contains(fe.Message, "is nil")) && fields&FieldValue != 0 && env != nil && env.shortTTL && env.Value == nil {
 		// The slot's codec types value, which is nil on this row alone:
 		// expr's own message ("<nil> > int", "interface {} is nil, not
-		// string") names no cause.
+		// string") names no cause. (An error of another operation, a
+		// division by zero, is not of the nil value.)
 		c := *fe
 		c.Message += fmt.Sprintf(": value is nil on this row, whose value (%d bytes) is shorter than the 8-byte stamp the values of its TTL slot start with (clink reads it as no state): test expire_at != nil first, or drop such rows with a rule before this one (expire_at == nil)", len(env.ValueBytes))
 		fe, err = &c, &c
