@@ -337,10 +337,8 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		if err := sp.CheckFilesApart(opts.Out); err != nil {
 			return nil, err
 		}
-		if sp.Kind != savepoint.InputFile && sp.Backend == savepoint.BackendChangelogFile {
-			if err := checkStateBaseApart(opts.StateBase, opts.Out); err != nil {
-				return nil, err
-			}
+		if err := CheckStateBaseApart(sp, opts.StateBase, opts.Out); err != nil {
+			return nil, err
 		}
 	}
 	if err := sp.CheckIntegrity(", and its rewrite would carry a sidecar clink accepts"); err != nil {
@@ -3544,6 +3542,17 @@ func CheckStateBase(base string) error {
 		return fmt.Errorf("--state-base %q holds a control character (a newline, a tab): give the path the job restores from as its configuration spells it", base)
 	}
 	return nil
+}
+
+// CheckStateBaseApart refuses, for an output of sp at out, a state base
+// (Options.StateBase) that lies inside out, when the output holds handles
+// (a changelog+file tree): Run refuses it before it writes anything; a dry
+// run given the output it would be (rescale --dry-run -o) checks it here.
+func CheckStateBaseApart(sp *savepoint.Savepoint, base, out string) error {
+	if sp.Kind == savepoint.InputFile || sp.Backend != savepoint.BackendChangelogFile {
+		return nil
+	}
+	return checkStateBaseApart(base, out)
 }
 
 // checkStateBaseApart refuses a state base (Options.StateBase) that lies

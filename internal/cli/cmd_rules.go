@@ -243,6 +243,12 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		// report warns of it, and --strict refuses it, as the run's would.
 		opts.StateBase = *tf.stateBase
 		opts.Generation, opts.Checkpoint, opts.CheckpointSet = *tf.generation, *tf.checkpointID, tf.open.fs.Changed("checkpoint-id")
+		if dry && out != "" {
+			// (The run refuses a state base inside its output.)
+			if err := transform.CheckStateBaseApart(sp, opts.StateBase, out); err != nil {
+				return fail(s, c.name, err)
+			}
+		}
 	}
 	// The report --force replaces describes the output it replaces: it is
 	// set aside just before the new output is put in place, so that a run
