@@ -552,13 +552,15 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		// (In a dry run too: --strict refuses the same runs in both.)
 		rep.Warnings = append(rep.Warnings, "the input has no COMPLETED marker, so the output has none (clink does not need one to restore)")
 	}
+	var receipts map[string][]byte // those the output carries, for write
 	if sp.Kind != savepoint.InputFile {
 		// The receipts the output leaves behind (in a dry run too: the
 		// plan's report is the apply's, and --strict refuses the run).
-		_, warns, err := receiptFates(sp, files, rep.Rescale != nil, outputCheckpoint(sp, opts))
+		placed, warns, err := receiptFates(sp, files, rep.Rescale != nil, outputCheckpoint(sp, opts))
 		if err != nil {
 			return nil, err
 		}
+		receipts = placed
 		rep.Warnings = append(rep.Warnings, warns...)
 	}
 	// What lies beside the report the caller saves, last (after what the
@@ -577,7 +579,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	}
 	reportLeft := slices.Clone(rep.Warnings[reportAt:])
 	rep.Warnings = rep.Warnings[:reportAt]
-	if err := write(ctx, sp, set, files, rep, opts); err != nil {
+	if err := write(ctx, sp, set, files, rep, opts, receipts); err != nil {
 		var published *savepoint.PublishedError
 		if errors.As(err, &published) {
 			rep.Warnings = append(rep.Warnings, reportLeft...)

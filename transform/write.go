@@ -107,8 +107,9 @@ func outputCheckpoint(sp *savepoint.Savepoint, opts Options) uint64 {
 	return sp.Checkpoint
 }
 
-// write publishes the output files.
-func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files []*newFile, rep *Report, opts Options) (err error) {
+// write publishes the output files; a tree's carries receipts, the 2PC
+// commit receipts Run placed (receiptFates), at their paths.
+func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files []*newFile, rep *Report, opts Options, receipts map[string][]byte) (err error) {
 	tool := opts.Tool
 	if tool == "" {
 		tool = "sptool"
@@ -230,12 +231,9 @@ func write(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, files [
 	if err != nil {
 		return err
 	}
-	// (Run put the warnings on those left in the report.)
-	placed, _, err := receiptFates(sp, files, rep.Rescale != nil, ckpt)
-	if err != nil {
-		return err
-	}
-	for rel, b := range placed {
+	// (Run placed them once, and put the warnings on those left in the
+	// report.)
+	for rel, b := range receipts {
 		extra[rel] = b
 	}
 	if ckpt != sp.Checkpoint {
