@@ -86,6 +86,12 @@ type SpillOptions struct {
 	// sort ends with an error that is context.Canceled (a run that was
 	// cancelled does not sort every row first).
 	Stop func() bool
+	// Only, when not nil, chooses the rows sorted: a row of the source it
+	// reports false for is left out, as if the source did not hold it
+	// (not a duplicate: Dropped is not called). It is called in the pass
+	// over the source, from several goroutines at once; key is valid only
+	// during the call.
+	Only func(op uint64, key []byte) bool
 }
 
 // stopped reports whether the sort is to end (SpillOptions.Stop).
@@ -779,6 +785,16 @@ func (p *partition) addRange(src ColumnSource, lo, hi int, opts *SpillOptions) e
 			if opts.stopped() {
 				return context.Canceled
 			}
+		}
+		if opts.Only != nil {
+			// (Row by row: the rows chosen are rarely whole runs.)
+			if op, key := src.Op(i), src.Key(i); opts.Only(op, key) {
+				if err := p.add(op, key, src.Value(i)); err != nil {
+					return err
+				}
+			}
+			i++
+			continue
 		}
 		if runs != nil {
 			if b, blo, m, ok := runs.Run(i); ok {

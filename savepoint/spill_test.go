@@ -160,6 +160,65 @@ func checkSortSpilled(t *testing.T, rows []Row, budget int, keep bool) (*Spilled
 	return sp, want
 }
 
+// TestSortSpilledOnly: rows SpillOptions.Only leaves out are not sorted
+// and are not duplicates (Dropped never hears of them): the sort of a
+// source through Only gives what the sort of the rows Only keeps gives,
+// keeping duplicates or not, with the first pass in one part or several.
+func TestSortSpilledOnly(t *testing.T) {
+	defer func(v int) { spillPartRows = v }(spillPartRows)
+	for _, partRows := range []int{1 << 18, 700} {
+		spillPartRows = partRows
+		rows := spillRows(rand.New(rand.NewPCG(7, uint64(partRows))), 5000)
+		only := func(op uint64, key []byte) bool { return op != 1e18 && (len(key) == 0 || key[0] != 7) }
+		var kept []Row
+		for _, r := range rows {
+			if only(r.Op, r.Key) {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) == 0 || len(kept) == len(rows) {
+			t.Fatalf("%d of %d rows kept: the test needs some of each", len(kept), len(rows))
+		}
+		for _, keep := range []bool{false, true} {
+			t.Run(fmt.Sprintf("parts of %d keep %v", partRows, keep), func(t *testing.T) {
+				want, wantLost := sortedRowStrings(kept, keep)
+				var gotLost []string
+				sp, err := SortSpilled(Columns(RowSlice(rows)), SpillOptions{Dir: t.TempDir(), Budget: 1 << 10, KeepDuplicates: keep, Only: only, Dropped: func(r Row) { gotLost = append(gotLost, rowString(r)) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sp.Close()
+				cur := sp.Snapshot().NewCursor()
+				var got []string
+				for i := range cur.Len() {
+					got = append(got, rowString(cur.Row(i)))
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%d rows sorted, want the %d rows kept, in order", len(got), len(want))
+				}
+				slices.Sort(gotLost)
+				if !slices.Equal(gotLost, wantLost) {
+					t.Errorf("dropped %d rows as duplicates, want %d", len(gotLost), len(wantLost))
+				}
+			})
+		}
+	}
+}
+
+// sortedRowStrings returns rows as CanonicalPositions orders them (or, with
+// keep, SortOrder: every row, a stable sort), and the rows it drops, sorted.
+func sortedRowStrings(rows []Row, keep bool) (sorted, lost []string) {
+	pos := CanonicalPositions(Columns(RowSlice(rows)), func(p uint32) { lost = append(lost, rowString(rows[p])) }, nil)
+	if keep {
+		pos, lost = SortOrder(len(rows), func(i int) (uint64, []byte) { return rows[i].Op, rows[i].Key }), nil
+	}
+	for _, p := range pos {
+		sorted = append(sorted, rowString(rows[p]))
+	}
+	slices.Sort(lost)
+	return sorted, lost
+}
+
 // TestSortSpilledRandomShapes: the external sort against the in-memory one
 // on random rows of few distinct keys (duplicates everywhere, so that any
 // reordering within a bucket shows), values from none to many times a
