@@ -127,14 +127,14 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 	for _, w := range append(sp.ReadWarnings(), sp.EmptyPayloadWarnings()...) {
 		fmt.Fprintf(s.Err, "sptool cat: warning: %s\n", w)
 	}
-	// A large file out of canonical order is read through a sorted copy
-	// (every row kept, duplicates in stream order), sequentially, in
-	// bounded memory; a smaller one through an index sorted in memory.
-	view, _, removeCopies, err := sp.InOrder(ctx, *tempDir, catSpillRows, true)
-	if err != nil {
-		return fail(s, c.name, err)
+	// The rows --op and --slot choose: a file out of canonical order sorts
+	// only those (see openCatFile).
+	var pick func(op uint64, key []byte) bool
+	if *op != "" || slotIs != nil {
+		pick = func(o uint64, key []byte) bool {
+			return (*op == "" || o == opID) && (slotIs == nil || slotIs(savepoint.ParseKey(key)))
+		}
 	}
-	defer removeCopies()
 	// Every line is built by an appender (appendCatText, appendCatJSON,
 	// appendCatCSV) and written on a goroutine of its own while the next
 	// are built.
@@ -191,27 +191,40 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		return ExitOK
 	}
 	var scratch []byte
-	for fi, f := range view.Files {
-		header := savepoint.ShowName(f.Rel)
-		if f.Subtask >= 0 {
-			header = fmt.Sprintf("%s (subtask %d)", savepoint.ShowName(f.Rel), f.Subtask)
+	var cf *catFile // the file being printed
+	defer func() {
+		if cf != nil {
+			cf.close()
 		}
-		cur := f.Snapshot.NewCursor()
+	}()
+	for _, orig := range sp.Files {
+		header := savepoint.ShowName(orig.Rel)
+		if orig.Subtask >= 0 {
+			header = fmt.Sprintf("%s (subtask %d)", savepoint.ShowName(orig.Rel), orig.Subtask)
+		}
 		// A file in canonical order (as sptool writes them) is printed as
 		// stored, its pages released as it goes; any other through an
-		// index sorted into that order (4 bytes a row), read where the
-		// index points.
-		var order []uint32
-		sorted, _ := f.Snapshot.Order()
-		if !sorted {
-			order = savepoint.SortOrder(cur.Len(), func(i int) (uint64, []byte) { return cur.Op(i), cur.Key(i) })
+		// index sorted into that order, or a sorted copy.
+		first := 0
+		if filter == nil && *limit > 0 {
+			first = *limit - printed
 		}
-		every, left := f.ReleaseRows(), 0
-		for at := range cur.Len() {
+		var err error
+		if cf, err = openCatFile(ctx, orig, *tempDir, pick, first); err != nil {
+			return fail(s, c.name, err)
+		}
+		f, cur, order := cf.file, cf.cur, cf.order
+		n := cur.Len()
+		if order != nil {
+			n = len(order)
+		}
+		every, left := cmp.Or(cf.release, f.ReleaseRows()), 0
+		for at := range n {
 			i := at
 			if order != nil {
 				i = int(order[at])
-			} else if left--; left <= 0 {
+			}
+			if left--; left <= 0 {
 				f.ReleasePages() // what was printed stays cached, not resident
 				left = every
 			}
@@ -229,7 +242,7 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 			if filter != nil {
 				ok, err := filter(r, f.Subtask)
 				if err != nil {
-					return fail(s, c.name, fmt.Errorf("%s: %s %w", f.Rel, storedRowName(sp.Files[fi], f != sp.Files[fi], cur, i), err))
+					return fail(s, c.name, fmt.Errorf("%s: %s %w", f.Rel, storedRowName(orig, cf.copy != nil, cur, i), err))
 				}
 				if !ok {
 					continue
@@ -276,8 +289,10 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 		}
 		// Done with the file: its pages leave the resident set (a tree of
 		// 64 files of 156K rows each kept 400 MB of them, none passing
-		// the release every f.ReleaseRows() rows above).
+		// the release every f.ReleaseRows() rows above), and its sorted
+		// copy goes.
 		f.ReleasePages()
+		cf.close()
 	}
 	return finish()
 }

@@ -274,8 +274,10 @@ func writeTextRow(w io.Writer, cr catRow, r savepoint.Row, k savepoint.Key) {
 }
 
 // cat prints the same bytes whether a file out of canonical order goes
-// through an index sorted in memory or through a sorted copy on disk, in
-// every format, duplicates and all, and removes its copies.
+// through an index sorted in memory, through a sorted copy on disk (of the
+// rows --op and --slot choose), or, under a --limit, through the first
+// rows found in one pass, in every format, duplicates and all, and removes
+// its copies.
 func TestCatThroughSortedCopies(t *testing.T) {
 	// A file in no order whose keys each come two or three times, with
 	// other values: a copy must keep every row, duplicates in stream order.
@@ -310,22 +312,27 @@ func TestCatThroughSortedCopies(t *testing.T) {
 		}
 		sp.Close()
 		for _, format := range []string{"text", "jsonl", "csv"} {
-			run := func(spillRows int) string {
-				defer func(n int) { catSpillRows = n }(catSpillRows)
-				catSpillRows = spillRows
-				tmp := t.TempDir()
-				var out, errs bytes.Buffer
-				if code := Main(context.Background(), []string{"cat", "--allow-unverified", "--format", format, "--temp-dir", tmp, in}, &Streams{Out: &out, Err: &errs}); code != ExitOK {
-					t.Fatalf("cat %s --format %s: exit %d: %s", in, format, code, errs.String())
+			for _, sel := range [][]string{nil, {"--limit", "7"}, {"--limit", "2500"}, {"--op", "2"}, {"--slot", "slot", "--limit", "40"}, {"--op", "3", "--slot", "slot", "--limit", "1"}, {"--op", "9", "--limit", "3"}} {
+				// run prints in through sorted copies from spillRows rows,
+				// and through the first rows found up to firstRows.
+				run := func(spillRows, firstRows int) string {
+					defer func(n, m int) { catSpillRows, catFirstRows = n, m }(catSpillRows, catFirstRows)
+					catSpillRows, catFirstRows = spillRows, firstRows
+					tmp := t.TempDir()
+					var out, errs bytes.Buffer
+					args := append([]string{"cat", "--allow-unverified", "--format", format, "--temp-dir", tmp, in}, sel...)
+					if code := Main(context.Background(), args, &Streams{Out: &out, Err: &errs}); code != ExitOK {
+						t.Fatalf("%v: exit %d: %s", args, code, errs.String())
+					}
+					if left, _ := os.ReadDir(tmp); len(left) > 0 {
+						t.Fatalf("%v left %d temporary files", args, len(left))
+					}
+					return out.String()
 				}
-				if left, _ := os.ReadDir(tmp); len(left) > 0 {
-					t.Fatalf("cat %s left %d temporary files", in, len(left))
+				inMemory, copied, first := run(1<<30, 0), run(1, 0), run(1<<30, 1<<30)
+				if sel == nil && inMemory == "" || inMemory != copied || inMemory != first {
+					t.Fatalf("cat %s --format %s %v: %d bytes through a sorted index, %d through sorted copies, %d through the first rows, not the same", in, format, sel, len(inMemory), len(copied), len(first))
 				}
-				return out.String()
-			}
-			inMemory, copied := run(1<<30), run(1)
-			if inMemory == "" || inMemory != copied {
-				t.Fatalf("cat %s --format %s: %d bytes through a sorted index, %d through sorted copies, not the same", in, format, len(inMemory), len(copied))
 			}
 		}
 	}
