@@ -168,7 +168,8 @@ type Snapshot struct {
 	// a record batch's body outside what its rows use (a validity bitmap,
 	// slack past the values or offsets, bytes outside the span a binary
 	// column's offsets give, bytes between and after the buffers), a
-	// schema message's body and messages' custom_metadata. clink's writer
+	// schema message's body, messages' custom_metadata and the schema's
+	// fields' custom_metadata (which clink ignores). clink's writer
 	// leaves none; a copy of the file carries them. Unknown for compressed
 	// record-batch bodies (see Compression).
 	LooseBytes int64

@@ -575,7 +575,9 @@ type messageInfo struct {
 	// cols are a schema's columns (nil unless all are of known kinds).
 	cols []columnKind
 	// custom counts the bytes of the keys and values of the message's
-	// custom_metadata, which no reader's rows or schema hold.
+	// custom_metadata and, in a schema, of its fields' custom_metadata,
+	// which no reader's rows or schema hold (clink ignores a field's
+	// metadata, and no writer sptool or clink runs writes any).
 	custom int64
 }
 
@@ -627,9 +629,11 @@ func peekMessage(meta []byte) (info messageInfo, err error) {
 			return info, fmt.Errorf("schema header: %w", err)
 		}
 		if ok {
-			if info.cols, err = checkSchemaFB(hdr, &strBytes); err != nil {
+			var fieldMeta int
+			if info.cols, fieldMeta, err = checkSchemaFB(hdr, &strBytes); err != nil {
 				return info, fmt.Errorf("schema: %w", err)
 			}
+			info.custom += int64(fieldMeta)
 		}
 	}
 	if info.typ == msgRecordBatch {
@@ -712,52 +716,56 @@ const maxSchemaFields = 64
 // encoded ones (field 4; clink writes no dictionaries, and arrow-go reads
 // dictionary batches before the schema is checked). The field names
 // and metadata strings are taken from *strBytes (see fbString). It returns
-// the kinds of the columns, or nil if one is of another type.
-func checkSchemaFB(schema flatbuffers.Table, strBytes *int) ([]columnKind, error) {
+// the kinds of the columns, or nil if one is of another type, and the bytes
+// of the keys and values of the fields' custom_metadata.
+func checkSchemaFB(schema flatbuffers.Table, strBytes *int) ([]columnKind, int, error) {
 	// Schema.endianness (field 0): 1 is big-endian. Arrow C++ swaps such a
 	// stream's buffers as it reads them; arrow-go would swap them in place,
 	// in the read-only map of the file.
 	if fbUint(schema, 0, 2) == 1 {
-		return nil, errors.New("a big-endian stream: sptool reads little-endian streams only, as clink and every Arrow writer on common machines write them (clink's reader converts a big-endian one); rewrite it little-endian with an Arrow tool")
+		return nil, 0, errors.New("a big-endian stream: sptool reads little-endian streams only, as clink and every Arrow writer on common machines write them (clink's reader converts a big-endian one); rewrite it little-endian with an Arrow tool")
 	}
 	n, err := fbVector(schema, 1, 4, maxSchemaFields)
 	if err != nil {
-		return nil, fmt.Errorf("fields: %w", err)
+		return nil, 0, fmt.Errorf("fields: %w", err)
 	}
 	if err := checkMetadataFB(schema, 2, strBytes); err != nil {
-		return nil, fmt.Errorf("custom metadata: %w", err)
+		return nil, 0, fmt.Errorf("custom metadata: %w", err)
 	}
 	if n == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	cols := make([]columnKind, 0, n)
+	fieldMeta := 0
 	p := fbField(schema, 1, 4)
 	vec := p + int(binary.LittleEndian.Uint32(schema.Bytes[p:])) + 4
 	for i := 0; i < n; i++ {
 		ep := vec + 4*i
 		f, err := fbTable(schema.Bytes, ep+int(binary.LittleEndian.Uint32(schema.Bytes[ep:])))
 		if err != nil {
-			return nil, fmt.Errorf("field %d: %w", i, err)
+			return nil, 0, fmt.Errorf("field %d: %w", i, err)
 		}
 		kids, err := fbVector(f, 5, 4, -1)
 		if err != nil {
-			return nil, fmt.Errorf("field %d children: %w", i, err)
+			return nil, 0, fmt.Errorf("field %d children: %w", i, err)
 		}
 		if kids > 0 {
-			return nil, fmt.Errorf("field %d has %d children; clink's schemas have no nested fields", i, kids)
+			return nil, 0, fmt.Errorf("field %d has %d children; clink's schemas have no nested fields", i, kids)
 		}
 		if fbField(f, 4, 4) != 0 {
-			return nil, fmt.Errorf("field %d is dictionary-encoded; clink streams have no dictionaries", i)
+			return nil, 0, fmt.Errorf("field %d is dictionary-encoded; clink streams have no dictionaries", i)
 		}
 		if err := fbString(f, 0, strBytes); err != nil {
-			return nil, fmt.Errorf("field %d name: %w", i, err)
+			return nil, 0, fmt.Errorf("field %d name: %w", i, err)
 		}
+		before := *strBytes
 		if err := checkMetadataFB(f, 6, strBytes); err != nil {
-			return nil, fmt.Errorf("field %d metadata: %w", i, err)
+			return nil, 0, fmt.Errorf("field %d metadata: %w", i, err)
 		}
+		fieldMeta += before - *strBytes
 		k, ok, err := fieldKind(f)
 		if err != nil {
-			return nil, fmt.Errorf("field %d type: %w", i, err)
+			return nil, 0, fmt.Errorf("field %d type: %w", i, err)
 		}
 		if ok && cols != nil {
 			cols = append(cols, k)
@@ -765,7 +773,7 @@ func checkSchemaFB(schema flatbuffers.Table, strBytes *int) ([]columnKind, error
 			cols = nil
 		}
 	}
-	return cols, nil
+	return cols, fieldMeta, nil
 }
 
 // Flatbuffer type tags (Field.type_type) of the columns fieldKind knows.

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // LooseBytes counts the bytes a copy of a file would carry that no row
@@ -42,6 +44,8 @@ func TestLooseBytes(t *testing.T) {
 		{"clink's", clink, 0},
 		{"padding of zeros", padded("\x00\x00\x00\x00\x00"), 0},
 		{"padding holding bytes", padded("anna\x00"), 4},
+		// clink ignores a field's custom metadata; a copy would carry it.
+		{"a field's custom metadata", fieldMetadataStream(t, "note", "anna"), 8},
 	} {
 		s, err := DecodeSnapshot(c.data, ReadOptions{})
 		if err != nil {
@@ -54,4 +58,13 @@ func TestLooseBytes(t *testing.T) {
 	if !bytes.Equal(canonical[end-5:end], make([]byte, 5)) {
 		t.Fatalf("test setup: the 5 bytes before the marker are % x, not padding", canonical[end-5:end])
 	}
+}
+
+// fieldMetadataStream is clink's fixture rows in a canonical stream whose
+// first field carries the custom metadata key=value.
+func fieldMetadataStream(t *testing.T, key, value string) []byte {
+	t.Helper()
+	fields := slices.Clone(canonicalFields)
+	fields[0].Metadata = arrow.NewMetadata([]string{key}, []string{value})
+	return streamOf(t, fields, map[string]string{MetaFormatVersion: "1"}, 1)
 }

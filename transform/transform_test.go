@@ -21,6 +21,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/transform"
@@ -1103,6 +1107,51 @@ func TestErasureRewritesLooseBytes(t *testing.T) {
 		if rep.Files[0].Action != tc.action || bytes.Contains(got, []byte("anna")) != (tc.action == "copy") {
 			t.Errorf("%s: action %s, output holds the loose bytes: %v; want %s", tc.rules, rep.Files[0].Action, bytes.Contains(got, []byte("anna")), tc.action)
 		}
+	}
+}
+
+// TestErasureRewritesFieldMetadata: a file whose schema gives a field
+// custom metadata (which clink ignores, and neither clink's writer nor
+// sptool's writes) holds bytes no row holds; an erasure writes it anew,
+// so that they do not reach the output, even when no rule changed its rows.
+func TestErasureRewritesFieldMetadata(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.snap")
+	fields := []arrow.Field{
+		{Name: "op_id", Type: arrow.PrimitiveTypes.Uint64, Metadata: arrow.NewMetadata([]string{"note"}, []string{"last seen: anna"})},
+		{Name: "key_bytes", Type: arrow.BinaryTypes.Binary},
+		{Name: "value_bytes", Type: arrow.BinaryTypes.Binary},
+	}
+	md := arrow.NewMetadata([]string{savepoint.MetaFormatVersion}, []string{"1"})
+	schema := arrow.NewSchema(fields, &md)
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer rb.Release()
+	rb.Field(0).(*array.Uint64Builder).Append(99)
+	rb.Field(1).(*array.BinaryBuilder).Append(savepoint.EncodeKeyedKey([]byte("x"), []byte("bob")))
+	rb.Field(2).(*array.BinaryBuilder).Append([]byte("v"))
+	rec := rb.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out.snap")
+	rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: [anna]}\n", nil), transform.Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Files[0].Action != "rewrite" || bytes.Contains(got, []byte("anna")) {
+		t.Errorf("action %s, output holds the field's metadata: %v; want rewrite, and not", rep.Files[0].Action, bytes.Contains(got, []byte("anna")))
 	}
 }
 
