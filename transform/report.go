@@ -179,7 +179,8 @@ type RuleStats struct {
 // PurgeAudit is the record of an erasure: every listed key, whether rows of
 // it were found and removed, and how many.
 type PurgeAudit struct {
-	// KeysListed counts the keys the rule lists; KeysFile and KeysDigest
+	// KeysListed counts the distinct keys the rule lists (a key listed
+	// twice counts once, as it is purged once); KeysFile and KeysDigest
 	// name its keys_file as given and the SHA-256 of its bytes (both
 	// absent for keys listed in the rule file).
 	KeysListed int    `json:"keys_listed"`
