@@ -235,3 +235,44 @@ func TestUnscopedPurgeUnreadableBlob(t *testing.T) {
 		t.Errorf("output written: %v", err)
 	}
 }
+
+// TestPurgeDropsBlobTrailingBytes: the bytes of a timer blob after its
+// timers, which a restore ignores, may hold a listed key (here the record
+// of a timer of "anna" past a count cut short): a purge keeps none of them,
+// whether or not it removed a timer from the blob, and counts the blob
+// changed. The timers are kept.
+func TestPurgeDropsBlobTrailingBytes(t *testing.T) {
+	bob := []savepoint.Timer{{Time: 5, Key: []byte("bob")}}
+	hidden := savepoint.EncodeTimers([]savepoint.Timer{{Time: 6, Key: []byte("anna")}}, nil)[4:]
+	for _, keys := range []string{"[anna]", "[carl]"} {
+		dir := t.TempDir()
+		rows := []savepoint.Row{
+			{Op: 1, Key: savepoint.EncodeKeyedKey([]byte("c"), []byte("bob")), Value: []byte("v")},
+			{Op: 1, Key: []byte("\xff__clink_timers"), Value: append(savepoint.EncodeTimers(bob, nil), hidden...)},
+		}
+		sp, set := fileAndRules(t, dir, rows, "  - purge_keys: {keys: "+keys+"}\n")
+		out := filepath.Join(dir, "out.snap")
+		rep, err := Run(context.Background(), sp, set, Options{Out: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := savepoint.Open(out, savepoint.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var blob []byte
+		got.Files[0].Snapshot.EachRow(func(_ int, r savepoint.Row) bool {
+			if savepoint.IsTimerBlob(r.Key) {
+				blob = bytes.Clone(r.Value)
+			}
+			return true
+		})
+		got.Close()
+		if want := savepoint.EncodeTimers(bob, nil); !bytes.Equal(blob, want) {
+			t.Errorf("keys %s: blob % x, want % x (its timers, nothing after them)", keys, blob, want)
+		}
+		if rs := rep.PerRule[0]; rs.Changed != 1 || rs.Purge.TimersRemoved != 0 {
+			t.Errorf("keys %s: changed %d, timers removed %d; want 1 and 0", keys, rs.Changed, rs.Purge.TimersRemoved)
+		}
+	}
+}

@@ -335,7 +335,7 @@ func purgeStep(p *rules.PurgeKeysSpec) func(w *worker, i int, r savepoint.Row, k
 				// that no timer of an erased key is left: nothing is written.
 				return r, false, fmt.Errorf("timer blob %s: %w: the purge removes the listed keys' timers from every timer blob in its scope and cannot read this one; repair or drop the blob, or scope the purge with 'slot:' (which leaves timer blobs alone)", savepoint.RenderKey(r.Key), err)
 			}
-			if removed > 0 {
+			if removed > 0 || len(v) != len(r.Value) {
 				// The rule applied to the blob: matched, and changed.
 				w.res.rules[i].matched++
 				w.res.rules[i].changed++
@@ -389,7 +389,10 @@ func countTimers(blob []byte, match func(key []byte) bool) (int, error) {
 }
 
 // purgeTimers removes from a timer blob the timers whose key matches; it
-// returns the blob unchanged when none does.
+// returns the blob unchanged when none does and it holds nothing after its
+// timers. Bytes after the timers, which a restore ignores and no timer
+// holds (a timer past a count that was cut short keeps its key there), are
+// dropped: an erasure keeps none of a blob's bytes but its timers'.
 func purgeTimers(blob []byte, match func(key []byte) bool) ([]byte, int, error) {
 	proc, event, err := savepoint.ParseTimers(blob)
 	if err != nil {
@@ -407,8 +410,14 @@ func purgeTimers(blob []byte, match func(key []byte) bool) ([]byte, int, error) 
 		}
 		return out
 	}
+	size := 8 // the two counts
+	for _, ts := range [][]savepoint.Timer{proc, event} {
+		for _, t := range ts {
+			size += 12 + len(t.Key)
+		}
+	}
 	proc, event = keep(proc), keep(event)
-	if removed == 0 {
+	if removed == 0 && size == len(blob) {
 		return blob, 0, nil
 	}
 	return savepoint.EncodeTimers(proc, event), removed, nil
