@@ -1167,7 +1167,7 @@ func (v *validator) checkOrder(f *File) {
 	rows := s.NewCursor()
 	for i := 1; i < rows.Len(); i++ {
 		if rows.Row(i-1).Compare(rows.Row(i)) > 0 {
-			v.fileFinding(f, SeverityWarning, CheckUnsorted, fmt.Sprintf("rows are not in (op, key) order (first out of order: row %d): clink reads rows in any order; sptool writes them sorted", i))
+			v.fileFinding(f, SeverityWarning, CheckUnsorted, fmt.Sprintf("rows are not in (op, key) order (first out of order: row %d): clink reads rows in any order; sptool writes them sorted unless apply --keep-order keeps a file's order", i))
 			break
 		}
 	}

@@ -88,6 +88,18 @@ type Options struct {
 	// canonical form of every rewritten file; without Decompress, an
 	// output is compressed as its input is.
 	Decompress bool
+	// KeepOrder writes each rewritten file's rows in the order its input
+	// stores them instead of sorting them into canonical (op, key) order:
+	// a file in clink's own (hash-map) order is then not sorted (no
+	// temporary files for it, and in less time). The rows written and
+	// every count of the report are those of a sorted run; the files
+	// differ in order only, restore the same state, and are not canonical
+	// (sptool validate warns of their order, as of clink's own files). A
+	// file whose output would hold a key twice is sorted all the same, its
+	// copies resolved as a restore resolves them, and so is one whose keys
+	// cannot be checked for that within DistinctBudget (a hash of 8 bytes
+	// a row); a rescaled group's new files are always sorted.
+	KeepOrder bool
 	// KeyCountsOnly leaves out the lists of keys of each erasure audit
 	// (PurgeAudit's Found, NotFound and NotFoundHex stay nil), for a caller
 	// that shows only their counts (KeysFound, KeysNotFound): a list of
@@ -409,7 +421,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		fileCtxs[i], cancels[i] = context.WithCancel(ctx)
 		defer cancels[i]()
 	}
-	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts, min(jobs, len(sp.Files))), dry: opts.DryRun, decompress: opts.Decompress, cancels: cancels}
+	eng := &engine{set: set, steps: compile(set), fields: set.Fields(), progress: opts.Progress, spill: newSpiller(opts, min(jobs, len(sp.Files))), dry: opts.DryRun, decompress: opts.Decompress, keepOrder: opts.KeepOrder, cancels: cancels}
 	bindWarnings := bindSetVersions(sp, eng.steps)
 	eng.failedAt.Store(math.MaxInt64)
 	eng.passedOver = make([]atomic.Int64, len(eng.steps))
@@ -1737,6 +1749,9 @@ type engine struct {
 	dry     bool // a plan: nothing is written
 	// decompress: every output is an uncompressed stream (Options.Decompress).
 	decompress bool
+	// keepOrder: rows are written in stream order, never sorted
+	// (Options.KeepOrder).
+	keepOrder bool
 	// valueFates: a rule may drop a row or keep it by its value
 	// (decidesByValue), so two stored copies of a key may meet different
 	// fates.
@@ -1873,9 +1888,10 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 		}
 	}
 	if res.changed && !sorted {
-		if e.dry && savepoint.DistinctKeys(out.Len(), out.eachKeyIn, savepoint.DistinctBudget(f)) {
-			// A plan writes nothing, and with no duplicate to take back
-			// sorting the rows would change no count.
+		if (e.dry || e.keepOrder) && savepoint.DistinctKeys(out.Len(), out.eachKeyIn, savepoint.DistinctBudget(f)) {
+			// With no duplicate to take back, sorting the rows would
+			// change no count: a plan writes nothing, and under KeepOrder
+			// the rows are written in stream order.
 			return res
 		}
 		dupes, err := out.canonicalise(dropped)

@@ -80,6 +80,7 @@ type transformFlags struct {
 	force, asJSON, allowUnverif   *bool
 	allowMissingState             *bool
 	quiet, decompress, strict     *bool
+	keepOrder                     *bool // plan and apply only
 	jobs, generation              *int
 	checkpointID                  *uint64
 	open                          openFlags
@@ -160,6 +161,11 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 	c := commands[name]
 	fs := flagSet(c)
 	tf := addTransformFlags(fs, dry)
+	keepUsage := "write each rewritten file's rows in the order the input stores them, not sorted into canonical (op, key) order: a file in clink's hash-map order is not sorted (no temporary files for it, and less time); one whose output would hold a key twice is sorted all the same (see the README)"
+	if dry {
+		keepUsage = "accepted as apply takes it: the order of the rows changes no count"
+	}
+	tf.keepOrder = fs.Bool("keep-order", false, keepUsage)
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}
@@ -226,7 +232,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		return fail(s, c.name, err)
 	}
 	defer sp.Close()
-	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version, TempDir: *tf.tempDir, Decompress: *tf.decompress, AllowMissingState: *tf.allowMissingState, Strict: *tf.strict, Report: report}
+	opts := transform.Options{DryRun: dry, Jobs: *tf.jobs, Tool: "sptool/" + Version, TempDir: *tf.tempDir, Decompress: *tf.decompress, KeepOrder: tf.keepOrder != nil && *tf.keepOrder, AllowMissingState: *tf.allowMissingState, Strict: *tf.strict, Report: report}
 	// The text report gives an erasure's counts of keys; its lists of keys
 	// go only into JSON.
 	opts.KeyCountsOnly = report == "" && !*tf.asJSON

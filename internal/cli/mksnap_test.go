@@ -18,7 +18,7 @@ import (
 // spec lists, so that a script can hold inputs no sptool command makes
 // (bytes clink writes and sptool only reads).
 //
-//	exec mksnap [-sidecar ID] OUT SPEC
+//	exec mksnap [-sidecar ID] [-as-is] OUT SPEC
 //
 // SPEC has one entry a line; blank lines and lines starting with '#' are
 // skipped. Strings are Go-quoted ("\xff__clink_timers") or 0x hex:
@@ -26,7 +26,8 @@ import (
 //	meta KEY VALUE        a schema metadata entry, after clink.format_version "1", in the order listed
 //	row OP KEY VALUE      a row of operator OP (decimal)
 //
-// The rows are written in canonical order; -sidecar writes a .meta sidecar
+// The rows are written in canonical order, or with -as-is in the order
+// listed (as clink's writers leave them); -sidecar writes a .meta sidecar
 // for checkpoint ID.
 func mksnapMain() int {
 	if err := mksnap(os.Args[1:]); err != nil {
@@ -39,17 +40,18 @@ func mksnapMain() int {
 func mksnap(args []string) error {
 	fs := flag.NewFlagSet("mksnap", flag.ContinueOnError)
 	sidecar := fs.Int64("sidecar", -1, "write a .meta sidecar for this checkpoint id")
+	asIs := fs.Bool("as-is", false, "write the rows in the order listed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 2 {
-		return fmt.Errorf("usage: mksnap [-sidecar ID] OUT SPEC")
+		return fmt.Errorf("usage: mksnap [-sidecar ID] [-as-is] OUT SPEC")
 	}
 	md, rows, err := readSnapSpec(fs.Arg(1))
 	if err != nil {
 		return err
 	}
-	opts := savepoint.SnapshotOptions{Sidecar: *sidecar >= 0, CheckpointID: uint64(max(*sidecar, 0))}
+	opts := savepoint.SnapshotOptions{Sidecar: *sidecar >= 0, CheckpointID: uint64(max(*sidecar, 0)), AsIs: *asIs}
 	if _, err := savepoint.WriteSnapshotFile(fs.Arg(0), md, rows, opts); err != nil {
 		return fmt.Errorf("writing %s: %w", fs.Arg(0), err)
 	}
