@@ -122,8 +122,8 @@ bench_reads() { # path bytes: the rows of inspect and validate
 	done
 }
 
-bench_file() { # label path [size, for the growth table]
-	local label=$1 in=$2 size=${3:-} bytes cp_s
+bench_file() { # label path [size, for the growth table] [keep: also apply --keep-order]
+	local label=$1 in=$2 size=${3:-} keep=${4:-} bytes cp_s
 	bytes=$(stat -c %s "$in")
 	BASE=()
 	read -r cp_s cp_kb _ < <(measure cp "$in" "$DIR/copy.snap")
@@ -146,6 +146,14 @@ bench_file() { # label path [size, for the growth table]
 	row "apply purge_keys (100,000 keys)" "$s" "$kb" "$q" "$bytes"
 	[ -z "$size" ] || growth purge "$size" "$(awk -v q="$q" 'BEGIN { printf "%.1f", q }')" "$kb"
 	rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
+	if [ -n "$keep" ]; then # the rows written in the order stored, not sorted
+		read -r s kb q < <(measure "$BIN" apply --keep-order -r "$DIR/drop.yaml" "$in" -o "$DIR/out.snap")
+		row "apply drop --keep-order" "$s" "$kb" "$q" "$bytes"
+		rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
+		read -r s kb q < <(measure "$BIN" apply --keep-order -r "$DIR/purge.yaml" "$in" -o "$DIR/out.snap")
+		row "apply purge_keys --keep-order" "$s" "$kb" "$q" "$bytes"
+		rm -f "$DIR/out.snap" "$DIR/out.snap.meta"
+	fi
 	rm -f "$DIR/out.parquet"
 	read -r s kb q < <(measure "$BIN" export "$in" -o "$DIR/out.parquet" --format parquet)
 	row "export parquet" "$s" "$kb" "$q" "$bytes"
@@ -263,7 +271,7 @@ for n in $SIZES; do
 	if [ "$n" = 10000000 ]; then
 		u="$DIR/shuffled-$n.snap"
 		[ -f "$u" ] || "$DIR/spgen" big "$u" "$n"
-		bench_file "$n rows, clink's hash-map order (shuffled)" "$u"
+		bench_file "$n rows, clink's hash-map order (shuffled)" "$u" "" keep
 		t="$DIR/tree-$n"
 		[ -d "$t" ] || "$DIR/spgen" bigtree "$t" "$n" 4
 		bench_tree "$n rows in a 4-subtask tree" "$t"
