@@ -2,6 +2,9 @@ package transform_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -307,6 +310,54 @@ func TestPurgeAuditHexKeys(t *testing.T) {
 	}
 	if !slices.Equal(p.NotFound, []string{"0x6efc", "0x6efc"}) || !slices.Equal(p.NotFoundHex, []string{"6efc"}) {
 		t.Errorf("not found %q (hex %q), want [0x6efc 0x6efc] (hex [6efc])", p.NotFound, p.NotFoundHex)
+	}
+}
+
+// TestPurgeAuditKeyDigests: under KeyDigests the audit lists each key as
+// the SHA-256 of the key as listed (a string key's bytes, those that are
+// not UTF-8 too, with no hex form beside them; an int64 key's decimal
+// text), and its report, as JSON, names no listed key.
+func TestPurgeAuditKeyDigests(t *testing.T) {
+	digest := func(s string) string {
+		sum := sha256.Sum256([]byte(s))
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	var rows []savepoint.Row
+	for _, k := range []string{"\x6d\xfc", "alice"} {
+		rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("s"), []byte(k)), Value: []byte("v")})
+	}
+	rows = append(rows, savepoint.Row{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("n"), i64(-42)), Value: []byte("v")})
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys_file: keys.txt, op: 7}\n  - purge_keys: {keys: [-42, '+7'], codec: int64, op: 8}\n", map[string]string{
+		"keys.txt": "\x6d\xfc\nalice\n\x6e\xfc\nbob\n",
+	})
+	rep, err := run(t, in, set, transform.Options{Out: filepath.Join(dir, "out.snap"), KeyDigests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ruleStats(t, rep, 1).Purge
+	if want := []transform.KeyFound{{Key: digest("\x6d\xfc"), Rows: 1}, {Key: digest("alice"), Rows: 1}}; !reflect.DeepEqual(p.Found, want) {
+		t.Errorf("found %+v, want %+v", p.Found, want)
+	}
+	if want := []string{digest("\x6e\xfc"), digest("bob")}; !slices.Equal(p.NotFound, want) || p.NotFoundHex != nil {
+		t.Errorf("not found %q (hex %q), want %q (no hex)", p.NotFound, p.NotFoundHex, want)
+	}
+	p = ruleStats(t, rep, 2).Purge
+	if want := []transform.KeyFound{{Key: digest("-42"), Rows: 1}}; !reflect.DeepEqual(p.Found, want) || !slices.Equal(p.NotFound, []string{digest("7")}) {
+		t.Errorf("int64 keys: found %+v, not found %q; want %+v and the digest of 7", p.Found, p.NotFound, want)
+	}
+	j, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"alice", "bob", "6dfc", "6efc", "-42", `"7"`, "+7"} {
+		if bytes.Contains(j, []byte(k)) {
+			t.Errorf("the report names listed key %s: %s", k, j)
+		}
 	}
 }
 

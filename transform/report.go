@@ -191,13 +191,14 @@ type PurgeAudit struct {
 	KeysFound    int `json:"keys_found"`
 	KeysNotFound int `json:"keys_not_found"`
 	// Found and NotFound list them, in the list's order (nil when the run
-	// was asked for the counts alone: Options.KeyCountsOnly).
+	// was asked for the counts alone: Options.KeyCountsOnly; each key as
+	// its digest under Options.KeyDigests).
 	Found    []KeyFound `json:"found"`
 	NotFound []string   `json:"not_found"`
 	// NotFoundHex gives, in hex, the keys of NotFound that are not valid
 	// UTF-8, in NotFound's order: NotFound shows each as 0x and its hex,
 	// which a text key written that way would read as too. Absent when
-	// there are none.
+	// there are none, and under Options.KeyDigests.
 	NotFoundHex []string `json:"not_found_hex,omitempty"`
 	// Remaining counts the rows of listed keys, and their timers, that the
 	// output holds in the rule's scope (see the README's purge_keys); a
@@ -260,7 +261,9 @@ func (p *PurgeAudit) remainingWhat() string {
 // whose only data was timers is found too).
 type KeyFound struct {
 	// Key is the key as listed: an int64 list's in decimal, a string
-	// list's as its text, or, when it is not valid UTF-8, as 0x and its hex.
+	// list's as its text, or, when it is not valid UTF-8, as 0x and its hex;
+	// under Options.KeyDigests, "sha256:" and the hex SHA-256 of the key
+	// as listed.
 	Key string `json:"key"`
 	// KeyHex is the key's bytes in hex when it is not valid UTF-8 (Key
 	// shows them as a text key "0x..." would read); absent otherwise.

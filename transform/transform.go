@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -106,6 +108,14 @@ type Options struct {
 	// 100,000 keys is 6 MB of fresh memory and 100,000 strings, put
 	// together while the output is written.
 	KeyCountsOnly bool
+	// KeyDigests gives each key of the erasure audits' lists (PurgeAudit's
+	// Found and NotFound) as "sha256:" and the hex SHA-256 of the key as
+	// listed (an int64 key's decimal text, a string key's bytes) instead
+	// of the key, and leaves out their hex forms (KeyFound.KeyHex,
+	// NotFoundHex): a report kept as an erasure's record then names no
+	// erased key, and whether a key was among those found is checked by
+	// its digest (printf %s KEY | sha256sum).
+	KeyDigests bool
 	// BeforePublish, when set, is called once the output is whole and
 	// checked, just before it is put in place: an error stops the run
 	// before anything is. A caller removes there what describes the output
@@ -488,7 +498,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rep.merge(sp, eng, results, !opts.KeyCountsOnly)
+	rep.merge(sp, eng, results, keyLists(opts))
 	if err := checkSlotMerges(set, rep.Slots); err != nil {
 		return nil, err
 	}
@@ -3250,9 +3260,28 @@ func newReport(sp *savepoint.Savepoint, set *rules.Set, dry bool) *Report {
 	return rep
 }
 
-// merge adds the per-file results to the report; keyLists asks for the
-// lists of keys of each erasure audit (see Options.KeyCountsOnly).
-func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResult, keyLists bool) {
+// The lists of keys an erasure audit gives (Options.KeyCountsOnly and
+// KeyDigests).
+const (
+	noKeyLists = iota
+	plainKeyLists
+	digestKeyLists
+)
+
+// keyLists returns the lists of keys opts asks the erasure audits for.
+func keyLists(opts Options) int {
+	switch {
+	case opts.KeyCountsOnly:
+		return noKeyLists
+	case opts.KeyDigests:
+		return digestKeyLists
+	}
+	return plainKeyLists
+}
+
+// merge adds the per-file results to the report; keyLists says which
+// lists of keys each erasure audit gives (see keyLists).
+func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResult, keyLists int) {
 	before, after := map[slotKey]int64{}, map[slotKey]int64{}
 	composite := e.compositeLooking()
 	for i, st := range e.steps {
@@ -3503,7 +3532,7 @@ func addCounts(a, b []int64) []int64 {
 // purgeAudit is the erasure audit of purge rule p: rows and timers removed
 // per listed key. A key counts as found when either was. Without lists,
 // only the counts of keys found and not found are given.
-func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, lists bool) *PurgeAudit {
+func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, lists int) *PurgeAudit {
 	timersOf := func(i int) int64 {
 		if timers == nil {
 			return 0
@@ -3519,7 +3548,7 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, lists bool) *Purge
 	a := &PurgeAudit{KeysListed: p.Len(), KeysFile: p.KeysFile, KeysDigest: p.FileDigest,
 		KeysFound: found, KeysNotFound: len(rows) - found, Scope: p.Scope.String(),
 		scoped: p.Scope.Op != nil || p.Scope.Slot != nil, slotScoped: p.Scope.Slot != nil}
-	if !lists {
+	if lists == noKeyLists {
 		return a
 	}
 	// Sized up front: a list of 100,000 keys grown by appends touched
@@ -3528,20 +3557,35 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, lists bool) *Purge
 	prefault.Slice(a.Found) // 2.4 MB for 100,000 keys, filled at once
 	prefault.Slice(a.NotFound)
 	for i, n := range rows {
-		hexKey := ""
-		if p.Codec != "int64" {
+		key, hexKey := p.Display(i), ""
+		switch {
+		case lists == digestKeyLists:
+			key = keyDigest(p, i)
+		case p.Codec != "int64":
 			hexKey = savepoint.HexUnlessUTF8(p.Keys[i])
 		}
 		if t := timersOf(i); n > 0 || t > 0 {
-			a.Found = append(a.Found, KeyFound{Key: p.Display(i), KeyHex: hexKey, Rows: n, Timers: t})
+			a.Found = append(a.Found, KeyFound{Key: key, KeyHex: hexKey, Rows: n, Timers: t})
 		} else {
-			a.NotFound = append(a.NotFound, p.Display(i))
+			a.NotFound = append(a.NotFound, key)
 			if hexKey != "" {
 				a.NotFoundHex = append(a.NotFoundHex, hexKey)
 			}
 		}
 	}
 	return a
+}
+
+// keyDigest is the audit's name of key i of p under Options.KeyDigests:
+// "sha256:" and the hex SHA-256 of the key as listed (an int64 key's
+// decimal text, as Display gives it, a string key's bytes).
+func keyDigest(p *rules.PurgeKeysSpec, i int) string {
+	b := []byte(p.Keys[i])
+	if p.Codec == "int64" {
+		b = []byte(p.Display(i))
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // CheckStateBase refuses a state base (Options.StateBase) that a

@@ -81,6 +81,7 @@ type transformFlags struct {
 	allowMissingState             *bool
 	quiet, decompress, strict     *bool
 	keepOrder                     *bool // plan and apply only
+	auditKeys                     *string
 	jobs, generation              *int
 	checkpointID                  *uint64
 	open                          openFlags
@@ -106,6 +107,9 @@ func (tf transformFlags) check(dry bool, inputs []string) error {
 	}
 	if *tf.jobs < 0 {
 		return errNegative("--jobs")
+	}
+	if k := *tf.auditKeys; k != "plain" && k != "sha256" {
+		return fmt.Errorf("--audit-keys must be plain or sha256, not %q", k)
 	}
 	if tf.stateBase != nil {
 		// Before the input is opened, which for a large savepoint takes
@@ -139,6 +143,7 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	f.allowMissingState = fs.Bool("allow-missing-state", false, missingUsage)
 	f.decompress = fs.Bool("decompress", false, decompressUsage)
 	f.quiet = fs.BoolP("quiet", "q", false, "no progress on stderr (it is shown only when stderr is a terminal)")
+	f.auditKeys = fs.String("audit-keys", "plain", "how the JSON report (--json, --report) lists the keys a purge_keys rule found and did not find: plain (as listed) or sha256 (the SHA-256 of each key as listed, so that the report names no erased key)")
 	strictUsage := "treat the report's warnings as errors: with any, write nothing and exit 1 (the report is printed, as a dry run's)"
 	if dry {
 		strictUsage = "treat the report's warnings as errors: exit 1 with any"
@@ -236,6 +241,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	// The text report gives an erasure's counts of keys; its lists of keys
 	// go only into JSON.
 	opts.KeyCountsOnly = report == "" && !*tf.asJSON
+	opts.KeyDigests = *tf.auditKeys == "sha256"
 	endProgress := func() {}
 	if s.ErrIsTerminal && !*tf.quiet {
 		p := newProgress(s.Err)
