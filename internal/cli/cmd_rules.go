@@ -80,8 +80,8 @@ type transformFlags struct {
 	force, asJSON, allowUnverif   *bool
 	allowMissingState             *bool
 	quiet, decompress, strict     *bool
-	keepOrder                     *bool // plan and apply only
-	auditKeys                     *string
+	keepOrder                     *bool   // plan and apply only
+	auditKeys                     *string // plan and apply only
 	jobs, generation              *int
 	checkpointID                  *uint64
 	open                          openFlags
@@ -108,8 +108,8 @@ func (tf transformFlags) check(dry bool, inputs []string) error {
 	if *tf.jobs < 0 {
 		return errNegative("--jobs")
 	}
-	if k := *tf.auditKeys; k != "plain" && k != "sha256" {
-		return fmt.Errorf("--audit-keys must be plain or sha256, not %q", k)
+	if k := tf.auditKeys; k != nil && *k != "plain" && *k != "sha256" {
+		return fmt.Errorf("--audit-keys must be plain or sha256, not %q", *k)
 	}
 	if tf.stateBase != nil {
 		// Before the input is opened, which for a large savepoint takes
@@ -143,7 +143,6 @@ func addTransformFlags(fs *pflag.FlagSet, dry bool) transformFlags {
 	f.allowMissingState = fs.Bool("allow-missing-state", false, missingUsage)
 	f.decompress = fs.Bool("decompress", false, decompressUsage)
 	f.quiet = fs.BoolP("quiet", "q", false, "no progress on stderr (it is shown only when stderr is a terminal)")
-	f.auditKeys = fs.String("audit-keys", "plain", "how the JSON report (--json, --report) lists the keys a purge_keys rule found and did not find: plain (as listed) or sha256 (the SHA-256 of each key as listed, so that the report names no erased key)")
 	strictUsage := "treat the report's warnings as errors: with any, write nothing and exit 1 (the report is printed, as a dry run's)"
 	if dry {
 		strictUsage = "treat the report's warnings as errors: exit 1 with any"
@@ -171,6 +170,7 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 		keepUsage = "accepted as apply takes it: the order of the rows changes no count"
 	}
 	tf.keepOrder = fs.Bool("keep-order", false, keepUsage)
+	tf.auditKeys = fs.String("audit-keys", "plain", "how the JSON report (--json, --report) lists the keys a purge_keys rule found and did not find: plain (as listed) or sha256 (the SHA-256 of each key as listed, so that the report names no erased key)")
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}
@@ -241,7 +241,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	// The text report gives an erasure's counts of keys; its lists of keys
 	// go only into JSON.
 	opts.KeyCountsOnly = report == "" && !*tf.asJSON
-	opts.KeyDigests = *tf.auditKeys == "sha256"
+	opts.KeyDigests = tf.auditKeys != nil && *tf.auditKeys == "sha256"
 	endProgress := func() {}
 	if s.ErrIsTerminal && !*tf.quiet {
 		p := newProgress(s.Err)
