@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -45,6 +46,48 @@ type TreeWriter struct {
 	committed    bool
 	matMu        sync.Mutex // guards mats
 	mats         map[int][]FileInfo
+	spare        []*os.File // held for removing the staging directory (reserveFiles)
+}
+
+// spareFiles is how many descriptors a TreeWriter holds from CreateTree
+// until its tree is published or removed: removing a tree opens its root
+// and each directory down to the deepest (v<gen>/<subtask>/materializations,
+// _jobs/<job>/receipts), and a write that failed because the process may
+// open no more files (a tree of many subtasks, each payload held open while
+// it is read) leaves none free for that.
+const spareFiles = 4
+
+// reserveFiles opens n descriptors (of the null device) to close when they
+// are needed. Its error is that of a process that may open no more files
+// (EMFILE, ENFILE); where the null device cannot be opened for another
+// reason, it reserves what it could.
+func reserveFiles(n int) ([]*os.File, error) {
+	var files []*os.File
+	for range n {
+		f, err := os.Open(os.DevNull)
+		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			closeAll(files)
+			return nil, err
+		}
+		if err != nil {
+			break
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// releaseSpare closes the descriptors CreateTree reserved.
+func (t *TreeWriter) releaseSpare() {
+	closeAll(t.spare)
+	t.spare = nil
+}
+
+// closeAll closes files.
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // errCommitted is the error of a TreeWriter used after its Commit
@@ -117,17 +160,25 @@ func CreateTree(out string, opts TreeOptions) (*TreeWriter, error) {
 			return nil, err
 		}
 	}
+	// Taken before anything is made: a run that could not remove what it
+	// made, were its write to fail, makes nothing.
+	spare, err := reserveFiles(spareFiles)
+	if err != nil {
+		return nil, fmt.Errorf("keep %d files open to remove the staging directory should the write fail: %w", spareFiles, err)
+	}
 	made, err := MakeDirs(filepath.Dir(abs))
 	if err != nil {
+		closeAll(spare)
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
 	// Mkdir, not MkdirAll: the staging directory is this run's alone.
 	stage := abs + ".sptool-tmp-" + tempSuffix()
 	if err := os.Mkdir(stage, 0o755); err != nil {
+		closeAll(spare)
 		made.Remove()
 		return nil, fmt.Errorf("create staging directory: %w", err)
 	}
-	t := &TreeWriter{final: abs, out: out, stage: stage, made: made, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force, markerExtra: opts.MarkerExtra, unlisted: opts.Unlisted, before: opts.BeforePublish}
+	t := &TreeWriter{final: abs, out: out, stage: stage, made: made, gen: opts.Generation, ckpt: opts.Checkpoint, backend: opts.Backend, stateBase: opts.StateBase, force: opts.Force, markerExtra: opts.MarkerExtra, unlisted: opts.Unlisted, before: opts.BeforePublish, spare: spare}
 	if err := os.Mkdir(filepath.Join(stage, "v"+strconv.Itoa(opts.Generation)), 0o755); err != nil {
 		err = fmt.Errorf("create staging directory: %w", err)
 		if left := t.Abort(); left != nil {
@@ -530,6 +581,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		}
 		if swapped {
 			t.committed = true
+			t.releaseSpare()
 			if err := os.Rename(t.stage, old); err != nil {
 				old = t.stage
 			}
@@ -564,6 +616,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		return fmt.Errorf("publish %s: %w", t.out, err)
 	}
 	t.committed = true
+	t.releaseSpare()
 	if err := SyncDir(filepath.Dir(t.final)); err != nil {
 		return &PublishedError{Out: t.final, Err: unsynced(err, old)}
 	}
@@ -717,8 +770,11 @@ var hookRemoveTree func(dir string)
 // while removing it must not leave the marker beside part of the tree,
 // which the next run would name as a whole tree. Its error names the staging directory when
 // that could not be removed (its parent made read-only meanwhile, say):
-// it is left behind, to delete.
+// it is left behind, to delete. The descriptors CreateTree reserved are
+// closed first, so that the removal can open the tree's directories even
+// when the write failed for want of them.
 func (t *TreeWriter) Abort() error {
+	t.releaseSpare()
 	if t.committed {
 		return nil
 	}
