@@ -22,15 +22,7 @@ import (
 // events come in the order they were made.
 func TestAbortRemovesMarkerFirst(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
-	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 1, Key: []byte{byte(i)}, Value: []byte("v")}}, CompressNone); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tw := stagedTree(t, out)
 	if err := os.Mkdir(out, 0o755); err != nil { // another run's output
 		t.Fatal(err)
 	}

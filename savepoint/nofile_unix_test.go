@@ -61,17 +61,9 @@ func holdAllFiles(t *testing.T) (release func()) {
 // not begun: CreateTree makes nothing.
 func TestAbortRemovesStagingWithNoFilesLeft(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
-	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 1, Key: []byte{byte(i)}, Value: []byte("v")}}, CompressNone); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tw := stagedTree(t, out)
 	release := holdAllFiles(t)
-	err = tw.Abort()
+	err := tw.Abort()
 	release()
 	if err != nil {
 		t.Errorf("Abort with no descriptor left to open: %v", err)

@@ -621,3 +621,19 @@ func TestMarkerThroughLinkedJobDir(t *testing.T) {
 		t.Errorf("the marker through the link was not read: %+v, job %q", sp.Completed, sp.Job)
 	}
 }
+
+// stagedTree creates a tree writer for out (generation 1, checkpoint 7)
+// and writes three subtasks of one row each into its staging directory.
+func stagedTree(t *testing.T, out string) *TreeWriter {
+	t.Helper()
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := tw.WriteSubtask(i, CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 1, Key: []byte{byte(i)}, Value: []byte("v")}}, CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tw
+}

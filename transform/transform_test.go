@@ -1132,10 +1132,7 @@ func TestErasureRewritesFieldMetadata(t *testing.T) {
 	defer rec.Release()
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
+	if err := errors.Join(w.Write(rec), w.Close()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(in, buf.Bytes(), 0o644); err != nil {
