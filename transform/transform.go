@@ -1994,6 +1994,7 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64,
 			}
 			ones := 0    // runs of one row in a row, this block
 			aloneAt := c // where alone may be asked next
+			took := 0    // the rows alone took when last asked
 			i := c
 			for i < end {
 				if ones >= onesAlone && runs == nil && !w.rr.sorted && i >= aloneAt {
@@ -2005,12 +2006,19 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64,
 						return err
 					}
 					if i > at {
+						took = i - at
 						continue
 					}
 					// A row it could not take has read, parsed and
 					// planned it for nothing; so will the rows after it
-					// when a step must see each of them.
+					// when a step must see each of them. Where it took
+					// rows before this one (a purge's listed keys among
+					// unlisted ones), it is asked again after it.
 					aloneAt = i + aloneBackoff
+					if took > 0 {
+						aloneAt = i + 1
+					}
+					took = 0
 				}
 				if !rowByRow {
 					// Operator and key only: from the input's index of
