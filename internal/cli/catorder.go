@@ -59,15 +59,22 @@ func openCatFile(ctx context.Context, f *savepoint.File, tempDir string, pick fu
 	if sorted, _ := f.Snapshot.Order(); sorted {
 		return &catFile{cur: cur, file: f}, nil
 	}
+	n := cur.Len()
 	if first > 0 && first <= catFirstRows {
 		// The rows found are read where they are stored, at random, and
 		// each fault maps a whole folio of the page cache around its row,
 		// up to megabytes (printing 64 rows of a 390 MB file left 190 MB
-		// of it resident): the pages go after every row.
+		// of it resident): the pages of a file larger than a release's
+		// bytes go after every row. A smaller one's are released as any
+		// file's: released after every row, 16,384 rows of a 200K-row
+		// file took 1.4 s against 0.3 s for its sort.
 		order, err := firstRows(ctx, f, pick, first)
-		return &catFile{cur: cur, order: order, file: f, release: 1}, err
+		cf := &catFile{cur: cur, order: order, file: f}
+		if f.ReleaseRows() < n {
+			cf.release = 1
+		}
+		return cf, err
 	}
-	n := cur.Len()
 	if n >= catSpillRows {
 		sorted, err := savepoint.SortSpilled(cur, savepoint.SpillOptions{
 			Dir:            tempDir,

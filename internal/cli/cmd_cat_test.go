@@ -341,6 +341,42 @@ func TestCatThroughSortedCopies(t *testing.T) {
 	}
 }
 
+// The first rows of a file out of order are read at random; a file within
+// the bytes of one release of its pages (File.ReleaseRows covers every row)
+// has them released as any file's, not after every row, which made a
+// --limit of thousands of rows several times slower than the sort it
+// replaced.
+func TestCatFirstRowsReleaseOfSmallFile(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "unsorted.snap")
+	var rows []savepoint.Row
+	for i := range 3000 {
+		rows = append(rows, savepoint.Row{Op: 1, Key: append([]byte{byte(i % 128)}, fmt.Sprintf("s|key-%04d", 2999-i)...), Value: []byte("v")})
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{AsIs: true}); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := savepoint.Open(in, savepoint.OpenOptions{Columnar: true, AllowMissingSidecar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	f := sp.Files[0]
+	if sorted, _ := f.Snapshot.Order(); sorted || f.ReleaseRows() < len(rows) {
+		t.Fatalf("the input is sorted (%v) or beyond one release (%d rows a release)", sorted, f.ReleaseRows())
+	}
+	cf, err := openCatFile(context.Background(), f, "", nil, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cf.close()
+	if len(cf.order) != 100 || cf.copy != nil {
+		t.Fatalf("%d rows found, copy %v: want the first 100 found in one pass", len(cf.order), cf.copy != nil)
+	}
+	if cf.release != 0 {
+		t.Fatalf("pages released every %d rows, want File.ReleaseRows' cadence", cf.release)
+	}
+}
+
 // A row --where fails on is named by its index in the file as stored,
 // whether the file is read through a sorted index or a sorted copy: a copy
 // of a file in no order, whose keys come twice, names the second copy of
