@@ -78,15 +78,17 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 	}
 	numeric = !isInt
 	bad, wsLine, wsLines, crLine, crLines := 0, 0, 0, 0, 0
-	hashLine, hashLines, hashKey := 0, 0, ""
+	hashLine, hashLines := 0, 0
 	// A comment of one word ("#anna") may be a key that starts with '#'
-	// (a hashtag, a handle): a string list that skips it says so.
+	// (a hashtag, a handle): a string list that skips it says so, by its
+	// line alone (a warning goes into the report, which names no key
+	// under --audit-keys sha256).
 	var comment func(int, string)
 	if !isInt {
 		comment = func(line int, t string) {
 			if len(t) > 1 && !strings.ContainsAny(t, " \t") {
 				if hashLines++; hashLine == 0 {
-					hashLine, hashKey = line, t
+					hashLine = line
 				}
 			}
 		}
@@ -153,9 +155,9 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 	}
 	switch {
 	case hashLines == 1:
-		p.warnAt(n, "keys file %q line %d (%q) starts with '#': it is a comment, not a key; list a key that starts with '#' in 'keys:', or write the comment with a blank after the '#'", spec.KeysFile, hashLine, hashKey)
+		p.warnAt(n, "keys file %q line %d starts with '#' and holds one word: it is a comment, not a key; list a key that starts with '#' in 'keys:', or write the comment with a blank after the '#'", spec.KeysFile, hashLine)
 	case hashLines > 1:
-		p.warnAt(n, "keys file %q: %d lines of one word start with '#' (the first: line %d, %q): they are comments, not keys; list keys that start with '#' in 'keys:', or write the comments with a blank after the '#'", spec.KeysFile, hashLines, hashLine, hashKey)
+		p.warnAt(n, "keys file %q: %d lines of one word start with '#' (the first: line %d): they are comments, not keys; list keys that start with '#' in 'keys:', or write the comments with a blank after the '#'", spec.KeysFile, hashLines, hashLine)
 	}
 	return text, keys, numeric && keys > 0, bad == 0
 }
