@@ -228,7 +228,12 @@ func runCat(ctx context.Context, s *Streams, args []string) int {
 				f.ReleasePages() // what was printed stays cached, not resident
 				left = every
 			}
-			r := cur.Row(i)
+			var r savepoint.Row
+			if cf.rows != nil {
+				r = cf.rows[at]
+			} else {
+				r = cur.Row(i)
+			}
 			if ctx.Err() != nil {
 				return fail(s, c.name, ctx.Err())
 			}

@@ -314,10 +314,11 @@ func TestCatThroughSortedCopies(t *testing.T) {
 		for _, format := range []string{"text", "jsonl", "csv"} {
 			for _, sel := range [][]string{nil, {"--limit", "7"}, {"--limit", "2500"}, {"--op", "2"}, {"--slot", "slot", "--limit", "40"}, {"--op", "3", "--slot", "slot", "--limit", "1"}, {"--op", "9", "--limit", "3"}} {
 				// run prints in through sorted copies from spillRows rows,
-				// and through the first rows found up to firstRows.
-				run := func(spillRows, firstRows int) string {
-					defer func(n, m int) { catSpillRows, catFirstRows = n, m }(catSpillRows, catFirstRows)
-					catSpillRows, catFirstRows = spillRows, firstRows
+				// and through the first rows found up to firstRows, whose
+				// values are copied up to heldValues bytes.
+				run := func(spillRows, firstRows, heldValues int) string {
+					defer func(n, m, v int) { catSpillRows, catFirstRows, catHeldValues = n, m, v }(catSpillRows, catFirstRows, catHeldValues)
+					catSpillRows, catFirstRows, catHeldValues = spillRows, firstRows, heldValues
 					tmp := t.TempDir()
 					var out, errs bytes.Buffer
 					args := append([]string{"cat", "--allow-unverified", "--format", format, "--temp-dir", tmp, in}, sel...)
@@ -329,9 +330,10 @@ func TestCatThroughSortedCopies(t *testing.T) {
 					}
 					return out.String()
 				}
-				inMemory, copied, first := run(1<<30, 0), run(1, 0), run(1<<30, 1<<30)
-				if sel == nil && inMemory == "" || inMemory != copied || inMemory != first {
-					t.Fatalf("cat %s --format %s %v: %d bytes through a sorted index, %d through sorted copies, %d through the first rows, not the same", in, format, sel, len(inMemory), len(copied), len(first))
+				inMemory, copied := run(1<<30, 0, 1<<30), run(1, 0, 1<<30)
+				first, firstInPlace := run(1<<30, 1<<30, 1<<30), run(1<<30, 1<<30, 0)
+				if sel == nil && inMemory == "" || inMemory != copied || inMemory != first || inMemory != firstInPlace {
+					t.Fatalf("cat %s --format %s %v: %d bytes through a sorted index, %d through sorted copies, %d through the first rows (%d read in place), not the same", in, format, sel, len(inMemory), len(copied), len(first), len(firstInPlace))
 				}
 			}
 		}
