@@ -67,7 +67,8 @@ func blobRows(b []byte) []savepoint.Row {
 // order, duplicates included): a plan, then an apply whose output must open
 // as a canonical snapshot holding as many rows as the report says, valid
 // when the input is, or, when no rule changed the file, be a byte-for-byte
-// copy of it.
+// copy of it; and an apply with KeepOrder, whose output must hold the same
+// rows, with the same counts.
 // Rule files that do not parse and inputs that are refused are skipped; a
 // panic, a row the accounting misses (ErrAccounting) or an output that is
 // not valid fails.
@@ -169,6 +170,25 @@ func FuzzApply(f *testing.F) {
 		if sorted, strict := snap.Order(); !sorted || !strict {
 			t.Fatalf("the output is not in canonical order (sorted %v, no duplicates %v)", sorted, strict)
 		}
+		// KeepOrder writes the same rows, in another order at most, with
+		// the same counts.
+		kept := filepath.Join(tmp, "kept.snap")
+		krep, err := transform.Run(ctx, sp, set, transform.Options{Out: kept, Jobs: 2, KeepOrder: true})
+		if err != nil {
+			t.Fatalf("apply with KeepOrder: %v (without it: no error)", err)
+		}
+		if krep.RowsOut != rep.RowsOut || krep.RowsDropped != rep.RowsDropped || krep.DuplicatesResolved != rep.DuplicatesResolved {
+			t.Fatalf("KeepOrder: %d out, %d dropped, %d duplicates; sorted: %d, %d, %d", krep.RowsOut, krep.RowsDropped, krep.DuplicatesResolved, rep.RowsOut, rep.RowsDropped, rep.DuplicatesResolved)
+		}
+		kgot, err := savepoint.Open(kept, savepoint.OpenOptions{RequireValid: true, Columnar: true})
+		if err != nil {
+			t.Fatalf("the KeepOrder output does not open: %v", err)
+		}
+		defer kgot.Close()
+		if a, b := sortedRowsOf(kgot.Files[0].Snapshot), sortedRowsOf(snap); !slices.Equal(a, b) {
+			t.Fatalf("KeepOrder wrote other rows than a sorted run:\n%q\n%q", a, b)
+		}
+		os.Remove(kept)
 		// The rules must not make a valid input invalid (an input that is
 		// not valid may stay so).
 		if savepoint.Validate(sp, savepoint.ValidateOptions{}).Errors() > 0 {
@@ -181,6 +201,18 @@ func FuzzApply(f *testing.F) {
 		}
 		os.Remove(out)
 	})
+}
+
+// sortedRowsOf returns the rows of snap, each as text, in canonical order.
+func sortedRowsOf(snap *savepoint.Snapshot) []string {
+	cur := snap.NewCursor()
+	order := savepoint.SortOrder(cur.Len(), func(i int) (uint64, []byte) { return cur.Op(i), cur.Key(i) })
+	rows := make([]string, len(order))
+	for i, p := range order {
+		r := cur.Row(int(p))
+		rows[i] = fmt.Sprintf("%d/%x/%x", r.Op, r.Key, r.Value)
+	}
+	return rows
 }
 
 // FuzzRescale rescales trees of arbitrary rows: a tree of 1 to 4 subtask
