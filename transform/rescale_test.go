@@ -2242,6 +2242,31 @@ func TestStateBaseInsideOutputRefused(t *testing.T) {
 	}
 }
 
+// TestStateBaseInsideInputRefused: so is a --state-base inside the input
+// tree (its generation directory, given for the tree): an output moved
+// into the input's place would not hold out/v1/v1/0/... either. The input
+// tree itself is what an output that replaces it is given.
+func TestStateBaseInsideInputRefused(t *testing.T) {
+	in := rsFixture("independent", "changelog-file")
+	sp := rsOpen(t, in, nil)
+	set := rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n")
+	for _, sub := range []string{"v1", "v1/0"} {
+		out := filepath.Join(rsTempDir(t), "out")
+		base := filepath.Join(in, sub)
+		_, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out, StateBase: base})
+		if err == nil || !strings.Contains(err.Error(), "lies inside the input tree") {
+			t.Errorf("state base %s: err %v", base, err)
+		}
+		if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("state base %s: output written (%v)", base, err)
+		}
+	}
+	out := filepath.Join(rsTempDir(t), "out")
+	if _, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out, StateBase: in}); err != nil {
+		t.Errorf("state base the input tree itself: %v", err)
+	}
+}
+
 // TestRescaleChangelogFile rescales a changelog+file tree: the output has the
 // same form (changelog-<id>.snap holding a row_kind 3 handle into the output
 // tree, the state in materializations/mat-<id>.bin, no sidecars) and reads

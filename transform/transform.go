@@ -3615,14 +3615,21 @@ func CheckStateBase(base string) error {
 }
 
 // CheckStateBaseApart refuses, for an output of sp at out, a state base
-// (Options.StateBase) that lies inside out, when the output holds handles
-// (a changelog+file tree): Run refuses it before it writes anything; a dry
-// run given the output it would be (rescale --dry-run -o) checks it here.
+// (Options.StateBase) that lies inside out or inside the input tree, when
+// the output holds handles (a changelog+file tree): Run refuses it before
+// it writes anything; a dry run given the output it would be (rescale
+// --dry-run -o) checks it here.
 func CheckStateBaseApart(sp *savepoint.Savepoint, base, out string) error {
 	if sp.Kind == savepoint.InputFile || sp.Backend != savepoint.BackendChangelogFile {
 		return nil
 	}
-	return checkStateBaseApart(base, out)
+	if err := checkStateBaseApart(base, out); err != nil {
+		return err
+	}
+	if base != "" && strictlyInside(base, sp.Root) {
+		return fmt.Errorf("--state-base %s lies inside the input tree %s: the handles name %s, which neither the input nor an output moved into its place holds, and no restore finds it; give the path of the directory that is to hold the tree's v<generation>/ directories (the input tree's own, %s, for an output that is to replace it)", base, sp.Root, handlePattern(base), sp.Root)
+	}
+	return nil
 }
 
 // checkStateBaseApart refuses a state base (Options.StateBase) that lies
@@ -3632,19 +3639,27 @@ func CheckStateBaseApart(sp *savepoint.Savepoint, base, out string) error {
 // of out/v1, the generation directory) that the output does not hold and
 // that no move of it can make, so that the job's restore finds none.
 func checkStateBaseApart(base, out string) error {
-	if base == "" {
+	if base == "" || !strictlyInside(base, out) {
 		return nil
 	}
-	b, err1 := filepath.Abs(base)
-	o, err2 := filepath.Abs(out)
+	return fmt.Errorf("--state-base %s lies inside the output %s: the handles name %s, a file the output does not hold, and no restore finds it; give the path of the directory that is to hold the tree's v<generation>/ directories (the output itself, the default, or where the output will be moved)", base, out, handlePattern(base))
+}
+
+// strictlyInside reports whether path lies under dir, not dir itself, both
+// taken from the working directory.
+func strictlyInside(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
 	if err1 != nil || err2 != nil {
-		return nil
+		return false
 	}
-	rel, err := filepath.Rel(o, b)
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return nil
-	}
-	return fmt.Errorf("--state-base %s lies inside the output %s: the handles name %s, a file the output does not hold, and no restore finds it; give the path of the directory that is to hold the tree's v<generation>/ directories (the output itself, the default, or where the output will be moved)", base, out, filepath.Join(base, "v<gen>", "<idx>", "materializations", "mat-<id>.bin"))
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// handlePattern is the path of the handles a state base gives.
+func handlePattern(base string) string {
+	return filepath.Join(base, "v<gen>", "<idx>", "materializations", "mat-<id>.bin")
 }
 
 // uriScheme returns the scheme of s when s starts like a URI (scheme://,
