@@ -36,13 +36,13 @@ type Timer struct {
 // event-time timers are ignored, as clink's restore ignores them
 // (TimerService::restore_from reads the two sets and stops).
 func ParseTimers(b []byte) (proc, event []Timer, err error) {
-	proc, event, _, err = parseTimers(b)
+	proc, event, _, err = ParseTimersTrailing(b)
 	return proc, event, err
 }
 
-// parseTimers is ParseTimers that also returns how many bytes follow the
-// event-time timers.
-func parseTimers(b []byte) (proc, event []Timer, trailing int, err error) {
+// ParseTimersTrailing is ParseTimers that also returns how many bytes
+// follow the event-time timers.
+func ParseTimersTrailing(b []byte) (proc, event []Timer, trailing int, err error) {
 	off := 0
 	read := func(what string) ([]Timer, error) {
 		if off+4 > len(b) {

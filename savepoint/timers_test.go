@@ -36,7 +36,7 @@ func TestParseTimers(t *testing.T) {
 			t.Errorf("%s: err %v, want %q", c.name, err, c.want)
 		}
 	}
-	p, e, trailing, err := parseTimers(append(slices.Clone(blob), 0, 7))
+	p, e, trailing, err := ParseTimersTrailing(append(slices.Clone(blob), 0, 7))
 	if err != nil || trailing != 2 || !slices.EqualFunc(p, proc, timerEqual) || !slices.EqualFunc(e, event, timerEqual) {
 		t.Errorf("two bytes after the timers: %v %v, %d trailing, %v; want the timers, 2 trailing", p, e, trailing, err)
 	}
@@ -51,7 +51,7 @@ func FuzzParseTimers(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{255, 255, 255, 255})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p, e, trailing, err := parseTimers(b)
+		p, e, trailing, err := ParseTimersTrailing(b)
 		if err != nil {
 			return
 		}

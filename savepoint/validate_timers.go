@@ -234,7 +234,7 @@ func timerChoices(g Group, held map[int]bool, values map[string]bool) []int {
 // parseTimerIDs decodes a timer blob into its timers, processing-time
 // ones first, and returns how many bytes follow them.
 func parseTimerIDs(b []byte) ([]timerID, int, error) {
-	proc, event, trailing, err := parseTimers(b)
+	proc, event, trailing, err := ParseTimersTrailing(b)
 	if err != nil {
 		return nil, 0, err
 	}

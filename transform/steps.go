@@ -394,7 +394,7 @@ func countTimers(blob []byte, match func(key []byte) bool) (int, error) {
 // holds (a timer past a count that was cut short keeps its key there), are
 // dropped: an erasure keeps none of a blob's bytes but its timers'.
 func purgeTimers(blob []byte, match func(key []byte) bool) ([]byte, int, error) {
-	proc, event, err := savepoint.ParseTimers(blob)
+	proc, event, trailing, err := savepoint.ParseTimersTrailing(blob)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -410,14 +410,8 @@ func purgeTimers(blob []byte, match func(key []byte) bool) ([]byte, int, error) 
 		}
 		return out
 	}
-	size := 8 // the two counts
-	for _, ts := range [][]savepoint.Timer{proc, event} {
-		for _, t := range ts {
-			size += 12 + len(t.Key)
-		}
-	}
 	proc, event = keep(proc), keep(event)
-	if removed == 0 && size == len(blob) {
+	if removed == 0 && trailing == 0 {
 		return blob, 0, nil
 	}
 	return savepoint.EncodeTimers(proc, event), removed, nil
