@@ -2218,52 +2218,46 @@ func TestStateBaseControlRefused(t *testing.T) {
 	}
 }
 
-// TestStateBaseInsideOutputRefused: a --state-base inside the output tree
-// (its generation directory, given for the tree) puts handles on files
-// the output does not hold (out/v1/v1/0/...); it is refused before
-// anything is written. The output itself, however spelled, is the default.
-func TestStateBaseInsideOutputRefused(t *testing.T) {
-	sp := rsOpen(t, rsFixture("independent", "changelog-file"), nil)
-	set := rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n")
-	for _, sub := range []string{"v1", "v1/", "x/y"} {
-		out := filepath.Join(rsTempDir(t), "out")
-		base := filepath.Join(out, sub)
-		_, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out, StateBase: base})
-		if err == nil || !strings.Contains(err.Error(), "lies inside the output") {
-			t.Errorf("state base %s: err %v", base, err)
-		}
-		if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("state base %s: output written (%v)", base, err)
-		}
-	}
-	out := filepath.Join(rsTempDir(t), "out")
-	if _, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out, StateBase: out + "/"}); err != nil {
-		t.Errorf("state base the output itself: %v", err)
-	}
-}
-
-// TestStateBaseInsideInputRefused: so is a --state-base inside the input
-// tree (its generation directory, given for the tree): an output moved
-// into the input's place would not hold out/v1/v1/0/... either. The input
-// tree itself is what an output that replaces it is given.
-func TestStateBaseInsideInputRefused(t *testing.T) {
+// TestStateBaseInsideRefused: a --state-base inside the output tree, or
+// inside the input tree (its generation directory, given for the tree),
+// puts handles on files the output does not hold (out/v1/v1/0/...), nor
+// would an output moved into the input's place; it is refused before
+// anything is written. The output itself, however spelled, is the default,
+// and the input tree itself is what an output that replaces it is given.
+func TestStateBaseInsideRefused(t *testing.T) {
 	in := rsFixture("independent", "changelog-file")
 	sp := rsOpen(t, in, nil)
 	set := rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n")
-	for _, sub := range []string{"v1", "v1/0"} {
+	for _, c := range []struct {
+		tree string // "output" or "input": the tree the state base lies in
+		subs []string
+		want string
+	}{
+		{"output", []string{"v1", "v1/", "x/y"}, "lies inside the output"},
+		{"input", []string{"v1", "v1/0"}, "lies inside the input tree"},
+	} {
+		// root is the tree's directory, for the output at out.
+		root := func(out string) string {
+			if c.tree == "input" {
+				return in
+			}
+			return out
+		}
+		for _, sub := range c.subs {
+			out := filepath.Join(rsTempDir(t), "out")
+			base := filepath.Join(root(out), sub)
+			_, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out, StateBase: base})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("state base %s: err %v", base, err)
+			}
+			if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("state base %s: output written (%v)", base, err)
+			}
+		}
 		out := filepath.Join(rsTempDir(t), "out")
-		base := filepath.Join(in, sub)
-		_, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out, StateBase: base})
-		if err == nil || !strings.Contains(err.Error(), "lies inside the input tree") {
-			t.Errorf("state base %s: err %v", base, err)
+		if _, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out, StateBase: root(out) + "/"}); err != nil {
+			t.Errorf("state base the %s tree itself: %v", c.tree, err)
 		}
-		if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("state base %s: output written (%v)", base, err)
-		}
-	}
-	out := filepath.Join(rsTempDir(t), "out")
-	if _, err := transform.Run(context.Background(), sp, set, transform.Options{Out: out, StateBase: in}); err != nil {
-		t.Errorf("state base the input tree itself: %v", err)
 	}
 }
 
