@@ -24,12 +24,17 @@ func openAsIs(t *testing.T, rows []Row) *Savepoint {
 // distinctKeys tells rows that share (op, key) from rows that only share a
 // hash, and leaves to the sort what it has no memory for.
 func TestDistinctKeys(t *testing.T) {
+	made := map[int][]Row{} // each size made once: the cases append to copies
 	rows := func(n int) []Row {
-		var rs []Row
+		if rs, ok := made[n]; ok {
+			return rs
+		}
+		rs := make([]Row, 0, n)
 		for i := range n {
 			op := uint64(1 + i%3)
 			rs = append(rs, Row{Op: op, Key: EncodeKeyedKey([]byte("s"), fmt.Appendf(nil, "user-%d", i*7919%n)), Value: []byte{byte(i)}})
 		}
+		made[n] = rs
 		return rs
 	}
 	weak := func(_ maphash.Seed, op uint64, key []byte) uint64 { return uint64(len(key)) } // every row of a length collides
