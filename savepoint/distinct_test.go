@@ -24,7 +24,7 @@ func openAsIs(t *testing.T, rows []Row) *Savepoint {
 // distinctKeys tells rows that share (op, key) from rows that only share a
 // hash, and leaves to the sort what it has no memory for.
 func TestDistinctKeys(t *testing.T) {
-	made := map[int][]Row{} // each size made once: the cases append to copies
+	made := map[int][]Row{} // each size made once, full: a case that appends to it appends to a copy
 	rows := func(n int) []Row {
 		if rs, ok := made[n]; ok {
 			return rs
