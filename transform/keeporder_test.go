@@ -1,6 +1,7 @@
 package transform_test
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"path/filepath"
 	"slices"
@@ -16,24 +17,40 @@ import (
 // run's holds, and every count of the report is the same. A file whose
 // output would hold a key twice (a merge of two operators that share a
 // key) is sorted all the same, its duplicate resolved. A plan with
-// KeepOrder reports what apply does.
+// KeepOrder reports what apply does. A file that stores a key twice, one
+// copy of which the rules drop, is not sorted: its output holds the key
+// once.
 func TestKeepOrder(t *testing.T) {
 	zed := withOp(rE1, opDedup) // the merged key
 	for _, c := range []struct {
 		name, rules string
 		merged      bool // the output holds zed twice before it is resolved
+		storedTwice bool // subtask 0's file stores a row of op 7 slot agg twice, the copy of value 999 added
 	}{
-		{"drop", "  - drop: 'slot == \"tmp\" || kind == \"raw\"'\n", false},
-		{"purge_keys", "  - purge_keys: {keys: [alice]}\n", false},
-		{"set_value", "  - set_value: {op: 7, slot: agg, expr: 'value * 2'}\n", false},
-		{"rename_slot", "  - rename_slot: {op: 7, from: xseen, to: xseen2}\n", false},
-		{"remap_operator merging a shared key", "  - remap_operator: {from: 13, to: 12, merge: true}\n", true},
+		{"drop", "  - drop: 'slot == \"tmp\" || kind == \"raw\"'\n", false, false},
+		{"purge_keys", "  - purge_keys: {keys: [alice]}\n", false, false},
+		{"set_value", "  - set_value: {op: 7, slot: agg, expr: 'value * 2'}\n", false, false},
+		{"rename_slot", "  - rename_slot: {op: 7, from: xseen, to: xseen2}\n", false, false},
+		{"remap_operator merging a shared key", "  - remap_operator: {from: 13, to: 12, merge: true}\n", true, false},
+		{"a key stored twice, one copy dropped", "  - drop: 'op == 7 && slot == \"agg\" && value == 999'\n", false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			files := map[int][]savepoint.Row{0: nil, 1: nil}
 			for _, l := range placeAll(baseRows) {
 				files[l.Subtask] = append(files[l.Subtask], l.Row)
+			}
+			if c.storedTwice {
+				i := slices.IndexFunc(files[0], func(r savepoint.Row) bool {
+					k := savepoint.ParseKey(r.Key)
+					return r.Op == 7 && string(k.Slot) == "agg"
+				})
+				if i < 0 {
+					t.Fatal("test setup: subtask 0 holds no row of op 7 slot agg")
+				}
+				dup := files[0][i]
+				dup.Value = binary.LittleEndian.AppendUint64(nil, 999)
+				files[0] = append(files[0], dup)
 			}
 			for s, rows := range files {
 				slices.SortFunc(rows, savepoint.Row.Compare)
@@ -54,7 +71,7 @@ func TestKeepOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.merged != (want.DuplicatesResolved > 0) {
+			if !c.storedTwice && c.merged != (want.DuplicatesResolved > 0) {
 				t.Fatalf("test setup: %d duplicates resolved", want.DuplicatesResolved)
 			}
 			counts := func(r *transform.Report) string {
