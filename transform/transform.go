@@ -1919,9 +1919,8 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 // them, and its keys are read in stream order, without the output's index
 // (on the benchmarks' 10M-row file in clink's order, nine runs
 // interleaved: the --keep-order purge of 100,000 keys 1.78 -> 1.63 s, its
-// plan 1.34 -> 1.20 s). Otherwise, or
-// when the input holds a key twice (the rules may have dropped one copy),
-// the output's keys are read.
+// plan 1.34 -> 1.20 s). Otherwise, or when the input holds a key twice
+// (the rules may have dropped one copy), the output's keys are read.
 func (e *engine) distinctOut(f *savepoint.File, out *outRows) bool {
 	budget := savepoint.DistinctBudget(f)
 	rekeys := slices.ContainsFunc(e.steps, func(st step) bool { return st.rekeys })
