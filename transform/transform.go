@@ -1913,8 +1913,8 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 
 // distinctOut reports whether out, the output rows of file f, hold no
 // operator and key twice, as far as savepoint.DistinctKeys can tell. When
-// no step may change a row's operator or key (and no merge joins timer
-// blobs), the output's rows are some of the input's, each once, with the
+// no step may change a row's operator or key (a merge is a remap or a
+// rename), the output's rows are some of the input's, each once, with the
 // operator and key they had: an input that holds no key twice shows it for
 // them, and its keys are read in stream order, without the output's index
 // (on the benchmarks' 10M-row file in clink's order, nine runs
@@ -1924,7 +1924,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 func (e *engine) distinctOut(f *savepoint.File, out *outRows) bool {
 	budget := savepoint.DistinctBudget(f)
 	rekeys := slices.ContainsFunc(e.steps, func(st step) bool { return st.rekeys })
-	if snap := f.Snapshot; !rekeys && !e.joinBlobs && savepoint.DistinctKeys(snap.NumRows(), snap.EachKeyIn, budget) {
+	if snap := f.Snapshot; !rekeys && savepoint.DistinctKeys(snap.NumRows(), snap.EachKeyIn, budget) {
 		return true
 	}
 	return savepoint.DistinctKeys(out.Len(), out.eachKeyIn, budget)
