@@ -321,22 +321,57 @@ func TestRunStepsKept(t *testing.T) {
 	// Steps of other rows are not replayed.
 	var s runSteps
 	s.start(0, 10)
-	s.add(runStep{row: 0, n: 3, run: true})
-	s.add(runStep{row: 3, n: 7, run: true})
+	s.add(nil, 0, 3, true)
+	s.add(nil, 3, 7, true)
 	s.finish()
 	s.start(0, 10)
-	if st := s.next(0); st == nil || st.n != 3 {
-		t.Fatalf("replay of row 0: %+v", st)
+	if _, _, n, run, ok := s.next(0); !ok || n != 3 || !run {
+		t.Fatalf("replay of row 0: %d rows, run %v, kept %v", n, run, ok)
 	}
-	if s.next(4) != nil {
+	if _, _, _, _, ok := s.next(4); ok {
 		t.Fatal("a step of row 3 replayed for row 4")
 	}
-	if s.next(3) != nil {
+	if _, _, _, _, ok := s.next(3); ok {
 		t.Fatal("a replay that went wrong goes on")
 	}
 	s.start(0, 11)
-	if s.next(0) != nil {
+	if _, _, _, _, ok := s.next(0); ok {
 		t.Fatal("steps of rows [0, 10) replayed for rows [0, 11)")
+	}
+	// A row copied on its own is followed by the next row.
+	s.start(20, 30)
+	s.add(nil, 0, 2, true)
+	s.add(nil, 9, 5, false)
+	s.add(nil, 4, 3, true)
+	s.finish()
+	s.start(20, 30)
+	for _, want := range []struct{ row, lo, n int }{{20, 0, 2}, {22, 0, 0}, {23, 4, 3}} {
+		if _, lo, n, _, ok := s.next(want.row); !ok || lo != want.lo || n != want.n {
+			t.Fatalf("replay of row %d: from %d, %d rows, kept %v; want from %d, %d rows", want.row, lo, n, ok, want.lo, want.n)
+		}
+	}
+	// A pass of more steps than are kept keeps none, and the passes after
+	// it over the same rows keep none either.
+	s.start(0, 100)
+	for i := range maxRunSteps + 1 {
+		s.add(nil, i, 1, true)
+	}
+	s.finish()
+	for range 3 {
+		s.start(0, 100)
+		s.add(nil, 0, 1, true)
+		s.finish()
+		if len(s.steps) != 0 || s.full {
+			t.Fatalf("a pass after one of too many steps kept %d steps (whole: %v)", len(s.steps), s.full)
+		}
+		if _, _, _, _, ok := s.next(0); ok {
+			t.Fatal("a pass of too many steps replayed")
+		}
+	}
+	s.start(0, 99)
+	s.add(nil, 0, 1, true)
+	if len(s.steps) != 1 {
+		t.Fatal("a pass over other rows keeps no steps after one of too many")
 	}
 }
 
