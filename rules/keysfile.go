@@ -82,7 +82,7 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 	// A comment of one word ("#anna") may be a key that starts with '#'
 	// (a hashtag, a handle): a string list that skips it says so, by its
 	// line alone (a warning goes into the report, which names no key
-	// under --audit-keys sha256).
+	// under --audit-keys sha256 or hmac-sha256).
 	var comment func(int, string)
 	if !isInt {
 		comment = func(line int, t string) {

@@ -2,11 +2,13 @@ package transform_test
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -316,12 +318,10 @@ func TestPurgeAuditHexKeys(t *testing.T) {
 // TestPurgeAuditKeyDigests: under KeyDigests the audit lists each key as
 // the SHA-256 of the key as listed (a string key's bytes, those that are
 // not UTF-8 too, with no hex form beside them; an int64 key's decimal
-// text), and its report, as JSON, names no listed key.
+// text), or as its HMAC-SHA256 under KeyDigestKey, whose SHA-256 the audit
+// gives; its report, as JSON, names no listed key, nor the secret. A
+// secret shorter than MinKeyDigestKey is refused before anything is read.
 func TestPurgeAuditKeyDigests(t *testing.T) {
-	digest := func(s string) string {
-		sum := sha256.Sum256([]byte(s))
-		return "sha256:" + hex.EncodeToString(sum[:])
-	}
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.snap")
 	var rows []savepoint.Row
@@ -335,29 +335,62 @@ func TestPurgeAuditKeyDigests(t *testing.T) {
 	set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys_file: keys.txt, op: 7}\n  - purge_keys: {keys: [-42, '+7'], codec: int64, op: 8}\n", map[string]string{
 		"keys.txt": "\x6d\xfc\nalice\n\x6e\xfc\nbob\n",
 	})
-	rep, err := run(t, in, set, transform.Options{Out: filepath.Join(dir, "out.snap"), KeyDigests: true})
-	if err != nil {
-		t.Fatal(err)
+	secret := []byte("a secret of 24 bytes....")
+	keySum := sha256.Sum256(secret)
+	for _, tc := range []struct {
+		name      string
+		secret    []byte
+		digest    func(string) string
+		digestKey string
+	}{
+		{"sha256", nil, func(s string) string {
+			sum := sha256.Sum256([]byte(s))
+			return "sha256:" + hex.EncodeToString(sum[:])
+		}, ""},
+		{"hmac-sha256", secret, func(s string) string {
+			mac := hmac.New(sha256.New, secret)
+			mac.Write([]byte(s))
+			return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
+		}, hex.EncodeToString(keySum[:])},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			digest := tc.digest
+			rep, err := run(t, in, set, transform.Options{Out: filepath.Join(t.TempDir(), "out.snap"), KeyDigests: true, KeyDigestKey: tc.secret})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := ruleStats(t, rep, 1).Purge
+			if want := []transform.KeyFound{{Key: digest("\x6d\xfc"), Rows: 1}, {Key: digest("alice"), Rows: 1}}; !reflect.DeepEqual(p.Found, want) {
+				t.Errorf("found %+v, want %+v", p.Found, want)
+			}
+			if want := []string{digest("\x6e\xfc"), digest("bob")}; !slices.Equal(p.NotFound, want) || p.NotFoundHex != nil {
+				t.Errorf("not found %q (hex %q), want %q (no hex)", p.NotFound, p.NotFoundHex, want)
+			}
+			if p.DigestKey != tc.digestKey {
+				t.Errorf("the secret named as %q, want %q", p.DigestKey, tc.digestKey)
+			}
+			p = ruleStats(t, rep, 2).Purge
+			if want := []transform.KeyFound{{Key: digest("-42"), Rows: 1}}; !reflect.DeepEqual(p.Found, want) || !slices.Equal(p.NotFound, []string{digest("7")}) {
+				t.Errorf("int64 keys: found %+v, not found %q; want %+v and the digest of 7", p.Found, p.NotFound, want)
+			}
+			j, err := json.Marshal(rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"alice", "bob", "6dfc", "6efc", "-42", `"7"`, "+7", "a secret"} {
+				if bytes.Contains(j, []byte(k)) {
+					t.Errorf("the report names listed key %s: %s", k, j)
+				}
+			}
+		})
 	}
-	p := ruleStats(t, rep, 1).Purge
-	if want := []transform.KeyFound{{Key: digest("\x6d\xfc"), Rows: 1}, {Key: digest("alice"), Rows: 1}}; !reflect.DeepEqual(p.Found, want) {
-		t.Errorf("found %+v, want %+v", p.Found, want)
+	out := filepath.Join(dir, "short.snap")
+	_, err := run(t, in, set, transform.Options{Out: out, KeyDigests: true, KeyDigestKey: secret[:transform.MinKeyDigestKey-1]})
+	if err == nil || !strings.Contains(err.Error(), "takes at least 16") {
+		t.Errorf("a secret of 15 bytes: %v, want it refused", err)
 	}
-	if want := []string{digest("\x6e\xfc"), digest("bob")}; !slices.Equal(p.NotFound, want) || p.NotFoundHex != nil {
-		t.Errorf("not found %q (hex %q), want %q (no hex)", p.NotFound, p.NotFoundHex, want)
-	}
-	p = ruleStats(t, rep, 2).Purge
-	if want := []transform.KeyFound{{Key: digest("-42"), Rows: 1}}; !reflect.DeepEqual(p.Found, want) || !slices.Equal(p.NotFound, []string{digest("7")}) {
-		t.Errorf("int64 keys: found %+v, not found %q; want %+v and the digest of 7", p.Found, p.NotFound, want)
-	}
-	j, err := json.Marshal(rep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"alice", "bob", "6dfc", "6efc", "-42", `"7"`, "+7"} {
-		if bytes.Contains(j, []byte(k)) {
-			t.Errorf("the report names listed key %s: %s", k, j)
-		}
+	if _, serr := os.Stat(out); serr == nil {
+		t.Error("a run refused for its secret wrote its output")
 	}
 }
 

@@ -195,6 +195,10 @@ type PurgeAudit struct {
 	// its digest under Options.KeyDigests).
 	Found    []KeyFound `json:"found"`
 	NotFound []string   `json:"not_found"`
+	// DigestKey is the hex SHA-256 of the secret the keys' digests are
+	// keyed with (Options.KeyDigestKey): it names the secret without
+	// giving it. Absent for keys listed as they are or by plain SHA-256.
+	DigestKey string `json:"digest_key_sha256,omitempty"`
 	// NotFoundHex gives, in hex, the keys of NotFound that are not valid
 	// UTF-8, in NotFound's order: NotFound shows each as 0x and its hex,
 	// which a text key written that way would read as too. Absent when
@@ -263,7 +267,8 @@ type KeyFound struct {
 	// Key is the key as listed: an int64 list's in decimal, a string
 	// list's as its text, or, when it is not valid UTF-8, as 0x and its hex;
 	// under Options.KeyDigests, "sha256:" and the hex SHA-256 of the key
-	// as listed.
+	// as listed, or "hmac-sha256:" and its hex HMAC-SHA256 under
+	// Options.KeyDigestKey.
 	Key string `json:"key"`
 	// KeyHex is the key's bytes in hex when it is not valid UTF-8 (Key
 	// shows them as a text key "0x..." would read); absent otherwise.

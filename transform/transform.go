@@ -11,10 +11,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"maps"
 	"math"
@@ -116,6 +118,14 @@ type Options struct {
 	// erased key, and whether a key was among those found is checked by
 	// its digest (printf %s KEY | sha256sum).
 	KeyDigests bool
+	// KeyDigestKey, when not empty under KeyDigests, keys the digests: each
+	// key is listed as "hmac-sha256:" and the hex HMAC-SHA256 of the key
+	// as listed under this secret, and each audit gives the secret's
+	// SHA-256 (PurgeAudit.DigestKey) to name it. A plain digest of a short
+	// or guessable key (a numeric id, an email address) is found again by
+	// hashing candidates; a keyed one only by whoever holds the secret.
+	// It must be at least MinKeyDigestKey bytes.
+	KeyDigestKey []byte
 	// BeforePublish, when set, is called once the output is whole and
 	// checked, just before it is put in place: an error stops the run
 	// before anything is. A caller removes there what describes the output
@@ -330,6 +340,9 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := CheckStateBase(opts.StateBase); err != nil {
 		return nil, err
 	}
+	if err := checkKeyDigestKey(opts); err != nil {
+		return nil, err
+	}
 	if sp.Kind == savepoint.InputFile && (opts.Generation != 0 || opts.Checkpoint != 0 || opts.CheckpointSet) {
 		return nil, errors.New("a generation or checkpoint id for the output (--generation, --checkpoint-id) applies to a tree; a snapshot file's output keeps its input's, in its sidecar")
 	}
@@ -498,7 +511,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rep.merge(sp, eng, results, keyLists(opts))
+	rep.merge(sp, eng, results, keyListingOf(opts))
 	if err := checkSlotMerges(set, rep.Slots); err != nil {
 		return nil, err
 	}
@@ -3295,20 +3308,41 @@ const (
 	digestKeyLists
 )
 
-// keyLists returns the lists of keys opts asks the erasure audits for.
-func keyLists(opts Options) int {
-	switch {
-	case opts.KeyCountsOnly:
-		return noKeyLists
-	case opts.KeyDigests:
-		return digestKeyLists
-	}
-	return plainKeyLists
+// MinKeyDigestKey is the fewest bytes Options.KeyDigestKey may hold: 128
+// bits, so that the secret cannot be found by trying candidates either.
+const MinKeyDigestKey = 16
+
+// keyListing is what opts asks the erasure audits for: which lists of
+// keys (noKeyLists, plainKeyLists, digestKeyLists) and, for digests, the
+// secret that keys them (none: SHA-256 alone).
+type keyListing struct {
+	lists  int
+	secret []byte
 }
 
-// merge adds the per-file results to the report; keyLists says which
-// lists of keys each erasure audit gives (see keyLists).
-func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResult, keyLists int) {
+// keyListingOf returns the lists of keys opts asks the erasure audits for.
+func keyListingOf(opts Options) keyListing {
+	switch {
+	case opts.KeyCountsOnly:
+		return keyListing{lists: noKeyLists}
+	case opts.KeyDigests:
+		return keyListing{lists: digestKeyLists, secret: opts.KeyDigestKey}
+	}
+	return keyListing{lists: plainKeyLists}
+}
+
+// checkKeyDigestKey refuses an Options.KeyDigestKey shorter than
+// MinKeyDigestKey.
+func checkKeyDigestKey(opts Options) error {
+	if n := len(opts.KeyDigestKey); n > 0 && n < MinKeyDigestKey {
+		return fmt.Errorf("the secret of the audit's keyed digests is %d bytes; it takes at least %d (128 bits), or the secret itself is found by trying candidates", n, MinKeyDigestKey)
+	}
+	return nil
+}
+
+// merge adds the per-file results to the report; listing says which lists
+// of keys each erasure audit gives (see keyListingOf).
+func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResult, listing keyListing) {
 	before, after := map[slotKey]int64{}, map[slotKey]int64{}
 	composite := e.compositeLooking()
 	for i, st := range e.steps {
@@ -3363,7 +3397,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 				}
 			}
 			rep.pending = append(rep.pending, func() {
-				rs.Purge = purgeAudit(p, purged, keyTimers, keyLists)
+				rs.Purge = purgeAudit(p, purged, keyTimers, listing)
 				rs.Purge.Remaining, rs.Purge.TimersRemoved, rs.Purge.TimersKept = remaining, timers, kept
 				rs.Purge.ElementsLeft = elems
 				rs.Purge.CompositeLooking = unchecked
@@ -3557,9 +3591,10 @@ func addCounts(a, b []int64) []int64 {
 }
 
 // purgeAudit is the erasure audit of purge rule p: rows and timers removed
-// per listed key. A key counts as found when either was. Without lists,
-// only the counts of keys found and not found are given.
-func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, lists int) *PurgeAudit {
+// per listed key. A key counts as found when either was. Without lists of
+// keys (keys.lists), only the counts of keys found and not found are
+// given.
+func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, keys keyListing) *PurgeAudit {
 	timersOf := func(i int) int64 {
 		if timers == nil {
 			return 0
@@ -3575,8 +3610,16 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, lists int) *PurgeA
 	a := &PurgeAudit{KeysListed: p.Len(), KeysFile: p.KeysFile, KeysDigest: p.FileDigest,
 		KeysFound: found, KeysNotFound: len(rows) - found, Scope: p.Scope.String(),
 		scoped: p.Scope.Op != nil || p.Scope.Slot != nil, slotScoped: p.Scope.Slot != nil}
-	if lists == noKeyLists {
+	if keys.lists == noKeyLists {
 		return a
+	}
+	var digest keyDigester
+	if keys.lists == digestKeyLists {
+		digest = newKeyDigester(keys.secret)
+		if len(keys.secret) > 0 {
+			sum := sha256.Sum256(keys.secret)
+			a.DigestKey = hex.EncodeToString(sum[:])
+		}
 	}
 	// Sized up front: a list of 100,000 keys grown by appends touched
 	// twice the memory, and fresh pages are slow on some machines.
@@ -3586,8 +3629,8 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, lists int) *PurgeA
 	for i, n := range rows {
 		key, hexKey := p.Display(i), ""
 		switch {
-		case lists == digestKeyLists:
-			key = keyDigest(p, i)
+		case keys.lists == digestKeyLists:
+			key = digest.of(p, i)
 		case p.Codec != "int64":
 			hexKey = savepoint.HexUnlessUTF8(p.Keys[i])
 		}
@@ -3603,16 +3646,39 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, lists int) *PurgeA
 	return a
 }
 
-// keyDigest is the audit's name of key i of p under Options.KeyDigests:
-// "sha256:" and the hex SHA-256 of the key as listed (an int64 key's
-// decimal text, as Display gives it, a string key's bytes).
-func keyDigest(p *rules.PurgeKeysSpec, i int) string {
+// keyDigester names the keys of an erasure audit under Options.KeyDigests:
+// by the SHA-256 of each key as listed, or by its HMAC-SHA256 under a
+// secret (Options.KeyDigestKey).
+type keyDigester struct {
+	mac hash.Hash // nil: SHA-256 alone
+	sum []byte
+}
+
+// newKeyDigester returns the digester of keys under secret (none: SHA-256
+// alone).
+func newKeyDigester(secret []byte) keyDigester {
+	if len(secret) == 0 {
+		return keyDigester{}
+	}
+	return keyDigester{mac: hmac.New(sha256.New, secret)}
+}
+
+// of is the audit's name of key i of p: "sha256:" and the hex SHA-256 of
+// the key as listed (an int64 key's decimal text, as Display gives it, a
+// string key's bytes), or "hmac-sha256:" and the hex HMAC of those bytes.
+func (d *keyDigester) of(p *rules.PurgeKeysSpec, i int) string {
 	b := []byte(p.Keys[i])
 	if p.Codec == "int64" {
 		b = []byte(p.Display(i))
 	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	if d.mac == nil {
+		sum := sha256.Sum256(b)
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	d.mac.Reset()
+	d.mac.Write(b)
+	d.sum = d.mac.Sum(d.sum[:0])
+	return "hmac-sha256:" + hex.EncodeToString(d.sum)
 }
 
 // CheckStateBase refuses a state base (Options.StateBase) that a

@@ -115,7 +115,7 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 		if *out != "-" {
 			// --force or not, the output does not replace the rule file
 			// (nor a keys file it names), as apply's does not.
-			if err := checkRuleFilesApart(set, *out, ""); err != nil {
+			if err := checkRuleFilesApart(set, nil, *out, ""); err != nil {
 				return fail(s, c.name, err)
 			}
 		}

@@ -81,7 +81,7 @@ type transformFlags struct {
 	allowMissingState             *bool
 	quiet, decompress, strict     *bool
 	keepOrder                     *bool   // plan and apply only
-	auditKeys                     *string // plan and apply only
+	auditKeys, auditKeyFile       *string // plan and apply only
 	jobs, generation              *int
 	checkpointID                  *uint64
 	open                          openFlags
@@ -108,8 +108,16 @@ func (tf transformFlags) check(dry bool, inputs []string) error {
 	if *tf.jobs < 0 {
 		return errNegative("--jobs")
 	}
-	if k := tf.auditKeys; k != nil && *k != "plain" && *k != "sha256" {
-		return fmt.Errorf("--audit-keys must be plain or sha256, not %q", *k)
+	if k := tf.auditKeys; k != nil && *k != "plain" && *k != "sha256" && *k != "hmac-sha256" {
+		return fmt.Errorf("--audit-keys must be plain, sha256 or hmac-sha256, not %q", *k)
+	}
+	if k, f := tf.auditKeys, tf.auditKeyFile; k != nil && f != nil {
+		switch {
+		case *k == "hmac-sha256" && *f == "":
+			return errors.New("--audit-keys hmac-sha256 needs --audit-key-file, the file of the secret the digests are keyed with (head -c 32 /dev/urandom > FILE makes one)")
+		case *k != "hmac-sha256" && *f != "":
+			return fmt.Errorf("--audit-key-file keys the digests of --audit-keys hmac-sha256; --audit-keys is %s", *k)
+		}
 	}
 	if tf.stateBase != nil {
 		// Before the input is opened, which for a large savepoint takes
@@ -170,7 +178,8 @@ func runTransform(ctx context.Context, s *Streams, args []string, dry bool) int 
 		keepUsage = "accepted as apply takes it: the order of the rows changes no count"
 	}
 	tf.keepOrder = fs.Bool("keep-order", false, keepUsage)
-	tf.auditKeys = fs.String("audit-keys", "plain", "how the JSON report (--json, --report) lists the keys a purge_keys rule found and did not find: plain (as listed) or sha256 (the SHA-256 of each key as listed, so that the report names no erased key)")
+	tf.auditKeys = fs.String("audit-keys", "plain", "how the JSON report (--json, --report) lists the keys a purge_keys rule found and did not find: plain (as listed), sha256 (the SHA-256 of each key as listed, so that the report names no erased key) or hmac-sha256 (its HMAC-SHA256 under the secret of --audit-key-file, so that a guessable key cannot be found again from the report without the secret)")
+	tf.auditKeyFile = fs.String("audit-key-file", "", "the file whose bytes, all of them, are the secret of --audit-keys hmac-sha256 (at least 16; keep it apart from the report)")
 	if done, code := parse(c, fs, s, args, exactly(1)); done {
 		return code
 	}
@@ -202,6 +211,15 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 			return fail(s, c.name, err)
 		}
 	}
+	// The secret of keyed digests is read before the input, whose open
+	// may take minutes.
+	var secret []byte
+	if tf.auditKeyFile != nil && *tf.auditKeyFile != "" {
+		var err error
+		if secret, err = readAuditKey(*tf.auditKeyFile); err != nil {
+			return fail(s, c.name, err)
+		}
+	}
 	// A dry run given the output it would write (rescale --dry-run -o)
 	// checks it as the run would, so that it fails where the run would.
 	if out != "" {
@@ -228,7 +246,7 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 		return fail(s, c.name, err)
 	}
 	probe.Set(transform.Probe(set))
-	if err := checkRuleFilesApart(set, out, report); err != nil {
+	if err := checkRuleFilesApart(set, tf.auditKeyFile, out, report); err != nil {
 		open.abandon()
 		return fail(s, c.name, err)
 	}
@@ -241,7 +259,8 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 	// The text report gives an erasure's counts of keys; its lists of keys
 	// go only into JSON.
 	opts.KeyCountsOnly = report == "" && !*tf.asJSON
-	opts.KeyDigests = tf.auditKeys != nil && *tf.auditKeys == "sha256"
+	opts.KeyDigests = tf.auditKeys != nil && (*tf.auditKeys == "sha256" || *tf.auditKeys == "hmac-sha256")
+	opts.KeyDigestKey = secret
 	endProgress := func() {}
 	if s.ErrIsTerminal && !*tf.quiet {
 		p := newProgress(s.Err)
@@ -468,26 +487,44 @@ func checkWritableAbove(flag, path string) error {
 
 // checkRuleFilesApart refuses an output or a report that would replace
 // the rule file or a keys file of set (with --force, a report named as the
-// keys file replaced the erasure's own record), or an output tree that
-// holds one of them.
-func checkRuleFilesApart(set *rules.Set, out, report string) error {
-	files := []string{set.Source}
+// keys file replaced the erasure's own record), or the secret of keyed
+// digests (keyFile, when not nil), or an output tree that holds one of
+// them.
+func checkRuleFilesApart(set *rules.Set, keyFile *string, out, report string) error {
+	type input struct{ path, what string }
+	files := []input{{set.Source, "a file the rules were read from"}}
 	for _, r := range set.Rules {
 		if p := r.PurgeKeys; p != nil && p.Path != "" {
-			files = append(files, p.Path)
+			files = append(files, input{p.Path, "a file the rules were read from"})
 		}
 	}
+	if keyFile != nil && *keyFile != "" {
+		files = append(files, input{*keyFile, "the secret of the audit's digests (--audit-key-file)"})
+	}
 	for _, f := range files {
-		if _, err := os.Stat(f); err != nil {
+		if _, err := os.Stat(f.path); err != nil {
 			continue // (no file: rescale's rules)
 		}
 		for _, o := range []struct{ what, path string }{{"output", out}, {"--report", report}} {
-			if o.path != "" && savepoint.CheckOutputPath(f, o.path) != nil {
-				return fmt.Errorf("%s %s would replace or hold %s, a file the rules were read from", o.what, o.path, f)
+			if o.path != "" && savepoint.CheckOutputPath(f.path, o.path) != nil {
+				return fmt.Errorf("%s %s would replace or hold %s, %s", o.what, o.path, f.path, f.what)
 			}
 		}
 	}
 	return nil
+}
+
+// readAuditKey reads the secret of --audit-keys hmac-sha256: every byte of
+// file, of which there must be transform.MinKeyDigestKey at least.
+func readAuditKey(file string) ([]byte, error) {
+	secret, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--audit-key-file: %w", err)
+	}
+	if len(secret) < transform.MinKeyDigestKey {
+		return nil, fmt.Errorf("--audit-key-file %s: %d bytes; the secret takes at least %d (128 bits), or it is found by trying candidates: head -c 32 /dev/urandom > %s makes one", file, len(secret), transform.MinKeyDigestKey, file)
+	}
+	return secret, nil
 }
 
 // reportNotWritten is the error of a --report that could not be written
