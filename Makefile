@@ -92,7 +92,8 @@ FUZZ_TARGETS := \
 	./rules:FuzzKeysFile \
 	./transform:FuzzApply \
 	./transform:FuzzRescale \
-	./internal/rowtext:FuzzAppendJSONString
+	./internal/rowtext:FuzzAppendJSONString \
+	./internal/cli:FuzzAppendIndented
 
 fuzz:
 	@GO=$(GO) FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh $(FUZZ_TARGETS)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -392,10 +393,14 @@ func transformWith(ctx context.Context, s *Streams, c *command, fs *pflag.FlagSe
 // --json output and report.
 func writeJSON(w io.Writer, v any) error {
 	emptyLists(reflect.ValueOf(v))
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	var compact bytes.Buffer
+	enc := json.NewEncoder(&compact)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(appendIndented(make([]byte, 0, compact.Len()+compact.Len()/2), compact.Bytes()))
+	return err
 }
 
 // textReport is a report that prints itself as text (inspect's summary,
