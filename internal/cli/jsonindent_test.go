@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -24,7 +25,8 @@ var jsonIndentCases = []string{
 // TestAppendIndented: the indentation is json.Indent's, byte for byte,
 // with and without the newline Encode ends a value with.
 func TestAppendIndented(t *testing.T) {
-	for _, c := range jsonIndentCases {
+	deep := strings.Repeat(`{"a":[`, 40) + "1" + strings.Repeat("]}", 40) // past the levels of lineBreaks
+	for _, c := range append(jsonIndentCases, deep) {
 		for _, src := range []string{c, c + "\n"} {
 			checkIndented(t, []byte(src))
 		}
