@@ -247,7 +247,8 @@ type ValidateOptions struct {
 //	 "subtask":  the global subtask index (-1 for a single-file input or a tree-level finding),
 //	 "row":      the row's index in the file's rows (-1 when the finding is not about one row),
 //	 "replayed": true when the row indexes a changelog payload's replayed rows (absent otherwise),
-//	 "op":       the operator id (0 when not about one operator),
+//	 "op":       the operator id of the row ("row" 0 or more) or of the key ("key" present); otherwise 0,
+//	             which then names no operator (a finding of operator 0 always has a row or a key),
 //	 "key":      the stored key in lowercase hex (absent when not about one key),
 //	 "message":  a human-readable explanation,
 //	 "omitted":  on a summary finding, how many further findings of this check, severity and file were not listed (absent otherwise)}
