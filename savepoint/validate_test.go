@@ -2606,3 +2606,37 @@ func TestValidateUnreadableOtherMarker(t *testing.T) {
 		t.Errorf("no finding of the marker:\n%s", vtDump(rep))
 	}
 }
+
+// TestFindingOpHasRowOrKey: a finding gives an operator only with a row
+// or a key, so that "op": 0 without either names no operator (see
+// Finding), over the independent trees, the example tree and the bad
+// files of testdata.
+func TestFindingOpHasRowOrKey(t *testing.T) {
+	paths := []string{filepath.Join("..", "testdata", "example")}
+	for _, name := range vtFixtures {
+		paths = append(paths, vtFixturePath(name))
+	}
+	bad, err := filepath.Glob(filepath.Join("..", "testdata", "bad", "*.snap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, bad...)
+	findings := 0
+	for _, path := range paths {
+		sp, err := Open(path, OpenOptions{Columnar: true, AllowMissingSidecar: true})
+		if err != nil {
+			continue // (a bad file that does not open: its report names no operator)
+		}
+		rep := Validate(sp, ValidateOptions{})
+		sp.Close()
+		for _, f := range rep.Findings {
+			findings++
+			if f.Op != 0 && f.Row < 0 && f.Key == nil {
+				t.Errorf("%s: a finding of op %d with no row and no key: %+v", path, f.Op, f)
+			}
+		}
+	}
+	if findings == 0 {
+		t.Fatal("no findings to look at")
+	}
+}
