@@ -174,11 +174,12 @@ func TestVersionChangeHex(t *testing.T) {
 		got[c.Op] = c
 	}
 	want := `v1 slot "sl\xfft"`
-	if c := got[1]; c.StateTypeHex != "436166e9" || c.Before != want || c.After != "" {
-		t.Errorf("op 1's change %+v: want state_type_hex 436166e9, before %s, no after", c, want)
+	wantEntry := VersionState{Version: 1, Slot: "sl\xfft", SlotHex: "736cff74"}
+	if c := got[1]; c.StateTypeHex != "436166e9" || c.Before != want || c.After != "" || c.BeforeEntry == nil || *c.BeforeEntry != wantEntry || c.AfterEntry != nil {
+		t.Errorf("op 1's change %+v: want state_type_hex 436166e9, before %s (%+v), no after", c, want, wantEntry)
 	}
-	if c := got[2]; c.StateTypeHex != "436166e9" || c.After != want || c.Before != "" {
-		t.Errorf("op 2's change %+v: want state_type_hex 436166e9, after %s", c, want)
+	if c := got[2]; c.StateTypeHex != "436166e9" || c.After != want || c.Before != "" || c.AfterEntry == nil || *c.AfterEntry != wantEntry || c.BeforeEntry != nil {
+		t.Errorf("op 2's change %+v: want state_type_hex 436166e9, after %s (%+v)", c, want, wantEntry)
 	}
 	for _, c := range rep.VersionMap {
 		if !utf8.ValidString(c.Before) || !utf8.ValidString(c.After) {

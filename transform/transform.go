@@ -3544,21 +3544,27 @@ func versionChanges(sp *savepoint.Savepoint, results []*fileResult) []VersionCha
 		}
 		return s
 	}
-	all := map[k][2]string{}
-	for _, e := range before.Entries() {
-		v := all[k{e.Op, e.StateType}]
-		v[0] = render(e)
-		all[k{e.Op, e.StateType}] = v
+	all := map[k][2]*savepoint.VersionEntry{}
+	for side, m := range [2]savepoint.VersionMap{before, after} {
+		for _, e := range m.Entries() {
+			v := all[k{e.Op, e.StateType}]
+			v[side] = &e
+			all[k{e.Op, e.StateType}] = v
+		}
 	}
-	for _, e := range after.Entries() {
-		v := all[k{e.Op, e.StateType}]
-		v[1] = render(e)
-		all[k{e.Op, e.StateType}] = v
+	show := func(e *savepoint.VersionEntry) (string, *VersionState) {
+		if e == nil {
+			return "", nil
+		}
+		return render(*e), &VersionState{Version: e.Version, Slot: e.Slot, SlotHex: savepoint.HexUnlessUTF8(e.Slot)}
 	}
 	var out []VersionChange
 	for key, v := range all {
-		if v[0] != v[1] {
-			out = append(out, VersionChange{Op: key.op, StateType: key.t, StateTypeHex: savepoint.HexUnlessUTF8(key.t), Before: v[0], After: v[1]})
+		c := VersionChange{Op: key.op, StateType: key.t, StateTypeHex: savepoint.HexUnlessUTF8(key.t)}
+		c.Before, c.BeforeEntry = show(v[0])
+		c.After, c.AfterEntry = show(v[1])
+		if c.Before != c.After {
+			out = append(out, c)
 		}
 	}
 	slices.SortFunc(out, func(a, b VersionChange) int {
