@@ -220,12 +220,8 @@ type VersionChange struct {
 
 // VersionEntry is a version-map entry's version and slot ("" = every row of
 // the op); SlotHex gives the slot in hex when it is not valid UTF-8 (absent
-// otherwise).
-type VersionEntry struct {
-	Version uint32 `json:"version"`
-	Slot    string `json:"slot"`
-	SlotHex string `json:"slot_hex,omitempty"`
-}
+// otherwise). The report of plan and apply gives its entries so too.
+type VersionEntry = savepoint.VersionState
 
 // MetadataChange is a schema metadata key whose values differ. KeyHex
 // gives the key in hex when it is not valid UTF-8, and AHex (BHex) every
@@ -859,7 +855,7 @@ func versionChanges(a, b *savepoint.Savepoint, res *Result) []VersionChange {
 				c = &VersionChange{Op: e.Op, StateType: e.StateType, StateTypeHex: savepoint.HexUnlessUTF8(e.StateType)}
 				entries[k] = c
 			}
-			ve := &VersionEntry{Version: e.Version, Slot: e.Slot, SlotHex: savepoint.HexUnlessUTF8(e.Slot)}
+			ve := e.State()
 			if i == 0 {
 				c.A = ve
 			} else {

@@ -20,6 +20,21 @@ type VersionEntry struct {
 	Slot      string
 }
 
+// VersionState is a version-map entry's version and slot as the JSON
+// outputs give them (diff's changes, the report's version_map_changes):
+// Slot "" for every row of the op, SlotHex the slot in hex when it is not
+// valid UTF-8 (absent otherwise: HexUnlessUTF8).
+type VersionState struct {
+	Version uint32 `json:"version"`
+	Slot    string `json:"slot"`
+	SlotHex string `json:"slot_hex,omitempty"`
+}
+
+// State returns e's version and slot.
+func (e VersionEntry) State() *VersionState {
+	return &VersionState{Version: e.Version, Slot: e.Slot, SlotHex: HexUnlessUTF8(e.Slot)}
+}
+
 // VersionMap is clink's StateVersionMap, the value of the
 // clink.state_versions schema metadata key. Entries are keyed by
 // (Op, StateType) and kept sorted by Op (numeric) then StateType (bytewise),

@@ -353,22 +353,13 @@ type FileStats struct {
 // BeforeEntry and AfterEntry give the same as values, for a program to
 // read without parsing Before and After (each absent where the entry is).
 type VersionChange struct {
-	Op           uint64        `json:"op"`
-	StateType    string        `json:"state_type"`
-	StateTypeHex string        `json:"state_type_hex,omitempty"`
-	Before       string        `json:"before"`
-	After        string        `json:"after"`
-	BeforeEntry  *VersionState `json:"before_entry,omitempty"`
-	AfterEntry   *VersionState `json:"after_entry,omitempty"`
-}
-
-// VersionState is a version-map entry's version and slot (Slot absent
-// when the entry has none; SlotHex gives it in hex when it is not valid
-// UTF-8, absent otherwise).
-type VersionState struct {
-	Version uint32 `json:"version"`
-	Slot    string `json:"slot,omitempty"`
-	SlotHex string `json:"slot_hex,omitempty"`
+	Op           uint64                  `json:"op"`
+	StateType    string                  `json:"state_type"`
+	StateTypeHex string                  `json:"state_type_hex,omitempty"`
+	Before       string                  `json:"before"`
+	After        string                  `json:"after"`
+	BeforeEntry  *savepoint.VersionState `json:"before_entry,omitempty"`
+	AfterEntry   *savepoint.VersionState `json:"after_entry,omitempty"`
 }
 
 // WriteText renders the report for a terminal.

@@ -174,7 +174,7 @@ func TestVersionChangeHex(t *testing.T) {
 		got[c.Op] = c
 	}
 	want := `v1 slot "sl\xfft"`
-	wantEntry := VersionState{Version: 1, Slot: "sl\xfft", SlotHex: "736cff74"}
+	wantEntry := savepoint.VersionState{Version: 1, Slot: "sl\xfft", SlotHex: "736cff74"}
 	if c := got[1]; c.StateTypeHex != "436166e9" || c.Before != want || c.After != "" || c.BeforeEntry == nil || *c.BeforeEntry != wantEntry || c.AfterEntry != nil {
 		t.Errorf("op 1's change %+v: want state_type_hex 436166e9, before %s (%+v), no after", c, want, wantEntry)
 	}

@@ -3552,11 +3552,11 @@ func versionChanges(sp *savepoint.Savepoint, results []*fileResult) []VersionCha
 			all[k{e.Op, e.StateType}] = v
 		}
 	}
-	show := func(e *savepoint.VersionEntry) (string, *VersionState) {
+	show := func(e *savepoint.VersionEntry) (string, *savepoint.VersionState) {
 		if e == nil {
 			return "", nil
 		}
-		return render(*e), &VersionState{Version: e.Version, Slot: e.Slot, SlotHex: savepoint.HexUnlessUTF8(e.Slot)}
+		return render(*e), e.State()
 	}
 	var out []VersionChange
 	for key, v := range all {

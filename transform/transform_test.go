@@ -773,10 +773,10 @@ func TestRuleKinds(t *testing.T) {
 				}
 				want := []transform.VersionChange{
 					{Op: 7, StateType: "UserCounter", Before: `v1 slot "agg"`, After: `v2 slot "agg"`,
-						BeforeEntry: &transform.VersionState{Version: 1, Slot: "agg"}, AfterEntry: &transform.VersionState{Version: 2, Slot: "agg"}},
+						BeforeEntry: &savepoint.VersionState{Version: 1, Slot: "agg"}, AfterEntry: &savepoint.VersionState{Version: 2, Slot: "agg"}},
 					{Op: 8, StateType: "Cart", Before: `v1 slot "cart"`, After: `v5 slot "cart2"`,
-						BeforeEntry: &transform.VersionState{Version: 1, Slot: "cart"}, AfterEntry: &transform.VersionState{Version: 5, Slot: "cart2"}},
-					{Op: 9, StateType: "Offsets", Before: "", After: "v1", AfterEntry: &transform.VersionState{Version: 1}},
+						BeforeEntry: &savepoint.VersionState{Version: 1, Slot: "cart"}, AfterEntry: &savepoint.VersionState{Version: 5, Slot: "cart2"}},
+					{Op: 9, StateType: "Offsets", Before: "", After: "v1", AfterEntry: &savepoint.VersionState{Version: 1}},
 				}
 				if !reflect.DeepEqual(rep.VersionMap, want) {
 					t.Errorf("version map changes = %+v, want %+v", rep.VersionMap, want)
