@@ -340,8 +340,10 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := CheckStateBase(opts.StateBase); err != nil {
 		return nil, err
 	}
-	if err := checkKeyDigestKey(opts); err != nil {
-		return nil, err
+	if len(opts.KeyDigestKey) > 0 {
+		if err := CheckKeyDigestKey(opts.KeyDigestKey); err != nil {
+			return nil, fmt.Errorf("the secret of the audit's keyed digests (Options.KeyDigestKey): %w", err)
+		}
 	}
 	if sp.Kind == savepoint.InputFile && (opts.Generation != 0 || opts.Checkpoint != 0 || opts.CheckpointSet) {
 		return nil, errors.New("a generation or checkpoint id for the output (--generation, --checkpoint-id) applies to a tree; a snapshot file's output keeps its input's, in its sidecar")
@@ -3331,11 +3333,12 @@ func keyListingOf(opts Options) keyListing {
 	return keyListing{lists: plainKeyLists}
 }
 
-// checkKeyDigestKey refuses an Options.KeyDigestKey shorter than
-// MinKeyDigestKey.
-func checkKeyDigestKey(opts Options) error {
-	if n := len(opts.KeyDigestKey); n > 0 && n < MinKeyDigestKey {
-		return fmt.Errorf("the secret of the audit's keyed digests is %d bytes; it takes at least %d (128 bits), or the secret itself is found by trying candidates", n, MinKeyDigestKey)
+// CheckKeyDigestKey refuses a secret for Options.KeyDigestKey shorter than
+// MinKeyDigestKey (Run does too; a caller that reads the secret checks it
+// before it opens the input, which for a large savepoint takes minutes).
+func CheckKeyDigestKey(secret []byte) error {
+	if n := len(secret); n < MinKeyDigestKey {
+		return fmt.Errorf("%d bytes; the secret takes at least %d (128 bits), or it is found by trying candidates", n, MinKeyDigestKey)
 	}
 	return nil
 }

@@ -520,14 +520,14 @@ func checkRuleFilesApart(set *rules.Set, keyFile *string, out, report string) er
 }
 
 // readAuditKey reads the secret of --audit-keys hmac-sha256: every byte of
-// file, of which there must be transform.MinKeyDigestKey at least.
+// file, as transform.CheckKeyDigestKey takes it.
 func readAuditKey(file string) ([]byte, error) {
 	secret, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("--audit-key-file: %w", err)
 	}
-	if len(secret) < transform.MinKeyDigestKey {
-		return nil, fmt.Errorf("--audit-key-file %s: %d bytes; the secret takes at least %d (128 bits), or it is found by trying candidates: head -c 32 /dev/urandom > %s makes one", file, len(secret), transform.MinKeyDigestKey, file)
+	if err := transform.CheckKeyDigestKey(secret); err != nil {
+		return nil, fmt.Errorf("--audit-key-file %s: %w: head -c 32 /dev/urandom > %s makes one", file, err, file)
 	}
 	return secret, nil
 }
