@@ -25,7 +25,7 @@ var jsonIndentCases = []string{
 // TestAppendIndented: the indentation is json.Indent's, byte for byte,
 // with and without the newline Encode ends a value with.
 func TestAppendIndented(t *testing.T) {
-	deep := strings.Repeat(`{"a":[`, 40) + "1" + strings.Repeat("]}", 40) // past the levels of lineBreaks
+	deep := strings.Repeat(`{"a":[`, 40) + "1" + strings.Repeat("]}", 40) // 80 levels, deeper than any report
 	for _, c := range append(jsonIndentCases, deep) {
 		for _, src := range []string{c, c + "\n"} {
 			checkIndented(t, []byte(src))
