@@ -759,6 +759,20 @@ func (p *prefixPlan) passesWhole(userKey []byte) bool {
 func (w *worker) alone(i, end int) (int, error) {
 	out := w.res.out
 	c := &w.plans
+	// The rows kept are appended to the output's index a stretch of
+	// consecutive rows at a time (a call for each took 0.13 s of the 3.3 s
+	// of CPU of the drop of 10M rows in clink's order, where a stretch is
+	// about eight rows).
+	kept, nkept := 0, 0
+	keep := func(i int) {
+		if nkept > 0 && kept+nkept == i {
+			nkept++
+			return
+		}
+		out.idx.appendRun(kept, nkept)
+		kept, nkept = i, 1
+	}
+	defer func() { out.idx.appendRun(kept, nkept) }()
 	for ; i < end; i++ {
 		op, key, err := w.scanKey(i)
 		if err != nil {
@@ -779,7 +793,7 @@ func (w *worker) alone(i, end int) (int, error) {
 				fallthrough
 			case wholeKeep:
 				*e.before++
-				out.idx.appendRun(i, 1)
+				keep(i)
 				out.log.add(op, int(kg), e.slot, true, 1, false)
 				continue
 			case wholeDrop:
@@ -798,7 +812,7 @@ func (w *worker) alone(i, end int) (int, error) {
 			w.droppedWhole(p, 1, after)
 			continue
 		}
-		out.idx.appendRun(i, 1)
+		keep(i)
 		out.log.add(p.op, p.kg, p.slot, true, 1, false)
 	}
 	return i, nil
