@@ -1,8 +1,8 @@
 package savepoint
 
 import (
+	"bytes"
 	"fmt"
-	"hash/maphash"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -37,12 +37,12 @@ func TestDistinctKeys(t *testing.T) {
 		made[n] = rs
 		return rs
 	}
-	weak := func(_ maphash.Seed, op uint64, key []byte) uint64 { return uint64(len(key)) } // every row of a length collides
-	coarse := func(seed maphash.Seed, op uint64, key []byte) uint64 { return rowHash(seed, op, key) >> 44 << 44 }
+	weak := func(_ hashSeed, op uint64, key []byte) uint64 { return uint64(len(key)) } // every row of a length collides
+	coarse := func(seed hashSeed, op uint64, key []byte) uint64 { return rowHash(seed, op, key) >> 44 << 44 }
 	for _, tc := range []struct {
 		name     string
 		rows     []Row
-		hash     func(maphash.Seed, uint64, []byte) uint64
+		hash     func(hashSeed, uint64, []byte) uint64
 		maxBytes int64
 		want     bool
 	}{
@@ -66,7 +66,7 @@ func TestDistinctKeys(t *testing.T) {
 		{"a key stored twice far apart, hashes colliding across parts", append(rows(200000), rows(200000)[3]), coarse, 1 << 30, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			defer func(h func(maphash.Seed, uint64, []byte) uint64) { distinctHash = h }(distinctHash)
+			defer func(h func(hashSeed, uint64, []byte) uint64) { distinctHash = h }(distinctHash)
 			distinctHash = tc.hash
 			for _, columnar := range []bool{false, true} {
 				s := &Snapshot{Rows: tc.rows}
@@ -93,8 +93,8 @@ func TestDistinctKeys(t *testing.T) {
 // Past distinctMaxCollisions hashes seen twice, DistinctKeys does not
 // look at the keys and says it cannot tell.
 func TestDistinctKeysTooManyCollisions(t *testing.T) {
-	defer func(h func(maphash.Seed, uint64, []byte) uint64, m int) { distinctHash, distinctMaxCollisions = h, m }(distinctHash, distinctMaxCollisions)
-	distinctHash = func(_ maphash.Seed, op uint64, key []byte) uint64 { return uint64(len(key)) }
+	defer func(h func(hashSeed, uint64, []byte) uint64, m int) { distinctHash, distinctMaxCollisions = h, m }(distinctHash, distinctMaxCollisions)
+	distinctHash = func(_ hashSeed, op uint64, key []byte) uint64 { return uint64(len(key)) }
 	var rows []Row
 	for i := range 200 { // keys of 2 and 3 bytes: two hashes, each seen many times
 		rows = append(rows, Row{Op: 1, Key: fmt.Appendf(nil, "%d", i+10)})
@@ -279,5 +279,49 @@ func TestHashSet(t *testing.T) {
 		if got := s.repeated(); !slices.Equal(got, twice) {
 			t.Errorf("%s: repeated %d hashes, want %d (%x, want %x)", tc.name, len(got), len(twice), got[:min(len(got), 4)], twice[:min(len(twice), 4)])
 		}
+	}
+}
+
+// rowHash tells apart, under one seed, keys of every length up to 24 bytes
+// (around its short keys' path of 8 to 16) that differ in one byte, in
+// length alone (a zero byte appended, or one byte repeated), or by
+// operator; and it depends on the seed.
+func TestRowHash(t *testing.T) {
+	seed := newHashSeed()
+	seen := map[uint64]string{}
+	add := func(op uint64, key []byte) {
+		t.Helper()
+		h := rowHash(seed, op, key)
+		what := fmt.Sprintf("op %d key %x", op, key)
+		if prev, ok := seen[h]; ok {
+			t.Fatalf("%s and %s hash alike", prev, what)
+		}
+		seen[h] = what
+	}
+	base := []byte("0123456789abcdefghijklmn")
+	for n := 0; n <= len(base); n++ {
+		key := base[:n:n]
+		add(1, key)
+		add(2, key)
+		for i := range n {
+			k := bytes.Clone(key)
+			k[i] ^= 0x80
+			add(1, k)
+		}
+		add(1, append(bytes.Clone(key), 0)[:n+1])
+	}
+	for n := 0; n <= len(base); n++ {
+		add(3, bytes.Repeat([]byte{'a'}, n)) // the same first and last eight bytes from 8 to 16
+	}
+	// Were the length XORed into the last word's top byte, these two
+	// would collide under every seed.
+	add(4, []byte("xccccccca"))
+	add(4, []byte("xcccccccc"+string(rune('a'^9^10))))
+	if rowHash(seed, 1, base[:12]) != rowHash(seed, 1, bytes.Clone(base[:12])) {
+		t.Error("the same key hashes two ways under one seed")
+	}
+	other := newHashSeed()
+	if rowHash(seed, 1, base[:12]) == rowHash(other, 1, base[:12]) && rowHash(seed, 1, base[:4]) == rowHash(other, 1, base[:4]) {
+		t.Error("two seeds hash keys alike")
 	}
 }
