@@ -275,6 +275,9 @@ type Cursor struct {
 	hint  atomic.Int32 // the batch of the last row located
 }
 
+// Snapshot returns the snapshot c reads.
+func (c *Cursor) Snapshot() *Snapshot { return c.s }
+
 // NewCursor returns a Cursor over s.
 func (s *Snapshot) NewCursor() *Cursor {
 	c := &Cursor{s: s}

@@ -35,3 +35,14 @@ func SetShadowSearch(rows int, search bool) (restore func()) {
 
 // CompositeLikeForTest is compositeLike.
 func CompositeLikeForTest(uk []byte, codec string) bool { return compositeLike(uk, codec) }
+
+// SetPresort turns the sort of a rescaled group's files before the rules
+// pass (presorts) on or off; it returns a function that restores it.
+func SetPresort(on bool) (restore func()) {
+	was := noPresort
+	noPresort = !on
+	return func() { noPresort = was }
+}
+
+// Presorts returns how many files were sorted before the rules pass.
+func Presorts() int64 { return presortCount.Load() }

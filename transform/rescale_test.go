@@ -2,6 +2,7 @@ package transform_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -3212,4 +3214,237 @@ func TestRescaleReplicatedValueNotCopied(t *testing.T) {
 	if rep.Rescale == nil || rep.Rescale.OperatorIn != 4 || rep.Rescale.OperatorDistinct != 1 || len(rep.Rescale.Merges) != 0 {
 		t.Errorf("rescale report %+v: want 4 copies merged into 1, all equal", rep.Rescale)
 	}
+}
+
+// rsShuffled returns the rows of each file in a random order that keeps the
+// rows of one operator and key in their order (the case's model resolves
+// a key stored twice by its copies' order), as clink's hash-map order
+// leaves them.
+func rsShuffled(files map[int][]savepoint.Row, seed uint64) map[int][]savepoint.Row {
+	r := rand.New(rand.NewPCG(seed, 17))
+	out := map[int][]savepoint.Row{}
+	for s, rows := range files {
+		rank := map[string]uint64{}
+		for _, row := range rows {
+			if _, ok := rank[rsKey(row.Op, row.Key)]; !ok {
+				rank[rsKey(row.Op, row.Key)] = r.Uint64()
+			}
+		}
+		rows = slices.Clone(rows)
+		slices.SortStableFunc(rows, func(a, b savepoint.Row) int {
+			return cmp.Compare(rank[rsKey(a.Op, a.Key)], rank[rsKey(b.Op, b.Key)])
+		})
+		out[s] = rows
+	}
+	return out
+}
+
+// rsWriteTreeAsIs is rsWriteTree with each file's rows in the order given.
+func rsWriteTreeAsIs(t testing.TB, dir string, files map[int][]savepoint.Row, vm savepoint.VersionMap) string {
+	t.Helper()
+	md := savepoint.CanonicalMetadata(nil, vm)
+	var subs []int
+	for s, rows := range files {
+		p := filepath.Join(dir, "v1", strconv.Itoa(s), "checkpoint-17.snap")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := savepoint.WriteSnapshotFile(p, md, rows, savepoint.SnapshotOptions{AsIs: true, Sidecar: true, CheckpointID: 17}); err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, s)
+	}
+	slices.Sort(subs)
+	c := savepoint.Completed{Job: "42", Checkpoint: 17, Generation: 1, Subtasks: subs, HasSubtasks: true}
+	if err := os.MkdirAll(filepath.Join(dir, "_jobs", "42"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "_jobs", "42", "COMPLETED-17"), c.Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A rescale of files in no order sorts those of its rescaled groups before
+// the rules pass (presorts). The random cases of TestRescaleProperty, their
+// files in clink's hash-map order and sorted through temporary files from a
+// few rows on, give the same output, byte for byte, and the same report as
+// the rules pass over the files as stored, and the output passes the
+// property test's checks. So do the cases with a keyed row stored twice and
+// a lost row added to a rescaled group's files (and the rule's drop_lost):
+// the copies of the key resolved as restore resolves them, and the lost
+// row's example naming its row in the input.
+func TestRescalePresorted(t *testing.T) {
+	cases := 24
+	if testing.Short() {
+		cases = 8
+	}
+	defer transform.SetSpill(4, 1<<10)()
+	dir := rsTempDir(t)
+	presorted := transform.Presorts()
+	for i := 0; i < cases; i++ {
+		c := rsGenerate(uint64(1000 + i))
+		for _, odd := range []bool{false, true} {
+			name := c.String()
+			if odd {
+				name += " with a key stored twice and a lost row"
+			}
+			t.Run(name, func(t *testing.T) {
+				files, rule := c.Files, rsRuleFor(c.Groups)
+				if odd {
+					files, rule = rsOddRows(t, c), rsRuleDropLost(c.Groups)
+				}
+				in := rsWriteTreeAsIs(t, filepath.Join(dir, fmt.Sprintf("in-%d-%v", i, odd)), rsShuffled(files, uint64(i)), c.VM)
+				sp := rsOpen(t, in, c.layoutOld())
+				if !odd {
+					rsCheckInputTruth(t, c, sp)
+				}
+				run, err := savepoint.Open(in, savepoint.OpenOptions{RequireValid: true, Groups: c.layoutOld(), Columnar: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer run.Close()
+				var reps, outs [2]string
+				for k, on := range []bool{false, true} {
+					restore := transform.SetPresort(on)
+					outs[k] = filepath.Join(dir, fmt.Sprintf("out-%d-%v-%v", i, odd, on))
+					rep, err := transform.Run(context.Background(), run, rsRules(t, rule), transform.Options{Out: outs[k]})
+					restore()
+					if err != nil {
+						t.Fatalf("presort %v: run: %v\n%s", on, err, rule)
+					}
+					if odd && (rep.DuplicatesResolved == 0 || rep.Rescale.Lost == 0 || len(rep.Rescale.LostExamples) == 0) {
+						t.Fatalf("test setup: %d duplicates resolved, %d lost", rep.DuplicatesResolved, rep.Rescale.Lost)
+					}
+					rep.Output.Path = ""
+					j, err := json.Marshal(rep)
+					if err != nil {
+						t.Fatal(err)
+					}
+					reps[k] = string(j)
+					if on && !odd {
+						rsCheckCase(t, c, sp, rep, outs[k])
+					}
+				}
+				if reps[0] != reps[1] {
+					t.Errorf("the reports differ:\nas stored: %s\npresorted: %s", reps[0], reps[1])
+				}
+				rsSameTree(t, outs[0], outs[1])
+			})
+		}
+		if t.Failed() {
+			break
+		}
+	}
+	if transform.Presorts() == presorted {
+		t.Error("no file was sorted before the rules pass")
+	}
+}
+
+// rsRuleDropLost is rsRuleFor's rule with drop_lost set.
+func rsRuleDropLost(groups []rsGroup) string {
+	var b strings.Builder
+	b.WriteString("version: 1\nrules:\n  - rescale:\n      drop_lost: true\n      groups:\n")
+	for _, g := range groups {
+		fmt.Fprintf(&b, "        - {subtasks: \"%d-%d\", parallelism: %d}\n", g.First, g.First+g.N-1, g.M)
+	}
+	return b.String()
+}
+
+// rsOddRows returns the files of case c with, in the last old file of its
+// first rescaled group, a copy of a keyed row stored again with another
+// value, and in the first a keyed row of a key group another subtask of
+// the group owns, whose file does not hold it: a lost row, in a file that
+// stores no key twice.
+func rsOddRows(t *testing.T, c *rsCase) map[int][]savepoint.Row {
+	t.Helper()
+	files := map[int][]savepoint.Row{}
+	for s, rows := range c.Files {
+		files[s] = slices.Clone(rows)
+	}
+	for _, g := range c.Groups {
+		if g.M == g.N || g.N < 2 {
+			continue
+		}
+		og := g.old()
+		last := g.First + g.N - 1
+		i := slices.IndexFunc(files[last], func(r savepoint.Row) bool { return rsIsFiltered(r.Key) && og.Owner(int(r.Key[0])) == last })
+		if i < 0 {
+			continue
+		}
+		dup := files[last][i]
+		dup.Value = append(slices.Clone(dup.Value), 0xEE)
+		files[last] = append(files[last], dup)
+		for n := 0; ; n++ {
+			k := savepoint.EncodeKeyedKey([]byte("lost"), []byte(fmt.Sprintf("row-%d", n)))
+			if og.Owner(int(k[0])) != g.First {
+				files[g.First] = append(files[g.First], savepoint.Row{Op: dup.Op, Key: k, Value: []byte("v")})
+				return files
+			}
+		}
+	}
+	t.Skip("no rescaled group of two or more files with a keyed row")
+	return nil
+}
+
+// rsSameTree fails unless the trees a and b hold the same files, byte for
+// byte.
+func rsSameTree(t *testing.T, a, b string) {
+	t.Helper()
+	files := func(root string) map[string][]byte {
+		m := map[string][]byte{}
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			b, err := os.ReadFile(p)
+			m[rel] = b
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	fa, fb := files(a), files(b)
+	for _, rel := range slices.Sorted(maps.Keys(fa)) {
+		if !bytes.Equal(fa[rel], fb[rel]) {
+			t.Errorf("%s differs", rel)
+		}
+	}
+	if len(fa) != len(fb) {
+		t.Errorf("%d files against %d", len(fa), len(fb))
+	}
+}
+
+// A file whose sort before the rules pass fails for want of a temporary
+// directory is read as stored, and the rescale's own sort takes it as
+// before: the output is that of a run with the directory.
+func TestRescalePresortWithoutTempDir(t *testing.T) {
+	defer transform.SetSpill(4, 1<<10)()
+	dir := rsTempDir(t)
+	c := rsGenerate(1003)
+	in := rsWriteTreeAsIs(t, filepath.Join(dir, "in"), rsShuffled(c.Files, 3), c.VM)
+	run, err := savepoint.Open(in, savepoint.OpenOptions{RequireValid: true, Groups: c.layoutOld(), Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	presorted := transform.Presorts()
+	with, without := filepath.Join(dir, "with"), filepath.Join(dir, "without")
+	if _, err := transform.Run(context.Background(), run, rsRules(t, rsRuleFor(c.Groups)), transform.Options{Out: with}); err != nil {
+		t.Fatal(err)
+	}
+	if transform.Presorts() == presorted {
+		t.Fatal("test setup: no file was sorted before the rules pass")
+	}
+	presorted = transform.Presorts()
+	if _, err := transform.Run(context.Background(), run, rsRules(t, rsRuleFor(c.Groups)), transform.Options{Out: without, TempDir: filepath.Join(dir, "no such directory")}); err != nil {
+		t.Fatalf("without a temporary directory: %v", err)
+	}
+	if n := transform.Presorts() - presorted; n != 0 {
+		t.Errorf("%d files sorted before the rules pass without a temporary directory", n)
+	}
+	rsSameTree(t, with, without)
 }

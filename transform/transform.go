@@ -469,6 +469,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		eng.valueFates = eng.valueFates || decidesByValue(st.rule)
 	}
 	eng.mergeSteps = mergeSteps(eng.steps)
+	eng.presort = presorts(sp, set, opts)
 
 	results := make([]*fileResult, len(sp.Files))
 	// A file gets several workers over ranges of its rows when there are
@@ -1746,6 +1747,9 @@ func (k slotKey) show() string {
 type engine struct {
 	set   *rules.Set
 	steps []step
+	// presort holds the files (by index in the savepoint) whose rows are
+	// sorted before the rules pass (see presorts).
+	presort map[int]bool
 	// purges are the indexes of the purge_keys steps; purgedScopes,
 	// indexed by step, where the rows in the scope of each are once the
 	// rules after it have run (nil for one of every row).
@@ -1802,13 +1806,27 @@ type engine struct {
 func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts int) *fileResult {
 	snap := f.Snapshot
 	n := snap.NumRows()
+	rows := rowSource{snap: snap, release: f.ReleasePages}
+	if e.presort[file] {
+		sorted, err := e.sortFirst(f, position(file, 0))
+		switch {
+		case err == nil:
+			rows = sorted
+		case savepoint.InputFault(err) || errors.Is(err, context.Canceled):
+			res := e.newResult()
+			res.err = err
+			return res
+		}
+		// Otherwise (no temporary directory, no room in it) the rows are
+		// read as stored, and the rescale's own sort says what it can do.
+	}
 	if n < minRowsPerPart*2 {
 		parts = 1
 	}
 	parts = min(parts, n/minRowsPerPart+1)
 	ranges := make([]*rangeResult, parts)
 	if parts == 1 {
-		ranges[0] = e.processRange(ctx, f, position(file, 0), 0, n)
+		ranges[0] = e.processRange(ctx, f, rows, position(file, 0), 0, n)
 	} else {
 		var wg sync.WaitGroup
 		for p := range ranges {
@@ -1816,7 +1834,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 			go func() {
 				defer wg.Done()
 				lo, hi := p*n/parts, (p+1)*n/parts
-				ranges[p] = e.processRange(ctx, f, position(file, p), lo, hi)
+				ranges[p] = e.processRange(ctx, f, rows, position(file, p), lo, hi)
 			}()
 		}
 		wg.Wait()
@@ -1824,6 +1842,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 	res, sorted := e.mergeRanges(ranges)
 	res.rowsIn = int64(n)
 	res.canonical = sorted
+	res.out.spilled = rows.spilled
 	// res.after holds the changes to the counts: add the counts before.
 	res.before.each(func(k slotKey, n int64) { res.after.addKey(k, n) })
 	if res.err != nil {
@@ -1994,15 +2013,97 @@ func (e *engine) newResult() *fileResult {
 	return res
 }
 
-// processRange runs rows [lo, hi) of f through the steps, with its own
-// worker (VM and environment); it records the kept rows' indexes. Keyed rows go a run at a time: consecutive
+// rowSource is where the rules pass reads a file's rows: its snapshot, or
+// a sorted copy of it (engine.sortFirst), and what drops their mapped pages
+// from the resident set. spilled is set for the copy.
+type rowSource struct {
+	snap    *savepoint.Snapshot
+	release func()
+	spilled bool
+}
+
+// presorts returns the files of sp whose rows the rules pass reads from a
+// sorted copy: under a rule file of a rescale alone, the files of the
+// groups it rescales that are large enough to be sorted through temporary
+// files (minSpillRows), stored in no order (clink's hash-map order) and
+// rewritten for no reason of their own (see sortFirst). The rescale sorts
+// them anyway; sorted first, the rules pass goes a prefix run at a time
+// instead of a row at a time (a rescale of 10M rows in clink's order from 4
+// files to 7 spent 0.57 s of its 4.2 s of CPU there), and the rescale's
+// own sort finds them sorted.
+func presorts(sp *savepoint.Savepoint, set *rules.Set, opts Options) map[int]bool {
+	spec := set.Rescale()
+	if spec == nil || len(set.Rules) != 1 || rowByRow || noPresort {
+		return nil
+	}
+	groups, pars, _, err := rescaleGroups(sp, spec)
+	if err != nil {
+		return nil // the rescale reports it
+	}
+	byIndex := map[int]int{}
+	for i, f := range sp.Files {
+		byIndex[f.Subtask] = i
+	}
+	var out map[int]bool
+	for gi, g := range groups {
+		if pars[gi] == g.Count {
+			continue // kept as it is
+		}
+		for s := g.First; s < g.First+g.Count; s++ {
+			i, ok := byIndex[s]
+			if !ok {
+				continue
+			}
+			f := sp.Files[i]
+			snap := f.Snapshot
+			if snap == nil || !snap.Columnar() || snap.Variant != savepoint.Canonical || snap.NumRows() < minSpillRows ||
+				f.Size == 0 || snap.TrailingBytes > 0 || opts.Decompress && f.Compression != savepoint.CompressNone {
+				continue
+			}
+			if sorted, _ := snap.Order(); sorted {
+				continue
+			}
+			if out == nil {
+				out = map[int]bool{}
+			}
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// noPresort turns presorts off (tests compare the two ways).
+var noPresort = false
+
+// presortCount counts the files sorted before the rules pass (tests check
+// that they took that path).
+var presortCount atomic.Int64
+
+// sortFirst sorts the rows of file f through temporary files, every row
+// kept (those of one operator and key in stream order), for the rules pass
+// to read (see presorts). The rules see every stored row, as they would in
+// the file; the rescale resolves the copies of a key as it would have.
+func (e *engine) sortFirst(f *savepoint.File, pos int64) (rowSource, error) {
+	snap := f.Snapshot
+	o := &outRows{cur: snap.NewCursor(), release: f.ReleasePages, releaseRows: f.ReleaseRows(), spill: e.spill, stop: func() bool { return e.stopsAt(pos) }}
+	o.idx.appendRun(0, snap.NumRows())
+	if _, _, err := o.canonicaliseSpilled(nil, true); err != nil {
+		return rowSource{}, err
+	}
+	presortCount.Add(1)
+	return rowSource{snap: o.cur.Snapshot(), release: o.release, spilled: true}, nil
+}
+
+// processRange runs rows [lo, hi) of f (read from rows: its snapshot's,
+// or their sorted copy) through the steps, with its own worker (VM and
+// environment); it records the kept rows' indexes. Keyed rows go a run at a time: consecutive
 // rows of one prefix share what the steps do to them (see prefixPlan), so
 // a run that every step passes or one step drops whole costs a scan of its
 // keys.
-func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64, lo, hi int) *rangeResult {
+func (e *engine) processRange(ctx context.Context, f *savepoint.File, rows rowSource, pos int64, lo, hi int) *rangeResult {
 	res := e.newResult()
-	snap := f.Snapshot
-	out := &outRows{cur: snap.NewCursor(), release: f.ReleasePages, releaseRows: f.ReleaseRows(), spill: e.spill, stop: func() bool { return e.stopsAt(pos) }, restored: snap.Variant == savepoint.Changelog}
+	snap := rows.snap
+	out := &outRows{cur: snap.NewCursor(), release: rows.release, releaseRows: f.ReleaseRows(), spill: e.spill, stop: func() bool { return e.stopsAt(pos) }, restored: snap.Variant == savepoint.Changelog}
 	res.out = out
 	rr := &rangeResult{res: res, sorted: true}
 	w := &worker{e: e, res: res, subtask: f.Subtask, rr: rr, comp: compositeMemo{e: e}, pos: pos}
@@ -2024,7 +2125,7 @@ func (e *engine) processRange(ctx context.Context, f *savepoint.File, pos int64,
 				return context.Canceled // a part before it failed
 			}
 			if release.Due(c) {
-				f.ReleasePages() // what was read stays cached but leaves the resident set
+				rows.release() // what was read stays cached but leaves the resident set
 			}
 			ones := 0    // runs of one row in a row, this block
 			aloneAt := c // where alone may be asked next
@@ -2834,7 +2935,7 @@ var shadowBudget = savepoint.DistinctBudget
 // spill.minRows rows are sorted through temporary files (see spiller).
 func (o *outRows) canonicalise(dropped func(savepoint.Row)) (int64, error) {
 	if o.spill != nil && o.Len() >= o.spill.minRows {
-		n, dropping, err := o.canonicaliseSpilled(dropped)
+		n, dropping, err := o.canonicaliseSpilled(dropped, false)
 		if err == nil || dropping || o.Len() >= savepoint.InPlaceRows || savepoint.InputFault(err) || errors.Is(err, context.Canceled) {
 			return n, err
 		}
@@ -2878,18 +2979,21 @@ func (o *outRows) keepPositions(keep []uint32) {
 
 // canonicaliseSpilled is canonicalise through savepoint.SortSpilled: the
 // output rows become the rows of the sorted temporary file, one run. On
-// error, dropping says whether dropped was called for a row already.
-func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row)) (_ int64, dropping bool, _ error) {
+// error, dropping says whether dropped was called for a row already. With
+// keepDups, rows of one operator and key are all kept, in order
+// (SpillOptions.KeepDuplicates), and dropped is never called.
+func (o *outRows) canonicaliseSpilled(dropped func(savepoint.Row), keepDups bool) (_ int64, dropping bool, _ error) {
 	if beforeSpillSort != nil {
 		beforeSpillSort()
 	}
 	var dupes int64
 	sp, err := savepoint.SortSpilled(o, savepoint.SpillOptions{
-		Dir:         o.spill.dir,
-		Budget:      o.spill.budget,
-		Release:     o.release,
-		ReleaseRows: o.releaseRows,
-		Stop:        o.stop,
+		Dir:            o.spill.dir,
+		Budget:         o.spill.budget,
+		Release:        o.release,
+		ReleaseRows:    o.releaseRows,
+		Stop:           o.stop,
+		KeepDuplicates: keepDups,
 		Dropped: func(r savepoint.Row) {
 			dupes++
 			if dropped != nil {
