@@ -303,8 +303,8 @@ var distinctHash = rowHash
 // hashSeed is the secret of rowHash, new for each question: a file cannot
 // be made so that its hashes collide.
 type hashSeed struct {
-	seed   maphash.Seed
-	k0, k1 uint64
+	seed       maphash.Seed
+	k0, k1, k2 uint64
 }
 
 // newHashSeed returns a random hashSeed.
@@ -312,25 +312,32 @@ func newHashSeed() hashSeed {
 	s := hashSeed{seed: maphash.MakeSeed()}
 	s.k0 = maphash.Bytes(s.seed, []byte("k0")) | 1
 	s.k1 = maphash.Bytes(s.seed, []byte("k1")) | 1
+	s.k2 = maphash.Bytes(s.seed, []byte("k2")) | 1
 	return s
 }
 
 // rowHash is a 64-bit hash of a row's operator and key. A key of 8 to 16
 // bytes (a key group, a slot and an int64 key: 13 to 16) is its first and
-// last eight bytes, which may overlap, and its length: those are mixed by
-// a multiplication of 128 bits with the seed's words, as wyhash mixes, in
-// a few instructions (maphash of such a key and its call took a tenth of
-// the CPU of inspect of 10M rows in clink's order). Other keys go through
-// maphash.
+// last eight bytes, which may overlap, and its length: the two words are
+// mixed with the seed's by a multiplication of 128 bits, as wyhash mixes,
+// and the length, times a third secret word, is added after, in a few
+// instructions (maphash of such a key and its call took a tenth of the CPU
+// of inspect of 10M rows in clink's order). Other keys go through maphash.
+// No choice of keys and operators makes two rows' hashes collide whatever
+// the seed: collisions cost only time (DistinctKeys checks them against the
+// keys), but enough of them make it give the question up to the sort.
 func rowHash(seed hashSeed, op uint64, key []byte) uint64 {
 	var h uint64
 	if n := len(key); n >= 8 && n <= 16 {
 		a := binary.LittleEndian.Uint64(key) ^ seed.k0
 		b := binary.LittleEndian.Uint64(key[n-8:]) ^ seed.k1
 		hi, lo := bits.Mul64(a, b)
-		// The length after the product: XORed into a word, a key's bytes
-		// could undo it whatever the seed.
-		h = hi ^ lo ^ uint64(n)*0xc2b2ae3d27d4eb4f
+		// The length after the product, times a secret word: XORed into a
+		// word before it, a key's bytes could undo it whatever the seed;
+		// times a constant, the operator (XORed in below) could, between
+		// keys of two lengths whose first and last words are the same (x
+		// and x+x).
+		h = hi ^ lo ^ uint64(n)*seed.k2
 	} else {
 		h = maphash.Bytes(seed.seed, key)
 	}

@@ -317,6 +317,22 @@ func TestRowHash(t *testing.T) {
 	// would collide under every seed.
 	add(4, []byte("xccccccca"))
 	add(4, []byte("xcccccccc"+string(rune('a'^9^10))))
+	// Keys of two lengths with the same first and last words (x and x+x,
+	// or one byte repeated) under two operators: were the length mixed in
+	// as a constant times it, an operator could be chosen that cancels it
+	// whatever the seed.
+	var k, c uint64 = 0x9e3779b97f4a7c15, 0xc2b2ae3d27d4eb4f
+	inv := k // k's inverse mod 2^64, by Newton's iteration
+	for range 6 {
+		inv *= 2 - k*inv
+	}
+	for n := 8; n <= 16; n++ {
+		op := (1*k ^ 8*c ^ uint64(n)*c) * inv
+		key := bytes.Repeat([]byte{'b'}, n)
+		if rowHash(seed, op, key) == rowHash(seed, 1, key[:8]) && n != 8 {
+			t.Errorf("op %#x key %q and op 1 key %q hash alike", op, key, key[:8])
+		}
+	}
 	if rowHash(seed, 1, base[:12]) != rowHash(seed, 1, bytes.Clone(base[:12])) {
 		t.Error("the same key hashes two ways under one seed")
 	}
