@@ -1185,10 +1185,10 @@ func (c *colBuf) gather(v recordView, order []uint32) {
 		ks, ke, ve := int(b[0]), int(b[1]), int(b[2])
 		kn, vn := len(keys), len(vals)
 		if ke-ks <= 16 && ve-ke <= 16 && ks+32 <= len(v.buf) && kn+16 <= cap(keys) && vn+16 <= cap(vals) {
-			// A short key and value (an int64 key and value: 12 and 8
-			// bytes) are copied as two words each, past their ends into
-			// the room the columns have: a call of memmove for each cost
-			// more than the copy.
+			// A short key and value (a key group, a slot and an int64
+			// key; an 8-byte value) are copied as two words each, past
+			// their ends into the room the columns have: a call of
+			// memmove for each cost more than the copy.
 			putWords(keys[kn:kn+16], v.buf, ks)
 			putWords(vals[vn:vn+16], v.buf, ke)
 			keys, vals = keys[:kn+ke-ks], vals[:vn+ve-ke]

@@ -764,13 +764,13 @@ func (w *worker) alone(i, end int) (int, error) {
 	// of CPU of the drop of 10M rows in clink's order, where a stretch is
 	// about eight rows).
 	kept, nkept := 0, 0
-	keep := func(i int) {
-		if nkept > 0 && kept+nkept == i {
+	keep := func(row int) {
+		if nkept > 0 && kept+nkept == row {
 			nkept++
 			return
 		}
 		out.idx.appendRun(kept, nkept)
-		kept, nkept = i, 1
+		kept, nkept = row, 1
 	}
 	defer func() { out.idx.appendRun(kept, nkept) }()
 	for ; i < end; i++ {
