@@ -3308,10 +3308,16 @@ func TestRescalePresorted(t *testing.T) {
 				for k, on := range []bool{false, true} {
 					restore := transform.SetPresort(on)
 					outs[k] = filepath.Join(dir, fmt.Sprintf("out-%d-%v-%v", i, odd, on))
+					spills, presorts := transform.Spills(), transform.Presorts()
 					rep, err := transform.Run(context.Background(), run, rsRules(t, rule), transform.Options{Out: outs[k]})
 					restore()
 					if err != nil {
 						t.Fatalf("presort %v: run: %v\n%s", on, err, rule)
+					}
+					if n, p := transform.Spills()-spills, transform.Presorts()-presorts; on && n != p {
+						// A file that stores a key twice has its copies
+						// folded in its sorted copy, not sorted again.
+						t.Errorf("%d sorts through temporary files for %d files sorted first", n, p)
 					}
 					if odd && (rep.DuplicatesResolved == 0 || rep.Rescale.Lost == 0 || len(rep.Rescale.LostExamples) == 0) {
 						t.Fatalf("test setup: %d duplicates resolved, %d lost", rep.DuplicatesResolved, rep.Rescale.Lost)
