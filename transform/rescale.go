@@ -291,10 +291,7 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, shorthand bool, r
 	rep.Warnings = append(rep.Warnings, warns...)
 	rr := &RescaleReport{Merges: []MergeChoice{}, Outputs: []RescaleOutput{}}
 	rep.Rescale = rr
-	byIndex := map[int]int{}
-	for i, f := range sp.Files {
-		byIndex[f.Subtask] = i
-	}
+	byIndex := fileIndexes(sp)
 	var out []*newFile
 	newFirst := 0
 	anyKeyed := &keyedAnywhere{results: results}
@@ -363,6 +360,15 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, shorthand bool, r
 		}
 	}
 	return out, nil
+}
+
+// fileIndexes returns the index in sp.Files of each subtask's file.
+func fileIndexes(sp *savepoint.Savepoint) map[int]int {
+	byIndex := make(map[int]int, len(sp.Files))
+	for i, f := range sp.Files {
+		byIndex[f.Subtask] = i
+	}
+	return byIndex
 }
 
 // layoutSource says where the chain groups a rescale reads the tree at

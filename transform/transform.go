@@ -1847,7 +1847,7 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 	res, sorted := e.mergeRanges(ranges)
 	res.rowsIn = int64(n)
 	res.canonical = sorted
-	res.out.spilled, res.out.presorted = rows.spilled, rows.spilled
+	res.out.spilled, res.out.presorted = rows.presorted, rows.presorted
 	// res.after holds the changes to the counts: add the counts before.
 	res.before.each(func(k slotKey, n int64) { res.after.addKey(k, n) })
 	if res.err != nil {
@@ -2020,11 +2020,11 @@ func (e *engine) newResult() *fileResult {
 
 // rowSource is where the rules pass reads a file's rows: its snapshot, or
 // a sorted copy of it (engine.sortFirst), and what drops their mapped pages
-// from the resident set. spilled is set for the copy.
+// from the resident set. presorted is set for the copy.
 type rowSource struct {
-	snap    *savepoint.Snapshot
-	release func()
-	spilled bool
+	snap      *savepoint.Snapshot
+	release   func()
+	presorted bool
 }
 
 // presorts returns the files of sp whose rows the rules pass reads from a
@@ -2045,10 +2045,7 @@ func presorts(sp *savepoint.Savepoint, set *rules.Set, opts Options) map[int]boo
 	if err != nil {
 		return nil // the rescale reports it
 	}
-	byIndex := map[int]int{}
-	for i, f := range sp.Files {
-		byIndex[f.Subtask] = i
-	}
+	byIndex := fileIndexes(sp)
 	var out map[int]bool
 	for gi, g := range groups {
 		if pars[gi] == g.Count {
@@ -2106,7 +2103,7 @@ func (e *engine) sortFirst(f *savepoint.File, pos int64) (rowSource, error) {
 		return rowSource{}, err
 	}
 	presortCount.Add(1)
-	return rowSource{snap: o.cur.Snapshot(), release: o.release, spilled: true}, nil
+	return rowSource{snap: o.cur.Snapshot(), release: o.release, presorted: true}, nil
 }
 
 // processRange runs rows [lo, hi) of f (read from rows: its snapshot's,
