@@ -659,8 +659,14 @@ func rsRuleFor(groups []rsGroup) string {
 	if len(groups) == 1 {
 		return fmt.Sprintf("version: 1\nrules:\n  - rescale: {parallelism: %d}\n", groups[0].M)
 	}
+	return rsGroupsRule(groups, "")
+}
+
+// rsGroupsRule is the groups form of the rescale rule of a layout, with
+// the lines opts (each indented as a key of the rule) before its groups.
+func rsGroupsRule(groups []rsGroup, opts string) string {
 	var b strings.Builder
-	b.WriteString("version: 1\nrules:\n  - rescale:\n      groups:\n")
+	b.WriteString("version: 1\nrules:\n  - rescale:\n" + opts + "      groups:\n")
 	for _, g := range groups {
 		fmt.Fprintf(&b, "        - {subtasks: \"%d-%d\", parallelism: %d}\n", g.First, g.First+g.N-1, g.M)
 	}
@@ -3242,27 +3248,7 @@ func rsShuffled(files map[int][]savepoint.Row, seed uint64) map[int][]savepoint.
 // rsWriteTreeAsIs is rsWriteTree with each file's rows in the order given.
 func rsWriteTreeAsIs(t testing.TB, dir string, files map[int][]savepoint.Row, vm savepoint.VersionMap) string {
 	t.Helper()
-	md := savepoint.CanonicalMetadata(nil, vm)
-	var subs []int
-	for s, rows := range files {
-		p := filepath.Join(dir, "v1", strconv.Itoa(s), "checkpoint-17.snap")
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := savepoint.WriteSnapshotFile(p, md, rows, savepoint.SnapshotOptions{AsIs: true, Sidecar: true, CheckpointID: 17}); err != nil {
-			t.Fatal(err)
-		}
-		subs = append(subs, s)
-	}
-	slices.Sort(subs)
-	c := savepoint.Completed{Job: "42", Checkpoint: 17, Generation: 1, Subtasks: subs, HasSubtasks: true}
-	if err := os.MkdirAll(filepath.Join(dir, "_jobs", "42"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "_jobs", "42", "COMPLETED-17"), c.Marshal(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return writeTreeAsIsOf(t, dir, 17, "42", savepoint.CanonicalMetadata(nil, vm), files)
 }
 
 // A rescale of files in no order sorts those of its rescaled groups before
@@ -3349,12 +3335,7 @@ func TestRescalePresorted(t *testing.T) {
 
 // rsRuleDropLost is rsRuleFor's rule with drop_lost set.
 func rsRuleDropLost(groups []rsGroup) string {
-	var b strings.Builder
-	b.WriteString("version: 1\nrules:\n  - rescale:\n      drop_lost: true\n      groups:\n")
-	for _, g := range groups {
-		fmt.Fprintf(&b, "        - {subtasks: \"%d-%d\", parallelism: %d}\n", g.First, g.First+g.N-1, g.M)
-	}
-	return b.String()
+	return rsGroupsRule(groups, "      drop_lost: true\n")
 }
 
 // rsOddRows returns the files of case c with, in the last old file of its
@@ -3397,30 +3378,14 @@ func rsOddRows(t *testing.T, c *rsCase) map[int][]savepoint.Row {
 // byte.
 func rsSameTree(t *testing.T, a, b string) {
 	t.Helper()
-	files := func(root string) map[string][]byte {
-		m := map[string][]byte{}
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			rel, _ := filepath.Rel(root, p)
-			b, err := os.ReadFile(p)
-			m[rel] = b
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	fa, fb := files(a), files(b)
+	fa, fb := checksums(t, a), checksums(t, b)
 	for _, rel := range slices.Sorted(maps.Keys(fa)) {
-		if !bytes.Equal(fa[rel], fb[rel]) {
+		if fa[rel] != fb[rel] {
 			t.Errorf("%s differs", rel)
 		}
 	}
 	if len(fa) != len(fb) {
-		t.Errorf("%d files against %d", len(fa), len(fb))
+		t.Errorf("%d files and directories against %d", len(fa), len(fb))
 	}
 }
 

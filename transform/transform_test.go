@@ -983,6 +983,12 @@ func wantPurge(t *testing.T, p *transform.PurgeAudit, found map[string]int64, no
 func writeTreeAsIs(t testing.TB, dir string, ckpt uint64, files map[int][]savepoint.Row, vm savepoint.VersionMap) string {
 	t.Helper()
 	md := savepoint.CanonicalMetadata(savepoint.Metadata{{Key: "x-future-key", Value: "kept"}}, vm)
+	return writeTreeAsIsOf(t, dir, ckpt, "j", md, files)
+}
+
+// writeTreeAsIsOf is writeTreeAsIs of job job, every file's metadata md.
+func writeTreeAsIsOf(t testing.TB, dir string, ckpt uint64, job string, md savepoint.Metadata, files map[int][]savepoint.Row) string {
+	t.Helper()
 	var subs []int
 	for s, rows := range files {
 		p := filepath.Join(dir, "v1", strconv.Itoa(s), "checkpoint-"+strconv.FormatUint(ckpt, 10)+".snap")
@@ -995,11 +1001,11 @@ func writeTreeAsIs(t testing.TB, dir string, ckpt uint64, files map[int][]savepo
 		subs = append(subs, s)
 	}
 	slices.Sort(subs)
-	c := savepoint.Completed{Job: "j", Checkpoint: ckpt, Generation: 1, Subtasks: subs, HasSubtasks: true}
-	if err := os.MkdirAll(filepath.Join(dir, "_jobs", "j"), 0o755); err != nil {
+	c := savepoint.Completed{Job: job, Checkpoint: ckpt, Generation: 1, Subtasks: subs, HasSubtasks: true}
+	if err := os.MkdirAll(filepath.Join(dir, "_jobs", job), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "_jobs", "j", "COMPLETED-"+strconv.FormatUint(ckpt, 10)), c.Marshal(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "_jobs", job, "COMPLETED-"+strconv.FormatUint(ckpt, 10)), c.Marshal(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
