@@ -115,6 +115,18 @@ func TestDistinctKeysTooManyCollisions(t *testing.T) {
 // once: every row when the hashes show no duplicates, one less for a key
 // stored twice.
 func TestKeyGroupHistogramUnsorted(t *testing.T) {
+	// Counted in one pass, then in parts that hash the rows as they go
+	// (keyHashes), in blocks of keys that end within a part and across
+	// parts' ends.
+	defer func(v int) { keyBlock = v }(keyBlock)
+	defer func(v int) { tallyPartRows = v }(tallyPartRows)
+	for _, c := range []struct{ part, block int }{{1 << 18, 4096}, {1000, 4096}, {1000, 333}, {2400, 7}} {
+		tallyPartRows, keyBlock = c.part, c.block
+		t.Run(fmt.Sprintf("parts of %d rows, blocks of %d", c.part, c.block), testKeyGroupHistogramUnsorted)
+	}
+}
+
+func testKeyGroupHistogramUnsorted(t *testing.T) {
 	var rows []Row
 	for i := range 5000 {
 		rows = append(rows, Row{Op: uint64(1 + i%2), Key: EncodeKeyedKey([]byte("agg"), fmt.Appendf(nil, "k%d", (i*7919)%5000)), Value: []byte{1}})
@@ -142,6 +154,125 @@ func TestKeyGroupHistogramUnsorted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyHashes made by another pass are complete only when each part hashed
+// its rows once each, in order; then they find the keys held twice as
+// repeatedKeys does, and otherwise distinctKeysOf makes its own.
+func TestKeyHashesInTurn(t *testing.T) {
+	const n = 3000
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = Row{Op: uint64(1 + i%3), Key: EncodeKeyedKey([]byte("agg"), fmt.Appendf(nil, "k%d", i)), Value: []byte{1}}
+	}
+	rows[2500].Op, rows[2500].Key = rows[10].Op, rows[10].Key // held twice, across the parts
+	eachIn := func(lo, hi int, fn func(i int, op uint64, key []byte) bool) {
+		for i := lo; i < hi; i++ {
+			if !fn(i, rows[i].Op, rows[i].Key) {
+				return
+			}
+		}
+	}
+	// fill hashes part p's rows [lo, hi) with add, those of [from, to)
+	// again, then the rest of the part a block of 64 at a time.
+	type fill func(h *keyHashes, p int)
+	inOrder := func(h *keyHashes, p int) {
+		hp := h.part(p)
+		for i := hp.lo; i < hp.hi; i++ {
+			hp.add(i, rows[i].Op, rows[i].Key)
+		}
+	}
+	inBlocks := func(h *keyHashes, p int) {
+		hp := h.part(p)
+		var kc KeyColumns
+		b := mappedBatch(t, rows)
+		for x := hp.lo; x < hp.hi; x = kc.Hi {
+			if err := kc.Load(b, x, min(hp.hi, x+64)); err != nil {
+				t.Fatal(err)
+			}
+			hp.addBlock(x, &kc, x, kc.Hi)
+		}
+	}
+	skipping := func(skip int) fill {
+		return func(h *keyHashes, p int) {
+			hp := h.part(p)
+			for i := hp.lo; i < hp.hi; i++ {
+				if i != skip {
+					hp.add(i, rows[i].Op, rows[i].Key)
+				}
+			}
+		}
+	}
+	twice := func(again, skip int) fill {
+		return func(h *keyHashes, p int) {
+			hp := h.part(p)
+			for i := hp.lo; i < hp.hi; i++ {
+				if i != skip {
+					hp.add(i, rows[i].Op, rows[i].Key)
+				}
+				if i == again {
+					hp.add(i, rows[i].Op, rows[i].Key)
+				}
+			}
+		}
+	}
+	past := func(h *keyHashes, p int) {
+		inOrder(h, p)
+		hp := h.part(p)
+		if hp.hi < n {
+			hp.add(hp.hi, rows[hp.hi].Op, rows[hp.hi].Key)
+		}
+	}
+	none := func(*keyHashes, int) {}
+	for _, tc := range []struct {
+		name     string
+		fills    []fill
+		complete bool
+	}{
+		{"in order", []fill{inOrder, inOrder}, true},
+		{"in blocks", []fill{inBlocks, inOrder}, true},
+		{"a row missed", []fill{inOrder, skipping(2999)}, false},
+		{"a row twice", []fill{twice(7, -1), inOrder}, false},
+		{"a row twice, another missed", []fill{inOrder, twice(1600, 2500)}, false},
+		{"a row past the part", []fill{past, inOrder}, false},
+		{"a part not made", []fill{inOrder, none}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newKeyHashes(n, len(tc.fills))
+			for p, f := range tc.fills {
+				f(h, p)
+			}
+			if h.complete() != tc.complete {
+				t.Fatalf("complete %v, want %v", h.complete(), tc.complete)
+			}
+			if !tc.complete {
+				return
+			}
+			groups, ok := h.repeated(eachIn, 64<<20, false)
+			if want := [][]int{{10, 2500}}; !ok || !reflect.DeepEqual(groups, want) {
+				t.Errorf("groups %v (ok %v), want %v", groups, ok, want)
+			}
+		})
+	}
+	// Incomplete hashes that miss the copy: distinctKeysOf asks again.
+	sp := openAsIs(t, rows)
+	h := newKeyHashes(n, 1)
+	skipping(2500)(h, 0)
+	if distinctKeysOf(sp.Files[0].Snapshot, h, 64<<20) {
+		t.Error("distinctKeysOf took incomplete hashes for all of them")
+	}
+	if distinctKeysOf(sp.Files[0].Snapshot, nil, 64<<20) {
+		t.Error("distinctKeysOf without hashes: the key held twice not found")
+	}
+}
+
+// mappedBatch returns the batch of a file of rows, memory-mapped, to read
+// with KeyColumns.
+func mappedBatch(t *testing.T, rows []Row) *Batch {
+	t.Helper()
+	sp := openAsIs(t, rows)
+	t.Cleanup(func() { sp.Close() })
+	return &sp.Files[0].Snapshot.Batches[0]
 }
 
 // repeatedOracle is RepeatedKeys of rows, from a map: the rows of each

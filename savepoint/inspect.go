@@ -710,16 +710,28 @@ func Summarize(sp *Savepoint) *Summary {
 		if n := snap.NumRows(); !strict && snap.Columnar() && n >= 2*tallyPartRows {
 			// Rows in no order come a group of one at a time: parts of
 			// them are counted at once, each on counters of its own.
+			// The walk hashes the rows for the histogram's question
+			// whether the file holds an (op, key) twice, answered here
+			// so that the hashes are dropped before the next file.
 			parts := min(runtime.GOMAXPROCS(0), n/tallyPartRows)
+			budget := DistinctBudget(f)
+			hashes := keyHashesFor(snap, budget, parts)
 			tallies := make([]*fileTally, parts)
 			ForEach(parts, func(p int) {
 				pt := newFileTally(map[uint64]*inspOp{})
 				pt.grouped, pt.rng = ft.grouped, ft.rng
-				snap.eachRunIn(p*n/parts, (p+1)*n/parts, f.ReleasePages, pt.add)
+				var hp *hashPart
+				if hashes != nil {
+					hp = hashes.part(p)
+				}
+				snap.eachRunIn(p*n/parts, (p+1)*n/parts, f.ReleasePages, hp, pt.add)
 				tallies[p] = pt
 			})
 			for _, pt := range tallies {
 				ft.merge(pt)
+			}
+			if hashes != nil && hashes.complete() {
+				ft.pre.distinct, ft.pre.distinctKnown = distinctKeysOf(snap, hashes, budget), true
 			}
 		} else {
 			snap.eachRun(f.ReleasePages, ft.add)
@@ -824,6 +836,18 @@ func Summarize(sp *Savepoint) *Summary {
 type kgRuns struct {
 	strict, complete bool
 	counts           [NumKeyGroups]int
+	// distinct is distinctKeys' answer for the file when distinctKnown:
+	// found with the hashes its rows' count made.
+	distinct, distinctKnown bool
+}
+
+// distinctIn reports whether file f, whose runs p counted (or nil), holds
+// no (op, key) twice, as distinctKeys says.
+func (p *kgRuns) distinctIn(f *File) bool {
+	if p != nil && p.distinctKnown {
+		return p.distinct
+	}
+	return distinctKeys(f.Snapshot, DistinctBudget(f))
 }
 
 // keyGroupHistogram counts the logical keyed rows per key group. Each file's
@@ -845,7 +869,7 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 		if f.Snapshot == nil {
 			continue
 		}
-		if p := pre[f]; p != nil && p.complete && (p.strict || distinctKeys(f.Snapshot, DistinctBudget(f))) {
+		if p := pre[f]; p != nil && p.complete && (p.strict || p.distinctIn(f)) {
 			for kg, n := range p.counts {
 				h.Counts[kg] += n
 			}
@@ -898,7 +922,7 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 			return true
 		})
 		f.ReleasePages()
-		if distinctKeys(f.Snapshot, DistinctBudget(f)) {
+		if pre[f].distinctIn(f) {
 			continue
 		}
 		ix := index(f)

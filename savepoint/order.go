@@ -127,7 +127,7 @@ func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyB
 	}
 	runs := s.Runs()
 	if runs == nil {
-		s.eachRunIn(0, s.NumRows(), release, fn)
+		s.eachRunIn(0, s.NumRows(), release, nil, fn)
 		return
 	}
 	// The runs found at open: only the rows of runs without a slot (a
@@ -146,10 +146,13 @@ func (s *Snapshot) eachRun(release func(), fn func(i int, first Row, n int, keyB
 }
 
 // eachRunIn is eachRun over rows [lo, hi) of a columnar snapshot, its
-// groups found in the keys read in blocks (not in the runs found at open).
-// Calls over disjoint ranges may run at once.
-func (s *Snapshot) eachRunIn(lo, hi int, release func(), fn func(i int, first Row, n int, keyBytes, valueBytes int64)) {
+// groups found in the keys read in blocks (not in the runs found at open),
+// with the rows' hashes added to hashes when not nil (its part of a
+// keyHashes: [lo, hi) must be its rows). Calls over disjoint ranges may run
+// at once.
+func (s *Snapshot) eachRunIn(lo, hi int, release func(), hashes *hashPart, fn func(i int, first Row, n int, keyBytes, valueBytes int64)) {
 	w := s.newRunWalk(release, fn)
+	w.hashes = hashes
 	w.next = lo
 	start := 0 // the stream index of batch bi's first row
 	for bi := range s.Batches {
@@ -170,6 +173,9 @@ type runWalk struct {
 	sorted  bool // the rows are strictly increasing: runs end where a binary search says
 	release func()
 	fn      func(i int, first Row, n int, keyBytes, valueBytes int64)
+	// hashes, when set, takes the hash of each row's operator and key as
+	// its block of keys is read (see keyHashes).
+	hashes *hashPart
 }
 
 func (s *Snapshot) newRunWalk(release func(), fn func(i int, first Row, n int, keyBytes, valueBytes int64)) *runWalk {
@@ -188,6 +194,9 @@ func (w *runWalk) group(b *Batch, x, to, i int) {
 		}
 		if !kc.Holds(b, x) {
 			kc.LoadOrMap(b, x, min(b.Len(), x+keyBlock))
+			if w.hashes != nil {
+				w.hashes.addBlock(i, kc, x, min(to, kc.Hi))
+			}
 		}
 		// A run that goes on past the block is reported in parts.
 		end := kc.PrefixRunEnd(x, min(to, kc.Hi), w.sorted)

@@ -993,18 +993,31 @@ func (v *validator) checkRows(f *File) {
 	}
 	// checkIn checks rows [lo, hi) in order, through note: a block of
 	// rows at a time where the open found the file's runs (checkByRun),
-	// else a row at a time.
-	checkIn := func(lo, hi int, note func(i int, sev Severity, check, msg string)) {
-		if runs := s.Runs(); runs != nil && s.Columnar() {
-			test := checkByRun(runs, placed, rng, check, f.ReleasePages)
-			s.eachKeyBlockIn(lo, hi, func(i int, kc *KeyColumns, x, to int) bool {
-				test(i, kc, x, to, note)
+	// else a row at a time. It adds the rows' hashes to hp, when not nil,
+	// for checkOrder's question whether a key is held twice.
+	checkIn := func(lo, hi int, note func(i int, sev Severity, check, msg string), hp *hashPart) {
+		if !s.Columnar() {
+			s.EachKeyIn(lo, hi, func(i int, op uint64, key []byte) bool {
+				check(i, op, key, note)
 				return true
 			})
 			return
 		}
-		s.EachKeyIn(lo, hi, func(i int, op uint64, key []byte) bool {
-			check(i, op, key, note)
+		var test func(i int, kc *KeyColumns, x, to int, note func(i int, sev Severity, check, msg string))
+		if runs := s.Runs(); runs != nil {
+			test = checkByRun(runs, placed, rng, check, f.ReleasePages)
+		}
+		s.eachKeyBlockIn(lo, hi, func(i int, kc *KeyColumns, x, to int) bool {
+			if hp != nil {
+				hp.addBlock(i, kc, x, to)
+			}
+			if test != nil {
+				test(i, kc, x, to, note)
+				return true
+			}
+			for y := x; y < to; y++ {
+				check(i+y-x, kc.Ops[y-kc.Lo], kc.Key(y), note)
+			}
 			return true
 		})
 	}
@@ -1012,7 +1025,22 @@ func (v *validator) checkRows(f *File) {
 	n := s.NumRows()
 	parts := min(runtime.NumCPU(), n/checkRowsPart)
 	if placed || parts < 2 {
-		checkIn(0, n, direct)
+		parts = 1
+	}
+	// The hashes checkOrder asks for when the rows are in no order; a
+	// file not in clink's columns is hashed by checkOrder itself.
+	var hashes *keyHashes
+	if _, strict := s.Order(); s.Variant == Canonical && !strict && s.Columnar() {
+		hashes = keyHashesFor(s, DistinctBudget(f), parts)
+	}
+	hashPartOf := func(p int) *hashPart {
+		if hashes == nil {
+			return nil
+		}
+		return hashes.part(p)
+	}
+	if parts == 1 {
+		checkIn(0, n, direct, hashPartOf(0))
 	} else {
 		// A file outside a tree's groups (nothing looks at other files):
 		// its rows are checked in parts at once, and the parts' findings
@@ -1022,7 +1050,7 @@ func (v *validator) checkRows(f *File) {
 		for p := range parts {
 			notes[p] = rowNotes{limit: v.limit, counts: map[rowNoteKey]int{}}
 			note := notes[p].note // (a method value made per row would be allocated per row)
-			faults.Go(func() { checkIn(p*n/parts, (p+1)*n/parts, note) })
+			faults.Go(func() { checkIn(p*n/parts, (p+1)*n/parts, note, hashPartOf(p)) })
 		}
 		faults.Wait()
 		for p := range notes {
@@ -1030,7 +1058,7 @@ func (v *validator) checkRows(f *File) {
 		}
 	}
 	f.ReleasePages()
-	v.checkOrder(f)
+	v.checkOrder(f, hashes)
 }
 
 // rowTest reports what is wrong with row i (operator op, key key) through
@@ -1155,8 +1183,9 @@ func (r *rowNotes) addTo(v *validator, f *File) {
 	}
 }
 
-// checkOrder reports duplicate (op, key) rows and unsorted rows of a canonical file.
-func (v *validator) checkOrder(f *File) {
+// checkOrder reports duplicate (op, key) rows and unsorted rows of a
+// canonical file; hashes are its rows' hashes when checkRows made them.
+func (v *validator) checkOrder(f *File, hashes *keyHashes) {
 	s := f.Snapshot
 	if s.Variant != Canonical {
 		return
@@ -1172,7 +1201,7 @@ func (v *validator) checkOrder(f *File) {
 			break
 		}
 	}
-	if distinctKeys(s, DistinctBudget(f)) {
+	if distinctKeysOf(s, hashes, DistinctBudget(f)) {
 		return // no duplicates, shown without sorting
 	}
 	ix := v.index(f)
