@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Showing that a file stores no (op, key) twice without sorting it.
@@ -76,6 +77,7 @@ func repeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 	}
 	parts := min(runtime.GOMAXPROCS(0), 8, max(1, n>>16))
 	h := newKeyHashes(n, parts)
+	hashPasses.Add(1)
 	ForEach(parts, func(p int) {
 		hp := h.part(p)
 		eachIn(hp.lo, hp.hi, func(i int, op uint64, key []byte) bool {
@@ -83,8 +85,16 @@ func repeatedKeys(n int, eachIn func(lo, hi int, fn func(i int, op uint64, key [
 			return true
 		})
 	})
+	if !h.complete() {
+		return nil, false // eachIn did not give each row in turn
+	}
 	return h.repeated(eachIn, maxBytes, first)
 }
+
+// hashPasses counts the passes repeatedKeys makes over the keys for their
+// hashes (tests check that inspect and validate, which make them as they
+// read the keys, make none).
+var hashPasses atomic.Int64
 
 // keyHashes are the hashes of the operators and keys of a file's n rows,
 // made in parts: part p hashes rows [p*n/parts, (p+1)*n/parts) in order.

@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -153,6 +155,69 @@ func testKeyGroupHistogramUnsorted(t *testing.T) {
 				t.Errorf("%d rows, want %d (counts match: %v)", h.Rows, tc.want, h.Counts == kg)
 			}
 		})
+	}
+}
+
+// Inspect and validate of a file in no order find a key stored twice with
+// the hashes their own walks over the keys make, in parts and in blocks of
+// keys, without a pass of the check's own: here the only copy of the key
+// is the first row of a block (row 0), its other copy the last row.
+func TestDuplicateFoundByTheWalksHashes(t *testing.T) {
+	defer func(v int) { keyBlock = v }(keyBlock)
+	defer func(v int) { tallyPartRows = v }(tallyPartRows)
+	defer func(v int) { checkRowsPart = v }(checkRowsPart)
+	var rows []Row
+	for i := range 5000 {
+		rows = append(rows, Row{Op: uint64(1 + i%2), Key: EncodeKeyedKey([]byte("agg"), fmt.Appendf(nil, "k%d", (i*7919)%5000)), Value: []byte{byte(i)}})
+	}
+	for _, tc := range []struct {
+		name string
+		rows []Row
+		dup  bool
+	}{
+		{"distinct", rows, false},
+		{"the first row's key stored again last", append(slices.Clone(rows), rows[0]), true},
+	} {
+		sp := openAsIs(t, tc.rows)
+		for _, c := range []struct{ part, block, check int }{{1000, 4096, 1 << 30}, {1000, 333, 16}, {2400, 7, 16}} {
+			tallyPartRows, keyBlock, checkRowsPart = c.part, c.block, c.check
+			name := fmt.Sprintf("%s: parts of %d rows, blocks of %d, checks in parts of %d", tc.name, c.part, c.block, c.check)
+			passes := hashPasses.Load()
+			h := Summarize(sp).KeyGroups
+			if h.Rows != 5000 {
+				t.Errorf("%s: the histogram counts %d rows, want 5000", name, h.Rows)
+			}
+			var dups []Finding
+			for _, f := range Validate(sp, ValidateOptions{}).Findings {
+				if f.Check == CheckDuplicate {
+					dups = append(dups, f)
+				}
+			}
+			if tc.dup != (len(dups) == 1) || len(dups) > 1 || tc.dup && !strings.Contains(dups[0].Message, "rows 0, 5000") {
+				t.Errorf("%s: duplicate findings %+v", name, dups)
+			}
+			if n := hashPasses.Load() - passes; n != 0 {
+				t.Errorf("%s: %d passes of their own over the keys for their hashes, want none", name, n)
+			}
+		}
+	}
+}
+
+// An eachIn that does not number the rows as asked leaves DistinctKeys
+// unable to tell, rather than blind to a key stored twice.
+func TestDistinctKeysRowsOutOfTurn(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	const n = 200_000 // in three parts
+	eachIn := func(lo, hi int, fn func(i int, op uint64, key []byte) bool) {
+		for i := lo; i < hi; i++ {
+			k := min(i, n-2) // the last two rows share a key
+			if !fn(i-lo, 7, fmt.Appendf(nil, "user%d", k)) {
+				return
+			}
+		}
+	}
+	if DistinctKeys(n, eachIn, 64<<20) {
+		t.Error("DistinctKeys found no key stored twice")
 	}
 }
 
