@@ -597,7 +597,7 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		}
 		if split {
 			blobs := make([][]byte, m)
-			timers, err := splitTimers(id, copies, g, newG, sp.Backend.UnionsOperatorRows(), blobs, rr)
+			timers, err := splitTimers(id, copies, g, newG, groupFiles, sp.Backend.UnionsOperatorRows(), blobs, rr)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -1319,8 +1319,9 @@ func isSourceOffset(key []byte) bool {
 // from other subtasks (changelog+file, format 1.7), where such an owner
 // restores no timer and the timer is stale too. Identical timers are kept
 // once, so none fires twice. It returns how many timers each new blob
-// holds.
-func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, unions bool, blobs [][]byte, rr *RescaleReport) ([]int64, error) {
+// holds; a blob that does not decode is an error naming its file (files
+// are the group's old files, by subtask from g.First).
+func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, files []*savepoint.File, unions bool, blobs [][]byte, rr *RescaleReport) ([]int64, error) {
 	type dk struct {
 		event bool
 		ts    int64
@@ -1343,7 +1344,7 @@ func splitTimers(id savepoint.Row, copies []opCopy, g, newG savepoint.Group, uni
 	for _, c := range copies {
 		p, e, err := savepoint.ParseTimers(c.value)
 		if err != nil {
-			return nil, fmt.Errorf("op %d timer blob %s of old subtask %d: %w", id.Op, savepoint.RenderKey(id.Key), c.old, err)
+			return nil, savepoint.WithFile(files[c.old-g.First].Path, fmt.Errorf("op %d timer blob %s of old subtask %d: %w", id.Op, savepoint.RenderKey(id.Key), c.old, err))
 		}
 		for domain, list := range [][]savepoint.Timer{p, e} {
 			for _, t := range list {

@@ -1969,6 +1969,32 @@ func TestRescaleLegacyTimerBlob(t *testing.T) {
 	}
 }
 
+// TestRescaleUndecodableTimerBlob: a timer blob the rescale must split but
+// cannot decode is an error naming the file that holds it, and nothing is
+// written.
+func TestRescaleUndecodableTimerBlob(t *testing.T) {
+	dir := rsTempDir(t)
+	g := savepoint.Group{First: 0, Count: 2}
+	files := map[int][]savepoint.Row{0: nil, 1: nil}
+	for i := 0; i < 20; i++ {
+		key := savepoint.EncodeKeyedKey([]byte("s"), rsI64(int64(i)))
+		files[g.Owner(int(key[0]))] = append(files[g.Owner(int(key[0]))], savepoint.Row{Op: 7, Key: key, Value: rsI64(1)})
+	}
+	files[0] = append(files[0], savepoint.Row{Op: 7, Key: savepoint.TimerKeyPrefix, Value: rsEncodeTimers(nil)})
+	files[1] = append(files[1], savepoint.Row{Op: 7, Key: savepoint.TimerKeyPrefix, Value: []byte("\x05\x00\x00\x00junk")})
+	in := rsWriteTree(t, filepath.Join(dir, "in"), files, savepoint.VersionMap{})
+	sp := rsOpen(t, in, nil)
+	out := filepath.Join(dir, "out")
+	_, err := transform.Run(context.Background(), sp, rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 3}\n"), transform.Options{Out: out})
+	fe, ok := errors.AsType[*savepoint.FileError](err)
+	if !ok || fe.Path != sp.Files[1].Path || sp.Files[1].Subtask != 1 || !strings.Contains(err.Error(), "timer blob") {
+		t.Fatalf("error %v, want one naming %s and its timer blob", err, sp.Files[1].Path)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("output written: %v", err)
+	}
+}
+
 // TestRescaleDuplicateRows: a file may hold a row twice (clink's restore
 // keeps the later keyed row, section 1.6); the rescale keeps what restore
 // keeps and its accounting holds.
