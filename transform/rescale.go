@@ -31,12 +31,13 @@ type RescaleReport struct {
 	// restored them (format section 10.1). The owner's copy is kept, but
 	// for one a rule dropped (see Lost).
 	StaleCopies int64 `json:"stale_copies_dropped"`
-	// Lost are keyed rows found only outside their owner's file (each such
-	// copy counted): no restore at the old layout holds them, and the
-	// rescale drops them too. Whether the owner holds a row is asked of its
-	// input, as Savepoint.Union and validate ask it: a copy whose owner's
-	// copy a rule dropped is a stale copy. Rows a rule dropped are counted
-	// by the rule, not here.
+	// Lost are keyed rows found only outside their owner's file (each
+	// file's copy counted; of an operator and key a file stores twice,
+	// one, the other being a duplicate resolved): no restore at the old
+	// layout holds them, and the rescale drops them too. Whether the owner
+	// holds a row is asked of its input, as Savepoint.Union and validate
+	// ask it: a copy whose owner's copy a rule dropped is a stale copy.
+	// Rows a rule dropped are counted by the rule, not here.
 	Lost int64 `json:"lost_dropped"`
 	// LostExamples names up to 5 of the Lost rows (absent when there are
 	// none).
