@@ -396,3 +396,20 @@ func TestKeyGroupsIn(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKeyGroupsIn is the key groups of a block of keys of one slot
+// (a sorted file's run).
+func BenchmarkKeyGroupsIn(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var keys []byte
+	offs := []int32{0}
+	for range 4096 {
+		k := EncodeKeyedKey([]byte("agg"), binary.BigEndian.AppendUint64(nil, r.Uint64()))
+		keys = append(keys, k...)
+		offs = append(offs, int32(len(keys)))
+	}
+	kgs := make([]uint8, 4096)
+	for b.Loop() {
+		keyGroupsIn(keys, offs, 5, kgs)
+	}
+}
