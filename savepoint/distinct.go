@@ -183,8 +183,12 @@ func (hp *hashPart) turn(i, n int) bool {
 }
 
 // complete reports whether every part holds the hashes of all its rows,
-// each added once, in order: otherwise distinctKeysOf makes its own.
+// each added once, in order (and repeated has not used them up): otherwise
+// distinctKeysOf makes its own.
 func (h *keyHashes) complete() bool {
+	if len(h.parts) == 0 {
+		return false
+	}
 	for p := range h.parts {
 		if hp := &h.parts[p]; hp.next != hp.hi {
 			return false
@@ -206,8 +210,8 @@ func distinctKeysOf(s *Snapshot, h *keyHashes, maxBytes int64) bool {
 // repeated is repeatedKeys once the hashes of the rows are made: each
 // bucket's hashes go into a set of them, which finds those seen twice, and
 // the rows of those are looked at again with their keys.
-func (kh *keyHashes) repeated(eachIn func(lo, hi int, fn func(i int, op uint64, key []byte) bool), maxBytes int64, first bool) ([][]int, bool) {
-	held, seed := kh.parts, kh.seed
+func (h *keyHashes) repeated(eachIn func(lo, hi int, fn func(i int, op uint64, key []byte) bool), maxBytes int64, first bool) ([][]int, bool) {
+	held, seed := h.parts, h.seed
 	n := 0
 	if len(held) > 0 {
 		n = held[len(held)-1].hi
@@ -237,7 +241,7 @@ func (kh *keyHashes) repeated(eachIn func(lo, hi int, fn func(i int, op uint64, 
 	for _, r := range repeats {
 		twice = append(twice, r...)
 	}
-	held, kh.parts = nil, nil
+	held, h.parts = nil, nil // used up: complete says no from here on
 	if len(twice) > distinctMaxCollisions || int64(len(twice))*repeatHeld > maxBytes {
 		return nil, false // too many to check
 	}

@@ -329,6 +329,15 @@ func TestKeyHashesInTurn(t *testing.T) {
 	if distinctKeysOf(sp.Files[0].Snapshot, nil, 64<<20) {
 		t.Error("distinctKeysOf without hashes: the key held twice not found")
 	}
+	// Hashes used once are gone: a second question makes its own.
+	h = newKeyHashes(n, 2)
+	inOrder(h, 0)
+	inOrder(h, 1)
+	for try := range 2 {
+		if distinctKeysOf(sp.Files[0].Snapshot, h, 64<<20) {
+			t.Errorf("question %d: the key held twice not found", try+1)
+		}
+	}
 }
 
 // mappedBatch returns the batch of a file of rows, memory-mapped, to read
