@@ -99,10 +99,15 @@ type Options struct {
 	// every count of the report are those of a sorted run; the files
 	// differ in order only, restore the same state, and are not canonical
 	// (sptool validate warns of their order, as of clink's own files). A
-	// file whose output would hold a key twice is sorted all the same, its
-	// copies resolved as a restore resolves them, and so is one whose keys
-	// cannot be checked for that within DistinctBudget (a hash of 8 bytes
-	// a row); a rescaled group's new files are always sorted.
+	// file that stores a key twice keeps its order when its copies are
+	// searched for by input row (under maxShadowSearchRows rows, or rules
+	// that decide by value or merge keys): those a restore would not keep
+	// are dropped where they are. A file whose output would still hold a
+	// key twice (a larger one whose rules decide by no value, or a merge of
+	// keys) is sorted all the same, its copies resolved as a restore
+	// resolves them, and so is one whose keys cannot be checked for that
+	// within DistinctBudget (a hash of 8 bytes a row); a rescaled group's
+	// new files are always sorted.
 	KeepOrder bool
 	// KeyCountsOnly leaves out the lists of keys of each erasure audit
 	// (PurgeAudit's Found, NotFound and NotFoundHex stay nil), for a caller
