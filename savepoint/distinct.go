@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sptool/sptool/internal/prefault"
 )
 
 // Showing that a file stores no (op, key) twice without sorting it.
@@ -315,9 +317,16 @@ func hashChunkLen(n, parts int) int {
 	return min(1024, max(16, n/(parts*256*16)))
 }
 
-// init makes room for n hashes in chunks of chunk.
+// init makes room for n hashes in chunks of chunk. The room for n is
+// mapped in at once (prefault.Slice; the rest, which the buckets' last
+// chunks may take, faults in as used): written a hash at a time, its fresh
+// pages faulted in one by one, 8 bytes a row, and validate of 10M rows in
+// clink's order took 0.86 -> 0.73 s of CPU with it, inspect 1.07 -> 1.01 s,
+// the --keep-order drop 1.59 -> 1.50 s (nine runs interleaved), at the
+// same peak memory.
 func (h *hashBuckets) init(n, chunk int) {
 	h.slab = make([]uint64, n+256*chunk)
+	prefault.Slice(h.slab[:n:n])
 	h.size = chunk
 }
 
