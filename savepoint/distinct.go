@@ -142,8 +142,12 @@ func keyHashesFor(s *Snapshot, maxBytes int64, parts int) *keyHashes {
 }
 
 // part returns part p, its room made on first use (by the goroutine that
-// fills it, which so takes the first touch of its pages).
+// fills it, which so takes the first touch of its pages); nil for a nil h
+// (no hashes to make: hashPart's walks then make none).
 func (h *keyHashes) part(p int) *hashPart {
+	if h == nil {
+		return nil
+	}
 	hp := &h.parts[p]
 	if hp.slab == nil {
 		hp.init(hp.hi-hp.lo, h.chunk)

@@ -720,11 +720,7 @@ func Summarize(sp *Savepoint) *Summary {
 			ForEach(parts, func(p int) {
 				pt := newFileTally(map[uint64]*inspOp{})
 				pt.grouped, pt.rng = ft.grouped, ft.rng
-				var hp *hashPart
-				if hashes != nil {
-					hp = hashes.part(p)
-				}
-				snap.eachRunIn(p*n/parts, (p+1)*n/parts, f.ReleasePages, hp, pt.add)
+				snap.eachRunIn(p*n/parts, (p+1)*n/parts, f.ReleasePages, hashes.part(p), pt.add)
 				tallies[p] = pt
 			})
 			for _, pt := range tallies {

@@ -1033,14 +1033,8 @@ func (v *validator) checkRows(f *File) {
 	if _, strict := s.Order(); s.Variant == Canonical && !strict && s.Columnar() {
 		hashes = keyHashesFor(s, DistinctBudget(f), parts)
 	}
-	hashPartOf := func(p int) *hashPart {
-		if hashes == nil {
-			return nil
-		}
-		return hashes.part(p)
-	}
 	if parts == 1 {
-		checkIn(0, n, direct, hashPartOf(0))
+		checkIn(0, n, direct, hashes.part(0))
 	} else {
 		// A file outside a tree's groups (nothing looks at other files):
 		// its rows are checked in parts at once, and the parts' findings
@@ -1050,7 +1044,7 @@ func (v *validator) checkRows(f *File) {
 		for p := range parts {
 			notes[p] = rowNotes{limit: v.limit, counts: map[rowNoteKey]int{}}
 			note := notes[p].note // (a method value made per row would be allocated per row)
-			faults.Go(func() { checkIn(p*n/parts, (p+1)*n/parts, note, hashPartOf(p)) })
+			faults.Go(func() { checkIn(p*n/parts, (p+1)*n/parts, note, hashes.part(p)) })
 		}
 		faults.Wait()
 		for p := range notes {
