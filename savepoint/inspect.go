@@ -288,6 +288,19 @@ type VersionEntrySummary struct {
 	SlotHex      string `json:"slot_hex,omitempty"`
 }
 
+// summariseVersions returns m's entries as inspect reports them, in
+// packed order; never nil.
+func summariseVersions(m VersionMap) []VersionEntrySummary {
+	out := []VersionEntrySummary{}
+	for _, e := range m.Entries() {
+		out = append(out, VersionEntrySummary{
+			Op: e.Op, StateType: e.StateType, StateTypeHex: HexUnlessUTF8(e.StateType),
+			Version: e.Version, Slot: e.Slot, SlotHex: HexUnlessUTF8(e.Slot),
+		})
+	}
+	return out
+}
+
 // VersionMapVariant is one distinct version map and the files carrying it.
 // PackedHex gives the packed map in hex when it is not valid UTF-8 (absent
 // otherwise; see Summary on such strings).
@@ -296,6 +309,8 @@ type VersionMapVariant struct {
 	Packed    string   `json:"packed"`
 	PackedHex string   `json:"packed_hex,omitempty"`
 	Files     []string `json:"files"`
+	// Map is the map's entries, decoded, in packed order.
+	Map []VersionEntrySummary `json:"map"`
 }
 
 // MetadataSummary is one unknown schema metadata key/value and the files
@@ -685,14 +700,10 @@ func Summarize(sp *Savepoint) *Summary {
 			vmVariants[i].Files = append(vmVariants[i].Files, f.Rel)
 		} else {
 			vmIndex[p] = len(vmVariants)
-			vmVariants = append(vmVariants, VersionMapVariant{Entries: snap.Versions.Len(), Packed: p, PackedHex: HexUnlessUTF8(p), Files: []string{f.Rel}})
-			if len(s.VersionMap.Entries) == 0 {
-				for _, e := range snap.Versions.Entries() {
-					s.VersionMap.Entries = append(s.VersionMap.Entries, VersionEntrySummary{
-						Op: e.Op, StateType: e.StateType, StateTypeHex: HexUnlessUTF8(e.StateType),
-						Version: e.Version, Slot: e.Slot, SlotHex: HexUnlessUTF8(e.Slot),
-					})
-				}
+			entries := summariseVersions(snap.Versions)
+			vmVariants = append(vmVariants, VersionMapVariant{Entries: snap.Versions.Len(), Packed: p, PackedHex: HexUnlessUTF8(p), Files: []string{f.Rel}, Map: entries})
+			if len(s.VersionMap.Entries) == 0 && len(entries) > 0 {
+				s.VersionMap.Entries = slices.Clone(entries)
 			}
 		}
 
@@ -1291,13 +1302,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		tab.WriteTo(&b)
 	}
 	if vm.Disagree {
-		for i, v := range vm.Variants {
-			what := fmt.Sprintf("map %c (%d entr%s)", 'A'+rune(i%26), v.Entries, plural(v.Entries, "y", "ies"))
-			if v.Entries == 0 {
-				what = "no map"
-			}
-			fmt.Fprintf(&b, "  %s: %s\n", what, strings.Join(showNames(v.Files), ", "))
-		}
+		writeVariants(&b, vm)
 	}
 	if len(vm.Unread) > 0 {
 		var missing, undecodable bool
@@ -1324,6 +1329,64 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// writeVariants renders the distinct version maps of files that disagree
+// on it, each with its files and, for a map other than the one shown (the
+// first non-empty one, which clink's merge keeps), how it differs from
+// that map: a line "- " for each entry of the map shown that it lacks or
+// holds otherwise, a line "+ " for each of its entries the map shown
+// lacks or holds otherwise, entries being matched by operator and state
+// type as clink's map matches them.
+func writeVariants(b *bytes.Buffer, vm VersionMapSummary) {
+	shown := -1
+	for i, v := range vm.Variants {
+		if v.Entries > 0 {
+			shown = i
+			break
+		}
+	}
+	type opType struct {
+		op uint64
+		t  string
+	}
+	line := func(sign byte, e VersionEntrySummary) {
+		slot := "every row of the op"
+		if e.Slot != "" {
+			slot = "slot " + renderSlot([]byte(e.Slot), true)
+		}
+		fmt.Fprintf(b, "    %c op %d %s version %d, %s\n", sign, e.Op, renderSlot([]byte(e.StateType), true), e.Version, slot)
+	}
+	for i, v := range vm.Variants {
+		what := fmt.Sprintf("map %c (%d entr%s)", 'A'+rune(i%26), v.Entries, plural(v.Entries, "y", "ies"))
+		switch {
+		case v.Entries == 0:
+			what = "no map"
+		case i == shown:
+			what += ", the table above, which clink's merge keeps"
+		}
+		fmt.Fprintf(b, "  %s: %s\n", what, strings.Join(showNames(v.Files), ", "))
+		if v.Entries == 0 || i == shown {
+			continue
+		}
+		ref, own := map[opType]VersionEntrySummary{}, map[opType]VersionEntrySummary{}
+		for _, e := range vm.Entries {
+			ref[opType{e.Op, e.StateType}] = e
+		}
+		for _, e := range v.Map {
+			own[opType{e.Op, e.StateType}] = e
+		}
+		for _, e := range vm.Entries {
+			if o, ok := own[opType{e.Op, e.StateType}]; !ok || o != e {
+				line('-', e)
+			}
+		}
+		for _, e := range v.Map {
+			if r, ok := ref[opType{e.Op, e.StateType}]; !ok || r != e {
+				line('+', e)
+			}
+		}
+	}
 }
 
 // countCells renders the counts of an operator, or of one of its slots,

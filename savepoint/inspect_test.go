@@ -986,3 +986,58 @@ func TestSummarizeWideGapNote(t *testing.T) {
 		t.Errorf("no note names subtasks 1-4999: %q", sum.Notes)
 	}
 }
+
+// Files that disagree on the version map: the text shows, under the map
+// clink's merge keeps (the first non-empty one), each other map with its
+// files and its differences from the kept one, entries matched by operator
+// and state type; the JSON carries each map's entries.
+func TestInspectVersionMapVariants(t *testing.T) {
+	mk := func(es ...VersionEntry) VersionMap {
+		var m VersionMap
+		for _, e := range es {
+			if err := m.Set(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m
+	}
+	sum7 := VersionEntry{Op: 7, StateType: "agg_sum", Version: 1}
+	seen := VersionEntry{Op: 8, StateType: "Seen", Version: 3, Slot: "seen"}
+	kept := mk(sum7, seen)
+	bumped := mk(VersionEntry{Op: 7, StateType: "agg_sum", Version: 2}, seen)
+	other := mk(seen, VersionEntry{Op: 9, StateType: "New", Version: 1})
+	var files [][]Row
+	for i := range 4 {
+		files = append(files, []Row{vtKeyed(7, "agg", vtKeysIn(t, 32*i, 32*i+32, 1)[0], "v")})
+	}
+	sum := Summarize(vtOpen(t, vtWriteTree(t, files, []VersionMap{{}, kept, bumped, other}), OpenOptions{}))
+	var b bytes.Buffer
+	if err := sum.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	want := `  no map: v1/0/checkpoint-7.snap
+  map B (2 entries), the table above, which clink's merge keeps: v1/1/checkpoint-7.snap
+  map C (2 entries): v1/2/checkpoint-7.snap
+    - op 7 "agg_sum" version 1, every row of the op
+    + op 7 "agg_sum" version 2, every row of the op
+  map D (2 entries): v1/3/checkpoint-7.snap
+    - op 7 "agg_sum" version 1, every row of the op
+    + op 9 "New" version 1, every row of the op
+`
+	if !strings.Contains(text, filepath.FromSlash(want)) {
+		t.Errorf("the text lacks\n%s\nin\n%s", want, text)
+	}
+	vm := sum.VersionMap
+	if len(vm.Variants) != 4 || !vm.Disagree {
+		t.Fatalf("variants %+v", vm.Variants)
+	}
+	for i, m := range []VersionMap{{}, kept, bumped, other} {
+		if got := vm.Variants[i].Map; !slices.Equal(got, summariseVersions(m)) || got == nil {
+			t.Errorf("variant %d map %+v, want %+v", i, got, m.Entries())
+		}
+	}
+	if !slices.Equal(vm.Entries, summariseVersions(kept)) {
+		t.Errorf("entries %+v, want the kept map's", vm.Entries)
+	}
+}
