@@ -823,7 +823,39 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 	if hasKeys && spec.Codec == "string" && allIntScalars(m.get("keys")) {
 		p.warnAt(m.get("keys"), "purge_keys lists its keys as integers, but matches them as text (codec string, the default): a key a slot stores as an 8-byte integer (int64 or uint64 codec) is found only with 'codec: int64'")
 	}
+	if hasKeys && spec.Codec == "string" {
+		p.warnTypedKeys(m.get("keys"))
+	}
 	return spec
+}
+
+// warnTypedKeys warns of the keys of an inline list (codec string) that
+// YAML reads as booleans or floats: they are matched as the text typed
+// ("1.50" stays "1.50", not 1.5), which is what a quoted key says without
+// doubt; and a slot whose keys are doubles is matched by no purge_keys
+// codec.
+func (p *parser) warnTypedKeys(n *yaml.Node) {
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return
+	}
+	var first *yaml.Node
+	count := 0
+	for _, k := range n.Content {
+		if t := k.ShortTag(); k.Kind == yaml.ScalarNode && (t == "!!bool" || t == "!!float") {
+			if first == nil {
+				first = k
+			}
+			count++
+		}
+	}
+	if first == nil {
+		return
+	}
+	what := "a boolean"
+	if first.ShortTag() == "!!float" {
+		what = "a float"
+	}
+	p.warnAt(first, "purge_keys lists %d key(s) that YAML reads as booleans or floats (the first, %s, is %s): each is matched as the text typed, %q; quote them to say they are text (no purge_keys codec matches a slot whose keys are doubles; drop its rows with an expression on 'key')", count, first.Value, what, first.Value)
 }
 
 // warnPurgeCodec warns of a purge_keys rule of scope sc (not one slot)

@@ -732,6 +732,10 @@ func TestPurgeKeysWideScopeWarnings(t *testing.T) {
 		{`purge_keys: {op: 8, keys: [7, 42]}`, []string{"lists its keys as integers, but matches them as text"}},
 		{`purge_keys: {op: 7, keys: [7, 42]}`, []string{"key codec int64, uint64, but", "lists its keys as integers"}},
 		{`purge_keys: {op: 8, keys: [7, "x"]}`, nil},
+		// Booleans and floats are matched as typed; quoted, they say so.
+		{`purge_keys: {op: 8, keys: ["x", 1.50, true, 2e3]}`, []string{`3 key(s) that YAML reads as booleans or floats (the first, 1.50, is a float): each is matched as the text typed, "1.50"`}},
+		{`purge_keys: {op: 8, keys: [True]}`, []string{"(the first, True, is a boolean)"}},
+		{`purge_keys: {op: 8, keys: ["1.50", "true", 2026-01-02]}`, nil},
 		// The declarations as they stand at the rule: op 7's slots are op
 		// 10's after a remap.
 		{"remap_operator: {from: 7, to: 10}\n  - purge_keys: {op: 10, keys: [\"7\"]}", []string{"key codec int64, uint64, but purge_keys encodes keys with string"}},
