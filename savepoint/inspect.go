@@ -966,6 +966,40 @@ func keyGroupHistogram(sp *Savepoint, pre map[*File]*kgRuns) KeyGroupSummary {
 // are summed up, and --json lists them all.
 const maxListedSubtasks = 16
 
+// readSubtasks returns, in increasing order, the subtasks of the tree's
+// payloads that were read (neither missing nor undecodable); none for a
+// file given alone.
+func (s *Summary) readSubtasks() []int {
+	var subs []int
+	for _, f := range s.Files {
+		if f.Subtask >= 0 && f.Variant != "missing" && f.Variant != "undecodable" {
+			subs = append(subs, f.Subtask)
+		}
+	}
+	slices.Sort(subs)
+	return slices.Compact(subs)
+}
+
+// withEmpty returns an operator's rows per subtask file with a count of 0
+// for each subtask of read that holds none of its rows, in increasing
+// order of subtask: the text shows where an operator has no rows, which
+// --json leaves out (it lists the files holding the operator).
+func withEmpty(per []SubtaskRows, read []int) []SubtaskRows {
+	var out []SubtaskRows
+	i := 0
+	for _, st := range read {
+		for i < len(per) && per[i].Subtask < st {
+			out = append(out, per[i])
+			i++
+		}
+		if i < len(per) && per[i].Subtask == st {
+			continue
+		}
+		out = append(out, SubtaskRows{Subtask: st})
+	}
+	return append(out, per[i:]...)
+}
+
 // showSubtaskRows renders an operator's rows per subtask file for the text
 // view: "0:12 1:9" (a file's count alone), or, over maxListedSubtasks
 // files, their number and the fewest and most rows with their subtasks
@@ -1226,8 +1260,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	} else {
 		tab := texttable.New("  ", 2)
 		tab.Row("OP", "SLOT", "ROWS", "KEYED", "OPERATOR", "RAW", "KEY BYTES", "VALUE BYTES", "ROWS PER SUBTASK")
+		read := s.readSubtasks()
 		for _, o := range s.Operators {
-			tab.Row(append([]string{strconv.FormatUint(o.Op, 10), "(all)"}, append(countCells(o.Rows, o.Keyed, o.Operator, o.Raw, o.KeyBytes, o.ValueBytes), showSubtaskRows(o.Subtasks))...)...)
+			tab.Row(append([]string{strconv.FormatUint(o.Op, 10), "(all)"}, append(countCells(o.Rows, o.Keyed, o.Operator, o.Raw, o.KeyBytes, o.ValueBytes), showSubtaskRows(withEmpty(o.Subtasks, read)))...)...)
 			for _, sl := range o.Slots {
 				tab.Row(append([]string{"", sl.Display}, countCells(sl.Rows, sl.Keyed, sl.Operator, sl.Raw, sl.KeyBytes, sl.ValueBytes)...)...)
 			}

@@ -901,6 +901,10 @@ func TestInspectTextWideTree(t *testing.T) {
 	}{
 		{showSubtaskRows(per(3)), "0:100 1:137 2:124"},
 		{showSubtaskRows([]SubtaskRows{{Subtask: -1, Rows: 7}}), "7"},
+		// The subtasks read that hold none of the operator's rows show 0.
+		{showSubtaskRows(withEmpty([]SubtaskRows{{1, 5}, {3, 7}, {9, 1}}, []int{0, 1, 2, 3, 4})), "0:0 1:5 2:0 3:7 4:0 9:1"},
+		{showSubtaskRows(withEmpty([]SubtaskRows{{-1, 4}}, nil)), "4"},
+		{showSubtaskRows(withEmpty(nil, []int{0, 1})), "0:0 1:0"},
 		{showSubtaskRows(per(16)), "0:100 1:137 2:124 3:111 4:148 5:135 6:122 7:109 8:146 9:133 10:120 11:107 12:144 13:131 14:118 15:105"},
 		{showSubtaskRows(per(128)), "128 subtasks, fewest 100 (subtask 0), most 149 (subtask 27); --json lists each"},
 		{showSubtaskList(seq(0, 3)), "0,1,2,3"},
