@@ -1092,8 +1092,11 @@ func sampleKey(x Sample) string {
 	return fmt.Sprintf("%s key %s", x.Kind, x.Key)
 }
 
+// more notes the rows of a kind left out of the samples shown: none when
+// none is shown (--limit 0 asks for the counts alone, which the slot's
+// line gives; with a limit above 0 and rows of the kind, one is shown).
 func more(b *strings.Builder, n int64, shown int, what string) {
-	if n > int64(shown) {
+	if shown > 0 && n > int64(shown) {
 		fmt.Fprintf(b, "  ... %d more %s (raise --limit)\n", n-int64(shown), what)
 	}
 }
