@@ -436,6 +436,11 @@ func nearFlag(fs *pflag.FlagSet, name string) string {
 	if n, ok := textdist.Nearest(name, names); ok {
 		return fmt.Sprintf(" (did you mean --%s?)", n)
 	}
+	// A flag given once for each side (diff's --checkpoint-a and
+	// --checkpoint-b): both are as near, and both are named.
+	if a, b := name+"-a", name+"-b"; slices.Contains(names, a) && slices.Contains(names, b) {
+		return fmt.Sprintf(" (did you mean --%s or --%s? one for each side)", a, b)
+	}
 	return ""
 }
 
