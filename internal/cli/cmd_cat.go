@@ -570,10 +570,11 @@ func appendCatText(b []byte, r savepoint.Row, k savepoint.Key, dec *decode) []by
 
 // appendCatSlot appends a slot name as cat's text format shows it: quoted,
 // as clink's state-cat prints it, when it is printable text (UTF-8
-// included: `slot="zähler"`, which --slot takes back), else as
-// savepoint.AppendRenderName renders it (0x and its hex).
+// included: `slot="zähler"`, which --slot takes back; the empty name is
+// `slot=""`, as inspect shows it), else as savepoint.AppendRenderName
+// renders it (0x and its hex).
 func appendCatSlot(b, slot []byte) []byte {
-	if len(slot) > 0 && utf8.Valid(slot) && !bytes.ContainsFunc(slot, func(r rune) bool { return !unicode.IsPrint(r) }) {
+	if utf8.Valid(slot) && !bytes.ContainsFunc(slot, func(r rune) bool { return !unicode.IsPrint(r) }) {
 		return strconv.AppendQuote(b, string(slot))
 	}
 	return savepoint.AppendRenderName(b, slot)
