@@ -667,6 +667,9 @@ type restoreDiff struct {
 	sub        int
 	a, b       []byte
 	ownA, ownB bool
+	// noneA, noneB: the subtask restores no copy on that side (the empty
+	// key, which no union fills in, and the subtask holds none).
+	noneA, noneB bool
 }
 
 // maxRestoreDiffs bounds the subtasks restoresNote shows the values of.
@@ -685,11 +688,21 @@ func restoresNote(diffs []restoreDiff) string {
 	if len(diffs) == 1 {
 		head = fmt.Sprintf("subtask %d restores another value on each side", diffs[0].sub)
 	}
-	head += " (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3)"
+	if slices.ContainsFunc(diffs, func(d restoreDiff) bool { return d.noneA || d.noneB }) {
+		head += " (a subtask restores its own copy of the empty key, and none without one: no union fills the empty key in, format 1.6 and 5.3)"
+	} else {
+		head += " (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3)"
+	}
 	whose := map[bool]string{true: "its own", false: "the union's"}
+	side := func(v []byte, own, none bool) string {
+		if none {
+			return "none"
+		}
+		return savepoint.RenderBytes(v, 24) + ", " + whose[own]
+	}
 	var parts []string
 	for _, d := range diffs[:min(len(diffs), maxRestoreDiffs)] {
-		parts = append(parts, fmt.Sprintf("subtask %d: %s, %s -> %s, %s", d.sub, savepoint.RenderBytes(d.a, 24), whose[d.ownA], savepoint.RenderBytes(d.b, 24), whose[d.ownB]))
+		parts = append(parts, fmt.Sprintf("subtask %d: %s -> %s", d.sub, side(d.a, d.ownA, d.noneA), side(d.b, d.ownB, d.noneB)))
 	}
 	if len(diffs) > maxRestoreDiffs {
 		parts = append(parts, "…")
@@ -698,13 +711,16 @@ func restoresNote(diffs []restoreDiff) string {
 }
 
 // differentRestores returns the subtasks (those running reports) that
-// restore different values of an operator-state row whose chosen copies a
-// and b are equal, at one layout, with what each restores on each side: a
-// subtask restores its own copy, and one without a copy the union's
-// (format 5.3: own wins, the others are merged in). release is called
-// with each subtask whose copy, of savepoint.LargeValueBytes or more, was
-// compared.
+// restore different values of an operator-state row, or of the empty key,
+// whose chosen copies a and b are equal, at one layout, with what each
+// restores on each side: a subtask restores its own copy, and one without
+// a copy the union's (format 5.3: own wins, the others are merged in), but
+// for the empty key, which is not operator state and which the union does
+// not take (format 1.6 and 5.3 step 4): without a copy, none. release is
+// called with each subtask whose copy, of savepoint.LargeValueBytes or
+// more, was compared.
 func differentRestores(a, b savepoint.UnionRow, running func(sub int) bool, release func(sub int)) []restoreDiff {
+	unioned := len(a.Row.Key) > 0
 	own := func(u savepoint.UnionRow) map[int][]byte {
 		m := map[int][]byte{}
 		for _, c := range copiesOf(u) {
@@ -719,19 +735,23 @@ func differentRestores(a, b savepoint.UnionRow, running func(sub int) bool, rele
 			continue
 		}
 		vb, ok := ob[sub]
-		if !ok {
-			vb = b.Row.Value
-		}
-		if !bytes.Equal(oa[sub], vb) {
-			diffs = append(diffs, restoreDiff{sub: sub, a: oa[sub], b: vb, ownA: true, ownB: ok})
+		if !ok && !unioned {
+			diffs = append(diffs, restoreDiff{sub: sub, a: oa[sub], ownA: true, noneB: true})
+		} else {
+			if !ok {
+				vb = b.Row.Value
+			}
+			if !bytes.Equal(oa[sub], vb) {
+				diffs = append(diffs, restoreDiff{sub: sub, a: oa[sub], b: vb, ownA: true, ownB: ok})
+			}
 		}
 		if len(vb) >= savepoint.LargeValueBytes {
 			release(sub)
 		}
 	}
 	for _, sub := range slices.Sorted(maps.Keys(ob)) {
-		if _, ok := oa[sub]; !ok && running(sub) && !bytes.Equal(a.Row.Value, ob[sub]) {
-			diffs = append(diffs, restoreDiff{sub: sub, a: a.Row.Value, b: ob[sub], ownB: true})
+		if _, ok := oa[sub]; !ok && running(sub) && (!unioned || !bytes.Equal(a.Row.Value, ob[sub])) {
+			diffs = append(diffs, restoreDiff{sub: sub, a: a.Row.Value, b: ob[sub], ownB: true, noneA: !unioned})
 		}
 		if len(ob[sub]) >= savepoint.LargeValueBytes {
 			release(sub)

@@ -707,7 +707,11 @@ func TestDiffSharedRowsPerSubtask(t *testing.T) {
 		}
 		defer tw.Abort()
 		for s := range 3 {
-			if _, err := tw.WriteSubtask(s, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), []savepoint.Row{row(s)}, ""); err != nil {
+			rows := []savepoint.Row{row(s)}
+			if rows[0].Op == 0 {
+				rows = nil // the subtask holds no copy
+			}
+			if _, err := tw.WriteSubtask(s, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -734,20 +738,53 @@ func TestDiffSharedRowsPerSubtask(t *testing.T) {
 			return savepoint.Row{Op: 9, Key: []byte("\xff__clink_timers"), Value: v}
 		}
 	}
+	// without returns row with subtask sub holding no copy.
+	without := func(row func(s int) savepoint.Row, sub int) func(s int) savepoint.Row {
+		return func(s int) savepoint.Row {
+			if s == sub {
+				return savepoint.Row{}
+			}
+			return row(s)
+		}
+	}
+	opRow := func(s int) savepoint.Row {
+		return savepoint.Row{Op: 9, Key: []byte("\xffcount"), Value: []byte{5, 0, 0, 0, 0, 0, 0, 0}}
+	}
 	for _, c := range []struct {
 		name string
 		a, b func(s int) savepoint.Row
 		same bool
+		note string // in the change's note, when not the same
 	}{
-		{"empty key, same", emptyKey(3), emptyKey(3), true},
-		{"empty key, subtask 0's copy changed", emptyKey(3), emptyKey(4), false},
-		{"timer blob of an operator without keyed rows, same", blob(timers), blob(timers), true},
-		{"timer blob of an operator without keyed rows, subtask 0's changed", blob(timers), blob(savepoint.EncodeTimers(nil, nil)), false},
-		{"timer blob that does not decode in subtask 0", blob(timers), blob(timers[:len(timers)-3]), false},
+		{"empty key, same", emptyKey(3), emptyKey(3), true, ""},
+		{"empty key, subtask 0's copy changed", emptyKey(3), emptyKey(4), false, "subtask 0: 0x0300000000000000 (int64 3), its own -> 0x0400000000000000 (int64 4), its own"},
+		// No union fills the empty key in (format 1.6, 5.3): a subtask
+		// whose copy is gone restores none, on either side.
+		{"empty key, subtask 0's copy gone", emptyKey(5), without(emptyKey(5), 0), false, "subtask 0: 0x0500000000000000 (int64 5), its own -> none"},
+		{"empty key, subtask 1's copy new", without(emptyKey(5), 1), emptyKey(5), false, "subtask 1: none -> 0x0500000000000000 (int64 5), its own"},
+		// An operator-state row's is: the subtask restores the same value.
+		{"operator row, subtask 0's copy gone", opRow, without(opRow, 0), true, ""},
+		{"timer blob of an operator without keyed rows, same", blob(timers), blob(timers), true, ""},
+		{"timer blob of an operator without keyed rows, subtask 0's changed", blob(timers), blob(savepoint.EncodeTimers(nil, nil)), false, ""},
+		{"timer blob that does not decode in subtask 0", blob(timers), blob(timers[:len(timers)-3]), false, ""},
 	} {
 		r := compare(t, tree(c.name+"-a", c.a), tree(c.name+"-b", c.b), Options{Limit: 5})
 		if r.Identical != c.same {
 			t.Errorf("%s: identical %v, want %v: %+v", c.name, r.Identical, c.same, r.Summary)
+		}
+		if c.note == "" {
+			continue
+		}
+		var notes []string
+		for _, op := range r.Operators {
+			for _, sl := range op.Slots {
+				for _, x := range sl.Samples.Changed {
+					notes = append(notes, x.Note)
+				}
+			}
+		}
+		if len(notes) != 1 || !strings.Contains(notes[0], c.note) {
+			t.Errorf("%s: notes %q, want one holding %q", c.name, notes, c.note)
 		}
 	}
 }
@@ -857,9 +894,11 @@ func TestRestoresNote(t *testing.T) {
 		diffs []restoreDiff
 		want  string
 	}{
-		{[]restoreDiff{{3, v(1), v(2), true, true}}, "subtask 3 restores another value on each side (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3): subtask 3: 0x0100000000000000 (int64 1), its own -> 0x0200000000000000 (int64 2), its own"},
-		{[]restoreDiff{{0, v(1), v(3), true, false}, {2, []byte("x"), v(3), false, true}}, `subtasks 0,2 restore other values on each side (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3): subtask 0: 0x0100000000000000 (int64 1), its own -> 0x0300000000000000 (int64 3), the union's; subtask 2: "x", the union's -> 0x0300000000000000 (int64 3), its own`},
-		{[]restoreDiff{{1, v(1), v(2), true, true}, {10, v(1), v(2), true, true}, {20, v(1), v(2), true, true}, {127, v(1), v(2), true, true}}, "subtasks 1,10,20,127 restore other values on each side (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3): subtask 1: "},
+		{[]restoreDiff{{sub: 3, a: v(1), b: v(2), ownA: true, ownB: true}}, "subtask 3 restores another value on each side (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3): subtask 3: 0x0100000000000000 (int64 1), its own -> 0x0200000000000000 (int64 2), its own"},
+		{[]restoreDiff{{sub: 0, a: v(1), b: v(3), ownA: true, ownB: false}, {sub: 2, a: []byte("x"), b: v(3), ownA: false, ownB: true}}, `subtasks 0,2 restore other values on each side (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3): subtask 0: 0x0100000000000000 (int64 1), its own -> 0x0300000000000000 (int64 3), the union's; subtask 2: "x", the union's -> 0x0300000000000000 (int64 3), its own`},
+		{[]restoreDiff{{sub: 1, a: v(1), b: v(2), ownA: true, ownB: true}, {sub: 10, a: v(1), b: v(2), ownA: true, ownB: true}, {sub: 20, a: v(1), b: v(2), ownA: true, ownB: true}, {sub: 127, a: v(1), b: v(2), ownA: true, ownB: true}}, "subtasks 1,10,20,127 restore other values on each side (a subtask restores its own copy, one without a copy the union's, the copy shown: format 5.3): subtask 1: "},
+		// The empty key: a subtask without a copy restores none.
+		{[]restoreDiff{{sub: 0, a: v(1), ownA: true, noneB: true}, {sub: 2, b: v(2), ownB: true, noneA: true}}, "subtasks 0,2 restore other values on each side (a subtask restores its own copy of the empty key, and none without one: no union fills the empty key in, format 1.6 and 5.3): subtask 0: 0x0100000000000000 (int64 1), its own -> none; subtask 2: none -> 0x0200000000000000 (int64 2), its own"},
 	} {
 		got := restoresNote(tc.diffs)
 		if !strings.HasPrefix(got, tc.want) {
