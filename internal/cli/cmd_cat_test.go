@@ -241,8 +241,11 @@ func writeTextRow(w io.Writer, cr catRow, r savepoint.Row, k savepoint.Key) {
 		kg = fmt.Sprintf(" kg=%d", k.KeyGroup)
 	}
 	slot := savepoint.RenderBytes([]byte(cr.Slot), 0)
-	if !k.HasSlot {
+	switch {
+	case !k.HasSlot:
 		slot = savepoint.RawSlot
+	case cr.Slot == "":
+		slot = `""` // as inspect shows it (RenderBytes: 0x)
 	}
 	fmt.Fprintf(w, "op=%d %s%s slot=%s key %s%s = %s", r.Op, cr.Kind, kg, slot, operatorByte(r, k), savepoint.RenderBytes(k.UserKey, 32), savepoint.RenderBytes(r.Value, 64))
 	if d := cr.Decoded; d != nil {
@@ -664,7 +667,7 @@ func TestAppendCatSlot(t *testing.T) {
 		"a\x01":      `0x6101`,
 		"\xff\xfe":   `0xfffe`,
 		"tab\there":  `0x7461620968657265`,
-		"":           `0x`,
+		"":           `""`, // as inspect shows it
 		"say \"hi\"": `"say \"hi\""`,
 	} {
 		if got := string(appendCatSlot(nil, []byte(name))); got != want {
