@@ -368,7 +368,9 @@ func fail(s *Streams, name string, err error) int {
 	msg = quoteArgs(msg, s.args)
 	w := newTextWriter(s.Err)
 	for _, line := range strings.Split(msg, "\n") {
-		fmt.Fprintf(w, "sptool %s: %s\n", name, line)
+		// A library error that names the command itself ("diff: side B:
+		// …") names it once.
+		fmt.Fprintf(w, "sptool %s: %s\n", name, strings.TrimPrefix(line, name+": "))
 	}
 	return ExitError
 }
