@@ -390,8 +390,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	add(r.DuplicatesResolved, "duplicates resolved")
 	if rr := r.Rescale; rr != nil {
-		add(rr.StaleCopies, "stale keyed copies")
-		add(rr.Lost, "lost keyed copies")
+		add(rr.StaleCopies-rr.StaleRaw, "stale keyed copies")
+		add(rr.StaleRaw, "stale copies of legacy raw keys")
+		add(rr.Lost-rr.LostRaw, "lost keyed copies")
+		add(rr.LostRaw, "lost copies of legacy raw keys")
 		add(rr.OperatorIn-rr.OperatorDistinct, "operator copies merged into one")
 	}
 	if len(among) > 0 {
@@ -461,9 +463,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			if slices.ContainsFunc(rr.Groups, func(g RescaleGroupReport) bool { return g.Action == "copy" }) {
 				of = " of the rescaled groups"
 			}
-			ew.printf("  keyed rows%s: %d in, %d written, %d stale copies dropped (their owner's input file holds the key, or its changelog erases it: no restore at the old layout reads them)", of, rr.KeyedIn, rr.KeyedOut, rr.StaleCopies)
+			ew.printf("  keyed rows and legacy raw keys%s: %d in, %d written, %d stale copies dropped%s (their owner's input file holds the key, or its changelog erases it: no restore at the old layout reads them)", of, rr.KeyedIn, rr.KeyedOut, rr.StaleCopies, rawAmong(rr.StaleRaw))
 			if rr.Lost > 0 {
-				ew.printf(", %d lost rows dropped (held only outside their owner's file: no restore at the old layout holds them)", rr.Lost)
+				ew.printf(", %d lost rows dropped%s (held only outside their owner's file: no restore at the old layout holds them)", rr.Lost, rawAmong(rr.LostRaw))
 			}
 			ew.printf("\n")
 			for _, l := range rr.LostExamples {
@@ -569,4 +571,18 @@ func countOf(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// rawAmong says how many of the rows counted are legacy raw keys (first
+// byte below 128, no slot; a restore filters them by key group as it does
+// keyed rows, and inspect counts them apart): ", 4 of them legacy raw
+// keys", or "" for none.
+func rawAmong(n int64) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return ", 1 of them a legacy raw key"
+	}
+	return fmt.Sprintf(", %d of them legacy raw keys", n)
 }

@@ -31,6 +31,10 @@ type RescaleReport struct {
 	// restored them (format section 10.1). The owner's copy is kept, but
 	// for one a rule dropped (see Lost).
 	StaleCopies int64 `json:"stale_copies_dropped"`
+	// StaleRaw counts the StaleCopies that are legacy raw keys (first
+	// byte below 128, no slot), which a restore filters by key group as
+	// it does keyed rows.
+	StaleRaw int64 `json:"stale_copies_raw"`
 	// Lost are keyed rows found only outside their owner's file (each
 	// file's copy counted; of an operator and key a file stores twice,
 	// one, the other being a duplicate resolved): no restore at the old
@@ -39,6 +43,8 @@ type RescaleReport struct {
 	// ask it: a copy whose owner's copy a rule dropped is a stale copy.
 	// Rows a rule dropped are counted by the rule, not here.
 	Lost int64 `json:"lost_dropped"`
+	// LostRaw counts the Lost rows that are legacy raw keys.
+	LostRaw int64 `json:"lost_raw"`
 	// LostExamples names up to 5 of the Lost rows (absent when there are
 	// none).
 	LostExamples []LostRow `json:"lost_examples,omitempty"`
@@ -562,10 +568,12 @@ func rescaleGroup(sp *savepoint.Savepoint, g savepoint.Group, newFirst, m int, b
 		for op := range p.own {
 			own[op] = true
 		}
-		lost := countLost(groupFiles, g.First, olds, i, p.staleRuns, inputIDs, rr)
+		lost, lostRaw, raw := countLost(groupFiles, g.First, olds, i, p.staleRuns, inputIDs, rr)
 		rr.KeyedIn += p.keyedIn
 		rr.StaleCopies += p.stale - lost
+		rr.StaleRaw += raw - lostRaw
 		rr.Lost += lost
+		rr.LostRaw += lostRaw
 		if p.stale > 0 {
 			if rr.left == nil {
 				rr.left = map[int]int64{}
@@ -791,7 +799,10 @@ type staleRun struct{ j, n, owner, kg int }
 // first, linear in the runs and the owner's rows of their operators and
 // key groups. The others are looked up in the owner's input (see
 // findRows).
-func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs []staleRun, inputIDs func(op uint64, key []byte) []savepoint.Row, rr *RescaleReport) int64 {
+//
+// It returns the lost rows, those of them that are legacy raw keys, and
+// the raw keys among all the runs' rows.
+func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs []staleRun, inputIDs func(op uint64, key []byte) []savepoint.Row, rr *RescaleReport) (lost, lostRaw, raw int64) {
 	src := olds[i]
 	type candidate struct {
 		op    uint64
@@ -803,6 +814,7 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 		// input: one when the input row is known.
 		ids    []savepoint.Row
 		isLost bool
+		k      int // the row in src
 	}
 	var cands []candidate
 	for _, r := range runs {
@@ -811,6 +823,9 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 		x := lowerBound(owner, op0, key0)
 		for k := r.j; k < r.j+r.n; k++ {
 			op, key := src.Op(k), bytes.Clone(src.Key(k))
+			if savepoint.ParseKey(key).Kind == savepoint.KindRaw {
+				raw++
+			}
 			c := 1
 			for ; x < owner.Len(); x++ {
 				if c = compareRow(owner.Op(x), owner.Key(x), op, key); c >= 0 {
@@ -820,7 +835,7 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 			if c == 0 {
 				continue
 			}
-			cd := candidate{op: op, key: key, owner: r.owner, kg: r.kg, inRow: -1}
+			cd := candidate{op: op, key: key, owner: r.owner, kg: r.kg, inRow: -1, k: k}
 			if src.spilled {
 				cd.ids = inputIDs(op, key)
 			} else {
@@ -832,7 +847,7 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 		}
 	}
 	if len(cands) == 0 {
-		return 0
+		return 0, 0, raw
 	}
 	// The candidates' owners, each asked once.
 	byOwner := map[int][]int{}
@@ -855,7 +870,6 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 			at = at[n:]
 		}
 	}
-	var lost int64
 	// The examples whose input row is not known yet, and their candidates.
 	var unplaced []struct{ ex, ci int }
 	for ci, c := range cands {
@@ -863,6 +877,9 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 			continue
 		}
 		lost++
+		if savepoint.ParseKey(src.Key(c.k)).Kind == savepoint.KindRaw {
+			lostRaw++
+		}
 		if len(rr.LostExamples) < maxLostExamples {
 			if c.inRow < 0 {
 				unplaced = append(unplaced, struct{ ex, ci int }{len(rr.LostExamples), ci})
@@ -894,7 +911,7 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 			at = at[n:]
 		}
 	}
-	return lost
+	return lost, lostRaw, raw
 }
 
 // maxInputIDs bounds engine.inputIDs.

@@ -1441,7 +1441,18 @@ const (
 // errors for group ranges that do not match the tree.
 func TestRescaleTwoGroups(t *testing.T) {
 	in := rsFixture("independent", "two-groups")
-	truth, _ := rsTruthKeyed(t, "two-groups")
+	truth, entries := rsTruthKeyed(t, "two-groups")
+	// The stale copies, legacy raw keys apart, as the truth file tells
+	// them: keyed rows of origin stale-copy, raw rows not authoritative.
+	staleKeyed, staleRaw := 0, 0
+	for _, e := range entries {
+		switch {
+		case e.Kind == "keyed" && e.Origin == "stale-copy":
+			staleKeyed++
+		case e.Kind == "raw" && e.Duplicate && !e.Authoritative:
+			staleRaw++
+		}
+	}
 	oldLayout := []savepoint.Group{{First: 0, Count: 3}, {First: 3, Count: 2}}
 	sp := rsOpen(t, in, nil)
 	if got := savepoint.FormatGroups(sp.Groups); got != "0-2,3-4" {
@@ -1479,6 +1490,9 @@ func TestRescaleTwoGroups(t *testing.T) {
 		}
 		if rep.Rescale.StaleCopies != int64(stale) || rep.Rescale.KeyedOut != int64(len(truth)) {
 			t.Errorf("report: %d keyed written, %d stale; want %d, %d", rep.Rescale.KeyedOut, rep.Rescale.StaleCopies, len(truth), stale)
+		}
+		if staleRaw == 0 || rep.Rescale.StaleRaw != int64(staleRaw) || rep.Rescale.StaleCopies-rep.Rescale.StaleRaw != int64(staleKeyed) {
+			t.Errorf("report: %d stale copies, %d of them raw; the truth: %d keyed, %d raw", rep.Rescale.StaleCopies, rep.Rescale.StaleRaw, staleKeyed, staleRaw)
 		}
 		newLayout := []savepoint.Group{{First: 0, Count: 5}, {First: 5, Count: 1}}
 		outSP := rsOpen(t, out, newLayout)
@@ -2525,7 +2539,7 @@ func TestRescaleReport(t *testing.T) {
 	}
 	for _, line := range []string{
 		"rescale: 0-2 (p=3) -> 0-1 (p=2)",
-		fmt.Sprintf("keyed rows: %d in, %d written, 1 stale copies dropped", keyed+1, keyed),
+		fmt.Sprintf("keyed rows and legacy raw keys: %d in, %d written, 1 stale copies dropped (", keyed+1, keyed),
 		`merged op 2 key 0xff+"winrow.wm": 3 values, highest-subtask, from old subtask 2`,
 		`merged op 2 key 0xff+"mixed": 3 values, greater-int64, from old subtask 1`,
 	} {
