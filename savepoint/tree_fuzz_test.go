@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -162,8 +163,17 @@ func FuzzOpenTree(f *testing.F) {
 		if _, err := json.Marshal(Validate(sp, ValidateOptions{Parallelism: 3})); err != nil {
 			t.Fatalf("validation report to JSON: %v", err)
 		}
-		if _, err := json.Marshal(Summarize(sp)); err != nil {
+		sum := Summarize(sp)
+		if _, err := json.Marshal(sum); err != nil {
 			t.Fatalf("summary to JSON: %v", err)
+		}
+		// And the text view of it (its tables, version maps, histogram).
+		if err := sum.WriteText(io.Discard); err != nil {
+			t.Fatalf("summary as text: %v", err)
+		}
+		rep := Validate(sp, ValidateOptions{})
+		if err := rep.WriteText(io.Discard); err != nil {
+			t.Fatalf("validation report as text: %v", err)
 		}
 		if summaries[0] != nil && sp.UndecodableError() != nil {
 			t.Fatalf("a tree that opens records an undecodable file: %v", sp.UndecodableError())
