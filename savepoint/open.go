@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/sptool/sptool/internal/testhook"
 )
 
 // OpenOptions control Open.
@@ -176,7 +178,7 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 		}
 		return sp, nil
 	}
-	sp := &Savepoint{Path: path}
+	sp := &Savepoint{Path: path, dirs: []dirStamp{{path, st}}}
 	genDir := ""
 	if g, ok := generationDir(path); ok {
 		// (Both absolute when path is "." or "..", so that the files'
@@ -212,13 +214,22 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 	}
 	if err := sp.openGeneration(genDir, opts); err != nil {
 		sp.Close()
+		if derr := checkDirs(sp.dirs); derr != nil {
+			// What looked wrong (a payload beside another's sidecar) came
+			// of reading two trees.
+			return nil, fmt.Errorf("open savepoint: %w", derr)
+		}
 		var eg *emptyGenerationError
 		if older := olderGeneration(path, sp); older != "" && errors.As(err, &eg) {
 			err = fmt.Errorf("%w; clink restores the highest generation, v%d, and refuses to start on one without a checkpoint: to read the older %s, name its directory (%s)", err, sp.Generation, older, filepath.Join(path, older))
 		}
 		return nil, err
 	}
-	if err := sp.checkVerdicts(opts); err != nil {
+	err = sp.checkVerdicts(opts)
+	if derr := checkDirs(sp.dirs); derr != nil {
+		err = fmt.Errorf("open savepoint: %w", derr)
+	}
+	if err != nil {
 		sp.Close()
 		return nil, err
 	}
@@ -696,6 +707,7 @@ func (e *kindError) Error() string        { return e.msg }
 func (e *kindError) Is(target error) bool { return target == e.kind }
 
 func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
+	sp.noteDir(genDir)
 	ents, err := os.ReadDir(genDir)
 	if err != nil {
 		return fmt.Errorf("open savepoint: %w", err)
@@ -722,6 +734,7 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 			sp.Shadowed = append(sp.Shadowed, ShadowedName{Rel: filepath.Join(genRel, n), Read: filepath.Join(genRel, name)})
 		}
 		sd := &subtaskDir{index: idx, name: name, ckpts: map[uint64]string{}}
+		sp.noteDir(filepath.Join(genDir, name))
 		files, err := os.ReadDir(filepath.Join(genDir, name))
 		if err != nil {
 			return fmt.Errorf("open savepoint: %w", err)
@@ -753,6 +766,9 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 	markers, ignored, bad, err := completedMarkers(sp.Root, opts.TolerateBadMarkers)
 	if err != nil {
 		return err
+	}
+	if testhook.TreeListed != nil {
+		testhook.TreeListed(sp.Root)
 	}
 	for _, rel := range ignored {
 		sp.Notes = append(sp.Notes, fmt.Sprintf("%s ignored: clink looks for COMPLETED-<id> with the id in decimal, so it is no marker clink finds (format 5.5)", ShowName(rel)))
@@ -1871,13 +1887,17 @@ func (sp *Savepoint) ReleasePages() {
 	}
 }
 
-// CheckUnchanged reports ErrInputChanged when any payload, or any
+// CheckUnchanged reports ErrInputChanged when a directory of the tree
+// listed at open was replaced (see checkDirs), or when any payload, or any
 // materialisation a changelog payload's handles named, is not as it was
 // when read: its size, modification time, device or inode differ, or only
 // its change time moved (a chmod, a hard link, a rename) and its bytes no
 // longer have the CRC-32C they had. A writer must not publish a mix of old
 // and new input. Files built in memory (no Path) have nothing to check.
 func (sp *Savepoint) CheckUnchanged() error {
+	if err := checkDirs(sp.dirs); err != nil {
+		return err
+	}
 	for _, f := range sp.Files {
 		if f.Path == "" || f.Missing {
 			continue

@@ -174,6 +174,8 @@ type Savepoint struct {
 	// directory holding v<gen>/ and _jobs/), or the file's directory.
 	Path string
 	Root string
+	// dirs are the tree's directories as listed, for checkDirs.
+	dirs []dirStamp
 	Kind InputKind
 	// Backend is the backend layout of a tree; of a file input,
 	// BackendChangelogFile when it is named changelog-<id>.snap, else

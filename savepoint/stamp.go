@@ -69,3 +69,38 @@ func checkStamp(path string, opened fileStamp, crc uint32) error {
 	}
 	return fmt.Errorf("%s: %w", path, ErrInputChanged)
 }
+
+// dirStamp is a directory of a tree as Open listed it: its path and what
+// it was (its device and inode).
+type dirStamp struct {
+	path string
+	fi   os.FileInfo
+}
+
+// checkDirs reports ErrInputChanged when a directory Open listed is no
+// longer the one at its path: replaced by a rename, as a run writing the
+// tree with --force puts its new tree in place. Files opened after such a
+// swap are another tree's, each whole and unchanged, so no file's stamp
+// shows it, and a run would mix the listing and marker of one tree with
+// the files of the other. Entries added or removed (a job writing its next
+// checkpoint) are no change.
+func checkDirs(dirs []dirStamp) error {
+	for _, d := range dirs {
+		st, err := os.Stat(d.path)
+		if err != nil {
+			return fmt.Errorf("%s: %w: %w", d.path, ErrInputChanged, err)
+		}
+		if !os.SameFile(st, d.fi) {
+			return fmt.Errorf("%s: %w: the directory was replaced by another while the tree was read", d.path, ErrInputChanged)
+		}
+	}
+	return nil
+}
+
+// noteDir adds directory path, as it is now, to the directories checkDirs
+// checks; one that cannot be read is left to the read that follows.
+func (sp *Savepoint) noteDir(path string) {
+	if st, err := os.Stat(path); err == nil {
+		sp.dirs = append(sp.dirs, dirStamp{path, st})
+	}
+}

@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/sptool/sptool/internal/testhook"
 )
 
 // A file rewritten in place while it is open is found changed even when
@@ -64,4 +67,55 @@ func TestCheckUnchangedSeesRewriteInPlace(t *testing.T) {
 	if err := sp.CheckUnchanged(); !errors.Is(err, ErrInputChanged) {
 		t.Errorf("rewritten in place, same size and time: %v, want ErrInputChanged", err)
 	}
+}
+
+// A tree whose root, or one of whose subtask directories, is replaced by
+// another while it is read (a --force run writing it renames its new tree
+// into place) is found changed, at open and after: its files, each whole
+// and unchanged, would be another tree's than its listing and marker.
+// Entries added beside the files read are no change.
+func TestTreeSwappedWhileRead(t *testing.T) {
+	rows := func(v string) [][]Row {
+		return [][]Row{{vtKeyed(7, "agg", vtKeysIn(t, 0, 64, 1)[0], v)}, {vtKeyed(7, "agg", vtKeysIn(t, 64, 128, 1)[0], v)}}
+	}
+	swap := func(t *testing.T, path, with string) {
+		t.Helper()
+		if err := os.Rename(path, path+".old"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(with, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("after open", func(t *testing.T) {
+		tree, other := vtWriteTree(t, rows("a"), nil), vtWriteTree(t, rows("b"), nil)
+		sp := vtOpen(t, tree, OpenOptions{Columnar: true})
+		defer sp.Close()
+		// A job writing its next checkpoint beside the files read.
+		if err := os.WriteFile(filepath.Join(tree, "v1", "0", "checkpoint-8.snap.part"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := sp.CheckUnchanged(); err != nil {
+			t.Fatalf("an entry added: %v", err)
+		}
+		swap(t, filepath.Join(tree, "v1", "1"), filepath.Join(other, "v1", "1"))
+		if err := sp.CheckUnchanged(); !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), filepath.Join("v1", "1")+": ") {
+			t.Fatalf("a subtask directory replaced: %v", err)
+		}
+	})
+	t.Run("during open", func(t *testing.T) {
+		tree, other := vtWriteTree(t, rows("a"), nil), vtWriteTree(t, rows("b"), nil)
+		testhook.TreeListed = func(string) {
+			testhook.TreeListed = nil
+			swap(t, tree, other)
+		}
+		defer func() { testhook.TreeListed = nil }()
+		sp, err := Open(tree, OpenOptions{Columnar: true, RequireValid: true})
+		if err == nil {
+			sp.Close()
+		}
+		if !errors.Is(err, ErrInputChanged) || !strings.Contains(err.Error(), "replaced by another while the tree was read") {
+			t.Fatalf("the tree replaced after its listing: %v", err)
+		}
+	})
 }

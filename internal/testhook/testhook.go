@@ -25,3 +25,8 @@ var RemoveReplaced func(dir string) error
 // returns an error to stand in for one that cannot be removed (its
 // directory made read-only meanwhile).
 var RemoveTemp func(name string) error
+
+// TreeListed, when set, is called by the open of a tree with its root once
+// its directories and markers are listed, before its files are opened: a
+// test swaps the tree there for another (a --force run writing it).
+var TreeListed func(root string)
