@@ -103,15 +103,17 @@ func saveProfile(env, path string, write func(io.Writer) error) []error {
 const sameSignal = 250 * time.Millisecond
 
 func run() int {
-	// The first SIGINT or SIGTERM cancels the run, which then removes what
-	// it wrote and publishes nothing; a second one ends the process at once
+	// The first SIGINT, SIGTERM or SIGHUP (a terminal or an SSH session
+	// closed under a run) cancels the run, which then removes what it
+	// wrote and publishes nothing; a second one ends the process at once
 	// (the default action, restored by stop). A second one sent with the
 	// first (timeout(1) signals the process, then its process group, which
 	// holds it too) is the same request, and is caught: only one that
 	// comes sameSignal after the first ends the process.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopping := []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+	ctx, stop := signal.NotifyContext(context.Background(), stopping...)
 	echo := make(chan os.Signal, 4)
-	signal.Notify(echo, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(echo, stopping...)
 	go func() {
 		<-ctx.Done()
 		time.Sleep(sameSignal)

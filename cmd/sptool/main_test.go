@@ -90,7 +90,13 @@ func TestSignalTwice(t *testing.T) {
 	for _, c := range []struct {
 		gap    time.Duration
 		killed bool
-	}{{20 * time.Millisecond, false}, {sameSignal + 750*time.Millisecond, true}} {
+		sig    syscall.Signal
+	}{
+		{20 * time.Millisecond, false, syscall.SIGINT},
+		{sameSignal + 750*time.Millisecond, true, syscall.SIGINT},
+		// A hangup (a terminal or an SSH session closed) stops it too.
+		{20 * time.Millisecond, false, syscall.SIGHUP},
+	} {
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), "SPTOOL_TEST_MAIN=1", "SPTOOL_TEST_ARGS=cat "+in)
 		stdout, err := cmd.StdoutPipe()
@@ -106,20 +112,20 @@ func TestSignalTwice(t *testing.T) {
 		if _, err := stdout.Read(make([]byte, 1)); err != nil {
 			t.Fatal(err)
 		}
-		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Process.Signal(c.sig)
 		time.Sleep(c.gap)
-		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Process.Signal(c.sig)
 		time.Sleep(20 * time.Millisecond)
 		io.Copy(io.Discard, stdout)
 		cmd.Wait()
 		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		switch {
 		case c.killed && !ws.Signaled():
-			t.Errorf("second SIGINT %v after the first: exit %d, stderr %q; want the process killed", c.gap, cmd.ProcessState.ExitCode(), stderr.String())
+			t.Errorf("second %v %v after the first: exit %d, stderr %q; want the process killed", c.sig, c.gap, cmd.ProcessState.ExitCode(), stderr.String())
 		case !c.killed && ws.Signaled():
-			t.Errorf("second SIGINT %v after the first: killed by %v; want the run stopped", c.gap, ws.Signal())
-		case !c.killed && (cmd.ProcessState.ExitCode() != 2 || !strings.Contains(stderr.String(), "sptool cat: stopped: interrupt")):
-			t.Errorf("second SIGINT %v after the first: exit %d, stderr %q; want exit 2 and the run stopped", c.gap, cmd.ProcessState.ExitCode(), stderr.String())
+			t.Errorf("second %v %v after the first: killed by %v; want the run stopped", c.sig, c.gap, ws.Signal())
+		case !c.killed && (cmd.ProcessState.ExitCode() != 2 || !strings.Contains(stderr.String(), "sptool cat: stopped: "+c.sig.String())):
+			t.Errorf("second %v %v after the first: exit %d, stderr %q; want exit 2 and the run stopped", c.sig, c.gap, cmd.ProcessState.ExitCode(), stderr.String())
 		}
 	}
 }
