@@ -304,10 +304,18 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 // decide about it), as is a missing payload. The payloads of a
 // changelog+file tree have no verdict (that backend writes no sidecars);
 // a single file's sidecar is checked whatever its name.
+//
+// It also refuses the staging tree of an sptool run that did not finish
+// (named as CreateTree names it, and without a COMPLETED marker, which
+// sptool writes last): it may lack the files of the subtasks the run had
+// not begun, and nothing in it shows which.
 func (sp *Savepoint) CheckIntegrity(note string) error {
 	if d := sp.Damaged(); len(d) > 0 {
 		f := d[0]
 		return &VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, Note: note}
+	}
+	if sp.Kind != InputFile && sp.Completed == nil && isStagingTree(sp.Root) {
+		return fmt.Errorf("%s is the staging tree of an sptool run that did not finish (named .sptool-tmp-<suffix>, and without the COMPLETED marker sptool writes last): it may lack the files of some subtasks, which nothing in it shows; run that command again, and delete this directory", ShowName(sp.Root))
 	}
 	return nil
 }
