@@ -799,6 +799,8 @@ func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 			return fmt.Errorf("%s: %w", f.Path, err)
 		}
 	}
+	// Each such rule is refused, in rule order, in one run.
+	var errs []error
 	for _, r := range set.Rules {
 		switch {
 		case r.DropOperator != nil:
@@ -809,7 +811,7 @@ func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 			// nothing to the rows (scopeWarnings says so), as on a second
 			// run of a migration over its own output.
 			if n := present[s.To.ID]; !s.Merge && n > 0 && present[s.From.ID] > 0 {
-				return fmt.Errorf("%s: operator %s already has state (%d rows); remapping %s into it would merge the two (set 'merge: true' to do that)", ruleAt(set, r), s.To, n, s.From)
+				errs = append(errs, fmt.Errorf("%s: operator %s already has state (%d rows); remapping %s into it would merge the two (set 'merge: true' to do that)", ruleAt(set, r), s.To, n, s.From))
 			}
 			if s.From.ID != s.To.ID {
 				present[s.To.ID] += present[s.From.ID]
@@ -817,7 +819,7 @@ func checkRemaps(sp *savepoint.Savepoint, set *rules.Set) error {
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // slotsBefore returns the input's rows per (operator, slot) of a report's
@@ -880,17 +882,20 @@ func checkSlotMerges(set *rules.Set, slots []*SlotStats) error {
 	if !slices.ContainsFunc(set.Rules, func(r *rules.Rule) bool { return r.RenameSlot != nil && !r.RenameSlot.Merge }) {
 		return nil
 	}
-	return followSlots(set, slotsBefore(slots), func(r *rules.Rule, present map[slotKey]int64) error {
+	// Each such rule is refused, in rule order, in one run.
+	var errs []error
+	_ = followSlots(set, slotsBefore(slots), func(r *rules.Rule, present map[slotKey]int64) error { // (it returns visit's errors: none)
 		s := r.RenameSlot
 		if s == nil || s.Merge {
 			return nil
 		}
 		from, to := present[slotKey{op: s.Op.ID, slot: s.From}], present[slotKey{op: s.Op.ID, slot: s.To}]
 		if from > 0 && to > 0 {
-			return fmt.Errorf("%s: operator %s already has slot %q (%d rows); renaming slot %q (%d rows) into it would merge the two, a key held in both keeping one value (set 'merge: true' to do that)", ruleAt(set, r), s.Op, s.To, to, s.From, from)
+			errs = append(errs, fmt.Errorf("%s: operator %s already has slot %q (%d rows); renaming slot %q (%d rows) into it would merge the two, a key held in both keeping one value (set 'merge: true' to do that)", ruleAt(set, r), s.Op, s.To, to, s.From, from))
 		}
 		return nil
 	})
+	return errors.Join(errs...)
 }
 
 // checkMergeGroups refuses a remap_operator with 'merge: true' that joins

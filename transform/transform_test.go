@@ -615,6 +615,18 @@ func TestRuleKinds(t *testing.T) {
 			wantErr: `rules.yaml:9:5: rule 1 (rename_slot): operator 7 already has slot "seen" (4 rows); renaming slot "xseen" (1 rows) into it would merge the two`,
 		},
 		{
+			// Each refused rename is said, in rule order, in one run (errors
+			// joined: one a line): rule 2's follows rule 1's.
+			name:    "two rename_slots refused at once",
+			rules:   "  - rename_slot: {op: 7, from: xseen, to: tmp}\n  - rename_slot: {op: 7, from: seen, to: tmp}\n",
+			wantErr: "rules.yaml:10:5: rule 2 (rename_slot): operator 7 already has slot \"tmp\" (3 rows); renaming slot \"seen\" (4 rows)",
+		},
+		{
+			name:    "two remap_operators refused at once",
+			rules:   "  - remap_operator: {from: 12, to: 13}\n  - remap_operator: {from: 9, to: 7}\n",
+			wantErr: "rules.yaml:10:5: rule 2 (remap_operator): operator 7 already has state",
+		},
+		{
 			// xseen|alice becomes seen|alice, which exists: the later row
 			// in stream order (the renamed one) is the one restored.
 			name:   "rename_slot with merge onto an existing slot resolves duplicates",
