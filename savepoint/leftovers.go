@@ -118,9 +118,12 @@ func LeftoversAfterPublish(out string, existed bool) []string {
 
 // judgedLeftovers is Leftovers, published saying whether an output was at out
 // when the leftovers were left (before the run asking, for one that
-// published since), report whether out is a --report file.
+// published since), report whether out is a --report file. Its warnings
+// come by rank (what may be the only copy of an output first: see
+// rankKeep), in the order of their names within one.
 func judgedLeftovers(out string, published, report bool) []string {
-	var warns []string
+	var ranked [leftoverRanks][]string
+	add := func(r int, w string) { ranked[r] = append(ranked[r], w) }
 	eachTemporary(out, func(p, rest string, m []string, running bool) {
 		if running {
 			what := "a temporary file"
@@ -130,35 +133,51 @@ func judgedLeftovers(out string, published, report bool) []string {
 			case "tmp":
 				what = "a staging tree"
 			}
-			warns = append(warns, fmt.Sprintf("%s carries the id of process %s, which is running: it is left alone as a name that run may be writing; if no run writes %s now (the id taken by another process, or the name written from another host or container), it is %s of an interrupted run: look at it before deleting it", p, m[3], filepath.Clean(out), what))
+			add(rankRunning, fmt.Sprintf("%s carries the id of process %s, which is running: it is left alone as a name that run may be writing; if no run writes %s now (the id taken by another process, or the name written from another host or container), it is %s of an interrupted run: look at it before deleting it", p, m[3], filepath.Clean(out), what))
 			return
 		}
 		switch m[2] {
 		case "old":
 			if report {
-				warns = append(warns, fmt.Sprintf("%s is the report that was at %s before a --force run set it aside (the run was interrupted before it removed it, or put it back): it describes the output that was there before that run; delete it, or, if that run never put its own output in place, rename it back to %s", p, filepath.Clean(out), filepath.Clean(out)))
+				add(rankKeep, fmt.Sprintf("%s is the report that was at %s before a --force run set it aside (the run was interrupted before it removed it, or put it back): it describes the output that was there before that run; delete it, or, if that run never put its own output in place, rename it back to %s", p, filepath.Clean(out), filepath.Clean(out)))
 				break
 			}
-			warns = append(warns, asideLeftover(out, p, rest, published))
+			add(rankKeep, asideLeftover(out, p, rest, published))
 		case "tmp":
 			if hasCompletedMarker(p) {
 				// Killed after writing its marker: the new tree before it
 				// was published, or, once a --force run on Linux swapped
 				// the trees, the one it replaced.
-				warns = append(warns, fmt.Sprintf("%s is the staging tree of an interrupted run (never restored from), and holds a whole tree: the output that run was about to publish, or the one a --force run was replacing; delete it, or rename it to %s if it is the output you want", p, filepath.Clean(out)))
+				add(rankWholeTree, fmt.Sprintf("%s is the staging tree of an interrupted run (never restored from), and holds a whole tree: the output that run was about to publish, or the one a --force run was replacing; delete it, or rename it to %s if it is the output you want", p, filepath.Clean(out)))
 				break
 			}
-			warns = append(warns, fmt.Sprintf("%s is the staging tree of an interrupted run (never restored from): delete it", p))
+			add(rankDelete, fmt.Sprintf("%s is the staging tree of an interrupted run (never restored from): delete it", p))
 		default:
 			if m[1] == SidecarSuffix && completesPayload(out, p) {
-				warns = append(warns, fmt.Sprintf("%s is the sidecar of %s, which a run killed between the two put in place without it: %s is unfinished (clink refuses a payload without its sidecar); rename %s to %s to complete it, or write the output again with --force", p, filepath.Clean(out), filepath.Clean(out), p, filepath.Clean(out)+SidecarSuffix))
+				add(rankKeep, fmt.Sprintf("%s is the sidecar of %s, which a run killed between the two put in place without it: %s is unfinished (clink refuses a payload without its sidecar); rename %s to %s to complete it, or write the output again with --force", p, filepath.Clean(out), filepath.Clean(out), p, filepath.Clean(out)+SidecarSuffix))
 				break
 			}
-			warns = append(warns, fmt.Sprintf("%s is a temporary file of an interrupted run (never restored from): delete it", p))
+			add(rankDelete, fmt.Sprintf("%s is a temporary file of an interrupted run (never restored from): delete it", p))
 		}
 	})
+	var warns []string
+	for _, ws := range ranked {
+		warns = append(warns, ws...)
+	}
 	return warns
 }
+
+// The ranks of judgedLeftovers' warnings, in the order they come: what may
+// be the only copy of an output (what a --force run moved aside, a sidecar
+// that completes the payload in place), a whole tree left staged, a name a
+// running process may be writing, a temporary file to delete.
+const (
+	rankKeep = iota
+	rankWholeTree
+	rankRunning
+	rankDelete
+	leftoverRanks
+)
 
 // completesPayload reports whether the temporary sidecar at p describes
 // the payload at out (size and CRC-32C), which has no sidecar of its own:
@@ -193,7 +212,8 @@ func sidecarDescribes(p string, size int64, crc uint32) bool {
 
 // LeftoversNote is what an error refusing to replace the output out
 // without --force adds about the leftovers beside it (see Leftovers): ""
-// when there are none, else the first and how many more. A run killed
+// when there are none, else the first (what may be the only copy of an
+// output comes first) and how many more. A run killed
 // while it published out may have left out unfinished (a payload whose
 // sidecar is still under its temporary name), which the note names.
 func LeftoversNote(out string) string {
@@ -204,7 +224,7 @@ func LeftoversNote(out string) string {
 	case 1:
 		return "; beside it, " + ws[0]
 	}
-	return fmt.Sprintf("; beside it, %s (and %d more such names; a --force run lists them all)", ws[0], len(ws)-1)
+	return fmt.Sprintf("; beside it, %s (and %d more %s beginning with %s)", ws[0], len(ws)-1, plural(len(ws)-1, "name", "names"), filepath.Base(filepath.Clean(out)))
 }
 
 // asideLeftover is the warning for p, what a --force run moved aside from

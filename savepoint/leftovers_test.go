@@ -168,3 +168,31 @@ func TestReportLeftovers(t *testing.T) {
 		t.Errorf("as an output's: %q", w)
 	}
 }
+
+// TestLeftoversNoteNamesWhatToKeepFirst: of the leftovers of a --force
+// file replace killed midway (its new sidecar's temporary file, the old
+// sidecar moved aside), the note of a run refused without --force names
+// the one that restores the output first, whatever the order of the names.
+func TestLeftoversNoteNamesWhatToKeepFirst(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "o.snap")
+	info, err := WriteSnapshotFile(out, nil, []Row{{Op: 1, Key: []byte{1, 'a'}, Value: []byte("v")}}, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := out + ".meta.part.999999999.2.k9" // sorts before the aside
+	if err := os.WriteFile(part, []byte("half a sidecar"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aside := out + ".meta.sptool-old-999999999.3.q"
+	if err := os.WriteFile(aside, SidecarFor(7, info), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	note := LeftoversNote(out)
+	if !strings.HasPrefix(note, "; beside it, "+aside+" is the sidecar of "+out) || !strings.HasSuffix(note, "(and 1 more name beginning with o.snap)") {
+		t.Errorf("note %q", note)
+	}
+	if got := Leftovers(out); len(got) != 2 || !strings.HasPrefix(got[0], aside) || !strings.HasPrefix(got[1], part) {
+		t.Errorf("warnings %q", got)
+	}
+}
