@@ -172,7 +172,7 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := sp.checkVerdicts(opts); err != nil {
+		if err := sp.checkOpened(opts); err != nil {
 			sp.Close()
 			return nil, err
 		}
@@ -225,15 +225,30 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 		}
 		return nil, err
 	}
-	err = sp.checkVerdicts(opts)
-	if derr := checkDirs(sp.dirs); derr != nil {
-		err = fmt.Errorf("open savepoint: %w", derr)
-	}
-	if err != nil {
+	if err := sp.checkOpened(opts); err != nil {
 		sp.Close()
 		return nil, err
 	}
 	return sp, nil
+}
+
+// checkOpened is checkVerdicts of a savepoint just opened, and checkDirs:
+// a tree whose directory was replaced while it was listed is an input
+// changed, and so is one that a verdict refuses and whose payload is no
+// longer the file opened (another run replaced it meanwhile, and its
+// sidecar was read beside the old payload): the change, not the pair,
+// is what is wrong.
+func (sp *Savepoint) checkOpened(opts OpenOptions) error {
+	err := sp.checkVerdicts(opts)
+	if derr := checkDirs(sp.dirs); derr != nil {
+		return fmt.Errorf("open savepoint: %w", derr)
+	}
+	if err != nil {
+		if cerr := sp.CheckUnchanged(); cerr != nil {
+			return fmt.Errorf("open savepoint: %w", cerr)
+		}
+	}
+	return err
 }
 
 // generationDir reports whether the directory path is a generation

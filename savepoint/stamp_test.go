@@ -152,3 +152,41 @@ func TestStagingTreeRefused(t *testing.T) {
 		}
 	}
 }
+
+// A payload whose sidecar disagrees with it is refused as such, but for
+// one no longer the file at its path (another run replaced the pair after
+// the payload was opened, and its new sidecar was read beside the old
+// payload): the input changed, and that is the error.
+func TestVerdictOfReplacedPayload(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "checkpoint-7.snap")
+	rows := []Row{vtKeyed(7, "agg", []byte("alpha"), "1")}
+	info, err := WriteSnapshotFile(path, CanonicalMetadata(nil, VersionMap{}), rows, SnapshotOptions{CheckpointID: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sidecar of another payload: refused at open with RequireValid.
+	if err := os.WriteFile(path+SidecarSuffix, SidecarFor(7, FileInfo{Size: info.Size + 8, CRC32C: info.CRC32C}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := Open(path, OpenOptions{Columnar: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	var verdict *VerdictError
+	if err := sp.checkOpened(OpenOptions{RequireValid: true}); !errors.As(err, &verdict) || errors.Is(err, ErrInputChanged) {
+		t.Fatalf("the pair as opened: %v", err)
+	}
+	// The payload replaced since it was opened.
+	other := filepath.Join(dir, "other.snap")
+	if _, err := WriteSnapshotFile(other, CanonicalMetadata(nil, VersionMap{}), append(rows, vtKeyed(7, "agg", []byte("beta"), "2")), SnapshotOptions{CheckpointID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.checkOpened(OpenOptions{RequireValid: true}); !errors.Is(err, ErrInputChanged) {
+		t.Fatalf("the payload replaced: %v", err)
+	}
+}
