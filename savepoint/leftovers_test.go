@@ -96,12 +96,7 @@ func TestLeftovers(t *testing.T) {
 // output is unfinished and how to complete it, not to delete the sidecar.
 // A temporary sidecar that does not describe the payload is one to delete.
 func TestLeftoverSidecarOfPayload(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "o.snap")
-	info, err := WriteSnapshotFile(out, nil, []Row{{Op: 1, Key: []byte{1, 'a'}, Value: []byte("v")}}, SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, info := oneRowOutput(t)
 	part := out + ".meta.part.999999999.2.k9"
 	if err := os.WriteFile(part, SidecarFor(7, info), 0o644); err != nil {
 		t.Fatal(err)
@@ -124,12 +119,7 @@ func TestLeftoverSidecarOfPayload(t *testing.T) {
 // rename it back, not that its payload is gone. One describing another
 // payload is the remains of a removal, to delete.
 func TestLeftoverSidecarAsideOfPayload(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "o.snap")
-	info, err := WriteSnapshotFile(out, nil, []Row{{Op: 1, Key: []byte{1, 'a'}, Value: []byte("v")}}, SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, info := oneRowOutput(t)
 	aside := out + ".meta.sptool-old-999999999.3.q"
 	if err := os.WriteFile(aside, SidecarFor(7, info), 0o644); err != nil {
 		t.Fatal(err)
@@ -174,12 +164,7 @@ func TestReportLeftovers(t *testing.T) {
 // sidecar moved aside), the note of a run refused without --force names
 // the one that restores the output first, whatever the order of the names.
 func TestLeftoversNoteNamesWhatToKeepFirst(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "o.snap")
-	info, err := WriteSnapshotFile(out, nil, []Row{{Op: 1, Key: []byte{1, 'a'}, Value: []byte("v")}}, SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, info := oneRowOutput(t)
 	part := out + ".meta.part.999999999.2.k9" // sorts before the aside
 	if err := os.WriteFile(part, []byte("half a sidecar"), 0o644); err != nil {
 		t.Fatal(err)
@@ -195,4 +180,16 @@ func TestLeftoversNoteNamesWhatToKeepFirst(t *testing.T) {
 	if got := Leftovers(out); len(got) != 2 || !strings.HasPrefix(got[0], aside) || !strings.HasPrefix(got[1], part) {
 		t.Errorf("warnings %q", got)
 	}
+}
+
+// oneRowOutput writes a snapshot of one row, without a sidecar, at o.snap
+// in a new directory: the output beside which a test lays leftovers.
+func oneRowOutput(t *testing.T) (string, FileInfo) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "o.snap")
+	info, err := WriteSnapshotFile(out, nil, []Row{{Op: 1, Key: []byte{1, 'a'}, Value: []byte("v")}}, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, info
 }
