@@ -814,7 +814,7 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 		// input: one when the input row is known.
 		ids    []savepoint.Row
 		isLost bool
-		k      int // the row in src
+		isRaw  bool // a legacy raw key
 	}
 	var cands []candidate
 	for _, r := range runs {
@@ -823,7 +823,8 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 		x := lowerBound(owner, op0, key0)
 		for k := r.j; k < r.j+r.n; k++ {
 			op, key := src.Op(k), bytes.Clone(src.Key(k))
-			if savepoint.ParseKey(key).Kind == savepoint.KindRaw {
+			isRaw := savepoint.ParseKey(key).Kind == savepoint.KindRaw
+			if isRaw {
 				raw++
 			}
 			c := 1
@@ -835,7 +836,7 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 			if c == 0 {
 				continue
 			}
-			cd := candidate{op: op, key: key, owner: r.owner, kg: r.kg, inRow: -1, k: k}
+			cd := candidate{op: op, key: key, owner: r.owner, kg: r.kg, inRow: -1, isRaw: isRaw}
 			if src.spilled {
 				cd.ids = inputIDs(op, key)
 			} else {
@@ -877,7 +878,7 @@ func countLost(files []*savepoint.File, first int, olds []*outRows, i int, runs 
 			continue
 		}
 		lost++
-		if savepoint.ParseKey(src.Key(c.k)).Kind == savepoint.KindRaw {
+		if c.isRaw {
 			lostRaw++
 		}
 		if len(rr.LostExamples) < maxLostExamples {
