@@ -1392,6 +1392,10 @@ func writeVariants(b *bytes.Buffer, vm VersionMapSummary) {
 		}
 		fmt.Fprintf(b, "    %c op %d %s version %d, %s\n", sign, e.Op, renderSlot([]byte(e.StateType), true), e.Version, slot)
 	}
+	ref := map[opType]VersionEntrySummary{}
+	for _, e := range vm.Entries {
+		ref[opType{e.Op, e.StateType}] = e
+	}
 	for i, v := range vm.Variants {
 		what := fmt.Sprintf("map %c (%d entr%s)", 'A'+rune(i%26), v.Entries, plural(v.Entries, "y", "ies"))
 		switch {
@@ -1404,10 +1408,7 @@ func writeVariants(b *bytes.Buffer, vm VersionMapSummary) {
 		if v.Entries == 0 || i == shown {
 			continue
 		}
-		ref, own := map[opType]VersionEntrySummary{}, map[opType]VersionEntrySummary{}
-		for _, e := range vm.Entries {
-			ref[opType{e.Op, e.StateType}] = e
-		}
+		own := map[opType]VersionEntrySummary{}
 		for _, e := range v.Map {
 			own[opType{e.Op, e.StateType}] = e
 		}
