@@ -239,16 +239,17 @@ func Open(path string, opts OpenOptions) (*Savepoint, error) {
 // sidecar was read beside the old payload): the change, not the pair,
 // is what is wrong.
 func (sp *Savepoint) checkOpened(opts OpenOptions) error {
-	err := sp.checkVerdicts(opts)
-	if derr := checkDirs(sp.dirs); derr != nil {
-		return fmt.Errorf("open savepoint: %w", derr)
-	}
-	if err != nil {
+	if err := sp.checkVerdicts(opts); err != nil {
+		// (CheckUnchanged checks the directories first.)
 		if cerr := sp.CheckUnchanged(); cerr != nil {
 			return fmt.Errorf("open savepoint: %w", cerr)
 		}
+		return err
 	}
-	return err
+	if err := checkDirs(sp.dirs); err != nil {
+		return fmt.Errorf("open savepoint: %w", err)
+	}
+	return nil
 }
 
 // generationDir reports whether the directory path is a generation
