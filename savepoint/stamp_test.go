@@ -169,11 +169,7 @@ func TestVerdictOfReplacedPayload(t *testing.T) {
 	if err := os.WriteFile(path+SidecarSuffix, SidecarFor(7, FileInfo{Size: info.Size + 8, CRC32C: info.CRC32C}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sp, err := Open(path, OpenOptions{Columnar: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
+	sp := vtOpen(t, path, OpenOptions{})
 	var verdict *VerdictError
 	if err := sp.checkOpened(OpenOptions{RequireValid: true}); !errors.As(err, &verdict) || errors.Is(err, ErrInputChanged) {
 		t.Fatalf("the pair as opened: %v", err)
