@@ -228,6 +228,12 @@ func (s *Snapshot) ErasedByLog(op uint64, key []byte) bool {
 	return i < len(c.erased) && c.log.Row(int(c.erased[i])).Compare(k) == 0
 }
 
+// ErasesByLog reports whether the changelog's log erases some key last
+// (see ErasedByLog). False for a canonical snapshot.
+func (s *Snapshot) ErasesByLog() bool {
+	return s != nil && s.Changelog != nil && len(s.Changelog.erased) > 0
+}
+
 // Sorted reports whether rows are in strictly increasing canonical order
 // (sorted and free of duplicate (op, key) pairs).
 func Sorted(rows []Row) bool {

@@ -16,43 +16,8 @@ import (
 // the rescale drops it as such, without drop_lost, and says so. Without
 // the erase it is a lost row, which the rescale refuses.
 func TestRescaleErasedByOwnerLog(t *testing.T) {
-	var lo, hi [][]byte
-	for i := 0; len(lo) < 1 || len(hi) < 2; i++ {
-		k := []byte{byte(i), 0, 0, 0, 0, 0, 0, 0}
-		if savepoint.KeyGroupOf(k) < 64 {
-			lo = append(lo, k)
-		} else {
-			hi = append(hi, k)
-		}
-	}
-	row := func(k []byte, v string) savepoint.Row {
-		return savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), k), Value: []byte(v)}
-	}
-	stale := row(hi[0], "old")
 	for _, erase := range []bool{false, true} {
-		in := filepath.Join(t.TempDir(), "in")
-		tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 7, Backend: savepoint.BackendChangelogFile})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, rows := range [][]savepoint.Row{{row(lo[0], "a"), stale}, {row(hi[1], "b")}} {
-			if _, err := tw.WriteSubtask(i, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), savepoint.Logical(rows), savepoint.CompressNone); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tw.Commit("job1", nil); err != nil {
-			t.Fatal(err)
-		}
-		sp := open(t, in)
-		handle := sp.File(1).Snapshot.Changelog.Handles[0]
-		sp.Close()
-		kinds, rows := []uint8{3}, []savepoint.Row{{Value: []byte(handle)}}
-		if erase {
-			kinds, rows = append(kinds, 2), append(rows, savepoint.Row{Op: 7, Key: stale.Key})
-		}
-		if err := os.WriteFile(filepath.Join(in, "v1", "1", "changelog-7.snap"), changelogStream(t, kinds, rows), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		in := ownerLogTree(t, erase)
 		set := parseRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 1}\n", nil)
 		rep, err := transform.Run(context.Background(), open(t, in), set, transform.Options{Out: filepath.Join(t.TempDir(), "out")})
 		if !erase {
@@ -68,6 +33,52 @@ func TestRescaleErasedByOwnerLog(t *testing.T) {
 			t.Errorf("stale %d, lost %d, dropped %d, out %d; want 1, 0, 1, 2", rr.StaleCopies, rr.Lost, rep.RowsDropped, rep.RowsOut)
 		}
 	}
+}
+
+// ownerLogTree writes a changelog+file tree of two subtasks whose subtask
+// 0 holds a key of its own and a copy of a key that subtask 1 owns, and
+// whose subtask 1 holds another key of its own and, when erase is set,
+// erases the copied key in its changelog's log (without the erase the copy
+// is a row lost in the input).
+func ownerLogTree(t *testing.T, erase bool) string {
+	t.Helper()
+	var lo, hi [][]byte
+	for i := 0; len(lo) < 1 || len(hi) < 2; i++ {
+		k := []byte{byte(i), 0, 0, 0, 0, 0, 0, 0}
+		if savepoint.KeyGroupOf(k) < 64 {
+			lo = append(lo, k)
+		} else {
+			hi = append(hi, k)
+		}
+	}
+	row := func(k []byte, v string) savepoint.Row {
+		return savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), k), Value: []byte(v)}
+	}
+	stale := row(hi[0], "old")
+	in := filepath.Join(t.TempDir(), "in")
+	tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 7, Backend: savepoint.BackendChangelogFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rows := range [][]savepoint.Row{{row(lo[0], "a"), stale}, {row(hi[1], "b")}} {
+		if _, err := tw.WriteSubtask(i, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), savepoint.Logical(rows), savepoint.CompressNone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Commit("job1", nil); err != nil {
+		t.Fatal(err)
+	}
+	sp := open(t, in)
+	handle := sp.File(1).Snapshot.Changelog.Handles[0]
+	sp.Close()
+	kinds, rows := []uint8{3}, []savepoint.Row{{Value: []byte(handle)}}
+	if erase {
+		kinds, rows = append(kinds, 2), append(rows, savepoint.Row{Op: 7, Key: stale.Key})
+	}
+	if err := os.WriteFile(filepath.Join(in, "v1", "1", "changelog-7.snap"), changelogStream(t, kinds, rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return in
 }
 
 // changelogStream encodes a changelog snapshot of rows of the given

@@ -42,7 +42,8 @@ type Report struct {
 	RowsOut int64 `json:"rows_out"`
 	// RowsDropped counts the rows read that the output does not hold: the
 	// rows the rules dropped (PerRule; a rescale's rule drops the stale
-	// and lost keyed copies it leaves out), the DuplicatesResolved, and a
+	// and lost keyed copies it leaves out), the DuplicatesResolved, the
+	// OrphanedCopies, and a
 	// rescale's operator copies merged into one (Rescale.OperatorIn -
 	// Rescale.OperatorDistinct).
 	RowsDropped int64 `json:"rows_dropped"`
@@ -57,6 +58,16 @@ type Report struct {
 	// joined (see TimersMerged), whose timers the copy kept holds; they
 	// are among RowsDropped.
 	DuplicatesResolved int64 `json:"duplicates_resolved"`
+	// OrphanedCopies counts the stale copies of a tree's keys (keyed rows
+	// outside the file of the subtask owning their key group) dropped as
+	// their owner's output holds no copy: a rule that decides by the row's
+	// value or subtask dropped the owner's copy and kept them, or the
+	// owner's changelog erased the key in its log, which its output does
+	// not keep. The output would hold them with no owner copy, which a
+	// narrowed restore drops and a chained subtask keeps (the key's older
+	// state). They are among RowsDropped; a rescale counts its stale
+	// copies in Rescale instead.
+	OrphanedCopies int64 `json:"orphaned_copies_dropped"`
 	// TimersMerged counts the timers of the timer blobs that a
 	// remap_operator (or rename_slot) with merge: true joined: a timer blob
 	// is one value, and rather than keep one operator's blob whole (as a
@@ -389,6 +400,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	add(r.DuplicatesResolved, "duplicates resolved")
+	add(r.OrphanedCopies, "stale copies left without an owner copy")
 	if rr := r.Rescale; rr != nil {
 		add(rr.StaleCopies-rr.StaleRaw, "stale keyed copies")
 		add(rr.StaleRaw, "stale copies of legacy raw keys")

@@ -522,6 +522,13 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if set.Rescale() == nil {
+		// (A fault of the mapped input there, cut short meanwhile, is an
+		// error, not a crash of the process.)
+		if err := savepoint.Guard(func() error { return eng.dropOrphans(sp, results) }); err != nil {
+			return nil, err
+		}
+	}
 	rep.merge(sp, eng, results, keyListingOf(opts))
 	if err := checkSlotMerges(set, rep.Slots); err != nil {
 		return nil, err
@@ -757,9 +764,12 @@ func (rep *Report) checkAccounting() error {
 	for _, rs := range rep.PerRule {
 		rulesDropped += rs.Dropped
 	}
-	written := rep.RowsWritten + rulesDropped + rep.DuplicatesResolved
+	written := rep.RowsWritten + rulesDropped + rep.DuplicatesResolved + rep.OrphanedCopies
 	extra := ""
-	rep.RowsOut, rep.RowsDropped = rep.RowsWritten, rulesDropped+rep.DuplicatesResolved
+	if rep.OrphanedCopies > 0 {
+		extra = fmt.Sprintf(" + %d stale copies left without an owner copy", rep.OrphanedCopies)
+	}
+	rep.RowsOut, rep.RowsDropped = rep.RowsWritten, rulesDropped+rep.DuplicatesResolved+rep.OrphanedCopies
 	if r := rep.Rescale; r != nil {
 		if r.KeyedIn != r.KeyedOut+r.StaleCopies+r.Lost {
 			return fmt.Errorf("%w: rescale: %d keyed rows in, %d out + %d stale copies + %d lost", ErrAccounting, r.KeyedIn, r.KeyedOut, r.StaleCopies, r.Lost)
@@ -768,7 +778,7 @@ func (rep *Report) checkAccounting() error {
 			return fmt.Errorf("%w: rescale: %d timers in, %d out + %d stale + %d unchosen", ErrAccounting, r.TimersIn, r.TimersOut, r.TimersStale, r.TimersUnchosen)
 		}
 		written += r.OperatorIn - r.OperatorOut
-		extra = fmt.Sprintf(" + %d operator rows in - %d operator rows written", r.OperatorIn, r.OperatorOut)
+		extra += fmt.Sprintf(" + %d operator rows in - %d operator rows written", r.OperatorIn, r.OperatorOut)
 		rep.RowsOut -= r.OperatorOut - r.OperatorDistinct
 		rep.RowsDropped += r.OperatorIn - r.OperatorDistinct
 	}
@@ -1727,6 +1737,12 @@ type fileResult struct {
 	// in the output's timer blobs (see auditOut).
 	timersKept []int64
 	vmRules    []bool // per rule: changed this file's version map
+	// joined are the timer blobs that unionTimerBlobs joined (nil when
+	// none).
+	joined map[timerBlobKey]bool
+	// orphans counts the stale copies dropped with their owner's copy
+	// (see dropOrphans).
+	orphans int64
 }
 
 // ruleCounts are a rule's rows matched, dropped and changed, and for a
@@ -1863,7 +1879,6 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 	if res.err != nil {
 		return res
 	}
-	out := res.out
 	// The version map: job-wide, stamped in every file; rules apply per file.
 	res.versions = snap.Versions
 	for i, st := range e.steps {
@@ -1907,11 +1922,23 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 	joined, warnings := e.unionTimerBlobs(res)
 	res.warnings = append(res.warnings, warnings...)
 	res.hiddenLegacy = hiddenLegacyBlobs(res.blobs)
+	res.joined = joined
+	if res.changed {
+		e.settle(f, res)
+	}
+	return res
+}
+
+// dropper returns what is called with each output row of res that is
+// dropped after the rules (a copy a restore would not keep, a stale copy
+// that lost its owner's): it takes the row out of the slot counts, the
+// erasure audit and the timers counted.
+func (e *engine) dropper(res *fileResult) func(savepoint.Row) {
 	comp := &compositeMemo{e: e}
-	dropped := func(r savepoint.Row) {
+	return func(r savepoint.Row) {
 		k := savepoint.ParseKey(r.Key)
 		res.after.addN(r.Op, k.Slot, k.HasSlot, -1)
-		if joined != nil && joined[timerBlobKey{r.Op, string(r.Key)}] {
+		if res.joined != nil && res.joined[timerBlobKey{r.Op, string(r.Key)}] {
 			return // (audited, and its timers counted, by unionTimerBlobs)
 		}
 		e.auditOut(res, r, k, -1, comp)
@@ -1925,39 +1952,46 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 			}
 		}
 	}
-	if res.changed {
-		// The rules saw every stored row; the copies a restore would not
-		// keep go now, so that dropping or renaming the copy that wins
-		// does not bring back one that it hid.
-		var shadowed []uint64
-		// A merge meets a key's copies with another key's: the file's own
-		// are resolved first, as a restore resolves them, or the fold of
-		// them all in stream order might keep another value (mixed 8-byte
-		// and other operator values do not fold associatively).
-		res.dupes, shadowed, res.unchecked = out.dropShadowed(f, e.valueFates || e.joinBlobs, dropped)
-		// So do the copies a merge resolved away, which a later rule
-		// saw beside the copy kept.
-		lost, err := e.mergeLosers(f, shadowed)
-		if err != nil {
-			res.err = err
-			return res
-		}
-		if lost != nil {
-			res.dupes += out.dropMarked(lost, dropped)
-		}
+}
+
+// settle readies the output rows of file f, which is rewritten
+// (res.changed), for the write: it drops the copies of a key that a
+// restore would not keep, and sorts the rows into canonical order (but
+// where a plan or KeepOrder leaves them in stream order).
+func (e *engine) settle(f *savepoint.File, res *fileResult) {
+	out, dropped := res.out, e.dropper(res)
+	// The rules saw every stored row; the copies a restore would not
+	// keep go now, so that dropping or renaming the copy that wins does
+	// not bring back one that it hid.
+	var shadowed []uint64
+	// A merge meets a key's copies with another key's: the file's own are
+	// resolved first, as a restore resolves them, or the fold of them all
+	// in stream order might keep another value (mixed 8-byte and other
+	// operator values do not fold associatively).
+	dupes, shadowed, unchecked := out.dropShadowed(f, e.valueFates || e.joinBlobs, dropped)
+	res.dupes, res.unchecked = res.dupes+dupes, unchecked
+	// So do the copies a merge resolved away, which a later rule saw
+	// beside the copy kept.
+	lost, err := e.mergeLosers(f, shadowed)
+	if err != nil {
+		res.err = err
+		return
 	}
-	if res.changed && !sorted {
-		if (e.dry || e.keepOrder) && e.distinctOut(f, out) {
-			// With no duplicate to take back, sorting the rows would
-			// change no count: a plan writes nothing, and under KeepOrder
-			// the rows are written in stream order.
-			return res
-		}
-		dupes, err := out.canonicalise(dropped)
-		res.dupes, res.err = res.dupes+dupes, err
-		res.canonical = true
+	if lost != nil {
+		res.dupes += out.dropMarked(lost, dropped)
 	}
-	return res
+	if res.canonical {
+		return
+	}
+	if (e.dry || e.keepOrder) && e.distinctOut(f, out) {
+		// With no duplicate to take back, sorting the rows would change no
+		// count: a plan writes nothing, and under KeepOrder the rows are
+		// written in stream order.
+		return
+	}
+	dupes, err = out.canonicalise(dropped)
+	res.dupes, res.err = res.dupes+dupes, err
+	res.canonical = true
 }
 
 // distinctOut reports whether out, the output rows of file f, hold no
@@ -2930,19 +2964,29 @@ func (e *engine) compositeWarnings(results []*fileResult) []string {
 	return warns
 }
 
-// decidesByValue reports whether rule r may drop a row or keep it by the
-// row's value: a filter that reads value, value_bytes or expire_at, a
-// purge_expired, a set_value that erases empty results. The other rules
-// give every stored copy of a key the same fate.
-func decidesByValue(r *rules.Rule) bool {
-	const byValue = rules.FieldValue | rules.FieldValueBytes | rules.FieldExpireAt
+// The fields of a row, beside its operator and key, by which a rule may
+// drop it or keep it (see decidesBy): its value, and where it is stored.
+const (
+	byValue = rules.FieldValue | rules.FieldValueBytes | rules.FieldExpireAt
+	byStore = rules.FieldSubtask
+)
+
+// decidesBy reports whether rule r may drop a row or keep it by one of the
+// fields: a filter that reads one (or whose fields are not known), and,
+// for byValue, a purge_expired or a set_value that erases empty results.
+// The other rules give every stored copy of a key the same fate.
+func decidesBy(r *rules.Rule, fields rules.Fields) bool {
 	for _, f := range []*rules.FilterSpec{r.Keep, r.Drop} {
-		if f != nil && (f.Predicate == nil || f.Predicate.Fields()&byValue != 0) {
+		if f != nil && (f.Predicate == nil || f.Predicate.Fields()&fields != 0) {
 			return true
 		}
 	}
-	return r.PurgeExpired != nil || r.SetValue != nil && r.SetValue.EraseEmpty
+	return fields&byValue != 0 && (r.PurgeExpired != nil || r.SetValue != nil && r.SetValue.EraseEmpty)
 }
+
+// decidesByValue reports whether rule r may drop a row or keep it by the
+// row's value (see decidesBy).
+func decidesByValue(r *rules.Rule) bool { return decidesBy(r, byValue) }
 
 // maxShadowSearchRows is the fewest rows of an input that dropShadowed
 // searches with a hash of each key rather than sorts (a variable so tests
@@ -3625,6 +3669,7 @@ func (rep *Report) merge(sp *savepoint.Savepoint, e *engine, results []*fileResu
 		rep.RowsIn += res.rowsIn
 		rep.RowsWritten += int64(res.out.Len())
 		rep.DuplicatesResolved += res.dupes
+		rep.OrphanedCopies += res.orphans
 		action := "copy"
 		if res.changed || sp.ChangelogTree() {
 			action = "rewrite"

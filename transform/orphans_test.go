@@ -1,0 +1,151 @@
+package transform_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sptool/sptool/savepoint"
+	"github.com/sptool/sptool/transform"
+)
+
+// orphanTree writes a two-subtask tree (one chain group, so subtask 0 owns
+// key groups 0-63 and subtask 1 owns 64-127) whose subtask 0 file holds,
+// besides its own key "a", a stale copy of a key of subtask 1's range
+// (value "old"), whose owner's copy holds "new"; and, unless owned is
+// false, a key of subtask 1's range that subtask 1 does not hold (a row
+// lost in the input), value "lost". asIs writes the files in the order
+// given rather than canonical order. It returns the tree's path and the
+// keys: own (group < 64), stale and lost (groups >= 64, each in a group of its own).
+func orphanTree(t *testing.T, asIs bool) (dir string, own, stale, lost []byte) {
+	t.Helper()
+	var lo, hi [][]byte
+	for i := 0; len(lo) < 1 || len(hi) < 3; i++ {
+		k := fmt.Appendf(nil, "user-%d", i)
+		switch kg := savepoint.KeyGroupOf(k); {
+		case kg < 64:
+			lo = append(lo, k)
+		case !slices.ContainsFunc(hi, func(h []byte) bool { return savepoint.KeyGroupOf(h) == kg }):
+			hi = append(hi, k) // each in a key group of its own
+		}
+	}
+	key := func(k []byte) []byte { return savepoint.EncodeKeyedKey([]byte("agg"), k) }
+	row := func(k []byte, v string) savepoint.Row {
+		return savepoint.Row{Op: 7, Key: key(k), Value: []byte(v)}
+	}
+	files := map[int][]savepoint.Row{
+		// Subtask 0's rows in the order clink's hash map might store them.
+		0: {row(hi[2], "lost"), row(hi[0], "old"), row(lo[0], "a")},
+		1: {row(hi[1], "b"), row(hi[0], "new")},
+	}
+	dir = filepath.Join(t.TempDir(), "in")
+	if asIs {
+		writeTreeAsIs(t, dir, 5, files, savepoint.VersionMap{})
+	} else {
+		writeTree(t, dir, 5, "j", files, savepoint.VersionMap{}, savepoint.CompressNone)
+	}
+	return dir, key(lo[0]), key(hi[0]), key(hi[2])
+}
+
+// TestStaleCopyFollowsOwner: on a tree, a rule that drops a key's owner
+// copy by where it is stored or by its value, not by its key, takes the
+// stale copies of the key in other files with it (counted as
+// OrphanedCopies, among RowsDropped), so that the output holds no copy
+// without an owner copy that the input did not; a stale copy whose owner
+// copy stays, and a row the input already held without one, are kept.
+func TestStaleCopyFollowsOwner(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rules string
+		// orphans is the stale copies the run drops with their owner's;
+		// kept the keys subtask 0's output holds; outs the rows out.
+		orphans int64
+		stale   bool // subtask 0 keeps the stale copy
+		outs    int64
+	}{
+		{"by subtask", "  - drop: 'subtask == 1 && key_group == %[1]d'\n", 1, false, 3},
+		{"by value", "  - drop: 'string(value_bytes) == \"new\"'\n", 1, false, 3},
+		{"keep by value", "  - keep: 'string(value_bytes) != \"new\"'\n", 1, false, 3},
+		{"stale copy alone", "  - drop: 'string(value_bytes) == \"old\"'\n", 0, false, 4},
+		{"owner copy kept", "  - drop: 'string(value_bytes) == \"b\"'\n", 0, true, 4},
+	} {
+		for _, keepOrder := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/keep-order=%v", tc.name, keepOrder), func(t *testing.T) {
+				in, own, stale, lost := orphanTree(t, keepOrder)
+				out := filepath.Join(t.TempDir(), "out")
+				rule := tc.rules
+				if strings.Contains(rule, "%[1]d") {
+					rule = fmt.Sprintf(rule, int(stale[0]))
+				}
+				set := parseRules(t, "version: 1\nrules:\n"+rule, nil)
+				rep, err := run(t, in, set, transform.Options{Out: out, KeepOrder: keepOrder})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.OrphanedCopies != tc.orphans || rep.RowsOut != tc.outs {
+					t.Errorf("orphans dropped %d, rows out %d; want %d, %d", rep.OrphanedCopies, rep.RowsOut, tc.orphans, tc.outs)
+				}
+				if rep.RowsIn != rep.RowsOut+rep.RowsDropped {
+					t.Errorf("rows in %d != out %d + dropped %d", rep.RowsIn, rep.RowsOut, rep.RowsDropped)
+				}
+				var text strings.Builder
+				if err := rep.WriteText(&text); err != nil {
+					t.Fatal(err)
+				}
+				if said := strings.Contains(text.String(), "stale cop"); said != (tc.orphans > 0) {
+					t.Errorf("report text names stale copies: %v, want %v:\n%s", said, tc.orphans > 0, text.String())
+				}
+				sp := open(t, out)
+				defer sp.Close()
+				var keys [][]byte
+				cur := sp.File(0).Snapshot.NewCursor()
+				for i := range cur.Len() {
+					keys = append(keys, slices.Clone(cur.Key(i)))
+				}
+				has := func(k []byte) bool {
+					return slices.ContainsFunc(keys, func(x []byte) bool { return string(x) == string(k) })
+				}
+				if !has(own) || !has(lost) || has(stale) != tc.stale {
+					t.Errorf("subtask 0 holds own %v, lost %v, stale %v; want true, true, %v", has(own), has(lost), has(stale), tc.stale)
+				}
+				// The output's only error is the input's: the lost row.
+				vr := savepoint.Validate(sp, savepoint.ValidateOptions{})
+				if vr.Errors() != 1 {
+					t.Errorf("the output has %d errors, want 1 (the row lost in the input):\n%v", vr.Errors(), vr.Findings)
+				}
+			})
+		}
+	}
+}
+
+// TestStaleCopyOfErasedKey: in a changelog+file tree, a copy of a key
+// outside its owner's file whose owner's log erases it is stale; the
+// owner's output, a snapshot, keeps no log, so the run drops the copy
+// (whatever the rules) rather than write a row the output holds with no
+// owner copy. Without the erase the row is lost in the input, and kept.
+func TestStaleCopyOfErasedKey(t *testing.T) {
+	for _, erase := range []bool{false, true} {
+		t.Run(fmt.Sprintf("erase=%v", erase), func(t *testing.T) {
+			in := ownerLogTree(t, erase)
+			out := filepath.Join(t.TempDir(), "out")
+			rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n  - drop: 'op == 99'\n", nil), transform.Options{Out: out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, errs := int64(0), 1
+			if erase {
+				want, errs = 1, 0
+			}
+			if rep.OrphanedCopies != want || rep.RowsIn != rep.RowsOut+rep.RowsDropped {
+				t.Errorf("orphaned copies %d, want %d; rows in %d, out %d, dropped %d", rep.OrphanedCopies, want, rep.RowsIn, rep.RowsOut, rep.RowsDropped)
+			}
+			osp := open(t, out)
+			defer osp.Close()
+			if vr := savepoint.Validate(osp, savepoint.ValidateOptions{}); vr.Errors() != errs {
+				t.Errorf("the output has %d errors, want %d:\n%v", vr.Errors(), errs, vr.Findings)
+			}
+		})
+	}
+}
