@@ -46,3 +46,11 @@ func SetPresort(on bool) (restore func()) {
 
 // Presorts returns how many files were sorted before the rules pass.
 func Presorts() int64 { return presortCount.Load() }
+
+// SetRunLog turns the use of the run logs (runLog.describes) on or off; it
+// returns a function that restores it.
+func SetRunLog(on bool) (restore func()) {
+	was := noRunLog
+	noRunLog = !on
+	return func() { noRunLog = was }
+}

@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"slices"
+	"sort"
 
 	"github.com/sptool/sptool/savepoint"
 )
@@ -71,13 +72,15 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) err
 		return nil
 	}
 	byIndex := fileIndexes(sp)
-	found := make([][]orphan, len(results))
-	for i, f := range sp.Files {
-		g, ok := sp.GroupOf(f.Subtask)
-		if !ok || results[i].out.Len() == 0 {
-			continue
+	// The stale copies each file keeps of the keys of such owners, each
+	// file read in its own goroutine (it reads its own output alone).
+	cands := make([][]orphan, len(results))
+	savepoint.ForEach(len(sp.Files), func(i int) {
+		g, ok := sp.GroupOf(sp.Files[i].Subtask)
+		out := results[i].out
+		if !ok || out.Len() == 0 {
+			return
 		}
-		var cands []orphan
 		// The file index of each key group's owner, where it is another
 		// file that may lack a key, else -1.
 		var owner [savepoint.NumKeyGroups]int
@@ -89,23 +92,23 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) err
 			}
 		}
 		if !looked {
-			continue
+			return
 		}
 		want := func(kg int) bool { return owner[kg] >= 0 }
-		err := staleCopies(results[i].out, results[i].canonical, want, func(p int, op uint64, key []byte, kg int) {
+		staleCopies(out, results[i].canonical, want, func(p int, op uint64, key []byte, kg int) {
 			c := orphan{op: op, key: bytes.Clone(key), owner: owner[kg]}
-			if out := results[i].out; out.spilled {
+			if out.spilled {
 				c.ids = e.inputIDs(c.op, c.key)
 			} else {
 				in := out.idx.at(p)
 				c.ids = []savepoint.Row{{Op: out.cur.Op(in), Key: bytes.Clone(out.cur.Key(in))}}
 			}
-			cands = append(cands, c)
+			cands[i] = append(cands[i], c)
 		})
-		if err != nil {
-			return savepoint.WithFile(f.Path, err)
-		}
-		found[i] = orphansOf(cands, results, sp.Files)
+	})
+	found := make([][]orphan, len(results))
+	for i := range cands {
+		found[i] = orphansOf(cands[i], results, sp.Files)
 	}
 	for i, orphans := range found {
 		if len(orphans) == 0 {
@@ -127,9 +130,22 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) err
 
 // staleCopies calls fn with each keyed row of out (canonical: in canonical
 // order) whose key group kg is one of want's: its position, operator and
-// key. In canonical order it reads a run of rows of one operator and key
-// group at a time, and skips those of the other groups.
-func staleCopies(out *outRows, canonical bool, want func(kg int) bool, fn func(p int, op uint64, key []byte, kg int)) error {
+// key. Where the run log describes the rows it reads their key groups
+// there; else, in canonical order, it finds each operator's rows of each
+// stretch of wanted key groups by binary search; else it reads every key.
+func staleCopies(out *outRows, canonical bool, want func(kg int) bool, fn func(p int, op uint64, key []byte, kg int)) {
+	if out.log.describes(out.Len()) {
+		p := 0
+		for _, r := range out.log.runs {
+			if r.kg >= 0 && want(r.kg) {
+				for q := p; q < p+r.n; q++ {
+					fn(q, out.Op(q), out.Key(q), r.kg)
+				}
+			}
+			p += r.n
+		}
+		return
+	}
 	if !canonical {
 		out.eachKeyIn(0, out.Len(), func(p int, op uint64, key []byte) bool {
 			if kg, keyed := savepoint.RestoreKeyGroup(key); keyed && want(kg) {
@@ -137,22 +153,32 @@ func staleCopies(out *outRows, canonical bool, want func(kg int) bool, fn func(p
 			}
 			return true
 		})
-		return nil
+		return
 	}
-	var kc savepoint.KeyColumns
-	for j := 0; j < out.Len(); {
-		n, _, kg, keyed, err := out.keyedRun(j, &kc)
-		if err != nil {
-			return err
+	// The stretches [a, b) of key groups wanted.
+	var spans [][2]int
+	for kg := 0; kg < savepoint.NumKeyGroups; kg++ {
+		if !want(kg) {
+			continue
 		}
-		if keyed && want(kg) {
-			for p := j; p < j+n; p++ {
-				fn(p, out.Op(p), out.Key(p), kg)
+		if k := len(spans) - 1; k >= 0 && spans[k][1] == kg {
+			spans[k][1]++
+		} else {
+			spans = append(spans, [2]int{kg, kg + 1})
+		}
+	}
+	n := out.Len()
+	for j := 0; j < n; {
+		op := out.Op(j)
+		for _, sp := range spans {
+			lo, hi := lowerBound(out, op, []byte{byte(sp[0])}), lowerBound(out, op, []byte{byte(sp[1])})
+			for p := lo; p < hi; p++ {
+				key := out.Key(p)
+				fn(p, op, key, int(key[0]))
 			}
 		}
-		j += n
+		j += sort.Search(n-j, func(y int) bool { return out.Op(j+y) != op })
 	}
-	return nil
 }
 
 // orphansOf returns the candidates whose owner's output (results, by file

@@ -71,9 +71,16 @@ func TestStaleCopyFollowsOwner(t *testing.T) {
 		{"stale copy alone", "  - drop: 'string(value_bytes) == \"old\"'\n", 0, false, 4},
 		{"owner copy kept", "  - drop: 'string(value_bytes) == \"b\"'\n", 0, true, 4},
 	} {
-		for _, keepOrder := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/keep-order=%v", tc.name, keepOrder), func(t *testing.T) {
-				in, own, stale, lost := orphanTree(t, keepOrder)
+		// The stale copies are found from the run log of the output rows
+		// (in canonical or stream order), else in canonical order by
+		// binary search, else in stream order row by row.
+		for _, mode := range []struct{ asIs, keepOrder, log bool }{
+			{false, false, true}, {true, true, true}, {false, false, false}, {true, true, false},
+		} {
+			keepOrder := mode.keepOrder
+			t.Run(fmt.Sprintf("%s/as-is=%v/keep-order=%v/log=%v", tc.name, mode.asIs, keepOrder, mode.log), func(t *testing.T) {
+				defer transform.SetRunLog(mode.log)()
+				in, own, stale, lost := orphanTree(t, mode.asIs)
 				out := filepath.Join(t.TempDir(), "out")
 				rule := tc.rules
 				if strings.Contains(rule, "%[1]d") {
