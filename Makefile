@@ -91,6 +91,7 @@ FUZZ_TARGETS := \
 	./rules:FuzzParseInt64 \
 	./rules:FuzzKeysFile \
 	./transform:FuzzApply \
+	./transform:FuzzApplyTree \
 	./transform:FuzzRescale \
 	./internal/rowtext:FuzzAppendJSONString \
 	./internal/cli:FuzzAppendIndented

@@ -281,3 +281,117 @@ func FuzzRescale(f *testing.F) {
 		}
 	})
 }
+
+// FuzzApplyTree runs rule files on trees of arbitrary rows: 1 to 4 subtask
+// files of one chain group (each row's file chosen by a byte of its own,
+// so that keyed rows may be stale copies, or lost, anywhere). It may
+// refuse a tree, but never panic or miss a row (ErrAccounting); a plan
+// counts what the apply does; an apply that fails leaves no output; and
+// the rules must not make a tree that validates one that does not (a
+// stale copy left without its owner's copy, say).
+func FuzzApplyTree(f *testing.F) {
+	var blob []byte
+	for i, r := range placeAll(baseRows) {
+		blob = append(blob, byte(r.Subtask+i%3*2))
+		blob = append(blob, rowsBlob([]savepoint.Row{r.Row})...)
+	}
+	// A valid tree of parallelism 2 (each row in its owner's file) with a
+	// stale copy in subtask 0 of a key that subtask 1 owns.
+	var valid []byte
+	stale := false
+	for _, r := range placeAll(baseRows) {
+		valid = append(valid, byte(r.Subtask))
+		valid = append(valid, rowsBlob([]savepoint.Row{r.Row})...)
+		if k := savepoint.ParseKey(r.Key); !stale && r.Subtask == 1 && k.Kind == savepoint.KindKeyed {
+			valid = append(valid, 0)
+			valid = append(valid, rowsBlob([]savepoint.Row{withValue(r.Row, []byte("older"))})...)
+			stale = true
+		}
+	}
+	f.Add(byte(1), slotDecls+"  - drop: 'subtask == 1 && kind == \"keyed\"'\n", valid)
+	f.Add(byte(1), slotDecls+"  - drop: 'len(value_bytes) != 5'\n", valid)
+	for _, rule := range []string{
+		"  - drop: 'subtask == 1'\n",
+		"  - drop: {op: 7, slot: agg, expr: 'value > 2'}\n",
+		"  - keep: {op: 8, slot: profile, expr: 'value contains \"a\"'}\n  - remap_operator: {from: 7, to: 9, merge: true}\n",
+		"  - rename_slot: {op: 7, from: agg, to: seen, merge: true}\n  - drop: 'len(value_bytes) % 2 == subtask % 2'\n",
+		"  - purge_keys: {keys: [1, 3, 99], codec: int64}\n  - purge_expired: {as_of: 2000}\n",
+		"  - set_value: {op: 7, slot: agg, expr: 'value - 2'}\n  - drop: {op: 7, slot: agg, expr: 'value < 0'}\n",
+	} {
+		for par := range byte(4) {
+			f.Add(par, slotDecls+rule, blob)
+		}
+	}
+	f.Fuzz(func(t *testing.T, oldPar byte, src string, blob []byte) {
+		set, err := rules.ParseWithOptions("rules.yaml", []byte(src), rules.ParseOptions{
+			Now:      func() time.Time { return time.UnixMilli(1500) },
+			ReadFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
+		})
+		if err != nil || set.Rescale() != nil {
+			return // (FuzzRescale fuzzes the rescale)
+		}
+		old := int(oldPar%4) + 1
+		files := map[int][]savepoint.Row{}
+		for s := range old {
+			files[s] = nil
+		}
+		for len(blob) > 0 {
+			s := int(blob[0]) % old
+			rows := blobRows(blob[1:])
+			if len(rows) == 0 {
+				break
+			}
+			files[s] = append(files[s], rows[0])
+			blob = blob[1+len(rowsBlob(rows[:1])):]
+		}
+		dir := t.TempDir()
+		in := writeTreeAsIs(t, filepath.Join(dir, "in"), 5, files, savepoint.VersionMap{})
+		// One chain group, given: inferring it from which files hold keyed
+		// rows may split a tree of few rows.
+		groups := []savepoint.Group{{First: 0, Count: old}}
+		sp, err := savepoint.Open(in, savepoint.OpenOptions{RequireValid: true, Columnar: true, Groups: groups})
+		if err != nil {
+			return
+		}
+		defer sp.Close()
+		ctx := context.Background()
+		plan, err := transform.Run(ctx, sp, set, transform.Options{DryRun: true, Jobs: 2})
+		if errors.Is(err, transform.ErrAccounting) {
+			t.Fatalf("plan: %v", err)
+		}
+		out := filepath.Join(dir, "out")
+		rep, err := transform.Run(ctx, sp, set, transform.Options{Out: out, Jobs: 2})
+		if errors.Is(err, transform.ErrAccounting) {
+			t.Fatalf("apply: %v", err)
+		}
+		if err != nil {
+			if _, serr := os.Lstat(out); serr == nil {
+				t.Fatalf("apply failed (%v) and left %s", err, out)
+			}
+			return
+		}
+		if plan == nil || plan.RowsOut != rep.RowsOut || plan.RowsDropped != rep.RowsDropped || plan.OrphanedCopies != rep.OrphanedCopies {
+			t.Fatalf("the plan (%+v) does not count what the apply did: %d out, %d dropped, %d orphaned", plan, rep.RowsOut, rep.RowsDropped, rep.OrphanedCopies)
+		}
+		got, err := savepoint.Open(out, savepoint.OpenOptions{RequireValid: true, Columnar: true, Groups: groups})
+		if err != nil {
+			t.Fatalf("the output does not open: %v", err)
+		}
+		defer got.Close()
+		var n int64
+		for _, f := range got.Files {
+			n += int64(f.Snapshot.NumRows())
+		}
+		if n != rep.RowsWritten {
+			t.Fatalf("the output holds %d rows, the report says %d written", n, rep.RowsWritten)
+		}
+		if savepoint.Validate(sp, savepoint.ValidateOptions{}).Errors() > 0 {
+			return // an input that is not valid may give an output that is not
+		}
+		if r := savepoint.Validate(got, savepoint.ValidateOptions{}); r.Errors() > 0 {
+			var b strings.Builder
+			r.WriteText(&b)
+			t.Fatalf("the output does not validate:\n%s", b.String())
+		}
+	})
+}
