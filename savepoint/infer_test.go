@@ -159,7 +159,29 @@ func TestInferSparseTree(t *testing.T) {
 		if r := Validate(sp, ValidateOptions{}); r.Errors() > 0 {
 			t.Errorf("columnar %v: validate finds %d errors", columnar, r.Errors())
 		}
+		// The key groups read for the inference are kept: each file's, and
+		// no other.
+		for i, l := range layout {
+			want := map[int]bool{}
+			for _, k := range subtaskKeys(l.k, l.p, 3) {
+				want[int(k[0])] = true
+			}
+			for kg := range NumKeyGroups {
+				if held, known := sp.Files[i].KeyGroupsHeld(kg); held != want[kg] || !known {
+					t.Errorf("columnar %v: subtask %d holds key group %d: %v (known %v), want %v", columnar, i, kg, held, known, want[kg])
+				}
+			}
+		}
 		sp.Close()
+	}
+	// Given groups, the key groups are not read: every one may be held.
+	sp, err := Open(out, OpenOptions{Groups: []Group{{First: 0, Count: 3}, {First: 3, Count: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if held, known := sp.Files[0].KeyGroupsHeld(127); !held || known {
+		t.Errorf("given groups: key group 127 held %v (known %v), want held, not known", held, known)
 	}
 }
 

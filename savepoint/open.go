@@ -2228,7 +2228,8 @@ func (sp *Savepoint) groupConflictWarning() string {
 // sparse tree: few keys per operator) is still found whole. A tree without
 // keyed rows is one group, and so are adjacent groups without keyed state.
 // Trees of more than 512 files are cut by operators alone (the search by
-// key groups takes time cubic in the number of files).
+// key groups takes time cubic in the number of files). Otherwise it
+// records in each file the key groups it read (File.KeyGroupsHeld).
 func InferGroups(files []*File) []Group {
 	// The files are read at once, one goroutine per CPU.
 	ev := make([]groupEvidence, len(files))
@@ -2237,6 +2238,9 @@ func InferGroups(files []*File) []Group {
 		ev[i].unread = files[i].Undecodable != nil
 		if f := files[i]; f.Snapshot != nil {
 			keyedEvidence(f.Snapshot, &ev[i], len(files) <= maxInferFiles)
+			// (Kept for KeyGroupsHeld: read a key at a time when the
+			// files are few enough.)
+			f.kgs, f.kgsKnown = ev[i].kgs, len(files) <= maxInferFiles
 			if len(ev[i].ops) == 0 {
 				ev[i].stateOps = operatorsOf(f.Snapshot)
 			}

@@ -133,6 +133,22 @@ type File struct {
 	// state's first.
 	matMaps  []*mappedFile
 	replayed []*Spilled
+	// kgs are the key groups of the rows whose first key byte is below
+	// 128, as a bit set, when kgsKnown (see KeyGroupsHeld).
+	kgs      [NumKeyGroups / 64]uint64
+	kgsKnown bool
+}
+
+// KeyGroupsHeld reports whether the payload holds a row whose key's first
+// byte is key group kg (a keyed row, or a legacy raw key), as far as the
+// open read it: known is false when it did not (the chain groups were
+// given rather than inferred from the rows, or the tree has too many files
+// for its key groups to be read: see InferGroups), and then held is true.
+func (f *File) KeyGroupsHeld(kg int) (held, known bool) {
+	if !f.kgsKnown {
+		return true, false
+	}
+	return f.kgs[kg/64]&(1<<(kg%64)) != 0, true
 }
 
 // matStamp is a materialisation file as it was read: its real path, its

@@ -388,10 +388,16 @@ func FuzzApplyTree(f *testing.F) {
 		if savepoint.Validate(sp, savepoint.ValidateOptions{}).Errors() > 0 {
 			return // an input that is not valid may give an output that is not
 		}
-		if r := savepoint.Validate(got, savepoint.ValidateOptions{}); r.Errors() > 0 {
-			var b strings.Builder
-			r.WriteText(&b)
-			t.Fatalf("the output does not validate:\n%s", b.String())
+		// (But for a legacy raw key whose owner's row the rules dropped:
+		// each subtask's is its own, kept, and the run warns of it.)
+		r := savepoint.Validate(got, savepoint.ValidateOptions{})
+		for _, f := range r.Findings {
+			if f.Severity == savepoint.SeverityError && !(f.Check == savepoint.CheckMisplacedRow && savepoint.ParseKey(f.Key).Kind == savepoint.KindRaw &&
+				slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "legacy raw key") })) {
+				var b strings.Builder
+				r.WriteText(&b)
+				t.Fatalf("the output does not validate:\n%s", b.String())
+			}
 		}
 	})
 }

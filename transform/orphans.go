@@ -1,7 +1,7 @@
 package transform
 
 import (
-	"bytes"
+	"fmt"
 	"slices"
 	"sort"
 
@@ -18,18 +18,26 @@ import (
 // row validate reports lost, which a later rescale refuses, and which
 // brings an older value of a key the run dropped back wherever a subtask
 // restores its file unfiltered. So may an owner whose changelog's log
-// erases the key: its output, written as a snapshot, keeps no log, so no
-// longer says that the key is gone. dropOrphans drops such copies.
+// erases the key: its output, written in canonical form, keeps no log, so
+// no longer says that the key is gone. dropOrphans drops such copies.
+//
+// Legacy raw keys (no slot, first byte below 128: the in-flight buffers of
+// unaligned checkpoints, legacy timer blobs) are filtered by their first
+// byte as keyed rows are, but each subtask's is its own state (section
+// 10.1: one per subtask, with its own value), which a chained subtask
+// restores: they are kept, and a warning names those the rules left
+// without their owner's row.
 
-// orphan is a kept stale copy whose owner's output holds no copy: its
-// operator and key in the output, and the file index of the owner.
-type orphan struct {
+// staleRow is a row of an output, before the outputs are sorted, stored
+// outside its file's key-group range: its input row, the operator and key
+// it had there, its key group and the file index of its owner.
+type staleRow struct {
+	in    int
 	op    uint64
 	key   []byte
+	kg    int
 	owner int
-	// ids are the operators and keys the row may have had in the input
-	// (one when its input row is known; see engine.inputIDs).
-	ids []savepoint.Row
+	raw   bool // a legacy raw key
 }
 
 // copyFates reports whether a rule of the run may give two stored copies
@@ -39,47 +47,53 @@ func (e *engine) copyFates() bool {
 	return slices.ContainsFunc(e.steps, func(st step) bool { return decidesBy(st.rule, byValue|byStore) })
 }
 
-// dropOrphans drops, from the output files of the tree sp (results, by
-// file), each keyed row outside its file's key-group range whose owner's
-// output holds no row of its operator and key while the owner's input
-// file held one, or erased it in its changelog's log: the rules dropped
-// the owner's copy and kept this one, or the owner's output no longer
-// says it erased the key. It counts them in the results' orphans, and
-// takes them out of the counts and the audit as a resolved duplicate is.
-// A copy whose owner's input held none (lost in the input, which validate
-// reports) is left as it is. It does nothing for a file, or for a rescale
-// (which drops every stale copy); it looks only at the copies of keys
-// whose owner's output may lack them (see mayLack below). A file it drops
-// rows from that the rules left unchanged is rewritten.
-func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) error {
-	if sp.Kind == savepoint.InputFile {
-		return nil
+// orphansPossible reports whether a run over sp may leave a stale copy
+// without its owner's copy (see dropOrphans): sp is a tree, the rules do
+// not rescale it, and a rule may give a key's copies different fates or
+// a file's changelog erases a key in its log.
+func (e *engine) orphansPossible(sp *savepoint.Savepoint) bool {
+	if sp.Kind == savepoint.InputFile || e.set.Rescale() != nil {
+		return false
 	}
+	return e.copyFates() || slices.ContainsFunc(sp.Files, func(f *savepoint.File) bool { return f.Snapshot.ErasesByLog() })
+}
+
+// dropOrphans runs once every file's rules have run and before their
+// outputs are sorted (engine.sortLater), when orphansPossible. It drops
+// from the outputs of the tree sp (results, by file) each keyed row stored
+// outside its file's key-group range, kept by the rules, whose owner's
+// input file held the operator and key it had in the input and kept none
+// of those rows, or erased the key in its changelog's log: the stale copy
+// goes where its owner's copy went, whatever the rules did to either
+// (renamed or remapped onto another key, the copy is still judged by the
+// key it had). A row whose owner's input held no copy (lost in the input,
+// which validate reports) is kept as it is. It counts them in the results'
+// orphans, takes them out of the slot counts and the audit as a resolved
+// duplicate is, and returns the warnings that say so, and that name the
+// legacy raw keys it keeps though their owner's row is gone. A file it
+// drops rows from that the rules left unchanged is rewritten.
+func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []string {
 	// The owners whose output may lack a key of which another file holds
 	// a stale copy: those the rules dropped rows of, when a rule may part
-	// a key's copies, and those whose changelog's log erases a key (their
-	// output, a snapshot, holds no log: the copy, stale in the input,
-	// would be lost in the output).
+	// a key's copies, and those whose changelog's log erases a key.
 	fates := e.copyFates()
 	mayLack := make([]bool, len(results))
-	some := false
 	for i, res := range results {
 		mayLack[i] = sp.Files[i].Snapshot.ErasesByLog() ||
 			fates && slices.ContainsFunc(res.rules, func(rc ruleCounts) bool { return rc.dropped > 0 })
-		some = some || mayLack[i]
 	}
-	if !some {
+	if !slices.Contains(mayLack, true) {
 		return nil
 	}
 	byIndex := fileIndexes(sp)
-	// The stale copies each file keeps of the keys of such owners, each
-	// file read in its own goroutine (it reads its own output alone).
-	cands := make([][]orphan, len(results))
+	// The stale rows each file keeps of the keys of such owners, each file
+	// read in its own goroutine (it reads its own rows alone).
+	stale := make([][]staleRow, len(results))
 	savepoint.ForEach(len(sp.Files), func(i int) {
 		g, ok := sp.GroupOf(sp.Files[i].Subtask)
 		out := results[i].out
-		if !ok || out.Len() == 0 {
-			return
+		if !ok || out.Len() == 0 || out.spilled {
+			return // (only a rescale's outputs are sorted first)
 		}
 		// The file index of each key group's owner, where it is another
 		// file that may lack a key, else -1.
@@ -88,30 +102,78 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) err
 		for kg := range owner {
 			owner[kg] = -1
 			if x, ok := byIndex[g.Owner(kg)]; ok && x != i && mayLack[x] {
-				owner[kg], looked = x, true
+				owner[kg] = x
+				// (A file whose key groups the open read holds none
+				// outside its range, mostly: its rows are not read.)
+				held, _ := sp.Files[i].KeyGroupsHeld(kg)
+				looked = looked || held
 			}
 		}
 		if !looked {
 			return
 		}
 		want := func(kg int) bool { return owner[kg] >= 0 }
-		staleCopies(out, results[i].canonical, want, func(p int, op uint64, key []byte, kg int) {
-			c := orphan{op: op, key: bytes.Clone(key), owner: owner[kg]}
-			if out.spilled {
-				c.ids = e.inputIDs(c.op, c.key)
-			} else {
-				in := out.idx.at(p)
-				c.ids = []savepoint.Row{{Op: out.cur.Op(in), Key: bytes.Clone(out.cur.Key(in))}}
-			}
-			cands[i] = append(cands[i], c)
+		staleCopies(out, results[i].canonical, want, func(p int, _ uint64, _ []byte, kg int) {
+			in := out.idx.at(p)
+			key := out.cur.Key(in)
+			stale[i] = append(stale[i], staleRow{in: in, op: out.cur.Op(in), key: slices.Clone(key), kg: kg, owner: owner[kg],
+				raw: savepoint.ParseKey(key).Kind == savepoint.KindRaw})
 		})
 	})
-	found := make([][]orphan, len(results))
-	for i := range cands {
-		found[i] = orphansOf(cands[i], results, sp.Files)
+	// Whether each stale row's owner kept its copy, asked of each owner
+	// once.
+	var dropped, erased, rawLeft int
+	var firstDropped, firstRaw string
+	marks := make([][]uint64, len(results))
+	byOwner := map[int][][2]int{} // owner -> (file, index in stale[file])
+	for i, rows := range stale {
+		for j, r := range rows {
+			byOwner[r.owner] = append(byOwner[r.owner], [2]int{i, j})
+		}
 	}
-	for i, orphans := range found {
-		if len(orphans) == 0 {
+	owners := make([]int, 0, len(byOwner))
+	for o := range byOwner {
+		owners = append(owners, o)
+	}
+	slices.Sort(owners) // (the first example is the same in every run)
+	for _, o := range owners {
+		refs := byOwner[o]
+		ids := make([]savepoint.Row, len(refs))
+		for x, ref := range refs {
+			r := stale[ref[0]][ref[1]]
+			ids[x] = savepoint.Row{Op: r.op, Key: r.key}
+		}
+		in := sp.Files[o].Snapshot
+		held := rowsOf(in, ids)
+		kept := keptInputRows(results[o].out, in.NumRows())
+		for x, ref := range refs {
+			r := stale[ref[0]][ref[1]]
+			byLog := len(held[x]) == 0 && in.ErasedByLog(r.op, r.key)
+			if !byLog && (len(held[x]) == 0 || slices.ContainsFunc(held[x], func(row int) bool { return kept[row/64]&(1<<(row%64)) != 0 })) {
+				continue // lost in the input, or its owner's copy kept
+			}
+			f := sp.Files[ref[0]]
+			where := fmt.Sprintf("%s row %d, op %d, key group %d, owned by subtask %d", savepoint.ShowName(f.Rel), r.in, r.op, r.kg, sp.Files[o].Subtask)
+			if r.raw {
+				if rawLeft++; rawLeft == 1 {
+					firstRaw = where
+				}
+				continue
+			}
+			if byLog {
+				erased++
+			}
+			if dropped++; dropped == 1 {
+				firstDropped = where
+			}
+			if marks[ref[0]] == nil {
+				marks[ref[0]] = make([]uint64, (f.Snapshot.NumRows()+63)/64)
+			}
+			marks[ref[0]][r.in/64] |= 1 << (r.in % 64)
+		}
+	}
+	for i, m := range marks {
+		if m == nil {
 			continue
 		}
 		res := results[i]
@@ -119,13 +181,52 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) err
 			// Copied otherwise: it is written anew, as a file a rule
 			// changed is.
 			res.changed = true
-			if e.settle(sp.Files[i], res); res.err != nil {
-				return savepoint.WithFile(sp.Files[i].Path, res.err)
+			if e.resolveCopies(sp.Files[i], res); res.err != nil {
+				continue
 			}
 		}
-		res.orphans += res.out.dropRows(orphans, res.canonical, e.dropper(res))
+		res.orphans += res.out.dropMarked(m, e.dropper(res))
 	}
-	return nil
+	var warns []string
+	if dropped > 0 {
+		why := "whose owner's copy the rules dropped"
+		switch {
+		case erased == dropped:
+			why = "whose owner's changelog erases the key in its log (the owner's output, written in canonical form, keeps no log)"
+		case erased > 0:
+			why = fmt.Sprintf("whose owner's copy the rules dropped, or (%d of them) whose owner's changelog erases the key in its log, which the owner's output, written in canonical form, does not keep", erased)
+		}
+		copies := "1 stale copy"
+		if dropped > 1 {
+			copies = fmt.Sprintf("%d stale copies", dropped)
+		}
+		warns = append(warns, fmt.Sprintf("%s dropped that no rule matched: keyed rows stored outside their file's key-group range %s (first: %s); the output would hold them without an owner copy, which a chained subtask, restored unfiltered, keeps (an older state of the key)",
+			copies, why, firstDropped))
+	}
+	if rawLeft > 0 {
+		warns = append(warns, fmt.Sprintf("%s outside their file's key-group range kept, though the rules dropped the row of their owner (first: %s): each is its subtask's own state (an in-flight buffer, a legacy timer blob), which a chained subtask restores and a narrowed one drops; validate reports them as lost on restore",
+			countOf(rawLeft, "legacy raw key row"), firstRaw))
+	}
+	return warns
+}
+
+// sortOutputs sorts the outputs of the files that sortLater left unsorted
+// (see engine.sortOut), in parallel, jobs at a time; a file that fails
+// records its error in its result.
+func (e *engine) sortOutputs(sp *savepoint.Savepoint, results []*fileResult, jobs int) {
+	var faults savepoint.Faults
+	sem := make(chan struct{}, max(1, jobs))
+	for i, res := range results {
+		if !res.changed || res.canonical || res.err != nil {
+			continue
+		}
+		sem <- struct{}{}
+		faults.Go(func() {
+			defer func() { <-sem }()
+			e.sortOut(sp.Files[i], res)
+		})
+	}
+	faults.Wait()
 }
 
 // staleCopies calls fn with each keyed row of out (canonical: in canonical
@@ -181,106 +282,51 @@ func staleCopies(out *outRows, canonical bool, want func(kg int) bool, fn func(p
 	}
 }
 
-// orphansOf returns the candidates whose owner's output (results, by file
-// index) holds no row of their operator and key and whose owner's input
-// file (files) held one of their input ids, or erased one by its log.
-func orphansOf(cands []orphan, results []*fileResult, files []*savepoint.File) []orphan {
-	var out []orphan
-	byOwner := map[int][]orphan{}
-	for _, c := range cands {
-		byOwner[c.owner] = append(byOwner[c.owner], c)
-	}
-	for owner, cs := range byOwner {
-		held := holdsRows(results[owner].out, results[owner].canonical, cs)
-		var ids []savepoint.Row
-		var gone []orphan
-		for x, c := range cs {
-			if !held[x] {
-				gone = append(gone, c)
-				ids = append(ids, c.ids...)
+// rowsOf returns for each of ids every row of the input snapshot s of its
+// operator and key (none when s holds none): by binary search when s is
+// strictly ordered, else in one pass over its keys.
+func rowsOf(s *savepoint.Snapshot, ids []savepoint.Row) [][]int {
+	at := make([][]int, len(ids))
+	cur := s.NewCursor()
+	if _, strict := s.Order(); strict {
+		for j, id := range ids {
+			if x := lowerBound(cur, id.Op, id.Key); x < cur.Len() && compareRow(cur.Op(x), cur.Key(x), id.Op, id.Key) == 0 {
+				at[j] = []int{x}
 			}
 		}
-		if len(gone) == 0 {
-			continue
-		}
-		in := files[owner].Snapshot
-		at := findRows(in, ids)
-		for _, c := range gone {
-			held := slices.ContainsFunc(at[:len(c.ids)], func(row int) bool { return row >= 0 }) ||
-				slices.ContainsFunc(c.ids, func(id savepoint.Row) bool { return in.ErasedByLog(id.Op, id.Key) })
-			if held {
-				out = append(out, c)
-			}
-			at = at[len(c.ids):]
-		}
+		return at
 	}
-	return out
-}
-
-// holdsRows reports, for each of cs, whether out (canonical: in canonical
-// order) holds a row of its operator and key.
-func holdsRows(out *outRows, canonical bool, cs []orphan) []bool {
-	held := make([]bool, len(cs))
-	if canonical {
-		for x, c := range cs {
-			y := lowerBound(out, c.op, c.key)
-			held[x] = y < out.Len() && compareRow(out.Op(y), out.Key(y), c.op, c.key) == 0
+	want := map[uint64]map[string][]int{} // by operator and key (looked up without a copy)
+	for j, id := range ids {
+		if want[id.Op] == nil {
+			want[id.Op] = map[string][]int{}
 		}
-		return held
+		want[id.Op][string(id.Key)] = append(want[id.Op][string(id.Key)], j)
 	}
-	want := map[uint64]map[string][]int{}
-	for x, c := range cs {
-		if want[c.op] == nil {
-			want[c.op] = map[string][]int{}
-		}
-		want[c.op][string(c.key)] = append(want[c.op][string(c.key)], x)
-	}
-	out.eachKeyIn(0, out.Len(), func(_ int, op uint64, key []byte) bool {
-		for _, x := range want[op][string(key)] {
-			held[x] = true
+	cur.EachKeyIn(0, cur.Len(), func(row int, op uint64, key []byte) bool {
+		for _, j := range want[op][string(key)] {
+			at[j] = append(at[j], row)
 		}
 		return true
 	})
-	return held
+	return at
 }
 
-// dropRows removes the output rows of the operators and keys of cs
-// (canonical: the rows are in canonical order), after calling dropped
-// with each, and returns how many it removed.
-func (o *outRows) dropRows(cs []orphan, canonical bool, dropped func(savepoint.Row)) int64 {
-	gone := map[int]bool{}
-	if canonical {
-		for _, c := range cs {
-			for y := lowerBound(o, c.op, c.key); y < o.Len() && compareRow(o.Op(y), o.Key(y), c.op, c.key) == 0; y++ {
-				gone[y] = true
-			}
+// keptInputRows returns the input rows of o, an output of an input of n
+// rows, as a bit set.
+func keptInputRows(o *outRows, n int) []uint64 {
+	kept := make([]uint64, (n+63)/64)
+	x := &o.idx
+	if x.dense != nil {
+		for _, in := range x.dense {
+			kept[in/64] |= 1 << (in % 64)
 		}
-	} else {
-		want := map[uint64]map[string]bool{}
-		for _, c := range cs {
-			if want[c.op] == nil {
-				want[c.op] = map[string]bool{}
-			}
-			want[c.op][string(c.key)] = true
+		return kept
+	}
+	for _, sp := range x.spans {
+		for in := sp.start; in < sp.start+sp.n; in++ {
+			kept[in/64] |= 1 << (in % 64)
 		}
-		o.eachKeyIn(0, o.Len(), func(p int, op uint64, key []byte) bool {
-			if want[op][string(key)] {
-				gone[p] = true
-			}
-			return true
-		})
 	}
-	if len(gone) == 0 {
-		return 0
-	}
-	keep := make([]uint32, 0, o.Len()-len(gone))
-	for p := range o.Len() {
-		if gone[p] {
-			dropped(o.Row(p))
-			continue
-		}
-		keep = append(keep, uint32(p))
-	}
-	o.keepPositions(keep)
-	return int64(len(gone))
+	return kept
 }

@@ -2,6 +2,7 @@ package transform_test
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -155,4 +156,146 @@ func TestStaleCopyOfErasedKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStaleCopyFates: a stale copy is judged by the key it had in the
+// input, against the fate of its owner's copy of that key, whatever the
+// rules did to either, and the same way whether the outputs are sorted in
+// memory, through temporary files or not at all, in a plan as in an
+// apply. Legacy raw keys, each subtask's own state, are kept, and named.
+func TestStaleCopyFates(t *testing.T) {
+	var hi []byte
+	for i := 0; hi == nil; i++ {
+		if k := fmt.Appendf(nil, "user-%d", i); savepoint.KeyGroupOf(k) >= 64 {
+			hi = k
+		}
+	}
+	keyed := func(slot, v string) savepoint.Row {
+		return savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte(slot), hi), Value: []byte(v)}
+	}
+	raw := func(key, v string) savepoint.Row { return savepoint.Row{Op: 7, Key: []byte(key), Value: []byte(v)} }
+	timers := func(t int64) savepoint.Row {
+		return savepoint.Row{Op: 7, Key: []byte("__clink_timers"), Value: savepoint.EncodeTimers([]savepoint.Timer{{Time: t, Key: []byte("k")}}, nil)}
+	}
+	for _, tc := range []struct {
+		name  string
+		files map[int][]savepoint.Row
+		rules string
+		// orphans: the stale copies dropped; left: subtask 0's rows after
+		// the run, as op/key/value text; warn: a warning holds it.
+		orphans int64
+		left    []string
+		warn    string
+	}{
+		{
+			name: "dropped by value, then merged onto a key its owner keeps",
+			files: map[int][]savepoint.Row{
+				0: {keyed("a", "old")},
+				1: {keyed("a", "new"), keyed("b", "y")},
+			},
+			rules:   "  - drop: 'string(value_bytes) == \"new\"'\n  - rename_slot: {op: 7, from: a, to: b, merge: true}\n",
+			orphans: 1,
+			warn:    "1 stale copy dropped that no rule matched",
+		},
+		{
+			name: "lost in the input, then merged",
+			files: map[int][]savepoint.Row{
+				0: {keyed("a", "old")},
+				1: {keyed("b", "new")},
+			},
+			rules: "  - rename_slot: {op: 7, from: a, to: b, merge: true}\n  - drop: 'string(value_bytes) == \"new\"'\n",
+			left:  []string{fmt.Sprintf("7/%x/old", keyed("b", "").Key)},
+		},
+		{
+			name: "owner's copy renamed",
+			files: map[int][]savepoint.Row{
+				0: {keyed("a", "old")},
+				1: {keyed("a", "new")},
+			},
+			rules: "  - rename_slot: {op: 7, from: a, to: b}\n  - drop: 'string(value_bytes) == \"old\" && subtask == 1'\n",
+			left:  []string{fmt.Sprintf("7/%x/old", keyed("b", "").Key)},
+		},
+		{
+			name: "in-flight buffers and legacy timer blobs are each subtask's own",
+			files: map[int][]savepoint.Row{
+				0: {raw("__broadcast_main_inflight__", "mine"), timers(5)},
+				1: {raw("__broadcast_main_inflight__", "theirs"), timers(6), keyed("a", "x")},
+			},
+			rules: "  - drop: 'subtask == 1 && kind == \"raw\"'\n",
+			left:  []string{fmt.Sprintf("7/%x/mine", "__broadcast_main_inflight__"), fmt.Sprintf("7/%x/%x", "__clink_timers", timers(5).Value)},
+			warn:  "2 legacy raw key rows outside their file's key-group range kept",
+		},
+	} {
+		for _, mode := range []string{"sorted", "as-is", "keep-order", "spilled"} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				spills := transform.Spills()
+				if mode == "spilled" {
+					defer transform.SetSpill(1, 0)()
+				}
+				// Subtask 0 gets two rows of its own range (operator 9), out
+				// of order as stored but for "sorted", so that its output
+				// is sorted if it is rewritten.
+				files := maps.Clone(tc.files)
+				files[0] = append([]savepoint.Row{{Op: 9, Key: []byte{2, 'x'}}, {Op: 9, Key: []byte{1, 'x'}}}, files[0]...)
+				in := filepath.Join(t.TempDir(), "in")
+				if mode == "sorted" {
+					writeTree(t, in, 5, "j", files, savepoint.VersionMap{}, savepoint.CompressNone)
+				} else {
+					writeTreeAsIs(t, in, 5, files, savepoint.VersionMap{})
+				}
+				set := parseRules(t, "version: 1\nrules:\n"+tc.rules, nil)
+				plan, err := run(t, in, set, transform.Options{DryRun: true, KeepOrder: mode == "keep-order"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := filepath.Join(t.TempDir(), "out")
+				rep, err := run(t, in, set, transform.Options{Out: out, KeepOrder: mode == "keep-order"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range []*transform.Report{plan, rep} {
+					if r.OrphanedCopies != tc.orphans || r.RowsIn != r.RowsOut+r.RowsDropped || r.DuplicatesResolved != 0 {
+						t.Errorf("orphaned copies %d, want %d; duplicates %d, want 0; rows in %d, out %d, dropped %d",
+							r.OrphanedCopies, tc.orphans, r.DuplicatesResolved, r.RowsIn, r.RowsOut, r.RowsDropped)
+					}
+					warned := slices.ContainsFunc(r.Warnings, func(w string) bool { return tc.warn != "" && strings.Contains(w, tc.warn) })
+					if warned != (tc.warn != "") || slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "duplicate") }) {
+						t.Errorf("warnings %q; want one holding %q, none of duplicates", r.Warnings, tc.warn)
+					}
+				}
+				if mode == "spilled" && rep.Files[0].Action == "rewrite" && transform.Spills() == spills {
+					t.Error("subtask 0's output was not sorted through temporary files")
+				}
+				if plan.RowsOut != rep.RowsOut {
+					t.Errorf("the plan counts %d rows out, the apply %d", plan.RowsOut, rep.RowsOut)
+				}
+				sp := open(t, out)
+				defer sp.Close()
+				var left []string
+				cur := sp.File(0).Snapshot.NewCursor()
+				for i := range cur.Len() {
+					r := cur.Row(i)
+					if r.Op == 9 {
+						continue
+					}
+					left = append(left, fmt.Sprintf("%d/%x/%s", r.Op, r.Key, textOrHex(r.Value)))
+				}
+				slices.Sort(left)
+				want := slices.Sorted(slices.Values(tc.left))
+				if !slices.Equal(left, want) {
+					t.Errorf("subtask 0 holds %q, want %q", left, want)
+				}
+			})
+		}
+	}
+}
+
+// textOrHex is b as text when it is printable ASCII, else in hex.
+func textOrHex(b []byte) string {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e {
+			return fmt.Sprintf("%x", b)
+		}
+	}
+	return string(b)
 }

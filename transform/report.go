@@ -59,14 +59,15 @@ type Report struct {
 	// are among RowsDropped.
 	DuplicatesResolved int64 `json:"duplicates_resolved"`
 	// OrphanedCopies counts the stale copies of a tree's keys (keyed rows
-	// outside the file of the subtask owning their key group) dropped as
-	// their owner's output holds no copy: a rule that decides by the row's
-	// value or subtask dropped the owner's copy and kept them, or the
-	// owner's changelog erased the key in its log, which its output does
-	// not keep. The output would hold them with no owner copy, which a
-	// narrowed restore drops and a chained subtask keeps (the key's older
-	// state). They are among RowsDropped; a rescale counts its stale
-	// copies in Rescale instead.
+	// outside the file of the subtask owning their key group, legacy raw
+	// keys not among them) dropped as their owner kept no copy of the key
+	// they had in the input: a rule that decides by the row's value or
+	// subtask dropped the owner's copy and kept them, or the owner's
+	// changelog erased the key in its log, which its output does not keep.
+	// The output would hold them with no owner copy, which a narrowed
+	// restore drops and a chained subtask keeps (the key's older state).
+	// They are among RowsDropped, and a warning says so; a rescale counts
+	// its stale copies in Rescale instead.
 	OrphanedCopies int64 `json:"orphaned_copies_dropped"`
 	// TimersMerged counts the timers of the timer blobs that a
 	// remap_operator (or rename_slot) with merge: true joined: a timer blob
@@ -400,7 +401,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	add(r.DuplicatesResolved, "duplicates resolved")
-	add(r.OrphanedCopies, "stale copies left without an owner copy")
+	if r.OrphanedCopies == 1 {
+		add(1, "stale copy left without an owner copy")
+	} else {
+		add(r.OrphanedCopies, "stale copies left without an owner copy")
+	}
 	if rr := r.Rescale; rr != nil {
 		add(rr.StaleCopies-rr.StaleRaw, "stale keyed copies")
 		add(rr.StaleRaw, "stale copies of legacy raw keys")

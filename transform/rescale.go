@@ -945,39 +945,15 @@ func (e *engine) inputIDs(op uint64, key []byte) []savepoint.Row {
 }
 
 // findRows returns for each of ids the first row of the input snapshot s
-// of its operator and key, or -1 when s holds none: by binary search when
-// s is strictly ordered, else in one pass over its keys.
+// of its operator and key, or -1 when s holds none (see rowsOf).
 func findRows(s *savepoint.Snapshot, ids []savepoint.Row) []int {
 	at := make([]int, len(ids))
-	cur := s.NewCursor()
-	if _, strict := s.Order(); strict {
-		for j, id := range ids {
-			at[j] = -1
-			if x := lowerBound(cur, id.Op, id.Key); x < cur.Len() && compareRow(cur.Op(x), cur.Key(x), id.Op, id.Key) == 0 {
-				at[j] = x
-			}
-		}
-		return at
-	}
-	want := map[uint64]map[string][]int{} // by operator and key (looked up without a copy)
-	for j, id := range ids {
+	for j, rows := range rowsOf(s, ids) {
 		at[j] = -1
-		if want[id.Op] == nil {
-			want[id.Op] = map[string][]int{}
+		if len(rows) > 0 {
+			at[j] = rows[0]
 		}
-		want[id.Op][string(id.Key)] = append(want[id.Op][string(id.Key)], j)
 	}
-	left := len(ids)
-	cur.EachKeyIn(0, cur.Len(), func(row int, op uint64, key []byte) bool {
-		if js, ok := want[op][string(key)]; ok {
-			for _, j := range js {
-				at[j] = row
-			}
-			delete(want[op], string(key))
-			left -= len(js)
-		}
-		return left > 0
-	})
 	return at
 }
 

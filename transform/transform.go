@@ -474,6 +474,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		eng.valueFates = eng.valueFates || decidesByValue(st.rule)
 	}
 	eng.mergeSteps = mergeSteps(eng.steps)
+	eng.sortLater = eng.orphansPossible(sp)
 	// (A fault of the mapped input while presorts looks at the files'
 	// order leaves them to the rules pass, which names it.)
 	_ = savepoint.Guard(func() error { eng.presort = presorts(sp, set, opts); return nil })
@@ -522,14 +523,24 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if set.Rescale() == nil {
+	var orphanWarnings []string
+	if eng.sortLater {
 		// (A fault of the mapped input there, cut short meanwhile, is an
 		// error, not a crash of the process.)
-		if err := savepoint.Guard(func() error { return eng.dropOrphans(sp, results) }); err != nil {
+		err := savepoint.Guard(func() error {
+			orphanWarnings = eng.dropOrphans(sp, results)
+			eng.sortOutputs(sp, results, jobs)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := filesError(ctx, sp, results); err != nil {
 			return nil, err
 		}
 	}
 	rep.merge(sp, eng, results, keyListingOf(opts))
+	rep.Warnings = append(rep.Warnings, orphanWarnings...)
 	if err := checkSlotMerges(set, rep.Slots); err != nil {
 		return nil, err
 	}
@@ -1816,6 +1827,11 @@ type engine struct {
 	// (decidesByValue), so two stored copies of a key may meet different
 	// fates.
 	valueFates bool
+	// sortLater: the files' outputs are sorted once every file's rules
+	// have run (see sortOutputs), not each at the end of its own pass:
+	// dropOrphans may drop rows of any of them, and finds the stale copies
+	// by their input rows.
+	sortLater bool
 	// mergeSteps are the merging remap_operator and rename_slot steps
 	// that a step deciding by value follows (see mergeLosers).
 	mergeSteps []int
@@ -1924,7 +1940,9 @@ func (e *engine) processFile(ctx context.Context, f *savepoint.File, file, parts
 	res.hiddenLegacy = hiddenLegacyBlobs(res.blobs)
 	res.joined = joined
 	if res.changed {
-		e.settle(f, res)
+		if e.resolveCopies(f, res); !e.sortLater {
+			e.sortOut(f, res)
+		}
 	}
 	return res
 }
@@ -1954,11 +1972,9 @@ func (e *engine) dropper(res *fileResult) func(savepoint.Row) {
 	}
 }
 
-// settle readies the output rows of file f, which is rewritten
-// (res.changed), for the write: it drops the copies of a key that a
-// restore would not keep, and sorts the rows into canonical order (but
-// where a plan or KeepOrder leaves them in stream order).
-func (e *engine) settle(f *savepoint.File, res *fileResult) {
+// resolveCopies drops, from the output rows of file f, which is rewritten
+// (res.changed), the copies of a key that a restore of f would not keep.
+func (e *engine) resolveCopies(f *savepoint.File, res *fileResult) {
 	out, dropped := res.out, e.dropper(res)
 	// The rules saw every stored row; the copies a restore would not
 	// keep go now, so that dropping or renaming the copy that wins does
@@ -1980,16 +1996,23 @@ func (e *engine) settle(f *savepoint.File, res *fileResult) {
 	if lost != nil {
 		res.dupes += out.dropMarked(lost, dropped)
 	}
-	if res.canonical {
+}
+
+// sortOut sorts the output rows of file f, which is rewritten
+// (res.changed), into canonical order, resolving the copies of a key that
+// the rules made meet, but where a plan or KeepOrder leaves them in stream
+// order.
+func (e *engine) sortOut(f *savepoint.File, res *fileResult) {
+	if res.canonical || res.err != nil {
 		return
 	}
-	if (e.dry || e.keepOrder) && e.distinctOut(f, out) {
+	if (e.dry || e.keepOrder) && e.distinctOut(f, res.out) {
 		// With no duplicate to take back, sorting the rows would change no
 		// count: a plan writes nothing, and under KeepOrder the rows are
 		// written in stream order.
 		return
 	}
-	dupes, err = out.canonicalise(dropped)
+	dupes, err := res.out.canonicalise(e.dropper(res))
 	res.dupes, res.err = res.dupes+dupes, err
 	res.canonical = true
 }
