@@ -123,7 +123,14 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 	// Whether each stale row's owner kept its copy, asked of each owner
 	// once.
 	var dropped, erased, rawLeft int
+	// The first of each in file and row order, and where it is.
 	var firstDropped, firstRaw string
+	droppedAt, rawAt := [2]int{len(results), 0}, [2]int{len(results), 0}
+	first := func(at *[2]int, where *string, file, row int, what string) {
+		if file < at[0] || file == at[0] && row < at[1] {
+			*at, *where = [2]int{file, row}, what
+		}
+	}
 	marks := make([][]uint64, len(results))
 	byOwner := map[int][][2]int{} // owner -> (file, index in stale[file])
 	for i, rows := range stale {
@@ -135,7 +142,7 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 	for o := range byOwner {
 		owners = append(owners, o)
 	}
-	slices.Sort(owners) // (the first example is the same in every run)
+	slices.Sort(owners)
 	for _, o := range owners {
 		refs := byOwner[o]
 		ids := make([]savepoint.Row, len(refs))
@@ -155,17 +162,15 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 			f := sp.Files[ref[0]]
 			where := fmt.Sprintf("%s row %d, op %d, key group %d, owned by subtask %d", savepoint.ShowName(f.Rel), r.in, r.op, r.kg, sp.Files[o].Subtask)
 			if r.raw {
-				if rawLeft++; rawLeft == 1 {
-					firstRaw = where
-				}
+				rawLeft++
+				first(&rawAt, &firstRaw, ref[0], r.in, where)
 				continue
 			}
 			if byLog {
 				erased++
 			}
-			if dropped++; dropped == 1 {
-				firstDropped = where
-			}
+			dropped++
+			first(&droppedAt, &firstDropped, ref[0], r.in, where)
 			if marks[ref[0]] == nil {
 				marks[ref[0]] = make([]uint64, (f.Snapshot.NumRows()+63)/64)
 			}
