@@ -17,7 +17,7 @@ import (
 // the erase it is a lost row, which the rescale refuses.
 func TestRescaleErasedByOwnerLog(t *testing.T) {
 	for _, erase := range []bool{false, true} {
-		in := ownerLogTree(t, erase)
+		in := ownerLogTree(t, erase, false)
 		set := parseRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 1}\n", nil)
 		rep, err := transform.Run(context.Background(), open(t, in), set, transform.Options{Out: filepath.Join(t.TempDir(), "out")})
 		if !erase {
@@ -36,11 +36,12 @@ func TestRescaleErasedByOwnerLog(t *testing.T) {
 }
 
 // ownerLogTree writes a changelog+file tree of two subtasks whose subtask
-// 0 holds a key of its own and a copy of a key that subtask 1 owns, and
+// 0 holds a key of its own and a copy of a key that subtask 1 owns (with
+// raw, its in-flight buffer, a legacy raw key of subtask 1's range), and
 // whose subtask 1 holds another key of its own and, when erase is set,
 // erases the copied key in its changelog's log (without the erase the copy
 // is a row lost in the input).
-func ownerLogTree(t *testing.T, erase bool) string {
+func ownerLogTree(t *testing.T, erase, raw bool) string {
 	t.Helper()
 	var lo, hi [][]byte
 	for i := 0; len(lo) < 1 || len(hi) < 2; i++ {
@@ -55,6 +56,9 @@ func ownerLogTree(t *testing.T, erase bool) string {
 		return savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), k), Value: []byte(v)}
 	}
 	stale := row(hi[0], "old")
+	if raw {
+		stale = savepoint.Row{Op: 7, Key: []byte("__broadcast_main_inflight__"), Value: []byte("mine")}
+	}
 	in := filepath.Join(t.TempDir(), "in")
 	tw, err := savepoint.CreateTree(in, savepoint.TreeOptions{Generation: 1, Checkpoint: 7, Backend: savepoint.BackendChangelogFile})
 	if err != nil {

@@ -309,6 +309,7 @@ func FuzzApplyTree(f *testing.F) {
 		}
 	}
 	f.Add(byte(1), slotDecls+"  - drop: 'subtask == 1 && kind == \"keyed\"'\n", valid)
+	f.Add(byte(0x81), slotDecls+"  - drop: 'subtask == 1 && kind == \"keyed\"'\n", valid)
 	f.Add(byte(1), slotDecls+"  - drop: 'len(value_bytes) != 5'\n", valid)
 	for _, rule := range []string{
 		"  - drop: 'subtask == 1'\n",
@@ -321,6 +322,7 @@ func FuzzApplyTree(f *testing.F) {
 		for par := range byte(4) {
 			f.Add(par, slotDecls+rule, blob)
 		}
+		f.Add(byte(0x81), slotDecls+rule, blob)
 	}
 	f.Fuzz(func(t *testing.T, oldPar byte, src string, blob []byte) {
 		set, err := rules.ParseWithOptions("rules.yaml", []byte(src), rules.ParseOptions{
@@ -346,14 +348,20 @@ func FuzzApplyTree(f *testing.F) {
 		}
 		dir := t.TempDir()
 		in := writeTreeAsIs(t, filepath.Join(dir, "in"), 5, files, savepoint.VersionMap{})
-		// One chain group, given: inferring it from which files hold keyed
-		// rows may split a tree of few rows.
-		groups := []savepoint.Group{{First: 0, Count: old}}
+		// One chain group, given; or, with the high bit of oldPar, the
+		// groups inferred from the rows (the open then reads each file's
+		// key groups, which the search for stale copies asks), and the
+		// output read under the same.
+		var groups []savepoint.Group
+		if oldPar&0x80 == 0 {
+			groups = []savepoint.Group{{First: 0, Count: old}}
+		}
 		sp, err := savepoint.Open(in, savepoint.OpenOptions{RequireValid: true, Columnar: true, Groups: groups})
 		if err != nil {
 			return
 		}
 		defer sp.Close()
+		groups = sp.Groups
 		ctx := context.Background()
 		plan, err := transform.Run(ctx, sp, set, transform.Options{DryRun: true, Jobs: 2})
 		if errors.Is(err, transform.ErrAccounting) {

@@ -122,16 +122,6 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 	})
 	// Whether each stale row's owner kept its copy, asked of each owner
 	// once.
-	var dropped, erased, rawLeft int
-	// The first of each in file and row order, and where it is.
-	var firstDropped, firstRaw string
-	droppedAt, rawAt := [2]int{len(results), 0}, [2]int{len(results), 0}
-	first := func(at *[2]int, where *string, file, row int, what string) {
-		if file < at[0] || file == at[0] && row < at[1] {
-			*at, *where = [2]int{file, row}, what
-		}
-	}
-	marks := make([][]uint64, len(results))
 	byOwner := map[int][][2]int{} // owner -> (file, index in stale[file])
 	for i, rows := range stale {
 		for j, r := range rows {
@@ -143,6 +133,15 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 		owners = append(owners, o)
 	}
 	slices.Sort(owners)
+	// The orphans of each file, and the legacy raw keys left.
+	type orphan struct {
+		in    int
+		byLog bool // the owner's log erases the key (no rule dropped it)
+		where string
+	}
+	orphans := make([][]orphan, len(results))
+	var raws, rawsByLog int
+	var rawAt orphanAt
 	for _, o := range owners {
 		refs := byOwner[o]
 		ids := make([]savepoint.Row, len(refs))
@@ -152,7 +151,10 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 		}
 		in := sp.Files[o].Snapshot
 		held := rowsOf(in, ids)
-		kept := keptInputRows(results[o].out, in.NumRows())
+		kept := results[o].keptByRules
+		if kept == nil {
+			kept = keptInputRows(results[o].out, in.NumRows())
+		}
 		for x, ref := range refs {
 			r := stale[ref[0]][ref[1]]
 			byLog := len(held[x]) == 0 && in.ErasedByLog(r.op, r.key)
@@ -160,59 +162,103 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 				continue // lost in the input, or its owner's copy kept
 			}
 			f := sp.Files[ref[0]]
-			where := fmt.Sprintf("%s row %d, op %d, key group %d, owned by subtask %d", savepoint.ShowName(f.Rel), r.in, r.op, r.kg, sp.Files[o].Subtask)
+			row := "row"
+			if f.Snapshot.Variant == savepoint.Changelog {
+				row = "replayed row"
+			}
+			where := fmt.Sprintf("%s %s %d, op %d, key group %d, owned by subtask %d", savepoint.ShowName(f.Rel), row, r.in, r.op, r.kg, sp.Files[o].Subtask)
 			if r.raw {
-				rawLeft++
-				first(&rawAt, &firstRaw, ref[0], r.in, where)
+				raws++
+				if byLog {
+					rawsByLog++
+				}
+				rawAt.note(ref[0], r.in, where)
 				continue
 			}
-			if byLog {
-				erased++
-			}
-			dropped++
-			first(&droppedAt, &firstDropped, ref[0], r.in, where)
-			if marks[ref[0]] == nil {
-				marks[ref[0]] = make([]uint64, (f.Snapshot.NumRows()+63)/64)
-			}
-			marks[ref[0]][r.in/64] |= 1 << (r.in % 64)
+			orphans[ref[0]] = append(orphans[ref[0]], orphan{in: r.in, byLog: byLog, where: where})
 		}
 	}
-	for i, m := range marks {
-		if m == nil {
+	var dropped, byLog int64
+	var droppedAt orphanAt
+	for i, found := range orphans {
+		if len(found) == 0 {
 			continue
 		}
-		res := results[i]
+		res, f := results[i], sp.Files[i]
 		if !res.changed {
 			// Copied otherwise: it is written anew, as a file a rule
-			// changed is.
+			// changed is, its own copies of a key resolved first.
 			res.changed = true
-			if e.resolveCopies(sp.Files[i], res); res.err != nil {
+			if e.resolveCopies(f, res); res.err != nil {
 				continue
 			}
 		}
-		res.orphans += res.out.dropMarked(m, e.dropper(res))
+		// Those the file's own resolution left (a copy it hid is gone).
+		left := keptInputRows(res.out, f.Snapshot.NumRows())
+		marks := make([]uint64, len(left))
+		for _, o := range found {
+			if left[o.in/64]&(1<<(o.in%64)) == 0 {
+				continue
+			}
+			marks[o.in/64] |= 1 << (o.in % 64)
+			droppedAt.note(i, o.in, o.where)
+			if o.byLog {
+				byLog++
+			}
+		}
+		n := res.out.dropMarked(marks, e.dropper(res))
+		res.orphans += n
+		dropped += n
 	}
 	var warns []string
 	if dropped > 0 {
+		what := "1 stale copy dropped that no rule matched: a keyed row stored outside its file's key-group range"
+		them := "it"
+		if dropped > 1 {
+			what = fmt.Sprintf("%d stale copies dropped that no rule matched: keyed rows stored outside their file's key-group range", dropped)
+			them = "them"
+		}
 		why := "whose owner's copy the rules dropped"
 		switch {
-		case erased == dropped:
+		case byLog == dropped:
 			why = "whose owner's changelog erases the key in its log (the owner's output, written in canonical form, keeps no log)"
-		case erased > 0:
-			why = fmt.Sprintf("whose owner's copy the rules dropped, or (%d of them) whose owner's changelog erases the key in its log, which the owner's output, written in canonical form, does not keep", erased)
+		case byLog > 0:
+			why = fmt.Sprintf("whose owner's copy the rules dropped, or (%d of them) whose owner's changelog erases the key in its log, which the owner's output, written in canonical form, does not keep", byLog)
 		}
-		copies := "1 stale copy"
-		if dropped > 1 {
-			copies = fmt.Sprintf("%d stale copies", dropped)
-		}
-		warns = append(warns, fmt.Sprintf("%s dropped that no rule matched: keyed rows stored outside their file's key-group range %s (first: %s); the output would hold them without an owner copy, which a chained subtask, restored unfiltered, keeps (an older state of the key)",
-			copies, why, firstDropped))
+		warns = append(warns, fmt.Sprintf("%s %s (first: %s); the output would hold %s without an owner copy, which a chained subtask, restored unfiltered, keeps (an older state of the key)",
+			what, why, droppedAt.where, them))
 	}
-	if rawLeft > 0 {
-		warns = append(warns, fmt.Sprintf("%s outside their file's key-group range kept, though the rules dropped the row of their owner (first: %s): each is its subtask's own state (an in-flight buffer, a legacy timer blob), which a chained subtask restores and a narrowed one drops; validate reports them as lost on restore",
-			countOf(rawLeft, "legacy raw key row"), firstRaw))
+	if raws > 0 {
+		what, its, each, it := "1 legacy raw key row outside its file's key-group range kept", "its", "it is", "it"
+		if raws > 1 {
+			what, its, each, it = fmt.Sprintf("%d legacy raw key rows outside their file's key-group range kept", raws), "their", "each is", "them"
+		}
+		why := fmt.Sprintf("the rules dropped %s owner's row", its)
+		switch {
+		case rawsByLog == raws:
+			why = fmt.Sprintf("%s owner's changelog erases the key in its log, which the owner's output, written in canonical form, does not keep", its)
+		case rawsByLog > 0:
+			why = fmt.Sprintf("the rules dropped their owner's row, or (%d of them) their owner's changelog erases the key in its log, which the owner's output does not keep", rawsByLog)
+		}
+		warns = append(warns, fmt.Sprintf("%s, though %s (first: %s): %s its subtask's own state (an in-flight buffer, a legacy timer blob), which a chained subtask restores and a narrowed one drops; validate reports %s as lost on restore",
+			what, why, rawAt.where, each, it))
 	}
 	return warns
+}
+
+// orphanAt is the first of the rows a warning of dropOrphans counts, in
+// file and row order, and where it is.
+type orphanAt struct {
+	file, row int
+	where     string
+}
+
+// note takes the row of file and input row row, described by where, when
+// it comes before the one held.
+func (a *orphanAt) note(file, row int, where string) {
+	if a.where == "" || file < a.file || file == a.file && row < a.row {
+		*a = orphanAt{file, row, where}
+	}
 }
 
 // sortOutputs sorts the outputs of the files that sortLater left unsorted

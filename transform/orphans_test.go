@@ -136,7 +136,7 @@ func TestStaleCopyFollowsOwner(t *testing.T) {
 func TestStaleCopyOfErasedKey(t *testing.T) {
 	for _, erase := range []bool{false, true} {
 		t.Run(fmt.Sprintf("erase=%v", erase), func(t *testing.T) {
-			in := ownerLogTree(t, erase)
+			in := ownerLogTree(t, erase, false)
 			out := filepath.Join(t.TempDir(), "out")
 			rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n  - drop: 'op == 99'\n", nil), transform.Options{Out: out})
 			if err != nil {
@@ -158,21 +158,43 @@ func TestStaleCopyOfErasedKey(t *testing.T) {
 	}
 }
 
+// TestRawKeyOfErasedKey: a legacy raw key of another subtask's range whose
+// owner's log erases the key is kept (each subtask's in-flight buffer is
+// its own), and the warning says why its owner holds none: no rule
+// dropped a row.
+func TestRawKeyOfErasedKey(t *testing.T) {
+	in := ownerLogTree(t, true, true)
+	out := filepath.Join(t.TempDir(), "out")
+	rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n  - drop: 'op == 99'\n", nil), transform.Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OrphanedCopies != 0 || rep.RowsDropped != 0 {
+		t.Errorf("orphaned copies %d, rows dropped %d; want 0, 0", rep.OrphanedCopies, rep.RowsDropped)
+	}
+	const want = "1 legacy raw key row outside its file's key-group range kept, though its owner's changelog erases the key in its log"
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, want) }) {
+		t.Errorf("warnings %q, want one holding %q", rep.Warnings, want)
+	}
+}
+
 // TestStaleCopyFates: a stale copy is judged by the key it had in the
 // input, against the fate of its owner's copy of that key, whatever the
 // rules did to either, and the same way whether the outputs are sorted in
 // memory, through temporary files or not at all, in a plan as in an
 // apply. Legacy raw keys, each subtask's own state, are kept, and named.
 func TestStaleCopyFates(t *testing.T) {
-	var hi []byte
-	for i := 0; hi == nil; i++ {
+	var hi, hi2 []byte
+	for i := 0; hi2 == nil; i++ {
 		if k := fmt.Appendf(nil, "user-%d", i); savepoint.KeyGroupOf(k) >= 64 {
-			hi = k
+			hi, hi2 = k, hi
 		}
 	}
 	keyed := func(slot, v string) savepoint.Row {
 		return savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte(slot), hi), Value: []byte(v)}
 	}
+	// A key of subtask 1's own, to drop there.
+	zap := savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("x"), hi2), Value: []byte("zap")}
 	raw := func(key, v string) savepoint.Row { return savepoint.Row{Op: 7, Key: []byte(key), Value: []byte(v)} }
 	timers := func(t int64) savepoint.Row {
 		return savepoint.Row{Op: 7, Key: []byte("__clink_timers"), Value: savepoint.EncodeTimers([]savepoint.Timer{{Time: t, Key: []byte("k")}}, nil)}
@@ -186,6 +208,9 @@ func TestStaleCopyFates(t *testing.T) {
 		orphans int64
 		left    []string
 		warn    string
+		// dupes: the duplicates resolved, and storedDupes more when
+		// the files are written as stored (their duplicates kept).
+		dupes, storedDupes int64
 	}{
 		{
 			name: "dropped by value, then merged onto a key its owner keeps",
@@ -214,6 +239,44 @@ func TestStaleCopyFates(t *testing.T) {
 			},
 			rules: "  - rename_slot: {op: 7, from: a, to: b}\n  - drop: 'string(value_bytes) == \"old\" && subtask == 1'\n",
 			left:  []string{fmt.Sprintf("7/%x/old", keyed("b", "").Key)},
+		},
+		{
+			// The owner's copy of b lost the merge: the key's state is the
+			// merged copy, which the owner holds; so whether the owner
+			// dropped another row, and in which order the rules run, does
+			// not matter.
+			name: "owner's copy lost a merge, another row dropped",
+			files: map[int][]savepoint.Row{
+				0: {keyed("b", "old")},
+				1: {keyed("c", "cval"), keyed("b", "bval"), zap},
+			},
+			rules: "  - rename_slot: {op: 7, from: c, to: b, merge: true}\n  - drop: 'string(value_bytes) == \"zap\"'\n",
+			left:  []string{fmt.Sprintf("7/%x/old", keyed("b", "").Key)},
+			dupes: 1,
+		},
+		{
+			name: "owner's copy lost a merge, another row dropped first",
+			files: map[int][]savepoint.Row{
+				0: {keyed("b", "old")},
+				1: {keyed("c", "cval"), keyed("b", "bval"), zap},
+			},
+			rules: "  - drop: 'string(value_bytes) == \"zap\"'\n  - rename_slot: {op: 7, from: c, to: b, merge: true}\n",
+			left:  []string{fmt.Sprintf("7/%x/old", keyed("b", "").Key)},
+			dupes: 1,
+		},
+		{
+			// An unchanged file storing the stale copy twice: one is
+			// resolved as a duplicate, the other counted, and warned of,
+			// once.
+			name: "stale copy stored twice",
+			files: map[int][]savepoint.Row{
+				0: {keyed("a", "old1"), keyed("a", "old2")},
+				1: {keyed("a", "new")},
+			},
+			rules:       "  - drop: 'string(value_bytes) == \"new\"'\n",
+			orphans:     1,
+			storedDupes: 1,
+			warn:        "1 stale copy dropped that no rule matched: a keyed row",
 		},
 		{
 			name: "in-flight buffers and legacy timer blobs are each subtask's own",
@@ -253,10 +316,14 @@ func TestStaleCopyFates(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				dupes := tc.dupes
+				if mode != "sorted" {
+					dupes += tc.storedDupes
+				}
 				for _, r := range []*transform.Report{plan, rep} {
-					if r.OrphanedCopies != tc.orphans || r.RowsIn != r.RowsOut+r.RowsDropped || r.DuplicatesResolved != 0 {
-						t.Errorf("orphaned copies %d, want %d; duplicates %d, want 0; rows in %d, out %d, dropped %d",
-							r.OrphanedCopies, tc.orphans, r.DuplicatesResolved, r.RowsIn, r.RowsOut, r.RowsDropped)
+					if r.OrphanedCopies != tc.orphans || r.RowsIn != r.RowsOut+r.RowsDropped || r.DuplicatesResolved != dupes {
+						t.Errorf("orphaned copies %d, want %d; duplicates %d, want %d; rows in %d, out %d, dropped %d",
+							r.OrphanedCopies, tc.orphans, r.DuplicatesResolved, dupes, r.RowsIn, r.RowsOut, r.RowsDropped)
 					}
 					warned := slices.ContainsFunc(r.Warnings, func(w string) bool { return tc.warn != "" && strings.Contains(w, tc.warn) })
 					if warned != (tc.warn != "") || slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "duplicate") }) {
