@@ -30,7 +30,8 @@ import (
 
 // staleRow is a row of an output, before the outputs are sorted, stored
 // outside its file's key-group range: its input row, the operator and key
-// it had there, its key group and the file index of its owner.
+// it had there, its key group, the file index of its owner and its
+// operator and key in the output.
 type staleRow struct {
 	in    int
 	op    uint64
@@ -38,6 +39,8 @@ type staleRow struct {
 	kg    int
 	owner int
 	raw   bool // a legacy raw key
+	// out is its operator and key in the output, after the rules.
+	out savepoint.Row
 }
 
 // copyFates reports whether a rule of the run may give two stored copies
@@ -61,17 +64,21 @@ func (e *engine) orphansPossible(sp *savepoint.Savepoint) bool {
 // dropOrphans runs once every file's rules have run and before their
 // outputs are sorted (engine.sortLater), when orphansPossible. It drops
 // from the outputs of the tree sp (results, by file) each keyed row stored
-// outside its file's key-group range, kept by the rules, whose owner's
-// input file held the operator and key it had in the input and kept none
-// of those rows, or erased the key in its changelog's log: the stale copy
-// goes where its owner's copy went, whatever the rules did to either
-// (renamed or remapped onto another key, the copy is still judged by the
-// key it had). A row whose owner's input held no copy (lost in the input,
-// which validate reports) is kept as it is. It counts them in the results'
-// orphans, takes them out of the slot counts and the audit as a resolved
-// duplicate is, and returns the warnings that say so, and that name the
-// legacy raw keys it keeps though their owner's row is gone. A file it
-// drops rows from that the rules left unchanged is rewritten.
+// outside its file's key-group range, kept by the rules, whose operator
+// and key after the rules the owner's output does not hold, while the
+// owner's input file held the operator and key the row had in the input,
+// or erased it in its changelog's log: the rules dropped the owner's copy
+// and kept this one, or the owner's output no longer says that the key is
+// gone. A row whose owner's input held no copy (lost in the input, which
+// validate reports) is kept as it is, and so is one whose key the owner's
+// output holds, whichever row of the owner's it comes from (a stale copy
+// of that key, which the owner's copy outranks). The owner's outputs are
+// asked before they are sorted: the sort resolves copies of one key, but
+// never takes a key away. It counts them in the results' orphans, takes
+// them out of the slot counts and the audit as a resolved duplicate is,
+// and returns the warnings that say so, and that name the legacy raw keys
+// it keeps though their owner holds none. A file it drops rows from that
+// the rules left unchanged is rewritten.
 func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []string {
 	// The owners whose output may lack a key of which another file holds
 	// a stale copy: those the rules dropped rows of, when a rule may part
@@ -113,11 +120,11 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 			return
 		}
 		want := func(kg int) bool { return owner[kg] >= 0 }
-		staleCopies(out, results[i].canonical, want, func(p int, _ uint64, _ []byte, kg int) {
+		staleCopies(out, results[i].canonical, want, func(p int, op uint64, key []byte, kg int) {
 			in := out.idx.at(p)
-			key := out.cur.Key(in)
-			stale[i] = append(stale[i], staleRow{in: in, op: out.cur.Op(in), key: slices.Clone(key), kg: kg, owner: owner[kg],
-				raw: savepoint.ParseKey(key).Kind == savepoint.KindRaw})
+			inKey := out.cur.Key(in)
+			stale[i] = append(stale[i], staleRow{in: in, op: out.cur.Op(in), key: slices.Clone(inKey), kg: kg, owner: owner[kg],
+				raw: savepoint.ParseKey(inKey).Kind == savepoint.KindRaw, out: savepoint.Row{Op: op, Key: slices.Clone(key)}})
 		})
 	})
 	// Whether each stale row's owner kept its copy, asked of each owner
@@ -143,23 +150,34 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 	var raws, rawsByLog int
 	var rawAt orphanAt
 	for _, o := range owners {
+		// Those whose operator and key, after the rules, the owner's
+		// output does not hold ...
 		refs := byOwner[o]
-		ids := make([]savepoint.Row, len(refs))
+		outIDs := make([]savepoint.Row, len(refs))
 		for x, ref := range refs {
-			r := stale[ref[0]][ref[1]]
-			ids[x] = savepoint.Row{Op: r.op, Key: r.key}
+			outIDs[x] = stale[ref[0]][ref[1]].out
 		}
+		has := holdsRows(results[o].out, results[o].canonical, outIDs)
+		var gone [][2]int
+		var ids []savepoint.Row
+		for x, ref := range refs {
+			if !has[x] {
+				r := stale[ref[0]][ref[1]]
+				gone, ids = append(gone, ref), append(ids, savepoint.Row{Op: r.op, Key: r.key})
+			}
+		}
+		if len(gone) == 0 {
+			continue
+		}
+		// ... and whose own, in the input, the owner's input held or
+		// erased in its log.
 		in := sp.Files[o].Snapshot
 		held := rowsOf(in, ids)
-		kept := results[o].keptByRules
-		if kept == nil {
-			kept = keptInputRows(results[o].out, in.NumRows())
-		}
-		for x, ref := range refs {
+		for x, ref := range gone {
 			r := stale[ref[0]][ref[1]]
 			byLog := len(held[x]) == 0 && in.ErasedByLog(r.op, r.key)
-			if !byLog && (len(held[x]) == 0 || slices.ContainsFunc(held[x], func(row int) bool { return kept[row/64]&(1<<(row%64)) != 0 })) {
-				continue // lost in the input, or its owner's copy kept
+			if !byLog && len(held[x]) == 0 {
+				continue // lost in the input
 			}
 			f := sp.Files[ref[0]]
 			row := "row"
@@ -347,13 +365,7 @@ func rowsOf(s *savepoint.Snapshot, ids []savepoint.Row) [][]int {
 		}
 		return at
 	}
-	want := map[uint64]map[string][]int{} // by operator and key (looked up without a copy)
-	for j, id := range ids {
-		if want[id.Op] == nil {
-			want[id.Op] = map[string][]int{}
-		}
-		want[id.Op][string(id.Key)] = append(want[id.Op][string(id.Key)], j)
-	}
+	want := byID(ids)
 	cur.EachKeyIn(0, cur.Len(), func(row int, op uint64, key []byte) bool {
 		for _, j := range want[op][string(key)] {
 			at[j] = append(at[j], row)
@@ -361,6 +373,41 @@ func rowsOf(s *savepoint.Snapshot, ids []savepoint.Row) [][]int {
 		return true
 	})
 	return at
+}
+
+// holdsRows reports, for each of ids, whether out (canonical: in canonical
+// order) holds a row of its operator and key: by binary search in
+// canonical order, else in one pass over its keys.
+func holdsRows(out *outRows, canonical bool, ids []savepoint.Row) []bool {
+	held := make([]bool, len(ids))
+	if canonical {
+		for x, id := range ids {
+			y := lowerBound(out, id.Op, id.Key)
+			held[x] = y < out.Len() && compareRow(out.Op(y), out.Key(y), id.Op, id.Key) == 0
+		}
+		return held
+	}
+	want := byID(ids)
+	out.eachKeyIn(0, out.Len(), func(_ int, op uint64, key []byte) bool {
+		for _, x := range want[op][string(key)] {
+			held[x] = true
+		}
+		return true
+	})
+	return held
+}
+
+// byID indexes ids by operator and key (a key looked up as string(b) makes
+// no copy): the indexes in ids of each.
+func byID(ids []savepoint.Row) map[uint64]map[string][]int {
+	want := map[uint64]map[string][]int{}
+	for x, id := range ids {
+		if want[id.Op] == nil {
+			want[id.Op] = map[string][]int{}
+		}
+		want[id.Op][string(id.Key)] = append(want[id.Op][string(id.Key)], x)
+	}
+	return want
 }
 
 // keptInputRows returns the input rows of o, an output of an input of n

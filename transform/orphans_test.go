@@ -213,13 +213,28 @@ func TestStaleCopyFates(t *testing.T) {
 		dupes, storedDupes int64
 	}{
 		{
+			// Merged onto a key the owner holds, the copy is a stale copy
+			// of that key, which the owner's copy outranks.
 			name: "dropped by value, then merged onto a key its owner keeps",
 			files: map[int][]savepoint.Row{
 				0: {keyed("a", "old")},
 				1: {keyed("a", "new"), keyed("b", "y")},
 			},
-			rules:   "  - drop: 'string(value_bytes) == \"new\"'\n  - rename_slot: {op: 7, from: a, to: b, merge: true}\n",
+			rules: "  - drop: 'string(value_bytes) == \"new\"'\n  - rename_slot: {op: 7, from: a, to: b, merge: true}\n",
+			left:  []string{fmt.Sprintf("7/%x/old", keyed("b", "").Key)},
+		},
+		{
+			// The owner's merged copy dropped by a later rule: the copy the
+			// merge resolved away does not come back, and the owner holds
+			// no copy of b.
+			name: "owner's merged copy dropped",
+			files: map[int][]savepoint.Row{
+				0: {keyed("b", "old")},
+				1: {keyed("a", "new"), keyed("b", "y")},
+			},
+			rules:   "  - rename_slot: {op: 7, from: a, to: b, merge: true}\n  - drop: 'subtask == 1 && string(value_bytes) == \"y\"'\n",
 			orphans: 1,
+			dupes:   1,
 			warn:    "1 stale copy dropped that no rule matched",
 		},
 		{

@@ -1754,10 +1754,6 @@ type fileResult struct {
 	// orphans counts the stale copies dropped with their owner's copy
 	// (see dropOrphans).
 	orphans int64
-	// keptByRules are the input rows the rules kept, as a restore of the
-	// file sees them, when sortLater (see resolveCopies); nil for a file
-	// no rule changed.
-	keptByRules []uint64
 }
 
 // ruleCounts are a rule's rows matched, dropped and changed, and for a
@@ -1990,13 +1986,6 @@ func (e *engine) resolveCopies(f *savepoint.File, res *fileResult) {
 	// operator values do not fold associatively).
 	dupes, shadowed, unchecked := out.dropShadowed(f, e.valueFates || e.joinBlobs, dropped)
 	res.dupes, res.unchecked = res.dupes+dupes, unchecked
-	if e.sortLater {
-		// The rows the rules kept, as a restore of f sees them (a copy it
-		// hides went with its key's copy that wins): dropOrphans asks it.
-		// The copies a merge resolves away, here or in the sort, are
-		// among them: their key's state is the merged copy's.
-		res.keptByRules = keptInputRows(out, f.Snapshot.NumRows())
-	}
 	// So do the copies a merge resolved away, which a later rule saw
 	// beside the copy kept.
 	lost, err := e.mergeLosers(f, shadowed)
