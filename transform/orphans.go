@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/sptool/sptool/internal/gallop"
 	"github.com/sptool/sptool/savepoint"
 )
 
@@ -120,11 +121,21 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 			return
 		}
 		want := func(kg int) bool { return owner[kg] >= 0 }
+		// The keys are copied into blocks of their own, not each into an
+		// allocation.
+		var arena []byte
+		keep := func(b []byte) []byte {
+			if len(arena)+len(b) > cap(arena) {
+				arena = make([]byte, 0, max(64<<10, len(b)))
+			}
+			arena = append(arena, b...)
+			return arena[len(arena)-len(b) : len(arena) : len(arena)]
+		}
 		staleCopies(out, results[i].canonical, want, func(p int, op uint64, key []byte, kg int) {
 			in := out.idx.at(p)
 			inKey := out.cur.Key(in)
-			stale[i] = append(stale[i], staleRow{in: in, op: out.cur.Op(in), key: slices.Clone(inKey), kg: kg, owner: owner[kg],
-				raw: savepoint.ParseKey(inKey).Kind == savepoint.KindRaw, out: savepoint.Row{Op: op, Key: slices.Clone(key)}})
+			stale[i] = append(stale[i], staleRow{in: in, op: out.cur.Op(in), key: keep(inKey), kg: kg, owner: owner[kg],
+				raw: savepoint.ParseKey(inKey).Kind == savepoint.KindRaw, out: savepoint.Row{Op: op, Key: keep(key)}})
 		})
 	})
 	// Whether each stale row's owner kept its copy, asked of each owner
@@ -381,9 +392,21 @@ func rowsOf(s *savepoint.Snapshot, ids []savepoint.Row) [][]int {
 func holdsRows(out *outRows, canonical bool, ids []savepoint.Row) []bool {
 	held := make([]bool, len(ids))
 	if canonical {
-		for x, id := range ids {
-			y := lowerBound(out, id.Op, id.Key)
-			held[x] = y < out.Len() && compareRow(out.Op(y), out.Key(y), id.Op, id.Key) == 0
+		// In the order of the ids, each searched from the row the one
+		// before it was found at, by galloping: the stale copies of one
+		// file come in canonical order, and lie near each other in the
+		// owner's rows (one binary search of all of them each took
+		// 0.73 s of a 4.4M-row tree's 400,000 stale copies).
+		order := make([]int, len(ids))
+		for x := range order {
+			order[x] = x
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return compareRow(ids[a].Op, ids[a].Key, ids[b].Op, ids[b].Key) })
+		n, y := out.Len(), 0
+		for _, x := range order {
+			id := ids[x]
+			y += gallop.Search(n-y, func(d int) bool { return compareRow(out.Op(y+d), out.Key(y+d), id.Op, id.Key) >= 0 })
+			held[x] = y < n && compareRow(out.Op(y), out.Key(y), id.Op, id.Key) == 0
 		}
 		return held
 	}
