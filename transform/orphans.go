@@ -26,7 +26,7 @@ import (
 // unaligned checkpoints, legacy timer blobs) are filtered by their first
 // byte as keyed rows are, but each subtask's is its own state (section
 // 10.1: one per subtask, with its own value), which a chained subtask
-// restores: they are kept, and a warning names those the rules left
+// restores: they are kept, and a warning names those the run leaves
 // without their owner's row.
 
 // staleRow is a row of an output, before the outputs are sorted, stored
