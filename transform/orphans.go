@@ -153,9 +153,8 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 	slices.Sort(owners)
 	// The orphans of each file, and the legacy raw keys left.
 	type orphan struct {
-		in    int
+		at    orphanAt
 		byLog bool // the owner's log erases the key (no rule dropped it)
-		where string
 	}
 	orphans := make([][]orphan, len(results))
 	var raws, rawsByLog int
@@ -183,28 +182,23 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 		// ... and whose own, in the input, the owner's input held or
 		// erased in its log.
 		in := sp.Files[o].Snapshot
-		held := rowsOf(in, ids)
+		inRow := findRows(in, ids)
 		for x, ref := range gone {
 			r := stale[ref[0]][ref[1]]
-			byLog := len(held[x]) == 0 && in.ErasedByLog(r.op, r.key)
-			if !byLog && len(held[x]) == 0 {
+			byLog := inRow[x] < 0 && in.ErasedByLog(r.op, r.key)
+			if !byLog && inRow[x] < 0 {
 				continue // lost in the input
 			}
-			f := sp.Files[ref[0]]
-			row := "row"
-			if f.Snapshot.Variant == savepoint.Changelog {
-				row = "replayed row"
-			}
-			where := fmt.Sprintf("%s %s %d, op %d, key group %d, owned by subtask %d", savepoint.ShowName(f.Rel), row, r.in, r.op, r.kg, sp.Files[o].Subtask)
+			at := orphanAt{file: ref[0], row: r.in, op: r.op, kg: r.kg, owner: o}
 			if r.raw {
 				raws++
 				if byLog {
 					rawsByLog++
 				}
-				rawAt.note(ref[0], r.in, where)
+				rawAt.note(at)
 				continue
 			}
-			orphans[ref[0]] = append(orphans[ref[0]], orphan{in: r.in, byLog: byLog, where: where})
+			orphans[ref[0]] = append(orphans[ref[0]], orphan{at: at, byLog: byLog})
 		}
 	}
 	var dropped, byLog int64
@@ -226,11 +220,12 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 		left := keptInputRows(res.out, f.Snapshot.NumRows())
 		marks := make([]uint64, len(left))
 		for _, o := range found {
-			if left[o.in/64]&(1<<(o.in%64)) == 0 {
+			in := o.at.row
+			if left[in/64]&(1<<(in%64)) == 0 {
 				continue
 			}
-			marks[o.in/64] |= 1 << (o.in % 64)
-			droppedAt.note(i, o.in, o.where)
+			marks[in/64] |= 1 << (in % 64)
+			droppedAt.note(o.at)
 			if o.byLog {
 				byLog++
 			}
@@ -255,7 +250,7 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 			why = fmt.Sprintf("whose owner's copy the rules dropped, or (%d of them) whose owner's changelog erases the key in its log, which the owner's output, written in canonical form, does not keep", byLog)
 		}
 		warns = append(warns, fmt.Sprintf("%s %s (first: %s); the output would hold %s without an owner copy, which a chained subtask, restored unfiltered, keeps (an older state of the key)",
-			what, why, droppedAt.where, them))
+			what, why, droppedAt.where(sp), them))
 	}
 	if raws > 0 {
 		what, its, each, it := "1 legacy raw key row outside its file's key-group range kept", "its", "it is", "it"
@@ -270,24 +265,38 @@ func (e *engine) dropOrphans(sp *savepoint.Savepoint, results []*fileResult) []s
 			why = fmt.Sprintf("the rules dropped their owner's row, or (%d of them) their owner's changelog erases the key in its log, which the owner's output does not keep", rawsByLog)
 		}
 		warns = append(warns, fmt.Sprintf("%s, though %s (first: %s): %s its subtask's own state (an in-flight buffer, a legacy timer blob), which a chained subtask restores and a narrowed one drops; validate reports %s as lost on restore",
-			what, why, rawAt.where, each, it))
+			what, why, rawAt.where(sp), each, it))
 	}
 	return warns
 }
 
-// orphanAt is the first of the rows a warning of dropOrphans counts, in
-// file and row order, and where it is.
+// orphanAt is a row a warning of dropOrphans counts: its file and input
+// row (by index in the savepoint's files), operator, key group and the
+// file index of its owner. set is false for none.
 type orphanAt struct {
 	file, row int
-	where     string
+	op        uint64
+	kg, owner int
+	set       bool
 }
 
-// note takes the row of file and input row row, described by where, when
-// it comes before the one held.
-func (a *orphanAt) note(file, row int, where string) {
-	if a.where == "" || file < a.file || file == a.file && row < a.row {
-		*a = orphanAt{file, row, where}
+// note takes r when it comes before the row held in file and row order,
+// so that the warning names the first.
+func (a *orphanAt) note(r orphanAt) {
+	if !a.set || r.file < a.file || r.file == a.file && r.row < a.row {
+		*a = r
+		a.set = true
 	}
+}
+
+// where says where the row is, as the warnings name it.
+func (a *orphanAt) where(sp *savepoint.Savepoint) string {
+	f := sp.Files[a.file]
+	row := "row"
+	if f.Snapshot.Variant == savepoint.Changelog {
+		row = "replayed row"
+	}
+	return fmt.Sprintf("%s %s %d, op %d, key group %d, owned by subtask %d", savepoint.ShowName(f.Rel), row, a.row, a.op, a.kg, sp.Files[a.owner].Subtask)
 }
 
 // sortOutputs sorts the outputs of the files that sortLater left unsorted
@@ -360,30 +369,6 @@ func staleCopies(out *outRows, canonical bool, want func(kg int) bool, fn func(p
 		}
 		j += sort.Search(n-j, func(y int) bool { return out.Op(j+y) != op })
 	}
-}
-
-// rowsOf returns for each of ids every row of the input snapshot s of its
-// operator and key (none when s holds none): by binary search when s is
-// strictly ordered, else in one pass over its keys.
-func rowsOf(s *savepoint.Snapshot, ids []savepoint.Row) [][]int {
-	at := make([][]int, len(ids))
-	cur := s.NewCursor()
-	if _, strict := s.Order(); strict {
-		for j, id := range ids {
-			if x := lowerBound(cur, id.Op, id.Key); x < cur.Len() && compareRow(cur.Op(x), cur.Key(x), id.Op, id.Key) == 0 {
-				at[j] = []int{x}
-			}
-		}
-		return at
-	}
-	want := byID(ids)
-	cur.EachKeyIn(0, cur.Len(), func(row int, op uint64, key []byte) bool {
-		for _, j := range want[op][string(key)] {
-			at[j] = append(at[j], row)
-		}
-		return true
-	})
-	return at
 }
 
 // holdsRows reports, for each of ids, whether out (canonical: in canonical

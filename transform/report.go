@@ -60,10 +60,11 @@ type Report struct {
 	DuplicatesResolved int64 `json:"duplicates_resolved"`
 	// OrphanedCopies counts the stale copies of a tree's keys (keyed rows
 	// outside the file of the subtask owning their key group, legacy raw
-	// keys not among them) dropped as their owner kept no copy of the key
-	// they had in the input: a rule that decides by the row's value or
-	// subtask dropped the owner's copy and kept them, or the owner's
-	// changelog erased the key in its log, which its output does not keep.
+	// keys not among them) dropped as their owner's output holds no row of
+	// their key while its input held the key they had there: a rule that
+	// decides by the row's value or subtask dropped the owner's copy and
+	// kept them, or the owner's changelog erased the key in its log, which
+	// its output does not keep.
 	// The output would hold them with no owner copy, which a narrowed
 	// restore drops and a chained subtask keeps (the key's older state).
 	// They are among RowsDropped, and a warning says so; a rescale counts

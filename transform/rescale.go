@@ -945,15 +945,34 @@ func (e *engine) inputIDs(op uint64, key []byte) []savepoint.Row {
 }
 
 // findRows returns for each of ids the first row of the input snapshot s
-// of its operator and key, or -1 when s holds none (see rowsOf).
+// of its operator and key, or -1 when s holds none: by binary search when
+// s is strictly ordered, else in one pass over its keys, which stops once
+// each is found.
 func findRows(s *savepoint.Snapshot, ids []savepoint.Row) []int {
 	at := make([]int, len(ids))
-	for j, rows := range rowsOf(s, ids) {
+	for j := range at {
 		at[j] = -1
-		if len(rows) > 0 {
-			at[j] = rows[0]
-		}
 	}
+	cur := s.NewCursor()
+	if _, strict := s.Order(); strict {
+		for j, id := range ids {
+			if x := lowerBound(cur, id.Op, id.Key); x < cur.Len() && compareRow(cur.Op(x), cur.Key(x), id.Op, id.Key) == 0 {
+				at[j] = x
+			}
+		}
+		return at
+	}
+	want, left := byID(ids), len(ids)
+	cur.EachKeyIn(0, cur.Len(), func(row int, op uint64, key []byte) bool {
+		if js, ok := want[op][string(key)]; ok {
+			for _, j := range js {
+				at[j] = row
+			}
+			delete(want[op], string(key))
+			left -= len(js)
+		}
+		return left > 0
+	})
 	return at
 }
 
