@@ -215,6 +215,33 @@ func sortedRowsOf(snap *savepoint.Snapshot) []string {
 	return rows
 }
 
+// appendTreeRow appends to blob, in treeRows' form, row r placed in the
+// file of subtask s (taken modulo the tree's parallelism).
+func appendTreeRow(blob []byte, s int, r savepoint.Row) []byte {
+	return append(append(blob, byte(s)), rowsBlob([]savepoint.Row{r})...)
+}
+
+// treeRows decodes a blob of FuzzRescale and FuzzApplyTree into the rows of
+// a tree of n subtask files: per row, a byte choosing its file (modulo n),
+// then the row in rowsBlob's form; what is cut short is left out. Every
+// file is present, empty or not.
+func treeRows(n int, blob []byte) map[int][]savepoint.Row {
+	files := map[int][]savepoint.Row{}
+	for s := range n {
+		files[s] = nil
+	}
+	for len(blob) > 0 {
+		s := int(blob[0]) % n
+		rows := blobRows(blob[1:])
+		if len(rows) == 0 {
+			break
+		}
+		files[s] = append(files[s], rows[0])
+		blob = blob[1+len(rowsBlob(rows[:1])):]
+	}
+	return files
+}
+
 // FuzzRescale rescales trees of arbitrary rows: a tree of 1 to 4 subtask
 // files (each row's file chosen by a byte of its own) to a parallelism of 1
 // to 8. It may refuse a tree, but never panic or miss a row
@@ -223,27 +250,14 @@ func sortedRowsOf(snap *savepoint.Snapshot) []string {
 func FuzzRescale(f *testing.F) {
 	var blob []byte
 	for i, r := range placeAll(baseRows) {
-		blob = append(blob, byte(r.Subtask+i%2*2))
-		blob = append(blob, rowsBlob([]savepoint.Row{r.Row})...)
+		blob = appendTreeRow(blob, r.Subtask+i%2*2, r.Row)
 	}
 	for _, shape := range [][2]byte{{2, 3}, {4, 1}, {1, 7}, {3, 8}} {
 		f.Add(shape[0], shape[1], blob)
 	}
 	f.Fuzz(func(t *testing.T, oldPar, newPar byte, blob []byte) {
 		old, par := int(oldPar%4)+1, int(newPar%8)+1
-		files := map[int][]savepoint.Row{}
-		for s := range old {
-			files[s] = nil
-		}
-		for len(blob) > 0 {
-			s := int(blob[0]) % old
-			rows := blobRows(blob[1:])
-			if len(rows) == 0 {
-				break
-			}
-			files[s] = append(files[s], rows[0])
-			blob = blob[1+len(rowsBlob(rows[:1])):]
-		}
+		files := treeRows(old, blob)
 		dir := t.TempDir()
 		in := writeTreeAsIs(t, filepath.Join(dir, "in"), 5, files, savepoint.VersionMap{})
 		sp, err := savepoint.Open(in, savepoint.OpenOptions{RequireValid: true, Columnar: true})
@@ -292,19 +306,16 @@ func FuzzRescale(f *testing.F) {
 func FuzzApplyTree(f *testing.F) {
 	var blob []byte
 	for i, r := range placeAll(baseRows) {
-		blob = append(blob, byte(r.Subtask+i%3*2))
-		blob = append(blob, rowsBlob([]savepoint.Row{r.Row})...)
+		blob = appendTreeRow(blob, r.Subtask+i%3*2, r.Row)
 	}
 	// A valid tree of parallelism 2 (each row in its owner's file) with a
 	// stale copy in subtask 0 of a key that subtask 1 owns.
 	var valid []byte
 	stale := false
 	for _, r := range placeAll(baseRows) {
-		valid = append(valid, byte(r.Subtask))
-		valid = append(valid, rowsBlob([]savepoint.Row{r.Row})...)
+		valid = appendTreeRow(valid, r.Subtask, r.Row)
 		if k := savepoint.ParseKey(r.Key); !stale && r.Subtask == 1 && k.Kind == savepoint.KindKeyed {
-			valid = append(valid, 0)
-			valid = append(valid, rowsBlob([]savepoint.Row{withValue(r.Row, []byte("older"))})...)
+			valid = appendTreeRow(valid, 0, withValue(r.Row, []byte("older")))
 			stale = true
 		}
 	}
@@ -333,19 +344,7 @@ func FuzzApplyTree(f *testing.F) {
 			return // (FuzzRescale fuzzes the rescale)
 		}
 		old := int(oldPar%4) + 1
-		files := map[int][]savepoint.Row{}
-		for s := range old {
-			files[s] = nil
-		}
-		for len(blob) > 0 {
-			s := int(blob[0]) % old
-			rows := blobRows(blob[1:])
-			if len(rows) == 0 {
-				break
-			}
-			files[s] = append(files[s], rows[0])
-			blob = blob[1+len(rowsBlob(rows[:1])):]
-		}
+		files := treeRows(old, blob)
 		dir := t.TempDir()
 		in := writeTreeAsIs(t, filepath.Join(dir, "in"), 5, files, savepoint.VersionMap{})
 		// One chain group, given; or, with the high bit of oldPar, the
