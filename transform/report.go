@@ -481,7 +481,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			if slices.ContainsFunc(rr.Groups, func(g RescaleGroupReport) bool { return g.Action == "copy" }) {
 				of = " of the rescaled groups"
 			}
-			ew.printf("  keyed rows and legacy raw keys%s: %d in, %d written, %d stale copies dropped%s (their owner's input file holds the key, or its changelog erases it: no restore at the old layout reads them)", of, rr.KeyedIn, rr.KeyedOut, rr.StaleCopies, rawAmong(rr.StaleRaw))
+			ew.printf("  keyed rows and legacy raw keys%s: %d in, %d written, %d stale copies dropped%s (their owner's input file holds the key, or its changelog erases it: the owner's copy is the authoritative one)", of, rr.KeyedIn, rr.KeyedOut, rr.StaleCopies, rawAmong(rr.StaleRaw))
 			if rr.Lost > 0 {
 				ew.printf(", %d lost rows dropped%s (held only outside their owner's file: no restore at the old layout holds them)", rr.Lost, rawAmong(rr.LostRaw))
 			}

@@ -27,13 +27,16 @@ type RescaleReport struct {
 	KeyedOut int64 `json:"keyed_out"`
 	// StaleCopies are keyed rows found in a file other than the one of the
 	// subtask that owned their key group, whose owner's input file holds
-	// the row too (or its changelog erases it): restore would not have
-	// restored them (format section 10.1). The owner's copy is kept, but
-	// for one a rule dropped (see Lost).
+	// the row too (or its changelog erases it): the owner's copy is the
+	// authoritative one (format section 10.1), and is kept, but for one a
+	// rule dropped (see Lost).
 	StaleCopies int64 `json:"stale_copies_dropped"`
 	// StaleRaw counts the StaleCopies that are legacy raw keys (first
 	// byte below 128, no slot), which a restore filters by key group as
-	// it does keyed rows.
+	// it does keyed rows. Unlike a keyed row's stale copy, each was its
+	// subtask's own state (clink's in-flight buffers are such keys), which
+	// a chained subtask restores unfiltered: the rescale warns that they
+	// are lost (staleRawWarning).
 	StaleRaw int64 `json:"stale_copies_raw"`
 	// Lost are keyed rows found only outside their owner's file (each
 	// file's copy counted; of an operator and key a file stores twice,
@@ -76,6 +79,16 @@ type RescaleReport struct {
 	Merges []MergeChoice `json:"merges"`
 	// Outputs are the new files of the rescaled groups, in subtask order.
 	Outputs []RescaleOutput `json:"outputs"`
+}
+
+// staleRawWarning is the rescale's warning of the n copies of legacy raw
+// keys it dropped as stale (RescaleReport.StaleRaw).
+func staleRawWarning(n int64) string {
+	copies := fmt.Sprintf("%d copies of legacy raw keys", n)
+	if n == 1 {
+		copies = "1 copy of a legacy raw key"
+	}
+	return fmt.Sprintf("%s dropped: held by subtasks that do not own the key group of their first byte (95 for clink's in-flight buffers, such as __broadcast_main_inflight__), each was that subtask's own state, which a chained subtask restores unfiltered at the old layout; the new layout keeps only the copy of the group's old owner (format 10.1), so what the others held is lost", copies)
 }
 
 // RescaleOutput is one new file of a rescaled group: its subtask, the key
@@ -357,6 +370,9 @@ func rescale(sp *savepoint.Savepoint, spec *rules.RescaleSpec, shorthand bool, r
 	}
 	if rr.Lost > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("lost keyed rows dropped: %d, held only outside the file of the subtask owning their key group, so no restore at the old layout holds them (the report lists the first; sptool validate reports them all)", rr.Lost))
+	}
+	if rr.StaleRaw > 0 {
+		rep.Warnings = append(rep.Warnings, staleRawWarning(rr.StaleRaw))
 	}
 	if rr.TimersUnchosen > 0 {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("timers dropped: %d, of subtasks without a timer blob of their own, held in a peer's blob other than the last: such a subtask restores one of its peers' blobs, which clink picks in directory order and sptool as the last, so a restore of the input may have fired them and the output's will not (sptool validate names the blobs)", rr.TimersUnchosen))

@@ -1494,6 +1494,12 @@ func TestRescaleTwoGroups(t *testing.T) {
 		if staleRaw == 0 || rep.Rescale.StaleRaw != int64(staleRaw) || rep.Rescale.StaleCopies-rep.Rescale.StaleRaw != int64(staleKeyed) {
 			t.Errorf("report: %d stale copies, %d of them raw; the truth: %d keyed, %d raw", rep.Rescale.StaleCopies, rep.Rescale.StaleRaw, staleKeyed, staleRaw)
 		}
+		// Each raw copy was its subtask's own state (an in-flight buffer):
+		// the rescale says they are lost.
+		rawWarned := fmt.Sprintf("%d copies of legacy raw keys dropped: held by subtasks that do not own", staleRaw)
+		if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.HasPrefix(w, rawWarned) }) {
+			t.Errorf("no warning %q... among %q", rawWarned, rep.Warnings)
+		}
 		newLayout := []savepoint.Group{{First: 0, Count: 5}, {First: 5, Count: 1}}
 		outSP := rsOpen(t, out, newLayout)
 		if len(outSP.Files) != 6 || outSP.Files[5].Rel != filepath.Join("v1", "5", "checkpoint-17.snap") {
@@ -2759,11 +2765,14 @@ func TestRescaleLostRows(t *testing.T) {
 	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "lost keyed rows dropped: 6") }) {
 		t.Errorf("no warning of the lost rows: %q", rep.Warnings)
 	}
+	if rr.StaleRaw == 0 && slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "legacy raw key") }) {
+		t.Errorf("a warning of legacy raw keys, none of the stale copies being one: %q", rep.Warnings)
+	}
 	var text strings.Builder
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"2 stale copies dropped (their owner's input file holds the key, or its changelog erases it: no restore at the old layout reads them), 6 lost rows dropped", fmt.Sprintf("lost: op 1 key group %d key %x", l1[0], l1)} {
+	for _, line := range []string{"2 stale copies dropped (their owner's input file holds the key, or its changelog erases it: the owner's copy is the authoritative one), 6 lost rows dropped", fmt.Sprintf("lost: op 1 key group %d key %x", l1[0], l1)} {
 		if !strings.Contains(text.String(), line) {
 			t.Errorf("text report lacks %q:\n%s", line, text.String())
 		}
