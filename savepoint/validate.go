@@ -984,7 +984,12 @@ func (v *validator) checkRows(f *File) {
 		if of := v.sp.File(owner); of != nil && of.Undecodable != nil && !of.Missing {
 			v.rowFinding(f, i, SeverityWarning, CheckMisplacedRow, fmt.Sprintf("not checked: %s lies outside subtask %d's range %s, and the payload of its owner, subtask %d, does not decode: whether the owner holds a copy is not known", what, f.Subtask, rng, owner))
 		} else if of != f && v.holds(of, op, key) {
-			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner's copy in subtask %d is restored", what, f.Subtask, rng, owner))
+			msg := fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner's copy in subtask %d is restored", what, f.Subtask, rng, owner)
+			if kind == KindRaw {
+				// (Not a copy of the owner's state: its own.)
+				msg += ", and a narrowed restore drops this one; but a legacy raw key is its subtask's own state (an in-flight buffer holds the records its subtask had in flight), which a chained subtask restores unfiltered (sections 10.1, 10.2)"
+			}
+			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, msg)
 		} else if of != nil && of != f && of.Snapshot.ErasedByLog(op, key) {
 			v.rowFinding(f, i, SeverityWarning, CheckStaleCopy, fmt.Sprintf("stale copy: %s lies outside subtask %d's range %s; the owner, subtask %d, erases this key in its changelog's log, the key's latest state, so a narrowed restore holds none (a chained subtask, restored unfiltered, keeps this copy where no record of its key group arrives)", what, f.Subtask, rng, owner))
 		} else {

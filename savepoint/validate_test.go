@@ -224,6 +224,9 @@ func TestValidateIndependentFixtures(t *testing.T) {
 				if !strings.Contains(f.Message, "the owner's copy in subtask") {
 					t.Errorf("stale-copy message %q does not name the owner", f.Message)
 				}
+				if raw := ParseKey(f.Key).Kind == KindRaw; raw != strings.Contains(f.Message, "its subtask's own state") {
+					t.Errorf("stale-copy message %q of a legacy raw key (%v) or not", f.Message, raw)
+				}
 			}
 			if keyed != tr.Counts.StaleKeyedCopies || staleKeyed != tr.Counts.StaleKeyedCopies {
 				t.Errorf("stale keyed copies: %d findings, %d in the truth entries, truth counts %d", keyed, staleKeyed, tr.Counts.StaleKeyedCopies)
