@@ -863,9 +863,13 @@ func (p *parser) warnTypedKeys(n *yaml.Node) {
 // scope, when it has some: declared, the erasure's subjects are in slots
 // whose keys it cannot match (only undeclared slots' keys can). The slots
 // are those the declarations name at this rule, earlier renames and
-// remaps followed.
+// remaps followed. The warning is taken back once every rule is read if
+// another purge_keys rule, of a codec that fits, has each of those slots
+// in its scope (see coveredCodecWarnings): an erasure of both string and
+// integer keys, each rule left unscoped, is what was meant.
 func (p *parser) warnPurgeCodec(kn *yaml.Node, sc Scope, purgeCodec string) {
 	var codecs []string
+	var slots []codecSlot
 	names := slices.SortedFunc(maps.Keys(p.view), func(a, b slotName) int {
 		return cmp.Or(cmp.Compare(a.op, b.op), strings.Compare(a.slot, b.slot))
 	})
@@ -883,9 +887,43 @@ func (p *parser) warnPurgeCodec(kn *yaml.Node, sc Scope, purgeCodec string) {
 		if !slices.Contains(codecs, kc) {
 			codecs = append(codecs, kc)
 		}
+		slots = append(slots, codecSlot{name, kc})
 	}
 	if len(codecs) > 0 {
 		p.warnAt(kn, "the slots declared in its scope have key codec %s, but purge_keys encodes keys with %s: it matches no key of theirs (only undeclared slots' keys)", strings.Join(codecs, ", "), purgeCodec)
+		p.codecWarns = append(p.codecWarns, codecWarning{warn: p.warns[len(p.warns)-1], purge: len(p.purges) - 1, slots: slots})
+	}
+}
+
+// codecSlot is a declared slot and its key codec.
+type codecSlot struct {
+	name  slotName
+	codec string
+}
+
+// codecWarning is a warning of warnPurgeCodec: purge p.purges[purge] fits
+// the key codec of none of the declared slots in its scope.
+type codecWarning struct {
+	warn  *Warning
+	purge int
+	slots []codecSlot
+}
+
+// coveredCodecWarnings takes back each warning of warnPurgeCodec whose
+// slots another purge_keys rule, of a codec that fits each, has in its
+// scope.
+func (p *parser) coveredCodecWarnings() {
+	for _, cw := range p.codecWarns {
+		covered := func(s codecSlot) bool {
+			return slices.ContainsFunc(p.purges, func(l purgeList) bool {
+				sc := l.spec.Scope
+				return l.spec != p.purges[cw.purge].spec && purgeCodecFits(s.codec, l.spec.Codec) &&
+					sc.MatchOp(s.name.op) && (sc.Slot == nil || *sc.Slot == s.name.slot)
+			})
+		}
+		if !slices.ContainsFunc(cw.slots, func(s codecSlot) bool { return !covered(s) }) {
+			p.warns = slices.DeleteFunc(p.warns, func(w *Warning) bool { return w == cw.warn })
+		}
 	}
 }
 
@@ -922,6 +960,7 @@ func (p *parser) finishPurges() {
 	if len(p.purges) == 0 {
 		return
 	}
+	p.coveredCodecWarnings()
 	if testhook.PurgeFilter != nil {
 		for _, l := range p.purges {
 			testhook.PurgeFilter(l.spec.filter.words)

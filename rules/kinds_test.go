@@ -739,6 +739,14 @@ func TestPurgeKeysWideScopeWarnings(t *testing.T) {
 		// The declarations as they stand at the rule: op 7's slots are op
 		// 10's after a remap.
 		{"remap_operator: {from: 7, to: 10}\n  - purge_keys: {op: 10, keys: [\"7\"]}", []string{"key codec int64, uint64, but purge_keys encodes keys with string"}},
+		// Another purge, of a codec that fits, has the slots in its scope:
+		// an erasure of text and integer keys; not when it leaves one out,
+		// or its codec fits none of them.
+		{"purge_keys: {op: 8, keys: [7], codec: int64}\n  - purge_keys: {keys: [\"7\"]}", nil},
+		{"purge_keys: {keys: [\"u\"]}\n  - purge_keys: {op: 9, keys: [7], codec: int64}", nil},
+		{"purge_keys: {op: 7, keys: [\"7\"]}\n  - purge_keys: {op: 7, slot: a, keys: [7], codec: int64}", []string{"key codec int64, uint64, but purge_keys encodes keys with string"}},
+		{"purge_keys: {op: 7, keys: [\"7\"]}\n  - purge_keys: {op: 7, keys: [7], codec: int64}", nil},
+		{"purge_keys: {op: 8, keys: [7], codec: int64}\n  - purge_keys: {op: 8, keys: [8], codec: int64}", []string{"key codec string, but", "key codec string, but"}},
 	} {
 		set := parseOne(t, slots+"  - "+c.rule+"\n")
 		if len(set.Warnings) != len(c.want) {

@@ -149,6 +149,9 @@ type parser struct {
 	set        *Set
 	errs       []*Error
 	warns      []*Warning
+	// codecWarns are warnPurgeCodec's warnings, which another purge may
+	// take back (coveredCodecWarnings).
+	codecWarns []codecWarning
 
 	rule     int
 	ruleName string
