@@ -168,8 +168,8 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // mark, reads as lines of UTF-8 text. A UTF-16 file (its byte order mark
 // first) is refused: every key would hold NUL bytes and match nothing, and
 // the erasure report nothing found. Of a string list it warns of the first
-// key holding a NUL byte (UTF-16 without a mark, or a binary file), else of
-// the first one that is not valid UTF-8, and of a second byte order mark,
+// key holding a NUL byte (UTF-16 without a mark, or a binary file), of the
+// first one that is not valid UTF-8, and of a second byte order mark,
 // which is part of the first key, or else of the first line after the
 // first that starts with one (keys files joined): such keys are matched as
 // their bytes, most likely against none.
@@ -184,7 +184,8 @@ func (p *parser) keysTextOK(n *yaml.Node, spec *PurgeKeysSpec, data []byte) bool
 	lineOf := func(i int) int { return bytes.Count(data[:i], []byte{'\n'}) + 1 }
 	if i := bytes.IndexByte(data, 0); i >= 0 {
 		p.warnAt(n, "keys file %q line %d holds a NUL byte: is the file UTF-16 or binary? keys are read as lines of UTF-8 text, and matched as their bytes", spec.KeysFile, lineOf(i))
-	} else if !utf8.Valid(data) {
+	}
+	if !utf8.Valid(data) {
 		i := 0
 		for i < len(data) {
 			r, size := utf8.DecodeRune(data[i:])
