@@ -446,7 +446,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			perRule.Text(fmt.Sprintf("     erasure: %d keys listed, %d found (%d rows removed), %d not found; %s: %d%s\n", p.KeysListed, p.KeysFound, rs.Dropped, p.KeysNotFound, p.remainingWhat(), p.Remaining, left))
 			if len(p.CompositeLooking) > 0 {
-				perRule.Text(fmt.Sprintf("     not counted as remaining: elements (key 0x1F element) of listed keys in %s, not declared composite, whose keys look composite: %d left by the purge (see the warning)\n", strings.Join(p.CompositeLooking, ", "), p.ElementsLeft))
+				perRule.Text(fmt.Sprintf("     not counted as remaining: elements (key 0x1F element) of listed keys in %s, not declared composite, whose keys look composite: %d left by the purge in the key groups whose first key looks composite (see the warning)\n", strings.Join(p.CompositeLooking, ", "), p.ElementsLeft))
 			}
 			if p.TimersRemoved > 0 {
 				perRule.Text(fmt.Sprintf("     %d timers of listed keys removed from timer blobs\n", p.TimersRemoved))

@@ -2978,9 +2978,11 @@ func (e *engine) compositeWarnings(results []*fileResult) []string {
 		left := "so it leaves the elements of a listed key there; it found none of the listed keys' (counted in the key groups whose first key looks composite)"
 		switch {
 		case n == 1:
-			left = "and it left 1 element of a listed key there"
+			// (A key group whose first key in the slot is plain is not
+			// counted: there may be more.)
+			left = "and it left at least 1 element of a listed key there (counted in the key groups whose first key looks composite)"
 		case n > 1:
-			left = fmt.Sprintf("and it left %d elements of listed keys there", n)
+			left = fmt.Sprintf("and it left at least %d elements of listed keys there (counted in the key groups whose first key looks composite)", n)
 		}
 		warns = append(warns, fmt.Sprintf("%s: slot %s of op %d is not declared 'composite: true', but its keys look composite (a key, 0x1F, an element, as clink's ExpiringMapState and ExpiringListState store them): the purge matches them whole, %s (the audit's elements_left); declare the slot with 'composite: true' under 'slots:' to purge them", e.steps[k.step].rule.Label(), k.slot.show(), k.slot.op, left))
 	}
