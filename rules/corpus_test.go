@@ -143,7 +143,7 @@ var badCorpus = map[string]struct {
 	"purge-keys-both.bad.yaml": {want: []string{
 		"purge-keys-both.bad.yaml:3:29: rule 1: both 'keys' and 'keys_file' given in 'purge_keys'; use one"}, wantCount: 1},
 	"purge-keys-bad-codec.bad.yaml": {want: []string{
-		`purge-keys-bad-codec.bad.yaml:3:36: rule 1: 'codec' must be 'string' or 'int64', got "double"`}, wantCount: 1},
+		`purge-keys-bad-codec.bad.yaml:3:36: rule 1: 'codec' must be 'string', 'int64', 'uint64' or 'uint32', got "double"`}, wantCount: 1},
 	"rescale-not-last.bad.yaml": {want: []string{
 		"rescale-not-last.bad.yaml:3:5: rule 1: rescale must be the last rule (rule 2 follows it at line 4)"}, wantCount: 1},
 	"rescale-parallelism-0.bad.yaml": {want: []string{
@@ -195,13 +195,13 @@ var badCorpus = map[string]struct {
 	// expression's syntax checked, when its scope or codec has one.
 	"one-pass.bad.yaml": {want: []string{
 		`one-pass.bad.yaml:6:29: rule 1: read keys file "no-such-keys.txt": stat testdata/rules/no-such-keys.txt: no such file or directory`,
-		`one-pass.bad.yaml:6:54: rule 1: 'codec' must be 'string' or 'int64', got "strnig"`,
+		`one-pass.bad.yaml:6:54: rule 1: 'codec' must be 'string', 'int64', 'uint64' or 'uint32', got "strnig"`,
 		`one-pass.bad.yaml:7:29: rule 2: read keys file "no-such-keys.txt"`,
 		`one-pass.bad.yaml:7:53: rule 2: 'slot' can never match a slot: "a|b"`,
 		`one-pass.bad.yaml:8:29: rule 3: read keys file "no-such-keys.txt"`,
 		`one-pass.bad.yaml:8:51: rule 3: 'op' must be a non-negative integer, got string "x"`,
 		`one-pass.bad.yaml:9:24: rule 4: 'keys' must be a list of keys, got string "k"`,
-		`one-pass.bad.yaml:9:36: rule 4: 'codec' must be 'string' or 'int64', got "int32"`,
+		`one-pass.bad.yaml:9:36: rule 4: 'codec' must be 'string', 'int64', 'uint64' or 'uint32', got "int32"`,
 		`one-pass.bad.yaml:10:16: rule 5: 'op' must be a non-negative integer, got string "x"`,
 		`one-pass.bad.yaml:10:30: rule 5: bad expression in 'expr': unexpected token EOF`,
 		`one-pass.bad.yaml:11:21: rule 6: 'op' must be a non-negative integer, got string "x"`,

@@ -53,7 +53,7 @@
 //	remap_operator: {from|from_uid, to|to_uid, merge: false}
 //	rename_slot: {op|uid, from, to, merge}
 //	drop_slot: {op|uid, slot}
-//	purge_keys: {keys: [...] | keys_file: PATH, codec: string|int64, op|uid, slot}
+//	purge_keys: {keys: [...] | keys_file: PATH, codec: string|int64|uint64|uint32, op|uid, slot}
 //	purge_expired: {as_of: RFC3339 | "now" | EPOCH_MS, op|uid, slot}
 //	set_value: {op|uid, slot, expr, erase_empty}
 //	set_version: {op|uid, state_type, version, slot}

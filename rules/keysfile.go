@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -28,16 +27,17 @@ const maxKeyErrors = 10
 // per line, blank lines and lines starting with '#' skipped (a string list
 // warns of a skipped line of one word, which may be a key), CRLF line ends
 // and a UTF-8 byte order mark tolerated. String keys are the line's bytes
-// exactly (leading and trailing blanks included, with a warning); int64
-// keys are decimal, surrounding blanks ignored, parsed strictly, and
-// encoded as 8 bytes little-endian. n is the 'keys_file' value node.
+// exactly (leading and trailing blanks included, with a warning); integer
+// keys (int64, uint64, uint32) are decimal, surrounding blanks ignored,
+// parsed strictly within the codec's range, and encoded little-endian (8
+// bytes, or 4 for uint32). n is the 'keys_file' value node.
 //
 // It checks every line and builds the list's filter; it returns the
 // file's text, how many keys it holds and, for a string list, whether
 // every key is a decimal integer (numeric), which collectKeys makes the
 // list's keys of once the walk of the rule file is done (see
 // finishPurges): the filter is ready for a probe (ParseOptions.KeysReady)
-// before the list's keys and their index are. An int64 list's keys are
+// before the list's keys and their index are. An integer list's keys are
 // kept encoded (spec.encoded) and their lines (spec.Lines) as they are
 // parsed.
 func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, keys int, numeric, ok bool) {
@@ -65,14 +65,15 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 	spec.initFilter(most)
 	// data is never written again: string keys are substrings of it.
 	text = unsafe.String(unsafe.SliceData(data), len(data))
-	isInt := spec.Codec == "int64"
-	var encoded []byte // an int64 list's keys, encoded, and their lines
+	width := spec.KeyWidth()
+	isInt := width > 0
+	var encoded []byte // an integer list's keys, encoded, and their lines
 	var lineOf []int
 	if isInt {
 		// Kept as they are parsed, for collectKeys: a second parse of
 		// the text took 4-5 ms of CPU for 100,000 keys, while the pass
 		// at open needed both cores.
-		encoded, lineOf = make([]byte, 0, 8*most), make([]int, 0, most)
+		encoded, lineOf = make([]byte, 0, width*most), make([]int, 0, most)
 		prefault.Slice(encoded)
 		prefault.Slice(lineOf)
 	}
@@ -93,15 +94,32 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 			}
 		}
 	}
-	var plain func(line int, v int64)
-	if isInt {
-		plain = func(line int, v int64) {
-			spec.filter.addHash(keyHash8(uint64(v)))
-			spec.filter.addExact(bits.ReverseBytes64(uint64(v)), true)
-			encoded = binary.LittleEndian.AppendUint64(encoded, uint64(v))
+	// record adds an integer key, given as its bits.
+	var record func(line int, v uint64)
+	switch width {
+	case 8:
+		record = func(line int, v uint64) {
+			spec.filter.addHash(keyHash8(v))
+			spec.filter.addExact(bits.ReverseBytes64(v), true)
+			encoded = binary.LittleEndian.AppendUint64(encoded, v)
 			lineOf = append(lineOf, line)
 			keys++
 		}
+	case 4:
+		record = func(line int, v uint64) {
+			enc := intKey(v, 4)
+			spec.filter.add(enc)
+			encoded = append(encoded, enc...)
+			lineOf = append(lineOf, line)
+			keys++
+		}
+	}
+	// The lines of an int64 list in their plainest form are read in one
+	// pass (plainInt64); the other integer codecs' lines are parsed one
+	// by one (their keys are never negative).
+	var plain func(line int, v int64)
+	if spec.Codec == "int64" {
+		plain = func(line int, v int64) { record(line, uint64(v)) }
 	}
 	lines := scanKeyLines(text, plain, func(line int, ln, t string) {
 		if !isInt {
@@ -124,25 +142,24 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 			keys++
 			return
 		}
-		v, ok := parseInt64(t)
-		if !ok {
+		v, why, hint := parseIntKey(t, spec.Codec)
+		if why != "" {
 			bad++
 			if bad <= maxKeyErrors {
-				why := "not a decimal integer"
-				if _, err := strconv.ParseInt(t, 10, 64); errors.Is(err, strconv.ErrRange) {
-					why = "out of int64 range" + uint64KeyHint(t)
+				if strings.HasPrefix(why, "not a decimal") {
+					why = "not a decimal integer"
 				}
-				p.keysErr(n, path, line, strings.Index(ln, t)+1, fmt.Sprintf("invalid int64 key %q: %s", t, why))
+				p.keysErr(n, path, line, strings.Index(ln, t)+1, fmt.Sprintf("invalid %s key %q: %s%s", spec.Codec, t, why, hint))
 			}
 			return
 		}
-		plain(line, v)
+		record(line, v)
 	}, comment)
 	if isInt && bad == 0 {
 		spec.encoded, spec.Lines = encoded, lineOf
 	}
 	if bad > maxKeyErrors {
-		p.keysErr(n, path, lines, 1, fmt.Sprintf("%d more invalid int64 keys not listed (%d in all)", bad-maxKeyErrors, bad))
+		p.keysErr(n, path, lines, 1, fmt.Sprintf("%d more invalid %s keys not listed (%d in all)", bad-maxKeyErrors, spec.Codec, bad))
 	}
 	switch {
 	case wsLines == 1:
@@ -178,7 +195,7 @@ func (p *parser) keysTextOK(n *yaml.Node, spec *PurgeKeysSpec, data []byte) bool
 		p.errAt(n, "keys_file", "keys file %q is UTF-16 (it starts with the byte order mark %X): keys are read as lines of UTF-8 text; save it as UTF-8", spec.KeysFile, data[:2])
 		return false
 	}
-	if spec.Codec == "int64" {
+	if spec.KeyWidth() > 0 {
 		return true // a key that is not a decimal number is an error
 	}
 	lineOf := func(i int) int { return bytes.Count(data[:i], []byte{'\n'}) + 1 }
@@ -206,15 +223,15 @@ func (p *parser) keysTextOK(n *yaml.Node, spec *PurgeKeysSpec, data []byte) bool
 
 // collectKeys sets the list's Keys and Lines to the keys of text, a keys
 // file that loadKeysFile read (without an invalid line) and found count
-// keys in, repeats included. The filter is not written. An int64 list's
+// keys in, repeats included. The filter is not written. An integer list's
 // keys are those loadKeysFile encoded, end to end in one buffer (one
 // allocation instead of one a key), which their strings share.
 func (s *PurgeKeysSpec) collectKeys(text string, count int) {
 	s.Keys = make([]string, 0, count)
 	prefault.Slice(s.Keys)
-	if s.Codec == "int64" {
-		for i := 0; i+8 <= len(s.encoded); i += 8 {
-			s.Keys = append(s.Keys, unsafe.String(&s.encoded[i], 8))
+	if w := s.KeyWidth(); w > 0 {
+		for i := 0; i+w <= len(s.encoded); i += w {
+			s.Keys = append(s.Keys, unsafe.String(&s.encoded[i], w))
 		}
 		return
 	}
@@ -350,15 +367,16 @@ func (p *parser) keysErr(n *yaml.Node, path string, line, col int, msg string) {
 	})
 }
 
-// uint64KeyHint says, of a decimal t out of int64 range, how an int64
-// list holds it when it is a uint64 (2^63 or more): as the int64 its 8
-// bytes read as, which the int64 codec encodes to the same 8 bytes a
-// uint64 slot stores (" (a uint64 key of 2^63 or more is listed as the
-// int64 of its 8 bytes: -1)"); "" for one that is no uint64 either.
+// uint64KeyHint says, of a decimal t out of int64 range, how a list holds
+// it when it is a uint64 (2^63 or more): with the uint64 codec, or, in an
+// int64 list, as the int64 its 8 bytes read as, which the int64 codec
+// encodes to the same 8 bytes a uint64 slot stores (" (a uint64 key: say
+// 'codec: uint64', or list it as the int64 of its 8 bytes, the key minus
+// 2^64: -1)"); "" for one that is no uint64 either.
 func uint64KeyHint(t string) string {
 	u, err := strconv.ParseUint(strings.TrimPrefix(t, "+"), 10, 64)
 	if err != nil || u <= math.MaxInt64 {
 		return ""
 	}
-	return fmt.Sprintf(" (a uint64 key of 2^63 or more is listed as the int64 of its 8 bytes, the key minus 2^64: %d)", int64(u))
+	return fmt.Sprintf(" (a uint64 key: say 'codec: uint64', or list it as the int64 of its 8 bytes, the key minus 2^64: %d)", int64(u))
 }

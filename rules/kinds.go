@@ -731,8 +731,8 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 	codecOK := true
 	if m.present("codec") {
 		c, cok := m.str("codec")
-		if cok && c != "string" && c != "int64" {
-			p.errAt(m.get("codec"), "codec", "'codec' must be 'string' or 'int64', got %q", c)
+		if cok && c != "string" && PurgeKeyWidth(c) == 0 {
+			p.errAt(m.get("codec"), "codec", "'codec' must be 'string', 'int64', 'uint64' or 'uint32', got %q", c)
 			cok = false
 		}
 		ok, codecOK = ok && cok, cok
@@ -863,10 +863,11 @@ func (p *parser) warnTypedKeys(n *yaml.Node) {
 // scope, when it has some: declared, the erasure's subjects are in slots
 // whose keys it cannot match (only undeclared slots' keys can). The slots
 // are those the declarations name at this rule, earlier renames and
-// remaps followed. The warning is taken back once every rule is read if
-// another purge_keys rule, of a codec that fits, has each of those slots
-// in its scope (see coveredCodecWarnings): an erasure of both string and
-// integer keys, each rule left unscoped, is what was meant.
+// remaps followed. The warning of an unscoped rule is taken back once
+// every rule is read if another purge_keys rule, of a codec that fits, has
+// each of those slots in its scope (see coveredCodecWarnings): an erasure
+// of both string and integer keys, each rule left unscoped, is what was
+// meant.
 func (p *parser) warnPurgeCodec(kn *yaml.Node, sc Scope, purgeCodec string) {
 	var codecs []string
 	var slots []codecSlot
@@ -891,7 +892,10 @@ func (p *parser) warnPurgeCodec(kn *yaml.Node, sc Scope, purgeCodec string) {
 	}
 	if len(codecs) > 0 {
 		p.warnAt(kn, "the slots declared in its scope have key codec %s, but purge_keys encodes keys with %s: it matches no key of theirs (only undeclared slots' keys)", strings.Join(codecs, ", "), purgeCodec)
-		p.codecWarns = append(p.codecWarns, codecWarning{warn: p.warns[len(p.warns)-1], purge: len(p.purges) - 1, slots: slots})
+		if sc.All() {
+			// (A rule scoped to an operator names the slots it means.)
+			p.codecWarns = append(p.codecWarns, codecWarning{warn: p.warns[len(p.warns)-1], purge: len(p.purges) - 1, slots: slots})
+		}
 	}
 }
 
@@ -999,7 +1003,9 @@ func purgeCodecFits(keyCodec, purgeCodec string) bool {
 	case "string", "bytes":
 		return purgeCodec == "string"
 	case "int64", "uint64":
-		return purgeCodec == "int64"
+		return purgeCodec == "int64" || purgeCodec == "uint64"
+	case "uint32":
+		return purgeCodec == "uint32"
 	}
 	return false
 }
@@ -1016,8 +1022,8 @@ func (p *parser) inlineKeys(n *yaml.Node, spec *PurgeKeysSpec) bool {
 	spec.initFilter(len(n.Content))
 	ok := true
 	want := "a string"
-	if spec.Codec == "int64" {
-		want = "a decimal int64"
+	if spec.KeyWidth() > 0 {
+		want = "a decimal " + spec.Codec
 	}
 	for i, kn := range n.Content {
 		if kn.Kind == yaml.AliasNode {
@@ -1031,21 +1037,19 @@ func (p *parser) inlineKeys(n *yaml.Node, spec *PurgeKeysSpec) bool {
 		}
 		s := kn.Value
 		enc := s
-		if spec.Codec == "int64" {
+		if spec.KeyWidth() > 0 {
 			t := strings.TrimSpace(s)
-			v, err := strconv.ParseInt(t, 10, 64)
 			decimal := kn.ShortTag() == "!!int" || kn.ShortTag() == "!!str"
-			switch {
-			case decimal && errors.Is(err, strconv.ErrRange):
-				p.errAt(kn, "keys", "key %d is out of int64 range: %q%s", i+1, s, uint64KeyHint(t))
-				ok = false
-				continue
-			case err != nil || !decimal:
-				p.errAt(kn, "keys", "key %d is not a decimal int64: %q", i+1, s)
+			v, why, hint := parseIntKey(t, spec.Codec)
+			if why == "" && !decimal {
+				why = "not a decimal " + spec.Codec // (a tag said otherwise)
+			}
+			if why != "" {
+				p.errAt(kn, "keys", "key %d is %s: %q%s", i+1, why, s, hint)
 				ok = false
 				continue
 			}
-			enc = int64Key(v)
+			enc = intKey(v, spec.KeyWidth())
 		}
 		spec.add(enc, i+1)
 	}
@@ -1139,13 +1143,49 @@ func (s *PurgeKeysSpec) compactEncoded() {
 
 // int64Key encodes an int64 user key as clink's int64_codec does: 8 bytes
 // little-endian two's complement.
-func int64Key(v int64) string {
+func int64Key(v int64) string { return intKey(uint64(v), 8) }
+
+// intKey encodes an integer user key of width bytes (8: int64 and uint64,
+// 4: uint32) as clink's codecs do: little-endian, two's complement; v is
+// the key's bits.
+func intKey(v uint64, width int) string {
 	var b [8]byte
-	u := uint64(v)
-	for i := range b {
-		b[i] = byte(u >> (8 * i))
+	for i := range width {
+		b[i] = byte(v >> (8 * i))
 	}
-	return string(b[:])
+	return string(b[:width])
+}
+
+// parseIntKey parses t, a key of an integer purge_keys codec (surrounding
+// blanks removed), as a decimal number of the codec's range, and returns
+// its bits; why says what is wrong with it ("" for nothing), and hint, if
+// not "", how to list it (see uint64KeyHint).
+func parseIntKey(t, codec string) (v uint64, why, hint string) {
+	if codec == "int64" {
+		if i, ok := parseInt64(t); ok {
+			return uint64(i), "", ""
+		}
+		if _, err := strconv.ParseInt(t, 10, 64); errors.Is(err, strconv.ErrRange) {
+			return 0, "out of int64 range", uint64KeyHint(t)
+		}
+		return 0, "not a decimal int64", ""
+	}
+	bits := 64
+	if codec == "uint32" {
+		bits = 32
+	}
+	u, err := strconv.ParseUint(strings.TrimPrefix(t, "+"), 10, bits)
+	switch {
+	case err == nil:
+		return u, "", ""
+	case errors.Is(err, strconv.ErrRange):
+		return 0, "out of " + codec + " range", ""
+	case strings.HasPrefix(t, "-"):
+		if _, err := strconv.ParseInt(t, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			return 0, "negative", " (a " + codec + " key is 0 or more)"
+		}
+	}
+	return 0, "not a decimal " + codec, ""
 }
 
 func (p *parser) parsePurgeExpired(kn, vn *yaml.Node) *PurgeExpiredSpec {

@@ -482,7 +482,8 @@ type DropSlotSpec struct {
 type PurgeKeysSpec struct {
 	// Scope restricts the purge; the zero scope purges everywhere.
 	Scope Scope `yaml:"-"`
-	// Codec is "string" or "int64" (DefaultPurgeCodec: "string").
+	// Codec is "string", or "int64", "uint64" or "uint32" (integer keys,
+	// see KeyWidth); DefaultPurgeCodec: "string".
 	Codec string `yaml:"codec"`
 	// KeysFile is 'keys_file' as written, "" for an inline 'keys' list.
 	KeysFile string `yaml:"keys_file"`
@@ -491,8 +492,8 @@ type PurgeKeysSpec struct {
 	Path string `yaml:"-"`
 	// FileDigest is the hex SHA-256 of the keys file, "" for an inline list.
 	FileDigest string `yaml:"-"`
-	// Keys are the encoded user keys (int64: 8 bytes little-endian) in file
-	// order, each once (Duplicates counts the repeats that were dropped).
+	// Keys are the encoded user keys (int64 and uint64: 8 bytes
+	// little-endian; uint32: 4) in file order, each once (Duplicates counts the repeats that were dropped).
 	Keys []string `yaml:"-"`
 	// Lines[i] is the 1-based line of Keys[i] in the keys file, or its
 	// 1-based position in an inline list.
@@ -518,17 +519,37 @@ func (p *PurgeKeysSpec) initFilter(n int) {
 // Len returns the number of distinct keys.
 func (p *PurgeKeysSpec) Len() int { return len(p.Keys) }
 
+// KeyWidth returns the bytes of each encoded key of an integer codec (8
+// for int64 and uint64, 4 for uint32), 0 for the string codec.
+func (p *PurgeKeysSpec) KeyWidth() int { return PurgeKeyWidth(p.Codec) }
+
+// PurgeKeyWidth returns the bytes of each encoded key of a purge_keys
+// codec: 8 for int64 and uint64, 4 for uint32, 0 for string (and any
+// other name).
+func PurgeKeyWidth(codec string) int {
+	switch codec {
+	case "int64", "uint64":
+		return 8
+	case "uint32":
+		return 4
+	}
+	return 0
+}
+
 // Display returns key i as written: the string itself, or the decimal
-// int64; a string that is not UTF-8 as 0x and its hex, which JSON keeps
+// integer; a string that is not UTF-8 as 0x and its hex, which JSON keeps
 // apart from another such key.
 func (p *PurgeKeysSpec) Display(i int) string {
 	k := p.Keys[i]
-	if p.Codec == "int64" && len(k) == 8 {
+	if w := p.KeyWidth(); w > 0 && len(k) == w {
 		var u uint64
-		for j := 7; j >= 0; j-- {
+		for j := w - 1; j >= 0; j-- {
 			u = u<<8 | uint64(k[j])
 		}
-		return strconv.FormatInt(int64(u), 10)
+		if p.Codec == "int64" {
+			return strconv.FormatInt(int64(u), 10)
+		}
+		return strconv.FormatUint(u, 10)
 	}
 	if !utf8.ValidString(k) {
 		// JSON would show each invalid byte as U+FFFD, and two keys alike.

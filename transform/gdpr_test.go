@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -931,7 +932,9 @@ func TestPurgeElementsLeftShortKeys(t *testing.T) {
 	if p.ElementsLeft != 12 || p.Remaining != 0 || !slices.Equal(p.CompositeLooking, []string{`op 7 slot "cart"`}) {
 		t.Errorf("elements %d, remaining %d, composite-looking %q; want 12, 0 and cart", p.ElementsLeft, p.Remaining, p.CompositeLooking)
 	}
-	if !slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "and it left at least 12 elements of listed keys there") }) {
+	if !slices.ContainsFunc(rep.Warnings, func(w string) bool {
+		return strings.Contains(w, "and it left at least 12 elements of listed keys there")
+	}) {
 		t.Errorf("no warning of 12 elements left: %q", rep.Warnings)
 	}
 	for _, c := range []struct {
@@ -1071,5 +1074,81 @@ func TestPurgeAuditAfterMovedAway(t *testing.T) {
 	// Op 8's alice is in 999's slot t; the purged rows went to 998's.
 	if p := rep.PerRule[0].Purge; p.Remaining != 0 || rep.RowsDropped != 1 {
 		t.Errorf("%d rows of listed keys remaining, %d dropped; want 0 and 1", p.Remaining, rep.RowsDropped)
+	}
+}
+
+// TestPurgeUnsignedKeys: purge_keys with codec uint64 and uint32 erases
+// the rows of slots storing such keys (4 bytes for uint32; a uint64 of
+// 2^63 or more listed as it is), composite elements of a declared uint32
+// slot too, and lists the keys in the audit as the decimals listed, by
+// their digests under KeyDigests; a uint32 purge leaves an 8-byte key of
+// the same number alone.
+func TestPurgeUnsignedKeys(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	u32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+	u64 := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+	keyed := func(op uint64, slot string, uk []byte) savepoint.Row {
+		return savepoint.Row{Op: op, Key: savepoint.EncodeKeyedKey([]byte(slot), uk), Value: []byte("v")}
+	}
+	rows := []savepoint.Row{
+		keyed(7, "u32", u32(3)), keyed(7, "u32", u32(4)), keyed(7, "u32", u32(4294967295)),
+		keyed(7, "set", append(u32(3), "\x1fa"...)), keyed(7, "set", append(u32(3), "\x1fb"...)), keyed(7, "set", append(u32(5), "\x1fa"...)),
+		keyed(8, "u64", u64(18446744073709551615)), keyed(8, "u64", u64(3)), keyed(8, "u64", u64(4)),
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, `version: 1
+slots:
+  - {op: 7, slot: u32, key: uint32}
+  - {op: 7, slot: set, key: uint32, composite: true}
+  - {op: 8, slot: u64, key: uint64}
+rules:
+  - purge_keys: {keys_file: keys32.txt, codec: uint32, op: 7}
+  - purge_keys: {keys: [18446744073709551615, 9], codec: uint64}
+  - purge_keys: {keys: [3], codec: uint32, op: 8}
+`, map[string]string{"keys32.txt": "3\n4294967295\n6\n"})
+	if len(set.Warnings) != 1 || !strings.Contains(set.Warnings[0].Msg, "key codec uint64, but purge_keys encodes keys with uint32") {
+		t.Errorf("rule warnings %v, want one: the uint32 purge of op 8's uint64 slot", set.Warnings)
+	}
+	out := filepath.Join(dir, "out.snap")
+	rep, err := run(t, in, set, transform.Options{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, r := range readRows(t, out) {
+		left = append(left, fmt.Sprintf("%d %x", r.Row.Op, r.Row.Key))
+	}
+	want := []string{
+		fmt.Sprintf("7 %x", savepoint.EncodeKeyedKey([]byte("set"), append(u32(5), "\x1fa"...))),
+		fmt.Sprintf("7 %x", savepoint.EncodeKeyedKey([]byte("u32"), u32(4))),
+		fmt.Sprintf("8 %x", savepoint.EncodeKeyedKey([]byte("u64"), u64(3))),
+		fmt.Sprintf("8 %x", savepoint.EncodeKeyedKey([]byte("u64"), u64(4))),
+	}
+	slices.Sort(left)
+	slices.Sort(want)
+	if !slices.Equal(left, want) {
+		t.Errorf("rows left:\n%s\nwant:\n%s", strings.Join(left, "\n"), strings.Join(want, "\n"))
+	}
+	p := ruleStats(t, rep, 1).Purge
+	if wantFound := []transform.KeyFound{{Key: "3", Rows: 3}, {Key: "4294967295", Rows: 1}}; !reflect.DeepEqual(p.Found, wantFound) || !slices.Equal(p.NotFound, []string{"6"}) {
+		t.Errorf("uint32 audit: found %+v, not found %q", p.Found, p.NotFound)
+	}
+	p = ruleStats(t, rep, 2).Purge
+	if wantFound := []transform.KeyFound{{Key: "18446744073709551615", Rows: 1}}; !reflect.DeepEqual(p.Found, wantFound) || !slices.Equal(p.NotFound, []string{"9"}) {
+		t.Errorf("uint64 audit: found %+v, not found %q", p.Found, p.NotFound)
+	}
+	if p := ruleStats(t, rep, 3); p.Dropped != 0 || p.Purge.KeysFound != 0 {
+		t.Errorf("the uint32 purge of op 8 dropped %d rows, found %d keys; want none", p.Dropped, p.Purge.KeysFound)
+	}
+	rep, err = run(t, in, set, transform.Options{DryRun: true, KeyDigests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("18446744073709551615"))
+	if f := ruleStats(t, rep, 2).Purge.Found; len(f) != 1 || f[0].Key != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Errorf("uint64 key's digest %+v, want the SHA-256 of its decimal text", f)
 	}
 }

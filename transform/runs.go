@@ -390,14 +390,15 @@ type compositeSamples struct{ n, like int }
 
 // compositeLike reports whether a user key looks like a composite key of
 // clink's ExpiringMapState or ExpiringListState (a key, 0x1F, an element)
-// whose key a purge_keys list of the codec could hold: 8 bytes and 0x1F
-// for int64 keys; for string keys, text before the first 0x1F (a byte no
+// whose key a purge_keys list of the codec could hold: the codec's width
+// and 0x1F for integer keys (8 bytes for int64 and uint64, 4 for uint32);
+// for string keys, text before the first 0x1F (a byte no
 // text key holds). A key of 8 bytes may be an int64 (3% of them hold a
 // 0x1F): it looks composite only if its element is text too
 // ("ab\x1fcart1", not 0x41 0x1F 0 0 0 0 0 0, the int64 8001).
 func compositeLike(uk []byte, codec string) bool {
-	if codec == "int64" {
-		return len(uk) > 9 && uk[8] == 0x1F
+	if w := rules.PurgeKeyWidth(codec); w > 0 {
+		return len(uk) > w+1 && uk[w] == 0x1F
 	}
 	i := bytes.IndexByte(uk, 0x1F)
 	if i <= 0 || i == len(uk)-1 || !printable(uk[:i]) {

@@ -3906,7 +3906,7 @@ func purgeAudit(p *rules.PurgeKeysSpec, rows, timers []int64, keys keyListing) *
 		switch {
 		case keys.lists == digestKeyLists:
 			key = digest.of(p, i)
-		case p.Codec != "int64":
+		case p.KeyWidth() == 0:
 			hexKey = savepoint.HexUnlessUTF8(p.Keys[i])
 		}
 		if t := timersOf(i); n > 0 || t > 0 {
@@ -3939,11 +3939,11 @@ func newKeyDigester(secret []byte) keyDigester {
 }
 
 // of is the audit's name of key i of p: "sha256:" and the hex SHA-256 of
-// the key as listed (an int64 key's decimal text, as Display gives it, a
-// string key's bytes), or "hmac-sha256:" and the hex HMAC of those bytes.
+// the key as listed (an integer key's decimal text, as Display gives it,
+// a string key's bytes), or "hmac-sha256:" and the hex HMAC of those bytes.
 func (d *keyDigester) of(p *rules.PurgeKeysSpec, i int) string {
 	b := []byte(p.Keys[i])
-	if p.Codec == "int64" {
+	if p.KeyWidth() > 0 {
 		b = []byte(p.Display(i))
 	}
 	if d.mac == nil {
