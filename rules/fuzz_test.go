@@ -67,12 +67,13 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzKeysFile reads arbitrary bytes as the keys file of a string list and
-// of an int64 list. Either the rules load, or they fail with an *Errors
+// of an int64, a uint64 and a uint32 list. Either the rules load, or they fail with an *Errors
 // whose problems have positions; when they load, each list's keys are
 // exactly the file's key lines (a UTF-8 byte order mark, a line's final
 // '\r', blank lines and lines whose first non-blank byte is '#' left out;
-// a string key is the line as is, an int64 key the decimal between the
-// blanks, 8 bytes little-endian), each once in file order with its line
+// a string key is the line as is, an integer key the decimal between the
+// blanks, little-endian in 8 bytes (int64, uint64) or 4 (uint32)), each
+// once in file order with its line
 // number, and each is found by Lookup and passed by MayMatch.
 func FuzzKeysFile(f *testing.F) {
 	for _, name := range []string{"erasure.txt", "int64-keys.txt", "bad-int64-keys.txt"} {
@@ -84,9 +85,10 @@ func FuzzKeysFile(f *testing.F) {
 	}
 	f.Add([]byte("\xef\xbb\xbfalice\r\n\r\n# comment\r\n   # x\r\nbob \r\n  carol\n#anna\nalice\nlast"))
 	f.Add([]byte("1\n +2\n\t-3\t\n-9223372036854775808\n9223372036854775808\n"))
+	f.Add([]byte("0\n4294967295\n4294967296\n18446744073709551615\n+7\n007\n"))
 	f.Add([]byte("alice\rbob\r"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, codec := range []string{"string", "int64"} {
+		for _, codec := range []string{"string", "int64", "uint64", "uint32"} {
 			checkKeysFile(t, data, codec)
 		}
 	})
@@ -120,12 +122,23 @@ func checkKeysFile(t *testing.T, data []byte, codec string) {
 			continue
 		}
 		k := ln
-		if codec == "int64" {
+		switch codec {
+		case "int64":
 			v, err := strconv.ParseInt(tr, 10, 64)
 			if err != nil {
 				t.Fatalf("line %d: %q is no int64, but the int64 list loaded", i+1, tr)
 			}
 			k = string(binary.LittleEndian.AppendUint64(nil, uint64(v)))
+		case "uint64", "uint32":
+			bits := 64
+			if codec == "uint32" {
+				bits = 32
+			}
+			v, err := strconv.ParseUint(strings.TrimPrefix(tr, "+"), 10, bits)
+			if err != nil {
+				t.Fatalf("line %d: %q is no %s, but the %s list loaded", i+1, tr, codec, codec)
+			}
+			k = string(binary.LittleEndian.AppendUint64(nil, v)[:bits/8])
 		}
 		if !seen[k] {
 			seen[k] = true

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/expr-lang/expr/vm"
@@ -70,7 +71,13 @@ func runLint(ctx context.Context, s *Streams, args []string) int {
 	for _, w := range set.Warnings {
 		fmt.Fprintf(out, "warning: %s\n", w)
 	}
-	fmt.Fprintf(out, "%s: ok (%d rules, %d slot declarations, %d warnings)\n", fs.Arg(0), len(set.Rules), len(set.Slots), len(set.Warnings))
+	n := func(k int, what string) string {
+		if k == 1 {
+			return "1 " + what
+		}
+		return strconv.Itoa(k) + " " + what + "s"
+	}
+	fmt.Fprintf(out, "%s: ok (%s, %s, %s)\n", fs.Arg(0), n(len(set.Rules), "rule"), n(len(set.Slots), "slot declaration"), n(len(set.Warnings), "warning"))
 	return ExitOK
 }
 
