@@ -1,8 +1,11 @@
 package rules
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
+	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,12 +89,50 @@ func FuzzKeysFile(f *testing.F) {
 	f.Add([]byte("\xef\xbb\xbfalice\r\n\r\n# comment\r\n   # x\r\nbob \r\n  carol\n#anna\nalice\nlast"))
 	f.Add([]byte("1\n +2\n\t-3\t\n-9223372036854775808\n9223372036854775808\n"))
 	f.Add([]byte("0\n4294967295\n4294967296\n18446744073709551615\n+7\n007\n"))
+	f.Add([]byte("-0\n 4294967295\n+007\n"))
 	f.Add([]byte("alice\rbob\r"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, codec := range []string{"string", "int64", "uint64", "uint32"} {
 			checkKeysFile(t, data, codec)
 		}
 	})
+}
+
+// intLinesValid reports whether data, as a keys file, lists at least one
+// key and every key line holds a decimal number (an optional sign, ASCII
+// digits, surrounding blanks) within the range of the integer codec: read
+// with math/big, apart from the parser's own reading.
+func intLinesValid(data []byte, codec string) bool {
+	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+		return false // UTF-16, refused
+	}
+	lo, hi := new(big.Int), new(big.Int)
+	switch codec {
+	case "int64":
+		lo.SetInt64(math.MinInt64)
+		hi.SetInt64(math.MaxInt64)
+	case "uint64":
+		hi.SetUint64(math.MaxUint64)
+	case "uint32":
+		hi.SetUint64(math.MaxUint32)
+	}
+	keys := 0
+	for _, ln := range strings.Split(strings.TrimPrefix(string(data), "\xef\xbb\xbf"), "\n") {
+		tr := strings.Trim(strings.TrimSuffix(ln, "\r"), " \t")
+		if tr == "" || tr[0] == '#' {
+			continue
+		}
+		digits := strings.TrimLeft(tr, "+-")
+		if len(tr)-len(digits) > 1 || digits == "" || strings.Trim(digits, "0123456789") != "" {
+			return false
+		}
+		v, ok := new(big.Int).SetString(tr, 10)
+		if !ok || v.Cmp(lo) < 0 || v.Cmp(hi) > 0 {
+			return false
+		}
+		keys++
+	}
+	return keys > 0
 }
 
 func checkKeysFile(t *testing.T, data []byte, codec string) {
@@ -108,6 +149,9 @@ func checkKeysFile(t *testing.T, data []byte, codec string) {
 			if e.Line < 1 || e.Col < 1 || e.Msg == "" {
 				t.Fatalf("%s: problem without position or text: %+v", codec, e)
 			}
+		}
+		if codec != "string" && intLinesValid(data, codec) {
+			t.Fatalf("%s: a list of valid keys refused: %v", codec, err)
 		}
 		return
 	}
@@ -130,15 +174,15 @@ func checkKeysFile(t *testing.T, data []byte, codec string) {
 			}
 			k = string(binary.LittleEndian.AppendUint64(nil, uint64(v)))
 		case "uint64", "uint32":
-			bits := 64
+			width := 8
 			if codec == "uint32" {
-				bits = 32
+				width = 4
 			}
-			v, err := strconv.ParseUint(strings.TrimPrefix(tr, "+"), 10, bits)
-			if err != nil {
+			v, ok := new(big.Int).SetString(tr, 10)
+			if !ok || v.Sign() < 0 || v.BitLen() > 8*width {
 				t.Fatalf("line %d: %q is no %s, but the %s list loaded", i+1, tr, codec, codec)
 			}
-			k = string(binary.LittleEndian.AppendUint64(nil, v)[:bits/8])
+			k = string(binary.LittleEndian.AppendUint64(nil, v.Uint64())[:width])
 		}
 		if !seen[k] {
 			seen[k] = true

@@ -812,16 +812,19 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 			}
 		}
 	} else {
-		p.warnPurgeCodec(kn, sc, spec.Codec)
+		// A text list of integers alone may be a list whose codec was
+		// forgotten: its warning is not taken back.
+		integers := numericFile || hasKeys && spec.Codec == "string" && allIntScalars(m.get("keys"))
+		p.warnPurgeCodec(kn, sc, spec.Codec, integers)
 	}
 	if numericFile && len(p.warns) == declared {
 		// The inline list's case below, where a file cannot quote its
 		// keys: the codec said is the way to keep them text. (A slot
 		// declared with an integer key codec was warned of above.)
-		p.warnAt(m.get("keys_file"), "keys file %q lists only decimal integers, but they are matched as text (codec string, the default): a key a slot stores as an 8-byte integer (int64 or uint64 codec) is found only with 'codec: int64'; say 'codec: string' if the keys are text", spec.KeysFile)
+		p.warnAt(m.get("keys_file"), "keys file %q lists only decimal integers, but they are matched as text (codec string, the default): a key a slot stores as an integer is found only with an integer codec ('codec: int64' for an int64 or uint64 slot's, 'codec: uint32' for a uint32 slot's); say 'codec: string' if the keys are text", spec.KeysFile)
 	}
 	if hasKeys && spec.Codec == "string" && allIntScalars(m.get("keys")) {
-		p.warnAt(m.get("keys"), "purge_keys lists its keys as integers, but matches them as text (codec string, the default): a key a slot stores as an 8-byte integer (int64 or uint64 codec) is found only with 'codec: int64'")
+		p.warnAt(m.get("keys"), "purge_keys lists its keys as integers, but matches them as text (codec string, the default): a key a slot stores as an integer is found only with an integer codec ('codec: int64' for an int64 or uint64 slot's, 'codec: uint32' for a uint32 slot's)")
 	}
 	if hasKeys && spec.Codec == "string" {
 		p.warnTypedKeys(m.get("keys"))
@@ -867,8 +870,10 @@ func (p *parser) warnTypedKeys(n *yaml.Node) {
 // every rule is read if another purge_keys rule, of a codec that fits, has
 // each of those slots in its scope (see coveredCodecWarnings): an erasure
 // of both string and integer keys, each rule left unscoped, is what was
-// meant.
-func (p *parser) warnPurgeCodec(kn *yaml.Node, sc Scope, purgeCodec string) {
+// meant. It is not when the rule, of codec string, lists integers alone
+// (integers: its codec may have been forgotten), nor in a file whose rules
+// rename a slot or remap an operator.
+func (p *parser) warnPurgeCodec(kn *yaml.Node, sc Scope, purgeCodec string, integers bool) {
 	var codecs []string
 	var slots []codecSlot
 	names := slices.SortedFunc(maps.Keys(p.view), func(a, b slotName) int {
@@ -892,8 +897,9 @@ func (p *parser) warnPurgeCodec(kn *yaml.Node, sc Scope, purgeCodec string) {
 	}
 	if len(codecs) > 0 {
 		p.warnAt(kn, "the slots declared in its scope have key codec %s, but purge_keys encodes keys with %s: it matches no key of theirs (only undeclared slots' keys)", strings.Join(codecs, ", "), purgeCodec)
-		if sc.All() {
-			// (A rule scoped to an operator names the slots it means.)
+		if sc.All() && !integers {
+			// (A rule scoped to an operator names the slots it means; a
+			// text list of integers alone may have lost its codec.)
 			p.codecWarns = append(p.codecWarns, codecWarning{warn: p.warns[len(p.warns)-1], purge: len(p.purges) - 1, slots: slots})
 		}
 	}
@@ -917,6 +923,10 @@ type codecWarning struct {
 // slots another purge_keys rule, of a codec that fits each, has in its
 // scope.
 func (p *parser) coveredCodecWarnings() {
+	if slices.ContainsFunc(p.set.Rules, func(r *Rule) bool { return r.Kind == KindRenameSlot || r.Kind == KindRemapOperator }) {
+		// The other purges' scopes may name the slots otherwise.
+		return
+	}
 	for _, cw := range p.codecWarns {
 		covered := func(s codecSlot) bool {
 			return slices.ContainsFunc(p.purges, func(l purgeList) bool {
@@ -1181,7 +1191,11 @@ func parseIntKey(t, codec string) (v uint64, why, hint string) {
 	case errors.Is(err, strconv.ErrRange):
 		return 0, "out of " + codec + " range", ""
 	case strings.HasPrefix(t, "-"):
-		if _, err := strconv.ParseInt(t, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		v, err := strconv.ParseInt(t, 10, 64)
+		if err == nil && v == 0 {
+			return 0, "", "" // -0, as an int64 list reads it
+		}
+		if err == nil || errors.Is(err, strconv.ErrRange) {
 			return 0, "negative", " (a " + codec + " key is 0 or more)"
 		}
 	}

@@ -772,6 +772,8 @@ func TestPurgeKeysCodecWarningTakenBack(t *testing.T) {
 		{"  - purge_keys: {keys: [7], codec: int64}\n  - purge_keys: {op: 8, keys: [u]}\n", 1},
 		{"  - purge_keys: {keys: [7], codec: int64}\n  - purge_keys: {keys: [8], codec: int64}\n", 2},
 		{"  - purge_keys: {op: 8, keys: [7], codec: int64}\n  - purge_keys: {keys: [u]}\n", 1},
+		// The other purge's scope names the slots before a rename.
+		{"  - purge_keys: {keys: [7], codec: int64}\n  - rename_slot: {op: 8, from: c, to: e}\n  - purge_keys: {keys: [u]}\n", 1},
 	} {
 		set := parseOne(t, slots+c.rules)
 		n := 0
@@ -782,6 +784,49 @@ func TestPurgeKeysCodecWarningTakenBack(t *testing.T) {
 		}
 		if n != c.warn || len(set.Warnings) != n {
 			t.Errorf("%s: warnings %v, want %d of the codec", c.rules, set.Warnings, c.warn)
+		}
+	}
+}
+
+// TestPurgeKeysIntegersAsTextWarned: a text list of integers alone over a
+// slot declared with integer keys is warned of, though another purge of
+// the integer codec covers the slot: its codec may have been forgotten.
+// So is one whose covering purge names the slot before a rename.
+func TestPurgeKeysIntegersAsTextWarned(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ids.txt"), []byte("42\n1001\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const codecWarning = "key codec int64, but purge_keys encodes keys with string"
+	for _, c := range []struct {
+		rules string
+		want  []string
+	}{
+		{"  - purge_keys: {keys_file: ids.txt}\n  - purge_keys: {keys: [1], codec: int64, op: 8, slot: u}\n", []string{codecWarning}},
+		{"  - purge_keys: {keys: [42, 1001]}\n  - purge_keys: {keys: [1], codec: int64, op: 8, slot: u}\n", []string{codecWarning, "lists its keys as integers"}},
+		{"  - purge_keys: {keys: [alice]}\n  - purge_keys: {keys: [1], codec: int64, op: 8, slot: u}\n", nil},
+		{"  - purge_keys: {keys: [alice]}\n  - rename_slot: {op: 8, from: u, to: v}\n  - purge_keys: {keys: [1], codec: int64, op: 8, slot: u}\n", []string{codecWarning}},
+	} {
+		path := filepath.Join(dir, "r.yaml")
+		if err := os.WriteFile(path, []byte("version: 1\nslots:\n  - {op: 8, slot: u, key: int64}\nrules:\n"+c.rules), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		set, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, w := range set.Warnings {
+			if !strings.Contains(w.Msg, "has no rows") && !strings.Contains(w.Msg, "no declared slot") {
+				got = append(got, w.Msg)
+			}
+		}
+		ok := len(got) == len(c.want)
+		for i := 0; ok && i < len(got); i++ {
+			ok = strings.Contains(got[i], c.want[i])
+		}
+		if !ok {
+			t.Errorf("%s: warnings %q, want %q", c.rules, got, c.want)
 		}
 	}
 }
@@ -1166,7 +1211,7 @@ func TestPurgeKeysUnsignedCodecs(t *testing.T) {
 	dir := t.TempDir()
 	for name, body := range map[string]string{
 		"u64.txt":     "18446744073709551615\n  7 \n+9\n",
-		"u32.txt":     "4294967295\n0\n",
+		"u32.txt":     "4294967295\n-00\n",
 		"u64bad.txt":  "-1\n18446744073709551616\nx\n",
 		"u32bad.txt":  "4294967296\n-0x1\n",
 		"u32dupe.txt": "5\n05\n+5\n",
@@ -1211,7 +1256,7 @@ func TestPurgeKeysUnsignedCodecs(t *testing.T) {
 		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
-	set, err := load(`  - purge_keys: {keys: [18446744073709551615, 0], codec: uint64}
+	set, err := load(`  - purge_keys: {keys: [18446744073709551615, "-0"], codec: uint64}
   - purge_keys: {keys_file: u64.txt, codec: uint64}
   - purge_keys: {keys: [4294967295, "+12"], codec: uint32}
   - purge_keys: {keys_file: u32.txt, codec: uint32}

@@ -1152,3 +1152,30 @@ rules:
 		t.Errorf("uint64 key's digest %+v, want the SHA-256 of its decimal text", f)
 	}
 }
+
+// TestPurgeUint32NotCompositeOverInt64: 8-byte integer keys whose fifth
+// byte is 0x1F do not look like a uint32 key, 0x1F and an element to a
+// uint32 purge: the slot is not named composite-looking, no element is
+// said to be left, and its rows are kept.
+func TestPurgeUint32NotCompositeOverInt64(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	var rows []savepoint.Row
+	for _, k := range []uint64{0x1F00000003, 0x1F00000004, 0x1F00000005} {
+		rows = append(rows, savepoint.Row{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("ids"), binary.LittleEndian.AppendUint64(nil, k)), Value: []byte("v")})
+	}
+	// A uint32 key 3, 0x1F and a text element does look composite.
+	rows = append(rows, savepoint.Row{Op: 9, Key: savepoint.EncodeKeyedKey([]byte("set"), []byte("\x03\x00\x00\x00\x1fsku-1")), Value: []byte("v")})
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: [3], codec: uint32}\n", nil)
+	rep, err := run(t, in, set, transform.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ruleStats(t, rep, 1)
+	if !slices.Equal(p.Purge.CompositeLooking, []string{`op 9 slot "set"`}) || p.Purge.ElementsLeft != 1 || p.Dropped != 0 {
+		t.Errorf("composite-looking %q, elements left %d, dropped %d; want only op 9's slot, 1 and 0", p.Purge.CompositeLooking, p.Purge.ElementsLeft, p.Dropped)
+	}
+}

@@ -227,7 +227,8 @@ type PurgeAudit struct {
 	// element (as clink's expiring collections store their elements),
 	// which it matched whole and so left. They are counted in the key
 	// groups whose first key in the slot looks composite (a key the
-	// purge's codec could hold, 8 bytes for int64, text for string, then
+	// purge's codec could hold, 8 bytes for int64 and uint64, 4 for
+	// uint32, text for string, then
 	// 0x1F and an element), which in a slot of clink's expiring
 	// collections is all of them (a slot that mixes plain keys and
 	// composite ones may hide some); Remaining does not count them.
@@ -481,7 +482,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			if slices.ContainsFunc(rr.Groups, func(g RescaleGroupReport) bool { return g.Action == "copy" }) {
 				of = " of the rescaled groups"
 			}
-			ew.printf("  keyed rows and legacy raw keys%s: %d in, %d written, %d stale copies dropped%s (their owner's input file holds the key, or its changelog erases it: the owner's copy is the authoritative one)", of, rr.KeyedIn, rr.KeyedOut, rr.StaleCopies, rawAmong(rr.StaleRaw))
+			ew.printf("  keyed rows and legacy raw keys%s: %d in, %d written, %d stale copies dropped%s (their owner's input file holds the key, or its changelog erases it: the owner's state is the authoritative one)", of, rr.KeyedIn, rr.KeyedOut, rr.StaleCopies, rawAmong(rr.StaleRaw))
 			if rr.Lost > 0 {
 				ew.printf(", %d lost rows dropped%s (held only outside their owner's file: no restore at the old layout holds them)", rr.Lost, rawAmong(rr.LostRaw))
 			}

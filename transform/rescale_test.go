@@ -2772,7 +2772,7 @@ func TestRescaleLostRows(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"2 stale copies dropped (their owner's input file holds the key, or its changelog erases it: the owner's copy is the authoritative one), 6 lost rows dropped", fmt.Sprintf("lost: op 1 key group %d key %x", l1[0], l1)} {
+	for _, line := range []string{"2 stale copies dropped (their owner's input file holds the key, or its changelog erases it: the owner's state is the authoritative one), 6 lost rows dropped", fmt.Sprintf("lost: op 1 key group %d key %x", l1[0], l1)} {
 		if !strings.Contains(text.String(), line) {
 			t.Errorf("text report lacks %q:\n%s", line, text.String())
 		}

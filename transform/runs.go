@@ -395,10 +395,14 @@ type compositeSamples struct{ n, like int }
 // for string keys, text before the first 0x1F (a byte no
 // text key holds). A key of 8 bytes may be an int64 (3% of them hold a
 // 0x1F): it looks composite only if its element is text too
-// ("ab\x1fcart1", not 0x41 0x1F 0 0 0 0 0 0, the int64 8001).
+// ("ab\x1fcart1", not 0x41 0x1F 0 0 0 0 0 0, the int64 8001; for uint32
+// keys, not 3 0 0 0 0x1F 0 0 0, the int64 133143986179).
 func compositeLike(uk []byte, codec string) bool {
 	if w := rules.PurgeKeyWidth(codec); w > 0 {
-		return len(uk) > w+1 && uk[w] == 0x1F
+		if len(uk) <= w+1 || uk[w] != 0x1F {
+			return false
+		}
+		return len(uk) != 8 || printable(uk[w+1:])
 	}
 	i := bytes.IndexByte(uk, 0x1F)
 	if i <= 0 || i == len(uk)-1 || !printable(uk[:i]) {
