@@ -1164,14 +1164,7 @@ rules:
 		t.Fatal(err)
 	}
 	_, err := Load(path)
-	var errs *Errors
-	if !errors.As(err, &errs) {
-		t.Fatalf("load: %v", err)
-	}
-	var got []string
-	for _, e := range errs.List {
-		got = append(got, fmt.Sprintf("%s:%d:%d: %s", filepath.Base(e.File), e.Line, e.Col, e.Msg))
-	}
+	got := problemLines(t, err)
 	want := []string{
 		`r.yaml:3:25: key 1 is out of int64 range: "18446744073709551615" (a uint64 key: say 'codec: uint64', or list it as the int64 of its 8 bytes, the key minus 2^64: -1)`,
 		`r.yaml:3:47: key 2 is out of int64 range: "9223372036854775808" (a uint64 key: say 'codec: uint64', or list it as the int64 of its 8 bytes, the key minus 2^64: -9223372036854775808)`,
@@ -1232,14 +1225,7 @@ func TestPurgeKeysUnsignedCodecs(t *testing.T) {
   - purge_keys: {keys_file: u64bad.txt, codec: uint64}
   - purge_keys: {keys_file: u32bad.txt, codec: uint32}
 `)
-	var errs *Errors
-	if !errors.As(err, &errs) {
-		t.Fatalf("load: %v", err)
-	}
-	var got []string
-	for _, e := range errs.List {
-		got = append(got, fmt.Sprintf("%s:%d:%d: %s", filepath.Base(e.File), e.Line, e.Col, e.Msg))
-	}
+	got := problemLines(t, err)
 	want := []string{
 		`r.yaml:3:25: key 1 is negative: "-1" (a uint64 key is 0 or more)`,
 		`r.yaml:3:29: key 2 is out of uint64 range: "18446744073709551616"`,
@@ -1329,4 +1315,19 @@ func mayHave(p *PurgeKeysSpec, key []byte) int {
 	n := 0
 	p.MayMatchColumn(key, []int32{0, int32(len(key))}, 0, 0, func(int) { n++ })
 	return n
+}
+
+// problemLines returns the problems of err, a load's *Errors, as
+// "file:line:col: message" with the file's base name.
+func problemLines(t *testing.T, err error) []string {
+	t.Helper()
+	var errs *Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("load: %v", err)
+	}
+	var got []string
+	for _, e := range errs.List {
+		got = append(got, fmt.Sprintf("%s:%d:%d: %s", filepath.Base(e.File), e.Line, e.Col, e.Msg))
+	}
+	return got
 }
