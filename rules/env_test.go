@@ -646,11 +646,14 @@ func TestKeysFileFormat(t *testing.T) {
 	// with a key that is not one, it is not.
 	write("n.txt", "7\n-7\n\n# ids\n")
 	write("m.txt", "7\nalice\n")
+	write("u.txt", "18446744073709551615\n9223372036854775808\n")
 	for _, tc := range []struct {
 		rule string
 		warn bool
 	}{
 		{"{keys_file: n.txt}", true},
+		{"{keys_file: u.txt}", true}, // uint64 keys of 2^63 or more
+		{"{keys_file: u.txt, codec: uint64}", false},
 		{"{keys_file: n.txt, codec: string}", false},
 		{"{keys_file: n.txt, codec: int64}", false},
 		{"{keys_file: m.txt}", false},
@@ -659,7 +662,9 @@ func TestKeysFileFormat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const want = `keys file "n.txt" lists only decimal integers, but they are matched as text (codec string, the default)`
+		file := strings.TrimSuffix(strings.TrimPrefix(tc.rule, "{keys_file: "), "}")
+		file, _, _ = strings.Cut(file, ",")
+		want := fmt.Sprintf(`keys file %q lists only decimal integers, but they are matched as text (codec string, the default)`, file)
 		warned := slices.ContainsFunc(set.Warnings, func(w *Warning) bool { return strings.Contains(w.Msg, want) })
 		if warned != tc.warn || len(set.Warnings) > 1 {
 			t.Errorf("%s: warnings %v, want the integers' warning: %v", tc.rule, set.Warnings, tc.warn)

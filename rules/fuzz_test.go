@@ -100,8 +100,8 @@ func FuzzKeysFile(f *testing.F) {
 
 // intLinesValid reports whether data, as a keys file, lists at least one
 // key and every key line holds a decimal number (an optional sign, ASCII
-// digits, surrounding blanks) within the range of the integer codec: read
-// with math/big, apart from the parser's own reading.
+// digits, surrounding white space) within the range of the integer codec:
+// read with math/big, apart from the parser's own reading.
 func intLinesValid(data []byte, codec string) bool {
 	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
 		return false // UTF-16, refused
@@ -118,7 +118,7 @@ func intLinesValid(data []byte, codec string) bool {
 	}
 	keys := 0
 	for _, ln := range strings.Split(strings.TrimPrefix(string(data), "\xef\xbb\xbf"), "\n") {
-		tr := strings.Trim(strings.TrimSuffix(ln, "\r"), " \t")
+		tr := strings.TrimSpace(strings.TrimSuffix(ln, "\r"))
 		if tr == "" || tr[0] == '#' {
 			continue
 		}

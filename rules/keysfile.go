@@ -136,7 +136,7 @@ func (p *parser) loadKeysFile(n *yaml.Node, spec *PurgeKeysSpec) (text string, k
 				}
 			}
 			if numeric {
-				_, numeric = parseInt64(t)
+				numeric = decimalInteger(t)
 			}
 			spec.filter.add(ln)
 			keys++
@@ -329,6 +329,16 @@ func plainInt64(text string, start int) (v int64, next int, ok bool) {
 		return -int64(u), i, true
 	}
 	return int64(u), i, true
+}
+
+// decimalInteger reports whether t is a decimal integer that an integer
+// codec could list: an int64, or a uint64 of 2^63 or more.
+func decimalInteger(t string) bool {
+	if _, ok := parseInt64(t); ok {
+		return true
+	}
+	_, err := strconv.ParseUint(strings.TrimPrefix(t, "+"), 10, 64)
+	return err == nil
 }
 
 // parseInt64 is strconv.ParseInt(s, 10, 64) without the error's

@@ -821,10 +821,10 @@ func (p *parser) parsePurgeKeys(kn, vn *yaml.Node) *PurgeKeysSpec {
 		// The inline list's case below, where a file cannot quote its
 		// keys: the codec said is the way to keep them text. (A slot
 		// declared with an integer key codec was warned of above.)
-		p.warnAt(m.get("keys_file"), "keys file %q lists only decimal integers, but they are matched as text (codec string, the default): a key a slot stores as an integer is found only with an integer codec ('codec: int64' for an int64 or uint64 slot's, 'codec: uint32' for a uint32 slot's); say 'codec: string' if the keys are text", spec.KeysFile)
+		p.warnAt(m.get("keys_file"), "keys file %q lists only decimal integers, but they are matched as text (codec string, the default): a key a slot stores as an integer is found only with an integer codec ('codec: int64' or 'uint64' for an int64 or uint64 slot's, 'codec: uint32' for a uint32 slot's); say 'codec: string' if the keys are text", spec.KeysFile)
 	}
 	if hasKeys && spec.Codec == "string" && allIntScalars(m.get("keys")) {
-		p.warnAt(m.get("keys"), "purge_keys lists its keys as integers, but matches them as text (codec string, the default): a key a slot stores as an integer is found only with an integer codec ('codec: int64' for an int64 or uint64 slot's, 'codec: uint32' for a uint32 slot's)")
+		p.warnAt(m.get("keys"), "purge_keys lists its keys as integers, but matches them as text (codec string, the default): a key a slot stores as an integer is found only with an integer codec ('codec: int64' or 'uint64' for an int64 or uint64 slot's, 'codec: uint32' for a uint32 slot's)")
 	}
 	if hasKeys && spec.Codec == "string" {
 		p.warnTypedKeys(m.get("keys"))
@@ -1127,9 +1127,9 @@ func (s *PurgeKeysSpec) buildIndex() {
 	s.compactEncoded()
 }
 
-// compactEncoded moves the encodings of an int64 keys file's keys (once
-// its repeats are dropped) to the start of their buffer, key i at 8*i,
-// and gives the index the buffer (keyIndex.words). Key i lies at 8*j for
+// compactEncoded moves the encodings of an 8-byte integer keys file's
+// keys (once its repeats are dropped) to the start of their buffer, key i
+// at 8*i, and gives the index the buffer (keyIndex.words). Key i lies at 8*j for
 // some j >= i, and every key after it further on, so each move writes
 // over a repeat's bytes or its own.
 func (s *PurgeKeysSpec) compactEncoded() {
@@ -1138,7 +1138,7 @@ func (s *PurgeKeysSpec) compactEncoded() {
 	}
 	for i, k := range s.Keys {
 		if len(k) != 8 {
-			return // (never: an int64 list's keys are 8 bytes)
+			return // a uint32 list's: 4 bytes, compared as strings
 		}
 		at := s.encoded[8*i : 8*i+8]
 		if unsafe.StringData(k) == &at[0] {

@@ -797,12 +797,16 @@ func TestPurgeKeysIntegersAsTextWarned(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ids.txt"), []byte("42\n1001\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte("1001\n18446744073709551615\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	const codecWarning = "key codec int64, but purge_keys encodes keys with string"
 	for _, c := range []struct {
 		rules string
 		want  []string
 	}{
 		{"  - purge_keys: {keys_file: ids.txt}\n  - purge_keys: {keys: [1], codec: int64, op: 8, slot: u}\n", []string{codecWarning}},
+		{"  - purge_keys: {keys_file: big.txt}\n  - purge_keys: {keys: [1], codec: uint64, op: 8, slot: u}\n", []string{codecWarning}},
 		{"  - purge_keys: {keys: [42, 1001]}\n  - purge_keys: {keys: [1], codec: int64, op: 8, slot: u}\n", []string{codecWarning, "lists its keys as integers"}},
 		{"  - purge_keys: {keys: [alice]}\n  - purge_keys: {keys: [1], codec: int64, op: 8, slot: u}\n", nil},
 		{"  - purge_keys: {keys: [alice]}\n  - rename_slot: {op: 8, from: u, to: v}\n  - purge_keys: {keys: [1], codec: int64, op: 8, slot: u}\n", []string{codecWarning}},

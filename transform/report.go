@@ -278,7 +278,7 @@ func (p *PurgeAudit) remainingWhat() string {
 // KeyFound is a purged key and the rows and timers removed for it (a key
 // whose only data was timers is found too).
 type KeyFound struct {
-	// Key is the key as listed: an int64 list's in decimal, a string
+	// Key is the key as listed: an integer list's in decimal, a string
 	// list's as its text, or, when it is not valid UTF-8, as 0x and its hex;
 	// under Options.KeyDigests, "sha256:" and the hex SHA-256 of the key
 	// as listed, or "hmac-sha256:" and its hex HMAC-SHA256 under

@@ -117,7 +117,7 @@ type Options struct {
 	KeyCountsOnly bool
 	// KeyDigests gives each key of the erasure audits' lists (PurgeAudit's
 	// Found and NotFound) as "sha256:" and the hex SHA-256 of the key as
-	// listed (an int64 key's decimal text, a string key's bytes) instead
+	// listed (an integer key's decimal text, a string key's bytes) instead
 	// of the key, and leaves out their hex forms (KeyFound.KeyHex,
 	// NotFoundHex): a report kept as an erasure's record then names no
 	// erased key, and whether a key was among those found is checked by
