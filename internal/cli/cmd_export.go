@@ -163,7 +163,7 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 		if proj == "" {
 			proj = export.Canonical
 		}
-		what += fmt.Sprintf(" %s, %d row group%s", proj, res.RowGroups, exportPlural(res.RowGroups))
+		what += fmt.Sprintf(" %s, %d row group%s", proj, res.RowGroups, pluralS(res.RowGroups))
 	}
 	view := "logical rows"
 	if opts.PerFile {
@@ -173,11 +173,12 @@ func runExport(ctx context.Context, s *Streams, args []string) int {
 	if dest == "-" {
 		dest = "stdout"
 	}
-	fmt.Fprintf(s.Err, "sptool export: %s -> %s (%s, %d bytes, %d operator%s, %d slot%s, %d %s)\n", fs.Arg(0), dest, what, res.Bytes, res.Operators, exportPlural(res.Operators), res.Slots, exportPlural(res.Slots), res.Rows, view)
+	fmt.Fprintf(s.Err, "sptool export: %s -> %s (%s, %d bytes, %d operator%s, %d slot%s, %d %s)\n", fs.Arg(0), dest, what, res.Bytes, res.Operators, pluralS(res.Operators), res.Slots, pluralS(res.Slots), res.Rows, view)
 	return ExitOK
 }
 
-func exportPlural(n int) string {
+// pluralS is the "s" of a count of n things in English: none for one.
+func pluralS(n int) string {
 	if n == 1 {
 		return ""
 	}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/expr-lang/expr/vm"
@@ -71,13 +70,8 @@ func runLint(ctx context.Context, s *Streams, args []string) int {
 	for _, w := range set.Warnings {
 		fmt.Fprintf(out, "warning: %s\n", w)
 	}
-	n := func(k int, what string) string {
-		if k == 1 {
-			return "1 " + what
-		}
-		return strconv.Itoa(k) + " " + what + "s"
-	}
-	fmt.Fprintf(out, "%s: ok (%s, %s, %s)\n", fs.Arg(0), n(len(set.Rules), "rule"), n(len(set.Slots), "slot declaration"), n(len(set.Warnings), "warning"))
+	rs, ds, ws := len(set.Rules), len(set.Slots), len(set.Warnings)
+	fmt.Fprintf(out, "%s: ok (%d rule%s, %d slot declaration%s, %d warning%s)\n", fs.Arg(0), rs, pluralS(rs), ds, pluralS(ds), ws, pluralS(ws))
 	return ExitOK
 }
 
