@@ -337,8 +337,8 @@ func decimalInteger(t string) bool {
 	if _, ok := parseInt64(t); ok {
 		return true
 	}
-	_, err := strconv.ParseUint(strings.TrimPrefix(t, "+"), 10, 64)
-	return err == nil
+	_, why, _ := parseIntKey(t, "uint64")
+	return why == ""
 }
 
 // parseInt64 is strconv.ParseInt(s, 10, 64) without the error's

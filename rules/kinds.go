@@ -930,9 +930,8 @@ func (p *parser) coveredCodecWarnings() {
 	for _, cw := range p.codecWarns {
 		covered := func(s codecSlot) bool {
 			return slices.ContainsFunc(p.purges, func(l purgeList) bool {
-				sc := l.spec.Scope
 				return l.spec != p.purges[cw.purge].spec && purgeCodecFits(s.codec, l.spec.Codec) &&
-					sc.MatchOp(s.name.op) && (sc.Slot == nil || *sc.Slot == s.name.slot)
+					l.spec.Scope.Match(s.name.op, []byte(s.name.slot), true)
 			})
 		}
 		if !slices.ContainsFunc(cw.slots, func(s codecSlot) bool { return !covered(s) }) {
