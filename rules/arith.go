@@ -77,6 +77,9 @@ func (checkedArith) Visit(node *ast.Node) {
 		} else if len(n.Arguments) == 2 && n.Name == "bitshl" {
 			// A shift that pushes bits out of the int64 wraps around.
 			call("__checked_shl", n.Arguments[0], n.Arguments[1])
+		} else if len(n.Arguments) == bitArity[n.Name] {
+			// The other bit functions, on an integer of 2^63 or more.
+			call("__checked_"+n.Name, n.Arguments...)
 		}
 		// string of bytes (key_bytes, an undeclared slot's value) is
 		// their text, where expr would print them as a list of numbers.
@@ -108,7 +111,7 @@ func intQuotient(n *ast.BuiltinNode) (a, b ast.Node, ok bool) {
 
 // arithOptions are the options that make a compiled expression's integer
 // arithmetic checked.
-var arithOptions = []expr.Option{
+var arithOptions = append(bitOptions(),
 	expr.Patch(checkedArith{}),
 	expr.Function("__checked_add", func(p ...any) (any, error) { return checkedOp('+', p[0], p[1]) }),
 	expr.Function("__checked_sub", func(p ...any) (any, error) { return checkedOp('-', p[0], p[1]) }),
@@ -128,7 +131,7 @@ var arithOptions = []expr.Option{
 		}
 		return builtin.String(p[0]), nil
 	}),
-}
+)
 
 // timeType is the type of expr's times (date(), now()).
 var timeType = reflect.TypeFor[time.Time]()

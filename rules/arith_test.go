@@ -425,3 +425,68 @@ func TestDurationOverflow(t *testing.T) {
 		t.Errorf("set_value of UnixNano: %v", err)
 	}
 }
+
+// The bit functions take an id or a uint64 of 2^63 or more by its value,
+// not as the negative int it wraps to; a result no 64-bit integer holds is
+// an error; where every operand fits in an int64 the result is expr's.
+func TestCheckedBits(t *testing.T) {
+	const id = uint64(11678514624188656593) // 0xA212_07B5_2A27_C2D1
+	for _, c := range []struct {
+		name string
+		args []any
+		want any // a string: the error's text
+	}{
+		{"bitor", []any{id, 0}, id},
+		{"bitand", []any{id, 255}, int(id & 255)},
+		{"bitand", []any{id, -1}, id},
+		{"bitand", []any{id, -256}, id &^ 255},
+		{"bitxor", []any{id, id}, 0},
+		{"bitxor", []any{id, uint64(1 << 63)}, int(id &^ (1 << 63))},
+		{"bitxor", []any{id, -1}, "which no 64-bit integer holds"},
+		{"bitor", []any{id, -2}, -1},
+		{"bitnand", []any{id, uint64(1 << 63)}, int(id &^ (1 << 63))},
+		{"bitnot", []any{id}, "integer overflow: bitnot(11678514624188656593)"},
+		{"bitshr", []any{id, 1}, int(id >> 1)},
+		{"bitshr", []any{id, 0}, id},
+		{"bitshr", []any{id, 64}, 0},
+		{"bitshr", []any{-8, uint64(1 << 63)}, -1},
+		{"bitushr", []any{id, 4}, int(id >> 4)},
+		{"bitushr", []any{id, 0}, id},
+		{"bitushr", []any{-1, uint64(1 << 63)}, 0},
+		{"bitshr", []any{id, -1}, "negative shift count"},
+		{"bitand", []any{id, 1.5}, "cannot use float64"},
+		// Every operand an int64: expr's results, its 64-bit patterns.
+		{"bitushr", []any{-1, 1}, math.MaxInt64},
+		{"bitnot", []any{5}, -6},
+		{"bitxor", []any{-1, 5}, -6},
+		{"bitand", []any{uint64(12), 10}, 8},
+	} {
+		got, err := checkedBits(c.name, c.args...)
+		if err != nil {
+			got = err.Error()
+		}
+		if w, ok := c.want.(string); ok {
+			if s, _ := got.(string); !strings.Contains(s, w) {
+				t.Errorf("%s%v: %v, want an error with %q", c.name, c.args, got, w)
+			}
+		} else if got != c.want {
+			t.Errorf("%s%v: %v (%T), want %v (%T)", c.name, c.args, got, got, c.want, c.want)
+		}
+	}
+	// In a filter, over ids on both sides of 2^63.
+	set, err := Parse("r.yaml", []byte("version: 1\nrules:\n  - drop: 'bitor(op, 0) == op && bitshr(op, 1) >= 0 && bitand(op, 1) == op % 2'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []uint64{id, math.MaxUint64, 1 << 63, 7, 42} {
+		var env Env
+		if err := set.FillEnv(&env, savepoint.Row{Op: op, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: le64(1)}, 0); err != nil {
+			t.Fatal(err)
+		}
+		var m vm.VM
+		v, err := set.Rules[0].Drop.Predicate.Eval(&m, &env)
+		if err != nil || !v {
+			t.Errorf("op %d: %v, %v; want true", op, v, err)
+		}
+	}
+}
