@@ -1352,19 +1352,14 @@ func NotUTF8Error(set *rules.Set, env *rules.Env, r savepoint.Row) error {
 	return nil
 }
 
-// notUTF8String reports whether v, decoded with codec c, is a string (c
-// is the string codec) that is not valid UTF-8, or a collection holding
-// one at any depth (the strings of a decoded list, map, pair or optional
-// come from its string elements only: bytes elements decode to []byte).
-// Shown, such a string would be 0x and hex, read as the text "0x...".
+// notUTF8String reports whether v, decoded with codec c, is a string that
+// is not valid UTF-8, or a collection holding one at any depth. Every
+// string a codec decodes comes from a string codec: at the top, inside a
+// list, map or pair, or as an optional's value, which decodes to the
+// string itself (bytes decode to []byte). Shown, such a string would be
+// 0x and hex, read as the text "0x...".
 func notUTF8String(c codec.Codec, v any) bool {
-	if c == nil {
-		return false
-	}
-	if s, ok := v.(string); ok {
-		return c.String() == "string" && !utf8.ValidString(s)
-	}
-	return holdsNotUTF8(v)
+	return c != nil && holdsNotUTF8(v)
 }
 
 // holdsNotUTF8 reports whether v, a decoded value, is or holds a string

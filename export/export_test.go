@@ -1094,7 +1094,7 @@ func TestExportStringNotUTF8(t *testing.T) {
 }
 
 // A string that is not UTF-8 inside a collection (a list element, a map
-// key or value, a pair's element, an optional's) is not decoded either:
+// key or value, a pair's element, an optional's, at the top too) is not decoded either:
 // its 0x hex would read as the text "0x..." that another row holds.
 func TestExportNestedStringNotUTF8(t *testing.T) {
 	set := parseRules(t, `version: 1
@@ -1103,6 +1103,7 @@ slots:
   - {op: 1, slot: m, key: string, value: "map<string,int64>"}
   - {op: 1, slot: p, key: string, value: "pair<int64,optional<string>>"}
   - {op: 1, slot: b, key: string, value: "list<bytes>"}
+  - {op: 1, slot: o, key: string, value: "optional<string>"}
 rules: []
 `)
 	enc := func(slot string, v any) []byte {
@@ -1124,6 +1125,8 @@ rules: []
 		row("p", "bad", []any{int64(1), bad}),
 		row("p", "none", []any{int64(1), nil}),
 		row("b", "bytes", []any{[]byte(bad)}), // bytes, not a string: decoded
+		row("o", "bad", bad),                  // an optional decodes to its string itself
+		row("o", "text", text),
 	}
 	data, res := export(t, fileOfRows(rows), Options{Format: JSONL, Rules: set})
 	var got []string
@@ -1131,10 +1134,10 @@ rules: []
 		got = append(got, fmt.Sprintf("%s/%v:%v", r.Slot, r.Key, *r.ValueDecoded))
 	}
 	slices.Sort(got)
-	if want := "[b/bytes:true l/bad:false l/text:true m/bad:false m/text:true p/bad:false p/none:true]"; fmt.Sprint(got) != want {
+	if want := "[b/bytes:true l/bad:false l/text:true m/bad:false m/text:true o/bad:false o/text:true p/bad:false p/none:true]"; fmt.Sprint(got) != want {
 		t.Errorf("records %v, want %s", got, want)
 	}
-	if len(res.Warnings) != 3 || !strings.Contains(strings.Join(res.Warnings, "\n"), `op 1 slot "l": 1 row holding a declared string that is not valid UTF-8, given as stored (0x and hex), which as text would read as other text; first: value of op 1 slot "l" with codec list<string> is not valid UTF-8: it decodes`) {
+	if len(res.Warnings) != 4 || !strings.Contains(strings.Join(res.Warnings, "\n"), `op 1 slot "l": 1 row holding a declared string that is not valid UTF-8, given as stored (0x and hex), which as text would read as other text; first: value of op 1 slot "l" with codec list<string> is not valid UTF-8: it decodes`) {
 		t.Errorf("warnings %q", res.Warnings)
 	}
 }
