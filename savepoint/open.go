@@ -165,7 +165,7 @@ func ctxErr(ctx context.Context) error {
 func Open(path string, opts OpenOptions) (*Savepoint, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("open savepoint: %w", err)
+		return nil, fmt.Errorf("open savepoint: %w", notStdin(path, err))
 	}
 	if !st.IsDir() {
 		sp, err := openFile(path, opts)

@@ -81,7 +81,7 @@ func readRegularFileStamped(path string, max int64) ([]byte, fileStamp, error) {
 func openRegularFile(path string) (*os.File, os.FileInfo, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, notStdin(path, err)
 	}
 	if !st.Mode().IsRegular() {
 		return nil, nil, &kindError{ErrNotControlFile, fmt.Sprintf("%s is %s, not a regular file", path, fileKind(st.Mode()))}
@@ -167,4 +167,13 @@ func realPath(p string) (string, error) {
 		return "", err
 	}
 	return filepath.Abs(r)
+}
+
+// notStdin is err, of a path that does not exist, with a word on "-" when
+// that is the path: it names a file like any other, not standard input.
+func notStdin(path string, err error) error {
+	if path == "-" && errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w (sptool reads its inputs from files, not from standard input: give the file's path)", err)
+	}
+	return err
 }
