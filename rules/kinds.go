@@ -1299,7 +1299,9 @@ func (p *parser) asOf(n *yaml.Node, spec *PurgeExpiredSpec) bool {
 			spec.AsOfMs = t.UnixMilli()
 			return true
 		}
-		t, err := time.Parse(time.RFC3339Nano, n.Value)
+		// RFC 3339 lets the T and the Z be written in lower case (its
+		// section 5.6); Go's layout takes them in upper case only.
+		t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(n.Value))
 		if err != nil {
 			return bad()
 		}
