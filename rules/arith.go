@@ -77,7 +77,7 @@ func (checkedArith) Visit(node *ast.Node) {
 		} else if len(n.Arguments) == 2 && n.Name == "bitshl" {
 			// A shift that pushes bits out of the int64 wraps around.
 			call("__checked_shl", n.Arguments[0], n.Arguments[1])
-		} else if len(n.Arguments) == bitArity[n.Name] {
+		} else if k, ok := bitArity[n.Name]; ok && len(n.Arguments) == k && !narrowInts(n.Arguments) {
 			// The other bit functions, on an integer of 2^63 or more.
 			call("__checked_"+n.Name, n.Arguments...)
 		}
@@ -153,25 +153,6 @@ func unixNano(t any) (any, error) {
 		return nil, fmt.Errorf("integer overflow: %s.UnixNano(): nanoseconds since 1970 fit in a signed 64-bit integer only from %s to %s (UnixMilli covers them)", tt.Format(time.RFC3339Nano), minUnixNano.UTC().Format(time.RFC3339Nano), maxUnixNano.UTC().Format(time.RFC3339Nano))
 	}
 	return tt.UnixNano(), nil
-}
-
-// checkedShl returns bitshl(a, b), a shifted left by b bits, for integers
-// that fit in an int64: an error where expr's would wrap around (a bit,
-// or the sign, shifted out of the int64) or where b is not a shift of 0 to
-// 63 bits.
-func checkedShl(a, b any) (any, error) {
-	x, xs := signed(a)
-	n, ns := signed(b)
-	if !xs || !ns {
-		return nil, fmt.Errorf("bitshl(%v, %v): want two integers of at most 64 bits", a, b)
-	}
-	if n < 0 || n > 63 {
-		return nil, fmt.Errorf("bitshl(%v, %v): a shift of %d bits; an int64 shifts by 0 to 63", a, b, n)
-	}
-	if r := x << n; r>>n == x {
-		return int(r), nil
-	}
-	return nil, fmt.Errorf("integer overflow: bitshl(%v, %v) does not fit in a signed 64-bit integer", a, b)
 }
 
 // checkedMod returns a % b for integers a and b of any width and sign:

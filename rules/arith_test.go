@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -430,7 +431,7 @@ func TestDurationOverflow(t *testing.T) {
 // not as the negative int it wraps to; a result no 64-bit integer holds is
 // an error; where every operand fits in an int64 the result is expr's.
 func TestCheckedBits(t *testing.T) {
-	const id = uint64(11678514624188656593) // 0xA212_07B5_2A27_C2D1
+	const id = uint64(11678514624188656593) // 0xA212_6B2C_DEF8_2BD1
 	for _, c := range []struct {
 		name string
 		args []any
@@ -453,7 +454,11 @@ func TestCheckedBits(t *testing.T) {
 		{"bitushr", []any{id, 4}, int(id >> 4)},
 		{"bitushr", []any{id, 0}, id},
 		{"bitushr", []any{-1, uint64(1 << 63)}, 0},
-		{"bitshr", []any{id, -1}, "negative shift count"},
+		{"bitshr", []any{id, -1}, "invalid operation: negative shift count -1 (type int)"},
+		{"bitand", []any{id, uint32(0xFFFF_FFFF)}, int(id & 0xFFFF_FFFF)},
+		{"bitor", []any{int8(-1), id}, -1},
+		{"bitxor", []any{uint64(1<<63) - 1, uint64(1 << 63)}, uint64(math.MaxUint64)},
+		{"bitnot", []any{uint64(1 << 63)}, "integer overflow: bitnot(9223372036854775808) is -9223372036854775809, which no"},
 		{"bitand", []any{id, 1.5}, "cannot use float64"},
 		// Every operand an int64: expr's results, its 64-bit patterns.
 		{"bitushr", []any{-1, 1}, math.MaxInt64},
@@ -461,7 +466,7 @@ func TestCheckedBits(t *testing.T) {
 		{"bitxor", []any{-1, 5}, -6},
 		{"bitand", []any{uint64(12), 10}, 8},
 	} {
-		got, err := checkedBits(c.name, c.args...)
+		got, err := checkedBits(c.name, exprBuiltin(c.name).Func, c.args)
 		if err != nil {
 			got = err.Error()
 		}
@@ -472,6 +477,38 @@ func TestCheckedBits(t *testing.T) {
 		} else if got != c.want {
 			t.Errorf("%s%v: %v (%T), want %v (%T)", c.name, c.args, got, got, c.want, c.want)
 		}
+	}
+	for _, c := range []struct {
+		a, b any
+		want any // a string: the error's text
+	}{
+		{id, 0, id},
+		{id, 1, "integer overflow: bitshl(11678514624188656593, 1) does not fit"},
+		{uint64(5), uint32(2), 20},
+		{-3, 1, -6},
+		{-1, 63, math.MinInt64},
+		{1, 63, "integer overflow"},
+		{3, 63, "integer overflow"},
+		{1, 64, "a shift of 64 bits"},
+		{1, uint64(1 << 63), "a shift of 9223372036854775808 bits"},
+		{1, -1, "a shift of -1 bits"},
+		{1.5, 1, "want two integers"},
+	} {
+		got, err := checkedShl(c.a, c.b)
+		if err != nil {
+			got = err.Error()
+		}
+		if w, ok := c.want.(string); ok {
+			if s, _ := got.(string); !strings.Contains(s, w) {
+				t.Errorf("bitshl(%v, %v): %v, want an error with %q", c.a, c.b, got, w)
+			}
+		} else if got != c.want {
+			t.Errorf("bitshl(%v, %v): %v (%T), want %v (%T)", c.a, c.b, got, got, c.want, c.want)
+		}
+	}
+	// A call of no operands is no bit function's: now() is not routed.
+	if _, err := expr.Compile("now()", slices.Concat([]expr.Option{expr.Env(Env{})}, exprFunctions, arithOptions)...); err != nil {
+		t.Errorf("now() with the checked arithmetic: %v", err)
 	}
 	// In a filter, over ids on both sides of 2^63.
 	set, err := Parse("r.yaml", []byte("version: 1\nrules:\n  - drop: 'bitor(op, 0) == op && bitshr(op, 1) >= 0 && bitand(op, 1) == op % 2'\n"))
