@@ -1353,13 +1353,24 @@ func NotUTF8Error(set *rules.Set, env *rules.Env, r savepoint.Row) error {
 }
 
 // notUTF8String reports whether v, decoded with codec c, is a string that
-// is not valid UTF-8, or a collection holding one at any depth. Every
-// string a codec decodes comes from a string codec: at the top, inside a
-// list, map or pair, or as an optional's value, which decodes to the
-// string itself (bytes decode to []byte). Shown, such a string would be
-// 0x and hex, read as the text "0x...".
+// is not valid UTF-8 (c is the string codec, or an optional of it, which
+// decodes to the string itself), or a collection holding one at any depth
+// (the strings of a decoded list, map or pair come from its string
+// elements only: bytes elements decode to []byte). A string v of another
+// codec is not a decoded one: Env holds a bytes key, and a composite key
+// of any codec, as a string of the stored bytes. Shown, such a string
+// would be 0x and hex, read as the text "0x...".
 func notUTF8String(c codec.Codec, v any) bool {
-	return c != nil && holdsNotUTF8(v)
+	if c == nil {
+		return false
+	}
+	if s, ok := v.(string); ok {
+		if strings.HasPrefix(c.String(), "optional<") {
+			c = codec.Args(c)[0] // (an optional of an optional is refused)
+		}
+		return c.String() == "string" && !utf8.ValidString(s)
+	}
+	return holdsNotUTF8(v)
 }
 
 // holdsNotUTF8 reports whether v, a decoded value, is or holds a string

@@ -1142,6 +1142,38 @@ rules: []
 	}
 }
 
+// NotUTF8Error names a declared string only: Env holds a bytes key, and a
+// composite key of any codec, as a string of the stored bytes, which are
+// no string that does not decode; an optional<string> is one.
+func TestNotUTF8ErrorDeclaredStringsOnly(t *testing.T) {
+	set := parseRules(t, `version: 1
+slots:
+  - {op: 1, slot: b, key: bytes, value: int64}
+  - {op: 1, slot: c, key: int64, composite: true, value: int64}
+  - {op: 1, slot: o, key: int64, value: "optional<string>"}
+rules: []
+`)
+	bad := []byte{0xff, 0xfe, 0, 0, 0, 0, 0, 1}
+	for _, c := range []struct {
+		slot  string
+		value []byte
+		want  string // the error's text; "" for none
+	}{
+		{"b", binary.LittleEndian.AppendUint64(nil, 1), ""},
+		{"c", binary.LittleEndian.AppendUint64(nil, 1), ""},
+		{"o", []byte("\x01ok"), ""},
+		{"o", []byte("\x01\xff"), "value of op 1 slot \"o\" with codec optional<string> is not valid UTF-8"},
+	} {
+		r := savepoint.Row{Op: 1, Key: savepoint.EncodeKeyedKey([]byte(c.slot), bad), Value: c.value}
+		var env rules.Env
+		_ = set.FillEnv(&env, r, 0) // a key that does not decode is left to NotUTF8Error's caller
+		err := NotUTF8Error(set, &env, r)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("slot %s value %x: %v, want %q", c.slot, c.value, err, c.want)
+		}
+	}
+}
+
 // TestExportKeyWithoutCodec: the key of a slot declared without a key codec
 // is shown as stored (0x and hex, or printable text), as an undeclared
 // slot's, with key_decoded null; one of the bytes codec is shown as bytes
