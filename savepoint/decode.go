@@ -225,7 +225,8 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 		kind  uint8
 		value []byte
 		where string // the blob, when there are several
-		row   int    // in the blob
+		blob  int
+		row   int // in the blob
 	}
 	var mats []matRow
 	for bi, blob := range blobs {
@@ -268,7 +269,7 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 					// and however many there are: clink's restore takes
 					// each.
 					matSeen = true
-					mats = append(mats, matRow{kind, b.Row(i).Value, where, row + i})
+					mats = append(mats, matRow{kind, b.Row(i).Value, where, bi, row + i})
 				}
 			}
 			row += len(kinds)
@@ -309,6 +310,7 @@ func replayChangelog(blobs [][]byte, opts ReadOptions) (*Snapshot, error) {
 			h = string(m.value)
 		}
 		again := m.kind == rowKindHandle && len(m.value) > 0 && last[id(h)] != j
+		s.Changelog.places = append(s.Changelog.places, matPlace{m.blob, m.row}) // (noted below, in either way)
 		if again && (metaSet || noMeta[id(h)]) {
 			s.Changelog.note(m.kind, h) // restored at its last row
 			if opts.skipped != nil {

@@ -198,6 +198,8 @@ type ChangelogInfo struct {
 	// inlineEmpty reports, per materialisation row (as InBlob), an inline
 	// materialisation with no bytes: nothing materialised yet (format 1.7).
 	inlineEmpty []bool
+	// places are the materialisation rows' blobs and rows (as InBlob).
+	places []matPlace
 	// LogRows counts the log entries (row_kind 1, 2 and unknown kinds replayed as puts).
 	LogRows int
 	// Puts and Erases count the log entries by kind.
@@ -212,6 +214,10 @@ type ChangelogInfo struct {
 	erased []uint32 // (see noteErased)
 	log    *Cursor  // the rows erased indexes (see noteErased)
 }
+
+// matPlace is where a changelog's materialisation row lies: its blob
+// (0 unless CLMB-framed) and its row in the blob.
+type matPlace struct{ blob, row int }
 
 // ErasedByLog reports whether the changelog's log erases (op, key) last,
 // so that its replayed state holds no such key by the log's say, not

@@ -742,6 +742,10 @@ func (v *validator) checkFileLevel(f *File) {
 		rows := plural(cl.OtherKinds, "1 log row has", fmt.Sprintf("%d log rows have", cl.OtherKinds))
 		v.fileFinding(f, SeverityWarning, CheckFormat, fmt.Sprintf("%s a row_kind clink does not write (not 1, a put, or 2, an erase; the first: %d): clink's restore replays any such row as a put without a check (section 1.7), as sptool does: a corrupt kind byte becomes a write of its row", rows, cl.OtherKind))
 	}
+	if cl := s.Changelog; s.Variant == Changelog && cl != nil && cl.mixedModes() {
+		inline, handle := slices.Index(cl.InBlob, true), slices.Index(cl.InBlob, false)
+		v.fileFinding(f, SeverityError, CheckChangelogMode, fmt.Sprintf("%s holds an inline materialisation (row_kind 0) and %s an external materialisation handle (row_kind 3): clink's restore throws on one or the other whatever its store, with an external store on the inline one, without one on the handle (section 1.7), and so do its state tools", cl.place(inline), cl.place(handle)))
+	}
 	if s.Variant == Changelog && s.Changelog != nil && s.Changelog.Blobs == 0 {
 		v.fileFinding(f, SeverityWarning, CheckFormat, "a CLMB frame of no blob: clink's restore reads no blob from it and restores empty state without a word, though its writer frames two blobs or more (a scale-down's parents) and stores one alone unframed: a damaged or cut-short file?")
 	}
@@ -757,19 +761,38 @@ func (v *validator) checkFileLevel(f *File) {
 			}
 			v.fileFinding(f, SeverityError, CheckChangelogOnFileBackend, msg)
 		}
-		for b, inBlob := range cl.InBlob {
-			where := ""
-			if cl.Blobs > 1 {
-				where = fmt.Sprintf("blob %d: ", b)
-			}
+		if cl.mixedModes() {
+			return // (said above, whatever the backend)
+		}
+		for i, inBlob := range cl.InBlob {
+			where := cl.place(i)
 			switch {
 			case inBlob && sp.Backend == BackendChangelogFile:
-				v.fileFinding(f, SeverityError, CheckChangelogMode, where+"row 0 holds an inline materialisation (row_kind 0), but the changelog+file backend restores with an external materialisation store and throws on this mode mismatch (section 1.7)")
+				v.fileFinding(f, SeverityError, CheckChangelogMode, where+" holds an inline materialisation (row_kind 0), but the changelog+file backend restores with an external materialisation store and throws on this mode mismatch (section 1.7)")
 			case !inBlob && sp.Backend == BackendFile:
-				v.fileFinding(f, SeverityWarning, CheckChangelogMode, where+"row 0 is an external materialisation handle (row_kind 3), the changelog+file backend's form: an in-memory changelog restore (no external store) throws on this mode mismatch, and clink's tools resolve it only with --materialisation-store")
+				v.fileFinding(f, SeverityWarning, CheckChangelogMode, where+" is an external materialisation handle (row_kind 3), the changelog+file backend's form: an in-memory changelog restore (no external store) throws on this mode mismatch, and clink's tools resolve it only with --materialisation-store")
 			}
 		}
 	}
+}
+
+// mixedModes reports whether the changelog holds both an inline
+// materialisation (row_kind 0) and an external handle (row_kind 3).
+func (c *ChangelogInfo) mixedModes() bool {
+	return slices.Contains(c.InBlob, true) && slices.Contains(c.InBlob, false)
+}
+
+// place names materialisation row i of the changelog: "row R", and its
+// blob when the file is CLMB-framed ("row R of blob B", both from 0).
+func (c *ChangelogInfo) place(i int) string {
+	if i >= len(c.places) {
+		return "a materialisation row" // (not made by replayChangelog)
+	}
+	p := c.places[i]
+	if c.Blobs > 1 {
+		return fmt.Sprintf("row %d of blob %d", p.row, p.blob)
+	}
+	return fmt.Sprintf("row %d", p.row)
 }
 
 // unreadCopies is what the operator-row findings add when payloads of the

@@ -2020,6 +2020,52 @@ func TestLoneChangelogFileSidecar(t *testing.T) {
 	}
 }
 
+// A changelog holding both an inline materialisation and an external
+// handle is an error whatever its backend (every restore throws on one of
+// them), named by row; the mode findings name the row and, in a CLMB
+// frame, the blob of the materialisation they are about.
+func TestChangelogModeRows(t *testing.T) {
+	dir := t.TempDir()
+	put := Row{Op: 7, Key: EncodeKeyedKey([]byte("agg"), []byte("k")), Value: []byte("v")}
+	mixed := vtChangelogStream(t, []uint8{3, 1, 0}, []Row{{}, put, {}})
+	handle := vtChangelogStream(t, []uint8{1, 3}, []Row{put, {}})
+	inline := vtChangelogStream(t, []uint8{0, 1}, []Row{{}, put})
+	inlineLater := vtChangelogStream(t, []uint8{1, 0}, []Row{put, {}})
+	for _, c := range []struct {
+		name string
+		data []byte
+		want []string // the mode findings' messages hold these, in turn
+		errs int
+	}{
+		{"checkpoint-7.snap", mixed, []string{"row 2 holds an inline materialisation (row_kind 0) and row 0 an external materialisation handle (row_kind 3): clink's restore throws on one or the other whatever its store"}, 1},
+		{"changelog-7.snap", mixed, []string{"row 2 holds an inline materialisation (row_kind 0) and row 0 an external"}, 1},
+		// Every blob of a frame is restored with the same store.
+		{"checkpoint-7.snap", FrameCLMB([][]byte{handle, inlineLater}), []string{"row 1 of blob 1 holds an inline materialisation (row_kind 0) and row 1 of blob 0 an external"}, 1},
+		{"changelog-7.snap", FrameCLMB([][]byte{handle, handle}), nil, 0},
+		{"changelog-7.snap", FrameCLMB([][]byte{inline, inlineLater}), []string{
+			"row 0 of blob 0 holds an inline materialisation (row_kind 0), but the changelog+file backend",
+			"row 1 of blob 1 holds an inline materialisation (row_kind 0), but the changelog+file backend"}, 2},
+	} {
+		p := filepath.Join(dir, c.name)
+		if err := os.WriteFile(p, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sp := vtOpen(t, p, OpenOptions{})
+		r := Validate(sp, ValidateOptions{})
+		mode := r.ByCheck(CheckChangelogMode)
+		if len(mode) != len(c.want) || r.Errors() != c.errs {
+			t.Errorf("%s %x: %d errors, mode findings %+v", c.name, c.data[:4], r.Errors(), mode)
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.Contains(mode[i].Message, w) {
+				t.Errorf("%s: finding %q, want %q in it", c.name, mode[i].Message, w)
+			}
+		}
+		sp.Close()
+	}
+}
+
 // Open with RequireValid refuses a payload for its verdict with a
 // *VerdictError, which tells a damaged payload from one without a sidecar;
 // AllowMissingSidecar accepts the latter only.
