@@ -772,7 +772,13 @@ func (sp *Savepoint) openGeneration(genDir string, opts OpenOptions) error {
 		for id, names := range byID {
 			file, ignored, ok := decimalOf(names, func(n string) bool { return decimalCheckpointName(n, id) })
 			if !ok {
-				return fmt.Errorf("open savepoint: subtask directory %s holds %s, which all name checkpoint %d", filepath.Join(genDir, name), strings.Join(names, " and "), id)
+				why := ""
+				if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "changelog-") }) && slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "checkpoint-") }) {
+					// The file backend restores the one, the changelog+file
+					// backend the other: which ran is the job's setting.
+					why = fmt.Sprintf(": payloads of two backends (clink's file backend reads checkpoint-%d.snap, its changelog+file backend changelog-%d.snap), and sptool does not guess which one the job wrote: move the other out of the tree", id, id)
+				}
+				return fmt.Errorf("open savepoint: subtask directory %s holds %s, which all name checkpoint %d%s", filepath.Join(genDir, name), strings.Join(names, " and "), id, why)
 			}
 			for _, n := range ignored {
 				sp.Notes = append(sp.Notes, fmt.Sprintf("%s ignored: it names checkpoint %d with leading zeros beside %s, the file clink opens (section 5.1)", filepath.Join(name, n), id, file))

@@ -1052,6 +1052,17 @@ func TestShadowedNames(t *testing.T) {
 	if _, err := Open(tree, OpenOptions{}); err == nil || !strings.Contains(err.Error(), `directories "001", "01" all name subtask 1, and clink reads none of them`) {
 		t.Errorf("open with 001 and 01: %v", err)
 	}
+	// The payloads of two backends for one checkpoint: which one the job
+	// wrote is its setting, which the tree does not hold.
+	if err := os.RemoveAll(filepath.Join(tree, "v1", "01")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "v1", "0", "changelog-7.snap"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(tree, OpenOptions{}); err == nil || !strings.Contains(err.Error(), "holds changelog-7.snap and checkpoint-007.snap and checkpoint-7.snap, which all name checkpoint 7: payloads of two backends (clink's file backend reads checkpoint-7.snap, its changelog+file backend changelog-7.snap), and sptool does not guess") {
+		t.Errorf("open with changelog-7.snap beside checkpoint-7.snap: %v", err)
+	}
 }
 
 // Beside the generations a tree holds, one named with leading zeros is
