@@ -206,7 +206,9 @@ type ValueProgram struct {
 	// Source is the expression as written.
 	Source string
 	// ResultType is the result's static type from the type check; nil when
-	// it is only known at run time.
+	// it is only known at run time. An integer type says the result is an
+	// integer, not its width: a bit function's result of 2^63 or more, typed
+	// int, is a uint64 at run time.
 	ResultType reflect.Type
 	prog       *vm.Program
 	fields     Fields
