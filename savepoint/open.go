@@ -1492,17 +1492,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	}
 	if wantSidecar {
 		sc, err := ReadRegularFile(f.Path+".meta", maxControlFileSize)
-		var large *tooLargeError
 		switch {
-		case errors.As(err, &large):
-			// Thousands of keys clink does not know, which it reads past:
-			// the lines it reads are taken as they come.
-			var meta Sidecar
-			if meta, err = parseSidecarFile(f.Path + ".meta"); err == nil || !errors.Is(err, errSidecarRead) {
-				f.Verdict, f.VerdictDetail, f.Sidecar = verifyParsed(f.Path, f.Size, f.CRC32C, meta, err)
-				break
-			}
-			return fmt.Errorf("read sidecar: %w", err)
 		case errors.Is(err, fs.ErrNotExist):
 			f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, nil)
 		case errors.Is(err, ErrNotControlFile):

@@ -1,13 +1,10 @@
 package savepoint
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
-	"io"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -147,98 +144,42 @@ func ParseSidecar(b []byte) (Sidecar, error) {
 		}
 		line := text[pos:eol]
 		pos = eol + 1
-		if err := s.parseLine(lineNo, line); err != nil {
-			return Sidecar{}, err
+		key, value, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		var dst *uint64
+		var crc bool
+		switch key {
+		case "clink_checkpoint_meta":
+			dst = &s.Version
+		case "checkpoint_id":
+			dst = &s.CheckpointID
+		case "payload_bytes":
+			dst = &s.PayloadBytes
+		case "payload_crc32c":
+			crc = true
+		default:
+			continue
+		}
+		v, err := parseStoull(value)
+		if err != nil {
+			return Sidecar{}, fmt.Errorf("parse sidecar line %d: %s value %q: %w", lineNo, key, value, err)
+		}
+		switch {
+		case crc:
+			s.PayloadCRC32C = uint32(v)
+		case key == "clink_checkpoint_meta":
+			*dst = uint64(uint32(v))
+			s.HasVersion = true
+		default:
+			*dst = v
 		}
 	}
-	return s.parsed()
-}
-
-// sidecarKeys are the keys of a sidecar that clink reads.
-var sidecarKeys = []string{"clink_checkpoint_meta", "checkpoint_id", "payload_bytes", "payload_crc32c"}
-
-// parseLine takes line lineNo of a sidecar into s (see ParseSidecar).
-func (s *Sidecar) parseLine(lineNo int, line string) error {
-	key, value, ok := strings.Cut(line, "=")
-	if !ok || !slices.Contains(sidecarKeys, key) {
-		return nil
-	}
-	v, err := parseStoull(value)
-	if err != nil {
-		return fmt.Errorf("parse sidecar line %d: %s value %q: %w", lineNo, key, value, err)
-	}
-	switch key {
-	case "clink_checkpoint_meta":
-		s.Version = uint64(uint32(v))
-		s.HasVersion = true
-	case "checkpoint_id":
-		s.CheckpointID = v
-	case "payload_bytes":
-		s.PayloadBytes = v
-	case "payload_crc32c":
-		s.PayloadCRC32C = uint32(v)
-	}
-	return nil
-}
-
-// parsed returns s once its lines are taken: an error when none gave its
-// version.
-func (s *Sidecar) parsed() (Sidecar, error) {
 	if !s.HasVersion {
 		return Sidecar{}, errors.New("parse sidecar: no clink_checkpoint_meta line")
 	}
-	return *s, nil
-}
-
-// sidecarLineMax is the longest line of a sidecar read as a stream that
-// parseSidecarFrom takes whole; past it, a line of a key clink reads is an
-// error, and any other is skipped unread.
-var sidecarLineMax = 64 << 10
-
-// parseSidecarFile is parseSidecarFrom of the regular file at path; a
-// failure to read it wraps errSidecarRead.
-func parseSidecarFile(path string) (Sidecar, error) {
-	fh, _, err := openRegularFile(path)
-	if err != nil {
-		return Sidecar{}, fmt.Errorf("%w: %w", errSidecarRead, err)
-	}
-	defer fh.Close()
-	return parseSidecarFrom(fh)
-}
-
-// errSidecarRead is wrapped by the error of a sidecar that could not be
-// read, as against one that does not parse.
-var errSidecarRead = errors.New("read sidecar")
-
-// parseSidecarFrom is ParseSidecar of the text r reads, taken a line at a
-// time: a sidecar too large to be read whole (thousands of keys clink does
-// not know, which it reads past) is parsed in the memory of one line. A
-// line of a key clink reads longer than sidecarLineMax is an error.
-func parseSidecarFrom(r io.Reader) (Sidecar, error) {
-	var s Sidecar
-	br := bufio.NewReaderSize(r, sidecarLineMax)
-	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A long line: skip it unless its key is one clink reads.
-			if key, _, ok := strings.Cut(string(line), "="); ok && slices.Contains(sidecarKeys, key) {
-				return Sidecar{}, fmt.Errorf("parse sidecar line %d: %s value longer than %d bytes", lineNo, key, sidecarLineMax)
-			}
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
-			}
-			line = nil
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return Sidecar{}, fmt.Errorf("%w: %w", errSidecarRead, err)
-		}
-		if perr := s.parseLine(lineNo, strings.TrimSuffix(string(line), "\n")); perr != nil {
-			return Sidecar{}, perr
-		}
-		if err != nil { // io.EOF
-			return s.parsed()
-		}
-	}
+	return s, nil
 }
 
 // Verdict is clink's integrity verdict for a checkpoint payload
@@ -307,18 +248,12 @@ func Verify(payloadPath string, payloadExists bool, size int64, crc uint32, side
 	if !payloadExists {
 		return VerdictMissing, "no payload at " + ShowName(payloadPath), nil
 	}
+	metaPath := ShowName(payloadPath + SidecarSuffix)
 	if sidecar == nil {
 		return VerdictIncomplete, "no integrity sidecar beside " + ShowName(payloadPath) +
 			" - the checkpoint was never published (or predates integrity metadata)", nil
 	}
 	meta, err := ParseSidecar(sidecar)
-	return verifyParsed(payloadPath, size, crc, meta, err)
-}
-
-// verifyParsed is Verify of a payload that exists and a sidecar parsed
-// into meta, or not (err).
-func verifyParsed(payloadPath string, size int64, crc uint32, meta Sidecar, err error) (Verdict, string, *Sidecar) {
-	metaPath := ShowName(payloadPath + SidecarSuffix)
 	if err != nil {
 		return VerdictCorrupt, "unparseable sidecar " + metaPath + ": " + err.Error(), nil
 	}

@@ -1,8 +1,6 @@
 package savepoint
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -134,9 +132,6 @@ func TestParseSidecar(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseSidecar([]byte(tc.in))
-			if sgot, serr := parseSidecarFrom(strings.NewReader(tc.in)); sgot != got || fmt.Sprint(serr) != fmt.Sprint(err) {
-				t.Errorf("parseSidecarFrom(%q) = %+v, %v; ParseSidecar %+v, %v", tc.in, sgot, serr, got, err)
-			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("ParseSidecar(%q) = %+v, %v; want error containing %q", tc.in, got, err, tc.wantErr)
@@ -215,11 +210,6 @@ func FuzzParseSidecar(f *testing.F) {
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ParseSidecar(b)
-		// Read as a stream, a line at a time, it parses alike (its lines
-		// here are shorter than sidecarLineMax).
-		if ss, serr := parseSidecarFrom(bytes.NewReader(b)); ss != s || (serr == nil) != (err == nil) || err != nil && serr.Error() != err.Error() {
-			t.Fatalf("parseSidecarFrom(%q) = %+v, %v; ParseSidecar %+v, %v", b, ss, serr, s, err)
-		}
 		if err != nil {
 			return
 		}
@@ -245,48 +235,4 @@ func FuzzParseSidecar(f *testing.F) {
 			t.Fatalf("Verify of %q: %s (%s), sidecar %+v; want %s, %+v", b, v, detail, got, want, s)
 		}
 	})
-}
-
-// A sidecar too large to be read whole (keys clink does not know, which it
-// reads past) is parsed a line at a time, with the verdict clink gives it,
-// for the file alone and in a tree; a line of a key clink reads that is
-// longer than sidecarLineMax makes it corrupt.
-func TestLargeSidecar(t *testing.T) {
-	defer func(n int) { sidecarLineMax = n }(sidecarLineMax)
-	sidecarLineMax = 256
-	k0 := vtKeysIn(t, 0, 64, 1)[0]
-	tree := vtWriteTree(t, [][]Row{{vtKeyed(7, "agg", k0, "v")}, {}}, nil)
-	meta := vtPayload(tree, 0) + SidecarSuffix
-	good, err := os.ReadFile(meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unknown := "x=" + strings.Repeat("a", maxControlFileSize) + "\n" + strings.Repeat("y=1\n", 1000)
-	for _, c := range []struct {
-		name, text string
-		verdict    Verdict
-		detail     string
-	}{
-		{"unknown keys after", string(good) + unknown, VerdictValid, ""},
-		{"unknown keys before", unknown + string(good), VerdictValid, ""},
-		{"a bad crc", unknown + strings.Replace(string(good), "payload_crc32c=", "payload_crc32c=1", 1), VerdictCorrupt, "checksum mismatch"},
-		{"a bad value", string(good) + unknown + "payload_bytes=x\n", VerdictCorrupt, "line 1006: payload_bytes value \"x\": not a number"},
-		{"a long value", unknown + "payload_bytes=" + strings.Repeat(" ", 300) + "7\n" + string(good), VerdictCorrupt, "line 1002: payload_bytes value longer than 256 bytes"},
-	} {
-		if err := os.WriteFile(meta, []byte(c.text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		for _, path := range []string{tree, vtPayload(tree, 0)} {
-			sp, err := Open(path, OpenOptions{})
-			if err != nil {
-				t.Errorf("%s: open %s: %v", c.name, path, err)
-				continue
-			}
-			f := sp.Files[0]
-			if f.Verdict != c.verdict || !strings.Contains(f.VerdictDetail, c.detail) {
-				t.Errorf("%s: %s: verdict %s (%s), want %s (%s)", c.name, path, f.Verdict, f.VerdictDetail, c.verdict, c.detail)
-			}
-			sp.Close()
-		}
-	}
 }
