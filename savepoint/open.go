@@ -431,10 +431,22 @@ func verifyStraySidecar(f *File) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		f.Verdict, f.VerdictDetail = VerdictCorrupt, "unreadable sidecar: "+err.Error()
+		f.Verdict, f.VerdictDetail = VerdictCorrupt, unreadableSidecar(err)
 	default:
 		f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, sc)
 	}
+}
+
+// unreadableSidecar is the verdict detail of a sidecar that could not be
+// read (err). One larger than maxControlFileSize is not read: real ones
+// are under 200 bytes, and a file of gigabytes would be read in full.
+// clink reads past the keys it does not know, and may find it valid.
+func unreadableSidecar(err error) string {
+	detail := "unreadable sidecar: " + err.Error()
+	if errors.As(err, new(*tooLargeError)) {
+		detail += " (real ones are under 200 bytes, and sptool reads none larger; clink, which reads past the keys it does not know, may find it valid: remove them)"
+	}
+	return detail
 }
 
 // parseGeneration parses "v<N>" with N >= 0.
@@ -1495,10 +1507,11 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, nil)
-		case errors.Is(err, ErrNotControlFile):
+		case errors.Is(err, ErrNotControlFile), errors.As(err, new(*tooLargeError)):
 			// A directory, a device or a named pipe where the sidecar
 			// should be: clink cannot read it, and refuses the payload.
-			f.Verdict, f.VerdictDetail = VerdictCorrupt, "unreadable sidecar: "+err.Error()
+			// Or a sidecar larger than any real one, not read.
+			f.Verdict, f.VerdictDetail = VerdictCorrupt, unreadableSidecar(err)
 		case err != nil:
 			return fmt.Errorf("read sidecar: %w", err)
 		default:

@@ -105,7 +105,7 @@ func openRegularFile(path string) (*os.File, os.FileInfo, error) {
 // metadata st, whole: at most max bytes.
 func readOpenedFile(fh *os.File, st os.FileInfo, path string, max int64) ([]byte, error) {
 	if st.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d bytes allowed", path, st.Size(), max)
+		return nil, &tooLargeError{path, st.Size(), max}
 	}
 	data := make([]byte, st.Size())
 	// Mapped in at once: the read would fault a fresh page at a time (a
@@ -176,4 +176,15 @@ func notStdin(path string, err error) error {
 		return fmt.Errorf("%w (sptool reads its inputs from files, not from standard input: give the file's path)", err)
 	}
 	return err
+}
+
+// tooLargeError is the error of ReadRegularFile for a file of more than
+// the bytes it allows.
+type tooLargeError struct {
+	path      string
+	size, max int64
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("%s is %d bytes, more than the %d bytes allowed", e.path, e.size, e.max)
 }
