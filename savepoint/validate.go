@@ -776,6 +776,25 @@ func (v *validator) checkFileLevel(f *File) {
 	}
 }
 
+// ModeConflict says why clink's restore of this changelog, a payload of
+// a tree of the given backend, throws on its materialisation rows (format
+// 1.7): it holds both an inline materialisation (row_kind 0) and an
+// external handle (row_kind 3), whatever the backend, or an inline one
+// where the changelog+file backend restores it with an external store.
+// "" when it does not.
+func (c *ChangelogInfo) ModeConflict(backend Backend) string {
+	if c == nil {
+		return ""
+	}
+	if c.mixedModes() {
+		return fmt.Sprintf("%s holds an inline materialisation (row_kind 0) and %s an external handle (row_kind 3), and every restore throws on one of them", c.place(slices.Index(c.InBlob, true)), c.place(slices.Index(c.InBlob, false)))
+	}
+	if i := slices.Index(c.InBlob, true); i >= 0 && backend == BackendChangelogFile {
+		return fmt.Sprintf("%s holds an inline materialisation (row_kind 0), which the changelog+file backend's restore throws on", c.place(i))
+	}
+	return ""
+}
+
 // mixedModes reports whether the changelog holds both an inline
 // materialisation (row_kind 0) and an external handle (row_kind 3).
 func (c *ChangelogInfo) mixedModes() bool {

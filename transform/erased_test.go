@@ -5,6 +5,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sptool/sptool/savepoint"
@@ -98,4 +101,43 @@ func changelogStream(t *testing.T, kinds []uint8, rows []savepoint.Row) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// TestChangelogModeConflictWarned: a changelog+file tree whose payload
+// clink's restore throws on (an inline materialisation beside a handle, or
+// alone, where that backend restores with an external store) is read and
+// rewritten all the same, with a warning naming the rows, which --strict
+// turns into a refusal.
+func TestChangelogModeConflictWarned(t *testing.T) {
+	in := ownerLogTree(t, true, false)
+	sp := open(t, in)
+	handles := [2]string{sp.File(0).Snapshot.Changelog.Handles[0], sp.File(1).Snapshot.Changelog.Handles[0]}
+	sp.Close()
+	put := savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), []byte("p")), Value: []byte("v")}
+	payloads := [2][]byte{
+		changelogStream(t, []uint8{0}, []savepoint.Row{{}}),
+		changelogStream(t, []uint8{3, 1, 0}, []savepoint.Row{{Value: []byte(handles[1])}, put, {}}),
+	}
+	for i, b := range payloads {
+		if err := os.WriteFile(filepath.Join(in, "v1", strconv.Itoa(i), "changelog-7.snap"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := parseRules(t, "version: 1\nrules: []\n", nil)
+	rep, err := transform.Run(context.Background(), open(t, in), set, transform.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		filepath.FromSlash("v1/0/changelog-7.snap") + ": clink's restore of it throws (row 0 holds an inline materialisation (row_kind 0), which the changelog+file backend's restore throws on, section 1.7)",
+		filepath.FromSlash("v1/1/changelog-7.snap") + ": clink's restore of it throws (row 2 holds an inline materialisation (row_kind 0) and row 0 an external handle (row_kind 3), and every restore throws on one of them, section 1.7)",
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(rep.Warnings, func(s string) bool { return strings.HasPrefix(s, w) }) {
+			t.Errorf("warnings %q, want one starting %q", rep.Warnings, w)
+		}
+	}
+	if _, err := transform.Run(context.Background(), open(t, in), set, transform.Options{Out: filepath.Join(t.TempDir(), "out"), Strict: true}); err == nil {
+		t.Error("--strict wrote the output")
+	}
 }

@@ -419,7 +419,13 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 		}
 	}
 	for _, f := range sp.Files {
-		if f.Snapshot != nil && f.Snapshot.TrailingBytes > 0 {
+		if f.Snapshot == nil {
+			continue
+		}
+		if why := f.Snapshot.Changelog.ModeConflict(sp.Backend); why != "" {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: clink's restore of it throws (%s, section 1.7): the output holds the state sptool replays from all its materialisation rows, which no restore of the input gave; check it (sptool validate says more)", savepoint.ShowName(f.Rel), why))
+		}
+		if f.Snapshot.TrailingBytes > 0 {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s holds %s after its end-of-stream marker, which clink's reader ignores: the output leaves them out (the file is written anew, not copied)", savepoint.ShowName(f.Rel), countOf(int(f.Snapshot.TrailingBytes), "byte")))
 		}
 	}
