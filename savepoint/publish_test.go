@@ -1226,3 +1226,24 @@ func TestSetAside(t *testing.T) {
 		t.Errorf("the file set aside is gone: %v", err)
 	}
 }
+
+// A write whose callback panics (a service that recovers panics goes on)
+// leaves no temporary file, and no output; the panic goes on.
+func TestWriteFileAtomicPanic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("recovered %v, want the callback's panic", r)
+			}
+		}()
+		WriteFileAtomic(path, func(w io.Writer) error {
+			io.WriteString(w, strings.Repeat("x", 1<<20))
+			panic("boom")
+		})
+	}()
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Errorf("left in the directory: %v, %v", ents, err)
+	}
+}

@@ -45,6 +45,39 @@ func oneRowWriter(t *testing.T, out string, backend Backend) *TreeWriter {
 	return tw
 }
 
+// A TreeWriter used after its Abort (a worker finishing once its caller
+// gave up) refuses, writing nothing: a WriteSubtask made the staging
+// directory again, which nothing removed, and a Commit published a tree
+// whose marker listed the subtask the Abort had removed. A subtask index
+// past the highest sptool reads is refused too.
+func TestTreeWriterUsedAfterAbort(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "tree")
+	tw, err := CreateTree(out, TreeOptions{Generation: 1, Checkpoint: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, rows := CanonicalMetadata(nil, VersionMap{}), []Row{{Op: 1, Key: []byte("k"), Value: []byte("v")}}
+	if _, err := tw.WriteSubtask(MaxParallelism, md, rows, CompressNone); err == nil || !strings.Contains(err.Error(), "subtask 65535: above 65534, the highest subtask index sptool reads") {
+		t.Errorf("WriteSubtask(%d): %v", MaxParallelism, err)
+	}
+	if _, err := tw.WriteSubtask(0, md, rows, CompressNone); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.WriteSubtask(1, md, rows, CompressNone); !errors.Is(err, errAborted) {
+		t.Errorf("WriteSubtask after Abort: %v", err)
+	}
+	if err := tw.Commit("job1", nil); !errors.Is(err, errAborted) {
+		t.Errorf("Commit after Abort: %v", err)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Errorf("beside the tree: %v, %v", ents, err)
+	}
+}
+
 // A TreeWriter used after its Commit refuses, writing nothing: a second
 // Commit or a WriteSubtask made a staging directory again, which nothing
 // removed, and the second Commit named the published tree as one that

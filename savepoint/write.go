@@ -560,9 +560,17 @@ func fillTemp(path string, mode int, fill func(*os.File) error) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	returned := false
+	defer func() {
+		if !returned { // fill panicked: the panic goes on, the file does not stay
+			f.Close()
+			removeTemp(nil, "its temporary file", tmp)
+		}
+	}()
 	if err = fill(f); err == nil {
 		err = closeDurable(f, tmp)
 	}
+	returned = true
 	if err != nil {
 		f.Close() // (again, if closeDurable's close failed: no harm)
 		return "", removeTemp(err, "its temporary file", tmp)

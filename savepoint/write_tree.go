@@ -40,10 +40,11 @@ type TreeWriter struct {
 	markerExtra  []MetaEntry
 	unlisted     []int
 	before       func() error // TreeOptions.BeforePublish
-	mu           sync.Mutex   // guards subtasks and unfinished
+	mu           sync.Mutex   // guards subtasks, unfinished and aborted
 	subtasks     []int
 	unfinished   map[int]bool // subtasks whose write began and has not succeeded
 	committed    bool
+	aborted      bool // Abort was called: nothing more is written
 	matMu        sync.Mutex // guards mats
 	mats         map[int][]FileInfo
 	spare        []*os.File // held for removing the staging directory (reserveFiles)
@@ -93,6 +94,10 @@ func closeAll(files []*os.File) {
 // errCommitted is the error of a TreeWriter used after its Commit
 // published the tree.
 var errCommitted = errors.New("the tree was committed already: a TreeWriter writes and commits one tree")
+
+// errAborted is the error of a TreeWriter used after its Abort removed
+// the staging directory.
+var errAborted = errors.New("the tree was aborted: a TreeWriter writes nothing once Abort is called")
 
 // TreeOptions describe the tree to write.
 type TreeOptions struct {
@@ -203,10 +208,17 @@ func (t *TreeWriter) subtaskDir(i int) (string, error) {
 		return "", errCommitted
 	case i < 0:
 		return "", fmt.Errorf("subtask %d: subtask indexes start at 0", i)
+	case i >= MaxParallelism:
+		return "", fmt.Errorf("subtask %d: above %d, the highest subtask index sptool reads (a parallelism of at most %d)", i, MaxParallelism-1, MaxParallelism)
 	}
 	d := filepath.Join(t.stage, "v"+strconv.Itoa(t.gen), strconv.Itoa(i))
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.aborted {
+		// (It would make the staging directory again, which nothing
+		// removes, and a Commit would publish the subtasks written since.)
+		return "", errAborted
+	}
 	if slices.Contains(t.subtasks, i) {
 		if t.unfinished[i] {
 			return "", fmt.Errorf("subtask %d written twice (the first write failed, or has not returned)", i)
@@ -510,6 +522,10 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		return errCommitted
 	}
 	t.mu.Lock()
+	if t.aborted {
+		t.mu.Unlock()
+		return errAborted
+	}
 	var unfinished []int
 	for i := range t.unfinished {
 		unfinished = append(unfinished, i)
@@ -763,7 +779,9 @@ var hookRemoveTree func(dir string)
 
 // Abort removes the staging directory, and the output's parent
 // directories that CreateTree made, as far as they are empty; it is a
-// no-op after Commit. The staging directory is removed as a replaced
+// no-op after Commit. Once it is called, the TreeWriter writes nothing:
+// a write of a subtask, or a Commit, still to come (on another goroutine)
+// is refused. The staging directory is removed as a replaced
 // tree is, its COMPLETED markers first, then its sidecars, then the rest,
 // without following a link put in its place: a Commit that failed once it
 // wrote the COMPLETED marker leaves a whole tree there, and a run killed
@@ -778,6 +796,9 @@ func (t *TreeWriter) Abort() error {
 	if t.committed {
 		return nil
 	}
+	t.mu.Lock()
+	t.aborted = true
+	t.mu.Unlock()
 	left := leftBehind("the staging directory", t.stage, removeTree)
 	t.made.Remove()
 	return left
