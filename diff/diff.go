@@ -288,8 +288,11 @@ func Compare(ctx context.Context, a, b *savepoint.Savepoint, opts Options) (res 
 			return nil, fmt.Errorf("diff: side %c: %w", 'A'+i, err)
 		}
 	}
-	if err := errors.Join(a.CheckTempDirApart(opts.TempDir), b.CheckTempDirApart(opts.TempDir)); err != nil {
-		return nil, err
+	for i, sp := range []*savepoint.Savepoint{a, b} {
+		if err := sp.CheckTempDirApart(opts.TempDir); err != nil {
+			// (Both sides may be one input: named once.)
+			return nil, fmt.Errorf("diff: side %c: %w", 'A'+i, err)
+		}
 	}
 	if err := checkGaps(a, b); err != nil {
 		return nil, err

@@ -76,6 +76,16 @@ func TestCompareFails(t *testing.T) {
 	}
 }
 
+// TestCompareTempDirInside: a TempDir inside an input is refused, naming
+// the side, once when both sides are that input.
+func TestCompareTempDirInside(t *testing.T) {
+	tmp := filepath.Join(exampleTree, "v1")
+	r, err := Compare(context.Background(), open(t, exampleTree), open(t, exampleTree), Options{TempDir: tmp})
+	if err == nil || r != nil || !strings.HasPrefix(err.Error(), "diff: side A: temporary directory "+tmp+" lies inside the input") || strings.Count(err.Error(), "lies inside") != 1 {
+		t.Errorf("TempDir inside the input: %v, %v", r, err)
+	}
+}
+
 // TestInOrderCancelled: a side whose sorted copies were stopped because
 // the comparison was cancelled is not read in place (which would sort its
 // files in memory, at length): the error is the context's.

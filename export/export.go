@@ -531,6 +531,10 @@ type countWriter struct {
 func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	if err != nil {
+		// The writer's own error says nothing of what it was writing.
+		err = fmt.Errorf("export: write the output at byte %d: %w", c.n, err)
+	}
 	return n, err
 }
 

@@ -1247,3 +1247,20 @@ func TestWriteFileAtomicPanic(t *testing.T) {
 		t.Errorf("left in the directory: %v, %v", ents, err)
 	}
 }
+
+// CreateFileAtomic refuses a path that exists before it writes anything,
+// saying so (not that the file appeared while it wrote).
+func TestCreateFileAtomicExisting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	err := CreateFileAtomic(path, func(w io.Writer) error { called = true; return nil })
+	if !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), path+" exists, and is not replaced") || called {
+		t.Errorf("CreateFileAtomic over a file: %v (written: %v)", err, called)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Errorf("the file holds %q", b)
+	}
+}

@@ -206,8 +206,8 @@ const (
 // UnreadableReport returns the report of an input at path that could not be
 // opened, err being why: one error of CheckUnreadable, whose File is path
 // as given (there is no savepoint root to make it relative to).
-func UnreadableReport(path string, err error) Report {
-	return Report{Findings: []Finding{{Severity: SeverityError, Check: CheckUnreadable, File: path, Subtask: -1, Row: -1, Message: err.Error()}}}
+func UnreadableReport(path string, err error) *Report {
+	return &Report{Findings: []Finding{{Severity: SeverityError, Check: CheckUnreadable, File: path, Subtask: -1, Row: -1, Message: err.Error()}}}
 }
 
 // DefaultFindingLimit is how many findings of one check, severity and file
@@ -227,7 +227,7 @@ type ValidateOptions struct {
 	// this therefore asks "can every chain group run at this parallelism";
 	// a group already at it is covered by the misplaced-row and stale-copy
 	// checks and not checked twice. A single-file input is taken as
-	// subtask 0. 0 skips the check; above MaxParallelism it is
+	// subtask 0. 0 (or less) skips the check; above MaxParallelism it is
 	// an error finding.
 	Parallelism int
 	// Limit is how many findings of one (check, severity, file) are listed

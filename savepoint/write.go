@@ -511,6 +511,13 @@ func CreateFileAtomic(path string, write func(io.Writer) error) error {
 // CreateFileAtomic when it is not: the choice a command's --force makes
 // for an output that is not a savepoint (a report, an export).
 func SaveFileAtomic(path string, replace bool, write func(io.Writer) error) error {
+	if !replace {
+		// Said before anything is written (a file that appears while it
+		// is written is found when it is published).
+		if _, err := os.Lstat(path); err == nil {
+			return fmt.Errorf("%s exists, and is not replaced: %w", path, fs.ErrExist)
+		}
+	}
 	return writeAtomic(path, replace, func(f *os.File) error {
 		bw := fileWriter(f)
 		defer releaseFileWriter(bw)

@@ -63,7 +63,9 @@ type Options struct {
 	Tool string
 	// Progress, when set, is called as the run advances: stage "rows" with
 	// the rows processed of all rows, then "write" with the bytes written
-	// (total -1: not known in advance). It may be called from several
+	// (total -1: not known in advance), each time another
+	// savepoint.ReleaseEvery bytes (16 MiB) are written: a run writing less
+	// than that makes no "write" call. It may be called from several
 	// goroutines at once.
 	Progress func(stage string, done, total int64)
 	// AllowMissingState accepts a tree holding a 0-byte payload, written as
@@ -317,7 +319,9 @@ func checkMissingState(sp *savepoint.Savepoint, allow bool) error {
 //
 // A Run that fails returns a nil report, except when its output was
 // published before the failure: it then returns the report with a
-// *savepoint.PublishedError.
+// *savepoint.PublishedError. When ctx is done before the output is
+// published, Run stops, writes nothing, and returns an error that
+// errors.Is matches with ctx's error.
 func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {
 	if err := sp.CheckUsable(); err != nil {
 		return nil, fmt.Errorf("transform: %w", err)
