@@ -44,7 +44,7 @@ type TreeWriter struct {
 	subtasks     []int
 	unfinished   map[int]bool // subtasks whose write began and has not succeeded
 	committed    bool
-	aborted      bool // Abort was called: nothing more is written
+	aborted      bool       // Abort was called: nothing more is written
 	matMu        sync.Mutex // guards mats
 	mats         map[int][]FileInfo
 	spare        []*os.File // held for removing the staging directory (reserveFiles)
