@@ -1280,6 +1280,16 @@ func (sp *Savepoint) checkOutsidePayloadDirs(what, p string, strict bool) error 
 	return nil
 }
 
+// PathInside reports whether path lies under dir, not dir itself, both
+// taken from the working directory and resolved as the system resolves
+// them: their symbolic links followed as far as they exist, and, where two
+// names reach one directory (a bind mount, a second name of a file
+// system), by its identity.
+func PathInside(path, dir string) (bool, error) {
+	rel, _, err := pathRelation(dir, path)
+	return rel == relInside, err
+}
+
 // pathRel is how an output path stands to an input path.
 type pathRel int
 

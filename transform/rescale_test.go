@@ -2315,6 +2315,40 @@ func TestStateBaseInsideRefused(t *testing.T) {
 	}
 }
 
+// TestStateBaseInsideThroughLink: a state base inside the input tree or
+// the output is refused when either is reached through a symbolic link
+// too: the handles would name <base>/v1/v1/0/..., which no restore finds.
+func TestStateBaseInsideThroughLink(t *testing.T) {
+	in, err := filepath.Abs(rsFixture("independent", "changelog-file"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := rsRules(t, "version: 1\nrules:\n  - rescale: {parallelism: 2}\n")
+	dir := rsTempDir(t)
+	real := filepath.Join(dir, "real")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"in": in, "lnk": real} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Skip(err)
+		}
+	}
+	for _, c := range []struct{ input, out, base, want string }{
+		{in, filepath.Join(dir, "o1"), filepath.Join(dir, "in", "v1"), "lies inside the input tree"},
+		{filepath.Join(dir, "in"), filepath.Join(dir, "o2"), filepath.Join(in, "v1"), "lies inside the input tree"},
+		{in, filepath.Join(dir, "lnk", "o3"), filepath.Join(real, "o3", "v1"), "lies inside the output"},
+	} {
+		_, err := transform.Run(context.Background(), rsOpen(t, c.input, nil), set, transform.Options{Out: c.out, StateBase: c.base})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("input %s, output %s, state base %s: err %v, want %q", c.input, c.out, c.base, err, c.want)
+		}
+		if _, err := os.Lstat(c.out); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("output %s written (%v)", c.out, err)
+		}
+	}
+}
+
 // TestRescaleChangelogFile rescales a changelog+file tree: the output has the
 // same form (changelog-<id>.snap holding a row_kind 3 handle into the output
 // tree, the state in materializations/mat-<id>.bin, no sidecars) and reads

@@ -4016,15 +4016,21 @@ func checkStateBaseApart(base, out string) error {
 }
 
 // strictlyInside reports whether path lies under dir, not dir itself, both
-// taken from the working directory.
+// taken from the working directory, their symbolic links resolved (see
+// savepoint.PathInside): a state base reached through a link to the
+// input tree or the output is inside it as much as one named plainly.
 func strictlyInside(path, dir string) bool {
-	p, err1 := filepath.Abs(path)
-	d, err2 := filepath.Abs(dir)
-	if err1 != nil || err2 != nil {
-		return false
+	inside, err := savepoint.PathInside(path, dir)
+	if err != nil { // (paths the system cannot resolve: compared as named)
+		p, err1 := filepath.Abs(path)
+		d, err2 := filepath.Abs(dir)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		rel, err := filepath.Rel(d, p)
+		return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 	}
-	rel, err := filepath.Rel(d, p)
-	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	return inside
 }
 
 // handlePattern is the path of the handles a state base gives.
