@@ -79,23 +79,20 @@ func TestCheckedModulo(t *testing.T) {
 		{uint64(1 << 63), uint32(0), "integer divide by zero"},
 	} {
 		got, err := checkedMod(c.a, c.b)
-		if err != nil {
-			got = err.Error()
-		}
-		if w, ok := c.want.(string); ok {
-			if s, _ := got.(string); !strings.Contains(s, w) {
-				t.Errorf("%v %% %v: %v, want an error with %q", c.a, c.b, got, w)
-			}
-		} else if got != c.want {
-			t.Errorf("%v %% %v: %v (%T), want %v (%T)", c.a, c.b, got, got, c.want, c.want)
-		}
+		checkResult(t, fmt.Sprintf("%v %% %v", c.a, c.b), got, err, c.want)
 	}
 	// In a filter: every id here is odd.
-	set, err := Parse("r.yaml", []byte("version: 1\nrules:\n  - drop: 'op % 2 == 1 && op % 10 == 5'\n"))
+	holdsForOps(t, "op % 2 == 1 && op % 10 == 5", math.MaxUint64, 9223372036854775815, 5, 15)
+}
+
+// holdsForOps checks that filter holds for rows of each of ops.
+func holdsForOps(t *testing.T, filter string, ops ...uint64) {
+	t.Helper()
+	set, err := Parse("r.yaml", []byte("version: 1\nrules:\n  - drop: '"+filter+"'\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, op := range []uint64{math.MaxUint64, 9223372036854775815, 5, 15} {
+	for _, op := range ops {
 		var env Env
 		if err := set.FillEnv(&env, savepoint.Row{Op: op, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: le64(1)}, 0); err != nil {
 			t.Fatal(err)
@@ -103,7 +100,7 @@ func TestCheckedModulo(t *testing.T) {
 		var m vm.VM
 		v, err := set.Rules[0].Drop.Predicate.Eval(&m, &env)
 		if err != nil || !v {
-			t.Errorf("op %d: %v, %v; want true", op, v, err)
+			t.Errorf("%s, op %d: %v, %v; want true", filter, op, v, err)
 		}
 	}
 }
@@ -467,16 +464,7 @@ func TestCheckedBits(t *testing.T) {
 		{"bitand", []any{uint64(12), 10}, 8},
 	} {
 		got, err := checkedBits(c.name, exprBuiltin(c.name).Func, c.args)
-		if err != nil {
-			got = err.Error()
-		}
-		if w, ok := c.want.(string); ok {
-			if s, _ := got.(string); !strings.Contains(s, w) {
-				t.Errorf("%s%v: %v, want an error with %q", c.name, c.args, got, w)
-			}
-		} else if got != c.want {
-			t.Errorf("%s%v: %v (%T), want %v (%T)", c.name, c.args, got, got, c.want, c.want)
-		}
+		checkResult(t, fmt.Sprint(c.name, c.args), got, err, c.want)
 	}
 	for _, c := range []struct {
 		a, b any
@@ -495,35 +483,26 @@ func TestCheckedBits(t *testing.T) {
 		{1.5, 1, "want two integers"},
 	} {
 		got, err := checkedShl(c.a, c.b)
-		if err != nil {
-			got = err.Error()
-		}
-		if w, ok := c.want.(string); ok {
-			if s, _ := got.(string); !strings.Contains(s, w) {
-				t.Errorf("bitshl(%v, %v): %v, want an error with %q", c.a, c.b, got, w)
-			}
-		} else if got != c.want {
-			t.Errorf("bitshl(%v, %v): %v (%T), want %v (%T)", c.a, c.b, got, got, c.want, c.want)
-		}
+		checkResult(t, fmt.Sprintf("bitshl(%v, %v)", c.a, c.b), got, err, c.want)
 	}
 	// A call of no operands is no bit function's: now() is not routed.
 	if _, err := expr.Compile("now()", slices.Concat([]expr.Option{expr.Env(Env{})}, exprFunctions, arithOptions)...); err != nil {
 		t.Errorf("now() with the checked arithmetic: %v", err)
 	}
 	// In a filter, over ids on both sides of 2^63.
-	set, err := Parse("r.yaml", []byte("version: 1\nrules:\n  - drop: 'bitor(op, 0) == op && bitshr(op, 1) >= 0 && bitand(op, 1) == op % 2'\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, op := range []uint64{id, math.MaxUint64, 1 << 63, 7, 42} {
-		var env Env
-		if err := set.FillEnv(&env, savepoint.Row{Op: op, Key: savepoint.EncodeKeyedKey([]byte("agg"), le64(1)), Value: le64(1)}, 0); err != nil {
-			t.Fatal(err)
+	holdsForOps(t, "bitor(op, 0) == op && bitshr(op, 1) >= 0 && bitand(op, 1) == op % 2", id, math.MaxUint64, 1<<63, 7, 42)
+}
+
+// checkResult checks the result of a checked operation, what: got and err
+// against want, a value (of its type too) or, a string, text the error
+// holds.
+func checkResult(t *testing.T, what string, got any, err error, want any) {
+	t.Helper()
+	if w, ok := want.(string); ok {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: %v, %v; want an error with %q", what, got, err, w)
 		}
-		var m vm.VM
-		v, err := set.Rules[0].Drop.Predicate.Eval(&m, &env)
-		if err != nil || !v {
-			t.Errorf("op %d: %v, %v; want true", op, v, err)
-		}
+	} else if err != nil || got != want {
+		t.Errorf("%s: %v (%T), %v; want %v (%T)", what, got, got, err, want, want)
 	}
 }

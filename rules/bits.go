@@ -85,31 +85,11 @@ type wideInt struct {
 
 // toWide returns v as a wideInt if it is an integer of any width.
 func toWide(v any) (wideInt, bool) {
-	s := func(x int64) (wideInt, bool) { return wideInt{x >> 63, uint64(x)}, true }
-	u := func(x uint64) (wideInt, bool) { return wideInt{0, x}, true }
-	switch x := v.(type) {
-	case int:
-		return s(int64(x))
-	case int8:
-		return s(int64(x))
-	case int16:
-		return s(int64(x))
-	case int32:
-		return s(int64(x))
-	case int64:
-		return s(x)
-	case uint:
-		return u(uint64(x))
-	case uint8:
-		return u(uint64(x))
-	case uint16:
-		return u(uint64(x))
-	case uint32:
-		return u(uint64(x))
-	case uint64:
-		return u(x)
+	neg, mag, ok := intParts(v)
+	if neg {
+		return wideInt{-1, -mag}, ok // (mag is 1 to 2^63)
 	}
-	return wideInt{}, false
+	return wideInt{0, mag}, ok
 }
 
 // int64 returns w as an int64, if one holds it.
