@@ -25,8 +25,21 @@ func (s *Set) CompileFilter(src string) (*Predicate, error) {
 // against d's codecs, as a keep or drop rule scoped to the slot is, so
 // 'value == "10"' over an int64 value is an error rather than a filter
 // that matches no row.
+// Reading 'expire_at' is an error when d is not declared 'ttl: true':
+// it is nil on every row of the slot.
 func (s *Set) CompileFilterFor(d *SlotDecl, src string) (*Predicate, error) {
-	return s.compileFilter(src, d.checkEnv)
+	p, err := s.compileFilter(src, d.checkEnv)
+	if err == nil && !d.TTL && p.ReadsExpireAt() {
+		return nil, fmt.Errorf("'expire_at' is nil on every row: slot %q of op %s is not declared with 'ttl: true' (a TTL slot's value starts with its 8-byte expiry stamp, which 'ttl: true' reads)", d.Slot, d.Op)
+	}
+	return p, err
+}
+
+// ReadsExpireAt reports whether the expression reads 'expire_at' (by name:
+// an expression that reads the whole row model, as a variable, is not
+// taken to).
+func (p *Predicate) ReadsExpireAt() bool {
+	return p.fields&FieldExpireAt != 0 && p.fields != AllFields
 }
 
 func (s *Set) compileFilter(src string, typed reflect.Type) (*Predicate, error) {
@@ -37,8 +50,9 @@ func (s *Set) compileFilter(src string, typed reflect.Type) (*Predicate, error) 
 		}
 		return nil, fmt.Errorf("column %d: %s", e.off+1, e.msg)
 	}
-	if c.fields&FieldExpireAt != 0 && c.fields != AllFields && (s == nil || !hasTTLSlot(s.Slots)) {
+	p := c.predicate(src)
+	if p.ReadsExpireAt() && (s == nil || !hasTTLSlot(s.Slots)) {
 		return nil, fmt.Errorf("'expire_at' is nil on every row: %s (a TTL slot's value starts with its 8-byte expiry stamp, which a declaration with 'ttl: true' reads)", noTTLSlot)
 	}
-	return c.predicate(src), nil
+	return p, nil
 }

@@ -586,6 +586,10 @@ func rulesRowFilter(rulesPath, where string, inScope func(op uint64, slot []byte
 		} else {
 			pred, err = set.CompileFilter(where)
 		}
+		if err == nil && inScope != nil && len(scoped) == 0 && pred.ReadsExpireAt() {
+			// --op and --slot name a slot no declaration describes.
+			err = errors.New("'expire_at' is nil on every row: the slot --op and --slot name is not declared (declare it with 'ttl: true' in the rule file of --rules)")
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("--where: %w", err)
 		}
