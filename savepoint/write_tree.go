@@ -40,7 +40,8 @@ type TreeWriter struct {
 	markerExtra  []MetaEntry
 	unlisted     []int
 	before       func() error // TreeOptions.BeforePublish
-	mu           sync.Mutex   // guards subtasks, unfinished and aborted
+	life         sync.Mutex   // held by Commit and by Abort for their whole run
+	mu           sync.Mutex   // guards subtasks, unfinished, committed and aborted
 	subtasks     []int
 	unfinished   map[int]bool // subtasks whose write began and has not succeeded
 	committed    bool
@@ -76,6 +77,13 @@ func reserveFiles(n int) ([]*os.File, error) {
 		files = append(files, f)
 	}
 	return files, nil
+}
+
+// setCommitted records that Commit published the tree.
+func (t *TreeWriter) setCommitted() {
+	t.mu.Lock()
+	t.committed = true
+	t.mu.Unlock()
 }
 
 // releaseSpare closes the descriptors CreateTree reserved.
@@ -202,10 +210,6 @@ func (t *TreeWriter) subtaskDir(i int) (string, error) {
 	case t.stage == "":
 		// (The zero TreeWriter would write into the working directory.)
 		return "", errors.New("a TreeWriter is made by CreateTree")
-	case t.committed:
-		// (It would make a staging directory again, which no Commit
-		// or Abort removes.)
-		return "", errCommitted
 	case i < 0:
 		return "", fmt.Errorf("subtask %d: subtask indexes start at 0", i)
 	case i >= MaxParallelism:
@@ -214,7 +218,12 @@ func (t *TreeWriter) subtaskDir(i int) (string, error) {
 	d := filepath.Join(t.stage, "v"+strconv.Itoa(t.gen), strconv.Itoa(i))
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.aborted {
+	switch {
+	case t.committed:
+		// (It would make a staging directory again, which no Commit
+		// or Abort removes.)
+		return "", errCommitted
+	case t.aborted:
 		// (It would make the staging directory again, which nothing
 		// removes, and a Commit would publish the subtasks written since.)
 		return "", errAborted
@@ -518,10 +527,15 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		// directory.)
 		return errors.New("a TreeWriter is made by CreateTree")
 	}
+	// An Abort waits for the Commit under way: removing the staging
+	// directory while it is published would empty the published tree.
+	t.life.Lock()
+	defer t.life.Unlock()
+	t.mu.Lock()
 	if t.committed {
+		t.mu.Unlock()
 		return errCommitted
 	}
-	t.mu.Lock()
 	if t.aborted {
 		t.mu.Unlock()
 		return errAborted
@@ -596,7 +610,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 			return fmt.Errorf("publish %s: %w", t.out, err)
 		}
 		if swapped {
-			t.committed = true
+			t.setCommitted()
 			t.releaseSpare()
 			if err := os.Rename(t.stage, old); err != nil {
 				old = t.stage
@@ -631,7 +645,7 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 		}
 		return fmt.Errorf("publish %s: %w", t.out, err)
 	}
-	t.committed = true
+	t.setCommitted()
 	t.releaseSpare()
 	if err := SyncDir(filepath.Dir(t.final)); err != nil {
 		return &PublishedError{Out: t.final, Err: unsynced(err, old)}
@@ -781,7 +795,8 @@ var hookRemoveTree func(dir string)
 // directories that CreateTree made, as far as they are empty; it is a
 // no-op after Commit. Once it is called, the TreeWriter writes nothing:
 // a write of a subtask, or a Commit, still to come (on another goroutine)
-// is refused. The staging directory is removed as a replaced
+// is refused; one that Commit has begun is waited for (so an Abort must
+// not be called from Commit's TreeOptions.BeforePublish). The staging directory is removed as a replaced
 // tree is, its COMPLETED markers first, then its sidecars, then the rest,
 // without following a link put in its place: a Commit that failed once it
 // wrote the COMPLETED marker leaves a whole tree there, and a run killed
@@ -792,13 +807,16 @@ var hookRemoveTree func(dir string)
 // closed first, so that the removal can open the tree's directories even
 // when the write failed for want of them.
 func (t *TreeWriter) Abort() error {
+	t.life.Lock()
+	defer t.life.Unlock()
 	t.releaseSpare()
-	if t.committed {
+	t.mu.Lock()
+	committed := t.committed
+	t.aborted = !committed
+	t.mu.Unlock()
+	if committed {
 		return nil
 	}
-	t.mu.Lock()
-	t.aborted = true
-	t.mu.Unlock()
 	left := leftBehind("the staging directory", t.stage, removeTree)
 	t.made.Remove()
 	return left
