@@ -1257,7 +1257,8 @@ func TestCreateFileAtomicExisting(t *testing.T) {
 	}
 	called := false
 	err := CreateFileAtomic(path, func(w io.Writer) error { called = true; return nil })
-	if !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), path+" exists, and is not replaced") || called {
+	var exists *OutputExistsError
+	if !errors.Is(err, fs.ErrExist) || !errors.As(err, &exists) || exists.Appeared || err.Error() != "output "+path+" exists" || called {
 		t.Errorf("CreateFileAtomic over a file: %v (written: %v)", err, called)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "old" {

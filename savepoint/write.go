@@ -515,7 +515,7 @@ func SaveFileAtomic(path string, replace bool, write func(io.Writer) error) erro
 		// Said before anything is written (a file that appears while it
 		// is written is found when it is published).
 		if _, err := os.Lstat(path); err == nil {
-			return fmt.Errorf("%s exists, and is not replaced: %w", path, fs.ErrExist)
+			return &OutputExistsError{Path: path}
 		}
 	}
 	return writeAtomic(path, replace, func(f *os.File) error {
