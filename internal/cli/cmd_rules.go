@@ -447,10 +447,12 @@ func checkReportPath(in, out, report string, force bool) error {
 			return fmt.Errorf("--report %s: the report must be a file apart from the %s %s, neither it, in it, nor holding it", report, p.what, p.path)
 		}
 	}
-	st, err := os.Stat(report)
-	if err == nil && st.IsDir() {
+	if st, err := os.Stat(report); err == nil && st.IsDir() {
 		return fmt.Errorf("--report %s is a directory", report)
 	}
+	// A link, dangling too, is a file there: the report's publish would
+	// not replace it without --force.
+	_, err := os.Lstat(report)
 	// A device, a named pipe or a link to a standard stream is refused as
 	// such, with or without --force.
 	if rerr := savepoint.CheckReplaceable(report, false); rerr != nil {
