@@ -444,7 +444,7 @@ func verifyStraySidecar(f *File) {
 func unreadableSidecar(err error) string {
 	detail := "unreadable sidecar: " + err.Error()
 	if errors.As(err, new(*tooLargeError)) {
-		detail += " (real ones are under 200 bytes, and sptool reads none larger; clink, which reads past the keys it does not know, may find it valid: remove them)"
+		detail += " (real ones are under 200 bytes, and sptool reads none larger; clink reads past the keys it does not know, and may restore the payload: keep only the sidecar's clink_checkpoint_meta, checkpoint_id, payload_bytes and payload_crc32c lines)"
 	}
 	return detail
 }
@@ -1512,6 +1512,7 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 			// should be: clink cannot read it, and refuses the payload.
 			// Or a sidecar larger than any real one, not read.
 			f.Verdict, f.VerdictDetail = VerdictCorrupt, unreadableSidecar(err)
+			f.sidecarUnread = errors.As(err, new(*tooLargeError))
 		case err != nil:
 			return fmt.Errorf("read sidecar: %w", err)
 		default:

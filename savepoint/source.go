@@ -137,6 +137,9 @@ type File struct {
 	// 128, as a bit set, when kgsKnown (see KeyGroupsHeld).
 	kgs      [NumKeyGroups / 64]uint64
 	kgsKnown bool
+	// sidecarUnread: the sidecar was too large to be read, so its verdict
+	// is sptool's, and clink's may differ (see unreadableSidecar).
+	sidecarUnread bool
 }
 
 // KeyGroupsHeld reports whether the payload holds a row whose key's first

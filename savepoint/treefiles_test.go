@@ -134,7 +134,15 @@ func TestControlFilesTooLarge(t *testing.T) {
 		}
 		for _, p := range opens {
 			if which == "sidecar" {
-				checkSidecarRefused(t, p, path, "more than the 1048576 bytes allowed (real ones are under 200 bytes, and sptool reads none larger; clink, which reads past the keys it does not know, may find it valid")
+				checkSidecarRefused(t, p, path, "more than the 1048576 bytes allowed (real ones are under 200 bytes, and sptool reads none larger; clink reads past the keys it does not know, and may restore the payload")
+				sp, err := Open(p, OpenOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if msg := Validate(sp, ValidateOptions{}).ByCheck(CheckSidecar)[0].Message; strings.Contains(msg, "clink's restore refuses") {
+					t.Errorf("validate says clink refuses what it may restore: %s", msg)
+				}
+				sp.Close()
 				continue
 			}
 			sp, err := Open(p, OpenOptions{})

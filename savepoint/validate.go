@@ -648,7 +648,11 @@ func (v *validator) checkFileLevel(f *File) {
 	} else if sp.Backend == BackendFile && f.Verdict != "" && f.Verdict != VerdictValid {
 		// (No verdict: a payload that is no regular file, whose finding
 		// follows.)
-		v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("sidecar verdict %s: %s; clink's restore refuses this payload", f.Verdict, f.VerdictDetail))
+		refuses := "; clink's restore refuses this payload"
+		if f.sidecarUnread {
+			refuses = "" // (the detail says what clink may do)
+		}
+		v.fileFinding(f, SeverityError, CheckSidecar, fmt.Sprintf("sidecar verdict %s: %s%s", f.Verdict, f.VerdictDetail, refuses))
 	} else if f.Verdict != "" && f.Verdict != VerdictValid && f.Sidecar == nil {
 		v.fileFinding(f, SeverityWarning, CheckSidecar, fmt.Sprintf("a .meta sidecar lies beside this changelog payload and cannot be read (verdict %s: %s): clink's changelog+file backend writes none and does not read it on restore", f.Verdict, f.VerdictDetail))
 	} else if f.Verdict != "" && f.Verdict != VerdictValid {
