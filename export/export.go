@@ -533,7 +533,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	if err != nil {
 		// The writer's own error says nothing of what it was writing.
-		err = fmt.Errorf("export: write the output at byte %d: %w", c.n, err)
+		err = fmt.Errorf("write the output at byte %d: %w", c.n, err)
 	}
 	return n, err
 }

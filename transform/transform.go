@@ -63,10 +63,10 @@ type Options struct {
 	Tool string
 	// Progress, when set, is called as the run advances: stage "rows" with
 	// the rows processed of all rows, then "write" with the bytes written
-	// (total -1: not known in advance), each time another
-	// savepoint.ReleaseEvery bytes (16 MiB) are written: a run writing less
-	// than that makes no "write" call. It may be called from several
-	// goroutines at once.
+	// (total -1: not known in advance): for a file rewritten, each time
+	// another savepoint.ReleaseEvery bytes (16 MiB) of it are written, so
+	// that one of less makes no call; for a file copied unchanged, once,
+	// with its size. It may be called from several goroutines at once.
 	Progress func(stage string, done, total int64)
 	// AllowMissingState accepts a tree holding a 0-byte payload, written as
 	// a zero-row stream (empty state), as clink's restore accepts one with
@@ -321,8 +321,19 @@ func checkMissingState(sp *savepoint.Savepoint, allow bool) error {
 // published before the failure: it then returns the report with a
 // *savepoint.PublishedError. When ctx is done before the output is
 // published, Run stops, writes nothing, and returns an error that
-// errors.Is matches with ctx's error.
+// errors.Is matches with ctx's error (context.Canceled, or
+// context.DeadlineExceeded).
 func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {
+	rep, err := run(ctx, sp, set, opts)
+	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
+		// The writers stop with context.Canceled whatever stopped them.
+		err = fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return rep, err
+}
+
+// run is Run, whose error may say canceled for a ctx past its deadline.
+func run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {
 	if err := sp.CheckUsable(); err != nil {
 		return nil, fmt.Errorf("transform: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -2994,5 +2995,52 @@ func planWarnsAsApply(t *testing.T, in string, set *rules.Set, out string, want 
 	}
 	if !slices.Equal(planned.Warnings, applied.Warnings) {
 		t.Errorf("plan's warnings %q, apply's %q", planned.Warnings, applied.Warnings)
+	}
+}
+
+// flagCtx is a context whose deadline passes when passed is set.
+type flagCtx struct {
+	context.Context
+	passed atomic.Bool
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (c *flagCtx) pass()                 { c.once.Do(func() { c.passed.Store(true); close(c.done) }) }
+func (c *flagCtx) Done() <-chan struct{} { return c.done }
+func (c *flagCtx) Err() error {
+	if c.passed.Load() {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// A Run whose ctx passes its deadline while it writes returns an error that
+// errors.Is matches with context.DeadlineExceeded (its writers stop with
+// context.Canceled whatever stopped them), and writes nothing.
+func TestRunDeadlineError(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.snap")
+	rows := make([]savepoint.Row, 250_000) // 25 MB: the writer reports progress every 16 MiB
+	value := bytes.Repeat([]byte("v"), 80)
+	for i := range rows {
+		rows[i] = savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("agg"), binary.BigEndian.AppendUint64(nil, uint64(i))), Value: value}
+	}
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), savepoint.Logical(rows), savepoint.SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := &flagCtx{Context: context.Background(), done: make(chan struct{})}
+	out := filepath.Join(dir, "out.snap")
+	set := parseRules(t, "version: 1\nrules:\n  - drop: 'key_group < 2'\n", nil)
+	_, err := transform.Run(ctx, open(t, in), set, transform.Options{Out: out, Progress: func(stage string, done, total int64) {
+		if stage == "write" {
+			ctx.pass() // the deadline passes during the write
+		}
+	}})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Run past its deadline: %v; want an error errors.Is matches with context.DeadlineExceeded", err)
+	}
+	if _, serr := os.Lstat(out); serr == nil {
+		t.Error("output written")
 	}
 }
