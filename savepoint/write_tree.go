@@ -39,9 +39,11 @@ type TreeWriter struct {
 	force        bool
 	markerExtra  []MetaEntry
 	unlisted     []int
-	before       func() error // TreeOptions.BeforePublish
-	life         sync.Mutex   // held by Commit and by Abort for their whole run
-	mu           sync.Mutex   // guards subtasks, unfinished, committed and aborted
+	before       func() error   // TreeOptions.BeforePublish
+	life         sync.Mutex     // held by Commit and by Abort for their whole run
+	mu           sync.Mutex     // guards subtasks, unfinished, committing, committed and aborted
+	writes       sync.WaitGroup // the subtask writes under way (Abort waits for them)
+	committing   bool           // Commit took the subtasks written: no more are
 	subtasks     []int
 	unfinished   map[int]bool // subtasks whose write began and has not succeeded
 	committed    bool
@@ -102,6 +104,10 @@ func closeAll(files []*os.File) {
 // errCommitted is the error of a TreeWriter used after its Commit
 // published the tree.
 var errCommitted = errors.New("the tree was committed already: a TreeWriter writes and commits one tree")
+
+// errCommitting is the error of a subtask written while Commit runs: the
+// marker lists the subtasks written before it.
+var errCommitting = errors.New("the tree is being committed: its subtasks are written before Commit")
 
 // errAborted is the error of a TreeWriter used after its Abort removed
 // the staging directory.
@@ -223,6 +229,9 @@ func (t *TreeWriter) subtaskDir(i int) (string, error) {
 		// (It would make a staging directory again, which no Commit
 		// or Abort removes.)
 		return "", errCommitted
+	case t.committing:
+		// (It would be published, and not listed in the marker.)
+		return "", errCommitting
 	case t.aborted:
 		// (It would make the staging directory again, which nothing
 		// removes, and a Commit would publish the subtasks written since.)
@@ -242,12 +251,15 @@ func (t *TreeWriter) subtaskDir(i int) (string, error) {
 		t.unfinished = map[int]bool{}
 	}
 	t.unfinished[i] = true
+	t.writes.Add(1)
 	return d, nil
 }
 
-// finished records that subtask i's write returned err: a subtask whose
-// write failed stays unfinished, and Commit refuses the tree.
+// finished records that subtask i's write, which subtaskDir let begin,
+// returned err: a subtask whose write failed stays unfinished, and Commit
+// refuses the tree.
 func (t *TreeWriter) finished(i int, err error) {
+	defer t.writes.Done()
 	if err != nil {
 		return
 	}
@@ -544,19 +556,27 @@ func (t *TreeWriter) Commit(job string, extra map[string][]byte) error {
 	for i := range t.unfinished {
 		unfinished = append(unfinished, i)
 	}
+	// No subtask is written from here on, unless this Commit fails
+	// before it publishes the tree.
+	t.committing = true
+	subtasks := slices.Sorted(slices.Values(t.subtasks))
 	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.committing = t.committed
+		t.mu.Unlock()
+	}()
 	if len(unfinished) > 0 {
 		slices.Sort(unfinished)
 		return fmt.Errorf("subtask %s not written (a write of it failed, or has not returned): the tree is not committed", FormatGroups(runsOf(unfinished)))
 	}
-	slices.Sort(t.subtasks)
 	for rel := range extra {
 		if !filepath.IsLocal(rel) {
 			return fmt.Errorf("control file %q: not a path within the tree", rel)
 		}
 	}
 	if job != "" {
-		listed := slices.DeleteFunc(slices.Clone(t.subtasks), func(i int) bool { return slices.Contains(t.unlisted, i) })
+		listed := slices.DeleteFunc(slices.Clone(subtasks), func(i int) bool { return slices.Contains(t.unlisted, i) })
 		c := Completed{Job: job, Checkpoint: t.ckpt, Generation: t.gen, Subtasks: listed, HasSubtasks: true, Extra: t.markerExtra}
 		if err := CheckJobID(job); err != nil {
 			return err
@@ -795,8 +815,9 @@ var hookRemoveTree func(dir string)
 // directories that CreateTree made, as far as they are empty; it is a
 // no-op after Commit. Once it is called, the TreeWriter writes nothing:
 // a write of a subtask, or a Commit, still to come (on another goroutine)
-// is refused; one that Commit has begun is waited for (so an Abort must
-// not be called from Commit's TreeOptions.BeforePublish). The staging directory is removed as a replaced
+// is refused; a Commit or a write of a subtask under way is waited for (so
+// an Abort must not be called from Commit's TreeOptions.BeforePublish, nor
+// wait for a write's end that waits for it). The staging directory is removed as a replaced
 // tree is, its COMPLETED markers first, then its sidecars, then the rest,
 // without following a link put in its place: a Commit that failed once it
 // wrote the COMPLETED marker leaves a whole tree there, and a run killed
@@ -817,6 +838,9 @@ func (t *TreeWriter) Abort() error {
 	if committed {
 		return nil
 	}
+	// The writes under way end before the directory they write in is
+	// removed (none begins from here on).
+	t.writes.Wait()
 	left := leftBehind("the staging directory", t.stage, removeTree)
 	t.made.Remove()
 	return left
