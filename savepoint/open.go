@@ -304,7 +304,7 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 		if noSidecar && (opts.AllowMissingSidecar || sp.Kind == InputFile) || !noSidecar && opts.AllowCorrupt {
 			continue
 		}
-		return &VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, NoSidecar: noSidecar}
+		return &VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, NoSidecar: noSidecar, Unread: f.sidecarUnread}
 	}
 	return nil
 }
@@ -328,7 +328,7 @@ func (sp *Savepoint) checkVerdicts(opts OpenOptions) error {
 func (sp *Savepoint) CheckIntegrity(note string) error {
 	if d := sp.Damaged(); len(d) > 0 {
 		f := d[0]
-		return &VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, Note: note}
+		return &VerdictError{Path: f.Path, Verdict: f.Verdict, Detail: f.VerdictDetail, Note: note, Unread: f.sidecarUnread}
 	}
 	if sp.Kind != InputFile && sp.Completed == nil && isStagingTree(sp.Root) {
 		return fmt.Errorf("%s is the staging tree of an sptool run that did not finish (named .sptool-tmp-<suffix>, and without the COMPLETED marker sptool writes last): it may lack the files of some subtasks, which nothing in it shows; run that command again, and delete this directory", ShowName(sp.Root))
@@ -431,7 +431,8 @@ func verifyStraySidecar(f *File) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		f.Verdict, f.VerdictDetail = VerdictCorrupt, unreadableSidecar(err)
+		// (Not unreadableSidecar's advice: clink reads no sidecar here.)
+		f.Verdict, f.VerdictDetail = VerdictCorrupt, "unreadable sidecar: "+err.Error()
 	default:
 		f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, sc)
 	}

@@ -212,6 +212,9 @@ type VerdictError struct {
 	// NoSidecar says the payload was refused for want of a sidecar, which
 	// OpenOptions.AllowMissingSidecar accepts.
 	NoSidecar bool
+	// Unread says the sidecar was too large for sptool to read: clink,
+	// which reads past keys it does not know, may restore the payload.
+	Unread bool
 	// Hint, when not empty, follows the message in parentheses: how the
 	// caller's user accepts the payload (sptool's --allow-unverified, for
 	// one without a sidecar).
@@ -219,7 +222,11 @@ type VerdictError struct {
 }
 
 func (e *VerdictError) Error() string {
-	msg := fmt.Sprintf("%s: integrity check %s: %s; clink would refuse to restore it%s", e.Path, e.Verdict, e.Detail, e.Note)
+	refuses := "clink would refuse to restore it"
+	if e.Unread {
+		refuses = "sptool does not read it" // (the detail says what clink may do)
+	}
+	msg := fmt.Sprintf("%s: integrity check %s: %s; %s%s", e.Path, e.Verdict, e.Detail, refuses, e.Note)
 	if e.Hint != "" {
 		msg += " (" + e.Hint + ")"
 	}

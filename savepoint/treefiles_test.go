@@ -143,6 +143,9 @@ func TestControlFilesTooLarge(t *testing.T) {
 					t.Errorf("validate says clink refuses what it may restore: %s", msg)
 				}
 				sp.Close()
+				if _, err := Open(p, OpenOptions{RequireValid: true}); err == nil || strings.Contains(err.Error(), "clink would refuse") || !strings.Contains(err.Error(), "sptool does not read it") {
+					t.Errorf("the refusal says clink refuses what it may restore: %v", err)
+				}
 				continue
 			}
 			sp, err := Open(p, OpenOptions{})
