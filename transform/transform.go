@@ -327,10 +327,27 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 	rep, err := run(ctx, sp, set, opts)
 	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
 		// The writers stop with context.Canceled whatever stopped them.
-		err = fmt.Errorf("%w (%w)", err, cerr)
+		err = &stoppedError{err, cerr}
 	}
 	return rep, err
 }
+
+// stoppedError is the error of a Run whose ctx is done, err being the
+// error it stopped with, which is not ctx's (cause): errors.Is matches
+// cause, and what err matches but context.Canceled, the writers' own word
+// for a stop (a run past its deadline was not cancelled); errors.As finds
+// what err holds.
+type stoppedError struct{ err, cause error }
+
+func (e *stoppedError) Error() string { return fmt.Sprintf("%v (%v)", e.err, e.cause) }
+
+// Is matches cause, and what err matches but context.Canceled.
+func (e *stoppedError) Is(target error) bool {
+	return target == e.cause || target != context.Canceled && errors.Is(e.err, target)
+}
+
+// As finds what err holds.
+func (e *stoppedError) As(target any) bool { return errors.As(e.err, target) }
 
 // run is Run, whose error may say canceled for a ctx past its deadline.
 func run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {

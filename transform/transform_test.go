@@ -3037,8 +3037,8 @@ func TestRunDeadlineError(t *testing.T) {
 			ctx.pass() // the deadline passes during the write
 		}
 	}})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Run past its deadline: %v; want an error errors.Is matches with context.DeadlineExceeded", err)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		t.Errorf("Run past its deadline: %v; want an error errors.Is matches with context.DeadlineExceeded, not context.Canceled", err)
 	}
 	if _, serr := os.Lstat(out); serr == nil {
 		t.Error("output written")

@@ -320,10 +320,9 @@ func fail(s *Streams, name string, err error) int {
 		// the cause of a signal.NotifyContext names the signal.
 		// What the stopped run could not remove is still said.
 		stopped := fmt.Errorf("stopped: %w", context.Cause(s.ctx))
-		for e := err; e != nil; e = errors.Unwrap(e) {
-			if left, ok := e.(*savepoint.LeftError); ok {
-				stopped = &savepoint.LeftError{Err: stopped, Left: left.Left}
-			}
+		var left *savepoint.LeftError
+		if errors.As(err, &left) {
+			stopped = &savepoint.LeftError{Err: stopped, Left: left.Left}
 		}
 		err = stopped
 	}

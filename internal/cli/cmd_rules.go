@@ -589,8 +589,8 @@ func rulesRowFilter(rulesPath, where string, inScope func(op uint64, slot []byte
 			pred, err = set.CompileFilter(where)
 		}
 		if err == nil && inScope != nil && len(scoped) == 0 && pred.ReadsExpireAt() {
-			// --op and --slot name a slot no declaration describes.
-			err = errors.New("'expire_at' is nil on every row: the slot --op and --slot name is not declared (declare it with 'ttl: true' in the rule file of --rules)")
+			// --op and --slot name a slot no keyed declaration describes.
+			err = errors.New("'expire_at' is nil on every row: no declaration with 'ttl: true' describes the rows --op and --slot name (broadcast state and keys without a slot have no expiry stamp; a keyed slot's is read by its declaration with 'ttl: true' in the rule file of --rules)")
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("--where: %w", err)
