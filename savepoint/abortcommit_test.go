@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,5 +121,34 @@ func TestTreeWriterAbortRacesWrite(t *testing.T) {
 		if ents, _ := os.ReadDir(dir); len(ents) > 0 || aerr != nil {
 			t.Fatalf("run %d: Abort (%v) racing a write left %v", i, aerr, ents)
 		}
+	}
+}
+
+// panicSource is a RowSource whose rows cannot be read: a fault of a
+// mapped input, say.
+type panicSource struct{}
+
+func (panicSource) Len() int      { return 3 }
+func (panicSource) Row(i int) Row { panic("fault reading the input") }
+
+// A subtask write that panicked, recovered by its caller, is no subtask
+// written: Commit refused nothing and published a tree whose marker listed
+// it without its payload. The panic goes on to the caller.
+func TestTreeWriterPanickedWrite(t *testing.T) {
+	tw, err := CreateTree(filepath.Join(t.TempDir(), "tree"), TreeOptions{Generation: 1, Checkpoint: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Abort()
+	func() {
+		defer func() {
+			if r := recover(); r != "fault reading the input" {
+				t.Errorf("recovered %v, want the source's panic", r)
+			}
+		}()
+		tw.WriteSubtaskFrom(0, CanonicalMetadata(nil, VersionMap{}), panicSource{}, CompressNone)
+	}()
+	if err := tw.Commit("job1", nil); err == nil || !strings.Contains(err.Error(), "subtask 0 not written") {
+		t.Errorf("Commit after a write that panicked: %v", err)
 	}
 }

@@ -224,7 +224,7 @@ type VerdictError struct {
 func (e *VerdictError) Error() string {
 	refuses := "clink would refuse to restore it"
 	if e.Unread {
-		refuses = "sptool does not read it" // (the detail says what clink may do)
+		refuses = "sptool does not read the sidecar" // (the detail says what clink may do)
 	}
 	msg := fmt.Sprintf("%s: integrity check %s: %s; %s%s", e.Path, e.Verdict, e.Detail, refuses, e.Note)
 	if e.Hint != "" {

@@ -143,7 +143,7 @@ func TestControlFilesTooLarge(t *testing.T) {
 					t.Errorf("validate says clink refuses what it may restore: %s", msg)
 				}
 				sp.Close()
-				if _, err := Open(p, OpenOptions{RequireValid: true}); err == nil || strings.Contains(err.Error(), "clink would refuse") || !strings.Contains(err.Error(), "sptool does not read it") {
+				if _, err := Open(p, OpenOptions{RequireValid: true}); err == nil || strings.Contains(err.Error(), "clink would refuse") || !strings.Contains(err.Error(), "sptool does not read the sidecar") {
 					t.Errorf("the refusal says clink refuses what it may restore: %v", err)
 				}
 				continue

@@ -255,6 +255,21 @@ func (t *TreeWriter) subtaskDir(i int) (string, error) {
 	return d, nil
 }
 
+// finishing is deferred by a write of subtask i that subtaskDir let
+// begin: it records the write's outcome, *err, or a failure when the write
+// panicked (the panic goes on), so that a caller that recovers the panic
+// cannot commit the subtask as written.
+func (t *TreeWriter) finishing(i int, err *error) {
+	if r := recover(); r != nil {
+		t.finished(i, errWritePanicked)
+		panic(r)
+	}
+	t.finished(i, *err)
+}
+
+// errWritePanicked is the outcome of a subtask write that panicked.
+var errWritePanicked = errors.New("the write panicked")
+
 // finished records that subtask i's write, which subtaskDir let begin,
 // returned err: a subtask whose write failed stays unfinished, and Commit
 // refuses the tree.
@@ -298,7 +313,7 @@ func (t *TreeWriter) WriteSubtaskWith(i int, md Metadata, src RowSource, opts Sn
 	if err != nil {
 		return FileInfo{}, err
 	}
-	defer func() { t.finished(i, err) }()
+	defer t.finishing(i, &err)
 	if t.backend == BackendChangelogFile {
 		matName := "mat-" + strconv.FormatUint(t.ckpt, 10) + ".bin"
 		if err := os.MkdirAll(filepath.Join(d, "materializations"), 0o755); err != nil {
@@ -360,7 +375,7 @@ func (t *TreeWriter) CopySubtask(i int, src *File, root string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { t.finished(i, err) }()
+	defer t.finishing(i, &err)
 	dst := filepath.Join(d, t.PayloadName())
 	if t.backend == BackendFile {
 		err = CopySnapshotFile(src.Path, dst, FileInfo{Size: src.Size, CRC32C: src.CRC32C}, t.copiedSidecar(src), PublishOptions{})

@@ -325,8 +325,9 @@ func checkMissingState(sp *savepoint.Savepoint, allow bool) error {
 // context.DeadlineExceeded).
 func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {
 	rep, err := run(ctx, sp, set, opts)
-	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
+	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) && !errors.As(err, new(*savepoint.PublishedError)) {
 		// The writers stop with context.Canceled whatever stopped them.
+		// (A run that published its output was not stopped before it.)
 		err = &stoppedError{err, cerr}
 	}
 	return rep, err
@@ -336,7 +337,7 @@ func Run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Opti
 // error it stopped with, which is not ctx's (cause): errors.Is matches
 // cause, and what err matches but context.Canceled, the writers' own word
 // for a stop (a run past its deadline was not cancelled); errors.As finds
-// what err holds.
+// what err and cause hold.
 type stoppedError struct{ err, cause error }
 
 func (e *stoppedError) Error() string { return fmt.Sprintf("%v (%v)", e.err, e.cause) }
@@ -346,8 +347,10 @@ func (e *stoppedError) Is(target error) bool {
 	return target == e.cause || target != context.Canceled && errors.Is(e.err, target)
 }
 
-// As finds what err holds.
-func (e *stoppedError) As(target any) bool { return errors.As(e.err, target) }
+// As finds what err holds, and what cause does.
+func (e *stoppedError) As(target any) bool {
+	return errors.As(e.err, target) || errors.As(e.cause, target)
+}
 
 // run is Run, whose error may say canceled for a ctx past its deadline.
 func run(ctx context.Context, sp *savepoint.Savepoint, set *rules.Set, opts Options) (*Report, error) {

@@ -26,6 +26,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/sptool/sptool/internal/testhook"
 	"github.com/sptool/sptool/rules"
 	"github.com/sptool/sptool/savepoint"
 	"github.com/sptool/sptool/transform"
@@ -3040,7 +3041,30 @@ func TestRunDeadlineError(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		t.Errorf("Run past its deadline: %v; want an error errors.Is matches with context.DeadlineExceeded, not context.Canceled", err)
 	}
+	var timeout interface{ Timeout() bool }
+	if !errors.As(err, &timeout) || !timeout.Timeout() {
+		t.Errorf("Run past its deadline: %v; errors.As finds no Timeout() true in it", err)
+	}
 	if _, serr := os.Lstat(out); serr == nil {
 		t.Error("output written")
+	}
+}
+
+// A Run that published its output and then failed, its ctx done meanwhile,
+// returns the report and the *savepoint.PublishedError itself: the run was
+// not stopped before it published.
+func TestRunPublishedThenStopped(t *testing.T) {
+	set := parseRules(t, "version: 1\nrules:\n  - drop: 'key_group < 64'\n", nil)
+	out := filepath.Join(t.TempDir(), "tree")
+	if _, err := run(t, exampleTree, set, transform.Options{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	testhook.RemoveReplaced = func(string) error { cancel(); return errors.New("cannot remove") }
+	defer func() { testhook.RemoveReplaced = nil }()
+	rep, err := transform.Run(ctx, open(t, exampleTree), set, transform.Options{Out: out, Force: true})
+	if _, ok := err.(*savepoint.PublishedError); !ok || rep == nil {
+		t.Errorf("published, then the ctx done: %T %v, report %v; want the *savepoint.PublishedError and the report", err, err, rep != nil)
 	}
 }
