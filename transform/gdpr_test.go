@@ -888,14 +888,7 @@ func TestCompositeLookingSlotShownAsInspect(t *testing.T) {
 		uk := []byte("user-" + strconv.Itoa(i))
 		rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("c\x01rt"), append(append(bytes.Clone(uk), 0x1F), "sku-1"...)), Value: i64(1)})
 	}
-	in := filepath.Join(t.TempDir(), "in.snap")
-	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: [user-3]}\n", nil), transform.Options{DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := planRows(t, rows, "  - purge_keys: {keys: [user-3]}\n")
 	if p := rep.PerRule[0].Purge; !slices.Equal(p.CompositeLooking, []string{"op 7 slot 0x63017274"}) {
 		t.Errorf("audit's composite-looking slots %q, want [op 7 slot 0x63017274]", p.CompositeLooking)
 	}
@@ -919,15 +912,7 @@ func TestPurgeElementsLeftShortKeys(t *testing.T) {
 		}
 		rows = append(rows, savepoint.Row{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("seen"), uk), Value: i64(3)})
 	}
-	in := filepath.Join(t.TempDir(), "in.snap")
-	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
-		t.Fatal(err)
-	}
-	set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: [u0003, u0017, u0029]}\n", nil)
-	rep, err := run(t, in, set, transform.Options{DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := planRows(t, rows, "  - purge_keys: {keys: [u0003, u0017, u0029]}\n")
 	p := rep.PerRule[0].Purge
 	if p.ElementsLeft != 12 || p.Remaining != 0 || !slices.Equal(p.CompositeLooking, []string{`op 7 slot "cart"`}) {
 		t.Errorf("elements %d, remaining %d, composite-looking %q; want 12, 0 and cart", p.ElementsLeft, p.Remaining, p.CompositeLooking)
@@ -1062,15 +1047,7 @@ func TestPurgeAuditAfterMovedAway(t *testing.T) {
 		{Op: 7, Key: savepoint.EncodeKeyedKey([]byte("a"), []byte("alice")), Value: i64(1)},
 		{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("b"), []byte("alice")), Value: i64(2)},
 	}
-	in := filepath.Join(t.TempDir(), "in.snap")
-	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
-		t.Fatal(err)
-	}
-	set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: [alice], slot: a}\n  - rename_slot: {op: 7, from: a, to: t}\n  - remap_operator: {from: 7, to: 999}\n  - remap_operator: {from: 999, to: 998}\n  - rename_slot: {op: 8, from: b, to: t}\n  - remap_operator: {from: 8, to: 999}\n", nil)
-	rep, err := run(t, in, set, transform.Options{DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := planRows(t, rows, "  - purge_keys: {keys: [alice], slot: a}\n  - rename_slot: {op: 7, from: a, to: t}\n  - remap_operator: {from: 7, to: 999}\n  - remap_operator: {from: 999, to: 998}\n  - rename_slot: {op: 8, from: b, to: t}\n  - remap_operator: {from: 8, to: 999}\n")
 	// Op 8's alice is in 999's slot t; the purged rows went to 998's.
 	if p := rep.PerRule[0].Purge; p.Remaining != 0 || rep.RowsDropped != 1 {
 		t.Errorf("%d rows of listed keys remaining, %d dropped; want 0 and 1", p.Remaining, rep.RowsDropped)
@@ -1158,24 +1135,29 @@ rules:
 // uint32 purge: the slot is not named composite-looking, no element is
 // said to be left, and its rows are kept.
 func TestPurgeUint32NotCompositeOverInt64(t *testing.T) {
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.snap")
 	var rows []savepoint.Row
 	for _, k := range []uint64{0x1F00000003, 0x1F00000004, 0x1F00000005} {
 		rows = append(rows, savepoint.Row{Op: 8, Key: savepoint.EncodeKeyedKey([]byte("ids"), binary.LittleEndian.AppendUint64(nil, k)), Value: []byte("v")})
 	}
 	// A uint32 key 3, 0x1F and a text element does look composite.
 	rows = append(rows, savepoint.Row{Op: 9, Key: savepoint.EncodeKeyedKey([]byte("set"), []byte("\x03\x00\x00\x00\x1fsku-1")), Value: []byte("v")})
-	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
-		t.Fatal(err)
-	}
-	set := parseRules(t, "version: 1\nrules:\n  - purge_keys: {keys: [3], codec: uint32}\n", nil)
-	rep, err := run(t, in, set, transform.Options{DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ruleStats(t, rep, 1)
+	p := ruleStats(t, planRows(t, rows, "  - purge_keys: {keys: [3], codec: uint32}\n"), 1)
 	if !slices.Equal(p.Purge.CompositeLooking, []string{`op 9 slot "set"`}) || p.Purge.ElementsLeft != 1 || p.Dropped != 0 {
 		t.Errorf("composite-looking %q, elements left %d, dropped %d; want only op 9's slot, 1 and 0", p.Purge.CompositeLooking, p.Purge.ElementsLeft, p.Dropped)
 	}
+}
+
+// planRows writes rows to a snapshot file, with its sidecar, and returns
+// the report of a dry run of the rules given (the lines under 'rules:').
+func planRows(t *testing.T, rows []savepoint.Row, rulesYAML string) *transform.Report {
+	t.Helper()
+	in := filepath.Join(t.TempDir(), "in.snap")
+	if _, err := savepoint.WriteSnapshotFile(in, savepoint.CanonicalMetadata(nil, savepoint.VersionMap{}), rows, savepoint.SnapshotOptions{Sidecar: true}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := run(t, in, parseRules(t, "version: 1\nrules:\n"+rulesYAML, nil), transform.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
