@@ -41,7 +41,7 @@ func bitOptions() []expr.Option {
 func checkedBits(name string, builtin func(...any) (any, error), p []any) (any, error) {
 	for _, a := range p {
 		if isWide(a) {
-			return wideBits(name, p)
+			return wideBits(name, builtin, p)
 		}
 	}
 	return builtin(p...)
@@ -65,15 +65,11 @@ func narrowInts(args []ast.Node) bool {
 	return true
 }
 
-// isWide reports whether v is an unsigned integer above the largest int64.
+// isWide reports whether v is an integer above the largest int64 (an
+// unsigned one).
 func isWide(v any) bool {
-	switch x := v.(type) {
-	case uint64:
-		return x > math.MaxInt64
-	case uint:
-		return uint64(x) > math.MaxInt64
-	}
-	return false
+	neg, mag, ok := intParts(v)
+	return ok && !neg && mag > math.MaxInt64
 }
 
 // wideInt is an integer of up to 65 bits as the low 128 bits of its two's
@@ -123,15 +119,16 @@ func shiftCount(b any) (uint, error) {
 }
 
 // wideBits is bit function name of p, one of which is an unsigned integer
-// above the largest int64, computed on their values.
-func wideBits(name string, p []any) (any, error) {
+// above the largest int64, computed on their values (builtin, expr's
+// function, says what is wrong with an operand that is no integer).
+func wideBits(name string, builtin func(...any) (any, error), p []any) (any, error) {
 	x, ok := toWide(p[0])
 	var y wideInt
 	if len(p) > 1 && ok && !strings.HasSuffix(name, "shr") {
 		y, ok = toWide(p[1])
 	}
 	if !ok {
-		return exprBuiltin(name).Func(p...) // expr's error for what is not an integer
+		return builtin(p...) // expr's error for what is not an integer
 	}
 	var z wideInt
 	switch name {
