@@ -1505,15 +1505,16 @@ func readSnapshotFile(f *File, wantSidecar bool, ro ReadOptions) error {
 	}
 	if wantSidecar {
 		sc, err := ReadRegularFile(f.Path+".meta", maxControlFileSize)
+		var large *tooLargeError
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			f.Verdict, f.VerdictDetail, f.Sidecar = Verify(f.Path, true, f.Size, f.CRC32C, nil)
-		case errors.Is(err, ErrNotControlFile), errors.As(err, new(*tooLargeError)):
+		case errors.Is(err, ErrNotControlFile), errors.As(err, &large):
 			// A directory, a device or a named pipe where the sidecar
 			// should be: clink cannot read it, and refuses the payload.
 			// Or a sidecar larger than any real one, not read.
 			f.Verdict, f.VerdictDetail = VerdictCorrupt, unreadableSidecar(err)
-			f.sidecarUnread = errors.As(err, new(*tooLargeError))
+			f.sidecarUnread = large != nil
 		case err != nil:
 			return fmt.Errorf("read sidecar: %w", err)
 		default:

@@ -747,8 +747,8 @@ func (v *validator) checkFileLevel(f *File) {
 		v.fileFinding(f, SeverityWarning, CheckFormat, fmt.Sprintf("%s a row_kind clink does not write (not 1, a put, or 2, an erase; the first: %d): clink's restore replays any such row as a put without a check (section 1.7), as sptool does: a corrupt kind byte becomes a write of its row", rows, cl.OtherKind))
 	}
 	if cl := s.Changelog; s.Variant == Changelog && cl != nil && cl.mixedModes() {
-		inline, handle := slices.Index(cl.InBlob, true), slices.Index(cl.InBlob, false)
-		v.fileFinding(f, SeverityError, CheckChangelogMode, fmt.Sprintf("%s holds an inline materialisation (row_kind 0) and %s an external materialisation handle (row_kind 3): clink's restore throws on one or the other whatever its store, with an external store on the inline one, without one on the handle (section 1.7), and so do its state tools", cl.place(inline), cl.place(handle)))
+		inline, handle := cl.modePlaces()
+		v.fileFinding(f, SeverityError, CheckChangelogMode, fmt.Sprintf("%s holds an inline materialisation (row_kind 0) and %s an external materialisation handle (row_kind 3): clink's restore throws on one or the other whatever its store, with an external store on the inline one, without one on the handle (section 1.7), and so do its state tools", inline, handle))
 	}
 	if s.Variant == Changelog && s.Changelog != nil && s.Changelog.Blobs == 0 {
 		v.fileFinding(f, SeverityWarning, CheckFormat, "a CLMB frame of no blob: clink's restore reads no blob from it and restores empty state without a word, though its writer frames two blobs or more (a scale-down's parents) and stores one alone unframed: a damaged or cut-short file?")
@@ -791,7 +791,8 @@ func (c *ChangelogInfo) ModeConflict(backend Backend) string {
 		return ""
 	}
 	if c.mixedModes() {
-		return fmt.Sprintf("%s holds an inline materialisation (row_kind 0) and %s an external handle (row_kind 3), and every restore throws on one of them", c.place(slices.Index(c.InBlob, true)), c.place(slices.Index(c.InBlob, false)))
+		inline, handle := c.modePlaces()
+		return fmt.Sprintf("%s holds an inline materialisation (row_kind 0) and %s an external handle (row_kind 3), and every restore throws on one of them", inline, handle)
 	}
 	if i := slices.Index(c.InBlob, true); i >= 0 && backend == BackendChangelogFile {
 		return fmt.Sprintf("%s holds an inline materialisation (row_kind 0), which the changelog+file backend's restore throws on", c.place(i))
@@ -803,6 +804,13 @@ func (c *ChangelogInfo) ModeConflict(backend Backend) string {
 // materialisation (row_kind 0) and an external handle (row_kind 3).
 func (c *ChangelogInfo) mixedModes() bool {
 	return slices.Contains(c.InBlob, true) && slices.Contains(c.InBlob, false)
+}
+
+// modePlaces names the changelog's first inline materialisation row and
+// its first external handle row (see place), of a changelog of mixed
+// modes.
+func (c *ChangelogInfo) modePlaces() (inline, handle string) {
+	return c.place(slices.Index(c.InBlob, true)), c.place(slices.Index(c.InBlob, false))
 }
 
 // place names materialisation row i of the changelog: "row R", and its
